@@ -1,0 +1,31 @@
+# The two set-up commands of the README: `make demo` and `make test` (both create .venv on first use).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lint info clean
+
+$(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" ruff
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/train_tiny.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples
+
+info: $(STAMP)
+	$(VENV)/bin/coretorch info
+
+clean:
+	rm -rf $(VENV) build *.egg-info plugins/*/*.egg-info

@@ -1,0 +1,126 @@
+"""coretorch: a small PyTorch-compatible deep-learning framework with plugin backends.
+
+    import coretorch as torch
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtypes as _dtypes
+from .dtypes import (dtype, float16, float32, float64, uint8, int8, int16, int32, int64, bool_ as bool,
+                     promote_types)
+from .device import device
+from .tensor import Tensor, Size
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import _tensor_methods  # noqa: F401  (binds ops onto Tensor)
+from . import autograd, ops, plugins, nn, optim
+from .ops.creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, full, empty, zeros_like,
+                           ones_like, empty_like, full_like, rand_like, randn_like, randint_like, arange,
+                           linspace, logspace, eye, rand, randn, randint, randperm, normal, manual_seed, seed,
+                           initial_seed, Generator)
+from .ops.pointwise import (add, sub, subtract, mul, multiply, div, divide, true_divide, floor_divide,
+                            remainder, pow, float_power, maximum, minimum, eq, ne, lt, le, gt, ge, greater,
+                            greater_equal, less, less_equal, not_equal, logical_and, logical_or, logical_xor,
+                            logical_not, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, exp, log, sqrt,
+                            rsqrt, abs, sign, neg, negative, reciprocal, sin, cos, tanh, sigmoid, relu, floor,
+                            ceil, round, trunc, fix, expm1, log1p, isnan, square, where, clamp, clip,
+                            clamp_min, clamp_max, lerp, masked_fill, rsub)
+from .ops.reduction import (sum, nansum, mean, prod, amax, amin, max, min, argmax, argmin, var, std,
+                            var_mean, std_mean, logsumexp, norm, all, any, cumsum)
+from .ops.linalg import matmul, mm, bmm, addmm, dot, mv, outer
+from .ops.shape import (reshape, flatten, unflatten, squeeze, unsqueeze, permute, transpose, swapaxes,
+                        swapdims, t, movedim, broadcast_to, broadcast_tensors, flip, clone,
+                        cat, concat, concatenate, stack, hstack, vstack, split, chunk, unbind)
+from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
+from .ops._util import broadcast_shapes
+
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+short = int16
+
+
+def get_default_dtype() -> dtype:
+    return _dtypes.default
+
+
+def set_default_dtype(d: dtype) -> None:
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _dtypes.default = d
+
+
+def result_type(tensor1, tensor2) -> dtype:
+    return _dtypes.result_type((tensor1, tensor2), _dtypes.default)
+
+
+def can_cast(from_: dtype, to: dtype) -> builtins_bool:  # type: ignore[name-defined]
+    return from_.category <= to.category
+
+
+def is_tensor(obj) -> builtins_bool:  # type: ignore[name-defined]
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> builtins_bool:  # type: ignore[name-defined]
+    return input.dtype.is_floating_point
+
+
+def numel(input: Tensor) -> builtins_int:  # type: ignore[name-defined]
+    return input.numel()
+
+
+def detach(input: Tensor) -> Tensor:
+    return input.detach()
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_bool = _builtins.bool
+builtins_int = _builtins.int
+
+
+class _LegacyMeta(type):
+    """isinstance(t, FloatTensor) is true for any CPU float32 tensor, as in PyTorch."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls._legacy_dtype
+
+
+def _legacy(name: str, d: dtype):
+    return _LegacyMeta(name, (Tensor,), {"__slots__": (), "_legacy_dtype": d})
+
+
+FloatTensor = _legacy("FloatTensor", float32)
+DoubleTensor = _legacy("DoubleTensor", float64)
+HalfTensor = _legacy("HalfTensor", float16)
+LongTensor = _legacy("LongTensor", int64)
+IntTensor = _legacy("IntTensor", int32)
+ShortTensor = _legacy("ShortTensor", int16)
+CharTensor = _legacy("CharTensor", int8)
+ByteTensor = _legacy("ByteTensor", uint8)
+BoolTensor = _legacy("BoolTensor", bool)
+
+
+def devices() -> list[dict]:
+    """Every registered device type with availability and device names (what `coretorch info` shows)."""
+    from ._backend import backends
+    out = []
+    for name, be in sorted(backends().items()):
+        try:
+            avail = be.is_available()
+            count = be.device_count() if avail else 0
+            names = [be.device_name(i) for i in range(count)]
+        except Exception as e:  # a backend that cannot even answer is reported, not raised
+            avail, count, names = False, 0, [f"error: {e}"]
+        out.append({"type": name, "distribution": getattr(be, "distribution", "?"), "available": avail,
+                    "count": count, "names": names})
+    return out
+
+
+from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
+
+_core_names.update(n for n in dir(ops) if not n.startswith("_"))
+plugins.load_entry_points()

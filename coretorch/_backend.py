@@ -1,0 +1,196 @@
+"""The backend contract: a device type name plus a table of primitive kernels.
+
+A backend (registered by a plugin through ``coretorch_register_backends``) is any object with
+
+* ``name``: the device type, e.g. ``"cpu"``;
+* ``distribution``: optional, the distribution that ships it (filled in by the loader);
+* ``is_available()``, ``device_count()``, ``device_name(index)``;
+* ``kernels(index) -> dict[str, callable]``: the primitive table for one device (see ``PRIMITIVES``);
+* ``manual_seed(seed)``.
+
+Kernels take and return the backend's native arrays (which expose ``.shape``); the core does every
+check (shapes, dtypes, devices), broadcasting (through ``expand``), type promotion (through ``cast``)
+and autograd before a kernel runs.  A missing kernel raises ``NotImplementedError`` naming the op and
+device, or with ``CORETORCH_FALLBACK=cpu`` runs on the CPU backend with a one-time warning per op.
+The per-device table is built once, at registration: dispatch is an attribute lookup.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from .device import device as Device
+
+# name -> one-line signature; the contract a backend implements.  Scalars are Python numbers.
+PRIMITIVES: dict[str, str] = {
+    # transfer and creation
+    "from_numpy": "(ndarray) -> array, may share memory", "to_numpy": "(x) -> ndarray",
+    "full": "(shape, value, np_dtype) -> array", "empty": "(shape, np_dtype) -> array",
+    "arange": "(start, end, step, np_dtype) -> array", "eye": "(n, m, np_dtype) -> array",
+    "rand": "(shape, np_dtype) -> U[0,1)", "randn": "(shape, np_dtype) -> N(0,1)",
+    "randint": "(low, high, shape, np_dtype)", "manual_seed": "(seed)",
+    "uniform_": "(x, low, high) in place", "normal_": "(x, mean, std) in place",
+    # layout
+    "cast": "(x, np_dtype) -> array", "contiguous": "(x) -> contiguous copy",
+    "is_contiguous": "(x) -> bool", "strides": "(x) -> element strides",
+    "view": "(x, shape) -> view or None when the strides forbid it", "permute": "(x, dims) -> view",
+    "expand": "(x, shape) -> broadcast view", "basic_index": "(x, key of int/slice/None/Ellipsis) -> view",
+    "flip": "(x, dims) -> copy", "tile": "(x, reps) -> copy", "cat": "(arrays, axis) -> array",
+    "assign_": "(dst, src array|scalar) in place", "setitem_": "(x, key, value) in place",
+    "index": "(x, key with index arrays) -> copy", "index_put_": "(x, key, values, accumulate) in place",
+    "gather": "(x, dim, index)", "scatter_add": "(x, dim, index, src) -> new array",
+    "index_select": "(x, dim, index)", "index_add": "(x, dim, index, src) -> new array",
+    "nonzero": "(x) -> int64 array (n, ndim)",
+    # elementwise
+    "neg": "", "exp": "", "log": "", "sqrt": "", "rsqrt": "", "abs": "", "sign": "", "sin": "",
+    "cos": "", "tanh": "", "sigmoid": "", "relu": "", "reciprocal": "", "floor": "", "ceil": "",
+    "round": "", "trunc": "", "expm1": "", "log1p": "", "logical_not": "", "bitwise_not": "",
+    "isnan": "", "add": "", "sub": "", "mul": "", "div": "", "floor_divide": "", "remainder": "",
+    "pow": "", "maximum": "", "minimum": "", "eq": "", "ne": "", "lt": "", "le": "", "gt": "",
+    "ge": "", "logical_and": "", "logical_or": "", "logical_xor": "", "bitwise_and": "",
+    "bitwise_or": "", "bitwise_xor": "", "where": "(cond, x, y)", "clamp": "(x, lo|None, hi|None)",
+    # reductions and scans
+    "sum": "(x, axes|None, keepdim)", "prod": "(x, axes|None, keepdim)", "amax": "(x, axes|None, keepdim)",
+    "amin": "(x, axes|None, keepdim)", "argmax": "(x, axis|None, keepdim)", "argmin": "(x, axis|None, keepdim)",
+    "any": "(x, axes|None, keepdim)", "all": "(x, axes|None, keepdim)", "cumsum": "(x, axis)",
+    "cumprod": "(x, axis)",
+    # linear algebra
+    "matmul": "(a (..., n, k), b (..., k, m)) with equal batch shapes",
+}
+UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
+         "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
+         "isnan")
+BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq",
+          "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+          "bitwise_or", "bitwise_xor")
+
+_backends: dict[str, object] = {}      # device type -> backend object
+_tables: dict[Device, "KernelTable"] = {}
+_extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
+_warned_fallback: set = set()
+
+HINTS = {"cpu": "coretorch-cpu (pip install -e plugins/cpu_backend)",
+         "opencl": "coretorch-opencl (pip install -e plugins/opencl_backend)"}
+
+
+class KernelTable:
+    """The kernels of one device as attributes: ``table.add(x, y)``.  Built once per device."""
+
+    def __init__(self, backend, dev: Device):
+        self.backend = backend
+        self.device = dev
+        self.type = dev.type
+        kernels = dict(backend.kernels(dev.index or 0))
+        for name, per_device in _extra_kernels.items():
+            if dev.type in per_device:
+                kernels[name] = per_device[dev.type]
+        self.names = frozenset(kernels)
+        for name in set(PRIMITIVES) | set(_extra_kernels):
+            setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
+    def __repr__(self) -> str:
+        return f"<KernelTable {self.device}>"
+
+
+def _missing(op: str, table: KernelTable):
+    def kernel(*args, **kwargs):
+        if os.environ.get("CORETORCH_FALLBACK", "") == "cpu" and table.type != "cpu":
+            cpu = get_table(Device("cpu"))
+            if cpu.has(op):
+                if op not in _warned_fallback:
+                    _warned_fallback.add(op)
+                    warnings.warn(f"coretorch: op '{op}' has no kernel on device '{table.device}'; "
+                                  f"running it on the CPU (CORETORCH_FALLBACK=cpu)", stacklevel=3)
+                conv = [_to_cpu(a, table, cpu) for a in args]
+                out = getattr(cpu, op)(*conv, **kwargs)
+                return _from_cpu(out, table, cpu)
+        raise NotImplementedError(
+            f"Could not run '{op}' on device '{table.device}': the backend "
+            f"'{getattr(table.backend, 'distribution', table.type)}' has no kernel for it. "
+            f"Set CORETORCH_FALLBACK=cpu to run missing kernels on the CPU backend.")
+    return kernel
+
+
+def _is_native(a, table) -> bool:
+    return isinstance(a, getattr(table.backend, "array_type", ()))
+
+
+def _to_cpu(a, table, cpu):
+    if _is_native(a, table):
+        return cpu.from_numpy(table.to_numpy(a))
+    if isinstance(a, (list, tuple)):
+        return type(a)(_to_cpu(x, table, cpu) for x in a)
+    return a
+
+
+def _from_cpu(out, table, cpu):
+    if isinstance(out, (list, tuple)):
+        return type(out)(_from_cpu(x, table, cpu) for x in out)
+    if hasattr(out, "shape") and not isinstance(out, (bool, int, float)):
+        return table.from_numpy(cpu.to_numpy(out))
+    return out
+
+
+def register_backend(backend, distribution: str = "?") -> None:
+    name = backend.name
+    if name in _backends:
+        other = getattr(_backends[name], "distribution", "?")
+        raise ValueError(f"device type '{name}' is registered twice: by distribution '{other}' and by "
+                         f"'{distribution}'; uninstall one of them")
+    if not getattr(backend, "distribution", None):
+        try:
+            backend.distribution = distribution
+        except AttributeError:
+            pass
+    _backends[name] = backend
+    for dev in [d for d in _tables if d.type == name]:
+        del _tables[dev]
+
+
+def unregister_backend(name: str) -> None:
+    _backends.pop(name, None)
+    for dev in [d for d in _tables if d.type == name]:
+        del _tables[dev]
+
+
+def register_kernels(op: str, kernels: dict) -> None:
+    _extra_kernels.setdefault(op, {}).update(kernels)
+    _tables.clear()  # rebuilt lazily with the new entries; existing tensors keep working tables
+
+
+def backends() -> dict:
+    return dict(_backends)
+
+
+def get_table(dev) -> KernelTable:
+    """Kernel table for a device (cached)."""
+    t = _tables.get(dev)
+    if t is not None:
+        return t
+    dev = Device(dev) if not isinstance(dev, Device) else dev
+    t = _tables.get(dev)
+    if t is not None:
+        return t
+    be = _backends.get(dev.type)
+    if be is None:
+        hint = HINTS.get(dev.type)
+        if hint:
+            raise RuntimeError(f"no backend for device type '{dev.type}' is installed; install {hint}")
+        raise RuntimeError(f"unknown device type '{dev.type}': no installed backend provides it "
+                           f"(installed: {', '.join(sorted(_backends)) or 'none'})")
+    if not be.is_available():
+        raise RuntimeError(f"device type '{dev.type}' is installed but not available on this machine")
+    if dev.index is not None and dev.index >= be.device_count():
+        raise RuntimeError(f"device '{dev}' does not exist: {dev.type} has {be.device_count()} device(s)")
+    canon = Device(dev.type, dev.index) if dev.type != "cpu" else Device("cpu")
+    if dev.type != "cpu" and dev.index is None:
+        canon = Device(dev.type, 0)
+    t = _tables.get(canon)
+    if t is None:
+        t = KernelTable(be, canon)
+        _tables[canon] = t
+    _tables[dev] = t
+    return t

@@ -1,0 +1,229 @@
+"""Bind the op layer onto Tensor as methods and operators (done once, at import)."""
+from __future__ import annotations
+
+from . import dtypes as _dt
+from .ops import creation as C, indexing as I, inplace as IP, linalg as L, pointwise as P, reduction as R
+from .ops import shape as S
+from .tensor import Tensor, _make
+
+T = Tensor
+
+
+def _method(fn):
+    def m(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    m.__name__ = fn.__name__
+    m.__doc__ = fn.__doc__
+    return m
+
+
+# plain methods with the same signature as the functional form
+for _name, _fn in {
+    "add": P.add, "sub": P.sub, "subtract": P.sub, "mul": P.mul, "multiply": P.mul, "div": P.div,
+    "divide": P.div, "true_divide": P.div, "floor_divide": P.floor_divide, "remainder": P.remainder,
+    "fmod": None, "pow": P.pow, "maximum": P.maximum, "minimum": P.minimum,
+    "eq": P.eq, "ne": P.ne, "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "greater": P.gt,
+    "greater_equal": P.ge, "less": P.lt, "less_equal": P.le, "not_equal": P.ne,
+    "logical_and": P.logical_and, "logical_or": P.logical_or, "logical_xor": P.logical_xor,
+    "logical_not": P.logical_not, "bitwise_and": P.bitwise_and, "bitwise_or": P.bitwise_or,
+    "bitwise_xor": P.bitwise_xor, "bitwise_not": P.bitwise_not,
+    "exp": P.exp, "log": P.log, "sqrt": P.sqrt, "rsqrt": P.rsqrt, "abs": P.abs, "absolute": P.abs,
+    "sign": P.sign, "neg": P.neg, "negative": P.neg, "reciprocal": P.reciprocal, "sin": P.sin, "cos": P.cos,
+    "tanh": P.tanh, "sigmoid": P.sigmoid, "relu": P.relu, "floor": P.floor, "ceil": P.ceil, "round": P.round,
+    "trunc": P.trunc, "expm1": P.expm1, "log1p": P.log1p, "isnan": P.isnan, "square": P.square,
+    "clamp": P.clamp, "clip": P.clamp, "clamp_min": P.clamp_min, "clamp_max": P.clamp_max,
+    "lerp": P.lerp, "masked_fill": P.masked_fill, "where": lambda self, cond, other: P.where(cond, self, other),
+    "sum": R.sum, "nansum": R.nansum, "mean": R.mean, "prod": R.prod, "max": R.max, "min": R.min,
+    "amax": R.amax, "amin": R.amin, "argmax": R.argmax, "argmin": R.argmin, "var": R.var, "std": R.std,
+    "logsumexp": R.logsumexp, "norm": R.norm, "all": R.all, "any": R.any, "cumsum": R.cumsum,
+    "matmul": L.matmul, "mm": L.mm, "bmm": L.bmm, "addmm": L.addmm, "dot": L.dot, "mv": L.mv,
+    "outer": L.outer, "t": S.t,
+    "reshape": S.reshape, "view": S.view, "flatten": S.flatten, "unflatten": S.unflatten,
+    "squeeze": S.squeeze, "unsqueeze": S.unsqueeze, "permute": S.permute, "transpose": S.transpose,
+    "swapaxes": S.transpose, "swapdims": S.transpose, "movedim": S.movedim, "expand": S.expand,
+    "expand_as": S.expand_as, "broadcast_to": S.broadcast_to, "repeat": S.repeat, "flip": S.flip,
+    "contiguous": S.contiguous, "clone": S.clone, "split": S.split, "chunk": S.chunk, "unbind": S.unbind,
+    "gather": I.gather, "scatter_add": I.scatter_add, "index_select": I.index_select,
+    "index_add": I.index_add, "narrow": I.narrow, "select": I.select, "nonzero": I.nonzero,
+    "masked_select": I.masked_select,
+    "fill_": IP.fill_, "zero_": IP.zero_, "copy_": IP.copy_, "uniform_": IP.uniform_, "normal_": IP.normal_,
+}.items():
+    if _fn is not None:
+        setattr(Tensor, _name, _method(_fn))
+
+
+def _view_as(self, other):
+    return S.view(self, other.shape)
+
+
+def _reshape_as(self, other):
+    return S.reshape(self, other.shape)
+
+
+def _fmod(self, other):
+    # C-style remainder: the result has the sign of the dividend
+    return P.sub(self, P.mul(P.trunc(P.div(self, other)) if self.dtype.is_floating_point else
+                             P.div(self, other, rounding_mode="trunc"), other))
+
+
+Tensor.view_as = _view_as
+Tensor.reshape_as = _reshape_as
+Tensor.fmod = _fmod
+Tensor.type_as = lambda self, other: self.to(other.dtype)
+Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: C.zeros(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: C.ones(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: C.full(
+    size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: C.empty(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: C.tensor(
+    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+# ---- conversions ----
+def _to(self, *args, **kwargs):
+    device, dtype, copy = C.parse_to_args(args, dict(kwargs))
+    return C.convert(self, dtype, device, copy)
+
+
+Tensor.to = _to
+Tensor.cpu = lambda self: C.convert(self, None, "cpu")
+for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float16, "long": _dt.int64,
+                  "int": _dt.int32, "short": _dt.int16, "char": _dt.int8, "byte": _dt.uint8,
+                  "bool": _dt.bool_}.items():
+    setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: C.convert(self, d))(_d))
+
+
+@property
+def _T(self):
+    return S.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+
+@property
+def _mT(self):
+    return S.transpose(self, -2, -1)
+
+
+Tensor.T = _T
+Tensor.mT = _mT
+
+
+# ---- operators ----
+def _rsub(self, other):
+    return P.sub(other, self)
+
+
+def _rdiv(self, other):
+    return P.div(other, self)
+
+
+def _rpow(self, other):
+    return P.pow(other, self)
+
+
+def _rfloordiv(self, other):
+    return P.floor_divide(other, self)
+
+
+def _rmod(self, other):
+    return P.remainder(other, self)
+
+
+def _rmatmul(self, other):
+    return L.matmul(other, self)
+
+
+def _neg(self):
+    if self.dtype is _dt.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return P.neg(self)
+
+
+def _invert(self):
+    return P.bitwise_not(self)
+
+
+Tensor.__add__ = Tensor.__radd__ = lambda self, other: P._add(self, other)
+Tensor.__sub__ = lambda self, other: P._sub(self, other)
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = Tensor.__rmul__ = lambda self, other: P.mul(self, other)
+Tensor.__truediv__ = lambda self, other: P._div(self, other)
+Tensor.__rtruediv__ = _rdiv
+Tensor.__floordiv__ = lambda self, other: P.floor_divide(self, other)
+Tensor.__rfloordiv__ = _rfloordiv
+Tensor.__mod__ = lambda self, other: P.remainder(self, other)
+Tensor.__rmod__ = _rmod
+Tensor.__pow__ = lambda self, other: P.pow(self, other)
+Tensor.__rpow__ = _rpow
+Tensor.__matmul__ = lambda self, other: L.matmul(self, other)
+Tensor.__rmatmul__ = _rmatmul
+Tensor.__neg__ = _neg
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: P.abs(self)
+Tensor.__invert__ = _invert
+Tensor.__and__ = Tensor.__rand__ = lambda self, other: P.bitwise_and(self, other)
+Tensor.__or__ = Tensor.__ror__ = lambda self, other: P.bitwise_or(self, other)
+Tensor.__xor__ = Tensor.__rxor__ = lambda self, other: P.bitwise_xor(self, other)
+Tensor.__eq__ = lambda self, other: P.eq(self, other) if _cmp_ok(other) else NotImplemented
+Tensor.__ne__ = lambda self, other: P.ne(self, other) if _cmp_ok(other) else NotImplemented
+Tensor.__lt__ = lambda self, other: P.lt(self, other)
+Tensor.__le__ = lambda self, other: P.le(self, other)
+Tensor.__gt__ = lambda self, other: P.gt(self, other)
+Tensor.__ge__ = lambda self, other: P.ge(self, other)
+Tensor.__getitem__ = I.getitem
+Tensor.__setitem__ = I.setitem
+
+
+def _cmp_ok(other) -> bool:
+    return isinstance(other, (Tensor, int, float, bool))
+
+
+# ---- in-place arithmetic ----
+def _inplace_binary(name, fn):
+    def m(self, other, *args, **kwargs):
+        return IP.apply_inplace(self, name, lambda s: fn(s, other, *args, **kwargs), other)
+    m.__name__ = name
+    return m
+
+
+def _inplace_unary(name, fn):
+    def m(self, *args, **kwargs):
+        return IP.apply_inplace(self, name, lambda s: fn(s, *args, **kwargs))
+    m.__name__ = name
+    return m
+
+
+for _name, _fn in {"add_": P.add, "sub_": P.sub, "mul_": P.mul, "div_": P.div, "pow_": P.pow,
+                   "floor_divide_": P.floor_divide, "remainder_": P.remainder, "maximum_": P.maximum,
+                   "minimum_": P.minimum, "masked_fill_": P.masked_fill, "lerp_": P.lerp,
+                   "copysign_": None}.items():
+    if _fn is not None:
+        setattr(Tensor, _name, _inplace_binary(_name, _fn))
+for _name, _fn in {"clamp_": P.clamp, "clip_": P.clamp, "exp_": P.exp, "log_": P.log, "sqrt_": P.sqrt,
+                   "abs_": P.abs, "neg_": P.neg, "sigmoid_": P.sigmoid, "tanh_": P.tanh, "relu_": P.relu,
+                   "reciprocal_": P.reciprocal, "floor_": P.floor, "ceil_": P.ceil, "round_": P.round,
+                   "trunc_": P.trunc, "sign_": P.sign, "sin_": P.sin, "cos_": P.cos, "rsqrt_": P.rsqrt,
+                   "clamp_min_": P.clamp_min, "clamp_max_": P.clamp_max, "square_": P.square}.items():
+    setattr(Tensor, _name, _inplace_unary(_name, _fn))
+
+
+def _iop(fn_name):
+    def m(self, other):
+        return getattr(self, fn_name)(other)
+    return m
+
+
+Tensor.__iadd__ = _iop("add_")
+Tensor.__isub__ = _iop("sub_")
+Tensor.__imul__ = _iop("mul_")
+Tensor.__itruediv__ = _iop("div_")
+Tensor.__ipow__ = _iop("pow_")
+Tensor.__ifloordiv__ = _iop("floor_divide_")
+Tensor.__imod__ = _iop("remainder_")
+Tensor.__iand__ = lambda self, other: IP.apply_inplace(self, "bitwise_and_", lambda s: P.bitwise_and(s, other))
+Tensor.__ior__ = lambda self, other: IP.apply_inplace(self, "bitwise_or_", lambda s: P.bitwise_or(s, other))
+Tensor.__ixor__ = lambda self, other: IP.apply_inplace(self, "bitwise_xor_", lambda s: P.bitwise_xor(s, other))
+_ = _make

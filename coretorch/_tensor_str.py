@@ -1,0 +1,117 @@
+"""PyTorch-style tensor printing (precision 4, shared width, scientific mode, summarisation)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+
+PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80
+
+
+class _Formatter:
+    def __init__(self, a: np.ndarray):
+        self.floating = a.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        flat = a.reshape(-1)
+        if not self.floating:
+            self.width = max((len(self._str_plain(v)) for v in flat), default=1)
+            return
+        finite = flat[np.isfinite(flat)].astype(np.float64)
+        nonzero = np.abs(finite[finite != 0])
+        if finite.size and not np.all(finite == np.ceil(finite)):
+            self.int_mode = False
+        if nonzero.size:
+            mx, mn = nonzero.max(), nonzero.min()
+            if self.int_mode:
+                self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8
+            else:
+                self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+        self.width = max((len(self._fmt(v)) for v in flat), default=1)
+
+    def _str_plain(self, v) -> str:
+        if isinstance(v, (np.bool_, bool)):
+            return "True" if v else "False"
+        return str(v)
+
+    def _fmt(self, v) -> str:
+        if not self.floating:
+            return self._str_plain(v)
+        v = float(v)
+        if not np.isfinite(v):
+            return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        if self.sci_mode:
+            return f"{v:.{PRECISION}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{PRECISION}f}"
+
+    def format(self, v) -> str:
+        return self._fmt(v).rjust(self.width)
+
+
+def _tensor_body(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str:
+    if a.ndim == 0:
+        return fmt._fmt(a.item()) if fmt.floating else fmt._str_plain(a.item())
+    if a.ndim == 1:
+        n = a.shape[0]
+        if summarize and n > 2 * EDGEITEMS:
+            items = [fmt.format(v) for v in a[:EDGEITEMS]] + [" ..."] + [fmt.format(v) for v in a[-EDGEITEMS:]]
+        else:
+            items = [fmt.format(v) for v in a]
+        per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    n = a.shape[0]
+    if summarize and n > 2 * EDGEITEMS:
+        rows = [_tensor_body(a[i], fmt, indent + 1, summarize) for i in range(EDGEITEMS)] + ["..."] + \
+               [_tensor_body(a[i], fmt, indent + 1, summarize) for i in range(n - EDGEITEMS, n)]
+    else:
+        rows = [_tensor_body(a[i], fmt, indent + 1, summarize) for i in range(n)]
+    sep = "," + "\n" * (a.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(rows) + "]"
+
+
+def _summary_view(a: np.ndarray) -> np.ndarray:
+    """The elements that will be printed (for width/sci-mode decisions)."""
+    if a.ndim == 0:
+        return a
+    idx = np.arange(a.shape[0])
+    if a.shape[0] > 2 * EDGEITEMS:
+        idx = np.concatenate([idx[:EDGEITEMS], idx[-EDGEITEMS:]])
+    return np.stack([_summary_view(a[i]) for i in idx]) if a.ndim > 1 else a[idx]
+
+
+def tensor_str(t, prefix: str = "tensor(") -> str:
+    a = t._host()
+    if a.dtype == np.float16:
+        a = a.astype(np.float32)
+    indent = len(prefix)
+    suffixes = []
+    if a.size == 0:
+        body = "[]"
+        if a.ndim != 1:
+            suffixes.append(f"size={tuple(a.shape)}")
+    else:
+        summarize = a.size > THRESHOLD
+        fmt = _Formatter(_summary_view(a) if summarize else a)
+        body = _tensor_body(a, fmt, indent, summarize)
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    dt = t.dtype
+    if a.size == 0:
+        if dt is not _dt.default:
+            suffixes.append(f"dtype={dt!r}")
+    elif dt not in (_dt.default, _dt.int64, _dt.bool_):
+        suffixes.append(f"dtype={dt!r}")
+    return body, suffixes
+
+
+def tensor_repr(t) -> str:
+    body, suffixes = tensor_str(t)
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    return "tensor(" + ", ".join([body] + suffixes) + ")"

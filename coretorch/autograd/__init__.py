@@ -1,0 +1,115 @@
+"""coretorch.autograd: backward, grad, Function, gradcheck, grad-mode switches."""
+from __future__ import annotations
+
+from .engine import run_backward
+from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .graph import Node, RemovableHandle
+from . import graph  # noqa: F401
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck", "gradgradcheck",
+           "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node",
+           "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle"]
+
+
+def _make_grads(outputs, grad_outputs, create_graph: bool):
+    from ..tensor import Tensor
+    from ..ops.creation import ones_like
+    grads = []
+    for out, g in zip(outputs, grad_outputs):
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{out.dtype}")
+            g = ones_like(out)
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        else:
+            if tuple(g.shape) != tuple(out.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and "
+                                   f"output[0] has a shape of {list(out.shape)}.")
+            if g.device != out.device:
+                raise RuntimeError(f"grad_output is on {g.device} but the output is on {out.device}")
+            if g.dtype is not out.dtype:
+                g = g.to(out.dtype)
+            if not create_graph:
+                g = g.detach()
+        grads.append(g)
+    return grads
+
+
+def _seq(x):
+    from ..tensor import Tensor
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
+             inputs=None) -> None:
+    """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    tensors = _seq(tensors)
+    grad_tensors = _seq(grad_tensors if grad_tensors is not None else grad_variables)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
+    for t in tensors:
+        if not t._rg:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(tensors, grad_tensors, create_graph)
+    if inputs is not None:
+        inputs = _seq(inputs)
+        res = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True)
+        for t, g in zip(inputs, res):
+            if g is not None:
+                if t.grad_fn is None:
+                    t._get_accum().apply(g.detach().clone() if not create_graph else g)
+                else:
+                    t.grad = g if t.grad is None else t.grad + g
+        return
+    run_backward(tensors, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         only_inputs: bool = True, allow_unused=None, is_grads_batched: bool = False, materialize_grads=False):
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is left untouched)."""
+    outputs = _seq(outputs)
+    inputs = _seq(inputs)
+    grad_outputs = _seq(grad_outputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for o in outputs:
+        if not o._rg:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(outputs, grad_outputs, create_graph)
+    res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused)
+    if materialize_grads:
+        from ..ops.creation import zeros_like
+        res = tuple(zeros_like(i) if r is None else r for i, r in zip(inputs, res))
+    return res
+
+
+def Variable(data, requires_grad: bool = False, volatile: bool = False):
+    """Legacy wrapper: returns a leaf tensor sharing ``data``'s storage."""
+    from ..tensor import Tensor
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    t = data.detach()
+    t._version = [0]
+    t._base = None
+    t.requires_grad_(requires_grad)
+    return t
+
+
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: E402

@@ -1,0 +1,170 @@
+"""The autograd engine: topological order over the graph, one pass, gradients summed per input."""
+from __future__ import annotations
+
+from .grad_mode import state
+from .graph import AccumulateGrad
+
+
+def _grad_edge(t):
+    """(node, output_nr) that receives the gradient of tensor ``t``."""
+    if t.grad_fn is not None:
+        return t.grad_fn, t._out_nr
+    if t._rg:
+        return t._get_accum(), 0
+    return None, 0
+
+
+def _toposort(roots):
+    """Nodes reachable from ``roots`` with dependency counts (iterative DFS)."""
+    deps: dict = {}
+    seen = set()
+    stack = [n for n in roots if n is not None]
+    for n in stack:
+        seen.add(n)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, seen
+
+
+def _own(g, owned: set):
+    """Return a gradient safe to store in ``.grad``: a fresh buffer nobody else holds."""
+    if g._base is not None or id(g) in owned:
+        g = g.detach().clone() if not state.enabled else g.clone()
+    owned.add(id(g))
+    return g
+
+
+def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
+                 inputs=None, allow_unused: bool = False, accumulate: bool = True):
+    """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given."""
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        node, nr = _grad_edge(t)
+        if node is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        roots.append((node, nr, g))
+
+    capture = None
+    if inputs is not None:
+        capture = {}
+        for i, t in enumerate(inputs):
+            node, nr = _grad_edge(t)
+            if node is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture.setdefault((node, nr), []).append(i)
+    deps, reachable = _toposort([r[0] for r in roots])
+    buffers: dict = {}
+    for node, nr, g in roots:
+        buf = buffers.setdefault(node, {})
+        buf[nr] = g if nr not in buf else buf[nr] + g
+    ready = [r[0] for r in roots if deps.get(r[0], 0) == 0]
+    ready = list(dict.fromkeys(ready))
+    results = [None] * (len(inputs) if inputs is not None else 0)
+    owned: set = set(id(g) for _, _, g in roots)  # the caller's gradient tensors are never stored
+    prev = state.enabled
+    state.enabled = create_graph
+    executed = []
+    try:
+        while ready:
+            node = ready.pop()
+            buf = buffers.pop(node, {})
+            # tensor hooks (register_hook / retain_grad) may replace the gradient of an output
+            th = node._tensor_hooks
+            if th:
+                for nr, hooks in th.items():
+                    if nr in buf:
+                        for fn in list(hooks.values()):
+                            r = fn(buf[nr])
+                            if r is not None:
+                                buf[nr] = r
+            if capture is not None:
+                for nr, g in buf.items():
+                    for i in capture.get((node, nr), ()):
+                        results[i] = g
+            if node._pre_hooks:
+                gi = _grads_tuple(node, buf)
+                for fn in list(node._pre_hooks.values()):
+                    r = fn(gi)
+                    if r is not None:
+                        gi = tuple(r)
+                buf = {i: g for i, g in enumerate(gi) if g is not None}
+            if type(node) is AccumulateGrad:
+                if accumulate and capture is None and 0 in buf:
+                    node.apply(_own(buf[0], owned))
+                grads_in = ()
+            else:
+                gi = _grads_tuple(node, buf)
+                grads_in = node.apply(*gi)
+                if node._hooks:
+                    for fn in list(node._hooks.values()):
+                        r = fn(grads_in, gi)
+                        if r is not None:
+                            grads_in = tuple(r)
+                executed.append(node)
+            nf = node.next_functions
+            for k, (nxt, nr) in enumerate(nf):
+                if nxt is None:
+                    continue
+                g = grads_in[k] if k < len(grads_in) else None
+                if g is not None:
+                    b = buffers.setdefault(nxt, {})
+                    b[nr] = g if nr not in b else b[nr] + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    if nxt in buffers:
+                        ready.append(nxt)
+                    else:
+                        _skip(nxt, deps, buffers, ready)
+    finally:
+        state.enabled = prev
+        if not retain_graph:
+            for node in executed:
+                node.release()
+    if inputs is not None:
+        for i, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
+        return tuple(results)
+    return None
+
+
+def _skip(node, deps, buffers, ready):
+    """A node that received no gradient at all: release its dependants without running it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            if d == 0:
+                if nxt in buffers:
+                    ready.append(nxt)
+                else:
+                    stack.append(nxt)
+
+
+def _grads_tuple(node, buf: dict) -> tuple:
+    meta = node._out_meta
+    n = len(meta) if meta else 1
+    if n == 1:
+        return (buf.get(0),)
+    out = []
+    for i in range(n):
+        g = buf.get(i)
+        if g is None and getattr(node, "_materialize", True):
+            shape, dt, table = meta[i]
+            from ..tensor import _zeros_on
+            g = _zeros_on(shape, dt, table)
+        out.append(g)
+    return tuple(out)

@@ -1,0 +1,196 @@
+"""autograd.Function: custom differentiable ops written the way PyTorch users write them."""
+from __future__ import annotations
+
+from .grad_mode import state
+from .graph import Node
+
+
+class FunctionCtx:
+    """The ``ctx`` API (mixed into every backward node of a user Function)."""
+
+    def save_for_backward(self, *tensors) -> None:
+        from ..tensor import Tensor
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"is of type {type(t).__name__}")
+        self.save(*tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self.saved()
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = bool(value)
+
+
+class BackwardCFunction(FunctionCtx, Node):
+    """Graph node of a user Function; ``ctx`` *is* this node (as in PyTorch)."""
+
+    _forward_cls = None
+
+    def __init__(self):
+        Node.__init__(self)
+        self._dirty = ()
+        self._non_diff = ()
+        self._materialize = True
+        self.needs_input_grad = ()
+        self._tensor_pos = ()
+        self._n_args = 0
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, *grads):
+        cls = self._forward_cls
+        if not self._materialize:
+            grads = tuple(grads)
+        res = cls.backward(self, *grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n = self._n_args
+        if len(res) != n:
+            if len(res) > n and all(r is None for r in res[n:]):
+                res = res[:n]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                                   f"(expected {n}, got {len(res)})")
+        from ..tensor import Tensor
+        out = []
+        for pos, meta in zip(self._tensor_pos, self._in_meta):
+            g = res[pos]
+            if g is not None:
+                if not isinstance(g, Tensor):
+                    raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} "
+                                    f"at index {pos}; expected a Tensor or None")
+                shape = meta
+                if tuple(g.shape) != tuple(shape):
+                    from ..ops._util import sum_to
+                    try:
+                        g = sum_to(g, tuple(shape))
+                    except Exception:
+                        raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {pos} "
+                                           f"- got {list(g.shape)} but expected shape compatible with "
+                                           f"{list(shape)}") from None
+                    if tuple(g.shape) != tuple(shape):
+                        raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {pos} "
+                                           f"- got {list(g.shape)} but expected shape compatible with "
+                                           f"{list(shape)}")
+            out.append(g)
+        return tuple(out)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with static ``forward(ctx, ...)`` and ``backward(ctx, *grads)``; call ``Fn.apply(...)``.
+
+    The ``setup_context(ctx, inputs, output)`` form (forward without ctx) is supported too.
+    """
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not overridden")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from ..tensor import Tensor, _make
+        from ..ops._util import edge
+        ctx = cls._backward_cls()
+        tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        ctx._n_args = len(args)
+        record = state.enabled and any(ctx.needs_input_grad)
+        uses_setup = cls.setup_context is not Function.setup_context
+        prev = state.enabled
+        state.enabled = False
+        try:
+            if uses_setup:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            state.enabled = prev
+        if not record:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        ctx.next_functions = tuple(edge(args[i]) for i in tensor_pos)
+        ctx._tensor_pos = tensor_pos
+        ctx._in_meta = tuple(tuple(args[i].shape) for i in tensor_pos)
+        dirty = {id(t) for t in ctx._dirty}
+        non_diff = {id(t) for t in ctx._non_diff}
+        inputs = {id(args[i]) for i in tensor_pos}
+        wrapped = []
+        meta = []
+        for nr, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                meta.append(((), None, None))
+                continue
+            meta.append((tuple(o.shape), o.dtype, o._be))
+            if id(o) in non_diff or not o.dtype.is_floating_point:
+                wrapped.append(o)
+                continue
+            if id(o) in dirty:
+                if o._rg and o.grad_fn is None:
+                    raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                                       "operation.")
+                o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                wrapped.append(o)
+            elif id(o) in inputs or o.grad_fn is not None:
+                # an input returned as-is (or a tensor already in a graph): give the output its own identity
+                wrapped.append(_make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._version))
+            else:
+                o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                wrapped.append(o)
+        ctx._out_meta = tuple(meta) if len(outs) > 1 else None
+        return wrapped[0] if single else tuple(wrapped)
+
+
+class InplaceFunction(Function):
+    pass
+
+
+class NestedIOFunction(Function):
+    pass
+
+
+def once_differentiable(fn):
+    """Accepted for compatibility: the backward runs without building a graph."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        prev = state.enabled
+        state.enabled = False
+        try:
+            return fn(ctx, *args)
+        finally:
+            state.enabled = prev
+    return wrapper

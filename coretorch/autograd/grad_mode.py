@@ -1,0 +1,76 @@
+"""no_grad / enable_grad / set_grad_enabled: context managers and decorators, as in PyTorch."""
+from __future__ import annotations
+
+import functools
+
+
+class _State:
+    enabled = True
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+class _GradModeBase:
+    _target = True
+
+    def __enter__(self):
+        self._prev = state.enabled
+        state.enabled = self._target
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_GradModeBase):
+    """Disable gradient recording (context manager or decorator)."""
+    _target = False
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class enable_grad(_GradModeBase):
+    _target = True
+
+
+class inference_mode(no_grad):
+    def __init__(self, mode: bool = True):
+        self._target = not mode
+
+
+class set_grad_enabled(_GradModeBase):
+    """``set_grad_enabled(False)`` works as a call, a context manager and a decorator."""
+
+    def __init__(self, mode: bool):
+        self._prev = state.enabled
+        self._target = bool(mode)
+        state.enabled = self._target
+
+    def __enter__(self):
+        pass
+
+    def __call__(self, fn):
+        state.enabled = self._prev
+        mode = self._target
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper

@@ -1,0 +1,146 @@
+"""Graph nodes: every ``grad_fn`` is a Node; leaves get an ``AccumulateGrad`` node."""
+from __future__ import annotations
+
+import itertools
+
+_FREED = object()
+
+
+class RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self.hooks_dict = hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _version_error(t, node, saved_version) -> RuntimeError:
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{t.dtype._tname} {list(t.shape)}], which is output {t._out_nr} of "
+        f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._version[0]}; "
+        f"expected version {saved_version} instead. Hint: the node that needs it is {node.name()}; "
+        "replace the in-place op by its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)).")
+
+
+class Node:
+    """A backward function in the graph.  ``next_functions`` is a tuple of (Node|None, output_nr)."""
+
+    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_hooks", "_tensor_hooks", "_out_meta",
+                 "__dict__", "__weakref__")
+
+    def __init__(self):
+        self.next_functions = ()
+        self._saved = ()
+        self._pre_hooks = None
+        self._hooks = None
+        self._tensor_hooks = None
+        self._out_meta = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # saved tensors with version check and release
+    def save(self, *tensors) -> None:
+        self._saved = tuple(None if t is None else (t, t._version[0]) for t in tensors)
+
+    def saved(self) -> tuple:
+        s = self._saved
+        if s is _FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors "
+                "after they have already been freed). Saved intermediate values of the graph are freed "
+                "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                "backward through the graph a second time or if you need to access saved tensors after "
+                "calling backward.")
+        out = []
+        for item in s:
+            if item is None:
+                out.append(None)
+                continue
+            t, v = item
+            if t._version[0] != v:
+                raise _version_error(t, self, v)
+            out.append(t)
+        return tuple(out)
+
+    def release(self) -> None:
+        self._saved = _FREED
+        self.__dict__.clear()
+
+    # hooks
+    def register_hook(self, fn) -> RemovableHandle:
+        if self._hooks is None:
+            self._hooks = {}
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def _register_tensor_hook(self, out_nr: int, fn) -> RemovableHandle:
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        d = self._tensor_hooks.setdefault(out_nr, {})
+        h = RemovableHandle(d)
+        d[h.id] = fn
+        return h
+
+    def backward(self, *grads):  # pragma: no cover - overridden
+        raise NotImplementedError(f"{self.name()} has no backward")
+
+    def apply(self, *grads):
+        """Call the backward formula (``grads`` has one entry per output)."""
+        return self.backward(*grads)
+
+    @property
+    def metadata(self) -> dict:
+        return self.__dict__
+
+
+class AccumulateGrad(Node):
+    """The sink node of a leaf tensor: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        Node.__init__(self)
+        self.variable = variable
+
+    def release(self) -> None:
+        pass
+
+    def apply(self, grad):
+        """Accumulate into ``variable.grad``; ``grad`` is already owned by the caller (see engine)."""
+        from .grad_mode import state
+        v = self.variable
+        if v.grad is None:
+            v.grad = grad if state.enabled else grad.detach()
+        elif state.enabled:
+            v.grad = v.grad + grad
+        else:
+            g = v.grad
+            g._be.assign_(g._data, g._be.add(g._data, grad._data))
+            g._version[0] += 1
+        return ()
+
+
+class GraphRoot(Node):
+    __slots__ = ()

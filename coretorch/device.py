@@ -1,0 +1,55 @@
+"""Device objects: "cpu", "opencl:1", device("opencl", 0)."""
+from __future__ import annotations
+
+__all__ = ["device"]
+
+_cache: dict = {}
+
+
+class device:
+    __slots__ = ("type", "index", "_str")
+
+    def __new__(cls, type_or_str, index: int | None = None):
+        if isinstance(type_or_str, device):
+            return type_or_str
+        key = (type_or_str, index)
+        d = _cache.get(key)
+        if d is not None:
+            return d
+        if not isinstance(type_or_str, str):
+            raise TypeError(f"device() expected a string or a device, got {type(type_or_str).__name__}")
+        s = type_or_str.strip()
+        typ, _, idx = s.partition(":")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed "
+                                   f"explicitly: {s}")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{s}'")
+            index = int(idx)
+        if not typ or not (typ.replace("_", "").isalnum()) or (index is not None and index < 0):
+            raise RuntimeError(f"Invalid device string: '{s}'")
+        d = object.__new__(cls)
+        d.type = typ
+        d.index = index
+        d._str = typ if index is None else f"{typ}:{index}"
+        _cache[key] = d
+        return d
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self._str,))

@@ -1,0 +1,44 @@
+"""coretorch.ops: every op as a function, plus the ops that plugins register.
+
+Core ops are differentiable nodes built on the backend's primitive kernels (see ``coretorch._backend``);
+plugin ops registered through ``coretorch_register_functions`` appear here by name.
+"""
+from __future__ import annotations
+
+from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  # noqa: F401
+
+_registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
+
+
+def get_kernel(name: str, device):
+    """The kernel a plugin registered for op ``name`` on ``device`` (a Tensor or device).
+
+    Raises NotImplementedError naming op and device when there is none (or falls back to the CPU
+    kernel with CORETORCH_FALLBACK=cpu, as for core kernels)."""
+    from .._backend import get_table
+    from ..tensor import Tensor
+    table = device._be if isinstance(device, Tensor) else get_table(device)
+    k = getattr(table, name, None)
+    if k is None:
+        raise NotImplementedError(f"Could not run '{name}' on device '{table.device}': no kernel registered")
+    return k
+
+
+def registered() -> list[str]:
+    return sorted(_registered)
+
+
+def _export():
+    """Flatten the op modules into this namespace (coretorch.ops.add, coretorch.ops.matmul, ...)."""
+    g = globals()
+    for mod in (pointwise, reduction, shape, indexing, linalg):
+        for k, v in vars(mod).items():
+            if callable(v) and not k.startswith("_") and getattr(v, "__module__", "") == mod.__name__ \
+                    and not isinstance(v, type):
+                g.setdefault(k, v)
+    for k in ("tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand", "randn",
+              "randint", "from_numpy"):
+        g.setdefault(k, getattr(creation, k))
+
+
+_export()

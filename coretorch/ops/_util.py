@@ -1,0 +1,134 @@
+"""Shared helpers of the op layer: argument checks, broadcasting, graph edges."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, _make
+
+_bcast_cache: dict = {}
+
+
+def norm_dim(dim, ndim: int, op: str = "") -> int:
+    n = max(ndim, 1)
+    if not isinstance(dim, int):
+        try:
+            dim = dim.__index__()
+        except AttributeError:
+            raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}") from None
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def norm_dims(dims, ndim: int, op: str = "") -> tuple:
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(norm_dim(d, ndim, op) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{op}(): dim {list(dims)} appears multiple times in the list of dims")
+    return out
+
+
+def broadcast_shape(sa: tuple, sb: tuple, op: str = "") -> tuple:
+    key = (sa, sb)
+    r = _bcast_cache.get(key)
+    if r is not None:
+        return r
+    n = max(len(sa), len(sb))
+    pa = (1,) * (n - len(sa)) + tuple(sa)
+    pb = (1,) * (n - len(sb)) + tuple(sb)
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise RuntimeError(f"{op}: the size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {i} (shapes {list(sa)} and {list(sb)} cannot be "
+                               "broadcast together)")
+    r = tuple(out)
+    if len(_bcast_cache) < 4096:
+        _bcast_cache[key] = r
+    return r
+
+
+def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
+    out = ()
+    for s in shapes:
+        out = broadcast_shape(out, tuple(s), op)
+    return out
+
+
+def device_mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                        f"{a.device} and {b.device}! (when checking arguments for {op}; move one with "
+                        f".to(device))")
+
+
+def align_devices(op: str, a: Tensor, b: Tensor):
+    """Tables differ: allow a 0-d CPU tensor as a scalar operand (as PyTorch does), else raise."""
+    if a.device == b.device:
+        return a, b
+    if b.ndim == 0 and b._be.type == "cpu":
+        return a, _make(a._be.from_numpy(b._host().copy()), b.dtype, a._be)
+    if a.ndim == 0 and a._be.type == "cpu":
+        return _make(b._be.from_numpy(a._host().copy()), a.dtype, b._be), b
+    raise device_mismatch(op, a, b)
+
+
+def edge(t: Tensor):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._out_nr)
+    if t._rg:
+        return (t._get_accum(), 0)
+    return (None, 0)
+
+
+def sum_to(g: Tensor, shape: tuple) -> Tensor:
+    """Reduce a broadcast gradient back to ``shape`` (differentiable)."""
+    gs = g._data.shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+    from .reduction import sum as _sum
+    r = _sum(g, axes, keepdim=True) if axes else g
+    if r._data.shape != shape:
+        from .shape import reshape
+        r = reshape(r, shape)
+    return r
+
+
+def as_tensor_like(x, ref: Tensor) -> Tensor:
+    """A Python scalar or sequence as a tensor on ``ref``'s device."""
+    if isinstance(x, Tensor):
+        return x
+    from .creation import tensor
+    return tensor(x, device=ref.device)
+
+
+def check_float_grad(op: str, t: Tensor) -> None:
+    if t._rg and not t.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: only floating point tensors can require gradients, got {t.dtype}")
+
+
+def float_dtype_for(dt):
+    return dt if dt.is_floating_point else _dt.default
+
+
+def shape_arg(args, op: str) -> tuple:
+    """Accept f(2, 3), f((2, 3)), f([2, 3]), f(Size)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            a = a.item()
+        if not isinstance(a, int) or isinstance(a, bool):
+            try:
+                a = a.__index__()
+            except AttributeError:
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element of type "
+                                f"{type(a).__name__}") from None
+        out.append(a)
+    return tuple(out)

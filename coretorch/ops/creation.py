@@ -1,0 +1,388 @@
+"""Factories, conversions between dtypes/devices, and random number generation."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .._backend import backends, get_table
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..device import device as Device
+from ..tensor import Tensor, _make
+from ._util import edge, shape_arg
+
+_CPU = Device("cpu")
+
+
+def _table(device):
+    if device is None:
+        return get_table(_CPU)
+    if isinstance(device, Tensor):
+        raise TypeError("device must be a str or coretorch.device, not Tensor")
+    return get_table(device if isinstance(device, Device) else Device(device if not isinstance(device, int)
+                                                                        else f"opencl:{device}"))
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _check_dtype(dtype, op: str):
+    if dtype is not None and not isinstance(dtype, _dt.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be coretorch.dtype, not {type(dtype).__name__}")
+
+
+def _infer_np(data):
+    """Python data -> numpy array with PyTorch's dtype inference."""
+    if isinstance(data, np.ndarray):
+        _dt.from_numpy_dtype(data.dtype)
+        return data, _dt.from_numpy_dtype(data.dtype)
+    if isinstance(data, np.generic):
+        return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
+    if isinstance(data, (list, tuple)):
+        data = _flatten_tensors(data)
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): could not build a tensor from ragged nested sequences ({e})") from None
+    k = arr.dtype.kind
+    if k == "f":
+        dt = _dt.default
+    elif k in "iu":
+        dt = _dt.int64
+    elif k == "b":
+        dt = _dt.bool_
+    else:
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    return arr, dt
+
+
+def _flatten_tensors(seq):
+    out = []
+    for x in seq:
+        if isinstance(x, Tensor):
+            if x.ndim == 0:
+                out.append(x.item())
+            else:
+                out.append(x._host())
+        elif isinstance(x, (list, tuple)):
+            out.append(_flatten_tensors(x))
+        else:
+            out.append(x)
+    return out
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Copy data into a new tensor, inferring the dtype as PyTorch does."""
+    _check_dtype(dtype, "tensor")
+    if isinstance(data, Tensor):
+        out = data.detach().to(device=device or data.device, dtype=dtype or data.dtype, copy=True)
+        return _finish(out, requires_grad)
+    arr, dt = _infer_np(data)
+    dt = dtype or dt
+    table = _table(device)
+    a = np.array(arr, dtype=dt.np, copy=True, order="C")
+    return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor):
+        return data.to(device=device or data.device, dtype=dtype or data.dtype)
+    if isinstance(data, np.ndarray) and device in (None, "cpu", _CPU) and (dtype is None or
+                                                                           dtype.np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``ndarray``."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = _dt.from_numpy_dtype(ndarray.dtype)
+    table = get_table(_CPU)
+    return _make(table.from_numpy(ndarray), dt, table)
+
+
+def _fill(size, value, dtype, device, requires_grad, op):
+    _check_dtype(dtype, op)
+    shape = shape_arg(size, op)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+    table = _table(device)
+    dt = dtype or _dt.default
+    return _finish(_make(table.full(shape, value, dt.np), dt, table), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None) -> Tensor:
+    return _fill(size, 0, dtype, device, requires_grad, "zeros")
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None) -> Tensor:
+    return _fill(size, 1, dtype, device, requires_grad, "ones")
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
+          memory_format=None) -> Tensor:
+    _check_dtype(dtype, "empty")
+    shape = shape_arg(size, "empty")
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"empty(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+    table = _table(device)
+    dt = dtype or _dt.default
+    return _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, int) \
+            else _dt.default
+    return _fill((size,) if isinstance(size, int) else size, fill_value, dtype, device, requires_grad, "full")
+
+
+def _like(input, dtype, device):
+    return dtype or input.dtype, device or input.device
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+              memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    dt, dev = _like(input, dtype, device)
+    return randint(low, high, tuple(input.shape), dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, out=None,
+           layout=None) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    if dtype is None:
+        dtype = _dt.default if any(isinstance(v, float) for v in vals) else _dt.int64
+    table = _table(device)
+    n = max(0, math.ceil((end - start) / step))
+    a = np.arange(n, dtype=np.float64) * step + start if dtype.is_floating_point else \
+        np.arange(start, start + n * step, step, dtype=np.int64)[:n]
+    return _finish(_make(table.from_numpy(np.ascontiguousarray(a.astype(dtype.np))), dtype, table),
+                   requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    dt = dtype or _dt.default
+    table = _table(device)
+    a = np.linspace(start, end, steps, dtype=np.float64)
+    if not dt.is_floating_point:
+        a = np.trunc(a)
+    return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False):
+    dt = dtype or _dt.default
+    table = _table(device)
+    a = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    dt = dtype or _dt.default
+    table = _table(device)
+    return _finish(_make(table.eye(n, n if m is None else m, dt.np), dt, table), requires_grad)
+
+
+def _random(kernel, size, dtype, device, requires_grad, op, generator=None):
+    _check_dtype(dtype, op)
+    dt = dtype or _dt.default
+    if not dt.is_floating_point:
+        raise RuntimeError(f"\"{op}\" not implemented for '{dt._tname[:-6]}': {op} draws floating point values")
+    shape = shape_arg(size, op)
+    table = _table(device)
+    return _finish(_make(getattr(table, kernel)(shape, dt.np), dt, table), requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False, out=None, layout=None):
+    return _random("rand", size, dtype, device, requires_grad, "rand", generator)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False, out=None, layout=None):
+    return _random("randn", size, dtype, device, requires_grad, "randn", generator)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False, out=None):
+    if size is None:  # randint(high, size)
+        if high is None:
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dt = dtype or _dt.int64
+    table = _table(device)
+    return _finish(_make(table.randint(int(low), int(high), shape_arg((size,), "randint"), dt.np), dt, table),
+                   requires_grad)
+
+
+def randperm(n: int, *, dtype=None, device=None, requires_grad=False, generator=None):
+    r = rand(n, dtype=_dt.float64, device=device)
+    idx = np.argsort(r._host(), kind="stable")
+    table = _table(device)
+    dt = dtype or _dt.int64
+    return _finish(_make(table.from_numpy(idx.astype(dt.np)), dt, table), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        from .pointwise import add, mul
+        return add(mul(randn_like(ref), std), mean)
+    return randn(size, dtype=dtype, device=device).mul_(std).add_(mean).requires_grad_(requires_grad)
+
+
+class Generator:
+    """The object ``manual_seed`` returns (PyTorch returns its default generator)."""
+
+    def __init__(self, seed: int):
+        self._seed = seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def manual_seed(self, seed: int) -> "Generator":
+        return manual_seed(seed)
+
+
+_initial_seed = [0]
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed every installed backend's generator: reproducible per device."""
+    seed = int(seed)
+    _initial_seed[0] = seed
+    for be in backends().values():
+        be.manual_seed(seed)
+    return Generator(seed)
+
+
+def seed() -> int:
+    s = int(np.random.SeedSequence().entropy % (2 ** 63))
+    manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return _initial_seed[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype / device conversion
+# ---------------------------------------------------------------------------------------------
+class ToCopyBackward0(Node):
+    __slots__ = ("dtype", "device")
+
+    def backward(self, g):
+        return (convert(g, self.dtype, self.device),)
+
+
+def convert(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tensor:
+    src = input._be
+    dt = dtype or input.dtype
+    dst = src if device is None else _table(device)
+    if dst is src and dt is input.dtype:
+        if copy:
+            from .shape import clone
+            return clone(input)
+        return input
+    x = input._data
+    if dst is not src:
+        host = src.to_numpy(x)
+        if dt is not input.dtype:
+            host = host.astype(dt.np)
+        out = dst.from_numpy(np.array(host, copy=True, order="C"))
+    else:
+        out = src.cast(x, dt.np)
+    if input._rg and _gs.enabled and dt.is_floating_point:
+        node = ToCopyBackward0()
+        node.dtype, node.device = input.dtype, src.device
+        node.next_functions = (edge(input),)
+        return _make(out, dt, dst, node)
+    return _make(out, dt, dst)
+
+
+def parse_to_args(args, kwargs):
+    """Tensor.to(device), to(dtype), to(device, dtype), to(other), with keywords."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, _dt.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, Device)):
+            device = a
+        elif isinstance(a, int) and not isinstance(a, bool):
+            device = Device(f"opencl:{a}")
+        elif isinstance(a, bool):
+            copy = copy or a
+        elif a is None:
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+    if device is not None and not isinstance(device, Device):
+        device = Device(device)
+    return device, dtype, copy

@@ -1,0 +1,127 @@
+"""In-place ops.  The value is computed out of place (recorded for autograd when needed), then
+written into the tensor's own storage so that views see it; the version counter is bumped."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..tensor import Tensor
+
+
+def check_inplace(x: Tensor, other, op: str) -> bool:
+    """Raise PyTorch's errors; return whether the op must be recorded for autograd."""
+    if not _gs.enabled:
+        return False
+    if x._rg and x.grad_fn is None:
+        raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation "
+                           f"({op}). Wrap the update in `with coretorch.no_grad():` or use an out-of-place op.")
+    recording = x._rg or (isinstance(other, Tensor) and other._rg)
+    if recording and x._base is not None and (x._base._rg or x._rg):
+        raise NotImplementedError(f"{op}: in-place modification of a view of a tensor that requires grad is "
+                                  "not supported by coretorch yet; use the out-of-place form of the op")
+    return recording
+
+
+def rebase(x: Tensor, r: Tensor) -> None:
+    """Write the recorded result ``r`` into ``x`` and make ``x`` the output of r's graph node."""
+    table = x._be
+    if r._data.shape != x._data.shape:
+        raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape "
+                           f"{list(r.shape)}")
+    table.assign_(x._data, r._data if r.dtype is x.dtype else table.cast(r._data, x.dtype.np))
+    x._version[0] += 1
+    if r.dtype is not x.dtype:
+        r = r.to(x.dtype)
+    x.grad_fn = r.grad_fn
+    x._out_nr = r._out_nr
+    x._rg = r._rg
+
+
+def _castable(src: _dt.dtype, dst: _dt.dtype) -> bool:
+    return src.category <= dst.category
+
+
+def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
+    """fn(src) computes the new value out of place; src is x (or a clone of it when recording)."""
+    recording = check_inplace(x, other, op)
+    if recording:
+        from .shape import clone
+        r = fn(clone(x) if x._rg else x)
+    else:
+        prev = _gs.enabled
+        _gs.enabled = False
+        try:
+            r = fn(x)
+        finally:
+            _gs.enabled = prev
+    if not _castable(r.dtype, x.dtype):
+        raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
+                           f"{x.dtype._tname[:-6]} (in {op})")
+    if recording:
+        rebase(x, r)
+        return x
+    if r._data.shape != x._data.shape:
+        raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape "
+                           f"{list(r.shape)} (in {op})")
+    table = x._be
+    table.assign_(x._data, r._data if r.dtype is x.dtype else table.cast(r._data, x.dtype.np))
+    x._version[0] += 1
+    return x
+
+
+def fill_(x: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               "dimensions.")
+        if value._rg:
+            from .shape import expand
+            return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
+        value = value.item()
+    check_inplace(x, None, "fill_")
+    if x.grad_fn is not None and _gs.enabled:
+        from .creation import full
+        return apply_inplace(x, "fill_", lambda s: full(tuple(x.shape), value, dtype=x.dtype, device=x.device))
+    x._be.assign_(x._data, value)
+    x._version[0] += 1
+    return x
+
+
+def zero_(x: Tensor) -> Tensor:
+    return fill_(x, 0)
+
+
+def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    from ._util import broadcast_shape
+    if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
+        raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "
+                           f"shape {list(x.shape)}")
+    from .creation import convert
+    from .shape import expand
+
+    def compute(_):
+        s = convert(src, x.dtype, x.device)
+        return expand(s, x.shape) if s.shape != x.shape else s
+    recording = check_inplace(x, src, "copy_")
+    if recording:
+        rebase(x, compute(None))
+        return x
+    s = compute(None)
+    x._be.assign_(x._data, s._data)
+    x._version[0] += 1
+    return x
+
+
+def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
+    check_inplace(x, None, "uniform_")
+    x._be.uniform_(x._data, float(a), float(b))
+    x._version[0] += 1
+    return x
+
+
+def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    check_inplace(x, None, "normal_")
+    x._be.normal_(x._data, float(mean), float(std))
+    x._version[0] += 1
+    return x

@@ -1,0 +1,119 @@
+"""Matrix products: matmul (with NumPy/PyTorch 1-D and batch-broadcast rules), mm, bmm, addmm, dot."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import align_devices, broadcast_shape, edge, sum_to
+
+
+class MmBackward0(Node):
+    __slots__ = ("sa", "sb", "need")
+
+    def backward(self, g):
+        a, b = self.saved()
+        na, nb = self.need
+        from .shape import transpose
+        ga = sum_to(_matmul_nd(g, transpose(b, -1, -2)), self.sa) if na else None
+        gb = sum_to(_matmul_nd(transpose(a, -1, -2), g), self.sb) if nb else None
+        return ga, gb
+
+
+def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
+    """a (..., n, k) @ b (..., k, m), both at least 2-D; batch dims broadcast."""
+    if a._be is not b._be:
+        a, b = align_devices("matmul", a, b)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._tname[:-6]} != "
+                           f"{b.dtype._tname[:-6]}")
+    if a.dtype is _dt.bool_:
+        raise RuntimeError("\"matmul\" not implemented for 'Bool'")
+    table = a._be
+    xa, xb = a._data, b._data
+    sa, sb = xa.shape, xb.shape
+    if sa[-1] != sb[-2]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
+                           f"{'x'.join(map(str, sb))})")
+    if sa[:-2] != sb[:-2]:
+        batch = broadcast_shape(sa[:-2], sb[:-2], "matmul")
+        if sa[:-2] != batch:
+            xa = table.expand(xa, batch + sa[-2:])
+        if sb[:-2] != batch:
+            xb = table.expand(xb, batch + sb[-2:])
+    out = table.matmul(xa, xb)
+    if _gs.enabled and (a._rg or b._rg):
+        node = MmBackward0()
+        node.sa, node.sb, node.need = sa, sb, (a._rg, b._rg)
+        node.save(a, b)
+        node.next_functions = (edge(a), edge(b))
+        return _make(out, a.dtype, table, node)
+    return _make(out, a.dtype, table)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError("matmul(): arguments must be Tensors")
+    da, db = input.ndim, other.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    from .shape import squeeze, unsqueeze
+    a = unsqueeze(input, 0) if da == 1 else input
+    b = unsqueeze(other, -1) if db == 1 else other
+    if da == 1 and db == 1 and input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got {input.shape[0]} "
+                           f"and {other.shape[0]} elements respectively")
+    out = _matmul_nd(a, b)
+    if da == 1:
+        out = squeeze(out, -2)
+    if db == 1:
+        out = squeeze(out, -1)
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 2:
+        raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor)")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix (mm got a {mat2.ndim}-D tensor)")
+    return _matmul_nd(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (bmm got {input.ndim}-D)")
+    if mat2.ndim != 3:
+        raise RuntimeError(f"batch2 must be a 3D tensor (bmm got {mat2.ndim}-D)")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return _matmul_nd(input, mat2)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    from .pointwise import add, mul
+    p = mm(mat1, mat2)
+    if alpha != 1:
+        p = mul(p, alpha)
+    if beta == 0:
+        return p
+    return add(mul(input, beta) if beta != 1 else input, p)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return matmul(input, other)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    return matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    from .pointwise import mul
+    from .shape import unsqueeze
+    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))

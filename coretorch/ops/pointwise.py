@@ -1,0 +1,523 @@
+"""Elementwise ops: unary, binary (with broadcasting and type promotion), where, clamp."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import align_devices, broadcast_shape, edge, sum_to
+
+_bool = _dt.bool_
+_SCALARS = (int, float, bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# binary ops
+# ---------------------------------------------------------------------------------------------
+class _BinaryNode(Node):
+    __slots__ = ("sa", "sb", "scalar", "alpha", "need")
+
+    def grads(self, ga, gb):
+        """Reduce broadcast gradients back to the input shapes."""
+        if ga is not None and self.sa is not None:
+            ga = sum_to(ga, self.sa)
+        if gb is not None and self.sb is not None:
+            gb = sum_to(gb, self.sb)
+        return (ga, gb)
+
+
+def _operands(op: str, a, b):
+    """Common front half of every binary op: devices, promotion, broadcasting -> arrays + dtype."""
+    if isinstance(b, Tensor):
+        if not isinstance(a, Tensor):
+            return _operands_scalar_first(op, a, b)
+        if a._be is not b._be:
+            a, b = align_devices(op, a, b)
+        table = a._be
+        da, db = a.dtype, b.dtype
+        dt = da if da is db else _dt.result_type((a, b), _dt.default)
+        xa, xb = a._data, b._data
+        if da is not dt:
+            xa = table.cast(xa, dt.np)
+        if db is not dt:
+            xb = table.cast(xb, dt.np)
+        sa, sb = xa.shape, xb.shape
+        if sa != sb:
+            shape = broadcast_shape(sa, sb, op)
+            if sa != shape:
+                xa = table.expand(xa, shape)
+            if sb != shape:
+                xb = table.expand(xb, shape)
+        return a, b, xa, xb, dt, table
+    if type(b) not in _SCALARS:
+        if hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
+            b = b.item() if hasattr(b, "item") else float(b)
+        else:
+            raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and '{type(b).__name__}'")
+    table = a._be
+    da = a.dtype
+    dt = da if _SCALAR_KEEPS.get((da, type(b))) else _dt.result_type((a, b), _dt.default)
+    xa = a._data if da is dt else table.cast(a._data, dt.np)
+    if dt is _bool:
+        b = bool(b)
+    elif not dt.is_floating_point:
+        b = int(b)
+    return a, b, xa, b, dt, table
+
+
+_SCALAR_KEEPS: dict = {}  # (tensor dtype, scalar type) -> result keeps the tensor's dtype
+
+
+def _scalar_keeps_init():
+    class Probe:
+        ndim = 1
+
+        def __init__(self, d):
+            self.dtype = d
+    for d in _dt.all_dtypes:
+        for t in _SCALARS:
+            _SCALAR_KEEPS[(d, t)] = t is not float and _dt.result_type((Probe(d), t(1)), _dt.float32) is d
+        # float scalars keep float dtypes whatever the default dtype is
+        _SCALAR_KEEPS[(d, float)] = d.is_floating_point
+
+
+_scalar_keeps_init()
+
+
+def _operands_scalar_first(op, s, b: Tensor):
+    table = b._be
+    dt = _dt.result_type((s, b), _dt.default)
+    from .creation import full
+    a = full((), s, dtype=dt, device=b.device)
+    return _operands(op, a, b)
+
+
+def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_shape):
+    node.next_functions = (edge(a), edge(b)) if bt else (edge(a),)
+    node.sa = xa_shape if xa_shape != out_shape else None
+    node.sb = xb_shape if bt and xb_shape != out_shape else None
+    return _make(out, dt, table, node)
+
+
+def _make_binary(name: str, node_cls, kind: str):
+    """Build the public function for a binary op.  kind: arith | div | cmp | logical | bitwise | nodiff."""
+
+    def fn(a, b):
+        a, b, xa, xb, dt, table = _operands(name, a, b)
+        bt = isinstance(b, Tensor)
+        if kind == "div":
+            if not dt.is_floating_point:
+                dt = _dt.default
+                xa = table.cast(xa, dt.np)
+                xb = table.cast(xb, dt.np) if bt else float(xb)
+        elif kind == "cmp" or kind == "logical":
+            return _make(getattr(table, name)(xa, xb), _bool, table)
+        elif kind == "bitwise":
+            if dt.is_floating_point:
+                raise RuntimeError(f"\"{name}\" not implemented for '{dt._tname[:-6]}': bitwise ops take "
+                                   "integer or bool tensors")
+        elif name == "sub" and dt is _bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+        elif name == "pow" and not dt.is_floating_point:
+            if (xb < 0) if not bt else bool(table.to_numpy(table.any(table.lt(xb, 0), None, False))):
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+        out = getattr(table, name)(xa, xb)
+        if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
+            node = node_cls()
+            node.need = (a._rg, bt and b._rg)
+            node.scalar = None if bt else xb
+            if node_cls.save_inputs:
+                node.save(a, b if bt else None)
+            r = _record(node, out, dt, table, a, b, bt, a._data.shape, b._data.shape if bt else None,
+                        out.shape)
+            if node_cls.save_output:
+                node.out = r
+            return r
+        return _make(out, dt, table)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def _binary_node(name: str, backward, save_inputs=True, save_output=False):
+    cls = type(name, (_BinaryNode,), {"__slots__": ("out",) if save_output else (), "backward": backward,
+                                      "save_inputs": save_inputs, "save_output": save_output})
+    return cls
+
+
+def _add_bw(self, g):
+    na, nb = self.need
+    return self.grads(g if na else None, g if nb else None)
+
+
+def _sub_bw(self, g):
+    na, nb = self.need
+    return self.grads(g if na else None, neg(g) if nb else None)
+
+
+def _mul_bw(self, g):
+    a, b = self.saved()
+    na, nb = self.need
+    if b is None:
+        return self.grads(mul(g, self.scalar), None)
+    return self.grads(mul(g, b) if na else None, mul(g, a) if nb else None)
+
+
+def _div_bw(self, g):
+    a, b = self.saved()
+    na, nb = self.need
+    if b is None:
+        return self.grads(div(g, self.scalar), None)
+    return self.grads(div(g, b) if na else None, neg(div(mul(g, a), mul(b, b))) if nb else None)
+
+
+def _pow_bw(self, g):
+    a, b = self.saved()
+    na, nb = self.need
+    if b is None:
+        e = self.scalar
+        ga = mul(g, mul(pow(a, e - 1), e)) if e != 0 else mul(g, 0.0)
+        return self.grads(ga, None)
+    ga = mul(g, mul(b, pow(a, sub(b, 1)))) if na else None
+    gb = None
+    if nb:
+        out = pow(a, b)
+        # d/db a**b = a**b * log(a); PyTorch masks the a == 0, b >= 0 case to 0
+        mask = logical_and(eq(a, 0), ge(b, 0))
+        gb = where(mask, 0.0, mul(g, mul(out, log(a))))
+    return self.grads(ga, gb)
+
+
+def _maxmin_bw(pick):
+    def bw(self, g):
+        a, b = self.saved()
+        na, nb = self.need
+        if b is None:
+            s = self.scalar
+            m = pick(a, s)
+            return self.grads(where(m, g, where(eq(a, s), mul(g, 0.5), 0.0)), None)
+        win_a = pick(a, b)
+        tie = eq(a, b)
+        half = mul(g, 0.5)
+        ga = where(win_a, g, where(tie, half, 0.0)) if na else None
+        gb = where(win_a, 0.0, where(tie, half, g)) if nb else None
+        return self.grads(ga, gb)
+    return bw
+
+
+def _remainder_bw(self, g):
+    a, b = self.saved()
+    na, nb = self.need
+    if b is None:
+        return self.grads(g, None)
+    return self.grads(g if na else None, mul(neg(g), floor_divide(a, b)) if nb else None)
+
+
+AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
+SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)
+MulBackward0 = _binary_node("MulBackward0", _mul_bw)
+DivBackward0 = _binary_node("DivBackward0", _div_bw)
+PowBackward0 = _binary_node("PowBackward0", _pow_bw)
+MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
+MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
+RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw)
+
+_add = _make_binary("add", AddBackward0, "arith")
+_sub = _make_binary("sub", SubBackward0, "arith")
+mul = _make_binary("mul", MulBackward0, "arith")
+_div = _make_binary("div", DivBackward0, "div")
+pow = _make_binary("pow", PowBackward0, "arith")
+maximum = _make_binary("maximum", MaximumBackward0, "arith")
+minimum = _make_binary("minimum", MinimumBackward0, "arith")
+remainder = _make_binary("remainder", RemainderBackward0, "arith")
+_floor_divide = _make_binary("floor_divide", None, "arith")
+eq = _make_binary("eq", None, "cmp")
+ne = _make_binary("ne", None, "cmp")
+lt = _make_binary("lt", None, "cmp")
+le = _make_binary("le", None, "cmp")
+gt = _make_binary("gt", None, "cmp")
+ge = _make_binary("ge", None, "cmp")
+logical_and = _make_binary("logical_and", None, "logical")
+logical_or = _make_binary("logical_or", None, "logical")
+logical_xor = _make_binary("logical_xor", None, "logical")
+bitwise_and = _make_binary("bitwise_and", None, "bitwise")
+bitwise_or = _make_binary("bitwise_or", None, "bitwise")
+bitwise_xor = _make_binary("bitwise_xor", None, "bitwise")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+multiply = mul
+
+
+def add(input, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return _add(input, other)
+
+
+def sub(input, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return _sub(input, other)
+
+
+subtract = sub
+
+
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _div(input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        q = _div(input, other)
+        dt = _dt.result_type((input, other), _dt.default)
+        q = trunc(q)
+        return q if dt.is_floating_point else q.to(dt)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                       f"'{rounding_mode}'")
+
+
+divide = true_divide = div
+
+
+def floor_divide(input, other):
+    return _floor_divide(input, other)
+
+
+def rsub(input, other, alpha=1):
+    return sub(other, input, alpha=alpha)
+
+
+def float_power(input, exponent):
+    return pow(input.double() if isinstance(input, Tensor) else input,
+               exponent.double() if isinstance(exponent, Tensor) else exponent)
+
+
+# ---------------------------------------------------------------------------------------------
+# unary ops
+# ---------------------------------------------------------------------------------------------
+class _UnaryNode(Node):
+    __slots__ = ("out",)
+
+
+def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff: bool = False,
+                out_bool: bool = False):
+    node_cls = None
+    if backward is not None:
+        node_cls = type(f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,), {"__slots__": (),
+                                                                                "backward": backward})
+
+    def fn(input):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        table = input._be
+        dt = input.dtype
+        x = input._data
+        if float_only and not dt.is_floating_point:
+            dt = _dt.default
+            x = table.cast(x, dt.np)
+        out = getattr(table, name)(x)
+        if out_bool:
+            return _make(out, _bool, table)
+        if node_cls is not None and input._rg and _gs.enabled:
+            node = node_cls()
+            node.next_functions = (edge(input),)
+            r = _make(out, dt, table, node)
+            if save == "x":
+                node.save(input)
+            elif save == "out":
+                node.save(r)
+            return r
+        return _make(out, dt, table)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def _x(node):
+    return node.saved()[0]
+
+
+neg = _make_unary("neg", lambda n, g: (neg(g),), False, None)
+exp = _make_unary("exp", lambda n, g: (mul(g, _x(n)),), True, "out")
+log = _make_unary("log", lambda n, g: (div(g, _x(n)),), True, "x")
+sqrt = _make_unary("sqrt", lambda n, g: (div(g, mul(_x(n), 2)),), True, "out")
+rsqrt = _make_unary("rsqrt", lambda n, g: (mul(g, mul(pow(_x(n), 3), -0.5)),), True, "out")
+abs = _make_unary("abs", lambda n, g: (mul(g, sign(_x(n))),), False, "x")
+sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
+sin = _make_unary("sin", lambda n, g: (mul(g, cos(_x(n))),), True, "x")
+cos = _make_unary("cos", lambda n, g: (neg(mul(g, sin(_x(n)))),), True, "x")
+tanh = _make_unary("tanh", lambda n, g: (mul(g, _rsub1(mul(_x(n), _x(n)))),), True, "out")
+sigmoid = _make_unary("sigmoid", lambda n, g: (mul(g, mul(_x(n), _rsub1(_x(n)))),), True, "out")
+relu = _make_unary("relu", lambda n, g: (where(gt(_x(n), 0), g, 0.0),), False, "out")
+reciprocal = _make_unary("reciprocal", lambda n, g: (neg(mul(g, mul(_x(n), _x(n)))),), True, "out")
+expm1 = _make_unary("expm1", lambda n, g: (mul(g, add(_x(n), 1)),), True, "out")
+log1p = _make_unary("log1p", lambda n, g: (div(g, add(_x(n), 1)),), True, "x")
+_zero_grad = lambda n, g: (mul(g, 0),)  # noqa: E731  piecewise-constant functions
+floor = _make_unary("floor", _zero_grad, False, None)
+ceil = _make_unary("ceil", _zero_grad, False, None)
+trunc = _make_unary("trunc", _zero_grad, False, None)
+_round = _make_unary("round", _zero_grad, False, None)
+logical_not = _make_unary("logical_not", None, False, None, out_bool=True)
+isnan = _make_unary("isnan", None, False, None, out_bool=True)
+_bitwise_not = _make_unary("bitwise_not", None, False, None)
+negative = neg
+fix = trunc
+
+
+def _rsub1(t):
+    return add(neg(t), 1)
+
+
+def round(input, *, decimals: int = 0):
+    if decimals == 0:
+        return _round(input)
+    s = 10.0 ** decimals
+    return div(_round(mul(input, s)), s)
+
+
+def bitwise_not(input):
+    if input.dtype.is_floating_point:
+        raise RuntimeError(f"\"bitwise_not\" not implemented for '{input.dtype._tname[:-6]}'")
+    return logical_not(input) if input.dtype is _bool else _bitwise_not(input)
+
+
+def square(input):
+    return mul(input, input)
+
+
+# ---------------------------------------------------------------------------------------------
+# where, clamp, lerp, masked_fill
+# ---------------------------------------------------------------------------------------------
+class WhereBackward0(Node):
+    __slots__ = ("cond", "sx", "sy", "need")
+
+    def backward(self, g):
+        c = self.cond
+        nx, ny = self.need
+        gx = sum_to(where(c, g, 0.0), self.sx) if nx else None
+        gy = sum_to(where(c, 0.0, g), self.sy) if ny else None
+        return gx, gy
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is not _bool:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{condition.dtype}")
+    table = condition._be
+    xt, yt = isinstance(input, Tensor), isinstance(other, Tensor)
+    ref = input if xt else other if yt else condition
+    if xt and input._be is not table:
+        condition, input = align_devices("where", condition, input) if input.ndim else (condition, input)
+        table = condition._be
+    if yt and other._be is not table:
+        _, other = align_devices("where", condition, other)
+    if xt and yt:
+        dt = _dt.result_type((input, other), _dt.default)
+    elif xt or yt:
+        dt = _dt.result_type((ref, other if xt else input), _dt.default)
+    else:
+        dt = _dt.result_type((input, other), _dt.default)
+    from .creation import full
+    x = input if xt else full((), input, dtype=dt, device=table.device)
+    y = other if yt else full((), other, dtype=dt, device=table.device)
+    shape = broadcast_shape(broadcast_shape(condition._data.shape, x._data.shape, "where"),
+                            y._data.shape, "where")
+    xc = x._data if x.dtype is dt else table.cast(x._data, dt.np)
+    yc = y._data if y.dtype is dt else table.cast(y._data, dt.np)
+    cd = condition._data
+    if cd.shape != shape:
+        cd = table.expand(cd, shape)
+    if xc.shape != shape:
+        xc = table.expand(xc, shape)
+    if yc.shape != shape:
+        yc = table.expand(yc, shape)
+    out = table.where(cd, xc, yc)
+    if _gs.enabled and (x._rg or y._rg):
+        node = WhereBackward0()
+        node.cond = condition
+        node.need = (x._rg, y._rg)
+        node.sx, node.sy = x._data.shape, y._data.shape
+        node.next_functions = (edge(x), edge(y))
+        return _make(out, dt, table, node)
+    return _make(out, dt, table)
+
+
+class ClampBackward1(Node):
+    __slots__ = ("lo", "hi")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        m = None
+        if self.lo is not None:
+            m = ge(x, self.lo)
+        if self.hi is not None:
+            m2 = le(x, self.hi)
+            m = m2 if m is None else logical_and(m, m2)
+        return (where(m, g, 0.0),)
+
+
+def clamp(input, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    table = input._be
+    dt = input.dtype
+    x = input._data
+    if not dt.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        dt = _dt.default
+        x = table.cast(x, dt.np)
+    out = table.clamp(x, min, max)
+    if input._rg and _gs.enabled:
+        node = ClampBackward1()
+        node.lo, node.hi = min, max
+        node.save(input)
+        node.next_functions = (edge(input),)
+        return _make(out, dt, table, node)
+    return _make(out, dt, table)
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def lerp(input, end, weight):
+    return add(input, mul(weight, sub(end, input)))
+
+
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                               f"with {value.ndim} dimension(s).")
+        if not value._rg:
+            value = value.item()
+    broadcast_shape(input._data.shape, mask._data.shape, "masked_fill")
+    if mask._data.shape != input._data.shape and \
+            broadcast_shape(input._data.shape, mask._data.shape) != input._data.shape:
+        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input "
+                           f"shape {list(input.shape)}")
+    out = where(mask, value, input)
+    return out if out.dtype is input.dtype else out.to(input.dtype)
+

@@ -1,0 +1,389 @@
+"""Reductions and scans: sum mean prod amax amin max min argmax argmin var std logsumexp norm all any cumsum."""
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import edge, norm_dim, norm_dims
+
+_bool, _i64 = _dt.bool_, _dt.int64
+values_indices = namedtuple("return_types", ["values", "indices"])
+
+
+def _axes(dim, ndim: int, op: str):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None
+    return norm_dims(dim, ndim, op)
+
+
+def _reduced_shape(shape, axes, keepdim):
+    if axes is None:
+        return tuple(1 for _ in shape) if keepdim else ()
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _expand_back(g: Tensor, in_shape, axes, keepdim) -> Tensor:
+    """Broadcast a reduced gradient back to the input shape (differentiable)."""
+    from .shape import expand, reshape
+    if not keepdim:
+        g = reshape(g, _reduced_shape(in_shape, axes, True))
+    return expand(g, in_shape)
+
+
+class _ReduceNode(Node):
+    __slots__ = ("shape", "axes", "keepdim", "out")
+
+
+class SumBackward0(_ReduceNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        return (_expand_back(g, self.shape, self.axes, self.keepdim),)
+
+
+class ProdBackward1(_ReduceNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        out = self.out
+        ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+        oe = _expand_back(out, self.shape, self.axes, self.keepdim)
+        from .pointwise import div, eq, mul, where
+        table = x._be
+        has_zero = bool(table.to_numpy(table.any(table.eq(x._data, 0), None, False)))
+        if not has_zero:
+            return (mul(ge, div(oe, x)),)
+        # product of the other elements, computed without dividing by zero (not differentiable twice)
+        others = _prod_others(x, self.axes)
+        return (where(eq(x, 0), mul(ge, others), mul(ge, div(oe, where(eq(x, 0), 1.0, x)))),)
+
+
+def _prod_others(x: Tensor, axes):
+    import numpy as np
+    a = x._host()
+    ax = tuple(range(a.ndim)) if axes is None else axes
+    moved = np.moveaxis(a, ax, tuple(range(a.ndim - len(ax), a.ndim)))
+    flat = moved.reshape(moved.shape[:a.ndim - len(ax)] + (-1,))
+    left = np.cumprod(np.concatenate([np.ones_like(flat[..., :1]), flat[..., :-1]], -1), -1)
+    right = np.flip(np.cumprod(np.concatenate([np.ones_like(flat[..., :1]), np.flip(flat, -1)[..., :-1]],
+                                              -1), -1), -1)
+    res = np.moveaxis((left * right).reshape(moved.shape), tuple(range(a.ndim - len(ax), a.ndim)), ax)
+    return _make(x._be.from_numpy(np.ascontiguousarray(res)), x.dtype, x._be)
+
+
+class AmaxBackward0(_ReduceNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        from .pointwise import div, eq, mul
+        oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
+        mask = eq(x, oe).to(g.dtype)
+        count = sum(mask, self.axes, keepdim=True)
+        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), div(mask, count)),)
+
+
+def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=None):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    table = input._be
+    x = input._data
+    axes = _axes(dim, x.ndim, op)
+    dt = input.dtype if out_dtype is None else out_dtype
+    if dt is not input.dtype:
+        x = table.cast(x, dt.np)
+    out = getattr(table, kernel)(x, axes, keepdim)
+    if node_cls is not None and input._rg and _gs.enabled:
+        node = node_cls()
+        node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
+        node.next_functions = (edge(input),)
+        r = _make(out, dt, table, node)
+        if node_cls is not SumBackward0:
+            node.save(input)
+            node.out = r
+        return r
+    return _make(out, dt, table)
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if dtype is not None:
+        dt = dtype
+    elif input.dtype.is_floating_point:
+        dt = input.dtype
+    else:
+        dt = _i64
+    return _reduce("sum", "sum", SumBackward0, input, dim, keepdim, dt)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    from .pointwise import isnan, where
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+    dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dim is not None and not isinstance(dim, int):
+        raise TypeError("prod(): argument 'dim' must be int")
+    return _reduce("prod", "prod", ProdBackward1, input, dim, keepdim, dt)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    dt = dtype or input.dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {input.dtype._tname[:-6]}")
+    s = sum(input, dim, keepdim, dtype=dt)
+    n = input.numel() // builtins.max(s.numel(), 1) if input.numel() else 0
+    if input.numel() == 0:
+        axes = _axes(dim, input.ndim, "mean")
+        n = 1
+        for i, sz in enumerate(input.shape):
+            if axes is None or i in axes:
+                n *= sz
+    from .pointwise import div
+    return div(s, n)
+
+
+def amax(input, dim=(), keepdim: bool = False):
+    _check_nonempty("amax", input, dim)
+    return _reduce("amax", "amax", AmaxBackward0, input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim: bool = False):
+    _check_nonempty("amin", input, dim)
+    return _reduce("amin", "amin", AmaxBackward0, input, dim, keepdim)
+
+
+def _check_nonempty(op, input, dim):
+    if input.numel() == 0:
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                         "the reduction dim with the 'dim' argument.") if dim in (None, ()) else \
+            IndexError(f"{op}(): cannot reduce over a zero-size dimension of a tensor of shape "
+                       f"{list(input.shape)}")
+
+
+class MaxBackward0(Node):
+    __slots__ = ("shape", "dim", "keepdim", "idx")
+
+    def backward(self, g, gi=None):
+        from .indexing import scatter_add
+        from .shape import unsqueeze
+        from ..tensor import _zeros_on
+        idx, gg = self.idx, g
+        if not self.keepdim:
+            idx, gg = unsqueeze(idx, self.dim), unsqueeze(g, self.dim)
+        return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, idx, gg),)
+
+
+def _max_min(op, arg_kernel, input, dim, keepdim, other):
+    if isinstance(dim, Tensor) and other is None:
+        other, dim = dim, None
+    if other is not None:
+        from .pointwise import maximum, minimum
+        return (maximum if op == "max" else minimum)(input, other)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return (amax if op == "max" else amin)(input)
+    d = norm_dim(dim, input.ndim, op)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    table = input._be
+    idx_arr = getattr(table, arg_kernel)(input._data, d if input.ndim else None, keepdim)
+    idx = _make(idx_arr, _i64, table)
+    from .indexing import gather
+    from .shape import unsqueeze, squeeze
+    ix = idx if keepdim or input.ndim == 0 else unsqueeze(idx, d)
+    with _no_grad():
+        vals = gather(input, d, ix) if input.ndim else input.clone()
+        if not keepdim and input.ndim:
+            vals = squeeze(vals, d)
+    if input._rg and _gs.enabled:
+        node = MaxBackward0()
+        node.shape, node.dim, node.keepdim, node.idx = input.shape, d, keepdim or input.ndim == 0, idx
+        node.next_functions = (edge(input),)
+        node._out_meta = ((vals.shape, vals.dtype, table), (idx.shape, _i64, table))
+        vals = _make(vals._data, vals.dtype, table, node)
+    return values_indices(vals, idx)
+
+
+class _no_grad:
+    def __enter__(self):
+        self.prev = _gs.enabled
+        _gs.enabled = False
+
+    def __exit__(self, *a):
+        _gs.enabled = self.prev
+
+
+def max(input, dim=None, keepdim: bool = False, *, other=None):
+    return _max_min("max", "argmax", input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim: bool = False, *, other=None):
+    return _max_min("min", "argmin", input, dim, keepdim, other)
+
+
+def _arg(op, kernel, input, dim, keepdim):
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+    table = input._be
+    if dim is None:
+        out = getattr(table, kernel)(input._data, None, False)
+        if keepdim:
+            out = table.view(out, (1,) * input.ndim)
+        return _make(out, _i64, table)
+    d = norm_dim(dim, input.ndim, op)
+    return _make(getattr(table, kernel)(input._data, d if input.ndim else None, keepdim), _i64, table)
+
+
+def argmax(input, dim=None, keepdim: bool = False):
+    return _arg("argmax", "argmax", input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim: bool = False):
+    return _arg("argmin", "argmin", input, dim, keepdim)
+
+
+def _bool_reduce(op, input, dim, keepdim):
+    table = input._be
+    axes = _axes(dim, input.ndim, op)
+    return _make(getattr(table, op)(input._data, axes, keepdim), _bool, table)
+
+
+def all(input, dim=None, keepdim: bool = False):
+    return _bool_reduce("all", input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim: bool = False):
+    return _bool_reduce("any", input, dim, keepdim)
+
+
+def _var_args(dim, unbiased, correction):
+    if isinstance(dim, bool):  # legacy var(unbiased)
+        unbiased, dim = dim, None
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise RuntimeError("var/std: cannot pass both 'unbiased' and 'correction'")
+    return dim, correction
+
+
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    dim, correction = _var_args(dim, unbiased, correction)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    from .pointwise import div, mul, sub
+    mu = mean(input, dim, keepdim=True)
+    d = sub(input, mu)
+    s = sum(mul(d, d), dim, keepdim)
+    n = input.numel() // builtins.max(s.numel(), 1)
+    return div(s, builtins.max(n - correction, 0))
+
+
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    from .pointwise import sqrt
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim: bool = False):
+    from .pointwise import abs as _abs, add, exp, log, sub, where, eq
+    from .shape import squeeze
+    if not input.dtype.is_floating_point:
+        input = input.to(_dt.default)
+    axes = _axes(dim, input.ndim, "logsumexp")
+    if input.numel() == 0:
+        m = _make(input._be.full(_reduced_shape(input.shape, axes, True), 0, input.dtype.np), input.dtype,
+                  input._be)
+    else:
+        m = amax(input.detach(), axes if axes is not None else (), keepdim=True)
+        m = where(eq(_abs(m), float("inf")), 0.0, m)
+    r = add(log(sum(exp(sub(input, m)), axes, keepdim=True)), m)
+    if not keepdim:
+        r = squeeze(r, axes) if axes is not None else r.reshape(())
+    return r
+
+
+class NormBackward1(_ReduceNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        from .pointwise import div, eq, mul, where
+        ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+        oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
+        # d||x|| / dx = x / ||x||, and 0 where the norm is 0 (as PyTorch)
+        return (where(eq(oe, 0), 0.0, mul(ge, div(x, oe))),)
+
+
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+    from .pointwise import abs as _abs, pow, mul, sqrt
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{input.dtype._tname[:-6]}")
+    if p in ("fro", 2, 2.0) or p is None:
+        table = input._be
+        axes = _axes(dim, input.ndim, "norm")
+        x = input._data
+        out = table.sqrt(table.sum(table.mul(x, x), axes, keepdim))
+        if input._rg and _gs.enabled:
+            node = NormBackward1()
+            node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
+            node.next_functions = (edge(input),)
+            r = _make(out, input.dtype, table, node)
+            node.save(input)
+            node.out = r
+            return r
+        return _make(out, input.dtype, table)
+    if p == float("inf"):
+        return amax(_abs(input), dim if dim is not None else (), keepdim)
+    if p == -float("inf"):
+        return amin(_abs(input), dim if dim is not None else (), keepdim)
+    if p == 1:
+        return sum(_abs(input), dim, keepdim)
+    if p == 0:
+        from .pointwise import ne
+        return sum(ne(input, 0).to(input.dtype), dim, keepdim)
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): unsupported norm type '{p}'")
+    return pow(sum(pow(_abs(input), p), dim, keepdim), 1.0 / p)
+
+
+class CumsumBackward0(Node):
+    __slots__ = ("dim",)
+
+    def backward(self, g):
+        from .shape import flip
+        return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
+
+
+def cumsum(input, dim, *, dtype=None):
+    d = norm_dim(dim, input.ndim, "cumsum")
+    dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    table = input._be
+    x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
+    out = table.cumsum(x, d if input.ndim else None)
+    if input._rg and _gs.enabled:
+        node = CumsumBackward0()
+        node.dim = d
+        node.next_functions = (edge(input),)
+        return _make(out, dt, table, node)
+    return _make(out, dt, table)

@@ -1,0 +1,418 @@
+"""Shape and layout ops.  Views share storage and version counter with their base."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
+
+
+def _wrap_view(input: Tensor, data, node=None) -> Tensor:
+    base = input._base if input._base is not None else input
+    if node is not None and input._rg and _gs.enabled:
+        node.next_functions = (edge(input),)
+        return _make(data, input.dtype, input._be, node, base=base, version=input._version)
+    return _make(data, input.dtype, input._be, base=base, version=input._version)
+
+
+def _wrap_copy(input: Tensor, data, node=None) -> Tensor:
+    if node is not None and input._rg and _gs.enabled:
+        node.next_functions = (edge(input),)
+        return _make(data, input.dtype, input._be, node)
+    return _make(data, input.dtype, input._be)
+
+
+def infer_shape(shape: tuple, numel: int, op: str = "view") -> tuple:
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    if neg:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+class ViewBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def backward(self, g):
+        return (reshape(g, self.in_shape),)
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
+        raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+    shape = infer_shape(shape_arg(shape, "view"), input.numel())
+    x = input._data
+    if x.shape == shape:
+        out = x
+    else:
+        out = input._be.view(x, shape)
+        if out is None:
+            raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
+                               f"dimension spans across two contiguous subspaces): input shape "
+                               f"{list(x.shape)}, requested {list(shape)}. Use .reshape(...) instead.")
+    node = ViewBackward0() if input._rg else None
+    if node is not None:
+        node.in_shape = x.shape
+    return _wrap_view(input, out, node)
+
+
+def reshape(input: Tensor, *shape) -> Tensor:
+    shape = infer_shape(shape_arg(shape, "reshape"), input.numel(), "reshape")
+    x = input._data
+    if x.shape == shape:
+        return _wrap_view(input, x, _view_node(input, x.shape))
+    out = input._be.view(x, shape)
+    if out is not None:
+        return _wrap_view(input, out, _view_node(input, x.shape))
+    out = input._be.view(input._be.contiguous(x), shape)
+    return _wrap_copy(input, out, _view_node(input, x.shape))
+
+
+def _view_node(input, in_shape):
+    if not input._rg:
+        return None
+    n = ViewBackward0()
+    n.in_shape = in_shape
+    return n
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    nd = input.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s, e = norm_dim(start_dim, nd, "flatten"), norm_dim(end_dim, nd, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shp = input.shape
+    n = 1
+    for d in shp[s:e + 1]:
+        n *= d
+    return reshape(input, tuple(shp[:s]) + (n,) + tuple(shp[e + 1:]))
+
+
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    d = norm_dim(dim, input.ndim, "unflatten")
+    sizes = tuple(sizes)
+    sizes = infer_shape(sizes, input.shape[d], "unflatten")
+    return view(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) \
+        if input._be.view(input._data, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) is not None \
+        else reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    shp = input.shape
+    if dim is None:
+        new = tuple(s for s in shp if s != 1)
+    else:
+        dims = norm_dims(dim, input.ndim, "squeeze")
+        new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
+    return view(input, new) if input._be.view(input._data, new) is not None else reshape(input, new)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    d = norm_dim(dim, input.ndim + 1, "unsqueeze")
+    shp = tuple(input.shape)
+    return view(input, shp[:d] + (1,) + shp[d:])
+
+
+class PermuteBackward0(Node):
+    __slots__ = ("inv",)
+
+    def backward(self, g):
+        return (permute(g, self.inv),)
+
+
+def permute(input: Tensor, *dims) -> Tensor:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    if len(dims) != input.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
+                           f"not equal to len(dims) = {len(dims)}".replace("(sparse_coo)", ""))
+    dims = norm_dims(dims, input.ndim, "permute")
+    out = input._be.permute(input._data, dims)
+    node = None
+    if input._rg:
+        node = PermuteBackward0()
+        inv = [0] * len(dims)
+        for i, d in enumerate(dims):
+            inv[d] = i
+        node.inv = tuple(inv)
+    return _wrap_view(input, out, node)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    nd = input.ndim
+    if nd == 0:
+        norm_dim(dim0, 0, "transpose"), norm_dim(dim1, 0, "transpose")
+        return _wrap_view(input, input._data, _view_node(input, ()))
+    a, b = norm_dim(dim0, nd, "transpose"), norm_dim(dim1, nd, "transpose")
+    p = list(range(nd))
+    p[a], p[b] = p[b], p[a]
+    return permute(input, p)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input.view(input.shape)
+
+
+def movedim(input: Tensor, source, destination) -> Tensor:
+    src = norm_dims(source, input.ndim, "movedim")
+    dst = norm_dims(destination, input.ndim, "movedim")
+    order = [d for d in range(input.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+class ExpandBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def backward(self, g):
+        return (sum_to(g, self.in_shape),)
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    sizes = shape_arg(sizes, "expand")
+    shp = tuple(input.shape)
+    if len(sizes) < len(shp):
+        raise RuntimeError(f"expand(torch.{input.dtype._tname}{{{list(shp)}}}, size={list(sizes)}): the number "
+                           f"of sizes provided ({len(sizes)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shp)})")
+    lead = len(sizes) - len(shp)
+    target = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"expand: the expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   "non-existing dimension")
+            target.append(s)
+        else:
+            cur = shp[i - lead]
+            if s == -1:
+                s = cur
+            if cur != s and cur != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) "
+                                   f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor "
+                                   f"sizes: {list(shp)}")
+            target.append(s)
+    target = tuple(target)
+    if target == shp:
+        return _wrap_view(input, input._data, _view_node(input, shp))
+    out = input._be.expand(input._data, target)
+    node = None
+    if input._rg:
+        node = ExpandBackward0()
+        node.in_shape = shp
+    return _wrap_view(input, out, node)
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other.shape)
+
+
+def broadcast_to(input: Tensor, shape) -> Tensor:
+    return expand(input, tuple(shape))
+
+
+def broadcast_tensors(*tensors):
+    shape = ()
+    for t in tensors:
+        shape = broadcast_shape(shape, tuple(t.shape), "broadcast_tensors")
+    return tuple(expand(t, shape) for t in tensors)
+
+
+class RepeatBackward0(Node):
+    __slots__ = ("in_shape", "reps")
+
+    def backward(self, g):
+        reps = self.reps
+        shp = (1,) * (len(reps) - len(self.in_shape)) + tuple(self.in_shape)
+        inter = []
+        for r, s in zip(reps, shp):
+            inter += [r, s]
+        from .reduction import sum as _sum
+        gr = _sum(reshape(g, inter), tuple(range(0, 2 * len(reps), 2)))
+        return (reshape(gr, self.in_shape),)
+
+
+def repeat(input: Tensor, *sizes) -> Tensor:
+    reps = shape_arg(sizes, "repeat")
+    if len(reps) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions "
+                           "of tensor")
+    x = input._data
+    shp = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
+    out = input._be.tile(input._be.view(x, shp) if x.shape != shp else x, reps)
+    node = None
+    if input._rg:
+        node = RepeatBackward0()
+        node.in_shape, node.reps = tuple(x.shape), reps
+    return _wrap_copy(input, out, node)
+
+
+class FlipBackward0(Node):
+    __slots__ = ("dims",)
+
+    def backward(self, g):
+        return (flip(g, self.dims),)
+
+
+def flip(input: Tensor, dims) -> Tensor:
+    dims = norm_dims(dims, input.ndim, "flip")
+    node = None
+    if input._rg:
+        node = FlipBackward0()
+        node.dims = dims
+    return _wrap_copy(input, input._be.flip(input._data, dims) if dims else input._be.contiguous(input._data),
+                      node)
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, g):
+        return (g,)
+
+
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
+
+
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    if input._be.is_contiguous(input._data):
+        return input
+    return clone(input)
+
+
+class CatBackward0(Node):
+    __slots__ = ("dim", "sizes")
+
+    def backward(self, g):
+        out, start = [], 0
+        from .indexing import narrow
+        for s in self.sizes:
+            out.append(None if s is None else narrow(g, self.dim, start, s))
+            start += s or 0
+        return tuple(out)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    # legacy: 1-D empty tensors are skipped
+    parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    ref = parts[0]
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = norm_dim(dim, ref.ndim, "cat")
+    table = ref._be
+    dt = ref.dtype
+    for t in parts[1:]:
+        dt = _dt.promote_types(dt, t.dtype)
+    for i, t in enumerate(parts):
+        if t._be is not table:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                               f"devices, {ref.device} and {t.device}! (when checking argument for cat)")
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        for k in range(ref.ndim):
+            if k != d and t.shape[k] != ref.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the "
+                                   "list.")
+    arrays = [t._data if t.dtype is dt else table.cast(t._data, dt.np) for t in parts]
+    out = table.cat(arrays, d)
+    if _gs.enabled and any(t._rg for t in parts):
+        node = CatBackward0()
+        node.dim = d
+        node.sizes = [t.shape[d] for t in parts]
+        node.next_functions = tuple(edge(t) for t in parts)
+        return _make(out, dt, table, node)
+    return _make(out, dt, table)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0].shape
+    for i, t in enumerate(tensors):
+        if t.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
+                               f"{list(t.shape)} at entry {i}")
+    d = norm_dim(dim, tensors[0].ndim + 1, "stack")
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def hstack(tensors):
+    tensors = list(tensors)
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
+    from .indexing import narrow
+    d = norm_dim(dim, tensor.ndim, "split")
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        if s <= 0 and n > 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
+                               f"at dimension {d}), but got split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(tensor, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0):
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = norm_dim(dim, input.ndim, "chunk")
+    n = input.shape[d]
+    size = -(-n // chunks) if n else 0
+    return split(input, size, d) if size else split(input, [0] * chunks if n == 0 else [n], d)
+
+
+def unbind(input: Tensor, dim: int = 0):
+    d = norm_dim(dim, input.ndim, "unbind")
+    from .indexing import select
+    return tuple(select(input, d, i) for i in range(input.shape[d]))

@@ -1,0 +1,328 @@
+"""Tensor: a backend array handle plus dtype/device and autograd fields.  Ops live in ``ops/``."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from ._backend import get_table
+from .autograd.graph import AccumulateGrad
+from .autograd.grad_mode import state as _gs
+from .device import device as Device
+
+
+class Tensor:
+    __slots__ = ("_data", "_be", "dtype", "_rg", "grad", "grad_fn", "_version", "_base", "_out_nr",
+                 "_accum", "_retains", "__dict__", "__weakref__")
+
+    # legacy constructors: Tensor(2, 3), Tensor([1., 2.]), FloatTensor(...)
+    _legacy_dtype = None
+
+    def __new__(cls, *args, device=None):
+        dt = cls._legacy_dtype or _dt.default
+        if len(args) == 1 and not isinstance(args[0], int):
+            arg = args[0]
+            if isinstance(arg, Tensor):
+                return arg.to(dt)
+            from .ops.creation import tensor
+            t = tensor(arg, dtype=dt, device=device)
+        else:
+            from .ops.creation import empty
+            t = empty(*args, dtype=dt, device=device)
+            t._be.assign_(t._data, 0)
+        if cls is not Tensor and not getattr(cls, "_legacy_dtype", None):
+            out = object.__new__(cls)
+            _init(out, t._data, t.dtype, t._be)
+            return out
+        return t
+
+    # ---- plain attributes -------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        s = self._data.shape
+        if dim is None:
+            return Size(s)
+        from .ops._util import norm_dim
+        return s[norm_dim(dim, len(s), "size")]
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self) -> Device:
+        return self._be.device
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._be.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_contiguous(self) -> bool:
+        return self._be.is_contiguous(self._data)
+
+    def stride(self, dim: int | None = None):
+        s = tuple(self._be.strides(self._data))
+        return s if dim is None else s[dim]
+
+    def data_ptr(self) -> int:
+        return id(self._data)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"torch.{self.dtype._tname}"
+        return self.to(dtype)
+
+    # ---- autograd fields --------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None:
+            if not value:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
+                                   "to use a computed variable in a subgraph that doesn't require "
+                                   "differentiation use var_no_grad = var.detach().")
+            return
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._rg = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains
+
+    def _get_accum(self) -> AccumulateGrad:
+        a = self._accum
+        if a is None:
+            a = self._accum = AccumulateGrad(self)
+        return a
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing storage and version counter, outside the graph."""
+        return _make(self._data, self.dtype, self._be, base=self, version=self._version)
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._rg:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        # like torch's .data: shares storage, not the version counter (so in-place edits go unnoticed)
+        return _make(self._data, self.dtype, self._be, base=self)
+
+    @data.setter
+    def data(self, other: "Tensor") -> None:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(other).__name__}")
+        self._data, self.dtype, self._be = other._data, other.dtype, other._be
+
+    def retain_grad(self) -> None:
+        if self.grad_fn is None:
+            if not self._rg:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains:
+            return
+        self._retains = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def hook(g):
+            t = ref()
+            if t is not None:
+                t.grad = g.detach().clone() if t.grad is None else t.grad + g
+        self.grad_fn._register_tensor_hook(self._out_nr, hook)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when the gradient of this tensor is computed; it may return a new grad."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_hook(self._out_nr, hook)
+        return self._get_accum()._register_tensor_hook(0, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---- conversions ------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        if self._be.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
+                            "copy the tensor to host memory first.")
+        return self._be.to_numpy(self._data)
+
+    def _host(self) -> np.ndarray:
+        return self._be.to_numpy(self._data)
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._host().reshape(()).item()
+
+    def tolist(self):
+        return self._host().tolist()
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._host()
+        return a.astype(dtype) if dtype is not None else a
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = object.__new__(type(self))
+        _init(new, self._be.contiguous(self._data), self.dtype, self._be)
+        new._rg = self._rg
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        new.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()})
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
+
+    def __getstate__(self):
+        raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
+
+
+class Size(tuple):
+    """torch.Size: a tuple with a torch-like repr."""
+
+    def __repr__(self) -> str:
+        return f"coretorch.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -> None:
+    t._data = data
+    t._be = table
+    t.dtype = dtype
+    t.grad_fn = grad_fn
+    t._rg = grad_fn is not None
+    t.grad = None
+    t._version = [0] if version is None else version
+    t._base = base
+    t._out_nr = out_nr
+    t._accum = None
+    t._retains = False
+
+
+_new = object.__new__
+
+
+def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -> Tensor:
+    """Wrap a backend array (the hot path of every op: keep it lean)."""
+    t = _new(Tensor)
+    t._data = data
+    t._be = table
+    t.dtype = dtype
+    t.grad_fn = grad_fn
+    t._rg = grad_fn is not None
+    t.grad = None
+    t._version = [0] if version is None else version
+    t._base = base
+    t._out_nr = out_nr
+    t._accum = None
+    t._retains = False
+    return t
+
+
+def _zeros_on(shape, dtype, table) -> Tensor:
+    return _make(table.full(tuple(shape), 0, dtype.np), dtype, table)
+
+
+def _cpu_table():
+    return get_table(Device("cpu"))
+
+
+__all__ = ["Tensor", "Size"]
+_ = _gs  # grad mode state is imported here so ops can share one import path

@@ -1,0 +1,4 @@
+"""coretorch-cpu: the numpy backend for device 'cpu'."""
+from .backend import CPUBackend
+
+__all__ = ["CPUBackend"]

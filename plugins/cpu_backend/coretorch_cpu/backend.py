@@ -1,0 +1,234 @@
+"""The 'cpu' device: coretorch's primitive kernel table on numpy arrays.
+
+Views (view/permute/expand/basic indexing) are numpy views, so they cost no copy; every kernel is one
+vectorised numpy call, never a Python loop over elements.
+"""
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+
+nd = np.ndarray
+_asarray = np.asarray
+
+
+def _arr(fn):
+    """numpy returns scalars for 0-d results; the kernel contract is arrays (so they stay writable)."""
+    def k(*args):
+        r = fn(*args)
+        return r if r.__class__ is nd else _asarray(r)
+    return k
+
+
+def _quiet(fn):
+    """Ops whose edge cases (log(0), x/0) are IEEE results in PyTorch, not warnings."""
+    def k(*args):
+        with np.errstate(all="ignore"):
+            r = fn(*args)
+        return r if r.__class__ is nd else _asarray(r)
+    return k
+
+
+def _reduce(fn):
+    def k(x, axes, keepdim):
+        r = fn(x, axis=axes, keepdims=keepdim)
+        return r if r.__class__ is nd else _asarray(r)
+    return k
+
+
+def _view(x, shape):
+    try:
+        return np.reshape(x, shape, copy=False)
+    except ValueError:
+        return None
+
+
+def _sigmoid(x):
+    # tanh form: stable for large |x| and one pass fewer than 1/(1+exp(-x))
+    r = np.tanh(x * 0.5)
+    r *= 0.5
+    r += 0.5
+    return r
+
+
+def _relu(x):
+    return np.maximum(x, 0, dtype=x.dtype)
+
+
+def _rsqrt(x):
+    return np.reciprocal(np.sqrt(x))
+
+
+def _int_identity(uf):
+    def k(x):
+        if x.dtype.kind in "iub":
+            return x.copy()
+        return uf(x)
+    return k
+
+
+def _assign(dst, src):
+    try:
+        dst[...] = src
+    except ValueError as e:
+        if not dst.flags.writeable:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
+                               "a single memory location. Please clone() the tensor before performing the "
+                               "operation.") from None
+        raise RuntimeError(f"in-place write failed: {e}") from None
+
+
+def _setitem(x, key, value):
+    if not x.flags.writeable:
+        _assign(x, x)
+    x[key] = value
+
+
+def _index_put(x, key, values, accumulate):
+    if accumulate:
+        np.add.at(x, key, values)
+    else:
+        x[key] = values
+
+
+def _gather(x, dim, index):
+    if x.ndim == 0:
+        return x[()].reshape(()).copy() if index.ndim == 0 else np.full(index.shape, x)
+    sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
+    return np.take_along_axis(x[sl], index, axis=dim)
+
+
+def _scatter_index(dim, index):
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _scatter_add(x, dim, index, src):
+    out = np.array(x, copy=True)
+    if x.ndim == 0:
+        out += src.sum()
+        return out
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    np.add.at(out, _scatter_index(dim, index), src)
+    return out
+
+
+def _index_add(x, dim, index, src):
+    out = np.array(x, copy=True)
+    if x.ndim == 0:
+        out += src.sum()
+        return out
+    np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(src, dim, 0))
+    return out
+
+
+def _cumsum(x, axis):
+    if x.ndim == 0:
+        return x.copy()
+    return np.cumsum(x, axis=axis)
+
+
+def _cumprod(x, axis):
+    if x.ndim == 0:
+        return x.copy()
+    return np.cumprod(x, axis=axis)
+
+
+def _arg(fn):
+    def k(x, axis, keepdim):
+        if x.ndim == 0:
+            return np.zeros((), np.int64)
+        r = fn(x, axis=axis, keepdims=keepdim) if axis is not None else fn(x)
+        return np.asarray(r, dtype=np.int64)
+    return k
+
+
+def _clamp(x, lo, hi):
+    r = np.clip(x, lo, hi)
+    return r if r.__class__ is nd else _asarray(r)
+
+
+class CPUBackend:
+    name = "cpu"
+    array_type = np.ndarray
+    distribution = "coretorch-cpu"
+
+    def __init__(self):
+        self.rng = np.random.Generator(np.random.PCG64(0))
+        self._table = self._build()
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_name(self, index: int = 0) -> str:
+        return f"numpy {np.__version__} on {platform.machine() or 'cpu'}"
+
+    def manual_seed(self, seed: int) -> None:
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    def kernels(self, index: int = 0) -> dict:
+        return self._table
+
+    # random numbers (float16 is drawn in float32 and rounded)
+    def _rand(self, shape, dt):
+        d = np.dtype(dt)
+        return self.rng.random(shape, dtype=d if d in (np.float32, np.float64) else np.float32).astype(d, copy=False)
+
+    def _randn(self, shape, dt):
+        d = np.dtype(dt)
+        r = self.rng.standard_normal(shape, dtype=d if d in (np.float32, np.float64) else np.float32)
+        return r.astype(d, copy=False)
+
+    def _randint(self, low, high, shape, dt):
+        return self.rng.integers(low, high, size=shape, dtype=np.int64).astype(dt, copy=False)
+
+    def _uniform(self, x, a, b):
+        x[...] = self.rng.uniform(a, b, x.shape)
+
+    def _normal(self, x, mean, std):
+        x[...] = self.rng.normal(mean, std, x.shape)
+
+    def _build(self) -> dict:
+        k = {
+            "from_numpy": lambda a: a, "to_numpy": lambda x: x,
+            "full": lambda shape, v, dt: np.zeros(shape, dt) if v == 0 else np.full(shape, v, dt),
+            "empty": lambda shape, dt: np.empty(shape, dt), "eye": lambda n, m, dt: np.eye(n, m, dtype=dt),
+            "arange": lambda s, e, st, dt: np.arange(s, e, st, dtype=dt),
+            "rand": self._rand, "randn": self._randn, "randint": self._randint, "manual_seed": self.manual_seed,
+            "uniform_": self._uniform, "normal_": self._normal,
+            "cast": lambda x, dt: x.astype(dt), "contiguous": lambda x: np.array(x, copy=True, order="C"),
+            "is_contiguous": lambda x: x.flags.c_contiguous,
+            "strides": lambda x: tuple(s // x.itemsize for s in x.strides) if x.itemsize else (0,) * x.ndim,
+            "view": _view, "permute": np.transpose, "expand": np.broadcast_to,
+            "basic_index": lambda x, key: x[key], "flip": lambda x, dims: np.flip(x, dims).copy(),
+            "tile": np.tile, "cat": lambda arrays, axis: np.concatenate(arrays, axis),
+            "assign_": _assign, "setitem_": _setitem, "index": lambda x, key: x[key],
+            "index_put_": _index_put, "gather": _gather, "scatter_add": _scatter_add,
+            "index_select": lambda x, dim, idx: np.take(x, idx, axis=dim) if x.ndim else x.copy(),
+            "index_add": _index_add, "nonzero": lambda x: np.argwhere(x).astype(np.int64),
+            "where": _arr(np.where), "clamp": _clamp, "matmul": _arr(np.matmul),
+            "sum": _reduce(np.sum), "prod": _reduce(np.prod), "amax": _reduce(np.amax),
+            "amin": _reduce(np.amin), "any": _reduce(np.any), "all": _reduce(np.all),
+            "argmax": _arg(np.argmax), "argmin": _arg(np.argmin), "cumsum": _cumsum, "cumprod": _cumprod,
+        }
+        plain = {"neg": np.negative, "abs": np.abs, "sign": np.sign, "sin": np.sin, "cos": np.cos,
+                 "tanh": np.tanh, "exp": np.exp, "expm1": np.expm1, "sigmoid": _sigmoid, "relu": _relu,
+                 "floor": _int_identity(np.floor), "ceil": _int_identity(np.ceil),
+                 "round": _int_identity(np.round), "trunc": _int_identity(np.trunc),
+                 "logical_not": np.logical_not, "bitwise_not": np.invert, "isnan": np.isnan,
+                 "add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum,
+                 "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                 "gt": np.greater, "ge": np.greater_equal, "logical_and": np.logical_and,
+                 "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+                 "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
+        quiet = {"log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "reciprocal": np.reciprocal, "log1p": np.log1p,
+                 "div": np.true_divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
+                 "pow": np.power}
+        k.update({n: _arr(f) for n, f in plain.items()})
+        k.update({n: _quiet(f) for n, f in quiet.items()})
+        return k
