@@ -56,6 +56,8 @@ PRIMITIVES: dict[str, str] = {
     "cumprod": "(x, axis)",
     # linear algebra
     "matmul": "(a (..., n, k), b (..., k, m)) with equal batch shapes",
+    # optional: in-place arithmetic x op= y (y same shape/dtype or scalar); used when no graph is recorded
+    "iadd": "optional", "isub": "optional", "imul": "optional", "idiv": "optional",
 }
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
@@ -85,6 +87,8 @@ class KernelTable:
             if dev.type in per_device:
                 kernels[name] = per_device[dev.type]
         self.names = frozenset(kernels)
+        # a backend whose binary kernels broadcast by themselves (numpy) skips the core's expand views
+        self.native_broadcast = bool(getattr(backend, "native_broadcast", False))
         for name in set(PRIMITIVES) | set(_extra_kernels):
             setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
 

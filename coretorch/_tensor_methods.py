@@ -196,7 +196,23 @@ def _inplace_unary(name, fn):
     return m
 
 
-for _name, _fn in {"add_": P.add, "sub_": P.sub, "mul_": P.mul, "div_": P.div, "pow_": P.pow,
+def _fast_inplace(name, fn):
+    if name in ("add_", "sub_"):
+        def m(self, other, *, alpha=1):
+            return IP.binary_inplace(self, name, fn, other, alpha)
+    else:
+        def m(self, other, *, rounding_mode=None):
+            if rounding_mode is not None:
+                return IP.apply_inplace(self, name, lambda s: fn(s, other, rounding_mode=rounding_mode), other)
+            return IP.binary_inplace(self, name, fn, other)
+    m.__name__ = name
+    return m
+
+
+for _name, _fn in {"add_": P.add, "sub_": P.sub, "mul_": P.mul, "div_": P.div}.items():
+    setattr(Tensor, _name, _fast_inplace(_name, _fn))
+
+for _name, _fn in {"pow_": P.pow,
                    "floor_divide_": P.floor_divide, "remainder_": P.remainder, "maximum_": P.maximum,
                    "minimum_": P.minimum, "masked_fill_": P.masked_fill, "lerp_": P.lerp,
                    "copysign_": None}.items():

@@ -28,7 +28,8 @@ class _Formatter:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8
             else:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
-        self.width = max((len(self._fmt(v)) for v in flat), default=1)
+        # as in PyTorch, only nonzero finite values set the width (nan/inf/0 are padded to it, never widen it)
+        self.width = max((len(self._fmt(v)) for v in finite[finite != 0]), default=1)
 
     def _str_plain(self, v) -> str:
         if isinstance(v, (np.bool_, bool)):

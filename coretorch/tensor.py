@@ -19,7 +19,9 @@ class Tensor:
 
     def __new__(cls, *args, device=None):
         dt = cls._legacy_dtype or _dt.default
-        if len(args) == 1 and not isinstance(args[0], int):
+        if not args:
+            args = (0,)  # torch.Tensor() is an empty 1-D tensor
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):
             arg = args[0]
             if isinstance(arg, Tensor):
                 return arg.to(dt)
@@ -212,7 +214,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            what = "no values" if self.numel() == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .grad_mode import state
-from .graph import Node
+from .graph import _FREED, Node
 
 
 class FunctionCtx:
@@ -47,6 +47,10 @@ class BackwardCFunction(FunctionCtx, Node):
     def name(self) -> str:
         return type(self).__name__
 
+    def release(self) -> None:
+        # as in torch, only the saved tensors are freed: attributes the user put on ``ctx`` stay
+        self._saved = _FREED
+
     def apply(self, *grads):
         cls = self._forward_cls
         if not self._materialize:
@@ -62,6 +66,11 @@ class BackwardCFunction(FunctionCtx, Node):
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {n}, got {len(res)})")
         from ..tensor import Tensor
+        tpos = self._tensor_pos
+        for i, r in enumerate(res):
+            if r is not None and i not in tpos:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                   f"{i + 1}, but the corresponding forward input was not a Variable")
         out = []
         for pos, meta in zip(self._tensor_pos, self._in_meta):
             g = res[pos]
@@ -101,6 +110,11 @@ class Function(metaclass=_FunctionMeta):
     def __init__(self, *args, **kwargs):
         pass
 
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
@@ -121,11 +135,17 @@ class Function(metaclass=_FunctionMeta):
         from ..tensor import Tensor, _make
         from ..ops._util import edge
         ctx = cls._backward_cls()
+        uses_setup = cls.setup_context is not Function.setup_context
+        if uses_setup:
+            # as torch does, bind forward's defaults so setup_context's ``inputs`` lists every argument
+            import inspect
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         ctx._n_args = len(args)
         record = state.enabled and any(ctx.needs_input_grad)
-        uses_setup = cls.setup_context is not Function.setup_context
         prev = state.enabled
         state.enabled = False
         try:

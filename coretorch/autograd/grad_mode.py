@@ -41,12 +41,25 @@ class no_grad(_GradModeBase):
     """Disable gradient recording (context manager or decorator)."""
     _target = False
 
+    def __new__(cls, orig_func=None):
+        if callable(orig_func):  # bare ``@no_grad`` (no parentheses), as PyTorch allows
+            return cls()(orig_func)
+        return super().__new__(cls)
+
     def __init__(self, orig_func=None):
         pass
 
 
 class enable_grad(_GradModeBase):
     _target = True
+
+    def __new__(cls, orig_func=None):
+        if callable(orig_func):  # bare ``@enable_grad``
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func=None):
+        pass
 
 
 class inference_mode(no_grad):

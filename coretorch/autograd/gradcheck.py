@@ -29,18 +29,21 @@ def _outputs(func, inputs):
 def _numerical(func, inputs, idx, eps):
     """Columns of d(outputs)/d(inputs[idx]) by central differences (one row per input element)."""
     from ..ops.creation import tensor
-    from .grad_mode import no_grad
+    from .grad_mode import enable_grad
     x = inputs[idx]
     base = x.detach()._host().astype(np.float64).copy()
     flat = base.reshape(-1)
     rows = []
-    with no_grad():
+    # like torch, ``func`` runs with grad enabled on inputs that keep requires_grad: gradgradcheck's
+    # function is itself a vjp that differentiates through them
+    with enable_grad():
         for k in range(flat.size):
             vals = []
             for sign in (1, -1):
                 pert = flat.copy()
                 pert[k] += sign * eps
-                xi = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device)
+                xi = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
+                            requires_grad=x.requires_grad)
                 args = list(inputs)
                 args[idx] = xi
                 vals.append([o.detach()._host().astype(np.float64).reshape(-1) for o in _outputs(func, args)])

@@ -368,6 +368,7 @@ def parse_to_args(args, kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    nbools = 0
     for a in args:
         if isinstance(a, _dt.dtype):
             dtype = a
@@ -378,7 +379,10 @@ def parse_to_args(args, kwargs):
         elif isinstance(a, int) and not isinstance(a, bool):
             device = Device(f"opencl:{a}")
         elif isinstance(a, bool):
-            copy = copy or a
+            # positional bools are (non_blocking, copy), in that order, as in torch
+            nbools += 1
+            if nbools == 2:
+                copy = copy or a
         elif a is None:
             continue
         else:

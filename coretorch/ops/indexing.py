@@ -23,8 +23,8 @@ def _to_index_tensor(k, ref: Tensor) -> Tensor:
         if t._be.type == "cpu":
             t = t.to(ref.device)
         else:
-            raise RuntimeError(f"indices should be either on {t.device} or on the same device as the indexed "
-                               f"tensor ({ref.device})")
+            raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
+                               f"({ref.device})")
     if t.dtype not in _INDEX_DTYPES:
         raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors (got {t.dtype})")
     return t
@@ -214,19 +214,58 @@ def setitem(x: Tensor, key, value) -> None:
     if not vt and not isinstance(value, (int, float, bool)):
         from .creation import tensor
         value, vt = tensor(value, dtype=x.dtype, device=x.device), True
-    if vt and value.dtype.category > x.dtype.category:
+    # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
+    # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element CPU value)
+    if vt and advanced and value.dtype is not x.dtype and not (
+            value.numel() == 1 and value._be.type == "cpu" and _single_mask(key)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{x.dtype._tname[:-6]} for the destination and {value.dtype._tname[:-6]} for the "
                            "source.")
+    if vt and value.ndim and not advanced:
+        _check_put_shape(x, nkey, advanced, tuple(value.shape))  # a view: cheap
     recording = check_inplace(x, value if vt else None, "__setitem__")
-    if recording:
-        r = index_put(x, nkey, value, advanced)
-        rebase(x, r)
-        return
-    table = x._be
-    vd = value if not vt else (value._data if value.dtype is x.dtype else table.cast(value._data, x.dtype.np))
-    table.setitem_(x._data, nkey, vd)
+    try:
+        if recording:
+            r = index_put(x, nkey, value, advanced)
+            rebase(x, r)
+            return
+        table = x._be
+        vd = value if not vt else (value._data if value.dtype is x.dtype else table.cast(value._data, x.dtype.np))
+        table.setitem_(x._data, nkey, vd)
+    except ValueError:
+        if vt and value.ndim:  # the backend's own error for a value that does not fit: raise PyTorch's
+            _check_put_shape(x, nkey, advanced, tuple(value.shape))
+        raise
     x._version[0] += 1
+
+
+def _single_mask(key) -> bool:
+    ks = key if isinstance(key, tuple) else (key,)
+    adv = [k for k in ks if isinstance(k, (Tensor, list)) or (hasattr(k, "shape") and len(k.shape) > 0)]
+    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8)
+
+
+def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
+    """PyTorch's errors for a value that does not broadcast to x[key] (instead of the backend's)."""
+    table = x._be
+    target = tuple((table.index if advanced else table.basic_index)(x._data, nkey).shape)
+    v = vshape
+    while len(v) > len(target) and v[0] == 1:  # leading 1s of the value are dropped (slicePrefix1sSize)
+        v = v[1:]
+    ok = len(v) <= len(target) and all(a == b or a == 1 for a, b in zip(reversed(v), reversed(target)))
+    if ok:
+        return
+    if advanced:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to indexing "
+                           f"result of shape {list(target)}")
+    if len(v) > len(target):
+        raise RuntimeError(f"expand({list(v)}, size={list(target)}): the number of sizes provided ({len(target)}) "
+                           f"must be greater or equal to the number of dimensions in the tensor ({len(v)})")
+    for i in range(1, len(v) + 1):
+        if v[-i] != target[-i] and v[-i] != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[-i]}) must match the existing size "
+                               f"({v[-i]}) at non-singleton dimension {len(target) - i}.  Target sizes: "
+                               f"{list(target)}.  Tensor sizes: {list(v)}")
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -247,6 +286,13 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
     return _index(input, (slice(None),) * d + (index,), False)
+
+
+def _same_device(op, input: Tensor, *others) -> None:
+    for o in others:
+        if isinstance(o, Tensor) and o._be is not input._be and o.device != input.device:
+            from ._util import device_mismatch
+            raise device_mismatch(op, input, o)
 
 
 def _check_index(op, index, ndim=None):
@@ -279,6 +325,7 @@ class GatherBackward0(Node):
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = norm_dim(dim, input.ndim, "gather")
     _check_index("gather", index, input.ndim)
+    _same_device("gather", input, index)
     for k in range(input.ndim):
         if k != d and index.shape[k] > input.shape[k]:
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
@@ -305,6 +352,7 @@ class ScatterAddBackward0(Node):
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = norm_dim(dim, input.ndim, "scatter_add")
     _check_index("scatter_add", index, input.ndim)
+    _same_device("scatter_add", input, index, src)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
                            f"{src.dtype})")
@@ -334,6 +382,7 @@ class IndexSelectBackward0(Node):
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = norm_dim(dim, input.ndim, "index_select")
     _check_index("index_select", index)
+    _same_device("index_select", input, index)
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if input.ndim:
@@ -358,6 +407,7 @@ class IndexAddBackward0(Node):
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     d = norm_dim(dim, input.ndim, "index_add")
     _check_index("index_add", index)
+    _same_device("index_add", input, index, source)
     if alpha != 1:
         source = source * alpha
     table = input._be

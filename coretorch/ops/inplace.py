@@ -68,6 +68,39 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
     return x
 
 
+_IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
+
+
+def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
+    """add_/sub_/mul_/div_: outside autograd, write straight into x's storage (one pass fewer, the way an
+    optimizer step wants it); otherwise the general out-of-place-then-copy path."""
+    table = x._be
+    ot = isinstance(other, Tensor)
+    if (not _gs.enabled or not (x._rg or (ot and other._rg))) and x.dtype.is_floating_point \
+            and table.has(_IKERNEL[op]):
+        if ot:
+            if other._be is table and other.dtype is x.dtype:
+                y = other._data
+                if y.shape != x._data.shape:
+                    from ._util import broadcast_shape
+                    if broadcast_shape(x._data.shape, y.shape, op) != x._data.shape:
+                        raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
+                                           f"shape {list(broadcast_shape(x._data.shape, y.shape))} (in {op})")
+                    y = table.expand(y, x._data.shape)
+                if alpha != 1:
+                    y = table.mul(y, alpha)
+                getattr(table, _IKERNEL[op])(x._data, y)
+                x._version[0] += 1
+                return x
+        elif type(other) in (int, float, bool):
+            getattr(table, _IKERNEL[op])(x._data, float(other) * alpha)
+            x._version[0] += 1
+            return x
+    if alpha != 1:
+        return apply_inplace(x, op, lambda s: fn(s, other, alpha=alpha), other)
+    return apply_inplace(x, op, lambda s: fn(s, other), other)
+
+
 def fill_(x: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -114,6 +147,8 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
 
 
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{x.dtype._tname[:-6]}'")
     check_inplace(x, None, "uniform_")
     x._be.uniform_(x._data, float(a), float(b))
     x._version[0] += 1
@@ -121,6 +156,8 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Te
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{x.dtype._tname[:-6]}'")
     check_inplace(x, None, "normal_")
     x._be.normal_(x._data, float(mean), float(std))
     x._version[0] += 1

@@ -44,10 +44,11 @@ def _operands(op: str, a, b):
         sa, sb = xa.shape, xb.shape
         if sa != sb:
             shape = broadcast_shape(sa, sb, op)
-            if sa != shape:
-                xa = table.expand(xa, shape)
-            if sb != shape:
-                xb = table.expand(xb, shape)
+            if not table.native_broadcast:
+                if sa != shape:
+                    xa = table.expand(xa, shape)
+                if sb != shape:
+                    xb = table.expand(xb, shape)
         return a, b, xa, xb, dt, table
     if type(b) not in _SCALARS:
         if hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
@@ -85,7 +86,6 @@ _scalar_keeps_init()
 
 
 def _operands_scalar_first(op, s, b: Tensor):
-    table = b._be
     dt = _dt.result_type((s, b), _dt.default)
     from .creation import full
     a = full((), s, dtype=dt, device=b.device)
@@ -413,37 +413,39 @@ def where(condition, input=None, other=None):
     xt, yt = isinstance(input, Tensor), isinstance(other, Tensor)
     ref = input if xt else other if yt else condition
     if xt and input._be is not table:
-        condition, input = align_devices("where", condition, input) if input.ndim else (condition, input)
+        condition, input = align_devices("where", condition, input)
         table = condition._be
     if yt and other._be is not table:
-        _, other = align_devices("where", condition, other)
+        condition, other = align_devices("where", condition, other)
+        table = condition._be
     if xt and yt:
         dt = _dt.result_type((input, other), _dt.default)
     elif xt or yt:
         dt = _dt.result_type((ref, other if xt else input), _dt.default)
     else:
         dt = _dt.result_type((input, other), _dt.default)
-    from .creation import full
-    x = input if xt else full((), input, dtype=dt, device=table.device)
-    y = other if yt else full((), other, dtype=dt, device=table.device)
-    shape = broadcast_shape(broadcast_shape(condition._data.shape, x._data.shape, "where"),
-                            y._data.shape, "where")
-    xc = x._data if x.dtype is dt else table.cast(x._data, dt.np)
-    yc = y._data if y.dtype is dt else table.cast(y._data, dt.np)
+    # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind
+    conv = float if dt.is_floating_point else bool if dt is _bool else int
+    xs = input._data.shape if xt else ()
+    ys = other._data.shape if yt else ()
+    shape = broadcast_shape(broadcast_shape(condition._data.shape, xs, "where"), ys, "where")
+    xc = (input._data if input.dtype is dt else table.cast(input._data, dt.np)) if xt else conv(input)
+    yc = (other._data if other.dtype is dt else table.cast(other._data, dt.np)) if yt else conv(other)
     cd = condition._data
     if cd.shape != shape:
         cd = table.expand(cd, shape)
-    if xc.shape != shape:
+    if xt and xs != shape:
         xc = table.expand(xc, shape)
-    if yc.shape != shape:
+    if yt and ys != shape:
         yc = table.expand(yc, shape)
     out = table.where(cd, xc, yc)
-    if _gs.enabled and (x._rg or y._rg):
+    xg, yg = xt and input._rg, yt and other._rg
+    if _gs.enabled and (xg or yg):
         node = WhereBackward0()
         node.cond = condition
-        node.need = (x._rg, y._rg)
-        node.sx, node.sy = x._data.shape, y._data.shape
-        node.next_functions = (edge(x), edge(y))
+        node.need = (xg, yg)
+        node.sx, node.sy = xs, ys
+        node.next_functions = (edge(input) if xt else (None, 0), edge(other) if yt else (None, 0))
         return _make(out, dt, table, node)
     return _make(out, dt, table)
 

@@ -134,21 +134,33 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _reduce("prod", "prod", ProdBackward1, input, dim, keepdim, dt)
 
 
+class MeanBackward0(_ReduceNode):
+    __slots__ = ("n",)
+
+    def backward(self, g):
+        from .pointwise import div
+        return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
+
+
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     dt = dtype or input.dtype
     if not dt.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {input.dtype._tname[:-6]}")
-    s = sum(input, dim, keepdim, dtype=dt)
-    n = input.numel() // builtins.max(s.numel(), 1) if input.numel() else 0
-    if input.numel() == 0:
-        axes = _axes(dim, input.ndim, "mean")
-        n = 1
-        for i, sz in enumerate(input.shape):
-            if axes is None or i in axes:
-                n *= sz
-    from .pointwise import div
-    return div(s, n)
+    table = input._be
+    x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
+    axes = _axes(dim, x.ndim, "mean")
+    n = 1
+    for i, sz in enumerate(x.shape):
+        if axes is None or i in axes:
+            n *= sz
+    out = table.div(table.sum(x, axes, keepdim), n)  # n == 0 gives nan, as in PyTorch
+    if input._rg and _gs.enabled:
+        node = MeanBackward0()
+        node.shape, node.axes, node.keepdim, node.n = x.shape, axes, keepdim, n
+        node.next_functions = (edge(input),)
+        return _make(out, dt, table, node)
+    return _make(out, dt, table)
 
 
 def amax(input, dim=(), keepdim: bool = False):
@@ -302,22 +314,41 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
+class LogsumexpBackward0(_ReduceNode):
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        from .pointwise import exp, mul, sub
+        ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+        oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
+        return (mul(ge, exp(sub(x, oe))),)
+
+
 def logsumexp(input, dim, keepdim: bool = False):
-    from .pointwise import abs as _abs, add, exp, log, sub, where, eq
-    from .shape import squeeze
+    """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
     if not input.dtype.is_floating_point:
         input = input.to(_dt.default)
-    axes = _axes(dim, input.ndim, "logsumexp")
+    table = input._be
+    x = input._data
+    axes = _axes(dim, x.ndim, "logsumexp")
     if input.numel() == 0:
-        m = _make(input._be.full(_reduced_shape(input.shape, axes, True), 0, input.dtype.np), input.dtype,
-                  input._be)
+        m = table.full(_reduced_shape(x.shape, axes, True), 0, x.dtype)
     else:
-        m = amax(input.detach(), axes if axes is not None else (), keepdim=True)
-        m = where(eq(_abs(m), float("inf")), 0.0, m)
-    r = add(log(sum(exp(sub(input, m)), axes, keepdim=True)), m)
+        m = table.amax(x, axes, True)
+        m = table.where(table.eq(table.abs(m), float("inf")), 0.0, m)
+    out = table.add(table.log(table.sum(table.exp(table.sub(x, m)), axes, True)), m)
     if not keepdim:
-        r = squeeze(r, axes) if axes is not None else r.reshape(())
-    return r
+        out = table.view(out, _reduced_shape(x.shape, axes, False))
+    if input._rg and _gs.enabled:
+        node = LogsumexpBackward0()
+        node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
+        node.next_functions = (edge(input),)
+        r = _make(out, input.dtype, table, node)
+        node.save(input)
+        node.out = r
+        return r
+    return _make(out, input.dtype, table)
 
 
 class NormBackward1(_ReduceNode):
@@ -333,7 +364,7 @@ class NormBackward1(_ReduceNode):
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
-    from .pointwise import abs as _abs, pow, mul, sqrt
+    from .pointwise import abs as _abs, pow
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:

@@ -230,7 +230,11 @@ def _install_function(name, fn, tensor_method, functional, kernels) -> None:
     setattr(ops, name, fn)
     ops._registered[name] = (fn, tensor_method, functional)
     if tensor_method:
-        setattr(Tensor, name, fn)
+        def method(self, *args, **kwargs):
+            return fn(self, *args, **kwargs)
+        method.__name__ = name
+        method._plugin_fn = fn
+        setattr(Tensor, name, method)
     if functional:
         from ..nn import functional as F
         setattr(F, name, fn)
@@ -244,7 +248,7 @@ def _uninstall_function(name) -> None:
     fn, tensor_method, functional = ops._registered.pop(name)
     if getattr(ops, name, None) is fn:
         delattr(ops, name)
-    if tensor_method and Tensor.__dict__.get(name) is fn:
+    if tensor_method and getattr(Tensor.__dict__.get(name), "_plugin_fn", None) is fn:
         delattr(Tensor, name)
     if functional:
         from ..nn import functional as F

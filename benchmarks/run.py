@@ -1,0 +1,200 @@
+"""coretorch benchmarks: ratios against a baseline measured in the same run (raw numpy for the CPU backend).
+
+    python benchmarks/run.py            # or: make bench
+    python benchmarks/run.py --json     # machine-readable
+
+1. per-op overhead: `c = c + b` on 1-element tensors with requires_grad=True (recorded for autograd), and a
+   chain `c = c * b + a` followed by backward(), in microseconds per op, next to numpy's `c = c + b`.
+2. an MLP training step (784-256-128-10, ReLU, cross-entropy, SGD, batch 128, float32) written with tensor
+   ops, next to a hand-written numpy forward/backward/update of the same network.
+If PyTorch happens to be installed its figures are added; it is never required.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+import coretorch as ct
+
+
+def _best_of(fn, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        times.append(fn())
+    return min(times)
+
+
+def overhead_add(n: int = 20000) -> float:
+    a = ct.ones(1, requires_grad=True)
+    b = ct.ones(1, requires_grad=True)
+
+    def run():
+        c = a
+        t = time.perf_counter()
+        for _ in range(n):
+            c = c + b
+        return (time.perf_counter() - t) / n * 1e6
+    return _best_of(run)
+
+
+def overhead_numpy_add(n: int = 20000) -> float:
+    a = np.ones(1, np.float32)
+    b = np.ones(1, np.float32)
+
+    def run():
+        c = a
+        t = time.perf_counter()
+        for _ in range(n):
+            c = c + b
+        return (time.perf_counter() - t) / n * 1e6
+    return _best_of(run)
+
+
+def overhead_chain_backward(n: int = 2000) -> float:
+    """µs per op for forward + backward of c = c * b + a (2 ops per iteration)."""
+    a = ct.ones(1, requires_grad=True)
+    b = ct.full((1,), 0.999, requires_grad=True)
+
+    def run():
+        c = a
+        t = time.perf_counter()
+        for _ in range(n):
+            c = c * b + a
+        c.sum().backward()
+        return (time.perf_counter() - t) / (2 * n) * 1e6
+    return _best_of(run)
+
+
+# ---- MLP step ----
+SIZES = (784, 256, 128, 10)
+BATCH, LR = 128, 0.01
+
+
+def _init_params(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    ps = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        ps.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        ps.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    return ps, x, y
+
+
+def numpy_mlp_step(ps, x, y):
+    w1, b1, w2, b2, w3, b3 = ps
+    z1 = x @ w1 + b1
+    h1 = np.maximum(z1, 0)
+    z2 = h1 @ w2 + b2
+    h2 = np.maximum(z2, 0)
+    logits = h2 @ w3 + b3
+    m = logits.max(1, keepdims=True)
+    e = np.exp(logits - m)
+    s = e.sum(1, keepdims=True)
+    logp = logits - m - np.log(s)
+    loss = -logp[np.arange(len(y)), y].mean()
+    g = e / s
+    g[np.arange(len(y)), y] -= 1
+    g /= len(y)
+    gw3 = h2.T @ g
+    gb3 = g.sum(0)
+    g2 = (g @ w3.T) * (z2 > 0)
+    gw2 = h1.T @ g2
+    gb2 = g2.sum(0)
+    g1 = (g2 @ w2.T) * (z1 > 0)
+    gw1 = x.T @ g1
+    gb1 = g1.sum(0)
+    for p, gp in zip(ps, (gw1, gb1, gw2, gb2, gw3, gb3)):
+        p -= LR * gp
+    return float(loss)
+
+
+def coretorch_mlp_step(ps, x, y):
+    w1, b1, w2, b2, w3, b3 = ps
+    h = (x @ w1 + b1).relu()
+    h = (h @ w2 + b2).relu()
+    logits = h @ w3 + b3
+    logp = logits - logits.logsumexp(1, keepdim=True)
+    loss = -logp.gather(1, y.unsqueeze(1)).mean()
+    loss.backward()
+    with ct.no_grad():
+        for p in ps:
+            p.sub_(p.grad, alpha=LR)
+            p.grad = None
+    return loss.item()
+
+
+def mlp(steps: int = 30):
+    ps_np, x_np, y_np = _init_params()
+    ps_ct = [ct.from_numpy(p.copy()).requires_grad_() for p in ps_np]
+    x_ct, y_ct = ct.from_numpy(x_np), ct.from_numpy(y_np)
+    ps_np = [p.copy() for p in ps_np]
+    # same math: the losses of the first steps agree
+    l_np = [numpy_mlp_step(ps_np, x_np, y_np) for _ in range(3)]
+    l_ct = [coretorch_mlp_step(ps_ct, x_ct, y_ct) for _ in range(3)]
+    assert np.allclose(l_np, l_ct, rtol=1e-4), (l_np, l_ct)
+
+    def timed(fn, args):
+        ts = []
+        for _ in range(steps):
+            t = time.perf_counter()
+            fn(*args)
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts) * 1e3
+    # interleave the two so that machine noise hits both alike
+    r_np, r_ct = [], []
+    for _ in range(5):
+        r_np.append(timed(numpy_mlp_step, (ps_np, x_np, y_np)))
+        r_ct.append(timed(coretorch_mlp_step, (ps_ct, x_ct, y_ct)))
+    return min(r_np), min(r_ct)
+
+
+def torch_figures():
+    try:
+        import torch
+    except ImportError:
+        return None
+    a = torch.ones(1, requires_grad=True)
+    b = torch.ones(1, requires_grad=True)
+    n = 20000
+    c = a
+    t = time.perf_counter()
+    for _ in range(n):
+        c = c + b
+    add = (time.perf_counter() - t) / n * 1e6
+    return {"torch_add_us": add}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    res = {
+        "recorded_add_us": overhead_add(),
+        "numpy_add_us": overhead_numpy_add(),
+        "fwd_bwd_per_op_us": overhead_chain_backward(),
+    }
+    res["mlp_numpy_ms"], res["mlp_coretorch_ms"] = mlp()
+    res["mlp_ratio"] = res["mlp_coretorch_ms"] / res["mlp_numpy_ms"]
+    tf = torch_figures()
+    if tf:
+        res.update(tf)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    print(f"per-op overhead, recorded add (1 element)  {res['recorded_add_us']:6.2f} us   "
+          f"(numpy add {res['numpy_add_us']:.2f} us; target < 5 us)")
+    print(f"per-op forward+backward, c = c * b + a      {res['fwd_bwd_per_op_us']:6.2f} us   (target < 15 us)")
+    print(f"MLP step 784-256-128-10, batch 128          {res['mlp_coretorch_ms']:6.3f} ms   "
+          f"numpy by hand {res['mlp_numpy_ms']:.3f} ms   ratio {res['mlp_ratio']:.2f}x (target <= 1.15x)")
+    if tf:
+        print(f"PyTorch recorded add                        {tf['torch_add_us']:6.2f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""`coretorch info` (also `python -m coretorch info`): plugins, devices and op coverage by backend."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+def info_dict() -> dict:
+    import coretorch
+    from coretorch import _backend
+    devices = coretorch.devices()
+    ops = sorted(set(_backend.PRIMITIVES) | set(_backend._extra_kernels))
+    coverage = {}
+    for d in devices:
+        if not d["available"]:
+            continue
+        try:
+            table = _backend.get_table(coretorch.device(d["type"]))
+        except Exception:
+            continue
+        coverage[d["type"]] = sorted(table.names)
+    return {"coretorch": coretorch.__version__, "plugin_api": coretorch.plugins.PLUGIN_API_VERSION,
+            "plugins": coretorch.plugins.report(), "devices": devices, "ops": ops, "coverage": coverage,
+            "plugin_ops": coretorch.ops.registered(), "optimizers": coretorch.optim.registered()}
+
+
+def info(as_json: bool = False) -> str:
+    d = info_dict()
+    if as_json:
+        return json.dumps(d, indent=2)
+    parts = [f"coretorch {d['coretorch']} (plugin API {d['plugin_api']})", "", "Plugins"]
+    rows = [[p["name"], p["distribution"], p["version"], p["status"], p["error"] or ", ".join(p["provides"])]
+            for p in d["plugins"]]
+    parts.append(_table(rows, ["name", "distribution", "version", "status", "error / provides"]) if rows
+                 else "  (none loaded: install coretorch-cpu for the 'cpu' device)")
+    parts += ["", "Devices"]
+    rows = [[dv["type"], dv["distribution"], "yes" if dv["available"] else "no", str(dv["count"]),
+             "; ".join(dv["names"])] for dv in d["devices"]]
+    parts.append(_table(rows, ["type", "distribution", "available", "count", "names"]) if rows else "  (none)")
+    parts += ["", "Kernels by backend (primitive table; '-' = missing, runs only with CORETORCH_FALLBACK=cpu)"]
+    backends = list(d["coverage"])
+    if backends:
+        rows = [[op] + ["yes" if op in d["coverage"][b] else "-" for b in backends] for op in d["ops"]]
+        parts.append(_table(rows, ["op"] + backends))
+    if d["plugin_ops"]:
+        parts += ["", "Plugin ops: " + ", ".join(d["plugin_ops"])]
+    if d["optimizers"]:
+        parts += ["", "Plugin optimizers: " + ", ".join(d["optimizers"])]
+    return "\n".join(parts)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="coretorch", description="coretorch command line")
+    sub = p.add_subparsers(dest="cmd")
+    pi = sub.add_parser("info", help="installed plugins, devices and op coverage")
+    pi.add_argument("--json", action="store_true", help="machine-readable output")
+    args = p.parse_args(argv)
+    if args.cmd == "info":
+        print(info(args.json))
+        return 0
+    p.print_help()
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
