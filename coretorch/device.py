@@ -27,7 +27,9 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{s}'")
             index = int(idx)
-        if not typ or not (typ.replace("_", "").isalnum()) or (index is not None and index < 0):
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        if not typ or not (typ.replace("_", "").isalnum()):
             raise RuntimeError(f"Invalid device string: '{s}'")
         d = object.__new__(cls)
         d.type = typ

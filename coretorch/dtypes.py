@@ -124,3 +124,25 @@ def result_type(operands, default_float: dtype) -> dtype:
 
 #: the default floating point dtype (torch.get_default_dtype / set_default_dtype)
 default = float32
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "float16": "at::Half", "float32": "float", "float64": "double"}
+_LIMITS: dict = {}
+
+
+def check_scalar_fits(value, d: dtype) -> None:
+    """PyTorch's checked conversion of a Python number stored into a tensor of dtype ``d`` (fill_, full,
+    ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow"."""
+    if d is bool_ or isinstance(value, bool):
+        return
+    lim = _LIMITS.get(d)
+    if lim is None:
+        info = np.iinfo(d.np) if d.category == _INT else np.finfo(d.np)
+        lim = _LIMITS[d] = (float(info.min), float(info.max))
+    if d.category == _INT:
+        ok = lim[0] <= value <= lim[1]  # False for nan, +-inf
+    else:
+        ok = value != value or value in (float("inf"), float("-inf")) or lim[0] <= value <= lim[1]
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d.name]} without overflow")

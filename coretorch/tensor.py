@@ -11,8 +11,13 @@ from .device import device as Device
 
 
 class Tensor:
-    __slots__ = ("_data", "_be", "dtype", "_rg", "grad", "grad_fn", "_version", "_base", "_out_nr",
-                 "_accum", "_retains", "__dict__", "__weakref__")
+    __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_version", "__dict__", "__weakref__")
+    # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
+    grad = None
+    _base = None
+    _out_nr = 0
+    _accum = None
+    _retains = False
 
     # legacy constructors: Tensor(2, 3), Tensor([1., 2.]), FloatTensor(...)
     _legacy_dtype = None
@@ -167,6 +172,7 @@ class Tensor:
             t = ref()
             if t is not None:
                 t.grad = g.detach().clone() if t.grad is None else t.grad + g
+        hook._retains_grad = True
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
 
     def register_hook(self, hook):
@@ -310,13 +316,32 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     t.dtype = dtype
     t.grad_fn = grad_fn
     t._rg = grad_fn is not None
-    t.grad = None
     t._version = [0] if version is None else version
-    t._base = base
-    t._out_nr = out_nr
-    t._accum = None
-    t._retains = False
+    if base is not None:
+        t._base = base
+    if out_nr:
+        t._out_nr = out_nr
     return t
+
+
+def _move_retains_hook(t: Tensor, old_fn, old_nr: int) -> None:
+    """An in-place op gave ``t`` a new grad_fn: its retain_grad hook follows it there (as in torch)."""
+    hooks = old_fn._tensor_hooks.get(old_nr) if old_fn is not None and old_fn._tensor_hooks else None
+    if not hooks or t.grad_fn is None or t.grad_fn is old_fn:
+        return
+    for k, fn in list(hooks.items()):
+        if getattr(fn, "_retains_grad", False):
+            del hooks[k]
+            t.grad_fn._register_tensor_hook(t._out_nr, fn)
+
+
+def _edge(t: Tensor):
+    """The (node, output_nr) that receives the gradient of ``t`` in the graph."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._out_nr)
+    if t._rg:
+        return (t._get_accum(), 0)
+    return (None, 0)
 
 
 def _zeros_on(shape, dtype, table) -> Tensor:

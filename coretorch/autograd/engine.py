@@ -18,7 +18,7 @@ def _toposort(roots):
     """Nodes reachable from ``roots`` with dependency counts (iterative DFS)."""
     deps: dict = {}
     seen = set()
-    stack = [n for n in roots if n is not None]
+    stack = list(dict.fromkeys(n for n in roots if n is not None))  # a root given twice is walked once
     for n in stack:
         seen.add(n)
     while stack:
@@ -39,6 +39,9 @@ def _own(g, owned: set):
         g = g.detach().clone() if not state.enabled else g.clone()
     owned.add(id(g))
     return g
+
+
+_EMPTY: dict = {}
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
@@ -74,13 +77,14 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     try:
         while ready:
             node = ready.pop()
-            buf = buffers.pop(node, {})
+            buf = buffers.pop(node, _EMPTY)
             # tensor hooks (register_hook / retain_grad) may replace the gradient of an output
             th = node._tensor_hooks
             if th:
                 for nr, hooks in th.items():
                     if nr in buf:
-                        for fn in list(hooks.values()):
+                        # as in torch, the retain_grad hook runs after every other tensor hook
+                        for fn in sorted(hooks.values(), key=_retains_last):
                             r = fn(buf[nr])
                             if r is not None:
                                 buf[nr] = r
@@ -100,7 +104,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     node.apply(_own(buf[0], owned))
                 grads_in = ()
             else:
-                gi = _grads_tuple(node, buf)
+                gi = (buf.get(0),) if node._out_meta is None else _grads_tuple(node, buf)
                 grads_in = node.apply(*gi)
                 if node._hooks:
                     for fn in list(node._hooks.values()):
@@ -108,14 +112,17 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         if r is not None:
                             grads_in = tuple(r)
                 executed.append(node)
-            nf = node.next_functions
-            for k, (nxt, nr) in enumerate(nf):
+            n_in = len(grads_in)
+            for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
-                g = grads_in[k] if k < len(grads_in) else None
+                g = grads_in[k] if k < n_in else None
                 if g is not None:
-                    b = buffers.setdefault(nxt, {})
-                    b[nr] = g if nr not in b else b[nr] + g
+                    b = buffers.get(nxt)
+                    if b is None:
+                        buffers[nxt] = {nr: g}
+                    else:
+                        b[nr] = g if nr not in b else b[nr] + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -135,6 +142,10 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+def _retains_last(fn) -> bool:
+    return getattr(fn, "_retains_grad", False)
 
 
 def _skip(node, deps, buffers, ready):

@@ -1,6 +1,7 @@
 """autograd.Function: custom differentiable ops written the way PyTorch users write them."""
 from __future__ import annotations
 
+from .. import tensor as _tensor_mod  # resolved at call time (tensor imports autograd)
 from .grad_mode import state
 from .graph import _FREED, Node
 
@@ -132,8 +133,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..tensor import Tensor, _make
-        from ..ops._util import edge
+        Tensor, _make, edge = _tensor_mod.Tensor, _tensor_mod._make, _tensor_mod._edge
         ctx = cls._backward_cls()
         uses_setup = cls.setup_context is not Function.setup_context
         if uses_setup:
@@ -181,7 +181,11 @@ class Function(metaclass=_FunctionMeta):
                 if o._rg and o.grad_fn is None:
                     raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                        "operation.")
+                old_fn, old_nr = o.grad_fn, o._out_nr
                 o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                if o._retains:
+                    from ..tensor import _move_retains_hook
+                    _move_retains_hook(o, old_fn, old_nr)
                 wrapped.append(o)
             elif id(o) in inputs or o.grad_fn is not None:
                 # an input returned as-is (or a tensor already in a graph): give the output its own identity
@@ -210,7 +214,27 @@ def once_differentiable(fn):
         prev = state.enabled
         state.enabled = False
         try:
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
         finally:
             state.enabled = prev
+        from ..tensor import Tensor, _make
+        if not prev or not any(isinstance(a, Tensor) and a._rg for a in args):
+            return outputs
+        # as torch does: results that would need a graph get a grad_fn that refuses double backward
+        err = _DelayedError()
+        single = not isinstance(outputs, tuple)
+        outs = tuple(o if not isinstance(o, Tensor) or not o.dtype.is_floating_point
+                     else _make(o._data, o.dtype, o._be, err, nr, version=o._version)
+                     for nr, o in enumerate((outputs,) if single else outputs))
+        return outs[0] if single else outs
     return wrapper
+
+
+class _DelayedError(Node):
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "DelayedError"
+
+    def apply(self, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")

@@ -35,16 +35,16 @@ def _version_error(t, node, saved_version) -> RuntimeError:
 class Node:
     """A backward function in the graph.  ``next_functions`` is a tuple of (Node|None, output_nr)."""
 
-    __slots__ = ("next_functions", "_saved", "_pre_hooks", "_hooks", "_tensor_hooks", "_out_meta",
-                 "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "__dict__", "__weakref__")
+    # rarely-set fields live in the instance __dict__ only when set: creating a node stays cheap
+    _saved = ()
+    _pre_hooks = None
+    _hooks = None
+    _tensor_hooks = None
+    _out_meta = None
 
     def __init__(self):
         self.next_functions = ()
-        self._saved = ()
-        self._pre_hooks = None
-        self._hooks = None
-        self._tensor_hooks = None
-        self._out_meta = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -78,7 +78,8 @@ class Node:
 
     def release(self) -> None:
         self._saved = _FREED
-        self.__dict__.clear()
+        if getattr(self, "out", None) is not None:  # a saved output kept outside _saved
+            self.out = None
 
     # hooks
     def register_hook(self, fn) -> RemovableHandle:
@@ -129,18 +130,23 @@ class AccumulateGrad(Node):
 
     def apply(self, grad):
         """Accumulate into ``variable.grad``; ``grad`` is already owned by the caller (see engine)."""
-        from .grad_mode import state
         v = self.variable
         if v.grad is None:
-            v.grad = grad if state.enabled else grad.detach()
-        elif state.enabled:
+            # a gradient computed outside grad mode is already a graph-free tensor: store it as is
+            v.grad = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
+        elif _gs.enabled:
             v.grad = v.grad + grad
         else:
             g = v.grad
-            g._be.assign_(g._data, g._be.add(g._data, grad._data))
+            if g._be.has("iadd") and g.dtype is grad.dtype and g._data.shape == grad._data.shape:
+                g._be.iadd(g._data, grad._data)
+            else:
+                g._be.assign_(g._data, g._be.add(g._data, grad._data))
             g._version[0] += 1
         return ()
 
 
 class GraphRoot(Node):
     __slots__ = ()
+
+from .grad_mode import state as _gs  # noqa: E402

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from .. import dtypes as _dt
-from ..tensor import Tensor, _make
+from ..autograd.grad_mode import state as _gs
+from ..tensor import Tensor, _edge, _make
 
 _bcast_cache: dict = {}
 
 
 def norm_dim(dim, ndim: int, op: str = "") -> int:
+    if dim.__class__ is int and 0 <= dim < ndim:  # the common case, kept cheap
+        return dim
     n = max(ndim, 1)
     if not isinstance(dim, int):
         try:
@@ -21,9 +24,9 @@ def norm_dim(dim, ndim: int, op: str = "") -> int:
 
 def norm_dims(dims, ndim: int, op: str = "") -> tuple:
     if isinstance(dims, int):
-        dims = (dims,)
-    out = tuple(norm_dim(d, ndim, op) for d in dims)
-    if len(set(out)) != len(out):
+        return (norm_dim(dims, ndim, op),)
+    out = tuple([norm_dim(d, ndim, op) for d in dims])
+    if len(out) > 1 and len(set(out)) != len(out):
         raise RuntimeError(f"{op}(): dim {list(dims)} appears multiple times in the list of dims")
     return out
 
@@ -76,12 +79,7 @@ def align_devices(op: str, a: Tensor, b: Tensor):
     raise device_mismatch(op, a, b)
 
 
-def edge(t: Tensor):
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._out_nr)
-    if t._rg:
-        return (t._get_accum(), 0)
-    return (None, 0)
+edge = _edge  # (node, output_nr) receiving the gradient of a tensor
 
 
 def sum_to(g: Tensor, shape: tuple) -> Tensor:
@@ -91,11 +89,15 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
         return g
     lead = len(gs) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
-    from .reduction import sum as _sum
-    r = _sum(g, axes, keepdim=True) if axes else g
+    if not (g._rg and _gs.enabled):  # plain backward: straight to the kernels, no graph bookkeeping
+        table = g._be
+        x = table.sum(g._data, axes, True) if axes else g._data
+        if x.shape != shape:
+            x = table.view(x, shape)
+        return _make(x, g.dtype, table)
+    r = _reduction.sum(g, axes, keepdim=True) if axes else g
     if r._data.shape != shape:
-        from .shape import reshape
-        r = reshape(r, shape)
+        r = _shape.reshape(r, shape)
     return r
 
 
@@ -120,6 +122,11 @@ def shape_arg(args, op: str) -> tuple:
     """Accept f(2, 3), f((2, 3)), f([2, 3]), f(Size)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    for a in args:
+        if a.__class__ is not int:
+            break
+    else:
+        return args
     out = []
     for a in args:
         if isinstance(a, Tensor):
@@ -132,3 +139,7 @@ def shape_arg(args, op: str) -> tuple:
                                 f"{type(a).__name__}") from None
         out.append(a)
     return tuple(out)
+
+
+# late imports: these modules import this one at their top
+from . import reduction as _reduction, shape as _shape  # noqa: E402

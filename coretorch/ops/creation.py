@@ -48,7 +48,7 @@ def _infer_np(data):
     try:
         arr = np.array(data)
     except ValueError as e:
-        raise ValueError(f"tensor(): could not build a tensor from ragged nested sequences ({e})") from None
+        raise ValueError(_ragged_message(data) or f"tensor(): could not build a tensor from {e}") from None
     k = arr.dtype.kind
     if k == "f":
         dt = _dt.default
@@ -59,6 +59,24 @@ def _infer_np(data):
     else:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     return arr, dt
+
+
+def _ragged_message(data, dim: int = 0):
+    """PyTorch's message for the first sequence whose length differs from its siblings'."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    lens = [len(x) if isinstance(x, (list, tuple, np.ndarray)) else None for x in data]
+    first = lens[0]
+    for n in lens[1:]:
+        if n != first:
+            if first is None or n is None:
+                return f"tensor(): mixed numbers and sequences at dim {dim}"
+            return f"expected sequence of length {first} at dim {dim + 1} (got {n})"
+    for x in data:
+        m = _ragged_message(x, dim + 1) if not isinstance(x, np.ndarray) else None
+        if m:
+            return m
+    return None
 
 
 def _flatten_tensors(seq):

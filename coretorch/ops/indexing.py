@@ -298,7 +298,7 @@ def _same_device(op, input: Tensor, *others) -> None:
 def _check_index(op, index, ndim=None):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dtype is not _i64 and not (op == "index_select" and index.dtype is _dt.int32):
+    if index.dtype is not _i64 and not (op in ("index_select", "index_add") and index.dtype is _dt.int32):
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
     if ndim is not None and index.ndim != ndim and not (index.ndim == 0 and ndim == 0):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as input tensor "
@@ -343,10 +343,15 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 
 class ScatterAddBackward0(Node):
-    __slots__ = ("dim", "index", "need")
+    __slots__ = ("dim", "index", "need", "src_shape")
 
     def backward(self, g):
-        return (g if self.need[0] else None, gather(g, self.dim, self.index) if self.need[1] else None)
+        gs = None
+        if self.need[1]:
+            gs = gather(g, self.dim, self.index)
+            if tuple(gs.shape) != self.src_shape:  # src larger than index: the unused part gets zeros
+                gs = _embed(gs, self.src_shape, tuple(slice(0, s) for s in gs.shape), False)
+        return (g if self.need[0] else None, gs)
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -367,6 +372,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
         node.dim, node.index, node.need = d, index, (input._rg, src._rg)
+        node.src_shape = tuple(src.shape)
         node.next_functions = (edge(input), edge(src))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

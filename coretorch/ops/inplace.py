@@ -31,9 +31,13 @@ def rebase(x: Tensor, r: Tensor) -> None:
     x._version[0] += 1
     if r.dtype is not x.dtype:
         r = r.to(x.dtype)
+    old_fn, old_nr = x.grad_fn, x._out_nr
     x.grad_fn = r.grad_fn
     x._out_nr = r._out_nr
     x._rg = r._rg
+    if x._retains:
+        from ..tensor import _move_retains_hook
+        _move_retains_hook(x, old_fn, old_nr)
 
 
 def _castable(src: _dt.dtype, dst: _dt.dtype) -> bool:

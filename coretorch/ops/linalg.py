@@ -14,10 +14,20 @@ class MmBackward0(Node):
     def backward(self, g):
         a, b = self.saved()
         na, nb = self.need
-        from .shape import transpose
-        ga = sum_to(_matmul_nd(g, transpose(b, -1, -2)), self.sa) if na else None
-        gb = sum_to(_matmul_nd(transpose(a, -1, -2), g), self.sb) if nb else None
+        ga = sum_to(_matmul_nd(g, _mT(b)), self.sa) if na else None
+        gb = sum_to(_matmul_nd(_mT(a), g), self.sb) if nb else None
         return ga, gb
+
+
+def _mT(x: Tensor) -> Tensor:
+    """Swap the last two dims (a view; the hot path of matmul's backward)."""
+    nd = x._data.ndim
+    dims = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    node = None
+    if x._rg and _gs.enabled:
+        node = _shape.PermuteBackward0()
+        node.inv = dims
+    return _shape._wrap_view(x, x._be.permute(x._data, dims), node)
 
 
 def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
@@ -117,3 +127,5 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     from .pointwise import mul
     from .shape import unsqueeze
     return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
+
+from . import shape as _shape  # noqa: E402  (late: shape imports _util, which imports us back)

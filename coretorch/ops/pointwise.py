@@ -468,12 +468,7 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return _clamp_tensor(input, min, max)
     table = input._be
     dt = input.dtype
     x = input._data
@@ -488,6 +483,56 @@ def clamp(input, min=None, max=None):
         node.next_functions = (edge(input),)
         return _make(out, dt, table, node)
     return _make(out, dt, table)
+
+
+class ClampBackward0(Node):
+    """clamp with tensor bounds, as PyTorch: the input gets the gradient where lo <= x <= hi, a bound where
+    it is the result (lo where x < lo < hi, hi where x > hi or hi < lo); no splitting at the bounds."""
+    __slots__ = ("lo", "hi", "need", "shapes")
+
+    def backward(self, g):
+        x, lo_t, hi_t = self.saved()
+        lo = lo_t if lo_t is not None else self.lo
+        hi = hi_t if hi_t is not None else self.hi
+        nx, nlo, nhi = self.need
+        sx, slo, shi = self.shapes
+        gx = glo = ghi = None
+        if nx:
+            m = ge(x, lo) if lo is not None else None
+            if hi is not None:
+                m = le(x, hi) if m is None else logical_and(m, le(x, hi))
+            gx = sum_to(where(m, g, 0.0), sx)
+        if nlo:
+            m = lt(x, lo) if hi is None else logical_and(lt(x, lo), lt(lo, hi))
+            glo = sum_to(where(m, g, 0.0), slo)
+        if nhi:
+            m = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
+            ghi = sum_to(where(m, g, 0.0), shi)
+        return tuple(r for r, t in ((gx, x), (glo, lo_t), (ghi, hi_t)) if t is not None)
+
+
+def _clamp_tensor(input, min, max):
+    prev = _gs.enabled
+    _gs.enabled = False
+    try:
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+    finally:
+        _gs.enabled = prev
+    ts = [t if isinstance(t, Tensor) else None for t in (input, min, max)]
+    if not (_gs.enabled and any(t is not None and t._rg for t in ts)):
+        return out
+    node = ClampBackward0()
+    node.lo = None if isinstance(min, Tensor) else min
+    node.hi = None if isinstance(max, Tensor) else max
+    node.need = tuple(t is not None and t._rg for t in ts)
+    node.shapes = tuple(None if t is None else t._data.shape for t in ts)
+    node.save(*ts)
+    node.next_functions = tuple(edge(t) for t in ts if t is not None)
+    return _make(out._data, out.dtype, out._be, node)
 
 
 clip = clamp

@@ -17,7 +17,8 @@ values_indices = namedtuple("return_types", ["values", "indices"])
 def _axes(dim, ndim: int, op: str):
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return None
-    return norm_dims(dim, ndim, op)
+    axes = norm_dims(dim, ndim, op)
+    return axes if ndim else None  # a 0-d tensor accepts dim 0/-1: it reduces over nothing
 
 
 def _reduced_shape(shape, axes, keepdim):
@@ -30,10 +31,9 @@ def _reduced_shape(shape, axes, keepdim):
 
 def _expand_back(g: Tensor, in_shape, axes, keepdim) -> Tensor:
     """Broadcast a reduced gradient back to the input shape (differentiable)."""
-    from .shape import expand, reshape
     if not keepdim:
-        g = reshape(g, _reduced_shape(in_shape, axes, True))
-    return expand(g, in_shape)
+        g = _shape.reshape(g, _reduced_shape(in_shape, axes, True))
+    return _shape.expand(g, in_shape)
 
 
 class _ReduceNode(Node):
@@ -352,15 +352,22 @@ def logsumexp(input, dim, keepdim: bool = False):
 
 
 class NormBackward1(_ReduceNode):
-    __slots__ = ()
+    __slots__ = ("p",)
 
     def backward(self, g):
         (x,) = self.saved()
         from .pointwise import div, eq, mul, where
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
-        # d||x|| / dx = x / ||x||, and 0 where the norm is 0 (as PyTorch)
-        return (where(eq(oe, 0), 0.0, mul(ge, div(x, oe))),)
+        if self.p == 2:
+            # d||x|| / dx = x / ||x||, and 0 where the norm is 0 (as PyTorch)
+            return (where(eq(oe, 0), 0.0, mul(ge, div(x, oe))),)
+        # general p: sign(x) |x|^(p-1) / ||x||^(p-1), finite at x = 0 and 0 where the norm is 0 (as PyTorch)
+        from .pointwise import abs as _abs, pow, sign
+        p = self.p
+        xs = mul(sign(x), pow(where(eq(x, 0), 1.0, _abs(x)), p - 1))
+        zero = eq(oe, 0)
+        return (where(zero, 0.0, mul(xs, mul(ge, pow(where(zero, 1.0, oe), 1 - p)))),)
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
@@ -377,6 +384,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
         out = table.sqrt(table.sum(table.mul(x, x), axes, keepdim))
         if input._rg and _gs.enabled:
             node = NormBackward1()
+            node.p = 2
             node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
             node.next_functions = (edge(input),)
             r = _make(out, input.dtype, table, node)
@@ -391,11 +399,22 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if p == 1:
         return sum(_abs(input), dim, keepdim)
     if p == 0:
-        from .pointwise import ne
-        return sum(ne(input, 0).to(input.dtype), dim, keepdim)
+        from .pointwise import mul, ne, where
+        # the count of non-zeros; differentiable with a zero gradient, as in PyTorch
+        return sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim)
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported norm type '{p}'")
-    return pow(sum(pow(_abs(input), p), dim, keepdim), 1.0 / p)
+    with _no_grad():
+        r = pow(sum(pow(_abs(input), p), dim, keepdim), 1.0 / p)
+    if input._rg and _gs.enabled:
+        node = NormBackward1()
+        node.p = p
+        node.shape, node.axes, node.keepdim = input._data.shape, _axes(dim, input.ndim, "norm"), keepdim
+        node.next_functions = (edge(input),)
+        r = _make(r._data, r.dtype, r._be, node)
+        node.save(input)
+        node.out = r
+    return r
 
 
 class CumsumBackward0(Node):
@@ -418,3 +437,5 @@ def cumsum(input, dim, *, dtype=None):
         node.next_functions = (edge(input),)
         return _make(out, dt, table, node)
     return _make(out, dt, table)
+
+from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)

@@ -285,7 +285,8 @@ def flip(input: Tensor, dims) -> Tensor:
     if input._rg:
         node = FlipBackward0()
         node.dims = dims
-    return _wrap_copy(input, input._be.flip(input._data, dims) if dims else input._be.contiguous(input._data),
+    return _wrap_copy(input, input._be.flip(input._data, dims) if dims and input.ndim else
+                      input._be.contiguous(input._data),
                       node)
 
 
