@@ -19,7 +19,11 @@ class device:
         if not isinstance(type_or_str, str):
             raise TypeError(f"device() expected a string or a device, got {type(type_or_str).__name__}")
         s = type_or_str.strip()
-        typ, _, idx = s.partition(":")
+        if not s:
+            raise RuntimeError("Device string must not be empty")
+        typ, colon, idx = s.partition(":")
+        if colon and not idx:
+            raise RuntimeError(f"Invalid device string: '{s}'")
         if idx:
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index was passed "

@@ -131,18 +131,27 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 _LIMITS: dict = {}
 
 
-def check_scalar_fits(value, d: dtype) -> None:
+def fit_scalar(value, d: dtype):
     """PyTorch's checked conversion of a Python number stored into a tensor of dtype ``d`` (fill_, full,
-    ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow"."""
+    ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow".  Returns the
+    value to store (a negative int stored into uint8 wraps, as in c10's ``overflows``)."""
     if d is bool_ or isinstance(value, bool):
-        return
+        return value
     lim = _LIMITS.get(d)
     if lim is None:
-        info = np.iinfo(d.np) if d.category == _INT else np.finfo(d.np)
-        lim = _LIMITS[d] = (float(info.min), float(info.max))
-    if d.category == _INT:
-        ok = lim[0] <= value <= lim[1]  # False for nan, +-inf
-    else:
-        ok = value != value or value in (float("inf"), float("-inf")) or lim[0] <= value <= lim[1]
-    if not ok:
-        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d.name]} without overflow")
+        if d.category == _INT:
+            info = np.iinfo(d.np)
+            lim = (int(info.min), int(info.max))
+        else:
+            info = np.finfo(d.np)
+            lim = (float(info.min), float(info.max))
+        lim = _LIMITS[d] = lim
+    lo, hi = lim
+    if lo <= value <= hi:
+        return value
+    if d.category == _FLOAT:
+        if value != value or value in (float("inf"), float("-inf")):
+            return value
+    elif lo == 0 and isinstance(value, int) and -hi <= value < 0:
+        return value + hi + 1
+    raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d.name]} without overflow")

@@ -90,7 +90,10 @@ class Tensor:
 
     def stride(self, dim: int | None = None):
         s = tuple(self._be.strides(self._data))
-        return s if dim is None else s[dim]
+        if dim is None:
+            return s
+        from .ops._util import norm_dim
+        return s[norm_dim(dim, len(s), "stride")] if s else 1
 
     def data_ptr(self) -> int:
         return id(self._data)

@@ -268,6 +268,55 @@ class TestDtypeErrors:
         with raises(TypeError, "Could not infer dtype of str"):
             torch.tensor("abc")
 
+    @pytest.mark.parametrize("dt, value, cname", [(torch.int8, 1000, "int8_t"), (torch.int8, -129, "int8_t"),
+                                                  (torch.uint8, 256, "uint8_t"), (torch.int32, 2 ** 31, "int"),
+                                                  (torch.int64, 2 ** 63, "int64_t"), (torch.float16, 1e5, "at::Half"),
+                                                  (torch.float32, 1e300, "float")])
+    def test_scalar_overflow(self, dt, value, cname):
+        msg = f"value cannot be converted to type {cname} without overflow"
+        with raises(RuntimeError, msg):
+            torch.full((2,), value, dtype=dt)
+        x = torch.zeros(2, dtype=dt)
+        with raises(RuntimeError, msg):
+            x.fill_(value)
+        with raises(RuntimeError, msg):
+            x[0] = value
+        with raises(RuntimeError, msg):
+            x[[0, 1]] = value
+        assert x.tolist() == [0, 0]
+
+    def test_scalar_in_range_is_stored(self):
+        x = torch.zeros(3, dtype=torch.int8)
+        x.fill_(127)
+        x[0] = -128
+        assert x.tolist() == [-128, 127, 127]
+        u = torch.zeros(2, dtype=torch.uint8)
+        u[0] = -1  # c10 lets a negative integer wrap into an unsigned type
+        u[1] = 255
+        assert u.tolist() == [255, 255]
+        h = torch.full((1,), float("inf"), dtype=torch.float16)
+        assert h.tolist() == [float("inf")]
+
+    def test_python_int_beyond_int64(self):
+        with raises(RuntimeError, "Overflow when unpacking long"):
+            torch.tensor([2 ** 63])
+        with raises(RuntimeError, "Overflow when unpacking long"):
+            torch.tensor([[1], [2 ** 70]])
+        assert torch.tensor([2 ** 63 - 1, -2 ** 63]).tolist() == [2 ** 63 - 1, -2 ** 63]
+
+    def test_random_negative_size(self):
+        for fn in (torch.rand, torch.randn):
+            with raises(RuntimeError, "Trying to create tensor with negative dimension -1"):
+                fn(2, -1)
+
+    def test_like_needs_a_tensor(self):
+        with raises(TypeError, "must be Tensor, not list"):
+            torch.zeros_like([1, 2])
+
+    def test_index_0d(self):
+        with raises(IndexError, "invalid index of a 0-dim tensor. Use `tensor.item()`"):
+            torch.tensor(5.0)[0]
+
     def test_len_and_iter_of_0d(self):
         with raises(TypeError, "len() of a 0-d tensor"):
             len(torch.tensor(1.0))
@@ -304,9 +353,11 @@ def fakedev():
 
 class TestDeviceErrors:
     def test_invalid_device_strings(self):
-        for s in ("cpu:x", "not a device", "cuda:-1", ""):
+        for s in ("cpu:x", "not a device", "cuda:-1", "cpu:"):
             with raises(RuntimeError, "Invalid device string"):
                 torch.device(s)
+        with raises(RuntimeError, "Device string must not be empty"):
+            torch.device("")
         with raises(RuntimeError, "Device index must not be negative"):
             torch.device("cpu", -1)
         with raises(RuntimeError, "Invalid device string"):

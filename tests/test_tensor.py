@@ -207,6 +207,12 @@ class TestFactories:
         t = torch.arange(5, 0, -2)
         np.testing.assert_array_equal(t.numpy(), np.arange(5, 0, -2))
         assert torch.arange(3, 3).numel() == 0
+        t = torch.arange(0.0, 4.0, 1.0, dtype=torch.int64)
+        assert t.dtype is torch.int64 and t.tolist() == [0, 1, 2, 3]
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            torch.arange(0, 3, 0.5, dtype=torch.int64)  # the step is converted to the integer dtype first
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            torch.arange(0, 3, 0)
 
     def test_linspace(self):
         t = torch.linspace(-1, 1, 5)
@@ -422,6 +428,20 @@ class TestAttributes:
         assert repr(t.device) == "device(type='cpu')"
         assert t.is_cpu
         assert t.element_size() == 1 and torch.zeros(1, dtype=torch.float64).element_size() == 8
+
+    def test_strides_and_contiguity(self):
+        n = np.zeros((2, 3, 4), np.float32)
+        x = torch.zeros(2, 3, 4)
+        assert x.stride() == tuple(s // n.itemsize for s in n.strides) == (12, 4, 1)
+        assert x.stride(0) == 12 and x.stride(-1) == 1
+        assert x.is_contiguous()
+        t = x.transpose(0, 2)
+        assert t.stride() == (1, 4, 12) and not t.is_contiguous()
+        assert t.contiguous().is_contiguous() and t.contiguous().stride() == (6, 2, 1)
+        assert x[:, :, ::2].stride() == (12, 4, 2)
+        assert torch.zeros(3).expand(2, 3).stride() == (0, 1)
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            x.stride(3)
 
     def test_item(self):
         assert torch.tensor([[2.5]]).item() == 2.5

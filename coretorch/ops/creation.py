@@ -54,9 +54,13 @@ def _infer_np(data):
         dt = _dt.default
     elif k in "iu":
         dt = _dt.int64
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise RuntimeError("Overflow when unpacking long")
     elif k == "b":
         dt = _dt.bool_
     else:
+        if k == "O" and arr.size and all(type(v) is int for v in arr.reshape(-1)):
+            raise RuntimeError("Overflow when unpacking long")  # ints beyond int64
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     return arr, dt
 
@@ -136,6 +140,7 @@ def _fill(size, value, dtype, device, requires_grad, op):
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
     table = _table(device)
     dt = dtype or _dt.default
+    value = _dt.fit_scalar(value, dt)
     return _finish(_make(table.full(shape, value, dt.np), dt, table), requires_grad)
 
 
@@ -169,6 +174,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
 
 
 def _like(input, dtype, device):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return dtype or input.dtype, device or input.device
 
 
@@ -225,8 +232,16 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         dtype = _dt.default if any(isinstance(v, float) for v in vals) else _dt.int64
     table = _table(device)
     n = max(0, math.ceil((end - start) / step))
-    a = np.arange(n, dtype=np.float64) * step + start if dtype.is_floating_point else \
-        np.arange(start, start + n * step, step, dtype=np.int64)[:n]
+    if dtype.is_floating_point:
+        a = np.arange(n, dtype=np.float64) * step + start
+    else:
+        # c10 converts start/end/step to the integer type first (truncating); int64 also counts in integers
+        istart, iend, istep = int(start), int(end), int(step)
+        if istep == 0:
+            raise RuntimeError("arange(): step must be nonzero")
+        if dtype is _dt.int64:
+            n = max(0, (iend - istart + istep - (1 if istep > 0 else -1)) // istep)
+        a = istart + np.arange(n, dtype=np.int64) * istep
     return _finish(_make(table.from_numpy(np.ascontiguousarray(a.astype(dtype.np))), dtype, table),
                    requires_grad)
 
@@ -263,6 +278,9 @@ def _random(kernel, size, dtype, device, requires_grad, op, generator=None):
     if not dt.is_floating_point:
         raise RuntimeError(f"\"{op}\" not implemented for '{dt._tname[:-6]}': {op} draws floating point values")
     shape = shape_arg(size, op)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
     table = _table(device)
     return _finish(_make(getattr(table, kernel)(shape, dt.np), dt, table), requires_grad)
 

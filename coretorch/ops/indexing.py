@@ -69,6 +69,9 @@ def normalize_key(x: Tensor, key):
             items.append(t)
             advanced = True
     if consumed > ndim:
+        if ndim == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     # positions: expand the ellipsis to see which dim each index refers to
     n_ell = sum(1 for k in items if k is Ellipsis)
@@ -214,6 +217,8 @@ def setitem(x: Tensor, key, value) -> None:
     if not vt and not isinstance(value, (int, float, bool)):
         from .creation import tensor
         value, vt = tensor(value, dtype=x.dtype, device=x.device), True
+    if not vt:
+        value = _dt.fit_scalar(value, x.dtype)
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
     # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element CPU value)
     if vt and advanced and value.dtype is not x.dtype and not (
@@ -310,7 +315,7 @@ def _check_range(op, index: Tensor, size: int):
         t = index._be
         hi = int(t.to_numpy(t.amax(index._data, None, False)))
         lo = int(t.to_numpy(t.amin(index._data, None, False)))
-        if hi >= size or lo < -size:
+        if hi >= size or lo < 0:  # gather/scatter/index_select take no negative indices (as PyTorch)
             raise IndexError(f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension with "
                              f"size {size}")
 

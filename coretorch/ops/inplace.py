@@ -114,6 +114,7 @@ def fill_(x: Tensor, value) -> Tensor:
             from .shape import expand
             return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
         value = value.item()
+    value = _dt.fit_scalar(value, x.dtype)
     check_inplace(x, None, "fill_")
     if x.grad_fn is not None and _gs.enabled:
         from .creation import full

@@ -15,15 +15,29 @@ _SCALARS = (int, float, bool)
 # binary ops
 # ---------------------------------------------------------------------------------------------
 class _BinaryNode(Node):
-    __slots__ = ("sa", "sb", "scalar", "alpha", "need")
+    __slots__ = ("sa", "sb", "scalar", "alpha", "need", "dts")
 
     def grads(self, ga, gb):
-        """Reduce broadcast gradients back to the input shapes."""
+        """Reduce broadcast gradients back to the input shapes (and dtypes, when they were promoted)."""
         if ga is not None and self.sa is not None:
             ga = sum_to(ga, self.sa)
         if gb is not None and self.sb is not None:
             gb = sum_to(gb, self.sb)
+        if self.dts is not None:
+            ga, gb = _cast_grads((ga, gb), self.dts)
         return (ga, gb)
+
+
+def _cast_grads(grads, dtypes):
+    """Each input gets its gradient in its own dtype, as PyTorch's engine does (mixed-dtype ops)."""
+    return tuple(g if g is None or d is None or g.dtype is d else g.to(d) for g, d in zip(grads, dtypes))
+
+
+def _mixed(dt, *tensors):
+    """The input dtypes that differ from the result dtype ``dt`` (None when none does)."""
+    ds = tuple(t.dtype if isinstance(t, Tensor) and t.dtype is not dt and t.dtype.is_floating_point else None
+               for t in tensors)
+    return ds if any(d is not None for d in ds) else None
 
 
 def _operands(op: str, a, b):
@@ -96,6 +110,7 @@ def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_
     node.next_functions = (edge(a), edge(b)) if bt else (edge(a),)
     node.sa = xa_shape if xa_shape != out_shape else None
     node.sb = xb_shape if bt and xb_shape != out_shape else None
+    node.dts = None if a.dtype is dt and (not bt or b.dtype is dt) else _mixed(dt, a, b)
     return _make(out, dt, table, node)
 
 
@@ -122,6 +137,9 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "pow" and not dt.is_floating_point:
             if (xb < 0) if not bt else bool(table.to_numpy(table.any(table.lt(xb, 0), None, False))):
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
+        elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
+            if (xb == 0) if not bt else bool(table.to_numpy(table.any(table.eq(xb, 0), None, False))):
+                raise RuntimeError("ZeroDivisionError")
         out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
             node = node_cls()
@@ -390,14 +408,14 @@ def square(input):
 # where, clamp, lerp, masked_fill
 # ---------------------------------------------------------------------------------------------
 class WhereBackward0(Node):
-    __slots__ = ("cond", "sx", "sy", "need")
+    __slots__ = ("cond", "sx", "sy", "need", "dts")
 
     def backward(self, g):
         c = self.cond
         nx, ny = self.need
         gx = sum_to(where(c, g, 0.0), self.sx) if nx else None
         gy = sum_to(where(c, 0.0, g), self.sy) if ny else None
-        return gx, gy
+        return (gx, gy) if self.dts is None else _cast_grads((gx, gy), self.dts)
 
 
 def where(condition, input=None, other=None):
@@ -439,11 +457,14 @@ def where(condition, input=None, other=None):
     if yt and ys != shape:
         yc = table.expand(yc, shape)
     out = table.where(cd, xc, yc)
+    if not xt and not yt:  # two Python scalars: the kernel picks its own (64-bit) type
+        out = table.cast(out, dt.np)
     xg, yg = xt and input._rg, yt and other._rg
     if _gs.enabled and (xg or yg):
         node = WhereBackward0()
         node.cond = condition
         node.need = (xg, yg)
+        node.dts = _mixed(dt, input, other)
         node.sx, node.sy = xs, ys
         node.next_functions = (edge(input) if xt else (None, 0), edge(other) if yt else (None, 0))
         return _make(out, dt, table, node)
@@ -488,7 +509,7 @@ def clamp(input, min=None, max=None):
 class ClampBackward0(Node):
     """clamp with tensor bounds, as PyTorch: the input gets the gradient where lo <= x <= hi, a bound where
     it is the result (lo where x < lo < hi, hi where x > hi or hi < lo); no splitting at the bounds."""
-    __slots__ = ("lo", "hi", "need", "shapes")
+    __slots__ = ("lo", "hi", "need", "shapes", "dts")
 
     def backward(self, g):
         x, lo_t, hi_t = self.saved()
@@ -508,7 +529,8 @@ class ClampBackward0(Node):
         if nhi:
             m = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
             ghi = sum_to(where(m, g, 0.0), shi)
-        return tuple(r for r, t in ((gx, x), (glo, lo_t), (ghi, hi_t)) if t is not None)
+        gs = (gx, glo, ghi) if self.dts is None else _cast_grads((gx, glo, ghi), self.dts)
+        return tuple(r for r, t in zip(gs, (x, lo_t, hi_t)) if t is not None)
 
 
 def _clamp_tensor(input, min, max):
@@ -530,6 +552,7 @@ def _clamp_tensor(input, min, max):
     node.hi = None if isinstance(max, Tensor) else max
     node.need = tuple(t is not None and t._rg for t in ts)
     node.shapes = tuple(None if t is None else t._data.shape for t in ts)
+    node.dts = _mixed(out.dtype, *ts)
     node.save(*ts)
     node.next_functions = tuple(edge(t) for t in ts if t is not None)
     return _make(out._data, out.dtype, out._be, node)

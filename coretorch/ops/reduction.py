@@ -98,7 +98,11 @@ def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=N
     axes = _axes(dim, x.ndim, op)
     dt = input.dtype if out_dtype is None else out_dtype
     if dt is not input.dtype:
-        x = table.cast(x, dt.np)
+        if input._rg and _gs.enabled and dt.is_floating_point:
+            input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
+            x = input._data
+        else:
+            x = table.cast(x, dt.np)
     out = getattr(table, kernel)(x, axes, keepdim)
     if node_cls is not None and input._rg and _gs.enabled:
         node = node_cls()
@@ -148,6 +152,8 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {input.dtype._tname[:-6]}")
     table = input._be
+    if dt is not input.dtype and input._rg and _gs.enabled:
+        input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
     x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
     axes = _axes(dim, x.ndim, "mean")
     n = 1
@@ -268,7 +274,10 @@ def argmin(input, dim=None, keepdim: bool = False):
 def _bool_reduce(op, input, dim, keepdim):
     table = input._be
     axes = _axes(dim, input.ndim, op)
-    return _make(getattr(table, op)(input._data, axes, keepdim), _bool, table)
+    out = getattr(table, op)(input._data, axes, keepdim)
+    if input.dtype is _dt.uint8:  # PyTorch keeps uint8 for uint8 inputs (bool for every other dtype)
+        return _make(table.cast(out, _dt.uint8.np), _dt.uint8, table)
+    return _make(out, _bool, table)
 
 
 def all(input, dim=None, keepdim: bool = False):
@@ -429,6 +438,8 @@ def cumsum(input, dim, *, dtype=None):
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     table = input._be
+    if dt is not input.dtype and input._rg and _gs.enabled and dt.is_floating_point:
+        input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
     x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
     out = table.cumsum(x, d if input.ndim else None)
     if input._rg and _gs.enabled:

@@ -347,6 +347,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[k]} but got size {t.shape[k]} for tensor number {i} in the "
                                    "list.")
+    if _gs.enabled:  # promoted parts that require grad go through a differentiable cast (grads keep their dtype)
+        parts = [t.to(dt) if t._rg and t.dtype is not dt else t for t in parts]
     arrays = [t._data if t.dtype is dt else table.cast(t._data, dt.np) for t in parts]
     out = table.cat(arrays, d)
     if _gs.enabled and any(t._rg for t in parts):
