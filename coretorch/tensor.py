@@ -11,9 +11,9 @@ from .device import device as Device
 
 
 class Tensor:
-    __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_version", "__dict__", "__weakref__")
+    __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_vc", "__dict__", "__weakref__")
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
-    grad = None
+    _grad = None
     _base = None
     _out_nr = 0
     _accum = None
@@ -125,6 +125,32 @@ class Tensor:
         return self
 
     @property
+    def _version(self) -> int:
+        """PyTorch's version counter: bumped by every in-place write (shared with views)."""
+        return self._vc[0]
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._be is not self._be:
+                raise RuntimeError(f"assigned grad has data located on a different device ({value.device}) "
+                                   f"than the tensor ({self.device})")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type ({value.dtype}) than the tensor "
+                                   f"({self.dtype})")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: got {list(value.shape)}, "
+                                   f"expected {list(self.shape)}")
+        self._grad = value
+
+    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -140,7 +166,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new tensor sharing storage and version counter, outside the graph."""
-        return _make(self._data, self.dtype, self._be, base=self, version=self._version)
+        return _make(self._data, self.dtype, self._be, base=self, version=self._vc)
 
     def detach_(self) -> "Tensor":
         if self._base is not None and self._base._rg:
@@ -301,7 +327,7 @@ def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None
     t.grad_fn = grad_fn
     t._rg = grad_fn is not None
     t.grad = None
-    t._version = [0] if version is None else version
+    t._vc = [0] if version is None else version
     t._base = base
     t._out_nr = out_nr
     t._accum = None
@@ -319,7 +345,7 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     t.dtype = dtype
     t.grad_fn = grad_fn
     t._rg = grad_fn is not None
-    t._version = [0] if version is None else version
+    t._vc = [0] if version is None else version
     if base is not None:
         t._base = base
     if out_nr:

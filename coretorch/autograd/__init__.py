@@ -106,7 +106,7 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False):
     if not isinstance(data, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     t = data.detach()
-    t._version = [0]
+    t._vc = [0]
     t._base = None
     t.requires_grad_(requires_grad)
     return t

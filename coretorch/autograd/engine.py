@@ -118,6 +118,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     continue
                 g = grads_in[k] if k < n_in else None
                 if g is not None:
+                    if type(nxt) is AccumulateGrad:
+                        g = _validate_leaf_grad(node, k, g, nxt.variable)
                     b = buffers.get(nxt)
                     if b is None:
                         buffers[nxt] = {nr: g}
@@ -146,6 +148,16 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
 
 def _retains_last(fn) -> bool:
     return getattr(fn, "_retains_grad", False)
+
+
+def _validate_leaf_grad(node, k, g, v):
+    """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's."""
+    if g._data.shape != v._data.shape:
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {k} - got "
+                           f"{list(g.shape)} but expected shape compatible with {list(v.shape)}")
+    if g.dtype is not v.dtype:
+        g = g.to(v.dtype)
+    return g
 
 
 def _skip(node, deps, buffers, ready):

@@ -189,7 +189,7 @@ class Function(metaclass=_FunctionMeta):
                 wrapped.append(o)
             elif id(o) in inputs or o.grad_fn is not None:
                 # an input returned as-is (or a tensor already in a graph): give the output its own identity
-                wrapped.append(_make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._version))
+                wrapped.append(_make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._vc))
             else:
                 o.grad_fn, o._out_nr, o._rg = ctx, nr, True
                 wrapped.append(o)
@@ -224,7 +224,7 @@ def once_differentiable(fn):
         err = _DelayedError()
         single = not isinstance(outputs, tuple)
         outs = tuple(o if not isinstance(o, Tensor) or not o.dtype.is_floating_point
-                     else _make(o._data, o.dtype, o._be, err, nr, version=o._version)
+                     else _make(o._data, o.dtype, o._be, err, nr, version=o._vc)
                      for nr, o in enumerate((outputs,) if single else outputs))
         return outs[0] if single else outs
     return wrapper

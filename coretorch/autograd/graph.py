@@ -27,7 +27,7 @@ def _version_error(t, node, saved_version) -> RuntimeError:
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{t.dtype._tname} {list(t.shape)}], which is output {t._out_nr} of "
-        f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._version[0]}; "
+        f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._vc[0]}; "
         f"expected version {saved_version} instead. Hint: the node that needs it is {node.name()}; "
         "replace the in-place op by its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)).")
 
@@ -54,7 +54,7 @@ class Node:
 
     # saved tensors with version check and release
     def save(self, *tensors) -> None:
-        self._saved = tuple(None if t is None else (t, t._version[0]) for t in tensors)
+        self._saved = tuple(None if t is None else (t, t._vc[0]) for t in tensors)
 
     def saved(self) -> tuple:
         s = self._saved
@@ -71,7 +71,7 @@ class Node:
                 out.append(None)
                 continue
             t, v = item
-            if t._version[0] != v:
+            if t._vc[0] != v:
                 raise _version_error(t, self, v)
             out.append(t)
         return tuple(out)
@@ -142,7 +142,7 @@ class AccumulateGrad(Node):
                 g._be.iadd(g._data, grad._data)
             else:
                 g._be.assign_(g._data, g._be.add(g._data, grad._data))
-            g._version[0] += 1
+            g._vc[0] += 1
         return ()
 
 

@@ -144,7 +144,7 @@ def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
         node.shape, node.key, node.advanced = x._data.shape, nkey, advanced
         node.next_functions = (edge(x),)
     if base is not None:
-        return _make(out, x.dtype, table, node, base=base, version=x._version)
+        return _make(out, x.dtype, table, node, base=base, version=x._vc)
     return _make(out, x.dtype, table, node)
 
 
@@ -241,7 +241,7 @@ def setitem(x: Tensor, key, value) -> None:
         if vt and value.ndim:  # the backend's own error for a value that does not fit: raise PyTorch's
             _check_put_shape(x, nkey, advanced, tuple(value.shape))
         raise
-    x._version[0] += 1
+    x._vc[0] += 1
 
 
 def _single_mask(key) -> bool:

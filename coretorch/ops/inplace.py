@@ -28,7 +28,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
         raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape "
                            f"{list(r.shape)}")
     table.assign_(x._data, r._data if r.dtype is x.dtype else table.cast(r._data, x.dtype.np))
-    x._version[0] += 1
+    x._vc[0] += 1
     if r.dtype is not x.dtype:
         r = r.to(x.dtype)
     old_fn, old_nr = x.grad_fn, x._out_nr
@@ -68,7 +68,7 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
                            f"{list(r.shape)} (in {op})")
     table = x._be
     table.assign_(x._data, r._data if r.dtype is x.dtype else table.cast(r._data, x.dtype.np))
-    x._version[0] += 1
+    x._vc[0] += 1
     return x
 
 
@@ -94,11 +94,11 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 if alpha != 1:
                     y = table.mul(y, alpha)
                 getattr(table, _IKERNEL[op])(x._data, y)
-                x._version[0] += 1
+                x._vc[0] += 1
                 return x
         elif type(other) in (int, float, bool):
             getattr(table, _IKERNEL[op])(x._data, float(other) * alpha)
-            x._version[0] += 1
+            x._vc[0] += 1
             return x
     if alpha != 1:
         return apply_inplace(x, op, lambda s: fn(s, other, alpha=alpha), other)
@@ -120,7 +120,7 @@ def fill_(x: Tensor, value) -> Tensor:
         from .creation import full
         return apply_inplace(x, "fill_", lambda s: full(tuple(x.shape), value, dtype=x.dtype, device=x.device))
     x._be.assign_(x._data, value)
-    x._version[0] += 1
+    x._vc[0] += 1
     return x
 
 
@@ -147,7 +147,7 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
         return x
     s = compute(None)
     x._be.assign_(x._data, s._data)
-    x._version[0] += 1
+    x._vc[0] += 1
     return x
 
 
@@ -156,7 +156,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Te
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{x.dtype._tname[:-6]}'")
     check_inplace(x, None, "uniform_")
     x._be.uniform_(x._data, float(a), float(b))
-    x._version[0] += 1
+    x._vc[0] += 1
     return x
 
 
@@ -165,5 +165,5 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{x.dtype._tname[:-6]}'")
     check_inplace(x, None, "normal_")
     x._be.normal_(x._data, float(mean), float(std))
-    x._version[0] += 1
+    x._vc[0] += 1
     return x

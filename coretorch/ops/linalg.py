@@ -101,14 +101,55 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return _matmul_nd(input, mat2)
 
 
+class AddmmBackward0(Node):
+    """One node for input + mat1 @ mat2 (what nn.Linear is made of): three gradients, no temporaries."""
+    __slots__ = ("si", "need")
+
+    def backward(self, g):
+        m1, m2 = self.saved()
+        ni, n1, n2 = self.need
+        return (sum_to(g, self.si) if ni else None,
+                _matmul_nd(g, _mT(m2)) if n1 else None,
+                _matmul_nd(_mT(m1), g) if n2 else None)
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    from .pointwise import add, mul
-    p = mm(mat1, mat2)
-    if alpha != 1:
-        p = mul(p, alpha)
-    if beta == 0:
-        return p
-    return add(mul(input, beta) if beta != 1 else input, p)
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
+    if alpha != 1 or beta != 1 or not isinstance(input, Tensor) or input.dtype is not mat1.dtype \
+            or input._be is not mat1._be:
+        from .pointwise import add, mul
+        p = mm(mat1, mat2)
+        if alpha != 1:
+            p = mul(p, alpha)
+        if beta == 0:
+            return p
+        return add(mul(input, beta) if beta != 1 else input, p)
+    prev = _gs.enabled
+    _gs.enabled = False  # the product is recorded below as part of one AddmmBackward0 node
+    try:
+        p = mm(mat1, mat2)
+    finally:
+        _gs.enabled = prev
+    shape = broadcast_shape(input._data.shape, p._data.shape, "addmm")
+    if shape != p._data.shape:
+        raise RuntimeError(f"addmm: the input of shape {list(input.shape)} cannot be broadcast to the product "
+                           f"shape {list(p.shape)}")
+    table = p._be
+    out = p._data  # a fresh buffer from mm: add the input in place (one pass, no temporary)
+    if table.has("iadd"):
+        table.iadd(out, input._data if table.native_broadcast or input._data.shape == shape
+                   else table.expand(input._data, shape))
+    else:
+        xi = input._data if input._data.shape == shape else table.expand(input._data, shape)
+        out = table.add(out, xi)
+    if _gs.enabled and (input._rg or mat1._rg or mat2._rg):
+        node = AddmmBackward0()
+        node.si = input._data.shape
+        node.need = (input._rg, mat1._rg, mat2._rg)
+        node.save(mat1, mat2)
+        node.next_functions = (edge(input), edge(mat1), edge(mat2))
+        return _make(out, p.dtype, table, node)
+    return _make(out, p.dtype, table)
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:

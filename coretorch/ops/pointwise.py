@@ -1,6 +1,8 @@
 """Elementwise ops: unary, binary (with broadcasting and type promotion), where, clamp."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -77,7 +79,14 @@ def _operands(op: str, a, b):
         b = bool(b)
     elif not dt.is_floating_point:
         b = int(b)
+        lo, hi = _INT_RANGE[dt]
+        if b < lo or b > hi:  # PyTorch wraps an out-of-range Python int to the tensor's integer type
+            b = (b - lo) % (hi - lo + 1) + lo
     return a, b, xa, b, dt, table
+
+
+_INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max)) for d in _dt.all_dtypes
+              if d.category == 1}
 
 
 _SCALAR_KEEPS: dict = {}  # (tensor dtype, scalar type) -> result keeps the tensor's dtype
@@ -142,7 +151,7 @@ def _make_binary(name: str, node_cls, kind: str):
                 raise RuntimeError("ZeroDivisionError")
         out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
-            node = node_cls()
+            node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
             node.need = (a._rg, bt and b._rg)
             node.scalar = None if bt else xb
             if node_cls.save_inputs:
@@ -237,6 +246,7 @@ SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)
 MulBackward0 = _binary_node("MulBackward0", _mul_bw)
 DivBackward0 = _binary_node("DivBackward0", _div_bw)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
+PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
 MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
 MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
 RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw)
@@ -498,7 +508,8 @@ def clamp(input, min=None, max=None):
         x = table.cast(x, dt.np)
     out = table.clamp(x, min, max)
     if input._rg and _gs.enabled:
-        node = ClampBackward1()
+        node = ClampBackward1() if min is not None and max is not None else \
+            ClampMinBackward0() if min is not None else ClampMaxBackward0()
         node.lo, node.hi = min, max
         node.save(input)
         node.next_functions = (edge(input),)
@@ -591,3 +602,6 @@ def masked_fill(input, mask, value):
     out = where(mask, value, input)
     return out if out.dtype is input.dtype else out.to(input.dtype)
 
+
+ClampMinBackward0 = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
+ClampMaxBackward0 = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})

@@ -78,6 +78,11 @@ def _prod_others(x: Tensor, axes):
     return _make(x._be.from_numpy(np.ascontiguousarray(res)), x.dtype, x._be)
 
 
+# PyTorch's node names: the dim overloads are "...Backward1"
+SumBackward1 = type("SumBackward1", (SumBackward0,), {"__slots__": ()})
+ProdBackward0 = type("ProdBackward0", (ProdBackward1,), {"__slots__": ()})
+
+
 class AmaxBackward0(_ReduceNode):
     __slots__ = ()
 
@@ -109,7 +114,7 @@ def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=N
         node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
         node.next_functions = (edge(input),)
         r = _make(out, dt, table, node)
-        if node_cls is not SumBackward0:
+        if not issubclass(node_cls, SumBackward0):
             node.save(input)
             node.out = r
         return r
@@ -123,7 +128,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
         dt = input.dtype
     else:
         dt = _i64
-    return _reduce("sum", "sum", SumBackward0, input, dim, keepdim, dt)
+    return _reduce("sum", "sum", SumBackward0 if dim is None else SumBackward1, input, dim, keepdim, dt)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -135,7 +140,12 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dim is not None and not isinstance(dim, int):
         raise TypeError("prod(): argument 'dim' must be int")
-    return _reduce("prod", "prod", ProdBackward1, input, dim, keepdim, dt)
+    return _reduce("prod", "prod", ProdBackward0 if dim is None else ProdBackward1, input, dim, keepdim, dt)
+
+
+AminBackward0 = type("AminBackward0", (AmaxBackward0,), {"__slots__": ()})
+MaxBackward1 = type("MaxBackward1", (AmaxBackward0,), {"__slots__": ()})
+MinBackward1 = type("MinBackward1", (AmaxBackward0,), {"__slots__": ()})
 
 
 class MeanBackward0(_ReduceNode):
@@ -162,7 +172,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
             n *= sz
     out = table.div(table.sum(x, axes, keepdim), n)  # n == 0 gives nan, as in PyTorch
     if input._rg and _gs.enabled:
-        node = MeanBackward0()
+        node = MeanBackward0() if dim is None else MeanBackward1()
         node.shape, node.axes, node.keepdim, node.n = x.shape, axes, keepdim, n
         node.next_functions = (edge(input),)
         return _make(out, dt, table, node)
@@ -176,7 +186,7 @@ def amax(input, dim=(), keepdim: bool = False):
 
 def amin(input, dim=(), keepdim: bool = False):
     _check_nonempty("amin", input, dim)
-    return _reduce("amin", "amin", AmaxBackward0, input, dim, keepdim)
+    return _reduce("amin", "amin", AminBackward0, input, dim, keepdim)
 
 
 def _check_nonempty(op, input, dim):
@@ -210,7 +220,9 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
         if input.numel() == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        return (amax if op == "max" else amin)(input)
+        _check_nonempty(op, input, None)
+        return _reduce(op, "amax" if op == "max" else "amin", MaxBackward1 if op == "max" else MinBackward1,
+                       input, None, False)
     d = norm_dim(dim, input.ndim, op)
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -225,7 +237,7 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
         if not keepdim and input.ndim:
             vals = squeeze(vals, d)
     if input._rg and _gs.enabled:
-        node = MaxBackward0()
+        node = MaxBackward0() if op == "max" else MinBackward0()
         node.shape, node.dim, node.keepdim, node.idx = input.shape, d, keepdim or input.ndim == 0, idx
         node.next_functions = (edge(input),)
         node._out_meta = ((vals.shape, vals.dtype, table), (idx.shape, _i64, table))
@@ -450,3 +462,6 @@ def cumsum(input, dim, *, dtype=None):
     return _make(out, dt, table)
 
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
+
+MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})
+MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})

@@ -12,8 +12,8 @@ def _wrap_view(input: Tensor, data, node=None) -> Tensor:
     base = input._base if input._base is not None else input
     if node is not None and input._rg and _gs.enabled:
         node.next_functions = (edge(input),)
-        return _make(data, input.dtype, input._be, node, base=base, version=input._version)
-    return _make(data, input.dtype, input._be, base=base, version=input._version)
+        return _make(data, input.dtype, input._be, node, base=base, version=input._vc)
+    return _make(data, input.dtype, input._be, base=base, version=input._vc)
 
 
 def _wrap_copy(input: Tensor, data, node=None) -> Tensor:
@@ -115,6 +115,22 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
         else reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
+def _named(r: Tensor, cls) -> Tensor:
+    """Give a generic view node PyTorch's name for the op (same layout, same backward)."""
+    gf = r.grad_fn
+    if gf is not None:
+        base = ViewBackward0 if isinstance(gf, ViewBackward0) else \
+            PermuteBackward0 if isinstance(gf, PermuteBackward0) else None
+        if base is not None:
+            gf.__class__ = cls[base]
+    return r
+
+
+def _names(name: str) -> dict:
+    return {ViewBackward0: type(name, (ViewBackward0,), {"__slots__": ()}),
+            PermuteBackward0: type(name, (PermuteBackward0,), {"__slots__": ()})}
+
+
 def squeeze(input: Tensor, dim=None) -> Tensor:
     shp = input.shape
     if dim is None:
@@ -122,13 +138,14 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     else:
         dims = norm_dims(dim, input.ndim, "squeeze")
         new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
-    return view(input, new) if input._be.view(input._data, new) is not None else reshape(input, new)
+    r = view(input, new) if input._be.view(input._data, new) is not None else reshape(input, new)
+    return _named(r, _SQUEEZE0 if dim is None else _SQUEEZE1)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = norm_dim(dim, input.ndim + 1, "unsqueeze")
     shp = tuple(input.shape)
-    return view(input, shp[:d] + (1,) + shp[d:])
+    return _named(view(input, shp[:d] + (1,) + shp[d:]), _UNSQUEEZE)
 
 
 class PermuteBackward0(Node):
@@ -165,7 +182,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     a, b = norm_dim(dim0, nd, "transpose"), norm_dim(dim1, nd, "transpose")
     p = list(range(nd))
     p[a], p[b] = p[b], p[a]
-    return permute(input, p)
+    return _named(permute(input, p), _TRANSPOSE)
 
 
 swapaxes = swapdims = transpose
@@ -174,7 +191,7 @@ swapaxes = swapdims = transpose
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input.view(input.shape)
+    return _named(transpose(input, 0, 1) if input.ndim == 2 else input.view(input.shape), _T)
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
@@ -419,3 +436,7 @@ def unbind(input: Tensor, dim: int = 0):
     d = norm_dim(dim, input.ndim, "unbind")
     from .indexing import select
     return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+_SQUEEZE0, _SQUEEZE1, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
+    "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "TransposeBackward0", "TBackward0"))
