@@ -28,10 +28,8 @@ def _best_of(fn, repeat: int = 5) -> float:
     return min(times)
 
 
-def overhead_add(n: int = 20000) -> float:
-    a = ct.ones(1, requires_grad=True)
-    b = ct.ones(1, requires_grad=True)
-
+def _chain_add(a, b, n: int) -> float:
+    """µs per `c = c + b` over a chain of n adds (works for tensors and numpy arrays alike)."""
     def run():
         c = a
         t = time.perf_counter()
@@ -39,19 +37,14 @@ def overhead_add(n: int = 20000) -> float:
             c = c + b
         return (time.perf_counter() - t) / n * 1e6
     return _best_of(run)
+
+
+def overhead_add(n: int = 20000) -> float:
+    return _chain_add(ct.ones(1, requires_grad=True), ct.ones(1, requires_grad=True), n)
 
 
 def overhead_numpy_add(n: int = 20000) -> float:
-    a = np.ones(1, np.float32)
-    b = np.ones(1, np.float32)
-
-    def run():
-        c = a
-        t = time.perf_counter()
-        for _ in range(n):
-            c = c + b
-        return (time.perf_counter() - t) / n * 1e6
-    return _best_of(run)
+    return _chain_add(np.ones(1, np.float32), np.ones(1, np.float32), n)
 
 
 def overhead_chain_backward(n: int = 2000) -> float:

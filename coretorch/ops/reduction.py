@@ -110,15 +110,20 @@ def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=N
             x = table.cast(x, dt.np)
     out = getattr(table, kernel)(x, axes, keepdim)
     if node_cls is not None and input._rg and _gs.enabled:
-        node = node_cls()
-        node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
-        node.next_functions = (edge(input),)
-        r = _make(out, dt, table, node)
-        if not issubclass(node_cls, SumBackward0):
-            node.save(input)
-            node.out = r
-        return r
+        return _recorded(node_cls(), input, out, dt, x.shape, axes, keepdim,
+                         save_io=not issubclass(node_cls, SumBackward0))
     return _make(out, dt, table)
+
+
+def _recorded(node, input, out, dt, shape, axes, keepdim, save_io=True):
+    """Wrap a reduction's result as the output of ``node`` (saving input and output when its backward needs them)."""
+    node.shape, node.axes, node.keepdim = shape, axes, keepdim
+    node.next_functions = (edge(input),)
+    r = _make(out, dt, input._be, node)
+    if save_io:
+        node.save(input)
+        node.out = r
+    return r
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
@@ -362,13 +367,7 @@ def logsumexp(input, dim, keepdim: bool = False):
     if not keepdim:
         out = table.view(out, _reduced_shape(x.shape, axes, False))
     if input._rg and _gs.enabled:
-        node = LogsumexpBackward0()
-        node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
-        node.next_functions = (edge(input),)
-        r = _make(out, input.dtype, table, node)
-        node.save(input)
-        node.out = r
-        return r
+        return _recorded(LogsumexpBackward0(), input, out, input.dtype, x.shape, axes, keepdim)
     return _make(out, input.dtype, table)
 
 
@@ -406,12 +405,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
         if input._rg and _gs.enabled:
             node = NormBackward1()
             node.p = 2
-            node.shape, node.axes, node.keepdim = x.shape, axes, keepdim
-            node.next_functions = (edge(input),)
-            r = _make(out, input.dtype, table, node)
-            node.save(input)
-            node.out = r
-            return r
+            return _recorded(node, input, out, input.dtype, x.shape, axes, keepdim)
         return _make(out, input.dtype, table)
     if p == float("inf"):
         return amax(_abs(input), dim if dim is not None else (), keepdim)
