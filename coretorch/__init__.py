@@ -33,6 +33,7 @@ from .ops.shape import (reshape, flatten, unflatten, squeeze, unsqueeze, permute
                         cat, concat, concatenate, stack, hstack, vstack, split, chunk, unbind)
 from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
 from .ops._util import broadcast_shapes
+from .serialization import save, load
 
 float = float32
 double = float64

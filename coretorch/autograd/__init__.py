@@ -13,8 +13,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck
 
 
 def _make_grads(outputs, grad_outputs, create_graph: bool):
-    from ..tensor import Tensor
-    from ..ops.creation import ones_like
+    from ..tensor import Tensor, _make
     grads = []
     for out, g in zip(outputs, grad_outputs):
         if g is None:
@@ -23,7 +22,7 @@ def _make_grads(outputs, grad_outputs, create_graph: bool):
             if not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                    f"{out.dtype}")
-            g = ones_like(out)
+            g = _make(out._be.full(out._data.shape, 1, out.dtype.np), out.dtype, out._be)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:

@@ -1,5 +1,12 @@
-"""coretorch.optim: optimizers registered by plugins appear here as ``coretorch.optim.<Name>``."""
+"""coretorch.optim: ``Optimizer``, ``SGD`` and ``lr_scheduler``, as in PyTorch.
+
+Optimizers registered by plugins appear here as ``coretorch.optim.<Name>`` (and in ``coretorch info``).
+"""
 from __future__ import annotations
+
+from . import lr_scheduler
+from .optimizer import Optimizer
+from .sgd import SGD
 
 _registered: dict = {}
 
@@ -18,3 +25,6 @@ def _unregister(name: str) -> None:
 
 def registered() -> list[str]:
     return sorted(_registered)
+
+
+__all__ = ["Optimizer", "SGD", "lr_scheduler", "registered"]
