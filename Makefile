@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" ruff
+	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" ruff wheel
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -58,6 +58,13 @@ PRIMITIVES: dict[str, str] = {
     "matmul": "(a (..., n, k), b (..., k, m)) with equal batch shapes",
     # optional: in-place arithmetic x op= y (y same shape/dtype or scalar); used when no graph is recorded
     "iadd": "optional", "isub": "optional", "imul": "optional", "idiv": "optional",
+    # optional fused kernels of nn.functional (a backend without them gets composites of the kernels above)
+    "conv2d": "optional (x (N,C,H,W), w (O,C/g,KH,KW), stride, padding, dilation, groups) -> (N,O,OH,OW)",
+    "conv2d_backward_input": "optional (gy, w, x_shape, stride, padding, dilation, groups) -> gx",
+    "conv2d_backward_weight": "optional (x, gy, w_shape, stride, padding, dilation, groups) -> gw",
+    "max_pool2d": "optional (x, kernel, stride, padding, dilation, (OH, OW)) -> (values, int64 flat h*W+w indices)",
+    "max_pool2d_backward": "optional (gy, indices, x_shape) -> gx",
+    "softmax": "optional (x, dim)", "log_softmax": "optional (x, dim)", "erf": "optional (x)",
 }
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",

@@ -1,7 +1,17 @@
-"""coretorch.nn: modules registered by plugins appear here (the Module system itself is issue #3)."""
+"""coretorch.nn: Module, Parameter, the layers, functional, init and utils.
+
+Modules registered by plugins (hook ``coretorch_register_modules``) appear here as ``coretorch.nn.<Name>``;
+a plugin cannot replace a name coretorch itself defines.
+"""
 from __future__ import annotations
 
 from . import functional  # noqa: F401
+from . import init, modules, parameter, utils  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Buffer, Parameter
+
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "modules", "parameter", *_modules_all]
 
 _registered: dict = {}
 

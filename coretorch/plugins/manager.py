@@ -157,7 +157,7 @@ class Manager:
         from .. import _backend
         # check everything first so that a failure leaves nothing half-registered
         seen = set()
-        for kind, name, _ in reg.items:
+        for kind, name, obj in reg.items:
             key = ("op" if kind == "function" else kind, name)
             if key in self.owners or key in seen:
                 other = self.owners.get(key, (reg.plugin, reg.dist))[1]
@@ -169,7 +169,7 @@ class Manager:
                                   f"'{getattr(_backend.backends()[name], 'distribution', '?')}' and by "
                                   f"'{reg.dist}'")
             if kind == "function":
-                _check_function_name(name)
+                _check_function_name(name, reg.dist, tensor_method=obj[1], functional=obj[2])
         applied = []
         for kind, name, obj in reg.items:
             if kind == "backend":
@@ -217,9 +217,18 @@ class Manager:
 _CORE_NAMES: set = set()
 
 
-def _check_function_name(name: str) -> None:
+def _check_function_name(name: str, dist: str = "?", tensor_method: bool = False, functional: bool = False) -> None:
     if name in _CORE_NAMES:
-        raise PluginError(f"op '{name}' is already defined by coretorch itself; choose another name")
+        raise PluginError(f"op '{name}' of distribution '{dist}' is already defined by coretorch itself "
+                          "(distribution 'coretorch'); choose another name")
+    from ..tensor import Tensor
+    if tensor_method and name in Tensor.__dict__:
+        raise PluginError(f"Tensor.{name} is already defined by coretorch itself (distribution 'coretorch'); "
+                          f"distribution '{dist}' must register op '{name}' without tensor_method")
+    from ..nn import functional as F
+    if functional and hasattr(F, name):
+        raise PluginError(f"nn.functional.{name} is already defined by coretorch itself (distribution 'coretorch'); "
+                          f"distribution '{dist}' must register op '{name}' without functional")
 
 
 def _install_function(name, fn, tensor_method, functional, kernels) -> None:

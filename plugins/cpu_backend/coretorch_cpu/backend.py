@@ -285,4 +285,6 @@ class CPUBackend:
         k.update({"iadd": _inplace(np.add), "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),
                   "idiv": _inplace(np.true_divide)})
         k.update({n: _quiet(f) for n, f in quiet.items()})
+        from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
+        k.update(_nn_kernels)
         return k

@@ -1,0 +1,190 @@
+"""The functional forms behind Linear, Bilinear, Dropout and Embedding (re-exported by nn.functional)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd.graph import Node
+from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
+from ..tensor import Tensor, _edge, _make
+
+__all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding"]
+
+
+def _check_tensor(name: str, arg: str, t) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position 1) must be Tensor, not {type(t).__name__}")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``: one fused ``addmm`` node for 2-D input with a bias (as PyTorch)."""
+    _check_tensor("linear", "input", input)
+    if input.ndim == 2 and bias is not None:
+        return _L.addmm(bias, input, _S.t(weight))
+    out = _L.matmul(input, _S.t(weight) if weight.ndim == 2 else weight)
+    if bias is not None:
+        out = _P.add(out, bias)
+    return out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape[i]} and "
+                               f"{input2.shape[i]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D, got {weight.ndim}-D")
+    o, n1, n2 = weight.shape
+    if input1.shape[-1] != n1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {n1}")
+    if input2.shape[-1] != n2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {n2}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0] if bias.ndim else 1} but expected {o}")
+    # (.., I) @ (I, O*J) -> (.., O, J); times input2 (.., 1, J) summed over J
+    w = _S.reshape(_S.permute(weight, (1, 0, 2)), (n1, o * n2))
+    t = _S.reshape(_L.matmul(input1, w), tuple(input1.shape[:-1]) + (o, n2))
+    out = _R.sum(_P.mul(t, _S.unsqueeze(input2, -2)), -1)
+    if bias is not None:
+        out = _P.add(out, bias)
+    return out
+
+
+def _check_p(p) -> float:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return float(p)
+
+
+def _apply_mask(input: Tensor, p: float, noise_shape, inplace: bool) -> Tensor:
+    if p == 1.0:
+        scale = _C.zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(scale) if inplace else _P.mul(input, scale)
+    keep = 1.0 - p
+    with no_grad():
+        noise = _C.rand(*noise_shape, dtype=input.dtype, device=input.device)
+        # bernoulli(1 - p) / (1 - p): kept elements are scaled so the expectation is unchanged
+        noise = _P.div(_P.lt(noise, keep).to(input.dtype), keep)
+    return input.mul_(noise) if inplace else _P.mul(input, noise)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+    p = _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {input.dtype._tname[:-6]}")
+    return _apply_mask(input, p, tuple(input.shape), inplace)
+
+
+def _feature_dropout(name: str, input: Tensor, p: float, training: bool, inplace: bool, batched_dim: int):
+    p = _check_p(p)
+    if input.ndim not in (batched_dim, batched_dim + 1):
+        raise RuntimeError(f"{name}: Expected {batched_dim}D or {batched_dim + 1}D input, but received a "
+                           f"{input.ndim}D input.")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    shape = tuple(input.shape)
+    nfeat = 1 if input.ndim == batched_dim else 2  # (C, *) unbatched or (N, C, *)
+    noise_shape = shape[:nfeat] + (1,) * (len(shape) - nfeat)
+    return _apply_mask(input, p, noise_shape, inplace)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _feature_dropout("dropout1d", input, p, training, inplace, 2)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _feature_dropout("dropout2d", input, p, training, inplace, 3)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _feature_dropout("dropout3d", input, p, training, inplace, 4)
+
+
+class EmbeddingBackward0(Node):
+    """Gradient of a row lookup: rows scattered back with index_add; the padding row gets none."""
+    __slots__ = ("num", "padding_idx", "scale")
+
+    def backward(self, g):
+        (flat,) = self.saved()
+        d = g.shape[-1]
+        g2 = _S.reshape(g, (-1, d))
+        if self.padding_idx >= 0:
+            keep = _P.ne(flat, self.padding_idx).to(g.dtype)
+            g2 = _P.mul(g2, _S.unsqueeze(keep, 1))
+        if self.scale:
+            ones = _C.ones(flat.shape[0], dtype=g.dtype, device=g.device)
+            counts = _I.index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)
+            g2 = _P.div(g2, _S.unsqueeze(_I.index_select(counts, 0, flat), 1))
+        gw = _I.index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)
+        return (gw,)
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rescale (in place, outside autograd) the referenced rows whose norm exceeds ``max_norm``."""
+    with no_grad():
+        rows = np.unique(input._host().reshape(-1))
+        if rows.size == 0:
+            return
+        idx = _C.tensor(rows.astype(np.int64), device=weight.device)
+        sel = _I.index_select(weight, 0, idx)
+        norms = _R.norm(sel, norm_type, 1)
+        scale = _P.where(_P.gt(norms, max_norm), _P.div(max_norm, _P.add(norms, 1e-7)),
+                         _C.ones((), dtype=weight.dtype, device=weight.device))
+        weight[idx] = _P.mul(sel, _S.unsqueeze(scale, 1))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` looked up by the integer tensor ``input``: output shape ``input.shape + (D,)``."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError("embedding(): argument 'indices' and 'weight' must be Tensors")
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    else:
+        padding_idx = -1
+    if input.dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True): sparse gradients are not supported by coretorch")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    flat = _S.reshape(input, (-1,))
+    if flat.numel():
+        t = flat._be
+        lo = int(t.to_numpy(t.amin(flat._data, None, False)))
+        hi = int(t.to_numpy(t.amax(flat._data, None, False)))
+        if lo < 0 or hi >= num:
+            raise IndexError("index out of range in self")
+    table = weight._be
+    out = table.index_select(weight._data, 0, flat._data)
+    out = table.view(out, tuple(input.shape) + (weight.shape[1],)) if out.shape != tuple(input.shape) + (
+        weight.shape[1],) else out
+    if out is None:  # pragma: no cover - index_select returns a fresh contiguous array
+        raise RuntimeError("embedding: could not reshape the looked-up rows")
+    if weight._rg and _gs.enabled:
+        node = EmbeddingBackward0()
+        node.num, node.padding_idx, node.scale = num, padding_idx, bool(scale_grad_by_freq)
+        node.save(flat)
+        node.next_functions = (_edge(weight),)
+        return _make(out, weight.dtype, table, node)
+    return _make(out, weight.dtype, table)

@@ -1,0 +1,31 @@
+"""The layer classes of coretorch.nn (each file mirrors PyTorch's torch/nn/modules/<file>.py).
+
+Every name in ``__all__`` is re-exported as ``coretorch.nn.<Name>``.
+"""
+from __future__ import annotations
+
+from .module import Module
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .linear import Bilinear, Identity, Linear
+from .flatten import Flatten, Unflatten
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .sparse import Embedding
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
+           "Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "Embedding"]
+
+# activations, convolution, pooling, normalization, losses, recurrent layers and attention
+from . import activation as _activation, attention as _attention, conv as _conv, loss as _loss  # noqa: E402
+from . import normalization as _normalization, pooling as _pooling, rnn as _rnn  # noqa: E402
+from .activation import *  # noqa: E402,F401,F403
+from .attention import *  # noqa: E402,F401,F403
+from .conv import *  # noqa: E402,F401,F403
+from .loss import *  # noqa: E402,F401,F403
+from .normalization import *  # noqa: E402,F401,F403
+from .pooling import *  # noqa: E402,F401,F403
+from .rnn import *  # noqa: E402,F401,F403
+
+for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn):
+    __all__ += [n for n in _m.__all__ if n not in __all__]
+del _m

@@ -1,0 +1,327 @@
+"""RNN, LSTM, GRU (multi-layer, batch_first, bidirectional) and their cells, with PyTorch's parameter names
+(``weight_ih_l0``, ``bias_hh_l1_reverse``, ...) and initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)).
+
+The input projection of a whole sequence is one matmul per layer and direction; only the recurrence loops
+over time steps (as every framework's unfused path does)."""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ...ops import linalg as _L, pointwise as _P, shape as _S
+from ...ops.creation import empty, zeros
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _lin(x, w, b):
+    out = _L.matmul(x, _S.t(w))
+    return out if b is None else _P.add(out, b)
+
+
+def _rnn_step(mode, gi, h, c, w_hh, b_hh):
+    """One time step; ``gi`` is the precomputed input projection (with b_ih)."""
+    gh = _lin(h, w_hh, b_hh)
+    if mode == "LSTM":
+        i, f, g, o = _S.chunk(_P.add(gi, gh), 4, 1)
+        c = _P.add(_P.mul(_P.sigmoid(f), c), _P.mul(_P.sigmoid(i), _P.tanh(g)))
+        return _P.mul(_P.sigmoid(o), _P.tanh(c)), c
+    if mode == "GRU":
+        ir, iz, in_ = _S.chunk(gi, 3, 1)
+        hr, hz, hn = _S.chunk(gh, 3, 1)
+        r = _P.sigmoid(_P.add(ir, hr))
+        z = _P.sigmoid(_P.add(iz, hz))
+        n = _P.tanh(_P.add(in_, _P.mul(r, hn)))
+        return _P.add(n, _P.mul(z, _P.sub(h, n))), None
+    pre = _P.add(gi, gh)
+    return (_P.tanh(pre) if mode == "RNN_TANH" else _P.relu(pre)), None
+
+
+class RNNBase(Module):
+    __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+                     "bidirectional", "proj_size"]
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and "
+                          f"num_layers={num_layers}")
+        if not isinstance(hidden_size, int) or hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero" if isinstance(hidden_size, int) else
+                             f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size != 0:
+            raise NotImplementedError("proj_size is not supported")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        gate_size = _GATES[mode] * hidden_size
+        num_directions = 2 if bidirectional else 1
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input_size = input_size if layer == 0 else hidden_size * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+                shapes = [(gate_size, layer_input_size), (gate_size, hidden_size)]
+                if bias:
+                    names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+                    shapes += [(gate_size,), (gate_size,)]
+                for name, shape in zip(names, shapes):
+                    setattr(self, name, Parameter(empty(shape, device=device, dtype=dtype)))
+                self._flat_weights_names.extend(names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in self._flat_weights_names if n.endswith(f"l{k}{s}")]
+                for k in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _run(self, input, hx):
+        """input (L, N, H_in); hx: (h0, c0 or None) of shape (D*num_layers, N, H) -> output, h_n, c_n."""
+        mode = self.mode
+        nd = 2 if self.bidirectional else 1
+        seq_len = input.shape[0]
+        h0, c0 = hx
+        layer_input = input
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(nd):
+                suffix = "_reverse" if direction == 1 else ""
+                w_ih = getattr(self, f"weight_ih_l{layer}{suffix}")
+                w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
+                b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
+                b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
+                gi_all = _lin(layer_input, w_ih, b_ih)              # (L, N, G*H): one matmul for the sequence
+                k = layer * nd + direction
+                h = h0[k]
+                c = c0[k] if c0 is not None else None
+                steps = range(seq_len - 1, -1, -1) if direction == 1 else range(seq_len)
+                ys = [None] * seq_len
+                for t in steps:
+                    h, c = _rnn_step(mode, gi_all[t], h, c, w_hh, b_hh)
+                    ys[t] = h
+                outs.append(_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0])
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            layer_input = outs[0] if nd == 1 else _S.cat(outs, 2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, _S.stack(h_n, 0), (_S.stack(c_n, 0) if c_n else None)
+
+    def _prepare(self, input, hx, lstm: bool):
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        batched = input.ndim == 3
+        if batched and self.batch_first:
+            input = _S.transpose(input, 0, 1)
+        if not batched:
+            input = _S.unsqueeze(input, 1)
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{input.shape[-1]}")
+        n = input.shape[1]
+        nd = 2 if self.bidirectional else 1
+        expected = (self.num_layers * nd, n, self.hidden_size)
+        if hx is None:
+            z = zeros(*expected, dtype=input.dtype, device=input.device)
+            hx = (z, z) if lstm else (z, None)
+        else:
+            hs = hx if lstm else (hx, None)
+            if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+                raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+            fixed = []
+            for t in hs:
+                if t is None:
+                    fixed.append(None)
+                    continue
+                if not batched:
+                    if t.ndim != 2:
+                        raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {t.ndim}-D "
+                                           "tensor")
+                    t = _S.unsqueeze(t, 1)
+                if tuple(t.shape) != expected:
+                    raise RuntimeError(f"Expected hidden size {expected}, got {list(t.shape)}")
+                fixed.append(t)
+            hx = tuple(fixed)
+        return input, hx, batched
+
+    def _finish(self, out, batched):
+        if not batched:
+            return _S.squeeze(out, 1)
+        return _S.transpose(out, 0, 1) if self.batch_first else out
+
+
+class RNN(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, *args, **kwargs)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, hx, batched = self._prepare(input, hx, False)
+        out, h_n, _ = self._run(x, hx)
+        return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        x, hx, batched = self._prepare(input, hx, True)
+        out, h_n, c_n = self._run(x, hx)
+        if not batched:
+            h_n, c_n = _S.squeeze(h_n, 1), _S.squeeze(c_n, 1)
+        return self._finish(out, batched), (h_n, c_n)
+
+
+class GRU(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        x, hx, batched = self._prepare(input, hx, False)
+        out, h_n, _ = self._run(x, hx)
+        return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))
+
+
+class RNNCellBase(Module):
+    __constants__ = ["input_size", "hidden_size", "bias"]
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(empty((num_chunks * hidden_size, input_size), device=device, dtype=dtype))
+        self.weight_hh = Parameter(empty((num_chunks * hidden_size, hidden_size), device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _cell(self, mode, input, h, c):
+        batched = input.ndim == 2
+        if not batched:
+            input = _S.unsqueeze(input, 0)
+        n = input.shape[0]
+        if h is None:
+            h = zeros(n, self.hidden_size, dtype=input.dtype, device=input.device)
+        elif not batched:
+            h = _S.unsqueeze(h, 0)
+        if mode == "LSTM":
+            if c is None:
+                c = zeros(n, self.hidden_size, dtype=input.dtype, device=input.device)
+            elif not batched:
+                c = _S.unsqueeze(c, 0)
+        gi = _lin(input, self.weight_ih, self.bias_ih)
+        h, c = _rnn_step(mode, gi, h, c, self.weight_hh, self.bias_hh)
+        if not batched:
+            h = _S.squeeze(h, 0)
+            c = _S.squeeze(c, 0) if c is not None else None
+        return h, c
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        return self._cell(mode, input, hx, None)[0]
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        h, c = (None, None) if hx is None else hx
+        return self._cell("LSTM", input, h, c)
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        return self._cell("GRU", input, hx, None)[0]

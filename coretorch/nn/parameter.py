@@ -1,0 +1,62 @@
+"""nn.Parameter (a Tensor subclass a Module registers as a parameter) and nn.Buffer."""
+from __future__ import annotations
+
+from ..tensor import Tensor, _init
+
+__all__ = ["Parameter", "Buffer", "is_lazy"]
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter: ``requires_grad=True`` by default, shares storage (and the
+    version counter) with ``data``, and registers itself when assigned as a Module attribute."""
+
+    def __new__(cls, data=None, requires_grad: bool = True):
+        if data is None:
+            from ..ops.creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        p = object.__new__(cls)
+        _init(p, data._data, data.dtype, data._be, version=data._vc)
+        p.requires_grad = requires_grad
+        return p
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        # as in PyTorch: a fresh parameter with cloned data; the gradient is not copied
+        if id(self) in memo:
+            return memo[id(self)]
+        from ..ops.shape import clone
+        result = type(self)(clone(self.data), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` is true for tensors made by ``Buffer(...)`` (they are plain Tensors)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        if cls is Buffer:
+            return isinstance(obj, Tensor) and getattr(obj, "_is_buffer", False)
+        return super().__instancecheck__(obj)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """``nn.Buffer(data, persistent=True)``: assigning it to a Module attribute registers a buffer."""
+
+    def __new__(cls, data=None, *, persistent: bool = True):
+        if data is None:
+            from ..ops.creation import empty
+            data = empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+
+def is_lazy(param) -> bool:
+    return False

@@ -1,0 +1,79 @@
+"""clip_grad_norm_ / clip_grad_value_ with PyTorch's semantics (in place on ``.grad``, under no_grad)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ...autograd.grad_mode import no_grad
+from ...tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+
+
+def _tensor_list(tensors) -> list:
+    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """The norm of the norms of ``tensors`` (as if they were concatenated into one vector)."""
+    from ...ops.creation import tensor as _tensor
+    from ...ops.reduction import amax, norm
+    from ...ops.shape import stack
+    tensors = [t for t in _tensor_list(tensors) if t is not None]
+    norm_type = float(norm_type)
+    if not tensors:
+        return _tensor(0.0)
+    first_device = tensors[0].device
+    with no_grad():
+        if norm_type == math.inf:
+            norms = [amax(t.detach().abs()) for t in tensors]
+            total = norms[0] if len(norms) == 1 else amax(stack([n.to(first_device) for n in norms]))
+        else:
+            norms = [norm(t.detach().reshape(-1), norm_type) for t in tensors]
+            dt = norms[0].dtype
+            total = norm(stack([n.to(device=first_device, dtype=dt) for n in norms]), norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))``."""
+    from ...ops.pointwise import clamp
+    grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
+    if not grads:
+        return
+    with no_grad():
+        coef = clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coef.to(device=g.device, dtype=g.dtype))
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> Tensor:
+    """Rescale the gradients of ``parameters`` in place so that their total ``norm_type``-norm is at most
+    ``max_norm``; returns the total norm before clipping (a tensor)."""
+    parameters = _tensor_list(parameters)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:
+    """Deprecated alias of ``clip_grad_norm_``."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for p in _tensor_list(parameters):
+            if p.grad is not None:
+                p.grad.clamp_(min=-clip_value, max=clip_value)

@@ -1,0 +1,4 @@
+"""coretorch.utils: helpers shared by the nn package (hook handles, module backward hooks)."""
+from __future__ import annotations
+
+from . import hooks  # noqa: F401

@@ -1,0 +1,365 @@
+"""Optimizers of coretorch-extra-ops: PyTorch's update rules step for step (Lion: the published algorithm).
+
+Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`` (checks, then ``defaults``)
+and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
+State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
+``foreach``/``capturable``/``fused`` are accepted for signature compatibility (there is one implementation).
+"""
+from __future__ import annotations
+
+import math
+
+import coretorch
+from coretorch.optim import Optimizer
+
+__all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
+
+
+def _check(lr=0.0, eps=0.0, betas=(0.0, 0.0), weight_decay=0.0, differentiable=False):
+    """PyTorch's hyper-parameter checks and messages."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported by coretorch-extra-ops optimizers")
+
+
+def _evaluate(closure):
+    if closure is None:
+        return None
+    with coretorch.enable_grad():
+        return closure()
+
+
+def _params(optimizer, group):
+    """(param, grad, state) for each param of ``group`` that has a gradient (negated with maximize)."""
+    for p in group["params"]:
+        if p.grad is not None:
+            yield p, (-p.grad if group.get("maximize") else p.grad), optimizer.state[p]
+
+
+def _step(state) -> float:
+    state["step"] += 1
+    return state["step"].item()
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
+    ``decoupled_weight_decay=True``) and ``maximize``."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check(lr, eps, betas, weight_decay, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["exp_avg"] = coretorch.zeros_like(p)
+                    state["exp_avg_sq"] = coretorch.zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = coretorch.zeros_like(p)
+                step = _step(state)
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                    exp_avg_sq = state["max_exp_avg_sq"]
+                denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+                p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): p <- p * (1 - lr * weight_decay) first."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _check(lr, eps, differentiable=differentiable)
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
+                        capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, alpha, eps, wd, momentum = (group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum"))
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["square_avg"] = coretorch.zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = coretorch.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = coretorch.zeros_like(p)
+                _step(state)
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                square_avg = state["square_avg"].mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                if group["centered"]:
+                    grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)
+                    avg = (square_avg - grad_avg * grad_avg).sqrt() + eps
+                else:
+                    avg = square_avg.sqrt() + eps
+                if momentum > 0:
+                    buf = state["momentum_buffer"].mul_(momentum).add_(grad / avg)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.add_(grad / avg, alpha=-lr)
+        return loss
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.) with learning-rate decay; state is created in ``__init__``, as in PyTorch."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        _check(eps=eps, differentiable=differentiable)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["step"] = coretorch.tensor(0.0)
+                self.state[p]["sum"] = coretorch.full_like(p, group["initial_accumulator_value"])
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            for p, grad, state in _params(self, group):
+                step = _step(state)
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+                state["sum"].add_(grad * grad)
+                p.add_(grad / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
+        return loss
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler)."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        _check(eps=eps, weight_decay=weight_decay, differentiable=differentiable)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize, capturable=capturable,
+                        foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["square_avg"] = coretorch.zeros_like(p)
+                    state["acc_delta"] = coretorch.zeros_like(p)
+                _step(state)
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                square_avg = state["square_avg"].mul_(rho).add_(grad * grad, alpha=1 - rho)
+                delta = (state["acc_delta"] + eps).sqrt() / (square_avg + eps).sqrt() * grad
+                state["acc_delta"].mul_(rho).add_(delta * delta, alpha=1 - rho)
+                p.add_(delta, alpha=-lr)
+        return loss
+
+
+class Adamax(Optimizer):
+    """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check(lr, eps, betas, weight_decay, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["exp_avg"] = coretorch.zeros_like(p)
+                    state["exp_inf"] = coretorch.zeros_like(p)
+                step = _step(state)
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                state["exp_avg"].lerp_(grad, 1 - beta1)
+                exp_inf = state["exp_inf"]
+                exp_inf.copy_(coretorch.maximum(exp_inf.mul_(beta2), grad.abs() + eps))
+                p.add_(state["exp_avg"] / exp_inf, alpha=-lr / (1 - beta1 ** step))
+        return loss
+
+
+class NAdam(Optimizer):
+    """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check(lr, eps, betas, weight_decay, differentiable)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["mu_product"] = coretorch.tensor(1.0)
+                    state["exp_avg"] = coretorch.zeros_like(p)
+                    state["exp_avg_sq"] = coretorch.zeros_like(p)
+                step = _step(state)
+                bias_correction2 = 1 - beta2 ** step
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * group["momentum_decay"]))
+                mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * group["momentum_decay"]))
+                state["mu_product"] *= mu
+                mu_product = state["mu_product"].item()
+                state["exp_avg"].lerp_(grad, 1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                denom = (state["exp_avg_sq"] / bias_correction2).sqrt() + eps
+                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
+                p.add_(state["exp_avg"] / denom, alpha=-lr * mu_next / (1.0 - mu_product * mu_next))
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam (Liu et al.): Adam with the variance rectification term; SGD with momentum while rho_t <= 5."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        _check(lr, eps, betas, weight_decay, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["step"] = coretorch.tensor(0.0)
+                    state["exp_avg"] = coretorch.zeros_like(p)
+                    state["exp_avg_sq"] = coretorch.zeros_like(p)
+                step = _step(state)
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                state["exp_avg"].lerp_(grad, 1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                bias_corrected_exp_avg = state["exp_avg"] / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                    adaptive_lr = math.sqrt(bias_correction2) / (state["exp_avg_sq"].sqrt() + eps)
+                    p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                else:
+                    p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+        return loss
+
+
+class Lion(Optimizer):
+    """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms", Algorithm 2):
+
+        c = beta1 * m + (1 - beta1) * g
+        p = p - lr * (sign(c) + weight_decay * p)
+        m = beta2 * m + (1 - beta2) * g
+    """
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
+        _check(lr, 0.0, betas, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize))
+
+    @coretorch.no_grad()
+    def step(self, closure=None):
+        loss = _evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+            for p, grad, state in _params(self, group):
+                if not state:
+                    state["exp_avg"] = coretorch.zeros_like(p)
+                exp_avg = state["exp_avg"]
+                p.mul_(1 - lr * wd)
+                p.add_(exp_avg.lerp(grad, 1 - beta1).sign(), alpha=-lr)
+                exp_avg.lerp_(grad, 1 - beta2)
+        return loss
