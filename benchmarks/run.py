@@ -6,7 +6,8 @@
 1. per-op overhead: `c = c + b` on 1-element tensors with requires_grad=True (recorded for autograd), and a
    chain `c = c * b + a` followed by backward(), in microseconds per op, next to numpy's `c = c + b`.
 2. an MLP training step (784-256-128-10, ReLU, cross-entropy, SGD, batch 128, float32) written with tensor
-   ops, next to a hand-written numpy forward/backward/update of the same network.
+   ops, and again with nn.Sequential/nn.Linear/F.cross_entropy/optim.SGD, next to a hand-written numpy
+   forward/backward/update of the same network.
 If PyTorch happens to be installed its figures are added; it is never required.
 """
 from __future__ import annotations
@@ -122,15 +123,37 @@ def coretorch_mlp_step(ps, x, y):
     return loss.item()
 
 
+def build_nn_mlp(ps_np):
+    """The same network as nn.Sequential of nn.Linear + ReLU, trained with F.cross_entropy and optim.SGD."""
+    from coretorch import nn
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    with ct.no_grad():
+        for lin, (w, b) in zip([m for m in model if isinstance(m, nn.Linear)], zip(ps_np[::2], ps_np[1::2])):
+            lin.weight.copy_(ct.from_numpy(w.T.copy()))  # nn.Linear stores (out, in)
+            lin.bias.copy_(ct.from_numpy(b))
+    return model, ct.optim.SGD(model.parameters(), lr=LR)
+
+
+def nn_mlp_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = ct.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
 def mlp(steps: int = 30):
     ps_np, x_np, y_np = _init_params()
     ps_ct = [ct.from_numpy(p.copy()).requires_grad_() for p in ps_np]
     x_ct, y_ct = ct.from_numpy(x_np), ct.from_numpy(y_np)
     ps_np = [p.copy() for p in ps_np]
     # same math: the losses of the first steps agree
+    model, opt = build_nn_mlp(ps_np)
     l_np = [numpy_mlp_step(ps_np, x_np, y_np) for _ in range(3)]
     l_ct = [coretorch_mlp_step(ps_ct, x_ct, y_ct) for _ in range(3)]
+    l_nn = [nn_mlp_step(model, opt, x_ct, y_ct) for _ in range(3)]
     assert np.allclose(l_np, l_ct, rtol=1e-4), (l_np, l_ct)
+    assert np.allclose(l_np, l_nn, rtol=1e-4), (l_np, l_nn)
 
     def timed(fn, args):
         ts = []
@@ -140,11 +163,12 @@ def mlp(steps: int = 30):
             ts.append(time.perf_counter() - t)
         return statistics.median(ts) * 1e3
     # interleave the two so that machine noise hits both alike
-    r_np, r_ct = [], []
+    r_np, r_ct, r_nn = [], [], []
     for _ in range(5):
         r_np.append(timed(numpy_mlp_step, (ps_np, x_np, y_np)))
         r_ct.append(timed(coretorch_mlp_step, (ps_ct, x_ct, y_ct)))
-    return min(r_np), min(r_ct)
+        r_nn.append(timed(nn_mlp_step, (model, opt, x_ct, y_ct)))
+    return min(r_np), min(r_ct), min(r_nn)
 
 
 def torch_figures():
@@ -172,8 +196,9 @@ def main() -> None:
         "numpy_add_us": overhead_numpy_add(),
         "fwd_bwd_per_op_us": overhead_chain_backward(),
     }
-    res["mlp_numpy_ms"], res["mlp_coretorch_ms"] = mlp()
+    res["mlp_numpy_ms"], res["mlp_coretorch_ms"], res["mlp_nn_ms"] = mlp()
     res["mlp_ratio"] = res["mlp_coretorch_ms"] / res["mlp_numpy_ms"]
+    res["mlp_nn_ratio"] = res["mlp_nn_ms"] / res["mlp_numpy_ms"]
     tf = torch_figures()
     if tf:
         res.update(tf)
@@ -185,6 +210,8 @@ def main() -> None:
     print(f"per-op forward+backward, c = c * b + a      {res['fwd_bwd_per_op_us']:6.2f} us   (target < 15 us)")
     print(f"MLP step 784-256-128-10, batch 128          {res['mlp_coretorch_ms']:6.3f} ms   "
           f"numpy by hand {res['mlp_numpy_ms']:.3f} ms   ratio {res['mlp_ratio']:.2f}x (target <= 1.15x)")
+    print(f"  same step with nn.Sequential/F.cross_entropy/optim.SGD  {res['mlp_nn_ms']:6.3f} ms   "
+          f"ratio {res['mlp_nn_ratio']:.2f}x")
     if tf:
         print(f"PyTorch recorded add                        {tf['torch_add_us']:6.2f} us")
 

@@ -136,6 +136,10 @@ def relu_(input):
     return _inplace_result(input, _P.relu(input))
 
 
+def relu(input, inplace=False):  # noqa: F811  (PyTorch's signature: with inplace)
+    return relu_(input) if inplace else _P.relu(input)
+
+
 def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
