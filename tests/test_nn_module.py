@@ -778,9 +778,34 @@ def test_optimizer_over_chained_parameters():
         np.testing.assert_allclose(arr(p), b - 0.1 * arr(p.grad), rtol=1e-6)
 
 
-@pytest.mark.parametrize("device", [d for d in __import__("coretorch.testing").testing.available_devices()
-                                    if d != "cpu"])
-def test_to_other_device_keeps_parameters(device):
+_OTHER_DEVICES = [d for d in __import__("coretorch.testing").testing.available_devices() if d != "cpu"]
+
+
+@pytest.fixture
+def second_device(request):
+    """An installed non-cpu device, or (where none is installed) the numpy kernels under another device
+    type registered in-process: the move between devices is tested either way."""
+    if request.param != "fakedev":
+        yield request.param
+        return
+    from coretorch.plugins import hookimpl
+    from coretorch_cpu import CPUBackend
+
+    class FakeDev(CPUBackend):
+        name, distribution = "fakedev", "test-fakedev"
+
+    class Plugin:
+        @hookimpl
+        def coretorch_register_backends(self, register):
+            register(FakeDev())
+    torch.plugins.register(Plugin(), name="fakedev-nn")
+    yield "fakedev"
+    torch.plugins.unregister("fakedev-nn")
+
+
+@pytest.mark.parametrize("second_device", _OTHER_DEVICES or ["fakedev"], indirect=True)
+def test_to_other_device_keeps_parameters(second_device):
+    device = second_device
     net = Net()
     net(torch.randn(2, 4)).sum().backward()
     params = list(net.parameters())
