@@ -1,0 +1,882 @@
+"""The 'opencl' device: coretorch's primitive kernel table on pyopencl arrays.
+
+Arrays are ``pyopencl.array.Array`` objects whose (buffer, offset, strides) describe views, so view
+primitives (view/permute/expand/basic_index) cost no copy and no launch.  Every other primitive is one
+(or a few) generated kernels that read strided operands in place; data never crosses to the host inside
+an op except where the result's shape depends on the data (nonzero, boolean masks).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import codegen as cg
+from .device import STATS, Device, c_strides, cl, cla, discover
+
+_Array = cla.Array if cla is not None else None
+_BOOL = np.dtype(np.bool_)
+_I64 = np.dtype(np.int64)
+_UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
+          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not", "isnan")
+_BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
+           "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
+_NOT_WRITABLE = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation.")
+
+
+# ---------------------------------------------------------------------------------------------
+# layout helpers (element units)
+# ---------------------------------------------------------------------------------------------
+def _desc(x):
+    """(buffer, element offset, shape, element strides) of an array."""
+    isz = x.dtype.itemsize
+    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
+
+
+def _is_c(shape, strides) -> bool:
+    acc = 1
+    for s, st in zip(reversed(shape), reversed(strides)):
+        if s != 1 and st != acc:
+            return False
+        acc *= s
+    return True
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _collapse(shape, stride_lists):
+    """Drop size-1 dims and merge adjacent dims that are contiguous in every operand."""
+    dims = [(s, [st[k] for st in stride_lists]) for k, s in enumerate(shape) if s != 1]
+    if not dims:
+        return (), [() for _ in stride_lists]
+    out = [[dims[0][0], dims[0][1]]]
+    for s, sts in dims[1:]:
+        ps, psts = out[-1]
+        if all(psts[j] == sts[j] * s for j in range(len(sts))):
+            out[-1] = [ps * s, sts]
+        else:
+            out.append([s, sts])
+    return tuple(o[0] for o in out), [tuple(o[1][j] for o in out) for j in range(len(stride_lists))]
+
+
+def _expand_strides(shape, strides, target):
+    """Strides of ``shape``/``strides`` broadcast to ``target`` (numpy rules; leading 1s of the source
+    are dropped).  Raises ValueError when it does not broadcast."""
+    shape, strides = list(shape), list(strides)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape.pop(0)
+        strides.pop(0)
+    if len(shape) > len(target):
+        raise ValueError(f"could not broadcast input array from shape {tuple(shape)} into shape {tuple(target)}")
+    lead = len(target) - len(shape)
+    out = [0] * lead
+    for s, st, t in zip(shape, strides, target[lead:]):
+        if s == t:
+            out.append(st if t != 1 else 0)
+        elif s == 1:
+            out.append(0)
+        else:
+            raise ValueError(f"could not broadcast input array from shape {tuple(shape)} into shape "
+                             f"{tuple(target)}")
+    return tuple(out)
+
+
+def _nocopy_strides(oshape, ostrides, nshape):
+    """numpy's _attempt_nocopy_reshape: strides of a view with ``nshape`` or None."""
+    od = [s for s in oshape if s != 1]
+    os_ = [st for s, st in zip(oshape, ostrides) if s != 1]
+    if _numel(nshape) == 0 or not od:
+        return c_strides(nshape)
+    nst = [0] * len(nshape)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    nn, on = len(nshape), len(od)
+    while ni < nn and oi < on:
+        np_, op = nshape[ni], od[oi]
+        while np_ != op:
+            if np_ < op:
+                np_ *= nshape[nj]
+                nj += 1
+            else:
+                op *= od[oj]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if os_[ok] != od[ok + 1] * os_[ok + 1]:
+                return None
+        nst[nj - 1] = os_[oj - 1]
+        for nk in range(nj - 1, ni, -1):
+            nst[nk - 1] = nst[nk] * nshape[nk]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    last = nst[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, nn):
+        nst[nk] = last
+    return tuple(nst)
+
+
+def _pad(dims, strides, nd: int = 4):
+    """Prepend size-1 dims so that generated kernels take a fixed number of dims (fewer programs)."""
+    n = max(nd, len(dims))
+    p = n - len(dims)
+    return (1,) * p + tuple(dims), (0,) * p + tuple(strides), n
+
+
+_VALID: dict = {}
+
+
+def _valid(kind: str, op: str, dt) -> bool:
+    """Whether an elementwise op exists for a dtype (cached: the expressions are strings)."""
+    key = (kind, op, dt)
+    v = _VALID.get(key)
+    if v is None:
+        v = _VALID[key] = (cg.unary_expr(op, dt) if kind == "u" else cg.binary_expr(op, dt)) is not None
+    return v
+
+
+def _scalar_dtype(v):
+    return _BOOL if isinstance(v, (bool, np.bool_)) else _I64 if isinstance(v, (int, np.integer)) \
+        else np.dtype(np.float64)
+
+
+class OpenCLBackend:
+    name = "opencl"
+    distribution = "coretorch-opencl"
+    array_type = cla.Array if cla is not None else ()
+    native_broadcast = False
+
+    def __init__(self):
+        self._devices: dict[int, Device] = {}
+        self._tables: dict[int, dict] = {}
+        self._seed = 0
+        self._gens: dict[int, object] = {}
+
+    # ---- device discovery -------------------------------------------------------------------
+    def unavailable_reason(self) -> str:
+        return discover()[1]
+
+    def is_available(self) -> bool:
+        return bool(discover()[0])
+
+    def device_count(self) -> int:
+        return len(discover()[0])
+
+    def device_name(self, index: int = 0) -> str:
+        pi, di, d = discover()[0][index]
+        kind = "GPU" if d.type & cl.device_type.GPU else "CPU" if d.type & cl.device_type.CPU else "accelerator"
+        fp64 = ", fp64" if "cl_khr_fp64" in d.extensions else ", no fp64"
+        return (f"{d.name.strip()} ({kind}, {d.global_mem_size >> 20} MiB, {d.max_compute_units} CUs{fp64}; "
+                f"{d.platform.name.strip()} {pi}:{di})")
+
+    def device(self, index: int = 0) -> Device:
+        dev = self._devices.get(index)
+        if dev is None:
+            dev = self._devices[index] = Device(discover()[0][index][2], index)
+        return dev
+
+    def manual_seed(self, seed: int) -> None:
+        self._seed = int(seed)
+        self._gens.clear()
+
+    def kernels(self, index: int = 0) -> dict:
+        t = self._tables.get(index)
+        if t is None:
+            t = self._tables[index] = _Kernels(self, self.device(index)).table()
+        return t
+
+
+class _Kernels:
+    """The primitive table of one device (closures over the device)."""
+
+    def __init__(self, backend: OpenCLBackend, dev: Device):
+        self.be = backend
+        self.dev = dev
+
+    # ---- basics -----------------------------------------------------------------------------
+    def _check_dtype(self, dt):
+        dt = np.dtype(dt)
+        if dt == np.float64 and not self.dev.fp64:
+            raise RuntimeError(f"float64 is not supported on OpenCL device '{self.dev.name}' (it lacks the "
+                               "cl_khr_fp64 extension); use float32")
+        if dt not in cg.CTYPES:
+            raise TypeError(f"dtype {dt} is not supported on device 'opencl'")
+        return dt
+
+    def empty(self, shape, dt):
+        return self.dev.array(tuple(shape), self._check_dtype(dt))
+
+    def from_numpy(self, a):
+        a = np.asarray(a)
+        dt = self._check_dtype(a.dtype)
+        out = self.dev.array(a.shape, dt)
+        if a.size:
+            host = np.ascontiguousarray(a)
+            STATS["to_device"] += 1
+            cl.enqueue_copy(self.dev.queue, out.base_data, host, is_blocking=False)  # a NannyEvent keeps host alive
+        return out
+
+    def to_numpy(self, x):
+        host = np.empty(x.shape, x.dtype)
+        if not x.size:
+            return host
+        buf, off, shape, st = _desc(x)
+        if not _is_c(shape, st):
+            x = self.contiguous(x)
+            buf, off = x.base_data, 0
+        STATS["to_host"] += 1
+        cl.enqueue_copy(self.dev.queue, host, buf, src_offset=off * x.dtype.itemsize, is_blocking=True)
+        return host
+
+    # ---- elementwise machinery ---------------------------------------------------------------
+    def _ew(self, pdt, kname, out, operands):
+        """Run an elementwise kernel: ``out`` (array, written at its own strides) = f(operands).
+        operands: arrays with out's shape (any strides) or Python scalars (typed by ``family``).
+
+        One program per dtype ``pdt`` holds a contiguous ("_c") and a strided ("_s", 4 dims) variant of
+        every elementwise kernel of that dtype (see ``_ew_src``), so a dtype costs one build; more than 4
+        non-mergeable dims get their own program."""
+        n = out.size
+        if n == 0:
+            return out
+        ob, oo, shape, ost = _desc(out)
+        descs = [_desc(o) if o.__class__ is _Array else None for o in operands]
+        if _is_c(shape, ost) and all(d is None or _is_c(d[2], d[3]) for d in descs):
+            k = self.dev.kernel(("ew", pdt, 4), kname + "_c", lambda: self._ew_src(pdt, 4))
+            args = [ob, oo]
+            for o, d in zip(operands, descs):
+                if d is None:
+                    args.append(o)
+                else:
+                    args += [d[0], d[1]]
+            args.append(n)
+        else:
+            dims, sts = _collapse(shape, [ost] + [d[3] for d in descs if d is not None])
+            nd = len(dims)
+            ndk = max(4, nd)
+            pad = ndk - nd
+            dims = (1,) * pad + dims
+            sts = [(0,) * pad + s for s in sts]
+            if ndk == 4:
+                k = self.dev.kernel(("ew", pdt, 4), kname + "_s", lambda: self._ew_src(pdt, 4))
+            else:
+                k = self.dev.kernel(("ew", pdt, ndk), kname + "_s", lambda: self._ew_src(pdt, ndk))
+            args = [ob, oo, *sts[0]]
+            j = 1
+            for o, d in zip(operands, descs):
+                if d is None:
+                    args.append(o)
+                else:
+                    args += [d[0], d[1], *sts[j]]
+                    j += 1
+            args.append(n)
+            args += dims
+        self.dev.launch(k, n, args)
+        return out
+
+    def _out(self, shape, dt):
+        return self.dev.array(tuple(shape), dt)
+
+    def _unary(self, op):
+        def k(x):
+            dt = x.dtype
+            if not _valid("u", op, dt):
+                raise RuntimeError(f"\"{op}\" is not implemented for {dt} on device 'opencl'")
+            out_dt = _BOOL if op in cg.UNARY_BOOL_OUT else dt
+            out = self._out(x.shape, out_dt)
+            return self._ew(dt, f"u_{op}", out, [x])
+        return k
+
+    def _binary_into(self, op, out, x, y):
+        dt = x.dtype
+        scalar = not isinstance(y, cla.Array)
+        if not scalar and y.shape != x.shape:
+            y = self.expand(y, x.shape)
+        if scalar:
+            y = self._scalar_arg(y, dt)
+        return self._ew(dt, f"b_{op}{'_sc' if scalar else ''}", out, [x, y])
+
+    def _scalar_arg(self, v, dt):
+        if dt == _BOOL:
+            return int(bool(v))
+        if dt.kind in "iu":
+            return int(v)
+        return float(v)
+
+    def _binary(self, op):
+        def k(x, y):
+            if not isinstance(x, cla.Array):  # a scalar first operand (not produced by the core)
+                x = self.full((), x, y.dtype)
+            dt = x.dtype
+            if isinstance(y, cla.Array) and y.dtype != dt:
+                y = self.cast(y, dt)
+            if not _valid("b", op, dt):
+                raise RuntimeError(f"\"{op}\" is not implemented for {dt} on device 'opencl'")
+            shape = x.shape
+            if isinstance(y, cla.Array) and y.shape != shape:
+                shape = tuple(np.broadcast_shapes(shape, y.shape))
+                if x.shape != shape:
+                    x = self.expand(x, shape)
+            out = self._out(shape, _BOOL if op in cg.BINARY_BOOL_OUT else dt)
+            return self._binary_into(op, out, x, y)
+        return k
+
+    def _inplace(self, op):
+        def k(x, y):
+            self._check_writable(x)
+            if isinstance(y, cla.Array) and y.dtype != x.dtype:
+                y = self.cast(y, x.dtype)
+            self._binary_into(op, x, x, y)
+        return k
+
+    def cast(self, x, dt):
+        dt = self._check_dtype(dt)
+        out = self._out(x.shape, dt)
+        return self._copy_into(out, x)
+
+    def _copy_into(self, out, x):
+        sd, dd = x.dtype, out.dtype
+        return self._ew(sd, f"k_cast_{cg.tag(dd)}", out, [x])
+
+    def _fill_into(self, out, value):
+        dt = out.dtype
+        return self._ew(dt, "k_fill", out, [self._scalar_arg(value, dt)])
+
+    def full(self, shape, value, dt):
+        out = self.empty(shape, dt)
+        return self._fill_into(out, value)
+
+    def contiguous(self, x):
+        return self._copy_into(self._out(x.shape, x.dtype), x)
+
+    def where(self, c, x, y):
+        xs, ys = not isinstance(x, cla.Array), not isinstance(y, cla.Array)
+        if xs and ys:
+            dt = np.result_type(_scalar_dtype(x), _scalar_dtype(y))
+            if dt == np.float64 and not self.dev.fp64:
+                dt = np.dtype(np.float32)
+        else:
+            dt = x.dtype if not xs else y.dtype
+        shape = c.shape
+        if not xs and x.dtype != dt:
+            x = self.cast(x, dt)
+        if not ys and y.dtype != dt:
+            y = self.cast(y, dt)
+        for a in (x, y):
+            if isinstance(a, cla.Array) and a.shape != shape:
+                shape = tuple(np.broadcast_shapes(shape, a.shape))
+        if c.shape != shape:
+            c = self.expand(c, shape)
+        if not xs and x.shape != shape:
+            x = self.expand(x, shape)
+        if not ys and y.shape != shape:
+            y = self.expand(y, shape)
+        out = self._out(shape, dt)
+        ops = [c, self._scalar_arg(x, dt) if xs else x, self._scalar_arg(y, dt) if ys else y]
+        return self._ew(dt, f"k_where_{int(xs)}{int(ys)}", out, ops)
+
+    def clamp(self, x, lo, hi):
+        dt = x.dtype
+        ops = [x] + [self._scalar_arg(v, dt) for v in (lo, hi) if v is not None]
+        return self._ew(dt, f"k_clamp_{int(lo is not None)}{int(hi is not None)}", self._out(x.shape, dt), ops)
+
+    def _ew_src(self, dt, nd):
+        """Every elementwise kernel whose program dtype is ``dt``: unary and binary ops (array and scalar
+        second operand), casts from dt, fill, where (result dtype dt), clamp; "_c" and "_s" variants."""
+        variants = [("c", 0, "_c"), ("s", 4, "_s")] if nd == 4 else [("s", nd, "_s")]
+        parts = [cg.helpers(dt)]
+        targets = [d for d in cg.CTYPES if d != np.float64 or self.dev.fp64]
+        clamp = {"k_clamp_10": "(a0 < a1 ? a1 : a0)", "k_clamp_01": "(a0 > a1 ? a1 : a0)",
+                 "k_clamp_11": "((a0 < a1 ? a1 : a0) > a2 ? a2 : (a0 < a1 ? a1 : a0))"}
+        for mode, n, sfx in variants:
+            def k(name, expr, out_dt, operands):
+                narr = 1 + sum(1 for _, sc in operands if not sc)
+                parts.append(cg.elementwise_kernel(name + sfx, expr, out_dt, operands, (mode,) * narr, n))
+            for u in _UNARY:
+                e = cg.unary_expr(u, dt)
+                if e is not None:
+                    k(f"u_{u}", e, _BOOL if u in cg.UNARY_BOOL_OUT else dt, [(dt, False)])
+            for b in _BINARY:
+                e = cg.binary_expr(b, dt)
+                if e is not None:
+                    for sc in (False, True):
+                        k(f"b_{b}{'_sc' if sc else ''}", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
+                          [(dt, False), (dt, sc)])
+            for t in targets:
+                k(f"k_cast_{cg.tag(t)}", "a0", t, [(dt, False)])
+            k("k_fill", "a0", dt, [(dt, True)])
+            for xs in (False, True):
+                for ys in (False, True):
+                    k(f"k_where_{int(xs)}{int(ys)}", "(a0 ? a1 : a2)", dt, [(_BOOL, False), (dt, xs), (dt, ys)])
+            for name, expr in clamp.items():
+                k(name, expr, dt, [(dt, False)] + [(dt, True)] * (1 + name.endswith("11")))
+        return "\n".join(parts)
+
+    # ---- views ------------------------------------------------------------------------------
+    def _view_of(self, x, shape, estrides, eoffset):
+        isz = x.dtype.itemsize
+        return self.dev.array(tuple(shape), x.dtype, data=x.base_data, offset=eoffset * isz,
+                              strides=tuple(s * isz for s in estrides))
+
+    def view(self, x, shape):
+        shape = tuple(shape)
+        _, off, oshape, st = _desc(x)
+        if _is_c(oshape, st):
+            return self._view_of(x, shape, c_strides(shape), off)
+        nst = _nocopy_strides(oshape, st, shape)
+        if nst is None:
+            return None
+        return self._view_of(x, shape, nst, off)
+
+    def permute(self, x, dims):
+        _, off, shape, st = _desc(x)
+        return self._view_of(x, [shape[d] for d in dims], [st[d] for d in dims], off)
+
+    def expand(self, x, shape):
+        _, off, xs, st = _desc(x)
+        return self._view_of(x, shape, _expand_strides(xs, st, tuple(shape)), off)
+
+    def strides(self, x):
+        return _desc(x)[3]
+
+    def is_contiguous(self, x):
+        _, _, shape, st = _desc(x)
+        return _is_c(shape, st)
+
+    def basic_index(self, x, key):
+        _, off, shape, st = _desc(x)
+        items = list(key) if isinstance(key, tuple) else [key]
+        consumed = sum(1 for k in items if k is not None and k is not Ellipsis)
+        out_shape, out_st = [], []
+        d = 0
+        for k in items:
+            if k is Ellipsis:
+                for _ in range(len(shape) - consumed):
+                    out_shape.append(shape[d])
+                    out_st.append(st[d])
+                    d += 1
+            elif k is None:
+                out_shape.append(1)
+                out_st.append(0)
+            elif isinstance(k, slice):
+                start, stop, step = k.indices(shape[d])
+                out_shape.append(len(range(start, stop, step)))
+                out_st.append(st[d] * step)
+                off += start * st[d] if out_shape[-1] else 0
+                d += 1
+            else:
+                i = int(k)
+                if i < 0:
+                    i += shape[d]
+                if not 0 <= i < shape[d]:
+                    raise IndexError(f"index {k} is out of bounds for dimension {d} with size {shape[d]}")
+                off += i * st[d]
+                d += 1
+        while d < len(shape):
+            out_shape.append(shape[d])
+            out_st.append(st[d])
+            d += 1
+        return self._view_of(x, out_shape, out_st, off)
+
+    # ---- copies -----------------------------------------------------------------------------
+    def _check_writable(self, x):
+        for s, st in zip(x.shape, x.strides):
+            if st == 0 and s > 1:
+                raise RuntimeError(_NOT_WRITABLE)
+
+    def assign_(self, dst, src):
+        self._check_writable(dst)
+        if not isinstance(src, cla.Array):
+            self._fill_into(dst, src)
+            return
+        if src.base_data is not None and src.base_data is dst.base_data:
+            src = self.contiguous(src)  # overlapping memory: read everything before writing
+        elif src.base_data is not None and dst.base_data is not None and \
+                src.base_data.int_ptr == dst.base_data.int_ptr:
+            src = self.contiguous(src)
+        if src.shape != dst.shape:
+            _, off, ss, st = _desc(src)
+            src = self._view_of(src, dst.shape, _expand_strides(ss, st, dst.shape), off)
+        self._copy_into(dst, src)
+
+    def flip(self, x, dims):
+        _, off, shape, st = _desc(x)
+        st = list(st)
+        for d in dims:
+            if shape[d] > 0:
+                off += (shape[d] - 1) * st[d]
+            st[d] = -st[d]
+        v = self._view_of(x, shape, st, off) if x.size else x
+        return self.contiguous(v)
+
+    def tile(self, x, reps):
+        reps = tuple(reps)
+        _, off, shape, st = _desc(x)
+        shape = (1,) * (len(reps) - len(shape)) + tuple(shape)
+        st = (0,) * (len(reps) - len(st)) + tuple(st)
+        vshape, vst = [], []
+        for r, s, t in zip(reps, shape, st):
+            vshape += [r, s]
+            vst += [0, t]
+        v = self._view_of(x, vshape, vst, off)
+        out = self.contiguous(v)
+        return self.view(out, tuple(r * s for r, s in zip(reps, shape)))
+
+    def cat(self, arrays, axis):
+        ref = arrays[0]
+        dt = ref.dtype
+        total = sum(a.shape[axis] for a in arrays)
+        shape = list(ref.shape)
+        shape[axis] = total
+        out = self._out(shape, dt)
+        start = 0
+        for a in arrays:
+            n = a.shape[axis]
+            if n:
+                key = (slice(None),) * axis + (slice(start, start + n),)
+                self._copy_into(self.basic_index(out, key), a if a.dtype == dt else self.cast(a, dt))
+            start += n
+        return out
+
+    def eye(self, n, m, dt):
+        out = self.full((n, m), 0, dt)
+        if n and m:
+            k = min(n, m)
+            diag = self._view_of(out, (k,), (m + 1,), 0)
+            self._fill_into(diag, 1)
+        return out
+
+    def arange(self, start, end, step, dt):
+        n = max(0, math.ceil((end - start) / step))
+        return self.from_numpy((np.arange(n, dtype=np.float64) * step + start).astype(dt))
+
+    # ---- reductions -------------------------------------------------------------------------
+    def _reduce_src(self, kname, op, in_dt, out_dt, a, b):
+        acc = {"sum": None, "prod": None}.get(op)
+        if op in ("any", "all"):
+            act = "int"
+        elif op in ("sum", "prod"):
+            act = cg.ctype(out_dt)
+        else:
+            act = cg.ctype(in_dt)
+        f = cg.is_float(in_dt)
+        if op == "sum":
+            init, comb = f"({act})0", "acc + v"
+        elif op == "prod":
+            init, comb = f"({act})1", "acc * v"
+        elif op == "any":
+            init, comb = "0", "(acc || (v != 0))"
+        elif op == "all":
+            init, comb = "1", "(acc && (v != 0))"
+        elif op in ("amax", "amin"):
+            gt = ">" if op == "amax" else "<"
+            if f:
+                init = ("-INFINITY" if op == "amax" else "INFINITY")
+                comb = f"((acc {gt} v || isnan(acc)) ? acc : v)"
+            else:
+                lim = {"long": "LONG", "int": "INT", "short": "SHRT", "char": "CHAR"}.get(act)
+                if lim:
+                    init = f"{lim}_MIN" if op == "amax" else f"{lim}_MAX"
+                else:
+                    init = "0" if op == "amax" else "UCHAR_MAX"
+                comb = f"(acc {gt} v ? acc : v)"
+        del acc
+        args = [f"__global {cg.stype(out_dt)}* o", "long oo", f"__global const {cg.stype(in_dt)}* x", "long xo",
+                "long n", "long P", "long chunk", "long K"]
+        args += [f"long d{k}" for k in range(a)] + [f"long s{k}" for k in range(a)]
+        args += [f"long e{k}" for k in range(b)] + [f"long t{k}" for k in range(b)]
+        if b == 1:
+            joff = "j * t0"
+            jdec = ""
+        else:
+            jdec = cg.decode(b, "j", "e", "q").replace("r_", "rj_")
+            joff = cg.offset(b, "t", "q")
+        return (f"__kernel void {kname}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                f" long m = g / P; long p = g % P;\n {cg.decode(a, 'm')}\n long base = xo + {cg.offset(a, 's')};\n"
+                f" long j0 = p * chunk; long j1 = min(K, j0 + chunk);\n {act} acc = {init};\n"
+                f" for (long j = j0; j < j1; ++j) {{ {jdec} {cg.ctype(in_dt)} v = "
+                f"{cg.load(in_dt, 'x', 'base + ' + joff)}; acc = {comb}; }}\n"
+                f" {cg.store(out_dt, 'o', 'oo + g', 'acc')}\n}}\n")
+
+    def _split(self, x, axes):
+        """(kept dims/strides collapsed, reduced dims/strides collapsed, output shape parts)."""
+        _, off, shape, st = _desc(x)
+        nd = len(shape)
+        axes = tuple(range(nd)) if axes is None else tuple(a % nd for a in axes) if nd else ()
+        kept = [d for d in range(nd) if d not in axes]
+        kd, (ks,) = _collapse([shape[d] for d in kept], [[st[d] for d in kept]])
+        rd, (rs,) = _collapse([shape[d] for d in axes], [[st[d] for d in axes]])
+        return off, kd, ks, rd, rs, axes
+
+    def _reduce_run(self, op, x, axes, keepdim, out_dt):
+        off, kd, ks, rd, rs, axes = self._split(x, axes)
+        shape = x.shape
+        oshape = tuple(1 if d in axes else s for d, s in enumerate(shape)) if keepdim else \
+            tuple(s for d, s in enumerate(shape) if d not in axes)
+        M, K = _numel(kd), _numel(rd)
+        if not rd:
+            rd, rs = (1,), (0,)
+        out = self._out(oshape, out_dt)
+        if M == 0:
+            return out
+        P = 1
+        if K >= 4096 and M < 256:
+            P = min(-(-K // 1024), max(1, 1024 // M))
+        chunk = -(-K // P) if K else 1
+        if K:
+            P = -(-K // chunk)
+        kd, ks, a = _pad(kd, ks)
+        b = 1 if len(rd) == 1 else max(4, len(rd))
+        if b > 1:
+            rd, rs, b = _pad(rd, rs)
+        target = out if P == 1 else self._out((M, P), out_dt)
+        k = self._red_kernel(op, x.dtype, out_dt, a, b)
+        args = [target.base_data, target.offset // out_dt.itemsize, x.base_data, off, M * P, P, chunk, K]
+        args += list(kd) + list(ks) + list(rd) + list(rs)
+        self.dev.launch(k, M * P, args)
+        if P == 1:
+            return out
+        k2 = self._red_kernel(op, out_dt, out_dt, 4, 1)
+        self.dev.launch(k2, M, [out.base_data, 0, target.base_data, 0, M, 1, P, P, 1, 1, 1, M, 0, 0, 0, P, P, 1])
+        return out
+
+    def _red_kernel(self, op, in_dt, out_dt, a, b):
+        group = ("any", "all") if op in ("any", "all") else ("sum", "prod", "amax", "amin")
+        sfx = "_1" if b == 1 else "_n"
+
+        def src():
+            parts = []
+            for o in group:
+                if a == 4 and b in (1, 4):
+                    parts += [self._reduce_src(f"red_{o}_1", o, in_dt, out_dt, 4, 1),
+                              self._reduce_src(f"red_{o}_n", o, in_dt, out_dt, 4, 4)]
+                else:
+                    parts.append(self._reduce_src(f"red_{o}{sfx}", o, in_dt, out_dt, a, b))
+            return "\n".join(parts)
+        key = ("red", group, in_dt.str, out_dt.str) + ((4,) if a == 4 and b in (1, 4) else (a, b))
+        return self.dev.kernel(key, f"red_{op}{sfx}", src)
+
+    def _reduction(self, op):
+        def k(x, axes, keepdim):
+            out_dt = _BOOL if op in ("any", "all") else x.dtype
+            return self._reduce_run(op, x, axes, keepdim, out_dt)
+        return k
+
+    def _arg(self, op):
+        def k(x, axis, keepdim):
+            if x.ndim == 0:
+                return self.full((), 0, _I64)
+            axes = None if axis is None else (axis,)
+            off, kd, ks, rd, rs, axes_n = self._split(x, axes)
+            if axis is None:
+                oshape = (1,) * x.ndim if keepdim else ()
+            else:
+                oshape = tuple(1 if d == axes_n[0] else s for d, s in enumerate(x.shape)) if keepdim else \
+                    tuple(s for d, s in enumerate(x.shape) if d != axes_n[0])
+            M, K = _numel(kd), _numel(rd)
+            if not rd:
+                rd, rs = (1,), (0,)
+            out = self._out(oshape, _I64)
+            if M == 0:
+                return out
+            kd, ks, a = _pad(kd, ks)
+            rd, rs, b = _pad(rd, rs)
+            dt = x.dtype
+            f = cg.is_float(dt)
+
+            def one(o):
+                cmp = ">" if o == "argmax" else "<"
+                better = f"(!isnan(best) && (v {cmp} best || isnan(v)))" if f else f"(v {cmp} best)"
+                args = ["__global long* o", f"__global const {cg.stype(dt)}* x", "long xo", "long n", "long K"]
+                args += [f"long d{i}" for i in range(a)] + [f"long s{i}" for i in range(a)]
+                args += [f"long e{i}" for i in range(b)] + [f"long t{i}" for i in range(b)]
+                jdec = cg.decode(b, "j", "e", "q").replace("r_", "rj_")
+                return (f"__kernel void {o}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                        f" long m = g;\n {cg.decode(a, 'm')}\n long base = xo + {cg.offset(a, 's')};\n"
+                        f" {cg.ctype(dt)} best = 0; long bi = 0;\n"
+                        f" for (long j = 0; j < K; ++j) {{ {jdec} {cg.ctype(dt)} v = "
+                        f"{cg.load(dt, 'x', 'base + ' + cg.offset(b, 't', 'q'))};"
+                        f" if (j == 0 || {better}) {{ best = v; bi = j; }} }}\n o[g] = bi;\n}}\n")
+            kern = self.dev.kernel(("arg", dt.str, a, b), op, lambda: one("argmax") + one("argmin"))
+            self.dev.launch(kern, M, [out.base_data, x.base_data, off, M, K] + list(kd) + list(ks) + list(rd)
+                            + list(rs))
+            return out
+        return k
+
+    def _scan(self, op):
+        def k(x, axis):
+            if x.ndim == 0 or axis is None:
+                return self.contiguous(x)
+            dt = x.dtype
+            out = self._out(x.shape, dt)
+            if not x.size:
+                return out
+            _, off, shape, st = _desc(x)
+            ost = c_strides(shape)
+            kept = [d for d in range(len(shape)) if d != axis]
+            kd, (ks, kos) = _collapse([shape[d] for d in kept], [[st[d] for d in kept], [ost[d] for d in kept]])
+            M, L = _numel(kd), shape[axis]
+            kd, ks, a = _pad(kd, ks)
+            kos = (0,) * (a - len(kos)) + tuple(kos)
+            ct = cg.ctype(dt)
+
+            def one(o):
+                comb = "acc + v" if o == "cumsum" else "acc * v"
+                init = "0" if o == "cumsum" else "1"
+                args = [f"__global {cg.stype(dt)}* o", f"__global const {cg.stype(dt)}* x", "long xo", "long n",
+                        "long L", "long t", "long ot"]
+                args += [f"long d{i}" for i in range(a)] + [f"long s{i}" for i in range(a)]
+                args += [f"long w{i}" for i in range(a)]
+                return (f"__kernel void {o}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                        f" {cg.decode(a)}\n long xb = xo + {cg.offset(a, 's')}; long ob = {cg.offset(a, 'w')};\n"
+                        f" {ct} acc = {init};\n for (long j = 0; j < L; ++j) {{ {ct} v = "
+                        f"{cg.load(dt, 'x', 'xb + j * t')}; acc = {comb}; "
+                        f"{cg.store(dt, 'o', 'ob + j * ot', 'acc')} }}\n}}\n")
+            kern = self.dev.kernel(("scan", dt.str, a), op, lambda: one("cumsum") + one("cumprod"))
+            self.dev.launch(kern, M, [out.base_data, x.base_data, off, M, L, st[axis], ost[axis]] + list(kd)
+                            + list(ks) + list(kos))
+            return out
+        return k
+
+    # ---- matmul -----------------------------------------------------------------------------
+    def matmul(self, a, b):
+        from .matmul import matmul
+        return matmul(self, a, b)
+
+    # ---- indexing ---------------------------------------------------------------------------
+    def _index_plan(self, x, key):
+        """numpy's indexing rules -> (result shape, base offset, plain strides, [(idx array, strides over
+        result dims, x stride, size)])."""
+        from .indexing import index_plan
+        return index_plan(self, x, key)
+
+    def index(self, x, key):
+        from .indexing import take
+        return take(self, x, *self._index_plan(x, key))
+
+    def setitem_(self, x, key, value):
+        from .indexing import has_array, put
+        self._check_writable(x)
+        if not has_array(key):
+            self.assign_(self.basic_index(x, key), value)
+            return
+        put(self, x, *self._index_plan(x, key), value, False)
+
+    def index_put_(self, x, key, values, accumulate):
+        from .indexing import put
+        put(self, x, *self._index_plan(x, key), values, bool(accumulate))
+
+    def gather(self, x, dim, index):
+        from .indexing import take
+        if x.ndim == 0:
+            return self.contiguous(self.expand(x, index.shape))
+        _, off, xs, st = _desc(x)
+        _, ioff, ishape, ist = _desc(index)
+        plain = tuple(0 if d == dim else st[d] for d in range(x.ndim))
+        return take(self, x, tuple(ishape), off, plain, [(index, ist, st[dim], xs[dim])])
+
+    def index_select(self, x, dim, idx):
+        from .indexing import take
+        if x.ndim == 0:
+            return self.contiguous(x)
+        _, off, xs, st = _desc(x)
+        rshape = tuple(idx.shape[0] if d == dim else s for d, s in enumerate(xs))
+        plain = tuple(0 if d == dim else st[d] for d in range(x.ndim))
+        istr = tuple(_desc(idx)[3][0] if d == dim else 0 for d in range(x.ndim))
+        return take(self, x, rshape, off, plain, [(idx, istr, st[dim], xs[dim])])
+
+    def scatter_add(self, x, dim, index, src):
+        from .indexing import put
+        out = self.contiguous(x)
+        if x.ndim == 0:
+            s = self._reduce_run("sum", src, None, False, src.dtype)
+            self._inplace("add")(out, s)
+            return out
+        _, _, os_, ost = _desc(out)
+        ishape, ist = index.shape, _desc(index)[3]
+        plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
+        vs = self._view_of(src, ishape, _desc(src)[3], _desc(src)[1])
+        put(self, out, tuple(ishape), 0, plain, [(index, ist, ost[dim], os_[dim])], vs, True)
+        return out
+
+    def index_add(self, x, dim, index, src):
+        from .indexing import put
+        out = self.contiguous(x)
+        if x.ndim == 0:
+            s = self._reduce_run("sum", src, None, False, src.dtype)
+            self._inplace("add")(out, s)
+            return out
+        _, _, os_, ost = _desc(out)
+        plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
+        istr = tuple(_desc(index)[3][0] if d == dim else 0 for d in range(x.ndim))
+        put(self, out, tuple(src.shape), 0, plain, [(index, istr, ost[dim], os_[dim])], src, True)
+        return out
+
+    def nonzero(self, x):
+        from .indexing import nonzero
+        return nonzero(self, x)
+
+    # ---- random -----------------------------------------------------------------------------
+    def _gen(self):
+        g = self.be._gens.get(self.dev.index)
+        if g is None:
+            from pyopencl.clrandom import PhiloxGenerator
+            g = self.be._gens[self.dev.index] = PhiloxGenerator(self.dev.ctx, seed=self.be._seed)
+        return g
+
+    def _random(self, shape, dt, normal, a, b):
+        dt = self._check_dtype(dt)
+        gdt = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
+        out = self._out(shape, gdt)
+        if out.size:
+            if normal:
+                self._gen().fill_normal(out, a, b, queue=self.dev.queue)
+            else:
+                self._gen().fill_uniform(out, a, b, queue=self.dev.queue)
+        return out if gdt == dt else self.cast(out, dt)
+
+    def rand(self, shape, dt):
+        return self._random(tuple(shape), dt, False, 0.0, 1.0)
+
+    def randn(self, shape, dt):
+        return self._random(tuple(shape), dt, True, 0.0, 1.0)
+
+    def randint(self, low, high, shape, dt):
+        fdt = np.float64 if self.dev.fp64 else np.float32
+        u = self._random(tuple(shape), fdt, False, float(low), float(high))
+        u = self._unary("floor")(u)
+        return self.cast(u, dt)
+
+    def uniform_(self, x, low, high):
+        self.assign_(x, self._random(x.shape, x.dtype, False, low, high))
+
+    def normal_(self, x, mean, std):
+        self.assign_(x, self._random(x.shape, x.dtype, True, mean, std))
+
+    # ---- the table --------------------------------------------------------------------------
+    def table(self) -> dict:
+        t = {
+            "from_numpy": self.from_numpy, "to_numpy": self.to_numpy, "full": self.full, "empty": self.empty,
+            "arange": self.arange, "eye": self.eye, "rand": self.rand, "randn": self.randn,
+            "randint": self.randint, "manual_seed": self.be.manual_seed, "uniform_": self.uniform_,
+            "normal_": self.normal_, "cast": self.cast, "contiguous": self.contiguous,
+            "is_contiguous": self.is_contiguous, "strides": self.strides, "view": self.view,
+            "permute": self.permute, "expand": self.expand, "basic_index": self.basic_index, "flip": self.flip,
+            "tile": self.tile, "cat": self.cat, "assign_": self.assign_, "setitem_": self.setitem_,
+            "index": self.index, "index_put_": self.index_put_, "gather": self.gather,
+            "scatter_add": self.scatter_add, "index_select": self.index_select, "index_add": self.index_add,
+            "nonzero": self.nonzero, "where": self.where, "clamp": self.clamp, "matmul": self.matmul,
+            "argmax": self._arg("argmax"), "argmin": self._arg("argmin"),
+            "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
+            "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
+            "idiv": self._inplace("div"),
+        }
+        for op in ("sum", "prod", "amax", "amin", "any", "all"):
+            t[op] = self._reduction(op)
+        for op in _UNARY:
+            t[op] = self._unary(op)
+        for op in _BINARY:
+            t[op] = self._binary(op)
+        return t

@@ -1,0 +1,234 @@
+"""OpenCL C source templates, generated per dtype and layout.
+
+Every kernel addresses its operands as (buffer, element offset[, element strides]) so that views (slices,
+transposes, zero-stride broadcasts, negative-stride flips) are read and written in place on the device.
+Layout per operand: "c" (contiguous with the iteration space: index = offset + gid) or "s" (strided:
+the gid is decoded into a multi-index over the collapsed iteration shape).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# numpy dtype -> (storage type, compute type)
+CTYPES = {
+    np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
+    np.dtype(np.float16): ("half", "float"), np.dtype(np.int64): ("long", "long"),
+    np.dtype(np.int32): ("int", "int"), np.dtype(np.int16): ("short", "short"),
+    np.dtype(np.int8): ("char", "char"), np.dtype(np.uint8): ("uchar", "uchar"),
+    np.dtype(np.bool_): ("uchar", "uchar"),
+}
+_TAG = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "int16": "i16",
+        "int8": "i8", "uint8": "u8", "bool": "b"}
+
+HEADER = """
+#ifdef CT_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifdef CT_I64ATOM
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+"""
+
+
+def tag(dt) -> str:
+    return _TAG[np.dtype(dt).name]
+
+
+def stype(dt) -> str:
+    return CTYPES[np.dtype(dt)][0]
+
+
+def ctype(dt) -> str:
+    return CTYPES[np.dtype(dt)][1]
+
+
+def load(dt, ptr: str, idx: str) -> str:
+    if np.dtype(dt) == np.float16:
+        return f"vload_half({idx}, {ptr})"
+    return f"{ptr}[{idx}]"
+
+
+def store(dt, ptr: str, idx: str, val: str) -> str:
+    d = np.dtype(dt)
+    if d == np.float16:
+        return f"vstore_half_rte((float)({val}), {idx}, {ptr});"
+    if d == np.bool_:
+        return f"{ptr}[{idx}] = (uchar)(({val}) != 0);"
+    return f"{ptr}[{idx}] = ({stype(d)})({val});"
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise expressions: a0, a1, a2 are the operands in their compute types
+# ---------------------------------------------------------------------------------------------
+def unary_expr(op: str, dt) -> str | None:
+    f = is_float(dt)
+    b = np.dtype(dt) == np.bool_
+    ct = ctype(dt)
+    if op == "neg":
+        return "(-a0)" if not b else None
+    if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p"):
+        return f"{op}(a0)" if f else None
+    if op == "rsqrt":
+        return f"(({ct})1 / sqrt(a0))" if f else None
+    if op == "reciprocal":
+        return f"(({ct})1 / a0)" if f else None
+    if op == "sigmoid":
+        return f"(({ct})1 / (({ct})1 + exp(-a0)))" if f else None
+    if op == "abs":
+        return "fabs(a0)" if f else "a0" if b or np.dtype(dt).kind == "u" else f"(({ct})abs(a0))"
+    if op == "sign":
+        if f:
+            return f"(isnan(a0) ? a0 : (a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0)))"
+        return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
+    if op == "relu":
+        return f"((a0 > 0 || isnan(a0)) ? a0 : ({ct})0)" if f else f"(a0 > 0 ? a0 : ({ct})0)"
+    if op in ("floor", "ceil", "trunc"):
+        return f"{op}(a0)" if f else "a0"
+    if op == "round":
+        return "rint(a0)" if f else "a0"
+    if op == "logical_not":
+        return "(a0 == 0)"
+    if op == "bitwise_not":
+        return None if f else ("(a0 == 0)" if b else "(~a0)")
+    if op == "isnan":
+        return "isnan(a0)" if f else "0"
+    raise KeyError(op)
+
+
+UNARY_BOOL_OUT = ("logical_not", "isnan")
+BINARY_BOOL_OUT = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+
+
+def binary_expr(op: str, dt) -> str | None:
+    f = is_float(dt)
+    b = np.dtype(dt) == np.bool_
+    ct = ctype(dt)
+    if op == "add":
+        return "(a0 | a1)" if b else "(a0 + a1)"
+    if op == "sub":
+        return None if b else "(a0 - a1)"
+    if op == "mul":
+        return "(a0 & a1)" if b else "(a0 * a1)"
+    if op == "div":
+        return "(a0 / a1)" if f else None
+    if op == "floor_divide":
+        if f:
+            return f"ct_fdiv_{ct}(a0, a1)"
+        return None if b else f"ct_ifdiv_{ct}(a0, a1)"
+    if op == "remainder":
+        if f:
+            return f"ct_fmod_{ct}(a0, a1)"
+        return None if b else f"ct_imod_{ct}(a0, a1)"
+    if op == "pow":
+        return "pow(a0, a1)" if f else (None if b else f"ct_ipow_{ct}(a0, a1)")
+    if op == "maximum":
+        return "((a0 > a1 || isnan(a0)) ? a0 : a1)" if f else "(a0 > a1 ? a0 : a1)"
+    if op == "minimum":
+        return "((a0 < a1 || isnan(a0)) ? a0 : a1)" if f else "(a0 < a1 ? a0 : a1)"
+    cmp = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    if op in cmp:
+        return f"(a0 {cmp[op]} a1)"
+    if op == "logical_and":
+        return "((a0 != 0) && (a1 != 0))"
+    if op == "logical_or":
+        return "((a0 != 0) || (a1 != 0))"
+    if op == "logical_xor":
+        return "((a0 != 0) != (a1 != 0))"
+    bw = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+    if op in bw:
+        return None if f else f"(a0 {bw[op]} a1)"
+    raise KeyError(op)
+
+
+def helpers(dt) -> str:
+    """Python-style floor division / modulo and integer powers (as numpy computes them)."""
+    ct = ctype(dt)
+    if is_float(dt):
+        return f"""
+inline {ct} ct_fmod_{ct}({ct} a, {ct} b) {{
+  {ct} m = fmod(a, b);
+  if (m != 0) {{ if ((b < 0) != (m < 0)) m += b; }} else m = copysign(({ct})0, b);
+  return m;
+}}
+inline {ct} ct_fdiv_{ct}({ct} a, {ct} b) {{
+  if (b == 0) return a / b;
+  {ct} m = fmod(a, b);
+  {ct} d = (a - m) / b;
+  if (m != 0) {{ if ((b < 0) != (m < 0)) d -= 1; }}
+  {ct} fd;
+  if (d != 0) {{ fd = floor(d); if (d - fd > ({ct})0.5) fd += 1; }} else fd = copysign(({ct})0, a / b);
+  return fd;
+}}
+"""
+    if np.dtype(dt) == np.bool_:
+        return ""
+    return f"""
+inline {ct} ct_ifdiv_{ct}({ct} a, {ct} b) {{
+  if (b == 0) return 0;
+  {ct} q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}}
+inline {ct} ct_imod_{ct}({ct} a, {ct} b) {{
+  if (b == 0) return 0;
+  {ct} r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}}
+inline {ct} ct_ipow_{ct}({ct} a, {ct} e) {{
+  {ct} r = 1;
+  while (e > 0) {{ if (e & 1) r *= a; a *= a; e >>= 1; }}
+  return r;
+}}
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# index decoding
+# ---------------------------------------------------------------------------------------------
+def decode(nd: int, var: str = "g", dims: str = "d", prefix: str = "i") -> str:
+    """long i0..i{nd-1} from a linear C-order index (dims d0..d{nd-1} are kernel arguments)."""
+    if nd == 0:
+        return ""
+    lines = [f"long r_ = {var};"]
+    for k in range(nd - 1, 0, -1):
+        lines.append(f"long {prefix}{k} = r_ % {dims}{k}; r_ /= {dims}{k};")
+    lines.append(f"long {prefix}0 = r_;")
+    return " ".join(lines)
+
+
+def offset(nd: int, strides: str, prefix: str = "i") -> str:
+    return " + ".join(f"{prefix}{k} * {strides}{k}" for k in range(nd)) or "0"
+
+
+def elementwise_kernel(kname: str, expr: str, out_dt, operands, layouts, nd: int) -> str:
+    """operands: list of (dtype, is_scalar); layouts: one "c"/"s" per array operand (output first)."""
+    args = [f"__global {stype(out_dt)}* o", "long oo"]
+    if layouts[0] == "s":
+        args += [f"long os{k}" for k in range(nd)]
+    body = []
+    li = 1
+    for j, (dt, scalar) in enumerate(operands):
+        if scalar:
+            args.append(f"{ctype(dt)} a{j}")
+            continue
+        args += [f"__global const {stype(dt)}* p{j}", f"long po{j}"]
+        if layouts[li] == "s":
+            args += [f"long ps{j}_{k}" for k in range(nd)]
+            idx = f"po{j} + " + offset(nd, f"ps{j}_")
+        else:
+            idx = f"po{j} + g"
+        body.append(f"{ctype(dt)} a{j} = {load(dt, f'p{j}', idx)};")
+        li += 1
+    args.append("long n")
+    strided = "s" in layouts
+    if strided:
+        args += [f"long d{k}" for k in range(nd)]
+    oidx = "oo + " + (offset(nd, "os") if layouts[0] == "s" else "g")
+    return (f"__kernel void {kname}({', '.join(args)}) {{\n  long g = get_global_id(0); if (g >= n) return;\n"
+            f"  {decode(nd) if strided else ''}\n  " + "\n  ".join(body) +
+            f"\n  {store(out_dt, 'o', oidx, expr)}\n}}\n")

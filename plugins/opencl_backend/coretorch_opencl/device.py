@@ -1,0 +1,190 @@
+"""OpenCL devices: discovery and selection, per-device context/queue, the caching allocator and the
+program cache (one build per (source, device), pyopencl's on-disk binary cache across processes)."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cla
+    import pyopencl.tools as cltools
+    _IMPORT_ERROR = None
+except Exception as e:  # pragma: no cover - exercised only without pyopencl
+    cl = cla = cltools = None
+    _IMPORT_ERROR = e
+
+from .codegen import HEADER
+
+# host <-> device transfers, counted for tests and benchmarks (the only places data crosses)
+STATS = {"to_host": 0, "to_device": 0, "launches": 0, "builds": 0}
+
+_ARG_TYPES = {"long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64, "uchar": np.uint8,
+              "char": np.int8, "short": np.int16, "ulong": np.uint64, "uint": np.uint32}
+
+
+def _type_rank(d) -> int:
+    t = d.type
+    if t & cl.device_type.GPU:
+        return 0
+    if t & cl.device_type.ACCELERATOR:
+        return 1
+    return 2
+
+
+_discovered = None
+
+
+def discover():
+    """-> (list of (platform index, device index, cl.Device), reason when the list is empty)."""
+    global _discovered
+    if _discovered is not None:
+        return _discovered
+    if cl is None:
+        _discovered = ([], f"pyopencl cannot be imported: {_IMPORT_ERROR}")
+        return _discovered
+    try:
+        platforms = cl.get_platforms()
+    except Exception as e:
+        _discovered = ([], f"no OpenCL platform found ({e}); install pocl-binary-distribution or a GPU driver")
+        return _discovered
+    found = []
+    for pi, p in enumerate(platforms):
+        try:
+            devs = p.get_devices()
+        except Exception:
+            continue
+        for di, d in enumerate(devs):
+            found.append((pi, di, d))
+    if not found:
+        _discovered = ([], "OpenCL platforms exist but expose no device")
+        return _discovered
+    found.sort(key=lambda e: (_type_rank(e[2]), e[0], e[1]))  # GPUs first, then accelerators, then CPUs
+    sel = os.environ.get("CORETORCH_OPENCL_DEVICE", "").strip()
+    if sel:
+        m = re.fullmatch(r"(\d+):(\d+)", sel)
+        if m:
+            pick = [e for e in found if (e[0], e[1]) == (int(m.group(1)), int(m.group(2)))]
+        else:
+            low = sel.lower()
+            pick = [e for e in found if low in e[2].name.lower() or low in e[2].platform.name.lower()]
+        if not pick:
+            avail = ", ".join(f"{e[0]}:{e[1]} {e[2].name.strip()}" for e in found)
+            _discovered = ([], f"CORETORCH_OPENCL_DEVICE={sel!r} matches no OpenCL device (available: {avail})")
+            return _discovered
+        found = pick
+    _discovered = (found, "")
+    return _discovered
+
+
+def reset_discovery() -> None:
+    global _discovered
+    _discovered = None
+
+
+class Device:
+    """One OpenCL device: context, in-order queue, memory pool, program and kernel caches."""
+
+    def __init__(self, cldev, index: int):
+        self.cldev = cldev
+        self.index = index
+        self.ctx = cl.Context([cldev])
+        self.queue = cl.CommandQueue(self.ctx)
+        self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
+        self._pool_alloc = self.pool.allocate
+        ext = cldev.extensions
+        self.fp64 = "cl_khr_fp64" in ext
+        self.i64atomics = "cl_khr_int64_base_atomics" in ext
+        self.name = cldev.name.strip()
+        self.is_cpu = bool(cldev.type & cl.device_type.CPU)
+        self.max_wg = cldev.max_work_group_size
+        self.compute_units = cldev.max_compute_units
+        self.max_alloc = cldev.max_mem_alloc_size
+        self.global_mem = cldev.global_mem_size
+        # elementwise local size: fixed per device (PoCL compiles each kernel again per local size)
+        self.ls = min(self.max_wg, 64 if self.is_cpu else 256)
+        self._programs: dict = {}
+        self._kernels: dict = {}
+        self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
+        self.oom_retries = 0
+
+    # ---- memory -----------------------------------------------------------------------------
+    def alloc(self, nbytes: int):
+        try:
+            return self._pool_alloc(nbytes)
+        except Exception as first:  # noqa: BLE001 - any driver failure: empty the pool once and retry
+            if cl is not None and not isinstance(first, (cl.Error, MemoryError)):
+                raise
+            self.pool.free_held()
+            self.oom_retries += 1
+            try:
+                return self._pool_alloc(nbytes)
+            except Exception as e:  # noqa: BLE001
+                raise RuntimeError(
+                    f"OpenCL out of memory on '{self.name}': could not allocate {nbytes} bytes "
+                    f"(device memory {self.global_mem >> 20} MiB, largest single allocation "
+                    f"{self.max_alloc >> 20} MiB; the buffer pool was emptied and the allocation retried): "
+                    f"{e}") from None
+
+    def array(self, shape, dtype, data=None, offset: int = 0, strides=None):
+        dtype = np.dtype(dtype)
+        size = 1
+        for s in shape:
+            size *= s
+        if strides is None:
+            strides = c_strides(shape, dtype.itemsize)
+        if data is None and size:
+            data = self.alloc(size * dtype.itemsize)
+        return cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
+                         _context=self.ctx, _queue=self.queue)
+
+    # ---- programs ---------------------------------------------------------------------------
+    def kernel(self, key, kname: str, source_fn):
+        k = self._kernels.get((key, kname))
+        if k is not None:
+            return k
+        prog = self._programs.get(key)
+        if prog is None:
+            src = HEADER + source_fn()
+            try:
+                prog = cl.Program(self.ctx, src).build(options=self.defines)
+            except cl.Error as e:
+                raise RuntimeError(f"coretorch-opencl: building a kernel failed on '{self.name}': {e}\n{src}") \
+                    from None
+            STATS["builds"] += 1
+            prog._ct_source = src
+            self._programs[key] = prog
+        k = cl.Kernel(prog, kname)
+        k.set_scalar_arg_dtypes(_arg_dtypes(prog._ct_source, kname))
+        self._kernels[(key, kname)] = k
+        STATS["kernels"] = STATS.get("kernels", 0) + 1
+        return k
+
+    def launch(self, k, n: int, args):
+        ls = self.ls
+        gs = (n + ls - 1) // ls * ls
+        STATS["launches"] += 1
+        k(self.queue, (gs,), (ls,), *args)
+
+
+def _arg_dtypes(src: str, kname: str) -> list:
+    m = re.search(r"__kernel void " + kname + r"\(([^)]*)\)", src)
+    out = []
+    for a in m.group(1).split(","):
+        a = a.strip()
+        if "*" in a:
+            out.append(None)
+        else:
+            out.append(_ARG_TYPES[a.split()[0]])
+    return out
+
+
+def c_strides(shape, itemsize: int = 1) -> tuple:
+    st = []
+    acc = itemsize
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(st))

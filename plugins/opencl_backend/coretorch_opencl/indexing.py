@@ -1,0 +1,254 @@
+"""Advanced indexing on the device: one generated 'take' kernel (gather, index_select, x[key]) and one
+'put' kernel (x[key] = v, index_put_ with accumulation, scatter_add, index_add) following numpy's rules."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import codegen as cg
+from .device import cla
+
+_I64 = np.dtype(np.int64)
+
+ATOMICS = """
+inline void ct_atomic_add_float(volatile __global float* p, float v) {
+  union { unsigned int u; float f; } o, w;
+  do { o.f = *p; w.f = o.f + v; } while (atomic_cmpxchg((volatile __global unsigned int*)p, o.u, w.u) != o.u);
+}
+#if defined(CT_I64ATOM) && defined(CT_FP64)
+inline void ct_atomic_add_double(volatile __global double* p, double v) {
+  union { ulong u; double f; } o, w;
+  do { o.f = *p; w.f = o.f + v; } while (atom_cmpxchg((volatile __global ulong*)p, o.u, w.u) != o.u);
+}
+#endif
+"""
+
+
+def _desc(x):
+    isz = x.dtype.itemsize
+    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
+
+
+def has_array(key) -> bool:
+    items = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, cla.Array) for k in items)
+
+
+def index_plan(kern, x, key):
+    """numpy's indexing -> (result shape, base offset, plain strides over result dims,
+    [(index array, its strides over result dims, x stride, dim size)])."""
+    from .backend import _expand_strides
+    items = list(key) if isinstance(key, tuple) else [key]
+    _, off, shape, st = _desc(x)
+    consumed = sum((k.ndim if k.dtype == np.bool_ else 1) if isinstance(k, cla.Array) else 1
+                   for k in items if k is not None and k is not Ellipsis)
+    ent = []
+    for k in items:
+        if k is Ellipsis:
+            ent += [slice(None)] * (len(shape) - consumed)
+        else:
+            ent.append(k)
+    if not any(k is Ellipsis for k in items):
+        ent += [slice(None)] * (len(shape) - consumed)
+    entries = []
+    for k in ent:
+        if isinstance(k, cla.Array) and k.dtype == np.bool_:
+            if k.ndim == 0:  # a 0-d mask adds a dim of length 1 (True) or 0 (False)
+                cnt = int(bool(kern.to_numpy(k)))
+                entries.append(("adv0", kern.full((cnt,), 0, _I64)))
+            else:
+                nz = kern.nonzero(k)
+                for j in range(k.ndim):
+                    entries.append(("adv", kern.basic_index(nz, (slice(None), j))))
+        elif isinstance(k, cla.Array):
+            entries.append(("adv", k))
+        elif k is None:
+            entries.append(("none", None))
+        elif isinstance(k, slice):
+            entries.append(("slice", k))
+        else:
+            entries.append(("int", int(k)))
+    has_adv = any(e[0] in ("adv", "adv0") for e in entries)
+    pshape, pst, advs, positions = [], [], [], []
+    insert_at = None
+    d = 0
+    for ei, (kind, v) in enumerate(entries):
+        if kind == "none":
+            pshape.append(1)
+            pst.append(0)
+        elif kind == "slice":
+            start, stop, step = v.indices(shape[d])
+            n = len(range(start, stop, step))
+            pshape.append(n)
+            pst.append(st[d] * step)
+            if n:
+                off += start * st[d]
+            d += 1
+        elif kind == "int":
+            i = v + shape[d] if v < 0 else v
+            if not 0 <= i < shape[d]:
+                raise IndexError(f"index {v} is out of bounds for dimension {d} with size {shape[d]}")
+            off += i * st[d]
+            d += 1
+            if has_adv:
+                positions.append(ei)
+                insert_at = len(pshape) if insert_at is None else insert_at
+        else:
+            positions.append(ei)
+            insert_at = len(pshape) if insert_at is None else insert_at
+            if kind == "adv":
+                advs.append((v, st[d], shape[d]))
+                d += 1
+            else:
+                advs.append((v, 0, 1))
+    if not advs:
+        return tuple(pshape), off, tuple(pst), []
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        insert_at = 0  # separated advanced indices: their dims go first (numpy)
+    bshape = tuple(np.broadcast_shapes(*[a.shape for a, _, _ in advs]))
+    nb = len(bshape)
+    rshape = tuple(pshape[:insert_at]) + bshape + tuple(pshape[insert_at:])
+    plain = tuple(pst[:insert_at]) + (0,) * nb + tuple(pst[insert_at:])
+    idxs = []
+    for a, xs, size in advs:
+        _, _, ashape, ast = _desc(a)
+        bst = _expand_strides(ashape, ast, bshape)
+        full = (0,) * insert_at + bst + (0,) * (len(rshape) - insert_at - nb)
+        idxs.append((a, full, xs, size))
+    return rshape, off, plain, idxs
+
+
+def _padplan(rshape, plain, idxs, nd: int = 4):
+    """Leading size-1 dims up to ``nd``: one generated kernel serves every rank up to 4."""
+    p = max(0, nd - len(rshape))
+    return ((1,) * p + tuple(rshape), (0,) * p + tuple(plain),
+            [(a, (0,) * p + tuple(s), xs, size) for a, s, xs, size in idxs])
+
+
+def _idx_args(idxs):
+    args = []
+    for a, strides, xs, size in idxs:
+        _, ao, _, _ = _desc(a)
+        args += [a.base_data, ao] + list(strides) + [xs, size]
+    return args
+
+
+def _idx_src(r, idxs):
+    args, body = [], []
+    for j, (a, _, _, _) in enumerate(idxs):
+        args += [f"__global const {cg.stype(a.dtype)}* q{j}", f"long qo{j}"] + [f"long qs{j}_{k}" for k in range(r)]
+        args += [f"long xs{j}", f"long sz{j}"]
+        body.append(f"long v{j} = (long)q{j}[qo{j} + {cg.offset(r, f'qs{j}_')}]; if (v{j} < 0) v{j} += sz{j}; "
+                    f"src += v{j} * xs{j};")
+    return args, " ".join(body)
+
+
+def take(kern, x, rshape, off, plain, idxs):
+    dt = x.dtype
+    out = kern._out(rshape, dt)
+    n = out.size
+    if n == 0:
+        return out
+    rshape, plain, idxs = _padplan(rshape, plain, idxs)
+    r = len(rshape)
+    key = ("take", dt.str, r, tuple(a.dtype.str for a, _, _, _ in idxs))
+
+    def src():
+        iargs, ibody = _idx_src(r, idxs)
+        args = [f"__global {cg.stype(dt)}* o", f"__global const {cg.stype(dt)}* x", "long xo", "long n"]
+        args += [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
+        return (f"__kernel void take({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                f" {cg.decode(r)}\n long src = xo + {cg.offset(r, 'ps')};\n {ibody}\n"
+                f" {cg.store(dt, 'o', 'g', cg.load(dt, 'x', 'src'))}\n}}\n")
+    k = kern.dev.kernel(key, "take", src)
+    kern.dev.launch(k, n, [out.base_data, x.base_data, off, n] + list(rshape) + list(plain) + _idx_args(idxs))
+    return out
+
+
+def _atomic_mode(kern, dt) -> str:
+    if dt == np.float32 or dt == np.int32:
+        return "atomic"
+    if dt in (np.float64, np.int64) and kern.dev.i64atomics:
+        return "atomic"
+    return "seq"  # no atomics for this dtype: one work-item accumulates in order
+
+
+def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
+    from .backend import _expand_strides
+    n = 1
+    for s in rshape:
+        n *= s
+    if n == 0:
+        return
+    dt = x.dtype
+    scalar = not isinstance(value, cla.Array)
+    if not scalar:
+        if value.dtype != dt:
+            value = kern.cast(value, dt)
+        _, vo, vshape, vst = _desc(value)
+        vstr = _expand_strides(vshape, vst, rshape)
+        vstr = (0,) * max(0, 4 - len(rshape)) + vstr
+    rshape, plain, idxs = _padplan(rshape, plain, idxs)
+    r = len(rshape)
+    mode = ("atomic" if _atomic_mode(kern, dt) == "atomic" else "seq") if accumulate else "assign"
+    key = ("put", dt.str, r, scalar, mode, tuple(a.dtype.str for a, _, _, _ in idxs))
+    ct = cg.ctype(dt)
+
+    def src():
+        iargs, ibody = _idx_src(r, idxs)
+        args = [f"__global {cg.stype(dt)}* x", "long xo"]
+        if scalar:
+            args.append(f"{ct} val")
+            vload = ""
+        else:
+            args += [f"__global const {cg.stype(dt)}* vp", "long vo"] + [f"long vs{k}" for k in range(r)]
+            vload = f"{ct} val = {cg.load(dt, 'vp', 'vo + ' + cg.offset(r, 'vs'))};"
+        args += ["long n"] + [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
+        if mode == "assign":
+            write = cg.store(dt, "x", "src", "val")
+        elif mode == "seq":
+            write = cg.store(dt, "x", "src", f"{cg.load(dt, 'x', 'src')} + val")
+        elif dt in (np.float32, np.float64):
+            write = f"ct_atomic_add_{ct}(x + src, val);"
+        elif dt == np.int32:
+            write = "atomic_add((volatile __global int*)(x + src), val);"
+        else:
+            write = "atom_add((volatile __global long*)(x + src), val);"
+        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} {vload} {write}"
+        head = ATOMICS if mode == "atomic" else ""
+        if mode == "seq":
+            loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
+        else:
+            loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
+        return f"{head}\n__kernel void put({', '.join(args)}) {{\n {loop}\n}}\n"
+    k = kern.dev.kernel(key, "put", src)
+    args = [x.base_data, _desc(x)[1] + off]
+    if scalar:
+        args.append(kern._scalar_arg(value, dt))
+    else:
+        args += [value.base_data, vo] + list(vstr)
+    args += [n] + list(rshape) + list(plain) + _idx_args(idxs)
+    kern.dev.launch(k, 1 if mode == "seq" else n, args)
+
+
+def nonzero(kern, x):
+    nd = x.ndim
+    N = x.size
+    if N == 0:
+        return kern._out((0, nd), _I64)
+    flags = kern._binary("ne")(x, False if x.dtype == np.bool_ else 0)
+    cs = kern._scan("cumsum")(kern.view(kern.cast(flags, _I64), (N,)), 0)
+    cnt = int(kern.to_numpy(kern.basic_index(cs, (N - 1,))))  # the result's shape depends on the data
+    out = kern._out((cnt, nd), _I64)
+    if cnt == 0 or nd == 0:
+        return out
+    key = ("nonzero", nd)
+
+    def src():
+        args = ["__global long* o", "__global const long* cs", "long n"] + [f"long d{k}" for k in range(nd)]
+        stores = " ".join(f"o[pos * {nd} + {k}] = i{k};" for k in range(nd))
+        return (f"__kernel void nz({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                f" long c = cs[g]; long prev = g ? cs[g - 1] : 0; if (c == prev) return; long pos = c - 1;\n"
+                f" {cg.decode(nd)}\n {stores}\n}}\n")
+    k = kern.dev.kernel(key, "nz", src)
+    kern.dev.launch(k, N, [out.base_data, cs.base_data, N] + list(x.shape))
+    return out
