@@ -1306,6 +1306,12 @@ class NllLossBackward0(Node):
         else:
             scale = self.wt if self.reduction == "sum" else _P.div(self.wt, self.total)
             coef = _P.mul(_S.expand(g.reshape(1), (m,)), scale)
+        if not (_gs.enabled and coef._rg):
+            # plain backward: scatter -coef into zeros at (i, target_i) with one kernel call
+            table = g._be
+            out = table.full((m, c), 0, g.dtype.np)
+            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), table.neg(coef._data))
+            return (_make(out, g.dtype, table),)
         classes = _C.arange(c, device=g.device)
         hit = _P.eq(_S.unsqueeze(self.target, 1), classes)
         return (_P.where(hit, _S.unsqueeze(_P.neg(coef), 1), 0.0),)

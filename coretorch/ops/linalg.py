@@ -152,6 +152,52 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     return _make(out, p.dtype, table)
 
 
+class LinearBackward(Node):
+    """x @ W.T (+ b) as one node (F.linear on 2-D input): no transposed-weight node in between."""
+    __slots__ = ("sb", "need")
+
+    def backward(self, g):
+        x, w = self.saved()
+        nx, nw, nb = self.need
+        return (_matmul_nd(g, w) if nx else None,
+                _matmul_nd(_mT(g), x) if nw else None,
+                sum_to(g, self.sb) if nb else None)
+
+
+AddmmBackwardLinear = type("AddmmBackward0", (LinearBackward,), {"__slots__": ()})
+MmBackwardLinear = type("MmBackward0", (LinearBackward,), {"__slots__": ()})
+
+
+def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
+    """input (N, in) @ weight (out, in).T + bias (out,): the hot path of nn.Linear."""
+    if input.ndim != 2 or weight.ndim != 2 or input.dtype is not weight.dtype or input._be is not weight._be \
+            or (bias is not None and (bias.dtype is not input.dtype or bias._be is not input._be)):
+        raise ValueError("linear2d: use matmul/addmm for this combination")  # callers check first
+    if input.shape[1] != weight.shape[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    table = input._be
+    out = table.matmul(input._data, table.permute(weight._data, (1, 0)))
+    if bias is not None:
+        shape = broadcast_shape(bias._data.shape, out.shape, "linear")
+        if shape != out.shape:
+            raise RuntimeError(f"linear: the bias of shape {list(bias.shape)} cannot be broadcast to the output "
+                               f"shape {list(out.shape)}")
+        if table.has("iadd"):
+            table.iadd(out, bias._data if table.native_broadcast else table.expand(bias._data, out.shape))
+        else:
+            out = table.add(out, table.expand(bias._data, out.shape))
+    brg = bias is not None and bias._rg
+    if _gs.enabled and (input._rg or weight._rg or brg):
+        node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
+        node.sb = bias._data.shape if bias is not None else None
+        node.need = (input._rg, weight._rg, brg)
+        node.save(input, weight)
+        node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())
+        return _make(out, input.dtype, table, node)
+    return _make(out, input.dtype, table)
+
+
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
