@@ -2,24 +2,50 @@
 from __future__ import annotations
 
 import itertools
+import weakref
+from collections import OrderedDict
 
 _FREED = object()
 
 
 class RemovableHandle:
+    """A handle that removes a hook from its ``OrderedDict`` (and from the extra dicts that carry the
+    hook's options, e.g. ``with_kwargs``).  Usable as a context manager (PyTorch's torch.utils.hooks)."""
+
     _ids = itertools.count()
 
-    def __init__(self, hooks: dict):
-        self.hooks_dict = hooks
+    def __init__(self, hooks_dict, *, extra_dict=None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._ids)
+        if isinstance(extra_dict, dict):
+            self.extra_dict_ref = (weakref.ref(extra_dict),)
+        elif isinstance(extra_dict, list):
+            self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
+        else:
+            self.extra_dict_ref = ()
+
+    @classmethod
+    def add(cls, hooks_dict, hook, prepend: bool = False) -> "RemovableHandle":
+        """Register ``hook`` in ``hooks_dict`` (an OrderedDict) and return its handle."""
+        handle = cls(hooks_dict)
+        hooks_dict[handle.id] = hook
+        if prepend:
+            hooks_dict.move_to_end(handle.id, last=False)
+        return handle
 
     def remove(self) -> None:
-        self.hooks_dict.pop(self.id, None)
+        hooks_dict = self.hooks_dict_ref()
+        if hooks_dict is not None and self.id in hooks_dict:
+            del hooks_dict[self.id]
+        for ref in self.extra_dict_ref:
+            extra = ref()
+            if extra is not None and self.id in extra:
+                del extra[self.id]
 
-    def __enter__(self):
+    def __enter__(self) -> "RemovableHandle":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.remove()
 
 
@@ -84,25 +110,18 @@ class Node:
     # hooks
     def register_hook(self, fn) -> RemovableHandle:
         if self._hooks is None:
-            self._hooks = {}
-        h = RemovableHandle(self._hooks)
-        self._hooks[h.id] = fn
-        return h
+            self._hooks = OrderedDict()
+        return RemovableHandle.add(self._hooks, fn)
 
     def register_prehook(self, fn) -> RemovableHandle:
         if self._pre_hooks is None:
-            self._pre_hooks = {}
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
-        return h
+            self._pre_hooks = OrderedDict()
+        return RemovableHandle.add(self._pre_hooks, fn)
 
     def _register_tensor_hook(self, out_nr: int, fn) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
-        d = self._tensor_hooks.setdefault(out_nr, {})
-        h = RemovableHandle(d)
-        d[h.id] = fn
-        return h
+        return RemovableHandle.add(self._tensor_hooks.setdefault(out_nr, OrderedDict()), fn)
 
     def backward(self, *grads):  # pragma: no cover - overridden
         raise NotImplementedError(f"{self.name()} has no backward")

@@ -38,16 +38,12 @@ _global_optimizer_post_hooks: OrderedDict = OrderedDict()
 
 def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
     """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before every optimizer's step."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     """``hook(optimizer, args, kwargs) -> None`` after every optimizer's step."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_optimizer_post_hooks, hook)
 
 
 def _typename(obj) -> str:
@@ -248,38 +244,27 @@ class Optimizer:
     # -- hooks ----------------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before this optimizer's step."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None`` after this optimizer's step."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
-
-    def _add_hook(self, hooks: OrderedDict, hook, prepend: bool) -> RemovableHandle:
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
+        return RemovableHandle.add(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer)`` before ``state_dict()`` builds its result."""
-        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer, state_dict) -> None or new state_dict`` after ``state_dict()``."""
-        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer, state_dict) -> None or new state_dict`` before ``load_state_dict``."""
-        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer)`` after ``load_state_dict``."""
-        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # -- state dict -----------------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -1,45 +1,12 @@
 """Removable hook handles and the module backward-hook machinery (PyTorch's ``torch.utils.hooks``)."""
 from __future__ import annotations
 
-import itertools
-import weakref
 from collections import OrderedDict
 
 from ..autograd.function import Function
+from ..autograd.graph import RemovableHandle
 
 __all__ = ["RemovableHandle", "BackwardHook", "BackwardHookFunction"]
-
-
-class RemovableHandle:
-    """A handle that removes a hook from its ``OrderedDict`` (and from the extra dicts that carry the
-    hook's options, e.g. ``with_kwargs``).  Usable as a context manager."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks_dict, *, extra_dict=None) -> None:
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = next(RemovableHandle._ids)
-        if isinstance(extra_dict, dict):
-            self.extra_dict_ref = (weakref.ref(extra_dict),)
-        elif isinstance(extra_dict, list):
-            self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-        else:
-            self.extra_dict_ref = ()
-
-    def remove(self) -> None:
-        hooks_dict = self.hooks_dict_ref()
-        if hooks_dict is not None and self.id in hooks_dict:
-            del hooks_dict[self.id]
-        for ref in self.extra_dict_ref:
-            extra = ref()
-            if extra is not None and self.id in extra:
-                del extra[self.id]
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
 
 
 def _hooks_dict() -> OrderedDict:

@@ -78,30 +78,22 @@ _global_parameter_registration_hooks: OrderedDict = OrderedDict()
 
 def register_module_buffer_registration_hook(hook) -> RemovableHandle:
     """``hook(module, name, buffer) -> None or new buffer`` runs in every ``register_buffer``."""
-    handle = RemovableHandle(_global_buffer_registration_hooks)
-    _global_buffer_registration_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_buffer_registration_hooks, hook)
 
 
 def register_module_module_registration_hook(hook) -> RemovableHandle:
     """``hook(module, name, submodule) -> None or new submodule`` runs in every ``register_module``."""
-    handle = RemovableHandle(_global_module_registration_hooks)
-    _global_module_registration_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_module_registration_hooks, hook)
 
 
 def register_module_parameter_registration_hook(hook) -> RemovableHandle:
     """``hook(module, name, param) -> None or new param`` runs in every ``register_parameter``."""
-    handle = RemovableHandle(_global_parameter_registration_hooks)
-    _global_parameter_registration_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_parameter_registration_hooks, hook)
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
     """A forward pre-hook common to all modules (runs before the modules' own pre-hooks)."""
-    handle = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False) -> RemovableHandle:
@@ -123,15 +115,11 @@ def register_module_backward_hook(hook) -> RemovableHandle:
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
                            "hook. Please use only one of them.")
     _global_is_full_backward_hook = False
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
-    handle = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_backward_pre_hooks, hook)
 
 
 def register_module_full_backward_hook(hook) -> RemovableHandle:
@@ -140,9 +128,7 @@ def register_module_full_backward_hook(hook) -> RemovableHandle:
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
                            "hook. Please use only one of them.")
     _global_is_full_backward_hook = True
-    handle = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[handle.id] = hook
-    return handle
+    return RemovableHandle.add(_global_backward_hooks, hook)
 
 
 def _forward_unimplemented(self, *input):
@@ -606,11 +592,7 @@ class Module:
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_output) -> None | new grad_output``, when the output gradients are known."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return RemovableHandle.add(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_input, grad_output) -> None | new grad_input``, when the gradients with
@@ -619,11 +601,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return RemovableHandle.add(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(self, hook):
         """Deprecated: the hook is attached to the ``grad_fn`` of the module's (first) output."""
@@ -631,9 +609,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = False
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._backward_hooks, hook)
 
     def _get_backward_hooks(self):
         full, non_full = [], []
@@ -652,35 +628,26 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` before ``state_dict`` saves this module's tensors."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict``."""
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._state_dict_hooks, hook)
 
     _register_state_dict_hook = register_state_dict_post_hook
 
     def register_load_state_dict_pre_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs)`` before this module loads its tensors."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self)
-        return handle
+        return RemovableHandle.add(self._load_state_dict_pre_hooks, functools.partial(hook, self))
 
     def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
-        return handle
+        return RemovableHandle.add(self._load_state_dict_pre_hooks,
+                                   functools.partial(hook, self) if with_module else hook)
 
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys)``: may edit the missing/unexpected key lists in place."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._load_state_dict_post_hooks, hook)
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
