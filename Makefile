@@ -13,13 +13,13 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/train_tiny.py
+	$(VENV)/bin/coretorch demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/all.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples

@@ -127,6 +127,35 @@ def mlp_step(batch: int = 128, steps: int = 10) -> dict:
     return out
 
 
+def cnn_step(batch: int = 64, steps: int = 5) -> dict:
+    """A LeNet-style step (conv 6@5x5, pool, conv 16@5x5, pool, 120-84-10) on 28x28 inputs with nn + SGD."""
+    import coretorch.nn as nn
+    import coretorch.nn.functional as F
+    from coretorch.optim import SGD
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    ys = rng.integers(0, 10, batch)
+    out = {}
+    for dev in ("cpu", "opencl"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10)).to(dev)
+        opt = SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.tensor(xs, device=dev), torch.tensor(ys, device=dev)
+
+        def run():
+            for _ in range(steps):
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+            _sync(loss)
+        out[f"{dev}_ms"] = _best(run, 3) / steps * 1e3
+    out["opencl_over_cpu"] = out["opencl_ms"] / out["cpu_ms"]
+    return out
+
+
 _STARTUP = r"""
 import time; t0 = time.perf_counter()
 import coretorch as torch
@@ -153,6 +182,7 @@ def main() -> None:
                       for k, v in matmul(512 if quick else 1024).items()})
     print("per-op overhead:", {k: round(v, 2) for k, v in overhead().items()})
     print("MLP step (784-256-128-10, batch 128):", {k: round(v, 3) for k, v in mlp_step().items()})
+    print("LeNet step (batch 64, 28x28):", {k: round(v, 3) for k, v in cnn_step().items()})
     if not quick and not os.environ.get("CORETORCH_BENCH_NO_STARTUP"):
         print("start-up to first training step:", {k: round(v, 3) for k, v in startup().items()})
 

@@ -1,4 +1,5 @@
-"""`coretorch info` (also `python -m coretorch info`): plugins, devices and op coverage by backend."""
+"""`coretorch info` (also `python -m coretorch info`): plugins, devices and op coverage by backend;
+`coretorch demo`: the training demo (coretorch/demo.py)."""
 from __future__ import annotations
 
 import argparse
@@ -58,15 +59,38 @@ def info(as_json: bool = False) -> str:
     return "\n".join(parts)
 
 
+def run(argv) -> int:
+    """`coretorch run -n N script.py [args]`: the launcher of the distributed plugin (coretorch-distributed-mpi:
+    mpiexec).  The core only forwards to ``coretorch.distributed.launch``."""
+    from . import distributed
+    try:
+        launch = distributed.launch
+    except ImportError as e:
+        print(f"coretorch run: {e}", file=sys.stderr)
+        return 2
+    return launch(argv)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="coretorch", description="coretorch command line")
     sub = p.add_subparsers(dest="cmd")
     pi = sub.add_parser("info", help="installed plugins, devices and op coverage")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
+    from . import demo
+    pd = sub.add_parser("demo", help="train a small CNN on the UCI digits (offline), save, reload, plot",
+                        description=demo.__doc__.split("\n\n")[0])
+    demo.add_arguments(pd)
+    sub.add_parser("run", help="run a script on N ranks: coretorch run -n 2 script.py [args] (the launcher of the "
+                   "installed distributed plugin, e.g. mpiexec)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:
+        return run(argv[1:])
     args = p.parse_args(argv)
     if args.cmd == "info":
         print(info(args.json))
         return 0
+    if args.cmd == "demo":
+        return demo.main(args)
     p.print_help()
     return 1
 

@@ -1370,7 +1370,8 @@ def _check_nll_shapes(input, target):
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     if target.dtype.is_floating_point or target.dtype is _dt.bool_:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
+                           "must be int64: use target.long())")
     if input.ndim == 1:
         if target.ndim != 0:
             raise ValueError(f"Expected input batch_size (1) to match target batch_size ({target.shape[0]}).")
@@ -1414,7 +1415,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape[class_dim] = c
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+            hint = ""
+            if tuple(target.shape) == tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:]):
+                hint = (f" (a {target.dtype._tname[:-6].lower()} target is read as class probabilities of the "
+                        "input's shape; class indices must be an int64 tensor: use target.long())")
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}{hint}")
         if label_smoothing > 0:
             target = _P.add(_P.mul(target, 1 - label_smoothing), label_smoothing / c)
         prod = _P.mul(logp, target)

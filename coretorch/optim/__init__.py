@@ -4,6 +4,8 @@ Optimizers registered by plugins appear here as ``coretorch.optim.<Name>`` (and 
 """
 from __future__ import annotations
 
+import difflib
+
 from . import lr_scheduler
 from .optimizer import Optimizer
 from .sgd import SGD
@@ -25,6 +27,17 @@ def _unregister(name: str) -> None:
 
 def registered() -> list[str]:
     return sorted(_registered)
+
+
+def __getattr__(name: str):
+    """An optimizer name that does not exist lists the available ones (the core's and the plugins')."""
+    if name[:1].isupper():
+        names = sorted({"SGD"} | set(_registered))
+        close = [n for n in names if n.lower() == name.lower()] or difflib.get_close_matches(name, names, 1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise AttributeError(f"module 'coretorch.optim' has no attribute '{name}': {hint}available optimizers: "
+                             f"{', '.join(names)} (plugins add more; see `coretorch info`)")
+    raise AttributeError(f"module 'coretorch.optim' has no attribute '{name}'")
 
 
 __all__ = ["Optimizer", "SGD", "lr_scheduler", "registered"]

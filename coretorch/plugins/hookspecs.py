@@ -38,6 +38,13 @@ def coretorch_register_modules(register):
 
 
 @hookspec
+def coretorch_register_distributed(register):
+    """``register(impl)``: a module implementing ``torch.distributed``'s API (``init_process_group``,
+    collectives, ``ReduceOp``, ...), exposed as ``coretorch.distributed``; its ``DistributedDataParallel``
+    appears as ``coretorch.nn.parallel.DistributedDataParallel``.  One implementation at a time."""
+
+
+@hookspec
 def coretorch_module_forward(module, inputs, output):
     """Observation: a module finished ``forward`` (profilers, loggers)."""
 

@@ -62,6 +62,9 @@ class _Registrar:
     def module(self, name: str, cls) -> None:
         self.items.append(("module", name, cls))
 
+    def distributed(self, impl) -> None:
+        self.items.append(("distributed", "distributed", impl))
+
 
 class Manager:
     def __init__(self):
@@ -143,7 +146,8 @@ class Manager:
             for hook, cb in (("coretorch_register_backends", reg.backend),
                              ("coretorch_register_functions", reg.function),
                              ("coretorch_register_optimizers", reg.optimizer),
-                             ("coretorch_register_modules", reg.module)):
+                             ("coretorch_register_modules", reg.module),
+                             ("coretorch_register_distributed", reg.distributed)):
                 for impl in getattr(self.pm.hook, hook).get_hookimpls():
                     if impl.plugin is obj:
                         impl.function(register=cb)
@@ -182,6 +186,9 @@ class Manager:
             elif kind == "module":
                 from .. import nn
                 nn._register(name, obj)
+            elif kind == "distributed":
+                from .. import distributed
+                distributed._register(obj)
             key = ("op" if kind == "function" else kind, name)
             self.owners[key] = (reg.plugin, reg.dist)
             applied.append((kind, name))
@@ -205,6 +212,9 @@ class Manager:
             elif kind == "module":
                 from .. import nn
                 nn._unregister(item)
+            elif kind == "distributed":
+                from .. import distributed
+                distributed._unregister()
         self.pm.unregister(name=name)
         self.reports = [r for r in self.reports if r.name != name]
         self._update_observers()

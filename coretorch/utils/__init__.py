@@ -2,3 +2,4 @@
 from __future__ import annotations
 
 from . import hooks  # noqa: F401
+from . import data  # noqa: F401  (torch.utils.data: Dataset, TensorDataset, DataLoader)

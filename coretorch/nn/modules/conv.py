@@ -8,6 +8,7 @@ from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._errors import layer_error
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -115,7 +116,10 @@ class Conv1d(_ConvNd):
         return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
+        try:
+            return self._conv_forward(input, self.weight, self.bias)
+        except RuntimeError as e:  # name the layer and the shape it expects
+            raise layer_error(self, input, e, f"(N, {self.in_channels}, L) or ({self.in_channels}, L)") from None
 
 
 class Conv2d(_ConvNd):
@@ -132,7 +136,11 @@ class Conv2d(_ConvNd):
         return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
+        try:
+            return self._conv_forward(input, self.weight, self.bias)
+        except RuntimeError as e:  # name the layer and the shape it expects
+            raise layer_error(self, input, e, f"(N, {self.in_channels}, H, W) or ({self.in_channels}, H, W)") \
+                from None
 
 
 class _ConvTransposeNd(_ConvNd):

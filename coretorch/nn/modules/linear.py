@@ -7,6 +7,7 @@ from ...ops.creation import empty
 from .. import _functional_basic as F
 from .. import init
 from ..parameter import Parameter
+from ._errors import layer_error
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -47,7 +48,10 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        return F.linear(input, self.weight, self.bias)
+        try:
+            return F.linear(input, self.weight, self.bias)
+        except RuntimeError as e:  # name the layer and the shape it expects (a new user's first error)
+            raise layer_error(self, input, e, f"(*, {self.in_features})") from None
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

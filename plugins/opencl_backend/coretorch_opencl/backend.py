@@ -549,8 +549,19 @@ class _Kernels:
         return out
 
     def arange(self, start, end, step, dt):
+        """start + i * step computed on the device (in double where the device has fp64, as numpy computes
+        ``arange(n, float64) * step + start``), then converted to ``dt``."""
         n = max(0, math.ceil((end - start) / step))
-        return self.from_numpy((np.arange(n, dtype=np.float64) * step + start).astype(dt))
+        dt = self._check_dtype(dt)
+        out = self._out((n,), dt)
+        if n:
+            acc = "double" if self.dev.fp64 else "float"
+            k = self.dev.kernel(("arange", dt.str, acc), "k_arange", lambda: (
+                f"__kernel void k_arange(__global {cg.stype(dt)}* o, {acc} start, {acc} step, long n) {{\n"
+                f" long g = get_global_id(0); if (g >= n) return;\n"
+                f" {cg.store(dt, 'o', 'g', f'({acc})g * step + start')}\n}}\n"))
+            self.dev.launch(k, n, [out.base_data, float(start), float(step), n])
+        return out
 
     # ---- reductions -------------------------------------------------------------------------
     def _reduce_src(self, kname, op, in_dt, out_dt, a, b):
@@ -879,4 +890,6 @@ class _Kernels:
             t[op] = self._unary(op)
         for op in _BINARY:
             t[op] = self._binary(op)
+        from .nn_kernels import NNKernels
+        t.update(NNKernels(self).table())
         return t

@@ -1,0 +1,392 @@
+"""``coretorch.utils.data``: PyTorch's ``Dataset``, ``TensorDataset``, ``DataLoader`` and samplers.
+
+    from coretorch.utils.data import TensorDataset, DataLoader
+    loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True, generator=g, drop_last=False)
+    for xb, yb in loader: ...
+
+Same names, arguments and batching rules as ``torch.utils.data`` (``default_collate`` stacks tensors,
+numpy arrays and numbers, and recurses into tuples, lists and dicts).  Differences: loading always runs
+in the calling process (``num_workers``, ``pin_memory``, ``prefetch_factor``, ``persistent_workers`` and
+``timeout`` are accepted and have no effect); ``generator`` may be a ``coretorch.Generator`` (its seed
+starts a stream that advances from epoch to epoch) or a ``numpy.random.Generator``.  Without a generator,
+shuffling draws from coretorch's global generator, so ``coretorch.manual_seed`` makes it reproducible.
+A ``TensorDataset`` batched with the default collate is gathered with one indexing op per tensor (the
+same result as stacking the samples, without a Python loop).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
+           "DataLoader", "default_collate", "default_convert"]
+
+
+# ---- datasets -------------------------------------------------------------------------------------
+class Dataset:
+    """A map-style dataset: ``__getitem__(index)`` and ``__len__``."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other: "Dataset") -> "ConcatDataset":
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is an iterable of samples (``__iter__``); batched in order, never shuffled."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class TensorDataset(Dataset):
+    """Samples are ``tuple(t[index] for t in tensors)``; every tensor has the same size in dimension 0."""
+
+    def __init__(self, *tensors) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        n = tensors[0].size(0)
+        if any(t.size(0) != n for t in tensors):
+            raise ValueError(f"Size mismatch between tensors: sizes in dimension 0 are "
+                             f"{[t.size(0) for t in tensors]}")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].size(0)
+
+
+class ConcatDataset(Dataset):
+    """The concatenation of several map-style datasets."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise ValueError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        i = bisect.bisect_right(self.cumulative_sizes, idx)
+        return self.datasets[i][idx - (self.cumulative_sizes[i - 1] if i else 0)]
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``."""
+
+    def __init__(self, dataset, indices) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def _rng(generator) -> np.random.Generator:
+    """A numpy stream for ``generator``: None -> seeded from coretorch's global generator (so that
+    ``manual_seed`` makes it reproducible); a numpy Generator -> itself; a coretorch Generator -> a stream
+    started from its seed, kept on the generator so that it advances from one use to the next."""
+    if generator is None:
+        from ..ops.creation import randint
+        return np.random.default_rng(int(randint(0, 2 ** 62, ()).item()))
+    if isinstance(generator, np.random.Generator):
+        return generator
+    if hasattr(generator, "initial_seed"):
+        rng = getattr(generator, "_data_rng", None)
+        if rng is None:
+            rng = np.random.default_rng(int(generator.initial_seed()))
+            generator._data_rng = rng
+        return rng
+    raise TypeError(f"generator must be a coretorch.Generator or a numpy.random.Generator, not "
+                    f"{type(generator).__name__}")
+
+
+def random_split(dataset, lengths, generator=None) -> list:
+    """Split into non-overlapping ``Subset``s of the given lengths (or fractions summing to 1)."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        counts = [int(math.floor(n * frac)) for frac in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    perm = _rng(generator).permutation(n).tolist()
+    out, start = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, perm[start:start + length]))
+        start += length
+    return out
+
+
+# ---- samplers -------------------------------------------------------------------------------------
+class Sampler:
+    """Iterates over dataset indices (or, for a batch sampler, lists of indices)."""
+
+    def __init__(self, data_source=None) -> None:
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source) -> None:
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A new random permutation each epoch (or ``num_samples`` draws with replacement)."""
+
+    def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
+                 generator=None) -> None:
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples="
+                             f"{self.num_samples}")
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        rng = _rng(self.generator)
+        if self.replacement:
+            return iter(rng.integers(0, n, self.num_samples).tolist())
+        reps = -(-self.num_samples // n)
+        return iter(np.concatenate([rng.permutation(n) for _ in range(reps)])[:self.num_samples].tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    def __init__(self, indices, generator=None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        return iter([self.indices[i] for i in _rng(self.generator).permutation(len(self.indices)).tolist()])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of ``sampler`` into lists of ``batch_size`` (the last one shorter unless
+    ``drop_last``)."""
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# ---- collation ------------------------------------------------------------------------------------
+def default_convert(data):
+    """numpy arrays become tensors (recursively); everything else is returned as it is."""
+    from ..ops.creation import as_tensor
+    from ..tensor import Tensor
+    if isinstance(data, Tensor):
+        return data
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        return as_tensor(data)
+    if isinstance(data, Mapping):
+        return type(data)({k: default_convert(v) for k, v in data.items()}) if type(data) is not dict \
+            else {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(default_convert(d) for d in data)
+    return data
+
+
+def default_collate(batch):
+    """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
+    are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
+    bools a bool tensor, strings stay a list; tuples, lists, named tuples and dicts are collated per
+    field."""
+    from .. import dtypes as _dt
+    from ..ops.creation import as_tensor, tensor
+    from ..ops.shape import stack
+    from ..tensor import Tensor
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        if elem.dtype.kind not in "biuf":
+            raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+                            f"lists; found numpy array of dtype {elem.dtype}")
+        return as_tensor(np.stack(batch))
+    if isinstance(elem, np.generic):
+        return as_tensor(np.array(batch))
+    if isinstance(elem, bool):
+        return tensor(batch, dtype=_dt.bool_)
+    if isinstance(elem, float):
+        return tensor(batch, dtype=_dt.float64)
+    if isinstance(elem, int):
+        return tensor(batch, dtype=_dt.int64)
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, Mapping):
+        return {key: default_collate([d[key] for d in batch]) for key in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, Sequence):
+        if any(len(e) != len(elem) for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = [default_collate(list(s)) for s in zip(*batch)]
+        return tuple(transposed) if isinstance(elem, tuple) else transposed
+    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+                    f"found {type(elem).__name__}")
+
+
+# ---- loader ---------------------------------------------------------------------------------------
+class DataLoader:
+    """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
+
+    ``batch_size=None`` disables batching (each sample goes through ``collate_fn``, by default
+    ``default_convert``).  ``shuffle`` and ``sampler`` are mutually exclusive, and ``batch_sampler`` excludes
+    ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``, with PyTorch's error messages."""
+
+    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None, sampler=None,
+                 batch_sampler=None, num_workers: int = 0, collate_fn=None, pin_memory: bool = False,
+                 drop_last: bool = False, timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
+                 generator=None, *, prefetch_factor=None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                             "multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.generator = generator
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:
+            if shuffle not in (None, False):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
+                                 f"shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got "
+                                 f"sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                                 f"but got batch_sampler={batch_sampler}")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                                 "and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                             "drop_last")
+        if sampler is None and not self._iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not self._iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self._auto_collation = batch_sampler is not None or (self._iterable and batch_size is not None)
+        self._default_collate = collate_fn is None
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+
+    def __len__(self) -> int:
+        if self._iterable:
+            n = len(self.dataset)  # TypeError when the iterable dataset has no length, as in PyTorch
+            if self.batch_size is not None:
+                n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n
+        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+    def _fetch(self, indices):
+        ds = self.dataset
+        if self._default_collate and type(ds) is TensorDataset:
+            # one gather per tensor: the same batch default_collate would stack, without the Python loop
+            from ..ops.creation import tensor
+            idx = tensor(indices, device=ds.tensors[0].device)
+            return tuple(t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors)
+        getitems = getattr(ds, "__getitems__", None)
+        data = getitems(indices) if getitems is not None else [ds[i] for i in indices]
+        return self.collate_fn(data)
+
+    def __iter__(self):
+        if self._iterable:
+            return self._iter_iterable()
+        if self._auto_collation:
+            return (self._fetch(list(b)) for b in self.batch_sampler)
+        return (self.collate_fn(self.dataset[i]) for i in self.sampler)
+
+    def _iter_iterable(self):
+        if self.batch_size is None:
+            for sample in self.dataset:
+                yield self.collate_fn(sample)
+            return
+        batch = []
+        for sample in self.dataset:
+            batch.append(sample)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)

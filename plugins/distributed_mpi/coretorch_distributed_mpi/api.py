@@ -1,0 +1,694 @@
+"""``coretorch.distributed`` over MPI: ``torch.distributed``'s API implemented with mpi4py.
+
+Every rank is one MPI process (``mpiexec -n N python script.py`` or ``coretorch run -n N script.py``); outside
+``mpiexec`` a process is an MPI singleton, world size 1.  Collectives work on tensors of every backend and
+write their result into the tensor's own storage: a contiguous ``cpu`` tensor is handed to MPI as it is (zero
+copies); other devices and strided views are staged through one contiguous host array (``to_numpy`` before,
+``assign_`` after).  Reductions MPI has no operation for are composed: ``AVG`` is ``SUM`` then a division;
+``float16`` reduces in float32; ``bool`` reduces as uint8 with MAX (or) / MIN (and).  The default group works on
+a duplicate of ``MPI.COMM_WORLD``, so raw mpi4py traffic of the same program never matches ours.
+
+``init_process_group`` installs a ``sys.excepthook`` (when the world has more than one rank): an uncaught
+exception on any rank prints its traceback prefixed with ``[rank R]`` and calls ``MPI_Abort``, which makes
+``mpiexec`` end every rank at once instead of leaving the others waiting in a collective.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import pickle
+import sys
+import traceback
+
+import numpy as np
+
+from coretorch.tensor import Tensor
+
+from .ddp import DistributedDataParallel
+from .launch import launch
+from .sampler import DistributedSampler
+
+__all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work", "is_available",
+           "is_mpi_available", "is_nccl_available", "is_gloo_available", "is_torchelastic_launched",
+           "init_process_group", "is_initialized", "destroy_process_group", "get_rank", "get_world_size",
+           "get_backend", "new_group", "get_process_group_ranks", "get_global_rank", "get_group_rank",
+           "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+           "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
+           "all_gather_object", "broadcast_object_list", "DistributedDataParallel", "DistributedSampler",
+           "launch"]
+
+_MPI = None
+
+
+def _mpi():
+    """mpi4py's MPI module; importing it initialises MPI (a singleton outside mpiexec)."""
+    global _MPI
+    if _MPI is None:
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
+
+
+class Backend(str):
+    """Backend names (``Backend.MPI == "mpi"``); this plugin provides only ``mpi``."""
+    MPI = "mpi"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UNDEFINED = "undefined"
+
+    def __new__(cls, name: str):
+        return str.__new__(cls, name.lower())
+
+
+class ReduceOp(enum.Enum):
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+
+class ProcessGroup:
+    """A set of ranks with its own MPI communicator (``rank()``/``size()`` are ranks within the group)."""
+
+    def __init__(self, comm, ranks: list[int]):
+        self.comm = comm
+        self.ranks = list(ranks)   # global ranks, in group-rank order
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def name(self) -> str:
+        return Backend.MPI
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(backend='mpi', ranks={self.ranks})"
+
+
+class _NonGroupMember:
+    def __repr__(self) -> str:
+        return "GroupMember.NON_GROUP_MEMBER"
+
+
+class GroupMember:
+    WORLD = None                          # "the default group", as in torch (None means the same)
+    NON_GROUP_MEMBER = _NonGroupMember()  # what new_group returns on ranks outside the group
+
+
+group = GroupMember
+
+_state = {"pg": None, "groups": [], "prev_excepthook": None}
+
+
+# ---- the default group -------------------------------------------------------------------------------
+def is_available() -> bool:
+    return True
+
+
+def is_mpi_available() -> bool:
+    return True
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_gloo_available() -> bool:
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    return False
+
+
+def is_initialized() -> bool:
+    return _state["pg"] is not None
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size: int = -1, rank: int = -1,
+                       store=None, group_name: str = "", pg_options=None, device_id=None) -> None:
+    """Join the default process group.  Rank and world size come from MPI; ``world_size``/``rank``, when given,
+    must agree with them.  ``init_method``, ``store`` and ``timeout`` are accepted and unused (MPI's launcher
+    does the rendezvous; MPI has no collective timeouts)."""
+    if _state["pg"] is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if backend is not None and str(backend).lower() not in ("mpi", "undefined"):
+        raise ValueError(f"backend '{backend}' is not available in coretorch: coretorch-distributed-mpi provides "
+                         "backend 'mpi' (use init_process_group(backend=\"mpi\") or backend=None)")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD.Dup()
+    size, me = comm.Get_size(), comm.Get_rank()
+    if world_size not in (-1, None) and int(world_size) != size:
+        comm.Free()
+        raise ValueError(f"init_process_group(world_size={world_size}) but MPI started {size} process(es); launch "
+                         f"with `mpiexec -n {world_size}` or `coretorch run -n {world_size}`")
+    if rank not in (-1, None) and int(rank) != me:
+        comm.Free()
+        raise ValueError(f"init_process_group(rank={rank}) but MPI gave this process rank {me}")
+    _state["pg"] = ProcessGroup(comm, list(range(size)))
+    # what torchrun sets, for scripts that read them after init
+    os.environ.setdefault("RANK", str(me))
+    os.environ.setdefault("WORLD_SIZE", str(size))
+    if size > 1 and _state["prev_excepthook"] is None:
+        _state["prev_excepthook"] = sys.excepthook
+        sys.excepthook = _abort_excepthook
+
+
+def _abort_excepthook(exc_type, exc, tb) -> None:
+    """An uncaught exception on this rank: show it, naming the rank, then abort every rank (MPI_Abort)."""
+    MPI = _mpi()
+    me, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+    try:
+        lines = "".join(traceback.format_exception(exc_type, exc, tb)).rstrip("\n").split("\n")
+        msg = "\n".join(f"[rank {me}] {line}" for line in lines)
+        sys.stderr.write(f"[rank {me}] coretorch.distributed: rank {me} of {size} raised an uncaught "
+                         f"{exc_type.__name__}; aborting all {size} ranks with MPI_Abort\n{msg}\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+    finally:
+        MPI.COMM_WORLD.Abort(1)
+
+
+def _default() -> ProcessGroup:
+    pg = _state["pg"]
+    if pg is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    return pg
+
+
+def _group(group) -> ProcessGroup | None:
+    """The ProcessGroup to use, or None when this rank is not in ``group``."""
+    pg = _default()
+    if group is None:
+        return pg
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return None
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup from new_group() or None, not {type(group).__name__}")
+    return group
+
+
+def destroy_process_group(group=None) -> None:
+    """Leave ``group`` (default: every group; init_process_group may then be called again).  MPI itself stays
+    initialised until the process exits."""
+    if group is None:
+        if _state["pg"] is None:
+            raise ValueError("Default process group has not been initialized, please make sure to call "
+                             "init_process_group.")
+        for g in _state["groups"]:
+            g.comm.Free()
+        _state["groups"].clear()
+        _state["pg"].comm.Free()
+        _state["pg"] = None
+        if _state["prev_excepthook"] is not None:
+            if sys.excepthook is _abort_excepthook:
+                sys.excepthook = _state["prev_excepthook"]
+            _state["prev_excepthook"] = None
+        return
+    if isinstance(group, ProcessGroup) and group in _state["groups"]:
+        _state["groups"].remove(group)
+        group.comm.Free()
+
+
+def get_rank(group=None) -> int:
+    pg = _group(group)
+    return -1 if pg is None else pg.rank()
+
+
+def get_world_size(group=None) -> int:
+    pg = _group(group)
+    return -1 if pg is None else pg.size()
+
+
+def get_backend(group=None) -> str:
+    _group(group)
+    return Backend.MPI
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization: bool = False,
+              group_desc=None):
+    """A sub-group of the default group.  As in torch, every rank of the default group calls it (it is a
+    collective: ``MPI_Comm_split``); ranks outside ``ranks`` get ``GroupMember.NON_GROUP_MEMBER``."""
+    pg = _default()
+    n = pg.size()
+    ranks = sorted(set(range(n) if ranks is None else (int(r) for r in ranks)))
+    bad = [r for r in ranks if not 0 <= r < n]
+    if bad:
+        raise ValueError(f"new_group: ranks {bad} are not in the default group (world size {n})")
+    MPI = _mpi()
+    me = pg.rank()
+    sub = pg.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
+    if me not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    g = ProcessGroup(sub, ranks)
+    _state["groups"].append(g)
+    return g
+
+
+def get_process_group_ranks(group) -> list[int]:
+    pg = _group(group)
+    return list(pg.ranks) if pg is not None else []
+
+
+def get_global_rank(group, group_rank: int) -> int:
+    return _group(group).ranks[group_rank]
+
+
+def get_group_rank(group, global_rank: int) -> int:
+    pg = _group(group)
+    if global_rank not in pg.ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
+    return pg.ranks.index(global_rank)
+
+
+def _to_group_rank(pg: ProcessGroup, global_rank, group_rank, what: str) -> int:
+    if group_rank is not None:
+        return int(group_rank)
+    if global_rank is None:
+        raise ValueError(f"{what}: give the global rank or its group_ form")
+    if int(global_rank) not in pg.ranks:
+        raise ValueError(f"{what}={global_rank} is not a rank of {pg}")
+    return pg.ranks.index(int(global_rank))
+
+
+# ---- work handles ------------------------------------------------------------------------------------
+class Work:
+    """What a collective with ``async_op=True`` returns: ``wait()`` completes it (the result is then in the
+    tensors), ``is_completed()`` polls."""
+
+    def __init__(self, requests=(), finish=None, keep=()):
+        self._reqs = [r for r in requests if r is not None]
+        self._finish = finish
+        self._keep = keep        # host buffers MPI reads or writes until completion
+        self._done = False
+
+    def wait(self, timeout=None) -> bool:
+        if not self._done:
+            if self._reqs:
+                _mpi().Request.Waitall(self._reqs)
+            self._done = True
+            fin, self._finish, self._keep = self._finish, None, ()
+            if fin is not None:
+                fin()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done and (not self._reqs or _mpi().Request.Testall(self._reqs)):
+            self.wait()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self.is_completed()
+
+    def exception(self):
+        return None
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+def _complete(async_op: bool, requests, finish=None, keep=()):
+    w = Work(requests, finish, keep)
+    if async_op:
+        return w
+    w.wait()
+    return None
+
+
+# ---- host staging ------------------------------------------------------------------------------------
+def _check(t, what: str = "tensor") -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{what} must be a coretorch Tensor, not {type(t).__name__}")
+
+
+def _host_inout(t: Tensor):
+    """(contiguous host array holding t's values, staged?)  Unstaged: the array *is* t's storage."""
+    data = t._data
+    h = t._be.to_numpy(data)
+    if h is data and isinstance(data, np.ndarray) and data.flags.c_contiguous and data.flags.writeable:
+        return data, False
+    if isinstance(data, np.ndarray) and np.shares_memory(h, data):
+        return np.array(h, order="C", copy=True), True
+    return np.ascontiguousarray(h), True
+
+
+def _host_in(t: Tensor) -> np.ndarray:
+    """t's values as a contiguous host array, for reading only."""
+    return np.ascontiguousarray(t._be.to_numpy(t._data))
+
+
+def _write(t: Tensor, h: np.ndarray) -> None:
+    """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter."""
+    be = t._be
+    be.assign_(t._data, be.from_numpy(np.asarray(h).reshape(t._data.shape)))
+    t._vc[0] += 1
+
+
+def _bytes(h: np.ndarray) -> np.ndarray:
+    return h.reshape(-1).view(np.uint8)
+
+
+_MPI_OP_NAMES = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD", ReduceOp.MIN: "MIN",
+                 ReduceOp.MAX: "MAX", ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}
+_BOOL_OPS = {ReduceOp.SUM: "MAX", ReduceOp.MAX: "MAX", ReduceOp.BOR: "MAX", ReduceOp.PRODUCT: "MIN",
+             ReduceOp.MIN: "MIN", ReduceOp.BAND: "MIN", ReduceOp.BXOR: "BXOR"}
+
+
+def _op(op) -> ReduceOp:
+    if isinstance(op, ReduceOp):
+        return op
+    try:
+        return ReduceOp[str(op).upper()] if isinstance(op, str) else ReduceOp(op)
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown reduce op {op!r}; use one of {[o.name for o in ReduceOp]}") from None
+
+
+def _reduction(h: np.ndarray, op: ReduceOp):
+    """(array MPI reduces, MPI op, finish(n, out)) where finish puts the reduced values into ``out``."""
+    MPI = _mpi()
+    kind = h.dtype.kind
+    if op is ReduceOp.AVG and kind != "f":
+        raise ValueError(f"ReduceOp.AVG needs a floating-point tensor, got {h.dtype}")
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind == "f":
+        raise ValueError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {h.dtype}")
+    if kind == "b":
+        return h.view(np.uint8), getattr(MPI, _BOOL_OPS[op]), None
+    mop = getattr(MPI, _MPI_OP_NAMES[op])
+    avg = op is ReduceOp.AVG
+    if h.dtype == np.float16:        # MPI has no standard half type: reduce in float32
+        w = h.astype(np.float32)
+
+        def fin(n, out):
+            if avg:
+                w.__itruediv__(n)
+            out[...] = w
+        return w, mop, fin
+    if avg:
+        return h, mop, lambda n, out: out.__itruediv__(n)
+    return h, mop, None
+
+
+# ---- collectives -------------------------------------------------------------------------------------
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``tensor`` across the group, in place on every rank."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    op = _op(op)
+    h, staged = _host_inout(tensor)
+    w, mop, fin = _reduction(h, op)
+    MPI = _mpi()
+    n = pg.size()
+
+    def finish():
+        if fin is not None:
+            fin(n, h)
+        if staged:
+            _write(tensor, h)
+        else:
+            tensor._vc[0] += 1
+    if not async_op:
+        pg.comm.Allreduce(MPI.IN_PLACE, w, op=mop)
+        finish()
+        return None
+    return Work([pg.comm.Iallreduce(MPI.IN_PLACE, w, op=mop)], finish, keep=(w, h))
+
+
+def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
+    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` of every rank of the group."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    root = _to_group_rank(pg, src, group_src, "src")
+    h, staged = _host_inout(tensor)
+    mine = pg.rank() == root
+
+    def finish():
+        if not mine:
+            if staged:
+                _write(tensor, h)
+            else:
+                tensor._vc[0] += 1
+    if not async_op:
+        pg.comm.Bcast(_bytes(h), root=root)
+        finish()
+        return None
+    return Work([pg.comm.Ibcast(_bytes(h), root=root)], finish, keep=(h,))
+
+
+def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
+    if len(tensors) != n:
+        raise ValueError(f"{what} must hold one tensor per rank of the group ({n}), got {len(tensors)}")
+    for t in tensors:
+        _check(t, what)
+        if tuple(t.shape) != tuple(like.shape) or t.dtype is not like.dtype:
+            raise ValueError(f"{what}: every tensor must have the shape and dtype of the input "
+                             f"({list(like.shape)}, {like.dtype}); got {list(t.shape)}, {t.dtype}")
+
+
+def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
+    """``tensor_list[i]`` receives ``tensor`` of group rank i."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    _check_same(tensor_list, tensor, "tensor_list", n)
+    send = _host_in(tensor)
+    recv = np.empty((n,) + send.shape, send.dtype)
+
+    def finish():
+        for i, t in enumerate(tensor_list):
+            _write(t, recv[i])
+    if not async_op:
+        pg.comm.Allgather(_bytes(send), _bytes(recv))
+        finish()
+        return None
+    return Work([pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish, keep=(send, recv))
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
+    """``output_tensor`` (group size times ``input_tensor`` along dim 0, or stacked) gets every rank's input."""
+    _check(output_tensor)
+    _check(input_tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    if output_tensor.numel() != n * input_tensor.numel() or output_tensor.dtype is not input_tensor.dtype:
+        raise ValueError(f"output tensor must have world size ({n}) times the elements of the input and its dtype")
+    send = _host_in(input_tensor)
+    recv, staged = _host_inout(output_tensor)
+
+    def finish():
+        if staged:
+            _write(output_tensor, recv)
+        else:
+            output_tensor._vc[0] += 1
+    if not async_op:
+        pg.comm.Allgather(_bytes(send), _bytes(recv))
+        finish()
+        return None
+    return Work([pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish, keep=(send, recv))
+
+
+def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
+    """``send`` has shape (group size, *output.shape); group rank i gets the reduction of ``send[i]``."""
+    op = _op(op)
+    w, mop, _ = _reduction(send, op)
+    recv = np.empty(tuple(output.shape), w.dtype)
+    n = pg.size()
+
+    def finish():
+        if op is ReduceOp.AVG:
+            recv.__itruediv__(n)
+        _write(output, recv.view(np.bool_) if send.dtype == np.bool_ else recv.astype(send.dtype, copy=False))
+    if not async_op:
+        pg.comm.Reduce_scatter_block(w, recv, op=mop)
+        finish()
+        return None
+    return Work([pg.comm.Ireduce_scatter_block(w, recv, op=mop)], finish, keep=(w, recv, send))
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """``output`` of group rank i receives the reduction over ranks of ``input_list[i]``."""
+    _check(output)
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    _check_same(input_list, output, "input_list", n)
+    send = np.stack([_host_in(t) for t in input_list]) if n else np.empty((0,) + tuple(output.shape))
+    return _reduce_scatter_host(pg, output, send, op, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """``input`` is the concatenation (dim 0) of one chunk per rank; rank i's ``output`` gets chunk i reduced."""
+    _check(output)
+    _check(input)
+    pg = _group(group)
+    if pg is None:
+        return None
+    n = pg.size()
+    if input.numel() != n * output.numel() or input.dtype is not output.dtype:
+        raise ValueError(f"input tensor must have world size ({n}) times the elements of the output and its dtype")
+    send = _host_in(input).reshape((n,) + tuple(output.shape))
+    return _reduce_scatter_host(pg, output, send, op, async_op)
+
+
+def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
+           group_dst: int | None = None):
+    """The reduction lands in ``tensor`` of rank ``dst``; other ranks' tensors are unchanged."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    root = _to_group_rank(pg, dst, group_dst, "dst")
+    op = _op(op)
+    h, staged = _host_inout(tensor)
+    w, mop, fin = _reduction(h, op)
+    MPI = _mpi()
+    mine = pg.rank() == root
+    n = pg.size()
+
+    def finish():
+        if mine:
+            if fin is not None:
+                fin(n, h)
+            if staged:
+                _write(tensor, h)
+            else:
+                tensor._vc[0] += 1
+    sendbuf, recvbuf = (MPI.IN_PLACE, w) if mine else (w, None)
+    if not async_op:
+        pg.comm.Reduce(sendbuf, recvbuf, op=mop, root=root)
+        finish()
+        return None
+    return Work([pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish, keep=(w, h))
+
+
+def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
+           group_dst: int | None = None):
+    """``gather_list[i]`` of rank ``dst`` receives ``tensor`` of group rank i."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    root = _to_group_rank(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
+    mine = pg.rank() == root
+    send = _host_in(tensor)
+    recv = None
+    if mine:
+        _check_same(gather_list or [], tensor, "gather_list", pg.size())
+        recv = np.empty((pg.size(),) + send.shape, send.dtype)
+
+    def finish():
+        if mine:
+            for i, t in enumerate(gather_list):
+                _write(t, recv[i])
+    rb = _bytes(recv) if mine else None
+    if not async_op:
+        pg.comm.Gather(_bytes(send), rb, root=root)
+        finish()
+        return None
+    return Work([pg.comm.Igather(_bytes(send), rb, root=root)], finish, keep=(send, recv))
+
+
+def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
+            group_src: int | None = None):
+    """``tensor`` of group rank i receives ``scatter_list[i]`` of rank ``src``."""
+    _check(tensor)
+    pg = _group(group)
+    if pg is None:
+        return None
+    root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
+    mine = pg.rank() == root
+    send = None
+    if mine:
+        _check_same(scatter_list or [], tensor, "scatter_list", pg.size())
+        send = np.stack([_host_in(t) for t in scatter_list])
+    recv = np.empty(tuple(tensor.shape), tensor.dtype.np)
+
+    def finish():
+        _write(tensor, recv)
+    sb = _bytes(send) if mine else None
+    if not async_op:
+        pg.comm.Scatter(sb, _bytes(recv), root=root)
+        finish()
+        return None
+    return Work([pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish, keep=(send, recv))
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None):
+    pg = _group(group)
+    if pg is None:
+        return None
+    if not async_op:
+        pg.comm.Barrier()
+        return None
+    return Work([pg.comm.Ibarrier()])
+
+
+def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work:
+    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` before modifying it."""
+    _check(tensor)
+    pg = _group(group)
+    peer = _to_group_rank(pg, dst, group_dst, "dst")
+    h = _host_in(tensor)
+    return Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,))
+
+
+def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
+    isend(tensor, dst, group, tag, group_dst).wait()
+
+
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> Work:
+    """Receive into ``tensor`` from rank ``src`` (any rank when None) without waiting."""
+    _check(tensor)
+    pg = _group(group)
+    MPI = _mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    h = np.empty(tuple(tensor.shape), tensor.dtype.np)
+    return Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,))
+
+
+def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
+    """Receive into ``tensor``; returns the sender's global rank."""
+    _check(tensor)
+    pg = _group(group)
+    MPI = _mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
+    h = np.empty(tuple(tensor.shape), tensor.dtype.np)
+    status = MPI.Status()
+    pg.comm.Recv(_bytes(h), source=peer, tag=tag, status=status)
+    _write(tensor, h)
+    return pg.ranks[status.Get_source()]
+
+
+# ---- Python objects (pickled, as torch does) ---------------------------------------------------------
+def all_gather_object(object_list: list, obj, group=None) -> None:
+    pg = _group(group)
+    if pg is None:
+        return
+    if len(object_list) != pg.size():
+        raise ValueError(f"object_list must have one slot per rank ({pg.size()}), got {len(object_list)}")
+    object_list[:] = [pickle.loads(b) for b in pg.comm.allgather(pickle.dumps(obj))]
+
+
+def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
+                          group_src: int | None = None) -> None:
+    pg = _group(group)
+    if pg is None:
+        return
+    root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
+    data = pg.comm.bcast(pickle.dumps(list(object_list)) if pg.rank() == root else None, root=root)
+    object_list[:] = pickle.loads(data)

@@ -1,0 +1,302 @@
+"""``DistributedDataParallel``: data parallelism with gradients averaged in buckets during backward.
+
+As PyTorch's reducer: at construction, parameters and buffers are broadcast from rank 0 and the parameters
+are split into buckets (in reverse registration order, the order gradients tend to arrive in; the first
+bucket is capped at 1 MiB so communication starts early, the others at ``bucket_cap_mb``).  A hook on every
+parameter (``Tensor.register_hook`` on the leaf) copies its gradient, plus whatever ``.grad`` already holds
+(``no_sync`` accumulation), into its bucket's contiguous host buffer; when a bucket is full, a non-blocking
+``MPI_Iallreduce`` starts on it, in bucket order (every rank must start collectives in the same order), while
+backward goes on computing the gradients of earlier layers.  When the last gradient has arrived, the hook
+waits for every bucket, divides by the world size and writes the averages into the parameters' ``.grad``.
+
+How the result reaches ``.grad`` without an engine callback: the hook sets ``param.grad = None`` and returns a
+fresh tensor; the autograd engine then stores that very tensor as ``.grad`` (accumulating into an empty
+``.grad`` keeps the tensor it is given), and the final hook writes the averaged values into it in place.  One
+consequence: hooks registered on a parameter *after* wrapping it see that placeholder instead of the local
+gradient (PyTorch's DDP uses post-accumulate hooks; coretorch has none).
+"""
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+import numpy as np
+
+import coretorch
+from coretorch.autograd.graph import AccumulateGrad
+from coretorch.nn import Module
+from coretorch.tensor import Tensor
+
+__all__ = ["DistributedDataParallel"]
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
+_DEFAULT_BUCKET_MB = 25
+
+
+class _Bucket:
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "outs")
+
+    def __init__(self, index: int, params: list, offsets: list, total: int, np_dtype):
+        self.index = index
+        self.params = params          # indices into DDP's parameter list
+        self.offsets = offsets        # start of each parameter in flat
+        # MPI reduces float16 in no standard type: its buckets reduce in float32
+        self.flat = np.zeros(total, np.float32 if np_dtype == np.float16 else np_dtype)
+        self.pending = 0
+        self.req = None
+        self.outs: dict = {}
+
+
+def _tensors_in(obj, out: list) -> list:
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors_in(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors_in(o, out)
+    return out
+
+
+def _reachable_leaves(output) -> set:
+    """ids of the leaf tensors whose AccumulateGrad node the graph of ``output`` reaches."""
+    stack, seen, leaves = [], set(), set()
+    for t in _tensors_in(output, []):
+        if t.grad_fn is not None:
+            stack.append(t.grad_fn)
+        elif t.requires_grad:
+            leaves.add(id(t))
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if type(node) is AccumulateGrad:
+            leaves.add(id(node.variable))
+            continue
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                stack.append(nxt)
+    return leaves
+
+
+class DistributedDataParallel(Module):
+    """``torch.nn.parallel.DistributedDataParallel``: wrap a module replicated on every rank; each rank feeds
+    its own part of the batch, and after ``loss.backward()`` every rank's ``.grad`` holds the average of the
+    ranks' gradients, so identical optimizer steps keep the replicas identical."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
+                 init_sync: bool = True, process_group=None, bucket_cap_mb: float | None = None,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False, **unused_kwargs):
+        super().__init__()
+        from . import api
+        pg = api._group(process_group)
+        if pg is None:
+            raise ValueError("DistributedDataParallel: this rank is not a member of process_group")
+        self.module = module
+        self.process_group = pg
+        self.device_ids = device_ids
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self.bucket_bytes_cap = int((_DEFAULT_BUCKET_MB if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        self._ddp_names = [n for n, _ in named]
+        self._ddp_params = [p for _, p in named]
+        self._ddp_buffers = [b for b in module.buffers()]
+        self._verify_same_model()
+        if init_sync:
+            self._broadcast(self._ddp_params + self._ddp_buffers)
+        self._build_buckets()
+        self._expect = False          # backward of the last forward must reduce
+        self._remaining = 0
+        self._next = 0
+        self._used = np.zeros(len(self._ddp_params), np.uint8)
+        self._ddp_stats = {"buckets": len(self._buckets), "launched_during_backward": 0, "reductions": 0}
+        ref = weakref.ref(self)
+        self._ddp_handles = [p.register_hook(_hook(ref, i)) for i, p in enumerate(self._ddp_params)]
+
+    # ---- construction ---------------------------------------------------------------------------------
+    def _verify_same_model(self) -> None:
+        sig = [(n, tuple(p.shape), str(p.dtype)) for n, p in zip(self._ddp_names, self._ddp_params)]
+        sigs = self.process_group.comm.allgather(sig)
+        for r, s in enumerate(sigs):
+            if s != sigs[0]:
+                diff = next((a, b) for a, b in zip(s + [None] * len(sigs[0]), sigs[0] + [None] * len(s)) if a != b)
+                raise RuntimeError(f"DistributedDataParallel: the model on rank {self.process_group.ranks[r]} "
+                                   f"differs from rank {self.process_group.ranks[0]}'s: {diff[0]} vs {diff[1]}")
+
+    def _broadcast(self, tensors: list) -> None:
+        """Every tensor takes rank 0's values: one MPI_Bcast of all of them packed as bytes."""
+        from .api import _host_in, _write
+        if not tensors:
+            return
+        hosts = [_host_in(t) for t in tensors]
+        packed = np.concatenate([h.reshape(-1).view(np.uint8) for h in hosts]) if hosts else np.empty(0, np.uint8)
+        self.process_group.comm.Bcast(packed, root=0)
+        if self.process_group.rank() == 0:
+            return
+        off = 0
+        with coretorch.no_grad():
+            for t, h in zip(tensors, hosts):
+                n = h.nbytes
+                _write(t, packed[off:off + n].view(h.dtype).reshape(h.shape))
+                off += n
+
+    def _build_buckets(self) -> None:
+        open_: dict = {}     # (device, dtype) -> [param indices, bytes]
+        groups: list = []
+        caps_used: dict = {}
+        for i in reversed(range(len(self._ddp_params))):
+            p = self._ddp_params[i]
+            key = (str(p.device), p.dtype)
+            cur = open_.get(key)
+            if cur is None:
+                cur = open_[key] = [[], 0]
+                groups.append(cur)
+            cur[0].append(i)
+            cur[1] += p.numel() * p.element_size()
+            cap = self.bucket_bytes_cap if caps_used.get(key) else min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
+            if cur[1] >= cap:
+                caps_used[key] = True
+                del open_[key]
+        self._buckets = []
+        self._where = [None] * len(self._ddp_params)
+        for idx, (members, _) in enumerate(groups):
+            offsets, total = [], 0
+            for i in members:
+                offsets.append(total)
+                total += self._ddp_params[i].numel()
+            b = _Bucket(idx, members, offsets, total, self._ddp_params[members[0]].dtype.np)
+            for i, off in zip(members, offsets):
+                self._where[i] = (b, off)
+            self._buckets.append(b)
+
+    # ---- forward ----------------------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        if self._expect and self._remaining < len(self._ddp_params):
+            missing = [self._ddp_names[i] for i in range(len(self._ddp_params)) if not self._used[i]]
+            self._expect = False
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting a new one. This error "
+                "indicates that your module has parameters that were not used in producing loss. You can enable "
+                "unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+                "`coretorch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
+                f"participate in calculating loss. Parameters that did not receive a gradient: {missing}")
+        if self.broadcast_buffers and self._ddp_buffers and self.require_backward_grad_sync:
+            self._broadcast(self._ddp_buffers)
+        out = self.module(*inputs, **kwargs)
+        if coretorch.is_grad_enabled() and self.require_backward_grad_sync:
+            self._prepare(out)
+        else:
+            self._expect = False
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside accumulate local gradients only; the first synchronised backward after it
+        averages the accumulated ``.grad``."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    # ---- the reducer ------------------------------------------------------------------------------------
+    def _prepare(self, output) -> None:
+        for b in self._buckets:
+            b.pending = len(b.params)
+            b.req = None
+            b.outs = {}
+        self._next = 0
+        self._remaining = len(self._ddp_params)
+        self._used[:] = 0
+        self._expect = True
+        if self.find_unused_parameters:
+            reached = _reachable_leaves(output)
+            for i, p in enumerate(self._ddp_params):
+                if id(p) not in reached:
+                    b, off = self._where[i]
+                    slot = b.flat[off:off + p.numel()]
+                    if p.grad is None:
+                        slot[:] = 0
+                    else:
+                        slot[:] = p.grad._be.to_numpy(p.grad._data).reshape(-1)
+                    self._ready(b)
+
+    def _grad_ready(self, i: int, grad: Tensor):
+        if not self._expect:
+            return None
+        p = self._ddp_params[i]
+        b, off = self._where[i]
+        slot = b.flat[off:off + p.numel()].reshape(tuple(p.shape))
+        np.copyto(slot, grad._be.to_numpy(grad._data))
+        if p.grad is not None:
+            slot += p.grad._be.to_numpy(p.grad._data)
+            p.grad = None
+        out = coretorch.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
+        b.outs[i] = out
+        self._used[i] = 1
+        self._ready(b)
+        return out
+
+    def _ready(self, b: _Bucket) -> None:
+        from .api import _mpi
+        MPI = _mpi()
+        b.pending -= 1
+        self._remaining -= 1
+        buckets = self._buckets
+        comm = self.process_group.comm
+        while self._next < len(buckets) and buckets[self._next].pending == 0:
+            nb = buckets[self._next]
+            nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
+            if self._remaining > 0:
+                self._ddp_stats["launched_during_backward"] += 1
+            self._next += 1
+        if self._remaining == 0:
+            self._finalize()
+
+    def _finalize(self) -> None:
+        from .api import _mpi
+        MPI = _mpi()
+        comm = self.process_group.comm
+        MPI.Request.Waitall([b.req for b in self._buckets])
+        used = self._used
+        if self.find_unused_parameters:
+            used = used.copy()
+            comm.Allreduce(MPI.IN_PLACE, used, op=MPI.MAX)
+        n = comm.Get_size()
+        for b in self._buckets:
+            if n > 1:
+                b.flat /= n
+            for i, off in zip(b.params, b.offsets):
+                p = self._ddp_params[i]
+                vals = b.flat[off:off + p.numel()].reshape(tuple(p.shape))
+                if vals.dtype != p.dtype.np:
+                    vals = vals.astype(p.dtype.np)
+                out = b.outs.get(i)
+                if out is None:
+                    if not used[i]:
+                        continue            # unused on every rank: .grad stays as it was (None)
+                    out = coretorch.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
+                    p.grad = out
+                out._be.assign_(out._data, out._be.from_numpy(vals))
+                out._vc[0] += 1
+            b.outs = {}
+            b.req = None
+        self._expect = False
+        self._ddp_stats["reductions"] += 1
+
+
+def _hook(ref, i: int):
+    def hook(grad):
+        ddp = ref()
+        return None if ddp is None else ddp._grad_ready(i, grad)
+    return hook

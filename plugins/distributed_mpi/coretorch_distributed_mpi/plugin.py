@@ -1,0 +1,18 @@
+"""The plugin module coretorch loads through the entry point ``distributed_mpi`` (group ``coretorch``).
+
+It registers :mod:`coretorch_distributed_mpi.api` as the implementation of ``coretorch.distributed`` (its
+``DistributedDataParallel`` becomes ``coretorch.nn.parallel.DistributedDataParallel``).  Loading it does not
+import mpi4py: MPI is initialised by ``init_process_group`` (or the first collective), not by
+``import coretorch``.
+"""
+from __future__ import annotations
+
+from coretorch.plugins import hookimpl
+
+CORETORCH_PLUGIN_API = 1
+
+
+@hookimpl
+def coretorch_register_distributed(register):
+    from . import api
+    register(api)

@@ -1,0 +1,318 @@
+"""The optional fused kernels of coretorch.nn.functional on 'opencl' (see coretorch._backend.PRIMITIVES).
+
+One program per dtype holds every kernel here (one build per dtype):
+
+* convolution: an on-device im2col (strided input read in place, zero padding, dilation, groups) into a
+  column matrix whose layout the caller picks, then the batched matmul of ``matmul.py`` (the register-blocked
+  kernel where the shapes tile); the input gradient is a matmul into columns followed by a col2im *gather*
+  (one work-item per input element sums its taps in tap order: deterministic, no atomics);
+* max pooling: one work-item per output, taps in order, replacing the maximum when greater or NaN (the CPU
+  kernel's rule: first maximum, last NaN); the backward is one work-item per (n, c) plane adding its
+  gradients in output order (deterministic, no atomics);
+* softmax / log_softmax: one work-item per row, or one work-group per row (a local-memory tree reduction)
+  for long contiguous rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import codegen as cg
+from .device import STATS
+
+
+def _desc(x):
+    isz = x.dtype.itemsize
+    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
+
+
+def _src(dt, wg: int) -> str:
+    t, ct = cg.stype(dt), cg.ctype(dt)
+
+    def ld(p, i):
+        return cg.load(dt, p, i)
+
+    def st(p, i, v):
+        return cg.store(dt, p, i, v)
+    xr, xw = ld('x', 'xo + base + j * inner'), ld('x', 'xo + base + j')    # a row element (strided / wg)
+    return f"""
+__kernel void im2col(__global {t}* o, long oo, long sg, long sn, long sk, long sp,
+                     __global const {t}* x, long xo, long xs0, long xs1, long xs2, long xs3,
+                     long total, long C, long H, long W, long KH, long KW, long OH, long OW, long Cg,
+                     long sh, long sw, long ph, long pw, long dh, long dw) {{
+  long g = get_global_id(0); if (g >= total) return;
+  long r = g; long ow = r % OW; r /= OW; long oh = r % OH; r /= OH; long j = r % KW; r /= KW;
+  long i = r % KH; r /= KH; long c = r % C; long n = r / C;
+  long h = oh * sh - ph + i * dh; long w = ow * sw - pw + j * dw;
+  {ct} v = 0;
+  if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'xo + n * xs0 + c * xs1 + h * xs2 + w * xs3')};
+  long gi = c / Cg; long cl = c % Cg;
+  {st('o', 'oo + gi * sg + n * sn + ((cl * KH + i) * KW + j) * sk + (oh * OW + ow) * sp', 'v')}
+}}
+
+__kernel void col2im(__global {t}* o, __global const {t}* gc, long gco, long total, long C, long H, long W,
+                     long KH, long KW, long OH, long OW, long Cg, long G,
+                     long sh, long sw, long ph, long pw, long dh, long dw) {{
+  long g = get_global_id(0); if (g >= total) return;
+  long r = g; long w = r % W; r /= W; long h = r % H; r /= H; long c = r % C; long n = r / C;
+  long gi = c / Cg; long cl = c % Cg; long K = Cg * KH * KW; long P = OH * OW;
+  long base = gco + (n * G + gi) * K * P + cl * KH * KW * P;
+  {ct} acc = 0;
+  for (long i = 0; i < KH; ++i) {{
+    long hh = h + ph - i * dh;
+    if (hh < 0 || hh % sh != 0 || hh / sh >= OH) continue;
+    long oh = hh / sh;
+    for (long j = 0; j < KW; ++j) {{
+      long ww = w + pw - j * dw;
+      if (ww < 0 || ww % sw != 0 || ww / sw >= OW) continue;
+      acc += {ld('gc', 'base + (i * KW + j) * P + oh * OW + ww / sw')};
+    }}
+  }}
+  {st('o', 'g', 'acc')}
+}}
+
+__kernel void maxpool(__global {t}* o, __global long* idx, __global const {t}* x, long xo, long xs0, long xs1,
+                      long xs2, long xs3, long total, long C, long H, long W, long OH, long OW, long KH, long KW,
+                      long sh, long sw, long ph, long pw, long dh, long dw) {{
+  long g = get_global_id(0); if (g >= total) return;
+  long r = g; long ow = r % OW; r /= OW; long oh = r % OH; r /= OH; long c = r % C; long n = r / C;
+  long h0 = oh * sh - ph; long w0 = ow * sw - pw;
+  const long base = xo + n * xs0 + c * xs1;
+  {ct} best = 0; long bk = 0;
+  for (long i = 0; i < KH; ++i) {{
+    long h = h0 + i * dh;
+    for (long j = 0; j < KW; ++j) {{
+      long w = w0 + j * dw;
+      {ct} v = -INFINITY;
+      if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'base + h * xs2 + w * xs3')};
+      if ((i == 0 && j == 0) || v > best || isnan(v)) {{ best = v; bk = h * W + w; }}
+    }}
+  }}
+  {st('o', 'g', 'best')}
+  idx[g] = bk;
+}}
+
+__kernel void maxpool_bwd(__global {t}* o, __global const {t}* gy, long gyo, long gs0, long gs1, long gs2,
+                          long gs3, __global const long* idx, long io, long is0, long is1, long is2, long is3,
+                          long planes, long C, long HW, long OH, long OW) {{
+  long g = get_global_id(0); if (g >= planes) return;
+  long n = g / C; long c = g % C;
+  __global {t}* out = o + g * HW;
+  const long gb = gyo + n * gs0 + c * gs1; const long ib = io + n * is0 + c * is1;
+  for (long a = 0; a < OH; ++a)
+    for (long b = 0; b < OW; ++b) {{
+      long k = idx[ib + a * is2 + b * is3];
+      {ct} v = {ld('out', 'k')} + {ld('gy', 'gb + a * gs2 + b * gs3')};
+      {st('out', 'k', 'v')}
+    }}
+}}
+
+inline {ct} ct_mx({ct} m, {ct} v) {{ return (v > m || isnan(v)) ? v : m; }}
+
+__kernel void softmax_rows(__global {t}* o, __global const {t}* x, long xo, long rows, long L, long inner,
+                           int logsm) {{
+  long g = get_global_id(0); if (g >= rows) return;
+  long base = (g / inner) * L * inner + g % inner;
+  {ct} m = -INFINITY;
+  for (long j = 0; j < L; ++j) m = ct_mx(m, {ld('x', 'xo + base + j * inner')});
+  if (!isfinite(m)) m = 0;
+  {ct} s = 0;
+  for (long j = 0; j < L; ++j) s += exp({ld('x', 'xo + base + j * inner')} - m);
+  if (logsm) {{
+    {ct} ls = log(s);
+    for (long j = 0; j < L; ++j) {{ {ct} z = {xr} - m; {st('o', 'base + j * inner', 'z - ls')} }}
+  }} else {{
+    for (long j = 0; j < L; ++j) {{ {ct} e = exp({xr} - m); {st('o', 'base + j * inner', 'e / s')} }}
+  }}
+}}
+
+__kernel void softmax_wg(__global {t}* o, __global const {t}* x, long xo, long L, int logsm) {{
+  __local {ct} red[{wg}];
+  long row = get_group_id(0); int l = get_local_id(0);
+  const long base = row * L;
+  {ct} m = -INFINITY;
+  for (long j = l; j < L; j += {wg}) m = ct_mx(m, {ld('x', 'xo + base + j')});
+  red[l] = m; barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {wg} / 2; s > 0; s >>= 1) {{
+    if (l < s) red[l] = ct_mx(red[l], red[l + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  m = red[0]; if (!isfinite(m)) m = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {ct} acc = 0;
+  for (long j = l; j < L; j += {wg}) acc += exp({ld('x', 'xo + base + j')} - m);
+  red[l] = acc; barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = {wg} / 2; s > 0; s >>= 1) {{
+    if (l < s) red[l] += red[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  {ct} tot = red[0];
+  if (logsm) {{
+    {ct} ls = log(tot);
+    for (long j = l; j < L; j += {wg}) {{ {ct} z = {xw} - m; {st('o', 'base + j', 'z - ls')} }}
+  }} else {{
+    for (long j = l; j < L; j += {wg}) {{ {ct} e = exp({xw} - m); {st('o', 'base + j', 'e / tot')} }}
+  }}
+}}
+"""
+
+
+class NNKernels:
+    """The fused nn kernels of one device, on top of the primitive kernels ``kern`` (a backend._Kernels)."""
+
+    def __init__(self, kern):
+        self.k = kern
+        self.dev = kern.dev
+        # softmax work-group: a power of two the device allows (PoCL compiles once per local size)
+        wg = 1
+        while wg * 2 <= min(self.dev.max_wg, 64 if self.dev.is_cpu else 256):
+            wg *= 2
+        self.wg = wg
+
+    def _kernel(self, dt, name):
+        dt = np.dtype(dt)
+        if dt.kind != "f":
+            raise RuntimeError(f"\"{name}\" is not implemented for {dt} on device 'opencl'")
+        return self.dev.kernel(("nn", dt.str, self.wg), name, lambda: _src(dt, self.wg))
+
+    # ---- convolution ----------------------------------------------------------------------------------
+    def _im2col(self, x, kh, kw, oh, ow, stride, padding, dilation, groups, transposed):
+        """Columns of x: (G, N, K, P) -> laid out as (N, G, K, P) or, ``transposed``, (G, N*P, K) contiguous."""
+        n, c, h, w = x.shape
+        cg_ = c // groups
+        K, P = cg_ * kh * kw, oh * ow
+        if transposed:
+            out = self.k._out((groups, n * P, K), x.dtype)
+            sg, sn, sk, sp = n * P * K, P * K, 1, K
+        else:
+            out = self.k._out((n, groups, K, P), x.dtype)
+            sg, sn, sk, sp = K * P, groups * K * P, P, 1
+        total = n * c * kh * kw * P
+        if total == 0:
+            return out
+        xb, xo, _, xs = _desc(x)
+        kn = self._kernel(x.dtype, "im2col")
+        self.dev.launch(kn, total, [out.base_data, 0, sg, sn, sk, sp, xb, xo, *xs, total, c, h, w, kh, kw, oh, ow,
+                                    cg_, *stride, *padding, *dilation])
+        return out
+
+    def _weight_matrix(self, w, groups):
+        """w (O, Cg, KH, KW) -> (G, Og, K) view (a copy only when the strides forbid a view)."""
+        o = w.shape[0]
+        shape = (groups, o // groups, _numel(w.shape[1:]))
+        v = self.k.view(w, shape)
+        return v if v is not None else self.k.view(self.k.contiguous(w), shape)
+
+    def conv2d(self, x, w, stride, padding, dilation, groups):
+        n, c, h, wd = x.shape
+        o, cg_, kh, kw = w.shape
+        oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        if n * o * oh * ow == 0 or cg_ * kh * kw == 0:
+            return self.k.full((n, o, oh, ow), 0, x.dtype)
+        cols = self._im2col(x, kh, kw, oh, ow, stride, padding, dilation, groups, False)     # N, G, K, P
+        wm = self._weight_matrix(w, groups)                                                    # G, Og, K
+        wm = self.k.expand(wm, (n,) + wm.shape)                                               # N, G, Og, K (no copy)
+        out = self.k.matmul(wm, cols)                                                          # N, G, Og, P
+        return self.k.view(out, (n, o, oh, ow))
+
+    def conv2d_backward_weight(self, x, gy, wshape, stride, padding, dilation, groups):
+        n = x.shape[0]
+        o, cg_, kh, kw = wshape
+        oh, ow = gy.shape[2:]
+        og, K, P = o // groups, cg_ * kh * kw, oh * ow
+        if n * P == 0 or o * K == 0:
+            return self.k.full(tuple(wshape), 0, x.dtype)
+        colst = self._im2col(x, kh, kw, oh, ow, stride, padding, dilation, groups, True)     # G, N*P, K
+        g4 = self.k.view(self.k.contiguous(gy), (n, groups, og, P))
+        gyt = self.k.contiguous(self.k.permute(g4, (1, 2, 0, 3)))                            # G, Og, N, P
+        gw = self.k.matmul(self.k.view(gyt, (groups, og, n * P)), colst)                     # G, Og, K
+        return self.k.view(gw, tuple(wshape))
+
+    def conv2d_backward_input(self, gy, w, xshape, stride, padding, dilation, groups):
+        n, c, h, wd = xshape
+        o, cg_, kh, kw = w.shape
+        oh, ow = gy.shape[2:]
+        og, P = o // groups, oh * ow
+        out = self.k._out(tuple(xshape), gy.dtype)
+        if out.size == 0:
+            return out
+        if P == 0 or og == 0:
+            return self.k._fill_into(out, 0)
+        wm = self._weight_matrix(w, groups)                                                    # G, Og, K
+        wt = self.k.contiguous(self.k.permute(wm, (0, 2, 1)))                                  # G, K, Og
+        wt = self.k.expand(wt, (n,) + wt.shape)
+        g4 = self.k.view(self.k.contiguous(gy), (n, groups, og, P))
+        gc = self.k.matmul(wt, g4)                                                             # N, G, K, P
+        kn = self._kernel(gy.dtype, "col2im")
+        gb, go, _, _ = _desc(gc)
+        self.dev.launch(kn, out.size, [out.base_data, gb, go, out.size, c, h, wd, kh, kw, oh, ow, cg_, groups,
+                                       *stride, *padding, *dilation])
+        return out
+
+    # ---- pooling --------------------------------------------------------------------------------------
+    def max_pool2d(self, x, kernel, stride, padding, dilation, out_hw):
+        n, c, h, w = x.shape
+        oh, ow = out_hw
+        vals = self.k._out((n, c, oh, ow), x.dtype)
+        idx = self.k._out((n, c, oh, ow), np.dtype(np.int64))
+        total = vals.size
+        if total == 0:
+            return vals, idx
+        xb, xo, _, xs = _desc(x)
+        kn = self._kernel(x.dtype, "maxpool")
+        self.dev.launch(kn, total, [vals.base_data, idx.base_data, xb, xo, *xs, total, c, h, w, oh, ow, *kernel,
+                                    *stride, *padding, *dilation])
+        return vals, idx
+
+    def max_pool2d_backward(self, gy, idx, xshape):
+        n, c, h, w = xshape
+        out = self.k.full(tuple(xshape), 0, gy.dtype)
+        planes = n * c
+        oh, ow = gy.shape[2:]
+        if planes == 0 or oh * ow == 0 or h * w == 0:
+            return out
+        gb, go, _, gs = _desc(gy)
+        ib, io, _, is_ = _desc(idx)
+        kn = self._kernel(gy.dtype, "maxpool_bwd")
+        self.dev.launch(kn, planes, [out.base_data, gb, go, *gs, ib, io, *is_, planes, c, h * w, oh, ow])
+        return out
+
+    # ---- softmax --------------------------------------------------------------------------------------
+    def _softmax(self, x, dim, log):
+        if not self.k.is_contiguous(x):
+            x = self.k.contiguous(x)
+        out = self.k._out(x.shape, x.dtype)
+        if out.size == 0:
+            return out
+        shape = x.shape
+        L = shape[dim]
+        inner = _numel(shape[dim + 1:])
+        rows = out.size // L
+        xb, xo, _, _ = _desc(x)
+        if inner == 1 and L >= 4 * self.wg and self.wg > 1:
+            kn = self._kernel(x.dtype, "softmax_wg")
+            STATS["launches"] += 1
+            kn(self.dev.queue, (rows * self.wg,), (self.wg,), out.base_data, xb, xo, L, int(log))
+            return out
+        kn = self._kernel(x.dtype, "softmax_rows")
+        self.dev.launch(kn, rows, [out.base_data, xb, xo, rows, L, inner, int(log)])
+        return out
+
+    def softmax(self, x, dim):
+        return self._softmax(x, dim, False)
+
+    def log_softmax(self, x, dim):
+        return self._softmax(x, dim, True)
+
+    def table(self) -> dict:
+        return {"conv2d": self.conv2d, "conv2d_backward_input": self.conv2d_backward_input,
+                "conv2d_backward_weight": self.conv2d_backward_weight, "max_pool2d": self.max_pool2d,
+                "max_pool2d_backward": self.max_pool2d_backward, "softmax": self.softmax,
+                "log_softmax": self.log_softmax}
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
