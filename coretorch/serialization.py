@@ -335,7 +335,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     accepted for PyTorch compatibility: this loader only ever reads data."""
     from safetensors.numpy import load as st_load
     data, name = _read_all(f)
-    if data[:2] == b"PK" or data[:1] == b"\x80":
+    # a pickle starts with \x80 (PROTO); so does a safetensors file whose header length is 128 mod 256,
+    # but its JSON header then opens at byte 8
+    if data[:2] == b"PK" or (data[:1] == b"\x80" and data[8:9] != b"{"):
         raise _foreign(name, "it looks like a PyTorch zip/pickle file, which may execute code when loaded")
     if len(data) < 8:
         raise RuntimeError(f"coretorch.load: {name} is truncated or empty ({len(data)} bytes, a coretorch "

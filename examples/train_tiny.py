@@ -1,7 +1,7 @@
-"""`make demo`: train a tiny two-layer network on a synthetic two-spirals problem with coretorch.
+"""Train a tiny network on a synthetic two-spirals problem with raw tensor ops (no nn, no optim).
 
 Written as PyTorch code with `import coretorch as torch`: tensors, autograd and a hand-written SGD step
-(nn.Module and optim arrive with the next milestone).
+with momentum; `python examples/train_tiny.py`.  (`make demo` runs `coretorch demo`, the digits CNN.)
 """
 from __future__ import annotations
 

@@ -141,7 +141,7 @@ class Device:
                          _context=self.ctx, _queue=self.queue)
 
     # ---- programs ---------------------------------------------------------------------------
-    def kernel(self, key, kname: str, source_fn):
+    def kernel(self, key, kname: str, source_fn, options: str = ""):
         k = self._kernels.get((key, kname))
         if k is not None:
             return k
@@ -149,7 +149,7 @@ class Device:
         if prog is None:
             src = HEADER + source_fn()
             try:
-                prog = cl.Program(self.ctx, src).build(options=self.defines)
+                prog = cl.Program(self.ctx, src).build(options=self.defines + (" " + options if options else ""))
             except cl.Error as e:
                 raise RuntimeError(f"coretorch-opencl: building a kernel failed on '{self.name}': {e}\n{src}") \
                     from None

@@ -2,13 +2,15 @@
 
 One program per dtype holds every kernel here (one build per dtype):
 
-* convolution: an on-device im2col (strided input read in place, zero padding, dilation, groups) into a
-  column matrix whose layout the caller picks, then the batched matmul of ``matmul.py`` (the register-blocked
-  kernel where the shapes tile); the input gradient is a matmul into columns followed by a col2im *gather*
-  (one work-item per input element sums its taps in tap order: deterministic, no atomics);
-* max pooling: one work-item per output, taps in order, replacing the maximum when greater or NaN (the CPU
+* convolution: an on-device im2col (strided input read in place, zero padding, dilation, groups; one work-item
+  per output row) into a column matrix whose layout the caller picks, then the batched matmul of ``matmul.py``
+  (the register-blocked kernel where the shapes tile, split over k for the weight gradient); the input
+  gradient is a matmul into columns followed by a col2im *gather* (each input element sums its taps in tap
+  order: deterministic, no atomics);
+* max pooling: one work-item per output row, taps in order, replacing the maximum when greater or NaN (the CPU
   kernel's rule: first maximum, last NaN); the backward is one work-item per (n, c) plane adding its
   gradients in output order (deterministic, no atomics);
+* indices are decoded in 32-bit integers (64-bit division cost 3x in the LeNet step's im2col);
 * softmax / log_softmax: one work-item per row, or one work-group per row (a local-memory tree reduction)
   for long contiguous rows.
 """
@@ -37,58 +39,69 @@ def _src(dt, wg: int) -> str:
     return f"""
 __kernel void im2col(__global {t}* o, long oo, long sg, long sn, long sk, long sp,
                      __global const {t}* x, long xo, long xs0, long xs1, long xs2, long xs3,
-                     long total, long C, long H, long W, long KH, long KW, long OH, long OW, long Cg,
-                     long sh, long sw, long ph, long pw, long dh, long dw) {{
-  long g = get_global_id(0); if (g >= total) return;
-  long r = g; long ow = r % OW; r /= OW; long oh = r % OH; r /= OH; long j = r % KW; r /= KW;
-  long i = r % KH; r /= KH; long c = r % C; long n = r / C;
-  long h = oh * sh - ph + i * dh; long w = ow * sw - pw + j * dw;
-  {ct} v = 0;
-  if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'xo + n * xs0 + c * xs1 + h * xs2 + w * xs3')};
-  long gi = c / Cg; long cl = c % Cg;
-  {st('o', 'oo + gi * sg + n * sn + ((cl * KH + i) * KW + j) * sk + (oh * OW + ow) * sp', 'v')}
+                     int rows, int C, int H, int W, int KH, int KW, int OH, int OW, int Cg,
+                     int sh, int sw, int ph, int pw, int dh, int dw) {{
+  int g = get_global_id(0); if (g >= rows) return;     // one work-item per (n, c, i, j, oh): a row of OW
+  int r = g; int oh = r % OH; r /= OH; int j = r % KW; r /= KW;
+  int i = r % KH; r /= KH; int c = r % C; int n = r / C;
+  int h = oh * sh - ph + i * dh; int gi = c / Cg; int cl = c % Cg;
+  __global {t}* op = o + oo + gi * sg + n * sn + ((cl * KH + i) * KW + j) * sk + (long)oh * OW * sp;
+  const long xb = xo + n * xs0 + c * xs1 + h * xs2;
+  const bool hin = h >= 0 && h < H;
+  int w = j * dw - pw;
+  for (int ow = 0; ow < OW; ++ow, w += sw) {{
+    {ct} v = 0;
+    if (hin && w >= 0 && w < W) v = {ld('x', 'xb + w * xs3')};
+    {st('op', 'ow * sp', 'v')}
+  }}
 }}
 
-__kernel void col2im(__global {t}* o, __global const {t}* gc, long gco, long total, long C, long H, long W,
-                     long KH, long KW, long OH, long OW, long Cg, long G,
-                     long sh, long sw, long ph, long pw, long dh, long dw) {{
-  long g = get_global_id(0); if (g >= total) return;
-  long r = g; long w = r % W; r /= W; long h = r % H; r /= H; long c = r % C; long n = r / C;
-  long gi = c / Cg; long cl = c % Cg; long K = Cg * KH * KW; long P = OH * OW;
-  long base = gco + (n * G + gi) * K * P + cl * KH * KW * P;
-  {ct} acc = 0;
-  for (long i = 0; i < KH; ++i) {{
-    long hh = h + ph - i * dh;
-    if (hh < 0 || hh % sh != 0 || hh / sh >= OH) continue;
-    long oh = hh / sh;
-    for (long j = 0; j < KW; ++j) {{
-      long ww = w + pw - j * dw;
-      if (ww < 0 || ww % sw != 0 || ww / sw >= OW) continue;
-      acc += {ld('gc', 'base + (i * KW + j) * P + oh * OW + ww / sw')};
+__kernel void col2im(__global {t}* o, __global const {t}* gc, long gco, int rows, int C, int H, int W,
+                     int KH, int KW, int OH, int OW, int Cg, int G,
+                     int sh, int sw, int ph, int pw, int dh, int dw) {{
+  int g = get_global_id(0); if (g >= rows) return;     // one work-item per (n, c, h): a row of W
+  int r = g; int h = r % H; r /= H; int c = r % C; int n = r / C;
+  int gi = c / Cg; int cl = c % Cg; long K = (long)Cg * KH * KW; long P = (long)OH * OW;
+  const long base = gco + ((long)n * G + gi) * K * P + (long)cl * KH * KW * P;
+  __global {t}* op = o + (long)g * W;
+  for (int w = 0; w < W; ++w) {{
+    {ct} acc = 0;
+    for (int i = 0; i < KH; ++i) {{
+      int hh = h + ph - i * dh;
+      if (hh < 0 || hh % sh != 0 || hh / sh >= OH) continue;
+      int oh = hh / sh;
+      for (int j = 0; j < KW; ++j) {{
+        int ww = w + pw - j * dw;
+        if (ww < 0 || ww % sw != 0 || ww / sw >= OW) continue;
+        acc += {ld('gc', 'base + (i * KW + j) * P + oh * OW + ww / sw')};
+      }}
     }}
+    {st('op', 'w', 'acc')}
   }}
-  {st('o', 'g', 'acc')}
 }}
 
 __kernel void maxpool(__global {t}* o, __global long* idx, __global const {t}* x, long xo, long xs0, long xs1,
-                      long xs2, long xs3, long total, long C, long H, long W, long OH, long OW, long KH, long KW,
-                      long sh, long sw, long ph, long pw, long dh, long dw) {{
-  long g = get_global_id(0); if (g >= total) return;
-  long r = g; long ow = r % OW; r /= OW; long oh = r % OH; r /= OH; long c = r % C; long n = r / C;
-  long h0 = oh * sh - ph; long w0 = ow * sw - pw;
+                      long xs2, long xs3, int rows, int C, int H, int W, int OH, int OW, int KH, int KW,
+                      int sh, int sw, int ph, int pw, int dh, int dw) {{
+  int g = get_global_id(0); if (g >= rows) return;     // one work-item per (n, c, oh): a row of OW
+  int r = g; int oh = r % OH; r /= OH; int c = r % C; int n = r / C;
+  const int h0 = oh * sh - ph;
   const long base = xo + n * xs0 + c * xs1;
-  {ct} best = 0; long bk = 0;
-  for (long i = 0; i < KH; ++i) {{
-    long h = h0 + i * dh;
-    for (long j = 0; j < KW; ++j) {{
-      long w = w0 + j * dw;
-      {ct} v = -INFINITY;
-      if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'base + h * xs2 + w * xs3')};
-      if ((i == 0 && j == 0) || v > best || isnan(v)) {{ best = v; bk = h * W + w; }}
+  for (int ow = 0; ow < OW; ++ow) {{
+    const int w0 = ow * sw - pw;
+    {ct} best = 0; long bk = 0;
+    for (int i = 0; i < KH; ++i) {{
+      int h = h0 + i * dh;
+      for (int j = 0; j < KW; ++j) {{
+        int w = w0 + j * dw;
+        {ct} v = -INFINITY;
+        if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'base + h * xs2 + w * xs3')};
+        if ((i == 0 && j == 0) || v > best || isnan(v)) {{ best = v; bk = (long)h * W + w; }}
+      }}
     }}
+    {st('o', '(long)g * OW + ow', 'best')}
+    idx[(long)g * OW + ow] = bk;
   }}
-  {st('o', 'g', 'best')}
-  idx[g] = bk;
 }}
 
 __kernel void maxpool_bwd(__global {t}* o, __global const {t}* gy, long gyo, long gs0, long gs1, long gs2,
@@ -186,13 +199,14 @@ class NNKernels:
         else:
             out = self.k._out((n, groups, K, P), x.dtype)
             sg, sn, sk, sp = K * P, groups * K * P, P, 1
-        total = n * c * kh * kw * P
-        if total == 0:
+        rows = n * c * kh * kw * oh
+        if rows * ow == 0:
             return out
+        _int_sized(out.size, x.size)
         xb, xo, _, xs = _desc(x)
         kn = self._kernel(x.dtype, "im2col")
-        self.dev.launch(kn, total, [out.base_data, 0, sg, sn, sk, sp, xb, xo, *xs, total, c, h, w, kh, kw, oh, ow,
-                                    cg_, *stride, *padding, *dilation])
+        self.dev.launch(kn, rows, [out.base_data, 0, sg, sn, sk, sp, xb, xo, *xs, rows, c, h, w, kh, kw, oh, ow,
+                                   cg_, *stride, *padding, *dilation])
         return out
 
     def _weight_matrix(self, w, groups):
@@ -245,8 +259,10 @@ class NNKernels:
         gc = self.k.matmul(wt, g4)                                                             # N, G, K, P
         kn = self._kernel(gy.dtype, "col2im")
         gb, go, _, _ = _desc(gc)
-        self.dev.launch(kn, out.size, [out.base_data, gb, go, out.size, c, h, wd, kh, kw, oh, ow, cg_, groups,
-                                       *stride, *padding, *dilation])
+        _int_sized(out.size)
+        rows = n * c * h
+        self.dev.launch(kn, rows, [out.base_data, gb, go, rows, c, h, wd, kh, kw, oh, ow, cg_, groups,
+                                   *stride, *padding, *dilation])
         return out
 
     # ---- pooling --------------------------------------------------------------------------------------
@@ -255,13 +271,14 @@ class NNKernels:
         oh, ow = out_hw
         vals = self.k._out((n, c, oh, ow), x.dtype)
         idx = self.k._out((n, c, oh, ow), np.dtype(np.int64))
-        total = vals.size
-        if total == 0:
+        if vals.size == 0:
             return vals, idx
+        _int_sized(x.size, vals.size)
+        rows = n * c * oh
         xb, xo, _, xs = _desc(x)
         kn = self._kernel(x.dtype, "maxpool")
-        self.dev.launch(kn, total, [vals.base_data, idx.base_data, xb, xo, *xs, total, c, h, w, oh, ow, *kernel,
-                                    *stride, *padding, *dilation])
+        self.dev.launch(kn, rows, [vals.base_data, idx.base_data, xb, xo, *xs, rows, c, h, w, oh, ow, *kernel,
+                                   *stride, *padding, *dilation])
         return vals, idx
 
     def max_pool2d_backward(self, gy, idx, xshape):
@@ -309,6 +326,13 @@ class NNKernels:
                 "conv2d_backward_weight": self.conv2d_backward_weight, "max_pool2d": self.max_pool2d,
                 "max_pool2d_backward": self.max_pool2d_backward, "softmax": self.softmax,
                 "log_softmax": self.log_softmax}
+
+
+def _int_sized(*sizes) -> None:
+    """The conv/pool kernels decode their indices in 32-bit integers (64-bit division is several times slower)."""
+    if max(sizes) >= 2 ** 31:
+        raise RuntimeError(f"coretorch-opencl: a convolution/pooling operand of {max(sizes)} elements is too large "
+                           "for the fused kernels (at most 2**31 - 1)")
 
 
 def _numel(shape) -> int:

@@ -72,7 +72,8 @@ def test_gpu_preferred_in_ordering():
 # kernels
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape_a,shape_b,transpose", [((64, 48), (48, 40), False), ((2, 32, 20), (2, 20, 16), False),
-                                                      ((64, 48), (48, 40), True), ((1, 40, 24), (3, 24, 32), False)])
+                                                      ((64, 48), (48, 40), True), ((1, 40, 24), (3, 24, 32), False),
+                                                      ((33, 70), (70, 45), False), ((4, 37, 50), (4, 50, 70), True)])
 def test_matmul_fast_path(shape_a, shape_b, transpose):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(shape_a).astype(np.float32)
