@@ -400,3 +400,25 @@ def test_save_keeps_mode_and_writes_through_symlink(tmp_path):
     with pytest.raises(FileNotFoundError):
         torch.save({"v": 3}, tmp_path / "missing-dir" / "x.pt")
     assert isinstance(pathlib.Path(target), pathlib.Path)
+
+
+def test_header_length_starting_with_pickle_byte_still_loads(tmp_path):
+    """A safetensors header of length 128 mod 256 makes the file start with 0x80, a pickle's PROTO byte:
+    it must still load (and a real pickle must still be refused)."""
+    import coretorch as torch
+    path = tmp_path / "x.ct"
+    for n in range(0, 600):
+        obj = {"w": torch.ones(2), "note": "x" * n}
+        torch.save(obj, path)
+        if path.read_bytes()[:1] == b"\x80":
+            break
+    else:
+        raise AssertionError("no padding length produced a header starting with 0x80")
+    back = torch.load(path)
+    assert back["note"] == "x" * n and back["w"].tolist() == [1.0, 1.0]
+    import pickle
+    bad = tmp_path / "p.pkl"
+    bad.write_bytes(pickle.dumps({"a": 1}))
+    import pytest
+    with pytest.raises(RuntimeError, match="pickle"):
+        torch.load(bad)
