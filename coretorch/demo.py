@@ -107,17 +107,22 @@ def check_device(name: str):
 @contextmanager
 def _hold_interrupts():
     """Delay Ctrl-C (SIGINT) until the block is done, then raise it: files are never left half-written."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or _holding:
+        yield  # not the main thread, or an enclosing block already holds the signal (it raises at its end)
         return
     got = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    _holding.append(True)
     try:
         yield
     finally:
+        _holding.pop()
         signal.signal(signal.SIGINT, previous)
     if got:
         raise KeyboardInterrupt
+
+
+_holding: list = []
 
 
 def _save(obj, path: Path) -> None:
@@ -272,9 +277,11 @@ def _run(args) -> int:
             print(f"epoch {epoch:2d}/{args.epochs}  loss {total_loss / seen:.4f}  "
                   f"train acc {100 * correct / seen:5.1f}%  test acc {100 * test_acc:5.1f}%  "
                   f"{seen / elapsed:6.0f} samples/s  {elapsed:.1f} s", flush=True)
-            _save({"model": model.state_dict(), "optimizer": opt.state_dict(), "optimizer_name": args.optimizer,
-                   "epoch": epoch, "history": history, "seed": args.seed}, ckpt_path)
-            completed = epoch
+            with _hold_interrupts():  # the checkpoint and the count of complete epochs change together
+                _save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                       "optimizer_name": args.optimizer, "epoch": epoch, "history": history, "seed": args.seed},
+                      ckpt_path)
+                completed = epoch
     except KeyboardInterrupt:
         where = (f"the last complete checkpoint ({ckpt_path}, epoch {completed}) is intact; run again with "
                  "--resume to continue") if completed > 0 else "no epoch was completed, nothing was saved"
