@@ -12,7 +12,18 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
-    return "\n".join(out)
+    return "\n".join(x.rstrip() for x in out)
+
+
+def _summary(provides: list[str]) -> str:
+    """'backend:cpu' stays as it is; many entries become counts per kind (the full lists follow below)."""
+    if len(provides) <= 2:
+        return ", ".join(provides)
+    kinds: dict = {}
+    for item in provides:
+        kind = item.split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in kinds.items())
 
 
 def info_dict() -> dict:
@@ -39,7 +50,7 @@ def info(as_json: bool = False) -> str:
     if as_json:
         return json.dumps(d, indent=2)
     parts = [f"coretorch {d['coretorch']} (plugin API {d['plugin_api']})", "", "Plugins"]
-    rows = [[p["name"], p["distribution"], p["version"], p["status"], p["error"] or ", ".join(p["provides"])]
+    rows = [[p["name"], p["distribution"], p["version"], p["status"], p["error"] or _summary(p["provides"])]
             for p in d["plugins"]]
     parts.append(_table(rows, ["name", "distribution", "version", "status", "error / provides"]) if rows
                  else "  (none loaded: install coretorch-cpu for the 'cpu' device)")
