@@ -46,7 +46,7 @@ def test_coretorch_info_lists_it():
     out = _run("import sys; from coretorch.cli import main; sys.exit(main(['info']))")
     line = next(ln for ln in out.splitlines() if ln.startswith("extra_ops"))
     assert "coretorch-extra-ops" in line and "loaded" in line
-    assert all(f"function:{n}" in line for n in FUNCTIONS) and all(f"optimizer:{n}" in line for n in OPTIMIZERS)
+    assert f"{len(FUNCTIONS)} functions" in line and f"{len(OPTIMIZERS)} optimizers" in line
     ops_line = next(ln for ln in out.splitlines() if ln.startswith("Plugin ops:"))
     opt_line = next(ln for ln in out.splitlines() if ln.startswith("Plugin optimizers:"))
     assert all(n in ops_line for n in FUNCTIONS) and all(n in opt_line for n in OPTIMIZERS)
