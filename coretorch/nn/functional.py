@@ -14,7 +14,7 @@ import math
 import warnings
 
 from .. import dtypes as _dt
-from ..autograd.grad_mode import state as _gs
+from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
 from ..ops._util import edge as _edge, norm_dim as _norm_dim
@@ -25,13 +25,7 @@ _f64 = _dt.float64
 _i64 = _dt.int64
 
 
-class _no_grad:
-    def __enter__(self):
-        self.prev = _gs.enabled
-        _gs.enabled = False
-
-    def __exit__(self, *exc):
-        _gs.enabled = self.prev
+_no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
 
 
 def _needs_graph(*tensors) -> bool:

@@ -5,7 +5,7 @@ import builtins
 from collections import namedtuple
 
 from .. import dtypes as _dt
-from ..autograd.grad_mode import state as _gs
+from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._util import edge, norm_dim, norm_dims
@@ -250,13 +250,7 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
     return values_indices(vals, idx)
 
 
-class _no_grad:
-    def __enter__(self):
-        self.prev = _gs.enabled
-        _gs.enabled = False
-
-    def __exit__(self, *a):
-        _gs.enabled = self.prev
+_no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
 
 
 def max(input, dim=None, keepdim: bool = False, *, other=None):
