@@ -377,7 +377,15 @@ sin = _make_unary("sin", lambda n, g: (mul(g, cos(_x(n))),), True, "x")
 cos = _make_unary("cos", lambda n, g: (neg(mul(g, sin(_x(n)))),), True, "x")
 tanh = _make_unary("tanh", lambda n, g: (mul(g, _rsub1(mul(_x(n), _x(n)))),), True, "out")
 sigmoid = _make_unary("sigmoid", lambda n, g: (mul(g, mul(_x(n), _rsub1(_x(n)))),), True, "out")
-relu = _make_unary("relu", lambda n, g: (where(gt(_x(n), 0), g, 0.0),), False, "out")
+def _relu_bw(n, g):
+    out = _x(n)
+    if not (g._rg and _gs.enabled) and g.dtype is out.dtype:  # plain backward: two kernels, no op layer
+        table = g._be
+        return (_make(table.where(table.gt(out._data, 0), g._data, 0.0), g.dtype, table),)
+    return (where(gt(out, 0), g, 0.0),)
+
+
+relu = _make_unary("relu", _relu_bw, False, "out")
 reciprocal = _make_unary("reciprocal", lambda n, g: (neg(mul(g, mul(_x(n), _x(n)))),), True, "out")
 expm1 = _make_unary("expm1", lambda n, g: (mul(g, add(_x(n), 1)),), True, "out")
 log1p = _make_unary("log1p", lambda n, g: (div(g, add(_x(n), 1)),), True, "x")

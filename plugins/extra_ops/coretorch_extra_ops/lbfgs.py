@@ -13,6 +13,15 @@ from coretorch.optim import Optimizer
 __all__ = ["LBFGS"]
 
 
+def _ieee_div(a, b):
+    """``a / b`` with IEEE semantics (+-inf, nan) as PyTorch's 0-d tensors give, not ZeroDivisionError."""
+    if b != 0:
+        return a / b
+    if a == 0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     """Minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to ``bounds``."""
     xmin_bound, xmax_bound = bounds if bounds is not None else ((x1, x2) if x1 <= x2 else (x2, x1))
@@ -21,9 +30,9 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     if d2_square >= 0:
         d2 = math.sqrt(d2_square)
         if x1 <= x2:
-            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+            min_pos = x2 - (x2 - x1) * _ieee_div(g2 + d2 - d1, g2 - g1 + 2 * d2)
         else:
-            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+            min_pos = x1 - (x1 - x2) * _ieee_div(g1 + d2 - d1, g1 - g2 + 2 * d2)
         return min(max(min_pos, xmin_bound), xmax_bound)
     return (xmin_bound + xmax_bound) / 2.0
 
