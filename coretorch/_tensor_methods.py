@@ -146,11 +146,11 @@ def _invert(self):
     return P.bitwise_not(self)
 
 
-Tensor.__add__ = Tensor.__radd__ = lambda self, other: P._add(self, other)
-Tensor.__sub__ = lambda self, other: P._sub(self, other)
+Tensor.__add__ = Tensor.__radd__ = P._add  # the op functions themselves: no extra frame per operator
+Tensor.__sub__ = P._sub
 Tensor.__rsub__ = _rsub
-Tensor.__mul__ = Tensor.__rmul__ = lambda self, other: P.mul(self, other)
-Tensor.__truediv__ = lambda self, other: P._div(self, other)
+Tensor.__mul__ = Tensor.__rmul__ = P.mul
+Tensor.__truediv__ = P._div
 Tensor.__rtruediv__ = _rdiv
 Tensor.__floordiv__ = lambda self, other: P.floor_divide(self, other)
 Tensor.__rfloordiv__ = _rfloordiv

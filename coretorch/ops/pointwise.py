@@ -126,10 +126,15 @@ def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_
 def _make_binary(name: str, node_cls, kind: str):
     """Build the public function for a binary op.  kind: arith | div | cmp | logical | bitwise | nodiff."""
 
+    # add/mul/maximum/minimum on floats need none of the checks below: decided here, once, not per call
+    plain = kind == "arith" and name in ("add", "mul", "maximum", "minimum")
+
     def fn(a, b):
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
-        if kind == "div":
+        if plain:
+            pass
+        elif kind == "div":
             if not dt.is_floating_point:
                 dt = _dt.default
                 xa = table.cast(xa, dt.np)
