@@ -1300,17 +1300,23 @@ class NllLossBackward0(Node):
 
     def backward(self, g):
         m, c = self.shape
+        if not (_gs.enabled and g._rg) and g.dtype is self.wt.dtype:
+            # plain backward: -w[t] g / total scattered into zeros at (i, target_i), all at kernel level
+            table, gd, wt = g._be, g._data, self.wt._data
+            if self.reduction == "none":
+                coef = table.mul(table.view(gd, (m,)), wt)
+            else:
+                scale = wt if self.reduction == "sum" else table.div(wt, self.total._data)
+                gm = table.view(gd, (1,))
+                coef = table.mul(scale, gm if table.native_broadcast else table.expand(gm, (m,)))
+            out = table.full((m, c), 0, g.dtype.np)
+            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), table.neg(coef))
+            return (_make(out, g.dtype, table),)
         if self.reduction == "none":
             coef = _P.mul(g.reshape(m), self.wt)
         else:
             scale = self.wt if self.reduction == "sum" else _P.div(self.wt, self.total)
             coef = _P.mul(_S.expand(g.reshape(1), (m,)), scale)
-        if not (_gs.enabled and coef._rg):
-            # plain backward: scatter -coef into zeros at (i, target_i) with one kernel call
-            table = g._be
-            out = table.full((m, c), 0, g.dtype.np)
-            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), table.neg(coef._data))
-            return (_make(out, g.dtype, table),)
         classes = _C.arange(c, device=g.device)
         hit = _P.eq(_S.unsqueeze(self.target, 1), classes)
         return (_P.where(hit, _S.unsqueeze(_P.neg(coef), 1), 0.0),)
@@ -1330,7 +1336,7 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     st = table.where(valid, tt, 0)
     if st.dtype != _i64.np:
         st = table.cast(st, _i64.np)
-    picked = table.view(table.gather(x._data, 1, table.view(st, (m, 1))), (m,))
+    picked = table.index(x._data, (table.arange(0, m, 1, _i64.np), st))  # x[i, t_i]
     validf = table.cast(valid, x.dtype.np)
     if weight is not None:
         wt = table.mul(table.index_select(weight._data, 0, st), validf)
