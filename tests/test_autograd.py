@@ -902,3 +902,15 @@ class TestVariable:
             v.mul_(3)
         assert base.tolist() == [3.0, 3.0]
         assert not Variable(torch.ones(2)).requires_grad
+
+
+def test_second_backward_through_a_graph_that_saved_nothing_accumulates_as_in_pytorch():
+    x = torch.ones(2, requires_grad=True)
+    y = (x + 1).sum()  # AddBackward0 and SumBackward0 save no tensors: nothing is freed
+    y.backward()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+    z = (x * x).sum()  # MulBackward0 saves its inputs: the second backward needs retain_graph
+    z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()

@@ -68,6 +68,7 @@ class Node:
     _hooks = None
     _tensor_hooks = None
     _out_meta = None
+    out = None  # nodes that keep their output declare an ``out`` slot
 
     def __init__(self):
         self.next_functions = ()
@@ -103,7 +104,9 @@ class Node:
         return tuple(out)
 
     def release(self) -> None:
-        self._saved = _FREED
+        # a node that saved nothing can run again, as in PyTorch (y = x + 1; y.backward(); y.backward())
+        if self._saved:
+            self._saved = _FREED
         if getattr(self, "out", None) is not None:  # a saved output kept outside _saved
             self.out = None
 
