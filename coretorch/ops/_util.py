@@ -88,9 +88,12 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
     if not (g._rg and _gs.enabled):  # plain backward: straight to the kernels, no graph bookkeeping
         table = g._be
+        if gs[lead:] == shape:  # only leading dims were broadcast (a bias): one reduction, no reshape
+            return _make(table.sum(g._data, tuple(range(lead)), False), g.dtype, table)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+    if not (g._rg and _gs.enabled):
         x = table.sum(g._data, axes, True) if axes else g._data
         if x.shape != shape:
             x = table.view(x, shape)
