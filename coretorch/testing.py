@@ -24,6 +24,7 @@ A backend plugin tests its device with::
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import warnings
@@ -1157,3 +1158,29 @@ REQUIRED_OPS = (
     "expand_as", "repeat", "flip", "contiguous", "cat", "stack", "split", "chunk",
     "gather", "scatter_add", "index_select", "__getitem__",
 )
+
+
+@contextlib.contextmanager
+def cpu_kernels_as(device_type: str, *, drop=(), plugin_name: str | None = None,
+                   distribution: str | None = None):
+    """Register the numpy CPU kernels under another device type, in-process, for the duration of a ``with``
+    block (minus the kernels named in ``drop``): the way tests get a second device for dispatch between
+    devices, device moves and missing-kernel fallbacks.  Yields the device type."""
+    from coretorch_cpu import CPUBackend
+
+    backend = type(f"{device_type}Backend", (CPUBackend,), {"name": device_type, "distribution": None})()
+    backend._table = {k: v for k, v in backend._table.items() if k not in drop}
+
+    class Plugin:
+        CORETORCH_PLUGIN_API = 1
+
+        @coretorch.plugins.hookimpl
+        def coretorch_register_backends(self, register):
+            register(backend)
+
+    name = plugin_name or f"tests-{device_type}"
+    coretorch.plugins.register(Plugin(), name=name, distribution=distribution or f"coretorch-tests-{device_type}")
+    try:
+        yield device_type
+    finally:
+        coretorch.plugins.unregister(name)

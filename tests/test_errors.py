@@ -3,9 +3,9 @@ import re
 
 import numpy as np
 import pytest
-from coretorch_cpu import CPUBackend
 
 import coretorch as torch
+from coretorch.testing import cpu_kernels_as
 
 
 def raises(exc, *fragments):
@@ -327,28 +327,10 @@ class TestDtypeErrors:
 # ---------------------------------------------------------------------------------------------
 # devices
 # ---------------------------------------------------------------------------------------------
-class FakeBackend(CPUBackend):
-    """The numpy kernels under another device type name."""
-    name = "fakedev"
-    distribution = "coretorch-tests-fakedev"
-
-
-class FakePlugin:
-    CORETORCH_PLUGIN_API = 1
-
-    @torch.plugins.hookimpl
-    def coretorch_register_backends(self, register):
-        register(FakeBackend())
-
-
 @pytest.fixture
 def fakedev():
-    plugin = FakePlugin()
-    torch.plugins.register(plugin, name="tests-fakedev")
-    try:
-        yield "fakedev"
-    finally:
-        torch.plugins.unregister(plugin)
+    with cpu_kernels_as("fakedev") as dev:
+        yield dev
 
 
 class TestDeviceErrors:
@@ -441,9 +423,9 @@ class TestDeviceErrors:
             torch.zeros(3)[torch.tensor([0], device=fakedev)]
 
     def test_unregister_removes_device(self, fakedev):
-        plugin = FakePlugin()
         with pytest.raises(Exception, match="fakedev"):  # the device type is taken
-            torch.plugins.register(plugin, name="tests-fakedev-2")
+            with cpu_kernels_as("fakedev", plugin_name="tests-fakedev-2"):
+                pass
         assert torch.zeros(1, device=fakedev).device.type == "fakedev"
 
 

@@ -4,34 +4,17 @@ available optimizers."""
 from __future__ import annotations
 
 import pytest
-from coretorch_cpu import CPUBackend
 
 import coretorch as torch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
-
-
-class OtherDevice(CPUBackend):
-    name = "otherdev"
-    distribution = "coretorch-tests-otherdev"
-
-
-class OtherDevicePlugin:
-    CORETORCH_PLUGIN_API = 1
-
-    @torch.plugins.hookimpl
-    def coretorch_register_backends(self, register):
-        register(OtherDevice())
+from coretorch.testing import cpu_kernels_as
 
 
 @pytest.fixture
 def otherdev():
-    plugin = OtherDevicePlugin()
-    torch.plugins.register(plugin, name="tests-otherdev")
-    try:
-        yield "otherdev"
-    finally:
-        torch.plugins.unregister(plugin)
+    with cpu_kernels_as("otherdev") as dev:
+        yield dev
 
 
 def test_linear_wrong_in_features_names_the_layer():

@@ -11,39 +11,18 @@ import pytest
 
 import coretorch
 import coretorch.nn.functional as F
-from coretorch import plugins
-from coretorch.plugins import hookimpl
-from coretorch.testing import available_devices, check_backward, check_forward
+from coretorch.testing import available_devices, check_backward, check_forward, cpu_kernels_as
 from coretorch.testing_nn import NN_CASES, NN_REQUIRED_OPS
-from coretorch_cpu import CPUBackend
 
 FUSED = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward",
          "softmax", "log_softmax", "erf")
 
 
-class NoFusedBackend(CPUBackend):
-    """The CPU kernels without the optional fused nn kernels: exercises the composite fallbacks."""
-    name = "nofused"
-    distribution = None
-
-    def __init__(self):
-        super().__init__()
-        self._table = {k: v for k, v in self._table.items() if k not in FUSED}
-
-
-class _Plugin:
-    CORETORCH_PLUGIN_API = 1
-
-    @hookimpl
-    def coretorch_register_backends(self, register):
-        register(NoFusedBackend())
-
-
 @pytest.fixture(scope="module")
 def nofused():
-    plugins.register(_Plugin(), name="nofused-test")
-    yield "nofused"
-    plugins.unregister("nofused-test")
+    """The CPU kernels without the optional fused nn kernels: exercises the composite fallbacks."""
+    with cpu_kernels_as("nofused", drop=FUSED) as dev:
+        yield dev
 
 
 DEVICES = available_devices()

@@ -788,19 +788,9 @@ def second_device(request):
     if request.param != "fakedev":
         yield request.param
         return
-    from coretorch.plugins import hookimpl
-    from coretorch_cpu import CPUBackend
-
-    class FakeDev(CPUBackend):
-        name, distribution = "fakedev", "test-fakedev"
-
-    class Plugin:
-        @hookimpl
-        def coretorch_register_backends(self, register):
-            register(FakeDev())
-    torch.plugins.register(Plugin(), name="fakedev-nn")
-    yield "fakedev"
-    torch.plugins.unregister("fakedev-nn")
+    from coretorch.testing import cpu_kernels_as
+    with cpu_kernels_as("fakedev") as dev:
+        yield dev
 
 
 @pytest.mark.parametrize("second_device", _OTHER_DEVICES or ["fakedev"], indirect=True)

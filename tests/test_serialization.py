@@ -15,9 +15,8 @@ import pytest
 from safetensors.numpy import save as st_save
 
 import coretorch as torch
-from coretorch import plugins, serialization
-from coretorch.plugins import hookimpl
-from coretorch_cpu import CPUBackend
+from coretorch.testing import cpu_kernels_as
+from coretorch import serialization
 
 DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
 
@@ -158,27 +157,16 @@ def test_module_and_optimizer_state_dicts_round_trip(tmp_path):
 
 
 # ---- devices and map_location ---------------------------------------------------------------------------
-class SaveDev(CPUBackend):
-    name = "savedev"
-    distribution = "savedev-test"
+def test_map_location(tmp_path):
+    with cpu_kernels_as("savedev"):
+        p = _map_location_checks(tmp_path)
+    # the device is gone now: loading says so, and map_location still works
+    with pytest.raises(RuntimeError, match="saved on device 'savedev:0'.*map_location='cpu'"):
+        torch.load(p)
+    assert str(torch.load(p, map_location="cpu")["x"].device) == "cpu"
 
 
-class SaveDevPlugin:
-    CORETORCH_PLUGIN_API = 1
-
-    @hookimpl
-    def coretorch_register_backends(self, register):
-        register(SaveDev())
-
-
-@pytest.fixture
-def savedev():
-    plugins.register(SaveDevPlugin(), name="savedev-plugin")
-    yield
-    plugins.unregister("savedev-plugin")
-
-
-def test_map_location(savedev, tmp_path):
+def _map_location_checks(tmp_path):
     p = tmp_path / "dev.pt"
     x = torch.arange(4, dtype=torch.float32, device="savedev")
     y = torch.ones(2)
@@ -197,13 +185,7 @@ def test_map_location(savedev, tmp_path):
     locations = []
     back = torch.load(p, map_location=lambda t, loc: locations.append(loc))  # None: default placement
     assert sorted(locations) == ["cpu", "savedev:0"] and str(back["x"].device) == "savedev:0"
-    plugins.unregister("savedev-plugin")
-    try:
-        with pytest.raises(RuntimeError, match="saved on device 'savedev:0'.*map_location='cpu'"):
-            torch.load(p)
-        assert str(torch.load(p, map_location="cpu")["x"].device) == "cpu"
-    finally:
-        plugins.register(SaveDevPlugin(), name="savedev-plugin")
+    return p
 
 
 # ---- damaged, tampered and foreign files ------------------------------------------------------------------
