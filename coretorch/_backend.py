@@ -58,6 +58,7 @@ PRIMITIVES: dict[str, str] = {
     "matmul": "(a (..., n, k), b (..., k, m)) with equal batch shapes",
     # optional: in-place arithmetic x op= y (y same shape/dtype or scalar); used when no graph is recorded
     "iadd": "optional", "isub": "optional", "imul": "optional", "idiv": "optional",
+    "axpy_": "optional (y, alpha, x) in place: y += alpha * x, x of y's shape and dtype (SGD's update in one pass)",
     # optional fused kernels of nn.functional (a backend without them gets composites of the kernels above)
     "conv2d": "optional (x (N,C,H,W), w (O,C/g,KH,KW), stride, padding, dilation, groups) -> (N,O,OH,OW)",
     "conv2d_backward_input": "optional (gy, w, x_shape, stride, padding, dilation, groups) -> gx",
@@ -65,6 +66,11 @@ PRIMITIVES: dict[str, str] = {
     "max_pool2d": "optional (x, kernel, stride, padding, dilation, (OH, OW)) -> (values, int64 flat h*W+w indices)",
     "max_pool2d_backward": "optional (gy, indices, x_shape) -> gx",
     "softmax": "optional (x, dim)", "log_softmax": "optional (x, dim)", "erf": "optional (x)",
+    "nll_loss": "optional (x (M, C), target (M,) int64, weight (C,)|None, ignore_index) -> (losses (M,), "
+                "weights (M,), index (M,) int64): losses[i] = -w[t_i] x[i, t_i] and weights[i] = w[t_i] (w = 1 "
+                "without weight), both 0 where t_i == ignore_index; index[i] = t_i, or 0 where ignored.  A target "
+                "outside [0, C) that is not ignored raises IndexError('Target 12 is out of bounds.'), at once or, "
+                "on an asynchronous device, at the next host read (as CUDA's device-side assert)",
 }
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
@@ -96,6 +102,10 @@ class KernelTable:
         self.names = frozenset(kernels)
         # a backend whose binary kernels broadcast by themselves (numpy) skips the core's expand views
         self.native_broadcast = bool(getattr(backend, "native_broadcast", False))
+        # a backend whose arrays live in host memory (numpy) reads a value back for free: ops may decide on it
+        self.host_memory = bool(getattr(backend, "host_memory", False))
+        self.has_iadd = "iadd" in kernels  # checked on hot paths: an attribute, not a call
+        self.has_axpy = "axpy_" in kernels
         for name in set(PRIMITIVES) | set(_extra_kernels):
             setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
 

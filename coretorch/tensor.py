@@ -213,6 +213,13 @@ class Tensor:
         return self._get_accum()._register_tensor_hook(0, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
+                and self._data.shape in _SCALAR_SHAPES:
+            # loss.backward(): the implicit gradient 1, straight to the engine
+            from .autograd.engine import run_backward
+            g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
+            run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)
+            return
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
@@ -335,6 +342,9 @@ def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None
 
 
 _new = object.__new__
+
+
+_SCALAR_SHAPES = ((), (1,))
 
 
 def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -> Tensor:

@@ -87,10 +87,11 @@ SGD_CASES = [
 ]
 
 
+@pytest.mark.parametrize("foreach", [None, True, False], ids=["foreach=None", "foreach=True", "foreach=False"])
 @pytest.mark.parametrize("kw", SGD_CASES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
-def test_sgd_matches_reference_trajectory(kw):
+def test_sgd_matches_reference_trajectory(kw, foreach):
     params = make_params()
-    opt = SGD(params, **kw)
+    opt = SGD(params, foreach=foreach, **kw)
     traj = run(opt, params, 6)
     ref, bufs = ref_sgd(P0, 6, **kw)
     for got_step, ref_step in zip(traj, ref):

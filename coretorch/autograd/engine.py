@@ -33,14 +33,6 @@ def _toposort(roots):
     return deps, seen
 
 
-def _own(g, owned: set):
-    """Return a gradient safe to store in ``.grad``: a fresh buffer nobody else holds."""
-    if g._base is not None or id(g) in owned:
-        g = g.detach().clone() if not state.enabled else g.clone()
-    owned.add(id(g))
-    return g
-
-
 _EMPTY: dict = {}
 
 
@@ -78,48 +70,36 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, _EMPTY)
-            # tensor hooks (register_hook / retain_grad) may replace the gradient of an output
-            th = node._tensor_hooks
-            if th:
-                for nr, hooks in th.items():
-                    if nr in buf:
-                        # as in torch, the retain_grad hook runs after every other tensor hook
-                        for fn in sorted(hooks.values(), key=_retains_last):
-                            r = fn(buf[nr])
-                            if r is not None:
-                                buf[nr] = r
-            if capture is not None:
-                for nr, g in buf.items():
-                    for i in capture.get((node, nr), ()):
-                        results[i] = g
-            if node._pre_hooks:
-                gi = _grads_tuple(node, buf)
-                for fn in list(node._pre_hooks.values()):
-                    r = fn(gi)
-                    if r is not None:
-                        gi = tuple(r)
-                buf = {i: g for i, g in enumerate(gi) if g is not None}
+            if node._tensor_hooks or node._pre_hooks or capture is not None:
+                buf = _run_hooks(node, buf, capture, results)
             if type(node) is AccumulateGrad:
                 if accumulate and capture is None and 0 in buf:
-                    node.apply(_own(buf[0], owned))
-                grads_in = ()
-            else:
-                gi = (buf.get(0),) if node._out_meta is None else _grads_tuple(node, buf)
-                grads_in = node.apply(*gi)
-                if node._hooks:
-                    for fn in list(node._hooks.values()):
-                        r = fn(grads_in, gi)
-                        if r is not None:
-                            grads_in = tuple(r)
-                executed.append(node)
+                    g = buf[0]
+                    if g._base is not None or id(g) in owned:  # never store a view or a tensor held elsewhere
+                        g = g.detach().clone() if not create_graph else g.clone()
+                    owned.add(id(g))
+                    node.apply(g)
+                continue
+            gi = (buf.get(0),) if node._out_meta is None else _grads_tuple(node, buf)
+            grads_in = node.apply(*gi)
+            if node._hooks:
+                for fn in list(node._hooks.values()):
+                    r = fn(grads_in, gi)
+                    if r is not None:
+                        grads_in = tuple(r)
+            executed.append(node)
             n_in = len(grads_in)
-            for k, (nxt, nr) in enumerate(node.next_functions):
+            k = -1
+            for nxt, nr in node.next_functions:
+                k += 1
                 if nxt is None:
                     continue
                 g = grads_in[k] if k < n_in else None
                 if g is not None:
                     if type(nxt) is AccumulateGrad:
-                        g = _validate_leaf_grad(node, k, g, nxt.variable)
+                        v = nxt.variable
+                        if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+                            g = _validate_leaf_grad(node, k, g, v)
                     b = buffers.get(nxt)
                     if b is None:
                         buffers[nxt] = {nr: g}
@@ -144,6 +124,32 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+def _run_hooks(node, buf: dict, capture, results) -> dict:
+    """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks."""
+    th = node._tensor_hooks
+    if th:
+        buf = dict(buf)
+        for nr, hooks in th.items():
+            if nr in buf:
+                # as in torch, the retain_grad hook runs after every other tensor hook
+                for fn in sorted(hooks.values(), key=_retains_last):
+                    r = fn(buf[nr])
+                    if r is not None:
+                        buf[nr] = r
+    if capture is not None:
+        for nr, g in buf.items():
+            for i in capture.get((node, nr), ()):
+                results[i] = g
+    if node._pre_hooks:
+        gi = _grads_tuple(node, buf)
+        for fn in list(node._pre_hooks.values()):
+            r = fn(gi)
+            if r is not None:
+                gi = tuple(r)
+        buf = {i: g for i, g in enumerate(gi) if g is not None}
+    return buf
 
 
 def _retains_last(fn) -> bool:

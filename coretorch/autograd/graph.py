@@ -153,7 +153,7 @@ class AccumulateGrad(Node):
     def apply(self, grad):
         """Accumulate into ``variable.grad``; ``grad`` is already owned by the caller (see engine)."""
         v = self.variable
-        if v.grad is None:
+        if v._grad is None:
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
             v.grad = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
         elif _gs.enabled:

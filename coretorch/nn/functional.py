@@ -1296,10 +1296,20 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 class NllLossBackward0(Node):
     """Gradient of the picked log-probabilities: -w[t] g / total at (i, t_i), written with tensor ops."""
-    __slots__ = ("target", "wt", "total", "reduction", "shape")
+    __slots__ = ("target", "wt", "total", "reduction", "shape", "dt")
 
     def backward(self, g):
         m, c = self.shape
+        if self.wt is None:  # the forward's fast path: every weight 1, total m
+            table = g._be
+            if not (_gs.enabled and g._rg) and g.dtype is self.dt:
+                gm = table.view(g._data, (1,))
+                coef = table.div(gm, -float(m)) if self.reduction == "mean" else table.neg(gm)
+                out = table.full((m, c), 0, g.dtype.np)
+                table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
+                return (_make(out, g.dtype, table),)
+            self.wt = _make(g._be.full((m,), 1, g.dtype.np), g.dtype, g._be)
+            self.total = _make(g._be.full((), m, g.dtype.np), g.dtype, g._be)
         if not (_gs.enabled and g._rg) and g.dtype is self.wt.dtype:
             # plain backward: -w[t] g / total scattered into zeros at (i, target_i), all at kernel level
             table, gd, wt = g._be, g._data, self.wt._data
@@ -1327,6 +1337,24 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     table = x._be
     m, c = x.shape
     tt = t._data
+    if m and table.has("nll_loss"):  # the backend's fused kernel (its range check need not sync the device)
+        st = tt if tt.dtype == _i64.np else table.cast(tt, _i64.np)
+        losses, wt, st = table.nll_loss(x._data, st, None if weight is None else weight._data, int(ignore_index))
+        return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
+    if m and weight is None and reduction != "none" and not 0 <= ignore_index < c and table.host_memory:
+        # the common case, decided by two reductions read back (free where the arrays are host memory):
+        # every target a valid class, none ignored -> loss = -sum(x[i, t_i]) / m, no masks or weights
+        lo, hi = table.to_numpy(table.amin(tt, None, False)), table.to_numpy(table.amax(tt, None, False))
+        if int(lo) >= 0 and int(hi) < c:
+            st = tt if tt.dtype == _i64.np else table.cast(tt, _i64.np)
+            s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), st)), None, False)
+            out = table.div(s, -float(m)) if reduction == "mean" else table.neg(s)
+            if _needs_graph(x):
+                node = NllLossBackward0()
+                node.target, node.wt, node.total, node.dt = _make(st, _i64, table), None, None, x.dtype
+                node.reduction, node.shape = reduction, (m, c)
+                return _record(node, out, x.dtype, table, x)
+            return _make(out, x.dtype, table)
     valid = table.ne(tt, ignore_index)
     if m:
         bad = table.logical_and(valid, table.logical_or(table.lt(tt, 0), table.ge(tt, c)))
@@ -1343,6 +1371,11 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     else:
         wt = validf
     losses = table.neg(table.mul(picked, wt))
+    return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
+
+
+def _nll_reduce(x: Tensor, table, losses, wt, st, reduction: str, m: int, c: int) -> Tensor:
+    """Reduce per-sample losses (weights ``wt``, safe class indices ``st``) and record the node."""
     total = None
     if reduction == "none":
         out = losses

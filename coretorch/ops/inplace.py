@@ -73,6 +73,7 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
 
 
 _IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
+_AXPY_SIGN = {"add_": 1, "sub_": -1}
 
 
 def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
@@ -92,6 +93,10 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                                            f"shape {list(broadcast_shape(x._data.shape, y.shape))} (in {op})")
                     y = table.expand(y, x._data.shape)
                 if alpha != 1:
+                    if table.has_axpy and op in _AXPY_SIGN and y.shape == x._data.shape:
+                        table.axpy_(x._data, alpha * _AXPY_SIGN[op], y)  # one pass, no scaled temporary
+                        x._vc[0] += 1
+                        return x
                     y = table.mul(y, alpha)
                 getattr(table, _IKERNEL[op])(x._data, y)
                 x._vc[0] += 1

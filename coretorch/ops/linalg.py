@@ -163,8 +163,9 @@ class LinearBackward(Node):
             # plain backward (no graph to build): three kernel calls, none of the op-level checks
             table, gd, dt = g._be, g._data, g.dtype
             return (_make(table.matmul(gd, w._data), dt, table) if nx else None,
-                    _make(table.matmul(table.permute(gd, (1, 0)), x._data), dt, table) if nw else None,
-                    sum_to(g, self.sb) if nb else None)
+                    _make(table.matmul(table.permute(gd, _T2), x._data), dt, table) if nw else None,
+                    (_make(table.sum(gd, _AXIS0, False), dt, table) if self.sb == gd.shape[1:]
+                     else sum_to(g, self.sb)) if nb else None)
         return (_matmul_nd(g, w) if nx else None,
                 _matmul_nd(_mT(g), x) if nw else None,
                 sum_to(g, self.sb) if nb else None)
@@ -175,33 +176,37 @@ MmBackwardLinear = type("MmBackward0", (LinearBackward,), {"__slots__": ()})
 
 
 def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
-    """input (N, in) @ weight (out, in).T + bias (out,): the hot path of nn.Linear."""
-    if input.ndim != 2 or weight.ndim != 2 or input.dtype is not weight.dtype or input._be is not weight._be \
-            or (bias is not None and (bias.dtype is not input.dtype or bias._be is not input._be)):
-        raise ValueError("linear2d: use matmul/addmm for this combination")  # callers check first
-    if input.shape[1] != weight.shape[1]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
-                           f"{weight.shape[1]}x{weight.shape[0]})")
+    """input (N, in) @ weight (out, in).T + bias (out,): the hot path of nn.Linear (callers have checked that
+    input and weight are 2-D, and that all three share dtype and device)."""
+    xd, wd = input._data, weight._data
+    if xd.shape[1] != wd.shape[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({xd.shape[0]}x{xd.shape[1]} and "
+                           f"{wd.shape[1]}x{wd.shape[0]})")
     table = input._be
-    out = table.matmul(input._data, table.permute(weight._data, (1, 0)))
+    out = table.matmul(xd, table.permute(wd, _T2))
     if bias is not None:
-        shape = broadcast_shape(bias._data.shape, out.shape, "linear")
-        if shape != out.shape:
+        bd = bias._data
+        if bd.shape != out.shape[1:] and broadcast_shape(bd.shape, out.shape, "linear") != out.shape:
             raise RuntimeError(f"linear: the bias of shape {list(bias.shape)} cannot be broadcast to the output "
                                f"shape {list(out.shape)}")
-        if table.has("iadd"):
-            table.iadd(out, bias._data if table.native_broadcast else table.expand(bias._data, out.shape))
+        if table.has_iadd:
+            table.iadd(out, bd if table.native_broadcast else table.expand(bd, out.shape))
         else:
-            out = table.add(out, table.expand(bias._data, out.shape))
-    brg = bias is not None and bias._rg
-    if _gs.enabled and (input._rg or weight._rg or brg):
+            out = table.add(out, table.expand(bd, out.shape))
+        brg = bias._rg
+    else:
+        brg = False
+    if (input._rg or weight._rg or brg) and _gs.enabled:
         node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
-        node.sb = bias._data.shape if bias is not None else None
+        node.sb = bd.shape if bias is not None else None
         node.need = (input._rg, weight._rg, brg)
-        node.save(input, weight)
+        node._saved = ((input, input._vc[0]), (weight, weight._vc[0]))
         node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
+
+
+_T2, _AXIS0 = (1, 0), (0,)
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:

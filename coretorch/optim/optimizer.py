@@ -225,11 +225,11 @@ class Optimizer:
         """Reset the gradients of all optimized tensors (to None by default, as in PyTorch 2)."""
         for group in self.param_groups:
             for p in group["params"]:
-                g = p.grad
+                g = p._grad
                 if g is None:
                     continue
                 if set_to_none:
-                    p.grad = None
+                    p._grad = None
                 else:
                     if g.grad_fn is not None:
                         g.detach_()

@@ -1,7 +1,8 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize, as PyTorch's ``optim.SGD``."""
 from __future__ import annotations
 
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, state as _gs
+from ..ops.foreach import _foreach_add_, _foreach_mul_
 from ..tensor import Tensor
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
@@ -60,23 +61,38 @@ class SGD(Optimizer):
             params, grads, bufs = [], [], []
             state = self.state
             for p in group["params"]:
-                if p.grad is not None:
+                g = p._grad
+                if g is not None:
                     params.append(p)
-                    grads.append(p.grad)
+                    grads.append(g)
                     if momentum != 0:
                         bufs.append(state[p].get("momentum_buffer"))
-            sgd(params, grads, bufs, weight_decay=group["weight_decay"], momentum=momentum, lr=group["lr"],
-                dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
+            sgd(params, grads, bufs, foreach=group["foreach"], weight_decay=group["weight_decay"],
+                momentum=momentum, lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+                maximize=group["maximize"])
             if momentum != 0:
                 for p, buf in zip(params, bufs):
                     state[p]["momentum_buffer"] = buf
         return loss
 
 
-def sgd(params, d_p_list, momentum_buffer_list, *, weight_decay: float, momentum: float, lr: float,
-        dampening: float, nesterov: bool, maximize: bool, **_ignored) -> None:
-    """The functional form of SGD (``torch.optim._functional.sgd``); updates ``params`` in place and
-    fills ``momentum_buffer_list`` with the (new) buffers."""
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad: bool = False, foreach=None, fused=None,
+        grad_scale=None, found_inf=None, *, weight_decay: float, momentum: float, lr: float, dampening: float,
+        nesterov: bool, maximize: bool) -> None:
+    """The functional form of SGD (``torch.optim.sgd``); updates ``params`` in place and fills
+    ``momentum_buffer_list`` with the (new) buffers.  ``foreach=None`` picks the multi-tensor form outside
+    autograd (an ordinary step) and the per-tensor form inside it (``differentiable=True``)."""
+    if fused:
+        raise RuntimeError("SGD: fused=True is not supported by coretorch; use foreach (the default)")
+    if foreach is None:
+        foreach = not _gs.enabled
+    fn = _multi_tensor_sgd if foreach else _single_tensor_sgd
+    fn(params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
+       dampening=dampening, nesterov=nesterov, maximize=maximize)
+
+
+def _single_tensor_sgd(params, d_p_list, momentum_buffer_list, *, weight_decay: float, momentum: float, lr: float,
+                       dampening: float, nesterov: bool, maximize: bool) -> None:
     for i, param in enumerate(params):
         grad = d_p_list[i] if not maximize else -d_p_list[i]
         if weight_decay != 0:
@@ -93,3 +109,28 @@ def sgd(params, d_p_list, momentum_buffer_list, *, weight_decay: float, momentum
             else:
                 grad = buf
         param.add_(grad, alpha=-lr)
+
+
+def _multi_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay: float, momentum: float, lr: float,
+                      dampening: float, nesterov: bool, maximize: bool) -> None:
+    """The same update as _single_tensor_sgd, one list op at a time (PyTorch's _multi_tensor_sgd)."""
+    if not params:
+        return
+    if maximize:
+        grads = [g.neg() for g in grads]
+    if weight_decay != 0:
+        grads = [g.add(p, alpha=weight_decay) for g, p in zip(grads, params)]
+    if momentum != 0:
+        old = [i for i, b in enumerate(momentum_buffer_list) if b is not None]
+        if old:
+            bufs = [momentum_buffer_list[i] for i in old]
+            _foreach_mul_(bufs, momentum)
+            _foreach_add_(bufs, [grads[i] for i in old], alpha=1 - dampening)
+        for i, b in enumerate(momentum_buffer_list):
+            if b is None:
+                momentum_buffer_list[i] = grads[i].clone().detach()
+        if nesterov:
+            grads = [g.add(b, alpha=momentum) for g, b in zip(grads, momentum_buffer_list)]
+        else:
+            grads = momentum_buffer_list
+    _foreach_add_(params, grads, alpha=-lr)

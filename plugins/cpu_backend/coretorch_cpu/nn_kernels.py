@@ -10,6 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _swv
 
+from .backend import _reduce
+
+_amax, _sum = _reduce(np.maximum.reduce, 32), _reduce(np.add.reduce, 16)
+
 
 def _windows(x, kh, kw, stride, padding, dilation, oh, ow, pad_value=0.0):
     """(N, C, H, W) -> view (N, C, OH, OW, KH, KW) of the (padded) input's windows."""
@@ -112,22 +116,37 @@ def max_pool2d_backward(g, idx, xshape):
     return flat.astype(g.dtype, copy=False).reshape(xshape)
 
 
+def _row_max(x, dim):
+    """Row maxima as the shift that keeps exp() finite; a row with no finite maximum (all -inf, or +inf/nan in
+    it) is shifted by 0 and reported, so its IEEE results (nan, 0) come out without warnings."""
+    m = _amax(x, (dim,), True)
+    finite = np.isfinite(m)
+    if finite.all():
+        return m, True
+    m[~finite] = 0
+    return m, False
+
+
 def softmax(x, dim):
-    m = np.max(x, axis=dim, keepdims=True)
-    m[~np.isfinite(m)] = 0
+    m, finite = _row_max(x, dim)
     e = np.subtract(x, m)
     np.exp(e, out=e)
-    with np.errstate(invalid="ignore"):
-        e /= np.sum(e, axis=dim, keepdims=True)
+    if finite:  # every row sum is >= 1 (its maximum contributes exp(0))
+        e /= _sum(e, (dim,), True)
+        return e
+    with np.errstate(all="ignore"):
+        e /= _sum(e, (dim,), True)
     return e
 
 
 def log_softmax(x, dim):
-    m = np.max(x, axis=dim, keepdims=True)
-    m[~np.isfinite(m)] = 0
+    m, finite = _row_max(x, dim)
     z = np.subtract(x, m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z -= np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+    if finite:
+        z -= np.log(_sum(np.exp(z), (dim,), True))
+        return z
+    with np.errstate(all="ignore"):
+        z -= np.log(_sum(np.exp(z), (dim,), True))
     return z
 
 

@@ -1,0 +1,166 @@
+"""The hot paths taken for speed give the same results as the general ones they bypass.
+
+Each fast path (kernel-level plain backward, the host-decided nll_loss, transposed short-axis reductions,
+axpy_ updates, the foreach optimizer step, loss.backward() straight to the engine) is checked against the
+general path or numpy on the same data, including the inputs that must *not* take it.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+from coretorch import _backend
+from coretorch.device import device as Device
+
+cpu = _backend.get_table(Device("cpu"))
+
+
+@pytest.mark.parametrize("shape,axis", [((128, 10), 1), ((600, 3), 1), ((8, 70, 5), 2), ((64, 16), 1),
+                                        ((64, 33), 1), ((10, 4), 1), ((100, 8), 0)])
+@pytest.mark.parametrize("name,ref", [("sum", np.sum), ("amax", np.max), ("amin", np.min), ("prod", np.prod)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_short_last_axis_reductions_match_numpy(shape, axis, name, ref, keepdim):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = getattr(cpu, name)(x, (axis,), keepdim)
+    want = ref(x, axis=axis, keepdims=keepdim)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # a non-contiguous input takes numpy's own path
+    xt = np.ascontiguousarray(np.swapaxes(x, 0, -1)).swapaxes(0, -1)
+    np.testing.assert_allclose(getattr(cpu, name)(xt, (axis,), keepdim), want, rtol=1e-5, atol=1e-6)
+
+
+def test_short_axis_any_all_and_integer_sums():
+    rng = np.random.default_rng(1)
+    b = rng.random((300, 4)) > 0.7
+    assert np.array_equal(cpu.any(b, (1,), False), b.any(1)) and np.array_equal(cpu.all(b, (1,), True),
+                                                                               b.all(1, keepdims=True))
+    i = rng.integers(-5, 5, (300, 7))
+    assert np.array_equal(torch.from_numpy(i).sum(1).numpy(), i.sum(1))
+
+
+@pytest.mark.parametrize("fn,ref", [(F.log_softmax, lambda z: z - np.log(np.exp(z).sum(1, keepdims=True))),
+                                    (F.softmax, lambda z: np.exp(z) / np.exp(z).sum(1, keepdims=True))])
+def test_softmax_kernels_with_non_finite_rows_raise_no_warnings(fn, ref):
+    x = np.random.default_rng(2).standard_normal((128, 10)).astype(np.float32)
+    x[3] = -np.inf
+    x[5, 2] = np.inf
+    x[6, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fn(torch.from_numpy(x), 1).numpy()
+    ok = [i for i in range(128) if i not in (3, 5, 6)]
+    z = x[ok].astype(np.float64)
+    np.testing.assert_allclose(got[ok], ref(z - z.max(1, keepdims=True)), rtol=1e-5, atol=1e-6)
+    assert np.isnan(got[3]).all() and np.isnan(got[6]).all()  # PyTorch: nan rows for all -inf and for nan
+    assert np.isnan(got[5, 2]) and (got[5, [0, 1, 3]] == (-np.inf if fn is F.log_softmax else 0)).all()
+
+
+def _nll_general(x, t, **kw):
+    """nll_loss through the general (masked) path: an ignore_index inside [0, C) disables the fast path,
+    and no target equals it."""
+    return F.nll_loss(x, t, ignore_index=x.shape[1] - 1, **kw)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_fast_path_equals_general_path_forward_and_backward(reduction):
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((32, 6))
+    t = torch.from_numpy(rng.integers(0, 5, 32))  # class 5 never appears
+    a = torch.tensor(xs, requires_grad=True)
+    b = torch.tensor(xs, requires_grad=True)
+    la, lb = F.nll_loss(a, t, reduction=reduction), _nll_general(b, t, reduction=reduction)
+    assert la.grad_fn.name() == lb.grad_fn.name() == "NllLossBackward0"
+    np.testing.assert_allclose(la.item(), lb.item(), rtol=1e-15)
+    la.backward()
+    lb.backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-15)
+    # double backward through the fast path's node (create_graph builds the graph-recording formula)
+    c = torch.tensor(xs, requires_grad=True)
+    (g,) = torch.autograd.grad(F.nll_loss(c, t, reduction=reduction) * 3.0, c, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * a.grad.numpy(), rtol=1e-15)
+    assert torch.autograd.gradcheck(lambda z: F.nll_loss(z, t, reduction=reduction), (c,))
+
+
+def test_nll_targets_that_leave_the_fast_path():
+    x = torch.randn(4, 3, requires_grad=True)
+    with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+        F.nll_loss(x, torch.tensor([0, 1, 3, 2]))
+    with pytest.raises(IndexError, match="Target -1 is out of bounds"):
+        F.nll_loss(x, torch.tensor([0, -1, 1, 2]))
+    # ignored targets (the default -100) are left out of the mean, on the general path
+    t = torch.tensor([0, -100, 1, 2])
+    xs = x.detach().numpy()
+    want = -(xs[0, 0] + xs[2, 1] + xs[3, 2]) / 3
+    np.testing.assert_allclose(F.nll_loss(x, t).item(), want, rtol=1e-6)
+    assert F.cross_entropy(x, torch.tensor([-100] * 4)).isnan().item()  # PyTorch: 0/0
+
+
+def test_loss_backward_fast_entry_matches_autograd_backward():
+    w = torch.randn(5, requires_grad=True)
+    (w * w).sum().backward()
+    g1 = w.grad.clone()
+    w.grad = None
+    torch.autograd.backward((w * w).sum())
+    assert np.array_equal(g1.numpy(), w.grad.numpy())
+    y = (w * 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()  # retain_graph kept the buffers for the second call
+    np.testing.assert_allclose(w.grad.numpy(), g1.numpy() + 4)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y2 = (w * w).sum()
+        y2.backward()
+        y2.backward()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        torch.ones(1).backward()
+    z = w.sum().reshape(1)  # shape (1,): still an implicit gradient of 1
+    w.grad = None
+    z.backward()
+    assert w.grad.tolist() == [1.0] * 5
+
+
+@pytest.mark.parametrize("alpha", [1, -0.25, 3])
+def test_axpy_add_and_sub_with_alpha(alpha):
+    rng = np.random.default_rng(4)
+    p0, g0 = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    p, g = torch.from_numpy(p0.copy()), torch.from_numpy(g0)
+    v = p._version
+    p.add_(g, alpha=alpha)
+    np.testing.assert_allclose(p.numpy(), p0 + np.float32(alpha) * g0, rtol=1e-6)
+    p.sub_(g, alpha=alpha)
+    np.testing.assert_allclose(p.numpy(), p0, rtol=1e-5, atol=1e-6)
+    assert p._version == v + 2
+    # a non-contiguous target and a broadcast operand take their own paths with the same result
+    q = torch.from_numpy(p0.T.copy()).t()
+    q.add_(g, alpha=alpha)
+    np.testing.assert_allclose(q.numpy(), p0 + np.float32(alpha) * g0, rtol=1e-6)
+    r = torch.from_numpy(p0.copy())
+    r.add_(torch.from_numpy(g0[0]), alpha=alpha)
+    np.testing.assert_allclose(r.numpy(), p0 + np.float32(alpha) * g0[0], rtol=1e-6)
+
+
+def test_foreach_ops_match_per_tensor_ops():
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal(s) for s in [(3,), (2, 2), ()]]
+    ys = [rng.standard_normal(s) for s in [(3,), (2, 2), ()]]
+    a = [torch.tensor(v) for v in xs]
+    torch._foreach_add_(a, [torch.tensor(v) for v in ys], alpha=0.5)
+    for t, v, w in zip(a, xs, ys):
+        np.testing.assert_allclose(t.numpy(), v + 0.5 * w)
+    torch._foreach_mul_(a, 2.0)
+    torch._foreach_add_(a, 1.0)
+    for t, v, w in zip(a, xs, ys):
+        np.testing.assert_allclose(t.numpy(), 2 * (v + 0.5 * w) + 1)
+    with pytest.raises(RuntimeError, match="same number of tensors"):
+        torch._foreach_add_(a, a[:2])
+    # a pair that cannot take the kernel path still gets the ordinary add_ (promotion, broadcasting, errors)
+    b = [torch.zeros(2, 3)]
+    torch._foreach_add_(b, [torch.ones(3, dtype=torch.float64)], alpha=2)
+    assert b[0].dtype is torch.float32 and b[0].tolist() == [[2.0] * 3] * 2
+    leaf = torch.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        torch._foreach_add_([leaf], [torch.ones(2)])
