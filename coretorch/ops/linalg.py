@@ -108,6 +108,14 @@ class AddmmBackward0(Node):
     def backward(self, g):
         m1, m2 = self.saved()
         ni, n1, n2 = self.need
+        if not (g._rg and _gs.enabled) and g.dtype is m1.dtype and g._be is m1._be and m1._data.ndim == 2 \
+                and m2._data.ndim == 2:
+            # plain backward (no graph to build): kernel calls only, as LinearBackward
+            table, gd, dt = g._be, g._data, g.dtype
+            return ((_make(table.sum(gd, _AXIS0, False), dt, table) if self.si == gd.shape[1:]
+                     else sum_to(g, self.si)) if ni else None,
+                    _make(table.matmul(gd, table.permute(m2._data, _T2)), dt, table) if n1 else None,
+                    _make(table.matmul(table.permute(m1._data, _T2), gd), dt, table) if n2 else None)
         return (sum_to(g, self.si) if ni else None,
                 _matmul_nd(g, _mT(m2)) if n1 else None,
                 _matmul_nd(_mT(m1), g) if n2 else None)

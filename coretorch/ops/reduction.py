@@ -31,6 +31,12 @@ def _reduced_shape(shape, axes, keepdim):
 
 def _expand_back(g: Tensor, in_shape, axes, keepdim) -> Tensor:
     """Broadcast a reduced gradient back to the input shape (differentiable)."""
+    if not (g._rg and _gs.enabled):  # plain backward: a broadcast view made by the kernels directly
+        table = g._be
+        gd = g._data if keepdim else table.view(g._data, _reduced_shape(in_shape, axes, True))
+        if gd is not None:
+            return _make(table.expand(gd, in_shape), g.dtype, table, base=g if g._base is None else g._base,
+                         version=g._vc)
     if not keepdim:
         g = _shape.reshape(g, _reduced_shape(in_shape, axes, True))
     return _shape.expand(g, in_shape)
@@ -158,6 +164,9 @@ class MeanBackward0(_ReduceNode):
 
     def backward(self, g):
         from .pointwise import div
+        if not (g._rg and _gs.enabled):  # plain backward: g / n on the reduced shape, then one broadcast view
+            return (_expand_back(_make(g._be.div(g._data, self.n), g.dtype, g._be), self.shape, self.axes,
+                                 self.keepdim),)
         return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
 
 
@@ -340,6 +349,13 @@ class LogsumexpBackward0(_ReduceNode):
     def backward(self, g):
         (x,) = self.saved()
         from .pointwise import exp, mul, sub
+        table = x._be
+        if not (g._rg and _gs.enabled) and table.native_broadcast and g.dtype is x.dtype:
+            # plain backward: g * exp(x - out), the reduced operands broadcast by the kernels themselves
+            k = _reduced_shape(self.shape, self.axes, True)
+            gk, ok = table.view(g._data, k), table.view(self.out._data, k)
+            if gk is not None and ok is not None:
+                return (_make(table.mul(gk, table.exp(table.sub(x._data, ok))), g.dtype, table),)
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
         return (mul(ge, exp(sub(x, oe))),)
