@@ -264,7 +264,8 @@ def check_forward(case: OpCase, device: str, dtype: str | None = None) -> None:
     arrays, tensors = make_inputs(case, device, dtype)
     if case.raises is not None:
         try:
-            case.fn(*tensors)
+            for o in _flat(case.fn(*tensors)):
+                _host(o)  # an asynchronous device reports a device-side check at the next host read
         except case.raises:
             return
         raise AssertionError(f"{where}: expected {case.raises.__name__}")

@@ -1,5 +1,17 @@
 """coretorch-opencl: the OpenCL backend for device 'opencl' (pyopencl; PoCL gives a CPU device anywhere)."""
+from __future__ import annotations
+
 from .backend import OpenCLBackend
 from .device import STATS
 
-__all__ = ["OpenCLBackend", "STATS"]
+__all__ = ["OpenCLBackend", "STATS", "synchronize"]
+
+
+def synchronize(index: int | None = None) -> None:
+    """Wait for the 'opencl' device's queued kernels (every device in use when ``index`` is None) and raise a
+    failed device-side check, e.g. nll_loss's out-of-range target, now rather than at the next host read (the
+    role of torch.cuda.synchronize)."""
+    import coretorch
+    be = coretorch._backend.backends().get("opencl")
+    if be is not None:
+        be.synchronize(index)

@@ -177,6 +177,13 @@ class OpenCLBackend:
             dev = self._devices[index] = Device(discover()[0][index][2], index)
         return dev
 
+    def synchronize(self, index: int | None = None) -> None:
+        """Wait for the device's queued kernels (every device in use when ``index`` is None) and raise a failed
+        device-side check now, rather than at the next host read (torch.cuda.synchronize's role)."""
+        for i, dev in list(self._devices.items()):
+            if index is None or i == index:
+                dev.synchronize()
+
     def manual_seed(self, seed: int) -> None:
         self._seed = int(seed)
         self._gens.clear()
@@ -226,8 +233,7 @@ class _Kernels:
         if not _is_c(shape, st):
             x = self.contiguous(x)
             buf, off = x.base_data, 0
-        STATS["to_host"] += 1
-        cl.enqueue_copy(self.dev.queue, host, buf, src_offset=off * x.dtype.itemsize, is_blocking=True)
+        self.dev.read(host, buf, off * x.dtype.itemsize)  # raises a failed device-side check (nll_loss's targets)
         return host
 
     # ---- elementwise machinery ---------------------------------------------------------------
@@ -331,6 +337,26 @@ class _Kernels:
             self._binary_into(op, x, x, y)
         return k
 
+    def axpy_(self, y, alpha: float, x) -> None:
+        """y += alpha * x in place (x of y's shape and dtype), one pass; any strides, as iadd."""
+        self._check_writable(y)
+        if y.dtype == _BOOL:
+            raise RuntimeError("\"axpy_\" is not implemented for bool on device 'opencl'")
+        if x.dtype != y.dtype:
+            x = self.cast(x, y.dtype)
+        if x.shape != y.shape:
+            x = self.expand(x, y.shape)
+        if x.base_data is not None and y.base_data is not None and x.base_data.int_ptr == y.base_data.int_ptr \
+                and (x.offset, x.strides) != (y.offset, y.strides):
+            x = self.contiguous(x)  # x overlaps y elsewhere than element for element: read it all before writing
+        self._ew(y.dtype, "k_axpy", y, [y, x, self._scalar_arg(alpha, y.dtype)])
+
+    def erf(self, x):
+        """erf(x) elementwise (float dtypes), OpenCL C's builtin."""
+        if not cg.is_float(x.dtype):
+            raise RuntimeError(f"\"erf\" is not implemented for {x.dtype} on device 'opencl'")
+        return self._ew(x.dtype, "k_erf", self._out(x.shape, x.dtype), [x])
+
     def cast(self, x, dt):
         dt = self._check_dtype(dt)
         out = self._out(x.shape, dt)
@@ -384,7 +410,7 @@ class _Kernels:
 
     def _ew_src(self, dt, nd):
         """Every elementwise kernel whose program dtype is ``dt``: unary and binary ops (array and scalar
-        second operand), casts from dt, fill, where (result dtype dt), clamp; "_c" and "_s" variants."""
+        second operand), casts from dt, fill, where (result dtype dt), clamp, axpy, erf; "_c" and "_s" variants."""
         variants = [("c", 0, "_c"), ("s", 4, "_s")] if nd == 4 else [("s", nd, "_s")]
         parts = [cg.helpers(dt)]
         targets = [d for d in cg.CTYPES if d != np.float64 or self.dev.fp64]
@@ -412,6 +438,10 @@ class _Kernels:
                     k(f"k_where_{int(xs)}{int(ys)}", "(a0 ? a1 : a2)", dt, [(_BOOL, False), (dt, xs), (dt, ys)])
             for name, expr in clamp.items():
                 k(name, expr, dt, [(dt, False)] + [(dt, True)] * (1 + name.endswith("11")))
+            if dt != _BOOL:  # y += alpha * x in one pass (axpy_: SGD's update, add_ with alpha)
+                k("k_axpy", "(a0 + a2 * a1)", dt, [(dt, False), (dt, False), (dt, True)])
+            if cg.is_float(dt):
+                k("k_erf", "erf(a0)", dt, [(dt, False)])  # OpenCL C's builtin
         return "\n".join(parts)
 
     # ---- views ------------------------------------------------------------------------------
@@ -718,37 +748,8 @@ class _Kernels:
 
     def _scan(self, op):
         def k(x, axis):
-            if x.ndim == 0 or axis is None:
-                return self.contiguous(x)
-            dt = x.dtype
-            out = self._out(x.shape, dt)
-            if not x.size:
-                return out
-            _, off, shape, st = _desc(x)
-            ost = c_strides(shape)
-            kept = [d for d in range(len(shape)) if d != axis]
-            kd, (ks, kos) = _collapse([shape[d] for d in kept], [[st[d] for d in kept], [ost[d] for d in kept]])
-            M, L = _numel(kd), shape[axis]
-            kd, ks, a = _pad(kd, ks)
-            kos = (0,) * (a - len(kos)) + tuple(kos)
-            ct = cg.ctype(dt)
-
-            def one(o):
-                comb = "acc + v" if o == "cumsum" else "acc * v"
-                init = "0" if o == "cumsum" else "1"
-                args = [f"__global {cg.stype(dt)}* o", f"__global const {cg.stype(dt)}* x", "long xo", "long n",
-                        "long L", "long t", "long ot"]
-                args += [f"long d{i}" for i in range(a)] + [f"long s{i}" for i in range(a)]
-                args += [f"long w{i}" for i in range(a)]
-                return (f"__kernel void {o}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
-                        f" {cg.decode(a)}\n long xb = xo + {cg.offset(a, 's')}; long ob = {cg.offset(a, 'w')};\n"
-                        f" {ct} acc = {init};\n for (long j = 0; j < L; ++j) {{ {ct} v = "
-                        f"{cg.load(dt, 'x', 'xb + j * t')}; acc = {comb}; "
-                        f"{cg.store(dt, 'o', 'ob + j * ot', 'acc')} }}\n}}\n")
-            kern = self.dev.kernel(("scan", dt.str, a), op, lambda: one("cumsum") + one("cumprod"))
-            self.dev.launch(kern, M, [out.base_data, x.base_data, off, M, L, st[axis], ost[axis]] + list(kd)
-                            + list(ks) + list(kos))
-            return out
+            from .scan import scan
+            return scan(self, op, x, axis)
         return k
 
     # ---- matmul -----------------------------------------------------------------------------
@@ -882,7 +883,7 @@ class _Kernels:
             "argmax": self._arg("argmax"), "argmin": self._arg("argmin"),
             "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
             "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
-            "idiv": self._inplace("div"),
+            "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf,
         }
         for op in ("sum", "prod", "amax", "amin", "any", "all"):
             t[op] = self._reduction(op)

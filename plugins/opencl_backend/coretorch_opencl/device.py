@@ -21,6 +21,10 @@ from .codegen import HEADER
 # host <-> device transfers, counted for tests and benchmarks (the only places data crosses)
 STATS = {"to_host": 0, "to_device": 0, "launches": 0, "builds": 0}
 
+# device-side checks (as CUDA's device-side asserts): code -> (exception, message of the failing value)
+CHECKS = {1: (IndexError, "Target {} is out of bounds. (nll_loss on opencl: reported at the first host read after the "
+                          "op, as a device-side check)")}
+
 _ARG_TYPES = {"long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64, "uchar": np.uint8,
               "char": np.int8, "short": np.int16, "ulong": np.uint64, "uint": np.uint32}
 
@@ -109,6 +113,8 @@ class Device:
         self._kernels: dict = {}
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
+        self._err = None            # the device-side check buffer (see error_buffer)
+        self.check_pending = False  # a kernel that may have recorded a failed check ran since the last host read
 
     # ---- memory -----------------------------------------------------------------------------
     def alloc(self, nbytes: int):
@@ -139,6 +145,49 @@ class Device:
             data = self.alloc(size * dtype.itemsize)
         return cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
                          _context=self.ctx, _queue=self.queue)
+
+    # ---- device-side checks --------------------------------------------------------------------
+    def error_buffer(self) -> cl.Buffer:
+        """The buffer kernels record a failed check in: long[2] = (the failing value, the check's code in
+        ``CHECKS``, an int at byte 8), written once by the first failure (an atomic_cmpxchg on that int) and kept
+        until a host read reports it.  Asking for it marks a check pending: the next host read reads the code in
+        the same synchronisation (see ``read``)."""
+        if self._err is None:
+            self._err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 16)
+            cl.enqueue_fill_buffer(self.queue, self._err, np.int64(0), 0, 16)
+        self.check_pending = True
+        return self._err
+
+    def read(self, host, buf, byte_offset: int = 0) -> None:
+        """Blocking device-to-host copy of ``buf`` into ``host``, raising a failed device-side check.
+
+        With a check pending, the 16-byte check buffer is copied first without blocking: the in-order queue
+        finishes it before the data copy returns, so the check costs no extra round trip."""
+        ev = flag = None
+        if self.check_pending:
+            flag = np.zeros(2, np.int64)
+            ev = cl.enqueue_copy(self.queue, flag, self._err, is_blocking=False)
+        STATS["to_host"] += 1
+        cl.enqueue_copy(self.queue, host, buf, src_offset=byte_offset, is_blocking=True)
+        if ev is not None:
+            ev.wait()  # already complete (in-order queue): no round trip
+            self._report(flag)
+
+    def synchronize(self) -> None:
+        """Wait for every queued kernel and raise a failed device-side check now (one 16-byte read, if pending)."""
+        if self.check_pending:
+            flag = np.zeros(2, np.int64)
+            cl.enqueue_copy(self.queue, flag, self._err, is_blocking=True)
+            self._report(flag)
+        self.queue.finish()
+
+    def _report(self, flag) -> None:
+        self.check_pending = False
+        code = int(flag.view(np.int32)[2])  # the int at byte 8 the kernels' atomic_cmpxchg writes
+        if code:
+            cl.enqueue_fill_buffer(self.queue, self._err, np.int64(0), 0, 16)  # reset: the device stays usable
+            exc, msg = CHECKS[code]
+            raise exc(msg.format(int(flag[0])))
 
     # ---- programs ---------------------------------------------------------------------------
     def kernel(self, key, kname: str, source_fn, options: str = ""):

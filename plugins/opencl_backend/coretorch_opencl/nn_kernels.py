@@ -12,7 +12,9 @@ One program per dtype holds every kernel here (one build per dtype):
   gradients in output order (deterministic, no atomics);
 * indices are decoded in 32-bit integers (64-bit division cost 3x in the LeNet step's im2col);
 * softmax / log_softmax: one work-item per row, or one work-group per row (a local-memory tree reduction)
-  for long contiguous rows.
+  for long contiguous rows;
+* nll_loss: one work-item per row; an out-of-range target is a device-side check (``Device.error_buffer``)
+  reported at the next host read, so a training step needs no read of its own.
 """
 from __future__ import annotations
 
@@ -117,6 +119,27 @@ __kernel void maxpool_bwd(__global {t}* o, __global const {t}* gy, long gyo, lon
       {ct} v = {ld('out', 'k')} + {ld('gy', 'gb + a * gs2 + b * gs3')};
       {st('out', 'k', 'v')}
     }}
+}}
+
+__kernel void nll_loss(__global {t}* loss, __global {t}* wout, __global long* idx,
+                       __global const {t}* x, long xo, long xs0, long xs1, __global const long* tg, long to, long ts,
+                       __global const {t}* w, long wo, long ws, int hasw, long M, long C, long ignore,
+                       __global long* err) {{
+  long i = get_global_id(0); if (i >= M) return;        // one work-item per row
+  long ti = tg[to + i * ts];
+  {ct} wi = 0, li = 0; long k = 0;
+  if (ti != ignore) {{
+    if (ti >= 0 && ti < C) {{
+      wi = hasw ? {ld('w', 'wo + ti * ws')} : ({ct})1;
+      li = -wi * {ld('x', 'xo + i * xs0 + ti * xs1')};
+      k = ti;
+    }} else if (atomic_cmpxchg((volatile __global int*)(err + 1), 0, 1) == 0) {{
+      err[0] = ti;                                         // the first failure recorded (check code 1)
+    }}
+  }}
+  {st('loss', 'i', 'li')}
+  {st('wout', 'i', 'wi')}
+  idx[i] = k;
 }}
 
 inline {ct} ct_mx({ct} m, {ct} v) {{ return (v > m || isnan(v)) ? v : m; }}
@@ -321,11 +344,41 @@ class NNKernels:
     def log_softmax(self, x, dim):
         return self._softmax(x, dim, True)
 
+    # ---- nll_loss -------------------------------------------------------------------------------------
+    def nll_loss(self, x, target, weight, ignore_index: int) -> tuple:
+        """(losses, weights, safe class indices) of x (M, C) at the targets, in one launch and no host read.
+
+        A target outside [0, C) that is not ``ignore_index`` gives 0, 0, 0 in its row and is recorded in the
+        device's check buffer: the next host read raises IndexError naming it (see ``Device.read``), as CUDA's
+        device-side assert does at the next synchronisation."""
+        m, c = x.shape
+        dt = x.dtype
+        kn = self._kernel(dt, "nll_loss")
+        losses, wts, idx = self.k._out((m,), dt), self.k._out((m,), dt), self.k._out((m,), np.dtype(np.int64))
+        if m == 0:
+            return losses, wts, idx
+        if target.dtype != np.int64:
+            target = self.k.cast(target, np.int64)
+        err = self.dev.error_buffer()
+        xb, xo, _, (xs0, xs1) = _desc(x)
+        tb, to, _, (ts,) = _desc(target)
+        if weight is None or c == 0:
+            wb, wo, ws = err, 0, 0  # unread (hasw = 0, or no class to weigh): any valid buffer
+        else:
+            if weight.dtype != dt:
+                weight = self.k.cast(weight, dt)
+            wb, wo, _, (ws,) = _desc(weight)
+        if c == 0:
+            xb = err  # no classes: every target fails the check and x is never read
+        self.dev.launch(kn, m, [losses.base_data, wts.base_data, idx.base_data, xb, xo, xs0, xs1, tb, to, ts, wb, wo,
+                                ws, int(weight is not None), m, c, int(ignore_index), err])
+        return losses, wts, idx
+
     def table(self) -> dict:
         return {"conv2d": self.conv2d, "conv2d_backward_input": self.conv2d_backward_input,
                 "conv2d_backward_weight": self.conv2d_backward_weight, "max_pool2d": self.max_pool2d,
                 "max_pool2d_backward": self.max_pool2d_backward, "softmax": self.softmax,
-                "log_softmax": self.log_softmax}
+                "log_softmax": self.log_softmax, "nll_loss": self.nll_loss}
 
 
 def _int_sized(*sizes) -> None:

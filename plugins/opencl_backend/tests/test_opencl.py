@@ -297,3 +297,223 @@ def test_training_step_has_no_host_transfers():
     assert (STATS["to_host"], STATS["to_device"]) == before, "a host transfer happened inside a training step"
     assert loss.item() < first  # it trains (and .item() is the one transfer)
     assert STATS["to_host"] == before[0] + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# axpy_: y += alpha * x in one launch (add_/sub_ with alpha, _foreach_add_, SGD's update)
+# ---------------------------------------------------------------------------------------------
+def _table():
+    return coretorch.ones(1, device="opencl")._be
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, np.int64, np.int32])
+def test_axpy_kernel_matches_numpy(dt):
+    if dt == np.float64 and not _BE.device(0).fp64:
+        pytest.skip("the OpenCL device has no fp64")
+    rng = np.random.default_rng(7)
+    table = _table()
+    assert table.has("axpy_") and table.has_axpy
+    y = (rng.standard_normal((6, 8)) * 10).astype(dt)
+    x = (rng.standard_normal((6, 8)) * 10).astype(dt)
+    alpha = 3 if np.dtype(dt).kind == "i" else -0.37
+    tol = dict(rtol=2e-3, atol=2e-2) if dt == np.float16 else dict(rtol=1e-6, atol=1e-6)
+    ty = table.from_numpy(y)
+    before = STATS["launches"]
+    table.axpy_(ty, alpha, table.from_numpy(x))
+    assert STATS["launches"] == before + 1
+    np.testing.assert_allclose(table.to_numpy(ty), (y + np.asarray(alpha, dt) * x).astype(dt), **tol)
+    # a strided y (every other column of the base: the rest untouched) and a transposed x
+    ty = table.from_numpy(y)
+    view = table.basic_index(ty, (slice(None), slice(None, None, 2)))
+    xt = table.permute(table.from_numpy(np.ascontiguousarray(x[:, ::2].T)), (1, 0))
+    assert not table.is_contiguous(view) and not table.is_contiguous(xt)
+    table.axpy_(view, alpha, xt)
+    want = y.copy()
+    want[:, ::2] = (y[:, ::2] + np.asarray(alpha, dt) * x[:, ::2]).astype(dt)
+    np.testing.assert_allclose(table.to_numpy(ty), want, **tol)
+    # x overlapping y shifted by a row reads the old values (as y + alpha * x computed out of place)
+    ty = table.from_numpy(y)
+    table.axpy_(table.basic_index(ty, (slice(1, None),)), alpha, table.basic_index(ty, (slice(None, -1),)))
+    want = y.copy()
+    want[1:] = (y[1:] + np.asarray(alpha, dt) * y[:-1]).astype(dt)
+    np.testing.assert_allclose(table.to_numpy(ty), want, **tol)
+    # a zero-stride y is refused, as for iadd
+    with pytest.raises(RuntimeError, match="clone"):
+        table.axpy_(table.expand(table.from_numpy(y[:1]), (6, 8)), alpha, table.from_numpy(x))
+
+
+def test_add_sub_with_alpha_use_axpy():
+    rng = np.random.default_rng(8)
+    y, x = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((5, 7)).astype(np.float32)
+    ty, tx = _t(y), _t(x)
+    with coretorch.no_grad():
+        before = STATS["launches"]
+        ty.add_(tx, alpha=0.25)
+        ty.sub_(tx.t().contiguous().t(), alpha=2.0)   # a strided x
+        assert STATS["launches"] == before + 3            # the two axpy_ launches and the contiguous copy
+        ty[1:3].add_(tx[1:3], alpha=-1.5)                 # a view of y
+    want = y + np.float32(0.25) * x - np.float32(2.0) * x
+    want[1:3] += np.float32(-1.5) * x[1:3]
+    np.testing.assert_allclose(ty.cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_foreach_add_on_opencl():
+    rng = np.random.default_rng(9)
+    shapes = [(3, 4), (10,), (2, 3, 5), ()]
+    ys = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ty, tx = [_t(a) for a in ys], [_t(a) for a in xs]
+    before = STATS["launches"]
+    coretorch._foreach_add_(ty, tx, alpha=-0.1)
+    assert STATS["launches"] == before + len(shapes)      # one axpy_ per pair
+    for t, y, x in zip(ty, ys, xs):
+        np.testing.assert_allclose(t.cpu().numpy(), y + np.float32(-0.1) * x, rtol=1e-6, atol=1e-7)
+    coretorch._foreach_add_(ty, 1.5)                        # a scalar: add_ with no alpha
+    for t, y, x in zip(ty, ys, xs):
+        np.testing.assert_allclose(t.cpu().numpy(), y + np.float32(-0.1) * x + 1.5, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(lr=0.1), dict(lr=0.05, momentum=0.9), dict(lr=0.05, momentum=0.8, nesterov=True),
+                                dict(lr=0.03, momentum=0.9, weight_decay=0.01, dampening=0.5),
+                                dict(lr=0.02, weight_decay=0.1, maximize=True)])
+def test_sgd_on_opencl_matches_cpu(kw):
+    from coretorch.optim import SGD
+    rng = np.random.default_rng(10)
+    init = [rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((2, 2, 2))]
+    dts = [coretorch.float32] + ([coretorch.float64] if _BE.device(0).fp64 else [])
+    for dt in dts:
+        out = {}
+        for dev in ("cpu", "opencl"):
+            ps = [coretorch.tensor(a, dtype=dt, device=dev, requires_grad=True) for a in init]
+            opt = SGD(ps, **kw)
+            for step in range(4):
+                opt.zero_grad()
+                sum(((p * (step + 1)) ** 2).sum() for p in ps).backward()
+                opt.step()
+            out[dev] = [p.detach().cpu().numpy() for p in ps]
+            assert all(p.device.type == dev for p in ps)
+        tol = 1e-5 if dt is coretorch.float32 else 1e-12
+        for a, b in zip(out["opencl"], out["cpu"]):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_plain_sgd_step_is_one_launch_per_parameter():
+    from coretorch.optim import SGD
+    ps = [coretorch.randn(5, 4, device="opencl", requires_grad=True), coretorch.randn(4, device="opencl",
+                                                                                      requires_grad=True)]
+    for p in ps:
+        p.grad = coretorch.ones_like(p)
+    opt = SGD(ps, lr=0.5)
+    want = [p.detach().cpu().numpy() - 0.5 for p in ps]
+    before = STATS["launches"]
+    opt.step()
+    assert STATS["launches"] == before + len(ps)
+    for p, w in zip(ps, want):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), w, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# cumsum / cumprod: the row loop and the chunked scan, any axis, strided inputs
+# ---------------------------------------------------------------------------------------------
+_SCAN_CASES = [((4, 5), 1), ((4, 5), 0), ((2, 3, 4), 1), ((2, 3, 4), 0), ((3, 9000), 1), ((9000, 3), 0),
+               ((20000,), 0), ((2, 5000, 3), 1), ((1, 7), 0), ((3, 0), 1), ((0, 3), 1)]
+
+
+def _scan_ref(op, a, axis):
+    """numpy's scan in float64 for floats, in the input's own (wrapping) integer dtype for integers."""
+    acc = np.float64 if a.dtype.kind == "f" else a.dtype
+    return getattr(np, op)(a.astype(acc), axis=axis, dtype=acc)
+
+
+@pytest.fixture(params=["loop", "chunked"])
+def scan_path(request, monkeypatch):
+    """Run a test with the row loop only, or with the chunked scan wherever a row is long enough to split."""
+    from coretorch_opencl import scan
+    if request.param == "loop":
+        monkeypatch.setattr(scan, "chunks", lambda dev, rows, length, dt: 1)
+    else:
+        monkeypatch.setattr(scan, "chunks", lambda dev, rows, length, dt: 1 if length < 64 or np.dtype(dt) == np.bool_
+                            else min(scan._MAX_CHUNKS, length // 16, 37))
+    return request.param
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64, np.int32, np.float16])
+def test_cumsum_cumprod_match_numpy(dt, scan_path):
+    if dt == np.float64 and not _BE.device(0).fp64:
+        pytest.skip("the OpenCL device has no fp64")
+    rng = np.random.default_rng(11)
+    table = _table()
+    for shape, axis in _SCAN_CASES:
+        if dt == np.float16 and np.prod(shape) > 100:
+            continue  # float16 sums of thousands of terms round too coarsely to compare
+        if np.dtype(dt).kind == "i":
+            a = rng.integers(-3, 4, shape).astype(dt)
+            p = rng.choice(np.array([-1, 1, 1, 1, 2], dt), shape)   # products that stay exact
+        else:
+            a = rng.standard_normal(shape).astype(dt)
+            p = (1 + rng.standard_normal(shape) * 1e-3).astype(dt)
+        for op, arr in (("cumsum", a), ("cumprod", p)):
+            src = table.from_numpy(arr)
+            before = STATS["launches"]
+            got = getattr(table, op)(src, axis)
+            if arr.shape[axis] >= 64:   # the path in use: one launch for the row loop, two for the chunked scan
+                assert STATS["launches"] - before == (2 if scan_path == "chunked" else 1)
+            assert got.dtype == arr.dtype and got.shape == arr.shape and (table.is_contiguous(got) or not arr.size)
+            g, want = table.to_numpy(got), _scan_ref(op, arr, axis)
+            if np.dtype(dt).kind == "i":
+                np.testing.assert_array_equal(g, want, err_msg=f"{op} {shape} {axis}")
+            else:
+                tol = {np.float16: 3e-3, np.float32: 1e-5, np.float64: 1e-12}[dt]
+                scale = np.maximum(np.abs(want), np.sqrt(np.arange(1, arr.shape[axis] + 1) if arr.size else 1).reshape(
+                    [-1 if d == axis else 1 for d in range(arr.ndim)]))
+                assert np.all(np.abs(g - want) <= tol * scale), f"{op} {shape} {axis}"
+
+
+def test_scan_of_strided_views(scan_path):
+    rng = np.random.default_rng(12)
+    table = _table()
+    base = rng.standard_normal((6, 4000)).astype(np.float32)
+    t = table.from_numpy(base)
+    views = [(table.permute(t, (1, 0)), base.T),                                              # transposed
+             (table.basic_index(t, (slice(None, None, 2), slice(10, None, 3))), base[::2, 10::3]),  # sliced, stepped
+             (table.basic_index(t, (slice(None, None, -1), slice(None, None, -2))), base[::-1, ::-2])]  # negative
+    for v, ref in views:
+        assert not table.is_contiguous(v)
+        for axis in range(2):
+            got = table.to_numpy(table.cumsum(v, axis))
+            want = np.cumsum(ref.astype(np.float64), axis)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(ref.shape[axis]))
+    # 0-d and axis None: a copy
+    s = table.from_numpy(np.array(2.5, np.float32))
+    assert table.to_numpy(table.cumsum(s, None)) == 2.5 and table.to_numpy(table.cumprod(s, 0)) == 2.5
+
+
+def test_cumsum_through_the_core(scan_path):
+    a = np.arange(-20, 20, dtype=np.int32).reshape(8, 5)
+    t = _t(a)
+    got = t.cumsum(0)
+    assert got.dtype is coretorch.int64 and got.tolist() == np.cumsum(a, 0).tolist()
+    assert _t(a > 0).cumsum(1).tolist() == np.cumsum(a > 0, 1).tolist()
+    x = np.random.default_rng(13).standard_normal(5000)
+    tx = _t(x, requires_grad=True) if _BE.device(0).fp64 else _t(x.astype(np.float32), requires_grad=True)
+    y = tx.cumsum(0)
+    np.testing.assert_allclose(y.detach().cpu().numpy(), np.cumsum(x), rtol=1e-4, atol=1e-3)
+    (y * y).sum().backward()      # the backward is a flipped cumsum: the same kernels
+    yy = np.cumsum(x)
+    np.testing.assert_allclose(tx.grad.cpu().numpy(), np.flip(np.cumsum(np.flip(2 * yy))), rtol=1e-4, atol=1e-2)
+
+
+def test_scan_chunking_rule():
+    from types import SimpleNamespace
+
+    from coretorch_opencl import scan
+    dev = _BE.device(0)
+    if dev.is_cpu:  # measured on PoCL: the row loop is as fast or faster in every shape (scan.py's table)
+        assert all(scan.chunks(dev, r, n, np.float32) == 1 for r, n in ((1, 10 ** 6), (10, 10 ** 5), (1000, 1000)))
+    gpu = SimpleNamespace(is_cpu=False, compute_units=100, ls=256)
+    assert scan.chunks(gpu, 1, 10 ** 6, np.float32) == scan._MAX_CHUNKS      # one long row: split as far as allowed
+    p = scan.chunks(gpu, 10, 10 ** 5, np.float32)
+    assert 1 < p and 10 ** 5 // p >= scan._MIN_CHUNK
+    assert scan.chunks(gpu, 10 ** 6, 10 ** 6, np.float32) == 1               # rows that fill the device
+    assert scan.chunks(gpu, 1, 1000, np.float32) == 1                        # too short to split
+    assert scan.chunks(gpu, 1, 10 ** 6, np.bool_) == 1

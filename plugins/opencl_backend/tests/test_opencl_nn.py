@@ -14,6 +14,7 @@ import coretorch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
 from coretorch.optim import SGD
+import coretorch_opencl
 from coretorch_opencl import STATS
 
 _BE = coretorch._backend.backends().get("opencl")
@@ -199,9 +200,9 @@ def test_state_dict_round_trip_opencl_cpu_opencl(tmp_path):
 
 
 def test_nn_training_step_host_transfers():
-    """A whole nn + optim step (conv, batch norm, pooling, cross entropy, SGD with momentum) stays on the device
-    except for one read per step: the core's target range check in F.nll_loss (``_nll_2d`` reads one bool to
-    raise IndexError for an out-of-range class index); nothing is sent to the device."""
+    """A whole nn + optim step (conv, batch norm, pooling, cross entropy, SGD with momentum) stays on the device:
+    no read and no write of its own.  F.nll_loss's target range check is a device-side check of the fused
+    nll_loss kernel, read in the same synchronisation as the next host read the user asks for (the loss.item())."""
     coretorch.manual_seed(0)
     m = _cnn().to("opencl")
     opt = SGD(m.parameters(), lr=0.05, momentum=0.9)
@@ -219,8 +220,9 @@ def test_nn_training_step_host_transfers():
     for _ in range(4):
         loss = step()
     assert STATS["to_device"] == before[1], "a host-to-device transfer happened inside an nn training step"
-    assert STATS["to_host"] == before[0] + 4, "a device-to-host read beyond nll_loss's target check in a step"
+    assert STATS["to_host"] == before[0], "a device-to-host read happened inside an nn training step"
     assert loss.item() < first
+    assert STATS["to_host"] == before[0] + 1, "loss.item() (with the pending target check) is more than one read"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +232,7 @@ def test_nn_training_step_host_transfers():
 def test_fused_kernels_are_registered():
     t = coretorch.ones(1, device="opencl")._be
     for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward",
-                 "softmax", "log_softmax"):
+                 "softmax", "log_softmax", "nll_loss", "erf", "axpy_"):
         assert t.has(name), name
 
 
@@ -292,3 +294,197 @@ def test_max_pool2d_kernels_match_cpu():
         vc.sum().backward()                     # an expanded (zero-stride) gradient reaches the backward kernel
         vo.sum().backward()
         np.testing.assert_array_equal(o.grad.cpu().numpy(), c.grad.numpy())
+
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss: the fused kernel (one launch, strided operands, float32/float64) and its device-side target check
+# ---------------------------------------------------------------------------------------------
+_TARGET_MSG = "(nll_loss on opencl: reported at the first host read after the op, as a device-side check)"
+
+
+@pytest.fixture(autouse=True)
+def _no_check_left_pending():
+    """A test that leaves a failed device-side check unreported fails itself (instead of the next test's read)."""
+    yield
+    try:
+        _BE.synchronize()
+    except IndexError as e:
+        pytest.fail(f"a failed device-side check was left pending: {e}")
+
+
+def _fp64() -> bool:
+    return _BE.device(0).fp64
+
+
+def _np_nll_parts(x, t, w, ignore):
+    """numpy's reference of the primitive: (losses, weights, index)."""
+    m, c = x.shape
+    ok = (t != ignore) & (t >= 0) & (t < c)
+    safe = np.where(ok, t, 0)
+    wt = (np.ones(c, x.dtype) if w is None else w)[safe] * ok
+    return -wt * x[np.arange(m), safe], wt.astype(x.dtype), safe.astype(np.int64)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_nll_loss_kernel_matches_numpy(dt):
+    if dt == np.float64 and not _fp64():
+        pytest.skip("the OpenCL device has no fp64")
+    rng = np.random.default_rng(3)
+    table = coretorch.ones(1, device="opencl")._be
+    x = rng.standard_normal((37, 11)).astype(dt)
+    t = rng.integers(0, 11, 37)
+    t[[2, 5, 30]] = 4                                         # ignore_index inside the class range
+    w = rng.random(11).astype(dt) + 0.5
+    xt, tt, wt = table.from_numpy(x), table.from_numpy(t), table.from_numpy(w)
+    for weight, ignore in ((None, -100), (w, -100), (None, 4), (w, 4)):
+        before = STATS["launches"]
+        got = table.nll_loss(xt, tt, None if weight is None else wt, ignore)
+        assert STATS["launches"] == before + 1, "nll_loss is one launch"
+        want = _np_nll_parts(x, t, weight, ignore)
+        for g, r in zip(got, want):
+            assert table.to_numpy(g).dtype == r.dtype
+            np.testing.assert_allclose(table.to_numpy(g), r, rtol=1e-6 if dt == np.float32 else 1e-14)
+    # strided x (a transposed copy read back transposed, every other row), target and weight
+    xs = table.permute(table.from_numpy(np.ascontiguousarray(x.T)), (1, 0))
+    xs = table.basic_index(xs, (slice(None, None, 2),))
+    ts = table.basic_index(tt, (slice(None, None, 2),))
+    w2 = np.repeat(w, 2)
+    ws = table.basic_index(table.from_numpy(w2), (slice(None, None, 2),))
+    assert not table.is_contiguous(xs)
+    got = table.nll_loss(xs, ts, ws, 4)
+    for g, r in zip(got, _np_nll_parts(x[::2], t[::2], w, 4)):
+        np.testing.assert_allclose(table.to_numpy(g), r, rtol=1e-6 if dt == np.float32 else 1e-14)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_and_cross_entropy_match_cpu(reduction):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((9, 6))
+    t = rng.integers(0, 6, 9)
+    t[3] = -100
+    w = rng.random(6) + 0.5
+    dts = [(np.float32, 1e-5)] + ([(np.float64, 1e-12)] if _fp64() else [])
+    for dt, tol in dts:
+        for weight in (None, w):
+            res = {}
+            for dev in ("cpu", "opencl"):
+                x = coretorch.tensor(a.astype(dt), device=dev, requires_grad=True)
+                tw = None if weight is None else coretorch.tensor(weight.astype(dt), device=dev)
+                tt = coretorch.tensor(t, device=dev)
+                xv = x.t().contiguous().t()                        # a strided (column-major) input to the kernel
+                loss = F.cross_entropy(xv, tt, tw, reduction=reduction) + \
+                    F.nll_loss(xv * 0.5, tt, tw, reduction=reduction)
+                loss.sum().backward()
+                res[dev] = (loss.detach().cpu().numpy(), x.grad.cpu().numpy())
+            np.testing.assert_allclose(res["opencl"][0], res["cpu"][0], rtol=tol, atol=tol)
+            np.testing.assert_allclose(res["opencl"][1], res["cpu"][1], rtol=tol, atol=tol)
+
+
+def test_nll_loss_gradcheck_float64():
+    if not _fp64():
+        pytest.skip("the OpenCL device has no fp64")
+    from coretorch.autograd import gradcheck
+    rng = np.random.default_rng(5)
+    x = coretorch.tensor(rng.standard_normal((5, 4)), device="opencl", requires_grad=True)
+    w = coretorch.tensor(rng.random(4) + 0.5, device="opencl")
+    t = coretorch.tensor([0, 3, -100, 1, 3], device="opencl")
+    for red in ("mean", "sum", "none"):
+        assert gradcheck(lambda a, r=red: F.nll_loss(a, t, w, reduction=r), (x,))
+
+
+def test_nll_loss_target_check_at_next_host_read():
+    """An out-of-range target raises IndexError naming it at the next host read (not at the call), in that
+    read's own synchronisation (one transfer), and the device works normally afterwards."""
+    x = coretorch.randn(4, 10, device="opencl")
+    good = coretorch.tensor([1, 2, 3, 9], device="opencl")
+    want = -float(np.mean(x.cpu().numpy()[np.arange(4), [1, 2, 3, 9]]))
+    before = STATS["to_host"]
+    loss = F.nll_loss(x, coretorch.tensor([1, 12, 3, 0], device="opencl"))   # no exception at the call
+    assert STATS["to_host"] == before, "nll_loss read the host"
+    with pytest.raises(IndexError, match=r"^Target 12 is out of bounds\. ") as info:
+        loss.item()
+    assert _TARGET_MSG in str(info.value)
+    assert STATS["to_host"] == before + 1, "the check took a read of its own"
+    # reported once: the device is usable again, valid targets give the right loss, reads do not raise
+    assert F.nll_loss(x, good).item() == pytest.approx(want, rel=1e-6)
+    assert (x * 2).sum().item() == pytest.approx(float(x.cpu().numpy().sum()) * 2, rel=1e-5, abs=1e-5)
+    # the first failure of several is the one reported, at any host read (here of another tensor)
+    F.nll_loss(x, coretorch.tensor([-3, 0, 0, 0], device="opencl"))
+    F.cross_entropy(x, coretorch.tensor([0, 0, 10, 0], device="opencl"))
+    with pytest.raises(IndexError, match=r"Target -3 is out of bounds"):
+        good.tolist()
+    assert good.tolist() == [1, 2, 3, 9]
+    # an ignored target is never checked, even out of range
+    assert np.isfinite(F.nll_loss(x, coretorch.tensor([-100, 1, 2, 3], device="opencl")).item())
+    assert F.nll_loss(x, coretorch.tensor([7, 1, 2, 3], device="opencl"), ignore_index=7).item() == pytest.approx(
+        -float(np.mean(x.cpu().numpy()[[1, 2, 3], [1, 2, 3]])), rel=1e-6)
+    # no classes at all: every target that is not ignored fails the check, and x (no buffer) is never read
+    table = x._be
+    out = table.nll_loss(table.from_numpy(np.zeros((3, 0), np.float32)), table.from_numpy(np.array([-100, 0, 2])),
+                         None, -100)
+    with pytest.raises(IndexError, match=r"Target 0 is out of bounds"):
+        table.to_numpy(out[0])
+    assert table.to_numpy(out[0]).tolist() == [0, 0, 0] and table.to_numpy(out[2]).tolist() == [0, 0, 0]
+
+
+def test_nll_loss_target_check_forced_by_synchronize():
+    x = coretorch.randn(3, 5, device="opencl")
+    F.nll_loss(x, coretorch.tensor([0, 5, 1], device="opencl"))
+    with pytest.raises(IndexError, match=r"Target 5 is out of bounds"):
+        _BE.synchronize()
+    _BE.synchronize()                                        # nothing pending: no error, no read
+    F.nll_loss(x, coretorch.tensor([-1, 0, 0], device="opencl"))
+    with pytest.raises(IndexError, match=r"Target -1 is out of bounds"):
+        coretorch_opencl.synchronize(0)                      # the module-level form
+    before = STATS["to_host"]
+    F.nll_loss(x, coretorch.tensor([0, 4, 1], device="opencl"))
+    _BE.synchronize()                                        # a pending check that passed
+    assert STATS["to_host"] == before
+    assert x.sum().item() == pytest.approx(float(x.cpu().numpy().sum()), rel=1e-5, abs=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# erf: OpenCL C's builtin against the cpu's values, and its gradient
+# ---------------------------------------------------------------------------------------------
+def test_erf_kernel_matches_cpu():
+    import math
+    t = coretorch.ones(1, device="opencl")._be
+    assert t.has("erf")
+    a = np.concatenate([np.linspace(-6, 6, 241), [0.0, -0.0, 1e-8, 2.5, -2.5, 30.0, np.inf, -np.inf, np.nan]])
+    exact = np.array([math.erf(v) if not np.isnan(v) else np.nan for v in a])
+    dts = [(np.float32, 2e-7)] + ([(np.float64, 1e-15)] if _fp64() else [])
+    for dt, tol in dts:
+        got = F.erf(coretorch.tensor(a.astype(dt), device="opencl"))
+        ref = F.erf(coretorch.tensor(a.astype(dt)))
+        assert got.dtype == ref.dtype and got.device.type == "opencl"
+        g = got.cpu().numpy()
+        np.testing.assert_allclose(g, ref.numpy(), rtol=4 * tol, atol=4 * tol)
+        np.testing.assert_allclose(g, exact.astype(dt), rtol=4 * tol, atol=4 * tol)
+        assert np.isnan(g[-1]) and g[-3] == 1 and g[-2] == -1
+    # a strided view and an int input (computed in the default float dtype, as on cpu)
+    m = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    v = coretorch.tensor(m, device="opencl").t()[::2]
+    np.testing.assert_allclose(F.erf(v).cpu().numpy(), F.erf(coretorch.tensor(m).t()[::2]).numpy(), rtol=1e-6,
+                               atol=1e-7)
+    gi = F.erf(coretorch.tensor([-1, 0, 2], device="opencl"))
+    assert gi.dtype is coretorch.float32
+    np.testing.assert_allclose(gi.cpu().numpy(), [math.erf(-1), 0, math.erf(2)], rtol=1e-6)
+
+
+def test_erf_gradcheck_float64():
+    if not _fp64():
+        pytest.skip("the OpenCL device has no fp64")
+    from coretorch.autograd import gradcheck, gradgradcheck
+    x = coretorch.tensor(np.linspace(-2.5, 2.5, 7), device="opencl", requires_grad=True)
+    assert gradcheck(F.erf, (x,))
+    assert gradgradcheck(F.erf, (x,))
+    y = F.erf(x * 2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 4 / np.sqrt(np.pi) * np.exp(-4 * np.linspace(-2.5, 2.5, 7) ** 2),
+                               rtol=1e-13)
+    # gelu (erf inside) backward on opencl against cpu
+    a = np.linspace(-3, 3, 9)
+    xs = [coretorch.tensor(a, device=d, requires_grad=True) for d in ("cpu", "opencl")]
+    for xx in xs:
+        F.gelu(xx).sum().backward()
+    np.testing.assert_allclose(xs[1].grad.cpu().numpy(), xs[0].grad.numpy(), rtol=1e-13, atol=1e-15)
