@@ -164,3 +164,11 @@ def test_foreach_ops_match_per_tensor_ops():
     leaf = torch.zeros(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         torch._foreach_add_([leaf], [torch.ones(2)])
+
+
+def test_erf_in_torch_namespace_and_as_method():
+    import math
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.3, 3.0], dtype=torch.float64, requires_grad=True)
+    assert torch.erf is F.erf
+    np.testing.assert_allclose(x.erf().detach().numpy(), [math.erf(v) for v in x.tolist()], rtol=1e-14)
+    assert torch.autograd.gradcheck(torch.erf, (x,))
