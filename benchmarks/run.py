@@ -142,7 +142,7 @@ def nn_mlp_step(model, opt, x, y):
     return loss.item()
 
 
-def mlp(steps: int = 30):
+def mlp(steps: int = 300):
     ps_np, x_np, y_np = _init_params()
     ps_ct = [ct.from_numpy(p.copy()).requires_grad_() for p in ps_np]
     x_ct, y_ct = ct.from_numpy(x_np), ct.from_numpy(y_np)
@@ -155,20 +155,18 @@ def mlp(steps: int = 30):
     assert np.allclose(l_np, l_ct, rtol=1e-4), (l_np, l_ct)
     assert np.allclose(l_np, l_nn, rtol=1e-4), (l_np, l_nn)
 
-    def timed(fn, args):
-        ts = []
-        for _ in range(steps):
-            t = time.perf_counter()
+    # step-by-step interleaving: a burst of load on this shared machine hits all three alike; the median of
+    # each is the figure, and the ratio is of medians taken over the same stretch of time
+    fns = [(numpy_mlp_step, (ps_np, x_np, y_np)), (coretorch_mlp_step, (ps_ct, x_ct, y_ct)),
+           (nn_mlp_step, (model, opt, x_ct, y_ct))]
+    ts = [[], [], []]
+    pc = time.perf_counter
+    for _ in range(steps):
+        for (fn, args), out in zip(fns, ts):
+            t = pc()
             fn(*args)
-            ts.append(time.perf_counter() - t)
-        return statistics.median(ts) * 1e3
-    # interleave the two so that machine noise hits both alike
-    r_np, r_ct, r_nn = [], [], []
-    for _ in range(5):
-        r_np.append(timed(numpy_mlp_step, (ps_np, x_np, y_np)))
-        r_ct.append(timed(coretorch_mlp_step, (ps_ct, x_ct, y_ct)))
-        r_nn.append(timed(nn_mlp_step, (model, opt, x_ct, y_ct)))
-    return min(r_np), min(r_ct), min(r_nn)
+            out.append(pc() - t)
+    return tuple(statistics.median(t) * 1e3 for t in ts)
 
 
 def torch_figures():

@@ -15,8 +15,6 @@ from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no
 from . import _tensor_methods  # noqa: F401  (binds ops onto Tensor)
 from . import autograd, ops, plugins, nn, optim, distributed  # distributed: a namespace a plugin fills
 from .nn.functional import erf  # lives with its backward in nn.functional (gelu uses it); torch.erf / Tensor.erf
-
-Tensor.erf = erf
 from .ops.creation import (tensor, as_tensor, asarray, from_numpy, zeros, ones, full, empty, zeros_like,
                            ones_like, empty_like, full_like, rand_like, randn_like, randint_like, arange,
                            linspace, logspace, eye, rand, randn, randint, randperm, normal, manual_seed, seed,
@@ -38,6 +36,8 @@ from .ops.foreach import _foreach_add_, _foreach_mul_
 from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
 from .ops._util import broadcast_shapes
 from .serialization import save, load
+
+Tensor.erf = erf
 
 float = float32
 double = float64

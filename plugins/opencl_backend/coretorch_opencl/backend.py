@@ -34,6 +34,10 @@ def _desc(x):
     return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
 
 
+_TRANSPOSE_MIN = 4096  # elements: below this the one-launch elementwise copy is as fast
+_BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+
+
 def _is_c(shape, strides) -> bool:
     acc = 1
     for s, st in zip(reversed(shape), reversed(strides)):
@@ -375,7 +379,38 @@ class _Kernels:
         return self._fill_into(out, value)
 
     def contiguous(self, x):
-        return self._copy_into(self._out(x.shape, x.dtype), x)
+        out = self._out(x.shape, x.dtype)
+        if x.size >= _TRANSPOSE_MIN and self._transpose_into(out, x):
+            return out
+        return self._copy_into(out, x)
+
+    def _transpose_into(self, out, x) -> bool:
+        """A (batched) transposed view -> contiguous through 16x16 tiles in local memory: the elementwise copy
+        reads such a view with a stride per element (1.3 ms for a 256x784 float32 weight on PoCL, the copy
+        matmul makes of ``W.T``); the tiles read and write whole rows.  False when ``x`` is not such a view."""
+        _, xo, shape, xst = _desc(x)
+        dims, (sst, ost) = _collapse(shape, [xst, c_strides(shape)])
+        if len(dims) == 2:
+            dims, sst, ost = (1,) + dims, (0,) + sst, (0,) + ost
+        if len(dims) != 3 or sst[1] != 1 or sst[2] == 1 or ost[2] != 1 or self.dev.max_wg < 256:
+            return False
+        nb, a, b = dims     # out[z, i, j] = x[xo + z*sst0 + i + j*sst2]: i is contiguous in x, j in out
+        t = _BITS[x.dtype.itemsize]  # a copy moves bits: one kernel per element size, any dtype
+        k = self.dev.kernel(("transpose", t), "transpose", lambda: f"""
+__kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo, long zx, long sj, int A, int B) {{
+  __local {t} tile[16][17];
+  const int z = get_global_id(2);
+  const int i0 = get_group_id(0) * 16, j0 = get_group_id(1) * 16;
+  const int li = get_local_id(0), lj = get_local_id(1);
+  if (i0 + li < A && j0 + lj < B) tile[lj][li] = x[xo + z * zx + (i0 + li) + (long)(j0 + lj) * sj];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (i0 + lj < A && j0 + li < B) o[z * zo + (long)(i0 + lj) * B + j0 + li] = tile[li][lj];
+}}
+""")
+        STATS["launches"] += 1
+        k(self.dev.queue, (-(-a // 16) * 16, -(-b // 16) * 16, nb), (16, 16, 1), out.base_data, a * b,
+          x.base_data, xo, sst[0], sst[2], a, b)
+        return True
 
     def where(self, c, x, y):
         xs, ys = not isinstance(x, cla.Array), not isinstance(y, cla.Array)
@@ -615,7 +650,7 @@ class _Kernels:
             gt = ">" if op == "amax" else "<"
             if f:
                 init = ("-INFINITY" if op == "amax" else "INFINITY")
-                comb = f"((acc {gt} v || isnan(acc)) ? acc : v)"
+                comb = f"((acc {gt} v || (acc != acc)) ? acc : v)"
             else:
                 lim = {"long": "LONG", "int": "INT", "short": "SHRT", "char": "CHAR"}.get(act)
                 if lim:
@@ -729,7 +764,7 @@ class _Kernels:
 
             def one(o):
                 cmp = ">" if o == "argmax" else "<"
-                better = f"(!isnan(best) && (v {cmp} best || isnan(v)))" if f else f"(v {cmp} best)"
+                better = f"(!(best != best) && (v {cmp} best || (v != v)))" if f else f"(v {cmp} best)"
                 args = ["__global long* o", f"__global const {cg.stype(dt)}* x", "long xo", "long n", "long K"]
                 args += [f"long d{i}" for i in range(a)] + [f"long s{i}" for i in range(a)]
                 args += [f"long e{i}" for i in range(b)] + [f"long t{i}" for i in range(b)]

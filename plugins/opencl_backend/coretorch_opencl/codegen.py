@@ -82,10 +82,11 @@ def unary_expr(op: str, dt) -> str | None:
         return "fabs(a0)" if f else "a0" if b or np.dtype(dt).kind == "u" else f"(({ct})abs(a0))"
     if op == "sign":
         if f:
-            return f"(isnan(a0) ? a0 : (a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0)))"
+            return f"(a0 != a0 ? a0 : (a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0)))"
         return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
     if op == "relu":
-        return f"((a0 > 0 || isnan(a0)) ? a0 : ({ct})0)" if f else f"(a0 > 0 ? a0 : ({ct})0)"
+        # a0 != a0 is isnan without the builtin call (PoCL does not inline builtins: 12x slower here)
+        return f"((a0 > 0 || a0 != a0) ? a0 : ({ct})0)" if f else f"(a0 > 0 ? a0 : ({ct})0)"
     if op in ("floor", "ceil", "trunc"):
         return f"{op}(a0)" if f else "a0"
     if op == "round":
@@ -95,7 +96,7 @@ def unary_expr(op: str, dt) -> str | None:
     if op == "bitwise_not":
         return None if f else ("(a0 == 0)" if b else "(~a0)")
     if op == "isnan":
-        return "isnan(a0)" if f else "0"
+        return "(a0 != a0)" if f else "0"
     raise KeyError(op)
 
 
@@ -126,9 +127,9 @@ def binary_expr(op: str, dt) -> str | None:
     if op == "pow":
         return "pow(a0, a1)" if f else (None if b else f"ct_ipow_{ct}(a0, a1)")
     if op == "maximum":
-        return "((a0 > a1 || isnan(a0)) ? a0 : a1)" if f else "(a0 > a1 ? a0 : a1)"
+        return "((a0 > a1 || (a0 != a0)) ? a0 : a1)" if f else "(a0 > a1 ? a0 : a1)"
     if op == "minimum":
-        return "((a0 < a1 || isnan(a0)) ? a0 : a1)" if f else "(a0 < a1 ? a0 : a1)"
+        return "((a0 < a1 || (a0 != a0)) ? a0 : a1)" if f else "(a0 < a1 ? a0 : a1)"
     cmp = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
     if op in cmp:
         return f"(a0 {cmp[op]} a1)"

@@ -98,7 +98,7 @@ __kernel void maxpool(__global {t}* o, __global long* idx, __global const {t}* x
         int w = w0 + j * dw;
         {ct} v = -INFINITY;
         if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'base + h * xs2 + w * xs3')};
-        if ((i == 0 && j == 0) || v > best || isnan(v)) {{ best = v; bk = (long)h * W + w; }}
+        if ((i == 0 && j == 0) || v > best || (v != v)) {{ best = v; bk = (long)h * W + w; }}
       }}
     }}
     {st('o', '(long)g * OW + ow', 'best')}
@@ -142,7 +142,7 @@ __kernel void nll_loss(__global {t}* loss, __global {t}* wout, __global long* id
   idx[i] = k;
 }}
 
-inline {ct} ct_mx({ct} m, {ct} v) {{ return (v > m || isnan(v)) ? v : m; }}
+inline {ct} ct_mx({ct} m, {ct} v) {{ return (v > m || (v != v)) ? v : m; }}
 
 __kernel void softmax_rows(__global {t}* o, __global const {t}* x, long xo, long rows, long L, long inner,
                            int logsm) {{

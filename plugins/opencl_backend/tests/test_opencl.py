@@ -517,3 +517,22 @@ def test_scan_chunking_rule():
     assert scan.chunks(gpu, 10 ** 6, 10 ** 6, np.float32) == 1               # rows that fill the device
     assert scan.chunks(gpu, 1, 1000, np.float32) == 1                        # too short to split
     assert scan.chunks(gpu, 1, 10 ** 6, np.bool_) == 1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64, np.float16, np.bool_, np.uint8])
+@pytest.mark.parametrize("shape,perm", [((256, 784), (1, 0)), ((3, 70, 33), (0, 2, 1)), ((5, 64, 100), (2, 1, 0)),
+                                        ((100, 100), (1, 0)), ((130, 40), (1, 0))])
+def test_contiguous_of_transposed_views(dt, shape, perm):
+    """A (batched) transpose goes through the tiled kernel (matmul copies W.T with it); any other view through
+    the elementwise copy: both give numpy's result, bit for bit, for partial tiles and flipped/offset views."""
+    if dt == np.float64 and not _BE.device(0).fp64:
+        pytest.skip("the OpenCL device has no cl_khr_fp64")
+    table = coretorch._backend.get_table(coretorch.device("opencl"))
+    a = (np.random.default_rng(0).standard_normal(shape) * 10).astype(dt)
+    v = table.permute(coretorch.from_numpy(a).to("opencl")._data, perm)
+    launches = STATS["launches"]
+    got = table.contiguous(v)
+    assert STATS["launches"] == launches + 1
+    assert np.array_equal(table.to_numpy(got), a.transpose(perm))
+    w = table.basic_index(v, (slice(None, None, -1), slice(3, None)))
+    assert np.array_equal(table.to_numpy(table.contiguous(w)), a.transpose(perm)[::-1, 3:])
