@@ -81,7 +81,7 @@ class Node:
 
     # saved tensors with version check and release
     def save(self, *tensors) -> None:
-        self._saved = tuple(None if t is None else (t, t._vc[0]) for t in tensors)
+        self._saved = tuple([None if t is None else (t, t._vc[0]) for t in tensors])  # a list: cheaper than a generator
 
     def saved(self) -> tuple:
         s = self._saved

@@ -208,7 +208,7 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
         node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
         node.sb = bd.shape if bias is not None else None
         node.need = (input._rg, weight._rg, brg)
-        node._saved = ((input, input._vc[0]), (weight, weight._vc[0]))
+        node.save(input, weight)
         node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
