@@ -207,7 +207,9 @@ def offset(nd: int, strides: str, prefix: str = "i") -> str:
 
 
 def elementwise_kernel(kname: str, expr: str, out_dt, operands, layouts, nd: int) -> str:
-    """operands: list of (dtype, is_scalar); layouts: one "c"/"s" per array operand (output first)."""
+    """operands: list of (dtype, is_scalar); layouts: one "c"/"s"/"r" per array operand (output first).  "r"
+    is a row broadcast (a vector of the last dim repeated over rows, a bias): such a kernel runs on a 2-D range
+    (last dim, rows), so both operands are read contiguously with no index arithmetic per element."""
     args = [f"__global {stype(out_dt)}* o", "long oo"]
     if layouts[0] == "s":
         args += [f"long os{k}" for k in range(nd)]
@@ -221,11 +223,18 @@ def elementwise_kernel(kname: str, expr: str, out_dt, operands, layouts, nd: int
         if layouts[li] == "s":
             args += [f"long ps{j}_{k}" for k in range(nd)]
             idx = f"po{j} + " + offset(nd, f"ps{j}_")
+        elif layouts[li] == "r":
+            idx = f"po{j} + i_"
         else:
             idx = f"po{j} + g"
         body.append(f"{ctype(dt)} a{j} = {load(dt, f'p{j}', idx)};")
         li += 1
     args.append("long n")
+    if "r" in layouts:
+        args.append("long rc")
+        return (f"__kernel void {kname}({', '.join(args)}) {{\n  long i_ = get_global_id(0); if (i_ >= rc) return;\n"
+                "  long g = (long)get_global_id(1) * rc + i_;\n  " + "\n  ".join(body) +
+                f"\n  {store(out_dt, 'o', 'oo + g', expr)}\n}}\n")
     strided = "s" in layouts
     if strided:
         args += [f"long d{k}" for k in range(nd)]
