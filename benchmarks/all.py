@@ -156,7 +156,7 @@ def cpu_rows(quick: bool) -> list:
                  torch_value=tf and tf.get("torch_add_us")),
             _row("forward+backward per op, c = c * b + a (run.py)", "cpu", fwd_bwd, None, "us",
                  note="no numpy equivalent (numpy has no autograd)")]
-    mlp_np, mlp_ct, mlp_nn = run_bench.mlp(steps=2 if quick else 30)
+    mlp_np, mlp_ct, mlp_nn = run_bench.mlp(steps=2 if quick else 200)
     rows += [_row("MLP step 784-256-128-10, batch 128, tensor ops (run.py)", "cpu", mlp_ct, mlp_np),
              _row("MLP step, nn.Sequential + F.cross_entropy + optim.SGD (run.py)", "cpu", mlp_nn, mlp_np)]
     x, y = cnn_data()

@@ -7,7 +7,8 @@
    chain `c = c * b + a` followed by backward(), in microseconds per op, next to numpy's `c = c + b`.
 2. an MLP training step (784-256-128-10, ReLU, cross-entropy, SGD, batch 128, float32) written with tensor
    ops, and again with nn.Sequential/nn.Linear/F.cross_entropy/optim.SGD, next to a hand-written numpy
-   forward/backward/update of the same network.
+   forward/backward/update of the same network; and the tensor-ops step's kernel calls replayed alone, which
+   splits the step's time into kernel work and framework overhead.
 If PyTorch happens to be installed its figures are added; it is never required.
 """
 from __future__ import annotations
@@ -169,6 +170,44 @@ def mlp(steps: int = 300):
     return tuple(statistics.median(t) * 1e3 for t in ts)
 
 
+def kernel_replay(steps: int = 300):
+    """The tensor-ops step's own kernel calls, recorded once and replayed with no framework around them, next to
+    the hand-written step: (numpy ms, replay ms).  The difference between the step and its replay is what the
+    framework costs (checks, graph, engine); the difference between the replay and numpy is kernel work."""
+    from coretorch import _backend
+    ps_np, x_np, y_np = _init_params()
+    ps_ct = [ct.from_numpy(p.copy()).requires_grad_() for p in ps_np]
+    x_ct, y_ct = ct.from_numpy(x_np), ct.from_numpy(y_np)
+    table = _backend.get_table(ct.device("cpu"))
+    calls, kernels = [], {n: getattr(table, n) for n in table.names}
+
+    def logged(fn):
+        def k(*a):
+            calls.append((fn, a))
+            return fn(*a)
+        return k
+    coretorch_mlp_step(ps_ct, x_ct, y_ct)
+    for n, fn in kernels.items():
+        setattr(table, n, logged(fn))
+    try:
+        coretorch_mlp_step(ps_ct, x_ct, y_ct)
+    finally:
+        for n, fn in kernels.items():
+            setattr(table, n, fn)
+
+    def replay():
+        for fn, a in calls:
+            fn(*a)
+    ts = [[], []]
+    pc = time.perf_counter
+    for _ in range(steps):
+        for fn, out in ((lambda: numpy_mlp_step(ps_np, x_np, y_np), ts[0]), (replay, ts[1])):
+            t = pc()
+            fn()
+            out.append(pc() - t)
+    return tuple(statistics.median(t) * 1e3 for t in ts)
+
+
 def torch_figures():
     try:
         import torch
@@ -195,6 +234,7 @@ def main() -> None:
         "fwd_bwd_per_op_us": overhead_chain_backward(),
     }
     res["mlp_numpy_ms"], res["mlp_coretorch_ms"], res["mlp_nn_ms"] = mlp()
+    res["replay_numpy_ms"], res["replay_kernels_ms"] = kernel_replay()
     res["mlp_ratio"] = res["mlp_coretorch_ms"] / res["mlp_numpy_ms"]
     res["mlp_nn_ratio"] = res["mlp_nn_ms"] / res["mlp_numpy_ms"]
     tf = torch_figures()
@@ -210,6 +250,8 @@ def main() -> None:
           f"numpy by hand {res['mlp_numpy_ms']:.3f} ms   ratio {res['mlp_ratio']:.2f}x (target <= 1.15x)")
     print(f"  same step with nn.Sequential/F.cross_entropy/optim.SGD  {res['mlp_nn_ms']:6.3f} ms   "
           f"ratio {res['mlp_nn_ratio']:.2f}x")
+    print(f"  the tensor-ops step's kernels replayed without the framework  {res['replay_kernels_ms']:6.3f} ms   "
+          f"ratio {res['replay_kernels_ms'] / res['replay_numpy_ms']:.2f}x (the rest of the step is framework)")
     if tf:
         print(f"PyTorch recorded add                        {tf['torch_add_us']:6.2f} us")
 
