@@ -172,3 +172,9 @@ def test_erf_in_torch_namespace_and_as_method():
     assert torch.erf is F.erf
     np.testing.assert_allclose(x.erf().detach().numpy(), [math.erf(v) for v in x.tolist()], rtol=1e-14)
     assert torch.autograd.gradcheck(torch.erf, (x,))
+
+
+def test_sgd_fused_is_refused_at_construction():
+    with pytest.raises(RuntimeError, match="fused=True is not supported"):
+        torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=True)
+    torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=False)  # the explicit default is fine

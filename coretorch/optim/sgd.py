@@ -35,6 +35,9 @@ class SGD(Optimizer):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)
+        if fused:
+            raise RuntimeError("SGD: fused=True is not supported by coretorch (no fused optimizer kernels); the "
+                               "default foreach=None already updates each parameter with one kernel call")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
@@ -83,7 +86,7 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad: bool = False, f
     ``momentum_buffer_list`` with the (new) buffers.  ``foreach=None`` picks the multi-tensor form outside
     autograd (an ordinary step) and the per-tensor form inside it (``differentiable=True``)."""
     if fused:
-        raise RuntimeError("SGD: fused=True is not supported by coretorch; use foreach (the default)")
+        raise RuntimeError("sgd: fused=True is not supported by coretorch; use foreach (the default)")
     if foreach is None:
         foreach = not _gs.enabled
     fn = _multi_tensor_sgd if foreach else _single_tensor_sgd
