@@ -26,6 +26,12 @@ def _best(fn, reps: int = 5, inner: int = 1) -> float:
     return best
 
 
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def _sync(t):
     t._be.to_numpy(t._be.basic_index(t._data, (0,) * t.ndim))  # a one-element read waits for the queue
 
@@ -36,19 +42,17 @@ def matmul(n: int = 1024) -> dict:
     ta, tb = torch.tensor(a, device="opencl"), torch.tensor(b, device="opencl")
     flops = 2 * n ** 3
 
-    def run():
-        c = ta @ tb
-        _sync(c)
-    # numpy and opencl alternate, best of each: on a shared machine a burst of load hits both alike
+    def run(reps: int = 3):
+        for _ in range(reps):
+            c = ta @ tb
+        _sync(c)    # the queue is asynchronous: several products, one wait (throughput, as CUDA timings do)
+    # each in its own block: OpenBLAS's worker threads spin for a while after every numpy call and take a core
+    # from PoCL's threads, so alternating call by call measured that contention (34-55 GFLOP/s) rather than
+    # the kernel (64-73 GFLOP/s alone on the same machine)
     run()
-    t_np = t_cl = float("inf")
-    for _ in range(8):
-        t = time.perf_counter()
-        a @ b
-        t_np = min(t_np, time.perf_counter() - t)
-        t = time.perf_counter()
-        run()
-        t_cl = min(t_cl, time.perf_counter() - t)
+    t_cl = min(_timed(run) for _ in range(6)) / 3
+    time.sleep(0.2)
+    t_np = min(_timed(lambda: a @ b) for _ in range(6))
     err = float(np.abs((ta @ tb).cpu().numpy() - a @ b).max())
     from coretorch_opencl.matmul import blocking
     rm, vw, ls = blocking(ta._be.backend.device(0))
