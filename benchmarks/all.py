@@ -77,7 +77,6 @@ def matmul_rows(device: str, n: int, reps: int) -> list:
 
     def ours():
         _sync(ta @ tb)
-    time.sleep(0.2)  # OpenBLAS's threads spin after numpy's last product and would take a core from a device's
     t_ct = _median_ms(ours, reps)
     t_np = _median_ms(lambda: a @ b, reps)
     torch = _torch()

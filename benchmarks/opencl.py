@@ -46,12 +46,10 @@ def matmul(n: int = 1024) -> dict:
         for _ in range(reps):
             c = ta @ tb
         _sync(c)    # the queue is asynchronous: several products, one wait (throughput, as CUDA timings do)
-    # each in its own block: OpenBLAS's worker threads spin for a while after every numpy call and take a core
-    # from PoCL's threads, so alternating call by call measured that contention (34-55 GFLOP/s) rather than
-    # the kernel (64-73 GFLOP/s alone on the same machine)
+    # each side in its own block, best of six: one product plus a one-element read per timing (as before)
+    # added the read's latency to every product
     run()
     t_cl = min(_timed(run) for _ in range(6)) / 3
-    time.sleep(0.2)
     t_np = min(_timed(lambda: a @ b) for _ in range(6))
     err = float(np.abs((ta @ tb).cpu().numpy() - a @ b).max())
     from coretorch_opencl.matmul import blocking
