@@ -124,9 +124,9 @@ class EmbeddingBackward0(Node):
             g2 = _P.mul(g2, _S.unsqueeze(keep, 1))
         if self.scale:
             ones = _C.ones(flat.shape[0], dtype=g.dtype, device=g.device)
-            counts = _I.index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)
+            counts = _I._index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)
             g2 = _P.div(g2, _S.unsqueeze(_I.index_select(counts, 0, flat), 1))
-        gw = _I.index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)
+        gw = _I._index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)  # checked in forward
         return (gw,)
 
 
@@ -172,10 +172,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     flat = _S.reshape(input, (-1,))
     if flat.numel():
         t = flat._be
-        lo = int(t.to_numpy(t.amin(flat._data, None, False)))
-        hi = int(t.to_numpy(t.amax(flat._data, None, False)))
-        if lo < 0 or hi >= num:
-            raise IndexError("index out of range in self")
+        if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
+            t.check_index(flat._data, num, False, "index out of range in self")
+        else:
+            lo = int(t.to_numpy(t.amin(flat._data, None, False)))
+            hi = int(t.to_numpy(t.amax(flat._data, None, False)))
+            if lo < 0 or hi >= num:
+                raise IndexError("index out of range in self")
     table = weight._be
     out = table.index_select(weight._data, 0, flat._data)
     out = table.view(out, tuple(input.shape) + (weight.shape[1],)) if out.shape != tuple(input.shape) + (

@@ -11,16 +11,21 @@ _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
 
 
-def _to_index_tensor(k, ref: Tensor) -> Tensor:
+def _to_index_tensor(k, ref: Tensor, host: list | None = None) -> Tensor:
+    """k as an index tensor on ref's device.  ``host``: a list that gets the index as it was in host memory (a
+    list, a numpy array, a cpu tensor) before it moved to ref's device, so that its range is checked for free."""
     from .creation import tensor
     if isinstance(k, Tensor):
         t = k
     else:
-        t = tensor(k, device=ref.device)  # lists / numpy arrays
+        # lists / numpy arrays: made on the cpu first when ref's device is not host memory (checked there)
+        t = tensor(k, device=ref.device if ref._be.host_memory else "cpu")
         if t.numel() == 0:
             t = t.to(_i64)
     if t._be is not ref._be:
         if t._be.type == "cpu":
+            if host is not None:
+                host.append(t)
             t = t.to(ref.device)
         else:
             raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
@@ -37,6 +42,7 @@ def normalize_key(x: Tensor, key):
     shape = x._data.shape
     ndim = len(shape)
     items = []
+    hosts = {}  # position in items -> the index tensor as it was in host memory, when it moved to x's device
     consumed = 0
     advanced = False
     for k in key:
@@ -59,7 +65,10 @@ def normalize_key(x: Tensor, key):
             items.append(k)
             consumed += 1
         else:
-            t = _to_index_tensor(k, x)
+            moved = None if x._be.host_memory else []
+            t = _to_index_tensor(k, x, moved)
+            if moved:
+                hosts[len(items)] = moved[0]
             if t.dtype in (_bool, _dt.uint8) and t.dtype is not _i64:
                 if t.dtype is _dt.uint8:
                     t = t.to(_bool)
@@ -79,7 +88,7 @@ def normalize_key(x: Tensor, key):
         raise IndexError("an index can only have a single ellipsis ('...')")
     out = []
     dim = 0
-    for k in items:
+    for pos, k in enumerate(items):
         if k is Ellipsis:
             dim += ndim - consumed
             out.append(Ellipsis)
@@ -104,12 +113,17 @@ def normalize_key(x: Tensor, key):
             else:
                 size = shape[dim]
                 if k.numel():
-                    t = k._be
-                    hi = int(t.to_numpy(t.amax(k._data, None, False)))
-                    lo = int(t.to_numpy(t.amin(k._data, None, False)))
-                    bad = hi if hi >= size else lo if lo < -size else None
-                    if bad is not None:
-                        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                    c = hosts.get(pos, k)
+                    t = c._be
+                    if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
+                        t.check_index(c._data, size, True, f"index {{}} is out of bounds for dimension {dim} with "
+                                                           f"size {size}")
+                    else:
+                        hi = int(t.to_numpy(t.amax(c._data, None, False)))
+                        lo = int(t.to_numpy(t.amin(c._data, None, False)))
+                        bad = hi if hi >= size else lo if lo < -size else None
+                        if bad is not None:
+                            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
                 dim += 1
             out.append(k._data)
     return tuple(out), advanced
@@ -313,6 +327,10 @@ def _check_index(op, index, ndim=None):
 def _check_range(op, index: Tensor, size: int):
     if index.numel():
         t = index._be
+        if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
+            t.check_index(index._data, size, False, f"{op}(): index {{}} is out of bounds for dimension with size "
+                                                    f"{size}")
+            return
         hi = int(t.to_numpy(t.amax(index._data, None, False)))
         lo = int(t.to_numpy(t.amin(index._data, None, False)))
         if hi >= size or lo < 0:  # gather/scatter/index_select take no negative indices (as PyTorch)
@@ -390,8 +408,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 class IndexSelectBackward0(Node):
     __slots__ = ("shape", "dim", "index")
 
-    def backward(self, g):
-        return (index_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, self.index, g),)
+    def backward(self, g):  # the indices were checked in the forward
+        return (_index_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, self.index, g),)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -420,9 +438,16 @@ class IndexAddBackward0(Node):
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    return _index_add(input, dim, index, source, alpha, True)
+
+
+def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, check: bool = False) -> Tensor:
+    """index_add; ``check``: check the indices' range (the backward passes use indices checked already)."""
     d = norm_dim(dim, input.ndim, "index_add")
     _check_index("index_add", index)
     _same_device("index_add", input, index, source)
+    if check and input.ndim:
+        _check_range("index_add", index, input.shape[d])
     if alpha != 1:
         source = source * alpha
     table = input._be

@@ -3,7 +3,8 @@
 Arrays are ``pyopencl.array.Array`` objects whose (buffer, offset, strides) describe views, so view
 primitives (view/permute/expand/basic_index) cost no copy and no launch.  Every other primitive is one
 (or a few) generated kernels that read strided operands in place; data never crosses to the host inside
-an op except where the result's shape depends on the data (nonzero, boolean masks).
+an op except where the result's shape depends on the data (nonzero, boolean masks); index range checks run on the
+device (``check_index``) and report at the next host read.
 """
 from __future__ import annotations
 
@@ -888,6 +889,10 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         from .indexing import nonzero
         return nonzero(self, x)
 
+    def check_index(self, index, size, allow_negative, message):
+        from .indexing import check_index
+        check_index(self, index, size, allow_negative, message)
+
     # ---- random -----------------------------------------------------------------------------
     def _gen(self):
         g = self.be._gens.get(self.dev.index)
@@ -941,7 +946,7 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
             "argmax": self._arg("argmax"), "argmin": self._arg("argmin"),
             "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
             "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
-            "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf,
+            "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf, "check_index": self.check_index,
         }
         for op in ("sum", "prod", "amax", "amin", "any", "all"):
             t[op] = self._reduction(op)

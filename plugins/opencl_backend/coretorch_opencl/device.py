@@ -21,9 +21,14 @@ from .codegen import HEADER
 # host <-> device transfers, counted for tests and benchmarks (the only places data crosses)
 STATS = {"to_host": 0, "to_device": 0, "launches": 0, "builds": 0}
 
-# device-side checks (as CUDA's device-side asserts): code -> (exception, message of the failing value)
+# device-side checks (as CUDA's device-side asserts): code -> (exception, message of the failing value).  Code 1 is
+# nll_loss's fixed check; the index checks register their messages per device at run time (``Device.check_code``).
 CHECKS = {1: (IndexError, "Target {} is out of bounds. (nll_loss on opencl: reported at the first host read after the "
                           "op, as a device-side check)")}
+_LMIN, _LMAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+# the check buffer's state with no failure recorded: value, (claim, message code), largest value above the range
+# (starts at LONG_MIN), smallest value below it (starts at LONG_MAX)
+_ERR_CLEAR = np.array([0, 0, _LMIN, _LMAX], np.int64)
 
 _ARG_TYPES = {"long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64, "uchar": np.uint8,
               "char": np.int8, "short": np.int16, "ulong": np.uint64, "uint": np.uint32}
@@ -115,6 +120,11 @@ class Device:
         self.oom_retries = 0
         self._err = None            # the device-side check buffer (see error_buffer)
         self.check_pending = False  # a kernel that may have recorded a failed check ran since the last host read
+        # the index checks' messages since the last host read: (exception, template) <-> code, and the launch
+        # tickets (unique between two host reads; 1 is nll_loss's claim); cleared by every report
+        self._codes: dict = {}
+        self._messages: dict = {}
+        self._ticket = 1
 
     # ---- memory -----------------------------------------------------------------------------
     def alloc(self, nbytes: int):
@@ -148,24 +158,47 @@ class Device:
 
     # ---- device-side checks --------------------------------------------------------------------
     def error_buffer(self) -> cl.Buffer:
-        """The buffer kernels record a failed check in: long[2] = (the failing value, the check's code in
-        ``CHECKS``, an int at byte 8), written once by the first failure (an atomic_cmpxchg on that int) and kept
-        until a host read reports it.  Asking for it marks a check pending: the next host read reads the code in
-        the same synchronisation (see ``read``)."""
+        """The buffer kernels record a failed check in: long[4], kept until a host read reports it.
+
+        * bytes 8-11, the claim (an int): written once, by the first failing kernel, with an atomic_cmpxchg from 0:
+          nll_loss writes 1 (its check code in ``CHECKS``) and then the failing target in long 0; an index check
+          writes its launch ticket (``check_ticket``), so that only that launch's work-items record more;
+        * bytes 12-15: the index check's message code (``check_code``);
+        * long 2 / long 3: the largest value above / the smallest value below the index check's range (an atomic
+          max / min, as 64-bit atom_cmpxchg loops): the report names the first as the CPU check does, else the
+          second.
+
+        Asking for it marks a check pending: the next host read reads the buffer in the same synchronisation (see
+        ``read``)."""
         if self._err is None:
-            self._err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 16)
-            cl.enqueue_fill_buffer(self.queue, self._err, np.int64(0), 0, 16)
+            self._err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, _ERR_CLEAR.nbytes)
+            cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
         self.check_pending = True
         return self._err
+
+    def check_code(self, exc, template: str) -> int:
+        """The code an index check's kernel writes for ``exc(template.format(value))`` (one per message between
+        two host reads: a loop's checks add nothing after its first step)."""
+        key = (exc, template)
+        code = self._codes.get(key)
+        if code is None:
+            code = self._codes[key] = len(self._codes) + 1
+            self._messages[code] = key
+        return code
+
+    def check_ticket(self) -> int:
+        """A claim value no other launch since the last host read uses (1 is nll_loss's)."""
+        self._ticket = self._ticket + 1 if self._ticket < 2 ** 31 - 1 else 2
+        return self._ticket
 
     def read(self, host, buf, byte_offset: int = 0) -> None:
         """Blocking device-to-host copy of ``buf`` into ``host``, raising a failed device-side check.
 
-        With a check pending, the 16-byte check buffer is copied first without blocking: the in-order queue
+        With a check pending, the 32-byte check buffer is copied first without blocking: the in-order queue
         finishes it before the data copy returns, so the check costs no extra round trip."""
         ev = flag = None
         if self.check_pending:
-            flag = np.zeros(2, np.int64)
+            flag = np.empty_like(_ERR_CLEAR)
             ev = cl.enqueue_copy(self.queue, flag, self._err, is_blocking=False)
         STATS["to_host"] += 1
         cl.enqueue_copy(self.queue, host, buf, src_offset=byte_offset, is_blocking=True)
@@ -174,20 +207,30 @@ class Device:
             self._report(flag)
 
     def synchronize(self) -> None:
-        """Wait for every queued kernel and raise a failed device-side check now (one 16-byte read, if pending)."""
+        """Wait for every queued kernel and raise a failed device-side check now (one 32-byte read, if pending)."""
         if self.check_pending:
-            flag = np.zeros(2, np.int64)
+            flag = np.empty_like(_ERR_CLEAR)
             cl.enqueue_copy(self.queue, flag, self._err, is_blocking=True)
             self._report(flag)
         self.queue.finish()
 
     def _report(self, flag) -> None:
+        """Raise the failure recorded in ``flag`` (the check buffer as read), if any, and start afresh: every
+        kernel queued before the read has run, so no launch still refers to a message code or a ticket."""
         self.check_pending = False
-        code = int(flag.view(np.int32)[2])  # the int at byte 8 the kernels' atomic_cmpxchg writes
-        if code:
-            cl.enqueue_fill_buffer(self.queue, self._err, np.int64(0), 0, 16)  # reset: the device stays usable
-            exc, msg = CHECKS[code]
-            raise exc(msg.format(int(flag[0])))
+        ints = flag.view(np.int32)
+        claim, code = int(ints[2]), int(ints[3])
+        messages = self._messages
+        self._codes, self._messages, self._ticket = {}, {}, 1
+        if claim:
+            cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)  # the device stays usable
+            if claim == 1:
+                exc, msg = CHECKS[1]
+                value = int(flag[0])
+            else:
+                exc, msg = messages[code]
+                value = int(flag[2]) if flag[2] != _LMIN else int(flag[3])
+            raise exc(msg.format(value))
 
     # ---- programs ---------------------------------------------------------------------------
     def kernel(self, key, kname: str, source_fn, options: str = ""):

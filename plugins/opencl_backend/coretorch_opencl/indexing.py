@@ -1,5 +1,10 @@
 """Advanced indexing on the device: one generated 'take' kernel (gather, index_select, x[key]) and one
-'put' kernel (x[key] = v, index_put_ with accumulation, scatter_add, index_add) following numpy's rules."""
+'put' kernel (x[key] = v, index_put_ with accumulation, scatter_add, index_add) following numpy's rules, and
+the 'check_index' kernel: the core's index range check as a device-side check (reported at the next host read).
+
+The core checks index ranges before these kernels run, on the device (``check_index``) and so after they were
+queued: an index out of range reads as 0 in 'take' and writes nowhere in 'put', so that the op does no harm
+before the check's report."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,12 +138,13 @@ def _idx_args(idxs):
 
 
 def _idx_src(r, idxs):
-    args, body = [], []
+    """Arguments and body that add each index's offset to ``src``; ``ok`` is 0 when one is out of range."""
+    args, body = [], ["int ok = 1;"]
     for j, (a, _, _, _) in enumerate(idxs):
         args += [f"__global const {cg.stype(a.dtype)}* q{j}", f"long qo{j}"] + [f"long qs{j}_{k}" for k in range(r)]
         args += [f"long xs{j}", f"long sz{j}"]
         body.append(f"long v{j} = (long)q{j}[qo{j} + {cg.offset(r, f'qs{j}_')}]; if (v{j} < 0) v{j} += sz{j}; "
-                    f"src += v{j} * xs{j};")
+                    f"ok &= v{j} >= 0 && v{j} < sz{j}; src += v{j} * xs{j};")
     return args, " ".join(body)
 
 
@@ -158,7 +164,8 @@ def take(kern, x, rshape, off, plain, idxs):
         args += [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
         return (f"__kernel void take({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
                 f" {cg.decode(r)}\n long src = xo + {cg.offset(r, 'ps')};\n {ibody}\n"
-                f" {cg.store(dt, 'o', 'g', cg.load(dt, 'x', 'src'))}\n}}\n")
+                f" {cg.ctype(dt)} val = 0; if (ok) val = {cg.load(dt, 'x', 'src')};\n"
+                f" {cg.store(dt, 'o', 'g', 'val')}\n}}\n")
     k = kern.dev.kernel(key, "take", src)
     kern.dev.launch(k, n, [out.base_data, x.base_data, off, n] + list(rshape) + list(plain) + _idx_args(idxs))
     return out
@@ -213,7 +220,7 @@ def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
             write = "atomic_add((volatile __global int*)(x + src), val);"
         else:
             write = "atom_add((volatile __global long*)(x + src), val);"
-        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} {vload} {write}"
+        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {write} }}"
         head = ATOMICS if mode == "atomic" else ""
         if mode == "seq":
             loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
@@ -252,3 +259,60 @@ def nonzero(kern, x):
     k = kern.dev.kernel(key, "nz", src)
     kern.dev.launch(k, N, [out.base_data, cs.base_data, N] + list(x.shape))
     return out
+
+
+def check_index(kern, index, size: int, allow_negative: bool, message: str) -> None:
+    """The core's index range check on the device, in one launch and no host read (the 'check_index' primitive).
+
+    One work-item per index (read in place at its strides: any layout, any integer dtype); an index outside
+    [0, size) (or [-size, size) with ``allow_negative``) claims the device's check buffer for this launch, unless
+    an earlier kernel's failure holds it, and records itself as the largest value above the range or the smallest
+    below it.  The next host read (or ``synchronize``) raises IndexError(message.format(value)) with the value the
+    CPU check names: the largest index when one is too large, else the smallest (see ``Device.error_buffer``).
+    Without 64-bit atomics the value named is one of the failing indices."""
+    from .backend import _collapse, _pad
+    n = index.size
+    if n == 0:
+        return
+    dt = np.dtype(index.dtype)
+    if dt.kind not in "iub" or dt not in cg.CTYPES:
+        raise TypeError(f"check_index: index arrays must be integers, got {dt}")
+    dev = kern.dev
+    code = dev.check_code(IndexError, message)
+    ticket = dev.check_ticket()
+    err = dev.error_buffer()
+    buf, off, shape, st = _desc(index)
+    dims, (strides,) = _collapse(shape, [st])
+    dims, strides, nd = _pad(dims, strides)
+
+    def src():
+        args = [f"__global const {cg.stype(dt)}* q", "long qo", "long n"] + [f"long d{k}" for k in range(nd)]
+        args += [f"long s{k}" for k in range(nd)] + ["long lo", "long hi", "int ticket", "int code",
+                                                       "__global long* err"]
+        return f"""
+__kernel void check_index({', '.join(args)}) {{
+  long g = get_global_id(0); if (g >= n) return;        // one work-item per index
+  {cg.decode(nd)}
+  const long v = (long)q[qo + {cg.offset(nd, 's')}];
+  if (v >= lo && v < hi) return;
+  volatile __global int* claim = (volatile __global int*)(err + 1);
+  const int old = atomic_cmpxchg(claim, 0, ticket);
+  if (old != 0 && old != ticket) return;                 // an earlier kernel failed first: its failure is reported
+  claim[1] = code;
+  const int above = v >= hi;
+#ifdef CT_I64ATOM
+  volatile __global long* slot = err + (above ? 2 : 3);  // atomic max above the range, min below it
+  long cur = *slot;
+  while (above ? v > cur : v < cur) {{
+    const long seen = atom_cmpxchg(slot, cur, v);
+    if (seen == cur) break;
+    cur = seen;
+  }}
+#else
+  err[above ? 2 : 3] = v;                                // no 64-bit atomics: one of the failing values
+#endif
+}}
+"""
+    k = dev.kernel(("check_index", dt.str, nd), "check_index", src)
+    lo = -int(size) if allow_negative else 0
+    dev.launch(k, n, [buf, off, n, *dims, *strides, lo, int(size), ticket, code, err])
