@@ -178,3 +178,37 @@ def test_sgd_fused_is_refused_at_construction():
     with pytest.raises(RuntimeError, match="fused=True is not supported"):
         torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=True)
     torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=False)  # the explicit default is fine
+
+
+def _prod_grad_ref(a, axis):
+    """d prod / d a_i = product of the other elements of a_i's slice (numpy, by deleting the element)."""
+    g = np.empty_like(a)
+    for idx in np.ndindex(a.shape):
+        if axis is None:
+            g[idx] = np.prod(np.delete(a.ravel(), np.ravel_multi_index(idx, a.shape)))
+        else:
+            sl = list(idx)
+            sl[axis] = slice(None)
+            g[idx] = np.prod(np.delete(a[tuple(sl)], idx[axis]))
+    return g
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_backward_with_zeros_on_every_device(device, axis):
+    from coretorch.testing import available_devices
+    if device not in available_devices():
+        pytest.skip(f"device {device} is not available here")
+    a = np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 0.5], [2.0, -2.0, 0.25, 4.0]])
+    dt = torch.float64 if device == "cpu" or torch._backend.get_table(torch.device(device)).backend.device(0).fp64 \
+        else torch.float32
+    x = torch.tensor(a, dtype=dt, device=device, requires_grad=True)
+    (x.prod() if axis is None else x.prod(axis)).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), _prod_grad_ref(a, axis), rtol=1e-6)
+    if device != "cpu":  # the zero-safe backward runs on the device: no read back
+        from coretorch_opencl import STATS
+        y = torch.tensor(a, dtype=dt, device=device, requires_grad=True)
+        loss = y.prod(1).sum()
+        reads = STATS["to_host"]
+        loss.backward()
+        assert STATS["to_host"] == reads

@@ -63,8 +63,9 @@ class ProdBackward1(_ReduceNode):
         oe = _expand_back(out, self.shape, self.axes, self.keepdim)
         from .pointwise import div, eq, mul, where
         table = x._be
-        has_zero = bool(table.to_numpy(table.any(table.eq(x._data, 0), None, False)))
-        if not has_zero:
+        # out / x unless x has zeros: decided on the host where that is free; a device always takes the zero-safe
+        # formula (a read here would be a host round trip inside backward)
+        if table.host_memory and not bool(table.to_numpy(table.any(table.eq(x._data, 0), None, False))):
             return (mul(ge, div(oe, x)),)
         # product of the other elements, computed without dividing by zero (not differentiable twice)
         others = _prod_others(x, self.axes)
@@ -72,16 +73,28 @@ class ProdBackward1(_ReduceNode):
 
 
 def _prod_others(x: Tensor, axes):
-    import numpy as np
-    a = x._host()
-    ax = tuple(range(a.ndim)) if axes is None else axes
-    moved = np.moveaxis(a, ax, tuple(range(a.ndim - len(ax), a.ndim)))
-    flat = moved.reshape(moved.shape[:a.ndim - len(ax)] + (-1,))
-    left = np.cumprod(np.concatenate([np.ones_like(flat[..., :1]), flat[..., :-1]], -1), -1)
-    right = np.flip(np.cumprod(np.concatenate([np.ones_like(flat[..., :1]), np.flip(flat, -1)[..., :-1]],
-                                              -1), -1), -1)
-    res = np.moveaxis((left * right).reshape(moved.shape), tuple(range(a.ndim - len(ax), a.ndim)), ax)
-    return _make(x._be.from_numpy(np.ascontiguousarray(res)), x.dtype, x._be)
+    """For each element, the product of the other elements of its reduced slice: exclusive products from both
+    ends (cumprod of the slice shifted by a 1), with the backend's kernels, on x's device."""
+    table, a = x._be, x._data
+    nd = len(a.shape)
+    ax = tuple(range(nd)) if axes is None else tuple(axes)
+    keep = tuple(d for d in range(nd) if d not in ax)
+    perm = keep + ax
+    lead = tuple(a.shape[d] for d in keep)
+    k = 1
+    for d in ax:
+        k *= a.shape[d]
+    if k == 0:
+        return _make(table.full(a.shape, 0, a.dtype), x.dtype, table)
+    flat = table.view(table.contiguous(table.permute(a, perm)), lead + (k,))
+    last, ones = len(lead), table.full(lead + (1,), 1, a.dtype)
+
+    def exclusive(v):  # [1, v0, v0*v1, ...]: the product of the elements before each one
+        return table.cumprod(table.cat([ones, table.basic_index(v, (Ellipsis, slice(0, k - 1)))], last), last)
+    right = table.flip(exclusive(table.flip(flat, (last,))), (last,))
+    res = table.view(table.mul(exclusive(flat), right), tuple(a.shape[d] for d in perm))
+    inv = tuple(perm.index(d) for d in range(nd))
+    return _make(table.contiguous(table.permute(res, inv)), x.dtype, table)
 
 
 # PyTorch's node names: the dim overloads are "...Backward1"
