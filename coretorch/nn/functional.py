@@ -1336,25 +1336,18 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     """nll over x (M, C) and class indices t (M,); returns per-sample losses (M,) or the reduced loss."""
     table = x._be
     m, c = x.shape
-    tt = t._data
+    tt = t._data if t._data.dtype == _i64.np else table.cast(t._data, _i64.np)
     if m and table.has("nll_loss"):  # the backend's fused kernel (its range check need not sync the device)
-        st = tt if tt.dtype == _i64.np else table.cast(tt, _i64.np)
-        losses, wt, st = table.nll_loss(x._data, st, None if weight is None else weight._data, int(ignore_index))
+        losses, wt, st = table.nll_loss(x._data, tt, None if weight is None else weight._data, int(ignore_index))
         return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
     if m and weight is None and reduction != "none" and not 0 <= ignore_index < c and table.host_memory:
         # the common case, decided by two reductions read back (free where the arrays are host memory):
         # every target a valid class, none ignored -> loss = -sum(x[i, t_i]) / m, no masks or weights
         lo, hi = table.to_numpy(table.amin(tt, None, False)), table.to_numpy(table.amax(tt, None, False))
         if int(lo) >= 0 and int(hi) < c:
-            st = tt if tt.dtype == _i64.np else table.cast(tt, _i64.np)
-            s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), st)), None, False)
+            s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), tt)), None, False)
             out = table.div(s, -float(m)) if reduction == "mean" else table.neg(s)
-            if _needs_graph(x):
-                node = NllLossBackward0()
-                node.target, node.wt, node.total, node.dt = _make(st, _i64, table), None, None, x.dtype
-                node.reduction, node.shape = reduction, (m, c)
-                return _record(node, out, x.dtype, table, x)
-            return _make(out, x.dtype, table)
+            return _nll_out(x, table, out, tt, None, None, reduction, m, c)
     valid = table.ne(tt, ignore_index)
     if m:
         bad = table.logical_and(valid, table.logical_or(table.lt(tt, 0), table.ge(tt, c)))
@@ -1362,8 +1355,6 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
             bad_vals = table.to_numpy(tt)[table.to_numpy(bad)]
             raise IndexError(f"Target {int(bad_vals[0])} is out of bounds.")
     st = table.where(valid, tt, 0)
-    if st.dtype != _i64.np:
-        st = table.cast(st, _i64.np)
     picked = table.index(x._data, (table.arange(0, m, 1, _i64.np), st))  # x[i, t_i]
     validf = table.cast(valid, x.dtype.np)
     if weight is not None:
@@ -1384,14 +1375,19 @@ def _nll_reduce(x: Tensor, table, losses, wt, st, reduction: str, m: int, c: int
     else:
         total = table.sum(wt, None, False)
         out = table.div(table.sum(losses, None, False), total)
-    if _needs_graph(x):
-        node = NllLossBackward0()
-        node.target = _make(st, _i64, table)
-        node.wt = _make(wt, x.dtype, table)
-        node.total = None if total is None else _make(total, x.dtype, table)
-        node.reduction, node.shape = reduction, (m, c)
-        return _record(node, out, x.dtype, table, x)
-    return _make(out, x.dtype, table)
+    return _nll_out(x, table, out, st, wt, total, reduction, m, c)
+
+
+def _nll_out(x: Tensor, table, out, st, wt, total, reduction: str, m: int, c: int) -> Tensor:
+    """The loss tensor, with its NllLossBackward0 node when x needs a graph (``wt`` None: every weight 1)."""
+    if not _needs_graph(x):
+        return _make(out, x.dtype, table)
+    node = NllLossBackward0()
+    node.target, node.dt = _make(st, _i64, table), x.dtype
+    node.wt = None if wt is None else _make(wt, x.dtype, table)
+    node.total = None if total is None else _make(total, x.dtype, table)
+    node.reduction, node.shape = reduction, (m, c)
+    return _record(node, out, x.dtype, table, x)
 
 
 def _class_last(input: Tensor):
