@@ -212,3 +212,17 @@ def test_prod_backward_with_zeros_on_every_device(device, axis):
         reads = STATS["to_host"]
         loss.backward()
         assert STATS["to_host"] == reads
+
+
+def test_index_add_checks_shapes_before_any_kernel():
+    x = torch.zeros(3, 2)
+    out = torch.index_add(x, 0, torch.tensor([0, 2]), torch.ones(2, 2))
+    assert out.tolist() == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal to source.size\(dim\) \(3\)"):
+        torch.index_add(x, 0, torch.tensor([0, 1]), torch.ones(3, 2))
+    with pytest.raises(RuntimeError, match="should match self"):
+        torch.index_add(x, 0, torch.tensor([0, 1]), torch.ones(2, 5))
+    with pytest.raises(RuntimeError, match="same scalar type"):
+        torch.index_add(x, 0, torch.tensor([0, 1]), torch.ones(2, 2, dtype=torch.float64))
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        torch.index_add(x, 0, torch.tensor([[0, 1]]), torch.ones(2, 2))

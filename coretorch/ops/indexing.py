@@ -446,8 +446,22 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
     d = norm_dim(dim, input.ndim, "index_add")
     _check_index("index_add", index)
     _same_device("index_add", input, index, source)
-    if check and input.ndim:
-        _check_range("index_add", index, input.shape[d])
+    if check:
+        n_src = source.shape[d] if source.ndim else 1
+        if index.ndim > 1:
+            raise IndexError("index_add_(): Index is supposed to be a vector")
+        if source.dtype is not input.dtype:
+            raise RuntimeError(f"index_add_(): self ({input.dtype._tname[:-6]}) and source "
+                               f"({source.dtype._tname[:-6]}) must have the same scalar type")
+        if source.ndim == 0 and input.ndim == 1:
+            source = source.reshape(1)  # a 0-d source adds one value (as PyTorch)
+        if index.numel() != n_src or source.ndim != input.ndim or any(
+                source.shape[k] != input.shape[k] for k in range(input.ndim) if k != d):
+            raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to "
+                               f"source.size(dim) ({n_src}), and source {list(source.shape)} should match self "
+                               f"{list(input.shape)} outside dim {d}")
+        if input.ndim:
+            _check_range("index_add", index, input.shape[d])
     if alpha != 1:
         source = source * alpha
     table = input._be
