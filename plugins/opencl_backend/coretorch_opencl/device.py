@@ -149,12 +149,16 @@ class Device:
         size = 1
         for s in shape:
             size *= s
-        if strides is None:
+        contiguous = strides is None
+        if contiguous:
             strides = c_strides(shape, dtype.itemsize)
         if data is None and size:
             data = self.alloc(size * dtype.itemsize)
-        return cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
-                         _context=self.ctx, _queue=self.queue)
+        a = cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
+                      _context=self.ctx, _queue=self.queue)
+        if contiguous:
+            a._ct_c = True  # C-contiguous by construction: elementwise kernels skip their stride analysis
+        return a
 
     # ---- device-side checks --------------------------------------------------------------------
     def error_buffer(self) -> cl.Buffer:
