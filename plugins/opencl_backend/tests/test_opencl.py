@@ -522,11 +522,15 @@ def test_scan_chunking_rule():
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.int64, np.float16, np.bool_, np.uint8])
 @pytest.mark.parametrize("shape,perm", [((256, 784), (1, 0)), ((3, 70, 33), (0, 2, 1)), ((5, 64, 100), (2, 1, 0)),
                                         ((100, 100), (1, 0)), ((130, 40), (1, 0))])
-def test_contiguous_of_transposed_views(dt, shape, perm):
-    """A (batched) transpose goes through the tiled kernel (matmul copies W.T with it); any other view through
-    the elementwise copy: both give numpy's result, bit for bit, for partial tiles and flipped/offset views."""
+@pytest.mark.parametrize("blocks", ["registers (CPU)", "local-memory tiles (GPU)"])
+def test_contiguous_of_transposed_views(dt, shape, perm, blocks, monkeypatch):
+    """A (batched) transpose goes through a block kernel (matmul copies W.T with it): 8x8 register blocks on
+    CPUs, 16x16 local-memory tiles on GPUs (forced here on whatever device runs the test); any other view goes
+    through the elementwise copy.  All give numpy's result, bit for bit, for partial blocks and flipped/offset
+    views."""
     if dt == np.float64 and not _BE.device(0).fp64:
         pytest.skip("the OpenCL device has no cl_khr_fp64")
+    monkeypatch.setattr(_BE.device(0), "is_cpu", blocks.startswith("registers"))
     table = coretorch._backend.get_table(coretorch.device("opencl"))
     a = (np.random.default_rng(0).standard_normal(shape) * 10).astype(dt)
     v = table.permute(coretorch.from_numpy(a).to("opencl")._data, perm)
