@@ -112,8 +112,7 @@ class AddmmBackward0(Node):
                 and m2._data.ndim == 2:
             # plain backward (no graph to build): kernel calls only, as LinearBackward
             table, gd, dt = g._be, g._data, g.dtype
-            return ((_make(table.sum(gd, _AXIS0, False), dt, table) if self.si == gd.shape[1:]
-                     else sum_to(g, self.si)) if ni else None,
+            return (sum_to(g, self.si) if ni else None,
                     _make(table.matmul(gd, table.permute(m2._data, _T2)), dt, table) if n1 else None,
                     _make(table.matmul(table.permute(m1._data, _T2), gd), dt, table) if n2 else None)
         return (sum_to(g, self.si) if ni else None,
@@ -172,8 +171,7 @@ class LinearBackward(Node):
             table, gd, dt = g._be, g._data, g.dtype
             return (_make(table.matmul(gd, w._data), dt, table) if nx else None,
                     _make(table.matmul(table.permute(gd, _T2), x._data), dt, table) if nw else None,
-                    (_make(table.sum(gd, _AXIS0, False), dt, table) if self.sb == gd.shape[1:]
-                     else sum_to(g, self.sb)) if nb else None)
+                    sum_to(g, self.sb) if nb else None)
         return (_matmul_nd(g, w) if nx else None,
                 _matmul_nd(_mT(g), x) if nw else None,
                 sum_to(g, self.sb) if nb else None)
@@ -214,7 +212,7 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
     return _make(out, input.dtype, table)
 
 
-_T2, _AXIS0 = (1, 0), (0,)
+_T2 = (1, 0)
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:

@@ -108,12 +108,10 @@ def _inplace(uf):
 
 
 def _axpy(y, a, x):
-    if not y.flags.writeable:
-        _assign(y, y)
-    if a == 1:
-        np.add(y, x, out=y)
-    else:
-        y += x * a
+    _iadd(y, x if a == 1 else x * a)
+
+
+_iadd = _inplace(np.add)
 
 
 def _setitem(x, key, value):
@@ -300,7 +298,7 @@ class CPUBackend:
                  "div": np.true_divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
                  "pow": np.power}
         k.update({n: _arr(f) for n, f in plain.items()})
-        k.update({"iadd": _inplace(np.add), "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),
+        k.update({"iadd": _iadd, "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),
                   "idiv": _inplace(np.true_divide), "axpy_": _axpy})
         k.update({n: _quiet(f) for n, f in quiet.items()})
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
