@@ -71,12 +71,16 @@ PRIMITIVES: dict[str, str] = {
                 "without weight), both 0 where t_i == ignore_index; index[i] = t_i, or 0 where ignored.  A target "
                 "outside [0, C) that is not ignored raises IndexError('Target 12 is out of bounds.'), at once or, "
                 "on an asynchronous device, at the next host read (as CUDA's device-side assert)",
-    # optional device-side check (the core reads min/max back to the host without it; skipped for host_memory)
+    # optional device-side checks (the core reads a reduction back to the host without them; skipped for host_memory)
     "check_index": "optional (index (any layout, integer dtype), size, allow_negative, message) -> None: an index "
                    "outside [0, size), or [-size, size) with allow_negative, raises IndexError(message.format(v)), "
                    "v the largest index when one is >= size, else the smallest (as the host check), at once or, on "
                    "an asynchronous device, at the next host read (the op itself runs; its kernels must not touch "
                    "memory outside the tensor for such an index)",
+    "check_values": "optional (x (any layout, integer or bool dtype), kind, message) -> None: an element of x that "
+                    "is 0 (kind 'nonzero') or negative (kind 'nonnegative') raises RuntimeError(message) (the "
+                    "message as is), at once or, on an asynchronous device, at the next host read (the op itself "
+                    "runs: its kernels must give some value for such an operand without trapping)",
 }
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",

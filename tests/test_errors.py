@@ -237,6 +237,32 @@ class TestDtypeErrors:
         with raises(RuntimeError, "Integers to negative integer powers are not allowed."):
             torch.tensor([2, 3]) ** -1
 
+    def test_integer_tensor_exponent_and_divisor_checked_at_once_on_cpu(self):
+        """Host memory: the operand checks of integer **, //, % (and trunc division, fmod) raise at the call."""
+        a = torch.tensor([7, -7, 5], dtype=torch.int32)
+        with raises(RuntimeError, "Integers to negative integer powers are not allowed."):
+            a ** torch.tensor([2, -1, 0])
+        for op in (lambda x, y: x // y, lambda x, y: x % y, torch.floor_divide, torch.remainder,
+                   lambda x, y: x.div(y, rounding_mode="trunc"), lambda x, y: x.fmod(y)):
+            with raises(RuntimeError, "ZeroDivisionError"):
+                op(a, torch.tensor([2, 0, 1]))
+            with raises(RuntimeError, "ZeroDivisionError"):
+                op(a.long(), torch.tensor(0))
+        for name in ("floor_divide_", "remainder_", "pow_"):
+            x = a.clone()
+            with raises(RuntimeError, "ZeroDivisionError" if name != "pow_" else "negative integer powers"):
+                getattr(x, name)(torch.tensor([1, 0, -1], dtype=torch.int32))
+            assert x.tolist() == [7, -7, 5], "the failed in-place op changed its input"
+        with raises(RuntimeError, "ZeroDivisionError"):
+            5 // torch.tensor([1, 0])
+        with raises(RuntimeError, "ZeroDivisionError"):
+            a.div(0, rounding_mode="trunc")
+        # valid operands: numpy's results, INT_MIN // -1 wrapping as numpy's and PyTorch's CPU kernels
+        imin = np.iinfo(np.int64).min
+        assert (torch.tensor([imin, 7]) // torch.tensor([-1, -2])).tolist() == [imin, -4]
+        assert (torch.tensor([imin, 7]) % torch.tensor([-1, -2])).tolist() == [0, -1]
+        assert torch.tensor([7, -7]).fmod(torch.tensor([-2, 2])).tolist() == [1, -1]
+
     def test_bitwise_on_float(self):
         with raises(RuntimeError, "\"bitwise_and\" not implemented for 'Float'"):
             torch.zeros(2) & torch.zeros(2)

@@ -123,6 +123,21 @@ def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_
     return _make(out, dt, table, node)
 
 
+_NEG_POW = "Integers to negative integer powers are not allowed."
+
+
+def _check_values(table, x, kind: str, message: str) -> None:
+    """RuntimeError(message) when an element of the integer array ``x`` is 0 (kind 'nonzero') or negative (kind
+    'nonnegative'): at once in host memory; on a device with the 'check_values' primitive, at the next host read
+    (no host round trip inside the op); elsewhere by reading the reduction back."""
+    if not table.host_memory and table.has("check_values"):
+        table.check_values(x, kind, message)
+        return
+    bad = table.eq(x, 0) if kind == "nonzero" else table.lt(x, 0)
+    if bool(table.to_numpy(table.any(bad, None, False))):
+        raise RuntimeError(message)
+
+
 def _make_binary(name: str, node_cls, kind: str):
     """Build the public function for a binary op.  kind: arith | div | cmp | logical | bitwise | nodiff."""
 
@@ -149,11 +164,17 @@ def _make_binary(name: str, node_cls, kind: str):
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
         elif name == "pow" and not dt.is_floating_point:
-            if (xb < 0) if not bt else bool(table.to_numpy(table.any(table.lt(xb, 0), None, False))):
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            if not bt:
+                if xb < 0:
+                    raise RuntimeError(_NEG_POW)
+            else:
+                _check_values(table, xb, "nonnegative", _NEG_POW)
         elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
-            if (xb == 0) if not bt else bool(table.to_numpy(table.any(table.eq(xb, 0), None, False))):
-                raise RuntimeError("ZeroDivisionError")
+            if not bt:
+                if xb == 0:
+                    raise RuntimeError("ZeroDivisionError")
+            else:
+                _check_values(table, xb, "nonzero", "ZeroDivisionError")
         out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
             node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
@@ -302,8 +323,14 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
-        q = _div(input, other)
         dt = _dt.result_type((input, other), _dt.default)
+        if not dt.is_floating_point:  # integer division by zero (Tensor.fmod too): PyTorch's error, not inf
+            if not isinstance(other, Tensor):
+                if other == 0:
+                    raise RuntimeError("ZeroDivisionError")
+            else:
+                _check_values(other._be, other._data, "nonzero", "ZeroDivisionError")
+        q = _div(input, other)
         q = trunc(q)
         return q if dt.is_floating_point else q.to(dt)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "

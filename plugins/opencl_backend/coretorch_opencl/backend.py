@@ -3,8 +3,9 @@
 Arrays are ``pyopencl.array.Array`` objects whose (buffer, offset, strides) describe views, so view
 primitives (view/permute/expand/basic_index) cost no copy and no launch.  Every other primitive is one
 (or a few) generated kernels that read strided operands in place; data never crosses to the host inside
-an op except where the result's shape depends on the data (nonzero, boolean masks); index range checks run on the
-device (``check_index``) and report at the next host read.
+an op except where the result's shape depends on the data (nonzero, boolean masks); index range checks and the
+integer ``//``, ``%``, ``**`` operand checks run on the device (``check_index``, ``check_values``) and report at the
+next host read.
 """
 from __future__ import annotations
 
@@ -935,6 +936,10 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         from .indexing import check_index
         check_index(self, index, size, allow_negative, message)
 
+    def check_values(self, x, kind, message):
+        from .indexing import check_values
+        check_values(self, x, kind, message)
+
     # ---- random -----------------------------------------------------------------------------
     def _gen(self):
         g = self.be._gens.get(self.dev.index)
@@ -989,6 +994,7 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
             "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
             "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
             "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf, "check_index": self.check_index,
+            "check_values": self.check_values,
         }
         for op in ("sum", "prod", "amax", "amin", "any", "all"):
             t[op] = self._reduction(op)

@@ -167,23 +167,32 @@ inline {ct} ct_fdiv_{ct}({ct} a, {ct} b) {{
 """
     if np.dtype(dt) == np.bool_:
         return ""
+    # Never a trap (PoCL's x / 0 and INT_MIN / -1 raise SIGFPE on x86) nor an endless loop: the core's device-side
+    # check ('check_values') reports a zero divisor or a negative exponent at the next host read, so these run on
+    # such operands and give some value meanwhile: 0 for a zero divisor, PyTorch's powi for a negative exponent.
+    # x // -1 is the wrapping negation (numpy's INT_MIN // -1 == INT_MIN); powers are computed unsigned (wrapping).
+    signed = np.dtype(dt).kind == "i"
+    ut = "ulong" if ct == "long" else "uint"
+    neg1_div = f"\n  if (b == -1) return ({ct})(0 - ({ut})a);" if signed else ""
+    neg1_mod = " || b == -1" if signed else ""
+    neg_pow = "\n  if (e < 0) return a == 1 ? 1 : (a == -1 ? ((e & 1) ? -1 : 1) : 0);" if signed else ""
     return f"""
 inline {ct} ct_ifdiv_{ct}({ct} a, {ct} b) {{
-  if (b == 0) return 0;
+  if (b == 0) return 0;{neg1_div}
   {ct} q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
   return q;
 }}
 inline {ct} ct_imod_{ct}({ct} a, {ct} b) {{
-  if (b == 0) return 0;
+  if (b == 0{neg1_mod}) return 0;
   {ct} r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }}
-inline {ct} ct_ipow_{ct}({ct} a, {ct} e) {{
-  {ct} r = 1;
-  while (e > 0) {{ if (e & 1) r *= a; a *= a; e >>= 1; }}
-  return r;
+inline {ct} ct_ipow_{ct}({ct} a, {ct} e) {{{neg_pow}
+  {ut} r = 1, x = ({ut})a;
+  while (e > 0) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}
+  return ({ct})r;
 }}
 """
 

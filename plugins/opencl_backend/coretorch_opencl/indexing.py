@@ -1,6 +1,7 @@
 """Advanced indexing on the device: one generated 'take' kernel (gather, index_select, x[key]) and one
 'put' kernel (x[key] = v, index_put_ with accumulation, scatter_add, index_add) following numpy's rules, and
-the 'check_index' kernel: the core's index range check as a device-side check (reported at the next host read).
+the 'check_index' kernel: the core's index range check as a device-side check (reported at the next host read),
+and its sibling 'check_values' (a zero divisor of integer // and %, a negative integer exponent of **).
 
 The core checks index ranges before these kernels run, on the device (``check_index``) and so after they were
 queued: an index out of range reads as 0 in 'take' and writes nowhere in 'put', so that the op does no harm
@@ -316,3 +317,51 @@ __kernel void check_index({', '.join(args)}) {{
     k = dev.kernel(("check_index", dt.str, nd), "check_index", src)
     lo = -int(size) if allow_negative else 0
     dev.launch(k, n, [buf, off, n, *dims, *strides, lo, int(size), ticket, code, err])
+
+
+_VALUE_CHECKS = {"nonzero": "v != 0", "nonnegative": "v >= 0"}  # kind -> the condition every element must meet
+
+
+def check_values(kern, x, kind: str, message: str) -> None:
+    """The core's operand check of integer ``//``, ``%`` (kind 'nonzero': a divisor is 0) and ``**`` (kind
+    'nonnegative': an exponent is negative) on the device, in one launch and no host read (the 'check_values'
+    primitive).
+
+    One work-item per element (read in place at its strides: any layout, integer or bool dtype); a failing element
+    claims the device's check buffer for this launch, unless an earlier kernel's failure holds it, and the next host
+    read (or ``synchronize``) raises RuntimeError(message).  Nothing to check (no element, or 'nonnegative' on an
+    unsigned dtype) is no launch."""
+    from .backend import _collapse, _pad
+    cond = _VALUE_CHECKS.get(kind)
+    if cond is None:
+        raise ValueError(f"check_values: kind must be one of {sorted(_VALUE_CHECKS)}, got {kind!r}")
+    dt = np.dtype(x.dtype)
+    if dt.kind not in "iub" or dt not in cg.CTYPES:
+        raise TypeError(f"check_values: integer or bool arrays only, got {dt}")
+    n = x.size
+    if n == 0 or (kind == "nonnegative" and dt.kind != "i"):
+        return
+    dev = kern.dev
+    code = dev.check_code(RuntimeError, message.replace("{", "{{").replace("}", "}}"))  # reported as is
+    ticket = dev.check_ticket()
+    err = dev.error_buffer()
+    buf, off, shape, st = _desc(x)
+    dims, (strides,) = _collapse(shape, [st])
+    dims, strides, nd = _pad(dims, strides)
+
+    def src():
+        args = [f"__global const {cg.stype(dt)}* q", "long qo", "long n"] + [f"long d{k}" for k in range(nd)]
+        args += [f"long s{k}" for k in range(nd)] + ["int ticket", "int code", "__global long* err"]
+        return f"""
+__kernel void check_values({', '.join(args)}) {{
+  long g = get_global_id(0); if (g >= n) return;        // one work-item per element
+  {cg.decode(nd)}
+  const long v = (long)q[qo + {cg.offset(nd, 's')}];
+  if ({cond}) return;
+  volatile __global int* claim = (volatile __global int*)(err + 1);
+  if (atomic_cmpxchg(claim, 0, ticket) != 0) return;     // this launch's first failure, or an earlier kernel's
+  claim[1] = code;
+}}
+"""
+    k = dev.kernel(("check_values", kind, dt.str, nd), "check_values", src)
+    dev.launch(k, n, [buf, off, n, *dims, *strides, ticket, code, err])
