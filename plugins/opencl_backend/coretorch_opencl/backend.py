@@ -58,6 +58,7 @@ __kernel void transpose8(__global {t}* restrict o, long zo, __global const {t}* 
 
 
 _TRANSPOSE_MIN = 4096  # elements: below this the one-launch elementwise copy is as fast
+_EW2_MIN = 1024        # elements: a strided elementwise op this large with <= 2 collapsed dims runs the "_2" kernel
 _BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
@@ -302,6 +303,9 @@ class _Kernels:
             return out
         dims, sts = _collapse(shape, [ost] + [d[3] for d in descs if d is not None])
         nd = len(dims)
+        if nd <= 2 and n >= _EW2_MIN:
+            self._ew2(pdt, kname, out, operands, descs, dims, sts)
+            return out
         ndk = max(4, nd)
         pad = ndk - nd
         dims = (1,) * pad + dims
@@ -322,6 +326,26 @@ class _Kernels:
         args += dims
         self.dev.launch(k, n, args)
         return out
+
+    def _ew2(self, pdt, kname, out, operands, descs, dims, sts):
+        """An elementwise op whose operands collapse to at most 2 dims of any strides (a column broadcast, a
+        transposed small copy): the "_2" kernel on a 2-D range, no index decoding (see ``_ew2_kernel``)."""
+        if len(dims) < 2:
+            dims, sts = (1,) * (2 - len(dims)) + dims, [(0,) * (2 - len(dims)) + st for st in sts]
+        if dims[1] < 16 and dims[0] > dims[1]:  # a narrow last dim: iterate the other way (wider work-groups)
+            dims, sts = dims[::-1], [st[::-1] for st in sts]
+        args = [out.base_data, out.offset // out.dtype.itemsize, *sts[0]]
+        j = 1
+        for o, d in zip(operands, descs):
+            if d is None:
+                args.append(o)
+            else:
+                args += [d[0], d[1], *sts[j]]
+                j += 1
+        args += [out.size, dims[1]]
+        ls0 = min(self.dev.ls, 1 << (dims[1] - 1).bit_length())
+        STATS["launches"] += 1
+        self._ew2_kernel(pdt, kname)(self.dev.queue, (-(-dims[1] // ls0) * ls0, dims[0]), (ls0, 1), *args)
 
     def _row_broadcast(self, pdt, kname, descs, n, ob, oo, shape, ost) -> bool:
         """``x op b`` with x and the output contiguous and b a vector repeated over rows (a bias): the "_r"
@@ -507,44 +531,74 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         ops = [x] + [self._scalar_arg(v, dt) for v in (lo, hi) if v is not None]
         return self._ew(dt, f"k_clamp_{int(lo is not None)}{int(hi is not None)}", self._out(x.shape, dt), ops)
 
-    def _ew_src(self, dt, nd):
-        """Every elementwise kernel whose program dtype is ``dt``: unary and binary ops (array and scalar
-        second operand), casts from dt, fill, where (result dtype dt), clamp, axpy, erf; "_c" and "_s" variants."""
-        variants = [("c", 0, "_c"), ("s", 4, "_s")] if nd == 4 else [("s", nd, "_s")]
-        parts = [cg.helpers(dt)]
+    def _ew_specs(self, dt) -> list:
+        """(name, expression, result dtype, operands, row-broadcast variant after it) of every elementwise kernel
+        whose program dtype is ``dt``: unary and binary ops (array and scalar second operand), casts from dt, fill,
+        where (result dtype dt), clamp, axpy, erf."""
+        specs = []
         targets = [d for d in cg.CTYPES if d != np.float64 or self.dev.fp64]
         clamp = {"k_clamp_10": "(a0 < a1 ? a1 : a0)", "k_clamp_01": "(a0 > a1 ? a1 : a0)",
                  "k_clamp_11": "((a0 < a1 ? a1 : a0) > a2 ? a2 : (a0 < a1 ? a1 : a0))"}
+        for u in _UNARY:
+            e = cg.unary_expr(u, dt)
+            if e is not None:
+                specs.append((f"u_{u}", e, _BOOL if u in cg.UNARY_BOOL_OUT else dt, [(dt, False)], False))
+        for b in _BINARY:
+            e = cg.binary_expr(b, dt)
+            if e is not None:
+                for sc in (False, True):
+                    specs.append((f"b_{b}{'_sc' if sc else ''}", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
+                                  [(dt, False), (dt, sc)], sc))
+        for t in targets:
+            specs.append((f"k_cast_{cg.tag(t)}", "a0", t, [(dt, False)], False))
+        specs.append(("k_fill", "a0", dt, [(dt, True)], False))
+        for xs in (False, True):
+            for ys in (False, True):
+                specs.append((f"k_where_{int(xs)}{int(ys)}", "(a0 ? a1 : a2)", dt, [(_BOOL, False), (dt, xs), (dt, ys)],
+                              False))
+        for name, expr in clamp.items():
+            specs.append((name, expr, dt, [(dt, False)] + [(dt, True)] * (1 + name.endswith("11")), False))
+        if dt != _BOOL:  # y += alpha * x in one pass (axpy_: SGD's update, add_ with alpha)
+            specs.append(("k_axpy", "(a0 + a2 * a1)", dt, [(dt, False), (dt, False), (dt, True)], False))
+        if cg.is_float(dt):
+            specs.append(("k_erf", "erf(a0)", dt, [(dt, False)], False))  # OpenCL C's builtin
+        return specs
+
+    def _ew_src(self, dt, nd):
+        """Every elementwise kernel whose program dtype is ``dt`` (``_ew_specs``); "_c" and "_s" variants, and
+        "_r" (a row-broadcast second operand) of the binary ops."""
+        variants = [("c", 0, "_c"), ("s", 4, "_s")] if nd == 4 else [("s", nd, "_s")]
+        parts = [cg.helpers(dt)]
+        specs = self._ew_specs(dt)
         for mode, n, sfx in variants:
-            def k(name, expr, out_dt, operands):
+            for name, expr, out_dt, operands, row in specs:
                 narr = 1 + sum(1 for _, sc in operands if not sc)
                 parts.append(cg.elementwise_kernel(name + sfx, expr, out_dt, operands, (mode,) * narr, n))
-            for u in _UNARY:
-                e = cg.unary_expr(u, dt)
-                if e is not None:
-                    k(f"u_{u}", e, _BOOL if u in cg.UNARY_BOOL_OUT else dt, [(dt, False)])
-            for b in _BINARY:
-                e = cg.binary_expr(b, dt)
-                if e is not None:
-                    for sc in (False, True):
-                        k(f"b_{b}{'_sc' if sc else ''}", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
-                          [(dt, False), (dt, sc)])
-                    if mode == "c":  # x op bias: the second operand a row broadcast (see codegen "r")
-                        parts.append(cg.elementwise_kernel(f"b_{b}_r", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
-                                                           [(dt, False), (dt, False)], ("c", "c", "r"), 0))
-            for t in targets:
-                k(f"k_cast_{cg.tag(t)}", "a0", t, [(dt, False)])
-            k("k_fill", "a0", dt, [(dt, True)])
-            for xs in (False, True):
-                for ys in (False, True):
-                    k(f"k_where_{int(xs)}{int(ys)}", "(a0 ? a1 : a2)", dt, [(_BOOL, False), (dt, xs), (dt, ys)])
-            for name, expr in clamp.items():
-                k(name, expr, dt, [(dt, False)] + [(dt, True)] * (1 + name.endswith("11")))
-            if dt != _BOOL:  # y += alpha * x in one pass (axpy_: SGD's update, add_ with alpha)
-                k("k_axpy", "(a0 + a2 * a1)", dt, [(dt, False), (dt, False), (dt, True)])
-            if cg.is_float(dt):
-                k("k_erf", "erf(a0)", dt, [(dt, False)])  # OpenCL C's builtin
+                if row and mode == "c":  # x op bias: the second operand a row broadcast (see codegen "r")
+                    parts.append(cg.elementwise_kernel(name[:-3] + "_r", expr, out_dt, [(dt, False), (dt, False)],
+                                                       ("c", "c", "r"), 0))
         return "\n".join(parts)
+
+    def _ew2_kernel(self, pdt, kname):
+        """The "_2" variant of one elementwise kernel: operands of any strides over a 2-D range (columns, rows), so
+        that no index is decoded by division (the "_s" kernel decodes 4 dims per element in 64-bit divisions: 13 us
+        for a (128, 10) - (128, 1) on PoCL, against 2 us contiguous).  Built on first use, one program per kernel
+        (most kernels never meet a strided 2-D operand)."""
+        def src():
+            name, expr, out_dt, operands, _ = next(sp for sp in self._ew_specs(pdt) if sp[0] == kname)
+            args = [f"__global {cg.stype(out_dt)}* o", "long oo", "long os0", "long os1"]
+            body = []
+            for j, (dt, scalar) in enumerate(operands):
+                if scalar:
+                    args.append(f"{cg.ctype(dt)} a{j}")
+                    continue
+                args += [f"__global const {cg.stype(dt)}* p{j}", f"long po{j}", f"long ps{j}_0", f"long ps{j}_1"]
+                body.append(f"{cg.ctype(dt)} a{j} = {cg.load(dt, f'p{j}', f'po{j} + i * ps{j}_0 + j * ps{j}_1')};")
+            args += ["long n", "int d1"]
+            return (cg.helpers(pdt) + f"__kernel void {name}_2({', '.join(args)}) {{\n"
+                    "  const long j = get_global_id(0), i = get_global_id(1); if (j >= d1) return;\n  "
+                    + "\n  ".join(body) + f"\n  {cg.store(out_dt, 'o', 'oo + i * os0 + j * os1', expr)}\n}}\n")
+        return self.dev.kernel(("ew2", pdt, kname), kname + "_2", src)
 
     # ---- views ------------------------------------------------------------------------------
     def _view_of(self, x, shape, estrides, eoffset):
@@ -764,6 +818,8 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         out = self._out(oshape, out_dt)
         if M == 0:
             return out
+        if op == "sum" and ks == (1,) and len(rd) == 1 and K > 1 and self._colsum(x, off, rs[0], K, M, out):
+            return out
         P = 1
         if K >= 4096 and M < 256:
             P = min(-(-K // 1024), max(1, 1024 // M))
@@ -784,6 +840,67 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         k2 = self._red_kernel(op, out_dt, out_dt, 4, 1)
         self.dev.launch(k2, M, [out.base_data, 0, target.base_data, 0, M, 1, P, P, 1, 1, 1, M, 0, 0, 0, P, P, 1])
         return out
+
+    def _colsum(self, x, off, rs, K, M, out) -> bool:
+        """A sum over the leading axis of a (K, M) layout whose columns are contiguous (a bias gradient: a (batch,
+        features) gradient summed over the batch) on CPUs: each work-item adds VW-wide vectors of columns down the
+        rows (the generic kernel reads one column per work-item with a stride per element, scalar: 2.4 ms for a
+        1024x1024 float32 on PoCL).  Rows are added in order, as the generic kernel does (the same bits), unless
+        too few work-items would remain: then the rows are split into chunks whose partial sums one more pass adds.
+        False (nothing launched) where this does not apply: GPUs (the generic kernel reads adjacent columns in
+        adjacent work-items there, coalesced), other dtypes, fewer columns than a vector."""
+        dev = self.dev
+        dt = x.dtype
+        if not dev.is_cpu or dt != out.dtype or dt not in (np.float32, np.float64):
+            return False
+        pref = dev.cldev.preferred_vector_width_float if dt == np.float32 else dev.cldev.preferred_vector_width_double
+        vw = 8 if pref >= 8 else 4 if pref >= 4 else 0   # 16-wide vectors crash PoCL's LLVM (see matmul.py)
+        if not vw or M < vw or max(K, M) >= 2 ** 31:
+            return False
+        w = -(-M // vw)                         # work-items per row chunk
+        target = 4 * dev.compute_units          # enough work-items to keep every core busy, with some balance
+        P = min(-(-target // w), K // 256) if w < target else 1
+        P = max(P, 1)
+        chunk = -(-K // P)
+        P = -(-K // chunk)
+        t = cg.stype(dt)
+        k = dev.kernel(("colsum", dt.str, vw), "colsum", lambda: f"""
+typedef {t} __attribute__((ext_vector_type({vw}), aligned({dt.itemsize}))) ct_uv;
+__kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* restrict x, long xo, long rs, int K,
+                     int M, int chunk) {{
+  const int j0 = get_global_id(0) * {vw}, p = get_global_id(1);
+  if (j0 >= M) return;
+  const int r0 = p * chunk, r1 = min(K, r0 + chunk);
+  const __global {t}* xp = x + xo + j0 + (long)r0 * rs;
+  __global {t}* op = o + oo + (long)p * M + j0;
+  if (j0 + {vw} <= M) {{
+    {t}{vw} acc = ({t}{vw})(0);
+    for (int r = r0; r < r1; ++r, xp += rs) acc += *(const __global ct_uv*)xp;
+    *(__global ct_uv*)op = acc;
+  }} else {{                                // the last M % {vw} columns
+    for (int j = 0; j < M - j0; ++j) {{
+      {t} acc = 0;
+      const __global {t}* q = xp + j;
+      for (int r = r0; r < r1; ++r, q += rs) acc += *q;
+      op[j] = acc;
+    }}
+  }}
+}}
+""")
+
+        def run(dst, src, so, srs, rows, ch, parts):
+            ls = 1 << max(0, (w // (4 * dev.compute_units)).bit_length() - 1)   # several groups per core
+            ls = min(ls, dev.ls)
+            STATS["launches"] += 1
+            k(dev.queue, (-(-w // ls) * ls, parts), (ls, 1), dst.base_data, dst.offset // dt.itemsize,
+              src.base_data, so, srs, rows, M, ch)
+        if P == 1:
+            run(out, x, off, rs, K, K, 1)
+            return True
+        part = self._out((P, M), dt)
+        run(part, x, off, rs, K, chunk, P)
+        run(out, part, 0, M, P, P, 1)
+        return True
 
     def _red_kernel(self, op, in_dt, out_dt, a, b):
         group = ("any", "all") if op in ("any", "all") else ("sum", "prod", "amax", "amin")

@@ -1,7 +1,9 @@
 """Batched matmul: a register-blocked kernel (RM x VW outputs per work-item, VW-wide vectors, no local memory)
-for float32/float64, and a plain strided kernel for the rest (integers, float16, tiny products, and the last
-``m % VW`` columns of a product the blocked kernel covers).  Small products with a long k (a convolution's weight
-gradient) are split over k into a batched product and one sum, so that they fill the device.
+for float32/float64, which also reads A transposed in place (``x.T @ g``) and computes the last ``m % VW`` columns
+in the same launch; on CPUs an A @ B.T kernel (RI x RJ dot products per work-item, vectors along k) for a
+transposed row-major B (``x @ W.T``) with a long k, and for long-k NN products after a transposed copy of B; and a
+plain strided kernel for the rest (integers, float16, tiny products).  Small products with a long k (a
+convolution's weight gradient) are split over k into a batched product and one sum, so that they fill the device.
 
 What makes the blocked kernel fast on PoCL (measured on the 2-core PoCL 3.0 pthread device this was tuned on,
 an AVX-512 Xeon shared with other jobs; see benchmarks/opencl.py): no OpenCL *builtin* call in the inner loop.
@@ -13,9 +15,9 @@ operation, no shuffle), B as one vector per k step.  Built with ``-cl-mad-enable
 multiplies and adds at 16 rows: 34 vs 50 GFLOP/s), ``restrict`` on the three buffer pointers, and A's rows
 addressed from one pointer (16 row pointers spilled: 38 vs 56 GFLOP/s in the same run).
 
-Blocking from device properties: CPUs get VW = 8 (16-wide vectors crash PoCL's LLVM) and, for float32, RM = 16
-rows when the device reports a preferred float vector width of 16 (AVX-512: 32 vector registers hold 16
-accumulators), else 8; float64 gets 8 rows (16 spilled: 20 vs 26 GFLOP/s); GPUs get 4 x 4 blocks and a
+Blocking from device properties: for float32, CPUs that report a preferred float vector width of 16 (AVX-512: 32
+vector registers hold 16 accumulators) get 16 x 16 (8 rows where that leaves fewer than 128 work-items per compute
+unit; VW = 8 for m < 16), others 8 x 8; float64 gets 8 rows (16 spilled: 20 vs 26 GFLOP/s); GPUs get 4 x 4 blocks and a
 256-wide work-group (untested: no GPU was available).  Work-items are ordered in groups of GROUP_M row blocks
 (a column of GROUP_M row blocks sweeps all column blocks before the next group) so the A rows in use stay in
 cache.  Rows past ``n`` need no plain kernel: the last row block shifts up to end at row ``n`` and recomputes
@@ -37,35 +39,115 @@ def blocking(dev, dt=np.float32):
         wide = dev.cldev.preferred_vector_width_float >= 16     # AVX-512 class: 32 vector registers
         if np.dtype(dt) == np.float64:     # measured (AVX-512 PoCL): 8x8 26, 16x8 20, 16x4 20 GFLOP/s
             return 8, (8 if wide else 4), min(8, dev.max_wg)
-        return (16 if wide else 8), 8, min(8, dev.max_wg)
+        # 16-wide float vectors (zmm) on AVX-512: measured in one run, 256x128 @ 128x784 (A transposed) 0.90 ->
+        # 0.48 ms, 128x256 @ 256x128 0.16 -> 0.08 ms (8 rows); no LLVM failure with this kernel on PoCL 3.0
+        return (16, 16, min(8, dev.max_wg)) if wide else (8, 8, min(8, dev.max_wg))
     return 4, 4, min(256, dev.max_wg)
 
 
-def fast_src(dt, rm: int, vw: int) -> str:
+def fast_src(dt, rm: int, vw: int, at: bool = False) -> str:
+    """The blocked kernel.  ``at``: A is read transposed in place (A[i, p] at ``p * lda + i``: a transposed
+    contiguous array, ``x.T @ g`` in a weight gradient), so the RM values of a k step are adjacent (no copy).
+    Work-items past the ``nbi * nbj`` blocks compute the last ``ldc - m`` columns (``m`` here is the blocked
+    width): RM rows of one column each, scalar, in the same launch (the plain kernel was a second launch, 30 us
+    for a 128x128 @ 128x10 product's last 2 columns on PoCL)."""
     t = cg.stype(dt)
     v = f"{t}{vw}"
+
+    def a_at(i, p):
+        return f"ar[(long){p} * lda + {i}]" if at else f"ar[{i} * k + {p}]"
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_fast(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                      long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k,",
-             "                      int m, int ldb, int ldc) {",
+             "                      int m, int ldb, int ldc, int lda) {",
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {rm - 1}) / {rm};"
              f" int nbj = m / {vw};",
+             f" const __global {t}* a = A + ao + bz * sab;",
+             " if (id >= nbi * nbj) {   // the last ldc - m columns",
+             "  int mt = ldc - m; int q = id - nbi * nbj; if (q >= nbi * mt) return;",
+             f"  int col = m + q % mt; int r0 = min((q / mt) * {rm}, n - {rm});",
+             f"  const __global {t}* restrict ar = a + " + ("r0;" if at else "(long)r0 * k;"),
+             f"  const __global {t}* bc = B + bo + bz * sbb + col;",
+             f"  {t} " + ", ".join(f"s{i} = 0" for i in range(rm)) + ";",
+             "  for (int p = 0; p < k; ++p) {",
+             f"   const {t} bv = bc[(long)p * ldb];"]
+    lines += [f"   s{i} += {a_at(i, 'p')} * bv;" for i in range(rm)]
+    lines.append("  }")
+    lines.append(f"  __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + col;")
+    lines += [f"  c[(long){i} * ldc] = s{i};" for i in range(rm)]
+    lines += ["  return;", " }",
+              f" int per = {GROUP_M} * nbj; int grp = id / per; int first = grp * {GROUP_M};"
+              f" int gs = min(nbi - first, {GROUP_M});",
+              " int r = id - grp * per; int bi = first + r % gs; int bj = r / gs;",
+              f" const __global {t}* b = B + bo + bz * sbb + bj * {vw};"]
+    lines.append(f" int r0 = min(bi * {rm}, n - {rm});   // the last block shifts up (n >= {rm}): rows done twice,"
+                 " identically")
+    if at:
+        lines.append(f" const __global {t}* restrict ar = a + r0;")
+    else:
+        lines.append(f" const __global {t}* restrict ar = a + (long)r0 * k;   // one pointer: rm of them spill")
+    lines += [f" {v} c{i} = ({v})(0);" for i in range(rm)]
+    lines.append(" for (int p = 0; p < k; ++p) {")
+    lines.append("  const ct_uv bv = *(const __global ct_uv*)(b + (long)p * ldb);")
+    if at:
+        lines.append(f"  const __global {t}* restrict ap = ar + (long)p * lda;")
+        lines += [f"  c{i} += ({v})(ap[{i}]) * bv;" for i in range(rm)]
+    else:
+        lines += [f"  c{i} += ({v})(ar[{i} * k + p]) * bv;" for i in range(rm)]
+    lines.append(" }")
+    lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {vw};")
+    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc) = c{i};" for i in range(rm)]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def nt_blocking(dev, dt=np.float32):
+    """(rows, columns, vector width along k) of a work-item of the A @ B.T kernel.  Measured in one run on the
+    AVX-512 PoCL device (1024^3 / 128x784x256 float32 GFLOP/s): 4x4x16 75 / 87, 5x4x16 80 / 88, 4x4x8 61 / 70,
+    4x2x8 50 / 54; 16-wide float vectors build and run here (the blocked kernel's notes say they once crashed)."""
+    if dev.is_cpu:
+        wide = dev.cldev.preferred_vector_width_float >= 16
+        if np.dtype(dt) == np.float64:
+            return (4, 4, 8) if wide else (2, 4, 4)
+        return (4, 4, 16) if wide else (2, 4, 8)   # 16 (8) vector accumulators: 32 (16) vector registers
+    return 2, 2, 4
+
+
+def nt_src(dt, ri: int, rj: int, vw: int) -> str:
+    """C = A @ B.T with A (n, k) and B (m, k) both read along k (B.T a transposed view of a row-major B: the
+    linear layer's ``x @ W.T``): each work-item holds RI x RJ VW-wide partial dot products, then sums the lanes
+    (the alternative, a transposed copy of B, cost 0.11-0.15 ms for a 256x784 float32 weight on PoCL).  The last
+    row / column block shifts back to end at n / m (n >= RI, m >= RJ): those outputs are computed twice,
+    identically."""
+    t = cg.stype(dt)
+    v = f"{t}{vw}"
+    rows, cols = range(ri), range(rj)
+    lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
+             f"__kernel void mm_nt(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
+             f"                    long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k, int m,",
+             "                    int lda, int ldb) {",
+             f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {ri - 1}) / {ri};"
+             f" int nbj = (m + {rj - 1}) / {rj};",
              " if (id >= nbi * nbj) return;",
              f" int per = {GROUP_M} * nbj; int grp = id / per; int first = grp * {GROUP_M};"
              f" int gs = min(nbi - first, {GROUP_M});",
              " int r = id - grp * per; int bi = first + r % gs; int bj = r / gs;",
-             f" const __global {t}* a = A + ao + bz * sab;",
-             f" const __global {t}* b = B + bo + bz * sbb + bj * {vw};"]
-    lines.append(f" int r0 = min(bi * {rm}, n - {rm});   // the last block shifts up (n >= {rm}): rows done twice,"
-                 " identically")
-    lines.append(f" const __global {t}* restrict ar = a + (long)r0 * k;   // one pointer: rm of them spill")
-    lines += [f" {v} c{i} = ({v})(0);" for i in range(rm)]
-    lines.append(" for (int p = 0; p < k; ++p) {")
-    lines.append("  const ct_uv bv = *(const __global ct_uv*)(b + (long)p * ldb);")
-    lines += [f"  c{i} += ({v})(ar[{i} * k + p]) * bv;" for i in range(rm)]
+             f" int r0 = min(bi * {ri}, n - {ri}); int c0 = min(bj * {rj}, m - {rj});"]
+    lines += [f" const __global {t}* restrict a{i} = A + ao + bz * sab + (long)(r0 + {i}) * lda;" for i in rows]
+    lines += [f" const __global {t}* restrict b{j} = B + bo + bz * sbb + (long)(c0 + {j}) * ldb;" for j in cols]
+    lines += [f" {v} c{i}{j} = ({v})(0);" for i in rows for j in cols]
+    lines.append(f" int p = 0;\n for (; p + {vw} <= k; p += {vw}) {{")
+    lines += [f"  const ct_uv x{i} = *(const __global ct_uv*)(a{i} + p);" for i in rows]
+    lines += [f"  const ct_uv y{j} = *(const __global ct_uv*)(b{j} + p);" for j in cols]
+    lines += [f"  c{i}{j} += x{i} * y{j};" for i in rows for j in cols]
     lines.append(" }")
-    lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {vw};")
-    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc) = c{i};" for i in range(rm)]
+    lanes = "0123456789abcdef"[:vw]
+    lines += [f" {t} s{i}{j} = " + " + ".join(f"c{i}{j}.s{q}" for q in lanes) + ";" for i in rows for j in cols]
+    lines.append(" for (; p < k; ++p) {")
+    lines += [f"  s{i}{j} += a{i}[p] * b{j}[p];" for i in rows for j in cols]
+    lines.append(" }")
+    lines.append(f" __global {t}* c = C + co + (long)bz * n * m + (long)r0 * m + c0;")
+    lines += [f" c[(long){i} * m + {j}] = s{i}{j};" for i in rows for j in cols]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -119,37 +201,69 @@ def matmul(kern, a, b):
     if nb == 1 and n * m <= _SPLIT_MAX_OUT and k >= 2 * _SPLIT_CHUNK and dt.kind == "f":
         return _split_k(kern, a, b, out, n, k, m)
     rm, vw, ls = blocking(dev, dt)
+    ri, rj, kv = nt_blocking(dev, dt)
+    if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
+        b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
+        a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
+        if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N:
+            # rows of A a multiple of 4 KiB apart: the blocked kernel's RM rows alias in the L1 cache (1024^3:
+            # 51 GFLOP/s against 71 for 1000^3 in one run), so a transposed copy of B (k*m elements, 1/n of the
+            # product's work) and the A @ B.T kernel (1024^3: 66 GFLOP/s including the copy, the same run).  Other
+            # shapes measured faster blocked (128x784 @ 784x256: 0.50 blocked, 0.75 ms so)
+            perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
+            b = kern.permute(kern.contiguous(kern.permute(b, perm)), perm)
+            _, bo, _, bst = _desc(b)
+            sbb = k * m if nb > 1 else 0
+            b_nt = True
+        if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):   # (a narrow m: the blocked kernel's tail)
+            if ast[-1] != 1 or ast[-2] < k:
+                a = kern.contiguous(a)
+                _, ao, _, ast = _desc(a)
+                sab = n * k if nb > 1 else 0
+            kn = dev.kernel(("mm_nt", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
+                            options="-cl-mad-enable")
+            items = -(-n // ri) * -(-m // rj)
+            STATS["launches"] += 1
+            kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
+               b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1])
+            return out
+    if vw > 8 and m < vw:
+        vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
+    if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:
+        rm = 8                 # few work-items: smaller blocks, more of them (128x128 @ 128x256: 0.10 -> 0.08 ms)
     while rm > 4 and n < rm:
         rm //= 2               # the blocked kernel needs n >= rm
     mf = m - m % vw        # columns the blocked kernel covers
     if dt in (np.float32, np.float64) and mf and n >= rm and n * m * k >= 32 * 32 * 32:
-        if ast[-1] != 1 or ast[-2] != k:
+        # A as a transposed contiguous view (x.T @ g): read in place by the "at" variant, no copy
+        at = (ast[-1] != 1 or ast[-2] != k) and ast[-2] == 1 and ast[-1] >= n
+        if not at and (ast[-1] != 1 or ast[-2] != k):
             a = kern.contiguous(a)
             _, ao, _, ast = _desc(a)
             sab = n * k if nb > 1 else 0
-        if bst[-1] != 1 or bst[-2] != m:
+        if bst[-1] != 1 or bst[-2] < m:     # rows of B at any pitch >= m (a column slice): read in place
             b = kern.contiguous(b)
             _, bo, _, bst = _desc(b)
             sbb = k * m if nb > 1 else 0
-        kn = dev.kernel(("mm_fast", dt.str, rm, vw, GROUP_M), "mm_fast", lambda: fast_src(dt, rm, vw),
+        kn = dev.kernel(("mm_fast2", dt.str, rm, vw, GROUP_M, at), "mm_fast", lambda: fast_src(dt, rm, vw, at),
                         options="-cl-mad-enable")
-        blocks = -(-n // rm) * (mf // vw)
+        nbi = -(-n // rm)
+        items = nbi * (mf // vw) + nbi * (m - mf)   # the blocks, then the last m % vw columns (one launch)
         STATS["launches"] += 1
-        kn(dev.queue, (-(-blocks // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-           b.base_data, bo, sbb, n, k, mf, bst[-2], m)
-        if mf == m:
-            return out
-        j0 = mf      # the last m % vw columns: the plain kernel
-    else:
-        j0 = 0
+        kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
+           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else k)
+        return out
     kn = dev.kernel(("mm", dt.str), "mm", lambda: naive_src(dt))
-    mr = m - j0
-    total = nb * n * mr
-    dev.launch(kn, total, [out.base_data, j0, n * m, m, a.base_data, ao, sab, ast[-2], ast[-1], b.base_data,
-                           bo + j0 * bst[-1], sbb, bst[-2], bst[-1], n, mr, k, total])
+    total = nb * n * m
+    dev.launch(kn, total, [out.base_data, 0, n * m, m, a.base_data, ao, sab, ast[-2], ast[-1], b.base_data,
+                           bo, sbb, bst[-2], bst[-1], n, m, k, total])
     return out
 
 
+_NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
+#                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
+#                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
+_VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 2 chunks: too few work-items to fill the device; split k
 
