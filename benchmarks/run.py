@@ -156,17 +156,27 @@ def mlp(steps: int = 300):
     assert np.allclose(l_np, l_ct, rtol=1e-4), (l_np, l_ct)
     assert np.allclose(l_np, l_nn, rtol=1e-4), (l_np, l_nn)
 
-    # step-by-step interleaving: a burst of load on this shared machine hits all three alike; the median of
-    # each is the figure, and the ratio is of medians taken over the same stretch of time
-    fns = [(numpy_mlp_step, (ps_np, x_np, y_np)), (coretorch_mlp_step, (ps_ct, x_ct, y_ct)),
-           (nn_mlp_step, (model, opt, x_ct, y_ct))]
-    ts = [[], [], []]
+    return _blocks([lambda: numpy_mlp_step(ps_np, x_np, y_np), lambda: coretorch_mlp_step(ps_ct, x_ct, y_ct),
+                    lambda: nn_mlp_step(model, opt, x_ct, y_ct)], steps)
+
+
+def _blocks(fns, steps: int, block: int = 12, warm: int = 2) -> tuple:
+    """Median ms per call of each of ``fns``, run in rotating blocks of ``block`` calls (the first ``warm`` of each
+    block not counted): a burst of load on this shared machine hits every function alike, and each is measured in
+    the steady state of a training loop that runs only that step.  Interleaving call by call instead changes the
+    allocator's state at every step: glibc then returns and re-faults the large buffers (measured: numpy's step
+    took 260 page faults per step interleaved, none on its own), which slowed the baseline and flattered the
+    ratios."""
+    ts = [[] for _ in fns]
     pc = time.perf_counter
-    for _ in range(steps):
-        for (fn, args), out in zip(fns, ts):
-            t = pc()
-            fn(*args)
-            out.append(pc() - t)
+    for _ in range(max(1, steps // (block - warm))):
+        for fn, out in zip(fns, ts):
+            for i in range(block):
+                t = pc()
+                fn()
+                t = pc() - t
+                if i >= warm:
+                    out.append(t)
     return tuple(statistics.median(t) * 1e3 for t in ts)
 
 
@@ -198,14 +208,7 @@ def kernel_replay(steps: int = 300):
     def replay():
         for fn, a in calls:
             fn(*a)
-    ts = [[], []]
-    pc = time.perf_counter
-    for _ in range(steps):
-        for fn, out in ((lambda: numpy_mlp_step(ps_np, x_np, y_np), ts[0]), (replay, ts[1])):
-            t = pc()
-            fn()
-            out.append(pc() - t)
-    return tuple(statistics.median(t) * 1e3 for t in ts)
+    return _blocks([lambda: numpy_mlp_step(ps_np, x_np, y_np), replay], steps)
 
 
 def torch_figures():
