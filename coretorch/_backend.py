@@ -78,9 +78,10 @@ PRIMITIVES: dict[str, str] = {
                    "an asynchronous device, at the next host read (the op itself runs; its kernels must not touch "
                    "memory outside the tensor for such an index)",
     "check_values": "optional (x (any layout, integer or bool dtype), kind, message) -> None: an element of x that "
-                    "is 0 (kind 'nonzero') or negative (kind 'nonnegative') raises RuntimeError(message) (the "
-                    "message as is), at once or, on an asynchronous device, at the next host read (the op itself "
-                    "runs: its kernels must give some value for such an operand without trapping)",
+                    "is 0 (kind 'nonzero', the only kind: a divisor of integer // and %) raises "
+                    "RuntimeError(message) (the message as is), at once or, on an asynchronous device, at the next "
+                    "host read (the op itself runs: its kernels must give some value for such an operand without "
+                    "trapping)",
 }
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",

@@ -403,6 +403,17 @@ def _binref(npop, kind: str = "arith"):
     return ref
 
 
+def _powi(a, b):
+    """np.power with PyTorch's integer powi for a negative exponent: 1 ** -n == 1, (-1) ** -n == -1 for odd n else
+    1, any other base 0 (numpy raises ValueError there)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return np.power(a, b)
+    r = np.power(a, np.maximum(b, 0))
+    small = np.where(a == -1, np.where(b % 2 == 0, 1, -1), np.where(a == 1, 1, 0))
+    return np.where(b < 0, small, r).astype(r.dtype)
+
+
 def _uref(npop, float_only: bool = False):
     def ref(a):
         if float_only and a.dtype.kind != "f":
@@ -636,8 +647,9 @@ def _build_cases() -> list[OpCase]:
                ("float32", "float64"), grad=True),
         OpCase("__pow__.scalar_neg", lambda x: x ** -2.0, lambda a: _binref(np.power)(a, -2.0),
                (A((3, 4), "nonzero"),), F + I),
-        OpCase("__pow__.int_neg_exp", lambda x, y: x ** y, None, (A((3,), "positive"), A((3,), "nonzero")),
-               I, raises=RuntimeError),
+        OpCase("__pow__.int_neg_exp", lambda x, y: x ** y, _binref(_powi), (A((3, 4)), A((3, 4), "nonzero")), I,
+               grad=False),
+        OpCase("pow.int_neg_exp_bcast", ct.pow, _binref(_powi), (A((3, 1)), A((4,), "nonzero")), I, grad=False),
         OpCase("__floordiv__.int_by_zero", lambda x, y: x // y, None, (A((3,)), A((3,), "zeros")), I,
                raises=RuntimeError),
         OpCase("__mod__.int_by_zero", lambda x: x % 0, None, (A((3,)),), I, raises=RuntimeError),

@@ -234,23 +234,40 @@ class TestDtypeErrors:
             torch.tensor([True]) - torch.tensor([False])
 
     def test_integer_negative_power(self):
-        with raises(RuntimeError, "Integers to negative integer powers are not allowed."):
-            torch.tensor([2, 3]) ** -1
+        """Only a negative Python-int exponent raises (as PyTorch); a tensor exponent never does (powi values)."""
+        for call in (lambda: torch.tensor([2, 3]) ** -1, lambda: torch.pow(torch.tensor([2, 3]), -2),
+                     lambda: torch.tensor([2, 3], dtype=torch.uint8).pow_(-1),
+                     lambda: torch.tensor(True) ** -1, lambda: torch.tensor([4], dtype=torch.int8) ** -3):
+            with raises(RuntimeError, "Integers to negative integer powers are not allowed."):
+                call()
+        assert (torch.tensor([2, -1]) ** torch.tensor([-1, -3])).tolist() == [0, -1]
+        assert (torch.tensor([2.0, 4.0]) ** -1).tolist() == [0.5, 0.25]
 
-    def test_integer_tensor_exponent_and_divisor_checked_at_once_on_cpu(self):
-        """Host memory: the operand checks of integer **, //, % (and trunc division, fmod) raise at the call."""
+    def test_pow_on_bool(self):
+        """PyTorch's pow kernels take no bool: bool ** bool tensor raises; a bool scalar exponent short-circuits
+        (x ** True is a copy of x, x ** False is all True); an int exponent promotes to int64."""
+        b = torch.tensor([True, False])
+        for call in (lambda: b ** b, lambda: torch.pow(b, b), lambda: True ** b, lambda: b.clone().pow_(b)):
+            with raises(RuntimeError, "\"pow\" not implemented for 'Bool'"):
+                call()
+        for r, want in ((b ** True, [True, False]), (b ** False, [True, True]),
+                        (torch.pow(b, True), [True, False])):
+            assert r.dtype == torch.bool and r.tolist() == want
+        assert (b ** 2).dtype == torch.int64 and (b ** 2).tolist() == [1, 0]
+        assert (2 ** b).dtype == torch.int64 and (2 ** b).tolist() == [2, 1]
+
+    def test_integer_divisor_checked_at_once_on_cpu(self):
+        """Host memory: the operand checks of integer //, % (and trunc division, fmod) raise at the call."""
         a = torch.tensor([7, -7, 5], dtype=torch.int32)
-        with raises(RuntimeError, "Integers to negative integer powers are not allowed."):
-            a ** torch.tensor([2, -1, 0])
         for op in (lambda x, y: x // y, lambda x, y: x % y, torch.floor_divide, torch.remainder,
                    lambda x, y: x.div(y, rounding_mode="trunc"), lambda x, y: x.fmod(y)):
             with raises(RuntimeError, "ZeroDivisionError"):
                 op(a, torch.tensor([2, 0, 1]))
             with raises(RuntimeError, "ZeroDivisionError"):
                 op(a.long(), torch.tensor(0))
-        for name in ("floor_divide_", "remainder_", "pow_"):
+        for name in ("floor_divide_", "remainder_"):
             x = a.clone()
-            with raises(RuntimeError, "ZeroDivisionError" if name != "pow_" else "negative integer powers"):
+            with raises(RuntimeError, "ZeroDivisionError"):
                 getattr(x, name)(torch.tensor([1, 0, -1], dtype=torch.int32))
             assert x.tolist() == [7, -7, 5], "the failed in-place op changed its input"
         with raises(RuntimeError, "ZeroDivisionError"):

@@ -127,13 +127,13 @@ _NEG_POW = "Integers to negative integer powers are not allowed."
 
 
 def _check_values(table, x, kind: str, message: str) -> None:
-    """RuntimeError(message) when an element of the integer array ``x`` is 0 (kind 'nonzero') or negative (kind
-    'nonnegative'): at once in host memory; on a device with the 'check_values' primitive, at the next host read
-    (no host round trip inside the op); elsewhere by reading the reduction back."""
+    """RuntimeError(message) when an element of the integer array ``x`` is 0 (kind 'nonzero', the only kind): at
+    once in host memory; on a device with the 'check_values' primitive, at the next host read (no host round trip
+    inside the op); elsewhere by reading the reduction back."""
     if not table.host_memory and table.has("check_values"):
         table.check_values(x, kind, message)
         return
-    bad = table.eq(x, 0) if kind == "nonzero" else table.lt(x, 0)
+    bad = table.eq(x, 0)
     if bool(table.to_numpy(table.any(bad, None, False))):
         raise RuntimeError(message)
 
@@ -145,6 +145,7 @@ def _make_binary(name: str, node_cls, kind: str):
     plain = kind == "arith" and name in ("add", "mul", "maximum", "minimum")
 
     def fn(a, b):
+        b0 = b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         if plain:
@@ -164,11 +165,14 @@ def _make_binary(name: str, node_cls, kind: str):
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
         elif name == "pow" and not dt.is_floating_point:
-            if not bt:
-                if xb < 0:
-                    raise RuntimeError(_NEG_POW)
-            else:
-                _check_values(table, xb, "nonnegative", _NEG_POW)
+            # PyTorch: only a negative Python-int exponent raises; a tensor exponent (scalar bases are wrapped into
+            # tensors) takes powi's truncated integral value for a negative entry (1, +-1 for base -1, else 0)
+            if dt is _bool:  # PyTorch's pow kernels have no bool: only a bool scalar exponent short-circuits
+                if bt:
+                    raise RuntimeError("\"pow\" not implemented for 'Bool'")
+                return _make(table.logical_or(xa, not xb), _bool, table)  # x ** True == x, x ** False == 1
+            if not bt and b0 < 0:
+                raise RuntimeError(_NEG_POW)
         elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
             if not bt:
                 if xb == 0:

@@ -80,6 +80,19 @@ def _rsqrt(x):
     return np.reciprocal(np.sqrt(x))
 
 
+def _pow(a, b):
+    """np.power with PyTorch's integer powi: a negative exponent of an integer base gives the truncated integral
+    result (1 ** -n == 1, (-1) ** -n == -1 for odd n else 1, any other base 0) where numpy raises ValueError;
+    positive powers wrap as numpy's.  One np.power call unless an exponent of an integer base is negative."""
+    if a.dtype.kind in "iu" and (b < 0 if b.__class__ is int else
+                                 b.__class__ is nd and b.dtype.kind == "i" and b.size and b.min() < 0):
+        neg = b < 0
+        r = np.power(a, np.maximum(b, 0))
+        small = np.where(a == -1, 1 - 2 * (b & 1), a == 1)  # the value of a ** b where b < 0
+        return np.where(neg, small, r).astype(r.dtype, copy=False)
+    return np.power(a, b)
+
+
 def _int_identity(uf):
     def k(x):
         if x.dtype.kind in "iub":
@@ -296,7 +309,7 @@ class CPUBackend:
                  "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
         quiet = {"log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "reciprocal": np.reciprocal, "log1p": np.log1p,
                  "div": np.true_divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
-                 "pow": np.power}
+                 "pow": _pow}
         k.update({n: _arr(f) for n, f in plain.items()})
         k.update({"iadd": _iadd, "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),
                   "idiv": _inplace(np.true_divide), "axpy_": _axpy})

@@ -87,6 +87,49 @@ def test_no_numpy_warnings_for_ieee_edge_cases(k):
         assert np.isnan(k["sqrt"](-np.ones(1, np.float32)))[0]
 
 
+def _powi_ref(a, e, dt):
+    """PyTorch's powi by its rule, element by element in Python ints, wrapped to ``dt``."""
+    info = np.iinfo(dt)
+    span, lo = int(info.max) - int(info.min) + 1, int(info.min)
+    a, e = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(e, np.int64))
+    out = [(1 if x == 1 else ((-1 if y % 2 else 1) if x == -1 else 0)) if y < 0 else (x ** y - lo) % span + lo
+           for x, y in zip(a.ravel().tolist(), e.ravel().tolist())]
+    return np.array(out, np.int64).astype(dt).reshape(a.shape)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint8])
+def test_integer_pow_is_powi(k, dt):
+    """A negative integer exponent gives PyTorch's truncated integral powi (numpy's np.power raises ValueError);
+    positive powers wrap; broadcasting, 0-d and non-contiguous operands; the dtype is kept."""
+    signed = np.dtype(dt).kind == "i"
+    base = (np.arange(-2, 3) if signed else np.array([0, 1, 2, 3, 255])).astype(dt)[:, None]
+    exp = (np.arange(-3, 4) if signed else np.arange(0, 4)).astype(dt)
+    bits = np.iinfo(dt).bits
+    big = np.array([bits - 1, bits, bits + 1], dt)
+    for a, e in ((base, exp), (base, np.repeat(exp, 2)[::2]), (base.T.copy().T, exp[::-1]),
+                 (np.array(dt(-1 if signed else 2)), exp), (base, np.array(exp[0])), (np.array(dt(3)), big),
+                 (base, big), (np.zeros((0, 3), dt), exp[:3])):
+        r = k["pow"](a, e)
+        assert isinstance(r, np.ndarray) and r.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(r, _powi_ref(a, e, dt))
+    r = k["pow"](np.array(dt(2)), np.array(dt(-1 if signed else 1)))
+    assert isinstance(r, np.ndarray) and r.ndim == 0 and r == (0 if signed else 2)
+    for s in (0, 1, 2, 5):                                # a Python-int exponent: numpy's results (fast path)
+        np.testing.assert_array_equal(k["pow"](base, s), np.power(base, s))
+    if signed:                                            # the kernel itself on a negative Python int (the core
+        np.testing.assert_array_equal(k["pow"](base, -3), _powi_ref(base, -3, dt))   # raises before it)
+
+
+def test_float_pow_is_numpy(k):
+    x = np.array([0.5, 2.0, -2.0, 0.0], np.float32)
+    e = np.array([-1.0, -2.0, 3.0, -1.0], np.float32)
+    with np.errstate(all="raise"):                      # the kernel is quiet (IEEE inf for 0 ** -1)
+        r, r2 = k["pow"](x, e), k["pow"](x, -2)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(r, np.power(x, e))
+        np.testing.assert_array_equal(r2, np.power(x, -2.0))
+
+
 def test_random_is_reproducible_per_seed():
     a, b = CPUBackend(), CPUBackend()
     a.manual_seed(7)

@@ -4,7 +4,7 @@ Arrays are ``pyopencl.array.Array`` objects whose (buffer, offset, strides) desc
 primitives (view/permute/expand/basic_index) cost no copy and no launch.  Every other primitive is one
 (or a few) generated kernels that read strided operands in place; data never crosses to the host inside
 an op except where the result's shape depends on the data (nonzero, boolean masks); index range checks and the
-integer ``//``, ``%``, ``**`` operand checks run on the device (``check_index``, ``check_values``) and report at the
+zero-divisor checks of integer ``//``, ``%`` run on the device (``check_index``, ``check_values``) and report at the
 next host read.
 """
 from __future__ import annotations

@@ -146,7 +146,8 @@ def binary_expr(op: str, dt) -> str | None:
 
 
 def helpers(dt) -> str:
-    """Python-style floor division / modulo and integer powers (as numpy computes them)."""
+    """Python-style floor division / modulo and integer powers (as numpy computes them; PyTorch's powi for a
+    negative exponent)."""
     ct = ctype(dt)
     if is_float(dt):
         return f"""
@@ -168,8 +169,9 @@ inline {ct} ct_fdiv_{ct}({ct} a, {ct} b) {{
     if np.dtype(dt) == np.bool_:
         return ""
     # Never a trap (PoCL's x / 0 and INT_MIN / -1 raise SIGFPE on x86) nor an endless loop: the core's device-side
-    # check ('check_values') reports a zero divisor or a negative exponent at the next host read, so these run on
-    # such operands and give some value meanwhile: 0 for a zero divisor, PyTorch's powi for a negative exponent.
+    # check ('check_values') reports a zero divisor at the next host read, so these run on such operands and give
+    # some value meanwhile: 0 for a zero divisor.  A negative exponent is valid (PyTorch's powi, no check): the
+    # truncated integral result, 1 ** -n == 1, (-1) ** -n == -1 for odd n else 1, any other base 0.
     # x // -1 is the wrapping negation (numpy's INT_MIN // -1 == INT_MIN); powers are computed unsigned (wrapping).
     signed = np.dtype(dt).kind == "i"
     ut = "ulong" if ct == "long" else "uint"

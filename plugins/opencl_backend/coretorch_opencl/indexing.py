@@ -1,7 +1,7 @@
 """Advanced indexing on the device: one generated 'take' kernel (gather, index_select, x[key]) and one
 'put' kernel (x[key] = v, index_put_ with accumulation, scatter_add, index_add) following numpy's rules, and
 the 'check_index' kernel: the core's index range check as a device-side check (reported at the next host read),
-and its sibling 'check_values' (a zero divisor of integer // and %, a negative integer exponent of **).
+and its sibling 'check_values' (a zero divisor of integer // and %).
 
 The core checks index ranges before these kernels run, on the device (``check_index``) and so after they were
 queued: an index out of range reads as 0 in 'take' and writes nowhere in 'put', so that the op does no harm
@@ -319,18 +319,16 @@ __kernel void check_index({', '.join(args)}) {{
     dev.launch(k, n, [buf, off, n, *dims, *strides, lo, int(size), ticket, code, err])
 
 
-_VALUE_CHECKS = {"nonzero": "v != 0", "nonnegative": "v >= 0"}  # kind -> the condition every element must meet
+_VALUE_CHECKS = {"nonzero": "v != 0"}  # kind -> the condition every element must meet
 
 
 def check_values(kern, x, kind: str, message: str) -> None:
-    """The core's operand check of integer ``//``, ``%`` (kind 'nonzero': a divisor is 0) and ``**`` (kind
-    'nonnegative': an exponent is negative) on the device, in one launch and no host read (the 'check_values'
-    primitive).
+    """The core's operand check of integer ``//``, ``%`` (kind 'nonzero': a divisor is 0) on the device, in one
+    launch and no host read (the 'check_values' primitive).
 
     One work-item per element (read in place at its strides: any layout, integer or bool dtype); a failing element
     claims the device's check buffer for this launch, unless an earlier kernel's failure holds it, and the next host
-    read (or ``synchronize``) raises RuntimeError(message).  Nothing to check (no element, or 'nonnegative' on an
-    unsigned dtype) is no launch."""
+    read (or ``synchronize``) raises RuntimeError(message).  Nothing to check (no element) is no launch."""
     from .backend import _collapse, _pad
     cond = _VALUE_CHECKS.get(kind)
     if cond is None:
@@ -339,7 +337,7 @@ def check_values(kern, x, kind: str, message: str) -> None:
     if dt.kind not in "iub" or dt not in cg.CTYPES:
         raise TypeError(f"check_values: integer or bool arrays only, got {dt}")
     n = x.size
-    if n == 0 or (kind == "nonnegative" and dt.kind != "i"):
+    if n == 0:
         return
     dev = kern.dev
     code = dev.check_code(RuntimeError, message.replace("{", "{{").replace("}", "}}"))  # reported as is

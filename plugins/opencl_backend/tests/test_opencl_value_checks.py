@@ -1,7 +1,8 @@
-"""The operand checks of integer ``//``, ``%`` (a zero divisor) and ``**`` (a negative exponent) on 'opencl' stay on
-the device (the optional 'check_values' primitive): no host read inside the op; a bad operand raises PyTorch's
-RuntimeError at the next host read or at ``synchronize()``; the kernels themselves never trap (PoCL's x / 0 and
-INT_MIN / -1 are SIGFPE on x86) and give numpy's results for valid operands."""
+"""The operand checks of integer ``//``, ``%`` (a zero divisor) on 'opencl' stay on the device (the optional
+'check_values' primitive): no host read inside the op; a bad operand raises PyTorch's RuntimeError at the next host
+read or at ``synchronize()``; the kernels themselves never trap (PoCL's x / 0 and INT_MIN / -1 are SIGFPE on x86) and
+give numpy's results for valid operands.  Integer ``**`` with a tensor exponent has no check (as PyTorch): a negative
+exponent gives powi's truncated integral value; only a negative Python-int exponent raises, at the call."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,16 +29,18 @@ OPS = {  # name -> (coretorch op, numpy reference, the operand check's message)
     "div_floor": (lambda a, b: a.div(b, rounding_mode="floor"), np.floor_divide, ZERO),
     "div_trunc": (lambda a, b: a.div(b, rounding_mode="trunc"), lambda a, b: np.trunc(a / b).astype(a.dtype), ZERO),
     "fmod": (lambda a, b: a.fmod(b), np.fmod, ZERO),
-    "pow": (lambda a, b: a ** b, np.power, NEG_POW),
-    "torch_pow": (coretorch.pow, np.power, NEG_POW),
 }
 INPLACE = {  # name -> (in-place op (returns the tensor), numpy reference, message)
     "ifloordiv": (lambda x, b: _iop(x, "__ifloordiv__", b), np.floor_divide, ZERO),
     "imod": (lambda x, b: _iop(x, "__imod__", b), np.remainder, ZERO),
-    "ipow": (lambda x, b: _iop(x, "__ipow__", b), np.power, NEG_POW),
     "floor_divide_": (lambda x, b: x.floor_divide_(b), np.floor_divide, ZERO),
     "remainder_": (lambda x, b: x.remainder_(b), np.remainder, ZERO),
-    "pow_": (lambda x, b: x.pow_(b), np.power, NEG_POW),
+}
+POW = {  # name -> integer ** with a tensor exponent (the in-place forms return their tensor)
+    "pow": lambda a, b: a ** b,
+    "torch_pow": coretorch.pow,
+    "ipow": lambda x, b: _iop(x, "__ipow__", b),
+    "pow_": lambda x, b: x.pow_(b),
 }
 
 
@@ -51,14 +54,24 @@ def _t(a):
     return coretorch.tensor(a, device="opencl")
 
 
+def _powi(a, b):
+    """numpy's power, with PyTorch's powi where the exponent is negative: 1, +-1 for base -1 (by parity), else 0."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    with np.errstate(all="ignore"):
+        r = np.power(a, np.where(b < 0, 0, b))
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, neg, r).astype(r.dtype)
+
+
 def _operands(name, dt):
-    """(a, b) valid for op ``name``: negative operands both sides for division, INT_MIN // -1 (wraps, as numpy)."""
+    """(a, b) valid for op ``name``: negative operands both sides for division, INT_MIN // -1 (wraps, as numpy);
+    for pow, exponents in [-4, 6) (negative ones too: powi) and powers that wrap."""
     info = np.iinfo(dt)
     rng = np.random.default_rng(3)
     if "pow" in name:
         a = rng.integers(-9, 10, (3, 8)).astype(dt)
-        b = rng.integers(0, 6, (3, 8)).astype(dt)
-        a[0, :3], b[0, :3] = (2, -3, info.min), (info.bits - 2, 7, 1)
+        b = rng.integers(-4, 6, (3, 8)).astype(dt)
+        a[0, :8], b[0, :8] = (2, -3, info.min, 1, -1, -1, 0, 2), (info.bits - 2, 7, 1, -3, -3, -2, -1, info.bits)
         return a, b
     a = rng.integers(-1000, 1000, (3, 8)).astype(dt)
     b = rng.integers(1, 40, (3, 8)).astype(dt) * rng.choice(np.array([-1, 1], dt), (3, 8))
@@ -70,9 +83,9 @@ def _operands(name, dt):
 
 
 def _bad(name, b):
-    """b with one bad element: a zero divisor, or a negative exponent."""
+    """b with one bad element: a zero divisor."""
     b = b.copy()
-    b[1, 5] = -2 if "pow" in name else 0
+    b[1, 5] = 0
     return b
 
 
@@ -150,9 +163,45 @@ def test_inplace_forms(name, dt):
     assert str(info.value) == msg
 
 
+@pytest.mark.parametrize("dt", INT_DTYPES + (np.int16, np.int8), ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", list(POW))
+def test_pow_negative_tensor_exponent_is_powi_without_check(name, dt):
+    """No operand check for integer ** with a tensor exponent (as PyTorch): negative exponents give powi's values,
+    nothing is left pending, the op makes no host read and launches no 'check_values' kernel."""
+    fn = POW[name]
+    a, b = _operands(name, dt)
+    assert (b < 0).any()
+    inplace = name in ("ipow", "pow_")
+    for layout in ("c", "strided", "broadcast", "0d", "scalar_first"):
+        if layout == "c":
+            x, y, want = _t(a), _t(b), _powi(a, b)
+        elif layout == "strided":
+            x, y = _t(np.ascontiguousarray(a.T)).t(), _t(np.ascontiguousarray(b.T)).t()
+            want = _powi(a, b)
+        elif layout == "broadcast":
+            x, y, want = _t(a), _t(b[:1]), _powi(a, b[:1])
+        elif layout == "0d":
+            x, y, want = _t(a), _t(b[0, 3]), _powi(a, b[0, 3])
+        else:
+            if inplace:
+                continue
+            x, y, want = int(a[0, 4]), _t(b), _powi(np.array(a[0, 4]), b)
+        if inplace and layout == "strided":
+            x = x.clone()
+        before, launches = STATS["to_host"], STATS["launches"]
+        out = fn(x, y)
+        assert STATS["to_host"] == before, f"{name} [{layout}] read the host inside the op"
+        expect = 1 + (inplace or layout == "scalar_first")  # pow (+ the copy back / the scalar base's fill)
+        assert STATS["launches"] - launches == expect, f"{name} [{layout}] launched a check"
+        coretorch_opencl.synchronize()                # nothing pending
+        assert out.dtype == coretorch.tensor(want).dtype
+        np.testing.assert_array_equal(out.cpu().numpy(), want, err_msg=f"{name} [{layout}]")
+
+
 def test_bad_values_do_not_crash_and_give_defined_values():
-    """The kernels on a zero divisor / negative exponent: 0 for x // 0 and x % 0, PyTorch's powi for x ** -n, and
-    INT_MIN // -1 wraps (a process still alive afterwards is the point: these trap on x86 unguarded)."""
+    """The kernels on a zero divisor / negative exponent: 0 for x // 0 and x % 0, PyTorch's powi for x ** -n (valid,
+    no error), and INT_MIN // -1 wraps (a process still alive afterwards is the point: these trap on x86
+    unguarded)."""
     for dt in (np.int64, np.int32, np.int16, np.int8, np.uint8):
         lo = int(np.iinfo(dt).min)
         signed = lo < 0
@@ -163,11 +212,9 @@ def test_bad_values_do_not_crash_and_give_defined_values():
             coretorch_opencl.synchronize()
         assert [o.tolist() for o in out] == [[0] * 5, [0] * 5]
         if signed:
-            e = np.array([-1, -1, -3, -2, -1], dt)
-            p = _t(np.array([1, -1, -1, 2, 0], dt)) ** _t(e)
-            with pytest.raises(RuntimeError, match=f"^{NEG_POW}$"):
-                p.tolist()
-            assert p.tolist() == [1, -1, -1, 0, 0]
+            e = np.array([-1, -1, -3, -2, -1, -4, -2], dt)
+            p = _t(np.array([1, -1, -1, 2, 0, -1, lo], dt)) ** _t(e)
+            assert p.tolist() == [1, -1, -1, 0, 0, 1, 0]
             m = _t(np.array([lo, lo + 1, 3], dt))
             neg1 = _t(np.array([-1, -1, -1], dt))
             assert (m // neg1).tolist() == [lo, -(lo + 1), -3] and (m % neg1).tolist() == [0, 0, 0]
@@ -190,7 +237,8 @@ def test_first_failure_wins_with_index_checks():
     with pytest.raises(RuntimeError, match=f"^{ZERO}$"):
         x.sum().item()
     x.index_select(1, _t(np.array([9])))
-    a ** _t(np.array([-1, 2]))
+    a % z
+    a ** _t(np.array([-1, 2]))                      # valid (powi): no check
     with pytest.raises(IndexError, match=r"^index_select\(\): index 9 is out of bounds"):
         coretorch_opencl.synchronize()
     F.nll_loss(x, _t(np.array([0, 1])))             # valid: nothing pending afterwards
@@ -212,28 +260,25 @@ def test_kernel_many_dims_dtypes_and_layouts():
         a = rng.integers(1, 7, (3, 2, 4, 2, 3, 2)).astype(dt)
         arr = table.basic_index(_strided(table, a), (slice(None),) * 3 + (slice(None, None, 2),))
         assert not table.is_contiguous(arr)
-        for kind in ("nonzero", "nonnegative"):
-            before = STATS["launches"]
-            table.check_values(arr, kind, "bad {}")
-            assert STATS["launches"] == before + (kind == "nonzero" or np.dtype(dt).kind == "i")
-            _BE.synchronize()
+        before = STATS["launches"]
+        table.check_values(arr, "nonzero", "bad {}")
+        assert STATS["launches"] == before + 1
+        _BE.synchronize()
         bad = a.copy()
+        if np.dtype(dt).kind == "i":
+            bad[2, 1, 0, 0, 1, 1] = -1                # negative is not zero
+            table.check_values(_strided(table, bad), "nonzero", "never")
+            _BE.synchronize()
         bad[1, 0, 3, 1, 2, 0] = 0
         table.check_values(_strided(table, bad), "nonzero", "zero in {x}")
         with pytest.raises(RuntimeError, match=r"^zero in \{x\}$"):
             _BE.synchronize()
-        table.check_values(_strided(table, bad), "nonnegative", "never")
-        _BE.synchronize()
-        if np.dtype(dt).kind == "i":
-            bad[2, 1, 0, 0, 1, 1] = -1
-            table.check_values(_strided(table, bad), "nonnegative", "negative")
-            with pytest.raises(RuntimeError, match=r"^negative$"):
-                _BE.synchronize()
     before = STATS["launches"]
     table.check_values(table.from_numpy(np.zeros((0, 3), np.int64)), "nonzero", "bad")
     assert STATS["launches"] == before
-    with pytest.raises(ValueError):
-        table.check_values(table.from_numpy(np.ones(3, np.int64)), "positive", "bad")
+    for kind in ("positive", "nonnegative"):          # 'nonzero' is the only kind
+        with pytest.raises(ValueError):
+            table.check_values(table.from_numpy(np.ones(3, np.int64)), kind, "bad")
     with pytest.raises(TypeError):
         table.check_values(table.from_numpy(np.ones(3, np.float32)), "nonzero", "bad")
 
