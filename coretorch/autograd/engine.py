@@ -66,6 +66,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     prev = state.enabled
     state.enabled = create_graph
     executed = []
+    fast_leaves = accumulate and capture is None
     try:
         while ready:
             node = ready.pop()
@@ -100,6 +101,15 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         v = nxt.variable
                         if g._data.shape != v._data.shape or g.dtype is not v.dtype:
                             g = _validate_leaf_grad(node, k, g, v)
+                        if deps[nxt] == 1 and fast_leaves and nxt._tensor_hooks is None \
+                                and nxt._pre_hooks is None and nxt._hooks is None and nxt not in buffers:
+                            # a leaf reached by this edge alone, no hooks: accumulate now, no buffer or queue
+                            deps[nxt] = 0
+                            if g._base is not None or id(g) in owned:
+                                g = g.detach().clone() if not create_graph else g.clone()
+                            owned.add(id(g))
+                            nxt.apply(g)
+                            continue
                     b = buffers.get(nxt)
                     if b is None:
                         buffers[nxt] = {nr: g}

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as _np
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
@@ -23,6 +25,7 @@ from ..tensor import Tensor, _make
 
 _f64 = _dt.float64
 _i64 = _dt.int64
+_u64 = _np.dtype(_np.uint64)
 
 
 _no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
@@ -1303,8 +1306,12 @@ class NllLossBackward0(Node):
         if self.wt is None:  # the forward's fast path: every weight 1, total m
             table = g._be
             if not (_gs.enabled and g._rg) and g.dtype is self.dt:
-                gm = table.view(g._data, (1,))
-                coef = table.div(gm, -float(m)) if self.reduction == "mean" else table.neg(gm)
+                if table.host_memory:  # the scalar is free to read: -g / m computed once (double, then rounded)
+                    gv = float(table.to_numpy(g._data))
+                    coef = -gv / m if self.reduction == "mean" else -gv
+                else:
+                    gm = table.view(g._data, (1,))
+                    coef = table.div(gm, -float(m)) if self.reduction == "mean" else table.neg(gm)
                 out = table.full((m, c), 0, g.dtype.np)
                 table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
                 return (_make(out, g.dtype, table),)
@@ -1343,8 +1350,8 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     if m and weight is None and reduction != "none" and not 0 <= ignore_index < c and table.host_memory:
         # the common case, decided by two reductions read back (free where the arrays are host memory):
         # every target a valid class, none ignored -> loss = -sum(x[i, t_i]) / m, no masks or weights
-        lo, hi = table.to_numpy(table.amin(tt, None, False)), table.to_numpy(table.amax(tt, None, False))
-        if int(lo) >= 0 and int(hi) < c:
+        # one reduction for both bounds: read as unsigned, a negative target is larger than any class
+        if int(table.to_numpy(tt).view(_u64).max()) < c:
             s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), tt)), None, False)
             out = table.div(s, -float(m)) if reduction == "mean" else table.neg(s)
             return _nll_out(x, table, out, tt, None, None, reduction, m, c)
@@ -1428,7 +1435,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
     x = _class_last(input)
-    t = target.reshape(-1)
+    t = target if target.ndim == 1 else target.reshape(-1)
     out = _nll_2d(x, t, weight, ignore_index, reduction)
     if reduction == "none":
         out = out.reshape(tuple(target.shape))
