@@ -914,3 +914,20 @@ def test_second_backward_through_a_graph_that_saved_nothing_accumulates_as_in_py
     z.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         z.backward()
+
+
+def test_leaf_that_is_also_a_root_sums_both_gradients():
+    # the engine accumulates a leaf reached by a single edge at once; a leaf that is also a root keeps its
+    # root gradient and gets the edge's added to it (one accumulation, as in PyTorch)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    torch.autograd.backward([y, x], [torch.ones(2), torch.tensor([10.0, 20.0])])
+    assert x.grad.tolist() == [13.0, 23.0]
+    calls = []
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    w.register_hook(lambda g: calls.append(g.tolist()))
+    (w * 2).sum().backward()
+    assert calls == [[2.0, 2.0]] and w.grad.tolist() == [2.0, 2.0]
+    z = torch.tensor([1.0], requires_grad=True)
+    (z * 2 + z * 5).sum().backward()  # two edges into one leaf: summed before the single accumulation
+    assert z.grad.tolist() == [7.0]
