@@ -331,6 +331,10 @@ def _check_range(op, index: Tensor, size: int):
             t.check_index(index._data, size, False, f"{op}(): index {{}} is out of bounds for dimension with size "
                                                     f"{size}")
             return
+        if t.host_memory:  # one reduction for both bounds: read as unsigned, a negative index is larger than any
+            a = t.to_numpy(index._data)
+            if int(a.view(a.dtype.str.replace("i", "u")).max()) < size:
+                return
         hi = int(t.to_numpy(t.amax(index._data, None, False)))
         lo = int(t.to_numpy(t.amin(index._data, None, False)))
         if hi >= size or lo < 0:  # gather/scatter/index_select take no negative indices (as PyTorch)

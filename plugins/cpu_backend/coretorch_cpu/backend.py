@@ -143,6 +143,10 @@ def _index_put(x, key, values, accumulate):
 def _gather(x, dim, index):
     if x.ndim == 0:
         return x[()].reshape(()).copy() if index.ndim == 0 else np.full(index.shape, x)
+    if x.ndim == 2 and index.ndim == 2:  # one fancy index, half the cost of take_along_axis's Python
+        if dim == 1:
+            return x[np.arange(index.shape[0])[:, None], index]
+        return x[index, np.arange(index.shape[1])]
     sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
     return np.take_along_axis(x[sl], index, axis=dim)
 
