@@ -14,23 +14,23 @@ def _grad_edge(t):
     return None, 0
 
 
-def _toposort(roots):
-    """Nodes reachable from ``roots`` with dependency counts (iterative DFS)."""
+def _toposort(roots) -> dict:
+    """Dependency counts of the nodes reachable from ``roots`` (iterative DFS): a node enters ``deps`` on its
+    first incoming edge and is walked then; roots are walked from the start (and counted if reachable)."""
     deps: dict = {}
-    seen = set()
     stack = list(dict.fromkeys(n for n in roots if n is not None))  # a root given twice is walked once
-    for n in stack:
-        seen.add(n)
+    walked = set(stack)
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return deps, seen
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                if nxt not in walked:
+                    stack.append(nxt)
+    return deps
 
 
 _EMPTY: dict = {}
@@ -54,7 +54,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture.setdefault((node, nr), []).append(i)
-    deps, reachable = _toposort([r[0] for r in roots])
+    deps = _toposort([r[0] for r in roots])
     buffers: dict = {}
     for node, nr, g in roots:
         buf = buffers.setdefault(node, {})
@@ -81,8 +81,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     owned.add(id(g))
                     node.apply(g)
                 continue
-            gi = (buf.get(0),) if node._out_meta is None else _grads_tuple(node, buf)
-            grads_in = node.apply(*gi)
+            if node._out_meta is None:  # one output: its gradient, straight to the formula when apply is Node's
+                gi = buf.get(0)
+                grads_in = node.backward(gi) if node._plain else node.apply(gi)
+                gi = (gi,)
+            else:
+                gi = _grads_tuple(node, buf)
+                grads_in = node.apply(*gi)
             if node._hooks:
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)

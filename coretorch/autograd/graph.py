@@ -70,8 +70,14 @@ class Node:
     _out_meta = None
     out = None  # nodes that keep their output declare an ``out`` slot
 
+    _plain = True  # apply is Node.apply (just the backward formula): the engine calls backward directly
+
     def __init__(self):
         self.next_functions = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._plain = cls.apply is Node.apply
 
     def name(self) -> str:
         return type(self).__name__
