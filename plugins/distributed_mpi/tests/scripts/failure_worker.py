@@ -13,6 +13,7 @@ t = coretorch.ones(4)
 dist.all_reduce(t)
 if dist.get_rank() == fail:
     time.sleep(0.3)
+    print(f"raising at {time.time():.3f}", flush=True)  # the test times the abort from here, not from start-up
     raise ValueError(f"boom on purpose (rank {dist.get_rank()})")
 while True:                   # the healthy rank waits for a collective its peer never joins
     dist.all_reduce(t)
