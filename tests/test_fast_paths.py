@@ -226,3 +226,34 @@ def test_index_add_checks_shapes_before_any_kernel():
         torch.index_add(x, 0, torch.tensor([0, 1]), torch.ones(2, 2, dtype=torch.float64))
     with pytest.raises(IndexError, match="Index is supposed to be a vector"):
         torch.index_add(x, 0, torch.tensor([[0, 1]]), torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum"])
+def test_same_shape_binary_fast_path_records_like_the_general_path(op):
+    # two float tensors of one shape take the fast path; a broadcast operand takes the general one: same values,
+    # same node type, same gradients (the fast path is the one the per-op overhead benchmark measures)
+    rng = np.random.default_rng(1)
+    a_np, b_np = rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) + 3.0
+    fn = getattr(torch, op)
+    a, b = torch.tensor(a_np, requires_grad=True), torch.tensor(b_np, requires_grad=True)
+    a2, b2 = torch.tensor(a_np, requires_grad=True), torch.tensor(b_np[None], requires_grad=True)  # (1, 3, 4)
+    fast, general = fn(a, b), fn(a2, b2)[0]
+    assert type(fast.grad_fn) is type(fn(a2, b2).grad_fn)
+    assert [f is not None for f, _ in fast.grad_fn.next_functions] == [True, True]
+    np.testing.assert_allclose(fast.detach().numpy(), general.detach().numpy())
+    fast.sum().backward()
+    general.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), a2.grad.numpy())
+    np.testing.assert_allclose(b.grad.numpy(), b2.grad.numpy()[0])
+
+
+def test_same_shape_fast_path_saves_inputs_with_versions():
+    a, b = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
+    c = a.detach()
+    y = (c + 0) * b          # mul saves both inputs
+    with torch.no_grad():
+        b.mul_(3)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    z = torch.ones(2, dtype=torch.int64) + torch.ones(2, dtype=torch.int64)  # integers: the general path
+    assert z.dtype is torch.int64 and z.tolist() == [2, 2]
