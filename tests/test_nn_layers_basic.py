@@ -416,3 +416,17 @@ def test_reference_program_chained_momentum():
             vel[i] = g if vel[i] is None else 0.9 * vel[i] + g
             vals[i] = vals[i] - 0.01 * vel[i]
             np.testing.assert_allclose(arr(params[i]), vals[i], rtol=1e-5, atol=1e-7)
+
+
+def test_linear_forward_reads_weight_and_bias_wherever_they_live():
+    # forward reads the registered parameters directly; a weight moved out of _parameters and a bias set to None
+    # are read as attributes, as PyTorch's self.weight does
+    x = torch.randn(4, 3)
+    lin = nn.Linear(3, 2)
+    w2 = lin.weight.detach() * 2
+    del lin.weight
+    lin.weight = w2  # a plain tensor attribute now
+    np.testing.assert_allclose(lin(x).detach().numpy(), x.numpy() @ w2.numpy().T + lin.bias.detach().numpy(),
+                               rtol=1e-6)
+    lin.bias = None
+    np.testing.assert_allclose(lin(x).detach().numpy(), x.numpy() @ w2.numpy().T, rtol=1e-6)

@@ -1,6 +1,7 @@
 """Activation modules (PyTorch's torch/nn/modules/activation.py; MultiheadAttention lives in attention.py)."""
 from __future__ import annotations
 
+from ...ops.pointwise import relu as _relu
 from .. import functional as F
 from .module import Module
 
@@ -37,7 +38,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu_(input) if self.inplace else F.relu(input)
+        return F.relu_(input) if self.inplace else _relu(input)
 
     def extra_repr(self) -> str:
         return _inplace_str(self.inplace, True)

@@ -47,9 +47,22 @@ class Linear(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
+    _plain_params = True  # no class attribute (a property) named weight or bias: see forward
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._plain_params = not (hasattr(cls, "weight") or hasattr(cls, "bias"))
+
     def forward(self, input):
+        p = self.__dict__["_parameters"]
+        # the registered parameters, without two Module.__getattr__ misses (3 % of a small training step); a
+        # weight moved out of _parameters (a parametrization, a plain attribute) or a property is read as such
+        w = p.get("weight") if self._plain_params else None
+        if w is None:
+            w = self.weight
+        b = p["bias"] if self._plain_params and "bias" in p else self.bias
         try:
-            return F.linear(input, self.weight, self.bias)
+            return F.linear(input, w, b)
         except RuntimeError as e:  # name the layer and the shape it expects (a new user's first error)
             raise layer_error(self, input, e, f"(*, {self.in_features})") from None
 
