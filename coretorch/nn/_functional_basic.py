@@ -20,7 +20,8 @@ def _check_tensor(name: str, arg: str, t) -> None:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: one fused ``addmm`` node for 2-D input with a bias (as PyTorch)."""
     _check_tensor("linear", "input", input)
-    if input.ndim == 2 and weight.ndim == 2 and input.dtype is weight.dtype and input._be is weight._be and \
+    if len(input._data.shape) == 2 and len(weight._data.shape) == 2 and input.dtype is weight.dtype and \
+            input._be is weight._be and \
             (bias is None or (bias.dtype is input.dtype and bias._be is input._be)):
         return _L.linear2d(input, weight, bias)
     out = _L.matmul(input, _S.t(weight) if weight.ndim == 2 else weight)

@@ -264,12 +264,13 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
-    d = _norm_dim(dim, input.ndim, name)
     table, x = input._be, input._data
-    axes = (d,) if input.ndim else None
+    nd = len(x.shape)
+    d = _norm_dim(dim, nd, name)
+    axes = (d,) if nd else None
     if x.size == 0:
         out = table.full(x.shape, 0, x.dtype)
-    elif x.ndim and table.has(name):
+    elif nd and table.has(name):
         out = getattr(table, name)(x, d)
     else:
         m = table.amax(x, axes, True)
@@ -1399,30 +1400,31 @@ def _nll_out(x: Tensor, table, out, st, wt, total, reduction: str, m: int, c: in
 
 def _class_last(input: Tensor):
     """(N, C, d1, ...) -> (N*d1*..., C); (C,) -> (1, C)."""
-    if input.ndim == 1:
+    nd = len(input._data.shape)
+    if nd == 1:
         return _S.unsqueeze(input, 0)
-    if input.ndim == 2:
+    if nd == 2:
         return input
     c = input.shape[1]
     return _S.movedim(input, 1, -1).reshape(-1, c)
 
 
 def _check_nll_shapes(input, target):
-    if input.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    xs, ts = input._data.shape, target._data.shape
+    if not xs:
+        raise ValueError(f"Expected 1 or more dimensions (got {len(xs)})")
     if target.dtype.is_floating_point or target.dtype is _dt.bool_:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
                            "must be int64: use target.long())")
-    if input.ndim == 1:
-        if target.ndim != 0:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({target.shape[0]}).")
+    if len(xs) == 1:
+        if ts:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({ts[0]}).")
         return
-    if target.ndim == 0 or input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 0}).")
-    if tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
-                           f"{list(target.shape)}")
+    if not ts or xs[0] != ts[0]:
+        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                         f"({ts[0] if ts else 0}).")
+    if ts[1:] != xs[2:]:
+        raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -1430,16 +1432,24 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     _check_tensor("nll_loss", "input", input)
     _check_nll_shapes(input, target)
-    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+    xs = input._data.shape
+    c = xs[1] if len(xs) > 1 else xs[0]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
     x = _class_last(input)
-    t = target if target.ndim == 1 else target.reshape(-1)
+    t = target if len(target._data.shape) == 1 else target.reshape(-1)
     out = _nll_2d(x, t, weight, ignore_index, reduction)
     if reduction == "none":
-        out = out.reshape(tuple(target.shape))
+        out = out.reshape(tuple(target._data.shape))
     return out
+
+
+def _class_shape(ndim: int, class_dim: int, c: int) -> list:
+    """A per-class weight's shape broadcast against an input of ``ndim`` dims with classes on ``class_dim``."""
+    shape = [1] * ndim
+    shape[class_dim] = c
+    return shape
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
@@ -1449,11 +1459,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_tensor("cross_entropy", "input", input)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.ndim == 1 else 1
-    c = input.shape[class_dim]
+    xs = input._data.shape
+    class_dim = 0 if len(xs) == 1 else 1
+    c = xs[class_dim]
     logp = log_softmax(input, class_dim)
-    wshape = [1] * input.ndim
-    wshape[class_dim] = c
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
             hint = ""
@@ -1465,7 +1474,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             target = _P.add(_P.mul(target, 1 - label_smoothing), label_smoothing / c)
         prod = _P.mul(logp, target)
         if weight is not None:
-            prod = _P.mul(prod, weight.reshape(wshape))
+            prod = _P.mul(prod, weight.reshape(_class_shape(len(xs), class_dim, c)))
         if reduction == "none":
             return _P.neg(_R.sum(prod, class_dim))
         total = _P.neg(_R.sum(prod))
@@ -1476,7 +1485,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing <= 0:
         return nll
     _check_nll_shapes(input, target)
-    smooth = _R.sum(_P.mul(logp, weight.reshape(wshape)) if weight is not None else logp, class_dim)
+    wl = _P.mul(logp, weight.reshape(_class_shape(len(xs), class_dim, c))) if weight is not None else logp
+    smooth = _R.sum(wl, class_dim)
     ignore = _P.eq(target, ignore_index)
     smooth = _P.neg(_P.where(ignore, 0.0, smooth))
     if reduction == "mean":
