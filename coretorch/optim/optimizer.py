@@ -69,7 +69,9 @@ def _hooked_step(func):
         self = args[0]
         if self.__dict__.get("_in_step"):  # a subclass step calling super().step(): hooks run once
             return func(*args, **kwargs)
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+        pre = self._optimizer_step_pre_hooks
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), pre.values()) if (
+                _global_optimizer_pre_hooks or pre) else ():
             result = pre_hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
@@ -85,8 +87,10 @@ def _hooked_step(func):
         self._opt_called = True
         if _manager.observing["optimizer_step"]:  # plugin observation hook: free when nobody listens
             _manager.pm.hook.coretorch_optimizer_step(optimizer=self)
-        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
+        post = self._optimizer_step_post_hooks
+        if post or _global_optimizer_post_hooks:
+            for post_hook in chain(post.values(), _global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
         return out
 
     wrapper.hooked = True
