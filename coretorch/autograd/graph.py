@@ -161,7 +161,11 @@ class AccumulateGrad(Node):
         v = self.variable
         if v._grad is None:
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
-            v.grad = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
+            g = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
+            if g._be is v._be and g.dtype is v.dtype and g._data.shape == v._data.shape:
+                v._grad = g  # what the grad setter would check, checked: no property call
+            else:
+                v.grad = g
         elif _gs.enabled:
             v.grad = v.grad + grad
         else:
