@@ -246,6 +246,7 @@ class _Kernels:
     def __init__(self, backend: OpenCLBackend, dev: Device):
         self.be = backend
         self.dev = dev
+        self._ck: dict = {}  # (program dtype, kernel name) -> the contiguous elementwise kernel
 
     # ---- basics -----------------------------------------------------------------------------
     def _check_dtype(self, dt):
@@ -295,7 +296,10 @@ class _Kernels:
         args = _contiguous_args(out, operands)
         if args is not None:
             args.append(n)
-            self.dev.launch(self.dev.kernel(("ew", pdt, 4), kname + "_c", lambda: self._ew_src(pdt, 4)), n, args)
+            k = self._ck.get((pdt, kname))
+            if k is None:  # one lookup per launch afterwards: no key tuple, name or closure built per op
+                k = self._ck[(pdt, kname)] = self.dev.kernel(("ew", pdt, 4), kname + "_c", lambda: self._ew_src(pdt, 4))
+            self.dev.launch(k, n, args)
             return out
         ob, oo, shape, ost = _desc(out)
         descs = [_desc(o) if o.__class__ is _Array else None for o in operands]

@@ -145,13 +145,25 @@ class Device:
                     f"{e}") from None
 
     def array(self, shape, dtype, data=None, offset: int = 0, strides=None):
-        dtype = np.dtype(dtype)
-        size = 1
-        for s in shape:
-            size *= s
+        if not isinstance(dtype, np.dtype):  # already a numpy dtype on the kernels' path
+            dtype = np.dtype(dtype)
+        if shape.__class__ is not tuple:
+            shape = tuple(shape)
         contiguous = strides is None
         if contiguous:
-            strides = c_strides(shape, dtype.itemsize)
+            lay = _LAYOUTS.get((shape, dtype.itemsize))
+            if lay is None:
+                size = 1
+                for s in shape:
+                    size *= s
+                lay = _LAYOUTS[(shape, dtype.itemsize)] = (size, c_strides(shape, dtype.itemsize))
+                if len(_LAYOUTS) > 4096:  # a bounded memo of (shape, itemsize) -> (size, C strides)
+                    _LAYOUTS.clear()
+            size, strides = lay
+        else:
+            size = 1
+            for s in shape:
+                size *= s
         if data is None and size:
             data = self.alloc(size * dtype.itemsize)
         a = cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
@@ -275,6 +287,9 @@ def _arg_dtypes(src: str, kname: str) -> list:
         else:
             out.append(_ARG_TYPES[a.split()[0]])
     return out
+
+
+_LAYOUTS: dict = {}
 
 
 def c_strides(shape, itemsize: int = 1) -> tuple:
