@@ -75,7 +75,36 @@ def overhead(n_ops: int = 2000) -> dict:
     tr = _best(run_rec, 3) / n_ops
     xc, yc = torch.ones(16), torch.ones(16)
     tc = _best(lambda: [xc + yc for _ in range(n_ops)], 3) / n_ops
-    return {"opencl_add_us": t * 1e6, "opencl_add_recorded_us": tr * 1e6, "cpu_add_us": tc * 1e6}
+    raw, pyarr = _pyopencl_baselines(x._data, n_ops)
+    return {"opencl_add_us": t * 1e6, "opencl_add_recorded_us": tr * 1e6, "cpu_add_us": tc * 1e6,
+            "raw_pyopencl_enqueue_us": raw * 1e6, "pyopencl_array_add_us": pyarr * 1e6}
+
+
+def _pyopencl_baselines(arr, n_ops: int) -> tuple:
+    """The same chain of 16-element adds as one hand-written kernel enqueued from Python, and as
+    ``pyopencl.array`` additions, each followed by one wait: the floor and the library figure of the same run
+    (PoCL runs the queued kernels on the same two cores, so these include its own per-launch work)."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+    q = arr.queue
+    prg = cl.Program(arr.context, "__kernel void add(__global float* o, __global const float* a, "
+                                  "__global const float* b) { int i = get_global_id(0); o[i] = a[i] + b[i]; }").build()
+    k = prg.add
+    a = cla.to_device(q, np.ones(16, np.float32))
+    b = cla.to_device(q, np.ones(16, np.float32))
+    o = cla.empty_like(a)
+
+    def raw():
+        for _ in range(n_ops):
+            k(q, (16,), None, o.data, a.data, b.data)
+        q.finish()
+
+    def lib():
+        z = a
+        for _ in range(n_ops):
+            z = z + b
+        q.finish()
+    return _best(raw, 3) / n_ops, _best(lib, 3) / n_ops
 
 
 def mlp_step(batch: int = 128, steps: int = 10) -> dict:
