@@ -931,3 +931,20 @@ def test_leaf_that_is_also_a_root_sums_both_gradients():
     z = torch.tensor([1.0], requires_grad=True)
     (z * 2 + z * 5).sum().backward()  # two edges into one leaf: summed before the single accumulation
     assert z.grad.tolist() == [7.0]
+
+
+def test_saved_tensors_are_freed_as_soon_as_their_node_has_run():
+    # as PyTorch's engine (retain_graph=False): a node's saved tensors go right after its backward, so later
+    # nodes of the same pass run with less memory held; retain_graph=True keeps them to the end
+    import weakref
+    for retain, freed in ((False, [True]), (True, [False])):
+        x = torch.randn(3, requires_grad=True)
+        out = x.exp()  # saved by ExpBackward (its result) and by MulBackward (its input)
+        ref = weakref.ref(out)
+        loss = (out * 2).sum()
+        del out
+        seen = []
+        x.register_hook(lambda g: seen.append(ref() is None))
+        loss.backward(retain_graph=retain)
+        assert seen == freed
+        np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(x.detach().numpy()), rtol=1e-6)

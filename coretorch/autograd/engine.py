@@ -65,7 +65,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     owned: set = set(id(g) for _, _, g in roots)  # the caller's gradient tensors are never stored
     prev = state.enabled
     state.enabled = create_graph
-    executed = []
+    release = not retain_graph
     fast_leaves = accumulate and capture is None
     try:
         while ready:
@@ -93,7 +93,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     r = fn(grads_in, gi)
                     if r is not None:
                         grads_in = tuple(r)
-            executed.append(node)
+            if release:  # as PyTorch: a node's saved tensors go as soon as it has run (a lower peak in backward)
+                node.release()
             n_in = len(grads_in)
             k = -1
             for nxt, nr in node.next_functions:
@@ -129,9 +130,6 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         _skip(nxt, deps, buffers, ready)
     finally:
         state.enabled = prev
-        if not retain_graph:
-            for node in executed:
-                node.release()
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
