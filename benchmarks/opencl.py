@@ -30,6 +30,17 @@ def _sync(t):
     t._be.to_numpy(t._be.basic_index(t._data, (0,) * t.ndim))  # a one-element read waits for the queue
 
 
+def _train(model, opt, x, y, steps: int) -> None:
+    """``steps`` training steps (zero_grad, cross-entropy, backward, step), then one wait for the queue."""
+    import coretorch.nn.functional as F
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    _sync(loss)
+
+
 def matmul(n: int = 1024) -> dict:
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
     b = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)
@@ -144,7 +155,6 @@ def mlp_step(batch: int = 128, steps: int = 10) -> dict:
 
     # the same network as nn.Sequential / nn.Linear ((out, in) weights: x @ W.T) / F.cross_entropy / optim.SGD
     import coretorch.nn as nn
-    import coretorch.nn.functional as F
     from coretorch.optim import SGD
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -152,14 +162,7 @@ def mlp_step(batch: int = 128, steps: int = 10) -> dict:
     opt = SGD(model.parameters(), lr=0.1)
     xo, yo = torch.tensor(xs, device="opencl"), torch.tensor(ys, device="opencl")
 
-    def run_nn():
-        for _ in range(steps):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xo), yo)
-            loss.backward()
-            opt.step()
-        _sync(loss)
-    out["opencl_nn_ms"] = _best(run_nn, 5) / steps * 1e3
+    out["opencl_nn_ms"] = _best(lambda: _train(model, opt, xo, yo, steps), 5) / steps * 1e3
 
     w1 = rng.standard_normal((784, 256)).astype(np.float32) * 0.05
     w2 = rng.standard_normal((256, 128)).astype(np.float32) * 0.05
@@ -187,7 +190,6 @@ def mlp_step(batch: int = 128, steps: int = 10) -> dict:
 def cnn_step(batch: int = 64, steps: int = 5) -> dict:
     """A LeNet-style step (conv 6@5x5, pool, conv 16@5x5, pool, 120-84-10) on 28x28 inputs with nn + SGD."""
     import coretorch.nn as nn
-    import coretorch.nn.functional as F
     from coretorch.optim import SGD
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
@@ -201,14 +203,7 @@ def cnn_step(batch: int = 64, steps: int = 5) -> dict:
         opt = SGD(model.parameters(), lr=0.01, momentum=0.9)
         x, y = torch.tensor(xs, device=dev), torch.tensor(ys, device=dev)
 
-        def run():
-            for _ in range(steps):
-                opt.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-            _sync(loss)
-        out[f"{dev}_ms"] = _best(run, 3) / steps * 1e3
+        out[f"{dev}_ms"] = _best(lambda: _train(model, opt, x, y, steps), 3) / steps * 1e3
     out["opencl_over_cpu"] = out["opencl_ms"] / out["cpu_ms"]
     return out
 

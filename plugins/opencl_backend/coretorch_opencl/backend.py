@@ -62,6 +62,19 @@ _EW2_MIN = 1024        # elements: a strided elementwise op this large with <= 2
 _BITS = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
+def _strided_args(args: list, operands, descs, sts) -> list:
+    """``args`` (the output's) followed by each operand's: a scalar as it is, an array as (buffer, element offset,
+    its collapsed strides ``sts[j]``; ``sts[0]`` is the output's)."""
+    j = 1
+    for o, d in zip(operands, descs):
+        if d is None:
+            args.append(o)
+        else:
+            args += [d[0], d[1], *sts[j]]
+            j += 1
+    return args
+
+
 def _contiguous_args(out, operands):
     """(buffer, element offset) of ``out`` and each array operand (scalars as they are) when all are C-contiguous,
     else None.  An array contiguous by construction (``Device.array`` tags it) skips the stride analysis: on a
@@ -318,14 +331,7 @@ class _Kernels:
             k = self.dev.kernel(("ew", pdt, 4), kname + "_s", lambda: self._ew_src(pdt, 4))
         else:
             k = self.dev.kernel(("ew", pdt, ndk), kname + "_s", lambda: self._ew_src(pdt, ndk))
-        args = [ob, oo, *sts[0]]
-        j = 1
-        for o, d in zip(operands, descs):
-            if d is None:
-                args.append(o)
-            else:
-                args += [d[0], d[1], *sts[j]]
-                j += 1
+        args = _strided_args([ob, oo, *sts[0]], operands, descs, sts)
         args.append(n)
         args += dims
         self.dev.launch(k, n, args)
@@ -338,14 +344,7 @@ class _Kernels:
             dims, sts = (1,) * (2 - len(dims)) + dims, [(0,) * (2 - len(dims)) + st for st in sts]
         if dims[1] < 16 and dims[0] > dims[1]:  # a narrow last dim: iterate the other way (wider work-groups)
             dims, sts = dims[::-1], [st[::-1] for st in sts]
-        args = [out.base_data, out.offset // out.dtype.itemsize, *sts[0]]
-        j = 1
-        for o, d in zip(operands, descs):
-            if d is None:
-                args.append(o)
-            else:
-                args += [d[0], d[1], *sts[j]]
-                j += 1
+        args = _strided_args([out.base_data, out.offset // out.dtype.itemsize, *sts[0]], operands, descs, sts)
         args += [out.size, dims[1]]
         ls0 = min(self.dev.ls, 1 << (dims[1] - 1).bit_length())
         STATS["launches"] += 1

@@ -262,6 +262,27 @@ def nonzero(kern, x):
     return out
 
 
+def _check_launch(kern, arr, exc: type, message: str):
+    """What a device-side check launch needs: the device, ``message``'s check code for ``exc``, this launch's
+    ticket, the error buffer (marking a check pending), and ``arr`` read in place (buffer, element offset,
+    collapsed and padded dims and strides, their count)."""
+    from .backend import _collapse, _pad
+    dev = kern.dev
+    code = dev.check_code(exc, message)
+    ticket = dev.check_ticket()
+    err = dev.error_buffer()
+    buf, off, shape, st = _desc(arr)
+    dims, (strides,) = _collapse(shape, [st])
+    dims, strides, nd = _pad(dims, strides)
+    return dev, code, ticket, err, (buf, off, dims, strides, nd)
+
+
+def _read_args(dt, nd: int) -> list:
+    """Kernel parameters of an array ``q`` of dtype ``dt`` read at ``nd`` dims of any strides, and its size ``n``."""
+    return ([f"__global const {cg.stype(dt)}* q", "long qo", "long n"] + [f"long d{k}" for k in range(nd)]
+            + [f"long s{k}" for k in range(nd)])
+
+
 def check_index(kern, index, size: int, allow_negative: bool, message: str) -> None:
     """The core's index range check on the device, in one launch and no host read (the 'check_index' primitive).
 
@@ -271,25 +292,16 @@ def check_index(kern, index, size: int, allow_negative: bool, message: str) -> N
     below it.  The next host read (or ``synchronize``) raises IndexError(message.format(value)) with the value the
     CPU check names: the largest index when one is too large, else the smallest (see ``Device.error_buffer``).
     Without 64-bit atomics the value named is one of the failing indices."""
-    from .backend import _collapse, _pad
     n = index.size
     if n == 0:
         return
     dt = np.dtype(index.dtype)
     if dt.kind not in "iub" or dt not in cg.CTYPES:
         raise TypeError(f"check_index: index arrays must be integers, got {dt}")
-    dev = kern.dev
-    code = dev.check_code(IndexError, message)
-    ticket = dev.check_ticket()
-    err = dev.error_buffer()
-    buf, off, shape, st = _desc(index)
-    dims, (strides,) = _collapse(shape, [st])
-    dims, strides, nd = _pad(dims, strides)
+    dev, code, ticket, err, (buf, off, dims, strides, nd) = _check_launch(kern, index, IndexError, message)
 
     def src():
-        args = [f"__global const {cg.stype(dt)}* q", "long qo", "long n"] + [f"long d{k}" for k in range(nd)]
-        args += [f"long s{k}" for k in range(nd)] + ["long lo", "long hi", "int ticket", "int code",
-                                                       "__global long* err"]
+        args = _read_args(dt, nd) + ["long lo", "long hi", "int ticket", "int code", "__global long* err"]
         return f"""
 __kernel void check_index({', '.join(args)}) {{
   long g = get_global_id(0); if (g >= n) return;        // one work-item per index
@@ -329,7 +341,6 @@ def check_values(kern, x, kind: str, message: str) -> None:
     One work-item per element (read in place at its strides: any layout, integer or bool dtype); a failing element
     claims the device's check buffer for this launch, unless an earlier kernel's failure holds it, and the next host
     read (or ``synchronize``) raises RuntimeError(message).  Nothing to check (no element) is no launch."""
-    from .backend import _collapse, _pad
     cond = _VALUE_CHECKS.get(kind)
     if cond is None:
         raise ValueError(f"check_values: kind must be one of {sorted(_VALUE_CHECKS)}, got {kind!r}")
@@ -339,17 +350,11 @@ def check_values(kern, x, kind: str, message: str) -> None:
     n = x.size
     if n == 0:
         return
-    dev = kern.dev
-    code = dev.check_code(RuntimeError, message.replace("{", "{{").replace("}", "}}"))  # reported as is
-    ticket = dev.check_ticket()
-    err = dev.error_buffer()
-    buf, off, shape, st = _desc(x)
-    dims, (strides,) = _collapse(shape, [st])
-    dims, strides, nd = _pad(dims, strides)
+    message = message.replace("{", "{{").replace("}", "}}")  # reported as is
+    dev, code, ticket, err, (buf, off, dims, strides, nd) = _check_launch(kern, x, RuntimeError, message)
 
     def src():
-        args = [f"__global const {cg.stype(dt)}* q", "long qo", "long n"] + [f"long d{k}" for k in range(nd)]
-        args += [f"long s{k}" for k in range(nd)] + ["int ticket", "int code", "__global long* err"]
+        args = _read_args(dt, nd) + ["int ticket", "int code", "__global long* err"]
         return f"""
 __kernel void check_values({', '.join(args)}) {{
   long g = get_global_id(0); if (g >= n) return;        // one work-item per element
