@@ -13,19 +13,17 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as _np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ..ops._util import edge as _edge, norm_dim as _norm_dim
+from ..ops._util import edge as _edge, host_all_below, norm_dim as _norm_dim
 from ..ops.pointwise import relu, sigmoid, tanh  # noqa: F401
 from ..tensor import Tensor, _make
 
 _f64 = _dt.float64
 _i64 = _dt.int64
-_u64 = _np.dtype(_np.uint64)
 
 
 _no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
@@ -1349,10 +1347,9 @@ def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
         losses, wt, st = table.nll_loss(x._data, tt, None if weight is None else weight._data, int(ignore_index))
         return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
     if m and weight is None and reduction != "none" and not 0 <= ignore_index < c and table.host_memory:
-        # the common case, decided by two reductions read back (free where the arrays are host memory):
+        # the common case, decided by one reduction read back (free where the arrays are host memory):
         # every target a valid class, none ignored -> loss = -sum(x[i, t_i]) / m, no masks or weights
-        # one reduction for both bounds: read as unsigned, a negative target is larger than any class
-        if int(table.to_numpy(tt).view(_u64).max()) < c:
+        if host_all_below(table, tt, c):
             s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), tt)), None, False)
             out = table.div(s, -float(m)) if reduction == "mean" else table.neg(s)
             return _nll_out(x, table, out, tt, None, None, reduction, m, c)

@@ -79,6 +79,13 @@ def align_devices(op: str, a: Tensor, b: Tensor):
     raise device_mismatch(op, a, b)
 
 
+def host_all_below(table, arr, n: int) -> bool:
+    """Every element of the integer array ``arr`` (on a host-memory backend) lies in [0, n): one reduction for both
+    bounds, since read as unsigned a negative value is larger than any n."""
+    a = table.to_numpy(arr)
+    return a.size == 0 or int(a.view(a.dtype.str.replace("i", "u")).max()) < n
+
+
 edge = _edge  # (node, output_nr) receiving the gradient of a tensor
 
 

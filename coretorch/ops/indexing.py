@@ -5,7 +5,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
-from ._util import edge, norm_dim, sum_to
+from ._util import edge, host_all_below, norm_dim, sum_to
 
 _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
@@ -331,10 +331,8 @@ def _check_range(op, index: Tensor, size: int):
             t.check_index(index._data, size, False, f"{op}(): index {{}} is out of bounds for dimension with size "
                                                     f"{size}")
             return
-        if t.host_memory:  # one reduction for both bounds: read as unsigned, a negative index is larger than any
-            a = t.to_numpy(index._data)
-            if int(a.view(a.dtype.str.replace("i", "u")).max()) < size:
-                return
+        if t.host_memory and host_all_below(t, index._data, size):  # the common case in one reduction
+            return
         hi = int(t.to_numpy(t.amax(index._data, None, False)))
         lo = int(t.to_numpy(t.amin(index._data, None, False)))
         if hi >= size or lo < 0:  # gather/scatter/index_select take no negative indices (as PyTorch)
