@@ -350,14 +350,20 @@ def div(input, other, *, rounding_mode=None):
         return floor_divide(input, other)
     if rounding_mode == "trunc":
         dt = _dt.result_type((input, other), _dt.default)
-        if not dt.is_floating_point:  # integer division by zero (Tensor.fmod too): PyTorch's error, not inf
+        if not dt.is_floating_point and dt is not _bool:
+            # integer arithmetic, exact at any magnitude (a float quotient loses digits past 2**24): the floor
+            # quotient, plus one where the division is inexact and the signs differ.  floor_divide raises
+            # PyTorch's "ZeroDivisionError" for a zero divisor (on a device, at the next host read)
+            q = floor_divide(input, other)
+            inexact_neg = logical_and(ne(remainder(input, other), 0), lt(bitwise_xor(input, other), 0))
+            return add(q, inexact_neg)
+        if dt is _bool:  # bool / bool: a False divisor is a division by zero
             if not isinstance(other, Tensor):
                 if other == 0:
                     raise RuntimeError("ZeroDivisionError")
             else:
                 _check_values(other._be, other._data, "nonzero", "ZeroDivisionError")
-        q = _div(input, other)
-        q = trunc(q)
+        q = trunc(_div(input, other))
         return q if dt.is_floating_point else q.to(dt)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                        f"'{rounding_mode}'")

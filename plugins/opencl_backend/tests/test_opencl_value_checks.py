@@ -27,7 +27,7 @@ OPS = {  # name -> (coretorch op, numpy reference, the operand check's message)
     "floor_divide": (coretorch.floor_divide, np.floor_divide, ZERO),
     "remainder": (coretorch.remainder, np.remainder, ZERO),
     "div_floor": (lambda a, b: a.div(b, rounding_mode="floor"), np.floor_divide, ZERO),
-    "div_trunc": (lambda a, b: a.div(b, rounding_mode="trunc"), lambda a, b: np.trunc(a / b).astype(a.dtype), ZERO),
+    "div_trunc": (lambda a, b: a.div(b, rounding_mode="trunc"), lambda a, b: _trunc_div(a, b), ZERO),
     "fmod": (lambda a, b: a.fmod(b), np.fmod, ZERO),
 }
 INPLACE = {  # name -> (in-place op (returns the tensor), numpy reference, message)
@@ -54,6 +54,18 @@ def _t(a):
     return coretorch.tensor(a, device="opencl")
 
 
+def _trunc_div(a, b):
+    """C's integer division (toward zero) in Python ints, wrapped to the dtype (INT_MIN / -1 == INT_MIN)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    bits = a.dtype.itemsize * 8
+    out = []
+    for x, y in zip(a.ravel().tolist(), b.ravel().tolist()):
+        q = abs(x) // abs(y)
+        q = q if (x < 0) == (y < 0) else -q
+        out.append((q + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1))
+    return np.array(out, a.dtype).reshape(a.shape)
+
+
 def _powi(a, b):
     """numpy's power, with PyTorch's powi where the exponent is negative: 1, +-1 for base -1 (by parity), else 0."""
     a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
@@ -75,10 +87,8 @@ def _operands(name, dt):
         return a, b
     a = rng.integers(-1000, 1000, (3, 8)).astype(dt)
     b = rng.integers(1, 40, (3, 8)).astype(dt) * rng.choice(np.array([-1, 1], dt), (3, 8))
-    if name in ("div_trunc", "fmod"):  # these divide in floating point: no extremes (but -1 and 0 dividends)
-        a[0, :5], b[0, :5] = (999, -999, 1, -1, 0), (-1, -1, -1, 1, -1)
-    else:
-        a[0, :5], b[0, :5] = (info.min, info.min, info.max, info.min + 1, 0), (-1, 1, -1, -1, -1)
+    a[0, :5], b[0, :5] = (info.min, info.min, info.max, info.min + 1, 0), (-1, 1, -1, -1, -1)
+    a[1, :3], b[1, :3] = (info.max, info.min + 3, 2 ** 25 + 1), (2, 2, 1)  # past float32's (and int64: double's) digits
     return a, b
 
 
