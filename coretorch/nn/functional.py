@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import warnings
 
-
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node

@@ -126,6 +126,16 @@ def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_
 _NEG_POW = "Integers to negative integer powers are not allowed."
 
 
+def _check_divisor(table, b, bt: bool) -> None:
+    """PyTorch's RuntimeError("ZeroDivisionError") for an integer (or bool) divisor ``b`` with a zero: a scalar at
+    once, an array through ``_check_values``."""
+    if not bt:
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+    else:
+        _check_values(table, b, "nonzero", "ZeroDivisionError")
+
+
 def _check_values(table, x, kind: str, message: str) -> None:
     """RuntimeError(message) when an element of the integer array ``x`` is 0 (kind 'nonzero', the only kind): at
     once in host memory; on a device with the 'check_values' primitive, at the next host read (no host round trip
@@ -196,11 +206,7 @@ def _make_binary(name: str, node_cls, kind: str):
             if not bt and b0 < 0:
                 raise RuntimeError(_NEG_POW)
         elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
-            if not bt:
-                if xb == 0:
-                    raise RuntimeError("ZeroDivisionError")
-            else:
-                _check_values(table, xb, "nonzero", "ZeroDivisionError")
+            _check_divisor(table, xb, bt)
         out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
             node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
@@ -358,11 +364,8 @@ def div(input, other, *, rounding_mode=None):
             inexact_neg = logical_and(ne(remainder(input, other), 0), lt(bitwise_xor(input, other), 0))
             return add(q, inexact_neg)
         if dt is _bool:  # bool / bool: a False divisor is a division by zero
-            if not isinstance(other, Tensor):
-                if other == 0:
-                    raise RuntimeError("ZeroDivisionError")
-            else:
-                _check_values(other._be, other._data, "nonzero", "ZeroDivisionError")
+            bt = isinstance(other, Tensor)
+            _check_divisor(other._be if bt else None, other._data if bt else other, bt)
         q = trunc(_div(input, other))
         return q if dt.is_floating_point else q.to(dt)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "

@@ -857,7 +857,7 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         if not dev.is_cpu or dt != out.dtype or dt not in (np.float32, np.float64):
             return False
         pref = dev.cldev.preferred_vector_width_float if dt == np.float32 else dev.cldev.preferred_vector_width_double
-        vw = 8 if pref >= 8 else 4 if pref >= 4 else 0   # 16-wide vectors crash PoCL's LLVM (see matmul.py)
+        vw = 8 if pref >= 8 else 4 if pref >= 4 else 0   # 8-wide at most: a column sum is bound by memory, not lanes
         if not vw or M < vw or max(K, M) >= 2 ** 31:
             return False
         w = -(-M // vw)                         # work-items per row chunk

@@ -104,7 +104,8 @@ def fast_src(dt, rm: int, vw: int, at: bool = False) -> str:
 def nt_blocking(dev, dt=np.float32):
     """(rows, columns, vector width along k) of a work-item of the A @ B.T kernel.  Measured in one run on the
     AVX-512 PoCL device (1024^3 / 128x784x256 float32 GFLOP/s): 4x4x16 75 / 87, 5x4x16 80 / 88, 4x4x8 61 / 70,
-    4x2x8 50 / 54; 16-wide float vectors build and run here (the blocked kernel's notes say they once crashed)."""
+    4x2x8 50 / 54; 16-wide float vectors build and run here (the issue reported PoCL's LLVM failing on them; these
+    kernels do not hit that)."""
     if dev.is_cpu:
         wide = dev.cldev.preferred_vector_width_float >= 16
         if np.dtype(dt) == np.float64:
