@@ -25,7 +25,7 @@ from .ops.pointwise import (add, sub, subtract, mul, multiply, div, divide, true
                             logical_not, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, exp, log, sqrt,
                             rsqrt, abs, sign, neg, negative, reciprocal, sin, cos, tanh, sigmoid, relu, floor,
                             ceil, round, trunc, fix, expm1, log1p, isnan, square, where, clamp, clip,
-                            clamp_min, clamp_max, lerp, masked_fill, rsub)
+                            clamp_min, clamp_max, lerp, masked_fill, rsub, fmod)
 from .ops.reduction import (sum, nansum, mean, prod, amax, amin, max, min, argmax, argmin, var, std,
                             var_mean, std_mean, logsumexp, norm, all, any, cumsum)
 from .ops.linalg import matmul, mm, bmm, addmm, dot, mv, outer
@@ -34,7 +34,7 @@ from .ops.shape import (reshape, flatten, unflatten, squeeze, unsqueeze, permute
                         cat, concat, concatenate, stack, hstack, vstack, split, chunk, unbind)
 from .ops.foreach import _foreach_add_, _foreach_mul_
 from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
-from .ops._util import broadcast_shapes
+from .ops._util import broadcast_shapes as _broadcast_shapes
 from .serialization import save, load
 
 Tensor.erf = erf
@@ -45,6 +45,11 @@ half = float16
 long = int64
 int = int32
 short = int16
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The broadcast of the shapes, as a coretorch.Size (PyTorch's type)."""
+    return Size(_broadcast_shapes(*shapes))
 
 
 def get_default_dtype() -> dtype:

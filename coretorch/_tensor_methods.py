@@ -30,7 +30,7 @@ for _name, _fn in {
     "exp": P.exp, "log": P.log, "sqrt": P.sqrt, "rsqrt": P.rsqrt, "abs": P.abs, "absolute": P.abs,
     "sign": P.sign, "neg": P.neg, "negative": P.neg, "reciprocal": P.reciprocal, "sin": P.sin, "cos": P.cos,
     "tanh": P.tanh, "sigmoid": P.sigmoid, "relu": P.relu, "floor": P.floor, "ceil": P.ceil, "round": P.round,
-    "trunc": P.trunc, "expm1": P.expm1, "log1p": P.log1p, "isnan": P.isnan, "square": P.square,
+    "trunc": P.trunc, "fix": P.trunc, "expm1": P.expm1, "log1p": P.log1p, "isnan": P.isnan, "square": P.square,
     "clamp": P.clamp, "clip": P.clamp, "clamp_min": P.clamp_min, "clamp_max": P.clamp_max,
     "lerp": P.lerp, "masked_fill": P.masked_fill, "where": lambda self, cond, other: P.where(cond, self, other),
     "sum": R.sum, "nansum": R.nansum, "mean": R.mean, "prod": R.prod, "max": R.max, "min": R.min,
@@ -60,15 +60,29 @@ def _reshape_as(self, other):
     return S.reshape(self, other.shape)
 
 
-def _fmod(self, other):
-    # C-style remainder: the result has the sign of the dividend
-    return P.sub(self, P.mul(P.trunc(P.div(self, other)) if self.dtype.is_floating_point else
-                             P.div(self, other, rounding_mode="trunc"), other))
+def _flip(self, *dims):
+    """x.flip(0, 2) as x.flip((0, 2)) (PyTorch's method takes the dims as varargs too)."""
+    return S.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 
+def _softmax(self, dim, dtype=None):
+    from .nn import functional as F
+    return F.softmax(self, dim, dtype=dtype)
+
+
+def _log_softmax(self, dim, dtype=None):
+    from .nn import functional as F
+    return F.log_softmax(self, dim, dtype=dtype)
+
+
+Tensor.flip = _flip
+Tensor.softmax = _softmax
+Tensor.log_softmax = _log_softmax
+Tensor.itemsize = property(lambda self: self.dtype.itemsize)
+Tensor.nbytes = property(lambda self: self.dtype.itemsize * self.numel())
 Tensor.view_as = _view_as
 Tensor.reshape_as = _reshape_as
-Tensor.fmod = _fmod
+Tensor.fmod = P.fmod
 Tensor.type_as = lambda self, other: self.to(other.dtype)
 Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: C.zeros(
     *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
@@ -143,6 +157,8 @@ def _neg(self):
 
 
 def _invert(self):
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return P.bitwise_not(self)
 
 
@@ -211,6 +227,11 @@ def _fast_inplace(name, fn):
 
 for _name, _fn in {"add_": P.add, "sub_": P.sub, "mul_": P.mul, "div_": P.div}.items():
     setattr(Tensor, _name, _fast_inplace(_name, _fn))
+
+Tensor.scatter_add_ = lambda self, dim, index, src: IP.apply_inplace(
+    self, "scatter_add_", lambda s: I.scatter_add(s, dim, index, src), src)
+Tensor.index_add_ = lambda self, dim, index, source, *, alpha=1: IP.apply_inplace(
+    self, "index_add_", lambda s: I.index_add(s, dim, index, source, alpha=alpha), source)
 
 for _name, _fn in {"pow_": P.pow,
                    "floor_divide_": P.floor_divide, "remainder_": P.remainder, "maximum_": P.maximum,

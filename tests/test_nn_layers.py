@@ -65,11 +65,11 @@ def _sig(a):
     (nn.MaxPool2d(2), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"),
     (nn.AvgPool2d(3, 2, 1), "AvgPool2d(kernel_size=3, stride=2, padding=1)"),
     (nn.AdaptiveAvgPool2d((1, 1)), "AdaptiveAvgPool2d(output_size=(1, 1))"),
-    (nn.BatchNorm1d(10), "BatchNorm1d(10, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"),
+    (nn.BatchNorm1d(10), "BatchNorm1d(10, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"),
     (nn.BatchNorm2d(4, momentum=None, affine=False),
-     "BatchNorm2d(4, eps=1e-05, momentum=None, affine=False, track_running_stats=True)"),
-    (nn.LayerNorm(10), "LayerNorm((10,), eps=1e-05, elementwise_affine=True)"),
-    (nn.GroupNorm(2, 4), "GroupNorm(2, 4, eps=1e-05, affine=True)"),
+     "BatchNorm2d(4, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=True)"),
+    (nn.LayerNorm(10), "LayerNorm((10,), eps=1e-05, elementwise_affine=True, bias=True)"),
+    (nn.GroupNorm(2, 4), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"),
     (nn.CrossEntropyLoss(), "CrossEntropyLoss()"), (nn.MSELoss(), "MSELoss()"),
     (nn.RNN(3, 5), "RNN(3, 5)"), (nn.LSTM(10, 20, 2, batch_first=True),
                                   "LSTM(10, 20, num_layers=2, batch_first=True)"),
@@ -86,7 +86,8 @@ def test_lenet_repr_nested():
     net = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.BatchNorm2d(6))
     assert repr(net) == ("Sequential(\n  (0): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))\n  (1): ReLU()\n"
                          "  (2): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)\n"
-                         "  (3): BatchNorm2d(6, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)\n)")
+                         "  (3): BatchNorm2d(6, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                         "track_running_stats=True)\n)")
 
 
 def test_state_dict_keys():

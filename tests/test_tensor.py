@@ -209,7 +209,7 @@ class TestFactories:
         assert torch.arange(3, 3).numel() == 0
         t = torch.arange(0.0, 4.0, 1.0, dtype=torch.int64)
         assert t.dtype is torch.int64 and t.tolist() == [0, 1, 2, 3]
-        with pytest.raises(RuntimeError, match="step must be nonzero"):
+        with pytest.raises(ValueError, match="step must be nonzero"):
             torch.arange(0, 3, 0.5, dtype=torch.int64)  # the step is converted to the integer dtype first
         with pytest.raises(RuntimeError, match="step must be nonzero"):
             torch.arange(0, 3, 0)

@@ -61,8 +61,31 @@ def _infer_np(data):
     else:
         if k == "O" and arr.size and all(type(v) is int for v in arr.reshape(-1)):
             raise RuntimeError("Overflow when unpacking long")  # ints beyond int64
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        bad = data
+        if k == "O" and arr.ndim:  # the first element that is no number names itself, as in PyTorch
+            bad = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool, np.generic))), data)
+        if isinstance(bad, (str, bytes)):
+            raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
+        raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
     return arr, dt
+
+
+def _check_fits(arr: np.ndarray, dt) -> None:
+    """PyTorch's checked conversion of Python numbers into an integer dtype (tensor([300.], dtype=int8) raises,
+    as x.fill_(300) does): NaN, inf and out-of-range values raise; a negative int wraps into uint8, a float
+    does not."""
+    k = arr.dtype.kind
+    if dt.category != 1 or not arr.size or k not in "fiu":
+        return
+    info = np.iinfo(dt.np)
+    lo, hi = int(info.min), int(info.max)
+    if k == "f":
+        with np.errstate(invalid="ignore"):
+            bad = bool(np.any(~(arr >= lo) | (arr > hi)))  # NaN fails arr >= lo
+    else:
+        bad = bool(np.any((arr < (-hi if lo == 0 else lo)) | (arr > hi)))
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
 
 
 def _ragged_message(data, dim: int = 0):
@@ -105,9 +128,12 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         out = data.detach().to(device=device or data.device, dtype=dtype or data.dtype, copy=True)
         return _finish(out, requires_grad)
     arr, dt = _infer_np(data)
+    if dtype is not None and dtype is not dt and not isinstance(data, (np.ndarray, np.generic)):
+        _check_fits(arr, dtype)  # Python numbers are converted one by one, checked (an ndarray is cast)
     dt = dtype or dt
     table = _table(device)
-    a = np.array(arr, dtype=dt.np, copy=True, order="C")
+    with np.errstate(over="ignore"):  # a float beyond float16's range becomes inf, as in PyTorch
+        a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
 
 
@@ -237,8 +263,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     else:
         # c10 converts start/end/step to the integer type first (truncating); int64 also counts in integers
         istart, iend, istep = int(start), int(end), int(step)
-        if istep == 0:
-            raise RuntimeError("arange(): step must be nonzero")
+        if istep == 0 and dtype is _dt.int64:  # the other integer types take the length from the float values
+            raise ValueError("arange(): step must be nonzero")  # PyTorch: a ValueError for a truncated step
         if dtype is _dt.int64:
             n = max(0, (iend - istart + istep - (1 if istep > 0 else -1)) // istep)
         a = istart + np.arange(n, dtype=np.int64) * istep
@@ -276,7 +302,8 @@ def _random(kernel, size, dtype, device, requires_grad, op, generator=None):
     _check_dtype(dtype, op)
     dt = dtype or _dt.default
     if not dt.is_floating_point:
-        raise RuntimeError(f"\"{op}\" not implemented for '{dt._tname[:-6]}': {op} draws floating point values")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dt._tname[:-6]}': {op} draws floating point "
+                                  "values")
     shape = shape_arg(size, op)
     for s in shape:
         if s < 0:

@@ -480,8 +480,9 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     table = input._be
     out = _make(table.nonzero(input._data), _i64, table)
     if as_tuple:
-        if input.ndim == 0:
-            return (out.reshape(-1),)
+        if input.ndim == 0:  # a 0-d input reads as one element: index 0 when it is nonzero
+            from .creation import zeros
+            return (zeros(out.shape[0], dtype=_i64, device=input.device),)
         return tuple(out[:, i] for i in range(input.ndim))
     return out
 

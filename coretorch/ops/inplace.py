@@ -101,7 +101,7 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 getattr(table, _IKERNEL[op])(x._data, y)
                 x._vc[0] += 1
                 return x
-        elif type(other) in (int, float, bool):
+        elif type(other) in (int, float):  # a bool goes the general way (sub_(True) raises as in PyTorch)
             getattr(table, _IKERNEL[op])(x._data, float(other) * alpha)
             x._vc[0] += 1
             return x

@@ -10,6 +10,7 @@ from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
+builtins_abs = abs
 _SCALARS = (int, float, bool)
 
 
@@ -28,6 +29,11 @@ class _BinaryNode(Node):
         if self.dts is not None:
             ga, gb = _cast_grads((ga, gb), self.dts)
         return (ga, gb)
+
+
+def _is_bool(x) -> bool:
+    """A bool tensor or a Python bool (PyTorch wraps the latter into a bool tensor)."""
+    return x.dtype is _bool if isinstance(x, Tensor) else type(x) is bool
 
 
 def _cast_grads(grads, dtypes):
@@ -110,6 +116,10 @@ _scalar_keeps_init()
 
 def _operands_scalar_first(op, s, b: Tensor):
     dt = _dt.result_type((s, b), _dt.default)
+    if type(s) is int and dt.category == 1:  # PyTorch wraps the Python int to the integer type (300 - u8)
+        lo, hi = _INT_RANGE[dt]
+        if s < lo or s > hi:
+            s = (s - lo) % (hi - lo + 1) + lo
     from .creation import full
     a = full((), s, dtype=dt, device=b.device)
     return _operands(op, a, b)
@@ -158,6 +168,7 @@ def _make_binary(name: str, node_cls, kind: str):
     fast = node_cls is not None and (plain or name in ("sub", "div"))
     save_inputs = node_cls is not None and node_cls.save_inputs
     save_output = node_cls is not None and node_cls.save_output
+    is_sub = name == "sub"
 
     def fn(a, b):
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
@@ -178,6 +189,14 @@ def _make_binary(name: str, node_cls, kind: str):
                     return r
                 return _make(out, dt, table)
         b0 = b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
+        if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
+                and not b.dtype.is_floating_point:
+            # true division of a Python number by an integer tensor: the number as given (-3 / u8), not wrapped
+            from .creation import full
+            a = full((), float(a), dtype=_dt.default, device=b.device)
+        if is_sub and _is_bool(a) is not _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         if plain:
@@ -186,12 +205,12 @@ def _make_binary(name: str, node_cls, kind: str):
             if not dt.is_floating_point:
                 dt = _dt.default
                 xa = table.cast(xa, dt.np)
-                xb = table.cast(xb, dt.np) if bt else float(xb)
+                xb = table.cast(xb, dt.np) if bt else float(b0)  # the scalar as given: u8 / -3 is negative
         elif kind == "cmp" or kind == "logical":
             return _make(getattr(table, name)(xa, xb), _bool, table)
         elif kind == "bitwise":
             if dt.is_floating_point:
-                raise RuntimeError(f"\"{name}\" not implemented for '{dt._tname[:-6]}': bitwise ops take "
+                raise NotImplementedError(f"\"{name}\" not implemented for '{dt._tname[:-6]}': bitwise ops take "
                                    "integer or bool tensors")
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
@@ -201,11 +220,14 @@ def _make_binary(name: str, node_cls, kind: str):
             # tensors) takes powi's truncated integral value for a negative entry (1, +-1 for base -1, else 0)
             if dt is _bool:  # PyTorch's pow kernels have no bool: only a bool scalar exponent short-circuits
                 if bt:
-                    raise RuntimeError("\"pow\" not implemented for 'Bool'")
+                    raise NotImplementedError("\"pow\" not implemented for 'Bool'")
                 return _make(table.logical_or(xa, not xb), _bool, table)  # x ** True == x, x ** False == 1
             if not bt and b0 < 0:
                 raise RuntimeError(_NEG_POW)
         elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
+            if dt is _bool:
+                raise NotImplementedError(f"\"{'div_floor' if name == 'floor_divide' else name}_cpu\" not "
+                                          "implemented for 'Bool'")
             _check_divisor(table, xb, bt)
         out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
@@ -334,15 +356,32 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 multiply = mul
 
 
+def _alpha(input, other, alpha, op):
+    """other * alpha with PyTorch's checks: a float alpha needs a floating result, a bool alpha a bool one."""
+    dt = _dt.result_type((input, other), _dt.default)
+    if isinstance(alpha, bool) and dt is not _bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if dt is _bool:  # bool arithmetic: other * alpha is `other and alpha`
+        if op == "sub":
+            return other
+        return logical_and(other, bool(alpha)) if isinstance(other, Tensor) else bool(other) and bool(alpha)
+    return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+
 def add(input, other, *, alpha=1):
-    if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if alpha != 1 or type(alpha) is not int:
+        other = _alpha(input, other, alpha, "add")
+        if isinstance(other, Tensor) and other.dtype is _bool and isinstance(input, Tensor) \
+                and input.dtype is _bool:
+            return logical_or(input, other)
     return _add(input, other)
 
 
 def sub(input, other, *, alpha=1):
-    if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if alpha != 1 or type(alpha) is not int:
+        other = _alpha(input, other, alpha, "sub")
     return _sub(input, other)
 
 
@@ -363,11 +402,9 @@ def div(input, other, *, rounding_mode=None):
             q = floor_divide(input, other)
             inexact_neg = logical_and(ne(remainder(input, other), 0), lt(bitwise_xor(input, other), 0))
             return add(q, inexact_neg)
-        if dt is _bool:  # bool / bool: a False divisor is a division by zero
-            bt = isinstance(other, Tensor)
-            _check_divisor(other._be if bt else None, other._data if bt else other, bt)
-        q = trunc(_div(input, other))
-        return q if dt.is_floating_point else q.to(dt)
+        if dt is _bool:
+            raise NotImplementedError("\"div_trunc_cpu\" not implemented for 'Bool'")
+        return trunc(_div(input, other))
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                        f"'{rounding_mode}'")
 
@@ -377,6 +414,17 @@ divide = true_divide = div
 
 def floor_divide(input, other):
     return _floor_divide(input, other)
+
+
+def fmod(input, other):
+    """C-style remainder: the result has the sign of the dividend."""
+    if _dt.result_type((input, other), _dt.default).is_floating_point:
+        # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
+        r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
+                      abs(other) if isinstance(other, Tensor) else builtins_abs(other))
+        return where(lt(input, 0), neg(r), r) if isinstance(input, Tensor) else \
+            (neg(r) if input < 0 else r)
+    return sub(input, mul(div(input, other, rounding_mode="trunc"), other))
 
 
 def rsub(input, other, alpha=1):
@@ -408,6 +456,8 @@ def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff:
         table = input._be
         dt = input.dtype
         x = input._data
+        if dt is _bool and bool_error is not None:
+            raise bool_error[0](bool_error[1])
         if float_only and not dt.is_floating_point:
             dt = _dt.default
             x = table.cast(x, dt.np)
@@ -424,9 +474,21 @@ def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff:
                 node.save(r)
             return r
         return _make(out, dt, table)
+    bool_error = _UNARY_BOOL_ERRORS.get(name)
     fn.__name__ = name
     fn.__qualname__ = name
     return fn
+
+
+# PyTorch's errors for a bool input to these unary ops (the others take bool: exp(bool) is float, ...)
+_UNARY_BOOL_ERRORS = {
+    "neg": (RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                          "invert a mask, use the `~` or `logical_not()` operator instead."),
+    "relu": (RuntimeError, "Boolean inputs not supported for relu"),
+    "abs": (NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'"),
+    **{n: (NotImplementedError, f"\"{n}_vml_cpu\" not implemented for 'Bool'")
+       for n in ("floor", "ceil", "round", "trunc")},
+}
 
 
 def _x(node):
@@ -439,7 +501,15 @@ log = _make_unary("log", lambda n, g: (div(g, _x(n)),), True, "x")
 sqrt = _make_unary("sqrt", lambda n, g: (div(g, mul(_x(n), 2)),), True, "out")
 rsqrt = _make_unary("rsqrt", lambda n, g: (mul(g, mul(pow(_x(n), 3), -0.5)),), True, "out")
 abs = _make_unary("abs", lambda n, g: (mul(g, sign(_x(n))),), False, "x")
-sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
+_sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
+
+
+def sign(input):
+    if isinstance(input, Tensor) and input.dtype is _bool:  # sign(bool) is the input (numpy has no bool sign)
+        return _make(input._be.cast(input._data, np.bool_), _bool, input._be)
+    return _sign(input)
+
+
 sin = _make_unary("sin", lambda n, g: (mul(g, cos(_x(n))),), True, "x")
 cos = _make_unary("cos", lambda n, g: (neg(mul(g, sin(_x(n)))),), True, "x")
 tanh = _make_unary("tanh", lambda n, g: (mul(g, _rsub1(mul(_x(n), _x(n)))),), True, "out")
@@ -481,11 +551,13 @@ def round(input, *, decimals: int = 0):
 
 def bitwise_not(input):
     if input.dtype.is_floating_point:
-        raise RuntimeError(f"\"bitwise_not\" not implemented for '{input.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     return logical_not(input) if input.dtype is _bool else _bitwise_not(input)
 
 
 def square(input):
+    if isinstance(input, Tensor) and input.dtype is _bool:  # PyTorch: square(bool) is pow(bool, 2): int64
+        input = input.to(_dt.int64)
     return mul(input, input)
 
 
@@ -527,8 +599,10 @@ def where(condition, input=None, other=None):
         dt = _dt.result_type((ref, other if xt else input), _dt.default)
     else:
         dt = _dt.result_type((input, other), _dt.default)
-    # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind
-    conv = float if dt.is_floating_point else bool if dt is _bool else int
+    # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind; an
+    # integer result checks the value as fill_ does (PyTorch: where(c, int8_tensor, 200) raises)
+    conv = float if dt.is_floating_point else bool if dt is _bool else \
+        (lambda v: _dt.fit_scalar(int(v), dt)) if xt or yt else int
     xs = input._data.shape if xt else ()
     ys = other._data.shape if yt else ()
     shape = broadcast_shape(broadcast_shape(condition._data.shape, xs, "where"), ys, "where")
@@ -578,9 +652,17 @@ def clamp(input, min=None, max=None):
     table = input._be
     dt = input.dtype
     x = input._data
-    if not dt.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
-        dt = _dt.default
-        x = table.cast(x, dt.np)
+    if not dt.is_floating_point:
+        # PyTorch's result_type(input, min, max): a float bound gives the default float dtype, an int bound
+        # promotes bool to int64; an int bound is converted to the integer type as fill_ converts it (an
+        # out-of-range bound raises, a negative one wraps for uint8)
+        rdt = _dt.result_type((input,) + tuple(v for v in (min, max) if v is not None), _dt.default)
+        if rdt is not dt:
+            dt = rdt
+            x = table.cast(x, dt.np)
+        if not dt.is_floating_point:
+            min = None if min is None else _dt.fit_scalar(min if dt is _bool else int(min), dt)
+            max = None if max is None else _dt.fit_scalar(max if dt is _bool else int(max), dt)
     out = table.clamp(x, min, max)
     if input._rg and _gs.enabled:
         node = ClampBackward1() if min is not None and max is not None else \

@@ -11,7 +11,20 @@ from ..tensor import Tensor, _make
 from ._util import edge, norm_dim, norm_dims
 
 _bool, _i64 = _dt.bool_, _dt.int64
-values_indices = namedtuple("return_types", ["values", "indices"])
+_f16, _f32, _f64 = _dt.float16, _dt.float32, _dt.float64
+
+
+def _return_type(op: str):
+    """PyTorch's torch.return_types.<op>: a (values, indices) named tuple printed as PyTorch prints it."""
+    base = namedtuple(op, ["values", "indices"])
+
+    def __repr__(self):
+        return f"coretorch.return_types.{op}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    return type(op, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "coretorch.return_types"})
+
+
+_RETURN_TYPES = {"max": _return_type("max"), "min": _return_type("min")}
+values_indices = _RETURN_TYPES["max"]  # (kept for importers)
 
 
 def _axes(dim, ndim: int, op: str):
@@ -127,7 +140,10 @@ def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=N
             x = input._data
         else:
             x = table.cast(x, dt.np)
-    out = getattr(table, kernel)(x, axes, keepdim)
+    if dt is _f16 and kernel == "sum":  # PyTorch accumulates a float16 sum in float32
+        out = table.cast(getattr(table, kernel)(table.cast(x, _f32.np), axes, keepdim), dt.np)
+    else:
+        out = getattr(table, kernel)(x, axes, keepdim)
     if node_cls is not None and input._rg and _gs.enabled:
         return _recorded(node_cls(), input, out, dt, x.shape, axes, keepdim,
                          save_io=not issubclass(node_cls, SumBackward0))
@@ -157,6 +173,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     from .pointwise import isnan, where
+    if not input.dtype.is_floating_point:  # no NaN to skip: an integer input sums to int64, as sum does
+        return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
@@ -197,7 +215,10 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     for i, sz in enumerate(x.shape):
         if axes is None or i in axes:
             n *= sz
-    out = table.div(table.sum(x, axes, keepdim), n)  # n == 0 gives nan, as in PyTorch
+    if dt is _f16:  # accumulated in float32, as PyTorch
+        out = table.cast(table.div(table.sum(table.cast(x, _f32.np), axes, keepdim), n), dt.np)
+    else:
+        out = table.div(table.sum(x, axes, keepdim), n)  # n == 0 gives nan, as in PyTorch
     if input._rg and _gs.enabled:
         node = MeanBackward0() if dim is None else MeanBackward1()
         node.shape, node.axes, node.keepdim, node.n = x.shape, axes, keepdim, n
@@ -218,10 +239,12 @@ def amin(input, dim=(), keepdim: bool = False):
 
 def _check_nonempty(op, input, dim):
     if input.numel() == 0:
-        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
-                         "the reduction dim with the 'dim' argument.") if dim in (None, ()) else \
-            IndexError(f"{op}(): cannot reduce over a zero-size dimension of a tensor of shape "
-                       f"{list(input.shape)}")
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in norm_dims(dim, input.ndim, op):
+            if input.shape[d] == 0:
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
 class MaxBackward0(Node):
@@ -269,7 +292,7 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
         node.next_functions = (edge(input),)
         node._out_meta = ((vals.shape, vals.dtype, table), (idx.shape, _i64, table))
         vals = _make(vals._data, vals.dtype, table, node)
-    return values_indices(vals, idx)
+    return _RETURN_TYPES[op](vals, idx)
 
 
 _no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
@@ -284,8 +307,14 @@ def min(input, dim=None, keepdim: bool = False, *, other=None):
 
 
 def _arg(op, kernel, input, dim, keepdim):
+    if input.dtype is _bool:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if input.numel() == 0 and dim is None:
-        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+    if dim is not None and input.ndim:
+        d = norm_dim(dim, input.ndim, op)
+        if input.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     table = input._be
     if dim is None:
         out = getattr(table, kernel)(input._data, None, False)
@@ -306,7 +335,10 @@ def argmin(input, dim=None, keepdim: bool = False):
 
 def _bool_reduce(op, input, dim, keepdim):
     table = input._be
-    axes = _axes(dim, input.ndim, op)
+    if isinstance(dim, (tuple, list)) and len(dim) == 0 and input.ndim:
+        axes = ()  # all/any over no dims: elementwise (sum and the others reduce everything for dim=())
+    else:
+        axes = _axes(dim, input.ndim, op)
     out = getattr(table, op)(input._data, axes, keepdim)
     if input.dtype is _dt.uint8:  # PyTorch keeps uint8 for uint8 inputs (bool for every other dtype)
         return _make(table.cast(out, _dt.uint8.np), _dt.uint8, table)
@@ -335,6 +367,8 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     dim, correction = _var_args(dim, unbiased, correction)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    if input.dtype is _f16:  # computed in float32 as PyTorch does (float16 squares overflow and lose digits)
+        return var(input.to(_f32), dim, keepdim=keepdim, correction=correction).to(_f16)
     from .pointwise import div, mul, sub
     mu = mean(input, dim, keepdim=True)
     d = sub(input, mu)
@@ -343,9 +377,28 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     return div(s, builtins.max(n - correction, 0))
 
 
+class StdBackward0(Node):
+    """d std = d var / (2 std), and 0 where std is 0 (PyTorch's std_backward; sqrt's backward would give NaN)."""
+    __slots__ = ("out",)
+
+    def backward(self, g):
+        from .pointwise import div, eq, mul, where
+        out = self.out
+        return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
+
+
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     from .pointwise import sqrt
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    if not (v._rg and _gs.enabled):
+        return sqrt(v)
+    with _no_grad():
+        r = sqrt(v)
+    node = StdBackward0()
+    node.next_functions = (edge(v),)
+    r = _make(r._data, r.dtype, r._be, node)
+    node.out = r
+    return r
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -363,7 +416,7 @@ class LogsumexpBackward0(_ReduceNode):
         (x,) = self.saved()
         from .pointwise import exp, mul, sub
         table = x._be
-        if not (g._rg and _gs.enabled) and table.native_broadcast and g.dtype is x.dtype:
+        if not (_gs.enabled and (g._rg or x._rg)) and table.native_broadcast and g.dtype is x.dtype:
             # plain backward: g * exp(x - out), the reduced operands broadcast by the kernels themselves
             k = _reduced_shape(self.shape, self.axes, True)
             gk, ok = table.view(g._data, k), table.view(self.out._data, k)
@@ -420,6 +473,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{input.dtype._tname[:-6]}")
+    if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
+        return norm(input.to(_f32), p, dim, keepdim).to(_f16)
     if p in ("fro", 2, 2.0) or p is None:
         table = input._be
         axes = _axes(dim, input.ndim, "norm")
@@ -470,7 +525,12 @@ def cumsum(input, dim, *, dtype=None):
     if dt is not input.dtype and input._rg and _gs.enabled and dt.is_floating_point:
         input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
     x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
-    out = table.cumsum(x, d if input.ndim else None)
+    acc = (_f64 if table.host_memory else _f32) if dt is _f16 or dt is _f32 else dt
+    if acc is not dt:  # as PyTorch: its CPU scan accumulates in double (a float32 running sum drifts), CUDA's
+        # in float32 (float16 too); a device backend is the CUDA case (and may have no float64)
+        out = table.cast(table.cumsum(table.cast(x, acc.np), d if input.ndim else None), dt.np)
+    else:
+        out = table.cumsum(x, d if input.ndim else None)
     if input._rg and _gs.enabled:
         node = CumsumBackward0()
         node.dim = d

@@ -1,0 +1,315 @@
+"""Regressions found by differential testing against PyTorch: each test pins PyTorch's behaviour (values, dtypes,
+exception types) with numpy / hand-computed expectations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+
+
+def arr(t):
+    return t.detach().numpy()
+
+
+# ---- creation: PyTorch's checked conversion of Python numbers ----
+@pytest.mark.parametrize("data, dtype", [([300.0], torch.int8), ([1e10], torch.uint8), ([-1.0], torch.uint8),
+                                         ([256], torch.uint8), (float("nan"), torch.int64),
+                                         ([float("inf")], torch.int32), (1e20, torch.int64), ([True, 300], torch.int8),
+                                         ([127.5], torch.int8)])
+def test_tensor_python_numbers_out_of_range_raise(data, dtype):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.tensor(data, dtype=dtype)
+
+
+def test_tensor_python_numbers_in_range_convert():
+    assert torch.tensor([-1, 2], dtype=torch.uint8).tolist() == [255, 2]  # a negative int wraps, as fill_
+    assert torch.tensor([127.0, -128.0, 3.7], dtype=torch.int8).tolist() == [127, -128, 3]
+    assert torch.tensor([-0.5], dtype=torch.int8).tolist() == [0]
+    assert torch.tensor([1e5], dtype=torch.float16).tolist() == [math.inf]  # floats are not checked
+    # an ndarray is cast, not checked (PyTorch too)
+    assert torch.tensor(np.array([300.0]), dtype=torch.int8).tolist() == [44]
+
+
+def test_tensor_uninferable_types():
+    with pytest.raises(RuntimeError, match="Could not infer dtype of NoneType"):
+        torch.tensor(None)
+    with pytest.raises(RuntimeError, match="Could not infer dtype of NoneType"):
+        torch.tensor([1, None])
+    with pytest.raises(TypeError, match="Could not infer dtype of str"):
+        torch.tensor("abc")
+
+
+def test_arange_fractional_step_small_int_dtypes():
+    # the length comes from the float arguments, the values from the truncated ones (PyTorch's quirk)
+    for dt in (torch.int32, torch.int8):
+        r = torch.arange(0, 1, 0.3, dtype=dt)
+        assert r.dtype is dt and r.tolist() == [0, 0, 0, 0]
+    assert torch.arange(1, 2.5, 0.5, dtype=torch.int32).tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match="step must be nonzero"):  # int64 truncates the step first
+        torch.arange(0, 1, 0.3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 3, 0)
+
+
+def test_random_factories_reject_integer_dtypes_with_not_implemented():
+    for f in (lambda: torch.rand(2, dtype=torch.int64), lambda: torch.randn(2, dtype=torch.int32),
+              lambda: torch.rand_like(torch.zeros(2, dtype=torch.int64))):
+        with pytest.raises(NotImplementedError):
+            f()
+
+
+# ---- binary ops with Python scalars ----
+def test_true_division_of_integer_tensor_by_scalar_keeps_the_scalar():
+    x = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    np.testing.assert_allclose(arr(x / -3), np.array([1, 2, 3]) / -3, rtol=1e-6)
+    np.testing.assert_allclose(arr(-3 / x), -3 / np.array([1, 2, 3]), rtol=1e-6)
+    y = torch.tensor([1, 2, 3], dtype=torch.int8)
+    np.testing.assert_allclose(arr(y / 200), np.array([1, 2, 3]) / 200, rtol=1e-6)
+    np.testing.assert_allclose(arr(torch.div(y, 1000)), np.array([1, 2, 3]) / 1000, rtol=1e-6)
+    assert (x / -3).dtype is torch.float32
+
+
+def test_scalar_first_int_wraps_like_scalar_second():
+    x = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    r = 300 - x
+    assert r.dtype is torch.uint8 and r.tolist() == [43, 42, 41]
+    assert (x - 300).tolist() == [213, 214, 215]
+
+
+@pytest.mark.parametrize("f", [lambda: torch.ones(3) - torch.ones(3, dtype=torch.bool),
+                               lambda: torch.ones(3, dtype=torch.bool) - torch.ones(3),
+                               lambda: torch.ones(3, dtype=torch.int64) - True,
+                               lambda: True - torch.ones(3),
+                               lambda: torch.ones(3, dtype=torch.bool) - 2,
+                               lambda: torch.sub(torch.ones(3), torch.zeros(3, dtype=torch.bool)),
+                               lambda: torch.ones(3).sub_(True)])
+def test_subtraction_with_a_bool_operand_raises(f):
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        f()
+
+
+def test_bool_floor_division_and_remainder_not_implemented():
+    a = torch.tensor([True, False])
+    for f in (lambda: a // a, lambda: a % True, lambda: torch.remainder(a, a),
+              lambda: torch.div(a, a, rounding_mode="floor"), lambda: torch.div(a, a, rounding_mode="trunc")):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            f()
+
+
+def test_bitwise_on_float_errors():
+    x = torch.ones(3)
+    for f in (lambda: x & x, lambda: torch.bitwise_xor(x, 1), lambda: torch.bitwise_not(x)):
+        with pytest.raises(NotImplementedError):
+            f()
+    with pytest.raises(TypeError, match="only implemented on integer and Boolean-type tensors"):
+        ~x
+    with pytest.raises(NotImplementedError):
+        torch.tensor([True]) ** torch.tensor([True])
+
+
+def test_add_sub_alpha_rules():
+    i = torch.ones(3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(i, i, alpha=2.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.sub(i, 1, alpha=0.5)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.add(torch.ones(3), 1, alpha=True)
+    b = torch.add(torch.tensor([True, False, False]), torch.tensor([False, False, True]), alpha=2)
+    assert b.dtype is torch.bool and b.tolist() == [True, False, True]
+    assert torch.add(i, i, alpha=3).tolist() == [4, 4, 4]
+    np.testing.assert_allclose(arr(torch.sub(torch.ones(2), torch.ones(2), alpha=0.5)), [0.5, 0.5])
+
+
+# ---- clamp / where / masked_fill on integer tensors ----
+def test_clamp_integer_bounds_are_converted_like_fill():
+    x = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    assert torch.clamp(x, -1, 1).tolist() == [1, 1, 1]  # -1 -> 255, then max(x, 255) clipped to 1
+    assert torch.clamp(x, min=-1).tolist() == [255, 255, 255]
+    y = torch.tensor([1, 2, 3], dtype=torch.int8)
+    for kw in (dict(max=200), dict(min=-200), dict(min=1000, max=2000)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+            torch.clamp(y, **kw)
+    r = torch.clamp(torch.tensor([True, False]), min=0)
+    assert r.dtype is torch.int64 and r.tolist() == [1, 0]
+    r = torch.clamp(y, min=1.5)
+    assert r.dtype is torch.float32 and r.tolist() == [1.5, 2.0, 3.0]
+
+
+def test_where_and_masked_fill_check_integer_scalars():
+    y = torch.tensor([1, 2, 3], dtype=torch.int8)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.where(y > 1, y, 200)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        y.masked_fill(y > 1, 200)
+    assert y.masked_fill(y > 1, -5).tolist() == [1, -5, -5]
+    assert torch.where(y > 1, y, 2.5).dtype is torch.float32
+
+
+# ---- unary ops on bool ----
+def test_unary_ops_on_bool_tensors():
+    b = torch.tensor([True, False, True])
+    s = torch.sign(b)
+    assert s.dtype is torch.bool and s.tolist() == [True, False, True]
+    sq = torch.square(b)
+    assert sq.dtype is torch.int64 and sq.tolist() == [1, 0, 1]
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+        torch.neg(b)
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        torch.relu(b)
+    for f in (torch.abs, torch.floor, torch.ceil, torch.round, torch.trunc):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            f(b)
+
+
+# ---- fmod ----
+def test_fmod_is_exact_and_handles_infinities():
+    x = torch.tensor([1e10, 123456789.0, -7.0, 7.0, 2.5, -1.0], dtype=torch.float32)
+    d = torch.tensor([3.0, 3.0, 2.0, -2.0, math.inf, -math.inf], dtype=torch.float32)
+    np.testing.assert_array_equal(arr(torch.fmod(x, d)), np.fmod(arr(x), arr(d)))
+    np.testing.assert_array_equal(arr(x.fmod(3.0)), np.fmod(arr(x), np.float32(3.0)))
+    assert np.isnan(arr(torch.fmod(torch.tensor([1.0, math.inf]), torch.tensor([0.0, 2.0])))).all()
+    assert torch.tensor([-7, 7, -3]).fmod(2).tolist() == [-1, 1, -1]
+    g = torch.tensor([2.0, -3.7], requires_grad=True)
+    torch.fmod(g, 1.5).sum().backward()
+    np.testing.assert_allclose(arr(g.grad), [1.0, 1.0])
+    assert torch.tensor([-1.5, 1.5]).fix().tolist() == [-1.0, 1.0]
+
+
+# ---- reductions ----
+def test_reduction_errors_on_empty_inputs():
+    e = torch.ones(0, 3)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        torch.amax(e)
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.amin(e, 0)
+    with pytest.raises(IndexError, match="Expected reduction dim to be specified"):
+        torch.argmax(torch.ones(0))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.argmin(e, 0)
+    assert torch.argmax(e, 1).shape == (0,)
+    with pytest.raises(RuntimeError, match="does not support bool input"):
+        torch.tensor([True, False]).argmax()
+
+
+def test_all_any_over_no_dims_are_elementwise():
+    x = torch.tensor([[1, 0], [2, 3]])
+    assert torch.all(x, ()).tolist() == [[True, False], [True, True]]
+    u = torch.any(x.to(torch.uint8), dim=())
+    assert u.dtype is torch.uint8 and u.tolist() == [[1, 0], [1, 1]]
+    assert torch.all(x).item() is False
+
+
+def test_nansum_of_integers_is_int64():
+    r = torch.nansum(torch.tensor([1, 2, 3], dtype=torch.int8))
+    assert r.dtype is torch.int64 and r.item() == 6
+    assert torch.nansum(torch.tensor([True, True])).dtype is torch.int64
+
+
+def test_max_min_dim_return_types():
+    r = torch.max(torch.tensor([[1.0, 3.0]]), 1)
+    assert type(r).__name__ == "max" and (r.values, r.indices) == tuple(r)
+    assert repr(r).startswith("coretorch.return_types.max(\nvalues=tensor([3.])")
+    assert type(torch.min(torch.ones(2, 2), 0)).__name__ == "min"
+
+
+def test_float16_reductions_accumulate_in_float32():
+    rng = np.random.default_rng(0)
+    x = (rng.random(20000) * 0.1 + 0.3).astype(np.float16)
+    ref = np.cumsum(x.astype(np.float64))
+    np.testing.assert_allclose(arr(torch.from_numpy(x).cumsum(0)).astype(np.float64), ref, rtol=2e-3)
+    X = rng.random((50, 4000)).astype(np.float16)
+    t = torch.from_numpy(X)
+    np.testing.assert_allclose(float(t.std()), X.astype(np.float64).std(ddof=1), rtol=2e-3)
+    np.testing.assert_allclose(float(t.norm()), np.linalg.norm(X.astype(np.float64)), rtol=2e-3)
+    np.testing.assert_allclose(arr(t.var(1)).astype(np.float64), X.astype(np.float64).var(1, ddof=1), rtol=3e-3)
+    np.testing.assert_allclose(float(torch.from_numpy(x).sum()), x.astype(np.float64).sum(), rtol=2e-3)
+    np.testing.assert_allclose(float(t.mean()), X.astype(np.float64).mean(), rtol=2e-3)
+    assert t.std().dtype is torch.float16 and t.cumsum(1).dtype is torch.float16
+
+
+def test_float32_cumsum_does_not_drift():
+    r = torch.full((10 ** 6,), 0.1).cumsum(0)
+    assert abs(float(r[-1]) - 1e5) < 1.0  # a float32 running sum ends near 100958
+
+
+def test_std_gradient_is_zero_where_std_is_zero():
+    x = torch.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    x.std(1).sum().backward()
+    g = arr(x.grad)
+    assert np.all(g[0] == 0)
+    v = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(g[1], (v - v.mean()) / (2 * v.std(ddof=1)) * 2 / 2, rtol=1e-12)
+
+
+def test_logsumexp_double_backward():
+    x0 = np.array([[0.3, -1.2, 2.0], [0.5, 0.1, -0.4]])
+    x = torch.tensor(x0, requires_grad=True)
+    (g,) = torch.autograd.grad(x.logsumexp(1).sum(), x, create_graph=True)
+    s = np.exp(x0) / np.exp(x0).sum(1, keepdims=True)
+    np.testing.assert_allclose(arr(g), s, rtol=1e-12)
+    (gg,) = torch.autograd.grad((g * g).sum(), x)
+    # d/dx sum_j s_j^2 = 2 s_i (s_i - sum_j s_j^2)
+    expect = 2 * s * (s - (s * s).sum(1, keepdims=True))
+    np.testing.assert_allclose(arr(gg), expect, rtol=1e-10)
+
+
+# ---- shapes, tensor methods ----
+def test_shape_helpers():
+    assert isinstance(torch.broadcast_shapes((3, 1), (4,)), torch.Size)
+    assert torch.broadcast_shapes((3, 1), (4,)) == (3, 4)
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(arr(x.flip(0, 2)), np.flip(arr(x), (0, 2)))
+    np.testing.assert_array_equal(arr(x.flip([1])), np.flip(arr(x), 1))
+    with pytest.raises(ValueError, match="expected a non-empty list of Tensors"):
+        torch.cat([])
+
+
+def test_tensor_softmax_methods_and_sizes():
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    e = np.exp([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(arr(x.softmax(1))[0], e / e.sum(), rtol=1e-6)
+    np.testing.assert_allclose(arr(x.log_softmax(-1))[0], np.log(e / e.sum()), rtol=1e-6)
+    assert x.softmax(1, dtype=torch.float64).dtype is torch.float64
+    h = torch.ones(2, 3, dtype=torch.float16)
+    assert h.itemsize == 2 and h.nbytes == 12
+
+
+def test_nonzero_of_a_0d_tensor_as_tuple():
+    (r,) = torch.nonzero(torch.tensor(3), as_tuple=True)
+    assert r.tolist() == [0]
+    (r,) = torch.nonzero(torch.tensor(0), as_tuple=True)
+    assert r.tolist() == []
+
+
+def test_scatter_add_and_index_add_in_place_methods():
+    x = torch.zeros(2, 3)
+    out = x.scatter_add_(1, torch.tensor([[0, 0], [2, 1]]), torch.ones(2, 2))
+    assert out is x and x.tolist() == [[2.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+    y = torch.zeros(3, 2)
+    assert y.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 2), alpha=3) is y
+    assert y.tolist() == [[6.0, 6.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+# ---- nn ----
+def test_norm_layers_bias_argument_and_repr():
+    bn = nn.BatchNorm2d(3, bias=False)
+    assert bn.bias is None and sorted(bn.state_dict()) == ["num_batches_tracked", "running_mean", "running_var",
+                                                            "weight"]
+    assert repr(bn) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=False, track_running_stats=True)"
+    x = torch.randn(2, 3, 4, 4)
+    m = arr(x).mean((0, 2, 3), keepdims=True)
+    v = arr(x).var((0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(arr(bn(x)), (arr(x) - m) / np.sqrt(v + 1e-5), rtol=1e-4, atol=1e-5)
+    gn = nn.GroupNorm(1, 3, bias=False)
+    assert gn.bias is None and repr(gn) == "GroupNorm(1, 3, eps=1e-05, affine=True, bias=False)"
+    assert gn(x).shape == (2, 3, 4, 4)
+    assert repr(nn.LayerNorm(4, bias=False)) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=False)"
+    assert repr(nn.BatchNorm1d(2, affine=False)) == ("BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=False, "
+                                                     "bias=False, track_running_stats=True)")
+    assert F.softmax(torch.zeros(2), 0).tolist() == [0.5, 0.5]
