@@ -8,6 +8,7 @@ import pytest
 
 import coretorch as torch
 from coretorch.autograd import Function, Variable, gradcheck, gradgradcheck
+from coretorch.testing import available_devices
 
 SECOND_TIME = "Trying to backward through the graph a second time"
 
@@ -948,3 +949,46 @@ def test_saved_tensors_are_freed_as_soon_as_their_node_has_run():
         loss.backward(retain_graph=retain)
         assert seen == freed
         np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(x.detach().numpy()), rtol=1e-6)
+
+
+def _penalty_ops(device):
+    """Losses whose op under test receives a gradient that does not require grad (a constant factor c)."""
+    import coretorch.nn.functional as F
+    y = torch.tensor([1, 0, 2, 1], device=device)
+    c = torch.tensor(np.linspace(-1, 1, 12).reshape(4, 3), device=device)
+    return {
+        "linear": lambda x, w, b: (F.linear(x, w, b) * c).sum(),
+        "addmm": lambda x, w, b: (torch.addmm(b, x, w.t()) * c).sum(),
+        "log_softmax": lambda x, w, b: (F.log_softmax(x @ w.t() + b, 1) * c).sum(),
+        "cross_entropy": lambda x, w, b: F.cross_entropy(x @ w.t() + b, y),
+    }
+
+
+@pytest.mark.parametrize("device", available_devices())
+@pytest.mark.parametrize("op", ["linear", "addmm", "log_softmax", "cross_entropy"])
+def test_gradient_penalty_with_an_implicit_output_gradient(device, op):
+    """autograd.grad(loss, x, create_graph=True) on a scalar loss: the incoming gradient (1) needs no grad, yet
+    dloss/dx depends on the weights, so it must carry a graph (the plain kernel-level backward paths used to
+    return it detached and the second backward raised)."""
+    f = _penalty_ops(device)[op]
+    rng = np.random.default_rng(3)
+    xv, wv, bv = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal(3)
+
+    def penalty(xa, wa, ba, create_graph):
+        x = torch.tensor(xa, device=device, requires_grad=True)
+        w = torch.tensor(wa, device=device, requires_grad=True)
+        b = torch.tensor(ba, device=device, requires_grad=True)
+        (gx,) = torch.autograd.grad(f(x, w, b), x, create_graph=create_graph)
+        return (gx * gx).sum(), (x, w, b)
+
+    p, leaves = penalty(xv, wv, bv, True)
+    assert p.requires_grad
+    p.backward()
+    for i, v in enumerate((xv, wv, bv)):
+        def pf(vi, i=i):
+            args = [xv, wv, bv]
+            args[i] = vi
+            return penalty(*args, False)[0].item()
+        got = leaves[i].grad  # None where the penalty does not depend on the leaf (its gradient is 0)
+        got = np.zeros_like(v) if got is None else got.cpu().numpy()
+        np.testing.assert_allclose(got, numgrad(pf, v), rtol=1e-4, atol=1e-6)

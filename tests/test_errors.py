@@ -450,6 +450,8 @@ class TestDeviceErrors:
         lambda a, b: a.index_select(0, torch.tensor([0])),
         lambda a, b: a.scatter_add(0, torch.zeros(1, 3, dtype=torch.int64), b),
         lambda a, b: a.index_add(0, torch.tensor([0, 1]), b),
+        lambda a, b: torch.nn.functional.cross_entropy(a, torch.tensor([0, 2])),
+        lambda a, b: torch.nn.functional.nll_loss(a, torch.tensor([0, 2])),
     ])
     def test_ops_across_devices(self, fakedev, call):
         a = torch.ones(2, 3, device=fakedev)

@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ..ops._util import edge as _edge, host_all_below, norm_dim as _norm_dim
+from ..ops._util import device_mismatch, edge as _edge, host_all_below, norm_dim as _norm_dim
 from ..ops.pointwise import relu, sigmoid, tanh  # noqa: F401
 from ..tensor import Tensor, _make
 
@@ -245,7 +245,7 @@ class LogSoftmaxBackward0(Node):
 
     def backward(self, g):
         y = self.out
-        if not (g._rg and _gs.enabled) and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
+        if not _gs.enabled and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
             # plain backward: g - exp(y) * sum(g) as four kernel calls, no op layer
             table = g._be
             s = table.sum(g._data, (self.dim,), True)
@@ -609,7 +609,6 @@ def _conv2d_bwd_input_fallback(gy: Tensor, w: Tensor, xshape, stride, padding, d
 def _conv_call(kernel: str, fallback, a: Tensor, b: Tensor, shape, stride, padding, dilation, groups):
     table = a._be
     if b._be is not table:
-        from ..ops._util import device_mismatch
         raise device_mismatch(kernel, a, b)
     if table.has(kernel):
         if shape is None:
@@ -1406,6 +1405,8 @@ def _class_last(input: Tensor):
 
 
 def _check_nll_shapes(input, target):
+    if target._be is not input._be:
+        raise device_mismatch("nll_loss", input, target)
     xs, ts = input._data.shape, target._data.shape
     if not xs:
         raise ValueError(f"Expected 1 or more dimensions (got {len(xs)})")

@@ -108,9 +108,9 @@ class AddmmBackward0(Node):
     def backward(self, g):
         m1, m2 = self.saved()
         ni, n1, n2 = self.need
-        if not (g._rg and _gs.enabled) and g.dtype is m1.dtype and g._be is m1._be and m1._data.ndim == 2 \
+        if not _gs.enabled and g.dtype is m1.dtype and g._be is m1._be and m1._data.ndim == 2 \
                 and m2._data.ndim == 2:
-            # plain backward (no graph to build): kernel calls only, as LinearBackward
+            # plain backward (grad mode off: no graph to build, whatever needs grad): kernel calls only
             table, gd, dt = g._be, g._data, g.dtype
             return (sum_to(g, self.si) if ni else None,
                     _make(table.matmul(gd, table.permute(m2._data, _T2)), dt, table) if n1 else None,
@@ -166,7 +166,7 @@ class LinearBackward(Node):
     def backward(self, g):
         x, w = self.saved()
         nx, nw, nb = self.need
-        if not (g._rg and _gs.enabled) and g.dtype is x.dtype and g._be is x._be:
+        if not _gs.enabled and g.dtype is x.dtype and g._be is x._be:
             # plain backward (no graph to build): three kernel calls, none of the op-level checks
             table, gd, dt = g._be, g._data, g.dtype
             return (_make(table.matmul(gd, w._data), dt, table) if nx else None,
