@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .grad_mode import state
-from .graph import AccumulateGrad
+from .graph import _FREED, AccumulateGrad
 
 
 def _grad_edge(t):
@@ -16,9 +16,13 @@ def _grad_edge(t):
 
 def _toposort(roots) -> dict:
     """Dependency counts of the nodes reachable from ``roots`` (iterative DFS): a node enters ``deps`` on its
-    first incoming edge and is walked then; roots are walked from the start (and counted if reachable)."""
+    first incoming edge and is walked then; roots are walked from the start (and counted if reachable).  Leaf
+    sinks (AccumulateGrad) have no edges: they are counted, never walked."""
     deps: dict = {}
-    stack = list(dict.fromkeys(n for n in roots if n is not None))  # a root given twice is walked once
+    if len(roots) == 1:
+        stack = [roots[0]]
+    else:
+        stack = list(dict.fromkeys(roots))  # a root given twice is walked once
     walked = set(stack)
     while stack:
         for nxt, _ in stack.pop().next_functions:
@@ -28,7 +32,7 @@ def _toposort(roots) -> dict:
                 deps[nxt] += 1
             else:
                 deps[nxt] = 1
-                if nxt not in walked:
+                if nxt.__class__ is not AccumulateGrad and nxt not in walked:
                     stack.append(nxt)
     return deps
 
@@ -59,8 +63,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     for node, nr, g in roots:
         buf = buffers.setdefault(node, {})
         buf[nr] = g if nr not in buf else buf[nr] + g
-    ready = [r[0] for r in roots if deps.get(r[0], 0) == 0]
-    ready = list(dict.fromkeys(ready))
+    ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
     results = [None] * (len(inputs) if inputs is not None else 0)
     owned: set = set(id(g) for _, _, g in roots)  # the caller's gradient tensors are never stored
     prev = state.enabled
@@ -71,9 +74,9 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, _EMPTY)
-            if node._tensor_hooks or node._pre_hooks or capture is not None:
+            if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results)
-            if type(node) is AccumulateGrad:
+            if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
                     if g._base is not None or id(g) in owned:  # never store a view or a tensor held elsewhere
@@ -81,47 +84,60 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     owned.add(id(g))
                     node.apply(g)
                 continue
-            if node._out_meta is None:  # one output: its gradient, straight to the formula when apply is Node's
-                gi = buf.get(0)
-                grads_in = node.backward(gi) if node._plain else node.apply(gi)
-                gi = (gi,)
+            if node._out_meta is None:  # one output: its gradient, straight to the formula
+                if node._plain:
+                    grads_in = node.backward(buf.get(0))
+                    if release:  # as PyTorch: a node's saved tensors go as soon as it has run (lower peak)
+                        if node._saved:
+                            node._saved = _FREED
+                        if getattr(node, "out", None) is not None:  # a saved output kept outside _saved
+                            node.out = None
+                else:
+                    grads_in = node.apply(buf.get(0))
+                    if release:
+                        node.release()
             else:
+                grads_in = node.apply(*_grads_tuple(node, buf))
+                if release:
+                    node.release()
+            if node._hooked and node._hooks:
                 gi = _grads_tuple(node, buf)
-                grads_in = node.apply(*gi)
-            if node._hooks:
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
                         grads_in = tuple(r)
-            if release:  # as PyTorch: a node's saved tensors go as soon as it has run (a lower peak in backward)
-                node.release()
-            n_in = len(grads_in)
-            k = -1
-            for nxt, nr in node.next_functions:
-                k += 1
+            nf = node.next_functions
+            if len(grads_in) != len(nf):  # fewer gradients than inputs: the rest are None
+                grads_in = tuple(grads_in) + (None,) * (len(nf) - len(grads_in))
+            for (nxt, nr), g in zip(nf, grads_in):
                 if nxt is None:
                     continue
-                g = grads_in[k] if k < n_in else None
                 if g is not None:
-                    if type(nxt) is AccumulateGrad:
+                    if nxt.__class__ is AccumulateGrad and fast_leaves and deps[nxt] == 1 and not nxt._hooked \
+                            and nxt not in buffers:
+                        # a leaf reached by this edge alone, no hooks: store or accumulate now, no buffer or queue
+                        deps[nxt] = 0
                         v = nxt.variable
-                        if g._data.shape != v._data.shape or g.dtype is not v.dtype:
-                            g = _validate_leaf_grad(node, k, g, v)
-                        if deps[nxt] == 1 and fast_leaves and nxt._tensor_hooks is None \
-                                and nxt._pre_hooks is None and nxt._hooks is None and nxt not in buffers:
-                            # a leaf reached by this edge alone, no hooks: accumulate now, no buffer or queue
-                            deps[nxt] = 0
-                            if g._base is not None or id(g) in owned:
-                                g = g.detach().clone() if not create_graph else g.clone()
+                        if v._grad is None and g._base is None and g.grad_fn is None and not g._rg \
+                                and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
+                                and id(g) not in owned:
                             owned.add(id(g))
-                            nxt.apply(g)
-                            continue
+                            v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
+                        else:
+                            _leaf_slow(node, grads_in, g, nxt, owned, create_graph)
+                        continue
                     b = buffers.get(nxt)
                     if b is None:
                         buffers[nxt] = {nr: g}
                     else:
                         b[nr] = g if nr not in b else b[nr] + g
-                d = deps[nxt] - 1
+                    d = deps[nxt]
+                    if d == 1:  # its last edge: ready now (nothing reads its count again)
+                        ready.append(nxt)
+                        continue
+                else:
+                    d = deps[nxt]
+                d -= 1
                 deps[nxt] = d
                 if d == 0:
                     if nxt in buffers:
@@ -137,6 +153,19 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
+    """A leaf's gradient that cannot simply be stored: validated (shape, dtype), copied when it is a view or
+    held elsewhere, then accumulated by the leaf's AccumulateGrad."""
+    v = acc.variable
+    if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+        k = next(i for i, x in enumerate(grads_in) if x is g)
+        g = _validate_leaf_grad(node, k, g, v)
+    if g._base is not None or id(g) in owned:
+        g = g.detach().clone() if not create_graph else g.clone()
+    owned.add(id(g))
+    acc.apply(g)
 
 
 def _run_hooks(node, buf: dict, capture, results) -> dict:

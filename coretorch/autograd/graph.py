@@ -70,14 +70,17 @@ class Node:
     _out_meta = None
     out = None  # nodes that keep their output declare an ``out`` slot
 
-    _plain = True  # apply is Node.apply (just the backward formula): the engine calls backward directly
+    # apply and release are Node's (just the backward formula; free the saved tensors): the engine calls backward
+    # directly and releases inline
+    _plain = True
+    _hooked = False  # set once any hook is registered on the node (never reset: the engine then checks them all)
 
     def __init__(self):
         self.next_functions = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._plain = cls.apply is Node.apply
+        cls._plain = cls.apply is Node.apply and cls.release is Node.release
 
     def name(self) -> str:
         return type(self).__name__
@@ -120,16 +123,19 @@ class Node:
     def register_hook(self, fn) -> RemovableHandle:
         if self._hooks is None:
             self._hooks = OrderedDict()
+        self._hooked = True
         return RemovableHandle.add(self._hooks, fn)
 
     def register_prehook(self, fn) -> RemovableHandle:
         if self._pre_hooks is None:
             self._pre_hooks = OrderedDict()
+        self._hooked = True
         return RemovableHandle.add(self._pre_hooks, fn)
 
     def _register_tensor_hook(self, out_nr: int, fn) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
+        self._hooked = True
         return RemovableHandle.add(self._tensor_hooks.setdefault(out_nr, OrderedDict()), fn)
 
     def backward(self, *grads):  # pragma: no cover - overridden

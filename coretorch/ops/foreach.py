@@ -24,12 +24,14 @@ def _pairs(op: str, self, other) -> list:
 
 def _foreach_add_(self: list, other, *, alpha=1) -> None:
     """``self[i].add_(other[i], alpha=alpha)`` for every i (``other`` a list of tensors or one scalar)."""
+    plain = not _gs.enabled  # outside autograd a same-shape float pair needs no graph and no promotion
     for t, o in _pairs("_foreach_add_", self, other):
         # the pair binary_inplace would send to axpy_ anyway, without its per-call dispatch (2.4 % of a small
         # nn training step's instructions); every other pair goes through it
-        if o.__class__ is Tensor and not _gs.enabled and t._be is o._be and t._be.has_axpy \
-                and t.dtype is o.dtype and t.dtype.is_floating_point and t._data.shape == o._data.shape:
-            t._be.axpy_(t._data, alpha, o._data)
+        be = t._be
+        if plain and o.__class__ is Tensor and be is o._be and be.has_axpy and t.dtype is o.dtype \
+                and t.dtype.is_floating_point and t._data.shape == o._data.shape:
+            be.axpy_(t._data, alpha, o._data)
             t._vc[0] += 1
         else:
             _IP.binary_inplace(t, "add_", _P.add, o, alpha)

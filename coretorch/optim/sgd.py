@@ -70,6 +70,10 @@ class SGD(Optimizer):
                     grads.append(g)
                     if momentum != 0:
                         bufs.append(state[p].get("momentum_buffer"))
+            if momentum == 0 and group["weight_decay"] == 0 and not group["maximize"] and not _gs.enabled \
+                    and group["foreach"] is not False and not group["fused"]:
+                _foreach_add_(params, grads, alpha=-group["lr"])  # plain SGD: what _multi_tensor_sgd comes to
+                continue
             sgd(params, grads, bufs, foreach=group["foreach"], weight_decay=group["weight_decay"],
                 momentum=momentum, lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
                 maximize=group["maximize"])

@@ -114,14 +114,22 @@ def _assign(dst, src):
 
 def _inplace(uf):
     def k(x, y):
-        if not x.flags.writeable:
-            _assign(x, x)
-        uf(x, y, out=x)
+        try:
+            uf(x, y, out=x)
+        except ValueError:
+            if x.flags.writeable:
+                raise
+            _assign(x, x)  # a read-only broadcast view: PyTorch's error for an overlapping write
     return k
 
 
 def _axpy(y, a, x):
-    _iadd(y, x if a == 1 else x * a)
+    try:
+        np.add(y, x if a == 1 else x * a, out=y)
+    except ValueError:
+        if y.flags.writeable:
+            raise
+        _assign(y, y)
 
 
 _iadd = _inplace(np.add)
