@@ -60,6 +60,9 @@ PRIMITIVES: dict[str, str] = {
     "iadd": "optional", "isub": "optional", "imul": "optional", "idiv": "optional",
     "axpy_": "optional (y, alpha, x) in place: y += alpha * x, x of y's shape and dtype (SGD's update in one pass)",
     # optional fused kernels of nn.functional (a backend without them gets composites of the kernels above)
+    "linear": "optional (x (N, in), w (out, in), b (out,)|None) -> x @ w.T + b (N, out): nn.Linear's forward",
+    "linear_backward": "optional (g (N, out), x (N, in), w (out, in), need_x, need_w, need_b) -> (g @ w, g.T @ x, "
+                       "g summed over N), each None where not needed: nn.Linear's backward",
     "conv2d": "optional (x (N,C,H,W), w (O,C/g,KH,KW), stride, padding, dilation, groups) -> (N,O,OH,OW)",
     "conv2d_backward_input": "optional (gy, w, x_shape, stride, padding, dilation, groups) -> gx",
     "conv2d_backward_weight": "optional (x, gy, w_shape, stride, padding, dilation, groups) -> gw",
@@ -117,6 +120,7 @@ class KernelTable:
         self.host_memory = bool(getattr(backend, "host_memory", False))
         self.has_iadd = "iadd" in kernels  # checked on hot paths: an attribute, not a call
         self.has_axpy = "axpy_" in kernels
+        self.has_linear = "linear" in kernels and "linear_backward" in kernels
         for name in set(PRIMITIVES) | set(_extra_kernels):
             setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
 

@@ -314,8 +314,29 @@ class Tensor:
         raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
 
 
+_tuple_getitem = tuple.__getitem__
+_tuple_add = tuple.__add__
+_tuple_mul = tuple.__mul__
+
+
 class Size(tuple):
-    """torch.Size: a tuple with a torch-like repr."""
+    """torch.Size: a tuple with a torch-like repr; slicing, ``+`` (either side of a tuple) and ``*`` give a Size."""
+    __slots__ = ()
+
+    # shape[i] is a hot path: an int index is one tuple lookup (no default arguments: CPython then inlines the call)
+    def __getitem__(self, i):
+        return _tuple_getitem(self, i) if i.__class__ is not slice else Size(_tuple_getitem(self, i))
+
+    def __add__(self, other):
+        return Size(_tuple_add(self, other))  # a non-tuple raises tuple's TypeError
+
+    def __radd__(self, other):
+        return Size(_tuple_add(other, self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n):
+        return Size(_tuple_mul(self, n))
+
+    __rmul__ = __mul__
 
     def __repr__(self) -> str:
         return f"coretorch.Size([{', '.join(str(s) for s in self)}])"
@@ -379,7 +400,8 @@ def _edge(t: Tensor):
     if t.grad_fn is not None:
         return (t.grad_fn, t._out_nr)
     if t._rg:
-        return (t._get_accum(), 0)
+        a = t._accum
+        return (a if a is not None else t._get_accum(), 0)
     return (None, 0)
 
 

@@ -257,3 +257,31 @@ def test_same_shape_fast_path_saves_inputs_with_versions():
         y.sum().backward()
     z = torch.ones(2, dtype=torch.int64) + torch.ones(2, dtype=torch.int64)  # integers: the general path
     assert z.dtype is torch.int64 and z.tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("bias", ["none", "full", "broadcast"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_fused_linear_kernels_match_the_composite_path(bias, layout):
+    """F.linear on cpu takes the backend's fused linear/linear_backward kernels (a (out,) bias or none); a bias
+    that broadcasts, like (1,), takes the matmul + add composite.  Both agree with numpy, forward and backward,
+    and with float64 gradcheck."""
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((6, 4)) if layout == "contiguous" else rng.standard_normal((4, 6)).T
+    wv = rng.standard_normal((3, 4))
+    bv = {"none": None, "full": rng.standard_normal(3), "broadcast": rng.standard_normal(1)}[bias]
+    gv = rng.standard_normal((6, 3))
+    leaf = torch.tensor(xv if layout == "contiguous" else xv.T, requires_grad=True)
+    x = leaf if layout == "contiguous" else leaf.t()  # the transposed layout: a non-contiguous view
+    w = torch.tensor(wv, requires_grad=True)
+    b = None if bv is None else torch.tensor(bv, requires_grad=True)
+    out = F.linear(x, w, b)
+    np.testing.assert_allclose(out.detach().numpy(), xv @ wv.T + (0 if bv is None else bv), rtol=1e-12)
+    out.backward(torch.tensor(gv))
+    np.testing.assert_allclose(leaf.grad.numpy(), gv @ wv if layout == "contiguous" else (gv @ wv).T, rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), gv.T @ xv, rtol=1e-12)
+    if bv is not None:
+        np.testing.assert_allclose(b.grad.numpy(), gv.sum(0).reshape(bv.shape) if bias == "full" else [gv.sum()],
+                                   rtol=1e-12)
+    args = (torch.tensor(xv, requires_grad=True), torch.tensor(wv, requires_grad=True)) + \
+        (() if bv is None else (torch.tensor(bv, requires_grad=True),))
+    assert torch.autograd.gradcheck(lambda *a: F.linear(*a), args)

@@ -19,10 +19,20 @@ def _toposort(roots) -> dict:
     first incoming edge and is walked then; roots are walked from the start (and counted if reachable).  Leaf
     sinks (AccumulateGrad) have no edges: they are counted, never walked."""
     deps: dict = {}
-    if len(roots) == 1:
+    if len(roots) == 1:  # loss.backward(): a DAG never leads back to its one root, so no walked set
         stack = [roots[0]]
-    else:
-        stack = list(dict.fromkeys(roots))  # a root given twice is walked once
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt is None:
+                    continue
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    if nxt.__class__ is not AccumulateGrad:
+                        stack.append(nxt)
+        return deps
+    stack = list(dict.fromkeys(roots))  # a root given twice is walked once
     walked = set(stack)
     while stack:
         for nxt, _ in stack.pop().next_functions:
@@ -51,6 +61,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         roots.append((node, nr, g))
 
     capture = None
+    results = []
     if inputs is not None:
         capture = {}
         for i, t in enumerate(inputs):
@@ -58,14 +69,21 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture.setdefault((node, nr), []).append(i)
-    deps = _toposort([r[0] for r in roots])
-    buffers: dict = {}
-    for node, nr, g in roots:
-        buf = buffers.setdefault(node, {})
-        buf[nr] = g if nr not in buf else buf[nr] + g
-    ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
-    results = [None] * (len(inputs) if inputs is not None else 0)
-    owned: set = set(id(g) for _, _, g in roots)  # the caller's gradient tensors are never stored
+        results = [None] * len(inputs)
+    if len(roots) == 1:  # loss.backward(): one root, one gradient
+        node, nr, g = roots[0]
+        deps = _toposort([node])
+        buffers: dict = {node: {nr: g}}
+        ready = [node] if node not in deps else []
+        owned: set = {id(g)}  # the caller's gradient tensors are never stored
+    else:
+        deps = _toposort([r[0] for r in roots])
+        buffers = {}
+        for node, nr, g in roots:
+            buf = buffers.setdefault(node, {})
+            buf[nr] = g if nr not in buf else buf[nr] + g
+        ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
+        owned = set(id(g) for _, _, g in roots)
     prev = state.enabled
     state.enabled = create_graph
     release = not retain_graph

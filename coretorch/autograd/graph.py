@@ -63,7 +63,8 @@ class Node:
 
     __slots__ = ("next_functions", "__dict__", "__weakref__")
     # rarely-set fields live in the instance __dict__ only when set: creating a node stays cheap
-    _saved = ()
+    _saved = ()  # the saved tensors (or _FREED), and their versions when saved
+    _versions = ()
     _pre_hooks = None
     _hooks = None
     _tensor_hooks = None
@@ -90,7 +91,8 @@ class Node:
 
     # saved tensors with version check and release
     def save(self, *tensors) -> None:
-        self._saved = tuple([None if t is None else (t, t._vc[0]) for t in tensors])  # a list: cheaper than a generator
+        self._saved = tensors
+        self._versions = tuple([0 if t is None else t._vc[0] for t in tensors])  # a list: cheaper than a generator
 
     def saved(self) -> tuple:
         s = self._saved
@@ -101,16 +103,10 @@ class Node:
                 "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
                 "backward through the graph a second time or if you need to access saved tensors after "
                 "calling backward.")
-        out = []
-        for item in s:
-            if item is None:
-                out.append(None)
-                continue
-            t, v = item
-            if t._vc[0] != v:
+        for t, v in zip(s, self._versions):
+            if t is not None and t._vc[0] != v:
                 raise _version_error(t, self, v)
-            out.append(t)
-        return tuple(out)
+        return s
 
     def release(self) -> None:
         # a node that saved nothing can run again, as in PyTorch (y = x + 1; y.backward(); y.backward())

@@ -29,11 +29,15 @@ _no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
 
 
 def _needs_graph(*tensors) -> bool:
-    return _gs.enabled and any(t is not None and t._rg for t in tensors)
+    if _gs.enabled:
+        for t in tensors:
+            if t is not None and t._rg:
+                return True
+    return False
 
 
 def _record(node: Node, out, dt, table, *inputs) -> Tensor:
-    node.next_functions = tuple(_edge(t) if t is not None else (None, 0) for t in inputs)
+    node.next_functions = tuple([_edge(t) if t is not None else (None, 0) for t in inputs])
     return _make(out, dt, table, node)
 
 
@@ -1220,15 +1224,47 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {target.dtype._tname[:-6]} but expected {input.dtype._tname[:-6]}")
+    if weight is not None:
+        if weight.requires_grad and _gs.enabled:
+            raise RuntimeError("The function 'binary_cross_entropy' is not differentiable with respect to argument "
+                               "'weight'. This input cannot have requires_grad True.")
+        weight = _S.expand(weight, tuple(input.shape))  # PyTorch expands the weight to the target's size
     if input.numel():
         lo, hi = float(_R.amin(input.detach()).item()), float(_R.amax(input.detach()).item())
         if lo < 0 or hi > 1:
             raise RuntimeError("all elements of input should be between 0 and 1")
-    # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
-    log_x = _P.clamp(_P.log(input), min=-100.0)
-    log_1mx = _P.clamp(_P.log(_P.rsub(input, 1.0)), min=-100.0)
-    loss = _P.neg(_P.add(_P.mul(target, log_x), _P.mul(_P.rsub(target, 1.0), log_1mx)))
-    return _reduce(_weighted(loss, weight), reduction)
+    with _no_grad():
+        # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
+        log_x = _P.clamp(_P.log(input), min=-100.0)
+        log_1mx = _P.clamp(_P.log(_P.rsub(input, 1.0)), min=-100.0)
+        loss = _P.sub(_P.mul(_P.sub(target, 1.0), log_1mx), _P.mul(target, log_x))  # PyTorch's order (signed 0s)
+        out = _reduce(_weighted(loss, weight), reduction)
+    if _needs_graph(input, target):
+        node = BinaryCrossEntropyBackward0()
+        node.reduction = reduction
+        node.need = (input._rg, target._rg)
+        node.save(input, target, weight)
+        return _record(node, out._data, out.dtype, out._be, input, target)
+    return out
+
+
+class BinaryCrossEntropyBackward0(Node):
+    """PyTorch's binary_cross_entropy_backward: input g (x - y) / clamp(x (1 - x), min=1e-12) (finite at a 0 or 1
+    prediction), target -g logit(x); times the weight, over numel for 'mean'.  Tensor ops: double backward works."""
+    __slots__ = ("reduction", "need")
+
+    def backward(self, g):
+        x, y, w = self.saved()
+        if self.reduction == "mean":
+            g = _P.div(g, x.numel())
+        if w is not None:
+            g = _P.mul(g, w)
+        nx, ny = self.need
+        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=1e-12)) if nx else None
+        gy = _P.mul(g, _P.sub(_P.log(_P.rsub(x, 1.0)), _P.log(x))) if ny else None
+        return gx, gy
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
@@ -1339,7 +1375,7 @@ class NllLossBackward0(Node):
 def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
     """nll over x (M, C) and class indices t (M,); returns per-sample losses (M,) or the reduced loss."""
     table = x._be
-    m, c = x.shape
+    m, c = x._data.shape
     tt = t._data if t._data.dtype == _i64.np else table.cast(t._data, _i64.np)
     if m and table.has("nll_loss"):  # the backend's fused kernel (its range check need not sync the device)
         losses, wt, st = table.nll_loss(x._data, tt, None if weight is None else weight._data, int(ignore_index))
@@ -1428,6 +1464,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("nll_loss", "input", input)
+    return _nll(input, target, weight, ignore_index, reduction)
+
+
+def _nll(input, target, weight, ignore_index, reduction: str):
+    """nll_loss once its arguments are read (cross_entropy comes here directly)."""
     _check_nll_shapes(input, target)
     xs = input._data.shape
     c = xs[1] if len(xs) > 1 else xs[0]
@@ -1459,7 +1500,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     xs = input._data.shape
     class_dim = 0 if len(xs) == 1 else 1
     c = xs[class_dim]
-    logp = log_softmax(input, class_dim)
+    logp = _softmax_impl("log_softmax", input, class_dim, None, True)
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
             hint = ""
@@ -1478,7 +1519,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "sum":
             return total
         return _P.div(total, input.numel() / c) if input.numel() else _P.mul(total, float("nan"))
-    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing <= 0:
         return nll
     _check_nll_shapes(input, target)

@@ -1,6 +1,8 @@
 """Shared helpers of the op layer: argument checks, broadcasting, graph edges."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor, _edge, _make
@@ -83,7 +85,13 @@ def host_all_below(table, arr, n: int) -> bool:
     """Every element of the integer array ``arr`` (on a host-memory backend) lies in [0, n): one reduction for both
     bounds, since read as unsigned a negative value is larger than any n."""
     a = table.to_numpy(arr)
-    return a.size == 0 or int(a.view(a.dtype.str.replace("i", "u")).max()) < n
+    u = _UNSIGNED.get(a.dtype)
+    if u is None:
+        u = _UNSIGNED[a.dtype] = np.dtype(a.dtype.str.replace("i", "u"))
+    return a.size == 0 or int(a.view(u).max()) < n
+
+
+_UNSIGNED: dict = {}
 
 
 edge = _edge  # (node, output_nr) receiving the gradient of a tensor

@@ -13,13 +13,14 @@ from . import inplace as _IP, pointwise as _P
 __all__ = ["_foreach_add_", "_foreach_mul_"]
 
 
-def _pairs(op: str, self, other) -> list:
+def _pairs(op: str, self, other):
+    """(self[i], other[i]) pairs, or (self[i], other) for one scalar; iterated once."""
     if not isinstance(other, (list, tuple)):
         return [(t, other) for t in self]
     if len(self) != len(other):
         raise RuntimeError(f"{op}: Tensor lists must have the same number of tensors, got {len(self)} and "
                            f"{len(other)}.")
-    return list(zip(self, other))
+    return zip(self, other)
 
 
 def _foreach_add_(self: list, other, *, alpha=1) -> None:

@@ -167,8 +167,13 @@ class LinearBackward(Node):
         x, w = self.saved()
         nx, nw, nb = self.need
         if not _gs.enabled and g.dtype is x.dtype and g._be is x._be:
-            # plain backward (no graph to build): three kernel calls, none of the op-level checks
+            # plain backward (no graph to build): the backend's fused kernel or three kernel calls, none of the
+            # op-level checks
             table, gd, dt = g._be, g._data, g.dtype
+            if table.has_linear and (not nb or self.sb == gd.shape[1:]):
+                gx, gw, gb = table.linear_backward(gd, x._data, w._data, nx, nw, nb)
+                return (_make(gx, dt, table) if nx else None, _make(gw, dt, table) if nw else None,
+                        _make(gb, dt, table) if nb else None)
             return (_make(table.matmul(gd, w._data), dt, table) if nx else None,
                     _make(table.matmul(table.permute(gd, _T2), x._data), dt, table) if nw else None,
                     sum_to(g, self.sb) if nb else None)
@@ -189,19 +194,23 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({xd.shape[0]}x{xd.shape[1]} and "
                            f"{wd.shape[1]}x{wd.shape[0]})")
     table = input._be
-    out = table.matmul(xd, table.permute(wd, _T2))
-    if bias is not None:
-        bd = bias._data
-        if bd.shape != out.shape[1:] and broadcast_shape(bd.shape, out.shape, "linear") != out.shape:
-            raise RuntimeError(f"linear: the bias of shape {list(bias.shape)} cannot be broadcast to the output "
-                               f"shape {list(out.shape)}")
-        if table.has_iadd:
-            table.iadd(out, bd if table.native_broadcast else table.expand(bd, out.shape))
-        else:
-            out = table.add(out, table.expand(bd, out.shape))
-        brg = bias._rg
+    if table.has_linear and (bias is None or bias._data.shape == wd.shape[:1]):
+        bd = None if bias is None else bias._data
+        out = table.linear(xd, wd, bd)
+        brg = bias is not None and bias._rg
     else:
+        out = table.matmul(xd, table.permute(wd, _T2))
         brg = False
+        if bias is not None:
+            bd = bias._data
+            if bd.shape != out.shape[1:] and broadcast_shape(bd.shape, out.shape, "linear") != out.shape:
+                raise RuntimeError(f"linear: the bias of shape {list(bias.shape)} cannot be broadcast to the "
+                                   f"output shape {list(out.shape)}")
+            if table.has_iadd:
+                table.iadd(out, bd if table.native_broadcast else table.expand(bd, out.shape))
+            else:
+                out = table.add(out, table.expand(bd, out.shape))
+            brg = bias._rg
     if (input._rg or weight._rg or brg) and _gs.enabled:
         node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
         node.sb = bd.shape if bias is not None else None

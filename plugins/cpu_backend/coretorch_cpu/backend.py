@@ -35,7 +35,7 @@ def _reduce(fn, short: int):
     10: ~12 us for max); copied transposed, the same reduction is one vectorised pass over rows (~3 us).
     ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min)."""
     def k(x, axes, keepdim):
-        if axes is not None and x.ndim > 1 and len(axes) == 1 and x.shape[-1] <= short and x.size >= 512 \
+        if x.size >= 512 and axes is not None and len(axes) == 1 and x.ndim > 1 and x.shape[-1] <= short \
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:
             n = x.ndim
             r = fn(np.ascontiguousarray(x.T if n == 2 else x.transpose((n - 1,) + tuple(range(n - 1)))), axis=0)
@@ -234,6 +234,37 @@ def _where(c, x, y):
     return r if r.__class__ is nd else _asarray(r)
 
 
+def _linear(x, w, b):
+    out = np.matmul(x, w.T)  # 2-D operands: always a fresh array, so the bias is added in place
+    if b is not None:
+        out += b
+    return out
+
+
+def _linear_backward(g, x, w, nx, nw, nb):
+    return (np.matmul(g, w) if nx else None, np.matmul(g.T, x) if nw else None,
+            np.add.reduce(g, axis=0) if nb else None)
+
+
+def _full(shape, v, dt):
+    if v == 0:
+        return np.zeros(shape, dt)
+    r = np.empty(shape, dt)  # np.full's Python layer does the same two steps
+    r.fill(v)
+    return r
+
+
+def _div(a, b):
+    """True division.  By a Python number of magnitude >= 1 nothing can overflow or be invalid (NaN in stays
+    NaN, silently), so numpy's error state need not be switched (the mean of a loss divides by its count)."""
+    if (b.__class__ is float or b.__class__ is int) and (b >= 1 or b <= -1):
+        r = np.true_divide(a, b)
+        return r if r.__class__ is nd else _asarray(r)
+    with np.errstate(all="ignore"):
+        r = np.true_divide(a, b)
+    return r if r.__class__ is nd else _asarray(r)
+
+
 def _clamp(x, lo, hi):
     r = np.clip(x, lo, hi)
     return r if r.__class__ is nd else _asarray(r)
@@ -287,7 +318,7 @@ class CPUBackend:
     def _build(self) -> dict:
         k = {
             "from_numpy": lambda a: a, "to_numpy": lambda x: x,
-            "full": lambda shape, v, dt: np.zeros(shape, dt) if v == 0 else np.full(shape, v, dt),
+            "full": _full,
             "empty": lambda shape, dt: np.empty(shape, dt), "eye": lambda n, m, dt: np.eye(n, m, dtype=dt),
             "arange": lambda s, e, st, dt: np.arange(s, e, st, dtype=dt),
             "rand": self._rand, "randn": self._randn, "randint": self._randint, "manual_seed": self.manual_seed,
@@ -303,6 +334,7 @@ class CPUBackend:
             "index_select": lambda x, dim, idx: np.take(x, idx, axis=dim) if x.ndim else x.copy(),
             "index_add": _index_add, "nonzero": lambda x: np.argwhere(x).astype(np.int64),
             "where": _where, "clamp": _clamp, "matmul": _arr(np.matmul),
+            "linear": _linear, "linear_backward": _linear_backward,
             # ufunc.reduce directly: np.sum & co. add a Python wrapper layer per call
             "sum": _reduce(np.add.reduce, 16), "prod": _reduce(np.multiply.reduce, 16),
             "amax": _reduce(np.maximum.reduce, 32), "amin": _reduce(np.minimum.reduce, 32),
@@ -320,12 +352,13 @@ class CPUBackend:
                  "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
                  "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
         quiet = {"log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "reciprocal": np.reciprocal, "log1p": np.log1p,
-                 "div": np.true_divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
+                 "floor_divide": np.floor_divide, "remainder": np.remainder,
                  "pow": _pow}
         k.update({n: _arr(f) for n, f in plain.items()})
         k.update({"iadd": _iadd, "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),
                   "idiv": _inplace(np.true_divide), "axpy_": _axpy})
         k.update({n: _quiet(f) for n, f in quiet.items()})
+        k["div"] = _div
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
         return k
