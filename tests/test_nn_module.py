@@ -759,7 +759,7 @@ def test_parameter_list_and_dict():
     assert pd.pop("b").shape == (1,) and list(pd) == ["a", "c"]
     assert pd.get("zz") is None and pd.setdefault("d", torch.ones(1)).shape == (1,)
     assert repr(nn.ParameterDict(OrderedDict(w=torch.ones(2, 2)))) == \
-        "ParameterDict(  (w): Parameter containing: [coretorch.float32 of size 2x2])"
+        "ParameterDict(  (w): Parameter containing: [torch.FloatTensor of size 2x2])"
     with pytest.raises(TypeError, match="Index given to ParameterDict cannot be used as a key"):
         pd[1] = torch.ones(1)
 

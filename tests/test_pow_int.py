@@ -114,3 +114,19 @@ def test_python_int_negative_exponent_still_raises(dev, dt):
     assert x.tolist() == [2, 3]
     _check(x ** 0, np.array([1, 1], dt), dt)
     _check(x ** 2, np.array([4, 9], dt), dt)
+
+
+@pytest.mark.parametrize("dt", SIGNED + (np.uint8,), ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dev", DEVICES)
+def test_python_int_exponent_out_of_the_dtype_range_raises(dev, dt):
+    """As PyTorch: the Python-int exponent is converted to the tensor's integer type first, so int8 ** 200 raises
+    (it does not wrap the exponent); the largest exponent that fits still computes (wrapping the power)."""
+    x = _t(np.array([2, 1], dt), dev)
+    hi = int(np.iinfo(dt).max)
+    name = coretorch.dtypes._C_NAMES[np.dtype(dt).name]  # PyTorch's C++ type names: int8_t, int, long int, ...
+    for call in (lambda: x ** (hi + 1), lambda: coretorch.pow(x, hi + 73), lambda: x.pow_(hi + 1)):
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {name} without overflow"):
+            call()
+    assert x.tolist() == [2, 1]
+    e = min(hi, 1000)  # int8/uint8: the largest exponent that fits
+    _check(x ** e, np.array([_powi_one(2, e, dt), 1], dt), dt)

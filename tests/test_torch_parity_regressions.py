@@ -10,6 +10,7 @@ import pytest
 import coretorch as torch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
+from coretorch.testing import available_devices
 
 
 def arr(t):
@@ -313,3 +314,238 @@ def test_norm_layers_bias_argument_and_repr():
     assert repr(nn.BatchNorm1d(2, affine=False)) == ("BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=False, "
                                                      "bias=False, track_running_stats=True)")
     assert F.softmax(torch.zeros(2), 0).tolist() == [0.5, 0.5]
+
+
+# ---- binary_cross_entropy: PyTorch's dedicated backward, finite at a 0 or 1 prediction ----
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+_BCE_X = np.array([[0.0, 1.0, 0.3], [1.0, 0.0, 0.999]])
+_BCE_Y = np.array([[0.2, 0.7, 1.0], [1.0, 0.0, 0.0]])
+_BCE_W = np.array([2.0, 0.5, 1.0])
+
+
+def _bce_expect(x, y, w, reduction):
+    """numpy reference: forward with each log clamped at -100; d/dx = (x - y) / max(x (1 - x), 1e-12),
+    d/dy = -logit(x); times the weight, over numel for 'mean' (the incoming gradient is ones)."""
+    with np.errstate(divide="ignore"):
+        lx, l1x = np.maximum(np.log(x), -100.0), np.maximum(np.log1p(-x), -100.0)
+        gy = np.log1p(-x) - np.log(x)
+    loss = -(y * lx + (1 - y) * l1x) * w
+    scale = w / x.size if reduction == "mean" else w
+    gx = (x - y) / np.maximum(x * (1 - x), 1e-12) * scale
+    out = loss if reduction == "none" else loss.mean() if reduction == "mean" else loss.sum()
+    return out, gx, gy * scale
+
+
+@pytest.mark.parametrize("device", available_devices())
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_gradients_finite_at_0_and_1(device, reduction, weighted):
+    x = torch.tensor(_BCE_X, device=device, requires_grad=True)
+    y = torch.tensor(_BCE_Y, device=device, requires_grad=True)
+    w = torch.tensor(_BCE_W, device=device) if weighted else None
+    loss = F.binary_cross_entropy(x, y, weight=w, reduction=reduction)
+    assert type(loss.grad_fn).__name__ == "BinaryCrossEntropyBackward0"
+    out, gx, gy = _bce_expect(_BCE_X, _BCE_Y, _BCE_W if weighted else 1.0, reduction)
+    np.testing.assert_allclose(host(loss), out, rtol=1e-12)  # the forward still clamps each log at -100
+    loss.sum().backward()
+    assert np.isfinite(host(x.grad)).all()
+    np.testing.assert_allclose(host(x.grad), gx, rtol=1e-12)
+    np.testing.assert_allclose(host(y.grad), gy, rtol=1e-12)  # +-inf where x is 0 or 1, as PyTorch
+    assert np.isinf(host(y.grad)[[0, 0, 1, 1], [0, 1, 0, 1]]).all()
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_binary_cross_entropy_zero_prediction_mean_backward(device):
+    q = np.linspace(0.05, 0.95, 20).reshape(4, 5).astype(np.float32)
+    x = torch.zeros(4, 5, device=device, requires_grad=True)
+    F.binary_cross_entropy(x, torch.tensor(q, device=device)).backward()
+    assert x.grad.dtype is torch.float32
+    np.testing.assert_allclose(host(x.grad), -q / np.float32(1e-12) / 20, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_binary_cross_entropy_double_backward(device):
+    xv = np.array([[0.3, 0.6], [0.9, 0.05]])
+    yv = np.array([[0.2, 1.0], [0.5, 0.0]])
+    x = torch.tensor(xv, device=device, requires_grad=True)
+    y = torch.tensor(yv, device=device, requires_grad=True)
+    (gx,) = torch.autograd.grad(F.binary_cross_entropy(x, y, reduction="sum"), x, create_graph=True)
+    np.testing.assert_allclose(host(gx), (xv - yv) / (xv * (1 - xv)), rtol=1e-12)
+    ggx, ggy = torch.autograd.grad(gx.sum(), (x, y))
+    # PyTorch's binary_cross_entropy_double_backward(_target): (x^2 - 2xy + y) / (x(1-x))^2 and -1 / (x(1-x))
+    np.testing.assert_allclose(host(ggx), (xv * xv - 2 * xv * yv + yv) / (xv * (1 - xv)) ** 2, rtol=1e-10)
+    np.testing.assert_allclose(host(ggy), -1 / (xv * (1 - xv)), rtol=1e-12)
+
+
+def test_binary_cross_entropy_argument_checks():
+    x = torch.full((2,), 0.5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        F.binary_cross_entropy(x, torch.ones(2, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.binary_cross_entropy(x, torch.ones(2), weight=torch.ones(2, requires_grad=True))
+    with torch.no_grad():  # no graph: a weight that requires grad is fine
+        assert F.binary_cross_entropy(x, torch.ones(2), weight=torch.ones(2, requires_grad=True)).item() == \
+            pytest.approx(math.log(2.0))
+
+
+# ---- kl_div: xlogy(target, target) - target * input ----
+@pytest.mark.parametrize("device", available_devices())
+@pytest.mark.parametrize("reduction", ["sum", "batchmean"])
+def test_kl_div_zero_targets(device, reduction):
+    xv = np.array([[-1.2, -0.3, -2.0], [-0.5, -0.7, -1.5]])
+    tv = np.array([[0.0, 0.3, 0.7], [0.5, 0.0, 0.5]])
+    x = torch.tensor(xv, device=device, requires_grad=True)
+    t = torch.tensor(tv, device=device, requires_grad=True)
+    loss = F.kl_div(x, t, reduction=reduction)
+    pos = tv > 0
+    safe = np.where(pos, tv, 1.0)
+    pointwise = np.where(pos, tv * np.log(safe), 0.0) - tv * xv  # 0 log 0 = 0
+    n = 2 if reduction == "batchmean" else 1
+    np.testing.assert_allclose(host(loss), pointwise.sum() / n, rtol=1e-12)
+    loss.backward()
+    np.testing.assert_allclose(host(x.grad), -tv / n, rtol=1e-12)
+    # d/dt (t log t - t x) = log t + 1 - x where t > 0.  (Where t == 0 PyTorch's xlogy backward gives 0/0 = nan;
+    # coretorch keeps its finite masked value there, so those entries are not pinned.)
+    np.testing.assert_allclose(host(t.grad)[pos], ((np.log(safe) + 1 - xv) / n)[pos], rtol=1e-12)
+
+
+# ---- torch.Size keeps its type through slicing, + and * ----
+def test_size_slicing_and_concatenation_give_size():
+    s = torch.Size([2, 3, 4])
+    for v, expect in ((s[1:], (3, 4)), (s[::-1], (4, 3, 2)), (s[:0], ()), (s + (5,), (2, 3, 4, 5)),
+                      ((5,) + s, (5, 2, 3, 4)), (s + s, (2, 3, 4, 2, 3, 4)), (s * 2, (2, 3, 4) * 2),
+                      (2 * s, (2, 3, 4) * 2), (sum((s,), ()), (2, 3, 4))):
+        assert type(v) is torch.Size and v == expect
+    assert type(s[0]) is int and s[0] == 2 and s[-1] == 4 and s[np.int64(1)] == 3
+    assert type(torch.zeros(2, 3).shape[1:]) is torch.Size
+    assert repr(torch.zeros(2, 3, 4).shape[1:]) == "coretorch.Size([3, 4])"
+    with pytest.raises(TypeError):
+        s + [5]
+    with pytest.raises(TypeError):
+        [5] + s
+    with pytest.raises(IndexError):
+        s[3]
+
+
+# ---- lr_scheduler state_dict: PyTorch 2.13's keys (``_is_initial``; no ``verbose``) ----
+def _sched_opt():
+    from coretorch.optim import SGD
+    a, b = torch.zeros(2, requires_grad=True), torch.zeros(3, requires_grad=True)
+    return SGD([{"params": [a]}, {"params": [b], "lr": 0.05}], lr=0.1, momentum=0.9)
+
+
+_BASE_KEYS = {"_get_lr_called_within_step", "_is_initial", "_last_lr", "_step_count", "base_lrs", "last_epoch"}
+_SCHEDULER_KEYS = {
+    "LambdaLR": (lambda S, o: S.LambdaLR(o, lambda e: 0.9 ** e), _BASE_KEYS | {"lr_lambdas"}),
+    "MultiplicativeLR": (lambda S, o: S.MultiplicativeLR(o, lambda e: 0.9), _BASE_KEYS | {"lr_lambdas"}),
+    "StepLR": (lambda S, o: S.StepLR(o, 2, 0.5), _BASE_KEYS | {"gamma", "step_size"}),
+    "MultiStepLR": (lambda S, o: S.MultiStepLR(o, [2, 4], 0.5), _BASE_KEYS | {"gamma", "milestones"}),
+    "ConstantLR": (lambda S, o: S.ConstantLR(o, 0.5, 3), _BASE_KEYS | {"factor", "total_iters"}),
+    "LinearLR": (lambda S, o: S.LinearLR(o, 0.2, 1.0, 4), _BASE_KEYS | {"start_factor", "end_factor", "total_iters"}),
+    "ExponentialLR": (lambda S, o: S.ExponentialLR(o, 0.9), _BASE_KEYS | {"gamma"}),
+    "PolynomialLR": (lambda S, o: S.PolynomialLR(o, 4, 2.0), _BASE_KEYS | {"power", "total_iters"}),
+    "CosineAnnealingLR": (lambda S, o: S.CosineAnnealingLR(o, 4), _BASE_KEYS | {"T_max", "eta_min"}),
+    "OneCycleLR": (lambda S, o: S.OneCycleLR(o, max_lr=0.5, total_steps=12),
+                   _BASE_KEYS | {"_anneal_func_type", "_schedule_phases", "cycle_momentum", "total_steps",
+                                 "use_beta1"}),
+    "SequentialLR": (lambda S, o: S.SequentialLR(o, [S.ConstantLR(o, 0.5, 3), S.ExponentialLR(o, 0.9)], [2]),
+                     {"_last_lr", "_milestones", "_schedulers", "last_epoch"}),
+    "ChainedScheduler": (lambda S, o: S.ChainedScheduler([S.ConstantLR(o, 0.5, 3), S.ExponentialLR(o, 0.9)]),
+                         {"_last_lr", "_schedulers"}),
+    "ReduceLROnPlateau": (lambda S, o: S.ReduceLROnPlateau(o, patience=0),
+                          {"_last_lr", "best", "cooldown", "cooldown_counter", "default_min_lr", "eps", "factor",
+                           "last_epoch", "min_lrs", "mode", "mode_worse", "num_bad_epochs", "patience", "threshold",
+                           "threshold_mode"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCHEDULER_KEYS))
+def test_lr_scheduler_state_dict_keys(name):
+    import warnings
+    from coretorch.optim import lr_scheduler as S
+    build, keys = _SCHEDULER_KEYS[name]
+    opt = _sched_opt()
+    sched = build(S, opt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            opt.step()
+            sched.step(5.0) if name == "ReduceLROnPlateau" else sched.step()
+    sd = sched.state_dict()
+    assert set(sd) == keys
+    if "_is_initial" in sd:
+        assert sd["_is_initial"] is False and sd["_step_count"] == 4 and sd["last_epoch"] == 3
+    for sub in sd.get("_schedulers", ()):
+        assert "verbose" not in sub and sub["_is_initial"] is False
+
+
+def test_lr_scheduler_sequential_milestone_and_resume_like_pytorch():
+    import warnings
+    from coretorch.optim import lr_scheduler as S
+    opt = _sched_opt()
+    sched = S.SequentialLR(opt, [S.ExponentialLR(opt, 0.9), S.MultiplicativeLR(opt, lambda e: 0.8)], [3])
+    lrs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the milestone switch does not warn (no deprecated step(epoch))
+        for _ in range(4):
+            opt.step()
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+    # at the milestone the multiplicative scheduler is restarted at epoch 0 and applies lambda(0) (not initial)
+    np.testing.assert_allclose(lrs, [0.09, 0.081, 0.081 * 0.8, 0.081 * 0.8 * 0.8], rtol=1e-12)
+    subs = sched.state_dict()["_schedulers"]
+    assert [s["_step_count"] for s in subs] == [3, 2] and [s["last_epoch"] for s in subs] == [2, 1]
+    # resuming (last_epoch given): the construction step leaves the rates alone
+    for build in (lambda o, e: S.ExponentialLR(o, 0.9, last_epoch=e),
+                  lambda o, e: S.CosineAnnealingLR(o, 10, last_epoch=e),
+                  lambda o, e: S.PolynomialLR(o, 8, last_epoch=e),
+                  lambda o, e: S.MultiplicativeLR(o, lambda k: 0.9, last_epoch=e)):
+        o = _sched_opt()
+        build(o, -1)
+        for g in o.param_groups:
+            g["lr"] = 0.02
+        s = build(o, 4)
+        assert s.last_epoch == 5 and [g["lr"] for g in o.param_groups] == [0.02, 0.02]
+
+
+def test_lr_scheduler_loads_a_state_dict_of_the_previous_layout():
+    from coretorch.optim import lr_scheduler as S
+    opt = _sched_opt()
+    sched = S.StepLR(opt, 2, 0.5)
+    old = dict(sched.state_dict(), verbose=False, last_epoch=3, _step_count=4)
+    del old["_is_initial"]
+    sched.load_state_dict(old)
+    assert sched.last_epoch == 3 and not hasattr(sched, "verbose") and sched._is_initial is False
+    assert "verbose" not in sched.state_dict()
+    seq = S.SequentialLR(opt, [S.ConstantLR(opt, 0.5, 3), S.ExponentialLR(opt, 0.9)], [2])
+    sd = seq.state_dict()
+    sd["verbose"] = False
+    for sub in sd["_schedulers"]:
+        sub["verbose"] = False
+    seq.load_state_dict(sd)
+    assert "verbose" not in seq.state_dict() and all("verbose" not in s for s in seq.state_dict()["_schedulers"])
+    plateau = S.ReduceLROnPlateau(opt)
+    plateau.load_state_dict(dict(plateau.state_dict(), verbose=False))
+    assert "verbose" not in plateau.state_dict()
+
+
+# ---- ParameterDict / ParameterList repr: the dict names the tensor type, the list the dtype (as PyTorch) ----
+def test_parameter_dict_and_list_repr():
+    pd = nn.ParameterDict({"a": nn.Parameter(torch.zeros(1)), "b": torch.zeros(2, 3, dtype=torch.float64),
+                           "c": nn.Parameter(torch.zeros(()))})
+    pd["h"] = nn.Parameter(torch.zeros(2, dtype=torch.float16), requires_grad=False)
+    pd["n"] = 3
+    assert repr(pd) == ("ParameterDict(\n"
+                        "    (a): Parameter containing: [torch.FloatTensor of size 1]\n"
+                        "    (b): Parameter containing: [torch.DoubleTensor of size 2x3]\n"
+                        "    (c): Parameter containing: [torch.FloatTensor of size ]\n"
+                        "    (h): Parameter containing: [torch.HalfTensor of size 2]\n"
+                        "    (n): Object of type: int\n)")
+    pl = nn.ParameterList([nn.Parameter(torch.zeros(1)), torch.zeros(2, 3, dtype=torch.float64), 3])
+    assert repr(pl) == ("ParameterList(\n"
+                        "    (0): Parameter containing: [coretorch.float32 of size 1]\n"
+                        "    (1): Parameter containing: [coretorch.float64 of size 2x3]\n"
+                        "    (2): Object of type: int\n)")

@@ -224,6 +224,8 @@ def _make_binary(name: str, node_cls, kind: str):
                 return _make(table.logical_or(xa, not xb), _bool, table)  # x ** True == x, x ** False == 1
             if not bt and b0 < 0:
                 raise RuntimeError(_NEG_POW)
+            if not bt and b0.__class__ is int and dt.category == 1:
+                _dt.fit_scalar(b0, dt)  # PyTorch: int8 ** 200 raises (the exponent must fit the dtype)
         elif (name == "floor_divide" or name == "remainder") and not dt.is_floating_point:
             if dt is _bool:
                 raise NotImplementedError(f"\"{'div_floor' if name == 'floor_divide' else name}_cpu\" not "

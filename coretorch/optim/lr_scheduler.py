@@ -28,11 +28,17 @@ EPOCH_DEPRECATION_WARNING = (
 
 
 def _check_verbose_deprecated_warning(verbose):
+    """``verbose`` is accepted (with PyTorch's old deprecation warning) but not stored: PyTorch 2.13's schedulers
+    have no ``verbose`` attribute, so it is no part of a state_dict."""
     if verbose != "deprecated":
         warnings.warn("The verbose parameter is deprecated. Please use get_last_lr() to access the learning "
                       "rate.", UserWarning)
-        return verbose
-    return False
+
+
+def _load_compat(state_dict: dict) -> dict:
+    """A state_dict saved by an older coretorch carries ``verbose`` (now dropped) and lacks ``_is_initial`` (the
+    class default, False, then applies)."""
+    return {k: v for k, v in state_dict.items() if k != "verbose"} if "verbose" in state_dict else state_dict
 
 
 def _format_param(name: str, optimizer: Optimizer, param) -> list:
@@ -63,11 +69,25 @@ class _enable_get_lr_call:
         self.o._get_lr_called_within_step = False
 
 
+class _initial_mode:
+    """Marks the construction-time step (``_is_initial``; it appears in the state_dict, as in PyTorch)."""
+
+    def __init__(self, o):
+        self.o = o
+
+    def __enter__(self):
+        self.o._is_initial = True
+
+    def __exit__(self, *exc):
+        self.o._is_initial = False
+
+
 class LRScheduler:
     """Base class: subclasses set their attributes, call ``super().__init__(optimizer, last_epoch)`` and
     implement ``get_lr()`` (the rates for ``self.last_epoch``)."""
 
     _get_lr_called_within_step = False
+    _is_initial = False
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1, verbose="deprecated"):
         if not isinstance(optimizer, Optimizer):
@@ -83,19 +103,20 @@ class LRScheduler:
                                    "optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
-        self.verbose = _check_verbose_deprecated_warning(verbose)
+        _check_verbose_deprecated_warning(verbose)
         self._initial_step()
 
     def _initial_step(self) -> None:
         self._step_count = 0
-        self.step()
+        with _initial_mode(self):
+            self.step()
 
     def state_dict(self) -> dict:
         """Every attribute except the optimizer."""
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
+        self.__dict__.update(_load_compat(state_dict))
 
     def get_last_lr(self) -> list:
         """The learning rates the last ``step()`` set."""
@@ -112,12 +133,16 @@ class LRScheduler:
                           "value of the learning rate schedule. See more details at "
                           "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning)
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None) -> None:
         with _enable_get_lr_call(self):
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
                 self.last_epoch = epoch
                 if hasattr(self, "_get_closed_form_lr"):
                     values = self._get_closed_form_lr()
@@ -157,7 +182,7 @@ class LambdaLR(LRScheduler):
     def load_state_dict(self, state_dict: dict) -> None:
         state_dict = dict(state_dict)
         lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
+        self.__dict__.update(_load_compat(state_dict))
         for idx, fn in enumerate(lr_lambdas):
             if fn is not None:
                 self.lr_lambdas[idx].__dict__.update(fn)
@@ -172,7 +197,7 @@ class MultiplicativeLR(LambdaLR):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        if self.last_epoch > 0:
+        if not self._is_initial:
             return [group["lr"] * lmbda(self.last_epoch)
                     for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -256,7 +281,7 @@ class LinearLR(LRScheduler):
         _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
-        if self.last_epoch > self.total_iters:
+        if self._is_initial or self.last_epoch > self.total_iters:
             return [group["lr"] for group in self.optimizer.param_groups]
         return [group["lr"] * (1.0 + (self.end_factor - self.start_factor) /
                                (self.total_iters * self.start_factor
@@ -278,7 +303,7 @@ class ExponentialLR(LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        if self.last_epoch == 0:
+        if self._is_initial:
             return [group["lr"] for group in self.optimizer.param_groups]
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
@@ -315,17 +340,26 @@ class SequentialLR(LRScheduler):
         self.optimizer = optimizer
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"]
-        for scheduler in self._schedulers:  # "undo" the initial step each scheduler performed
-            scheduler.last_epoch -= 1
-        self._schedulers[0]._initial_step()
-        self._last_lr = schedulers[0].get_last_lr()
+        self.recursive_undo()  # "undo" the initial step each scheduler (nested ones too) performed
+        idx = bisect_right(self._milestones, 0)  # the initial step goes to the scheduler meant to run at step 0
+        self._schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Undo the initial step of every wrapped scheduler (recursing into nested Sequential/Chained ones)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
 
     def step(self) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            scheduler.step(0)
+            scheduler._update_lr(0)  # as PyTorch: no _step_count increment, no epoch-deprecation warning
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
@@ -338,7 +372,7 @@ class SequentialLR(LRScheduler):
     def load_state_dict(self, state_dict: dict) -> None:
         state_dict = dict(state_dict)
         schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
+        self.__dict__.update(_load_compat(state_dict))
         for idx, s in enumerate(schedulers):
             self._schedulers[idx].load_state_dict(s)
 
@@ -353,7 +387,7 @@ class PolynomialLR(LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+        if self._is_initial or self.last_epoch > self.total_iters:
             return [group["lr"] for group in self.optimizer.param_groups]
         decay = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)) \
             ** self.power
@@ -375,7 +409,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        if self.last_epoch == 0:
+        if self._is_initial:
             return [group["lr"] for group in self.optimizer.param_groups]
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
@@ -450,7 +484,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.eps = eps
         self.last_epoch = 0
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
-        self.verbose = _check_verbose_deprecated_warning(verbose)
+        _check_verbose_deprecated_warning(verbose)
         self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
         self._reset()
 
@@ -518,7 +552,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
+        self.__dict__.update(_load_compat(state_dict))
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
 
 

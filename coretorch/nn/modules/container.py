@@ -285,12 +285,15 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
-def _param_line(k, p) -> str:
+def _param_line(k, p, typename: bool = False) -> str:
+    """One child line of ParameterList / ParameterDict's repr.  As in PyTorch the list names the dtype
+    (``coretorch.float32``) and the dict the tensor type (``torch.typename(p)``, i.e. ``p.type()``:
+    ``torch.FloatTensor``)."""
     if isinstance(p, Tensor):
         size_str = "x".join(str(s) for s in p.size())
         device_str = "" if p.device.type == "cpu" else f" ({p.device})"
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"  ({k}): {kind} containing: [{p.dtype} of size {size_str}{device_str}]"
+        return f"  ({k}): {kind} containing: [{p.type() if typename else p.dtype} of size {size_str}{device_str}]"
     return f"  ({k}): Object of type: {type(p).__name__}"
 
 
@@ -456,7 +459,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(_param_line(k, p) for k, p in self.items())
+        return "\n".join(_param_line(k, p, typename=True) for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
