@@ -155,10 +155,14 @@ def cpu_rows(quick: bool) -> list:
     rows = [_row("recorded add, 1 element (run.py)", "cpu", add, np_add, "us",
                  torch_value=tf and tf.get("torch_add_us")),
             _row("forward+backward per op, c = c * b + a (run.py)", "cpu", fwd_bwd, None, "us",
+                 torch_value=tf and tf.get("torch_fwd_bwd_per_op_us"),
                  note="no numpy equivalent (numpy has no autograd)")]
-    mlp_np, mlp_ct, mlp_nn = run_bench.mlp(steps=2 if quick else 200)
-    rows += [_row("MLP step 784-256-128-10, batch 128, tensor ops (run.py)", "cpu", mlp_ct, mlp_np),
-             _row("MLP step, nn.Sequential + F.cross_entropy + optim.SGD (run.py)", "cpu", mlp_nn, mlp_np)]
+    m = run_bench.mlp(steps=2 if quick else 200)
+    rows += [_row("MLP step 784-256-128-10, batch 128, tensor ops (run.py)", "cpu", m["ops"], m["numpy"]),
+             _row("MLP step, nn.Sequential + F.cross_entropy + optim.SGD (run.py)", "cpu", m["nn"], m["numpy"],
+                  torch_value=m.get("torch")),
+             _row("MLP nn step on a minimal autograd, the floor for eager Python (minimal_autograd.py)", "cpu",
+                  m["floor"], m["numpy"])]
     x, y = cnn_data()
     reps = 3 if quick else 20
     ours = lenet._best(lenet.coretorch_step(x, y), n=reps, warm=1 if quick else 3)

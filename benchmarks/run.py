@@ -49,10 +49,10 @@ def overhead_numpy_add(n: int = 20000) -> float:
     return _chain_add(np.ones(1, np.float32), np.ones(1, np.float32), n)
 
 
-def overhead_chain_backward(n: int = 2000) -> float:
-    """µs per op for forward + backward of c = c * b + a (2 ops per iteration)."""
-    a = ct.ones(1, requires_grad=True)
-    b = ct.full((1,), 0.999, requires_grad=True)
+def overhead_chain_backward(n: int = 2000, lib=ct) -> float:
+    """µs per op for forward + backward of c = c * b + a (2 ops per iteration); ``lib`` is coretorch or torch."""
+    a = lib.ones(1, requires_grad=True)
+    b = lib.full((1,), 0.999, requires_grad=True)
 
     def run():
         c = a
@@ -143,21 +143,52 @@ def nn_mlp_step(model, opt, x, y):
     return loss.item()
 
 
-def mlp(steps: int = 300):
+def build_torch_mlp(ps_np):
+    """PyTorch's nn step on the same network and data, when PyTorch happens to be installed (else None)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
+                                torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    with torch.no_grad():
+        for lin, (w, b) in zip([m for m in model if isinstance(m, torch.nn.Linear)], zip(ps_np[::2], ps_np[1::2])):
+            lin.weight.copy_(torch.from_numpy(w.T.copy()))
+            lin.bias.copy_(torch.from_numpy(b))
+    return model, torch.optim.SGD(model.parameters(), lr=LR), torch.nn.functional.cross_entropy, torch.from_numpy
+
+
+def torch_mlp_step(built, x, y):
+    model, opt, cross_entropy, _ = built
+    opt.zero_grad()
+    loss = cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def mlp(steps: int = 300) -> dict:
+    """Median ms per step of: the hand-written numpy step, coretorch with tensor ops, coretorch with nn, the
+    minimal autograd of minimal_autograd.py (the floor for any eager Python framework), and PyTorch's nn step
+    when PyTorch is installed; all in the same rotating blocks."""
+    from minimal_autograd import MinimalMLP
     ps_np, x_np, y_np = _init_params()
     ps_ct = [ct.from_numpy(p.copy()).requires_grad_() for p in ps_np]
     x_ct, y_ct = ct.from_numpy(x_np), ct.from_numpy(y_np)
-    ps_np = [p.copy() for p in ps_np]
-    # same math: the losses of the first steps agree
     model, opt = build_nn_mlp(ps_np)
-    l_np = [numpy_mlp_step(ps_np, x_np, y_np) for _ in range(3)]
-    l_ct = [coretorch_mlp_step(ps_ct, x_ct, y_ct) for _ in range(3)]
-    l_nn = [nn_mlp_step(model, opt, x_ct, y_ct) for _ in range(3)]
-    assert np.allclose(l_np, l_ct, rtol=1e-4), (l_np, l_ct)
-    assert np.allclose(l_np, l_nn, rtol=1e-4), (l_np, l_nn)
-
-    return _blocks([lambda: numpy_mlp_step(ps_np, x_np, y_np), lambda: coretorch_mlp_step(ps_ct, x_ct, y_ct),
-                    lambda: nn_mlp_step(model, opt, x_ct, y_ct)], steps)
+    floor = MinimalMLP(ps_np, LR)
+    pt = build_torch_mlp(ps_np)
+    ps_np = [p.copy() for p in ps_np]
+    fns = {"numpy": lambda: numpy_mlp_step(ps_np, x_np, y_np), "ops": lambda: coretorch_mlp_step(ps_ct, x_ct, y_ct),
+           "nn": lambda: nn_mlp_step(model, opt, x_ct, y_ct), "floor": lambda: floor.step(x_np, y_np)}
+    if pt is not None:
+        x_pt, y_pt = pt[3](x_np), pt[3](y_np)
+        fns["torch"] = lambda: torch_mlp_step(pt, x_pt, y_pt)
+    # same math: the losses of the first steps agree
+    losses = {k: [fn() for _ in range(3)] for k, fn in fns.items()}
+    for k, v in losses.items():
+        assert np.allclose(losses["numpy"], v, rtol=1e-4), (k, losses)
+    return dict(zip(fns, _blocks(list(fns.values()), steps)))
 
 
 def _blocks(fns, steps: int, block: int = 12, warm: int = 2) -> tuple:
@@ -212,19 +243,14 @@ def kernel_replay(steps: int = 300):
 
 
 def torch_figures():
+    """PyTorch's per-op figures in the same run, when it happens to be installed (else None)."""
     try:
         import torch
     except ImportError:
         return None
-    a = torch.ones(1, requires_grad=True)
-    b = torch.ones(1, requires_grad=True)
-    n = 20000
-    c = a
-    t = time.perf_counter()
-    for _ in range(n):
-        c = c + b
-    add = (time.perf_counter() - t) / n * 1e6
-    return {"torch_add_us": add}
+    return {"torch_version": torch.__version__.split("+")[0],
+            "torch_add_us": _chain_add(torch.ones(1, requires_grad=True), torch.ones(1, requires_grad=True), 20000),
+            "torch_fwd_bwd_per_op_us": overhead_chain_backward(lib=torch)}
 
 
 def main() -> None:
@@ -236,7 +262,11 @@ def main() -> None:
         "numpy_add_us": overhead_numpy_add(),
         "fwd_bwd_per_op_us": overhead_chain_backward(),
     }
-    res["mlp_numpy_ms"], res["mlp_coretorch_ms"], res["mlp_nn_ms"] = mlp()
+    m = mlp()
+    res["mlp_numpy_ms"], res["mlp_coretorch_ms"], res["mlp_nn_ms"], res["mlp_floor_ms"] = \
+        m["numpy"], m["ops"], m["nn"], m["floor"]
+    if "torch" in m:
+        res["mlp_torch_ms"] = m["torch"]
     res["replay_numpy_ms"], res["replay_kernels_ms"] = kernel_replay()
     res["mlp_ratio"] = res["mlp_coretorch_ms"] / res["mlp_numpy_ms"]
     res["mlp_nn_ratio"] = res["mlp_nn_ms"] / res["mlp_numpy_ms"]
@@ -253,10 +283,16 @@ def main() -> None:
           f"numpy by hand {res['mlp_numpy_ms']:.3f} ms   ratio {res['mlp_ratio']:.2f}x (target <= 1.15x)")
     print(f"  same step with nn.Sequential/F.cross_entropy/optim.SGD  {res['mlp_nn_ms']:6.3f} ms   "
           f"ratio {res['mlp_nn_ratio']:.2f}x")
+    print(f"  the nn step on a minimal autograd (minimal_autograd.py: the floor for eager Python)  "
+          f"{res['mlp_floor_ms']:6.3f} ms   ratio {res['mlp_floor_ms'] / res['mlp_numpy_ms']:.2f}x")
+    if "mlp_torch_ms" in res:
+        print(f"  PyTorch {tf['torch_version']}, the same nn step  {res['mlp_torch_ms']:6.3f} ms   "
+              f"ratio {res['mlp_torch_ms'] / res['mlp_numpy_ms']:.2f}x")
     print(f"  the tensor-ops step's kernels replayed without the framework  {res['replay_kernels_ms']:6.3f} ms   "
           f"ratio {res['replay_kernels_ms'] / res['replay_numpy_ms']:.2f}x (the rest of the step is framework)")
     if tf:
-        print(f"PyTorch recorded add                        {tf['torch_add_us']:6.2f} us")
+        print(f"PyTorch {tf['torch_version']}: recorded add {tf['torch_add_us']:.2f} us, forward+backward per op "
+              f"{tf['torch_fwd_bwd_per_op_us']:.2f} us")
 
 
 if __name__ == "__main__":
