@@ -69,6 +69,7 @@ PRIMITIVES: dict[str, str] = {
     "max_pool2d": "optional (x, kernel, stride, padding, dilation, (OH, OW)) -> (values, int64 flat h*W+w indices)",
     "max_pool2d_backward": "optional (gy, indices, x_shape) -> gx",
     "softmax": "optional (x, dim)", "log_softmax": "optional (x, dim)", "erf": "optional (x)",
+    "log_softmax_backward": "optional (g, y, dim) -> g - exp(y) * g.sum(dim, keepdim) (y the log_softmax output)",
     "nll_loss": "optional (x (M, C), target (M,) int64, weight (C,)|None, ignore_index) -> (losses (M,), "
                 "weights (M,), index (M,) int64): losses[i] = -w[t_i] x[i, t_i] and weights[i] = w[t_i] (w = 1 "
                 "without weight), both 0 where t_i == ignore_index; index[i] = t_i, or 0 where ignored.  A target "

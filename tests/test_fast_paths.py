@@ -285,3 +285,18 @@ def test_fused_linear_kernels_match_the_composite_path(bias, layout):
     args = (torch.tensor(xv, requires_grad=True), torch.tensor(wv, requires_grad=True)) + \
         (() if bv is None else (torch.tensor(bv, requires_grad=True),))
     assert torch.autograd.gradcheck(lambda *a: F.linear(*a), args)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_fused_log_softmax_backward_matches_the_formula(dim):
+    """The cpu backend's log_softmax_backward kernel is g - exp(y) * g.sum(dim): contiguous, transposed and
+    broadcast (zero-stride) incoming gradients alike, and the plain backward that uses it agrees with gradcheck."""
+    rng = np.random.default_rng(6)
+    y = np.log(rng.dirichlet(np.ones(5), size=40)).astype(np.float32)
+    for g in (rng.standard_normal((40, 5)).astype(np.float32),
+              np.asfortranarray(rng.standard_normal((40, 5)).astype(np.float32)),
+              np.broadcast_to(np.float32(0.5), (40, 5))):
+        want = g - np.exp(y) * g.sum(dim, keepdims=True)
+        np.testing.assert_allclose(cpu.log_softmax_backward(g, y, dim % 2), want, rtol=1e-5, atol=1e-6)
+    x = torch.tensor(rng.standard_normal((6, 4)), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: F.log_softmax(t, dim), (x,))

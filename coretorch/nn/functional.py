@@ -250,8 +250,10 @@ class LogSoftmaxBackward0(Node):
     def backward(self, g):
         y = self.out
         if not _gs.enabled and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
-            # plain backward: g - exp(y) * sum(g) as four kernel calls, no op layer
+            # plain backward: g - exp(y) * sum(g), the backend's fused kernel or four kernel calls, no op layer
             table = g._be
+            if table.has("log_softmax_backward"):
+                return (_make(table.log_softmax_backward(g._data, y._data, self.dim), g.dtype, table),)
             s = table.sum(g._data, (self.dim,), True)
             return (_make(table.sub(g._data, table.mul(table.exp(y._data), s)), g.dtype, table),)
         return (_P.sub(g, _P.mul(_P.exp(y), _R.sum(g, self.dim, keepdim=True))),)

@@ -150,6 +150,15 @@ def log_softmax(x, dim):
     return z
 
 
+def log_softmax_backward(g, y, dim):
+    """g - exp(y) * sum(g over dim): one fresh array, written in place."""
+    r = np.exp(y)
+    r *= _sum(g, (dim,), True)
+    np.subtract(g, r, out=r)
+    return r
+
+
 KERNELS = {"conv2d": conv2d, "conv2d_backward_input": conv2d_backward_input,
            "conv2d_backward_weight": conv2d_backward_weight, "max_pool2d": max_pool2d,
-           "max_pool2d_backward": max_pool2d_backward, "softmax": softmax, "log_softmax": log_softmax}
+           "max_pool2d_backward": max_pool2d_backward, "softmax": softmax, "log_softmax": log_softmax,
+           "log_softmax_backward": log_softmax_backward}
