@@ -3,6 +3,8 @@
 Every expected value is computed independently (numpy, hand derivation or finite differences); the
 behaviour to match is PyTorch's.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -992,3 +994,58 @@ def test_gradient_penalty_with_an_implicit_output_gradient(device, op):
         got = leaves[i].grad  # None where the penalty does not depend on the leaf (its gradient is 0)
         got = np.zeros_like(v) if got is None else got.cpu().numpy()
         np.testing.assert_allclose(got, numgrad(pf, v), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("used_twice", [False, True])
+def test_function_gradients_of_the_wrong_shape_or_dtype(used_twice):
+    """A Function's gradient that does not broadcast to its input raises PyTorch's error (a (5,) or a (6,)
+    gradient for a (2, 3) input: the latter used to be reshaped silently), whether its leaf takes the engine's
+    one-edge path or is queued; a gradient of another dtype is cast to the leaf's."""
+    def fn(grad):
+        class F(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return grad(g)
+        return F
+
+    for bad in (lambda g: torch.ones(5), lambda g: torch.ones(6)):
+        x = torch.ones(2, 3, requires_grad=True)
+        y = fn(bad).apply(x)
+        with pytest.raises(RuntimeError, match=r"returned an invalid gradient at index 0 - got \[\d\] but expected "
+                                               r"shape compatible with \[2, 3\]"):
+            (y + x * 3 if used_twice else y).sum().backward()
+    x = torch.ones(2, 3, requires_grad=True)
+    y = fn(lambda g: (g * 2).double()).apply(x)
+    (y + x * 3 if used_twice else y).sum().backward()
+    assert x.grad.dtype is torch.float32
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 5.0 if used_twice else 2.0))
+
+
+def test_engine_validates_node_gradients_for_queued_leaves():
+    """A graph node (below the Function layer) whose gradient for a leaf has the wrong shape raises, and one of
+    another dtype is cast, also when the leaf is used twice (its gradients are summed in the queue first)."""
+    from coretorch.autograd.graph import Node
+    from coretorch.tensor import _make
+
+    class Twice(Node):
+        def backward(self, g):
+            return (self.out_grad(g),)
+
+    for out_grad, expect in ((lambda g: torch.ones(4), "invalid gradient at index 0 - got [4]"),
+                             (lambda g: torch.full((3,), 2.0, dtype=torch.float64), None)):
+        x = torch.ones(3, requires_grad=True)
+        node = Twice()
+        node.out_grad = out_grad
+        node.next_functions = ((x._get_accum(), 0),)
+        y = _make(x._data * 2, x.dtype, x._be, node)
+        loss = (y + x).sum()
+        if expect:
+            with pytest.raises(RuntimeError, match=re.escape(expect)):
+                loss.backward()
+        else:
+            loss.backward()
+            assert x.grad.dtype is torch.float32 and x.grad.tolist() == [3.0, 3.0, 3.0]

@@ -19,21 +19,11 @@ def _toposort(roots) -> dict:
     first incoming edge and is walked then; roots are walked from the start (and counted if reachable).  Leaf
     sinks (AccumulateGrad) have no edges: they are counted, never walked."""
     deps: dict = {}
-    if len(roots) == 1:  # loss.backward(): a DAG never leads back to its one root, so no walked set
-        stack = [roots[0]]
-        while stack:
-            for nxt, _ in stack.pop().next_functions:
-                if nxt is None:
-                    continue
-                if nxt in deps:
-                    deps[nxt] += 1
-                else:
-                    deps[nxt] = 1
-                    if nxt.__class__ is not AccumulateGrad:
-                        stack.append(nxt)
-        return deps
-    stack = list(dict.fromkeys(roots))  # a root given twice is walked once
-    walked = set(stack)
+    if len(roots) == 1:  # loss.backward(): a DAG never leads back to its one root, so nothing to remember
+        stack, walked = [roots[0]], ()
+    else:
+        stack = list(dict.fromkeys(roots))  # a root given twice is walked once
+        walked = set(stack)
     while stack:
         for nxt, _ in stack.pop().next_functions:
             if nxt is None:
@@ -144,6 +134,10 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         else:
                             _leaf_slow(node, grads_in, g, nxt, owned, create_graph)
                         continue
+                    if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
+                        v = nxt.variable
+                        if g._data.shape != v._data.shape or g.dtype is not v.dtype:
+                            g = _validate_leaf_grad(node, grads_in, g, v)
                     b = buffers.get(nxt)
                     if b is None:
                         buffers[nxt] = {nr: g}
@@ -178,8 +172,7 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     held elsewhere, then accumulated by the leaf's AccumulateGrad."""
     v = acc.variable
     if g._data.shape != v._data.shape or g.dtype is not v.dtype:
-        k = next(i for i, x in enumerate(grads_in) if x is g)
-        g = _validate_leaf_grad(node, k, g, v)
+        g = _validate_leaf_grad(node, grads_in, g, v)
     if g._base is not None or id(g) in owned:
         g = g.detach().clone() if not create_graph else g.clone()
     owned.add(id(g))
@@ -216,9 +209,10 @@ def _retains_last(fn) -> bool:
     return getattr(fn, "_retains_grad", False)
 
 
-def _validate_leaf_grad(node, k, g, v):
+def _validate_leaf_grad(node, grads_in, g, v):
     """As PyTorch's engine: a gradient must match its leaf's shape; its dtype is cast to the leaf's."""
     if g._data.shape != v._data.shape:
+        k = next(i for i, x in enumerate(grads_in) if x is g)
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {k} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(v.shape)}")
     if g.dtype is not v.dtype:

@@ -103,6 +103,9 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
+    if lead < 0 or any(s != 1 and s != d for s, d in zip(shape, gs[lead:])):
+        raise RuntimeError(f"a gradient of shape {list(gs)} cannot be summed to shape {list(shape)} (the shapes do "
+                           "not broadcast)")
     if not (g._rg and _gs.enabled):  # plain backward: straight to the kernels, no graph bookkeeping
         table = g._be
         if gs[lead:] == shape:  # only leading dims were broadcast (a bias): one reduction, no reshape
