@@ -549,3 +549,32 @@ def test_parameter_dict_and_list_repr():
                         "    (0): Parameter containing: [coretorch.float32 of size 1]\n"
                         "    (1): Parameter containing: [coretorch.float64 of size 2x3]\n"
                         "    (2): Object of type: int\n)")
+
+
+@pytest.mark.parametrize("device", available_devices())
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_cross_entropy_ignored_targets_get_zero_gradient(device, reduction, weighted, create_graph):
+    """As PyTorch: an ignored sample's row of the input gradient is 0, also when every target is ignored (the
+    'mean' loss is then NaN, but its gradient is 0, not NaN); the other rows keep softmax - onehot scaled."""
+    rng = np.random.default_rng(9)
+    xv = rng.standard_normal((4, 3))
+    wv = np.array([0.5, 2.0, 1.5])
+    for tv in ([-100, -100, -100, -100], [2, -100, 0, -100]):
+        x = torch.tensor(xv, device=device, requires_grad=True)
+        w = torch.tensor(wv, device=device) if weighted else None
+        t = torch.tensor(tv, device=device)
+        loss = F.cross_entropy(x, t, weight=w, reduction=reduction)
+        (g,) = torch.autograd.grad(loss.sum(), x, create_graph=create_graph)
+        keep = np.array(tv) != -100
+        ws = np.where(keep, (wv if weighted else np.ones(3))[np.where(keep, tv, 0)], 0.0)
+        p = np.exp(xv - xv.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        onehot = np.eye(3)[np.where(keep, tv, 0)]
+        scale = ws / ws.sum() if reduction == "mean" and ws.sum() else ws
+        want = (p - onehot) * scale[:, None]
+        got = g.detach().cpu().numpy()
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        assert not np.signbit(got[~keep]).any()  # +0, as PyTorch leaves unwritten rows

@@ -1361,17 +1361,21 @@ class NllLossBackward0(Node):
                 scale = wt if self.reduction == "sum" else table.div(wt, self.total._data)
                 gm = table.view(gd, (1,))
                 coef = table.mul(scale, gm if table.native_broadcast else table.expand(gm, (m,)))
+            # a sample of weight 0 (an ignored one) gets 0, as PyTorch never writes it (0 / 0 would be NaN when
+            # every target is ignored)
+            coef = table.where(table.eq(wt, 0), 0.0, table.neg(coef))
             out = table.full((m, c), 0, g.dtype.np)
-            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), table.neg(coef))
+            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
             return (_make(out, g.dtype, table),)
         if self.reduction == "none":
             coef = _P.mul(g.reshape(m), self.wt)
         else:
             scale = self.wt if self.reduction == "sum" else _P.div(self.wt, self.total)
             coef = _P.mul(_S.expand(g.reshape(1), (m,)), scale)
+        coef = _P.where(_P.eq(self.wt, 0), 0.0, _P.neg(coef))
         classes = _C.arange(c, device=g.device)
         hit = _P.eq(_S.unsqueeze(self.target, 1), classes)
-        return (_P.where(hit, _S.unsqueeze(_P.neg(coef), 1), 0.0),)
+        return (_P.where(hit, _S.unsqueeze(coef, 1), 0.0),)
 
 
 def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
