@@ -5,6 +5,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
+from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
@@ -51,6 +52,8 @@ class Tensor:
         s = self._data.shape
         if dim is None:
             return Size(s)
+        if dim.__class__ is int and -len(s) <= dim < len(s):  # the common case: no import, no checks to do
+            return s[dim]
         from .ops._util import norm_dim
         return s[norm_dim(dim, len(s), "size")]
 
@@ -216,9 +219,8 @@ class Tensor:
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
                 and self._data.shape in _SCALAR_SHAPES:
             # loss.backward(): the implicit gradient 1, straight to the engine
-            from .autograd.engine import run_backward
             g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
-            run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)
+            _run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)
             return
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)

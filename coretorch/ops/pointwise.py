@@ -120,8 +120,7 @@ def _operands_scalar_first(op, s, b: Tensor):
         lo, hi = _INT_RANGE[dt]
         if s < lo or s > hi:
             s = (s - lo) % (hi - lo + 1) + lo
-    from .creation import full
-    a = full((), s, dtype=dt, device=b.device)
+    a = _creation.full((), s, dtype=dt, device=b.device)
     return _operands(op, a, b)
 
 
@@ -192,8 +191,7 @@ def _make_binary(name: str, node_cls, kind: str):
         if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
                 and not b.dtype.is_floating_point:
             # true division of a Python number by an integer tensor: the number as given (-3 / u8), not wrapped
-            from .creation import full
-            a = full((), float(a), dtype=_dt.default, device=b.device)
+            a = _creation.full((), float(a), dtype=_dt.default, device=b.device)
         if is_sub and _is_bool(a) is not _is_bool(b):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -764,3 +762,5 @@ def masked_fill(input, mask, value):
 
 ClampMinBackward0 = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
 ClampMaxBackward0 = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})
+
+from . import creation as _creation  # noqa: E402  (late, module level: an import per call costs ~10k instructions)

@@ -7,7 +7,7 @@ from collections import namedtuple
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
-from ..tensor import Tensor, _make
+from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, norm_dims
 
 _bool, _i64 = _dt.bool_, _dt.int64
@@ -74,7 +74,6 @@ class ProdBackward1(_ReduceNode):
         out = self.out
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(out, self.shape, self.axes, self.keepdim)
-        from .pointwise import div, eq, mul, where
         table = x._be
         # out / x unless x has zeros: decided on the host where that is free; a device always takes the zero-safe
         # formula (a read here would be a host round trip inside backward)
@@ -120,7 +119,6 @@ class AmaxBackward0(_ReduceNode):
 
     def backward(self, g):
         (x,) = self.saved()
-        from .pointwise import div, eq, mul
         oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
         mask = eq(x, oe).to(g.dtype)
         count = sum(mask, self.axes, keepdim=True)
@@ -172,7 +170,6 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    from .pointwise import isnan, where
     if not input.dtype.is_floating_point:  # no NaN to skip: an integer input sums to int64, as sum does
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
@@ -194,7 +191,6 @@ class MeanBackward0(_ReduceNode):
     __slots__ = ("n",)
 
     def backward(self, g):
-        from .pointwise import div
         if not (g._rg and _gs.enabled):  # plain backward: g / n on the reduced shape, then one broadcast view
             return (_expand_back(_make(g._be.div(g._data, self.n), g.dtype, g._be), self.shape, self.axes,
                                  self.keepdim),)
@@ -251,9 +247,6 @@ class MaxBackward0(Node):
     __slots__ = ("shape", "dim", "keepdim", "idx")
 
     def backward(self, g, gi=None):
-        from .indexing import scatter_add
-        from .shape import unsqueeze
-        from ..tensor import _zeros_on
         idx, gg = self.idx, g
         if not self.keepdim:
             idx, gg = unsqueeze(idx, self.dim), unsqueeze(g, self.dim)
@@ -264,7 +257,6 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
     if isinstance(dim, Tensor) and other is None:
         other, dim = dim, None
     if other is not None:
-        from .pointwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, other)
     if dim is None:
         if input.numel() == 0:
@@ -279,8 +271,6 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
     table = input._be
     idx_arr = getattr(table, arg_kernel)(input._data, d if input.ndim else None, keepdim)
     idx = _make(idx_arr, _i64, table)
-    from .indexing import gather
-    from .shape import unsqueeze, squeeze
     ix = idx if keepdim or input.ndim == 0 else unsqueeze(idx, d)
     with _no_grad():
         vals = gather(input, d, ix) if input.ndim else input.clone()
@@ -369,7 +359,6 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     if input.dtype is _f16:  # computed in float32 as PyTorch does (float16 squares overflow and lose digits)
         return var(input.to(_f32), dim, keepdim=keepdim, correction=correction).to(_f16)
-    from .pointwise import div, mul, sub
     mu = mean(input, dim, keepdim=True)
     d = sub(input, mu)
     s = sum(mul(d, d), dim, keepdim)
@@ -382,13 +371,11 @@ class StdBackward0(Node):
     __slots__ = ("out",)
 
     def backward(self, g):
-        from .pointwise import div, eq, mul, where
         out = self.out
         return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    from .pointwise import sqrt
     v = var(input, dim, unbiased, keepdim, correction=correction)
     if not (v._rg and _gs.enabled):
         return sqrt(v)
@@ -414,7 +401,6 @@ class LogsumexpBackward0(_ReduceNode):
 
     def backward(self, g):
         (x,) = self.saved()
-        from .pointwise import exp, mul, sub
         table = x._be
         if not (_gs.enabled and (g._rg or x._rg)) and table.native_broadcast and g.dtype is x.dtype:
             # plain backward: g * exp(x - out), the reduced operands broadcast by the kernels themselves
@@ -452,14 +438,12 @@ class NormBackward1(_ReduceNode):
 
     def backward(self, g):
         (x,) = self.saved()
-        from .pointwise import div, eq, mul, where
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
         if self.p == 2:
             # d||x|| / dx = x / ||x||, and 0 where the norm is 0 (as PyTorch)
             return (where(eq(oe, 0), 0.0, mul(ge, div(x, oe))),)
         # general p: sign(x) |x|^(p-1) / ||x||^(p-1), finite at x = 0 and 0 where the norm is 0 (as PyTorch)
-        from .pointwise import abs as _abs, pow, sign
         p = self.p
         xs = mul(sign(x), pow(where(eq(x, 0), 1.0, _abs(x)), p - 1))
         zero = eq(oe, 0)
@@ -467,7 +451,6 @@ class NormBackward1(_ReduceNode):
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
-    from .pointwise import abs as _abs, pow
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
@@ -492,7 +475,6 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if p == 1:
         return sum(_abs(input), dim, keepdim)
     if p == 0:
-        from .pointwise import mul, ne, where
         # the count of non-zeros; differentiable with a zero gradient, as in PyTorch
         return sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim)
     if isinstance(p, str):
@@ -514,7 +496,6 @@ class CumsumBackward0(Node):
     __slots__ = ("dim",)
 
     def backward(self, g):
-        from .shape import flip
         return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
 
 
@@ -539,6 +520,10 @@ def cumsum(input, dim, *, dtype=None):
     return _make(out, dt, table)
 
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
+# late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
+from .indexing import gather, scatter_add  # noqa: E402
+from .pointwise import abs as _abs, div, eq, exp, isnan, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .shape import flip, squeeze, unsqueeze  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})
 MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})
