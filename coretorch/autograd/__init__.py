@@ -1,6 +1,7 @@
 """coretorch.autograd: backward, grad, Function, gradcheck, grad-mode switches."""
 from __future__ import annotations
 
+from .. import tensor as _tensor_mod  # resolved at call time (tensor imports autograd)
 from .engine import run_backward
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -13,7 +14,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck
 
 
 def _make_grads(outputs, grad_outputs, create_graph: bool):
-    from ..tensor import Tensor, _make
+    Tensor, _make = _tensor_mod.Tensor, _tensor_mod._make
     grads = []
     for out, g in zip(outputs, grad_outputs):
         if g is None:
@@ -40,7 +41,7 @@ def _make_grads(outputs, grad_outputs, create_graph: bool):
 
 
 def _seq(x):
-    from ..tensor import Tensor
+    Tensor = _tensor_mod.Tensor
     if x is None:
         return None
     if isinstance(x, Tensor):
@@ -101,7 +102,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 
 def Variable(data, requires_grad: bool = False, volatile: bool = False):
     """Legacy wrapper: returns a leaf tensor sharing ``data``'s storage."""
-    from ..tensor import Tensor
+    Tensor = _tensor_mod.Tensor
     if not isinstance(data, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     t = data.detach()

@@ -10,7 +10,7 @@ class FunctionCtx:
     """The ``ctx`` API (mixed into every backward node of a user Function)."""
 
     def save_for_backward(self, *tensors) -> None:
-        from ..tensor import Tensor
+        Tensor = _tensor_mod.Tensor
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
@@ -66,7 +66,7 @@ class BackwardCFunction(FunctionCtx, Node):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {n}, got {len(res)})")
-        from ..tensor import Tensor
+        Tensor = _tensor_mod.Tensor
         tpos = self._tensor_pos
         for i, r in enumerate(res):
             if r is not None and i not in tpos:
@@ -217,7 +217,7 @@ def once_differentiable(fn):
             outputs = fn(ctx, *args)
         finally:
             state.enabled = prev
-        from ..tensor import Tensor, _make
+        Tensor, _make = _tensor_mod.Tensor, _tensor_mod._make
         if not prev or not any(isinstance(a, Tensor) and a._rg for a in args):
             return outputs
         # as torch does: results that would need a graph get a grad_fn that refuses double backward
