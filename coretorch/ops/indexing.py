@@ -14,12 +14,11 @@ _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_
 def _to_index_tensor(k, ref: Tensor, host: list | None = None) -> Tensor:
     """k as an index tensor on ref's device.  ``host``: a list that gets the index as it was in host memory (a
     list, a numpy array, a cpu tensor) before it moved to ref's device, so that its range is checked for free."""
-    from .creation import tensor
     if isinstance(k, Tensor):
         t = k
     else:
         # lists / numpy arrays: made on the cpu first when ref's device is not host memory (checked there)
-        t = tensor(k, device=ref.device if ref._be.host_memory else "cpu")
+        t = _creation.tensor(k, device=ref.device if ref._be.host_memory else "cpu")
         if t.numel() == 0:
             t = t.to(_i64)
     if t._be is not ref._be:
@@ -219,7 +218,6 @@ def index_put(x: Tensor, nkey, value, advanced: bool) -> Tensor:
 
 
 def setitem(x: Tensor, key, value) -> None:
-    from .inplace import check_inplace, rebase
     nkey, advanced = normalize_key(x, key)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
@@ -229,8 +227,7 @@ def setitem(x: Tensor, key, value) -> None:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                                f"devices, {x.device} and {value.device}! (in __setitem__)")
     if not vt and not isinstance(value, (int, float, bool)):
-        from .creation import tensor
-        value, vt = tensor(value, dtype=x.dtype, device=x.device), True
+        value, vt = _creation.tensor(value, dtype=x.dtype, device=x.device), True
     if not vt:
         value = _dt.fit_scalar(value, x.dtype)
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
@@ -493,3 +490,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     from .shape import broadcast_tensors
     x, m = broadcast_tensors(input, mask)
     return getitem(x, m)
+
+
+# late, module level: an import inside a function costs ~10k instructions per call (x[idx], x[i] = v)
+from . import creation as _creation  # noqa: E402
+from .inplace import check_inplace, rebase  # noqa: E402
