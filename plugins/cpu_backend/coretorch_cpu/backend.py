@@ -112,24 +112,28 @@ def _assign(dst, src):
         raise RuntimeError(f"in-place write failed: {e}") from None
 
 
+def _write_failed(x, e: ValueError):
+    """An in-place write into ``x`` raised: a read-only broadcast view gets PyTorch's error for an overlapping
+    write, any other failure goes on as it was (the write is tried first: the flags are read only on failure)."""
+    if x.flags.writeable:
+        raise e
+    _assign(x, x)
+
+
 def _inplace(uf):
     def k(x, y):
         try:
             uf(x, y, out=x)
-        except ValueError:
-            if x.flags.writeable:
-                raise
-            _assign(x, x)  # a read-only broadcast view: PyTorch's error for an overlapping write
+        except ValueError as e:
+            _write_failed(x, e)
     return k
 
 
 def _axpy(y, a, x):
     try:
         np.add(y, x if a == 1 else x * a, out=y)
-    except ValueError:
-        if y.flags.writeable:
-            raise
-        _assign(y, y)
+    except ValueError as e:
+        _write_failed(y, e)
 
 
 _iadd = _inplace(np.add)
@@ -260,9 +264,10 @@ def _div(a, b):
     if (b.__class__ is float or b.__class__ is int) and (b >= 1 or b <= -1):
         r = np.true_divide(a, b)
         return r if r.__class__ is nd else _asarray(r)
-    with np.errstate(all="ignore"):
-        r = np.true_divide(a, b)
-    return r if r.__class__ is nd else _asarray(r)
+    return _quiet_div(a, b)
+
+
+_quiet_div = _quiet(np.true_divide)  # any other divisor: IEEE results (x/0 = inf), no warnings
 
 
 def _clamp(x, lo, hi):
