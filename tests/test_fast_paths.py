@@ -300,3 +300,17 @@ def test_fused_log_softmax_backward_matches_the_formula(dim):
         np.testing.assert_allclose(cpu.log_softmax_backward(g, y, dim % 2), want, rtol=1e-5, atol=1e-6)
     x = torch.tensor(rng.standard_normal((6, 4)), requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: F.log_softmax(t, dim), (x,))
+
+
+@pytest.mark.parametrize("write", [lambda x: x.add_(1), lambda x: x.add_(torch.ones(2, 3)), lambda x: x.mul_(2),
+                                   lambda x: x.sub_(torch.ones(2, 3), alpha=0.5),
+                                   lambda x: torch._foreach_add_([x], [torch.ones(2, 3)], alpha=2)])
+def test_in_place_write_into_an_expanded_view_raises_pytorchs_error(write):
+    """The cpu in-place kernels and axpy_ try the write first; on a read-only broadcast view the failure becomes
+    PyTorch's overlap error, and the data is left as it was."""
+    base = torch.ones(3)
+    x = base.expand(2, 3)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers "
+                                                            "to a single memory location"):
+        write(x)
+    assert base.tolist() == [1.0, 1.0, 1.0]
