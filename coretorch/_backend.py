@@ -87,6 +87,21 @@ PRIMITIVES: dict[str, str] = {
                     "host read (the op itself runs: its kernels must give some value for such an operand without "
                     "trapping)",
 }
+# ---- the op families' primitives (optional ones say so); one block per family ----
+PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
+})
+PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
+})
+PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
+})
+PRIMITIVES.update({  # products: owned by coretorch/ops/products.py
+})
+PRIMITIVES.update({  # linalg: owned by coretorch/ops/decomp.py and coretorch/linalg
+})
+PRIMITIVES.update({  # random: owned by coretorch/ops/random.py
+})
+PRIMITIVES.update({  # dtypes: owned by coretorch/dtypes.py (bfloat16)
+})
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
          "isnan")

@@ -264,3 +264,14 @@ Tensor.__iand__ = lambda self, other: IP.apply_inplace(self, "bitwise_and_", lam
 Tensor.__ior__ = lambda self, other: IP.apply_inplace(self, "bitwise_or_", lambda s: P.bitwise_or(s, other))
 Tensor.__ixor__ = lambda self, other: IP.apply_inplace(self, "bitwise_xor_", lambda s: P.bitwise_xor(s, other))
 _ = _make
+
+
+# the op families' methods (coretorch.ops.<family>.METHODS), bound last: a family may redefine a method above
+def _bind_families():
+    from .ops import FAMILIES
+    for mod in FAMILIES:
+        for name, fn in mod.METHODS.items():
+            setattr(Tensor, name, fn)
+
+
+_bind_families()

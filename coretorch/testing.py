@@ -1156,6 +1156,14 @@ def _build_cases() -> list[OpCase]:
 
 
 CASES: list[OpCase] = _build_cases()
+
+
+def _family_cases() -> list[OpCase]:
+    from .testing_ops import all_cases  # the op families' tables (coretorch/testing_ops/<family>.py)
+    return all_cases()
+
+
+CASES += _family_cases()
 _names = [c.name for c in CASES]
 assert len(set(_names)) == len(_names), sorted({n for n in _names if _names.count(n) > 1})
 del _names

@@ -6,6 +6,10 @@ plugin ops registered through ``coretorch_register_functions`` appear here by na
 from __future__ import annotations
 
 from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  # noqa: F401
+# the op families (one module each; each lists its top-level names in __all__ and its Tensor methods in METHODS)
+from . import decomp, joining, products, random, scatter, sorting, special, triangular  # noqa: F401
+
+FAMILIES = (sorting, special, triangular, joining, scatter, products, decomp, random)
 
 _registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
 
@@ -31,7 +35,7 @@ def registered() -> list[str]:
 def _export():
     """Flatten the op modules into this namespace (coretorch.ops.add, coretorch.ops.matmul, ...)."""
     g = globals()
-    for mod in (pointwise, reduction, shape, indexing, linalg):
+    for mod in (pointwise, reduction, shape, indexing, linalg, *FAMILIES):
         for k, v in vars(mod).items():
             if callable(v) and not k.startswith("_") and getattr(v, "__module__", "") == mod.__name__ \
                     and not isinstance(v, type):

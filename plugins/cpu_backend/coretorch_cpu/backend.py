@@ -366,4 +366,7 @@ class CPUBackend:
         k["div"] = _div
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
+        from . import dtypes, linalg, products, sampling, shaping, sorting, special  # the op families' kernels
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes):
+            k.update(fam.KERNELS)
         return k

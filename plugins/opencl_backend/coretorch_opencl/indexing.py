@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
+from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
 from .device import cla
 
 _I64 = np.dtype(np.int64)
@@ -29,11 +30,6 @@ inline void ct_atomic_add_double(volatile __global double* p, double v) {
 """
 
 
-def _desc(x):
-    isz = x.dtype.itemsize
-    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
-
-
 def has_array(key) -> bool:
     items = key if isinstance(key, tuple) else (key,)
     return any(isinstance(k, cla.Array) for k in items)
@@ -42,7 +38,6 @@ def has_array(key) -> bool:
 def index_plan(kern, x, key):
     """numpy's indexing -> (result shape, base offset, plain strides over result dims,
     [(index array, its strides over result dims, x stride, dim size)])."""
-    from .backend import _expand_strides
     items = list(key) if isinstance(key, tuple) else [key]
     _, off, shape, st = _desc(x)
     consumed = sum((k.ndim if k.dtype == np.bool_ else 1) if isinstance(k, cla.Array) else 1
@@ -181,7 +176,6 @@ def _atomic_mode(kern, dt) -> str:
 
 
 def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
-    from .backend import _expand_strides
     n = 1
     for s in rshape:
         n *= s
@@ -266,7 +260,6 @@ def _check_launch(kern, arr, exc: type, message: str):
     """What a device-side check launch needs: the device, ``message``'s check code for ``exc``, this launch's
     ticket, the error buffer (marking a check pending), and ``arr`` read in place (buffer, element offset,
     collapsed and padded dims and strides, their count)."""
-    from .backend import _collapse, _pad
     dev = kern.dev
     code = dev.check_code(exc, message)
     ticket = dev.check_ticket()

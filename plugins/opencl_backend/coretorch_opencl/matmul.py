@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
+from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
 from .device import STATS, c_strides
 
 GROUP_M = 4
@@ -171,13 +172,7 @@ __kernel void mm(__global {t}* o, long oo, long sob, long son, __global const {t
 """
 
 
-def _desc(x):
-    isz = x.dtype.itemsize
-    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
-
-
 def matmul(kern, a, b):
-    from .backend import _collapse
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]

@@ -21,12 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
+from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
 from .device import STATS
-
-
-def _desc(x):
-    isz = x.dtype.itemsize
-    return x.base_data, x.offset // isz, x.shape, tuple(s // isz for s in x.strides)
 
 
 def _src(dt, wg: int) -> str:
@@ -387,9 +383,3 @@ def _int_sized(*sizes) -> None:
         raise RuntimeError(f"coretorch-opencl: a convolution/pooling operand of {max(sizes)} elements is too large "
                            "for the fused kernels (at most 2**31 - 1)")
 
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n

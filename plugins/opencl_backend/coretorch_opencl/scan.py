@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
+from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
 from .device import c_strides
 
 # a chunk holds at least _MIN_CHUNK elements and a row has at most _MAX_CHUNKS of them
@@ -101,7 +102,6 @@ def _src(dt, a: int) -> str:
 
 def scan(kern, op: str, x, axis):
     """``op`` ('cumsum' or 'cumprod') of ``x`` along ``axis`` (None or a 0-d ``x``: a copy)."""
-    from .backend import _collapse, _desc, _numel, _pad
     if x.ndim == 0 or axis is None or x.shape[axis] == 1:
         return kern.contiguous(x)  # a scan over one element is a copy (the contiguous copy kernel: no row decode)
     dt = x.dtype

@@ -1,0 +1,4 @@
+"""numpy kernels of the products (einsum, tensordot, ...) primitives (see coretorch._backend.PRIMITIVES)."""
+from __future__ import annotations
+
+KERNELS: dict = {}  # primitive name -> kernel on numpy arrays
