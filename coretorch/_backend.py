@@ -6,7 +6,9 @@ A backend (registered by a plugin through ``coretorch_register_backends``) is an
 * ``distribution``: optional, the distribution that ships it (filled in by the loader);
 * ``is_available()``, ``device_count()``, ``device_name(index)``;
 * ``kernels(index) -> dict[str, callable]``: the primitive table for one device (see ``PRIMITIVES``);
-* ``manual_seed(seed)``.
+* ``manual_seed(seed)``;
+* optionally ``host_kernels``: the names of kernels that run on the host for this device (shown by
+  ``coretorch info``), ``host_memory``/``native_broadcast`` flags (see ``KernelTable``).
 
 Kernels take and return the backend's native arrays (which expose ``.shape``); the core does every
 check (shapes, dtypes, devices), broadcasting (through ``expand``), type promotion (through ``cast``)
@@ -137,6 +139,9 @@ class KernelTable:
         self.has_iadd = "iadd" in kernels  # checked on hot paths: an attribute, not a call
         self.has_axpy = "axpy_" in kernels
         self.has_linear = "linear" in kernels and "linear_backward" in kernels
+        # kernels that this device runs on the host (read back, compute in numpy, write back): shown by `coretorch
+        # info`; a backend lists them in ``host_kernels`` (the opencl linalg decompositions)
+        self.host_names = frozenset(getattr(backend, "host_kernels", ())) & self.names
         for name in set(PRIMITIVES) | set(_extra_kernels):
             setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
 

@@ -31,7 +31,7 @@ def info_dict() -> dict:
     from coretorch import _backend
     devices = coretorch.devices()
     ops = sorted(set(_backend.PRIMITIVES) | set(_backend._extra_kernels))
-    coverage = {}
+    coverage, host = {}, {}
     for d in devices:
         if not d["available"]:
             continue
@@ -40,9 +40,19 @@ def info_dict() -> dict:
         except Exception:
             continue
         coverage[d["type"]] = sorted(table.names)
+        host[d["type"]] = sorted(table.host_names)
     return {"coretorch": coretorch.__version__, "plugin_api": coretorch.plugins.PLUGIN_API_VERSION,
             "plugins": coretorch.plugins.report(), "devices": devices, "ops": ops, "coverage": coverage,
+            "host_kernels": host, "public_ops": public_ops(),
             "plugin_ops": coretorch.ops.registered(), "optimizers": coretorch.optim.registered()}
+
+
+def public_ops() -> dict:
+    """The public op names by family: each op family module's ``__all__`` (``coretorch.<name>``) and ``METHODS``
+    (``Tensor.<name>``).  Every one runs on each device whose kernel table has the primitives it uses (the table
+    above): composites of primitives run wherever those do."""
+    from coretorch import ops
+    return {m.__name__.rsplit(".", 1)[1]: sorted(set(m.__all__) | set(m.METHODS)) for m in ops.FAMILIES}
 
 
 def info(as_json: bool = False) -> str:
@@ -58,11 +68,18 @@ def info(as_json: bool = False) -> str:
     rows = [[dv["type"], dv["distribution"], "yes" if dv["available"] else "no", str(dv["count"]),
              "; ".join(dv["names"])] for dv in d["devices"]]
     parts.append(_table(rows, ["type", "distribution", "available", "count", "names"]) if rows else "  (none)")
-    parts += ["", "Kernels by backend (primitive table; '-' = missing, runs only with CORETORCH_FALLBACK=cpu)"]
+    parts += ["", "Kernels by backend (primitive table; 'host' = runs on the host for that device, '-' = missing, runs "
+              "only with CORETORCH_FALLBACK=cpu)"]
     backends = list(d["coverage"])
     if backends:
-        rows = [[op] + ["yes" if op in d["coverage"][b] else "-" for b in backends] for op in d["ops"]]
+        def mark(op, b):
+            return ("host" if op in d["host_kernels"][b] else "yes") if op in d["coverage"][b] else "-"
+        rows = [[op] + [mark(op, b) for b in backends] for op in d["ops"]]
         parts.append(_table(rows, ["op"] + backends))
+    parts += ["", "Ops by family (coretorch.<op> and Tensor methods; each runs where its kernels above run)"]
+    for fam, names in d["public_ops"].items():
+        if names:
+            parts.append(f"{fam} ({len(names)}): " + ", ".join(names))
     if d["plugin_ops"]:
         parts += ["", "Plugin ops: " + ", ".join(d["plugin_ops"])]
     if d["optimizers"]:
