@@ -20,6 +20,8 @@ class Tensor:
     _accum = None
     _retains = False
 
+    _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)
+
     # legacy constructors: Tensor(2, 3), Tensor([1., 2.]), FloatTensor(...)
     _legacy_dtype = None
 
@@ -41,6 +43,21 @@ class Tensor:
             out = object.__new__(cls)
             _init(out, t._data, t.dtype, t._be)
             return out
+        return t
+
+    # ---- user subclasses ------------------------------------------------------------------------
+    @staticmethod
+    def _make_subclass(cls, data: "Tensor", require_grad: bool = False, **_dispatch_options) -> "Tensor":
+        """A ``cls`` instance sharing ``data``'s storage and version counter, a leaf with ``requires_grad``
+        (what ``Parameter.__new__`` uses in PyTorch; user subclasses of Tensor are built this way)."""
+        if not isinstance(cls, type) or not issubclass(cls, Tensor):
+            raise TypeError(f"Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                            f"possible. Make sure your class inherits from Tensor (got {cls!r}).")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
+        t = object.__new__(cls)
+        _init(t, data._data, data.dtype, data._be, version=data._vc)
+        t.requires_grad = require_grad
         return t
 
     # ---- plain attributes -------------------------------------------------------------------

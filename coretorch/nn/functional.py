@@ -1184,7 +1184,23 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     input, target = _pointwise_target("mse_loss", input, target)
     d = _P.sub(input, target)
-    return _reduce(_weighted(_P.mul(d, d), weight), reduction)
+    return _named_node(_reduce(_weighted(_P.mul(d, d), weight), reduction), "MseLossBackward0")
+
+
+_NAMED_NODES: dict = {}
+
+
+def _named_node(t: Tensor, name: str) -> Tensor:
+    """Give the grad_fn of a composite op's result PyTorch's name for the op (a same-layout subclass of the node's
+    class: the backward is unchanged), so that printing ``loss.grad_fn`` shows what PyTorch shows."""
+    fn = t.grad_fn
+    if fn is not None:
+        key = (fn.__class__, name)
+        cls = _NAMED_NODES.get(key)
+        if cls is None:
+            cls = _NAMED_NODES[key] = type(name, (fn.__class__,), {"__slots__": ()})
+        fn.__class__ = cls
+    return t
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):

@@ -6,7 +6,15 @@ from ..tensor import Tensor, _init
 __all__ = ["Parameter", "Buffer", "is_lazy"]
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """``isinstance(t, Parameter)`` is also true for a tensor flagged ``_is_param`` (PyTorch's rule: a user's own
+    Tensor subclass can say it is a parameter, and Module then registers it)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is Parameter and isinstance(obj, Tensor) and obj._is_param)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A tensor that is a module parameter: ``requires_grad=True`` by default, shares storage (and the
     version counter) with ``data``, and registers itself when assigned as a Module attribute."""
 
