@@ -118,9 +118,20 @@ class Tensor:
     def data_ptr(self) -> int:
         return id(self._data)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The legacy type name ('torch.FloatTensor'), or a conversion to a dtype, a legacy name or class."""
         if dtype is None:
             return f"torch.{self.dtype._tname}"
+        if isinstance(dtype, str):
+            name = dtype
+            if name.startswith("torch.cuda."):
+                return self.to(Device("cuda"))  # raises the error that names the device types installed
+            dtype = next((d for d in vars(_dt).values() if isinstance(d, _dt.dtype) and
+                          f"torch.{d._tname}" == name), None)
+            if dtype is None:
+                raise ValueError(f"invalid type: '{name}'")
+        elif isinstance(dtype, type):
+            dtype = getattr(dtype, "_legacy_dtype", None) or self.dtype  # FloatTensor & co (Tensor: unchanged)
         return self.to(dtype)
 
     # ---- autograd fields --------------------------------------------------------------------

@@ -437,3 +437,16 @@ def test_memory_formats_and_layout():
 def test_functional_dropout_unchanged():
     x = torch.ones(4)
     assert F.dropout(x, 0.5, training=False) is x
+
+
+def test_cuda_legacy_classes_rng_state_and_version():
+    T = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+    assert T is torch.FloatTensor and T(2).dtype == torch.float32
+    assert not isinstance(torch.ones(1), torch.cuda.FloatTensor)
+    with pytest.raises(TypeError, match="type torch.cuda.LongTensor not available"):
+        torch.cuda.LongTensor([1])
+    with pytest.raises(AssertionError):
+        torch.cuda.get_rng_state()
+    assert torch.cuda.set_rng_state(None) is None and torch.cuda.get_arch_list() == []
+    assert torch.version.cuda is None and torch.version.hip is None
+    assert torch.version.__version__ == torch.__version__

@@ -471,3 +471,18 @@ def test_state_dict_of_old_style_module():
     m.w = torch.nn.Parameter(torch.ones(2))
     with pytest.raises(TypeError, match="cannot assign 'torch.FloatTensor' as parameter 'w'"):
         m.w = torch.ones(2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_type_with_legacy_names(device):
+    x = torch.ones(2, device=device)
+    assert x.type() == "torch.FloatTensor"
+    d = x.type("torch.DoubleTensor")
+    assert d.dtype == torch.float64 and d.device == x.device
+    assert x.type(torch.LongTensor).dtype == torch.int64
+    assert x.type(torch.float16).dtype == torch.float16
+    assert x.type(torch.Tensor) is x
+    with pytest.raises(ValueError, match="invalid type"):
+        x.type("torch.NoSuchTensor")
+    with pytest.raises(RuntimeError, match="no 'cuda' backend"):
+        x.type("torch.cuda.FloatTensor")

@@ -13,7 +13,8 @@ __all__ = ["is_available", "is_initialized", "device_count", "current_device", "
            "get_device_properties", "get_device_capability", "set_device", "synchronize", "empty_cache",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_bf16_supported",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-           "reset_peak_memory_stats", "memory_stats", "device", "init"]
+           "reset_peak_memory_stats", "memory_stats", "device", "init", "get_rng_state", "get_rng_state_all",
+           "set_rng_state", "set_rng_state_all", "get_arch_list"]
 
 _NOT_COMPILED = ("Torch not compiled with CUDA enabled (coretorch has no CUDA backend: its devices are 'cpu' and "
                  "'opencl'; use torch.accelerator.current_accelerator() to pick the OpenCL device)")
@@ -128,6 +129,43 @@ class device:
 
     def __exit__(self, *exc):
         return False
+
+
+def get_rng_state(device="cuda"):
+    _no_cuda()
+
+
+def get_rng_state_all() -> list:
+    _no_cuda()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    pass  # queued until CUDA initialises in PyTorch, so without CUDA: nothing happens
+
+
+def set_rng_state_all(new_states) -> None:
+    pass
+
+
+def get_arch_list() -> list:
+    return []
+
+
+class _LegacyCudaMeta(type):
+    """torch.cuda.FloatTensor & co: the names exist (scripts choose between them and the CPU ones); no tensor is
+    one of them, and constructing one raises PyTorch's TypeError."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return False
+
+    def __call__(cls, *args, **kwargs):
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available. {_NOT_COMPILED}")
+
+
+for _n in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor"):
+    globals()[_n] = _LegacyCudaMeta(_n, (), {"__module__": __name__})
+del _n
 
 
 def __getattr__(name: str):
