@@ -486,3 +486,76 @@ def test_type_with_legacy_names(device):
         x.type("torch.NoSuchTensor")
     with pytest.raises(RuntimeError, match="no 'cuda' backend"):
         x.type("torch.cuda.FloatTensor")
+
+
+# ---- PyTorch 1.0's SGD source, as user code on coretorch's Optimizer base ----------------------------------------
+class LegacySGD(torch.optim.Optimizer):
+    """SGD as PyTorch 1.0 wrote it: the deprecated add_(Number, Tensor) overloads and .data everywhere."""
+
+    def __init__(self, params, lr=torch.optim.optimizer.required, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False):
+        if lr is not torch.optim.optimizer.required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov))
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d_p = p.grad.data
+                if group["weight_decay"] != 0:
+                    d_p.add_(group["weight_decay"], p.data)
+                if group["momentum"] != 0:
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        buf = state["momentum_buffer"] = torch.zeros_like(p.data)
+                        buf.mul_(group["momentum"]).add_(d_p)
+                    else:
+                        buf = state["momentum_buffer"]
+                        buf.mul_(group["momentum"]).add_(1 - group["dampening"], d_p)
+                    d_p = d_p.add(group["momentum"], buf) if group["nesterov"] else buf
+                p.data.add_(-group["lr"], d_p)
+        return loss
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_legacy_sgd_source_matches_coretorch_sgd(device):
+    torch.manual_seed(1)
+    net_a = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).to(device)
+    net_b = copy.deepcopy(net_a)
+    x, y = torch.randn(32, 4, device=device), torch.randn(32, 1, device=device)
+    kw = dict(lr=0.05, momentum=0.9, weight_decay=1e-3, nesterov=True)
+    opt_a, opt_b = LegacySGD(net_a.parameters(), **kw), torch.optim.SGD(net_b.parameters(), **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for _ in range(5):
+            for net, opt in ((net_a, opt_a), (net_b, opt_b)):
+                opt.zero_grad()
+                F.mse_loss(net(x), y).backward()
+                opt.step()
+    for pa, pb in zip(net_a.parameters(), net_b.parameters()):
+        np.testing.assert_allclose(pa.detach().cpu().numpy(), pb.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        LegacySGD(net_a.parameters(), lr=-1.0)
+
+
+def test_deepcopy_of_a_plain_user_subclass():
+    class Tagged(torch.Tensor):
+        pass
+
+    t = torch.tensor([1.0, 2.0]).as_subclass(Tagged)
+    t.note = "kept"
+    c = copy.deepcopy(t)
+    assert type(c) is Tagged and c.note == "kept" and c.tolist() == [1.0, 2.0]
+    c.add_(1)
+    assert t.tolist() == [1.0, 2.0]
+    u = Tagged([3.0, 4.0])  # Tensor's legacy constructor on the subclass
+    assert type(u) is Tagged and u.tolist() == [3.0, 4.0]
+
+
+def test_nn_modules_utils():
+    from coretorch.nn.modules.utils import _pair, _single, _triple
+    assert _pair(3) == (3, 3) and _pair((1, 2)) == (1, 2) and _single(1) == (1,) and _triple(2) == (2, 2, 2)
