@@ -314,6 +314,8 @@ def test_accelerator_device_selection_idiom():
     ("nn.parameter", ["Parameter", "Buffer"]),
     ("optim.optimizer", ["Optimizer"]),
     ("autograd.function", ["Function", "FunctionCtx", "once_differentiable"]),
+    ("autograd.variable", ["Variable"]),
+    ("nn.modules.utils", ["_pair", "_single"]),
     ("nn.init", ["xavier_uniform_", "kaiming_normal_", "zeros_"]),
 ])
 def test_submodule_layout(path, names):
@@ -322,13 +324,12 @@ def test_submodule_layout(path, names):
     for part in path.split("."):
         parent = getattr(parent, part)  # reachable as attributes too (torch.utils.data.dataloader...)
     assert parent is mod
-    top = {"utils.data": torch.utils.data, "nn.modules": torch.nn, "nn.parameter": torch.nn,
-           "optim.optimizer": torch.optim, "autograd.function": torch.autograd, "nn.init": torch.nn.init}
-    canonical = next((v for k, v in top.items() if path.startswith(k)), None)
+    canonical = {"utils": torch.utils.data, "nn": torch.nn, "optim": torch.optim, "autograd": torch.autograd}
+    canonical = canonical[path.split(".")[0]] if path != "nn.init" else torch.nn.init
     for n in names:
         obj = getattr(mod, n)
-        if hasattr(canonical, n):
-            assert getattr(canonical, n) is obj, n  # the same objects, not copies
+        if not n.startswith("_"):
+            assert getattr(canonical, n) is obj, n  # the same objects as the package's, not copies
 
 
 def test_get_worker_info_is_none_in_the_main_process():
