@@ -559,3 +559,51 @@ def test_deepcopy_of_a_plain_user_subclass():
 def test_nn_modules_utils():
     from coretorch.nn.modules.utils import _pair, _single, _triple
     assert _pair(3) == (3, 3) and _pair((1, 2)) == (1, 2) and _single(1) == (1,) and _triple(2) == (2, 2, 2)
+
+
+def _functional_cases(x, t):
+    w1 = torch.randn(2, 3, 2, dtype=x.dtype, requires_grad=True)
+    w2 = torch.randn(2, 3, 2, 2, dtype=x.dtype, requires_grad=True)
+    return {
+        "GeluBackward0": lambda a: F.gelu(a),
+        "GeluBackward0-tanh": lambda a: F.gelu(a, approximate="tanh"),
+        "SiluBackward0": lambda a: F.silu(a),
+        "MishBackward0": lambda a: F.mish(a),
+        "LeakyReluBackward0": lambda a: F.leaky_relu(a, 0.1),
+        "EluBackward0": lambda a: F.elu(a),
+        "SoftplusBackward0": lambda a: F.softplus(a),
+        "LogSigmoidBackward0": lambda a: F.logsigmoid(a),
+        "HardtanhBackward0": lambda a: F.hardtanh(a, -0.5, 0.5),
+        "HardtanhBackward0-relu6": lambda a: F.relu6(a * 4),
+        "NativeLayerNormBackward0": lambda a: F.layer_norm(a, (4,)),
+        "NativeBatchNormBackward0": lambda a: F.batch_norm(a, None, None, training=True),
+        "NativeGroupNormBackward0": lambda a: F.group_norm(a.reshape(3, 2, 2), 2),
+        "SmoothL1LossBackward0": lambda a: F.smooth_l1_loss(a, t),
+        "HuberLossBackward0": lambda a: F.huber_loss(a, t, reduction="sum"),
+        "BinaryCrossEntropyWithLogitsBackward0": lambda a: F.binary_cross_entropy_with_logits(a, t.sigmoid()),
+        "ConvolutionBackward0-1d": lambda a: F.conv1d(a.reshape(1, 3, 4), w1),
+        "ConvolutionBackward0-2d": lambda a: F.conv2d(a.reshape(1, 3, 2, 2), w2, padding=1),
+        "MeanBackward0-l1": lambda a: F.l1_loss(a, t),  # composite in PyTorch too
+    }
+
+
+@pytest.mark.parametrize("name", list(_functional_cases(torch.zeros(1), torch.zeros(1))))
+def test_composite_functional_grad_fn_names(name):
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    t = torch.randn(3, 4, dtype=torch.float64)
+    fn = _functional_cases(x, t)[name]
+    y = fn(x)
+    assert type(y.grad_fn).__name__ == name.split("-")[0]
+    assert torch.autograd.gradcheck(fn, (x,))  # renaming left the backward as it was
+    with torch.no_grad():
+        assert fn(x).grad_fn is None
+
+
+def test_inplace_and_unbatched_forms_are_not_renamed():
+    x = torch.randn(3, 4, requires_grad=True)
+    y = x * 1
+    F.leaky_relu(y, inplace=True)
+    assert type(y.grad_fn).__name__ != "LeakyReluBackward0"
+    w = torch.randn(2, 3, 2, requires_grad=True)
+    assert type(F.conv1d(torch.randn(3, 4), w).grad_fn).__name__.startswith("Squeeze")  # as PyTorch
