@@ -47,7 +47,7 @@ from .ops.random import *  # noqa: F401,F403
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from ._compat import *  # noqa: F401,F403
 from ._tensor_str import set_printoptions  # noqa: F401
-from . import accelerator, compiler, cuda, jit, mps, onnx, types, version, xpu  # noqa: F401
+from . import _C, accelerator, compiler, cuda, jit, mps, onnx, types, version, xpu  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from .serialization import save, load
 

@@ -607,3 +607,42 @@ def test_inplace_and_unbatched_forms_are_not_renamed():
     assert type(y.grad_fn).__name__ != "LeakyReluBackward0"
     w = torch.randn(2, 3, 2, requires_grad=True)
     assert type(F.conv1d(torch.randn(3, 4), w).grad_fn).__name__.startswith("Squeeze")  # as PyTorch
+
+
+# ---- PyTorch 2.x's Parameter source shape, as user code (metaclass from torch._C._TensorMeta, _is_param) -----------
+class _UserParamMeta(torch._C._TensorMeta):
+    def __instancecheck__(self, instance):
+        if self is UserParam and isinstance(instance, torch.Tensor) and getattr(instance, "_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class UserParam(torch.Tensor, metaclass=_UserParamMeta):
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = torch.empty(0)
+        if type(data) is torch.Tensor or type(data) is UserParam:
+            return torch.Tensor._make_subclass(cls, data, requires_grad)
+        t = data.detach().requires_grad_(requires_grad)  # another subclass: flag it instead
+        t._is_param = True
+        return t
+
+    def __repr__(self):
+        return "UserParam containing:\n" + super().__repr__()
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pytorch2_parameter_source_as_user_code(device):
+    p = UserParam(torch.ones(2, device=device))
+    assert type(p) is UserParam and p.requires_grad and isinstance(p, UserParam)
+    flagged = torch.ones(2, device=device).as_subclass(MyParameter)
+    q = UserParam(flagged, requires_grad=False)
+    # detach() of a subclass gives a plain Tensor in coretorch (no __torch_function__ dispatch): the flag still counts
+    assert isinstance(q, torch.Tensor) and q._is_param and isinstance(q, UserParam) and not q.requires_grad
+    assert not isinstance(torch.ones(1), UserParam)
+    (p * 3).sum().backward()
+    np.testing.assert_allclose(p.grad.cpu().numpy(), [3.0, 3.0])
+    assert repr(UserParam(torch.zeros(1), False)) == "UserParam containing:\ntensor([0.])"
+    assert UserParam().shape == (0,)
