@@ -7,6 +7,7 @@ import builtins
 import os
 import warnings
 
+from . import dtypes as _dt
 from .autograd.grad_mode import is_inference_mode_enabled
 from .nn import functional as _F
 from .nn.modules.module import Module as _Module
@@ -18,7 +19,7 @@ __all__ = ["typename", "is_storage", "compile", "use_deterministic_algorithms",
            "get_float32_matmul_precision", "get_num_threads", "set_num_threads", "get_num_interop_threads",
            "set_num_interop_threads", "is_inference_mode_enabled", "softmax", "log_softmax", "dropout",
            "memory_format", "preserve_format", "contiguous_format", "channels_last", "channels_last_3d",
-           "layout", "strided"]
+           "layout", "strided", "set_default_tensor_type"]
 
 _bool, _int = builtins.bool, builtins.int
 
@@ -237,6 +238,27 @@ class layout:
 
 
 strided = layout("strided")
+
+
+def set_default_tensor_type(t) -> None:
+    """Deprecated (PyTorch 2.1): the default dtype from a legacy type (``torch.DoubleTensor`` or its name).  A
+    CUDA type raises PyTorch's TypeError for a build without CUDA."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    from . import cuda, set_default_dtype  # the package namespace: importing it at module level is a cycle
+    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__name__', t)}"
+    if isinstance(t, str) and t.startswith("torch.cuda.") or isinstance(t, cuda._LegacyCudaMeta):
+        raise TypeError(f"type {name.replace('coretorch', 'torch')} not available. {cuda._NOT_COMPILED}")
+    if isinstance(t, str):
+        d = next((d for d in vars(_dt).values() if isinstance(d, _dt.dtype) and f"torch.{d._tname}" == t), None)
+        if d is None:
+            raise TypeError(f"invalid type: '{t}'")
+    else:
+        d = getattr(t, "_legacy_dtype", None)
+        if d is None:
+            raise TypeError(f"invalid type: {t!r}")
+    set_default_dtype(d)
 
 
 # ---- PyTorch's positional top-level forms --------------------------------------------------------------------

@@ -646,3 +646,40 @@ def test_pytorch2_parameter_source_as_user_code(device):
     np.testing.assert_allclose(p.grad.cpu().numpy(), [3.0, 3.0])
     assert repr(UserParam(torch.zeros(1), False)) == "UserParam containing:\ntensor([0.])"
     assert UserParam().shape == (0,)
+
+
+def test_set_default_tensor_type_legacy():
+    try:
+        with pytest.warns(UserWarning, match=r"set_default_tensor_type\(\) is deprecated as of PyTorch 2.1"):
+            torch.set_default_tensor_type("torch.DoubleTensor")
+        assert torch.ones(1).dtype == torch.float64 and torch.get_default_dtype() == torch.float64
+        with pytest.warns(UserWarning):
+            torch.set_default_tensor_type(torch.HalfTensor)
+        assert torch.zeros(2).dtype == torch.float16
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="only floating-point types"):
+            torch.set_default_tensor_type(torch.LongTensor)
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="torch.cuda.FloatTensor not available"):
+            torch.set_default_tensor_type(torch.cuda.FloatTensor)
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="not available"):
+            torch.set_default_tensor_type("torch.cuda.FloatTensor")
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="invalid type"):
+            torch.set_default_tensor_type("torch.NoTensor")
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_nn_init_deprecated_names():
+    torch.manual_seed(0)
+    for old, new, args in (("xavier_uniform", "xavier_uniform_", ()), ("kaiming_normal", "kaiming_normal_", ()),
+                           ("constant", "constant_", (0.5,)), ("uniform", "uniform_", ()),
+                           ("normal", "normal_", ()), ("orthogonal", "orthogonal_", ()),
+                           ("xavier_normal", "xavier_normal_", ()), ("kaiming_uniform", "kaiming_uniform_", ())):
+        w = torch.empty(4, 5)
+        with pytest.warns(FutureWarning, match=f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`"):
+            assert getattr(torch.nn.init, old)(w, *args) is w
+        torch.manual_seed(1)
+        a = getattr(torch.nn.init, new)(torch.empty(4, 5), *args)
+        torch.manual_seed(1)
+        with pytest.warns(FutureWarning):
+            b = getattr(torch.nn.init, old)(torch.empty(4, 5), *args)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
