@@ -131,7 +131,11 @@ class Tensor:
             if dtype is None:
                 raise ValueError(f"invalid type: '{name}'")
         elif isinstance(dtype, type):
-            dtype = getattr(dtype, "_legacy_dtype", None) or self.dtype  # FloatTensor & co (Tensor: unchanged)
+            if dtype.__module__ == "coretorch.cuda":  # torch.cuda.FloatTensor & co
+                return self.to(Device("cuda"))  # raises the error that names the device types installed
+            if not issubclass(dtype, Tensor):
+                raise ValueError(f"invalid type: {dtype!r}")
+            dtype = dtype._legacy_dtype or self.dtype  # FloatTensor & co (Tensor: unchanged)
         return self.to(dtype)
 
     # ---- autograd fields --------------------------------------------------------------------

@@ -486,6 +486,10 @@ def test_type_with_legacy_names(device):
         x.type("torch.NoSuchTensor")
     with pytest.raises(RuntimeError, match="no 'cuda' backend"):
         x.type("torch.cuda.FloatTensor")
+    with pytest.raises(RuntimeError, match="no 'cuda' backend"):
+        x.type(torch.cuda.FloatTensor)
+    with pytest.raises(ValueError, match="invalid type"):
+        x.type(int)
 
 
 # ---- PyTorch 1.0's SGD source, as user code on coretorch's Optimizer base ----------------------------------------
