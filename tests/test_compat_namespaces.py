@@ -451,3 +451,17 @@ def test_cuda_legacy_classes_rng_state_and_version():
     assert torch.cuda.set_rng_state(None) is None and torch.cuda.get_arch_list() == []
     assert torch.version.cuda is None and torch.version.hip is None
     assert torch.version.__version__ == torch.__version__
+
+
+def test_backends_fp32_precision_flags():
+    b = torch.backends
+    assert b.fp32_precision == "ieee" and b.cuda.matmul.fp32_precision == "ieee"
+    assert b.cudnn.conv.fp32_precision == "ieee" and b.cudnn.rnn.fp32_precision == "ieee"
+    old = b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision
+    try:
+        b.cuda.matmul.fp32_precision = "tf32"
+        b.cudnn.conv.fp32_precision = "tf32"
+        assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+        assert torch.backends.cudnn.conv.fp32_precision == "tf32"
+    finally:
+        b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision = old

@@ -13,6 +13,7 @@ class _MatmulFlags:
         self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
+        self.fp32_precision = "ieee"  # PyTorch 2.9's spelling of allow_tf32 ("ieee" or "tf32")
 
 
 matmul = _MatmulFlags()

@@ -10,6 +10,16 @@ deterministic = False
 allow_tf32 = True
 
 
+class _Precision:
+    def __init__(self) -> None:
+        self.fp32_precision = "ieee"  # PyTorch 2.9: torch.backends.cudnn.conv.fp32_precision = "tf32"
+
+
+conv = _Precision()
+rnn = _Precision()
+fp32_precision = "ieee"
+
+
 def is_available() -> bool:
     return False
 
