@@ -3,16 +3,10 @@ as user code on coretorch (PyTorch's Parameter: ``class _ParameterMeta(torch._C.
 ``__torch_function__ = _disabled_torch_function_impl``).  coretorch has no C extension: nothing else is here."""
 from __future__ import annotations
 
-from .tensor import Tensor
+from .tensor import Tensor, _disabled_torch_function_impl  # noqa: F401  (torch._C's name for it)
 
 _TensorMeta = type(Tensor)  # the metaclass of Tensor (plain ``type``): user metaclasses derive from it
 _TensorBase = Tensor
-
-
-def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
-    """PyTorch's marker for "this subclass does not override ops": coretorch never dispatches ops through
-    ``__torch_function__``, so results are plain Tensors whatever a subclass sets here."""
-    return func(*args, **(kwargs or {}))
 
 
 def _get_tracing_state():

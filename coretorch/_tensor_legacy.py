@@ -1,41 +1,18 @@
 """Legacy and convenience Tensor API that old PyTorch programs still use (bound onto Tensor at import).
 
-``as_subclass``, the deprecated ``add_(Number, Tensor)`` overloads, ``volatile``, ``new``, ``resize_as_``,
+The deprecated ``add_(Number, Tensor)`` overloads, ``volatile``, ``new``, ``resize_as_``,
 ``is_cuda``/``is_xpu``/``is_mps``, ``pin_memory``/``is_pinned`` and ``cuda()``.
 """
 from __future__ import annotations
 
 import warnings
 
-from .autograd.grad_mode import state as _gs
-from .autograd.graph import Node
 from . import accelerator as _accelerator
 from .device import device as Device
 from .ops import creation as _C, inplace as _IP, pointwise as _P, shape as _S
-from .tensor import Size, Tensor, _edge, _init
+from .tensor import Size, Tensor
 
 _NO = object()  # "argument not given" (None is a value some arguments take)
-
-
-class AliasBackward0(Node):
-    """The graph node of ``as_subclass``: the gradient passes through unchanged."""
-    __slots__ = ()
-
-    def backward(self, g):
-        return (g,)
-
-
-def as_subclass(self: Tensor, cls) -> Tensor:
-    """This tensor as a ``cls`` instance: same storage and version counter, still attached to the graph."""
-    if not isinstance(cls, type) or not issubclass(cls, Tensor):
-        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor (got {cls!r})")
-    t = object.__new__(cls)
-    node = None
-    if self._rg and _gs.enabled:
-        node = AliasBackward0()
-        node.next_functions = (_edge(self),)
-    _init(t, self._data, self.dtype, self._be, grad_fn=node, base=self, version=self._vc)
-    return t
 
 
 # ---- the deprecated overloads add_(Number alpha, Tensor other), add(Number alpha, Tensor other) ----------------
@@ -156,7 +133,6 @@ def cpu(self: Tensor, memory_format=None) -> Tensor:
 
 def _bind() -> None:
     T = Tensor
-    T.as_subclass = as_subclass
     T.add_, T.sub_, T.add, T.sub = _add_, _sub_, _add, _sub
     T.volatile = property(_get_volatile, _set_volatile)
     T.new = new

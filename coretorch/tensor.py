@@ -46,6 +46,12 @@ class Tensor:
         return t
 
     # ---- user subclasses ------------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        hook = _SUBCLASS_HOOK[0]  # coretorch._subclass: PyTorch's default __torch_function__ for the methods
+        if hook is not None:
+            hook(cls)
+
     @staticmethod
     def _make_subclass(cls, data: "Tensor", require_grad: bool = False, **_dispatch_options) -> "Tensor":
         """A ``cls`` instance sharing ``data``'s storage and version counter, a leaf with ``requires_grad``
@@ -346,6 +352,15 @@ class Tensor:
 
     def __getstate__(self):
         raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """PyTorch's marker (``__torch_function__ = _disabled_torch_function_impl``): the subclass's ops give plain
+    Tensors, as nn.Parameter's do."""
+    return func(*args, **(kwargs or {}))
+
+
+_SUBCLASS_HOOK: list = [None]  # set by coretorch._subclass
 
 
 _tuple_getitem = tuple.__getitem__

@@ -1,7 +1,7 @@
 """nn.Parameter (a Tensor subclass a Module registers as a parameter) and nn.Buffer."""
 from __future__ import annotations
 
-from ..tensor import Tensor, _init
+from ..tensor import Tensor, _disabled_torch_function_impl, _init
 
 __all__ = ["Parameter", "Buffer", "is_lazy"]
 
@@ -29,6 +29,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
         p.requires_grad = requires_grad
         return p
 
+    __torch_function__ = _disabled_torch_function_impl  # as PyTorch: ops on a parameter give plain Tensors
+
     def __repr__(self) -> str:
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
@@ -55,6 +57,7 @@ class _BufferMeta(type):
 
 class Buffer(Tensor, metaclass=_BufferMeta):
     """``nn.Buffer(data, persistent=True)``: assigning it to a Module attribute registers a buffer."""
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent: bool = True):
         if data is None:
