@@ -7,6 +7,7 @@ from . import dtypes as _dt
 from ._backend import get_table
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
+from .autograd.anomaly_mode import state as _anomaly
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
 
@@ -255,7 +256,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
-                and self._data.shape in _SCALAR_SHAPES:
+                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled:
             # loss.backward(): the implicit gradient 1, straight to the engine
             g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
             _run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)

@@ -465,3 +465,47 @@ def test_backends_fp32_precision_flags():
         assert torch.backends.cudnn.conv.fp32_precision == "tf32"
     finally:
         b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision = old
+
+
+# ---- anomaly detection ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+def test_set_detect_anomaly_names_the_nan_node(device):
+    x = torch.tensor([0.0, 1.0], device=device, requires_grad=True)
+    try:
+        torch.autograd.set_detect_anomaly(True)
+        assert torch.autograd.is_anomaly_enabled() and torch.autograd.is_anomaly_check_nan_enabled()
+        y = (x.sqrt() * 0).sum()
+        with pytest.raises(RuntimeError, match=r"Function 'SqrtBackward0' returned nan values in its 0th output\."):
+            y.backward()
+        with pytest.raises(RuntimeError, match="Function 'DivBackward0' returned nan values in its 1th output"):
+            torch.autograd.grad((x / x).sum(), x)
+        x.grad = None
+        (x * x).sum().backward()  # a clean backward passes
+        np.testing.assert_allclose(x.grad.cpu().numpy(), [0.0, 2.0])
+        y = x * 3
+        y.sum().backward(retain_graph=True)
+        assert not y.grad_fn._hooks  # the checks are removed after each backward
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+    assert not torch.autograd.is_anomaly_enabled()
+    x.grad = None
+    (x.sqrt() * 0).sum().backward()  # off: NaN gradients pass silently, as PyTorch
+    assert np.isnan(x.grad.cpu().numpy()[0])
+
+
+def test_detect_anomaly_context_and_decorator():
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        with torch.autograd.detect_anomaly():
+            assert torch.autograd.is_anomaly_enabled()
+            with torch.autograd.set_detect_anomaly(False):
+                assert not torch.autograd.is_anomaly_enabled()
+            assert torch.autograd.is_anomaly_enabled()
+    assert not torch.autograd.is_anomaly_enabled()
+    with pytest.warns(UserWarning):
+        @torch.autograd.detect_anomaly(check_nan=False)
+        def f(t):
+            assert torch.autograd.is_anomaly_enabled() and not torch.autograd.is_anomaly_check_nan_enabled()
+            (t.sqrt() * 0).sum().backward()  # check_nan=False: no error
+            return t.grad
+    g = f(torch.tensor([0.0], requires_grad=True))
+    assert np.isnan(g.numpy()[0]) and not torch.autograd.is_anomaly_enabled()

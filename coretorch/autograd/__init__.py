@@ -4,7 +4,9 @@ from __future__ import annotations
 import warnings
 
 from .. import tensor as _tensor_mod  # resolved at call time (tensor imports autograd)
-from .engine import run_backward
+from . import anomaly_mode as _anomaly
+from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from .engine import run_backward as _engine_run_backward
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .graph import Node, RemovableHandle
@@ -12,7 +14,18 @@ from . import function, graph  # noqa: F401  (torch.autograd.function, as script
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node",
-           "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle"]
+           "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+
+def run_backward(tensors, grads, *args, **kwargs):
+    """The engine, with anomaly mode's NaN checks on the graph's nodes while it is enabled."""
+    handles = _anomaly.watch([t.grad_fn for t in tensors])
+    try:
+        return _engine_run_backward(tensors, grads, *args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _make_grads(outputs, grad_outputs, create_graph: bool):
