@@ -509,3 +509,24 @@ def test_detect_anomaly_context_and_decorator():
             return t.grad
     g = f(torch.tensor([0.0], requires_grad=True))
     assert np.isnan(g.numpy()[0]) and not torch.autograd.is_anomaly_enabled()
+
+
+def test_utils_checkpoint_gives_the_plain_results_and_gradients():
+    from coretorch.utils.checkpoint import checkpoint, checkpoint_sequential
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    x = torch.randn(5, 3, requires_grad=True)
+    ref = net(x).sum()
+    gref = torch.autograd.grad(ref, [x, *net.parameters()])
+    out = checkpoint(net, x, use_reentrant=False).sum()
+    g = torch.autograd.grad(out, [x, *net.parameters()])
+    assert out.item() == ref.item()
+    for a, b in zip(g, gref):
+        np.testing.assert_allclose(a.numpy(), b.numpy())
+    with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
+        checkpoint(net, x)
+    with pytest.raises(ValueError, match="Unexpected keyword"):
+        checkpoint(lambda a, scale=1: a * scale, x, use_reentrant=True, scale=2)
+    assert checkpoint(lambda a, scale=1: a * scale, x, use_reentrant=False, scale=2).shape == x.shape
+    s = checkpoint_sequential(net, 2, x, use_reentrant=False)
+    np.testing.assert_allclose(s.detach().numpy(), net(x).detach().numpy())
