@@ -87,8 +87,10 @@ def _dispatching(name: str, fn):
         cls = type(self)
         if _state.disabled:
             return fn(self, *args, **kwargs)
-        ret = cls.__torch_function__(fn, (cls,), (self,) + args, kwargs)
-        if ret is NotImplemented:
+        tf = cls.__torch_function__
+        ret = tf(fn, (cls,), (self,) + args, kwargs)
+        # an operator's NotImplemented goes back to Python (t == None is False), as PyTorch's operators do
+        if ret is NotImplemented and name not in _OPERATORS:
             raise TypeError(f"no implementation found for 'Tensor.{name}' on types that implement "
                             f"__torch_function__: [{cls.__qualname__}]")
         return ret

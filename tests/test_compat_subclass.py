@@ -42,6 +42,7 @@ def test_default_torch_function_keeps_the_subclass(device):
     assert t.tolist() == [2.0, 3.0, 4.0] and t.shape == (3,) and t.dim() == 1 and t.size(0) == 3
     np.testing.assert_allclose((t * 2).cpu().numpy(), [4.0, 6.0, 8.0])
     assert type(torch.add(t, 1)) is torch.Tensor  # namespace functions do not dispatch in coretorch
+    assert (t == None) is False and (t != "a") is True and t not in [None, "a"]  # noqa: E711
     assert type(t.data) is MyTensor and type(t.reshape(3, 1).mT) is MyTensor
     t.data = torch.zeros(3, device=device)  # the setter still works
     assert t.tolist() == [0.0, 0.0, 0.0] and type(t) is MyTensor
@@ -76,6 +77,12 @@ def test_override_returning_not_implemented_raises():
     t = torch.ones(2).as_subclass(Refuses)
     with pytest.raises(TypeError, match="no implementation found for 'Tensor.exp'"):
         t.exp()
+    with pytest.raises(TypeError):  # an operator: Python's own "unsupported operand" error
+        t + 1
+    assert (t == t) is True  # == falls back to identity, as for any object
+    Logged.calls.clear()
+    lg = torch.ones(1).as_subclass(Logged)
+    assert (lg == None) is False and len(Logged.calls) == 1  # noqa: E711
 
 
 def test_disabled_torch_function_gives_plain_tensors():
