@@ -530,3 +530,16 @@ def test_utils_checkpoint_gives_the_plain_results_and_gradients():
     assert checkpoint(lambda a, scale=1: a * scale, x, use_reentrant=False, scale=2).shape == x.shape
     s = checkpoint_sequential(net, 2, x, use_reentrant=False)
     np.testing.assert_allclose(s.detach().numpy(), net(x).detach().numpy())
+
+
+def test_device_from_an_ordinal_is_the_accelerator():
+    d = torch.device(0)
+    if torch.accelerator.is_available():
+        assert d == torch.device("opencl", 0)
+        assert torch.ones(1, device=d).device == d
+    else:
+        assert d.type == "cuda" and d.index == 0
+    with pytest.raises(RuntimeError, match="must not be negative"):
+        torch.device(-1)
+    with pytest.raises(TypeError):
+        torch.device(True)
