@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from . import accelerator as _accelerator
+from .autograd import VOLATILE_WARNING
 from .device import device as Device
 from .ops import creation as _C, inplace as _IP, pointwise as _P, shape as _S
 from .tensor import Size, Tensor
@@ -55,7 +56,6 @@ def _sub(self, other, other2=_NO, *, alpha=1):
 
 
 # ---- volatile (removed in PyTorch 0.4: always False, with PyTorch's warning) -----------------------------------
-VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 
 
 def _get_volatile(self) -> bool:
