@@ -55,6 +55,22 @@ def _sub(self, other, other2=_NO, *, alpha=1):
     return _P.sub(self, other, alpha=alpha)
 
 
+def _value_first(name: str, fn):
+    """``addcmul_(Number value, Tensor tensor1, Tensor tensor2)``, the deprecated order old optimizers use, on top
+    of the method ``fn(self, tensor1, tensor2, *, value=1)`` (warning as PyTorch does)."""
+    def method(self, *args, **kwargs):
+        if len(args) == 3 and not isinstance(args[0], Tensor) and "value" not in kwargs:
+            warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number value, Tensor tensor1, Tensor "
+                          f"tensor2)\nConsider using one of the following signatures instead:\n\t{name}(Tensor "
+                          f"tensor1, Tensor tensor2, *, Number value = 1)", UserWarning, stacklevel=2)
+            return fn(self, args[1], args[2], value=args[0], **kwargs)
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    method._value_first = True
+    return method
+
+
 # ---- volatile (removed in PyTorch 0.4: always False, with PyTorch's warning) -----------------------------------
 
 
@@ -134,6 +150,10 @@ def cpu(self: Tensor, memory_format=None) -> Tensor:
 def _bind() -> None:
     T = Tensor
     T.add_, T.sub_, T.add, T.sub = _add_, _sub_, _add, _sub
+    for name in ("addcmul", "addcmul_", "addcdiv", "addcdiv_"):  # (the elementwise family's methods, if there)
+        fn = getattr(T, name, None)
+        if fn is not None and not getattr(fn, "_value_first", False):
+            setattr(T, name, _value_first(name, fn))
     T.volatile = property(_get_volatile, _set_volatile)
     T.new = new
     T.resize_as_ = resize_as_

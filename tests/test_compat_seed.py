@@ -687,3 +687,28 @@ def test_nn_init_deprecated_names():
         with pytest.warns(FutureWarning):
             b = getattr(torch.nn.init, old)(torch.empty(4, 5), *args)
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_deprecated_value_first_overload_of_addcmul():
+    """addcmul_(Number, Tensor, Tensor): the wrapper put on the elementwise family's methods, checked here on a
+    stand-in with PyTorch's signature (self + value * t1 * t2)."""
+    from coretorch._tensor_legacy import _value_first
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self.add_(tensor1 * tensor2 * value)
+
+    m = _value_first("addcmul_", addcmul_)
+    x = torch.ones(2)
+    with pytest.warns(UserWarning, match=r"This overload of addcmul_ is deprecated:\n\taddcmul_\(Number value, "
+                                         r"Tensor tensor1, Tensor tensor2\)"):
+        assert m(x, 0.5, torch.tensor([2.0, 4.0]), torch.tensor([1.0, 2.0])) is x
+    assert x.tolist() == [2.0, 5.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m(x, torch.ones(2), torch.ones(2), value=2)
+    assert x.tolist() == [4.0, 7.0]
+    if hasattr(torch.Tensor, "addcmul_"):  # once the elementwise family is merged: its method has the overload
+        y = torch.zeros(2)
+        with pytest.warns(UserWarning, match="This overload of addcmul_ is deprecated"):
+            y.addcmul_(2, torch.ones(2), torch.full((2,), 3.0))
+        assert y.tolist() == [6.0, 6.0]
