@@ -116,6 +116,8 @@ _tables: dict[Device, "KernelTable"] = {}
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
 _warned_fallback: set = set()
 
+_OTHER_FRAMEWORK_DEVICES = {"cuda": "NVIDIA CUDA", "mps": "Apple Metal", "xpu": "Intel XPU", "hip": "AMD ROCm",
+                            "xla": "XLA/TPU", "meta": "shape-only meta tensors", "vulkan": "Vulkan"}
 HINTS = {"cpu": "coretorch-cpu (pip install -e plugins/cpu_backend)",
          "opencl": "coretorch-opencl (pip install -e plugins/opencl_backend)"}
 
@@ -236,8 +238,13 @@ def get_table(dev) -> KernelTable:
         hint = HINTS.get(dev.type)
         if hint:
             raise RuntimeError(f"no backend for device type '{dev.type}' is installed; install {hint}")
+        installed = ', '.join(sorted(_backends)) or 'none'
+        if dev.type in _OTHER_FRAMEWORK_DEVICES:  # PyTorch's device types that coretorch has no backend for
+            raise RuntimeError(f"coretorch has no '{dev.type}' backend ({_OTHER_FRAMEWORK_DEVICES[dev.type]}): the "
+                               f"device types installed here are {installed}. Use device='opencl' for a GPU "
+                               f"through OpenCL (torch.accelerator.current_accelerator() names it) or 'cpu'")
         raise RuntimeError(f"unknown device type '{dev.type}': no installed backend provides it "
-                           f"(installed: {', '.join(sorted(_backends)) or 'none'})")
+                           f"(installed: {installed})")
     if not be.is_available():
         raise RuntimeError(f"device type '{dev.type}' is installed but not available on this machine")
     if dev.index is not None and dev.index >= be.device_count():

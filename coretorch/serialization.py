@@ -397,3 +397,45 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         raise dec.bad(f"tensors {sorted(extra)[:5]} are not referenced by the structure")
     return obj
 
+
+
+# ---- PyTorch's allow-list for weights_only unpickling: accepted, and kept, though coretorch never unpickles ----
+_safe_globals: list = []
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Accepted as in PyTorch (the classes ``torch.load(weights_only=True)`` may rebuild); coretorch's format
+    holds only tensors and plain containers and is never unpickled, so nothing else needs allowing."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"add_safe_globals expects a list, got {type(safe_globals).__name__}")
+    for g in safe_globals:
+        if not (callable(g) or (isinstance(g, tuple) and len(g) == 2 and isinstance(g[1], str))):
+            raise TypeError(f"safe globals must be classes/functions or (object, 'name') pairs, got {g!r}")
+        if g not in _safe_globals:
+            _safe_globals.append(g)
+
+
+def get_safe_globals() -> list:
+    return list(_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    _safe_globals.clear()
+
+
+class safe_globals:
+    """``with torch.serialization.safe_globals([...]):`` adds the globals for the block only."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self._saved = list(_safe_globals)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _safe_globals[:] = self._saved
+        return False
+
+
+__all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]

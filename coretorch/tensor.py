@@ -7,6 +7,7 @@ from . import dtypes as _dt
 from ._backend import get_table
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
+from .autograd.anomaly_mode import state as _anomaly
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
 
@@ -19,6 +20,8 @@ class Tensor:
     _out_nr = 0
     _accum = None
     _retains = False
+
+    _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)
 
     # legacy constructors: Tensor(2, 3), Tensor([1., 2.]), FloatTensor(...)
     _legacy_dtype = None
@@ -41,6 +44,27 @@ class Tensor:
             out = object.__new__(cls)
             _init(out, t._data, t.dtype, t._be)
             return out
+        return t
+
+    # ---- user subclasses ------------------------------------------------------------------------
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        hook = _SUBCLASS_HOOK[0]  # coretorch._subclass: PyTorch's default __torch_function__ for the methods
+        if hook is not None:
+            hook(cls)
+
+    @staticmethod
+    def _make_subclass(cls, data: "Tensor", require_grad: bool = False, **_dispatch_options) -> "Tensor":
+        """A ``cls`` instance sharing ``data``'s storage and version counter, a leaf with ``requires_grad``
+        (what ``Parameter.__new__`` uses in PyTorch; user subclasses of Tensor are built this way)."""
+        if not isinstance(cls, type) or not issubclass(cls, Tensor):
+            raise TypeError(f"Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                            f"possible. Make sure your class inherits from Tensor (got {cls!r}).")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
+        t = object.__new__(cls)
+        _init(t, data._data, data.dtype, data._be, version=data._vc)
+        t.requires_grad = require_grad
         return t
 
     # ---- plain attributes -------------------------------------------------------------------
@@ -101,9 +125,24 @@ class Tensor:
     def data_ptr(self) -> int:
         return id(self._data)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The legacy type name ('torch.FloatTensor'), or a conversion to a dtype, a legacy name or class."""
         if dtype is None:
             return f"torch.{self.dtype._tname}"
+        if isinstance(dtype, str):
+            name = dtype
+            if name.startswith("torch.cuda."):
+                return self.to(Device("cuda"))  # raises the error that names the device types installed
+            dtype = next((d for d in vars(_dt).values() if isinstance(d, _dt.dtype) and
+                          f"torch.{d._tname}" == name), None)
+            if dtype is None:
+                raise ValueError(f"invalid type: '{name}'")
+        elif isinstance(dtype, type):
+            if dtype.__module__ == "coretorch.cuda":  # torch.cuda.FloatTensor & co
+                return self.to(Device("cuda"))  # raises the error that names the device types installed
+            if not issubclass(dtype, Tensor):
+                raise ValueError(f"invalid type: {dtype!r}")
+            dtype = dtype._legacy_dtype or self.dtype  # FloatTensor & co (Tensor: unchanged)
         return self.to(dtype)
 
     # ---- autograd fields --------------------------------------------------------------------
@@ -217,7 +256,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
-                and self._data.shape in _SCALAR_SHAPES:
+                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled:
             # loss.backward(): the implicit gradient 1, straight to the engine
             g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
             _run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)
@@ -314,6 +353,15 @@ class Tensor:
 
     def __getstate__(self):
         raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """PyTorch's marker (``__torch_function__ = _disabled_torch_function_impl``): the subclass's ops give plain
+    Tensors, as nn.Parameter's do."""
+    return func(*args, **(kwargs or {}))
+
+
+_SUBCLASS_HOOK: list = [None]  # set by coretorch._subclass
 
 
 _tuple_getitem = tuple.__getitem__

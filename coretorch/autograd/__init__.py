@@ -1,16 +1,31 @@
 """coretorch.autograd: backward, grad, Function, gradcheck, grad-mode switches."""
 from __future__ import annotations
 
+import warnings
+
 from .. import tensor as _tensor_mod  # resolved at call time (tensor imports autograd)
-from .engine import run_backward
+from . import anomaly_mode as _anomaly
+from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from .engine import run_backward as _engine_run_backward
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .graph import Node, RemovableHandle
-from . import graph  # noqa: F401
+from . import function, graph  # noqa: F401  (torch.autograd.function, as scripts import it)
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node",
-           "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle"]
+           "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle", "detect_anomaly",
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+
+def run_backward(tensors, grads, *args, **kwargs):
+    """The engine, with anomaly mode's NaN checks on the graph's nodes while it is enabled."""
+    handles = _anomaly.watch([t.grad_fn for t in tensors])
+    try:
+        return _engine_run_backward(tensors, grads, *args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _make_grads(outputs, grad_outputs, create_graph: bool):
@@ -100,16 +115,35 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     return res
 
 
-def Variable(data, requires_grad: bool = False, volatile: bool = False):
-    """Legacy wrapper: returns a leaf tensor sharing ``data``'s storage."""
-    Tensor = _tensor_mod.Tensor
-    if not isinstance(data, Tensor):
-        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-    t = data.detach()
-    t._vc = [0]
-    t._base = None
-    t.requires_grad_(requires_grad)
-    return t
+class _VariableMeta(type):
+    """``isinstance(x, Variable)`` is true for every Tensor, as in PyTorch (Variable and Tensor merged in 0.4)."""
+
+    def __instancecheck__(cls, other) -> bool:
+        return isinstance(other, _tensor_mod.Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Legacy wrapper: ``Variable(data, requires_grad=False)`` returns a leaf Tensor sharing ``data``'s storage.
+
+    ``volatile`` was removed in PyTorch 0.4: passing ``volatile=True`` warns and has no effect."""
+
+    def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
+        Tensor = _tensor_mod.Tensor
+        if volatile:
+            warnings.warn(VOLATILE_WARNING, UserWarning, stacklevel=2)
+        if data is None:
+            data = Tensor()
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        t = data.detach()
+        t._vc = [0]
+        t._base = None
+        t.requires_grad_(requires_grad)
+        return t
+
+
+VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 
 
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: E402
+from . import variable  # noqa: E402,F401  (torch.autograd.variable.Variable, as old scripts import it)

@@ -6,6 +6,7 @@ import functools
 
 class _State:
     enabled = True
+    inference = False  # inside an enabled inference_mode block (torch.is_inference_mode_enabled)
 
 
 state = _State()
@@ -65,6 +66,33 @@ class enable_grad(_GradModeBase):
 class inference_mode(no_grad):
     def __init__(self, mode: bool = True):
         self._target = not mode
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev_inf = state.inference
+        state.inference = self._mode
+        super().__enter__()
+
+    def __exit__(self, *exc):
+        state.inference = self._prev_inf
+        return super().__exit__(*exc)
+
+    def clone(self):
+        return self.__class__(self._mode)
+
+    def __call__(self, fn):
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``with torch.inference_mode():`` (and not inside ``inference_mode(False)``)."""
+    return state.inference
 
 
 class set_grad_enabled(_GradModeBase):

@@ -210,3 +210,27 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
             zero_indices = randperm(rows)[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
+
+
+def _deprecated_alias(fn):
+    """PyTorch keeps the pre-0.4 names without the trailing underscore, warning that they are deprecated."""
+    new, old = fn.__name__, fn.__name__[:-1]
+
+    def alias(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning,
+                      stacklevel=2)
+        return fn(*args, **kwargs)
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new}`."
+    return alias
+
+
+uniform = _deprecated_alias(uniform_)
+normal = _deprecated_alias(normal_)
+constant = _deprecated_alias(constant_)
+xavier_uniform = _deprecated_alias(xavier_uniform_)
+xavier_normal = _deprecated_alias(xavier_normal_)
+kaiming_uniform = _deprecated_alias(kaiming_uniform_)
+kaiming_normal = _deprecated_alias(kaiming_normal_)
+orthogonal = _deprecated_alias(orthogonal_)
+sparse = _deprecated_alias(sparse_)

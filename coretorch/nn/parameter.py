@@ -1,12 +1,20 @@
 """nn.Parameter (a Tensor subclass a Module registers as a parameter) and nn.Buffer."""
 from __future__ import annotations
 
-from ..tensor import Tensor, _init
+from ..tensor import Tensor, _disabled_torch_function_impl, _init
 
 __all__ = ["Parameter", "Buffer", "is_lazy"]
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """``isinstance(t, Parameter)`` is also true for a tensor flagged ``_is_param`` (PyTorch's rule: a user's own
+    Tensor subclass can say it is a parameter, and Module then registers it)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is Parameter and isinstance(obj, Tensor) and obj._is_param)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A tensor that is a module parameter: ``requires_grad=True`` by default, shares storage (and the
     version counter) with ``data``, and registers itself when assigned as a Module attribute."""
 
@@ -20,6 +28,8 @@ class Parameter(Tensor):
         _init(p, data._data, data.dtype, data._be, version=data._vc)
         p.requires_grad = requires_grad
         return p
+
+    __torch_function__ = _disabled_torch_function_impl  # as PyTorch: ops on a parameter give plain Tensors
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + Tensor.__repr__(self)
@@ -47,6 +57,7 @@ class _BufferMeta(type):
 
 class Buffer(Tensor, metaclass=_BufferMeta):
     """``nn.Buffer(data, persistent=True)``: assigning it to a Module attribute registers a buffer."""
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent: bool = True):
         if data is None:

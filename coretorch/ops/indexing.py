@@ -136,6 +136,38 @@ class IndexBackward0(Node):
         return (_embed(g, self.shape, self.key, self.advanced),)
 
 
+# PyTorch's names for x[basic key]: the node of the last step it applies (same backward as IndexBackward0)
+class SelectBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class SliceBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class UnsqueezeBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class AliasBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+_FULL = slice(None)
+
+
+def _basic_node_class(nkey):
+    """x[1] -> SelectBackward0, x[:, 1:3] -> SliceBackward0, x[None] -> UnsqueezeBackward0, x[...] -> Alias, as
+    PyTorch names the last of the steps it applies (a full ``:`` is no step)."""
+    for k in reversed(nkey):
+        if k is Ellipsis or k == _FULL:
+            continue
+        if k is None:
+            return UnsqueezeBackward0
+        return SliceBackward0 if isinstance(k, slice) else SelectBackward0
+    return AliasBackward0
+
+
 class EmbedBackward0(Node):
     __slots__ = ("key", "advanced")
 
@@ -153,7 +185,7 @@ def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
         base = x._base if x._base is not None else x
     node = None
     if x._rg and _gs.enabled:
-        node = IndexBackward0()
+        node = IndexBackward0() if advanced else _basic_node_class(nkey)()
         node.shape, node.key, node.advanced = x._data.shape, nkey, advanced
         node.next_functions = (edge(x),)
     if base is not None:

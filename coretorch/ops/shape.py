@@ -390,7 +390,14 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
                                f"{list(t.shape)} at entry {i}")
     d = norm_dim(dim, tensors[0].ndim + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    out = cat([unsqueeze(t, d) for t in tensors], d)
+    if out.grad_fn.__class__ is CatBackward0:
+        out.grad_fn.__class__ = StackBackward0  # PyTorch's name for the node (same backward)
+    return out
+
+
+class StackBackward0(CatBackward0):
+    __slots__ = ()
 
 
 def hstack(tensors):

@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
-           "DataLoader", "default_collate", "default_convert"]
+           "DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 
 # ---- datasets -------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def _rng(generator) -> np.random.Generator:
     ``manual_seed`` makes it reproducible); a numpy Generator -> itself; a coretorch Generator -> a stream
     started from its seed, kept on the generator so that it advances from one use to the next."""
     if generator is None:
-        from ..ops.creation import randint
+        from ...ops.creation import randint
         return np.random.default_rng(int(randint(0, 2 ** 62, ()).item()))
     if isinstance(generator, np.random.Generator):
         return generator
@@ -235,8 +235,8 @@ class BatchSampler(Sampler):
 # ---- collation ------------------------------------------------------------------------------------
 def default_convert(data):
     """numpy arrays become tensors (recursively); everything else is returned as it is."""
-    from ..ops.creation import as_tensor
-    from ..tensor import Tensor
+    from ...ops.creation import as_tensor
+    from ...tensor import Tensor
     if isinstance(data, Tensor):
         return data
     if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
@@ -256,10 +256,10 @@ def default_collate(batch):
     are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
     bools a bool tensor, strings stay a list; tuples, lists, named tuples and dicts are collated per
     field."""
-    from .. import dtypes as _dt
-    from ..ops.creation import as_tensor, tensor
-    from ..ops.shape import stack
-    from ..tensor import Tensor
+    from ... import dtypes as _dt
+    from ...ops.creation import as_tensor, tensor
+    from ...ops.shape import stack
+    from ...tensor import Tensor
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
@@ -363,7 +363,7 @@ class DataLoader:
         ds = self.dataset
         if self._default_collate and type(ds) is TensorDataset:
             # one gather per tensor: the same batch default_collate would stack, without the Python loop
-            from ..ops.creation import tensor
+            from ...ops.creation import tensor
             idx = tensor(indices, device=ds.tensors[0].device)
             return tuple(t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors)
         getitems = getattr(ds, "__getitems__", None)
@@ -390,3 +390,14 @@ class DataLoader:
                 batch = []
         if batch and not self.drop_last:
             yield self.collate_fn(batch)
+
+
+def get_worker_info():
+    """None: coretorch loads every batch in the calling process (PyTorch answers None there too)."""
+    return None
+
+
+# PyTorch's submodule layout, for scripts that import from it (torch.utils.data.dataloader.default_collate)
+for _sub in ("dataloader", "dataset", "sampler"):  # importing binds them here (the names are arguments below)
+    __import__(f"{__name__}.{_sub}")
+del _sub

@@ -1,0 +1,277 @@
+"""Top-level names real scripts touch on their first lines: typename, compile, determinism and matmul-precision
+switches, thread counts, memory formats, and torch.softmax/log_softmax/dropout in PyTorch's positional form.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import warnings
+
+from . import dtypes as _dt
+from .autograd.grad_mode import is_inference_mode_enabled
+from .nn import functional as _F
+from .nn.modules.module import Module as _Module
+from .tensor import Tensor
+
+__all__ = ["typename", "is_storage", "compile", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+           "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_float32_matmul_precision",
+           "get_float32_matmul_precision", "get_num_threads", "set_num_threads", "get_num_interop_threads",
+           "set_num_interop_threads", "is_inference_mode_enabled", "softmax", "log_softmax", "dropout",
+           "memory_format", "preserve_format", "contiguous_format", "channels_last", "channels_last_3d",
+           "layout", "strided", "set_default_tensor_type"]
+
+_bool, _int = builtins.bool, builtins.int
+
+
+def typename(obj) -> str:
+    """PyTorch's type name: ``'torch.FloatTensor'`` for a float32 tensor (the legacy name user code compares
+    against), ``module.qualname`` for anything else (builtins without the module)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"
+
+
+def is_storage(obj) -> _bool:
+    """False: coretorch has no storage objects (a tensor's data is its backend array)."""
+    return False
+
+
+# ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------
+_COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_compile_warned = [False]
+
+
+def _warn_compile() -> None:
+    if not _compile_warned[0]:
+        _compile_warned[0] = True
+        warnings.warn("coretorch.compile: compilation is not implemented yet; the model or function runs eagerly, "
+                      "unchanged", UserWarning, stacklevel=3)
+
+
+def _check_compile_args(mode, options) -> None:
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
+                           "time.")
+    if mode not in _COMPILE_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(m for m in _COMPILE_MODES if m)}")
+
+
+def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable: _bool = False):
+    """``torch.compile``: returns ``model`` unchanged (warning once that compilation does not exist yet); with
+    no model, a decorator that does the same."""
+    _check_compile_args(mode, options)
+    if model is None:
+        def decorator(fn):
+            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                           disable=disable)
+        return decorator
+    if not callable(model):
+        raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
+    if not disable:
+        _warn_compile()
+    return model
+
+
+def _module_compile(self, *args, **kwargs) -> None:
+    """``Module.compile()``: in place in PyTorch; here the module keeps running eagerly (warning once)."""
+    _check_compile_args(kwargs.get("mode"), kwargs.get("options"))
+    if not kwargs.get("disable", False):
+        _warn_compile()
+
+
+_Module.compile = _module_compile
+
+
+# ---- determinism and matmul precision (remembered: coretorch's kernels are deterministic already) ----------------
+_det = {"mode": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None:
+    """Remembered for ``are_deterministic_algorithms_enabled``; coretorch's kernels are deterministic anyway
+    (its scatter-adds accumulate in a fixed order)."""
+    if not isinstance(mode, _bool) or not isinstance(warn_only, _bool):
+        raise TypeError("use_deterministic_algorithms(): argument 'mode' and 'warn_only' must be bool")
+    _det["mode"], _det["warn_only"] = mode, warn_only
+
+
+def are_deterministic_algorithms_enabled() -> _bool:
+    return _det["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> _bool:
+    return _det["warn_only"]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if not isinstance(debug_mode, _int) or isinstance(debug_mode, _bool):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> _int:
+    if not _det["mode"]:
+        return 0
+    return 1 if _det["warn_only"] else 2
+
+
+_precision = ["highest"]
+_PRECISIONS = ("highest", "high", "medium")
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """'highest', 'high' or 'medium', as PyTorch (another case is read in lower case, with a warning; anything
+    else is ignored with a warning).  coretorch computes float32 matmuls in float32 whatever the setting."""
+    if precision in _PRECISIONS:
+        _precision[0] = precision
+        return
+    low = str(precision).lower()
+    if low in _PRECISIONS:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the given string will be "
+                      f"interpreted as {low}", UserWarning, stacklevel=2)
+        _precision[0] = low
+        return
+    warnings.warn(f"{precision} is not a valid value of float32_matmul_precision, so it will be ignored",
+                  UserWarning, stacklevel=2)
+
+
+def get_float32_matmul_precision() -> str:
+    return _precision[0]
+
+
+# ---- threads: the cpu backend's BLAS thread pool (numpy's), through threadpoolctl ---------------------------------
+_threads = {"intra": None, "interop": None, "limiter": None}
+
+
+def _check_threads(n, name: str) -> _int:
+    if not isinstance(n, _int) or isinstance(n, _bool):
+        raise TypeError(f"{name}(): argument 'int' must be int, not {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    return n
+
+
+def set_num_threads(int: _int) -> None:  # noqa: A002  (PyTorch's parameter name)
+    """Set the number of threads the cpu backend's BLAS uses (numpy's OpenBLAS/MKL pool)."""
+    n = _check_threads(int, "set_num_threads")
+    import threadpoolctl  # imported on first use: it inspects the loaded libraries
+    _threads["limiter"] = threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+    _threads["intra"] = n
+
+
+def get_num_threads() -> _int:
+    """The BLAS thread count: what ``set_num_threads`` set, else the pool's own size."""
+    if _threads["intra"] is not None:
+        return _threads["intra"]
+    import threadpoolctl
+    counts = [i.get("num_threads", 0) for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+    return max(counts) if counts else (os.cpu_count() or 1)
+
+
+def set_num_interop_threads(int: _int) -> None:  # noqa: A002
+    """Recorded (coretorch runs ops on the calling thread); as PyTorch, it can be set once."""
+    n = _check_threads(int, "set_num_interop_threads")
+    if _threads["interop"] is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has started or "
+                           "set_num_interop_threads called")
+    _threads["interop"] = n
+
+
+def get_num_interop_threads() -> _int:
+    n = _threads["interop"]
+    return n if n is not None else (os.cpu_count() or 1)
+
+
+# ---- memory formats and layouts (accepted where PyTorch takes them; every coretorch tensor is strided) -----------
+class memory_format:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+class layout:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+strided = layout("strided")
+
+
+def set_default_tensor_type(t) -> None:
+    """Deprecated (PyTorch 2.1): the default dtype from a legacy type (``torch.DoubleTensor`` or its name).  A
+    CUDA type raises PyTorch's TypeError for a build without CUDA."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    from . import cuda, set_default_dtype  # the package namespace: importing it at module level is a cycle
+    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__name__', t)}"
+    if isinstance(t, str) and t.startswith("torch.cuda.") or isinstance(t, cuda._LegacyCudaMeta):
+        raise TypeError(f"type {name.replace('coretorch', 'torch')} not available. {cuda._NOT_COMPILED}")
+    if isinstance(t, str):
+        d = next((d for d in vars(_dt).values() if isinstance(d, _dt.dtype) and f"torch.{d._tname}" == t), None)
+        if d is None:
+            raise TypeError(f"invalid type: '{t}'")
+    else:
+        d = getattr(t, "_legacy_dtype", None)
+        if d is None:
+            raise TypeError(f"invalid type: {t!r}")
+    set_default_dtype(d)
+
+
+# ---- PyTorch's positional top-level forms --------------------------------------------------------------------
+def softmax(input: Tensor, dim: _int, dtype=None) -> Tensor:
+    """``torch.softmax(input, dim, dtype=None)``."""
+    return _F.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: _int, dtype=None) -> Tensor:
+    """``torch.log_softmax(input, dim, dtype=None)``."""
+    return _F.log_softmax(input, dim, dtype=dtype)
+
+
+def dropout(input: Tensor, p: float, train: _bool) -> Tensor:
+    """``torch.dropout(input, p, train)``: F.dropout with PyTorch's positional ATen signature."""
+    return _F.dropout(input, p, train)

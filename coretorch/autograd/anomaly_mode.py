@@ -1,0 +1,99 @@
+"""torch.autograd.detect_anomaly / set_detect_anomaly: a backward that produces NaN names the node that did.
+
+While enabled, each backward (``Tensor.backward``, ``autograd.backward``, ``autograd.grad``) puts a check on every
+node of the graph it runs: a node whose gradients contain NaN raises PyTorch's
+``RuntimeError: Function 'DivBackward0' returned nan values in its 0th output.``  (PyTorch also records the
+forward traceback of each node; coretorch does not, so the error names the node only.)  Off by default, and then
+free: nothing is added to the forward or backward pass.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+
+class _State:
+    enabled = False
+    check_nan = True
+
+
+state = _State()
+
+
+def is_anomaly_enabled() -> bool:
+    return state.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return state.check_nan
+
+
+class _Switch:
+    def __init__(self, mode: bool, check_nan: bool) -> None:
+        self._prev = (state.enabled, state.check_nan)
+        self._mode, self._check_nan = bool(mode), bool(check_nan)
+
+    def __enter__(self):
+        self._prev = (state.enabled, state.check_nan)
+        state.enabled, state.check_nan = self._mode, self._check_nan
+        return self
+
+    def __exit__(self, *exc):
+        state.enabled, state.check_nan = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _Switch(self._mode, self._check_nan):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class detect_anomaly(_Switch):
+    """Context manager / decorator enabling anomaly detection for the block."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        super().__init__(True, check_nan)
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                      "enabled for debugging.", UserWarning, stacklevel=2)
+
+
+class set_detect_anomaly(_Switch):
+    """``set_detect_anomaly(True)`` switches it on now; also usable as a context manager."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        super().__init__(mode, check_nan)
+        state.enabled, state.check_nan = self._mode, self._check_nan
+
+    def __enter__(self):
+        return self
+
+
+def _nan_check(node):
+    name = node.name()
+
+    def hook(grads_in, grads_out):
+        for i, g in enumerate(grads_in):
+            if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
+                raise RuntimeError(f"Function '{name}' returned nan values in its {i}th output.")
+    return hook
+
+
+def watch(roots) -> list:
+    """While anomaly mode checks NaN: a NaN check on every node reachable from ``roots`` (grad_fns); returns the
+    handles that remove them."""
+    if not (state.enabled and state.check_nan):
+        return []
+    from .graph import AccumulateGrad  # graph imports nothing from here: no cycle, just kept off the import path
+    handles, seen, stack = [], set(), [r for r in roots if r is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen or node.__class__ is AccumulateGrad:
+            continue
+        seen.add(node)
+        handles.append(node.register_hook(_nan_check(node)))
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return handles

@@ -1,0 +1,4 @@
+"""torch.autograd.variable: where old scripts import Variable from."""
+from . import Variable
+
+__all__ = ["Variable"]

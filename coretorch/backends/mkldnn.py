@@ -1,0 +1,8 @@
+"""torch.backends.mkldnn: oneDNN is not part of coretorch (the cpu backend computes with numpy)."""
+from __future__ import annotations
+
+enabled = True
+
+
+def is_available() -> bool:
+    return False

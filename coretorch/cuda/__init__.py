@@ -1,0 +1,175 @@
+"""torch.cuda as on a machine without CUDA: coretorch's devices are ``cpu`` and ``opencl`` (see torch.accelerator).
+
+What PyTorch answers without CUDA, this answers too: ``is_available()`` False, ``device_count()`` 0, seeding and
+``empty_cache`` silently do nothing, memory statistics are 0; what needs a CUDA device (``current_device``,
+``get_device_name``, ``synchronize``, ...) raises PyTorch's AssertionError.  ``torch.cuda.amp`` is imported on
+first use.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
+           "get_device_properties", "get_device_capability", "set_device", "synchronize", "empty_cache",
+           "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_bf16_supported",
+           "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+           "reset_peak_memory_stats", "memory_stats", "device", "init", "get_rng_state", "get_rng_state_all",
+           "set_rng_state", "set_rng_state_all", "get_arch_list"]
+
+_NOT_COMPILED = ("Torch not compiled with CUDA enabled (coretorch has no CUDA backend: its devices are 'cpu' and "
+                 "'opencl'; use torch.accelerator.current_accelerator() to pick the OpenCL device)")
+
+
+def _no_cuda():
+    raise AssertionError(_NOT_COMPILED)
+
+
+def is_available() -> bool:
+    return False
+
+
+def is_initialized() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return 0
+
+
+def init() -> None:
+    _no_cuda()
+
+
+def current_device() -> int:
+    _no_cuda()
+
+
+def set_device(device) -> None:
+    _no_cuda()
+
+
+def get_device_name(device=None) -> str:
+    _no_cuda()
+
+
+def get_device_properties(device=None):
+    _no_cuda()
+
+
+def get_device_capability(device=None):
+    _no_cuda()
+
+
+def synchronize(device=None) -> None:
+    _no_cuda()
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return False
+
+
+# seeding is queued until CUDA initialises in PyTorch: without CUDA it never does, so these do nothing
+def manual_seed(seed: int) -> None:
+    int(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    int(seed)
+
+
+def seed() -> None:
+    pass
+
+
+def seed_all() -> None:
+    pass
+
+
+def initial_seed() -> int:
+    _no_cuda()
+
+
+def empty_cache() -> None:
+    pass
+
+
+def memory_stats(device=None) -> dict:
+    return {}
+
+
+def memory_allocated(device=None) -> int:
+    return 0
+
+
+def max_memory_allocated(device=None) -> int:
+    return 0
+
+
+def memory_reserved(device=None) -> int:
+    return 0
+
+
+def max_memory_reserved(device=None) -> int:
+    return 0
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    pass
+
+
+class device:
+    """``with torch.cuda.device(i):`` — entering it needs CUDA (a negative index or None is a no-op, as PyTorch)."""
+
+    def __init__(self, device) -> None:
+        self.idx = getattr(device, "index", device)
+
+    def __enter__(self):
+        if self.idx is not None and self.idx >= 0:
+            _no_cuda()
+
+    def __exit__(self, *exc):
+        return False
+
+
+def get_rng_state(device="cuda"):
+    _no_cuda()
+
+
+def get_rng_state_all() -> list:
+    _no_cuda()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    pass  # queued until CUDA initialises in PyTorch, so without CUDA: nothing happens
+
+
+def set_rng_state_all(new_states) -> None:
+    pass
+
+
+def get_arch_list() -> list:
+    return []
+
+
+class _LegacyCudaMeta(type):
+    """torch.cuda.FloatTensor & co: the names exist (scripts choose between them and the CPU ones); no tensor is
+    one of them, and constructing one raises PyTorch's TypeError."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return False
+
+    def __call__(cls, *args, **kwargs):
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available. {_NOT_COMPILED}")
+
+
+for _n in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor"):
+    globals()[_n] = _LegacyCudaMeta(_n, (), {"__module__": __name__})
+del _n
+
+
+def __getattr__(name: str):
+    if name == "amp":  # coretorch.cuda.amp (GradScaler, autocast) is imported on first use
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module 'coretorch.cuda' has no attribute '{name}' (coretorch has no CUDA backend: its "
+                         f"devices are 'cpu' and 'opencl')")

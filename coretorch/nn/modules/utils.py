@@ -1,0 +1,28 @@
+"""torch.nn.modules.utils: the tuple helpers custom layers import (_single, _pair, _triple, _quadruple)."""
+from __future__ import annotations
+
+import collections.abc
+from itertools import repeat
+
+__all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple"]
+
+
+def _ntuple(n: int, name: str = "parse"):
+    """A function turning a scalar into an n-tuple (an iterable is kept as a tuple), as PyTorch's."""
+    def parse(x):
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(repeat(x, n))
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+_quadruple = _ntuple(4, "_quadruple")
+
+
+def _reverse_repeat_tuple(t, n: int) -> tuple:
+    """Reverse ``t`` and repeat each element ``n`` times (conv padding for F.pad)."""
+    return tuple(x for x in reversed(t) for _ in range(n))

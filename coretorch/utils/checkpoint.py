@@ -1,0 +1,36 @@
+"""torch.utils.checkpoint: accepted with PyTorch's signatures.  coretorch runs the function once and keeps its
+graph (no recomputation in the backward), so results and gradients are those of the plain call; only the memory
+saving is missing."""
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
+
+_REENTRANT_WARNING = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In version "
+                      "2.5 we will raise an exception if use_reentrant is not passed. use_reentrant=False is "
+                      "recommended, but if you need to preserve the current default behavior, you can pass "
+                      "use_reentrant=True. Refer to docs for more details on the differences between the two "
+                      "variants.")
+
+
+def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
+               debug: bool = False, preserve_rng_state: bool = True, **kwargs):
+    """``function(*args, **kwargs)``, differentiable as usual (see the module docstring)."""
+    if use_reentrant is None:
+        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        use_reentrant = True
+    if use_reentrant and kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    return function(*args, **kwargs)
+
+
+def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
+    """Run the modules (an nn.Sequential or a list) in order; ``segments`` is accepted as in PyTorch."""
+    if use_reentrant is None:
+        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
+    if hasattr(functions, "children") and not isinstance(functions, (list, tuple)):
+        functions = list(functions.children())
+    for fn in functions:
+        input = fn(input)
+    return input
