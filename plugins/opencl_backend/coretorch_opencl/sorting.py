@@ -21,7 +21,10 @@ from . import codegen as cg
 from .layout import _desc, _is_c
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
-BLOCK = None  # elements per local-memory block: None picks it per device; tests set a small one to force the merges
+RUN = 16      # elements a work-item insertion-sorts before the merge passes (tests set small values to force
+CHUNK = 256   # more merge passes / merge-path segments); outputs per work-item of a merge pass (a power of two)
+TOPK_CHUNK = 1024  # elements per work-item of topk's candidate pass
+_KMAX = 32    # topk takes the candidate pass for k <= _KMAX (a private list per work-item), else a full sort
 
 
 def _rows(k, x, axis):
@@ -45,75 +48,122 @@ def _back(k, arr, perm):
     return k.contiguous(k.permute(arr, inv))
 
 
-def _sort_src(dt, bmax: int) -> str:
+def _sort_src(dt) -> str:
     ct, st = cg.ctype(dt), cg.stype(dt)
     isf = np.dtype(dt).kind == "f"
     nan = ("  int na = isnan(ka), nb = isnan(kb);\n"
            "  if (na | nb) { if (na & nb) return ia < ib; return desc ? na : nb; }\n") if isf else ""
     return f"""
-inline int before({ct} ka, int ia, {ct} kb, int ib, long L, int desc) {{
-  if (ib >= L) return ia < L ? 1 : ia < ib;   // padding sorts last
-  if (ia >= L) return 0;
+inline int before({ct} ka, int ia, {ct} kb, int ib, int desc) {{   // a total order: key (NaN largest), then index
 {nan}  if (ka != kb) return desc ? (ka > kb) : (ka < kb);
   return ia < ib;
 }}
-__kernel void init(__global {ct}* keys, __global int* idx, __global const {st}* x, long xo, long L, long P, long n) {{
-  long g = get_global_id(0); if (g >= n) return;
-  long r = g / P, j = g % P;
-  keys[g] = j < L ? ({ct}){cg.load(dt, "x", "xo + r * L + j")} : ({ct})0;
-  idx[g] = (int)j;
-}}
-__kernel void gstep(__global {ct}* keys, __global int* idx, long P, long L, long k, long j, int desc, long n) {{
+// each work-item insertion-sorts one run of R elements of a row, reading the input
+__kernel void runs(__global {ct}* k, __global int* ix, __global const {st}* x, long xo, long L, long R, long nper,
+                   int desc, long n) {{
   long t = get_global_id(0); if (t >= n) return;
-  long hp = P >> 1; long r = t / hp, q = t % hp;
-  long i = (q / j) * 2 * j + (q % j);
-  long a = r * P + i, b = a + j;
-  {ct} ka = keys[a], kb = keys[b]; int ia = idx[a], ib = idx[b];
-  int sw = (i & k) == 0 ? before(kb, ib, ka, ia, L, desc) : before(ka, ia, kb, ib, L, desc);
-  if (sw) {{ keys[a] = kb; keys[b] = ka; idx[a] = ib; idx[b] = ia; }}
-}}
-__kernel void lsort(__global {ct}* keys, __global int* idx, long P, long L, long kfrom, long kto, long jfrom,
-                    int desc) {{
-  __local {ct} lk[{bmax}]; __local int li[{bmax}];
-  long lid = get_local_id(0), h = get_local_size(0);
-  long base = get_group_id(0) * 2 * h;
-  long off = base % P;   // the block's position in its row (the merge direction depends on it)
-  lk[lid] = keys[base + lid]; li[lid] = idx[base + lid];
-  lk[lid + h] = keys[base + lid + h]; li[lid + h] = idx[base + lid + h];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (long k = kfrom; k <= kto; k <<= 1) {{
-    for (long j = (k == kfrom ? jfrom : k >> 1); j > 0; j >>= 1) {{
-      long i = (lid / j) * 2 * j + (lid % j);
-      {ct} ka = lk[i], kb = lk[i + j]; int ia = li[i], ib = li[i + j];
-      int sw = ((off + i) & k) == 0 ? before(kb, ib, ka, ia, L, desc) : before(ka, ia, kb, ib, L, desc);
-      if (sw) {{ lk[i] = kb; lk[i + j] = ka; li[i] = ib; li[i + j] = ia; }}
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }}
+  long row = t / nper, s = (t % nper) * R, e = min(L, s + R), b = row * L;
+  __global {ct}* kr = k + b; __global int* ir = ix + b;
+  for (long i = s; i < e; ++i) {{
+    {ct} v = {cg.load(dt, "x", "xo + b + i")}; int vi = (int)i; long j = i;
+    while (j > s && before(v, vi, kr[j - 1], ir[j - 1], desc)) {{ kr[j] = kr[j - 1]; ir[j] = ir[j - 1]; --j; }}
+    kr[j] = v; ir[j] = vi;
   }}
-  keys[base + lid] = lk[lid]; idx[base + lid] = li[lid];
-  keys[base + lid + h] = lk[lid + h]; idx[base + lid + h] = li[lid + h];
 }}
-__kernel void fin(__global {st}* vo, __global long* io, __global const {ct}* keys, __global const int* idx, long L,
-                  long P, long n) {{
+// the same from (key, index) pairs (topk's candidates)
+__kernel void runs_pairs(__global {ct}* k, __global int* ix, __global const {ct}* ck, __global const int* ci, long L,
+                         long R, long nper, int desc, long n) {{
+  long t = get_global_id(0); if (t >= n) return;
+  long row = t / nper, s = (t % nper) * R, e = min(L, s + R), b = row * L;
+  __global {ct}* kr = k + b; __global int* ir = ix + b;
+  for (long i = s; i < e; ++i) {{
+    {ct} v = ck[b + i]; int vi = ci[b + i]; long j = i;
+    while (j > s && before(v, vi, kr[j - 1], ir[j - 1], desc)) {{ kr[j] = kr[j - 1]; ir[j] = ir[j - 1]; --j; }}
+    kr[j] = v; ir[j] = vi;
+  }}
+}}
+// topk's first pass: each work-item keeps the best K (<= {_KMAX}) of its chunk of a row (the last chunk takes the
+// row's tail, so every chunk has at least K elements) in a private sorted list, and writes them as candidates
+__kernel void cand(__global {ct}* ck, __global int* ci, __global const {st}* x, long xo, long L, long C, long nch,
+                   long K, int desc, long n) {{
+  long t = get_global_id(0); if (t >= n) return;
+  long row = t / nch, c = t % nch, s = c * C, e = c == nch - 1 ? L : s + C;
+  {ct} bk[{_KMAX}]; int bi[{_KMAX}]; long cnt = 0;
+  for (long i = s; i < e; ++i) {{
+    {ct} v = {cg.load(dt, "x", "xo + row * L + i")}; int vi = (int)i;
+    if (cnt == K && !before(v, vi, bk[K - 1], bi[K - 1], desc)) continue;
+    long j = cnt < K ? cnt++ : K - 1;
+    while (j > 0 && before(v, vi, bk[j - 1], bi[j - 1], desc)) {{ bk[j] = bk[j - 1]; bi[j] = bi[j - 1]; --j; }}
+    bk[j] = v; bi[j] = vi;
+  }}
+  long o = t * K;
+  for (long q = 0; q < K; ++q) {{ ck[o + q] = bk[q]; ci[o + q] = bi[q]; }}
+}}
+__kernel void fin_first(__global {st}* vo, __global long* io, __global const {ct}* keys, __global const int* idx,
+                        long Lc, long K, long n) {{
   long g = get_global_id(0); if (g >= n) return;
-  long r = g / L, j = g % L;
-  {cg.store(dt, "vo", "g", "keys[r * P + j]")}
-  io[g] = idx[r * P + j];
+  long src = (g / K) * Lc + g % K;
+  {cg.store(dt, "vo", "g", "keys[src]")}
+  io[g] = idx[src];
+}}
+// merge sorted runs of w into runs of 2w: each work-item writes C outputs, starting where the merge path crosses
+// its first output (a binary search), then merging sequentially
+__kernel void merge(__global const {ct}* ka, __global const int* ia, __global {ct}* kb, __global int* ib, long L,
+                    long w, long C, long nper, int desc, long n) {{
+  long t = get_global_id(0); if (t >= n) return;
+  long row = t / nper, o0 = (t % nper) * C;
+  if (o0 >= L) return;
+  long b = row * L, s = (o0 / (2 * w)) * 2 * w;
+  long m = min(w, L - s), nb = min(w, L - s - m);
+  __global const {ct}* A = ka + b + s; __global const int* Ai = ia + b + s;
+  __global const {ct}* B = A + m; __global const int* Bi = Ai + m;
+  long kq = o0 - s, lo = max(0L, kq - nb), hi = min(kq, m);
+  while (lo < hi) {{
+    long i = (lo + hi) >> 1, j = kq - i;
+    if (before(A[i], Ai[i], B[j - 1], Bi[j - 1], desc)) lo = i + 1; else hi = i;
+  }}
+  long i = lo, j = kq - lo, oe = min(o0 + C, s + m + nb);
+  for (long o = o0; o < oe; ++o) {{
+    int takeA = j >= nb || (i < m && before(A[i], Ai[i], B[j], Bi[j], desc));
+    if (takeA) {{ kb[b + o] = A[i]; ib[b + o] = Ai[i]; ++i; }} else {{ kb[b + o] = B[j]; ib[b + o] = Bi[j]; ++j; }}
+  }}
+}}
+__kernel void fin(__global {st}* vo, __global long* io, __global const {ct}* keys, __global const int* idx, long n) {{
+  long g = get_global_id(0); if (g >= n) return;
+  {cg.store(dt, "vo", "g", "keys[g]")}
+  io[g] = idx[g];
 }}
 """
 
 
-def _block(dev, dt) -> int:
-    """Elements a work-group sorts in local memory (a power of two)."""
-    ls = 1
-    cap = min(dev.max_wg, 256)
-    while ls * 2 <= cap:
-        ls *= 2
-    item = (8 if cg.ctype(dt) in ("double", "long") else 4) + 4
-    lmem = dev.cldev.local_mem_size
-    while ls > 1 and 2 * ls * item > lmem // 2:
-        ls //= 2
-    return 2 * ls
+def _sort_pairs(k, dt, buf, off, M, L, descending, pairs=None):
+    """(keys, int32 indices) buffers of the M rows of L sorted (row-major, contiguous): the rows of the array at
+    (buf, off), or the (keys, indices) buffers ``pairs``."""
+    dev = k.dev
+    ct_dt = np.dtype(np.float32) if dt == np.float16 else dt
+    n = M * L
+    keys, idx = k._out((n,), ct_dt), k._out((n,), _I32)
+    keys2, idx2 = k._out((n,), ct_dt), k._out((n,), _I32)
+
+    def kern(name):
+        return dev.kernel(("sort", dt.str), name, lambda: _sort_src(dt))
+    desc = np.int32(1 if descending else 0)
+    R = RUN
+    nper = -(-L // R)
+    if pairs is None:
+        dev.launch(kern("runs"), M * nper, [keys.base_data, idx.base_data, buf, off, L, R, nper, desc, M * nper])
+    else:
+        dev.launch(kern("runs_pairs"), M * nper, [keys.base_data, idx.base_data, pairs[0].base_data,
+                                                  pairs[1].base_data, L, R, nper, desc, M * nper])
+    w = R
+    while w < L:
+        C = min(CHUNK, 2 * w)  # a power of two dividing 2w: a work-item's outputs stay in one merged run
+        nper = -(-L // C)
+        dev.launch(kern("merge"), M * nper, [keys.base_data, idx.base_data, keys2.base_data, idx2.base_data, L, w, C,
+                                             nper, desc, M * nper])
+        keys, idx, keys2, idx2 = keys2, idx2, keys, idx
+        w *= 2
+    return keys, idx, kern
 
 
 def sort(k, x, axis, descending, stable):
@@ -126,44 +176,38 @@ def sort(k, x, axis, descending, stable):
         return _back(k, vo, perm), _back(k, io, perm)
     if L >= 2 ** 31:
         raise RuntimeError("sort: rows of 2^31 elements or more are not supported on device 'opencl'")
-    dev = k.dev
-    P = 2
-    while P < L:
-        P *= 2
-    bmax = BLOCK or _block(dev, dt)
-    B = min(bmax, P)
-    ct_dt = np.dtype(np.float32) if dt == np.float16 else dt
-    keys, idx = k._out((M * P,), ct_dt), k._out((M * P,), _I32)
-
-    def kern(name):
-        return dev.kernel(("sort", dt.str, bmax), name, lambda: _sort_src(dt, bmax))
-    desc = np.int32(1 if descending else 0)
-    n = M * P
-    dev.launch(kern("init"), n, [keys.base_data, idx.base_data, buf, off, L, P, n])
-    q = dev.queue
-    ls = B // 2
-    groups = n // B
-    lsort = kern("lsort")
-    lsort(q, (groups * ls,), (ls,), keys.base_data, idx.base_data, P, L, 2, B, 1, desc)
-    kk = 2 * B
-    while kk <= P:
-        j = kk // 2
-        while j >= B:
-            dev.launch(kern("gstep"), n // 2, [keys.base_data, idx.base_data, P, L, kk, j, desc, n // 2])
-            j //= 2
-        lsort(q, (groups * ls,), (ls,), keys.base_data, idx.base_data, P, L, kk, kk, B // 2, desc)
-        kk *= 2
-    m = M * L
-    dev.launch(kern("fin"), m, [vo.base_data, io.base_data, keys.base_data, idx.base_data, L, P, m])
+    keys, idx, kern = _sort_pairs(k, dt, buf, off, M, L, descending)
+    n = M * L
+    k.dev.launch(kern("fin"), n, [vo.base_data, io.base_data, keys.base_data, idx.base_data, n])
     return _back(k, vo, perm), _back(k, io, perm)
 
 
 def topk(k, x, kk, axis, largest, sorted_):
-    v, i = sort(k, x, axis, largest, False)
+    dt = x.dtype
     if x.ndim == 0:
-        return v, i
-    key = (slice(None),) * axis + (slice(0, kk),)
-    return k.contiguous(k.basic_index(v, key)), k.contiguous(k.basic_index(i, key))
+        return k.contiguous(x), k.full((), 0, _I64)
+    L = x.shape[axis]
+    if kk == 0 or x.size == 0 or kk > _KMAX or L < 4 * kk:
+        v, i = sort(k, x, axis, largest, False)
+        key = (slice(None),) * axis + (slice(0, kk),)
+        return k.contiguous(k.basic_index(v, key)), k.contiguous(k.basic_index(i, key))
+    # few of many: each chunk's best kk as candidates (one pass over the input), then a sort of the candidates
+    buf, off, M, L, perm, pshape = _rows(k, x, axis)
+    dev = k.dev
+    C = max(TOPK_CHUNK, kk)
+    nch = max(1, L // C)
+    ct_dt = np.dtype(np.float32) if dt == np.float16 else dt
+    ck, ci = k._out((M * nch * kk,), ct_dt), k._out((M * nch * kk,), _I32)
+    desc = np.int32(1 if largest else 0)
+    dev.launch(dev.kernel(("sort", dt.str), "cand", lambda: _sort_src(dt)), M * nch,
+               [ck.base_data, ci.base_data, buf, off, L, C, nch, kk, desc, M * nch])
+    Lc = nch * kk
+    keys, idx, kern = _sort_pairs(k, dt, None, 0, M, Lc, largest, (ck, ci))
+    oshape = tuple(pshape[:-1]) + (kk,)
+    vo, io = k._out(oshape, dt), k._out(oshape, _I64)
+    n = M * kk
+    dev.launch(kern("fin_first"), n, [vo.base_data, io.base_data, keys.base_data, idx.base_data, Lc, kk, n])
+    return _back(k, vo, perm), _back(k, io, perm)
 
 
 def _ss_src(dt, odt) -> str:
@@ -206,20 +250,23 @@ def searchsorted(k, seq, values, right, out_dtype):
 def _cum_src(dt) -> str:
     ct, st = cg.ctype(dt), cg.stype(dt)
     parts = []
+    isf = np.dtype(dt).kind == "f"
     for name, cmp in (("cummax", ">="), ("cummin", "<=")):
+        # NaN sticks: a NaN element takes over and nothing replaces it (integers have no NaN)
+        take = f"j == 0 || isnan(v) || (!isnan(acc) && v {cmp} acc)" if isf else f"j == 0 || v {cmp} acc"
         parts.append(f"""
 __kernel void {name}(__global {st}* vo, __global long* io, __global const {st}* x, long xo, long L, long n) {{
   long g = get_global_id(0); if (g >= n) return;
   long b = g * L; {ct} acc = 0; long ai = 0;
   for (long j = 0; j < L; ++j) {{
     {ct} v = {cg.load(dt, "x", "xo + b + j")};
-    if (j == 0 || v != v || (acc == acc && v {cmp} acc)) {{ acc = v; ai = j; }}   // NaN sticks (v != v)
+    if ({take}) {{ acc = v; ai = j; }}
     {cg.store(dt, "vo", "b + j", "acc")}
     io[b + j] = ai;
   }}
 }}
 """)
-    if np.dtype(dt).kind == "f":
+    if isf:
         parts.append(f"""
 __kernel void lcse(__global {st}* vo, __global const {st}* x, long xo, long L, long n) {{
   long g = get_global_id(0); if (g >= n) return;
