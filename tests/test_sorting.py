@@ -111,6 +111,8 @@ def test_out_arguments(device):
     s = torch.empty(2, dtype=torch.int64, device=device)
     torch.searchsorted(torch.tensor([1.0, 2.0, 3.0], device=device), torch.tensor([2.5, 0.0], device=device), out=s)
     np.testing.assert_array_equal(_np(s), [2, 0])
+    nan_at = torch.searchsorted(torch.tensor([1.0, 2.0, 3.0], device=device), torch.tensor([NAN, 2.0], device=device))
+    np.testing.assert_array_equal(_np(nan_at), [3, 1])  # a NaN value goes past every boundary
     with pytest.raises(RuntimeError, match="dtype"):
         torch.sort(x, out=(torch.empty(0, device=device), torch.empty(0, device=device)))
 
@@ -223,3 +225,18 @@ def test_statistics_options(device):
     assert torch.bincount(torch.tensor([1], device=device), torch.tensor([1], device=device)).dtype is torch.float64
     assert torch.count_nonzero(torch.tensor([[0, 1], [2, 3]], device=device)).item() == 3
     assert torch.diff(x, n=0) is x or np.array_equal(_np(torch.diff(x, n=0)), a)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_topk_of_a_long_row_counts_nan_as_largest(device):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2, 5000)).astype(np.float32)
+    a[0, [10, 999, 4000]] = np.nan
+    x = torch.tensor(a, device=device)
+    v, i = torch.topk(x, 5)
+    assert np.isnan(_np(v)[0, :3]).all() and set(_np(i)[0, :3]) == {10, 999, 4000}
+    np.testing.assert_array_equal(_np(v)[0, 3:], -np.sort(-a[0][~np.isnan(a[0])])[:2])
+    np.testing.assert_array_equal(_np(v)[1], -np.sort(-a[1])[:5])
+    v, i = torch.topk(x, 4, largest=False, sorted=False)
+    np.testing.assert_array_equal(np.sort(_np(v), 1), np.sort(a, 1)[:, :4])
+    np.testing.assert_array_equal(np.take_along_axis(a, _np(i), 1), _np(v))

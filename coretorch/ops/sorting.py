@@ -181,8 +181,10 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     _check("kthvalue", input)
     d = norm_dim(dim, input.ndim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not isinstance(k, int) or k < 1 or k > size:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     table, shape = input._be, tuple(input.shape)
     v, i = _nth(input, k - 1, d)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)

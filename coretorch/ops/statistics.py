@@ -295,6 +295,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None, a
     if input.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.ndim} dimensions")
+    if input.dtype is _bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = reshape(input, (1, -1)) if input.ndim < 2 else input
     if not x.dtype.is_floating_point:
         x = x.to(_dt.default)
@@ -326,7 +328,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None, a
         fact = clamp_min(fact, 0)
     xc = x - avg
     c = matmul(xc if w is None else xc * w, transpose(xc, 0, 1)) / fact
-    return reshape(c, ()) if input.ndim < 2 else c
+    return squeeze(c)  # one variable: a 0-d result (PyTorch squeezes)
 
 
 def corrcoef(input: Tensor) -> Tensor:
@@ -351,5 +353,5 @@ from .linalg import matmul  # noqa: E402
 from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
                         logical_xor, ne, round as round_, sqrt, where)
 from .reduction import amax, amin, mean, sum as sum_  # noqa: E402
-from .shape import cat, expand, movedim, reshape, stack, transpose, unsqueeze  # noqa: E402
+from .shape import cat, expand, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
 from .sorting import sort  # noqa: E402

@@ -182,7 +182,8 @@ for sfx, shape, k, dim, keep, lay in ((".k2", (4, 6), 2, -1, False, "c"), (".kee
              (A(shape, "distinct", layout=lay),), FI))
 c(OpCase("kthvalue.ties.method", lambda x: x.kthvalue(4)[0], lambda a: np.sort(a, -1)[..., 3],
          (A((3, 6), "ties3"),), FI, grad=False, props=lambda out, x: _points_at(ct.kthvalue(x, 4, -1, True), x)))
-c(OpCase("kthvalue.bad_k", lambda x: ct.kthvalue(x, 0), None, (A((3, 4)),), raises=IndexError))
+c(OpCase("kthvalue.bad_k", lambda x: ct.kthvalue(x, 0), None, (A((3, 4)),), raises=RuntimeError))
+c(OpCase("kthvalue.empty_dim", lambda x: ct.kthvalue(x, 1, 1), None, (A((3, 0)),), raises=IndexError))
 
 # ---- median / nanmedian / mode ----
 c(OpCase("median", ct.median, lambda a: np.sort(a.reshape(-1))[(a.size - 1) // 2], (A((4, 5), "distinct"),), FI))
@@ -344,6 +345,8 @@ c(OpCase("cov.weights", lambda x, f, w: ct.cov(x, correction=0, fweights=f, awei
          lambda a, f, w: np.cov(a, ddof=0, fweights=f, aweights=w).astype(a.dtype),
          (A((3, 5), layout="t"), A((5,), "positive", "int64"), A((5,), "positive", requires_grad=False))))
 c(OpCase("cov.method", lambda x: x.cov(correction=2), lambda a: np.cov(a, ddof=2).astype(a.dtype), (A((2, 6)),)))
+c(OpCase("cov.one_row", ct.cov, lambda a: np.asarray(np.cov(a), a.dtype), (A((1, 6)),)))
+c(OpCase("cov.bool", ct.cov, None, (A((2, 3), dtype="bool"),), raises=RuntimeError))
 c(OpCase("cov.int", ct.cov, lambda a: np.cov(a).astype(np.float32), (A((2, 5), dtype="int64"),), grad=False))
 c(OpCase("corrcoef", ct.corrcoef, lambda a: np.corrcoef(a).astype(a.dtype), (A((3, 6)),)))
 c(OpCase("corrcoef.method", lambda x: x.corrcoef(), lambda a: np.corrcoef(a).astype(a.dtype),

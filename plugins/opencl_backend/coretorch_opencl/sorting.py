@@ -222,7 +222,7 @@ __kernel void ss(__global {ot}* o, __global const {st}* s, long so, __global con
   while (lo < hi) {{
     long mid = (lo + hi) >> 1;
     {ct} y = {cg.load(dt, "s", "base + mid")};
-    int go = right ? !(x < y) : (y < x);
+    int go = right ? !(y > x) : !(y >= x);   // as PyTorch: a NaN value goes past every boundary
     if (go) lo = mid + 1; else hi = mid;
   }}
   o[g] = ({ot})lo;
