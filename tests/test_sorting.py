@@ -240,3 +240,10 @@ def test_topk_of_a_long_row_counts_nan_as_largest(device):
     v, i = torch.topk(x, 4, largest=False, sorted=False)
     np.testing.assert_array_equal(np.sort(_np(v), 1), np.sort(a, 1)[:, :4])
     np.testing.assert_array_equal(np.take_along_axis(a, _np(i), 1), _np(v))
+
+
+def test_return_types_module():
+    import coretorch.return_types as rt
+    x = torch.tensor([[2.0, 1.0], [0.0, 3.0]])
+    assert isinstance(torch.sort(x), rt.sort) and isinstance(torch.max(x, 1), rt.max)
+    assert isinstance(torch.aminmax(x), rt.aminmax) and isinstance(torch.cummin(x, 0), rt.cummin)

@@ -16,7 +16,7 @@ __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_non
 METHODS: dict = {}
 
 _i64, _bool = _dt.int64, _dt.bool_
-_AMINMAX = return_type("aminmax", ("min", "max"))
+AMINMAX = return_type("aminmax", ("min", "max"))
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -181,12 +181,12 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:
-            return write_out("aminmax", out, _AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+            return write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
     else:
         d = norm_dim(dim, input.ndim, "aminmax")
         if input.ndim == 0:
-            return write_out("aminmax", out, _AMINMAX(input.clone(), input.clone()))
-    return write_out("aminmax", out, _AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+            return write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
+    return write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
 # ---- diff / gradient -----------------------------------------------------------------------------------------------

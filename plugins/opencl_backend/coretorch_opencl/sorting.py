@@ -3,12 +3,14 @@
 Every kernel works on rows: the sorted / scanned axis is moved last and made contiguous first (a copy only when
 it is not already), and results are written in that layout then permuted back.
 
-* sort: a bitonic sort of (key, index) pairs per row, the row padded to a power of two P.  Pairs compare by key
-  (NaN largest) and then by index, so the order is total and the result is the stable order in both directions.
-  A block of ``2 * local size`` elements sorts in local memory in one launch; longer rows merge in global memory
-  for the strides above a block and finish each merge stage in local memory (log2(P / B) * (log2(P / B) + 1) / 2
-  global launches; 1M elements: 66 global + 12 local launches).
-* topk: the sorted row's first k (a dedicated selection kernel would do less work; not written yet).
+* sort: a merge sort of (key, index) pairs per row.  Pairs compare by key (NaN largest) and then by index, so the
+  order is total and the result is the stable order in both directions.  One launch insertion-sorts runs of RUN
+  elements (a work-item each); then log2(L / RUN) merge passes, each work-item writing CHUNK outputs of a merged
+  pair of runs from where the merge path crosses its first output (a binary search), then merging sequentially:
+  O(L log L) work, no padding, no barriers.  A bitonic sort in local memory was tried first: on PoCL its
+  barrier-heavy work-groups made 1M floats take 5.9 s against 0.8 s for this (2 loaded cores).
+* topk: for k <= 32, one pass keeps each chunk's best k in a private sorted list per work-item; the candidates
+  (k per chunk) are then merge-sorted and the first k kept.  Larger k sorts the row.
 * searchsorted: one work-item per value, a binary search in its row.
 * cummax / cummin / logcumsumexp: one work-item per row (the row loop of scan.py; a CPU device streams a row at
   memory bandwidth from one core).
