@@ -3,6 +3,9 @@ paths), views, out=, grad_fn names, where the gradient of a tied selection goes,
 from __future__ import annotations
 
 import math
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -247,3 +250,12 @@ def test_return_types_module():
     x = torch.tensor([[2.0, 1.0], [0.0, 3.0]])
     assert isinstance(torch.sort(x), rt.sort) and isinstance(torch.max(x, 1), rt.max)
     assert isinstance(torch.aminmax(x), rt.aminmax) and isinstance(torch.cummin(x, 0), rt.cummin)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sort_pipeline_example(device):
+    root = pathlib.Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "examples" / "sort_pipeline.py"), "--device", device,
+                        "--events", "5000"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("pipeline ok")
