@@ -170,6 +170,12 @@ for sfx, shape, k, dim, largest, lay in ((".k2", (4, 6), 2, -1, True, "c"), (".s
                                          (".0d", (), 1, 0, True, "c")):
     c(OpCase("topk" + sfx, lambda x, k=k, d=dim, lg=largest: ct.topk(x, k, d, lg),
              lambda a, k=k, d=dim, lg=largest: _np_topk(a, k, d, lg), (A(shape, "distinct", layout=lay),), FI))
+c(OpCase("topk.float16", lambda x: ct.topk(x, 3), lambda a: _np_topk(a, 3), (A((3, 40), "distinct", "float16",
+                                                                            requires_grad=False),), grad=False))
+c(OpCase("topk.gradgrad", lambda x: ct.topk(x, 2, 0).values * 2, lambda a: _np_topk(a, 2, 0)[0] * 2,
+         (A((5, 3), "distinct"),), gradgrad=True))
+c(OpCase("sort.gradgrad", lambda x: ct.sort(x, 1)[0] ** 2, lambda a: np.sort(a, 1) ** 2, (A((3, 4), "distinct"),),
+         gradgrad=True))
 c(OpCase("topk.method_kw", lambda x: x.topk(k=2, largest=False, sorted=True), lambda a: _np_topk(a, 2, -1, False),
          (A((3, 5), "distinct"),)))
 c(OpCase("topk.ties", lambda x: ct.topk(x, 3)[0], lambda a: -np.sort(-a, -1)[..., :3], (A((4, 6), "ties3"),), FI,
