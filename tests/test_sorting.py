@@ -259,3 +259,14 @@ def test_sort_pipeline_example(device):
                         "--events", "5000"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().endswith("pipeline ok")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_signed_zeros_are_ties(device, dtype):
+    a = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -1.0], dtype=dtype)
+    v, i = torch.sort(torch.tensor(a, device=device), stable=True)
+    np.testing.assert_array_equal(_np(i), [5, 0, 1, 3, 4, 2])
+    np.testing.assert_array_equal(np.signbit(_np(v)), np.signbit(a[[5, 0, 1, 3, 4, 2]]))
+    v, i = torch.sort(torch.tensor(a, device=device), descending=True, stable=True)
+    np.testing.assert_array_equal(_np(i), [2, 0, 1, 3, 4, 5])

@@ -16,9 +16,10 @@ _MIN32 = np.int32(-2 ** 31)
 def _keys32(x):
     """int32 bit patterns whose unsigned order is x's order (NaN largest), for float32 / 32-bit-or-less ints."""
     if x.dtype == np.float32:
+        x = x + np.float32(0)  # -0.0 + 0.0 is +0.0: both zeros get one key, so they keep input order (a tie)
         if np.isnan(x).any():  # one NaN bit pattern, positive: it sorts after +inf
             x = np.where(np.isnan(x), np.float32(np.nan), x)
-        b = np.ascontiguousarray(x).view(np.int32)
+        b = x.view(np.int32)
         k = b >> 31            # -1 for a set sign bit, else 0
         k |= _MIN32            # negative: flip every bit; positive: flip the sign bit
         k ^= b
@@ -52,7 +53,12 @@ def _packed_sort(x, descending: bool):
     ks = pv[..., 1].view(np.int32)
     if descending:
         ks = ~ks
-    return _unkeys32(ks, x.dtype), idx
+    v = _unkeys32(ks, x.dtype)
+    if x.dtype == np.float32:
+        zero = v == 0
+        if zero.any():  # the keys made every zero +0.0: take the zeros' signs from the input
+            v[zero] = np.take_along_axis(x, idx, -1)[zero]
+    return v, idx
 
 
 def _argsort(x, descending: bool, stable: bool):
