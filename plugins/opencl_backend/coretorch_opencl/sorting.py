@@ -125,9 +125,16 @@ __kernel void merge(__global const {ct}* ka, __global const int* ia, __global {c
     if (before(A[i], Ai[i], B[j - 1], Bi[j - 1], desc)) lo = i + 1; else hi = i;
   }}
   long i = lo, j = kq - lo, oe = min(o0 + C, s + m + nb);
+  {ct} a = i < m ? A[i] : 0, c = j < nb ? B[j] : 0;   // the heads of both runs, kept in registers
+  int ai = i < m ? Ai[i] : 0, ci = j < nb ? Bi[j] : 0;
   for (long o = o0; o < oe; ++o) {{
-    int takeA = j >= nb || (i < m && before(A[i], Ai[i], B[j], Bi[j], desc));
-    if (takeA) {{ kb[b + o] = A[i]; ib[b + o] = Ai[i]; ++i; }} else {{ kb[b + o] = B[j]; ib[b + o] = Bi[j]; ++j; }}
+    if (j >= nb || (i < m && before(a, ai, c, ci, desc))) {{
+      kb[b + o] = a; ib[b + o] = ai; ++i;
+      if (i < m) {{ a = A[i]; ai = Ai[i]; }}
+    }} else {{
+      kb[b + o] = c; ib[b + o] = ci; ++j;
+      if (j < nb) {{ c = B[j]; ci = Bi[j]; }}
+    }}
   }}
 }}
 __kernel void fin(__global {st}* vo, __global long* io, __global const {ct}* keys, __global const int* idx, long n) {{
