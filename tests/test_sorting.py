@@ -270,3 +270,12 @@ def test_signed_zeros_are_ties(device, dtype):
     np.testing.assert_array_equal(np.signbit(_np(v)), np.signbit(a[[5, 0, 1, 3, 4, 2]]))
     v, i = torch.sort(torch.tensor(a, device=device), descending=True, stable=True)
     np.testing.assert_array_equal(_np(i), [2, 0, 1, 3, 4, 5])
+
+
+def test_unique_values_require_grad_but_have_no_derivative():
+    x = torch.tensor([1.0, 2.0, 1.0], requires_grad=True)
+    u = torch.unique(x)
+    assert u.requires_grad and type(u.grad_fn).__name__ == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for '_unique2' is not implemented"):
+        u.sum().backward()
+    assert not torch.histc(x, 3).requires_grad and not torch.unique(x.detach()).requires_grad

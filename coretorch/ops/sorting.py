@@ -400,16 +400,38 @@ def _unique_impl(op, input, sort_first, return_inverse, return_counts, dim):
         return _runs(rows, n, flags, return_inverse, return_counts, perm, (n,), values)
 
 
+class NotImplemented(Node):  # noqa: A001  (PyTorch's grad_fn name for an op without a derivative formula)
+    """grad_fn of unique's values: differentiable outputs whose derivative is not implemented (as in PyTorch)."""
+    __slots__ = ("op",)
+
+    def backward(self, g):
+        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+
+
+def _not_differentiated(op: str, input: Tensor, res):
+    """Mark the first output as requiring grad, with a backward that raises (PyTorch's not_implemented)."""
+    if not (input._rg and _gs.enabled and input.dtype.is_floating_point):
+        return res
+    first = res if isinstance(res, Tensor) else res[0]
+    node = NotImplemented()
+    node.op = op
+    node.next_functions = (edge(input),)
+    first = _make(first._data, first.dtype, first._be, node)
+    return first if isinstance(res, Tensor) else (first,) + tuple(res[1:])
+
+
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
            dim: int | None = None):
     """The unique elements (or slices along ``dim``), sorted; optionally the inverse indices and the counts."""
-    return _unique_impl("unique", input, True, return_inverse, return_counts, dim)
+    res = _unique_impl("unique", input, True, return_inverse, return_counts, dim)
+    return _not_differentiated("_unique2" if dim is None else "unique_dim", input, res)
 
 
 def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None):
     """Collapse consecutive equal elements (or slices along ``dim``); optionally inverse indices and counts."""
-    return _unique_impl("unique_consecutive", input, False, return_inverse, return_counts, dim)
+    res = _unique_impl("unique_consecutive", input, False, return_inverse, return_counts, dim)
+    return _not_differentiated("unique_consecutive" if dim is None else "unique_dim_consecutive", input, res)
 
 
 # ---- searchsorted / bucketize --------------------------------------------------------------------------------------

@@ -236,15 +236,15 @@ c(OpCase("logcumsumexp.int", lambda x: ct.logcumsumexp(x, 0), None, (A((3,), dty
 for sfx, kw in (("", {}), (".inverse", {"return_inverse": True}), (".counts", {"return_counts": True}),
                 (".both", {"return_inverse": True, "return_counts": True})):
     c(OpCase("unique" + sfx, lambda x, kw=kw: ct.unique(x, **kw), lambda a, kw=kw: _np_unique(a, **kw),
-             (A((4, 6), "small"),), ("int64", "float32"), grad=False, nondiff=True))
+             (A((4, 6), "small"),), ("int64", "float32"), grad=False))
     c(OpCase("unique_consecutive" + sfx, lambda x, kw=kw: ct.unique_consecutive(x, **kw),
              lambda a, kw=kw: _np_unique_consecutive(a, **kw), (A((15,), "small"),), ("int64", "float64"),
-             grad=False, nondiff=True))
+             grad=False))
 c(OpCase("unique.dim0", lambda x: ct.unique(x, dim=0, return_inverse=True, return_counts=True),
          lambda a: _np_unique(a, True, True, 0),
          (A((9, 2), "index:2", "int64"),), grad=False))
 c(OpCase("unique.dim1.method", lambda x: x.unique(dim=1), lambda a: np.unique(a, axis=1),
-         (A((2, 8), "index:2"),), ("float32", "int32"), grad=False, nondiff=True))
+         (A((2, 8), "index:2"),), ("float32", "int32"), grad=False))
 c(OpCase("unique.empty", lambda x: ct.unique(x, return_counts=True), lambda a: _np_unique(a, return_counts=True),
          (A((0,), dtype="int64"),), grad=False))
 c(OpCase("unique_consecutive.dim0", lambda x: ct.unique_consecutive(x, return_counts=True, dim=0),
@@ -304,10 +304,10 @@ c(OpCase("nanquantile.method_all", lambda x: x.nanquantile(0.75, interpolation="
 
 # ---- histc / bincount / count_nonzero / aminmax ----
 c(OpCase("histc", lambda x: ct.histc(x, 7), lambda a: np.histogram(a, 7)[0].astype(a.dtype),
-         (A((5, 6), "distinct"),), grad=False, nondiff=None))
+         (A((5, 6), "distinct"),), grad=False, nondiff=True))
 c(OpCase("histc.range.method", lambda x: x.histc(bins=4, min=-1, max=1),
          lambda a: np.histogram(a, 4, (-1, 1))[0].astype(a.dtype), (A((40,), "distinct"),), grad=False,
-         nondiff=None))
+         nondiff=True))
 c(OpCase("histc.int", lambda x: ct.histc(x), None, (A((3,), dtype="int64"),), raises=RuntimeError))
 c(OpCase("bincount", lambda x: ct.bincount(x), lambda a: np.bincount(a).astype(I64),
          (A((20,), "index:7", "int64"),), grad=False))
