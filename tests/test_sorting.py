@@ -205,6 +205,9 @@ def test_argument_errors(device):
         torch.topk(x, 4)
     with pytest.raises(TypeError):
         torch.sort([1, 2])
+    with pytest.raises(TypeError, match="'k' must be int"):
+        torch.topk(x, 1.5)
+    assert torch.topk(x, np.int64(2)).values.shape == (2,) and torch.kthvalue(x, torch.tensor(3)).values.item() == 3
 
 
 @pytest.mark.parametrize("device", DEVICES)

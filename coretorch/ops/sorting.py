@@ -7,6 +7,7 @@ bincount, cov, ...) is in ``statistics.py``.
 """
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 
 from .. import dtypes as _dt
@@ -40,6 +41,16 @@ def _check(op: str, input) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input
+
+
+def _int_arg(op: str, name: str, v) -> int:
+    """An int argument (Python int, numpy integer or a one-element integer tensor), as PyTorch's parser accepts."""
+    if isinstance(v, bool) or (isinstance(v, Tensor) and (v.dtype.is_floating_point or v.numel() != 1)):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}")
+    try:
+        return int(v.item()) if isinstance(v, Tensor) else operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}") from None
 
 
 def write_out(op: str, out, res):
@@ -147,8 +158,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     _check("topk", input)
     d = norm_dim(dim, input.ndim, "topk")
     size = input.shape[d] if input.ndim else 1
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise TypeError(f"topk(): argument 'k' must be int, not {type(k).__name__}")
+    k = _int_arg("topk", "k", k)
     if k < 0 or k > size:
         raise RuntimeError(f"topk(): selected index k out of range (k = {k}, size of dimension {d} = {size})")
     if input.dtype is _bool:
@@ -183,7 +193,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     size = input.shape[d] if input.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
-    if not isinstance(k, int) or k < 1 or k > size:
+    k = _int_arg("kthvalue", "k", k)
+    if k < 1 or k > size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     table, shape = input._be, tuple(input.shape)
     v, i = _nth(input, k - 1, d)
