@@ -10,6 +10,8 @@ from __future__ import annotations
 import operator
 from collections import namedtuple
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
@@ -320,11 +322,17 @@ class LogcumsumexpBackward0(Node):
         if x.ndim == 0:
             return (g,)
 
+        lowest = float(np.finfo(x.dtype.np).min) / 2  # "log 0" that stays finite (no inf - inf in a 2nd backward)
+
         def rev_lcse(t):
             return flip(logcumsumexp(flip(t, (d,)), d), (d,))
-        pos = exp(add(rev_lcse(sub(log(clamp_min(g, 0)), out)), x))
-        neg = exp(add(rev_lcse(sub(log(clamp_min(neg_(g), 0)), out)), x))
-        return (sub(pos, neg),)
+
+        def log_part(h):  # log h where h > 0, else "log 0"; the inner where keeps log's gradient finite
+            pos = gt(h, 0)
+            return where(pos, log(where(pos, h, 1.0)), lowest)
+        p = exp(add(rev_lcse(sub(log_part(g), out)), x))
+        n = exp(add(rev_lcse(sub(log_part(neg_(g)), out)), x))
+        return (sub(p, n),)
 
 
 def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
@@ -341,7 +349,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
         node.next_functions = (edge(input),)
         node.save(input)
         res = _make(r, input.dtype, table, node)
-        node.out = res.detach()
+        node.out = res
         return write_out("logcumsumexp", out, res)
     return write_out("logcumsumexp", out, _make(r, input.dtype, table))
 
@@ -500,6 +508,6 @@ METHODS.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, 
 # late, module level (the shape and pointwise modules import this family's siblings)
 from .creation import arange, full, ones, ones_like, zeros, zeros_like  # noqa: E402
 from .indexing import gather, index_select, narrow, nonzero, scatter_add, select  # noqa: E402
-from .pointwise import add, clamp_min, eq, exp, log, ne, neg as neg_, sub, where  # noqa: E402
+from .pointwise import add, eq, exp, gt, log, ne, neg as neg_, sub, where  # noqa: E402
 from .reduction import amax, any as any_, argmax, cumsum  # noqa: E402
 from .shape import cat, contiguous, flip, movedim, reshape, unsqueeze  # noqa: E402
