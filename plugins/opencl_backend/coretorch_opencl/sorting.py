@@ -7,7 +7,10 @@ it is not already), and results are written in that layout then permuted back.
   order is total and the result is the stable order in both directions.  One launch insertion-sorts runs of RUN
   elements (a work-item each); then log2(L / RUN) merge passes, each work-item writing CHUNK outputs of a merged
   pair of runs from where the merge path crosses its first output (a binary search), then merging sequentially:
-  O(L log L) work, no padding, no barriers.  A bitonic sort in local memory was tried first: on PoCL its
+  O(L log L) work, no padding, no barriers.  Dtypes of 32 bits or less sort one ulong per element, an
+  order-preserving 32-bit key (NaN largest, -0.0 equal to 0.0, inverted for descending) above the index: a
+  comparison is one integer compare (1M floats: 0.76 -> 0.45 s under load), and the values are gathered back from
+  the input by index.  A bitonic sort in local memory was tried first: on PoCL its
   barrier-heavy work-groups made 1M floats take 5.9 s against 0.8 s for this (2 loaded cores).
 * topk: for k <= 32, one pass keeps each chunk's best k in a private sorted list per work-item; the candidates
   (k per chunk) are then merge-sorted and the first k kept.  Larger k sorts the row.
@@ -25,6 +28,7 @@ from .layout import _desc, _is_c
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 RUN = 16      # elements a work-item insertion-sorts before the merge passes (tests set small values to force
 CHUNK = 256   # more merge passes / merge-path segments); outputs per work-item of a merge pass (a power of two)
+PACKED = True  # dtypes of <= 32 bits sort (key, index) packed in one ulong (tests turn it off for the generic path)
 TOPK_CHUNK = 1024  # elements per work-item of topk's candidate pass
 _KMAX = 32    # topk takes the candidate pass for k <= _KMAX (a private list per work-item), else a full sort
 
@@ -145,6 +149,86 @@ __kernel void fin(__global {st}* vo, __global long* io, __global const {ct}* key
 """
 
 
+def _key32(dt) -> str:
+    """C expression: an order-preserving uint key of the loaded value ``v`` (NaN largest, -0.0 equal to 0.0)."""
+    d = np.dtype(dt)
+    if d.kind == "f":
+        return ("({ float f = (float)v + 0.0f; uint u = isnan(f) ? 0x7fc00000u : as_uint(f);"
+                " (u & 0x80000000u) ? ~u : (u | 0x80000000u); })")
+    if d.kind == "i":
+        return "((uint)(int)v ^ 0x80000000u)"
+    return "((uint)v)"
+
+
+def _packed_src(dt) -> str:
+    """The merge sort on one ulong per element, (key << 32) | index, for dtypes of 32 bits or less: a comparison is
+    one integer compare (the generic kernels compare key, NaN and index separately)."""
+    ct, st = cg.ctype(dt), cg.stype(dt)
+    return f"""
+__kernel void runs(__global ulong* p, __global const {st}* x, long xo, long L, long R, long nper, int desc, long n) {{
+  long t = get_global_id(0); if (t >= n) return;
+  long row = t / nper, s = (t % nper) * R, e = min(L, s + R), b = row * L;
+  __global ulong* pr = p + b;
+  for (long i = s; i < e; ++i) {{
+    {ct} v = {cg.load(dt, "x", "xo + b + i")};
+    uint key = {_key32(dt)};
+    if (desc) key = ~key;
+    ulong q = ((ulong)key << 32) | (ulong)i; long j = i;
+    while (j > s && q < pr[j - 1]) {{ pr[j] = pr[j - 1]; --j; }}
+    pr[j] = q;
+  }}
+}}
+__kernel void merge(__global const ulong* pa, __global ulong* pb, long L, long w, long C, long nper, long n) {{
+  long t = get_global_id(0); if (t >= n) return;
+  long row = t / nper, o0 = (t % nper) * C;
+  if (o0 >= L) return;
+  long b = row * L, s = (o0 / (2 * w)) * 2 * w;
+  long m = min(w, L - s), nb = min(w, L - s - m);
+  __global const ulong* A = pa + b + s; __global const ulong* B = A + m;
+  long kq = o0 - s, lo = max(0L, kq - nb), hi = min(kq, m);
+  while (lo < hi) {{
+    long i = (lo + hi) >> 1;
+    if (A[i] < B[kq - i - 1]) lo = i + 1; else hi = i;
+  }}
+  long i = lo, j = kq - lo, oe = min(o0 + C, s + m + nb);
+  ulong a = i < m ? A[i] : ULONG_MAX, c = j < nb ? B[j] : ULONG_MAX;   // a finished run's head: larger than all
+  for (long o = o0; o < oe; ++o) {{
+    if (a < c) {{ pb[b + o] = a; ++i; a = i < m ? A[i] : ULONG_MAX; }}
+    else {{ pb[b + o] = c; ++j; c = j < nb ? B[j] : ULONG_MAX; }}
+  }}
+}}
+// the values are gathered from the input by index: exactly the input's elements (signed zeros, NaN payloads)
+__kernel void fin(__global {st}* vo, __global long* io, __global const ulong* p, __global const {st}* x, long xo,
+                  long L, long n) {{
+  long g = get_global_id(0); if (g >= n) return;
+  long i = (long)(uint)p[g];
+  io[g] = i;
+  {cg.store(dt, "vo", "g", cg.load(dt, "x", "xo + (g / L) * L + i"))}
+}}
+"""
+
+
+def _sort_packed(k, dt, buf, off, M, L, descending, vo, io):
+    dev = k.dev
+    n = M * L
+    pa, pb = k._out((n,), np.dtype(np.uint64)), k._out((n,), np.dtype(np.uint64))
+
+    def kern(name):
+        return dev.kernel(("sort64", dt.str), name, lambda: _packed_src(dt))
+    R = RUN
+    nper = -(-L // R)
+    dev.launch(kern("runs"), M * nper, [pa.base_data, buf, off, L, R, nper, np.int32(1 if descending else 0),
+                                        M * nper])
+    w = R
+    while w < L:
+        C = min(CHUNK, 2 * w)
+        nper = -(-L // C)
+        dev.launch(kern("merge"), M * nper, [pa.base_data, pb.base_data, L, w, C, nper, M * nper])
+        pa, pb = pb, pa
+        w *= 2
+    dev.launch(kern("fin"), n, [vo.base_data, io.base_data, pa.base_data, buf, off, L, n])
+
+
 def _sort_pairs(k, dt, buf, off, M, L, descending, pairs=None):
     """(keys, int32 indices) buffers of the M rows of L sorted (row-major, contiguous): the rows of the array at
     (buf, off), or the (keys, indices) buffers ``pairs``."""
@@ -185,9 +269,12 @@ def sort(k, x, axis, descending, stable):
         return _back(k, vo, perm), _back(k, io, perm)
     if L >= 2 ** 31:
         raise RuntimeError("sort: rows of 2^31 elements or more are not supported on device 'opencl'")
-    keys, idx, kern = _sort_pairs(k, dt, buf, off, M, L, descending)
-    n = M * L
-    k.dev.launch(kern("fin"), n, [vo.base_data, io.base_data, keys.base_data, idx.base_data, n])
+    if dt.itemsize <= 4 and PACKED:
+        _sort_packed(k, dt, buf, off, M, L, descending, vo, io)
+    else:
+        keys, idx, kern = _sort_pairs(k, dt, buf, off, M, L, descending)
+        n = M * L
+        k.dev.launch(kern("fin"), n, [vo.base_data, io.base_data, keys.base_data, idx.base_data, n])
     return _back(k, vo, perm), _back(k, io, perm)
 
 

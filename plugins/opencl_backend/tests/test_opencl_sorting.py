@@ -27,20 +27,25 @@ def _want(a, desc):
 
 
 @pytest.mark.parametrize("run,chunk", [(16, 256), (1, 1), (2, 4), (4, 2), (8, 64)])
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "float64"])
-def test_merge_sort_boundaries(monkeypatch, run, chunk, dtype):
+@pytest.mark.parametrize("dtype,packed", [("float32", True), ("float32", False), ("float16", True), ("int64", True),
+                                          ("int8", True), ("int32", False), ("uint8", True), ("float64", True)])
+def test_merge_sort_boundaries(monkeypatch, run, chunk, dtype, packed):
+    """Both merge sorts: (key, index) packed in one ulong (dtypes <= 32 bits) and the generic key + index pairs."""
     monkeypatch.setattr(S, "RUN", run)
     monkeypatch.setattr(S, "CHUNK", chunk)
+    monkeypatch.setattr(S, "PACKED", packed)
     rng = np.random.default_rng(run * 7 + chunk)
     for L in (1, 2, 3, 5, 17, 64, 100, 1000):
-        a = rng.integers(-9, 9, (3, L)).astype(dtype)
+        a = rng.integers(0 if dtype == "uint8" else -9, 9, (3, L)).astype(dtype)
         if a.dtype.kind == "f":
             a[0, ::5] = np.nan
+            a[1, ::4] = -0.0  # equal to 0.0: a tie kept in input order
         for desc in (False, True):
             v, i = coretorch.sort(_t(a), 1, desc, stable=True)
             w = _want(a, desc)
             np.testing.assert_array_equal(i.cpu().numpy(), w, err_msg=f"L={L} desc={desc}")
             np.testing.assert_array_equal(v.cpu().numpy(), np.take_along_axis(a, w, 1))
+            np.testing.assert_array_equal(np.signbit(v.cpu().numpy()), np.signbit(np.take_along_axis(a, w, 1)))
 
 
 @pytest.mark.parametrize("topk_chunk", [1024, 3, 8])
