@@ -28,6 +28,8 @@ from .layout import _desc, _is_c
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 RUN = 16      # elements a work-item insertion-sorts before the merge passes (tests set small values to force
 CHUNK = 256   # more merge passes / merge-path segments); outputs per work-item of a merge pass (a power of two)
+RUN_PACKED = 32  # the packed sort's runs (sorted in private memory, so longer runs are cheap)
+_RMAX = 64
 PACKED = True  # dtypes of <= 32 bits sort (key, index) packed in one ulong (tests turn it off for the generic path)
 TOPK_CHUNK = 1024  # elements per work-item of topk's candidate pass
 _KMAX = 32    # topk takes the candidate pass for k <= _KMAX (a private list per work-item), else a full sort
@@ -168,15 +170,16 @@ def _packed_src(dt) -> str:
 __kernel void runs(__global ulong* p, __global const {st}* x, long xo, long L, long R, long nper, int desc, long n) {{
   long t = get_global_id(0); if (t >= n) return;
   long row = t / nper, s = (t % nper) * R, e = min(L, s + R), b = row * L;
-  __global ulong* pr = p + b;
+  ulong r[{_RMAX}];   // the run, insertion-sorted in private memory (R <= {_RMAX})
   for (long i = s; i < e; ++i) {{
     {ct} v = {cg.load(dt, "x", "xo + b + i")};
     uint key = {_key32(dt)};
     if (desc) key = ~key;
-    ulong q = ((ulong)key << 32) | (ulong)i; long j = i;
-    while (j > s && q < pr[j - 1]) {{ pr[j] = pr[j - 1]; --j; }}
-    pr[j] = q;
+    ulong q = ((ulong)key << 32) | (ulong)i; long j = i - s;
+    while (j > 0 && q < r[j - 1]) {{ r[j] = r[j - 1]; --j; }}
+    r[j] = q;
   }}
+  for (long i = s; i < e; ++i) p[b + i] = r[i - s];
 }}
 __kernel void merge(__global const ulong* pa, __global ulong* pb, long L, long w, long C, long nper, long n) {{
   long t = get_global_id(0); if (t >= n) return;
@@ -215,7 +218,7 @@ def _sort_packed(k, dt, buf, off, M, L, descending, vo, io):
 
     def kern(name):
         return dev.kernel(("sort64", dt.str), name, lambda: _packed_src(dt))
-    R = RUN
+    R = min(RUN_PACKED, _RMAX)
     nper = -(-L // R)
     dev.launch(kern("runs"), M * nper, [pa.base_data, buf, off, L, R, nper, np.int32(1 if descending else 0),
                                         M * nper])

@@ -26,12 +26,13 @@ def _want(a, desc):
     return np.argsort(k, -1, kind="stable")
 
 
-@pytest.mark.parametrize("run,chunk", [(16, 256), (1, 1), (2, 4), (4, 2), (8, 64)])
+@pytest.mark.parametrize("run,chunk", [(16, 256), (64, 256), (1, 1), (2, 4), (4, 2), (8, 64)])
 @pytest.mark.parametrize("dtype,packed", [("float32", True), ("float32", False), ("float16", True), ("int64", True),
                                           ("int8", True), ("int32", False), ("uint8", True), ("float64", True)])
 def test_merge_sort_boundaries(monkeypatch, run, chunk, dtype, packed):
     """Both merge sorts: (key, index) packed in one ulong (dtypes <= 32 bits) and the generic key + index pairs."""
     monkeypatch.setattr(S, "RUN", run)
+    monkeypatch.setattr(S, "RUN_PACKED", run)
     monkeypatch.setattr(S, "CHUNK", chunk)
     monkeypatch.setattr(S, "PACKED", packed)
     rng = np.random.default_rng(run * 7 + chunk)
