@@ -36,6 +36,7 @@ from .ops.foreach import _foreach_add_, _foreach_mul_
 from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
 from .ops._util import broadcast_shapes as _broadcast_shapes
 from .ops.sorting import *  # noqa: F401,F403  (each family module's __all__)
+from .ops.statistics import *  # noqa: F401,F403
 from .ops.special import *  # noqa: F401,F403
 from .ops.triangular import *  # noqa: F401,F403
 from .ops.joining import *  # noqa: F401,F403

@@ -91,6 +91,15 @@ PRIMITIVES: dict[str, str] = {
 }
 # ---- the op families' primitives (optional ones say so); one block per family ----
 PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
+    "sort": "(x, axis, descending, stable) -> (values, int64 indices) along axis (0-d: a copy and 0): NaN sorts as "
+            "the largest value; stable keeps equal elements in input order (descending too)",
+    "topk": "(x, k, axis, largest, sorted) -> (values, int64 indices) of the k largest (smallest) along axis, NaN the "
+            "largest; k <= size of axis",
+    "searchsorted": "(seq (N,) or (..., N) C-contiguous sorted rows, values (..., M) C-contiguous with seq's leading "
+                    "dims, right, np out dtype int64|int32) -> insertion points (..., M)",
+    "cummax": "(x, axis) -> (running max, int64 index of the last element equal to it; NaN propagates)",
+    "cummin": "(x, axis) -> (running min, int64 index of the last element equal to it; NaN propagates)",
+    "logcumsumexp": "(x float, axis) -> log(cumsum(exp(x))) computed stably",
 })
 PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
 })

@@ -2,7 +2,7 @@
 
 Each op is an ``autograd.Function`` whose forward and backward are written with tensor ops, so it runs on
 every backend and, where the backward is itself made of differentiable ops, supports double backward
-(``create_graph=True``).  ``erf``, ``erfinv`` and ``logcumsumexp`` use a per-device kernel when the device
+(``create_graph=True``).  ``erf`` and ``erfinv`` use a per-device kernel when the device
 has one (see ``kernels.py``) and tensor ops otherwise.  The public functions at the bottom check arguments
 and are what the plugin registers.
 """
@@ -149,45 +149,6 @@ class RMSNorm(Function):
 
 
 # ---- scans and losses ------------------------------------------------------------------------------------
-def _logaddexp(a, b):
-    m = coretorch.maximum(a, b)
-    return coretorch.where(m == -math.inf, m, m + (-(a - b).abs()).exp().log1p())
-
-
-def _logcumsumexp_generic(x, dim):
-    """Hillis-Steele scan with tensor ops: log2(n) rounds of logaddexp (every backend, stable)."""
-    n, y, step = x.shape[dim], x, 1
-    while step < n:
-        tail = _logaddexp(y.narrow(dim, step, n - step), y.narrow(dim, 0, n - step))
-        y = coretorch.cat([y.narrow(dim, 0, step), tail], dim)
-        step *= 2
-    return y
-
-
-class LogCumSumExp(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        out = _run("logcumsumexp", _logcumsumexp_generic, x, dim)
-        ctx.save_for_backward(x, out)
-        ctx.dim = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        # PyTorch's formula: grad_j = sum_{i>=j} g_i exp(x_j - out_i), split by the sign of g and evaluated with
-        # reversed logcumsumexp so that nothing overflows
-        x, out = ctx.saved_tensors
-        dim, lowest = ctx.dim, float(np.finfo(x.dtype.np).min) / 2  # "log 0" that cannot overflow
-
-        def rev(t):
-            return LogCumSumExp.apply(t.flip(dim), dim).flip(dim)
-
-        def log_part(h):  # log(h) where h > 0, "log 0" elsewhere
-            return coretorch.where(h > 0, coretorch.where(h > 0, h, 1).log(), lowest)
-
-        return (rev(log_part(g) - out) + x).exp() - (rev(log_part(-g) - out) + x).exp(), None
-
-
 class FocalLoss(Function):
     """Elementwise sigmoid focal loss (torchvision.ops.sigmoid_focal_loss); ``target`` gets no gradient."""
 
@@ -278,14 +239,6 @@ def ext_rms_norm(input, normalized_shape, weight=None, eps: float | None = None)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     eps = float(np.finfo(input.dtype.np).eps) if eps is None else eps
     return RMSNorm.apply(input, weight, dims, eps)
-
-
-def logcumsumexp(input, dim: int):
-    """log(cumsum(exp(input), dim)), computed without overflow (torch.logcumsumexp)."""
-    x = _float(input)
-    if x.ndim == 0:
-        return LogCumSumExp.apply(x.reshape(1), 0).reshape(())
-    return LogCumSumExp.apply(x, dim % x.ndim)
 
 
 def focal_loss(input, target, alpha: float = 0.25, gamma: float = 2.0, reduction: str = "none"):

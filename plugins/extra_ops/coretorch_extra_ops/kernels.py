@@ -1,4 +1,4 @@
-"""The numerics of erf, erfinv and logcumsumexp, plus the per-device kernels built from them.
+"""The numerics of erf and erfinv, plus the per-device kernels built from them.
 
 ``erf`` and ``erfinv`` are written once for any array namespace ``xp`` that has abs/exp/log/sqrt/sign/where:
 numpy gives the 'cpu' kernels (registered with ``kernels={"cpu": ...}``), and ``coretorch`` itself gives the
@@ -55,10 +55,6 @@ def erfinv_cpu(y: np.ndarray) -> np.ndarray:
         return np.asarray(erfinv(y, np), dtype=y.dtype)
 
 
-def logcumsumexp_cpu(x: np.ndarray, dim: int) -> np.ndarray:
-    return np.logaddexp.accumulate(x, axis=dim)
-
-
 # ---- 'opencl' kernels (coretorch-opencl arrays are pyopencl arrays): one launch instead of ~100 tensor ops --
 _CL_BODIES = {
     "erf": "out[i] = erf(x[i]);",
@@ -69,14 +65,6 @@ _CL_BODIES = {
                      r -= u / (1 + r * u);
                  }
                  out[i] = fabs(y) == 1 ? copysign((T)INFINITY, y) : r;""",
-    # one work item per (outer, inner) row of the scanned dim; x and out are contiguous
-    "logcumsumexp": """long base = (i / inner) * n * inner + i % inner;
-                       T acc = -INFINITY;
-                       for (long k = 0; k < n; k++) {
-                           T v = x[base + k * inner], m = fmax(acc, v);
-                           acc = m == -INFINITY ? m : m + log1p(exp(-fabs(acc - v)));
-                           out[base + k * inner] = acc;
-                       }""",
 }
 _cl_cache: dict = {}
 
@@ -86,8 +74,7 @@ def _cl_kernel(name, x):
     key = (name, x.context, x.dtype)
     if key not in _cl_cache:
         t = "double" if x.dtype == np.float64 else "float"
-        extra = ", long n, long inner" if name == "logcumsumexp" else ""
-        _cl_cache[key] = ElementwiseKernel(x.context, f"{t} *out, const {t} *x{extra}", _CL_BODIES[name],
+        _cl_cache[key] = ElementwiseKernel(x.context, f"{t} *out, const {t} *x", _CL_BODIES[name],
                                            f"ext_{name}_{t}", preamble=f"#define T {t}")
     return _cl_cache[key]
 
@@ -103,12 +90,4 @@ def erfinv_opencl(y):
     out = y.__class__(y.queue, y.shape, y.dtype, allocator=y.allocator)
     if y.size:
         _cl_kernel("erfinv", y)(out, y)
-    return out
-
-
-def logcumsumexp_opencl(x, dim: int):
-    out = x.__class__(x.queue, x.shape, x.dtype, allocator=x.allocator)
-    n, inner = x.shape[dim], math.prod(x.shape[dim + 1:])
-    if x.size:
-        _cl_kernel("logcumsumexp", x)(out, x, np.int64(n), np.int64(inner), range=slice(x.size // n))
     return out

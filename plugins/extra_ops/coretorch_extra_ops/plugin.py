@@ -20,8 +20,6 @@ def coretorch_register_functions(register):
     register("ext_erf", fn.ext_erf, kernels={"cpu": kernels.erf_cpu, "opencl": kernels.erf_opencl})
     register("erfinv", fn.erfinv, tensor_method=True,
              kernels={"cpu": kernels.erfinv_cpu, "opencl": kernels.erfinv_opencl})
-    register("logcumsumexp", fn.logcumsumexp, tensor_method=True,
-             kernels={"cpu": kernels.logcumsumexp_cpu, "opencl": kernels.logcumsumexp_opencl})
     # ops written with tensor ops only
     register("ext_gelu", fn.ext_gelu)
     register("ext_mish", fn.ext_mish)

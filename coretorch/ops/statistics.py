@@ -1,0 +1,357 @@
+"""Statistics of the sorting family: quantile, nanquantile, histc, bincount, count_nonzero, aminmax, diff, gradient,
+cov, corrcoef.  Compositions of differentiable tensor ops (sort, gather, arithmetic): autograd comes with them.
+"""
+from __future__ import annotations
+
+import builtins
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor
+from ._util import norm_dim, norm_dims
+from .sorting import return_type, write_out
+
+__all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
+                      "cov", "corrcoef"]
+METHODS: dict = {}
+
+_i64, _bool = _dt.int64, _dt.bool_
+AMINMAX = return_type("aminmax", ("min", "max"))
+_INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _check(op: str, input) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input
+
+
+# ---- quantile / nanquantile ----------------------------------------------------------------------------------------
+def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, out):
+    _check(op, input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERP:
+        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
+                         f"{interpolation}")
+    if isinstance(q, Tensor):
+        if q.dtype is not input.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+        if q.ndim > 1:
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        scalar_q = q.ndim == 0
+        qt = reshape(q, (-1,))
+        if q._be.host_memory:  # a free read on the host; a device skips this check (no round trip)
+            qn = q._be.to_numpy(q._data)
+            if qn.size and (qn.min() < 0 or qn.max() > 1):
+                raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+    else:
+        scalar_q = not isinstance(q, (list, tuple))
+        qs = [float(q)] if scalar_q else [float(v) for v in q]
+        for v in qs:
+            if not 0 <= v <= 1:
+                raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {v}")
+        qt = tensor(qs, dtype=input.dtype, device=input.device)
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    if dim is None:
+        x = reshape(input, (-1,))
+        out_shape = (1,) * input.ndim if keepdim else ()
+    else:
+        d = norm_dim(dim, input.ndim, op)
+        x = movedim(input, d, -1) if input.ndim else reshape(input, (1,))
+        if input.ndim:
+            out_shape = tuple(1 if i == d else s for i, s in enumerate(input.shape)) if keepdim else \
+                tuple(s for i, s in enumerate(input.shape) if i != d)
+        else:
+            out_shape = ()
+        if x.shape[-1] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    n = x.shape[-1]
+    s = sort(x, -1).values                                   # NaN last
+    lead = tuple(s.shape[:-1])
+    nq = qt.shape[0]
+    qv = reshape(qt, (nq,) + (1,) * len(lead) + (1,))       # (Q, ..., 1)
+    if ignore_nan:
+        valid = sum_(logical_not(isnan(s)), -1, keepdim=True).to(input.dtype)
+        rank = qv * clamp_min(valid - 1, 0)
+    else:
+        rank = qv * (n - 1)
+    if interpolation == "lower":
+        rank = floor(rank)
+    elif interpolation == "higher":
+        rank = ceil(rank)
+    elif interpolation == "nearest":
+        rank = round_(rank)
+    lo = clamp(floor(rank), 0, n - 1).to(_i64)
+    hi = clamp(ceil(rank), 0, n - 1).to(_i64)
+    se = expand(unsqueeze(s, 0), (nq,) + lead + (n,))
+    v_lo = gather(se, -1, expand(lo, (nq,) + lead + (1,)))
+    if interpolation in ("lower", "higher", "nearest"):
+        r = v_lo
+    else:
+        v_hi = gather(se, -1, expand(hi, (nq,) + lead + (1,)))
+        w = 0.5 if interpolation == "midpoint" else (rank - lo.to(input.dtype)).detach()
+        r = v_lo + (v_hi - v_lo) * w
+    if not ignore_nan:  # a NaN anywhere in the slice: NaN (it sorts last)
+        r = where(isnan(narrow(s, -1, n - 1, 1)), float("nan"), r)
+    r = reshape(r, (nq,) + out_shape)
+    if scalar_q:
+        r = reshape(r, out_shape)
+    return write_out(op, out, r)
+
+
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):
+    """The q-th quantiles of ``input`` (of all elements, or along ``dim``); NaN in a slice gives NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False, out)
+
+
+def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):
+    """quantile ignoring NaN (NaN only where a slice is all NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True, out)
+
+
+# ---- histc / bincount / count_nonzero ------------------------------------------------------------------------------
+def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
+    """Histogram of ``input`` in ``bins`` equal bins over [min, max] (the data's range when min == max == 0);
+    elements outside are ignored."""
+    _check("histc", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc: bins must be > 0")
+    if min > max:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    with no_grad():
+        x = reshape(input.detach(), (-1,))
+        dt = input.dtype
+        if min == max and x.numel():
+            mn, mx = amin(x), amax(x)  # the data's range, kept on the device
+        else:
+            mn = full((), float(min), dtype=dt, device=input.device)
+            mx = full((), float(max), dtype=dt, device=input.device)
+        same = eq(mn, mx)
+        mn, mx = where(same, mn - 1, mn), where(same, mx + 1, mx)
+        inside = logical_and(ge(x, mn), le(x, mx))
+        b = floor((x - mn) * bins / (mx - mn))
+        b = clamp(where(inside, b, 0.0), 0, bins - 1).to(_i64)   # max itself goes in the last bin
+        h = scatter_add(zeros(bins, dtype=dt, device=input.device), 0, b, inside.to(dt))
+    return write_out("histc", out, h)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """Count of each value of the non-negative 1-D integer ``input`` (weighted sums with ``weights``)."""
+    _check("bincount", input)
+    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    with no_grad():
+        n = minlength
+        if input.numel():
+            # the output's length depends on the data: one host read of (min, max)
+            lo, hi = (int(v) for v in stack([amin(input), amax(input)]).to(_i64).tolist())
+            if lo < 0:
+                raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+            n = builtins.max(n, hi + 1)
+        if weights is None:
+            dt, w = _i64, ones(input.shape[0], dtype=_i64, device=input.device)
+        else:
+            dt = weights.dtype if weights.dtype is _dt.float32 else _dt.float64
+            w = weights.detach().to(dt)
+        return scatter_add(zeros(n, dtype=dt, device=input.device), 0, input.to(_i64), w)
+
+
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """Number of non-zero elements (over ``dim``, an int or a tuple of ints)."""
+    _check("count_nonzero", input)
+    if dim is not None:
+        norm_dims(dim, input.ndim, "count_nonzero")
+    return sum_(ne(input.detach(), 0), dim)
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
+    """(min, max) of all elements or along ``dim``."""
+    _check("aminmax", input)
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    if dim is None:
+        d = tuple(range(input.ndim))
+        if not keepdim or not input.ndim:
+            return write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+    else:
+        d = norm_dim(dim, input.ndim, "aminmax")
+        if input.ndim == 0:
+            return write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
+    return write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+
+
+# ---- diff / gradient -----------------------------------------------------------------------------------------------
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None,
+         *, out=None) -> Tensor:
+    """The n-th forward difference along ``dim`` (of ``input`` with ``prepend``/``append`` joined on)."""
+    _check("diff", input)
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = norm_dim(dim, input.ndim, "diff")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        m = x.shape[d]
+        if m == 0:
+            break
+        a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
+        x = logical_xor(a, b) if x.dtype is _bool else a - b
+    return write_out("diff", out, x)
+
+
+def _spacings(spacing, dims, input):
+    """Per dim: a float step or a 1-D coordinates tensor."""
+    if isinstance(spacing, (int, float)):
+        return [float(spacing)] * len(dims)
+    if isinstance(spacing, Tensor) and spacing.ndim == 0:
+        return [float(spacing.item())] * len(dims)
+    sp = list(spacing)
+    if len(sp) == 1 and len(dims) > 1 and not isinstance(sp[0], Tensor):
+        sp = sp * len(dims)
+    if len(sp) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or a list of length "
+                           f"{len(dims)} but got a list of length {len(sp)}")
+    out = []
+    for s, d in zip(sp, dims):
+        if isinstance(s, Tensor):
+            if s.ndim == 0:
+                out.append(float(s.item()))
+                continue
+            if s.ndim != 1 or s.shape[0] != input.shape[d]:
+                raise RuntimeError("torch.gradient expected each tensor to be on the same device and to have the "
+                                   f"size of dimension {d} of the input, but got {list(s.shape)}")
+            out.append(s)
+        else:
+            out.append(float(s))
+    return out
+
+
+def _along(t: Tensor, d: int, nd: int) -> Tensor:
+    """A 1-D tensor shaped to broadcast along dim ``d`` of an ``nd``-dim tensor."""
+    shape = [1] * nd
+    shape[d] = t.shape[0]
+    return reshape(t, shape)
+
+
+def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
+    """Derivative estimates along each dim in ``dim`` (all dims by default) by second-order central differences,
+    first- or second-order one-sided ones at the edges (numpy.gradient)."""
+    _check("gradient", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = tuple(range(input.ndim)) if dim is None else norm_dims(dim, input.ndim, "gradient")
+    f = input if input.dtype.is_floating_point else input.to(_dt.default)
+    nd = f.ndim
+    res = []
+    for d, h in zip(dims, _spacings(spacing, dims, input)):
+        m = f.shape[d]
+        if m < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+
+        def sl(a, length):
+            return narrow(f, d, a if a >= 0 else m + a, length)
+        if isinstance(h, Tensor):
+            c = h.to(f.dtype)
+            dx = c[1:] - c[:-1]
+            hd, hs = _along(dx[:-1], d, nd), _along(dx[1:], d, nd)
+            inner = -hs / (hd * (hd + hs)) * sl(0, m - 2) + (hs - hd) / (hd * hs) * sl(1, m - 2) + \
+                hd / (hs * (hd + hs)) * sl(2, m - 2)
+            if edge_order == 1:
+                first = (sl(1, 1) - sl(0, 1)) / _along(dx[:1], d, nd)
+                last = (sl(-1, 1) - sl(-2, 1)) / _along(dx[-1:], d, nd)
+            else:
+                a1, a2 = _along(dx[:1], d, nd), _along(dx[1:2], d, nd)
+                first = -(2 * a1 + a2) / (a1 * (a1 + a2)) * sl(0, 1) + (a1 + a2) / (a1 * a2) * sl(1, 1) - \
+                    a1 / (a2 * (a1 + a2)) * sl(2, 1)
+                b1, b2 = _along(dx[-2:-1], d, nd), _along(dx[-1:], d, nd)
+                last = b2 / (b1 * (b1 + b2)) * sl(-3, 1) - (b2 + b1) / (b1 * b2) * sl(-2, 1) + \
+                    (2 * b2 + b1) / (b2 * (b1 + b2)) * sl(-1, 1)
+        else:
+            inner = (sl(2, m - 2) - sl(0, m - 2)) / (2 * h)
+            if edge_order == 1:
+                first, last = (sl(1, 1) - sl(0, 1)) / h, (sl(-1, 1) - sl(-2, 1)) / h
+            else:
+                first = (-1.5 * sl(0, 1) + 2 * sl(1, 1) - 0.5 * sl(2, 1)) / h
+                last = (0.5 * sl(-3, 1) - 2 * sl(-2, 1) + 1.5 * sl(-1, 1)) / h
+        res.append(cat([first, inner, last], d))
+    return tuple(res)
+
+
+# ---- cov / corrcoef ------------------------------------------------------------------------------------------------
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None, aweights: Tensor | None = None):
+    """Covariance matrix of the variables in the rows of ``input`` (observations in the columns)."""
+    _check("cov", input)
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    if input.dtype is _bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = reshape(input, (1, -1)) if input.ndim < 2 else input
+    if not x.dtype.is_floating_point:
+        x = x.to(_dt.default)
+    nobs = x.shape[1]
+    w = None
+    if fweights is not None:
+        if fweights.ndim > 1 or fweights.numel() != nobs:
+            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions and {nobs} elements")
+        if fweights.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected fweights to have integral dtype")
+        w = reshape(fweights, (-1,)).to(x.dtype)
+    if aweights is not None:
+        if aweights.ndim > 1 or aweights.numel() != nobs:
+            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions and {nobs} elements")
+        if not aweights.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected aweights to have floating point dtype")
+        aw = reshape(aweights, (-1,)).to(x.dtype)
+        w = aw if w is None else w * aw
+    if w is None:
+        avg = mean(x, 1, keepdim=True)
+        fact = nobs - correction
+    else:
+        wsum = sum_(w)
+        avg = sum_(x * w, 1, keepdim=True) / wsum
+        fact = wsum - correction if aweights is None else wsum - correction * sum_(w * aw) / wsum
+    if isinstance(fact, (int, float)):
+        fact = builtins.max(fact, 0)
+    else:
+        fact = clamp_min(fact, 0)
+    xc = x - avg
+    c = matmul(xc if w is None else xc * w, transpose(xc, 0, 1)) / fact
+    return squeeze(c)  # one variable: a 0-d result (PyTorch squeezes)
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson correlation coefficients of the variables in the rows of ``input``."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    n = c.shape[0]
+    dg = reshape(c, (-1,))[:: n + 1]
+    sd = sqrt(dg)
+    r = c / reshape(sd, (n, 1)) / reshape(sd, (1, n))
+    return clamp(r, -1, 1)
+
+
+METHODS.update({"quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount,
+                "count_nonzero": count_nonzero, "aminmax": aminmax, "diff": diff, "cov": cov, "corrcoef": corrcoef})
+
+# late, module level (the shape and pointwise modules import this family's siblings)
+from .creation import full, ones, tensor, zeros  # noqa: E402
+from .indexing import gather, narrow, scatter_add  # noqa: E402
+from .linalg import matmul  # noqa: E402
+from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
+                        logical_xor, ne, round as round_, sqrt, where)
+from .reduction import amax, amin, mean, sum as sum_  # noqa: E402
+from .shape import cat, expand, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
+from .sorting import sort  # noqa: E402
