@@ -37,12 +37,14 @@ from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, 
 from .ops._util import broadcast_shapes as _broadcast_shapes
 from .ops.sorting import *  # noqa: F401,F403  (each family module's __all__)
 from .ops.special import *  # noqa: F401,F403
+from .ops.comparison import *  # noqa: F401,F403
 from .ops.triangular import *  # noqa: F401,F403
 from .ops.joining import *  # noqa: F401,F403
 from .ops.scatter import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.decomp import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from . import special
 from .serialization import save, load
 
 Tensor.erf = erf

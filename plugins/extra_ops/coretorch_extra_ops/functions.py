@@ -40,7 +40,7 @@ def _softplus(x):
     return x.clamp(min=0) + (-x.abs()).exp().log1p()  # log(1 + e^x) without overflow
 
 
-# ---- erf / erfinv -------------------------------------------------------------------------------------
+# ---- erf -------------------------------------------------------------------------------------------
 class Erf(Function):
     @staticmethod
     def forward(ctx, x):
@@ -51,19 +51,6 @@ class Erf(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * (2 / math.sqrt(math.pi)) * (-x * x).exp()
-
-
-class ErfInv(Function):
-    @staticmethod
-    def forward(ctx, y):
-        out = _run("erfinv", lambda t: kernels.erfinv(t, coretorch), y)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors  # d erfinv(y)/dy = sqrt(pi)/2 * exp(erfinv(y)^2)
-        return g * (math.sqrt(math.pi) / 2) * (out * out).exp()
 
 
 # ---- activations ---------------------------------------------------------------------------------------
@@ -242,11 +229,6 @@ class FusedSoftmaxCrossEntropy(Function):
 def ext_erf(input):
     """The error function (torch.erf), as a Function with a per-device kernel."""
     return Erf.apply(_float(input))
-
-
-def erfinv(input):
-    """The inverse error function (torch.erfinv): erfinv(erf(x)) == x, erfinv(+-1) = +-inf."""
-    return ErfInv.apply(_float(input))
 
 
 def ext_gelu(input, approximate: str = "none"):
