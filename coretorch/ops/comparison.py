@@ -7,7 +7,7 @@ import math
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import creation as _creation, reduction as _R
-from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub
+from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub, where
 from .special import _check, _out
 
 __all__: list[str] = ["isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "allclose", "equal", "isin",
@@ -89,6 +89,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
         return close
     if a.dtype is _bool:
         a, b = a.to(_dt.default), b.to(_dt.default)
+    if a.dtype.is_floating_point:
+        a = where(close, b, a)   # equal infinities: no inf - inf (a NaN, and an IEEE warning on the cpu)
     err = _abs(sub(a, b))
     allowed = _abs(mul(b, rtol)) + atol if rtol else atol
     within = le(err, allowed)

@@ -38,6 +38,15 @@ def _signbit(x):
     return np.asarray(np.signbit(x))
 
 
+def _lgamma(x):
+    r = sp.gammaln(x)
+    return np.where(x == -np.inf, np.inf, r) if r.size and np.isneginf(x).any() else r  # C's lgamma(-inf) = +inf
+
+
+def _erfinv(x):
+    return np.copysign(sp.erfinv(x), x)  # erfinv(-0.0) = -0.0 as PyTorch (scipy drops the sign)
+
+
 def _polygamma(x, n):
     with np.errstate(all="ignore"):
         return np.asarray(sp.polygamma(int(n), x)).astype(x.dtype, copy=False)
@@ -52,8 +61,8 @@ KERNELS: dict = {
     **{n: _u(f) for n, f in {
         "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
         "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10,
-        "exp2": np.exp2, "sinc": np.sinc, "erf": sp.erf, "erfc": sp.erfc, "lgamma": sp.gammaln, "ndtr": sp.ndtr,
-        "entr": sp.entr, "erfinv": sp.erfinv, "digamma": sp.psi, "i0": sp.i0, "i0e": sp.i0e, "i1": sp.i1,
+        "exp2": np.exp2, "sinc": np.sinc, "erf": sp.erf, "erfc": sp.erfc, "lgamma": _lgamma, "ndtr": sp.ndtr,
+        "entr": sp.entr, "erfinv": _erfinv, "digamma": sp.psi, "i0": sp.i0, "i0e": sp.i0e, "i1": sp.i1,
         "i1e": sp.i1e, "ndtri": sp.ndtri, "erfcx": sp.erfcx, "log_ndtr": sp.log_ndtr}.items()},
     **{n: _b(f) for n, f in {
         "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "logaddexp": np.logaddexp,
