@@ -90,7 +90,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if a.dtype is _bool:
         a, b = a.to(_dt.default), b.to(_dt.default)
     if a.dtype.is_floating_point:
-        a = where(close, b, a)   # equal infinities: no inf - inf (a NaN, and an IEEE warning on the cpu)
+        # the equal pairs (already close) as zeros: no inf - inf (a NaN, and an IEEE warning on the cpu)
+        a, b = where(close, 0.0, a), where(close, 0.0, b)
     err = _abs(sub(a, b))
     allowed = _abs(mul(b, rtol)) + atol if rtol else atol
     within = le(err, allowed)
