@@ -66,6 +66,7 @@ _SRC = """
 
 {T} sp_zeta({T} s, {T} q) {{   /* Hurwitz zeta(s, q), s > 1 an integer here (polygamma) */
   if (q <= 0 && q == floor(q)) return F(INFINITY);
+  if (q == INFINITY) return 0;
   {T} sum = pow(q, -s), a = q, b = 0;
   int i = 0;
   while (i < 9 || a <= F(9)) {{
