@@ -93,9 +93,10 @@ _SRC = """
   {T} t = log(z * (F(2) - z));
   {T} b = F(4.3307467508162) + F(0.5) * t;   /* 2 / (pi a) + t / 2, a = 0.147 */
   {T} x = sqrt(sqrt(b * b - t / F(0.147)) - b);
-  for (int i = 0; i < {ITERS}; ++i) {{
-    {T} f = erfc(x) - z;
-    x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);
+  for (int i = 0; i < 4; ++i) {{   /* Halley: cubic; a step below TOL leaves an error below TOL^3 */
+    {T} f = erfc(x) - z, d = f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);
+    x -= d;
+    if (fabs(d) <= F({TOL}) * x) break;
   }}
   return x;
 }}
@@ -108,9 +109,10 @@ _SRC = """
     {T} b = F(4.3307467508162) + F(0.5) * t;
     x = sqrt(sqrt(b * b - t / F(0.147)) - b);
   }}
-  for (int i = 0; i < {ITERS}; ++i) {{
-    {T} f = erf(x) - y;
-    x -= f / (F(M_2_SQRTPI) * exp(-x * x) + x * f);
+  for (int i = 0; i < 4; ++i) {{
+    {T} f = erf(x) - y, d = f / (F(M_2_SQRTPI) * exp(-x * x) + x * f);
+    x -= d;
+    if (fabs(d) <= F({TOL}) * x) break;
   }}
   return x;
 }}
@@ -196,7 +198,7 @@ def _helpers(dt) -> str:
         tail.append(f"a *= s + k; b /= w; t = a * b / F({a!r}); sum += t; if (fabs(t / sum) < F({{EPS}})) "
                     f"return sum; k += 1; a *= s + k; b /= w; k += 1;")
     src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
-    return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", ITERS=3 if double else 2,
+    return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9)
 
 
