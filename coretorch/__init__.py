@@ -38,6 +38,7 @@ from .ops._util import broadcast_shapes as _broadcast_shapes
 from .ops.sorting import *  # noqa: F401,F403  (each family module's __all__)
 from .ops.statistics import *  # noqa: F401,F403
 from .ops.special import *  # noqa: F401,F403
+from .ops.comparison import *  # noqa: F401,F403
 from .ops.triangular import *  # noqa: F401,F403
 from .ops.joining import *  # noqa: F401,F403
 from .ops.scatter import *  # noqa: F401,F403
@@ -51,6 +52,7 @@ from ._compat import *  # noqa: F401,F403
 from ._tensor_str import set_printoptions  # noqa: F401
 from . import _C, accelerator, compiler, cuda, jit, mps, onnx, types, version, xpu  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
+from . import special
 from .serialization import save, load
 
 Tensor.erf = erf

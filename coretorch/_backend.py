@@ -102,6 +102,18 @@ PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
     "logcumsumexp": "(x float, axis) -> log(cumsum(exp(x))) computed stably",
 })
 PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
+    # unary, float in -> same float out (the core casts integer and bool inputs to the default float first)
+    **{n: "(x) float -> float" for n in (
+        "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc",
+        "lgamma", "sinc", "ndtr", "entr", "erfinv", "digamma", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx",
+        "log_ndtr")},
+    "signbit": "(x) float -> bool: the sign bit (-0.0 and -nan included)",
+    "polygamma": "(x, n) float, int n >= 1 -> float: the n-th derivative of digamma",
+    "frexp": "(x) float -> (mantissa of x's dtype in [0.5, 1) or 0, int32 exponent); inf/nan: (x, 0)",
+    # binary, both operands float of one dtype (or a Python scalar second), broadcast by the core
+    **{n: "(x, y|scalar) float -> float" for n in (
+        "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py")},
+    **{n: "(x, y|scalar) -> x's dtype: NaN-ignoring max/min" for n in ("fmax", "fmin")},
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
 })
@@ -115,10 +127,16 @@ PRIMITIVES.update({  # dtypes: owned by coretorch/dtypes.py (bfloat16)
 })
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
-         "isnan")
+         "isnan",
+         # special
+         "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc",
+         "lgamma", "sinc", "ndtr", "entr", "signbit", "erfinv", "digamma", "i0", "i0e", "i1", "i1e", "ndtri",
+         "erfcx", "log_ndtr")
 BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq",
           "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-          "bitwise_or", "bitwise_xor")
+          "bitwise_or", "bitwise_xor",
+          # special
+          "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py", "fmax", "fmin")
 
 _backends: dict[str, object] = {}      # device type -> backend object
 _tables: dict[Device, "KernelTable"] = {}

@@ -8,8 +8,9 @@ from __future__ import annotations
 from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  # noqa: F401
 # the op families (one module each; each lists its top-level names in __all__ and its Tensor methods in METHODS)
 from . import decomp, joining, products, random, scatter, sorting, special, statistics, triangular  # noqa: F401
+from . import comparison  # noqa: F401  (the special family's second module)
 
-FAMILIES = (sorting, statistics, special, triangular, joining, scatter, products, decomp, random)
+FAMILIES = (sorting, statistics, special, comparison, triangular, joining, scatter, products, decomp, random)
 
 _registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
 

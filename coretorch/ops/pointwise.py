@@ -444,11 +444,12 @@ class _UnaryNode(Node):
 
 
 def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff: bool = False,
-                out_bool: bool = False):
+                out_bool: bool = False, node_name: str | None = None):
+    """``node_name``: the backward node's class name where PyTorch's is not ``<Name>Backward0``."""
     node_cls = None
     if backward is not None:
-        node_cls = type(f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,), {"__slots__": (),
-                                                                                "backward": backward})
+        node_cls = type(node_name or f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,),
+                        {"__slots__": (), "backward": backward})
 
     def fn(input):
         if not isinstance(input, Tensor):

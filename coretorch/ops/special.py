@@ -1,8 +1,505 @@
 """Elementwise math beyond the primitives and the special functions: trigonometric and hyperbolic
-families, log2/log10/exp2, hypot, logaddexp, xlogy, erf family, gamma family, Bessel i0/i1, clamp with tensor
-bounds, addcmul/addcdiv, nan_to_num, and the comparisons and tests (isinf, isfinite, isclose, isin, ...).
+families, log2/log10/exp2, hypot, logaddexp, xlogy, erf family, gamma family, Bessel i0/i1, addcmul/addcdiv,
+nan_to_num, frexp/ldexp, nanmean (the comparisons and tests are in ``comparison.py``).
+
+Float functions promote integer and bool inputs to the default float dtype, as PyTorch; each is one primitive kernel
+(see ``coretorch._backend.PRIMITIVES``, the ``special`` block) with its backward written in tensor ops (PyTorch's
+formulas from derivatives.yaml), so double backward works.
 """
 from __future__ import annotations
 
-__all__: list[str] = []  # the names coretorch.<name> exports from this family
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from . import creation as _creation, reduction as _R
+from ._util import edge
+from .inplace import apply_inplace
+from .pointwise import (_binary_node, _make_binary, _make_unary, abs as _abs, add, clamp, cos, div, eq, exp,
+                        float_power, ge, gt, isnan, le, log, logical_not, logical_or, lt, mul, ne, neg, pow as _pow,
+                        sign, sin, sqrt, sub, trunc, where)
+
+__all__: list[str] = [
+    "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
+    "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "deg2rad", "rad2deg", "frac", "logit", "erfc",
+    "erfinv", "lgamma", "digamma", "polygamma", "mvlgamma", "i0", "signbit", "nan_to_num", "frexp", "ldexp",
+    "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "heaviside", "fmax", "fmin",
+    "addcmul", "addcdiv", "nanmean",
+]
 METHODS: dict = {}       # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
+
+_bool = _dt.bool_
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_SQRT_PI_2 = math.sqrt(math.pi) / 2
+_TWO_SQRT_PI = 2 / math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def _out(r: Tensor, out, op: str) -> Tensor:
+    """Write the result ``r`` into the ``out=`` tensor (PyTorch's checks) and return it; ``r`` without ``out``."""
+    if out is None:
+        return r
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _gs.enabled and (r.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if r.dtype.category > out.dtype.category:
+        raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
+                           f"{out.dtype._tname[:-6]}")
+    if tuple(out.shape) != tuple(r.shape):
+        raise RuntimeError(f"{op}(): the out tensor has shape {list(out.shape)}, the result {list(r.shape)}")
+    with no_grad():
+        out.copy_(r)
+    return out
+
+
+def _named(r: Tensor, cls) -> Tensor:
+    """``r`` (a composite's result) as the output of a pass-through node named as PyTorch's grad_fn for the op."""
+    if not (r.requires_grad and _gs.enabled):
+        return r
+    node = cls()
+    node.next_functions = (edge(r),)
+    return _make(r._data, r.dtype, r._be, node)
+
+
+def _passthrough(name: str):
+    return type(name, (Node,), {"__slots__": (), "backward": lambda self, g: (g,)})
+
+
+def _sq(t):
+    return mul(t, t) if isinstance(t, Tensor) else t * t
+
+
+def _x(node):
+    return node.saved()[0]
+
+
+def _float(t: Tensor) -> Tensor:
+    return t if t.dtype.is_floating_point else t.to(_dt.default)
+
+
+def _check(op: str, t) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(t).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# unary float functions: one kernel each
+# ---------------------------------------------------------------------------------------------
+def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: str = ""):
+    f = _make_unary(name, backward, True, save, node_name=node)
+
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        return f(input) if out is None else _out(f(input), out, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
+    fn._raw = f
+    return fn
+
+
+def _sinc_bw(n, g):
+    x = _x(n)
+    zero = eq(x, 0)
+    safe = where(zero, 1.0, x)
+    px = mul(safe, math.pi)
+    d = div(sub(cos(px), div(sin(px), px)), safe)   # (cos(pi x) - sinc(x)) / x
+    return (where(zero, 0.0, mul(g, d)),)
+
+
+def _i1_bw(n, g):
+    x = _x(n)
+    tiny = lt(_abs(x), 1e-300)
+    safe = where(tiny, 1.0, x)
+    return (mul(g, where(tiny, 0.5, sub(i0(safe), div(i1(safe), safe)))),)
+
+
+def _i1e_bw(n, g):
+    x = _x(n)
+    tiny = lt(_abs(x), 1e-300)
+    safe = where(tiny, 1.0, x)
+    return (mul(g, where(tiny, 0.5, sub(i0e(safe), mul(i1e(safe), add(sign(safe), div(1.0, safe)))))),)
+
+
+tan = _unary("tan", lambda n, g: (mul(g, add(_sq(_x(n)), 1)),), "out")
+asin = _unary("asin", lambda n, g: (div(g, sqrt(sub(1, _sq(_x(n))))),))
+acos = _unary("acos", lambda n, g: (neg(div(g, sqrt(sub(1, _sq(_x(n)))))),))
+atan = _unary("atan", lambda n, g: (div(g, add(_sq(_x(n)), 1)),))
+sinh = _unary("sinh", lambda n, g: (mul(g, cosh(_x(n))),))
+cosh = _unary("cosh", lambda n, g: (mul(g, sinh(_x(n))),))
+asinh = _unary("asinh", lambda n, g: (div(g, sqrt(add(_sq(_x(n)), 1))),))
+acosh = _unary("acosh", lambda n, g: (div(g, mul(sqrt(sub(_x(n), 1)), sqrt(add(_x(n), 1)))),))
+atanh = _unary("atanh", lambda n, g: (div(g, sub(1, _sq(_x(n)))),))
+log2 = _unary("log2", lambda n, g: (div(g, mul(_x(n), _LN2)),))
+log10 = _unary("log10", lambda n, g: (div(g, mul(_x(n), _LN10)),))
+exp2 = _unary("exp2", lambda n, g: (mul(g, mul(_x(n), _LN2)),), "out")
+erfc = _unary("erfc", lambda n, g: (mul(g, mul(exp(neg(_sq(_x(n)))), -_TWO_SQRT_PI)),))
+erfinv = _unary("erfinv", lambda n, g: (mul(g, mul(exp(_sq(_x(n))), _SQRT_PI_2)),), "out",
+                doc="torch.erfinv: the inverse error function (erfinv(+-1) = +-inf, nan outside [-1, 1]).")
+lgamma = _unary("lgamma", lambda n, g: (mul(g, digamma(_x(n))),))
+digamma = _unary("digamma", lambda n, g: (mul(g, polygamma(1, _x(n))),),
+                 doc="torch.digamma: the logarithmic derivative of the gamma function (-inf at 0, nan at "
+                     "negative integers).")
+sinc = _unary("sinc", _sinc_bw, doc="torch.sinc: sin(pi x) / (pi x), 1 at 0.")
+i0 = _unary("i0", lambda n, g: (mul(g, i1(_x(n))),),
+            doc="torch.i0: the modified Bessel function of the first kind, order 0.")
+# torch.special only
+i0e = _unary("i0e", lambda n, g: (mul(g, sub(i1e(_x(n)), mul(sign(_x(n)), i0e(_x(n))))),),
+             node="SpecialI0EBackward0")
+i1 = _unary("i1", _i1_bw, node="SpecialI1Backward0")
+i1e = _unary("i1e", _i1e_bw, node="SpecialI1EBackward0")
+ndtr = _unary("ndtr", lambda n, g: (mul(g, div(exp(mul(_sq(_x(n)), -0.5)), _SQRT_2PI)),),
+              node="SpecialNdtrBackward0")
+ndtri = _unary("ndtri", lambda n, g: (mul(g, mul(exp(mul(_sq(_x(n)), 0.5)), _SQRT_2PI)),), "out",
+               node="SpecialNdtriBackward0")
+log_ndtr = _unary("log_ndtr", lambda n, g: (mul(g, div(exp(sub(mul(_sq(_x(n)), -0.5), log_ndtr(_x(n)))),
+                                                       _SQRT_2PI)),), node="SpecialLogNdtrBackward0")
+erfcx = _unary("erfcx", lambda n, g: (mul(g, sub(mul(mul(_x(n), erfcx(_x(n))), 2.0), _TWO_SQRT_PI)),),
+               node="SpecialErfcxBackward0")
+entr = _unary("entr", lambda n, g: (mul(g, neg(add(log(_x(n)), 1))),), node="SpecialEntrBackward0")
+
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+
+class PolygammaBackward0(Node):
+    __slots__ = ("n",)
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (mul(g, polygamma(self.n + 1, x)),)
+
+
+def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
+    """torch.polygamma: the n-th derivative of digamma (n = 0 is digamma)."""
+    _check("polygamma", input)
+    n = int(n)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _float(input)
+    table = x._be
+    r = table.polygamma(x._data, n) if n else table.digamma(x._data)
+    if x._rg and _gs.enabled:
+        node = PolygammaBackward0()
+        node.n = n
+        node.save(x)
+        node.next_functions = (edge(x),)
+        return _out(_make(r, x.dtype, table, node), out, "polygamma")
+    return _out(_make(r, x.dtype, table), out, "polygamma")
+
+
+MvlgammaBackward0 = _passthrough("MvlgammaBackward0")
+
+
+def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
+    """torch.mvlgamma: the multivariate log-gamma function of dimension ``p`` (all x > (p - 1) / 2)."""
+    _check("mvlgamma", input)
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = _float(input)
+    if x.numel() and not bool(_R.all(gt(x.detach(), (p - 1) / 2)).item()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    r = lgamma(x)
+    for i in range(1, p):
+        r = add(r, lgamma(sub(x, i / 2)))
+    r = add(r, p * (p - 1) / 4 * math.log(math.pi))
+    return _out(_named(r, MvlgammaBackward0), out, "mvlgamma")
+
+
+def signbit(input: Tensor, *, out=None) -> Tensor:
+    """torch.signbit: True where the sign bit is set (-0.0 included); integers: x < 0."""
+    _check("signbit", input)
+    if input.dtype.is_floating_point:
+        r = _make(input._be.signbit(input._data), _bool, input._be)
+    else:
+        r = lt(input.detach(), 0)
+    return _out(r, out, "signbit")
+
+
+# ---------------------------------------------------------------------------------------------
+# composites (few kernels): deg2rad, rad2deg, frac, logit, nan_to_num, ldexp, frexp, addcmul, addcdiv
+# ---------------------------------------------------------------------------------------------
+Deg2RadBackward0 = _passthrough("Deg2RadBackward0")
+Rad2DegBackward0 = _passthrough("Rad2DegBackward0")
+FracBackward0 = _passthrough("FracBackward0")
+LogitBackward0 = _passthrough("LogitBackward0")
+NanToNumBackward0 = _passthrough("NanToNumBackward0")
+AddcmulBackward0 = _passthrough("AddcmulBackward0")
+AddcdivBackward0 = _passthrough("AddcdivBackward0")
+
+
+def deg2rad(input: Tensor, *, out=None) -> Tensor:
+    _check("deg2rad", input)
+    return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad")
+
+
+def rad2deg(input: Tensor, *, out=None) -> Tensor:
+    _check("rad2deg", input)
+    return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg")
+
+
+def frac(input: Tensor, *, out=None) -> Tensor:
+    """x - trunc(x) (float dtypes only, as PyTorch)."""
+    _check("frac", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"frac_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
+    return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac")
+
+
+def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
+    """log(x / (1 - x)), x clamped to [eps, 1 - eps] when ``eps`` is given (gradient 0 outside)."""
+    _check("logit", input)
+    x = _float(input)
+    if eps is not None:
+        x = clamp(x, eps, 1 - eps)
+    return _out(_named(log(div(x, sub(1, x))), LogitBackward0), out, "logit")
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
+               out=None) -> Tensor:
+    """NaN -> ``nan``, +inf -> ``posinf`` (the dtype's max), -inf -> ``neginf`` (its lowest)."""
+    _check("nan_to_num", input)
+    if not input.dtype.is_floating_point:
+        return _out(input.clone(), out, "nan_to_num")
+    fi = np.finfo(input.dtype.np)
+    hi = float(fi.max) if posinf is None else float(posinf)
+    lo = float(fi.min) if neginf is None else float(neginf)
+    if lo <= -float(fi.max) and hi >= float(fi.max):  # every finite value lies in [lo, hi]: one clamp
+        r = clamp(input, lo, hi)
+    else:
+        r = where(eq(input, math.inf), hi, where(eq(input, -math.inf), lo, input))
+    r = where(isnan(input), float(nan), r)
+    return _out(_named(r, NanToNumBackward0), out, "nan_to_num")
+
+
+def ldexp(input: Tensor, other, *, out=None) -> Tensor:
+    """input * 2 ** other (as PyTorch computes it: the result is a float dtype)."""
+    return _out(mul(input, _pow(2.0, other)), out, "ldexp")
+
+
+frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+class FrexpBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, g):
+        (e,) = self.saved()
+        return (div(g, _pow(2.0, e.to(g.dtype))),)
+
+
+def frexp(input: Tensor, *, out=None):
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1); exponent int32."""
+    _check("frexp", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    table = input._be
+    m, e = table.frexp(input._data)
+    et = _make(e, _dt.int32, table)
+    if input._rg and _gs.enabled:
+        node = FrexpBackward0()
+        node.save(et)
+        node.next_functions = (edge(input),)
+        mt = _make(m, input.dtype, table, node)
+    else:
+        mt = _make(m, input.dtype, table)
+    if out is not None:
+        return frexp_result(_out(mt, out[0], "frexp"), _out(et, out[1], "frexp"))
+    return frexp_result(mt, et)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
+    """input + value * tensor1 * tensor2."""
+    p = mul(tensor1, tensor2)
+    if value != 1 or type(value) is not int:
+        p = mul(p, value)
+    return _out(_named(add(input, p), AddcmulBackward0), out, "addcmul")
+
+
+_ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+                "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+                "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+                "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
+    """input + value * tensor1 / tensor2 (integer tensor1 and tensor2 raise, as PyTorch)."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError(_ADDCDIV_INT)
+    q = div(tensor1, tensor2)
+    if value != 1 or type(value) is not int:
+        q = mul(q, value)
+    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv")
+
+
+# ---------------------------------------------------------------------------------------------
+# binary float functions: one kernel each, PyTorch's promotion and broadcasting (pointwise's machinery)
+# ---------------------------------------------------------------------------------------------
+def _scalar_or(self, b):
+    return self.scalar if b is None else b
+
+
+def _atan2_bw(self, g):
+    a, b = self.saved()
+    b = _scalar_or(self, b)
+    na, nb = self.need
+    d = add(_sq(a), _sq(b))
+    return self.grads(div(mul(g, b), d) if na else None, neg(div(mul(g, a), d)) if nb else None)
+
+
+def _hypot_bw(self, g):
+    a, b = self.saved()
+    b = _scalar_or(self, b)
+    na, nb = self.need
+    return self.grads(mul(g, div(a, self.out)) if na else None, mul(g, div(b, self.out)) if nb else None)
+
+
+def _copysign_bw(self, g):
+    a, _ = self.saved()
+    na, nb = self.need
+    ga = where(eq(a, 0), 0.0, mul(g, div(self.out, a))) if na else None
+    return self.grads(ga, mul(g, 0.0) if nb else None)
+
+
+def _fmaxmin_bw(cmp):
+    def bw(self, g):
+        a, b = self.saved()
+        na, nb = self.need
+        if b is None:  # the scalar wins only where it is the larger (smaller) and a is not NaN-ignored
+            s = self.scalar
+            win = _creation.full(tuple(a.shape), True, dtype=_bool, device=a.device) if math.isnan(s) else cmp(a, s)
+        else:
+            win = logical_or(cmp(a, b), isnan(b))
+        return self.grads(where(win, g, 0.0) if na else None, where(win, 0.0, g) if nb else None)
+    return bw
+
+
+def _logaddexp_bw(expf):
+    def bw(self, g):
+        a, b = self.saved()
+        b = _scalar_or(self, b)
+        na, nb = self.need
+        return self.grads(div(g, add(expf(sub(b, a)), 1)) if na else None,
+                          div(g, add(expf(sub(a, b)), 1)) if nb else None)
+    return bw
+
+
+def _xlogy_bw(fn, shift):
+    def bw(self, g):
+        a, b = self.saved()
+        b = _scalar_or(self, b)
+        na, nb = self.need
+        ga = mul(g, fn(ne(a, 0).to(g.dtype), b)) if na else None
+        gb = div(mul(g, a), add(b, shift) if shift else b) if nb else None
+        return self.grads(ga, gb)
+    return bw
+
+
+Atan2Backward0 = _binary_node("Atan2Backward0", _atan2_bw)
+HypotBackward0 = _binary_node("HypotBackward0", _hypot_bw, save_output=True)
+CopysignBackward0 = _binary_node("CopysignBackward0", _copysign_bw, save_output=True)
+FmaxBackward0 = _binary_node("FmaxBackward0", _fmaxmin_bw(ge))
+FminBackward0 = _binary_node("FminBackward0", _fmaxmin_bw(le))
+LogaddexpBackward0 = _binary_node("LogaddexpBackward0", _logaddexp_bw(exp))
+Logaddexp2Backward0 = _binary_node("Logaddexp2Backward0", _logaddexp_bw(lambda t: exp2(t)))
+XlogyBackward0 = _binary_node("XlogyBackward0", _xlogy_bw(lambda a, b: xlogy(a, b), 0))
+SpecialXlog1PyBackward0 = _binary_node("SpecialXlog1PyBackward0", _xlogy_bw(lambda a, b: xlog1py(a, b), 1))
+
+
+def _binary(name: str, node_cls, kind: str = "div", doc: str = ""):
+    """kind "div": integer operands promote to the default float (the kernel is float only); "arith": the
+    operands' promoted dtype (fmax/fmin)."""
+    f = _make_binary(name, node_cls, kind)
+
+    def fn(input, other, *, out=None) -> Tensor:
+        return f(input, other) if out is None else _out(f(input, other), out, name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"torch.{name}: elementwise with broadcasting and PyTorch's type promotion."
+    return fn
+
+
+atan2 = arctan2 = _binary("atan2", Atan2Backward0)
+hypot = _binary("hypot", HypotBackward0)
+copysign = _binary("copysign", CopysignBackward0, doc="torch.copysign: |input| with the sign of other (-0.0 too).")
+fmax = _binary("fmax", FmaxBackward0, "arith", doc="torch.fmax: maximum that ignores NaN (NaN only if both are).")
+fmin = _binary("fmin", FminBackward0, "arith", doc="torch.fmin: minimum that ignores NaN (NaN only if both are).")
+logaddexp = _binary("logaddexp", LogaddexpBackward0)
+logaddexp2 = _binary("logaddexp2", Logaddexp2Backward0)
+xlogy = _binary("xlogy", XlogyBackward0, doc="torch.xlogy: x * log(y), 0 where x == 0 (unless y is NaN).")
+xlog1py = _binary("xlog1py", SpecialXlog1PyBackward0,
+                  doc="torch.special.xlog1py: x * log1p(y), 0 where x == 0 (unless y is NaN).")
+
+
+def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
+    """0 where x < 0, ``values`` where x == 0, 1 where x > 0 (NaN gives 0, as PyTorch's kernel)."""
+    _check("heaviside", input)
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' must be Tensor, not {type(values).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    with no_grad():
+        r = where(eq(input, 0), values, gt(input, 0).to(input.dtype))
+    return _out(r, out, "heaviside")
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------------
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
+    """The mean of the non-NaN elements (NaN where there is none)."""
+    _check("nanmean", input)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype._tname[:-6]}")
+    if dtype is not None:
+        input = input.to(dtype)
+    count = _R.sum(logical_not(isnan(input.detach())), dim, keepdim)
+    return _out(div(_R.nansum(input, dim, keepdim), count), out, "nanmean")
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor methods and in-place variants
+# ---------------------------------------------------------------------------------------------
+def _inplace(name: str, fn):
+    def m(self, *args, **kwargs):
+        other = next((a for a in args if isinstance(a, Tensor) and a._rg), None)
+        return apply_inplace(self, name, lambda s: fn(s, *args, **kwargs), other)
+    m.__name__ = name
+    return m
+
+
+def _float_power_(self, exponent):
+    if self.dtype is not _dt.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype._tname[:-6]} but the operation's "
+                           "result requires dtype Double")
+    return apply_inplace(self, "float_power_", lambda s: float_power(s, exponent),
+                         exponent if isinstance(exponent, Tensor) else None)
+
+
+_UNARY_METHODS = {
+    "tan": tan, "asin": asin, "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan,
+    "sinh": sinh, "cosh": cosh, "asinh": asinh, "arcsinh": asinh, "acosh": acosh, "arccosh": acosh, "atanh": atanh,
+    "arctanh": atanh, "log2": log2, "log10": log10, "exp2": exp2, "sinc": sinc, "deg2rad": deg2rad,
+    "rad2deg": rad2deg, "frac": frac, "logit": logit, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma,
+    "digamma": digamma, "i0": i0, "nan_to_num": nan_to_num, "mvlgamma": mvlgamma,
+}
+_BINARY_METHODS = {
+    "atan2": atan2, "arctan2": atan2, "hypot": hypot, "xlogy": xlogy, "copysign": copysign,
+    "heaviside": heaviside, "ldexp": ldexp, "addcmul": addcmul, "addcdiv": addcdiv,
+}
+METHODS.update(_UNARY_METHODS)
+METHODS.update(_BINARY_METHODS)
+METHODS.update({f"{k}_": _inplace(f"{k}_", f) for k, f in {**_UNARY_METHODS, **_BINARY_METHODS}.items()})
+METHODS.update({
+    "logaddexp": logaddexp, "logaddexp2": logaddexp2, "fmax": fmax, "fmin": fmin, "signbit": signbit,
+    "frexp": frexp, "nanmean": nanmean, "float_power": float_power, "float_power_": _float_power_,
+    "polygamma": lambda self, n: polygamma(n, self),
+    "polygamma_": lambda self, n: apply_inplace(self, "polygamma_", lambda s: polygamma(n, s)),
+    "true_divide_": _inplace("true_divide_", div),
+    "erf_": lambda self: apply_inplace(self, "erf_", lambda s: s.erf()),
+})

@@ -1,4 +1,72 @@
-"""numpy kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES)."""
+"""numpy kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES).
+
+One vectorised numpy ufunc or scipy.special ufunc per kernel.  scipy computes float16 in float32 (it has no half
+loops) and some of its ufuncs return float64 for a float32 array with a Python float: results are cast back to the
+input's dtype.
+"""
 from __future__ import annotations
 
-KERNELS: dict = {}  # primitive name -> kernel on numpy arrays
+import numpy as np
+import scipy.special as sp
+
+_nd = np.ndarray
+
+
+def _u(fn):
+    """A unary float kernel: IEEE edge cases (poles, domain errors) are values, not warnings; the input's dtype."""
+    def k(x):
+        with np.errstate(all="ignore"):
+            r = fn(x)
+        if r.__class__ is not _nd or r.dtype != x.dtype:
+            r = np.asarray(r).astype(x.dtype, copy=False)
+        return r
+    return k
+
+
+def _b(fn):
+    """A binary kernel (y an array of x's dtype or a Python scalar): x's dtype."""
+    def k(x, y):
+        with np.errstate(all="ignore"):
+            r = fn(x, y)
+        if r.__class__ is not _nd or r.dtype != x.dtype:
+            r = np.asarray(r).astype(x.dtype, copy=False)
+        return r
+    return k
+
+
+def _signbit(x):
+    return np.asarray(np.signbit(x))
+
+
+def _lgamma(x):
+    r = sp.gammaln(x)
+    return np.where(x == -np.inf, np.inf, r) if r.size and np.isneginf(x).any() else r  # C's lgamma(-inf) = +inf
+
+
+def _erfinv(x):
+    return np.copysign(sp.erfinv(x), x)  # erfinv(-0.0) = -0.0 as PyTorch (scipy drops the sign)
+
+
+def _polygamma(x, n):
+    with np.errstate(all="ignore"):
+        return np.asarray(sp.polygamma(int(n), x)).astype(x.dtype, copy=False)
+
+
+def _frexp(x):
+    m, e = np.frexp(x)
+    return np.asarray(m), np.asarray(e).astype(np.int32, copy=False)
+
+
+KERNELS: dict = {
+    **{n: _u(f) for n, f in {
+        "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+        "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10,
+        "exp2": np.exp2, "sinc": np.sinc, "erf": sp.erf, "erfc": sp.erfc, "lgamma": _lgamma, "ndtr": sp.ndtr,
+        "entr": sp.entr, "erfinv": _erfinv, "digamma": sp.psi, "i0": sp.i0, "i0e": sp.i0e, "i1": sp.i1,
+        "i1e": sp.i1e, "ndtri": sp.ndtri, "erfcx": sp.erfcx, "log_ndtr": sp.log_ndtr}.items()},
+    **{n: _b(f) for n, f in {
+        "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "logaddexp": np.logaddexp,
+        "logaddexp2": np.logaddexp2, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "fmax": np.fmax,
+        "fmin": np.fmin}.items()},
+    "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp,
+}

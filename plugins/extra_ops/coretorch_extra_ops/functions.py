@@ -2,7 +2,7 @@
 
 Each op is an ``autograd.Function`` whose forward and backward are written with tensor ops, so it runs on
 every backend and, where the backward is itself made of differentiable ops, supports double backward
-(``create_graph=True``).  ``erf`` and ``erfinv`` use a per-device kernel when the device
+(``create_graph=True``).  ``erf`` uses a per-device kernel when the device
 has one (see ``kernels.py``) and tensor ops otherwise.  The public functions at the bottom check arguments
 and are what the plugin registers.
 """
@@ -40,7 +40,7 @@ def _softplus(x):
     return x.clamp(min=0) + (-x.abs()).exp().log1p()  # log(1 + e^x) without overflow
 
 
-# ---- erf / erfinv -------------------------------------------------------------------------------------
+# ---- erf -------------------------------------------------------------------------------------------
 class Erf(Function):
     @staticmethod
     def forward(ctx, x):
@@ -51,19 +51,6 @@ class Erf(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * (2 / math.sqrt(math.pi)) * (-x * x).exp()
-
-
-class ErfInv(Function):
-    @staticmethod
-    def forward(ctx, y):
-        out = _run("erfinv", lambda t: kernels.erfinv(t, coretorch), y)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors  # d erfinv(y)/dy = sqrt(pi)/2 * exp(erfinv(y)^2)
-        return g * (math.sqrt(math.pi) / 2) * (out * out).exp()
 
 
 # ---- activations ---------------------------------------------------------------------------------------
@@ -203,11 +190,6 @@ class FusedSoftmaxCrossEntropy(Function):
 def ext_erf(input):
     """The error function (torch.erf), as a Function with a per-device kernel."""
     return Erf.apply(_float(input))
-
-
-def erfinv(input):
-    """The inverse error function (torch.erfinv): erfinv(erf(x)) == x, erfinv(+-1) = +-inf."""
-    return ErfInv.apply(_float(input))
 
 
 def ext_gelu(input, approximate: str = "none"):

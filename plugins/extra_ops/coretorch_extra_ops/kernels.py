@@ -1,6 +1,6 @@
-"""The numerics of erf and erfinv, plus the per-device kernels built from them.
+"""The numerics of erf, plus the per-device kernels built from them.
 
-``erf`` and ``erfinv`` are written once for any array namespace ``xp`` that has abs/exp/log/sqrt/sign/where:
+``erf`` is written once for any array namespace ``xp`` that has abs/exp/log/sqrt/sign/where:
 numpy gives the 'cpu' kernels (registered with ``kernels={"cpu": ...}``), and ``coretorch`` itself gives the
 version every other device runs (tensor ops, so any backend works without a kernel of its own).
 A kernel takes and returns the backend's arrays (numpy arrays for 'cpu'), never Tensors.
@@ -33,38 +33,15 @@ def erf(x, xp):
     return xp.where(a < _SPLIT, small, large) * xp.sign(x)
 
 
-def erfinv(y, xp):
-    """Inverse of erf: Winitzki's closed-form guess, then three Halley steps on erf (cubic convergence)."""
-    w = xp.log((1 - y) * (1 + y))
-    c = 2 / (math.pi * 0.147) + w / 2
-    x = xp.sign(y) * xp.sqrt(xp.sqrt(c * c - w / 0.147) - c)
-    for _ in range(3):
-        u = (erf(x, xp) - y) / ((2 / math.sqrt(math.pi)) * xp.exp(-x * x))
-        x = x - u / (1 + x * u)
-    return xp.where(xp.abs(y) == 1, xp.sign(y) * math.inf, x)  # erfinv(+-1) = +-inf, |y| > 1 gives nan
-
-
 # ---- 'cpu' kernels: numpy arrays in, numpy arrays out -------------------------------------------
 def erf_cpu(x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.asarray(erf(x, np), dtype=x.dtype)
 
 
-def erfinv_cpu(y: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return np.asarray(erfinv(y, np), dtype=y.dtype)
-
-
 # ---- 'opencl' kernels (coretorch-opencl arrays are pyopencl arrays): one launch instead of ~100 tensor ops --
 _CL_BODIES = {
     "erf": "out[i] = erf(x[i]);",
-    "erfinv": """T y = x[i], w = log((1 - y) * (1 + y)), c = (T)(2 / (M_PI * 0.147)) + w / 2;
-                 T r = copysign(sqrt(sqrt(c * c - w / (T)0.147) - c), y);
-                 for (int k = 0; k < 3; k++) {
-                     T u = (erf(r) - y) / ((T)M_2_SQRTPI * exp(-r * r));
-                     r -= u / (1 + r * u);
-                 }
-                 out[i] = fabs(y) == 1 ? copysign((T)INFINITY, y) : r;""",
 }
 _cl_cache: dict = {}
 
@@ -83,11 +60,4 @@ def erf_opencl(x):
     out = x.__class__(x.queue, x.shape, x.dtype, allocator=x.allocator)
     if x.size:
         _cl_kernel("erf", x)(out, x)
-    return out
-
-
-def erfinv_opencl(y):
-    out = y.__class__(y.queue, y.shape, y.dtype, allocator=y.allocator)
-    if y.size:
-        _cl_kernel("erfinv", y)(out, y)
     return out

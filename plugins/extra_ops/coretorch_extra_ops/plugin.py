@@ -18,8 +18,6 @@ CORETORCH_PLUGIN_API = 1
 def coretorch_register_functions(register):
     # ops with a kernel per device type; on devices without one they run as tensor ops
     register("ext_erf", fn.ext_erf, kernels={"cpu": kernels.erf_cpu, "opencl": kernels.erf_opencl})
-    register("erfinv", fn.erfinv, tensor_method=True,
-             kernels={"cpu": kernels.erfinv_cpu, "opencl": kernels.erfinv_opencl})
     # ops written with tensor ops only
     register("ext_gelu", fn.ext_gelu)
     register("ext_mish", fn.ext_mish)

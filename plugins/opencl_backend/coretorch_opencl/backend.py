@@ -22,9 +22,13 @@ _Array = cla.Array if cla is not None else None
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
 _UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
-          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not", "isnan")
+          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not", "isnan",
+          # special (the cheap ones: builtins; the costly special functions are kernels of special.py)
+          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc",
+          "lgamma", "sinc", "ndtr", "entr", "signbit")
 _BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt",
-           "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
+           "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py", "fmax", "fmin")  # special
 _NOT_WRITABLE = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
                  "location. Please clone() the tensor before performing the operation.")
 

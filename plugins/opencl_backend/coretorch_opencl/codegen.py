@@ -97,10 +97,27 @@ def unary_expr(op: str, dt) -> str | None:
         return None if f else ("(a0 == 0)" if b else "(~a0)")
     if op == "isnan":
         return "(a0 != a0)" if f else "0"
+    return _special_unary(op, f, ct)
+
+
+def _special_unary(op: str, f: bool, ct: str) -> str | None:
+    """The special family's cheap unary ops (OpenCL C builtins; float only: the core casts integers to float).
+    The costly special functions (digamma, erfinv, Bessel i0/i1, ...) are in their own program (special.py)."""
+    if op in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2",
+              "erfc", "lgamma"):
+        return f"{op}(a0)" if f else None
+    if op == "signbit":
+        return "signbit(a0)" if f else None
+    if op == "sinc":  # sin(pi x) / (pi x), 1 at 0 (sinpi: exact zeros at the integers)
+        return f"(a0 == 0 ? ({ct})1 : sinpi(a0) / (({ct})M_PI * a0))" if f else None
+    if op == "ndtr":
+        return f"(({ct})0.5 * erfc(-a0 * ({ct})M_SQRT1_2))" if f else None
+    if op == "entr":  # -x log x; 0 at 0, -inf below
+        return f"(a0 > 0 ? -a0 * log(a0) : (a0 == 0 ? ({ct})0 : (a0 != a0 ? a0 : -({ct})INFINITY)))" if f else None
     raise KeyError(op)
 
 
-UNARY_BOOL_OUT = ("logical_not", "isnan")
+UNARY_BOOL_OUT = ("logical_not", "isnan", "signbit")
 BINARY_BOOL_OUT = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
 
 
@@ -142,6 +159,25 @@ def binary_expr(op: str, dt) -> str | None:
     bw = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
     if op in bw:
         return None if f else f"(a0 {bw[op]} a1)"
+    return _special_binary(op, f, ct)
+
+
+def _special_binary(op: str, f: bool, ct: str) -> str | None:
+    """The special family's binary ops (float only, except fmax/fmin; the core promotes integers to float)."""
+    if op in ("fmax", "fmin"):  # NaN-ignoring: the other operand when one is NaN
+        return f"{op}(a0, a1)" if f else ("(a0 > a1 ? a0 : a1)" if op == "fmax" else "(a0 < a1 ? a0 : a1)")
+    if not f:
+        return None
+    if op in ("atan2", "hypot", "copysign"):
+        return f"{op}(a0, a1)"
+    if op == "logaddexp":  # equal infinities give themselves (not inf - inf = nan)
+        return "((a0 == a1 && isinf(a0)) ? a0 : fmax(a0, a1) + log1p(exp(-fabs(a0 - a1))))"
+    if op == "logaddexp2":
+        return f"((a0 == a1 && isinf(a0)) ? a0 : fmax(a0, a1) + log1p(exp2(-fabs(a0 - a1))) * ({ct})M_LOG2E)"
+    if op == "xlogy":  # 0 where x == 0 unless y is NaN
+        return f"(a1 != a1 ? a1 : (a0 == 0 ? ({ct})0 : a0 * log(a1)))"
+    if op == "xlog1py":
+        return f"(a1 != a1 ? a1 : (a0 == 0 ? ({ct})0 : a0 * log1p(a1)))"
     raise KeyError(op)
 
 

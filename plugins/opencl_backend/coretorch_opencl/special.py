@@ -1,7 +1,278 @@
-"""OpenCL kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES)."""
+"""OpenCL kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES).
+
+The cheap ones (tan, asin, ..., erfc, lgamma, atan2, hypot, ...) are OpenCL C builtins in the shared elementwise
+program (codegen.unary_expr / binary_expr).  The costly special functions live here, in a program of their own per
+dtype (so that the elementwise program every op builds stays small), one kernel each, reading their operand in place
+at any strides (up to 4 collapsed dims; more are copied first).  Algorithms (our own implementations of standard
+methods, in the compute type: float for float16/float32, double for float64):
+
+* digamma: reflection psi(x) = psi(1 - x) - pi cot(pi x) for x < 0, the recurrence psi(x) = psi(x + 1) - 1/x up to
+  x >= 10, then the asymptotic series ln x - 1/(2x) - sum B_2k / (2k x^2k) (Bernoulli numbers);
+* polygamma(n >= 1, x) = (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta by direct summation of the first terms and
+  the Euler-Maclaurin tail (coefficients (2j)! / B_2j computed exactly below);
+* erfinv / ndtri: a closed-form first guess (Winitzki's approximation, or the first series term near 0) refined by
+  Halley steps on erf (|y| <= 1/2) or on erfc (|y| > 1/2, where 1 - |y| is exact), with the builtins erf/erfc;
+* i0, i0e, i1, i1e: the power series (positive terms) up to |x| = 20 (float: 9), the asymptotic expansion
+  e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k beyond;
+* erfcx: exp(x^2) erfc(x) (x^2 split exactly with fma) below 5, the Laplace continued fraction above;
+* log_ndtr: log1p(-erfc(x / sqrt 2) / 2) for x > 0, log(erfc(-x / sqrt 2) / 2) on [-1, 0], and
+  log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow).
+"""
 from __future__ import annotations
+
+from fractions import Fraction
+from math import factorial
+
+import numpy as np
+
+from . import codegen as cg
+from .layout import _collapse, _desc, _is_c, _pad
+
+_I32 = np.dtype(np.int32)
+_I64 = np.dtype(np.int64)
+
+
+def _bernoulli(n: int) -> list:
+    """B_0..B_n exactly (Akiyama-Tanigawa)."""
+    a, out = [Fraction(0)] * (n + 1), []
+    for m in range(n + 1):
+        a[m] = Fraction(1, m + 1)
+        for j in range(m, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+        out.append(a[0])
+    return out  # B_1 = +1/2 with this recurrence; only even indices are used
+
+
+_B = _bernoulli(26)
+_ZETA_A = [float(Fraction(factorial(2 * j)) / _B[2 * j]) for j in range(1, 13)]   # (2j)! / B_2j
+_PSI_C = [float(_B[2 * k] / (2 * k)) for k in range(1, 8)]                         # B_2k / (2k)
+
+# {T}: the compute type; {EPS}: its epsilon; the loop bounds differ for float (fewer terms suffice)
+_SRC = """
+#define F(v) (({T})(v))
+{T} sp_digamma({T} x) {{
+  if (x != x || x == INFINITY) return x;
+  {T} r = 0;
+  if (x <= 0) {{
+    if (x == floor(x)) return x == 0 ? copysign(F(INFINITY), -x) : F(NAN);
+    r = -F(M_PI) * cospi(x) / sinpi(x);   /* psi(x) = psi(1 - x) - pi cot(pi x) */
+    x = 1 - x;
+  }}
+  while (x < F(10)) {{ r -= 1 / x; x += 1; }}
+  {T} z = 1 / (x * x);
+  {T} s = {PSI_POLY};
+  return r + log(x) - F(0.5) / x - s;
+}}
+
+{T} sp_zeta({T} s, {T} q) {{   /* Hurwitz zeta(s, q), s > 1 an integer here (polygamma) */
+  if (q <= 0 && q == floor(q)) return F(INFINITY);
+  if (q == INFINITY) return 0;
+  {T} sum = pow(q, -s), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= F(9)) {{
+    i += 1; a += 1; b = pow(a, -s); sum += b;
+    if (fabs(b / sum) < F({EPS})) return sum;
+  }}
+  {T} w = a, k = 0, t;
+  sum += b * w / (s - 1);
+  sum -= F(0.5) * b;
+  a = 1;
+  {ZETA_TAIL}
+  return sum;
+}}
+
+{T} sp_polygamma(int n, {T} x) {{
+  if (n == 0) return sp_digamma(x);
+  {T} f = 1;
+  for (int j = 2; j <= n; ++j) f *= j;
+  {T} z = sp_zeta(F(n + 1), x);
+  return (n & 1) ? f * z : -f * z;
+}}
+
+{T} sp_erfcinv_pos({T} z) {{   /* x >= 0 with erfc(x) = z, 0 < z <= 1 */
+  {T} t = log(z * (F(2) - z));
+  {T} b = F(4.3307467508162) + F(0.5) * t;   /* 2 / (pi a) + t / 2, a = 0.147 */
+  {T} x = sqrt(sqrt(b * b - t / F(0.147)) - b);
+  for (int i = 0; i < 4; ++i) {{   /* Halley: cubic; a step below TOL leaves an error below TOL^3 */
+    {T} f = erfc(x) - z, d = f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);
+    x -= d;
+    if (fabs(d) <= F({TOL}) * x) break;
+  }}
+  return x;
+}}
+
+{T} sp_erfinv_small({T} y) {{   /* 0 <= y <= 1/2 */
+  {T} x;
+  if (y < F(0.1)) x = y * F(0.88622692545275801);
+  else {{
+    {T} t = log1p(-y * y);
+    {T} b = F(4.3307467508162) + F(0.5) * t;
+    x = sqrt(sqrt(b * b - t / F(0.147)) - b);
+  }}
+  for (int i = 0; i < 4; ++i) {{
+    {T} f = erf(x) - y, d = f / (F(M_2_SQRTPI) * exp(-x * x) + x * f);
+    x -= d;
+    if (fabs(d) <= F({TOL}) * x) break;
+  }}
+  return x;
+}}
+
+{T} sp_erfinv({T} y) {{
+  if (y != y) return y;
+  {T} ay = fabs(y);
+  if (ay > 1) return F(NAN);
+  if (ay == 1) return copysign(F(INFINITY), y);
+  return copysign(ay <= F(0.5) ? sp_erfinv_small(ay) : sp_erfcinv_pos(1 - ay), y);
+}}
+
+{T} sp_ndtri({T} p) {{   /* ndtri(p) = sqrt(2) erfinv(2p - 1) = -sqrt(2) erfcinv(2p) */
+  if (p != p) return p;
+  if (p < 0 || p > 1) return F(NAN);
+  if (p == 0) return -F(INFINITY);
+  if (p == 1) return F(INFINITY);
+  if (p >= F(0.25) && p <= F(0.75)) return F(M_SQRT2) * sp_erfinv(2 * p - 1);
+  if (p < F(0.5)) return -F(M_SQRT2) * sp_erfcinv_pos(2 * p);
+  return F(M_SQRT2) * sp_erfcinv_pos(2 * (1 - p));
+}}
+
+{T} sp_erfcx({T} x) {{
+  if (x != x) return x;
+  if (x < F(5)) {{
+    {T} h = x * x, l = fma(x, x, -h);   /* x^2 = h + l exactly */
+    if (h == INFINITY) return F(INFINITY);
+    return exp(h) * (1 + l) * erfc(x);
+  }}
+  {T} t = x;
+  for (int k = {CF_TERMS}; k > 0; --k) t = x + F(0.5) * k / t;
+  return F(M_2_SQRTPI) * F(0.5) / t;
+}}
+
+{T} sp_log_ndtr({T} x) {{
+  if (x > 0) return log1p(F(-0.5) * erfc(x * F(M_SQRT1_2)));
+  if (x >= -1) return log(F(0.5) * erfc(-x * F(M_SQRT1_2)));
+  return log(F(0.5) * sp_erfcx(-x * F(M_SQRT1_2))) - F(0.5) * x * x;
+}}
+
+/* scaled modified Bessel functions of order nu = 0, 1 (exp(-|x|) I_nu(|x|), x >= 0) */
+{T} sp_ie_pos(int nu, {T} x) {{
+  if (x > F({ASYM})) {{
+    {T} r = 1 / (F(8) * x), term = 1, s = 1, m = F(4 * nu * nu);
+    for (int k = 1; k < 80; ++k) {{
+      {T} d = F(2 * k - 1);
+      term *= (m - d * d) * r / F(k) * F(-1);
+      s += term;
+      if (fabs(term) < s * F({EPS})) break;
+    }}
+    return s * rsqrt(F(2 * M_PI) * x);
+  }}
+  {T} q = F(0.25) * x * x, term = 1, s = 1;
+  for (int k = 1; k < 200; ++k) {{
+    term *= q / (F(k) * F(k + nu));
+    s += term;
+    if (term < s * F({EPS})) break;
+  }}
+  return (nu ? F(0.5) * x * s : s) * exp(-x);
+}}
+
+{T} sp_i0e({T} x) {{ return x != x ? x : sp_ie_pos(0, fabs(x)); }}
+{T} sp_i1e({T} x) {{ return x != x ? x : copysign(sp_ie_pos(1, fabs(x)), x); }}
+{T} sp_iexp({T} v, {T} ax) {{   /* v * exp(ax) without overflowing early: exp(ax / 2) twice */
+  {T} h = exp(F(0.5) * ax);
+  return v * h * h;
+}}
+{T} sp_i0({T} x) {{ return x != x ? x : sp_iexp(sp_ie_pos(0, fabs(x)), fabs(x)); }}
+{T} sp_i1({T} x) {{ return x != x ? x : copysign(sp_iexp(sp_ie_pos(1, fabs(x)), fabs(x)), x); }}
+"""
+
+UNARY = ("erfinv", "digamma", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "log_ndtr")
+
+
+def _helpers(dt) -> str:
+    ct = cg.ctype(dt)
+    double = ct == "double"
+    psi = "0"
+    for c in reversed(_PSI_C):   # sum_k B_2k / (2k) z^k, Horner in z = 1/x^2
+        psi = f"z * (F({c!r}) + {psi})"
+    tail = []
+    for i, a in enumerate(_ZETA_A if double else _ZETA_A[:6]):
+        tail.append(f"a *= s + k; b /= w; t = a * b / F({a!r}); sum += t; if (fabs(t / sum) < F({{EPS}})) "
+                    f"return sum; k += 1; a *= s + k; b /= w; k += 1;")
+    src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
+    return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
+                      CF_TERMS=40 if double else 16, ASYM=20 if double else 9)
+
+
+def _program(dt) -> str:
+    """Every kernel of this module for dtype ``dt``: a contiguous ("_c") and a strided ("_s", 4 dims) variant of the
+    unary functions and polygamma, and frexp."""
+    ct, st = cg.ctype(dt), cg.stype(dt)
+    parts = [_helpers(dt)]
+    for name in UNARY:
+        for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
+            parts.append(cg.elementwise_kernel(name + sfx, f"sp_{name}(a0)", dt, [(dt, False)], ("c", lay), nd))
+    for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
+        parts.append(cg.elementwise_kernel("polygamma" + sfx, "sp_polygamma((int)a1, a0)", dt,
+                                           [(dt, False), (_I64, True)], ("c", lay), nd))
+    parts.append(f"""
+__kernel void frexp_k(__global {st}* m, __global int* e, __global const {st}* x, long xo, long n) {{
+  long g = get_global_id(0); if (g >= n) return;
+  {ct} v = {cg.load(dt, 'x', 'xo + g')};
+  int ex = 0;
+  {ct} r = frexp(v, &ex);
+  if (isinf(v) || v != v) {{ r = v; ex = 0; }}
+  {cg.store(dt, 'm', 'g', 'r')}
+  e[g] = ex;
+}}
+""")
+    return "\n".join(parts)
 
 
 def kernels(k) -> dict:
     """The primitives of this family for one device; ``k`` is the device's kernel set (backend._Kernels)."""
-    return {}
+    dev = k.dev
+
+    def kernel(dt, name):
+        return dev.kernel(("special", dt.str), name, lambda: _program(dt))
+
+    def check(name, dt):
+        if not cg.is_float(dt):
+            raise RuntimeError(f"\"{name}\" is not implemented for {dt} on device 'opencl'")
+
+    def run(name, x, scalars=()):
+        """out = name(x, *scalars), contiguous, reading x in place (any strides up to 4 collapsed dims)."""
+        dt = x.dtype
+        check(name, dt)
+        out = k._out(x.shape, dt)
+        n = out.size
+        if n == 0:
+            return out
+        buf, off, shape, xst = _desc(x)
+        if _is_c(shape, xst):
+            dev.launch(kernel(dt, name + "_c"), n, [out.base_data, 0, buf, off, *scalars, n])
+            return out
+        dims, (sts,) = _collapse(shape, [xst])
+        if len(dims) > 4:
+            return run(name, k.contiguous(x), scalars)
+        dims, sts, _ = _pad(dims, sts)
+        dev.launch(kernel(dt, name + "_s"), n, [out.base_data, 0, buf, off, *sts, *scalars, n, *dims])
+        return out
+
+    def unary(name):
+        return lambda x: run(name, x)
+
+    def frexp(x):
+        dt = x.dtype
+        if not cg.is_float(dt):
+            raise RuntimeError(f"\"frexp\" is not implemented for {dt} on device 'opencl'")
+        m, e = k._out(x.shape, dt), k._out(x.shape, _I32)
+        if x.size:
+            if not _is_c(*_desc(x)[2:]):
+                x = k.contiguous(x)
+            dev.launch(kernel(dt, "frexp_k"), x.size, [m.base_data, e.base_data, x.base_data,
+                                                       x.offset // x.dtype.itemsize, x.size])
+        return m, e
+
+    t = {name: unary(name) for name in UNARY}
+    t["polygamma"] = lambda x, n: run("polygamma", x, (int(n),))
+    t["frexp"] = frexp
+    return t
