@@ -93,6 +93,11 @@ PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
 PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
+    "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "
+                  "elements after x's own (as_strided, diagonal, unfold)",
+    "storage_offset": "(x) -> int: element offset of x's first element from the start of the buffer it views",
+    "index_reduce_": "(x, key with index arrays, values, op) in place: x[key] = op(x[key], values) with repeated "
+                     "indices combined, op 'prod' | 'amax' | 'amin' (max/min propagate NaN): scatter_reduce",
 })
 PRIMITIVES.update({  # products: owned by coretorch/ops/products.py
 })

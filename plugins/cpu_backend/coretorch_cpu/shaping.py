@@ -1,4 +1,51 @@
 """numpy kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES)."""
 from __future__ import annotations
 
-KERNELS: dict = {}  # primitive name -> kernel on numpy arrays
+import numpy as np
+
+
+class _Interface:
+    """An object exposing ``__array_interface__`` (how numpy builds a view at an arbitrary address)."""
+
+    def __init__(self, interface: dict, base):
+        self.__array_interface__ = interface
+        self.base = base  # keeps the buffer alive for as long as the view lives
+
+
+def _root(x: np.ndarray) -> np.ndarray:
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
+
+
+def _ptr(x: np.ndarray) -> int:
+    return x.__array_interface__["data"][0]
+
+
+def _storage_offset(x: np.ndarray) -> int:
+    """Element offset of x's first element from the start of the buffer it views."""
+    return (_ptr(x) - _ptr(_root(x))) // x.itemsize if x.itemsize else 0
+
+
+def _as_strided(x: np.ndarray, shape, strides, offset: int) -> np.ndarray:
+    """A view of x's memory with element ``strides``, starting ``offset`` elements after x's first element."""
+    isz = x.itemsize
+    face = {"shape": tuple(shape), "strides": tuple(s * isz for s in strides), "typestr": x.dtype.str,
+            "data": (_ptr(x) + offset * isz, not x.flags.writeable), "version": 3}
+    out = np.asarray(_Interface(face, x))
+    if out.dtype != x.dtype:  # typestr drops nothing for the dtypes in use; kept exact for bool
+        out = out.view(x.dtype)
+    return out
+
+
+_UFUNC = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def _index_reduce(x: np.ndarray, key, values, op: str) -> None:
+    """x[key] op= values, repeated indices combined (ufunc.at: unbuffered)."""
+    _UFUNC[op].at(x, key, values)
+
+
+KERNELS: dict = {  # primitive name -> kernel on numpy arrays
+    "as_strided": _as_strided, "storage_offset": _storage_offset, "index_reduce_": _index_reduce,
+}
