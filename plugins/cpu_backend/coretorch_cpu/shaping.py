@@ -13,9 +13,13 @@ class _Interface:
 
 
 def _root(x: np.ndarray) -> np.ndarray:
-    while isinstance(x.base, np.ndarray):
-        x = x.base
-    return x
+    while True:
+        b = x.base
+        if isinstance(b, _Interface):  # a view made by _as_strided
+            b = b.base
+        if not isinstance(b, np.ndarray):
+            return x
+        x = b
 
 
 def _ptr(x: np.ndarray) -> int:
