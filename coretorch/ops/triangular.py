@@ -112,8 +112,6 @@ def _diag_geometry(shape, strides, offset: int, d1: int, d2: int):
 
 
 def _diag_dims(op: str, ndim: int, dim1: int, dim2: int) -> tuple:
-    if ndim < 2:
-        raise RuntimeError(f"{op}(): expected a tensor with at least 2 dimensions, got {ndim}")
     d1, d2 = norm_dim(dim1, ndim, op), norm_dim(dim2, ndim, op)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
