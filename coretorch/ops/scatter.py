@@ -278,7 +278,7 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
                            "source.")
     _ix._same_device("index_put", input, values)
-    _ix._check_put_shape(input, nkey, advanced, tuple(values.shape))
+    _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
     if not accumulate:
         return _ix.index_put(input, nkey, values, advanced)
     table = input._be
@@ -290,6 +290,22 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
         node.next_functions = (edge(input), edge(values))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
+
+
+def _check_values_shape(input: Tensor, key: tuple, nkey, advanced: bool, vshape: tuple) -> None:
+    """PyTorch's error for values that do not broadcast to input[indices]; integer index tensors only (the common
+    case) get the indexed shape without running the indexing."""
+    if not all(isinstance(k, Tensor) and k.dtype is not _bool and k.dtype is not _dt.uint8 for k in key):
+        _ix._check_put_shape(input, nkey, advanced, vshape)
+        return
+    from ._util import broadcast_shapes
+    target = broadcast_shapes(*[tuple(k.shape) for k in key], op="index_put") + tuple(input.shape[len(key):])
+    v = vshape
+    while len(v) > len(target) and v[0] == 1:
+        v = v[1:]
+    if len(v) > len(target) or any(a != b and a != 1 for a, b in zip(reversed(v), reversed(target))):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to indexing "
+                           f"result of shape {list(target)}")
 
 
 def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> int:

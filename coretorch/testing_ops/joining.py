@@ -98,6 +98,7 @@ def _stack_cases() -> list:
                (A(()), A(()))),
         OpCase("row_stack", lambda x, y: ct.row_stack((x, y)), lambda a, b: np.vstack((a, b)), (A((3,)), A((2, 3)))),
         OpCase("vstack.0d", lambda x, y: ct.vstack((x, y)), lambda a, b: np.vstack((a, b)), (A(()), A(()))),
+        OpCase("hstack.0d", lambda x, y: ct.hstack((x, y)), lambda a, b: np.hstack((a, b)), (A(()), A(()))),
         OpCase("hstack.mixed", lambda x, y: ct.hstack((x, y)), lambda a, b: np.hstack((a, b)),
                (A((2, 3)), A((2, 2), layout="t"))),
         OpCase("dstack.mismatch", lambda x, y: ct.dstack([x, y]), None, (A((2, 3)), A((3, 3))), raises=RuntimeError),
