@@ -140,7 +140,7 @@ def test_new_constructors(device):
     assert o.dtype is torch.int32 and o.tolist() == [1, 1, 1]
     f = x.new_full((2,), 7, requires_grad=True)
     assert f.requires_grad and f.dtype is torch.float64 and f.tolist() == [7.0, 7.0]
-    assert tuple(x.new_empty(4, 1).shape) == (4, 1)
+    assert tuple(x.new_empty(4, 1).shape) == (4, 1) and tuple(x.new_ones(size=(1, 2)).shape) == (1, 2)
     t = x.new_tensor([1, 2])
     assert t.dtype is torch.float64 and t.device == x.device
     with pytest.warns(UserWarning, match="clone"):

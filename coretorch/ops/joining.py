@@ -514,8 +514,11 @@ def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
 
 
 def _new(fn):
-    def m(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    def m(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        if size is not None:  # new_zeros(size=(2, 3))
+            args = (size,)
+        return fn(*args, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    m.__doc__ = f"A tensor like {fn.__name__}(size) with self's dtype and device unless given."
     return m
 
 
