@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
-from coretorch.testing import available_devices
+from coretorch.testing import available_devices, cpu_kernels_as
 
 DEVICES = available_devices()
 
@@ -70,6 +70,18 @@ def test_grad_fn_names(device):
     }
     for name, t in names.items():
         assert t.grad_fn.name() == name
+
+
+def test_tril_triu_composite_without_the_optional_kernel():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    with cpu_kernels_as("notri", drop=("tri",)) as dev:
+        x = torch.tensor(a, device=dev, requires_grad=True)
+        np.testing.assert_array_equal(_np(torch.tril(x, 1)), np.tril(a, 1))
+        np.testing.assert_array_equal(_np(x.triu(-1)), np.triu(a, -1))
+        torch.triu(x).sum().backward()
+        np.testing.assert_array_equal(_np(x.grad), np.triu(np.ones_like(a)))
+        b = torch.tensor([[True, True], [True, True]], device=dev)
+        assert torch.tril(b).tolist() == [[True, False], [True, True]]
 
 
 # ---- in-place shape methods -----------------------------------------------------------------

@@ -49,12 +49,17 @@ def _tri(input: Tensor, k: int, lower: bool, op: str) -> Tensor:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
     table = input._be
     shape = tuple(input.shape)
-    mask = _tri_mask(table, shape[-2], shape[-1], int(k), lower)
-    if mask.shape != shape:
-        mask = table.expand(mask, shape)
     dt = input.dtype
-    zero = False if dt is _dt.bool_ else 0.0 if dt.is_floating_point else 0
-    data = table.where(mask, input._data, zero) if input.numel() else table.contiguous(input._data)
+    if table.has("tri"):
+        data = table.tri(input._data, int(k), lower)
+    elif input.numel():
+        mask = _tri_mask(table, shape[-2], shape[-1], int(k), lower)
+        if mask.shape != shape:
+            mask = table.expand(mask, shape)
+        zero = False if dt is _dt.bool_ else 0.0 if dt.is_floating_point else 0
+        data = table.where(mask, input._data, zero)
+    else:
+        data = table.contiguous(input._data)
     if input._rg and _gs.enabled:
         node = TrilBackward0() if lower else TriuBackward0()
         node.k, node.lower = int(k), lower

@@ -50,6 +50,10 @@ def _index_reduce(x: np.ndarray, key, values, op: str) -> None:
     _UFUNC[op].at(x, key, values)
 
 
+def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:
+    return np.tril(x, diag) if lower else np.triu(x, diag)  # the last two dims of any stack
+
+
 KERNELS: dict = {  # primitive name -> kernel on numpy arrays
-    "as_strided": _as_strided, "storage_offset": _storage_offset, "index_reduce_": _index_reduce,
+    "as_strided": _as_strided, "storage_offset": _storage_offset, "index_reduce_": _index_reduce, "tri": _tri,
 }
