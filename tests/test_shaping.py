@@ -46,6 +46,15 @@ def test_as_strided_uses_the_storage_offset_of_the_base(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_as_strided_of_an_expanded_input_gradient(device):
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    e = x.expand(3, 2)  # strides (0, 1): every row aliases x
+    y = e.as_strided((2,), (1,))  # reads x[0], x[1] once each
+    (y * torch.tensor([3.0, 5.0], device=device)).sum().backward()
+    assert x.grad.tolist() == [3.0, 5.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_unfold_windows_share_memory_and_gradient_sums_overlaps(device):
     x = torch.arange(6.0, device=device, requires_grad=True)
     u = x.unfold(0, 3, 1)

@@ -71,8 +71,14 @@ class AsStridedBackward0(Node):
     def backward(self, g):
         table = g._be
         gs = _scatter_positions(g, self.n, _positions(table, self.n, self.size, self.stride, self.offset))
-        pin = _positions(table, self.n, self.in_shape, self.in_stride, self.in_offset)
-        return (_ix.index_select(gs, 0, pin.reshape(-1)).reshape(self.in_shape),)
+        pin = _positions(table, self.n, self.in_shape, self.in_stride, self.in_offset).reshape(-1)
+        gi = _ix.index_select(gs, 0, pin)
+        if any(t == 0 and s > 1 for s, t in zip(self.in_shape, self.in_stride)):
+            # an input whose elements alias (expanded): each alias gets its share, so that the expand's backward
+            # sums them back to the storage element's gradient (as PyTorch's as_strided_backward)
+            cnt = _ix.index_add(_cr.zeros(self.n, dtype=g.dtype, device=g.device), 0, pin, _cr.ones_like(gi))
+            gi = gi / _ix.index_select(cnt, 0, pin)
+        return (gi.reshape(self.in_shape),)
 
 
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:

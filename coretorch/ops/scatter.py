@@ -244,13 +244,13 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     data = _scatter_data(input, d, index, src, reduce, include_self)
     if not (_gs.enabled and (input._rg or src._rg)):
         return _out(_make(data, input.dtype, table), out)
-    res = _make(data, input.dtype, table)
     node = ScatterReduceBackward0()
     node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
     node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
-    node.save(input.detach(), _src_part(src, index).detach(), res.detach())
     node.next_functions = (edge(input), edge(src))
-    return _out(_make(data, input.dtype, table, node), out)
+    res = _make(data, input.dtype, table, node)
+    node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
+    return _out(res, out)
 
 
 # ---------------------------------------------------------------------------------------------
