@@ -97,7 +97,7 @@ PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py
                   "elements after x's own (as_strided, diagonal, unfold)",
     "storage_offset": "(x) -> int: element offset of x's first element from the start of the buffer it views",
     "index_reduce_": "(x, key with index arrays, values, op) in place: x[key] = op(x[key], values) with repeated "
-                     "indices combined, op 'prod' | 'amax' | 'amin' (max/min propagate NaN): scatter_reduce",
+                     "indices combined, op 'sum' | 'prod' | 'amax' | 'amin' (max/min propagate NaN): scatter_reduce",
     "tri": "optional (x, diagonal, lower) -> copy of x (ndim >= 2) keeping the elements of the last two dims with "
            "j - i <= diagonal (lower) or j - i >= diagonal (upper), zeros elsewhere: tril/triu (composite: where)",
 })

@@ -114,12 +114,12 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
     elif reduce in ("sum", "mean", "add"):
         if not include_self:
             table.setitem_(out, key, 0)
-        table.index_put_(out, key, vals, True)
+        table.index_reduce_(out, key, vals, "sum")
         if reduce == "mean":
             cnt = table.full(tuple(x1.shape), 1, input.dtype.np)
             if not include_self:
                 table.setitem_(cnt, key, 0)
-            table.index_put_(cnt, key, table.full(tuple(i1.shape), 1, input.dtype.np), True)
+            table.index_reduce_(cnt, key, 1, "sum")
             out = table.floor_divide(out, cnt) if not input.dtype.is_floating_point else table.div(out, cnt)
     else:
         op = "prod" if reduce in ("prod", "multiply") else reduce

@@ -42,12 +42,20 @@ def _as_strided(x: np.ndarray, shape, strides, offset: int) -> np.ndarray:
     return out
 
 
-_UFUNC = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+_UFUNC = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
 
 
 def _index_reduce(x: np.ndarray, key, values, op: str) -> None:
-    """x[key] op= values, repeated indices combined (ufunc.at: unbuffered)."""
-    _UFUNC[op].at(x, key, values)
+    """x[key] op= values, repeated indices combined (ufunc.at: unbuffered).  A key of integer arrays only on a
+    contiguous x goes through one flat index: numpy's 1-D fast path of ufunc.at (3x faster than a tuple key)."""
+    uf = _UFUNC[op]
+    keys = key if isinstance(key, tuple) else (key,)
+    if x.flags.c_contiguous and len(keys) == x.ndim and x.ndim > 1 and \
+            all(isinstance(k, np.ndarray) and k.dtype.kind in "iu" for k in keys):
+        flat = np.ravel_multi_index(np.broadcast_arrays(*keys), x.shape, mode="wrap")
+        uf.at(x.reshape(-1), flat.reshape(-1), np.broadcast_to(values, flat.shape).reshape(-1))
+        return
+    uf.at(x, key, values)
 
 
 def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:

@@ -14,6 +14,7 @@ from .layout import _desc, _expand_strides, _is_c
 from .device import cla
 
 _COMBINE = {  # a: the value held, b: the one combined into it (NaN propagates as in PyTorch's max/min)
+    "sum": ("a + b", "a + b"),
     "prod": ("a * b", "a * b"),
     "amax": ("((a != a) || a > b) ? a : b", "(a > b) ? a : b"),
     "amin": ("((a != a) || a < b) ? a : b", "(a < b) ? a : b"),
