@@ -16,8 +16,8 @@ from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import edge, norm_dim
 from .inplace import apply_inplace
 
-__all__: list[str] = ["scatter", "scatter_reduce", "index_put", "index_copy", "index_fill", "masked_scatter", "put",
-                      "take", "take_along_dim", "argwhere"]
+__all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
+                      "masked_scatter", "put", "take", "take_along_dim", "argwhere"]
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -251,6 +251,33 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     res = _make(data, input.dtype, table, node)
     node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
     return _out(res, out)
+
+
+class IndexReduceBackward0(ScatterReduceBackward0):
+    pass
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True,
+                 out: Tensor | None = None) -> Tensor:
+    """Reduce the slices of ``source`` along ``dim`` into input's slices ``index`` (prod, mean, amax or amin)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _check_index_vector("index_reduce", input, dim, index)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    x1, s1 = _as1d(input), _as1d(source)
+    n = index.numel()
+    if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
+        raise RuntimeError(f"index_reduce(): the number of indices ({n}) must match source.size(dim), and source "
+                           f"{list(source.shape)} must match self {list(input.shape)} outside dim {d}")
+    from .shape import expand
+    vs = [1] * s1.ndim
+    vs[d] = n
+    idx = expand(_as1d(index).reshape(tuple(vs)), tuple(s1.shape))  # the index of every source element (a view)
+    r = scatter_reduce(x1, d, idx, s1, reduce, include_self=include_self)
+    if r.grad_fn is not None:
+        r.grad_fn.__class__ = IndexReduceBackward0
+    return _out(r.reshape(()) if input.ndim == 0 else r, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -512,7 +539,8 @@ def _nonzero(self, *, as_tuple: bool = False):
 
 METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
     "scatter": scatter, "scatter_": _scatter_, "scatter_reduce": scatter_reduce,
-    "scatter_reduce_": _inplace("scatter_reduce_", scatter_reduce, 2),
+    "scatter_reduce_": _inplace("scatter_reduce_", scatter_reduce, 2), "index_reduce": index_reduce,
+    "index_reduce_": _inplace("index_reduce_", index_reduce, 2),
     "index_put": index_put, "index_put_": _index_put_, "index_copy": index_copy,
     "index_copy_": _inplace("index_copy_", index_copy, 2), "index_fill": index_fill, "index_fill_": _index_fill_,
     "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", masked_scatter, 1),

@@ -147,6 +147,38 @@ def _scatter_cases() -> list:
     return out
 
 
+def np_index_reduce(a, dim, index, src, reduce, include_self=True):
+    vs = [1] * src.ndim
+    vs[dim] = index.size
+    return np_scatter_reduce(a, dim, np.broadcast_to(index.reshape(vs), src.shape), src, reduce, include_self)
+
+
+def _index_reduce_cases() -> list:
+    r0 = _ridx(4, (6,), 5)
+    out = []
+    for red in ("prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            sfx = "" if inc else ".exclude_self"
+            out.append(OpCase(
+                f"index_reduce.{red}{sfx}",
+                lambda x, s, r=red, i=inc: x.index_reduce(0, _dev(r0, x), s, r, include_self=i),
+                lambda a, s, r=red, i=inc: np_index_reduce(a, 0, r0, s, r, i),
+                (A((4, 3), "distinct"), A((6, 3), "distinct")), F + I if red != "mean" or inc else F,
+                gradgrad=inc and red != "mean"))
+    out += [
+        OpCase("index_reduce.dim_neg", lambda x, s: ct.index_reduce(x, -1, _dev(r0, x), s, "amax"),
+               lambda a, s: np_index_reduce(a, 1, r0, s, "amax"), (A((2, 4), "distinct", layout="t"),
+                                                                   A((2, 6), "distinct"))),
+        OpCase("index_reduce_.inplace", lambda x, s: x.clone().index_reduce_(0, _dev(r0, x), s, "prod"),
+               lambda a, s: np_index_reduce(a, 0, r0, s, "prod"), (A((4, 3)), A((6, 3)))),
+        OpCase("index_reduce.sum", lambda x, s: x.index_reduce(0, _dev(r0, x), s, "sum"), None,
+               (A((4, 3)), A((6, 3))), raises=RuntimeError),
+        OpCase("index_reduce.size_mismatch", lambda x, s: x.index_reduce(0, _dev(r0, x), s, "prod"), None,
+               (A((4, 3)), A((5, 3))), raises=RuntimeError),
+    ]
+    return out
+
+
 def _np_put(a, key, v, acc):
     out = a.copy()
     if acc:
@@ -259,4 +291,4 @@ def _index_cases() -> list:
     ]
 
 
-CASES: list[OpCase] = _scatter_cases() + _index_cases()
+CASES: list[OpCase] = _scatter_cases() + _index_reduce_cases() + _index_cases()
