@@ -23,7 +23,7 @@ from .scatter import _out
 
 __all__: list[str] = ["roll", "rot90", "tile", "repeat_interleave", "meshgrid", "dstack", "column_stack",
                       "row_stack", "hsplit", "vsplit", "dsplit", "tensor_split", "moveaxis", "atleast_1d",
-                      "atleast_2d", "atleast_3d", "ravel", "as_strided"]
+                      "atleast_2d", "atleast_3d", "ravel", "as_strided", "fliplr", "flipud"]
 
 _i64 = _dt.int64
 
@@ -434,6 +434,20 @@ def dsplit(input: Tensor, indices_or_sections):
     return _dir_split("dsplit", input, indices_or_sections, 2, 3)
 
 
+def fliplr(input: Tensor) -> Tensor:
+    """The columns (dim 1) in reverse order."""
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return _sh.flip(input, (1,))
+
+
+def flipud(input: Tensor) -> Tensor:
+    """The rows (dim 0) in reverse order."""
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return _sh.flip(input, (0,))
+
+
 def moveaxis(input: Tensor, source, destination) -> Tensor:
     """Alias of movedim."""
     return _sh.movedim(input, source, destination)
@@ -560,7 +574,8 @@ def _squeeze(self, dim=None):
 METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
     "roll": roll, "rot90": rot90, "tile": _tile_method, "repeat_interleave": repeat_interleave,
     "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "tensor_split": tensor_split, "moveaxis": moveaxis,
-    "ravel": ravel, "as_strided": as_strided, "unfold": unfold, "storage_offset": storage_offset,
+    "ravel": ravel, "fliplr": fliplr, "flipud": flipud, "as_strided": as_strided, "unfold": unfold,
+    "storage_offset": storage_offset,
     "squeeze_": _meta_inplace("squeeze_", _squeeze), "unsqueeze_": _meta_inplace("unsqueeze_", _sh.unsqueeze),
     "t_": _meta_inplace("t_", _sh.t), "transpose_": _meta_inplace("transpose_", _sh.transpose),
     "swapaxes_": _meta_inplace("swapaxes_", _sh.transpose), "swapdims_": _meta_inplace("swapdims_", _sh.transpose),

@@ -17,7 +17,7 @@ from ._util import edge, norm_dim
 from .inplace import apply_inplace
 
 __all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
-                      "masked_scatter", "put", "take", "take_along_dim", "argwhere"]
+                      "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index"]
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -499,6 +499,32 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
     x = expand(input, tuple(bx)) if tuple(bx) != tuple(input.shape) else input
     i = expand(indices, tuple(bi)) if tuple(bi) != tuple(indices.shape) else indices
     return _out(_ix.gather(x, d, i), out)
+
+
+def unravel_index(indices, shape) -> tuple:
+    """The coordinates, one tensor per dim of ``shape``, of flat ``indices`` into a C-ordered tensor of ``shape``."""
+    if not isinstance(indices, Tensor):
+        indices = _cr.tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is _bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    n = 1
+    for s in shape:
+        n *= s
+    if indices.numel():
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        if lo < -n or hi >= n:
+            raise RuntimeError("'indices' must be in range [-numel, numel), where numel is the number of elements "
+                               f"in 'shape' ({n})")
+    rest = _pw.remainder(indices.to(_i64), n) if n else indices.to(_i64)
+    out = []
+    for k in range(len(shape) - 1, -1, -1):
+        s = shape[k]
+        out.append(_pw.remainder(rest, s) if s else rest)
+        rest = _pw.floor_divide(rest, s) if s else rest
+    return tuple(reversed(out))
 
 
 def argwhere(input: Tensor) -> Tensor:

@@ -125,6 +125,9 @@ def _stack_cases() -> list:
 
 def _layout_cases() -> list:
     return [
+        OpCase("fliplr", ct.fliplr, np.fliplr, (A((3, 4)),), F + I),
+        OpCase("flipud", lambda x: x.flipud(), np.flipud, (A((3, 4), layout="t"),)),
+        OpCase("fliplr.1d", ct.fliplr, None, (A((3,)),), raises=RuntimeError),
         OpCase("moveaxis", lambda x: ct.moveaxis(x, 0, -1), lambda a: np.moveaxis(a, 0, -1), (A((2, 3, 4)),), F + I,
                props=_shares_input),
         OpCase("moveaxis.multi", lambda x: x.moveaxis((0, 1), (2, 0)), lambda a: np.moveaxis(a, (0, 1), (2, 0)),
