@@ -99,7 +99,8 @@ def test_inplace_shape_methods_keep_the_storage(device):
     x = torch.arange(6.0, device=device).reshape(2, 3)
     y = x.clone()
     alias = y.view(6)
-    assert y.t_() is y and tuple(y.shape) == (3, 2) and not y.is_contiguous()
+    v0 = y._version
+    assert y.t_() is y and tuple(y.shape) == (3, 2) and not y.is_contiguous() and y._version == v0 + 1
     np.testing.assert_array_equal(_np(y), np.arange(6.0).reshape(2, 3).T)
     y.unsqueeze_(0)
     assert tuple(y.shape) == (1, 3, 2)

@@ -467,6 +467,7 @@ def _meta_inplace(name: str, fn):
         recording = check_inplace(self, None, name)
         r = fn(self, *args, **kwargs)
         self._data = r._data
+        self._vc[0] += 1  # an in-place op (Tensor(a!) in PyTorch's schema): the version counter moves
         if recording:
             self.grad_fn, self._out_nr = r.grad_fn, r._out_nr
         return self
