@@ -76,6 +76,10 @@ def test_grad_fn_names(device):
         "RollBackward0": x.roll(1, 0), "ScatterBackward0": x.scatter(0, i, x),
         "ScatterBackward1": x.scatter(0, i, 1.0), "ScatterReduceBackward0": x.scatter_reduce(0, i, x, "amax"),
         "IndexCopyBackward0": x.index_copy(0, i[0], x), "IndexFillBackward0": x.index_fill(0, i[0], 2.0),
+        "IndexPutBackward0": x.index_put((i[0],), x, accumulate=True), "TakeBackward0": x.take(i),
+        "MaskedScatterBackward0": x.masked_scatter(x > 0, x),
+        "IndexReduceBackward0": x.index_reduce(0, i[0], x, "amin"),
+        "GatherBackward0": x.take_along_dim(i, 0),
     }
     for name, t in names.items():
         assert t.grad_fn.name() == name

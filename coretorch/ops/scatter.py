@@ -284,12 +284,28 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 # index_put / index_copy / index_fill / put / masked_scatter
 # ---------------------------------------------------------------------------------------------
 class IndexPutAccBackward0(Node):
+    """index_put with accumulate (PyTorch's IndexPutBackward0)."""
+
     def backward(self, g):
         gv = None
         if self.need[1]:
             from ._util import sum_to
             gv = sum_to(_ix._index(g, self.key, True), self.vshape)
         return (g if self.need[0] else None, gv)
+
+
+IndexPutAccBackward0.__name__ = "IndexPutBackward0"  # the name PyTorch prints for both forms
+
+
+def _renamed(r: Tensor, cls) -> Tensor:
+    """Give the node of a composite op the name PyTorch gives the op's grad_fn (same backward)."""
+    gf = r.grad_fn
+    if gf is not None:
+        sub = cls.get(type(gf))
+        if sub is None:
+            sub = cls[type(gf)] = type(cls["name"], (type(gf),), {})
+        gf.__class__ = sub
+    return r
 
 
 def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
@@ -461,7 +477,11 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if cnt > source.numel():
         raise RuntimeError("masked_scatter: Number of elements of source < number of ones in mask")
     vals = source.reshape(-1)[:cnt]
-    return _ix.index_put(input, (m._data,), vals, True)
+    return _renamed(_ix.index_put(input, (m._data,), vals, True), _MASKED_SCATTER)
+
+
+_MASKED_SCATTER: dict = {"name": "MaskedScatterBackward0"}
+_TAKE: dict = {"name": "TakeBackward0"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,7 +495,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     n = input.numel()
     if index.numel() and n == 0:
         raise IndexError("take(): tried to take from an empty tensor")
-    return _ix.getitem(input.reshape(-1), index)
+    return _renamed(_ix.getitem(input.reshape(-1), index), _TAKE)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
