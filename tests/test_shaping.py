@@ -46,6 +46,15 @@ def test_as_strided_uses_the_storage_offset_of_the_base(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_strided_views_of_views_gradcheck(device):
+    from coretorch.autograd import gradcheck
+    x = torch.randn(1, 2, 5, 6, dtype=torch.float64, device=device, requires_grad=True)
+    assert gradcheck(lambda t: torch.as_strided(t[:, 1:], (2, 3), (6, 1), 37), (x,))  # offset in the base storage
+    assert gradcheck(lambda t: t.unfold(2, 3, 2).unfold(3, 2, 2), (x,))  # 2-D patches
+    assert gradcheck(lambda t: t.diagonal(0, 2, 3).diagonal(0, 0, 1), (x,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_as_strided_of_an_expanded_input_gradient(device):
     x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
     e = x.expand(3, 2)  # strides (0, 1): every row aliases x
