@@ -286,3 +286,19 @@ def test_scatter_errors_name_the_op(device):
                                                                              device=device), "sum")
     with pytest.raises(RuntimeError, match="index_copy"):
         x.index_copy(0, torch.tensor([0], device=device), torch.ones(1, 3, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_arguments(device):
+    x = torch.randn(3, 3, device=device)
+    out = torch.empty(3, 3, device=device)
+    r = torch.tril(x, out=out)
+    assert r is out and out._version == 1
+    np.testing.assert_array_equal(_np(out), np.tril(_np(x)))
+    o2 = torch.empty(0, device=device)
+    torch.dstack([x, x], out=o2)
+    assert tuple(o2.shape) == (3, 3, 2)
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.triu(x, out=torch.empty(3, 3, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        torch.tril(x.requires_grad_(), out=out)

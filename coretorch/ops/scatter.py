@@ -186,6 +186,9 @@ def _finish(input, data, src_rg, reduce, d, index, src):
 def _out(res: Tensor, out: Tensor | None) -> Tensor:
     if out is None:
         return res
+    if res._rg and _gs.enabled:
+        raise RuntimeError("out=... arguments don't support automatic differentiation, but one of the arguments "
+                           "requires grad.")
     if out.dtype is not res.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {res.dtype}, but got {out.dtype} instead")
     if tuple(out.shape) != tuple(res.shape):  # PyTorch resizes an out tensor of another shape
