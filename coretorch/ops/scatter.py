@@ -17,7 +17,8 @@ from ._util import edge, norm_dim
 from .inplace import apply_inplace
 
 __all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
-                      "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index"]
+                      "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index", "slice_scatter",
+                      "select_scatter"]
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -487,6 +488,44 @@ _MASKED_SCATTER: dict = {"name": "MaskedScatterBackward0"}
 _TAKE: dict = {"name": "TakeBackward0"}
 
 
+def _region_scatter(op: str, input: Tensor, src: Tensor, key: tuple, names: dict) -> Tensor:
+    """input with ``src`` written into the (basic-indexing) region ``key``; src must have the region's shape."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    _ix._same_device(op, input, src)
+    region = tuple(input._be.basic_index(input._data, key).shape)
+    if tuple(src.shape) != region:
+        raise RuntimeError(f"{op}: Expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region)}")
+    if src.dtype is not input.dtype:
+        src = src.to(input.dtype)
+    return _renamed(_ix.index_put(input, key, src, False), names)
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """input with ``src`` embedded at ``input[..., start:end:step, ...]`` along ``dim``."""
+    d = norm_dim(dim, input.ndim, "slice_scatter")
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    return _region_scatter("slice_scatter", input, src, (slice(None),) * d + (slice(start, end, step),),
+                           _SLICE_SCATTER)
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """input with ``src`` embedded at ``input.select(dim, index)``."""
+    d = norm_dim(dim, input.ndim, "select_scatter")
+    size = input.shape[d]
+    if index < -size or index >= size:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {d}")
+    return _region_scatter("select_scatter", input, src, (slice(None),) * d + (int(index),), _SELECT_SCATTER)
+
+
+_SLICE_SCATTER: dict = {"name": "SliceScatterBackward0"}
+_SELECT_SCATTER: dict = {"name": "SelectScatterBackward0"}
+
+
 # ---------------------------------------------------------------------------------------------
 # take / take_along_dim / argwhere
 # ---------------------------------------------------------------------------------------------
@@ -594,5 +633,5 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "index_copy_": _inplace("index_copy_", index_copy, 2), "index_fill": index_fill, "index_fill_": _index_fill_,
     "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", masked_scatter, 1),
     "put": put, "put_": _inplace("put_", put, 1), "take": take, "take_along_dim": take_along_dim,
-    "argwhere": argwhere, "nonzero": _nonzero,
+    "argwhere": argwhere, "nonzero": _nonzero, "slice_scatter": slice_scatter, "select_scatter": select_scatter,
 }

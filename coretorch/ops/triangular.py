@@ -11,15 +11,15 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from . import creation as _cr, indexing as _ix, reduction as _red
+from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _red
 from ._util import edge, norm_dim
 from .inplace import apply_inplace
-from .joining import strided_view
-from .scatter import _out
+from .joining import _c_strides, strided_view
+from .scatter import _out, _renamed
 from .shape import clone, reshape
 
 __all__: list[str] = ["tril", "triu", "tril_indices", "triu_indices", "diag", "diagonal", "diag_embed", "diagflat",
-                      "trace"]
+                      "trace", "diagonal_scatter"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,6 +196,23 @@ def trace(input: Tensor) -> Tensor:
     return _red.sum(diagonal(input))
 
 
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """input with ``src`` embedded on its (offset, dim1, dim2) diagonal."""
+    d1, d2 = _diag_dims("diagonal_scatter", input.ndim, dim1, dim2)
+    shape = tuple(input.shape)
+    dshape = _diag_geometry(shape, _c_strides(shape), int(offset), d1, d2)[0]
+    if tuple(src.shape) != dshape:
+        raise RuntimeError(f"diagonal_scatter: Expected src to have a size equal to the diagonal of self. src size = "
+                           f"{list(src.shape)}, diagonal size = {list(dshape)}")
+    if src.dtype is not input.dtype:
+        src = src.to(input.dtype)
+    mask = _embed_diag(_cr.ones(dshape, dtype=_dt.bool_, device=input.device), shape, int(offset), d1, d2)
+    return _renamed(_pw.where(mask, _embed_diag(src, shape, int(offset), d1, d2), input), _DIAGONAL_SCATTER)
+
+
+_DIAGONAL_SCATTER: dict = {"name": "DiagonalScatterBackward0"}
+
+
 # ---------------------------------------------------------------------------------------------
 # fill_diagonal_ and the methods
 # ---------------------------------------------------------------------------------------------
@@ -232,4 +249,5 @@ def _triu_(self, diagonal=0):
 METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
     "tril": tril, "triu": triu, "tril_": _tril_, "triu_": _triu_, "diag": diag, "diagonal": diagonal,
     "diag_embed": diag_embed, "diagflat": diagflat, "trace": trace, "fill_diagonal_": fill_diagonal_,
+    "diagonal_scatter": diagonal_scatter,
 }

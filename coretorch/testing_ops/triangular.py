@@ -25,6 +25,15 @@ def _np_diag_embed(a, offset=0, d1=-2, d2=-1):
     return np.transpose(out, order)
 
 
+def _np_diag_scatter(a, b, offset=0, d1=0, d2=1):
+    out = a.copy()
+    idx = np.arange(b.shape[-1])
+    r, c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    view = np.moveaxis(out, (d1, d2), (-2, -1))  # a view: writes reach out
+    view[..., r, c] = b
+    return out
+
+
 def _np_fill_diag(a, v, wrap=False):
     out = a.copy()
     np.fill_diagonal(out, v, wrap=wrap)
@@ -96,6 +105,12 @@ def _diag_cases() -> list:
         OpCase("trace.t", ct.trace, np.trace, (A((3, 4), layout="t"),)),
         OpCase("trace.empty", ct.trace, np.trace, (A((0, 3)),)),
         OpCase("trace.3d", ct.trace, None, (A((2, 2, 2)),), raises=RuntimeError),
+        OpCase("diagonal_scatter", ct.diagonal_scatter, lambda a, b: _np_diag_scatter(a, b), (A((4, 5)), A((4,))),
+               F + I, gradgrad=True),
+        OpCase("diagonal_scatter.offset_dims", lambda x, s: x.diagonal_scatter(s, -1, 2, 0),
+               lambda a, b: _np_diag_scatter(a, b, -1, 2, 0), (A((3, 2, 4), layout="t"), A((2, 3)))),
+        OpCase("diagonal_scatter.size_mismatch", ct.diagonal_scatter, None, (A((4, 5)), A((5,))),
+               raises=RuntimeError),
         OpCase("fill_diagonal_", lambda x: x.clone().fill_diagonal_(2.5), lambda a: _np_fill_diag(a, 2.5),
                (A((4, 5)),), F + I),
         OpCase("fill_diagonal_.wrap", lambda x: x.clone().fill_diagonal_(-1, wrap=True),
