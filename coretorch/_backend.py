@@ -116,6 +116,13 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
     **{n: "(x, y|scalar) -> x's dtype: NaN-ignoring max/min" for n in ("fmax", "fmin")},
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
+    "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "
+                  "elements after x's own (as_strided, diagonal, unfold)",
+    "storage_offset": "(x) -> int: element offset of x's first element from the start of the buffer it views",
+    "index_reduce_": "(x, key with index arrays, values, op) in place: x[key] = op(x[key], values) with repeated "
+                     "indices combined, op 'sum' | 'prod' | 'amax' | 'amin' (max/min propagate NaN): scatter_reduce",
+    "tri": "optional (x, diagonal, lower) -> copy of x (ndim >= 2) keeping the elements of the last two dims with "
+           "j - i <= diagonal (lower) or j - i >= diagonal (upper), zeros elsewhere: tril/triu (composite: where)",
 })
 PRIMITIVES.update({  # products: owned by coretorch/ops/products.py
 })

@@ -1,7 +1,637 @@
 """Indexing by index tensors: take, take_along_dim, scatter (src/value, reduce=), scatter_reduce,
 index_put(_), index_copy, index_fill, masked_scatter, put_, where(cond), argwhere.
-"""
+
+The scatter family writes through the backend's advanced-indexing primitives: ``index_put_`` (assign, or add with
+``accumulate``) and ``index_reduce_`` (prod/amax/amin), with a key of index arrays (the index along ``dim``, an
+``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
 from __future__ import annotations
 
-__all__: list[str] = []  # the names coretorch.<name> exports from this family
-METHODS: dict = {}       # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from . import creation as _cr, indexing as _ix, pointwise as _pw
+from ._util import edge, norm_dim
+from .inplace import apply_inplace
+
+__all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
+                      "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index", "slice_scatter",
+                      "select_scatter"]
+
+_i64, _bool = _dt.int64, _dt.bool_
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+def _grid_key(table, shape: tuple, dim: int, index_data) -> tuple:
+    """The advanced-indexing key of a scatter along ``dim``: the index there, an arange grid elsewhere."""
+    nd = len(shape)
+    key = []
+    for d in range(nd):
+        if d == dim:
+            key.append(index_data)
+        else:
+            a = table.arange(0, shape[d], 1, np.int64)
+            key.append(table.view(a, tuple(shape[d] if k == d else 1 for k in range(nd))))
+    return tuple(key)
+
+
+def _as1d(t: Tensor) -> Tensor:
+    return t.reshape(1) if t.ndim == 0 else t
+
+
+def _native(t: Tensor, dt) -> object:
+    return t._data if t.dtype is dt else t._be.cast(t._data, dt.np)
+
+
+def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor | None) -> int:
+    """PyTorch's checks of scatter/scatter_reduce arguments; returns the normalised dim."""
+    d = norm_dim(dim, input.ndim, op)
+    _ix._check_index(op, index, input.ndim)
+    _ix._same_device(op, input, index, src)
+    if src is not None:
+        if src.dtype is not input.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+        if src.ndim != index.ndim and not (src.ndim == 0 and index.ndim == 0):
+            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    for k in range(index.ndim):
+        if (k != d and index.shape[k] > input.shape[k]) or (src is not None and src.ndim
+                                                            and index.shape[k] > src.shape[k]):
+            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than self "
+                               f"{list(input.shape)} apart from dimension {d}"
+                               + (f" and to be smaller size than src {list(src.shape)}" if src is not None else ""))
+    if input.ndim:
+        _ix._check_range(op, index, input.shape[d])
+    elif index.numel():
+        _ix._check_range(op, index, 1)
+    return d
+
+
+def _src_part(src: Tensor, index: Tensor) -> Tensor:
+    """The part of src that a scatter reads: src[:index.shape] (a view)."""
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    return _ix._index(src, tuple(slice(0, s) for s in index.shape), False)
+
+
+def _pad_grad(g: Tensor, shape: tuple) -> Tensor:
+    """A gradient of src[:index.shape] as one of src (zeros elsewhere)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return _ix._embed(g, shape, tuple(slice(0, s) for s in g.shape), False)
+
+
+def _identity(reduce: str, dt):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dt.is_floating_point:
+        return float("-inf") if reduce == "amax" else float("inf")
+    if dt is _bool:
+        return reduce == "amin"
+    info = np.iinfo(dt.np)
+    return int(info.min) if reduce == "amax" else int(info.max)
+
+
+def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None, include_self: bool = True):
+    """The scattered copy of input's data (no graph)."""
+    table = input._be
+    x1, i1 = _as1d(input), _as1d(index)
+    out = table.contiguous(x1._data)
+    if index.numel() == 0:
+        return table.view(out, tuple(input.shape))
+    key = _grid_key(table, tuple(i1.shape), d, i1._data)
+    if isinstance(src, Tensor):
+        vals = _native(_src_part(_as1d(src), i1), input.dtype)
+    else:
+        vals = _dt.fit_scalar(src, input.dtype)
+    if reduce is None:
+        table.setitem_(out, key, vals)
+    elif reduce in ("sum", "mean", "add"):
+        if not include_self:
+            table.setitem_(out, key, 0)
+        table.index_reduce_(out, key, vals, "sum")
+        if reduce == "mean":
+            cnt = table.full(tuple(x1.shape), 1, input.dtype.np)
+            if not include_self:
+                table.setitem_(cnt, key, 0)
+            table.index_reduce_(cnt, key, 1, "sum")
+            out = table.floor_divide(out, cnt) if not input.dtype.is_floating_point else table.div(out, cnt)
+    else:
+        op = "prod" if reduce in ("prod", "multiply") else reduce
+        if not include_self:
+            table.setitem_(out, key, _identity(op, input.dtype))
+        table.index_reduce_(out, key, vals, op)
+    return table.view(out, tuple(input.shape)) if input.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------------------------
+# scatter
+# ---------------------------------------------------------------------------------------------
+class ScatterBackward0(Node):  # src form
+    def backward(self, g):
+        gx = scatter(g, self.dim, self.index, 0) if self.need[0] else None
+        gs = _pad_grad(_ix.gather(g, self.dim, self.index), self.src_shape) if self.need[1] else None
+        return gx, gs
+
+
+class ScatterBackward1(Node):  # value form
+    def backward(self, g):
+        return (scatter(g, self.dim, self.index, 0),)
+
+
+class ScatterReduceBackward(Node):
+    def backward(self, g):
+        raise RuntimeError("the derivative for 'scatter' with reduce= is not implemented (use scatter_reduce)")
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, reduce: str | None = None,
+            out: Tensor | None = None) -> Tensor:
+    """Out-of-place scatter: input with ``src`` (a tensor or a number) written at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing 1 required positional argument: 'src' or 'value'")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    st = isinstance(src, Tensor)
+    if not st and not isinstance(src, (int, float, bool)):
+        raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
+    d = _check_scatter("scatter", input, dim, index, src if st else None)
+    data = _scatter_data(input, d, index, src, reduce)
+    res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
+    return _out(res, out)
+
+
+def _finish(input, data, src_rg, reduce, d, index, src):
+    table = input._be
+    if not (_gs.enabled and (input._rg or src_rg)):
+        return _make(data, input.dtype, table)
+    if reduce is not None:
+        node = ScatterReduceBackward()
+    elif src is not None:
+        node = ScatterBackward0()
+        node.src_shape, node.need = tuple(src.shape), (input._rg, src._rg)
+    else:
+        node = ScatterBackward1()
+    node.dim, node.index = d, index
+    node.next_functions = (edge(input), edge(src)) if src is not None else (edge(input),)
+    return _make(data, input.dtype, table, node)
+
+
+def _out(res: Tensor, out: Tensor | None) -> Tensor:
+    if out is None:
+        return res
+    if res._rg and _gs.enabled:
+        raise RuntimeError("out=... arguments don't support automatic differentiation, but one of the arguments "
+                           "requires grad.")
+    if out.dtype is not res.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {res.dtype}, but got {out.dtype} instead")
+    if tuple(out.shape) != tuple(res.shape):  # PyTorch resizes an out tensor of another shape
+        out._data = out._be.contiguous(res._data)
+    else:
+        out._be.assign_(out._data, res._data)
+    out._vc[0] += 1
+    return out
+
+
+class ScatterReduceBackward0(Node):
+    def backward(self, grad):
+        dim, index, reduce, inc = self.dim, self.index, self.reduce, self.include_self
+        x, src, result = self.saved()
+        gx = gs = None
+        if reduce == "sum":
+            gx, gs = grad, _ix.gather(grad, dim, index)
+        elif reduce == "mean":
+            n = _cr.ones_like(grad) if inc else _cr.zeros_like(grad)
+            n = _ix.scatter_add(n, dim, index, _cr.ones_like(src))
+            n = _pw.masked_fill(n, n == 0, 1)
+            gx = grad / n
+            gs = _ix.gather(grad, dim, index) / _ix.gather(n, dim, index)
+        elif reduce == "prod":
+            masked_self = _pw.masked_fill(x, x == 0, 1)
+            masked_self_result = scatter_reduce(masked_self, dim, index, src, reduce, include_self=inc)
+            gx = grad * masked_self_result / masked_self
+            src_zero = src == 0
+            nz = _ix.gather(_ix.scatter_add(_cr.zeros_like(x), dim, index, src_zero.to(x.dtype)), dim, index)
+            single = _pw.logical_and(src_zero, nz == 1)
+            masked_src = _pw.masked_fill(src, single, 1)
+            masked_src_result = scatter_reduce(x, dim, index, masked_src, reduce, include_self=inc)
+            gs = _pw.where(single, _ix.gather(grad * masked_src_result, dim, index),
+                         _ix.gather(grad * result, dim, index) / _pw.masked_fill(src, src_zero, 1))
+        else:  # amax / amin: the gradient is shared evenly among the elements equal to the result
+            value = _ix.gather(result, dim, index)
+            self_is = (x == result).to(x.dtype)
+            src_is = (src == value).to(x.dtype)
+            gd = grad / _ix.scatter_add(self_is, dim, index, src_is)
+            gx = self_is * gd
+            gs = src_is * _ix.gather(gd, dim, index)
+        if not inc:
+            gx = scatter(gx, dim, index, 0)
+        return (gx if self.need[0] else None, _pad_grad(gs, self.src_shape) if self.need[1] else None)
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
+                   out: Tensor | None = None) -> Tensor:
+    """Reduce ``src`` into input at ``index`` along ``dim`` with sum, prod, mean, amax or amin."""
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
+    d = _check_scatter("scatter_reduce", input, dim, index, src)
+    table = input._be
+    data = _scatter_data(input, d, index, src, reduce, include_self)
+    if not (_gs.enabled and (input._rg or src._rg)):
+        return _out(_make(data, input.dtype, table), out)
+    node = ScatterReduceBackward0()
+    node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
+    node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
+    node.next_functions = (edge(input), edge(src))
+    res = _make(data, input.dtype, table, node)
+    node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
+    return _out(res, out)
+
+
+class IndexReduceBackward0(ScatterReduceBackward0):
+    pass
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True,
+                 out: Tensor | None = None) -> Tensor:
+    """Reduce the slices of ``source`` along ``dim`` into input's slices ``index`` (prod, mean, amax or amin)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _check_index_vector("index_reduce", input, dim, index)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    x1, s1 = _as1d(input), _as1d(source)
+    n = index.numel()
+    if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
+        raise RuntimeError(f"index_reduce(): the number of indices ({n}) must match source.size(dim), and source "
+                           f"{list(source.shape)} must match self {list(input.shape)} outside dim {d}")
+    from .shape import expand
+    vs = [1] * s1.ndim
+    vs[d] = n
+    idx = expand(_as1d(index).reshape(tuple(vs)), tuple(s1.shape))  # the index of every source element (a view)
+    r = scatter_reduce(x1, d, idx, s1, reduce, include_self=include_self)
+    if r.grad_fn is not None:
+        r.grad_fn.__class__ = IndexReduceBackward0
+    return _out(r.reshape(()) if input.ndim == 0 else r, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# index_put / index_copy / index_fill / put / masked_scatter
+# ---------------------------------------------------------------------------------------------
+class IndexPutAccBackward0(Node):
+    """index_put with accumulate (PyTorch's IndexPutBackward0)."""
+
+    def backward(self, g):
+        gv = None
+        if self.need[1]:
+            from ._util import sum_to
+            gv = sum_to(_ix._index(g, self.key, True), self.vshape)
+        return (g if self.need[0] else None, gv)
+
+
+IndexPutAccBackward0.__name__ = "IndexPutBackward0"  # the name PyTorch prints for both forms
+
+
+def _renamed(r: Tensor, cls) -> Tensor:
+    """Give the node of a composite op the name PyTorch gives the op's grad_fn (same backward)."""
+    gf = r.grad_fn
+    if gf is not None:
+        sub = cls.get(type(gf))
+        if sub is None:
+            sub = cls[type(gf)] = type(cls["name"], (type(gf),), {})
+        gf.__class__ = sub
+    return r
+
+
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``input[indices] = values`` (``+=`` with ``accumulate``, repeated indices summed)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
+    key = tuple(slice(None) if i is None else i for i in indices)
+    nkey, advanced = _ix.normalize_key(input, key)
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
+                           "source.")
+    _ix._same_device("index_put", input, values)
+    _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
+    if not accumulate:
+        return _ix.index_put(input, nkey, values, advanced)
+    table = input._be
+    out = table.contiguous(input._data)
+    table.index_put_(out, nkey, values._data, True)
+    if _gs.enabled and (input._rg or values._rg):
+        node = IndexPutAccBackward0()
+        node.key, node.vshape, node.need = nkey, tuple(values.shape), (input._rg, values._rg)
+        node.next_functions = (edge(input), edge(values))
+        return _make(out, input.dtype, table, node)
+    return _make(out, input.dtype, table)
+
+
+def _check_values_shape(input: Tensor, key: tuple, nkey, advanced: bool, vshape: tuple) -> None:
+    """PyTorch's error for values that do not broadcast to input[indices]; integer index tensors only (the common
+    case) get the indexed shape without running the indexing."""
+    if not all(isinstance(k, Tensor) and k.dtype is not _bool and k.dtype is not _dt.uint8 for k in key):
+        _ix._check_put_shape(input, nkey, advanced, vshape)
+        return
+    from ._util import broadcast_shapes
+    target = broadcast_shapes(*[tuple(k.shape) for k in key], op="index_put") + tuple(input.shape[len(key):])
+    v = vshape
+    while len(v) > len(target) and v[0] == 1:
+        v = v[1:]
+    if len(v) > len(target) or any(a != b and a != 1 for a, b in zip(reversed(v), reversed(target))):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to indexing "
+                           f"result of shape {list(target)}")
+
+
+def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> int:
+    d = norm_dim(dim, input.ndim, op)
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index.dtype is not _i64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    _ix._same_device(op, input, index)
+    if index.numel():
+        _ix._check_range(op, index, input.shape[d] if input.ndim else 1)
+    return d
+
+
+def _dim_key(input: Tensor, d: int, index: Tensor) -> tuple:
+    return (slice(None),) * d + (_as1d(index)._data,)
+
+
+class IndexCopyBackward0(Node):
+    def backward(self, g):
+        gx = index_fill(g, self.dim, self.index, 0) if self.need[0] else None
+        gs = _ix.index_select(g, self.dim, self.index).reshape(self.src_shape) if self.need[1] else None
+        return gx, gs
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
+    d = _check_index_vector("index_copy", input, dim, index)
+    _ix._same_device("index_copy", input, source)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")
+    x1, s1 = _as1d(input), _as1d(source)
+    n = index.numel()
+    if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes and the number "
+                           f"of indices ({n}) must match source.size(dim) (source {list(source.shape)}, self "
+                           f"{list(input.shape)}, dim {d})")
+    table = input._be
+    out = table.contiguous(x1._data)
+    if n:
+        table.setitem_(out, _dim_key(x1, d, index), s1._data)
+    if input.ndim == 0:
+        out = table.view(out, ())
+    if _gs.enabled and (input._rg or source._rg):
+        node = IndexCopyBackward0()
+        node.dim, node.index, node.need, node.src_shape = d, _as1d(index), (input._rg, source._rg), tuple(source.shape)
+        node.next_functions = (edge(input), edge(source))
+        return _make(out, input.dtype, table, node)
+    return _make(out, input.dtype, table)
+
+
+class IndexFillBackward0(Node):
+    def backward(self, g):
+        gx = index_fill(g, self.dim, self.index, 0) if self.need[0] else None
+        gv = _ix.index_select(_as1d(g), self.dim, self.index).sum() if self.need[1] else None
+        return (gx, gv) if self.nv else (gx,)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """input with ``value`` at ``index`` along ``dim``."""
+    d = _check_index_vector("index_fill", input, dim, index)
+    vt = isinstance(value, Tensor)
+    if vt and value.ndim != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    v = value if vt else _dt.fit_scalar(value, input.dtype)
+    table = input._be
+    x1 = _as1d(input)
+    out = table.contiguous(x1._data)
+    if index.numel():
+        if vt:
+            table.setitem_(out, _dim_key(x1, d, index), _native(value.to(input.device), input.dtype))
+        else:
+            table.setitem_(out, _dim_key(x1, d, index), v)
+    if input.ndim == 0:
+        out = table.view(out, ())
+    vrg = vt and value._rg
+    if _gs.enabled and (input._rg or vrg):
+        node = IndexFillBackward0()
+        node.dim, node.index, node.need, node.nv = d, _as1d(index), (input._rg, vrg), vt
+        node.next_functions = (edge(input), edge(value)) if vt else (edge(input),)
+        return _make(out, input.dtype, table, node)
+    return _make(out, input.dtype, table)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """Out-of-place put_: input seen as 1-D, ``source`` written (or added) at ``index``."""
+    if not isinstance(index, Tensor) or index.dtype is not _i64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{getattr(index, 'dtype', type(index).__name__)}")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"put(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = input.numel()
+    if index.numel() and n == 0:
+        raise IndexError("put_(): tried to put into an empty tensor")
+    flat = input.reshape(-1)
+    r = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
+    return r.reshape(tuple(input.shape))
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """input with the elements where ``mask`` is True replaced, in order, by source's first elements."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
+                           f"{input.dtype} and {source.dtype}")
+    _ix._same_device("masked_scatter", input, mask, source)
+    from .shape import expand
+    from ._util import broadcast_shape
+    if broadcast_shape(tuple(input.shape), tuple(mask.shape), "masked_scatter") != tuple(input.shape):
+        raise RuntimeError(f"masked_scatter: mask of shape {list(mask.shape)} cannot be broadcast to the input "
+                           f"shape {list(input.shape)}")
+    m = expand(mask, tuple(input.shape)) if tuple(mask.shape) != tuple(input.shape) else mask
+    cnt = int(m.sum().item())  # the number of elements taken from source depends on the data
+    if cnt > source.numel():
+        raise RuntimeError("masked_scatter: Number of elements of source < number of ones in mask")
+    vals = source.reshape(-1)[:cnt]
+    return _renamed(_ix.index_put(input, (m._data,), vals, True), _MASKED_SCATTER)
+
+
+_MASKED_SCATTER: dict = {"name": "MaskedScatterBackward0"}
+_TAKE: dict = {"name": "TakeBackward0"}
+
+
+def _region_scatter(op: str, input: Tensor, src: Tensor, key: tuple, names: dict) -> Tensor:
+    """input with ``src`` written into the (basic-indexing) region ``key``; src must have the region's shape."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    _ix._same_device(op, input, src)
+    region = tuple(input._be.basic_index(input._data, key).shape)
+    if tuple(src.shape) != region:
+        raise RuntimeError(f"{op}: Expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region)}")
+    if src.dtype is not input.dtype:
+        src = src.to(input.dtype)
+    return _renamed(_ix.index_put(input, key, src, False), names)
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """input with ``src`` embedded at ``input[..., start:end:step, ...]`` along ``dim``."""
+    d = norm_dim(dim, input.ndim, "slice_scatter")
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    return _region_scatter("slice_scatter", input, src, (slice(None),) * d + (slice(start, end, step),),
+                           _SLICE_SCATTER)
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """input with ``src`` embedded at ``input.select(dim, index)``."""
+    d = norm_dim(dim, input.ndim, "select_scatter")
+    size = input.shape[d]
+    if index < -size or index >= size:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {d}")
+    return _region_scatter("select_scatter", input, src, (slice(None),) * d + (int(index),), _SELECT_SCATTER)
+
+
+_SLICE_SCATTER: dict = {"name": "SliceScatterBackward0"}
+_SELECT_SCATTER: dict = {"name": "SelectScatterBackward0"}
+
+
+# ---------------------------------------------------------------------------------------------
+# take / take_along_dim / argwhere
+# ---------------------------------------------------------------------------------------------
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """input seen as 1-D, read at ``index`` (negative indices count from the end); the result has index's shape."""
+    if not isinstance(index, Tensor) or index.dtype is not _i64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{getattr(index, 'dtype', type(index).__name__)}")
+    n = input.numel()
+    if index.numel() and n == 0:
+        raise IndexError("take(): tried to take from an empty tensor")
+    return _renamed(_ix.getitem(input.reshape(-1), index), _TAKE)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
+    """Gather along ``dim`` with input and indices broadcast against each other elsewhere (flattened: dim=None)."""
+    if not isinstance(indices, Tensor) or indices.dtype is not _i64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{getattr(indices, 'dtype', type(indices).__name__)}")
+    if dim is None:
+        return _out(_ix.gather(input.reshape(-1), 0, indices.reshape(-1)), out)
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = norm_dim(dim, input.ndim, "take_along_dim")
+    from ._util import broadcast_shape
+    from .shape import expand
+    si, sx = list(indices.shape), list(input.shape)
+    si[d] = sx[d] = 1
+    b = list(broadcast_shape(tuple(sx), tuple(si), "take_along_dim"))
+    bx, bi = list(b), list(b)
+    bx[d], bi[d] = input.shape[d], indices.shape[d]
+    x = expand(input, tuple(bx)) if tuple(bx) != tuple(input.shape) else input
+    i = expand(indices, tuple(bi)) if tuple(bi) != tuple(indices.shape) else indices
+    return _out(_ix.gather(x, d, i), out)
+
+
+def unravel_index(indices, shape) -> tuple:
+    """The coordinates, one tensor per dim of ``shape``, of flat ``indices`` into a C-ordered tensor of ``shape``."""
+    if not isinstance(indices, Tensor):
+        indices = _cr.tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is _bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    n = 1
+    for s in shape:
+        n *= s
+    if indices.numel():
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        if lo < -n or hi >= n:
+            raise RuntimeError("'indices' must be in range [-numel, numel), where numel is the number of elements "
+                               f"in 'shape' ({n})")
+    rest = _pw.remainder(indices.to(_i64), n) if n else indices.to(_i64)
+    out = []
+    for k in range(len(shape) - 1, -1, -1):
+        s = shape[k]
+        out.append(_pw.remainder(rest, s) if s else rest)
+        rest = _pw.floor_divide(rest, s) if s else rest
+    return tuple(reversed(out))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each (nonzero())."""
+    return _ix.nonzero(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# in-place forms and methods
+# ---------------------------------------------------------------------------------------------
+def _inplace(name: str, fn, other_pos: int | None = None):
+    def m(self, *args, **kwargs):
+        other = args[other_pos] if other_pos is not None and len(args) > other_pos else None
+        other = other if isinstance(other, Tensor) else None
+        return apply_inplace(self, name, lambda s: fn(s, *args, **kwargs), other)
+    m.__name__ = name
+    return m
+
+
+def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    s = src if src is not None else value
+    return apply_inplace(self, "scatter_", lambda t: scatter(t, dim, index, s, reduce=reduce),
+                         s if isinstance(s, Tensor) else None)
+
+
+def _index_put_(self, indices, values, accumulate=False):
+    return apply_inplace(self, "index_put_", lambda t: index_put(t, indices, values, accumulate), values)
+
+
+def _index_fill_(self, dim, index, value):
+    return apply_inplace(self, "index_fill_", lambda t: index_fill(t, dim, index, value),
+                         value if isinstance(value, Tensor) else None)
+
+
+def _nonzero(self, *, as_tuple: bool = False):
+    return _ix.nonzero(self, as_tuple=as_tuple)
+
+
+METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
+    "scatter": scatter, "scatter_": _scatter_, "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": _inplace("scatter_reduce_", scatter_reduce, 2), "index_reduce": index_reduce,
+    "index_reduce_": _inplace("index_reduce_", index_reduce, 2),
+    "index_put": index_put, "index_put_": _index_put_, "index_copy": index_copy,
+    "index_copy_": _inplace("index_copy_", index_copy, 2), "index_fill": index_fill, "index_fill_": _index_fill_,
+    "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", masked_scatter, 1),
+    "put": put, "put_": _inplace("put_", put, 1), "take": take, "take_along_dim": take_along_dim,
+    "argwhere": argwhere, "nonzero": _nonzero, "slice_scatter": slice_scatter, "select_scatter": select_scatter,
+}

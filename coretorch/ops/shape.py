@@ -401,8 +401,8 @@ class StackBackward0(CatBackward0):
 
 
 def hstack(tensors):
-    tensors = list(tensors)
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+    tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d, as PyTorch
+    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):

@@ -1,4 +1,67 @@
 """numpy kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES)."""
 from __future__ import annotations
 
-KERNELS: dict = {}  # primitive name -> kernel on numpy arrays
+import numpy as np
+
+
+class _Interface:
+    """An object exposing ``__array_interface__`` (how numpy builds a view at an arbitrary address)."""
+
+    def __init__(self, interface: dict, base):
+        self.__array_interface__ = interface
+        self.base = base  # keeps the buffer alive for as long as the view lives
+
+
+def _root(x: np.ndarray) -> np.ndarray:
+    while True:
+        b = x.base
+        if isinstance(b, _Interface):  # a view made by _as_strided
+            b = b.base
+        if not isinstance(b, np.ndarray):
+            return x
+        x = b
+
+
+def _ptr(x: np.ndarray) -> int:
+    return x.__array_interface__["data"][0]
+
+
+def _storage_offset(x: np.ndarray) -> int:
+    """Element offset of x's first element from the start of the buffer it views."""
+    return (_ptr(x) - _ptr(_root(x))) // x.itemsize if x.itemsize else 0
+
+
+def _as_strided(x: np.ndarray, shape, strides, offset: int) -> np.ndarray:
+    """A view of x's memory with element ``strides``, starting ``offset`` elements after x's first element."""
+    isz = x.itemsize
+    face = {"shape": tuple(shape), "strides": tuple(s * isz for s in strides), "typestr": x.dtype.str,
+            "data": (_ptr(x) + offset * isz, not x.flags.writeable), "version": 3}
+    out = np.asarray(_Interface(face, x))
+    if out.dtype != x.dtype:  # typestr drops nothing for the dtypes in use; kept exact for bool
+        out = out.view(x.dtype)
+    return out
+
+
+_UFUNC = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def _index_reduce(x: np.ndarray, key, values, op: str) -> None:
+    """x[key] op= values, repeated indices combined (ufunc.at: unbuffered).  A key of integer arrays only on a
+    contiguous x goes through one flat index: numpy's 1-D fast path of ufunc.at (3x faster than a tuple key)."""
+    uf = _UFUNC[op]
+    keys = key if isinstance(key, tuple) else (key,)
+    if x.flags.c_contiguous and len(keys) == x.ndim and x.ndim > 1 and \
+            all(isinstance(k, np.ndarray) and k.dtype.kind in "iu" for k in keys):
+        flat = np.ravel_multi_index(np.broadcast_arrays(*keys), x.shape, mode="wrap")
+        uf.at(x.reshape(-1), flat.reshape(-1), np.broadcast_to(values, flat.shape).reshape(-1))
+        return
+    uf.at(x, key, values)
+
+
+def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:
+    return np.tril(x, diag) if lower else np.triu(x, diag)  # the last two dims of any stack
+
+
+KERNELS: dict = {  # primitive name -> kernel on numpy arrays
+    "as_strided": _as_strided, "storage_offset": _storage_offset, "index_reduce_": _index_reduce, "tri": _tri,
+}

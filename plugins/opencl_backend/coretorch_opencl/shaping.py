@@ -1,7 +1,131 @@
-"""OpenCL kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES)."""
+"""OpenCL kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES).
+
+Views (as_strided) are (buffer, offset, strides) triples, no launch.  ``index_reduce_`` is the 'put' kernel of
+indexing.py with a reduction in place of the write: one work-item per value, combined into its target with an
+atomic compare-and-swap loop (4- and 8-byte dtypes; 8-byte ones need 64-bit atomics), or in order by one work-item
+for the other dtypes.  max/min are exact in any order; prod's rounding may depend on it (as on CUDA)."""
 from __future__ import annotations
+
+import numpy as np
+
+from . import codegen as cg
+from .indexing import _idx_args, _idx_src, _padplan
+from .layout import _desc, _expand_strides, _is_c
+from .device import cla
+
+_COMBINE = {  # a: the value held, b: the one combined into it (NaN propagates as in PyTorch's max/min)
+    "sum": ("a + b", "a + b"),
+    "prod": ("a * b", "a * b"),
+    "amax": ("((a != a) || a > b) ? a : b", "(a > b) ? a : b"),
+    "amin": ("((a != a) || a < b) ? a : b", "(a < b) ? a : b"),
+}
+_BITS = {4: ("uint", "atomic_cmpxchg"), 8: ("ulong", "atom_cmpxchg")}
+
+
+def _mode(kern, dt) -> str:
+    if dt.itemsize == 4 and dt.kind in "fi":
+        return "atomic"
+    if dt.itemsize == 8 and dt.kind in "fi" and kern.dev.i64atomics:
+        return "atomic"
+    return "seq"
+
+
+def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
+    n = 1
+    for s in rshape:
+        n *= s
+    if n == 0:
+        return
+    dt = np.dtype(x.dtype)
+    scalar = not isinstance(value, cla.Array)
+    if not scalar:
+        if value.dtype != dt:
+            value = kern.cast(value, dt)
+        _, vo, vshape, vst = _desc(value)
+        vstr = (0,) * max(0, 4 - len(rshape)) + _expand_strides(vshape, vst, rshape)
+    rshape, plain, idxs = _padplan(rshape, plain, idxs)
+    r = len(rshape)
+    mode = _mode(kern, dt)
+    ct = cg.ctype(dt)
+    comb = _COMBINE[op][0 if dt.kind == "f" else 1]
+    key = ("index_reduce", op, dt.str, r, scalar, mode, tuple(a.dtype.str for a, _, _, _ in idxs))
+
+    def src():
+        iargs, ibody = _idx_src(r, idxs)
+        args = [f"__global {cg.stype(dt)}* x", "long xo"]
+        if scalar:
+            args.append(f"{ct} val")
+            vload = ""
+        else:
+            args += [f"__global const {cg.stype(dt)}* vp", "long vo"] + [f"long vs{k}" for k in range(r)]
+            vload = f"{ct} val = {cg.load(dt, 'vp', 'vo + ' + cg.offset(r, 'vs'))};"
+        args += ["long n"] + [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
+        head = ""
+        if mode == "atomic":
+            u, cas = _BITS[dt.itemsize]
+            head = (f"inline void ct_combine(volatile __global {ct}* p, {ct} b) {{\n"
+                    f"  union {{ {u} u; {ct} f; }} o, w;\n"
+                    f"  do {{ o.f = *p; {ct} a = o.f; w.f = {comb}; }} "
+                    f"while ({cas}((volatile __global {u}*)p, o.u, w.u) != o.u);\n}}\n")
+            write = "ct_combine(x + src, val);"
+        else:
+            write = (f"{{ {ct} a = {cg.load(dt, 'x', 'src')}; {ct} b = val; "
+                     f"{cg.store(dt, 'x', 'src', comb)} }}")
+        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {write} }}"
+        if mode == "seq":
+            loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
+        else:
+            loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
+        return f"{head}\n__kernel void index_reduce({', '.join(args)}) {{\n {loop}\n}}\n"
+    k = kern.dev.kernel(key, "index_reduce", src)
+    args = [x.base_data, _desc(x)[1] + off]
+    if scalar:
+        args.append(kern._scalar_arg(value, dt))
+    else:
+        args += [value.base_data, vo] + list(vstr)
+    args += [n] + list(rshape) + list(plain) + _idx_args(idxs)
+    kern.dev.launch(k, 1 if mode == "seq" else n, args)
+
+
+def _tri(kern, x, diag: int, lower: bool):
+    """tril/triu in one pass: the element (.., i, j) kept where j - i <= diag (lower) or >= diag (upper)."""
+    dt = np.dtype(x.dtype)
+    _, _, shape, st = _desc(x)
+    if not _is_c(shape, st):
+        x = kern.contiguous(x)
+    out = kern._out(shape, dt)
+    n = out.size
+    if n == 0:
+        return out
+    rows, cols = shape[-2], shape[-1]
+    cmp = "<=" if lower else ">="
+    it = "uint" if n < 2 ** 31 else "ulong"  # 32-bit division where it fits: twice as fast on CPUs
+
+    def src():
+        return (f"__kernel void tri(__global {cg.stype(dt)}* o, __global const {cg.stype(dt)}* x, long xo, long n, "
+                f"long rows, long cols, long d) {{\n long g = get_global_id(0); if (g >= n) return;\n"
+                f" long c = ({it})g % ({it})cols, r = (({it})g / ({it})cols) % ({it})rows;\n"
+                f" {cg.ctype(dt)} v = (c - r {cmp} d) ? {cg.load(dt, 'x', 'xo + g')} : ({cg.ctype(dt)})0;\n"
+                f" {cg.store(dt, 'o', 'g', 'v')}\n}}\n")
+    kk = kern.dev.kernel(("tri", dt.str, lower, it), "tri", src)
+    kern.dev.launch(kk, n, [out.base_data, x.base_data, _desc(x)[1], n, rows, cols, int(diag)])
+    return out
 
 
 def kernels(k) -> dict:
     """The primitives of this family for one device; ``k`` is the device's kernel set (backend._Kernels)."""
-    return {}
+
+    def as_strided(x, shape, strides, offset):
+        return k._view_of(x, tuple(shape), tuple(strides), _desc(x)[1] + int(offset))
+
+    def storage_offset(x):
+        return _desc(x)[1]
+
+    def index_reduce_(x, key, values, op):
+        k._check_writable(x)
+        _reduce_put(k, x, *k._index_plan(x, key), values, op)
+
+    def tri(x, diag, lower):
+        return _tri(k, x, diag, lower)
+
+    return {"as_strided": as_strided, "storage_offset": storage_offset, "index_reduce_": index_reduce_, "tri": tri}
