@@ -1,0 +1,344 @@
+"""einsum: PyTorch's notation (ellipsis, repeated labels, implicit output, size-1 broadcasting) lowered to
+views, sums and batched matmul.
+
+The equation is parsed once per (equation, operand ranks); the contraction order comes from
+``opt_einsum.contract_path`` (3+ operands, as PyTorch does), cached per (labels, shapes, strategy). Each pairwise
+contraction is a permute (a view) + reshape + one ``matmul`` (or a broadcast ``mul`` when nothing is summed), so
+both devices use their fast matmul and autograd comes from those ops.
+"""
+from __future__ import annotations
+
+import sys
+
+import opt_einsum
+
+from ..tensor import Tensor
+from . import creation as _creation, indexing as _indexing, linalg as _linalg, pointwise as _pointwise
+from . import reduction as _reduction, shape as _shape
+
+_ELL = -1           # the ellipsis marker while parsing
+_ELL_BASE = 1000    # ellipsis dim j (of ell_num_dim, right-aligned) gets label _ELL_BASE + j
+_parse_cache: dict = {}
+_path_cache: dict = {}
+
+
+def _label_index(c: str) -> int:
+    """A-Z -> 0..25, a-z -> 26..51: PyTorch's label order (the implicit output is sorted by it)."""
+    return ord(c) - 65 if c <= "Z" else ord(c) - 97 + 26
+
+
+def _label_char(s: int) -> str:
+    return chr(s + 65) if s < 26 else chr(s - 26 + 97)
+
+
+def _is_label(c: str) -> bool:
+    return ("a" <= c <= "z") or ("A" <= c <= "Z")
+
+
+def _parse(equation: str, ndims: tuple) -> tuple:
+    """(labels per operand with ellipsis dims expanded, output labels); PyTorch's checks and messages."""
+    num_ops = len(ndims)
+    arrow = equation.find("->")
+    lhs = equation if arrow < 0 else equation[:arrow]
+    op_labels: list = [[] for _ in range(num_ops)]
+    cur, i, ell_seen = 0, 0, False
+    while i < len(lhs):
+        c = lhs[i]
+        if c == " ":
+            pass
+        elif c == ".":
+            if ell_seen:
+                raise RuntimeError(f"einsum(): found '.' for operand {cur} for which an ellipsis was already found")
+            if not (i + 2 < len(lhs) and lhs[i + 1] == "." and lhs[i + 2] == "."):
+                raise RuntimeError(f"einsum(): found '.' for operand {cur} that is not part of any ellipsis")
+            i += 2
+            op_labels[cur].append(_ELL)
+            ell_seen = True
+        elif c == ",":
+            cur += 1
+            if cur >= num_ops:
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+            ell_seen = False
+        elif _is_label(c):
+            op_labels[cur].append(_label_index(c))
+        else:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
+        i += 1
+    if cur != num_ops - 1:
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    count = [0] * 52
+    ell_num = 0
+    for k, labels in enumerate(op_labels):
+        nl = sum(1 for s in labels if s != _ELL)
+        has_ell = _ELL in labels
+        for s in labels:
+            if s != _ELL:
+                count[s] += 1
+        if has_ell:
+            if nl > ndims[k]:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) is more than the "
+                                   f"number of dimensions ({ndims[k]}) for operand {k}")
+            ell_num = max(ell_num, ndims[k] - nl)
+        elif nl != ndims[k]:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) does not match the number "
+                               f"of dimensions ({ndims[k]}) for operand {k} and no ellipsis was given")
+    expanded = []
+    for k, labels in enumerate(op_labels):
+        out = []
+        for s in labels:
+            if s == _ELL:
+                n = ndims[k] - (len(labels) - 1)
+                out.extend(_ELL_BASE + j for j in range(ell_num - n, ell_num))
+            else:
+                out.append(s)
+        expanded.append(tuple(out))
+    ell_labels = [_ELL_BASE + j for j in range(ell_num)]
+    if arrow < 0:
+        output = ell_labels + [s for s in range(52) if count[s] == 1]
+    else:
+        rhs = equation[arrow + 2:]
+        output, i, ell_out = [], 0, False
+        while i < len(rhs):
+            c = rhs[i]
+            if c == " ":
+                pass
+            elif c == ".":
+                if ell_out:
+                    raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was already found")
+                if not (i + 2 < len(rhs) and rhs[i + 1] == "." and rhs[i + 2] == "."):
+                    raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis (...)")
+                i += 2
+                output.extend(ell_labels)
+                ell_out = True
+            elif _is_label(c):
+                s = _label_index(c)
+                if count[s] == 0 or s in output:
+                    raise RuntimeError(f"einsum(): output subscript {c}"
+                                       + (" appears more than once in the output" if s in output else
+                                          " does not appear in the equation for any input operand"))
+                output.append(s)
+            else:
+                raise RuntimeError(f"einsum(): invalid subscript given at index {len(lhs) + 2 + i} in the equation "
+                                   "string, subscripts must be in [a-zA-Z]")
+            i += 1
+    return tuple(expanded), tuple(output)
+
+
+def _sublist_equation(args) -> tuple:
+    """einsum(op1, sublist1, op2, sublist2, ..., [sublist_out]) -> (equation, operands)."""
+    def sub(lst):
+        out = []
+        for s in lst:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and 0 <= s < 52:
+                out.append(_label_char(s))
+            else:
+                raise ValueError(f"einsum(): expected subscript to be within the range [0, 52) but got {s}")
+        return "".join(out)
+    ops = list(args[0::2][:len(args) // 2])
+    subs = [sub(s) for s in args[1::2][:len(args) // 2]]
+    eq = ",".join(subs)
+    if len(args) % 2 == 1:
+        eq += "->" + sub(args[-1])
+    return eq, ops
+
+
+def _opt_flags() -> tuple:
+    """torch.backends.opt_einsum.enabled / .strategy when coretorch.backends provides them (else the defaults)."""
+    be = sys.modules.get("coretorch.backends")
+    oe = getattr(be, "opt_einsum", None)
+    return bool(getattr(oe, "enabled", True)), getattr(oe, "strategy", None) or "auto"
+
+
+def _symbol(s: int) -> str:
+    return opt_einsum.get_symbol(s if s < _ELL_BASE else 52 + s - _ELL_BASE)
+
+
+def _path(labels: list, output: tuple, shapes: list, strategy: str) -> list:
+    key = (tuple(map(tuple, labels)), output, tuple(shapes), strategy)
+    p = _path_cache.get(key)
+    if p is None:
+        eq = ",".join("".join(map(_symbol, ls)) for ls in labels) + "->" + "".join(map(_symbol, output))
+        p = opt_einsum.contract_path(eq, *shapes, shapes=True, optimize=strategy)[0]
+        if len(_path_cache) > 4096:
+            _path_cache.clear()
+        _path_cache[key] = p
+    return p
+
+
+def _diagonal(x: Tensor, labels: list, s: int) -> tuple:
+    """Take the diagonal over every dim labelled ``s`` (a repeated label); it becomes the last dim."""
+    pos = [i for i, t in enumerate(labels) if t == s]
+    n = x.shape[pos[0]]
+    for p in pos[1:]:
+        if x.shape[p] != n:
+            raise RuntimeError(f"einsum(): subscript {_label_char(s)} is repeated for operand but the sizes don't "
+                               f"match, {x.shape[p]} != {n}")
+    rest = [i for i in range(len(labels)) if labels[i] != s]
+    x = _shape.permute(x, rest + pos)
+    ar = _creation.arange(n, device=x.device)
+    x = _indexing.getitem(x, (Ellipsis,) + (ar,) * len(pos))
+    return x, [labels[i] for i in rest] + [s]
+
+
+def _prepare(ops: list, op_labels: tuple, output: tuple) -> tuple:
+    """Diagonals of repeated labels, sizes checked and size-1 broadcast dims dropped, labels that only one operand
+    has (and the output lacks) summed: -> (operands, their labels, label sizes)."""
+    size: dict = {}
+    tensors, labels = [], []
+    for k, (x, ls) in enumerate(zip(ops, op_labels)):
+        ls = list(ls)
+        for s in set(ls):
+            if ls.count(s) > 1:
+                x, ls = _diagonal(x, ls, s)
+        for d, s in enumerate(ls):
+            n = x.shape[d]
+            if n != 1:
+                prev = size.get(s, 1)
+                if prev != 1 and prev != n:
+                    if s >= _ELL_BASE:
+                        raise RuntimeError(f"einsum(): dimension {d} covered by ellipsis in operand {k} has size {n} "
+                                           f"which does not broadcast with previously seen ellipsis with size "
+                                           f"{prev} for the respective dimension")
+                    raise RuntimeError(f"einsum(): subscript {_label_char(s)} has size {n} for operand {k} which "
+                                       f"does not broadcast with previously seen size {prev}")
+                size[s] = n
+            else:
+                size.setdefault(s, 1)
+        tensors.append(x)
+        labels.append(ls)
+    for k, (x, ls) in enumerate(zip(tensors, labels)):
+        drop = [d for d, s in enumerate(ls) if x.shape[d] == 1 and size[s] != 1]
+        if drop:  # a size-1 dim broadcast against a bigger one: the operand does not depend on that label
+            x = _shape.reshape(x, tuple(n for d, n in enumerate(x.shape) if d not in drop))
+            ls = [s for d, s in enumerate(ls) if d not in drop]
+        others = set(output)
+        for j, other in enumerate(labels):
+            if j != k:
+                others.update(other)
+        lone = [d for d, s in enumerate(ls) if s not in others]
+        if lone:
+            x = _reduction.sum(x, lone)
+            ls = [s for d, s in enumerate(ls) if d not in lone]
+        tensors[k], labels[k] = x, ls
+    return tensors, labels, size
+
+
+def _contract(a: Tensor, la: list, b: Tensor, lb: list, keep: set, size: dict) -> tuple:
+    """One pairwise contraction: labels in both and not kept are summed (by matmul), the rest stay."""
+    sb = set(lb)
+    sa = set(la)
+    batch = [s for s in la if s in sb and s in keep]
+    contr = [s for s in la if s in sb and s not in keep]
+    a_only = [s for s in la if s not in sb]
+    b_only = [s for s in lb if s not in sa]
+    bshape = tuple(size[s] for s in batch)
+    mshape = tuple(size[s] for s in a_only)
+    nshape = tuple(size[s] for s in b_only)
+    ia = {s: d for d, s in enumerate(la)}
+    ib = {s: d for d, s in enumerate(lb)}
+    if not contr:  # nothing summed: a broadcast product
+        pa = [ia[s] for s in batch + a_only]
+        pb = [ib[s] for s in batch + b_only]
+        xa = _permute(a, pa)
+        xb = _permute(b, pb)
+        xa = _shape.reshape(xa, bshape + mshape + (1,) * len(nshape))
+        xb = _shape.reshape(xb, bshape + (1,) * len(mshape) + nshape)
+        return _pointwise.mul(xa, xb), batch + a_only + b_only
+    kshape = tuple(size[s] for s in contr)
+    xa = _permute(a, [ia[s] for s in batch + a_only + contr])
+    xb = _permute(b, [ib[s] for s in batch + contr + b_only])
+    m, n, k = _prod(mshape), _prod(nshape), _prod(kshape)
+    if xa.shape != bshape + (m, k):
+        xa = _shape.reshape(xa, bshape + (m, k))
+    if xb.shape != bshape + (k, n):
+        xb = _shape.reshape(xb, bshape + (k, n))
+    r = _linalg._matmul_nd(xa, xb)
+    if r.shape != bshape + mshape + nshape:
+        r = _shape.reshape(r, bshape + mshape + nshape)
+    return r, batch + a_only + b_only
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _permute(x: Tensor, dims: list) -> Tensor:
+    if dims == list(range(len(dims))):
+        return x
+    return _shape.permute(x, dims)
+
+
+def einsum(*args) -> Tensor:
+    """einsum(equation, *operands), einsum(equation, [operands]) or the sublist form einsum(op1, sub1, ...)."""
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
+                        "operand and its subscripts list")
+    if isinstance(args[0], Tensor):
+        equation, operands = _sublist_equation(args)
+    else:
+        equation, operands = args[0], args[1:]
+        if not isinstance(equation, str):
+            raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+    operands = list(operands)
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    for o in operands:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"einsum(): expected every operand to be a Tensor, got {type(o).__name__}")
+    ndims = tuple(o.ndim for o in operands)
+    key = (equation, ndims)
+    parsed = _parse_cache.get(key)
+    if parsed is None:
+        parsed = _parse(equation, ndims)
+        if len(_parse_cache) > 4096:
+            _parse_cache.clear()
+        _parse_cache[key] = parsed
+    op_labels, output = parsed
+    ops, labels, size = _prepare(operands, op_labels, output)
+    if len(ops) > 2:
+        enabled, strategy = _opt_flags()
+        path = _path(labels, output, [tuple(o.shape) for o in ops], strategy) if enabled else None
+    else:
+        path = None
+    out_set = set(output)
+    steps = path if path is not None else [(0, 1)] * (len(ops) - 1)
+    for step in steps:
+        idx = sorted(step, reverse=True)
+        group = [(ops[i], labels[i]) for i in sorted(step)]
+        for i in idx:
+            del ops[i], labels[i]
+        keep = set(out_set)
+        for ls in labels:
+            keep.update(ls)
+        r, lr = group[0]
+        for k in range(1, len(group)):
+            later = set(keep)
+            for _, ls in group[k + 1:]:
+                later.update(ls)
+            r, lr = _contract(r, lr, group[k][0], group[k][1], later, size)
+        if path is None:  # left to right, the result first (PyTorch without opt_einsum)
+            ops.insert(0, r)
+            labels.insert(0, lr)
+        else:  # opt_einsum's convention: the result goes last
+            ops.append(r)
+            labels.append(lr)
+    x, ls = ops[0], labels[0]
+    extra = [d for d, s in enumerate(ls) if s not in out_set]
+    if extra:
+        x = _reduction.sum(x, extra)
+        ls = [s for s in ls if s in out_set]
+    if len(ls) < len(output):  # labels of size 1 everywhere but dropped nowhere cannot be missing: defensive
+        for d, s in enumerate(output):
+            if s not in ls:
+                x = _shape.unsqueeze(x, len(ls))
+                ls = ls + [s]
+    pos = {s: d for d, s in enumerate(ls)}
+    return _permute(x, [pos[s] for s in output])
