@@ -44,16 +44,17 @@ def _norm_grad(diff: Tensor, res: Tensor, g: Tensor, p: float) -> Tensor:
     if p == 1:
         return _pw.mul(_pw.sign(diff), g)
     zero = _pw.eq(res, 0)
+    safe = _pw.masked_fill(res, zero, 1.0)  # no 0/0 computed: the masked entries are 0 anyway
     if p == 2:
-        return _pw.masked_fill(_pw.mul(diff, _pw.div(g, res)), zero, 0.0)
+        return _pw.masked_fill(_pw.mul(diff, _pw.div(g, safe)), zero, 0.0)
     if math.isinf(p):
         hit = _pw.eq(_pw.abs(diff), res).to(diff.dtype)
         # every element that reaches the maximum gets the gradient (PyTorch's cdist p=inf backward)
         return _pw.masked_fill(_pw.mul(_pw.mul(_pw.sign(diff), hit), g), zero, 0.0)
     a = _pw.abs(diff)
-    r = _pw.mul(_pw.mul(_pw.sign(diff), _pw.pow(a, p - 1)), _pw.div(g, _pw.pow(res, p - 1)))
     if p < 1:  # |x|^(p-1) is infinite at x = 0: PyTorch gives 0 there
-        r = _pw.masked_fill(r, _pw.eq(diff, 0), 0.0)
+        a = _pw.masked_fill(a, _pw.eq(a, 0), 1.0)
+    r = _pw.mul(_pw.mul(_pw.sign(diff), _pw.pow(a, p - 1)), _pw.div(g, _pw.pow(safe, p - 1)))
     return _pw.masked_fill(r, zero, 0.0)
 
 
@@ -81,7 +82,8 @@ class EuclideanDistBackward0(Node):
         x1, x2 = self.saved()
         res = self.out
         e1, e2 = _expand_batch(x1, x2, self.bshape)
-        ratio = _pw.masked_fill(_pw.div(g, res), _pw.eq(res, 0), 0.0)
+        zero = _pw.eq(res, 0)
+        ratio = _pw.masked_fill(_pw.div(g, _pw.masked_fill(res, zero, 1.0)), zero, 0.0)
         n1, n2 = self.need
         g1 = g2 = None
         if n1:
