@@ -13,13 +13,14 @@ import sys
 import opt_einsum
 
 from ..tensor import Tensor
-from . import creation as _creation, indexing as _indexing, linalg as _linalg, pointwise as _pointwise
+from . import indexing as _indexing, linalg as _linalg, pointwise as _pointwise
 from . import reduction as _reduction, shape as _shape
 
 _ELL = -1           # the ellipsis marker while parsing
 _ELL_BASE = 1000    # ellipsis dim j (of ell_num_dim, right-aligned) gets label _ELL_BASE + j
 _parse_cache: dict = {}
 _path_cache: dict = {}
+_plan_cache: dict = {}
 
 
 def _label_index(c: str) -> int:
@@ -168,33 +169,46 @@ def _path(labels: list, output: tuple, shapes: list, strategy: str) -> list:
     return p
 
 
-def _diagonal(x: Tensor, labels: list, s: int) -> tuple:
-    """Take the diagonal over every dim labelled ``s`` (a repeated label); it becomes the last dim."""
-    pos = [i for i, t in enumerate(labels) if t == s]
-    n = x.shape[pos[0]]
-    for p in pos[1:]:
-        if x.shape[p] != n:
-            raise RuntimeError(f"einsum(): subscript {_label_char(s)} is repeated for operand but the sizes don't "
-                               f"match, {x.shape[p]} != {n}")
-    rest = [i for i in range(len(labels)) if labels[i] != s]
-    x = _shape.permute(x, rest + pos)
-    ar = _creation.arange(n, device=x.device)
-    x = _indexing.getitem(x, (Ellipsis,) + (ar,) * len(pos))
-    return x, [labels[i] for i in rest] + [s]
+class _Operand:
+    """An operand while planning: its labels and shape (no data)."""
+    __slots__ = ("labels", "shape")
+
+    def __init__(self, labels: list, shape: tuple):
+        self.labels, self.shape = labels, shape
 
 
-def _prepare(ops: list, op_labels: tuple, output: tuple) -> tuple:
+def _plan_diagonal(plan: list, k: int, op: _Operand, s: int, num: int) -> None:
+    """The diagonal over every dim labelled ``s`` (a repeated label) becomes the last dim: the repeated dims moved
+    last, merged into one, and every (n^(r-1) + ... + n + 1)-th element taken (a strided view where the merge is)."""
+    ls, shape = op.labels, op.shape
+    pos = [i for i, t in enumerate(ls) if t == s]
+    n = shape[pos[0]]
+    for d in pos[1:]:
+        if shape[d] != n:
+            raise RuntimeError(f"einsum(): subscript {_label_char(s)} is repeated for operand {num} but the sizes "
+                               f"don't match, {shape[d]} != {n}")
+    rest = [i for i in range(len(ls)) if ls[i] != s]
+    perm = rest + pos
+    flat = tuple(shape[i] for i in rest) + (n ** len(pos),)
+    step = sum(n ** i for i in range(len(pos)))
+    key = (Ellipsis, slice(None, None, step))
+    plan.append(("diag", k, perm if perm != list(range(len(perm))) else None, flat, key))
+    op.labels = [ls[i] for i in rest] + [s]
+    op.shape = tuple(shape[i] for i in rest) + (n,)
+
+
+def _plan_prepare(plan: list, op_labels: tuple, shapes: tuple, output: tuple) -> tuple:
     """Diagonals of repeated labels, sizes checked and size-1 broadcast dims dropped, labels that only one operand
-    has (and the output lacks) summed: -> (operands, their labels, label sizes)."""
+    has (and the output lacks) summed: -> (operands, label sizes)."""
     size: dict = {}
-    tensors, labels = [], []
-    for k, (x, ls) in enumerate(zip(ops, op_labels)):
-        ls = list(ls)
-        for s in set(ls):
-            if ls.count(s) > 1:
-                x, ls = _diagonal(x, ls, s)
-        for d, s in enumerate(ls):
-            n = x.shape[d]
+    ops = []
+    for k, (ls, shape) in enumerate(zip(op_labels, shapes)):
+        op = _Operand(list(ls), tuple(shape))
+        for s in sorted(set(ls)):
+            if op.labels.count(s) > 1:
+                _plan_diagonal(plan, k, op, s, k)
+        for d, s in enumerate(op.labels):
+            n = op.shape[d]
             if n != 1:
                 prev = size.get(s, 1)
                 if prev != 1 and prev != n:
@@ -207,29 +221,30 @@ def _prepare(ops: list, op_labels: tuple, output: tuple) -> tuple:
                 size[s] = n
             else:
                 size.setdefault(s, 1)
-        tensors.append(x)
-        labels.append(ls)
-    for k, (x, ls) in enumerate(zip(tensors, labels)):
-        drop = [d for d, s in enumerate(ls) if x.shape[d] == 1 and size[s] != 1]
+        ops.append(op)
+    for k, op in enumerate(ops):
+        drop = [d for d, s in enumerate(op.labels) if op.shape[d] == 1 and size[s] != 1]
         if drop:  # a size-1 dim broadcast against a bigger one: the operand does not depend on that label
-            x = _shape.reshape(x, tuple(n for d, n in enumerate(x.shape) if d not in drop))
-            ls = [s for d, s in enumerate(ls) if d not in drop]
+            op.shape = tuple(n for d, n in enumerate(op.shape) if d not in drop)
+            op.labels = [s for d, s in enumerate(op.labels) if d not in drop]
+            plan.append(("reshape", k, op.shape))
         others = set(output)
-        for j, other in enumerate(labels):
+        for j, other in enumerate(ops):
             if j != k:
-                others.update(other)
-        lone = [d for d, s in enumerate(ls) if s not in others]
+                others.update(other.labels)
+        lone = [d for d, s in enumerate(op.labels) if s not in others]
         if lone:
-            x = _reduction.sum(x, lone)
-            ls = [s for d, s in enumerate(ls) if d not in lone]
-        tensors[k], labels[k] = x, ls
-    return tensors, labels, size
+            plan.append(("sum", k, lone))
+            op.labels = [s for d, s in enumerate(op.labels) if d not in lone]
+            op.shape = tuple(size[s] for s in op.labels)
+    return ops, size
 
 
-def _contract(a: Tensor, la: list, b: Tensor, lb: list, keep: set, size: dict) -> tuple:
-    """One pairwise contraction: labels in both and not kept are summed (by matmul), the rest stay."""
-    sb = set(lb)
-    sa = set(la)
+def _plan_contract(a: _Operand, b: _Operand, keep: set, size: dict) -> tuple:
+    """One pairwise contraction: labels in both and not kept are summed (by matmul), the rest stay.
+    -> (instruction without operand indices, result operand)."""
+    la, lb = a.labels, b.labels
+    sa, sb = set(la), set(lb)
     batch = [s for s in la if s in sb and s in keep]
     contr = [s for s in la if s in sb and s not in keep]
     a_only = [s for s in la if s not in sb]
@@ -239,26 +254,23 @@ def _contract(a: Tensor, la: list, b: Tensor, lb: list, keep: set, size: dict) -
     nshape = tuple(size[s] for s in b_only)
     ia = {s: d for d, s in enumerate(la)}
     ib = {s: d for d, s in enumerate(lb)}
+    res = _Operand(batch + a_only + b_only, bshape + mshape + nshape)
     if not contr:  # nothing summed: a broadcast product
-        pa = [ia[s] for s in batch + a_only]
-        pb = [ib[s] for s in batch + b_only]
-        xa = _permute(a, pa)
-        xb = _permute(b, pb)
-        xa = _shape.reshape(xa, bshape + mshape + (1,) * len(nshape))
-        xb = _shape.reshape(xb, bshape + (1,) * len(mshape) + nshape)
-        return _pointwise.mul(xa, xb), batch + a_only + b_only
+        pa = _perm_or_none([ia[s] for s in batch + a_only])
+        pb = _perm_or_none([ib[s] for s in batch + b_only])
+        ra = bshape + mshape + (1,) * len(nshape)
+        rb = bshape + (1,) * len(mshape) + nshape
+        return ("mul", pa, ra, pb, rb, None), res
     kshape = tuple(size[s] for s in contr)
-    xa = _permute(a, [ia[s] for s in batch + a_only + contr])
-    xb = _permute(b, [ib[s] for s in batch + contr + b_only])
+    pa = _perm_or_none([ia[s] for s in batch + a_only + contr])
+    pb = _perm_or_none([ib[s] for s in batch + contr + b_only])
     m, n, k = _prod(mshape), _prod(nshape), _prod(kshape)
-    if xa.shape != bshape + (m, k):
-        xa = _shape.reshape(xa, bshape + (m, k))
-    if xb.shape != bshape + (k, n):
-        xb = _shape.reshape(xb, bshape + (k, n))
-    r = _linalg._matmul_nd(xa, xb)
-    if r.shape != bshape + mshape + nshape:
-        r = _shape.reshape(r, bshape + mshape + nshape)
-    return r, batch + a_only + b_only
+    ra = bshape + (m, k)
+    rb = bshape + (k, n)
+    ra = None if ra == bshape + mshape + kshape and len(mshape) == 1 and len(kshape) == 1 else ra
+    rb = None if rb == bshape + kshape + nshape and len(nshape) == 1 and len(kshape) == 1 else rb
+    ro = None if len(mshape) == 1 and len(nshape) == 1 else res.shape
+    return ("mm", pa, ra, pb, rb, ro), res
 
 
 def _prod(shape) -> int:
@@ -268,10 +280,102 @@ def _prod(shape) -> int:
     return n
 
 
+def _perm_or_none(dims: list):
+    return None if dims == list(range(len(dims))) else dims
+
+
 def _permute(x: Tensor, dims: list) -> Tensor:
     if dims == list(range(len(dims))):
         return x
     return _shape.permute(x, dims)
+
+
+def _build_plan(op_labels: tuple, output: tuple, shapes: tuple) -> list:
+    plan: list = []
+    ops, size = _plan_prepare(plan, op_labels, shapes, output)
+    path = None
+    if len(ops) > 2:
+        enabled, strategy = _opt_flags()
+        if enabled:
+            path = _path([o.labels for o in ops], output, [o.shape for o in ops], strategy)
+    out_set = set(output)
+    steps = path if path is not None else [(0, 1)] * (len(ops) - 1)
+    for step in steps:
+        idx = sorted(step)
+        group = [ops[i] for i in idx]
+        for i in reversed(idx):
+            del ops[i]
+        keep = set(out_set)
+        for o in ops:
+            keep.update(o.labels)
+        r = group[0]
+        for k in range(1, len(group)):
+            later = set(keep)
+            for o in group[k + 1:]:
+                later.update(o.labels)
+            instr, r = _plan_contract(r, group[k], later, size)
+            plan.append(("pair", idx[0] if k == 1 else -1, idx[k]) + instr)
+        front = path is None  # left to right, the result first (PyTorch without opt_einsum); else it goes last
+        plan.append(("place", tuple(idx), front))
+        if front:
+            ops.insert(0, r)
+        else:
+            ops.append(r)
+    op = ops[0]
+    extra = [d for d, s in enumerate(op.labels) if s not in out_set]
+    if extra:
+        plan.append(("sum", 0, extra))
+        op.labels = [s for s in op.labels if s in out_set]
+    pos = {s: d for d, s in enumerate(op.labels)}
+    perm = _perm_or_none([pos[s] for s in output])
+    if perm is not None:
+        plan.append(("permute", 0, perm))
+    return plan
+
+
+def _pair(a: Tensor, b: Tensor, kind, pa, ra, pb, rb, ro) -> Tensor:
+    if pa is not None:
+        a = _shape.permute(a, pa)
+    if pb is not None:
+        b = _shape.permute(b, pb)
+    if ra is not None and a.shape != ra:
+        a = _shape.reshape(a, ra)
+    if rb is not None and b.shape != rb:
+        b = _shape.reshape(b, rb)
+    if kind == "mul":
+        return _pointwise.mul(a, b)
+    r = _linalg._matmul_nd(a, b)
+    return r if ro is None else _shape.reshape(r, ro)
+
+
+def _run(plan: list, ops: list) -> Tensor:
+    """Execute a plan on the operands (a list, consumed)."""
+    pending = None
+    for ins in plan:
+        kind = ins[0]
+        if kind == "pair":
+            _, i, j, how, pa, ra, pb, rb, ro = ins
+            pending = _pair(ops[i] if i >= 0 else pending, ops[j], how, pa, ra, pb, rb, ro)
+        elif kind == "place":
+            _, idx, front = ins
+            for i in reversed(idx):
+                del ops[i]
+            if front:
+                ops.insert(0, pending)
+            else:
+                ops.append(pending)
+        elif kind == "diag":
+            _, k, perm, flat, key = ins
+            x = ops[k] if perm is None else _shape.permute(ops[k], perm)
+            ops[k] = _indexing._index(_shape.reshape(x, flat), key, False)  # a basic key: a strided view
+        elif kind == "reshape":
+            ops[ins[1]] = _shape.reshape(ops[ins[1]], ins[2])
+        elif kind == "sum":
+            x = ops[ins[1]]
+            ops[ins[1]] = _reduction.sum(x, ins[2] if len(ins[2]) < x.ndim else None)  # all dims: the fast path
+        else:  # permute
+            ops[ins[1]] = _shape.permute(ops[ins[1]], ins[2])
+    return ops[0]
 
 
 def einsum(*args) -> Tensor:
@@ -302,43 +406,13 @@ def einsum(*args) -> Tensor:
             _parse_cache.clear()
         _parse_cache[key] = parsed
     op_labels, output = parsed
-    ops, labels, size = _prepare(operands, op_labels, output)
-    if len(ops) > 2:
-        enabled, strategy = _opt_flags()
-        path = _path(labels, output, [tuple(o.shape) for o in ops], strategy) if enabled else None
-    else:
-        path = None
-    out_set = set(output)
-    steps = path if path is not None else [(0, 1)] * (len(ops) - 1)
-    for step in steps:
-        idx = sorted(step, reverse=True)
-        group = [(ops[i], labels[i]) for i in sorted(step)]
-        for i in idx:
-            del ops[i], labels[i]
-        keep = set(out_set)
-        for ls in labels:
-            keep.update(ls)
-        r, lr = group[0]
-        for k in range(1, len(group)):
-            later = set(keep)
-            for _, ls in group[k + 1:]:
-                later.update(ls)
-            r, lr = _contract(r, lr, group[k][0], group[k][1], later, size)
-        if path is None:  # left to right, the result first (PyTorch without opt_einsum)
-            ops.insert(0, r)
-            labels.insert(0, lr)
-        else:  # opt_einsum's convention: the result goes last
-            ops.append(r)
-            labels.append(lr)
-    x, ls = ops[0], labels[0]
-    extra = [d for d, s in enumerate(ls) if s not in out_set]
-    if extra:
-        x = _reduction.sum(x, extra)
-        ls = [s for s in ls if s in out_set]
-    if len(ls) < len(output):  # labels of size 1 everywhere but dropped nowhere cannot be missing: defensive
-        for d, s in enumerate(output):
-            if s not in ls:
-                x = _shape.unsqueeze(x, len(ls))
-                ls = ls + [s]
-    pos = {s: d for d, s in enumerate(ls)}
-    return _permute(x, [pos[s] for s in output])
+    shapes = tuple(o.shape for o in operands)
+    pkey = (equation, shapes) + (_opt_flags() if len(operands) > 2 else ())
+    plan = _plan_cache.get(pkey)
+    if plan is None:
+        plan = _build_plan(op_labels, output, shapes)
+        if len(_plan_cache) > 4096:
+            _plan_cache.clear()
+        _plan_cache[pkey] = plan
+    r = _run(plan, list(operands))
+    return _shape.view(r, r.shape) if r is operands[0] else r  # a view, never the input itself
