@@ -234,7 +234,7 @@ def _plan_prepare(plan: list, op_labels: tuple, shapes: tuple, output: tuple) ->
                 others.update(other.labels)
         lone = [d for d, s in enumerate(op.labels) if s not in others]
         if lone:
-            plan.append(("sum", k, lone))
+            plan.append(("sum", k, lone, len(ops) > 1))
             op.labels = [s for d, s in enumerate(op.labels) if d not in lone]
             op.shape = tuple(size[s] for s in op.labels)
     return ops, size
@@ -324,7 +324,7 @@ def _build_plan(op_labels: tuple, output: tuple, shapes: tuple) -> list:
     op = ops[0]
     extra = [d for d, s in enumerate(op.labels) if s not in out_set]
     if extra:
-        plan.append(("sum", 0, extra))
+        plan.append(("sum", 0, extra, False))
         op.labels = [s for s in op.labels if s in out_set]
     pos = {s: d for d, s in enumerate(op.labels)}
     perm = _perm_or_none([pos[s] for s in output])
@@ -372,7 +372,9 @@ def _run(plan: list, ops: list) -> Tensor:
             ops[ins[1]] = _shape.reshape(ops[ins[1]], ins[2])
         elif kind == "sum":
             x = ops[ins[1]]
-            ops[ins[1]] = _reduction.sum(x, ins[2] if len(ins[2]) < x.ndim else None)  # all dims: the fast path
+            dims = ins[2] if len(ins[2]) < x.ndim else None  # all dims: the fast path
+            # a partial sum before a contraction keeps an integer dtype (int32 stays int32 for the matmul)
+            ops[ins[1]] = _reduction.sum(x, dims, dtype=x.dtype if ins[3] else None)
         else:  # permute
             ops[ins[1]] = _shape.permute(ops[ins[1]], ins[2])
     return ops[0]

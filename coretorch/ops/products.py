@@ -421,7 +421,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 # Tensor methods
 # ---------------------------------------------------------------------------------------------
 METHODS: dict = {
-    "tensordot": tensordot, "inner": inner, "vdot": vdot, "kron": kron,
+    "inner": inner, "vdot": vdot, "kron": kron,
     "cross": cross, "baddbmm": baddbmm, "addbmm": addbmm, "addmv": addmv, "addr": addr, "dist": dist,
     "baddbmm_": _inplace_op(baddbmm, "baddbmm_"), "addbmm_": _inplace_op(addbmm, "addbmm_"),
     "addmv_": _inplace_op(addmv, "addmv_"), "addr_": _inplace_op(addr, "addr_"),
