@@ -2,9 +2,12 @@
 opt_einsum settings, cdist/dist over p (and the zero-distance gradient), block_diag, combinations, out=."""
 import itertools
 import math
+import os
+import subprocess
 import sys
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -370,3 +373,14 @@ def test_matmul_family_errors_and_in_place():
         torch.tensordot(m, m, dims=([1], [0]))
     np.testing.assert_allclose(torch.tensordot(torch.ones(3, 1), torch.ones(4, 2), dims=([1], [1])).numpy(),
                                np.full((3, 4), 2.0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_einsum_attention_example_learns(device):
+    """examples/einsum_attention.py (multi-head attention written with einsum) learns to reverse sequences."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "einsum_attention.py"
+    r = subprocess.run([sys.executable, str(script), "--device", device, "--steps", "60"], capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    acc = float(r.stdout.strip().splitlines()[-1].split("held-out accuracy ")[1].split(";")[0])
+    assert acc >= 0.9, r.stdout
