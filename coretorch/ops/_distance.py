@@ -10,7 +10,7 @@ import math
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from . import linalg as _linalg, pointwise as _pw, reduction as _reduction, shape as _shape
+from . import creation as _creation, linalg as _linalg, pointwise as _pw, reduction as _reduction, shape as _shape
 from ._util import broadcast_shape, edge, sum_to
 
 _MODES = {"use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1, "donot_use_mm_for_euclid_dist": 2}
@@ -104,11 +104,13 @@ def _expand_batch(x1: Tensor, x2: Tensor, bshape: tuple) -> tuple:
 
 
 def _euclid_mm(e1: Tensor, e2: Tensor) -> Tensor:
-    """sqrt(|x|^2 - 2 x.y + |y|^2) with one matmul (clamped at 0 against rounding)."""
+    """sqrt(|x|^2 - 2 x.y + |y|^2) as one matmul of augmented rows [-2x, |x|^2, 1] . [y, 1, |y|^2] (PyTorch's
+    _euclidean_dist: one pass over the (P, R) result instead of three), clamped at 0 against rounding."""
     n1 = _reduction.sum(_pw.mul(e1, e1), -1, keepdim=True)
-    n2 = _reduction.sum(_pw.mul(e2, e2), -1)
-    prod = _linalg._matmul_nd(e1, _linalg._mT(e2))
-    d2 = _pw.add(_pw.add(_pw.mul(prod, -2.0), n1), _shape.unsqueeze(n2, -2))
+    n2 = _reduction.sum(_pw.mul(e2, e2), -1, keepdim=True)
+    a = _shape.cat([_pw.mul(e1, -2.0), n1, _creation.ones_like(n1)], -1)
+    b = _shape.cat([e2, _creation.ones_like(n2), n2], -1)
+    d2 = _linalg._matmul_nd(a, _linalg._mT(b))
     return _pw.sqrt(_pw.clamp_min(d2, 0.0))
 
 
