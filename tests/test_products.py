@@ -147,8 +147,15 @@ def test_einsum_opt_einsum_settings(monkeypatch):
         return real(*args, **kwargs)
     monkeypatch.setattr(_einsum.opt_einsum, "contract_path", spy)
     _einsum._path_cache.clear()
-    flags = types.SimpleNamespace(enabled=True, strategy="greedy")
-    monkeypatch.setitem(sys.modules, "coretorch.backends", types.SimpleNamespace(opt_einsum=flags))
+    _einsum._plan_cache.clear()
+    existing = getattr(getattr(torch, "backends", None), "opt_einsum", None)
+    if existing is not None:  # coretorch.backends exists: drive its flags
+        flags = existing
+        monkeypatch.setattr(flags, "enabled", True)
+        monkeypatch.setattr(flags, "strategy", "greedy")
+    else:  # a stand-in module with PyTorch's two flags
+        flags = types.SimpleNamespace(enabled=True, strategy="greedy")
+        monkeypatch.setitem(sys.modules, "coretorch.backends", types.SimpleNamespace(opt_einsum=flags))
     np.testing.assert_allclose(torch.einsum("ij,jk,kl->il", a, b, c).numpy(), want, rtol=1e-4, atol=1e-4)
     assert calls == ["greedy"]
     torch.einsum("ij,jk,kl->il", a, b, c)
@@ -156,7 +163,8 @@ def test_einsum_opt_einsum_settings(monkeypatch):
     flags.enabled = False  # left to right, no path
     np.testing.assert_allclose(torch.einsum("ij,jk,kl->il", a, b, c).numpy(), want, rtol=1e-4, atol=1e-4)
     assert calls == ["greedy"]
-    monkeypatch.delitem(sys.modules, "coretorch.backends")
+    flags.enabled = True
+    flags.strategy = "auto"
     torch.einsum("ij,jk,kl->il", a, b, c)
     assert calls == ["greedy", "auto"]
 

@@ -147,9 +147,14 @@ def _sublist_equation(args) -> tuple:
 
 
 def _opt_flags() -> tuple:
-    """torch.backends.opt_einsum.enabled / .strategy when coretorch.backends provides them (else the defaults)."""
-    be = sys.modules.get("coretorch.backends")
-    oe = getattr(be, "opt_einsum", None)
+    """torch.backends.opt_einsum.enabled / .strategy when coretorch.backends provides them (else the defaults);
+    read per call, so a script's setting takes effect at once."""
+    oe = sys.modules.get("coretorch.backends.opt_einsum")
+    if oe is None:
+        oe = getattr(getattr(sys.modules.get("coretorch"), "backends", None) or sys.modules.get("coretorch.backends"),
+                     "opt_einsum", None)
+    if oe is None:
+        return True, "auto"
     return bool(getattr(oe, "enabled", True)), getattr(oe, "strategy", None) or "auto"
 
 
