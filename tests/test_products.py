@@ -392,3 +392,24 @@ def test_einsum_attention_example_learns(device):
     assert r.returncode == 0, r.stdout + r.stderr
     acc = float(r.stdout.strip().splitlines()[-1].split("held-out accuracy ")[1].split(";")[0])
     assert acc >= 0.9, r.stdout
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cdist_direct_path_in_row_blocks(device, monkeypatch):
+    """The direct cdist bounds its (.., P, R, M) temporary: computed a block of rows at a time, same values and
+    gradients (forward and backward)."""
+    from coretorch.ops import _distance
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((2, 7, 3)), rng.standard_normal((2, 5, 3))
+    want = _cdist_np(a, b, 1.5)
+    x1 = torch.tensor(a, device=device, requires_grad=True)
+    x2 = torch.tensor(b, device=device, requires_grad=True)
+    full = torch.cdist(x1, x2, p=1.5)
+    g_full = torch.autograd.grad(full.sum(), (x1, x2))
+    monkeypatch.setattr(_distance, "_CHUNK", 60)  # 2 rows (of 2 batches x 5 x 3 differences) per block
+    assert len(_distance._row_chunks(x1, x2)) == 4
+    blocked = torch.cdist(x1, x2, p=1.5)
+    np.testing.assert_allclose(blocked.detach().cpu().numpy(), want, rtol=1e-10)
+    for g, h in zip(torch.autograd.grad(blocked.sum(), (x1, x2)), g_full):
+        np.testing.assert_allclose(g.cpu().numpy(), h.cpu().numpy(), rtol=1e-10, atol=1e-12)
+    assert gradgradcheck(lambda u, v: torch.cdist(u, v, p=3), (x1, x2))

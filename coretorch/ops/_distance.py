@@ -10,7 +10,8 @@ import math
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from . import creation as _creation, linalg as _linalg, pointwise as _pw, reduction as _reduction, shape as _shape
+from . import creation as _creation, indexing as _indexing, linalg as _linalg, pointwise as _pw
+from . import reduction as _reduction, shape as _shape
 from ._util import broadcast_shape, edge, sum_to
 
 _MODES = {"use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1, "donot_use_mm_for_euclid_dist": 2}
@@ -66,12 +67,37 @@ class CdistBackward0(Node):
         x1, x2 = self.saved()
         res = self.out
         e1, e2 = _expand_batch(x1, x2, self.bshape)
-        diff = _pw.sub(_shape.unsqueeze(e1, -2), _shape.unsqueeze(e2, -3))
-        gd = _norm_grad(diff, _shape.unsqueeze(res, -1), _shape.unsqueeze(g, -1), self.p)
         n1, n2 = self.need
-        g1 = sum_to(_reduction.sum(gd, -2), tuple(x1.shape)) if n1 else None
-        g2 = sum_to(_pw.neg(_reduction.sum(gd, -3)), tuple(x2.shape)) if n2 else None
+        parts1, g2 = [], None
+        for start, rows in _row_chunks(e1, e2):  # the (.., P, R, M) differences a block of rows at a time
+            c1 = e1 if rows == e1.shape[-2] else _indexing.narrow(e1, -2, start, rows)
+            diff = _pw.sub(_shape.unsqueeze(c1, -2), _shape.unsqueeze(e2, -3))
+            rc, gc = (res, g) if rows == e1.shape[-2] else \
+                (_indexing.narrow(res, -2, start, rows), _indexing.narrow(g, -2, start, rows))
+            gd = _norm_grad(diff, _shape.unsqueeze(rc, -1), _shape.unsqueeze(gc, -1), self.p)
+            if n1:
+                parts1.append(_reduction.sum(gd, -2))
+            if n2:
+                part = _reduction.sum(gd, -3)
+                g2 = part if g2 is None else _pw.add(g2, part)
+        g1 = sum_to(parts1[0] if len(parts1) == 1 else _shape.cat(parts1, -2), tuple(x1.shape)) if n1 else None
+        g2 = sum_to(_pw.neg(g2), tuple(x2.shape)) if n2 else None
         return g1, g2
+
+
+_CHUNK = 1 << 24  # elements of the pairwise-difference temporary the direct cdist allocates at once
+
+
+def _row_chunks(e1: Tensor, e2: Tensor) -> list:
+    """(start, rows) blocks of x1's rows whose (.., rows, R, M) differences hold about _CHUNK elements."""
+    p = e1.shape[-2]
+    per_row = max(1, e2.shape[-2] * e2.shape[-1])
+    for d in e1.shape[:-2]:
+        per_row *= d
+    rows = max(1, _CHUNK // per_row)
+    if rows >= p:
+        return [(0, p)]
+    return [(s, min(rows, p - s)) for s in range(0, p, rows)]
 
 
 class EuclideanDistBackward0(Node):
@@ -114,6 +140,15 @@ def _euclid_mm(e1: Tensor, e2: Tensor) -> Tensor:
     return _pw.sqrt(_pw.clamp_min(d2, 0.0))
 
 
+def _direct(e1: Tensor, e2: Tensor, p: float) -> Tensor:
+    """The p-norms of the pairwise differences, a block of x1's rows at a time (bounded temporaries)."""
+    parts = []
+    for start, rows in _row_chunks(e1, e2):
+        c1 = e1 if rows == e1.shape[-2] else _indexing.narrow(e1, -2, start, rows)
+        parts.append(_norm_last(_pw.sub(_shape.unsqueeze(c1, -2), _shape.unsqueeze(e2, -3)), p))
+    return parts[0] if len(parts) == 1 else _shape.cat(parts, -2)
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Pairwise p-norm distances between the rows of x1 (B.., P, M) and x2 (B.., R, M) -> (B.., P, R)."""
@@ -149,7 +184,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
             r = _euclid_mm(e1, e2)
         else:
             use_mm = False
-            r = _norm_last(_pw.sub(_shape.unsqueeze(e1, -2), _shape.unsqueeze(e2, -3)), p)
+            r = _direct(e1, e2, p)
     finally:
         _gs.enabled = prev
     if _gs.enabled and (x1._rg or x2._rg):
