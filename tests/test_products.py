@@ -14,7 +14,7 @@ import pytest
 
 import coretorch as torch
 from coretorch.autograd import gradcheck, gradgradcheck
-from coretorch.ops import _einsum
+from coretorch.ops import _distance, _einsum
 from coretorch.testing import available_devices
 
 DEVICES = available_devices()
@@ -398,7 +398,6 @@ def test_einsum_attention_example_learns(device):
 def test_cdist_direct_path_in_row_blocks(device, monkeypatch):
     """The direct cdist bounds its (.., P, R, M) temporary: computed a block of rows at a time, same values and
     gradients (forward and backward)."""
-    from coretorch.ops import _distance
     rng = np.random.default_rng(11)
     a, b = rng.standard_normal((2, 7, 3)), rng.standard_normal((2, 5, 3))
     want = _cdist_np(a, b, 1.5)
