@@ -412,3 +412,13 @@ def test_cdist_direct_path_in_row_blocks(device, monkeypatch):
     for g, h in zip(torch.autograd.grad(blocked.sum(), (x1, x2)), g_full):
         np.testing.assert_allclose(g.cpu().numpy(), h.cpu().numpy(), rtol=1e-10, atol=1e-12)
     assert gradgradcheck(lambda u, v: torch.cdist(u, v, p=3), (x1, x2))
+
+
+def test_dot_mv_outer_parity():
+    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype, but found Float and Doub"):
+        torch.dot(torch.ones(3), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        torch.dot(torch.ones(3), torch.ones(4))
+    assert torch.outer(torch.ones(2), torch.ones(3, dtype=torch.float64)).dtype is torch.float64  # promotes
+    assert torch.dot(torch.tensor([1, 2]), torch.tensor([3, 4])).item() == 11
+    np.testing.assert_allclose(torch.mv(torch.ones(2, 3), torch.arange(3.0)).numpy(), [3.0, 3.0])
