@@ -74,6 +74,8 @@ def _tensordot_cases() -> list:
         OpCase("tensordot", td, lambda a, b: np.tensordot(a, b), (A((3, 4, 5)), A((4, 5, 2))), FI, gradgrad=True),
         OpCase("tensordot.lists", lambda x, y: td(x, y, dims=([1, 0], [0, 1])),
                lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 1])), (A((3, 4, 5)), A((4, 3, 2)))),
+        OpCase("tensordot.neg_dims", lambda x, y: td(x, y, dims=([-1, -3], [0, -1])),
+               lambda a, b: np.tensordot(a, b, axes=([-1, -3], [0, -1])), (A((3, 2, 4)), A((4, 5, 3)))),
         OpCase("tensordot.int1", lambda x, y: td(x, y, dims=1), lambda a, b: np.tensordot(a, b, 1),
                (A((3, 4)), A((4, 5)))),
         OpCase("tensordot.int0", lambda x, y: td(x, y, dims=0), lambda a, b: np.tensordot(a, b, 0),
