@@ -227,6 +227,9 @@ _T2 = (1, 0)
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} and "
+                           f"{other.dtype._tname[:-6]}")
     return matmul(input, other)
 
 
