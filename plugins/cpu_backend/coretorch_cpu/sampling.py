@@ -79,8 +79,9 @@ def rng_fill_(g: CPUGen, x: np.ndarray, dist: str, a: float, b: float) -> None:
 
 
 def rng_randint(g: CPUGen, low: int, high: int, shape, dt) -> np.ndarray:
-    if high - 1 > np.iinfo(np.int64).max:  # the full uint64 range (random_ on int64 asks [low, 2**63))
-        return g.rng.integers(low, high, size=shape, dtype=np.uint64).astype(np.int64).astype(dt, copy=False)
+    if high - 1 > np.iinfo(np.int64).max:  # a range beyond int64: offsets in uint64, added with wrap-around
+        u = g.rng.integers(0, high - low, size=shape, dtype=np.uint64) + np.uint64(low & 0xFFFFFFFFFFFFFFFF)
+        return u.view(np.int64).astype(dt, copy=False)
     return g.rng.integers(low, high, size=shape, dtype=np.int64).astype(dt, copy=False)
 
 
