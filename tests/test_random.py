@@ -248,6 +248,8 @@ def test_random_ranges_per_dtype(device):
     _chi2_ok(np.bincount(x + 3), np.ones(5), "random_(from, to)")
     x = _h(torch.empty(100, device=device, dtype=torch.int64).random_(2 ** 40, None, generator=g))
     assert x.min() >= 2 ** 40
+    x = torch.empty(1000, device=device, dtype=torch.int64).random_(-2 ** 63, None, generator=g).cpu().numpy()
+    assert x.min() < -2 ** 62 and x.max() > 2 ** 62  # the whole int64 range
     with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
         torch.empty(3, device=device).random_(5, 5)
     x = _h(torch.rand(N, dtype=torch.float16, generator=g, device=device))
@@ -454,3 +456,45 @@ def test_old_import_paths_and_namespace():
     assert randperm is torch.randperm and manual_seed is torch.manual_seed
     import coretorch.random as tr
     assert tr is torch.random and tr.fork_rng and tr.seed is torch.seed
+
+
+def test_a_backend_without_the_rng_kernels():
+    """An external backend with only the original rand/randn/randint/uniform_/normal_ kernels keeps working;
+    Generators of its device keep a host-side state and upload their samples."""
+    from coretorch import plugins
+    from coretorch.plugins import hookimpl
+    from coretorch_cpu import CPUBackend
+
+    class Plain(CPUBackend):
+        name, distribution = "plaindev", None
+
+        def __init__(self):
+            super().__init__()
+            self._table = {k: v for k, v in self._table.items() if not k.startswith("rng_")}
+
+    class Plugin:
+        CORETORCH_PLUGIN_API = 1
+
+        @hookimpl
+        def coretorch_register_backends(self, register):
+            register(Plain())
+
+    plugins.register(Plugin(), name="plaindev-plugin")
+    try:
+        d = "plaindev"
+        assert torch.rand(4, device=d).device.type == d and torch.randn(2, 2, device=d).shape == (2, 2)
+        assert torch.empty(3, device=d).uniform_(2, 3).min().item() >= 2
+        g = torch.Generator(device=d)
+        assert g.device.type == d
+        a = _h(torch.rand(5, generator=g.manual_seed(4), device=d))
+        np.testing.assert_array_equal(_h(torch.rand(5, generator=g.manual_seed(4), device=d)), a)
+        state = g.get_state()
+        b = torch.multinomial(torch.ones(6, device=d), 3, generator=g)
+        g.set_state(state)
+        assert b.device.type == d and _h(b).tolist() == _h(torch.multinomial(torch.ones(6, device=d), 3,
+                                                                               generator=g)).tolist()
+        assert torch.poisson(torch.ones(3, device=d)).device.type == d
+        assert sorted(_h(torch.randperm(5, device=d)).tolist()) == [0, 1, 2, 3, 4]
+        assert torch.empty(3, device=d).exponential_().device.type == d
+    finally:
+        plugins.unregister("plaindev-plugin")
