@@ -74,7 +74,24 @@ def _samples(g: CPUGen, shape, dt: np.dtype, dist: str, a: float, b: float) -> n
     raise ValueError(f"unknown distribution '{dist}'")
 
 
+_DIRECT = {"uniform": "random", "normal": "standard_normal", "exponential": "standard_exponential"}
+
+
 def rng_fill_(g: CPUGen, x: np.ndarray, dist: str, a: float, b: float) -> None:
+    if dist in _DIRECT and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous:
+        # drawn straight into x (rand, randn, dropout's masks: no temporary), then scaled in place
+        getattr(g.rng, _DIRECT[dist])(dtype=x.dtype, out=x)
+        if dist == "exponential":
+            x /= x.dtype.type(a)
+        elif (a, b) != (0.0, 1.0):
+            if dist == "uniform":
+                x *= x.dtype.type(b - a)
+                x += x.dtype.type(a)
+                np.minimum(x, np.nextafter(x.dtype.type(b), x.dtype.type(a)), out=x)  # rounding must not reach b
+            else:
+                x *= x.dtype.type(b)
+                x += x.dtype.type(a)
+        return
     x[...] = _samples(g, x.shape, x.dtype, dist, a, b)
 
 
