@@ -348,6 +348,27 @@ def test_sampler_gradients_are_zero(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_reparametrised_normal_gradcheck(device):
+    """torch.normal's gradients are zero (PyTorch's); the reparametrised sample mean + std * eps, eps drawn from a
+    fixed generator state, is what differentiates: grad mean = g, grad std = g * (out - mean) / std."""
+    g = _gen(device, 12)
+    state = g.get_state()
+
+    def sample(m, s):
+        g.set_state(state)
+        return m + s * torch.randn(tuple(m.shape), generator=g, dtype=torch.float64, device=device)
+    m = torch.randn(3, 4, dtype=torch.float64, device=device).requires_grad_()
+    s = (torch.rand(3, 4, dtype=torch.float64, device=device) + 0.5).requires_grad_()
+    assert torch.autograd.gradcheck(sample, (m, s), eps=1e-6, atol=1e-6)
+    out = sample(m, s)
+    out.backward(torch.ones_like(out))
+    np.testing.assert_allclose(_h(s.grad), _h((out - m) / s), rtol=1e-12)
+    assert _h(m.grad).tolist() == [[1.0] * 4] * 3
+    g.set_state(state)  # torch.normal draws the same eps from the same state
+    np.testing.assert_array_equal(_h(torch.normal(m, s, generator=g)), _h(out))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_out_and_noncontiguous(device):
     out = torch.empty(2, 3, device=device)
     assert torch.rand(2, 3, out=out, device=device) is out
