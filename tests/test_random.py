@@ -168,6 +168,12 @@ def test_manual_seed_seeds_every_device(device):
     np.testing.assert_array_equal(_h(torch.randn(6, device=device)), a)
 
 
+def test_poisson_rate_check_on_cpu():
+    for bad in (-1.0, math.nan):
+        with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+            torch.poisson(torch.tensor([1.0, bad]))
+
+
 def test_generator_errors():
     with pytest.raises(TypeError):
         torch.rand(2, generator=np.random.default_rng(0))

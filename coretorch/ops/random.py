@@ -424,7 +424,7 @@ def poisson(input: Tensor, generator=None) -> Tensor:
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     table = input._be
-    if table.host_memory and input.numel() and _host_flag(_R.any(_P.lt(input.detach(), 0))):
+    if table.host_memory and input.numel() and _host_flag(_R.any(_P.logical_not(_P.ge(input.detach(), 0)))):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     g = _gen(generator, table, "poisson")
     rates = input._data if g._kt is table else g._kt.from_numpy(table.to_numpy(input._data))
