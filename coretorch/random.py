@@ -5,16 +5,11 @@ import contextlib
 import warnings
 from typing import Iterator
 
-from .ops.random import (Generator, default_generator as _default_generator, get_rng_state, initial_seed,
-                         manual_seed, seed, set_rng_state)
+from .ops.random import (Generator, default_for as _default_for, default_generator, get_rng_state,
+                         initial_seed, manual_seed, seed, set_rng_state)
 
-__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng", "Generator"]
-
-
-def __getattr__(name: str):
-    if name == "default_generator":  # the cpu default generator (made on first use: backends load first)
-        return _default_generator()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng", "Generator",
+           "default_generator"]
 
 
 @contextlib.contextmanager
@@ -35,8 +30,8 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
     elif devices is None:
         gens = [g for d, g in list(_r._defaults.items()) if d.type == device_type]
     else:
-        gens = [_default_generator(d if not isinstance(d, int) else f"{device_type}:{d}") for d in devices]
-    cpu = _default_generator()
+        gens = [_default_for(d if not isinstance(d, int) else f"{device_type}:{d}") for d in devices]
+    cpu = _default_for()
     saved = [(g, g.get_state()) for g in [cpu] + [g for g in gens if g is not cpu]]
     try:
         yield

@@ -27,7 +27,7 @@ from .inplace import check_inplace, rebase
 __all__: list[str] = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn",
     "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "multinomial", "bernoulli",
-    "poisson", "set_default_device", "get_default_device",
+    "poisson", "set_default_device", "get_default_device", "default_generator",
 ]
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
@@ -94,13 +94,27 @@ class Generator:
 _defaults: dict = {}  # canonical device -> its default Generator
 
 
-def default_generator(device=None) -> Generator:
+class _CPUDefault(Generator):
+    """``torch.default_generator``: made at import, bound to the cpu backend's default state on first use (the
+    backends register after the ops are imported)."""
+
+    def __getattr__(self, name: str):  # reached only while unbound: _kt, _state and device are then missing
+        if name in ("_kt", "_state", "device"):
+            default_for(None)
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"'Generator' object has no attribute '{name}'")
+
+
+default_generator = Generator.__new__(_CPUDefault)
+
+
+def default_for(device=None) -> Generator:
     """The default generator of ``device`` (cpu when None): what ``manual_seed`` seeds."""
     table = device if isinstance(device, KernelTable) else get_table(
         _CPU if device is None else device if isinstance(device, Device) else Device(device))
     g = _defaults.get(table.device)
     if g is None:
-        g = Generator.__new__(Generator)
+        g = default_generator if table.device == _CPU else Generator.__new__(Generator)
         g._bind(table, table.rng_default() if table.has("rng_default") else None)
         _defaults[table.device] = g
     return g
@@ -113,7 +127,7 @@ def manual_seed(seed) -> Generator:
         be.manual_seed(s)
     for g in _defaults.values():
         g.manual_seed(s)
-    return default_generator()
+    return default_for()
 
 
 def seed() -> int:
@@ -124,16 +138,16 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
-    return default_generator().initial_seed()
+    return default_for().initial_seed()
 
 
 def get_rng_state() -> Tensor:
     """The cpu default generator's state (a uint8 tensor)."""
-    return default_generator().get_state()
+    return default_for().get_state()
 
 
 def set_rng_state(new_state: Tensor) -> None:
-    default_generator().set_state(new_state)
+    default_for().set_state(new_state)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +155,7 @@ def set_rng_state(new_state: Tensor) -> None:
 # ---------------------------------------------------------------------------------------------
 def _gen(generator, table, op: str) -> Generator:
     if generator is None:
-        return default_generator(table)
+        return default_for(table)
     if not isinstance(generator, Generator):
         raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not {type(generator).__name__}")
     if generator.device.type != table.device.type:
