@@ -132,6 +132,9 @@ def test_set_state_checks(device):
 
 
 def test_global_seed_state_and_fork_rng():
+    assert torch.default_generator is torch.random.default_generator is torch.manual_seed(1)
+    assert torch.default_generator.device == torch.device("cpu") and isinstance(torch.default_generator,
+                                                                                 torch.Generator)
     torch.manual_seed(3)
     assert torch.initial_seed() == 3 and torch.random.initial_seed() == 3
     assert isinstance(torch.manual_seed(3), torch.Generator)
@@ -144,9 +147,6 @@ def test_global_seed_state_and_fork_rng():
     assert torch.initial_seed() == s
     torch.random.manual_seed(5)
     assert torch.random.default_generator.initial_seed() == 5
-    assert torch.default_generator is torch.random.default_generator is torch.manual_seed(1)
-    assert torch.default_generator.device == torch.device("cpu") and isinstance(torch.default_generator,
-                                                                                 torch.Generator)
     before = torch.random.get_rng_state()
     devices = [d for d in DEVICES if d != "cpu"]
     others = {d: _h(torch.rand(3, device=d)) for d in devices}  # the devices' default generators are in use
