@@ -447,6 +447,11 @@ def test_randint_forms():
         torch.randint(5, 5, (2,))
     with pytest.raises(TypeError):
         torch.randint(5)
+    assert _h(torch.randint(0, 256, (500,), dtype=torch.uint8)).max() > 200
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for Byte"):
+        torch.randint(0, 257, (2,), dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="from is out of bounds for Char"):
+        torch.zeros(2, dtype=torch.int8).random_(-129, 0)
 
 
 def test_size_keyword_on_factories():

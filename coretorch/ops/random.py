@@ -257,7 +257,18 @@ def _no_more(kw: dict, op: str) -> None:
         raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
 
 
+def _check_range(low: int, high: int, dt) -> None:
+    """PyTorch's check of an integer dtype's range [from, to - 1] (floats hold any range, less exactly)."""
+    if dt.is_floating_point:
+        return
+    lo, hi = (0, 1) if dt is _dt.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
+    for v, name in ((low, "from"), (high - 1, "to - 1")):
+        if not lo <= v <= hi:
+            raise RuntimeError(f"{name} is out of bounds for {dt._tname[:-6]}")
+
+
 def _int_data(table, generator, low: int, high: int, shape, dt, op: str):
+    _check_range(low, high, dt)
     g = _gen(generator, table, op)
     return _upload(table, g, g._kt.rng_randint(g._state, int(low), int(high), shape, dt.np))
 

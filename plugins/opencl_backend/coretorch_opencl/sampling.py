@@ -88,7 +88,7 @@ inline RT u_oo(uint a, uint b) { return ((RT)(a >> 5) * 67108864.0 + (RT)(b >> 6
 def _rt(dev, dt) -> str:
     """The compute type of samples stored as ``dt``: double for float64 (and for integers where fp64 exists)."""
     d = np.dtype(dt)
-    return "double" if d == np.float64 or (d.kind != "f" and dev.fp64) else "float"
+    return "double" if d == np.float64 or (d.kind in "iub" and dev.fp64) else "float"
 
 
 def _src(dt, rt: str) -> str:
