@@ -461,6 +461,15 @@ def test_size_keyword_on_factories():
         with pytest.raises(TypeError):
             f(2, size=(3,))
     assert torch.full(size=(2,), fill_value=3).tolist() == [3, 3]
+    for f, args in ((torch.zeros, (2, 3)), (torch.ones, ((2, 3),)), (torch.empty, (2, 3)), (torch.eye, (2, 3)),
+                    (torch.full, ((2, 3), 7.0)), (torch.arange, (0, 6)), (torch.linspace, (0, 1, 6)),
+                    (torch.logspace, (0, 1, 6)), (torch.rand, (2, 3)), (torch.randn, (2, 3))):
+        out = torch.empty(1, dtype=torch.float64)
+        r = f(*args, out=out)
+        assert r is out and out.numel() == 6 and out.dtype is torch.float64, f  # resized, out's dtype kept
+    out = torch.zeros(6, dtype=torch.float64)
+    torch.arange(6, out=out)
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert torch.zeros(size=(2,), dtype=torch.int64).dtype is torch.int64
 
 

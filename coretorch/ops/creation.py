@@ -1,6 +1,7 @@
 """Factories, conversions between dtypes/devices, and random number generation."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -37,6 +38,37 @@ def _table(device):
         raise TypeError("device must be a str or coretorch.device, not Tensor")
     return get_table(device if isinstance(device, Device) else Device(device if not isinstance(device, int)
                                                                         else f"opencl:{device}"))
+
+
+def _to_out(r: Tensor, out, op: str) -> Tensor:
+    """Write ``r`` into ``out`` (resized as PyTorch does when its shape differs) and return ``out``."""
+    if out is None:
+        return r
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.dtype is not r.dtype:
+        raise RuntimeError(f"{op}(): expected out tensor to have dtype {r.dtype}, but got {out.dtype} instead")
+    if out.device != r.device:
+        raise RuntimeError(f"{op}(): expected out tensor on device {r.device}, but got {out.device}")
+    if tuple(out.shape) == tuple(r.shape):
+        out._be.assign_(out._data, r._data)
+    else:
+        out.data = r
+    out._vc[0] += 1
+    return out
+
+
+def _writes_out(fn):
+    """A factory's ``out=``: made with out's dtype and device (unless given) and written into ``out``."""
+    @functools.wraps(fn)
+    def factory(*args, out=None, **kw):
+        if out is None:
+            return fn(*args, **kw)
+        if isinstance(out, Tensor):
+            kw["dtype"] = kw.get("dtype") or out.dtype
+            kw["device"] = kw.get("device") or out.device
+        return _to_out(fn(*args, **kw), out, fn.__name__)
+    return factory
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -197,16 +229,19 @@ def _size_kw(args: tuple, kw: dict, op: str) -> tuple:
     return args
 
 
+@_writes_out
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
           pin_memory: bool = False, **kw) -> Tensor:
     return _fill(_size_kw(size, kw, "zeros"), 0, dtype, device, requires_grad, "zeros")
 
 
+@_writes_out
 def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
          pin_memory: bool = False, **kw) -> Tensor:
     return _fill(_size_kw(size, kw, "ones"), 1, dtype, device, requires_grad, "ones")
 
 
+@_writes_out
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
           memory_format=None, pin_memory: bool = False, **kw) -> Tensor:
     _check_dtype(dtype, "empty")
@@ -219,6 +254,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
     return _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
 
 
+@_writes_out
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
          pin_memory: bool = False):
     if isinstance(fill_value, Tensor):
@@ -256,6 +292,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@_writes_out
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, out=None,
            layout=None) -> Tensor:
     if end is None:
@@ -285,6 +322,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
                    requires_grad)
 
 
+@_writes_out
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None):
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
@@ -296,13 +334,16 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False):
+@_writes_out
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None, layout=None):
     dt = dtype or _dt.default
     table = _table(device)
     a = np.logspace(start, end, steps, base=base, dtype=np.float64)
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
+@_writes_out
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None):
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")

@@ -21,7 +21,7 @@ from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import pointwise as _P, reduction as _R
 from ._util import broadcast_shapes, edge, shape_arg
-from .creation import _finish, _table, get_default_device, set_default_device
+from .creation import _finish, _table, _to_out, get_default_device, set_default_device
 from .inplace import check_inplace, rebase
 
 __all__: list[str] = [
@@ -194,24 +194,6 @@ def _shape(args, size, op: str) -> tuple:
         if s < 0:
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
     return shape
-
-
-def _to_out(r: Tensor, out, op: str) -> Tensor:
-    """Write ``r`` into ``out`` (resized as PyTorch does when its shape differs) and return ``out``."""
-    if out is None:
-        return r
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.dtype is not r.dtype:
-        raise RuntimeError(f"{op}(): expected out tensor to have dtype {r.dtype}, but got {out.dtype} instead")
-    if out.device != r.device:
-        raise RuntimeError(f"{op}(): expected out tensor on device {r.device}, but got {out.device}")
-    if tuple(out.shape) == tuple(r.shape):
-        out._be.assign_(out._data, r._data)
-    else:
-        out.data = r
-    out._vc[0] += 1
-    return out
 
 
 def _float_dtype(dtype, op: str, kernel: str):
