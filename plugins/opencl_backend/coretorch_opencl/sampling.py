@@ -10,8 +10,9 @@ Kernels: ``rng_fill`` (uniform, normal by Box-Muller, exponential, geometric, lo
 transforms of one Philox call per element, written in place at any layout through a contiguous temporary when
 needed), ``rng_int`` (integers in [low, high) from 64 random bits), ``rng_poisson`` (Knuth's product method below
 rate 10, Hormann's PTRS transformed rejection above; a stream of Philox calls per element), multinomial without
-replacement (``mn_keys``: p / E with E ~ Exp(1), then ``mn_take``: the k largest keys per row, one work-item per
-row) and with replacement (a cumsum by the scan kernel, then ``mn_repl``: a binary search per sample).
+replacement (``mn_keys``: p / E with E ~ Exp(1), then the argmax kernel for one draw, else ``mn_take``: the k
+largest keys per row, one work-item per row) and with replacement (a cumsum by the scan kernel, then ``mn_repl``:
+a binary search per sample).
 ``randperm`` is drawn on the host from the generator's (seed, offset) and uploaded (no device sort is used).
 """
 from __future__ import annotations
@@ -240,6 +241,8 @@ def kernels(k) -> dict:
         keys = k._out((rows, cats), rt_np(dt))
         dev.launch(kern(dt, "mn_keys"), rows * cats, [keys.base_data, buf, np.int64(off),
                                                       np.int64(rows * cats)] + g.take())
+        if n == 1:  # one draw (a language model's next token): the device's parallel argmax of the keys
+            return k._arg("argmax")(keys, 1, True)
         dev.launch(kern(dt, "mn_take"), rows, [out.base_data, keys.base_data, np.int64(rows), np.int64(cats),
                                                np.int64(n)])
         return out
