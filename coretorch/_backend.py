@@ -129,6 +129,21 @@ PRIMITIVES.update({  # products: owned by coretorch/ops/products.py
 PRIMITIVES.update({  # linalg: owned by coretorch/ops/decomp.py and coretorch/linalg
 })
 PRIMITIVES.update({  # random: owned by coretorch/ops/random.py
+    # optional all together (without them a device samples with a host-side cpu generator and uploads); a
+    # generator state is an object of the backend's that the kernels below advance
+    "rng_new": "optional (seed) -> a new generator state", "rng_seed": "optional (state, seed) reseed in place",
+    "rng_default": "optional () -> the device's default state (the one rand/randn/randint/uniform_/normal_ and "
+                   "manual_seed use)",
+    "rng_initial_seed": "optional (state) -> int", "rng_get_state": "optional (state) -> uint8 ndarray",
+    "rng_set_state": "optional (state, uint8 ndarray) in place; RuntimeError for a state of the wrong size",
+    "rng_fill_": "optional (state, x, dist, a, b) in place, x of any layout: 'uniform' U[a, b), 'normal' N(a, b^2), "
+                 "'exponential' (rate a), 'geometric' (p a; integers >= 1), 'log_normal' exp(N(a, b^2)), "
+                 "'cauchy' (median a, scale b), 'bernoulli' (p a; 0/1)",
+    "rng_randint": "optional (state, low, high, shape, np_dtype) -> integers of [low, high) (high - low <= 2**64)",
+    "rng_poisson": "optional (state, rates) -> samples of rates' shape and dtype",
+    "rng_multinomial": "optional (state, probs (R, C) float32/64, n, replacement) -> int64 (R, n); probs checked "
+                       "by the core (finite, >= 0, rows summing > 0)",
+    "rng_randperm": "optional (state, n, np_dtype) -> a permutation of range(n)",
 })
 PRIMITIVES.update({  # dtypes: owned by coretorch/dtypes.py (bfloat16)
 })

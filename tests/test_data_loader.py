@@ -62,8 +62,8 @@ def test_shuffle_is_a_permutation_reproducible_with_a_generator():
     def order(loader):
         return np.concatenate([yb.numpy() for _, yb in loader]) // 7
 
-    a = DataLoader(_ds(), batch_size=3, shuffle=True, generator=torch.Generator(5))
-    b = DataLoader(_ds(), batch_size=3, shuffle=True, generator=torch.Generator(5))
+    a = DataLoader(_ds(), batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(5))
+    b = DataLoader(_ds(), batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(5))
     e1, e2 = order(a), order(a)
     assert sorted(e1) == list(range(10)) and sorted(e2) == list(range(10))
     assert not np.array_equal(e1, e2)            # the generator advances from epoch to epoch
@@ -73,7 +73,7 @@ def test_shuffle_is_a_permutation_reproducible_with_a_generator():
     c = DataLoader(_ds(), batch_size=4, shuffle=True, generator=np.random.default_rng(9))
     np.testing.assert_array_equal(order(c), np.random.default_rng(9).permutation(10))
     # the features follow the labels
-    for xb, yb in DataLoader(_ds(), batch_size=4, shuffle=True, generator=torch.Generator(1)):
+    for xb, yb in DataLoader(_ds(), batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(1)):
         np.testing.assert_array_equal(xb.numpy(), X[yb.numpy() // 7])
 
 
@@ -111,9 +111,10 @@ def test_samplers_and_argument_errors():
     assert list(SequentialSampler(ds)) == list(range(10))
     assert list(BatchSampler(SequentialSampler(ds), 4, False)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert len(BatchSampler(range(10), 4, True)) == 2
-    r = list(RandomSampler(ds, generator=torch.Generator(0)))
+    r = list(RandomSampler(ds, generator=torch.Generator().manual_seed(0)))
     assert sorted(r) == list(range(10))
-    assert len(list(RandomSampler(ds, replacement=True, num_samples=25, generator=torch.Generator(0)))) == 25
+    g = torch.Generator().manual_seed(0)
+    assert len(list(RandomSampler(ds, replacement=True, num_samples=25, generator=g))) == 25
     custom = DataLoader(ds, batch_sampler=[[9, 0], [5]])
     assert [yb.tolist() for _, yb in custom] == [[63, 0], [35]]
     with pytest.raises(ValueError, match="mutually exclusive with shuffle"):
@@ -139,10 +140,10 @@ def test_unbatched_iterable_subset_concat_and_random_split():
     assert len(sub) == 2 and sub[0][1].item() == Y[8]
     cat = ConcatDataset([sub, _ds()])
     assert len(cat) == 12 and cat[1][1].item() == Y[2] and cat[2][1].item() == Y[0] and cat[-1][1].item() == Y[9]
-    parts = random_split(_ds(), [7, 3], generator=torch.Generator(0))
+    parts = random_split(_ds(), [7, 3], generator=torch.Generator().manual_seed(0))
     idx = [p.indices for p in parts]
     assert [len(i) for i in idx] == [7, 3] and sorted(idx[0] + idx[1]) == list(range(10))
-    assert [len(p) for p in random_split(_ds(), [0.8, 0.2], generator=torch.Generator(0))] == [8, 2]
+    assert [len(p) for p in random_split(_ds(), [0.8, 0.2], generator=torch.Generator().manual_seed(0))] == [8, 2]
 
 
 def test_training_loop_over_a_loader_learns():

@@ -57,16 +57,22 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
+def _on(generator) -> dict:
+    """Keywords drawing from ``generator`` on its own device (trunc_normal_, orthogonal_ and sparse_ finish the
+    values on the host)."""
+    return {} if generator is None else {"generator": generator, "device": generator.device}
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with U(a, b)."""
     with no_grad():
-        return tensor.uniform_(a, b)
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2)."""
     with no_grad():
-        return tensor.normal_(mean, std)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
@@ -79,12 +85,14 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     from ..ops.creation import randn, tensor as _tensor
     n = tensor.numel()
     with no_grad():
-        out = randn(n, dtype=tensor.dtype)._host().astype(np.float64) * std + mean
+        out = randn(n, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+        out = out * std + mean
         bad = np.flatnonzero((out < a) | (out > b))
         for _ in range(1000):
             if bad.size == 0:
                 break
-            out[bad] = randn(bad.size, dtype=tensor.dtype)._host().astype(np.float64) * std + mean
+            redraw = randn(bad.size, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+            out[bad] = redraw * std + mean
             bad = bad[(out[bad] < a) | (out[bad] > b)]
         np.clip(out, a, b, out=out)  # only reached when [a, b] is far in the tail
         tensor.copy_(_tensor(out.reshape(tuple(tensor.shape)), dtype=tensor.dtype))
@@ -142,14 +150,14 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -161,7 +169,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
     bound = math.sqrt(3.0) * gain / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -172,7 +180,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
-    return normal_(tensor, 0.0, gain / math.sqrt(fan))
+    return normal_(tensor, 0.0, gain / math.sqrt(fan), generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
@@ -185,7 +193,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     from ..ops.creation import randn, tensor as _tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flattened = randn(rows, cols, dtype=tensor.dtype)._host().astype(np.float64)
+    flattened = randn(rows, cols, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -205,9 +213,9 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     with no_grad():
-        tensor.normal_(0, std)
+        tensor.normal_(0, std, generator=generator)
         for col_idx in range(cols):
-            zero_indices = randperm(rows)[:num_zeros]
+            zero_indices = randperm(rows, **_on(generator))[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
 

@@ -1,12 +1,13 @@
 """Factories, conversions between dtypes/devices, and random number generation."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from .. import dtypes as _dt
-from .._backend import backends, get_table
+from .._backend import get_table
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..device import device as Device
@@ -16,13 +17,58 @@ from ._util import edge, shape_arg
 _CPU = Device("cpu")
 
 
+_default_device: list = [None]  # torch.set_default_device: the device of factories called without one
+
+
+def set_default_device(device) -> None:
+    """The device factories (tensor, zeros, arange, rand, ...) use when given none; None restores cpu."""
+    _default_device[0] = None if device is None else get_table(
+        device if isinstance(device, Device) else Device(device if not isinstance(device, int)
+                                                         else f"opencl:{device}")).device
+
+
+def get_default_device() -> Device:
+    return _default_device[0] or _CPU
+
+
 def _table(device):
     if device is None:
-        return get_table(_CPU)
+        return get_table(_default_device[0] or _CPU)
     if isinstance(device, Tensor):
         raise TypeError("device must be a str or coretorch.device, not Tensor")
     return get_table(device if isinstance(device, Device) else Device(device if not isinstance(device, int)
                                                                         else f"opencl:{device}"))
+
+
+def _to_out(r: Tensor, out, op: str) -> Tensor:
+    """Write ``r`` into ``out`` (resized as PyTorch does when its shape differs) and return ``out``."""
+    if out is None:
+        return r
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.dtype is not r.dtype:
+        raise RuntimeError(f"{op}(): expected out tensor to have dtype {r.dtype}, but got {out.dtype} instead")
+    if out.device != r.device:
+        raise RuntimeError(f"{op}(): expected out tensor on device {r.device}, but got {out.device}")
+    if tuple(out.shape) == tuple(r.shape):
+        out._be.assign_(out._data, r._data)
+    else:
+        out.data = r
+    out._vc[0] += 1
+    return out
+
+
+def _writes_out(fn):
+    """A factory's ``out=``: made with out's dtype and device (unless given) and written into ``out``."""
+    @functools.wraps(fn)
+    def factory(*args, out=None, **kw):
+        if out is None:
+            return fn(*args, **kw)
+        if isinstance(out, Tensor):
+            kw["dtype"] = kw.get("dtype") or out.dtype
+            kw["device"] = kw.get("device") or out.device
+        return _to_out(fn(*args, **kw), out, fn.__name__)
+    return factory
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -125,7 +171,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
     """Copy data into a new tensor, inferring the dtype as PyTorch does."""
     _check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
-        out = data.detach().to(device=device or data.device, dtype=dtype or data.dtype, copy=True)
+        out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
+                               copy=True)
         return _finish(out, requires_grad)
     arr, dt = _infer_np(data)
     if dtype is not None and dtype is not dt and not isinstance(data, (np.ndarray, np.generic)):
@@ -140,7 +187,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
-    if isinstance(data, np.ndarray) and device in (None, "cpu", _CPU) and (dtype is None or
+    if isinstance(data, np.ndarray) and (device in ("cpu", _CPU) or device is None and _default_device[0] is None) \
+            and (dtype is None or
                                                                            dtype.np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
@@ -170,18 +218,34 @@ def _fill(size, value, dtype, device, requires_grad, op):
     return _finish(_make(table.full(shape, value, dt.np), dt, table), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None) -> Tensor:
-    return _fill(size, 0, dtype, device, requires_grad, "zeros")
+def _size_kw(args: tuple, kw: dict, op: str) -> tuple:
+    """f(2, 3), f((2, 3)) or f(size=(2, 3)): PyTorch's factories take the size as a keyword too."""
+    if "size" in kw:
+        if args:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        args = (kw.pop("size"),)
+    if kw:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return args
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None) -> Tensor:
-    return _fill(size, 1, dtype, device, requires_grad, "ones")
+@_writes_out
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
+          pin_memory: bool = False, **kw) -> Tensor:
+    return _fill(_size_kw(size, kw, "zeros"), 0, dtype, device, requires_grad, "zeros")
 
 
+@_writes_out
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
+         pin_memory: bool = False, **kw) -> Tensor:
+    return _fill(_size_kw(size, kw, "ones"), 1, dtype, device, requires_grad, "ones")
+
+
+@_writes_out
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
-          memory_format=None) -> Tensor:
+          memory_format=None, pin_memory: bool = False, **kw) -> Tensor:
     _check_dtype(dtype, "empty")
-    shape = shape_arg(size, "empty")
+    shape = shape_arg(_size_kw(size, kw, "empty"), "empty")
     for s in shape:
         if s < 0:
             raise RuntimeError(f"empty(): Trying to create tensor with negative dimension {s}: {list(shape)}")
@@ -190,7 +254,9 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
     return _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None):
+@_writes_out
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
+         pin_memory: bool = False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is None:
@@ -226,23 +292,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
-    dt, dev = _like(input, dtype, device)
-    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-
-
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
-    if high is None:
-        low, high = 0, low
-    dt, dev = _like(input, dtype, device)
-    return randint(low, high, tuple(input.shape), dtype=dt, device=dev, requires_grad=requires_grad)
-
-
+@_writes_out
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, out=None,
            layout=None) -> Tensor:
     if end is None:
@@ -272,6 +322,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
                    requires_grad)
 
 
+@_writes_out
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None):
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
@@ -283,13 +334,16 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False):
+@_writes_out
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None, layout=None):
     dt = dtype or _dt.default
     table = _table(device)
     a = np.logspace(start, end, steps, base=base, dtype=np.float64)
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
+@_writes_out
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None):
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
@@ -298,93 +352,16 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
     return _finish(_make(table.eye(n, n if m is None else m, dt.np), dt, table), requires_grad)
 
 
-def _random(kernel, size, dtype, device, requires_grad, op, generator=None):
-    _check_dtype(dtype, op)
-    dt = dtype or _dt.default
-    if not dt.is_floating_point:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{dt._tname[:-6]}': {op} draws floating point "
-                                  "values")
-    shape = shape_arg(size, op)
-    for s in shape:
-        if s < 0:
-            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
-    table = _table(device)
-    return _finish(_make(getattr(table, kernel)(shape, dt.np), dt, table), requires_grad)
+# the random factories live in ops/random.py; importing them from here keeps working
+_MOVED = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "Generator",
+          "manual_seed", "seed", "initial_seed")
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False, out=None, layout=None):
-    return _random("rand", size, dtype, device, requires_grad, "rand", generator)
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False, out=None, layout=None):
-    return _random("randn", size, dtype, device, requires_grad, "randn", generator)
-
-
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad: bool = False, out=None):
-    if size is None:  # randint(high, size)
-        if high is None:
-            raise TypeError("randint() missing required argument 'size'")
-        low, high, size = 0, low, high
-    if high is None:
-        raise TypeError("randint() missing required argument 'high'")
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    dt = dtype or _dt.int64
-    table = _table(device)
-    return _finish(_make(table.randint(int(low), int(high), shape_arg((size,), "randint"), dt.np), dt, table),
-                   requires_grad)
-
-
-def randperm(n: int, *, dtype=None, device=None, requires_grad=False, generator=None):
-    r = rand(n, dtype=_dt.float64, device=device)
-    idx = np.argsort(r._host(), kind="stable")
-    table = _table(device)
-    dt = dtype or _dt.int64
-    return _finish(_make(table.from_numpy(idx.astype(dt.np)), dt, table), requires_grad)
-
-
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        ref = mean if isinstance(mean, Tensor) else std
-        from .pointwise import add, mul
-        return add(mul(randn_like(ref), std), mean)
-    return randn(size, dtype=dtype, device=device).mul_(std).add_(mean).requires_grad_(requires_grad)
-
-
-class Generator:
-    """The object ``manual_seed`` returns (PyTorch returns its default generator)."""
-
-    def __init__(self, seed: int):
-        self._seed = seed
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def manual_seed(self, seed: int) -> "Generator":
-        return manual_seed(seed)
-
-
-_initial_seed = [0]
-
-
-def manual_seed(seed: int) -> Generator:
-    """Seed every installed backend's generator: reproducible per device."""
-    seed = int(seed)
-    _initial_seed[0] = seed
-    for be in backends().values():
-        be.manual_seed(seed)
-    return Generator(seed)
-
-
-def seed() -> int:
-    s = int(np.random.SeedSequence().entropy % (2 ** 63))
-    manual_seed(s)
-    return s
-
-
-def initial_seed() -> int:
-    return _initial_seed[0]
+def __getattr__(name: str):
+    if name in _MOVED:
+        from . import random  # a cycle: ops.random imports this module
+        return getattr(random, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------

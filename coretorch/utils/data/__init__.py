@@ -7,8 +7,8 @@
 Same names, arguments and batching rules as ``torch.utils.data`` (``default_collate`` stacks tensors,
 numpy arrays and numbers, and recurses into tuples, lists and dicts).  Differences: loading always runs
 in the calling process (``num_workers``, ``pin_memory``, ``prefetch_factor``, ``persistent_workers`` and
-``timeout`` are accepted and have no effect); ``generator`` may be a ``coretorch.Generator`` (its seed
-starts a stream that advances from epoch to epoch) or a ``numpy.random.Generator``.  Without a generator,
+``timeout`` are accepted and have no effect); ``generator`` may be a ``coretorch.Generator`` (each use
+draws from it, so its seed and state decide the order) or a ``numpy.random.Generator``.  Without a generator,
 shuffling draws from coretorch's global generator, so ``coretorch.manual_seed`` makes it reproducible.
 A ``TensorDataset`` batched with the default collate is gathered with one indexing op per tensor (the
 same result as stacking the samples, without a Python loop).
@@ -105,19 +105,17 @@ class Subset(Dataset):
 
 def _rng(generator) -> np.random.Generator:
     """A numpy stream for ``generator``: None -> seeded from coretorch's global generator (so that
-    ``manual_seed`` makes it reproducible); a numpy Generator -> itself; a coretorch Generator -> a stream
-    started from its seed, kept on the generator so that it advances from one use to the next."""
+    ``manual_seed`` makes it reproducible); a numpy Generator -> itself; a coretorch Generator -> seeded by one
+    draw from it (so that it advances from one use to the next, and its state reproduces the order)."""
     if generator is None:
         from ...ops.creation import randint
         return np.random.default_rng(int(randint(0, 2 ** 62, ()).item()))
     if isinstance(generator, np.random.Generator):
         return generator
-    if hasattr(generator, "initial_seed"):
-        rng = getattr(generator, "_data_rng", None)
-        if rng is None:
-            rng = np.random.default_rng(int(generator.initial_seed()))
-            generator._data_rng = rng
-        return rng
+    if hasattr(generator, "initial_seed"):  # a coretorch.Generator: one draw from it seeds this use's stream
+        from ..ops.random import randint
+        return np.random.default_rng(int(randint(0, 2 ** 62, (), generator=generator,
+                                                 device=generator.device).item()))
     raise TypeError(f"generator must be a coretorch.Generator or a numpy.random.Generator, not "
                     f"{type(generator).__name__}")
 

@@ -9,6 +9,8 @@ import platform
 
 import numpy as np
 
+from . import sampling  # the random family: the default generator state lives there
+
 nd = np.ndarray
 _asarray = np.asarray
 
@@ -283,8 +285,13 @@ class CPUBackend:
     native_broadcast = True  # numpy ufuncs broadcast: binary kernels take broadcast-compatible shapes
 
     def __init__(self):
-        self.rng = np.random.Generator(np.random.PCG64(0))
+        self.gen = sampling.CPUGen()  # the default generator's state (coretorch's default cpu Generator holds it)
         self._table = self._build()
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The numpy stream of the default generator."""
+        return self.gen.rng
 
     def is_available(self) -> bool:
         return True
@@ -296,29 +303,30 @@ class CPUBackend:
         return f"numpy {np.__version__} on {platform.machine() or 'cpu'}"
 
     def manual_seed(self, seed: int) -> None:
-        self.rng = np.random.Generator(np.random.PCG64(seed))
+        self.gen.reseed(seed)
 
     def kernels(self, index: int = 0) -> dict:
         return self._table
 
-    # random numbers (float16 is drawn in float32 and rounded)
+    # random numbers (float16 is drawn in float32 and rounded): the default generator through sampling's kernels
     def _rand(self, shape, dt):
-        d = np.dtype(dt)
-        return self.rng.random(shape, dtype=d if d in (np.float32, np.float64) else np.float32).astype(d, copy=False)
+        out = np.empty(shape, dt)
+        sampling.rng_fill_(self.gen, out, "uniform", 0.0, 1.0)
+        return out
 
     def _randn(self, shape, dt):
-        d = np.dtype(dt)
-        r = self.rng.standard_normal(shape, dtype=d if d in (np.float32, np.float64) else np.float32)
-        return r.astype(d, copy=False)
+        out = np.empty(shape, dt)
+        sampling.rng_fill_(self.gen, out, "normal", 0.0, 1.0)
+        return out
 
     def _randint(self, low, high, shape, dt):
-        return self.rng.integers(low, high, size=shape, dtype=np.int64).astype(dt, copy=False)
+        return sampling.rng_randint(self.gen, low, high, shape, dt)
 
     def _uniform(self, x, a, b):
-        x[...] = self.rng.uniform(a, b, x.shape)
+        sampling.rng_fill_(self.gen, x, "uniform", a, b)
 
     def _normal(self, x, mean, std):
-        x[...] = self.rng.normal(mean, std, x.shape)
+        sampling.rng_fill_(self.gen, x, "normal", mean, std)
 
     def _build(self) -> dict:
         k = {
@@ -369,4 +377,5 @@ class CPUBackend:
         from . import dtypes, linalg, products, sampling, shaping, sorting, special  # the op families' kernels
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes):
             k.update(fam.KERNELS)
+        k["rng_default"] = lambda: self.gen
         return k

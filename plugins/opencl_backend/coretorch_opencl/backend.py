@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import codegen as cg
+from . import sampling  # the random family: Philox kernels and generator states
 from .device import STATS, Device, c_strides, cl, cla, discover
 from .layout import (_collapse, _desc, _expand_strides, _is_c, _nocopy_strides,  # noqa: F401
                      _numel, _pad)
@@ -118,8 +119,8 @@ class OpenCLBackend:
     def __init__(self):
         self._devices: dict[int, Device] = {}
         self._tables: dict[int, dict] = {}
-        self._seed = 0
-        self._gens: dict[int, object] = {}
+        self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed
+        self._gens: dict[int, sampling.PhiloxState] = {}  # device index -> its default generator state
 
     # ---- device discovery -------------------------------------------------------------------
     def unavailable_reason(self) -> str:
@@ -153,7 +154,8 @@ class OpenCLBackend:
 
     def manual_seed(self, seed: int) -> None:
         self._seed = int(seed)
-        self._gens.clear()
+        for g in self._gens.values():  # reseeded in place: coretorch's default Generators hold these objects
+            g.reseed(self._seed)
 
     def kernels(self, index: int = 0) -> dict:
         t = self._tables.get(index)
@@ -969,24 +971,18 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         from .indexing import check_values
         check_values(self, x, kind, message)
 
-    # ---- random -----------------------------------------------------------------------------
-    def _gen(self):
+    # ---- random (Philox kernels in sampling.py) --------------------------------------------
+    def _gen(self) -> "sampling.PhiloxState":
+        """The device's default generator state (coretorch.manual_seed reseeds it)."""
         g = self.be._gens.get(self.dev.index)
         if g is None:
-            from pyopencl.clrandom import PhiloxGenerator
-            g = self.be._gens[self.dev.index] = PhiloxGenerator(self.dev.ctx, seed=self.be._seed)
+            g = self.be._gens[self.dev.index] = sampling.PhiloxState(self.be._seed)
         return g
 
     def _random(self, shape, dt, normal, a, b):
-        dt = self._check_dtype(dt)
-        gdt = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
-        out = self._out(shape, gdt)
-        if out.size:
-            if normal:
-                self._gen().fill_normal(out, a, b, queue=self.dev.queue)
-            else:
-                self._gen().fill_uniform(out, a, b, queue=self.dev.queue)
-        return out if gdt == dt else self.cast(out, dt)
+        out = self._out(shape, self._check_dtype(dt))
+        self._rng_fill(self._gen(), out, "normal" if normal else "uniform", a, b)
+        return out
 
     def rand(self, shape, dt):
         return self._random(tuple(shape), dt, False, 0.0, 1.0)
@@ -995,16 +991,13 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         return self._random(tuple(shape), dt, True, 0.0, 1.0)
 
     def randint(self, low, high, shape, dt):
-        fdt = np.float64 if self.dev.fp64 else np.float32
-        u = self._random(tuple(shape), fdt, False, float(low), float(high))
-        u = self._unary("floor")(u)
-        return self.cast(u, dt)
+        return self._rng_randint(self._gen(), low, high, shape, dt)
 
     def uniform_(self, x, low, high):
-        self.assign_(x, self._random(x.shape, x.dtype, False, low, high))
+        self._rng_fill(self._gen(), x, "uniform", low, high)
 
     def normal_(self, x, mean, std):
-        self.assign_(x, self._random(x.shape, x.dtype, True, mean, std))
+        self._rng_fill(self._gen(), x, "normal", mean, std)
 
     # ---- the table --------------------------------------------------------------------------
     def table(self) -> dict:
@@ -1036,4 +1029,5 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         from . import dtypes, linalg, products, sampling, shaping, sorting, special  # the op families' kernels
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes):
             t.update(fam.kernels(self))
+        self._rng_fill, self._rng_randint = t["rng_fill_"], t["rng_randint"]  # rand, randn, ... draw through them
         return t
