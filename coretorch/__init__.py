@@ -43,6 +43,7 @@ from .ops.scatter import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.decomp import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from . import linalg
 from .serialization import save, load
 
 Tensor.erf = erf
