@@ -96,7 +96,13 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
 
 # ---- matrix functions ------------------------------------------------------------------------------------------
 def matrix_power(A: Tensor, n: int) -> Tensor:
-    check_matrix("linalg.matrix_power", A)
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.matrix_power(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
@@ -126,9 +132,7 @@ def _taylor_exp(X: Tensor, degree: int) -> Tensor:
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) by scaling and squaring of a degree-18 Taylor polynomial (||A / 2^s||_1 <= 1: the truncation error is
     below 1 / 19! relative), all matmuls on A's device, differentiable."""
-    check_float("linalg.matrix_exp", A)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
+    check_matrix("linalg.matrix_exp", A)
     if A.numel() == 0:
         return A.clone()
     with no_grad():  # one scalar read: the 1-norm of the largest matrix sets the number of squarings

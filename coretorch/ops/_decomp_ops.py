@@ -218,11 +218,15 @@ def _det_grad_svd(A: Tensor, g: Tensor) -> Tensor:
 class LinalgDetBackward0(Node):
     def backward(self, g):
         A, d = self.saved()
-        if _gs.enabled:  # a differentiable formula everywhere (double backward): through the SVD
+        if not _gs.enabled:
+            # first order: the SVD formula is accurate for every matrix, singular or nearly so (where g det A^{-T}
+            # multiplies a tiny det by a huge, inaccurate inverse)
             return (_det_grad_svd(A, g),)
+        # double backward: g det A^{-T} through the differentiable solve, as PyTorch (the SVD's backward would divide
+        # by zero at repeated singular values); exactly singular matrices take the SVD formula
         gd = _S.unsqueeze(_S.unsqueeze(g * d, -1), -1)
         X, info = solve_ex(_mT(A), gd * _eye_like(A))
-        if bool((info != 0).any()):  # a singular matrix in the batch: the SVD formula for all
+        if bool((info != 0).any()):
             return (_det_grad_svd(A, g),)
         return (X,)
 
@@ -313,12 +317,12 @@ class LinalgQrBackward0(Node):
     __slots__ = ("mode",)
 
     def backward(self, gQ, gR):
-        Q, R = self.saved()
-        m, n = Q.shape[-2], R.shape[-1]
         if self.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
                                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
                                "linalg.qr.")
+        Q, R = self.saved()
+        m, n = Q.shape[-2], R.shape[-1]
         if self.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
         if m >= n:
