@@ -1,6 +1,9 @@
 """coretorch.linalg beyond the OpCase table: PyTorch's errors and messages, the *_ex infos, named tuple fields,
 lstsq's fields per driver, norms of every ord against numpy.linalg.norm, matrix_exp against scipy, gradients at
 singular matrices, on every installed device."""
+import pathlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -189,6 +192,26 @@ def test_lstsq_fields(device):
     assert int(L.lstsq(low, t(b[0], device)).rank) == 2
 
 
+def test_lstsq_errors_and_shapes(device):
+    a, b = t(np.random.default_rng(16).standard_normal((2, 3)), device), t(np.ones(3), device)
+    with pytest.raises(RuntimeError, match="input must have at least 2 dimensions"):
+        L.lstsq(b, b)
+    with pytest.raises(RuntimeError, match="other must have at least 1 dimension"):
+        L.lstsq(a, t(1.0, device))
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-1\)"):
+        L.lstsq(a, b)
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-2\)"):
+        L.lstsq(a, b.unsqueeze(-1))
+    with pytest.raises(RuntimeError, match="the same dtype"):
+        L.lstsq(a, torch.ones(2, 2, dtype=torch.int64, device=device))
+    tall = t(np.random.default_rng(17).standard_normal((4, 5, 3)), device)
+    out = L.lstsq(tall, t(np.ones((4, 5)), device), driver="gels")
+    assert out.solution.shape == (4, 3) and out.residuals.shape == (4, 1)  # a vector b keeps (*, 1) residuals
+    assert L.lstsq(t(np.zeros((2, 2, 3, 0)), device), t(np.ones((2, 2, 3, 2)), device)).solution.shape == (2, 2, 0, 2)
+    np.testing.assert_array_equal(host(L.lstsq(t(np.zeros((2, 0, 3)), device), t(np.zeros((2, 0, 3)), device))[0]),
+                                  np.zeros((2, 3, 3)))
+
+
 def test_lstsq_grad_underdetermined(device):
     rng = np.random.default_rng(4)
     A = t(rng.standard_normal((3, 5)), device, requires_grad=True)
@@ -215,6 +238,13 @@ def test_matrix_norms_vs_numpy(ord, device):
     if ord is not None:
         got = L.matrix_norm(t(a, device), ord, dim=(0, 2), keepdim=True)
         np.testing.assert_allclose(host(got), np.linalg.norm(a, ord, axis=(0, 2), keepdims=True), rtol=1e-12)
+
+
+def test_norm_of_empty(device):
+    e = torch.zeros(0, 3, device=device)
+    assert float(L.vector_norm(e)) == 0.0
+    with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
+        L.vector_norm(e, INF)
 
 
 def test_norm_dtype_and_grad_at_zero(device):
@@ -316,3 +346,12 @@ def test_opencl_host_fallbacks_are_listed():
     assert {"cholesky", "qr", "svd", "eigh", "lstsq", "solve", "inv", "det"} <= cl_linalg.HOST
     assert not {"norm", "vector_norm", "matrix_norm", "matrix_power", "matrix_exp", "multi_dot", "pinv",
                 "matrix_rank", "vecdot", "cross"} & cl_linalg.HOST
+
+
+def test_program_linalg_gradients(device):
+    """tests/programs/linalg_gradients.py (GP fit through cholesky/logdet, ridge tuning through solve, qr, svd,
+    matrix_exp) runs unchanged with `import coretorch as torch`."""
+    prog = pathlib.Path(__file__).resolve().parent / "programs" / "linalg_gradients.py"
+    r = subprocess.run([sys.executable, str(prog), device], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "ok"

@@ -20,7 +20,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
-    if ord < 0 and x.numel() == 0 and ord != 0:
+    if (ord < 0 or ord == _INF) and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
                            "operation does not have an identity")
     if isinstance(dim, int):

@@ -544,25 +544,33 @@ _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
-    check_matrix("torch.linalg.lstsq", A, square=False)
-    check_float("torch.linalg.lstsq", B)
+    op = "torch.linalg.lstsq"
+    if not isinstance(A, Tensor) or not isinstance(B, Tensor):
+        raise TypeError("linalg.lstsq(): arguments 'A' and 'B' must be Tensors")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
     if A.dtype is not B.dtype:
-        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
-                           f"dtype {A.dtype._tname[:-6]} and other's dtype {B.dtype._tname[:-6]}")
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got input's dtype "
+                           f"{A.dtype._tname[:-6]} and other's dtype {B.dtype._tname[:-6]}")
+    check_float(op, A)
     driver = "gelsy" if driver is None else driver
     if driver not in _DRIVERS:
-        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     vec = B.ndim == A.ndim - 1
-    Bm = _S.unsqueeze(B, -1) if vec else B
     m, n = A.shape[-2], A.shape[-1]
-    if Bm.ndim < 2 or Bm.shape[-2] != m:
-        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2). Got {m} and "
-                           f"{Bm.shape[-2] if Bm.ndim >= 2 else Bm.shape[-1]}")
+    if vec and B.shape[-1] != m:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-1)")
+    Bm = _S.unsqueeze(B, -1) if vec else B
+    if not vec and (Bm.ndim < 2 or Bm.shape[-2] != m):
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
     batch = broadcast_shape(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]), "torch.linalg.lstsq")
     table = A._be
     xa = A._data if tuple(A.shape[:-2]) == batch else table.expand(A._data, batch + (m, n))
     xb = Bm._data if tuple(Bm.shape[:-2]) == batch else table.expand(Bm._data, batch + tuple(Bm.shape[-2:]))
-    rc = float(np.finfo(A.dtype.np).eps) * max(m, n) if rcond is None or rcond < 0 else float(rcond)
+    eps = float(np.finfo(A.dtype.np).eps)  # rcond < 0: LAPACK's machine precision
+    rc = eps * max(m, n) if rcond is None else eps if rcond < 0 else float(rcond)
     x, rank, sv = table.linalg_lstsq(xa, xb, rc)
     node = LinalgLstsqBackward0() if _needs_grad(A, Bm) else None
     (X,) = _record(node, (A, Bm), [(x, A.dtype)], table)
@@ -573,9 +581,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     empty = _C.empty((0,), dtype=A.dtype, device=A.device)
     with no_grad():  # residuals: ||A X - B||^2 per column where the driver's LAPACK routine leaves them
         full = driver == "gels" or (driver in ("gelsd", "gelss") and bool((rank_t == n).all()))
+        # (a vector B keeps its residuals' last dim of 1, as PyTorch)
         res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
-        if vec and res.ndim:
-            res = _S.squeeze(res, -1) if m > n and full else res
     if vec:
         X = _S.squeeze(X, -1)
     return return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))(
