@@ -355,3 +355,41 @@ def test_program_linalg_gradients(device):
     r = subprocess.run([sys.executable, str(prog), device], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "ok"
+
+
+def test_out_keyword(device):
+    a = np.random.default_rng(18).standard_normal((3, 3)) + 3 * np.eye(3)
+    A = t(a, device)
+    out = torch.empty(3, 3, dtype=torch.float64, device=device)
+    assert L.inv(A, out=out) is out
+    np.testing.assert_allclose(host(out), np.linalg.inv(a))
+    empty = torch.empty(0, dtype=torch.float64, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an empty out is resized silently
+        assert torch.det(A, out=empty) is empty
+    np.testing.assert_allclose(host(empty), np.linalg.det(a))
+    with pytest.warns(UserWarning, match="was resized"):
+        L.matrix_power(A, 2, out=torch.empty(2, dtype=torch.float64, device=device))
+    Q, R = torch.empty(0, dtype=torch.float64, device=device), torch.empty(0, dtype=torch.float64, device=device)
+    res = L.qr(A, out=(Q, R))
+    assert res.Q is Q and res.R is R and type(res).__name__ == "linalg_qr"
+    np.testing.assert_allclose(host(Q) @ host(R), a, atol=1e-12)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        L.inv(A, out=torch.empty(3, 3, device=device))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        L.inv(A.clone().requires_grad_(), out=torch.empty(3, 3, dtype=torch.float64, device=device))
+    with pytest.raises(TypeError, match="a tuple of 2 Tensors"):
+        L.qr(A, out=Q)
+
+
+def test_cond_and_solve_triangular_edge_cases(device):
+    sing = t([[1.0, 2.0], [2.0, 4.0]], device)
+    assert float(L.cond(sing, "fro")) == INF
+    assert float(L.cond(sing)) > 1e15
+    with pytest.raises(RuntimeError, match="invalid norm type"):
+        L.cond(sing, 3)
+    Lo = t([[2.0, 99.0], [1.0, 4.0]], device)  # the upper entry is never read with upper=False
+    np.testing.assert_allclose(host(L.solve_triangular(Lo, t([[2.0], [9.0]], device), upper=False)), [[1.0], [2.0]])
+    with pytest.raises(RuntimeError, match="B must have at least 2 dimensions"):
+        L.solve_triangular(Lo, t([1.0, 2.0], device), upper=False)
+    assert L.vander(torch.tensor([1, 2, 3], device=device)).dtype is torch.int64

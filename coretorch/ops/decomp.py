@@ -7,12 +7,13 @@ import warnings
 
 from ..tensor import Tensor
 from . import creation as _C
-from ._decomp_composite import matrix_exp, matrix_power
-from ._decomp_ops import (cholesky as _cholesky, det, inv, logdet, pinv, qr as _qr, return_type, slogdet as _slogdet,
-                          svd as _svd)
+from ._decomp_composite import matrix_exp as _matrix_exp, matrix_power as _matrix_power
+from ._decomp_extra import cholesky_inverse as _cholesky_inverse, cholesky_solve as _cholesky_solve, with_out
+from ._decomp_ops import (cholesky as _cholesky, det as _det, inv, logdet as _logdet, pinv, qr as _qr, return_type,
+                          slogdet as _slogdet, svd as _svd)
 
 __all__: list[str] = ["det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "qr", "svd", "matrix_power",
-                      "matrix_exp"]
+                      "matrix_exp", "cholesky_solve", "cholesky_inverse"]
 
 
 _WARNED: set = set()
@@ -22,7 +23,7 @@ def _warn_once(key: str, msg: str) -> None:
     """PyTorch's TORCH_WARN_ONCE for its deprecated linear-algebra functions."""
     if key not in _WARNED:
         _WARNED.add(key)
-        warnings.warn(msg, UserWarning, stacklevel=3)
+        warnings.warn(msg, UserWarning, stacklevel=4)  # the caller of torch.<op> (through out=)
 
 
 def inverse(input: Tensor) -> Tensor:
@@ -73,7 +74,20 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     return return_type("svd", ("U", "S", "V"))(U, S, Vh.mT)
 
 
+det = with_out(_det, "det")
+logdet = _logdet
+matrix_power = with_out(_matrix_power, "matrix_power")
+matrix_exp = _matrix_exp
+inverse = with_out(inverse, "inverse")
+slogdet = with_out(slogdet, "slogdet")
+cholesky = with_out(cholesky, "cholesky")
+qr = with_out(qr, "qr")
+svd = with_out(svd, "svd")
+cholesky_solve = with_out(_cholesky_solve, "cholesky_solve")
+cholesky_inverse = with_out(_cholesky_inverse, "cholesky_inverse")
+
 METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
     "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
     "cholesky": cholesky, "qr": qr, "svd": svd, "matrix_power": matrix_power, "matrix_exp": matrix_exp,
+    "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse,
 }

@@ -214,6 +214,51 @@ CASES: list[OpCase] = [
            lambda a: np.diagonal(a, -1, -2, -1).copy(), (A((4, 3)),)),
 ]
 
+
+
+def _np_tri(a, upper, unit=False):
+    t = np.triu(a) if upper else np.tril(a)
+    if unit:
+        n = a.shape[-1]
+        t = t * (1 - np.eye(n, dtype=a.dtype)) + np.eye(n, dtype=a.dtype)
+    return t
+
+
+def _np_cond(a, p=None):
+    if p is None:
+        s = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        return (s[..., 0] / s[..., -1]).astype(a.dtype)
+    return np.asarray(np.linalg.cond(a.astype(np.float64), p)).astype(a.dtype)
+
+
+CASES += [
+    OpCase("linalg.solve_triangular.lower", lambda a, b: L.solve_triangular(_wc(a), b, upper=False),
+           lambda a, b: np.linalg.solve(_np_tri(_wc(a), False), b), (A((2, 3, 3)), A((2, 3, 2))), gradgrad=True),
+    OpCase("linalg.solve_triangular.upper_right", lambda a, b: L.solve_triangular(_wc(a), b, upper=True, left=False),
+           lambda a, b: np.swapaxes(np.linalg.solve(np.swapaxes(_np_tri(_wc(a), True), -1, -2), np.swapaxes(b, -1, -2)),
+                                    -1, -2), (A((3, 3)), A((4, 3)))),
+    OpCase("linalg.solve_triangular.unit", lambda a, b: L.solve_triangular(a, b, upper=True, unitriangular=True),
+           lambda a, b: np.linalg.solve(_np_tri(a, True, True), b), (A((3, 3), "small"), A((3, 2)))),
+    OpCase("cholesky_solve", lambda a, b: coretorch.cholesky_solve(b, L.cholesky(_spd(a))),
+           lambda a, b: np.linalg.solve(_spd(a), b), (A((2, 3, 3)), A((2, 3, 2))), **R4),
+    OpCase("cholesky_solve.upper", lambda a, b: b.cholesky_solve(L.cholesky(_spd(a), upper=True), upper=True),
+           lambda a, b: np.linalg.solve(_spd(a), b), (A((3, 3)), A((3, 1))), **R4),
+    OpCase("cholesky_inverse", lambda a: coretorch.cholesky_inverse(L.cholesky(_spd(a))),
+           lambda a: np.linalg.inv(_spd(a)), (A((2, 3, 3)),), **R4),
+    OpCase("linalg.cond", lambda a: L.cond(_wc(a)), lambda a: _np_cond(_wc(a)), (A((2, 3, 3)),), **R4),
+    OpCase("linalg.cond.fro", lambda a: L.cond(_wc(a), "fro"), lambda a: _np_cond(_wc(a), "fro"), (A((3, 3)),), **R4),
+    OpCase("linalg.cond.1", lambda a: L.cond(_wc(a), 1), lambda a: _np_cond(_wc(a), 1), (A((3, 3), "distinct"),),
+           **R4),
+    OpCase("linalg.vander", lambda a: L.vander(a), lambda a: np.vander(a, increasing=True).astype(a.dtype),
+           (A((4,)),), **R4),
+    OpCase("linalg.vander.N", lambda a: L.vander(a, N=3),
+           lambda a: np.stack([np.vander(r, 3, increasing=True) for r in a]).astype(a.dtype), (A((2, 4)),), **R4),
+    OpCase("linalg.tensorinv", lambda a: L.tensorinv(_wc(a.reshape(6, 6)).reshape(2, 3, 6), ind=2),
+           lambda a: np.linalg.tensorinv(_wc(a.reshape(6, 6)).reshape(2, 3, 6), ind=2), (A((36,)),), **R4),
+    OpCase("linalg.tensorsolve", lambda a, b: L.tensorsolve(_wc(a.reshape(6, 6)).reshape(6, 2, 3), b),
+           lambda a, b: np.linalg.tensorsolve(_wc(a.reshape(6, 6)).reshape(6, 2, 3), b), (A((36,)), A((6,))), **R4),
+]
+
 for _ord in (2, 1, INF, -INF, 3, 0.5, -1):
     CASES.append(OpCase(f"linalg.vector_norm.ord{_ord}", lambda a, o=_ord: L.vector_norm(a, o),
                         lambda a, o=_ord: _np_vnorm(a, o), (A((3, 4), "nonzero"),), **R4))
