@@ -231,6 +231,17 @@ def _np_cond(a, p=None):
     return np.asarray(np.linalg.cond(a.astype(np.float64), p)).astype(a.dtype)
 
 
+CASES += [  # empty batches and empty matrices
+    OpCase("linalg.det.empty", lambda a: L.det(a), lambda a: np.linalg.det(a), (A((0, 3, 3)),)),
+    OpCase("linalg.det.0x0", lambda a: L.det(a), lambda a: np.ones(2, a.dtype), (A((2, 0, 0)),)),
+    OpCase("linalg.cholesky.empty", lambda a: L.cholesky(a), lambda a: a.copy(), (A((0, 3, 3)),)),
+    OpCase("linalg.qr.empty", lambda a: tuple(L.qr(a)), lambda a: (np.zeros((2, 3, 0), a.dtype), np.zeros((2, 0, 0),
+                                                                                                       a.dtype)),
+           (A((2, 3, 0)),)),
+    OpCase("linalg.svdvals.empty", lambda a: L.svdvals(a), lambda a: np.zeros((0, 3), a.dtype), (A((0, 4, 3)),)),
+    OpCase("linalg.eigvalsh.empty", lambda a: L.eigvalsh(a), lambda a: np.zeros((2, 0), a.dtype), (A((2, 0, 0)),)),
+    OpCase("linalg.solve.empty", lambda a, b: L.solve(a, b), lambda a, b: b.copy(), (A((0, 3, 3)), A((0, 3, 2)))),
+]
 CASES += [
     OpCase("linalg.solve_triangular.lower", lambda a, b: L.solve_triangular(_wc(a), b, upper=False),
            lambda a, b: np.linalg.solve(_np_tri(_wc(a), False), b), (A((2, 3, 3)), A((2, 3, 2))), gradgrad=True),

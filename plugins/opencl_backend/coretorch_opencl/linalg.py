@@ -7,9 +7,14 @@ import numpy as np
 
 from coretorch.ops._linalg_host import KERNELS as _NUMPY
 
-# the ops of coretorch.linalg whose kernels run on the host for this device (what `coretorch info` shows)
+# the ops (coretorch.linalg.<name>, and torch.<name> for the top-level aliases) whose decomposition kernel runs on
+# the host for this device (what `coretorch info` shows as host fallbacks)
 HOST = {"cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "lstsq", "solve", "solve_ex", "inv",
-        "inv_ex", "det", "slogdet", "logdet"}
+        "inv_ex", "det", "slogdet", "logdet", "inverse"}
+# device compositions around one of those host decompositions (their own arithmetic stays on the device)
+HOST_COMPOSITES = {"pinv", "pinverse", "matrix_rank", "cond", "solve_triangular", "cholesky_solve",
+                   "cholesky_inverse", "tensorinv", "tensorsolve", "matrix_norm (ord 'nuc', 2, -2)",
+                   "matrix_power (n < 0)"}
 
 
 def _host(k, fn):
