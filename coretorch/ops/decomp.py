@@ -85,6 +85,8 @@ qr = with_out(qr, "qr")
 svd = with_out(svd, "svd")
 cholesky_solve = with_out(_cholesky_solve, "cholesky_solve")
 cholesky_inverse = with_out(_cholesky_inverse, "cholesky_inverse")
+for _fn in (det, logdet, matrix_power, matrix_exp, cholesky_solve, cholesky_inverse):
+    _fn.__module__ = __name__  # exported as coretorch.ops.<name> with the family's other functions (ops._export)
 
 METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
     "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse, "pinverse": pinverse,
