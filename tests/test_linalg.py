@@ -63,6 +63,8 @@ def test_solve_singular(device):
         L.solve(A, t([1.0, 2.0], device))
     res, info = L.solve_ex(A, t([1.0, 2.0], device))
     assert host(info).tolist() == 2 and res.shape == (2,)
+    with pytest.raises(RuntimeError, match="Vector broadcasting of the left hand side is not supported"):
+        L.solve(A, t([1.0, 2.0], device), left=False)
     with pytest.raises(RuntimeError, match="Incompatible shapes"):
         L.solve(t(np.eye(3), device), t(np.ones((2, 1)), device))
 
@@ -108,6 +110,10 @@ def test_misc_argument_errors(device):
         L.lstsq(A, A, driver="gelsx")
     with pytest.raises(RuntimeError, match="expected at least 2 tensors"):
         L.multi_dot([A])
+    with pytest.raises(RuntimeError, match=r"tensors 0 and 1 with shapes \[3, 3\] and \[2, 2\] cannot be multiplied"):
+        L.multi_dot([A, t(np.eye(2), device)])
+    with pytest.raises(RuntimeError, match="tensor 1 must be 2D but got 1D"):
+        L.multi_dot([A, t(np.ones(3), device), A])
     with pytest.raises(RuntimeError, match="must have length 3"):
         L.cross(t(np.ones((2, 4)), device), t(np.ones((2, 4)), device))
     with pytest.raises(RuntimeError, match="Order 3 not supported"):

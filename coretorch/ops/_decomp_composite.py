@@ -151,9 +151,12 @@ def multi_dot(tensors) -> Tensor:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     first1, last1 = tensors[0].ndim == 1, tensors[-1].ndim == 1
     for i, t in enumerate(tensors):
-        want = 2 if 0 < i < len(tensors) - 1 else None
-        if (want and t.ndim != 2) or t.ndim not in (1, 2):
-            raise RuntimeError(f"multi_dot(): tensor {i} must be {'2D' if want else '1D or 2D'} but got {t.ndim}D")
+        if i == 0 and t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {t.ndim}D")
+        if i == len(tensors) - 1 and t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {t.ndim}D")
+        if 0 < i < len(tensors) - 1 and t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
     mats = list(tensors)
     if first1:
         mats[0] = _S.unsqueeze(mats[0], 0)
@@ -161,8 +164,8 @@ def multi_dot(tensors) -> Tensor:
         mats[-1] = _S.unsqueeze(mats[-1], -1)
     for i in range(len(mats) - 1):
         if mats[i].shape[1] != mats[i + 1].shape[0]:
-            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {tuple(tensors[i].shape)} and "
-                               f"{tuple(tensors[i + 1].shape)} cannot be multiplied")
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
     dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
     k = len(mats)
     cost = [[0] * k for _ in range(k)]

@@ -164,6 +164,9 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{A.dtype._tname[:-6]} and B of type {B.dtype._tname[:-6]} instead")
     if not left:  # X A = B  <=>  A^T X^T = B^T
+        if _vector_rhs(A, B):
+            raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for "
+                               "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
         r = solve_ex(_mT(A), _mT(B), check_errors=check_errors)
         return return_type("linalg_solve_ex", ("result", "info"))(_mT(r.result), r.info)
     vec = _vector_rhs(A, B)
