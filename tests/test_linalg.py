@@ -331,6 +331,10 @@ def test_pinv_and_matrix_rank_rank_deficient(device):
     np.testing.assert_allclose(host(L.pinv(t(a, device))), np.linalg.pinv(a), atol=1e-10)
     assert host(L.matrix_rank(t(a, device))).tolist() == [2, 2]
     assert host(L.matrix_rank(t(a, device), atol=1e3)).tolist() == [0, 0]
+    per_matrix = t([0.0, 1e3], device)  # batched tolerances broadcast over the batch
+    assert host(L.matrix_rank(t(a, device), atol=per_matrix)).tolist() == [2, 0]
+    assert host(L.matrix_rank(t(a, device), rtol=t([0.7, 2.0], device))).tolist() == [1, 0]
+    assert float(L.pinv(t(a, device), atol=per_matrix)[1].abs().max()) == 0.0
     s = a @ np.swapaxes(a, -1, -2)
     assert host(L.matrix_rank(t(s, device), hermitian=True)).tolist() == [2, 2]
     np.testing.assert_allclose(host(L.pinv(t(s, device), hermitian=True)), np.linalg.pinv(s, hermitian=True),

@@ -461,7 +461,7 @@ def _tolerance(smax: Tensor, m: int, n: int, dt, atol, rtol, rcond=None):
         atol, rtol = None, rcond
     if rtol is None:
         rtol = float(np.finfo(dt.np).eps) * max(m, n) if atol is None else 0.0
-    tol = smax * rtol
+    tol = smax * (_S.unsqueeze(rtol, -1) if isinstance(rtol, Tensor) and rtol.ndim else rtol)
     if atol is not None:
         tol = _P.maximum(tol, atol if isinstance(atol, Tensor) and atol.ndim == 0 else
                          _S.unsqueeze(atol, -1) if isinstance(atol, Tensor) else _C.full_like(tol, float(atol)))
