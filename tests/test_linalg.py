@@ -331,7 +331,7 @@ def test_pinv_and_matrix_rank_rank_deficient(device):
     np.testing.assert_allclose(host(L.pinv(t(a, device))), np.linalg.pinv(a), atol=1e-10)
     assert host(L.matrix_rank(t(a, device))).tolist() == [2, 2]
     assert host(L.matrix_rank(t(a, device), atol=1e3)).tolist() == [0, 0]
-    per_matrix = t([0.0, 1e3], device)  # batched tolerances broadcast over the batch
+    per_matrix = t([1e-8, 1e3], device)  # batched tolerances broadcast over the batch
     assert host(L.matrix_rank(t(a, device), atol=per_matrix)).tolist() == [2, 0]
     assert host(L.matrix_rank(t(a, device), rtol=t([0.7, 2.0], device))).tolist() == [1, 0]
     assert float(L.pinv(t(a, device), atol=per_matrix)[1].abs().max()) == 0.0
