@@ -244,6 +244,21 @@ def _np_cond(a, p=None):
     return np.asarray(np.linalg.cond(a.astype(np.float64), p)).astype(a.dtype)
 
 
+CASES += [  # non-contiguous inputs: transposed matrices and every other matrix of a batch
+    OpCase("linalg.solve.t", lambda a, b: L.solve(_wc(a), b), lambda a, b: np.linalg.solve(_wc(a), b),
+           (A((3, 3), layout="t"), A((3, 2), layout="t"))),
+    OpCase("linalg.cholesky.strided", lambda a: L.cholesky(_spd(a)), lambda a: np.linalg.cholesky(_spd(a)),
+           (A((2, 3, 3), layout="s"),)),
+    OpCase("linalg.qr.t", lambda a: tuple(L.qr(a)), lambda a: tuple(np.linalg.qr(a)), (A((4, 3), layout="t"),)),
+    OpCase("linalg.svdvals.strided", lambda a: L.svdvals(a), lambda a: np.linalg.svd(a, compute_uv=False),
+           (A((2, 4, 3), layout="s"),)),
+    OpCase("linalg.eigvalsh.t", lambda a: L.eigvalsh(a), lambda a: np.linalg.eigvalsh(a), (A((4, 4), layout="t"),),
+           grad=False),
+    OpCase("linalg.det.strided", lambda a: L.det(a), lambda a: np.linalg.det(a), (A((2, 3, 3), layout="s"),)),
+    OpCase("linalg.lstsq.t", lambda a, b: L.lstsq(a, b).solution, lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
+           (A((5, 3), layout="t"), A((5, 2), layout="t")), **R4),
+    OpCase("linalg.matrix_exp.t", lambda a: L.matrix_exp(a), _np_expm, (A((3, 3), "small", layout="t"),), **R4),
+]
 CASES += [  # empty batches and empty matrices
     OpCase("linalg.det.empty", lambda a: L.det(a), lambda a: np.linalg.det(a), (A((0, 3, 3)),)),
     OpCase("linalg.det.0x0", lambda a: L.det(a), lambda a: np.ones(2, a.dtype), (A((2, 0, 0)),)),
