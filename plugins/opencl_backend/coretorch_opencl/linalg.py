@@ -11,6 +11,8 @@ from coretorch.ops._linalg_host import KERNELS as _NUMPY
 # the host for this device (what `coretorch info` shows as host fallbacks)
 HOST = {"cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "lstsq", "solve", "solve_ex", "inv",
         "inv_ex", "det", "slogdet", "logdet", "inverse"}
+# the primitive kernels (coretorch._backend.PRIMITIVES names) that run on the host: every kernel of this module
+HOST_KERNELS = set(_NUMPY)
 # device compositions around one of those host decompositions (their own arithmetic stays on the device)
 HOST_COMPOSITES = {"pinv", "pinverse", "matrix_rank", "cond", "solve_triangular", "cholesky_solve",
                    "cholesky_inverse", "tensorinv", "tensorsolve", "matrix_norm (ord 'nuc', 2, -2)",
@@ -23,6 +25,7 @@ def _host(k, fn):
         return tuple(o if o is None else k.from_numpy(np.asarray(o)) for o in outs) \
             if isinstance(outs, tuple) else k.from_numpy(np.asarray(outs))
     run.__name__ = fn.__name__
+    run.host_fallback = True  # (coretorch info: this kernel reads its inputs to the host)
     return run
 
 
