@@ -121,12 +121,30 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 def _taylor_exp(X: Tensor, degree: int) -> Tensor:
-    """sum_{k <= degree} X^k / k! by Horner's rule: I + X (I + X/2 (I + X/3 (...)))."""
+    """sum_{k <= degree} X^k / k! by Paterson-Stockmeyer: the powers X^2..X^s (s ~ sqrt(degree)), then Horner's rule
+    in X^s over polynomials of X of degree < s (about 2 sqrt(degree) matmuls instead of degree)."""
+    s = math.isqrt(degree + 1)
+    s += s * s < degree + 1
     eye = _C.eye(X.shape[-1], dtype=X.dtype, device=X.device)
-    acc = eye + X / degree
-    for k in range(degree - 1, 0, -1):
-        acc = eye + matmul(X, acc) / k
-    return acc
+    powers = [eye, X]
+    for _ in range(2, s + 1):
+        powers.append(matmul(powers[-1], X))
+    Xs = powers[s]
+    coef = [1 / math.factorial(k) for k in range(degree + 1)]
+
+    def block(j: int) -> Tensor:  # sum_{i < s} c_{sj+i} X^i
+        acc = None
+        for i in range(s):
+            k = s * j + i
+            if k <= degree:
+                term = powers[i] * coef[k]
+                acc = term if acc is None else acc + term
+        return acc
+    r = degree // s
+    P = block(r)
+    for j in range(r - 1, -1, -1):
+        P = matmul(P, Xs) + block(j)
+    return P
 
 
 def matrix_exp(A: Tensor) -> Tensor:

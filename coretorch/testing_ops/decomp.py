@@ -207,7 +207,8 @@ CASES: list[OpCase] = [
            (A((3, 3)),), **R4),
     OpCase("matrix_power.method", lambda a: a.matrix_power(5), lambda a: _np_mpow(a, 5), (A((3, 3), "small"),), **R4),
     OpCase("linalg.matrix_exp", lambda a: L.matrix_exp(a), _np_expm, (A((2, 3, 3), "small"),), gradgrad=True, **R4),
-    OpCase("linalg.matrix_exp.scaled", lambda a: L.matrix_exp(a * 3), lambda a: _np_expm(a * 3), (A((4, 4)),), **R4),
+    OpCase("linalg.matrix_exp.scaled", lambda a: L.matrix_exp(a * 3), lambda a: _np_expm(a * 3), (A((4, 4)),),
+           rtol=1e-4, atol=5e-4),  # entries up to ~150: float32 rounding of the squarings is ~1e-5 absolute
     OpCase("matrix_exp.method", lambda a: a.matrix_exp(), _np_expm, (A((3, 3)),), **R4),
     OpCase("linalg.multi_dot", lambda a, b, c: L.multi_dot([a, b, c]), lambda a, b, c: a @ b @ c,
            (A((2, 5)), A((5, 3)), A((3, 4))), **R4),
