@@ -45,7 +45,8 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky (deprecated in PyTorch, still there): the lower (or upper) Cholesky factor."""
     _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
                "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
-               "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH")
+               "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
+               "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.")
     return _cholesky(input, upper=upper, _api="cholesky")
 
 
