@@ -53,6 +53,7 @@ from ._tensor_str import set_printoptions  # noqa: F401
 from . import _C, accelerator, compiler, cuda, jit, mps, onnx, types, version, xpu  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from . import special
+from . import linalg
 from .serialization import save, load
 
 Tensor.erf = erf

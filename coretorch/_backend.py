@@ -127,6 +127,18 @@ PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py
 PRIMITIVES.update({  # products: owned by coretorch/ops/products.py
 })
 PRIMITIVES.update({  # linalg: owned by coretorch/ops/decomp.py and coretorch/linalg
+    "linalg_inv_ex": "(a (..., n, n) float) -> (inverse, info int32 (...)): info 0, or k where the LU's pivot k is 0 "
+                     "(that matrix's inverse undefined)",
+    "linalg_solve_ex": "(a (..., n, n), b (..., n, k), equal batch dims) -> (x, info int32 (...)) as linalg_inv_ex",
+    "linalg_det": "(a (..., n, n)) -> det (...)",
+    "linalg_slogdet": "(a (..., n, n)) -> (sign (...), log|det| (...)), both a's dtype",
+    "linalg_cholesky_ex": "(a (..., n, n), upper) -> (L (or U = L^T, reading a's upper triangle), info int32 (...)): "
+                          "info k > 0 where the leading minor of order k is not positive-definite",
+    "linalg_qr": "(a (..., m, n), mode 'reduced'|'complete'|'r') -> (Q (empty (0,) for 'r'), R)",
+    "linalg_svd": "(a (..., m, n), full_matrices, compute_uv) -> (U|None, S (..., min(m, n)) descending, Vh|None)",
+    "linalg_eigh": "(a (..., n, n), uplo 'L'|'U', compute_v) -> (eigenvalues ascending (..., n), V|None)",
+    "linalg_lstsq": "(a (..., m, n), b (..., m, k), rcond) -> (minimum-norm solution (..., n, k), rank int64 (...), "
+                    "singular values (..., min(m, n)))",
 })
 PRIMITIVES.update({  # random: owned by coretorch/ops/random.py
     # optional all together (without them a device samples with a host-side cpu generator and uploads); a

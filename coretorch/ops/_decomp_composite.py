@@ -1,0 +1,253 @@
+"""The parts of coretorch.linalg composed of device tensor ops (no new kernels; autograd for free): norms,
+matrix_power, matrix_exp, multi_dot, cross, vecdot, diagonal."""
+from __future__ import annotations
+
+import math
+
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor
+from . import creation as _C, indexing as _I, reduction as _R, shape as _S
+from ._decomp_ops import check_float, check_matrix, inv, svdvals
+from ._util import broadcast_shape, norm_dim
+from .linalg import matmul
+
+_INF = float("inf")
+
+
+# ---- norms -----------------------------------------------------------------------------------------------------
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if isinstance(ord, str) or isinstance(ord, bool):
+        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    if (ord < 0 or ord == _INF) and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if x.ndim == 0 and dim is not None:
+        dim = None  # a 0-d tensor has dims 0 and -1, and nothing to reduce over
+    if ord == 2:
+        ord = "fro"  # the reduction's fused 2-norm (zero gradient where the norm is 0, as PyTorch)
+    if ord == -_INF or (isinstance(ord, (int, float)) and ord < 0 and ord != -_INF):
+        if dtype is not None:
+            x = x.to(dtype)
+        if not x.dtype.is_floating_point:
+            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                               f"{x.dtype._tname[:-6]}")
+        a = x.abs()
+        if ord == -_INF:
+            return _R.amin(a, dim if dim is not None else (), keepdim)
+        return _R.sum(a ** ord, dim, keepdim) ** (1.0 / ord)
+    return _R.norm(x, ord, dim, keepdim, dtype)
+
+
+def _mdims(A: Tensor, dim) -> tuple:
+    d0, d1 = norm_dim(dim[0], A.ndim, "linalg.matrix_norm"), norm_dim(dim[1], A.ndim, "linalg.matrix_norm")
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    if dtype is not None:
+        A = A.to(dtype)
+    check_float("linalg.matrix_norm", A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = _mdims(A, dim)
+    if ord == "fro":
+        return _R.norm(A, "fro", (d0, d1), keepdim)
+    if ord == "nuc" or ord in (2, -2):
+        B = _S.movedim(A, (d0, d1), (-2, -1))
+        s = svdvals(B)
+        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            r = _S.unsqueeze(_S.unsqueeze(r, min(d0, d1)), max(d0, d1))
+        return r
+    if ord in (1, -1, _INF, -_INF):
+        # 1: the largest column sum (sum over rows d0, then max over d1); inf: the largest row sum
+        sdim, mdim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = _R.sum(A.abs(), sdim, True)
+        r = (_R.amax if ord > 0 else _R.amin)(s, mdim, True)
+        return r if keepdim else _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """linalg.norm: a vector norm for an int dim (or ord None and dim None: the 2-norm of the flattened input), a
+    matrix norm for a 2-tuple dim or a 2-D input with an ord."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 and ord is not None:
+        return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+    if dim is None and ord is not None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                               f"{A.ndim}D.")
+        if A.ndim == 2:
+            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        if dim is not None and len(dim) == 2:
+            return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+        raise RuntimeError(f"linalg.vector_norm: ord {ord!r} is a matrix norm: pass a 2-tuple dim")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# ---- matrix functions ------------------------------------------------------------------------------------------
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.matrix_power(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} "
+                           f"by {A.shape[-1]} matrices")
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        return _S.expand(eye, tuple(A.shape)).clone() + A * 0  # joins the graph with a zero gradient, as PyTorch
+    if n < 0:
+        A, n = inv(A), -n
+    result, base = None, A
+    while n:  # binary powering: about 2 log2(n) matmuls
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result if result is not A else A.clone()
+
+
+def _taylor_exp(X: Tensor, degree: int) -> Tensor:
+    """sum_{k <= degree} X^k / k! by Paterson-Stockmeyer: the powers X^2..X^s (s ~ sqrt(degree)), then Horner's rule
+    in X^s over polynomials of X of degree < s (about 2 sqrt(degree) matmuls instead of degree)."""
+    s = math.isqrt(degree + 1)
+    s += s * s < degree + 1
+    eye = _C.eye(X.shape[-1], dtype=X.dtype, device=X.device)
+    powers = [eye, X]
+    for _ in range(2, s + 1):
+        powers.append(matmul(powers[-1], X))
+    Xs = powers[s]
+    coef = [1 / math.factorial(k) for k in range(degree + 1)]
+
+    def block(j: int) -> Tensor:  # sum_{i < s} c_{sj+i} X^i
+        acc = None
+        for i in range(s):
+            k = s * j + i
+            if k <= degree:
+                term = powers[i] * coef[k]
+                acc = term if acc is None else acc + term
+        return acc
+    r = degree // s
+    P = block(r)
+    for j in range(r - 1, -1, -1):
+        P = matmul(P, Xs) + block(j)
+    return P
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """exp(A) by scaling and squaring of a degree-18 Taylor polynomial (||A / 2^s||_1 <= 1: the truncation error is
+    below 1 / 19! relative), all matmuls on A's device, differentiable."""
+    check_matrix("linalg.matrix_exp", A)
+    if A.numel() == 0:
+        return A.clone()
+    with no_grad():  # one scalar read: the 1-norm of the largest matrix sets the number of squarings
+        nrm = float(_R.amax(_R.sum(A.detach().abs(), -2), None))
+    s = max(0, math.ceil(math.log2(nrm))) if nrm > 1 and math.isfinite(nrm) else 0
+    E = _taylor_exp(A / (2.0 ** s) if s else A, 18 if A.dtype.itemsize == 8 else 12)
+    for _ in range(s):
+        E = matmul(E, E)
+    return E
+
+
+def multi_dot(tensors) -> Tensor:
+    """A chain of matmuls in the cheapest order (the matrix-chain dynamic programme); the first and last may be 1-D."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first1, last1 = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    for i, t in enumerate(tensors):
+        if i == 0 and t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {t.ndim}D")
+        if i == len(tensors) - 1 and t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {t.ndim}D")
+        if 0 < i < len(tensors) - 1 and t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    mats = list(tensors)
+    if first1:
+        mats[0] = _S.unsqueeze(mats[0], 0)
+    if last1:
+        mats[-1] = _S.unsqueeze(mats[-1], -1)
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    k = len(mats)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def chain(i: int, j: int) -> Tensor:
+        if i == j:
+            return mats[i]
+        s = split[i][j]
+        return matmul(chain(i, s), chain(s + 1, j))
+    out = chain(0, k - 1)
+    if first1:
+        out = _S.squeeze(out, 0)
+    if last1:
+        out = _S.squeeze(out, -1)
+    return out
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """sum(conj(x) * y, dim) with broadcasting (real tensors: the plain dot product along dim)."""
+    return _R.sum(x * y, dim)
+
+
+_ROT1, _ROT2 = (1, 2, 0), (2, 0, 1)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (inputs broadcast), from index_select and arithmetic."""
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    shape = broadcast_shape(tuple(input.shape), tuple(other.shape), "linalg.cross")
+    if not shape:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    d = norm_dim(dim, len(shape), "linalg.cross")
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    a, b = _S.broadcast_to(input, shape), _S.broadcast_to(other, shape)
+    i1 = _C.tensor(list(_ROT1), device=a.device)
+    i2 = _C.tensor(list(_ROT2), device=a.device)
+    sel = _I.index_select
+    return sel(a, d, i1) * sel(b, d, i2) - sel(a, d, i2) * sel(b, d, i1)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """linalg.diagonal: the diagonal (offset above / below) of the matrices in dims dim1, dim2, as the last dim."""
+    nd = A.ndim
+    d1, d2 = norm_dim(dim1, nd, "linalg.diagonal"), norm_dim(dim2, nd, "linalg.diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    B = _S.movedim(A, (d1, d2), (-2, -1))
+    r, c = B.shape[-2], B.shape[-1]
+    if offset >= 0:
+        k = max(0, min(r, c - offset))
+        B = _I.narrow(_I.narrow(B, -1, min(offset, c), k), -2, 0, k)
+    else:
+        k = max(0, min(r + offset, c))
+        B = _I.narrow(_I.narrow(B, -2, min(-offset, r), k), -1, 0, k)
+    return _R.sum(B * _C.eye(k, dtype=B.dtype, device=B.device), -1) if k else _R.sum(B, -1)

@@ -1,0 +1,147 @@
+"""More of torch.linalg composed of the decompositions and tensor ops (solve_triangular, cond, vander, tensorinv,
+tensorsolve, torch.cholesky_solve / cholesky_inverse), and the ``out=`` keyword of the family's functions."""
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+from ..autograd.grad_mode import state as _gs
+from ..tensor import Tensor
+from . import creation as _C, pointwise as _P, shape as _S
+from ._decomp_composite import matrix_norm
+from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
+from .inplace import copy_
+
+
+def with_out(fn, name: str):
+    """``fn`` with PyTorch's ``out=`` keyword: the result (a tensor or a tuple of them) is written into ``out``."""
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        res = fn(*args, **kwargs)
+        if out is None:
+            return res
+        ress = tuple(res) if isinstance(res, tuple) else (res,)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(ress) or not all(isinstance(o, Tensor) for o in outs):
+            want = f"a tuple of {len(ress)} Tensors" if len(ress) > 1 else "Tensor"
+            raise TypeError(f"{name}(): argument 'out' must be {want}")
+        if _gs.enabled and any(r.requires_grad for r in ress):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                               "but one of the arguments requires grad.")
+        for o, r in zip(outs, ress):
+            if o.dtype is not r.dtype:
+                raise RuntimeError(f"Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
+            if o.device != r.device:
+                raise RuntimeError(f"Expected out tensor to be on device {r.device}, but got {o.device} instead")
+            if tuple(o.shape) != tuple(r.shape):
+                if o.numel():
+                    warnings.warn(f"An output with one or more elements was resized since it had shape "
+                                  f"{list(o.shape)}, which does not match the required output shape {list(r.shape)}. "
+                                  "This behavior is deprecated, and in a future PyTorch release outputs will not be "
+                                  "resized unless they have zero elements. You can explicitly reuse an out tensor t "
+                                  "by resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
+                                  stacklevel=2)
+                o._data = o._be.contiguous(r._data)  # resized: the out tensor takes the result's storage
+                o._vc[0] += 1
+            else:
+                copy_(o, r)
+        return type(res)(*outs) if isinstance(res, tuple) else outs[0]
+    return wrapper
+
+
+def _tri_mask(A: Tensor, upper: bool) -> Tensor:
+    n, m = A.shape[-2], A.shape[-1]
+    r = _C.arange(n, device=A.device).unsqueeze(-1)
+    c = _C.arange(m, device=A.device).unsqueeze(0)
+    return (c >= r) if upper else (c <= r)
+
+
+def _triangular(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    """A's triangle (the other one zeroed, its diagonal 1 with ``unitriangular``): what the solver reads."""
+    T = _P.where(_tri_mask(A, upper), A, 0.0)
+    if unitriangular:
+        eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        T = T * (1 - eye) + eye
+    return T
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """X with A X = B (X A = B for left=False), reading only A's upper or lower triangle; no error for a zero on
+    the diagonal (the result then holds inf/nan, as LAPACK's trsm)."""
+    check_matrix("linalg.solve_triangular", A)
+    check_float("linalg.solve_triangular", B)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    T = _triangular(A, upper, unitriangular)
+    return solve_ex(T, B, left=left).result
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """torch.cholesky_solve: X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True)."""
+    if upper:
+        return solve_triangular(L, solve_triangular(_mT(L), B, upper=False), upper=True)
+    return solve_triangular(_mT(L), solve_triangular(L, B, upper=False), upper=True)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """torch.cholesky_inverse: (L L^T)^{-1} from the Cholesky factor L (U^T U with upper=True)."""
+    check_matrix("cholesky_inverse", L)
+    return cholesky_solve(_C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape)), L, upper)
+
+
+def cond(A: Tensor, p=None) -> Tensor:
+    """The condition number of A in the norm ``p`` (None/2/-2: singular values; else norm(A) norm(A^-1), inf for a
+    singular matrix)."""
+    check_float("linalg.cond", A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    check_matrix("linalg.cond", A)
+    Ainv, info = inv_ex(A)
+    r = matrix_norm(A, p) * matrix_norm(_P.where(_S.unsqueeze(_S.unsqueeze(info == 0, -1), -1), Ainv, 0.0), p)
+    return _P.where(info == 0, r, math.inf)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """(..., n) -> (..., n, N): the powers x^0, x^1, ..., x^(N-1) (increasing, as torch.linalg.vander)."""
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    N = x.shape[-1] if N is None else N
+    if N < 1:
+        raise RuntimeError("N must be greater than 1.")
+    cols = [_C.ones_like(x)]
+    for _ in range(N - 1):
+        cols.append(cols[-1] * x)
+    return _S.stack(cols, -1)
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of A seen as a matrix from its first ``ind`` dims to the rest, reshaped to rest + first."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape, in_shape = tuple(A.shape[ind:]), tuple(A.shape[:ind])
+    rows = math.prod(out_shape)
+    if math.prod(in_shape) != rows:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {rows} != {math.prod(in_shape)}")
+    from ._decomp_ops import inv
+    return inv(A.reshape(math.prod(in_shape), rows)).reshape(out_shape + in_shape)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B (``dims``: A's dims moved to the end first)."""
+    if dims is not None:
+        nd = A.ndim
+        dims = [d % nd for d in dims]
+        A = _S.permute(A, [d for d in range(nd) if d not in dims] + dims)
+    res_shape = tuple(A.shape[B.ndim:])
+    n = math.prod(res_shape)
+    if math.prod(tuple(B.shape)) != n:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           "prod(self.shape[:other.ndim]), but got " f"{n} != {math.prod(tuple(B.shape))}")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(res_shape)
