@@ -185,6 +185,8 @@ class _Kernels:
         out = self.dev.array(a.shape, dt)
         if a.size:
             host = np.ascontiguousarray(a)
+            if dt == cg.BF16:
+                host = host.view(np.uint16)  # (ml_dtypes' bfloat16 has no buffer protocol: its bits are copied)
             STATS["to_device"] += 1
             cl.enqueue_copy(self.dev.queue, out.base_data, host, is_blocking=False)  # a NannyEvent keeps host alive
         return out
@@ -197,7 +199,8 @@ class _Kernels:
         if not _is_c(shape, st):
             x = self.contiguous(x)
             buf, off = x.base_data, 0
-        self.dev.read(host, buf, off * x.dtype.itemsize)  # raises a failed device-side check (nll_loss's targets)
+        # raises a failed device-side check (nll_loss's targets); bfloat16 is read as its bits (no buffer protocol)
+        self.dev.read(host.view(np.uint16) if host.dtype == cg.BF16 else host, buf, off * x.dtype.itemsize)
         return host
 
     # ---- elementwise machinery ---------------------------------------------------------------
