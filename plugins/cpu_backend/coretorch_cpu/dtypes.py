@@ -21,7 +21,7 @@ _nd = np.ndarray
 KERNELS: dict = {}  # no new primitives: the wrappers below replace existing entries
 
 # kernels whose first array operand decides (the core has already promoted every operand to one dtype)
-_FIRST_ARG = ("sum", "prod", "cumsum", "cumprod", "matmul", "linear", "linear_backward", "sigmoid", "rsqrt",
+_FIRST_ARG = ("sum", "prod", "cumsum", "cumprod", "matmul", "linear", "linear_backward", "rsqrt",
               "clamp", "erf", "softmax", "log_softmax", "log_softmax_backward", "nll_loss", "conv2d",
               "conv2d_backward_input", "conv2d_backward_weight")
 # kernels of the core that bfloat16 runs natively (exact, or one ufunc rounded once) or that take no array
@@ -85,6 +85,26 @@ def _random(fn):
     return k
 
 
+def _sigmoid(fn):
+    def k(x):
+        if x.dtype is BF16:  # 1 / (1 + exp(-x)) as PyTorch (the tanh form loses relative precision for x << 0)
+            with np.errstate(over="ignore"):
+                r = np.exp(-x.astype(_F32))
+                r += 1
+                return np.reciprocal(r, out=r).astype(BF16)
+        return fn(x)
+    return k
+
+
+def _cast(fn):
+    def k(x, dt):
+        if dt is BF16 or x.dtype is BF16:
+            with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
+                return fn(x, dt)
+        return fn(x, dt)
+    return k
+
+
 def float_compute(table: dict, core: frozenset) -> dict:
     """Wrapped entries of ``table`` (the cpu kernels; ``core`` the names of the kernels there before the op
     families': native unless listed above): float32 compute for bfloat16 where numpy's own bfloat16 loops would
@@ -94,6 +114,8 @@ def float_compute(table: dict, core: frozenset) -> dict:
         if name in table:
             out[name] = _first(table[name])
     out["axpy_"] = _axpy(table["axpy_"])
+    out["sigmoid"] = _sigmoid(table["sigmoid"])
+    out["cast"] = _cast(table["cast"])
     out["rand"] = _random(table["rand"])
     for name, fn in table.items():
         if name in out or name in _NATIVE or name.endswith("_") or name in core:

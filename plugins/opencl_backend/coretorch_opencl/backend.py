@@ -988,6 +988,11 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         return out if gdt == dt else self.cast(out, dt)
 
     def rand(self, shape, dt):
+        dt = np.dtype(dt)
+        if dt in (np.float16, cg.BF16):  # drawn in float32: keep values that would round up to 1 below it
+            u = self._random(tuple(shape), np.float32, False, 0.0, 1.0)
+            below1 = float(np.nextafter(np.array(1, dt), np.array(0, dt)))
+            return self.cast(self.clamp(u, None, below1), dt)
         return self._random(tuple(shape), dt, False, 0.0, 1.0)
 
     def randn(self, shape, dt):
