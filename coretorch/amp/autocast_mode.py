@@ -1,7 +1,7 @@
 """torch.autocast: regions where matmul-like ops run in a lower precision and precision-sensitive ops in float32.
 
 The state is thread-local, as PyTorch's.  An op with an autocast policy starts with one attribute check,
-``if _state.on:`` (false outside every autocast region), and only inside a region calls ``cast_inputs``, which
+``if _ac.on:`` (false while no thread is in an autocast region), and only then calls ``cast_inputs``, which
 casts its floating point tensor arguments (float64 excepted, as PyTorch) for the op's device type:
 
 * lower precision (``LOWER``): linear, matmul, mm, bmm, addmm, baddbmm, conv1d/2d, ... run in the region's dtype;
@@ -42,9 +42,9 @@ _AVAILABLE = ("cpu", "cuda", "opencl")
 _SUPPORTED = {"cpu": (_dt.bfloat16, _dt.float16), "opencl": (_dt.float16, _dt.bfloat16)}
 
 
-class _State(threading.local):
+class _Local(threading.local):
     """Per-thread autocast state (class attributes are every new thread's defaults)."""
-    on = False          # whether any device type has autocast enabled: the ops' one check
+    any = False         # whether this thread has autocast enabled for some device type
     nesting = 0
     cache_enabled = True
 
@@ -53,7 +53,16 @@ class _State(threading.local):
         self.dtype: dict = {"cpu": _dt.bfloat16, "cuda": _dt.float16, "opencl": _dt.float16}
 
 
-state = _State()
+class _Global:
+    """``on``: whether some thread has autocast enabled, the ops' one check.  A plain attribute (a thread-local's
+    costs ~5x more per op); ``cast_inputs`` then reads the calling thread's own state."""
+    on = False
+    threads = 0
+
+
+tls = _Local()
+state = _Global()
+_lock = threading.Lock()
 
 
 def _check_device_type(device_type) -> None:
@@ -68,32 +77,37 @@ def is_autocast_available(device_type: str) -> bool:
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """torch.is_autocast_enabled: for ``device_type`` ('cuda' when omitted, as PyTorch)."""
-    return bool(state.enabled.get("cuda" if device_type is None else device_type, False))
+    return bool(tls.enabled.get("cuda" if device_type is None else device_type, False))
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:
     """torch.set_autocast_enabled(device_type, enabled) (or the legacy ``set_autocast_enabled(enabled)``: cuda)."""
     if enabled is None:
         device_type, enabled = "cuda", device_type
-    state.enabled[device_type] = bool(enabled)
-    state.on = any(state.enabled.values())
+    tls.enabled[device_type] = bool(enabled)
+    now = any(tls.enabled.values())
+    if now != tls.any:
+        tls.any = now
+        with _lock:
+            state.threads += 1 if now else -1
+            state.on = state.threads > 0
 
 
 def get_autocast_dtype(device_type: str) -> _dt.dtype:
     """torch.get_autocast_dtype: the dtype autocast uses on ``device_type`` (bfloat16 on cpu, float16 on cuda)."""
-    return state.dtype.get(device_type, _dt.float16)
+    return tls.dtype.get(device_type, _dt.float16)
 
 
 def set_autocast_dtype(device_type: str, dtype: _dt.dtype) -> None:
-    state.dtype[device_type] = dtype
+    tls.dtype[device_type] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
-    return state.cache_enabled
+    return tls.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    state.cache_enabled = bool(enabled)
+    tls.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
@@ -115,7 +129,7 @@ class autocast:
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
-        self._cache_enabled = state.cache_enabled if cache_enabled is None else cache_enabled
+        self._cache_enabled = tls.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and device_type == "cuda" and not _cuda_available():
             warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
                           stacklevel=2)
@@ -130,20 +144,20 @@ class autocast:
         self._enabled = bool(enabled)
 
     def __enter__(self) -> autocast:
-        self.prev_cache_enabled = state.cache_enabled
-        self.prev = state.enabled.get(self.device, False)
+        self.prev_cache_enabled = tls.cache_enabled
+        self.prev = tls.enabled.get(self.device, False)
         self.prev_fastdtype = get_autocast_dtype(self.device)
         set_autocast_enabled(self.device, self._enabled)
-        state.dtype[self.device] = self.fast_dtype
-        state.nesting += 1
-        state.cache_enabled = self._cache_enabled
+        tls.dtype[self.device] = self.fast_dtype
+        tls.nesting += 1
+        tls.cache_enabled = self._cache_enabled
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
-        state.nesting -= 1
+        tls.nesting -= 1
         set_autocast_enabled(self.device, self.prev)
-        state.dtype[self.device] = self.prev_fastdtype
-        state.cache_enabled = self.prev_cache_enabled
+        tls.dtype[self.device] = self.prev_fastdtype
+        tls.cache_enabled = self.prev_cache_enabled
         return False
 
     def __call__(self, func):
@@ -166,10 +180,10 @@ def cast_inputs(op: str, *args):
     everything else is returned as it is."""
     from ..tensor import Tensor
     dev = next((a._be.type for a in args if isinstance(a, Tensor)), None)
-    if dev is None or not state.enabled.get(dev):
-        return args
+    if dev is None or not tls.enabled.get(dev):
+        return args  # autocast is on in another thread (or for another device type) only
     if op in LOWER.get(dev, ()):
-        target = state.dtype[dev]
+        target = tls.dtype[dev]
     elif op in FP32.get(dev, ()):
         target = _dt.float32
     else:

@@ -16,6 +16,7 @@ import numpy as np
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
 _nd = np.ndarray
 
 KERNELS: dict = {}  # no new primitives: the wrappers below replace existing entries
@@ -98,7 +99,7 @@ def _sigmoid(fn):
 
 def _cast(fn):
     def k(x, dt):
-        if dt is BF16 or x.dtype is BF16:
+        if dt is BF16 or x.dtype is BF16 or dt is _F16:
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
                 return fn(x, dt)
         return fn(x, dt)
