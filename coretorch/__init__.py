@@ -54,6 +54,12 @@ from . import _C, accelerator, compiler, cuda, jit, mps, onnx, types, version, x
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from . import special
 from . import linalg
+# ---- dtypes and info, autocast (helper "dtypes") ----
+from .dtypes import bfloat16, finfo, iinfo, can_cast  # noqa: F401
+from .dtypes import is_storage  # noqa: F401
+from . import amp
+from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled  # noqa: F401
+# ---- end dtypes ----
 from .serialization import save, load
 
 Tensor.erf = erf
@@ -83,10 +89,6 @@ def set_default_dtype(d: dtype) -> None:
 
 def result_type(tensor1, tensor2) -> dtype:
     return _dtypes.result_type((tensor1, tensor2), _dtypes.default)
-
-
-def can_cast(from_: dtype, to: dtype) -> builtins_bool:  # type: ignore[name-defined]
-    return from_.category <= to.category
 
 
 def is_tensor(obj) -> builtins_bool:  # type: ignore[name-defined]

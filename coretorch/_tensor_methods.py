@@ -106,7 +106,7 @@ Tensor.to = _to
 Tensor.cpu = lambda self: C.convert(self, None, "cpu")
 for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float16, "long": _dt.int64,
                   "int": _dt.int32, "short": _dt.int16, "char": _dt.int8, "byte": _dt.uint8,
-                  "bool": _dt.bool_}.items():
+                  "bool": _dt.bool_, "bfloat16": _dt.bfloat16}.items():
     setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: C.convert(self, d))(_d))
 
 

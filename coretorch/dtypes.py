@@ -1,9 +1,10 @@
 """dtype objects and PyTorch's type-promotion rules."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
-__all__ = ["dtype", "result_type", "promote_types"]
+__all__ = ["dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "is_storage"]
 
 # categories: bool < integer < floating (PyTorch's ordering for promotion)
 _BOOL, _INT, _FLOAT = 0, 1, 2
@@ -18,7 +19,7 @@ class dtype:
         self.itemsize = self.np.itemsize
         self.category = category
         self.is_floating_point = category == _FLOAT
-        self.is_signed = self.np.kind in "fi"
+        self.is_signed = category == _FLOAT or self.np.kind == "i"  # (bfloat16's numpy kind is "V")
         self._tname = tname  # legacy type name: torch.FloatTensor etc.
 
     @property
@@ -38,6 +39,7 @@ class dtype:
 float16 = dtype("float16", np.float16, _FLOAT, "HalfTensor")
 float32 = dtype("float32", np.float32, _FLOAT, "FloatTensor")
 float64 = dtype("float64", np.float64, _FLOAT, "DoubleTensor")
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT, "BFloat16Tensor")  # stored as ml_dtypes' numpy dtype
 uint8 = dtype("uint8", np.uint8, _INT, "ByteTensor")
 int8 = dtype("int8", np.int8, _INT, "CharTensor")
 int16 = dtype("int16", np.int16, _INT, "ShortTensor")
@@ -45,7 +47,7 @@ int32 = dtype("int32", np.int32, _INT, "IntTensor")
 int64 = dtype("int64", np.int64, _INT, "LongTensor")
 bool_ = dtype("bool", np.bool_, _BOOL, "BoolTensor")
 
-all_dtypes = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)
+all_dtypes = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_, bfloat16)
 _NAMES = {d.name: d for d in all_dtypes}
 _FROM_NP = {d.np: d for d in all_dtypes}
 aliases = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
@@ -71,16 +73,31 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         return hi  # float beats any int; int beats bool (torch: int64 + float16 -> float16)
     if a.category == _FLOAT:
-        return a if a.itemsize >= b.itemsize else b
+        if a.itemsize == b.itemsize:
+            return float32  # float16 + bfloat16: neither holds the other
+        return a if a.itemsize > b.itemsize else b
     return _FROM_NP.get(np.promote_types(a.np, b.np), int64)  # ints: numpy agrees with torch (u8+i8 -> i16)
 
 
 _PROMO = {(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes}
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """torch.promote_types."""
-    return _PROMO[(a, b)]
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both ``type1`` and ``type2`` convert to without losing category."""
+    try:
+        return _PROMO[(type1, type2)]
+    except (KeyError, TypeError):
+        bad = type1 if not isinstance(type1, dtype) else type2
+        raise TypeError(f"promote_types(): argument must be torch.dtype, not {type(bad).__name__}") from None
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """torch.can_cast: PyTorch's casting rule for in-place ops.  float -> integer and anything but bool -> bool are
+    not allowed (bool is a category of its own); everything else, down and up a category, is."""
+    if not isinstance(from_, dtype) or not isinstance(to, dtype):
+        bad = from_ if not isinstance(from_, dtype) else to
+        raise TypeError(f"can_cast(): argument must be torch.dtype, not {type(bad).__name__}")
+    return from_.category <= to.category
 
 
 def _combine(higher, lower):
@@ -127,7 +144,7 @@ default = float32
 
 
 _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-            "float16": "at::Half", "float32": "float", "float64": "double"}
+            "float16": "at::Half", "float32": "float", "float64": "double", "bfloat16": "c10::BFloat16"}
 _LIMITS: dict = {}
 
 
@@ -143,7 +160,7 @@ def fit_scalar(value, d: dtype):
             info = np.iinfo(d.np)
             lim = (int(info.min), int(info.max))
         else:
-            info = np.finfo(d.np)
+            info = ml_dtypes.finfo(d.np)  # numpy's finfo does not know bfloat16
             lim = (float(info.min), float(info.max))
         lim = _LIMITS[d] = lim
     lo, hi = lim
@@ -155,3 +172,79 @@ def fit_scalar(value, d: dtype):
     elif lo == 0 and isinstance(value, int) and -hi <= value < 0:
         return value + hi + 1
     raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d.name]} without overflow")
+
+
+def is_storage(obj) -> bool:
+    """torch.is_storage: coretorch has no storage objects apart from its tensors, so nothing is one."""
+    return False
+
+
+# ---- torch.finfo / torch.iinfo ------------------------------------------------------------------
+_DIGITS10 = {"float16": 3, "bfloat16": 2, "float32": 6, "float64": 15}  # std::numeric_limits<T>::digits10
+
+
+def _check_dtype_arg(fn: str, d) -> None:
+    if not isinstance(d, dtype):
+        raise TypeError(f"{fn}(): argument 'type' must be torch.dtype, not {type(d).__name__}")
+
+
+class finfo:
+    """torch.finfo: the numerical properties of a floating point dtype (the default dtype when omitted)."""
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type: dtype | None = None) -> None:  # noqa: A002  (PyTorch's argument name)
+        d = default if type is None else type
+        _check_dtype_arg("finfo", d)
+        if not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        info = ml_dtypes.finfo(d.np)
+        self.bits = d.itemsize * 8
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+        self.tiny = self.smallest_normal  # PyTorch: tiny is smallest_normal (the array API's name)
+        self.resolution = 10.0 ** -_DIGITS10[d.name]
+        self.dtype = d.name
+
+    def __eq__(self, other) -> bool:
+        return self.dtype == other.dtype if isinstance(other, finfo) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self) -> str:
+        # PyTorch formats with a C++ ostream: 6 significant digits, as "%g"
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+    __str__ = __repr__
+
+
+class iinfo:
+    """torch.iinfo: the numerical properties of an integer dtype."""
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, type: dtype) -> None:  # noqa: A002
+        _check_dtype_arg("iinfo", type)
+        if type is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if type.category != _INT:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        info = np.iinfo(type.np)
+        self.bits = type.itemsize * 8
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = type.name
+
+    def __eq__(self, other) -> bool:
+        return self.dtype == other.dtype if isinstance(other, iinfo) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+    __str__ = __repr__

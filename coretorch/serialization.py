@@ -21,6 +21,7 @@ import tempfile
 import zlib
 from collections import Counter, OrderedDict
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
@@ -29,7 +30,10 @@ FORMAT = "coretorch"
 VERSION = 1
 _MAX_HEADER = 100_000_000  # the limit the safetensors library itself enforces
 
-_DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool")
+_DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool", "bfloat16")
+# safetensors dtype names -> numpy dtypes (safetensors.numpy itself does not read BF16, which ml_dtypes provides)
+_ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16, "I64": np.int64,
+             "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
 
 # ---- encoding ------------------------------------------------------------------------------------
@@ -333,7 +337,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     or a callable ``(cpu_tensor, location) -> tensor or None`` (None: the default placement).
     Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file.  ``weights_only`` is
     accepted for PyTorch compatibility: this loader only ever reads data."""
-    from safetensors.numpy import load as st_load
     data, name = _read_all(f)
     # a pickle starts with \x80 (PROTO); so does a safetensors file whose header length is 128 mod 256,
     # but its JSON header then opens at byte 8
@@ -382,7 +385,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         raise RuntimeError(f"coretorch.load: {name} is truncated ({len(data)} bytes; the header describes "
                            f"{8 + n + end})")
     try:
-        arrays = st_load(data)
+        arrays = _st_load(data)
     except Exception as e:
         raise RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with (safetensors: "
                            f"{type(e).__name__}: {e})") from None
@@ -439,3 +442,9 @@ class safe_globals:
 
 
 __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+
+def _st_load(data: bytes) -> dict:
+    """safetensors.numpy.load, with BF16 (read as ml_dtypes' bfloat16)."""
+    from safetensors import deserialize
+    return {k: np.frombuffer(v["data"], dtype=_ST_TYPES[v["dtype"]]).reshape(v["shape"]) for k, v in deserialize(data)}

@@ -272,6 +272,8 @@ class Tensor:
         if self._be.type != "cpu" and not force:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
                             "copy the tensor to host memory first.")
+        if self.dtype is _dt.bfloat16 and not force:  # numpy has no bfloat16 (PyTorch's error)
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._be.to_numpy(self._data)
 
     def _host(self) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
@@ -19,6 +20,8 @@ def _check_tensor(name: str, arg: str, t) -> None:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: one fused ``addmm`` node for 2-D input with a bias (as PyTorch)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("linear", input, weight, bias)
     if not isinstance(input, Tensor):
         _check_tensor("linear", "input", input)
     if len(input._data.shape) == 2 and len(weight._data.shape) == 2 and input.dtype is weight.dtype and \

@@ -19,6 +19,7 @@ from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
 from ..ops._util import device_mismatch, edge as _edge, host_all_below, norm_dim as _norm_dim
 from ..ops.pointwise import relu, sigmoid, tanh  # noqa: F401
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..tensor import Tensor, _make
 
 _f64 = _dt.float64
@@ -295,10 +296,14 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("softmax", input)
     return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("log_softmax", input)
     return _softmax_impl("log_softmax", input, dim, dtype, True, _stacklevel + 1)
 
 
@@ -434,6 +439,8 @@ def _dropout_mask(input: Tensor, p: float) -> Tensor:
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
@@ -728,6 +735,8 @@ def _same_padding(ks, dilation):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv2d", input, weight, bias)
     _check_conv("conv2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -772,6 +781,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv1d", input, weight, bias)
     _check_conv("conv1d", input, weight, bias, groups, 1)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
@@ -784,6 +795,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv_transpose2d", input, weight, bias)
     _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -815,6 +828,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv_transpose1d", input, weight, bias)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
@@ -1080,6 +1095,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("layer_norm", input, weight, bias)
     _check_tensor("layer_norm", "input", input)
     ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
     k = len(ns)
@@ -1110,6 +1127,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("group_norm", input, weight, bias)
     _check_tensor("group_norm", "input", input)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
@@ -1182,6 +1201,8 @@ def _weighted(loss, weight):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pointwise_target("mse_loss", input, target)
@@ -1206,6 +1227,8 @@ def _named_node(t: Tensor, name: str) -> Tensor:
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     input, target = _pointwise_target("l1_loss", input, target)
@@ -1213,6 +1236,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("smooth_l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -1227,6 +1252,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("huber_loss", input, target)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -1238,6 +1265,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("binary_cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("binary_cross_entropy", "input", input)
@@ -1289,6 +1318,9 @@ class BinaryCrossEntropyBackward0(Node):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight, pos_weight = _ac_cast("binary_cross_entropy_with_logits", input, target, weight,
+                                                     pos_weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("binary_cross_entropy_with_logits", "input", input)
@@ -1305,6 +1337,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
@@ -1324,6 +1358,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("poisson_nll_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
         loss = _P.sub(_P.exp(input), _P.mul(target, input))
@@ -1336,6 +1372,8 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(_P.log1p(_P.exp(_P.neg(_P.mul(target, input)))), reduction)
 
@@ -1485,6 +1523,8 @@ def _check_nll_shapes(input, target):
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("nll_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("nll_loss", "input", input)
@@ -1516,6 +1556,8 @@ def _class_shape(ndim: int, class_dim: int, c: int) -> list:
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
@@ -1565,11 +1607,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input1, input2, target = _ac_cast("margin_ranking_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(_P.clamp(_P.add(_P.mul(_P.neg(target), _P.sub(input1, input2)), margin), min=0.0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     neg = _P.clamp(_P.rsub(input, margin), min=0.0)
     loss = _P.add(_P.where(_P.eq(target, 1), input, 0.0), _P.where(_P.eq(target, -1), neg, 0.0))
@@ -1577,6 +1623,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input1, input2, target = _ac_cast("cosine_embedding_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = _P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), _P.clamp(_P.sub(cos, margin), min=0.0))

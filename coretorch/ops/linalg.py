@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -62,6 +63,8 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("matmul", input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): arguments must be Tensors")
     da, db = input.ndim, other.ndim
@@ -83,6 +86,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, mat2 = _ac_cast("mm", input, mat2)
     if input.ndim != 2:
         raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor)")
     if mat2.ndim != 2:
@@ -91,6 +96,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, mat2 = _ac_cast("bmm", input, mat2)
     if input.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor (bmm got {input.ndim}-D)")
     if mat2.ndim != 3:
@@ -122,6 +129,8 @@ class AddmmBackward0(Node):
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, mat1, mat2 = _ac_cast("addmm", input, mat1, mat2)
     if alpha != 1 or beta != 1 or not isinstance(input, Tensor) or input.dtype is not mat1.dtype \
             or input._be is not mat1._be:
         from .pointwise import add, mul

@@ -375,7 +375,9 @@ class CPUBackend:
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
         from . import dtypes, linalg, products, sampling, shaping, sorting, special  # the op families' kernels
+        core = frozenset(k)
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes):
             k.update(fam.KERNELS)
         k["rng_default"] = lambda: self.gen
+        k.update(dtypes.float_compute(k, core))  # bfloat16: float32 compute where numpy would round repeatedly
         return k

@@ -191,6 +191,8 @@ class _Kernels:
         out = self.dev.array(a.shape, dt)
         if a.size:
             host = np.ascontiguousarray(a)
+            if dt == cg.BF16:
+                host = host.view(np.uint16)  # (ml_dtypes' bfloat16 has no buffer protocol: its bits are copied)
             STATS["to_device"] += 1
             cl.enqueue_copy(self.dev.queue, out.base_data, host, is_blocking=False)  # a NannyEvent keeps host alive
         return out
@@ -203,7 +205,8 @@ class _Kernels:
         if not _is_c(shape, st):
             x = self.contiguous(x)
             buf, off = x.base_data, 0
-        self.dev.read(host, buf, off * x.dtype.itemsize)  # raises a failed device-side check (nll_loss's targets)
+        # raises a failed device-side check (nll_loss's targets); bfloat16 is read as its bits (no buffer protocol)
+        self.dev.read(host.view(np.uint16) if host.dtype == cg.BF16 else host, buf, off * x.dtype.itemsize)
         return host
 
     # ---- elementwise machinery ---------------------------------------------------------------
@@ -985,6 +988,11 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         return out
 
     def rand(self, shape, dt):
+        dt = np.dtype(dt)
+        if dt in (np.float16, cg.BF16):  # drawn in float32: keep values that would round up to 1 below it
+            u = self._random(tuple(shape), np.float32, False, 0.0, 1.0)
+            below1 = float(np.nextafter(np.array(1, dt), np.array(0, dt)))
+            return self.cast(self.clamp(u, None, below1), dt)
         return self._random(tuple(shape), dt, False, 0.0, 1.0)
 
     def randn(self, shape, dt):

@@ -7,18 +7,21 @@ the gid is decoded into a multi-index over the collapsed iteration shape).
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
-# numpy dtype -> (storage type, compute type)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+# numpy dtype -> (storage type, compute type); bfloat16 is stored as its 16 bits and computed in float
 CTYPES = {
     np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
     np.dtype(np.float16): ("half", "float"), np.dtype(np.int64): ("long", "long"),
     np.dtype(np.int32): ("int", "int"), np.dtype(np.int16): ("short", "short"),
     np.dtype(np.int8): ("char", "char"), np.dtype(np.uint8): ("uchar", "uchar"),
-    np.dtype(np.bool_): ("uchar", "uchar"),
+    np.dtype(np.bool_): ("uchar", "uchar"), BF16: ("ushort", "float"),
 }
 _TAG = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "int16": "i16",
-        "int8": "i8", "uint8": "u8", "bool": "b"}
+        "int8": "i8", "uint8": "u8", "bool": "b",
+        "bfloat16": "bf16"}
 
 HEADER = """
 #ifdef CT_FP64
@@ -27,6 +30,12 @@ HEADER = """
 #ifdef CT_I64ATOM
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #endif
+inline float ct_bf2f(ushort v) { return as_float(((uint)v) << 16); }
+inline ushort ct_f2bf(float f) {  // round to nearest even (a NaN stays a quiet NaN), as c10::BFloat16
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 """
 
 
@@ -43,8 +52,11 @@ def ctype(dt) -> str:
 
 
 def load(dt, ptr: str, idx: str) -> str:
-    if np.dtype(dt) == np.float16:
+    d = np.dtype(dt)
+    if d == np.float16:
         return f"vload_half({idx}, {ptr})"
+    if d == BF16:
+        return f"ct_bf2f({ptr}[{idx}])"
     return f"{ptr}[{idx}]"
 
 
@@ -54,11 +66,14 @@ def store(dt, ptr: str, idx: str, val: str) -> str:
         return f"vstore_half_rte((float)({val}), {idx}, {ptr});"
     if d == np.bool_:
         return f"{ptr}[{idx}] = (uchar)(({val}) != 0);"
+    if d == BF16:
+        return f"{ptr}[{idx}] = ct_f2bf((float)({val}));"
     return f"{ptr}[{idx}] = ({stype(d)})({val});"
 
 
 def is_float(dt) -> bool:
-    return np.dtype(dt).kind == "f"
+    d = np.dtype(dt)
+    return d.kind == "f" or d == BF16
 
 
 # ---------------------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ class NNKernels:
 
     def _kernel(self, dt, name):
         dt = np.dtype(dt)
-        if dt.kind != "f":
+        if not cg.is_float(dt):
             raise RuntimeError(f"\"{name}\" is not implemented for {dt} on device 'opencl'")
         return self.dev.kernel(("nn", dt.str, self.wg), name, lambda: _src(dt, self.wg))
 

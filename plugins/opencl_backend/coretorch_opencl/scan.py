@@ -54,7 +54,7 @@ def chunks(dev, rows: int, length: int, dt) -> int:
 
 def _acc_dtype(dt):
     """The accumulator's numpy dtype (float16 accumulates in float32, as the row loop does)."""
-    return np.dtype(np.float32) if np.dtype(dt) == np.float16 else np.dtype(dt)
+    return np.dtype(np.float32) if np.dtype(dt) in (np.float16, cg.BF16) else np.dtype(dt)
 
 
 def _src(dt, a: int) -> str:

@@ -1,0 +1,241 @@
+"""torch.autocast: regions where matmul-like ops run in a lower precision and precision-sensitive ops in float32.
+
+The state is thread-local, as PyTorch's.  An op with an autocast policy starts with one attribute check,
+``if _ac.on:`` (false while no thread is in an autocast region), and only then calls ``cast_inputs``, which
+casts its floating point tensor arguments (float64 excepted, as PyTorch) for the op's device type:
+
+* lower precision (``LOWER``): linear, matmul, mm, bmm, addmm, baddbmm, conv1d/2d, ... run in the region's dtype;
+* float32 (``FP32``): the losses, and on GPU-like devices (cuda, opencl) softmax, log_softmax, layer_norm,
+  group_norm as CUDA's lists have them (PyTorch's CPU list keeps softmax and layer_norm in the input dtype);
+* every other op runs in its inputs' dtypes (the usual promotion: the widest input type).
+"""
+from __future__ import annotations
+
+import collections.abc
+import functools
+import threading
+import warnings
+
+from .. import dtypes as _dt
+
+__all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_autocast_enabled",
+           "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype"]
+
+# PyTorch's autocast op lists (aten/src/ATen/autocast_mode.cpp), restricted to what coretorch has
+_LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
+                           "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
+                           "scaled_dot_product_attention"})
+_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "bilinear"}
+_FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+                          "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",
+                          "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+                          "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "cdist", "prod",
+                          "trace"})
+_FP32_GPU = _FP32_COMMON | {"softmax", "log_softmax", "layer_norm", "group_norm", "softplus", "cosine_similarity",
+                            "exp", "log", "pow", "logsumexp", "sum", "cumsum", "cumprod", "dist", "norm"}
+_FP32_CPU = _FP32_COMMON | {"binary_cross_entropy"}
+LOWER = {"cpu": _LOWER_COMMON, "cuda": _LOWER_GPU, "opencl": _LOWER_GPU}
+FP32 = {"cpu": _FP32_CPU, "cuda": _FP32_GPU, "opencl": _FP32_GPU}
+
+#: device types autocast accepts (PyTorch raises for others); 'cuda' is accepted and disabled with a warning
+_AVAILABLE = ("cpu", "cuda", "opencl")
+_SUPPORTED = {"cpu": (_dt.bfloat16, _dt.float16), "opencl": (_dt.float16, _dt.bfloat16)}
+
+
+class _Local(threading.local):
+    """Per-thread autocast state (class attributes are every new thread's defaults)."""
+    any = False         # whether this thread has autocast enabled for some device type
+    nesting = 0
+    cache_enabled = True
+
+    def __init__(self) -> None:
+        self.enabled: dict = {}
+        self.dtype: dict = {"cpu": _dt.bfloat16, "cuda": _dt.float16, "opencl": _dt.float16}
+
+
+class _Global:
+    """``on``: whether some thread has autocast enabled, the ops' one check.  A plain attribute (a thread-local's
+    costs ~5x more per op); ``cast_inputs`` then reads the calling thread's own state."""
+    on = False
+    threads = 0
+
+
+tls = _Local()
+state = _Global()
+_lock = threading.Lock()
+
+
+def _check_device_type(device_type) -> None:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can be used for ``device_type`` ('cpu', 'opencl'; 'cuda' is accepted, then disabled)."""
+    return device_type in _AVAILABLE
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """torch.is_autocast_enabled: for ``device_type`` ('cuda' when omitted, as PyTorch)."""
+    return bool(tls.enabled.get("cuda" if device_type is None else device_type, False))
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """torch.set_autocast_enabled(device_type, enabled) (or the legacy ``set_autocast_enabled(enabled)``: cuda)."""
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    tls.enabled[device_type] = bool(enabled)
+    now = any(tls.enabled.values())
+    if now != tls.any:
+        tls.any = now
+        with _lock:
+            state.threads += 1 if now else -1
+            state.on = state.threads > 0
+
+
+def get_autocast_dtype(device_type: str) -> _dt.dtype:
+    """torch.get_autocast_dtype: the dtype autocast uses on ``device_type`` (bfloat16 on cpu, float16 on cuda)."""
+    return tls.dtype.get(device_type, _dt.float16)
+
+
+def set_autocast_dtype(device_type: str, dtype: _dt.dtype) -> None:
+    tls.dtype[device_type] = dtype
+
+
+def is_autocast_cache_enabled() -> bool:
+    return tls.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    tls.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Casts are not cached (each op casts its arguments): nothing to clear."""
+
+
+def _cuda_available() -> bool:
+    return False  # coretorch has no CUDA backend
+
+
+class autocast:
+    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a context manager and decorator
+    under which ops run in an op-specific dtype (see the module docstring)."""
+
+    def __init__(self, device_type: str, dtype: _dt.dtype | None = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
+        _check_device_type(device_type)
+        if not is_autocast_available(device_type):
+            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+        self.device = device_type
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._cache_enabled = tls.cache_enabled if cache_enabled is None else cache_enabled
+        if enabled and device_type == "cuda" and not _cuda_available():
+            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
+                          stacklevel=2)
+            enabled = False
+        supported = _SUPPORTED.get(device_type)
+        if supported is not None and self.fast_dtype not in supported and enabled:
+            what = "CPU" if device_type == "cpu" else device_type
+            warnings.warn(f"In {what} autocast, but the target dtype is not supported. Disabling autocast.\n"
+                          f"{what} Autocast only supports dtype of "
+                          + ", ".join(f"torch.{d.name}" for d in supported) + " currently.", stacklevel=2)
+            enabled = False
+        self._enabled = bool(enabled)
+
+    def __enter__(self) -> autocast:
+        self.prev_cache_enabled = tls.cache_enabled
+        self.prev = tls.enabled.get(self.device, False)
+        self.prev_fastdtype = get_autocast_dtype(self.device)
+        set_autocast_enabled(self.device, self._enabled)
+        tls.dtype[self.device] = self.fast_dtype
+        tls.nesting += 1
+        tls.cache_enabled = self._cache_enabled
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
+        tls.nesting -= 1
+        set_autocast_enabled(self.device, self.prev)
+        tls.dtype[self.device] = self.prev_fastdtype
+        tls.cache_enabled = self.prev_cache_enabled
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def decorate_autocast(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return decorate_autocast
+
+
+# ---- the ops' side ------------------------------------------------------------------------------
+def _eligible(t, dtype) -> bool:
+    d = t.dtype
+    return d is not dtype and d.is_floating_point and d is not _dt.float64
+
+
+def cast_inputs(op: str, *args):
+    """The arguments of ``op`` cast by the autocast policy of their device type (called only when ``state.on``):
+    floating point tensors other than float64 go to the region's dtype (lower precision ops) or to float32;
+    everything else is returned as it is."""
+    from ..tensor import Tensor
+    dev = next((a._be.type for a in args if isinstance(a, Tensor)), None)
+    if dev is None or not tls.enabled.get(dev):
+        return args  # autocast is on in another thread (or for another device type) only
+    if op in LOWER.get(dev, ()):
+        target = tls.dtype[dev]
+    elif op in FP32.get(dev, ()):
+        target = _dt.float32
+    else:
+        return args
+    return tuple(a.to(target) if isinstance(a, Tensor) and _eligible(a, target) and a._be.type == dev else a
+                 for a in args)
+
+
+def _cast(value, device_type: str, dtype):
+    """Tensors and containers of tensors cast for custom_fwd(cast_inputs=...)."""
+    from ..tensor import Tensor
+    if isinstance(value, Tensor):
+        ok = value.is_floating_point() and value.device.type == device_type and value.dtype is not _dt.float64
+        return value.to(dtype) if ok else value
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, collections.abc.Mapping):
+        return {_cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, device_type, dtype) for v in value)
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs: _dt.dtype | None = None):
+    """Decorator for the ``forward`` of a custom autograd Function: with ``cast_inputs``, inside an autocast region
+    the floating point tensor arguments are cast to it and forward runs with autocast disabled."""
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        args[0]._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            args[0]._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        args[0]._fwd_used_autocast = False
+        if is_autocast_enabled(device_type):
+            with autocast(device_type=device_type, enabled=False):
+                return fwd(*_cast(args, device_type, cast_inputs), **_cast(kwargs, device_type, cast_inputs))
+        return fwd(*args, **kwargs)
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for the ``backward`` of a custom autograd Function: runs it with forward's autocast state."""
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        with autocast(device_type=device_type, enabled=args[0]._fwd_used_autocast, dtype=args[0]._dtype):
+            return bwd(*args, **kwargs)
+    return decorate_bwd
