@@ -142,19 +142,14 @@ _PRECISIONS = ("highest", "high", "medium")
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """'highest', 'high' or 'medium', as PyTorch (another case is read in lower case, with a warning; anything
-    else is ignored with a warning).  coretorch computes float32 matmuls in float32 whatever the setting."""
-    if precision in _PRECISIONS:
-        _precision[0] = precision
-        return
+    """'highest', 'high' or 'medium' (in any case), as PyTorch; anything else warns and changes nothing.
+    coretorch computes float32 matmuls in float32 whatever the setting."""
     low = str(precision).lower()
     if low in _PRECISIONS:
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the given string will be "
-                      f"interpreted as {low}", UserWarning, stacklevel=2)
         _precision[0] = low
         return
-    warnings.warn(f"{precision} is not a valid value of float32_matmul_precision, so it will be ignored",
-                  UserWarning, stacklevel=2)
+    warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                  f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
 
 
 def get_float32_matmul_precision() -> str:
