@@ -39,7 +39,7 @@ def test_cuda_answers_as_pytorch_without_cuda():
               c.synchronize, c.init, lambda: c.set_device(0)):
         with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled.*'opencl'"):
             f()
-    with pytest.raises(AssertionError):
+    with pytest.raises(RuntimeError, match="PyTorch was compiled without CUDA support"):
         with c.device(0):
             pass
     with c.device(None):  # no device: a no-op, as in PyTorch
