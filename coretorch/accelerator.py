@@ -2,9 +2,11 @@
 
 Design: the accelerator is the device type of an installed, available backend other than ``cpu`` — the
 ``opencl`` backend when it is installed and finds an OpenCL device (a GPU, or PoCL's CPU device), else the first
-other plugin device type in name order.  With none, ``is_available()`` is False and ``current_accelerator()``
-None, as PyTorch on a CPU-only machine.  ``device('opencl')`` (no index) always means ``opencl:0``; the index set
-with ``set_device_index`` is what ``current_device_index`` reports (coretorch has no per-thread current device).
+other plugin device type in name order.  With none available, ``is_available()`` is False,
+``current_accelerator(check_available=True)`` is None and the calls that need a device raise PyTorch's "Cannot
+access accelerator device when none is available.", as PyTorch on a CPU-only machine.  ``device('opencl')`` (no
+index) always means ``opencl:0``; the index set with ``set_device_index`` is what ``current_device_index``
+reports (coretorch has no per-thread current device).
 """
 from __future__ import annotations
 
