@@ -95,13 +95,15 @@ def _module_compile(self, *args, **kwargs) -> None:
 _Module.compile = _module_compile
 
 
-# ---- determinism and matmul precision (remembered: coretorch's kernels are deterministic already) ----------------
+# ---- determinism and matmul precision (remembered; see use_deterministic_algorithms) ----------------------------
 _det = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None:
-    """Remembered for ``are_deterministic_algorithms_enabled``; coretorch's kernels are deterministic anyway
-    (its scatter-adds accumulate in a fixed order)."""
+    """Remembered for ``are_deterministic_algorithms_enabled`` (and ``torch.backends.cudnn.deterministic`` is a
+    separate flag, as in PyTorch).  coretorch's cpu kernels are deterministic; on opencl, accumulating index
+    writes (``index_put_(..., accumulate=True)`` and the ops built on it) add with atomics, so their float sums may
+    differ in the last bits from run to run, and they do not consult this flag yet."""
     if not isinstance(mode, _bool) or not isinstance(warn_only, _bool):
         raise TypeError("use_deterministic_algorithms(): argument 'mode' and 'warn_only' must be bool")
     _det["mode"], _det["warn_only"] = mode, warn_only
