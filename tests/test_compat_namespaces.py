@@ -560,3 +560,25 @@ def test_accelerator_without_one(monkeypatch):
             f()
     dev = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
     assert dev == "cpu"
+
+
+def test_multiprocessing_namespace_and_spawn(tmp_path):
+    import sys
+    mp = importlib.import_module("coretorch.multiprocessing")
+    assert mp.Process is __import__("multiprocessing").Process and mp.cpu_count() >= 1
+    assert mp.get_sharing_strategy() == "file_descriptor"
+    mp.set_sharing_strategy("file_system")
+    assert mp.get_sharing_strategy() == "file_system" and "file_system" in mp.get_all_sharing_strategies()
+    mp.set_sharing_strategy("file_descriptor")
+    with pytest.raises(AssertionError):
+        mp.set_sharing_strategy("shm")
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    try:
+        worker = importlib.import_module("_compat_mp_worker")
+        mp.spawn(worker.write_square, args=(str(tmp_path),), nprocs=2)
+        for i in range(2):
+            np.testing.assert_allclose(np.load(tmp_path / f"{i}.npy"), (np.arange(3.0) * i) ** 2)
+        with pytest.raises(mp.ProcessRaisedException, match="worker one failed"):
+            mp.spawn(worker.fail_on_one, nprocs=2)
+    finally:
+        sys.path.remove(str(__import__("pathlib").Path(__file__).parent))
