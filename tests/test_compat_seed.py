@@ -777,3 +777,22 @@ def test_pytorch_module_setattr_source_as_user_code():
         m.stat = "x"
     m.w = None
     assert m.w is None and [n for n, _ in m.named_parameters()][:1] == ["p"]
+
+
+def test_alpha_first_wraps_a_rebound_add():
+    """If an op family rebinds Tensor.add_, the deprecated (alpha, other) order is put on top of its method."""
+    from coretorch._tensor_legacy import _alpha_first
+    calls = []
+
+    def add_(self, other, *, alpha=1):
+        calls.append(alpha)
+        return self
+
+    m = _alpha_first("add_", add_)
+    x = torch.ones(1)
+    with pytest.warns(UserWarning, match="This overload of add_ is deprecated"):
+        assert m(x, 2, torch.ones(1)) is x
+    m(x, torch.ones(1), alpha=3)
+    assert calls == [2, 3]
+    with pytest.raises(TypeError):
+        m(x, torch.ones(1), torch.ones(1))
