@@ -48,9 +48,10 @@ from .ops.random import *  # noqa: F401,F403
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from . import _subclass  # noqa: F401  (as_subclass; user subclasses' methods go through __torch_function__)
+from .nn import _grad_fn_names  # noqa: F401  (PyTorch's grad_fn names for nn.functional's composite ops)
 from ._compat import *  # noqa: F401,F403
 from ._tensor_str import set_printoptions  # noqa: F401
-from . import _C, accelerator, compiler, cuda, jit, mps, onnx, types, version, xpu  # noqa: F401
+from . import _C, accelerator, compiler, cuda, jit, mps, multiprocessing, onnx, types, version, xpu  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from . import special
 from . import linalg

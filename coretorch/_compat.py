@@ -95,13 +95,15 @@ def _module_compile(self, *args, **kwargs) -> None:
 _Module.compile = _module_compile
 
 
-# ---- determinism and matmul precision (remembered: coretorch's kernels are deterministic already) ----------------
+# ---- determinism and matmul precision (remembered; see use_deterministic_algorithms) ----------------------------
 _det = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None:
-    """Remembered for ``are_deterministic_algorithms_enabled``; coretorch's kernels are deterministic anyway
-    (its scatter-adds accumulate in a fixed order)."""
+    """Remembered for ``are_deterministic_algorithms_enabled`` (and ``torch.backends.cudnn.deterministic`` is a
+    separate flag, as in PyTorch).  coretorch's cpu kernels are deterministic; on opencl, accumulating index
+    writes (``index_put_(..., accumulate=True)`` and the ops built on it) add with atomics, so their float sums may
+    differ in the last bits from run to run, and they do not consult this flag yet."""
     if not isinstance(mode, _bool) or not isinstance(warn_only, _bool):
         raise TypeError("use_deterministic_algorithms(): argument 'mode' and 'warn_only' must be bool")
     _det["mode"], _det["warn_only"] = mode, warn_only
@@ -142,19 +144,14 @@ _PRECISIONS = ("highest", "high", "medium")
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """'highest', 'high' or 'medium', as PyTorch (another case is read in lower case, with a warning; anything
-    else is ignored with a warning).  coretorch computes float32 matmuls in float32 whatever the setting."""
-    if precision in _PRECISIONS:
-        _precision[0] = precision
-        return
+    """'highest', 'high' or 'medium' (in any case), as PyTorch; anything else warns and changes nothing.
+    coretorch computes float32 matmuls in float32 whatever the setting."""
     low = str(precision).lower()
     if low in _PRECISIONS:
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the given string will be "
-                      f"interpreted as {low}", UserWarning, stacklevel=2)
         _precision[0] = low
         return
-    warnings.warn(f"{precision} is not a valid value of float32_matmul_precision, so it will be ignored",
-                  UserWarning, stacklevel=2)
+    warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                  f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
 
 
 def get_float32_matmul_precision() -> str:

@@ -31,6 +31,18 @@ def _legacy_alpha(name: str, alpha, other):
     return other, alpha
 
 
+def _alpha_first(name: str, fn):
+    """``fn`` (a method with PyTorch's ``(other, *, alpha=1)``) also taking the deprecated ``(alpha, other)``."""
+    def method(self, other, *args, **kwargs):
+        if len(args) == 1 and "alpha" not in kwargs:
+            other, alpha = _legacy_alpha(name, other, args[0])
+            return fn(self, other, alpha=alpha, **kwargs)
+        return fn(self, other, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _add_(self, other, other2=_NO, *, alpha=1):
     if other2 is not _NO:
         other, alpha = _legacy_alpha("add_", other, other2)
@@ -149,7 +161,14 @@ def cpu(self: Tensor, memory_format=None) -> Tensor:
 
 def _bind() -> None:
     T = Tensor
-    T.add_, T.sub_, T.add, T.sub = _add_, _sub_, _add, _sub
+    for name, mine in (("add_", _add_), ("sub_", _sub_), ("add", _add), ("sub", _sub)):
+        current = getattr(T, name)
+        # the core's own method (_tensor_methods): replaced by the same fast path plus the overload; a method an
+        # op family rebound: wrapped, so that its change stays
+        if current.__qualname__.startswith(("_fast_inplace.", "_method.")):
+            setattr(T, name, mine)
+        else:
+            setattr(T, name, _alpha_first(name, current))
     for name in ("addcmul", "addcmul_", "addcdiv", "addcdiv_"):  # (the elementwise family's methods, if there)
         fn = getattr(T, name, None)
         if fn is not None and not getattr(fn, "_value_first", False):

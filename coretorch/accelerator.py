@@ -2,9 +2,11 @@
 
 Design: the accelerator is the device type of an installed, available backend other than ``cpu`` — the
 ``opencl`` backend when it is installed and finds an OpenCL device (a GPU, or PoCL's CPU device), else the first
-other plugin device type in name order.  With none, ``is_available()`` is False and ``current_accelerator()``
-None, as PyTorch on a CPU-only machine.  ``device('opencl')`` (no index) always means ``opencl:0``; the index set
-with ``set_device_index`` is what ``current_device_index`` reports (coretorch has no per-thread current device).
+other plugin device type in name order.  With none available, ``is_available()`` is False,
+``current_accelerator(check_available=True)`` is None and the calls that need a device raise PyTorch's "Cannot
+access accelerator device when none is available.", as PyTorch on a CPU-only machine.  ``device('opencl')`` (no
+index) always means ``opencl:0``; the index set with ``set_device_index`` is what ``current_device_index``
+reports (coretorch has no per-thread current device).
 """
 from __future__ import annotations
 
@@ -12,9 +14,17 @@ from ._backend import backends as _backends
 from .device import device as _device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
-           "current_device_idx", "set_device_idx", "synchronize", "device_index"]
+           "current_device_idx", "set_device_idx", "synchronize", "device_index", "empty_cache"]
 
 _index = 0
+_NONE = "Cannot access accelerator device when none is available."  # PyTorch's error without an accelerator
+
+
+def _require():
+    b = _backend()
+    if b is None:
+        raise RuntimeError(_NONE)
+    return b
 
 
 def _backend():
@@ -56,15 +66,16 @@ def device_count() -> int:
 
 
 def current_device_index() -> int:
-    """The index set by ``set_device_index`` (0 by default); -1 without an accelerator, as PyTorch."""
-    return _index if is_available() else -1
+    """The index set by ``set_device_index`` (0 by default).  Without an accelerator this raises, as PyTorch."""
+    _require()
+    return _index
 
 
 def set_device_index(device) -> None:
     """Record the current accelerator index (a device of the accelerator's type, or an int)."""
     global _index
     idx = device.index if isinstance(device, _device) else int(device)
-    n = device_count()
+    n = _require()[1].device_count()
     if idx is None or idx == -1:
         return
     if not 0 <= idx < n:
@@ -77,14 +88,18 @@ set_device_idx = set_device_index
 
 
 def synchronize(device=None) -> None:
-    """Wait for the accelerator's queued work (a no-op without one)."""
-    b = _backend()
-    if b is None:
-        return
+    """Wait for the accelerator's queued work (without an accelerator this raises, as PyTorch)."""
+    b = _require()
     sync = getattr(b[1], "synchronize", None)
     if sync is not None:
         idx = device.index if isinstance(device, _device) else device
         sync(idx)
+
+
+def empty_cache() -> None:
+    """Release cached device memory: the opencl backend keeps no cache, so there is nothing to release (without an
+    accelerator this raises, as PyTorch)."""
+    _require()
 
 
 class device_index:

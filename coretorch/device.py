@@ -17,10 +17,12 @@ class device:
         if d is not None:
             return d
         if isinstance(type_or_str, int) and not isinstance(type_or_str, bool) and index is None:
-            # an ordinal alone: a device of the accelerator's type, as PyTorch 2.x (cuda when there is none)
+            # an ordinal alone: a device of the accelerator's type, as PyTorch 2.x (which raises without one)
             from .accelerator import current_accelerator  # accelerator imports this module: a cycle otherwise
-            acc = current_accelerator()
-            return device(acc.type if acc is not None else "cuda", type_or_str)
+            acc = current_accelerator(check_available=True)
+            if acc is None:
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            return device(acc.type, type_or_str)
         if not isinstance(type_or_str, str):
             raise TypeError(f"device() expected a string or a device, got {type(type_or_str).__name__}")
         s = type_or_str.strip()

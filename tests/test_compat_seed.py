@@ -712,3 +712,87 @@ def test_deprecated_value_first_overload_of_addcmul():
         with pytest.warns(UserWarning, match="This overload of addcmul_ is deprecated"):
             y.addcmul_(2, torch.ones(2), torch.full((2,), 3.0))
         assert y.tolist() == [6.0, 6.0]
+
+
+# ---- PyTorch's Module.__setattr__ logic, as user code (it needs torch.typename and the module registries) ------
+class SetattrModule(torch.nn.Module):
+    def __setattr__(self, name, value):
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, torch.nn.Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{torch.typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, torch.nn.Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{torch.typename(value)}' as child module '{name}' "
+                                    "(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, torch.Tensor):
+                        raise TypeError(f"cannot assign '{torch.typename(value)}' as buffer '{name}' "
+                                        "(torch.Tensor or None expected)")
+                    buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+
+def test_pytorch_module_setattr_source_as_user_code():
+    m = SetattrModule()
+    m.w = torch.nn.Parameter(torch.ones(2))
+    m.p = MyParameter(torch.ones(3))  # a user parameter class (PyTorch's _is_param rule)
+    m.lin = torch.nn.Linear(2, 1)
+    m.register_buffer("stat", torch.zeros(1))
+    m.stat = torch.ones(1)
+    m.note = "plain"
+    assert [n for n, _ in m.named_parameters()] == ["w", "p", "lin.weight", "lin.bias"]
+    assert m.stat.tolist() == [1.0] and "stat" in m.state_dict() and m.note == "plain"
+    with pytest.raises(TypeError, match=r"cannot assign 'torch.FloatTensor' as parameter 'w'"):
+        m.w = torch.ones(2)
+    with pytest.raises(TypeError, match=r"cannot assign 'int' as child module 'lin'"):
+        m.lin = 3
+    with pytest.raises(TypeError, match=r"cannot assign 'str' as buffer 'stat'"):
+        m.stat = "x"
+    m.w = None
+    assert m.w is None and [n for n, _ in m.named_parameters()][:1] == ["p"]
+
+
+def test_alpha_first_wraps_a_rebound_add():
+    """If an op family rebinds Tensor.add_, the deprecated (alpha, other) order is put on top of its method."""
+    from coretorch._tensor_legacy import _alpha_first
+    calls = []
+
+    def add_(self, other, *, alpha=1):
+        calls.append(alpha)
+        return self
+
+    m = _alpha_first("add_", add_)
+    x = torch.ones(1)
+    with pytest.warns(UserWarning, match="This overload of add_ is deprecated"):
+        assert m(x, 2, torch.ones(1)) is x
+    m(x, torch.ones(1), alpha=3)
+    assert calls == [2, 3]
+    with pytest.raises(TypeError):
+        m(x, torch.ones(1), torch.ones(1))

@@ -5,24 +5,22 @@ in PyTorch; setting an unknown strategy raises ValueError.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import types
 
-try:
-    import opt_einsum as _opt_einsum
-except ImportError:  # a dependency of coretorch, but einsum still works (in written order) without it
-    _opt_einsum = None
-
 _STRATEGIES = ("auto", "greedy", "optimal")
+_AVAILABLE = importlib.util.find_spec("opt_einsum") is not None  # a dependency; imported on first use (40 ms)
 
 
 def is_available() -> bool:
-    return _opt_einsum is not None
+    return _AVAILABLE
 
 
 def get_opt_einsum():
-    """The opt_einsum module, or None."""
-    return _opt_einsum
+    """The opt_einsum module, or None (einsum then contracts in the written order)."""
+    return importlib.import_module("opt_einsum") if _AVAILABLE else None
 
 
 class _Module(types.ModuleType):

@@ -118,14 +118,15 @@ def reset_peak_memory_stats(device=None) -> None:
 
 
 class device:
-    """``with torch.cuda.device(i):`` — entering it needs CUDA (a negative index or None is a no-op, as PyTorch)."""
+    """``with torch.cuda.device(i):`` — entering it raises (a negative index or None is a no-op, as PyTorch)."""
 
     def __init__(self, device) -> None:
         self.idx = getattr(device, "index", device)
 
     def __enter__(self):
-        if self.idx is not None and self.idx >= 0:
-            _no_cuda()
+        if self.idx is not None and self.idx >= 0:  # PyTorch's message for a build without CUDA
+            raise RuntimeError("PyTorch was compiled without CUDA support (coretorch has no CUDA backend: its "
+                               "devices are 'cpu' and 'opencl')")
 
     def __exit__(self, *exc):
         return False

@@ -146,7 +146,7 @@ def relu6(input, inplace=False):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
-    return _inplace_result(input, out) if inplace else _named_node(out, "LeakyReluBackward0")
+    return _inplace_result(input, out) if inplace else out
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -154,7 +154,7 @@ def elu(input, alpha=1.0, inplace=False):
     # expm1 of min(x, 0): the unused branch never overflows (no inf * 0 in the backward)
     neg = _P.mul(_P.expm1(_P.clamp(x, max=0.0)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
-    return _inplace_result(input, out) if inplace else _named_node(out, "EluBackward0")
+    return _inplace_result(input, out) if inplace else out
 
 
 def selu(input, inplace=False):
@@ -172,28 +172,27 @@ def celu(input, alpha=1.0, inplace=False):
 
 def gelu(input, approximate="none"):
     if approximate == "none":
-        return _named_node(_P.mul(_P.mul(input, 0.5), _P.add(erf(_P.mul(input, 1.0 / math.sqrt(2.0))), 1.0)),
-                           "GeluBackward0")
+        return _P.mul(_P.mul(input, 0.5), _P.add(erf(_P.mul(input, 1.0 / math.sqrt(2.0))), 1.0))
     if approximate == "tanh":
         inner = _P.mul(_P.add(input, _P.mul(_P.mul(_P.mul(input, input), input), 0.044715)), math.sqrt(2.0 / math.pi))
-        return _named_node(_P.mul(_P.mul(input, 0.5), _P.add(_P.tanh(inner), 1.0)), "GeluBackward0")
+        return _P.mul(_P.mul(input, 0.5), _P.add(_P.tanh(inner), 1.0))
     raise RuntimeError(f"approximate argument must be either none or tanh, but got {approximate!r}")
 
 
 def silu(input, inplace=False):
     x = _src(input, inplace)
     out = _P.mul(x, _P.sigmoid(x))
-    return _inplace_result(input, out) if inplace else _named_node(out, "SiluBackward0")
+    return _inplace_result(input, out) if inplace else out
 
 
 def mish(input, inplace=False):
     x = _src(input, inplace)
     out = _P.mul(x, _P.tanh(softplus(x)))
-    return _inplace_result(input, out) if inplace else _named_node(out, "MishBackward0")
+    return _inplace_result(input, out) if inplace else out
 
 
 def logsigmoid(input):
-    return _named_node(_P.neg(softplus(_P.neg(input))), "LogSigmoidBackward0")
+    return _P.neg(softplus(_P.neg(input)))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -202,14 +201,14 @@ def softplus(input, beta=1.0, threshold=20.0):
     soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
     if beta != 1:
         soft = _P.div(soft, beta)
-    return _named_node(_P.where(_P.gt(z, threshold), input, soft), "SoftplusBackward0")
+    return _P.where(_P.gt(z, threshold), input, soft)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     out = _P.clamp(_src(input, inplace), min_val, max_val)
-    return _inplace_result(input, out) if inplace else _named_node(out, "HardtanhBackward0")
+    return _inplace_result(input, out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
@@ -775,8 +774,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if ph < ekh or pw < ekw:
         raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel size: ({ekh} x {ekw}). "
                            "Kernel size can't be greater than actual input size")
-    out = _named_node(_add_bias(_conv2d_raw(x, weight, stride, padding, dilation, groups), bias, 2),
-                      "ConvolutionBackward0")
+    out = _add_bias(_conv2d_raw(x, weight, stride, padding, dilation, groups), bias, 2)
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -790,7 +788,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if not isinstance(padding, str):
         padding = (0, _ntuple(padding, 1, "padding")[0])
     out = conv2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, (1, s), padding, (1, d), groups)
-    out = _named_node(_add_bias(_S.squeeze(out, 2), bias, 1), "ConvolutionBackward0")
+    out = _add_bias(_S.squeeze(out, 2), bias, 1)
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -835,7 +833,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
     out = conv_transpose2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, one(stride),
                            (0, _ntuple(padding, 1)[0]), (0, _ntuple(output_padding, 1)[0]), groups, one(dilation))
-    out = _named_node(_add_bias(_S.squeeze(out, 2), bias, 1), "ConvolutionBackward0")
+    out = _add_bias(_S.squeeze(out, 2), bias, 1)
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -1077,7 +1075,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         out = _P.mul(out, weight.reshape(bshape))
     if bias is not None:
         out = _P.add(out, bias.reshape(bshape))
-    return _named_node(out, "NativeBatchNormBackward0")
+    return out
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -1115,7 +1113,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         out = _P.mul(out, weight)
     if bias is not None:
         out = _P.add(out, bias)
-    return _named_node(out, "NativeLayerNormBackward0")
+    return out
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -1145,7 +1143,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         out = _P.mul(out, weight.reshape(bshape))
     if bias is not None:
         out = _P.add(out, bias.reshape(bshape))
-    return _named_node(out, "NativeGroupNormBackward0")
+    return out
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -1207,23 +1205,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     input, target = _pointwise_target("mse_loss", input, target)
     d = _P.sub(input, target)
-    return _named_node(_reduce(_weighted(_P.mul(d, d), weight), reduction), "MseLossBackward0")
-
-
-_NAMED_NODES: dict = {}
-
-
-def _named_node(t: Tensor, name: str) -> Tensor:
-    """Give the grad_fn of a composite op's result PyTorch's name for the op (a same-layout subclass of the node's
-    class: the backward is unchanged), so that printing ``loss.grad_fn`` shows what PyTorch shows."""
-    fn = t.grad_fn
-    if fn is not None:
-        key = (fn.__class__, name)
-        cls = _NAMED_NODES.get(key)
-        if cls is None:
-            cls = _NAMED_NODES[key] = type(name, (fn.__class__,), {"__slots__": ()})
-        fn.__class__ = cls
-    return t
+    return _reduce(_weighted(_P.mul(d, d), weight), reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -1248,7 +1230,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0:
         return _reduce(ad, reduction)
     loss = _P.where(_P.lt(ad, beta), _P.div(_P.mul(_P.mul(d, d), 0.5), beta), _P.sub(ad, 0.5 * beta))
-    return _named_node(_reduce(loss, reduction), "SmoothL1LossBackward0")
+    return _reduce(loss, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -1261,7 +1243,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     d = _P.sub(input, target)
     ad = _P.abs(d)
     loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
-    return _named_node(_reduce(_weighted(loss, weight), reduction), "HuberLossBackward0")
+    return _reduce(_weighted(loss, weight), reduction)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -1333,7 +1315,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), _P.mul(log_weight, softplus_neg))
     else:
         loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), softplus_neg)
-    return _named_node(_reduce(_weighted(loss, weight), reduction), "BinaryCrossEntropyWithLogitsBackward0")
+    return _reduce(_weighted(loss, weight), reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

@@ -336,6 +336,10 @@ class CatBackward0(Node):
         return tuple(out)
 
 
+class StackBackward0(CatBackward0):  # stack is a cat of unsqueezed inputs: PyTorch's name for its node
+    __slots__ = ()
+
+
 def cat(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
@@ -394,10 +398,6 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if out.grad_fn.__class__ is CatBackward0:
         out.grad_fn.__class__ = StackBackward0  # PyTorch's name for the node (same backward)
     return out
-
-
-class StackBackward0(CatBackward0):
-    __slots__ = ()
 
 
 def hstack(tensors):

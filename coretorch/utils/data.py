@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
+import types
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -108,7 +110,7 @@ def _rng(generator) -> np.random.Generator:
     ``manual_seed`` makes it reproducible); a numpy Generator -> itself; a coretorch Generator -> seeded by one
     draw from it (so that it advances from one use to the next, and its state reproduces the order)."""
     if generator is None:
-        from ...ops.creation import randint
+        from ..ops.creation import randint
         return np.random.default_rng(int(randint(0, 2 ** 62, ()).item()))
     if isinstance(generator, np.random.Generator):
         return generator
@@ -233,8 +235,8 @@ class BatchSampler(Sampler):
 # ---- collation ------------------------------------------------------------------------------------
 def default_convert(data):
     """numpy arrays become tensors (recursively); everything else is returned as it is."""
-    from ...ops.creation import as_tensor
-    from ...tensor import Tensor
+    from ..ops.creation import as_tensor
+    from ..tensor import Tensor
     if isinstance(data, Tensor):
         return data
     if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
@@ -254,10 +256,10 @@ def default_collate(batch):
     are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
     bools a bool tensor, strings stay a list; tuples, lists, named tuples and dicts are collated per
     field."""
-    from ... import dtypes as _dt
-    from ...ops.creation import as_tensor, tensor
-    from ...ops.shape import stack
-    from ...tensor import Tensor
+    from .. import dtypes as _dt
+    from ..ops.creation import as_tensor, tensor
+    from ..ops.shape import stack
+    from ..tensor import Tensor
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
@@ -361,7 +363,7 @@ class DataLoader:
         ds = self.dataset
         if self._default_collate and type(ds) is TensorDataset:
             # one gather per tensor: the same batch default_collate would stack, without the Python loop
-            from ...ops.creation import tensor
+            from ..ops.creation import tensor
             idx = tensor(indices, device=ds.tensors[0].device)
             return tuple(t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors)
         getitems = getattr(ds, "__getitems__", None)
@@ -395,7 +397,21 @@ def get_worker_info():
     return None
 
 
-# PyTorch's submodule layout, for scripts that import from it (torch.utils.data.dataloader.default_collate)
-for _sub in ("dataloader", "dataset", "sampler"):  # importing binds them here (the names are arguments below)
-    __import__(f"{__name__}.{_sub}")
-del _sub
+# PyTorch's submodule layout, for scripts that import from it (from torch.utils.data.dataloader import
+# default_collate): this module stays one file, so its submodules are module objects registered under their dotted
+# names, as os.path is
+def _submodule(name: str, names: list[str], doc: str) -> None:
+    m = types.ModuleType(f"{__name__}.{name}", doc)
+    for n in names:
+        setattr(m, n, globals()[n])
+    m.__all__ = list(names)
+    sys.modules[m.__name__] = m
+    globals()[name] = m
+
+
+_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
+           "torch.utils.data.dataloader: DataLoader and the collate functions.")
+_submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
+           "torch.utils.data.dataset: the dataset classes and random_split.")
+_submodule("sampler", ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"],
+           "torch.utils.data.sampler: the samplers.")

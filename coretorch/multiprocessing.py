@@ -1,0 +1,119 @@
+"""torch.multiprocessing: Python's multiprocessing, plus PyTorch's ``spawn`` and sharing-strategy switches.
+
+As in PyTorch, everything of the standard module is here (``Process``, ``Queue``, ``set_start_method``, ...).
+Unlike PyTorch, tensors do not travel between processes (coretorch tensors are not pickled): pass numpy arrays,
+files (``coretorch.save``) or plain values, and build tensors in the worker.
+"""
+from __future__ import annotations
+
+import multiprocessing as _mp
+import sys
+import traceback
+from multiprocessing import *  # noqa: F401,F403
+
+__all__ = list(_mp.__all__) + ["spawn", "start_processes", "ProcessContext", "ProcessExitedException",
+                               "ProcessRaisedException", "set_sharing_strategy", "get_sharing_strategy",
+                               "get_all_sharing_strategies"]
+
+_STRATEGIES = {"file_descriptor", "file_system"}
+_strategy = ["file_descriptor"]
+
+
+def get_all_sharing_strategies() -> set:
+    return set(_STRATEGIES)
+
+
+def get_sharing_strategy() -> str:
+    return _strategy[0]
+
+
+def set_sharing_strategy(new_strategy: str) -> None:
+    """Recorded (no tensor crosses a process boundary in coretorch, so nothing is shared either way)."""
+    if new_strategy not in _STRATEGIES:
+        raise AssertionError(f"invalid sharing strategy {new_strategy!r}: one of {sorted(_STRATEGIES)}")
+    _strategy[0] = new_strategy
+
+
+class ProcessException(Exception):
+    def __init__(self, msg: str, error_index: int, pid: int) -> None:
+        super().__init__(msg)
+        self.msg, self.error_index, self.pid = msg, error_index, pid
+
+    def __reduce__(self):
+        return type(self), (self.msg, self.error_index, self.pid)
+
+
+class ProcessRaisedException(ProcessException):
+    """A spawned process raised: the message holds its traceback."""
+
+
+class ProcessExitedException(ProcessException):
+    """A spawned process exited with a nonzero code (or a signal)."""
+
+    def __init__(self, msg: str, error_index: int, error_pid: int, exit_code: int, signal_name: str | None = None):
+        super().__init__(msg, error_index, error_pid)
+        self.exit_code, self.signal_name = exit_code, signal_name
+
+    def __reduce__(self):
+        return type(self), (self.msg, self.error_index, self.pid, self.exit_code, self.signal_name)
+
+
+def _wrap(fn, i: int, args: tuple, error_queue) -> None:
+    try:
+        fn(i, *args)
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        error_queue.put(traceback.format_exc())
+        sys.exit(1)
+
+
+class ProcessContext:
+    def __init__(self, processes: list, error_queues: list) -> None:
+        self.processes, self.error_queues = processes, error_queues
+
+    def pids(self) -> list:
+        return [p.pid for p in self.processes]
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for every process; the first failure terminates the others and raises, as PyTorch."""
+        for p in self.processes:
+            p.join(timeout)
+        for i, p in enumerate(self.processes):
+            if p.exitcode not in (0, None):
+                for q in self.processes:
+                    if q.is_alive():
+                        q.terminate()
+                q = self.error_queues[i]
+                if not q.empty():
+                    tb = q.get()
+                    raise ProcessRaisedException(f"\n\n-- Process {i} terminated with the following error:\n{tb}",
+                                                 i, p.pid)
+                raise ProcessExitedException(f"process {i} terminated with exit code {p.exitcode}", i, p.pid,
+                                             p.exitcode)
+        return all(p.exitcode is not None for p in self.processes)
+
+
+def start_processes(fn, args: tuple = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
+                    start_method: str = "spawn"):
+    """Run ``fn(i, *args)`` in ``nprocs`` processes (i = 0 .. nprocs-1)."""
+    ctx = _mp.get_context(start_method)
+    processes, queues = [], []
+    for i in range(nprocs):
+        q = ctx.SimpleQueue()
+        p = ctx.Process(target=_wrap, args=(fn, i, tuple(args), q), daemon=daemon)
+        p.start()
+        processes.append(p)
+        queues.append(q)
+    context = ProcessContext(processes, queues)
+    if not join:
+        return context
+    while not context.join():
+        pass
+    return None
+
+
+def spawn(fn, args: tuple = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
+          start_method: str = "spawn"):
+    """``torch.multiprocessing.spawn``: ``fn(i, *args)`` in ``nprocs`` fresh processes."""
+    return start_processes(fn, args, nprocs, join, daemon, start_method)
