@@ -282,3 +282,15 @@ def test_unique_values_require_grad_but_have_no_derivative():
     with pytest.raises(RuntimeError, match="derivative for '_unique2' is not implemented"):
         u.sum().backward()
     assert not torch.histc(x, 3).requires_grad and not torch.unique(x.detach()).requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int64_beyond_int32_range_sorts(device):
+    rng = np.random.default_rng(8)
+    a = rng.integers(-2 ** 40, 2 ** 40, (2, 3000))
+    a[:, ::3] = a[:, :1]  # ties
+    for desc in (False, True):
+        v, i = torch.sort(torch.tensor(a, device=device), 1, desc, stable=True)
+        want = _stable_argsort(a, 1, desc)
+        np.testing.assert_array_equal(_np(i), want)
+        np.testing.assert_array_equal(_np(v), np.take_along_axis(a, want, 1))

@@ -385,7 +385,7 @@ def _unique_impl(op, input, sort_first, return_inverse, return_counts, dim):
             flat = reshape(x, (-1,))
             n = flat.shape[0]
             if sort_first:
-                s, perm = sort(flat, 0, False, True)
+                s, perm = sort(flat, 0, False, False)  # any order of equal elements gives the same outputs
             else:
                 s, perm = flat, None
             if n == 0:

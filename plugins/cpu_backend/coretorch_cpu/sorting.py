@@ -61,6 +61,10 @@ def _packed_sort(x, descending: bool):
     return v, idx
 
 
+def _fits_int32(x) -> bool:
+    return bool(x.min() >= -2 ** 31 and x.max() < 2 ** 31)
+
+
 def _argsort(x, descending: bool, stable: bool):
     kind = "stable" if stable else None
     if not descending:
@@ -81,6 +85,10 @@ def sort(x, axis, descending: bool, stable: bool):
         v = v.astype(np.float16)
     elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 32:
         v, i = _packed_sort(xm, descending)
+    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 32 and _fits_int32(xm):
+        # int64 values within int32's range (token ids, labels, counts): the packed sort on their int32 copies
+        v, i = _packed_sort(xm.astype(np.int32), descending)
+        v = v.astype(np.int64)
     else:
         i = _argsort(xm, descending, stable)
         v = np.take_along_axis(xm, i, -1)
