@@ -9,14 +9,14 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from ._util import norm_dim, norm_dims
-from .sorting import return_type, write_out
+from .sorting import _return_type, _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
                       "cov", "corrcoef"]
 METHODS: dict = {}
 
 _i64, _bool = _dt.int64, _dt.bool_
-AMINMAX = return_type("aminmax", ("min", "max"))
+AMINMAX = _return_type("aminmax", ("min", "max"))
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -98,7 +98,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     r = reshape(r, (nq,) + out_shape)
     if scalar_q:
         r = reshape(r, out_shape)
-    return write_out(op, out, r)
+    return _write_out(op, out, r)
 
 
 def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):
@@ -136,7 +136,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
         b = floor((x - mn) * bins / (mx - mn))
         b = clamp(where(inside, b, 0.0), 0, bins - 1).to(_i64)   # max itself goes in the last bin
         h = scatter_add(zeros(bins, dtype=dt, device=input.device), 0, b, inside.to(dt))
-    return write_out("histc", out, h)
+    return _write_out("histc", out, h)
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
@@ -181,12 +181,12 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:
-            return write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
     else:
         d = norm_dim(dim, input.ndim, "aminmax")
         if input.ndim == 0:
-            return write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
-    return write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
+    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
 # ---- diff / gradient -----------------------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
             break
         a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
         x = logical_xor(a, b) if x.dtype is _bool else a - b
-    return write_out("diff", out, x)
+    return _write_out("diff", out, x)
 
 
 def _spacings(spacing, dims, input):
