@@ -294,3 +294,16 @@ def test_int64_beyond_int32_range_sorts(device):
         want = _stable_argsort(a, 1, desc)
         np.testing.assert_array_equal(_np(i), want)
         np.testing.assert_array_equal(_np(v), np.take_along_axis(a, want, 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_many_rows(device, right):
+    rng = np.random.default_rng(9)
+    s = np.sort(rng.integers(0, 10, (40, 3, 12)), -1).astype(np.float32)
+    v = rng.integers(-1, 11, (40, 3, 5)).astype(np.float32)
+    v[0, 0, 0] = np.nan
+    got = torch.searchsorted(torch.tensor(s, device=device), torch.tensor(v, device=device), right=right)
+    side = "right" if right else "left"
+    want = np.stack([np.searchsorted(s[r], v[r], side) for r in np.ndindex(40, 3)]).reshape(40, 3, 5)
+    np.testing.assert_array_equal(_np(got), want)

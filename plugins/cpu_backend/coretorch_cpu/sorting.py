@@ -124,10 +124,23 @@ def searchsorted(seq, values, right: bool, out_dtype):
         return np.searchsorted(seq, values, side=side).astype(out_dtype)
     s2 = seq.reshape(-1, seq.shape[-1])
     v2 = values.reshape(-1, values.shape[-1])
-    out = np.empty(v2.shape, out_dtype)
-    for r in range(s2.shape[0]):  # a batch of rows: one searchsorted each
-        out[r] = np.searchsorted(s2[r], v2[r], side=side)
-    return out.reshape(values.shape)
+    B, N, M = s2.shape[0], s2.shape[1], v2.shape[1]
+    if B <= 16 or v2.size == 0:  # a few rows: one searchsorted each
+        out = np.empty(v2.shape, out_dtype)
+        for r in range(B):
+            out[r] = np.searchsorted(s2[r], v2[r], side=side)
+        return out.reshape(values.shape)
+    # many rows at once: order every row's boundaries and values together (by row, then value; a value goes after
+    # equal boundaries for side='right', before them for 'left'); a value's answer is the boundaries before it
+    rows = np.repeat(np.arange(B), N + M)
+    both = np.concatenate([s2, v2], axis=1).reshape(-1)
+    is_val = np.tile(np.r_[np.zeros(N, bool), np.ones(M, bool)], B)
+    tie = is_val if right else ~is_val
+    order = np.lexsort((tie, both, rows))
+    bounds_before = np.cumsum(~is_val[order]) - np.repeat(np.arange(B) * N, N + M)
+    out = np.empty(B * (N + M), np.int64)
+    out[order] = bounds_before
+    return out.reshape(B, N + M)[:, N:].reshape(values.shape).astype(out_dtype)
 
 
 def _cum_extreme(ufunc):
