@@ -83,6 +83,9 @@ def sort(x, axis, descending: bool, stable: bool):
     elif x.dtype == np.float16:
         v, i = _packed_sort(xm.astype(np.float32), descending)
         v = v.astype(np.float16)
+    elif x.dtype.kind not in "biuf":  # an ml_dtypes float (bfloat16): the order of its exact float32 values
+        v, i = _packed_sort(xm.astype(np.float32), descending)
+        v = v.astype(x.dtype)
     elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 32:
         v, i = _packed_sort(xm, descending)
     elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 32 and _fits_int32(xm):
