@@ -17,6 +17,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim
+from .reduction import _return_type as _vi_type
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
                       "unique_consecutive", "searchsorted", "bucketize", "cummax", "cummin", "logcumsumexp"]
@@ -35,7 +36,8 @@ def _return_type(op: str, fields=("values", "indices")):
     return type(op, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "coretorch.return_types"})
 
 
-RETURN_TYPES = {op: _return_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
+# the (values, indices) tuples are made as reduction's max/min(dim) ones; _return_type makes the others (aminmax)
+RETURN_TYPES = {op: _vi_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
                                                "cummin")}
 
 
