@@ -6,13 +6,14 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
-from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
-from ._util import norm_dim, norm_dims
+from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import edge, norm_dim, norm_dims
 from .sorting import _return_type, _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
-                      "cov", "corrcoef"]
+                      "cov", "corrcoef", "cumprod"]
 METHODS: dict = {}
 
 _i64, _bool = _dt.int64, _dt.bool_
@@ -288,6 +289,48 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     return tuple(res)
 
 
+# ---- cumprod ---------------------------------------------------------------------------------------------------------
+class CumprodBackward0(Node):
+    """PyTorch's cumprod_backward: revcumsum(g * out) / x before a slice's first zero; at the first zero, revcumsum of
+    g times the cumprod with that zero replaced by 1; nothing after it (every later product holds the zero)."""
+    __slots__ = ("dim", "out")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        d, out = self.dim, self.out
+        if x.ndim == 0:
+            return (g,)
+
+        def revcumsum(t):
+            return flip(cumsum(flip(t, (d,)), d), (d,))
+        zeros_seen = cumsum(eq(x, 0).to(_i64), d)
+        before = eq(zeros_seen, 0)
+        first = logical_and(eq(x, 0), eq(zeros_seen, 1))
+        plain = revcumsum(g * out) / where(before, x, 1.0)
+        at_zero = revcumsum(g * cumprod(where(first, 1.0, x), d))
+        return (where(before, plain, where(first, at_zero, 0.0)),)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+    """Cumulative product along ``dim`` (integer and bool inputs give int64, as PyTorch)."""
+    _check("cumprod", input)
+    d = norm_dim(dim, input.ndim, "cumprod")
+    dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dt is not input.dtype:
+        input = input.to(dt) if dt.is_floating_point else input.detach().to(dt)
+    table = input._be
+    r = table.cumprod(input._data, d if input.ndim else None)
+    if input._rg and _gs.enabled:
+        node = CumprodBackward0()
+        node.dim = d
+        node.next_functions = (edge(input),)
+        node.save(input)
+        res = _make(r, dt, table, node)
+        node.out = res
+        return _write_out("cumprod", out, res)
+    return _write_out("cumprod", out, _make(r, dt, table))
+
+
 # ---- cov / corrcoef ------------------------------------------------------------------------------------------------
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None, aweights: Tensor | None = None):
     """Covariance matrix of the variables in the rows of ``input`` (observations in the columns)."""
@@ -344,7 +387,8 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 METHODS.update({"quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount,
-                "count_nonzero": count_nonzero, "aminmax": aminmax, "diff": diff, "cov": cov, "corrcoef": corrcoef})
+                "count_nonzero": count_nonzero, "aminmax": aminmax, "diff": diff, "cov": cov, "corrcoef": corrcoef,
+                "cumprod": cumprod})
 
 # late, module level (the shape and pointwise modules import this family's siblings)
 from .creation import full, ones, tensor, zeros  # noqa: E402
@@ -352,6 +396,6 @@ from .indexing import gather, narrow, scatter_add  # noqa: E402
 from .linalg import matmul  # noqa: E402
 from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
                         logical_xor, ne, round as round_, sqrt, where)
-from .reduction import amax, amin, mean, sum as sum_  # noqa: E402
-from .shape import cat, expand, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
+from .reduction import amax, amin, cumsum, mean, sum as sum_  # noqa: E402
+from .shape import cat, expand, flip, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
 from .sorting import sort  # noqa: E402
