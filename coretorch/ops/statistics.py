@@ -1,5 +1,6 @@
 """Statistics of the sorting family: quantile, nanquantile, histc, bincount, count_nonzero, aminmax, diff, gradient,
-cov, corrcoef.  Compositions of differentiable tensor ops (sort, gather, arithmetic): autograd comes with them.
+cov, corrcoef (compositions of differentiable tensor ops: sort, gather, arithmetic; autograd comes with them), and
+cumprod (the backend's scan kernel, with PyTorch's zero-safe backward).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
                          f"{interpolation}")
     if isinstance(q, Tensor):
         if q.dtype is not input.dtype:
