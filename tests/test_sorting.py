@@ -118,6 +118,8 @@ def test_out_arguments(device):
     np.testing.assert_array_equal(_np(nan_at), [3, 1])  # a NaN value goes past every boundary
     with pytest.raises(RuntimeError, match="dtype"):
         torch.sort(x, out=(torch.empty(0, device=device), torch.empty(0, device=device)))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        torch.msort(x.clone().requires_grad_(), out=m)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -67,6 +67,9 @@ def _write_out(op: str, out, res):
     outs = (out,) if isinstance(out, Tensor) else tuple(out)
     if len(outs) != len(ress):
         raise TypeError(f"{op}(): argument 'out' must be a tuple of {len(ress)} Tensors")
+    if _gs.enabled and any(r.requires_grad for r in ress):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
     for o, r in zip(outs, ress):
         if not isinstance(o, Tensor):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(o).__name__}")
