@@ -180,6 +180,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def _nth(input: Tensor, k: int, d: int):
     """(values, indices) arrays of the k-th smallest (0-based) along d, the dim kept."""
     table = input._be
+    if table.has("kthvalue"):
+        return table.kthvalue(input._data, k, d)
     v, i = table.topk(input._data, k + 1, d, False, True)
     if input.ndim == 0:
         return v, i
@@ -225,7 +227,9 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
             return _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     xa = x._data
-    if not input.dtype.is_floating_point or x.ndim == 0:
+    if not input.dtype.is_floating_point or x.ndim == 0 or (
+            table.host_memory and not table.to_numpy(table.any(table.isnan(xa), None, False))):
+        # no NaN (known for free in host memory): a selection (the cpu's argpartition), not a full sort
         v, i = _nth(x, (n - 1) // 2, d)
     else:
         # sorted with NaN last: the median is at (n - 1) // 2, or at the first NaN when one propagates; nanmedian's

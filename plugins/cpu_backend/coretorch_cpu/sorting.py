@@ -120,6 +120,14 @@ def topk(x, k: int, axis, largest: bool, sorted_: bool):
     return np.ascontiguousarray(np.moveaxis(v, -1, axis)), np.ascontiguousarray(np.moveaxis(i, -1, axis))
 
 
+def kthvalue(x, k: int, axis):
+    """The k-th smallest (0-based) along axis, the dim kept: one argpartition (NaN last, the largest)."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), _I64)
+    i = np.take(np.argpartition(x, k, axis=axis), [k], axis=axis)
+    return np.take_along_axis(x, i, axis), i.astype(_I64)
+
+
 def searchsorted(seq, values, right: bool, out_dtype):
     """Insertion points of ``values`` in the rows of ``seq`` (1-D, or the same leading dims as values)."""
     side = "right" if right else "left"
@@ -169,5 +177,5 @@ def logcumsumexp(x, axis):
         return np.logaddexp.accumulate(x, axis=axis)
 
 
-KERNELS: dict = {"sort": sort, "topk": topk, "searchsorted": searchsorted, "cummax": _cum_extreme(np.maximum),
-                 "cummin": _cum_extreme(np.minimum), "logcumsumexp": logcumsumexp}
+KERNELS: dict = {"sort": sort, "topk": topk, "kthvalue": kthvalue, "searchsorted": searchsorted,
+                 "cummax": _cum_extreme(np.maximum), "cummin": _cum_extreme(np.minimum), "logcumsumexp": logcumsumexp}
