@@ -95,6 +95,8 @@ PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
             "the largest value; stable keeps equal elements in input order (descending too)",
     "topk": "(x, k, axis, largest, sorted) -> (values, int64 indices) of the k largest (smallest) along axis, NaN the "
             "largest; k <= size of axis",
+    "kthvalue": "optional (x, k, axis) -> (values, int64 indices) of the k-th smallest (0-based) along axis, the axis "
+                "kept with size 1 (0-d: a copy and 0); NaN the largest.  Without it: topk's k + 1 smallest",
     "searchsorted": "(seq (N,) or (..., N) C-contiguous sorted rows, values (..., M) C-contiguous with seq's leading "
                     "dims, right, np out dtype int64|int32) -> insertion points (..., M)",
     "cummax": "(x, axis) -> (running max, int64 index of the last element equal to it; NaN propagates)",

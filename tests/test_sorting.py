@@ -118,6 +118,8 @@ def test_out_arguments(device):
     np.testing.assert_array_equal(_np(nan_at), [3, 1])  # a NaN value goes past every boundary
     with pytest.raises(RuntimeError, match="dtype"):
         torch.sort(x, out=(torch.empty(0, device=device), torch.empty(0, device=device)))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        torch.msort(x.clone().requires_grad_(), out=m)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -199,7 +201,7 @@ def test_argument_errors(device):
         torch.bincount(torch.tensor([1, -1], device=device))
     with pytest.raises(RuntimeError, match="max must be larger than min"):
         torch.histc(x, 5, 2, 1)
-    with pytest.raises(ValueError, match="interpolation"):
+    with pytest.raises(RuntimeError, match="interpolation"):
         torch.quantile(x, 0.5, interpolation="cubic")
     with pytest.raises(RuntimeError, match="range"):
         torch.topk(x, 4)
@@ -282,3 +284,28 @@ def test_unique_values_require_grad_but_have_no_derivative():
     with pytest.raises(RuntimeError, match="derivative for '_unique2' is not implemented"):
         u.sum().backward()
     assert not torch.histc(x, 3).requires_grad and not torch.unique(x.detach()).requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int64_beyond_int32_range_sorts(device):
+    rng = np.random.default_rng(8)
+    a = rng.integers(-2 ** 40, 2 ** 40, (2, 3000))
+    a[:, ::3] = a[:, :1]  # ties
+    for desc in (False, True):
+        v, i = torch.sort(torch.tensor(a, device=device), 1, desc, stable=True)
+        want = _stable_argsort(a, 1, desc)
+        np.testing.assert_array_equal(_np(i), want)
+        np.testing.assert_array_equal(_np(v), np.take_along_axis(a, want, 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_many_rows(device, right):
+    rng = np.random.default_rng(9)
+    s = np.sort(rng.integers(0, 10, (40, 3, 12)), -1).astype(np.float32)
+    v = rng.integers(-1, 11, (40, 3, 5)).astype(np.float32)
+    v[0, 0, 0] = np.nan
+    got = torch.searchsorted(torch.tensor(s, device=device), torch.tensor(v, device=device), right=right)
+    side = "right" if right else "left"
+    want = np.stack([np.searchsorted(s[r], v[r], side) for r in np.ndindex(40, 3)]).reshape(40, 3, 5)
+    np.testing.assert_array_equal(_np(got), want)

@@ -17,6 +17,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim
+from .reduction import _return_type as _vi_type
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
                       "unique_consecutive", "searchsorted", "bucketize", "cummax", "cummin", "logcumsumexp"]
@@ -25,7 +26,7 @@ METHODS: dict = {}       # Tensor.<name> -> function(self, ...), bound by coreto
 _i64, _i32, _bool = _dt.int64, _dt.int32, _dt.bool_
 
 
-def return_type(op: str, fields=("values", "indices")):
+def _return_type(op: str, fields=("values", "indices")):
     """PyTorch's torch.return_types.<op>: a named tuple printed as PyTorch prints it."""
     base = namedtuple(op, list(fields))
 
@@ -35,7 +36,8 @@ def return_type(op: str, fields=("values", "indices")):
     return type(op, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "coretorch.return_types"})
 
 
-RETURN_TYPES = {op: return_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
+# the (values, indices) tuples are made as reduction's max/min(dim) ones; _return_type makes the others (aminmax)
+RETURN_TYPES = {op: _vi_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
                                                "cummin")}
 
 
@@ -55,7 +57,7 @@ def _int_arg(op: str, name: str, v) -> int:
         raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}") from None
 
 
-def write_out(op: str, out, res):
+def _write_out(op: str, out, res):
     """Write ``res`` (a tensor or a named tuple of tensors) into ``out`` (PyTorch's out=): resized when its shape
     differs; the dtype must match."""
     if out is None:
@@ -65,6 +67,9 @@ def write_out(op: str, out, res):
     outs = (out,) if isinstance(out, Tensor) else tuple(out)
     if len(outs) != len(ress):
         raise TypeError(f"{op}(): argument 'out' must be a tuple of {len(ress)} Tensors")
+    if _gs.enabled and any(r.requires_grad for r in ress):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
     for o, r in zip(outs, ress):
         if not isinstance(o, Tensor):
             raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(o).__name__}")
@@ -133,13 +138,13 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | 
     if input.dtype is _bool:
         input_ = input.to(_dt.uint8)
         r = sort(input_, dim, descending, stable)
-        return write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices))
+        return _write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices))
     d = norm_dim(dim, input.ndim, "sort")
     table = input._be
     v, i = table.sort(input._data, d, bool(descending), bool(stable))
     idx = _make(i, _i64, table)
     res = RETURN_TYPES["sort"](_selected(SortBackward0, input, v, idx, d, True), idx)
-    return write_out("sort", out, res)
+    return _write_out("sort", out, res)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -152,7 +157,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 def msort(input: Tensor, *, out=None) -> Tensor:
     """``input`` sorted along its first dimension."""
-    return write_out("msort", out, sort(_check("msort", input), 0).values)
+    return _write_out("msort", out, sort(_check("msort", input), 0).values)
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
@@ -165,16 +170,18 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(f"topk(): selected index k out of range (k = {k}, size of dimension {d} = {size})")
     if input.dtype is _bool:
         r = topk(input.to(_dt.uint8), k, d, largest, sorted)
-        return write_out("topk", out, RETURN_TYPES["topk"](r.values.to(_bool), r.indices))
+        return _write_out("topk", out, RETURN_TYPES["topk"](r.values.to(_bool), r.indices))
     table = input._be
     v, i = table.topk(input._data, k, d, bool(largest), bool(sorted))
     idx = _make(i, _i64, table)
-    return write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx))
+    return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx))
 
 
 def _nth(input: Tensor, k: int, d: int):
     """(values, indices) arrays of the k-th smallest (0-based) along d, the dim kept."""
     table = input._be
+    if table.has("kthvalue"):
+        return table.kthvalue(input._data, k, d)
     v, i = table.topk(input._data, k + 1, d, False, True)
     if input.ndim == 0:
         return v, i
@@ -202,7 +209,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     v, i = _nth(input, k - 1, d)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     vals = _selected(KthvalueBackward0, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
-    return write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx))
+    return _write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx))
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------------------------
@@ -220,7 +227,9 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
             return _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     xa = x._data
-    if not input.dtype.is_floating_point or x.ndim == 0:
+    if not input.dtype.is_floating_point or x.ndim == 0 or (
+            table.host_memory and not table.to_numpy(table.any(table.isnan(xa), None, False))):
+        # no NaN (known for free in host memory): a selection (the cpu's argpartition), not a full sort
         v, i = _nth(x, (n - 1) // 2, d)
     else:
         # sorted with NaN last: the median is at (n - 1) // 2, or at the first NaN when one propagates; nanmedian's
@@ -236,12 +245,12 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
     if flat:
         node_cls = NanmedianBackward0 if ignore_nan else MedianBackward0
         idx = _make(table.view(table.contiguous(i), (1,)), _i64, table)
-        return write_out(op, out, _selected(node_cls, input, table.view(table.contiguous(v), ()), idx, None, True))
+        return _write_out(op, out, _selected(node_cls, input, table.view(table.contiguous(v), ()), idx, None, True))
     shape = tuple(input.shape)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     node_cls = NanmedianBackward1 if ignore_nan else MedianBackward1
     vals = _selected(node_cls, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
-    return write_out(op, out, RETURN_TYPES[op](vals, idx))
+    return _write_out(op, out, RETURN_TYPES[op](vals, idx))
 
 
 def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
@@ -261,7 +270,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     shape = tuple(input.shape)
     if input.ndim == 0:
         idx = _make(input._be.full((), 0, _i64.np), _i64, input._be)
-        return write_out("mode", out, RETURN_TYPES["mode"](_selected(ModeBackward0, input, input._be.contiguous(
+        return _write_out("mode", out, RETURN_TYPES["mode"](_selected(ModeBackward0, input, input._be.contiguous(
             input._data), idx, 0, True), idx))
     n = shape[d]
     if n == 0:
@@ -284,7 +293,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     table = input._be
     idx = _make(_squeezed(table, i._data, shape, d, keepdim), _i64, table)
     vals = _selected(ModeBackward0, input, _squeezed(table, v._data, shape, d, keepdim), idx, d, keepdim)
-    return write_out("mode", out, RETURN_TYPES["mode"](vals, idx))
+    return _write_out("mode", out, RETURN_TYPES["mode"](vals, idx))
 
 
 # ---- cummax / cummin / logcumsumexp --------------------------------------------------------------------------------
@@ -298,7 +307,7 @@ def _cum_extreme(op: str, input: Tensor, dim: int, out):
         v = table.cast(v, _bool.np)
     idx = _make(i, _i64, table)
     vals = _selected(CummaxBackward0 if op == "cummax" else CumminBackward0, input, v, idx, d, True)
-    return write_out(op, out, RETURN_TYPES[op](vals, idx))
+    return _write_out(op, out, RETURN_TYPES[op](vals, idx))
 
 
 def cummax(input: Tensor, dim: int, *, out=None):
@@ -350,8 +359,8 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
         node.save(input)
         res = _make(r, input.dtype, table, node)
         node.out = res
-        return write_out("logcumsumexp", out, res)
-    return write_out("logcumsumexp", out, _make(r, input.dtype, table))
+        return _write_out("logcumsumexp", out, res)
+    return _write_out("logcumsumexp", out, _make(r, input.dtype, table))
 
 
 # ---- unique / unique_consecutive -----------------------------------------------------------------------------------
@@ -385,7 +394,7 @@ def _unique_impl(op, input, sort_first, return_inverse, return_counts, dim):
             flat = reshape(x, (-1,))
             n = flat.shape[0]
             if sort_first:
-                s, perm = sort(flat, 0, False, True)
+                s, perm = sort(flat, 0, False, False)  # any order of equal elements gives the same outputs
             else:
                 s, perm = flat, None
             if n == 0:
@@ -489,7 +498,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     v = table.contiguous(table.cast(input._data, dt.np) if input.dtype is not dt else input._data)
     odt = _i32 if out_int32 else _i64
     res = _make(table.searchsorted(s, v, bool(right), odt.np), odt, table)
-    return write_out("searchsorted", out, res)
+    return _write_out("searchsorted", out, res)
 
 
 def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False, out=None) -> Tensor:

@@ -1,22 +1,24 @@
 """Statistics of the sorting family: quantile, nanquantile, histc, bincount, count_nonzero, aminmax, diff, gradient,
-cov, corrcoef.  Compositions of differentiable tensor ops (sort, gather, arithmetic): autograd comes with them.
+cov, corrcoef (compositions of differentiable tensor ops: sort, gather, arithmetic; autograd comes with them), and
+cumprod (the backend's scan kernel, with PyTorch's zero-safe backward).
 """
 from __future__ import annotations
 
 import builtins
 
 from .. import dtypes as _dt
-from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
-from ._util import norm_dim, norm_dims
-from .sorting import return_type, write_out
+from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import edge, norm_dim, norm_dims
+from .sorting import _return_type, _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
-                      "cov", "corrcoef"]
+                      "cov", "corrcoef", "cumprod"]
 METHODS: dict = {}
 
 _i64, _bool = _dt.int64, _dt.bool_
-AMINMAX = return_type("aminmax", ("min", "max"))
+AMINMAX = _return_type("aminmax", ("min", "max"))
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
@@ -32,7 +34,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
                          f"{interpolation}")
     if isinstance(q, Tensor):
         if q.dtype is not input.dtype:
@@ -98,7 +100,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     r = reshape(r, (nq,) + out_shape)
     if scalar_q:
         r = reshape(r, out_shape)
-    return write_out(op, out, r)
+    return _write_out(op, out, r)
 
 
 def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):
@@ -136,7 +138,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
         b = floor((x - mn) * bins / (mx - mn))
         b = clamp(where(inside, b, 0.0), 0, bins - 1).to(_i64)   # max itself goes in the last bin
         h = scatter_add(zeros(bins, dtype=dt, device=input.device), 0, b, inside.to(dt))
-    return write_out("histc", out, h)
+    return _write_out("histc", out, h)
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
@@ -181,12 +183,12 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:
-            return write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
     else:
         d = norm_dim(dim, input.ndim, "aminmax")
         if input.ndim == 0:
-            return write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
-    return write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
+    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
 # ---- diff / gradient -----------------------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
             break
         a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
         x = logical_xor(a, b) if x.dtype is _bool else a - b
-    return write_out("diff", out, x)
+    return _write_out("diff", out, x)
 
 
 def _spacings(spacing, dims, input):
@@ -288,6 +290,48 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
     return tuple(res)
 
 
+# ---- cumprod ---------------------------------------------------------------------------------------------------------
+class CumprodBackward0(Node):
+    """PyTorch's cumprod_backward: revcumsum(g * out) / x before a slice's first zero; at the first zero, revcumsum of
+    g times the cumprod with that zero replaced by 1; nothing after it (every later product holds the zero)."""
+    __slots__ = ("dim", "out")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        d, out = self.dim, self.out
+        if x.ndim == 0:
+            return (g,)
+
+        def revcumsum(t):
+            return flip(cumsum(flip(t, (d,)), d), (d,))
+        zeros_seen = cumsum(eq(x, 0).to(_i64), d)
+        before = eq(zeros_seen, 0)
+        first = logical_and(eq(x, 0), eq(zeros_seen, 1))
+        plain = revcumsum(g * out) / where(before, x, 1.0)
+        at_zero = revcumsum(g * cumprod(where(first, 1.0, x), d))
+        return (where(before, plain, where(first, at_zero, 0.0)),)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
+    """Cumulative product along ``dim`` (integer and bool inputs give int64, as PyTorch)."""
+    _check("cumprod", input)
+    d = norm_dim(dim, input.ndim, "cumprod")
+    dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dt is not input.dtype:
+        input = input.to(dt) if dt.is_floating_point else input.detach().to(dt)
+    table = input._be
+    r = table.cumprod(input._data, d if input.ndim else None)
+    if input._rg and _gs.enabled:
+        node = CumprodBackward0()
+        node.dim = d
+        node.next_functions = (edge(input),)
+        node.save(input)
+        res = _make(r, dt, table, node)
+        node.out = res
+        return _write_out("cumprod", out, res)
+    return _write_out("cumprod", out, _make(r, dt, table))
+
+
 # ---- cov / corrcoef ------------------------------------------------------------------------------------------------
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None, aweights: Tensor | None = None):
     """Covariance matrix of the variables in the rows of ``input`` (observations in the columns)."""
@@ -344,7 +388,8 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 METHODS.update({"quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount,
-                "count_nonzero": count_nonzero, "aminmax": aminmax, "diff": diff, "cov": cov, "corrcoef": corrcoef})
+                "count_nonzero": count_nonzero, "aminmax": aminmax, "diff": diff, "cov": cov, "corrcoef": corrcoef,
+                "cumprod": cumprod})
 
 # late, module level (the shape and pointwise modules import this family's siblings)
 from .creation import full, ones, tensor, zeros  # noqa: E402
@@ -352,6 +397,6 @@ from .indexing import gather, narrow, scatter_add  # noqa: E402
 from .linalg import matmul  # noqa: E402
 from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
                         logical_xor, ne, round as round_, sqrt, where)
-from .reduction import amax, amin, mean, sum as sum_  # noqa: E402
-from .shape import cat, expand, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
+from .reduction import amax, amin, cumsum, mean, sum as sum_  # noqa: E402
+from .shape import cat, expand, flip, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
 from .sorting import sort  # noqa: E402

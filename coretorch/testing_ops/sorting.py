@@ -365,3 +365,35 @@ c(OpCase("amax.dims3", lambda x: ct.amax(x, (0, 2, 3)), lambda a: np.max(a, (0, 
          FI))
 c(OpCase("amin.dims.keepdim", lambda x: ct.amin(x, (-1, 0), keepdim=True), lambda a: np.min(a, (-1, 0), keepdims=True),
          (A((3, 2, 4), "distinct", layout="s"),), FI))
+
+
+# ---- cumprod (zeros: the gradient at and after a slice's first zero) ----
+def _np_cumprod(a, dim):
+    r = np.cumprod(a, axis=dim) if a.ndim else a.copy()
+    return r if a.dtype.kind == "f" else r.astype(I64)
+
+
+def _cumprod_vjp(g, a, dim=1):
+    """d/dx_i of sum_j g_j cumprod(x)_j = sum_{j >= i} g_j prod_{k <= j, k != i} x_k (direct, O(n^2))."""
+    x, gm = np.moveaxis(a, dim, -1), np.moveaxis(g, dim, -1)
+    out = np.zeros_like(x)
+    n = x.shape[-1]
+    for i in range(n):
+        xi = x.copy()
+        xi[..., i] = 1.0
+        p = np.cumprod(xi, -1)
+        out[..., i] = (gm[..., i:] * p[..., i:]).sum(-1)
+    return np.moveaxis(out, -1, dim)
+
+
+for sfx, shape, dim, lay in (("", (4, 5), 1, "c"), (".dim0.t", (5, 3), 0, "t"), (".s", (3, 4), -1, "s"),
+                             (".0d", (), 0, "c"), (".empty", (0, 3), 1, "c")):
+    c(OpCase("cumprod" + sfx, lambda x, d=dim: ct.cumprod(x, d), lambda a, d=dim: _np_cumprod(a, d),
+             (A(shape, "nonzero", layout=lay),), ("float32", "float64", "int64")))
+c(OpCase("cumprod.method_gradgrad", lambda x: x.cumprod(0), lambda a: np.cumprod(a, 0), (A((5, 2), "nonzero"),),
+         gradgrad=True))
+c(OpCase("cumprod.zeros", lambda x, z: ct.cumprod(x * z.to(x.dtype), 1), lambda a, z: np.cumprod(a * z, 1),
+         (A((3, 6), "nonzero"), A((3, 6), "mask", "bool", requires_grad=False)),
+         vjp_ref=lambda g, a, z: (_cumprod_vjp(g, a * z, 1) * z,)))
+c(OpCase("cumprod.dtype", lambda x: ct.cumprod(x, 0, dtype=ct.float64), lambda a: np.cumprod(a, 0).astype(np.float64),
+         (A((4,), "nonzero", "int32"),), grad=False))

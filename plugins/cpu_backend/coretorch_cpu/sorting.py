@@ -61,6 +61,10 @@ def _packed_sort(x, descending: bool):
     return v, idx
 
 
+def _fits_int32(x) -> bool:
+    return bool(x.min() >= -2 ** 31 and x.max() < 2 ** 31)
+
+
 def _argsort(x, descending: bool, stable: bool):
     kind = "stable" if stable else None
     if not descending:
@@ -79,8 +83,15 @@ def sort(x, axis, descending: bool, stable: bool):
     elif x.dtype == np.float16:
         v, i = _packed_sort(xm.astype(np.float32), descending)
         v = v.astype(np.float16)
+    elif x.dtype.kind not in "biuf":  # an ml_dtypes float (bfloat16): the order of its exact float32 values
+        v, i = _packed_sort(xm.astype(np.float32), descending)
+        v = v.astype(x.dtype)
     elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 32:
         v, i = _packed_sort(xm, descending)
+    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 32 and _fits_int32(xm):
+        # int64 values within int32's range (token ids, labels, counts): the packed sort on their int32 copies
+        v, i = _packed_sort(xm.astype(np.int32), descending)
+        v = v.astype(np.int64)
     else:
         i = _argsort(xm, descending, stable)
         v = np.take_along_axis(xm, i, -1)
@@ -109,6 +120,14 @@ def topk(x, k: int, axis, largest: bool, sorted_: bool):
     return np.ascontiguousarray(np.moveaxis(v, -1, axis)), np.ascontiguousarray(np.moveaxis(i, -1, axis))
 
 
+def kthvalue(x, k: int, axis):
+    """The k-th smallest (0-based) along axis, the dim kept: one argpartition (NaN last, the largest)."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), _I64)
+    i = np.take(np.argpartition(x, k, axis=axis), [k], axis=axis)
+    return np.take_along_axis(x, i, axis), i.astype(_I64)
+
+
 def searchsorted(seq, values, right: bool, out_dtype):
     """Insertion points of ``values`` in the rows of ``seq`` (1-D, or the same leading dims as values)."""
     side = "right" if right else "left"
@@ -116,10 +135,23 @@ def searchsorted(seq, values, right: bool, out_dtype):
         return np.searchsorted(seq, values, side=side).astype(out_dtype)
     s2 = seq.reshape(-1, seq.shape[-1])
     v2 = values.reshape(-1, values.shape[-1])
-    out = np.empty(v2.shape, out_dtype)
-    for r in range(s2.shape[0]):  # a batch of rows: one searchsorted each
-        out[r] = np.searchsorted(s2[r], v2[r], side=side)
-    return out.reshape(values.shape)
+    B, N, M = s2.shape[0], s2.shape[1], v2.shape[1]
+    if B <= 16 or v2.size == 0:  # a few rows: one searchsorted each
+        out = np.empty(v2.shape, out_dtype)
+        for r in range(B):
+            out[r] = np.searchsorted(s2[r], v2[r], side=side)
+        return out.reshape(values.shape)
+    # many rows at once: order every row's boundaries and values together (by row, then value; a value goes after
+    # equal boundaries for side='right', before them for 'left'); a value's answer is the boundaries before it
+    rows = np.repeat(np.arange(B), N + M)
+    both = np.concatenate([s2, v2], axis=1).reshape(-1)
+    is_val = np.tile(np.r_[np.zeros(N, bool), np.ones(M, bool)], B)
+    tie = is_val if right else ~is_val
+    order = np.lexsort((tie, both, rows))
+    bounds_before = np.cumsum(~is_val[order]) - np.repeat(np.arange(B) * N, N + M)
+    out = np.empty(B * (N + M), np.int64)
+    out[order] = bounds_before
+    return out.reshape(B, N + M)[:, N:].reshape(values.shape).astype(out_dtype)
 
 
 def _cum_extreme(ufunc):
@@ -145,5 +177,5 @@ def logcumsumexp(x, axis):
         return np.logaddexp.accumulate(x, axis=axis)
 
 
-KERNELS: dict = {"sort": sort, "topk": topk, "searchsorted": searchsorted, "cummax": _cum_extreme(np.maximum),
-                 "cummin": _cum_extreme(np.minimum), "logcumsumexp": logcumsumexp}
+KERNELS: dict = {"sort": sort, "topk": topk, "kthvalue": kthvalue, "searchsorted": searchsorted,
+                 "cummax": _cum_extreme(np.maximum), "cummin": _cum_extreme(np.minimum), "logcumsumexp": logcumsumexp}

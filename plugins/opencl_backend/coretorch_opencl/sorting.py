@@ -36,7 +36,7 @@ _KMAX = 32    # topk takes the candidate pass for k <= _KMAX (a private list per
 
 
 def _rows(k, x, axis):
-    """(buffer, element offset, M, L, perm) of x with ``axis`` last and C-contiguous rows."""
+    """(buffer, element offset, M rows, L, perm, permuted shape) of x with ``axis`` last, rows C-contiguous."""
     nd = x.ndim
     perm = tuple(d for d in range(nd) if d != axis) + (axis,)
     xp = x if axis == nd - 1 else k.permute(x, perm)
