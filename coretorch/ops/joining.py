@@ -57,13 +57,25 @@ def _scatter_positions(g: Tensor, n: int, pos: Tensor) -> Tensor:
     return _ix.index_add(z, 0, pos.reshape(-1), g.reshape(-1))
 
 
+def _extent(shape, strides) -> int:
+    return 0 if 0 in shape else 1 + sum((s - 1) * t for s, t in zip(shape, strides))
+
+
 def _storage(input: Tensor):
-    """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element."""
+    """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element.
+    A base whose layout cannot be addressed that way (negative strides, or a view left behind by the base's
+    resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
     table = input._be
     root = input._base if input._base is not None else input
     off = table.storage_offset(input._data) - table.storage_offset(root._data)
-    rs, rst = tuple(root.shape), root.stride()
-    size = 0 if 0 in rs else 1 + sum((s - 1) * abs(t) for s, t in zip(rs, rst))
+    rst, ist = root.stride(), input.stride()
+    size = _extent(tuple(root.shape), rst)
+    if root is not input and (min(rst, default=0) < 0 or min(ist, default=0) < 0 or off < 0
+                              or off + _extent(tuple(input.shape), ist) > size):
+        return 0, _extent(tuple(input.shape), ist)
+    if min(rst, default=0) < 0:
+        raise RuntimeError("as_strided: a tensor with negative strides has no addressable storage here; call "
+                           ".contiguous() first")
     return off, size
 
 
