@@ -1,9 +1,10 @@
-"""Indexing by index tensors: take, take_along_dim, scatter (src/value, reduce=), scatter_reduce,
-index_put(_), index_copy, index_fill, masked_scatter, put_, where(cond), argwhere.
+"""Indexing by index tensors: take, take_along_dim, scatter (src/value, reduce=), scatter_reduce, index_reduce,
+index_put(_), index_copy, index_fill, masked_scatter, put(_), slice_scatter, select_scatter, argwhere,
+unravel_index (where(cond) and nonzero(as_tuple=True) live in pointwise/indexing).
 
-The scatter family writes through the backend's advanced-indexing primitives: ``index_put_`` (assign, or add with
-``accumulate``) and ``index_reduce_`` (prod/amax/amin), with a key of index arrays (the index along ``dim``, an
-``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
+The scatter family writes through the backend's advanced-indexing primitives: ``setitem_`` (assign),
+``index_put_`` and ``index_reduce_`` (sum/prod/amax/amin of repeated indices), with a key of index arrays (the index
+along ``dim``, an ``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
 from __future__ import annotations
 
 import numpy as np
