@@ -302,3 +302,13 @@ def test_out_arguments(device):
         torch.triu(x, out=torch.empty(3, 3, dtype=torch.float64, device=device))
     with pytest.raises(RuntimeError, match="automatic differentiation"):
         torch.tril(x.requires_grad_(), out=out)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_as_strided_never_leaves_the_memory_of_a_resized_base(device):
+    x = torch.arange(10.0, device=device)
+    y = x[2:]
+    x.resize_(1000)  # y keeps the old (smaller) buffer
+    assert torch.as_strided(y, (3,), (1,)).tolist() == [2.0, 3.0, 4.0]
+    with pytest.raises(RuntimeError, match="outside the tensor's storage|out of bounds"):
+        torch.as_strided(y, (10,), (1,), 500)

@@ -57,13 +57,25 @@ def _scatter_positions(g: Tensor, n: int, pos: Tensor) -> Tensor:
     return _ix.index_add(z, 0, pos.reshape(-1), g.reshape(-1))
 
 
+def _extent(shape, strides) -> int:
+    return 0 if 0 in shape else 1 + sum((s - 1) * t for s, t in zip(shape, strides))
+
+
 def _storage(input: Tensor):
-    """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element."""
+    """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element.
+    A base whose layout cannot be addressed that way (negative strides, or a view left behind by the base's
+    resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
     table = input._be
     root = input._base if input._base is not None else input
     off = table.storage_offset(input._data) - table.storage_offset(root._data)
-    rs, rst = tuple(root.shape), root.stride()
-    size = 0 if 0 in rs else 1 + sum((s - 1) * abs(t) for s, t in zip(rs, rst))
+    rst, ist = root.stride(), input.stride()
+    size = _extent(tuple(root.shape), rst)
+    if root is not input and (min(rst, default=0) < 0 or min(ist, default=0) < 0 or off < 0
+                              or off + _extent(tuple(input.shape), ist) > size):
+        return 0, _extent(tuple(input.shape), ist)
+    if min(rst, default=0) < 0:
+        raise RuntimeError("as_strided: a tensor with negative strides has no addressable storage here; call "
+                           ".contiguous() first")
     return off, size
 
 
@@ -221,7 +233,8 @@ def _tile_method(self, *dims):
     return tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 
-def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *, output_size: int | None = None):
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Each element (each slice along ``dim``) repeated ``repeats`` times, in place of numpy's np.repeat; with
     one tensor argument, the indices repeated by its values."""
     if repeats is None:  # torch.repeat_interleave(repeats)
@@ -285,7 +298,7 @@ def _seq(tensors) -> list:
     return list(tensors)
 
 
-def meshgrid(*tensors, indexing: str | None = None):
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """Coordinate grids of 1-D tensors ('ij': matrix indexing, 'xy': the first two dims swapped)."""
     ts = _seq(tensors)
     if indexing is None:
@@ -317,14 +330,14 @@ def meshgrid(*tensors, indexing: str | None = None):
     return tuple(out)
 
 
-def atleast_1d(*tensors):
+def atleast_1d(*tensors) -> Tensor | tuple:
     """Each tensor with at least 1 dim (a 0-d one as shape (1,))."""
     ts = _seq(tensors)
     out = [_sh.reshape(t, (1,)) if t.ndim == 0 else t for t in ts]
     return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
 
 
-def atleast_2d(*tensors):
+def atleast_2d(*tensors) -> Tensor | tuple:
     """Each tensor with at least 2 dims (0-d: (1, 1); 1-D (n,): (1, n))."""
     ts = _seq(tensors)
     out = [_sh.reshape(t, (1, 1)) if t.ndim == 0 else _sh.unsqueeze(t, 0) if t.ndim == 1 else t for t in ts]
@@ -341,7 +354,7 @@ def _3d(t: Tensor) -> Tensor:
     return t
 
 
-def atleast_3d(*tensors):
+def atleast_3d(*tensors) -> Tensor | tuple:
     """Each tensor with at least 3 dims (0-d: (1, 1, 1); (n,): (1, n, 1); (m, n): (m, n, 1))."""
     ts = _seq(tensors)
     out = [_3d(t) for t in ts]
@@ -371,7 +384,7 @@ def row_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     return _out(_sh.cat([atleast_2d(t) for t in _nonempty("row_stack", tensors)], 0), out)
 
 
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """Views splitting ``dim`` into n near-equal parts (an int) or at the given indices (a sequence)."""
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
@@ -419,17 +432,17 @@ def _dir_split(op: str, input: Tensor, ios, dim: int, need: int):
     return tensor_split(input, ios, dim)
 
 
-def hsplit(input: Tensor, indices_or_sections):
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
     """tensor_split along dim 1 (dim 0 for a 1-D tensor); an int must divide the size."""
     return _dir_split("hsplit", input, indices_or_sections, 0 if input.ndim == 1 else 1, 1)
 
 
-def vsplit(input: Tensor, indices_or_sections):
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
     """tensor_split along dim 0 of a tensor of at least 2 dims; an int must divide the size."""
     return _dir_split("vsplit", input, indices_or_sections, 0, 2)
 
 
-def dsplit(input: Tensor, indices_or_sections):
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
     """tensor_split along dim 2 of a tensor of at least 3 dims; an int must divide the size."""
     return _dir_split("dsplit", input, indices_or_sections, 2, 3)
 
@@ -543,13 +556,15 @@ def _new(fn):
     return m
 
 
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``, with self's dtype and device unless given."""
     return _cr.full(tuple(size) if not isinstance(size, int) else (size,), fill_value, dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
 
-def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False) -> Tensor:
     """A tensor of ``data`` (copied), with self's dtype and device unless given."""
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "

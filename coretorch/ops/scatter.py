@@ -1,9 +1,10 @@
-"""Indexing by index tensors: take, take_along_dim, scatter (src/value, reduce=), scatter_reduce,
-index_put(_), index_copy, index_fill, masked_scatter, put_, where(cond), argwhere.
+"""Indexing by index tensors: take, take_along_dim, scatter (src/value, reduce=), scatter_reduce, index_reduce,
+index_put(_), index_copy, index_fill, masked_scatter, put(_), slice_scatter, select_scatter, argwhere,
+unravel_index (where(cond) and nonzero(as_tuple=True) live in pointwise/indexing).
 
-The scatter family writes through the backend's advanced-indexing primitives: ``index_put_`` (assign, or add with
-``accumulate``) and ``index_reduce_`` (prod/amax/amin), with a key of index arrays (the index along ``dim``, an
-``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
+The scatter family writes through the backend's advanced-indexing primitives: ``setitem_`` (assign),
+``index_put_`` and ``index_reduce_`` (sum/prod/amax/amin of repeated indices), with a key of index arrays (the index
+along ``dim``, an ``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,9 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
-from ._util import edge, norm_dim
+from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
 from .inplace import apply_inplace
+from .shape import expand
 
 __all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
                       "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index", "slice_scatter",
@@ -274,7 +276,6 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
         raise RuntimeError(f"index_reduce(): the number of indices ({n}) must match source.size(dim), and source "
                            f"{list(source.shape)} must match self {list(input.shape)} outside dim {d}")
-    from .shape import expand
     vs = [1] * s1.ndim
     vs[d] = n
     idx = expand(_as1d(index).reshape(tuple(vs)), tuple(s1.shape))  # the index of every source element (a view)
@@ -293,7 +294,6 @@ class IndexPutAccBackward0(Node):
     def backward(self, g):
         gv = None
         if self.need[1]:
-            from ._util import sum_to
             gv = sum_to(_ix._index(g, self.key, True), self.vshape)
         return (g if self.need[0] else None, gv)
 
@@ -345,7 +345,6 @@ def _check_values_shape(input: Tensor, key: tuple, nkey, advanced: bool, vshape:
     if not all(isinstance(k, Tensor) and k.dtype is not _bool and k.dtype is not _dt.uint8 for k in key):
         _ix._check_put_shape(input, nkey, advanced, vshape)
         return
-    from ._util import broadcast_shapes
     target = broadcast_shapes(*[tuple(k.shape) for k in key], op="index_put") + tuple(input.shape[len(key):])
     v = vshape
     while len(v) > len(target) and v[0] == 1:
@@ -471,8 +470,6 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{input.dtype} and {source.dtype}")
     _ix._same_device("masked_scatter", input, mask, source)
-    from .shape import expand
-    from ._util import broadcast_shape
     if broadcast_shape(tuple(input.shape), tuple(mask.shape), "masked_scatter") != tuple(input.shape):
         raise RuntimeError(f"masked_scatter: mask of shape {list(mask.shape)} cannot be broadcast to the input "
                            f"shape {list(input.shape)}")
@@ -551,8 +548,6 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
     d = norm_dim(dim, input.ndim, "take_along_dim")
-    from ._util import broadcast_shape
-    from .shape import expand
     si, sx = list(indices.shape), list(input.shape)
     si[d] = sx[d] = 1
     b = list(broadcast_shape(tuple(sx), tuple(si), "take_along_dim"))

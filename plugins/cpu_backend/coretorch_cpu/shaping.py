@@ -34,6 +34,13 @@ def _storage_offset(x: np.ndarray) -> int:
 def _as_strided(x: np.ndarray, shape, strides, offset: int) -> np.ndarray:
     """A view of x's memory with element ``strides``, starting ``offset`` elements after x's first element."""
     isz = x.itemsize
+    if 0 not in tuple(shape):  # memory safety: the view stays inside the buffer x views (the core checks more)
+        root = _root(x)
+        first = _ptr(x) + offset * isz
+        lo = first + isz * sum((s - 1) * t for s, t in zip(shape, strides) if t < 0)
+        hi = first + isz * (1 + sum((s - 1) * t for s, t in zip(shape, strides) if t > 0))
+        if lo < _ptr(root) or hi > _ptr(root) + root.nbytes:
+            raise RuntimeError("as_strided: the view would reach outside the tensor's storage")
     face = {"shape": tuple(shape), "strides": tuple(s * isz for s in strides), "typestr": x.dtype.str,
             "data": (_ptr(x) + offset * isz, not x.flags.writeable), "version": 3}
     out = np.asarray(_Interface(face, x))

@@ -116,7 +116,13 @@ def kernels(k) -> dict:
     """The primitives of this family for one device; ``k`` is the device's kernel set (backend._Kernels)."""
 
     def as_strided(x, shape, strides, offset):
-        return k._view_of(x, tuple(shape), tuple(strides), _desc(x)[1] + int(offset))
+        first = _desc(x)[1] + int(offset)
+        if 0 not in tuple(shape):  # memory safety: the view stays inside x's buffer (the core checks more)
+            lo = first + sum((s - 1) * t for s, t in zip(shape, strides) if t < 0)
+            hi = first + 1 + sum((s - 1) * t for s, t in zip(shape, strides) if t > 0)
+            if lo < 0 or hi * x.dtype.itemsize > x.base_data.size:
+                raise RuntimeError("as_strided: the view would reach outside the tensor's storage")
+        return k._view_of(x, tuple(shape), tuple(strides), first)
 
     def storage_offset(x):
         return _desc(x)[1]
