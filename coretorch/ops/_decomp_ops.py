@@ -15,8 +15,6 @@ from ._linalg_host import LinAlgError  # (defined with the host kernels, which r
 from ._util import broadcast_shape, edge, sum_to
 from .linalg import matmul
 
-
-
 _RETURN_TYPES: dict = {}
 
 
