@@ -100,6 +100,16 @@ def test_integer_and_half_inputs(fn, device):
             fn(torch.ones(3, 3, dtype=torch.float16))
 
 
+def test_non_finite_inputs(device):
+    nan = t([[1.0, float("nan")], [0.0, 1.0]], device)
+    with pytest.raises(L.LinAlgError, match="^linalg.svd: The algorithm failed to converge because the input matrix "
+                                            "contained non-finite values.$"):
+        L.svd(nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NaN determinants come quietly
+        assert np.isnan(float(L.det(nan.mT * float("nan"))))
+
+
 def test_misc_argument_errors(device):
     A = t(np.eye(3), device)
     with pytest.raises(RuntimeError, match="qr received unrecognized mode 'full'"):

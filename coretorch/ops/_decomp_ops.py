@@ -11,15 +11,9 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _C, indexing as _I, pointwise as _P, shape as _S
+from ._linalg_host import LinAlgError  # (defined with the host kernels, which raise it too)
 from ._util import broadcast_shape, edge, sum_to
 from .linalg import matmul
-
-
-class LinAlgError(RuntimeError):
-    """torch.linalg.LinAlgError: a singular or non-positive-definite input (a RuntimeError, as in PyTorch)."""
-
-
-LinAlgError.__module__ = "coretorch.linalg"
 
 _RETURN_TYPES: dict = {}
 

@@ -11,6 +11,22 @@ import numpy as np
 _LinAlgError = np.linalg.LinAlgError
 
 
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: a singular or non-positive-definite input (a RuntimeError, as in PyTorch)."""
+
+
+LinAlgError.__module__ = "coretorch.linalg"
+
+
+def _no_convergence(op: str, a: np.ndarray) -> LinAlgError:
+    """PyTorch's error when LAPACK's SVD does not converge (numpy's: 'SVD did not converge')."""
+    if not np.all(np.isfinite(a)):
+        return LinAlgError(f"{op}: The algorithm failed to converge because the input matrix contained non-finite "
+                           "values.")
+    return LinAlgError(f"{op}: The algorithm failed to converge because the input matrix is ill-conditioned or has "
+                       f"too many repeated singular values (error code: {min(a.shape[-2:])}).")
+
+
 def _flat(a: np.ndarray) -> np.ndarray:
     return a.reshape((-1,) + a.shape[-2:])
 
@@ -70,11 +86,13 @@ def solve_ex(a: np.ndarray, b: np.ndarray):
 
 
 def det(a: np.ndarray) -> np.ndarray:
-    return np.asarray(np.linalg.det(a), a.dtype)
+    with np.errstate(all="ignore"):  # NaN / inf inputs give NaN quietly, as PyTorch
+        return np.asarray(np.linalg.det(a), a.dtype)
 
 
 def slogdet(a: np.ndarray):
-    sign, logabs = np.linalg.slogdet(a)
+    with np.errstate(all="ignore"):
+        sign, logabs = np.linalg.slogdet(a)
     return np.asarray(sign, a.dtype), np.asarray(logabs, a.dtype)
 
 
@@ -136,9 +154,12 @@ def svd(a: np.ndarray, full_matrices: bool, compute_uv: bool):
         u = np.broadcast_to(np.eye(m, um, dtype=a.dtype), a.shape[:-2] + (m, um)).copy()
         vh = np.broadcast_to(np.eye(vn, n, dtype=a.dtype), a.shape[:-2] + (vn, n)).copy()
         return u, s, vh
-    if not compute_uv:
-        return None, np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False), None
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    try:
+        if not compute_uv:
+            return None, np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False), None
+        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    except _LinAlgError:
+        raise _no_convergence("linalg.svd", a) from None
     return u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False), vh.astype(a.dtype, copy=False)
 
 
@@ -159,7 +180,10 @@ def lstsq(a: np.ndarray, b: np.ndarray, rcond: float):
     if a.size == 0 or b.size == 0:
         return (np.zeros(a.shape[:-2] + (n, b.shape[-1]), a.dtype), np.zeros(a.shape[:-2], np.int64),
                 np.zeros(a.shape[:-2] + (min(m, n),), a.dtype))
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    try:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+    except _LinAlgError:
+        raise _no_convergence("torch.linalg.lstsq", a) from None
     keep = s > rcond * s[..., :1]
     sinv = np.where(keep, 1 / np.where(keep, s, 1), 0)
     x = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * (np.swapaxes(u, -1, -2) @ b))
