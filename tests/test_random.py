@@ -12,7 +12,7 @@ from scipy import stats
 
 import coretorch as torch
 from coretorch.testing import available_devices
-from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, random_split
+from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, WeightedRandomSampler, random_split
 
 DEVICES = available_devices()
 N = 200_000
@@ -158,6 +158,18 @@ def test_global_seed_state_and_fork_rng():
     np.testing.assert_array_equal(_h(torch.random.get_rng_state()), _h(before))
     for d, want in others.items():
         np.testing.assert_array_equal(_h(torch.rand(3, device=d)), want)
+    if devices:
+        g = torch.random.default_generator
+        st = torch.Generator(device=devices[0]).manual_seed(0)  # a separate generator is not forked
+        mark = st.get_state()
+        torch.manual_seed(9)
+        want = _h(torch.rand(3, device=devices[0]))
+        torch.manual_seed(9)
+        with torch.random.fork_rng(devices=[0], device_type=devices[0]):
+            torch.rand(5, device=devices[0])
+            torch.rand(5, device=devices[0], generator=st)
+        np.testing.assert_array_equal(_h(torch.rand(3, device=devices[0])), want)
+        assert not np.array_equal(_h(st.get_state()), _h(mark)) and g.device.type == "cpu"
     with torch.random.fork_rng(enabled=False):
         torch.rand(1)
     assert not np.array_equal(_h(torch.random.get_rng_state()), _h(before))
@@ -411,6 +423,21 @@ def test_data_utilities_take_a_generator(device):
     again = random_split(ds, [15, 5], generator=_gen(device, 9))
     assert [p.indices for p in parts] == [p.indices for p in again]
     assert list(RandomSampler(ds, generator=_gen(device, 1))) == list(RandomSampler(ds, generator=_gen(device, 1)))
+
+
+def test_weighted_random_sampler():
+    w = [0.0, 1.0, 3.0, 0.0]
+    s = list(WeightedRandomSampler(w, 4000, generator=_gen("cpu", 2)))
+    assert len(s) == 4000 and len(WeightedRandomSampler(w, 7)) == 7
+    _chi2_ok(np.bincount(s, minlength=4), np.array(w), "WeightedRandomSampler")
+    assert s == list(WeightedRandomSampler(w, 4000, generator=_gen("cpu", 2)))
+    assert sorted(WeightedRandomSampler([1.0, 2.0, 3.0], 3, replacement=False)) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        WeightedRandomSampler(w, 0)
+    with pytest.raises(ValueError):
+        WeightedRandomSampler([[1.0, 2.0]], 2)
+    loader = DataLoader(TensorDataset(torch.arange(4)), batch_size=8, sampler=WeightedRandomSampler(w, 8))
+    assert set(next(iter(loader))[0].tolist()) <= {1, 2}
 
 
 @pytest.mark.parametrize("device", DEVICES)
