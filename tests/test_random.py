@@ -5,6 +5,7 @@ chi-square tests on frequencies), reproducibility, fork_rng, PyTorch's errors, a
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -299,6 +300,27 @@ def test_multinomial_frequencies(device):
     assert sorted(s.tolist()) == [0, 1, 2, 3] and set(s[:2]) == {1, 3}  # zero weights only once the rest are out
     s = torch.multinomial(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16, device=device), 2, generator=g)
     assert s.shape == (2,) and s.dtype is torch.int64
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_multinomial_errors(device):
+    def t(v):
+        return torch.tensor(v, device=device)
+    cases = ((t([0.5, -0.1]), 1, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, math.inf]), 1, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, math.nan]), 2, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, -0.1]), 3, True, "encountering probability entry < 0"),
+             (t([0.5, math.nan]), 3, True, "encountering probability entry = infinity or NaN"),
+             (t([[0.5, 0.5], [0.0, 0.0]]), 1, False, "sum of probabilities <= 0"),
+             (t([[0.5, 0.5], [0.0, 0.0]]), 3, True, "sum of probabilities <= 0"),
+             (t([0.5, 0.5]), 3, False, "cannot sample n_sample > prob_dist.size"),
+             (t([0.5, 0.5]), 0, True, "cannot sample n_sample <= 0 samples"),
+             (t([[[0.5]]]), 1, True, "prob_dist must be 1 or 2 dim"),
+             (t([1, 2]), 1, True, "multinomial only supports floating-point dtypes for input, got: Long"))
+    for probs, n, repl, msg in cases:
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            torch.multinomial(probs, n, repl)
+    assert torch.multinomial(torch.ones(0, 3, device=device), 2).shape == (0, 2)
 
 
 @pytest.mark.parametrize("device", DEVICES)
