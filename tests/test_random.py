@@ -113,6 +113,18 @@ def test_same_seed_same_samples_and_state_round_trip(device, name):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_generator_clone_pickle_deepcopy(device):
+    import copy
+    import pickle
+    g = _gen(device, 13)
+    torch.rand(3, generator=g, device=device)
+    for c in (g.clone_state(), pickle.loads(pickle.dumps(g)), copy.deepcopy(g)):
+        assert c is not g and c.device == g.device and c.initial_seed() == 13
+        np.testing.assert_array_equal(_h(torch.rand(4, generator=c, device=device)),
+                                      _h(torch.rand(4, generator=g.clone_state(), device=device)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_a_generator_leaves_the_default_one_alone(device):
     torch.manual_seed(11)
     want = _h(torch.rand(5, device=device))

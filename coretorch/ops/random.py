@@ -87,8 +87,21 @@ class Generator:
         self._kt.rng_set_state(self._state, new_state._host())
         return self
 
+    def clone_state(self) -> "Generator":
+        """A new generator of the same device in the same state."""
+        return Generator(self.device).set_state(self.get_state())
+
+    def __reduce__(self):  # pickling and deepcopy: the device and the state's bytes
+        return _rebuild_generator, (str(self.device), bytes(np.asarray(self._kt.rng_get_state(self._state))))
+
     def __repr__(self) -> str:
         return f"<coretorch.Generator device='{self.device}' at {hex(id(self))}>"
+
+
+def _rebuild_generator(device: str, state: bytes) -> Generator:
+    g = Generator(device)
+    g._kt.rng_set_state(g._state, np.frombuffer(state, np.uint8).copy())
+    return g
 
 
 _defaults: dict = {}  # canonical device -> its default Generator
