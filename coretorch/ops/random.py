@@ -55,7 +55,8 @@ class Generator:
 
     def _bind(self, table, state) -> None:
         self.device = table.device
-        if table.has("rng_new"):
+        self._native = table.has("rng_new")
+        if self._native:
             self._kt = table
         else:  # a backend without the rng kernels: a host-side state, samples uploaded
             self._kt = get_table(_CPU)
@@ -130,6 +131,8 @@ def default_for(device=None) -> Generator:
         g = default_generator if table.device == _CPU else Generator.__new__(Generator)
         g._bind(table, table.rng_default() if table.has("rng_default") else None)
         _defaults[table.device] = g
+    elif g._native and g._kt is not table:  # the kernel table was rebuilt (a plugin was registered): rebind
+        g._bind(table, table.rng_default() if table.has("rng_default") else g._state)
     return g
 
 
@@ -174,6 +177,8 @@ def _gen(generator, table, op: str) -> Generator:
     if generator.device.type != table.device.type:
         raise RuntimeError(f"Expected a '{table.device.type}' device type for generator but found "
                            f"'{generator.device.type}'")
+    if generator._native and generator._kt is not table:  # the device's kernel table was rebuilt: same state
+        generator._kt = table
     return generator
 
 

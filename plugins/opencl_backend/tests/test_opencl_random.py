@@ -120,3 +120,19 @@ def test_neighbouring_elements_are_independent():
     a = torch.rand(n, generator=_gen(10), device=D).cpu().numpy().astype(np.float64)
     b = torch.rand(n, generator=_gen(11), device=D).cpu().numpy().astype(np.float64)
     assert abs(np.corrcoef(a, b)[0, 1]) < 6 / math.sqrt(n)  # different seeds: unrelated streams
+
+
+def test_sampling_survives_rebuilt_kernel_tables():
+    """Registering a plugin rebuilds every device's kernel table: the default and user generators keep their
+    state and keep sampling on the device."""
+    g = _gen(14)
+    torch.manual_seed(3)
+    want = (torch.rand(4, device=D).cpu().numpy(), torch.rand(4, generator=g, device=D).cpu().numpy())
+    torch.manual_seed(3)
+    g.manual_seed(14)
+    torch._backend._tables.clear()  # what plugins.register does
+    before = _transfers()
+    got = (torch.rand(4, device=D), torch.rand(4, generator=g, device=D))
+    assert _transfers() == before
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.cpu().numpy(), b)
