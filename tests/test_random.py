@@ -308,6 +308,10 @@ def test_multinomial_frequencies(device):
     # the second draw: P(j second) = sum_i p_i p_j / (1 - p_i)
     second = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(5) if i != j) for j in range(5)])
     _chi2_ok(np.bincount(s[:, 1], minlength=5), second, "second draw without replacement")
+    many = np.arange(1.0, 41.0)  # a few draws of many categories (the cpu kernel's partition path)
+    s = torch.multinomial(torch.tensor(many, device=device).repeat(4000, 1), 3, generator=g).cpu().numpy()
+    assert all(len(set(r)) == 3 for r in s)
+    _chi2_ok(np.bincount(s[:, 0], minlength=40), many, "first of 3 draws from 40 categories")
     s = torch.multinomial(torch.tensor([0.0, 1.0, 0.0, 2.0], device=device), 4, generator=g).cpu().numpy()
     assert sorted(s.tolist()) == [0, 1, 2, 3] and set(s[:2]) == {1, 3}  # zero weights only once the rest are out
     s = torch.multinomial(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16, device=device), 2, generator=g)
