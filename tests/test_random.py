@@ -5,6 +5,7 @@ chi-square tests on frequencies), reproducibility, fork_rng, PyTorch's errors, a
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from scipy import stats
 
 import coretorch as torch
 from coretorch.testing import available_devices
-from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, random_split
+from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, WeightedRandomSampler, random_split
 
 DEVICES = available_devices()
 N = 200_000
@@ -112,6 +113,18 @@ def test_same_seed_same_samples_and_state_round_trip(device, name):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_generator_clone_pickle_deepcopy(device):
+    import copy
+    import pickle
+    g = _gen(device, 13)
+    torch.rand(3, generator=g, device=device)
+    for c in (g.clone_state(), pickle.loads(pickle.dumps(g)), copy.deepcopy(g)):
+        assert c is not g and c.device == g.device and c.initial_seed() == 13
+        np.testing.assert_array_equal(_h(torch.rand(4, generator=c, device=device)),
+                                      _h(torch.rand(4, generator=g.clone_state(), device=device)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_a_generator_leaves_the_default_one_alone(device):
     torch.manual_seed(11)
     want = _h(torch.rand(5, device=device))
@@ -158,6 +171,18 @@ def test_global_seed_state_and_fork_rng():
     np.testing.assert_array_equal(_h(torch.random.get_rng_state()), _h(before))
     for d, want in others.items():
         np.testing.assert_array_equal(_h(torch.rand(3, device=d)), want)
+    if devices:
+        g = torch.random.default_generator
+        st = torch.Generator(device=devices[0]).manual_seed(0)  # a separate generator is not forked
+        mark = st.get_state()
+        torch.manual_seed(9)
+        want = _h(torch.rand(3, device=devices[0]))
+        torch.manual_seed(9)
+        with torch.random.fork_rng(devices=[0], device_type=devices[0]):
+            torch.rand(5, device=devices[0])
+            torch.rand(5, device=devices[0], generator=st)
+        np.testing.assert_array_equal(_h(torch.rand(3, device=devices[0])), want)
+        assert not np.array_equal(_h(st.get_state()), _h(mark)) and g.device.type == "cpu"
     with torch.random.fork_rng(enabled=False):
         torch.rand(1)
     assert not np.array_equal(_h(torch.random.get_rng_state()), _h(before))
@@ -283,10 +308,35 @@ def test_multinomial_frequencies(device):
     # the second draw: P(j second) = sum_i p_i p_j / (1 - p_i)
     second = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(5) if i != j) for j in range(5)])
     _chi2_ok(np.bincount(s[:, 1], minlength=5), second, "second draw without replacement")
+    many = np.arange(1.0, 41.0)  # a few draws of many categories (the cpu kernel's partition path)
+    s = torch.multinomial(torch.tensor(many, device=device).repeat(4000, 1), 3, generator=g).cpu().numpy()
+    assert all(len(set(r)) == 3 for r in s)
+    _chi2_ok(np.bincount(s[:, 0], minlength=40), many, "first of 3 draws from 40 categories")
     s = torch.multinomial(torch.tensor([0.0, 1.0, 0.0, 2.0], device=device), 4, generator=g).cpu().numpy()
     assert sorted(s.tolist()) == [0, 1, 2, 3] and set(s[:2]) == {1, 3}  # zero weights only once the rest are out
     s = torch.multinomial(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16, device=device), 2, generator=g)
     assert s.shape == (2,) and s.dtype is torch.int64
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_multinomial_errors(device):
+    def t(v):
+        return torch.tensor(v, device=device)
+    cases = ((t([0.5, -0.1]), 1, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, math.inf]), 1, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, math.nan]), 2, False, "either `inf`, `nan` or element < 0"),
+             (t([0.5, -0.1]), 3, True, "encountering probability entry < 0"),
+             (t([0.5, math.nan]), 3, True, "encountering probability entry = infinity or NaN"),
+             (t([[0.5, 0.5], [0.0, 0.0]]), 1, False, "sum of probabilities <= 0"),
+             (t([[0.5, 0.5], [0.0, 0.0]]), 3, True, "sum of probabilities <= 0"),
+             (t([0.5, 0.5]), 3, False, "cannot sample n_sample > prob_dist.size"),
+             (t([0.5, 0.5]), 0, True, "cannot sample n_sample <= 0 samples"),
+             (t([[[0.5]]]), 1, True, "prob_dist must be 1 or 2 dim"),
+             (t([1, 2]), 1, True, "multinomial only supports floating-point dtypes for input, got: Long"))
+    for probs, n, repl, msg in cases:
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            torch.multinomial(probs, n, repl)
+    assert torch.multinomial(torch.ones(0, 3, device=device), 2).shape == (0, 2)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -411,6 +461,21 @@ def test_data_utilities_take_a_generator(device):
     again = random_split(ds, [15, 5], generator=_gen(device, 9))
     assert [p.indices for p in parts] == [p.indices for p in again]
     assert list(RandomSampler(ds, generator=_gen(device, 1))) == list(RandomSampler(ds, generator=_gen(device, 1)))
+
+
+def test_weighted_random_sampler():
+    w = [0.0, 1.0, 3.0, 0.0]
+    s = list(WeightedRandomSampler(w, 4000, generator=_gen("cpu", 2)))
+    assert len(s) == 4000 and len(WeightedRandomSampler(w, 7)) == 7
+    _chi2_ok(np.bincount(s, minlength=4), np.array(w), "WeightedRandomSampler")
+    assert s == list(WeightedRandomSampler(w, 4000, generator=_gen("cpu", 2)))
+    assert sorted(WeightedRandomSampler([1.0, 2.0, 3.0], 3, replacement=False)) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        WeightedRandomSampler(w, 0)
+    with pytest.raises(ValueError):
+        WeightedRandomSampler([[1.0, 2.0]], 2)
+    loader = DataLoader(TensorDataset(torch.arange(4)), batch_size=8, sampler=WeightedRandomSampler(w, 8))
+    assert set(next(iter(loader))[0].tolist()) <= {1, 2}
 
 
 @pytest.mark.parametrize("device", DEVICES)

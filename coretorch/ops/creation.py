@@ -360,7 +360,8 @@ _MOVED = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_
 def __getattr__(name: str):
     if name in _MOVED:
         from . import random  # a cycle: ops.random imports this module
-        return getattr(random, name)
+        value = globals()[name] = getattr(random, name)  # found directly from now on (dropout's rand)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -55,7 +55,8 @@ class Generator:
 
     def _bind(self, table, state) -> None:
         self.device = table.device
-        if table.has("rng_new"):
+        self._native = table.has("rng_new")
+        if self._native:
             self._kt = table
         else:  # a backend without the rng kernels: a host-side state, samples uploaded
             self._kt = get_table(_CPU)
@@ -87,8 +88,21 @@ class Generator:
         self._kt.rng_set_state(self._state, new_state._host())
         return self
 
+    def clone_state(self) -> "Generator":
+        """A new generator of the same device in the same state."""
+        return Generator(self.device).set_state(self.get_state())
+
+    def __reduce__(self):  # pickling and deepcopy: the device and the state's bytes
+        return _rebuild_generator, (str(self.device), bytes(np.asarray(self._kt.rng_get_state(self._state))))
+
     def __repr__(self) -> str:
         return f"<coretorch.Generator device='{self.device}' at {hex(id(self))}>"
+
+
+def _rebuild_generator(device: str, state: bytes) -> Generator:
+    g = Generator(device)
+    g._kt.rng_set_state(g._state, np.frombuffer(state, np.uint8).copy())
+    return g
 
 
 _defaults: dict = {}  # canonical device -> its default Generator
@@ -117,6 +131,8 @@ def default_for(device=None) -> Generator:
         g = default_generator if table.device == _CPU else Generator.__new__(Generator)
         g._bind(table, table.rng_default() if table.has("rng_default") else None)
         _defaults[table.device] = g
+    elif g._native and g._kt is not table:  # the kernel table was rebuilt (a plugin was registered): rebind
+        g._bind(table, table.rng_default() if table.has("rng_default") else g._state)
     return g
 
 
@@ -161,6 +177,8 @@ def _gen(generator, table, op: str) -> Generator:
     if generator.device.type != table.device.type:
         raise RuntimeError(f"Expected a '{table.device.type}' device type for generator but found "
                            f"'{generator.device.type}'")
+    if generator._native and generator._kt is not table:  # the device's kernel table was rebuilt: same state
+        generator._kt = table
     return generator
 
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
-           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
-           "DataLoader", "default_collate", "default_convert", "get_worker_info"]
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 
 # ---- datasets -------------------------------------------------------------------------------------
@@ -202,6 +202,29 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights`` (torch.multinomial)."""
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        from ..dtypes import float64
+        from ..ops.creation import as_tensor
+        w = as_tensor(weights, dtype=float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
+        self.weights, self.num_samples, self.replacement, self.generator = w, num_samples, replacement, generator
+
+    def __iter__(self):
+        from ..ops.random import multinomial
+        return iter(multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

@@ -9,7 +9,7 @@ import platform
 
 import numpy as np
 
-from . import sampling  # the random family: the default generator state lives there
+from . import sampling  # the random family: generator states and sampling kernels
 
 nd = np.ndarray
 _asarray = np.asarray

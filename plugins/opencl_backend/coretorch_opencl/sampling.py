@@ -6,9 +6,10 @@ seed) gives four independent 32-bit words.  A generator state is therefore just 
 call uses the current offset and advances it by one, so ``get_state``/``set_state`` are 16 bytes (seed and offset,
 little-endian) and a call's samples depend only on (seed, offset, element index) — the same on any device.
 
-Kernels: ``rng_fill`` (uniform, normal by Box-Muller, exponential, geometric, log-normal, Cauchy and Bernoulli
-transforms of one Philox call per element, written in place at any layout through a contiguous temporary when
-needed), ``rng_int`` (integers in [low, high) from 64 random bits), ``rng_poisson`` (Knuth's product method below
+Kernels: ``rng_<distribution>`` (uniform, normal by Box-Muller, exponential, geometric, log-normal, Cauchy and
+Bernoulli: one kernel each, a work-item making four float samples (a word each) or two double ones (two words each)
+from one Philox call; written in place, or through a contiguous temporary for a strided view), ``rng_int``
+(integers in [low, high), two from 64 random bits each per call), ``rng_poisson`` (Knuth's product method below
 rate 10, Hormann's PTRS transformed rejection above; a stream of Philox calls per element), multinomial without
 replacement (``mn_keys``: p / E with E ~ Exp(1), then the argmax kernel for one draw, else ``mn_take``: the k
 largest keys per row, one work-item per row) and with replacement (a cumsum by the scan kernel, then ``mn_repl``:
@@ -23,7 +24,6 @@ from . import codegen as cg
 from .layout import _desc, _is_c
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
-_DIST = {"uniform": 0, "normal": 1, "exponential": 2, "geometric": 3, "log_normal": 4, "cauchy": 5, "bernoulli": 6}
 _MASK32 = 0xFFFFFFFF
 
 
@@ -56,16 +56,16 @@ def _set_state(g: PhiloxState, a: np.ndarray) -> None:
     g.seed, g.offset = int.from_bytes(b[:8], "little"), int.from_bytes(b[8:], "little")
 
 
+# the ten rounds unrolled, the 32x32 -> 64-bit products as ulong multiplies: PoCL's mul_hi is a slow library call
+# (4x slower measured on the CPU device); a GPU compiles either to its wide multiply
+_ROUND = ("{ ulong p0 = (ulong)0xD2511F53u * c0, p1 = (ulong)0xCD9E8D57u * c2;"
+          " uint n0 = (uint)(p1 >> 32) ^ c1 ^ k0, n2 = (uint)(p0 >> 32) ^ c3 ^ k1;"
+          " c0 = n0; c1 = (uint)p1; c2 = n2; c3 = (uint)p0; k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }")
 _PHILOX = """
-#define PM0 0xD2511F53u
-#define PM1 0xCD9E8D57u
 inline uint4 philox(uint4 c, uint2 k) {
- for (int r = 0; r < 10; ++r) {
-  uint h0 = mul_hi(PM0, c.x), l0 = PM0 * c.x, h1 = mul_hi(PM1, c.z), l1 = PM1 * c.z;
-  c = (uint4)(h1 ^ c.y ^ k.x, l1, h0 ^ c.w ^ k.y, l0);
-  k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
- }
- return c;
+ uint c0 = c.x, c1 = c.y, c2 = c.z, c3 = c.w, k0 = k.x, k1 = k.y;
+""" + "\n".join(" " + _ROUND for _ in range(10)) + """
+ return (uint4)(c0, c1, c2, c3);
 }
 typedef struct { uint4 c; uint2 k; uint4 r; int p; } stream_t;
 inline uint next32(stream_t* s) {
@@ -75,7 +75,8 @@ inline uint next32(stream_t* s) {
  return v;
 }
 """
-# u_co: [0, 1); u_oo: (0, 1) (logarithms never see 0 or 1) from one word (float) or two (double)
+# u_co: [0, 1); u_oo: (0, 1) (logarithms never see 0 or 1) from one word (float) or two (double): a Philox call gives
+# four float samples or two double ones
 _U_FLOAT = """
 inline RT u_co(uint a, uint b) { return (RT)(a >> 8) * 5.9604644775390625e-8f; }
 inline RT u_oo(uint a, uint b) { return ((RT)(a >> 8) + 0.5f) * 5.9604644775390625e-8f; }
@@ -84,6 +85,37 @@ _U_DOUBLE = """
 inline RT u_co(uint a, uint b) { return ((RT)(a >> 5) * 67108864.0 + (RT)(b >> 6)) * 1.1102230246251565e-16; }
 inline RT u_oo(uint a, uint b) { return ((RT)(a >> 5) * 67108864.0 + (RT)(b >> 6) + 0.5) * 1.1102230246251565e-16; }
 """
+# each distribution is its own kernel (a branch on the distribution would be predicated into computing all of
+# them when a CPU device vectorises work-items), unrolled over the call's samples: {u} is sample j's uniform in
+# [0, 1), {o} in (0, 1); normal and log_normal take samples in pairs (Box-Muller: {o} the radius', {u2} the angle's)
+_ONE = {
+    "uniform": "fmin(a + (b - a) * {u}, hi)", "exponential": "-log({o}) / a",
+    "geometric": "fmax(ceil(log({o}) / log1p(-a)), (RT)1)", "cauchy": "a + b * tanpi({o} - (RT)0.5)",
+    "bernoulli": "{u} < a ? (RT)1 : (RT)0",
+}
+_PAIR = {"normal": ("a + {r} * cospi({t})", "a + {r} * sinpi({t})"),
+         "log_normal": ("exp(a + {r} * cospi({t}))", "exp(a + {r} * sinpi({t}))")}
+
+
+def _fill_kernel(name: str, dt, rt: str, head: str) -> str:
+    per = 2 if rt == "double" else 4
+
+    def uni(f, j):
+        return f"{f}(r.s{j}, 0u)" if per == 4 else f"{f}(r.s{2 * j}, r.s{2 * j + 1})"
+    lines = []
+    if name in _PAIR:
+        for j in range(0, per, 2):
+            lines.append(f" RT rad{j} = b * sqrt(-2 * log({uni('u_oo', j)})), th{j} = 2 * {uni('u_co', j + 1)};")
+            first, second = (e.format(r=f"rad{j}", t=f"th{j}") for e in _PAIR[name])
+            lines.append(f" RT v{j} = {first}, v{j + 1} = {second};")
+    else:
+        for j in range(per):
+            lines.append(f" RT v{j} = {_ONE[name].format(u=uni('u_co', j), o=uni('u_oo', j))};")
+    full = " ".join(cg.store(dt, "o", f"oo + i0 + {j}", f"v{j}") for j in range(per))
+    tail = " ".join(f"if (i0 + {j} < n) {{ {cg.store(dt, 'o', f'oo + i0 + {j}', f'v{j}')} }}" for j in range(per))
+    return (f"__kernel void rng_{name}({head}) {{\n long g = get_global_id(0), i0 = g * {per}; if (i0 >= n) return;\n"
+            " uint4 r = philox((uint4)((uint)g, (uint)(g >> 32), c2, c3), (uint2)(k0, k1));\n"
+            + "\n".join(lines) + f"\n if (i0 + {per} <= n) {{ {full} }} else {{ {tail} }}\n}}\n")
 
 
 def _rt(dev, dt) -> str:
@@ -100,25 +132,17 @@ def _src(dt, rt: str) -> str:
 
     def cdf(j):
         return cg.load(dt, "cdf", f"cb + {j}")
+    head = f"__global {st}* o, long oo, long n, {key}, {rt} a, {rt} b, {rt} hi"
+    fills = "".join(_fill_kernel(name, dt, rt, head) for name in (*_ONE, *_PAIR))
     return (f"#define RT {rt}\n" + _PHILOX + (_U_DOUBLE if rt == "double" else _U_FLOAT) + f"""
-__kernel void rng_fill(__global {st}* o, long oo, long n, {key}, int dist, {rt} a, {rt} b, {rt} hi) {{
- long g = get_global_id(0); if (g >= n) return;
- uint4 r = {philox};
- RT u = u_co(r.x, r.y), v = u_oo(r.z, r.w), res;
- if (dist == 0) res = fmin(a + (b - a) * u, hi);
- else if (dist == 1 || dist == 4) {{ res = a + b * sqrt(-2 * log(v)) * cospi(2 * u); if (dist == 4) res = exp(res); }}
- else if (dist == 2) res = -log(v) / a;
- else if (dist == 3) res = fmax(ceil(log(v) / log1p(-a)), (RT)1);
- else if (dist == 5) res = a + b * tanpi(v - (RT)0.5);
- else res = u < a ? (RT)1 : (RT)0;
- {cg.store(dt, "o", "oo + g", "res")}
-}}
+{fills}
 __kernel void rng_int(__global {st}* o, long oo, long n, {key}, long lo, ulong range) {{
- long g = get_global_id(0); if (g >= n) return;
+ long g = get_global_id(0), i0 = 2 * g; if (i0 >= n) return;
  uint4 r = {philox};
- ulong x = ((ulong)r.x << 32) | r.y;
- long v = lo + (long)(range ? x % range : x);
- {cg.store(dt, "o", "oo + g", "v")}
+ ulong x0 = ((ulong)r.x << 32) | r.y, x1 = ((ulong)r.z << 32) | r.w;
+ long v0 = lo + (long)(range ? x0 % range : x0), v1 = lo + (long)(range ? x1 % range : x1);
+ {cg.store(dt, "o", "oo + i0", "v0")}
+ if (i0 + 1 < n) {{ {cg.store(dt, "o", "oo + i0 + 1", "v1")} }}
 }}
 __kernel void rng_poisson(__global {st}* o, __global const {st}* x, long xo, long n, {key}) {{
  long g = get_global_id(0); if (g >= n) return;
@@ -206,15 +230,15 @@ def kernels(k) -> dict:
         dt = k._check_dtype(x.dtype)
         r = rt_np(dt)
         hi = float(np.nextafter(dt.type(b), dt.type(a))) if dist == "uniform" and b > a and dt.kind == "f" else b
-        args = [np.int32(_DIST[dist]), r(a), r(b), r(hi)]
-        into(x, lambda buf, off: dev.launch(kern(dt, "rng_fill"), x.size,
-                                            [buf, np.int64(off), np.int64(x.size)] + g.take() + args))
+        per = 2 if r is np.float64 else 4  # samples per Philox call (E in the kernel)
+        into(x, lambda buf, off: dev.launch(kern(dt, "rng_" + dist), -(-x.size // per),
+                                            [buf, np.int64(off), np.int64(x.size)] + g.take() + [r(a), r(b), r(hi)]))
 
     def randint(g, low, high, shape, dt):
         out = k._out(tuple(shape), k._check_dtype(dt))
         rng = (int(high) - int(low)) & 0xFFFFFFFFFFFFFFFF  # 2**64 wraps to 0: the full range
         if out.size:
-            dev.launch(kern(out.dtype, "rng_int"), out.size, [out.base_data, np.int64(0), np.int64(out.size)]
+            dev.launch(kern(out.dtype, "rng_int"), -(-out.size // 2), [out.base_data, np.int64(0), np.int64(out.size)]
                        + g.take() + [np.int64(low), np.uint64(rng)])
         return out
 
