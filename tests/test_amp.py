@@ -1,5 +1,8 @@
 """torch.autocast / torch.amp (op dtype policies, nesting, decorator, thread-locality, PyTorch's warnings) and
 torch.amp.GradScaler (disabled path exactly as PyTorch; enabled path: inf/NaN skipping, backoff, growth, state)."""
+import pathlib
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -372,3 +375,16 @@ class TestGradScalerEnabled:
         assert scaler.get_scale() < 2.0 ** 24
         assert all(np.isfinite(p.detach().cpu().numpy()).all() for p in model.parameters())
         assert losses[-1] < 0.6 * losses[0]
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["bf16", "fp16-scaler"])
+def test_example_program(device, fp16):
+    """examples/amp_bf16_training.py runs as shipped and learns (bfloat16 autocast; float16 with a GradScaler)."""
+    script = pathlib.Path(__file__).resolve().parents[1] / "examples" / "amp_bf16_training.py"
+    cmd = [sys.executable, str(script), "--device", device, "--steps", "60"] + (["--fp16"] if fp16 else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    first, final = (float(last.split(k)[1].split(";")[0]) for k in ("first loss ", "final loss "))
+    assert final < 0.3 * first and float(last.split("accuracy ")[1].split(";")[0]) > 0.9
+    assert last.endswith("parameters coretorch.float32")
