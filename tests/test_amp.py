@@ -81,6 +81,16 @@ class TestAutocastPolicies:
             assert soft is d and norm is d
         else:                # its CUDA lists (which opencl follows) run them in float32
             assert soft is torch.float32 and norm is torch.float32
+        p = torch.rand(4, 5, device=device)
+        with torch.autocast(device, dtype=d):
+            if device == "cpu":  # on CPU's float32 list
+                assert F.binary_cross_entropy(p, p).dtype is torch.float32
+            else:                # CUDA's autocast refuses it (float16 is unsafe there)
+                with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss are unsafe"):
+                    F.binary_cross_entropy(p, p)
+            mv = torch.mv(x := torch.randn(3, 4, device=device), torch.randn(4, device=device))
+            assert mv.dtype is (torch.float32 if device == "cpu" else d)  # mv: on CUDA's list, not CPU's
+        assert torch.mv(x, torch.randn(4, device=device)).dtype is torch.float32
 
     def test_float64_not_cast(self):
         x = torch.randn(3, 3, dtype=torch.float64)

@@ -65,6 +65,11 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)
+    return _matmul(input, other)
+
+
+def _matmul(input: Tensor, other: Tensor) -> Tensor:
+    """matmul without autocast's check (dot and mv: ops of their own there, as in PyTorch)."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): arguments must be Tensors")
     da, db = input.ndim, other.ndim
@@ -236,13 +241,15 @@ _T2 = (1, 0)
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return matmul(input, other)
+    return _matmul(input, other)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, vec = _ac_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
-    return matmul(input, vec)
+    return _matmul(input, vec)
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
