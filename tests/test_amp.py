@@ -123,6 +123,25 @@ class TestAutocastPolicies:
         with torch.autocast(device, enabled=False):
             assert (x @ x).dtype is torch.float32
 
+    def test_state_functions(self):
+        x = torch.ones(2, 2)
+        torch.set_autocast_dtype("cpu", torch.float16)
+        try:
+            assert torch.get_autocast_dtype("cpu") is torch.float16
+            with torch.autocast("cpu"):  # dtype=None: the dtype set for the device type
+                assert (x @ x).dtype is torch.float16
+            torch.set_autocast_enabled("cpu", True)
+            assert torch.is_autocast_enabled("cpu") and (x @ x).dtype is torch.float16
+        finally:
+            torch.set_autocast_enabled("cpu", False)
+            torch.set_autocast_dtype("cpu", torch.bfloat16)
+        assert (x @ x).dtype is torch.float32 and not torch.is_autocast_enabled("cpu")
+        assert torch.is_autocast_cache_enabled()
+        with torch.autocast("cpu", cache_enabled=False):
+            assert not torch.is_autocast_cache_enabled()
+        assert torch.is_autocast_cache_enabled()
+        torch.clear_autocast_cache()
+
     def test_exception_restores_state(self):
         with pytest.raises(ValueError):
             with torch.autocast("cpu"):
