@@ -401,7 +401,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     return obj
 
 
-
 def _st_load(data: bytes) -> dict:
     """safetensors.numpy.load, with BF16 (read as ml_dtypes' bfloat16)."""
     from safetensors import deserialize

@@ -1,6 +1,7 @@
 """torch.autocast / torch.amp (op dtype policies, nesting, decorator, thread-locality, PyTorch's warnings) and
 torch.amp.GradScaler (disabled path exactly as PyTorch; enabled path: inf/NaN skipping, backoff, growth, state)."""
 import pathlib
+import pickle
 import subprocess
 import sys
 import threading
@@ -375,6 +376,18 @@ class TestGradScalerEnabled:
         assert other._get_growth_tracker() == 1
         with pytest.raises(RuntimeError, match="The source state dict is empty"):
             other.load_state_dict({})
+
+    def test_pickle_between_iterations(self, device):
+        model, opt, scaler, x = _setup(device, init_scale=64.0)
+        scaler.scale(model(x).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        other = pickle.loads(pickle.dumps(scaler))
+        assert other.state_dict() == scaler.state_dict() and other.is_enabled()
+        other.scale(model(x).sum()).backward()  # usable: its scale is recreated lazily
+        other.step(opt)
+        other.update()
+        assert other._get_growth_tracker() == 2
 
     def test_fp16_grads_refused(self, device):
         p = torch.zeros(2, dtype=torch.float16, device=device, requires_grad=True)
