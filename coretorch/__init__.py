@@ -60,6 +60,8 @@ from .dtypes import bfloat16, finfo, iinfo, can_cast  # noqa: F401
 from .dtypes import is_storage  # noqa: F401
 from . import amp
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled  # noqa: F401
+from .amp.autocast_mode import (set_autocast_dtype, is_autocast_cache_enabled,  # noqa: F401
+                                set_autocast_cache_enabled, clear_autocast_cache)
 # ---- end dtypes ----
 from .serialization import save, load
 

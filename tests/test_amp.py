@@ -1,5 +1,9 @@
 """torch.autocast / torch.amp (op dtype policies, nesting, decorator, thread-locality, PyTorch's warnings) and
 torch.amp.GradScaler (disabled path exactly as PyTorch; enabled path: inf/NaN skipping, backoff, growth, state)."""
+import pathlib
+import pickle
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -78,6 +82,16 @@ class TestAutocastPolicies:
             assert soft is d and norm is d
         else:                # its CUDA lists (which opencl follows) run them in float32
             assert soft is torch.float32 and norm is torch.float32
+        p = torch.rand(4, 5, device=device)
+        with torch.autocast(device, dtype=d):
+            if device == "cpu":  # on CPU's float32 list
+                assert F.binary_cross_entropy(p, p).dtype is torch.float32
+            else:                # CUDA's autocast refuses it (float16 is unsafe there)
+                with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss are unsafe"):
+                    F.binary_cross_entropy(p, p)
+            mv = torch.mv(x := torch.randn(3, 4, device=device), torch.randn(4, device=device))
+            assert mv.dtype is (torch.float32 if device == "cpu" else d)  # mv: on CUDA's list, not CPU's
+        assert torch.mv(x, torch.randn(4, device=device)).dtype is torch.float32
 
     def test_float64_not_cast(self):
         x = torch.randn(3, 3, dtype=torch.float64)
@@ -109,6 +123,25 @@ class TestAutocastPolicies:
         assert torch.get_autocast_dtype(device) is low(device)
         with torch.autocast(device, enabled=False):
             assert (x @ x).dtype is torch.float32
+
+    def test_state_functions(self):
+        x = torch.ones(2, 2)
+        torch.set_autocast_dtype("cpu", torch.float16)
+        try:
+            assert torch.get_autocast_dtype("cpu") is torch.float16
+            with torch.autocast("cpu"):  # dtype=None: the dtype set for the device type
+                assert (x @ x).dtype is torch.float16
+            torch.set_autocast_enabled("cpu", True)
+            assert torch.is_autocast_enabled("cpu") and (x @ x).dtype is torch.float16
+        finally:
+            torch.set_autocast_enabled("cpu", False)
+            torch.set_autocast_dtype("cpu", torch.bfloat16)
+        assert (x @ x).dtype is torch.float32 and not torch.is_autocast_enabled("cpu")
+        assert torch.is_autocast_cache_enabled()
+        with torch.autocast("cpu", cache_enabled=False):
+            assert not torch.is_autocast_cache_enabled()
+        assert torch.is_autocast_cache_enabled()
+        torch.clear_autocast_cache()
 
     def test_exception_restores_state(self):
         with pytest.raises(ValueError):
@@ -344,6 +377,18 @@ class TestGradScalerEnabled:
         with pytest.raises(RuntimeError, match="The source state dict is empty"):
             other.load_state_dict({})
 
+    def test_pickle_between_iterations(self, device):
+        model, opt, scaler, x = _setup(device, init_scale=64.0)
+        scaler.scale(model(x).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        other = pickle.loads(pickle.dumps(scaler))
+        assert other.state_dict() == scaler.state_dict() and other.is_enabled()
+        other.scale(model(x).sum()).backward()  # usable: its scale is recreated lazily
+        other.step(opt)
+        other.update()
+        assert other._get_growth_tracker() == 2
+
     def test_fp16_grads_refused(self, device):
         p = torch.zeros(2, dtype=torch.float16, device=device, requires_grad=True)
         opt = torch.optim.SGD([p], lr=0.1)
@@ -372,3 +417,16 @@ class TestGradScalerEnabled:
         assert scaler.get_scale() < 2.0 ** 24
         assert all(np.isfinite(p.detach().cpu().numpy()).all() for p in model.parameters())
         assert losses[-1] < 0.6 * losses[0]
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["bf16", "fp16-scaler"])
+def test_example_program(device, fp16):
+    """examples/amp_bf16_training.py runs as shipped and learns (bfloat16 autocast; float16 with a GradScaler)."""
+    script = pathlib.Path(__file__).resolve().parents[1] / "examples" / "amp_bf16_training.py"
+    cmd = [sys.executable, str(script), "--device", device, "--steps", "60"] + (["--fp16"] if fp16 else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    first, final = (float(last.split(k)[1].split(";")[0]) for k in ("first loss ", "final loss "))
+    assert final < 0.3 * first and float(last.split("accuracy ")[1].split(";")[0]) > 0.9
+    assert last.endswith("parameters coretorch.float32")

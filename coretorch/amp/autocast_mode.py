@@ -7,7 +7,14 @@ casts its floating point tensor arguments (float64 excepted, as PyTorch) for the
 * lower precision (``LOWER``): linear, matmul, mm, bmm, addmm, baddbmm, conv1d/2d, ... run in the region's dtype;
 * float32 (``FP32``): the losses, and on GPU-like devices (cuda, opencl) softmax, log_softmax, layer_norm,
   group_norm as CUDA's lists have them (PyTorch's CPU list keeps softmax and layer_norm in the input dtype);
-* every other op runs in its inputs' dtypes (the usual promotion: the widest input type).
+* every other op runs in its inputs' dtypes (the usual promotion: the widest input type);
+* binary_cross_entropy raises on GPU-like devices, as CUDA's autocast does (unsafe in float16).
+
+The lists are PyTorch's; the ops that check them are nn.functional's linear, conv*, losses, softmax,
+log_softmax, layer_norm, group_norm, scaled_dot_product_attention and matmul, mm, bmm, addmm, mv.  An op family
+that adds one of the other listed ops (baddbmm, addbmm, addmv, addr, chain_matmul, multi_dot, prod, cdist, exp,
+log, pow, sum, ...) opts in with the same two lines at its entry:
+``if _ac.on: args = _ac_cast("name", *args)``.
 """
 from __future__ import annotations
 
@@ -35,6 +42,12 @@ _FP32_GPU = _FP32_COMMON | {"softmax", "log_softmax", "layer_norm", "group_norm"
                             "exp", "log", "pow", "logsumexp", "sum", "cumsum", "cumprod", "dist", "norm"}
 _FP32_CPU = _FP32_COMMON | {"binary_cross_entropy"}
 LOWER = {"cpu": _LOWER_COMMON, "cuda": _LOWER_GPU, "opencl": _LOWER_GPU}
+_BANNED = {"cuda": ("binary_cross_entropy",), "opencl": ("binary_cross_entropy",)}
+_BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+               "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+               "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+               "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+               "safe to autocast.")
 FP32 = {"cpu": _FP32_CPU, "cuda": _FP32_GPU, "opencl": _FP32_GPU}
 
 #: device types autocast accepts (PyTorch raises for others); 'cuda' is accepted and disabled with a warning
@@ -182,6 +195,8 @@ def cast_inputs(op: str, *args):
     dev = next((a._be.type for a in args if isinstance(a, Tensor)), None)
     if dev is None or not tls.enabled.get(dev):
         return args  # autocast is on in another thread (or for another device type) only
+    if op in _BANNED.get(dev, ()):
+        raise RuntimeError(_BCE_UNSAFE)
     if op in LOWER.get(dev, ()):
         target = tls.dtype[dev]
     elif op in FP32.get(dev, ()):

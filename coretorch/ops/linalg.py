@@ -65,6 +65,11 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)
+    return _matmul(input, other)
+
+
+def _matmul(input: Tensor, other: Tensor) -> Tensor:
+    """matmul without autocast's check (dot and mv: ops of their own there, as in PyTorch)."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): arguments must be Tensors")
     da, db = input.ndim, other.ndim
@@ -239,13 +244,15 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     if isinstance(other, Tensor) and input.dtype is not other.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} and "
                            f"{other.dtype._tname[:-6]}")
-    return matmul(input, other)
+    return _matmul(input, other)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, vec = _ac_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
-    return matmul(input, vec)
+    return _matmul(input, vec)
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
