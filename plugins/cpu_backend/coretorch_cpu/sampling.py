@@ -46,6 +46,10 @@ def _set_state(g: CPUGen, a: np.ndarray) -> None:
     g.seed, g.rng = seed, rng
 
 
+def _is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or dt.name == "bfloat16"  # ml_dtypes' bfloat16 has kind "V"
+
+
 def _draw_dtype(dt: np.dtype) -> np.dtype:
     return dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
 
@@ -53,10 +57,10 @@ def _draw_dtype(dt: np.dtype) -> np.dtype:
 def _samples(g: CPUGen, shape, dt: np.dtype, dist: str, a: float, b: float) -> np.ndarray:
     """Samples of ``dist`` (see rng_fill_) as an array of ``shape``, in dt's draw dtype or int64/bool."""
     rng = g.rng
-    fd = _draw_dtype(dt) if dt.kind == "f" else np.dtype(np.float64)
+    fd = _draw_dtype(dt) if _is_float(dt) else np.dtype(np.float64)
     if dist == "uniform":
         r = rng.random(shape, dtype=fd) * fd.type(b - a) + fd.type(a)
-        if dt.kind == "f" and b > a:  # rounding (to float16 too) must not reach the open bound b
+        if _is_float(dt) and b > a:  # rounding (to float16 too) must not reach the open bound b
             r = np.minimum(r.astype(dt, copy=False), np.nextafter(dt.type(b), dt.type(a)))
         return r
     if dist == "normal":
