@@ -400,13 +400,33 @@ def _cum(k, name, x, axis):
     return _back(k, vo, perm), _back(k, io, perm)
 
 
+def _f32(k, fn, n_values: int = 1):
+    """``fn`` for bfloat16 input through float32 (the kernels compare floats by their bits as float32/float64/half
+    keys; bfloat16's ushort storage would compare as an unsigned integer): cast in, and the first ``n_values``
+    outputs back."""
+    def run(x, *args):
+        if x.dtype != cg.BF16:
+            return fn(x, *args)
+        out = fn(k.cast(x, np.float32), *args)
+        if isinstance(out, tuple):
+            return tuple(k.cast(o, cg.BF16) if i < n_values else o for i, o in enumerate(out))
+        return k.cast(out, cg.BF16) if n_values else out
+    return run
+
+
+def _searchsorted(k, seq, values, right, out_dtype):
+    if seq.dtype == cg.BF16 or values.dtype == cg.BF16:
+        seq, values = k.cast(seq, np.float32), k.cast(values, np.float32)
+    return searchsorted(k, seq, values, right, out_dtype)
+
+
 def kernels(k) -> dict:
     """The primitives of this family for one device; ``k`` is the device's kernel set (backend._Kernels)."""
     return {
-        "sort": lambda x, axis, descending, stable: sort(k, x, axis, descending, stable),
-        "topk": lambda x, kk, axis, largest, sorted_: topk(k, x, kk, axis, largest, sorted_),
-        "searchsorted": lambda seq, values, right, out_dtype: searchsorted(k, seq, values, right, out_dtype),
-        "cummax": lambda x, axis: _cum(k, "cummax", x, axis),
-        "cummin": lambda x, axis: _cum(k, "cummin", x, axis),
-        "logcumsumexp": lambda x, axis: _cum(k, "lcse", x, axis),
+        "sort": _f32(k, lambda x, axis, descending, stable: sort(k, x, axis, descending, stable)),
+        "topk": _f32(k, lambda x, kk, axis, largest, sorted_: topk(k, x, kk, axis, largest, sorted_)),
+        "searchsorted": lambda seq, values, right, out_dtype: _searchsorted(k, seq, values, right, out_dtype),
+        "cummax": _f32(k, lambda x, axis: _cum(k, "cummax", x, axis)),
+        "cummin": _f32(k, lambda x, axis: _cum(k, "cummin", x, axis)),
+        "logcumsumexp": _f32(k, lambda x, axis: _cum(k, "lcse", x, axis)),
     }
