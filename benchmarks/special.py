@@ -37,13 +37,20 @@ OPS = {
 }
 
 
+WIDE = ("tanh", "erf", "gelu")  # timed again on N(0, 2^2) values: scipy's erf is slower for |x| > 1
+
+
 def run(n: int = 1_000_000, dtype: str = "float32", reps: int = 7, inner: int = 5) -> dict:
-    """{device: {op: seconds per call}} on ``n`` values in (0, 1) (in every op's domain)."""
-    x_np = np.random.default_rng(0).uniform(0.01, 0.99, n).astype(dtype)
+    """{device: {op: seconds per call}} on ``n`` values in (0, 1) (in every op's domain), and the ``WIDE`` ops
+    (as "<op> N(0,4)") on normal values of standard deviation 2 (GELU's inputs in a network)."""
+    rng = np.random.default_rng(0)
+    x_np = rng.uniform(0.01, 0.99, n).astype(dtype)
+    w_np = (rng.standard_normal(n) * 2).astype(dtype)
     out = {}
     for dev in available_devices():
-        x = torch.tensor(x_np, device=dev)
+        x, w = torch.tensor(x_np, device=dev), torch.tensor(w_np, device=dev)
         out[dev] = {name: _time(fn, x, reps, inner) for name, fn in OPS.items()}
+        out[dev].update({f"{name} N(0,4)": _time(OPS[name], w, reps, inner) for name in WIDE})
     return out
 
 
@@ -57,8 +64,9 @@ def main() -> None:
     print(f"{a.n} {a.dtype} values, best of {a.reps}; ms per call and ratio to tanh on the same device")
     print("| op | " + " | ".join(f"{d} ms | {d} / tanh" for d in res) + " |")
     print("|---|" + "---|---|" * len(res))
-    for op in OPS:
-        print(f"| {op} | " + " | ".join(f"{r[op] * 1e3:.2f} | {r[op] / r['tanh']:.2f}" for r in res.values()) + " |")
+    for op in next(iter(res.values())):
+        base = "tanh N(0,4)" if op.endswith("N(0,4)") else "tanh"
+        print(f"| {op} | " + " | ".join(f"{r[op] * 1e3:.2f} | {r[op] / r[base]:.2f}" for r in res.values()) + " |")
 
 
 if __name__ == "__main__":
