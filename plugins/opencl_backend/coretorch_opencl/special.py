@@ -241,13 +241,15 @@ def _program(dt) -> str:
     unary functions and polygamma, and frexp."""
     ct, st = cg.ctype(dt), cg.stype(dt)
     parts = [_helpers(dt)]
-    names = UNARY
+    names = UNARY + ("gelu",)
+    exprs = {"gelu": "a0 * F(0.5) * erfc(-a0 * F(M_SQRT1_2))"}   # x Phi(x)
     if ct == "float":
         parts.append(_erf_float_src())
-        names = UNARY + ("erf",)
+        names += ("erf",)
+        exprs = {"erf": "sp_erf_fast(a0)", "gelu": "a0 * 0.5f * (1.0f + sp_erf_fast(a0 * M_SQRT1_2_F))"}
     for name in names:
         for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
-            expr = "sp_erf_fast(a0)" if name == "erf" else f"sp_{name}(a0)"
+            expr = exprs.get(name, f"sp_{name}(a0)")
             parts.append(cg.elementwise_kernel(name + sfx, expr, dt, [(dt, False)], ("c", lay), nd))
     for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
         parts.append(cg.elementwise_kernel("polygamma" + sfx, "sp_polygamma((int)a1, a0)", dt,
@@ -316,7 +318,7 @@ def kernels(k) -> dict:
     def erf(x):
         return run("erf", x) if x.dtype in _FLOAT_CT else builtin_erf(x)
 
-    t = {name: unary(name) for name in UNARY}
+    t = {name: unary(name) for name in UNARY + ("gelu",)}
     t["erf"] = erf
     t["polygamma"] = lambda x, n: run("polygamma", x, (int(n),))
     t["frexp"] = frexp
