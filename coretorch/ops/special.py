@@ -99,7 +99,6 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
         return f(input) if out is None else _out(f(input), out, name)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
-    fn._raw = f
     return fn
 
 
