@@ -10,8 +10,10 @@ methods, in the compute type: float for float16/float32, double for float64):
   x >= 10, then the asymptotic series ln x - 1/(2x) - sum B_2k / (2k x^2k) (Bernoulli numbers);
 * polygamma(n >= 1, x) = (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta by direct summation of the first terms and
   the Euler-Maclaurin tail (coefficients (2j)! / B_2j computed exactly below);
-* erfinv / ndtri: a closed-form first guess (Winitzki's approximation, or the first series term near 0) refined by
-  Halley steps on erf (|y| <= 1/2) or on erfc (|y| > 1/2, where 1 - |y| is exact), with the builtins erf/erfc;
+* erfinv: erfinv(y) / y fitted in w = -log(1 - y^2) (two polynomials, ``_erfinv_fit``): final in float, one Halley
+  step on erf (|y| <= 1/2) or erfc (1 - |y| is exact) in float64;
+* ndtri (and erfinv within 3e-8 of +-1 in float64): a closed-form first guess (Winitzki's approximation) refined by
+  Halley steps on erfc until converged;
 * i0, i0e, i1, i1e: the power series (positive terms) up to |x| = 20 (float: 9), the asymptotic expansion
   e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k beyond;
 * erfcx: exp(x^2) erfc(x) (x^2 split exactly with fma) below 5, the Laplace continued fraction above;
@@ -106,28 +108,16 @@ _SRC = """
   return x;
 }}
 
-{T} sp_erfinv_small({T} y) {{   /* 0 <= y <= 1/2 */
-  {T} x;
-  if (y < F(0.1)) x = y * F(0.88622692545275801);
-  else {{
-    {T} t = log1p(-y * y);
-    {T} b = F(4.3307467508162) + F(0.5) * t;
-    x = sqrt(sqrt(b * b - t / F(0.147)) - b);
-  }}
-  for (int i = 0; i < 4; ++i) {{
-    {T} f = erf(x) - y, d = f / (F(M_2_SQRTPI) * exp(-x * x) + x * f);
-    x -= d;
-    if (fabs(d) <= F({TOL}) * x) break;
-  }}
-  return x;
-}}
-
 {T} sp_erfinv({T} y) {{
   if (y != y) return y;
   {T} ay = fabs(y);
   if (ay > 1) return F(NAN);
   if (ay == 1) return copysign(F(INFINITY), y);
-  return copysign(ay <= F(0.5) ? sp_erfinv_small(ay) : sp_erfcinv_pos(1 - ay), y);
+  if (ay >= F(0.99999997)) return copysign(sp_erfcinv_pos(1 - ay), y);   /* double only: beyond the fit */
+  {T} w = -log((1 - ay) * (1 + ay));   /* the fit: erfinv(y) / y in w = -log(1 - y^2) (float: final) */
+  {T} x = ay * (w < F(5) ? {FIT1} : {FIT2});
+  {HALLEY}
+  return copysign(x, y);
 }}
 
 {T} sp_ndtri({T} p) {{   /* ndtri(p) = sqrt(2) erfinv(2p - 1) = -sqrt(2) erfcinv(2p) */
@@ -221,6 +211,32 @@ float sp_erf_fast(float v) {{
 """
 
 
+@lru_cache(maxsize=None)
+def _erfinv_fit() -> tuple:
+    """erfinv(y) / y as polynomials (degree 9) in w - 2.5 (w = -log(1 - y^2) < 5) and sqrt(w) - 3 (5 <= w <= 17.5,
+    i.e. |y| < 1 - 3e-8): least-squares fits to x / erf(x) (math.erf, math.erfc), as Giles' single-precision
+    erfinv is built.  ~3 ulp in float; float64 refines the fit by one Halley step."""
+    x = np.concatenate([np.geomspace(1e-6, 0.1, 300), np.linspace(0.1, 6.0, 6000)])
+    y, z = np.vectorize(math.erf)(x), np.vectorize(math.erfc)(x)
+    w = -np.log(z * (1 + y))
+    f = x / y
+    m1, m2 = w <= 5.2, (w >= 4.8) & (w <= 17.5)
+    c1 = np.polynomial.polynomial.polyfit(w[m1] - 2.5, f[m1], 9, w=1 / f[m1])
+    c2 = np.polynomial.polynomial.polyfit(np.sqrt(w[m2]) - 3, f[m2], 9, w=1 / f[m2])
+    return tuple(float(c) for c in c1), tuple(float(c) for c in c2)
+
+
+def _horner(c, v: str) -> str:
+    e = f"F({c[-1]!r})"
+    for a in c[-2::-1]:
+        e = f"fma({e}, {v}, F({a!r}))"
+    return e
+
+
+_HALLEY = """if (ay <= F(0.5)) {{ {T} f = erf(x) - ay; x -= f / (F(M_2_SQRTPI) * exp(-x * x) + x * f); }}
+  else {{ {T} f = erfc(x) - (1 - ay); x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f); }}"""
+
+
 def _helpers(dt) -> str:
     ct = cg.ctype(dt)
     double = ct == "double"
@@ -231,7 +247,10 @@ def _helpers(dt) -> str:
     for i, a in enumerate(_ZETA_A if double else _ZETA_A[:6]):
         tail.append(f"a *= s + k; b /= w; t = a * b / F({a!r}); sum += t; if (fabs(t / sum) < F({{EPS}})) "
                     f"return sum; k += 1; a *= s + k; b /= w; k += 1;")
+    c1, c2 = _erfinv_fit()
     src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
+    src = src.replace("{FIT1}", _horner(c1, "(w - F(2.5))")).replace("{FIT2}", _horner(c2, "(sqrt(w) - F(3))"))
+    src = src.replace("{HALLEY}", _HALLEY if double else "")
     return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9)
 

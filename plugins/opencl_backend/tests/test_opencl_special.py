@@ -123,7 +123,8 @@ def test_float16_computes_in_float():
 
 @pytest.mark.parametrize("name", ["digamma", "special.i1e", "erfinv", "tan", "special.ndtr", "erf"])
 def test_strided_inputs_are_read_in_place_in_one_kernel(name):
-    base = coretorch.tensor(_RNG.uniform(-0.9, 0.9, (6, 8, 10)), device="opencl", dtype=coretorch.float64)
+    base = coretorch.tensor(np.random.default_rng(1).uniform(-0.9, 0.9, (6, 8, 10)), device="opencl",
+                            dtype=coretorch.float64)
     view = base.permute(2, 0, 1)[::2, 1:, ::3]
     assert not view.is_contiguous()
     f = _fn(name)
@@ -131,7 +132,7 @@ def test_strided_inputs_are_read_in_place_in_one_kernel(name):
     got = f(view)
     assert STATS["launches"] - before == 1, "one kernel, no copy of the strided input"
     want = f(view.contiguous().cpu()).numpy()
-    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-14)   # digamma: near a root
 
 
 def test_binary_kernels_against_numpy():
