@@ -12,8 +12,8 @@ methods, in the compute type: float for float16/float32, double for float64):
   the Euler-Maclaurin tail (coefficients (2j)! / B_2j computed exactly below);
 * erfinv: erfinv(y) / y fitted in w = -log(1 - y^2) (two polynomials, ``_erfinv_fit``): final in float, one Halley
   step on erf (|y| <= 1/2) or erfc (1 - |y| is exact) in float64;
-* ndtri (and erfinv within 3e-8 of +-1 in float64): a closed-form first guess (Winitzki's approximation) refined by
-  Halley steps on erfc until converged;
+* ndtri: the same fit from z = 2 min(p, 1 - p) for z >= 3e-8; beyond (and erfinv within 3e-8 of +-1 in float64) a
+  closed-form first guess (Winitzki's approximation) refined by Halley steps on erfc until converged;
 * i0, i0e, i1, i1e: the power series (positive terms) up to |x| = 20 (float: 9), the asymptotic expansion
   e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k beyond;
 * erfcx: exp(x^2) erfc(x) (x^2 split exactly with fma) below 5, the Laplace continued fraction above;
@@ -97,6 +97,12 @@ _SRC = """
 }}
 
 {T} sp_erfcinv_pos({T} z) {{   /* x >= 0 with erfc(x) = z, 0 < z <= 1 */
+  if (z >= F(3e-8)) {{   /* within the fit (see sp_erfinv), from z itself: no 1 - y rounding in the tail */
+    {T} w = -log(z * (F(2) - z));
+    {T} x = (1 - z) * (w < F(5) ? {FIT1} : {FIT2});
+    {HALLEY_ERFC}
+    return x;
+  }}
   {T} t = log(z * (F(2) - z));
   {T} b = F(4.3307467508162) + F(0.5) * t;   /* 2 / (pi a) + t / 2, a = 0.147 */
   {T} x = sqrt(sqrt(b * b - t / F(0.147)) - b);
@@ -251,6 +257,8 @@ def _helpers(dt) -> str:
     src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
     src = src.replace("{FIT1}", _horner(c1, "(w - F(2.5))")).replace("{FIT2}", _horner(c2, "(sqrt(w) - F(3))"))
     src = src.replace("{HALLEY}", _HALLEY if double else "")
+    src = src.replace("{HALLEY_ERFC}", "{T} f = erfc(x) - z; x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);"
+                      if double else "")
     return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9)
 
