@@ -116,6 +116,7 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
     **{n: "(x, y|scalar) float -> float" for n in (
         "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py")},
     **{n: "(x, y|scalar) -> x's dtype: NaN-ignoring max/min" for n in ("fmax", "fmin")},
+    "gelu": "optional (x) float -> x * Phi(x) (GELU, the erf form) in one pass, for nn.functional.gelu's forward",
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
     "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "

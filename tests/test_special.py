@@ -196,6 +196,8 @@ def test_argument_errors(dev):
         torch.mvlgamma(x, 0)
     with pytest.raises(RuntimeError, match="addcdiv"):
         torch.addcdiv(x, _t([1, 2], dev, torch.int64), _t([1, 2], dev, torch.int64))
+    with pytest.raises(RuntimeError, match="value must not be a floating point"):
+        torch.addcmul(_t([1], dev, torch.int64), _t([1], dev, torch.int64), _t([1], dev, torch.int64), value=0.5)
     with pytest.raises(RuntimeError, match="heaviside"):
         torch.heaviside(x, _t([1.0], dev, torch.float32))
     with pytest.raises(TypeError, match="tan"):
@@ -241,3 +243,15 @@ def test_gradgradcheck_of_special_functions(dev):
     for f in (torch.lgamma, torch.special.i1e, torch.special.erfcx, torch.special.log_ndtr,
               lambda t: torch.hypot(t, t * 0.5 + 1), lambda t: torch.logaddexp2(t, 1 - t)):
         assert gradgradcheck(f, (x,), eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_fused_gelu_primitive_matches_nn_functional(dev):
+    """The optional 'gelu' kernel (one pass; for nn.functional.gelu's forward) agrees with the composite."""
+    from coretorch.tensor import _make
+    for dt, tol in ((torch.float64, 1e-13), (torch.float32, 1e-5)):
+        x = torch.randn(1000, dtype=dt).to(dev) * 3
+        table = x._be
+        assert table.has("gelu")
+        got = _make(table.gelu(x._data), x.dtype, table)
+        np.testing.assert_allclose(_np(got), _np(torch.nn.functional.gelu(x)), rtol=tol, atol=tol)

@@ -99,7 +99,6 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
         return f(input) if out is None else _out(f(input), out, name)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
-    fn._raw = f
     return fn
 
 
@@ -312,8 +311,14 @@ def frexp(input: Tensor, *, out=None):
     return frexp_result(mt, et)
 
 
+def _check_value(op: str, value, *tensors) -> None:
+    if isinstance(value, float) and not _dt.result_type(tensors, _dt.default).is_floating_point:
+        raise RuntimeError(f"{op}: for integral input tensors, argument value must not be a floating point number.")
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
     """input + value * tensor1 * tensor2."""
+    _check_value("addcmul", value, input, tensor1, tensor2)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)

@@ -52,6 +52,13 @@ def _polygamma(x, n):
         return np.asarray(sp.polygamma(int(n), x)).astype(x.dtype, copy=False)
 
 
+def _gelu(x):
+    with np.errstate(all="ignore"):
+        r = np.asarray(sp.ndtr(x)).astype(x.dtype, copy=False)   # x Phi(x): two passes
+        r *= x
+    return r
+
+
 def _frexp(x):
     m, e = np.frexp(x)
     return np.asarray(m), np.asarray(e).astype(np.int32, copy=False)
@@ -68,5 +75,5 @@ KERNELS: dict = {
         "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "logaddexp": np.logaddexp,
         "logaddexp2": np.logaddexp2, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "fmax": np.fmax,
         "fmin": np.fmin}.items()},
-    "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp,
+    "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp, "gelu": _gelu,
 }

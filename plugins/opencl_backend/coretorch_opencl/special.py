@@ -10,17 +10,23 @@ methods, in the compute type: float for float16/float32, double for float64):
   x >= 10, then the asymptotic series ln x - 1/(2x) - sum B_2k / (2k x^2k) (Bernoulli numbers);
 * polygamma(n >= 1, x) = (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta by direct summation of the first terms and
   the Euler-Maclaurin tail (coefficients (2j)! / B_2j computed exactly below);
-* erfinv / ndtri: a closed-form first guess (Winitzki's approximation, or the first series term near 0) refined by
-  Halley steps on erf (|y| <= 1/2) or on erfc (|y| > 1/2, where 1 - |y| is exact), with the builtins erf/erfc;
+* erfinv: erfinv(y) / y fitted in w = -log(1 - y^2) (two polynomials, ``_erfinv_fit``): final in float, one Halley
+  step on erf (|y| <= 1/2) or erfc (1 - |y| is exact) in float64;
+* ndtri: the same fit from z = 2 min(p, 1 - p) for z >= 3e-8; beyond (and erfinv within 3e-8 of +-1 in float64) a
+  closed-form first guess (Winitzki's approximation) refined by Halley steps on erfc until converged;
 * i0, i0e, i1, i1e: the power series (positive terms) up to |x| = 20 (float: 9), the asymptotic expansion
   e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k beyond;
 * erfcx: exp(x^2) erfc(x) (x^2 split exactly with fma) below 5, the Laplace continued fraction above;
 * log_ndtr: log1p(-erfc(x / sqrt 2) / 2) for x > 0, log(erfc(-x / sqrt 2) / 2) on [-1, 0], and
-  log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow).
+  log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow);
+* erf in float (float32, float16): two fitted polynomials (``_erf_float_src``), ~1.9x the cost of tanh where PoCL's
+  builtin costs ~3x (benchmarks/special.py); float64 keeps the builtin.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
+from functools import lru_cache
 from math import factorial
 
 import numpy as np
@@ -29,6 +35,7 @@ from . import codegen as cg
 from .layout import _collapse, _desc, _is_c, _pad
 
 _I32 = np.dtype(np.int32)
+_FLOAT_CT = (np.dtype(np.float32), np.dtype(np.float16))   # dtypes computed in float
 _I64 = np.dtype(np.int64)
 
 
@@ -90,6 +97,12 @@ _SRC = """
 }}
 
 {T} sp_erfcinv_pos({T} z) {{   /* x >= 0 with erfc(x) = z, 0 < z <= 1 */
+  if (z >= F(3e-8)) {{   /* within the fit (see sp_erfinv), from z itself: no 1 - y rounding in the tail */
+    {T} w = -log(z * (F(2) - z));
+    {T} x = (1 - z) * (w < F(5) ? {FIT1} : {FIT2});
+    {HALLEY_ERFC}
+    return x;
+  }}
   {T} t = log(z * (F(2) - z));
   {T} b = F(4.3307467508162) + F(0.5) * t;   /* 2 / (pi a) + t / 2, a = 0.147 */
   {T} x = sqrt(sqrt(b * b - t / F(0.147)) - b);
@@ -101,28 +114,16 @@ _SRC = """
   return x;
 }}
 
-{T} sp_erfinv_small({T} y) {{   /* 0 <= y <= 1/2 */
-  {T} x;
-  if (y < F(0.1)) x = y * F(0.88622692545275801);
-  else {{
-    {T} t = log1p(-y * y);
-    {T} b = F(4.3307467508162) + F(0.5) * t;
-    x = sqrt(sqrt(b * b - t / F(0.147)) - b);
-  }}
-  for (int i = 0; i < 4; ++i) {{
-    {T} f = erf(x) - y, d = f / (F(M_2_SQRTPI) * exp(-x * x) + x * f);
-    x -= d;
-    if (fabs(d) <= F({TOL}) * x) break;
-  }}
-  return x;
-}}
-
 {T} sp_erfinv({T} y) {{
   if (y != y) return y;
   {T} ay = fabs(y);
   if (ay > 1) return F(NAN);
   if (ay == 1) return copysign(F(INFINITY), y);
-  return copysign(ay <= F(0.5) ? sp_erfinv_small(ay) : sp_erfcinv_pos(1 - ay), y);
+  if (ay >= F(0.99999997)) return copysign(sp_erfcinv_pos(1 - ay), y);   /* double only: beyond the fit */
+  {T} w = -log((1 - ay) * (1 + ay));   /* the fit: erfinv(y) / y in w = -log(1 - y^2) (float: final) */
+  {T} x = ay * (w < F(5) ? {FIT1} : {FIT2});
+  {HALLEY}
+  return copysign(x, y);
 }}
 
 {T} sp_ndtri({T} p) {{   /* ndtri(p) = sqrt(2) erfinv(2p - 1) = -sqrt(2) erfcinv(2p) */
@@ -187,6 +188,61 @@ _SRC = """
 UNARY = ("erfinv", "digamma", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "log_ndtr")
 
 
+@lru_cache(maxsize=None)
+def _erf_float_src() -> str:
+    """A fast erf in float (float32 and float16; PoCL's builtin erf costs ~3x tanh there, this one ~1.8x): erf(x)/x
+    as a polynomial in x^2 on |x| <= 1, and erfc(x) exp(x^2) as a polynomial in 1/x on 1 <= |x| <= 4 (erf rounds to
+    +-1 in float beyond); both least-squares fits to math.erf/math.erfc at Chebyshev nodes, made here (~3 ulp)."""
+    nodes = (np.cos(np.linspace(0.0, np.pi, 400)) + 1) / 2
+    t = nodes                                    # x^2 in [0, 1]
+    x = np.sqrt(np.maximum(t, 1e-300))
+    ya = np.where(x > 1e-150, np.vectorize(math.erf)(x) / x, 2 / math.sqrt(math.pi))
+    pa = np.polynomial.polynomial.polyfit(t, ya, 6)
+    u = 0.25 + 0.75 * nodes                      # 1/x in [1/4, 1]
+    pb = np.polynomial.polynomial.polyfit(u, np.vectorize(math.erfc)(1 / u) * np.exp(1 / u ** 2), 9)
+
+    def horner(c, v):
+        e = f"{float(c[-1])!r}f"
+        for a in c[-2::-1]:
+            e = f"fma({e}, {v}, {float(a)!r}f)"
+        return e
+    return f"""
+float sp_erf_fast(float v) {{
+  float a = fabs(v), t = v * v;
+  float small = v * {horner(pa, "t")};
+  float c = clamp(a, 1.0f, 4.0f), r = 1.0f / c;
+  float big = copysign(1.0f - exp(-c * c) * {horner(pb, "r")}, v);
+  return a > 1.0f ? big : small;   /* NaN: small is NaN (PoCL's clamp of NaN is not) */
+}}
+"""
+
+
+@lru_cache(maxsize=None)
+def _erfinv_fit() -> tuple:
+    """erfinv(y) / y as polynomials (degree 9) in w - 2.5 (w = -log(1 - y^2) < 5) and sqrt(w) - 3 (5 <= w <= 17.5,
+    i.e. |y| < 1 - 3e-8): least-squares fits to x / erf(x) (math.erf, math.erfc), as Giles' single-precision
+    erfinv is built.  ~3 ulp in float; float64 refines the fit by one Halley step."""
+    x = np.concatenate([np.geomspace(1e-6, 0.1, 300), np.linspace(0.1, 6.0, 6000)])
+    y, z = np.vectorize(math.erf)(x), np.vectorize(math.erfc)(x)
+    w = -np.log(z * (1 + y))
+    f = x / y
+    m1, m2 = w <= 5.2, (w >= 4.8) & (w <= 17.5)
+    c1 = np.polynomial.polynomial.polyfit(w[m1] - 2.5, f[m1], 9, w=1 / f[m1])
+    c2 = np.polynomial.polynomial.polyfit(np.sqrt(w[m2]) - 3, f[m2], 9, w=1 / f[m2])
+    return tuple(float(c) for c in c1), tuple(float(c) for c in c2)
+
+
+def _horner(c, v: str) -> str:
+    e = f"F({c[-1]!r})"
+    for a in c[-2::-1]:
+        e = f"fma({e}, {v}, F({a!r}))"
+    return e
+
+
+_HALLEY = """if (ay <= F(0.5)) {{ {T} f = erf(x) - ay; x -= f / (F(M_2_SQRTPI) * exp(-x * x) + x * f); }}
+  else {{ {T} f = erfc(x) - (1 - ay); x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f); }}"""
+
+
 def _helpers(dt) -> str:
     ct = cg.ctype(dt)
     double = ct == "double"
@@ -197,7 +253,12 @@ def _helpers(dt) -> str:
     for i, a in enumerate(_ZETA_A if double else _ZETA_A[:6]):
         tail.append(f"a *= s + k; b /= w; t = a * b / F({a!r}); sum += t; if (fabs(t / sum) < F({{EPS}})) "
                     f"return sum; k += 1; a *= s + k; b /= w; k += 1;")
+    c1, c2 = _erfinv_fit()
     src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
+    src = src.replace("{FIT1}", _horner(c1, "(w - F(2.5))")).replace("{FIT2}", _horner(c2, "(sqrt(w) - F(3))"))
+    src = src.replace("{HALLEY}", _HALLEY if double else "")
+    src = src.replace("{HALLEY_ERFC}", "{T} f = erfc(x) - z; x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);"
+                      if double else "")
     return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9)
 
@@ -207,9 +268,16 @@ def _program(dt) -> str:
     unary functions and polygamma, and frexp."""
     ct, st = cg.ctype(dt), cg.stype(dt)
     parts = [_helpers(dt)]
-    for name in UNARY:
+    names = UNARY + ("gelu",)
+    exprs = {"gelu": "a0 * F(0.5) * erfc(-a0 * F(M_SQRT1_2))"}   # x Phi(x)
+    if ct == "float":
+        parts.append(_erf_float_src())
+        names += ("erf",)
+        exprs = {"erf": "sp_erf_fast(a0)", "gelu": "a0 * 0.5f * (1.0f + sp_erf_fast(a0 * M_SQRT1_2_F))"}
+    for name in names:
         for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
-            parts.append(cg.elementwise_kernel(name + sfx, f"sp_{name}(a0)", dt, [(dt, False)], ("c", lay), nd))
+            expr = exprs.get(name, f"sp_{name}(a0)")
+            parts.append(cg.elementwise_kernel(name + sfx, expr, dt, [(dt, False)], ("c", lay), nd))
     for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
         parts.append(cg.elementwise_kernel("polygamma" + sfx, "sp_polygamma((int)a1, a0)", dt,
                                            [(dt, False), (_I64, True)], ("c", lay), nd))
@@ -272,7 +340,13 @@ def kernels(k) -> dict:
                                                        x.offset // x.dtype.itemsize, x.size])
         return m, e
 
-    t = {name: unary(name) for name in UNARY}
+    builtin_erf = k.erf   # float64 keeps OpenCL C's erf (as fast as tanh there; the fit is float-accurate only)
+
+    def erf(x):
+        return run("erf", x) if x.dtype in _FLOAT_CT else builtin_erf(x)
+
+    t = {name: unary(name) for name in UNARY + ("gelu",)}
+    t["erf"] = erf
     t["polygamma"] = lambda x, n: run("polygamma", x, (int(n),))
     t["frexp"] = frexp
     return t
