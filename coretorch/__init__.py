@@ -55,6 +55,7 @@ from . import _C, accelerator, compiler, cuda, jit, mps, multiprocessing, onnx, 
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from . import special
 from . import linalg
+from . import return_types  # noqa: F401  (torch.return_types.sort, ...)
 # ---- dtypes and info, autocast (helper "dtypes") ----
 from .dtypes import bfloat16, finfo, iinfo, can_cast  # noqa: F401
 from .dtypes import is_storage  # noqa: F401

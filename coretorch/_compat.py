@@ -13,7 +13,7 @@ from .nn import functional as _F
 from .nn.modules.module import Module as _Module
 from .tensor import Tensor
 
-__all__ = ["typename", "is_storage", "compile", "use_deterministic_algorithms",
+__all__ = ["typename", "compile", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "get_num_threads", "set_num_threads", "get_num_interop_threads",
@@ -40,11 +40,6 @@ def typename(obj) -> str:
     if module in ("", "builtins"):
         return qualname
     return f"{module}.{qualname}"
-
-
-def is_storage(obj) -> _bool:
-    """False: coretorch has no storage objects (a tensor's data is its backend array)."""
-    return False
 
 
 # ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------

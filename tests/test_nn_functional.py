@@ -15,7 +15,7 @@ from coretorch.testing import available_devices, check_backward, check_forward, 
 from coretorch.testing_nn import NN_CASES, NN_REQUIRED_OPS
 
 FUSED = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward",
-         "softmax", "log_softmax", "erf")
+         "softmax", "log_softmax", "erf", "gelu")
 
 
 @pytest.fixture(scope="module")

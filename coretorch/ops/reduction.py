@@ -357,8 +357,8 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     dim, correction = _var_args(dim, unbiased, correction)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
-    if input.dtype is _f16:  # computed in float32 as PyTorch does (float16 squares overflow and lose digits)
-        return var(input.to(_f32), dim, keepdim=keepdim, correction=correction).to(_f16)
+    if input.dtype is _f16 or input.dtype is _dt.bfloat16:  # in float32 as PyTorch (half squares lose digits)
+        return var(input.to(_f32), dim, keepdim=keepdim, correction=correction).to(input.dtype)
     mu = mean(input, dim, keepdim=True)
     d = sub(input, mu)
     s = sum(mul(d, d), dim, keepdim)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import codegen as cg
+from . import linalg as _linalg  # the decompositions, run on the host (host_kernels)
 from . import sampling  # the random family: Philox kernels and generator states
 from .device import STATS, Device, c_strides, cl, cla, discover
 from .layout import (_collapse, _desc, _expand_strides, _is_c, _nocopy_strides,  # noqa: F401
@@ -115,6 +116,8 @@ class OpenCLBackend:
     distribution = "coretorch-opencl"
     array_type = cla.Array if cla is not None else ()
     native_broadcast = False
+    # the kernels this device runs on the host (the linalg decompositions), shown as such by `coretorch info`
+    host_kernels = frozenset(_linalg.HOST_KERNELS)
 
     def __init__(self):
         self._devices: dict[int, Device] = {}

@@ -229,7 +229,8 @@ def kernels(k) -> dict:
     def fill_(g, x, dist, a, b):
         dt = k._check_dtype(x.dtype)
         r = rt_np(dt)
-        hi = float(np.nextafter(dt.type(b), dt.type(a))) if dist == "uniform" and b > a and (dt.kind == "f" or dt.name == "bfloat16") else b
+        is_float = dt.kind == "f" or dt.name == "bfloat16"  # ml_dtypes' bfloat16 has numpy kind 'V'
+        hi = float(np.nextafter(dt.type(b), dt.type(a))) if dist == "uniform" and b > a and is_float else b
         per = 2 if r is np.float64 else 4  # samples per Philox call (E in the kernel)
         into(x, lambda buf, off: dev.launch(kern(dt, "rng_" + dist), -(-x.size // per),
                                             [buf, np.int64(off), np.int64(x.size)] + g.take() + [r(a), r(b), r(hi)]))
