@@ -12,6 +12,7 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .nn import functional as _F
 from .nn.modules.module import Module as _Module
 from .tensor import Tensor
+from ._typename import typename  # noqa: F401  (torch.typename, in __all__)
 
 __all__ = ["typename", "compile", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
@@ -22,24 +23,6 @@ __all__ = ["typename", "compile", "use_deterministic_algorithms",
            "layout", "strided", "set_default_tensor_type"]
 
 _bool, _int = builtins.bool, builtins.int
-
-
-def typename(obj) -> str:
-    """PyTorch's type name: ``'torch.FloatTensor'`` for a float32 tensor (the legacy name user code compares
-    against), ``module.qualname`` for anything else (builtins without the module)."""
-    if isinstance(obj, Tensor):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__ or ""
-        qualname = obj.__class__.__qualname__
-    if module in ("", "builtins"):
-        return qualname
-    return f"{module}.{qualname}"
 
 
 # ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------

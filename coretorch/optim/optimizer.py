@@ -16,6 +16,7 @@ from copy import deepcopy
 from itertools import chain
 
 from ..autograd.grad_mode import state as _grad_state
+from .._typename import typename as _typename
 from ..autograd.graph import RemovableHandle
 from ..plugins.manager import manager as _manager
 from ..tensor import Tensor
@@ -44,21 +45,6 @@ def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
 def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     """``hook(optimizer, args, kwargs) -> None`` after every optimizer's step."""
     return RemovableHandle.add(_global_optimizer_post_hooks, hook)
-
-
-def _typename(obj) -> str:
-    """torch.typename: ``torch.FloatTensor`` for tensors, the qualified name otherwise."""
-    if isinstance(obj, Tensor):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__ or ""
-        qualname = obj.__class__.__qualname__
-    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
 def _hooked_step(func):

@@ -12,6 +12,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ..._typename import typename as _typename
 from ...autograd.grad_mode import no_grad
 from ...plugins.manager import manager as _plugin_manager
 from ...tensor import Tensor
@@ -36,23 +37,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def _typename(obj) -> str:
-    """``torch.typename``: 'torch.FloatTensor' for tensors, the qualified class name otherwise."""
-    if isinstance(obj, Tensor):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__
-        qualname = obj.__class__.__qualname__
-    if module in ("", "builtins"):
-        return qualname
-    return f"{module}.{qualname}"
 
 
 def _addindent(s_: str, num_spaces: int) -> str:

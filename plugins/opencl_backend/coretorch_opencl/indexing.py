@@ -183,6 +183,7 @@ def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
         return
     dt = x.dtype
     scalar = not isinstance(value, cla.Array)
+    vo = vstr = None  # set for an array value
     if not scalar:
         if value.dtype != dt:
             value = kern.cast(value, dt)
@@ -223,9 +224,16 @@ def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
             loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
         return f"{head}\n__kernel void put({', '.join(args)}) {{\n {loop}\n}}\n"
     k = kern.dev.kernel(key, "put", src)
+    launch_put(kern, k, mode, x, off, value if scalar else None, dt, value, vo, vstr, n, rshape, plain, idxs)
+
+
+def launch_put(kern, k, mode, x, off, scalar, dt, value, vo, vstr, n, rshape, plain, idxs) -> None:
+    """Launch a put-shaped kernel (``put`` here, ``index_reduce`` in shaping.py): x, the value (a scalar when
+    ``scalar`` is not None, else the array ``value`` at offset ``vo`` and strides ``vstr``), then the plan's sizes and
+    index operands; ``mode`` 'seq' runs one work-item over all n elements."""
     args = [x.base_data, _desc(x)[1] + off]
-    if scalar:
-        args.append(kern._scalar_arg(value, dt))
+    if scalar is not None:
+        args.append(kern._scalar_arg(scalar, dt))
     else:
         args += [value.base_data, vo] + list(vstr)
     args += [n] + list(rshape) + list(plain) + _idx_args(idxs)

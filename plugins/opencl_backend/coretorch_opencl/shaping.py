@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
-from .indexing import _idx_args, _idx_src, _padplan
+from .indexing import _idx_src, _padplan, launch_put
 from .layout import _desc, _expand_strides, _is_c
 from .device import cla
 
@@ -38,6 +38,7 @@ def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
         return
     dt = np.dtype(x.dtype)
     scalar = not isinstance(value, cla.Array)
+    vo = vstr = None  # set for an array value
     if not scalar:
         if value.dtype != dt:
             value = kern.cast(value, dt)
@@ -78,13 +79,7 @@ def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
             loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
         return f"{head}\n__kernel void index_reduce({', '.join(args)}) {{\n {loop}\n}}\n"
     k = kern.dev.kernel(key, "index_reduce", src)
-    args = [x.base_data, _desc(x)[1] + off]
-    if scalar:
-        args.append(kern._scalar_arg(value, dt))
-    else:
-        args += [value.base_data, vo] + list(vstr)
-    args += [n] + list(rshape) + list(plain) + _idx_args(idxs)
-    kern.dev.launch(k, 1 if mode == "seq" else n, args)
+    launch_put(kern, k, mode, x, off, value if scalar else None, dt, value, vo, vstr, n, rshape, plain, idxs)
 
 
 def _tri(kern, x, diag: int, lower: bool):
