@@ -430,3 +430,20 @@ def test_example_program(device, fp16):
     first, final = (float(last.split(k)[1].split(";")[0]) for k in ("first loss ", "final loss "))
     assert final < 0.3 * first and float(last.split("accuracy ")[1].split(";")[0]) > 0.9
     assert last.endswith("parameters coretorch.float32")
+
+
+def test_the_product_family_follows_the_op_lists(device):
+    """baddbmm/addbmm are lower precision everywhere; addmv/addr only on GPU-like devices (CUDA's list, which opencl
+    follows); cdist and dist run in float32 (dist on GPU-like devices only), as PyTorch's lists say."""
+    low = torch.bfloat16 if device == "cpu" else torch.float16
+    gpu = device != "cpu"
+    a, b, c = (torch.randn(*s, device=device) for s in ((2, 3, 4), (2, 4, 5), (3, 5)))
+    v3, v5 = torch.randn(3, device=device), torch.randn(5, device=device)
+    with torch.autocast(device, dtype=low):
+        assert torch.baddbmm(c, a, b).dtype is low and torch.addbmm(c, a, b).dtype is low
+        assert torch.addmv(v3, c, v5).dtype is (low if gpu else torch.float32)
+        assert torch.addr(c, v3, v5).dtype is (low if gpu else torch.float32)
+        c_low = c.to(low)
+        assert torch.cdist(c_low, c_low).dtype is torch.float32
+        assert torch.dist(c_low, c_low).dtype is (torch.float32 if gpu else low)
+    assert torch.baddbmm(c, a, b).dtype is torch.float32  # outside the region: as given

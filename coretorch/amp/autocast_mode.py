@@ -11,9 +11,9 @@ casts its floating point tensor arguments (float64 excepted, as PyTorch) for the
 * binary_cross_entropy raises on GPU-like devices, as CUDA's autocast does (unsafe in float16).
 
 The lists are PyTorch's; the ops that check them are nn.functional's linear, conv*, losses, softmax,
-log_softmax, layer_norm, group_norm, scaled_dot_product_attention and matmul, mm, bmm, addmm, mv.  An op family
-that adds one of the other listed ops (baddbmm, addbmm, addmv, addr, chain_matmul, multi_dot, prod, cdist, exp,
-log, pow, sum, ...) opts in with the same two lines at its entry:
+log_softmax, layer_norm, group_norm, scaled_dot_product_attention, and matmul, mm, bmm, addmm, mv, baddbmm, addbmm,
+addmv, addr, chain_matmul, cdist, dist.  The other listed ops (multi_dot, prelu, prod, trace, and on GPU-like
+devices exp, log, pow, sum, cumsum, ...) do not check yet; an op opts in with two lines at its entry:
 ``if _ac.on: args = _ac_cast("name", *args)``.
 """
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -155,6 +156,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if compute_mode not in _MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     mode = _MODES[compute_mode]
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        x1, x2 = _ac_cast("cdist", x1, x2)
     for name, x in (("X1", x1), ("X2", x2)):
         if not isinstance(x, Tensor):
             raise TypeError(f"cdist(): argument '{name.lower()}' must be Tensor, not {type(x).__name__}")
@@ -224,6 +227,8 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other (broadcast), a 0-d tensor; p may be 0, inf, -inf or any real."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("dist(): arguments 'input' and 'other' must be Tensors")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("dist", input, other)
     if isinstance(p, Tensor):
         p = p.item()
     p = float(p)

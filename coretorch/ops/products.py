@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
 from . import _einsum, creation as _creation, indexing as _indexing, inplace as _inplace, linalg as _linalg
@@ -237,6 +238,8 @@ def _check_batches(batch1: Tensor, batch2: Tensor, op: str) -> None:
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched (b, n, m); input broadcasts."""
     _check_batches(batch1, batch2, "baddbmm")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
     return _write_out(out, r, "baddbmm")
 
@@ -244,6 +247,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b]): one (n, b*k) @ (b*k, m) matmul."""
     _check_batches(batch1, batch2, "addbmm")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, batch1, batch2 = _ac_cast("addbmm", input, batch1, batch2)
     b, n, k = batch1.shape
     m = batch2.shape[2]
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
@@ -259,6 +264,8 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if mat.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat "
                            f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, mat, vec = _ac_cast("addmv", input, mat, vec)
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
     return _write_out(out, r, "addmv")
 
@@ -268,6 +275,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D" if vec1.ndim != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, vec1, vec2 = _ac_cast("addr", input, vec1, vec2)
     if input.dtype is _dt.bool_ and vec1.dtype is _dt.bool_ and vec2.dtype is _dt.bool_:
         p = _pw.logical_and(_shape.unsqueeze(vec1, 1), _shape.unsqueeze(vec2, 0))
         if alpha is False:
@@ -293,6 +302,8 @@ def chain_matmul(*matrices, out=None) -> Tensor:
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        matrices = _ac_cast("chain_matmul", *matrices)
     for t in matrices:
         if t.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
