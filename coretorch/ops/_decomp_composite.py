@@ -10,6 +10,7 @@ from . import creation as _C, indexing as _I, reduction as _R, shape as _S
 from ._decomp_ops import check_float, check_matrix, inv, svdvals
 from ._util import broadcast_shape, norm_dim
 from .linalg import matmul
+from . import triangular as _tri
 
 _INF = float("inf")
 
@@ -237,17 +238,5 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    """linalg.diagonal: the diagonal (offset above / below) of the matrices in dims dim1, dim2, as the last dim."""
-    nd = A.ndim
-    d1, d2 = norm_dim(dim1, nd, "linalg.diagonal"), norm_dim(dim2, nd, "linalg.diagonal")
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    B = _S.movedim(A, (d1, d2), (-2, -1))
-    r, c = B.shape[-2], B.shape[-1]
-    if offset >= 0:
-        k = max(0, min(r, c - offset))
-        B = _I.narrow(_I.narrow(B, -1, min(offset, c), k), -2, 0, k)
-    else:
-        k = max(0, min(r + offset, c))
-        B = _I.narrow(_I.narrow(B, -2, min(-offset, r), k), -1, 0, k)
-    return _R.sum(B * _C.eye(k, dtype=B.dtype, device=B.device), -1) if k else _R.sum(B, -1)
+    """linalg.diagonal: torch.diagonal with the matrix dims last by default (a view, as in PyTorch)."""
+    return _tri.diagonal(A, offset, dim1, dim2)
