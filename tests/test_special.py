@@ -255,3 +255,15 @@ def test_fused_gelu_primitive_matches_nn_functional(dev):
         assert table.has("gelu")
         got = _make(table.gelu(x._data), x.dtype, table)
         np.testing.assert_allclose(_np(got), _np(torch.nn.functional.gelu(x)), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_heaviside_is_recorded_and_its_backward_raises_as_in_pytorch(dev):
+    x = _t([-1.0, 0.0, 2.0], dev, torch.float32).requires_grad_()
+    y = torch.heaviside(x, _t([0.5, 0.5, 0.5], dev, torch.float32))
+    assert y.requires_grad and type(y.grad_fn).__name__ == "HeavisideBackward0"
+    assert y.detach().cpu().tolist() == [0.0, 0.5, 1.0]
+    with pytest.raises(RuntimeError, match="the derivative for 'heaviside' is not implemented"):
+        y.sum().backward()
+    with torch.no_grad():
+        assert not torch.heaviside(x, _t([0.5, 0.5, 0.5], dev, torch.float32)).requires_grad

@@ -449,7 +449,18 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     with no_grad():
         r = where(eq(input, 0), values, gt(input, 0).to(input.dtype))
+    if _gs.enabled and (input._rg or values._rg):  # PyTorch records the op and raises at backward
+        node = HeavisideBackward0()
+        node.next_functions = (edge(input), edge(values))
+        r = _make(r._data, r.dtype, r._be, node)
     return _out(r, out, "heaviside")
+
+
+class HeavisideBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, g):
+        raise RuntimeError("the derivative for 'heaviside' is not implemented.")
 
 
 # ---------------------------------------------------------------------------------------------
