@@ -447,3 +447,19 @@ def test_the_product_family_follows_the_op_lists(device):
         assert torch.cdist(c_low, c_low).dtype is torch.float32
         assert torch.dist(c_low, c_low).dtype is (torch.float32 if gpu else low)
     assert torch.baddbmm(c, a, b).dtype is torch.float32  # outside the region: as given
+
+
+def test_reductions_and_multi_dot_follow_the_op_lists(device):
+    """prod and trace run in float32 everywhere; cumsum and cumprod in float32 on GPU-like devices only (CUDA's list);
+    multi_dot is lower precision on GPU-like devices and, through its matmuls, on cpu too (as PyTorch's dispatcher
+    autocasts a composite op's matmuls)."""
+    low = torch.bfloat16 if device == "cpu" else torch.float16
+    gpu = device != "cpu"
+    x = torch.randn(3, 3, device=device)
+    xl = x.to(low)
+    with torch.autocast(device, dtype=low):
+        assert torch.prod(xl).dtype is torch.float32 and torch.trace(xl).dtype is torch.float32
+        assert torch.cumsum(xl, 0).dtype is (torch.float32 if gpu else low)
+        assert torch.cumprod(xl, 0).dtype is (torch.float32 if gpu else low)
+        assert torch.linalg.multi_dot([x, x, x]).dtype is low
+    assert torch.prod(xl).dtype is low and torch.linalg.multi_dot([x, x, x]).dtype is torch.float32

@@ -12,8 +12,9 @@ casts its floating point tensor arguments (float64 excepted, as PyTorch) for the
 
 The lists are PyTorch's; the ops that check them are nn.functional's linear, conv*, losses, softmax,
 log_softmax, layer_norm, group_norm, scaled_dot_product_attention, and matmul, mm, bmm, addmm, mv, baddbmm, addbmm,
-addmv, addr, chain_matmul, cdist, dist.  The other listed ops (multi_dot, prelu, prod, trace, and on GPU-like
-devices exp, log, pow, sum, cumsum, ...) do not check yet; an op opts in with two lines at its entry:
+addmv, addr, chain_matmul, multi_dot, cdist, dist, prod, trace, cumsum, cumprod.  The hot elementwise ops of the GPU
+lists (exp, log, pow, sum, ...) do not check (they run in their inputs' dtypes); an op opts in with two lines at its
+entry:
 ``if _ac.on: args = _ac_cast("name", *args)``.
 """
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
@@ -168,6 +169,8 @@ def multi_dot(tensors) -> Tensor:
     tensors = list(tensors)
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        tensors = list(_ac_cast("multi_dot", *tensors))
     first1, last1 = tensors[0].ndim == 1, tensors[-1].ndim == 1
     for i, t in enumerate(tensors):
         if i == 0 and t.ndim not in (1, 2):

@@ -4,49 +4,19 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 
-from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
+from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
 from ._decomp_composite import matrix_norm
 from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
-from .inplace import copy_
 
 
 def with_out(fn, name: str):
     """``fn`` with PyTorch's ``out=`` keyword: the result (a tensor or a tuple of them) is written into ``out``."""
     @functools.wraps(fn)
     def wrapper(*args, out=None, **kwargs):
-        res = fn(*args, **kwargs)
-        if out is None:
-            return res
-        ress = tuple(res) if isinstance(res, tuple) else (res,)
-        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        if len(outs) != len(ress) or not all(isinstance(o, Tensor) for o in outs):
-            want = f"a tuple of {len(ress)} Tensors" if len(ress) > 1 else "Tensor"
-            raise TypeError(f"{name}(): argument 'out' must be {want}")
-        if _gs.enabled and any(r.requires_grad for r in ress):
-            raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
-                               "but one of the arguments requires grad.")
-        for o, r in zip(outs, ress):
-            if o.dtype is not r.dtype:
-                raise RuntimeError(f"Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
-            if o.device != r.device:
-                raise RuntimeError(f"Expected out tensor to be on device {r.device}, but got {o.device} instead")
-            if tuple(o.shape) != tuple(r.shape):
-                if o.numel():
-                    warnings.warn(f"An output with one or more elements was resized since it had shape "
-                                  f"{list(o.shape)}, which does not match the required output shape {list(r.shape)}. "
-                                  "This behavior is deprecated, and in a future PyTorch release outputs will not be "
-                                  "resized unless they have zero elements. You can explicitly reuse an out tensor t "
-                                  "by resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
-                                  stacklevel=2)
-                o._data = o._be.contiguous(r._data)  # resized: the out tensor takes the result's storage
-                o._vc[0] += 1
-            else:
-                copy_(o, r)
-        return type(res)(*outs) if isinstance(res, tuple) else outs[0]
+        return write_out(name, out, fn(*args, **kwargs), exact_dtype=True)
     return wrapper
 
 

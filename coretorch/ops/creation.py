@@ -12,6 +12,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
+from ._out import write_out
 from ._util import edge, shape_arg
 
 _CPU = Device("cpu")
@@ -41,21 +42,7 @@ def _table(device):
 
 
 def _to_out(r: Tensor, out, op: str) -> Tensor:
-    """Write ``r`` into ``out`` (resized as PyTorch does when its shape differs) and return ``out``."""
-    if out is None:
-        return r
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.dtype is not r.dtype:
-        raise RuntimeError(f"{op}(): expected out tensor to have dtype {r.dtype}, but got {out.dtype} instead")
-    if out.device != r.device:
-        raise RuntimeError(f"{op}(): expected out tensor on device {r.device}, but got {out.device}")
-    if tuple(out.shape) == tuple(r.shape):
-        out._be.assign_(out._data, r._data)
-    else:
-        out.data = r
-    out._vc[0] += 1
-    return out
+    return write_out(op, out, r, exact_dtype=True)
 
 
 def _writes_out(fn):

@@ -14,11 +14,11 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
-from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
 from . import _einsum, creation as _creation, indexing as _indexing, inplace as _inplace, linalg as _linalg
 from . import pointwise as _pw, reduction as _reduction, shape as _shape
 from ._distance import cdist, dist
+from ._out import write_out
 from ._util import broadcast_shape, norm_dim, norm_dims
 
 __all__ = ["addmm", "einsum", "tensordot", "kron", "cross", "baddbmm", "addbmm", "addmv", "addr", "block_diag",
@@ -29,35 +29,7 @@ __all__ = ["addmm", "einsum", "tensordot", "kron", "cross", "baddbmm", "addbmm",
 # out= and in-place helpers
 # ---------------------------------------------------------------------------------------------
 def _write_out(out, r: Tensor, op: str) -> Tensor:
-    """Write ``r`` into the ``out=`` tensor as PyTorch does (resized when its shape differs)."""
-    if out is None:
-        return r
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _gs.enabled and (out._rg or r._rg):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
-                           "one of the arguments requires grad.")
-    if out.device != r.device:
-        raise RuntimeError(f"Expected out tensor to be on device {r.device}, but got {out.device} (in {op})")
-    if r.dtype.category > out.dtype.category:
-        raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
-                           f"{out.dtype._tname[:-6]}")
-    table = out._be
-    data = r._data if r.dtype is out.dtype else table.cast(r._data, out.dtype.np)
-    if tuple(out.shape) == tuple(r.shape):
-        table.assign_(out._data, data)
-    else:
-        if out._base is not None:
-            raise RuntimeError(f"{op}(): cannot resize the out= tensor: it is a view of another tensor")
-        if out.numel() != 0:
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(r.shape)}. This behavior is "
-                          "deprecated, and in a future PyTorch release outputs will not be resized unless they "
-                          "have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
-                          "to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
-        out._data = data if data is not r._data else table.contiguous(data)
-    out._vc[0] += 1
-    return out
+    return write_out(op, out, r)
 
 
 def _inplace_op(fn, name: str):

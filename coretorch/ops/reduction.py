@@ -5,6 +5,7 @@ import builtins
 from collections import namedtuple
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
@@ -176,6 +177,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("prod", input)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dim is not None and not isinstance(dim, int):
         raise TypeError("prod(): argument 'dim' must be int")
@@ -500,6 +503,8 @@ class CumsumBackward0(Node):
 
 
 def cumsum(input, dim, *, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     table = input._be

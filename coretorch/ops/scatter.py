@@ -15,6 +15,7 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
+from ._out import write_out
 from .inplace import apply_inplace
 from .shape import expand
 
@@ -186,20 +187,8 @@ def _finish(input, data, src_rg, reduce, d, index, src):
     return _make(data, input.dtype, table, node)
 
 
-def _out(res: Tensor, out: Tensor | None) -> Tensor:
-    if out is None:
-        return res
-    if res._rg and _gs.enabled:
-        raise RuntimeError("out=... arguments don't support automatic differentiation, but one of the arguments "
-                           "requires grad.")
-    if out.dtype is not res.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {res.dtype}, but got {out.dtype} instead")
-    if tuple(out.shape) != tuple(res.shape):  # PyTorch resizes an out tensor of another shape
-        out._data = out._be.contiguous(res._data)
-    else:
-        out._be.assign_(out._data, res._data)
-    out._vc[0] += 1
-    return out
+def _out(res: Tensor, out: Tensor | None, op: str = "scatter") -> Tensor:
+    return write_out(op, out, res, exact_dtype=True)
 
 
 class ScatterReduceBackward0(Node):

@@ -17,6 +17,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim
+from ._out import write_out
 from .reduction import _return_type as _vi_type
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
@@ -58,32 +59,8 @@ def _int_arg(op: str, name: str, v) -> int:
 
 
 def _write_out(op: str, out, res):
-    """Write ``res`` (a tensor or a named tuple of tensors) into ``out`` (PyTorch's out=): resized when its shape
-    differs; the dtype must match."""
-    if out is None:
-        return res
-    single = isinstance(res, Tensor)
-    ress = (res,) if single else tuple(res)
-    outs = (out,) if isinstance(out, Tensor) else tuple(out)
-    if len(outs) != len(ress):
-        raise TypeError(f"{op}(): argument 'out' must be a tuple of {len(ress)} Tensors")
-    if _gs.enabled and any(r.requires_grad for r in ress):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
-                           "one of the arguments requires grad.")
-    for o, r in zip(outs, ress):
-        if not isinstance(o, Tensor):
-            raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(o).__name__}")
-        if o.dtype is not r.dtype:
-            raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
-        if o.device != r.device:
-            raise RuntimeError(f"{op}(): Expected out tensor on {r.device}, but got {o.device}")
-        with no_grad():
-            if tuple(o.shape) == tuple(r.shape):
-                o.copy_(r)
-            else:  # resized, as PyTorch resizes an out tensor of another shape
-                o._data = r._be.contiguous(r._data)
-                o._vc[0] += 1
-    return outs[0] if single else type(res)(*outs)
+    """``out=`` for the sorting family (the dtype must match, as PyTorch's kernels check)."""
+    return write_out(op, out, res, exact_dtype=True)
 
 
 # ---- the selection gradient ---------------------------------------------------------------------------------------

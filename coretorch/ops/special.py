@@ -19,6 +19,7 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _creation, reduction as _R
 from ._util import edge
+from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, abs as _abs, add, clamp, cos, div, eq, exp,
                         float_power, ge, gt, isnan, le, log, logical_not, logical_or, lt, mul, ne, neg, pow as _pow,
@@ -41,22 +42,7 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _out(r: Tensor, out, op: str) -> Tensor:
-    """Write the result ``r`` into the ``out=`` tensor (PyTorch's checks) and return it; ``r`` without ``out``."""
-    if out is None:
-        return r
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _gs.enabled and (r.requires_grad or out.requires_grad):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
-                           "but one of the arguments requires grad.")
-    if r.dtype.category > out.dtype.category:
-        raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
-                           f"{out.dtype._tname[:-6]}")
-    if tuple(out.shape) != tuple(r.shape):
-        raise RuntimeError(f"{op}(): the out tensor has shape {list(out.shape)}, the result {list(r.shape)}")
-    with no_grad():
-        out.copy_(r)
-    return out
+    return write_out(op, out, r)
 
 
 def _named(r: Tensor, cls) -> Tensor:

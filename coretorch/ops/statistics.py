@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -315,6 +316,8 @@ class CumprodBackward0(Node):
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Cumulative product along ``dim`` (integer and bool inputs give int64, as PyTorch)."""
     _check("cumprod", input)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("cumprod", input)
     d = norm_dim(dim, input.ndim, "cumprod")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dt is not input.dtype:

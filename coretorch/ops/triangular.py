@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -193,6 +194,8 @@ def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (integer inputs sum to int64)."""
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("trace", input)
     return _red.sum(diagonal(input))
 
 

@@ -1,0 +1,59 @@
+"""PyTorch's ``out=`` semantics, shared by every op that takes the keyword.
+
+The result is written into ``out`` (a tensor, or a tuple of them for ops with several results) and ``out`` is
+returned in the result's container type.  As PyTorch: an argument that requires grad (with grad mode on) raises; the
+device must match; the dtype must match exactly for the ops whose kernels check it (``exact_dtype``: sort, linalg,
+the factories, scatter, ...), else the result is cast when its category allows (float into an integer ``out`` raises
+"result type Float can't be cast to the desired output type Long"); an ``out`` of another shape is resized (taking a
+fresh buffer), with PyTorch's deprecation warning when it had elements.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ..autograd.grad_mode import state as _gs
+from ..tensor import Tensor
+
+_RESIZED = ("An output with one or more elements was resized since it had shape {}, which does not match the required "
+            "output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
+            "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+            "elements with t.resize_(0).")
+
+
+def write_out(op: str, out, res, *, exact_dtype: bool = False):
+    """Write ``res`` (a Tensor, or a tuple / named tuple of Tensors) into ``out`` and return ``out``; ``res`` itself
+    when ``out`` is None."""
+    if out is None:
+        return res
+    single = isinstance(res, Tensor)
+    ress = (res,) if single else tuple(res)
+    outs = (out,) if isinstance(out, Tensor) else tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(ress) or not all(isinstance(o, Tensor) for o in outs):
+        want = "Tensor" if single else f"a tuple of {len(ress)} Tensors"
+        raise TypeError(f"{op}(): argument 'out' must be {want}, not {type(out).__name__}")
+    if _gs.enabled and any(r._rg or o._rg for r, o in zip(ress, outs)):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
+    for o, r in zip(outs, ress):
+        if o.device != r.device:
+            raise RuntimeError(f"{op}(): Expected out tensor to be on device {r.device}, but got {o.device} instead")
+        if o.dtype is not r.dtype:
+            if exact_dtype:
+                raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
+            if r.dtype.category > o.dtype.category:
+                raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
+                                   f"{o.dtype._tname[:-6]}")
+        table = o._be
+        data = r._data if r.dtype is o.dtype else table.cast(r._data, o.dtype.np)
+        if tuple(o.shape) == tuple(r.shape):
+            table.assign_(o._data, data)
+        else:
+            if o._base is not None:
+                raise RuntimeError(f"{op}(): cannot resize the out= tensor: it is a view of another tensor")
+            if o.numel():
+                warnings.warn(_RESIZED.format(list(o.shape), list(r.shape)), UserWarning, stacklevel=3)
+            o._data = data if data is not r._data else table.contiguous(data)
+        o._vc[0] += 1
+    if single:
+        return outs[0]
+    return type(res)(*outs) if hasattr(res, "_fields") else tuple(outs)
