@@ -244,3 +244,22 @@ class TestSerialization:
         assert out["d"] is torch.bfloat16 and out["x"].dtype is torch.bfloat16
         assert out["x"].device == x.device
         assert same(host(out["x"]), host(x))
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_sorting_family_orders_bfloat16_as_floats(device):
+    """sort/topk/searchsorted/cummax/cummin/logcumsumexp on bfloat16 agree with the same values in float32 (opencl's
+    sorting kernels once compared bfloat16's ushort storage as unsigned integers: negatives sorted last)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 9).to(torch.bfloat16)
+    xf = x.float()
+    xd = x.to(device)
+    assert torch.sort(xd, 1).values.float().cpu().tolist() == torch.sort(xf, 1).values.tolist()
+    assert torch.topk(xd, 3).values.float().cpu().tolist() == torch.topk(xf, 3).values.tolist()
+    assert torch.argsort(xd, 1, stable=True).cpu().tolist() == torch.argsort(xf, 1, stable=True).tolist()
+    seq = torch.sort(xd[0]).values
+    assert torch.searchsorted(seq, xd).cpu().tolist() == torch.searchsorted(seq.float().cpu(), xf).tolist()
+    for op in (torch.cummax, torch.cummin):
+        assert op(xd, 1).values.float().cpu().tolist() == op(xf, 1).values.tolist()
+    np.testing.assert_allclose(torch.logcumsumexp(xd, 1).float().cpu().numpy(),
+                               torch.logcumsumexp(xf, 1).to(torch.bfloat16).float().numpy(), rtol=1e-2)
