@@ -428,6 +428,7 @@ def test_reparametrised_normal_gradcheck(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")  # resizes on purpose
 def test_out_and_noncontiguous(device):
     out = torch.empty(2, 3, device=device)
     assert torch.rand(2, 3, out=out, device=device) is out
@@ -530,7 +531,8 @@ def test_size_keyword_on_factories():
                     (torch.full, ((2, 3), 7.0)), (torch.arange, (0, 6)), (torch.linspace, (0, 1, 6)),
                     (torch.logspace, (0, 1, 6)), (torch.rand, (2, 3)), (torch.randn, (2, 3))):
         out = torch.empty(1, dtype=torch.float64)
-        r = f(*args, out=out)
+        with pytest.warns(UserWarning, match="was resized"):  # PyTorch's deprecation warning for a non-empty out
+            r = f(*args, out=out)
         assert r is out and out.numel() == 6 and out.dtype is torch.float64, f  # resized, out's dtype kept
     out = torch.zeros(6, dtype=torch.float64)
     torch.arange(6, out=out)
