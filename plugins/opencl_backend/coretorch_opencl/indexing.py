@@ -176,25 +176,43 @@ def _atomic_mode(kern, dt) -> str:
 
 
 def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
+    mode = _atomic_mode(kern, x.dtype) if accumulate else "assign"
+
+    def write(dt, ct):
+        if mode == "assign":
+            return "", cg.store(dt, "x", "src", "val")
+        if mode == "seq":
+            return "", cg.store(dt, "x", "src", f"{cg.load(dt, 'x', 'src')} + val")
+        if dt in (np.float32, np.float64):
+            return ATOMICS, f"ct_atomic_add_{ct}(x + src, val);"
+        if dt == np.int32:
+            return ATOMICS, "atomic_add((volatile __global int*)(x + src), val);"
+        return ATOMICS, "atom_add((volatile __global long*)(x + src), val);"
+    run_put(kern, "put", ("put",), x, rshape, off, plain, idxs, value, mode, write)
+
+
+def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mode: str, write) -> None:
+    """A put-shaped kernel (``put`` here, ``index_reduce`` in shaping.py): one work-item per element of the index
+    plan (``mode`` 'seq': one work-item over all of them, in order) writing ``val`` (a scalar, or the array ``value``
+    broadcast to the plan) at the indexed element ``src`` of x; ``write(dt, ctype) -> (helper source, statement)``
+    is that write.  ``key`` names the program family; the dtype, rank and layouts complete it."""
     n = 1
     for s in rshape:
         n *= s
     if n == 0:
         return
-    dt = x.dtype
+    dt = np.dtype(x.dtype)
     scalar = not isinstance(value, cla.Array)
     vo = vstr = None  # set for an array value
     if not scalar:
         if value.dtype != dt:
             value = kern.cast(value, dt)
         _, vo, vshape, vst = _desc(value)
-        vstr = _expand_strides(vshape, vst, rshape)
-        vstr = (0,) * max(0, 4 - len(rshape)) + vstr
+        vstr = (0,) * max(0, 4 - len(rshape)) + _expand_strides(vshape, vst, rshape)
     rshape, plain, idxs = _padplan(rshape, plain, idxs)
     r = len(rshape)
-    mode = ("atomic" if _atomic_mode(kern, dt) == "atomic" else "seq") if accumulate else "assign"
-    key = ("put", dt.str, r, scalar, mode, tuple(a.dtype.str for a, _, _, _ in idxs))
     ct = cg.ctype(dt)
+    key = key + (dt.str, r, scalar, mode, tuple(a.dtype.str for a, _, _, _ in idxs))
 
     def src():
         iargs, ibody = _idx_src(r, idxs)
@@ -206,34 +224,17 @@ def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
             args += [f"__global const {cg.stype(dt)}* vp", "long vo"] + [f"long vs{k}" for k in range(r)]
             vload = f"{ct} val = {cg.load(dt, 'vp', 'vo + ' + cg.offset(r, 'vs'))};"
         args += ["long n"] + [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
-        if mode == "assign":
-            write = cg.store(dt, "x", "src", "val")
-        elif mode == "seq":
-            write = cg.store(dt, "x", "src", f"{cg.load(dt, 'x', 'src')} + val")
-        elif dt in (np.float32, np.float64):
-            write = f"ct_atomic_add_{ct}(x + src, val);"
-        elif dt == np.int32:
-            write = "atomic_add((volatile __global int*)(x + src), val);"
-        else:
-            write = "atom_add((volatile __global long*)(x + src), val);"
-        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {write} }}"
-        head = ATOMICS if mode == "atomic" else ""
+        head, stmt = write(dt, ct)
+        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {stmt} }}"
         if mode == "seq":
             loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
         else:
             loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
-        return f"{head}\n__kernel void put({', '.join(args)}) {{\n {loop}\n}}\n"
-    k = kern.dev.kernel(key, "put", src)
-    launch_put(kern, k, mode, x, off, value if scalar else None, dt, value, vo, vstr, n, rshape, plain, idxs)
-
-
-def launch_put(kern, k, mode, x, off, scalar, dt, value, vo, vstr, n, rshape, plain, idxs) -> None:
-    """Launch a put-shaped kernel (``put`` here, ``index_reduce`` in shaping.py): x, the value (a scalar when
-    ``scalar`` is not None, else the array ``value`` at offset ``vo`` and strides ``vstr``), then the plan's sizes and
-    index operands; ``mode`` 'seq' runs one work-item over all n elements."""
+        return f"{head}\n__kernel void {kname}({', '.join(args)}) {{\n {loop}\n}}\n"
+    k = kern.dev.kernel(key, kname, src)
     args = [x.base_data, _desc(x)[1] + off]
-    if scalar is not None:
-        args.append(kern._scalar_arg(scalar, dt))
+    if scalar:
+        args.append(kern._scalar_arg(value, dt))
     else:
         args += [value.base_data, vo] + list(vstr)
     args += [n] + list(rshape) + list(plain) + _idx_args(idxs)

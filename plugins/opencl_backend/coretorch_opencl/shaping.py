@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
-from .indexing import _idx_src, _padplan, launch_put
-from .layout import _desc, _expand_strides, _is_c
-from .device import cla
+from .indexing import _atomic_mode, run_put
+from .layout import _desc, _is_c
 
 _COMBINE = {  # a: the value held, b: the one combined into it (NaN propagates as in PyTorch's max/min)
     "sum": ("a + b", "a + b"),
@@ -22,64 +21,20 @@ _COMBINE = {  # a: the value held, b: the one combined into it (NaN propagates a
 _BITS = {4: ("uint", "atomic_cmpxchg"), 8: ("ulong", "atom_cmpxchg")}
 
 
-def _mode(kern, dt) -> str:
-    if dt.itemsize == 4 and dt.kind in "fi":
-        return "atomic"
-    if dt.itemsize == 8 and dt.kind in "fi" and kern.dev.i64atomics:
-        return "atomic"
-    return "seq"
-
-
 def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
-    n = 1
-    for s in rshape:
-        n *= s
-    if n == 0:
-        return
-    dt = np.dtype(x.dtype)
-    scalar = not isinstance(value, cla.Array)
-    vo = vstr = None  # set for an array value
-    if not scalar:
-        if value.dtype != dt:
-            value = kern.cast(value, dt)
-        _, vo, vshape, vst = _desc(value)
-        vstr = (0,) * max(0, 4 - len(rshape)) + _expand_strides(vshape, vst, rshape)
-    rshape, plain, idxs = _padplan(rshape, plain, idxs)
-    r = len(rshape)
-    mode = _mode(kern, dt)
-    ct = cg.ctype(dt)
-    comb = _COMBINE[op][0 if dt.kind == "f" else 1]
-    key = ("index_reduce", op, dt.str, r, scalar, mode, tuple(a.dtype.str for a, _, _, _ in idxs))
+    mode = _atomic_mode(kern, np.dtype(x.dtype))
 
-    def src():
-        iargs, ibody = _idx_src(r, idxs)
-        args = [f"__global {cg.stype(dt)}* x", "long xo"]
-        if scalar:
-            args.append(f"{ct} val")
-            vload = ""
-        else:
-            args += [f"__global const {cg.stype(dt)}* vp", "long vo"] + [f"long vs{k}" for k in range(r)]
-            vload = f"{ct} val = {cg.load(dt, 'vp', 'vo + ' + cg.offset(r, 'vs'))};"
-        args += ["long n"] + [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
-        head = ""
-        if mode == "atomic":
-            u, cas = _BITS[dt.itemsize]
-            head = (f"inline void ct_combine(volatile __global {ct}* p, {ct} b) {{\n"
-                    f"  union {{ {u} u; {ct} f; }} o, w;\n"
-                    f"  do {{ o.f = *p; {ct} a = o.f; w.f = {comb}; }} "
-                    f"while ({cas}((volatile __global {u}*)p, o.u, w.u) != o.u);\n}}\n")
-            write = "ct_combine(x + src, val);"
-        else:
-            write = (f"{{ {ct} a = {cg.load(dt, 'x', 'src')}; {ct} b = val; "
-                     f"{cg.store(dt, 'x', 'src', comb)} }}")
-        body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {write} }}"
+    def write(dt, ct):
+        comb = _COMBINE[op][0 if dt.kind == "f" else 1]
         if mode == "seq":
-            loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
-        else:
-            loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
-        return f"{head}\n__kernel void index_reduce({', '.join(args)}) {{\n {loop}\n}}\n"
-    k = kern.dev.kernel(key, "index_reduce", src)
-    launch_put(kern, k, mode, x, off, value if scalar else None, dt, value, vo, vstr, n, rshape, plain, idxs)
+            return "", f"{{ {ct} a = {cg.load(dt, 'x', 'src')}; {ct} b = val; {cg.store(dt, 'x', 'src', comb)} }}"
+        u, cas = _BITS[dt.itemsize]
+        head = (f"inline void ct_combine(volatile __global {ct}* p, {ct} b) {{\n"
+                f"  union {{ {u} u; {ct} f; }} o, w;\n"
+                f"  do {{ o.f = *p; {ct} a = o.f; w.f = {comb}; }} "
+                f"while ({cas}((volatile __global {u}*)p, o.u, w.u) != o.u);\n}}\n")
+        return head, "ct_combine(x + src, val);"
+    run_put(kern, "index_reduce", ("index_reduce", op), x, rshape, off, plain, idxs, value, mode, write)
 
 
 def _tri(kern, x, diag: int, lower: bool):
