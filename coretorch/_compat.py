@@ -180,7 +180,8 @@ def get_num_interop_threads() -> _int:
 
 
 # ---- memory formats and layouts (accepted where PyTorch takes them; every coretorch tensor is strided) -----------
-class memory_format:
+class _Named:
+    """A named constant printed as PyTorch prints it (``torch.channels_last``), pickled by name."""
     __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:
@@ -191,6 +192,10 @@ class memory_format:
 
     def __reduce__(self):
         return self._name
+
+
+class memory_format(_Named):
+    __slots__ = ()
 
 
 preserve_format = memory_format("preserve_format")
@@ -199,17 +204,8 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 
 
-class layout:
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return f"torch.{self._name}"
-
-    def __reduce__(self):
-        return self._name
+class layout(_Named):
+    __slots__ = ()
 
 
 strided = layout("strided")

@@ -233,23 +233,24 @@ def _sample(shape, dt, device, generator, dist, a, b, op) -> Tensor:
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False, **kw) -> Tensor:
     """U[0, 1) samples of the given size."""
-    shape = _shape(size, kw.pop("size", None), "rand")
-    _no_more(kw, "rand")
-    dt = _float_dtype(dtype or (out.dtype if out is not None else None), "rand", "check_uniform_bounds")
-    r = _sample(shape, dt, device if out is None or device else out.device, generator, "uniform", 0.0, 1.0,
-                "rand")
-    return _finish(_to_out(r, out, "rand"), requires_grad)
+    return _standard("rand", "uniform", "check_uniform_bounds", size, kw, generator, out, dtype, device,
+                     requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False, **kw) -> Tensor:
     """N(0, 1) samples of the given size."""
-    shape = _shape(size, kw.pop("size", None), "randn")
-    _no_more(kw, "randn")
-    dt = _float_dtype(dtype or (out.dtype if out is not None else None), "randn", "normal_kernel_cpu")
-    r = _sample(shape, dt, device if out is None or device else out.device, generator, "normal", 0.0, 1.0,
-                "randn")
-    return _finish(_to_out(r, out, "randn"), requires_grad)
+    return _standard("randn", "normal", "normal_kernel_cpu", size, kw, generator, out, dtype, device, requires_grad)
+
+
+def _standard(op, dist, kernel, size, kw, generator, out, dtype, device, requires_grad) -> Tensor:
+    """rand / randn: the standard ``dist`` (uniform on [0, 1) or normal) in a float dtype (``kernel`` names the
+    op in PyTorch's error for an integer dtype)."""
+    shape = _shape(size, kw.pop("size", None), op)
+    _no_more(kw, op)
+    dt = _float_dtype(dtype or (out.dtype if out is not None else None), op, kernel)
+    r = _sample(shape, dt, device if out is None or device else out.device, generator, dist, 0.0, 1.0, op)
+    return _finish(_to_out(r, out, op), requires_grad)
 
 
 def _no_more(kw: dict, op: str) -> None:
