@@ -1,7 +1,7 @@
 """nn.Parameter (a Tensor subclass a Module registers as a parameter) and nn.Buffer."""
 from __future__ import annotations
 
-from ..tensor import Tensor, _disabled_torch_function_impl, _init
+from ..tensor import Tensor, _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "is_lazy"]
 
@@ -24,10 +24,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
-        p = object.__new__(cls)
-        _init(p, data._data, data.dtype, data._be, version=data._vc)
-        p.requires_grad = requires_grad
-        return p
+        return Tensor._make_subclass(cls, data, requires_grad)  # as PyTorch's Parameter
 
     __torch_function__ = _disabled_torch_function_impl  # as PyTorch: ops on a parameter give plain Tensors
 
