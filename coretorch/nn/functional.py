@@ -170,7 +170,7 @@ def celu(input, alpha=1.0, inplace=False):
     return _inplace_result(input, out) if inplace else out
 
 
-class _GeluNode(Node):
+class GeluBackward0(Node):
     """GELU's backward, g * (Phi(x) + x phi(x)), in tensor ops (so double backward works)."""
     __slots__ = ()
 
@@ -191,7 +191,7 @@ def gelu(input, approximate="none"):
         if table.has("gelu") and input.dtype.is_floating_point:  # the fused kernel: one pass instead of five
             out = table.gelu(input._data)
             if _needs_graph(input):
-                node = _GeluNode()
+                node = GeluBackward0()
                 node.save(input)
                 return _record(node, out, input.dtype, table, input)
             return _make(out, input.dtype, table)
