@@ -6,7 +6,8 @@ from __future__ import annotations
 from .ops.reduction import _RETURN_TYPES as _REDUCTION
 from .ops.sorting import RETURN_TYPES as _SORTING
 from .ops.statistics import AMINMAX as aminmax
-from .ops._decomp_ops import return_type as _decomp_type
+from .ops._util import return_type as _decomp_type
+from .ops.special import frexp_result as frexp
 
 max = _REDUCTION["max"]
 min = _REDUCTION["min"]
@@ -24,6 +25,6 @@ linalg_solve_ex = _decomp_type("linalg_solve_ex", ("result", "info"))
 linalg_cholesky_ex = _decomp_type("linalg_cholesky_ex", ("L", "info"))
 linalg_lstsq = _decomp_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 
-__all__ = ["qr", "svd", "slogdet", "linalg_slogdet", "linalg_qr", "linalg_svd", "linalg_eigh", "linalg_inv_ex",
+__all__ = ["frexp", "qr", "svd", "slogdet", "linalg_slogdet", "linalg_qr", "linalg_svd", "linalg_eigh", "linalg_inv_ex",
            "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lstsq", "max", "min", "sort", "topk", "kthvalue", "median",
            "nanmedian", "mode", "cummax", "cummin", "aminmax"]

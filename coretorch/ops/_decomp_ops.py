@@ -2,7 +2,6 @@
 lstsq), with PyTorch's backward formulas (FunctionsManual.cpp) written with Tensor ops, so double backward works."""
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -12,24 +11,9 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _C, indexing as _I, pointwise as _P, shape as _S
 from ._linalg_host import LinAlgError  # (defined with the host kernels, which raise it too)
-from ._util import broadcast_shape, edge, sum_to
+from ._util import broadcast_shape, edge, return_type, sum_to
 from .linalg import matmul
 
-_RETURN_TYPES: dict = {}
-
-
-def return_type(name: str, fields: tuple):
-    """PyTorch's torch.return_types.<name> named tuple, printed as PyTorch prints it."""
-    cls = _RETURN_TYPES.get(name)
-    if cls is None:
-        base = namedtuple(name, fields)
-
-        def __repr__(self):
-            body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
-            return f"coretorch.return_types.{name}(\n{body})"
-        cls = _RETURN_TYPES[name] = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
-                                                         "__module__": "coretorch.return_types"})
-    return cls
 
 
 # ---- checks ---------------------------------------------------------------------------------------------------

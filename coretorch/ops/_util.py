@@ -1,6 +1,8 @@
 """Shared helpers of the op layer: argument checks, broadcasting, graph edges."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -162,5 +164,23 @@ def shape_arg(args, op: str) -> tuple:
     return tuple(out)
 
 
+_RETURN_TYPES: dict = {}
+
+
+def return_type(name: str, fields: tuple = ("values", "indices")):
+    """PyTorch's torch.return_types.<name>: a named tuple printed as PyTorch prints it (one class per name)."""
+    cls = _RETURN_TYPES.get(name)
+    if cls is None:
+        base = namedtuple(name, fields)
+
+        def __repr__(self):
+            body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+            return f"coretorch.return_types.{name}(\n{body})"
+        cls = _RETURN_TYPES[name] = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                                                         "__module__": "coretorch.return_types"})
+    return cls
+
+
 # late imports: these modules import this one at their top
 from . import reduction as _reduction, shape as _shape  # noqa: E402
+

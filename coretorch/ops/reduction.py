@@ -2,29 +2,19 @@
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
-from ._util import edge, norm_dim, norm_dims
+from ._util import edge, norm_dim, norm_dims, return_type
 
 _bool, _i64 = _dt.bool_, _dt.int64
 _f16, _f32, _f64 = _dt.float16, _dt.float32, _dt.float64
 
 
-def _return_type(op: str):
-    """PyTorch's torch.return_types.<op>: a (values, indices) named tuple printed as PyTorch prints it."""
-    base = namedtuple(op, ["values", "indices"])
-
-    def __repr__(self):
-        return f"coretorch.return_types.{op}(\nvalues={self.values!r},\nindices={self.indices!r})"
-    return type(op, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "coretorch.return_types"})
-
-
-_RETURN_TYPES = {"max": _return_type("max"), "min": _return_type("min")}
+_RETURN_TYPES = {"max": return_type("max"), "min": return_type("min")}
 values_indices = _RETURN_TYPES["max"]  # (kept for importers)
 
 

@@ -8,7 +8,6 @@ bincount, cov, ...) is in ``statistics.py``.
 from __future__ import annotations
 
 import operator
-from collections import namedtuple
 
 import numpy as np
 
@@ -16,9 +15,8 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
-from ._util import edge, norm_dim
+from ._util import edge, norm_dim, return_type
 from ._out import write_out
-from .reduction import _return_type as _vi_type
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
                       "unique_consecutive", "searchsorted", "bucketize", "cummax", "cummin", "logcumsumexp"]
@@ -27,18 +25,7 @@ METHODS: dict = {}       # Tensor.<name> -> function(self, ...), bound by coreto
 _i64, _i32, _bool = _dt.int64, _dt.int32, _dt.bool_
 
 
-def _return_type(op: str, fields=("values", "indices")):
-    """PyTorch's torch.return_types.<op>: a named tuple printed as PyTorch prints it."""
-    base = namedtuple(op, list(fields))
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
-        return f"coretorch.return_types.{op}(\n{body})"
-    return type(op, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "coretorch.return_types"})
-
-
-# the (values, indices) tuples are made as reduction's max/min(dim) ones; _return_type makes the others (aminmax)
-RETURN_TYPES = {op: _vi_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
+RETURN_TYPES = {op: return_type(op) for op in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
                                                "cummin")}
 
 

@@ -9,7 +9,6 @@ formulas from derivatives.yaml), so double backward works.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _creation, reduction as _R
-from ._util import edge
+from ._util import edge, return_type
 from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, abs as _abs, add, clamp, cos, div, eq, exp,
@@ -266,7 +265,7 @@ def ldexp(input: Tensor, other, *, out=None) -> Tensor:
     return _out(mul(input, _pow(2.0, other)), out, "ldexp")
 
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_type("frexp", ("mantissa", "exponent"))
 
 
 class FrexpBackward0(Node):

@@ -11,15 +11,15 @@ from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import edge, norm_dim, norm_dims
-from .sorting import _return_type, _write_out
+from ._util import edge, norm_dim, norm_dims, return_type
+from .sorting import _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
                       "cov", "corrcoef", "cumprod"]
 METHODS: dict = {}
 
 _i64, _bool = _dt.int64, _dt.bool_
-AMINMAX = _return_type("aminmax", ("min", "max"))
+AMINMAX = return_type("aminmax", ("min", "max"))
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
