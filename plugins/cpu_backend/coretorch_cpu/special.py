@@ -2,14 +2,41 @@
 
 One vectorised numpy ufunc or scipy.special ufunc per kernel.  scipy computes float16 in float32 (it has no half
 loops) and some of its ufuncs return float64 for a float32 array with a Python float: results are cast back to the
-input's dtype.
+input's dtype.  scipy.special is imported on the first call of one of its kernels: its import costs ~0.3 s, which
+`import coretorch` should not pay for programs that never call one.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
-import scipy.special as sp
 
 _nd = np.ndarray
+
+
+def _lazy(name: str):
+    """scipy.special.<name>, resolved on the first call."""
+    fn = None
+
+    def call(*args):
+        nonlocal fn
+        if fn is None:
+            fn = getattr(importlib.import_module("scipy.special"), name)
+        return fn(*args)
+    call.__name__ = name
+    return call
+
+
+class _SciPySpecial:
+    """``sp.<name>``: the lazily imported scipy.special function of that name."""
+
+    def __getattr__(self, name: str):
+        f = _lazy(name)
+        setattr(self, name, f)
+        return f
+
+
+sp = _SciPySpecial()
 
 
 def _u(fn):
