@@ -1,7 +1,8 @@
 """dtype objects and PyTorch's type-promotion rules."""
 from __future__ import annotations
 
-import ml_dtypes
+from typing import Callable
+
 import numpy as np
 
 __all__ = ["dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "is_storage"]
@@ -13,14 +14,21 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 class dtype:
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "category", "_tname")
 
-    def __init__(self, name: str, np_dtype, category: int, tname: str):
+    def __init__(self, name: str, np_dtype, category: int, tname: str, itemsize: int = 0):
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
+        if np_dtype is not None:  # None: bfloat16, whose numpy dtype is loaded on first use (see __getattr__)
+            self.np = np.dtype(np_dtype)
+        self.itemsize = itemsize or self.np.itemsize
         self.category = category
         self.is_floating_point = category == _FLOAT
-        self.is_signed = category == _FLOAT or self.np.kind == "i"  # (bfloat16's numpy kind is "V")
+        self.is_signed = category == _FLOAT or np.dtype(np_dtype or np.float32).kind == "i"
         self._tname = tname  # legacy type name: torch.FloatTensor etc.
+
+    def __getattr__(self, name: str):
+        # reached only while a slot is unset: bfloat16's ``np`` before its first use
+        if name == "np" and self.name == "bfloat16":
+            return _load_bfloat16()
+        raise AttributeError(f"'torch.dtype' object has no attribute '{name}'")
 
     @property
     def is_complex(self) -> bool:
@@ -39,7 +47,7 @@ class dtype:
 float16 = dtype("float16", np.float16, _FLOAT, "HalfTensor")
 float32 = dtype("float32", np.float32, _FLOAT, "FloatTensor")
 float64 = dtype("float64", np.float64, _FLOAT, "DoubleTensor")
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT, "BFloat16Tensor")  # stored as ml_dtypes' numpy dtype
+bfloat16 = dtype("bfloat16", None, _FLOAT, "BFloat16Tensor", 2)  # stored as ml_dtypes' numpy dtype, loaded lazily
 uint8 = dtype("uint8", np.uint8, _INT, "ByteTensor")
 int8 = dtype("int8", np.int8, _INT, "CharTensor")
 int16 = dtype("int16", np.int16, _INT, "ShortTensor")
@@ -49,7 +57,38 @@ bool_ = dtype("bool", np.bool_, _BOOL, "BoolTensor")
 
 all_dtypes = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_, bfloat16)
 _NAMES = {d.name: d for d in all_dtypes}
-_FROM_NP = {d.np: d for d in all_dtypes}
+_FROM_NP = {d.np: d for d in all_dtypes if d is not bfloat16}
+_BF16_LISTENERS: list[Callable[[np.dtype], None]] = []
+
+
+def _load_bfloat16() -> np.dtype:
+    """Import ml_dtypes (about 1 s of start-up with ml_dtypes 0.7, so only when bfloat16 is first used) and
+    publish its numpy dtype to the core and to the backends that asked through ``on_bfloat16``."""
+    import ml_dtypes
+    npd = np.dtype(ml_dtypes.bfloat16)
+    bfloat16.np = npd
+    _FROM_NP[npd] = bfloat16
+    for fn in _BF16_LISTENERS:
+        fn(npd)
+    return npd
+
+
+def on_bfloat16(fn: Callable[[np.dtype], None]) -> None:
+    """Call ``fn(numpy_dtype)`` once bfloat16's numpy dtype (ml_dtypes') is loaded: now if it already is.
+
+    For backends that keep the dtype in module-level tables: ml_dtypes is imported on bfloat16's first use, not at
+    ``import coretorch``, because importing it costs about a second."""
+    _BF16_LISTENERS.append(fn)
+    if _is_loaded():
+        fn(bfloat16.np)
+
+
+def _is_loaded() -> bool:
+    try:
+        object.__getattribute__(bfloat16, "np")
+    except AttributeError:
+        return False
+    return True
 aliases = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
            "short": int16, "bool": bool_}
 
@@ -62,6 +101,9 @@ def from_numpy_dtype(npd) -> dtype:
     try:
         return _FROM_NP[np.dtype(npd)]
     except KeyError:
+        if np.dtype(npd).name == "bfloat16" and not _is_loaded():  # an ml_dtypes array made before our first use
+            _load_bfloat16()
+            return _FROM_NP[np.dtype(npd)]
         raise TypeError(f"can't convert numpy array of type {np.dtype(npd)}; the supported types are: "
                         + ", ".join(d.name for d in all_dtypes)) from None
 
@@ -160,7 +202,7 @@ def fit_scalar(value, d: dtype):
             info = np.iinfo(d.np)
             lim = (int(info.min), int(info.max))
         else:
-            info = ml_dtypes.finfo(d.np)  # numpy's finfo does not know bfloat16
+            info = _finfo(d.np)
             lim = (float(info.min), float(info.max))
         lim = _LIMITS[d] = lim
     lo, hi = lim
@@ -188,6 +230,13 @@ def _check_dtype_arg(fn: str, d) -> None:
         raise TypeError(f"{fn}(): argument 'type' must be torch.dtype, not {type(d).__name__}")
 
 
+def _finfo(npd: np.dtype):
+    if npd.kind == "f":
+        return np.finfo(npd)
+    import ml_dtypes  # numpy's finfo does not know bfloat16 (already imported: npd is its dtype)
+    return ml_dtypes.finfo(npd)
+
+
 class finfo:
     """torch.finfo: the numerical properties of a floating point dtype (the default dtype when omitted)."""
     __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
@@ -198,7 +247,7 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
-        info = ml_dtypes.finfo(d.np)
+        info = _finfo(d.np)
         self.bits = d.itemsize * 8
         self.eps = float(info.eps)
         self.max = float(info.max)

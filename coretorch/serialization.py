@@ -21,8 +21,9 @@ import tempfile
 import zlib
 from collections import Counter, OrderedDict
 
-import ml_dtypes
 import numpy as np
+
+from . import dtypes as _dtypes
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
@@ -32,7 +33,7 @@ _MAX_HEADER = 100_000_000  # the limit the safetensors library itself enforces
 
 _DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool", "bfloat16")
 # safetensors dtype names -> numpy dtypes (safetensors.numpy itself does not read BF16, which ml_dtypes provides)
-_ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16, "I64": np.int64,
+_ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
              "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
 
@@ -447,4 +448,8 @@ __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_
 def _st_load(data: bytes) -> dict:
     """safetensors.numpy.load, with BF16 (read as ml_dtypes' bfloat16)."""
     from safetensors import deserialize
-    return {k: np.frombuffer(v["data"], dtype=_ST_TYPES[v["dtype"]]).reshape(v["shape"]) for k, v in deserialize(data)}
+    return {k: np.frombuffer(v["data"], dtype=_st_type(v["dtype"])).reshape(v["shape"]) for k, v in deserialize(data)}
+
+
+def _st_type(name: str) -> np.dtype:
+    return _dtypes.bfloat16.np if name == "BF16" else _ST_TYPES[name]  # (bfloat16's ml_dtypes loads on first use)

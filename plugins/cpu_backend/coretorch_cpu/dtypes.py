@@ -11,10 +11,20 @@ to the kernel after one dtype check.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+from coretorch.dtypes import on_bfloat16
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
+# ml_dtypes' bfloat16, set when the core loads it on bfloat16's first use (importing ml_dtypes costs about a
+# second); until then no bfloat16 array exists, and this stand-in dtype equals no array's dtype
+BF16 = np.dtype([("bfloat16 not loaded", np.uint16)])
+
+
+def _set_bf16(npd: np.dtype) -> None:
+    global BF16
+    BF16 = npd
+
+
+on_bfloat16(_set_bf16)
 _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
 _nd = np.ndarray

@@ -7,18 +7,29 @@ the gid is decoded into a multi-index over the collapsed iteration shape).
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+from coretorch.dtypes import on_bfloat16
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
+# ml_dtypes' bfloat16, set when the core loads it on bfloat16's first use (importing ml_dtypes costs about a
+# second); until then no bfloat16 array exists, and this stand-in dtype equals no array's dtype
+BF16 = np.dtype([("bfloat16 not loaded", np.uint16)])
 # numpy dtype -> (storage type, compute type); bfloat16 is stored as its 16 bits and computed in float
 CTYPES = {
     np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
     np.dtype(np.float16): ("half", "float"), np.dtype(np.int64): ("long", "long"),
     np.dtype(np.int32): ("int", "int"), np.dtype(np.int16): ("short", "short"),
     np.dtype(np.int8): ("char", "char"), np.dtype(np.uint8): ("uchar", "uchar"),
-    np.dtype(np.bool_): ("uchar", "uchar"), BF16: ("ushort", "float"),
+    np.dtype(np.bool_): ("uchar", "uchar"),
 }
+
+
+def _set_bf16(npd: np.dtype) -> None:
+    global BF16
+    BF16 = npd
+    CTYPES[npd] = ("ushort", "float")
+
+
+on_bfloat16(_set_bf16)
 _TAG = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "int16": "i16",
         "int8": "i8", "uint8": "u8", "bool": "b",
         "bfloat16": "bf16"}

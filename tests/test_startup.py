@@ -1,0 +1,27 @@
+"""Start-up cost: ``import coretorch`` loads no heavy optional module that only some programs need."""
+import subprocess
+import sys
+
+
+def test_import_loads_neither_ml_dtypes_nor_scipy():
+    # ml_dtypes 0.7 costs about a second to import: it loads on bfloat16's first use; scipy on a special kernel's
+    code = ("import sys, coretorch as torch\n"
+            "heavy = [m for m in ('ml_dtypes', 'scipy') if m in sys.modules]\n"
+            "x = torch.ones(3) * 2\n"
+            "assert float(x.sum()) == 6.0\n"
+            "print(','.join(heavy))\n"
+            "y = torch.ones(2, dtype=torch.bfloat16) * 3.3\n"
+            "assert 'ml_dtypes' in sys.modules and y.dtype is torch.bfloat16\n"
+            "assert abs(float(y[0]) - 3.296875) < 1e-6\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"import coretorch loaded {out.stdout.strip()}"
+
+
+def test_bfloat16_array_made_before_first_use_is_recognised():
+    code = ("import ml_dtypes, numpy as np, coretorch as torch\n"
+            "t = torch.from_numpy(np.array([1.5, -2], dtype=ml_dtypes.bfloat16))\n"
+            "assert t.dtype is torch.bfloat16, t.dtype\n"
+            "assert t.tolist() == [1.5, -2.0]\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
