@@ -159,3 +159,11 @@ from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
 
 _core_names.update(n for n in dir(ops) if not n.startswith("_"))
 plugins.load_entry_points()
+
+
+def __getattr__(name: str):
+    # torch.distributions is imported on first use (it is large and most programs never touch it)
+    if name == "distributions":
+        import importlib
+        return importlib.import_module(".distributions", __name__)
+    raise AttributeError(f"module 'coretorch' has no attribute '{name}'")

@@ -144,7 +144,7 @@ def _summary_view(a: np.ndarray) -> np.ndarray:
 
 def tensor_str(t, prefix: str = "tensor(") -> str:
     a = t._host()
-    if a.dtype == np.float16 or a.dtype == _dt.bfloat16.np:  # formatted through float32 (exact)
+    if t.dtype is _dt.float16 or t.dtype is _dt.bfloat16:  # formatted through float32 (exact)
         a = a.astype(np.float32)
     indent = len(prefix)
     suffixes = []

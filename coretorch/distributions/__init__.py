@@ -1,0 +1,25 @@
+"""torch.distributions: probability laws with sampling (reparameterised where PyTorch's are), log_prob, entropy,
+moments, cdf/icdf, ``expand``, argument validation and ``kl_divergence`` with its registry.
+
+Every law is a composition of differentiable tensor ops, so it runs on every device a backend provides."""
+from . import constraints, transforms
+from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Binomial, Categorical, Geometric, Multinomial, OneHotCategorical, Poisson
+from .distribution import Distribution
+from .independent import Independent, MixtureSameFamily
+from .kl import kl_divergence, register_kl
+from .multivariate_normal import MultivariateNormal
+from .transformed import (ExpRelaxedCategorical, LogitRelaxedBernoulli, LogNormal, RelaxedBernoulli,
+                          RelaxedOneHotCategorical, TransformedDistribution)
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
+                         PowerTransform, ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
+                         StickBreakingTransform, TanhTransform, Transform, identity_transform)
+
+__all__ = ["constraints", "transforms", "Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy",
+           "Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial", "Multinomial",
+           "MultivariateNormal", "Independent", "MixtureSameFamily", "TransformedDistribution", "LogNormal",
+           "ExpRelaxedCategorical", "RelaxedOneHotCategorical", "LogitRelaxedBernoulli", "RelaxedBernoulli",
+           "kl_divergence", "register_kl", "Transform", "ComposeTransform", "ExpTransform", "PowerTransform",
+           "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
+           "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform", "ReshapeTransform",
+           "identity_transform"]

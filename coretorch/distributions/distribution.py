@@ -1,0 +1,154 @@
+"""torch.distributions.Distribution: shapes, argument and sample validation, and the methods every law offers."""
+from __future__ import annotations
+
+import warnings
+
+import coretorch as torch
+from coretorch.tensor import Tensor
+
+from . import constraints
+from .utils import lazy_property
+
+__all__ = ["Distribution"]
+
+
+class Distribution:
+    """The base class of probability distributions (PyTorch's API: ``batch_shape``, ``event_shape``, ``sample``,
+    ``rsample``, ``log_prob``, ``entropy``, ``expand``...).  ``validate_args`` checks parameters at construction
+    and values given to ``log_prob``/``cdf``/``icdf``; it is on by default, as in PyTorch (off under ``python -O``)."""
+    has_rsample = False
+    has_enumerate_support = False
+    _validate_args = __debug__
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init__(self, batch_shape=torch.Size(), event_shape=torch.Size(), validate_args: bool | None = None):
+        self._batch_shape = torch.Size(batch_shape)
+        self._event_shape = torch.Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            try:
+                arg_constraints = self.arg_constraints
+            except NotImplementedError:
+                arg_constraints = {}
+                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set `arg_constraints = "
+                              "{}` or initialize the distribution with `validate_args=False` to turn off validation.")
+            for param, constraint in arg_constraints.items():
+                if constraints.is_dependent(constraint):
+                    continue  # cannot be checked
+                if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
+                    continue  # not computed yet: checking would compute it
+                value = getattr(self, param)
+                if not constraint.check(value).all():
+                    raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape "
+                                     f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
+                                     f"{constraint!r}, but found invalid values:\n{value}")
+        super().__init__()
+
+    def expand(self, batch_shape, _instance=None):
+        raise NotImplementedError
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self._batch_shape
+
+    @property
+    def event_shape(self) -> torch.Size:
+        return self._event_shape
+
+    @property
+    def arg_constraints(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def support(self):
+        raise NotImplementedError
+
+    @property
+    def mean(self) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def mode(self) -> Tensor:
+        raise NotImplementedError(f"{self.__class__} does not implement mode")
+
+    @property
+    def variance(self) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.variance.sqrt()
+
+    def sample(self, sample_shape=torch.Size()) -> Tensor:
+        with torch.no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample(self, sample_shape=torch.Size()) -> Tensor:
+        raise NotImplementedError
+
+    def sample_n(self, n: int) -> Tensor:
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning, stacklevel=2)
+        return self.sample(torch.Size((n,)))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def cdf(self, value: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def icdf(self, value: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        raise NotImplementedError
+
+    def entropy(self) -> Tensor:
+        raise NotImplementedError
+
+    def perplexity(self) -> Tensor:
+        return torch.exp(self.entropy())
+
+    def _extended_shape(self, sample_shape=torch.Size()) -> torch.Size:
+        return torch.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def _validate_sample(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event_dim_start = value.dim() - len(self._event_shape)
+        if tuple(value.size()[event_dim_start:]) != tuple(self._event_shape):
+            raise ValueError(f"The right-most size of value must match event_shape: {value.size()} vs "
+                             f"{self._event_shape}.")
+        actual_shape = value.size()
+        expected_shape = torch.Size(tuple(self._batch_shape) + tuple(self._event_shape))
+        for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
+                                 f"{expected_shape}.")
+        try:
+            support = self.support
+        except NotImplementedError:
+            warnings.warn(f"{self.__class__} does not define `support` to enable sample validation. Please "
+                          "initialize the distribution with `validate_args=False` to turn off validation.")
+            return
+        if not support.check(value).all():
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
+                             f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
+                             f"values:\n{value}")
+
+    def _get_checked_instance(self, cls, _instance=None):
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
+                                      "__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
+    def __repr__(self) -> str:
+        names = [k for k in self.arg_constraints if k in self.__dict__]
+        args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
+                         for p in names)
+        return f"{self.__class__.__name__}({args})"
