@@ -392,7 +392,10 @@ def test_multihead_attention_gradcheck_and_unbatched():
     x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     out, w = m(x, x, x)
     assert tuple(out.shape) == (3, 4) and tuple(w.shape) == (3, 3)
-    assert gradcheck(lambda t: m(t, t, t, is_causal=True)[0], (x,))
+    causal = nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64)
+    assert gradcheck(lambda t: m(t, t, t, attn_mask=causal, is_causal=True)[0], (x,))
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        m(x, x, x, is_causal=True)
     xd = x.detach()
     assert gradcheck(*_with_params(m, ["in_proj_weight", "out_proj.bias"], lambda mod: mod(xd, xd, xd)[0]))
 

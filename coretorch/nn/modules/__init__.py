@@ -18,6 +18,7 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
 # activations, convolution, pooling, normalization, losses, recurrent layers and attention
 from . import activation as _activation, attention as _attention, conv as _conv, loss as _loss  # noqa: E402
 from . import normalization as _normalization, pooling as _pooling, rnn as _rnn  # noqa: E402
+from . import transformer as _transformer  # noqa: E402
 from . import batchnorm, utils  # noqa: E402,F401  (torch.nn.modules.batchnorm/.utils, as scripts import them)
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
@@ -26,7 +27,8 @@ from .loss import *  # noqa: E402,F401,F403
 from .normalization import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403
+from .transformer import *  # noqa: E402,F401,F403
 
-for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn):
+for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn, _transformer):
     __all__ += [n for n in _m.__all__ if n not in __all__]
 del _m

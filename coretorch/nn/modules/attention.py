@@ -6,7 +6,7 @@ import math
 
 from ... import dtypes as _dt
 from ...ops import linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ...ops.creation import empty
+from ...ops.creation import empty, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -50,8 +50,6 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != self.embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("add_bias_kv and add_zero_attn are not supported")
         kw = dict(device=device, dtype=dtype)
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
@@ -68,7 +66,11 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:  # a learned key and value appended to every sequence
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -82,6 +84,10 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def _proj(self, x, i):
         e = self.embed_dim
@@ -107,16 +113,28 @@ class MultiheadAttention(Module):
         if e != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {e}")
         h, hd = self.num_heads, self.head_dim
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                               "method `generate_square_subsequent_mask` to create this mask.")
         q = self._proj(query, 0)
         k = self._proj(key, 1)
         v = self._proj(value, 2)
+        mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
+        kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
+        if self.bias_k is not None:  # one more key/value position, never masked
+            k = _S.cat([k, _S.expand(self.bias_k, (1, bsz, e))])
+            v = _S.cat([v, _S.expand(self.bias_v, (1, bsz, e))])
+            mask, kpm = _pad_last(mask), _pad_last(kpm)
+            src_len += 1
         # (L, N, E) -> (N*H, L, hd)
         q = _S.transpose(q.reshape(tgt_len, bsz * h, hd), 0, 1)
         k = _S.transpose(k.reshape(src_len, bsz * h, hd), 0, 1)
         v = _S.transpose(v.reshape(src_len, bsz * h, hd), 0, 1)
-        if is_causal and attn_mask is None:
-            attn_mask = _causal(tgt_len, src_len, query.device)
-        mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
+        if self.add_zero_attn:  # and a zero key/value position
+            k = _S.cat([k, zeros((bsz * h, 1, hd), dtype=k.dtype, device=k.device)], 1)
+            v = _S.cat([v, zeros((bsz * h, 1, hd), dtype=v.dtype, device=v.device)], 1)
+            mask, kpm = _pad_last(mask), _pad_last(kpm)
+            src_len += 1
         if mask is not None:
             if mask.ndim == 2:
                 if tuple(mask.shape) != (tgt_len, src_len):
@@ -126,7 +144,6 @@ class MultiheadAttention(Module):
             elif tuple(mask.shape) != (bsz * h, tgt_len, src_len):
                 raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
                                    f"{[bsz * h, tgt_len, src_len]}.")
-        kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
         if kpm is not None:
             if tuple(kpm.shape) != (bsz, src_len):
                 raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
@@ -156,7 +173,8 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-def _causal(lq, lk, device):
-    """True above the diagonal (positions a query may not attend to), as PyTorch's bool attn_mask."""
-    from ...ops.creation import arange
-    return _P.gt(_S.unsqueeze(arange(lk, device=device), 0), _S.unsqueeze(arange(lq, device=device), 1))
+def _pad_last(mask):
+    """A float mask with one more (unmasked) column for an appended key position."""
+    if mask is None:
+        return None
+    return F.pad(mask, (0, 1))
