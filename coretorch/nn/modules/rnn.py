@@ -158,6 +158,83 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, _S.stack(h_n, 0), (_S.stack(c_n, 0) if c_n else None)
 
+    def _run_packed(self, data, batch_sizes: list, hx):
+        """The recurrence over a PackedSequence's ``data`` (sum(batch_sizes), H_in): at step t only the first
+        ``batch_sizes[t]`` sequences (sorted by decreasing length) advance; the others keep their state, so h_n is
+        each sequence's state after its own last step (reverse direction: from its own last step back)."""
+        mode = self.mode
+        nd = 2 if self.bidirectional else 1
+        h0, c0 = hx
+        offsets = [0]
+        for bs in batch_sizes:
+            offsets.append(offsets[-1] + bs)
+        layer_input = data
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(nd):
+                suffix = "_reverse" if direction == 1 else ""
+                w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
+                b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
+                b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
+                gi_all = _lin(layer_input, getattr(self, f"weight_ih_l{layer}{suffix}"), b_ih)  # one matmul
+                k = layer * nd + direction
+                h = h0[k]
+                c = c0[k] if c0 is not None else None
+                ys = [None] * len(batch_sizes)
+                steps = range(len(batch_sizes) - 1, -1, -1) if direction == 1 else range(len(batch_sizes))
+                for t in steps:
+                    bs = batch_sizes[t]
+                    full_batch = bs == h.shape[0]
+                    ha = h if full_batch else h[:bs]
+                    ca = None if c is None else (c if full_batch else c[:bs])
+                    ha, ca = _rnn_step(mode, gi_all[offsets[t]:offsets[t + 1]], ha, ca, w_hh, b_hh)
+                    ys[t] = ha
+                    h = ha if full_batch else _S.cat([ha, h[bs:]], 0)
+                    if c is not None:
+                        c = ca if full_batch else _S.cat([ca, c[bs:]], 0)
+                outs.append(_S.cat(ys, 0))
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            layer_input = outs[0] if nd == 1 else _S.cat(outs, 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, _S.stack(h_n, 0), (_S.stack(c_n, 0) if c_n else None)
+
+    def _forward_packed(self, packed, hx, lstm: bool):
+        """RNN/LSTM/GRU on a PackedSequence: (PackedSequence output, h_n[, c_n]) with h_n in the batch's order."""
+        from ..utils.rnn import PackedSequence
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        n = sizes[0] if sizes else 0
+        nd = 2 if self.bidirectional else 1
+        expected = (self.num_layers * nd, n, self.hidden_size)
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{data.shape[-1]}")
+        if hx is None:
+            z = zeros(*expected, dtype=data.dtype, device=data.device)
+            hx = (z, z) if lstm else (z, None)
+        else:
+            hs = tuple(hx) if lstm else (hx, None)
+            if lstm and len(hs) != 2:
+                raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+            for t in hs:
+                if t is not None and tuple(t.shape) != expected:
+                    raise RuntimeError(f"Expected hidden size {expected}, got {list(t.shape)}")
+            if sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
+                hs = tuple(None if t is None else t.index_select(1, sorted_indices) for t in hs)
+            hx = hs
+        out, h_n, c_n = self._run_packed(data, sizes, hx)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), h_n, c_n
+
+    def flatten_parameters(self) -> None:
+        """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
+
     def _prepare(self, input, hx, lstm: bool):
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
@@ -218,6 +295,9 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        if isinstance(input, tuple):  # a PackedSequence
+            out, h_n, _ = self._forward_packed(input, hx, False)
+            return out, h_n
         x, hx, batched = self._prepare(input, hx, False)
         out, h_n, _ = self._run(x, hx)
         return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))
@@ -228,6 +308,9 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if isinstance(input, tuple):  # a PackedSequence
+            out, h_n, c_n = self._forward_packed(input, hx, True)
+            return out, (h_n, c_n)
         x, hx, batched = self._prepare(input, hx, True)
         out, h_n, c_n = self._run(x, hx)
         if not batched:
@@ -240,6 +323,9 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if isinstance(input, tuple):  # a PackedSequence
+            out, h_n, _ = self._forward_packed(input, hx, False)
+            return out, h_n
         x, hx, batched = self._prepare(input, hx, False)
         out, h_n, _ = self._run(x, hx)
         return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))

@@ -1,0 +1,191 @@
+"""nn.utils.rnn: variable-length batches for the recurrent layers (PackedSequence, pack/pad and back).
+
+A PackedSequence stores the time steps of a batch sorted by decreasing length one after another: ``data`` holds
+``batch_sizes[t]`` rows for step t (the sequences still running then), so the recurrent layers skip padding."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...ops import shape as _S
+from ...ops.creation import arange, empty, full, tensor
+from ...ops.sorting import sort
+from ...tensor import Tensor
+
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
+           "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
+
+class _PackedSequenceBase(NamedTuple):
+    data: Tensor
+    batch_sizes: Tensor
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(_PackedSequenceBase):
+    """(data, batch_sizes, sorted_indices, unsorted_indices) as PyTorch; build it with ``pack_padded_sequence`` or
+    ``pack_sequence``, not directly."""
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None and sorted_indices is not None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:  # PackedSequence(data, batch_sizes, ...) given as one tuple
+            data, batch_sizes = data[0], data[1]
+        if batch_sizes.device.type != "cpu":
+            raise ValueError("batch_sizes should always be on CPU. Instances of PackedSequence should never be "
+                             "created manually. They should be instantiated by functions like pack_sequence and "
+                             "pack_padded_sequences in nn.utils.rnn. "
+                             "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs) -> "PackedSequence":
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        dev = data.device
+        si = self.sorted_indices.to(dev) if self.sorted_indices is not None else None
+        ui = self.unsorted_indices.to(dev) if self.unsorted_indices is not None else None
+        return type(self)(data, self.batch_sizes, si, ui)
+
+    def cpu(self) -> "PackedSequence":
+        return self.to("cpu")
+
+    def double(self) -> "PackedSequence":
+        return self.to(dtype=_dtype("float64"))
+
+    def float(self) -> "PackedSequence":
+        return self.to(dtype=_dtype("float32"))
+
+    def half(self) -> "PackedSequence":
+        return self.to(dtype=_dtype("float16"))
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_pinned(self) -> bool:
+        return False
+
+
+def _dtype(name):
+    from ... import dtypes
+    return getattr(dtypes, name)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    if permutation is None:
+        return None
+    out = empty(permutation.shape, dtype=permutation.dtype, device=permutation.device)
+    return out.scatter_(0, permutation, arange(permutation.numel(), device=permutation.device))
+
+
+def _lengths_list(lengths) -> list[int]:
+    if isinstance(lengths, Tensor):
+        return [int(v) for v in lengths.cpu().tolist()]
+    return [int(v) for v in lengths]
+
+
+def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a padded batch (T, B, *) (or (B, T, *) with batch_first) of sequences of the given lengths."""
+    lens = _lengths_list(lengths)
+    batch_dim = 0 if batch_first else 1
+    if len(lens) != input.shape[batch_dim]:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lens)} (batch_size="
+                           f"{input.shape[batch_dim]})")
+    if enforce_sorted:
+        if any(a < b for a, b in zip(lens, lens[1:])):
+            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                               "sidestep this requirement if you do not need ONNX exportability.")
+        sorted_indices = None
+    else:
+        _, sorted_indices = sort(tensor(lens), descending=True, stable=True)
+        sorted_indices = sorted_indices.to(input.device)
+        lens = sorted(lens, reverse=True)
+        input = input.index_select(batch_dim, sorted_indices)
+    if lens and lens[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if batch_first:
+        input = _S.transpose(input, 0, 1)
+    if lens and lens[0] > input.shape[0]:
+        raise RuntimeError(f"Expected sequence length to be larger than or equal to the longest length "
+                           f"({lens[0]}), but got {input.shape[0]}")
+    max_len = lens[0] if lens else 0
+    batch_sizes = [sum(1 for n in lens if n > t) for t in range(max_len)]
+    data = _S.cat([input[t, :bs] for t, bs in enumerate(batch_sizes)], 0)
+    return PackedSequence(data, tensor(batch_sizes), sorted_indices, None)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple[Tensor, Tensor]:
+    """The inverse of pack_padded_sequence: (padded batch, lengths) in the original batch order."""
+    data, batch_sizes = sequence.data, [int(b) for b in sequence.batch_sizes.tolist()]
+    max_len = len(batch_sizes)
+    if total_length is not None:
+        if total_length < max_len:
+            raise ValueError("Expected total_length to be at least the length of the longest sequence in input, "
+                             f"but got total_length={total_length} and max sequence length being {max_len}")
+    else:
+        total_length = max_len
+    B = batch_sizes[0] if batch_sizes else 0
+    feat = tuple(data.shape[1:])
+    steps, off = [], 0
+    for bs in batch_sizes:
+        chunk = data[off:off + bs]
+        if bs < B:
+            chunk = _S.cat([chunk, full((B - bs,) + feat, padding_value, dtype=data.dtype, device=data.device)], 0)
+        steps.append(chunk)
+        off += bs
+    for _ in range(total_length - max_len):
+        steps.append(full((B,) + feat, padding_value, dtype=data.dtype, device=data.device))
+    padded = _S.stack(steps, 0) if steps else full((0, B) + feat, padding_value, dtype=data.dtype,
+                                                    device=data.device)
+    lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(B)]
+    lengths_t = tensor(lengths)
+    if sequence.unsorted_indices is not None:
+        padded = padded.index_select(1, sequence.unsorted_indices)
+        lengths_t = lengths_t[sequence.unsorted_indices.cpu()]
+    if batch_first:
+        padded = _S.transpose(padded, 0, 1)
+    return padded, lengths_t
+
+
+def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right") -> Tensor:
+    """Stack tensors of shape (L_i, *) into (L_max, B, *) (or (B, L_max, *)), padding with ``padding_value``."""
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if isinstance(sequences, Tensor):
+        sequences = sequences.unbind(0)
+    sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    max_len = max(s.shape[0] for s in sequences)
+    out = []
+    for s in sequences:
+        n = max_len - s.shape[0]
+        if n:
+            pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
+            s = _S.cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        out.append(s)
+    return _S.stack(out, 0 if batch_first else 1)
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
+    """The list of unpadded sequences of a right-padded batch."""
+    if not batch_first:
+        padded_sequences = _S.transpose(padded_sequences, 0, 1)
+    return [padded_sequences[i, :n] for i, n in enumerate(_lengths_list(lengths))]
+
+
+def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a list of tensors of shape (L_i, *) (sorted by decreasing length unless ``enforce_sorted=False``)."""
+    lengths = [v.shape[0] for v in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
