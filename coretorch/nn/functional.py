@@ -1103,11 +1103,31 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    axes = tuple(range(2, input.ndim))
-    mean = _R.mean(input, axes, keepdim=True)
-    xc = _P.sub(input, mean)
-    out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), axes, keepdim=True), eps)))
+    """Normalise each (instance, channel) over its spatial dims; with running stats, update them by the batch
+    mean of the per-instance statistics (unbiased variance), or normalise by them when not use_input_stats."""
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        axes = tuple(range(2, input.ndim))
+        mean = _R.mean(input, axes, keepdim=True)
+        xc = _P.sub(input, mean)
+        var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            cnt = 1
+            for d in axes:
+                cnt *= input.shape[d]
+            with no_grad():
+                if running_mean is not None:
+                    batch_mean = _R.mean(mean.reshape(input.shape[0], input.shape[1]), 0)
+                    running_mean.mul_(1 - momentum).add_(_P.mul(batch_mean, momentum))
+                if running_var is not None:
+                    unbiased = _P.mul(var.reshape(input.shape[0], input.shape[1]), cnt / max(cnt - 1, 1))
+                    running_var.mul_(1 - momentum).add_(_P.mul(_R.mean(unbiased, 0), momentum))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        xc = _P.sub(input, running_mean.reshape(bshape))
+        var = running_var.reshape(bshape)
+    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
     if weight is not None:
         out = _P.mul(out, weight.reshape(bshape))
     if bias is not None:
@@ -1648,3 +1668,6 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # linear, bilinear, dropout (1d/2d/3d) and embedding live with their modules (nn/_functional_basic.py)
 from ._functional_basic import (bilinear, dropout, dropout1d, dropout2d, dropout3d, embedding,  # noqa: E402,F401
                                 linear)
+from ._functional_activation import glu, hardshrink, prelu, rrelu, rrelu_, softshrink  # noqa: E402,F401
+from ._functional_vision import (channel_shuffle, native_channel_shuffle, pixel_shuffle,  # noqa: E402,F401
+                                 pixel_unshuffle)

@@ -19,6 +19,8 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
 from . import activation as _activation, attention as _attention, conv as _conv, loss as _loss  # noqa: E402
 from . import normalization as _normalization, pooling as _pooling, rnn as _rnn  # noqa: E402
 from . import transformer as _transformer  # noqa: E402
+from . import distance as _distance, instancenorm as _instancenorm, padding as _padding  # noqa: E402
+from . import pixelshuffle as _pixelshuffle, upsampling as _upsampling  # noqa: E402
 from . import batchnorm, utils  # noqa: E402,F401  (torch.nn.modules.batchnorm/.utils, as scripts import them)
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
@@ -28,7 +30,13 @@ from .normalization import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403
 from .transformer import *  # noqa: E402,F401,F403
+from .distance import *  # noqa: E402,F401,F403
+from .instancenorm import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pixelshuffle import *  # noqa: E402,F401,F403
+from .upsampling import *  # noqa: E402,F401,F403
 
-for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn, _transformer):
+for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn, _transformer, _distance,
+           _instancenorm, _padding, _pixelshuffle, _upsampling):
     __all__ += [n for n in _m.__all__ if n not in __all__]
 del _m

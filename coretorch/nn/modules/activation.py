@@ -1,13 +1,16 @@
 """Activation modules (PyTorch's torch/nn/modules/activation.py; MultiheadAttention lives in attention.py)."""
 from __future__ import annotations
 
+from ...ops.creation import empty
 from ...ops.pointwise import relu as _relu
 from .. import functional as F
+from .. import init as _init
+from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
            "Softmin", "Softplus", "Hardtanh", "LogSigmoid", "Hardsigmoid", "Hardswish", "Softsign", "Tanhshrink",
-           "SELU", "CELU", "Threshold"]
+           "SELU", "CELU", "Threshold", "PReLU", "GLU", "Softmax2d", "Hardshrink", "Softshrink", "RReLU"]
 
 
 def _inplace_str(inplace: bool, first: bool = False) -> str:
@@ -224,3 +227,81 @@ class Softmin(Softmax):
 class LogSoftmax(Softmax):
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learned slope ``a`` (one, or one per channel)."""
+    __constants__ = ["num_parameters"]
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    __constants__ = ["dim"]
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
+
+
+class Hardshrink(Module):
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes drawn from U(lower, upper) in training, their mean in evaluation."""
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"

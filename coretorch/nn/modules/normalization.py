@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class _NormBase(Module):
@@ -161,3 +161,30 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={has_bias}".format(
             **self.__dict__, has_bias=self.bias is not None)
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha/size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """LocalResponseNorm of a 4-D input (PyTorch's legacy Lua-torch layer; the same values)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        return super().forward(input)

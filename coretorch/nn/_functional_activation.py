@@ -1,0 +1,70 @@
+"""nn.functional activations with a parameter or a random slope: prelu, glu, hardshrink, softshrink, rrelu."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..autograd.grad_mode import state as _gs
+from ..ops import pointwise as _P, shape as _S
+from ..ops.creation import empty
+from ..tensor import Tensor
+
+__all__ = ["prelu", "glu", "hardshrink", "softshrink", "rrelu", "rrelu_"]
+
+_C_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """max(0, x) + weight * min(0, x) with one weight or one per channel (dim 1; dim 0 of a 1-D input)."""
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
+        if n != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n}"
+                               f" and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return _P.where(_P.gt(input, 0), input, _P.mul(weight, input))
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), with a and b the halves of ``input`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = _S.chunk(input, 2, d)
+    return _P.mul(a, _P.sigmoid(b))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    return _P.where(_P.gt(_P.abs(input), lambd), input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    if lambd < 0:
+        hi = _dt.finfo(input.dtype).max if input.dtype.is_floating_point else float("inf")
+        tname = _C_TYPE.get(input.dtype.name, input.dtype.name)
+        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype {tname}, but found {lambd:g}")
+    shrunk = _P.sub(input, _P.mul(_P.sign(input), lambd))
+    return _P.where(_P.gt(_P.abs(input), lambd), shrunk, 0.0)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Leaky ReLU with a slope drawn from U(lower, upper) per negative element in training, (lower+upper)/2 in
+    evaluation (PyTorch's randomized leaky ReLU)."""
+    if training:
+        slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    x = input.clone() if inplace and input.requires_grad and _gs.enabled else input
+    out = _P.where(_P.ge(x, 0), x, _P.mul(x, slope))
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, True)

@@ -1,0 +1,188 @@
+"""Layers of the nn surface beyond the basics, on every device: PReLU, GLU, Softmax2d, Hard/Softshrink, RReLU,
+Pixel(Un)Shuffle, ChannelShuffle, the padding layers, Upsample*, InstanceNorm1d/2d/3d, LocalResponseNorm,
+CrossMapLRN2d, CosineSimilarity, PairwiseDistance: numpy references, gradcheck, PyTorch's reprs and errors."""
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch import nn
+from coretorch.autograd import gradcheck
+from coretorch.testing import available_devices
+
+F = nn.functional
+DEVICES = available_devices()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def N(t):
+    return t.detach().cpu().numpy()
+
+
+def _x(device, shape=(2, 8, 4, 4), seed=0):
+    return torch.tensor(np.random.default_rng(seed).normal(size=shape), device=device)
+
+
+def test_activations_against_numpy(device):
+    x = _x(device)
+    a = N(x)
+    m = nn.PReLU(8).double().to(device)
+    with torch.no_grad():
+        m.weight.copy_(torch.linspace(0.1, 0.8, 8, dtype=torch.float64))
+    w = np.linspace(0.1, 0.8, 8).reshape(1, 8, 1, 1)
+    np.testing.assert_allclose(N(m(x)), np.where(a > 0, a, w * a))
+    np.testing.assert_allclose(N(F.prelu(x, torch.tensor([0.3], dtype=torch.float64, device=device))),
+                               np.where(a > 0, a, 0.3 * a))
+    np.testing.assert_allclose(N(nn.GLU(1)(x)), a[:, :4] / (1 + np.exp(-a[:, 4:])), rtol=1e-12)
+    np.testing.assert_allclose(N(nn.Hardshrink(0.7)(x)), np.where(np.abs(a) > 0.7, a, 0))
+    np.testing.assert_allclose(N(nn.Softshrink(0.7)(x)), np.sign(a) * np.maximum(np.abs(a) - 0.7, 0))
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(N(nn.Softmax2d()(x)), e / e.sum(1, keepdims=True), rtol=1e-12)
+    r = nn.RReLU(0.1, 0.3).eval()
+    np.testing.assert_allclose(N(r(x)), np.where(a >= 0, a, 0.2 * a))
+    torch.manual_seed(0)
+    y = N(r.train()(x))
+    slope = y[a < 0] / a[a < 0]
+    assert ((slope >= 0.1) & (slope <= 0.3)).all() and slope.std() > 0.01  # one random slope per element
+    np.testing.assert_array_equal(y[a >= 0], a[a >= 0])
+
+
+def test_gradcheck(device):
+    x = _x(device, (2, 4, 3, 3)).requires_grad_()
+    w = torch.tensor([0.2, -0.1, 0.5, 0.3], dtype=torch.float64, device=device).requires_grad_()
+    assert gradcheck(lambda t, p: F.prelu(t, p), (x, w))
+    assert gradcheck(lambda t: F.glu(t, 1), (x,))
+    assert gradcheck(lambda t: F.softshrink(t, 0.3), (x,))
+    assert gradcheck(lambda t: F.pixel_shuffle(t, 2), (x,))
+    assert gradcheck(lambda t: F.pixel_unshuffle(F.pad(t, (0, 1, 0, 1), "reflect"), 2), (x,))
+    assert gradcheck(lambda t: F.channel_shuffle(t, 2), (x,))
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        assert gradcheck(lambda t: F.pad(t, (1, 2, 2, 1), mode), (x,))
+    inorm = nn.InstanceNorm2d(4, affine=True).double().to(device)
+    assert gradcheck(lambda t: inorm(t), (x,))
+    assert gradcheck(lambda t: nn.Upsample(scale_factor=2, mode="bilinear")(t), (x,))
+    assert gradcheck(lambda t: nn.CosineSimilarity()(t, t.flip(1)), (x,))
+
+
+def test_shuffles_and_padding_against_numpy(device):
+    x = _x(device)
+    a = N(x)
+    ps = N(nn.PixelShuffle(2)(x))  # out[n, c, 2h+i, 2w+j] = in[n, 4c + 2i + j, h, w]
+    ref = a.reshape(2, 2, 2, 2, 4, 4).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 8, 8)
+    np.testing.assert_array_equal(ps, ref)
+    np.testing.assert_array_equal(N(nn.PixelUnshuffle(2)(nn.PixelShuffle(2)(x))), a)
+    cs = N(nn.ChannelShuffle(2)(x))
+    np.testing.assert_array_equal(cs, a.reshape(2, 2, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(2, 8, 4, 4))
+    pads = (1, 2, 2, 1)
+    np_pad = ((0, 0), (0, 0), (2, 1), (1, 2))
+    for layer, mode, kw in ((nn.ZeroPad2d(pads), "constant", {}), (nn.ConstantPad2d(pads, 3.5), "constant",
+                                                                   {"constant_values": 3.5}),
+                            (nn.ReflectionPad2d(pads), "reflect", {}), (nn.ReplicationPad2d(pads), "edge", {}),
+                            (nn.CircularPad2d(pads), "wrap", {})):
+        np.testing.assert_array_equal(N(layer(x)), np.pad(a, np_pad, mode, **kw), err_msg=repr(layer))
+    x1 = _x(device, (2, 3, 5))
+    np.testing.assert_array_equal(N(nn.ReflectionPad1d(2)(x1)), np.pad(N(x1), ((0, 0), (0, 0), (2, 2)), "reflect"))
+    x3 = _x(device, (1, 2, 3, 3, 3))
+    np.testing.assert_array_equal(N(nn.ReplicationPad3d(1)(x3)), np.pad(N(x3), ((0, 0), (0, 0)) + ((1, 1),) * 3,
+                                                                         "edge"))
+
+
+def test_instance_norm_running_stats(device):
+    x = _x(device, (3, 4, 5))
+    a = N(x)
+    m = nn.InstanceNorm1d(4, affine=True, track_running_stats=True, momentum=0.2).double().to(device)
+    out = N(m(x))
+    mu, var = a.mean(-1, keepdims=True), a.var(-1, keepdims=True)
+    np.testing.assert_allclose(out, (a - mu) / np.sqrt(var + 1e-5), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(N(m.running_mean), 0.2 * a.mean(-1).mean(0), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(N(m.running_var), 0.8 + 0.2 * a.var(-1, ddof=1).mean(0), rtol=1e-10)
+    m.eval()
+    rm, rv = N(m.running_mean)[None, :, None], N(m.running_var)[None, :, None]
+    np.testing.assert_allclose(N(m(x)), (a - rm) / np.sqrt(rv + 1e-5), rtol=1e-10)
+    # unbatched input and the default (no running stats: eval still uses the input's statistics)
+    n2 = nn.InstanceNorm2d(2).double().to(device).eval()
+    u = _x(device, (2, 3, 3))
+    ua = N(u)
+    ref = (ua - ua.mean((1, 2), keepdims=True)) / np.sqrt(ua.var((1, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(N(n2(u)), ref, rtol=1e-10, atol=1e-12)
+    assert nn.InstanceNorm3d(2)(_x(device, (1, 2, 2, 2, 2))).shape == (1, 2, 2, 2, 2)
+
+
+def test_lrn_distances_upsample(device):
+    x = _x(device, (2, 5, 3, 3))
+    a = N(x)
+    sq = np.pad(a ** 2, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    div = np.stack([sq[:, c:c + 3].sum(1) for c in range(5)], 1) / 3
+    np.testing.assert_allclose(N(nn.LocalResponseNorm(3, alpha=0.1)(x)), a / (1 + 0.1 * div) ** 0.75, rtol=1e-12)
+    np.testing.assert_allclose(N(nn.CrossMapLRN2d(3, alpha=0.1)(x)), a / (1 + 0.1 * div) ** 0.75, rtol=1e-12)
+    b = a[:, ::-1].copy()
+    cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-8)
+    np.testing.assert_allclose(N(nn.CosineSimilarity()(x, torch.tensor(b, device=device))), cos, rtol=1e-12)
+    pd = np.linalg.norm(a - b + 1e-6, axis=-1)
+    np.testing.assert_allclose(N(nn.PairwiseDistance()(x, torch.tensor(b, device=device))), pd, rtol=1e-12)
+    up = N(nn.UpsamplingNearest2d(scale_factor=2)(x))
+    np.testing.assert_array_equal(up, a.repeat(2, 2).repeat(2, 3))
+    # align_corners=True bilinear keeps the corners and is linear between them
+    lin = torch.arange(3.0, dtype=torch.float64, device=device).reshape(1, 1, 1, 3).expand(1, 1, 2, 3)
+    out = N(nn.UpsamplingBilinear2d(size=(2, 5))(lin))
+    np.testing.assert_allclose(out[0, 0, 0], [0, 0.5, 1, 1.5, 2])
+
+
+def test_reprs_and_errors_as_pytorch(device):
+    reprs = {nn.PReLU(): "PReLU(num_parameters=1)", nn.GLU(): "GLU(dim=-1)", nn.Hardshrink(): "Hardshrink(0.5)",
+             nn.Softshrink(): "Softshrink(0.5)", nn.RReLU(): "RReLU(lower=0.125, upper=0.3333333333333333)",
+             nn.CosineSimilarity(): "CosineSimilarity()", nn.PixelShuffle(2): "PixelShuffle(upscale_factor=2)",
+             nn.ChannelShuffle(2): "ChannelShuffle(groups=2)", nn.ZeroPad2d(1): "ZeroPad2d((1, 1, 1, 1))",
+             nn.ConstantPad1d(2, 3.5): "ConstantPad1d(padding=(2, 2), value=3.5)",
+             nn.ReplicationPad3d(1): "ReplicationPad3d((1, 1, 1, 1, 1, 1))",
+             nn.Upsample(scale_factor=2): "Upsample(scale_factor=2.0, mode='nearest')",
+             nn.UpsamplingBilinear2d(scale_factor=2): "UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')",
+             nn.InstanceNorm2d(3): "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, "
+                                   "track_running_stats=False)",
+             nn.LocalResponseNorm(2): "LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)",
+             nn.CrossMapLRN2d(3): "CrossMapLRN2d(3, alpha=0.0001, beta=0.75, k=1)", nn.Softmax2d(): "Softmax2d()"}
+    for m, r in reprs.items():
+        assert repr(m) == r
+    x = _x(device, (2, 3))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size"):
+        F.prelu(x, torch.ones(2, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"):
+        F.glu(x)
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 1.79769e\+308\] for input dtype Double"):
+        F.softshrink(x, -1.0)
+    with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D instead"):
+        nn.Softmax2d()(x)
+    with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match num_features \(3\), but got: 4"):
+        nn.InstanceNorm1d(3, affine=True)(_x(device, (2, 4, 5)))
+    with pytest.warns(UserWarning, match="does not match num_features"):
+        nn.InstanceNorm1d(3)(_x(device, (2, 4, 5)))
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
+        nn.InstanceNorm2d(3)(x)
+    with pytest.raises(RuntimeError, match="pixel_unshuffle expects height to be divisible by downscale_factor"):
+        F.pixel_unshuffle(_x(device, (1, 1, 5, 4)), 2)
+    with pytest.raises(RuntimeError, match="Number of channels must be divisible by groups. Got 5 channels"):
+        F.channel_shuffle(_x(device, (1, 5, 2, 2)), 2)
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead."):
+        nn.CrossMapLRN2d(3)(_x(device, (2, 3, 4)))
+
+
+def test_super_resolution_net_trains(device):
+    # an ESPCN-style net: conv features, PixelShuffle x2 on top of a bilinear upsampling, on smooth images
+    torch.manual_seed(0)
+    hi = F.interpolate(torch.rand(8, 1, 5, 5), size=(16, 16), mode="bilinear", align_corners=True).to(device)
+    lo = F.interpolate(hi, scale_factor=0.5, mode="bilinear", align_corners=False)
+    net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.PReLU(16), nn.ReflectionPad2d(1), nn.Conv2d(16, 4, 3),
+                        nn.PixelShuffle(2)).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    losses = []
+    for _ in range(40):
+        loss = F.mse_loss(net(lo) + nn.Upsample(scale_factor=2, mode="bilinear")(lo), hi)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert net(lo).shape == (8, 1, 16, 16)
+    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5]), losses
