@@ -378,3 +378,98 @@ def test_vae_step_trains(device):
         opt.step()
         losses.append(loss.item())
     assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
+
+
+# ---- the Gamma family: Gamma, Chi2, Beta, Dirichlet, StudentT and torch._standard_gamma ----------------------
+GAMMA_FAMILY = {
+    "Gamma": (lambda d: D.Gamma(T([0.5, 2.0, 9.0], d), T([1.0, 3.0, 0.5], d)),
+              st.gamma([0.5, 2.0, 9.0], scale=[1.0, 1 / 3, 2.0]), [0.3, 1.0, 15.0]),
+    "Chi2": (lambda d: D.Chi2(T([1.0, 3.0, 8.0], d)), st.chi2([1.0, 3.0, 8.0]), [0.3, 2.0, 9.0]),
+    "Beta": (lambda d: D.Beta(T([0.5, 2.0, 5.0], d), T([0.7, 5.0, 1.5], d)),
+             st.beta([0.5, 2.0, 5.0], [0.7, 5.0, 1.5]), [0.3, 0.2, 0.9]),
+    "StudentT": (lambda d: D.StudentT(T([3.0, 5.0, 30.0], d), T([0.0, 1.0, -2.0], d), T([1.0, 2.0, 0.5], d)),
+                 st.t([3.0, 5.0, 30.0], [0.0, 1.0, -2.0], [1.0, 2.0, 0.5]), [0.3, -2.0, -1.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GAMMA_FAMILY))
+def test_gamma_family_against_scipy(device, name):
+    build, ref, pts = GAMMA_FAMILY[name]
+    d = build(device)
+    np.testing.assert_allclose(N(d.log_prob(T(pts, device))), ref.logpdf(pts), rtol=1e-10)
+    np.testing.assert_allclose(N(d.entropy()), ref.entropy(), rtol=1e-10)
+    np.testing.assert_allclose(N(d.mean), ref.mean(), rtol=1e-12)
+    np.testing.assert_allclose(N(d.variance), ref.var(), rtol=1e-12)
+    torch.manual_seed(7)
+    s = d.sample((20000,))
+    assert s.shape == (20000, 3) and d.has_rsample
+    sd = np.sqrt(ref.var())
+    assert np.all(np.abs(N(s.mean(0)) - ref.mean()) < 5 * sd / np.sqrt(20000)), (N(s.mean(0)), ref.mean())
+    # the sample's distribution: a Kolmogorov-Smirnov distance against scipy's cdf
+    for j in range(3):
+        ks = st.kstest(N(s[:, j]), lambda v, j=j: ref.cdf(np.stack([v] * 3, -1))[..., j]).statistic
+        assert ks < 0.015, (name, j, ks)
+
+
+def test_dirichlet_against_scipy(device):
+    alpha = np.array([0.7, 2.0, 3.5])
+    d = D.Dirichlet(T(alpha, device))
+    x = np.array([[0.2, 0.3, 0.5], [0.05, 0.15, 0.8]])
+    np.testing.assert_allclose(N(d.log_prob(T(x, device))), [st.dirichlet(alpha).logpdf(v) for v in x], rtol=1e-10)
+    np.testing.assert_allclose(N(d.entropy()), st.dirichlet(alpha).entropy(), rtol=1e-10)
+    np.testing.assert_allclose(N(d.mean), st.dirichlet(alpha).mean(), rtol=1e-12)
+    np.testing.assert_allclose(N(d.variance), st.dirichlet(alpha).var(), rtol=1e-12)
+    torch.manual_seed(8)
+    s = N(d.sample((20000,)))
+    np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(s.mean(0), st.dirichlet(alpha).mean(), atol=0.01)
+    np.testing.assert_allclose(s.var(0), st.dirichlet(alpha).var(), rtol=0.05)
+    assert N(D.Dirichlet(T([2.0, 3.0, 5.0], device)).mode).tolist() == pytest.approx([1 / 7, 2 / 7, 4 / 7])
+    assert N(D.Dirichlet(T([0.5, 0.9, 0.2], device)).mode).tolist() == [0.0, 1.0, 0.0]  # a corner when all < 1
+    samples = torch._sample_dirichlet(T(np.ones((5, 4)), device))
+    assert samples.shape == (5, 4) and np.allclose(N(samples).sum(-1), 1)
+
+
+def test_standard_gamma_gradient_is_the_implicit_reparameterisation(device):
+    from scipy.special import gammainc, gammaincinv
+    # exact: d x / d alpha at a fixed quantile u, against a central difference of scipy's inverse cdf
+    alpha = np.array([0.05, 0.3, 1.0, 2.5, 10.0, 120.0])
+    u = np.array([0.01, 0.5, 0.99, 0.3, 0.7, 0.5])
+    x = gammaincinv(alpha, u)
+    h = alpha * 1e-6
+    ref = (gammaincinv(alpha + h, u) - gammaincinv(alpha - h, u)) / (2 * h)
+    got = N(torch._standard_gamma_grad(T(alpha, device), T(x, device)))
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    # by use: draws are Gamma(alpha, 1) and dE[x]/dalpha = 1, dE[log x]/dalpha = trigamma(alpha)
+    a = T([0.4, 3.0], device).requires_grad_()
+    torch.manual_seed(9)
+    s = torch._standard_gamma(a.expand(40000, 2))
+    assert s.grad_fn is not None and type(s.grad_fn).__name__ == "StandardGammaBackward0"
+    assert st.kstest(N(s[:, 0]), lambda v: gammainc(0.4, v)).statistic < 0.01
+    g1 = torch.autograd.grad(s.mean(0).sum(), a, retain_graph=True)[0]
+    np.testing.assert_allclose(N(g1), [1.0, 1.0], rtol=0.03)
+    from scipy.special import polygamma
+    g2 = torch.autograd.grad(s.log().mean(0).sum(), a)[0]
+    np.testing.assert_allclose(N(g2), polygamma(1, [0.4, 3.0]), rtol=0.03)
+    with pytest.raises(RuntimeError, match="_standard_gamma"):
+        torch._standard_gamma(torch.tensor([1, 2], device=device))
+
+
+def test_gamma_family_kl_and_reparameterised_training(device):
+    pairs = [(D.Gamma(T([2.0], device), T([3.0], device)), D.Gamma(T([1.5], device), T([1.0], device))),
+             (D.Beta(T([2.0], device), T([3.0], device)), D.Beta(T([1.0], device), T([1.5], device))),
+             (D.Dirichlet(T([1.0, 2.0, 3.0], device)), D.Dirichlet(T([2.0, 2.0, 2.0], device)))]
+    for p, q in pairs:
+        np.testing.assert_allclose(N(D.kl_divergence(p, q)), _mc_kl(p, q), atol=0.02, rtol=0.03,
+                                   err_msg=type(p).__name__)
+    # fit a Gamma's concentration by maximising E[log q] through rsample: it moves towards the target mean
+    torch.manual_seed(10)
+    log_c = T([0.0], device).requires_grad_()
+    opt = torch.optim.Adam([log_c], lr=0.1)
+    for _ in range(60):
+        x = D.Gamma(log_c.exp(), 1.0).rsample((256,))
+        loss = ((x - 4.0) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert 2.5 < log_c.exp().item() < 5.0

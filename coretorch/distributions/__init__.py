@@ -6,6 +6,7 @@ from . import constraints, transforms
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, Multinomial, OneHotCategorical, Poisson
 from .distribution import Distribution
+from .gamma_family import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .independent import Independent, MixtureSameFamily
 from .kl import kl_divergence, register_kl
 from .multivariate_normal import MultivariateNormal
@@ -17,7 +18,7 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 
 __all__ = ["constraints", "transforms", "Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy",
            "Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial", "Multinomial",
-           "MultivariateNormal", "Independent", "MixtureSameFamily", "TransformedDistribution", "LogNormal",
+           "MultivariateNormal", "Gamma", "Chi2", "Dirichlet", "Beta", "StudentT", "Independent", "MixtureSameFamily", "TransformedDistribution", "LogNormal",
            "ExpRelaxedCategorical", "RelaxedOneHotCategorical", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "kl_divergence", "register_kl", "Transform", "ComposeTransform", "ExpTransform", "PowerTransform",
            "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
