@@ -18,8 +18,8 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 
 __all__ = ["constraints", "transforms", "Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy",
            "Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial", "Multinomial",
-           "MultivariateNormal",
-           "Gamma", "Chi2", "Dirichlet", "Beta", "StudentT", "Independent", "MixtureSameFamily", "TransformedDistribution", "LogNormal",
+           "MultivariateNormal", "Gamma", "Chi2", "Dirichlet", "Beta", "StudentT", "Independent",
+           "MixtureSameFamily", "TransformedDistribution", "LogNormal",
            "ExpRelaxedCategorical", "RelaxedOneHotCategorical", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "kl_divergence", "register_kl", "Transform", "ComposeTransform", "ExpTransform", "PowerTransform",
            "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
