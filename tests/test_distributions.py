@@ -473,3 +473,23 @@ def test_gamma_family_kl_and_reparameterised_training(device):
         loss.backward()
         opt.step()
     assert 2.5 < log_c.exp().item() < 5.0
+
+
+def test_reinforce_agent_with_categorical_learns(device):
+    # a two-armed contextual bandit: REINFORCE with Categorical(logits=policy(x)) learns to pick the rewarded arm
+    torch.manual_seed(0)
+    policy = torch.nn.Linear(2, 2).to(device)
+    opt = torch.optim.Adam(policy.parameters(), lr=0.05)
+    rewards = []
+    for _ in range(80):
+        ctx = torch.randint(0, 2, (64,)).to(device)
+        x = torch.nn.functional.one_hot(ctx, 2).float()
+        dist = D.Categorical(logits=policy(x))
+        action = dist.sample()
+        reward = (action == ctx).float()  # the arm that matches the context pays 1
+        loss = -(dist.log_prob(action) * (reward - reward.mean())).mean() - 0.01 * dist.entropy().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rewards.append(reward.mean().item())
+    assert np.mean(rewards[:10]) < 0.7 and np.mean(rewards[-10:]) > 0.9, rewards

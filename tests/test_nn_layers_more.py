@@ -186,3 +186,55 @@ def test_super_resolution_net_trains(device):
         losses.append(loss.item())
     assert net(lo).shape == (8, 1, 16, 16)
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5]), losses
+
+
+def test_margin_losses_against_numpy(device):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3, 4))
+    y = np.array([1, 0, 3])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    X, Y, W = (torch.tensor(v, device=device) for v in (x, y, w))
+    for p, margin, weight in ((1, 1.0, None), (2, 0.5, W)):
+        ref = []
+        for i in range(3):
+            h = np.maximum(margin - x[i, y[i]] + x[i], 0) ** p
+            h[y[i]] = 0
+            ref.append(h.sum() / 4 * (w[y[i]] if weight is not None else 1))
+        got = nn.MultiMarginLoss(p=p, margin=margin, weight=weight, reduction="none")(X, Y)
+        np.testing.assert_allclose(N(got), ref, rtol=1e-12)
+    t = np.array([[3, 0, -1, 1], [1, 2, 3, -1], [-1, 0, 1, 2]])
+    ref = []
+    for i in range(3):
+        tgt = list(t[i][:list(t[i]).index(-1)] if -1 in t[i] else t[i])
+        others = [k for k in range(4) if k not in tgt]
+        ref.append(sum(max(0, 1 - (x[i, j] - x[i, k])) for j in tgt for k in others) / 4)
+    np.testing.assert_allclose(N(nn.MultiLabelMarginLoss(reduction="none")(X, torch.tensor(t, device=device))), ref,
+                               rtol=1e-12)
+    yl = rng.integers(0, 2, size=(3, 4)).astype(float)
+    ls = lambda v: -np.log1p(np.exp(-v))  # noqa: E731
+    ref = -(yl * ls(x) + (1 - yl) * ls(-x)) * w
+    got = nn.MultiLabelSoftMarginLoss(weight=W, reduction="none")(X, torch.tensor(yl, device=device))
+    np.testing.assert_allclose(N(got), ref.mean(1), rtol=1e-12)
+    a, pos, neg = (rng.normal(size=(3, 5)) for _ in range(3))
+    A, P_, Ng = (torch.tensor(v, device=device) for v in (a, pos, neg))
+    d = lambda u, v, p=2: (np.abs(u - v + 1e-6) ** p).sum(-1) ** (1 / p)  # noqa: E731
+    np.testing.assert_allclose(N(nn.TripletMarginLoss(reduction="none")(A, P_, Ng)),
+                               np.maximum(d(a, pos) - d(a, neg) + 1, 0), rtol=1e-12)
+    swap = np.maximum(d(a, pos, 1) - np.minimum(d(a, neg, 1), d(pos, neg, 1)) + 1, 0)
+    np.testing.assert_allclose(N(nn.TripletMarginLoss(p=1, swap=True, reduction="none")(A, P_, Ng)), swap, rtol=1e-12)
+    cosd = lambda u, v: 1 - (u * v).sum(-1) / (np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1))  # noqa: E731
+    loss = nn.TripletMarginWithDistanceLoss(distance_function=lambda u, v: 1 - F.cosine_similarity(u, v),
+                                            margin=0.5)(A, P_, Ng)
+    np.testing.assert_allclose(N(loss), np.maximum(cosd(a, pos) - cosd(a, neg) + 0.5, 0).mean(), rtol=1e-12)
+    assert gradcheck(lambda u: F.multi_margin_loss(u, Y, p=2), (X.clone().requires_grad_(),))
+    assert gradcheck(lambda u: F.multilabel_margin_loss(u, torch.tensor(t, device=device)),
+                     (X.clone().requires_grad_(),))
+    assert gradcheck(lambda u: F.triplet_margin_loss(u, P_, Ng), (A.clone().requires_grad_(),))
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        F.multi_margin_loss(X, Y, p=3)
+    with pytest.raises(RuntimeError, match="anchor 2D, positive 1D, and negative 2D"):
+        F.triplet_margin_loss(A, P_[0], Ng)
+    with pytest.raises(ValueError, match="expected margin to be greater than 0, got 0 instead"):
+        nn.TripletMarginWithDistanceLoss(margin=0)
+    assert repr(nn.TripletMarginWithDistanceLoss()) == ("TripletMarginWithDistanceLoss(\n  (distance_function): "
+                                                        "PairwiseDistance()\n)")

@@ -1671,3 +1671,5 @@ from ._functional_basic import (bilinear, dropout, dropout1d, dropout2d, dropout
 from ._functional_activation import glu, hardshrink, prelu, rrelu, rrelu_, softshrink  # noqa: E402,F401
 from ._functional_vision import (channel_shuffle, native_channel_shuffle, pixel_shuffle,  # noqa: E402,F401
                                  pixel_unshuffle)
+from ._functional_margin import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
+                                 multilabel_soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)

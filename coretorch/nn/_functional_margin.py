@@ -1,0 +1,116 @@
+"""nn.functional margin losses: triplet_margin_loss (+ with a distance function), multi_margin_loss,
+multilabel_margin_loss, multilabel_soft_margin_loss (compositions of differentiable ops: autograd comes free)."""
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ..tensor import Tensor
+
+__all__ = ["triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
+           "multilabel_margin_loss", "multilabel_soft_margin_loss"]
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    from .functional import _legacy_reduction
+    return _legacy_reduction(size_average, reduce, reduction) if size_average is not None or reduce is not None \
+        else reduction
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    from .functional import _reduce as reduce_
+    return reduce_(loss, reduction)
+
+
+def _check_triplet_dims(anchor, positive, negative, name: str) -> None:
+    a, p, n = anchor.ndim, positive.ndim, negative.ndim
+    if not (a == p == n):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance (``swap``: d(a, n) := min(d(a, n), d(p, n)))."""
+    from .functional import pairwise_distance
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = _P.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_P.clamp(_P.add(_P.sub(d_ap, d_an), margin), min=0.0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """triplet_margin_loss with any distance (pairwise_distance by default)."""
+    from .functional import pairwise_distance
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    _check_triplet_dims(anchor, positive, negative, "triplet_margin_with_distance_loss")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_an = _P.minimum(d_an, dist(positive, negative))
+    return _reduce(_P.clamp(_P.add(_P.sub(d_ap, d_an), margin), min=0.0), reduction)
+
+
+def _as_2d(input: Tensor, target: Tensor):
+    if input.ndim == 1:
+        return _S.unsqueeze(input, 0), _S.unsqueeze(target, 0), True
+    return input, target, False
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                      reduce=None, reduction: str = "mean") -> Tensor:
+    """sum over j != y of max(0, margin - x[y] + x[j])^p / C per sample (``weight[y]`` scales it)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x, y, unbatched = _as_2d(input, target)
+    if x.ndim != 2 or y.ndim != 1 or y.shape[0] != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
+    c = x.shape[1]
+    x_y = _I.gather(x, 1, _S.unsqueeze(y, 1))
+    margins = _P.clamp(_P.add(_P.sub(x, x_y), margin), min=0.0)
+    if p == 2:
+        margins = _P.mul(margins, margins)
+    if weight is not None:
+        margins = _P.mul(margins, _S.unsqueeze(_I.index_select(weight, 0, y), 1))
+    not_target = _P.ne(_S.unsqueeze(_C.arange(c, device=x.device), 0), _S.unsqueeze(y, 1))
+    loss = _P.div(_R.sum(_P.where(not_target, margins, 0.0), 1), c)
+    return _reduce(loss[0] if unbatched else loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """sum over target classes j and non-target classes k of max(0, 1 - (x[j] - x[k])) / C; ``target`` lists the
+    class indices of each sample, ended by the first -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    x, y, unbatched = _as_2d(input, target)
+    if tuple(y.shape) != tuple(x.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    n, c = x.shape
+    valid = _P.ge(y, 0).to(_dt.int64).cumprod(1)          # positions before the first -1
+    idx = _P.where(_P.gt(valid, 0), y, 0)
+    is_target = _C.zeros((n, c), dtype=x.dtype, device=x.device)
+    is_target = is_target.scatter_add(1, idx, valid.to(x.dtype))
+    is_target = _P.gt(is_target, 0)                             # (n, c): class k is one of the sample's targets
+    # hinge between every target class j and every non-target class k
+    diff = _P.rsub(_P.sub(_S.unsqueeze(x, 2), _S.unsqueeze(x, 1)), 1.0)   # [i, j, k] = 1 - (x[j] - x[k])
+    pair = _P.logical_and(_S.unsqueeze(is_target, 2), _P.logical_not(_S.unsqueeze(is_target, 1)))
+    loss = _P.div(_R.sum(_P.where(pair, _P.clamp(diff, min=0.0), 0.0), (1, 2)), c)
+    return _reduce(loss[0] if unbatched else loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), averaged over the classes."""
+    from .functional import logsigmoid
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = _P.neg(_P.add(_P.mul(target, logsigmoid(input)), _P.mul(_P.rsub(target, 1.0), logsigmoid(_P.neg(input)))))
+    if weight is not None:
+        loss = _P.mul(loss, weight)
+    loss = _R.mean(loss, input.ndim - 1)
+    return _reduce(loss, reduction)
