@@ -238,3 +238,81 @@ def test_margin_losses_against_numpy(device):
         nn.TripletMarginWithDistanceLoss(margin=0)
     assert repr(nn.TripletMarginWithDistanceLoss()) == ("TripletMarginWithDistanceLoss(\n  (distance_function): "
                                                         "PairwiseDistance()\n)")
+
+
+def test_fold_unfold_against_numpy(device):
+    x = _x(device, (2, 3, 5, 6))
+    a = np.pad(N(x), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = N(nn.Unfold((2, 3), padding=1, stride=(1, 2))(x))
+    blocks = [a[:, :, i:i + 2, j:j + 3].reshape(2, -1) for i in range(0, 6) for j in range(0, 6, 2)]
+    np.testing.assert_array_equal(cols, np.stack(blocks, -1))
+    # fold is unfold's adjoint: <unfold(x), y> == <x, fold(y)>
+    y = _x(device, tuple(cols.shape), seed=1)
+    folded = nn.Fold((5, 6), (2, 3), padding=1, stride=(1, 2))(y)
+    np.testing.assert_allclose((cols * N(y)).sum(), (N(x) * N(folded)).sum(), rtol=1e-12)
+    # non-overlapping blocks: fold(unfold(x)) == x
+    np.testing.assert_array_equal(N(F.fold(F.unfold(x[:, :, :4], 2, stride=2), (4, 6), 2, stride=2)),
+                                  N(x[:, :, :4]))
+    xg = x.clone().requires_grad_()
+    assert gradcheck(lambda t: F.unfold(t, 3, dilation=(1, 2), padding=1), (xg,))
+    assert gradcheck(lambda t: F.fold(t, (5, 6), (2, 3), padding=1, stride=(1, 2)), (y.clone().requires_grad_(),))
+    with pytest.raises(RuntimeError, match="expected size of input's dimension 2 to match"):
+        F.fold(y, (5, 7), (2, 3), padding=1, stride=(1, 2))
+
+
+def test_lp_pool_gumbel_softmax(device):
+    x = _x(device, (2, 3, 4, 6)).abs()
+    a = N(x)
+    ref = (a.reshape(2, 3, 2, 2, 3, 2) ** 2).sum((3, 5)) ** 0.5  # 2x2 windows, stride 2
+    np.testing.assert_allclose(N(nn.LPPool2d(2, 2)(x)), ref, rtol=1e-12)
+    ref1 = (a[0].reshape(3, 4, 2, 3) ** 1.5).sum(-1) ** (1 / 1.5)
+    np.testing.assert_allclose(N(nn.LPPool1d(1.5, 3)(x[0])), ref1, rtol=1e-12)
+    torch.manual_seed(0)
+    logits = torch.tensor([[2.0, 0.0, -1.0]] * 4000, device=device)
+    soft = N(F.gumbel_softmax(logits, tau=0.5))
+    np.testing.assert_allclose(soft.sum(-1), 1.0, rtol=1e-6)
+    p = np.exp([2.0, 0.0, -1.0]) / np.exp([2.0, 0.0, -1.0]).sum()
+    hard = F.gumbel_softmax(logits.clone().requires_grad_(), hard=True)
+    h = N(hard)
+    assert set(np.unique(h)) == {0.0, 1.0} and (h.sum(-1) == 1).all()
+    np.testing.assert_allclose(h.mean(0), p, atol=0.03)  # the Gumbel-max trick samples softmax(logits)
+    lg = logits[:3].clone().requires_grad_()
+    F.gumbel_softmax(lg, hard=True)[:, 0].sum().backward()
+    assert lg.grad is not None and np.abs(N(lg.grad)).sum() > 0  # straight-through gradient
+
+
+def test_embedding_bag_against_numpy(device):
+    torch.manual_seed(0)
+    w = np.random.default_rng(5).normal(size=(10, 4))
+    W = torch.tensor(w, device=device)
+    inp = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0])
+    off = np.array([0, 4, 4, 7])
+    bags = [inp[0:4], inp[4:4], inp[4:7], inp[7:]]
+    idx, offs = torch.tensor(inp, device=device), torch.tensor(off, device=device)
+    for mode, red in (("sum", np.sum), ("mean", np.mean), ("max", np.max)):
+        ref = np.stack([red(w[b], 0) if len(b) else np.zeros(4) for b in bags])
+        np.testing.assert_allclose(N(F.embedding_bag(idx, W, offs, mode=mode)), ref, rtol=1e-12)
+        kept = [b[b != 4] for b in bags]
+        ref = np.stack([red(w[b], 0) if len(b) else np.zeros(4) for b in kept])
+        np.testing.assert_allclose(N(F.embedding_bag(idx, W, offs, mode=mode, padding_idx=4)), ref, rtol=1e-12)
+    psw = np.linspace(0.1, 0.9, 9)
+    ref = np.stack([(w[inp[s:e]] * psw[s:e, None]).sum(0) for s, e in ((0, 4), (4, 4), (4, 7), (7, 9))])
+    got = F.embedding_bag(idx, W, offs, mode="sum", per_sample_weights=torch.tensor(psw, device=device))
+    np.testing.assert_allclose(N(got), ref, rtol=1e-12)
+    bag = nn.EmbeddingBag.from_pretrained(W, mode="sum", include_last_offset=True)
+    assert not bag.weight.requires_grad
+    out = bag(idx, torch.tensor([0, 4, 4, 7, 9], device=device))
+    np.testing.assert_allclose(N(out), np.stack([w[b].sum(0) if len(b) else np.zeros(4) for b in bags]))
+    two_d = nn.EmbeddingBag(10, 4, mode="mean").double().to(device)
+    assert two_d(torch.tensor([[1, 2], [3, 4]], device=device)).shape == (2, 4)
+    wg = W.clone().requires_grad_()
+    assert gradcheck(lambda t: F.embedding_bag(idx, t, offs, mode="mean"), (wg,))
+    assert gradcheck(lambda t: F.embedding_bag(idx, t, offs, mode="max"), (wg,))
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
+        F.embedding_bag(idx, W, offs, mode="mean", per_sample_weights=torch.tensor(psw, device=device))
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        F.embedding_bag(idx, W)
+    with pytest.raises(ValueError, match="if input is 2D, then offsets has to be None"):
+        F.embedding_bag(idx.reshape(3, 3), W, offs)
+    assert repr(nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0, max_norm=1.0)) == \
+        "EmbeddingBag(10, 3, max_norm=1.0, mode='sum', padding_idx=0)"

@@ -1673,3 +1673,4 @@ from ._functional_vision import (channel_shuffle, native_channel_shuffle, pixel_
                                  pixel_unshuffle)
 from ._functional_margin import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
                                  multilabel_soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
+from ._functional_fold import embedding_bag, fold, gumbel_softmax, lp_pool1d, lp_pool2d, unfold  # noqa: E402,F401

@@ -9,18 +9,18 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .linear import Bilinear, Identity, Linear
 from .flatten import Flatten, Unflatten
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
-           "Embedding"]
+           "Embedding", "EmbeddingBag"]
 
 # activations, convolution, pooling, normalization, losses, recurrent layers and attention
 from . import activation as _activation, attention as _attention, conv as _conv, loss as _loss  # noqa: E402
 from . import normalization as _normalization, pooling as _pooling, rnn as _rnn  # noqa: E402
 from . import transformer as _transformer  # noqa: E402
 from . import distance as _distance, instancenorm as _instancenorm, padding as _padding  # noqa: E402
-from . import pixelshuffle as _pixelshuffle, upsampling as _upsampling  # noqa: E402
+from . import fold as _fold, pixelshuffle as _pixelshuffle, upsampling as _upsampling  # noqa: E402
 from . import batchnorm, utils  # noqa: E402,F401  (torch.nn.modules.batchnorm/.utils, as scripts import them)
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
@@ -35,8 +35,9 @@ from .instancenorm import *  # noqa: E402,F401,F403
 from .padding import *  # noqa: E402,F401,F403
 from .pixelshuffle import *  # noqa: E402,F401,F403
 from .upsampling import *  # noqa: E402,F401,F403
+from .fold import *  # noqa: E402,F401,F403
 
 for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn, _transformer, _distance,
-           _instancenorm, _padding, _pixelshuffle, _upsampling):
+           _instancenorm, _padding, _pixelshuffle, _upsampling, _fold):
     __all__ += [n for n in _m.__all__ if n not in __all__]
 del _m

@@ -1,0 +1,172 @@
+"""nn.functional unfold (im2col) and fold (col2im), lp_pool1d/2d, gumbel_softmax and embedding_bag, written as
+compositions of differentiable ops (gather by index, index_add, pooling), so autograd and every device come free."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ..tensor import Tensor
+
+__all__ = ["unfold", "fold", "lp_pool1d", "lp_pool2d", "gumbel_softmax", "embedding_bag"]
+
+
+def _pair(v, name: str) -> tuple[int, int]:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2:
+        raise ValueError(f"{name} must be an int or a tuple of two ints, got {v}")
+    return v
+
+
+def _windows(hp: int, wp: int, k, d, s) -> tuple[np.ndarray, int, int]:
+    """Flat indices into a padded (hp, wp) plane: (kh*kw, L) with L the number of sliding blocks."""
+    oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (wp - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    ki = (np.arange(k[0]) * d[0])[:, None] * wp + (np.arange(k[1]) * d[1])[None, :]    # offsets in a block
+    bi = (np.arange(oh) * s[0])[:, None] * wp + (np.arange(ow) * s[1])[None, :]        # block origins
+    return (ki.reshape(-1, 1) + bi.reshape(1, -1)).astype(np.int64), oh, ow
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """(N, C, H, W) -> (N, C*kh*kw, L): every sliding block as a column (im2col)."""
+    k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                          (padding, "padding"), (stride, "stride")))
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    batched = input.ndim == 4
+    x = input if batched else _S.unsqueeze(input, 0)
+    n, c, h, w = x.shape
+    if p != (0, 0):
+        from .functional import pad
+        x = pad(x, (p[1], p[1], p[0], p[0]))
+    hp, wp = h + 2 * p[0], w + 2 * p[1]
+    idx, oh, ow = _windows(hp, wp, k, d, s)
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size={k}, dilation={d}, "
+                           f"padding={p}, calculated shape of the array of sliding blocks as ({oh}, {ow}), but its "
+                           "components must be at least one.")
+    flat_idx = _C.tensor(idx.reshape(-1), device=x.device)
+    cols = _I.index_select(x.reshape(n, c, hp * wp), 2, flat_idx)       # (N, C, kh*kw*L)
+    out = cols.reshape(n, c * k[0] * k[1], oh * ow)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """(N, C*kh*kw, L) -> (N, C, H, W): the columns summed back into place (col2im; overlaps add up)."""
+    o, k, d, p, s = (_pair(v, n) for v, n in ((output_size, "output_size"), (kernel_size, "kernel_size"),
+                                             (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    if input.ndim not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.ndim}D)")
+    batched = input.ndim == 3
+    x = input if batched else _S.unsqueeze(input, 0)
+    n, ck, L = x.shape
+    kk = k[0] * k[1]
+    if ck % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={ck} and kernel_size={k}")
+    hp, wp = o[0] + 2 * p[0], o[1] + 2 * p[1]
+    idx, oh, ow = _windows(hp, wp, k, d, s)
+    if oh * ow != L:
+        raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+                           f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{oh} * {ow} = {oh * ow}, but got input.size(2)={L}.")
+    c = ck // kk
+    flat_idx = _C.tensor(idx.reshape(-1), device=x.device)
+    plane = _C.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
+    plane = _I.index_add(plane, 2, flat_idx, x.reshape(n, c, kk * L))
+    out = plane.reshape(n, c, hp, wp)[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]
+    return out if batched else _S.squeeze(out, 0)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """(sum over each window of x^p)^(1/p)."""
+    from .functional import avg_pool2d, relu
+    kh, kw = _pair(kernel_size, "kernel_size")
+    out = avg_pool2d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kh * kw), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    from .functional import avg_pool1d, relu
+    out = avg_pool1d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kernel_size), 1.0 / norm_type)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """softmax((logits + Gumbel noise) / tau); ``hard``: the one-hot argmax in the forward pass with the soft
+    sample's gradient (straight-through)."""
+    from .functional import softmax
+    gumbels = _P.neg(_P.log(_C.empty(logits.shape, dtype=logits.dtype, device=logits.device).exponential_()))
+    y_soft = softmax(_P.div(_P.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = _R.max(y_soft, dim, keepdim=True)[1]
+    y_hard = _C.zeros_like(logits).scatter_(dim, index, 1.0)
+    return _P.add(_P.sub(y_hard, y_soft.detach()), y_soft)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of embeddings: a 2-D ``input`` is one bag per row; a 1-D ``input`` is cut into
+    bags at ``offsets``.  ``padding_idx`` entries are left out (an empty bag gives zeros)."""
+    from ._functional_basic import embedding
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets).__name__}")
+        b, m = input.shape
+        bag = _S.expand(_S.unsqueeze(_C.arange(b, device=input.device), 1), (b, m)).reshape(-1)
+        flat = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        flat = input
+        starts = offsets[:-1] if include_last_offset else offsets
+        b = starts.shape[0]
+        from ..ops.sorting import searchsorted
+        positions = _C.arange(flat.shape[0], device=input.device, dtype=offsets.dtype)
+        bag = _P.sub(searchsorted(starts, positions, right=True), 1)
+        if include_last_offset and flat.shape[0]:
+            bag = _P.clamp(bag, max=b - 1)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)   # (T, D)
+    keep = None
+    if padding_idx is not None:
+        pi = padding_idx if padding_idx >= 0 else weight.shape[0] + padding_idx
+        keep = _P.ne(flat, pi)
+        rows = _P.mul(rows, _S.unsqueeze(keep.to(rows.dtype), 1))
+    if per_sample_weights is not None:
+        rows = _P.mul(rows, _S.unsqueeze(per_sample_weights, 1))
+    d = weight.shape[1]
+    zeros = _C.zeros((b, d), dtype=weight.dtype, device=weight.device)
+    if mode == "max":
+        if keep is not None:
+            rows = _P.where(_S.unsqueeze(keep, 1), rows, float("-inf"))
+        idx = _S.expand(_S.unsqueeze(bag, 1), (bag.shape[0], d))
+        out = zeros.scatter_reduce(0, idx, rows, "amax", include_self=False)
+        counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
+                              (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
+        return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)
+    out = _I.index_add(zeros, 0, bag, rows)
+    if mode == "mean":
+        ones = keep.to(weight.dtype) if keep is not None else _C.ones(flat.shape, dtype=weight.dtype,
+                                                                      device=weight.device)
+        counts = _I.index_add(_C.zeros(b, dtype=weight.dtype, device=weight.device), 0, bag, ones)
+        out = _P.div(out, _S.unsqueeze(_P.clamp(counts, min=1.0), 1))
+    return out
