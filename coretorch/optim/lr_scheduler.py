@@ -668,3 +668,8 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = computed_momentum
         return lrs
+
+
+from ._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR  # noqa: E402
+
+__all__ += ["CosineAnnealingWarmRestarts", "CyclicLR"]

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
+           "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -87,6 +88,59 @@ class ConcatDataset(Dataset):
             idx = len(self) + idx
         i = bisect.bisect_right(self.cumulative_sizes, idx)
         return self.datasets[i][idx - (self.cumulative_sizes[i - 1] if i else 0)]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets chained one after another (lazily)."""
+
+    def __init__(self, datasets) -> None:
+        super().__init__()
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
+
+
+class StackDataset(Dataset):
+    """Samples of several datasets of one length side by side: a tuple (positional datasets) or a dict (keyword
+    datasets) per index."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args:
+            if kwargs:
+                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/"
+                                 "output, but both types are given.")
+            self._length = len(args[0])
+            if any(self._length != len(d) for d in args):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets = args
+        elif kwargs:
+            values = list(kwargs.values())
+            self._length = len(values[0])
+            if any(self._length != len(d) for d in values):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets = kwargs
+        else:
+            raise ValueError("At least one dataset should be passed")
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset):

@@ -544,6 +544,14 @@ class Module:
     def half(self) -> "Module":
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
+    def bfloat16(self) -> "Module":
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Parameters and buffers moved to ``device`` as uninitialised storage (then re-initialise them)."""
+        from ...ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def share_memory(self) -> "Module":
         return self
 
