@@ -31,7 +31,8 @@ def coretorch_register_functions(register):
 def coretorch_register_optimizers(register):
     from .lbfgs import LBFGS
     from .optimizers import Adadelta, Adagrad, Adam, Adamax, AdamW, Lion, NAdam, RAdam, RMSprop
-    for cls in (Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS, Lion):
+    from .optimizers_more import ASGD, Adafactor, Rprop
+    for cls in (Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS, Lion, Rprop, ASGD, Adafactor):
         register(cls.__name__, cls)
 
 
