@@ -16,7 +16,13 @@ class MmBackward0(Node):
         a, b = self.saved()
         na, nb = self.need
         ga = sum_to(_matmul_nd(g, _mT(b)), self.sa) if na else None
-        gb = sum_to(_matmul_nd(_mT(a), g), self.sb) if nb else None
+        if nb and len(self.sb) == 2 and len(self.sa) > 2:
+            # a matrix applied to a batch (nn.Linear on (B, T, k)): one (k, B*T) @ (B*T, m) product, not a
+            # batched product summed over the batch
+            k, m = self.sa[-1], g.shape[-1]
+            gb = _matmul_nd(_mT(a.reshape(-1, k)), g.reshape(-1, m))
+        else:
+            gb = sum_to(_matmul_nd(_mT(a), g), self.sb) if nb else None
         return ga, gb
 
 
@@ -46,13 +52,24 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     if sa[-1] != sb[-2]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
                            f"{'x'.join(map(str, sb))})")
-    if sa[:-2] != sb[:-2]:
-        batch = broadcast_shape(sa[:-2], sb[:-2], "matmul")
-        if sa[:-2] != batch:
-            xa = table.expand(xa, batch + sa[-2:])
-        if sb[:-2] != batch:
-            xb = table.expand(xb, batch + sb[-2:])
-    out = table.matmul(xa, xb)
+    if len(sb) == 2 and len(sa) > 2:
+        # (..., n, k) @ (k, m): the batch folded into the rows makes one large product (BLAS libraries run a
+        # stack of small products, or a zero-stride broadcast weight, several times slower)
+        rows = 1
+        for d in sa[:-1]:
+            rows *= d
+        flat = table.view(xa, (rows, sa[-1]))
+        if flat is None:
+            flat = table.view(table.contiguous(xa), (rows, sa[-1]))
+        out = table.view(table.matmul(flat, xb), sa[:-1] + (sb[-1],))
+    else:
+        if sa[:-2] != sb[:-2]:
+            batch = broadcast_shape(sa[:-2], sb[:-2], "matmul")
+            if sa[:-2] != batch:
+                xa = table.expand(xa, batch + sa[-2:])
+            if sb[:-2] != batch:
+                xb = table.expand(xb, batch + sb[-2:])
+        out = table.matmul(xa, xb)
     if _gs.enabled and (a._rg or b._rg):
         node = MmBackward0()
         node.sa, node.sb, node.need = sa, sb, (a._rg, b._rg)

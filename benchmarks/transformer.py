@@ -1,0 +1,141 @@
+"""Transformer and LSTM training steps, coretorch against PyTorch (when installed), each framework in its own
+process (a process that has run PyTorch ops slows numpy's BLAS about 4x on 2 cores), with one thread and with the
+default threads.
+
+    python benchmarks/transformer.py                 # table of ms/step and ratios
+    python benchmarks/transformer.py --worker coretorch gpt cpu 1    # one measurement (used by the table)
+
+GPT step: 2 pre-LN blocks, width 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW (the shape issue 14
+names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+STEPS = {"gpt": 12, "lstm": 10}
+
+
+def _gpt(torch, device):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d=128, h=4):
+            super().__init__()
+            self.h = h
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab=65, d=128, t=64):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(t, d)
+            self.blocks = nn.Sequential(Block(d), Block(d))
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+            return self.head(self.ln(self.blocks(x)))
+
+    torch.manual_seed(0)
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    x = torch.randint(0, 65, (16, 64)).to(device)
+    y = torch.randint(0, 65, (16, 64)).to(device)
+
+    def step():
+        loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def _lstm(torch, device):
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    emb, lstm, head = nn.Embedding(100, 64).to(device), nn.LSTM(64, 128, 2, batch_first=True).to(device), \
+        nn.Linear(128, 10).to(device)
+    params = list(emb.parameters()) + list(lstm.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=1e-3)
+    x = torch.randint(0, 100, (32, 50)).to(device)
+    y = torch.randint(0, 10, (32, 50)).to(device)
+
+    def step():
+        h, _ = lstm(emb(x))
+        loss = F.cross_entropy(head(h).reshape(-1, 10), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def worker(framework: str, model: str, device: str) -> float:
+    """Median ms per step after two warm-up steps (prints it as JSON)."""
+    torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
+    step = (_gpt if model == "gpt" else _lstm)(torch, device)
+    step()
+    step()
+    times = []
+    for _ in range(STEPS[model]):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _run(framework: str, model: str, device: str, threads: int | None) -> float | None:
+    env = dict(os.environ)
+    if threads:
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[k] = str(threads)
+    out = subprocess.run([sys.executable, __file__, "--worker", framework, model, device],
+                         capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode:
+        print(out.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=3, metavar=("FRAMEWORK", "MODEL", "DEVICE"))
+    ap.add_argument("--models", default="gpt,lstm")
+    ap.add_argument("--devices", default="cpu,opencl")
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(*args.worker)))
+        return
+    has_torch = importlib.util.find_spec("torch") is not None
+    print("| step | device | threads | coretorch ms | PyTorch ms | ratio |")
+    print("|---|---|---|---|---|---|")
+    for model in args.models.split(","):
+        for threads in (1, None):
+            base = _run("torch", model, "cpu", threads) if has_torch else None
+            for device in args.devices.split(","):
+                ours = _run("coretorch", model, device, threads)
+                ratio = f"{ours / base:.2f}x" if ours and base else "-"
+                print(f"| {model} | {device} | {threads or 'default'} | {ours and f'{ours:.1f}'} | "
+                      f"{base and f'{base:.1f}'} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
