@@ -162,8 +162,7 @@ def _timeout(timeout, fn: str) -> datetime.timedelta:
     if timeout is None:
         return default_pg_timeout
     if not isinstance(timeout, datetime.timedelta):
-        raise TypeError(f"{fn}: expected timeout argument to be of type datetime.timedelta, got "
-                        f"{type(timeout).__name__}")
+        raise TypeError(f"{fn}: Expected timeout argument to be of type datetime.timedelta, got {timeout!r}")
     if timeout.total_seconds() <= 0:
         raise ValueError(f"{fn}: timeout must be positive, got {timeout}")
     return timeout
