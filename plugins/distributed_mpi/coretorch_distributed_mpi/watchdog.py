@@ -138,7 +138,8 @@ def wait(MPI, reqs: list, *, what: str, group: str, gid: int, ranks: list, seq: 
                     abort(f"{what}: rank {gone} has left the job (its script ended or called sys.exit()); the "
                           "message can never arrive")
             if now >= deadline:
-                name = f"{what} (collective #{seq} of {group})" if seq is not None else what
+                name = f"collective operation timeout: {what} (collective #{seq} of {group})" if seq is not None \
+                    else f"operation timeout: {what}"
                 abort(timeout_message(name, now - start, timeout_s, timeout_from))
         if now >= spin_until:
             time.sleep(nap)
@@ -148,8 +149,8 @@ def wait(MPI, reqs: list, *, what: str, group: str, gid: int, ranks: list, seq: 
 
 
 def timeout_message(what: str, waited: float, timeout_s: float, timeout_from: str) -> str:
-    return (f"collective operation timeout: {what} ran for {waited:.1f} s, longer than the process group's timeout "
-            f"of {_fmt_timeout(timeout_s)} ({timeout_from}); a rank is stuck, slower than the timeout, or calls "
+    return (f"{what} ran for {waited:.1f} s, longer than the timeout of "
+            f"{_fmt_timeout(timeout_s)} set by {timeout_from}; a rank is stuck, slower than the timeout, or calls "
             "collectives in a different order")
 
 
@@ -186,7 +187,7 @@ def _at_exit() -> None:
     while not barrier.Test():
         _poll_notices(MPI)
         time.sleep(nap)
-        nap = min(nap * 2, 0.01)
+        nap = min(nap * 2, _MAX_NAP_S)
     # every other rank sent its notice before entering the barrier: take the ones not yet received
     while len([r for r in w.exited if r != w.rank]) < w.size - 1:
         st = MPI.Status()
