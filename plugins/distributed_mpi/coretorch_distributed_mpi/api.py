@@ -386,9 +386,21 @@ def _complete(pg: ProcessGroup, what: str, seq: int | None, async_op: bool, requ
     """The Work of started MPI requests; unless ``async_op``, completed now (under the watchdog)."""
     w = Work(requests, finish, keep, pg, what, seq, result=result)
     if async_op:
-        return w
+        return _track(w)
     w.wait()
     return None
+
+
+_inflight: list = []   # async Works not yet seen complete
+
+
+def _track(w: Work) -> Work:
+    """Keep an async Work (and so the buffers MPI is still reading or writing) alive until it completes, even
+    when the caller drops it (``Join.notify_join_context``'s all-reduce, a fire-and-forget ``isend``): MPI
+    would otherwise write into freed memory that a later tensor reuses."""
+    _inflight[:] = [x for x in _inflight if not x.is_completed()]
+    _inflight.append(w)
+    return w
 
 
 # ---- host staging ------------------------------------------------------------------------------------
@@ -695,8 +707,8 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
     pg = _group(group)
     peer = _to_group_rank(pg, dst, group_dst, "dst")
     h = _host_in(tensor)
-    return Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg, what=f"send to rank "
-                f"{pg.ranks[peer]}", peer=pg.ranks[peer])
+    return _track(Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg,
+                       what=f"send to rank {pg.ranks[peer]}", peer=pg.ranks[peer]))
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
@@ -711,8 +723,8 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
-    return Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,), pg=pg,
-                what="recv from " + ("any rank" if gpeer is None else f"rank {gpeer}"), peer=gpeer)
+    return _track(Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,),
+                       pg=pg, what="recv from " + ("any rank" if gpeer is None else f"rank {gpeer}"), peer=gpeer))
 
 
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:

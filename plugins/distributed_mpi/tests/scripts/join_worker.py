@@ -4,8 +4,9 @@ Rank 0 has 2 batches, rank 1 has 4.  The reference (computed in this process on 
 iteration of the longest rank with the gradient PyTorch's join gives: the sum of the per-rank mean-loss
 gradients of the ranks still iterating, divided by the world size (divide_by_initial_world_size=True) or by
 their number.  Checked on every device: the gradients of every iteration on the ranks that ran it, the final
-parameters (every replica takes those of the last rank to finish), throw_on_early_termination, and the import
-path scripts use for torch.
+parameters (every replica takes those of the last rank to finish), the BatchNorm buffers (broadcast from the
+highest rank still iterating, so they follow rank 1's batches alone), throw_on_early_termination, a Joinable
+written as in PyTorch's tutorial, and the import path scripts use for torch.
 """
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ def same_on_all_ranks(arrays) -> bool:
 def run(dev, divide, find_unused):
     tag = f"[{dev}] join divide_by_initial_world_size={divide} find_unused_parameters={find_unused}"
     coretorch.manual_seed(5)
-    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(dev)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 2)).to(dev)
     ref = copy.deepcopy(model)
+    stats = copy.deepcopy(model)                 # the buffers: rank 1's forwards alone, with the trained weights
     ddp = DDP(model, bucket_cap_mb=0.0001, find_unused_parameters=find_unused)   # several buckets
     opt = coretorch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     ref_opt = coretorch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
@@ -67,6 +69,10 @@ def run(dev, divide, find_unused):
     # the reference: one step per iteration of the longest rank
     ref_grads = []
     for it in range(max(NBATCH)):
+        with coretorch.no_grad():
+            for ps, pr in zip(stats.parameters(), ref.parameters()):
+                ps.copy_(pr)
+            stats(data[world - 1][it][0])
         active = [r for r in range(world) if it < NBATCH[r]]
         total = None
         for r in active:
@@ -88,6 +94,8 @@ def run(dev, divide, find_unused):
             opt.step()
     close_all(f"{tag}: final parameters == single-process reference", params_np(ddp.module), params_np(ref))
     C.check(f"{tag}: final parameters identical on every rank", same_on_all_ranks(params_np(ddp.module)))
+    close_all(f"{tag}: final buffers are the last rank's", [b.cpu().numpy() for b in ddp.module.buffers()],
+              [b.cpu().numpy() for b in stats.buffers()])
     # after the block, DDP works as without it
     opt.zero_grad()
     loss_of(ddp, *data[0][0]).backward()
@@ -118,8 +126,51 @@ for dev in devices:
     dist.all_reduce(t)
     C.check(f"[{dev}] join throw_on_early_termination: collectives still line up", t.tolist() == [2.0, 2.0])
 
-from coretorch.distributed.algorithms.join import Join, Joinable  # noqa: E402  (the path scripts use for torch)
+from coretorch.distributed.algorithms.join import Join, JoinHook, Joinable  # noqa: E402  (torch's import path)
 
 C.check("Join importable as in torch", Join is dist.algorithms.Join and issubclass(DDP, Joinable))
+
+
+class Counter(Joinable):
+    """PyTorch's tutorial example: each iteration all-reduces a 1; joined ranks shadow it with a 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0.0
+        self.last_joiner = None
+
+    def __call__(self):
+        Join.notify_join_context(self)
+        t = coretorch.ones(1)
+        dist.all_reduce(t)
+        self.total += t.item()
+
+    def join_hook(self, **kwargs):
+        counter = self
+
+        class Hook(JoinHook):
+            def main_hook(self):
+                dist.all_reduce(coretorch.zeros(1))
+
+            def post_hook(self, is_last_joiner):
+                counter.last_joiner = is_last_joiner
+        return Hook()
+
+    @property
+    def join_device(self):
+        return "cpu"
+
+    @property
+    def join_process_group(self):
+        return dist.group.WORLD
+
+
+counter = Counter()
+with Join([counter]):
+    for _ in range(NBATCH[rank]):
+        counter()
+# rank 0: 2 iterations with both ranks (2 + 2); rank 1: those and 2 alone (2 + 2 + 1 + 1)
+C.check("a Joinable written as in PyTorch's tutorial", counter.total == [4.0, 6.0][rank]
+        and counter.last_joiner == (rank == 1), (counter.total, counter.last_joiner))
 dist.destroy_process_group()
 C.dump()
