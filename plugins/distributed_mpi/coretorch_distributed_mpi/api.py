@@ -10,10 +10,14 @@ a duplicate of ``MPI.COMM_WORLD``, so raw mpi4py traffic of the same program nev
 
 ``init_process_group`` installs a ``sys.excepthook`` (when the world has more than one rank): an uncaught
 exception on any rank prints its traceback prefixed with ``[rank R]`` and calls ``MPI_Abort``, which makes
-``mpiexec`` end every rank at once instead of leaving the others waiting in a collective.
+``mpiexec`` end every rank at once instead of leaving the others waiting in a collective.  Every collective is
+a nonblocking MPI call completed under the watchdog (:mod:`.watchdog`): a wait longer than the group's
+``timeout`` aborts the job with a message naming the rank and the collective, and so does waiting for a rank
+that has left the job (``sys.exit()``, end of script) without joining the collective.
 """
 from __future__ import annotations
 
+import datetime
 import enum
 import os
 import pickle
@@ -24,6 +28,7 @@ import numpy as np
 
 from coretorch.tensor import Tensor
 
+from . import algorithms, watchdog
 from .ddp import DistributedDataParallel
 from .launch import launch
 from .sampler import DistributedSampler
@@ -35,7 +40,9 @@ __all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work"
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "reduce", "gather", "scatter", "barrier", "send", "recv", "isend", "irecv",
            "all_gather_object", "broadcast_object_list", "DistributedDataParallel", "DistributedSampler",
-           "launch"]
+           "launch", "algorithms", "default_pg_timeout"]
+
+default_pg_timeout = watchdog.DEFAULT_TIMEOUT
 
 _MPI = None
 
@@ -74,9 +81,29 @@ class ReduceOp(enum.Enum):
 class ProcessGroup:
     """A set of ranks with its own MPI communicator (``rank()``/``size()`` are ranks within the group)."""
 
-    def __init__(self, comm, ranks: list[int]):
+    def __init__(self, comm, ranks: list[int], timeout: datetime.timedelta, desc: str = "the default group"):
         self.comm = comm
         self.ranks = list(ranks)   # global ranks, in group-rank order
+        self.timeout = timeout
+        self.desc = desc
+        self.gid = watchdog.new_gid()   # the same on every rank: groups are created in the same order
+
+    def _seq(self) -> int:
+        """Number the collective about to start on this group (exit notices compare these numbers)."""
+        return watchdog.issue(self.gid)
+
+    def _wait(self, reqs: list, what: str, seq: int | None, peer: int | None = None, timeout=None,
+              statuses=None) -> None:
+        """Complete MPI requests under the watchdog (timeout, ranks that left)."""
+        t = self.timeout if timeout is None else timeout
+        watchdog.wait(_mpi(), reqs, what=what, group=self.desc, gid=self.gid, ranks=self.ranks, seq=seq,
+                      timeout_s=t.total_seconds(), peer=peer, statuses=statuses,
+                      timeout_from="Work.wait(timeout=...)" if timeout is not None else self._timeout_from)
+
+    @property
+    def _timeout_from(self) -> str:
+        return ("init_process_group(timeout=...)" if self.desc == "the default group" else
+                "new_group(timeout=...)")
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -131,27 +158,48 @@ def is_initialized() -> bool:
     return _state["pg"] is not None
 
 
+def _timeout(timeout, fn: str) -> datetime.timedelta:
+    if timeout is None:
+        return default_pg_timeout
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"{fn}: Expected timeout argument to be of type datetime.timedelta, got {timeout!r}")
+    if timeout.total_seconds() <= 0:
+        raise ValueError(f"{fn}: timeout must be positive, got {timeout}")
+    return timeout
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size: int = -1, rank: int = -1,
                        store=None, group_name: str = "", pg_options=None, device_id=None) -> None:
     """Join the default process group.  Rank and world size come from MPI; ``world_size``/``rank``, when given,
-    must agree with them.  ``init_method``, ``store`` and ``timeout`` are accepted and unused (MPI's launcher
-    does the rendezvous; MPI has no collective timeouts)."""
+    must agree with them.  ``timeout`` (a ``datetime.timedelta``; default 30 minutes, PyTorch's
+    ``default_pg_timeout``) bounds every wait of a collective, this one included: past it the job is aborted
+    with a message naming the rank and the collective.  ``init_method`` and ``store`` are accepted and unused
+    (MPI's launcher does the rendezvous)."""
     if _state["pg"] is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if backend is not None and str(backend).lower() not in ("mpi", "undefined"):
         raise ValueError(f"backend '{backend}' is not available in coretorch: coretorch-distributed-mpi provides "
                          "backend 'mpi' (use init_process_group(backend=\"mpi\") or backend=None)")
+    timeout = _timeout(timeout, "init_process_group")
     MPI = _mpi()
-    comm = MPI.COMM_WORLD.Dup()
-    size, me = comm.Get_size(), comm.Get_rank()
+    world = MPI.COMM_WORLD
+    size, me = world.Get_size(), world.Get_rank()
     if world_size not in (-1, None) and int(world_size) != size:
-        comm.Free()
         raise ValueError(f"init_process_group(world_size={world_size}) but MPI started {size} process(es); launch "
                          f"with `mpiexec -n {world_size}` or `coretorch run -n {world_size}`")
     if rank not in (-1, None) and int(rank) != me:
-        comm.Free()
         raise ValueError(f"init_process_group(rank={rank}) but MPI gave this process rank {me}")
-    _state["pg"] = ProcessGroup(comm, list(range(size)))
+    watchdog.setup(MPI)
+    everyone = list(range(size))
+
+    def dup():   # MPI_Comm_idup: a rendezvous of every rank that honours the timeout and exit notices
+        comm, req = world.Idup()
+        watchdog.wait(MPI, [req], what="init_process_group", group="MPI_COMM_WORLD", gid=-1, ranks=everyone,
+                      seq=0, timeout_s=timeout.total_seconds())
+        return comm
+    if size > 1 and watchdog.watch.ctl is None:
+        watchdog.watch.ctl = dup()     # exit notices travel here, never mixed with collectives
+    _state["pg"] = ProcessGroup(dup(), everyone, timeout)
     # what torchrun sets, for scripts that read them after init
     os.environ.setdefault("RANK", str(me))
     os.environ.setdefault("WORLD_SIZE", str(size))
@@ -244,10 +292,15 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
         raise ValueError(f"new_group: ranks {bad} are not in the default group (world size {n})")
     MPI = _mpi()
     me = pg.rank()
+    # MPI_Comm_split has no nonblocking form: a watched barrier first, so a missing rank is reported, not waited for
+    pg._wait([pg.comm.Ibarrier()], "new_group", pg._seq())
+    pg._seq()
     sub = pg.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
+    timeout = pg.timeout if timeout is None else _timeout(timeout, "new_group")
     if me not in ranks:
+        watchdog.new_gid()         # groups are numbered on every rank, members or not
         return GroupMember.NON_GROUP_MEMBER
-    g = ProcessGroup(sub, ranks)
+    g = ProcessGroup(sub, ranks, timeout, desc=f"group {ranks}")
     _state["groups"].append(g)
     return g
 
@@ -283,21 +336,35 @@ class Work:
     """What a collective with ``async_op=True`` returns: ``wait()`` completes it (the result is then in the
     tensors), ``is_completed()`` polls."""
 
-    def __init__(self, requests=(), finish=None, keep=()):
+    def __init__(self, requests=(), finish=None, keep=(), pg=None, what: str = "", seq: int | None = None,
+                 peer: int | None = None, result=()):
         self._reqs = [r for r in requests if r is not None]
+        self._result = list(result)
         self._finish = finish
         self._keep = keep        # host buffers MPI reads or writes until completion
         self._done = False
+        self._watch = (pg, what, seq, peer)
 
     def wait(self, timeout=None) -> bool:
+        """Complete the operation; waiting longer than ``timeout`` (a timedelta; default: the group's) aborts
+        the job, as a collective past the group's timeout does."""
         if not self._done:
             if self._reqs:
-                _mpi().Request.Waitall(self._reqs)
+                pg, what, seq, peer = self._watch
+                if pg is None:
+                    _mpi().Request.Waitall(self._reqs)
+                else:
+                    pg._wait(self._reqs, what, seq, peer,
+                             None if timeout is None else _timeout(timeout, "Work.wait"))
             self._done = True
             fin, self._finish, self._keep = self._finish, None, ()
             if fin is not None:
                 fin()
         return True
+
+    def result(self) -> list:
+        """The output tensors of the operation (all_reduce/broadcast: the tensor); valid after ``wait()``."""
+        return list(self._result)
 
     def is_completed(self) -> bool:
         if not self._done and (not self._reqs or _mpi().Request.Testall(self._reqs)):
@@ -314,12 +381,26 @@ class Work:
         self.wait()
 
 
-def _complete(async_op: bool, requests, finish=None, keep=()):
-    w = Work(requests, finish, keep)
+def _complete(pg: ProcessGroup, what: str, seq: int | None, async_op: bool, requests, finish=None, keep=(),
+              result=()):
+    """The Work of started MPI requests; unless ``async_op``, completed now (under the watchdog)."""
+    w = Work(requests, finish, keep, pg, what, seq, result=result)
     if async_op:
-        return w
+        return _track(w)
     w.wait()
     return None
+
+
+_inflight: list = []   # async Works not yet seen complete
+
+
+def _track(w: Work) -> Work:
+    """Keep an async Work (and so the buffers MPI is still reading or writing) alive until it completes, even
+    when the caller drops it (``Join.notify_join_context``'s all-reduce, a fire-and-forget ``isend``): MPI
+    would otherwise write into freed memory that a later tensor reuses."""
+    _inflight[:] = [x for x in _inflight if not x.is_completed()]
+    _inflight.append(w)
+    return w
 
 
 # ---- host staging ------------------------------------------------------------------------------------
@@ -415,11 +496,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
             _write(tensor, h)
         else:
             tensor._vc[0] += 1
-    if not async_op:
-        pg.comm.Allreduce(MPI.IN_PLACE, w, op=mop)
-        finish()
-        return None
-    return Work([pg.comm.Iallreduce(MPI.IN_PLACE, w, op=mop)], finish, keep=(w, h))
+    seq = pg._seq()
+    return _complete(pg, "all_reduce", seq, async_op, [pg.comm.Iallreduce(MPI.IN_PLACE, w, op=mop)], finish,
+                     keep=(w, h), result=[tensor])
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
@@ -438,11 +517,9 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
                 _write(tensor, h)
             else:
                 tensor._vc[0] += 1
-    if not async_op:
-        pg.comm.Bcast(_bytes(h), root=root)
-        finish()
-        return None
-    return Work([pg.comm.Ibcast(_bytes(h), root=root)], finish, keep=(h,))
+    seq = pg._seq()
+    return _complete(pg, "broadcast", seq, async_op, [pg.comm.Ibcast(_bytes(h), root=root)], finish, keep=(h,),
+                     result=[tensor])
 
 
 def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
@@ -469,11 +546,9 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     def finish():
         for i, t in enumerate(tensor_list):
             _write(t, recv[i])
-    if not async_op:
-        pg.comm.Allgather(_bytes(send), _bytes(recv))
-        finish()
-        return None
-    return Work([pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish, keep=(send, recv))
+    seq = pg._seq()
+    return _complete(pg, "all_gather", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish,
+                     keep=(send, recv))
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
@@ -494,11 +569,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
             _write(output_tensor, recv)
         else:
             output_tensor._vc[0] += 1
-    if not async_op:
-        pg.comm.Allgather(_bytes(send), _bytes(recv))
-        finish()
-        return None
-    return Work([pg.comm.Iallgather(_bytes(send), _bytes(recv))], finish, keep=(send, recv))
+    seq = pg._seq()
+    return _complete(pg, "all_gather_into_tensor", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))],
+                     finish, keep=(send, recv))
 
 
 def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
@@ -512,11 +585,9 @@ def _reduce_scatter_host(pg, output, send: np.ndarray, op, async_op: bool):
         if op is ReduceOp.AVG:
             recv.__itruediv__(n)
         _write(output, recv.view(np.bool_) if send.dtype == np.bool_ else recv.astype(send.dtype, copy=False))
-    if not async_op:
-        pg.comm.Reduce_scatter_block(w, recv, op=mop)
-        finish()
-        return None
-    return Work([pg.comm.Ireduce_scatter_block(w, recv, op=mop)], finish, keep=(w, recv, send))
+    seq = pg._seq()
+    return _complete(pg, "reduce_scatter", seq, async_op, [pg.comm.Ireduce_scatter_block(w, recv, op=mop)], finish,
+                     keep=(w, recv, send))
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -569,11 +640,9 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
             else:
                 tensor._vc[0] += 1
     sendbuf, recvbuf = (MPI.IN_PLACE, w) if mine else (w, None)
-    if not async_op:
-        pg.comm.Reduce(sendbuf, recvbuf, op=mop, root=root)
-        finish()
-        return None
-    return Work([pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish, keep=(w, h))
+    seq = pg._seq()
+    return _complete(pg, "reduce", seq, async_op, [pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish,
+                     keep=(w, h))
 
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
@@ -596,11 +665,9 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
             for i, t in enumerate(gather_list):
                 _write(t, recv[i])
     rb = _bytes(recv) if mine else None
-    if not async_op:
-        pg.comm.Gather(_bytes(send), rb, root=root)
-        finish()
-        return None
-    return Work([pg.comm.Igather(_bytes(send), rb, root=root)], finish, keep=(send, recv))
+    seq = pg._seq()
+    return _complete(pg, "gather", seq, async_op, [pg.comm.Igather(_bytes(send), rb, root=root)], finish,
+                     keep=(send, recv))
 
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
@@ -621,21 +688,17 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     def finish():
         _write(tensor, recv)
     sb = _bytes(send) if mine else None
-    if not async_op:
-        pg.comm.Scatter(sb, _bytes(recv), root=root)
-        finish()
-        return None
-    return Work([pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish, keep=(send, recv))
+    seq = pg._seq()
+    return _complete(pg, "scatter", seq, async_op, [pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish,
+                     keep=(send, recv))
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
     pg = _group(group)
     if pg is None:
         return None
-    if not async_op:
-        pg.comm.Barrier()
-        return None
-    return Work([pg.comm.Ibarrier()])
+    seq = pg._seq()
+    return _complete(pg, "barrier", seq, async_op, [pg.comm.Ibarrier()])
 
 
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work:
@@ -644,7 +707,8 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
     pg = _group(group)
     peer = _to_group_rank(pg, dst, group_dst, "dst")
     h = _host_in(tensor)
-    return Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,))
+    return _track(Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg,
+                       what=f"send to rank {pg.ranks[peer]}", peer=pg.ranks[peer]))
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
@@ -658,7 +722,9 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
-    return Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,))
+    gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
+    return _track(Work([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], lambda: _write(tensor, h), keep=(h,),
+                       pg=pg, what="recv from " + ("any rank" if gpeer is None else f"rank {gpeer}"), peer=gpeer))
 
 
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
@@ -669,19 +735,44 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
     status = MPI.Status()
-    pg.comm.Recv(_bytes(h), source=peer, tag=tag, status=status)
+    gpeer = None if peer == MPI.ANY_SOURCE else pg.ranks[peer]
+    pg._wait([pg.comm.Irecv(_bytes(h), source=peer, tag=tag)], "recv from " +
+             ("any rank" if gpeer is None else f"rank {gpeer}"), None, gpeer, statuses=[status])
     _write(tensor, h)
     return pg.ranks[status.Get_source()]
 
 
 # ---- Python objects (pickled, as torch does) ---------------------------------------------------------
+def _allreduce_np(pg: ProcessGroup, arr: np.ndarray, op: str, what: str) -> None:
+    """In-place all-reduce of a contiguous numpy array (MPI op name ``op``), watched."""
+    MPI = _mpi()
+    pg._wait([pg.comm.Iallreduce(MPI.IN_PLACE, arr, op=getattr(MPI, op))], what, pg._seq())
+
+
+def _allgather_bytes(pg: ProcessGroup, blob: bytes, what: str) -> list[bytes]:
+    """Every rank's ``blob``: sizes, then the bytes (MPI_Iallgather / MPI_Iallgatherv, both watched)."""
+    MPI = _mpi()
+    n = pg.size()
+    sizes = np.zeros(n, np.int64)
+    pg._wait([pg.comm.Iallgather(np.array([len(blob)], np.int64), sizes)], what, pg._seq())
+    out = np.empty(int(sizes.sum()), np.uint8)
+    displ = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    send = np.frombuffer(blob, np.uint8)
+    pg._wait([pg.comm.Iallgatherv(send, [out, sizes, displ, MPI.BYTE])], what, pg._seq())
+    return [out[d:d + k].tobytes() for d, k in zip(displ.tolist(), sizes.tolist())]
+
+
+def _allgather_obj(pg: ProcessGroup, obj, what: str) -> list:
+    return [pickle.loads(b) for b in _allgather_bytes(pg, pickle.dumps(obj), what)]
+
+
 def all_gather_object(object_list: list, obj, group=None) -> None:
     pg = _group(group)
     if pg is None:
         return
     if len(object_list) != pg.size():
         raise ValueError(f"object_list must have one slot per rank ({pg.size()}), got {len(object_list)}")
-    object_list[:] = [pickle.loads(b) for b in pg.comm.allgather(pickle.dumps(obj))]
+    object_list[:] = _allgather_obj(pg, obj, "all_gather_object")
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
@@ -690,5 +781,10 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     if pg is None:
         return
     root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
-    data = pg.comm.bcast(pickle.dumps(list(object_list)) if pg.rank() == root else None, root=root)
-    object_list[:] = pickle.loads(data)
+    mine = pg.rank() == root
+    blob = pickle.dumps(list(object_list)) if mine else b""
+    size = np.array([len(blob)], np.int64)
+    pg._wait([pg.comm.Ibcast(size, root=root)], "broadcast_object_list", pg._seq())
+    buf = np.frombuffer(blob, np.uint8).copy() if mine else np.empty(int(size[0]), np.uint8)
+    pg._wait([pg.comm.Ibcast(buf, root=root)], "broadcast_object_list", pg._seq())
+    object_list[:] = pickle.loads(buf.tobytes())

@@ -14,6 +14,15 @@ fresh tensor; the autograd engine then stores that very tensor as ``.grad`` (acc
 ``.grad`` keeps the tensor it is given), and the final hook writes the averaged values into it in place.  One
 consequence: hooks registered on a parameter *after* wrapping it see that placeholder instead of the local
 gradient (PyTorch's DDP uses post-accumulate hooks; coretorch has none).
+
+Uneven inputs: ``with ddp.join():`` (PyTorch's generic join context manager, ``algorithms.Join``).  Inside it
+every forward of a rank that still has inputs all-reduces a 1 (the join protocol's count) and one small vector:
+which ranks are still iterating and whether they will synchronise buffers and gradients.  A rank that has run
+out shadows each iteration of the others (``_DDPJoinHook.main_hook``): the same vector (zeros), the buffer
+broadcast, one all-reduce of zeros per bucket.  The averaged gradient is the sum over the ranks still iterating
+divided by the world size (``divide_by_initial_world_size=True``, PyTorch's default) or by their number.  When
+every rank has joined, parameters and buffers are broadcast from the last rank to run out (the highest one),
+whose replica took every optimizer step.
 """
 from __future__ import annotations
 
@@ -27,6 +36,8 @@ from coretorch.autograd.graph import AccumulateGrad
 from coretorch.nn import Module
 from coretorch.tensor import Tensor
 
+from .algorithms.join import Join, JoinHook, Joinable, _JoinConfig
+
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
@@ -34,7 +45,7 @@ _DEFAULT_BUCKET_MB = 25
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "outs")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "req", "seq", "outs")
 
     def __init__(self, index: int, params: list, offsets: list, total: int, np_dtype):
         self.index = index
@@ -44,6 +55,7 @@ class _Bucket:
         self.flat = np.zeros(total, np.float32 if np_dtype == np.float16 else np_dtype)
         self.pending = 0
         self.req = None
+        self.seq = 0                  # the all-reduce's number on the process group (for the watchdog)
         self.outs: dict = {}
 
 
@@ -81,7 +93,7 @@ def _reachable_leaves(output) -> set:
     return leaves
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """``torch.nn.parallel.DistributedDataParallel``: wrap a module replicated on every rank; each rank feeds
     its own part of the batch, and after ``loss.backward()`` every rank's ``.grad`` holds the average of the
     ranks' gradients, so identical optimizer steps keep the replicas identical."""
@@ -119,28 +131,34 @@ class DistributedDataParallel(Module):
         self._next = 0
         self._used = np.zeros(len(self._ddp_params), np.uint8)
         self._ddp_stats = {"buckets": len(self._buckets), "launched_during_backward": 0, "reductions": 0}
+        self._join_config = _JoinConfig.construct_disabled_join_config()
+        self._divide_by_initial_world_size = True
+        self._divisor = pg.size()     # what the summed gradients are divided by (join: maybe fewer ranks)
         ref = weakref.ref(self)
         self._ddp_handles = [p.register_hook(_hook(ref, i)) for i, p in enumerate(self._ddp_params)]
 
     # ---- construction ---------------------------------------------------------------------------------
     def _verify_same_model(self) -> None:
+        from .api import _allgather_obj
         sig = [(n, tuple(p.shape), str(p.dtype)) for n, p in zip(self._ddp_names, self._ddp_params)]
-        sigs = self.process_group.comm.allgather(sig)
+        sigs = _allgather_obj(self.process_group, sig, "DistributedDataParallel construction (model check)")
         for r, s in enumerate(sigs):
             if s != sigs[0]:
                 diff = next((a, b) for a, b in zip(s + [None] * len(sigs[0]), sigs[0] + [None] * len(s)) if a != b)
                 raise RuntimeError(f"DistributedDataParallel: the model on rank {self.process_group.ranks[r]} "
                                    f"differs from rank {self.process_group.ranks[0]}'s: {diff[0]} vs {diff[1]}")
 
-    def _broadcast(self, tensors: list) -> None:
-        """Every tensor takes rank 0's values: one MPI_Bcast of all of them packed as bytes."""
+    def _broadcast(self, tensors: list, src: int = 0) -> None:
+        """Every tensor takes the values of group rank ``src``: one MPI_Ibcast of all of them packed as bytes."""
         from .api import _host_in, _write
         if not tensors:
             return
+        pg = self.process_group
         hosts = [_host_in(t) for t in tensors]
         packed = np.concatenate([h.reshape(-1).view(np.uint8) for h in hosts]) if hosts else np.empty(0, np.uint8)
-        self.process_group.comm.Bcast(packed, root=0)
-        if self.process_group.rank() == 0:
+        pg._wait([pg.comm.Ibcast(packed, root=src)], "DistributedDataParallel broadcast of parameters/buffers",
+                 pg._seq())
+        if pg.rank() == src:
             return
         off = 0
         with coretorch.no_grad():
@@ -189,10 +207,13 @@ class DistributedDataParallel(Module):
                 "unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
                 "`coretorch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
                 f"participate in calculating loss. Parameters that did not receive a gradient: {missing}")
-        if self.broadcast_buffers and self._ddp_buffers and self.require_backward_grad_sync:
+        sync = coretorch.is_grad_enabled() and self.require_backward_grad_sync
+        if self._join_config.enable:
+            self._join_forward(sync)
+        elif self.broadcast_buffers and self._ddp_buffers and self.require_backward_grad_sync:
             self._broadcast(self._ddp_buffers)
         out = self.module(*inputs, **kwargs)
-        if coretorch.is_grad_enabled() and self.require_backward_grad_sync:
+        if sync:
             self._prepare(out)
         else:
             self._expect = False
@@ -208,6 +229,48 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    # ---- uneven inputs ----------------------------------------------------------------------------------
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
+        """``with ddp.join():`` around a training loop whose ranks have different numbers of batches: ranks
+        that run out shadow the others' collectives until every rank is done, then every replica takes the
+        parameters of the last rank to finish.  Gradients of an iteration are the sum over the ranks still
+        iterating divided by the world size (``divide_by_initial_world_size=True``) or by their number."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs) -> JoinHook:
+        return _DDPJoinHook(self, divide_by_initial_world_size=kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self._ddp_params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _join_info(self, mine) -> tuple:
+        """All-reduce of [one flag per rank still iterating, sync buffers?, sync gradients?]: returns (the group
+        ranks still iterating, sync buffers, sync gradients).  A joined rank contributes zeros."""
+        from .api import _allreduce_np
+        n = self.process_group.size()
+        info = np.zeros(n + 2, np.int64)
+        if mine is not None:
+            info[self.process_group.rank()] = 1
+            info[n:] = mine
+        _allreduce_np(self.process_group, info, "SUM", "DistributedDataParallel join (iteration state)")
+        return np.flatnonzero(info[:n]), bool(info[n]), bool(info[n + 1])
+
+    def _join_forward(self, sync: bool) -> None:
+        work = Join.notify_join_context(self)
+        active, sync_buffers, _ = self._join_info((int(self.require_backward_grad_sync), int(sync)))
+        if work is not None:
+            work.wait()
+        self._divisor = self.process_group.size() if self._divide_by_initial_world_size else len(active)
+        if sync_buffers and self.broadcast_buffers and self._ddp_buffers:
+            self._broadcast(self._ddp_buffers, src=int(active.max()))   # as PyTorch: the highest rank still iterating
 
     # ---- the reducer ------------------------------------------------------------------------------------
     def _prepare(self, output) -> None:
@@ -256,6 +319,7 @@ class DistributedDataParallel(Module):
         comm = self.process_group.comm
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             nb = buckets[self._next]
+            nb.seq = self.process_group._seq()
             nb.req = comm.Iallreduce(MPI.IN_PLACE, nb.flat, op=MPI.SUM)
             if self._remaining > 0:
                 self._ddp_stats["launched_during_backward"] += 1
@@ -264,17 +328,17 @@ class DistributedDataParallel(Module):
             self._finalize()
 
     def _finalize(self) -> None:
-        from .api import _mpi
-        MPI = _mpi()
-        comm = self.process_group.comm
-        MPI.Request.Waitall([b.req for b in self._buckets])
+        from .api import _allreduce_np
+        pg = self.process_group
+        for b in self._buckets:
+            pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
         used = self._used
         if self.find_unused_parameters:
             used = used.copy()
-            comm.Allreduce(MPI.IN_PLACE, used, op=MPI.MAX)
-        n = comm.Get_size()
+            _allreduce_np(pg, used, "MAX", "DistributedDataParallel all_reduce of the used-parameter mask")
+        n = self._divisor if self._join_config.enable else pg.size()
         for b in self._buckets:
-            if n > 1:
+            if n != 1:
                 b.flat /= n
             for i, off in zip(b.params, b.offsets):
                 p = self._ddp_params[i]
@@ -293,6 +357,41 @@ class DistributedDataParallel(Module):
             b.req = None
         self._expect = False
         self._ddp_stats["reductions"] += 1
+
+
+class _DDPJoinHook(JoinHook):
+    """What a DDP rank that has run out of inputs does while others iterate, and when all are done."""
+
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool) -> None:
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self) -> None:
+        """Shadow one iteration of the ranks still iterating: their state vector, buffer broadcast and every
+        gradient all-reduce (with zeros: this rank contributes nothing to the sum)."""
+        from .api import _allreduce_np
+        ddp = self.ddp
+        pg = ddp.process_group
+        active, sync_buffers, sync = ddp._join_info(None)
+        if sync_buffers and ddp.broadcast_buffers and ddp._ddp_buffers:
+            ddp._broadcast(ddp._ddp_buffers, src=int(active.max()))
+        if not sync:
+            return
+        for b in ddp._buckets:
+            _allreduce_np(pg, np.zeros_like(b.flat), "SUM", f"DistributedDataParallel gradient all_reduce (bucket "
+                          f"{b.index}, shadowed by a joined rank)")
+        if ddp.find_unused_parameters:
+            _allreduce_np(pg, np.zeros(len(ddp._ddp_params), np.uint8), "MAX",
+                          "DistributedDataParallel all_reduce of the used-parameter mask")
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        """Every replica takes the parameters (and buffers) of the highest rank among the last to finish."""
+        from .api import _allreduce_np
+        ddp = self.ddp
+        pg = ddp.process_group
+        src = np.array([pg.rank() if is_last_joiner else -1], np.int64)
+        _allreduce_np(pg, src, "MAX", "DistributedDataParallel join (final model synchronisation)")
+        ddp._broadcast(ddp._ddp_params + (ddp._ddp_buffers if ddp.broadcast_buffers else []), src=int(src[0]))
 
 
 def _hook(ref, i: int):

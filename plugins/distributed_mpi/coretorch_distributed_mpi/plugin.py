@@ -7,6 +7,8 @@ import mpi4py: MPI is initialised by ``init_process_group`` (or the first collec
 """
 from __future__ import annotations
 
+import sys
+
 from coretorch.plugins import hookimpl
 
 CORETORCH_PLUGIN_API = 1
@@ -14,5 +16,8 @@ CORETORCH_PLUGIN_API = 1
 
 @hookimpl
 def coretorch_register_distributed(register):
-    from . import api
+    from . import algorithms, api
     register(api)
+    # `from coretorch.distributed.algorithms.join import Join`, as scripts write it for torch
+    sys.modules.setdefault("coretorch.distributed.algorithms", algorithms)
+    sys.modules.setdefault("coretorch.distributed.algorithms.join", algorithms.join)

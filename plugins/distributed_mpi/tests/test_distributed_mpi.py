@@ -112,6 +112,70 @@ def test_ddp_unused_parameters_and_buffers(ddp_results, device):
     assert_checks(ddp_results)
 
 
+# ---- DistributedDataParallel.join(): uneven inputs --------------------------------------------------------
+@pytest.fixture(scope="module")
+def join_results(mpiexec, tmp_path_factory):
+    return run_mpi(mpiexec, "join_worker.py", tmp_path_factory.mktemp("join"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("variant", ["divide_by_initial_world_size=True find_unused_parameters=False",
+                                     "divide_by_initial_world_size=False find_unused_parameters=False",
+                                     "divide_by_initial_world_size=True find_unused_parameters=True"])
+def test_ddp_join_uneven_inputs_equals_single_process_training(join_results, device, variant):
+    # rank 0: 2 batches, rank 1: 4; per-iteration gradients (2 resp. 4 checks), final parameters == reference,
+    # identical on both ranks, and DDP trains normally after the block
+    assert_checks(join_results, contains=f"[{device}] join {variant}", at_least=5)
+    assert_checks(join_results, contains=f"[{device}] join {variant}: final parameters == single-process reference")
+    assert_checks(join_results, contains=f"[{device}] join {variant}: iteration 1 gradients")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ddp_join_throw_on_early_termination(join_results, device):
+    assert_checks(join_results, contains=f"[{device}] join throw_on_early_termination", at_least=2)
+    assert_checks(join_results, contains="Join importable as in torch")
+    assert_checks(join_results)
+
+
+# ---- jobs that must not hang: timeouts, ranks that leave ---------------------------------------------------
+def run_hang(mpiexec, mode: str):
+    proc = subprocess.run([mpiexec, "-n", "2", PY, str(SCRIPTS / "hang_worker.py"), mode], capture_output=True,
+                          text=True, timeout=60, cwd=SCRIPTS)
+    return proc, time.time(), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("mode,what", [("timeout", "all_reduce (collective #1 of the default group)"),
+                                       ("ddp_timeout", "DistributedDataParallel gradient all_reduce (bucket 0)")])
+def test_collective_past_the_timeout_aborts_the_job(mpiexec, mode, what):
+    proc, ended, out = run_hang(mpiexec, mode)
+    assert proc.returncode != 0, out
+    waited = re.search(r"waiting at ([0-9.]+)", out)
+    assert waited, out
+    elapsed = ended - float(waited.group(1))          # timed from the wait, not from start-up
+    assert 1.4 < elapsed < 10, f"the job ended {elapsed:.1f} s after rank 0 started waiting (timeout 1.5 s)"
+    assert f"[rank 0] coretorch.distributed: collective operation timeout: {what}" in out, out
+    assert "longer than the timeout of 1.5 s set by init_process_group(timeout=...)" in out, out
+    assert "aborting all 2 ranks" in out, out
+
+
+def test_rank_that_exits_early_ends_the_job_with_a_message(mpiexec):
+    proc, ended, out = run_hang(mpiexec, "exit")
+    assert proc.returncode != 0, out
+    left = re.search(r"waiting at ([0-9.]+)", out)    # printed by rank 1 just before sys.exit()
+    assert left, out
+    assert ended - float(left.group(1)) < 10, f"the job took {ended - float(left.group(1)):.1f} s to end"
+    assert ("[rank 0] coretorch.distributed: rank 1 has left the job (its script ended or called sys.exit()) "
+            "without taking part in all_reduce (collective #1 of the default group)") in out, out
+    assert "aborting all 2 ranks" in out, out
+
+
+def test_ranks_ending_at_different_times_without_destroy_exit_cleanly(mpiexec):
+    # rank 1 joins the last all_reduce without waiting for it and ends; rank 0 joins it later: no abort
+    proc, _, out = run_hang(mpiexec, "clean")
+    assert proc.returncode == 0, out
+    assert "rank 0 result [4.0, 4.0, 4.0, 4.0]" in out and "coretorch.distributed" not in out, out
+
+
 # ---- failure, single process, launcher -----------------------------------------------------------------
 @pytest.mark.parametrize("failing", [0, 1])
 def test_rank_failure_ends_every_rank(mpiexec, failing):

@@ -180,6 +180,15 @@ for dev in available_devices():
 C.check("barrier", dist.barrier() is None)
 w = dist.barrier(async_op=True)
 C.check("barrier async", w.wait() and w.is_completed())
+# an async Work the caller drops keeps its buffers alive until MPI is done with them (they used to be freed and
+# reused by the next tensor, which then received the dropped all-reduce's result)
+got = []
+for _ in range(5):
+    dist.all_reduce(coretorch.ones(4), async_op=True)
+    t = coretorch.ones(4)
+    dist.all_reduce(t)
+    got.append(t.tolist())
+C.check("dropped async Work: later collectives unaffected", got == [[2.0] * 4] * 5, got)
 
 # sub-groups: new_group is called by every rank
 g1 = dist.new_group([1])

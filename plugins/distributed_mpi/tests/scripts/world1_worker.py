@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import sys
 
 import numpy as np
@@ -14,8 +15,14 @@ import coretorch.nn.functional as F
 from coretorch.testing import available_devices
 
 hook = sys.excepthook
-dist.init_process_group(backend="mpi", world_size=1, rank=0)
 C = Checks(0)
+for bad, exc in ((5, TypeError), (datetime.timedelta(0), ValueError)):
+    try:
+        dist.init_process_group(timeout=bad)
+        C.check(f"init_process_group(timeout={bad!r}) raises", False)
+    except exc as e:
+        C.check(f"init_process_group(timeout={bad!r}) raises {exc.__name__}", "timeout" in str(e), e)
+dist.init_process_group(backend="mpi", world_size=1, rank=0, timeout=datetime.timedelta(seconds=30))
 C.check("world size 1, rank 0", dist.get_world_size() == 1 and dist.get_rank() == 0 and dist.is_initialized())
 C.check("no abort hook for a single process", sys.excepthook is hook)
 for dev in available_devices():
@@ -42,6 +49,12 @@ for dev in available_devices():
     C.close(f"[{dev}] DDP on one rank == the plain module", np.concatenate([p.grad.cpu().numpy().ravel()
                                                                             for p in m.parameters()]),
             np.concatenate([p.grad.cpu().numpy().ravel() for p in ref.parameters()]))
+    with ddp.join():
+        for _ in range(2):
+            F.mse_loss(ddp(xb), coretorch.zeros(5, 2, device=dev)).backward()
+    C.close(f"[{dev}] DDP.join() on one rank: gradients accumulate as without it",
+            np.concatenate([p.grad.cpu().numpy().ravel() for p in m.parameters()]),
+            3 * np.concatenate([p.grad.cpu().numpy().ravel() for p in ref.parameters()]), rtol=1e-5)
 dist.barrier()
 g = dist.new_group([0])
 C.check("new_group([0])", dist.get_world_size(g) == 1)
