@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import time
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -265,6 +266,20 @@ def _save_bytes(obj) -> io.BytesIO:
     torch.save(obj, buf)
     buf.seek(0)
     return buf
+
+
+def test_a_small_file_decodes_into_a_bounded_amount_of_memory():
+    """Decoding is linear in the header, which cannot exceed the file: the worst case (many empty containers,
+    about 25 bytes of Python objects per byte) stays far from gigabytes."""
+    k = 256 * 1024 // 12
+    data = serialization._serialize({}, '{"list":[' + ",".join(['{"list":[]}'] * k) + "]}")
+    tracemalloc.start()
+    try:
+        assert len(torch.load(io.BytesIO(data))) == k
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * len(data), (peak, len(data))
 
 
 @pytest.mark.parametrize("structure", ['{"list":[1,2', '{"float":"1e999"}', '{"list":[NaN]}', '{"x":1}', "[]",
