@@ -68,7 +68,7 @@ def info(as_json: bool = False) -> str:
                  else "  (none loaded: install coretorch-cpu for the 'cpu' device)")
     slow = [p for p in d["plugins"] if p.get("load_s", 0.0) >= SLOW_IMPORT_S]
     if slow:
-        parts.append("slow to import (over %.1f s each, paid by every `import coretorch`): " % SLOW_IMPORT_S
+        parts.append("slow to import (over %.0f s each, paid by every `import coretorch`): " % SLOW_IMPORT_S
                      + ", ".join(f"{p['name']} ({p['distribution']}) {p['load_s']:.2f} s" for p in slow))
     parts += ["", "Devices"]
     rows = [[dv["type"], dv["distribution"], "yes" if dv["available"] else "no", str(dv["count"]),

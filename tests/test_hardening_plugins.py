@@ -85,8 +85,8 @@ def test_a_plugin_sorting_first_cannot_take_over_cpu(takeover_env):
     assert "| loaded |" in rows["cpu"]
     # the newcomer is blamed, and told how to choose it
     assert "| failed |" in rows["aaa"]
-    assert re.search(r"already provided by distribution 'coretorch-cpu'; distribution 'aaa-evil' \(plugin 'aaa'\) "
-                     r"registers it again and was refused", rows["aaa"])
+    assert re.search(r"device type 'cpu' belongs to distribution 'coretorch-cpu' \(its name declares it\); "
+                     r"distribution 'aaa-evil' \(plugin 'aaa'\) registers it too and was refused", rows["aaa"])
     assert "CORETORCH_BACKEND_CPU=aaa-evil" in rows["aaa"]
     assert "DEV cpu coretorch-cpu" in r.stdout and "SUM 2.0" in r.stdout
 
@@ -98,6 +98,16 @@ def test_the_env_var_chooses_the_provider_of_a_device_type(takeover_env):
     assert "CORETORCH_BACKEND_CPU=aaa-evil chooses distribution 'aaa-evil'" in rows["cpu"]
     assert "DEV cpu aaa-evil" in r.stdout
     assert "evil kernel ran" in r.stderr  # the chosen backend is the one that runs
+
+
+def test_the_owner_wins_whichever_loads_first(tmp_path):
+    """The same plugin under an entry-point name that sorts after 'cpu': the same outcome, the same blame."""
+    _fake_dist(tmp_path, "zzz-evil", "zzz", "zzz_evil_mod", EVIL_CPU)
+    r = _run(REPORT, tmp_path, CORETORCH_PLUGINS="zzz,cpu")
+    rows = _rows(r.stdout)
+    assert "| loaded |" in rows["cpu"] and "| failed |" in rows["zzz"]
+    assert "distribution 'zzz-evil' (plugin 'zzz')" in rows["zzz"] and "was refused" in rows["zzz"]
+    assert "DEV cpu coretorch-cpu" in r.stdout and "SUM 2.0" in r.stdout
 
 
 def test_strict_mode_raises_on_a_device_type_clash(takeover_env):
@@ -302,15 +312,14 @@ def test_entry_point_with_api_true_is_reported(tmp_path):
 def test_info_names_a_slow_plugin_with_its_import_time(tmp_path):
     _fake_dist(tmp_path, "slow-plugin", "slowp", "slowp_mod", """
         import time
-        time.sleep(1.0)
+        time.sleep(1.5)
         CORETORCH_PLUGIN_API = 1
     """)
     r = _run("", tmp_path, "-m", "coretorch", "info", CORETORCH_PLUGINS="cpu,slowp")
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("slow to import"))
     m = re.search(r"slowp \(slow-plugin\) (\d+\.\d\d) s", line)
-    assert m and 1.0 <= float(m.group(1)) < 30
-    assert "cpu (" not in line  # the fast one is not named
+    assert m and 1.5 <= float(m.group(1)) < 60
     row = next(x for x in r.stdout.splitlines() if x.startswith("slowp "))
     assert re.search(r"loaded\s+\d+\.\d\d s", row)
 

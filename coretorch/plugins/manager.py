@@ -3,10 +3,10 @@
 Rules (README "Environment switches and the plugin report"):
 
 * A device type belongs to the distribution whose name declares it (``coretorch-cpu`` owns ``cpu``,
-  ``coretorch-opencl`` owns ``opencl``), or to the one ``CORETORCH_BACKEND_<TYPE>=<distribution>`` chooses;
-  otherwise to the first that registers it.  Owners are applied before every other entry point, so a plugin
-  cannot take a device type over by sorting first; a second registration is refused and the report blames
-  the newcomer.
+  ``coretorch-opencl`` owns ``opencl``) when that distribution is installed, or to the one
+  ``CORETORCH_BACKEND_<TYPE>=<distribution>`` chooses; otherwise to the first that registers it.  Any other
+  registration of it is refused, whichever loads first (a plugin cannot take ``cpu`` over by sorting before
+  ``coretorch-cpu``), and the report blames the newcomer.
 * Whatever a plugin raises while it is imported or registers (``SystemExit`` and other ``BaseException``
   included) is reported and the plugin skipped; ``KeyboardInterrupt`` is reported, then re-raised (a Ctrl-C
   stops the program).  ``CORETORCH_STRICT_PLUGINS=1`` raises ``PluginError`` instead.
@@ -28,7 +28,7 @@ from .hookspecs import PLUGIN_API_VERSION
 
 GROUP = "coretorch"
 OBSERVATION_HOOKS = ("coretorch_module_forward", "coretorch_optimizer_step")
-SLOW_IMPORT_S = 0.5  # `coretorch info` names plugins slower than this to load
+SLOW_IMPORT_S = 1.0  # `coretorch info` names plugins slower than this to load (seconds)
 
 
 class PluginError(RuntimeError):
@@ -111,9 +111,6 @@ class _Registrar:
     def distributed(self, impl) -> None:
         self.items.append(("distributed", "distributed", impl))
 
-    def owns_a_backend(self) -> bool:
-        return any(kind == "backend" and owns(self.dist, name) for kind, name, _ in self.items)
-
 
 class Manager:
     def __init__(self):
@@ -124,6 +121,7 @@ class Manager:
         self.provided: dict = {}   # plugin name -> list of (kind, name)
         self.observing = {"module_forward": False, "optimizer_step": False}
         self.disabled_hooks: set = set()  # (plugin name, hook name) switched off after raising
+        self.expected: set = set()  # distributions whose entry points load (or loaded) in this process
 
     # -- loading ---------------------------------------------------------------------------------
     def load_entry_points(self) -> None:
@@ -135,7 +133,7 @@ class Manager:
             from importlib_metadata import entry_points
         except ImportError:  # pragma: no cover - importlib-metadata is a declared dependency
             from importlib.metadata import entry_points
-        pending = []
+        eps = []
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else "?"
@@ -144,32 +142,24 @@ class Manager:
                 self.reports.append(PluginReport(ep.name, dname, version, "skipped",
                                                  "not listed in CORETORCH_PLUGINS"))
                 continue
+            eps.append((ep, dname, version))
+        # a distribution about to load reserves the device type its name declares (coretorch-cpu: cpu), so
+        # that a plugin sorting before it cannot take that device type over
+        self.expected.update(dname for _, dname, _ in eps)
+        for ep, dname, version in eps:
             if self.pm.has_plugin(ep.name):
                 continue
             t0 = time.perf_counter()
             try:
                 obj = ep.load()
                 self._check_api(obj, ep.name, required=True)
-                reg = self._collect(obj, ep.name, dname)
+                self._register(obj, ep.name, dname)
             except BaseException as e:  # noqa: BLE001 - SystemExit & co. must not escape `import coretorch`
                 self._failed(ep.name, dname, version, e, time.perf_counter() - t0)
                 continue
-            pending.append((ep.name, dname, version, obj, reg, time.perf_counter() - t0))
-        # the owners of device types first (stable sort: by entry-point name otherwise): a plugin cannot take
-        # 'cpu' from coretorch-cpu by sorting before it, and the one refused is always the newcomer
-        pending.sort(key=lambda p: not p[4].owns_a_backend())
-        for name, dname, version, obj, reg, elapsed in pending:
-            t0 = time.perf_counter()
-            try:
-                self._apply(reg)
-            except BaseException as e:  # noqa: BLE001
-                self.pm.unregister(obj)
-                self._failed(name, dname, version, e, elapsed + time.perf_counter() - t0)
-                continue
-            self._update_observers()
-            self.reports.append(PluginReport(name, dname, version, "loaded",
-                                             provides=tuple(f"{k}:{n}" for k, n in self.provided[name]),
-                                             load_s=elapsed + time.perf_counter() - t0))
+            self.reports.append(PluginReport(ep.name, dname, version, "loaded",
+                                             provides=tuple(f"{k}:{n}" for k, n in self.provided[ep.name]),
+                                             load_s=time.perf_counter() - t0))
 
     def _failed(self, name, dname, version, e: BaseException, load_s: float = 0.0) -> None:
         msg = f"{type(e).__name__}: {e}"
@@ -318,6 +308,11 @@ class Manager:
         if ("backend", name) in seen:
             raise PluginError(f"plugin '{reg.plugin}' (distribution '{reg.dist}') registers device type '{name}' "
                               "twice")
+        owner = next((d for d in sorted(self.expected) if owns(d, name)), None)
+        if owner is not None and _norm(owner) != _norm(reg.dist):
+            raise PluginError(f"device type '{name}' belongs to distribution '{owner}' (its name declares it); "
+                              f"distribution '{reg.dist}' (plugin '{reg.plugin}') registers it too and was refused "
+                              f"(set {var}={reg.dist} to choose '{reg.dist}' instead)")
         other = None
         if ("backend", name) in self.owners:
             other = self.owners[("backend", name)][1]
