@@ -75,20 +75,18 @@ def test_new_files_are_version_2_and_plain_safetensors(tmp_path):
 
 
 # ---- integrity: every single bit of the header, and the data ---------------------------------------------
-def test_every_single_bit_flip_of_the_header_is_detected(tmp_path):
-    p = tmp_path / "x.pt"
-    torch.save(_small(), p)
-    data = p.read_bytes()
-    assert torch.load(p)["lr"] == 0.1
+def test_every_single_bit_flip_of_the_header_is_detected():
+    data = _save_bytes({"w": torch.arange(3, dtype=torch.float32), "lr": 0.1, "epoch": 3, "name": "run",
+                        "betas": (0.9, 0.999)}).getvalue()
+    assert torch.load(io.BytesIO(data))["lr"] == 0.1
     n = _header_len(data)
     failures = []
     for i in range(8 + n):  # the length and the JSON header, exhaustively
         for bit in range(8):
             bad = bytearray(data)
             bad[i] ^= 1 << bit
-            p.write_bytes(bytes(bad))
             try:
-                torch.load(p)
+                torch.load(io.BytesIO(bad))
             except RuntimeError as e:
                 if not re.search(CORRUPT, str(e)):
                     failures.append((i, bit, str(e)[:120]))
@@ -337,11 +335,10 @@ def test_identical_content_gives_identical_bytes(tmp_path):
             "torch.save({'z': torch.ones(3, dtype=torch.float16), 'a': torch.arange(4), "
             "'tags': {'x', 'yy', 'zzz', 'w'}, 'frozen': frozenset({'p', 'q', 'r'}), 'lr': 0.01, "
             "'b': torch.zeros(2, dtype=torch.bool)}, sys.argv[1])\n")
-    for seed in ("1", "2"):  # another process, another string hash seed: the same bytes
-        third = tmp_path / f"3-{seed}.pt"
-        subprocess.run([sys.executable, "-c", code, str(third)], check=True, timeout=120,
-                       env={**os.environ, "PYTHONHASHSEED": seed, "CORETORCH_PLUGINS": "cpu"})
-        assert third.read_bytes() == first.read_bytes()
+    third = tmp_path / "3.pt"  # another process, another string hash seed: the same bytes
+    subprocess.run([sys.executable, "-c", code, str(third)], check=True, timeout=120,
+                   env={**os.environ, "PYTHONHASHSEED": "12345", "CORETORCH_PLUGINS": "cpu"})
+    assert third.read_bytes() == first.read_bytes()
 
 
 @pytest.mark.parametrize("device", available_devices())
