@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .plugins.manager import SLOW_IMPORT_S
+
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
@@ -60,10 +62,14 @@ def info(as_json: bool = False) -> str:
     if as_json:
         return json.dumps(d, indent=2)
     parts = [f"coretorch {d['coretorch']} (plugin API {d['plugin_api']})", "", "Plugins"]
-    rows = [[p["name"], p["distribution"], p["version"], p["status"], p["error"] or _summary(p["provides"])]
-            for p in d["plugins"]]
-    parts.append(_table(rows, ["name", "distribution", "version", "status", "error / provides"]) if rows
+    rows = [[p["name"], p["distribution"], p["version"], p["status"], f"{p.get('load_s', 0.0):.2f} s",
+             p["error"] or _summary(p["provides"])] for p in d["plugins"]]
+    parts.append(_table(rows, ["name", "distribution", "version", "status", "load", "error / provides"]) if rows
                  else "  (none loaded: install coretorch-cpu for the 'cpu' device)")
+    slow = [p for p in d["plugins"] if p.get("load_s", 0.0) >= SLOW_IMPORT_S]
+    if slow:
+        parts.append("slow to import (over %.0f s each, paid by every `import coretorch`): " % SLOW_IMPORT_S
+                     + ", ".join(f"{p['name']} ({p['distribution']}) {p['load_s']:.2f} s" for p in slow))
     parts += ["", "Devices"]
     rows = [[dv["type"], dv["distribution"], "yes" if dv["available"] else "no", str(dv["count"]),
              "; ".join(dv["names"])] for dv in d["devices"]]

@@ -190,14 +190,26 @@ class _Interrupter:
                 raise KeyboardInterrupt
 
 
-def run(args) -> int:
+def _interrupted(progress: dict) -> int:
+    """The one message for a Ctrl-C, whenever it comes (start-up, training, final save): what is on disk."""
+    done, ckpt = progress.get("completed", 0), progress.get("checkpoint")
+    where = (f"the last complete checkpoint ({ckpt}, epoch {done}) is intact; run again with --resume to continue"
+             if done > 0 and ckpt is not None else "no epoch was completed, nothing was saved")
+    print(f"\ninterrupted after {done} complete epoch(s): {where}", file=sys.stderr, flush=True)
+    return 130
+
+
+def run(args, progress: dict | None = None) -> int:
+    """Run the demo; ``progress`` (updated as it goes: complete epochs, checkpoint path) says what a Ctrl-C
+    leaves on disk."""
     from threadpoolctl import threadpool_limits
+    progress = {} if progress is None else progress
     # the matrices are small: one BLAS thread is as fast on an idle machine and several times faster on a busy one
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run(args)
+        return _run(args, progress)
 
 
-def _run(args) -> int:
+def _run(args, progress: dict) -> int:
     import coretorch
     import coretorch.nn.functional as F
     from coretorch.utils.data import DataLoader, TensorDataset
@@ -227,6 +239,7 @@ def _run(args) -> int:
         opt.load_state_dict(ck["optimizer"])
         history = {k: list(v) for k, v in ck["history"].items()}
         start_epoch = ck["epoch"]
+        progress.update(completed=start_epoch, checkpoint=ckpt_path)
         print(f"resuming from {ckpt_path}: {start_epoch} epoch(s) done")
 
     train = TensorDataset(coretorch.from_numpy(xtr), coretorch.from_numpy(ytr))
@@ -236,57 +249,50 @@ def _run(args) -> int:
     print(f"coretorch demo: CNN ({nparams} parameters) on the UCI digits, {len(ytr)} training / {len(yte)} test "
           f"images, device {dev}, {args.optimizer}(lr={group['lr']:g}), batch {args.batch_size}")
     interrupter = _Interrupter()
-    completed = start_epoch
-    try:
-        for epoch in range(start_epoch + 1, args.epochs + 1):
-            # the shuffle depends only on (seed, epoch): a resumed run sees the batches an uninterrupted one would
-            loader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
-                                generator=np.random.default_rng((args.seed, epoch)))
-            model.train()
-            seen = correct = 0
-            total_loss = 0.0
-            t0 = time.perf_counter()
-            with tqdm(total=len(train), desc=f"epoch {epoch}/{args.epochs}", leave=False, file=sys.stderr,
-                      dynamic_ncols=True, mininterval=0.2, bar_format=_BAR) as bar:
-                for xb, yb in loader:
-                    xb, yb = xb.to(dev), yb.to(dev)
-                    logits = []
+    for epoch in range(start_epoch + 1, args.epochs + 1):
+        # the shuffle depends only on (seed, epoch): a resumed run sees the batches an uninterrupted one would
+        loader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
+                            generator=np.random.default_rng((args.seed, epoch)))
+        model.train()
+        seen = correct = 0
+        total_loss = 0.0
+        t0 = time.perf_counter()
+        with tqdm(total=len(train), desc=f"epoch {epoch}/{args.epochs}", leave=False, file=sys.stderr,
+                  dynamic_ncols=True, mininterval=0.2, bar_format=_BAR) as bar:
+            for xb, yb in loader:
+                xb, yb = xb.to(dev), yb.to(dev)
+                logits = []
 
-                    def closure():
-                        opt.zero_grad()
-                        output = model(xb)
-                        loss = F.cross_entropy(output, yb)
-                        loss.backward()
-                        logits.append(output)
-                        return loss
+                def closure():
+                    opt.zero_grad()
+                    output = model(xb)
+                    loss = F.cross_entropy(output, yb)
+                    loss.backward()
+                    logits.append(output)
+                    return loss
 
-                    loss = opt.step(closure)
-                    n = len(yb)
-                    seen += n
-                    total_loss += loss.item() * n
-                    correct += int((logits[0].argmax(1) == yb).sum().item())
-                    bar.update(n)
-                    bar.set_postfix_str(f"loss {total_loss / seen:.4f}  acc {100 * correct / seen:.1f}%  "
-                                        f"{seen / (time.perf_counter() - t0):.0f} samples/s", refresh=False)
-                    interrupter.tick()
-            elapsed = time.perf_counter() - t0
-            _, test_loss, test_acc = _evaluate(model, x_test, y_test)
-            for k, v in (("loss", total_loss / seen), ("acc", correct / seen), ("test_loss", test_loss),
-                         ("test_acc", test_acc), ("samples_per_s", seen / elapsed)):
-                history[k].append(v)
-            print(f"epoch {epoch:2d}/{args.epochs}  loss {total_loss / seen:.4f}  "
-                  f"train acc {100 * correct / seen:5.1f}%  test acc {100 * test_acc:5.1f}%  "
-                  f"{seen / elapsed:6.0f} samples/s  {elapsed:.1f} s", flush=True)
-            with _hold_interrupts():  # the checkpoint and the count of complete epochs change together
-                _save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                       "optimizer_name": args.optimizer, "epoch": epoch, "history": history, "seed": args.seed},
-                      ckpt_path)
-                completed = epoch
-    except KeyboardInterrupt:
-        where = (f"the last complete checkpoint ({ckpt_path}, epoch {completed}) is intact; run again with "
-                 "--resume to continue") if completed > 0 else "no epoch was completed, nothing was saved"
-        print(f"\ninterrupted after {completed} complete epoch(s): {where}", file=sys.stderr, flush=True)
-        return 130
+                loss = opt.step(closure)
+                n = len(yb)
+                seen += n
+                total_loss += loss.item() * n
+                correct += int((logits[0].argmax(1) == yb).sum().item())
+                bar.update(n)
+                bar.set_postfix_str(f"loss {total_loss / seen:.4f}  acc {100 * correct / seen:.1f}%  "
+                                    f"{seen / (time.perf_counter() - t0):.0f} samples/s", refresh=False)
+                interrupter.tick()
+        elapsed = time.perf_counter() - t0
+        _, test_loss, test_acc = _evaluate(model, x_test, y_test)
+        for k, v in (("loss", total_loss / seen), ("acc", correct / seen), ("test_loss", test_loss),
+                     ("test_acc", test_acc), ("samples_per_s", seen / elapsed)):
+            history[k].append(v)
+        print(f"epoch {epoch:2d}/{args.epochs}  loss {total_loss / seen:.4f}  "
+              f"train acc {100 * correct / seen:5.1f}%  test acc {100 * test_acc:5.1f}%  "
+              f"{seen / elapsed:6.0f} samples/s  {elapsed:.1f} s", flush=True)
+        with _hold_interrupts():  # the checkpoint and the count of complete epochs change together
+            _save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                   "optimizer_name": args.optimizer, "epoch": epoch, "history": history, "seed": args.seed},
+                  ckpt_path)
+            progress.update(completed=epoch, checkpoint=ckpt_path)
 
     if not history["loss"]:
         raise DemoError("nothing to do: --epochs is 0")
@@ -330,11 +336,11 @@ def main(args) -> int:
         if getattr(args, name) < (1 if name == "batch_size" else 0):
             print(f"coretorch demo: error: --{name.replace('_', '-')} must be positive", file=sys.stderr)
             return 2
+    progress: dict = {}
     try:
-        return run(args)
+        return run(args, progress)
     except DemoError as e:
         print(f"coretorch demo: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # outside the training loop (start-up, final save): nothing half-written
-        print("\ninterrupted; nothing half-written was left behind", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # start-up, training or the final save: the same message, no traceback
+        return _interrupted(progress)

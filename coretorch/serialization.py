@@ -4,20 +4,33 @@ The file is a plain safetensors file.  Its tensors are named ``"0"``, ``"1"``, .
 structure (nested dicts, lists, tuples, numbers, strings, ``None`` and references to those tensors) is JSON
 stored in the safetensors ``__metadata__`` under ``"coretorch.structure"``, next to a format marker
 (``"format": "coretorch"``) and a version (``"coretorch.version"``).  Each tensor entry of the structure
-records its dtype, shape, device, ``requires_grad`` and a CRC-32 of its bytes, so that a tampered header or
-corrupted data is detected on load.
+records its dtype, shape, device, ``requires_grad`` and a CRC-32 of its bytes.
 
-``save`` writes to a temporary file in the target's directory, flushes and fsyncs it, then renames it over
-the target (``os.replace``): a crash mid-save leaves the previous file intact.  ``load`` only parses JSON
-and raw tensor bytes; it never executes code from the file.
+Format version 2 (version 1 files still load) also checks the header itself: it is written by coretorch
+(sorted keys, no whitespace, so identical content gives identical bytes) and opens with
+``{"__metadata__":{"coretorch.header_crc32":"<8 hex digits>",...``: the CRC-32 of the 8-byte length and the
+header with those digits read as ``00000000``.  Any change to the header, a single flipped bit included, is
+detected before anything is decoded.
+
+``save`` writes to a temporary file ``.<name>.<pid>.<random>.tmp`` in the target's directory, flushes and
+fsyncs it, then renames it over the target (``os.replace``): a crash mid-save leaves the previous file
+intact, and the next save to the same path removes temporary files whose process is gone.  ``load`` checks
+the header before reading the data, reads only the bytes the header describes, refuses anything but a regular
+file, bounds nesting, and only parses JSON and raw tensor bytes: it never executes code from the file.  Every
+damaged file raises ``RuntimeError("coretorch.load: ... corrupted ...")`` (or "truncated"/"not a coretorch
+checkpoint" where that is what it is).
 """
 from __future__ import annotations
 
 import json
 import math
+import mmap as _mmap
 import os
+import re
+import stat
 import struct
 import tempfile
+import time
 import zlib
 from collections import Counter, OrderedDict
 
@@ -28,13 +41,19 @@ from . import dtypes as _dtypes
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
 FORMAT = "coretorch"
-VERSION = 1
+VERSION = 2
 _MAX_HEADER = 100_000_000  # the limit the safetensors library itself enforces
+_MAX_DEPTH = 100           # containers inside containers (save refuses deeper objects; load calls it corrupted)
+_MAX_NDIM = 64             # numpy's limit
+_CRC_KEY = "coretorch.header_crc32"
+_PREFIX = b'{"__metadata__":{"' + _CRC_KEY.encode() + b'":"'
+_STALE_TMP_S = 24 * 3600   # a temporary file this old is removed even if a process with its pid runs
 
 _DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool", "bfloat16")
 # safetensors dtype names -> numpy dtypes (safetensors.numpy itself does not read BF16, which ml_dtypes provides)
 _ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
              "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+_ST_NAMES = {np.dtype(v): k for k, v in _ST_TYPES.items()}
 
 
 # ---- encoding ------------------------------------------------------------------------------------
@@ -65,7 +84,7 @@ class _Encoder:
             out["parameter"] = True
         return out
 
-    def encode(self, obj, path: str = "obj"):
+    def encode(self, obj, path: str = "obj", depth: int = 0):
         from .tensor import Tensor
         from .dtypes import dtype as _dtype
         from .device import device as _device
@@ -80,35 +99,42 @@ class _Encoder:
         if isinstance(obj, Tensor):
             return self.tensor(obj)
         if isinstance(obj, (np.bool_, np.integer, np.floating)):
-            return self.encode(obj.item(), path)
+            return self.encode(obj.item(), path, depth)
         if isinstance(obj, _dtype):
             return {"dtype": str(obj).rsplit(".", 1)[-1]}
         if isinstance(obj, _device):
             return {"device": str(obj)}
+        if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth >= _MAX_DEPTH:
+            raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
+                             "more than coretorch.load accepts")
         if isinstance(obj, (list, tuple, set, frozenset)):
             kind = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}.get(type(obj))
             if kind is None:  # torch.Size, named tuples and other subclasses are stored as their base type
                 kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
                                            (set, "set")) if isinstance(obj, c))
-            return {kind: [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
+            items = [self.encode(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj)]
+            if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
+                items.sort(key=lambda v: json.dumps(v, sort_keys=True))
+            return {kind: items}
         if isinstance(obj, dict):
             kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
                 else "dict"
-            out = {kind: [[self.key(k, path), self.encode(v, f"{path}[{k!r}]")] for k, v in obj.items()]}
+            out = {kind: [[self.key(k, path, depth), self.encode(v, f"{path}[{k!r}]", depth + 1)]
+                          for k, v in obj.items()]}
             meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
             if isinstance(meta, dict):
-                out["_metadata"] = self.encode(meta, f"{path}._metadata")
+                out["_metadata"] = self.encode(meta, f"{path}._metadata", depth + 1)
             return out
         raise TypeError(f"coretorch.save: cannot save {path} of type {type(obj).__module__}."
                         f"{type(obj).__qualname__}; only tensors, dicts, lists, tuples, sets, numbers, strings, "
                         "None, dtypes and devices are supported (coretorch never pickles)")
 
-    def key(self, k, path):
+    def key(self, k, path, depth: int = 0):
         from .tensor import Tensor
         if isinstance(k, Tensor):
             raise TypeError(f"coretorch.save: a tensor used as a dict key in {path} cannot be saved; use the "
                             "optimizer's state_dict() (integer parameter ids) instead")
-        return self.encode(k, path)
+        return self.encode(k, path, depth + 1)
 
 
 def _crc32(arr: np.ndarray) -> int:
@@ -140,6 +166,51 @@ def _umask() -> int:
     return mask
 
 
+def _tmp_prefix(path: str) -> str:
+    return "." + os.path.basename(path) + "."
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows: rely on the age alone
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def _remove_stale_temps(directory: str, path: str) -> None:
+    """Remove temporary files a killed save to ``path`` left behind: ``.<name>.<pid>.<random>.tmp`` whose
+    process is gone (or older than a day), and version-1 ``.<name>.<random>.tmp`` older than an hour."""
+    prefix = _tmp_prefix(path)
+    now = time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for e in entries:
+        if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
+            continue
+        middle = e.name[len(prefix):-4]
+        m = re.fullmatch(r"(\d+)\.[A-Za-z0-9_]{8}", middle)
+        try:
+            if not e.is_file(follow_symlinks=False):
+                continue
+            age = now - e.stat(follow_symlinks=False).st_mtime
+            if m:
+                pid = int(m.group(1))
+                stale = (pid != os.getpid() and not _pid_alive(pid)) or age > _STALE_TMP_S
+            else:
+                stale = re.fullmatch(r"[A-Za-z0-9_]{8}", middle) is not None and age > 3600
+            if stale:
+                os.unlink(e.path)
+        except OSError:  # raced with another process, or not ours to remove: leave it
+            continue
+
+
 def _atomic_write(path: str, data: bytes) -> None:
     path = os.path.realpath(path)
     directory = os.path.dirname(path) or "."
@@ -149,7 +220,8 @@ def _atomic_write(path: str, data: bytes) -> None:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    # the pid in the name lets a later save tell a killed writer's file from one still being written
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{_tmp_prefix(path)}{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             _write_bytes(f, data)
@@ -163,6 +235,7 @@ def _atomic_write(path: str, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    _remove_stale_temps(directory, path)
     try:  # make the rename itself durable
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -175,16 +248,40 @@ def _atomic_write(path: str, data: bytes) -> None:
         os.close(dfd)
 
 
+def _serialize(arrays: dict, structure: str) -> bytes:
+    """The safetensors file, written by coretorch: sorted keys, no whitespace, tensors ordered by alignment
+    then number, and the header checksum (see the module docstring)."""
+    names = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, int(k)))
+    entries, chunks, offset = [], [], 0
+    for k in names:
+        a = arrays[k]
+        if a.dtype.byteorder == ">":  # safetensors is little-endian
+            a = a.astype(a.dtype.newbyteorder("<"))
+        raw = a.tobytes()
+        entries.append(json.dumps(k) + ":" + json.dumps({"data_offsets": [offset, offset + len(raw)],
+                                                         "dtype": _st_name(a.dtype), "shape": list(a.shape)},
+                                                        sort_keys=True, separators=(",", ":")))
+        chunks.append(raw)
+        offset += len(raw)
+    meta = {_CRC_KEY: "00000000", "coretorch.structure": structure, "coretorch.version": str(VERSION),
+            "format": FORMAT}
+    header = ('{"__metadata__":' + json.dumps(meta, sort_keys=True, separators=(",", ":"))
+              + "".join("," + e for e in entries) + "}").encode("ascii")
+    header += b" " * (-len(header) % 8)  # as safetensors does: the data start 8-byte aligned
+    assert header.startswith(_PREFIX)
+    length = struct.pack("<Q", len(header))
+    crc = b"%08x" % zlib.crc32(length + header)
+    at = len(_PREFIX)
+    return b"".join([length, header[:at], crc, header[at + 8:]] + chunks)
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True) -> None:
     """Save ``obj`` (a state dict: nested dicts/lists/tuples of tensors, numbers, strings, None) to ``f``
     (a path, written atomically, or a binary file object).  The pickle arguments exist only for PyTorch
-    compatibility and are ignored: nothing is ever pickled."""
-    from safetensors.numpy import save as st_save
+    compatibility and are ignored: nothing is ever pickled.  Identical content gives identical bytes."""
     enc = _Encoder()
     structure = enc.encode(obj)
-    metadata = {"format": FORMAT, "coretorch.version": str(VERSION),
-                "coretorch.structure": json.dumps(structure, separators=(",", ":"), allow_nan=False)}
-    data = st_save(enc.arrays, metadata=metadata)
+    data = _serialize(enc.arrays, json.dumps(structure, separators=(",", ":"), allow_nan=False))
     if isinstance(f, (str, bytes, os.PathLike)):
         _atomic_write(os.fsdecode(f), data)
     elif hasattr(f, "write"):
@@ -208,7 +305,9 @@ class _Decoder:
     def bad(self, why: str) -> RuntimeError:
         return RuntimeError(f"coretorch.load: {self.name} is corrupted or was tampered with ({why})")
 
-    def decode(self, node):
+    def decode(self, node, depth: int = 0):
+        if depth > _MAX_DEPTH + 1:
+            raise self.bad(f"the structure nests more than {_MAX_DEPTH} levels deep")
         if node is None or isinstance(node, (bool, str)):
             return node
         if isinstance(node, int):
@@ -228,7 +327,7 @@ class _Decoder:
         if kind in ("list", "tuple", "set", "frozenset"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
-            items = [self.decode(v) for v in val]
+            items = [self.decode(v, depth + 1) for v in val]
             try:
                 return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](items)
             except TypeError as e:
@@ -238,13 +337,13 @@ class _Decoder:
                 raise self.bad(f"{kind} payload is not a list of key/value pairs")
             out = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}[kind]()
             for k, v in val:
-                key = self.decode(k)
+                key = self.decode(k, depth + 1)
                 try:
-                    out[key] = self.decode(v)
+                    out[key] = self.decode(v, depth + 1)
                 except TypeError as e:
                     raise self.bad(f"unhashable key: {e}") from None
             if "_metadata" in node:
-                out._metadata = self.decode(node["_metadata"])
+                out._metadata = self.decode(node["_metadata"], depth + 1)
             return out
         if kind == "dtype":
             import coretorch
@@ -311,17 +410,94 @@ class _Decoder:
                                "another available device) to load it.") from None
 
 
-def _read_all(f) -> tuple[bytes, str]:
-    if isinstance(f, (str, bytes, os.PathLike)):
-        path = os.fsdecode(f)
-        with open(path, "rb") as fh:
-            return fh.read(), repr(path)
-    if hasattr(f, "read"):
-        data = f.read()
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError("coretorch.load: the file object must be opened in binary mode")
-        return bytes(data), "the file object"
-    raise TypeError(f"coretorch.load: f must be a path or a readable binary file object, not {type(f).__name__}")
+class _Source:
+    """A checkpoint to read: a regular file (by path) or a binary file object, read piece by piece."""
+
+    def __init__(self, f, use_mmap: bool):
+        self.size = None  # known for paths: every length is checked against it before anything is read
+        self.fd = None
+        if isinstance(f, (str, bytes, os.PathLike)):
+            path = os.fsdecode(f)
+            self.name = repr(path)
+            self._check_regular(os.stat(path))  # before opening: opening a FIFO would block
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            try:
+                st = os.fstat(fd)
+                self._check_regular(st)  # the file may have been swapped since the stat
+            except BaseException:
+                os.close(fd)
+                raise
+            self.fd, self.size = fd, st.st_size
+            self.fh = os.fdopen(fd, "rb")
+        elif hasattr(f, "read"):
+            if use_mmap:
+                raise ValueError("coretorch.load: mmap=True needs a file path, not a file object")
+            self.name, self.fh = "the file object", f
+            try:  # a seekable stream says how much it holds, so that no length is trusted beyond that
+                if f.seekable():
+                    pos = f.tell()
+                    self.size = f.seek(0, os.SEEK_END) - pos
+                    f.seek(pos)
+            except (AttributeError, OSError, ValueError):
+                self.size = None
+        else:
+            raise TypeError(f"coretorch.load: f must be a path or a readable binary file object, not "
+                            f"{type(f).__name__}")
+
+    def _check_regular(self, st) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise RuntimeError(f"coretorch.load: {self.name} is not a coretorch checkpoint ({kind}; a checkpoint "
+                               "is a regular file)")
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes (fewer only at the end of the file)."""
+        parts, left = [], n
+        while left > 0:
+            b = self.fh.read(left)
+            if not isinstance(b, (bytes, bytearray, memoryview)):
+                raise TypeError("coretorch.load: the file object must be opened in binary mode")
+            if not b:
+                break
+            parts.append(bytes(b))
+            left -= len(b)
+        return b"".join(parts)
+
+    def read_into(self, buf: bytearray) -> int:
+        view, got = memoryview(buf), 0
+        readinto = getattr(self.fh, "readinto", None)
+        while got < len(buf):
+            if readinto is not None:
+                k = readinto(view[got:])
+            else:
+                b = self.read(len(buf) - got)
+                view[got:got + len(b)] = b
+                k = len(b)
+            if not k:
+                break
+            got += k
+        return got
+
+    def read_data(self, total: int) -> bytearray:
+        """Exactly ``total`` bytes, or fewer at the end of the file (a stream of unknown length is read in
+        pieces, so that a header promising terabytes fails at the end of the stream, not in an allocation)."""
+        if self.size is not None:
+            buf = bytearray(total)  # writable: tensors share it, each its own non-overlapping slice
+            got = self.read_into(buf)
+            return buf if got == total else buf[:got]
+        buf = bytearray()
+        while len(buf) < total:
+            chunk = self.read(min(1 << 26, total - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+        return buf
+
+    def close(self) -> None:
+        if self.fd is not None:
+            self.fh.close()
 
 
 def _foreign(name: str, what: str) -> RuntimeError:
@@ -330,77 +506,159 @@ def _foreign(name: str, what: str) -> RuntimeError:
                         "unpickles.")
 
 
+def _corrupted(name: str, why: str) -> RuntimeError:
+    return RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with ({why})")
+
+
+def _ours(raw: bytes) -> bool:
+    """Whether damaged bytes are still recognisably a coretorch checkpoint (its header names "coretorch."
+    several times: no single flipped bit removes them all)."""
+    return b"coretorch." in raw
+
+
+def _read_header(src: _Source) -> tuple[int, dict, dict]:
+    """Read and validate the header: (its length, the tensor entries, the coretorch metadata)."""
+    name = src.name
+    head = src.read(8)
+    if head[:2] == b"PK":
+        raise _foreign(name, "it looks like a PyTorch zip file, which may execute code when loaded")
+    if len(head) < 8:
+        raise RuntimeError(f"coretorch.load: {name} is truncated or empty ({len(head)} bytes, a coretorch "
+                           "checkpoint has at least a 8-byte header length)")
+    (n,) = struct.unpack("<Q", head)
+    avail = None if src.size is None else src.size - 8
+    if n > _MAX_HEADER or n < 2 or (avail is not None and n > avail):
+        sniff = src.read(4096)
+        if head[:1] == b"\x80" and sniff[:1] != b"{":
+            raise _foreign(name, "it looks like a PyTorch pickle file, which may execute code when loaded")
+        if not _ours(sniff):
+            raise _foreign(name, f"its first 8 bytes give a header length of {n}, not a safetensors header")
+        raise RuntimeError(f"coretorch.load: {name} is truncated or corrupted (its first 8 bytes give a header "
+                           f"length of {n}; {'?' if avail is None else avail} bytes follow)")
+    raw = src.read(n)
+    if len(raw) < n:
+        raise RuntimeError(f"coretorch.load: {name} is truncated or corrupted (the header says {n} bytes, the file "
+                           f"holds {len(raw)} after the length)")
+    # a pickle starts with \x80 (PROTO); so does a safetensors file whose header length is 128 mod 256,
+    # but its JSON header then opens at byte 8
+    if raw[:1] != b"{" and not _ours(raw):
+        if head[:1] == b"\x80":
+            raise _foreign(name, "it looks like a PyTorch pickle file, which may execute code when loaded")
+        raise _foreign(name, "no safetensors JSON header")
+    checked = False
+    at = len(_PREFIX)
+    if raw.startswith(_PREFIX) and len(raw) >= at + 9:
+        digits = raw[at:at + 8]
+        if re.fullmatch(rb"[0-9a-f]{8}", digits) is None or \
+                zlib.crc32(head + raw[:at] + b"00000000" + raw[at + 8:]) != int(digits, 16):
+            raise _corrupted(name, "header checksum mismatch")
+        checked = True
+    try:
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _corrupted(name, f"the safetensors header is not valid JSON: {type(e).__name__}: {e}") from None
+    if not isinstance(header, dict):
+        if _ours(raw):
+            raise _corrupted(name, "the safetensors header is not a JSON object")
+        raise _foreign(name, "the safetensors header is not a JSON object")
+    meta = header.pop("__metadata__", None)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        if checked or _ours(raw):
+            raise _corrupted(name, "no coretorch format marker")
+        raise _foreign(name, "a safetensors file without the coretorch format marker")
+    v = meta.get("coretorch.version")
+    if not (isinstance(v, str) and re.fullmatch(r"[1-9][0-9]{0,5}", v)):
+        raise _corrupted(name, f"bad version {v!r}")
+    version = int(v)
+    if version > VERSION:
+        raise RuntimeError(f"coretorch.load: {name} was written by a newer coretorch (format version {version}; "
+                           f"this one reads up to {VERSION}); upgrade coretorch")
+    if version >= 2 and not checked:
+        raise _corrupted(name, "the header checksum is missing")
+    if not all(isinstance(k, str) and isinstance(x, str) for k, x in meta.items()):
+        raise _corrupted(name, "metadata values must be strings")
+    return n, header, meta
+
+
+def _no_constant(c: str):
+    raise ValueError(f"{c} is not JSON")
+
+
+def _layout(name: str, entries: dict) -> tuple[int, dict]:
+    """Check the tensor entries (dtypes, shapes, offsets that tile the data exactly): (data size, entries)."""
+    spans, out = [], {}
+    for key, info in entries.items():
+        if not (isinstance(info, dict) and set(info) == {"dtype", "shape", "data_offsets"}):
+            raise _corrupted(name, f"bad header entry {key!r}")
+        dt, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+        if dt not in _ST_TYPES and dt != "BF16":
+            raise _corrupted(name, f"tensor {key!r} has unknown dtype {dt!r}")
+        if not (isinstance(shape, list) and len(shape) <= _MAX_NDIM
+                and all(type(d) is int and 0 <= d < 2 ** 62 for d in shape)):
+            raise _corrupted(name, f"tensor {key!r} has a bad shape")
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int and o >= 0 for o in offs)):
+            raise _corrupted(name, f"tensor {key!r} has bad data offsets")
+        numel = math.prod(shape)
+        if numel * _st_type(dt).itemsize != offs[1] - offs[0]:
+            raise _corrupted(name, f"tensor {key!r} is {dt}{shape} but its data offsets span {offs[1] - offs[0]} "
+                                   "bytes")
+        spans.append((offs[0], offs[1], key))
+        out[key] = (_st_type(dt).newbyteorder("<"), shape, offs[0], numel)
+    end = 0
+    for start, stop, key in sorted(spans):
+        if start != end:
+            raise _corrupted(name, f"the data offsets of tensor {key!r} do not follow on from the previous tensor")
+        end = stop
+    return end, out
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None, **pickle_load_args):
     """Load an object saved with ``coretorch.save``.
 
     ``map_location``: None (each tensor goes back to the device it was saved from), a device or device
     string (every tensor goes there), a dict mapping saved locations to new ones (``{"opencl:1": "cpu"}``),
     or a callable ``(cpu_tensor, location) -> tensor or None`` (None: the default placement).
-    Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file.  ``weights_only`` is
-    accepted for PyTorch compatibility: this loader only ever reads data."""
-    data, name = _read_all(f)
-    # a pickle starts with \x80 (PROTO); so does a safetensors file whose header length is 128 mod 256,
-    # but its JSON header then opens at byte 8
-    if data[:2] == b"PK" or (data[:1] == b"\x80" and data[8:9] != b"{"):
-        raise _foreign(name, "it looks like a PyTorch zip/pickle file, which may execute code when loaded")
-    if len(data) < 8:
-        raise RuntimeError(f"coretorch.load: {name} is truncated or empty ({len(data)} bytes, a coretorch "
-                           "checkpoint has at least a 8-byte header length)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > _MAX_HEADER or n < 2:
-        raise _foreign(name, f"its first 8 bytes give a header length of {n}, not a safetensors header")
-    if 8 + n > len(data):
-        raise RuntimeError(f"coretorch.load: {name} is truncated (the header says {n} bytes, the file holds "
-                           f"{len(data) - 8} after the length)")
+    ``mmap=True`` (a path only) maps the file instead of reading it: cpu tensors are copy-on-write views of
+    the mapping, so writes to them never reach the file.
+    Raises ``RuntimeError`` for a truncated, corrupted, tampered-with or foreign file, and refuses anything
+    but a regular file (a FIFO, a device).  ``weights_only`` is accepted for PyTorch compatibility: this loader
+    only ever reads data."""
+    src = _Source(f, bool(mmap))
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        if data[8:9] != b"{":
-            raise _foreign(name, "no safetensors JSON header") from None
-        raise RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with (the safetensors header is "
-                           f"not valid JSON: {e})") from None
-    if not isinstance(header, dict):
-        raise _foreign(name, "the safetensors header is not a JSON object")
-    meta = header.get("__metadata__")
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _foreign(name, "a safetensors file without the coretorch format marker")
-    try:
-        version = int(meta.get("coretorch.version", ""))
-    except ValueError:
-        raise RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with (bad version "
-                           f"{meta.get('coretorch.version')!r})") from None
-    if version > VERSION:
-        raise RuntimeError(f"coretorch.load: {name} was written by a newer coretorch (format version {version}; "
-                           f"this one reads up to {VERSION}); upgrade coretorch")
-    # data offsets must tile the data section exactly (the safetensors library also checks this)
-    end = 0
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
+        n, entries, meta = _read_header(src)
+        name = src.name
+        total, layout = _layout(name, entries)
+        structure_text = meta.get("coretorch.structure", "")
         try:
-            end = max(end, int(info["data_offsets"][1]))
-        except Exception:
-            raise RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with (bad header entry "
-                               f"{key!r})") from None
-    if 8 + n + end > len(data):
-        raise RuntimeError(f"coretorch.load: {name} is truncated ({len(data)} bytes; the header describes "
-                           f"{8 + n + end})")
+            structure = json.loads(structure_text, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as e:
+            raise _corrupted(name, f"the coretorch structure is not valid JSON: {type(e).__name__}: {e}") from None
+        if src.size is not None and (src.size - 8 - n < total or (src.fd is not None and src.size - 8 - n > total)):
+            # (a file must end where the header says; a stream may go on with something else)
+            raise RuntimeError(f"coretorch.load: {name} is {'truncated' if src.size - 8 - n < total else 'corrupted'}"
+                               f" ({src.size} bytes; the header describes {8 + n + total})")
+        if total == 0:
+            buf = b""
+        elif mmap and src.fd is not None:
+            buf = memoryview(_mmap.mmap(src.fd, 8 + n + total, access=_mmap.ACCESS_COPY))[8 + n:]
+        else:
+            buf = src.read_data(total)
+            if len(buf) < total:
+                raise RuntimeError(f"coretorch.load: {name} is truncated (the header describes {total} bytes of "
+                                   f"tensor data, {len(buf)} follow)")
+    finally:
+        src.close()
     try:
-        arrays = _st_load(data)
-    except Exception as e:
-        raise RuntimeError(f"coretorch.load: {name} is corrupted or was tampered with (safetensors: "
-                           f"{type(e).__name__}: {e})") from None
+        arrays = {k: np.frombuffer(buf, dtype=dt, count=numel, offset=off).reshape(shape) if numel
+                  else np.zeros(shape, dt) for k, (dt, shape, off, numel) in layout.items()}
+    except (ValueError, MemoryError) as e:
+        raise _corrupted(name, f"{type(e).__name__}: {e}") from None
     dec = _Decoder(name, arrays, map_location)
-    try:
-        structure = json.loads(meta.get("coretorch.structure", ""))
-    except ValueError as e:
-        raise dec.bad(f"the coretorch structure is not valid JSON: {e}") from None
     obj = dec.decode(structure)
     extra = set(arrays) - dec.used
     if extra:
         raise dec.bad(f"tensors {sorted(extra)[:5]} are not referenced by the structure")
     return obj
-
 
 
 # ---- PyTorch's allow-list for weights_only unpickling: accepted, and kept, though coretorch never unpickles ----
@@ -445,11 +703,10 @@ class safe_globals:
 __all__ += ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 
-def _st_load(data: bytes) -> dict:
-    """safetensors.numpy.load, with BF16 (read as ml_dtypes' bfloat16)."""
-    from safetensors import deserialize
-    return {k: np.frombuffer(v["data"], dtype=_st_type(v["dtype"])).reshape(v["shape"]) for k, v in deserialize(data)}
-
-
 def _st_type(name: str) -> np.dtype:
-    return _dtypes.bfloat16.np if name == "BF16" else _ST_TYPES[name]  # (bfloat16's ml_dtypes loads on first use)
+    """The numpy dtype of a safetensors dtype name (bfloat16's ml_dtypes dtype is loaded on first use)."""
+    return _dtypes.bfloat16.np if name == "BF16" else np.dtype(_ST_TYPES[name])
+
+
+def _st_name(dt: np.dtype) -> str:
+    return "BF16" if dt.name == "bfloat16" else _ST_NAMES[dt]

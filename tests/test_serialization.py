@@ -8,6 +8,7 @@ import os
 import pathlib
 import pickle
 import struct
+import zlib
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -201,6 +202,15 @@ def header_of(data: bytes):
     return n, json.loads(data[8:8 + n])
 
 
+def with_header(header: dict, rest: bytes) -> bytes:
+    """A file with this (tampered) header and a valid header checksum (format 2), so that the later checks run."""
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    length, at = struct.pack("<Q", len(raw)), len(serialization._PREFIX)
+    raw = raw[:at] + b"00000000" + raw[at + 8:]
+    return length + raw[:at] + b"%08x" % zlib.crc32(length + raw) + raw[at + 8:] + rest
+
+
 @pytest.mark.parametrize("keep", [0, 3, 8, 20, "half_header", "header_only", "half_data", "minus_one"])
 def test_truncated_file_raises_clearly(good, keep):
     data = good.read_bytes()
@@ -227,9 +237,7 @@ def test_tampered_header_shape_and_offsets_raise(good):
     for name, entry in header.items():
         if name != "__metadata__" and entry["shape"] == [8, 8]:
             entry["shape"] = [4, 16]  # same byte count, consistent offsets: only the structure check sees it
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    good.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n:])
+    good.write_bytes(with_header(header, data[8 + n:]))
     with pytest.raises(RuntimeError, match="tampered with.*saved as float32\\[8, 8\\]"):
         torch.load(good)
     # offsets pointing outside the data
@@ -249,8 +257,7 @@ def test_tampered_structure_and_corrupted_data_raise(good):
     structure = json.loads(header["__metadata__"]["coretorch.structure"])
     structure["dict"][0][1]["tensor"] = "7"  # refers to a tensor that is not there
     header["__metadata__"]["coretorch.structure"] = json.dumps(structure)
-    raw = json.dumps(header).encode()
-    good.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n:])
+    good.write_bytes(with_header(header, data[8 + n:]))
     with pytest.raises(RuntimeError, match="refers to a tensor '7' that the file does not hold"):
         torch.load(good)
     flipped = bytearray(data)

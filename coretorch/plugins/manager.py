@@ -1,7 +1,23 @@
-"""Plugin loading: entry points of group "coretorch", in-process registration, a report of both."""
+"""Plugin loading: entry points of group "coretorch", in-process registration, a report of both.
+
+Rules (README "Environment switches and the plugin report"):
+
+* A device type belongs to the distribution whose name declares it (``coretorch-cpu`` owns ``cpu``,
+  ``coretorch-opencl`` owns ``opencl``) when that distribution is installed, or to the one
+  ``CORETORCH_BACKEND_<TYPE>=<distribution>`` chooses; otherwise to the first that registers it.  Any other
+  registration of it is refused, whichever loads first (a plugin cannot take ``cpu`` over by sorting before
+  ``coretorch-cpu``), and the report blames the newcomer.
+* Whatever a plugin raises while it is imported or registers (``SystemExit`` and other ``BaseException``
+  included) is reported and the plugin skipped; ``KeyboardInterrupt`` is reported, then re-raised (a Ctrl-C
+  stops the program).  ``CORETORCH_STRICT_PLUGINS=1`` raises ``PluginError`` instead.
+* An observation hook (``coretorch_module_forward``, ``coretorch_optimizer_step``) that raises is reported
+  once, naming the plugin, and that hook of that plugin is disabled; strict mode raises.
+"""
 from __future__ import annotations
 
 import os
+import re
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -11,6 +27,8 @@ from . import hookspecs
 from .hookspecs import PLUGIN_API_VERSION
 
 GROUP = "coretorch"
+OBSERVATION_HOOKS = ("coretorch_module_forward", "coretorch_optimizer_step")
+SLOW_IMPORT_S = 1.0  # `coretorch info` names plugins slower than this to load (seconds)
 
 
 class PluginError(RuntimeError):
@@ -21,6 +39,32 @@ class PluginWarning(UserWarning):
     pass
 
 
+def strict() -> bool:
+    return os.environ.get("CORETORCH_STRICT_PLUGINS", "") not in ("", "0")
+
+
+def _norm(dist: str) -> str:
+    """Distribution names compare as pip does: case-insensitive, runs of -_. alike (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", str(dist)).lower()
+
+
+def backend_env_var(device_type: str) -> str:
+    return "CORETORCH_BACKEND_" + re.sub(r"[^A-Z0-9]", "_", device_type.upper())
+
+
+def chosen_distribution(device_type: str) -> str | None:
+    """The distribution ``CORETORCH_BACKEND_<TYPE>`` chooses for a device type, if set."""
+    return os.environ.get(backend_env_var(device_type)) or None
+
+
+def owns(dist: str, device_type: str) -> bool:
+    """Whether ``dist`` owns ``device_type``: chosen by the env var, else declared by its name."""
+    chosen = chosen_distribution(device_type)
+    if chosen is not None:
+        return _norm(dist) == _norm(chosen)
+    return _norm(dist) == _norm(f"coretorch-{device_type}")
+
+
 @dataclass
 class PluginReport:
     name: str
@@ -29,10 +73,12 @@ class PluginReport:
     status: str          # "loaded" | "failed" | "skipped"
     error: str = ""
     provides: tuple = ()
+    load_s: float = 0.0  # seconds spent importing the plugin and running its registration hooks
 
     def as_dict(self) -> dict:
         return {"name": self.name, "distribution": self.distribution, "version": self.version,
-                "status": self.status, "error": self.error, "provides": list(self.provides)}
+                "status": self.status, "error": self.error, "provides": list(self.provides),
+                "load_s": round(self.load_s, 4)}
 
 
 class _Registrar:
@@ -74,6 +120,8 @@ class Manager:
         self.owners: dict = {}     # (kind, name) -> (plugin name, distribution)
         self.provided: dict = {}   # plugin name -> list of (kind, name)
         self.observing = {"module_forward": False, "optimizer_step": False}
+        self.disabled_hooks: set = set()  # (plugin name, hook name) switched off after raising
+        self.expected: set = set()  # distributions whose entry points load (or loaded) in this process
 
     # -- loading ---------------------------------------------------------------------------------
     def load_entry_points(self) -> None:
@@ -85,6 +133,7 @@ class Manager:
             from importlib_metadata import entry_points
         except ImportError:  # pragma: no cover - importlib-metadata is a declared dependency
             from importlib.metadata import entry_points
+        eps = []
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else "?"
@@ -93,26 +142,37 @@ class Manager:
                 self.reports.append(PluginReport(ep.name, dname, version, "skipped",
                                                  "not listed in CORETORCH_PLUGINS"))
                 continue
+            eps.append((ep, dname, version))
+        # a distribution about to load reserves the device type its name declares (coretorch-cpu: cpu), so
+        # that a plugin sorting before it cannot take that device type over
+        self.expected.update(dname for _, dname, _ in eps)
+        for ep, dname, version in eps:
             if self.pm.has_plugin(ep.name):
                 continue
+            t0 = time.perf_counter()
             try:
                 obj = ep.load()
                 self._check_api(obj, ep.name, required=True)
                 self._register(obj, ep.name, dname)
-            except Exception as e:  # a broken plugin must not break `import coretorch`
-                self._failed(ep.name, dname, version, e)
+            except BaseException as e:  # noqa: BLE001 - SystemExit & co. must not escape `import coretorch`
+                self._failed(ep.name, dname, version, e, time.perf_counter() - t0)
                 continue
             self.reports.append(PluginReport(ep.name, dname, version, "loaded",
-                                             provides=tuple(f"{k}:{n}" for k, n in self.provided[ep.name])))
+                                             provides=tuple(f"{k}:{n}" for k, n in self.provided[ep.name]),
+                                             load_s=time.perf_counter() - t0))
 
-    def _failed(self, name, dname, version, e) -> None:
+    def _failed(self, name, dname, version, e: BaseException, load_s: float = 0.0) -> None:
         msg = f"{type(e).__name__}: {e}"
-        self.reports.append(PluginReport(name, dname, version, "failed", msg))
-        if os.environ.get("CORETORCH_STRICT_PLUGINS", "") not in ("", "0"):
+        self.reports.append(PluginReport(name, dname, version, "failed", msg, load_s=load_s))
+        if isinstance(e, KeyboardInterrupt):  # a Ctrl-C while the plugin loaded: report it, then stop
+            warnings.warn(f"coretorch plugin '{name}' (distribution {dname}) was interrupted while loading "
+                          "(KeyboardInterrupt)", PluginWarning, stacklevel=3)
+            raise e
+        if strict():
             raise PluginError(f"coretorch plugin '{name}' (distribution {dname}) failed to load: {msg}") from e
         warnings.warn(f"coretorch plugin '{name}' (distribution {dname}) failed to load and was skipped: {msg}. "
                       "Run `coretorch info` for the plugin report; set CORETORCH_STRICT_PLUGINS=1 to make this "
-                      "an error.", PluginWarning, stacklevel=2)
+                      "an error.", PluginWarning, stacklevel=3)
 
     @staticmethod
     def _check_api(obj, name: str, required: bool) -> None:
@@ -122,6 +182,10 @@ class Manager:
                 raise PluginError(f"plugin '{name}' does not declare CORETORCH_PLUGIN_API (this coretorch "
                                   f"speaks plugin API {PLUGIN_API_VERSION})")
             return
+        if type(api) is not int:  # True == 1 and "1" are not version numbers
+            raise PluginError(f"plugin '{name}' declares CORETORCH_PLUGIN_API = {api!r} (a "
+                              f"{type(api).__name__}); it must be the int of the plugin API version it was "
+                              f"written for: CORETORCH_PLUGIN_API = {PLUGIN_API_VERSION} for this coretorch")
         if api != PLUGIN_API_VERSION:
             raise PluginError(f"plugin '{name}' was written for coretorch plugin API {api}, but this coretorch "
                               f"speaks API {PLUGIN_API_VERSION}; upgrade the plugin or coretorch")
@@ -129,15 +193,27 @@ class Manager:
     # -- registration ----------------------------------------------------------------------------
     def register(self, obj, name: str | None = None, distribution: str | None = None):
         """Register a plugin object in-process; what it provides is available at once."""
+        t0 = time.perf_counter()
         name = name or getattr(obj, "__name__", None) or type(obj).__name__
         self._check_api(obj, name, required=False)
         dist = distribution or f"<in-process {name}>"
         self._register(obj, name, dist)
         self.reports.append(PluginReport(name, dist, "", "loaded",
-                                         provides=tuple(f"{k}:{n}" for k, n in self.provided[name])))
+                                         provides=tuple(f"{k}:{n}" for k, n in self.provided[name]),
+                                         load_s=time.perf_counter() - t0))
         return obj
 
     def _register(self, obj, name: str, dist: str) -> None:
+        reg = self._collect(obj, name, dist)
+        try:
+            self._apply(reg)
+        except BaseException:
+            self.pm.unregister(obj)
+            raise
+        self._update_observers()
+
+    def _collect(self, obj, name: str, dist: str) -> _Registrar:
+        """Register ``obj`` with pluggy and run its registration hooks into a ``_Registrar`` (nothing applied)."""
         if self.pm.has_plugin(name):
             raise PluginError(f"a plugin named '{name}' is already registered")
         self.pm.register(obj, name=name)
@@ -151,11 +227,40 @@ class Manager:
                 for impl in getattr(self.pm.hook, hook).get_hookimpls():
                     if impl.plugin is obj:
                         impl.function(register=cb)
-            self._apply(reg)
-        except Exception:
+            for hook in OBSERVATION_HOOKS:
+                for impl in getattr(self.pm.hook, hook).get_hookimpls():
+                    if impl.plugin is obj and not (getattr(impl, "hookwrapper", False)
+                                                   or getattr(impl, "wrapper", False)):
+                        impl.function = self._guard(hook, name, dist, impl.function)
+        except BaseException:
             self.pm.unregister(obj)
             raise
-        self._update_observers()
+        return reg
+
+    def _guard(self, hook: str, plugin: str, dist: str, fn):
+        """``fn`` that, when it raises, is reported once and disabled (or raises PluginError in strict mode)."""
+        key = (plugin, hook)
+
+        def guarded(*args):
+            if key in self.disabled_hooks:
+                return None
+            try:
+                return fn(*args)
+            except Exception as e:
+                msg = f"coretorch plugin '{plugin}' (distribution {dist}) raised in its {hook} hook: " \
+                      f"{type(e).__name__}: {e}"
+                if strict():
+                    raise PluginError(msg) from e
+                self.disabled_hooks.add(key)
+                self._update_observers()
+                for r in self.reports:
+                    if r.name == plugin:
+                        r.error = (r.error + "; " if r.error else "") + f"{hook} disabled after {type(e).__name__}"
+                warnings.warn(msg + "; that hook of the plugin is disabled from now on (set "
+                              "CORETORCH_STRICT_PLUGINS=1 to raise instead)", PluginWarning, stacklevel=2)
+                return None
+        guarded.__wrapped__ = fn
+        return guarded
 
     def _apply(self, reg: _Registrar) -> None:
         from .. import _backend
@@ -163,15 +268,13 @@ class Manager:
         seen = set()
         for kind, name, obj in reg.items:
             key = ("op" if kind == "function" else kind, name)
-            if key in self.owners or key in seen:
+            if kind == "backend":
+                self._check_backend(reg, name, seen)
+            elif key in self.owners or key in seen:
                 other = self.owners.get(key, (reg.plugin, reg.dist))[1]
                 raise PluginError(f"{kind} '{name}' is registered twice: by distribution '{other}' and by "
                                   f"'{reg.dist}'; uninstall or disable one of them")
             seen.add(key)
-            if kind == "backend" and name in _backend.backends():
-                raise PluginError(f"backend '{name}' is registered twice: by distribution "
-                                  f"'{getattr(_backend.backends()[name], 'distribution', '?')}' and by "
-                                  f"'{reg.dist}'")
             if kind == "function":
                 _check_function_name(name, reg.dist, tensor_method=obj[1], functional=obj[2])
         applied = []
@@ -193,6 +296,38 @@ class Manager:
             self.owners[key] = (reg.plugin, reg.dist)
             applied.append((kind, name))
         self.provided[reg.plugin] = applied
+
+    def _check_backend(self, reg: _Registrar, name: str, seen: set) -> None:
+        """Refuse a device type that belongs to another distribution (see the module docstring)."""
+        from .. import _backend
+        var = backend_env_var(name)
+        chosen = chosen_distribution(name)
+        if chosen is not None and _norm(chosen) != _norm(reg.dist):
+            raise PluginError(f"device type '{name}' of distribution '{reg.dist}' (plugin '{reg.plugin}') was "
+                              f"refused: {var}={chosen} chooses distribution '{chosen}' for it")
+        if ("backend", name) in seen:
+            raise PluginError(f"plugin '{reg.plugin}' (distribution '{reg.dist}') registers device type '{name}' "
+                              "twice")
+        owner = next((d for d in sorted(self.expected) if owns(d, name)), None)
+        if owner is not None and _norm(owner) != _norm(reg.dist):
+            raise PluginError(f"device type '{name}' belongs to distribution '{owner}' (its name declares it); "
+                              f"distribution '{reg.dist}' (plugin '{reg.plugin}') registers it too and was refused "
+                              f"(set {var}={reg.dist} to choose '{reg.dist}' instead)")
+        other = None
+        if ("backend", name) in self.owners:
+            other = self.owners[("backend", name)][1]
+        elif name in _backend.backends():
+            other = getattr(_backend.backends()[name], "distribution", "?")
+        if other is None:
+            return
+        if owns(reg.dist, name):
+            why = (f"distribution '{reg.dist}' owns it by name, but '{other}' was registered first in this "
+                   "process (in-process registration); unregister that one first")
+        else:
+            why = (f"a device type belongs to the distribution whose name declares it (coretorch-{name}) or to the "
+                   f"first that registers it; set {var}={reg.dist} to choose '{reg.dist}' instead")
+        raise PluginError(f"device type '{name}' is already provided by distribution '{other}'; distribution "
+                          f"'{reg.dist}' (plugin '{reg.plugin}') registers it again and was refused ({why})")
 
     def unregister(self, name_or_obj) -> None:
         """Remove an in-process plugin and everything it registered (mainly for tests)."""
@@ -217,11 +352,14 @@ class Manager:
                 distributed._unregister()
         self.pm.unregister(name=name)
         self.reports = [r for r in self.reports if r.name != name]
+        self.disabled_hooks = {k for k in self.disabled_hooks if k[0] != name}
         self._update_observers()
 
     def _update_observers(self) -> None:
-        self.observing["module_forward"] = bool(self.pm.hook.coretorch_module_forward.get_hookimpls())
-        self.observing["optimizer_step"] = bool(self.pm.hook.coretorch_optimizer_step.get_hookimpls())
+        for key, hook in (("module_forward", self.pm.hook.coretorch_module_forward),
+                          ("optimizer_step", self.pm.hook.coretorch_optimizer_step)):
+            self.observing[key] = any((impl.plugin_name, hook.name) not in self.disabled_hooks
+                                      for impl in hook.get_hookimpls())
 
 
 _CORE_NAMES: set = set()
