@@ -219,6 +219,8 @@ def logsigmoid(input):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("softplus", input)
     z = _P.mul(input, beta) if beta != 1 else input
     # log1p(exp(z)) on min(z, threshold): the linear branch never overflows exp
     soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
@@ -360,6 +362,8 @@ def pad(input, pad, mode="constant", value=None):
     if n > 3 or input.ndim not in (n + 1, n + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(got a {input.ndim}-D input and {len(pad)} padding values for mode {mode})")
+    if _ac.on and mode != "circular":  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("pad_" + mode, input)
     out = input
     for k in range(n):
         d = input.ndim - 1 - k
@@ -1384,6 +1388,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        x1, x2 = _ac_cast("cosine_similarity", x1, x2)
     n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = _P.clamp(_R.norm(x2, 2, dim, keepdim=True), min=eps)
     return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)

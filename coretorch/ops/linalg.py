@@ -239,6 +239,8 @@ _T2 = (1, 0)
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if isinstance(other, Tensor) and input.dtype is not other.dtype:

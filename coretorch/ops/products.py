@@ -66,6 +66,8 @@ def einsum(*args) -> Tensor:
 
     Ellipsis, repeated labels (diagonals), implicit output, size-1 broadcasting; 3+ operands are contracted in the
     order ``opt_einsum.contract_path`` picks (``torch.backends.opt_einsum.enabled`` / ``.strategy``)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        args = _ac_cast("einsum", *args)
     return _einsum.einsum(*args)
 
 
@@ -83,6 +85,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     """Sum over ``dims`` (the last/first ``dims`` dims, or two lists of dims) of a and b: one matmul."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("tensordot(): arguments 'a' and 'b' must be Tensors")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        a, b = _ac_cast("tensordot", a, b)
     if isinstance(dims, Tensor):
         dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, int) and not isinstance(dims, bool):
@@ -126,6 +130,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
 
 def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Sum over the last dims: result shape input.shape[:-1] + other.shape[:-1] (a 0-d operand multiplies)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("inner", input, other)
     if input.ndim == 0 or other.ndim == 0:
         return _write_out(out, _pw.mul(input, other), "inner")
     if input.shape[-1] != other.shape[-1]:
@@ -138,6 +144,8 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Dot product of two 1-D tensors (the first conjugated: real dtypes only here, so plain dot)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("vdot", input, other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} "
                            f"and {other.dtype._tname[:-6]}")
@@ -145,7 +153,7 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
                            f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
                            "elements respectively")
-    return _write_out(out, _linalg.matmul(input, other), "vdot")
+    return _write_out(out, _linalg._matmul(input, other), "vdot")  # (not matmul: vdot is not autocast's)
 
 
 def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -164,6 +172,8 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 def _cross(input: Tensor, other: Tensor, dim: int, op: str = "linalg.cross") -> Tensor:
     """The cross product along ``dim`` (torch.linalg.cross's checks; other dims broadcast)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("cross", input, other)
     if input.ndim != other.ndim:
         raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     d = norm_dim(dim, input.ndim, op)

@@ -151,6 +151,8 @@ def _recorded(node, input, out, dt, shape, axes, keepdim, save_io=True):
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("sum", input)
     if dtype is not None:
         dt = dtype
     elif input.dtype.is_floating_point:
@@ -408,6 +410,8 @@ class LogsumexpBackward0(_ReduceNode):
 
 def logsumexp(input, dim, keepdim: bool = False):
     """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("logsumexp", input)
     if not input.dtype.is_floating_point:
         input = input.to(_dt.default)
     table = input._be
@@ -444,6 +448,8 @@ class NormBackward1(_ReduceNode):
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("norm", input)
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:

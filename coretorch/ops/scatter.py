@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -307,6 +308,8 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
         raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, values = _ac_cast("index_put", input, values)
     key = tuple(slice(None) if i is None else i for i in indices)
     nkey, advanced = _ix.normalize_key(input, key)
     if values.dtype is not input.dtype:
@@ -372,6 +375,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
     d = _check_index_vector("index_copy", input, dim, index)
     _ix._same_device("index_copy", input, source)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, _, source = _ac_cast("index_copy", input, index, source)
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                            f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")

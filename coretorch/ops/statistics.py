@@ -32,6 +32,8 @@ def _check(op: str, input) -> Tensor:
 # ---- quantile / nanquantile ----------------------------------------------------------------------------------------
 def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, out):
     _check(op, input)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, q = _ac_cast(op, input, q)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:

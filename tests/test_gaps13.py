@@ -1,0 +1,142 @@
+"""Issue 13's leftovers: autocast's CPU and GPU-like op lists (float32 and promote policies), out= on the product
+ops, masked_scatter broadcasting, user subclasses through functions, PyTorch's grad_fn names, and
+use_deterministic_algorithms on opencl.  Expected dtypes and names were checked against PyTorch 2.13 by hand."""
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+from coretorch.testing import available_devices
+
+DEVICES = available_devices()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def low(device):
+    """The region's dtype per device: PyTorch's CPU default (bfloat16), float16 on opencl (as CUDA)."""
+    return torch.bfloat16 if device == "cpu" else torch.float16
+
+
+# ---- 1. autocast ---------------------------------------------------------------------------------------------
+class TestAutocastLists:
+    def test_gpu_float32_list_elementwise_and_reductions(self, device):
+        """CUDA's float32 list (opencl follows it): exp, log, pow, sum, logsumexp, norm, softmax, cumsum, ...
+        run in float32; PyTorch's CPU list keeps them in the input dtype."""
+        d = low(device)
+        x = (torch.rand(4, 5, device=device) + 0.5).to(d)
+        ops = {
+            "exp": lambda: torch.exp(x), "log": lambda: x.log(), "log2": lambda: torch.log2(x),
+            "log10": lambda: torch.log10(x), "log1p": lambda: torch.log1p(x), "expm1": lambda: torch.expm1(x),
+            "rsqrt": lambda: x.rsqrt(), "reciprocal": lambda: torch.reciprocal(x), "tan": lambda: torch.tan(x),
+            "sinh": lambda: torch.sinh(x), "cosh": lambda: torch.cosh(x), "pow": lambda: torch.pow(x, 2),
+            "pow_op": lambda: x ** 2, "sum": lambda: x.sum(), "sum_dim": lambda: torch.sum(x, 1),
+            "logsumexp": lambda: torch.logsumexp(x, 1), "norm": lambda: torch.norm(x),
+            "vector_norm": lambda: torch.linalg.vector_norm(x), "softmax": lambda: torch.softmax(x, 1),
+            "log_softmax": lambda: F.log_softmax(x, 1), "cumsum": lambda: torch.cumsum(x, 1),
+            "cumprod": lambda: x.cumprod(1), "softplus": lambda: F.softplus(x),
+            "cosine_similarity": lambda: F.cosine_similarity(x, x),
+        }
+        with torch.autocast(device, dtype=d):
+            got = {k: f().dtype for k, f in ops.items()}
+            # dtype= given: the op's own dtype wins (PyTorch's "set_opt_dtype" ops)
+            assert torch.sum(x, dtype=torch.float64).dtype is torch.float64
+            # ops on no list keep their input's dtype
+            assert torch.sin(x).dtype is d and torch.sigmoid(x).dtype is d and x.mean().dtype is d
+        want = torch.float32 if device != "cpu" else d
+        assert got == {k: want for k in ops}
+        assert torch.exp(x).dtype is d and x.sum().dtype is d  # outside the region: unchanged
+        # float32 inputs stay float32 and give the same values as outside the region
+        xf = x.float()
+        with torch.autocast(device, dtype=d):
+            inside = torch.exp(xf)
+        np.testing.assert_array_equal(inside.cpu().numpy(), torch.exp(xf).cpu().numpy())
+
+    def test_gpu_float32_values_are_float32_math(self, device):
+        d = low(device)
+        x = (torch.rand(64, device=device) * 3).to(d)
+        with torch.autocast(device, dtype=d):
+            s = torch.exp(x).sum()
+        ref = np.exp(x.float().cpu().numpy().astype(np.float64)).sum()
+        if device != "cpu":
+            assert s.dtype is torch.float32
+            np.testing.assert_allclose(s.item(), ref, rtol=1e-5)
+
+    def test_cpu_float32_list(self):
+        """PyTorch's CPU float32 list: quantile, reflection/replication padding, the linalg decompositions."""
+        x = torch.rand(4, 4, dtype=torch.bfloat16) + torch.eye(4, dtype=torch.bfloat16) * 4
+        spd = (x.float() @ x.float().T + torch.eye(4)).bfloat16()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert torch.quantile(x.flatten(), 0.5).dtype is torch.float32
+            assert torch.nanquantile(x, 0.25, dim=0).dtype is torch.float32
+            assert F.pad(x[None], (1, 1), mode="reflect").dtype is torch.float32
+            assert F.pad(x[None], (1, 1), mode="replicate").dtype is torch.float32
+            assert F.pad(x[None], (1, 1), mode="circular").dtype is torch.bfloat16
+            assert F.pad(x, (1, 1)).dtype is torch.bfloat16
+            assert torch.linalg.inv(x).dtype is torch.float32
+            assert torch.inverse(x).dtype is torch.float32
+            assert torch.linalg.inv_ex(x).inverse.dtype is torch.float32
+            assert torch.pinverse(x).dtype is torch.float32
+            assert torch.linalg.solve(x, x).dtype is torch.float32
+            assert torch.linalg.qr(x).Q.dtype is torch.float32
+            assert torch.linalg.svd(x).U.dtype is torch.float32
+            assert torch.linalg.svdvals(x).dtype is torch.float32
+            assert torch.linalg.eigh(spd).eigenvalues.dtype is torch.float32
+            assert torch.linalg.eigvalsh(spd).dtype is torch.float32
+            assert torch.linalg.cholesky(spd).dtype is torch.float32
+            assert torch.linalg.lstsq(x, x).solution.dtype is torch.float32
+            assert torch.linalg.matrix_rank(x).dtype is torch.int64
+            assert torch.linalg.cond(x).dtype is torch.float32
+            assert torch.cholesky_inverse(torch.linalg.cholesky(spd.float()).bfloat16()).dtype is torch.float32
+        # values: as the float32 op on the same (bfloat16) numbers
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            inv = torch.linalg.inv(x)
+        np.testing.assert_allclose(inv.numpy(), np.linalg.inv(x.float().numpy()), rtol=1e-5, atol=1e-6)
+        with pytest.raises(RuntimeError, match="Low precision"):  # outside: bfloat16 linalg is refused
+            torch.linalg.inv(x)
+
+    def test_lower_precision_composites(self, device):
+        """einsum and inner run in the region's dtype (on PyTorch's CPU, through bmm); vdot does not."""
+        d = low(device)
+        a, b = torch.rand(3, 4, device=device), torch.rand(4, 5, device=device)
+        v = torch.rand(4, device=device)
+        with torch.autocast(device, dtype=d):
+            assert torch.einsum("ij,jk->ik", a, b).dtype is d
+            assert torch.einsum("ij,jk->ik", [a, b]).dtype is d
+            assert torch.inner(a, a).dtype is d
+            assert torch.vdot(v, v).dtype is torch.float32
+            assert torch.tensordot(a, b, 1).dtype is (d if device == "cpu" else torch.float32)
+
+    def test_promote_list(self, device):
+        """Promote: the floating point arguments go to the widest type among them (CPU: cat, stack, index_copy;
+        CUDA's list: dot, vdot, cross, index_put, tensordot, ...)."""
+        d = low(device)
+        lo, hi = torch.rand(4, 3, device=device).to(d), torch.rand(4, 3, device=device)
+        i = torch.tensor([2, 0, 1, 3], device=device)
+        with torch.autocast(device, dtype=d):
+            assert torch.cat([lo, hi]).dtype is torch.float32
+            assert torch.stack([lo, hi]).dtype is torch.float32
+            assert torch.cat([lo, torch.ones(4, 3, dtype=torch.int64, device=device)]).dtype is d
+            if device == "cpu":
+                r = torch.index_copy(hi, 0, i, lo)
+                assert r.dtype is torch.float32
+                np.testing.assert_array_equal(r.numpy()[i.numpy()], lo.float().numpy())
+                assert torch.index_copy(lo, 0, i, hi).dtype is torch.float32
+            else:
+                assert torch.dot(lo[:, 0], hi[:, 0]).dtype is torch.float32
+                assert torch.vdot(lo[:, 0], hi[:, 0]).dtype is torch.float32
+                assert torch.linalg.cross(lo, hi).dtype is torch.float32
+                assert torch.index_put(hi, (i,), lo).dtype is torch.float32
+        with pytest.raises(RuntimeError, match="same dtype"):  # outside the region: PyTorch's dtype check
+            torch.index_copy(hi, 0, i, lo)
+
+    def test_other_device_type_untouched(self, device):
+        """autocast('cpu') leaves opencl tensors alone and autocast('opencl') leaves cpu tensors alone."""
+        other = "opencl" if device == "cpu" else "cpu"
+        x = torch.rand(3, device=device).to(low(device))
+        with torch.autocast(other, dtype=low(other)):
+            assert torch.exp(x).dtype is low(device) and torch.sum(x).dtype is low(device)
