@@ -1,6 +1,7 @@
 """Issue 13's leftovers: autocast's CPU and GPU-like op lists (float32 and promote policies), out= on the product
 ops, masked_scatter broadcasting, user subclasses through functions, PyTorch's grad_fn names, and
 use_deterministic_algorithms on opencl.  Expected dtypes and names were checked against PyTorch 2.13 by hand."""
+import warnings
 
 import numpy as np
 import pytest
@@ -140,3 +141,67 @@ class TestAutocastLists:
         x = torch.rand(3, device=device).to(low(device))
         with torch.autocast(other, dtype=low(other)):
             assert torch.exp(x).dtype is low(device) and torch.sum(x).dtype is low(device)
+
+
+# ---- 2. out= on the products and scans ---------------------------------------------------------------------------
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+class TestOut:
+    CASES = {
+        "matmul": (lambda a, m, v, b, o: torch.matmul(a, m, out=o), lambda a, m, v, b: a @ m),
+        "mm": (lambda a, m, v, b, o: torch.mm(a, m, out=o), lambda a, m, v, b: a @ m),
+        "bmm": (lambda a, m, v, b, o: torch.bmm(b, b, out=o), lambda a, m, v, b: b @ b),
+        "mv": (lambda a, m, v, b, o: torch.mv(a, v, out=o), lambda a, m, v, b: a @ v),
+        "dot": (lambda a, m, v, b, o: torch.dot(v, v, out=o), lambda a, m, v, b: np.dot(v, v)),
+        "outer": (lambda a, m, v, b, o: torch.outer(v, v, out=o), lambda a, m, v, b: np.outer(v, v)),
+        "addmm": (lambda a, m, v, b, o: torch.addmm(m, a, m, out=o), lambda a, m, v, b: m + a @ m),
+        "cumsum": (lambda a, m, v, b, o: torch.cumsum(a, 1, out=o), lambda a, m, v, b: np.cumsum(a, 1)),
+        "cumprod": (lambda a, m, v, b, o: torch.cumprod(a, 0, out=o), lambda a, m, v, b: np.cumprod(a, 0)),
+    }
+
+    @pytest.mark.parametrize("op", list(CASES))
+    def test_writes_into_out(self, device, op):
+        f, ref = self.CASES[op]
+        rng = np.random.default_rng(0)
+        a, v, b = rng.random((3, 3)), rng.random(3), rng.random((2, 3, 3))
+        ts = [torch.tensor(x, dtype=torch.float32, device=device) for x in (a, a.T.copy(), v, b)]
+        want = ref(a, a.T, v, b)
+        o = torch.empty(np.shape(want), device=device)
+        r = f(*ts, o)
+        assert r is o
+        np.testing.assert_allclose(_np(o), want, rtol=1e-5, atol=1e-6)
+        # a wrongly shaped empty out is resized without a warning
+        o2 = torch.empty(0, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert f(*ts, o2) is o2
+        assert tuple(o2.shape) == np.shape(want)
+        # an out that requires grad raises, as PyTorch
+        with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+            f(*ts, torch.empty(np.shape(want), device=device, requires_grad=True))
+
+    @pytest.mark.parametrize("op", ["matmul", "mm", "bmm", "mv", "dot", "addmm"])
+    def test_exact_dtype(self, device, op):
+        """The BLAS ops need out in the result's dtype (PyTorch: 'Expected out tensor to have dtype float')."""
+        f, _ = self.CASES[op]
+        ts = [torch.ones(3, 3, device=device), torch.ones(3, 3, device=device), torch.ones(3, device=device),
+              torch.ones(2, 3, 3, device=device)]
+        with pytest.raises(RuntimeError):
+            f(*ts, torch.empty(0, dtype=torch.int64, device=device))
+
+    def test_outer_casts_and_scans_compute_in_out_dtype(self, device):
+        v = torch.tensor([1.5, 2.0, 3.0], device=device)
+        o = torch.empty(3, 3, dtype=torch.float64, device=device)
+        torch.outer(v, v, out=o)
+        np.testing.assert_allclose(_np(o), np.outer([1.5, 2, 3], [1.5, 2, 3]))
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            torch.outer(v, v, out=torch.empty(3, 3, dtype=torch.int64, device=device))
+        # cumsum / cumprod with an integer out: the input is cast first, then scanned (as PyTorch)
+        x = torch.tensor([1.7, 2.7, 3.7], device=device)
+        oi = torch.empty(3, dtype=torch.int64, device=device)
+        torch.cumsum(x, 0, out=oi)
+        assert _np(oi).tolist() == [1, 3, 6]
+        torch.cumprod(x, 0, out=oi)
+        assert _np(oi).tolist() == [1, 2, 6]

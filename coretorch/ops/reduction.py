@@ -8,6 +8,7 @@ from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from ._out import write_out
 from ._util import edge, norm_dim, norm_dims, return_type
 
 _bool, _i64 = _dt.bool_, _dt.int64
@@ -498,8 +499,10 @@ class CumsumBackward0(Node):
         return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
 
 
-def cumsum(input, dim, *, dtype=None):
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+def cumsum(input, dim, *, dtype=None, out=None):
+    if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
+        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
