@@ -205,3 +205,71 @@ class TestOut:
         assert _np(oi).tolist() == [1, 3, 6]
         torch.cumprod(x, 0, out=oi)
         assert _np(oi).tolist() == [1, 2, 6]
+
+
+# ---- 4. user subclasses through the functions ---------------------------------------------------------------------
+class MyTensor(torch.Tensor):
+    pass
+
+
+class Logged(torch.Tensor):
+    calls: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(func.__name__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class TestSubclassFunctions:
+    def test_functions_return_the_subclass(self, device):
+        x = torch.randn(2, 3, device=device)
+        s = x.as_subclass(MyTensor)
+        results = {
+            "torch.add": torch.add(s, x), "torch.add_r": torch.add(x, s), "op": s + x, "rop": x * s,
+            "F.relu": F.relu(s), "torch.cat": torch.cat([x, s]), "torch.stack": torch.stack((s, x)),
+            "torch.where": torch.where(s > 0, s, x), "torch.matmul": torch.matmul(s, x.T),
+            "linalg": torch.linalg.vector_norm(s), "special": torch.special.expit(s),
+            "F.softmax": F.softmax(s, -1), "torch.sum": torch.sum(s), "nn.Linear": torch.nn.Linear(3, 2).to(device)(s),
+        }
+        assert {k: type(v) for k, v in results.items()} == {k: MyTensor for k in results}
+        np.testing.assert_allclose(_np(torch.add(s, x)), 2 * _np(x), rtol=1e-6)
+        # named tuples and tuples keep their container, their tensors become the subclass
+        mx = torch.max(s, 1)
+        assert type(mx).__name__ == "max" and type(mx.values) is MyTensor and type(mx.indices) is MyTensor
+        assert all(type(t) is MyTensor for t in torch.split(s, 1))
+        # non-tensor results stay as they are; plain tensors keep giving plain tensors
+        assert torch.numel(s) == 6 and torch.is_tensor(s)
+        assert type(torch.add(x, x)) is torch.Tensor and type(F.relu(x)) is torch.Tensor
+
+    def test_autograd_through_functions(self, device):
+        x = torch.randn(4, device=device, requires_grad=True)
+        s = x.as_subclass(MyTensor)
+        y = torch.mul(F.relu(s), 3).sum()
+        assert type(y) is MyTensor
+        y.backward()
+        np.testing.assert_allclose(_np(x.grad), 3.0 * (_np(x) > 0))
+
+    def test_custom_torch_function_sees_the_public_function(self, device):
+        s = torch.ones(3, device=device).as_subclass(Logged)
+        Logged.calls.clear()
+        r = torch.add(s, 1)
+        assert Logged.calls == ["add"] and type(r) is Logged   # one call: the op's insides do not dispatch again
+        Logged.calls.clear()
+        F.relu(s)
+        assert Logged.calls == ["relu"]
+
+    def test_parameter_and_disabled_classes_stay_plain(self, device):
+        p = torch.nn.Parameter(torch.ones(2, device=device))
+        assert type(torch.add(p, 1)) is torch.Tensor and type(F.relu(p)) is torch.Tensor
+        # a dispatching subclass among the arguments wins
+        s = torch.ones(2, device=device).as_subclass(MyTensor)
+        assert type(torch.add(p, s)) is MyTensor
+
+    def test_make_subclass_through_functions(self, device):
+        class Wrapped(torch.Tensor):
+            def __new__(cls, data):
+                return torch.Tensor._make_subclass(cls, data, False)
+        w = Wrapped(torch.arange(3.0, device=device))
+        assert type(torch.exp(w)) is Wrapped and type(w.exp()) is Wrapped
+        np.testing.assert_allclose(_np(torch.exp(w)), np.exp([0.0, 1.0, 2.0]), rtol=1e-6)
