@@ -273,3 +273,21 @@ class TestSubclassFunctions:
         w = Wrapped(torch.arange(3.0, device=device))
         assert type(torch.exp(w)) is Wrapped and type(w.exp()) is Wrapped
         np.testing.assert_allclose(_np(torch.exp(w)), np.exp([0.0, 1.0, 2.0]), rtol=1e-6)
+
+
+# ---- 3. masked_scatter broadcasts self ----------------------------------------------------------------------------
+def test_masked_scatter_mask_larger_than_self(device):
+    x = torch.zeros(3, device=device, requires_grad=True)
+    m = torch.tensor([[True, False, True], [False, True, True]], device=device)
+    src = torch.arange(10.0, device=device, requires_grad=True)
+    r = torch.masked_scatter(x, m, src)
+    assert tuple(r.shape) == (2, 3) and type(r.grad_fn).__name__ == "MaskedScatterBackward0"
+    assert _np(r).tolist() == [[0, 0, 1], [0, 2, 3]]
+    assert _np(x.detach().masked_scatter(m, src.detach())).tolist() == [[0, 0, 1], [0, 2, 3]]
+    r.sum().backward()
+    assert _np(x.grad).tolist() == [1, 1, 0]  # the unmasked places, summed over the broadcast rows
+    assert _np(src.grad).tolist() == [1] * 4 + [0] * 6
+    with pytest.raises(RuntimeError):  # in place, self cannot grow
+        torch.zeros(3, device=device).masked_scatter_(m, src.detach())
+    with pytest.raises(RuntimeError):  # shapes that do not broadcast
+        torch.masked_scatter(torch.zeros(2, 3, device=device), torch.ones(4, 3, dtype=torch.bool, device=device), src)
