@@ -291,3 +291,63 @@ def test_masked_scatter_mask_larger_than_self(device):
         torch.zeros(3, device=device).masked_scatter_(m, src.detach())
     with pytest.raises(RuntimeError):  # shapes that do not broadcast
         torch.masked_scatter(torch.zeros(2, 3, device=device), torch.ones(4, 3, dtype=torch.bool, device=device), src)
+
+
+# ---- 7. use_deterministic_algorithms --------------------------------------------------------------------------------
+@pytest.fixture
+def deterministic():
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def _seq_sum(n, idx, vals):
+    """float32 sums in index order (what an ordered accumulation gives, bit for bit)."""
+    out = np.zeros(n, np.float32)
+    np.add.at(out, idx, vals)
+    return out
+
+
+class TestDeterministic:
+    def test_accumulations_are_ordered(self, device, deterministic):
+        rng = np.random.default_rng(1)
+        idx = rng.integers(0, 7, 4000)
+        vals = (rng.standard_normal(4000) * 1000).astype(np.float32)
+        want = _seq_sum(7, idx, vals)
+        i, v = torch.tensor(idx, device=device), torch.tensor(vals, device=device)
+        z = torch.zeros(7, device=device)
+        runs = [torch.zeros(7, device=device).index_add_(0, i, v), z.scatter_add(0, i, v),
+                z.index_put((i,), v, accumulate=True), z.scatter_reduce(0, i, v, "sum"),
+                z.clone().put_(i, v, accumulate=True), torch.bincount(i, v, minlength=7).float()]
+        for r in runs:
+            np.testing.assert_array_equal(_np(r), want)   # bitwise: summed in index order
+        again = torch.zeros(7, device=device).index_add_(0, i, v)
+        np.testing.assert_array_equal(_np(again), _np(runs[0]))
+
+    def test_repeated_index_assignment_last_wins(self, device, deterministic):
+        i = torch.tensor([1, 3, 1, 1, 3, 0], device=device)
+        v = torch.arange(6.0, device=device)
+        r = torch.zeros(4, device=device).index_put_((i,), v)
+        assert _np(r).tolist() == [5.0, 3.0, 0.0, 4.0]
+
+    def test_put_without_accumulate_raises_or_warns(self, device):
+        x, i, v = torch.zeros(4, device=device), torch.tensor([0, 2], device=device), torch.ones(2, device=device)
+        torch.use_deterministic_algorithms(True)
+        try:
+            with pytest.raises(RuntimeError, match=r"put_ does not have a deterministic implementation, but you set "
+                                                   r"'torch.use_deterministic_algorithms\(True\)'"):
+                x.clone().put_(i, v)
+            assert _np(x.clone().put_(i, v, accumulate=True)).tolist() == [1, 0, 1, 0]
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            assert torch.is_deterministic_algorithms_warn_only_enabled()
+            with pytest.warns(UserWarning, match="put_ does not have a deterministic implementation"):
+                r = x.clone().put_(i, v)
+            assert _np(r).tolist() == [1, 0, 1, 0]
+        finally:
+            torch.use_deterministic_algorithms(False)
+        assert not torch.are_deterministic_algorithms_enabled()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert _np(x.clone().put_(i, v)).tolist() == [1, 0, 1, 0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from .._determinism import alert_not_deterministic
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -450,6 +451,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     n = input.numel()
     if index.numel() and n == 0:
         raise IndexError("put_(): tried to put into an empty tensor")
+    if not accumulate:  # as PyTorch (on every device): which of repeated indices wins is unspecified
+        alert_not_deterministic("put_")
     flat = input.reshape(-1)
     r = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
     return r.reshape(tuple(input.shape))
