@@ -351,3 +351,29 @@ class TestDeterministic:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert _np(x.clone().put_(i, v)).tolist() == [1, 0, 1, 0]
+
+
+# ---- 6. grad_fn names (checked against PyTorch 2.13) ------------------------------------------------------------
+def test_grad_fn_names_of_composites(device):
+    x = torch.randn(3, 3, device=device, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(3, device=device, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(2, 3, 3, device=device, dtype=torch.float64, requires_grad=True)
+    i, s = torch.tensor([0, 4], device=device), torch.tensor([1.0, 2.0], device=device, dtype=torch.float64)
+    cases = {
+        "DiagonalBackward0_copy": [torch.diag(x), torch.diag(x, 1), x.diag(-1)],
+        "DiagEmbedBackward0": [torch.diag(v)],
+        "Rot90Backward0": [torch.rot90(x), torch.rot90(x, 2), torch.rot90(x, 0), torch.rot90(x, -1, (1, 0))],
+        "RepeatBackward0": [torch.tile(x, (2,)), x.tile(2, 1)],
+        "PutBackward0": [x.put(i, s), x.clone().put_(i, s), x.put(i, s, accumulate=True)],
+        "BaddbmmBackward0": [torch.baddbmm(b, b, b), b.baddbmm(b, b, beta=0), b.clone().baddbmm_(b, b)],
+        "AddbmmBackward0": [torch.addbmm(x, b, b), x.clone().addbmm_(b, b, alpha=2)],
+        "AddmvBackward0": [torch.addmv(v, x, v), torch.addmv(v, x, v, beta=0), v.clone().addmv_(x, v)],
+        "AddrBackward0": [torch.addr(x, v, v), x.addr(v, v, alpha=2), x.clone().addr_(v, v)],
+    }
+    got = {name: [type(t.grad_fn).__name__ for t in ts] for name, ts in cases.items()}
+    assert got == {name: [name] * len(ts) for name, ts in cases.items()}
+    # the backward is unchanged by the name
+    assert torch.autograd.gradcheck(lambda a, c: torch.addr(a, c, c, beta=0.5, alpha=2), (x, v))
+    assert torch.autograd.gradcheck(lambda a: torch.rot90(a, 3), (x,))
+    assert torch.autograd.gradcheck(lambda a: torch.diag(a, 1), (x,))
+    assert torch.autograd.gradcheck(lambda a, c: a.put(i, c), (x, s.clone().requires_grad_()))

@@ -20,6 +20,7 @@ from . import pointwise as _pw, reduction as _reduction, shape as _shape
 from ._distance import cdist, dist
 from ._out import write_out
 from ._util import broadcast_shape, norm_dim, norm_dims
+from .scatter import _renamed
 
 __all__ = ["addmm", "einsum", "tensordot", "kron", "cross", "baddbmm", "addbmm", "addmv", "addr", "block_diag",
            "cartesian_prod", "combinations", "cdist", "dist", "inner", "vdot", "chain_matmul"]
@@ -223,7 +224,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
-    return _write_out(out, r, "baddbmm")
+    return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm")
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -236,7 +237,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
     x2 = _shape.reshape(batch2, (b * k, m))
     r = _scaled_sum(input, beta, _linalg._matmul_nd(x1, x2), alpha, "addbmm")
-    return _write_out(out, r, "addbmm")
+    return _write_out(out, _renamed(r, _NAMES["addbmm"]), "addbmm")
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -249,7 +250,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat, vec = _ac_cast("addmv", input, mat, vec)
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
-    return _write_out(out, r, "addmv")
+    return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv")
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -267,7 +268,11 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
         r = p if beta is False else _pw.logical_or(_shape.expand(input, shape) if beta else input, p)
         return _write_out(out, r, "addr")
     r = _scaled_sum(input, beta, _linalg.outer(vec1, vec2), alpha, "addr")
-    return _write_out(out, r, "addr")
+    return _write_out(out, _renamed(r, _NAMES["addr"]), "addr")
+
+
+# PyTorch's grad_fn names of the fused forms (coretorch composes them; the last op's node is renamed)
+_NAMES = {op: {"name": f"{op[0].upper()}{op[1:]}Backward0"} for op in ("baddbmm", "addbmm", "addmv", "addr")}
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:

@@ -455,7 +455,10 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
         alert_not_deterministic("put_")
     flat = input.reshape(-1)
     r = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
-    return r.reshape(tuple(input.shape))
+    return _renamed(r.reshape(tuple(input.shape)), _PUT)
+
+
+_PUT: dict = {"name": "PutBackward0"}
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: bool = False) -> Tensor:
