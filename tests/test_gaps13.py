@@ -377,3 +377,29 @@ def test_grad_fn_names_of_composites(device):
     assert torch.autograd.gradcheck(lambda a: torch.rot90(a, 3), (x,))
     assert torch.autograd.gradcheck(lambda a: torch.diag(a, 1), (x,))
     assert torch.autograd.gradcheck(lambda a, c: a.put(i, c), (x, s.clone().requires_grad_()))
+
+
+# ---- 5. randperm drawn on the device ------------------------------------------------------------------------------
+def test_randperm_uniform_over_permutations(device):
+    stats = pytest.importorskip("scipy.stats")
+    g = torch.Generator(device=device).manual_seed(7)
+    perms = [tuple(_np(torch.randperm(3, generator=g, device=device)).tolist()) for _ in range(600)]
+    counts = np.array([perms.count(p) for p in [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]])
+    assert counts.sum() == 600  # every draw is a permutation
+    chi2 = float(((counts - 100) ** 2 / 100).sum())
+    assert chi2 < stats.chi2.ppf(1 - 1e-7, 5), counts
+    big = _np(torch.randperm(100_000, generator=g, device=device))
+    assert np.array_equal(np.sort(big), np.arange(100_000))
+
+
+def test_randperm_seeding(device):
+    """One generator call per randperm (as every sampler): the offset advances by one; same state, same draw."""
+    g = torch.Generator(device=device).manual_seed(11)
+    a = _np(torch.randperm(50, generator=g, device=device))
+    st = g.get_state()
+    b = _np(torch.randperm(50, generator=g, device=device))
+    assert not np.array_equal(a, b)
+    np.testing.assert_array_equal(_np(torch.randperm(50, generator=torch.Generator(device=device).manual_seed(11),
+                                                     device=device)), a)
+    assert np.array_equal(_np(torch.randperm(50, generator=torch.Generator(device=device).set_state(st),
+                                             device=device)), b)
