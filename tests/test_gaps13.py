@@ -57,6 +57,23 @@ class TestAutocastLists:
             inside = torch.exp(xf)
         np.testing.assert_array_equal(inside.cpu().numpy(), torch.exp(xf).cpu().numpy())
 
+    def test_composites_on_no_list_keep_their_dtype(self, device):
+        """PyTorch runs elu, mish, logsigmoid, nansum, logit, batch_norm, ... as one kernel below autocast: their
+        inner exp/log/sum (float32 ops on GPU-like devices) must not change their result's dtype."""
+        d = low(device)
+        x = (torch.rand(4, 6, device=device) * 0.8 + 0.1).to(d)
+        ops = {"elu": lambda: F.elu(x), "selu": lambda: F.selu(x), "celu": lambda: F.celu(x),
+               "mish": lambda: F.mish(x), "logsigmoid": lambda: F.logsigmoid(x), "nansum": lambda: torch.nansum(x),
+               "nanmean": lambda: torch.nanmean(x, 1), "logit": lambda: torch.logit(x),
+               "batch_norm": lambda: F.batch_norm(x, None, None, training=True),
+               "instance_norm": lambda: F.instance_norm(x[None])}
+        with torch.autocast(device, dtype=d):
+            inside = {k: f() for k, f in ops.items()}
+            assert torch.is_autocast_enabled(device)  # (the composites restore the region)
+        assert {k: v.dtype for k, v in inside.items()} == {k: d for k in ops}
+        for k, f in ops.items():  # and the same values as outside the region
+            np.testing.assert_array_equal(_np(inside[k].float()), _np(f().float()), err_msg=k)
+
     def test_gpu_float32_values_are_float32_math(self, device):
         d = low(device)
         x = (torch.rand(64, device=device) * 3).to(d)

@@ -257,6 +257,17 @@ def fp32_unary(op: str, t):
     return t
 
 
+def suspended(t):
+    """For a composite op on no list whose inner ops are (``nansum`` through ``sum``, ``F.elu`` through ``expm1``):
+    an ``autocast(enabled=False)`` context for ``t``'s device type when autocast is enabled there, else None.  PyTorch
+    runs such an op as one kernel, below autocast, so it keeps its input's dtype; the composite re-enters itself
+    under the context (called only when ``state.on``)."""
+    dev = getattr(getattr(t, "_be", None), "type", None)
+    if dev is None or not tls.enabled.get(dev):
+        return None
+    return autocast(dev, enabled=False)
+
+
 def _cast(value, device_type: str, dtype):
     """Tensors and containers of tensors cast for custom_fwd(cast_inputs=...)."""
     from ..tensor import Tensor

@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
@@ -164,6 +164,9 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return nansum(input, dim, keepdim, dtype=dtype)
     if not input.dtype.is_floating_point:  # no NaN to skip: an integer input sums to int64, as sum does
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
