@@ -8,6 +8,7 @@ import os
 import warnings
 
 from . import dtypes as _dt
+from ._determinism import state as _det  # (shared with the device backends)
 from .autograd.grad_mode import is_inference_mode_enabled
 from .nn import functional as _F
 from .nn.modules.module import Module as _Module
@@ -74,14 +75,15 @@ _Module.compile = _module_compile
 
 
 # ---- determinism and matmul precision (remembered; see use_deterministic_algorithms) ----------------------------
-_det = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> None:
-    """Remembered for ``are_deterministic_algorithms_enabled`` (and ``torch.backends.cudnn.deterministic`` is a
-    separate flag, as in PyTorch).  coretorch's cpu kernels are deterministic; on opencl, accumulating index
-    writes (``index_put_(..., accumulate=True)`` and the ops built on it) add with atomics, so their float sums may
-    differ in the last bits from run to run, and they do not consult this flag yet."""
+    """torch.use_deterministic_algorithms (``torch.backends.cudnn.deterministic`` is a separate flag, as in
+    PyTorch).  coretorch's cpu kernels are deterministic.  On opencl, the accumulating index writes
+    (``index_put_(..., accumulate=True)``, ``index_add``, ``scatter_add``, ``scatter_reduce`` sum/prod/mean,
+    ``put_(accumulate=True)`` and the ops built on them, such as embedding's and gather's backward) add floats with
+    atomics in a run-dependent order; while the mode is on they accumulate in index order instead (one ordered
+    pass: bitwise reproducible, slower).  Integer sums and max/min are exact in any order and keep their atomics."""
     if not isinstance(mode, _bool) or not isinstance(warn_only, _bool):
         raise TypeError("use_deterministic_algorithms(): argument 'mode' and 'warn_only' must be bool")
     _det["mode"], _det["warn_only"] = mode, warn_only

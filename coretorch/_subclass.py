@@ -6,10 +6,21 @@ default one runs the op and returns the subclass (``type(t + 1) is MyTensor``), 
 
 coretorch does the same for the Tensor *methods and operators* of subclass instances: when a subclass is
 defined, its inherited methods are wrapped to call ``cls.__torch_function__(func, (cls,), args, kwargs)``, where
-``func`` is the Tensor method.  Plain Tensors keep their methods untouched (no cost on the hot path).  Functions
-called through the ``coretorch`` namespace (``torch.add(t, 1)``) do not dispatch: they return plain Tensors.
+``func`` is the Tensor method.  Plain Tensors keep their methods untouched (no cost on the hot path).
+
+And for the *functions* of the public namespaces (``torch.add``, ``torch.cat``, ``F.relu``, ``torch.linalg.*``,
+``torch.special.*``): when the first subclass that dispatches is defined, those functions are replaced by wrappers
+that look for instances of such classes among the arguments (and inside list/tuple arguments: ``torch.cat``) and
+call their ``__torch_function__`` (subclasses before their parents, else left to right), as PyTorch's
+``handle_torch_function``; with none among the arguments they call the op directly.  Programs that never define
+such a subclass keep the plain functions (no cost); internal calls between ops never dispatch (as PyTorch's
+kernels, which run below the dispatcher).
 """
 from __future__ import annotations
+
+import functools
+import sys
+import types as _types
 
 from .autograd.grad_mode import state as _gs
 from .autograd.graph import Node
@@ -115,6 +126,7 @@ def _install(cls) -> None:
     tf = cls.__dict__.get("__torch_function__", None) or getattr(cls, "__torch_function__", None)
     if getattr(tf, "__func__", tf) is _disabled_torch_function_impl:
         return
+    _register(cls)
     for name, fn in list(vars(Tensor).items()):
         if not (name in _OPERATORS or (not name.startswith("_") and name not in _NOT_DISPATCHED)):
             continue
@@ -127,6 +139,86 @@ def _install(cls) -> None:
         prop = vars(Tensor).get(name)
         if isinstance(prop, property) and next(k for k in cls.__mro__ if name in vars(k)) is Tensor:
             setattr(cls, name, _dispatching_property(name, prop))
+
+
+# ---- functions of the public namespaces ------------------------------------------------------------------------
+_DISPATCHING: set = set()  # the Tensor subclasses whose __torch_function__ dispatches
+_NAMESPACES = ("coretorch", "coretorch.nn.functional", "coretorch.nn._functional_basic", "coretorch.linalg",
+               "coretorch.special")
+_FN_MODULES = ("coretorch.ops.", "coretorch.nn.functional", "coretorch.nn._functional_basic", "coretorch.special",
+               "coretorch._compat", "coretorch")
+# not dispatched, as PyTorch's (constructors, predicates and global state; no tensor result to wrap)
+_FN_SKIP = {"tensor", "as_tensor", "asarray", "from_numpy", "is_tensor", "is_storage", "set_default_device",
+            "get_default_device", "set_default_dtype", "get_default_dtype", "compile", "use_deterministic_algorithms",
+            "set_default_tensor_type", "devices", "_legacy", "broadcast_shapes", "_broadcast_shapes"}
+_wrapped: dict = {}
+
+
+def _overloaded(args, kwargs) -> list:
+    """The dispatching subclasses among the arguments (one level into lists/tuples), subclasses first."""
+    found: list = []
+    for a in (args + tuple(kwargs.values())) if kwargs else args:
+        t = type(a)
+        if t in _DISPATCHING:
+            cands = (t,)
+        elif t is list or t is tuple:
+            cands = tuple(type(b) for b in a if type(b) in _DISPATCHING)
+        else:
+            continue
+        for c in cands:
+            if c in found:
+                continue
+            # PyTorch's order: a subclass goes before its parent class, others left to right
+            i = next((k for k, f in enumerate(found) if issubclass(c, f)), len(found))
+            found.insert(i, c)
+    return found
+
+
+def _dispatching_function(fn):
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if _state.disabled or not _DISPATCHING:
+            return fn(*args, **kwargs)
+        found = _overloaded(args, kwargs)
+        if not found:
+            return fn(*args, **kwargs)
+        tys = tuple(found)
+        for cls in found:
+            ret = cls.__torch_function__(public, tys, args, kwargs)
+            if ret is not NotImplemented:
+                return ret
+        raise TypeError(f"no implementation found for '{fn.__module__}.{fn.__name__}' on types that implement "
+                        f"__torch_function__: {[c for c in found]}")
+    public.__wrapped_op__ = fn
+    return public
+
+
+def _enable_function_dispatch() -> None:
+    """Swap the public namespaces' op functions for dispatching wrappers (once, at the first such subclass)."""
+    for ns_name in _NAMESPACES:
+        ns = sys.modules.get(ns_name)
+        if ns is None:
+            continue
+        for name, fn in list(vars(ns).items()):
+            if (not isinstance(fn, _types.FunctionType) or name.startswith("__") or name in _FN_SKIP
+                    or hasattr(fn, "__wrapped_op__")):
+                continue
+            mod = fn.__module__ or ""
+            if not any(mod == m or (m.endswith(".") and mod.startswith(m)) for m in _FN_MODULES):
+                continue
+            if mod == "coretorch.ops._util":
+                continue
+            w = _wrapped.get(fn)
+            if w is None:
+                w = _wrapped[fn] = _dispatching_function(fn)
+            setattr(ns, name, w)
+
+
+def _register(cls) -> None:
+    first = not _DISPATCHING
+    _DISPATCHING.add(cls)
+    if first:
+        _enable_function_dispatch()
 
 
 Tensor.as_subclass = as_subclass

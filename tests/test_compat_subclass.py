@@ -41,7 +41,7 @@ def test_default_torch_function_keeps_the_subclass(device):
     assert t.add_(1) is t and type(t) is MyTensor
     assert t.tolist() == [2.0, 3.0, 4.0] and t.shape == (3,) and t.dim() == 1 and t.size(0) == 3
     np.testing.assert_allclose((t * 2).cpu().numpy(), [4.0, 6.0, 8.0])
-    assert type(torch.add(t, 1)) is torch.Tensor  # namespace functions do not dispatch in coretorch
+    assert type(torch.add(t, 1)) is MyTensor  # namespace functions dispatch too, as PyTorch's
     assert (t == None) is False and (t != "a") is True and t not in [None, "a"]  # noqa: E711
     assert type(t.data) is MyTensor and type(t.reshape(3, 1).mT) is MyTensor
     t.data = torch.zeros(3, device=device)  # the setter still works

@@ -4,18 +4,19 @@ The state is thread-local, as PyTorch's.  An op with an autocast policy starts w
 ``if _ac.on:`` (false while no thread is in an autocast region), and only then calls ``cast_inputs``, which
 casts its floating point tensor arguments (float64 excepted, as PyTorch) for the op's device type:
 
-* lower precision (``LOWER``): linear, matmul, mm, bmm, addmm, baddbmm, conv1d/2d, ... run in the region's dtype;
-* float32 (``FP32``): the losses, and on GPU-like devices (cuda, opencl) softmax, log_softmax, layer_norm,
-  group_norm as CUDA's lists have them (PyTorch's CPU list keeps softmax and layer_norm in the input dtype);
-* every other op runs in its inputs' dtypes (the usual promotion: the widest input type);
+* lower precision (``LOWER``): linear, matmul, mm, bmm, addmm, baddbmm, conv1d/2d, einsum, ... run in the region's
+  dtype;
+* float32 (``FP32``): the losses everywhere; on cpu also quantile, reflection/replication padding and the linalg
+  decompositions (PyTorch's CPU list); on GPU-like devices (cuda, opencl), as CUDA's list, also the
+  precision-sensitive elementwise ops (exp, log, pow, rsqrt, ...) and reductions (sum, logsumexp, norm, cumsum,
+  softmax, ...; those taking ``dtype=`` only when it is not given);
+* promote (``PROMOTE``): the floating point arguments go to the widest type among them (cat, stack, index_copy on
+  cpu; dot, vdot, cross, index_put, tensordot, ... on GPU-like devices);
+* every other op runs in its inputs' dtypes (the usual promotion);
 * binary_cross_entropy raises on GPU-like devices, as CUDA's autocast does (unsafe in float16).
 
-The lists are PyTorch's; the ops that check them are nn.functional's linear, conv*, losses, softmax,
-log_softmax, layer_norm, group_norm, scaled_dot_product_attention, and matmul, mm, bmm, addmm, mv, baddbmm, addbmm,
-addmv, addr, chain_matmul, multi_dot, cdist, dist, prod, trace, cumsum, cumprod.  The hot elementwise ops of the GPU
-lists (exp, log, pow, sum, ...) do not check (they run in their inputs' dtypes); an op opts in with two lines at its
-entry:
-``if _ac.on: args = _ac_cast("name", *args)``.
+An op opts in with two lines at its entry, ``if _ac.on: args = _ac_cast("name", *args)`` (the elementwise ops in
+``pointwise._make_unary``: ``fp32_unary``), so the cost while no region is open is that one attribute check.
 """
 from __future__ import annotations
 
@@ -29,20 +30,31 @@ from .. import dtypes as _dt
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_autocast_enabled",
            "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype"]
 
-# PyTorch's autocast op lists (aten/src/ATen/autocast_mode.cpp), restricted to what coretorch has
+# PyTorch's autocast op lists (aten/src/ATen/autocast_mode.{h,cpp}, checked against PyTorch 2.13), restricted to
+# what coretorch has.  CPU: einsum, tensordot and inner are not on PyTorch's CPU list but run in the lower precision
+# there all the same (they decompose into bmm/mm, which are), so they are listed to give the same dtypes.
 _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-                           "scaled_dot_product_attention"})
-_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "bilinear"}
+                           "scaled_dot_product_attention", "einsum"})
+_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner"}
+_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"}
 _FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
                           "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",
                           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
-                          "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "cdist", "prod",
-                          "trace"})
+                          "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_loss", "cdist", "prod"})
+# CUDA's list: the precision-sensitive elementwise ops and reductions too (the "set_opt_dtype" ones, sum, softmax,
+# cumsum, ..., only when no dtype= is given: the callers check)
 _FP32_GPU = _FP32_COMMON | {"softmax", "log_softmax", "layer_norm", "group_norm", "softplus", "cosine_similarity",
-                            "exp", "log", "pow", "logsumexp", "sum", "cumsum", "cumprod", "dist", "norm"}
-_FP32_CPU = _FP32_COMMON | {"binary_cross_entropy"}
-LOWER = {"cpu": _LOWER_COMMON, "cuda": _LOWER_GPU, "opencl": _LOWER_GPU}
+                            "exp", "expm1", "log", "log2", "log10", "log1p", "reciprocal", "rsqrt", "acos", "asin",
+                            "cosh", "sinh", "tan", "erfinv", "pow", "logsumexp", "sum", "cumsum", "cumprod", "dist",
+                            "norm", "vector_norm", "matrix_norm", "pdist", "renorm", "rms_norm", "interpolate"}
+# CPU's list: losses, prod, trace, quantile, the linalg decompositions, reflection/replication padding
+_FP32_CPU = _FP32_COMMON | {"binary_cross_entropy", "trace", "quantile", "nanquantile", "pad_reflect",
+                            "pad_replicate", "pinverse", "cholesky_solve", "cholesky_inverse", "linalg_inv",
+                            "linalg_inv_ex", "linalg_solve", "linalg_cholesky_ex", "linalg_qr", "linalg_svd",
+                            "linalg_svdvals", "linalg_eigh", "linalg_eigvalsh", "linalg_lstsq", "linalg_matrix_rank",
+                            "linalg_cond"}
+LOWER = {"cpu": _LOWER_CPU, "cuda": _LOWER_GPU, "opencl": _LOWER_GPU}
 _BANNED = {"cuda": ("binary_cross_entropy",), "opencl": ("binary_cross_entropy",)}
 _BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
                "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
@@ -50,6 +62,10 @@ _BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss ar
                "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
                "safe to autocast.")
 FP32 = {"cpu": _FP32_CPU, "cuda": _FP32_GPU, "opencl": _FP32_GPU}
+# "promote": the floating point arguments go to the widest floating point type among them
+_PROMOTE_GPU = frozenset({"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "index_put",
+                          "tensordot", "scatter_add"})
+PROMOTE = {"cpu": frozenset({"cat", "stack", "index_copy"}), "cuda": _PROMOTE_GPU, "opencl": _PROMOTE_GPU}
 
 #: device types autocast accepts (PyTorch raises for others); 'cuda' is accepted and disabled with a warning
 _AVAILABLE = ("cpu", "cuda", "opencl")
@@ -193,7 +209,8 @@ def cast_inputs(op: str, *args):
     floating point tensors other than float64 go to the region's dtype (lower precision ops) or to float32;
     everything else is returned as it is."""
     from ..tensor import Tensor
-    dev = next((a._be.type for a in args if isinstance(a, Tensor)), None)
+    dev = next((t._be.type for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
+                if isinstance(t, Tensor)), None)
     if dev is None or not tls.enabled.get(dev):
         return args  # autocast is on in another thread (or for another device type) only
     if op in _BANNED.get(dev, ()):
@@ -202,10 +219,53 @@ def cast_inputs(op: str, *args):
         target = tls.dtype[dev]
     elif op in FP32.get(dev, ()):
         target = _dt.float32
+    elif op in PROMOTE.get(dev, ()):
+        return _promote(args, dev)
     else:
         return args
-    return tuple(a.to(target) if isinstance(a, Tensor) and _eligible(a, target) and a._be.type == dev else a
-                 for a in args)
+    return _cast_args(args, dev, target)
+
+
+def _promote(args: tuple, dev: str) -> tuple:
+    """PyTorch's "promote" policy: floating point tensors (float64 excepted) cast to the widest floating point type
+    among the arguments (a tensor list counts as its members)."""
+    from ..tensor import Tensor
+    flat = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))
+            if isinstance(t, Tensor) and t.dtype.is_floating_point and t._be.type == dev]
+    if not flat:
+        return args
+    target = flat[0].dtype
+    for t in flat[1:]:
+        target = _dt.promote_types(target, t.dtype)
+    return _cast_args(args, dev, target)
+
+
+def _cast_args(args: tuple, dev: str, target) -> tuple:
+    from ..tensor import Tensor
+
+    def one(a):
+        return a.to(target) if isinstance(a, Tensor) and _eligible(a, target) and a._be.type == dev else a
+    return tuple(type(a)(one(t) for t in a) if isinstance(a, (list, tuple)) else one(a) for a in args)
+
+
+def fp32_unary(op: str, t):
+    """The one-tensor fast path of ``cast_inputs`` for the elementwise ops of the float32 list (called only when
+    ``state.on``): ``t`` in float32 where autocast is enabled for its device type and lists ``op``."""
+    dev = t._be.type
+    if t.dtype.itemsize < 4 and t.dtype.is_floating_point and tls.enabled.get(dev) and op in FP32.get(dev, ()):
+        return t.to(_dt.float32)
+    return t
+
+
+def suspended(t):
+    """For a composite op on no list whose inner ops are (``nansum`` through ``sum``, ``F.elu`` through ``expm1``):
+    an ``autocast(enabled=False)`` context for ``t``'s device type when autocast is enabled there, else None.  PyTorch
+    runs such an op as one kernel, below autocast, so it keeps its input's dtype; the composite re-enters itself
+    under the context (called only when ``state.on``)."""
+    dev = getattr(getattr(t, "_be", None), "type", None)
+    if dev is None or not tls.enabled.get(dev):
+        return None
+    return autocast(dev, enabled=False)
 
 
 def _cast(value, device_type: str, dtype):

@@ -19,7 +19,7 @@ from ..autograd.graph import Node
 from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
 from ..ops._util import device_mismatch, edge as _edge, host_all_below, norm_dim as _norm_dim
 from ..ops.pointwise import relu, sigmoid, tanh  # noqa: F401
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
 from ..tensor import Tensor, _make
 
 _f64 = _dt.float64
@@ -150,6 +150,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return elu(input, alpha, inplace)
     x = _src(input, inplace)
     # expm1 of min(x, 0): the unused branch never overflows (no inf * 0 in the backward)
     neg = _P.mul(_P.expm1(_P.clamp(x, max=0.0)), alpha)
@@ -158,12 +161,18 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return selu(input, inplace)
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     out = _P.mul(elu(_src(input, inplace), alpha), scale)
     return _inplace_result(input, out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return celu(input, alpha, inplace)
     x = _src(input, inplace)
     neg = _P.mul(_P.expm1(_P.div(_P.clamp(x, max=0.0), alpha)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
@@ -209,16 +218,24 @@ def silu(input, inplace=False):
 
 
 def mish(input, inplace=False):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return mish(input, inplace)
     x = _src(input, inplace)
     out = _P.mul(x, _P.tanh(softplus(x)))
     return _inplace_result(input, out) if inplace else out
 
 
 def logsigmoid(input):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return logsigmoid(input)
     return _P.neg(softplus(_P.neg(input)))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("softplus", input)
     z = _P.mul(input, beta) if beta != 1 else input
     # log1p(exp(z)) on min(z, threshold): the linear branch never overflows exp
     soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
@@ -360,6 +377,8 @@ def pad(input, pad, mode="constant", value=None):
     if n > 3 or input.ndim not in (n + 1, n + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(got a {input.ndim}-D input and {len(pad)} padding values for mode {mode})")
+    if _ac.on and mode != "circular":  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("pad_" + mode, input)
     out = input
     for k in range(n):
         d = input.ndim - 1 - k
@@ -1063,6 +1082,9 @@ def _verify_batch_size(shape) -> None:
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
@@ -1105,6 +1127,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum=0.1, eps=1e-5):
     """Normalise each (instance, channel) over its spatial dims; with running stats, update them by the batch
     mean of the per-instance statistics (unbiased variance), or normalise by them when not use_input_stats."""
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, input.ndim))
@@ -1404,6 +1429,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        x1, x2 = _ac_cast("cosine_similarity", x1, x2)
     n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = _P.clamp(_R.norm(x2, 2, dim, keepdim=True), min=eps)
     return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)

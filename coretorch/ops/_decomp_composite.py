@@ -20,6 +20,8 @@ _INF = float("inf")
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
+        (x,) = _ac_cast("vector_norm", x)
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
     if (ord < 0 or ord == _INF) and x.numel() == 0:
@@ -52,6 +54,8 @@ def _mdims(A: Tensor, dim) -> tuple:
 
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    if _ac.on and dtype is None and isinstance(A, Tensor):  # autocast (one attribute check when off)
+        (A,) = _ac_cast("matrix_norm", A)
     if dtype is not None:
         A = A.to(dtype)
     check_float("linalg.matrix_norm", A)

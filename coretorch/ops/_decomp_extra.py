@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..tensor import Tensor
 from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
@@ -49,6 +50,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_solve: X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True)."""
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        B, L = _ac_cast("cholesky_solve", B, L)
     if upper:
         return solve_triangular(L, solve_triangular(_mT(L), B, upper=False), upper=True)
     return solve_triangular(_mT(L), solve_triangular(L, B, upper=False), upper=True)
@@ -56,6 +59,8 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky_inverse: (L L^T)^{-1} from the Cholesky factor L (U^T U with upper=True)."""
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        L, = _ac_cast("cholesky_inverse", L)
     check_matrix("cholesky_inverse", L)
     return cholesky_solve(_C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape)), L, upper)
 
@@ -63,6 +68,8 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
 def cond(A: Tensor, p=None) -> Tensor:
     """The condition number of A in the norm ``p`` (None/2/-2: singular values; else norm(A) norm(A^-1), inf for a
     singular matrix)."""
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_cond", A)
     check_float("linalg.cond", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")

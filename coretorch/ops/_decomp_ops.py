@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -99,6 +100,8 @@ class LinalgInvExBackward0(Node):
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False):
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_inv_ex", A)
     check_matrix("linalg.inv_ex", A)
     table = A._be
     x, info = table.linalg_inv_ex(A._data)
@@ -113,6 +116,8 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
 
 
 def inv(A: Tensor) -> Tensor:
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_inv", A)
     check_matrix("linalg.inv", A)
     res, info = inv_ex(A)
     check_info("linalg.inv", info, "inv")
@@ -172,6 +177,8 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, B = _ac_cast("linalg_solve", A, B)
     X, info = solve_ex(A, B, left=left)
     check_info("torch.linalg.solve", info, "solve")
     return X
@@ -263,6 +270,8 @@ class LinalgCholeskyExBackward0(Node):
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
                 _api: str = "linalg.cholesky_ex"):
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_cholesky_ex", A)
     check_matrix(_api, A)
     table = A._be
     L, info = table.linalg_cholesky_ex(A._data, bool(upper))
@@ -316,6 +325,8 @@ class LinalgQrBackward0(Node):
 
 
 def qr(A: Tensor, mode: str = "reduced"):
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_qr", A)
     check_matrix("linalg.qr", A, square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
@@ -372,6 +383,8 @@ class LinalgSvdBackward0(Node):
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_svd", A)
     check_matrix("linalg.svd", A, square=False)
     table = A._be
     u, s, vh = table.linalg_svd(A._data, bool(full_matrices), True)
@@ -384,6 +397,8 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
 
 
 def svdvals(A: Tensor, *, driver=None) -> Tensor:
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_svdvals", A)
     check_matrix("linalg.svdvals", A, square=False)
     if _needs_grad(A):
         return svd(A, full_matrices=False).S
@@ -414,6 +429,8 @@ def _uplo(op: str, UPLO: str) -> str:
 
 
 def eigh(A: Tensor, UPLO: str = "L"):
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_eigh", A)
     check_matrix("linalg.eigh", A)
     table = A._be
     lam, v = table.linalg_eigh(A._data, _uplo("linalg.eigh", UPLO), True)
@@ -425,6 +442,8 @@ def eigh(A: Tensor, UPLO: str = "L"):
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_eigvalsh", A)
     check_matrix("linalg.eigvalsh", A)
     if _needs_grad(A):
         return eigh(A, UPLO).eigenvalues
@@ -499,6 +518,8 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
 
 
 def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, = _ac_cast("linalg_matrix_rank", A)
     check_matrix("linalg.matrix_rank", A, square=False)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
@@ -528,6 +549,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     op = "torch.linalg.lstsq"
     if not isinstance(A, Tensor) or not isinstance(B, Tensor):
         raise TypeError("linalg.lstsq(): arguments 'A' and 'B' must be Tensors")
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        A, B = _ac_cast("linalg_lstsq", A, B)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
     if B.ndim < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..amp.autocast_mode import autocast as _autocast, cast_inputs as _ac_cast, state as _ac
 from ..tensor import Tensor
 from . import creation as _C
 from ._decomp_composite import matrix_exp as _matrix_exp, matrix_power as _matrix_power
@@ -38,6 +39,10 @@ def slogdet(input: Tensor):
 
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: linalg.pinv with rcond relative to the largest singular value."""
+    if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
+        input, = _ac_cast("pinverse", input)
+        with _autocast(input.device.type, enabled=False):  # its inner matmuls too, as PyTorch's kernel
+            return pinv(input, rtol=rcond)
     return pinv(input, rtol=rcond)
 
 

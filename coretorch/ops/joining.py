@@ -19,7 +19,7 @@ from . import creation as _cr, indexing as _ix, reduction as _red
 from . import shape as _sh
 from ._util import edge, norm_dim, shape_arg
 from .inplace import check_inplace
-from .scatter import _out
+from .scatter import _out, _renamed
 
 __all__: list[str] = ["roll", "rot90", "tile", "repeat_interleave", "meshgrid", "dstack", "column_stack",
                       "row_stack", "hsplit", "vsplit", "dsplit", "tensor_split", "moveaxis", "atleast_1d",
@@ -213,12 +213,17 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k %= 4
     if k == 1:
-        return _sh.transpose(_sh.flip(input, (d1,)), d0, d1)
-    if k == 2:
-        return _sh.flip(input, (d0, d1))
-    if k == 3:
-        return _sh.transpose(_sh.flip(input, (d0,)), d0, d1)
-    return _sh.clone(input)
+        r = _sh.transpose(_sh.flip(input, (d1,)), d0, d1)
+    elif k == 2:
+        r = _sh.flip(input, (d0, d1))
+    elif k == 3:
+        r = _sh.transpose(_sh.flip(input, (d0,)), d0, d1)
+    else:
+        r = _sh.clone(input)
+    return _renamed(r, _ROT90)
+
+
+_ROT90: dict = {"name": "Rot90Backward0"}
 
 
 def tile(input: Tensor, dims) -> Tensor:

@@ -6,6 +6,7 @@ from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
+from ._out import write_out
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 
@@ -79,9 +80,11 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     return _make(out, a.dtype, table)
 
 
-def matmul(input: Tensor, other: Tensor) -> Tensor:
+def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)
+    if out is not None:
+        return write_out("matmul", out, _matmul(input, other), exact_dtype=True)
     return _matmul(input, other)
 
 
@@ -107,17 +110,19 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("mm", input, mat2)
     if input.ndim != 2:
         raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor)")
     if mat2.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix (mm got a {mat2.ndim}-D tensor)")
+    if out is not None:
+        return write_out("mm", out, _matmul_nd(input, mat2), exact_dtype=True)
     return _matmul_nd(input, mat2)
 
 
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("bmm", input, mat2)
     if input.ndim != 3:
@@ -127,6 +132,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    if out is not None:
+        return write_out("bmm", out, _matmul_nd(input, mat2), exact_dtype=True)
     return _matmul_nd(input, mat2)
 
 
@@ -255,26 +262,32 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
 _T2 = (1, 0)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
+def dot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if isinstance(other, Tensor) and input.dtype is not other.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} and "
                            f"{other.dtype._tname[:-6]}")
+    if out is not None:
+        return write_out("dot", out, _matmul(input, other), exact_dtype=True)
     return _matmul(input, other)
 
 
-def mv(input: Tensor, vec: Tensor) -> Tensor:
+def mv(input: Tensor, vec: Tensor, *, out=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, vec = _ac_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    if out is not None:
+        return write_out("mv", out, _matmul(input, vec), exact_dtype=True)
     return _matmul(input, vec)
 
 
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
+def outer(input: Tensor, vec2: Tensor, *, out=None) -> Tensor:
     from .pointwise import mul
     from .shape import unsqueeze
-    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
+    return write_out("outer", out, mul(unsqueeze(input, 1), unsqueeze(vec2, 0)))
 
 from . import shape as _shape  # noqa: E402  (late: shape imports _util, which imports us back)

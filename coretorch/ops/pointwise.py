@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import cast_inputs as _ac_cast, fp32_unary as _ac_unary, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -187,6 +188,8 @@ def _make_binary(name: str, node_cls, kind: str):
                         node.out = r
                     return r
                 return _make(out, dt, table)
+        if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
+            a, b = _ac_cast(name, a, b)
         b0 = b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
         if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
                 and not b.dtype.is_floating_point:
@@ -454,6 +457,8 @@ def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff:
     def fn(input):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        if _ac.on:  # autocast: exp, log, ... are on the float32 list of GPU-like devices (one check when off)
+            input = _ac_unary(name, input)
         table = input._be
         dt = input.dtype
         x = input._data

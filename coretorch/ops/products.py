@@ -20,6 +20,7 @@ from . import pointwise as _pw, reduction as _reduction, shape as _shape
 from ._distance import cdist, dist
 from ._out import write_out
 from ._util import broadcast_shape, norm_dim, norm_dims
+from .scatter import _renamed
 
 __all__ = ["addmm", "einsum", "tensordot", "kron", "cross", "baddbmm", "addbmm", "addmv", "addr", "block_diag",
            "cartesian_prod", "combinations", "cdist", "dist", "inner", "vdot", "chain_matmul"]
@@ -66,6 +67,8 @@ def einsum(*args) -> Tensor:
 
     Ellipsis, repeated labels (diagonals), implicit output, size-1 broadcasting; 3+ operands are contracted in the
     order ``opt_einsum.contract_path`` picks (``torch.backends.opt_einsum.enabled`` / ``.strategy``)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        args = _ac_cast("einsum", *args)
     return _einsum.einsum(*args)
 
 
@@ -83,6 +86,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     """Sum over ``dims`` (the last/first ``dims`` dims, or two lists of dims) of a and b: one matmul."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("tensordot(): arguments 'a' and 'b' must be Tensors")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        a, b = _ac_cast("tensordot", a, b)
     if isinstance(dims, Tensor):
         dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, int) and not isinstance(dims, bool):
@@ -126,6 +131,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
 
 def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Sum over the last dims: result shape input.shape[:-1] + other.shape[:-1] (a 0-d operand multiplies)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("inner", input, other)
     if input.ndim == 0 or other.ndim == 0:
         return _write_out(out, _pw.mul(input, other), "inner")
     if input.shape[-1] != other.shape[-1]:
@@ -138,6 +145,8 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Dot product of two 1-D tensors (the first conjugated: real dtypes only here, so plain dot)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("vdot", input, other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} "
                            f"and {other.dtype._tname[:-6]}")
@@ -145,7 +154,7 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
                            f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
                            "elements respectively")
-    return _write_out(out, _linalg.matmul(input, other), "vdot")
+    return _write_out(out, _linalg._matmul(input, other), "vdot")  # (not matmul: vdot is not autocast's)
 
 
 def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -164,6 +173,8 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 def _cross(input: Tensor, other: Tensor, dim: int, op: str = "linalg.cross") -> Tensor:
     """The cross product along ``dim`` (torch.linalg.cross's checks; other dims broadcast)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, other = _ac_cast("cross", input, other)
     if input.ndim != other.ndim:
         raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     d = norm_dim(dim, input.ndim, op)
@@ -213,7 +224,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
-    return _write_out(out, r, "baddbmm")
+    return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm")
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -226,7 +237,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
     x2 = _shape.reshape(batch2, (b * k, m))
     r = _scaled_sum(input, beta, _linalg._matmul_nd(x1, x2), alpha, "addbmm")
-    return _write_out(out, r, "addbmm")
+    return _write_out(out, _renamed(r, _NAMES["addbmm"]), "addbmm")
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -239,7 +250,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat, vec = _ac_cast("addmv", input, mat, vec)
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
-    return _write_out(out, r, "addmv")
+    return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv")
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -257,7 +268,11 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
         r = p if beta is False else _pw.logical_or(_shape.expand(input, shape) if beta else input, p)
         return _write_out(out, r, "addr")
     r = _scaled_sum(input, beta, _linalg.outer(vec1, vec2), alpha, "addr")
-    return _write_out(out, r, "addr")
+    return _write_out(out, _renamed(r, _NAMES["addr"]), "addr")
+
+
+# PyTorch's grad_fn names of the fused forms (coretorch composes them; the last op's node is renamed)
+_NAMES = {op: {"name": f"{op[0].upper()}{op[1:]}Backward0"} for op in ("baddbmm", "addbmm", "addmv", "addr")}
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as _dt
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from ._out import write_out
 from ._util import edge, norm_dim, norm_dims, return_type
 
 _bool, _i64 = _dt.bool_, _dt.int64
@@ -151,6 +152,8 @@ def _recorded(node, input, out, dt, shape, axes, keepdim, save_io=True):
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("sum", input)
     if dtype is not None:
         dt = dtype
     elif input.dtype.is_floating_point:
@@ -161,6 +164,9 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return nansum(input, dim, keepdim, dtype=dtype)
     if not input.dtype.is_floating_point:  # no NaN to skip: an integer input sums to int64, as sum does
         return sum(input, dim, keepdim, dtype=dtype)
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
@@ -408,6 +414,8 @@ class LogsumexpBackward0(_ReduceNode):
 
 def logsumexp(input, dim, keepdim: bool = False):
     """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("logsumexp", input)
     if not input.dtype.is_floating_point:
         input = input.to(_dt.default)
     table = input._be
@@ -444,6 +452,8 @@ class NormBackward1(_ReduceNode):
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
+        (input,) = _ac_cast("norm", input)
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
@@ -492,8 +502,10 @@ class CumsumBackward0(Node):
         return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
 
 
-def cumsum(input, dim, *, dtype=None):
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+def cumsum(input, dim, *, dtype=None, out=None):
+    if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
+        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)

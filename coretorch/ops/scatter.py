@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from .._determinism import alert_not_deterministic
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -307,6 +309,8 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
         raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, values = _ac_cast("index_put", input, values)
     key = tuple(slice(None) if i is None else i for i in indices)
     nkey, advanced = _ix.normalize_key(input, key)
     if values.dtype is not input.dtype:
@@ -372,6 +376,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
     d = _check_index_vector("index_copy", input, dim, index)
     _ix._same_device("index_copy", input, source)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, _, source = _ac_cast("index_copy", input, index, source)
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                            f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")
@@ -445,13 +451,19 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     n = input.numel()
     if index.numel() and n == 0:
         raise IndexError("put_(): tried to put into an empty tensor")
+    if not accumulate:  # as PyTorch (on every device): which of repeated indices wins is unspecified
+        alert_not_deterministic("put_")
     flat = input.reshape(-1)
     r = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
-    return r.reshape(tuple(input.shape))
+    return _renamed(r.reshape(tuple(input.shape)), _PUT)
 
 
-def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
-    """input with the elements where ``mask`` is True replaced, in order, by source's first elements."""
+_PUT: dict = {"name": "PutBackward0"}
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: bool = False) -> Tensor:
+    """input with the elements where ``mask`` is True replaced, in order, by source's first elements; input and mask
+    broadcast against each other (a mask larger than input gives the larger shape, as PyTorch; not in place)."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -459,15 +471,22 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{input.dtype} and {source.dtype}")
     _ix._same_device("masked_scatter", input, mask, source)
-    if broadcast_shape(tuple(input.shape), tuple(mask.shape), "masked_scatter") != tuple(input.shape):
-        raise RuntimeError(f"masked_scatter: mask of shape {list(mask.shape)} cannot be broadcast to the input "
-                           f"shape {list(input.shape)}")
-    m = expand(mask, tuple(input.shape)) if tuple(mask.shape) != tuple(input.shape) else mask
+    shape = broadcast_shape(tuple(input.shape), tuple(mask.shape), "masked_scatter")
+    if shape != tuple(input.shape):
+        if _inplace:
+            raise RuntimeError(f"masked_scatter_: mask of shape {list(mask.shape)} cannot be broadcast to the input "
+                               f"shape {list(input.shape)}")
+        input = expand(input, shape)  # differentiable: the gradient sums back to input's shape
+    m = expand(mask, shape) if tuple(mask.shape) != shape else mask
     cnt = int(m.sum().item())  # the number of elements taken from source depends on the data
     if cnt > source.numel():
         raise RuntimeError("masked_scatter: Number of elements of source < number of ones in mask")
     vals = source.reshape(-1)[:cnt]
     return _renamed(_ix.index_put(input, (m._data,), vals, True), _MASKED_SCATTER)
+
+
+def _masked_scatter_inplace(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    return masked_scatter(input, mask, source, _inplace=True)
 
 
 _MASKED_SCATTER: dict = {"name": "MaskedScatterBackward0"}
@@ -615,7 +634,7 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "index_reduce_": _inplace("index_reduce_", index_reduce, 2),
     "index_put": index_put, "index_put_": _index_put_, "index_copy": index_copy,
     "index_copy_": _inplace("index_copy_", index_copy, 2), "index_fill": index_fill, "index_fill_": _index_fill_,
-    "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", masked_scatter, 1),
+    "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", _masked_scatter_inplace, 1),
     "put": put, "put_": _inplace("put_", put, 1), "take": take, "take_along_dim": take_along_dim,
     "argwhere": argwhere, "nonzero": _nonzero, "slice_scatter": slice_scatter, "select_scatter": select_scatter,
 }

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.autocast_mode import state as _ac, suspended as _ac_off
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -236,6 +237,9 @@ def frac(input: Tensor, *, out=None) -> Tensor:
 
 def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     """log(x / (1 - x)), x clamped to [eps, 1 - eps] when ``eps`` is given (gradient 0 outside)."""
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return logit(input, eps, out=out)
     _check("logit", input)
     x = _float(input)
     if eps is not None:
@@ -453,6 +457,9 @@ class HeavisideBackward0(Node):
 # ---------------------------------------------------------------------------------------------
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """The mean of the non-NaN elements (NaN where there is none)."""
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return nanmean(input, dim, keepdim, dtype=dtype, out=out)
     _check("nanmean", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "

@@ -32,6 +32,8 @@ def _check(op: str, input) -> Tensor:
 # ---- quantile / nanquantile ----------------------------------------------------------------------------------------
 def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, out):
     _check(op, input)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, q = _ac_cast(op, input, q)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:
@@ -316,7 +318,9 @@ class CumprodBackward0(Node):
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Cumulative product along ``dim`` (integer and bool inputs give int64, as PyTorch)."""
     _check("cumprod", input)
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if out is not None and dtype is None:  # as PyTorch: computed in the out tensor's dtype
+        dtype = out.dtype
+    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("cumprod", input)
     d = norm_dim(dim, input.ndim, "cumprod")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)

@@ -182,7 +182,10 @@ def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tens
         return _out(diag_embed(input, diagonal, 0, 1), out)
     if input.ndim != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    return _out(clone(_diagonal(input, diagonal)), out)
+    return _out(_renamed(clone(_diagonal(input, diagonal)), _DIAG_2D), out)
+
+
+_DIAG_2D: dict = {"name": "DiagonalBackward0_copy"}  # PyTorch's name: diag(2-D) is diagonal_copy there
 
 
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:

@@ -194,6 +194,7 @@ def _index_cases() -> list:
     u1 = np.array([4, 1], np.int64)
     rows, cols = np.array([0, 2, 3, 0]), np.array([1, 4, 0, 1])
     mask_src = np.array([[1, 0, 1, 1, 0]], bool)
+    mask_big = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 0, 0]], bool)  # larger than self: broadcasts
     return [
         OpCase("index_put", lambda x, v: x.index_put((_dev(u0, x),), v),
                lambda a, v: _np_put(a, (u0,), v, False), (A((4, 5)), A((3, 5))), F + I, gradgrad=True),
@@ -241,6 +242,11 @@ def _index_cases() -> list:
         OpCase("masked_scatter.bcast", lambda x, s: ct.masked_scatter(x, _dev(mask_src, x), s),
                lambda a, s: _np_put(a, np.broadcast_to(mask_src, a.shape), s.reshape(-1)[:12], False),
                (A((4, 5), layout="t"), A((3, 4)))),
+        OpCase("masked_scatter.bcast_self", lambda x, s: ct.masked_scatter(x, _dev(mask_big, x), s),
+               lambda a, s: _np_put(np.broadcast_to(a, mask_big.shape), mask_big, s.reshape(-1)[:8], False),
+               (A((5,)), A((2, 5), layout="t"))),
+        OpCase("masked_scatter_.bcast_self_inplace", lambda x, s: x.clone().masked_scatter_(_dev(mask_big, x), s),
+               None, (A((5,)), A((15,))), raises=RuntimeError),
         OpCase("masked_scatter_.inplace", lambda x, m, s: x.clone().masked_scatter_(m, s),
                lambda a, m, s: _np_put(a, m, s.reshape(-1)[:m.sum()], False),
                (A((3, 4)), A((3, 4), "mask"), A((12,)))),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from coretorch._determinism import deterministic
+
 from . import codegen as cg
 from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
 from .device import cla
@@ -167,7 +169,12 @@ def take(kern, x, rshape, off, plain, idxs):
     return out
 
 
-def _atomic_mode(kern, dt) -> str:
+def _atomic_mode(kern, dt, exact: bool = False) -> str:
+    """How an accumulating write combines: 'atomic' (one work-item per value, any order) or 'seq' (one work-item,
+    index order).  Float sums in any order round differently from run to run: under
+    ``torch.use_deterministic_algorithms(True)`` they go 'seq' (``exact``: max/min, the same in any order)."""
+    if not exact and np.dtype(dt).kind == "f" and deterministic():
+        return "seq"
     if dt == np.float32 or dt == np.int32:
         return "atomic"
     if dt in (np.float64, np.int64) and kern.dev.i64atomics:
@@ -176,10 +183,13 @@ def _atomic_mode(kern, dt) -> str:
 
 
 def put(kern, x, rshape, off, plain, idxs, value, accumulate: bool):
-    mode = _atomic_mode(kern, x.dtype) if accumulate else "assign"
+    if accumulate:
+        mode = _atomic_mode(kern, x.dtype)
+    else:  # repeated indices: the last write wins only in index order (deterministic mode), else any one does
+        mode = "seq_assign" if deterministic() else "assign"
 
     def write(dt, ct):
-        if mode == "assign":
+        if mode == "assign" or mode == "seq_assign":
             return "", cg.store(dt, "x", "src", "val")
         if mode == "seq":
             return "", cg.store(dt, "x", "src", f"{cg.load(dt, 'x', 'src')} + val")
@@ -226,7 +236,7 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
         args += ["long n"] + [f"long d{k}" for k in range(r)] + [f"long ps{k}" for k in range(r)] + iargs
         head, stmt = write(dt, ct)
         body = f"{cg.decode(r)} long src = xo + {cg.offset(r, 'ps')}; {ibody} if (ok) {{ {vload} {stmt} }}"
-        if mode == "seq":
+        if mode.startswith("seq"):
             loop = f"if (get_global_id(0) != 0) return;\n for (long g = 0; g < n; ++g) {{ {body} }}"
         else:
             loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
@@ -238,7 +248,7 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
     else:
         args += [value.base_data, vo] + list(vstr)
     args += [n] + list(rshape) + list(plain) + _idx_args(idxs)
-    kern.dev.launch(k, 1 if mode == "seq" else n, args)
+    kern.dev.launch(k, 1 if mode.startswith("seq") else n, args)
 
 
 def nonzero(kern, x):

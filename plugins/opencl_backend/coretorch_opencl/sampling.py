@@ -14,7 +14,9 @@ rate 10, Hormann's PTRS transformed rejection above; a stream of Philox calls pe
 replacement (``mn_keys``: p / E with E ~ Exp(1), then the argmax kernel for one draw, else ``mn_take``: the k
 largest keys per row, one work-item per row) and with replacement (a cumsum by the scan kernel, then ``mn_repl``:
 a binary search per sample).
-``randperm`` is drawn on the host from the generator's (seed, offset) and uploaded (no device sort is used).
+``randperm`` on the device: a random 64-bit key per position (``rng_int`` over the full range, one call of the
+generator, as every sampler), then the device sort's stable argsort of the keys (a uniform permutation; equal keys,
+of probability ~n^2 / 2^65, keep their order).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 
 from . import codegen as cg
 from .layout import _desc, _is_c
+from .sorting import sort as _sort
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
 _MASK32 = 0xFFFFFFFF
@@ -273,10 +276,9 @@ def kernels(k) -> dict:
         return out
 
     def randperm(g, n, dt):
-        # drawn on the host from the generator's (seed, offset) and uploaded: no device sort is used
-        rng = np.random.default_rng([g.seed, g.offset])
-        g.offset = (g.offset + 1) & 0xFFFFFFFFFFFFFFFF
-        return k.from_numpy(rng.permutation(n).astype(dt))
+        keys = randint(g, 0, 0, (n,), np.int64)  # high - low == 0 (mod 2^64): the full 64-bit range
+        idx = _sort(k, keys, 0, False, True)[1]
+        return idx if np.dtype(dt) == np.int64 else k.cast(idx, dt)
 
     return {
         "rng_new": PhiloxState, "rng_default": k._gen, "rng_seed": lambda g, s: g.reseed(s),

@@ -22,7 +22,7 @@ _BITS = {4: ("uint", "atomic_cmpxchg"), 8: ("ulong", "atom_cmpxchg")}
 
 
 def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
-    mode = _atomic_mode(kern, np.dtype(x.dtype))
+    mode = _atomic_mode(kern, np.dtype(x.dtype), exact=op in ("amax", "amin"))
 
     def write(dt, ct):
         comb = _COMBINE[op][0 if dt.kind == "f" else 1]
