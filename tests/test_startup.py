@@ -30,3 +30,15 @@ def test_bfloat16_array_made_before_first_use_is_recognised():
             "assert t.tolist() == [1.5, -2.0]\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_bfloat16_loaded_after_other_kernels_were_built_on_every_device():
+    # kernels built before bfloat16's first use list no bfloat16 casts: its loading must not leave them stale
+    from coretorch.testing import available_devices
+    for device in available_devices():
+        code = (f"import coretorch as torch\n"
+                f"x = torch.ones(4, device='{device}') * 3 + 1\n"  # builds the float32 programs first
+                f"y = x.to(torch.bfloat16) * 2\n"
+                f"assert y.dtype is torch.bfloat16 and y.float().tolist() == [8.0] * 4, y\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (device, out.stderr[-2000:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 
 import numpy as np
 
@@ -15,6 +16,8 @@ try:
 except Exception as e:  # pragma: no cover - exercised only without pyopencl
     cl = cla = cltools = None
     _IMPORT_ERROR = e
+
+from coretorch.dtypes import on_bfloat16
 
 from .codegen import HEADER
 
@@ -93,6 +96,19 @@ def reset_discovery() -> None:
     _discovered = None
 
 
+_ALL_DEVICES: "weakref.WeakSet[Device]" = weakref.WeakSet()
+
+
+def _forget_programs(_npd) -> None:
+    """bfloat16 was just loaded (on its first use): programs built before list no bfloat16 kernels (the casts to
+    it among them), so they are built anew on their next lookup; kernels already made stay valid."""
+    for dev in list(_ALL_DEVICES):
+        dev._programs.clear()
+
+
+on_bfloat16(_forget_programs)
+
+
 class Device:
     """One OpenCL device: context, in-order queue, memory pool, program and kernel caches."""
 
@@ -115,6 +131,7 @@ class Device:
         # elementwise local size: fixed per device (PoCL compiles each kernel again per local size)
         self.ls = min(self.max_wg, 64 if self.is_cpu else 256)
         self._programs: dict = {}
+        _ALL_DEVICES.add(self)
         self._kernels: dict = {}
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
