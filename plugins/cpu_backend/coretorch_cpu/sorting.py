@@ -133,9 +133,9 @@ def sort(x, axis, descending: bool, stable: bool):
     elif x.dtype.kind not in "biuf":  # an ml_dtypes float (bfloat16): the order of its exact float32 values
         v, i = _packed_sort(xm.astype(np.float32), descending)
         v = v.astype(x.dtype)
-    elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 32:
+    elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 31:
         v, i = _packed_sort(xm, descending)
-    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 32 and _fits_int32(xm):
+    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 31 and _fits_int32(xm):
         # int64 values within int32's range (token ids, labels, counts): the packed sort on their int32 copies
         v, i = _packed_sort(xm.astype(np.int32), descending)
         v = v.astype(np.int64)
