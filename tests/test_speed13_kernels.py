@@ -139,7 +139,7 @@ def test_cpu_float32_gelu_accuracy():
     ref = x64 * sp.ndtr(x64)
     got = erf32.gelu(x)
     u = _ulps(got, ref)
-    assert u[x >= -2].max() <= 10
+    assert u[x >= -2].max() <= 12
     rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
     live = np.abs(ref) > 1e-37  # below, float32 results are subnormal (absolute spacing 1.4e-45)
     assert rel[live & (x >= -6)].max() < 5e-6
