@@ -2,10 +2,11 @@
 
     python benchmarks/sorting.py [--n 1000000] [--k 10] [--repeat 7]
 
-Prints the best of ``--repeat`` runs in ms and the ratio coretorch / numpy (lower is better).  numpy's baselines:
-``np.sort`` (values only) and ``np.argsort`` + a gather (values and indices, what ``torch.sort`` returns) for sort,
-``np.argsort`` for argsort, ``np.argpartition`` + a sort of the k selected for topk.  A device result is read back
-to the host (its time included), so asynchronous devices are timed to completion.
+Prints the best of ``--repeat`` runs in ms (every candidate runs once per round, in turn) and the ratio
+coretorch / numpy (lower is better).  numpy's baselines: ``np.sort`` (values only) and ``np.argsort`` + a gather
+(values and indices, what ``torch.sort`` returns) for sort, ``np.argsort`` for argsort, ``np.argpartition`` + a
+sort of the k selected for topk.  A device result is read back to the host (its time included), so asynchronous
+devices are timed to completion.
 """
 from __future__ import annotations
 
@@ -18,14 +19,18 @@ import coretorch as torch
 from coretorch.testing import available_devices
 
 
-def best(fn, repeat: int) -> float:
-    fn()  # warm-up (kernel builds, caches)
-    t = []
+def best(fns: dict, repeat: int) -> dict:
+    """{name: best time in ms}: the callables run in turn, ``repeat`` rounds (interleaved, so a load change on a
+    shared machine hits every candidate alike and the same-run ratios hold)."""
+    for fn in fns.values():
+        fn()  # warm-up (kernel builds, caches)
+    t: dict = {name: [] for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return min(t) * 1e3
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            t[name].append(time.perf_counter() - t0)
+    return {name: min(v) * 1e3 for name, v in t.items()}
 
 
 def np_topk(a, k):
@@ -42,33 +47,35 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     a = rng.random(args.n, dtype=np.float32)
-    base = {
-        "sort (np.sort, values only)": best(lambda: np.sort(a), args.repeat),
-        "sort (np.argsort + gather)": best(lambda: np.take(a, np.argsort(a)), args.repeat),
-        "argsort (np.argsort)": best(lambda: np.argsort(a), args.repeat),
-        f"topk k={args.k} (np.argpartition + sort)": best(lambda: np_topk(a, args.k), args.repeat),
+    fns = {
+        "sort (np.sort, values only)": lambda: np.sort(a),
+        "sort (np.argsort + gather)": lambda: np.take(a, np.argsort(a)),
+        "argsort (np.argsort)": lambda: np.argsort(a),
+        f"topk k={args.k} (np.argpartition + sort)": lambda: np_topk(a, args.k),
     }
-    for name, ms in base.items():
-        print(f"numpy  {name:40s} {ms:9.2f} ms")
-    for dev in available_devices():
-        x = torch.tensor(a, device=dev)
+    refs = {"sort": ("sort (np.sort, values only)", "sort (np.argsort + gather)"), "argsort": ("argsort (np.argsort)",),
+            f"topk k={args.k}": (f"topk k={args.k} (np.argpartition + sort)",)}
 
-        def run(f):
-            def g():
-                r = f()
-                for t in (r if isinstance(r, tuple) else (r,)):
-                    t.cpu()
-            return g
-        figs = {
-            "sort": (best(run(lambda: torch.sort(x)), args.repeat), ("sort (np.sort, values only)",
-                                                                     "sort (np.argsort + gather)")),
-            "argsort": (best(run(lambda: torch.argsort(x)), args.repeat), ("argsort (np.argsort)",)),
-            f"topk k={args.k}": (best(run(lambda: torch.topk(x, args.k)), args.repeat),
-                                 (f"topk k={args.k} (np.argpartition + sort)",)),
-        }
-        for name, (ms, refs) in figs.items():
-            ratios = ", ".join(f"{ms / base[r]:.2f}x {r.split('(')[1][:-1]}" for r in refs)
-            print(f"{dev:6s} {name:40s} {ms:9.2f} ms   ratio: {ratios}")
+    def run(f):
+        def g():
+            r = f()
+            for t in (r if isinstance(r, tuple) else (r,)):
+                t.cpu()
+        return g
+    devs = available_devices()
+    for dev in devs:
+        x = torch.tensor(a, device=dev)
+        fns[f"{dev} sort"] = run(lambda x=x: torch.sort(x))
+        fns[f"{dev} argsort"] = run(lambda x=x: torch.argsort(x))
+        fns[f"{dev} topk k={args.k}"] = run(lambda x=x: torch.topk(x, args.k))
+    ms = best(fns, args.repeat)
+    for name in list(fns)[:4]:
+        print(f"numpy  {name:40s} {ms[name]:9.2f} ms")
+    for dev in devs:
+        for op, rs in refs.items():
+            m = ms[f"{dev} {op}"]
+            ratios = ", ".join(f"{m / ms[r]:.2f}x {r.split('(')[1][:-1]}" for r in rs)
+            print(f"{dev:6s} {op:40s} {m:9.2f} ms   ratio: {ratios}")
 
 
 if __name__ == "__main__":

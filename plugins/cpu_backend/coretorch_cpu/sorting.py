@@ -1,64 +1,111 @@
 """numpy kernels of the sorting and selection primitives (see coretorch._backend.PRIMITIVES).
 
-sort packs each element's order-preserving 32-bit key and its index into one uint64 and sorts those with numpy's
-SIMD sort: one sort gives values and indices, equal keys come out in index order (a stable sort for free), and it
-is ~3x faster than ``np.argsort`` plus a gather (1M float32: 24 ms vs 66 ms; ``np.sort`` alone, values only: 7 ms).
-64-bit dtypes take ``np.argsort``.  NaN sorts as the largest value, as in PyTorch.
+sort packs each element's order-preserving 32-bit key and its index into one 64-bit word, ``key << 31 | index``,
+and sorts those words with numpy's SIMD sort: one sort gives values and indices, equal keys come out in index order
+(a stable sort for free).  The words are sorted as float64: with the top bit clear and the exponent never all ones
+(NaN has one canonical key), positive doubles order as their bit patterns, and numpy's AVX2 float64 sort is ~1.3x
+faster than its int64 one (AVX2 has no 64-bit integer min/max).  Only the two results are allocated: the keys are
+built in the values' buffer and decoded back into it, and the words become the indices in place.  1M float32: ~1.6x
+``np.sort`` of the values alone, against ~3.4x for the former int64 packing and ~5x for ``np.argsort`` + a gather.
+64-bit dtypes outside int32's range take ``np.argsort``.  NaN sorts as the largest value, as in PyTorch.
 """
 from __future__ import annotations
 
 import numpy as np
 
 _I64 = np.dtype(np.int64)
+_F32 = np.dtype(np.float32)
 _MIN32 = np.int32(-2 ** 31)
+_LOW31 = np.int64(2 ** 31 - 1)
+_F64_SAFE_INT32 = 0x7FE00000  # int32 keys at or above it would give a double with an all-ones exponent (NaN/inf)
+_AR_CACHE_MAX = 1 << 22     # aranges up to this length are kept between calls (an 8 n-byte pass saved per sort)
+_CHUNK = 1 << 16          # elements per piece of the passes before and after the sort (L2-sized)
+_ar_cache: list = [np.arange(0, dtype=np.int64)]
 
 
-def _keys32(x):
-    """int32 bit patterns whose unsigned order is x's order (NaN largest), for float32 / 32-bit-or-less ints."""
-    if x.dtype == np.float32:
-        x = x + np.float32(0)  # -0.0 + 0.0 is +0.0: both zeros get one key, so they keep input order (a tie)
-        if np.isnan(x).any():  # one NaN bit pattern, positive: it sorts after +inf
-            x = np.where(np.isnan(x), np.float32(np.nan), x)
-        b = x.view(np.int32)
-        k = b >> 31            # -1 for a set sign bit, else 0
-        k |= _MIN32            # negative: flip every bit; positive: flip the sign bit
-        k ^= b
-        return k
-    return x.astype(np.int32) ^ _MIN32
+def _arange(n: int):
+    """np.arange(n) as int64, sliced from a cached one when n is small enough."""
+    a = _ar_cache[0]
+    if n <= a.size:
+        return a[:n]
+    a = np.arange(n, dtype=np.int64)
+    if n <= _AR_CACHE_MAX:
+        _ar_cache[0] = a
+    return a
 
 
-def _unkeys32(k, dt):
-    if dt == np.float32:
-        m = ~k
-        m >>= 31
-        m |= _MIN32
-        m ^= k
-        return m.view(np.float32)
-    return (k ^ _MIN32).astype(dt)
+def _chunks(rows: int, n: int):
+    """(lo, hi, cols) spans of a C-ordered (rows, n) array's flat order, ~_CHUNK elements each, each covering whole
+    rows (cols = slice(0, n)) or a piece of one row: the passes around the sort run on cache-sized pieces."""
+    if n <= _CHUNK:
+        step = max(_CHUNK // max(n, 1), 1)
+        for r in range(0, rows, step):
+            yield r * n, min(r + step, rows) * n, slice(0, n)
+    else:
+        for r in range(rows):
+            for j in range(0, n, _CHUNK):
+                yield r * n + j, r * n + min(j + _CHUNK, n), slice(j, min(j + _CHUNK, n))
 
 
 def _packed_sort(x, descending: bool):
     """Sort the last axis of ``x`` (float32 or an integer type of <= 32 bits): (values, int64 indices)."""
-    n = x.shape[-1]
-    k = _keys32(x)
-    if descending:
-        k = ~k                 # reversed key order; the index half still breaks ties in input order
-    p = np.empty(x.shape + (2,), np.uint32)   # little-endian uint64: high word the key, low word the index
-    p[..., 1] = k.view(np.uint32)
-    p[..., 0] = np.arange(n, dtype=np.uint32)
-    q = p.view(np.uint64)[..., 0]
-    q.sort(axis=-1)
-    pv = q.view(np.uint32).reshape(x.shape + (2,))
-    idx = pv[..., 0].astype(_I64)
-    ks = pv[..., 1].view(np.int32)
-    if descending:
-        ks = ~ks
-    v = _unkeys32(ks, x.dtype)
-    if x.dtype == np.float32:
-        zero = v == 0
-        if zero.any():  # the keys made every zero +0.0: take the zeros' signs from the input
-            v[zero] = np.take_along_axis(x, idx, -1)[zero]
-    return v, idx
+    shape, n = x.shape, x.shape[-1]
+    rows = x.size // n
+    kb = np.empty(shape, np.int32)   # the keys, then the values (float32 ones in place)
+    q = np.empty(shape, _I64)        # the packed words, then the indices
+    is_float = x.dtype == _F32
+    if is_float:
+        y = kb.view(np.float32)
+        np.add(x, np.float32(0), out=y)  # -0.0 + 0.0 is +0.0: both zeros get one key, so they tie (input order)
+        if np.isnan(y.max()):            # one NaN bit pattern, positive: it sorts after +inf
+            y[np.isnan(y)] = np.float32(np.nan)
+        safe = True
+    else:
+        np.copyto(kb, x, casting="unsafe")
+        safe = x.dtype.itemsize < 4 or int(x.max()) < _F64_SAFE_INT32
+    kf, qf = kb.reshape(-1), q.reshape(-1)
+    ar = _arange(n)
+    tmp = np.empty(min(_CHUNK, x.size) if n <= _CHUNK else _CHUNK, np.int32)
+    for lo, hi, cols in _chunks(rows, n):
+        k, t, w = kf[lo:hi], tmp[:hi - lo], qf[lo:hi]
+        if is_float:                 # negative: flip every bit; positive: flip the sign bit
+            np.right_shift(k, 31, out=t)
+            t |= _MIN32
+            k ^= t
+        else:
+            k ^= _MIN32
+        if descending:
+            np.invert(k, out=k)      # reversed key order; the index half still breaks ties in input order
+        np.copyto(w, k.view(np.uint32))
+        w <<= 31
+        w = w.reshape(-1, cols.stop - cols.start)
+        w |= ar[cols]
+    (q.view(np.float64) if safe else q).sort(axis=-1)
+    zero = False
+    zt = np.empty(tmp.size, bool)
+    for lo, hi, _ in _chunks(rows, n):
+        k, t, w = kf[lo:hi], tmp[:hi - lo], qf[lo:hi]
+        np.right_shift(w, 31, out=k, casting="unsafe")
+        w &= _LOW31
+        if descending:
+            np.invert(k, out=k)
+        if is_float:
+            np.invert(k, out=t)
+            t >>= 31
+            t |= _MIN32
+            k ^= t
+            z = zt[:hi - lo]
+            np.equal(k, 0, out=z)
+            zero = zero or bool(z.any())
+        else:
+            k ^= _MIN32
+    if is_float:
+        v = kb.view(np.float32)
+        if zero:  # the keys made every zero +0.0: take the zeros' signs from the input
+            z = v == 0
+            v[z] = np.take_along_axis(x, q, -1)[z]
+        return v, q
+    return (kb if x.dtype == kb.dtype else kb.astype(x.dtype)), q
 
 
 def _fits_int32(x) -> bool:
@@ -86,9 +133,9 @@ def sort(x, axis, descending: bool, stable: bool):
     elif x.dtype.kind not in "biuf":  # an ml_dtypes float (bfloat16): the order of its exact float32 values
         v, i = _packed_sort(xm.astype(np.float32), descending)
         v = v.astype(x.dtype)
-    elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 32:
+    elif x.dtype.itemsize <= 4 and x.dtype != np.uint32 and xm.shape[-1] < 2 ** 31:
         v, i = _packed_sort(xm, descending)
-    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 32 and _fits_int32(xm):
+    elif x.dtype == np.int64 and xm.shape[-1] < 2 ** 31 and _fits_int32(xm):
         # int64 values within int32's range (token ids, labels, counts): the packed sort on their int32 copies
         v, i = _packed_sort(xm.astype(np.int32), descending)
         v = v.astype(np.int64)

@@ -1,9 +1,11 @@
 """numpy kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES).
 
-One vectorised numpy ufunc or scipy.special ufunc per kernel.  scipy computes float16 in float32 (it has no half
-loops) and some of its ufuncs return float64 for a float32 array with a Python float: results are cast back to the
-input's dtype.  scipy.special is imported on the first call of one of its kernels: its import costs ~0.3 s, which
-`import coretorch` should not pay for programs that never call one.
+One vectorised numpy ufunc or scipy.special ufunc per kernel; erf, erfc and the fused GELU take float32 (and
+float16, computed in float32) through the numpy polynomial evaluations of ``erf32`` (scipy's float32 loops are
+scalar code, ~20x numpy's tanh beyond |x| = 1), float64 through scipy.  scipy computes float16 in float32 (it has
+no half loops) and some of its ufuncs return float64 for a float32 array with a Python float: results are cast back
+to the input's dtype.  scipy.special is imported on the first call of one of its kernels: its import costs ~0.3 s,
+which `import coretorch` should not pay for programs that never call one.
 """
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ import importlib
 
 import numpy as np
 
+from . import erf32
+
 _nd = np.ndarray
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
 
 
 def _lazy(name: str):
@@ -79,11 +85,26 @@ def _polygamma(x, n):
         return np.asarray(sp.polygamma(int(n), x)).astype(x.dtype, copy=False)
 
 
-def _gelu(x):
+def _fast32(fast, slow):
+    """``fast`` (a float32 function of erf32) for float32 and float16 arrays, ``slow`` (scipy) for the rest."""
+    def k(x):
+        if x.dtype == _F32:
+            return fast(x)
+        if x.dtype == _F16:
+            return fast(x.astype(_F32)).astype(_F16)
+        return slow(x)
+    k.__name__ = slow.__name__
+    return k
+
+
+def _gelu64(x):
     with np.errstate(all="ignore"):
         r = np.asarray(sp.ndtr(x)).astype(x.dtype, copy=False)   # x Phi(x): two passes
         r *= x
     return r
+
+
+_gelu = _fast32(erf32.gelu, _gelu64)
 
 
 def _frexp(x):
@@ -95,7 +116,8 @@ KERNELS: dict = {
     **{n: _u(f) for n, f in {
         "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
         "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10,
-        "exp2": np.exp2, "sinc": np.sinc, "erf": sp.erf, "erfc": sp.erfc, "lgamma": _lgamma, "ndtr": sp.ndtr,
+        "exp2": np.exp2, "sinc": np.sinc, "erf": _fast32(erf32.erf, sp.erf),
+        "erfc": _fast32(erf32.erfc, sp.erfc), "lgamma": _lgamma, "ndtr": sp.ndtr,
         "entr": sp.entr, "erfinv": _erfinv, "digamma": sp.psi, "i0": sp.i0, "i0e": sp.i0e, "i1": sp.i1,
         "i1e": sp.i1e, "ndtri": sp.ndtri, "erfcx": sp.erfcx, "log_ndtr": sp.log_ndtr}.items()},
     **{n: _b(f) for n, f in {
