@@ -59,7 +59,7 @@ def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor 
     if src is not None:
         if src.dtype is not input.dtype:
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
-        if src.ndim != index.ndim and not (src.ndim == 0 and index.ndim == 0):
+        if max(src.ndim, 1) != max(index.ndim, 1):
             raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
     for k in range(index.ndim):
         if (k != d and index.shape[k] > input.shape[k]) or (src is not None and src.ndim
@@ -67,10 +67,7 @@ def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor 
             raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than self "
                                f"{list(input.shape)} apart from dimension {d}"
                                + (f" and to be smaller size than src {list(src.shape)}" if src is not None else ""))
-    if input.ndim:
-        _ix._check_range(op, index, input.shape[d])
-    elif index.numel():
-        _ix._check_range(op, index, 1)
+    _ix._check_range(op, index, input.shape[d] if input.ndim else 1, d)
     return d
 
 
@@ -308,7 +305,7 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
     key = tuple(slice(None) if i is None else i for i in indices)
-    nkey, advanced = _ix.normalize_key(input, key)
+    nkey, advanced = _ix.normalize_key(input, key, python_key=False)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
@@ -319,7 +316,10 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
         return _ix.index_put(input, nkey, values, advanced)
     table = input._be
     out = table.contiguous(input._data)
-    table.index_put_(out, nkey, values._data, True)
+    if advanced:
+        _ix._put(table, out, nkey, values._data, True)
+    else:
+        table.index_put_(out, nkey, values._data, True)
     if _gs.enabled and (input._rg or values._rg):
         node = IndexPutAccBackward0()
         node.key, node.vshape, node.need = nkey, tuple(values.shape), (input._rg, values._rg)
@@ -352,8 +352,9 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> int:
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     _ix._same_device(op, input, index)
-    if index.numel():
-        _ix._check_range(op, index, input.shape[d] if input.ndim else 1)
+    size = input.shape[d] if input.ndim else 1
+    _ix._check_range(op, index, size, d, IndexError, f"{op}_(): index {{}} is out of bounds for dimension {d} with "
+                                                     f"size {size}")
     return d
 
 
