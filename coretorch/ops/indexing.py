@@ -113,9 +113,11 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
     return items, consumed
 
 
-def normalize_key(x: Tensor, key, python_key: bool = True):
+def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None = None):
     """-> (key of native arrays, advanced?).  A basic key is a tuple of ints, slices and None; an advanced one an
-    ``AdvKey``.  Checks ranges and counts like PyTorch: an index range only where the result has elements."""
+    ``AdvKey``.  Checks ranges and counts like PyTorch: an index range only where the result has elements.
+    ``checks``: a list that gets the index tensors' range checks instead, for ``run_checks`` once the caller's own
+    checks passed (index_put_ checks the value before the indices, as PyTorch)."""
     if not isinstance(key, tuple):
         key = (key,)
     shape = x._data.shape
@@ -189,8 +191,10 @@ def normalize_key(x: Tensor, key, python_key: bool = True):
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in adv_shapes)) from None
     if rest and all(bshape):  # PyTorch checks the indices it reads: none when the result is empty
-        for t, host, d, size in to_check:
-            _check_key_range(t, host, d, size)
+        if checks is not None:
+            checks += to_check
+        else:
+            run_checks(to_check)
     else:  # numpy would check them: index 0 reads nothing either
         for i, k in enumerate(post):
             if k.__class__ is not slice and k.dtype.kind in "iu" and k.size:
@@ -202,6 +206,12 @@ def normalize_key(x: Tensor, key, python_key: bool = True):
     while pre and pre[-1].__class__ is slice and pre[-1] == _FULL:
         pre.pop()
     return AdvKey(tuple(pre), tuple(post)), True
+
+
+def run_checks(checks: list) -> None:
+    """The range checks ``normalize_key`` left in its ``checks`` list."""
+    for t, host, d, size in checks:
+        _check_key_range(t, host, d, size)
 
 
 def _check_key_range(t: Tensor, host: Tensor, dim: int, size: int) -> None:
@@ -386,7 +396,8 @@ def setitem(x: Tensor, key, value) -> None:
 
 
 def _setitem(x: Tensor, key, value) -> None:
-    nkey, advanced = normalize_key(x, key)
+    checks = []
+    nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
         if value.ndim == 0 and value._be.type == "cpu":
@@ -417,6 +428,8 @@ def _setitem(x: Tensor, key, value) -> None:
     if vt and value.ndim and not advanced:
         _check_put_shape(x, nkey, advanced, tuple(value.shape))  # a view: cheap
     recording = check_inplace(x, value if vt else None, "__setitem__")
+    if checks:
+        run_checks(checks)
     try:
         if recording:
             r = index_put(x, nkey, value, advanced)

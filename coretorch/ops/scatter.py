@@ -162,10 +162,11 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     st = isinstance(src, Tensor)
     if not st and not isinstance(src, (int, float, bool)):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
-    d = _check_scatter("scatter", input, dim, index, src if st else None)
-    data = _scatter_data(input, d, index, src, reduce)
-    res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
-    return _out(res, out)
+    with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
+        d = _check_scatter("scatter", input, dim, index, src if st else None)
+        data = _scatter_data(input, d, index, src, reduce)
+        res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
+        return _out(res, out)
 
 
 def _finish(input, data, src_rg, reduce, d, index, src):
@@ -231,18 +232,19 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
-    d = _check_scatter("scatter_reduce", input, dim, index, src)
-    table = input._be
-    data = _scatter_data(input, d, index, src, reduce, include_self)
-    if not (_gs.enabled and (input._rg or src._rg)):
-        return _out(_make(data, input.dtype, table), out)
-    node = ScatterReduceBackward0()
-    node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
-    node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
-    node.next_functions = (edge(input), edge(src))
-    res = _make(data, input.dtype, table, node)
-    node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
-    return _out(res, out)
+    with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
+        d = _check_scatter("scatter_reduce", input, dim, index, src)
+        table = input._be
+        data = _scatter_data(input, d, index, src, reduce, include_self)
+        if not (_gs.enabled and (input._rg or src._rg)):
+            return _out(_make(data, input.dtype, table), out)
+        node = ScatterReduceBackward0()
+        node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
+        node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
+        node.next_functions = (edge(input), edge(src))
+        res = _make(data, input.dtype, table, node)
+        node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
+        return _out(res, out)
 
 
 class IndexReduceBackward0(ScatterReduceBackward0):
@@ -305,13 +307,15 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
     key = tuple(slice(None) if i is None else i for i in indices)
-    nkey, advanced = _ix.normalize_key(input, key, python_key=False)
+    checks = []  # the indices' range is checked last, as PyTorch's kernel does
+    nkey, advanced = _ix.normalize_key(input, key, python_key=False, checks=checks)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
                            "source.")
     _ix._same_device("index_put", input, values)
     _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
+    _ix.run_checks(checks)
     if not accumulate:
         return _ix.index_put(input, nkey, values, advanced)
     table = input._be
