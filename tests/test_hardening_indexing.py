@@ -232,7 +232,8 @@ def test_narrow_chunk_split_errors(device):
     x = torch.arange(4.0, device=device)
     s = torch.tensor(1.0, device=device)
     for exc, msg, call in [
-        (IndexError, r"start out of range \(expected to be in range of \[-4, 4\], but got 5\)", lambda: x.narrow(0, 5, 0)),
+        (IndexError, r"start out of range \(expected to be in range of \[-4, 4\], but got 5\)",
+         lambda: x.narrow(0, 5, 0)),
         (IndexError, "start out of range", lambda: x.narrow(0, -5, 1)),
         (RuntimeError, "length must be non-negative", lambda: x.narrow(0, 1, -1)),
         (RuntimeError, r"start \(2\) \+ length \(3\) exceeds dimension size \(4\)", lambda: x.narrow(0, 2, 3)),
