@@ -87,6 +87,24 @@ def test_0d_int_tensor_index_is_a_view(device):
         f[torch.tensor(5)]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_bool_keys(device):
+    x = torch.tensor([1.0, 2.0, 3.0], device=device)
+    t = x[True]  # PyTorch: a new dim indexed by [0], a copy
+    assert tuple(t.shape) == (1, 3) and t._base is None
+    assert tuple(x[False].shape) == (0, 3) and tuple(x[None, False, 1:].shape) == (1, 0, 2)
+    x[True] = torch.tensor(5)  # the plain-True fast path copies any dtype
+    assert arr(x).tolist() == [5.0, 5.0, 5.0]
+    x[False] = torch.tensor(7)
+    assert arr(x).tolist() == [5.0, 5.0, 5.0]
+    for key in ((True, 0), torch.tensor(True)):  # index_put_: the dtypes must match
+        with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+            x[key] = torch.tensor(5)
+    x[True, 1] = torch.tensor(4.0, device=device)
+    x[torch.tensor(True, device=device)] = torch.tensor(6.0, device=device)
+    assert arr(x).tolist() == [6.0, 6.0, 6.0]
+
+
 # ---- 3. 0-d elements are views ----
 @pytest.mark.parametrize("device", DEVICES)
 def test_0d_elements_are_views(device):

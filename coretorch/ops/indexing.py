@@ -396,6 +396,10 @@ def setitem(x: Tensor, key, value) -> None:
 
 
 def _setitem(x: Tensor, key, value) -> None:
+    if key.__class__ is bool:  # PyTorch: x[False] = v does nothing, x[True] = v copies v into x[None]
+        if not key:
+            return
+        key = None
     checks = []
     nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
@@ -451,7 +455,8 @@ def _setitem(x: Tensor, key, value) -> None:
 def _single_mask(key) -> bool:
     ks = key if isinstance(key, tuple) else (key,)
     adv = [k for k in ks if isinstance(k, (Tensor, list)) or (hasattr(k, "shape") and len(k.shape) > 0)]
-    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8)
+    # a 0-d mask is no mask there: PyTorch indexes a new dim by [0] or [] (index_put_, same dtypes only)
+    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8) and adv[0].ndim > 0
 
 
 def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
