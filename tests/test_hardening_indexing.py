@@ -186,8 +186,11 @@ def test_empty_results_check_no_index(device):
     x[:, torch.tensor([5], device=device)] = 1.0
     with pytest.raises(IndexError, match="out of bounds"):
         torch.zeros(2, 0)[:, [5]]
-    with pytest.raises(IndexError, match="out of bounds"):
-        torch.zeros(0, 3)[[5]]
+    for shape, key in (((0, 3), [5]), ((0, 0, 0), [0, 0]), ((2, 0), (slice(None), [0]))):  # a dim of size 0
+        with pytest.raises(IndexError, match="out of bounds for dimension . with size 0"):
+            torch.zeros(shape, device=device)[key]
+        with pytest.raises(IndexError, match="out of bounds for dimension . with size 0"):
+            torch.zeros(shape, device=device)[key] = 1.0
     y = torch.zeros(2, 0, device=device)
     assert tuple(y.index_add(0, torch.tensor([5], device=device), torch.ones(1, 0, device=device)).shape) == (2, 0)
 

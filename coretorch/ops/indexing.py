@@ -190,6 +190,10 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(s)) for s in adv_shapes)) from None
+    if all(bshape):  # an index into a dim of size 0 is checked even when other dims make the result empty
+        for t, _, d, size in to_check:
+            if size == 0 and t.numel():
+                raise IndexError(f"index is out of bounds for dimension {d} with size 0")
     if rest and all(bshape):  # PyTorch checks the indices it reads: none when the result is empty
         if checks is not None:
             checks += to_check
