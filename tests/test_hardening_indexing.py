@@ -309,3 +309,28 @@ def test_advanced_writes_into_a_view_land_in_the_view(device):
     y = torch.ones(2, 3, device=device)
     y[0, :, None][[0, 2]] = -1.0  # a strided view
     assert arr(y).tolist() == [[-1, 1, -1], [1, 1, 1]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gather_scatter_empty_and_0d_operands(device):
+    """PyTorch checks no shape of an empty index (but the dtypes), and reads a 0-d operand as 1-d."""
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    e = torch.zeros(0, 5, 2, dtype=torch.int64, device=device)
+    assert tuple(x.gather(1, e).shape) == (0, 5, 2)
+    np.testing.assert_array_equal(arr(x.scatter_add(0, e, torch.ones(1, device=device))), arr(x))
+    np.testing.assert_array_equal(arr(x.scatter(0, e, torch.ones(1, device=device))), arr(x))
+    with pytest.raises(RuntimeError, match="dtype"):
+        x.scatter_add(0, e, torch.ones(1, dtype=torch.float64, device=device))
+    v = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    g = v.gather(0, torch.tensor(2, device=device))
+    assert g.shape == () and g.item() == 3.0
+    g.backward()
+    assert arr(v.grad).tolist() == [0.0, 0.0, 1.0]
+    r = torch.zeros(3, device=device).scatter_add(0, torch.tensor(1, device=device), torch.tensor(5.0, device=device))
+    assert arr(r).tolist() == [0.0, 5.0, 0.0]
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.zeros(3, device=device).scatter_add(0, torch.tensor(3, device=device),
+                                                  torch.tensor(5.0, device=device)).cpu()
+    z = torch.zeros(2, 0, 1, dtype=torch.int64, device=device)  # no element: no index read
+    assert tuple(z.index_add(1, torch.tensor([4], device=device), torch.ones(2, 1, 1, dtype=torch.int64,
+                                                                             device=device)).shape) == (2, 0, 1)

@@ -489,11 +489,11 @@ def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = norm_dim(dim, input.ndim, "narrow")
-    size = input.shape[d]
     start, length = int(start), int(length)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
+    d = norm_dim(dim, input.ndim, "narrow")
+    size = input.shape[d]
     if start < -size or start > size:
         raise IndexError(f"narrow(): start out of range (expected to be in range of [{-size}, {size}], but got "
                          f"{start})")
@@ -533,6 +533,14 @@ def _check_index(op, index, ndim=None):
                            f"({op}: index has {index.ndim}, input has {ndim})")
 
 
+def _shape1(t: Tensor) -> tuple:
+    return tuple(t.shape) or (1,)
+
+
+def _nonempty(index) -> bool:
+    return not isinstance(index, Tensor) or index.numel() > 0
+
+
 def _check_range(op, index: Tensor, size: int, dim: int | None = None, exc: type = RuntimeError,
                  message: str | None = None) -> None:
     """Every index in [0, size) (gather/scatter/index_select take no negative indices, as PyTorch), else
@@ -557,7 +565,10 @@ class GatherBackward0(Node):
     __slots__ = ("shape", "dim", "index")
 
     def backward(self, g):
-        if not (g._rg and _gs.enabled) and g._be is self.index._be:  # plain: indices were checked in forward
+        if not self.index.numel():
+            return (_zeros_on(self.shape, g.dtype, g._be),)
+        if not (g._rg and _gs.enabled) and g._be is self.index._be and self.index.ndim == len(self.shape):
+            # plain: indices were checked in forward
             table = g._be
             zeros = table.full(self.shape, 0, g.dtype.np)
             return (_make(table.scatter_add(zeros, self.dim, self.index._data, g._data), g.dtype, table),)
@@ -566,15 +577,21 @@ class GatherBackward0(Node):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = norm_dim(dim, input.ndim, "gather")
-    _check_index("gather", index, input.ndim)
+    _check_index("gather", index, input.ndim if _nonempty(index) else None)  # PyTorch checks no empty index
     _same_device("gather", input, index)
-    for k in range(input.ndim):
-        if k != d and index.shape[k] > input.shape[k]:
+    ish, xsh = _shape1(index), _shape1(input)  # a 0-d tensor reads as 1-d here
+    for k in range(len(xsh) if index.numel() else 0):
+        if k != d and ish[k] > xsh[k]:
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
                                f"smaller than self {list(input.shape)} apart from dimension {d}")
     _check_range("gather", index, input.shape[d] if input.ndim else 1, d)
     table = input._be
-    out = table.gather(input._data, d, index._data)
+    if index.numel() and index.ndim == 0 and input.ndim == 1:  # a 0-d index of a 1-d input reads as 1-d
+        out = table.view(table.gather(input._data, d, table.view(index._data, (1,))), ())
+    elif index.numel():
+        out = table.gather(input._data, d, index._data)
+    else:  # any shape: PyTorch checks none
+        out = table.full(tuple(index.shape), 0, input.dtype.np)
     if input._rg and _gs.enabled:
         node = GatherBackward0()
         node.shape, node.dim, node.index = input._data.shape, d, index
@@ -597,16 +614,22 @@ class ScatterAddBackward0(Node):
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = norm_dim(dim, input.ndim, "scatter_add")
-    _check_index("scatter_add", index, input.ndim)
+    _check_index("scatter_add", index, input.ndim if _nonempty(index) else None)
     _same_device("scatter_add", input, index, src)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
                            f"{src.dtype})")
-    for k in range(input.ndim):
-        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+    if not index.numel():  # PyTorch checks nothing more and adds nothing (src is not read)
+        from .shape import clone
+        return clone(input)
+    ish, xsh, ssh = _shape1(index), _shape1(input), _shape1(src)  # a 0-d tensor reads as 1-d here
+    for k in range(len(xsh)):
+        if k >= len(ssh) or ish[k] > ssh[k] or (k != d and ish[k] > xsh[k]):
             raise RuntimeError(f"scatter_add(): index {list(index.shape)} is larger than src "
                                f"{list(src.shape)} or self {list(input.shape)} apart from dimension {d}")
     _check_range("scatter_add", index, input.shape[d] if input.ndim else 1, d)
+    if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
+        index, src = index.reshape(1), src.reshape(1)
     table = input._be
     out = table.scatter_add(input._data, d, index._data, src._data)
     if _gs.enabled and (input._rg or src._rg):
@@ -676,14 +699,12 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
         if source.dtype is not input.dtype:
             raise RuntimeError(f"index_add_(): self ({input.dtype._tname[:-6]}) and source "
                                f"({source.dtype._tname[:-6]}) must have the same scalar type")
-        if source.ndim == 0 and input.ndim == 1:
-            source = source.reshape(1)  # a 0-d source adds one value (as PyTorch)
         if index.numel() != n_src or source.ndim != input.ndim or any(
                 source.shape[k] != input.shape[k] for k in range(input.ndim) if k != d):
             raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to "
                                f"source.size(dim) ({n_src}), and source {list(source.shape)} should match self "
                                f"{list(input.shape)} outside dim {d}")
-        if source.numel():  # PyTorch reads no index when there is nothing to add
+        if source.numel() and (input.ndim <= 1 or input.numel()):  # PyTorch reads no index when nothing is added
             if input.ndim >= 2 and (d == 0 or d == input.ndim - 1):  # PyTorch's cpu kernels differ in their error
                 _check_range("index_add_", index, input.shape[d], d)
             else:
@@ -691,8 +712,13 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
                              "index_add_(): index {} out of range in self")
     if alpha != 1:
         source = source * alpha
+    if index.ndim == 0:  # the kernels take a vector
+        index = index.reshape(1)
     table = input._be
-    out = table.index_add(input._data, d, index._data, source._data)
+    if input.numel() == 0 or source.numel() == 0:  # nothing is added (PyTorch reads no index)
+        out = table.contiguous(input._data)
+    else:
+        out = table.index_add(input._data, d, index._data, source._data)
     if _gs.enabled and (input._rg or source._rg):
         node = IndexAddBackward0()
         node.dim, node.index, node.need = d, index, (input._rg, source._rg)

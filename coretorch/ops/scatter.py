@@ -54,16 +54,18 @@ def _native(t: Tensor, dt) -> object:
 def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor | None) -> int:
     """PyTorch's checks of scatter/scatter_reduce arguments; returns the normalised dim."""
     d = norm_dim(dim, input.ndim, op)
-    _ix._check_index(op, index, input.ndim)
+    _ix._check_index(op, index, input.ndim if index.numel() else None)
     _ix._same_device(op, input, index, src)
-    if src is not None:
-        if src.dtype is not input.dtype:
-            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
-        if max(src.ndim, 1) != max(index.ndim, 1):
-            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
-    for k in range(index.ndim):
-        if (k != d and index.shape[k] > input.shape[k]) or (src is not None and src.ndim
-                                                            and index.shape[k] > src.shape[k]):
+    if src is not None and src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    if not index.numel():  # PyTorch checks nothing more for an empty index (and writes nothing)
+        return d
+    if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    ish, xsh = tuple(index.shape) or (1,), tuple(input.shape) or (1,)  # a 0-d tensor reads as 1-d here
+    ssh = (tuple(src.shape) or (1,)) if src is not None else None
+    for k in range(len(ish)):
+        if (k != d and ish[k] > xsh[k]) or (ssh is not None and ish[k] > ssh[k]):
             raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than self "
                                f"{list(input.shape)} apart from dimension {d}"
                                + (f" and to be smaller size than src {list(src.shape)}" if src is not None else ""))

@@ -413,12 +413,12 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:  # checked before the dim
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = norm_dim(dim, tensor.ndim, "split")
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
-        if s < 0:
-            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
         if s == 0 and n > 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
         sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
