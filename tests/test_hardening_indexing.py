@@ -334,3 +334,22 @@ def test_gather_scatter_empty_and_0d_operands(device):
     z = torch.zeros(2, 0, 1, dtype=torch.int64, device=device)  # no element: no index read
     assert tuple(z.index_add(1, torch.tensor([4], device=device), torch.ones(2, 1, 1, dtype=torch.int64,
                                                                              device=device)).shape) == (2, 0, 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mask_counts_and_empty_value_checks(device):
+    """A mask selecting nothing makes the result empty: no index is read (PyTorch); a value that does not fit an
+    empty result still raises; a 0-d integer index beside one mask keeps the masked_fill path (any value dtype)."""
+    x = torch.zeros(1, 3, device=device)
+    none = torch.tensor([False], device=device)
+    assert tuple(x[None, none, torch.tensor([-4], device=device)].shape) == (1, 0)
+    x[torch.tensor([1], device=device), torch.tensor([False, False, False], device=device)] = 1.0
+    for key, shape in (([], (2, 3)), ((0, []), (3,))):
+        with pytest.raises(RuntimeError, match="shape mismatch"):
+            torch.zeros(2, 3, device=device)[key] = torch.ones(shape, device=device)
+    b = torch.zeros(2, 1, 1, dtype=torch.bool)
+    b[None, torch.tensor([True, False]), ..., torch.tensor(-1)] = torch.tensor(1)
+    assert b.flatten().tolist() == [True, False]
+    i = torch.zeros(3, 1, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="dtypes match"):  # a Python True is an index tensor too
+        i[torch.tensor([False, False, True]), True] = torch.tensor(True)

@@ -134,6 +134,7 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
     rest = 1        # elements of the result's dims that no index tensor makes
     adv_shapes = []  # the shapes of the integer index tensors (and Python bools) that broadcast together
     to_check = []   # (index tensor, as it was in host memory, dim, size): checked when the result has elements
+    masks = []
     advanced = False
     dim = 0
     table = x._be
@@ -171,6 +172,7 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
                                      f"shape of the indexed tensor {list(shape)} at index {dim + j}")
             pre += [_FULL] * v.ndim
             post.append(v._data)
+            masks.append(v)
             dim += v.ndim
             advanced = True
         else:
@@ -185,6 +187,8 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
         rest *= s
     if not advanced:
         return tuple(pre), False
+    if masks and to_check:  # a mask's count broadcasts with the index tensors (a read on a device)
+        adv_shapes += [(int(m._be.to_numpy(m._be.sum(m._be.cast(m._data, _i64.np), None, False))),) for m in masks]
     try:
         bshape = broadcast_shapes(*adv_shapes, op="index")
     except RuntimeError:
@@ -458,7 +462,8 @@ def _setitem(x: Tensor, key, value) -> None:
 
 def _single_mask(key) -> bool:
     ks = key if isinstance(key, tuple) else (key,)
-    adv = [k for k in ks if isinstance(k, (Tensor, list)) or (hasattr(k, "shape") and len(k.shape) > 0)]
+    adv = [k for k in ks if isinstance(k, (list, bool)) or (hasattr(k, "shape") and len(k.shape) > 0) or (
+        isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8))]  # a 0-d integer tensor is a select
     # a 0-d mask is no mask there: PyTorch indexes a new dim by [0] or [] (index_put_, same dtypes only)
     return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8) and adv[0].ndim > 0
 

@@ -205,6 +205,8 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
     for s in rshape:
         n *= s
     if n == 0:
+        if isinstance(value, cla.Array) and np.broadcast_shapes(tuple(value.shape), tuple(rshape)) != tuple(rshape):
+            raise ValueError(f"could not broadcast a value of shape {value.shape} to {tuple(rshape)}")  # as numpy
         return
     dt = np.dtype(x.dtype)
     scalar = not isinstance(value, cla.Array)
