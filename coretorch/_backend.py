@@ -78,11 +78,15 @@ PRIMITIVES: dict[str, str] = {
                 "outside [0, C) that is not ignored raises IndexError('Target 12 is out of bounds.'), at once or, "
                 "on an asynchronous device, at the next host read (as CUDA's device-side assert)",
     # optional device-side checks (the core reads a reduction back to the host without them; skipped for host_memory)
-    "check_index": "optional (index (any layout, integer dtype), size, allow_negative, message) -> None: an index "
-                   "outside [0, size), or [-size, size) with allow_negative, raises IndexError(message.format(v)), "
+    "check_index": "optional (index (any layout, integer dtype), size, allow_negative, message, exc=IndexError) "
+                   "-> None: an index outside [0, size), or [-size, size) with allow_negative, raises "
+                   "exc(message.format(v)), "
                    "v the largest index when one is >= size, else the smallest (as the host check), at once or, on "
                    "an asynchronous device, at the next host read (the op itself runs; its kernels must not touch "
                    "memory outside the tensor for such an index)",
+    "check_mark": "optional () -> a mark of the device-side checks launched so far (with discard_checks)",
+    "discard_checks": "optional (mark) -> None: forget a failed device-side check launched after mark (its op raised "
+                      "on the host); a failure of an earlier launch stays pending",
     "check_values": "optional (x (any layout, integer or bool dtype), kind, message) -> None: an element of x that "
                     "is 0 (kind 'nonzero', the only kind: a divisor of integer // and %) raises "
                     "RuntimeError(message) (the message as is), at once or, on an asynchronous device, at the next "

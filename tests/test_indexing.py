@@ -345,12 +345,12 @@ class TestGatherScatter:
 
     def test_index_errors(self):
         x = torch.zeros(2, 3)
-        with pytest.raises(IndexError, match="out of bounds"):
+        with pytest.raises(RuntimeError, match="out of bounds"):  # PyTorch: RuntimeError for gather/scatter
             x.gather(1, torch.tensor([[0, 3]]))
-        with pytest.raises(IndexError, match="out of bounds"):
+        with pytest.raises(IndexError, match="out of range"):
             x.index_select(0, torch.tensor([2]))
-        with pytest.raises(RuntimeError, match="int64"):
-            x.gather(1, torch.tensor([[0.0]]).long().int())
+        with pytest.raises(RuntimeError, match="int32/int64"):
+            x.gather(1, torch.tensor([[0.0]]))
         with pytest.raises(RuntimeError):
             x.scatter_add(0, torch.tensor([[0]]), torch.ones(1, 1, dtype=torch.float64))
 

@@ -5,7 +5,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
-from ._util import edge, host_all_below, norm_dim, sum_to
+from ._util import broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 
 _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
@@ -34,98 +34,206 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None) -> Tensor:
     return t
 
 
-def normalize_key(x: Tensor, key):
-    """-> (key with native arrays, advanced?).  Checks ranges and counts like PyTorch."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    shape = x._data.shape
-    ndim = len(shape)
+class AdvKey:
+    """An advanced-indexing key split the way PyTorch applies it: ``pre``, a basic key (ints, slices, None; None when
+    there is nothing to apply) taken first as a view, then ``post``, full slices and index arrays only.  On keys
+    without ints numpy's rule (index arrays separated by a slice put their dims first) is PyTorch's; numpy would
+    count ints as index arrays too (``x[0, :, [0, 1]]`` would put the list's dim first), PyTorch selects them first."""
+    __slots__ = ("pre", "post")
+
+    def __init__(self, pre, post):
+        self.pre, self.post = pre, post
+
+
+def _take(table, data, key):
+    """data[key] for an advanced key (an ``AdvKey`` or a plain key of index arrays)."""
+    if key.__class__ is AdvKey:
+        if key.pre is not None:
+            data = table.basic_index(data, key.pre)
+        key = key.post
+    return table.index(data, key)
+
+
+def _put(table, data, key, value, accumulate: bool) -> None:
+    """data[key] = value (``+=`` with ``accumulate``) in place, for an advanced key: ``pre`` is a view of data."""
+    if key.__class__ is AdvKey:
+        if key.pre is not None:
+            data = table.basic_index(data, key.pre)
+        key = key.post
+    if accumulate:
+        table.index_put_(data, key, value, True)
+    else:
+        table.setitem_(data, key, value)
+
+
+_NONE, _ELL, _INT, _SLICE, _BOOL, _MASK, _ADV = range(7)
+_FULL = slice(None)
+
+
+def _classify(x: Tensor, key: tuple, python_key: bool):
+    """-> ([(kind, value)], dims of x consumed).  ``python_key``: PyTorch's ``x[key]`` rules, where a 0-d integer
+    tensor is an int (a select: a view) and a 0-d bool tensor a Python bool; ``index_put`` takes them as index
+    tensors."""
     items = []
-    hosts = {}  # position in items -> the index tensor as it was in host memory, when it moved to x's device
     consumed = 0
-    advanced = False
     for k in key:
-        if k is None or k is Ellipsis:
-            items.append(k)
+        if k is None:
+            items.append((_NONE, None))
+        elif k is Ellipsis:
+            items.append((_ELL, None))
         elif isinstance(k, bool):
-            # numpy/PyTorch: x[True] adds a dim, x[False] adds an empty one (a 0-d mask)
-            if k:
-                items.append(None)
-            else:
-                items.append(_to_index_tensor(False, x))
-                advanced = True
+            items.append((_BOOL, k))
         elif isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, (Tensor, list))
                                     and not hasattr(k, "shape")):
-            items.append(int(k.__index__() if not isinstance(k, int) else k))
+            items.append((_INT, int(k.__index__() if not isinstance(k, int) else k)))
             consumed += 1
         elif isinstance(k, slice):
             if k.step is not None and int(k.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            items.append(k)
+            items.append((_SLICE, k))
             consumed += 1
         else:
             moved = None if x._be.host_memory else []
             t = _to_index_tensor(k, x, moved)
-            if moved:
-                hosts[len(items)] = moved[0]
-            if t.dtype in (_bool, _dt.uint8) and t.dtype is not _i64:
-                if t.dtype is _dt.uint8:
-                    t = t.to(_bool)
+            host = moved[0] if moved else t
+            if t.dtype is _dt.uint8:
+                t = t.to(_bool)
+            if t.ndim == 0 and python_key:  # PyTorch reads the value (a host read on a device)
+                if t.dtype is _bool:
+                    items.append((_BOOL, bool(host.item())))
+                else:
+                    items.append((_INT, int(host.item())))
+                    consumed += 1
+            elif t.dtype is _bool:
+                items.append((_MASK, t))
                 consumed += t.ndim
             else:
+                items.append((_ADV, (t, host)))
                 consumed += 1
-            items.append(t)
-            advanced = True
+    return items, consumed
+
+
+def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None = None):
+    """-> (key of native arrays, advanced?).  A basic key is a tuple of ints, slices and None; an advanced one an
+    ``AdvKey``.  Checks ranges and counts like PyTorch: an index range only where the result has elements.
+    ``checks``: a list that gets the index tensors' range checks instead, for ``run_checks`` once the caller's own
+    checks passed (index_put_ checks the value before the indices, as PyTorch)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    shape = x._data.shape
+    ndim = len(shape)
+    items, consumed = _classify(x, key, python_key)
     if consumed > ndim:
         if ndim == 0:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
                              "in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    # positions: expand the ellipsis to see which dim each index refers to
-    n_ell = sum(1 for k in items if k is Ellipsis)
-    if n_ell > 1:
+    if sum(1 for kind, _ in items if kind is _ELL) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    out = []
+    pre, post = [], []
+    rest = 1        # elements of the result's dims that no index tensor makes
+    adv_shapes = []  # the shapes of the integer index tensors (and Python bools) that broadcast together
+    to_check = []   # (index tensor, as it was in host memory, dim, size): checked when the result has elements
+    masks = []
+    advanced = False
     dim = 0
-    for pos, k in enumerate(items):
-        if k is Ellipsis:
-            dim += ndim - consumed
-            out.append(Ellipsis)
-        elif k is None:
-            out.append(None)
-        elif isinstance(k, int):
+    table = x._be
+    for kind, v in items:
+        if kind is _ELL:
+            n = ndim - consumed
+            pre += [_FULL] * n
+            post += [_FULL] * n
+            for s in shape[dim:dim + n]:
+                rest *= s
+            dim += n
+        elif kind is _NONE:
+            pre.append(None)
+            post.append(_FULL)
+        elif kind is _INT:
             size = shape[dim]
-            if k < -size or k >= size:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
-            out.append(k)
+            if v < -size or v >= size:
+                raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {size}")
+            pre.append(v)
             dim += 1
-        elif isinstance(k, slice):
-            out.append(k)
+        elif kind is _SLICE:
+            pre.append(v)
+            post.append(_FULL)
+            rest *= len(range(*v.indices(shape[dim])))
             dim += 1
+        elif kind is _BOOL:  # PyTorch: a new dim of size 1 indexed by [0] (True) or [] (False)
+            pre.append(None)
+            post.append(table.full((int(v),), 0, _i64.np))
+            adv_shapes.append((int(v),))
+            advanced = True
+        elif kind is _MASK:
+            for j in range(v.ndim):
+                if v.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {j} does not match the "
+                                     f"shape of the indexed tensor {list(shape)} at index {dim + j}")
+            pre += [_FULL] * v.ndim
+            post.append(v._data)
+            masks.append(v)
+            dim += v.ndim
+            advanced = True
         else:
-            if k.dtype is _bool:
-                for j in range(k.ndim):
-                    if k.shape[j] != shape[dim + j]:
-                        raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} does not match the "
-                                         f"shape of the indexed tensor {list(shape)} at index {dim + j}")
-                dim += k.ndim
-            else:
-                size = shape[dim]
-                if k.numel():
-                    c = hosts.get(pos, k)
-                    t = c._be
-                    if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
-                        t.check_index(c._data, size, True, f"index {{}} is out of bounds for dimension {dim} with "
-                                                           f"size {size}")
-                    else:
-                        hi = int(t.to_numpy(t.amax(c._data, None, False)))
-                        lo = int(t.to_numpy(t.amin(c._data, None, False)))
-                        bad = hi if hi >= size else lo if lo < -size else None
-                        if bad is not None:
-                            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-                dim += 1
-            out.append(k._data)
-    return tuple(out), advanced
+            t, host = v
+            pre.append(_FULL)
+            post.append(t._data)
+            adv_shapes.append(tuple(t.shape))
+            to_check.append((t, host, dim, shape[dim]))
+            dim += 1
+            advanced = True
+    for s in shape[dim:]:
+        rest *= s
+    if not advanced:
+        return tuple(pre), False
+    if masks and to_check:  # a mask's count broadcasts with the index tensors (a read on a device)
+        adv_shapes += [(int(m._be.to_numpy(m._be.sum(m._be.cast(m._data, _i64.np), None, False))),) for m in masks]
+    try:
+        bshape = broadcast_shapes(*adv_shapes, op="index")
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in adv_shapes)) from None
+    if all(bshape):  # an index into a dim of size 0 is checked even when other dims make the result empty
+        for t, _, d, size in to_check:
+            if size == 0 and t.numel():
+                raise IndexError(f"index is out of bounds for dimension {d} with size 0")
+    if rest and all(bshape):  # PyTorch checks the indices it reads: none when the result is empty
+        if checks is not None:
+            checks += to_check
+        else:
+            run_checks(to_check)
+    else:  # numpy would check them: index 0 reads nothing either
+        for i, k in enumerate(post):
+            if k.__class__ is not slice and k.dtype.kind in "iu" and k.size:
+                post[i] = table.full(k.shape, 0, k.dtype)
+    while post and post[-1].__class__ is slice and post[-1] == _FULL:
+        post.pop()
+    if all(k.__class__ is slice and k == _FULL for k in pre):
+        return AdvKey(None, tuple(post)), True
+    while pre and pre[-1].__class__ is slice and pre[-1] == _FULL:
+        pre.pop()
+    return AdvKey(tuple(pre), tuple(post)), True
+
+
+def run_checks(checks: list) -> None:
+    """The range checks ``normalize_key`` left in its ``checks`` list."""
+    for t, host, d, size in checks:
+        _check_key_range(t, host, d, size)
+
+
+def _check_key_range(t: Tensor, host: Tensor, dim: int, size: int) -> None:
+    if not t.numel():
+        return
+    be = host._be
+    if not be.host_memory and be.has("check_index"):  # on the device: reported at the next host read
+        be.check_index(host._data, size, True, f"index {{}} is out of bounds for dimension {dim} with size {size}")
+        return
+    hi = int(be.to_numpy(be.amax(host._data, None, False)))
+    lo = int(be.to_numpy(be.amin(host._data, None, False)))
+    bad = hi if hi >= size else lo if lo < -size else None
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 class IndexBackward0(Node):
@@ -153,9 +261,6 @@ class AliasBackward0(IndexBackward0):
     __slots__ = ()
 
 
-_FULL = slice(None)
-
-
 def _basic_node_class(nkey):
     """x[1] -> SelectBackward0, x[:, 1:3] -> SliceBackward0, x[None] -> UnsqueezeBackward0, x[...] -> Alias, as
     PyTorch names the last of the steps it applies (a full ``:`` is no step)."""
@@ -178,7 +283,7 @@ class EmbedBackward0(Node):
 def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
     table = x._be
     if advanced:
-        out = table.index(x._data, nkey)
+        out = _take(table, x._data, nkey)
         base = None
     else:
         out = table.basic_index(x._data, nkey)
@@ -198,7 +303,7 @@ def _embed(g: Tensor, shape, nkey, advanced: bool) -> Tensor:
     table = g._be
     z = table.full(tuple(shape), 0, g.dtype.np)
     if advanced:
-        table.index_put_(z, nkey, g._data, True)
+        _put(table, z, nkey, g._data, True)
     else:
         table.setitem_(z, nkey, g._data)
     node = None
@@ -210,8 +315,12 @@ def _embed(g: Tensor, shape, nkey, advanced: bool) -> Tensor:
 
 
 def getitem(x: Tensor, key) -> Tensor:
-    nkey, advanced = normalize_key(x, key)
-    return _index(x, nkey, advanced)
+    if x._be.host_memory:
+        nkey, advanced = normalize_key(x, key)
+        return _index(x, nkey, advanced)
+    with checks_guard(x._be):
+        nkey, advanced = normalize_key(x, key)
+        return _index(x, nkey, advanced)
 
 
 class IndexPutBackward0(Node):
@@ -238,7 +347,10 @@ def index_put(x: Tensor, nkey, value, advanced: bool) -> Tensor:
         vd = value._data if value.dtype is x.dtype else table.cast(value._data, x.dtype.np)
     else:
         vd = value
-    table.setitem_(out, nkey, vd)
+    if advanced:
+        _put(table, out, nkey, vd, False)
+    else:
+        table.setitem_(out, nkey, vd)
     if _gs.enabled and (x._rg or (vt and value._rg)):
         node = IndexPutBackward0()
         node.key, node.advanced = nkey, advanced
@@ -249,8 +361,55 @@ def index_put(x: Tensor, nkey, value, advanced: bool) -> Tensor:
     return _make(out, x.dtype, table)
 
 
+class _Guard:
+    """Device-side index checks queued by an op that then raises on the host are forgotten: they would fire at a
+    later, unrelated host read (the backend's ``check_mark`` / ``discard_checks``)."""
+    __slots__ = ("table", "mark")
+
+    def __init__(self, table):
+        self.table, self.mark = table, table.check_mark()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, e, tb) -> bool:
+        if et is not None:
+            self.table.discard_checks(self.mark)
+        return False
+
+
+class _NoGuard:
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, e, tb) -> bool:
+        return False
+
+
+_NO_GUARD = _NoGuard()
+
+
+def checks_guard(table):
+    """``with checks_guard(x._be): ...`` around an op that may queue device-side index checks and raise later."""
+    if table.host_memory or not table.has("discard_checks"):
+        return _NO_GUARD
+    return _Guard(table)
+
+
 def setitem(x: Tensor, key, value) -> None:
-    nkey, advanced = normalize_key(x, key)
+    with checks_guard(x._be):
+        _setitem(x, key, value)
+
+
+def _setitem(x: Tensor, key, value) -> None:
+    if key.__class__ is bool:  # PyTorch: x[False] = v does nothing, x[True] = v copies v into x[None]
+        if not key:
+            return
+        key = None
+    checks = []
+    nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
         if value.ndim == 0 and value._be.type == "cpu":
@@ -269,9 +428,20 @@ def setitem(x: Tensor, key, value) -> None:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{x.dtype._tname[:-6]} for the destination and {value.dtype._tname[:-6]} for the "
                            "source.")
+    if vt:
+        if value._rg and not (x.dtype.is_floating_point or x.dtype.is_complex):
+            value = value.detach()  # the copy into an integer tensor is not differentiable (PyTorch)
+        vs = value._data.shape
+        if vs and vs[0] == 1:  # PyTorch drops the value's leading 1-dims first (slicePrefix1sSize)
+            i = 1
+            while i < len(vs) and vs[i] == 1:
+                i += 1
+            value = value.reshape(vs[i:])
     if vt and value.ndim and not advanced:
         _check_put_shape(x, nkey, advanced, tuple(value.shape))  # a view: cheap
     recording = check_inplace(x, value if vt else None, "__setitem__")
+    if checks:
+        run_checks(checks)
     try:
         if recording:
             r = index_put(x, nkey, value, advanced)
@@ -279,8 +449,11 @@ def setitem(x: Tensor, key, value) -> None:
             return
         table = x._be
         vd = value if not vt else (value._data if value.dtype is x.dtype else table.cast(value._data, x.dtype.np))
-        table.setitem_(x._data, nkey, vd)
-    except ValueError:
+        if advanced:
+            _put(table, x._data, nkey, vd, False)
+        else:
+            table.setitem_(x._data, nkey, vd)
+    except (ValueError, TypeError):
         if vt and value.ndim:  # the backend's own error for a value that does not fit: raise PyTorch's
             _check_put_shape(x, nkey, advanced, tuple(value.shape))
         raise
@@ -289,14 +462,16 @@ def setitem(x: Tensor, key, value) -> None:
 
 def _single_mask(key) -> bool:
     ks = key if isinstance(key, tuple) else (key,)
-    adv = [k for k in ks if isinstance(k, (Tensor, list)) or (hasattr(k, "shape") and len(k.shape) > 0)]
-    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8)
+    adv = [k for k in ks if isinstance(k, (list, bool)) or (hasattr(k, "shape") and len(k.shape) > 0) or (
+        isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8))]  # a 0-d integer tensor is a select
+    # a 0-d mask is no mask there: PyTorch indexes a new dim by [0] or [] (index_put_, same dtypes only)
+    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8) and adv[0].ndim > 0
 
 
 def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
     """PyTorch's errors for a value that does not broadcast to x[key] (instead of the backend's)."""
     table = x._be
-    target = tuple((table.index if advanced else table.basic_index)(x._data, nkey).shape)
+    target = tuple((_take(table, x._data, nkey) if advanced else table.basic_index(x._data, nkey)).shape)
     v = vshape
     while len(v) > len(target) and v[0] == 1:  # leading 1s of the value are dropped (slicePrefix1sSize)
         v = v[1:]
@@ -317,11 +492,19 @@ def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    start, length = int(start), int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = norm_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
+    if start < -size or start > size:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of [{-size}, {size}], but got "
+                         f"{start})")
     if start < 0:
         start += size
-    if start < 0 or length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
     return _index(input, key, False)
@@ -344,36 +527,53 @@ def _same_device(op, input: Tensor, *others) -> None:
 
 
 def _check_index(op, index, ndim=None):
+    """PyTorch's checks of an index tensor: int64 or int32 (PyTorch 2.13 takes both), and for gather/scatter as
+    many dims as the input (a 0-d tensor reads as 1-d there)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.dtype is not _i64 and not (op in ("index_select", "index_add") and index.dtype is _dt.int32):
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
-    if ndim is not None and index.ndim != ndim and not (index.ndim == 0 and ndim == 0):
+    if index.dtype is not _i64 and index.dtype is not _dt.int32:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {index.dtype}")
+    if ndim is not None and max(index.ndim, 1) != max(ndim, 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as input tensor "
                            f"({op}: index has {index.ndim}, input has {ndim})")
 
 
-def _check_range(op, index: Tensor, size: int):
-    if index.numel():
-        t = index._be
-        if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
-            t.check_index(index._data, size, False, f"{op}(): index {{}} is out of bounds for dimension with size "
-                                                    f"{size}")
-            return
-        if t.host_memory and host_all_below(t, index._data, size):  # the common case in one reduction
-            return
-        hi = int(t.to_numpy(t.amax(index._data, None, False)))
-        lo = int(t.to_numpy(t.amin(index._data, None, False)))
-        if hi >= size or lo < 0:  # gather/scatter/index_select take no negative indices (as PyTorch)
-            raise IndexError(f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension with "
-                             f"size {size}")
+def _shape1(t: Tensor) -> tuple:
+    return tuple(t.shape) or (1,)
+
+
+def _nonempty(index) -> bool:
+    return not isinstance(index, Tensor) or index.numel() > 0
+
+
+def _check_range(op, index: Tensor, size: int, dim: int | None = None, exc: type = RuntimeError,
+                 message: str | None = None) -> None:
+    """Every index in [0, size) (gather/scatter/index_select take no negative indices, as PyTorch), else
+    ``exc(message.format(bad index))``; by default PyTorch's RuntimeError of gather/scatter naming ``dim``."""
+    if not index.numel():
+        return
+    if message is None:
+        message = f"{op}(): index {{}} is out of bounds for dimension {0 if dim is None else dim} with size {size}"
+    t = index._be
+    if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
+        t.check_index(index._data, size, False, message, exc)
+        return
+    if t.host_memory and host_all_below(t, index._data, size):  # the common case in one reduction
+        return
+    hi = int(t.to_numpy(t.amax(index._data, None, False)))
+    lo = int(t.to_numpy(t.amin(index._data, None, False)))
+    if hi >= size or lo < 0:
+        raise exc(message.format(hi if hi >= size else lo))
 
 
 class GatherBackward0(Node):
     __slots__ = ("shape", "dim", "index")
 
     def backward(self, g):
-        if not (g._rg and _gs.enabled) and g._be is self.index._be:  # plain: indices were checked in forward
+        if not self.index.numel():
+            return (_zeros_on(self.shape, g.dtype, g._be),)
+        if not (g._rg and _gs.enabled) and g._be is self.index._be and self.index.ndim == len(self.shape):
+            # plain: indices were checked in forward
             table = g._be
             zeros = table.full(self.shape, 0, g.dtype.np)
             return (_make(table.scatter_add(zeros, self.dim, self.index._data, g._data), g.dtype, table),)
@@ -382,16 +582,21 @@ class GatherBackward0(Node):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = norm_dim(dim, input.ndim, "gather")
-    _check_index("gather", index, input.ndim)
+    _check_index("gather", index, input.ndim if _nonempty(index) else None)  # PyTorch checks no empty index
     _same_device("gather", input, index)
-    for k in range(input.ndim):
-        if k != d and index.shape[k] > input.shape[k]:
+    ish, xsh = _shape1(index), _shape1(input)  # a 0-d tensor reads as 1-d here
+    for k in range(len(xsh) if index.numel() else 0):
+        if k != d and ish[k] > xsh[k]:
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
                                f"smaller than self {list(input.shape)} apart from dimension {d}")
-    if input.ndim:
-        _check_range("gather", index, input.shape[d])
+    _check_range("gather", index, input.shape[d] if input.ndim else 1, d)
     table = input._be
-    out = table.gather(input._data, d, index._data)
+    if index.numel() and index.ndim == 0 and input.ndim == 1:  # a 0-d index of a 1-d input reads as 1-d
+        out = table.view(table.gather(input._data, d, table.view(index._data, (1,))), ())
+    elif index.numel():
+        out = table.gather(input._data, d, index._data)
+    else:  # any shape: PyTorch checks none
+        out = table.full(tuple(index.shape), 0, input.dtype.np)
     if input._rg and _gs.enabled:
         node = GatherBackward0()
         node.shape, node.dim, node.index = input._data.shape, d, index
@@ -414,17 +619,22 @@ class ScatterAddBackward0(Node):
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = norm_dim(dim, input.ndim, "scatter_add")
-    _check_index("scatter_add", index, input.ndim)
+    _check_index("scatter_add", index, input.ndim if _nonempty(index) else None)
     _same_device("scatter_add", input, index, src)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "
                            f"{src.dtype})")
-    for k in range(input.ndim):
-        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+    if not index.numel():  # PyTorch checks nothing more and adds nothing (src is not read)
+        from .shape import clone
+        return clone(input)
+    ish, xsh, ssh = _shape1(index), _shape1(input), _shape1(src)  # a 0-d tensor reads as 1-d here
+    for k in range(len(xsh)):
+        if k >= len(ssh) or ish[k] > ssh[k] or (k != d and ish[k] > xsh[k]):
             raise RuntimeError(f"scatter_add(): index {list(index.shape)} is larger than src "
                                f"{list(src.shape)} or self {list(input.shape)} apart from dimension {d}")
-    if input.ndim:
-        _check_range("scatter_add", index, input.shape[d])
+    _check_range("scatter_add", index, input.shape[d] if input.ndim else 1, d)
+    if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
+        index, src = index.reshape(1), src.reshape(1)
     table = input._be
     out = table.scatter_add(input._data, d, index._data, src._data)
     if _gs.enabled and (input._rg or src._rg):
@@ -449,8 +659,16 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     _same_device("index_select", input, index)
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if input.ndim:
-        _check_range("index_select", index, input.shape[d])
+    if input.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+    size = input.shape[d] if input.ndim else 1
+    if input.ndim >= 2 and index.numel() and size == 0:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    if input.ndim >= 2 and (d == 1 or input.numel() == 0):  # PyTorch's cpu kernels differ in their error here
+        _check_range("index_select", index, size, d, RuntimeError,
+                     f"index_select(): INDICES element is out of DATA bounds, id={{}} axis_dim={size}")
+    else:
+        _check_range("index_select", index, size, d, IndexError, "index_select(): index {} out of range in self")
     table = input._be
     out = table.index_select(input._data, d, index._data.reshape(-1) if index.ndim == 0 else index._data)
     if input._rg and _gs.enabled:
@@ -481,22 +699,31 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
         n_src = source.shape[d] if source.ndim else 1
         if index.ndim > 1:
             raise IndexError("index_add_(): Index is supposed to be a vector")
+        if input.ndim == 0 and source.ndim == 0 and index.numel() != 1:
+            raise IndexError("index_add_(): Dimension specified as 0 but tensor has no dimensions")
         if source.dtype is not input.dtype:
             raise RuntimeError(f"index_add_(): self ({input.dtype._tname[:-6]}) and source "
                                f"({source.dtype._tname[:-6]}) must have the same scalar type")
-        if source.ndim == 0 and input.ndim == 1:
-            source = source.reshape(1)  # a 0-d source adds one value (as PyTorch)
         if index.numel() != n_src or source.ndim != input.ndim or any(
                 source.shape[k] != input.shape[k] for k in range(input.ndim) if k != d):
             raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to "
                                f"source.size(dim) ({n_src}), and source {list(source.shape)} should match self "
                                f"{list(input.shape)} outside dim {d}")
-        if input.ndim:
-            _check_range("index_add", index, input.shape[d])
+        if source.numel() and (input.ndim <= 1 or input.numel()):  # PyTorch reads no index when nothing is added
+            if input.ndim >= 2 and (d == 0 or d == input.ndim - 1):  # PyTorch's cpu kernels differ in their error
+                _check_range("index_add_", index, input.shape[d], d)
+            else:
+                _check_range("index_add_", index, input.shape[d] if input.ndim else 1, d, IndexError,
+                             "index_add_(): index {} out of range in self")
     if alpha != 1:
         source = source * alpha
+    if index.ndim == 0:  # the kernels take a vector
+        index = index.reshape(1)
     table = input._be
-    out = table.index_add(input._data, d, index._data, source._data)
+    if input.numel() == 0 or source.numel() == 0:  # nothing is added (PyTorch reads no index)
+        out = table.contiguous(input._data)
+    else:
+        out = table.index_add(input._data, d, index._data, source._data)
     if _gs.enabled and (input._rg or source._rg):
         node = IndexAddBackward0()
         node.dim, node.index, node.need = d, index, (input._rg, source._rg)

@@ -56,23 +56,22 @@ def _native(t: Tensor, dt) -> object:
 def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor | None) -> int:
     """PyTorch's checks of scatter/scatter_reduce arguments; returns the normalised dim."""
     d = norm_dim(dim, input.ndim, op)
-    _ix._check_index(op, index, input.ndim)
+    _ix._check_index(op, index, input.ndim if index.numel() else None)
     _ix._same_device(op, input, index, src)
-    if src is not None:
-        if src.dtype is not input.dtype:
-            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
-        if src.ndim != index.ndim and not (src.ndim == 0 and index.ndim == 0):
-            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
-    for k in range(index.ndim):
-        if (k != d and index.shape[k] > input.shape[k]) or (src is not None and src.ndim
-                                                            and index.shape[k] > src.shape[k]):
+    if src is not None and src.dtype is not input.dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    if not index.numel():  # PyTorch checks nothing more for an empty index (and writes nothing)
+        return d
+    if src is not None and max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    ish, xsh = tuple(index.shape) or (1,), tuple(input.shape) or (1,)  # a 0-d tensor reads as 1-d here
+    ssh = (tuple(src.shape) or (1,)) if src is not None else None
+    for k in range(len(ish)):
+        if (k != d and ish[k] > xsh[k]) or (ssh is not None and ish[k] > ssh[k]):
             raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than self "
                                f"{list(input.shape)} apart from dimension {d}"
                                + (f" and to be smaller size than src {list(src.shape)}" if src is not None else ""))
-    if input.ndim:
-        _ix._check_range(op, index, input.shape[d])
-    elif index.numel():
-        _ix._check_range(op, index, 1)
+    _ix._check_range(op, index, input.shape[d] if input.ndim else 1, d)
     return d
 
 
@@ -167,10 +166,11 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     st = isinstance(src, Tensor)
     if not st and not isinstance(src, (int, float, bool)):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
-    d = _check_scatter("scatter", input, dim, index, src if st else None)
-    data = _scatter_data(input, d, index, src, reduce)
-    res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
-    return _out(res, out)
+    with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
+        d = _check_scatter("scatter", input, dim, index, src if st else None)
+        data = _scatter_data(input, d, index, src, reduce)
+        res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
+        return _out(res, out)
 
 
 def _finish(input, data, src_rg, reduce, d, index, src):
@@ -236,18 +236,19 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
-    d = _check_scatter("scatter_reduce", input, dim, index, src)
-    table = input._be
-    data = _scatter_data(input, d, index, src, reduce, include_self)
-    if not (_gs.enabled and (input._rg or src._rg)):
-        return _out(_make(data, input.dtype, table), out)
-    node = ScatterReduceBackward0()
-    node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
-    node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
-    node.next_functions = (edge(input), edge(src))
-    res = _make(data, input.dtype, table, node)
-    node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
-    return _out(res, out)
+    with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
+        d = _check_scatter("scatter_reduce", input, dim, index, src)
+        table = input._be
+        data = _scatter_data(input, d, index, src, reduce, include_self)
+        if not (_gs.enabled and (input._rg or src._rg)):
+            return _out(_make(data, input.dtype, table), out)
+        node = ScatterReduceBackward0()
+        node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
+        node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
+        node.next_functions = (edge(input), edge(src))
+        res = _make(data, input.dtype, table, node)
+        node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
+        return _out(res, out)
 
 
 class IndexReduceBackward0(ScatterReduceBackward0):
@@ -312,18 +313,23 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, values = _ac_cast("index_put", input, values)
     key = tuple(slice(None) if i is None else i for i in indices)
-    nkey, advanced = _ix.normalize_key(input, key)
+    checks = []  # the indices' range is checked last, as PyTorch's kernel does
+    nkey, advanced = _ix.normalize_key(input, key, python_key=False, checks=checks)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
                            "source.")
     _ix._same_device("index_put", input, values)
     _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
+    _ix.run_checks(checks)
     if not accumulate:
         return _ix.index_put(input, nkey, values, advanced)
     table = input._be
     out = table.contiguous(input._data)
-    table.index_put_(out, nkey, values._data, True)
+    if advanced:
+        _ix._put(table, out, nkey, values._data, True)
+    else:
+        table.index_put_(out, nkey, values._data, True)
     if _gs.enabled and (input._rg or values._rg):
         node = IndexPutAccBackward0()
         node.key, node.vshape, node.need = nkey, tuple(values.shape), (input._rg, values._rg)
@@ -356,8 +362,9 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> int:
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     _ix._same_device(op, input, index)
-    if index.numel():
-        _ix._check_range(op, index, input.shape[d] if input.ndim else 1)
+    size = input.shape[d] if input.ndim else 1
+    _ix._check_range(op, index, size, d, IndexError, f"{op}_(): index {{}} is out of bounds for dimension {d} with "
+                                                     f"size {size}")
     return d
 
 

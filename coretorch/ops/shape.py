@@ -411,15 +411,22 @@ def vstack(tensors):
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
     from .indexing import narrow
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:  # checked before the dim
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = norm_dim(dim, tensor.ndim, "split")
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
-        if s <= 0 and n > 0:
+        if s == 0 and n > 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
         sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
     else:
         sizes = list(split_size_or_sections)
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sizes}")
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
@@ -433,6 +440,8 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
 def chunk(input: Tensor, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = norm_dim(dim, input.ndim, "chunk")
     n = input.shape[d]
     size = -(-n // chunks) if n else 0

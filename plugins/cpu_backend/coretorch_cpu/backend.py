@@ -147,6 +147,15 @@ def _setitem(x, key, value):
     x[key] = value
 
 
+def _basic_index(x, key):
+    """x[key] as a view: numpy gives a scalar copy for a key that selects one element; with an Ellipsis after the
+    ints the same element is a 0-d view (writes through it reach x, as PyTorch's x[0])."""
+    r = x[key]
+    if r.__class__ is nd:
+        return r
+    return x[(key if key.__class__ is tuple else (key,)) + (Ellipsis,)]
+
+
 def _index_put(x, key, values, accumulate):
     if accumulate:
         np.add.at(x, key, values)
@@ -174,7 +183,10 @@ def _scatter_index(dim, index):
 def _scatter_add(x, dim, index, src):
     out = np.array(x, copy=True)
     if x.ndim == 0:
-        out += src.sum()
+        if out.dtype == np.bool_:  # bool + bool is or (numpy's sum would give an int)
+            out |= src.any()
+        else:
+            out += src.sum()
         return out
     src = src[tuple(slice(0, s) for s in index.shape)]
     np.add.at(out, _scatter_index(dim, index), src)
@@ -183,8 +195,13 @@ def _scatter_add(x, dim, index, src):
 
 def _index_add(x, dim, index, src):
     out = np.array(x, copy=True)
+    if src.size == 0:  # nothing to add (np.add.at would still check the indices)
+        return out
     if x.ndim == 0:
-        out += src.sum()
+        if out.dtype == np.bool_:  # bool + bool is or (numpy's sum would give an int)
+            out |= src.any()
+        else:
+            out += src.sum()
         return out
     np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(src, dim, 0))
     return out
@@ -340,7 +357,7 @@ class CPUBackend:
             "is_contiguous": lambda x: x.flags.c_contiguous,
             "strides": lambda x: tuple(s // x.itemsize for s in x.strides) if x.itemsize else (0,) * x.ndim,
             "view": _view, "permute": lambda x, dims: x.transpose(dims), "expand": _expand,
-            "basic_index": lambda x, key: x[key], "flip": lambda x, dims: np.flip(x, dims).copy(),
+            "basic_index": _basic_index, "flip": lambda x, dims: np.flip(x, dims).copy(),
             "tile": np.tile, "cat": lambda arrays, axis: np.concatenate(arrays, axis),
             "assign_": _assign, "setitem_": _setitem, "index": lambda x, key: x[key],
             "index_put_": _index_put, "gather": _gather, "scatter_add": _scatter_add,

@@ -203,6 +203,8 @@ class _Kernels:
     def to_numpy(self, x):
         host = np.empty(x.shape, x.dtype)
         if not x.size:
+            if self.dev.check_pending:  # an empty read is a host read too: a failed device-side check reports
+                self.dev.synchronize()
             return host
         buf, off, shape, st = _desc(x)
         if not _is_c(shape, st):
@@ -949,7 +951,7 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         ishape, ist = index.shape, _desc(index)[3]
         plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
         vs = self._view_of(src, ishape, _desc(src)[3], _desc(src)[1])
-        put(self, out, tuple(ishape), 0, plain, [(index, ist, ost[dim], os_[dim])], vs, True)
+        put(self, out, tuple(ishape), _desc(out)[1], plain, [(index, ist, ost[dim], os_[dim])], vs, True)
         return out
 
     def index_add(self, x, dim, index, src):
@@ -962,16 +964,16 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
         _, _, os_, ost = _desc(out)
         plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
         istr = tuple(_desc(index)[3][0] if d == dim else 0 for d in range(x.ndim))
-        put(self, out, tuple(src.shape), 0, plain, [(index, istr, ost[dim], os_[dim])], src, True)
+        put(self, out, tuple(src.shape), _desc(out)[1], plain, [(index, istr, ost[dim], os_[dim])], src, True)
         return out
 
     def nonzero(self, x):
         from .indexing import nonzero
         return nonzero(self, x)
 
-    def check_index(self, index, size, allow_negative, message):
+    def check_index(self, index, size, allow_negative, message, exc=IndexError):
         from .indexing import check_index
-        check_index(self, index, size, allow_negative, message)
+        check_index(self, index, size, allow_negative, message, exc)
 
     def check_values(self, x, kind, message):
         from .indexing import check_values
@@ -1027,7 +1029,8 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
             "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
             "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
             "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf, "check_index": self.check_index,
-            "check_values": self.check_values,
+            "check_values": self.check_values, "check_mark": self.dev.check_mark,
+            "discard_checks": self.dev.discard_checks,
         }
         for op in ("sum", "prod", "amax", "amin", "any", "all"):
             t[op] = self._reduction(op)

@@ -142,6 +142,7 @@ class Device:
         self._codes: dict = {}
         self._messages: dict = {}
         self._ticket = 1
+        self._reports = 0  # host reads that reported (and so reset the tickets): see check_mark
 
     # ---- memory -----------------------------------------------------------------------------
     def alloc(self, nbytes: int):
@@ -224,6 +225,28 @@ class Device:
         self._ticket = self._ticket + 1 if self._ticket < 2 ** 31 - 1 else 2
         return self._ticket
 
+    def check_mark(self) -> tuple:
+        """Where the check tickets stand now: the launches after it are those ``discard_checks(mark)`` forgets."""
+        return self._reports, self._ticket
+
+    def discard_checks(self, mark: tuple) -> None:
+        """Forget a failure recorded by a check launched after ``mark``: its op raised on the host before using its
+        result, and the failure must not surface at a later, unrelated host read.  A failure of an earlier launch
+        stays pending.  Costs one 32-byte blocking read, and only when a check is pending (an error path)."""
+        reports, ticket = mark
+        if not self.check_pending or (reports == self._reports and ticket == self._ticket):
+            return  # nothing launched since the mark
+        flag = np.empty_like(_ERR_CLEAR)
+        cl.enqueue_copy(self.queue, flag, self._err, is_blocking=True)
+        claim = int(flag.view(np.int32)[2])
+        if claim == 0:
+            self.check_pending = False  # every launch so far passed: the next read need not look
+            return
+        if claim == 1 or (reports == self._reports and claim <= ticket):
+            return  # nll_loss's claim, or a check launched before the mark failed: reported at the next read
+        cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
+        self.check_pending = False  # the claim was ours: the launches before it passed
+
     def read(self, host, buf, byte_offset: int = 0) -> None:
         """Blocking device-to-host copy of ``buf`` into ``host``, raising a failed device-side check.
 
@@ -251,6 +274,7 @@ class Device:
         """Raise the failure recorded in ``flag`` (the check buffer as read), if any, and start afresh: every
         kernel queued before the read has run, so no launch still refers to a message code or a ticket."""
         self.check_pending = False
+        self._reports += 1
         ints = flag.view(np.int32)
         claim, code = int(ints[2]), int(ints[3])
         messages = self._messages

@@ -107,7 +107,11 @@ def index_plan(kern, x, key):
         return tuple(pshape), off, tuple(pst), []
     if positions != list(range(positions[0], positions[-1] + 1)):
         insert_at = 0  # separated advanced indices: their dims go first (numpy)
-    bshape = tuple(np.broadcast_shapes(*[a.shape for a, _, _ in advs]))
+    try:
+        bshape = tuple(np.broadcast_shapes(*[a.shape for a, _, _ in advs]))
+    except ValueError:  # PyTorch's error, not numpy's
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(a.shape)) for a, _, _ in advs)) from None
     nb = len(bshape)
     rshape = tuple(pshape[:insert_at]) + bshape + tuple(pshape[insert_at:])
     plain = tuple(pst[:insert_at]) + (0,) * nb + tuple(pst[insert_at:])
@@ -205,11 +209,14 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
     """A put-shaped kernel (``put`` here, ``index_reduce`` in shaping.py): one work-item per element of the index
     plan (``mode`` 'seq': one work-item over all of them, in order) writing ``val`` (a scalar, or the array ``value``
     broadcast to the plan) at the indexed element ``src`` of x; ``write(dt, ctype) -> (helper source, statement)``
-    is that write.  ``key`` names the program family; the dtype, rank and layouts complete it."""
+    is that write.  ``off`` is the plan's element offset in x's buffer, x's own offset included (as ``index_plan``
+    gives it).  ``key`` names the program family; the dtype, rank and layouts complete it."""
     n = 1
     for s in rshape:
         n *= s
     if n == 0:
+        if isinstance(value, cla.Array) and np.broadcast_shapes(tuple(value.shape), tuple(rshape)) != tuple(rshape):
+            raise ValueError(f"could not broadcast a value of shape {value.shape} to {tuple(rshape)}")  # as numpy
         return
     dt = np.dtype(x.dtype)
     scalar = not isinstance(value, cla.Array)
@@ -242,7 +249,7 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
             loop = f"long g = get_global_id(0); if (g >= n) return;\n {body}"
         return f"{head}\n__kernel void {kname}({', '.join(args)}) {{\n {loop}\n}}\n"
     k = kern.dev.kernel(key, kname, src)
-    args = [x.base_data, _desc(x)[1] + off]
+    args = [x.base_data, off]  # the plan's offset: x's own included
     if scalar:
         args.append(kern._scalar_arg(value, dt))
     else:
@@ -295,13 +302,13 @@ def _read_args(dt, nd: int) -> list:
             + [f"long s{k}" for k in range(nd)])
 
 
-def check_index(kern, index, size: int, allow_negative: bool, message: str) -> None:
+def check_index(kern, index, size: int, allow_negative: bool, message: str, exc: type = IndexError) -> None:
     """The core's index range check on the device, in one launch and no host read (the 'check_index' primitive).
 
     One work-item per index (read in place at its strides: any layout, any integer dtype); an index outside
     [0, size) (or [-size, size) with ``allow_negative``) claims the device's check buffer for this launch, unless
     an earlier kernel's failure holds it, and records itself as the largest value above the range or the smallest
-    below it.  The next host read (or ``synchronize``) raises IndexError(message.format(value)) with the value the
+    below it.  The next host read (or ``synchronize``) raises exc(message.format(value)) with the value the
     CPU check names: the largest index when one is too large, else the smallest (see ``Device.error_buffer``).
     Without 64-bit atomics the value named is one of the failing indices."""
     n = index.size
@@ -310,7 +317,7 @@ def check_index(kern, index, size: int, allow_negative: bool, message: str) -> N
     dt = np.dtype(index.dtype)
     if dt.kind not in "iub" or dt not in cg.CTYPES:
         raise TypeError(f"check_index: index arrays must be integers, got {dt}")
-    dev, code, ticket, err, (buf, off, dims, strides, nd) = _check_launch(kern, index, IndexError, message)
+    dev, code, ticket, err, (buf, off, dims, strides, nd) = _check_launch(kern, index, exc, message)
 
     def src():
         args = _read_args(dt, nd) + ["long lo", "long hi", "int ticket", "int code", "__global long* err"]
