@@ -72,6 +72,11 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
     return x
 
 
+def _scalar_opmath(table) -> bool:
+    """Whether the device's float16/bfloat16 kernels take a Python scalar in float32 (see pointwise)."""
+    return getattr(table.backend, "scalar_opmath", False)
+
+
 _IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
 _AXPY_SIGN = {"add_": 1, "sub_": -1}
 
@@ -101,7 +106,9 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 getattr(table, _IKERNEL[op])(x._data, y)
                 x._vc[0] += 1
                 return x
-        elif type(other) in (int, float):  # a bool goes the general way (sub_(True) raises as in PyTorch)
+        elif type(other) in (int, float) and (x.dtype.itemsize > 2 or _scalar_opmath(table)):
+            # (a bool goes the general way: sub_(True) raises as in PyTorch; so does float16/bfloat16 on a device
+            # whose kernels would round the scalar to 16 bits first: h /= 70000. is computed in float32)
             getattr(table, _IKERNEL[op])(x._data, float(other) * alpha)
             x._vc[0] += 1
             return x
