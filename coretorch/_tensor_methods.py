@@ -138,6 +138,10 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
+    if isinstance(other, (int, float)) and not isinstance(other, bool):
+        # PyTorch's Tensor.__rtruediv__: reciprocal(self) * other (its rounding: 3.0 / tensor([7.]) is
+        # 0.42857146, not 3 / 7 rounded once; and 1e5 / half([4.]) is 24992, the scalar in float32)
+        return P.mul(P.reciprocal(self), other)
     return P.div(other, self)
 
 

@@ -36,6 +36,16 @@ def test_half_times_scalar_beyond_half_range(device):
     assert (T([1e-3, 60000.0], device, dtype=H) * 2 ** 20).tolist() == [1049.0, INF]
 
 
+def test_half_with_0d_cpu_tensor_is_a_scalar(device):
+    h = T([0.5], device, dtype=H)
+    assert (h * torch.tensor(65536.0)).tolist() == [32768.0]  # a 0-d cpu tensor: a scalar, in float32
+    assert (h * torch.tensor(65536, dtype=torch.int32)).tolist() == [32768.0]
+    assert (h / torch.tensor(1 / 65536.0)).tolist() == [32768.0]
+    assert (T([1000.0], device, dtype=H) * torch.tensor(1.0003)).tolist() == [1000.5]
+    assert (T([1000.0], device, dtype=BF) * torch.tensor(1.003)).tolist() == [1004.0]
+    assert (torch.tensor(65536.0) * T([0.5], "cpu", dtype=H)).tolist() == [INF]  # first operand: cast, as PyTorch
+
+
 @pytest.mark.parametrize("dt, np_dt", [(H, np.float16), (BF, ml_dtypes.bfloat16)])
 @pytest.mark.parametrize("op, s", [("mul", 1.0003), ("add", 0.0003), ("sub", 0.0003), ("div", 1.0003),
                                    ("div", 70000.0), ("mul", 3.0)])
@@ -356,3 +366,14 @@ def test_integer_addmm_family_truncates_float_scalars(device):
     assert torch.baddbmm(ii[None], ii[None], ii[None], beta=0.5).tolist() == [p.tolist()]
     with pytest.raises(RuntimeError, match="without overflow"):
         torch.addmm(ii, ii, ii, beta=NAN)
+
+
+def test_number_divided_by_tensor_is_reciprocal_times_number(device):
+    x = T([7.0, 3.0, 11.0, 13.0], device)
+    want = (np.float32(1) / f32([7.0, 3.0, 11.0, 13.0])) * np.float32(3.0)  # PyTorch's __rtruediv__, its rounding
+    assert (3.0 / x).tolist() == want.tolist()
+    assert (3 / T([7, 2], device)).tolist() == [want[0].item(), 1.5]
+    assert (1e5 / T([4.0], device, dtype=H)).tolist() == [24992.0]  # 0.25 * 1e5 in float32, rounded to half
+    x = T([7.0, 3.0], device, requires_grad=True)
+    (3.0 / x).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), -3.0 / np.array([49.0, 9.0]), rtol=1e-6)

@@ -214,6 +214,10 @@ def _make_binary(name: str, node_cls, kind: str):
             # integer / integer: each operand goes to the float dtype as it is (u8 / tensor(-1) is -200, not the
             # -1 wrapped to u8 first by the integer promotion)
             a, b = _to_default(a), _to_default(b)
+        elif opmath and isinstance(b, Tensor) and b._data.ndim == 0 and isinstance(a, Tensor) \
+                and a.dtype in _REDUCED and b.dtype is not a.dtype and b._be.type == "cpu" and not b._rg \
+                and a._data.ndim and b.dtype is not _bool:
+            b = b.item()  # a 0-d cpu tensor is a scalar to PyTorch's kernels: h * tensor(65536.) is 32768
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         out = None
