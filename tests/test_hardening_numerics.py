@@ -280,6 +280,7 @@ def test_sub_with_bool_raises(device):
     lambda z: z.argmax(1), lambda z: z.max(1), lambda z: z.mean(1), lambda z: z.flip(1), lambda z: z.std(dim=1),
     lambda z: z.norm(dim=1), lambda z: z.logsumexp(1), lambda z: z.any(1), lambda z: z.prod(1),
     lambda z: z.amax(1), lambda z: torch.stack([z, z], 2), lambda z: z.var(1), lambda z: z.movedim(1, 0),
+    lambda z: z.roll(1, 0), lambda z: z.roll(1, 1), lambda z: z.stride(0), lambda z: z.size(-1),
     lambda z: z.size(0)])
 def test_zero_dim_out_of_range_dims_raise_index_error(device, call):
     with pytest.raises(IndexError):
