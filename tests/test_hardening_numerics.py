@@ -44,17 +44,25 @@ def test_half_with_0d_cpu_tensor_is_a_scalar(device):
     assert (T([1000.0], device, dtype=H) * torch.tensor(1.0003)).tolist() == [1000.5]
     assert (T([1000.0], device, dtype=BF) * torch.tensor(1.003)).tolist() == [1004.0]
     assert (torch.tensor(65536.0) * T([0.5], "cpu", dtype=H)).tolist() == [INF]  # first operand: cast, as PyTorch
+    b = T([1000.0], device, dtype=BF)
+    for r in (b - torch.tensor(30000, dtype=torch.int16), b - 30000, b.clone().sub_(30000)):
+        assert r.tolist() == [-28928.0]  # add/sub: 30000 is rounded to bfloat16 (29952) first, as PyTorch
+    h = T([1.0], device, dtype=H)
+    assert (h + 2049.0).tolist() == [2048.0] and h.clone().add_(2049.0).tolist() == [2048.0]
 
 
 @pytest.mark.parametrize("dt, np_dt", [(H, np.float16), (BF, ml_dtypes.bfloat16)])
 @pytest.mark.parametrize("op, s", [("mul", 1.0003), ("add", 0.0003), ("sub", 0.0003), ("div", 1.0003),
-                                   ("div", 70000.0), ("mul", 3.0)])
+                                   ("div", 70000.0), ("mul", 3.0), ("add", 2049.0), ("sub", -30000.0)])
 def test_reduced_float_scalar_op_rounds_once(device, dt, np_dt, op, s):
     x = np.array([1000.0, 1.0, 60000.0, -3.5], np_dt)
     r = getattr(torch, op)(T(x.astype(np.float32), device, dtype=dt), s)
     with np.errstate(over="ignore"):
+        # PyTorch: mul/div take the scalar in float32; add/sub round it to the tensor's dtype first (half(1) +
+        # 2049.0 is 2048, not 2050); either way the result is rounded once from float32
+        sc = np.float32(s) if op in ("mul", "div") else np.float32(np_dt(s))
         want = getattr(np, {"div": "divide", "sub": "subtract", "add": "add", "mul": "multiply"}[op])(
-            f32(x), np.float32(s)).astype(np_dt)
+            f32(x), sc).astype(np_dt)
     assert r.dtype is dt
     np.testing.assert_array_equal(r.float().cpu().numpy(), want.astype(np.float32))
 
@@ -378,3 +386,27 @@ def test_number_divided_by_tensor_is_reciprocal_times_number(device):
     x = T([7.0, 3.0], device, requires_grad=True)
     (3.0 / x).sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), -3.0 / np.array([49.0, 9.0]), rtol=1e-6)
+
+
+def test_fmod_casts_before_abs(device):
+    a = T([-128, -1, 100, 7], device, dtype=torch.int8)
+    assert torch.fmod(a, 70000.0).tolist() == [-128.0, -1.0, 100.0, 7.0]  # abs(int8 -128) must not wrap
+    assert torch.fmod(a, T([3.0, 1000.0, -0.5, 1e30], device, dtype=BF)).tolist() == [-2.0, -1.0, 0.0, 7.0]
+    want = np.fmod(f32([-128, -1, 100, 7]), np.float32(-0.0003))
+    np.testing.assert_array_equal(torch.fmod(a, -0.0003).cpu().numpy(), want)
+    assert torch.fmod(T([3.0, -0.5], device), T([True, True], device)).tolist() == [0.0, -0.5]
+    r = torch.fmod(T([True, False], device), 3)
+    assert r.dtype is torch.int64 and r.tolist() == [1, 0]
+    r = torch.fmod(T([True, False, True], device), T([7, 2, -3], device, dtype=torch.int8))
+    assert r.dtype is torch.int8 and r.tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize("dt", [H, BF])
+def test_reduced_float_pow_exponent_is_checked(device, dt):
+    x = T([1.0, 2.0], device, dtype=dt)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        x ** 1e39
+    assert (x ** 2.0).tolist() == [1.0, 4.0]
+    if dt is H:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            x ** 70000.0

@@ -143,6 +143,12 @@ def _scalar_opmath(table) -> bool:
     return getattr(table.backend, "scalar_opmath", False)
 
 
+def _round_to(v, dt) -> float:
+    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently)."""
+    with np.errstate(over="ignore"):
+        return float(dt.np.type(v))
+
+
 def _to_default(t: Tensor) -> Tensor:
     """An integer (or bool) tensor's values in the default float dtype (no autograd: integers need none)."""
     return _make(t._be.cast(t._data, _dt.default.np), _dt.default, t._be)
@@ -181,7 +187,9 @@ def _make_binary(name: str, node_cls, kind: str):
     save_inputs = node_cls is not None and node_cls.save_inputs
     save_output = node_cls is not None and node_cls.save_output
     is_sub = name == "sub"
-    opmath = name in ("add", "sub", "mul", "div")  # the ops whose kernels take a Python scalar in float32
+    # the ops whose PyTorch kernels take a Python scalar in float32 for float16/bfloat16 (add/sub round it to the
+    # tensor's dtype first, as numpy does: half(1) + 2049.0 is 2048)
+    opmath = name in ("mul", "div")
 
     def fn(a, b):
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
@@ -225,6 +233,8 @@ def _make_binary(name: str, node_cls, kind: str):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:
             # half([0.5]) * 65536.0 is 32768, not the scalar rounded to half (inf) first
             out = table.cast(getattr(table, name)(table.cast(xa, _F32NP), xb), dt.np)
+        elif not bt and dt in _REDUCED and (name == "add" or name == "sub") and _scalar_opmath(table):
+            xb = _round_to(xb, dt)  # PyTorch's add/sub round the scalar to float16/bfloat16 (the cpu kernels too)
         elif plain:
             pass
         elif kind == "div":
@@ -241,6 +251,8 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
+        elif name == "pow" and not bt and dt in _REDUCED:
+            _dt.fit_scalar(b0, dt)  # PyTorch: half ** 70000. raises (the exponent is converted to half, checked)
         elif name == "pow" and not dt.is_floating_point:
             # PyTorch: only a negative Python-int exponent raises; a tensor exponent (scalar bases are wrapped into
             # tensors) takes powi's truncated integral value for a negative entry (1, +-1 for base -1, else 0)
@@ -450,7 +462,11 @@ def floor_divide(input, other):
 
 def fmod(input, other):
     """C-style remainder: the result has the sign of the dividend."""
-    if _dt.result_type((input, other), _dt.default).is_floating_point:
+    dt = _dt.result_type((input, other), _dt.default)
+    if dt is not _bool:  # in the result dtype first: abs(int8 -128) wraps, and bool has no arithmetic
+        input = input.to(dt) if isinstance(input, Tensor) and input.dtype is not dt else input
+        other = other.to(dt) if isinstance(other, Tensor) and other.dtype is not dt else other
+    if dt.is_floating_point:
         # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
         r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
                       abs(other) if isinstance(other, Tensor) else builtins_abs(other))
