@@ -410,3 +410,17 @@ def test_reduced_float_pow_exponent_is_checked(device, dt):
     if dt is H:
         with pytest.raises(RuntimeError, match="without overflow"):
             x ** 70000.0
+
+
+@pytest.mark.parametrize("dt, np_dt", [(H, np.float16), (BF, ml_dtypes.bfloat16)])
+def test_reduced_float_scalar_rounded_for_other_ops(device, dt, np_dt):
+    x = np.array([1e4, -0.5, 1000.0, 3.0], np_dt)
+    t = T(x.astype(np.float32), device, dtype=dt)
+    for s in (70000.0 if dt is BF else 3000.7, -0.0003):
+        sc = np.float32(np_dt(s))
+        for op, npf in (("remainder", np.remainder), ("fmod", np.fmod)):
+            want = npf(f32(x), sc).astype(np_dt).astype(np.float32)
+            np.testing.assert_allclose(getattr(torch, op)(t, s).float().cpu().numpy(), want, rtol=1e-2, atol=0)
+    assert (T([65504.0], device, dtype=H) == 65505.0).tolist() == [True]  # 65505 rounds to half 65504
+    assert (T([1.0], device, dtype=H) == 1.0001).tolist() == [True]
+    assert (T([1000.0], device, dtype=H) ** 1.0003).tolist() == [1000.0]  # the exponent is half(1.0003) = 1

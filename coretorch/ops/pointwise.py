@@ -229,12 +229,14 @@ def _make_binary(name: str, node_cls, kind: str):
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         out = None
+        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool and _scalar_opmath(table):
+            # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
+            # half(65504) == 65505.0 is True), as the cpu kernels do; this device's kernels would take it in float
+            xb = _round_to(xb, dt)
         if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:
             # half([0.5]) * 65536.0 is 32768, not the scalar rounded to half (inf) first
             out = table.cast(getattr(table, name)(table.cast(xa, _F32NP), xb), dt.np)
-        elif not bt and dt in _REDUCED and (name == "add" or name == "sub") and _scalar_opmath(table):
-            xb = _round_to(xb, dt)  # PyTorch's add/sub round the scalar to float16/bfloat16 (the cpu kernels too)
         elif plain:
             pass
         elif kind == "div":
