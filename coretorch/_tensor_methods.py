@@ -1,6 +1,8 @@
 """Bind the op layer onto Tensor as methods and operators (done once, at import)."""
 from __future__ import annotations
 
+import warnings
+
 from . import dtypes as _dt
 from .ops import creation as C, indexing as I, inplace as IP, linalg as L, pointwise as P, reduction as R
 from .ops import shape as S
@@ -117,6 +119,12 @@ def _T(self):
 
 @property
 def _mT(self):
+    if self.ndim < 2:
+        if self.ndim == 1:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+        return S.transpose(self, 0, 0)
     return S.transpose(self, -2, -1)
 
 
@@ -130,6 +138,10 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
+    if isinstance(other, (int, float)) and not isinstance(other, bool):
+        # PyTorch's Tensor.__rtruediv__: reciprocal(self) * other (its rounding: 3.0 / tensor([7.]) is
+        # 0.42857146, not 3 / 7 rounded once; and 1e5 / half([4.]) is 24992, the scalar in float32)
+        return P.mul(P.reciprocal(self), other)
     return P.div(other, self)
 
 

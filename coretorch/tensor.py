@@ -78,6 +78,8 @@ class Tensor:
             return Size(s)
         if dim.__class__ is int and -len(s) <= dim < len(s):  # the common case: no import, no checks to do
             return s[dim]
+        if not s:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from .ops._util import norm_dim
         return s[norm_dim(dim, len(s), "size")]
 
@@ -119,8 +121,10 @@ class Tensor:
         s = tuple(self._be.strides(self._data))
         if dim is None:
             return s
+        if not s:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         from .ops._util import norm_dim
-        return s[norm_dim(dim, len(s), "stride")] if s else 1
+        return s[norm_dim(dim, len(s), "stride")]
 
     def data_ptr(self) -> int:
         return id(self._data)

@@ -364,7 +364,9 @@ def test_matmul_family_errors_and_in_place():
     with pytest.raises(RuntimeError, match="same dtype"):
         torch.baddbmm(torch.zeros(2, 3, 2), torch.randn(2, 3, 4), torch.randn(2, 4, 2, dtype=torch.float64))
     with pytest.raises(RuntimeError, match="must not be a floating point"):
-        torch.addmv(torch.zeros(3, dtype=torch.int64), m.long(), v.long(), alpha=0.5)
+        torch.addr(torch.zeros(3, 3, dtype=torch.int64), v[:3].long(), v[:3].long(), alpha=0.5)
+    # the matrix products convert a float alpha/beta to the integer type, truncated (PyTorch 2.13)
+    assert torch.addmv(torch.zeros(3, dtype=torch.int64), m.long(), v.long(), alpha=0.5).tolist() == [0, 0, 0]
     y = torch.zeros(3)
     assert y.addmv_(m, v) is y
     np.testing.assert_allclose(y.numpy(), m.numpy() @ v.numpy(), rtol=1e-5, atol=1e-6)

@@ -419,7 +419,8 @@ def _setitem(x: Tensor, key, value) -> None:
                                f"devices, {x.device} and {value.device}! (in __setitem__)")
     if not vt and not isinstance(value, (int, float, bool)):
         value, vt = _creation.tensor(value, dtype=x.dtype, device=x.device), True
-    if not vt:
+    if not vt and x.dtype is not _dt.float16 and x.dtype is not _dt.bfloat16:
+        # (PyTorch stores a Python number into float16/bfloat16 unchecked: out of range it is inf, as a cast)
         value = _dt.fit_scalar(value, x.dtype)
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
     # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element CPU value)

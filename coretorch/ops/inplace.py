@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
+from .pointwise import _round_to, _scalar_opmath
 
 
 def check_inplace(x: Tensor, other, op: str) -> bool:
@@ -101,8 +102,13 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 getattr(table, _IKERNEL[op])(x._data, y)
                 x._vc[0] += 1
                 return x
-        elif type(other) in (int, float):  # a bool goes the general way (sub_(True) raises as in PyTorch)
-            getattr(table, _IKERNEL[op])(x._data, float(other) * alpha)
+        elif type(other) in (int, float) and (x.dtype.itemsize > 2 or op in _AXPY_SIGN or _scalar_opmath(table)):
+            # (a bool goes the general way: sub_(True) raises as in PyTorch; so do float16/bfloat16 mul_/div_ on a
+            # device whose kernels would round the scalar to 16 bits first: h /= 70000. is computed in float32)
+            v = float(other) * alpha
+            if x.dtype.itemsize == 2 and op in _AXPY_SIGN and _scalar_opmath(table):
+                v = _round_to(v, x.dtype)  # PyTorch's add_/sub_ round the scalar to float16/bfloat16 first
+            getattr(table, _IKERNEL[op])(x._data, v)
             x._vc[0] += 1
             return x
     if alpha != 1:

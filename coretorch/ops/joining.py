@@ -183,6 +183,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     nd = [norm_dim(d, input.ndim, "roll") for d in dims]
     with no_grad():
         x = input

@@ -45,14 +45,18 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._tname[:-6]} != "
                            f"{b.dtype._tname[:-6]}")
-    if a.dtype is _dt.bool_:
-        raise RuntimeError("\"matmul\" not implemented for 'Bool'")
     table = a._be
     xa, xb = a._data, b._data
     sa, sb = xa.shape, xb.shape
     if sa[-1] != sb[-2]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
                            f"{'x'.join(map(str, sb))})")
+    if a.dtype is _dt.bool_:
+        # PyTorch has no bool product kernel, but an empty product (no output or k = 0) needs none: all False
+        shape = broadcast_shape(sa[:-2], sb[:-2], "matmul") + (sa[-2], sb[-1])
+        if sa[-1] and 0 not in shape:
+            raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        return _make(table.full(shape, False, _dt.bool_.np), _dt.bool_, table)
     if len(sb) == 2 and len(sa) > 2:
         # (..., n, k) @ (k, m): the batch folded into the rows makes one large product (BLAS libraries run a
         # stack of small products, or a zero-stride broadcast weight, several times slower)
@@ -95,6 +99,8 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
     da, db = input.ndim, other.ndim
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    if da == 1 and db == 1 and input.dtype is _dt.bool_ and other.dtype is _dt.bool_:
+        raise NotImplementedError("\"dot\" not implemented for 'Bool'")  # (even empty: PyTorch's dot kernel)
     from .shape import squeeze, unsqueeze
     a = unsqueeze(input, 0) if da == 1 else input
     b = unsqueeze(other, -1) if db == 1 else other
@@ -156,6 +162,11 @@ class AddmmBackward0(Node):
                 _matmul_nd(_mT(m1), g) if n2 else None)
 
 
+def int_scalar(v, dt):
+    """A beta/alpha of an integer product as PyTorch converts it: checked, truncated (beta=0.5 is 0)."""
+    return int(_dt.fit_scalar(v, dt)) if isinstance(v, float) else int(v)
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
@@ -163,6 +174,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if alpha != 1 or beta != 1 or not isinstance(input, Tensor) or input.dtype is not mat1.dtype \
             or input._be is not mat1._be:
         from .pointwise import add, mul
+        if not mat1.dtype.is_floating_point and mat1.dtype is not _dt.bool_:
+            beta, alpha = int_scalar(beta, mat1.dtype), int_scalar(alpha, mat1.dtype)
         p = mm(mat1, mat2)
         if alpha != 1:
             p = mul(p, alpha)

@@ -134,6 +134,25 @@ def _record(node: Node, out, dt, table, a, b, bt: bool, xa_shape, xb_shape, out_
 
 
 _NEG_POW = "Integers to negative integer powers are not allowed."
+_REDUCED = (_dt.float16, _dt.bfloat16)
+_F32NP = _dt.float32.np
+
+
+def _scalar_opmath(table) -> bool:
+    """Whether the device's float16/bfloat16 kernels take a Python scalar in float32 themselves (opencl: its
+    kernels compute in float); otherwise the core computes such ops in float32 and rounds once."""
+    return getattr(table.backend, "scalar_opmath", False)
+
+
+def _round_to(v, dt) -> float:
+    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently)."""
+    with np.errstate(over="ignore"):
+        return float(dt.np.type(v))
+
+
+def _to_default(t: Tensor) -> Tensor:
+    """An integer (or bool) tensor's values in the default float dtype (no autograd: integers need none)."""
+    return _make(t._be.cast(t._data, _dt.default.np), _dt.default, t._be)
 
 
 def _check_divisor(table, b, bt: bool) -> None:
@@ -169,6 +188,9 @@ def _make_binary(name: str, node_cls, kind: str):
     save_inputs = node_cls is not None and node_cls.save_inputs
     save_output = node_cls is not None and node_cls.save_output
     is_sub = name == "sub"
+    # the ops whose PyTorch kernels take a Python scalar in float32 for float16/bfloat16 (add/sub round it to the
+    # tensor's dtype first, as numpy does: half(1) + 2049.0 is 2048)
+    opmath = name in ("mul", "div")
 
     def fn(a, b):
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
@@ -198,9 +220,27 @@ def _make_binary(name: str, node_cls, kind: str):
         if is_sub and _is_bool(a) is not _is_bool(b):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        if kind == "div" and isinstance(a, Tensor) and isinstance(b, Tensor) and not a.dtype.is_floating_point \
+                and not b.dtype.is_floating_point:
+            # integer / integer: each operand goes to the float dtype as it is (u8 / tensor(-1) is -200, not the
+            # -1 wrapped to u8 first by the integer promotion)
+            a, b = _to_default(a), _to_default(b)
+        elif opmath and isinstance(b, Tensor) and b._data.ndim == 0 and isinstance(a, Tensor) \
+                and a.dtype in _REDUCED and b.dtype is not a.dtype and b._be.type == "cpu" and not b._rg \
+                and a._data.ndim and b.dtype is not _bool:
+            b = b.item()  # a 0-d cpu tensor is a scalar to PyTorch's kernels: h * tensor(65536.) is 32768
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
-        if plain:
+        out = None
+        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool and _scalar_opmath(table):
+            # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
+            # half(65504) == 65505.0 is True), as the cpu kernels do; this device's kernels would take it in float
+            xb = _round_to(xb, dt)
+        if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
+            # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:
+            # half([0.5]) * 65536.0 is 32768, not the scalar rounded to half (inf) first
+            out = table.cast(getattr(table, name)(table.cast(xa, _F32NP), xb), dt.np)
+        elif plain:
             pass
         elif kind == "div":
             if not dt.is_floating_point:
@@ -216,6 +256,8 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
+        elif name == "pow" and not bt and dt in _REDUCED:
+            _dt.fit_scalar(b0, dt)  # PyTorch: half ** 70000. raises (the exponent is converted to half, checked)
         elif name == "pow" and not dt.is_floating_point:
             # PyTorch: only a negative Python-int exponent raises; a tensor exponent (scalar bases are wrapped into
             # tensors) takes powi's truncated integral value for a negative entry (1, +-1 for base -1, else 0)
@@ -231,8 +273,10 @@ def _make_binary(name: str, node_cls, kind: str):
             if dt is _bool:
                 raise NotImplementedError(f"\"{'div_floor' if name == 'floor_divide' else name}_cpu\" not "
                                           "implemented for 'Bool'")
-            _check_divisor(table, xb, bt)
-        out = getattr(table, name)(xa, xb)
+            if bt or a.numel():  # (an empty tensor // 0 is empty, as PyTorch: no element divides by zero)
+                _check_divisor(table, xb, bt)
+        if out is None:
+            out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
             node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
             node.need = (a._rg, bt and b._rg)
@@ -299,19 +343,17 @@ def _pow_bw(self, g):
     return self.grads(ga, gb)
 
 
-def _maxmin_bw(pick):
+def _maxmin_bw(loses):
+    """PyTorch's formula: the gradient is halved at ties and masked where an operand loses, so at a NaN (no
+    order) both operands get the whole gradient."""
     def bw(self, g):
         a, b = self.saved()
         na, nb = self.need
         if b is None:
-            s = self.scalar
-            m = pick(a, s)
-            return self.grads(where(m, g, where(eq(a, s), mul(g, 0.5), 0.0)), None)
-        win_a = pick(a, b)
-        tie = eq(a, b)
-        half = mul(g, 0.5)
-        ga = where(win_a, g, where(tie, half, 0.0)) if na else None
-        gb = where(win_a, 0.0, where(tie, half, g)) if nb else None
+            b = self.scalar
+        gh = where(eq(a, b), mul(g, 0.5), g)
+        ga = where(loses(a, b), 0.0, gh) if na else None
+        gb = where(loses(b, a), 0.0, gh) if nb and isinstance(b, Tensor) else None
         return self.grads(ga, gb)
     return bw
 
@@ -330,8 +372,8 @@ MulBackward0 = _binary_node("MulBackward0", _mul_bw)
 DivBackward0 = _binary_node("DivBackward0", _div_bw)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
-MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
-MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
+MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
+MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
 RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw)
 
 _add = _make_binary("add", AddBackward0, "arith")
@@ -370,7 +412,11 @@ def _alpha(input, other, alpha, op):
         if op == "sub":
             return other
         return logical_and(other, bool(alpha)) if isinstance(other, Tensor) else bool(other) and bool(alpha)
-    return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    _dt.fit_scalar(alpha, dt)  # PyTorch converts alpha to the result type (half: alpha=1e5 raises)
+    if not isinstance(other, Tensor):
+        return other * alpha
+    # promote first, then scale: int32 + int8 * 2 is computed in int32 (not wrapped in int8), f32 + u8 * -1 in f32
+    return mul(other if other.dtype is dt else other.to(dt), alpha)
 
 
 def add(input, other, *, alpha=1):
@@ -421,7 +467,11 @@ def floor_divide(input, other):
 
 def fmod(input, other):
     """C-style remainder: the result has the sign of the dividend."""
-    if _dt.result_type((input, other), _dt.default).is_floating_point:
+    dt = _dt.result_type((input, other), _dt.default)
+    if dt is not _bool:  # in the result dtype first: abs(int8 -128) wraps, and bool has no arithmetic
+        input = input.to(dt) if isinstance(input, Tensor) and input.dtype is not dt else input
+        other = other.to(dt) if isinstance(other, Tensor) and other.dtype is not dt else other
+    if dt.is_floating_point:
         # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
         r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
                       abs(other) if isinstance(other, Tensor) else builtins_abs(other))
@@ -524,8 +574,9 @@ def _relu_bw(n, g):
     out = _x(n)
     if not (g._rg and _gs.enabled) and g.dtype is out.dtype:  # plain backward: two kernels, no op layer
         table = g._be
-        return (_make(table.where(table.gt(out._data, 0), g._data, 0.0), g.dtype, table),)
-    return (where(gt(out, 0), g, 0.0),)
+        return (_make(table.where(table.ne(out._data, 0), g._data, 0.0), g.dtype, table),)
+    # relu's output is 0, positive or NaN: `out != 0` is PyTorch's `not (out <= 0)`, so a NaN passes the gradient
+    return (where(ne(out, 0), g, 0.0),)
 
 
 relu = _make_unary("relu", _relu_bw, False, "out")
@@ -743,30 +794,8 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-def lerp(input, end, weight):
-    return add(input, mul(weight, sub(end, input)))
-
-
-def masked_fill(input, mask, value):
-    if not isinstance(mask, Tensor) or mask.dtype is not _bool:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
-                               f"with {value.ndim} dimension(s).")
-        if not value._rg:
-            value = value.item()
-    broadcast_shape(input._data.shape, mask._data.shape, "masked_fill")
-    if mask._data.shape != input._data.shape and \
-            broadcast_shape(input._data.shape, mask._data.shape) != input._data.shape:
-        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input "
-                           f"shape {list(input.shape)}")
-    out = where(mask, value, input)
-    return out if out.dtype is input.dtype else out.to(input.dtype)
-
-
 ClampMinBackward0 = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
 ClampMaxBackward0 = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})
 
 from . import creation as _creation  # noqa: E402  (late, module level: an import per call costs ~10k instructions)
+from ._pointwise_fill import lerp, masked_fill  # noqa: E402, F401  (they are built on the ops above)

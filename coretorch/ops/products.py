@@ -43,11 +43,13 @@ def _inplace_op(fn, name: str):
 
 def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:
     """beta * input + alpha * p; beta == 0 ignores input (NaN and inf in it do not propagate), as PyTorch."""
-    if not p.dtype.is_floating_point:
-        for name, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float) or isinstance(v, bool):
-                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point "
-                                   "number.")
+    if not p.dtype.is_floating_point and p.dtype is not _dt.bool_:
+        if op == "addr":  # PyTorch's addr checks; the matrix products convert (checked, truncated: 0.5 is 0)
+            for name, v in (("beta", beta), ("alpha", alpha)):
+                if isinstance(v, float) or isinstance(v, bool):
+                    raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
+                                       "point number.")
+        beta, alpha = _linalg.int_scalar(beta, p.dtype), _linalg.int_scalar(alpha, p.dtype)
     if alpha != 1:
         p = _pw.mul(p, alpha)
     shape = broadcast_shape(tuple(input.shape), tuple(p.shape), op)

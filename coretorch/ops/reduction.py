@@ -352,17 +352,41 @@ def _var_args(dim, unbiased, correction):
     return dim, correction
 
 
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    dim, correction = _var_args(dim, unbiased, correction)
+_F64_OK: dict = {}  # kernel table -> whether the device has float64
+
+
+def _has_f64(table) -> bool:
+    ok = _F64_OK.get(table)
+    if ok is None:
+        try:
+            table.empty((1,), _f64.np)
+            ok = True
+        except (RuntimeError, TypeError):  # (an OpenCL device without cl_khr_fp64)
+            ok = False
+        _F64_OK[table] = ok
+    return ok
+
+
+def _var_acc(input, dim, keepdim, correction):
+    """The variance in its accumulation dtype: float64 for float32 (as PyTorch's CPU kernel accumulates; the
+    squares of 1e20 overflow float32, and std(1e30) is finite), float32 for float16/bfloat16."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     if input.dtype is _f16 or input.dtype is _dt.bfloat16:  # in float32 as PyTorch (half squares lose digits)
-        return var(input.to(_f32), dim, keepdim=keepdim, correction=correction).to(input.dtype)
+        input = input.to(_f32)
+    if input.dtype is _f32 and _has_f64(input._be):
+        input = input.to(_f64)
     mu = mean(input, dim, keepdim=True)
     d = sub(input, mu)
     s = sum(mul(d, d), dim, keepdim)
     n = input.numel() // builtins.max(s.numel(), 1)
     return div(s, builtins.max(n - correction, 0))
+
+
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    dim, correction = _var_args(dim, unbiased, correction)
+    v = _var_acc(input, dim, keepdim, correction)
+    return v if v.dtype is input.dtype else v.to(input.dtype)
 
 
 class StdBackward0(Node):
@@ -375,11 +399,15 @@ class StdBackward0(Node):
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    v = var(input, dim, unbiased, keepdim, correction=correction)
+    dim, correction = _var_args(dim, unbiased, correction)
+    v = _var_acc(input, dim, keepdim, correction)
     if not (v._rg and _gs.enabled):
-        return sqrt(v)
+        r = sqrt(v)
+        return r if r.dtype is input.dtype else r.to(input.dtype)
     with _no_grad():
         r = sqrt(v)
+        if r.dtype is not input.dtype:  # (rounded once from the accumulation dtype; the node's output is input's)
+            r = r.to(input.dtype)
     node = StdBackward0()
     node.next_functions = (edge(v),)
     r = _make(r._data, r.dtype, r._be, node)

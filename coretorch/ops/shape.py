@@ -95,6 +95,7 @@ def _view_node(input, in_shape):
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = input.ndim
     if nd == 0:
+        norm_dim(start_dim, 0, "flatten"), norm_dim(end_dim, 0, "flatten")  # [-1, 0] only, as PyTorch
         return reshape(input, (1,))
     s, e = norm_dim(start_dim, nd, "flatten"), norm_dim(end_dim, nd, "flatten")
     if s > e:
@@ -156,6 +157,8 @@ class PermuteBackward0(Node):
 
 
 def permute(input: Tensor, *dims) -> Tensor:
+    if not dims:
+        raise TypeError("permute() missing 1 required positional arguments: \"dims\"")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     if len(dims) != input.ndim:
@@ -197,6 +200,8 @@ def t(input: Tensor) -> Tensor:
 def movedim(input: Tensor, source, destination) -> Tensor:
     src = norm_dims(source, input.ndim, "movedim")
     dst = norm_dims(destination, input.ndim, "movedim")
+    if input.ndim == 0:  # dims 0 and -1 name the only position: a view of the tensor, as PyTorch
+        return _wrap_view(input, input._data, _view_node(input, ()))
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -354,8 +359,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = norm_dim(dim, ref.ndim, "cat")
     table = ref._be
-    dt = ref.dtype
-    for t in parts[1:]:
+    dt = tensors[0].dtype
+    for t in tensors[1:]:  # (the skipped 1-D empties count: cat([int32, tensor([])]) is float32, as PyTorch)
         dt = _dt.promote_types(dt, t.dtype)
     for i, t in enumerate(parts):
         if t._be is not table:

@@ -67,10 +67,21 @@ def _expand(x, shape):
 
 
 def _sigmoid(x):
-    # tanh form: stable for large |x| and one pass fewer than 1/(1+exp(-x))
-    r = np.tanh(x * 0.5)
-    r *= 0.5
-    r += 0.5
+    """1 / (1 + exp(-x)), PyTorch's formula: full relative precision for x << 0 (sigmoid(-25) = 1.4e-11, where
+    the tanh form rounds to 0), 0 once exp(-x) overflows (x < -88.7 in float32), as PyTorch."""
+    r = np.negative(x, out=np.empty(x.shape, x.dtype))  # (an out array: numpy returns scalars for 0-d inputs)
+    with np.errstate(over="ignore"):
+        np.exp(r, out=r)
+    r += 1
+    return np.reciprocal(r, out=r)
+
+
+def _sign(x):
+    """np.sign, with PyTorch's sign(NaN) = 0 and sign(-0.0) = +0.0 for floats."""
+    r = np.sign(x, out=np.empty(x.shape, x.dtype))
+    if r.dtype.kind in "fV":  # (ml_dtypes' bfloat16 is kind "V")
+        r[r != r] = 0
+        r += 0  # -0.0 + 0 is +0.0
     return r
 
 
@@ -144,6 +155,10 @@ _iadd = _inplace(np.add)
 def _setitem(x, key, value):
     if not x.flags.writeable:
         _assign(x, x)
+    if x.itemsize == 2 and (value.__class__ is float or value.__class__ is int) and x.dtype.kind in "fV":
+        with np.errstate(over="ignore"):  # a number out of float16's range is inf, silently (as PyTorch)
+            x[key] = value
+        return
     x[key] = value
 
 
@@ -371,7 +386,7 @@ class CPUBackend:
             "any": _reduce(np.logical_or.reduce, 32), "all": _reduce(np.logical_and.reduce, 32),
             "argmax": _arg(np.argmax), "argmin": _arg(np.argmin), "cumsum": _cumsum, "cumprod": _cumprod,
         }
-        plain = {"neg": np.negative, "abs": np.abs, "sign": np.sign, "sin": np.sin, "cos": np.cos,
+        plain = {"neg": np.negative, "abs": np.abs, "sign": _sign, "sin": np.sin, "cos": np.cos,
                  "tanh": np.tanh, "exp": np.exp, "expm1": np.expm1, "sigmoid": _sigmoid, "relu": _relu,
                  "floor": _int_identity(np.floor), "ceil": _int_identity(np.ceil),
                  "round": _int_identity(np.round), "trunc": _int_identity(np.trunc),

@@ -27,6 +27,7 @@ def _set_bf16(npd: np.dtype) -> None:
 on_bfloat16(_set_bf16)
 _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
+_F64 = np.dtype(np.float64)
 _nd = np.ndarray
 
 KERNELS: dict = {}  # no new primitives: the wrappers below replace existing entries
@@ -79,8 +80,8 @@ def _any(fn):
 
 def _axpy(fn):
     def k(y, a, x):
-        if y.dtype is BF16:  # y + a * x in float32, rounded once (PyTorch's add_ with alpha)
-            y[...] = (y.astype(_F32) + a * x.astype(_F32)).astype(BF16)
+        if y.dtype is BF16 or y.dtype is _F16:  # y + a * x in float32, rounded once (PyTorch's add_ with alpha)
+            y[...] = (y.astype(_F32) + a * x.astype(_F32)).astype(y.dtype)
             return
         fn(y, a, x)
     return k
@@ -98,18 +99,15 @@ def _random(fn):
 
 def _sigmoid(fn):
     def k(x):
-        if x.dtype is BF16:  # 1 / (1 + exp(-x)) as PyTorch (the tanh form loses relative precision for x << 0)
-            with np.errstate(over="ignore"):
-                r = np.exp(-x.astype(_F32))
-                r += 1
-                return np.reciprocal(r, out=r).astype(BF16)
+        if x.dtype is BF16 or x.dtype is _F16:  # in float32, rounded once (PyTorch's op math for reduced floats)
+            return fn(x.astype(_F32)).astype(x.dtype)
         return fn(x)
     return k
 
 
 def _cast(fn):
     def k(x, dt):
-        if dt is BF16 or x.dtype is BF16 or dt is _F16:
+        if dt is BF16 or x.dtype is BF16 or dt is _F16 or dt is _F32 and x.dtype is _F64:
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
                 return fn(x, dt)
         return fn(x, dt)

@@ -116,6 +116,9 @@ class OpenCLBackend:
     distribution = "coretorch-opencl"
     array_type = cla.Array if cla is not None else ()
     native_broadcast = False
+    # float16/bfloat16 kernels compute in float and take a Python scalar as a float kernel argument: the core needs
+    # no float32 round trip for PyTorch's op math (half * 65536.0)
+    scalar_opmath = True
     # the kernels this device runs on the host (the linalg decompositions), shown as such by `coretorch info`
     host_kernels = frozenset(_linalg.HOST_KERNELS)
 
@@ -459,8 +462,10 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         where (result dtype dt), clamp, axpy, erf."""
         specs = []
         targets = [d for d in cg.CTYPES if d != np.float64 or self.dev.fp64]
-        clamp = {"k_clamp_10": "(a0 < a1 ? a1 : a0)", "k_clamp_01": "(a0 > a1 ? a1 : a0)",
-                 "k_clamp_11": "((a0 < a1 ? a1 : a0) > a2 ? a2 : (a0 < a1 ? a1 : a0))"}
+        # min(max(x, lo), hi) as PyTorch: a NaN bound gives NaN (b != b is false for integers), lo > hi gives hi
+        lo = "((a0 < a1 || a1 != a1) ? a1 : a0)"
+        clamp = {"k_clamp_10": lo, "k_clamp_01": "((a0 > a1 || a1 != a1) ? a1 : a0)",
+                 "k_clamp_11": f"(({lo} > a2 || a2 != a2) ? a2 : {lo})"}
         for u in _UNARY:
             e = cg.unary_expr(u, dt)
             if e is not None:

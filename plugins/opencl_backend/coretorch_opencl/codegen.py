@@ -107,8 +107,7 @@ def unary_expr(op: str, dt) -> str | None:
     if op == "abs":
         return "fabs(a0)" if f else "a0" if b or np.dtype(dt).kind == "u" else f"(({ct})abs(a0))"
     if op == "sign":
-        if f:
-            return f"(a0 != a0 ? a0 : (a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0)))"
+        # sign(NaN) = 0 and sign(-0.0) = +0.0, as PyTorch
         return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
     if op == "relu":
         # a0 != a0 is isnan without the builtin call (PoCL does not inline builtins: 12x slower here)

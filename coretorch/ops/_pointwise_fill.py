@@ -1,0 +1,79 @@
+"""lerp and masked_fill: composites of the pointwise ops with PyTorch's dtype rules and exact formulas."""
+from __future__ import annotations
+
+import builtins
+import math
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from ._util import broadcast_shape
+from .pointwise import _bool, abs, add, lt, mul, sub, where
+
+
+def _lerp_check(input, end, weight) -> None:
+    for t in (input, end):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"lerp(): argument 'input' and 'end' must be Tensor, not {type(t).__name__}")
+    if not input.dtype.is_floating_point:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{input.dtype._tname[:-6]}'")
+    if end.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
+    if isinstance(weight, Tensor) and weight.ndim and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype} for `weight` but got dtype {weight.dtype}")
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), as PyTorch computes it: from ``end`` backwards when |weight| >= 0.5, so
+    that weight 1 gives ``end`` exactly (lerp(1e8, 1, 1.0) is 1, not 0 in float32)."""
+    _lerp_check(input, end, weight)
+    d = sub(end, input)
+    if not isinstance(weight, Tensor):
+        if builtins.abs(weight) < 0.5:
+            return add(input, mul(d, weight))
+        return sub(end, mul(d, 1 - weight))
+    if weight.dtype is not input.dtype:
+        weight = weight.to(input.dtype)
+    return where(lt(abs(weight), 0.5), add(input, mul(weight, d)), sub(end, mul(d, sub(1, weight))))
+
+
+
+
+
+def _fill_value(value, dt):
+    """The Python number ``value`` converted to ``dt`` as PyTorch's masked_fill converts it: checked (an int8
+    tensor filled with 300 or a half tensor with 1e5 raises), a float truncated for an integer dtype."""
+    if dt is _bool:
+        return bool(value)
+    if isinstance(value, bool):
+        return int(value) if dt.category == 1 else float(value)
+    if dt.is_floating_point:
+        return _dt.fit_scalar(value, dt)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            _dt.fit_scalar(float("inf"), dt)  # raises PyTorch's "cannot be converted ... without overflow"
+        return int(_dt.fit_scalar(value, dt))
+    return _dt.fit_scalar(int(value), dt)
+
+
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                               f"with {value.ndim} dimension(s).")
+        if not value._rg:
+            value = value.item()
+    broadcast_shape(input._data.shape, mask._data.shape, "masked_fill")
+    if mask._data.shape != input._data.shape and \
+            broadcast_shape(input._data.shape, mask._data.shape) != input._data.shape:
+        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input "
+                           f"shape {list(input.shape)}")
+    if not isinstance(value, Tensor):
+        # the value in the input's dtype first: where() would promote an int32 input to float for 0.5, and the
+        # round trip through float32 changes large integers (1530042770 -> 1530042752)
+        value = _fill_value(value, input.dtype)
+    out = where(mask, value, input)
+    return out if out.dtype is input.dtype else out.to(input.dtype)
