@@ -125,6 +125,12 @@ def _src(input: Tensor, inplace: bool) -> Tensor:
     return input.clone() if inplace and input.requires_grad and _gs.enabled else input
 
 
+def _floating_only(op: str, input) -> None:
+    """PyTorch's activations with a transcendental or fractional formula have no integer kernels."""
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and not input.dtype.is_complex:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
+
+
 def threshold(input, threshold, value, inplace=False):
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, threshold), x, value)
@@ -144,12 +150,14 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _floating_only("leaky_relu", input)
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
     return _inplace_result(input, out) if inplace else out
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _floating_only("elu", input)
     x = _src(input, inplace)
     # expm1 of min(x, 0): the unused branch never overflows (no inf * 0 in the backward)
     neg = _P.mul(_P.expm1(_P.clamp(x, max=0.0)), alpha)
@@ -158,12 +166,14 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
+    _floating_only("selu", input)
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     out = _P.mul(elu(_src(input, inplace), alpha), scale)
     return _inplace_result(input, out) if inplace else out
 
 
 def celu(input, alpha=1.0, inplace=False):
+    _floating_only("celu", input)
     x = _src(input, inplace)
     neg = _P.mul(_P.expm1(_P.div(_P.clamp(x, max=0.0), alpha)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
@@ -186,6 +196,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def gelu(input, approximate="none"):
+    _floating_only("gelu", input)
     if approximate == "none":
         table = input._be
         if table.has("gelu") and input.dtype.is_floating_point:  # the fused kernel: one pass instead of five
@@ -203,22 +214,26 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    _floating_only("silu", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.sigmoid(x))
     return _inplace_result(input, out) if inplace else out
 
 
 def mish(input, inplace=False):
+    _floating_only("mish", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.tanh(softplus(x)))
     return _inplace_result(input, out) if inplace else out
 
 
 def logsigmoid(input):
+    _floating_only("log_sigmoid_forward", input)
     return _P.neg(softplus(_P.neg(input)))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    _floating_only("softplus", input)
     z = _P.mul(input, beta) if beta != 1 else input
     # log1p(exp(z)) on min(z, threshold): the linear branch never overflows exp
     soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
@@ -230,17 +245,26 @@ def softplus(input, beta=1.0, threshold=20.0):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        # PyTorch clamps integers in their own dtype (the bounds truncated); bool has no kernel
+        if input.dtype is _dt.bool_:
+            raise RuntimeError("Bool inputs not supported for hardtanh")
+        if input.dtype is _dt.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        min_val, max_val = math.trunc(min_val), math.trunc(max_val)
     out = _P.clamp(_src(input, inplace), min_val, max_val)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
+    _floating_only("hardsigmoid", input)
     x = _src(input, inplace)
     out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardswish(input, inplace=False):
+    _floating_only("hardswish", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
     return _inplace_result(input, out) if inplace else out
@@ -264,7 +288,7 @@ class SoftmaxBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
-        y = self.out
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
         return (_P.mul(y, _P.sub(g, _R.sum(_P.mul(g, y), self.dim, keepdim=True))),)
 
 
@@ -272,7 +296,7 @@ class LogSoftmaxBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
-        y = self.out
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
         if not _gs.enabled and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
             # plain backward: g - exp(y) * sum(g), the backend's fused kernel or four kernel calls, no op layer
             table = g._be
@@ -301,7 +325,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         out = getattr(table, name)(x, d)
     else:
         m = table.amax(x, axes, True)
-        m = table.where(table.eq(table.abs(m), float("inf")), 0.0, m)  # all -inf rows stay nan-free to -inf
+        m = table.where(table.eq(m, float("-inf")), 0.0, m)  # all -inf rows: 0/0 (nan); +inf in a row: nan row
         z = table.sub(x, m)
         if log:
             out = table.sub(z, table.log(table.sum(table.exp(z), axes, True)))
@@ -313,6 +337,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         node.dim = d
         r = _record(node, out, input.dtype, table, input)
         node.out = r
+        node.save(r)
         return r
     return _make(out, input.dtype, table)
 
