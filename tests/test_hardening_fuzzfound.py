@@ -127,3 +127,33 @@ def test_cumprod_gradient_unchanged_by_the_saved_output(device):
     a.cumprod(0).sum().backward()
     # d/da_i of sum_j prod_{k<=j} a_k: hand-computed for [2, 3, 0.5]
     np.testing.assert_allclose(a.grad.cpu().numpy(), [1 + 3 + 1.5, 2 + 1, 6], rtol=1e-12)
+
+
+# ---- small API / edge gaps ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_sgn_is_sign_for_real_tensors(device):
+    a = np.array([-2.5, 0.0, 3.0], dtype=np.float32)
+    x = torch.tensor(a, device=device)
+    assert torch.sgn(x).tolist() == np.sign(a).tolist() and x.sgn().dtype is torch.float32
+    assert torch.tensor([-3, 0, 4], device=device).sgn().tolist() == [-1, 0, 1]
+    assert torch.tensor([True, False], device=device).sgn().tolist() == [True, False]
+    y = x.clone()
+    assert y.sgn_() is y and y.tolist() == np.sign(a).tolist()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.bool])
+def test_softmax_of_an_empty_integer_tensor_is_empty_in_its_dtype(device, fn, dtype):
+    y = fn(torch.zeros((2, 0), dtype=dtype, device=device), 1)
+    assert y.dtype is dtype and tuple(y.shape) == (2, 0)
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        fn(torch.zeros(2, dtype=dtype, device=device), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_trace_rejects_bool_and_sums_integers_to_int64(device):
+    with pytest.raises(NotImplementedError, match="trace"):
+        torch.trace(torch.tensor([[True, False], [True, True]], device=device))
+    t = torch.trace(torch.tensor([[2, 9], [4, 5]], dtype=torch.int8, device=device))
+    assert t.dtype is torch.int64 and t.item() == 7

@@ -313,6 +313,8 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         dim = _get_softmax_dim(name, input.ndim, stacklevel)
     if dtype is not None:
         input = input.to(dtype)
+    elif not input.dtype.is_floating_point and input.numel() == 0:
+        return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
     elif not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
     table, x = input._be, input._data
