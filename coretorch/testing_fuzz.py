@@ -212,6 +212,36 @@ def _index_expr(rng: random.Random, shape: tuple, allow_adv: bool = True) -> str
     return ", ".join(parts) if parts else "..."
 
 
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    return (a if a.itemsize >= b.itemsize else b) if ca == 2 else np.promote_types(a, b)
+
+
+def torch_result_type(*arrays) -> np.dtype:
+    """PyTorch's result dtype of ndarrays: dimensioned operands outrank 0-d ones unless the 0-d ones are of a
+    higher category (float over int over bool)."""
+    dim = [a.dtype for a in arrays if a.ndim]
+    zero = [a.dtype for a in arrays if not a.ndim]
+    hi = lo = None
+    for d in dim:
+        hi = d if hi is None else _promote(hi, d)
+    for d in zero:
+        lo = d if lo is None else _promote(lo, d)
+    if hi is None or lo is None:
+        return hi if lo is None else lo
+    return _promote(hi, lo) if _CATEGORY[lo.kind] > _CATEGORY[hi.kind] else hi
+
+
+def _binary_ref(f, p, q):
+    r = np.asarray(f(p, q))
+    return r if r.dtype == bool else r.astype(torch_result_type(p, q))
+
+
 def _reduce_ref(f, dim, keep, a):
     return np.asarray(f(a, axis=dim, keepdims=keep)).astype(a.dtype)
 
@@ -282,8 +312,7 @@ def _gen_binary(rng, env):
     ref = None
     if op in _NP_BINARY and all(n in env and env[n][0] in ("float32", "float64") for n in names) \
             and "alpha" not in src:
-        f = _NP_BINARY[op]
-        ref = f
+        ref = partial(_binary_ref, _NP_BINARY[op])
     return src, op, names, ref
 
 
@@ -518,6 +547,87 @@ def _gen_misc(rng, env):
     return f"{x}.any() & {x}.all()", "any_all", [x], None
 
 
+def _gen_extra(rng, env):
+    """Less common ops: scatter/index_add, out=, losses, padding, einsum, aminmax, clamp with tensor bounds."""
+    x = _pick(rng, env)
+    shape = env[x][1]
+    rank = len(shape)
+    d = _dim(rng, rank)
+    size = shape[d] if rank else 1
+    fn = rng.choice(("index_add", "scatter_add", "scatter", "out", "mse", "cross_entropy", "pad", "one_hot",
+                     "einsum", "aminmax", "clamp_t", "linear", "var_mean", "take", "index_fill", "addmm",
+                     "cumsum_dtype", "l1", "bce_logits", "max_binary", "baddbmm"))
+    if fn in ("index_add", "index_fill"):
+        idx = [rng.randint(0, max(size - 1, 0)) for _ in range(rng.randint(1, 2))]
+        it = f"torch.tensor({idx!r}, device=DEV)"
+        if fn == "index_fill":
+            return f"{x}.index_fill({d}, {it}, {_scalar(rng)})", fn, [x], None
+        src_shape = list(shape) if rank else []
+        if rank:
+            src_shape[d] = len(idx)
+        return f"{x}.index_add({d}, {it}, torch.ones({tuple(src_shape)!r}, dtype={x}.dtype, device=DEV), " \
+               f"alpha={rng.choice((1, 2))})", fn, [x], None
+    if fn in ("scatter_add", "scatter"):
+        vals = [rng.randint(0, max(size - 1, 0)) for _ in range(math.prod(shape))]
+        it = f"torch.tensor({_nested(vals, shape)}, device=DEV)"
+        if fn == "scatter":
+            return f"torch.scatter({x}, {d}, {it}, {_scalar(rng)})", fn, [x], None
+        return f"{x}.scatter_add({d}, {it}, {x})", fn, [x], None
+    if fn == "out":
+        y = _operand(rng, env, x, scalar=False)
+        op = rng.choice(("add", "mul", "sub", "maximum"))
+        return f"torch.{op}({x}, {y}, out=torch.empty(0, dtype={x}.dtype, device=DEV))", "out=" + op, [x, y], None
+    if fn in ("mse", "l1", "bce_logits"):
+        y = _operand(rng, env, x, scalar=False)
+        red = rng.choice(("mean", "sum", "none"))
+        name = {"mse": "mse_loss", "l1": "l1_loss", "bce_logits": "binary_cross_entropy_with_logits"}[fn]
+        return f"F.{name}({x}, {y}, reduction={red!r})", name, [x, y], None
+    if fn == "cross_entropy":
+        if rank == 2 and shape[0]:
+            t = [rng.randint(0, max(shape[1] - 1, 0)) for _ in range(shape[0])]
+            return f"F.cross_entropy({x}, torch.tensor({t!r}, device=DEV))", fn, [x], None
+        return f"F.cross_entropy({x}.reshape(1, -1), torch.tensor([0], device=DEV))", fn, [x], None
+    if fn == "pad":
+        p = tuple(rng.randint(0, 2) for _ in range(2 * rng.randint(1, max(min(rank, 2), 1))))
+        mode = rng.choice(("constant", "constant", "reflect", "replicate"))
+        return f"F.pad({x}, {p!r}, mode={mode!r})", "pad:" + mode, [x], None
+    if fn == "one_hot":
+        return f"F.one_hot({x}.long().abs() % 4, 4)", fn, [x], None
+    if fn == "einsum":
+        if rank == 2:
+            return f"torch.einsum('ij,kj->ik', {x}, {x})", fn, [x], None
+        return f"torch.einsum('...->', {x})", fn, [x], None
+    if fn == "aminmax":
+        return f"torch.aminmax({x}{f', dim={d}' if rank and rng.random() < 0.6 else ''})[{rng.randint(0, 1)}]", \
+            fn, [x], None
+    if fn == "clamp_t":
+        y = _operand(rng, env, x, scalar=False)
+        return f"torch.clamp({x}, min={y})" if rng.random() < 0.5 else f"torch.clamp({x}, max={y})", fn, [x, y], None
+    if fn == "linear":
+        k = shape[-1] if rank else 1
+        return f"F.linear({x}, torch.ones((3, {k}), dtype={x}.dtype, device=DEV))", fn, [x], None
+    if fn == "var_mean":
+        return f"torch.var_mean({x}{f', dim={d}' if rank else ''})[{rng.randint(0, 1)}]", fn, [x], None
+    if fn == "take":
+        n = math.prod(shape)
+        idx = [rng.randint(-n, max(n - 1, 0)) for _ in range(rng.randint(0, 3))] if n else []
+        return f"torch.take({x}, torch.tensor({idx!r}, dtype=torch.int64, device=DEV))", fn, [x], None
+    if fn == "addmm":
+        if rank == 2:
+            return f"torch.addmm({x}, {x}, {x}.mT.contiguous()[:, :{shape[1]}], beta={rng.choice((1, 0.5, 0))}, " \
+                   f"alpha={rng.choice((1, 2))})", fn, [x], None
+        return f"torch.mv({x}.reshape(1, -1), {x}.flatten())", "mv", [x], None
+    if fn == "cumsum_dtype":
+        return f"torch.cumsum({x}, {d if rank else 0}, dtype=torch.{rng.choice(('float64', 'int64', 'float32'))})", \
+            fn, [x], None
+    if fn == "max_binary":
+        y = _operand(rng, env, x, scalar=False)
+        return f"torch.{rng.choice(('max', 'min'))}({x}, {y})", fn, [x, y], None
+    if rank == 3:
+        return f"torch.baddbmm({x}, {x}, {x}.mT, alpha=0.5)", "baddbmm", [x], None
+    return f"torch.bmm({x}.reshape(1, 1, -1), {x}.reshape(1, -1, 1))", "bmm", [x], None
+
+
 def _gen_inplace(rng, env, name: str):
     """A statement that creates ``name`` as a clone (or a view of a clone) of a variable and modifies it."""
     x = _pick(rng, env)
@@ -549,7 +659,7 @@ def _gen_inplace(rng, env, name: str):
 
 
 _FAMILIES = ((_gen_unary, 3), (_gen_binary, 5), (_gen_reduce, 3), (_gen_shape, 3), (_gen_index, 3),
-             (_gen_misc, 4), (None, 3))  # None: in place
+             (_gen_misc, 4), (None, 3), (_gen_extra, 3))  # None: in place
 
 
 def _summary(ns: dict, name: str):

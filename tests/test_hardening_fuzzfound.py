@@ -157,3 +157,31 @@ def test_trace_rejects_bool_and_sums_integers_to_int64(device):
         torch.trace(torch.tensor([[True, False], [True, True]], device=device))
     t = torch.trace(torch.tensor([[2, 9], [4, 5]], dtype=torch.int8, device=device))
     assert t.dtype is torch.int64 and t.item() == 7
+
+
+# ---- pointwise losses: no integer-only kernels; a bool target joins the input's dtype ----
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("loss", [F.mse_loss, F.smooth_l1_loss, F.huber_loss])
+def test_pointwise_losses_dtype_rules(device, loss):
+    i = torch.tensor([1, 2], device=device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        loss(i, i)
+    a = np.array([1.5, -2.0], dtype=np.float32)
+    got = loss(torch.tensor(a, device=device), torch.tensor([True, False], device=device))
+    d = np.abs(a - np.array([1.0, 0.0], dtype=np.float32))
+    want = {F.mse_loss: d * d, F.smooth_l1_loss: np.where(d < 1, 0.5 * d * d, d - 0.5),
+            F.huber_loss: np.where(d < 1, 0.5 * d * d, d - 0.5)}[loss].mean()
+    assert got.dtype is torch.float32 and abs(got.item() - want) < 1e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bce_with_logits_rejects_integer_operands(device):
+    i = torch.tensor([1, 0], device=device)
+    a = torch.tensor([0.5, -1.0], device=device)
+    with pytest.raises(NotImplementedError):
+        F.binary_cross_entropy_with_logits(i, a)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        F.binary_cross_entropy_with_logits(a, i)
+    got = F.binary_cross_entropy_with_logits(a, i.float()).item()
+    want = np.mean([np.log1p(np.exp(-0.5)), np.log1p(np.exp(-1.0))])  # -log sigmoid(0.5), -log(1 - sigmoid(-1))
+    assert abs(got - want) < 1e-6

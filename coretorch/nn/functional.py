@@ -1244,6 +1244,21 @@ def _pointwise_target(op, input, target):
     return _S.broadcast_tensors(input, target)
 
 
+def _loss_dtypes(kernel: str, input, target, bool_input: bool = True):
+    """PyTorch's pointwise loss kernels: none for two integer/bool operands; a bool operand joins the other's dtype
+    (``bool_input``: also when the input is the bool one)."""
+    if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
+        return input, target
+    fi, ft = input.dtype.is_floating_point, target.dtype.is_floating_point
+    if not fi and not ft:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._tname[:-6]}'")
+    if target.dtype is _dt.bool_:
+        target = target.to(input.dtype)
+    elif input.dtype is _dt.bool_ and bool_input:
+        input = input.to(target.dtype)
+    return input, target
+
+
 def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
@@ -1253,7 +1268,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    input, target = _pointwise_target("mse_loss", input, target)
+    input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
 
@@ -1274,7 +1289,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    input, target = _pointwise_target("smooth_l1_loss", input, target)
+    input, target = _pointwise_target("smooth_l1_loss", *_loss_dtypes("smooth_l1_cpu", input, target))
     d = _P.sub(input, target)
     ad = _P.abs(d)
     if beta == 0:
@@ -1289,7 +1304,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    input, target = _pointwise_target("huber_loss", input, target)
+    input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
     d = _P.sub(input, target)
     ad = _P.abs(d)
     loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
@@ -1356,6 +1371,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("binary_cross_entropy_with_logits", "input", input)
+    _floating_only("log_sigmoid_cpu", input)
+    if isinstance(target, Tensor) and not target.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     # stable: log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
