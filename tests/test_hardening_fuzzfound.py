@@ -182,6 +182,8 @@ def test_bce_with_logits_rejects_integer_operands(device):
         F.binary_cross_entropy_with_logits(i, a)
     with pytest.raises(RuntimeError, match="can't be cast"):
         F.binary_cross_entropy_with_logits(a, i)
+    with pytest.raises(ValueError, match="Target size"):  # the shape check comes first, as PyTorch
+        F.binary_cross_entropy_with_logits(i, i[:1])
     got = F.binary_cross_entropy_with_logits(a, i.float()).item()
     want = np.mean([np.log1p(np.exp(-0.5)), np.log1p(np.exp(-1.0))])  # -log sigmoid(0.5), -log(1 - sigmoid(-1))
     assert abs(got - want) < 1e-6

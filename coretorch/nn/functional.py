@@ -1371,11 +1371,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("binary_cross_entropy_with_logits", "input", input)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     _floating_only("log_sigmoid_cpu", input)
     if isinstance(target, Tensor) and not target.dtype.is_floating_point:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     # stable: log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
     softplus_neg = _P.add(_P.clamp(_P.neg(input), min=0.0), _P.log1p(_P.exp(_P.neg(_P.abs(input)))))
     if pos_weight is not None:
