@@ -104,6 +104,7 @@ def main() -> None:
 
     import coretorch
     import coretorch.testing_fuzz as fz
+    from coretorch.testing_fuzz_compare import compare
     dumps = []
     for device, n in devices:
         t0 = time.time()
@@ -112,7 +113,7 @@ def main() -> None:
         agree = 0
         for w, g in zip(want_all[:n], got_all):
             want, got = _result(fz, w), _result(fz, g)
-            diff = fz.compare(want, got)
+            diff = compare(want, got)
             if diff is None:
                 agree += 1
                 continue

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import coretorch
 from coretorch.testing import available_devices
-from coretorch.testing_fuzz import check_refs, compare, run_program
+from coretorch.testing_fuzz import run_program
+from coretorch.testing_fuzz_compare import check_refs, compare
 
 DEVICES = available_devices()
 
