@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" "pytest-xdist>=3" ruff wheel
+	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" ruff wheel
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -26,6 +26,7 @@ from .ops.pointwise import (add, sub, subtract, mul, multiply, div, divide, true
                             rsqrt, abs, sign, neg, negative, reciprocal, sin, cos, tanh, sigmoid, relu, floor,
                             ceil, round, trunc, fix, expm1, log1p, isnan, square, where, clamp, clip,
                             clamp_min, clamp_max, lerp, masked_fill, rsub, fmod)
+from .ops.pointwise import sign as sgn  # noqa: F401  (real tensors: sgn is sign)
 from .ops.reduction import (sum, nansum, mean, prod, amax, amin, max, min, argmax, argmin, var, std,
                             var_mean, std_mean, logsumexp, norm, all, any, cumsum)
 from .ops.linalg import matmul, mm, bmm, addmm, dot, mv, outer

@@ -287,3 +287,4 @@ def _bind_families():
 
 
 _bind_families()
+Tensor.sgn, Tensor.sgn_ = Tensor.sign, Tensor.sign_  # real tensors: sgn is sign

@@ -56,8 +56,8 @@ def test_softmax_kernels_with_non_finite_rows_raise_no_warnings(fn, ref):
     ok = [i for i in range(128) if i not in (3, 5, 6)]
     z = x[ok].astype(np.float64)
     np.testing.assert_allclose(got[ok], ref(z - z.max(1, keepdims=True)), rtol=1e-5, atol=1e-6)
-    assert np.isnan(got[3]).all() and np.isnan(got[6]).all()  # PyTorch: nan rows for all -inf and for nan
-    assert np.isnan(got[5, 2]) and (got[5, [0, 1, 3]] == (-np.inf if fn is F.log_softmax else 0)).all()
+    # PyTorch 2.13: nan rows for all -inf, for nan and for +inf (inf - inf is the shifted maximum)
+    assert np.isnan(got[3]).all() and np.isnan(got[6]).all() and np.isnan(got[5]).all()
 
 
 def _nll_general(x, t, **kw):

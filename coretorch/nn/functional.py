@@ -125,6 +125,12 @@ def _src(input: Tensor, inplace: bool) -> Tensor:
     return input.clone() if inplace and input.requires_grad and _gs.enabled else input
 
 
+def _floating_only(op: str, input) -> None:
+    """PyTorch's activations with a transcendental or fractional formula have no integer kernels."""
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and not input.dtype.is_complex:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
+
+
 def threshold(input, threshold, value, inplace=False):
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, threshold), x, value)
@@ -144,12 +150,14 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _floating_only("leaky_relu", input)
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
     return _inplace_result(input, out) if inplace else out
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _floating_only("elu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return elu(input, alpha, inplace)
@@ -161,6 +169,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
+    _floating_only("selu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return selu(input, inplace)
@@ -170,6 +179,7 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
+    _floating_only("celu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return celu(input, alpha, inplace)
@@ -195,6 +205,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def gelu(input, approximate="none"):
+    _floating_only("gelu", input)
     if approximate == "none":
         table = input._be
         if table.has("gelu") and input.dtype.is_floating_point:  # the fused kernel: one pass instead of five
@@ -212,12 +223,14 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    _floating_only("silu", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.sigmoid(x))
     return _inplace_result(input, out) if inplace else out
 
 
 def mish(input, inplace=False):
+    _floating_only("mish", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return mish(input, inplace)
@@ -227,6 +240,7 @@ def mish(input, inplace=False):
 
 
 def logsigmoid(input):
+    _floating_only("log_sigmoid_forward", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return logsigmoid(input)
@@ -234,6 +248,7 @@ def logsigmoid(input):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    _floating_only("softplus", input)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softplus", input)
     z = _P.mul(input, beta) if beta != 1 else input
@@ -247,17 +262,26 @@ def softplus(input, beta=1.0, threshold=20.0):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        # PyTorch clamps integers in their own dtype (the bounds truncated); bool has no kernel
+        if input.dtype is _dt.bool_:
+            raise RuntimeError("Bool inputs not supported for hardtanh")
+        if input.dtype is _dt.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        min_val, max_val = math.trunc(min_val), math.trunc(max_val)
     out = _P.clamp(_src(input, inplace), min_val, max_val)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
+    _floating_only("hardsigmoid", input)
     x = _src(input, inplace)
     out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardswish(input, inplace=False):
+    _floating_only("hardswish", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
     return _inplace_result(input, out) if inplace else out
@@ -281,7 +305,7 @@ class SoftmaxBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
-        y = self.out
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
         return (_P.mul(y, _P.sub(g, _R.sum(_P.mul(g, y), self.dim, keepdim=True))),)
 
 
@@ -289,7 +313,7 @@ class LogSoftmaxBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
-        y = self.out
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
         if not _gs.enabled and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
             # plain backward: g - exp(y) * sum(g), the backend's fused kernel or four kernel calls, no op layer
             table = g._be
@@ -306,6 +330,8 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         dim = _get_softmax_dim(name, input.ndim, stacklevel)
     if dtype is not None:
         input = input.to(dtype)
+    elif not input.dtype.is_floating_point and input.numel() == 0:
+        return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
     elif not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
     table, x = input._be, input._data
@@ -318,7 +344,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         out = getattr(table, name)(x, d)
     else:
         m = table.amax(x, axes, True)
-        m = table.where(table.eq(table.abs(m), float("inf")), 0.0, m)  # all -inf rows stay nan-free to -inf
+        m = table.where(table.eq(m, float("-inf")), 0.0, m)  # all -inf rows: 0/0 (nan); +inf in a row: nan row
         z = table.sub(x, m)
         if log:
             out = table.sub(z, table.log(table.sum(table.exp(z), axes, True)))
@@ -330,6 +356,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         node.dim = d
         r = _record(node, out, input.dtype, table, input)
         node.out = r
+        node.save(r)
         return r
     return _make(out, input.dtype, table)
 
@@ -1262,6 +1289,21 @@ def _pointwise_target(op, input, target):
     return _S.broadcast_tensors(input, target)
 
 
+def _loss_dtypes(kernel: str, input, target, bool_input: bool = True):
+    """PyTorch's pointwise loss kernels: none for two integer/bool operands; a bool operand joins the other's dtype
+    (``bool_input``: also when the input is the bool one)."""
+    if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
+        return input, target
+    fi, ft = input.dtype.is_floating_point, target.dtype.is_floating_point
+    if not fi and not ft:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._tname[:-6]}'")
+    if target.dtype is _dt.bool_:
+        target = target.to(input.dtype)
+    elif input.dtype is _dt.bool_ and bool_input:
+        input = input.to(target.dtype)
+    return input, target
+
+
 def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
@@ -1271,7 +1313,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    input, target = _pointwise_target("mse_loss", input, target)
+    input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
     d = _P.sub(input, target)
     return _reduce(_weighted(_P.mul(d, d), weight), reduction)
 
@@ -1292,7 +1334,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    input, target = _pointwise_target("smooth_l1_loss", input, target)
+    input, target = _pointwise_target("smooth_l1_loss", *_loss_dtypes("smooth_l1_cpu", input, target))
     d = _P.sub(input, target)
     ad = _P.abs(d)
     if beta == 0:
@@ -1307,7 +1349,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    input, target = _pointwise_target("huber_loss", input, target)
+    input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
     d = _P.sub(input, target)
     ad = _P.abs(d)
     loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
@@ -1376,6 +1418,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_tensor("binary_cross_entropy_with_logits", "input", input)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    _floating_only("log_sigmoid_cpu", input)
+    if isinstance(target, Tensor) and not target.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
     # stable: log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
     softplus_neg = _P.add(_P.clamp(_P.neg(input), min=0.0), _P.log1p(_P.exp(_P.neg(_P.abs(input)))))
     if pos_weight is not None:

@@ -62,7 +62,7 @@ class ProdBackward1(_ReduceNode):
     __slots__ = ()
 
     def backward(self, g):
-        (x,) = self.saved()
+        x = self.saved()[0]  # (input, output): the version check covers both
         out = self.out
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(out, self.shape, self.axes, self.keepdim)
@@ -110,7 +110,7 @@ class AmaxBackward0(_ReduceNode):
     __slots__ = ()
 
     def backward(self, g):
-        (x,) = self.saved()
+        x = self.saved()[0]  # (input, output): the version check covers both
         oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
         mask = eq(x, oe).to(g.dtype)
         count = sum(mask, self.axes, keepdim=True)
@@ -146,9 +146,13 @@ def _recorded(node, input, out, dt, shape, axes, keepdim, save_io=True):
     node.next_functions = (edge(input),)
     r = _make(out, dt, input._be, node)
     if save_io:
-        node.save(input)
+        node.save(input, r)  # the output too: an in-place change of it makes the backward raise, as PyTorch
         node.out = r
     return r
+
+
+def _bool_of(input: Tensor) -> Tensor:
+    return input if input.dtype is _bool else _make(input._be.cast(input._data, _bool.np), _bool, input._be)
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
@@ -160,6 +164,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
         dt = input.dtype
     else:
         dt = _i64
+    if dt is _bool:  # PyTorch casts to bool first: the sum is "any" (a bool never holds 2)
+        return _reduce("sum", "any", None, _bool_of(input), dim, keepdim)
     return _reduce("sum", "sum", SumBackward0 if dim is None else SumBackward1, input, dim, keepdim, dt)
 
 
@@ -178,6 +184,8 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dim is not None and not isinstance(dim, int):
         raise TypeError("prod(): argument 'dim' must be int")
+    if dt is _bool:  # the product of bools is "all"
+        return _reduce("prod", "all", None, _bool_of(input), dim, keepdim)
     return _reduce("prod", "prod", ProdBackward0 if dim is None else ProdBackward1, input, dim, keepdim, dt)
 
 
@@ -394,7 +402,7 @@ class StdBackward0(Node):
     __slots__ = ("out",)
 
     def backward(self, g):
-        out = self.out
+        (out,) = self.saved()
         return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
 
 
@@ -412,6 +420,7 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     node.next_functions = (edge(v),)
     r = _make(r._data, r.dtype, r._be, node)
     node.out = r
+    node.save(r)
     return r
 
 
@@ -427,7 +436,7 @@ class LogsumexpBackward0(_ReduceNode):
     __slots__ = ()
 
     def backward(self, g):
-        (x,) = self.saved()
+        x = self.saved()[0]  # (input, output): the version check covers both
         table = x._be
         if not (_gs.enabled and (g._rg or x._rg)) and table.native_broadcast and g.dtype is x.dtype:
             # plain backward: g * exp(x - out), the reduced operands broadcast by the kernels themselves
@@ -466,7 +475,7 @@ class NormBackward1(_ReduceNode):
     __slots__ = ("p",)
 
     def backward(self, g):
-        (x,) = self.saved()
+        x = self.saved()[0]  # (input, output): the version check covers both
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
         oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
         if self.p == 2:
@@ -518,7 +527,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
         node.shape, node.axes, node.keepdim = input._data.shape, _axes(dim, input.ndim, "norm"), keepdim
         node.next_functions = (edge(input),)
         r = _make(r._data, r.dtype, r._be, node)
-        node.save(input)
+        node.save(input, r)
         node.out = r
     return r
 

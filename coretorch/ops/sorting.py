@@ -132,9 +132,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     k = _int_arg("topk", "k", k)
     if k < 0 or k > size:
         raise RuntimeError(f"topk(): selected index k out of range (k = {k}, size of dimension {d} = {size})")
-    if input.dtype is _bool:
-        r = topk(input.to(_dt.uint8), k, d, largest, sorted)
-        return _write_out("topk", out, RETURN_TYPES["topk"](r.values.to(_bool), r.indices))
+    if input.dtype is _bool:  # PyTorch's CPU kernel has no bool variant (sort and max do)
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     table = input._be
     v, i = table.topk(input._data, k, d, bool(largest), bool(sorted))
     idx = _make(i, _i64, table)
@@ -162,6 +161,8 @@ def _squeezed(table, arr, shape, d, keepdim):
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The k-th smallest element (1-based) along ``dim`` and its index."""
     _check("kthvalue", input)
+    if input.dtype is _bool:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = norm_dim(dim, input.ndim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
     if size == 0:
@@ -290,8 +291,8 @@ class LogcumsumexpBackward0(Node):
     def backward(self, g):
         # d out_j / d x_i = exp(x_i - out_j) for j >= i: grad_i = sum_{j >= i} g_j exp(x_i - out_j), summed in log
         # space for the positive and negative parts of g (PyTorch's stable formula)
-        (x,) = self.saved()
-        d, out = self.dim, self.out
+        x, out = self.saved()  # an in-place change of the output makes the backward raise, as PyTorch
+        d = self.dim
         if x.ndim == 0:
             return (g,)
 
@@ -320,9 +321,9 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
         node = LogcumsumexpBackward0()
         node.dim = d
         node.next_functions = (edge(input),)
-        node.save(input)
         res = _make(r, input.dtype, table, node)
         node.out = res
+        node.save(input, res)
         return _write_out("logcumsumexp", out, res)
     return _write_out("logcumsumexp", out, _make(r, input.dtype, table))
 

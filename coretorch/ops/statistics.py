@@ -300,8 +300,8 @@ class CumprodBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
-        (x,) = self.saved()
-        d, out = self.dim, self.out
+        x, out = self.saved()  # an in-place change of the output makes the backward raise, as PyTorch
+        d = self.dim
         if x.ndim == 0:
             return (g,)
 
@@ -332,9 +332,9 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
         node = CumprodBackward0()
         node.dim = d
         node.next_functions = (edge(input),)
-        node.save(input)
         res = _make(r, dt, table, node)
         node.out = res
+        node.save(input, res)
         return _write_out("cumprod", out, res)
     return _write_out("cumprod", out, _make(r, dt, table))
 

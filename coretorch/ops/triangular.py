@@ -197,6 +197,8 @@ def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix (integer inputs sum to int64)."""
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is _dt.bool_:  # PyTorch has no bool kernel (a bool sum would count the Trues)
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("trace", input)
     return _red.sum(diagonal(input))

@@ -117,35 +117,39 @@ def max_pool2d_backward(g, idx, xshape):
 
 
 def _row_max(x, dim):
-    """Row maxima as the shift that keeps exp() finite; a row with no finite maximum (all -inf, or +inf/nan in
-    it) is shifted by 0 and reported, so its IEEE results (nan, 0) come out without warnings."""
+    """Row maxima as the shift that keeps exp() finite; a row with no finite maximum is reported (its IEEE
+    results come out without warnings): an all -inf row is shifted by 0 (0/0: nan), a row holding +inf or nan
+    by its maximum, which makes the whole row nan as in PyTorch."""
     m = _amax(x, (dim,), True)
     finite = np.isfinite(m)
     if finite.all():
         return m, True
-    m[~finite] = 0
+    m[np.isneginf(m)] = 0
     return m, False
 
 
 def softmax(x, dim):
     m, finite = _row_max(x, dim)
-    e = np.subtract(x, m)
-    np.exp(e, out=e)
     if finite:  # every row sum is >= 1 (its maximum contributes exp(0))
+        e = np.subtract(x, m)
+        np.exp(e, out=e)
         e /= _sum(e, (dim,), True)
         return e
     with np.errstate(all="ignore"):
+        e = np.subtract(x, m)
+        np.exp(e, out=e)
         e /= _sum(e, (dim,), True)
     return e
 
 
 def log_softmax(x, dim):
     m, finite = _row_max(x, dim)
-    z = np.subtract(x, m)
     if finite:
+        z = np.subtract(x, m)
         z -= np.log(_sum(np.exp(z), (dim,), True))
         return z
     with np.errstate(all="ignore"):
+        z = np.subtract(x, m)
         z -= np.log(_sum(np.exp(z), (dim,), True))
     return z
 

@@ -146,7 +146,7 @@ __kernel void softmax_rows(__global {t}* o, __global const {t}* x, long xo, long
   long base = (g / inner) * L * inner + g % inner;
   {ct} m = -INFINITY;
   for (long j = 0; j < L; ++j) m = ct_mx(m, {ld('x', 'xo + base + j * inner')});
-  if (!isfinite(m)) m = 0;
+  if (isinf(m) && m < 0) m = 0;  // an all -inf row: nan (0/0); a +inf or nan max gives a nan row
   {ct} s = 0;
   for (long j = 0; j < L; ++j) s += exp({ld('x', 'xo + base + j * inner')} - m);
   if (logsm) {{
@@ -168,7 +168,7 @@ __kernel void softmax_wg(__global {t}* o, __global const {t}* x, long xo, long L
     if (l < s) red[l] = ct_mx(red[l], red[l + s]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }}
-  m = red[0]; if (!isfinite(m)) m = 0;
+  m = red[0]; if (isinf(m) && m < 0) m = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   {ct} acc = 0;
   for (long j = l; j < L; j += {wg}) acc += exp({ld('x', 'xo + base + j')} - m);

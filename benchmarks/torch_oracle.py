@@ -1,0 +1,150 @@
+"""Differential oracle: random op programs (coretorch/testing_fuzz.py) run on PyTorch and on coretorch.
+
+Optional (not part of `make test`; PyTorch is never a dependency). PyTorch runs in a separate interpreter (the
+one given by --torch-python, with torch installed), coretorch in this one, so neither pollutes the other; the
+results travel as pickled numpy arrays. Prints the agreement rate per device and the divergence classes (op +
+input kind + what differs) with the shortest reproducer of each.
+
+    .venv/bin/python benchmarks/torch_oracle.py --torch-python /path/to/venv-with-torch/bin/python \\
+        --n 3000 --device cpu --device opencl:1000
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import importlib.util
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FUZZ = ROOT / "coretorch" / "testing_fuzz.py"
+
+
+def _load_fuzz():
+    """testing_fuzz by path: the PyTorch process must not import the coretorch package."""
+    spec = importlib.util.spec_from_file_location("testing_fuzz", FUZZ)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["testing_fuzz"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(fz, torch, device: str, seeds, special: bool) -> list:
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in seeds:
+            r = fz.run_program(s, torch, device, special=special)
+            out.append(dataclasses.asdict(r))
+    return out
+
+
+def _worker(args) -> None:
+    import torch
+    fz = _load_fuzz()
+    a, b = map(int, args.seeds.split(":"))
+    with open(args.worker, "wb") as f:
+        pickle.dump(_run(fz, torch, "cpu", range(a, b), args.special), f)
+
+
+def _result(fz, d: dict):
+    d = dict(d)
+    d["steps"] = [fz.Step(**s) for s in d["steps"]]
+    return fz.Result(**d)
+
+
+def _simplify(kind: str) -> str:
+    """Input kind of a class: dtype families (int / float / bool / half) plus 0-d / empty / scalar markers."""
+    out = []
+    for p in kind.split(","):
+        if not p:
+            continue
+        base = p.split("[")[0]
+        fam = {"uint8": "uint8", "int8": "int", "int32": "int", "int64": "int", "float32": "float",
+               "float64": "float", "float16": "half", "bool": "bool"}.get(base, base)
+        out.append(fam + ("[" + p.split("[")[1] if "[" in p else ""))
+    return ",".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--torch-python", default=os.environ.get("TORCH_PYTHON", "python3"))
+    ap.add_argument("--n", type=int, default=2000, help="programs per device (unless DEVICE:N says)")
+    ap.add_argument("--device", action="append", help="coretorch device[:N] (repeatable; default cpu)")
+    ap.add_argument("--start", type=int, default=0, help="first seed")
+    ap.add_argument("--special", action="store_true", help="inputs may hold nan / inf / huge values")
+    ap.add_argument("--show", type=int, default=60, help="classes to print")
+    ap.add_argument("--dump", help="write every divergence (pickle) here")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--seeds", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return _worker(args)
+
+    devices = [(d.split(":")[0], int(d.split(":")[1]) if ":" in d else args.n) for d in (args.device or ["cpu"])]
+    n_max = max(n for _, n in devices)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "torch.pkl")
+        t0 = time.time()
+        cmd = [args.torch_python, str(__file__), "--worker", path, "--seeds", f"{args.start}:{args.start + n_max}"]
+        if args.special:
+            cmd.append("--special")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        subprocess.run(cmd, check=True, env=env)
+        with open(path, "rb") as f:
+            want_all = pickle.load(f)
+        print(f"PyTorch: {n_max} programs in {time.time() - t0:.0f} s")
+
+    import coretorch
+    import coretorch.testing_fuzz as fz
+    from coretorch.testing_fuzz_compare import compare
+    dumps = []
+    for device, n in devices:
+        t0 = time.time()
+        got_all = _run(fz, coretorch, device, range(args.start, args.start + n), args.special)
+        classes: dict = collections.defaultdict(list)
+        agree = 0
+        for w, g in zip(want_all[:n], got_all):
+            want, got = _result(fz, w), _result(fz, g)
+            diff = compare(want, got)
+            if diff is None:
+                agree += 1
+                continue
+            i, op, kind, what = diff
+            classes[(op, _simplify(kind), what)].append((want, got, i))
+            dumps.append((device, want, got, diff))
+        print(f"\n== {device}: {agree}/{n} programs agree with PyTorch ({100 * agree / n:.2f}%), "
+              f"{len(classes)} divergence classes, {time.time() - t0:.0f} s")
+        ranked = sorted(classes.items(), key=lambda kv: -len(kv[1]))
+        for (op, kind, what), items in ranked[:args.show]:
+            want, got, i = min(items, key=lambda it: len(it[0].source))
+            print(f"\n[{len(items)}x] {op} ({kind}): {what}   seed {want.seed}")
+            print("    " + want.source.replace("\n", "\n    "))
+            if 0 <= i < len(want.steps):
+                a, b = want.steps[i], got.steps[i]
+                print(f"    torch:     {a.error or (a.dtype, a.shape, _short(a.value))}")
+                print(f"    coretorch: {b.error or (b.dtype, b.shape, _short(b.value))}")
+            elif what == "gradient":
+                print(f"    torch grads:     { {k: _short(v) for k, v in want.grads.items()} }")
+                print(f"    coretorch grads: { {k: _short(v) for k, v in got.grads.items()} }")
+    if args.dump:
+        with open(args.dump, "wb") as f:
+            pickle.dump(dumps, f)
+
+
+def _short(v) -> str:
+    if v is None:
+        return "None"
+    s = repr(v.tolist()) if hasattr(v, "tolist") else repr(v)
+    return s if len(s) < 160 else s[:157] + "..."
+
+
+if __name__ == "__main__":
+    main()
