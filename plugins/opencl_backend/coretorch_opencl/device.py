@@ -190,9 +190,9 @@ class Device:
         """Called when the pool may need ``nbytes`` more than the limit allows: its cached free blocks are returned
         to the driver, and the clear out-of-memory error is raised if the live arrays alone leave no room."""
         pool = self.pool
-        size = pool.alloc_size(nbytes) if nbytes else 0
-        pool.free_held()
-        if pool.active_bytes + size > self.memory_limit:
+        size = pool.alloc_size(pool.bin_number(nbytes)) if nbytes else 0  # the pool's rounded block size
+        pool.free_held()  # now the pool holds only live arrays' blocks
+        if pool.managed_bytes + size > self.memory_limit:
             raise OutOfMemoryError(
                 f"OpenCL out of memory on '{self.name}'. Tried to allocate {_mib(nbytes)}; coretorch holds "
                 f"{_mib(pool.active_bytes)} in live tensors on this device of a limit of {_mib(self.memory_limit)} "
