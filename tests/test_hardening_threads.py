@@ -208,3 +208,16 @@ def test_many_threads_small_ops_give_exact_values(device, fast_switching):
             bad += not np.allclose(r.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
         return bad
     assert _in_threads([lambda i=i: work(i) for i in range(6)]) == [0] * 6
+
+
+def test_backward_from_several_threads_into_shared_parameters_adds_every_gradient(device, fast_switching):
+    # hogwild-style: every thread's gradient reaches the shared leaf (integer values: exact whatever the order)
+    p = nn.Parameter(torch.zeros(64, device=device))
+    consts = [torch.full((64,), float(i + 1), device=device) for i in range(4)]
+
+    def work(c):
+        for _ in range(25):
+            (p * c).sum().backward()
+        return True
+    assert all(_in_threads([lambda c=c: work(c) for c in consts]))
+    np.testing.assert_array_equal(p.grad.cpu().numpy(), np.full(64, 25.0 * (1 + 2 + 3 + 4), np.float32))
