@@ -141,7 +141,7 @@ class OpenCLBackend:
         self._tables: dict[int, dict] = {}
         self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed
         self._gens: dict[int, sampling.PhiloxState] = {}  # device index -> its default generator state
-        self._init_lock = threading.Lock()  # two threads' first use of a device make one context and one table
+        self._init_lock = threading.RLock()  # two threads' first use of a device make one context and one table
 
     # ---- device discovery -------------------------------------------------------------------
     def unavailable_reason(self) -> str:
