@@ -11,6 +11,7 @@ from .dtypes import (dtype, float16, float32, float64, uint8, int8, int16, int32
                      promote_types)
 from .device import device
 from .tensor import Tensor, Size
+from ._errors import OutOfMemoryError
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from . import _tensor_methods  # noqa: F401  (binds ops onto Tensor)
 from . import autograd, ops, plugins, nn, optim, distributed  # distributed: a namespace a plugin fills

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .grad_mode import state
-from .graph import _FREED, AccumulateGrad
+from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
 
 def _grad_edge(t):
@@ -126,13 +126,14 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         # a leaf reached by this edge alone, no hooks: store or accumulate now, no buffer or queue
                         deps[nxt] = 0
                         v = nxt.variable
-                        if v._grad is None and g._base is None and g.grad_fn is None and not g._rg \
-                                and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
-                                and id(g) not in owned:
-                            owned.add(id(g))
-                            v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
-                        else:
-                            _leaf_slow(node, grads_in, g, nxt, owned, create_graph)
+                        with ACCUMULATE_LOCK:  # another thread's backward may store into the same leaf
+                            if v._grad is None and g._base is None and g.grad_fn is None and not g._rg \
+                                    and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
+                                    and id(g) not in owned:
+                                owned.add(id(g))
+                                v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
+                            else:
+                                _leaf_slow(node, grads_in, g, nxt, owned, create_graph)
                         continue
                     if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
                         v = nxt.variable

@@ -1,10 +1,15 @@
-"""no_grad / enable_grad / set_grad_enabled: context managers and decorators, as in PyTorch."""
+"""no_grad / enable_grad / set_grad_enabled: context managers and decorators, as in PyTorch.
+
+The grad mode is per thread, as PyTorch's: one thread's ``no_grad`` (or ``optimizer.step()``) leaves autograd on in
+the others, and a new thread starts with grad mode on (and outside inference mode), whatever its creator had."""
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _State:
+class _State(threading.local):
+    """Every thread sees the class defaults until it sets its own value (one attribute read on the hot path)."""
     enabled = True
     inference = False  # inside an enabled inference_mode block (torch.is_inference_mode_enabled)
 

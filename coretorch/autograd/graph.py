@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections import OrderedDict
 
 _FREED = object()
+# held while a gradient is stored into or added to a leaf's .grad: two threads' backward passes into shared
+# parameters add up instead of one overwriting the other (PyTorch's AccumulateGrad holds a mutex likewise)
+ACCUMULATE_LOCK = threading.RLock()
 
 
 class RemovableHandle:
@@ -160,6 +164,11 @@ class AccumulateGrad(Node):
 
     def apply(self, grad):
         """Accumulate into ``variable.grad``; ``grad`` is already owned by the caller (see engine)."""
+        with ACCUMULATE_LOCK:
+            self._accumulate(grad)
+        return ()
+
+    def _accumulate(self, grad) -> None:
         v = self.variable
         if v._grad is None:
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
@@ -177,7 +186,6 @@ class AccumulateGrad(Node):
             else:
                 g._be.assign_(g._data, g._be.add(g._data, grad._data))
             g._vc[0] += 1
-        return ()
 
 
 class GraphRoot(Node):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib
 
+from .._errors import OutOfMemoryError  # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+
 __all__ = ["is_available", "is_initialized", "device_count", "current_device", "get_device_name",
            "get_device_properties", "get_device_capability", "set_device", "synchronize", "empty_cache",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_bf16_supported",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "memory_stats", "device", "init", "get_rng_state", "get_rng_state_all",
-           "set_rng_state", "set_rng_state_all", "get_arch_list"]
+           "set_rng_state", "set_rng_state_all", "get_arch_list", "OutOfMemoryError"]
 
 _NOT_COMPILED = ("Torch not compiled with CUDA enabled (coretorch has no CUDA backend: its devices are 'cpu' and "
                  "'opencl'; use torch.accelerator.current_accelerator() to pick the OpenCL device)")

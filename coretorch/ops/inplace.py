@@ -3,6 +3,7 @@ written into the tensor's own storage so that views see it; the version counter 
 from __future__ import annotations
 
 from .. import dtypes as _dt
+from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
 from .pointwise import _round_to, _scalar_opmath
@@ -50,7 +51,9 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
     recording = check_inplace(x, other, op)
     if recording:
         from .shape import clone
-        r = fn(clone(x) if x._rg else x)
+        # a copy even when x needs no gradient: the op may save its input (mul_, div_ save x for other's gradient),
+        # and x is overwritten below (as PyTorch saves the original self)
+        r = fn(clone(x))
     else:
         prev = _gs.enabled
         _gs.enabled = False
@@ -117,6 +120,11 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
 
 
 def fill_(x: Tensor, value) -> Tensor:
+    return _fill(x, value, "FillBackward2")
+
+
+def _fill(x: Tensor, value, name: str) -> Tensor:
+    """fill_ and zero_; ``name``: the node PyTorch records when x requires grad."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
@@ -125,18 +133,21 @@ def fill_(x: Tensor, value) -> Tensor:
             from .shape import expand
             return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
         value = value.item()
+        name = "FillBackward3" if name == "FillBackward2" else name
     value = _dt.fit_scalar(value, x.dtype)
-    check_inplace(x, None, "fill_")
-    if x.grad_fn is not None and _gs.enabled:
+    if check_inplace(x, None, "fill_"):
+        # the result does not depend on x, but stays in the graph with a zero gradient (ZeroBackward0, FillBackward2)
         from .creation import full
-        return apply_inplace(x, "fill_", lambda s: full(tuple(x.shape), value, dtype=x.dtype, device=x.device))
+        r = full(tuple(x.shape), value, dtype=x.dtype, device=x.device)
+        rebase(x, keep_graph(r, (x,), name))
+        return x
     x._be.assign_(x._data, value)
     x._vc[0] += 1
     return x
 
 
 def zero_(x: Tensor) -> Tensor:
-    return fill_(x, 0)
+    return _fill(x, 0, "ZeroBackward0")
 
 
 def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
@@ -154,7 +165,8 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
         return expand(s, x.shape) if s.shape != x.shape else s
     recording = check_inplace(x, src, "copy_")
     if recording:
-        rebase(x, compute(None))
+        # the old value of x gets a zero gradient (CopyBackwards), src its gradient through compute's graph
+        rebase(x, keep_graph(compute(None), (x,), "CopyBackwards", always=True))
         return x
     s = compute(None)
     x._be.assign_(x._data, s._data)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -179,8 +180,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         p = mm(mat1, mat2)
         if alpha != 1:
             p = mul(p, alpha)
-        if beta == 0:
-            return p
+        if beta == 0:  # input ignored (its nan/inf too), yet in the graph with a zero gradient, as PyTorch
+            return _keep_graph(p, (input,), "AddmmBackward0", always=True)
         return add(mul(input, beta) if beta != 1 else input, p)
     prev = _gs.enabled
     _gs.enabled = False  # the product is recorded below as part of one AddmmBackward0 node

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, fp32_unary as _ac_unary, state as _ac
+from ..autograd._zero import keep_graph as _keep_graph, not_implemented_graph as _not_implemented_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -363,7 +364,7 @@ def _remainder_bw(self, g):
     na, nb = self.need
     if b is None:
         return self.grads(g, None)
-    return self.grads(g if na else None, mul(neg(g), floor_divide(a, b)) if nb else None)
+    return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="floor")) if nb else None)
 
 
 AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
@@ -440,8 +441,22 @@ subtract = sub
 def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return _div(input, other)
+    if rounding_mode == "floor" or rounding_mode == "trunc":
+        # a step function: recorded as PyTorch does, one DivBackward2 node with zero gradients
+        prev = _gs.enabled
+        _gs.enabled = False
+        try:
+            r = _div_rounding(input, other, rounding_mode)
+        finally:
+            _gs.enabled = prev
+        return _keep_graph(r, (input, other), "DivBackward2")
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                       f"'{rounding_mode}'")
+
+
+def _div_rounding(input, other, rounding_mode: str):
     if rounding_mode == "floor":
-        return floor_divide(input, other)
+        return _floor_divide(input, other)
     if rounding_mode == "trunc":
         dt = _dt.result_type((input, other), _dt.default)
         if not dt.is_floating_point and dt is not _bool:
@@ -454,15 +469,14 @@ def div(input, other, *, rounding_mode=None):
         if dt is _bool:
             raise NotImplementedError("\"div_trunc_cpu\" not implemented for 'Bool'")
         return trunc(_div(input, other))
-    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                       f"'{rounding_mode}'")
 
 
 divide = true_divide = div
 
 
 def floor_divide(input, other):
-    return _floor_divide(input, other)
+    # recorded as PyTorch does: the result requires grad, its backward raises "not implemented"
+    return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
 
 
 def fmod(input, other):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
-from ..tensor import Tensor, _make
+from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 
@@ -336,6 +336,9 @@ class CatBackward0(Node):
         out, start = [], 0
         from .indexing import narrow
         for s in self.sizes:
+            if s == -1:  # a legacy 1-D empty input (left out of the result): its empty gradient
+                out.append(_zeros_on((0,), g.dtype, g._be))
+                continue
             out.append(None if s is None else narrow(g, self.dim, start, s))
             start += s or 0
         return tuple(out)
@@ -377,11 +380,24 @@ def cat(tensors, dim: int = 0) -> Tensor:
         parts = [t.to(dt) if t._rg and t.dtype is not dt else t for t in parts]
     arrays = [t._data if t.dtype is dt else table.cast(t._data, dt.np) for t in parts]
     out = table.cat(arrays, d)
-    if _gs.enabled and any(t._rg for t in parts):
+    if _gs.enabled and any(t._rg for t in tensors):
         node = CatBackward0()
         node.dim = d
-        node.sizes = [t.shape[d] for t in parts]
-        node.next_functions = tuple(edge(t) for t in parts)
+        if len(parts) == len(tensors):
+            node.sizes = [t.shape[d] for t in parts]
+            node.next_functions = tuple(edge(t) for t in parts)
+        else:  # the skipped legacy empties stay in the graph (an empty gradient each), as in PyTorch
+            kept = iter(parts)
+            sizes, edges = [], []
+            for i, t in enumerate(tensors):
+                if t.ndim == 1 and t.shape[0] == 0 and (i or len(parts) > 1 or parts[0].shape != (0,)):
+                    sizes.append(-1)
+                    edges.append(edge(t))
+                else:
+                    p = next(kept)
+                    sizes.append(p.shape[d])
+                    edges.append(edge(p))
+            node.sizes, node.next_functions = sizes, tuple(edges)
         return _make(out, dt, table, node)
     return _make(out, dt, table)
 

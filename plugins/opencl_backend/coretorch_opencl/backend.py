@@ -6,10 +6,15 @@ primitives (view/permute/expand/basic_index) cost no copy and no launch.  Every 
 an op except where the result's shape depends on the data (nonzero, boolean masks); index range checks and the
 zero-divisor checks of integer ``//``, ``%`` run on the device (``check_index``, ``check_values``) and report at the
 next host read.
+
+Threads: every entry of the table holds its device's lock (``Device.lock``) while it runs, so that several threads
+may use one device (see device.py).
 """
 from __future__ import annotations
 
+import functools
 import math
+import threading
 
 import numpy as np
 
@@ -106,6 +111,18 @@ def _valid(kind: str, op: str, dt) -> bool:
     return v
 
 
+def _locked(fn, lock):
+    """``fn`` run holding ``lock`` (a kernel-table entry: set-args + enqueue, caches and the pool stay whole)."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def kernel(*args, **kwargs):
+        with lock:
+            return fn(*args, **kwargs)
+    return kernel
+
+
 def _scalar_dtype(v):
     return _BOOL if isinstance(v, (bool, np.bool_)) else _I64 if isinstance(v, (int, np.integer)) \
         else np.dtype(np.float64)
@@ -127,6 +144,7 @@ class OpenCLBackend:
         self._tables: dict[int, dict] = {}
         self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed
         self._gens: dict[int, sampling.PhiloxState] = {}  # device index -> its default generator state
+        self._init_lock = threading.RLock()  # two threads' first use of a device make one context and one table
 
     # ---- device discovery -------------------------------------------------------------------
     def unavailable_reason(self) -> str:
@@ -148,7 +166,10 @@ class OpenCLBackend:
     def device(self, index: int = 0) -> Device:
         dev = self._devices.get(index)
         if dev is None:
-            dev = self._devices[index] = Device(discover()[0][index][2], index)
+            with self._init_lock:
+                dev = self._devices.get(index)
+                if dev is None:
+                    dev = self._devices[index] = Device(discover()[0][index][2], index)
         return dev
 
     def synchronize(self, index: int | None = None) -> None:
@@ -160,13 +181,19 @@ class OpenCLBackend:
 
     def manual_seed(self, seed: int) -> None:
         self._seed = int(seed)
-        for g in self._gens.values():  # reseeded in place: coretorch's default Generators hold these objects
-            g.reseed(self._seed)
+        for i, g in list(self._gens.items()):  # reseeded in place: coretorch's default Generators hold these objects
+            with self.device(i).lock:
+                g.reseed(self._seed)
 
     def kernels(self, index: int = 0) -> dict:
         t = self._tables.get(index)
         if t is None:
-            t = self._tables[index] = _Kernels(self, self.device(index)).table()
+            dev = self.device(index)
+            with self._init_lock:
+                t = self._tables.get(index)
+                if t is None:
+                    t = _Kernels(self, dev).table()
+                    t = self._tables[index] = {name: _locked(fn, dev.lock) for name, fn in t.items()}
         return t
 
 

@@ -1,12 +1,25 @@
 """OpenCL devices: discovery and selection, per-device context/queue, the caching allocator and the
-program cache (one build per (source, device), pyopencl's on-disk binary cache across processes)."""
+program cache (one build per (source, device), pyopencl's on-disk binary cache across processes).
+
+Threads: every device has one in-order queue shared by all threads (so a buffer freed by one thread and reused by
+another is never written before the kernels that read it ran) and one re-entrant lock, ``Device.lock``, that every
+kernel-table call holds (see ``backend.OpenCLBackend.kernels``): a pyopencl kernel object's arguments are set and
+then enqueued, which must not interleave with another thread's launch of the same kernel.  The device-side check
+state (buffer, pending flag, message codes) is per thread, so a failed check is raised in the thread that queued it.
+
+Memory: coretorch counts the bytes its pool holds on each device and raises ``coretorch.OutOfMemoryError`` before
+the total would exceed ``Device.memory_limit`` (the device's global memory, or ``CORETORCH_OPENCL_MEMORY_LIMIT``
+bytes, e.g. ``512M``): some drivers (PoCL) accept any allocation and fail much later."""
 from __future__ import annotations
 
 import os
 import re
 import weakref
+import threading
 
 import numpy as np
+
+from coretorch._errors import OutOfMemoryError
 
 try:
     import pyopencl as cl
@@ -108,13 +121,46 @@ def _forget_programs(_npd) -> None:
 
 on_bfloat16(_forget_programs)
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def memory_limit_from_env(default: int) -> int:
+    """``CORETORCH_OPENCL_MEMORY_LIMIT`` (bytes, or with a K/M/G/T suffix, e.g. ``512M``) capped at ``default``
+    (the device's global memory); ``default`` when unset."""
+    v = os.environ.get("CORETORCH_OPENCL_MEMORY_LIMIT", "").strip()
+    if not v:
+        return default
+    m = re.fullmatch(r"(\d+)\s*([KMGT]?)(?:i?B)?", v, re.IGNORECASE)
+    if m is None:
+        raise ValueError(f"CORETORCH_OPENCL_MEMORY_LIMIT={v!r} is not a size in bytes (e.g. 1073741824, 512M, 2G)")
+    return min(int(m.group(1)) * _UNITS[m.group(2).upper()], default)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+class _Checks(threading.local):
+    """One thread's device-side check state (see ``Device.error_buffer``): created on a thread's first use."""
+
+    def __init__(self) -> None:
+        self.err = None         # the check buffer, allocated on the first check this thread queues
+        self.pending = False    # a kernel that may have recorded a failed check ran since the last host read
+        # the index checks' messages since the last host read: (exception, template) <-> code, and the launch
+        # tickets (unique between two host reads; 1 is nll_loss's claim); cleared by every report
+        self.codes: dict = {}
+        self.messages: dict = {}
+        self.ticket = 1
+
 
 class Device:
-    """One OpenCL device: context, in-order queue, memory pool, program and kernel caches."""
+    """One OpenCL device: context, in-order queue, memory pool, program and kernel caches, and the lock that
+    makes them safe to share between threads."""
 
     def __init__(self, cldev, index: int):
         self.cldev = cldev
         self.index = index
+        self.lock = threading.RLock()  # held by every kernel-table call (backend.py) and by synchronize
         self.ctx = cl.Context([cldev])
         self.queue = cl.CommandQueue(self.ctx)
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
@@ -128,6 +174,7 @@ class Device:
         self.compute_units = cldev.max_compute_units
         self.max_alloc = cldev.max_mem_alloc_size
         self.global_mem = cldev.global_mem_size
+        self.memory_limit = memory_limit_from_env(self.global_mem)  # bytes the pool may hold on the device
         # elementwise local size: fixed per device (PoCL compiles each kernel again per local size)
         self.ls = min(self.max_wg, 64 if self.is_cpu else 256)
         self._programs: dict = {}
@@ -143,9 +190,43 @@ class Device:
         self._messages: dict = {}
         self._ticket = 1
         self._reports = 0  # host reads that reported (and so reset the tickets): see check_mark
+        self._chk = _Checks()  # the calling thread's device-side check state
+
+    @property
+    def check_pending(self) -> bool:
+        """Whether a kernel this thread queued may have recorded a failed check since its last host read."""
+        return self._chk.pending
+
+    @property
+    def _codes(self) -> dict:
+        return self._chk.codes
 
     # ---- memory -----------------------------------------------------------------------------
+    def memory_allocated(self) -> int:
+        """Bytes of device memory held by live arrays (torch.cuda.memory_allocated's figure)."""
+        return self.pool.active_bytes
+
+    def memory_reserved(self) -> int:
+        """Bytes of device memory the pool holds, live arrays and cached free blocks (memory_reserved)."""
+        return self.pool.managed_bytes
+
+    def _over_limit(self, nbytes: int) -> None:
+        """Called when the pool may need ``nbytes`` more than the limit allows: its cached free blocks are returned
+        to the driver, and the clear out-of-memory error is raised if the live arrays alone leave no room."""
+        pool = self.pool
+        size = pool.alloc_size(pool.bin_number(nbytes)) if nbytes else 0  # the pool's rounded block size
+        pool.free_held()  # now the pool holds only live arrays' blocks
+        if pool.managed_bytes + size > self.memory_limit:
+            raise OutOfMemoryError(
+                f"OpenCL out of memory on '{self.name}'. Tried to allocate {_mib(nbytes)}; coretorch holds "
+                f"{_mib(pool.active_bytes)} in live tensors on this device of a limit of {_mib(self.memory_limit)} "
+                f"(device global memory {_mib(self.global_mem)}; CORETORCH_OPENCL_MEMORY_LIMIT lowers the limit). "
+                "Free tensors (del, smaller batches) and retry.")
+
     def alloc(self, nbytes: int):
+        pool = self.pool
+        if pool.managed_bytes + nbytes > self.memory_limit:  # near the limit only: two counters otherwise
+            self._over_limit(nbytes)
         try:
             return self._pool_alloc(nbytes)
         except Exception as first:  # noqa: BLE001 - any driver failure: empty the pool once and retry
@@ -156,7 +237,7 @@ class Device:
             try:
                 return self._pool_alloc(nbytes)
             except Exception as e:  # noqa: BLE001
-                raise RuntimeError(
+                raise OutOfMemoryError(
                     f"OpenCL out of memory on '{self.name}': could not allocate {nbytes} bytes "
                     f"(device memory {self.global_mem >> 20} MiB, largest single allocation "
                     f"{self.max_alloc >> 20} MiB; the buffer pool was emptied and the allocation retried): "
@@ -204,26 +285,29 @@ class Device:
 
         Asking for it marks a check pending: the next host read reads the buffer in the same synchronisation (see
         ``read``)."""
-        if self._err is None:
-            self._err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, _ERR_CLEAR.nbytes)
-            cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
-        self.check_pending = True
-        return self._err
+        chk = self._chk
+        if chk.err is None:
+            chk.err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, _ERR_CLEAR.nbytes)
+            cl.enqueue_fill_buffer(self.queue, chk.err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
+        chk.pending = True
+        return chk.err
 
     def check_code(self, exc, template: str) -> int:
         """The code an index check's kernel writes for ``exc(template.format(value))`` (one per message between
         two host reads: a loop's checks add nothing after its first step)."""
         key = (exc, template)
-        code = self._codes.get(key)
+        chk = self._chk
+        code = chk.codes.get(key)
         if code is None:
-            code = self._codes[key] = len(self._codes) + 1
-            self._messages[code] = key
+            code = chk.codes[key] = len(chk.codes) + 1
+            chk.messages[code] = key
         return code
 
     def check_ticket(self) -> int:
         """A claim value no other launch since the last host read uses (1 is nll_loss's)."""
-        self._ticket = self._ticket + 1 if self._ticket < 2 ** 31 - 1 else 2
-        return self._ticket
+        chk = self._chk
+        chk.ticket = chk.ticket + 1 if chk.ticket < 2 ** 31 - 1 else 2
+        return chk.ticket
 
     def check_mark(self) -> tuple:
         """Where the check tickets stand now: the launches after it are those ``discard_checks(mark)`` forgets."""
@@ -253,9 +337,10 @@ class Device:
         With a check pending, the 32-byte check buffer is copied first without blocking: the in-order queue
         finishes it before the data copy returns, so the check costs no extra round trip."""
         ev = flag = None
-        if self.check_pending:
+        chk = self._chk
+        if chk.pending:
             flag = np.empty_like(_ERR_CLEAR)
-            ev = cl.enqueue_copy(self.queue, flag, self._err, is_blocking=False)
+            ev = cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=False)
         STATS["to_host"] += 1
         cl.enqueue_copy(self.queue, host, buf, src_offset=byte_offset, is_blocking=True)
         if ev is not None:
@@ -264,23 +349,27 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait for every queued kernel and raise a failed device-side check now (one 32-byte read, if pending)."""
-        if self.check_pending:
-            flag = np.empty_like(_ERR_CLEAR)
-            cl.enqueue_copy(self.queue, flag, self._err, is_blocking=True)
-            self._report(flag)
-        self.queue.finish()
+        with self.lock:
+            chk = self._chk
+            if chk.pending:
+                flag = np.empty_like(_ERR_CLEAR)
+                cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=True)
+                self._report(flag)
+            self.queue.finish()
 
     def _report(self, flag) -> None:
         """Raise the failure recorded in ``flag`` (the check buffer as read), if any, and start afresh: every
         kernel queued before the read has run, so no launch still refers to a message code or a ticket."""
         self.check_pending = False
         self._reports += 1
+        chk = self._chk
+        chk.pending = False
         ints = flag.view(np.int32)
         claim, code = int(ints[2]), int(ints[3])
-        messages = self._messages
-        self._codes, self._messages, self._ticket = {}, {}, 1
+        messages = chk.messages
+        chk.codes, chk.messages, chk.ticket = {}, {}, 1
         if claim:
-            cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)  # the device stays usable
+            cl.enqueue_fill_buffer(self.queue, chk.err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)  # the device stays usable
             if claim == 1:
                 exc, msg = CHECKS[1]
                 value = int(flag[0])
