@@ -158,6 +158,10 @@ def devices() -> list[dict]:
     return out
 
 
+from .ops._out_functions import install as _install_out  # noqa: E402
+
+_install_out(globals())  # out= on the top-level functions that predate it (torch.add(a, b, out=c))
+
 from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
 
 _core_names.update(n for n in dir(ops) if not n.startswith("_"))

@@ -4,6 +4,7 @@ chi-square tests on frequencies), reproducibility, fork_rng, PyTorch's errors, a
 (randint(high, size), size=, set_default_device)."""
 from __future__ import annotations
 
+import inspect
 import math
 import re
 
@@ -563,8 +564,9 @@ def test_set_default_device(device):
 
 def test_old_import_paths_and_namespace():
     from coretorch.ops.creation import Generator, manual_seed, rand, randn, randperm
-    assert Generator is torch.Generator and rand is torch.rand and randn is torch.randn
-    assert randperm is torch.randperm and manual_seed is torch.manual_seed
+    u = inspect.unwrap  # public functions may be wrapped (out=, __torch_function__ dispatch)
+    assert Generator is torch.Generator and u(rand) is u(torch.rand) and u(randn) is u(torch.randn)
+    assert u(randperm) is u(torch.randperm) and u(manual_seed) is u(torch.manual_seed)
     import coretorch.random as tr
     assert tr is torch.random and tr.fork_rng and tr.seed is torch.seed
 

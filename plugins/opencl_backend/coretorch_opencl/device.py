@@ -151,6 +151,7 @@ class _Checks(threading.local):
         self.codes: dict = {}
         self.messages: dict = {}
         self.ticket = 1
+        self.reports = 0  # host reads that reported (and so reset the tickets): see Device.check_mark
 
 
 class Device:
@@ -182,14 +183,6 @@ class Device:
         self._kernels: dict = {}
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
-        self._err = None            # the device-side check buffer (see error_buffer)
-        self.check_pending = False  # a kernel that may have recorded a failed check ran since the last host read
-        # the index checks' messages since the last host read: (exception, template) <-> code, and the launch
-        # tickets (unique between two host reads; 1 is nll_loss's claim); cleared by every report
-        self._codes: dict = {}
-        self._messages: dict = {}
-        self._ticket = 1
-        self._reports = 0  # host reads that reported (and so reset the tickets): see check_mark
         self._chk = _Checks()  # the calling thread's device-side check state
 
     @property
@@ -310,26 +303,30 @@ class Device:
         return chk.ticket
 
     def check_mark(self) -> tuple:
-        """Where the check tickets stand now: the launches after it are those ``discard_checks(mark)`` forgets."""
-        return self._reports, self._ticket
+        """Where this thread's check tickets stand now: the launches after it are those ``discard_checks(mark)``
+        forgets."""
+        chk = self._chk
+        return chk.reports, chk.ticket
 
     def discard_checks(self, mark: tuple) -> None:
         """Forget a failure recorded by a check launched after ``mark``: its op raised on the host before using its
         result, and the failure must not surface at a later, unrelated host read.  A failure of an earlier launch
         stays pending.  Costs one 32-byte blocking read, and only when a check is pending (an error path)."""
         reports, ticket = mark
-        if not self.check_pending or (reports == self._reports and ticket == self._ticket):
+        chk = self._chk
+        if not chk.pending or (reports == chk.reports and ticket == chk.ticket):
             return  # nothing launched since the mark
-        flag = np.empty_like(_ERR_CLEAR)
-        cl.enqueue_copy(self.queue, flag, self._err, is_blocking=True)
-        claim = int(flag.view(np.int32)[2])
-        if claim == 0:
-            self.check_pending = False  # every launch so far passed: the next read need not look
-            return
-        if claim == 1 or (reports == self._reports and claim <= ticket):
-            return  # nll_loss's claim, or a check launched before the mark failed: reported at the next read
-        cl.enqueue_fill_buffer(self.queue, self._err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
-        self.check_pending = False  # the claim was ours: the launches before it passed
+        with self.lock:
+            flag = np.empty_like(_ERR_CLEAR)
+            cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=True)
+            claim = int(flag.view(np.int32)[2])
+            if claim == 0:
+                chk.pending = False  # every launch so far passed: the next read need not look
+                return
+            if claim == 1 or (reports == chk.reports and claim <= ticket):
+                return  # nll_loss's claim, or a check launched before the mark failed: reported at the next read
+            cl.enqueue_fill_buffer(self.queue, chk.err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
+            chk.pending = False  # the claim was ours: the launches before it passed
 
     def read(self, host, buf, byte_offset: int = 0) -> None:
         """Blocking device-to-host copy of ``buf`` into ``host``, raising a failed device-side check.
@@ -360,10 +357,9 @@ class Device:
     def _report(self, flag) -> None:
         """Raise the failure recorded in ``flag`` (the check buffer as read), if any, and start afresh: every
         kernel queued before the read has run, so no launch still refers to a message code or a ticket."""
-        self.check_pending = False
-        self._reports += 1
         chk = self._chk
         chk.pending = False
+        chk.reports += 1
         ints = flag.view(np.int32)
         claim, code = int(ints[2]), int(ints[3])
         messages = chk.messages

@@ -1,0 +1,56 @@
+"""``out=`` on the top-level functions whose implementations predate the keyword (``torch.add(a, b, out=c)``).
+
+Each listed ``coretorch.<name>`` is wrapped once, at import: without ``out`` the wrapper calls the op directly;
+with it, the result is written by ``ops._out.write_out`` (PyTorch's rules: same device, castable dtype, resize with
+its warning, no autograd).  Tensor methods and operators are not wrapped, so ``a + b`` pays nothing."""
+from __future__ import annotations
+
+import functools
+
+from ._out import write_out
+
+__all__ = ["install"]
+
+# ops whose kernels check the out tensor's dtype exactly in PyTorch (indices, sorting, the where/cat family is
+# castable)
+_EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero"))
+
+NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "maximum",
+         "minimum", "pow", "remainder", "fmod", "exp", "log", "sqrt", "abs", "absolute", "neg", "negative",
+         "sigmoid", "tanh", "clamp", "clip", "clamp_min", "clamp_max", "floor", "ceil", "round", "trunc", "fix",
+         "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+         "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+         "bitwise_not", "where", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "any",
+         "all", "cat", "concat", "concatenate", "stack", "sin", "cos", "rsqrt", "reciprocal", "sign", "lerp",
+         "expm1", "log1p", "erf", "square", "std", "var", "norm", "isnan", "isinf",
+         "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "flip", "roll", "argsort",
+         "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin")
+
+
+def _wrap(name: str, fn):
+    exact = name in _EXACT
+
+    @functools.wraps(fn)
+    def op(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact)
+
+    op.__wrapped_out__ = True
+    return op
+
+
+def install(namespace: dict) -> None:
+    """Wrap the listed functions of ``namespace`` (the coretorch module's globals) that take no ``out`` yet."""
+    import inspect
+    for name in NAMES:
+        fn = namespace.get(name)
+        if fn is None or getattr(fn, "__wrapped_out__", False):
+            continue
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if "out" in params:
+            continue
+        namespace[name] = _wrap(name, fn)
