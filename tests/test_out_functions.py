@@ -19,8 +19,10 @@ CASES = {  # name -> (args builder, numpy reference)
     "sigmoid": (lambda a: (a,), lambda x: 1 / (1 + np.exp(-x))), "tanh": (lambda a: (a,), np.tanh),
     "clamp": (lambda a: (a, -1.0, 1.0), lambda x: np.clip(x, -1, 1)), "floor": (lambda a: (a,), np.floor),
     "sum": (lambda a: (a, 0), lambda x: x.sum(0)), "mean": (lambda a: (a, 1), lambda x: x.mean(1)),
-    "amax": (lambda a: (a, 0), lambda x: x.max(0)), "where": (lambda a: (a > 0, a, a * 0), lambda x: np.where(x > 0, x, 0)),
-    "cat": (lambda a: ([a, a],), lambda x: np.concatenate([x, x])), "sqrt": (lambda a: (a.abs(),), lambda x: np.sqrt(abs(x))),
+    "amax": (lambda a: (a, 0), lambda x: x.max(0)),
+    "where": (lambda a: (a > 0, a, a * 0), lambda x: np.where(x > 0, x, 0)),
+    "cat": (lambda a: ([a, a],), lambda x: np.concatenate([x, x])),
+    "sqrt": (lambda a: (a.abs(),), lambda x: np.sqrt(abs(x))),
     "flip": (lambda a: (a, (0,)), lambda x: x[::-1]),
 }
 
