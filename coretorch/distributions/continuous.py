@@ -29,13 +29,7 @@ class _LocScale(Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(type(self), batch_shape, ('loc', 'scale'), _instance)
 
     def _check(self, value):
         if self._validate_args:
@@ -177,13 +171,7 @@ class Uniform(Distribution):
             raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Uniform, batch_shape, ('low', 'high'), _instance)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
@@ -241,12 +229,7 @@ class Exponential(Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Exponential, batch_shape, ('rate',), _instance)
 
     @property
     def mean(self):

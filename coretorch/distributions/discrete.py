@@ -19,6 +19,19 @@ def _one_of(probs, logits) -> None:
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
+def _binary_param(self, probs, logits) -> torch.Size:
+    """Store ``probs`` or ``logits`` (exactly one) as a tensor (``self._param`` too); the batch shape it gives."""
+    _one_of(probs, logits)
+    given = probs if probs is not None else logits
+    (t,) = broadcast_all(given)
+    if probs is not None:
+        self.probs = t
+    else:
+        self.logits = t
+    self._param = t
+    return torch.Size() if isinstance(given, Number) else t.size()
+
+
 def _expand_params(self, new, batch_shape, extra=()) -> None:
     """Expand whichever of probs/logits the instance holds onto ``batch_shape`` (+ ``extra`` event dims)."""
     shape = torch.Size(tuple(batch_shape) + tuple(extra))
@@ -37,15 +50,7 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        is_scalar = isinstance(probs if probs is not None else logits, Number)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch = torch.Size() if is_scalar else self._param.size()
-        super().__init__(batch, validate_args=validate_args)
+        super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Bernoulli, _instance)
@@ -256,14 +261,7 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        param = self.probs if probs is not None else self.logits
-        batch = torch.Size() if isinstance(probs if probs is not None else logits, Number) else param.size()
-        super().__init__(batch, validate_args=validate_args)
+        super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
         if self._validate_args and probs is not None and not (self.probs > 0).all():
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
                              f"{tuple(self.probs.shape)}) of distribution {self!r} to satisfy the constraint "
@@ -327,11 +325,7 @@ class Poisson(Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        new.rate = self.rate.expand(torch.Size(batch_shape))
-        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Poisson, batch_shape, ('rate',), _instance)
 
     @property
     def mean(self):

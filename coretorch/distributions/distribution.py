@@ -141,6 +141,21 @@ class Distribution:
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{value}")
 
+    def _expanded(self, cls, batch_shape, names=(), _instance=None, event_dims: int = 0, **extra):
+        """A new ``cls`` instance whose parameters ``names`` are this one's expanded to ``batch_shape`` (their
+        ``event_dims`` rightmost dims kept), with ``extra`` attributes set as given and no validation (the
+        shared body of most ``expand`` methods)."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = torch.Size(batch_shape)
+        for name in names:
+            v = getattr(self, name)
+            setattr(new, name, v.expand(tuple(batch_shape) + tuple(v.shape[v.dim() - event_dims:])))
+        for name, value in extra.items():
+            setattr(new, name, value)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "

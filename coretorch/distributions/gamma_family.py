@@ -28,13 +28,7 @@ class Gamma(Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Gamma, batch_shape, ('concentration', 'rate'), _instance)
 
     @property
     def mean(self):
@@ -96,12 +90,7 @@ class Dirichlet(Distribution):
         super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Dirichlet, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self.event_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Dirichlet, batch_shape, ('concentration',), _instance, event_dims=1)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -155,12 +144,7 @@ class Beta(Distribution):
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Beta, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Beta, batch_shape, (), _instance, _dirichlet=self._dirichlet.expand(batch_shape))
 
     @property
     def mean(self):
@@ -209,15 +193,8 @@ class StudentT(Distribution):
         super().__init__(self.df.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(StudentT, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.df = self.df.expand(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        new._chi2 = self._chi2.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(StudentT, batch_shape, ('df', 'loc', 'scale'), _instance,
+                              _chi2=self._chi2.expand(batch_shape))
 
     @property
     def mean(self):

@@ -2,12 +2,12 @@
 RelaxedBernoulli."""
 from __future__ import annotations
 
-from numbers import Number
 
 import coretorch as torch
 
 from . import constraints
 from .continuous import Normal
+from .discrete import Categorical, _binary_param
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
@@ -166,11 +166,6 @@ class LogNormal(TransformedDistribution):
         return self.base_dist.entropy() + self.loc
 
 
-def _temperature_batch(probs, logits):
-    param = probs if probs is not None else logits
-    return torch.Size() if isinstance(param, Number) else param.size()
-
-
 class ExpRelaxedCategorical(Distribution):
     """The log of a RelaxedOneHotCategorical sample (Gumbel-softmax in log space)."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -178,7 +173,6 @@ class ExpRelaxedCategorical(Distribution):
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        from .discrete import Categorical
         self._categorical = Categorical(probs, logits)
         self.temperature = temperature
         batch_shape = self._categorical.batch_shape
@@ -259,14 +253,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(_temperature_batch(probs, logits), validate_args=validate_args)
+        super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
