@@ -187,3 +187,25 @@ def test_bce_with_logits_rejects_integer_operands(device):
     got = F.binary_cross_entropy_with_logits(a, i.float()).item()
     want = np.mean([np.log1p(np.exp(-0.5)), np.log1p(np.exp(-1.0))])  # -log sigmoid(0.5), -log(1 - sigmoid(-1))
     assert abs(got - want) < 1e-6
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_copy_from_a_python_number_and_hypot_of_integers(device):
+    # found by the oracle: copy_(number) fills as PyTorch's scalar binding does; hypot has no integer kernel
+    x = torch.zeros(3, dtype=torch.int8, device=device)
+    assert x.copy_(2.7) is x and x.cpu().tolist() == [2, 2, 2]
+    h = torch.zeros(2, dtype=torch.float16, device=device).copy_(70000.0)
+    assert h.cpu().tolist() == [float("inf")] * 2
+    b = torch.zeros(2, device=device).copy_(True)
+    assert b.cpu().tolist() == [1.0, 1.0]
+    leaf = torch.zeros(2, requires_grad=True, device=device)
+    y = leaf.clone().copy_(2)
+    assert type(y.grad_fn).__name__ == "CopyBackwards"
+    y.sum().backward()
+    assert leaf.grad.cpu().tolist() == [0.0, 0.0]  # the overwritten value gets a zero gradient
+    with pytest.raises(TypeError, match="argument 'src' must be Tensor"):
+        x.copy_("2")
+    with pytest.raises(NotImplementedError, match="\"hypot_cpu\" not implemented for 'Long'"):
+        torch.hypot(torch.tensor([3], device=device), torch.tensor([4], device=device))
+    got = torch.hypot(torch.tensor([3], device=device), torch.tensor([4.0], device=device))
+    assert got.dtype is torch.float32 and got.cpu().tolist() == [5.0]

@@ -152,7 +152,10 @@ def zero_(x: Tensor) -> Tensor:
 
 def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+        if not isinstance(src, (bool, int, float)):
+            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+        from .creation import tensor
+        src = tensor(src, device=x.device)  # a Python number is a 0-d tensor (PyTorch's scalar binding)
     from ._util import broadcast_shape
     if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
         raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "

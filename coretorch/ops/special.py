@@ -418,7 +418,15 @@ def _binary(name: str, node_cls, kind: str = "div", doc: str = ""):
 
 
 atan2 = arctan2 = _binary("atan2", Atan2Backward0)
-hypot = _binary("hypot", HypotBackward0)
+_hypot = _binary("hypot", HypotBackward0)
+
+
+def hypot(input, other, *, out=None) -> Tensor:
+    """torch.hypot: sqrt(input**2 + other**2); floating point only (an integer result dtype raises, as PyTorch)."""
+    rt = _dt.result_type((input, other), _dt.default)
+    if not rt.is_floating_point:
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{rt._tname[:-6]}'")
+    return _hypot(input, other, out=out)
 copysign = _binary("copysign", CopysignBackward0, doc="torch.copysign: |input| with the sign of other (-0.0 too).")
 fmax = _binary("fmax", FmaxBackward0, "arith", doc="torch.fmax: maximum that ignores NaN (NaN only if both are).")
 fmin = _binary("fmin", FminBackward0, "arith", doc="torch.fmin: minimum that ignores NaN (NaN only if both are).")
