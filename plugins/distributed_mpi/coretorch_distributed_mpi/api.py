@@ -22,6 +22,7 @@ import enum
 import os
 import pickle
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -219,6 +220,7 @@ def _abort_excepthook(exc_type, exc, tb) -> None:
                          f"{exc_type.__name__}; aborting all {size} ranks with MPI_Abort\n{msg}\n")
         sys.stderr.flush()
         sys.stdout.flush()
+        time.sleep(0.2)  # mpiexec forwards output asynchronously: let the message reach it before the abort
     finally:
         MPI.COMM_WORLD.Abort(1)
 
