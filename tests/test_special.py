@@ -88,7 +88,10 @@ def test_dtype_rules(dev):
     for f in (torch.tan, torch.asin, torch.log2, torch.exp2, torch.erfc, torch.lgamma, torch.digamma, torch.i0,
               torch.sinc, torch.deg2rad, torch.special.ndtr, torch.special.i1e, torch.special.expit):
         assert f(i).dtype is torch.float32, f
-    assert torch.atan2(i, i).dtype is torch.float32 and torch.hypot(i, 2).dtype is torch.float32
+    assert torch.atan2(i, i).dtype is torch.float32
+    assert torch.hypot(i, _t([2.0], dev, torch.float32)).dtype is torch.float32
+    with pytest.raises(NotImplementedError, match="hypot_cpu"):  # no integer hypot kernel in PyTorch
+        torch.hypot(i, i)
     assert torch.fmax(i, i).dtype is torch.int64 and torch.fmin(i, _t([2.5], dev, torch.float32)).dtype is torch.float32
     assert torch.ldexp(_t([1.0], dev), _t([3], dev, torch.int32)).tolist() == [8.0]
     assert torch.float_power(i, 2).dtype is torch.float64

@@ -177,7 +177,10 @@ def _build() -> list[OpCase]:
                                 ("logaddexp2", _fref(np.logaddexp2), ("any", "any"), False),
                                 ("xlogy", _spbin("xlogy"), ("any", "positive"), True),
                                 ("copysign", _fref(np.copysign), ("nonzero", "nonzero"), False)):
-        c(_binary(name, getattr(ct, name), ref, doms, dtypes=FI, gradgrad=gg, scalars=(("", 1.5, F),)))
+        # hypot has no integer kernel in PyTorch (an integer result dtype raises): floats only, and a raising case
+        dts = F if name == "hypot" else FI
+        c(_binary(name, getattr(ct, name), ref, doms, dtypes=dts, gradgrad=gg, scalars=(("", 1.5, F),)))
+    cases.append(OpCase("hypot.int", ct.hypot, None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError))
     for name, npf in (("fmax", np.fmax), ("fmin", np.fmin)):
         c(_binary(name, getattr(ct, name), _binref(npf), ("distinct", "distinct"), dtypes=FI, gradgrad=True,
                   scalars=(("", 0.45, F),)))
