@@ -43,21 +43,9 @@ def _expand_params(self, new, batch_shape, extra=()) -> None:
         new._param = new.logits
 
 
-class Bernoulli(Distribution):
-    """Bernoulli(probs=None, logits=None): 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
-
-    def __init__(self, probs=None, logits=None, validate_args=None):
-        super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        _expand_params(self, new, batch_shape)
-        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+class _BinaryParameters:
+    """``probs`` and ``logits`` of a law with one success probability: whichever was given is stored, the other
+    computed on first use (sigmoid / logit); ``param_shape`` is the given one's shape."""
 
     @lazy_property
     def logits(self):
@@ -70,6 +58,26 @@ class Bernoulli(Distribution):
     @property
     def param_shape(self):
         return self._param.size()
+
+    def _expand_binary(self, cls, batch_shape, _instance):
+        new = self._get_checked_instance(cls, _instance)
+        _expand_params(self, new, batch_shape)
+        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+
+class Bernoulli(_BinaryParameters, Distribution):
+    """Bernoulli(probs=None, logits=None): 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_binary(Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -255,7 +263,7 @@ class OneHotCategorical(Distribution):
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryParameters, Distribution):
     """Geometric(probs=None, logits=None): the number of failures before the first success."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
@@ -269,19 +277,7 @@ class Geometric(Distribution):
                              f"{self.probs}")
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Geometric, _instance)
-        _expand_params(self, new, batch_shape)
-        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return self._expand_binary(Geometric, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -355,7 +351,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParameters, Distribution):
     """Binomial(total_count=1, probs=None, logits=None): successes in ``total_count`` Bernoulli trials."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
@@ -384,18 +380,6 @@ class Binomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

@@ -7,11 +7,11 @@ import coretorch as torch
 
 from . import constraints
 from .continuous import Normal
-from .discrete import Categorical, _binary_param
+from .discrete import Categorical, _binary_param, _BinaryParameters
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
-from .utils import _sum_rightmost, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _sum_rightmost, broadcast_all, clamp_probs
 
 __all__ = ["TransformedDistribution", "LogNormal", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
            "LogitRelaxedBernoulli", "RelaxedBernoulli"]
@@ -246,7 +246,7 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         return self.base_dist.probs
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_BinaryParameters, Distribution):
     """The logit of a RelaxedBernoulli sample."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
@@ -268,18 +268,6 @@ class LogitRelaxedBernoulli(Distribution):
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
