@@ -1746,3 +1746,4 @@ from ._functional_vision import (channel_shuffle, native_channel_shuffle, pixel_
 from ._functional_margin import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
                                  multilabel_soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._functional_fold import embedding_bag, fold, gumbel_softmax, lp_pool1d, lp_pool2d, unfold  # noqa: E402,F401
+from ._functional_conv3d import conv3d  # noqa: E402,F401

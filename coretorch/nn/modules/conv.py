@@ -11,7 +11,7 @@ from ..parameter import Parameter
 from ._errors import layer_error
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _tuple(v, n):
@@ -140,6 +140,27 @@ class Conv2d(_ConvNd):
             return self._conv_forward(input, self.weight, self.bias)
         except RuntimeError as e:  # name the layer and the shape it expects
             raise layer_error(self, input, e, f"(N, {self.in_channels}, H, W) or ({self.in_channels}, H, W)") \
+                from None
+
+
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 3), _tuple(stride, 3),
+                         padding if isinstance(padding, str) else _tuple(padding, 3), _tuple(dilation, 3), False,
+                         (0, 0, 0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
+                            bias, self.stride, 0, self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        try:
+            return self._conv_forward(input, self.weight, self.bias)
+        except RuntimeError as e:  # name the layer and the shape it expects
+            raise layer_error(self, input, e, f"(N, {self.in_channels}, D, H, W) or ({self.in_channels}, D, H, W)") \
                 from None
 
 
