@@ -316,3 +316,39 @@ def test_embedding_bag_against_numpy(device):
         F.embedding_bag(idx.reshape(3, 3), W, offs)
     assert repr(nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0, max_norm=1.0)) == \
         "EmbeddingBag(10, 3, max_norm=1.0, mode='sum', padding_idx=0)"
+
+
+def _keys(x, a=-0.75):
+    """Keys' cubic convolution kernel (PyTorch's A = -0.75), evaluated at distance x."""
+    x = abs(x)
+    if x <= 1:
+        return (a + 2) * x ** 3 - (a + 3) * x ** 2 + 1
+    if x < 2:
+        return a * x ** 3 - 5 * a * x ** 2 + 8 * a * x - 4 * a
+    return 0.0
+
+
+def _bicubic_1d(v, n_out, align_corners):
+    """Interpolate the last axis of v by the kernel definition: taps at floor(src) - 1 .. + 2, clamped."""
+    n_in = v.shape[-1]
+    out = np.zeros(v.shape[:-1] + (n_out,))
+    for i in range(n_out):
+        src = i * (n_in - 1) / (n_out - 1) if align_corners and n_out > 1 else (i + 0.5) * n_in / n_out - 0.5
+        base = int(np.floor(src))
+        for j in range(base - 1, base + 3):
+            out[..., i] += v[..., min(max(j, 0), n_in - 1)] * _keys(src - j)
+    return out
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bicubic_interpolation(device, align_corners):
+    x = _x(device, (2, 3, 5, 7))
+    got = F.interpolate(x, size=(8, 4), mode="bicubic", align_corners=align_corners)
+    want = _bicubic_1d(_bicubic_1d(N(x), 4, align_corners).swapaxes(-1, -2), 8, align_corners).swapaxes(-1, -2)
+    np.testing.assert_allclose(N(got), want, rtol=1e-12, atol=1e-12)
+    up = nn.Upsample(scale_factor=2, mode="bicubic", align_corners=align_corners)
+    assert up(x).shape == (2, 3, 10, 14)
+    assert gradcheck(lambda t: F.interpolate(t, scale_factor=1.5, mode="bicubic", align_corners=align_corners),
+                     (x[:1, :1].clone().requires_grad_(),))
+    with pytest.raises(NotImplementedError, match="bicubic mode needs 4D input"):
+        F.interpolate(x[0], scale_factor=2, mode="bicubic")

@@ -590,7 +590,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
         out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
-    modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "trilinear": 3, "area": 0}
+    modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0}
     if mode not in modes:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
                                   f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
@@ -612,8 +612,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             continue
         if align_corners:
             src = [i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for i in range(n_out)]
-        else:
-            src = [max(scale * (i + 0.5) - 0.5, 0.0) for i in range(n_out)]
+        else:  # (bicubic keeps negative source positions: its taps are clamped instead)
+            src = [scale * (i + 0.5) - 0.5 for i in range(n_out)]
+            if mode != "bicubic":
+                src = [max(v, 0.0) for v in src]
+        if mode == "bicubic":
+            out = _cubic_pass(out, d, src, n_in, input.device)
+            continue
         i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
         i1 = [min(i + 1, n_in - 1) for i in i0]
         lam = [s - i for s, i in zip(src, i0)]
@@ -624,6 +629,36 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         b = _I.index_select(out, d, _index_tensor(i1, input.device))
         out = _P.add(_P.mul(a, _P.rsub(lam_t, 1.0)), _P.mul(b, lam_t))
     return out
+
+
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_weights(t: float) -> tuple:
+    """The four taps' weights of Keys' cubic convolution at fractional position t (taps at -1, 0, 1, 2)."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
+    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output."""
+    base = [int(math.floor(v)) for v in src]
+    weights = [_cubic_weights(v - b) for v, b in zip(src, base)]
+    wshape = [1] * out.ndim
+    wshape[d] = len(src)
+    acc = None
+    for j in range(4):
+        idx = [min(max(b - 1 + j, 0), n_in - 1) for b in base]
+        w = _C.tensor([ws[j] for ws in weights], dtype=out.dtype, device=out.device).reshape(wshape)
+        term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
+        acc = term if acc is None else _P.add(acc, term)
+    return acc
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
