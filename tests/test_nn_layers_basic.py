@@ -193,10 +193,27 @@ def test_dropout2d_zeroes_whole_channels():
     per_channel = (y == 0).reshape(8, 16, 25)
     assert np.all(per_channel.all(-1) | ~per_channel.any(-1))  # all or nothing per channel
     assert 0 < per_channel.all(-1).mean() < 1
-    with pytest.raises(RuntimeError, match="dropout2d: Expected 3D or 4D input, but received a 2D input"):
-        F.dropout2d(torch.ones(2, 3))
     y1 = arr(nn.Dropout1d(0.5)(torch.rand(4, 6, 7) + 0.5))
     assert np.all((y1 == 0).all(-1) | (y1 != 0).all(-1))
+
+
+def test_feature_dropout_rank_rules_as_pytorch():
+    # dropout1d: 2-D/3-D only; dropout2d/3d: other ranks warn (deprecated) and still run
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 1D input. Note that"):
+        F.dropout1d(torch.ones(4))
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d, which is deprecated"):
+        y = arr(F.dropout2d(torch.ones(40, 50), 0.5))
+    assert 0.3 < (y == 0).mean() < 0.7 and not np.all((y == 0).all(-1) | (y != 0).all(-1))  # elementwise
+    # a 3-D input to dropout2d is (N, C, L): whole rows of L dropped, with PyTorch's warning
+    with pytest.warns(UserWarning, match="dropout2d: Received a 3D input to dropout2d and assuming that channel-wise"):
+        y = arr(F.dropout2d(torch.ones(6, 8, 10), 0.5))
+    assert np.all((y == 0).all(-1) | (y != 0).all(-1)) and 0 < (y == 0).all(-1).mean() < 1
+    # a 4-D input to dropout3d is unbatched (C, D, H, W): whole channels of dim 0
+    y = arr(F.dropout3d(torch.ones(16, 2, 3, 4), 0.5))
+    per = (y == 0).reshape(16, -1)
+    assert np.all(per.all(-1) | ~per.any(-1)) and 0 < per.all(-1).mean() < 1
+    with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d, which is deprecated"):
+        F.dropout3d(torch.ones(2, 3, 4), 0.5)
 
 
 # ---------------------------------------------------------------------------------------------

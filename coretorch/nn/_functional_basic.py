@@ -1,6 +1,8 @@
 """The functional forms behind Linear, Bilinear, Dropout and Embedding (re-exported by nn.functional)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -91,15 +93,40 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return _apply_mask(input, p, tuple(input.shape), inplace)
 
 
+_SPATIAL = {"dropout1d": 1, "dropout2d": 2, "dropout3d": 3}
+
+
 def _feature_dropout(name: str, input: Tensor, p: float, training: bool, inplace: bool, batched_dim: int):
+    """Channel-wise dropout with PyTorch's rank rules: dropout1d accepts only 2-D/3-D input; dropout2d and dropout3d
+    accept any rank with a deprecation warning outside theirs, and dropout2d reads a 3-D input as (N, C, L) (with
+    PyTorch's warning) where dropout3d reads a 4-D one as unbatched (C, D, H, W)."""
     p = _check_p(p)
-    if input.ndim not in (batched_dim, batched_dim + 1):
-        raise RuntimeError(f"{name}: Expected {batched_dim}D or {batched_dim + 1}D input, but received a "
-                           f"{input.ndim}D input.")
+    nsp = _SPATIAL[name]
+    note = (f"Note that {name} exists to provide channel-wise dropout on inputs with {nsp} spatial "
+            f"dimension{'s' if nsp > 1 else ''}, a channel dimension, and an optional batch dimension (i.e. "
+            f"{batched_dim}D or {batched_dim + 1}D inputs).")
+    nd = input.ndim
+    if nd not in (batched_dim, batched_dim + 1):
+        if name == "dropout1d":
+            raise RuntimeError(f"{name}: Expected {batched_dim}D or {batched_dim + 1}D input, but received a {nd}D "
+                               f"input. {note}")
+        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. {note}", stacklevel=3)
+    if name == "dropout2d" and nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
+                      "behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=3)
     if not training or p == 0.0 or input.numel() == 0:
         return input
     shape = tuple(input.shape)
-    nfeat = 1 if input.ndim == batched_dim else 2  # (C, *) unbatched or (N, C, *)
+    # the dims that index channels: (N, C) when batched (dropout2d: always), C alone when unbatched
+    batched = nd == batched_dim + 1 or (name == "dropout2d" and nd >= 2)
+    nfeat = 2 if batched else 1
+    if nd < nfeat:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     noise_shape = shape[:nfeat] + (1,) * (len(shape) - nfeat)
     return _apply_mask(input, p, noise_shape, inplace)
 
