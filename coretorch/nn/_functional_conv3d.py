@@ -12,7 +12,7 @@ __all__ = ["conv3d"]
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:
     """Applies a 3-D convolution over (N, C, D, H, W) (or unbatched (C, D, H, W)) input."""
-    from .functional import _ac, _ac_cast, _add_bias, _check_conv, _ntuple, _pad_constant, _same_padding, conv2d
+    from .functional import _ac, _ac_cast, _add_bias, _check_conv, _ntuple, _pad_constant, _resolve_conv_padding, conv2d
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv3d", input, weight, bias)
     _check_conv("conv3d", input, weight, bias, groups, 3)
@@ -20,25 +20,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     x = input if batched else _S.unsqueeze(input, 0)
     stride, dilation = _ntuple(stride, 3, "stride"), _ntuple(dilation, 3, "dilation")
     ks = tuple(weight.shape[2:])
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0, 0, 0)
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            padding, extra = _same_padding(ks, dilation)
-            if any(extra):
-                x = _pad_constant(x, (0, extra[2], 0, extra[1], 0, extra[0]), 0.0)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        padding = _ntuple(padding, 3, "padding")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
+    x, padding = _resolve_conv_padding(x, padding, stride, dilation, ks)
     if padding[0]:
         x = _pad_constant(x, (0, 0, 0, 0, padding[0], padding[0]), 0.0)
     n, c, d, h, w = x.shape

@@ -837,6 +837,35 @@ def _same_padding(ks, dilation):
     return tuple(lo), tuple(extra)
 
 
+def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks: tuple):
+    """(input, per-dim padding) for a convolution: 'valid' is none; 'same' pads d*(k-1) with the odd element on
+    the far side (padded into ``x`` here); then PyTorch's checks of stride, padding and dilation."""
+    nsp = len(ks)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * nsp
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            padding, extra = _same_padding(ks, dilation)
+            if any(extra):
+                pads = ()
+                for e in reversed(extra):  # F.pad order: last dim first
+                    pads += (0, e)
+                x = _pad_constant(x, pads, 0.0)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _ntuple(padding, nsp, "padding")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    return x, padding
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv2d", input, weight, bias)
@@ -845,25 +874,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x = input if batched else _S.unsqueeze(input, 0)
     stride, dilation = _ntuple(stride, 2, "stride"), _ntuple(dilation, 2, "dilation")
     kh, kw = weight.shape[2:]
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0, 0)
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            padding, extra = _same_padding((kh, kw), dilation)
-            if any(extra):
-                x = _pad_constant(x, (0, extra[1], 0, extra[0]), 0.0)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        padding = _ntuple(padding, 2, "padding")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
+    x, padding = _resolve_conv_padding(x, padding, stride, dilation, (kh, kw))
     n, c, h, w = x.shape
     o = weight.shape[0]
     if c != weight.shape[1] * groups:
