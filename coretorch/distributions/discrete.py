@@ -32,15 +32,12 @@ def _binary_param(self, probs, logits) -> torch.Size:
     return torch.Size() if isinstance(given, Number) else t.size()
 
 
-def _expand_params(self, new, batch_shape, extra=()) -> None:
-    """Expand whichever of probs/logits the instance holds onto ``batch_shape`` (+ ``extra`` event dims)."""
-    shape = torch.Size(tuple(batch_shape) + tuple(extra))
-    if "probs" in self.__dict__:
-        new.probs = self.probs.expand(shape)
-        new._param = new.probs
-    if "logits" in self.__dict__:
-        new.logits = self.logits.expand(shape)
-        new._param = new.logits
+def _expand_probs_logits(self, cls, batch_shape, _instance, event_dims: int = 0, **extra):
+    """``expand`` of a law parameterised by probs or logits: whichever of them the instance holds is expanded."""
+    names = tuple(n for n in ("probs", "logits") if n in self.__dict__)
+    new = self._expanded(cls, batch_shape, names, _instance, event_dims, **extra)
+    new._param = getattr(new, names[-1])
+    return new
 
 
 class _BinaryParameters:
@@ -59,13 +56,6 @@ class _BinaryParameters:
     def param_shape(self):
         return self._param.size()
 
-    def _expand_binary(self, cls, batch_shape, _instance):
-        new = self._get_checked_instance(cls, _instance)
-        _expand_params(self, new, batch_shape)
-        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
 
 class Bernoulli(_BinaryParameters, Distribution):
     """Bernoulli(probs=None, logits=None): 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
@@ -77,7 +67,7 @@ class Bernoulli(_BinaryParameters, Distribution):
         super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return self._expand_binary(Bernoulli, batch_shape, _instance)
+        return _expand_probs_logits(self, Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -134,12 +124,7 @@ class Categorical(Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Categorical, _instance)
-        _expand_params(self, new, batch_shape, (self._num_events,))
-        new._num_events = self._num_events
-        Distribution.__init__(new, torch.Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_probs_logits(self, Categorical, batch_shape, _instance, 1, _num_events=self._num_events)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -207,11 +192,8 @@ class OneHotCategorical(Distribution):
         super().__init__(self._categorical.batch_shape, param.size()[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, torch.Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(OneHotCategorical, batch_shape, (), _instance,
+                              _categorical=self._categorical.expand(batch_shape))
 
     @property
     def _param(self):
@@ -277,7 +259,7 @@ class Geometric(_BinaryParameters, Distribution):
                              f"{self.probs}")
 
     def expand(self, batch_shape, _instance=None):
-        return self._expand_binary(Geometric, batch_shape, _instance)
+        return _expand_probs_logits(self, Geometric, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -369,13 +351,8 @@ class Binomial(_BinaryParameters, Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        _expand_params(self, new, batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_probs_logits(self, Binomial, batch_shape, _instance,
+                                    total_count=self.total_count.expand(batch_shape))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -451,14 +428,9 @@ class Multinomial(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = self._binomial.expand(tuple(batch_shape) + tuple(self.event_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Multinomial, batch_shape, (), _instance, total_count=self.total_count,
+                              _categorical=self._categorical.expand(batch_shape),
+                              _binomial=self._binomial.expand(tuple(batch_shape) + tuple(self.event_shape)))
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):

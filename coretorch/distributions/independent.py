@@ -28,14 +28,9 @@ class Independent(Distribution):
         super().__init__(shape[:cut], shape[cut:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Independent, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.base_dist = self.base_dist.expand(
-            tuple(batch_shape) + tuple(self.event_shape[:self.reinterpreted_batch_ndims]))
-        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        base = self.base_dist.expand(tuple(batch_shape) + tuple(self.event_shape[:self.reinterpreted_batch_ndims]))
+        return self._expanded(Independent, batch_shape, (), _instance, base_dist=base,
+                              reinterpreted_batch_ndims=self.reinterpreted_batch_ndims)
 
     @property
     def has_rsample(self):
@@ -116,16 +111,10 @@ class MixtureSameFamily(Distribution):
         super().__init__(cdbs, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        batch_shape = torch.Size(batch_shape)
-        batch_shape_comp = torch.Size(tuple(batch_shape) + (self._num_component,))
-        new = self._get_checked_instance(MixtureSameFamily, _instance)
-        new._component_distribution = self._component_distribution.expand(batch_shape_comp)
-        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
-        new._num_component = self._num_component
-        new._event_ndims = self._event_ndims
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        comp = self._component_distribution.expand(tuple(batch_shape) + (self._num_component,))
+        return self._expanded(MixtureSameFamily, batch_shape, (), _instance, _component_distribution=comp,
+                              _mixture_distribution=self._mixture_distribution.expand(batch_shape),
+                              _num_component=self._num_component, _event_ndims=self._event_ndims)
 
     @constraints.dependent_property
     def support(self):

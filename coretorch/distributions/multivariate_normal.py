@@ -70,18 +70,11 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(MultivariateNormal, _instance)
-        batch_shape = torch.Size(batch_shape)
-        loc_shape = tuple(batch_shape) + tuple(self.event_shape)
-        cov_shape = tuple(batch_shape) + tuple(self.event_shape) + tuple(self.event_shape)
-        new.loc = self.loc.expand(loc_shape)
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        cov_shape = tuple(batch_shape) + tuple(self.event_shape) * 2
+        matrices = {name: self.__dict__[name].expand(cov_shape)
+                    for name in ("covariance_matrix", "scale_tril", "precision_matrix") if name in self.__dict__}
+        return self._expanded(MultivariateNormal, batch_shape, ("loc",), _instance, event_dims=1,
+                              _unbroadcasted_scale_tril=self._unbroadcasted_scale_tril, **matrices)
 
     @lazy_property
     def scale_tril(self):

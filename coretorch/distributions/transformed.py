@@ -7,7 +7,7 @@ import coretorch as torch
 
 from . import constraints
 from .continuous import Normal
-from .discrete import Categorical, _binary_param, _BinaryParameters
+from .discrete import Categorical, _binary_param, _BinaryParameters, _expand_probs_logits
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
@@ -52,17 +52,12 @@ class TransformedDistribution(Distribution):
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(TransformedDistribution, _instance)
-        batch_shape = torch.Size(batch_shape)
         shape = tuple(batch_shape) + tuple(self.event_shape)
         for t in reversed(self.transforms):
             shape = tuple(t.inverse_shape(shape))
         base_batch_shape = shape[:len(shape) - len(self.base_dist.event_shape)]
-        new.base_dist = self.base_dist.expand(base_batch_shape)
-        new.transforms = self.transforms
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(TransformedDistribution, batch_shape, (), _instance, transforms=self.transforms,
+                              base_dist=self.base_dist.expand(base_batch_shape))
 
     @constraints.dependent_property(is_discrete=False)
     def support(self):
@@ -180,12 +175,8 @@ class ExpRelaxedCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, torch.Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(ExpRelaxedCategorical, batch_shape, (), _instance, temperature=self.temperature,
+                              _categorical=self._categorical.expand(batch_shape))
 
     @property
     def param_shape(self):
@@ -256,18 +247,8 @@ class LogitRelaxedBernoulli(_BinaryParameters, Distribution):
         super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        batch_shape = torch.Size(batch_shape)
-        new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_probs_logits(self, LogitRelaxedBernoulli, batch_shape, _instance,
+                                    temperature=self.temperature)
 
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
