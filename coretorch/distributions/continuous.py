@@ -31,14 +31,6 @@ class _LocScale(Distribution):
     def expand(self, batch_shape, _instance=None):
         return self._expanded(type(self), batch_shape, ('loc', 'scale'), _instance)
 
-    def _check(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-
-
-class Normal(_LocScale):
-    """Normal(loc, scale): the Gaussian with mean ``loc`` and standard deviation ``scale``."""
-
     @property
     def mean(self):
         return self.loc
@@ -46,6 +38,14 @@ class Normal(_LocScale):
     @property
     def mode(self):
         return self.loc
+
+    def _check(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+
+
+class Normal(_LocScale):
+    """Normal(loc, scale): the Gaussian with mean ``loc`` and standard deviation ``scale``."""
 
     @property
     def stddev(self):
@@ -89,10 +89,6 @@ class Cauchy(_LocScale):
         return torch.full(self._extended_shape(), math.nan, dtype=self.loc.dtype, device=self.loc.device)
 
     @property
-    def mode(self):
-        return self.loc
-
-    @property
     def variance(self):
         return torch.full(self._extended_shape(), math.inf, dtype=self.loc.dtype, device=self.loc.device)
 
@@ -118,14 +114,6 @@ class Cauchy(_LocScale):
 
 class Laplace(_LocScale):
     """Laplace(loc, scale): density exp(-|x - loc| / scale) / (2 scale)."""
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
