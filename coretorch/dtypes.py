@@ -59,6 +59,9 @@ all_dtypes = (float16, float32, float64, uint8, int8, int16, int32, int64, bool_
 _NAMES = {d.name: d for d in all_dtypes}
 _FROM_NP = {d.np: d for d in all_dtypes if d is not bfloat16}
 _BF16_LISTENERS: list[Callable[[np.dtype], None]] = []
+#: what backends hold in place of bfloat16's numpy dtype until ``on_bfloat16`` tells them the real one: no array can
+#: have it (no bfloat16 array exists before bfloat16 is first used)
+BFLOAT16_NOT_LOADED = np.dtype([("bfloat16 not loaded", np.uint16)])
 
 
 def _load_bfloat16() -> np.dtype:

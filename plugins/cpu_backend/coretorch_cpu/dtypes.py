@@ -12,11 +12,11 @@ to the kernel after one dtype check.
 from __future__ import annotations
 
 import numpy as np
-from coretorch.dtypes import on_bfloat16
+from coretorch.dtypes import BFLOAT16_NOT_LOADED, on_bfloat16
 
 # ml_dtypes' bfloat16, set when the core loads it on bfloat16's first use (importing ml_dtypes costs about a
-# second); until then no bfloat16 array exists, and this stand-in dtype equals no array's dtype
-BF16 = np.dtype([("bfloat16 not loaded", np.uint16)])
+# second); until then the core's stand-in, which equals no array's dtype
+BF16 = BFLOAT16_NOT_LOADED
 
 
 def _set_bf16(npd: np.dtype) -> None:

@@ -8,11 +8,11 @@ the gid is decoded into a multi-index over the collapsed iteration shape).
 from __future__ import annotations
 
 import numpy as np
-from coretorch.dtypes import on_bfloat16
+from coretorch.dtypes import BFLOAT16_NOT_LOADED, on_bfloat16
 
 # ml_dtypes' bfloat16, set when the core loads it on bfloat16's first use (importing ml_dtypes costs about a
-# second); until then no bfloat16 array exists, and this stand-in dtype equals no array's dtype
-BF16 = np.dtype([("bfloat16 not loaded", np.uint16)])
+# second); until then the core's stand-in, which equals no array's dtype
+BF16 = BFLOAT16_NOT_LOADED
 # numpy dtype -> (storage type, compute type); bfloat16 is stored as its 16 bits and computed in float
 CTYPES = {
     np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
