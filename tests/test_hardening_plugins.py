@@ -17,17 +17,10 @@ from coretorch import plugins
 from coretorch.plugins import hookimpl
 from coretorch.testing import available_devices
 from coretorch_cpu import CPUBackend
+from test_plugins import _fake_dist  # (a sibling test module: pytest puts tests/ on the path)
 
 
 # ---- fake installed distributions, loaded by `import coretorch` in a fresh interpreter ---------------------
-def _fake_dist(root, dist: str, ep_name: str, module: str, source: str) -> None:
-    info = root / f"{dist.replace('-', '_')}-0.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.3\n")
-    (info / "entry_points.txt").write_text(f"[coretorch]\n{ep_name} = {module}\n")
-    (root / f"{module}.py").write_text(textwrap.dedent(source))
-
-
 def _run(code: str, root, *args: str, **env) -> subprocess.CompletedProcess:
     e = dict(os.environ)
     for k in list(e):
