@@ -143,9 +143,9 @@ def _install(cls) -> None:
 
 # ---- functions of the public namespaces ------------------------------------------------------------------------
 _DISPATCHING: set = set()  # the Tensor subclasses whose __torch_function__ dispatches
-_NAMESPACES = ("coretorch", "coretorch.nn.functional", "coretorch.nn._functional_basic", "coretorch.linalg",
+_NAMESPACES = ("coretorch", "coretorch.nn.functional", "coretorch.linalg",
                "coretorch.special")
-_FN_MODULES = ("coretorch.ops.", "coretorch.nn.functional", "coretorch.nn._functional_basic", "coretorch.special",
+_FN_MODULES = ("coretorch.ops.", "coretorch.nn.functional", "coretorch.nn.functional.", "coretorch.special",
                "coretorch._compat", "coretorch")
 # not dispatched, as PyTorch's (constructors, predicates and global state; no tensor result to wrap)
 _FN_SKIP = {"tensor", "as_tensor", "asarray", "from_numpy", "is_tensor", "is_storage", "set_default_device",

@@ -1,7 +1,7 @@
 """Dropout, Dropout1d/2d/3d: active in training mode only."""
 from __future__ import annotations
 
-from .. import _functional_basic as F
+from .. import functional as F
 from .module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from ...ops.creation import empty
-from .. import _functional_basic as F
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from ._errors import layer_error

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty
-from .. import _functional_basic as F
-from .._functional_fold import embedding_bag as _embedding_bag
+from .. import functional as F
+from ..functional import embedding_bag as _embedding_bag
 from .. import init
 from ..parameter import Parameter
 from .module import Module

@@ -2,22 +2,22 @@
 multilabel_margin_loss, multilabel_soft_margin_loss (compositions of differentiable ops: autograd comes free)."""
 from __future__ import annotations
 
-from .. import dtypes as _dt
-from ..ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
-from ..tensor import Tensor
+from ... import dtypes as _dt
+from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...tensor import Tensor
+from ._activation import logsigmoid
+from ._loss import _legacy_reduction, _reduce as reduce_, pairwise_distance
 
 __all__ = ["triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
            "multilabel_margin_loss", "multilabel_soft_margin_loss"]
 
 
 def _reduction(size_average, reduce, reduction: str) -> str:
-    from .functional import _legacy_reduction
     return _legacy_reduction(size_average, reduce, reduction) if size_average is not None or reduce is not None \
         else reduction
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    from .functional import _reduce as reduce_
     return reduce_(loss, reduction)
 
 
@@ -31,7 +31,6 @@ def _check_triplet_dims(anchor, positive, negative, name: str) -> None:
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance (``swap``: d(a, n) := min(d(a, n), d(p, n)))."""
-    from .functional import pairwise_distance
     reduction = _reduction(size_average, reduce, reduction)
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
     d_ap = pairwise_distance(anchor, positive, p, eps)
@@ -44,7 +43,6 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
     """triplet_margin_loss with any distance (pairwise_distance by default)."""
-    from .functional import pairwise_distance
     if margin <= 0:
         raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
                          "instead")
@@ -107,7 +105,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), averaged over the classes."""
-    from .functional import logsigmoid
     reduction = _reduction(size_average, reduce, reduction)
     loss = _P.neg(_P.add(_P.mul(target, logsigmoid(input)), _P.mul(_P.rsub(target, 1.0), logsigmoid(_P.neg(input)))))
     if weight is not None:

@@ -3,8 +3,12 @@ matching depth slices of the input (folded into the batch), summed; so autograd,
 padding come from conv2d's kernels on every device."""
 from __future__ import annotations
 
-from ..ops import pointwise as _P, shape as _S
-from ..tensor import Tensor
+from ...ops import pointwise as _P, shape as _S
+from ...tensor import Tensor
+from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ._common import _ntuple
+from ._conv import _add_bias, _check_conv, _resolve_conv_padding, conv2d
+from ._padding import _pad_constant
 
 __all__ = ["conv3d"]
 
@@ -12,7 +16,6 @@ __all__ = ["conv3d"]
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:
     """Applies a 3-D convolution over (N, C, D, H, W) (or unbatched (C, D, H, W)) input."""
-    from .functional import _ac, _ac_cast, _add_bias, _check_conv, _ntuple, _pad_constant, _resolve_conv_padding, conv2d
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv3d", input, weight, bias)
     _check_conv("conv3d", input, weight, bias, groups, 3)

@@ -5,12 +5,12 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
-from ..autograd.grad_mode import no_grad, state as _gs
-from ..autograd.graph import Node
-from ..ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ..tensor import Tensor, _edge, _make
+from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ...autograd.grad_mode import no_grad, state as _gs
+from ...autograd.graph import Node
+from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
+from ...tensor import Tensor, _edge, _make
 
 __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding"]
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
-from ..tensor import Tensor
+from ... import dtypes as _dt
+from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...tensor import Tensor
+from ._activation import relu, softmax
+from ._basic import embedding
+from ._padding import pad
+from ._pooling import avg_pool1d, avg_pool2d
 
 __all__ = ["unfold", "fold", "lp_pool1d", "lp_pool2d", "gumbel_softmax", "embedding_bag"]
 
@@ -39,7 +43,6 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
     if p != (0, 0):
-        from .functional import pad
         x = pad(x, (p[1], p[1], p[0], p[0]))
     hp, wp = h + 2 * p[0], w + 2 * p[1]
     idx, oh, ow = _windows(hp, wp, k, d, s)
@@ -83,14 +86,12 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
     """(sum over each window of x^p)^(1/p)."""
-    from .functional import avg_pool2d, relu
     kh, kw = _pair(kernel_size, "kernel_size")
     out = avg_pool2d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
     return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kh * kw), 1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
-    from .functional import avg_pool1d, relu
     out = avg_pool1d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
     return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kernel_size), 1.0 / norm_type)
 
@@ -98,7 +99,6 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ce
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
     """softmax((logits + Gumbel noise) / tau); ``hard``: the one-hot argmax in the forward pass with the soft
     sample's gradient (straight-through)."""
-    from .functional import softmax
     gumbels = _P.neg(_P.log(_C.empty(logits.shape, dtype=logits.dtype, device=logits.device).exponential_()))
     y_soft = softmax(_P.div(_P.add(logits, gumbels), tau), dim)
     if not hard:
@@ -114,7 +114,6 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embeddings: a 2-D ``input`` is one bag per row; a 1-D ``input`` is cut into
     bags at ``offsets``.  ``padding_idx`` entries are left out (an empty bag gives zeros)."""
-    from ._functional_basic import embedding
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
     if per_sample_weights is not None and mode != "sum":
@@ -138,7 +137,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         flat = input
         starts = offsets[:-1] if include_last_offset else offsets
         b = starts.shape[0]
-        from ..ops.sorting import searchsorted
+        from ...ops.sorting import searchsorted
         positions = _C.arange(flat.shape[0], device=input.device, dtype=offsets.dtype)
         bag = _P.sub(searchsorted(starts, positions, right=True), 1)
         if include_last_offset and flat.shape[0]:

@@ -2,8 +2,8 @@
 copy, so autograd comes from reshape and permute)."""
 from __future__ import annotations
 
-from ..ops import shape as _S
-from ..tensor import Tensor
+from ...ops import shape as _S
+from ...tensor import Tensor
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 

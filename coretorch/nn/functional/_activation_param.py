@@ -1,11 +1,11 @@
 """nn.functional activations with a parameter or a random slope: prelu, glu, hardshrink, softshrink, rrelu."""
 from __future__ import annotations
 
-from .. import dtypes as _dt
-from ..autograd.grad_mode import state as _gs
-from ..ops import pointwise as _P, shape as _S
-from ..ops.creation import empty
-from ..tensor import Tensor
+from ... import dtypes as _dt
+from ...autograd.grad_mode import state as _gs
+from ...ops import pointwise as _P, shape as _S
+from ...ops.creation import empty
+from ...tensor import Tensor
 
 __all__ = ["prelu", "glu", "hardshrink", "softshrink", "rrelu", "rrelu_"]
 

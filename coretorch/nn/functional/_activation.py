@@ -1,0 +1,337 @@
+"""nn.functional activations, erf and the softmax family."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...amp.autocast_mode import suspended as _ac_off
+from ...autograd.grad_mode import state as _gs
+from ...autograd.graph import Node
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops._util import norm_dim as _norm_dim
+from ...tensor import Tensor, _make
+from ._common import _check_tensor, _needs_graph, _record
+
+# ---------------------------------------------------------------------------------------------
+# erf: numpy has none; a series / continued fraction on primitive kernels, accurate to ~1e-15 in float64
+# ---------------------------------------------------------------------------------------------
+_ERF_SPLIT, _ERF_SERIES_TERMS, _ERF_CF_TERMS = 2.5, 38, 28
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_kernel(table, x):
+    """erf on any backend's primitives (no Python loop over elements; 66 vectorised steps).
+
+    |x| <= 2.5: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!, all terms positive (no cancellation);
+    |x| >  2.5: erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), Lentz-free backward
+    evaluation.  Both agree with math.erf to ~1e-15 (tested); float32 inputs are evaluated in float32."""
+    ax = table.abs(x)
+    xs = table.minimum(ax, _ERF_SPLIT)                  # series branch input, kept in range
+    a = table.mul(table.mul(xs, xs), 2.0)
+    s = table.full(x.shape, 1.0, x.dtype)
+    for n in range(_ERF_SERIES_TERMS, 0, -1):
+        s = table.add(table.mul(s, table.div(a, 2 * n + 1)), 1.0)
+    e2 = table.exp(table.neg(table.mul(xs, xs)))
+    ser = table.mul(table.mul(table.mul(e2, xs), s), _TWO_OVER_SQRT_PI)
+    xc = table.maximum(ax, _ERF_SPLIT)                  # continued-fraction branch input
+    t = xc
+    for k in range(_ERF_CF_TERMS, 0, -1):
+        t = table.add(xc, table.div(k / 2.0, t))
+    erfc = table.div(table.exp(table.neg(table.mul(xc, xc))), table.mul(t, math.sqrt(math.pi)))
+    cf = table.add(table.neg(erfc), 1.0)
+    r = table.where(table.le(ax, _ERF_SPLIT), ser, cf)
+    r = table.mul(r, table.sign(x))
+    return table.where(table.isnan(x), x, r)
+
+
+class ErfBackward0(Node):
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (_P.mul(g, _P.mul(_P.exp(_P.neg(_P.mul(x, x))), _TWO_OVER_SQRT_PI)),)
+
+
+def erf(input: Tensor) -> Tensor:
+    """The error function (torch.erf / torch.special.erf), differentiable to any order."""
+    _check_tensor("erf", "input", input)
+    table = input._be
+    dt = input.dtype if input.dtype.is_floating_point else _dt.default
+    x = input._data if dt is input.dtype else table.cast(input._data, dt.np)
+    out = table.erf(x) if table.has("erf") else _erf_kernel(table, x)
+    if _needs_graph(input):
+        node = ErfBackward0()
+        node.save(input)
+        return _record(node, out, dt, table, input)
+    return _make(out, dt, table)
+
+
+# ---------------------------------------------------------------------------------------------
+# activations
+# ---------------------------------------------------------------------------------------------
+def _inplace_result(input: Tensor, out: Tensor) -> Tensor:
+    return input.copy_(out)
+
+
+def _src(input: Tensor, inplace: bool) -> Tensor:
+    """The tensor an in-place activation computes from: a clone when the graph saves it (the in-place write
+    into ``input`` must not invalidate what the backward needs)."""
+    return input.clone() if inplace and input.requires_grad and _gs.enabled else input
+
+
+def _floating_only(op: str, input) -> None:
+    """PyTorch's activations with a transcendental or fractional formula have no integer kernels."""
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and not input.dtype.is_complex:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
+
+
+def threshold(input, threshold, value, inplace=False):
+    x = _src(input, inplace)
+    out = _P.where(_P.gt(x, threshold), x, value)
+    return _inplace_result(input, out) if inplace else out
+
+
+def relu_(input):
+    return _inplace_result(input, _P.relu(input))
+
+
+def relu(input, inplace=False):  # noqa: F811  (PyTorch's signature: with inplace)
+    return relu_(input) if inplace else _P.relu(input)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _floating_only("leaky_relu", input)
+    x = _src(input, inplace)
+    out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
+    return _inplace_result(input, out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _floating_only("elu", input)
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return elu(input, alpha, inplace)
+    x = _src(input, inplace)
+    # expm1 of min(x, 0): the unused branch never overflows (no inf * 0 in the backward)
+    neg = _P.mul(_P.expm1(_P.clamp(x, max=0.0)), alpha)
+    out = _P.where(_P.gt(x, 0), x, neg)
+    return _inplace_result(input, out) if inplace else out
+
+
+def selu(input, inplace=False):
+    _floating_only("selu", input)
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return selu(input, inplace)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    out = _P.mul(elu(_src(input, inplace), alpha), scale)
+    return _inplace_result(input, out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    _floating_only("celu", input)
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return celu(input, alpha, inplace)
+    x = _src(input, inplace)
+    neg = _P.mul(_P.expm1(_P.div(_P.clamp(x, max=0.0), alpha)), alpha)
+    out = _P.where(_P.gt(x, 0), x, neg)
+    return _inplace_result(input, out) if inplace else out
+
+
+class GeluBackward0(Node):
+    """GELU's backward, g * (Phi(x) + x phi(x)), in tensor ops (so double backward works)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        cdf = _P.mul(_P.add(erf(_P.mul(x, _SQRT1_2)), 1.0), 0.5)
+        pdf = _P.mul(_P.exp(_P.mul(_P.mul(x, x), -0.5)), _INV_SQRT_2PI)
+        return (_P.mul(g, _P.add(cdf, _P.mul(x, pdf))),)
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def gelu(input, approximate="none"):
+    _floating_only("gelu", input)
+    if approximate == "none":
+        table = input._be
+        if table.has("gelu") and input.dtype.is_floating_point:  # the fused kernel: one pass instead of five
+            out = table.gelu(input._data)
+            if _needs_graph(input):
+                node = GeluBackward0()
+                node.save(input)
+                return _record(node, out, input.dtype, table, input)
+            return _make(out, input.dtype, table)
+        return _P.mul(_P.mul(input, 0.5), _P.add(erf(_P.mul(input, _SQRT1_2)), 1.0))
+    if approximate == "tanh":
+        inner = _P.mul(_P.add(input, _P.mul(_P.mul(_P.mul(input, input), input), 0.044715)), math.sqrt(2.0 / math.pi))
+        return _P.mul(_P.mul(input, 0.5), _P.add(_P.tanh(inner), 1.0))
+    raise RuntimeError(f"approximate argument must be either none or tanh, but got {approximate!r}")
+
+
+def silu(input, inplace=False):
+    _floating_only("silu", input)
+    x = _src(input, inplace)
+    out = _P.mul(x, _P.sigmoid(x))
+    return _inplace_result(input, out) if inplace else out
+
+
+def mish(input, inplace=False):
+    _floating_only("mish", input)
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return mish(input, inplace)
+    x = _src(input, inplace)
+    out = _P.mul(x, _P.tanh(softplus(x)))
+    return _inplace_result(input, out) if inplace else out
+
+
+def logsigmoid(input):
+    _floating_only("log_sigmoid_forward", input)
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return logsigmoid(input)
+    return _P.neg(softplus(_P.neg(input)))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    _floating_only("softplus", input)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("softplus", input)
+    z = _P.mul(input, beta) if beta != 1 else input
+    # log1p(exp(z)) on min(z, threshold): the linear branch never overflows exp
+    soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
+    if beta != 1:
+        soft = _P.div(soft, beta)
+    return _P.where(_P.gt(z, threshold), input, soft)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        # PyTorch clamps integers in their own dtype (the bounds truncated); bool has no kernel
+        if input.dtype is _dt.bool_:
+            raise RuntimeError("Bool inputs not supported for hardtanh")
+        if input.dtype is _dt.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        min_val, max_val = math.trunc(min_val), math.trunc(max_val)
+    out = _P.clamp(_src(input, inplace), min_val, max_val)
+    return _inplace_result(input, out) if inplace else out
+
+
+def hardsigmoid(input, inplace=False):
+    _floating_only("hardsigmoid", input)
+    x = _src(input, inplace)
+    out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
+    return _inplace_result(input, out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    _floating_only("hardswish", input)
+    x = _src(input, inplace)
+    out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
+    return _inplace_result(input, out) if inplace else out
+
+
+def softsign(input):
+    return _P.div(input, _P.add(_P.abs(input), 1.0))
+
+
+def tanhshrink(input):
+    return _P.sub(input, _P.tanh(input))
+
+
+def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class SoftmaxBackward0(Node):
+    __slots__ = ("dim", "out")
+
+    def backward(self, g):
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
+        return (_P.mul(y, _P.sub(g, _R.sum(_P.mul(g, y), self.dim, keepdim=True))),)
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ("dim", "out")
+
+    def backward(self, g):
+        (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
+        if not _gs.enabled and g.dtype is y.dtype and g._be.native_broadcast and g._data.ndim:
+            # plain backward: g - exp(y) * sum(g), the backend's fused kernel or four kernel calls, no op layer
+            table = g._be
+            if table.has("log_softmax_backward"):
+                return (_make(table.log_softmax_backward(g._data, y._data, self.dim), g.dtype, table),)
+            s = table.sum(g._data, (self.dim,), True)
+            return (_make(table.sub(g._data, table.mul(table.exp(y._data), s)), g.dtype, table),)
+        return (_P.sub(g, _P.mul(_P.exp(y), _R.sum(g, self.dim, keepdim=True))),)
+
+
+def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
+    _check_tensor(name, "input", input)
+    if dim is None:
+        dim = _get_softmax_dim(name, input.ndim, stacklevel)
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.dtype.is_floating_point and input.numel() == 0:
+        return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
+    elif not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
+    table, x = input._be, input._data
+    nd = len(x.shape)
+    d = _norm_dim(dim, nd, name)
+    axes = (d,) if nd else None
+    if x.size == 0:
+        out = table.full(x.shape, 0, x.dtype)
+    elif nd and table.has(name):
+        out = getattr(table, name)(x, d)
+    else:
+        m = table.amax(x, axes, True)
+        m = table.where(table.eq(m, float("-inf")), 0.0, m)  # all -inf rows: 0/0 (nan); +inf in a row: nan row
+        z = table.sub(x, m)
+        if log:
+            out = table.sub(z, table.log(table.sum(table.exp(z), axes, True)))
+        else:
+            e = table.exp(z)
+            out = table.div(e, table.sum(e, axes, True))
+    if _needs_graph(input):
+        node = LogSoftmaxBackward0() if log else SoftmaxBackward0()
+        node.dim = d
+        r = _record(node, out, input.dtype, table, input)
+        node.out = r
+        node.save(r)
+        return r
+    return _make(out, input.dtype, table)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("softmax", input)
+    return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("log_softmax", input)
+    return _softmax_impl("log_softmax", input, dim, dtype, True, _stacklevel + 1)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.ndim, _stacklevel + 1)
+    return softmax(_P.neg(input), dim, dtype=dtype)

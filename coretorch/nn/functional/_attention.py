@@ -1,0 +1,67 @@
+"""nn.functional.scaled_dot_product_attention."""
+from __future__ import annotations
+
+import math
+
+from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...ops import creation as _C
+from ...ops import linalg as _L
+from ...ops import pointwise as _P
+from ...ops import shape as _S
+from ...ops._util import norm_dim as _norm_dim
+from ...tensor import Tensor
+from ._activation import softmax
+
+
+# ---------------------------------------------------------------------------------------------
+# dropout helper (the public dropout family lives with the Dropout layer), attention
+# ---------------------------------------------------------------------------------------------
+def _dropout_mask(input: Tensor, p: float) -> Tensor:
+    keep = _P.ge(_C.rand(*input.shape, dtype=input.dtype, device=input.device), p)
+    return _P.div(_P.where(keep, input, 0.0), 1.0 - p) if p < 1 else _P.mul(input, 0.0)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
+    L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+    scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = _repeat_interleave(key, rep, -3)
+        value = _repeat_interleave(value, rep, -3)
+    attn = _P.mul(_L.matmul(query, _S.transpose(key, -2, -1)), scale_factor)
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        causal = _P.ge(_S.unsqueeze(_C.arange(L, device=query.device), 1), _C.arange(S, device=query.device))
+        attn = _P.masked_fill(attn, _P.logical_not(causal), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is _dt.bool_:
+            attn = _P.masked_fill(attn, _P.logical_not(attn_mask), float("-inf")) \
+                if attn_mask.shape == attn.shape or _bcast_ok(attn_mask.shape, attn.shape) \
+                else _P.add(attn, _P.where(attn_mask, 0.0, float("-inf")))
+        else:
+            attn = _P.add(attn, attn_mask)
+    attn = softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = _dropout_mask(attn, dropout_p)
+    return _L.matmul(attn, value)
+
+
+def _bcast_ok(small, big) -> bool:
+    if len(small) > len(big):
+        return False
+    return all(s == 1 or s == b for s, b in zip(reversed(small), reversed(big)))
+
+
+def _repeat_interleave(x: Tensor, rep: int, dim: int) -> Tensor:
+    d = _norm_dim(dim, x.ndim)
+    shp = tuple(x.shape)
+    y = _S.unsqueeze(x, d + 1)
+    y = _S.expand(y, shp[:d + 1] + (rep,) + shp[d + 1:])
+    return _S.reshape(y, shp[:d] + (shp[d] * rep,) + shp[d + 1:])

@@ -1,0 +1,302 @@
+"""nn.functional convolutions: conv1d/2d and the transposed forms on the backend's fused kernels."""
+from __future__ import annotations
+
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...autograd.graph import Node
+from ...ops import creation as _C
+from ...ops import linalg as _L
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops import shape as _S
+from ...ops._util import device_mismatch
+from ...tensor import Tensor, _make
+from ._common import _check_tensor, _needs_graph, _no_grad, _ntuple, _record
+from ._padding import _pad_constant
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution: conv2d and its two gradients, each a differentiable op of the others
+# ---------------------------------------------------------------------------------------------
+def _conv_out(n, k, s, p, d) -> int:
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _unfold_fallback(x: Tensor, kh, kw, stride, padding, dilation, oh, ow, pad_value=0.0) -> Tensor:
+    """(N, C, H, W) -> (N, C, KH*KW, OH, OW) with basic slicing (one slice per kernel tap, no pixel loop)."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    need_h, need_w = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    eh, ew = max(0, need_h - x.shape[2] - 2 * ph), max(0, need_w - x.shape[3] - 2 * pw)
+    xp = _pad_constant(x, (pw, pw + ew, ph, ph + eh), pad_value) if (ph or pw or eh or ew) else x
+    taps = [xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            for i in range(kh) for j in range(kw)]
+    return _S.stack(taps, 2)
+
+
+def _conv2d_fallback(x: Tensor, w: Tensor, stride, padding, dilation, groups) -> Tensor:
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = _conv_out(h, kh, stride[0], padding[0], dilation[0]), _conv_out(wd, kw, stride[1], padding[1],
+                                                                             dilation[1])
+    cols = _unfold_fallback(x, kh, kw, stride, padding, dilation, oh, ow)       # N, C, K, OH, OW
+    cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+    wm = w.reshape(1, groups, o // groups, cg * kh * kw)
+    return _L.matmul(wm, cols).reshape(n, o, oh, ow)
+
+
+def _conv2d_bwd_weight_fallback(x: Tensor, gy: Tensor, wshape, stride, padding, dilation, groups) -> Tensor:
+    n, c = x.shape[:2]
+    o, cg, kh, kw = wshape
+    oh, ow = gy.shape[2:]
+    cols = _unfold_fallback(x, kh, kw, stride, padding, dilation, oh, ow).reshape(n, groups, cg * kh * kw,
+                                                                                   oh * ow)
+    gm = gy.reshape(n, groups, o // groups, oh * ow)
+    return _R.sum(_L.matmul(gm, _S.transpose(cols, -1, -2)), 0).reshape(wshape)
+
+
+def _conv2d_bwd_input_fallback(gy: Tensor, w: Tensor, xshape, stride, padding, dilation, groups) -> Tensor:
+    n, c, h, wd = xshape
+    o, cg, kh, kw = w.shape
+    oh, ow = gy.shape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    wm = _S.transpose(w.reshape(1, groups, o // groups, cg * kh * kw), -1, -2)    # 1, G, CgKK, Og
+    gc = _L.matmul(wm, gy.reshape(n, groups, o // groups, oh * ow))             # N, G, CgKK, OHOW
+    gc = gc.reshape(n, c, kh, kw, oh, ow)
+    hp = max(h + 2 * ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(wd + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    gxp = _C.zeros(n, c, hp, wp, dtype=gy.dtype, device=gy.device)
+    for i in range(kh):
+        for j in range(kw):
+            key = (slice(None), slice(None), slice(i * dh, i * dh + (oh - 1) * sh + 1, sh),
+                   slice(j * dw, j * dw + (ow - 1) * sw + 1, sw))
+            gxp[key] = _P.add(gxp[key], gc[:, :, i, j])
+    return _S.contiguous(gxp[:, :, ph:ph + h, pw:pw + wd])
+
+
+def _conv_call(kernel: str, fallback, a: Tensor, b: Tensor, shape, stride, padding, dilation, groups):
+    table = a._be
+    if b._be is not table:
+        raise device_mismatch(kernel, a, b)
+    if table.has(kernel):
+        if shape is None:
+            return table.conv2d(a._data, b._data, stride, padding, dilation, groups)
+        return getattr(table, kernel)(a._data, b._data, tuple(shape), stride, padding, dilation, groups)
+    with _no_grad():
+        ta, tb = _make(a._data, a.dtype, table), _make(b._data, b.dtype, table)
+        r = fallback(ta, tb, stride, padding, dilation, groups) if shape is None else \
+            fallback(ta, tb, tuple(shape), stride, padding, dilation, groups)
+    return r._data
+
+
+class _ConvNode(Node):
+    __slots__ = ("args", "shape", "need")
+
+
+class ConvolutionBackward0(_ConvNode):
+    __slots__ = ()
+
+    def backward(self, gy):
+        x, w = self.saved()
+        nx, nw = self.need
+        return (_conv2d_input_grad(gy, w, x.shape, *self.args) if nx else None,
+                _conv2d_weight_grad(x, gy, w.shape, *self.args) if nw else None)
+
+
+class ConvolutionBackwardInput(_ConvNode):
+    """The input-gradient op gx = J_x^T gy: linear in gy and in w."""
+    __slots__ = ()
+
+    def backward(self, ggx):
+        gy, w = self.saved()
+        ngy, nw = self.need
+        return (_conv2d_raw(ggx, w, *self.args) if ngy else None,
+                _conv2d_weight_grad(ggx, gy, w.shape, *self.args) if nw else None)
+
+
+class ConvolutionBackwardWeight(_ConvNode):
+    """The weight-gradient op gw: linear in x and in gy."""
+    __slots__ = ()
+
+    def backward(self, ggw):
+        x, gy = self.saved()
+        nx, ngy = self.need
+        return (_conv2d_input_grad(gy, ggw, x.shape, *self.args) if nx else None,
+                _conv2d_raw(x, ggw, *self.args) if ngy else None)
+
+
+def _conv_op(node_cls, kernel, fallback, a, b, shape, args):
+    out = _conv_call(kernel, fallback, a, b, shape, *args)
+    dt, table = a.dtype, a._be
+    if _needs_graph(a, b):
+        node = node_cls()
+        node.args, node.need = args, (a._rg, b._rg)
+        node.save(a, b)
+        return _record(node, out, dt, table, a, b)
+    return _make(out, dt, table)
+
+
+def _conv2d_raw(x, w, stride, padding, dilation, groups):
+    return _conv_op(ConvolutionBackward0, "conv2d", _conv2d_fallback, x, w, None,
+                    (stride, padding, dilation, groups))
+
+
+def _conv2d_input_grad(gy, w, xshape, stride, padding, dilation, groups):
+    return _conv_op(ConvolutionBackwardInput, "conv2d_backward_input", _conv2d_bwd_input_fallback, gy, w,
+                    tuple(xshape), (stride, padding, dilation, groups))
+
+
+def _conv2d_weight_grad(x, gy, wshape, stride, padding, dilation, groups):
+    return _conv_op(ConvolutionBackwardWeight, "conv2d_backward_weight", _conv2d_bwd_weight_fallback, x, gy,
+                    tuple(wshape), (stride, padding, dilation, groups))
+
+
+def _check_conv(op, input, weight, bias, groups, nsp):
+    _check_tensor(op, "input", input)
+    _check_tensor(op, "weight", weight)
+    if weight.ndim != nsp + 2:
+        raise RuntimeError(f"weight should have at least three dimensions (expected {nsp + 2}-D weight for "
+                           f"{op}, got {weight.ndim}-D weight of size {list(weight.shape)})")
+    if input.ndim not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"Expected {nsp + 1}D (unbatched) or {nsp + 2}D (batched) input to {op}, but got input "
+                           f"of size: {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype._tname[:-6]}) and weight type ({weight.dtype._tname[:-6]}) "
+                           "should be the same")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0] and op != "conv_transpose2d"):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+
+
+def _add_bias(out: Tensor, bias, nsp: int) -> Tensor:
+    if bias is None:
+        return out
+    return _P.add(out, bias.reshape((bias.shape[0],) + (1,) * nsp))
+
+
+def _same_padding(ks, dilation):
+    """PyTorch's padding='same': total d*(k-1), the extra element (odd totals) on the right/bottom."""
+    lo, extra = [], []
+    for k, d in zip(ks, dilation):
+        total = d * (k - 1)
+        lo.append(total // 2)
+        extra.append(total - 2 * (total // 2))
+    return tuple(lo), tuple(extra)
+
+
+def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks: tuple):
+    """(input, per-dim padding) for a convolution: 'valid' is none; 'same' pads d*(k-1) with the odd element on
+    the far side (padded into ``x`` here); then PyTorch's checks of stride, padding and dilation."""
+    nsp = len(ks)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * nsp
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            padding, extra = _same_padding(ks, dilation)
+            if any(extra):
+                pads = ()
+                for e in reversed(extra):  # F.pad order: last dim first
+                    pads += (0, e)
+                x = _pad_constant(x, pads, 0.0)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _ntuple(padding, nsp, "padding")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    return x, padding
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv2d", input, weight, bias)
+    _check_conv("conv2d", input, weight, bias, groups, 2)
+    batched = input.ndim == 4
+    x = input if batched else _S.unsqueeze(input, 0)
+    stride, dilation = _ntuple(stride, 2, "stride"), _ntuple(dilation, 2, "dilation")
+    kh, kw = weight.shape[2:]
+    x, padding = _resolve_conv_padding(x, padding, stride, dilation, (kh, kw))
+    n, c, h, w = x.shape
+    o = weight.shape[0]
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got {c} channels "
+                           "instead")
+    if o % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
+    ph, pw = h + 2 * padding[0], w + 2 * padding[1]
+    ekh, ekw = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
+    if ph < ekh or pw < ekw:
+        raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel size: ({ekh} x {ekw}). "
+                           "Kernel size can't be greater than actual input size")
+    out = _add_bias(_conv2d_raw(x, weight, stride, padding, dilation, groups), bias, 2)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv1d", input, weight, bias)
+    _check_conv("conv1d", input, weight, bias, groups, 1)
+    batched = input.ndim == 3
+    x = input if batched else _S.unsqueeze(input, 0)
+    s, d = _ntuple(stride, 1, "stride")[0], _ntuple(dilation, 1, "dilation")[0]
+    if not isinstance(padding, str):
+        padding = (0, _ntuple(padding, 1, "padding")[0])
+    out = conv2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, (1, s), padding, (1, d), groups)
+    out = _add_bias(_S.squeeze(out, 2), bias, 1)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv_transpose2d", input, weight, bias)
+    _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
+    batched = input.ndim == 4
+    x = input if batched else _S.unsqueeze(input, 0)
+    stride, padding = _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding")
+    output_padding, dilation = _ntuple(output_padding, 2, "output_padding"), _ntuple(dilation, 2, "dilation")
+    n, c, h, w = x.shape
+    cin, cog, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input "
+                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
+    for k in range(2):
+        if output_padding[k] >= stride[k] and output_padding[k] >= dilation[k]:
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_height: {output_padding[0]} output_padding_width: "
+                               f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
+                               f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+    oh = (h - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
+    ow = (w - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size per channel: "
+                           f"({oh} x {ow}). Output size is too small")
+    out = _conv2d_input_grad(x, weight, (n, cog * groups, oh, ow), stride, padding, dilation, groups)
+    if bias is not None:
+        out = _add_bias(out, bias, 2)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv_transpose1d", input, weight, bias)
+    batched = input.ndim == 3
+    x = input if batched else _S.unsqueeze(input, 0)
+    one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
+    out = conv_transpose2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, one(stride),
+                           (0, _ntuple(padding, 1)[0]), (0, _ntuple(output_padding, 1)[0]), groups, one(dilation))
+    out = _add_bias(_S.squeeze(out, 2), bias, 1)
+    return out if batched else _S.squeeze(out, 0)

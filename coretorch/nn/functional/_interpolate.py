@@ -1,0 +1,127 @@
+"""nn.functional.interpolate / upsample (nearest, linear family, bicubic, area)."""
+from __future__ import annotations
+
+import math
+
+from ...ops import creation as _C
+from ...ops import indexing as _I
+from ...ops import pointwise as _P
+from ...tensor import Tensor
+from ._common import _check_tensor, _i64, _ntuple
+from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
+
+
+# ---------------------------------------------------------------------------------------------
+# interpolate
+# ---------------------------------------------------------------------------------------------
+def _index_tensor(values, device) -> Tensor:
+    return _C.tensor(values, dtype=_i64, device=device)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    _check_tensor("interpolate", "input", input)
+    nsp = input.ndim - 2
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    else:
+        align_corners = bool(align_corners)
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if nsp < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
+                         f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                         f"(got {mode})")
+    in_sizes = tuple(input.shape[2:])
+    if size is not None:
+        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
+        if isinstance(size, (tuple, list)) and len(size) != nsp:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(in_sizes)} and output size of {list(size)}. Please "
+                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                             "...,oK) format.")
+        scales = [None] * nsp
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
+        if len(sf) != nsp:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
+        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
+        scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
+    modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0}
+    if mode not in modes:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if modes[mode] > 1 and modes[mode] != nsp or mode == "linear" and nsp != 1:
+        want = {1: "3D", 2: "4D", 3: "5D"}[modes[mode]]
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want} input")
+    if mode == "area":
+        return adaptive_avg_pool2d(input, out_sizes) if nsp == 2 else _adaptive_avg_nd(input, out_sizes)
+    out = input
+    for k in range(nsp):
+        d = 2 + k
+        n_in, n_out, sc = in_sizes[k], out_sizes[k], scales[k]
+        scale = (1.0 / sc) if sc is not None and sc > 0 else n_in / n_out
+        if mode in ("nearest", "nearest-exact"):
+            off = 0.5 if mode == "nearest-exact" else 0.0
+            idx = [min(int(math.floor((i + off) * scale)), n_in - 1) for i in range(n_out)]
+            out = _I.index_select(out, d, _index_tensor(idx, input.device))
+            continue
+        if align_corners:
+            src = [i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for i in range(n_out)]
+        else:  # (bicubic keeps negative source positions: its taps are clamped instead)
+            src = [scale * (i + 0.5) - 0.5 for i in range(n_out)]
+            if mode != "bicubic":
+                src = [max(v, 0.0) for v in src]
+        if mode == "bicubic":
+            out = _cubic_pass(out, d, src, n_in, input.device)
+            continue
+        i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
+        i1 = [min(i + 1, n_in - 1) for i in i0]
+        lam = [s - i for s, i in zip(src, i0)]
+        wshape = [1] * out.ndim
+        wshape[d] = n_out
+        lam_t = _C.tensor(lam, dtype=out.dtype, device=out.device).reshape(wshape)
+        a = _I.index_select(out, d, _index_tensor(i0, input.device))
+        b = _I.index_select(out, d, _index_tensor(i1, input.device))
+        out = _P.add(_P.mul(a, _P.rsub(lam_t, 1.0)), _P.mul(b, lam_t))
+    return out
+
+
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_weights(t: float) -> tuple:
+    """The four taps' weights of Keys' cubic convolution at fractional position t (taps at -1, 0, 1, 2)."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
+    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output."""
+    base = [int(math.floor(v)) for v in src]
+    weights = [_cubic_weights(v - b) for v, b in zip(src, base)]
+    wshape = [1] * out.ndim
+    wshape[d] = len(src)
+    acc = None
+    for j in range(4):
+        idx = [min(max(b - 1 + j, 0), n_in - 1) for b in base]
+        w = _C.tensor([ws[j] for ws in weights], dtype=out.dtype, device=out.device).reshape(wshape)
+        term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
+        acc = term if acc is None else _P.add(acc, term)
+    return acc
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)

@@ -1,0 +1,508 @@
+"""nn.functional losses (PyTorch's reductions, legacy size_average/reduce, weights, ignore_index)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...autograd.grad_mode import state as _gs
+from ...autograd.graph import Node
+from ...ops import creation as _C
+from ...ops import indexing as _I
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops import shape as _S
+from ...ops._util import device_mismatch, host_all_below
+from ...tensor import Tensor, _make
+from ._activation import _floating_only, _softmax_impl
+from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
+
+
+# ---------------------------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction, emit=True):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "none" if not reduce else "mean" if size_average else "sum"
+    if emit:
+        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                      UserWarning, stacklevel=3)
+    return ret
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return _R.mean(loss)
+    if reduction == "sum":
+        return _R.sum(loss)
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _pointwise_target(op, input, target):
+    _check_tensor(op, "input", input)
+    _check_tensor(op, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=3)
+    return _S.broadcast_tensors(input, target)
+
+
+def _loss_dtypes(kernel: str, input, target, bool_input: bool = True):
+    """PyTorch's pointwise loss kernels: none for two integer/bool operands; a bool operand joins the other's dtype
+    (``bool_input``: also when the input is the bool one)."""
+    if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
+        return input, target
+    fi, ft = input.dtype.is_floating_point, target.dtype.is_floating_point
+    if not fi and not ft:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._tname[:-6]}'")
+    if target.dtype is _dt.bool_:
+        target = target.to(input.dtype)
+    elif input.dtype is _dt.bool_ and bool_input:
+        input = input.to(target.dtype)
+    return input, target
+
+
+def _weighted(loss, weight):
+    return loss if weight is None else _P.mul(loss, weight)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("mse_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    input, target = _pointwise_target("mse_loss", *_loss_dtypes("mse_cpu", input, target))
+    d = _P.sub(input, target)
+    return _reduce(_weighted(_P.mul(d, d), weight), reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("l1_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    input, target = _pointwise_target("l1_loss", input, target)
+    return _reduce(_weighted(_P.abs(_P.sub(input, target)), weight), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("smooth_l1_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _pointwise_target("smooth_l1_loss", *_loss_dtypes("smooth_l1_cpu", input, target))
+    d = _P.sub(input, target)
+    ad = _P.abs(d)
+    if beta == 0:
+        return _reduce(ad, reduction)
+    loss = _P.where(_P.lt(ad, beta), _P.div(_P.mul(_P.mul(d, d), 0.5), beta), _P.sub(ad, 0.5 * beta))
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("huber_loss", input, target)
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
+    d = _P.sub(input, target)
+    ad = _P.abs(d)
+    loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("binary_cross_entropy", input, target, weight)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_tensor("binary_cross_entropy", "input", input)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
+                         "is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {target.dtype._tname[:-6]} but expected {input.dtype._tname[:-6]}")
+    if weight is not None:
+        if weight.requires_grad and _gs.enabled:
+            raise RuntimeError("The function 'binary_cross_entropy' is not differentiable with respect to argument "
+                               "'weight'. This input cannot have requires_grad True.")
+        weight = _S.expand(weight, tuple(input.shape))  # PyTorch expands the weight to the target's size
+    if input.numel():
+        lo, hi = float(_R.amin(input.detach()).item()), float(_R.amax(input.detach()).item())
+        if lo < 0 or hi > 1:
+            raise RuntimeError("all elements of input should be between 0 and 1")
+    with _no_grad():
+        # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
+        log_x = _P.clamp(_P.log(input), min=-100.0)
+        log_1mx = _P.clamp(_P.log(_P.rsub(input, 1.0)), min=-100.0)
+        loss = _P.sub(_P.mul(_P.sub(target, 1.0), log_1mx), _P.mul(target, log_x))  # PyTorch's order (signed 0s)
+        out = _reduce(_weighted(loss, weight), reduction)
+    if _needs_graph(input, target):
+        node = BinaryCrossEntropyBackward0()
+        node.reduction = reduction
+        node.need = (input._rg, target._rg)
+        node.save(input, target, weight)
+        return _record(node, out._data, out.dtype, out._be, input, target)
+    return out
+
+
+class BinaryCrossEntropyBackward0(Node):
+    """PyTorch's binary_cross_entropy_backward: input g (x - y) / clamp(x (1 - x), min=1e-12) (finite at a 0 or 1
+    prediction), target -g logit(x); times the weight, over numel for 'mean'.  Tensor ops: double backward works."""
+    __slots__ = ("reduction", "need")
+
+    def backward(self, g):
+        x, y, w = self.saved()
+        if self.reduction == "mean":
+            g = _P.div(g, x.numel())
+        if w is not None:
+            g = _P.mul(g, w)
+        nx, ny = self.need
+        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=1e-12)) if nx else None
+        gy = _P.mul(g, _P.sub(_P.log(_P.rsub(x, 1.0)), _P.log(x))) if ny else None
+        return gx, gy
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight, pos_weight = _ac_cast("binary_cross_entropy_with_logits", input, target, weight,
+                                                     pos_weight)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_tensor("binary_cross_entropy_with_logits", "input", input)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    _floating_only("log_sigmoid_cpu", input)
+    if isinstance(target, Tensor) and not target.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
+    # stable: log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
+    softplus_neg = _P.add(_P.clamp(_P.neg(input), min=0.0), _P.log1p(_P.exp(_P.neg(_P.abs(input)))))
+    if pos_weight is not None:
+        log_weight = _P.add(_P.mul(_P.sub(pos_weight, 1.0), target), 1.0)
+        loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), _P.mul(log_weight, softplus_neg))
+    else:
+        loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), softplus_neg)
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("kl_div", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if log_target:
+        loss = _P.mul(_P.exp(target), _P.sub(target, input))
+    else:
+        pos = _P.gt(target, 0)
+        safe = _P.where(pos, target, 1.0)
+        loss = _P.where(pos, _P.mul(target, _P.sub(_P.log(safe), input)), _P.mul(_P.mul(target, input), -1.0))
+    if reduction == "batchmean":
+        return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("poisson_nll_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = _P.sub(_P.exp(input), _P.mul(target, input))
+    else:
+        loss = _P.sub(input, _P.mul(target, _P.log(_P.add(input, eps))))
+    if full:
+        st = _P.add(_P.sub(_P.mul(target, _P.log(target)), target), _P.mul(_P.log(_P.mul(target, 2 * math.pi)), 0.5))
+        loss = _P.add(loss, _P.where(_P.gt(target, 1), st, 0.0))
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("soft_margin_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_P.log1p(_P.exp(_P.neg(_P.mul(target, input)))), reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        x1, x2 = _ac_cast("cosine_similarity", x1, x2)
+    n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = _P.clamp(_R.norm(x2, 2, dim, keepdim=True), min=eps)
+    return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return _R.norm(_P.add(_P.sub(x1, x2), eps), p, -1, keepdim)
+
+
+class NllLossBackward0(Node):
+    """Gradient of the picked log-probabilities: -w[t] g / total at (i, t_i), written with tensor ops."""
+    __slots__ = ("target", "wt", "total", "reduction", "shape", "dt")
+
+    def backward(self, g):
+        m, c = self.shape
+        if self.wt is None:  # the forward's fast path: every weight 1, total m
+            table = g._be
+            if not (_gs.enabled and g._rg) and g.dtype is self.dt:
+                if table.host_memory:  # the scalar is free to read: -g / m computed once (double, then rounded)
+                    gv = float(table.to_numpy(g._data))
+                    coef = -gv / m if self.reduction == "mean" else -gv
+                else:
+                    gm = table.view(g._data, (1,))
+                    coef = table.div(gm, -float(m)) if self.reduction == "mean" else table.neg(gm)
+                out = table.full((m, c), 0, g.dtype.np)
+                table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
+                return (_make(out, g.dtype, table),)
+            self.wt = _make(g._be.full((m,), 1, g.dtype.np), g.dtype, g._be)
+            self.total = _make(g._be.full((), m, g.dtype.np), g.dtype, g._be)
+        if not (_gs.enabled and g._rg) and g.dtype is self.wt.dtype:
+            # plain backward: -w[t] g / total scattered into zeros at (i, target_i), all at kernel level
+            table, gd, wt = g._be, g._data, self.wt._data
+            if self.reduction == "none":
+                coef = table.mul(table.view(gd, (m,)), wt)
+            else:
+                scale = wt if self.reduction == "sum" else table.div(wt, self.total._data)
+                gm = table.view(gd, (1,))
+                coef = table.mul(scale, gm if table.native_broadcast else table.expand(gm, (m,)))
+            # a sample of weight 0 (an ignored one) gets 0, as PyTorch never writes it (0 / 0 would be NaN when
+            # every target is ignored)
+            coef = table.where(table.eq(wt, 0), 0.0, table.neg(coef))
+            out = table.full((m, c), 0, g.dtype.np)
+            table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
+            return (_make(out, g.dtype, table),)
+        if self.reduction == "none":
+            coef = _P.mul(g.reshape(m), self.wt)
+        else:
+            scale = self.wt if self.reduction == "sum" else _P.div(self.wt, self.total)
+            coef = _P.mul(_S.expand(g.reshape(1), (m,)), scale)
+        coef = _P.where(_P.eq(self.wt, 0), 0.0, _P.neg(coef))
+        classes = _C.arange(c, device=g.device)
+        hit = _P.eq(_S.unsqueeze(self.target, 1), classes)
+        return (_P.where(hit, _S.unsqueeze(coef, 1), 0.0),)
+
+
+def _nll_2d(x: Tensor, t: Tensor, weight, ignore_index, reduction) -> Tensor:
+    """nll over x (M, C) and class indices t (M,); returns per-sample losses (M,) or the reduced loss."""
+    table = x._be
+    m, c = x._data.shape
+    tt = t._data if t._data.dtype == _i64.np else table.cast(t._data, _i64.np)
+    if m and table.has("nll_loss"):  # the backend's fused kernel (its range check need not sync the device)
+        losses, wt, st = table.nll_loss(x._data, tt, None if weight is None else weight._data, int(ignore_index))
+        return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
+    if m and weight is None and reduction != "none" and not 0 <= ignore_index < c and table.host_memory:
+        # the common case, decided by one reduction read back (free where the arrays are host memory):
+        # every target a valid class, none ignored -> loss = -sum(x[i, t_i]) / m, no masks or weights
+        if host_all_below(table, tt, c):
+            s = table.sum(table.index(x._data, (table.arange(0, m, 1, _i64.np), tt)), None, False)
+            out = table.div(s, -float(m)) if reduction == "mean" else table.neg(s)
+            return _nll_out(x, table, out, tt, None, None, reduction, m, c)
+    valid = table.ne(tt, ignore_index)
+    if m:
+        bad = table.logical_and(valid, table.logical_or(table.lt(tt, 0), table.ge(tt, c)))
+        if bool(table.to_numpy(table.any(bad, None, False))):
+            bad_vals = table.to_numpy(tt)[table.to_numpy(bad)]
+            raise IndexError(f"Target {int(bad_vals[0])} is out of bounds.")
+    st = table.where(valid, tt, 0)
+    picked = table.index(x._data, (table.arange(0, m, 1, _i64.np), st))  # x[i, t_i]
+    validf = table.cast(valid, x.dtype.np)
+    if weight is not None:
+        wt = table.mul(table.index_select(weight._data, 0, st), validf)
+    else:
+        wt = validf
+    losses = table.neg(table.mul(picked, wt))
+    return _nll_reduce(x, table, losses, wt, st, reduction, m, c)
+
+
+def _nll_reduce(x: Tensor, table, losses, wt, st, reduction: str, m: int, c: int) -> Tensor:
+    """Reduce per-sample losses (weights ``wt``, safe class indices ``st``) and record the node."""
+    total = None
+    if reduction == "none":
+        out = losses
+    elif reduction == "sum":
+        out = table.sum(losses, None, False)
+    else:
+        total = table.sum(wt, None, False)
+        out = table.div(table.sum(losses, None, False), total)
+    return _nll_out(x, table, out, st, wt, total, reduction, m, c)
+
+
+def _nll_out(x: Tensor, table, out, st, wt, total, reduction: str, m: int, c: int) -> Tensor:
+    """The loss tensor, with its NllLossBackward0 node when x needs a graph (``wt`` None: every weight 1)."""
+    if not _needs_graph(x):
+        return _make(out, x.dtype, table)
+    node = NllLossBackward0()
+    node.target, node.dt = _make(st, _i64, table), x.dtype
+    node.wt = None if wt is None else _make(wt, x.dtype, table)
+    node.total = None if total is None else _make(total, x.dtype, table)
+    node.reduction, node.shape = reduction, (m, c)
+    return _record(node, out, x.dtype, table, x)
+
+
+def _class_last(input: Tensor):
+    """(N, C, d1, ...) -> (N*d1*..., C); (C,) -> (1, C)."""
+    nd = len(input._data.shape)
+    if nd == 1:
+        return _S.unsqueeze(input, 0)
+    if nd == 2:
+        return input
+    c = input.shape[1]
+    return _S.movedim(input, 1, -1).reshape(-1, c)
+
+
+def _check_nll_shapes(input, target):
+    if target._be is not input._be:
+        raise device_mismatch("nll_loss", input, target)
+    xs, ts = input._data.shape, target._data.shape
+    if not xs:
+        raise ValueError(f"Expected 1 or more dimensions (got {len(xs)})")
+    if target.dtype.is_floating_point or target.dtype is _dt.bool_:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
+                           "must be int64: use target.long())")
+    if len(xs) == 1:
+        if ts:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({ts[0]}).")
+        return
+    if not ts or xs[0] != ts[0]:
+        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                         f"({ts[0] if ts else 0}).")
+    if ts[1:] != xs[2:]:
+        raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("nll_loss", input, target, weight)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_tensor("nll_loss", "input", input)
+    return _nll(input, target, weight, ignore_index, reduction)
+
+
+def _nll(input, target, weight, ignore_index, reduction: str):
+    """nll_loss once its arguments are read (cross_entropy comes here directly)."""
+    _check_nll_shapes(input, target)
+    xs = input._data.shape
+    c = xs[1] if len(xs) > 1 else xs[0]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+    x = _class_last(input)
+    t = target if len(target._data.shape) == 1 else target.reshape(-1)
+    out = _nll_2d(x, t, weight, ignore_index, reduction)
+    if reduction == "none":
+        out = out.reshape(tuple(target._data.shape))
+    return out
+
+
+def _class_shape(ndim: int, class_dim: int, c: int) -> list:
+    """A per-class weight's shape broadcast against an input of ``ndim`` dims with classes on ``class_dim``."""
+    shape = [1] * ndim
+    shape[class_dim] = c
+    return shape
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target, weight = _ac_cast("cross_entropy", input, target, weight)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_tensor("cross_entropy", "input", input)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    xs = input._data.shape
+    class_dim = 0 if len(xs) == 1 else 1
+    c = xs[class_dim]
+    logp = _softmax_impl("log_softmax", input, class_dim, None, True)
+    if target.dtype.is_floating_point:  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            hint = ""
+            if tuple(target.shape) == tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:]):
+                hint = (f" (a {target.dtype._tname[:-6].lower()} target is read as class probabilities of the "
+                        "input's shape; class indices must be an int64 tensor: use target.long())")
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}{hint}")
+        if label_smoothing > 0:
+            target = _P.add(_P.mul(target, 1 - label_smoothing), label_smoothing / c)
+        prod = _P.mul(logp, target)
+        if weight is not None:
+            prod = _P.mul(prod, weight.reshape(_class_shape(len(xs), class_dim, c)))
+        if reduction == "none":
+            return _P.neg(_R.sum(prod, class_dim))
+        total = _P.neg(_R.sum(prod))
+        if reduction == "sum":
+            return total
+        return _P.div(total, input.numel() / c) if input.numel() else _P.mul(total, float("nan"))
+    nll = _nll(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    _check_nll_shapes(input, target)
+    wl = _P.mul(logp, weight.reshape(_class_shape(len(xs), class_dim, c))) if weight is not None else logp
+    smooth = _R.sum(wl, class_dim)
+    ignore = _P.eq(target, ignore_index)
+    smooth = _P.neg(_P.where(ignore, 0.0, smooth))
+    if reduction == "mean":
+        if weight is not None:
+            keep = _I.masked_select(target, _P.logical_not(ignore))
+            ret = _P.div(_R.sum(smooth), _R.sum(_I.index_select(weight, 0, keep)))
+        else:
+            ret = _P.div(_R.sum(smooth), _R.sum(_P.logical_not(ignore)))
+    elif reduction == "sum":
+        ret = _R.sum(smooth)
+    else:
+        ret = smooth
+    return _P.add(_P.mul(nll, 1 - label_smoothing), _P.mul(ret, label_smoothing / c))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input1, input2, target = _ac_cast("margin_ranking_loss", input1, input2, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_P.clamp(_P.add(_P.mul(_P.neg(target), _P.sub(input1, input2)), margin), min=0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, target = _ac_cast("hinge_embedding_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    neg = _P.clamp(_P.rsub(input, margin), min=0.0)
+    loss = _P.add(_P.where(_P.eq(target, 1), input, 0.0), _P.where(_P.eq(target, -1), neg, 0.0))
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input1, input2, target = _ac_cast("cosine_embedding_loss", input1, input2, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
+    loss = _P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), _P.clamp(_P.sub(cos, margin), min=0.0))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    v = _P.clamp(var, min=eps)
+    d = _P.sub(input, target)
+    loss = _P.mul(_P.add(_P.log(v), _P.div(_P.mul(d, d), v)), 0.5)
+    if full:
+        loss = _P.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)

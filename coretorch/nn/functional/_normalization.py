@@ -1,0 +1,166 @@
+"""nn.functional normalisation: batch, instance, layer, RMS, group and local response norm."""
+from __future__ import annotations
+
+from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...amp.autocast_mode import suspended as _ac_off
+from ...autograd.grad_mode import no_grad
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ._common import _check_tensor, _no_grad
+from ._padding import _pad_constant
+from ._pooling import avg_pool2d
+
+
+# ---------------------------------------------------------------------------------------------
+# normalization
+# ---------------------------------------------------------------------------------------------
+def _verify_batch_size(shape) -> None:
+    size_prods = shape[0]
+    for s in shape[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"coretorch.Size({list(shape)})")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    _check_tensor("batch_norm", "input", input)
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    c = input.shape[1]
+    axes = (0,) + tuple(range(2, input.ndim))
+    bshape = (1, c) + (1,) * (input.ndim - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    if training:
+        _verify_batch_size(tuple(input.shape))
+        mean = _R.mean(input, axes, keepdim=True)
+        xc = _P.sub(input, mean)
+        var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            n = input.numel() // c
+            with _no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(_P.add(_P.mul(running_mean, 1 - momentum),
+                                              _P.mul(mean.reshape(c).to(running_mean.dtype), momentum)))
+                if running_var is not None:
+                    unbiased = _P.mul(var.reshape(c), n / max(n - 1, 1)).to(running_var.dtype)
+                    running_var.copy_(_P.add(_P.mul(running_var, 1 - momentum), _P.mul(unbiased, momentum)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean = running_mean.reshape(bshape)
+        xc = _P.sub(input, mean)
+        var = running_var.reshape(bshape)
+    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
+    if weight is not None:
+        out = _P.mul(out, weight.reshape(bshape))
+    if bias is not None:
+        out = _P.add(out, bias.reshape(bshape))
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each (instance, channel) over its spatial dims; with running stats, update them by the batch
+    mean of the per-instance statistics (unbiased variance), or normalise by them when not use_input_stats."""
+    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
+        with off:
+            return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        axes = tuple(range(2, input.ndim))
+        mean = _R.mean(input, axes, keepdim=True)
+        xc = _P.sub(input, mean)
+        var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            cnt = 1
+            for d in axes:
+                cnt *= input.shape[d]
+            with no_grad():
+                if running_mean is not None:
+                    batch_mean = _R.mean(mean.reshape(input.shape[0], input.shape[1]), 0)
+                    running_mean.mul_(1 - momentum).add_(_P.mul(batch_mean, momentum))
+                if running_var is not None:
+                    unbiased = _P.mul(var.reshape(input.shape[0], input.shape[1]), cnt / max(cnt - 1, 1))
+                    running_var.mul_(1 - momentum).add_(_P.mul(_R.mean(unbiased, 0), momentum))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        xc = _P.sub(input, running_mean.reshape(bshape))
+        var = running_var.reshape(bshape)
+    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
+    if weight is not None:
+        out = _P.mul(out, weight.reshape(bshape))
+    if bias is not None:
+        out = _P.add(out, bias.reshape(bshape))
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("layer_norm", input, weight, bias)
+    _check_tensor("layer_norm", "input", input)
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    axes = tuple(range(input.ndim - k, input.ndim))
+    mean = _R.mean(input, axes, keepdim=True)
+    xc = _P.sub(input, mean)
+    out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), axes, keepdim=True), eps)))
+    if weight is not None:
+        out = _P.mul(out, weight)
+    if bias is not None:
+        out = _P.add(out, bias)
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    axes = tuple(range(input.ndim - len(ns), input.ndim))
+    e = eps if eps is not None else (1.1920928955078125e-07 if input.dtype is _dt.float32 else 2.220446049250313e-16)
+    out = _P.mul(input, _P.rsqrt(_P.add(_R.mean(_P.mul(input, input), axes, keepdim=True), e)))
+    return out if weight is None else _P.mul(out, weight)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("group_norm", input, weight, bias)
+    _check_tensor("group_norm", "input", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    mean = _R.mean(x, 2, keepdim=True)
+    xc = _P.sub(x, mean)
+    out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), 2, keepdim=True), eps))).reshape(input.shape)
+    bshape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = _P.mul(out, weight.reshape(bshape))
+    if bias is not None:
+        out = _P.add(out, bias.reshape(bshape))
+    return out
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    sq = _P.mul(input, input).unsqueeze(1)
+    div = _pad_constant(sq, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2), 0.0)
+    div = avg_pool2d(div.reshape(input.shape[0], 1, div.shape[2], -1), (size, 1), stride=1)
+    div = div.reshape(input.shape)
+    return _P.div(input, _P.pow(_P.add(_P.mul(div, alpha), k), beta))

@@ -1,0 +1,129 @@
+"""nn.functional.pad (constant, reflect, replicate, circular), one_hot and normalize."""
+from __future__ import annotations
+
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
+from ...ops import creation as _C
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops import shape as _S
+from ...tensor import Tensor
+from ._common import _check_tensor, _i64
+
+
+# ---------------------------------------------------------------------------------------------
+# padding, one_hot, normalize
+# ---------------------------------------------------------------------------------------------
+def _slice_dim(x: Tensor, d: int, start, stop) -> Tensor:
+    return x[(slice(None),) * d + (slice(start, stop),)]
+
+
+def pad(input, pad, mode="constant", value=None):
+    _check_tensor("pad", "input", input)
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    n = len(pad) // 2
+    if n > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+    if mode == "constant":
+        return _pad_constant(input, pad, 0.0 if value is None else value)
+    if value not in (None, 0, 0.0):
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if n > 3 or input.ndim not in (n + 1, n + 2):
+        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
+                                  f"(got a {input.ndim}-D input and {len(pad)} padding values for mode {mode})")
+    if _ac.on and mode != "circular":  # autocast: the op's dtype policy (one attribute check when off)
+        input, = _ac_cast("pad_" + mode, input)
+    out = input
+    for k in range(n):
+        d = input.ndim - 1 - k
+        lo, hi = pad[2 * k], pad[2 * k + 1]
+        size = out.shape[d]
+        if mode == "reflect" and (lo >= size or hi >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
+        if mode == "circular" and (lo > size or hi > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if lo < 0:
+            out, lo = _slice_dim(out, d, -lo, None), 0
+        if hi < 0:
+            out, hi = _slice_dim(out, d, None, out.shape[d] + hi), 0
+        size = out.shape[d]
+        parts = []
+        if mode == "reflect":
+            if lo:
+                parts.append(_S.flip(_slice_dim(out, d, 1, lo + 1), (d,)))
+            parts.append(out)
+            if hi:
+                parts.append(_S.flip(_slice_dim(out, d, size - hi - 1, size - 1), (d,)))
+        elif mode == "replicate":
+            shp = list(out.shape)
+            if lo:
+                shp[d] = lo
+                parts.append(_S.expand(_slice_dim(out, d, 0, 1), tuple(shp)))
+            parts.append(out)
+            if hi:
+                shp[d] = hi
+                parts.append(_S.expand(_slice_dim(out, d, size - 1, size), tuple(shp)))
+        else:
+            if lo:
+                parts.append(_slice_dim(out, d, size - lo, size))
+            parts.append(out)
+            if hi:
+                parts.append(_slice_dim(out, d, 0, hi))
+        out = _S.cat(parts, d) if len(parts) > 1 else out
+    return out
+
+
+def _pad_constant(input: Tensor, pad, value) -> Tensor:
+    out = input
+    nd = input.ndim
+    for k in range(len(pad) // 2):
+        d = nd - 1 - k
+        lo, hi = pad[2 * k], pad[2 * k + 1]
+        if lo < 0:
+            out, lo = _slice_dim(out, d, -lo, None), 0
+        if hi < 0:
+            out, hi = _slice_dim(out, d, None, out.shape[d] + hi), 0
+        parts = []
+        shp = list(out.shape)
+        if lo:
+            shp[d] = lo
+            parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
+        parts.append(out)
+        if hi:
+            shp[d] = hi
+            parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
+        if len(parts) > 1:
+            out = _S.cat(parts, d)
+    if out is input:
+        out = _S.clone(input)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    _check_tensor("one_hot", "tensor", tensor)
+    if tensor.dtype is not _i64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return _C.zeros(*tensor.shape, num_classes, dtype=_i64, device=tensor.device)
+    lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
+    if lo < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = _C.arange(num_classes, device=tensor.device)
+    return _P.eq(_S.unsqueeze(tensor, -1), classes).to(_i64)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = _S.expand_as(_P.clamp(_R.norm(input, p, dim, keepdim=True), min=eps), input)
+    return _P.div(input, denom)

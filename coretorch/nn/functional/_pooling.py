@@ -1,0 +1,205 @@
+"""nn.functional pooling: max/avg pooling 1d/2d, adaptive pooling."""
+from __future__ import annotations
+
+from ...autograd.grad_mode import state as _gs
+from ...autograd.graph import Node
+from ...ops import creation as _C
+from ...ops import indexing as _I
+from ...ops import linalg as _L
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops import shape as _S
+from ...tensor import Tensor, _make
+from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _ntuple, _record
+from ._conv import _conv2d_raw, _unfold_fallback
+from ._padding import _pad_constant
+
+
+# ---------------------------------------------------------------------------------------------
+# pooling
+# ---------------------------------------------------------------------------------------------
+def _pool_out(n, k, s, p, d, ceil_mode) -> int:
+    num = n + 2 * p - d * (k - 1) - 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
+    _check_tensor(op, "input", input)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, but got: "
+                           f"{list(input.shape)}")
+    k = _ntuple(kernel_size, 2, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else \
+        _ntuple(stride, 2, "stride")
+    p, d = _ntuple(padding, 2, "padding"), _ntuple(dilation, 2, "dilation")
+    if any(v <= 0 for v in k + s + d):
+        raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, but got "
+                           f"kernel_size={list(k)} stride={list(s)} dilation={list(d)}")
+    for i in range(2):
+        if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
+    h, w = input.shape[-2:]
+    oh, ow = _pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input size: ({input.shape[-3]}x{h}x{w}). Calculated output size: "
+                           f"({input.shape[-3]}x{oh}x{ow}). Output size is too small")
+    return k, s, p, d, oh, ow
+
+
+class MaxPool2DWithIndicesBackward0(Node):
+    __slots__ = ("idx", "shape")
+
+    def backward(self, g, gi=None):
+        n, c, h, w = self.shape
+        table = g._be
+        if not (g._rg and _gs.enabled) and table.has("max_pool2d_backward"):
+            return (_make(table.max_pool2d_backward(g._data, self.idx._data, self.shape), g.dtype, table),)
+        z = _C.zeros(n, c, h * w, dtype=g.dtype, device=g.device)
+        flat = _I.scatter_add(z, 2, self.idx.reshape(n, c, -1), g.reshape(n, c, -1))
+        return (flat.reshape(n, c, h, w),)
+
+
+def _max_pool2d_fallback(x: Tensor, k, s, p, d, oh, ow):
+    n, c, h, w = x.shape
+    neg = float("-inf")
+    cols = _unfold_fallback(x, k[0], k[1], s, p, d, oh, ow, neg)           # N, C, K, OH, OW
+    vals, kidx = _R.max(cols, 2)
+    ki, kj = _P.floor_divide(kidx, k[1]), _P.remainder(kidx, k[1])
+    hh = _P.add(_P.mul(ki, d[0]), _C.arange(oh, device=x.device).reshape(oh, 1) * s[0] - p[0])
+    ww = _P.add(_P.mul(kj, d[1]), _C.arange(ow, device=x.device) * s[1] - p[1])
+    return vals, _P.add(_P.mul(hh, w), ww)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    k, s, p, d, oh, ow = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    batched = input.ndim == 4
+    x = input if batched else _S.unsqueeze(input, 0)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"max_pool2d\" not implemented for '{x.dtype._tname[:-6]}'")
+    table = x._be
+    if table.has("max_pool2d"):
+        v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))
+    else:
+        with _no_grad():
+            vt, it = _max_pool2d_fallback(_make(x._data, x.dtype, table), k, s, p, d, oh, ow)
+        v, i = vt._data, it._data
+    idx = _make(i, _i64, table)
+    if _needs_graph(x):
+        node = MaxPool2DWithIndicesBackward0()
+        node.idx, node.shape = idx, tuple(x.shape)
+        out = _record(node, v, x.dtype, table, x)
+    else:
+        out = _make(v, x.dtype, table)
+    if not batched:
+        out, idx = _S.squeeze(out, 0), _S.squeeze(idx, 0)
+    return out, idx
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
+    out, idx = max_pool2d_with_indices(_S.unsqueeze(input, -2), one(kernel_size),
+                                       None if stride is None else one(stride), (0, _ntuple(padding, 1)[0]),
+                                       one(dilation), ceil_mode)
+    out, idx = _S.squeeze(out, -2), _S.squeeze(idx, -2)
+    return (out, idx) if return_indices else out
+
+
+def _avg_divisor(n, k, s, p, oh, count_include_pad):
+    """Per-output window sizes along one dim, as PyTorch's avg_pool2d computes them."""
+    out = []
+    for i in range(oh):
+        start = i * s - p
+        end = min(start + k, n + p)
+        size = end - start
+        start, end = max(start, 0), min(end, n)
+        out.append(size if count_include_pad else end - start)
+    return out
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    batched = input.ndim == 4
+    x = input if batched else _S.unsqueeze(input, 0)
+    n, c, h, w = x.shape
+    eh, ew = max(0, (oh - 1) * s[0] + k[0] - h - 2 * p[0]), max(0, (ow - 1) * s[1] + k[1] - w - 2 * p[1])
+    xp = _pad_constant(x, (p[1], p[1] + ew, p[0], p[0] + eh), 0.0) if any(p) or eh or ew else x
+    ones = _C.ones(c, 1, k[0], k[1], dtype=x.dtype, device=x.device)
+    sums = _conv2d_raw(xp, ones, s, (0, 0), (1, 1), c)[:, :, :oh, :ow]
+    if divisor_override is not None:
+        out = _P.div(sums, float(divisor_override))
+    else:
+        dh = _avg_divisor(h, k[0], s[0], p[0], oh, count_include_pad)
+        dw = _avg_divisor(w, k[1], s[1], p[1], ow, count_include_pad)
+        if len(set(dh)) == 1 and len(set(dw)) == 1:
+            out = _P.div(sums, float(dh[0] * dw[0]))
+        else:
+            div = _C.tensor([[a * b for b in dw] for a in dh], dtype=x.dtype, device=x.device)
+            out = _P.div(sums, div)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
+    out = avg_pool2d(_S.unsqueeze(input, -2), one(kernel_size), None if stride is None else one(stride),
+                     (0, _ntuple(padding, 1)[0]), ceil_mode, count_include_pad)
+    return _S.squeeze(out, -2)
+
+
+def _adaptive_matrix(n_in, n_out, dtype, device) -> Tensor:
+    rows = []
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n_in)])
+    return _C.tensor(rows, dtype=dtype, device=device)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    _check_tensor("adaptive_avg_pool2d", "input", input)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    h, w = input.shape[-2:]
+    os_ = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size, output_size]
+    oh, ow = (h if os_[0] is None else int(os_[0])), (w if os_[1] is None else int(os_[1]))
+    if oh == h and ow == w:
+        return _S.clone(input)
+    if h % oh == 0 and w % ow == 0:
+        return avg_pool2d(input, (h // oh, w // ow))
+    # rectangular windows: the average is separable, A_h @ x @ A_w^T with constant averaging matrices
+    ah = _adaptive_matrix(h, oh, input.dtype, input.device)
+    aw = _adaptive_matrix(w, ow, input.dtype, input.device)
+    return _L.matmul(_L.matmul(ah, input), _S.transpose(aw, 0, 1))
+
+
+def _adaptive_avg_nd(input, out_sizes):
+    out = input
+    for k, n_out in enumerate(out_sizes):
+        d = 2 + k
+        a = _adaptive_matrix(input.shape[d], n_out, input.dtype, input.device)
+        out = _S.movedim(_L.matmul(a, _S.movedim(out, d, -2)), -2, d)
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    n = _ntuple(output_size, 1)[0]
+    return _adaptive_avg_nd(input, (n,))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    h, w = input.shape[-2:]
+    oh, ow = _ntuple(output_size, 2)
+    if h % oh or w % ow:
+        raise NotImplementedError("adaptive_max_pool2d supports output sizes that divide the input size")
+    return max_pool2d(input, (h // oh, w // ow), return_indices=return_indices)
