@@ -169,8 +169,8 @@ plugins.load_entry_points()
 
 
 def __getattr__(name: str):
-    # torch.distributions is imported on first use (it is large and most programs never touch it)
-    if name == "distributions":
+    # torch.distributions and torch.testing are imported on first use (large; most programs never touch them)
+    if name in ("distributions", "testing"):
         import importlib
-        return importlib.import_module(".distributions", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'coretorch' has no attribute '{name}'")

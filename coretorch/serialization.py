@@ -1,10 +1,16 @@
 """coretorch.save / coretorch.load: state dicts as a safetensors file, never pickle.
 
-The file is a plain safetensors file.  Its tensors are named ``"0"``, ``"1"``, ...; the object's
-structure (nested dicts, lists, tuples, numbers, strings, ``None`` and references to those tensors) is JSON
-stored in the safetensors ``__metadata__`` under ``"coretorch.structure"``, next to a format marker
-(``"format": "coretorch"``) and a version (``"coretorch.version"``).  Each tensor entry of the structure
-records its dtype, shape, device, ``requires_grad`` and a CRC-32 of its bytes.
+The file is a plain safetensors file.  Each tensor (and each numpy array or bytes object, stored as an array
+too) is named by the path of keys and indices that reaches it: ``fc1.weight`` in a state dict,
+``model.fc1.weight`` in a dict of state dicts, ``tensor`` for a lone tensor; a name already taken gets ``#2``.
+The object's structure (nested dicts, lists, tuples, sets, numbers, strings, ``None`` and references to those
+arrays) is JSON stored in the safetensors ``__metadata__`` under ``"coretorch.structure"``, next to a format
+marker (``"format": "coretorch"``) and a version (``"coretorch.version"``).  Each tensor entry of the structure
+records its dtype, shape, device, ``requires_grad`` and a CRC-32 of its bytes.  Files written before the
+tensors had names (``"0"``, ``"1"``, ...) load as before: the structure says which array is which.
+
+A safetensors file without coretorch's metadata (written by another tool) loads as a dict of its tensors, in
+the file's order, after the same header and layout checks.
 
 Format version 2 (version 1 files still load) also checks the header itself: it is written by coretorch
 (sorted keys, no whitespace, so identical content gives identical bytes) and opens with
@@ -58,22 +64,34 @@ _ST_NAMES = {np.dtype(v): k for k, v in _ST_TYPES.items()}
 
 # ---- encoding ------------------------------------------------------------------------------------
 class _Encoder:
+    """The structure of a saved object as JSON, and its arrays by name.  Each array is named by the path of
+    keys and indices that reaches it (``fc1.weight`` in a state dict, ``model.fc1.weight`` in a dict of state
+    dicts), so that other safetensors readers see meaningful names; a name already taken gets ``#2``, ``#3``."""
+
     def __init__(self):
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}
-        self.keep: list = []  # keep encoded tensors alive so that their ids stay unique
+        self.keep: list = []  # keep encoded objects alive so that their ids stay unique
+        self.names: list[str] = []  # the path of keys leading to the object being encoded
+
+    def _new_name(self, obj, arr: np.ndarray) -> str:
+        base = ".".join(self.names) or "tensor"
+        name, k = base, 1
+        while name in self.arrays:
+            k += 1
+            name = f"{base}#{k}"
+        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d array into 1-d)
+            arr = arr.copy(order="C")
+        self.arrays[name] = arr
+        self.ids[id(obj)] = name
+        self.keep.append(obj)
+        return name
 
     def tensor(self, t) -> dict:
         from .tensor import Tensor
         name = self.ids.get(id(t))
         if name is None:
-            name = str(len(self.arrays))
-            arr = t.detach()._host()
-            if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d array into 1-d)
-                arr = arr.copy(order="C")
-            self.arrays[name] = arr
-            self.ids[id(t)] = name
-            self.keep.append(t)
+            name = self._new_name(t, t.detach()._host())
         arr = self.arrays[name]
         out = {"tensor": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "device": str(t.device),
                "crc32": _crc32(arr)}
@@ -83,6 +101,20 @@ class _Encoder:
         if nn is not None and isinstance(t, getattr(nn, "Parameter", ())) and type(t) is not Tensor:
             out["parameter"] = True
         return out
+
+    def ndarray(self, a: np.ndarray, path: str) -> dict:
+        if a.dtype.name != "bfloat16" and a.dtype not in _ST_NAMES:
+            raise TypeError(f"coretorch.save: cannot save {path[:200]}, a numpy array of dtype {a.dtype}; numpy "
+                            f"arrays of {', '.join(sorted(str(np.dtype(d)) for d in _ST_TYPES.values()))} and "
+                            "bfloat16 are supported")
+        name = self.ids.get(id(a)) or self._new_name(a, a)
+        arr = self.arrays[name]
+        return {"ndarray": name, "dtype": str(arr.dtype), "shape": list(arr.shape), "crc32": _crc32(arr)}
+
+    def bytes_(self, b) -> dict:
+        kind = "bytes" if isinstance(b, bytes) else "bytearray"
+        name = self._new_name(b, np.frombuffer(bytes(b), np.uint8))
+        return {kind: name, "crc32": _crc32(self.arrays[name])}
 
     def encode(self, obj, path: str = "obj", depth: int = 0):
         from .tensor import Tensor
@@ -100,6 +132,10 @@ class _Encoder:
             return self.tensor(obj)
         if isinstance(obj, (np.bool_, np.integer, np.floating)):
             return self.encode(obj.item(), path, depth)
+        if isinstance(obj, np.ndarray):
+            return self.ndarray(obj, path)
+        if isinstance(obj, (bytes, bytearray)):
+            return self.bytes_(obj)
         if isinstance(obj, _dtype):
             return {"dtype": str(obj).rsplit(".", 1)[-1]}
         if isinstance(obj, _device):
@@ -112,28 +148,39 @@ class _Encoder:
             if kind is None:  # torch.Size, named tuples and other subclasses are stored as their base type
                 kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
                                            (set, "set")) if isinstance(obj, c))
-            items = [self.encode(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj)]
+            items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
             if kind in ("set", "frozenset"):  # a set's order depends on string hashing: sort for identical bytes
                 items.sort(key=lambda v: json.dumps(v, sort_keys=True))
             return {kind: items}
         if isinstance(obj, dict):
             kind = "Counter" if isinstance(obj, Counter) else "OrderedDict" if isinstance(obj, OrderedDict) \
                 else "dict"
-            out = {kind: [[self.key(k, path, depth), self.encode(v, f"{path}[{k!r}]", depth + 1)]
+            out = {kind: [[self.key(k, path, depth), self.item(v, str(k), f"{path}[{k!r}]", depth)]
                           for k, v in obj.items()]}
             meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() keeps version info here
             if isinstance(meta, dict):
-                out["_metadata"] = self.encode(meta, f"{path}._metadata", depth + 1)
+                out["_metadata"] = self.item(meta, "_metadata", f"{path}._metadata", depth)
             return out
-        raise TypeError(f"coretorch.save: cannot save {path} of type {type(obj).__module__}."
-                        f"{type(obj).__qualname__}; only tensors, dicts, lists, tuples, sets, numbers, strings, "
-                        "None, dtypes and devices are supported (coretorch never pickles)")
+        raise TypeError(f"coretorch.save: cannot save {path[:200]} of type {type(obj).__module__}."
+                        f"{type(obj).__qualname__}; supported are tensors, numpy arrays, dicts (OrderedDict, "
+                        "Counter), lists, tuples, sets, bool/int/float/str/bytes, None, dtypes and devices "
+                        "(coretorch never pickles)")
+
+    def item(self, v, name: str, path: str, depth: int):
+        self.names.append(name)
+        try:
+            return self.encode(v, path, depth + 1)
+        finally:
+            self.names.pop()
 
     def key(self, k, path, depth: int = 0):
         from .tensor import Tensor
         if isinstance(k, Tensor):
             raise TypeError(f"coretorch.save: a tensor used as a dict key in {path} cannot be saved; use the "
                             "optimizer's state_dict() (integer parameter ids) instead")
+        if isinstance(k, (np.ndarray, bytearray, list, dict, set)):
+            raise TypeError(f"coretorch.save: a {type(k).__name__} used as a dict key in {path[:200]} cannot be "
+                            "saved (keys are numbers, strings, bytes, None or tuples of them)")
         return self.encode(k, path, depth + 1)
 
 
@@ -251,7 +298,8 @@ def _atomic_write(path: str, data: bytes) -> None:
 def _serialize(arrays: dict, structure: str) -> bytes:
     """The safetensors file, written by coretorch: sorted keys, no whitespace, tensors ordered by alignment
     then number, and the header checksum (see the module docstring)."""
-    names = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, int(k)))
+    order = {k: i for i, k in enumerate(arrays)}
+    names = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, order[k]))
     entries, chunks, offset = [], [], 0
     for k in names:
         a = arrays[k]
@@ -295,8 +343,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 # ---- reading ---------------------------------------------------------------------------------------
 class _Decoder:
-    def __init__(self, name: str, arrays: dict, map_location):
+    def __init__(self, name: str, arrays: dict, map_location, checksums: bool = True):
         self.name = name
+        self.checksums = checksums  # a plain safetensors file has no structure to check the tensors against
         self.arrays = arrays
         self.map_location = map_location
         self.cache: dict = {}
@@ -318,6 +367,19 @@ class _Decoder:
             raise self.bad(f"unexpected structure element {type(node).__name__}")
         if "tensor" in node:
             return self.tensor(node)
+        if "ndarray" in node:
+            name = node["ndarray"]
+            if name in self.cache:
+                return self.cache[name]
+            arr = self.checked(name, node)
+            self.cache[name] = arr
+            return arr
+        for kind in ("bytes", "bytearray"):
+            if kind in node:
+                arr = self.checked(node[kind], node)
+                if arr.dtype != np.uint8 or arr.ndim != 1:
+                    raise self.bad(f"{kind} {node[kind]!r} is not stored as bytes")
+                return (bytes if kind == "bytes" else bytearray)(arr.tobytes())
         kind = next(iter(node))
         val = node[kind]
         if kind == "float":
@@ -358,19 +420,29 @@ class _Decoder:
                 raise self.bad(f"bad device {val!r}: {e}") from None
         raise self.bad(f"unknown element {kind!r}")
 
+    def checked(self, name, node) -> np.ndarray:
+        """The array ``name`` of the file, checked against the structure's record of it."""
+        if not isinstance(name, str) or name not in self.arrays:
+            raise self.bad(f"the structure refers to a tensor {name!r} that the file does not hold")
+        arr = self.arrays[name]
+        if ("dtype" in node or "shape" in node) and (node.get("dtype") != str(arr.dtype)
+                                                     or node.get("shape") != list(arr.shape)):
+            raise self.bad(f"tensor {name!r} is {arr.dtype}{list(arr.shape)} in the safetensors header but was "
+                           f"saved as {node.get('dtype')}{node.get('shape')}")
+        if self.checksums and node.get("crc32") != _crc32(arr):
+            raise self.bad(f"checksum mismatch in the data of tensor {name!r}")
+        if name in self.used and "tensor" not in node:
+            raise self.bad(f"tensor {name!r} is referenced twice")
+        self.used.add(name)
+        return arr
+
     def tensor(self, node):
         name = node.get("tensor")
         if name in self.cache:
             return self.cache[name]
-        if not isinstance(name, str) or name not in self.arrays:
-            raise self.bad(f"the structure refers to a tensor {name!r} that the file does not hold")
-        arr = self.arrays[name]
-        if node.get("dtype") != str(arr.dtype) or node.get("shape") != list(arr.shape):
-            raise self.bad(f"tensor {name!r} is {arr.dtype}{list(arr.shape)} in the safetensors header but was "
-                           f"saved as {node.get('dtype')}{node.get('shape')}")
-        if node.get("crc32") != _crc32(arr):
-            raise self.bad(f"checksum mismatch in the data of tensor {name!r}")
-        self.used.add(name)
+        if self.checksums and ("dtype" not in node or "shape" not in node):
+            raise self.bad(f"tensor {name!r} has no dtype or shape in the structure")
+        arr = self.checked(name, node)
         t = self.place(arr, str(node.get("device", "cpu")))
         if node.get("requires_grad"):
             t.requires_grad_(True)
@@ -516,8 +588,9 @@ def _ours(raw: bytes) -> bool:
     return b"coretorch." in raw
 
 
-def _read_header(src: _Source) -> tuple[int, dict, dict]:
-    """Read and validate the header: (its length, the tensor entries, the coretorch metadata)."""
+def _read_header(src: _Source) -> tuple[int, dict, dict | None]:
+    """Read and validate the header: (its length, the tensor entries, the coretorch metadata or None for a
+    plain safetensors file written by another tool)."""
     name = src.name
     head = src.read(8)
     if head[:2] == b"PK":
@@ -565,7 +638,10 @@ def _read_header(src: _Source) -> tuple[int, dict, dict]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         if checked or _ours(raw):
             raise _corrupted(name, "no coretorch format marker")
-        raise _foreign(name, "a safetensors file without the coretorch format marker")
+        if meta is not None and not (isinstance(meta, dict) and all(isinstance(k, str) and isinstance(x, str)
+                                                                    for k, x in meta.items())):
+            raise _foreign(name, "its safetensors __metadata__ is not a map of strings")
+        return n, header, None  # a plain safetensors file written by another tool: a dict of its tensors
     v = meta.get("coretorch.version")
     if not (isinstance(v, str) and re.fullmatch(r"[1-9][0-9]{0,5}", v)):
         raise _corrupted(name, f"bad version {v!r}")
@@ -584,7 +660,7 @@ def _no_constant(c: str):
     raise ValueError(f"{c} is not JSON")
 
 
-def _layout(name: str, entries: dict) -> tuple[int, dict]:
+def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]:
     """Check the tensor entries (dtypes, shapes, offsets that tile the data exactly): (data size, entries)."""
     spans, out = [], {}
     for key, info in entries.items():
@@ -592,6 +668,10 @@ def _layout(name: str, entries: dict) -> tuple[int, dict]:
             raise _corrupted(name, f"bad header entry {key!r}")
         dt, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
         if dt not in _ST_TYPES and dt != "BF16":
+            if foreign and isinstance(dt, str) and re.fullmatch(r"[A-Z0-9_]{1,16}", dt):
+                raise RuntimeError(f"coretorch.load: tensor {key!r} of {name} has the safetensors dtype {dt}, "
+                                   "which coretorch does not support (it reads "
+                                   f"{', '.join(sorted(_ST_TYPES) + ['BF16'])})")
             raise _corrupted(name, f"tensor {key!r} has unknown dtype {dt!r}")
         if not (isinstance(shape, list) and len(shape) <= _MAX_NDIM
                 and all(type(d) is int and 0 <= d < 2 ** 62 for d in shape)):
@@ -627,12 +707,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     try:
         n, entries, meta = _read_header(src)
         name = src.name
-        total, layout = _layout(name, entries)
-        structure_text = meta.get("coretorch.structure", "")
-        try:
-            structure = json.loads(structure_text, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as e:
-            raise _corrupted(name, f"the coretorch structure is not valid JSON: {type(e).__name__}: {e}") from None
+        total, layout = _layout(name, entries, foreign=meta is None)
+        if meta is None:  # a plain safetensors file: {name: tensor} in the file's order
+            structure = {"dict": [[k, {"tensor": k}] for k in sorted(layout, key=lambda k: layout[k][2])]}
+        else:
+            try:
+                structure = json.loads(meta.get("coretorch.structure", ""), parse_constant=_no_constant)
+            except (ValueError, RecursionError) as e:
+                raise _corrupted(name, f"the coretorch structure is not valid JSON: {type(e).__name__}: {e}") \
+                    from None
         if src.size is not None and (src.size - 8 - n < total or (src.fd is not None and src.size - 8 - n > total)):
             # (a file must end where the header says; a stream may go on with something else)
             raise RuntimeError(f"coretorch.load: {name} is {'truncated' if src.size - 8 - n < total else 'corrupted'}"
@@ -653,7 +736,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
                   else np.zeros(shape, dt) for k, (dt, shape, off, numel) in layout.items()}
     except (ValueError, MemoryError) as e:
         raise _corrupted(name, f"{type(e).__name__}: {e}") from None
-    dec = _Decoder(name, arrays, map_location)
+    dec = _Decoder(name, arrays, map_location, checksums=meta is not None)
     obj = dec.decode(structure)
     extra = set(arrays) - dec.used
     if extra:

@@ -21,6 +21,8 @@ A backend plugin tests its device with::
             check_backward(case, "mydevice")
 
 (``available_devices()`` lists every installed and available device type, "cpu" first.)
+
+``assert_close`` is PyTorch's ``torch.testing.assert_close``.
 """
 from __future__ import annotations
 
@@ -35,9 +37,10 @@ from typing import Callable
 import numpy as np
 
 import coretorch
+from ._testing_close import assert_close
 
-__all__ = ["Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices", "check_forward",
-           "check_backward", "make_inputs", "result_type", "tolerances"]
+__all__ = ["assert_close", "Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices",
+           "check_forward", "check_backward", "make_inputs", "result_type", "tolerances"]
 
 FLOAT_DTYPES = ("float32", "float64")
 DEFAULT_FLOAT = np.dtype(np.float32)  # coretorch's default dtype (the checks assume it is not changed)
