@@ -1,3 +1,5 @@
+# mypy: disable-error-code="method-assign,assignment,misc,arg-type"
+# (this module attaches functions to Tensor by design; its assignments are what _tensor_api.pyi declares)
 """Bind the op layer onto Tensor as methods and operators (done once, at import)."""
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Tensor: a backend array handle plus dtype/device and autograd fields.  Ops live in ``ops/``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import dtypes as _dt
@@ -11,9 +13,21 @@ from .autograd.anomaly_mode import state as _anomaly
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
 
+if TYPE_CHECKING:  # the methods installed at import time (coretorch/_tensor_methods.py), for type checkers
+    from ._tensor_api import TensorAPI as _TensorAPI
+else:
+    _TensorAPI = object
 
-class Tensor:
+
+class Tensor(_TensorAPI):
     __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_vc", "__dict__", "__weakref__")
+    if TYPE_CHECKING:
+        _data: Any  # the backend's native array
+        _be: Any  # the backend's kernel table
+        dtype: _dt.dtype
+        _rg: bool  # requires_grad
+        grad_fn: Any
+        _vc: Any  # the version counter shared by views
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
     _grad = None
     _base = None

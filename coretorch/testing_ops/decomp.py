@@ -5,6 +5,7 @@ gradcheck differentiates through the construction; functions of eigen/singular v
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def _absU(res):
     return res[0], abs(res[1]), abs(res[2])
 
 
-R4 = dict(rtol=1e-4, atol=1e-5)  # composites against a different float64 algorithm (float32 rounding differs)
+R4: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)  # composites against a different float64 algorithm (float32 rounding differs)
 
 CASES: list[OpCase] = [
     # inverse and determinants
@@ -317,9 +318,9 @@ CASES += [
     OpCase("linalg.norm.nuc_dims", lambda a: L.norm(a, "nuc", dim=(0, 2)),
            lambda a: _np_mnorm(np.moveaxis(a, 1, 0), "nuc"), (A((3, 2, 4)),), **R4),
 ]
-for _ord in ("fro", "nuc", 2, -2, 1, -1, INF, -INF):
-    CASES.append(OpCase(f"linalg.matrix_norm.{_ord}", lambda a, o=_ord: L.matrix_norm(a, o),
-                        lambda a, o=_ord: _np_mnorm(a, o), (A((2, 3, 4), "distinct"),), **R4))
+for _mord in ("fro", "nuc", 2, -2, 1, -1, INF, -INF):
+    CASES.append(OpCase(f"linalg.matrix_norm.{_mord}", lambda a, o=_mord: L.matrix_norm(a, o),
+                        lambda a, o=_mord: _np_mnorm(a, o), (A((2, 3, 4), "distinct"),), **R4))
 CASES += [
     OpCase("linalg.matrix_norm.keepdim_dims", lambda a: L.matrix_norm(a, 1, dim=(2, 0), keepdim=True),
            lambda a: np.linalg.norm(a.astype(np.float64), 1, axis=(2, 0), keepdims=True).astype(a.dtype),
