@@ -106,7 +106,11 @@ def generate() -> str:
             params, ret = "self, other: Any", "Any"
         if name == "__hash__":
             params, ret = "self", "int"
-        lines.append(f"    def {name}({params}) -> {ret}: ...")
+        line = f"    def {name}({params}) -> {ret}: ..."
+        if len(line) > 120:  # one parameter per line (ruff's line length)
+            body = "".join(f"        {p},\n" for p in params.split(", "))
+            line = f"    def {name}(\n{body}    ) -> {ret}: ..."
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 

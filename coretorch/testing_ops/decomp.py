@@ -84,7 +84,8 @@ def _absU(res):
     return res[0], abs(res[1]), abs(res[2])
 
 
-R4: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)  # composites against a different float64 algorithm (float32 rounding differs)
+# (R4: composites against a different float64 algorithm; float32 rounding differs)
+R4: dict[str, Any] = dict(rtol=1e-4, atol=1e-5)
 
 CASES: list[OpCase] = [
     # inverse and determinants
