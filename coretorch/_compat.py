@@ -23,7 +23,8 @@ __all__ = ["typename", "compile", "use_deterministic_algorithms",
            "memory_format", "preserve_format", "contiguous_format", "channels_last", "channels_last_3d",
            "layout", "strided", "set_default_tensor_type"]
 
-_bool, _int = builtins.bool, builtins.int
+_bool = builtins.bool  # (the names bool and int are torch dtypes here)
+_int = builtins.int
 
 
 # ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------
@@ -71,7 +72,7 @@ def _module_compile(self, *args, **kwargs) -> None:
         _warn_compile()
 
 
-_Module.compile = _module_compile
+setattr(_Module, "compile", _module_compile)
 
 
 # ---- determinism and matmul precision (remembered; see use_deterministic_algorithms) ----------------------------
@@ -153,7 +154,7 @@ def _check_threads(n, name: str) -> _int:
 def set_num_threads(int: _int) -> None:  # noqa: A002  (PyTorch's parameter name)
     """Set the number of threads the cpu backend's BLAS uses (numpy's OpenBLAS/MKL pool)."""
     n = _check_threads(int, "set_num_threads")
-    import threadpoolctl  # imported on first use: it inspects the loaded libraries
+    import threadpoolctl  # type: ignore[import-untyped]  # imported on first use: it inspects the loaded libraries
     _threads["limiter"] = threadpoolctl.threadpool_limits(limits=n, user_api="blas")
     _threads["intra"] = n
 

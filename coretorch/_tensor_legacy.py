@@ -1,3 +1,5 @@
+# mypy: disable-error-code="method-assign,assignment"
+# (this module attaches the legacy methods to Tensor by design)
 """Legacy and convenience Tensor API that old PyTorch programs still use (bound onto Tensor at import).
 
 The deprecated ``add_(Number, Tensor)`` overloads, ``volatile``, ``new``, ``resize_as_``,
@@ -79,7 +81,7 @@ def _value_first(name: str, fn):
         return fn(self, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = fn.__doc__
-    method._value_first = True
+    setattr(method, "_value_first", True)  # (marks the wrapper: installed once)
     return method
 
 

@@ -8,6 +8,9 @@ _cache: dict = {}
 
 class device:
     __slots__ = ("type", "index", "_str")
+    type: str
+    index: int | None
+    _str: str
 
     def __new__(cls, type_or_str, index: int | None = None):
         if isinstance(type_or_str, device):

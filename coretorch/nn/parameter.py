@@ -55,6 +55,7 @@ class _BufferMeta(type):
 class Buffer(Tensor, metaclass=_BufferMeta):
     """``nn.Buffer(data, persistent=True)``: assigning it to a Module attribute registers a buffer."""
     __torch_function__ = _disabled_torch_function_impl
+    persistent: bool
 
     def __new__(cls, data=None, *, persistent: bool = True):
         if data is None:

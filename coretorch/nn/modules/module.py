@@ -7,6 +7,8 @@ identity ``autograd.Function`` around the module's inputs and outputs), ``state_
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import warnings
 from collections import OrderedDict, namedtuple
@@ -139,6 +141,11 @@ class Module:
     training: bool
     call_super_init: bool = False
     forward = _forward_unimplemented
+    # set per instance in __init__ (through __dict__, bypassing __setattr__)
+    _parameters: dict[str, Any]
+    _buffers: dict[str, Any]
+    _modules: dict[str, Any]
+    _is_full_backward_hook: bool | None
 
     def __init__(self, *args, **kwargs) -> None:
         if not self.call_super_init and kwargs:
