@@ -142,7 +142,7 @@ def _summary_view(a: np.ndarray) -> np.ndarray:
     return np.stack([_summary_view(a[i]) for i in idx]) if a.ndim > 1 else a[idx]
 
 
-def tensor_str(t, prefix: str = "tensor(") -> str:
+def tensor_str(t, prefix: str = "tensor(") -> tuple[str, list[str]]:
     a = t._host()
     if t.dtype is _dt.float16 or t.dtype is _dt.bfloat16:  # formatted through float32 (exact)
         a = a.astype(np.float32)

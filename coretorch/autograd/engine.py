@@ -1,6 +1,8 @@
 """The autograd engine: topological order over the graph, one pass, gradients summed per input."""
 from __future__ import annotations
 
+from typing import Any
+
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
@@ -19,6 +21,7 @@ def _toposort(roots) -> dict:
     first incoming edge and is walked then; roots are walked from the start (and counted if reachable).  Leaf
     sinks (AccumulateGrad) have no edges: they are counted, never walked."""
     deps: dict = {}
+    walked: Any
     if len(roots) == 1:  # loss.backward(): a DAG never leads back to its one root, so nothing to remember
         stack, walked = [roots[0]], ()
     else:
@@ -50,8 +53,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         roots.append((node, nr, g))
 
-    capture = None
-    results = []
+    capture: dict | None = None
+    results: list = []
     if inputs is not None:
         capture = {}
         for i, t in enumerate(inputs):

@@ -1,6 +1,8 @@
 """autograd.Function: custom differentiable ops written the way PyTorch users write them."""
 from __future__ import annotations
 
+from typing import Any
+
 from .. import tensor as _tensor_mod  # resolved at call time (tensor imports autograd)
 from .grad_mode import state
 from .graph import _FREED, Node
@@ -8,6 +10,8 @@ from .graph import _FREED, Node
 
 class FunctionCtx:
     """The ``ctx`` API (mixed into every backward node of a user Function)."""
+    save: Any  # (provided by Node, which every ctx also is)
+    saved: Any
 
     def save_for_backward(self, *tensors) -> None:
         Tensor = _tensor_mod.Tensor

@@ -1,6 +1,8 @@
 """Graph nodes: every ``grad_fn`` is a Node; leaves get an ``AccumulateGrad`` node."""
 from __future__ import annotations
 
+from typing import Any
+
 import itertools
 import threading
 import weakref
@@ -22,7 +24,7 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._ids)
         if isinstance(extra_dict, dict):
-            self.extra_dict_ref = (weakref.ref(extra_dict),)
+            self.extra_dict_ref: tuple = (weakref.ref(extra_dict),)
         elif isinstance(extra_dict, list):
             self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
         else:
@@ -67,11 +69,11 @@ class Node:
 
     __slots__ = ("next_functions", "__dict__", "__weakref__")
     # rarely-set fields live in the instance __dict__ only when set: creating a node stays cheap
-    _saved = ()  # the saved tensors (or _FREED), and their versions when saved
-    _versions = ()
-    _pre_hooks = None
-    _hooks = None
-    _tensor_hooks = None
+    _saved: Any = ()  # the saved tensors (or _FREED), and their versions when saved
+    _versions: tuple = ()
+    _pre_hooks: Any = None
+    _hooks: Any = None
+    _tensor_hooks: Any = None
     _out_meta = None
     out = None  # nodes that keep their output declare an ``out`` slot
 

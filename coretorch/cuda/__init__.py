@@ -7,6 +7,8 @@ first use.
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 import importlib
 
 from .._errors import OutOfMemoryError  # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
@@ -22,7 +24,7 @@ _NOT_COMPILED = ("Torch not compiled with CUDA enabled (coretorch has no CUDA ba
                  "'opencl'; use torch.accelerator.current_accelerator() to pick the OpenCL device)")
 
 
-def _no_cuda():
+def _no_cuda() -> NoReturn:
     raise AssertionError(_NOT_COMPILED)
 
 

@@ -3,6 +3,8 @@
 ``constraint.check(value)`` returns a bool tensor over the batch (``event_dim`` rightmost dims are reduced)."""
 from __future__ import annotations
 
+from typing import Any
+
 import coretorch as torch
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
@@ -14,8 +16,9 @@ __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "depend
 
 class Constraint:
     """A region of values: ``is_discrete``, ``event_dim`` (dims that form one event) and ``check(value)``."""
-    is_discrete = False
-    event_dim = 0
+    # plain class attributes here; constraints that derive them from another constraint use properties
+    is_discrete: Any = False
+    event_dim: Any = 0
 
     def check(self, value):
         raise NotImplementedError

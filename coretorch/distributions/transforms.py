@@ -1,6 +1,8 @@
 """torch.distributions.transforms: invertible maps with log |det J|, for TransformedDistribution."""
 from __future__ import annotations
 
+from typing import Any
+
 import math
 import weakref
 from numbers import Number
@@ -28,7 +30,7 @@ class Transform:
         if cache_size not in (0, 1):
             raise ValueError("cache_size must be 0 or 1")
         self._cache_size = cache_size
-        self._inv = None
+        self._inv: Any = None  # a weak reference to the inverse (or the forward transform of an inverse)
         self._cached_x_y = (None, None)
         super().__init__()
 
