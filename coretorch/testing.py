@@ -39,7 +39,7 @@ import numpy as np
 import coretorch
 from ._testing_close import assert_close
 
-__all__ = ["assert_close", "Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices",
+__all__ = ["assert_close", "Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices",  # noqa: F822  (CASES: lazy, see __getattr__)
            "check_forward", "check_backward", "make_inputs", "result_type", "tolerances"]
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -1160,18 +1160,24 @@ def _build_cases() -> list[OpCase]:
     return cases
 
 
-CASES: list[OpCase] = _build_cases()
-
-
 def _family_cases() -> list[OpCase]:
     from .testing_ops import all_cases  # the op families' tables (coretorch/testing_ops/<family>.py)
     return all_cases()
 
 
-CASES += _family_cases()
-_names = [c.name for c in CASES]
-assert len(set(_names)) == len(_names), sorted({n for n in _names if _names.count(n) > 1})
-del _names
+_cases: list[OpCase] = []
+
+
+def __getattr__(name: str):
+    # CASES is built on first use (half a second): ``torch.testing.assert_close`` alone should not pay for it
+    if name == "CASES":
+        if not _cases:
+            cases = _build_cases() + _family_cases()
+            names = [c.name for c in cases]
+            assert len(set(names)) == len(names), sorted({n for n in names if names.count(n) > 1})
+            _cases.extend(cases)
+        return _cases
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Ops every backend must pass (the coverage test checks CASES names one of them per entry).
 REQUIRED_OPS = (
