@@ -32,7 +32,7 @@ import operator
 import warnings
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -98,7 +98,7 @@ class OpCase:
     gradgrad: bool = False           # gradgradcheck too
     vjp_ref: Callable | None = None  # (grad_out, *ndarrays) -> grads of the requires-grad args (kinks)
     nondiff: bool | None = False     # float outputs must not require grad (True) / are not checked (None)
-    raises: type | None = None       # the op must raise this (forward only)
+    raises: type[BaseException] | None = None       # the op must raise this (forward only)
     props: Callable | None = None    # (out, *tensors) -> None: extra assertions (e.g. contiguity)
     rtol: float | None = None
     atol: float | None = None
@@ -127,6 +127,7 @@ def _seed(name: str, dtype: str) -> np.random.Generator:
 
 def _values(arg: Arg, npdt: np.dtype, rng: np.random.Generator, prev: list) -> np.ndarray:
     shape, dom, kind = tuple(arg.shape), arg.domain, npdt.kind
+    v: Any
     n = math.prod(shape)
     if dom.startswith(("index:", "sindex:")):
         hi = int(dom.split(":")[1])
@@ -207,7 +208,8 @@ def make_inputs(case: OpCase, device: str, dtype: str, grad: bool = False, as_fl
     """(ndarrays, tensors) for ``case``; with ``grad`` float args become leaves requiring grad (and
     float64 ones with ``as_float64``)."""
     rng = _seed(case.name, "grad" if grad else dtype)
-    arrays, tensors = [], []
+    arrays: list = []
+    tensors: list = []
     for a in case.args:
         name = a.dtype or ("int64" if a.domain.startswith(("index:", "sindex:")) else
                            "bool" if a.domain == "mask" else dtype)
@@ -239,6 +241,7 @@ def _host(t) -> np.ndarray:
 def _call_ref(case: OpCase, arrays):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        assert case.ref is not None, f"{case.name} has no reference"
         return case.ref(*[a.copy() for a in arrays])
 
 
@@ -503,12 +506,12 @@ def _reduction(name, fn, ref, variants, domain="any", dtypes=FLOAT_DTYPES, grad=
     return out
 
 
-_RED = (("", (4, 5), {}), (".dim1", (4, 5), {"dim": 1}), (".dim0.keepdim", (4, 5), {"dim": 0, "keepdim": True}),
+_RED: tuple = (("", (4, 5), {}), (".dim1", (4, 5), {"dim": 1}), (".dim0.keepdim", (4, 5), {"dim": 0, "keepdim": True}),
         (".dim_neg1", (4, 5), {"dim": -1}), (".dims02", (2, 3, 4), {"dim": (0, 2)}),
         (".dims_neg.keepdim", (2, 3, 4), {"dim": (-1, 1), "keepdim": True}), (".0d", (), {}),
         (".0d.dim0", (), {"dim": 0}), (".keepdim.t", (4, 5), {"dim": 0, "keepdim": True}),
         (".t", (4, 5), {"dim": 1}))
-_RED_EMPTY = ((".empty", (0, 3), {}), (".empty.dim0", (0, 3), {"dim": 0}), (".empty.dim1", (0, 3), {"dim": 1}))
+_RED_EMPTY: tuple = ((".empty", (0, 3), {}), (".empty.dim0", (0, 3), {"dim": 0}), (".empty.dim1", (0, 3), {"dim": 1}))
 
 
 def _npaxis(dim):
@@ -611,6 +614,9 @@ def _build_cases() -> list[OpCase]:
     add, sub, mul = _binref(np.add), _binref(np.subtract), _binref(np.multiply)
     cases: list[OpCase] = []
     c = cases.extend
+    npop: Any  # (loop variables reused across tables of different numpy callables)
+    npf: Any
+    ref: Any
 
     # ---- arithmetic operators (tensor-tensor, broadcasting, 0-d, empty, non-contiguous, scalars) ----
     fsc = (("", 1.5, F + ("int64", "bool")), ("_int", 2, F + I))
@@ -786,7 +792,7 @@ def _build_cases() -> list[OpCase]:
         OpCase("where.method", lambda x, c_, y: x.where(c_, y), lambda a, c_, b: np_where(c_, a, b),
                (A(), A((4, 5), "mask"), A((5,)))),
     ]
-    mf = lambda a, m, v: np.where(m, v, a).astype(a.dtype)  # noqa: E731
+    mf = lambda a, m, v: np.asarray(np.where(m, v, a)).astype(a.dtype)  # noqa: E731
     cases += [
         OpCase("masked_fill", lambda x, m: ct.masked_fill(x, m, -1.5), lambda a, m: mf(a, m, -1.5),
                (A(), A((4, 5), "mask")), F),
@@ -866,7 +872,8 @@ def _build_cases() -> list[OpCase]:
             cases.append(OpCase("amax.ties3_dim", lambda x: ct.amax(x, 1), lambda a: np.max(a, axis=1),
                                 (A((3, 5), "ties3"),), vjp_ref=_amax_vjp(1)))
     # var / std with correction
-    var_variants = (("", (4, 5), {}), (".dim1", (4, 5), {"dim": 1}), (".c0", (4, 5), {"dim": 0, "correction": 0}),
+    var_variants: tuple = (
+        ("", (4, 5), {}), (".dim1", (4, 5), {"dim": 1}), (".c0", (4, 5), {"dim": 0, "correction": 0}),
                     (".c2.keepdim", (4, 5), {"dim": 1, "correction": 2, "keepdim": True}),
                     (".dims", (2, 3, 4), {"dim": (0, 2)}), (".t", (4, 5), {"dim": 1}),
                     (".n1", (4, 1), {"dim": 1}), (".0d", (), {"correction": 0}))
@@ -1199,7 +1206,7 @@ def cpu_kernels_as(device_type: str, *, drop=(), plugin_name: str | None = None,
     """Register the numpy CPU kernels under another device type, in-process, for the duration of a ``with``
     block (minus the kernels named in ``drop``): the way tests get a second device for dispatch between
     devices, device moves and missing-kernel fallbacks.  Yields the device type."""
-    from coretorch_cpu import CPUBackend
+    from coretorch_cpu import CPUBackend  # type: ignore[import-not-found]
 
     backend = type(f"{device_type}Backend", (CPUBackend,), {"name": device_type, "distribution": None})()
     backend._table = {k: v for k, v in backend._table.items() if k not in drop}

@@ -9,6 +9,8 @@ output positions, float64 arithmetic cast to the result dtype) and run float64 `
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
@@ -240,6 +242,9 @@ def _build() -> list[OpCase]:
     add = cases.append
 
     # ---- activations ----
+    fn: Any  # (loop variables over tables of different callables and keyword arguments)
+    ref: Any
+    kw: Any
     acts = [
         ("relu", F.relu, lambda a: np.maximum(a, 0)),
         ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), lambda a: np.where(a > 0, a, 0.2 * a)),
@@ -367,7 +372,7 @@ def _build() -> list[OpCase]:
                (A((1, 1, 3, 4)),), raises=ValueError))
 
     # ---- convolution ----
-    conv_variants = (
+    conv_variants: tuple = (
         ("", (1, 2, 5, 4), (3, 2, 3, 2), {}),
         (".stride_pad", (2, 2, 5, 5), (2, 2, 3, 3), dict(stride=2, padding=1)),
         (".dilation", (1, 2, 8, 7), (3, 2, 3, 2), dict(dilation=(2, 1), padding=(1, 2))),
@@ -381,7 +386,7 @@ def _build() -> list[OpCase]:
 
     def conv_ref(kw):
         def ref(x, w, b):
-            k = dict(kw)
+            k: dict = dict(kw)
             if k.get("padding") == "valid":
                 k["padding"] = 0
             if k.get("padding") == "same":

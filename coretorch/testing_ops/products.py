@@ -1,6 +1,8 @@
 """OpCases of the products family (coretorch.ops.products); part of coretorch.testing.CASES."""
 from __future__ import annotations
 
+from typing import Any
+
 import itertools
 import warnings
 
@@ -18,7 +20,7 @@ def _ein(eq):
 
 
 def _ein_cases() -> list:
-    specs = [  # (name, equation, shapes, layouts, extra kwargs)
+    specs: list[tuple[Any, ...]] = [  # (name, equation, shapes, layouts, extra kwargs)
         ("einsum", "bij,bjk->bik", ((2, 3, 4), (2, 4, 5)), "cc", {"gradgrad": True, "dtypes": FI}),
         ("einsum.attention", "bhqd,bhkd->bhqk", ((2, 2, 3, 4), (2, 2, 5, 4)), "cc", {}),
         ("einsum.chain3", "ij,jk,kl->il", ((3, 4), (4, 5), (5, 2)), "ccc", {"gradgrad": True}),

@@ -28,7 +28,7 @@ def _dev(arr: np.ndarray, like) -> ct.Tensor:
 
 
 def _grid(index: np.ndarray, dim: int) -> tuple:
-    g = list(np.indices(index.shape, sparse=True))
+    g: list = list(np.indices(index.shape, sparse=True))
     g[dim] = index
     return tuple(g)
 

@@ -3,6 +3,8 @@ coretorch.testing.CASES.  References are numpy and scipy.special (imported when 
 dependency of the cpu backend plugin and of the tests, never of the core)."""
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
@@ -18,7 +20,7 @@ FI = F + ("int64",)
 def _sp(name: str, float_only: bool = True):
     """A scipy.special ufunc as a reference in the input's (or the default float) dtype."""
     def ref(a, *rest):
-        import scipy.special as sp
+        import scipy.special as sp  # type: ignore[import-untyped]
         if float_only and a.dtype.kind != "f":
             a = a.astype(DEFAULT_FLOAT)
         return np.asarray(getattr(sp, name)(a.astype(np.float64), *rest)).astype(a.dtype)
@@ -80,6 +82,7 @@ def _close_pair(a, b):
 
 
 def _build() -> list[OpCase]:
+    npf: Any  # (a loop variable over numpy callables of different kinds)
     cases: list[OpCase] = []
     c = cases.extend
     # ---- unary float functions (integer inputs promote) ----
