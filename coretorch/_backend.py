@@ -18,6 +18,8 @@ The per-device table is built once, at registration: dispatch is an attribute lo
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import os
 import warnings
 
@@ -179,7 +181,7 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maxim
           # special
           "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py", "fmax", "fmin")
 
-_backends: dict[str, object] = {}      # device type -> backend object
+_backends: dict[str, Any] = {}      # device type -> backend object
 _tables: dict[Device, "KernelTable"] = {}
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
 _warned_fallback: set = set()
@@ -192,6 +194,9 @@ HINTS = {"cpu": "coretorch-cpu (pip install -e plugins/cpu_backend)",
 
 class KernelTable:
     """The kernels of one device as attributes: ``table.add(x, y)``.  Built once per device."""
+
+    if TYPE_CHECKING:  # the kernels are attributes named by the backend: any name
+        def __getattr__(self, name: str) -> Any: ...
 
     def __init__(self, backend, dev: Device):
         self.backend = backend

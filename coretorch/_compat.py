@@ -140,7 +140,7 @@ def get_float32_matmul_precision() -> str:
 
 
 # ---- threads: the cpu backend's BLAS thread pool (numpy's), through threadpoolctl ---------------------------------
-_threads = {"intra": None, "interop": None, "limiter": None}
+_threads: dict = {"intra": None, "interop": None, "limiter": None}
 
 
 def _check_threads(n, name: str) -> _int:

@@ -39,6 +39,7 @@ import tempfile
 import time
 import zlib
 from collections import Counter, OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ class _Encoder:
 
 
 def _crc32(arr: np.ndarray) -> int:
-    return zlib.crc32(arr.reshape(-1).view(np.uint8)) if arr.size else 0
+    return zlib.crc32(arr.reshape(-1).view(np.uint8).data) if arr.size else 0
 
 
 def _nn():
@@ -720,6 +721,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
             # (a file must end where the header says; a stream may go on with something else)
             raise RuntimeError(f"coretorch.load: {name} is {'truncated' if src.size - 8 - n < total else 'corrupted'}"
                                f" ({src.size} bytes; the header describes {8 + n + total})")
+        buf: Any
         if total == 0:
             buf = b""
         elif mmap and src.fd is not None:

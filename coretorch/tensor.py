@@ -261,7 +261,7 @@ class Tensor(_TensorAPI):
             t = ref()
             if t is not None:
                 t.grad = g.detach().clone() if t.grad is None else t.grad + g
-        hook._retains_grad = True
+        setattr(hook, "_retains_grad", True)  # (marks the hook retain_grad installed)
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
 
     def register_hook(self, hook):

@@ -183,12 +183,11 @@ class autocast:
         tls.cache_enabled = self._cache_enabled
         return self
 
-    def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
+    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
         tls.nesting -= 1
         set_autocast_enabled(self.device, self.prev)
         tls.dtype[self.device] = self.prev_fastdtype
         tls.cache_enabled = self.prev_cache_enabled
-        return False
 
     def __call__(self, func):
         @functools.wraps(func)

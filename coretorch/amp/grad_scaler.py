@@ -79,12 +79,12 @@ class GradScaler:
             assert growth_factor > 1.0, "The growth factor must be > 1.0."
             assert backoff_factor < 1.0, "The backoff factor must be < 1.0."
             self._init_scale = init_scale
-            self._scale = None  # created on the first scale(), on the outputs' device
+            self._scale: Any = None  # created on the first scale(), on the outputs' device
             self._growth_factor = growth_factor
             self._backoff_factor = backoff_factor
             self._growth_interval = growth_interval
             self._init_growth_tracker = 0
-            self._growth_tracker = None
+            self._growth_tracker: Any = None
             self._per_optimizer_states: dict = defaultdict(_refresh_per_optimizer_state)
 
     def _check_scale_growth_tracker(self, funcname: str):

@@ -1,7 +1,7 @@
 """Graph nodes: every ``grad_fn`` is a Node; leaves get an ``AccumulateGrad`` node."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import itertools
 import threading
@@ -75,12 +75,18 @@ class Node:
     _hooks: Any = None
     _tensor_hooks: Any = None
     _out_meta = None
-    out = None  # nodes that keep their output declare an ``out`` slot
 
     # apply and release are Node's (just the backward formula; free the saved tensors): the engine calls backward
     # directly and releases inline
     _plain = True
     _hooked = False  # set once any hook is registered on the node (never reset: the engine then checks them all)
+
+    out: Any = None  # nodes that keep their output declare an ``out`` slot
+    next_functions: tuple
+
+    if TYPE_CHECKING:  # an op's forward stores what its backward needs on the node (node.k = k): any name
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self):
         self.next_functions = ()

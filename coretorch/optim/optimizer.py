@@ -199,7 +199,7 @@ class Optimizer:
                           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
                           stacklevel=3)
 
-        seen = set()
+        seen: set = set()
         for group in self.param_groups:
             seen.update(id(p) for p in group["params"])
             if ("param_names" in param_group) != ("param_names" in group):

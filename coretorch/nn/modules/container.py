@@ -276,7 +276,7 @@ class ModuleDict(Module):
                 self[key] = module
         else:
             for j, m in enumerate(modules):
-                if not isinstance(m, Iterable):
+                if not hasattr(m, "__iter__"):  # (collections.abc.Iterable's own test)
                     raise TypeError("ModuleDict update sequence element #" + str(j) + " should be Iterable; is"
                                     + type(m).__name__)
                 if not len(m) == 2:
@@ -319,10 +319,10 @@ class ParameterList(Module):
         return getattr(self, self._get_abs_string_index(idx))
 
     def __setitem__(self, idx: int, param) -> None:
-        idx = self._get_abs_string_index(idx)
+        key = self._get_abs_string_index(idx)
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
-        setattr(self, str(idx), param)
+        setattr(self, str(key), param)
 
     def __len__(self) -> int:
         return self._size
@@ -450,7 +450,7 @@ class ParameterDict(Module):
                 self[key] = parameter
         else:
             for j, p in enumerate(parameters):
-                if not isinstance(p, Iterable):
+                if not hasattr(p, "__iter__"):  # (collections.abc.Iterable's own test)
                     raise TypeError("ParameterDict update sequence element #" + str(j) + " should be Iterable; is"
                                     + type(p).__name__)
                 if not len(p) == 2:
