@@ -69,7 +69,7 @@ from .amp.autocast_mode import (set_autocast_dtype, is_autocast_cache_enabled,  
 # ---- end dtypes ----
 from .serialization import save, load
 
-Tensor.erf = erf
+setattr(Tensor, "erf", erf)
 
 float = float32
 double = float64

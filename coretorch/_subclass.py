@@ -160,7 +160,7 @@ def _overloaded(args, kwargs) -> list:
     for a in (args + tuple(kwargs.values())) if kwargs else args:
         t = type(a)
         if t in _DISPATCHING:
-            cands = (t,)
+            cands: tuple = (t,)
         elif t is list or t is tuple:
             cands = tuple(type(b) for b in a if type(b) in _DISPATCHING)
         else:
@@ -221,6 +221,6 @@ def _register(cls) -> None:
         _enable_function_dispatch()
 
 
-Tensor.as_subclass = as_subclass
-Tensor.__torch_function__ = classmethod(__torch_function__)
+setattr(Tensor, "as_subclass", as_subclass)
+setattr(Tensor, "__torch_function__", classmethod(__torch_function__))
 _SUBCLASS_HOOK[0] = _install

@@ -34,7 +34,7 @@ def _naming(fn, name: str, batched_ndim: int | None = None):
         if out is not input and (batched_ndim is None or input.ndim == batched_ndim):
             named_node(out, name)
         return out
-    wrapper._pytorch_node_name = name
+    setattr(wrapper, "_pytorch_node_name", name)
     return wrapper
 
 

@@ -2,6 +2,8 @@
 matrix_power, matrix_exp, multi_dot, cross, vecdot, diagonal."""
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
@@ -194,7 +196,7 @@ def multi_dot(tensors) -> Tensor:
                                f"{list(tensors[i + 1].shape)} cannot be multiplied")
     dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
     k = len(mats)
-    cost = [[0] * k for _ in range(k)]
+    cost: list[list[Any]] = [[0] * k for _ in range(k)]
     split = [[0] * k for _ in range(k)]
     for length in range(1, k):
         for i in range(k - length):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-import opt_einsum
+import opt_einsum  # type: ignore[import-untyped]
 
 from ..tensor import Tensor
 from . import indexing as _indexing, linalg as _linalg, pointwise as _pointwise
@@ -86,7 +86,7 @@ def _parse(equation: str, ndims: tuple) -> tuple:
                                f"of dimensions ({ndims[k]}) for operand {k} and no ellipsis was given")
     expanded = []
     for k, labels in enumerate(op_labels):
-        out = []
+        out: list = []
         for s in labels:
             if s == _ELL:
                 n = ndims[k] - (len(labels) - 1)
@@ -270,12 +270,11 @@ def _plan_contract(a: _Operand, b: _Operand, keep: set, size: dict) -> tuple:
     pa = _perm_or_none([ia[s] for s in batch + a_only + contr])
     pb = _perm_or_none([ib[s] for s in batch + contr + b_only])
     m, n, k = _prod(mshape), _prod(nshape), _prod(kshape)
-    ra = bshape + (m, k)
-    rb = bshape + (k, n)
-    ra = None if ra == bshape + mshape + kshape and len(mshape) == 1 and len(kshape) == 1 else ra
-    rb = None if rb == bshape + kshape + nshape and len(nshape) == 1 and len(kshape) == 1 else rb
+    ra2, rb2 = bshape + (m, k), bshape + (k, n)
+    ra3 = None if ra2 == bshape + mshape + kshape and len(mshape) == 1 and len(kshape) == 1 else ra2
+    rb3 = None if rb2 == bshape + kshape + nshape and len(nshape) == 1 and len(kshape) == 1 else rb2
     ro = None if len(mshape) == 1 and len(nshape) == 1 else res.shape
-    return ("mm", pa, ra, pb, rb, ro), res
+    return ("mm", pa, ra3, pb, rb3, ro), res
 
 
 def _prod(shape) -> int:

@@ -139,7 +139,7 @@ def qr(a: np.ndarray, mode: str):
         return (np.zeros((0,), a.dtype) if mode == "r" else q), r
     if mode == "r":
         return np.zeros((0,), a.dtype), np.asarray(np.linalg.qr(a, mode="r"), a.dtype)
-    q, r = np.linalg.qr(a, mode=mode)
+    q, r = np.linalg.qr(a, mode=mode)  # type: ignore[call-overload]
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
@@ -168,8 +168,8 @@ def eigh(a: np.ndarray, uplo: str, compute_v: bool):
         lam = np.zeros(a.shape[:-1], a.dtype)
         return lam, (np.zeros(a.shape, a.dtype) if compute_v else None)
     if not compute_v:
-        return np.linalg.eigvalsh(a, UPLO=uplo).astype(a.dtype, copy=False), None
-    lam, v = np.linalg.eigh(a, UPLO=uplo)
+        return np.linalg.eigvalsh(a, UPLO=uplo).astype(a.dtype, copy=False), None  # type: ignore[call-overload]
+    lam, v = np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]
     return lam.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
 
 

@@ -36,7 +36,7 @@ def _wrap(name: str, fn):
             return fn(*args, **kwargs)
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact)
 
-    op.__wrapped_out__ = True
+    setattr(op, "__wrapped_out__", True)
     return op
 
 

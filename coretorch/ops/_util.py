@@ -171,7 +171,7 @@ def return_type(name: str, fields: tuple = ("values", "indices")):
     """PyTorch's torch.return_types.<name>: a named tuple printed as PyTorch prints it (one class per name)."""
     cls = _RETURN_TYPES.get(name)
     if cls is None:
-        base = namedtuple(name, fields)
+        base = namedtuple(name, fields)  # type: ignore[misc]  # one class per return type, named at run time
 
         def __repr__(self):
             body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)

@@ -7,6 +7,8 @@ gradient at zero distance is 0, as in PyTorch).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import itertools
 import warnings
 
@@ -311,7 +313,7 @@ def _chain(ms: list) -> Tensor:
     if n == 2:
         return _linalg._matmul_nd(ms[0], ms[1])
     p = [ms[0].shape[0]] + [m.shape[1] for m in ms]
-    cost = [[0] * n for _ in range(n)]
+    cost: list[list[Any]] = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):

@@ -239,10 +239,10 @@ def expand(input: Tensor, *sizes) -> Tensor:
                                    f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor "
                                    f"sizes: {list(shp)}")
             target.append(s)
-    target = tuple(target)
-    if target == shp:
+    target_t = tuple(target)
+    if target_t == shp:
         return _wrap_view(input, input._data, _view_node(input, shp))
-    out = input._be.expand(input._data, target)
+    out = input._be.expand(input._data, target_t)
     node = None
     if input._rg:
         node = ExpandBackward0()
