@@ -12,6 +12,8 @@ from .kl import kl_divergence, register_kl
 from .multivariate_normal import MultivariateNormal
 from .transformed import (ExpRelaxedCategorical, LogitRelaxedBernoulli, LogNormal, RelaxedBernoulli,
                           RelaxedOneHotCategorical, TransformedDistribution)
+from .transformed_laws import (Gumbel, HalfCauchy, HalfNormal, InverseGamma, Kumaraswamy, LogisticNormal,
+                               Pareto, Weibull)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
                          PowerTransform, ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
                          StickBreakingTransform, TanhTransform, Transform, identity_transform)
@@ -24,4 +26,5 @@ __all__ = ["constraints", "transforms", "Distribution", "Normal", "Uniform", "Ex
            "kl_divergence", "register_kl", "Transform", "ComposeTransform", "ExpTransform", "PowerTransform",
            "SigmoidTransform", "TanhTransform", "SoftplusTransform", "AbsTransform", "AffineTransform",
            "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform", "ReshapeTransform",
-           "identity_transform"]
+           "identity_transform", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
+           "InverseGamma", "LogisticNormal"]

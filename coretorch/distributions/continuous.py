@@ -14,7 +14,10 @@ __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
 
 
 def _batch_of(*params) -> torch.Size:
-    return torch.Size() if all(isinstance(p, Number) for p in params) else params[0].size()
+    """The batch shape of parameters given as numbers and/or tensors (their broadcast shape)."""
+    if all(isinstance(p, Number) for p in params):
+        return torch.Size()
+    return torch.broadcast_shapes(*[() if isinstance(p, Number) else p.size() for p in params])
 
 
 class _LocScale(Distribution):
