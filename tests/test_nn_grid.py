@@ -128,8 +128,8 @@ def test_grid_sample_5d_matches_numpy(device, mode, pm):
                                      ("bicubic", "zeros"), ("nearest", "border")])
 def test_grid_sample_gradcheck(device, mode, pm):
     rng = np.random.default_rng(2)
-    x = torch.tensor(rng.standard_normal((1, 1, 3, 4)), device=device, requires_grad=True)
-    grid = torch.tensor(rng.uniform(-1.3, 1.3, (1, 2, 2, 2)), device=device, requires_grad=mode != "nearest")
+    x = torch.tensor(rng.standard_normal((1, 1, 3, 3)), device=device, requires_grad=True)
+    grid = torch.tensor(rng.uniform(-1.3, 1.3, (1, 1, 3, 2)), device=device, requires_grad=mode != "nearest")
     assert gradcheck(lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=pm, align_corners=False), (x, grid))
 
 

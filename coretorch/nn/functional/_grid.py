@@ -117,29 +117,40 @@ def _pad_coords(coord: Tensor, size: int, padding_mode: str, align_corners: bool
 
 class _Taps:
     """Reads input values at integer source positions: input flattened to (N, C, prod(spatial)) and one gather per
-    tap; out-of-range positions read zero (the zeros padding; the other modes never leave the range)."""
+    tap; out-of-range positions read zero (the zeros padding; the other modes never leave the range).  Each axis's
+    clamped index and in-range mask are computed once (``axis``) and shared by every tap that uses them."""
 
-    def __init__(self, input: Tensor, out_spatial: tuple) -> None:
+    def __init__(self, input: Tensor, out_spatial: tuple, zeros: bool) -> None:
         self.n, self.c = input.shape[0], input.shape[1]
         self.sizes = tuple(input.shape[2:])
         self.flat = input.reshape(self.n, self.c, -1)
         self.out_shape = (self.n, self.c) + tuple(out_spatial)
+        self.zeros = zeros
         self.p = 1
         for s in out_spatial:
             self.p *= s
 
-    def read(self, idx: list) -> Tensor:
-        """idx: integer-valued float tensors (N, *out_spatial), one per spatial axis in input order (z, y, x)."""
-        valid = None
+    def axis(self, pos: Tensor, k: int) -> tuple:
+        """(clamped int64 index, in-range mask as the input's dtype or None) for integer-valued positions along
+        spatial axis k."""
+        size = self.sizes[k]
+        idx = _P.clamp(pos, 0, size - 1).to(_i64)
+        if not self.zeros:
+            return idx, None
+        ok = _P.logical_and(_P.ge(pos, 0), _P.le(pos, size - 1)).to(self.flat.dtype)
+        return idx, ok
+
+    def read(self, taps: list, weight: Tensor) -> Tensor:
+        """One tap: taps = one ``axis`` result per spatial axis (input order); the value times
+        ``weight`` (N, *out_spatial), zero where the tap is out of range."""
         lin = None
-        for pos, size in zip(idx, self.sizes):
-            ok = _P.logical_and(_P.ge(pos, 0), _P.le(pos, size - 1))
-            valid = ok if valid is None else _P.logical_and(valid, ok)
-            p = _P.clamp(pos, 0, size - 1).to(_i64)
-            lin = p if lin is None else _P.add(_P.mul(lin, size), p)
+        for (idx, ok), size in zip(taps, self.sizes):
+            lin = idx if lin is None else _P.add(_P.mul(lin, size), idx)
+            if ok is not None:
+                weight = _P.mul(weight, ok)
         index = _S.expand(lin.reshape(self.n, 1, self.p), (self.n, self.c, self.p))
         vals = _I.gather(self.flat, 2, index).reshape(self.out_shape)
-        return _P.mul(vals, _S.unsqueeze(valid.to(vals.dtype), 1))
+        return _P.mul(vals, _S.unsqueeze(weight, 1))
 
 
 def _cubic_coeffs(t: Tensor) -> list:
@@ -196,25 +207,26 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     _check_grid_args(input, grid, mode)
     nsp = input.ndim - 2
     sizes = tuple(input.shape[2:])                      # (D,) H, W
-    taps = _Taps(input, tuple(grid.shape[1:-1]))
+    taps = _Taps(input, tuple(grid.shape[1:-1]), padding_mode == "zeros")
     # grid[..., 0] is x (the last axis), grid[..., 1] is y, grid[..., 2] is z: reorder to the input's axis order
     coords = [_unnormalize(_I.select(grid, -1, nsp - 1 - k), sizes[k], align_corners) for k in range(nsp)]
     if mode == "bicubic":
         return _bicubic(taps, coords, sizes, padding_mode, align_corners)
     coords = [_pad_coords(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
-    if mode == "nearest":
-        return taps.read([_P.round(c) for c in coords])   # round half to even, as std::nearbyint
+    if mode == "nearest":  # round half to even, as std::nearbyint
+        ones = _C.ones(coords[0].shape, dtype=input.dtype, device=input.device)
+        return taps.read([taps.axis(_P.round(c), k) for k, c in enumerate(coords)], ones)
     lows = [_P.floor(c) for c in coords]
     fracs = [_P.sub(c, lo) for c, lo in zip(coords, lows)]
+    axes = [(taps.axis(lo, k), taps.axis(_P.add(lo, 1.0), k)) for k, lo in enumerate(lows)]
+    weights = [(_P.rsub(f, 1.0), f) for f in fracs]
     out = None
     for corner in range(1 << nsp):                     # the 4 (8) corners of the cell around each position
-        idx, w = [], None
-        for k in range(nsp):
-            upper = (corner >> (nsp - 1 - k)) & 1
-            idx.append(_P.add(lows[k], 1.0) if upper else lows[k])
-            wk = fracs[k] if upper else _P.rsub(fracs[k], 1.0)
-            w = wk if w is None else _P.mul(w, wk)
-        term = _P.mul(taps.read(idx), _S.unsqueeze(w, 1))
+        bits = [(corner >> (nsp - 1 - k)) & 1 for k in range(nsp)]
+        w = weights[0][bits[0]]
+        for k in range(1, nsp):
+            w = _P.mul(w, weights[k][bits[k]])
+        term = taps.read([axes[k][bits[k]] for k in range(nsp)], w)
         out = term if out is None else _P.add(out, term)
     return out
 
@@ -226,14 +238,11 @@ def _bicubic(taps: _Taps, coords: list, sizes: tuple, padding_mode: str, align_c
     y0, x0 = _P.floor(iy), _P.floor(ix)
     wy = _cubic_coeffs(_P.sub(iy, y0))
     wx = _cubic_coeffs(_P.sub(ix, x0))
-    ys = [_pad_coords(_P.add(y0, j - 1.0), sizes[0], padding_mode, align_corners) for j in range(4)]
-    xs = [_pad_coords(_P.add(x0, i - 1.0), sizes[1], padding_mode, align_corners) for i in range(4)]
+    ys = [taps.axis(_pad_coords(_P.add(y0, j - 1.0), sizes[0], padding_mode, align_corners), 0) for j in range(4)]
+    xs = [taps.axis(_pad_coords(_P.add(x0, i - 1.0), sizes[1], padding_mode, align_corners), 1) for i in range(4)]
     out = None
     for j in range(4):
-        row = None
         for i in range(4):
-            term = _P.mul(taps.read([ys[j], xs[i]]), _S.unsqueeze(wx[i], 1))
-            row = term if row is None else _P.add(row, term)
-        term = _P.mul(row, _S.unsqueeze(wy[j], 1))
-        out = term if out is None else _P.add(out, term)
+            term = taps.read([ys[j], xs[i]], _P.mul(wy[j], wx[i]))
+            out = term if out is None else _P.add(out, term)
     return out
