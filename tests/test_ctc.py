@@ -69,6 +69,7 @@ def test_matches_brute_force_reductions_and_target_layouts(device):
     lens = torch.tensor(il), torch.tensor(tl)
     np.testing.assert_allclose(N(F.ctc_loss(x, cat, *lens, reduction="none")), ref, rtol=1e-10)
     np.testing.assert_allclose(N(nn.CTCLoss(reduction="none")(x, cat, *lens)), ref, rtol=1e-10)
+    np.testing.assert_allclose(N(F.ctc_loss(x, cat.cpu(), *lens, reduction="none")), ref, rtol=1e-10)  # cpu targets
     # unbatched (T, C) input with (S,) target
     one = F.ctc_loss(x[:, 0], t[0], [5], [3], reduction="none")
     assert one.shape == () and np.allclose(N(one), ref[0], rtol=1e-10)

@@ -93,6 +93,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if any(v < 0 for v in tl):
         raise RuntimeError("ctc_loss(): target_lengths must be non-negative")
     dev = log_probs.device
+    if targets.device != dev:  # PyTorch accepts cpu targets with device log_probs (cuDNN's layout)
+        targets = targets.to(dev)
     s = max(tl) if tl else 0
     lab = _padded_targets(targets, tl, n, s, dev).to(_i64)
     # extended labels (N, 2S+1): blank, l1, blank, l2, ..., blank; labels past a sample's length read the blank
