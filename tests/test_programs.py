@@ -25,4 +25,4 @@ def test_program_runs(program, device):
 
 def test_programs_are_there():
     assert {p.stem for p in PROGRAMS} >= {"char_gpt", "linalg_fit", "einsum_attention", "data_pipeline",
-                                           "autocast_bf16"}
+                                           "autocast_bf16", "transformer_classifier", "lstm_tagger", "super_resolution"}

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...ops import creation as _C
 from ...ops import indexing as _I
+from ...ops import linalg as _L
 from ...ops import pointwise as _P
+from ...ops import shape as _S
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64, _ntuple
 from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
@@ -34,7 +38,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     if nsp < 1:
         raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
-                         f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                         f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
                          f"(got {mode})")
     in_sizes = tuple(input.shape[2:])
     if size is not None:
@@ -52,14 +56,25 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
         out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
-    modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0}
+    modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
+             "lanczos": 2}
     if mode not in modes:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
-                                  f"nearest-exact (got {mode})")
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                                  f"area | nearest-exact (got {mode})")
     if modes[mode] > 1 and modes[mode] != nsp or mode == "linear" and nsp != 1:
         want = {1: "3D", 2: "4D", 3: "5D"}[modes[mode]]
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {want} input")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                         "4-D tensor as input")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:
+        return _antialias(input, out_sizes, scales, mode, align_corners)
     if mode == "area":
         return adaptive_avg_pool2d(input, out_sizes) if nsp == 2 else _adaptive_avg_nd(input, out_sizes)
     out = input
@@ -121,6 +136,58 @@ def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
         term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
         acc = term if acc is None else _P.add(acc, term)
     return acc
+
+
+def _aa_filter(mode: str):
+    if mode == "bilinear":
+        return lambda x: np.maximum(1.0 - np.abs(x), 0.0)
+    if mode == "lanczos":  # Lanczos-3: sinc(x) sinc(x / 3) on |x| < 3
+        return lambda x: np.where(np.abs(x) < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
+    a = -0.5  # the antialiasing bicubic filter is PIL's (Keys' a = -0.5), not the -0.75 of plain bicubic
+
+    def cubic(x):
+        x = np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = (((x - 5) * x + 8) * x - 4) * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+    return cubic
+
+
+def _aa_matrix(n_in: int, n_out: int, scale_factor, align_corners: bool, mode: str) -> np.ndarray:
+    """(n_out, n_in) resampling weights of PyTorch's (and PIL's) antialiased interpolation: the filter is
+    stretched by the downscale factor (so every input pixel under an output pixel's footprint contributes), cut
+    to the input and normalised to sum 1 per output."""
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        scale = 1.0 / scale_factor if scale_factor is not None and scale_factor > 0 else n_in / n_out
+    half = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}[mode]  # interp_size / 2
+    support = half * scale if scale >= 1.0 else half
+    inv = 1.0 / scale if scale >= 1.0 else 1.0
+    filt = _aa_filter(mode)
+    w = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)          # C++ truncation, as PyTorch's kernel
+        hi = min(int(center + support + 0.5), n_in)
+        if hi <= lo:
+            continue
+        taps = filt((np.arange(lo, hi) - center + 0.5) * inv)
+        total = taps.sum()
+        w[i, lo:hi] = taps / total if total != 0 else taps
+    return w
+
+
+def _antialias(input: Tensor, out_sizes: tuple, scales: list, mode: str, align_corners: bool) -> Tensor:
+    """Separable antialiased resampling of a 4-D input: one matmul with a host-built weight matrix per axis."""
+    out = input
+    for k in (1, 0):  # width first, then height
+        d = 2 + k
+        w = _aa_matrix(input.shape[d], out_sizes[k], scales[k], align_corners, mode)
+        wt = _C.tensor(w.T, dtype=input.dtype, device=input.device)            # (n_in, n_out)
+        moved = _S.movedim(out, d, -1)
+        out = _S.movedim(_L.matmul(moved, wt), -1, d)
+    return out
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -26,13 +26,15 @@ def _lin(x, w, b):
     return out if b is None else _P.add(out, b)
 
 
-def _rnn_step(mode, gi, h, c, w_hh, b_hh):
-    """One time step; ``gi`` is the precomputed input projection (with b_ih)."""
+def _rnn_step(mode, gi, h, c, w_hh, b_hh, w_hr=None):
+    """One time step; ``gi`` is the precomputed input projection (with b_ih); ``w_hr`` is LSTM's projection
+    (proj_size): the new h is (o * tanh(c)) @ w_hr.T."""
     gh = _lin(h, w_hh, b_hh)
     if mode == "LSTM":
         i, f, g, o = _S.chunk(_P.add(gi, gh), 4, 1)
         c = _P.add(_P.mul(_P.sigmoid(f), c), _P.mul(_P.sigmoid(i), _P.tanh(g)))
-        return _P.mul(_P.sigmoid(o), _P.tanh(c)), c
+        h = _P.mul(_P.sigmoid(o), _P.tanh(c))
+        return (h if w_hr is None else _lin(h, w_hr, None)), c
     if mode == "GRU":
         ir, iz, in_ = _S.chunk(gi, 3, 1)
         hr, hz, hn = _S.chunk(gh, 3, 1)
@@ -73,22 +75,30 @@ class RNNBase(Module):
                              f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            raise NotImplementedError("proj_size is not supported")
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
         gate_size = _GATES[mode] * hidden_size
         num_directions = 2 if bidirectional else 1
+        real_hidden = proj_size if proj_size > 0 else hidden_size  # the size of h (the output's features)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input_size = input_size if layer == 0 else hidden_size * num_directions
+                layer_input_size = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                shapes = [(gate_size, layer_input_size), (gate_size, hidden_size)]
+                shapes = [(gate_size, layer_input_size), (gate_size, real_hidden)]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     shapes += [(gate_size,), (gate_size,)]
+                if proj_size > 0:
+                    names.append(f"weight_hr_l{layer}{suffix}")
+                    shapes.append((proj_size, hidden_size))
                 for name, shape in zip(names, shapes):
                     setattr(self, name, Parameter(empty(shape, device=device, dtype=dtype)))
                 self._flat_weights_names.extend(names)
@@ -140,6 +150,7 @@ class RNNBase(Module):
                 w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
                 b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
                 b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
+                w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
                 gi_all = _lin(layer_input, w_ih, b_ih)              # (L, N, G*H): one matmul for the sequence
                 k = layer * nd + direction
                 h = h0[k]
@@ -147,7 +158,7 @@ class RNNBase(Module):
                 steps = range(seq_len - 1, -1, -1) if direction == 1 else range(seq_len)
                 ys = [None] * seq_len
                 for t in steps:
-                    h, c = _rnn_step(mode, gi_all[t], h, c, w_hh, b_hh)
+                    h, c = _rnn_step(mode, gi_all[t], h, c, w_hh, b_hh, w_hr)
                     ys[t] = h
                 outs.append(_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0])
                 h_n.append(h)
@@ -177,6 +188,7 @@ class RNNBase(Module):
                 w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
                 b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
                 b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
+                w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
                 gi_all = _lin(layer_input, getattr(self, f"weight_ih_l{layer}{suffix}"), b_ih)  # one matmul
                 k = layer * nd + direction
                 h = h0[k]
@@ -188,7 +200,7 @@ class RNNBase(Module):
                     full_batch = bs == h.shape[0]
                     ha = h if full_batch else h[:bs]
                     ca = None if c is None else (c if full_batch else c[:bs])
-                    ha, ca = _rnn_step(mode, gi_all[offsets[t]:offsets[t + 1]], ha, ca, w_hh, b_hh)
+                    ha, ca = _rnn_step(mode, gi_all[offsets[t]:offsets[t + 1]], ha, ca, w_hh, b_hh, w_hr)
                     ys[t] = ha
                     h = ha if full_batch else _S.cat([ha, h[bs:]], 0)
                     if c is not None:
@@ -208,21 +220,18 @@ class RNNBase(Module):
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         sizes = [int(b) for b in batch_sizes.tolist()]
         n = sizes[0] if sizes else 0
-        nd = 2 if self.bidirectional else 1
-        expected = (self.num_layers * nd, n, self.hidden_size)
         if data.ndim != 2 or data.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{data.shape[-1]}")
         if hx is None:
-            z = zeros(*expected, dtype=data.dtype, device=data.device)
-            hx = (z, z) if lstm else (z, None)
+            hx = self._zero_state(n, data, lstm)
         else:
             hs = tuple(hx) if lstm else (hx, None)
             if lstm and len(hs) != 2:
                 raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
-            for t in hs:
-                if t is not None and tuple(t.shape) != expected:
-                    raise RuntimeError(f"Expected hidden size {expected}, got {list(t.shape)}")
+            for i, t in enumerate(hs):
+                if t is not None:
+                    self._check_state(i, t, n, lstm)
             if sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
                 hs = tuple(None if t is None else t.index_select(1, sorted_indices) for t in hs)
             hx = hs
@@ -231,6 +240,24 @@ class RNNBase(Module):
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
         return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), h_n, c_n
+
+    def _state_shape(self, i: int, n: int) -> tuple:
+        """The shape of h_0 (i=0) or c_0 (i=1): h has proj_size features when LSTM projects, c hidden_size."""
+        size = self.proj_size if i == 0 and self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * (2 if self.bidirectional else 1), n, size)
+
+    def _zero_state(self, n: int, like, lstm: bool) -> tuple:
+        h = zeros(*self._state_shape(0, n), dtype=like.dtype, device=like.device)
+        if not lstm:
+            return h, None
+        c = h if self.proj_size == 0 else zeros(*self._state_shape(1, n), dtype=like.dtype, device=like.device)
+        return h, c
+
+    def _check_state(self, i: int, t, n: int, lstm: bool) -> None:
+        expected = self._state_shape(i, n)
+        if tuple(t.shape) != expected:
+            what = f"hidden[{i}]" if lstm else "hidden"
+            raise RuntimeError(f"Expected {what} size {expected}, got {list(t.shape)}")
 
     def flatten_parameters(self) -> None:
         """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
@@ -247,17 +274,14 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.shape[-1]}")
         n = input.shape[1]
-        nd = 2 if self.bidirectional else 1
-        expected = (self.num_layers * nd, n, self.hidden_size)
         if hx is None:
-            z = zeros(*expected, dtype=input.dtype, device=input.device)
-            hx = (z, z) if lstm else (z, None)
+            hx = self._zero_state(n, input, lstm)
         else:
             hs = hx if lstm else (hx, None)
             if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
             fixed = []
-            for t in hs:
+            for i, t in enumerate(hs):
                 if t is None:
                     fixed.append(None)
                     continue
@@ -266,8 +290,7 @@ class RNNBase(Module):
                         raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {t.ndim}-D "
                                            "tensor")
                     t = _S.unsqueeze(t, 1)
-                if tuple(t.shape) != expected:
-                    raise RuntimeError(f"Expected hidden size {expected}, got {list(t.shape)}")
+                self._check_state(i, t, n, lstm)
                 fixed.append(t)
             hx = tuple(fixed)
         return input, hx, batched
