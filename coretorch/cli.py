@@ -40,7 +40,8 @@ def info_dict() -> dict:
             continue
         try:
             table = _backend.get_table(coretorch.device(d["type"]))
-        except Exception:
+        except Exception as e:  # listed but cannot be opened (an OpenCL device that refuses a context): say why
+            d["error"] = f"{type(e).__name__}: {e}"
             continue
         coverage[d["type"]] = sorted(table.names)
         host[d["type"]] = sorted(table.host_names)
@@ -77,9 +78,11 @@ def info(as_json: bool = False) -> str:
              "; ".join(dv["names"])] for dv in d["devices"]]
     parts.append(_table(rows, ["type", "distribution", "available", "count", "names"]) if rows else
                  "  (none: `pip install \"coretorch[cpu]\"` for the 'cpu' device)")
-    for dv in d["devices"]:  # why a device type is unavailable, and what to install
+    for dv in d["devices"]:  # why a device type is unavailable or cannot be opened, and what to do
         if not dv["available"] and dv.get("reason"):
             parts.append(f"{dv['type']} is not available: {dv['reason']}")
+        elif dv.get("error"):
+            parts.append(f"{dv['type']} cannot be opened: {dv['error']}")
     parts += ["", "Kernels by backend (primitive table; 'host' = runs on the host for that device, '-' = missing, runs "
               "only with CORETORCH_FALLBACK=cpu)"]
     backends = list(d["coverage"])

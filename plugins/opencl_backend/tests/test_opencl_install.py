@@ -101,3 +101,16 @@ def test_unmatched_device_selection_says_how_to_fix_it(discovery):
     discovery.setenv("CORETORCH_OPENCL_DEVICE", "no-such-device-xyz")
     why = OpenCLBackend().unavailable_reason()
     assert "matches no OpenCL device" in why and "unset it" in why
+
+
+def test_info_says_when_a_listed_device_refuses_a_context(monkeypatch):
+    be = _backend.backends()["opencl"]
+    monkeypatch.setattr(be, "_devices", {})  # nothing opened yet: the next use creates the context
+    monkeypatch.setattr(be, "_tables", {})
+    monkeypatch.setattr(_backend, "_tables", {})
+    monkeypatch.setattr(cldevice.cl, "Context", _raise(cldevice.cl.Error("clCreateContext failed: "
+                                                                          "DEVICE_NOT_AVAILABLE")))
+    text = cli.info()
+    assert "opencl cannot be opened: RuntimeError: the OpenCL device" in text and "refused a context" in text
+    with pytest.raises(RuntimeError, match="refused a context"):
+        coretorch.ones(1, device="opencl")
