@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 
 import coretorch
 from coretorch import _backend, _compat, cli, demo
 from coretorch.plugins import PLUGIN_API_VERSION, PluginError
 from coretorch.plugins.manager import Manager
+from coretorch.testing import available_devices
 
 
 def test_version_lists_the_core_and_each_plugin(capsys):
@@ -85,3 +87,18 @@ def test_set_num_threads_without_threadpoolctl(monkeypatch):
     assert coretorch.get_num_threads() >= 1
     coretorch.set_num_threads(3)
     assert coretorch.get_num_threads() == 3 and _compat._threads["limiter"] is None
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_einsum_without_opt_einsum_contracts_in_the_written_order(monkeypatch, device):
+    """The core without its opt-einsum extra: 3+ operands contract left to right (PyTorch without opt_einsum),
+    with the same values."""
+    from coretorch.ops import _einsum
+    monkeypatch.setattr(_einsum, "opt_einsum", None)
+    monkeypatch.setattr(_einsum, "_plan_cache", {})
+    monkeypatch.setattr(_einsum, "_path_cache", {})
+    rng = np.random.default_rng(0)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    got = coretorch.einsum("ij,jk,kl->il", *(coretorch.tensor(t, device=device) for t in (a, b, c)))
+    np.testing.assert_allclose(got.cpu().numpy(), a @ b @ c, rtol=1e-12)
+    assert _einsum._path_cache == {}  # no contraction path was asked of opt_einsum
