@@ -1,22 +1,27 @@
 # The two set-up commands of the README: `make demo` and `make test` (both create .venv on first use).
+# Without make: pip install -e ".[demo,opt-einsum,test]" -e plugins/cpu_backend -e "plugins/opencl_backend[pocl]" ...
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
+PLUGIN_REQS := $(filter-out plugins/opencl_backend,$(PLUGINS)) "plugins/opencl_backend[pocl]"
 
 .PHONY: demo test bench lint info clean
 
+# Editable installs of the core (with its demo, opt-einsum and test extras) and of every plugin; the OpenCL
+# plugin with its pocl extra (PoCL, a CPU OpenCL device, so every machine has an 'opencl' device); setuptools
+# and wheel for tests/test_packaging.py, which builds every distribution's sdist and wheel.
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e . $(addprefix -e ,$(PLUGINS)) "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" ruff wheel
+	$(PY) -m pip install -q -e ".[demo,opt-einsum,test]" $(addprefix -e ,$(PLUGIN_REQS)) ruff "setuptools>=77" wheel
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP)  # the demo extra (progress bar, plot) is part of the install above
 	$(VENV)/bin/coretorch demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto  # one worker per core (pytest-xdist): 10.4k tests, ~6 min on 2 cores
+	$(PY) -m pytest -q -n auto --dist loadgroup  # one worker per core (pytest-xdist; xdist_group tests share one): 11k tests, ~6 min on 2 cores
 
 bench: $(STAMP)
 	$(PY) benchmarks/all.py

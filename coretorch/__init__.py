@@ -153,8 +153,15 @@ def devices() -> list[dict]:
             names = [be.device_name(i) for i in range(count)]
         except Exception as e:  # a backend that cannot even answer is reported, not raised
             avail, count, names = False, 0, [f"error: {e}"]
-        out.append({"type": name, "distribution": getattr(be, "distribution", "?"), "available": avail,
-                    "count": count, "names": names})
+        entry = {"type": name, "distribution": getattr(be, "distribution", "?"), "available": avail,
+                 "count": count, "names": names}
+        why = getattr(be, "unavailable_reason", None)
+        if not avail and callable(why):  # why the device is missing and what to install (e.g. no OpenCL platform)
+            try:
+                entry["reason"] = why()
+            except Exception as e:
+                entry["reason"] = f"error: {e}"
+        out.append(entry)
     return out
 
 

@@ -188,8 +188,12 @@ _warned_fallback: set = set()
 
 _OTHER_FRAMEWORK_DEVICES = {"cuda": "NVIDIA CUDA", "mps": "Apple Metal", "xpu": "Intel XPU", "hip": "AMD ROCm",
                             "xla": "XLA/TPU", "meta": "shape-only meta tensors", "vulkan": "Vulkan"}
-HINTS = {"cpu": "coretorch-cpu (pip install -e plugins/cpu_backend)",
-         "opencl": "coretorch-opencl (pip install -e plugins/opencl_backend)"}
+# what to install for a device type no installed plugin provides (a source checkout: pip install ./plugins/<dir>)
+HINTS = {"cpu": "coretorch-cpu: `pip install coretorch-cpu` (or `pip install \"coretorch[cpu]\"`; from a "
+                "source checkout `pip install ./plugins/cpu_backend`)",
+         "opencl": "coretorch-opencl: `pip install coretorch-opencl` (or `pip install \"coretorch[opencl]\"`; "
+                   "PoCL, a CPU OpenCL device, comes with `pip install \"coretorch-opencl[pocl]\"`; from a source "
+                   "checkout `pip install ./plugins/opencl_backend`)"}
 
 
 class KernelTable:
@@ -319,7 +323,10 @@ def get_table(dev) -> KernelTable:
         raise RuntimeError(f"unknown device type '{dev.type}': no installed backend provides it "
                            f"(installed: {installed})")
     if not be.is_available():
-        raise RuntimeError(f"device type '{dev.type}' is installed but not available on this machine")
+        why = getattr(be, "unavailable_reason", None)
+        why = why() if callable(why) else ""
+        raise RuntimeError(f"device type '{dev.type}' is installed but not available on this machine"
+                           + (f": {why}" if why else ""))
     if dev.index is not None and dev.index >= be.device_count():
         raise RuntimeError(f"device '{dev}' does not exist: {dev.type} has {be.device_count()} device(s)")
     canon = Device(dev.type, dev.index) if dev.type != "cpu" else Device("cpu")

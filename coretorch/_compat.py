@@ -154,8 +154,12 @@ def _check_threads(n, name: str) -> _int:
 def set_num_threads(int: _int) -> None:  # noqa: A002  (PyTorch's parameter name)
     """Set the number of threads the cpu backend's BLAS uses (numpy's OpenBLAS/MKL pool)."""
     n = _check_threads(int, "set_num_threads")
-    import threadpoolctl  # type: ignore[import-untyped]  # imported on first use: it inspects the loaded libraries
-    _threads["limiter"] = threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+    try:
+        import threadpoolctl  # type: ignore[import-untyped]  # imported on first use: it inspects the loaded libraries (a coretorch-cpu dependency)
+    except ImportError:  # the core alone: no BLAS pool of ours to size, the number is recorded
+        threadpoolctl = None
+    if threadpoolctl is not None:
+        _threads["limiter"] = threadpoolctl.threadpool_limits(limits=n, user_api="blas")
     _threads["intra"] = n
 
 
@@ -163,7 +167,10 @@ def get_num_threads() -> _int:
     """The BLAS thread count: what ``set_num_threads`` set, else the pool's own size."""
     if _threads["intra"] is not None:
         return _threads["intra"]
-    import threadpoolctl
+    try:
+        import threadpoolctl
+    except ImportError:
+        return os.cpu_count() or 1
     counts = [i.get("num_threads", 0) for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
     return max(counts) if counts else (os.cpu_count() or 1)
 

@@ -1,9 +1,10 @@
 """`coretorch info` (also `python -m coretorch info`): plugins, devices and op coverage by backend;
-`coretorch demo`: the training demo (coretorch/demo.py)."""
+`coretorch demo`: the training demo (coretorch/demo.py); `coretorch --version`."""
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from .plugins.manager import SLOW_IMPORT_S
@@ -39,7 +40,8 @@ def info_dict() -> dict:
             continue
         try:
             table = _backend.get_table(coretorch.device(d["type"]))
-        except Exception:
+        except Exception as e:  # listed but cannot be opened (an OpenCL device that refuses a context): say why
+            d["error"] = f"{type(e).__name__}: {e}"
             continue
         coverage[d["type"]] = sorted(table.names)
         host[d["type"]] = sorted(table.host_names)
@@ -65,7 +67,8 @@ def info(as_json: bool = False) -> str:
     rows = [[p["name"], p["distribution"], p["version"], p["status"], f"{p.get('load_s', 0.0):.2f} s",
              p["error"] or _summary(p["provides"])] for p in d["plugins"]]
     parts.append(_table(rows, ["name", "distribution", "version", "status", "load", "error / provides"]) if rows
-                 else "  (none loaded: install coretorch-cpu for the 'cpu' device)")
+                 else "  (none loaded: `pip install coretorch-cpu` or `pip install \"coretorch[cpu]\"` for the "
+                      "'cpu' device)")
     slow = [p for p in d["plugins"] if p.get("load_s", 0.0) >= SLOW_IMPORT_S]
     if slow:
         parts.append("slow to import (over %.0f s each, paid by every `import coretorch`): " % SLOW_IMPORT_S
@@ -73,7 +76,13 @@ def info(as_json: bool = False) -> str:
     parts += ["", "Devices"]
     rows = [[dv["type"], dv["distribution"], "yes" if dv["available"] else "no", str(dv["count"]),
              "; ".join(dv["names"])] for dv in d["devices"]]
-    parts.append(_table(rows, ["type", "distribution", "available", "count", "names"]) if rows else "  (none)")
+    parts.append(_table(rows, ["type", "distribution", "available", "count", "names"]) if rows else
+                 "  (none: `pip install \"coretorch[cpu]\"` for the 'cpu' device)")
+    for dv in d["devices"]:  # why a device type is unavailable or cannot be opened, and what to do
+        if not dv["available"] and dv.get("reason"):
+            parts.append(f"{dv['type']} is not available: {dv['reason']}")
+        elif dv.get("error"):
+            parts.append(f"{dv['type']} cannot be opened: {dv['error']}")
     parts += ["", "Kernels by backend (primitive table; 'host' = runs on the host for that device, '-' = missing, runs "
               "only with CORETORCH_FALLBACK=cpu)"]
     backends = list(d["coverage"])
@@ -105,14 +114,43 @@ def run(argv) -> int:
     return launch(argv)
 
 
+def plain(doc: str) -> str:
+    """A docstring as plain text for --help: ``literal`` and `literal` lose their backticks."""
+    return re.sub(r"``?([^`]+)``?", r"\1", doc)
+
+
+def version_text() -> str:
+    """`coretorch --version`: the core's version and each installed plugin distribution's (released together)."""
+    import coretorch
+    lines = [f"coretorch {coretorch.__version__} (plugin API {coretorch.plugins.PLUGIN_API_VERSION})"]
+    seen = set()
+    for r in coretorch.plugins.report():
+        if r["distribution"] not in seen and not r["distribution"].startswith("<"):
+            seen.add(r["distribution"])
+            lines.append(f"  {r['distribution']} {r['version']} ({r['status']})")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    """--version imports coretorch only when asked (the parser itself stays cheap)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="coretorch", description="coretorch command line")
+    p.add_argument("--version", action=_Version, help="print the versions of coretorch and its plugins and exit")
     sub = p.add_subparsers(dest="cmd")
     pi = sub.add_parser("info", help="installed plugins, devices and op coverage")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
     from . import demo
     pd = sub.add_parser("demo", help="train a small CNN on the UCI digits (offline), save, reload, plot",
-                        description=demo.__doc__.split("\n\n")[0])
+                        description=plain(demo.HELP), formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_arguments(pd)
     sub.add_parser("run", help="run a script on N ranks: coretorch run -n 2 script.py [args] (the launcher of the "
                    "installed distributed plugin, e.g. mpiexec)")

@@ -13,7 +13,9 @@ Each epoch shows a progress bar (loss, accuracy, samples/s) and ends with a chec
 held back until it is on disk.  Ctrl-C stops the run without writing anything half-done and says how to
 resume; ``--resume`` continues from that checkpoint.  At the end the model is saved (``model.pt``), loaded
 into a fresh network whose predictions must equal the trained one's, and the loss/accuracy curves are
-plotted (``curves.png``, matplotlib's Agg backend).
+plotted (``curves.png``, matplotlib's Agg backend).  The progress bar (tqdm) and the plot (matplotlib) come with
+``pip install "coretorch[demo]"`` (what ``make demo`` installs); without them the demo prints text progress and
+skips the plot, with a note saying what to install.
 
 Testing hook: ``CORETORCH_DEMO_INTERRUPT_AFTER=N`` raises ``KeyboardInterrupt`` after N training batches of
 this process, as a Ctrl-C at that point would.
@@ -21,7 +23,9 @@ this process, as a Ctrl-C at that point would.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import importlib
 import inspect
 import os
 import signal
@@ -38,6 +42,54 @@ N_TRAIN = 1347  # the rest (450) is held out
 TARGET_ACCURACY = 0.97
 DEFAULTS = dict(epochs=10, batch_size=32, optimizer="SGD", seed=0, out="demo_out")
 SGD_DEFAULTS = dict(lr=0.05, momentum=0.9)
+
+
+DEMO_EXTRA = 'pip install "coretorch[demo]"'
+HELP = f"""`coretorch demo`: train a small CNN on real handwritten digits (the UCI digits, 1797 8x8 images shipped
+with coretorch: nothing is downloaded), checkpoint every epoch, save the model, reload it, check that the
+reloaded model predicts the same, and plot the loss and accuracy curves.
+
+examples:
+  coretorch demo                      # cpu, the defaults below (what `make demo` runs)
+  coretorch demo --device opencl --epochs 5 --optimizer Adam --lr 1e-3 --out runs/adam
+  coretorch demo --resume             # continue from the last complete checkpoint in --out
+
+The progress bar (tqdm) and the plot (matplotlib) come with `{DEMO_EXTRA}`; without them the
+demo prints text progress and skips the plot. Ctrl-C stops cleanly; --resume continues."""
+
+
+def _optional(module: str):
+    """The module, or None when it is not installed (the demo extra's packages)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+class _TextProgress:
+    """tqdm's few methods the demo uses, as a line of text every ``INTERVAL`` seconds (tqdm not installed)."""
+
+    INTERVAL = 2.0
+
+    def __init__(self, total: int, desc: str):
+        self.total, self.desc, self.n = total, desc, 0
+        self.last = time.perf_counter()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+    def set_postfix_str(self, s: str, refresh: bool = True) -> None:
+        """Called after each batch's update: prints the count and ``s`` when the interval has passed."""
+        now = time.perf_counter()
+        if now - self.last >= self.INTERVAL:
+            self.last = now
+            print(f"{self.desc}: {self.n}/{self.total} {s}".rstrip(), file=sys.stderr, flush=True)
 
 
 class DemoError(Exception):
@@ -92,14 +144,19 @@ def make_optimizer(name: str, params, lr: float | None):
 
 def check_device(name: str):
     import coretorch
+    from coretorch import _backend
     try:
         dev = coretorch.device(name)
     except Exception as e:
         raise DemoError(f"invalid device '{name}': {e}") from None
-    avail = [d["type"] for d in coretorch.devices() if d["available"]]
+    devs = coretorch.devices()
+    avail = [d["type"] for d in devs if d["available"]]
     if dev.type not in avail:
+        why = [d.get("reason") for d in devs if d["type"] == dev.type and d.get("reason")]
+        if not why and dev.type in _backend.HINTS:
+            why = [f"no backend for it is installed; install {_backend.HINTS[dev.type]}"]
         raise DemoError(f"device '{name}' is not available here; available devices: {', '.join(avail) or 'none'} "
-                        "(`coretorch info` says why)")
+                        f"({why[0] if why else '`coretorch info` says why'})")
     return dev
 
 
@@ -131,8 +188,11 @@ def _save(obj, path: Path) -> None:
         coretorch.save(obj, path)  # atomic: temporary file, fsync, rename
 
 
-def _plot(history: dict, path: Path) -> None:
-    import matplotlib
+def _plot(history: dict, path: Path) -> bool:
+    """Plot the curves into ``path``; False (nothing written) when matplotlib is not installed."""
+    matplotlib = _optional("matplotlib")
+    if matplotlib is None:
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     epochs = list(range(1, len(history["loss"]) + 1))
@@ -159,6 +219,7 @@ def _plot(history: dict, path: Path) -> None:
             plt.close(fig)
             if tmp.exists():
                 tmp.unlink()
+    return True
 
 
 # ---- training ----------------------------------------------------------------------------------------
@@ -202,10 +263,11 @@ def _interrupted(progress: dict) -> int:
 def run(args, progress: dict | None = None) -> int:
     """Run the demo; ``progress`` (updated as it goes: complete epochs, checkpoint path) says what a Ctrl-C
     leaves on disk."""
-    from threadpoolctl import threadpool_limits
+    threadpoolctl = _optional("threadpoolctl")
     progress = {} if progress is None else progress
     # the matrices are small: one BLAS thread is as fast on an idle machine and several times faster on a busy one
-    with threadpool_limits(limits=1, user_api="blas"):
+    with (threadpoolctl.threadpool_limits(limits=1, user_api="blas") if threadpoolctl is not None
+          else contextlib.nullcontext()):
         return _run(args, progress)
 
 
@@ -213,7 +275,10 @@ def _run(args, progress: dict) -> int:
     import coretorch
     import coretorch.nn.functional as F
     from coretorch.utils.data import DataLoader, TensorDataset
-    from tqdm import tqdm
+    tqdm = getattr(_optional("tqdm"), "tqdm", None)
+    if tqdm is None:
+        print(f"note: tqdm is not installed, so progress is printed as text ({DEMO_EXTRA} adds the progress bar "
+              "and the plot)", file=sys.stderr)
 
     dev = check_device(args.device)
     out = Path(args.out)
@@ -257,8 +322,9 @@ def _run(args, progress: dict) -> int:
         seen = correct = 0
         total_loss = 0.0
         t0 = time.perf_counter()
-        with tqdm(total=len(train), desc=f"epoch {epoch}/{args.epochs}", leave=False, file=sys.stderr,
-                  dynamic_ncols=True, mininterval=0.2, bar_format=_BAR) as bar:
+        desc = f"epoch {epoch}/{args.epochs}"
+        with (tqdm(total=len(train), desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True, mininterval=0.2,
+                   bar_format=_BAR) if tqdm is not None else _TextProgress(len(train), desc)) as bar:
             for xb, yb in loader:
                 xb, yb = xb.to(dev), yb.to(dev)
                 logits = []
@@ -305,8 +371,10 @@ def _run(args, progress: dict) -> int:
     same = bool((logits.argmax(1) == logits2.argmax(1)).all().item()) and \
         np.array_equal(logits.cpu().numpy(), logits2.cpu().numpy())
     print(f"saved {model_path}; reloaded model gives {'identical' if same else 'DIFFERENT'} predictions")
-    _plot(history, plot_path)
-    print(f"loss and accuracy curves: {plot_path}")
+    if _plot(history, plot_path):
+        print(f"loss and accuracy curves: {plot_path}")
+    else:
+        print(f"note: matplotlib is not installed, so the curves were not plotted ({DEMO_EXTRA} adds it)")
     if not same:
         print("error: the reloaded model's predictions differ from the trained model's", file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """torch.backends.opt_einsum: whether einsum orders its contractions with the opt_einsum package, and how.
 
-``enabled`` (default True) and ``strategy`` ('auto', 'greedy' or 'optimal'; default 'auto') are settable, as
-in PyTorch; setting an unknown strategy raises ValueError.
+``enabled`` (default: True when opt_einsum is installed, e.g. by ``pip install "coretorch[opt-einsum]"``) and
+``strategy`` ('auto', 'greedy' or 'optimal'; default 'auto') are settable, as in PyTorch; setting an unknown
+strategy raises ValueError.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import sys
 import types
 
 _STRATEGIES = ("auto", "greedy", "optimal")
-_AVAILABLE = importlib.util.find_spec("opt_einsum") is not None  # a dependency; imported on first use (40 ms)
+# the extra coretorch[opt-einsum] (as PyTorch's); imported on first use (40 ms)
+_AVAILABLE = importlib.util.find_spec("opt_einsum") is not None
 
 
 def is_available() -> bool:
@@ -24,7 +26,7 @@ def get_opt_einsum():
 
 
 class _Module(types.ModuleType):
-    _enabled = True
+    _enabled = _AVAILABLE  # PyTorch's default: enabled when opt_einsum is installed
     _strategy = "auto"
 
     @property

@@ -13,8 +13,9 @@ from __future__ import annotations
 _impl = None          # the registered implementation module
 _installed: list = []  # names copied into this namespace from it
 
-INSTALL_HINT = ("install a distributed plugin: `pip install coretorch-distributed-mpi` (in this repository: "
-                "`pip install -e plugins/distributed_mpi`); `coretorch info` lists the loaded plugins")
+INSTALL_HINT = ("install a distributed plugin: `pip install coretorch-distributed-mpi` (or `pip install "
+                "\"coretorch[distributed]\"`; from a source checkout `pip install ./plugins/distributed_mpi`); "
+                "`coretorch info` lists the loaded plugins")
 
 
 class DistributedUnavailableError(ImportError):

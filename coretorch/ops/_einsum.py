@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 
-import opt_einsum  # type: ignore[import-untyped]
+try:
+    import opt_einsum  # type: ignore[import-untyped]  # the extra coretorch[opt-einsum], as PyTorch's: without it, the written order (PyTorch's too)
+except ImportError:
+    opt_einsum = None
 
 from ..tensor import Tensor
 from . import indexing as _indexing, linalg as _linalg, pointwise as _pointwise
@@ -300,7 +303,7 @@ def _build_plan(op_labels: tuple, output: tuple, shapes: tuple) -> list:
     path = None
     if len(ops) > 2:
         enabled, strategy = _opt_flags()
-        if enabled:
+        if enabled and opt_einsum is not None:
             path = _path([o.labels for o in ops], output, [o.shape for o in ops], strategy)
     out_set = set(output)
     steps = path if path is not None else [(0, 1)] * (len(ops) - 1)

@@ -112,6 +112,21 @@ class _Registrar:
         self.items.append(("distributed", "distributed", impl))
 
 
+def _api_mismatch(name: str, api: int, dist: str | None, version: str | None) -> str:
+    """A plugin API mismatch: both versions (the plugin's and this coretorch's) and the fix that applies."""
+    from .. import __version__
+    who = f"plugin '{name}'" + (f" (distribution {dist} {version})" if dist and dist != "?" else "")
+    pkg = dist if dist and dist != "?" else "the plugin"
+    if api < PLUGIN_API_VERSION:
+        fix = (f"upgrade the plugin to a release for coretorch {__version__} (`pip install -U {pkg}`), or install a "
+               f"coretorch that speaks plugin API {api}")
+    else:
+        fix = (f"upgrade coretorch to a release that speaks plugin API {api} (`pip install -U coretorch`), or "
+               f"install a release of {pkg} made for coretorch {__version__}")
+    return (f"{who} was written for coretorch plugin API {api}, but coretorch {__version__} speaks plugin API "
+            f"{PLUGIN_API_VERSION}: {fix}")
+
+
 class Manager:
     def __init__(self):
         self.pm = pluggy.PluginManager("coretorch")
@@ -152,7 +167,7 @@ class Manager:
             t0 = time.perf_counter()
             try:
                 obj = ep.load()
-                self._check_api(obj, ep.name, required=True)
+                self._check_api(obj, ep.name, required=True, dist=dname, version=version)
                 self._register(obj, ep.name, dname)
             except BaseException as e:  # noqa: BLE001 - SystemExit & co. must not escape `import coretorch`
                 self._failed(ep.name, dname, version, e, time.perf_counter() - t0)
@@ -175,7 +190,7 @@ class Manager:
                       "an error.", PluginWarning, stacklevel=3)
 
     @staticmethod
-    def _check_api(obj, name: str, required: bool) -> None:
+    def _check_api(obj, name: str, required: bool, dist: str | None = None, version: str | None = None) -> None:
         api = getattr(obj, "CORETORCH_PLUGIN_API", None)
         if api is None:
             if required:
@@ -187,8 +202,7 @@ class Manager:
                               f"{type(api).__name__}); it must be the int of the plugin API version it was "
                               f"written for: CORETORCH_PLUGIN_API = {PLUGIN_API_VERSION} for this coretorch")
         if api != PLUGIN_API_VERSION:
-            raise PluginError(f"plugin '{name}' was written for coretorch plugin API {api}, but this coretorch "
-                              f"speaks API {PLUGIN_API_VERSION}; upgrade the plugin or coretorch")
+            raise PluginError(_api_mismatch(name, api, dist, version))
 
     # -- registration ----------------------------------------------------------------------------
     def register(self, obj, name: str | None = None, distribution: str | None = None):

@@ -61,30 +61,71 @@ def _type_rank(d) -> int:
 
 _discovered = None
 
+# what to install when there is no usable OpenCL device (said by the errors and by `coretorch info`)
+INSTALL_HINT = ("install an OpenCL driver: a GPU vendor's OpenCL ICD (Debian/Ubuntu: nvidia-opencl-icd, "
+                "intel-opencl-icd, mesa-opencl-icd), or PoCL, a CPU OpenCL device: "
+                "`pip install \"coretorch-opencl[pocl]\"`")
+
+
+def diagnose_import_error(e: BaseException) -> str:
+    """Why pyopencl cannot be imported: its ICD loader (libOpenCL) is missing, or pyopencl itself is broken."""
+    text = f"{type(e).__name__}: {e}"
+    if "libOpenCL" in text or "OpenCL.dll" in text or "OpenCL.framework" in text:
+        return (f"no OpenCL ICD loader: pyopencl cannot load libOpenCL ({text}); install one (Debian/Ubuntu: "
+                f"`apt install ocl-icd-libopencl1`, or pyopencl's wheels from PyPI, which bundle it), then "
+                f"{INSTALL_HINT}")
+    return f"pyopencl cannot be imported ({text}); reinstall it: `pip install --force-reinstall pyopencl`"
+
+
+def diagnose_platforms(platforms, errors: list, platform_error: BaseException | None = None) -> str:
+    """Why discovery found no device: no platform (no driver registered with the ICD loader), or platforms
+    whose devices could not be listed (the driver refused)."""
+    if platform_error is not None or not platforms:
+        detail = f" ({type(platform_error).__name__}: {platform_error})" if platform_error is not None else ""
+        where = os.environ.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+        return (f"no OpenCL platform found{detail}: the ICD loader works but no OpenCL driver is registered "
+                f"with it (none in {where}); {INSTALL_HINT}")
+    names = ", ".join(p.name.strip() for p in platforms)
+    if errors:
+        return (f"OpenCL platform(s) {names} refused to list their devices ({'; '.join(errors)}): the driver is "
+                f"installed but cannot reach a device (permissions on /dev/dri or the 'render'/'video' group, "
+                f"a driver/kernel-module mismatch); fix the driver or {INSTALL_HINT}")
+    return f"OpenCL platform(s) {names} expose no device; {INSTALL_HINT}"
+
+
+def diagnose_context_error(cldev, e: BaseException) -> str:
+    """The message of a device that is listed but refuses a context."""
+    return (f"the OpenCL device '{cldev.name.strip()}' ({cldev.platform.name.strip()}) refused a context "
+            f"({type(e).__name__}: {e}): the driver lists it but cannot open it (permissions on /dev/dri or the "
+            f"'render'/'video' group, another process holding it, a driver/kernel-module mismatch); choose "
+            f"another device with CORETORCH_OPENCL_DEVICE or {INSTALL_HINT}")
+
 
 def discover():
-    """-> (list of (platform index, device index, cl.Device), reason when the list is empty)."""
+    """-> (list of (platform index, device index, cl.Device), reason when the list is empty: what is missing and
+    what to install)."""
     global _discovered
     if _discovered is not None:
         return _discovered
     if cl is None:
-        _discovered = ([], f"pyopencl cannot be imported: {_IMPORT_ERROR}")
+        _discovered = ([], diagnose_import_error(_IMPORT_ERROR))
         return _discovered
     try:
         platforms = cl.get_platforms()
-    except Exception as e:
-        _discovered = ([], f"no OpenCL platform found ({e}); install pocl-binary-distribution or a GPU driver")
+    except Exception as e:  # PLATFORM_NOT_FOUND_KHR: the ICD loader found no driver
+        _discovered = ([], diagnose_platforms([], [], e))
         return _discovered
-    found = []
+    found, errors = [], []
     for pi, p in enumerate(platforms):
         try:
             devs = p.get_devices()
-        except Exception:
+        except Exception as e:  # DEVICE_NOT_FOUND and driver failures: said when no other device is found
+            errors.append(f"{p.name.strip()}: {type(e).__name__}: {e}")
             continue
         for di, d in enumerate(devs):
             found.append((pi, di, d))
     if not found:
-        _discovered = ([], "OpenCL platforms exist but expose no device")
+        _discovered = ([], diagnose_platforms(platforms, errors))
         return _discovered
     found.sort(key=lambda e: (_type_rank(e[2]), e[0], e[1]))  # GPUs first, then accelerators, then CPUs
     sel = os.environ.get("CORETORCH_OPENCL_DEVICE", "").strip()
@@ -97,7 +138,8 @@ def discover():
             pick = [e for e in found if low in e[2].name.lower() or low in e[2].platform.name.lower()]
         if not pick:
             avail = ", ".join(f"{e[0]}:{e[1]} {e[2].name.strip()}" for e in found)
-            _discovered = ([], f"CORETORCH_OPENCL_DEVICE={sel!r} matches no OpenCL device (available: {avail})")
+            _discovered = ([], f"CORETORCH_OPENCL_DEVICE={sel!r} matches no OpenCL device (available: {avail}); "
+                               f"set it to PLATFORM:DEVICE or a part of a device or platform name, or unset it")
             return _discovered
         found = pick
     _discovered = (found, "")
@@ -162,8 +204,11 @@ class Device:
         self.cldev = cldev
         self.index = index
         self.lock = threading.RLock()  # held by every kernel-table call (backend.py) and by synchronize
-        self.ctx = cl.Context([cldev])
-        self.queue = cl.CommandQueue(self.ctx)
+        try:
+            self.ctx = cl.Context([cldev])
+            self.queue = cl.CommandQueue(self.ctx)
+        except cl.Error as e:  # listed but refused: say why and what to do instead of pyopencl's bare code
+            raise RuntimeError(diagnose_context_error(cldev, e)) from e
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
         self._pool_alloc = self.pool.allocate
         ext = cldev.extensions

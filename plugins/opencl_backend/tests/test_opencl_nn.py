@@ -5,7 +5,6 @@ momentum buffers live on the device; a state dict saved from opencl loads on cpu
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pytest
 import coretorch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
+from coretorch import demo
 from coretorch.optim import SGD
 import coretorch_opencl
 from coretorch_opencl import STATS
@@ -21,7 +21,7 @@ _BE = coretorch._backend.backends().get("opencl")
 _REASON = "coretorch-opencl is not registered" if _BE is None else _BE.unavailable_reason()
 pytestmark = pytest.mark.skipif(_BE is None or not _BE.is_available(), reason=f"no OpenCL device: {_REASON}")
 
-DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "digits.npz"
+DATA = demo.DATA  # the UCI digits shipped inside coretorch (the same file as tests/data/digits.npz)
 
 
 @pytest.fixture(scope="module")
