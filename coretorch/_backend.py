@@ -18,6 +18,7 @@ The per-device table is built once, at registration: dispatch is an attribute lo
 """
 from __future__ import annotations
 
+import difflib
 import os
 import warnings
 
@@ -284,8 +285,42 @@ def unregister_backend(name: str) -> None:
 
 
 def register_kernels(op: str, kernels: dict) -> None:
+    """Per-device-type kernels of plugin op ``op`` (``{}`` declares the op without kernels: get_kernel knows it)."""
     _extra_kernels.setdefault(op, {}).update(kernels)
     _tables.clear()  # rebuilt lazily with the new entries; existing tensors keep working tables
+
+
+def unregister_kernels(op: str) -> None:
+    if _extra_kernels.pop(op, None) is not None:
+        _tables.clear()
+
+
+def get_kernel(name: str, where):
+    """The kernel ``name`` (a primitive of ``PRIMITIVES`` or a plugin op registered with ``kernels=``) for the
+    device of ``where`` (a Tensor, a device or a device string).
+
+    Raises ValueError for a name that is neither, and NotImplementedError naming op and device when the device
+    has no such kernel; with ``CORETORCH_FALLBACK=cpu`` and a CPU kernel of that name, returns a kernel that runs
+    on the CPU instead (arrays copied there and back, a one-time warning per op), as core ops do."""
+    if name not in PRIMITIVES and name not in _extra_kernels:
+        close = difflib.get_close_matches(name, [*PRIMITIVES, *_extra_kernels], n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"get_kernel(): unknown kernel '{name}': neither a primitive of the backend contract nor "
+                         f"an op registered by a plugin{hint}")
+    table = getattr(where, "_be", None)
+    if not isinstance(table, KernelTable):
+        table = get_table(where)
+    if name in table.names:
+        return getattr(table, name)
+    if os.environ.get("CORETORCH_FALLBACK", "") == "cpu" and table.type != "cpu" and "cpu" in _backends \
+            and get_table(Device("cpu")).has(name):
+        return getattr(table, name)  # the missing-kernel stub: it runs the CPU kernel (see _missing)
+    where_else = sorted(_extra_kernels.get(name, {}))
+    have = f" (kernels exist for device types: {', '.join(where_else)})" if where_else else ""
+    raise NotImplementedError(f"Could not run '{name}' on device '{table.device}': the backend "
+                              f"'{getattr(table.backend, 'distribution', table.type)}' has no kernel for it and no "
+                              f"plugin registered one for device type '{table.type}'{have}. Set "
+                              "CORETORCH_FALLBACK=cpu to run it on the CPU backend.")
 
 
 def backends() -> dict:
