@@ -49,7 +49,9 @@ PRIMITIVES: dict[str, str] = {
     "cos": "", "tanh": "", "sigmoid": "", "relu": "", "reciprocal": "", "floor": "", "ceil": "",
     "round": "", "trunc": "", "expm1": "", "log1p": "", "logical_not": "", "bitwise_not": "",
     "isnan": "", "add": "", "sub": "", "mul": "", "div": "", "floor_divide": "", "remainder": "",
-    "pow": "", "maximum": "", "minimum": "", "eq": "", "ne": "", "lt": "", "le": "", "gt": "",
+    "pow": "(x, y|scalar): an integer base to a negative integer power truncates as PyTorch's (1 ** -n = 1, "
+           "(-1) ** -n = +-1, any other base 0), not an error",
+    "maximum": "", "minimum": "", "eq": "", "ne": "", "lt": "", "le": "", "gt": "",
     "ge": "", "logical_and": "", "logical_or": "", "logical_xor": "", "bitwise_and": "",
     "bitwise_or": "", "bitwise_xor": "", "where": "(cond, x, y)", "clamp": "(x, lo|None, hi|None)",
     # reductions and scans
@@ -94,6 +96,7 @@ PRIMITIVES: dict[str, str] = {
                     "host read (the op itself runs: its kernels must give some value for such an operand without "
                     "trapping)",
 }
+CORE_PRIMITIVES = frozenset(PRIMITIVES)  # the block above: creation, layout, elementwise, reductions, matmul
 # ---- the op families' primitives (optional ones say so); one block per family ----
 PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
     "sort": "(x, axis, descending, stable) -> (values, int64 indices) along axis (0-d: a copy and 0): NaN sorts as "

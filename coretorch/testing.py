@@ -37,7 +37,7 @@ import numpy as np
 import coretorch
 
 __all__ = ["Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices", "check_forward",
-           "check_backward", "make_inputs", "result_type", "tolerances"]
+           "check_backward", "make_inputs", "result_type", "tolerances", "run_conformance"]
 
 FLOAT_DTYPES = ("float32", "float64")
 DEFAULT_FLOAT = np.dtype(np.float32)  # coretorch's default dtype (the checks assume it is not changed)
@@ -1182,6 +1182,14 @@ REQUIRED_OPS = (
     "expand_as", "repeat", "flip", "contiguous", "cat", "stack", "split", "chunk",
     "gather", "scatter_add", "index_select", "__getitem__",
 )
+
+
+def run_conformance(device: str, **options):
+    """The conformance suite of a backend on device type ``device``: see
+    :func:`coretorch.testing_conformance.run_conformance` (options ``ops``, ``variants``, ``backward``,
+    ``raise_on_failure``); ``pytest --pyargs coretorch.testing_conformance`` runs the same checks."""
+    from .testing_conformance import run_conformance as run  # (that module imports this one)
+    return run(device, **options)
 
 
 @contextlib.contextmanager

@@ -32,9 +32,10 @@ def _plugin(**hooks):
 
 # ---- the contract as data ----------------------------------------------------------------------------
 def test_the_kernel_lists_partition_the_contract():
-    assert plugins.REQUIRED_KERNELS | plugins.OPTIONAL_KERNELS == set(plugins.KERNELS)
-    assert not plugins.REQUIRED_KERNELS & plugins.OPTIONAL_KERNELS
+    tiers = (plugins.REQUIRED_KERNELS, plugins.FAMILY_KERNELS, plugins.OPTIONAL_KERNELS)
+    assert set().union(*tiers) == set(plugins.KERNELS) and sum(map(len, tiers)) == len(plugins.KERNELS)
     assert {"add", "from_numpy", "to_numpy", "matmul", "sum"} <= plugins.REQUIRED_KERNELS
+    assert {"sort", "lgamma", "linalg_svd"} <= plugins.FAMILY_KERNELS
     assert {"linear", "softmax", "iadd"} <= plugins.OPTIONAL_KERNELS
     assert set(plugins.UNARY_KERNELS) | set(plugins.BINARY_KERNELS) <= set(plugins.KERNELS)
     assert set(plugins.HOST_LINALG_KERNELS) == {n for n in plugins.KERNELS if n.startswith("linalg_")}

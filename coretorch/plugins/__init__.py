@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backend import (BINARY_KERNELS, HOST_LINALG_KERNELS, KERNELS, OPTIONAL_KERNELS, REQUIRED_KERNELS,
+from .backend import (BINARY_KERNELS, FAMILY_KERNELS, HOST_LINALG_KERNELS, KERNELS, OPTIONAL_KERNELS, REQUIRED_KERNELS,
                       UNARY_KERNELS, Backend, Kernel, from_array, get_backend, get_kernel, increment_version, to_array,
                       validate_backend)
 from .hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
@@ -30,9 +30,9 @@ from .manager import PluginError, PluginReport, PluginWarning, manager
 __all__ = ["register", "unregister", "report", "load_entry_points", "hookimpl", "hookspec", "PLUGIN_API_VERSION",
            "PluginError", "PluginWarning", "PluginReport",
            # the backend contract and the array bridge (coretorch.plugins.backend)
-           "Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS", "BINARY_KERNELS",
-           "HOST_LINALG_KERNELS", "get_kernel", "get_backend", "from_array", "to_array", "increment_version",
-           "validate_backend"]
+           "Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "FAMILY_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
+           "BINARY_KERNELS", "HOST_LINALG_KERNELS", "get_kernel", "get_backend", "from_array", "to_array",
+           "increment_version", "validate_backend"]
 
 
 def register(plugin: Any, name: str | None = None, distribution: str | None = None) -> Any:

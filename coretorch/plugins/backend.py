@@ -21,10 +21,11 @@ promotion (through ``cast``), broadcasting (through ``expand``, unless the backe
   ``bool`` already fitted to x's dtype; they return x's dtype (comparisons and ``logical_*``: bool).
 * **Shapes, axes, dtypes** are Python tuples/ints and numpy dtypes; *scalars* (``full``'s value, ``clamp``'s
   bounds, ``pow``'s exponent) are Python numbers.  Each entry of :data:`KERNELS` gives the exact signature.
-* Kernels whose description starts with "optional" (:data:`OPTIONAL_KERNELS`) may be left out: the core then
-  uses a composite of other kernels.  Leaving out any other kernel (:data:`REQUIRED_KERNELS`) is allowed too,
-  but the ops that need it raise ``NotImplementedError`` naming op and device (with
-  ``CORETORCH_FALLBACK=cpu``: run on the CPU backend with a one-time warning).
+* Three tiers: :data:`REQUIRED_KERNELS` (creation, transfer, layout, elementwise, reductions, matmul) every
+  backend implements; :data:`FAMILY_KERNELS` (sorting, special functions, linalg, random...) may be left out,
+  and the ops that need one then raise ``NotImplementedError`` naming op and device (with
+  ``CORETORCH_FALLBACK=cpu``: run on the CPU backend with a one-time warning); :data:`OPTIONAL_KERNELS` (whose
+  description starts with "optional") may be left out at no loss but speed: the core composes other kernels.
 
 Optional attributes a backend may set: ``distribution`` (filled in by the loader), ``array_type`` (the native
 array class: lets the CPU fallback and :func:`from_array` recognise its arrays), ``host_memory = True`` (its
@@ -47,7 +48,7 @@ from ..device import device as Device
 from ..ops._linalg_host import KERNELS as _HOST_LINALG
 from ..tensor import Tensor, _make
 
-__all__ = ["Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
+__all__ = ["Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "FAMILY_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
            "BINARY_KERNELS", "HOST_LINALG_KERNELS", "get_kernel", "get_backend", "from_array", "to_array",
            "increment_version", "validate_backend"]
 
@@ -58,8 +59,13 @@ Kernel = Callable[..., Any]
 KERNELS: Mapping[str, str] = MappingProxyType(_backend.PRIMITIVES)
 #: Kernels the core can do without (it composes other kernels instead).
 OPTIONAL_KERNELS: frozenset[str] = frozenset(n for n, s in _backend.PRIMITIVES.items() if s.startswith("optional"))
-#: Kernels the ops need: without one, the ops using it raise NotImplementedError on the device.
-REQUIRED_KERNELS: frozenset[str] = frozenset(_backend.PRIMITIVES) - OPTIONAL_KERNELS
+#: What every backend implements: creation and transfer, layout and indexing, elementwise math, reductions and
+#: matmul (the conformance suite requires them).
+REQUIRED_KERNELS: frozenset[str] = _backend.CORE_PRIMITIVES - OPTIONAL_KERNELS
+#: The kernels of the op families (sorting, special functions, linalg, random, ...): a backend without one still
+#: works, but the ops that use it raise NotImplementedError on its device (or, with CORETORCH_FALLBACK=cpu, run
+#: on the CPU backend).
+FAMILY_KERNELS: frozenset[str] = frozenset(_backend.PRIMITIVES) - REQUIRED_KERNELS - OPTIONAL_KERNELS
 #: Elementwise kernels of one array: ``(x) -> array`` of x's shape.
 UNARY_KERNELS: tuple[str, ...] = tuple(_backend.UNARY)
 #: Elementwise kernels of two operands: ``(x, y array | Python scalar) -> array``.

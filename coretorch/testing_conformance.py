@@ -1,0 +1,218 @@
+"""The conformance suite of a device backend: run it on your device type before you publish a backend plugin.
+
+One call (from a test of your package, or a script)::
+
+    from coretorch.testing import run_conformance
+    report = run_conformance("mydev")          # raises AssertionError listing every failure
+
+or pytest, with the device type in an environment variable (several: comma-separated; default: every available
+device type)::
+
+    CORETORCH_CONFORMANCE_DEVICE=mydev pytest --pyargs coretorch.testing_conformance
+
+What it checks:
+
+* **the contract** (:func:`check_contract`): the backend is registered, has :class:`coretorch.plugins.Backend`'s
+  methods, is available with at least one device, its kernel table has every name of
+  :data:`coretorch.plugins.REQUIRED_KERNELS` and no name that is not a kernel of the contract (a typo);
+* **kernel results** (:func:`check_kernel_results`): each elementwise kernel it has returns a native array of the
+  input's shape (a 0-d array for a 0-d input, never a scalar) and does not write into its input;
+* **the ops** (:func:`conformance_cases`): every case of ``coretorch.testing.CASES`` for the ops of
+  ``coretorch.testing.REQUIRED_OPS`` (arithmetic with type promotion and Python scalars, broadcasting, 0-d, empty
+  and non-contiguous inputs, reductions, indexing, shape ops, matmul) against NumPy, with ``gradcheck`` in float64.
+
+``variants=False`` (or ``CORETORCH_CONFORMANCE_QUICK=1``) keeps one case per op: a quick smoke test for a
+package's own test run; publish after a full run.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+import coretorch
+
+from . import _backend
+from .plugins import (BINARY_KERNELS, FAMILY_KERNELS, KERNELS, REQUIRED_KERNELS, UNARY_KERNELS, get_backend,
+                      validate_backend)
+from .testing import CASES, REQUIRED_OPS, OpCase, available_devices, check_backward, check_forward
+
+__all__ = ["run_conformance", "check_contract", "check_kernel_results", "conformance_cases", "ConformanceReport"]
+
+ENV_DEVICE = "CORETORCH_CONFORMANCE_DEVICE"
+ENV_QUICK = "CORETORCH_CONFORMANCE_QUICK"
+
+
+@dataclass
+class ConformanceReport:
+    """What :func:`run_conformance` ran and found."""
+
+    device: str
+    cases: int = 0                                    # op cases run (forward; backward where the op has one)
+    failures: list = field(default_factory=list)      # "what: error" lines
+    missing_family_kernels: list = field(default_factory=list)  # family kernels the backend leaves out (allowed)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def conformance_cases(ops: Iterable[str] = REQUIRED_OPS, variants: bool = True) -> list[OpCase]:
+    """The cases of ``coretorch.testing.CASES`` for ``ops``; without ``variants`` only each op's first case."""
+    ops = set(ops)
+    out, seen = [], set()
+    for c in CASES:
+        if c.op in ops and (variants or c.op not in seen):
+            out.append(c)
+            seen.add(c.op)
+    return out
+
+
+def _backend_of(device: str):
+    be = get_backend(device)
+    if be is None:
+        installed = ", ".join(sorted(_backend.backends())) or "none"
+        raise AssertionError(f"no backend for device type '{device}' is registered (registered: {installed}); "
+                             "install your plugin (pip install -e .) or register it with coretorch.plugins.register")
+    return be
+
+
+def check_contract(device: str) -> None:
+    """The backend of ``device`` is a :class:`~coretorch.plugins.Backend` with every required kernel and no kernel
+    whose name the contract does not know (AssertionError naming each problem)."""
+    be = _backend_of(device)
+    try:
+        validate_backend(be)
+    except TypeError as e:
+        raise AssertionError(str(e)) from None
+    assert be.is_available(), f"backend '{device}': is_available() is False on this machine"
+    n = be.device_count()
+    assert isinstance(n, int) and n >= 1, f"backend '{device}': device_count() is {n!r}, expected an int >= 1"
+    names = [be.device_name(i) for i in range(n)]
+    assert all(isinstance(s, str) and s for s in names), f"backend '{device}': device_name() gave {names!r}"
+    kernels = be.kernels(0)
+    problems = []
+    missing = sorted(REQUIRED_KERNELS - set(kernels))
+    if missing:
+        problems.append(f"missing required kernel(s): {', '.join(missing)}")
+    known = set(KERNELS) | set(_backend._extra_kernels)
+    for name in sorted(set(kernels) - known):
+        close = difflib.get_close_matches(name, known, n=1)
+        problems.append(f"kernel '{name}' is not a kernel of the contract" + (f" (did you mean '{close[0]}'?)"
+                                                                               if close else ""))
+    for name, k in kernels.items():
+        if not callable(k):
+            problems.append(f"kernel '{name}' is a {type(k).__name__}, not a callable")
+    assert not problems, f"backend '{device}': " + "; ".join(problems)
+
+
+def check_kernel_results(device: str) -> None:
+    """Each elementwise kernel of ``device`` returns a native array of its input's shape (0-d in, 0-d array out)
+    and leaves its input alone."""
+    be = _backend_of(device)
+    table = _backend.get_table(coretorch.device(device))
+    native = getattr(be, "array_type", None)
+    problems = []
+    for shape in ((2, 3), ()):
+        host = np.linspace(0.25, 0.75, int(np.prod(shape))).astype(np.float32).reshape(shape)
+        for name in (*UNARY_KERNELS, *BINARY_KERNELS):
+            if not table.has(name):
+                continue
+            x = table.from_numpy(host.copy())
+            try:
+                out = getattr(table, name)(x) if name in UNARY_KERNELS else getattr(table, name)(x, x)
+                if name in BINARY_KERNELS:
+                    scalar = getattr(table, name)(x, 2.0)
+                    assert hasattr(scalar, "shape") and tuple(scalar.shape) == shape, "with a Python scalar operand"
+            except (TypeError, ValueError) as e:  # a kernel that cannot take a float32 input (bitwise_*) is fine
+                if name.startswith("bitwise"):
+                    continue
+                problems.append(f"{name}{shape}: {type(e).__name__}: {e}")
+                continue
+            except AssertionError as e:
+                problems.append(f"{name}{shape}: wrong result {e}")
+                continue
+            if native is not None and not isinstance(out, native):
+                problems.append(f"{name}{shape}: returned a {type(out).__name__}, not a {native.__name__}")
+            elif tuple(getattr(out, "shape", (None,))) != shape:
+                problems.append(f"{name}{shape}: result of shape {getattr(out, 'shape', None)}")
+            if not np.array_equal(table.to_numpy(x), host):
+                problems.append(f"{name}{shape}: wrote into its input")
+    assert not problems, f"backend '{device}': " + "; ".join(problems)
+
+
+def _one(report: ConformanceReport, what: str, fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - every failure is collected and reported together
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        report.failures.append(f"{what}: {type(e).__name__}: {first}"[:400])
+        if os.environ.get("CORETORCH_CONFORMANCE_TRACEBACK"):
+            traceback.print_exc()
+
+
+def run_conformance(device: str, *, ops: Iterable[str] = REQUIRED_OPS, variants: bool | None = None,
+                    backward: bool = True, raise_on_failure: bool = True) -> ConformanceReport:
+    """Run the whole suite on device type ``device``; raise AssertionError listing every failure (or, with
+    ``raise_on_failure=False``, return them in the report).  ``variants=None`` reads CORETORCH_CONFORMANCE_QUICK."""
+    if variants is None:
+        variants = os.environ.get(ENV_QUICK, "") in ("", "0")
+    report = ConformanceReport(device)
+    _one(report, "contract", check_contract, device)
+    if report.failures and get_backend(device) is None:
+        if raise_on_failure:
+            raise AssertionError(report.failures[0])
+        return report
+    report.missing_family_kernels = sorted(FAMILY_KERNELS - set(get_backend(device).kernels(0)))
+    _one(report, "kernel results", check_kernel_results, device)
+    for case in conformance_cases(ops, variants):
+        report.cases += 1
+        for dt in case.dtypes:
+            _one(report, f"{case.name} [{dt}] forward", check_forward, case, device, dt)
+        if backward and case.grad and case.raises is None:
+            _one(report, f"{case.name} backward", check_backward, case, device)
+    if raise_on_failure and report.failures:
+        shown = report.failures[:40]
+        more = f"\n  ... and {len(report.failures) - 40} more" if len(report.failures) > 40 else ""
+        raise AssertionError(f"device '{device}' fails {len(report.failures)} conformance check(s) of "
+                             f"{report.cases} op cases:\n  " + "\n  ".join(shown) + more)
+    return report
+
+
+# ---- pytest --pyargs coretorch.testing_conformance -----------------------------------------------------------
+def _devices() -> list[str]:
+    env = os.environ.get(ENV_DEVICE, "")
+    return [d.strip() for d in env.split(",") if d.strip()] or available_devices()
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Parametrise the tests below by device (and op case) without importing pytest at module level."""
+    quick = os.environ.get(ENV_QUICK, "") not in ("", "0")
+    if "conformance_device" in metafunc.fixturenames:
+        metafunc.parametrize("conformance_device", _devices())
+    if "conformance_case" in metafunc.fixturenames:
+        cases = conformance_cases(variants=not quick)
+        if metafunc.function.__name__ == "test_backward":
+            cases = [c for c in cases if c.grad and c.raises is None]
+        metafunc.parametrize("conformance_case", cases, ids=[c.name for c in cases])
+
+
+def test_contract(conformance_device) -> None:
+    check_contract(conformance_device)
+
+
+def test_kernel_results(conformance_device) -> None:
+    check_kernel_results(conformance_device)
+
+
+def test_forward(conformance_device, conformance_case) -> None:
+    for dt in conformance_case.dtypes:
+        check_forward(conformance_case, conformance_device, dt)
+
+
+def test_backward(conformance_device, conformance_case) -> None:
+    check_backward(conformance_case, conformance_device)
