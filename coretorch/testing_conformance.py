@@ -26,6 +26,7 @@ package's own test run; publish after a full run.
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import traceback
@@ -37,11 +38,15 @@ import numpy as np
 import coretorch
 
 from . import _backend
+from .autograd import gradcheck, gradgradcheck
+from .optim import Optimizer
+from .tensor import Tensor
 from .plugins import (BINARY_KERNELS, FAMILY_KERNELS, KERNELS, REQUIRED_KERNELS, UNARY_KERNELS, get_backend,
                       validate_backend)
 from .testing import CASES, REQUIRED_OPS, OpCase, available_devices, check_backward, check_forward
 
-__all__ = ["run_conformance", "check_contract", "check_kernel_results", "conformance_cases", "ConformanceReport"]
+__all__ = ["run_conformance", "check_contract", "check_kernel_results", "conformance_cases", "ConformanceReport",
+           "check_optimizer", "check_function"]
 
 ENV_DEVICE = "CORETORCH_CONFORMANCE_DEVICE"
 ENV_QUICK = "CORETORCH_CONFORMANCE_QUICK"
@@ -181,6 +186,85 @@ def run_conformance(device: str, *, ops: Iterable[str] = REQUIRED_OPS, variants:
         raise AssertionError(f"device '{device}' fails {len(report.failures)} conformance check(s) of "
                              f"{report.cases} op cases:\n  " + "\n  ".join(shown) + more)
     return report
+
+
+# ---- optimizer and op plugins ----------------------------------------------------------------------------------
+def check_optimizer(cls: type, *, devices: Iterable[str] | None = None, steps: int = 30, **hyper) -> None:
+    """What every optimizer plugin must do, on every available device (or ``devices``): be a subclass of
+    ``coretorch.optim.Optimizer``; lower a quadratic's loss in ``steps`` steps built with ``hyper``
+    (``check_optimizer(MyOpt, lr=0.1)``); return the closure's loss from ``step(closure)``; leave a parameter
+    without a gradient alone; and continue identically from a ``state_dict`` loaded into a fresh instance."""
+    assert isinstance(cls, type) and issubclass(cls, Optimizer), f"{cls!r} is not a subclass of Optimizer"
+    for dev in devices or available_devices():
+        target = coretorch.tensor([1.0, -2.0, 3.0], device=dev)
+
+        def make(start=None):
+            w = coretorch.zeros(3, device=dev) if start is None else start.detach().clone()
+            w.requires_grad_(True)
+            frozen = coretorch.ones(2, device=dev, requires_grad=True)
+            return w, frozen, cls([w, frozen], **hyper)
+
+        def loss_of(w):
+            return ((w - target) ** 2).sum()
+
+        def closure_for(o, p):
+            def closure():
+                o.zero_grad()
+                loss = loss_of(p)
+                loss.backward()
+                return loss
+            return closure
+
+        w, frozen, opt = make()
+        first = loss_of(w).item()
+        for _ in range(steps):
+            returned = opt.step(closure_for(opt, w))
+            assert isinstance(returned, Tensor), f"{cls.__name__}.step(closure) returned {returned!r}, not the loss"
+        final = loss_of(w).item()
+        assert final < first, f"{cls.__name__} on {dev}: the loss went from {first} to {final} in {steps} steps"
+        assert w.device.type == dev and frozen.tolist() == [1.0, 1.0], \
+            f"{cls.__name__} on {dev}: a parameter without a gradient was changed"
+        w2, _, opt2 = make(w)
+        opt2.load_state_dict(copy.deepcopy(opt.state_dict()))  # (as saved and loaded: no tensor shared)
+        for o, p in ((opt, w), (opt2, w2)):
+            for _ in range(2):
+                o.step(closure_for(o, p))
+        np.testing.assert_allclose(w2.detach().cpu().numpy(), w.detach().cpu().numpy(), rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{cls.__name__} on {dev}: state_dict/load_state_dict lose state")
+
+
+def _flat_out(out) -> list:
+    return [y for o in out for y in _flat_out(o)] if isinstance(out, (tuple, list)) else [out]
+
+
+def check_function(fn, *args, devices: Iterable[str] | None = None, rtol: float = 1e-5, atol: float = 1e-6,
+                   grad: bool = True) -> None:
+    """What an op plugin must do: ``fn(*args)`` (tensors given on any device, moved to each) gives the same values
+    on every available device (or ``devices``), with results on that device; and, with ``grad``, passes
+    ``gradcheck`` and ``gradgradcheck`` in float64 for its floating-point tensor arguments."""
+    ref = None
+    for dev in devices or available_devices():
+        dargs = [a.detach().to(dev) if isinstance(a, Tensor) else a for a in args]
+        outs = _flat_out(fn(*dargs))
+        assert all(o.device.type == dev for o in outs), f"{fn!r} on {dev}: a result is on another device"
+        host = [o.detach().cpu().numpy() for o in outs]
+        if ref is None:
+            ref = host
+        else:
+            for got, want in zip(host, ref):
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{fn!r} on {dev}")
+        if not grad:
+            continue
+        slots = [i for i, a in enumerate(dargs) if isinstance(a, Tensor) and a.dtype.is_floating_point]
+        inputs = tuple(dargs[i].double().requires_grad_() for i in slots)
+
+        def call(*ts):
+            full = list(dargs)
+            for i, t in zip(slots, ts):
+                full[i] = t
+            return fn(*full)
+        assert gradcheck(call, inputs), f"{fn!r} on {dev}: gradcheck failed"
+        assert gradgradcheck(call, inputs), f"{fn!r} on {dev}: gradgradcheck failed"
 
 
 # ---- pytest --pyargs coretorch.testing_conformance -----------------------------------------------------------

@@ -46,8 +46,10 @@ def _shown_files() -> dict[str, str]:
 
 
 def _example_files() -> list[pathlib.Path]:
+    """The files of the examples that the page shows (all but READMEs and empty markers such as py.typed)."""
     return sorted(p for kind in KINDS for p in (EXAMPLES / kind).rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and ".egg-info" not in str(p) and p.suffix != ".pyc")
+                  if p.is_file() and "__pycache__" not in p.parts and ".egg-info" not in str(p) and p.suffix != ".pyc"
+                  and p.name != "README.md" and p.stat().st_size)
 
 
 def test_every_example_file_is_shown_in_the_docs_verbatim():

@@ -1,4 +1,4 @@
-"""coretorch-numpydev: a device type 'numpydev' whose arrays are numpy arrays (docs/plugins.md, "A backend")."""
-from .backend import NumpyDevBackend
+"""The coretorch device type 'numpydev' (coretorch-numpydev)."""
+from .backend import NumpydevBackend
 
-__all__ = ["NumpyDevBackend"]
+__all__ = ["NumpydevBackend"]

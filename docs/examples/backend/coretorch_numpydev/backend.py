@@ -1,5 +1,6 @@
-"""The 'numpydev' device: every kernel of coretorch's backend contract (``coretorch.plugins.REQUIRED_KERNELS``) on
-numpy arrays.
+"""The 'numpydev' device: every kernel of coretorch's backend contract
+(``coretorch.plugins.REQUIRED_KERNELS``), here on numpy arrays: replace them kernel by kernel with your device's
+(tests/ runs the conformance suite).
 
 The core hands kernels native arrays (here: numpy arrays) that already have the right dtype (it casts) and shape
 (it broadcasts with ``expand``), and Python numbers as scalars; a kernel computes and returns a new array.  Two
@@ -138,7 +139,7 @@ BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_
           "bitwise_xor": np.bitwise_xor}
 
 
-class NumpyDevBackend:
+class NumpydevBackend:
     """Implements coretorch.plugins.Backend (structurally: no base class needed)."""
 
     name = "numpydev"            # the device type: tensor.to("numpydev")
