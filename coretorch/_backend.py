@@ -1,4 +1,5 @@
-"""The backend contract: a device type name plus a table of primitive kernels.
+"""The backend contract: a device type name plus a table of primitive kernels (the internals; plugins use its
+public, documented face, :mod:`coretorch.plugins.backend`, re-exported by ``coretorch.plugins``).
 
 A backend (registered by a plugin through ``coretorch_register_backends``) is any object with
 
