@@ -20,7 +20,10 @@ A backend plugin tests its device with::
         if case.grad and case.raises is None:
             check_backward(case, "mydevice")
 
-(``available_devices()`` lists every installed and available device type, "cpu" first.)
+(``available_devices()`` lists every installed and available device type, "cpu" first.)  The conformance suite
+a backend runs before it is published wraps these checks with the contract's: ``run_conformance("mydevice")``
+(:mod:`coretorch.testing_conformance`; also ``pytest --pyargs coretorch.testing_conformance``), documented in
+docs/plugins.md.
 """
 from __future__ import annotations
 
