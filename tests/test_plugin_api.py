@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -246,3 +247,45 @@ def test_an_installed_plugin_with_a_misspelled_hook_is_reported_or_raised_in_str
         assert r.returncode == 0, r.stderr
         assert "('failed'" in r.stdout and "coretorch_register_fucntions" in r.stdout and "2.0" in r.stdout
         assert "typo-plugin" in r.stderr and "failed to load" in r.stderr
+
+
+# ---- the conformance suite -----------------------------------------------------------------------------------
+def test_the_conformance_suite_names_what_a_backend_gets_wrong():
+    from coretorch_cpu import CPUBackend
+
+    from coretorch.testing import run_conformance
+
+    class Sloppy(CPUBackend):
+        name, distribution = "t_sloppy", None
+
+        def __init__(self):
+            super().__init__()
+            self._table = dict(self._table, expp=np.exp, neg=np.negative)  # a typo; a scalar for a 0-d input
+            del self._table["add"]
+
+    plugins.register(_plugin(coretorch_register_backends=lambda register: register(Sloppy())), name="t-sloppy")
+    try:
+        report = run_conformance("t_sloppy", ops=["__add__", "neg"], variants=False, raise_on_failure=False)
+        text = "\n".join(report.failures)
+        assert "missing required kernel(s): add" in text and "'expp' is not a kernel of the contract (did you mean " \
+                                                              "'exp'?)" in text
+        assert "neg(): returned a float32, not a ndarray" in text
+        assert "__add__ [float32] forward: NotImplementedError: Could not run 'add' on device 't_sloppy:0'" in text
+        assert report.cases == 2 and not report.ok
+        with pytest.raises(AssertionError, match="device 't_sloppy' fails"):
+            run_conformance("t_sloppy", ops=["neg"], variants=False)
+    finally:
+        plugins.unregister("t-sloppy")
+    with pytest.raises(AssertionError, match="no backend for device type 't_sloppy' is registered"):
+        run_conformance("t_sloppy")
+
+
+def test_the_conformance_suite_runs_under_pytest_pyargs():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORETORCH_")}
+    env.update(CORETORCH_CONFORMANCE_DEVICE="cpu", CORETORCH_CONFORMANCE_QUICK="1")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        "--pyargs", "coretorch.testing_conformance", "-k", "contract or kernel_results or matmul"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=os.path.dirname(__file__))
+    assert r.returncode == 0, r.stdout + r.stderr
+    passed = re.search(r"(\d+) passed", r.stdout)  # contract, kernel results, matmul's forward and backward
+    assert passed and int(passed[1]) >= 4 and "failed" not in r.stdout, r.stdout
