@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Union, runtime_ch
 
 from .. import _backend
 from .. import dtypes as _dt
+from ..dtypes import _FROM_NP
 from .._backend import get_kernel
 from ..device import device as Device
 from ..ops._linalg_host import KERNELS as _HOST_LINALG
@@ -142,14 +143,16 @@ def from_array(array: Any, device: Union[Tensor, Device, str], *, requires_grad:
         k = coretorch.plugins.get_kernel("my_op", x)
         y = coretorch.plugins.from_array(k(coretorch.plugins.to_array(x.contiguous())), x)
     """
-    table = _table_of(device)
-    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
-        raise TypeError(f"from_array(): expected a native array with .shape and .dtype, got {type(array).__name__}")
+    table = device._be if type(device) is Tensor else _table_of(device)
     native = getattr(table.backend, "array_type", None)
-    if native is not None and not isinstance(array, native):
+    if native is not None and not isinstance(array, native) or not hasattr(array, "shape"):
+        if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+            raise TypeError(f"from_array(): expected a native array with .shape and .dtype, got "
+                            f"{type(array).__name__}")
         raise TypeError(f"from_array(): a {type(array).__module__}.{type(array).__name__} is not a native array of "
                         f"device '{table.device}' (expected {getattr(native, '__name__', native)})")
-    t = _make(array, _dt.from_numpy_dtype(array.dtype), table)
+    dtype = _FROM_NP.get(array.dtype)  # the common case in one lookup; else the checked conversion (or its error)
+    t = _make(array, dtype if dtype is not None else _dt.from_numpy_dtype(array.dtype), table)
     if requires_grad:
         t.requires_grad_(True)
     return t
