@@ -40,6 +40,7 @@ def test_the_kernel_lists_partition_the_contract():
     assert {"linear", "softmax", "iadd"} <= plugins.OPTIONAL_KERNELS
     assert set(plugins.UNARY_KERNELS) | set(plugins.BINARY_KERNELS) <= set(plugins.KERNELS)
     assert set(plugins.HOST_LINALG_KERNELS) == {n for n in plugins.KERNELS if n.startswith("linalg_")}
+    assert not [n for n in plugins.__all__ if n.startswith("_")]  # nothing private is exported
     for name in plugins.__all__:  # everything exported is documented
         obj = getattr(plugins, name)
         if name != "Kernel" and callable(obj):  # (Kernel is a typing alias)

@@ -12,7 +12,6 @@ from test_plugin_docs import EXAMPLES, pip_install, run_tests
 
 
 def test_the_docs_backend_example_is_what_new_plugin_writes():
-    """(so the backend kind is installed and tested, conformance suite included, by test_plugin_docs)"""
     want = scaffold.files("backend", "numpydev")
     have = {p.relative_to(EXAMPLES / "backend").as_posix(): p.read_text()
             for p in (EXAMPLES / "backend").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -20,14 +19,14 @@ def test_the_docs_backend_example_is_what_new_plugin_writes():
                          "docs/examples/backend"
 
 
-def test_an_optimizer_and_a_function_install_and_pass_their_tests(tmp_path, capsys):
+def test_each_kind_installs_and_passes_its_tests(tmp_path, capsys):
     roots = []
-    for kind, name in (("optimizer", "HeavyBall"), ("function", "scaled_softsign")):
+    for kind, name in (("optimizer", "HeavyBall"), ("function", "scaled_softsign"), ("backend", "scaffolddev")):
         assert main(["new-plugin", "--kind", kind, name, str(tmp_path / kind)]) == 0
         roots.append(tmp_path / kind)
     out = capsys.readouterr().out
     assert "coretorch_heavyball/optimizer.py" in out and "next: pip install -e" in out
-    opt, fn = roots
+    opt, fn, be = roots
     toml = (opt / "pyproject.toml").read_text()
     assert 'name = "coretorch-heavyball"' in toml and f'"{scaffold.requirement()}"' in toml
     assert '[project.entry-points.coretorch]\nheavyball = "coretorch_heavyball.plugin"' in toml
@@ -36,9 +35,12 @@ def test_an_optimizer_and_a_function_install_and_pass_their_tests(tmp_path, caps
     assert "class HeavyBall(Optimizer)" in (opt / "coretorch_heavyball" / "optimizer.py").read_text()
     plugin = (fn / "coretorch_scaled_softsign" / "plugin.py").read_text()
     assert 'kernels={"cpu": kernels.scaled_softsign_cpu}' in plugin
+    assert "class ScaffolddevBackend:" in (be / "coretorch_scaffolddev" / "backend.py").read_text()
     pip_install(roots, tmp_path / "site")
-    out = run_tests([r / "tests" for r in roots], tmp_path / "site", CORETORCH_STRICT_PLUGINS="1")
-    assert "7 passed" in out and "failed" not in out, out
+    # (the backend's conformance run is the quick one here; docs/examples/backend, the same template, runs it too)
+    out = run_tests([r / "tests" for r in roots], tmp_path / "site", CORETORCH_STRICT_PLUGINS="1",
+                    CORETORCH_CONFORMANCE_QUICK="1")
+    assert "10 passed" in out and "failed" not in out, out
 
 
 def test_version_bounds_and_names():
