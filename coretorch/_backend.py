@@ -1,4 +1,5 @@
-"""The backend contract: a device type name plus a table of primitive kernels.
+"""The backend contract: a device type name plus a table of primitive kernels (the internals; plugins use its
+public, documented face, :mod:`coretorch.plugins.backend`, re-exported by ``coretorch.plugins``).
 
 A backend (registered by a plugin through ``coretorch_register_backends``) is any object with
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import difflib
 import os
 import warnings
 
@@ -50,7 +52,9 @@ PRIMITIVES: dict[str, str] = {
     "cos": "", "tanh": "", "sigmoid": "", "relu": "", "reciprocal": "", "floor": "", "ceil": "",
     "round": "", "trunc": "", "expm1": "", "log1p": "", "logical_not": "", "bitwise_not": "",
     "isnan": "", "add": "", "sub": "", "mul": "", "div": "", "floor_divide": "", "remainder": "",
-    "pow": "", "maximum": "", "minimum": "", "eq": "", "ne": "", "lt": "", "le": "", "gt": "",
+    "pow": "(x, y|scalar): an integer base to a negative integer power truncates as PyTorch's (1 ** -n = 1, "
+           "(-1) ** -n = +-1, any other base 0), not an error",
+    "maximum": "", "minimum": "", "eq": "", "ne": "", "lt": "", "le": "", "gt": "",
     "ge": "", "logical_and": "", "logical_or": "", "logical_xor": "", "bitwise_and": "",
     "bitwise_or": "", "bitwise_xor": "", "where": "(cond, x, y)", "clamp": "(x, lo|None, hi|None)",
     # reductions and scans
@@ -95,6 +99,7 @@ PRIMITIVES: dict[str, str] = {
                     "host read (the op itself runs: its kernels must give some value for such an operand without "
                     "trapping)",
 }
+CORE_PRIMITIVES = frozenset(PRIMITIVES)  # the block above: creation, layout, elementwise, reductions, matmul
 # ---- the op families' primitives (optional ones say so); one block per family ----
 PRIMITIVES.update({  # sorting: owned by coretorch/ops/sorting.py
     "sort": "(x, axis, descending, stable) -> (values, int64 indices) along axis (0-d: a copy and 0): NaN sorts as "
@@ -293,8 +298,42 @@ def unregister_backend(name: str) -> None:
 
 
 def register_kernels(op: str, kernels: dict) -> None:
+    """Per-device-type kernels of plugin op ``op`` (``{}`` declares the op without kernels: get_kernel knows it)."""
     _extra_kernels.setdefault(op, {}).update(kernels)
     _tables.clear()  # rebuilt lazily with the new entries; existing tensors keep working tables
+
+
+def unregister_kernels(op: str) -> None:
+    if _extra_kernels.pop(op, None) is not None:
+        _tables.clear()
+
+
+def get_kernel(name: str, where):
+    """The kernel ``name`` (a primitive of ``PRIMITIVES`` or a plugin op registered with ``kernels=``) for the
+    device of ``where`` (a Tensor, a device or a device string).
+
+    Raises ValueError for a name that is neither, and NotImplementedError naming op and device when the device
+    has no such kernel; with ``CORETORCH_FALLBACK=cpu`` and a CPU kernel of that name, returns a kernel that runs
+    on the CPU instead (arrays copied there and back, a one-time warning per op), as core ops do."""
+    if name not in PRIMITIVES and name not in _extra_kernels:
+        close = difflib.get_close_matches(name, [*PRIMITIVES, *_extra_kernels], n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"get_kernel(): unknown kernel '{name}': neither a primitive of the backend contract nor "
+                         f"an op registered by a plugin{hint}")
+    table = getattr(where, "_be", None)
+    if not isinstance(table, KernelTable):
+        table = get_table(where)
+    if name in table.names:
+        return getattr(table, name)
+    if os.environ.get("CORETORCH_FALLBACK", "") == "cpu" and table.type != "cpu" and "cpu" in _backends \
+            and get_table(Device("cpu")).has(name):
+        return getattr(table, name)  # the missing-kernel stub: it runs the CPU kernel (see _missing)
+    where_else = sorted(_extra_kernels.get(name, {}))
+    have = f" (kernels exist for device types: {', '.join(where_else)})" if where_else else ""
+    raise NotImplementedError(f"Could not run '{name}' on device '{table.device}': the backend "
+                              f"'{getattr(table.backend, 'distribution', table.type)}' has no kernel for it and no "
+                              f"plugin registered one for device type '{table.type}'{have}. Set "
+                              "CORETORCH_FALLBACK=cpu to run it on the CPU backend.")
 
 
 def backends() -> dict:

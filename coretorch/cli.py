@@ -154,6 +154,8 @@ def main(argv=None) -> int:
     demo.add_arguments(pd)
     sub.add_parser("run", help="run a script on N ranks: coretorch run -n 2 script.py [args] (the launcher of the "
                    "installed distributed plugin, e.g. mpiexec)")
+    from .plugins import scaffold
+    scaffold.add_parser(sub)  # coretorch new-plugin --kind optimizer|function|backend NAME [DIR]
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]:
         return run(argv[1:])
@@ -163,6 +165,8 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "demo":
         return demo.main(args)
+    if args.cmd == "new-plugin":
+        return scaffold.main(args)
     p.print_help()
     return 1
 

@@ -20,7 +20,10 @@ A backend plugin tests its device with::
         if case.grad and case.raises is None:
             check_backward(case, "mydevice")
 
-(``available_devices()`` lists every installed and available device type, "cpu" first.)
+(``available_devices()`` lists every installed and available device type, "cpu" first.)  The conformance suite
+a backend runs before it is published wraps these checks with the contract's: ``run_conformance("mydevice")``
+(:mod:`coretorch.testing_conformance`; also ``pytest --pyargs coretorch.testing_conformance``), documented in
+docs/plugins.md.
 
 ``assert_close`` is PyTorch's ``torch.testing.assert_close``.
 """
@@ -40,7 +43,7 @@ import coretorch
 from ._testing_close import assert_close
 
 __all__ = ["assert_close", "Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices",  # noqa: F822  (CASES: lazy, see __getattr__)
-           "check_forward", "check_backward", "make_inputs", "result_type", "tolerances"]
+           "check_forward", "check_backward", "make_inputs", "result_type", "tolerances", "run_conformance"]
 
 FLOAT_DTYPES = ("float32", "float64")
 DEFAULT_FLOAT = np.dtype(np.float32)  # coretorch's default dtype (the checks assume it is not changed)
@@ -1198,6 +1201,14 @@ REQUIRED_OPS = (
     "expand_as", "repeat", "flip", "contiguous", "cat", "stack", "split", "chunk",
     "gather", "scatter_add", "index_select", "__getitem__",
 )
+
+
+def run_conformance(device: str, **options):
+    """The conformance suite of a backend on device type ``device``: see
+    :func:`coretorch.testing_conformance.run_conformance` (options ``ops``, ``variants``, ``backward``,
+    ``raise_on_failure``); ``pytest --pyargs coretorch.testing_conformance`` runs the same checks."""
+    from .testing_conformance import run_conformance as run  # (that module imports this one)
+    return run(device, **options)
 
 
 @contextlib.contextmanager

@@ -64,15 +64,16 @@ class OpsPlugin:
 
     @hookimpl
     def coretorch_register_optimizers(self, register):
-        class Plain:
+        class Plain(coretorch.optim.Optimizer):
             def __init__(self, params, lr=0.1):
-                self.params, self.lr = list(params), lr
+                super().__init__(params, dict(lr=lr))
+                self.lr = lr
         register("PlainDescent", Plain)
 
     @hookimpl
     def coretorch_register_modules(self, register):
-        class Twice:
-            def __call__(self, x):
+        class Twice(coretorch.nn.Module):
+            def forward(self, x):
                 return x * 2
         register("Twice", Twice)
 

@@ -9,24 +9,11 @@ from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  
 # the op families (one module each; each lists its top-level names in __all__ and its Tensor methods in METHODS)
 from . import decomp, joining, products, random, scatter, sorting, special, statistics, triangular  # noqa: F401
 from . import comparison  # noqa: F401  (the special family's second module)
+from .._backend import get_kernel  # noqa: F401  (also coretorch.plugins.get_kernel: a plugin op's kernels)
 
 FAMILIES = (sorting, statistics, special, comparison, triangular, joining, scatter, products, decomp, random)
 
 _registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
-
-
-def get_kernel(name: str, device):
-    """The kernel a plugin registered for op ``name`` on ``device`` (a Tensor or device).
-
-    Raises NotImplementedError naming op and device when there is none (or falls back to the CPU
-    kernel with CORETORCH_FALLBACK=cpu, as for core kernels)."""
-    from .._backend import get_table
-    from ..tensor import Tensor
-    table = device._be if isinstance(device, Tensor) else get_table(device)
-    k = getattr(table, name, None)
-    if k is None:
-        raise NotImplementedError(f"Could not run '{name}' on device '{table.device}': no kernel registered")
-    return k
 
 
 def registered() -> list[str]:

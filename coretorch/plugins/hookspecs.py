@@ -17,24 +17,25 @@ PLUGIN_API_VERSION = 1
 
 @hookspec
 def coretorch_register_backends(register):
-    """``register(backend)``: a device backend (see ``coretorch._backend`` for the contract)."""
+    """``register(backend)``: a device backend, a :class:`coretorch.plugins.Backend` (docs/plugins.md)."""
 
 
 @hookspec
 def coretorch_register_functions(register):
     """``register(name, fn, *, tensor_method=False, functional=False, kernels=None)``: a new op,
     exposed as ``coretorch.ops.<name>`` (and as a Tensor method / in ``nn.functional`` when asked);
-    ``kernels`` maps a device type to a kernel that ``coretorch.ops.get_kernel`` returns."""
+    ``kernels`` maps a device type to a kernel that ``coretorch.plugins.get_kernel`` returns; ``fn`` must be
+    callable."""
 
 
 @hookspec
 def coretorch_register_optimizers(register):
-    """``register(name, cls)``: an optimizer class, exposed as ``coretorch.optim.<name>``."""
+    """``register(name, cls)``: a subclass of ``coretorch.optim.Optimizer``, exposed as ``coretorch.optim.<name>``."""
 
 
 @hookspec
 def coretorch_register_modules(register):
-    """``register(name, cls)``: an ``nn.Module`` subclass, exposed as ``coretorch.nn.<name>``."""
+    """``register(name, cls)``: a subclass of ``coretorch.nn.Module``, exposed as ``coretorch.nn.<name>``."""
 
 
 @hookspec

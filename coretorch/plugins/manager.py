@@ -15,6 +15,7 @@ Rules (README "Environment switches and the plugin report"):
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import time
@@ -36,7 +37,7 @@ class PluginError(RuntimeError):
 
 
 class PluginWarning(UserWarning):
-    pass
+    """A plugin failed to load and was skipped, or one of its observation hooks raised and was disabled."""
 
 
 def strict() -> bool:
@@ -67,6 +68,8 @@ def owns(dist: str, device_type: str) -> bool:
 
 @dataclass
 class PluginReport:
+    """What the loader knows of one plugin (``coretorch.plugins.report()`` gives these as dicts)."""
+
     name: str
     distribution: str
     version: str
@@ -90,22 +93,39 @@ class _Registrar:
         self.items: list = []
 
     def backend(self, backend) -> None:
-        if not getattr(backend, "name", None):
-            raise TypeError("register(backend): the backend needs a 'name' (its device type)")
+        from .backend import validate_backend
+        validate_backend(backend)
         self.items.append(("backend", backend.name, backend))
 
     def function(self, name: str, fn, *, tensor_method: bool = False, functional: bool = False,
                  kernels=None) -> None:
-        if not (isinstance(name, str) and name.isidentifier()):
-            raise ValueError(f"register(name, fn): name must be an identifier, got {name!r}")
+        _check_identifier("register(name, fn)", name)
         if not callable(fn):
-            raise TypeError(f"register({name!r}, fn): fn must be callable")
-        self.items.append(("function", name, (fn, tensor_method, functional, dict(kernels or {}))))
+            raise TypeError(f"register({name!r}, fn): fn must be callable, got {type(fn).__name__}")
+        kernels = dict(kernels or {})
+        for dev, k in kernels.items():
+            if not (isinstance(dev, str) and dev.isidentifier()):
+                raise TypeError(f"register({name!r}, fn, kernels=...): the keys are device types such as 'cpu', "
+                                f"got {dev!r}")
+            if not callable(k):
+                raise TypeError(f"register({name!r}, fn, kernels=...): the kernel for '{dev}' must be callable, got "
+                                f"{type(k).__name__}")
+        self.items.append(("function", name, (fn, tensor_method, functional, kernels)))
 
     def optimizer(self, name: str, cls) -> None:
+        from ..optim.optimizer import Optimizer
+        _check_identifier("register(name, cls)", name)
+        if not (isinstance(cls, type) and issubclass(cls, Optimizer)):
+            raise TypeError(f"register({name!r}, cls): an optimizer must be a subclass of coretorch.optim.Optimizer, "
+                            f"got {_what(cls)}")
         self.items.append(("optimizer", name, cls))
 
     def module(self, name: str, cls) -> None:
+        from ..nn.modules.module import Module
+        _check_identifier("register(name, cls)", name)
+        if not (isinstance(cls, type) and issubclass(cls, Module)):
+            raise TypeError(f"register({name!r}, cls): a module must be a subclass of coretorch.nn.Module, got "
+                            f"{_what(cls)}")
         self.items.append(("module", name, cls))
 
     def distributed(self, impl) -> None:
@@ -125,6 +145,38 @@ def _api_mismatch(name: str, api: int, dist: str | None, version: str | None) ->
                f"install a release of {pkg} made for coretorch {__version__}")
     return (f"{who} was written for coretorch plugin API {api}, but coretorch {__version__} speaks plugin API "
             f"{PLUGIN_API_VERSION}: {fix}")
+
+
+def _check_identifier(call: str, name) -> None:
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise ValueError(f"{call}: name must be an identifier, got {name!r}")
+
+
+def _what(obj) -> str:
+    return f"the class {obj.__module__}.{obj.__qualname__}" if isinstance(obj, type) else \
+        f"a {type(obj).__name__} object"
+
+
+def _check_hooks(pm: pluggy.PluginManager, obj, name: str) -> None:
+    """A hook implementation whose name coretorch does not define (a typo: ``coretorch_register_optimisers``) is
+    an error (pluggy's ``check_pending``), and so is a function named as a hook but not marked ``@hookimpl``."""
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as e:
+        unknown = [h for h in vars(pm.hook) if h[:1] != "_" and not getattr(pm.hook, h).has_spec()
+                   and any(i.plugin is obj for i in getattr(pm.hook, h).get_hookimpls())]
+        known = sorted(h for h in vars(pm.hook) if h[:1] != "_" and getattr(pm.hook, h).has_spec())
+        parts = []
+        for h in unknown:
+            close = difflib.get_close_matches(h, known, n=1)
+            parts.append(f"'{h}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        raise PluginError(f"plugin '{name}' implements unknown hook(s) {', '.join(parts) or e}; the coretorch hooks "
+                          f"are: {', '.join(known)}") from None
+    for h in dir(hookspecs):
+        if h.startswith("coretorch_") and callable(getattr(obj, h, None)) \
+                and not any(i.plugin is obj for i in getattr(pm.hook, h).get_hookimpls()):
+            raise PluginError(f"plugin '{name}' defines {h} without marking it @coretorch.plugins.hookimpl, so "
+                              "coretorch would never call it")
 
 
 class Manager:
@@ -230,9 +282,13 @@ class Manager:
         """Register ``obj`` with pluggy and run its registration hooks into a ``_Registrar`` (nothing applied)."""
         if self.pm.has_plugin(name):
             raise PluginError(f"a plugin named '{name}' is already registered")
-        self.pm.register(obj, name=name)
+        try:
+            self.pm.register(obj, name=name)
+        except pluggy.PluginValidationError as e:  # a hook implementation whose arguments the hook does not pass
+            raise PluginError(f"plugin '{name}' has an invalid hook implementation: {e}".replace("\n", "; ")) from None
         reg = _Registrar(name, dist)
         try:
+            _check_hooks(self.pm, obj, name)
             for hook, cb in (("coretorch_register_backends", reg.backend),
                              ("coretorch_register_functions", reg.function),
                              ("coretorch_register_optimizers", reg.optimizer),
@@ -409,8 +465,7 @@ def _install_function(name, fn, tensor_method, functional, kernels) -> None:
     if functional:
         from ..nn import functional as F
         setattr(F, name, fn)
-    if kernels:
-        _backend.register_kernels(name, kernels)
+    _backend.register_kernels(name, kernels)  # also without kernels: get_kernel then knows the op has none here
 
 
 def _uninstall_function(name) -> None:
@@ -425,9 +480,7 @@ def _uninstall_function(name) -> None:
         from ..nn import functional as F
         if getattr(F, name, None) is fn:
             delattr(F, name)
-    if name in _backend._extra_kernels:
-        del _backend._extra_kernels[name]
-        _backend._tables.clear()
+    _backend.unregister_kernels(name)
 
 
 manager = Manager()

@@ -1,4 +1,4 @@
-"""Optional fused kernels of the 'cpu' device for coretorch.nn.functional (see coretorch._backend.PRIMITIVES).
+"""Optional fused kernels of the 'cpu' device for coretorch.nn.functional (see coretorch.plugins.KERNELS).
 
 Convolution is im2col through ``sliding_window_view`` (a zero-copy view of every window) followed by one large
 matmul per call (a batched one over groups); the input gradient scatters the column gradient back with one

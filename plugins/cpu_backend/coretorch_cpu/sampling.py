@@ -1,4 +1,4 @@
-"""numpy kernels of the random sampling primitives (see coretorch._backend.PRIMITIVES).
+"""numpy kernels of the random sampling primitives (see coretorch.plugins.KERNELS).
 
 A generator state is a ``CPUGen``: a numpy PCG64 ``Generator`` plus the seed it started from.  Its byte state
 (``rng_get_state``) is 45 bytes, little-endian: seed (8), PCG64 state (16), increment (16), has_uint32 (1),

@@ -1,4 +1,4 @@
-"""numpy kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES)."""
+"""numpy kernels of the triangular, joining and scatter/index ops primitives (see coretorch.plugins.KERNELS)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""numpy kernels of the sorting and selection primitives (see coretorch._backend.PRIMITIVES).
+"""numpy kernels of the sorting and selection primitives (see coretorch.plugins.KERNELS).
 
 sort packs each element's order-preserving 32-bit key and its index into one 64-bit word, ``key << 31 | index``,
 and sorts those words with numpy's SIMD sort: one sort gives values and indices, equal keys come out in index order

@@ -1,4 +1,4 @@
-"""numpy kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES).
+"""numpy kernels of the elementwise math and special functions primitives (see coretorch.plugins.KERNELS).
 
 One vectorised numpy ufunc or scipy.special ufunc per kernel; erf, erfc and the fused GELU take float32 (and
 float16, computed in float32) through the numpy polynomial evaluations of ``erf32`` (scipy's float32 loops are

@@ -27,6 +27,7 @@ import traceback
 
 import numpy as np
 
+from coretorch.plugins import get_kernel, increment_version, to_array
 from coretorch.tensor import Tensor
 
 from . import algorithms, watchdog
@@ -413,8 +414,8 @@ def _check(t, what: str = "tensor") -> None:
 
 def _host_inout(t: Tensor):
     """(contiguous host array holding t's values, staged?)  Unstaged: the array *is* t's storage."""
-    data = t._data
-    h = t._be.to_numpy(data)
+    data = to_array(t)
+    h = t.numpy(force=True)  # on a host-memory device: the tensor's own array (no copy)
     if h is data and isinstance(data, np.ndarray) and data.flags.c_contiguous and data.flags.writeable:
         return data, False
     if isinstance(data, np.ndarray) and np.shares_memory(h, data):
@@ -424,14 +425,14 @@ def _host_inout(t: Tensor):
 
 def _host_in(t: Tensor) -> np.ndarray:
     """t's values as a contiguous host array, for reading only."""
-    return np.ascontiguousarray(t._be.to_numpy(t._data))
+    return np.ascontiguousarray(t.numpy(force=True))
 
 
 def _write(t: Tensor, h: np.ndarray) -> None:
     """Put host values ``h`` into t's own storage (views of t see them) and bump its version counter."""
-    be = t._be
-    be.assign_(t._data, be.from_numpy(np.asarray(h).reshape(t._data.shape)))
-    t._vc[0] += 1
+    upload = get_kernel("from_numpy", t)(np.asarray(h).reshape(tuple(t.shape)))
+    get_kernel("assign_", t)(to_array(t), upload)
+    increment_version(t)
 
 
 def _bytes(h: np.ndarray) -> np.ndarray:
@@ -497,7 +498,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         if staged:
             _write(tensor, h)
         else:
-            tensor._vc[0] += 1
+            increment_version(tensor)
     seq = pg._seq()
     return _complete(pg, "all_reduce", seq, async_op, [pg.comm.Iallreduce(MPI.IN_PLACE, w, op=mop)], finish,
                      keep=(w, h), result=[tensor])
@@ -518,7 +519,7 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
             if staged:
                 _write(tensor, h)
             else:
-                tensor._vc[0] += 1
+                increment_version(tensor)
     seq = pg._seq()
     return _complete(pg, "broadcast", seq, async_op, [pg.comm.Ibcast(_bytes(h), root=root)], finish, keep=(h,),
                      result=[tensor])
@@ -570,7 +571,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         if staged:
             _write(output_tensor, recv)
         else:
-            output_tensor._vc[0] += 1
+            increment_version(output_tensor)
     seq = pg._seq()
     return _complete(pg, "all_gather_into_tensor", seq, async_op, [pg.comm.Iallgather(_bytes(send), _bytes(recv))],
                      finish, keep=(send, recv))
@@ -640,7 +641,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
             if staged:
                 _write(tensor, h)
             else:
-                tensor._vc[0] += 1
+                increment_version(tensor)
     sendbuf, recvbuf = (MPI.IN_PLACE, w) if mine else (w, None)
     seq = pg._seq()
     return _complete(pg, "reduce", seq, async_op, [pg.comm.Ireduce(sendbuf, recvbuf, op=mop, root=root)], finish,

@@ -291,7 +291,7 @@ class DistributedDataParallel(Module, Joinable):
                     if p.grad is None:
                         slot[:] = 0
                     else:
-                        slot[:] = p.grad._be.to_numpy(p.grad._data).reshape(-1)
+                        slot[:] = p.grad.numpy(force=True).reshape(-1)
                     self._ready(b)
 
     def _grad_ready(self, i: int, grad: Tensor):
@@ -300,9 +300,9 @@ class DistributedDataParallel(Module, Joinable):
         p = self._ddp_params[i]
         b, off = self._where[i]
         slot = b.flat[off:off + p.numel()].reshape(tuple(p.shape))
-        np.copyto(slot, grad._be.to_numpy(grad._data))
+        np.copyto(slot, grad.numpy(force=True))
         if p.grad is not None:
-            slot += p.grad._be.to_numpy(p.grad._data)
+            slot += p.grad.numpy(force=True)
             p.grad = None
         out = coretorch.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
         b.outs[i] = out
@@ -328,7 +328,7 @@ class DistributedDataParallel(Module, Joinable):
             self._finalize()
 
     def _finalize(self) -> None:
-        from .api import _allreduce_np
+        from .api import _allreduce_np, _write
         pg = self.process_group
         for b in self._buckets:
             pg._wait([b.req], f"DistributedDataParallel gradient all_reduce (bucket {b.index})", b.seq)
@@ -351,8 +351,7 @@ class DistributedDataParallel(Module, Joinable):
                         continue            # unused on every rank: .grad stays as it was (None)
                     out = coretorch.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
                     p.grad = out
-                out._be.assign_(out._data, out._be.from_numpy(vals))
-                out._vc[0] += 1
+                _write(out, vals)
             b.outs = {}
             b.req = None
         self._expect = False

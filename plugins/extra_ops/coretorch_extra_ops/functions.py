@@ -14,7 +14,7 @@ import numpy as np
 
 import coretorch
 from coretorch.autograd import Function
-from coretorch.tensor import _make
+from coretorch.plugins import from_array, get_kernel, to_array
 
 from . import kernels
 
@@ -24,12 +24,13 @@ _GELU_K = math.sqrt(2 / math.pi)
 
 def _run(name: str, generic, x, *args):
     """Op ``name`` on ``x``: the kernel registered for x's device if there is one, else ``generic`` (tensor
-    ops).  Kernels take and return the backend's arrays; ``_make`` wraps the result as a Tensor on x's device."""
+    ops).  Kernels take and return the backend's arrays; ``from_array`` wraps the result as a Tensor on x's
+    device (the public plugin API: coretorch.plugins)."""
     try:
-        kernel = coretorch.ops.get_kernel(name, x)
-        return _make(kernel(x.contiguous()._data, *args), x.dtype, x._be)
-    except NotImplementedError:
+        kernel = get_kernel(name, x)
+    except NotImplementedError:  # no kernel for this device type: the tensor-op version runs everywhere
         return generic(x, *args)
+    return from_array(kernel(to_array(x.contiguous()), *args), x)
 
 
 def _float(x):

@@ -12,6 +12,6 @@ def synchronize(index: int | None = None) -> None:
     failed device-side check, e.g. nll_loss's out-of-range target, now rather than at the next host read (the
     role of torch.cuda.synchronize)."""
     import coretorch
-    be = coretorch._backend.backends().get("opencl")
+    be = coretorch.plugins.get_backend("opencl")
     if be is not None:
         be.synchronize(index)

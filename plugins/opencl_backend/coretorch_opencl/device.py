@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from coretorch._errors import OutOfMemoryError
+from coretorch import OutOfMemoryError
 
 try:
     import pyopencl as cl

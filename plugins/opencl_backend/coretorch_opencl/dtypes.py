@@ -1,4 +1,4 @@
-"""OpenCL kernels of the bfloat16 and dtype casts primitives (see coretorch._backend.PRIMITIVES)."""
+"""OpenCL kernels of the bfloat16 and dtype casts primitives (see coretorch.plugins.KERNELS)."""
 from __future__ import annotations
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coretorch._determinism import deterministic
+from coretorch import are_deterministic_algorithms_enabled as deterministic
 
 from . import codegen as cg
 from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from coretorch.ops._linalg_host import KERNELS as _NUMPY
+from coretorch.plugins import HOST_LINALG_KERNELS as _NUMPY
 
 # the ops (coretorch.linalg.<name>, and torch.<name> for the top-level aliases) whose decomposition kernel runs on
 # the host for this device (what `coretorch info` shows as host fallbacks)
 HOST = {"cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "lstsq", "solve", "solve_ex", "inv",
         "inv_ex", "det", "slogdet", "logdet", "inverse"}
-# the primitive kernels (coretorch._backend.PRIMITIVES names) that run on the host: every kernel of this module
+# the primitive kernels (coretorch.plugins.KERNELS names) that run on the host: every kernel of this module
 HOST_KERNELS = set(_NUMPY)
 # device compositions around one of those host decompositions (their own arithmetic stays on the device)
 HOST_COMPOSITES = {"pinv", "pinverse", "matrix_rank", "cond", "solve_triangular", "cholesky_solve",

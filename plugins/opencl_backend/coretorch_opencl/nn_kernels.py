@@ -1,4 +1,4 @@
-"""The optional fused kernels of coretorch.nn.functional on 'opencl' (see coretorch._backend.PRIMITIVES).
+"""The optional fused kernels of coretorch.nn.functional on 'opencl' (see coretorch.plugins.KERNELS).
 
 One program per dtype holds every kernel here (one build per dtype):
 

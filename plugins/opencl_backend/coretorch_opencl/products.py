@@ -1,4 +1,4 @@
-"""OpenCL kernels of the products (einsum, tensordot, ...) primitives (see coretorch._backend.PRIMITIVES)."""
+"""OpenCL kernels of the products (einsum, tensordot, ...) primitives (see coretorch.plugins.KERNELS)."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""OpenCL kernels of the random sampling primitives (see coretorch._backend.PRIMITIVES).
+"""OpenCL kernels of the random sampling primitives (see coretorch.plugins.KERNELS).
 
 Every sample comes from Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011), a
 counter-based generator: the 128-bit counter (element index, draw index, call offset) under the 64-bit key (the

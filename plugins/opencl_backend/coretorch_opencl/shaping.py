@@ -1,4 +1,4 @@
-"""OpenCL kernels of the triangular, joining and scatter/index ops primitives (see coretorch._backend.PRIMITIVES).
+"""OpenCL kernels of the triangular, joining and scatter/index ops primitives (see coretorch.plugins.KERNELS).
 
 Views (as_strided) are (buffer, offset, strides) triples, no launch.  ``index_reduce_`` is the 'put' kernel of
 indexing.py with a reduction in place of the write: one work-item per value, combined into its target with an

@@ -1,4 +1,4 @@
-"""OpenCL kernels of the sorting and selection primitives (see coretorch._backend.PRIMITIVES).
+"""OpenCL kernels of the sorting and selection primitives (see coretorch.plugins.KERNELS).
 
 Every kernel works on rows: the sorted / scanned axis is moved last and made contiguous first (a copy only when
 it is not already), and results are written in that layout then permuted back.

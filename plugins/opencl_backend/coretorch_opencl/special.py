@@ -1,4 +1,4 @@
-"""OpenCL kernels of the elementwise math and special functions primitives (see coretorch._backend.PRIMITIVES).
+"""OpenCL kernels of the elementwise math and special functions primitives (see coretorch.plugins.KERNELS).
 
 The cheap ones (tan, asin, ..., erfc, lgamma, atan2, hypot, ...) are OpenCL C builtins in the shared elementwise
 program (codegen.unary_expr / binary_expr).  The costly special functions live here, in a program of their own per

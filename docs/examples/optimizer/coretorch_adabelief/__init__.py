@@ -1,0 +1,4 @@
+"""coretorch-adabelief: coretorch.optim.AdaBelief (docs/plugins.md, "An optimizer")."""
+from .optimizer import AdaBelief
+
+__all__ = ["AdaBelief"]
