@@ -74,7 +74,7 @@ class Node:
     _pre_hooks: Any = None
     _hooks: Any = None
     _tensor_hooks: Any = None
-    _out_meta = None
+    _out_meta: Any = None
 
     # apply and release are Node's (just the backward formula; free the saved tensors): the engine calls backward
     # directly and releases inline

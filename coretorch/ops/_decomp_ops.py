@@ -55,7 +55,7 @@ def check_info(api: str, info: Tensor, kind: str) -> None:
     raise LinAlgError(msg)
 
 
-def _record(node: Node, inputs: tuple, outs: list, table) -> list:
+def _record(node: Node | None, inputs: tuple, outs: list, table) -> list:
     """Wrap the output arrays [(array, dtype)], recording ``node`` (None: no graph) for every one of them."""
     if node is None:
         return [_make(a, d, table) for a, d in outs]

@@ -196,10 +196,7 @@ class Manager:
             return
         allow = os.environ.get("CORETORCH_PLUGINS")
         allowed = {a.strip() for a in allow.split(",") if a.strip()} if allow is not None else None
-        try:
-            from importlib_metadata import entry_points
-        except ImportError:  # pragma: no cover - importlib-metadata is a declared dependency
-            from importlib.metadata import entry_points
+        from importlib.metadata import entry_points  # (group= selection: Python 3.10+, the floor)
         eps = []
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
@@ -329,13 +326,13 @@ class Manager:
                 warnings.warn(msg + "; that hook of the plugin is disabled from now on (set "
                               "CORETORCH_STRICT_PLUGINS=1 to raise instead)", PluginWarning, stacklevel=2)
                 return None
-        guarded.__wrapped__ = fn
+        setattr(guarded, "__wrapped__", fn)
         return guarded
 
     def _apply(self, reg: _Registrar) -> None:
         from .. import _backend
         # check everything first so that a failure leaves nothing half-registered
-        seen = set()
+        seen: set = set()
         for kind, name, obj in reg.items:
             key = ("op" if kind == "function" else kind, name)
             if kind == "backend":
@@ -460,7 +457,7 @@ def _install_function(name, fn, tensor_method, functional, kernels) -> None:
         def method(self, *args, **kwargs):
             return fn(self, *args, **kwargs)
         method.__name__ = name
-        method._plugin_fn = fn
+        setattr(method, "_plugin_fn", fn)
         setattr(Tensor, name, method)
     if functional:
         from ..nn import functional as F
