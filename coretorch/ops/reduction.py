@@ -9,7 +9,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._out import write_out
-from ._util import edge, norm_dim, norm_dims, return_type
+from ._util import check_grad_dtype, edge, norm_dim, norm_dims, return_type
 
 _bool, _i64 = _dt.bool_, _dt.int64
 _f16, _f32, _f64 = _dt.float16, _dt.float32, _dt.float64
@@ -160,6 +160,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
         dt = dtype
+        check_grad_dtype(input, dt)
     elif input.dtype.is_floating_point:
         dt = input.dtype
     else:
@@ -182,6 +183,8 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        check_grad_dtype(input, dt)
     if dim is not None and not isinstance(dim, int):
         raise TypeError("prod(): argument 'dim' must be int")
     if dt is _bool:  # the product of bools is "all"
@@ -207,8 +210,9 @@ class MeanBackward0(_ReduceNode):
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     dt = dtype or input.dtype
     if not dt.is_floating_point:
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {input.dtype._tname[:-6]}")
+        which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating "
+                           f"point or complex dtype. Got: {dt._tname[:-6]}")
     table = input._be
     if dt is not input.dtype and input._rg and _gs.enabled:
         input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
@@ -546,6 +550,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        if dt is _bool:
+            raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
+        check_grad_dtype(input, dt)
     table = input._be
     if dt is not input.dtype and input._rg and _gs.enabled and dt.is_floating_point:
         input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype

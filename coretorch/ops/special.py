@@ -300,14 +300,12 @@ def frexp(input: Tensor, *, out=None):
     return frexp_result(mt, et)
 
 
-def _check_value(op: str, value, *tensors) -> None:
-    if isinstance(value, float) and not _dt.result_type(tensors, _dt.default).is_floating_point:
-        raise RuntimeError(f"{op}: for integral input tensors, argument value must not be a floating point number.")
-
-
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
-    """input + value * tensor1 * tensor2."""
-    _check_value("addcmul", value, input, tensor1, tensor2)
+    """input + value * tensor1 * tensor2 (an integer result truncates a float value, checked, as PyTorch)."""
+    if not input.dtype.is_floating_point and not isinstance(value, bool):  # (a float input: nothing to check)
+        rt = _dt.result_type((input, tensor1, tensor2), _dt.default)
+        if not rt.is_floating_point and rt is not _dt.bool_:
+            value = int(_dt.fit_scalar(value, rt))
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)

@@ -11,7 +11,7 @@ from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import edge, norm_dim, norm_dims, return_type
+from ._util import check_grad_dtype, edge, norm_dim, norm_dims, return_type
 from .sorting import _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
@@ -324,6 +324,10 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
         (input,) = _ac_cast("cumprod", input)
     d = norm_dim(dim, input.ndim, "cumprod")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        if dt is _dt.bool_:
+            raise NotImplementedError("\"cumprod_out_cpu\" not implemented for 'Bool'")
+        check_grad_dtype(input, dt)
     if dt is not input.dtype:
         input = input.to(dt) if dt.is_floating_point else input.detach().to(dt)
     table = input._be

@@ -1,0 +1,134 @@
+"""Issue 15, the divergences from PyTorch 2.13 left open by the first hardening pass: integer dtype= under autograd,
+integer scalars of the fused products, masked_fill broadcasting, NaN-gradient conventions, mixed-device where,
+Tensor-only second operands, numpy warnings, take_along_dim wrapping, 0-d shape ops.  Each expectation is
+PyTorch 2.13's (checked by hand against it), derived here with numpy or closed forms; every test runs on every
+device."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.testing import available_devices
+
+DEVICES = available_devices()
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def T(data, device, **kw):
+    return torch.tensor(data, device=device, **kw)
+
+
+# ---- 1. an integer dtype= on a tensor that requires grad -----------------------------------------------------------
+_REDUCE = [lambda x, d: torch.sum(x, dtype=d), lambda x, d: x.sum(0, dtype=d), lambda x, d: torch.prod(x, dtype=d),
+           lambda x, d: x.prod(0, dtype=d), lambda x, d: torch.nansum(x, dtype=d)]
+_SCAN = [lambda x, d: torch.cumsum(x, 0, dtype=d), lambda x, d: x.cumprod(0, dtype=d)]
+_CASES = [(c, d, n) for c in _REDUCE + _SCAN for d, n in ((torch.int64, "Long"), (torch.int32, "Int"))] + \
+         [(c, torch.bool, "Bool") for c in _REDUCE]
+
+
+@pytest.mark.parametrize("call, dtype, name", _CASES)
+def test_integer_dtype_of_a_grad_tensor_raises(device, call, dtype, name):
+    x = T([1.0, 2.0, 3.0], device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"Autograd not support dtype: {name}"):
+        call(x, dtype)
+    with torch.no_grad():  # no graph to record: the cast is allowed
+        assert call(x, dtype).dtype is dtype
+    assert call(x.detach(), dtype).dtype is dtype
+    r = call(x, torch.float64)  # a floating dtype stays differentiable
+    assert r.dtype is torch.float64 and r.requires_grad
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_bool_dtype_scans_are_not_implemented(device, op):
+    for x in (T([1.0, 2.0], device, requires_grad=True), T([1, 0], device)):
+        with pytest.raises(NotImplementedError, match=f"{op}.* not implemented for 'Bool'"):
+            getattr(torch, op)(x, 0, dtype=torch.bool)
+
+
+def test_mean_integer_dtype_names_the_argument(device):
+    with pytest.raises(RuntimeError, match="Optional dtype must be .* Got: Int"):
+        torch.mean(T([1.0, 2.0], device), dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="Input dtype must be .* Got: Long"):
+        torch.mean(T([1, 2], device))
+
+
+# ---- 2. integer fused products with a fractional scalar: truncated (checked), addr raises ---------------------------
+def test_addcmul_integer_truncates_value(device):
+    a, b, c = T([1, 2, 3], device), T([2, 3, 4], device), T([1, 1, 2], device)
+    prod = np.array([2, 3, 8])
+    for value, k in ((0.5, 0), (-0.5, 0), (-1.5, -1), (2.7, 2), (True, 1)):
+        r = torch.addcmul(a, b, c, value=value)
+        assert r.dtype is torch.int64 and r.tolist() == (np.array([1, 2, 3]) + k * prod).tolist()
+    y = a.clone()
+    y.addcmul_(b, c, value=2.9)
+    assert y.tolist() == (np.array([1, 2, 3]) + 2 * prod).tolist()
+    u = T([1, 2, 3], device, dtype=torch.uint8)
+    assert torch.addcmul(u, u, u, value=-1).tolist() == ((np.array([1, 2, 3]) - np.array([1, 4, 9])) % 256).tolist()
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+        torch.addcmul(u, u, u, value=300)
+    with pytest.raises(RuntimeError, match="int64_t without overflow"):
+        torch.addcmul(a, b, c, value=1e20)
+    assert torch.addcmul(a.float(), b, c, value=0.5).tolist() == [2.0, 3.5, 7.0]  # a float result keeps it
+
+
+def test_integer_products_truncate_alpha_beta(device):
+    m = T([[1, 2], [3, 4]], device)
+    v = T([1, 2], device)
+    mm = np.array([[7, 10], [15, 22]])
+    assert torch.addmm(m, m, m, alpha=0.5).tolist() == [[1, 2], [3, 4]]
+    assert torch.addmm(m, m, m, alpha=-1.5, beta=-0.5).tolist() == (-mm).tolist()
+    assert torch.addmv(v, m, v, alpha=2.0, beta=1.5).tolist() == (v.tolist() + 2 * np.array([5, 11])).tolist()
+    b = torch.ones(2, 2, 2, dtype=torch.int64, device=device)
+    assert torch.baddbmm(b, b, b, beta=0.5, alpha=1.9).tolist() == np.full((2, 2, 2), 2).tolist()
+    assert torch.addbmm(m, b, b, beta=2.0).tolist() == (2 * np.array([[1, 2], [3, 4]]) + 4).tolist()
+
+
+def test_addr_scalar_checks(device):
+    m, v = T([[1, 2], [3, 4]], device), T([1, 2], device)
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number"):
+        torch.addr(m, v, v, alpha=0.5)
+    with pytest.raises(RuntimeError, match="argument beta must not be a floating point number"):
+        torch.addr(m, v, v, beta=1.5, alpha=1.5)  # beta is checked first
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.addr(m, v, v, alpha=True)
+    with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results"):
+        torch.addr(m.float(), v.float(), v.float(), beta=False)
+    assert torch.addr(m, v, v, beta=0).tolist() == [[1, 2], [2, 4]]
+
+
+# ---- 6. the input of a fused product must expand to the product's shape, whatever beta is ---------------------------
+@pytest.mark.parametrize("beta", [1, 0, 2])
+def test_addmm_input_must_expand(device, beta):
+    a, b = torch.ones(2, 4, device=device), torch.ones(4, 3, device=device)
+    for shape in ((3,), (1, 3), (2, 1), (), (1,)):
+        r = torch.addmm(torch.ones(shape, device=device), a, b, beta=beta)
+        assert r.shape == (2, 3) and r.tolist() == np.full((2, 3), 4.0 + beta).tolist()
+    for shape in ((4,), (2,), (2, 2), (3, 3)):
+        with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(\d\) must match the existing size"):
+            torch.addmm(torch.ones(shape, device=device), a, b, beta=beta)
+    with pytest.raises(RuntimeError, match="the number of sizes provided"):
+        torch.addmm(torch.ones(1, 1, 3, device=device), a, b, beta=beta)
+
+
+def test_fused_products_input_must_expand(device):
+    o = lambda *s: torch.ones(s, device=device)  # noqa: E731
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        torch.baddbmm(o(4, 2, 3), o(5, 2, 4), o(5, 4, 3), beta=0)
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        torch.addbmm(o(2, 2), o(5, 2, 4), o(5, 4, 3))
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        torch.addr(o(2), o(2), o(3), beta=0)
+    with pytest.raises(RuntimeError, match=r"size mismatch, got input \(3\), mat \(2x4\), vec \(4\)"):
+        torch.addmv(o(3), o(2, 4), o(4))
+    with pytest.raises(RuntimeError, match="vector \\+ matrix @ vector expected, got 2, 2, 1"):
+        torch.addmv(o(2, 1), o(2, 4), o(4))
+    assert torch.baddbmm(o(3), o(5, 2, 4), o(5, 4, 3)).shape == (5, 2, 3)
+    assert torch.addmv(o(), o(2, 4), o(4), beta=0).tolist() == [4.0, 4.0]
