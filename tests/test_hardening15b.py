@@ -132,3 +132,85 @@ def test_fused_products_input_must_expand(device):
         torch.addmv(o(2, 1), o(2, 4), o(4))
     assert torch.baddbmm(o(3), o(5, 2, 4), o(5, 4, 3)).shape == (5, 2, 3)
     assert torch.addmv(o(), o(2, 4), o(4), beta=0).tolist() == [4.0, 4.0]
+
+
+# ---- 3. masked_fill: out of place self broadcasts with the mask, in place it must not grow ------------------------
+def test_masked_fill_broadcasts_self_out_of_place(device):
+    mask = T([[True, False, True], [False, False, True]], device)
+    want = np.where(np.array(mask.tolist()), 1.0, 0.0).tolist()
+    assert torch.zeros(3, device=device).masked_fill(mask, 1.0).tolist() == want
+    assert torch.masked_fill(torch.zeros(2, 1, device=device), mask, 1.0).tolist() == want
+    assert torch.zeros((), device=device).masked_fill(T([True, False], device), 1.0).tolist() == [1.0, 0.0]
+    assert torch.zeros(3, device=device).masked_fill(mask, T(1.0, device)).tolist() == want
+    x = torch.zeros(3, device=device, requires_grad=True)
+    x.masked_fill(mask, 1.0).sum().backward()  # the gradient sums back over the broadcast rows
+    assert x.grad.tolist() == [1.0, 2.0, 0.0]
+    for self_shape in ((3,), (2, 1), ()):
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            torch.zeros(self_shape, device=device).masked_fill_(mask if self_shape else mask[0, :2], 1.0)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.zeros(2, device=device).masked_fill(T([True, False, True], device), 1.0)
+    y = torch.zeros(2, 3, device=device)
+    y.masked_fill_(T([True, False, True], device), 2.0)  # a smaller mask broadcasts in place too
+    assert y.tolist() == [[2.0, 0.0, 2.0]] * 2
+
+
+def test_masked_fill_integer_value_conversion(device):
+    m = T([True, False, True], device)
+    i = T([1, 2, 3], device)
+    assert i.masked_fill(m, 2.7).tolist() == [2, 2, 2]  # truncated toward zero
+    assert i.masked_fill(m, -2.7).tolist() == [-2, 2, -2]
+    assert i.masked_fill(m, T(-2.7, device)).tolist() == [-2, 2, -2]
+    assert i.to(torch.uint8).masked_fill(m, -1).tolist() == [255, 2, 255]
+    for dt, v in ((torch.uint8, 255.5), (torch.uint8, -0.5), (torch.int8, 127.9), (torch.int64, NAN),
+                  (torch.int32, 2 ** 31), (torch.float32, 1j)):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            i.to(dt).masked_fill(m, v)
+
+
+# ---- 9. take_along_dim: with a dim the indices wrap (Python modulo), without one they are checked ------------------
+def test_take_along_dim_wraps_indices_along_dim(device):
+    xs = np.arange(6.0).reshape(2, 3)
+    x = T(xs.tolist(), device)
+    for i in (3, 4, 5, 7, 100, -1, -4, -5, -7, -100):
+        idx = T([[i]], device)
+        assert torch.take_along_dim(x, idx, 1).tolist() == np.take_along_axis(xs, np.array([[i % 3]]), 1).tolist()
+        assert torch.take_along_dim(x, idx, 0).tolist() == np.take_along_axis(xs, np.array([[i % 2]]), 0).tolist()
+        assert x.take_along_dim(idx, dim=-1).tolist() == np.take_along_axis(xs, np.array([[i % 3]]), 1).tolist()
+    xr = torch.arange(6.0, device=device, dtype=torch.float64, requires_grad=True)
+    torch.take_along_dim(xr.view(2, 3), T([[3], [-4]], device), 1).sum().backward()
+    assert xr.grad.tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]  # rows pick column 0 and column 2
+
+
+def test_take_along_dim_errors(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    for i in (6, -1, -7):  # flattened: a plain gather, negative indices refused too (a device checks on reading)
+        with pytest.raises(RuntimeError, match=f"index {i} is out of bounds for dimension 0 with size 6"):
+            torch.take_along_dim(x, T([i], device)).tolist()
+    s = T(5.0, device)
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        torch.take_along_dim(s, T(0, device), 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.take_along_dim(s, T(0, device), 1)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.take_along_dim(torch.zeros(2, 0, device=device), torch.zeros(2, 1, dtype=torch.int64, device=device), 1)
+    e = torch.take_along_dim(torch.zeros(2, 0, device=device), torch.zeros(2, 0, dtype=torch.int64, device=device), 1)
+    assert e.shape == (2, 0)
+
+
+# ---- 10. 0-d tensors in the shape ops ------------------------------------------------------------------------------
+def test_zero_dim_shape_op_errors(device):
+    s = T(3.0, device)
+    for call, exc, msg in ((lambda: s.narrow(0, 0, 1), RuntimeError, r"narrow\(\) cannot be applied to a 0-dim"),
+                           (lambda: s.narrow(1, 0, 1), RuntimeError, r"narrow\(\) cannot be applied to a 0-dim"),
+                           (lambda: s.chunk(2), RuntimeError, "chunk expects at least a 1-dimensional tensor"),
+                           (lambda: s.chunk(0), RuntimeError, "chunk expects at least a 1-dimensional tensor"),
+                           (lambda: torch.chunk(s, 1, -1), RuntimeError, "chunk expects at least a 1-dimensional"),
+                           (lambda: s.split(1), RuntimeError, "split expects at least a 1-dimensional tensor"),
+                           (lambda: s.split([1]), RuntimeError, "split expects at least a 1-dimensional tensor"),
+                           (lambda: s.unbind(), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+                           (lambda: s.select(0, 0), IndexError, r"select\(\) cannot be applied to a 0-dim tensor"),
+                           (lambda: s.unflatten(0, (1,)), RuntimeError, "Dimension specified as 0 but tensor has no"),
+                           (lambda: s.unflatten(1, (1,)), IndexError, "Dimension out of range")):
+        with pytest.raises(exc, match=msg):
+            call()
