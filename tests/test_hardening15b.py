@@ -214,3 +214,41 @@ def test_zero_dim_shape_op_errors(device):
                            (lambda: s.unflatten(1, (1,)), IndexError, "Dimension out of range")):
         with pytest.raises(exc, match=msg):
             call()
+
+
+# ---- 7. ops without a Scalar overload take Tensors only ------------------------------------------------------------
+_TENSOR_ONLY = {"maximum": "other", "minimum": "other", "fmax": "other", "fmin": "other", "atan2": "other",
+                "arctan2": "other", "logical_and": "other", "logical_or": "other", "logical_xor": "other",
+                "hypot": "other", "ldexp": "other", "logaddexp": "other", "logaddexp2": "other", "dist": "other",
+                "isclose": "other", "equal": "other", "allclose": "other", "kron": "other", "inner": "other",
+                "heaviside": "values", "dot": "tensor", "outer": "vec2"}
+
+
+@pytest.mark.parametrize("op", sorted(_TENSOR_ONLY))
+def test_tensor_only_ops_refuse_python_numbers(device, op):
+    x = T([1.0, 2.0], device)
+    name = _TENSOR_ONLY[op]
+    for v, tn in ((2, "int"), (2.5, "float"), (True, "bool")):
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument '{name}' \(position 2\) must be Tensor, not {tn}$"):
+            getattr(torch, op)(x, v)
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument '{name}' \(position 1\) must be Tensor, not {tn}$"):
+            getattr(x, op)(v)
+    with pytest.raises(TypeError, match=rf"^{op}\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
+        getattr(torch, op)(2, x)
+
+
+def test_tensor_only_ops_still_work_with_tensors(device):
+    x, y = T([1.0, -2.0], device), T([0.5, 3.0], device)
+    assert torch.maximum(x, y).tolist() == [1.0, 3.0]
+    assert x.minimum(other=y).tolist() == [0.5, -2.0]
+    assert torch.atan2(x, T(1.0, device)).tolist() == pytest.approx(np.arctan2([1.0, -2.0], 1.0).tolist())
+    assert torch.logical_and(x, T(True, device)).tolist() == [True, True]
+    z = x.clone()
+    z.atan2_(y)
+    assert z.tolist() == pytest.approx(np.arctan2([1.0, -2.0], [0.5, 3.0]).tolist())
+    with pytest.raises(TypeError, match=r"atan2_\(\): argument 'other' \(position 1\) must be Tensor, not int"):
+        z.atan2_(1)
+    with pytest.raises(TypeError, match="argument 'other' must be Tensor, not float"):
+        torch.maximum(x, other=1.0)
+    assert torch.copysign(x, -1.0).tolist() == [-1.0, -2.0]  # ops with a Scalar overload keep accepting numbers
+    assert torch.xlogy(T([2.0], device), 1.0).tolist() == [0.0]
