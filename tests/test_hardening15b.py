@@ -252,3 +252,86 @@ def test_tensor_only_ops_still_work_with_tensors(device):
         torch.maximum(x, other=1.0)
     assert torch.copysign(x, -1.0).tolist() == [-1.0, -2.0]  # ops with a Scalar overload keep accepting numbers
     assert torch.xlogy(T([2.0], device), 1.0).tolist() == [0.0]
+
+
+# ---- 4. NaN / zero / infinity gradient conventions ----------------------------------------------------------------
+def _grads(device, fn, *vals):
+    xs = [T(v, device, dtype=torch.float64, requires_grad=True) for v in vals]
+    fn(*xs).sum().backward()
+    return [x.grad.tolist() for x in xs]
+
+
+def _same(got, want):
+    """Equal lists where NaN equals NaN."""
+    np.testing.assert_array_equal(np.array(got, dtype=float), np.array(want, dtype=float))
+
+
+def test_atan2_gradient_at_the_origin_is_zero(device):
+    a, b = [0.0, 0.0, -0.0, 1.0, NAN, 1.0], [0.0, -0.0, 0.0, 0.0, 1.0, INF]
+    ga, gb = _grads(device, torch.atan2, a, b)
+    # PyTorch: g * b / (a^2 + b^2), g * -a / (a^2 + b^2) with 1 / 0 masked to 0
+    _same(ga, [0.0, 0.0, 0.0, 0.0, NAN, NAN])
+    _same(gb, [0.0, 0.0, 0.0, -1.0, NAN, 0.0])
+    assert [math.copysign(1, v) for v in ga[:3]] == [1, -1, 1]  # the zeros keep b's sign, as PyTorch
+    x = T([0.0], device, dtype=torch.float64, requires_grad=True)
+    torch.atan2(x, T(0.0, device, dtype=torch.float64)).sum().backward()
+    assert x.grad.tolist() == [0.0]
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "trunc", "round", "sign"])
+def test_step_functions_have_zero_gradient_everywhere(device, op):
+    (g,) = _grads(device, getattr(torch, op), [NAN, INF, -INF, 1.5, 0.0])
+    assert g == [0.0] * 5
+
+
+def test_frac_gradient_is_one_everywhere(device):
+    assert _grads(device, torch.frac, [NAN, INF, -INF, 1.5, 0.0]) == [[1.0] * 5]
+
+
+def test_prod_gradient_with_zeros_and_infinities(device):
+    # no zero anywhere: out / x (an infinite element gets nan); a zero anywhere: the product of the others
+    _same(_grads(device, torch.prod, [-INF, 2.0, 3.0])[0], [NAN, -INF, -INF])
+    _same(_grads(device, torch.prod, [-INF, 0.0, 3.0])[0], [0.0, -INF, NAN])
+    _same(_grads(device, torch.prod, [NAN, 0.0, 3.0])[0], [0.0, NAN, NAN])
+    assert _grads(device, torch.prod, [0.0, 2.0, 3.0]) == [[6.0, 0.0, 0.0]]
+    assert _grads(device, torch.prod, [INF, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]  # two zeros: zeros (plain backward)
+    # along a dim the rule is decided on the whole input: a zero in another row switches every row
+    _same(_grads(device, lambda x: torch.prod(x, 1), [[-INF, 2.0, 3.0], [0.0, 1.0, 2.0], [0.0, 0.0, 1.0]])[0],
+          [[6.0, -INF, -INF], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    _same(_grads(device, lambda x: torch.prod(x, 1), [[-INF, 2.0, 3.0], [1.0, 1.0, 2.0]])[0],
+          [[NAN, -INF, -INF], [2.0, 2.0, 1.0]])
+    _same(_grads(device, lambda x: torch.prod(x, 0, keepdim=True), [[-INF, 2.0], [0.0, 1.0], [3.0, 0.0]])[0],
+          [[0.0, 0.0], [-INF, 0.0], [NAN, 2.0]])
+
+
+def test_prod_gradient_twice_without_zeros(device):
+    x = T([2.0, 3.0, 4.0], device, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.prod(x), x, create_graph=True)
+    assert g.tolist() == [12.0, 8.0, 6.0]
+    (h,) = torch.autograd.grad(g.sum(), x)
+    assert h.tolist() == [7.0, 6.0, 5.0]  # d/dx_i of sum_j prod_{k != j} x_k
+
+
+def test_max_of_a_tensor_with_nan_shares_the_gradient_among_the_nans(device):
+    assert _grads(device, torch.max, [1.0, NAN, 1.0, NAN]) == [[0.0, 0.5, 0.0, 0.5]]
+    assert _grads(device, torch.min, [1.0, NAN, 3.0]) == [[0.0, 1.0, 0.0]]
+    assert _grads(device, torch.max, [1.0, 1.0, 0.0]) == [[0.5, 0.5, 0.0]]  # ties share it too
+    _same(_grads(device, torch.amax, [1.0, NAN])[0], [NAN, NAN])  # amax keeps plain equality, as PyTorch
+
+
+def test_pow_gradient_at_zero_exponent(device):
+    ga, gb = _grads(device, torch.pow, [0.0, 0.0, 2.0, 0.0], [0.0, 2.0, 3.0, -1.0])
+    _same(ga, [0.0, 0.0, 12.0, -INF])
+    _same(gb, [0.0, 0.0, 8.0 * math.log(2.0), -INF])
+
+
+def test_fmod_gradients(device):
+    ga, gb = _grads(device, torch.fmod, [1.0, NAN, 1.0, 5.0, -7.0], [0.0, 1.0, INF, -3.0, 2.0])
+    assert ga == [1.0] * 5  # the dividend's gradient is 1 everywhere, NaN included
+    _same(gb, [-INF, NAN, -0.0, 1.0, 3.0])  # -trunc(a / b)
+    x = T([NAN, 5.5], device, dtype=torch.float64, requires_grad=True)
+    r = torch.fmod(x, 2.0)
+    assert type(r.grad_fn).__name__ == "FmodBackward0"
+    r.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    _same(r.tolist(), [NAN, 1.5])

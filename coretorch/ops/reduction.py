@@ -65,15 +65,25 @@ class ProdBackward1(_ReduceNode):
         x = self.saved()[0]  # (input, output): the version check covers both
         out = self.out
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+        if x.ndim == 0:
+            return (ge,)
         oe = _expand_back(out, self.shape, self.axes, self.keepdim)
-        table = x._be
-        # out / x unless x has zeros: decided on the host where that is free; a device always takes the zero-safe
-        # formula (a read here would be a host round trip inside backward)
-        if table.host_memory and not bool(table.to_numpy(table.any(table.eq(x._data, 0), None, False))):
-            return (mul(ge, div(oe, x)),)
+        # PyTorch's rule: out / x when no element of the whole input is 0, else the product of the other elements
+        # of each slice (then an infinite element gets a finite gradient); a whole-tensor prod with two or more
+        # zeros gives zeros in a plain backward.  Decided on the host where the read is free; a device selects
+        # with where (a read here would be a host round trip inside backward).
+        nz = sum(eq(x, 0))
+        shortcut = self.axes is None and not _gs.enabled
+        if x._be.host_memory:
+            n = int(nz.item())
+            if n == 0:
+                return (mul(ge, div(oe, x)),)
+            if n > 1 and shortcut:
+                return (_zeros_on(tuple(x.shape), ge.dtype, x._be),)
+            return (mul(ge, _prod_others(x, self.axes)),)
         # product of the other elements, computed without dividing by zero (not differentiable twice)
-        others = _prod_others(x, self.axes)
-        return (where(eq(x, 0), mul(ge, others), mul(ge, div(oe, where(eq(x, 0), 1.0, x)))),)
+        r = where(gt(nz, 0), mul(ge, _prod_others(x, self.axes)), mul(ge, div(oe, x)))
+        return (where(gt(nz, 1), 0.0, r) if shortcut else r,)
 
 
 def _prod_others(x: Tensor, axes):
@@ -193,8 +203,19 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {"__slots__": ()})
-MaxBackward1 = type("MaxBackward1", (AmaxBackward0,), {"__slots__": ()})
-MinBackward1 = type("MinBackward1", (AmaxBackward0,), {"__slots__": ()})
+class MaxBackward1(AmaxBackward0):
+    """max()/min() of a whole tensor: the gradient is shared evenly by the elements equal to the result, a NaN
+    result counting as equal to every NaN (PyTorch's evenly_distribute_backward; amax keeps plain equality)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        x = self.saved()[0]
+        oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
+        mask = logical_or(eq(x, oe), logical_and(isnan(x), isnan(oe))).to(g.dtype)
+        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), div(mask, sum(mask, self.axes, keepdim=True))),)
+
+
+MinBackward1 = type("MinBackward1", (MaxBackward1,), {"__slots__": ()})
 
 
 class MeanBackward0(_ReduceNode):
@@ -574,7 +595,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, isnan, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})

@@ -340,8 +340,12 @@ def _atan2_bw(self, g):
     a, b = self.saved()
     b = _scalar_or(self, b)
     na, nb = self.need
+    # PyTorch's formula: 1 / (a^2 + b^2) with an infinite reciprocal masked to 0, so the gradient at (0, 0) is 0
     d = add(_sq(a), _sq(b))
-    return self.grads(div(mul(g, b), d) if na else None, neg(div(mul(g, a), d)) if nb else None)
+    r = div(1.0, d) if isinstance(d, Tensor) else (1.0 / d if d else 0.0)
+    if isinstance(r, Tensor):
+        r = where(eq(r, math.inf), 0.0, r)
+    return self.grads(mul(mul(g, b), r) if na else None, mul(mul(g, neg(a)), r) if nb else None)
 
 
 def _hypot_bw(self, g):
