@@ -212,7 +212,8 @@ class MaxBackward1(AmaxBackward0):
         x = self.saved()[0]
         oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
         mask = logical_or(eq(x, oe), logical_and(isnan(x), isnan(oe))).to(g.dtype)
-        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), div(mask, sum(mask, self.axes, keepdim=True))),)
+        share = div(mask, sum(mask, self.axes, keepdim=True))
+        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), share),)
 
 
 MinBackward1 = type("MinBackward1", (MaxBackward1,), {"__slots__": ()})
