@@ -335,3 +335,22 @@ def test_fmod_gradients(device):
     r.sum().backward()
     assert x.grad.tolist() == [1.0, 1.0]
     _same(r.tolist(), [NAN, 1.5])
+
+
+# ---- 5. where with 0-d CPU tensors beside device tensors ---------------------------------------------------------
+def test_where_with_0d_cpu_operands(device):
+    x, y = T([1.0, 2.0], device), T([3.0, 4.0], device)
+    yes, no = torch.tensor(True), torch.tensor(False)  # 0-d, on the CPU
+    for cond, want in ((yes, [1.0, 2.0]), (no, [3.0, 4.0])):
+        r = torch.where(cond, x, y)
+        assert r.device == x.device and r.tolist() == want
+    r = torch.where(yes, torch.tensor(5, dtype=torch.int64), y)  # condition and input on the CPU, other on device
+    assert r.device == y.device and r.dtype is torch.float32 and r.tolist() == [5.0, 5.0]
+    r = torch.where(yes, x, torch.tensor(7.0))
+    assert r.device == x.device and r.tolist() == [1.0, 2.0]
+    r = torch.where(T([True, False], device), torch.tensor(5.0), x)
+    assert r.device == x.device and r.tolist() == [5.0, 2.0]
+    assert x.where(no, torch.tensor(0.5)).tolist() == [0.5, 0.5]
+    if x.device.type != "cpu":  # a CPU condition with dims is not a scalar: PyTorch's device error
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            torch.where(torch.tensor([True, False]), x, y)

@@ -691,6 +691,8 @@ def where(condition, input=None, other=None):
     if yt and other._be is not table:
         condition, other = align_devices("where", condition, other)
         table = condition._be
+        if xt and input._be is not table:  # a 0-d CPU condition and input beside a device other: both follow it
+            condition, input = align_devices("where", condition, input)
     if xt and yt:
         dt = _dt.result_type((input, other), _dt.default)
     elif xt or yt:
