@@ -6,6 +6,7 @@ device."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -354,3 +355,48 @@ def test_where_with_0d_cpu_operands(device):
     if x.device.type != "cpu":  # a CPU condition with dims is not a scalar: PyTorch's device error
         with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
             torch.where(torch.tensor([True, False]), x, y)
+
+
+# ---- 8. no numpy RuntimeWarning from IEEE edge cases (PyTorch is silent) -------------------------------------------
+_EDGE = [0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 1e38, -1e38, 100.0]
+
+
+@pytest.mark.parametrize("op, ref", [("exp", np.exp), ("expm1", np.expm1), ("sin", np.sin), ("cos", np.cos),
+                                     ("log", np.log), ("sqrt", np.sqrt), ("rsqrt", lambda a: 1 / np.sqrt(a)),
+                                     ("reciprocal", np.reciprocal)])
+def test_unary_edge_values_do_not_warn(device, op, ref):
+    x = T(_EDGE, device)
+    with np.errstate(all="ignore"):
+        want = ref(np.array(_EDGE, np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = getattr(torch, op)(x).tolist()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_scans_and_products_of_edge_values_do_not_warn(device):
+    x = T([INF, -INF, 0.0, 2.0], device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        s, p, pr = torch.cumsum(x, 0).tolist(), torch.cumprod(x, 0).tolist(), torch.prod(x).item()
+        q = (x / T([0.0, 0.0, 0.0, 0.0], device)).tolist()
+    _same(s, [INF, NAN, NAN, NAN])
+    _same(p, [INF, -INF, NAN, NAN])
+    assert math.isnan(pr)
+    _same(q, [INF, -INF, NAN, INF])
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: torch.atan2(a, b), lambda a, b: a / b, lambda a, b: a ** b,
+                                lambda a, b: torch.logaddexp(a, b), lambda a, b: torch.asin(a) + torch.erf(b),
+                                lambda a, b: torch.sinc(a) * torch.logit(b)])
+def test_backward_through_edge_values_does_not_warn(device, fn):
+    a = T([1e38, 0.0, INF, -INF, NAN, 0.5], device, requires_grad=True)
+    b = T([1e-38, 0.0, INF, 1.0, 2.0, 0.25], device, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fn(a, b).backward(torch.ones(6, device=device))
+    assert a.grad.shape == (6,) and b.grad.shape == (6,)
+    with warnings.catch_warnings():  # the switch is local to the pass: numpy warns again afterwards
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning):
+            np.log(np.zeros(1))
