@@ -400,3 +400,17 @@ def test_backward_through_edge_values_does_not_warn(device, fn):
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises(RuntimeWarning):
             np.log(np.zeros(1))
+
+
+def test_acosh_and_logit_gradients_at_domain_edges(device):
+    (g,) = _grads(device, torch.acosh, [-INF, -1.0, -2.5, 1.0, 2.0, 0.5])
+    _same(g, [0.0, INF, 1 / math.sqrt(5.25), INF, 1 / math.sqrt(3.0), NAN])  # 1 / sqrt(x^2 - 1)
+    (g,) = _grads(device, torch.logit, [0.0, 1.0, -1.0, 0.25, 2.0])
+    _same(g, [INF, INF, NAN, 1 / (0.25 * 0.75), NAN])  # g / (x (1 - x)), nan outside [0, 1]
+    (g,) = _grads(device, lambda x: torch.logit(x, eps=0.1), [0.0, 0.5, 0.95])
+    _same(g, [0.0, 4.0, 0.0])  # clamped: no gradient outside [eps, 1 - eps]
+    x = T([0.25], device, dtype=torch.float64, requires_grad=True)
+    (d,) = torch.autograd.grad(torch.logit(x), x, create_graph=True)
+    (dd,) = torch.autograd.grad(d, x)
+    assert type(torch.logit(x).grad_fn).__name__ == "LogitBackward0"
+    assert dd.tolist() == pytest.approx([-(1 - 2 * 0.25) / (0.25 * 0.75) ** 2])  # twice differentiable
