@@ -414,3 +414,25 @@ def test_acosh_and_logit_gradients_at_domain_edges(device):
     (dd,) = torch.autograd.grad(d, x)
     assert type(torch.logit(x).grad_fn).__name__ == "LogitBackward0"
     assert dd.tolist() == pytest.approx([-(1 - 2 * 0.25) / (0.25 * 0.75) ** 2])  # twice differentiable
+
+
+def test_median_of_a_tensor_shares_the_gradient_among_ties(device):
+    assert _grads(device, torch.median, [1.0, 1.0, 2.0]) == [[0.5, 0.5, 0.0]]
+    assert _grads(device, torch.median, [1.0, NAN, 2.0, NAN]) == [[0.0, 0.5, 0.0, 0.5]]  # NaN result: the NaNs
+    assert _grads(device, torch.nanmedian, [1.0, 1.0, 2.0, NAN]) == [[0.5, 0.5, 0.0, 0.0]]
+    assert _grads(device, lambda x: torch.median(x, 0)[0], [1.0, 3.0, 2.0]) == [[0.0, 0.0, 1.0]]  # dim: its index
+    assert type(torch.median(T([1.0], device, requires_grad=True)).grad_fn).__name__ == "MedianBackward0"
+
+
+@pytest.mark.parametrize("op", ["var", "std", "var_mean", "std_mean"])
+def test_var_std_warn_when_no_degrees_of_freedom(device, op):
+    x = T([1.0], device)
+    with pytest.warns(UserWarning, match=rf"^{op}\(\): degrees of freedom is <= 0"):
+        r = getattr(torch, op)(x)
+    r = r[0] if isinstance(r, tuple) else r
+    assert math.isnan(r.item())
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        getattr(torch, op)(T([1.0, 2.0], device), correction=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        getattr(torch, op)(T([1.0, 2.0], device))  # enough elements: silent

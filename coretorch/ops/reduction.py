@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
@@ -401,7 +402,7 @@ def _has_f64(table) -> bool:
     return ok
 
 
-def _var_acc(input, dim, keepdim, correction):
+def _var_acc(input, dim, keepdim, correction, op="var"):
     """The variance in its accumulation dtype: float64 for float32 (as PyTorch's CPU kernel accumulates; the
     squares of 1e20 overflow float32, and std(1e30) is finite), float32 for float16/bfloat16."""
     if not input.dtype.is_floating_point:
@@ -414,12 +415,19 @@ def _var_acc(input, dim, keepdim, correction):
     d = sub(input, mu)
     s = sum(mul(d, d), dim, keepdim)
     n = input.numel() // builtins.max(s.numel(), 1)
+    if n - correction <= 0:
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=5)
     return div(s, builtins.max(n - correction, 0))
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return _var(input, dim, unbiased, keepdim, correction, "var")
+
+
+def _var(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction)
+    v = _var_acc(input, dim, keepdim, correction, op)
     return v if v.dtype is input.dtype else v.to(input.dtype)
 
 
@@ -433,8 +441,12 @@ class StdBackward0(Node):
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return _std(input, dim, unbiased, keepdim, correction, "std")
+
+
+def _std(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction)
+    v = _var_acc(input, dim, keepdim, correction, op)
     if not (v._rg and _gs.enabled):
         r = sqrt(v)
         return r if r.dtype is input.dtype else r.to(input.dtype)
@@ -451,11 +463,11 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return _var(input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return _std(input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, dim, keepdim)
 
 
 class LogsumexpBackward0(_ReduceNode):
