@@ -436,3 +436,17 @@ def test_var_std_warn_when_no_degrees_of_freedom(device, op):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         getattr(torch, op)(T([1.0, 2.0], device))  # enough elements: silent
+
+
+def test_cumprod_gradient_stops_at_the_next_zero(device):
+    # d/dx_i sum_k prod_{j<=k} x_j, with the terms past the next zero left out (PyTorch: no inf * 0 = nan from them)
+    for v, want in (([0.0, -0.0, INF, 2.0], [1.0, 0.0, 0.0, 0.0]), ([2.0, 0.0, INF], [1.0, INF, 0.0]),
+                    ([0.0, 2.0, 0.0, INF], [3.0, 0.0, 0.0, 0.0]), ([2.0, 3.0, 0.0, 4.0, 0.0, 5.0],
+                                                                     [4.0, 2.0, 30.0, 0.0, 0.0, 0.0]),
+                    ([1.0, 0.0, NAN], [1.0, NAN, 0.0]), ([INF, 0.0, 3.0], [NAN, INF, 0.0])):
+        _same(_grads(device, lambda x: torch.cumprod(x, 0), v)[0], want)
+    x = T([2.0, 0.0, 3.0], device, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.cumprod(x, 0).sum(), x, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), x)
+    # sum_k prod_{j<=k}: x0 + x0 x1 + x0 x1 x2; grad [1 + x1 + x1 x2, x0 + x0 x2, x0 x1]; its column sums
+    assert g.tolist() == [1.0, 8.0, 0.0] and h.tolist() == [4.0, 6.0, 2.0]
