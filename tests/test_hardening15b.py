@@ -450,3 +450,17 @@ def test_cumprod_gradient_stops_at_the_next_zero(device):
     (h,) = torch.autograd.grad(g.sum(), x)
     # sum_k prod_{j<=k}: x0 + x0 x1 + x0 x1 x2; grad [1 + x1 + x1 x2, x0 + x0 x2, x0 x1]; its column sums
     assert g.tolist() == [1.0, 8.0, 0.0] and h.tolist() == [4.0, 6.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_half_exponents_are_sqrt_and_rsqrt(device, dtype):
+    v = [-INF, -1.0, -0.0, 0.0, NAN, INF, 4.0]
+    x = T(v, device, dtype=dtype)
+    with np.errstate(all="ignore"):
+        a = np.array(v)
+        _same((x ** 0.5).tolist(), np.sqrt(a))  # (-inf) ** 0.5 is nan as sqrt, not C pow's inf
+        _same((x ** -0.5).tolist(), 1 / np.sqrt(a))  # and (-inf) ** -0.5 nan, not 0
+        _same(torch.pow(x, 1.5).tolist()[-2:], [INF, 8.0])
+    y = T([4.0, 9.0], device, dtype=torch.float64, requires_grad=True)
+    (y ** -0.5).sum().backward()
+    assert y.grad.tolist() == pytest.approx([-0.5 * 4.0 ** -1.5, -0.5 * 9.0 ** -1.5])

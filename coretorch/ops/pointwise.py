@@ -257,6 +257,11 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
+        elif name == "pow" and not bt and b0.__class__ is float and (b0 == 0.5 or b0 == -0.5) \
+                and (dt is _dt.float32 or dt is _dt.float64):
+            # PyTorch's scalar-exponent kernel takes sqrt / rsqrt for +-0.5: (-inf) ** 0.5 is nan (C's pow: inf);
+            # its float16/bfloat16 kernels keep pow
+            out = table.sqrt(xa) if b0 == 0.5 else table.rsqrt(xa)
         elif name == "pow" and not bt and dt in _REDUCED:
             _dt.fit_scalar(b0, dt)  # PyTorch: half ** 70000. raises (the exponent is converted to half, checked)
         elif name == "pow" and not dt.is_floating_point:
