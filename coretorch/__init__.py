@@ -169,6 +169,10 @@ from .ops._out_functions import install as _install_out  # noqa: E402
 
 _install_out(globals())  # out= on the top-level functions that predate it (torch.add(a, b, out=c))
 
+from .ops._tensor_args import install as _install_tensor_args  # noqa: E402
+
+_install_tensor_args(globals())  # torch.maximum(x, 2) raises PyTorch's TypeError (no Scalar overload)
+
 from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
 
 _core_names.update(n for n in dir(ops) if not n.startswith("_"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._fpquiet import quiet as _fp_quiet
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
@@ -45,7 +46,15 @@ _EMPTY: dict = {}
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                  inputs=None, allow_unused: bool = False, accumulate: bool = True):
-    """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given."""
+    """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given.  numpy's
+    floating-point warnings are off for the pass (gradient formulas meet inf * 0 at IEEE edge cases; PyTorch is
+    silent), one switch per backward."""
+    with _fp_quiet():
+        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate)
+
+
+def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
+                  inputs=None, allow_unused: bool = False, accumulate: bool = True):
     roots = []
     for t, g in zip(tensors, grad_tensors):
         node, nr = _grad_edge(t)

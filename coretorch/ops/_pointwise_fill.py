@@ -47,6 +47,8 @@ def _fill_value(value, dt):
         return bool(value)
     if isinstance(value, bool):
         return int(value) if dt.category == 1 else float(value)
+    if isinstance(value, complex):  # no complex dtypes: PyTorch's message for a complex into a real tensor
+        raise RuntimeError(f"value cannot be converted to type {_dt._C_NAMES[dt.name]} without overflow")
     if dt.is_floating_point:
         return _dt.fit_scalar(value, dt)
     if isinstance(value, float):
@@ -66,11 +68,9 @@ def masked_fill(input, mask, value):
                                f"with {value.ndim} dimension(s).")
         if not value._rg:
             value = value.item()
+    # out of place, self broadcasts with the mask as PyTorch (zeros(3).masked_fill(mask_2x3, v) is 2x3); in place,
+    # the in-place wrapper refuses a result bigger than self
     broadcast_shape(input._data.shape, mask._data.shape, "masked_fill")
-    if mask._data.shape != input._data.shape and \
-            broadcast_shape(input._data.shape, mask._data.shape) != input._data.shape:
-        raise RuntimeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to the input "
-                           f"shape {list(input.shape)}")
     if not isinstance(value, Tensor):
         # the value in the input's dtype first: where() would promote an int32 input to float for 0.5, and the
         # round trip through float32 changes large integers (1530042770 -> 1530042752)

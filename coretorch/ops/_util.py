@@ -35,6 +35,13 @@ def norm_dims(dims, ndim: int, op: str = "") -> tuple:
     return out
 
 
+def check_grad_dtype(input: Tensor, dt) -> None:
+    """An integer or bool ``dtype=`` on a tensor that requires grad raises, as PyTorch (the result could not
+    carry the gradient): "Autograd not support dtype: Long"."""
+    if input._rg and _gs.enabled and not dt.is_floating_point:
+        raise RuntimeError(f"Autograd not support dtype: {dt._tname[:-6]}")
+
+
 def broadcast_shape(sa: tuple, sb: tuple, op: str = "") -> tuple:
     key = (sa, sb)
     r = _bcast_cache.get(key)

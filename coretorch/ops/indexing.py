@@ -512,6 +512,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = norm_dim(dim, input.ndim, "select")
     size = input.shape[d]
     if index < -size or index >= size:

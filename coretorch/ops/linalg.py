@@ -168,6 +168,23 @@ def int_scalar(v, dt):
     return int(_dt.fit_scalar(v, dt)) if isinstance(v, float) else int(v)
 
 
+def check_expand(input: Tensor, target: tuple) -> None:
+    """PyTorch's check that the ``input`` of a fused product (addmm, baddbmm, addr...) expands to the product's
+    shape, whatever beta is (beta=0 too), with expand's message."""
+    si = tuple(input.shape)
+    if si == target:
+        return
+    if len(si) > len(target):
+        raise RuntimeError(f"expand(torch.{input.dtype._tname}{{{list(si)}}}, size={list(target)}): the number of "
+                           f"sizes provided ({len(target)}) must be greater or equal to the number of dimensions in "
+                           f"the tensor ({len(si)})")
+    for i in range(1, len(si) + 1):
+        if si[-i] != 1 and si[-i] != target[-i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[-i]}) must match the existing size "
+                               f"({si[-i]}) at non-singleton dimension {len(target) - i}.  Target sizes: "
+                               f"{list(target)}.  Tensor sizes: {list(si)}")
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
@@ -180,6 +197,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         p = mm(mat1, mat2)
         if alpha != 1:
             p = mul(p, alpha)
+        if isinstance(input, Tensor):
+            check_expand(input, p._data.shape)
         if beta == 0:  # input ignored (its nan/inf too), yet in the graph with a zero gradient, as PyTorch
             return _keep_graph(p, (input,), "AddmmBackward0", always=True)
         return add(mul(input, beta) if beta != 1 else input, p)
@@ -189,10 +208,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         p = mm(mat1, mat2)
     finally:
         _gs.enabled = prev
-    shape = broadcast_shape(input._data.shape, p._data.shape, "addmm")
-    if shape != p._data.shape:
-        raise RuntimeError(f"addmm: the input of shape {list(input.shape)} cannot be broadcast to the product "
-                           f"shape {list(p.shape)}")
+    shape = p._data.shape
+    if input._data.shape != shape:
+        check_expand(input, shape)
     table = p._be
     out = p._data  # a fresh buffer from mm: add the input in place (one pass, no temporary)
     if table.has("iadd"):

@@ -257,6 +257,11 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
+        elif name == "pow" and not bt and b0.__class__ is float and (b0 == 0.5 or b0 == -0.5) \
+                and (dt is _dt.float32 or dt is _dt.float64):
+            # PyTorch's scalar-exponent kernel takes sqrt / rsqrt for +-0.5: (-inf) ** 0.5 is nan (C's pow: inf);
+            # its float16/bfloat16 kernels keep pow
+            out = table.sqrt(xa) if b0 == 0.5 else table.rsqrt(xa)
         elif name == "pow" and not bt and dt in _REDUCED:
             _dt.fit_scalar(b0, dt)  # PyTorch: half ** 70000. raises (the exponent is converted to half, checked)
         elif name == "pow" and not dt.is_floating_point:
@@ -334,7 +339,8 @@ def _pow_bw(self, g):
         e = self.scalar
         ga = mul(g, mul(pow(a, e - 1), e)) if e != 0 else mul(g, 0.0)
         return self.grads(ga, None)
-    ga = mul(g, mul(b, pow(a, sub(b, 1)))) if na else None
+    # PyTorch masks the exponent == 0 case to 0 (0 ** -1 * 0 would be nan at a == 0)
+    ga = where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1))))) if na else None
     gb = None
     if nb:
         out = pow(a, b)
@@ -479,12 +485,38 @@ def floor_divide(input, other):
     return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
 
 
+def _fmod_bw(self, g):
+    a, b = self.saved()
+    na, nb = self.need
+    if b is None:
+        return self.grads(g, None)
+    return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="trunc")) if nb else None)
+
+
+FmodBackward0 = _binary_node("FmodBackward0", _fmod_bw)
+FmodBackward1 = type("FmodBackward1", (FmodBackward0,), {"__slots__": ()})  # tensor divisor, as PyTorch names it
+
+
 def fmod(input, other):
     """C-style remainder: the result has the sign of the dividend."""
     dt = _dt.result_type((input, other), _dt.default)
     if dt is not _bool:  # in the result dtype first: abs(int8 -128) wraps, and bool has no arithmetic
         input = input.to(dt) if isinstance(input, Tensor) and input.dtype is not dt else input
         other = other.to(dt) if isinstance(other, Tensor) and other.dtype is not dt else other
+    bt = isinstance(other, Tensor)
+    if dt.is_floating_point and isinstance(input, Tensor) and _gs.enabled and (input._rg or (bt and other._rg)):
+        # one node with PyTorch's gradients (g, -g * trunc(a / b)), not the composite's (0 at a NaN dividend)
+        _gs.enabled = False
+        try:
+            r = fmod(input, other)
+        finally:
+            _gs.enabled = True
+        node = FmodBackward1() if bt else FmodBackward0()
+        node.need = (input._rg, bt and other._rg)
+        node.scalar = None if bt else other
+        node.save(input, other if bt else None)
+        return _record(node, r._data, dt, r._be, input, other, bt, input._data.shape,
+                       other._data.shape if bt else None, r._data.shape)
     if dt.is_floating_point:
         # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
         r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
@@ -664,6 +696,8 @@ def where(condition, input=None, other=None):
     if yt and other._be is not table:
         condition, other = align_devices("where", condition, other)
         table = condition._be
+        if xt and input._be is not table:  # a 0-d CPU condition and input beside a device other: both follow it
+            condition, input = align_devices("where", condition, input)
     if xt and yt:
         dt = _dt.result_type((input, other), _dt.default)
     elif xt or yt:

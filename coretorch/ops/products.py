@@ -45,19 +45,19 @@ def _inplace_op(fn, name: str):
 
 def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:
     """beta * input + alpha * p; beta == 0 ignores input (NaN and inf in it do not propagate), as PyTorch."""
+    if op == "addr":  # PyTorch's addr checks (beta first); the matrix products convert (checked, 0.5 is 0)
+        rt = _dt.promote_types(input.dtype, p.dtype)
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, bool) and rt is not _dt.bool_:
+                raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+            if isinstance(v, float) and not rt.is_floating_point:
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
+                                   "point number.")
     if not p.dtype.is_floating_point and p.dtype is not _dt.bool_:
-        if op == "addr":  # PyTorch's addr checks; the matrix products convert (checked, truncated: 0.5 is 0)
-            for name, v in (("beta", beta), ("alpha", alpha)):
-                if isinstance(v, float) or isinstance(v, bool):
-                    raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
-                                       "point number.")
         beta, alpha = _linalg.int_scalar(beta, p.dtype), _linalg.int_scalar(alpha, p.dtype)
     if alpha != 1:
         p = _pw.mul(p, alpha)
-    shape = broadcast_shape(tuple(input.shape), tuple(p.shape), op)
-    if shape != tuple(p.shape):
-        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} cannot be broadcast to the product shape "
-                           f"{list(p.shape)}")
+    _linalg.check_expand(input, tuple(p.shape))
     if beta == 0:
         return p if input.dtype is p.dtype else p.to(_dt.promote_types(input.dtype, p.dtype))
     return _pw.add(_pw.mul(input, beta) if beta != 1 else input, p)
@@ -246,9 +246,9 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
-    if mat.ndim != 2 or vec.ndim != 1:
+    if mat.ndim != 2 or vec.ndim != 1 or input.ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
-    if mat.shape[1] != vec.shape[0]:
+    if mat.shape[1] != vec.shape[0] or (input.ndim and input.shape[0] not in (1, mat.shape[0])):
         raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat "
                            f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)

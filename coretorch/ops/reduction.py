@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
@@ -9,7 +10,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._out import write_out
-from ._util import edge, norm_dim, norm_dims, return_type
+from ._util import check_grad_dtype, edge, norm_dim, norm_dims, return_type
 
 _bool, _i64 = _dt.bool_, _dt.int64
 _f16, _f32, _f64 = _dt.float16, _dt.float32, _dt.float64
@@ -65,15 +66,25 @@ class ProdBackward1(_ReduceNode):
         x = self.saved()[0]  # (input, output): the version check covers both
         out = self.out
         ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+        if x.ndim == 0:
+            return (ge,)
         oe = _expand_back(out, self.shape, self.axes, self.keepdim)
-        table = x._be
-        # out / x unless x has zeros: decided on the host where that is free; a device always takes the zero-safe
-        # formula (a read here would be a host round trip inside backward)
-        if table.host_memory and not bool(table.to_numpy(table.any(table.eq(x._data, 0), None, False))):
-            return (mul(ge, div(oe, x)),)
+        # PyTorch's rule: out / x when no element of the whole input is 0, else the product of the other elements
+        # of each slice (then an infinite element gets a finite gradient); a whole-tensor prod with two or more
+        # zeros gives zeros in a plain backward.  Decided on the host where the read is free; a device selects
+        # with where (a read here would be a host round trip inside backward).
+        nz = sum(eq(x, 0))
+        shortcut = self.axes is None and not _gs.enabled
+        if x._be.host_memory:
+            n = int(nz.item())
+            if n == 0:
+                return (mul(ge, div(oe, x)),)
+            if n > 1 and shortcut:
+                return (_zeros_on(tuple(x.shape), ge.dtype, x._be),)
+            return (mul(ge, _prod_others(x, self.axes)),)
         # product of the other elements, computed without dividing by zero (not differentiable twice)
-        others = _prod_others(x, self.axes)
-        return (where(eq(x, 0), mul(ge, others), mul(ge, div(oe, where(eq(x, 0), 1.0, x)))),)
+        r = where(gt(nz, 0), mul(ge, _prod_others(x, self.axes)), mul(ge, div(oe, x)))
+        return (where(gt(nz, 1), 0.0, r) if shortcut else r,)
 
 
 def _prod_others(x: Tensor, axes):
@@ -160,6 +171,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
         dt = dtype
+        check_grad_dtype(input, dt)
     elif input.dtype.is_floating_point:
         dt = input.dtype
     else:
@@ -182,6 +194,8 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        check_grad_dtype(input, dt)
     if dim is not None and not isinstance(dim, int):
         raise TypeError("prod(): argument 'dim' must be int")
     if dt is _bool:  # the product of bools is "all"
@@ -190,8 +204,20 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {"__slots__": ()})
-MaxBackward1 = type("MaxBackward1", (AmaxBackward0,), {"__slots__": ()})
-MinBackward1 = type("MinBackward1", (AmaxBackward0,), {"__slots__": ()})
+class MaxBackward1(AmaxBackward0):
+    """max()/min() of a whole tensor: the gradient is shared evenly by the elements equal to the result, a NaN
+    result counting as equal to every NaN (PyTorch's evenly_distribute_backward; amax keeps plain equality)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        x = self.saved()[0]
+        oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
+        mask = logical_or(eq(x, oe), logical_and(isnan(x), isnan(oe))).to(g.dtype)
+        share = div(mask, sum(mask, self.axes, keepdim=True))
+        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), share),)
+
+
+MinBackward1 = type("MinBackward1", (MaxBackward1,), {"__slots__": ()})
 
 
 class MeanBackward0(_ReduceNode):
@@ -207,8 +233,9 @@ class MeanBackward0(_ReduceNode):
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     dt = dtype or input.dtype
     if not dt.is_floating_point:
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {input.dtype._tname[:-6]}")
+        which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating "
+                           f"point or complex dtype. Got: {dt._tname[:-6]}")
     table = input._be
     if dt is not input.dtype and input._rg and _gs.enabled:
         input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
@@ -375,7 +402,7 @@ def _has_f64(table) -> bool:
     return ok
 
 
-def _var_acc(input, dim, keepdim, correction):
+def _var_acc(input, dim, keepdim, correction, op="var"):
     """The variance in its accumulation dtype: float64 for float32 (as PyTorch's CPU kernel accumulates; the
     squares of 1e20 overflow float32, and std(1e30) is finite), float32 for float16/bfloat16."""
     if not input.dtype.is_floating_point:
@@ -388,12 +415,19 @@ def _var_acc(input, dim, keepdim, correction):
     d = sub(input, mu)
     s = sum(mul(d, d), dim, keepdim)
     n = input.numel() // builtins.max(s.numel(), 1)
+    if n - correction <= 0:
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=5)
     return div(s, builtins.max(n - correction, 0))
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return _var(input, dim, unbiased, keepdim, correction, "var")
+
+
+def _var(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction)
+    v = _var_acc(input, dim, keepdim, correction, op)
     return v if v.dtype is input.dtype else v.to(input.dtype)
 
 
@@ -407,8 +441,12 @@ class StdBackward0(Node):
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return _std(input, dim, unbiased, keepdim, correction, "std")
+
+
+def _std(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction)
+    v = _var_acc(input, dim, keepdim, correction, op)
     if not (v._rg and _gs.enabled):
         r = sqrt(v)
         return r if r.dtype is input.dtype else r.to(input.dtype)
@@ -425,11 +463,11 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return _var(input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+    return _std(input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, dim, keepdim)
 
 
 class LogsumexpBackward0(_ReduceNode):
@@ -546,6 +584,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        if dt is _bool:
+            raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
+        check_grad_dtype(input, dt)
     table = input._be
     if dt is not input.dtype and input._rg and _gs.enabled and dt.is_floating_point:
         input = input.to(dt)  # a differentiable cast: the gradient comes back in the input's dtype
@@ -566,7 +608,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, isnan, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})

@@ -563,6 +563,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
     d = norm_dim(dim, input.ndim, "take_along_dim")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if input.shape[d] == 0 and indices.numel():
+        raise RuntimeError("ZeroDivisionError")  # PyTorch's message: the wrapping below is a modulo by the size
     si, sx = list(indices.shape), list(input.shape)
     si[d] = sx[d] = 1
     b = list(broadcast_shape(tuple(sx), tuple(si), "take_along_dim"))
@@ -570,6 +574,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
     bx[d], bi[d] = input.shape[d], indices.shape[d]
     x = expand(input, tuple(bx)) if tuple(bx) != tuple(input.shape) else input
     i = expand(indices, tuple(bi)) if tuple(bi) != tuple(indices.shape) else indices
+    if input.shape[d]:  # PyTorch 2.13 wraps the indices along dim (Python modulo: -1 is the last, 3 of 3 is 0)
+        i = _pw.remainder(i, input.shape[d])
     return _out(_ix.gather(x, d, i), out)
 
 

@@ -109,6 +109,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     d = norm_dim(dim, input.ndim, "unflatten")
+    if input.ndim == 0:
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
+                           "dimensions")
     sizes = tuple(sizes)
     sizes = infer_shape(sizes, input.shape[d], "unflatten")
     return view(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) \
@@ -459,10 +462,10 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0):
+    if input.ndim == 0:  # checked first, as PyTorch
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if input.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     d = norm_dim(dim, input.ndim, "chunk")
     n = input.shape[d]
     size = -(-n // chunks) if n else 0
@@ -471,6 +474,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 
 def unbind(input: Tensor, dim: int = 0):
     d = norm_dim(dim, input.ndim, "unbind")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     from .indexing import select
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 

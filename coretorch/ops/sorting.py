@@ -78,8 +78,21 @@ def _node(name: str):
 
 SortBackward0, TopkBackward0, KthvalueBackward0 = _node("SortBackward0"), _node("TopkBackward0"), \
     _node("KthvalueBackward0")
-MedianBackward0, MedianBackward1 = _node("MedianBackward0"), _node("MedianBackward1")
-NanmedianBackward0, NanmedianBackward1 = _node("NanmedianBackward0"), _node("NanmedianBackward1")
+class MedianBackward0(Node):
+    """median()/nanmedian() of a whole tensor: the gradient is shared evenly by the elements equal to the result
+    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward."""
+    __slots__ = ("res",)
+
+    def backward(self, g):
+        (x,) = self.saved()
+        r = self.res
+        mask = logical_or(eq(x, r), logical_and(isnan(x), isnan(r))).to(g.dtype)
+        return (mul(div(mask, sum_(mask)), g),)
+
+
+MedianBackward1 = _node("MedianBackward1")
+NanmedianBackward0 = type("NanmedianBackward0", (MedianBackward0,), {"__slots__": ()})
+NanmedianBackward1 = _node("NanmedianBackward1")
 ModeBackward0, CummaxBackward0, CumminBackward0 = _node("ModeBackward0"), _node("CummaxBackward0"), \
     _node("CumminBackward0")
 
@@ -208,9 +221,14 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
         pos = table.contiguous(table.cast(pos, _i64.np))
         v, i = table.gather(v_all, d, pos), table.gather(i_all, d, pos)
     if flat:
-        node_cls = NanmedianBackward0 if ignore_nan else MedianBackward0
-        idx = _make(table.view(table.contiguous(i), (1,)), _i64, table)
-        return _write_out(op, out, _selected(node_cls, input, table.view(table.contiguous(v), ()), idx, None, True))
+        val = table.view(table.contiguous(v), ())
+        if input._rg and _gs.enabled and input.dtype.is_floating_point:
+            node = NanmedianBackward0() if ignore_nan else MedianBackward0()
+            node.res = _make(val, input.dtype, table)
+            node.save(input)
+            node.next_functions = (edge(input),)
+            return _write_out(op, out, _make(val, input.dtype, table, node))
+        return _write_out(op, out, _make(val, input.dtype, table))
     shape = tuple(input.shape)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     node_cls = NanmedianBackward1 if ignore_nan else MedianBackward1
@@ -482,6 +500,6 @@ METHODS.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, 
 # late, module level (the shape and pointwise modules import this family's siblings)
 from .creation import arange, full, ones, ones_like, zeros, zeros_like  # noqa: E402
 from .indexing import gather, index_select, narrow, nonzero, scatter_add, select  # noqa: E402
-from .pointwise import add, eq, exp, gt, log, ne, neg as neg_, sub, where  # noqa: E402
-from .reduction import amax, any as any_, argmax, cumsum  # noqa: E402
+from .pointwise import add, div, eq, exp, gt, isnan, log, logical_and, logical_or, mul, ne, neg as neg_, sub, where  # noqa: E402,E501
+from .reduction import amax, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
 from .shape import cat, contiguous, flip, movedim, reshape, unsqueeze  # noqa: E402

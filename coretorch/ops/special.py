@@ -118,7 +118,8 @@ atan = _unary("atan", lambda n, g: (div(g, add(_sq(_x(n)), 1)),))
 sinh = _unary("sinh", lambda n, g: (mul(g, cosh(_x(n))),))
 cosh = _unary("cosh", lambda n, g: (mul(g, sinh(_x(n))),))
 asinh = _unary("asinh", lambda n, g: (div(g, sqrt(add(_sq(_x(n)), 1))),))
-acosh = _unary("acosh", lambda n, g: (div(g, mul(sqrt(sub(_x(n), 1)), sqrt(add(_x(n), 1)))),))
+# PyTorch's formula, 1 / sqrt(x^2 - 1): defined for x <= -1 too (inf at -1, 0 at -inf), nan inside (-1, 1)
+acosh = _unary("acosh", lambda n, g: (div(g, sqrt(sub(_sq(_x(n)), 1))),))
 atanh = _unary("atanh", lambda n, g: (div(g, sub(1, _sq(_x(n)))),))
 log2 = _unary("log2", lambda n, g: (div(g, mul(_x(n), _LN2)),))
 log10 = _unary("log10", lambda n, g: (div(g, mul(_x(n), _LN10)),))
@@ -211,7 +212,16 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
 Deg2RadBackward0 = _passthrough("Deg2RadBackward0")
 Rad2DegBackward0 = _passthrough("Rad2DegBackward0")
 FracBackward0 = _passthrough("FracBackward0")
-LogitBackward0 = _passthrough("LogitBackward0")
+_LogitEpsBackward0 = _passthrough("LogitBackward0")
+
+
+class LogitBackward0(Node):
+    """PyTorch's logit backward without eps: g / (x (1 - x)), nan outside [0, 1] (inf at 0 and 1)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
 NanToNumBackward0 = _passthrough("NanToNumBackward0")
 AddcmulBackward0 = _passthrough("AddcmulBackward0")
 AddcdivBackward0 = _passthrough("AddcdivBackward0")
@@ -244,7 +254,15 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     x = _float(input)
     if eps is not None:
         x = clamp(x, eps, 1 - eps)
-    return _out(_named(log(div(x, sub(1, x))), LogitBackward0), out, "logit")
+        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit")
+    with no_grad():
+        r = log(div(x, sub(1, x)))
+    if x._rg and _gs.enabled:  # one node with PyTorch's formula (the composite's chain rule is nan at 0 and 1)
+        node = LogitBackward0()
+        node.save(x)
+        node.next_functions = (edge(x),)
+        r = _make(r._data, r.dtype, r._be, node)
+    return _out(r, out, "logit")
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
@@ -300,14 +318,12 @@ def frexp(input: Tensor, *, out=None):
     return frexp_result(mt, et)
 
 
-def _check_value(op: str, value, *tensors) -> None:
-    if isinstance(value, float) and not _dt.result_type(tensors, _dt.default).is_floating_point:
-        raise RuntimeError(f"{op}: for integral input tensors, argument value must not be a floating point number.")
-
-
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
-    """input + value * tensor1 * tensor2."""
-    _check_value("addcmul", value, input, tensor1, tensor2)
+    """input + value * tensor1 * tensor2 (an integer result truncates a float value, checked, as PyTorch)."""
+    if not input.dtype.is_floating_point and not isinstance(value, bool):  # (a float input: nothing to check)
+        rt = _dt.result_type((input, tensor1, tensor2), _dt.default)
+        if not rt.is_floating_point and rt is not _dt.bool_:
+            value = int(_dt.fit_scalar(value, rt))
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
@@ -342,8 +358,12 @@ def _atan2_bw(self, g):
     a, b = self.saved()
     b = _scalar_or(self, b)
     na, nb = self.need
+    # PyTorch's formula: 1 / (a^2 + b^2) with an infinite reciprocal masked to 0, so the gradient at (0, 0) is 0
     d = add(_sq(a), _sq(b))
-    return self.grads(div(mul(g, b), d) if na else None, neg(div(mul(g, a), d)) if nb else None)
+    r = div(1.0, d) if isinstance(d, Tensor) else (1.0 / d if d else 0.0)
+    if isinstance(r, Tensor):
+        r = where(eq(r, math.inf), 0.0, r)
+    return self.grads(mul(mul(g, b), r) if na else None, mul(mul(g, neg(a)), r) if nb else None)
 
 
 def _hypot_bw(self, g):

@@ -11,7 +11,7 @@ from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import edge, norm_dim, norm_dims, return_type
+from ._util import check_grad_dtype, edge, norm_dim, norm_dims, return_type
 from .sorting import _write_out
 
 __all__: list[str] = ["quantile", "nanquantile", "histc", "bincount", "count_nonzero", "aminmax", "diff", "gradient",
@@ -295,8 +295,9 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
 
 # ---- cumprod ---------------------------------------------------------------------------------------------------------
 class CumprodBackward0(Node):
-    """PyTorch's cumprod_backward: revcumsum(g * out) / x before a slice's first zero; at the first zero, revcumsum of
-    g times the cumprod with that zero replaced by 1; nothing after it (every later product holds the zero)."""
+    """PyTorch's cumprod_backward: revcumsum(g * out) / x at a nonzero element (after a slice's first zero that is
+    0, yet its derivative is not: kept for double backward); at the first zero, revcumsum of g times the cumprod with
+    that zero replaced by 1; 0 at a later zero."""
     __slots__ = ("dim", "out")
 
     def backward(self, g):
@@ -310,9 +311,14 @@ class CumprodBackward0(Node):
         zeros_seen = cumsum(eq(x, 0).to(_i64), d)
         before = eq(zeros_seen, 0)
         first = logical_and(eq(x, 0), eq(zeros_seen, 1))
-        plain = revcumsum(g * out) / where(before, x, 1.0)
-        at_zero = revcumsum(g * cumprod(where(first, 1.0, x), d))
-        return (where(before, plain, where(first, at_zero, 0.0)),)
+        # as PyTorch, a term past the next zero adds nothing: it is 0 (kept, for double backward) unless it is
+        # inf * 0 = nan, which PyTorch never forms (left out)
+        nz = logical_or(before, logical_and(ne(x, 0), _isfinite(x)))  # (a NaN past a zero: 0, as PyTorch)
+        t = g * out
+        plain = revcumsum(where(logical_or(before, _isfinite(t)), t, 0.0)) / where(nz, x, 1.0)
+        t = g * cumprod(where(first, 1.0, x), d)
+        at_zero = revcumsum(where(logical_or(eq(zeros_seen, 1), _isfinite(t)), t, 0.0))
+        return (where(nz, plain, where(first, at_zero, 0.0)),)
 
 
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
@@ -324,6 +330,10 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
         (input,) = _ac_cast("cumprod", input)
     d = norm_dim(dim, input.ndim, "cumprod")
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
+    if dtype is not None:
+        if dt is _dt.bool_:
+            raise NotImplementedError("\"cumprod_out_cpu\" not implemented for 'Bool'")
+        check_grad_dtype(input, dt)
     if dt is not input.dtype:
         input = input.to(dt) if dt.is_floating_point else input.detach().to(dt)
     table = input._be
@@ -402,8 +412,9 @@ METHODS.update({"quantile": quantile, "nanquantile": nanquantile, "histc": histc
 from .creation import full, ones, tensor, zeros  # noqa: E402
 from .indexing import gather, narrow, scatter_add  # noqa: E402
 from .linalg import matmul  # noqa: E402
+from .comparison import isfinite as _isfinite  # noqa: E402
 from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
-                        logical_xor, ne, round as round_, sqrt, where)
+                        logical_or, logical_xor, ne, round as round_, sqrt, where)
 from .reduction import amax, amin, cumsum, mean, sum as sum_  # noqa: E402
 from .shape import cat, expand, flip, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
 from .sorting import sort  # noqa: E402
