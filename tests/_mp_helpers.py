@@ -84,3 +84,15 @@ def hogwild_train(rank: int, model, x, y, steps: int) -> None:
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
+
+
+class FirstIsSlow(Dataset):
+    """Index 0 takes a while: with in_order=False the batches of the other worker come first."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(0.5)
+        return i

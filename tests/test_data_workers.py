@@ -12,7 +12,7 @@ import pytest
 import coretorch as torch
 from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, get_worker_info
 
-from _mp_helpers import FailingDataset, SeedDataset, ShardedStream, SlowDataset, set_offset
+from _mp_helpers import FailingDataset, FirstIsSlow, SeedDataset, ShardedStream, SlowDataset, set_offset
 
 
 def _rows(loader):
@@ -95,6 +95,13 @@ def test_workers_stop_after_the_epoch():
     it = iter(loader)
     assert [b.tolist() for (b,) in it] == [[0.0, 1.0], [2.0, 3.0]]
     assert it._shutdown and not any(w.is_alive() for w in it._workers)
+
+
+def test_in_order_false_returns_batches_as_they_are_ready():
+    # worker 0 is busy with index 0 while worker 1 loads indices 1 and 3
+    out = [b.tolist() for b in DataLoader(FirstIsSlow(), batch_size=1, num_workers=2, in_order=False)]
+    assert sorted(sum(out, [])) == [0, 1, 2, 3] and out[0] == [1]
+    assert [b.tolist() for b in DataLoader(FirstIsSlow(), batch_size=1, num_workers=2)] == [[0], [1], [2], [3]]
 
 
 def test_timeout():

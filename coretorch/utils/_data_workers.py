@@ -4,8 +4,9 @@ Each worker gets the dataset (inherited under fork, pickled under spawn), seeds 
 with ``base_seed + worker_id`` (numpy's global generator from both, through a ``SeedSequence``), sets
 ``get_worker_info()``, runs ``worker_init_fn(worker_id)``, then fetches and collates the batches whose indices the
 main process sends it (round robin, ``prefetch_factor`` batches ahead per worker) and sends the batches back
-(tensors pickled by value).  The main process returns them in sampler order; an exception in a worker is raised
-again in the main process with the worker's traceback in its message.
+(tensors pickled by value).  The main process returns them in sampler order (as they come with
+``in_order=False``); an exception in a worker is raised again in the main process with the worker's traceback in
+its message.
 """
 from __future__ import annotations
 
@@ -238,6 +239,7 @@ class _MultiProcessingDataLoaderIter:
         self._prefetch_factor = loader.prefetch_factor
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
+        self._in_order = loader.in_order
         ctx = _context(loader.multiprocessing_context)
         self._shutdown = False
         self._result_queue = ctx.Queue()
@@ -345,6 +347,9 @@ class _MultiProcessingDataLoaderIter:
                 self._try_put_index()
                 continue
             if idx != self._rcvd_idx:
+                if not self._in_order:  # in_order=False: whatever is ready first
+                    del self._task_info[idx]
+                    return self._process(data)
                 self._task_info[idx] += (data,)  # early: kept until its turn (batches come back in order)
                 continue
             del self._task_info[idx]

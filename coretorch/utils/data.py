@@ -7,9 +7,9 @@
 Same names, arguments and batching rules as ``torch.utils.data`` (``default_collate`` stacks tensors,
 numpy arrays and numbers, and recurses into tuples, lists and dicts).  ``num_workers > 0`` loads in worker
 processes as PyTorch does (``worker_init_fn``, ``persistent_workers``, ``prefetch_factor``, ``timeout``,
-``multiprocessing_context``, ``get_worker_info()``; see ``coretorch.utils._data_workers``); batches always come
-back in sampler order (``in_order=False`` is accepted) and ``pin_memory`` has no effect.  ``generator`` may be a
-``coretorch.Generator`` (each use draws from it, so its seed and state decide the order) or a
+``multiprocessing_context``, ``get_worker_info()``; see ``coretorch.utils._data_workers``); batches come back in
+sampler order (as they are ready with ``in_order=False``) and ``pin_memory`` has no effect.  ``generator`` may be
+a ``coretorch.Generator`` (each use draws from it, so its seed and state decide the order) or a
 ``numpy.random.Generator``.  Without a generator,
 shuffling draws from coretorch's global generator, so ``coretorch.manual_seed`` makes it reproducible.
 A ``TensorDataset`` batched with the default collate is gathered with one indexing op per tensor (the
