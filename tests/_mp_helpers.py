@@ -6,12 +6,14 @@ import os
 import random
 import time
 
+import numpy as np
+
 import coretorch as torch
 from coretorch.utils.data import Dataset, IterableDataset, get_worker_info
 
 
 class SeedDataset(Dataset):
-    """Sample i: (i, worker id, worker seed, pid, first Python random draw, first coretorch draw) in that worker."""
+    """Sample i: (i, worker id, worker seed, pid, then draws from Python's random, coretorch and numpy)."""
 
     def __init__(self, n: int = 8) -> None:
         self.n = n
@@ -23,7 +25,7 @@ class SeedDataset(Dataset):
     def __getitem__(self, i):
         w = get_worker_info()
         return torch.tensor([i + self.offset, w.id, w.seed, os.getpid(), random.randint(0, 10 ** 6),
-                             int(torch.randint(0, 10 ** 6, ()))])
+                             int(torch.randint(0, 10 ** 6, ())), int(np.random.randint(0, 10 ** 6))])
 
 
 def set_offset(worker_id: int) -> None:

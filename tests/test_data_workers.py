@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+from coretorch.utils._data_workers import _numpy_seed
 from coretorch.utils.data import DataLoader, RandomSampler, TensorDataset, get_worker_info
 
 from _mp_helpers import FailingDataset, FirstIsSlow, SeedDataset, ShardedStream, SlowDataset, set_offset
@@ -38,6 +39,12 @@ def test_workers_are_seeded_with_base_seed_plus_worker_id():
         assert first[4] == random.Random(seeds[wid]).randint(0, 10 ** 6)
         torch.manual_seed(seeds[wid])
         assert first[5] == int(torch.randint(0, 10 ** 6, ()))
+        # numpy's global generator: PyTorch's seed for it (numpy's SeedSequence over id and base-seed halves)
+        base = seeds[0]
+        np_seed = np.random.SeedSequence([wid, base & 0xFFFFFFFF, base >> 32, 0]).generate_state(4)
+        assert first[6] == np.random.RandomState(np_seed).randint(0, 10 ** 6)
+    # PyTorch's _generate_state(123456789012345, 0), read off PyTorch by hand
+    assert _numpy_seed(123456789012345, 0).tolist() == [2559321155, 1715343867, 28660248, 1748417355]
     # the loader's generator decides the base seed: same seed, same draws; another seed, others
     again = _rows(DataLoader(SeedDataset(4), batch_size=1, num_workers=2, generator=torch.Generator().manual_seed(3)))
     other = _rows(DataLoader(SeedDataset(4), batch_size=1, num_workers=2, generator=torch.Generator().manual_seed(4)))

@@ -1,7 +1,8 @@
 """DataLoader worker processes (``num_workers > 0``), as PyTorch's ``_MultiProcessingDataLoaderIter``.
 
 Each worker gets the dataset (inherited under fork, pickled under spawn), seeds Python's ``random`` and coretorch
-with ``base_seed + worker_id`` (numpy's global generator from both, through a ``SeedSequence``), sets
+with ``base_seed + worker_id`` and numpy's global generator with PyTorch's ``_generate_state`` (numpy's
+``SeedSequence`` over the worker id and the two halves of the base seed), sets
 ``get_worker_info()``, runs ``worker_init_fn(worker_id)``, then fetches and collates the batches whose indices the
 main process sends it (round robin, ``prefetch_factor`` batches ahead per worker) and sends the batches back
 (tensors pickled by value).  The main process returns them in sampler order (as they come with
@@ -145,10 +146,16 @@ class _IterableFetcher:
 
 
 # ---- the worker process ------------------------------------------------------------------------------------
+def _numpy_seed(base_seed: int, worker_id: int) -> np.ndarray:
+    """The seed PyTorch gives numpy's global generator in a worker (its ``_generate_state`` is numpy's SeedSequence
+    hash of these four 32-bit words)."""
+    return np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]).generate_state(4)
+
+
 def _seed_worker(seed: int, base_seed: int, worker_id: int) -> None:
     random.seed(seed)
     manual_seed(seed)
-    np.random.seed(np.random.SeedSequence([worker_id, base_seed % 2 ** 64]).generate_state(4))
+    np.random.seed(_numpy_seed(base_seed, worker_id))
 
 
 def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, base_seed: int, init_fn,
