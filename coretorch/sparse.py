@@ -10,15 +10,19 @@ that of the dense tensor: fine for graphs of thousands of nodes, not for million
 ``is_coalesced()``, ``_nnz()``, ``sparse_dim()``, ``dense_dim()``, ``to_dense()``, and ``.to()``/``.cpu()``/
 ``.double()``/``.float()`` keep the layout.  Explicit zeros in ``values`` are kept, as in PyTorch.
 
-Differences from PyTorch, by design of the dense backing: other ops (``S * 2``, ``S.t()``, ``S + S``) see the dense
-value and return dense tensors; in-place ops on a sparse tensor leave its indices and values stale (don't);
-gradients reach ``values`` (and through them whatever made them) and the dense operand of ``sparse.mm``, but the
-gradient of a sparse leaf is dense.  ``Embedding(sparse=True)`` gives its weight a gradient marked sparse (the rows
-looked up, coalesced), which ``optim.SparseAdam`` (coretorch_extra_ops) requires, as in PyTorch.
+``S.t()``, ``S.transpose()`` of sparse dimensions, ``-S``, ``S * number``, ``S / number`` and ``S + S`` stay
+sparse; ``torch.sparse.FloatTensor(indices, values, size)`` (and Double/Long) are the deprecated constructors.
+Differences from PyTorch, by design of the dense backing: other ops (``S * dense``, ``S.sum()``, ``S.exp()``) see
+the dense value and return dense tensors (PyTorch keeps some of them sparse); in-place ops on a sparse tensor leave
+its indices and values stale (don't); gradients reach ``values`` (and through them whatever made them) and the dense
+operand of ``sparse.mm``, but the gradient of a sparse leaf is dense.  ``Embedding(sparse=True)`` gives its weight a
+gradient marked sparse (the rows looked up, uncoalesced, padding lookups left out), which ``optim.SparseAdam``
+(coretorch_extra_ops) requires, as in PyTorch.
 """
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -241,6 +245,25 @@ def sum(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A001  (torch.sp
     return _to_sparse(out, left) if left else out
 
 
+def _legacy(name: str, dtype):
+    def new(*args, device=None):
+        """Deprecated: ``torch.sparse.FloatTensor(indices, values, size)`` (or sizes: an empty sparse tensor)."""
+        warnings.warn(f"torch.sparse.{name}(indices, values, shape, *, device=) is deprecated.  Please use "
+                      f"torch.sparse_coo_tensor(indices, values, shape, dtype=, device=).", UserWarning, stacklevel=2)
+        if args and isinstance(args[0], Tensor):
+            return sparse_coo_tensor(*args, dtype=dtype, device=device)
+        size = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+        return sparse_coo_tensor(zeros((len(size), 0), dtype=_dt.int64, device=device),
+                                 zeros((0,), dtype=dtype, device=device), size)
+    new.__name__ = new.__qualname__ = name
+    return new
+
+
+FloatTensor = _legacy("FloatTensor", _dt.float32)
+DoubleTensor = _legacy("DoubleTensor", _dt.float64)
+LongTensor = _legacy("LongTensor", _dt.int64)
+
+
 # ---- the sparse tensor class and the Tensor methods ---------------------------------------------------------
 def _keep_layout(name: str):
     """A conversion (``to``, ``double``, ``detach``...) that keeps the sparse layout: it converts the values too."""
@@ -278,6 +301,55 @@ class _SparseCOOTensor(Tensor):
         c = self.__dict__["_coo"]
         return _rebuild_sparse, (c.indices.detach(), c.values.detach(), tuple(self.shape), c.coalesced,
                                  self.requires_grad and self.is_leaf)
+
+    # the ops PyTorch keeps sparse and graph code uses: transposes, negation, scaling by a number, sparse + sparse
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but self is "
+                               f"{self.ndim}D")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        c = self.__dict__["_coo"]
+        n, sd = self.ndim, c.indices.shape[0]
+        d0, d1 = dim0 % n, dim1 % n
+        if d0 == d1:
+            return self
+        if d0 >= sd or d1 >= sd:  # a dense dimension: the dense value's transpose
+            return Tensor.transpose(self, dim0, dim1)
+        order = list(range(sd))
+        order[d0], order[d1] = d1, d0
+        size = list(self.shape)
+        size[d0], size[d1] = size[d1], size[d0]
+        idx = c.indices[tensor(order, dtype=_dt.int64, device=c.indices.device)]
+        return sparse_coo_tensor(idx, c.values, tuple(size))
+
+    def __neg__(self) -> Tensor:
+        c = self.__dict__["_coo"]
+        return sparse_coo_tensor(c.indices, -c.values, tuple(self.shape), is_coalesced=c.coalesced)
+
+    def __mul__(self, other):
+        if isinstance(other, (int, float, bool)):
+            c = self.__dict__["_coo"]
+            return sparse_coo_tensor(c.indices, c.values * other, tuple(self.shape), is_coalesced=c.coalesced)
+        return Tensor.__mul__(self, other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if isinstance(other, (int, float)):
+            return self * (1.0 / other)
+        return Tensor.__truediv__(self, other)
+
+    def __add__(self, other):
+        if is_sparse(other) and other.shape == self.shape:
+            return _add(self, other)
+        return Tensor.__add__(self, other)
+
+    def __sub__(self, other):
+        if is_sparse(other) and other.shape == self.shape:
+            return _add(self, -other)
+        return Tensor.__sub__(self, other)
 
     def __deepcopy__(self, memo):
         c = self.__dict__["_coo"]

@@ -49,7 +49,7 @@ def test_sparse_coo_tensor_value_and_accessors(device):
     with pytest.raises(RuntimeError, match="indices expected sparse coordinate tensor layout but got Strided"):
         torch.zeros(2).indices()
     # other ops see the dense value and give plain tensors (documented difference: PyTorch keeps some sparse)
-    doubled = s * 2
+    doubled = s * torch.full((2, 3), 2.0, device=device)
     assert isinstance(s, torch.Tensor) and not doubled.is_sparse and doubled.layout == torch.strided
     np.testing.assert_allclose(doubled.cpu().numpy(), 2 * _dense_ref(IDX, VAL, (2, 3)))
     for copied in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
@@ -182,3 +182,31 @@ def test_a_graph_convolution_network_trains():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.7 * losses[0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ops_that_stay_sparse(device):
+    s = torch.sparse_coo_tensor(IDX, VAL, (2, 3), device=device)
+    ref = _dense_ref(IDX, VAL, (2, 3))
+    for out, expect in ((s.t(), ref.T), (s.transpose(1, 0), ref.T), (-s, -ref), (s * 2, 2 * ref), (3 * s, 3 * ref),
+                        (s / 2, ref / 2), (s + s, 2 * ref), (s - s.coalesce(), 0 * ref)):
+        assert out.is_sparse
+        np.testing.assert_allclose(out.to_dense().cpu().numpy(), expect, rtol=1e-6)
+    assert s.t()._indices().tolist() == [IDX[1], IDX[0]] and (s + s)._nnz() == 8
+    h = torch.sparse_coo_tensor([[0, 2]], torch.ones(2, 2, device=device), (3, 2))
+    assert not h.transpose(0, 1).is_sparse  # a dense dimension moves: the dense value's transpose
+    with pytest.warns(UserWarning, match=r"torch.sparse.FloatTensor\(indices, values, shape, \*, device=\) is deprec"):
+        legacy = torch.sparse.FloatTensor(torch.tensor(IDX), torch.tensor(VAL), torch.Size([2, 3]))
+    assert legacy.is_sparse and legacy.dtype == torch.float32 and legacy.shape == (2, 3)
+    with pytest.warns(UserWarning):
+        empty = torch.sparse.DoubleTensor(2, 3)
+    assert empty._nnz() == 0 and empty.dtype == torch.float64 and empty.to_dense().tolist() == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_sparse_gradient_leaves_padding_out(device):
+    emb = torch.nn.Embedding(4, 2, padding_idx=0, sparse=True).to(device)
+    emb(torch.tensor([0, 1, 0, 2], device=device)).sum().backward()
+    g = emb.weight.grad
+    assert g._indices().tolist() == [[1, 2]] and g._values().tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    np.testing.assert_array_equal(g.to_dense().cpu().numpy(), [[0, 0], [1, 1], [1, 1], [0, 0]])

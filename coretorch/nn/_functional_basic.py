@@ -161,7 +161,11 @@ class EmbeddingBackward0(Node):
             g2 = _P.div(g2, _S.unsqueeze(_I.index_select(counts, 0, flat), 1))
         gw = _I._index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)  # checked in forward
         if self.sparse:  # Embedding(sparse=True): the gradient is marked sparse (the rows looked up, uncoalesced)
-            mark_sparse(gw, _S.unsqueeze(flat, 0), g2)
+            rows, vals = flat, g2
+            if self.padding_idx >= 0:  # the padding row's lookups are left out, as PyTorch
+                keep = _S.reshape(_I.nonzero(_P.ne(flat, self.padding_idx)), (-1,))
+                rows, vals = _I.index_select(flat, 0, keep), _I.index_select(g2, 0, keep)
+            mark_sparse(gw, _S.unsqueeze(rows, 0), vals)
         return (gw,)
 
 
