@@ -55,6 +55,8 @@ from .nn import _grad_fn_names  # noqa: F401  (PyTorch's grad_fn names for nn.fu
 from ._compat import *  # noqa: F401,F403
 from ._tensor_str import set_printoptions  # noqa: F401
 from . import _C, accelerator, compiler, cuda, jit, mps, multiprocessing, onnx, types, version, xpu  # noqa: F401
+from . import sparse  # noqa: F401  (dense-backed sparse COO tensors; binds is_sparse, to_sparse, ...)
+from .sparse import sparse_coo_tensor, spmm  # noqa: F401
 from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends; devices() has a local of that name)
 from . import special
 from . import linalg

@@ -21,7 +21,7 @@ __all__ = ["typename", "compile", "use_deterministic_algorithms",
            "get_float32_matmul_precision", "get_num_threads", "set_num_threads", "get_num_interop_threads",
            "set_num_interop_threads", "is_inference_mode_enabled", "softmax", "log_softmax", "dropout",
            "memory_format", "preserve_format", "contiguous_format", "channels_last", "channels_last_3d",
-           "layout", "strided", "set_default_tensor_type"]
+           "layout", "strided", "sparse_coo", "set_default_tensor_type"]
 
 _bool = builtins.bool  # (the names bool and int are torch dtypes here)
 _int = builtins.int
@@ -219,6 +219,7 @@ class layout(_Named):
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")  # dense-backed sparse tensors: coretorch.sparse
 
 
 def set_default_tensor_type(t) -> None:

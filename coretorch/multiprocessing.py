@@ -1,8 +1,9 @@
 """torch.multiprocessing: Python's multiprocessing, plus PyTorch's ``spawn`` and sharing-strategy switches.
 
-As in PyTorch, everything of the standard module is here (``Process``, ``Queue``, ``set_start_method``, ...).
-Unlike PyTorch, tensors do not travel between processes (coretorch tensors are not pickled): pass numpy arrays,
-files (``coretorch.save``) or plain values, and build tensors in the worker.
+As in PyTorch, everything of the standard module is here (``Process``, ``Queue``, ``Pool``,
+``set_start_method``, ...), and tensors and modules travel between processes: a cpu tensor after
+``share_memory_()`` (``Module.share_memory()`` for a model) is passed as its shared memory (Hogwild-style
+training: every process updates the same parameters), any other tensor by value (see ``coretorch._shared``).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import multiprocessing as _mp
 import sys
 import traceback
 from multiprocessing import *  # noqa: F401,F403
+
+from . import _shared  # noqa: F401  (tensors pickle; share_memory_; multiprocessing's reducers)
 
 __all__ = list(_mp.__all__) + ["spawn", "start_processes", "ProcessContext", "ProcessExitedException",
                                "ProcessRaisedException", "set_sharing_strategy", "get_sharing_strategy",
@@ -28,7 +31,7 @@ def get_sharing_strategy() -> str:
 
 
 def set_sharing_strategy(new_strategy: str) -> None:
-    """Recorded (no tensor crosses a process boundary in coretorch, so nothing is shared either way)."""
+    """Recorded: shared tensors travel as file descriptors under either strategy (memfd buffers have no name)."""
     if new_strategy not in _STRATEGIES:
         raise AssertionError(f"invalid sharing strategy {new_strategy!r}: one of {sorted(_STRATEGIES)}")
     _strategy[0] = new_strategy

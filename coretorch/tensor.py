@@ -368,12 +368,6 @@ class Tensor(_TensorAPI):
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
-
-    def __getstate__(self):
-        raise TypeError("coretorch tensors are not pickled; use coretorch.save (safetensors) instead")
-
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """PyTorch's marker (``__torch_function__ = _disabled_torch_function_impl``): the subclass's ops give plain

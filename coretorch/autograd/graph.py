@@ -8,6 +8,8 @@ import threading
 import weakref
 from collections import OrderedDict
 
+from .._coo import SPARSE_ADD
+
 _FREED = object()
 # held while a gradient is stored into or added to a leaf's .grad: two threads' backward passes into shared
 # parameters add up instead of one overwriting the other (PyTorch's AccumulateGrad holds a mutex likewise)
@@ -185,6 +187,8 @@ class AccumulateGrad(Node):
                 v._grad = g  # what the grad setter would check, checked: no property call
             else:
                 v.grad = g
+        elif "_coo" in grad.__dict__ or "_coo" in v._grad.__dict__:  # sparse gradients add up sparse
+            v.grad = SPARSE_ADD[0](v._grad, grad)
         elif _gs.enabled:
             v.grad = v.grad + grad
         else:

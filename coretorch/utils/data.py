@@ -5,10 +5,12 @@
     for xb, yb in loader: ...
 
 Same names, arguments and batching rules as ``torch.utils.data`` (``default_collate`` stacks tensors,
-numpy arrays and numbers, and recurses into tuples, lists and dicts).  Differences: loading always runs
-in the calling process (``num_workers``, ``pin_memory``, ``prefetch_factor``, ``persistent_workers`` and
-``timeout`` are accepted and have no effect); ``generator`` may be a ``coretorch.Generator`` (each use
-draws from it, so its seed and state decide the order) or a ``numpy.random.Generator``.  Without a generator,
+numpy arrays and numbers, and recurses into tuples, lists and dicts).  ``num_workers > 0`` loads in worker
+processes as PyTorch does (``worker_init_fn``, ``persistent_workers``, ``prefetch_factor``, ``timeout``,
+``multiprocessing_context``, ``get_worker_info()``; see ``coretorch.utils._data_workers``); batches come back in
+sampler order (as they are ready with ``in_order=False``) and ``pin_memory`` has no effect.  ``generator`` may be
+a ``coretorch.Generator`` (each use draws from it, so its seed and state decide the order) or a
+``numpy.random.Generator``.  Without a generator,
 shuffling draws from coretorch's global generator, so ``coretorch.manual_seed`` makes it reproducible.
 A ``TensorDataset`` batched with the default collate is gathered with one indexing op per tensor (the
 same result as stacking the samples, without a Python loop).
@@ -23,10 +25,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._data_workers import (WorkerInfo, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
+                            _MultiProcessingDataLoaderIter, get_worker_info)
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info"]
+           "BatchSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
 
 
 # ---- datasets -------------------------------------------------------------------------------------
@@ -235,12 +240,36 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        # lazily, as PyTorch: draws with replacement in chunks of 32, permutations one at a time, so that
+        # num_samples=10**10 costs nothing up front
         n = len(self.data_source)
-        rng = _rng(self.generator)
+        gen = self.generator
+        if isinstance(gen, np.random.Generator):
+            draw, perm = (lambda k: gen.integers(0, n, k).tolist()), (lambda: gen.permutation(n).tolist())
+        else:
+            if gen is None:  # PyTorch: a fresh generator seeded by one draw from the global one
+                from ..dtypes import int64
+                from ..ops.creation import Generator, empty
+                gen = Generator().manual_seed(int(empty((), dtype=int64).random_().item()))
+            elif not hasattr(gen, "initial_seed"):
+                raise TypeError(f"generator must be a coretorch.Generator or a numpy.random.Generator, not "
+                                f"{type(gen).__name__}")
+            from ..ops.random import randint, randperm
+            dev = gen.device
+
+            def draw(k):
+                return randint(0, n, (k,), generator=gen, device=dev).tolist()
+
+            def perm():
+                return randperm(n, generator=gen, device=dev).tolist()
         if self.replacement:
-            return iter(rng.integers(0, n, self.num_samples).tolist())
-        reps = -(-self.num_samples // n)
-        return iter(np.concatenate([rng.permutation(n) for _ in range(reps)])[:self.num_samples].tolist())
+            for _ in range(self.num_samples // 32):
+                yield from draw(32)
+            yield from draw(self.num_samples % 32)
+        else:
+            for _ in range(self.num_samples // n):
+                yield from perm()
+            yield from perm()[:self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -386,6 +415,18 @@ class DataLoader:
                              "multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.prefetch_factor = (2 if prefetch_factor is None else prefetch_factor) if num_workers > 0 else None
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self._iterator = None
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -436,23 +477,42 @@ class DataLoader:
             return n
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
 
-    def _fetch(self, indices):
-        ds = self.dataset
-        if self._default_collate and type(ds) is TensorDataset:
-            # one gather per tensor: the same batch default_collate would stack, without the Python loop
-            from ..ops.creation import tensor
-            idx = tensor(indices, device=ds.tensors[0].device)
-            return tuple(t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors)
-        getitems = getattr(ds, "__getitems__", None)
-        data = getitems(indices) if getitems is not None else [ds[i] for i in indices]
-        return self.collate_fn(data)
+    def _fetcher(self):
+        if self._iterable:
+            return _IterableFetcher(self.dataset, self._auto_collation, self.collate_fn, self.drop_last)
+        return _MapFetcher(self.dataset, self._auto_collation, self.collate_fn,
+                           self._default_collate and type(self.dataset) is TensorDataset)
 
     def __iter__(self):
+        if self.num_workers > 0:
+            if self.persistent_workers and self._iterator is not None:
+                self._iterator._reset()
+                return self._iterator
+            it = self._worker_iter()
+            if self.persistent_workers:
+                self._iterator = it
+            return it
         if self._iterable:
             return self._iter_iterable()
+        fetch = self._fetcher().fetch
         if self._auto_collation:
-            return (self._fetch(list(b)) for b in self.batch_sampler)
-        return (self.collate_fn(self.dataset[i]) for i in self.sampler)
+            return (fetch(list(b)) for b in self.batch_sampler)
+        return (fetch(i) for i in self.sampler)
+
+    def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
+        # base_seed: one draw from the loader's generator (else the global one), as PyTorch's iterator
+        from ..dtypes import int64
+        from ..ops.creation import empty
+        if isinstance(self.generator, np.random.Generator):
+            base_seed = int(self.generator.integers(0, 2 ** 63 - 1))
+        else:
+            base_seed = int(empty((), dtype=int64, device=getattr(self.generator, "device", None))
+                            .random_(generator=self.generator).item())
+        if self._iterable:
+            sampler = _InfiniteConstantSampler(self.batch_size)
+        else:
+            sampler = self.batch_sampler if self._auto_collation else self.sampler
+        return _MultiProcessingDataLoaderIter(self, sampler, self._fetcher(), base_seed)
 
     def _iter_iterable(self):
         if self.batch_size is None:
@@ -469,11 +529,6 @@ class DataLoader:
             yield self.collate_fn(batch)
 
 
-def get_worker_info():
-    """None: coretorch loads every batch in the calling process (PyTorch answers None there too)."""
-    return None
-
-
 # PyTorch's submodule layout, for scripts that import from it (from torch.utils.data.dataloader import
 # default_collate): this module stays one file, so its submodules are module objects registered under their dotted
 # names, as os.path is
@@ -486,7 +541,7 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     globals()[name] = m
 
 
-_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
+_submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
 _submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
            "torch.utils.data.dataset: the dataset classes and random_split.")

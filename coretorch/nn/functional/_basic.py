@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from ... import dtypes as _dt
+from ..._coo import mark_sparse
 from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
@@ -145,7 +146,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 
 class EmbeddingBackward0(Node):
     """Gradient of a row lookup: rows scattered back with index_add; the padding row gets none."""
-    __slots__ = ("num", "padding_idx", "scale")
+    __slots__ = ("num", "padding_idx", "scale", "sparse")
 
     def backward(self, g):
         (flat,) = self.saved()
@@ -159,6 +160,12 @@ class EmbeddingBackward0(Node):
             counts = _I._index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)
             g2 = _P.div(g2, _S.unsqueeze(_I.index_select(counts, 0, flat), 1))
         gw = _I._index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)  # checked in forward
+        if self.sparse:  # Embedding(sparse=True): the gradient is marked sparse (the rows looked up, uncoalesced)
+            rows, vals = flat, g2
+            if self.padding_idx >= 0:  # the padding row's lookups are left out, as PyTorch
+                keep = _S.reshape(_I.nonzero(_P.ne(flat, self.padding_idx)), (-1,))
+                rows, vals = _I.index_select(flat, 0, keep), _I.index_select(g2, 0, keep)
+            mark_sparse(gw, _S.unsqueeze(rows, 0), vals)
         return (gw,)
 
 
@@ -197,8 +204,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if input.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
-    if sparse:
-        raise NotImplementedError("embedding(sparse=True): sparse gradients are not supported by coretorch")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     flat = _S.reshape(input, (-1,))
@@ -219,7 +224,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise RuntimeError("embedding: could not reshape the looked-up rows")
     if weight._rg and _gs.enabled:
         node = EmbeddingBackward0()
-        node.num, node.padding_idx, node.scale = num, padding_idx, bool(scale_grad_by_freq)
+        node.num, node.padding_idx, node.scale, node.sparse = num, padding_idx, bool(scale_grad_by_freq), bool(sparse)
         node.save(flat)
         node.next_functions = (_edge(weight),)
         return _make(out, weight.dtype, table, node)

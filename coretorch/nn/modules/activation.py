@@ -305,3 +305,6 @@ class RReLU(Module):
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+
+
+from .attention import MultiheadAttention  # noqa: E402,F401  (PyTorch's torch.nn.modules.activation has it)

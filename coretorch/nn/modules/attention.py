@@ -10,14 +10,10 @@ from ...ops.creation import empty, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """PyTorch's name for MultiheadAttention.out_proj (it shows in the repr)."""
 
 
 def _to_float_mask(mask, dtype, name):

@@ -100,3 +100,7 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for MultiheadAttention.out_proj (it shows in the repr; torch.nn.modules.linear has it)."""

@@ -560,6 +560,9 @@ class Module:
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> "Module":
+        """Parameters, buffers and gradients moved into shared memory (cpu), for Hogwild-style training."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
         return self
 
     # ---- hooks ----------------------------------------------------------------------------------

@@ -32,7 +32,9 @@ def coretorch_register_optimizers(register):
     from .lbfgs import LBFGS
     from .optimizers import Adadelta, Adagrad, Adam, Adamax, AdamW, Lion, NAdam, RAdam, RMSprop
     from .optimizers_more import ASGD, Adafactor, Rprop
-    for cls in (Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS, Lion, Rprop, ASGD, Adafactor):
+    from .sparse_adam import SparseAdam
+    for cls in (Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS, Lion, Rprop, ASGD, Adafactor,
+                SparseAdam):
         register(cls.__name__, cls)
 
 

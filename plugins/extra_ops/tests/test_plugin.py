@@ -22,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 FUNCTIONS = ["ext_erf", "ext_gelu", "ext_mish", "swiglu", "ext_rms_norm", "focal_loss",
              "fused_softmax_cross_entropy"]
 OPTIMIZERS = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS", "Lion", "Rprop",
-              "ASGD", "Adafactor"]
+              "ASGD", "Adafactor", "SparseAdam"]
 
 
 def _run(code: str, env=None, python=sys.executable, cwd=ROOT):
