@@ -114,6 +114,10 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
         out = squeeze(out, -2)
     if db == 1:
         out = squeeze(out, -1)
+    if da == 1 or db == 1:
+        # the squeezed product is a fresh tensor to the caller, as PyTorch's dot/mv (its base is internal): in-place
+        # ops on it are not in-place ops on a view
+        out._base = None
     return out
 
 

@@ -12,7 +12,6 @@ from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
-builtins_abs = abs
 _SCALARS = (int, float, bool)
 
 
@@ -31,6 +30,10 @@ class _BinaryNode(Node):
         if self.dts is not None:
             ga, gb = _cast_grads((ga, gb), self.dts)
         return (ga, gb)
+
+
+_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+             "mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _is_bool(x) -> bool:
@@ -204,7 +207,7 @@ def _make_binary(name: str, node_cls, kind: str):
                     node.need = (a._rg, b._rg)
                     node.scalar = node.sa = node.sb = node.dts = None
                     if save_inputs:
-                        node.save(a, b)
+                        node.save(*node_cls.to_save(a, b, node.need))
                     node.next_functions = (edge(a), edge(b))
                     r = _make(out, dt, table, node)
                     if save_output:
@@ -219,8 +222,7 @@ def _make_binary(name: str, node_cls, kind: str):
             # true division of a Python number by an integer tensor: the number as given (-3 / u8), not wrapped
             a = _creation.full((), float(a), dtype=_dt.default, device=b.device)
         if is_sub and _is_bool(a) is not _is_bool(b):
-            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise RuntimeError(_SUB_BOOL)
         if kind == "div" and isinstance(a, Tensor) and isinstance(b, Tensor) and not a.dtype.is_floating_point \
                 and not b.dtype.is_floating_point:
             # integer / integer: each operand goes to the float dtype as it is (u8 / tensor(-1) is -200, not the
@@ -283,7 +285,7 @@ def _make_binary(name: str, node_cls, kind: str):
             node.need = (a._rg, bt and b._rg)
             node.scalar = None if bt else xb
             if node_cls.save_inputs:
-                node.save(a, b if bt else None)
+                node.save(*node_cls.to_save(a, b if bt else None, node.need))
             r = _record(node, out, dt, table, a, b, bt, a._data.shape, b._data.shape if bt else None,
                         out.shape)
             if node_cls.save_output:
@@ -295,9 +297,28 @@ def _make_binary(name: str, node_cls, kind: str):
     return fn
 
 
-def _binary_node(name: str, backward, save_inputs=True, save_output=False):
+def _save_both(a, b, need):
+    return a, b
+
+
+def _save_mul(a, b, need):
+    """PyTorch saves only what the needed gradients read (a's needs b, b's needs a): modifying the other operand
+    in place afterwards is no error (y = c * x; x.exp_() when only c requires grad)."""
+    return (a if need[1] else None), (b if need[0] else None)
+
+
+def _save_div(a, b, need):
+    return (a if need[1] else None), b
+
+
+def _save_remainder(a, b, need):
+    return (a, b) if need[1] else (None, None)
+
+
+def _binary_node(name: str, backward, save_inputs=True, save_output=False, to_save=_save_both):
     cls = type(name, (_BinaryNode,), {"__slots__": ("out",) if save_output else (), "backward": backward,
-                                      "save_inputs": save_inputs, "save_output": save_output})
+                                      "save_inputs": save_inputs, "save_output": save_output,
+                                      "to_save": staticmethod(to_save)})
     return cls
 
 
@@ -314,7 +335,7 @@ def _sub_bw(self, g):
 def _mul_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if self.scalar is not None:
         return self.grads(mul(g, self.scalar), None)
     return self.grads(mul(g, b) if na else None, mul(g, a) if nb else None)
 
@@ -322,7 +343,7 @@ def _mul_bw(self, g):
 def _div_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if self.scalar is not None:
         return self.grads(div(g, self.scalar), None)
     return self.grads(div(g, b) if na else None, neg(div(mul(g, a), mul(b, b))) if nb else None)
 
@@ -362,20 +383,20 @@ def _maxmin_bw(loses):
 def _remainder_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if not nb:
         return self.grads(g, None)
     return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="floor")) if nb else None)
 
 
 AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
 SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)
-MulBackward0 = _binary_node("MulBackward0", _mul_bw)
-DivBackward0 = _binary_node("DivBackward0", _div_bw)
+MulBackward0 = _binary_node("MulBackward0", _mul_bw, to_save=_save_mul)
+DivBackward0 = _binary_node("DivBackward0", _div_bw, to_save=_save_div)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
 MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
 MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
-RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw)
+RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw, to_save=_save_remainder)
 
 _add = _make_binary("add", AddBackward0, "arith")
 _sub = _make_binary("sub", SubBackward0, "arith")
@@ -431,6 +452,8 @@ def add(input, other, *, alpha=1):
 
 def sub(input, other, *, alpha=1):
     if alpha != 1 or type(alpha) is not int:
+        if _is_bool(input) is not _is_bool(other):  # before alpha scales the bool away: PyTorch checks first
+            raise RuntimeError(_SUB_BOOL)
         other = _alpha(input, other, alpha, "sub")
     return _sub(input, other)
 
@@ -477,21 +500,6 @@ divide = true_divide = div
 def floor_divide(input, other):
     # recorded as PyTorch does: the result requires grad, its backward raises "not implemented"
     return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
-
-
-def fmod(input, other):
-    """C-style remainder: the result has the sign of the dividend."""
-    dt = _dt.result_type((input, other), _dt.default)
-    if dt is not _bool:  # in the result dtype first: abs(int8 -128) wraps, and bool has no arithmetic
-        input = input.to(dt) if isinstance(input, Tensor) and input.dtype is not dt else input
-        other = other.to(dt) if isinstance(other, Tensor) and other.dtype is not dt else other
-    if dt.is_floating_point:
-        # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
-        r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
-                      abs(other) if isinstance(other, Tensor) else builtins_abs(other))
-        return where(lt(input, 0), neg(r), r) if isinstance(input, Tensor) else \
-            (neg(r) if input < 0 else r)
-    return sub(input, mul(div(input, other, rounding_mode="trunc"), other))
 
 
 def rsub(input, other, alpha=1):
@@ -813,3 +821,4 @@ ClampMaxBackward0 = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": (
 
 from . import creation as _creation  # noqa: E402  (late, module level: an import per call costs ~10k instructions)
 from ._pointwise_fill import lerp, masked_fill  # noqa: E402, F401  (they are built on the ops above)
+from ._pointwise_fmod import fmod  # noqa: E402, F401

@@ -1,0 +1,188 @@
+"""Issue 15, "find the rest": classes the PyTorch oracle (benchmarks/torch_oracle.py) found in random programs,
+each pinned to PyTorch 2.13's behaviour (checked by hand against it) on every installed device."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.testing import available_devices
+
+DEVICES = available_devices()
+
+
+def arr(t):
+    return t.detach().cpu().numpy()
+
+
+# ---- gather / scatter / scatter_add / scatter_reduce check nothing about an index without elements ----
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", [
+    lambda d: torch.tensor([], device=d),                              # float32, 1-D (torch.tensor([]))
+    lambda d: torch.zeros((0, 1, 1), device=d),                        # more dims than the input
+    lambda d: torch.zeros((0, 3), dtype=torch.bool, device=d),
+    lambda d: torch.zeros((1, 0), dtype=torch.int16, device=d)])
+def test_gather_scatter_take_an_empty_index_of_any_dtype(device, index):
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device=device, requires_grad=True)
+    i = index(device)
+    g = torch.gather(x, 0, i)
+    assert g.shape == i.shape and g.dtype is torch.float32 and g.requires_grad
+    g.sum().backward()
+    assert arr(x.grad).tolist() == [[0.0] * 3] * 2
+    src = torch.ones(2, 3, device=device)
+    for r in (torch.scatter(x.detach(), 1, i, 7.0), x.detach().scatter_add(0, i, src),
+              torch.scatter(x.detach(), 0, i, src), x.detach().scatter_reduce(0, i, src, "sum")):
+        np.testing.assert_array_equal(arr(r), arr(x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gather_scatter_still_check_a_nonempty_index(device):
+    x = torch.ones(2, 3, device=device)
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        torch.gather(x, 0, torch.tensor([[1.0]], device=device))
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        x.scatter_add(0, torch.tensor([[1.0]], device=device), x)
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        torch.index_select(x, 0, torch.tensor([], device=device))  # index_select checks even an empty index
+
+
+# ---- index_fill of a zero-size tensor: PyTorch reads no index there ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_index_fill_of_an_empty_tensor(device):
+    idx = torch.tensor([0, 0], device=device)
+    # nothing to fill, no check: the result is the empty tensor (in the graph)
+    for shape, dim in (((0, 0), -1), ((0, 0), -2), ((0, 3), 1)):
+        x = torch.zeros(shape, device=device, requires_grad=True)
+        r = x.index_fill(dim, torch.tensor([5], device=device), 2.0)
+        assert tuple(r.shape) == shape and r.requires_grad
+    # an index into an empty dim while the other dims hold elements: RuntimeError (PyTorch's class), not IndexError
+    for shape, dim in (((0, 3), 0), ((3, 0), -1), ((0,), 0)):
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            torch.zeros(shape, device=device).index_fill(dim, idx, 1.0)
+        try:
+            torch.zeros(shape, device=device).index_fill(dim, idx, 1.0)
+        except RuntimeError as e:
+            assert not isinstance(e, IndexError)
+    # a non-empty tensor keeps PyTorch's IndexError; a float index is an IndexError for index_fill
+    with pytest.raises(IndexError, match="out of bounds"):  # (on a device: at the next host read)
+        torch.zeros(2, 3, device=device).index_fill(1, torch.tensor([3], device=device), 1.0).tolist()
+    with pytest.raises(IndexError, match="int64"):
+        torch.zeros(2, device=device).index_fill(0, torch.tensor([0.0], device=device), 1.0)
+    r = torch.zeros(2, 3, device=device).index_fill(1, torch.tensor([2, 0], device=device), 1.5)
+    np.testing.assert_array_equal(arr(r), [[1.5, 0, 1.5], [1.5, 0, 1.5]])
+
+
+# ---- subtraction with a bool: checked before alpha scales the operand ----
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("call", [
+    lambda x, b: torch.sub(x, True, alpha=0.5),
+    lambda x, b: torch.sub(x, b, alpha=2),
+    lambda x, b: x.clone().sub_(False, alpha=2),
+    lambda x, b: x.clone().sub_(True),
+    lambda x, b: torch.sub(x.long(), b, alpha=2),
+    lambda x, b: torch.sub(x.to(torch.uint8)[:0], b[:0], alpha=2)])
+def test_sub_with_a_bool_raises_with_alpha_too(device, call):
+    x = torch.tensor([1.5, -2.0], device=device)
+    b = torch.tensor([True, False], device=device)
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        call(x, b)
+    assert torch.sub(x, 1, alpha=2).tolist() == [-0.5, -4.0]
+    with pytest.raises(RuntimeError, match="two bool tensors"):
+        torch.sub(b, b, alpha=2)
+
+
+# ---- median of an empty tensor stays in the graph ----
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, name", [(torch.median, "MedianBackward0"), (torch.nanmedian, "NanmedianBackward0")])
+def test_median_of_empty_requires_grad(device, op, name):
+    x = torch.zeros(0, device=device, requires_grad=True)
+    m = op(x)
+    assert m.requires_grad and type(m.grad_fn).__name__ == name and np.isnan(m.item())
+    m.backward()
+    assert x.grad.shape == (0,)
+
+
+# ---- fmod: d/dinput is 1 everywhere (also at 0), as PyTorch's FmodBackward0/1 ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_fmod_gradient_at_zero_and_names(device):
+    x = torch.tensor([0.0, -0.0, 2.5, -3.5], device=device, requires_grad=True)
+    y = torch.tensor([1.5, 2.0, -2.0, 0.75], device=device, requires_grad=True)
+    r = torch.fmod(x, 0.5)
+    assert type(r.grad_fn).__name__ == "FmodBackward0"
+    assert arr(torch.autograd.grad(r.sum(), x)[0]).tolist() == [1.0] * 4
+    r = torch.fmod(x, y)
+    assert type(r.grad_fn).__name__ == "FmodBackward1"
+    gx, gy = torch.autograd.grad(r.sum(), [x, y])
+    xv, yv = arr(x).astype(np.float64), arr(y).astype(np.float64)
+    np.testing.assert_array_equal(arr(gx), np.ones(4))
+    np.testing.assert_array_equal(arr(gy), -np.trunc(xv / yv))
+    np.testing.assert_array_equal(arr(r), np.fmod(xv, yv).astype(np.float32))
+    z = x.detach().clone()
+    z.fmod_(2.0)
+    np.testing.assert_array_equal(arr(z), np.fmod(xv, 2.0).astype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fmod_gradcheck_and_mixed_dtypes(device):
+    a = torch.tensor([0.3, -1.2, 2.1, 0.0], dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.tensor([1.7, 1.1, -1.3, 0.9], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.fmod, (a, b))
+    assert torch.autograd.gradgradcheck(torch.fmod, (a, b))
+    f = torch.tensor([1.0, -2.5], device=device, requires_grad=True)
+    r = torch.fmod(f, b[:2])  # float32 with float64: the float32 input gets a float32 gradient
+    (gf,) = torch.autograd.grad(r.sum(), f)
+    assert r.dtype is torch.float64 and gf.dtype is torch.float32
+    i = torch.tensor([5, -7], device=device)
+    assert torch.fmod(i, 3).tolist() == [2, -1] and torch.fmod(i, 3).dtype is torch.int64
+
+
+# ---- autograd saves only what the needed gradients read (as PyTorch): no spurious version errors ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_mul_div_remainder_do_not_save_unneeded_operands(device):
+    x = torch.tensor([0.75, -0.1], device=device, requires_grad=True)
+    c = torch.tensor(0.25, dtype=torch.float64, device=device)
+    v = torch.roll(x, -1, -1)
+    y = torch.mul(c, v)   # only v requires grad: c is saved, v is not
+    v.exp_()              # so modifying v afterwards is fine
+    y.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [0.25, 0.25])
+    x.grad = None
+    v = x * 1.0
+    y = (v % 0.25) + torch.div(torch.ones(2, device=device), torch.tensor([2.0, 4.0], device=device) + 0 * v)
+    v.relu_()             # remainder by a number saves nothing; div(const, t) saves t only
+    y.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [1.0, 1.0])
+    # a saved operand that is modified still raises
+    v = x * 1.0
+    w = torch.ones(2, device=device, requires_grad=True)
+    y = v * w
+    v.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mul_div_remainder_gradients_still_right(device):
+    a = torch.tensor([0.3, -1.2, 2.1], dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.tensor([1.7, 1.1, 1.3], dtype=torch.float64, device=device, requires_grad=True)
+    c = torch.tensor([0.5, -2.0, 4.0], dtype=torch.float64, device=device)  # needs no gradient
+    for f in (lambda a, b: a * b, lambda a, b: a / b, lambda a, b: a % b, lambda a, b: 2.0 * a * b,
+              lambda a, b: a / 3 + b, lambda a, b: a % 0.55 + b, lambda a, b: c * b + a / c + c % b):
+        assert torch.autograd.gradcheck(f, (a, b))
+        assert torch.autograd.gradgradcheck(f, (a, b))
+
+
+# ---- a 1-D matmul result is not a view: in-place ops on it are recorded ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_on_a_vector_product(device):
+    x = torch.tensor([-1.25, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    d = x @ x
+    d.pow_(2)
+    d.backward()
+    s = float((arr(x) ** 2).sum())
+    np.testing.assert_allclose(arr(x.grad), 2 * s * 2 * arr(x))
+    m = torch.ones(3, 2, dtype=torch.float64, device=device, requires_grad=True)
+    y = m @ x
+    y.exp_()
+    y.sum().backward()
+    np.testing.assert_allclose(arr(m.grad), np.exp(arr(x).sum()) * np.tile(arr(x), (3, 1)))
