@@ -186,3 +186,38 @@ def test_inplace_on_a_vector_product(device):
     y.exp_()
     y.sum().backward()
     np.testing.assert_allclose(arr(m.grad), np.exp(arr(x).sum()) * np.tile(arr(x), (3, 1)))
+
+
+# ---- a saved output is version-checked: after an in-place op too (PyTorch saves the modified tensor itself) ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_change_of_a_saved_output_raises_at_backward(device):
+    x = torch.tensor([-1.5, -1.0, 2.5, 0.5], device=device, requires_grad=True)
+    b = torch.tensor(-2.0, dtype=torch.float64, device=device, requires_grad=True)
+    cases = [
+        lambda: torch.copysign(x, b).mul_(3),            # copysign saves its output
+        lambda: torch.hypot(x, b).add_(1),               # hypot too
+        lambda: x.clone().relu_().div_(x),               # relu_ saves its output: x.clone() itself, at version 1
+        lambda: x.clone().relu_().mul_(2.0),             # (whatever the next in-place op is)
+        lambda: x.clone().exp_().sigmoid_(),             # exp_'s output is sigmoid_'s input and is overwritten
+    ]
+    for make in cases:
+        y = make()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_ops_on_saved_outputs_keep_right_gradients(device):
+    xv = np.array([-1.5, -1.0, 2.5, 0.5], dtype=np.float32)
+    x = torch.tensor(xv, device=device, requires_grad=True)
+    y = x.clone().relu_()
+    (y.mul(2.0) + y).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 3.0 * (xv > 0))
+    x.grad = None
+    y = x.clone().exp_()
+    (y * y).sum().backward()  # exp_ saved y itself (version 1): no change since, no error
+    np.testing.assert_allclose(arr(x.grad), 2 * np.exp(2 * xv), rtol=1e-5)
+    x.grad = None
+    z = torch.copysign(x, torch.tensor(-1.0, device=device))
+    z.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), -np.sign(xv))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
+from ..autograd.graph import _FREED
 from ..tensor import Tensor
 from .pointwise import _round_to, _scalar_opmath
 
@@ -33,6 +34,8 @@ def rebase(x: Tensor, r: Tensor) -> None:
     x._vc[0] += 1
     if r.dtype is not x.dtype:
         r = r.to(x.dtype)
+    else:
+        _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
     x.grad_fn = r.grad_fn
     x._out_nr = r._out_nr
@@ -40,6 +43,19 @@ def rebase(x: Tensor, r: Tensor) -> None:
     if x._retains:
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
+
+
+def _saved_output_is_x(node, r, x: Tensor) -> None:
+    """A node that saved its output ``r`` (relu_, exp_, sigmoid_...) saves ``x`` instead, at x's new version: as
+    in PyTorch, an in-place change of x afterwards makes the backward raise (and r's copy is not kept alive)."""
+    if node is None:
+        return
+    saved = node._saved
+    if saved and saved is not _FREED and any(t is r for t in saved):
+        node._versions = tuple([x._vc[0] if t is r else v for t, v in zip(saved, node._versions)])
+        node._saved = tuple([x if t is r else t for t in saved])
+    if getattr(node, "out", None) is r:
+        node.out = x
 
 
 def _castable(src: _dt.dtype, dst: _dt.dtype) -> bool:

@@ -210,8 +210,9 @@ def _make_binary(name: str, node_cls, kind: str):
                         node.save(*node_cls.to_save(a, b, node.need))
                     node.next_functions = (edge(a), edge(b))
                     r = _make(out, dt, table, node)
-                    if save_output:
+                    if save_output:  # kept, and version-checked: an in-place change of r makes backward raise
                         node.out = r
+                        node.save(*node._saved, r)
                     return r
                 return _make(out, dt, table)
         if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
@@ -290,6 +291,7 @@ def _make_binary(name: str, node_cls, kind: str):
                         out.shape)
             if node_cls.save_output:
                 node.out = r
+                node.save(*node._saved, r)
             return r
         return _make(out, dt, table)
     fn.__name__ = name
