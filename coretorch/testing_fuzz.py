@@ -50,6 +50,7 @@ class Result:
     final: dict = field(default_factory=dict)   # name -> value of every variable after the program (aliasing)
     grads: dict = field(default_factory=dict)   # leaf name -> gradient of the weighted sum (or None)
     grad_error: str | None = None
+    grad_message: str | None = None   # the backward error's text (the oracle tells deliberate differences by it)
 
     @property
     def source(self) -> str:
@@ -745,4 +746,5 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
                 res.grads[n] = None if g is None else _host(g)
         except Exception as e:  # noqa: BLE001
             res.grad_error = error_class(e)
+            res.grad_message = str(e)[:300]
     return res

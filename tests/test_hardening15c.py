@@ -221,3 +221,17 @@ def test_inplace_ops_on_saved_outputs_keep_right_gradients(device):
     z = torch.copysign(x, torch.tensor(-1.0, device=device))
     z.sum().backward()
     np.testing.assert_allclose(arr(x.grad), -np.sign(xv))
+
+
+# ---- F.linear has no bool kernel either (PyTorch's addmm_impl_cpu_), an empty product needs none ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_on_bool_tensors(device):
+    a = torch.ones(4, 3, dtype=torch.bool, device=device)
+    w = torch.ones(2, 3, dtype=torch.bool, device=device)
+    for bias in (None, torch.ones(2, dtype=torch.bool, device=device)):
+        with pytest.raises(NotImplementedError, match="addmm_impl_cpu_"):
+            torch.nn.functional.linear(a, w, bias)
+    r = torch.nn.functional.linear(a[:0], w, torch.ones(2, dtype=torch.bool, device=device))
+    assert r.dtype is torch.bool and tuple(r.shape) == (0, 2)
+    r = torch.nn.functional.linear(a[:, :0], w[:, :0])
+    assert r.dtype is torch.bool and r.tolist() == [[False, False]] * 4
