@@ -235,3 +235,53 @@ def test_linear_on_bool_tensors(device):
     assert r.dtype is torch.bool and tuple(r.shape) == (0, 2)
     r = torch.nn.functional.linear(a[:, :0], w[:, :0])
     assert r.dtype is torch.bool and r.tolist() == [[False, False]] * 4
+
+
+# ---- in-place ops on views of tensors that require grad rebase the base (PyTorch's CopySlices) ----
+_W = np.arange(6.0).reshape(2, 3)
+_X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("write, value, grad", [
+    # (in-place write through a view of y = x * 1, y's value, d sum(y * W) / dx), derived by hand
+    (lambda y, x: y[0].mul_(2), [[2, 4, 6], [4, 5, 6]], [[0, 2, 4], [3, 4, 5]]),
+    (lambda y, x: y.t().add_(1), _X + 1, _W),
+    (lambda y, x: y.diagonal().zero_(), [[0, 2, 3], [4, 0, 6]], [[0, 1, 2], [3, 0, 5]]),
+    (lambda y, x: y[:, 1].exp_(), [[1, np.exp(2), 3], [4, np.exp(5), 6]], [[0, np.exp(2), 2], [3, 4 * np.exp(5), 5]]),
+    (lambda y, x: y[1].copy_(x[0] * 3), [[1, 2, 3], [3, 6, 9]], [[9, 13, 17], [0, 0, 0]]),
+    (lambda y, x: y.unsqueeze(0).clamp_(min=2.5), [[2.5, 2.5, 3], [4, 5, 6]], [[0, 0, 2], [3, 4, 5]]),
+    (lambda y, x: y[::2, ::2].neg_(), [[-1, 2, -3], [4, 5, 6]], [[0, 1, -2], [3, 4, 5]]),
+    (lambda y, x: y[0].__setitem__(1, x[1, 1] * 2), [[1, 10, 3], [4, 5, 6]], [[0, 0, 2], [3, 6, 5]]),
+    (lambda y, x: y.diagonal().fill_(x[1, 2]), [[6, 2, 3], [4, 6, 6]], [[0, 1, 2], [3, 0, 9]]),
+])
+def test_inplace_through_a_view_flows_gradients_to_the_base(device, write, value, grad):
+    x = torch.tensor(_X, device=device, requires_grad=True)
+    y = x * 1
+    write(y, x)
+    assert type(y.grad_fn).__name__ == "CopySlices"
+    np.testing.assert_allclose(arr(y), value, rtol=1e-6)
+    (g,) = torch.autograd.grad((y * torch.tensor(_W, device=device)).sum(), x)
+    np.testing.assert_allclose(arr(g), grad, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_view_after_rebase_and_errors(device):
+    x = torch.tensor(_X, device=device, requires_grad=True)
+    y = x.clone()
+    v = y[0]
+    v.mul_(3)
+    v.add_(1)
+    assert type(v.grad_fn).__name__ == "AsStridedBackward0"
+    (g,) = torch.autograd.grad(v.sum(), x)
+    np.testing.assert_allclose(arr(g), [[3, 3, 3], [0, 0, 0]])
+    assert torch.autograd.gradcheck(lambda t: (lambda c: (c[1:].mul_(c[0] * 1), c)[1])(t * 1),
+                                    (torch.tensor(_X, device=device, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].mul_(2)
+    w = torch.ones(3, device=device, requires_grad=True)
+    y = x.clone()
+    y[0].add_(w)
+    y.sum().backward()   # both the base's old graph and the written operand get their gradients
+    np.testing.assert_allclose(arr(x.grad), np.ones((2, 3)))
+    np.testing.assert_allclose(arr(w.grad), np.ones(3))
