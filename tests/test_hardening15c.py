@@ -285,3 +285,36 @@ def test_view_after_rebase_and_errors(device):
     y.sum().backward()   # both the base's old graph and the written operand get their gradients
     np.testing.assert_allclose(arr(x.grad), np.ones((2, 3)))
     np.testing.assert_allclose(arr(w.grad), np.ones(3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_write_through_an_empty_view(device):
+    x = torch.zeros((4, 1, 0), device=device, requires_grad=True)
+    y = x.clone()
+    y[...][...] = 2.0
+    y.movedim(0, -1)[...] = -1.25
+    assert type(y.grad_fn).__name__ == "CopySlices" and tuple(y.shape) == (4, 1, 0)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (4, 1, 0)
+
+
+# ---- max()/min() of all elements: the gradient (a NaN one too) lands only on the elements equal to the result ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_min_all_elements_gradient_stays_on_the_selected_elements(device):
+    xv = np.array([-2.153, 0.529, -2.75, -0.247, -2.75])
+    x = torch.tensor(xv, dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(x.min() * 3, x)
+    np.testing.assert_array_equal(arr(g), [0, 0, 1.5, 0, 1.5])  # ties share the gradient
+    m = x.min()
+    with np.errstate(all="ignore"):
+        s = m.std(dim=0)  # one element: NaN, and a NaN gradient into min's backward
+    (g,) = torch.autograd.grad(s + x.sum(), x)
+    np.testing.assert_array_equal(np.isnan(arr(g)), [False, False, True, False, True])
+    y = torch.tensor([1.0, float("nan"), 3.0, float("nan")], device=device, requires_grad=True)
+    y.max().backward()
+    np.testing.assert_array_equal(arr(y.grad), [0, 0.5, 0, 0.5])   # the NaNs are the maximum
+    z = torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: t.max(), (z,))
+    assert torch.autograd.gradgradcheck(lambda t: t.min() ** 2, (z,))
+    (g,) = torch.autograd.grad(x.amin(), x)   # amin keeps PyTorch's multiply-by-mask form
+    np.testing.assert_array_equal(arr(g), [0, 0, 0.5, 0, 0.5])

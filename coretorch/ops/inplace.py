@@ -44,9 +44,10 @@ def _view_geometry(x: Tensor):
     n = 1
     for d in root._data.shape:
         n *= d
-    if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)):
-        return None
-    if 0 not in shape and off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
+    if 0 in shape:  # no element written: any layout will do
+        return shape, (0,) * len(shape), 0, n
+    if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
+            or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
         return None
     return shape, st, off, n
 

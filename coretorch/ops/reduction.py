@@ -190,8 +190,23 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {"__slots__": ()})
-MaxBackward1 = type("MaxBackward1", (AmaxBackward0,), {"__slots__": ()})
-MinBackward1 = type("MinBackward1", (AmaxBackward0,), {"__slots__": ()})
+
+
+class MaxBackward1(AmaxBackward0):
+    """max()/min() of all elements: PyTorch's evenly_distribute_backward (its CPU form): the gradient is shared by
+    the elements equal to the result (the NaNs when it is NaN) and written only there, so a NaN gradient stays
+    at those elements (amax/amin multiply by the mask instead and spread it, as PyTorch's do)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        x = self.saved()[0]
+        v = self.out.detach()
+        mask = where(isnan(v), isnan(x), eq(x, v))
+        count = sum(mask, None, dtype=g.dtype)
+        return (where(mask, div(g, count), 0.0),)
+
+
+MinBackward1 = type("MinBackward1", (MaxBackward1,), {"__slots__": ()})
 
 
 class MeanBackward0(_ReduceNode):
