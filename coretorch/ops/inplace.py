@@ -36,16 +36,18 @@ def _view_geometry(x: Tensor):
     contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
     None."""
     root, table = x._base, x._be
-    if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")) \
-            or not table.is_contiguous(root._data):
+    if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
         return None
-    shape, st = tuple(x._data.shape), tuple(table.strides(x._data))
-    off = table.storage_offset(x._data) - table.storage_offset(root._data)
+    shape = tuple(x._data.shape)
     n = 1
     for d in root._data.shape:
         n *= d
     if 0 in shape:  # no element written: any layout will do
         return shape, (0,) * len(shape), 0, n
+    if not table.is_contiguous(root._data):
+        return None
+    st = tuple(table.strides(x._data))
+    off = table.storage_offset(x._data) - table.storage_offset(root._data)
     if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
             or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
         return None
