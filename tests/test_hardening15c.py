@@ -318,3 +318,39 @@ def test_max_min_all_elements_gradient_stays_on_the_selected_elements(device):
     assert torch.autograd.gradgradcheck(lambda t: t.min() ** 2, (z,))
     (g,) = torch.autograd.grad(x.amin(), x)   # amin keeps PyTorch's multiply-by-mask form
     np.testing.assert_array_equal(arr(g), [0, 0, 0.5, 0, 0.5])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arange_has_no_bool_kernel(device):
+    for args in ((0, 4, 1), (3,), (0,)):
+        with pytest.raises(NotImplementedError, match="arange_cpu"):
+            torch.arange(*args, dtype=torch.bool, device=device)
+    assert torch.arange(3, dtype=torch.uint8, device=device).tolist() == [0, 1, 2]
+
+
+# ---- var's gradient is PyTorch's var_backward, also where N <= correction (+-inf, not NaN) ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_var_gradient_formula_and_zero_degrees_of_freedom(device):
+    xv = np.array([[1.25], [2.75]])
+    x = torch.tensor(xv, dtype=torch.float32, device=device, requires_grad=True)
+    mu = xv.mean()
+    cases = [(dict(dim=(0, 1), correction=2), np.inf * np.sign(xv - mu)),   # 2 / 0 * (x - mean)
+             (dict(correction=2), np.full((2, 1), np.inf)),                    # no dim: grad * inf
+             (dict(dim=0), 2.0 / 1 * (xv - mu)),
+             (dict(dim=(0, 1), correction=3), 2.0 / -1 * (xv - mu)),
+             (dict(dim=1, correction=0, keepdim=True), np.zeros((2, 1)))]
+    for kw, want in cases:
+        with np.errstate(all="ignore"):
+            v = torch.var(x, **kw)
+        assert type(v.grad_fn).__name__ == "VarBackward0"
+        (g,) = torch.autograd.grad(v.sum(), x)
+        np.testing.assert_allclose(arr(g), want, rtol=1e-6)
+    t = torch.tensor([[0.3, -1.2, 2.1], [0.5, 0.7, -0.2]], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a: torch.var(a, 1), (t,))
+    assert torch.autograd.gradgradcheck(lambda a: torch.var(a, (0, 1), correction=0), (t,))
+    assert torch.autograd.gradgradcheck(lambda a: torch.var(a, keepdim=True), (t,))
+    h = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float16, device=device, requires_grad=True)
+    v = torch.var(h)
+    v.backward()
+    assert v.dtype is torch.float16 and h.grad.dtype is torch.float16
+    np.testing.assert_allclose(arr(h.grad).astype(np.float64), (np.array([1, 2, 4]) - 7 / 3), rtol=2e-3)

@@ -406,10 +406,43 @@ def _var_acc(input, dim, keepdim, correction):
     return div(s, builtins.max(n - correction, 0))
 
 
+class VarBackward0(Node):
+    """PyTorch's var_backward: 2 / (N - correction) * grad * (x - mean), also where N <= correction (+-inf; with no
+    dim: grad * inf, NaN where x is the mean), where the composite's path through the mean would give NaN."""
+    __slots__ = ("axes", "keepdim", "shape", "correction")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        axes = self.axes if x.ndim else None
+        if axes is None:
+            mu = mean(x)
+            dof = x.numel() - self.correction
+            if dof <= 0:
+                return (mul(g, where(eq(x, mu), float("nan"), float("inf"))),)
+            return (mul(mul(g, 2.0 / dof), sub(x, mu)),)
+        rn = 1
+        for a in axes:
+            rn *= self.shape[a]
+        dof = rn - self.correction
+        ge = _expand_back(g, self.shape, axes, self.keepdim)
+        return (mul(mul(ge, 2.0 / dof if dof else float("inf")), sub(x, mean(x, axes, keepdim=True))),)
+
+
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction)
-    return v if v.dtype is input.dtype else v.to(input.dtype)
+    if not (_gs.enabled and isinstance(input, Tensor) and input._rg):
+        v = _var_acc(input, dim, keepdim, correction)
+        return v if v.dtype is input.dtype else v.to(input.dtype)
+    axes = _axes(dim, input.ndim, "var")
+    with _no_grad():
+        v = _var_acc(input, dim, keepdim, correction)
+        if v.dtype is not input.dtype:
+            v = v.to(input.dtype)
+    node = VarBackward0()
+    node.axes, node.keepdim, node.shape, node.correction = axes, keepdim, tuple(input._data.shape), correction
+    node.save(input)
+    node.next_functions = (edge(input),)
+    return _make(v._data, v.dtype, v._be, node)
 
 
 class StdBackward0(Node):
