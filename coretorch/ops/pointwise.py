@@ -12,6 +12,7 @@ from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
+builtins_abs = abs
 _SCALARS = (int, float, bool)
 
 
@@ -504,6 +505,21 @@ def floor_divide(input, other):
     return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
 
 
+def fmod(input, other):
+    """C-style remainder: the result has the sign of the dividend."""
+    dt = _dt.result_type((input, other), _dt.default)
+    if dt is not _bool:  # in the result dtype first: abs(int8 -128) wraps, and bool has no arithmetic
+        input = input.to(dt) if isinstance(input, Tensor) and input.dtype is not dt else input
+        other = other.to(dt) if isinstance(other, Tensor) and other.dtype is not dt else other
+    if dt.is_floating_point:
+        # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
+        r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
+                      abs(other) if isinstance(other, Tensor) else builtins_abs(other))
+        return where(lt(input, 0), neg(r), r) if isinstance(input, Tensor) else \
+            (neg(r) if input < 0 else r)
+    return sub(input, mul(div(input, other, rounding_mode="trunc"), other))
+
+
 def rsub(input, other, alpha=1):
     return sub(other, input, alpha=alpha)
 
@@ -823,4 +839,3 @@ ClampMaxBackward0 = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": (
 
 from . import creation as _creation  # noqa: E402  (late, module level: an import per call costs ~10k instructions)
 from ._pointwise_fill import lerp, masked_fill  # noqa: E402, F401  (they are built on the ops above)
-from ._pointwise_fmod import fmod  # noqa: E402, F401
