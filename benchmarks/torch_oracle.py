@@ -49,21 +49,26 @@ DELIBERATE = (
 DELIBERATE_STEPS = (
     ("index_put_ with an empty tuple of indices writes the whole tensor as x[()] = v does (PyTorch 2.13 fails "
      "with internal errors: 'masked_fill_ only supports boolean masks ... nullptr', INTERNAL ASSERT)",
-     lambda a, b, what: a.op == "index_put_" and "index_put_((), " in a.src and a.error and not b.error),
+     lambda a, b, what, device="cpu": a.op == "index_put_" and "index_put_((), " in a.src and a.error and not b.error),
     ("an integer or bool tensor never requires grad after a setitem of a value that requires grad (issue 15; "
      "PyTorch 2.13 marks a bool destination of an advanced-index setitem as requiring grad)",
-     lambda a, b, what: what == "requires_grad True vs False" and a.op.startswith("setitem")
+     lambda a, b, what, device="cpu": what == "requires_grad True vs False" and a.op.startswith("setitem")
      and a.dtype in ("bool", "uint8", "int8", "int16", "int32", "int64")),
+    ("on opencl a one-element value tensor made on the device is no CPU scalar: a boolean-mask setitem needs equal "
+     "dtypes (PyTorch's rule, as on CUDA; the oracle's PyTorch side runs on the CPU, where it takes masked_fill_)",
+     lambda a, b, what, device="cpu": device != "cpu" and a.op == "setitem:mask" and not a.error
+     and b.error == "RuntimeError" and "torch.tensor(" in a.src.split("] = ")[-1] and "dtype=" not in
+     a.src.split("] = ")[-1]),
 )
 
 
-def _deliberate(want, got, diff) -> str | None:
+def _deliberate(want, got, diff, device: str) -> str | None:
     i, op, _, what = diff
     if op == "backward":
         return next((label for label, test in DELIBERATE if test(want, got)), None)
     if 0 <= i < min(len(want.steps), len(got.steps)):
         a, b = want.steps[i], got.steps[i]
-        return next((label for label, test in DELIBERATE_STEPS if test(a, b, what)), None)
+        return next((label for label, test in DELIBERATE_STEPS if test(a, b, what, device=device)), None)
     return None
 
 
@@ -158,7 +163,7 @@ def main() -> None:
             if diff is None:
                 agree += 1
                 continue
-            label = _deliberate(want, got, diff)
+            label = _deliberate(want, got, diff, device)
             if label is not None:
                 deliberate[label] += 1
                 continue
