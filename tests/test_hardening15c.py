@@ -332,3 +332,18 @@ def test_var_gradient_formula_and_zero_degrees_of_freedom(device):
     v.backward()
     assert v.dtype is torch.float16 and h.grad.dtype is torch.float16
     np.testing.assert_allclose(arr(h.grad).astype(np.float64), (np.array([1, 2, 4]) - 7 / 3), rtol=2e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_copy_of_a_python_float_is_not_rounded_to_float32(device):
+    for dtype, npdt in ((torch.float64, np.float64), (torch.float32, np.float32), (torch.float16, np.float16)):
+        y = torch.zeros(2, dtype=dtype, device=device)
+        y.copy_(0.001)
+        assert arr(y).tolist() == np.full(2, 0.001, dtype=npdt).tolist()  # one rounding, to x's dtype
+    x = torch.tensor([-2.25, 0.5], dtype=torch.float64, device=device, requires_grad=True)
+    z = x.clone()
+    z.copy_(0.001)
+    assert arr(z).tolist() == [0.001, 0.001] and z.requires_grad
+    i = torch.zeros(2, dtype=torch.int8, device=device)
+    i.copy_(2.7)
+    assert i.tolist() == [2, 2]

@@ -252,7 +252,10 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
         if not isinstance(src, (bool, int, float)):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
         from .creation import tensor
-        src = tensor(src, device=x.device)  # a Python number is a 0-d tensor (PyTorch's scalar binding)
+        # a Python number is a 0-d tensor (PyTorch's scalar binding); a float goes to a float x unrounded (PyTorch
+        # wraps it as a double: copy_(0.001) of a float64 tensor is 0.001, not float32's 0.0010000000474974513)
+        fx = isinstance(src, float) and x.dtype.is_floating_point
+        src = tensor(src, dtype=x.dtype if fx else None, device=x.device)
     from ._util import broadcast_shape
     if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
         raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "
