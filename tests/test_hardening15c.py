@@ -347,3 +347,26 @@ def test_copy_of_a_python_float_is_not_rounded_to_float32(device):
     i = torch.zeros(2, dtype=torch.int8, device=device)
     i.copy_(2.7)
     assert i.tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_clamp_of_bool_with_bool_bounds_has_no_kernel(device):
+    b = torch.tensor([True, False], device=device)
+    for kw, kind in ((dict(min=False), "clamp_min"), (dict(max=True), "clamp_max"),
+                     (dict(min=False, max=True), "clamp")):
+        with pytest.raises(NotImplementedError, match=f'"{kind}_scalar_cpu"'):
+            torch.clamp(b, **kw)
+    r = torch.clamp(b, min=0)  # an int bound promotes to int64, a float bound to the default float
+    assert r.dtype is torch.int64 and r.tolist() == [1, 0]
+    assert torch.clamp(b, min=0.5).tolist() == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_division_of_an_empty_broadcast_by_zero(device):
+    e = torch.zeros(0, dtype=torch.int64, device=device)
+    z = torch.tensor([[-1], [0]], dtype=torch.int8, device=device)
+    for r in (torch.div(e, z, rounding_mode="trunc"), e // z, torch.remainder(e, z),
+              torch.div(e, z, rounding_mode="floor")):
+        assert tuple(r.shape) == (2, 0) and r.dtype is torch.int64
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        (torch.ones(2, dtype=torch.int64, device=device) // torch.tensor([0, 1], device=device)).tolist()

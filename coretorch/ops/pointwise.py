@@ -278,7 +278,8 @@ def _make_binary(name: str, node_cls, kind: str):
             if dt is _bool:
                 raise NotImplementedError(f"\"{'div_floor' if name == 'floor_divide' else name}_cpu\" not "
                                           "implemented for 'Bool'")
-            if bt or a.numel():  # (an empty tensor // 0 is empty, as PyTorch: no element divides by zero)
+            # an empty result divides nothing by zero (PyTorch: empty // 0, or an empty broadcast, is no error)
+            if 0 not in (broadcast_shape(xa.shape, xb.shape) if bt else xa.shape):
                 _check_divisor(table, xb, bt)
         if out is None:
             out = getattr(table, name)(xa, xb)
@@ -757,6 +758,9 @@ def clamp(input, min=None, max=None):
         if rdt is not dt:
             dt = rdt
             x = table.cast(x, dt.np)
+        if dt is _bool:  # PyTorch has no bool clamp kernel (a bool bound keeps the bool dtype)
+            kind = "clamp" if min is not None and max is not None else "clamp_min" if min is not None else "clamp_max"
+            raise NotImplementedError(f"\"{kind}_scalar_cpu\" not implemented for 'Bool'")
         if not dt.is_floating_point:
             min = None if min is None else _dt.fit_scalar(min if dt is _bool else int(min), dt)
             max = None if max is None else _dt.fit_scalar(max if dt is _bool else int(max), dt)
