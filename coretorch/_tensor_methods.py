@@ -248,7 +248,7 @@ Tensor.index_add_ = lambda self, dim, index, source, *, alpha=1: IP.apply_inplac
     self, "index_add_", lambda s: I.index_add(s, dim, index, source, alpha=alpha), source)
 
 for _name, _fn in {"pow_": P.pow,
-                   "floor_divide_": P.floor_divide, "remainder_": P.remainder, "maximum_": P.maximum,
+                   "floor_divide_": P.floor_divide, "remainder_": P.remainder, "fmod_": P.fmod, "maximum_": P.maximum,
                    "minimum_": P.minimum, "masked_fill_": P.masked_fill, "lerp_": P.lerp,
                    "copysign_": None}.items():
     if _fn is not None:

@@ -9,8 +9,12 @@ The comparison of two runs is coretorch/testing_fuzz_compare.py.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
+import pathlib
 import random
+import sys
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -50,6 +54,7 @@ class Result:
     final: dict = field(default_factory=dict)   # name -> value of every variable after the program (aliasing)
     grads: dict = field(default_factory=dict)   # leaf name -> gradient of the weighted sum (or None)
     grad_error: str | None = None
+    grad_message: str | None = None   # the backward error's text (the oracle tells deliberate differences by it)
 
     @property
     def source(self) -> str:
@@ -659,8 +664,21 @@ def _gen_inplace(rng, env, name: str):
     return pre + f"{name}.{op}({_operand(rng, env, x)}{kw})", op, [x]
 
 
+def _more_families() -> tuple:
+    """coretorch/testing_fuzz_families.py: from the package, or by path where this module was loaded by path (the
+    oracle's PyTorch process imports no coretorch)."""
+    if __package__:
+        mod = importlib.import_module(f"{__package__}.testing_fuzz_families")
+    else:
+        path = pathlib.Path(__file__).with_name("testing_fuzz_families.py")
+        spec = importlib.util.spec_from_file_location("testing_fuzz_families", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    return mod.families(sys.modules[__name__])
+
+
 _FAMILIES = ((_gen_unary, 3), (_gen_binary, 5), (_gen_reduce, 3), (_gen_shape, 3), (_gen_index, 3),
-             (_gen_misc, 4), (None, 3), (_gen_extra, 3))  # None: in place
+             (_gen_misc, 4), (None, 3), (_gen_extra, 3)) + _more_families()  # None: in place
 
 
 def _summary(ns: dict, name: str):
@@ -699,8 +717,8 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
         name = f"x{n_in + k}"
         for _attempt in range(20):
             fam = rng.choices([f for f, _ in _FAMILIES], [w for _, w in _FAMILIES])[0]
-            if fam is None:
-                src, op, args = _gen_inplace(rng, env, name)
+            if fam is None or getattr(fam, "statement", False):
+                src, op, args = (fam or _gen_inplace)(rng, env, name)
                 ref = None
             else:
                 rhs, op, args, ref = fam(rng, env)
@@ -745,4 +763,5 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
                 res.grads[n] = None if g is None else _host(g)
         except Exception as e:  # noqa: BLE001
             res.grad_error = error_class(e)
+            res.grad_message = str(e)[:300]
     return res

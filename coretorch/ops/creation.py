@@ -293,6 +293,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
                            f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = _dt.default if any(isinstance(v, float) for v in vals) else _dt.int64
+    if dtype is _dt.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     table = _table(device)
     n = max(0, math.ceil((end - start) / step))
     if dtype.is_floating_point:

@@ -529,11 +529,14 @@ def _same_device(op, input: Tensor, *others) -> None:
             raise device_mismatch(op, input, o)
 
 
-def _check_index(op, index, ndim=None):
+def _check_index(op, index, ndim=None, *, empty_ok: bool = False):
     """PyTorch's checks of an index tensor: int64 or int32 (PyTorch 2.13 takes both), and for gather/scatter as
-    many dims as the input (a 0-d tensor reads as 1-d there)."""
+    many dims as the input (a 0-d tensor reads as 1-d there).  ``empty_ok``: an empty index of any dtype and
+    shape passes (gather/scatter check nothing about an index without elements, as PyTorch's kernels)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if empty_ok and not index.numel():
+        return
     if index.dtype is not _i64 and index.dtype is not _dt.int32:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {index.dtype}")
     if ndim is not None and max(index.ndim, 1) != max(ndim, 1):
@@ -543,10 +546,6 @@ def _check_index(op, index, ndim=None):
 
 def _shape1(t: Tensor) -> tuple:
     return tuple(t.shape) or (1,)
-
-
-def _nonempty(index) -> bool:
-    return not isinstance(index, Tensor) or index.numel() > 0
 
 
 def _check_range(op, index: Tensor, size: int, dim: int | None = None, exc: type = RuntimeError,
@@ -585,7 +584,7 @@ class GatherBackward0(Node):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = norm_dim(dim, input.ndim, "gather")
-    _check_index("gather", index, input.ndim if _nonempty(index) else None)  # PyTorch checks no empty index
+    _check_index("gather", index, input.ndim, empty_ok=True)  # PyTorch checks no empty index
     _same_device("gather", input, index)
     ish, xsh = _shape1(index), _shape1(input)  # a 0-d tensor reads as 1-d here
     for k in range(len(xsh) if index.numel() else 0):
@@ -622,7 +621,7 @@ class ScatterAddBackward0(Node):
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = norm_dim(dim, input.ndim, "scatter_add")
-    _check_index("scatter_add", index, input.ndim if _nonempty(index) else None)
+    _check_index("scatter_add", index, input.ndim, empty_ok=True)
     _same_device("scatter_add", input, index, src)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype (got {input.dtype} and "

@@ -5,7 +5,9 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
-from ..tensor import Tensor
+from ..autograd.graph import _FREED, Node
+from ..tensor import Tensor, _make
+from ._util import edge
 from .pointwise import _round_to, _scalar_opmath
 
 
@@ -18,9 +20,86 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
                            f"({op}). Wrap the update in `with coretorch.no_grad():` or use an out-of-place op.")
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
     if recording and x._base is not None and (x._base._rg or x._rg):
-        raise NotImplementedError(f"{op}: in-place modification of a view of a tensor that requires grad is "
-                                  "not supported by coretorch yet; use the out-of-place form of the op")
+        base = x._base
+        if x._rg and base._rg and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               f"operation ({op}).")
+        if not (x._rg and base._rg) or _view_geometry(x) is None:
+            # a view detached from base's graph (detach(), no_grad), or a layout the rebase cannot address
+            raise NotImplementedError(f"{op}: in-place modification of this view of a tensor that requires grad "
+                                      "is not supported by coretorch yet; use the out-of-place form of the op")
     return recording
+
+
+def _view_geometry(x: Tensor):
+    """(shape, element strides, element offset) of the view ``x`` in its base's memory, where the base is
+    contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
+    None."""
+    root, table = x._base, x._be
+    if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
+        return None
+    shape = tuple(x._data.shape)
+    n = 1
+    for d in root._data.shape:
+        n *= d
+    if 0 in shape:  # no element written: any layout will do
+        return shape, (0,) * len(shape), 0, n
+    if not table.is_contiguous(root._data):
+        return None
+    st = tuple(table.strides(x._data))
+    off = table.storage_offset(x._data) - table.storage_offset(root._data)
+    if off < 0 or min(st, default=0) < 0 or any(t == 0 and d > 1 for d, t in zip(shape, st)) \
+            or off + 1 + sum((d - 1) * t for d, t in zip(shape, st)) > n:
+        return None
+    return shape, st, off, n
+
+
+def _positions(table, g: Tensor, geom) -> Tensor:
+    """int64 positions (flat, in a contiguous tensor of the base's shape) of the view's elements, in view order."""
+    shape, st, off, n = geom
+    ar = table.arange(0, max(n, 1), 1, _dt.int64.np)
+    return _make(table.contiguous(table.as_strided(ar, shape, st, off)), _dt.int64, table).reshape(-1)
+
+
+class CopySlices(Node):
+    """The base's node after an in-place op on a view of it: the written region's gradient goes to the op's
+    result, the rest to the base as it was (PyTorch's CopySlices)."""
+    __slots__ = ("geom", "shape")
+
+    def backward(self, g):
+        from .indexing import index_select
+        from .scatter import index_fill
+        pos = _positions(g._be, g, self.geom)
+        flat = g.reshape(-1)
+        return (index_fill(flat, 0, pos, 0).reshape(self.shape),
+                index_select(flat, 0, pos).reshape(self.geom[0]))
+
+
+class AsStridedBackward0(Node):
+    """The view's node after the rebase: its gradient lands in the base's region (a zero elsewhere)."""
+    __slots__ = ("geom", "shape")
+
+    def backward(self, g):
+        from .indexing import index_add
+        from .creation import zeros
+        pos = _positions(g._be, g, self.geom)
+        z = zeros(self.geom[3], dtype=g.dtype, device=g.device)
+        return (index_add(z, 0, pos, g.reshape(-1)).reshape(self.shape),)
+
+
+def _rebase_view(x: Tensor, r: Tensor) -> None:
+    """x, a view of ``base``, took r's values (already written): base's graph gets a CopySlices node joining its
+    old graph and r's, and x becomes a view of the new base (as PyTorch's in-place ops on views)."""
+    base = x._base
+    geom = _view_geometry(x)
+    node = CopySlices()
+    node.geom, node.shape = geom, tuple(base._data.shape)
+    node.next_functions = (edge(base), edge(r))
+    base.grad_fn, base._out_nr, base._rg = node, 0, True
+    view = AsStridedBackward0()
+    view.geom, view.shape = geom, node.shape
+    view.next_functions = ((node, 0),)
+    x.grad_fn, x._out_nr, x._rg = view, 0, True
 
 
 def rebase(x: Tensor, r: Tensor) -> None:
@@ -33,13 +112,31 @@ def rebase(x: Tensor, r: Tensor) -> None:
     x._vc[0] += 1
     if r.dtype is not x.dtype:
         r = r.to(x.dtype)
+    else:
+        _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
-    x.grad_fn = r.grad_fn
-    x._out_nr = r._out_nr
-    x._rg = r._rg
+    if x._base is not None and x._rg and x._base._rg and r._rg:
+        _rebase_view(x, r)
+    else:
+        x.grad_fn = r.grad_fn
+        x._out_nr = r._out_nr
+        x._rg = r._rg
     if x._retains:
         from ..tensor import _move_retains_hook
         _move_retains_hook(x, old_fn, old_nr)
+
+
+def _saved_output_is_x(node, r, x: Tensor) -> None:
+    """A node that saved its output ``r`` (relu_, exp_, sigmoid_...) saves ``x`` instead, at x's new version: as
+    in PyTorch, an in-place change of x afterwards makes the backward raise (and r's copy is not kept alive)."""
+    if node is None:
+        return
+    saved = node._saved
+    if saved and saved is not _FREED and any(t is r for t in saved):
+        node._versions = tuple([x._vc[0] if t is r else v for t, v in zip(saved, node._versions)])
+        node._saved = tuple([x if t is r else t for t in saved])
+    if getattr(node, "out", None) is r:
+        node.out = x
 
 
 def _castable(src: _dt.dtype, dst: _dt.dtype) -> bool:
@@ -155,7 +252,10 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
         if not isinstance(src, (bool, int, float)):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
         from .creation import tensor
-        src = tensor(src, device=x.device)  # a Python number is a 0-d tensor (PyTorch's scalar binding)
+        # a Python number is a 0-d tensor (PyTorch's scalar binding); a float goes to a float x unrounded (PyTorch
+        # wraps it as a double: copy_(0.001) of a float64 tensor is 0.001, not float32's 0.0010000000474974513)
+        fx = isinstance(src, float) and x.dtype.is_floating_point
+        src = tensor(src, dtype=x.dtype if fx else None, device=x.device)
     from ._util import broadcast_shape
     if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
         raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "

@@ -114,6 +114,10 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
         out = squeeze(out, -2)
     if db == 1:
         out = squeeze(out, -1)
+    if da == 1 or db == 1:
+        # the squeezed product is a fresh tensor to the caller, as PyTorch's dot/mv (its base is internal): in-place
+        # ops on it are not in-place ops on a view
+        out._base = None
     return out
 
 
@@ -263,6 +267,8 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
     if xd.shape[1] != wd.shape[1]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({xd.shape[0]}x{xd.shape[1]} and "
                            f"{wd.shape[1]}x{wd.shape[0]})")
+    if input.dtype is _dt.bool_:  # no bool product kernel, as PyTorch's (an empty product needs none)
+        return _matmul_nd(input, weight.t()) if bias is None else _matmul_nd(input, weight.t()) + bias
     table = input._be
     if table.has_linear and (bias is None or bias._data.shape == wd.shape[:1]):
         bd = None if bias is None else bias._data

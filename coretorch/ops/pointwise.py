@@ -33,6 +33,10 @@ class _BinaryNode(Node):
         return (ga, gb)
 
 
+_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+             "mask, use the `~` or `logical_not()` operator instead.")
+
+
 def _is_bool(x) -> bool:
     """A bool tensor or a Python bool (PyTorch wraps the latter into a bool tensor)."""
     return x.dtype is _bool if isinstance(x, Tensor) else type(x) is bool
@@ -204,11 +208,12 @@ def _make_binary(name: str, node_cls, kind: str):
                     node.need = (a._rg, b._rg)
                     node.scalar = node.sa = node.sb = node.dts = None
                     if save_inputs:
-                        node.save(a, b)
+                        node.save(*node_cls.to_save(a, b, node.need))
                     node.next_functions = (edge(a), edge(b))
                     r = _make(out, dt, table, node)
-                    if save_output:
+                    if save_output:  # kept, and version-checked: an in-place change of r makes backward raise
                         node.out = r
+                        node.save(*node._saved, r)
                     return r
                 return _make(out, dt, table)
         if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
@@ -219,8 +224,7 @@ def _make_binary(name: str, node_cls, kind: str):
             # true division of a Python number by an integer tensor: the number as given (-3 / u8), not wrapped
             a = _creation.full((), float(a), dtype=_dt.default, device=b.device)
         if is_sub and _is_bool(a) is not _is_bool(b):
-            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise RuntimeError(_SUB_BOOL)
         if kind == "div" and isinstance(a, Tensor) and isinstance(b, Tensor) and not a.dtype.is_floating_point \
                 and not b.dtype.is_floating_point:
             # integer / integer: each operand goes to the float dtype as it is (u8 / tensor(-1) is -200, not the
@@ -279,7 +283,8 @@ def _make_binary(name: str, node_cls, kind: str):
             if dt is _bool:
                 raise NotImplementedError(f"\"{'div_floor' if name == 'floor_divide' else name}_cpu\" not "
                                           "implemented for 'Bool'")
-            if bt or a.numel():  # (an empty tensor // 0 is empty, as PyTorch: no element divides by zero)
+            # an empty result divides nothing by zero (PyTorch: empty // 0, or an empty broadcast, is no error)
+            if 0 not in (broadcast_shape(xa.shape, xb.shape) if bt else xa.shape):
                 _check_divisor(table, xb, bt)
         if out is None:
             out = getattr(table, name)(xa, xb)
@@ -288,11 +293,12 @@ def _make_binary(name: str, node_cls, kind: str):
             node.need = (a._rg, bt and b._rg)
             node.scalar = None if bt else xb
             if node_cls.save_inputs:
-                node.save(a, b if bt else None)
+                node.save(*node_cls.to_save(a, b if bt else None, node.need))
             r = _record(node, out, dt, table, a, b, bt, a._data.shape, b._data.shape if bt else None,
                         out.shape)
             if node_cls.save_output:
                 node.out = r
+                node.save(*node._saved, r)
             return r
         return _make(out, dt, table)
     fn.__name__ = name
@@ -300,9 +306,28 @@ def _make_binary(name: str, node_cls, kind: str):
     return fn
 
 
-def _binary_node(name: str, backward, save_inputs=True, save_output=False):
+def _save_both(a, b, need):
+    return a, b
+
+
+def _save_mul(a, b, need):
+    """PyTorch saves only what the needed gradients read (a's needs b, b's needs a): modifying the other operand
+    in place afterwards is no error (y = c * x; x.exp_() when only c requires grad)."""
+    return (a if need[1] else None), (b if need[0] else None)
+
+
+def _save_div(a, b, need):
+    return (a if need[1] else None), b
+
+
+def _save_remainder(a, b, need):
+    return (a, b) if need[1] else (None, None)
+
+
+def _binary_node(name: str, backward, save_inputs=True, save_output=False, to_save=_save_both):
     cls = type(name, (_BinaryNode,), {"__slots__": ("out",) if save_output else (), "backward": backward,
-                                      "save_inputs": save_inputs, "save_output": save_output})
+                                      "save_inputs": save_inputs, "save_output": save_output,
+                                      "to_save": staticmethod(to_save)})
     return cls
 
 
@@ -319,7 +344,7 @@ def _sub_bw(self, g):
 def _mul_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if self.scalar is not None:
         return self.grads(mul(g, self.scalar), None)
     return self.grads(mul(g, b) if na else None, mul(g, a) if nb else None)
 
@@ -327,7 +352,7 @@ def _mul_bw(self, g):
 def _div_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if self.scalar is not None:
         return self.grads(div(g, self.scalar), None)
     return self.grads(div(g, b) if na else None, neg(div(mul(g, a), mul(b, b))) if nb else None)
 
@@ -368,20 +393,20 @@ def _maxmin_bw(loses):
 def _remainder_bw(self, g):
     a, b = self.saved()
     na, nb = self.need
-    if b is None:
+    if not nb:
         return self.grads(g, None)
     return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="floor")) if nb else None)
 
 
 AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
 SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)
-MulBackward0 = _binary_node("MulBackward0", _mul_bw)
-DivBackward0 = _binary_node("DivBackward0", _div_bw)
+MulBackward0 = _binary_node("MulBackward0", _mul_bw, to_save=_save_mul)
+DivBackward0 = _binary_node("DivBackward0", _div_bw, to_save=_save_div)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
 MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
 MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
-RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw)
+RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw, to_save=_save_remainder)
 
 _add = _make_binary("add", AddBackward0, "arith")
 _sub = _make_binary("sub", SubBackward0, "arith")
@@ -437,6 +462,8 @@ def add(input, other, *, alpha=1):
 
 def sub(input, other, *, alpha=1):
     if alpha != 1 or type(alpha) is not int:
+        if _is_bool(input) is not _is_bool(other):  # before alpha scales the bool away: PyTorch checks first
+            raise RuntimeError(_SUB_BOOL)
         other = _alpha(input, other, alpha, "sub")
     return _sub(input, other)
 
@@ -765,6 +792,9 @@ def clamp(input, min=None, max=None):
         if rdt is not dt:
             dt = rdt
             x = table.cast(x, dt.np)
+        if dt is _bool:  # PyTorch has no bool clamp kernel (a bool bound keeps the bool dtype)
+            kind = "clamp" if min is not None and max is not None else "clamp_min" if min is not None else "clamp_max"
+            raise NotImplementedError(f"\"{kind}_scalar_cpu\" not implemented for 'Bool'")
         if not dt.is_floating_point:
             min = None if min is None else _dt.fit_scalar(min if dt is _bool else int(min), dt)
             max = None if max is None else _dt.fit_scalar(max if dt is _bool else int(max), dt)

@@ -204,17 +204,20 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {"__slots__": ()})
+
+
 class MaxBackward1(AmaxBackward0):
-    """max()/min() of a whole tensor: the gradient is shared evenly by the elements equal to the result, a NaN
-    result counting as equal to every NaN (PyTorch's evenly_distribute_backward; amax keeps plain equality)."""
+    """max()/min() of all elements: PyTorch's evenly_distribute_backward (its CPU form): the gradient is shared by
+    the elements equal to the result (the NaNs when it is NaN) and written only there, so a NaN gradient stays
+    at those elements (amax/amin multiply by the mask instead and spread it, as PyTorch's do)."""
     __slots__ = ()
 
     def backward(self, g):
         x = self.saved()[0]
-        oe = _expand_back(self.out.detach(), self.shape, self.axes, self.keepdim)
-        mask = logical_or(eq(x, oe), logical_and(isnan(x), isnan(oe))).to(g.dtype)
-        share = div(mask, sum(mask, self.axes, keepdim=True))
-        return (mul(_expand_back(g, self.shape, self.axes, self.keepdim), share),)
+        v = self.out.detach()
+        mask = where(isnan(v), isnan(x), eq(x, v))
+        count = sum(mask, None, dtype=g.dtype)
+        return (where(mask, div(g, count), 0.0),)
 
 
 MinBackward1 = type("MinBackward1", (MaxBackward1,), {"__slots__": ()})
@@ -421,14 +424,47 @@ def _var_acc(input, dim, keepdim, correction, op="var"):
     return div(s, builtins.max(n - correction, 0))
 
 
+class VarBackward0(Node):
+    """PyTorch's var_backward: 2 / (N - correction) * grad * (x - mean), also where N <= correction (+-inf; with no
+    dim: grad * inf, NaN where x is the mean), where the composite's path through the mean would give NaN."""
+    __slots__ = ("axes", "keepdim", "shape", "correction")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        axes = self.axes if x.ndim else None
+        if axes is None:
+            mu = mean(x)
+            dof = x.numel() - self.correction
+            if dof <= 0:
+                return (mul(g, where(eq(x, mu), float("nan"), float("inf"))),)
+            return (mul(mul(g, 2.0 / dof), sub(x, mu)),)
+        rn = 1
+        for a in axes:
+            rn *= self.shape[a]
+        dof = rn - self.correction
+        ge = _expand_back(g, self.shape, axes, self.keepdim)
+        return (mul(mul(ge, 2.0 / dof if dof else float("inf")), sub(x, mean(x, axes, keepdim=True))),)
+
+
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     return _var(input, dim, unbiased, keepdim, correction, "var")
 
 
 def _var(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction, op)
-    return v if v.dtype is input.dtype else v.to(input.dtype)
+    if not (_gs.enabled and isinstance(input, Tensor) and input._rg):
+        v = _var_acc(input, dim, keepdim, correction, op)
+        return v if v.dtype is input.dtype else v.to(input.dtype)
+    axes = _axes(dim, input.ndim, op)
+    with _no_grad():
+        v = _var_acc(input, dim, keepdim, correction, op)
+        if v.dtype is not input.dtype:
+            v = v.to(input.dtype)
+    node = VarBackward0()
+    node.axes, node.keepdim, node.shape, node.correction = axes, keepdim, tuple(input._data.shape), correction
+    node.save(input)
+    node.next_functions = (edge(input),)
+    return _make(v._data, v.dtype, v._be, node)
 
 
 class StdBackward0(Node):
@@ -608,7 +644,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})

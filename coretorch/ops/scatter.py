@@ -7,6 +7,8 @@ The scatter family writes through the backend's advanced-indexing primitives: ``
 along ``dim``, an ``arange`` grid along the others), so each op is a copy plus one kernel on every backend."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -56,7 +58,7 @@ def _native(t: Tensor, dt) -> object:
 def _check_scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Tensor | None) -> int:
     """PyTorch's checks of scatter/scatter_reduce arguments; returns the normalised dim."""
     d = norm_dim(dim, input.ndim, op)
-    _ix._check_index(op, index, input.ndim if index.numel() else None)
+    _ix._check_index(op, index, input.ndim, empty_ok=True)
     _ix._same_device(op, input, index, src)
     if src is not None and src.dtype is not input.dtype:
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
@@ -353,15 +355,19 @@ def _check_values_shape(input: Tensor, key: tuple, nkey, advanced: bool, vshape:
                            f"result of shape {list(target)}")
 
 
-def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> int:
+def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_range: bool = True) -> int:
     d = norm_dim(dim, input.ndim, op)
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index.dtype is not _i64:
+        if op == "index_fill":  # PyTorch's index_fill raises IndexError here (index_copy a RuntimeError)
+            raise IndexError(f"index_fill_(): Expected dtype int64 for index, but got {index.dtype}")
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     if index.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     _ix._same_device(op, input, index)
+    if not check_range:
+        return d
     size = input.shape[d] if input.ndim else 1
     _ix._check_range(op, index, size, d, IndexError, f"{op}_(): index {{}} is out of bounds for dimension {d} with "
                                                      f"size {size}")
@@ -417,7 +423,16 @@ class IndexFillBackward0(Node):
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     """input with ``value`` at ``index`` along ``dim``."""
-    d = _check_index_vector("index_fill", input, dim, index)
+    empty = input.numel() == 0
+    d = _check_index_vector("index_fill", input, dim, index, check_range=not empty)
+    if empty and index.numel():
+        # PyTorch reads no index of an empty tensor: where the other dims hold elements (so every index is out of
+        # range of an empty ``dim``) it raises a RuntimeError, otherwise it returns the empty tensor unchecked
+        others = math.prod(input.shape[:d] + input.shape[d + 1:])
+        if others:
+            raise RuntimeError(f"index_fill_(): index {int(_as1d(index)[0].item())} is out of bounds for dimension "
+                               f"{d} with size 0")
+        index = index[:0]
     vt = isinstance(value, Tensor)
     if vt and value.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "

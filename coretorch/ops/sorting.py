@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, return_type
@@ -201,8 +202,9 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
     d = 0 if flat else norm_dim(dim, input.ndim, op)
     n = x.shape[d] if x.ndim else 1
     if n == 0:
-        if flat and input.dtype.is_floating_point:
-            return _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)
+        if flat and input.dtype.is_floating_point:  # NaN, in the graph with a zero gradient as PyTorch's
+            r = _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)
+            return _keep_graph(r, (input,), "NanmedianBackward0" if ignore_nan else "MedianBackward0")
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
     xa = x._data
     if not input.dtype.is_floating_point or x.ndim == 0 or (

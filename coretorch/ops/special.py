@@ -367,14 +367,14 @@ def _atan2_bw(self, g):
 
 
 def _hypot_bw(self, g):
-    a, b = self.saved()
+    a, b = self.saved()[:2]  # (the output is saved last, for its version check)
     b = _scalar_or(self, b)
     na, nb = self.need
     return self.grads(mul(g, div(a, self.out)) if na else None, mul(g, div(b, self.out)) if nb else None)
 
 
 def _copysign_bw(self, g):
-    a, _ = self.saved()
+    a = self.saved()[0]
     na, nb = self.need
     ga = where(eq(a, 0), 0.0, mul(g, div(self.out, a))) if na else None
     return self.grads(ga, mul(g, 0.0) if nb else None)
