@@ -14,7 +14,7 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _needs_graph, _record
+from ._common import _check_tensor, _needs_graph, _no_grad, _record
 
 # ---------------------------------------------------------------------------------------------
 # erf: numpy has none; a series / continued fraction on primitive kernels, accurate to ~1e-15 in float64
@@ -91,7 +91,7 @@ def _floating_only(op: str, input) -> None:
 
 def threshold(input, threshold, value, inplace=False):
     x = _src(input, inplace)
-    out = _P.where(_P.gt(x, threshold), x, value)
+    out = _P.where(_P.le(x, threshold), value, x)  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -120,8 +120,9 @@ def elu(input, alpha=1.0, inplace=False):
         with off:
             return elu(input, alpha, inplace)
     x = _src(input, inplace)
-    # expm1 of min(x, 0): the unused branch never overflows (no inf * 0 in the backward)
-    neg = _P.mul(_P.expm1(_P.clamp(x, max=0.0)), alpha)
+    # expm1 of x where x <= 0 (0 elsewhere): the unused branch never overflows (no inf * 0 in the backward), and
+    # a NaN input reaches expm1, so its gradient is NaN as PyTorch's
+    neg = _P.mul(_P.expm1(_P.where(_P.gt(x, 0), 0.0, x)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
     return _inplace_result(input, out) if inplace else out
 
@@ -142,7 +143,7 @@ def celu(input, alpha=1.0, inplace=False):
         with off:
             return celu(input, alpha, inplace)
     x = _src(input, inplace)
-    neg = _P.mul(_P.expm1(_P.div(_P.clamp(x, max=0.0), alpha)), alpha)
+    neg = _P.mul(_P.expm1(_P.div(_P.where(_P.gt(x, 0), 0.0, x), alpha)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
     return _inplace_result(input, out) if inplace else out
 
@@ -202,7 +203,68 @@ def logsigmoid(input):
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return logsigmoid(input)
-    return _P.neg(softplus(_P.neg(input)))
+    table = input._be
+    x = input
+    # min(x, 0) - log1p(exp(-|x|)): no overflow on either side
+    with _no_grad():
+        out = _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x)))))
+    if _needs_graph(input):
+        node = LogSigmoidBackward0()
+        node.save(input)
+        return _record(node, out._data, out.dtype, table, input)
+    return out
+
+
+class LogSigmoidBackward0(Node):
+    """d/dx log sigmoid(x) = sigmoid(-x) (exact for every x, NaN at NaN), in tensor ops."""
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (_P.mul(g, _P.sigmoid(_P.neg(x))),)
+
+
+class HardtanhBackward0(Node):
+    """1 strictly inside (min_val, max_val), 0 elsewhere (the bounds and NaN too), as PyTorch's hardtanh_backward."""
+    __slots__ = ("lo", "hi")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (_P.where(_P.logical_and(_P.gt(x, self.lo), _P.lt(x, self.hi)), g, 0.0),)
+
+
+class HardswishBackward0(Node):
+    """0 for x <= -3, x / 3 + 1/2 for -3 < x < 3 (NaN at NaN), 1 from 3 on, as PyTorch's hardswish_backward."""
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        inner = _P.where(_P.ge(x, 3.0), 1.0, _P.add(_P.div(x, 3.0), 0.5))
+        return (_P.where(_P.le(x, -3.0), 0.0, _P.mul(g, inner)),)
+
+
+# PyTorch's hardsigmoid_backward multiplies by 1/6 rounded to float32 in every dtype (kept for parity)
+_ONE_SIXTH_F32 = 0.1666666716337204  # float(numpy.float32(1) / numpy.float32(6))
+
+
+class HardsigmoidBackward0(Node):
+    """1/6 strictly inside (-3, 3), 0 elsewhere (NaN included), as PyTorch's hardsigmoid_backward."""
+    __slots__ = ()
+
+    def backward(self, g):
+        (x,) = self.saved()
+        return (_P.where(_P.logical_and(_P.gt(x, -3.0), _P.lt(x, 3.0)), _P.mul(g, _ONE_SIXTH_F32), 0.0),)
+
+
+def _with_node(node_cls, input: Tensor, out: Tensor, **fields) -> Tensor:
+    """``out`` (computed without a graph) as the result of ``node_cls`` over ``input``."""
+    if not _needs_graph(input):
+        return out
+    node = node_cls()
+    for k, v in fields.items():
+        setattr(node, k, v)
+    node.save(input)
+    return _record(node, out._data, out.dtype, out._be, input)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -210,8 +272,9 @@ def softplus(input, beta=1.0, threshold=20.0):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softplus", input)
     z = _P.mul(input, beta) if beta != 1 else input
-    # log1p(exp(z)) on min(z, threshold): the linear branch never overflows exp
-    soft = _P.log1p(_P.exp(_P.clamp(z, max=float(threshold))))
+    # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp, and a NaN input
+    # reaches exp, so its gradient is NaN as PyTorch's
+    soft = _P.log1p(_P.exp(_P.where(_P.gt(z, threshold), 0.0, z)))
     if beta != 1:
         soft = _P.div(soft, beta)
     return _P.where(_P.gt(z, threshold), input, soft)
@@ -227,21 +290,31 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         if input.dtype is _dt.uint8 and (min_val < 0 or max_val < 0):
             raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
         min_val, max_val = math.trunc(min_val), math.trunc(max_val)
-    out = _P.clamp(_src(input, inplace), min_val, max_val)
+    x = _src(input, inplace)
+    if x.dtype.is_floating_point and _needs_graph(x):
+        with _no_grad():
+            out = _P.clamp(x, min_val, max_val)
+        out = _with_node(HardtanhBackward0, x, out, lo=min_val, hi=max_val)
+    else:
+        out = _P.clamp(x, min_val, max_val)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
     _floating_only("hardsigmoid", input)
     x = _src(input, inplace)
-    out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
+    with _no_grad():
+        out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
+    out = _with_node(HardsigmoidBackward0, x, out)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardswish(input, inplace=False):
     _floating_only("hardswish", input)
     x = _src(input, inplace)
-    out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
+    with _no_grad():
+        out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
+    out = _with_node(HardswishBackward0, x, out)
     return _inplace_result(input, out) if inplace else out
 
 

@@ -40,7 +40,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
-    return _P.where(_P.gt(_P.abs(input), lambd), input, 0.0)
+    # NaN stays NaN (with no gradient), as PyTorch's kernels
+    return _P.where(_P.gt(_P.abs(input), lambd), input, _P.where(_P.isnan(input), input.detach(), 0.0))
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -50,7 +51,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         tname = _C_TYPE.get(input.dtype.name, input.dtype.name)
         raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype {tname}, but found {lambd:g}")
     shrunk = _P.sub(input, _P.mul(_P.sign(input), lambd))
-    return _P.where(_P.gt(_P.abs(input), lambd), shrunk, 0.0)
+    return _P.where(_P.gt(_P.abs(input), lambd), shrunk, _P.where(_P.isnan(input), input.detach(), 0.0))
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -62,7 +63,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     else:
         slope = (lower + upper) / 2
     x = input.clone() if inplace and input.requires_grad and _gs.enabled else input
-    out = _P.where(_P.ge(x, 0), x, _P.mul(x, slope))
+    out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
     return input.copy_(out) if inplace else out
 
 

@@ -16,7 +16,7 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops._util import device_mismatch, host_all_below
 from ...tensor import Tensor, _make
-from ._activation import _floating_only, _softmax_impl
+from ._activation import _floating_only, _softmax_impl, logsigmoid
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
 
 
@@ -192,8 +192,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _floating_only("log_sigmoid_cpu", input)
     if isinstance(target, Tensor) and not target.dtype.is_floating_point:
         raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
-    # stable: log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
-    softplus_neg = _P.add(_P.clamp(_P.neg(input), min=0.0), _P.log1p(_P.exp(_P.neg(_P.abs(input)))))
+    # log(1 + exp(-x)) = -logsigmoid(x): stable, with the exact gradient -sigmoid(-x) (also at x = 0)
+    softplus_neg = _P.neg(logsigmoid(input))
     if pos_weight is not None:
         log_weight = _P.add(_P.mul(_P.sub(pos_weight, 1.0), target), 1.0)
         loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), _P.mul(log_weight, softplus_neg))
