@@ -9,11 +9,12 @@ import numpy as np
 
 from ...ops import creation as _C
 from ...ops import pointwise as _P
+from ...ops import reduction as _R
 from ...ops import shape as _S
-from ...tensor import Tensor
-from ._common import _check_tensor
+from ...tensor import Tensor, _make
+from ._common import _check_tensor, _i64, _no_grad
 from ._pooling import _avg_divisor, _pool_out
-from ._window import MaxPool3DWithIndicesBackward0, pool_table, take_max, window_argmax, window_sum
+from ._window import MaxPool3DWithIndicesBackward0, cached, isel, pool_table, take, take_max, window_argmax, window_sum
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
 
@@ -67,6 +68,57 @@ def _check_pad(k, p, d) -> None:
                                f"kernel_size={k[i]} and dilation={d[i]}")
 
 
+def _first_real(n_out: int, n_in: int, k: int, s: int, p: int, d: int) -> np.ndarray:
+    pos, valid = pool_table(n_out, n_in, k, s, p, d)
+    return pos[np.arange(n_out), np.argmax(valid, -1)]
+
+
+def _two_stage(x: Tensor, k, s, p, d, outs) -> tuple:
+    """(values, flat indices) by the backend's max_pool2d kernel over (H, W) of every depth slice, then the max
+    over each window's depth taps: memory kd times the output instead of kd*kh*kw.  The first maximum in (d, h, w)
+    order wins (first depth, then the kernel's first (h, w)); NaN: the last NaN, as PyTorch's loop."""
+    n, c, dd, h, w = x.shape
+    od, oh, ow = outs
+    table = x._be
+    dev = x.device
+    with _no_grad():
+        xs = _S.contiguous(x).reshape(n, c * dd, h, w)
+        v2, i2 = table.max_pool2d(xs._data, k[1:], s[1:], p[1:], d[1:], (oh, ow))
+        v = _make(v2, x.dtype, table).reshape(n, c, dd, oh, ow)
+        i = _make(i2, _i64, table).reshape(n, c, dd, oh, ow)
+        if p[1] or p[2]:  # an all -inf window: the kernel may name a padding tap, PyTorch the first real one
+            hw_key = ("pool3d_hw", oh, ow, h, w) + tuple(k[1:]) + tuple(s[1:]) + tuple(p[1:]) + tuple(d[1:])
+            first_hw = cached(hw_key, dev, lambda: _C.tensor(_first_real(oh, h, k[1], s[1], p[1], d[1])[:, None] * w
+                                                             + _first_real(ow, w, k[2], s[2], p[2], d[2])[None, :],
+                                                             dtype=_i64, device=dev))
+            i = _P.where(v == float("-inf"), first_hw, i)
+        pos, valid = pool_table(od, dd, k[0], s[0], p[0], d[0])
+        key = ("pool3d_depth", od, dd, k[0], s[0], p[0], d[0])
+        sel = cached(key + ("sel",), dev, lambda: _C.tensor(np.clip(pos, 0, dd - 1).reshape(-1), dtype=_i64,
+                                                             device=dev))
+        full = (n, c, od, k[0], oh, ow)
+        vs = isel(v, 2, sel).reshape(full)
+        padded = not valid.all()
+        if padded:
+            vt = cached(key + ("valid",), dev, lambda: _C.tensor(valid.reshape(od, k[0], 1, 1), device=dev))
+            vs = _P.where(vt, vs, float("-inf"))
+        kk = _R.argmax(vs, 3, keepdim=True)
+        if bool(_R.any(x.isnan()).item()):  # the last NaN depth tap (the kernel already took the last NaN in (h, w))
+            nan = vs.isnan()
+            last = _P.sub(k[0] - 1, _R.argmax(_S.flip(nan, (3,)).to(_i64), 3, keepdim=True))
+            kk = _P.where(_R.any(nan, 3, keepdim=True), last, kk)
+        if padded:  # a window whose real taps are all -inf: its first real depth tap
+            first = cached(key + ("first",), dev, lambda: _C.tensor(np.argmax(valid, -1).reshape(od, 1, 1, 1),
+                                                                    dtype=_i64, device=dev))
+            ok = take(_S.contiguous(_S.expand(vt, full)), 3, kk)
+            kk = _P.where(ok, kk, first)
+        dpos = cached(key + ("pos", h * w), dev, lambda: _C.tensor(pos.reshape(od, k[0], 1, 1) * (h * w), dtype=_i64,
+                                                             device=dev))
+        flat = _P.add(take(_S.contiguous(_S.expand(dpos, full)), 3, kk), take(isel(i, 2, sel).reshape(full), 3, kk))
+        vals = take(vs, 3, kk)
+    return vals.squeeze(3), flat.squeeze(3)
+
+
 def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = True):
     """(values, int64 flat indices into D*H*W) of 3-D max pooling, as ``torch.nn.functional``'s."""
@@ -86,9 +138,12 @@ def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
         c = x.shape[1]
         raise RuntimeError(f"Given input size: ({c}x{sp[0]}x{sp[1]}x{sp[2]}). Calculated output size: "
                            f"({c}x{outs[0]}x{outs[1]}x{outs[2]}). Output size is too small")
-    tables = [pool_table(outs[i], sp[i], k[i], s[i], p[i], d[i]) for i in range(3)]
-    idx = window_argmax(x, tables)
-    out = take_max(MaxPool3DWithIndicesBackward0, x, idx)
+    if x.dtype.is_floating_point and x._be.has("max_pool2d") and x.numel():
+        vals, idx = _two_stage(x, k, s, p, d, outs)
+        out = take_max(MaxPool3DWithIndicesBackward0, x, idx, vals)
+    else:
+        idx = window_argmax(x, [pool_table(outs[i], sp[i], k[i], s[i], p[i], d[i]) for i in range(3)])
+        out = take_max(MaxPool3DWithIndicesBackward0, x, idx)
     if not batched:
         out, idx = _S.squeeze(out, 0), _S.squeeze(idx, 0)
     return out, idx

@@ -54,7 +54,7 @@ def _joint(arrays: list, combine) -> np.ndarray:
 _CACHE: dict = {}  # (kind, key, device) -> device tensor: the tables of recent window shapes stay on the device
 
 
-def _cached(key: tuple, device, make) -> Tensor:
+def cached(key: tuple, device, make) -> Tensor:
     k = key + (str(device),)
     t = _CACHE.get(k)
     if t is None:
@@ -68,7 +68,7 @@ def _tables_key(tables: list) -> tuple:
     return tuple((pos.shape, pos.tobytes(), valid.tobytes()) for pos, valid in tables)
 
 
-def _isel(x: Tensor, d: int, idx: Tensor) -> Tensor:
+def isel(x: Tensor, d: int, idx: Tensor) -> Tensor:
     """index_select with indices known to be in range (no device-side check), recording the usual node."""
     table = x._be
     out = table.index_select(x._data, d, idx._data)
@@ -80,7 +80,7 @@ def _isel(x: Tensor, d: int, idx: Tensor) -> Tensor:
     return _make(out, x.dtype, table)
 
 
-def _take(x: Tensor, d: int, idx: Tensor) -> Tensor:
+def take(x: Tensor, d: int, idx: Tensor) -> Tensor:
     """gather (no graph) with indices known to be in range."""
     return _make(x._be.gather(x._data, d % x.ndim, idx._data), x.dtype, x._be)
 
@@ -99,9 +99,9 @@ def window_argmax(x: Tensor, tables: list) -> Tensor:
         key = _tables_key(tables) + (sp,)
         t = x
         for i, (pos, _) in enumerate(tables):
-            idx = _cached(("sel", i) + key, dev, lambda: _C.tensor(np.clip(tables[i][0], 0, sp[i] - 1).reshape(-1),
+            idx = cached(("sel", i) + key, dev, lambda: _C.tensor(np.clip(tables[i][0], 0, sp[i] - 1).reshape(-1),
                                                                    dtype=_i64, device=dev))
-            t = _isel(t, 2 + i, idx)
+            t = isel(t, 2 + i, idx)
         t = t.reshape((n, c) + tuple(v for pos, _ in tables for v in pos.shape))
         t = _S.permute(t, (0, 1) + tuple(2 + 2 * i for i in range(m)) + tuple(3 + 2 * i for i in range(m)))
         t = t.reshape((n, c) + outs + (-1,))
@@ -109,7 +109,7 @@ def window_argmax(x: Tensor, tables: list) -> Tensor:
         kk = valid.shape[-1]
         padded = not valid.all()
         if padded:
-            vt = _cached(("valid",) + key, dev, lambda: _C.tensor(valid, device=dev))
+            vt = cached(("valid",) + key, dev, lambda: _C.tensor(valid, device=dev))
             low = float("-inf") if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min)
             t = _P.where(vt, t, low)
         kidx = _R.argmax(t, -1)
@@ -120,15 +120,15 @@ def window_argmax(x: Tensor, tables: list) -> Tensor:
             kidx = _P.where(_R.any(nan, -1), last_nan, kidx)
         kidx = _S.unsqueeze(kidx, -1)
         if padded:  # a window whose valid taps all hold the lowest value: its first valid tap
-            first = _cached(("first",) + key, dev, lambda: _C.tensor(np.argmax(valid, -1)[..., None], dtype=_i64,
+            first = cached(("first",) + key, dev, lambda: _C.tensor(np.argmax(valid, -1)[..., None], dtype=_i64,
                                                                      device=dev))
-            ok = _take(_S.contiguous(_S.expand(vt, (n, c) + outs + (kk,))), -1, kidx)
+            ok = take(_S.contiguous(_S.expand(vt, (n, c) + outs + (kk,))), -1, kidx)
             kidx = _P.where(ok, kidx, first)
         strides = [math.prod(sp[i + 1:]) for i in range(m)]
-        flat = _cached(("flat",) + key, dev, lambda: _C.tensor(np.ascontiguousarray(
+        flat = cached(("flat",) + key, dev, lambda: _C.tensor(np.ascontiguousarray(
             _joint([pos * st for (pos, _), st in zip(tables, strides)], np.add)), dtype=_i64, device=dev))
         ft = _S.contiguous(_S.expand(flat, (n, c) + outs + (kk,)))
-        return _take(ft, -1, kidx).squeeze(-1)
+        return take(ft, -1, kidx).squeeze(-1)
 
 
 class _MaxByIndex(Node):
@@ -155,11 +155,14 @@ class AdaptiveMaxPool3DBackward0(_MaxByIndex):
     __slots__ = ()
 
 
-def take_max(node_cls, x: Tensor, idx: Tensor) -> Tensor:
-    """The values at ``idx`` (N, C, *out) of x's flattened spatial dims, recorded as ``node_cls``."""
+def take_max(node_cls, x: Tensor, idx: Tensor, values: Tensor | None = None) -> Tensor:
+    """The values at ``idx`` (N, C, *out) of x's flattened spatial dims (or the given ``values``, already read),
+    recorded as ``node_cls``."""
     n, c = x.shape[:2]
     table = x._be
-    if idx.numel() == 0:
+    if values is not None:
+        out = values._data
+    elif idx.numel() == 0:
         out = table.full(tuple(idx.shape), 0, x.dtype.np)
     else:
         with _no_grad():
@@ -186,11 +189,11 @@ def window_sum(x: Tensor, tables: list) -> Tensor:
             x = _C.zeros(shp[:d] + (o,) + shp[d + 1:], dtype=x.dtype, device=dev)
             continue
         key = _tables_key([(pos, valid)]) + (n_in, len(shp) - d - 1)
-        idx = _cached(("sum_sel",) + key, dev, lambda: _C.tensor(np.clip(pos, 0, n_in - 1).reshape(-1), dtype=_i64,
+        idx = cached(("sum_sel",) + key, dev, lambda: _C.tensor(np.clip(pos, 0, n_in - 1).reshape(-1), dtype=_i64,
                                                                  device=dev))
-        t = _isel(x, d, idx).reshape(shp[:d] + (o, k) + shp[d + 1:])
+        t = isel(x, d, idx).reshape(shp[:d] + (o, k) + shp[d + 1:])
         if not valid.all():
-            vt = _cached(("sum_valid",) + key, dev, lambda: _C.tensor(valid.reshape((o, k) + (1,) * (len(shp) - d - 1)),
+            vt = cached(("sum_valid",) + key, dev, lambda: _C.tensor(valid.reshape((o, k) + (1,) * (len(shp) - d - 1)),
                                                                       device=dev))
             t = _P.where(vt, t, _C.tensor(0, dtype=x.dtype, device=dev))
         x = _R.sum(t, d + 1)
