@@ -1,6 +1,6 @@
-"""Window gathers shared by the pooling families whose windows are not one fused kernel: max pooling in 3-D and
-adaptive max pooling (argmax over gathered taps, then one gather whose backward is a scatter), and windowed sums
-(avg_pool3d).
+"""Window gathers shared by the pooling families whose windows are not one fused kernel: adaptive max pooling and
+integer max_pool3d (argmax over gathered taps, then one gather whose backward is a scatter), the depth stage of
+float max_pool3d, and windowed sums (avg_pool3d).
 
 A window table describes one spatial dim: ``pos[o, t]`` is the input position of tap ``t`` of output ``o`` and
 ``valid[o, t]`` says whether it lies inside the input (padding taps do not).  Tables are small host arrays; the
