@@ -424,3 +424,23 @@ def test_empty_batch_backward(device):
     v = torch.zeros(0, 2, 2, 2, device=device, requires_grad=True)
     F.max_unpool2d(v, torch.zeros(0, 2, 2, 2, dtype=torch.int64, device=device), 2).sum().backward()
     assert v.grad.shape == v.shape
+
+
+def test_small_3d_cnn_with_lazy_head_trains(device):
+    """Conv3d, BatchNorm3d, MaxPool3d, ConvTranspose3d, AdaptiveAvgPool3d and a LazyLinear head: the loss falls."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv3d(1, 4, 3, padding=1), nn.BatchNorm3d(4), nn.ReLU(), nn.MaxPool3d(2),
+                        nn.ConvTranspose3d(4, 4, 2, stride=2), nn.AdaptiveAvgPool3d((2, 1, 2)), nn.Flatten(),
+                        nn.LazyLinear(2)).to(device)
+    x = torch.randn(4, 1, 4, 4, 4, device=device)
+    y = torch.tensor([0, 1, 0, 1], device=device)
+    net(x)  # materialise the lazy head, then build the optimizer on the real parameters
+    opt = torch.optim.Adam(net.parameters(), lr=0.05)
+    losses = []
+    for _ in range(6):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < losses[0]
