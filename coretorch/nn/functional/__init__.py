@@ -21,7 +21,7 @@ from ._activation_param import glu, hardshrink, prelu, rrelu, rrelu_, softshrink
 from ._attention import scaled_dot_product_attention
 from ._basic import bilinear, dropout, dropout1d, dropout2d, dropout3d, embedding, linear
 from ._conv import _conv2d_fallback, conv1d, conv2d, conv_transpose1d, conv_transpose2d
-from ._conv3d import conv3d
+from ._conv3d import conv3d, conv_transpose3d
 from ._grid import affine_grid, grid_sample
 from ._fold import embedding_bag, fold, gumbel_softmax, lp_pool1d, lp_pool2d, unfold
 from ._interpolate import interpolate, upsample
@@ -35,8 +35,13 @@ from ._loss_margin import (multi_margin_loss, multilabel_margin_loss, multilabel
 from ._normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
 from ._padding import normalize, one_hot, pad
 from ._pixel import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
-from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
-                       max_pool1d, max_pool2d, max_pool2d_with_indices)
+from ._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+                       max_pool2d_with_indices)
+from ._adaptive import (adaptive_avg_pool1d, adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,
+                        adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+                        adaptive_max_pool3d_with_indices)
+from ._pooling3d import avg_pool3d, max_pool3d, max_pool3d_with_indices
+from ._unpool import max_unpool1d, max_unpool2d, max_unpool3d
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "Tensor")]
 

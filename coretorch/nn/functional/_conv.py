@@ -166,9 +166,12 @@ def _check_conv(op, input, weight, bias, groups, nsp):
                            "should be the same")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"{op}\" not implemented for '{input.dtype._tname[:-6]}'")
-    if bias is not None and (bias.ndim != 1 or bias.shape[0] != weight.shape[0] and op != "conv_transpose2d"):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
-                           f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    transposed = op.startswith("conv_transpose")
+    nb = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != nb):
+        raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, "
+                           f"expected bias to be 1-dimensional with {nb} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
 
 
 def _add_bias(out: Tensor, bias, nsp: int) -> Tensor:
@@ -268,11 +271,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     n, c, h, w = x.shape
     cin, cog, kh, kw = weight.shape
     if c != cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input "
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
-    if cin % groups:
+    if cin % groups:  # PyTorch's message prints the size in double brackets
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size {list(weight.shape)} instead")
+                           f"but got weight of size [{list(weight.shape)}] instead")
     for k in range(2):
         if output_padding[k] >= stride[k] and output_padding[k] >= dilation[k]:
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
@@ -293,6 +296,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv_transpose1d", input, weight, bias)
+    _check_conv("conv_transpose1d", input, weight, bias, groups, 1)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731

@@ -3,14 +3,14 @@ matching depth slices of the input (folded into the batch), summed; so autograd,
 padding come from conv2d's kernels on every device."""
 from __future__ import annotations
 
-from ...ops import pointwise as _P, shape as _S
+from ...ops import creation as _C, pointwise as _P, shape as _S
 from ...tensor import Tensor
 from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ._common import _ntuple
-from ._conv import _add_bias, _check_conv, _resolve_conv_padding, conv2d
+from ._conv import _add_bias, _check_conv, _resolve_conv_padding, conv2d, conv_transpose2d
 from ._padding import _pad_constant
 
-__all__ = ["conv3d"]
+__all__ = ["conv3d", "conv_transpose3d"]
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
@@ -41,5 +41,71 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         out = y if out is None else _P.add(out, y)
     o, ho, wo = out.shape[1:]
     out = _S.permute(out.reshape(n, d_out, o, ho, wo), (0, 2, 1, 3, 4))
+    out = _add_bias(out, bias, 3)
+    return out if batched else _S.squeeze(out, 0)
+
+
+def _check_transpose_args(stride, padding, output_padding, dilation) -> None:
+    if any(v <= 0 for v in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v < 0 for v in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(v < 0 for v in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(v <= 0 for v in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_depth: {dilation[0]}, "
+                           f"dilation_height: {dilation[1]}, dilation_width: {dilation[2]}")
+    for k in range(3):
+        if output_padding[k] >= stride[k] and output_padding[k] >= dilation[k]:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_depth: {output_padding[0]} output_padding_height: {output_padding[1]} "
+                               f"output_padding_width: {output_padding[2]} stride_depth: {stride[0]} stride_height: "
+                               f"{stride[1]} stride_width: {stride[2]} dilation_depth: {dilation[0]} "
+                               f"dilation_height: {dilation[1]} dilation_width: {dilation[2]}")
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Applies a 3-D transposed convolution over (N, C, D, H, W) (or unbatched (C, D, H, W)) input.
+
+    One conv_transpose2d over every input depth slice at once, with the depth taps folded into its output
+    channels; each tap's slab is then added at its output depths (i * dilation + d * stride - padding)."""
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, weight, bias = _ac_cast("conv_transpose3d", input, weight, bias)
+    _check_conv("conv_transpose3d", input, weight, bias, groups, 3)
+    batched = input.ndim == 5
+    x = input if batched else _S.unsqueeze(input, 0)
+    stride, padding = _ntuple(stride, 3, "stride"), _ntuple(padding, 3, "padding")
+    output_padding, dilation = _ntuple(output_padding, 3, "output_padding"), _ntuple(dilation, 3, "dilation")
+    n, c, d, h, w = x.shape
+    cin, cog, kd, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
+    if cin % groups:  # PyTorch's message prints the size in double brackets
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{list(weight.shape)}] instead")
+    _check_transpose_args(stride, padding, output_padding, dilation)
+    outs = [(sz - 1) * st - 2 * p + dl * (k - 1) + op + 1 for sz, st, p, dl, k, op in
+            zip((d, h, w), stride, padding, dilation, (kd, kh, kw), output_padding)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({d} x {h} x {w}). Calculated output size per channel: "
+                           f"({outs[0]} x {outs[1]} x {outs[2]}). Output size is too small")
+    o = cog * groups
+    xs = _S.permute(x, (0, 2, 1, 3, 4)).reshape(n * d, c, h, w)
+    y = conv_transpose2d(xs, weight.reshape(cin, cog * kd, kh, kw), None, stride[1:], padding[1:],
+                         output_padding[1:], groups, dilation[1:])           # (N*D, O*kd, Ho, Wo)
+    ho, wo = y.shape[2:]
+    y = y.reshape(n, d, o, kd, ho, wo)
+    sd, dd, pd = stride[0], dilation[0], padding[0]
+    full = (d - 1) * sd + dd * (kd - 1) + 1 + output_padding[0]
+    if kd == 1 and sd == 1 and output_padding[0] == 0:
+        out = y[:, :, :, 0]
+    else:
+        out = _C.zeros(n, full, o, ho, wo, dtype=y.dtype, device=y.device)
+        for i in range(kd):
+            key = (slice(None), slice(i * dd, i * dd + (d - 1) * sd + 1, sd))
+            out[key] = _P.add(out[key], y[:, :, :, i])
+    out = _S.permute(out[:, pd:pd + outs[0]], (0, 2, 1, 3, 4))
     out = _add_bias(out, bias, 3)
     return out if batched else _S.squeeze(out, 0)

@@ -1,4 +1,5 @@
-"""nn.functional pooling: max/avg pooling 1d/2d, adaptive pooling."""
+"""nn.functional pooling: max/avg pooling 1d/2d, adaptive_avg_pool2d (3-D pooling: _pooling3d; adaptive max and
+1-D/3-D adaptive average pooling: _adaptive; unpooling: _unpool)."""
 from __future__ import annotations
 
 from ...autograd.grad_mode import state as _gs
@@ -192,14 +193,7 @@ def _adaptive_avg_nd(input, out_sizes):
     return out
 
 
-def adaptive_avg_pool1d(input, output_size):
-    n = _ntuple(output_size, 1)[0]
-    return _adaptive_avg_nd(input, (n,))
-
-
-def adaptive_max_pool2d(input, output_size, return_indices=False):
-    h, w = input.shape[-2:]
-    oh, ow = _ntuple(output_size, 2)
-    if h % oh or w % ow:
-        raise NotImplementedError("adaptive_max_pool2d supports output sizes that divide the input size")
-    return max_pool2d(input, (h // oh, w // ow), return_indices=return_indices)
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    """(values, indices) of 1-D max pooling, as ``torch.nn.functional``'s."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)

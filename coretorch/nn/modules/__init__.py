@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from .module import Module
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .linear import Bilinear, Identity, Linear
+from .linear import Bilinear, Identity, LazyLinear, Linear
 from .flatten import Flatten, Unflatten
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .sparse import Embedding, EmbeddingBag
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
-           "Linear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
            "Embedding", "EmbeddingBag"]
 
 # activations, convolution, pooling, normalization, losses, recurrent layers and attention
@@ -21,7 +21,7 @@ from . import normalization as _normalization, pooling as _pooling, rnn as _rnn 
 from . import transformer as _transformer  # noqa: E402
 from . import distance as _distance, instancenorm as _instancenorm, padding as _padding  # noqa: E402
 from . import fold as _fold, pixelshuffle as _pixelshuffle, upsampling as _upsampling  # noqa: E402
-from . import batchnorm, utils  # noqa: E402,F401  (torch.nn.modules.batchnorm/.utils, as scripts import them)
+from . import batchnorm, lazy, utils  # noqa: E402,F401  (torch.nn.modules.batchnorm/.lazy/.utils, as scripts import them)
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
 from .conv import *  # noqa: E402,F401,F403

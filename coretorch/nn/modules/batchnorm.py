@@ -1,5 +1,5 @@
-"""torch.nn.modules.batchnorm: the batch-norm layers (BatchNorm1d/2d are defined with the other norms in
-normalization.py) and SyncBatchNorm.
+"""torch.nn.modules.batchnorm: the batch-norm layers (BatchNorm1d/2d/3d and the lazy ones are defined with the
+other norms in normalization.py) and SyncBatchNorm.
 
 SyncBatchNorm in one process (or without an initialised process group, or in eval mode) is BatchNorm on any
 input rank.  With ``coretorch.distributed`` initialised and more than one rank, training-mode statistics are
@@ -17,9 +17,11 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
 from .. import functional as F
-from .normalization import BatchNorm1d, BatchNorm2d, _BatchNorm, _NormBase
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                            _BatchNorm, _LazyNormBase, _NormBase)
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "_BatchNorm", "_NormBase"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "SyncBatchNorm", "_BatchNorm", "_LazyNormBase", "_NormBase"]
 
 
 def _all_reduce(t, group) -> None:

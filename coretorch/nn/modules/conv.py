@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d/2d, initialised as PyTorch's (kaiming_uniform_(a=sqrt(5)) weight, bias
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d, initialised as PyTorch's (kaiming_uniform_(a=sqrt(5)) weight, bias
 U(-1/sqrt(fan_in), 1/sqrt(fan_in)))."""
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import math
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 from ._errors import layer_error
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
 def _tuple(v, n):
@@ -165,50 +167,177 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
-    def _output_padding(self, input, output_size, nsp):
-        if output_size is None:
-            return self.output_padding
-        output_size = list(output_size)[-nsp:]
-        ret = []
-        for d in range(nsp):
-            dim_size = input.shape[d + input.ndim - nsp]
-            min_size = (dim_size - 1) * self.stride[d] - 2 * self.padding[d] + \
-                self.dilation[d] * (self.kernel_size[d] - 1) + 1
-            max_size = min_size + self.stride[d] - 1
-            if not min_size <= output_size[d] <= max_size:
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from "
-                                 f"{min_size} to {max_size} (for an input of {list(input.shape[-nsp:])})")
-            ret.append(output_size[d] - min_size)
-        return tuple(ret)
+    _nsp = 2
 
-
-class ConvTranspose2d(_ConvTransposeNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
                  dtype=None) -> None:
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2), _tuple(stride, 2), _tuple(padding, 2),
-                         _tuple(dilation, 2), True, _tuple(output_padding, 2), groups, bias, padding_mode, device,
+        n = self._nsp
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, n), _tuple(stride, n), _tuple(padding, n),
+                         _tuple(dilation, n), True, _tuple(output_padding, n), groups, bias, padding_mode, device,
                          dtype)
 
-    def forward(self, input, output_size=None):
-        op = self._output_padding(input, output_size, 2)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+    def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
+        """PyTorch's: output_padding from a requested output_size (spatial sizes, or with the batch/channel dims)."""
+        if output_size is None:
+            return self.output_padding
+        has_batch_dim = input.dim() == num_spatial_dims + 2
+        num_non_spatial_dims = 2 if has_batch_dim else 1
+        output_size = list(output_size)
+        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
+            output_size = output_size[num_non_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must have "
+                             f"{num_spatial_dims} or {num_non_spatial_dims + num_spatial_dims} elements (got "
+                             f"{len(output_size)})")
+        min_sizes, max_sizes = [], []
+        for d in range(num_spatial_dims):
+            dim_size = ((input.size(d + num_non_spatial_dims) - 1) * stride[d] - 2 * padding[d]
+                        + (dilation[d] if dilation is not None else 1) * (kernel_size[d] - 1) + 1)
+            min_sizes.append(dim_size)
+            max_sizes.append(min_sizes[d] + stride[d] - 1)
+        for i, size in enumerate(output_size):
+            if size < min_sizes[i] or size > max_sizes[i]:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_sizes} "
+                                 f"to {max_sizes} (for an input of {input.size()[2:]})")
+        return tuple(output_size[d] - min_sizes[d] for d in range(num_spatial_dims))
+
+    def _forward(self, fn, input, output_size):
+        if self.padding_mode != "zeros":
+            raise ValueError(f"Only `zeros` padding mode is supported for {type(self).__name__}")
+        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, self._nsp,
                                   self.dilation)
+        return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    _nsp = 1
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
                  dtype=None) -> None:
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 1), _tuple(stride, 1), _tuple(padding, 1),
-                         _tuple(dilation, 1), True, _tuple(output_padding, 1), groups, bias, padding_mode, device,
-                         dtype)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
 
     def forward(self, input, output_size=None):
-        op = self._output_padding(input, output_size, 1)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
-                                  self.dilation)
+        return self._forward(F.conv_transpose1d, input, output_size)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _nsp = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        return self._forward(F.conv_transpose2d, input, output_size)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _nsp = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        return self._forward(F.conv_transpose3d, input, output_size)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """in_channels inferred from the first input (dim 1 batched, dim 0 unbatched)."""
+    _nsp = 2
+
+    def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+            else:
+                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input) -> int:
+        nb = self._nsp + 1
+        if input.dim() not in (nb, nb + 1):
+            raise RuntimeError(f"Expected {nb}D (unbatched) or {nb + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == nb + 1 else input.shape[0]
+
+
+def _lazy_conv(base: type):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        # no bias yet: the placeholders replace the empty tensors
+        base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self._register_lazy_hooks()
+        self._lazy_init(out_channels, bias, device, dtype)
+    return __init__
+
+
+def _lazy_conv_transpose(base: type):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1,
+                 bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                      device, dtype)
+        self._register_lazy_hooks()
+        self._lazy_init(out_channels, bias, device, dtype)
+    return __init__
+
+
+class LazyConv1d(_LazyConvXdMixin, Conv1d):
+    """A Conv1d whose in_channels is inferred from the first input (it then becomes a Conv1d)."""
+    cls_to_become, _nsp = Conv1d, 1
+    __init__ = _lazy_conv(Conv1d)
+
+
+class LazyConv2d(_LazyConvXdMixin, Conv2d):
+    """A Conv2d whose in_channels is inferred from the first input (it then becomes a Conv2d)."""
+    cls_to_become, _nsp = Conv2d, 2
+    __init__ = _lazy_conv(Conv2d)
+
+
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    """A Conv3d whose in_channels is inferred from the first input (it then becomes a Conv3d)."""
+    cls_to_become, _nsp = Conv3d, 3
+    __init__ = _lazy_conv(Conv3d)
+
+
+class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
+    """A ConvTranspose1d whose in_channels is inferred from the first input."""
+    cls_to_become, _nsp = ConvTranspose1d, 1
+    __init__ = _lazy_conv_transpose(ConvTranspose1d)
+
+
+class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
+    """A ConvTranspose2d whose in_channels is inferred from the first input."""
+    cls_to_become, _nsp = ConvTranspose2d, 2
+    __init__ = _lazy_conv_transpose(ConvTranspose2d)
+
+
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    """A ConvTranspose3d whose in_channels is inferred from the first input."""
+    cls_to_become, _nsp = ConvTranspose3d, 3
+    __init__ = _lazy_conv_transpose(ConvTranspose3d)
+

@@ -19,7 +19,7 @@ from ...autograd.grad_mode import no_grad
 from ...plugins.manager import manager as _plugin_manager
 from ...tensor import Tensor
 from ...utils.hooks import BackwardHook, RemovableHandle
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_backward_hook", "register_module_full_backward_pre_hook",
@@ -805,9 +805,10 @@ class Module:
                     error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
                                       f'Tensor-like object from checkpoint but received {type(input_param)}')
                     continue
-                if len(param.shape) == 0 and len(input_param.shape) == 1:
+                lazy = is_lazy(param)  # a lazy module's placeholder: no shape to compare
+                if not lazy and len(param.shape) == 0 and len(input_param.shape) == 1:
                     input_param = input_param[0]
-                if input_param.shape != param.shape:
+                if not lazy and input_param.shape != param.shape:
                     error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
                                       f"from checkpoint, the shape in current model is {param.shape}.")
                     continue
