@@ -250,12 +250,17 @@ def test_same_shape_binary_fast_path_records_like_the_general_path(op):
 
 def test_same_shape_fast_path_saves_inputs_with_versions():
     a, b = torch.ones(3, requires_grad=True), torch.full((3,), 2.0, requires_grad=True)
-    c = a.detach()
-    y = (c + 0) * b          # mul saves both inputs
+    y = a * b                # both require grad: mul saves both inputs, with their versions
     with torch.no_grad():
         b.mul_(3)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+    c = a.detach()
+    y = (c + 0) * b          # only b requires grad: its gradient reads c + 0, so b itself is not saved (PyTorch)
+    with torch.no_grad():
+        b.mul_(3)
+    y.sum().backward()
+    assert b.grad.tolist() == [1.0, 1.0, 1.0]
     z = torch.ones(2, dtype=torch.int64) + torch.ones(2, dtype=torch.int64)  # integers: the general path
     assert z.dtype is torch.int64 and z.tolist() == [2, 2]
 
