@@ -173,6 +173,7 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
     "layer_norm_backward": "optional (g, x, mean, rstd, w|None, k, need_x, need_w, need_b) -> (gx, gw, gb), None "
                            "where not needed",
     "softmax_backward": "optional (g, y, dim) -> y * (g - sum(g * y, dim, keepdim)) (y the softmax output)",
+    "gelu_backward": "optional (g, x) -> g * (Phi(x) + x phi(x)): GELU's (erf form) input gradient",
     "lstm_cell": "optional (gates (N, 4H) pre-activations i|f|g|o, c (N, H)) -> (h, c_new, act (N, 5H): "
                  "sigmoid(i), sigmoid(f), tanh(g), sigmoid(o), tanh(c_new))",
     "lstm_cell_backward": "optional (dh (N, H), dc (N, H)|None, c_prev, act) -> (d gates (N, 4H), dc_prev)",

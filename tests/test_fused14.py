@@ -253,3 +253,20 @@ def test_cpu_fused_kernels_match_the_kernel_composites(dtype):
     for a, r in zip(_rnn_fused._lstm_cell_backward(cpu, dh, dc, c, act1),
                     _rnn_fused._lstm_cell_backward(plain, dh, dc, c, act2)):
         np.testing.assert_allclose(a, r, **tol)
+
+
+# ---- GELU's fused backward --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_backward_matches_closed_form(dev, dtype):
+    import scipy.special as sp
+    xa = np.concatenate([np.linspace(-9, 9, 301), [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0]]).astype(dtype)
+    ga = np.random.default_rng(9).normal(size=xa.shape).astype(dtype)
+    x = _t(xa, dev, True)
+    F.gelu(x).backward(_t(ga, dev))
+    xd = xa.astype(np.float64)
+    ref = ga * (sp.ndtr(xd) + xd * np.exp(-xd * xd / 2) / math.sqrt(2 * math.pi))
+    tol = dict(rtol=2e-6, atol=2e-7) if dtype == "float32" else dict(rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(x.grad), ref, **tol)
+    xs = _t(np.array([-2.0, -0.3, 0.0, 0.7, 3.0]), dev, True)
+    assert gradcheck(F.gelu, (xs,)) and gradgradcheck(F.gelu, (xs,))

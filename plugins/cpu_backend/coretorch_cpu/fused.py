@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .erf32 import _CHUNK, _PHI, _TWO_SQRT2, _horner
+from .special import _lazy
+
+_ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import would slow coretorch's start-up)
+
 _add_reduce = np.add.reduce
+_f32 = np.float32
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 
 def _rows(x, k):
@@ -127,5 +134,48 @@ def lstm_cell_backward(dh, dc, c_prev, act):
     return dg, dct
 
 
-KERNELS = {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward, "softmax_backward": softmax_backward,
-           "lstm_cell": lstm_cell, "lstm_cell_backward": lstm_cell_backward}
+def _gelu_grad32(x, g, out, a, t, u):
+    """g (Phi(x) + x phi(x)) on float32 pieces: Phi(-|x|) by erf32's GELU polynomial (one exp), phi(x) by a
+    second exp; Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)) keeps the negative side free of cancellation."""
+    np.abs(x, out=a)
+    np.add(a, _TWO_SQRT2, out=t)
+    np.divide(_TWO_SQRT2, t, out=t)              # t = 1 / (1 + z / 2), z = |x| / sqrt 2
+    p = _horner(t, _PHI, out)
+    np.multiply(x, x, out=u)
+    u *= _f32(-0.5)                               # -x^2 / 2
+    p += u
+    np.exp(p, out=p)
+    p *= t                                        # Phi(-|x|)
+    np.subtract(_f32(0.5), p, out=t)
+    np.copysign(t, x, out=t)
+    t += _f32(0.5)                                # Phi(x)
+    np.exp(u, out=u)
+    u *= x
+    u *= _f32(_INV_SQRT_2PI)                      # x phi(x)
+    u += t
+    np.multiply(u, g, out=out)
+
+
+def gelu_backward(g, x):
+    """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype."""
+    if x.dtype == _f32 and g.dtype == _f32:
+        out = np.empty(x.shape, _f32)
+        xf, gf, of = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(g).reshape(-1), out.reshape(-1)
+        n = xf.size
+        tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+        with np.errstate(all="ignore"):
+            for lo in range(0, n, _CHUNK):
+                hi = min(lo + _CHUNK, n)
+                _gelu_grad32(xf[lo:hi], gf[lo:hi], of[lo:hi], *(tm[:hi - lo] for tm in tmps))
+        return out
+    with np.errstate(all="ignore"):
+        xd = x.astype(np.float64, copy=False)
+        r = np.exp(-0.5 * xd * xd)
+        r *= xd * _INV_SQRT_2PI
+        r += _ndtr(xd)
+        r *= g
+    return r.astype(x.dtype, copy=False)
+
+
+KERNELS = {"gelu_backward": gelu_backward, "layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward,
+           "softmax_backward": softmax_backward, "lstm_cell": lstm_cell, "lstm_cell_backward": lstm_cell_backward}
