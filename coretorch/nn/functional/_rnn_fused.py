@@ -141,16 +141,22 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     gi = gi_all._data
     ys, cs, hs, acts = [None] * seq, [None] * seq, [None] * seq, [None] * seq
     steps = range(seq - 1, -1, -1) if reverse else range(seq)
+    if lstm and b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
+        gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
     for t in steps:
         gh = table.matmul(h, w_t)
-        if b is not None:
-            gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
         git = table.basic_index(gi, (t,))
         hs[t] = h
         if lstm:
             cs[t] = c
-            h, c, acts[t] = _lstm_cell(table, table.add(git, gh), c)
+            if table.has_iadd:  # gh is the product's fresh array: the step's gates summed in place
+                table.iadd(gh, git)
+            else:
+                gh = table.add(gh, git)
+            h, c, acts[t] = _lstm_cell(table, gh, c)
         else:
+            if b is not None:
+                gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
             h, acts[t] = _gru_cell(table, git, gh, h)
         ys[t] = h
     ys_all = _stack(table, ys)
