@@ -45,14 +45,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
 
 
+_CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)
+
+
 def _additive_mask(attn_mask, is_causal: bool, L: int, S: int, query):
     """The mask as an array to add to the scores (None without one), or False where the composite must run
     (a float mask of another dtype or device, both a mask and is_causal)."""
     if is_causal:
         if attn_mask is not None:
             return False
-        causal = _P.ge(_S.unsqueeze(_C.arange(L, device=query.device), 1), _C.arange(S, device=query.device))
-        return _P.where(causal, 0.0, float("-inf")).to(query.dtype)._data
+        key = (query._be, L, S, query.dtype)
+        mask = _CAUSAL.get(key)
+        if mask is None:  # built once per shape and device (on opencl: uploads and kernels saved every call)
+            causal = _P.ge(_S.unsqueeze(_C.arange(L, device=query.device), 1), _C.arange(S, device=query.device))
+            mask = _P.where(causal, 0.0, float("-inf")).to(query.dtype)._data
+            if len(_CAUSAL) >= 16:
+                _CAUSAL.clear()
+            _CAUSAL[key] = mask
+        return mask
     if attn_mask is None:
         return None
     if attn_mask.dtype is _dt.bool_:
