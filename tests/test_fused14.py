@@ -270,3 +270,11 @@ def test_gelu_backward_matches_closed_form(dev, dtype):
     np.testing.assert_allclose(_np(x.grad), ref, **tol)
     xs = _t(np.array([-2.0, -0.3, 0.0, 0.7, 3.0]), dev, True)
     assert gradcheck(F.gelu, (xs,)) and gradgradcheck(F.gelu, (xs,))
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_gelu_forward_is_the_same_with_and_without_a_graph(dev):
+    xa = np.concatenate([np.linspace(-12, 12, 997), [np.inf, -np.inf, np.nan, 0.0]]).astype(np.float32)
+    with_graph = F.gelu(_t(xa, dev, True))
+    assert with_graph.grad_fn.name() == "GeluBackward0"
+    np.testing.assert_array_equal(_np(with_graph), _np(F.gelu(_t(xa, dev))))

@@ -156,8 +156,55 @@ def _gelu_grad32(x, g, out, a, t, u):
     np.multiply(u, g, out=out)
 
 
-def gelu_backward(g, x):
-    """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype."""
+def _gelu_cdf32(x, y, cdf, a, t, u):
+    """GELU x Phi(x) as erf32's kernel computes it, and Phi(x) kept for the backward (three passes more)."""
+    np.abs(x, out=a)
+    np.add(a, _TWO_SQRT2, out=t)
+    np.divide(_TWO_SQRT2, t, out=t)
+    p = _horner(t, _PHI, y)
+    np.multiply(x, x, out=u)
+    u *= _f32(-0.5)
+    p += u
+    np.exp(p, out=p)
+    p *= t                                        # Phi(-|x|)
+    np.subtract(_f32(0.5), p, out=cdf)
+    np.copysign(cdf, x, out=cdf)
+    cdf += _f32(0.5)                              # Phi(x)
+    p *= a
+    np.add(x, a, out=u)                           # relu(x) = (x + |x|) / 2
+    u *= _f32(0.5)
+    np.subtract(u, p, out=y)
+
+
+def gelu_cdf(x):
+    """(GELU(x), Phi(x)) of a float32 array: the forward of a GELU whose backward will follow."""
+    y, cdf = np.empty(x.shape, _f32), np.empty(x.shape, _f32)
+    xf, yf, cf = np.ascontiguousarray(x).reshape(-1), y.reshape(-1), cdf.reshape(-1)
+    n = xf.size
+    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+    with np.errstate(all="ignore"):
+        for lo in range(0, n, _CHUNK):
+            hi = min(lo + _CHUNK, n)
+            _gelu_cdf32(xf[lo:hi], yf[lo:hi], cf[lo:hi], *(tm[:hi - lo] for tm in tmps))
+        if n and not np.isfinite(xf).all():  # x Phi(x) at +-inf: inf and nan (as erf32.gelu)
+            y[x == np.inf] = np.inf
+            y[x == -np.inf] = np.nan
+    return y, cdf
+
+
+def gelu_backward(g, x, cdf=None):
+    """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype; with ``cdf``
+    (Phi(x) from gelu_cdf) only phi's exp remains to compute."""
+    if cdf is not None:
+        with np.errstate(all="ignore"):
+            r = np.multiply(x, x)
+            r *= _f32(-0.5)
+            np.exp(r, out=r)
+            r *= x
+            r *= _f32(_INV_SQRT_2PI)
+            r += cdf
+            r *= g
+        return r
     if x.dtype == _f32 and g.dtype == _f32:
         out = np.empty(x.shape, _f32)
         xf, gf, of = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(g).reshape(-1), out.reshape(-1)
@@ -177,5 +224,6 @@ def gelu_backward(g, x):
     return r.astype(x.dtype, copy=False)
 
 
-KERNELS = {"gelu_backward": gelu_backward, "layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward,
-           "softmax_backward": softmax_backward, "lstm_cell": lstm_cell, "lstm_cell_backward": lstm_cell_backward}
+KERNELS = {"gelu_backward": gelu_backward, "gelu_cdf": gelu_cdf, "layer_norm": layer_norm,
+           "layer_norm_backward": layer_norm_backward, "softmax_backward": softmax_backward, "lstm_cell": lstm_cell,
+           "lstm_cell_backward": lstm_cell_backward}
