@@ -278,3 +278,20 @@ def test_gelu_forward_is_the_same_with_and_without_a_graph(dev):
     with_graph = F.gelu(_t(xa, dev, True))
     assert with_graph.grad_fn.name() == "GeluBackward0"
     np.testing.assert_array_equal(_np(with_graph), _np(F.gelu(_t(xa, dev))))
+
+
+# ---- conv2d's cpu kernels: one GEMM over the batch on small maps, per-sample products on large ones ------------
+@pytest.mark.parametrize("hw,stride,pad", [(6, 1, 1), (9, 2, 1), (20, 1, 0), (40, 2, 3)])
+def test_cpu_conv2d_kernels_match_a_direct_sum(hw, stride, pad):
+    from numpy.lib.stride_tricks import sliding_window_view
+    cpu = _backend.get_table(torch.device("cpu"))
+    rng = np.random.default_rng(10)
+    x, w = rng.normal(size=(2, 3, hw, hw)), rng.normal(size=(4, 3, 3, 3))
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, ::stride, ::stride]   # (N, C, OH, OW, 3, 3)
+    ref = np.einsum("ncijkl,ockl->noij", win, w)
+    args = ((stride, stride), (pad, pad), (1, 1), 1)
+    np.testing.assert_allclose(cpu.conv2d(x, w, *args), ref, rtol=1e-12, atol=1e-12)
+    gy = rng.normal(size=ref.shape)
+    np.testing.assert_allclose(cpu.conv2d_backward_weight(x, gy, w.shape, *args),
+                               np.einsum("ncijkl,noij->ockl", win, gy), rtol=1e-12, atol=1e-12)

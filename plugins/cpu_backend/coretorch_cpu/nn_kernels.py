@@ -52,7 +52,9 @@ def conv2d(x, w, stride, padding, dilation, groups):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = _out_hw(h, wd, kh, kw, stride, padding, dilation)
-    if groups == 1:  # one (O, C*KH*KW) @ (C*KH*KW, N*OH*OW) GEMM, then back to NCHW
+    if groups == 1 and oh * ow <= 256:
+        # small maps: one (O, C*KH*KW) @ (C*KH*KW, N*OH*OW) GEMM, then back to NCHW (on large maps the per-sample
+        # products are already large and the extra copies cost more than they save: measured on the ResNet step)
         out = np.matmul(w.reshape(o, cg * kh * kw), _cols_cn(x, kh, kw, stride, padding, dilation, oh, ow))
         return np.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
     cols = _cols(x, kh, kw, stride, padding, dilation, oh, ow, groups)
@@ -66,7 +68,7 @@ def conv2d_backward_weight(x, gy, wshape, stride, padding, dilation, groups):
     n = x.shape[0]
     o, cg, kh, kw = wshape
     oh, ow = gy.shape[2:]
-    if groups == 1:  # one (O, N*OH*OW) @ (N*OH*OW, C*KH*KW) GEMM: no per-sample products to sum
+    if groups == 1 and oh * ow <= 64:  # small maps: one (O, N*OH*OW) @ (N*OH*OW, C*KH*KW) GEMM, no per-sample sum
         g2 = np.ascontiguousarray(gy.transpose(1, 0, 2, 3)).reshape(o, n * oh * ow)
         return np.matmul(g2, _cols_cn(x, kh, kw, stride, padding, dilation, oh, ow).T).reshape(wshape)
     cols = _cols(x, kh, kw, stride, padding, dilation, oh, ow, groups)
