@@ -25,7 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/all.py
-	$(PY) benchmarks/transformer.py  # GPT and LSTM training steps (against PyTorch when installed)
+	$(PY) benchmarks/transformer.py  # GPT, LSTM and ResNet-style training steps (against PyTorch when installed)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples

@@ -6,7 +6,9 @@ default threads.
     python benchmarks/transformer.py --worker coretorch gpt cpu 1    # one measurement (used by the table)
 
 GPT step: 2 pre-LN blocks, width 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW (the shape issue 14
-names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam.
+names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam.  ResNet step: 7x7 stem
+(stride 2), 3x3 max-pool, three basic blocks 64-128-256 with batch norm and 1x1 shortcuts, batch 16 of 1x56x56,
+10 classes, SGD with momentum.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import time
 
-STEPS = {"gpt": 12, "lstm": 10}
+STEPS = {"gpt": 12, "lstm": 10, "resnet": 8}
 
 
 def _gpt(torch, device):
@@ -87,10 +89,41 @@ def _lstm(torch, device):
     return step
 
 
+def _resnet(torch, device):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = F.relu(self.b1(self.c1(x)))
+            return F.relu(self.b2(self.c2(y)) + self.short(x))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                          nn.MaxPool2d(3, 2, 1), Basic(64, 64, 1), Basic(64, 128, 2), Basic(128, 256, 2),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 10)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(16, 1, 56, 56).to(device)
+    y = torch.randint(0, 10, (16,)).to(device)
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
 def worker(framework: str, model: str, device: str) -> float:
     """Median ms per step after two warm-up steps (prints it as JSON)."""
     torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
-    step = (_gpt if model == "gpt" else _lstm)(torch, device)
+    step = {"gpt": _gpt, "lstm": _lstm, "resnet": _resnet}[model](torch, device)
     step()
     step()
     times = []
@@ -118,7 +151,7 @@ def _run(framework: str, model: str, device: str, threads: int | None) -> float 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=3, metavar=("FRAMEWORK", "MODEL", "DEVICE"))
-    ap.add_argument("--models", default="gpt,lstm")
+    ap.add_argument("--models", default="gpt,lstm,resnet")
     ap.add_argument("--devices", default="cpu,opencl")
     args = ap.parse_args(argv)
     if args.worker:

@@ -173,6 +173,20 @@ PRIMITIVES.update({  # random: owned by coretorch/ops/random.py
 })
 PRIMITIVES.update({  # dtypes: owned by coretorch/dtypes.py (bfloat16)
 })
+PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/functional/_fused.py, _rnn_fused.py;
+    # float32/float64 operands of one dtype only, each optional (composites of the kernels above without them)
+    "layer_norm": "optional (x, w|None, b|None, eps, k) -> (y, mean, rstd) over the last k dims, mean and rstd of "
+                  "shape x.shape[:-k] + (1,) * k",
+    "layer_norm_backward": "optional (g, x, mean, rstd, w|None, k, need_x, need_w, need_b) -> (gx, gw, gb), None "
+                           "where not needed",
+    "softmax_backward": "optional (g, y, dim) -> y * (g - sum(g * y, dim, keepdim)) (y the softmax output)",
+    "gelu_backward": "optional (g, x, cdf=None) -> g * (Phi(x) + x phi(x)): GELU's (erf form) input gradient; cdf "
+                     "Phi(x) from gelu_cdf when the forward kept it",
+    "gelu_cdf": "optional (x float32) -> (x Phi(x), Phi(x)): GELU's forward keeping Phi(x) for gelu_backward",
+    "lstm_cell": "optional (gates (N, 4H) pre-activations i|f|g|o, c (N, H)) -> (h, c_new, act (N, 5H): "
+                 "sigmoid(i), sigmoid(f), tanh(g), sigmoid(o), tanh(c_new))",
+    "lstm_cell_backward": "optional (dh (N, H), dc (N, H)|None, c_prev, act) -> (d gates (N, 4H), dc_prev)",
+})
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
          "isnan",

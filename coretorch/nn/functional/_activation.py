@@ -150,16 +150,20 @@ def celu(input, alpha=1.0, inplace=False):
 
 class GeluBackward0(Node):
     """GELU's backward, g * (Phi(x) + x phi(x)), in tensor ops (so double backward works)."""
-    __slots__ = ()
+    __slots__ = ("cdf",)
 
     def backward(self, g):
         (x,) = self.saved()
+        if not _gs.enabled and g.dtype is x.dtype and g._be.has("gelu_backward") and x.dtype in _GELU_FUSED:
+            # plain backward: the backend's one-pass kernel (issue 14 speed)
+            return (_make(g._be.gelu_backward(g._data, x._data, getattr(self, "cdf", None)), x.dtype, x._be),)
         cdf = _P.mul(_P.add(erf(_P.mul(x, _SQRT1_2)), 1.0), 0.5)
         pdf = _P.mul(_P.exp(_P.mul(_P.mul(x, x), -0.5)), _INV_SQRT_2PI)
         return (_P.mul(g, _P.add(cdf, _P.mul(x, pdf))),)
 
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
+_GELU_FUSED = (_dt.float32, _dt.float64)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -168,12 +172,15 @@ def gelu(input, approximate="none"):
     if approximate == "none":
         table = input._be
         if table.has("gelu") and input.dtype.is_floating_point:  # the fused kernel: one pass instead of five
-            out = table.gelu(input._data)
             if _needs_graph(input):
                 node = GeluBackward0()
+                if input.dtype is _dt.float32 and table.has("gelu_cdf"):  # Phi(x) kept: a cheap backward
+                    out, node.cdf = table.gelu_cdf(input._data)
+                else:
+                    out, node.cdf = table.gelu(input._data), None
                 node.save(input)
                 return _record(node, out, input.dtype, table, input)
-            return _make(out, input.dtype, table)
+            return _make(table.gelu(input._data), input.dtype, table)
         return _P.mul(_P.mul(input, 0.5), _P.add(erf(_P.mul(input, _SQRT1_2)), 1.0))
     if approximate == "tanh":
         inner = _P.mul(_P.add(input, _P.mul(_P.mul(_P.mul(input, input), input), 0.044715)), math.sqrt(2.0 / math.pi))
@@ -337,6 +344,9 @@ class SoftmaxBackward0(Node):
 
     def backward(self, g):
         (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
+        if not _gs.enabled and g.dtype is y.dtype and g._data.ndim and g._be.has("softmax_backward"):
+            # plain backward: the backend's fused y * (g - sum(g * y)), no op layer (issue 14 speed)
+            return (_make(g._be.softmax_backward(g._data, y._data, self.dim), g.dtype, g._be),)
         return (_P.mul(y, _P.sub(g, _R.sum(_P.mul(g, y), self.dim, keepdim=True))),)
 
 

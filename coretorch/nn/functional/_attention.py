@@ -12,6 +12,7 @@ from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor
+from . import _fused
 from ._activation import softmax
 
 
@@ -33,6 +34,49 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         rep = query.shape[-3] // key.shape[-3]
         key = _repeat_interleave(key, rep, -3)
         value = _repeat_interleave(value, rep, -3)
+    if dropout_p == 0.0 and query.ndim >= 2 and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] \
+            and query.numel() and key.numel() and _fused.fused_ok(query, key, value) \
+            and (attn_mask is None or not attn_mask._rg):
+        # one node on kernel calls (issue 14 speed): scores, mask, softmax and the weighted sum
+        mask = _additive_mask(attn_mask, is_causal, L, S, query)
+        if mask is not False:
+            return _fused.attention(query, key, value, mask, scale_factor,
+                                    lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor))
+    return _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
+
+
+_CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)
+
+
+def _additive_mask(attn_mask, is_causal: bool, L: int, S: int, query):
+    """The mask as an array to add to the scores (None without one), or False where the composite must run
+    (a float mask of another dtype or device, both a mask and is_causal)."""
+    if is_causal:
+        if attn_mask is not None:
+            return False
+        key = (query._be, L, S, query.dtype)
+        mask = _CAUSAL.get(key)
+        if mask is None:  # built once per shape and device (on opencl: uploads and kernels saved every call)
+            causal = _P.ge(_S.unsqueeze(_C.arange(L, device=query.device), 1), _C.arange(S, device=query.device))
+            mask = _P.where(causal, 0.0, float("-inf")).to(query.dtype)._data
+            if len(_CAUSAL) >= 16:
+                _CAUSAL.clear()
+            _CAUSAL[key] = mask
+        return mask
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype is _dt.bool_:
+        return _P.where(attn_mask, 0.0, float("-inf")).to(query.dtype)._data \
+            if attn_mask._be is query._be and _bcast_ok(attn_mask.shape, query.shape[:-1] + (S,)) else False
+    if attn_mask.dtype is not query.dtype or attn_mask._be is not query._be \
+            or not _bcast_ok(attn_mask.shape, query.shape[:-1] + (S,)):
+        return False
+    return attn_mask._data
+
+
+def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p=0.0):
+    """Attention from differentiable ops (dropout, masks that need a gradient, broadcast batch dims)."""
+    L, S = query.shape[-2], key.shape[-2]
     attn = _P.mul(_L.matmul(query, _S.transpose(key, -2, -1)), scale_factor)
     if is_causal:
         if attn_mask is not None:

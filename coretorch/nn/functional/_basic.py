@@ -31,6 +31,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             input._be is weight._be and \
             (bias is None or (bias.dtype is input.dtype and bias._be is input._be)):
         return _L.linear2d(input, weight, bias)
+    if len(input._data.shape) > 2 and len(weight._data.shape) == 2 and input.dtype is weight.dtype and \
+            input._be is weight._be and input.numel() and \
+            (bias is None or (bias.dtype is input.dtype and bias._be is input._be and bias.ndim == 1)):
+        # (..., in): folded into (N, in) rows for the one-node product with the bias added in place, then viewed
+        # back (as PyTorch: its grad_fn is ViewBackward0); saves a broadcast add and its reduction (issue 14)
+        lead = tuple(input.shape[:-1])
+        out = _L.linear2d(_S.reshape(input, (-1, input.shape[-1])), weight, bias)
+        return _S.reshape(out, lead + (out.shape[1],))
     out = _L.matmul(input, _S.t(weight) if weight.ndim == 2 else weight)
     if bias is not None:
         out = _P.add(out, bias)

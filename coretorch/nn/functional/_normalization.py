@@ -8,6 +8,7 @@ from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import no_grad
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
+from . import _fused
 from ._common import _check_tensor, _no_grad
 from ._padding import _pad_constant
 from ._pooling import avg_pool2d
@@ -117,6 +118,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
+        return _fused.layer_norm(input, k, weight, bias, eps, _layer_norm_composite)
+    return _layer_norm_composite(input, k, weight, bias, eps)
+
+
+def _layer_norm_composite(input, k, weight, bias, eps):
+    """layer_norm from differentiable ops (what a create_graph backward of the fused node differentiates)."""
     axes = tuple(range(input.ndim - k, input.ndim))
     mean = _R.mean(input, axes, keepdim=True)
     xc = _P.sub(input, mean)

@@ -5,6 +5,7 @@ The input projection of a whole sequence is one matmul per layer and direction; 
 over time steps (as every framework's unfused path does)."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -12,6 +13,7 @@ import warnings
 from ...ops import linalg as _L, pointwise as _P, shape as _S
 from ...ops.creation import empty, zeros
 from .. import functional as F
+from ..functional import _rnn_fused
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -44,6 +46,17 @@ def _rnn_step(mode, gi, h, c, w_hh, b_hh, w_hr=None):
         return _P.add(n, _P.mul(z, _P.sub(h, n))), None
     pre = _P.add(gi, gh)
     return (_P.tanh(pre) if mode == "RNN_TANH" else _P.relu(pre)), None
+
+
+def _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse: bool, w_hr=None):
+    """The recurrence of one layer and direction step by step from differentiable ops: (ys, h_n, c_n); ``w_hr``:
+    LSTM's projection (proj_size)."""
+    seq_len = gi_all.shape[0]
+    ys = [None] * seq_len
+    for t in (range(seq_len - 1, -1, -1) if reverse else range(seq_len)):
+        h, c = _rnn_step(mode, gi_all[t], h, c, w_hh, b_hh, w_hr)
+        ys[t] = h
+    return (_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0]), h, c
 
 
 class RNNBase(Module):
@@ -138,7 +151,6 @@ class RNNBase(Module):
         """input (L, N, H_in); hx: (h0, c0 or None) of shape (D*num_layers, N, H) -> output, h_n, c_n."""
         mode = self.mode
         nd = 2 if self.bidirectional else 1
-        seq_len = input.shape[0]
         h0, c0 = hx
         layer_input = input
         h_n, c_n = [], []
@@ -155,12 +167,14 @@ class RNNBase(Module):
                 k = layer * nd + direction
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
-                steps = range(seq_len - 1, -1, -1) if direction == 1 else range(seq_len)
-                ys = [None] * seq_len
-                for t in steps:
-                    h, c = _rnn_step(mode, gi_all[t], h, c, w_hh, b_hh, w_hr)
-                    ys[t] = h
-                outs.append(_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0])
+                reverse = direction == 1
+                # the time loop as one node where it can (not with LSTM proj_size)
+                if w_hr is None and _rnn_fused.usable(mode, gi_all, h, c, w_hh, b_hh):
+                    y, h, c = _rnn_fused.sequence(mode, gi_all, h, c, w_hh, b_hh, reverse,
+                                                  functools.partial(_sequence_loop, mode, reverse=reverse))
+                else:
+                    y, h, c = _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse, w_hr)
+                outs.append(y)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)

@@ -39,10 +39,24 @@ def _cols(x, kh, kw, stride, padding, dilation, oh, ow, groups):
     return v.transpose(0, 1, 4, 5, 2, 3).reshape(n, groups, (c // groups) * kh * kw, oh * ow)
 
 
+def _cols_cn(x, kh, kw, stride, padding, dilation, oh, ow):
+    """The im2col matrix of all the batch at once, (C*KH*KW, N*OH*OW) contiguous: one GEMM per call, whose
+    inner dimension N*OH*OW stays large where the late layers' OH*OW is small (a per-sample GEMM of K = 16 runs
+    several times slower)."""
+    n, c = x.shape[:2]
+    v = _windows(x, kh, kw, stride, padding, dilation, oh, ow)
+    return np.ascontiguousarray(v.transpose(1, 4, 5, 0, 2, 3)).reshape(c * kh * kw, n * oh * ow)
+
+
 def conv2d(x, w, stride, padding, dilation, groups):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = _out_hw(h, wd, kh, kw, stride, padding, dilation)
+    if groups == 1 and oh * ow <= 256:
+        # small maps: one (O, C*KH*KW) @ (C*KH*KW, N*OH*OW) GEMM, then back to NCHW (on large maps the per-sample
+        # products are already large and the extra copies cost more than they save: measured on the ResNet step)
+        out = np.matmul(w.reshape(o, cg * kh * kw), _cols_cn(x, kh, kw, stride, padding, dilation, oh, ow))
+        return np.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
     cols = _cols(x, kh, kw, stride, padding, dilation, oh, ow, groups)
     if groups == 1:     # one (O, C*KH*KW) @ (N, C*KH*KW, OH*OW) matmul, batched over N; output already NCHW
         return np.matmul(w.reshape(o, cg * kh * kw), cols[:, 0]).reshape(n, o, oh, ow)
@@ -54,6 +68,9 @@ def conv2d_backward_weight(x, gy, wshape, stride, padding, dilation, groups):
     n = x.shape[0]
     o, cg, kh, kw = wshape
     oh, ow = gy.shape[2:]
+    if groups == 1 and oh * ow <= 64:  # small maps: one (O, N*OH*OW) @ (N*OH*OW, C*KH*KW) GEMM, no per-sample sum
+        g2 = np.ascontiguousarray(gy.transpose(1, 0, 2, 3)).reshape(o, n * oh * ow)
+        return np.matmul(g2, _cols_cn(x, kh, kw, stride, padding, dilation, oh, ow).T).reshape(wshape)
     cols = _cols(x, kh, kw, stride, padding, dilation, oh, ow, groups)
     gm = gy.reshape(n, groups, o // groups, oh * ow)
     gw = np.matmul(gm, cols.transpose(0, 1, 3, 2))          # (N, G, Og, Cg*KH*KW): transposed operand, no copy

@@ -1,0 +1,174 @@
+"""The LSTM and GRU recurrences over a whole sequence as one graph node (issue 14's LSTM speed).
+
+The input projection of the sequence is one matmul outside (an ordinary op); this node runs the time loop on
+kernel calls only: per step one (N, H) @ (H, G*H) product and the fused gate pointwise (the backend's
+``lstm_cell``/``lstm_cell_backward`` where it has them, else a few primitive kernels).  Its backward runs the
+loop back through the saved activations and makes the recurrent weight's gradient one (G*H, L*N) @ (L*N, H)
+product.  A create_graph backward re-runs the per-step composite (``_rnn_step`` of nn.modules.rnn) on the saved
+inputs and differentiates it, so double backward gives what the composite gives.
+"""
+from __future__ import annotations
+
+from ...autograd.grad_mode import state as _gs
+from ...autograd.graph import Node
+from ...ops._util import edge as _edge
+from ...tensor import _make
+from ._fused import _composite_grads, _t, fused_ok
+
+
+def _lstm_cell(table, gates, c):
+    if table.has("lstm_cell"):
+        return table.lstm_cell(gates, c)
+    h = gates.shape[1] // 4
+    sl = [table.basic_index(gates, (slice(None), slice(j * h, (j + 1) * h))) for j in range(4)]
+    i, f, o = table.sigmoid(sl[0]), table.sigmoid(sl[1]), table.sigmoid(sl[3])
+    g = table.tanh(sl[2])
+    c_new = table.add(table.mul(f, c), table.mul(i, g))
+    tc = table.tanh(c_new)
+    return table.mul(o, tc), c_new, (i, f, g, o, tc)
+
+
+def _lstm_cell_backward(table, dh, dc, c_prev, act):
+    if table.has("lstm_cell_backward"):
+        return table.lstm_cell_backward(dh, dc, c_prev, act)
+    i, f, g, o, tc = act
+    dct = table.mul(table.mul(dh, o), table.neg(table.sub(table.mul(tc, tc), 1.0)))   # 1 - x as -(x - 1)
+    if dc is not None:
+        dct = table.add(dct, dc)
+    di = table.mul(table.mul(dct, g), table.mul(i, table.neg(table.sub(i, 1.0))))
+    df = table.mul(table.mul(dct, c_prev), table.mul(f, table.neg(table.sub(f, 1.0))))
+    dg = table.mul(table.mul(dct, i), table.neg(table.sub(table.mul(g, g), 1.0)))
+    do = table.mul(table.mul(dh, tc), table.mul(o, table.neg(table.sub(o, 1.0))))
+    return table.cat([di, df, dg, do], 1), table.mul(dct, f)
+
+
+def _gru_cell(table, gi, gh, h):
+    """r, z, n gates; h' = n + z (h - n).  Saved: (r, z, n, hn)."""
+    hs = h.shape[1]
+    col = [(slice(None), slice(j * hs, (j + 1) * hs)) for j in range(3)]
+    ir, iz, in_ = (table.basic_index(gi, c) for c in col)
+    hr, hz, hn = (table.basic_index(gh, c) for c in col)
+    r = table.sigmoid(table.add(ir, hr))
+    z = table.sigmoid(table.add(iz, hz))
+    n = table.tanh(table.add(in_, table.mul(r, hn)))
+    return table.add(n, table.mul(z, table.sub(h, n))), (r, z, n, hn)
+
+
+def _gru_cell_backward(table, dh, h_prev, act):
+    """(d gi (N, 3H), d gh (N, 3H), dh_prev direct part)."""
+    r, z, n, hn = act
+    dn = table.mul(dh, table.neg(table.sub(z, 1.0)))            # dh (1 - z)
+    dz = table.mul(dh, table.sub(h_prev, n))
+    dan = table.mul(dn, table.neg(table.sub(table.mul(n, n), 1.0)))
+    dr = table.mul(dan, hn)
+    dar = table.mul(dr, table.mul(r, table.neg(table.sub(r, 1.0))))
+    daz = table.mul(dz, table.mul(z, table.neg(table.sub(z, 1.0))))
+    return table.cat([dar, daz, dan], 1), table.cat([dar, daz, table.mul(dan, r)], 1), table.mul(dh, z)
+
+
+def _stack(table, arrays):
+    return table.cat([table.view(a, (1,) + tuple(a.shape)) for a in arrays], 0)
+
+
+class _RnnSequenceBackward(Node):
+    __slots__ = ("mode", "reverse", "need", "acts", "composite", "has_b")
+
+    def backward(self, gy, gh_n, gc_n=None):
+        gi_all, h0, c0, w_hh, b_hh = self.saved()
+        if _gs.enabled:
+            outs = (gy, gh_n) if c0 is None else (gy, gh_n, gc_n)
+            return _composite_grads(self.composite, (gi_all, h0, c0, w_hh, b_hh), self.need, outs)
+        table, dt = gi_all._be, gi_all.dtype
+        lstm = self.mode == "LSTM"
+        cs, hs, acts = self.acts
+        seq = gi_all.shape[0]
+        steps = range(seq) if self.reverse else range(seq - 1, -1, -1)
+        dgis, dghs = [None] * seq, [None] * seq
+        w = w_hh._data
+        dh = gh_n._data if gh_n is not None else None
+        dc = gc_n._data if lstm and gc_n is not None else None
+        gyd = gy._data if gy is not None else None
+        for t in steps:
+            if gyd is not None:
+                gyt = table.basic_index(gyd, (t,))
+                dh = gyt if dh is None else table.add(dh, gyt)
+            if dh is None:
+                dh = table.full(hs[t].shape, 0, dt.np)
+            if lstm:
+                dg, dc = _lstm_cell_backward(table, dh, dc, cs[t], acts[t])
+                dgis[t] = dghs[t] = dg
+                dh = table.matmul(dg, w)
+            else:
+                dgi, dgh, dh_direct = _gru_cell_backward(table, dh, hs[t], acts[t])
+                dgis[t], dghs[t] = dgi, dgh
+                dh = table.add(dh_direct, table.matmul(dgh, w))
+        n, hsz = hs[0].shape
+        g_all = _stack(table, dgis)
+        gh_all = g_all if lstm else _stack(table, dghs)
+        gflat = table.view(gh_all, (seq * n, gh_all.shape[2]))
+        ngi, nh0, nc0, nw, nb = self.need
+        gw = table.matmul(_t(table, gflat), table.view(_stack(table, hs), (seq * n, hsz))) if nw else None
+        gb = table.sum(gflat, (0,), False) if nb else None
+        return (_make(g_all, dt, table) if ngi else None, _make(dh, dt, table) if nh0 else None,
+                _make(dc, dt, table) if nc0 and dc is not None else None,
+                _make(gw, dt, table) if nw else None, _make(gb, dt, table) if nb else None)
+
+
+class LstmSequenceBackward0(_RnnSequenceBackward):
+    __slots__ = ()
+
+
+class GruSequenceBackward0(_RnnSequenceBackward):
+    __slots__ = ()
+
+
+def usable(mode: str, gi_all, h0, c0, w_hh, b_hh) -> bool:
+    return mode in ("LSTM", "GRU") and gi_all.shape[0] > 0 and h0.shape[0] > 0 and h0.shape[1] > 0 \
+        and fused_ok(gi_all, h0, c0, w_hh, b_hh) \
+        and (mode == "GRU" or (c0 is not None and c0.shape == h0.shape))  # LSTM without proj_size
+
+
+def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
+    """The recurrence of one layer and direction: gi_all (L, N, G*H) the input projection (with b_ih), h0/c0
+    (N, H) -> (ys (L, N, H), h_n, c_n or None) as one node.  ``composite(gi_all, h0, c0, w_hh, b_hh)`` returns the
+    same from differentiable ops (the create_graph backward)."""
+    table, dt = gi_all._be, gi_all.dtype
+    lstm = mode == "LSTM"
+    seq = gi_all.shape[0]
+    w_t = _t(table, w_hh._data)
+    b = None if b_hh is None else b_hh._data
+    h, c = h0._data, (c0._data if lstm else None)
+    gi = gi_all._data
+    ys, cs, hs, acts = [None] * seq, [None] * seq, [None] * seq, [None] * seq
+    steps = range(seq - 1, -1, -1) if reverse else range(seq)
+    if lstm and b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
+        gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
+    for t in steps:
+        gh = table.matmul(h, w_t)
+        git = table.basic_index(gi, (t,))
+        hs[t] = h
+        if lstm:
+            cs[t] = c
+            if table.has_iadd:  # gh is the product's fresh array: the step's gates summed in place
+                table.iadd(gh, git)
+            else:
+                gh = table.add(gh, git)
+            h, c, acts[t] = _lstm_cell(table, gh, c)
+        else:
+            if b is not None:
+                gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
+            h, acts[t] = _gru_cell(table, git, gh, h)
+        ys[t] = h
+    ys_all = _stack(table, ys)
+    need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
+    if not (_gs.enabled and any(need)):
+        return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)
+    node = LstmSequenceBackward0() if lstm else GruSequenceBackward0()
+    node.mode, node.reverse, node.need, node.composite = mode, reverse, need, composite
+    node.acts = (cs, hs, acts)
+    node.save(gi_all, h0, c0 if lstm else None, w_hh, b_hh)
+    node.next_functions = tuple(_edge(x) if x is not None else (None, 0) for x in (gi_all, h0, c0 if lstm else None,
+                                                                                  w_hh, b_hh))
+    outs = [(ys_all, dt), (h, dt)] + ([(c, dt)] if lstm else [])
+    node._out_meta = tuple((a.shape, d, table) for a, d in outs)
+    return tuple(_make(a, d, table, node, out_nr=k) for k, (a, d) in enumerate(outs)) + ((None,) if not lstm else ())

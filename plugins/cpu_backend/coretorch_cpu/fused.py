@@ -1,0 +1,229 @@
+"""Optional fused kernels of the 'cpu' device for the ops transformers and recurrent nets live on (issue 14): layer
+norm forward and backward, softmax backward, and one LSTM / GRU time step forward and backward.
+
+Each works on rows of the normalised (or gate) axis in a few vectorised numpy passes, writing in place into the
+arrays it allocated; the core calls them only for float32/float64 operands and falls back to composites of the
+primitive kernels on a backend without them (see coretorch/nn/functional/_fused.py and _rnn_fused.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .erf32 import _CHUNK, _PHI, _TWO_SQRT2, _horner
+from .special import _lazy
+
+_ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import would slow coretorch's start-up)
+
+_add_reduce = np.add.reduce
+_f32 = np.float32
+_INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _rows(x, k):
+    """x (..., *normalised k dims) -> (M, D) view or contiguous copy."""
+    d = 1
+    for s in x.shape[x.ndim - k:]:
+        d *= s
+    return np.reshape(x, (-1, d)), d
+
+
+def layer_norm(x, w, b, eps, k):
+    """(y, mean, rstd): y = (x - mean) * rstd * w + b over the last k dims; mean and rstd of shape
+    x.shape[:-k] + (1,) * k (PyTorch's native_layer_norm keeps the same pair for the backward)."""
+    x2, d = _rows(x, k)
+    mean = _add_reduce(x2, axis=1, keepdims=True)
+    mean /= d
+    y = np.subtract(x2, mean)
+    sq = np.multiply(y, y)
+    var = _add_reduce(sq, axis=1, keepdims=True)
+    var /= d
+    var += eps
+    rstd = np.sqrt(var, out=var)
+    np.reciprocal(rstd, out=rstd)
+    y *= rstd
+    if w is not None:
+        y *= w.reshape(-1)
+    if b is not None:
+        y += b.reshape(-1)
+    stat = x.shape[:x.ndim - k] + (1,) * k
+    return y.reshape(x.shape), mean.reshape(stat), rstd.reshape(stat)
+
+
+def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
+    """(gx, gw, gb) of layer_norm over the last k dims, each None where not needed; w None without a weight."""
+    d = 1
+    for s in x.shape[x.ndim - k:]:
+        d *= s
+    x2, g2 = np.reshape(x, (-1, d)), np.reshape(g, (-1, d))
+    m2, r2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)
+    xhat = np.subtract(x2, m2)
+    xhat *= r2
+    gw = gb = gx = None
+    if need_w:
+        gw = _add_reduce(np.multiply(g2, xhat), axis=0).reshape(w.shape)
+    if need_b:
+        gb = _add_reduce(g2, axis=0).reshape(w.shape if w is not None else x.shape[x.ndim - k:])
+    if need_x:
+        gxh = np.multiply(g2, w.reshape(-1)) if w is not None else np.array(g2, copy=True)
+        a = _add_reduce(gxh, axis=1, keepdims=True)
+        a /= d
+        c = _add_reduce(np.multiply(gxh, xhat), axis=1, keepdims=True)
+        c /= d
+        gxh -= a
+        xhat *= c
+        gxh -= xhat
+        gxh *= r2
+        gx = gxh.reshape(x.shape)
+    return gx, gw, gb
+
+
+def softmax_backward(g, y, dim):
+    """y * (g - sum(g * y over dim)): the input gradient of softmax from its output y."""
+    r = np.multiply(g, y)
+    s = _add_reduce(r, axis=dim, keepdims=True)
+    np.subtract(g, s, out=r)
+    r *= y
+    return r
+
+
+def lstm_cell(gates, c):
+    """One LSTM step from the summed gate pre-activations (N, 4H) (order i, f, g, o) and the cell state (N, H):
+    (h, c_new, act) with act (N, 5H) the activated gates and tanh(c_new), kept for the backward."""
+    n, h4 = gates.shape
+    h = h4 // 4
+    act = np.empty((n, 5 * h), gates.dtype)
+    a = act[:, :4 * h]
+    np.negative(gates, out=a)                 # sigmoid of all four, then tanh of g over it
+    np.exp(a, out=a)
+    a += 1
+    np.reciprocal(a, out=a)
+    np.tanh(gates[:, 2 * h:3 * h], out=act[:, 2 * h:3 * h])
+    i, f, gg, o = act[:, :h], act[:, h:2 * h], act[:, 2 * h:3 * h], act[:, 3 * h:4 * h]
+    c_new = np.multiply(f, c)
+    c_new += i * gg
+    tc = act[:, 4 * h:]
+    np.tanh(c_new, out=tc)
+    return np.multiply(o, tc), c_new, act
+
+
+def lstm_cell_backward(dh, dc, c_prev, act):
+    """(d gates (N, 4H), dc_prev (N, H)) of one lstm_cell step given dh and dc (the cell gradient from later
+    steps, or None)."""
+    n, h5 = act.shape
+    h = h5 // 5
+    i, f, gg, o, tc = (act[:, j * h:(j + 1) * h] for j in range(5))
+    dg = np.empty((n, 4 * h), act.dtype)
+    dct = np.multiply(tc, tc)                 # dc_total = dc + dh * o * (1 - tanh(c)^2)
+    np.subtract(1, dct, out=dct)
+    dct *= o
+    dct *= dh
+    if dc is not None:
+        dct += dc
+    di, df, dgg, do = dg[:, :h], dg[:, h:2 * h], dg[:, 2 * h:3 * h], dg[:, 3 * h:]
+    np.multiply(dh, tc, out=do)
+    np.multiply(dct, gg, out=di)
+    np.multiply(dct, c_prev, out=df)
+    np.multiply(dct, i, out=dgg)
+    a = act[:, :4 * h]
+    deriv = np.subtract(1, a)                 # sigmoid'(x) = s (1 - s) on i, f, o; tanh'(x) = 1 - t^2 on g
+    deriv *= a
+    np.multiply(gg, gg, out=deriv[:, 2 * h:3 * h])
+    np.subtract(1, deriv[:, 2 * h:3 * h], out=deriv[:, 2 * h:3 * h])
+    dg *= deriv
+    dct *= f
+    return dg, dct
+
+
+def _gelu_grad32(x, g, out, a, t, u):
+    """g (Phi(x) + x phi(x)) on float32 pieces: Phi(-|x|) by erf32's GELU polynomial (one exp), phi(x) by a
+    second exp; Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)) keeps the negative side free of cancellation."""
+    np.abs(x, out=a)
+    np.add(a, _TWO_SQRT2, out=t)
+    np.divide(_TWO_SQRT2, t, out=t)              # t = 1 / (1 + z / 2), z = |x| / sqrt 2
+    p = _horner(t, _PHI, out)
+    np.multiply(x, x, out=u)
+    u *= _f32(-0.5)                               # -x^2 / 2
+    p += u
+    np.exp(p, out=p)
+    p *= t                                        # Phi(-|x|)
+    np.subtract(_f32(0.5), p, out=t)
+    np.copysign(t, x, out=t)
+    t += _f32(0.5)                                # Phi(x)
+    np.exp(u, out=u)
+    u *= x
+    u *= _f32(_INV_SQRT_2PI)                      # x phi(x)
+    u += t
+    np.multiply(u, g, out=out)
+
+
+def _gelu_cdf32(x, y, cdf, a, t, u):
+    """GELU x Phi(x) as erf32's kernel computes it, and Phi(x) kept for the backward (three passes more)."""
+    np.abs(x, out=a)
+    np.add(a, _TWO_SQRT2, out=t)
+    np.divide(_TWO_SQRT2, t, out=t)
+    p = _horner(t, _PHI, y)
+    np.multiply(x, x, out=u)
+    u *= _f32(-0.5)
+    p += u
+    np.exp(p, out=p)
+    p *= t                                        # Phi(-|x|)
+    np.subtract(_f32(0.5), p, out=cdf)
+    np.copysign(cdf, x, out=cdf)
+    cdf += _f32(0.5)                              # Phi(x)
+    p *= a
+    np.add(x, a, out=u)                           # relu(x) = (x + |x|) / 2
+    u *= _f32(0.5)
+    np.subtract(u, p, out=y)
+
+
+def gelu_cdf(x):
+    """(GELU(x), Phi(x)) of a float32 array: the forward of a GELU whose backward will follow."""
+    y, cdf = np.empty(x.shape, _f32), np.empty(x.shape, _f32)
+    xf, yf, cf = np.ascontiguousarray(x).reshape(-1), y.reshape(-1), cdf.reshape(-1)
+    n = xf.size
+    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+    with np.errstate(all="ignore"):
+        for lo in range(0, n, _CHUNK):
+            hi = min(lo + _CHUNK, n)
+            _gelu_cdf32(xf[lo:hi], yf[lo:hi], cf[lo:hi], *(tm[:hi - lo] for tm in tmps))
+        if n and not np.isfinite(xf).all():  # x Phi(x) at +-inf: inf and nan (as erf32.gelu)
+            y[x == np.inf] = np.inf
+            y[x == -np.inf] = np.nan
+    return y, cdf
+
+
+def gelu_backward(g, x, cdf=None):
+    """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype; with ``cdf``
+    (Phi(x) from gelu_cdf) only phi's exp remains to compute."""
+    if cdf is not None:
+        with np.errstate(all="ignore"):
+            r = np.multiply(x, x)
+            r *= _f32(-0.5)
+            np.exp(r, out=r)
+            r *= x
+            r *= _f32(_INV_SQRT_2PI)
+            r += cdf
+            r *= g
+        return r
+    if x.dtype == _f32 and g.dtype == _f32:
+        out = np.empty(x.shape, _f32)
+        xf, gf, of = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(g).reshape(-1), out.reshape(-1)
+        n = xf.size
+        tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+        with np.errstate(all="ignore"):
+            for lo in range(0, n, _CHUNK):
+                hi = min(lo + _CHUNK, n)
+                _gelu_grad32(xf[lo:hi], gf[lo:hi], of[lo:hi], *(tm[:hi - lo] for tm in tmps))
+        return out
+    with np.errstate(all="ignore"):
+        xd = x.astype(np.float64, copy=False)
+        r = np.exp(-0.5 * xd * xd)
+        r *= xd * _INV_SQRT_2PI
+        r += _ndtr(xd)
+        r *= g
+    return r.astype(x.dtype, copy=False)
+
+
+KERNELS = {"gelu_backward": gelu_backward, "gelu_cdf": gelu_cdf, "layer_norm": layer_norm,
+           "layer_norm_backward": layer_norm_backward, "softmax_backward": softmax_backward, "lstm_cell": lstm_cell,
+           "lstm_cell_backward": lstm_cell_backward}
