@@ -81,3 +81,26 @@ def test_grad_fn_names_as_pytorch():
     assert type(F.hardtanh(x).grad_fn).__name__ == "HardtanhBackward0"
     assert type(F.hardswish(x).grad_fn).__name__ == "HardswishBackward0"
     assert type(F.hardsigmoid(x).grad_fn).__name__ == "HardsigmoidBackward0"
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_bce_with_logits_result_has_the_targets_float_dtype(device):
+    def run(xdt, tdt, **kw):
+        x, t = torch.ones(2, dtype=xdt, device=device), torch.ones(2, dtype=tdt, device=device)
+        kw = {k: torch.ones(2, dtype=v, device=device) for k, v in kw.items()}
+        return F.binary_cross_entropy_with_logits(x, t, **kw).dtype
+    assert run(torch.float32, torch.float64) is torch.float64
+    assert run(torch.float64, torch.float32) is torch.float32
+    assert run(torch.float64, torch.float32, pos_weight=torch.float64) is torch.float32
+    assert run(torch.float64, torch.float32, weight=torch.float64) is torch.float32
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_softmax_family_and_cross_entropy_refuse_integer_inputs_as_pytorch(device):
+    x = torch.zeros(2, 3, dtype=torch.int8, device=device)
+    for f in (lambda: F.log_softmax(x, 1), lambda: F.softmax(x.long(), 1),
+              lambda: F.cross_entropy(x, torch.tensor([0, 1], device=device))):
+        with pytest.raises(NotImplementedError, match="lastdim_kernel_impl\" not implemented for"):
+            f()
+    with pytest.raises(NotImplementedError, match="\"nll_loss_out_frame\" not implemented for 'Char'"):
+        F.cross_entropy(torch.zeros(1, 0, dtype=torch.int8, device=device), torch.tensor([0], device=device))

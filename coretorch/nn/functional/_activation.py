@@ -374,7 +374,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
     elif not input.dtype.is_floating_point and input.numel() == 0:
         return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
     elif not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
     table, x = input._be, input._data
     nd = len(x.shape)
     d = _norm_dim(dim, nd, name)

@@ -199,7 +199,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), _P.mul(log_weight, softplus_neg))
     else:
         loss = _P.add(_P.mul(_P.rsub(target, 1.0), input), softplus_neg)
-    return _reduce(_weighted(loss, weight), reduction)
+    loss = _weighted(loss, weight)
+    if isinstance(target, Tensor) and loss.dtype is not target.dtype:
+        # PyTorch accumulates the loss in place into (1 - target): the result has the target's float dtype
+        loss = loss.to(target.dtype)
+    return _reduce(loss, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -434,6 +438,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     xs = input._data.shape
     class_dim = 0 if len(xs) == 1 else 1
     c = xs[class_dim]
+    if not input.dtype.is_floating_point and input.numel() == 0 and not target.dtype.is_floating_point:
+        # (PyTorch: log_softmax passes an empty integer input through, nll_loss has no integer kernel)
+        raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{input.dtype._tname[:-6]}'")
     logp = _softmax_impl("log_softmax", input, class_dim, None, True)
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
