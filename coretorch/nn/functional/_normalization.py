@@ -8,6 +8,7 @@ from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import no_grad
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
+from ...tensor import Tensor
 from . import _fused
 from ._common import _check_tensor, _no_grad
 from ._padding import _pad_constant
@@ -24,6 +25,17 @@ def _verify_batch_size(shape) -> None:
     if size_prods == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"coretorch.Size({list(shape)})")
+
+
+
+def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
+    """(x - mean) / sqrt(var + eps), then the per-channel affine (weight and bias of shape ``bshape``)."""
+    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
+    if weight is not None:
+        out = _P.mul(out, weight.reshape(bshape))
+    if bias is not None:
+        out = _P.add(out, bias.reshape(bshape))
+    return out
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -60,12 +72,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = running_mean.reshape(bshape)
         xc = _P.sub(input, mean)
         var = running_var.reshape(bshape)
-    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
-    if weight is not None:
-        out = _P.mul(out, weight.reshape(bshape))
-    if bias is not None:
-        out = _P.add(out, bias.reshape(bshape))
-    return out
+    return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -97,12 +104,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         xc = _P.sub(input, running_mean.reshape(bshape))
         var = running_var.reshape(bshape)
-    out = _P.mul(xc, _P.rsqrt(_P.add(var, eps)))
-    if weight is not None:
-        out = _P.mul(out, weight.reshape(bshape))
-    if bias is not None:
-        out = _P.add(out, bias.reshape(bshape))
-    return out
+    return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
