@@ -87,6 +87,9 @@ def abort(message: str) -> None:
         sys.stderr.write(f"[rank {me}] coretorch.distributed: {message}; aborting all {size} ranks with "
                          "MPI_Abort\n")
         sys.stderr.flush()
+        # mpiexec forwards our stderr through a pipe; MPI_Abort tears the job down at once and can drop what is
+        # still in flight, so give the forwarder a moment to pass the message on
+        time.sleep(0.25)
     finally:
         MPI.COMM_WORLD.Abort(1)
 
