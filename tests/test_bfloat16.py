@@ -10,7 +10,6 @@ import coretorch as torch
 import coretorch.nn.functional as F
 from coretorch.testing import available_devices
 
-DEVICES = available_devices()
 BF = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32
 
@@ -45,11 +44,6 @@ def same(a, b):
     na, nb = np.isnan(a.astype(F32)), np.isnan(b.astype(F32))
     return a.shape == b.shape and np.array_equal(na, nb) and np.array_equal(a.view(np.uint16)[~na],
                                                                             b.view(np.uint16)[~nb])
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 class TestDtype:

@@ -6,15 +6,8 @@ import pytest
 import coretorch as torch
 from coretorch import nn
 from coretorch.autograd import gradcheck
-from coretorch.testing import available_devices
 
 F = nn.functional
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def _ref_conv3d(x, w, b, stride, padding, dilation, groups):

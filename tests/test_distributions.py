@@ -8,14 +8,6 @@ import scipy.stats as st
 
 import coretorch as torch
 from coretorch import distributions as D
-from coretorch.testing import available_devices
-
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def T(x, device, dtype=torch.float64):

@@ -8,14 +8,6 @@ import pytest
 
 import coretorch as torch
 import coretorch.nn.functional as F
-from coretorch.testing import available_devices
-
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def low(device):

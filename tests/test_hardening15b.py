@@ -12,15 +12,8 @@ import numpy as np
 import pytest
 
 import coretorch as torch
-from coretorch.testing import available_devices
 
-DEVICES = available_devices()
 NAN, INF = float("nan"), float("inf")
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def T(data, device, **kw):

@@ -5,14 +5,6 @@ import numpy as np
 import pytest
 
 import coretorch as torch
-from coretorch.testing import available_devices
-
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def arr(t):

@@ -10,16 +10,9 @@ import numpy as np
 import pytest
 
 import coretorch as torch
-from coretorch.testing import available_devices
 
-DEVICES = available_devices()
 H, BF = torch.float16, torch.bfloat16
 NAN, INF = float("nan"), float("inf")
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def T(data, device, **kw):

@@ -12,9 +12,7 @@ import scipy.linalg
 
 import coretorch as torch
 from coretorch.autograd import gradcheck, gradgradcheck
-from coretorch.testing import available_devices
 
-DEVICES = available_devices()
 L = torch.linalg
 INF = float("inf")
 
@@ -25,11 +23,6 @@ def t(a, device, dtype=torch.float64, **kw):
 
 def host(x):
     return x.detach().cpu().numpy()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 # ---- errors ------------------------------------------------------------------------------------------------------

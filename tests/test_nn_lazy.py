@@ -11,15 +11,8 @@ import coretorch as torch
 from coretorch import nn
 from coretorch.nn.modules.lazy import LazyModuleMixin
 from coretorch.nn.parameter import UninitializedBuffer, UninitializedParameter, is_lazy
-from coretorch.testing import available_devices
 
 F = nn.functional
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def test_uninitialized_parameter_and_buffer(device):

@@ -8,14 +8,6 @@ from coretorch import nn
 from coretorch.autograd import gradcheck
 from coretorch.nn.utils.rnn import (PackedSequence, invert_permutation, pack_padded_sequence, pack_sequence,
                                     pad_packed_sequence, pad_sequence, unpack_sequence, unpad_sequence)
-from coretorch.testing import available_devices
-
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def N(t):

@@ -9,14 +9,6 @@ from coretorch import nn
 from coretorch.autograd import gradcheck
 from coretorch.nn.utils import parametrizations as P
 from coretorch.nn.utils import parametrize
-from coretorch.testing import available_devices
-
-DEVICES = available_devices()
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
 
 
 def N(t):

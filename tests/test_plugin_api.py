@@ -18,11 +18,6 @@ from coretorch.testing import available_devices, cpu_kernels_as
 DEVICES = available_devices()
 
 
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
-
-
 def _plugin(**hooks):
     """A plugin object whose hooks are the given functions (each takes ``register``)."""
     ns = {"CORETORCH_PLUGIN_API": 1}
