@@ -209,7 +209,23 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class _RelaxedParameters:
+    """The relaxed laws are transforms of a base law: temperature, logits and probs are the base law's."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class RelaxedOneHotCategorical(_RelaxedParameters, TransformedDistribution):
     """RelaxedOneHotCategorical(temperature, probs=None, logits=None): a reparameterised, continuous relaxation
     of OneHotCategorical (Gumbel-softmax) on the simplex."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -223,18 +239,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class LogitRelaxedBernoulli(_BinaryParameters, Distribution):
@@ -265,7 +269,7 @@ class LogitRelaxedBernoulli(_BinaryParameters, Distribution):
         return temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_RelaxedParameters, TransformedDistribution):
     """RelaxedBernoulli(temperature, probs=None, logits=None): a reparameterised relaxation of Bernoulli on
     (0, 1)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -279,15 +283,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
