@@ -210,16 +210,9 @@ def logsigmoid(input):
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return logsigmoid(input)
-    table = input._be
-    x = input
     # min(x, 0) - log1p(exp(-|x|)): no overflow on either side
-    with _no_grad():
-        out = _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x)))))
-    if _needs_graph(input):
-        node = LogSigmoidBackward0()
-        node.save(input)
-        return _record(node, out._data, out.dtype, table, input)
-    return out
+    return _pointwise_node(LogSigmoidBackward0, input,
+                           lambda x: _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))))
 
 
 class LogSigmoidBackward0(Node):
@@ -263,10 +256,13 @@ class HardsigmoidBackward0(Node):
         return (_P.where(_P.logical_and(_P.gt(x, -3.0), _P.lt(x, 3.0)), _P.mul(g, _ONE_SIXTH_F32), 0.0),)
 
 
-def _with_node(node_cls, input: Tensor, out: Tensor, **fields) -> Tensor:
-    """``out`` (computed without a graph) as the result of ``node_cls`` over ``input``."""
+def _pointwise_node(node_cls, input: Tensor, forward, **fields) -> Tensor:
+    """``forward(input)`` as one graph node ``node_cls`` (its backward reads the saved input), the composite's
+    own graph not recorded; without a graph, just ``forward(input)``."""
     if not _needs_graph(input):
-        return out
+        return forward(input)
+    with _no_grad():
+        out = forward(input)
     node = node_cls()
     for k, v in fields.items():
         setattr(node, k, v)
@@ -298,30 +294,22 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
             raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
         min_val, max_val = math.trunc(min_val), math.trunc(max_val)
     x = _src(input, inplace)
-    if x.dtype.is_floating_point and _needs_graph(x):
-        with _no_grad():
-            out = _P.clamp(x, min_val, max_val)
-        out = _with_node(HardtanhBackward0, x, out, lo=min_val, hi=max_val)
-    else:
-        out = _P.clamp(x, min_val, max_val)
+    out = _pointwise_node(HardtanhBackward0, x, lambda v: _P.clamp(v, min_val, max_val), lo=min_val, hi=max_val)
     return _inplace_result(input, out) if inplace else out
 
 
 def hardsigmoid(input, inplace=False):
     _floating_only("hardsigmoid", input)
     x = _src(input, inplace)
-    with _no_grad():
-        out = _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0)
-    out = _with_node(HardsigmoidBackward0, x, out)
+    out = _pointwise_node(HardsigmoidBackward0, x, lambda v: _P.div(_P.clamp(_P.add(v, 3.0), 0.0, 6.0), 6.0))
     return _inplace_result(input, out) if inplace else out
 
 
 def hardswish(input, inplace=False):
     _floating_only("hardswish", input)
     x = _src(input, inplace)
-    with _no_grad():
-        out = _P.mul(x, _P.div(_P.clamp(_P.add(x, 3.0), 0.0, 6.0), 6.0))
-    out = _with_node(HardswishBackward0, x, out)
+    out = _pointwise_node(HardswishBackward0, x,
+                          lambda v: _P.mul(v, _P.div(_P.clamp(_P.add(v, 3.0), 0.0, 6.0), 6.0)))
     return _inplace_result(input, out) if inplace else out
 
 
