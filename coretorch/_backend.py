@@ -128,6 +128,10 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
         "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py")},
     **{n: "(x, y|scalar) -> x's dtype: NaN-ignoring max/min" for n in ("fmax", "fmin")},
     "gelu": "optional (x) float -> x * Phi(x) (GELU, the erf form) in one pass, for nn.functional.gelu's forward",
+    "igamma": "optional (a, x) float32/float64 arrays of one dtype and broadcast-compatible shapes (equal shapes where "
+              "the backend has no native_broadcast) -> the regularised lower incomplete gamma P(a, x): NaN for a < 0 "
+              "or x < 0 or a = x = 0, 1 for a = 0 < x, 0 for infinite a and finite x",
+    "igammac": "optional (a, x) as igamma -> the regularised upper incomplete gamma Q(a, x) = 1 - P(a, x)",
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
     "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "

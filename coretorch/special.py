@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from .nn import functional as _F
 from .ops import pointwise as _P, reduction as _R
-from .ops.special import (_out, digamma, entr, erfc, erfcx, erfinv, exp2, i0, i0e, i1, i1e, lgamma, log_ndtr,
-                          logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from .ops.special import (_out, digamma, entr, erfc, erfcx, erfinv, exp2, gammainc, gammaincc, i0, i0e, i1, i1e,
+                          lgamma, log_ndtr, logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfcx", "erfinv", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "xlogy", "xlog1py", "entr", "ndtr", "ndtri", "log_ndtr", "sinc", "i0", "i0e", "i1", "i1e",
-           "logsumexp", "softmax", "log_softmax", "exp2", "expm1", "log1p", "round"]
+           "logsumexp", "softmax", "log_softmax", "exp2", "expm1", "log1p", "round", "gammainc", "gammaincc"]
 
 gammaln = lgamma
 psi = digamma
@@ -50,4 +50,4 @@ def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 _REEXPORTED = (logit, erfc, erfcx, erfinv, digamma, polygamma, xlogy, xlog1py, entr, ndtr, ndtri, log_ndtr, sinc,
-               i0, i0e, i1, i1e, exp2)
+               i0, i0e, i1, i1e, exp2, gammainc, gammaincc)

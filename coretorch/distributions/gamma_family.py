@@ -54,6 +54,12 @@ class Gamma(Distribution):
         return (torch.xlogy(self.concentration, self.rate) + torch.xlogy(self.concentration - 1, value)
                 - self.rate * value - torch.lgamma(self.concentration))
 
+    def cdf(self, value):
+        """P(concentration, rate * value) (the regularised lower incomplete gamma; no icdf, as PyTorch)."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return torch.special.gammainc(self.concentration, self.rate * value)
+
     def entropy(self):
         return (self.concentration - torch.log(self.rate) + torch.lgamma(self.concentration)
                 + (1.0 - self.concentration) * torch.digamma(self.concentration))

@@ -30,7 +30,7 @@ __all__: list[str] = [
     "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "deg2rad", "rad2deg", "frac", "logit", "erfc",
     "erfinv", "lgamma", "digamma", "polygamma", "mvlgamma", "i0", "signbit", "nan_to_num", "frexp", "ldexp",
     "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "heaviside", "fmax", "fmin",
-    "addcmul", "addcdiv", "nanmean",
+    "addcmul", "addcdiv", "nanmean", "igamma", "igammac",
 ]
 METHODS: dict = {}       # Tensor.<name> -> function(self, ...), bound by coretorch._tensor_methods
 
@@ -457,6 +457,59 @@ xlog1py = _binary("xlog1py", SpecialXlog1PyBackward0,
                   doc="torch.special.xlog1py: x * log1p(y), 0 where x == 0 (unless y is NaN).")
 
 
+def _igamma_bw(name: str, negate: bool):
+    def bw(self, g):
+        a, x = self.saved()
+        na, nx = self.need
+        if na:  # as PyTorch: d/da has no closed form it implements
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        # PyTorch's formula: d/dx P(a, x) = exp((a - 1) log x - x - lgamma(a)) (Q: its negative)
+        d = mul(g, exp(sub(sub(mul(sub(a, 1), log(x)), x), lgamma(a))))
+        return self.grads(None, neg(d) if negate else d)
+    return bw
+
+
+IgammaBackward0 = _binary_node("IgammaBackward0", _igamma_bw("igamma", False))
+IgammacBackward0 = _binary_node("IgammacBackward0", _igamma_bw("igammac", True))
+
+
+def _igamma_op(name: str, node_cls, public: str, doc: str):
+    """igamma/igammac: both operands tensors (PyTorch's TypeError), a floating result (integer operands raise
+    NotImplementedError, as PyTorch's kernel); float16/bfloat16 are computed in float32."""
+    f = _make_binary(name, node_cls, "arith")
+
+    def fn(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+        for pos, (arg, v) in enumerate((("input", input), ("other", other)), 1):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{public}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                                f"{type(v).__name__}")
+        rt = _dt.result_type((input, other), _dt.default)
+        if not rt.is_floating_point:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{rt._tname[:-6]}'")
+        if not input._be.has(name):
+            raise RuntimeError(f"{public}: device '{input.device}' has no '{name}' kernel")
+        if rt in (_dt.float16, _dt.bfloat16):
+            r = f(input.to(_dt.float32), other.to(_dt.float32)).to(rt)
+        else:
+            r = f(input, other)
+        return r if out is None else _out(r, out, public)
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = doc
+    return fn
+
+
+igamma = _igamma_op("igamma", IgammaBackward0, "igamma",
+                    "torch.igamma (torch.special.gammainc): the regularised lower incomplete gamma function "
+                    "P(input, other); gradient with respect to ``other`` only, as PyTorch.")
+igammac = _igamma_op("igammac", IgammacBackward0, "igammac",
+                     "torch.igammac (torch.special.gammaincc): the regularised upper incomplete gamma function "
+                     "Q(input, other) = 1 - P(input, other); gradient with respect to ``other`` only, as PyTorch.")
+gammainc = _igamma_op("igamma", IgammaBackward0, "special_gammainc", igamma.__doc__)
+gammaincc = _igamma_op("igammac", IgammacBackward0, "special_gammaincc", igammac.__doc__)
+gammainc.__name__ = gammainc.__qualname__ = "gammainc"
+gammaincc.__name__ = gammaincc.__qualname__ = "gammaincc"
+
+
 def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
     """0 where x < 0, ``values`` where x == 0, 1 where x > 0 (NaN gives 0, as PyTorch's kernel)."""
     _check("heaviside", input)
@@ -526,7 +579,8 @@ _UNARY_METHODS = {
 }
 _BINARY_METHODS = {
     "atan2": atan2, "arctan2": atan2, "hypot": hypot, "xlogy": xlogy, "copysign": copysign,
-    "heaviside": heaviside, "ldexp": ldexp, "addcmul": addcmul, "addcdiv": addcdiv,
+    "heaviside": heaviside, "ldexp": ldexp, "addcmul": addcmul, "addcdiv": addcdiv, "igamma": igamma,
+    "igammac": igammac,
 }
 METHODS.update(_UNARY_METHODS)
 METHODS.update(_BINARY_METHODS)

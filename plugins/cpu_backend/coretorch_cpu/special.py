@@ -123,6 +123,6 @@ KERNELS: dict = {
     **{n: _b(f) for n, f in {
         "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "logaddexp": np.logaddexp,
         "logaddexp2": np.logaddexp2, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "fmax": np.fmax,
-        "fmin": np.fmin}.items()},
+        "fmin": np.fmin, "igamma": sp.gammainc, "igammac": sp.gammaincc}.items()},
     "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp, "gelu": _gelu,
 }
