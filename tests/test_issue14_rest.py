@@ -119,3 +119,60 @@ def test_gamma_family_cdf(device):
         D.Gamma(conc, rate).cdf(-v)
     rg = rate.clone().requires_grad_()
     assert gradcheck(lambda t: D.Gamma(conc, t).cdf(v), (rg,))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# grad_fn names of nn.functional's composites (PyTorch 2.13's, checked by hand); the backward is the composite's
+# ---------------------------------------------------------------------------------------------------------------
+_NAMED = [
+    ("AvgPool2DBackward0", lambda F, T: F.avg_pool2d(T(2, 3, 6, 6), 2)),
+    ("AvgPool3DBackward0", lambda F, T: F.avg_pool3d(T(1, 2, 4, 4, 4), 2)),
+    ("SqueezeBackward1", lambda F, T: F.avg_pool1d(T(2, 3, 8), 2)),
+    ("AdaptiveAvgPool2DBackward0", lambda F, T: F.adaptive_avg_pool2d(T(2, 3, 6, 6), 3)),
+    ("MeanBackward1", lambda F, T: F.adaptive_avg_pool2d(T(2, 3, 6, 6), 1)),
+    ("AdaptiveAvgPool3DBackward0", lambda F, T: F.adaptive_avg_pool3d(T(1, 2, 4, 4, 4), 2)),
+    ("UpsampleNearest2DBackward0", lambda F, T: F.interpolate(T(1, 2, 4, 4), scale_factor=2)),
+    ("UpsampleBilinear2DBackward0", lambda F, T: F.interpolate(T(1, 2, 4, 4), scale_factor=2, mode="bilinear")),
+    ("UpsampleBilinear2DAaBackward0", lambda F, T: F.interpolate(T(1, 2, 8, 8), size=(4, 4), mode="bilinear",
+                                                                  antialias=True)),
+    ("UpsampleLinear1DBackward0", lambda F, T: F.interpolate(T(1, 2, 4), size=7, mode="linear")),
+    ("UpsampleTrilinear3DBackward0", lambda F, T: F.interpolate(T(1, 1, 2, 2, 2), scale_factor=2, mode="trilinear")),
+    ("ConstantPadNdBackward0", lambda F, T: F.pad(T(2, 3, 4), (1, 2))),
+    ("ReflectionPad2DBackward0", lambda F, T: F.pad(T(1, 2, 4, 4), (1, 1, 1, 1), mode="reflect")),
+    ("ReplicationPad1DBackward0", lambda F, T: F.pad(T(1, 2, 4), (1, 2), mode="replicate")),
+    ("GridSampler2DBackward0", lambda F, T: F.grid_sample(T(1, 2, 4, 4), T(1, 3, 3, 2), align_corners=False)),
+    ("GridSampler3DBackward0", lambda F, T: F.grid_sample(T(1, 1, 3, 3, 3), T(1, 2, 2, 2, 3), align_corners=False)),
+    ("AffineGridGeneratorBackward0", lambda F, T: F.affine_grid(T(1, 2, 3), (1, 1, 4, 4), align_corners=False)),
+    ("PixelShuffleBackward0", lambda F, T: F.pixel_shuffle(T(1, 4, 2, 2), 2)),
+    ("GluBackward0", lambda F, T: F.glu(T(2, 4))), ("CeluBackward0", lambda F, T: F.celu(T(4))),
+    ("EluBackward0", lambda F, T: F.selu(T(4))), ("PreluKernelBackward0", lambda F, T: F.prelu(T(2, 3), T(3))),
+    ("SoftshrinkBackward0", lambda F, T: F.softshrink(T(4))),
+    ("ThresholdBackward0", lambda F, T: F.threshold(T(4), 0.1, 0.0)),
+    ("SoftMarginLossBackward0", lambda F, T: F.soft_margin_loss(T(4), T(4).detach().sign())),
+    ("Im2ColBackward0", lambda F, T: F.unfold(T(1, 2, 4, 4), 2)),
+    ("Col2ImBackward0", lambda F, T: F.fold(T(1, 8, 9), (4, 4), 2)),
+    ("EmbeddingBagBackward0", lambda F, T: F.embedding_bag(T(1, 2).detach().ge(9).long(), T(4, 3))),
+    ("NllLoss2DBackward0", lambda F, T: F.cross_entropy(T(2, 5, 3, 3), T(2, 3, 3).detach().ge(9).long())),
+    ("CtcLossBackward0", lambda F, T: F.ctc_loss(T(6, 2, 4).log_softmax(2), T(2, 2).detach().ge(9).long() + 1,
+                                                 torch.tensor([6, 6]), torch.tensor([2, 2]), reduction="none")),
+]
+
+
+def test_composite_grad_fn_names(device):
+    F = torch.nn.functional
+    torch.manual_seed(0)
+
+    def T(*shape):
+        return (torch.rand(*shape, dtype=torch.float64) - 0.5).to(device).requires_grad_()
+    for name, f in _NAMED:
+        y = f(F, T)
+        assert type(y.grad_fn).__name__ == name
+    # the composite's backward is kept: first and second derivatives
+    x = T(1, 1, 3, 3)
+    g = (torch.rand(1, 2, 2, 2, dtype=torch.float64) * 1.6 - 0.8).to(device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: F.grid_sample(a, b, align_corners=True), (x, g))
+    assert torch.autograd.gradgradcheck(lambda a: F.avg_pool2d(a, 2, 1), (x,))
+    assert torch.autograd.gradcheck(lambda a: F.pad(a, (1, 1, 1, 1), mode="reflect"), (x,))
+    # in place keeps the node of the in-place op (PyTorch: ThresholdBackward1)
+    h = T(4) * 1
+    assert F.threshold(h, 0.1, 0.0, inplace=True) is h

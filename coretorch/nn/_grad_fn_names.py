@@ -9,7 +9,9 @@ node's name, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import inspect
 
+from ..tensor import Tensor
 from . import functional as F
 
 _CLASSES: dict = {}
@@ -50,9 +52,92 @@ _NAMES = {  # function: (PyTorch's node name, the input rank of the batched form
     "binary_cross_entropy_with_logits": ("BinaryCrossEntropyWithLogitsBackward0", None),
     "conv1d": ("ConvolutionBackward0", 3), "conv2d": ("ConvolutionBackward0", 4),
     "conv_transpose1d": ("ConvolutionBackward0", 3), "conv_transpose2d": ("ConvolutionBackward0", 4),
+    "conv3d": ("ConvolutionBackward0", 5), "conv_transpose3d": ("ConvolutionBackward0", 5),
+    "avg_pool2d": ("AvgPool2DBackward0", None), "avg_pool3d": ("AvgPool3DBackward0", None),
+    "adaptive_avg_pool1d": ("SqueezeBackward1", None), "affine_grid": ("AffineGridGeneratorBackward0", None),
+    "pixel_shuffle": ("PixelShuffleBackward0", None), "pixel_unshuffle": ("PixelUnshuffleBackward0", None),
+    "channel_shuffle": ("ChannelShuffleBackward0", None), "glu": ("GluBackward0", None),
+    "prelu": ("PreluKernelBackward0", None), "celu": ("CeluBackward0", None), "selu": ("EluBackward0", None),
+    "rrelu": ("RreluWithNoiseBackward0", None), "threshold": ("ThresholdBackward0", None),
+    "hardshrink": ("HardshrinkBackward0", None), "softshrink": ("SoftshrinkBackward0", None),
+    "soft_margin_loss": ("SoftMarginLossBackward0", None), "multi_margin_loss": ("MultiMarginLossBackward0", None),
+    "multilabel_margin_loss": ("MultilabelMarginLossBackward0", None), "unfold": ("Im2ColBackward0", None),
+    "fold": ("Col2ImBackward0", None), "embedding_bag": ("EmbeddingBagBackward0", None),
+    "instance_norm": ("ViewBackward0", None),
 }
+
+
+# names that depend on the arguments: rule(out, bound arguments) -> PyTorch's node name, or None to keep ours
+def _adaptive_name(n: int, out) -> str:
+    if n == 1:
+        return "SqueezeBackward1"  # PyTorch: a 2-d pool of an unsqueezed input, then squeeze
+    return "MeanBackward1" if all(s == 1 for s in out.shape[-n:]) else f"AdaptiveAvgPool{n}DBackward0"
+
+
+_UPSAMPLE = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
+             "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D", "bicubic": "UpsampleBicubic2D",
+             "trilinear": "UpsampleTrilinear3D"}
+
+
+def _interpolate_name(out, a):
+    n, mode = a["input"].ndim - 2, a["mode"]
+    if mode == "area":
+        return _adaptive_name(n, out)
+    pat = _UPSAMPLE.get(mode)
+    if pat is None:
+        return None
+    return pat.format(n=n) + ("Aa" if a["antialias"] and mode in ("bilinear", "bicubic") else "") + "Backward0"
+
+
+def _pad_name(out, a):
+    mode, k = a["mode"], len(a["pad"]) // 2
+    return {"constant": "ConstantPadNdBackward0", "reflect": f"ReflectionPad{k}DBackward0",
+            "replicate": f"ReplicationPad{k}DBackward0"}.get(mode)  # circular: PyTorch's CopySlices, ours kept
+
+
+def _nll_name(out, a):
+    x, t = a["input"], a["target"]
+    if t.dtype.is_floating_point or a.get("label_smoothing", 0.0):
+        return None
+    if x.ndim < 3:
+        return "NllLossBackward0"
+    return "NllLoss2DBackward0" if x.ndim == 4 or a["reduction"] != "none" else "ViewBackward0"
+
+
+_RULES = {
+    "adaptive_avg_pool2d": lambda out, a: _adaptive_name(2, out),
+    "adaptive_avg_pool3d": lambda out, a: _adaptive_name(3, out),
+    "interpolate": _interpolate_name,
+    "pad": _pad_name,
+    "grid_sample": lambda out, a: f"GridSampler{a['input'].ndim - 2}DBackward0",
+    "ctc_loss": lambda out, a: (None if a["reduction"] != "none" else
+                                "CtcLossBackward0" if a["log_probs"].ndim == 3 else "SqueezeBackward1"),
+    "cross_entropy": _nll_name, "nll_loss": _nll_name,
+}
+
+
+def _ruling(fn, rule):
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if out.__class__ is Tensor and out.grad_fn is not None and not (args and out is args[0]):
+            b = sig.bind(*args, **kwargs)
+            b.apply_defaults()
+            name = rule(out, b.arguments)
+            if name is not None:
+                named_node(out, name)
+        return out
+    setattr(wrapper, "_pytorch_node_name", rule)
+    return wrapper
 
 for _fname, (_node, _nd) in _NAMES.items():
     _f = getattr(F, _fname, None)
     if _f is not None and not hasattr(_f, "_pytorch_node_name"):
         setattr(F, _fname, _naming(_f, _node, _nd))
+
+for _fname, _rule in _RULES.items():
+    _f = getattr(F, _fname, None)
+    if _f is not None and not hasattr(_f, "_pytorch_node_name"):
+        setattr(F, _fname, _ruling(_f, _rule))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty
 from .. import functional as F
-from ..functional import embedding_bag as _embedding_bag
+from .. import functional as _F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -123,7 +123,7 @@ class EmbeddingBag(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
-        return _embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+        return _F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
 
