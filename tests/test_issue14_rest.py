@@ -176,3 +176,108 @@ def test_composite_grad_fn_names(device):
     # in place keeps the node of the in-place op (PyTorch: ThresholdBackward1)
     h = T(4) * 1
     assert F.threshold(h, 0.1, 0.0, inplace=True) is h
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fractional max pooling, lp_pool3d
+# ---------------------------------------------------------------------------------------------------------------
+def _frac_ref(x, k, outs, rs):
+    """numpy reference of ATen's fractional max pooling (windows from the samples, last NaN or first max)."""
+    nd = len(k)
+    sp_ = x.shape[-nd:]
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    out = np.zeros(x.shape[:2] + tuple(outs), x.dtype)
+    idx = np.zeros(out.shape, np.int64)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            starts = []
+            for d in range(nd):
+                u = rs[b, c, order[d]]
+                alpha = x.dtype.type(sp_[d] - k[d]) / x.dtype.type(outs[d] - 1) if outs[d] > 1 else 0
+                s = [int((x.dtype.type(i) + u) * alpha) - int(u * alpha) for i in range(outs[d] - 1)]
+                starts.append(s + [sp_[d] - k[d]])
+            for o in np.ndindex(*outs):
+                best, bi = -np.inf, None
+                for t in np.ndindex(*k):
+                    pos = tuple(starts[d][o[d]] + t[d] for d in range(nd))
+                    v = x[(b, c) + pos]
+                    if bi is None or v > best or np.isnan(v):
+                        best, bi = v, int(np.ravel_multi_index(pos, sp_))
+                out[(b, c) + o], idx[(b, c) + o] = best, bi
+    return out, idx
+
+
+@pytest.mark.parametrize("nd,shape,k,outs", [(2, (2, 3, 9, 7), (2, 3), (4, 5)),
+                                             (3, (1, 2, 5, 6, 7), (2, 2, 3), (3, 4, 2))])
+def test_fractional_max_pool(device, nd, shape, k, outs):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[..., 0, 1] = x[..., 0, 0]          # a tie
+    x[0, 0, ..., 2, 2] = np.nan           # a NaN wins its windows
+    rs = rng.random((shape[0], shape[1], nd)).astype(np.float32)
+    fn = torch.nn.functional.fractional_max_pool2d if nd == 2 else torch.nn.functional.fractional_max_pool3d
+    o, i = fn(torch.tensor(x, device=device), k, output_size=outs, return_indices=True,
+              _random_samples=torch.tensor(rs, device=device))
+    ro, ri = _frac_ref(x, k, outs, rs)
+    np.testing.assert_array_equal(o.cpu().numpy(), ro)
+    np.testing.assert_array_equal(i.cpu().numpy(), ri)
+    assert i.dtype == torch.int64
+    # unbatched input, output_ratio, drawn samples, module forms
+    xt = torch.tensor(x[0], device=device)
+    y = fn(xt, k, output_ratio=(0.5,) * nd)
+    assert y.shape == (shape[1],) + tuple(int(s * 0.5) for s in shape[-nd:])
+    mod = (torch.nn.FractionalMaxPool2d if nd == 2 else torch.nn.FractionalMaxPool3d)(k, output_size=outs,
+                                                                                       return_indices=True)
+    mo, mi = mod(torch.tensor(x, device=device))
+    assert mo.shape == o.shape and mi.shape == o.shape and repr(mod) == type(mod).__name__ + "()"
+    # gradient: to the winners; double precision gradcheck with fixed samples
+    xg = torch.tensor(x, device=device).nan_to_num().requires_grad_()
+    y, yi = fn(xg, k, output_size=outs, return_indices=True, _random_samples=torch.tensor(rs, device=device))
+    assert type(y.grad_fn).__name__ == f"FractionalMaxPool{nd}DBackward0"
+    y.backward(torch.ones_like(y))
+    flat = yi.cpu().numpy().reshape(shape[0], shape[1], -1)
+    want = np.stack([np.stack([np.bincount(f, minlength=np.prod(shape[-nd:])) for f in b]) for b in flat])
+    np.testing.assert_array_equal(xg.grad.cpu().numpy().reshape(want.shape), want)
+    if nd == 2 and device == "cpu":  # float64 gradcheck and gradgradcheck (device-independent tensor ops)
+        xd = torch.tensor(rng.permutation(9).reshape(1, 1, 3, 3) / 7.0, device=device, requires_grad=True)
+        rsd = torch.tensor(rs[:1, :1].astype(np.float64), device=device)
+        assert gradcheck(lambda t: fn(t, 2, output_size=2, _random_samples=rsd), (xd,))
+        assert torch.autograd.gradgradcheck(lambda t: fn(t, 2, output_size=2, _random_samples=rsd), (xd,))
+
+
+def test_fractional_max_pool_errors(device):
+    F = torch.nn.functional
+    x = torch.rand(1, 2, 5, 5, device=device)
+    with pytest.raises(ValueError, match="requires specifying either an output_size or an output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(RuntimeError, match=r"fractional_max_pool2d\(\): pool height 2 too large relative to input "
+                                           "height 5"):
+        F.fractional_max_pool2d(x, 2, output_size=5)
+    with pytest.raises(RuntimeError, match="Expect _random_samples.size\\(2\\) equals to 2; got 3."):
+        F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=torch.rand(1, 2, 3, device=device))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=torch.rand(1, 2, 2, device=device).double())
+    with pytest.raises(RuntimeError, match=r"fractional_max_pool3d_out\(\): pool width 5 too large"):
+        F.fractional_max_pool3d(torch.rand(1, 2, 5, 5, 5, device=device), (2, 2, 5), output_size=2)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        torch.nn.FractionalMaxPool2d(2, output_ratio=1.5)
+    with pytest.raises(ValueError, match="FractionalMaxPool3d requires specifying either an output size"):
+        torch.nn.FractionalMaxPool3d(2)
+
+
+def test_lp_pool3d(device):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.1, 2.0, (1, 2, 4, 4, 6))
+    t = torch.tensor(x, device=device, requires_grad=True)
+    y = torch.nn.functional.lp_pool3d(t, 3.0, (2, 2, 3))
+    ref = (x.reshape(1, 2, 2, 2, 2, 2, 2, 3) ** 3).sum((3, 5, 7)) ** (1 / 3)
+    np.testing.assert_allclose(y.detach().cpu().numpy(), ref, rtol=1e-12)
+    y.backward(torch.ones_like(y))   # d/dx (sum x^3)^(1/3) = x^2 / y^2
+    np.testing.assert_allclose(t.grad.cpu().numpy(), x ** 2 / np.repeat(np.repeat(np.repeat(ref, 2, 2), 2, 3), 3, 4)
+                               ** 2, rtol=1e-10)
+    if device == "cpu":
+        assert gradcheck(lambda a: torch.nn.functional.lp_pool3d(a, 2.0, 2, stride=1), (t[:, :1, :3, :3, :3],))
+    m = torch.nn.LPPool3d(2, 2)
+    assert repr(m) == "LPPool3d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False)"
+    np.testing.assert_allclose(torch.nn.LPPool3d(float("inf"), 2)(t[..., :4, :4]).detach().cpu().numpy(),
+                               np.abs(x[..., :4, :4]).reshape(1, 2, 2, 2, 2, 2, 2, 2).max((3, 5, 7)))

@@ -10,7 +10,7 @@ from ...tensor import Tensor
 from ._activation import relu, softmax
 from ._basic import embedding
 from ._padding import pad
-from ._pooling import avg_pool1d, avg_pool2d
+from ._pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = ["unfold", "fold", "lp_pool1d", "lp_pool2d", "gumbel_softmax", "embedding_bag"]
 
@@ -84,14 +84,23 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     return out if batched else _S.squeeze(out, 0)
 
 
+def _lp_inf(pool, input, norm_type, kernel_size, stride, ceil_mode):
+    m = pool(_P.abs(input) if norm_type > 0 else _P.neg(_P.abs(input)), kernel_size, stride, 0, 1, ceil_mode)
+    return m if norm_type > 0 else _P.neg(m)
+
+
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
     """(sum over each window of x^p)^(1/p)."""
     kh, kw = _pair(kernel_size, "kernel_size")
+    if isinstance(norm_type, (int, float)) and np.isinf(norm_type):  # PyTorch: the max of |x| (or -max of -|x|)
+        return _lp_inf(max_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
     out = avg_pool2d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
     return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kh * kw), 1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    if isinstance(norm_type, (int, float)) and np.isinf(norm_type):
+        return _lp_inf(max_pool1d, input, norm_type, kernel_size, stride, ceil_mode)
     out = avg_pool1d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
     return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kernel_size), 1.0 / norm_type)
 
