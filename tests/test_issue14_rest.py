@@ -281,3 +281,52 @@ def test_lp_pool3d(device):
     assert repr(m) == "LPPool3d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False)"
     np.testing.assert_allclose(torch.nn.LPPool3d(float("inf"), 2)(t[..., :4, :4]).detach().cpu().numpy(),
                                np.abs(x[..., :4, :4]).reshape(1, 2, 2, 2, 2, 2, 2, 2).max((3, 5, 7)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ctc_loss dtypes, uint8 interpolation (values from PyTorch 2.13's uint8 kernels, checked by hand)
+# ---------------------------------------------------------------------------------------------------------------
+def test_ctc_loss_half_raises_as_pytorch(device):
+    lp = torch.randn(6, 2, 4, device=device).log_softmax(2)
+    args = (torch.tensor([[1, 2], [1, 1]], device=device), torch.tensor([6, 6]), torch.tensor([2, 2]))
+    for dt, name in ((torch.float16, "Half"), (torch.bfloat16, "BFloat16"), (torch.int64, "Long")):
+        with pytest.raises(NotImplementedError, match=f"\"ctc_loss_cpu\" not implemented for '{name}'"):
+            torch.nn.functional.ctc_loss(lp.to(dt), *args)
+
+
+_U8 = [[[[0, 37, 74, 111, 148, 185], [222, 3, 40, 77, 114, 151], [188, 225, 6, 43, 80, 117],
+         [154, 191, 228, 9, 46, 83]], [[120, 157, 194, 231, 12, 49], [86, 123, 160, 197, 234, 15],
+                                       [52, 89, 126, 163, 200, 237], [18, 55, 92, 129, 166, 203]]]]
+_U8_AA_BILINEAR = [[[[52, 56, 109, 161], [171, 58, 68, 120], [178, 159, 47, 79]],
+                    [[124, 176, 169, 54], [83, 135, 188, 160], [42, 94, 147, 199]]]]
+_U8_AA_BICUBIC = [[[[40, 49, 116, 168], [184, 44, 65, 123], [182, 178, 32, 77]],
+                   [[125, 185, 174, 35], [80, 132, 199, 163], [35, 87, 146, 208]]]]
+_U8_BICUBIC_AC = [[[[0, 20, 48, 68, 93, 117, 137, 165, 185], [175, 48, 0, 40, 73, 94, 114, 142, 162],
+                    [229, 168, 81, 6, 16, 67, 87, 114, 134], [177, 239, 204, 75, 22, 34, 56, 86, 106],
+                    [154, 174, 211, 240, 119, 0, 26, 63, 83]],
+                   [[120, 140, 168, 188, 237, 210, 59, 1, 49], [97, 117, 145, 165, 196, 211, 213, 117, 0],
+                    [69, 89, 117, 137, 160, 190, 241, 206, 126], [41, 61, 89, 109, 134, 157, 175, 215, 253],
+                    [18, 38, 66, 86, 111, 135, 155, 183, 203]]]]
+
+
+def test_interpolate_uint8(device):
+    F = torch.nn.functional
+    x = torch.tensor(_U8, dtype=torch.uint8, device=device)
+    for kw, want in (({"size": (3, 4), "mode": "bilinear", "antialias": True}, _U8_AA_BILINEAR),
+                     ({"size": (3, 4), "mode": "bicubic", "antialias": True}, _U8_AA_BICUBIC),
+                     ({"size": (5, 9), "mode": "bicubic", "align_corners": True}, _U8_BICUBIC_AC)):
+        y = F.interpolate(x, **kw)
+        assert y.dtype == torch.uint8
+        np.testing.assert_array_equal(y.cpu().numpy(), np.array(want, np.uint8))
+    # within one level of the float path (rounding), for a resize of one dim only as well
+    for kw in ({"size": (4, 3), "mode": "bilinear", "antialias": True}, {"size": (7, 6), "mode": "bilinear"}):
+        y = F.interpolate(x, **kw).cpu().numpy().astype(int)
+        f = F.interpolate(x.float(), **kw).cpu().numpy()
+        assert np.abs(y - np.clip(f, 0, 255)).max() <= 1
+    np.testing.assert_array_equal(F.interpolate(x, size=(4, 6), mode="bilinear").cpu().numpy(), np.array(_U8))
+    with pytest.raises(NotImplementedError, match="\"adaptive_avg_pool2d\" not implemented for 'Byte'"):
+        F.interpolate(x, size=(2, 3), mode="area")
+    with pytest.raises(NotImplementedError, match="\"compute_index_ranges_weights\" not implemented for 'Short'"):
+        F.interpolate(x.to(torch.int16), size=(2, 3), mode="bilinear", antialias=True)
+    with pytest.raises(NotImplementedError, match="\"compute_indices_weights_linear\" not implemented for 'Byte'"):
+        F.interpolate(x[0], size=3, mode="linear")

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...ops import creation as _C
 from ...ops import indexing as _I
 from ...ops import linalg as _L
@@ -12,6 +13,7 @@ from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64, _ntuple
+from ._interpolate_u8 import check_integer, resample_uint8
 from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
 
 
@@ -73,6 +75,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
+    check_integer(input, mode, antialias)
+    if input.dtype is _dt.uint8 and mode in ("bilinear", "bicubic"):  # PyTorch's (and PIL's) fixed-point path
+        return resample_uint8(input, out_sizes, scales, mode, align_corners, antialias, _aa_matrix)
     if antialias:
         return _antialias(input, out_sizes, scales, mode, align_corners)
     if mode == "area":

@@ -9,6 +9,7 @@ set to inf afterwards (or 0 with ``zero_infinity``), as PyTorch reports them.
 """
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...ops import creation as _C
 from ...ops import indexing as _I
 from ...ops import pointwise as _P
@@ -73,8 +74,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
                         "Tensors, not int")
     if log_probs.ndim != 3:
         raise RuntimeError(f"ctc_loss(): expected log_probs of 2 or 3 dimensions, got {log_probs.ndim}")
-    if not log_probs.is_floating_point():
-        raise RuntimeError(f"ctc_loss(): expected log_probs to be floating point, got {log_probs.dtype}")
+    if log_probs.dtype not in (_dt.float32, _dt.float64):  # PyTorch's kernel: float and double only
+        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{log_probs.dtype._tname[:-6]}'")
     t_max, n, c = log_probs.shape
     il = _lengths(input_lengths, "input_lengths")
     tl = _lengths(target_lengths, "target_lengths")
