@@ -330,3 +330,18 @@ def test_interpolate_uint8(device):
         F.interpolate(x.to(torch.int16), size=(2, 3), mode="bilinear", antialias=True)
     with pytest.raises(NotImplementedError, match="\"compute_indices_weights_linear\" not implemented for 'Byte'"):
         F.interpolate(x[0], size=3, mode="linear")
+
+
+def test_dataloader_pin_memory_warnings(monkeypatch):
+    from coretorch import accelerator
+    from coretorch.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(torch.arange(4.0))
+    monkeypatch.setattr(accelerator, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="no accelerator is found, then device pinned memory won't be used"):
+        batches = [b[0].tolist() for b in DataLoader(ds, batch_size=2, pin_memory=True)]
+    assert batches == [[0.0, 1.0], [2.0, 3.0]]
+    with pytest.warns(UserWarning, match="pin_memory_device is deprecated"):
+        list(DataLoader(ds, batch_size=2, pin_memory=True, pin_memory_device="cpu"))
+    assert not torch.ones(2).is_pinned()
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available."):
+        torch.ones(2).pin_memory()

@@ -21,9 +21,12 @@ import bisect
 import math
 import sys
 import types
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from .. import accelerator as _accelerator
 
 from ._data_workers import (WorkerInfo, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
                             _MultiProcessingDataLoaderIter, get_worker_info)
@@ -430,6 +433,7 @@ class DataLoader:
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.generator = generator
@@ -484,6 +488,8 @@ class DataLoader:
                            self._default_collate and type(self.dataset) is TensorDataset)
 
     def __iter__(self):
+        if self.pin_memory:
+            self._pin_memory_warnings()
         if self.num_workers > 0:
             if self.persistent_workers and self._iterator is not None:
                 self._iterator._reset()
@@ -498,6 +504,16 @@ class DataLoader:
         if self._auto_collation:
             return (fetch(list(b)) for b in self.batch_sampler)
         return (fetch(i) for i in self.sampler)
+
+    def _pin_memory_warnings(self) -> None:
+        """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
+        ordinary host memory)."""
+        if self.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                          f"ignore pin_memory_device='{self.pin_memory_device}'.", UserWarning, stacklevel=3)
+        if not _accelerator.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", UserWarning, stacklevel=3)
 
     def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
         # base_seed: one draw from the loader's generator (else the global one), as PyTorch's iterator
