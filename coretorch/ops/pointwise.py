@@ -319,6 +319,8 @@ def _make_binary(name: str, node_cls, kind: str):
             if node_cls.save_output:
                 node.out = r
                 node.save(*node._saved, r)
+            elif node.__class__ is PowBackward1:  # PyTorch's tensor ** tensor saves its result too
+                node.save(*node._saved, r)
             return r
         return _make(out, dt, table)
     fn.__name__ = name
@@ -378,7 +380,8 @@ def _div_bw(self, g):
 
 
 def _pow_bw(self, g):
-    a, b = self.saved()
+    saved = self.saved()
+    a, b = saved[0], saved[1]
     na, nb = self.need
     if b is None:
         e = self.scalar
@@ -388,7 +391,7 @@ def _pow_bw(self, g):
     ga = where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1))))) if na else None
     gb = None
     if nb:
-        out = pow(a, b)
+        out = saved[2] if len(saved) > 2 else pow(a, b)
         # d/db a**b = a**b * log(a); PyTorch masks the a == 0, b >= 0 case to 0
         mask = logical_and(eq(a, 0), ge(b, 0))
         # (log of the base in the result's dtype, as PyTorch: an int64 base with a float64 exponent is not
