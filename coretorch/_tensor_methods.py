@@ -260,6 +260,47 @@ for _name, _fn in {"clamp_": P.clamp, "clip_": P.clamp, "exp_": P.exp, "log_": P
                    "clamp_min_": P.clamp_min, "clamp_max_": P.clamp_max, "square_": P.square}.items():
     setattr(Tensor, _name, _inplace_unary(_name, _fn))
 
+# the in-place forms of comparisons, logical/bitwise ops, expm1/log1p, cumsum/cumprod (the result cast to the
+# tensor's own dtype, as PyTorch: x.eq_(y) stores 1.0 / 0.0 in a float x; a float result into an integer x raises)
+for _name, _fn in {"eq_": P.eq, "ne_": P.ne, "lt_": P.lt, "le_": P.le, "gt_": P.gt, "ge_": P.ge,
+                   "logical_and_": P.logical_and, "logical_or_": P.logical_or,
+                   "logical_xor_": P.logical_xor}.items():
+    setattr(Tensor, _name, _inplace_binary(_name, _fn))
+for _name, _fn in {"logical_not_": P.logical_not, "bitwise_not_": P.bitwise_not, "expm1_": P.expm1,
+                   "log1p_": P.log1p}.items():
+    setattr(Tensor, _name, _inplace_unary(_name, _fn))
+
+
+def _inplace_bitwise(name, fn):
+    def m(self, other):
+        rt = _dt.result_type((self, other), _dt.default)
+        if self.dtype is not _dt.bool_ and not self.dtype.is_floating_point and not IP._castable(rt, self.dtype) \
+                or self.dtype is _dt.bool_ and rt is not _dt.bool_:  # PyTorch checks the cast before the kernel
+            raise RuntimeError(f"result type {rt._tname[:-6]} can't be cast to the desired output type "
+                               f"{self.dtype._tname[:-6]}")
+        return IP.apply_inplace(self, name, lambda s: fn(s, other), other)
+    m.__name__ = name
+    return m
+
+
+for _name, _fn in {"bitwise_and_": P.bitwise_and, "bitwise_or_": P.bitwise_or, "bitwise_xor_": P.bitwise_xor}.items():
+    setattr(Tensor, _name, _inplace_bitwise(_name, _fn))
+
+
+def _inplace_scan(name):
+    def m(self, dim, *, dtype=None):
+        if self.dtype is _dt.bool_:
+            raise NotImplementedError(f"\"{name[:-1]}_out_cpu\" not implemented for 'Bool'")
+        if dtype is not None and dtype is not self.dtype:
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {self.dtype} and output tensor dtype {dtype} "
+                               "should match")
+        return IP.apply_inplace(self, name, lambda s: getattr(s, name[:-1])(dim, dtype=self.dtype))
+    m.__name__ = name
+    return m
+
+
+Tensor.cumsum_, Tensor.cumprod_ = _inplace_scan("cumsum_"), _inplace_scan("cumprod_")
+
 
 def _iop(fn_name):
     def m(self, other):
@@ -290,3 +331,7 @@ def _bind_families():
 
 _bind_families()
 Tensor.sgn, Tensor.sgn_ = Tensor.sign, Tensor.sign_  # real tensors: sgn is sign
+for _alias, _name in {"divide_": "div_", "multiply_": "mul_", "subtract_": "sub_", "absolute_": "abs_",
+                      "negative_": "neg_", "fix_": "trunc_", "greater_": "gt_", "greater_equal_": "ge_",
+                      "less_": "lt_", "less_equal_": "le_", "not_equal_": "ne_"}.items():
+    setattr(Tensor, _alias, getattr(Tensor, _name))  # PyTorch's alias names of the in-place forms

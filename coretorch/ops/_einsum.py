@@ -15,6 +15,7 @@ try:
 except ImportError:
     opt_einsum = None
 
+from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import indexing as _indexing, linalg as _linalg, pointwise as _pointwise
 from . import reduction as _reduction, shape as _shape
@@ -351,6 +352,8 @@ def _pair(a: Tensor, b: Tensor, kind, pa, ra, pb, rb, ro) -> Tensor:
         b = _shape.reshape(b, rb)
     if kind == "mul":
         return _pointwise.mul(a, b)
+    if (a.dtype is not b.dtype or a.dtype is _dt.bool_) and a.numel() and b.numel():
+        _linalg.bmm_dtype_check(a, b)  # PyTorch's einsum contracts with bmm: its errors
     r = _linalg._matmul_nd(a, b)
     return r if ro is None else _shape.reshape(r, ro)
 

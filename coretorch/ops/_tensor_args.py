@@ -22,6 +22,23 @@ NAMES = {"maximum": "other", "minimum": "other", "fmax": "other", "fmin": "other
 INPLACE = ("atan2", "arctan2", "logical_and", "logical_or", "logical_xor", "hypot", "ldexp", "heaviside")
 
 
+# ops with a Tensor and a Number overload but none for a number first: torch.eq(2, x) raises (x.eq(2), 2 == x work)
+FIRST_TENSOR = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+                "copysign", "fmod")
+
+
+def _first_tensor(op: str, fn):
+    @functools.wraps(fn)
+    def f(*args, **kwargs):
+        if args and args[0].__class__ is not Tensor and not isinstance(args[0], Tensor):
+            got = ", ".join(type(a).__name__ for a in args)
+            raise TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one "
+                            "of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, Number "
+                            "other, *, Tensor out = None)")
+        return fn(*args, **kwargs)
+    return f
+
+
 def _error(op: str, name: str, pos, value) -> TypeError:
     where = f" (position {pos})" if pos else ""
     return TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}")
@@ -61,6 +78,10 @@ def _method(op: str, name: str, fn):
 
 def install(namespace: dict) -> None:
     """Wrap the listed functions of ``namespace`` (the coretorch module's globals) and the Tensor methods."""
+    for op in FIRST_TENSOR:
+        fn = namespace.get(op)
+        if fn is not None:
+            namespace[op] = _first_tensor(op, fn)
     for op, name in NAMES.items():
         fn = namespace.get(op)
         if fn is not None:

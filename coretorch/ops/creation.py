@@ -69,6 +69,10 @@ def _check_dtype(dtype, op: str):
         raise TypeError(f"{op}(): argument 'dtype' must be coretorch.dtype, not {type(dtype).__name__}")
 
 
+class _Unpack(ValueError):
+    """A Python int beyond int64 (PyTorch's ValueError), unless the dtype asked for is a float or bool one."""
+
+
 def _infer_np(data):
     """Python data -> numpy array with PyTorch's dtype inference."""
     if isinstance(data, np.ndarray):
@@ -88,12 +92,12 @@ def _infer_np(data):
     elif k in "iu":
         dt = _dt.int64
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-            raise RuntimeError("Overflow when unpacking long")
+            raise _Unpack("Overflow when unpacking long long")
     elif k == "b":
         dt = _dt.bool_
     else:
         if k == "O" and arr.size and all(type(v) is int for v in arr.reshape(-1)):
-            raise RuntimeError("Overflow when unpacking long")  # ints beyond int64
+            raise _Unpack("Overflow when unpacking long long")  # ints beyond int64
         bad = data
         if k == "O" and arr.ndim:  # the first element that is no number names itself, as in PyTorch
             bad = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool, np.generic))), data)
@@ -119,6 +123,32 @@ def _check_fits(arr: np.ndarray, dt) -> None:
         bad = bool(np.any((arr < (-hi if lo == 0 else lo)) | (arr > hi)))
     if bad:
         raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+
+
+def _mixed_fit(data, arr: np.ndarray, dt) -> np.ndarray:
+    """_check_fits refused a list made float by numpy: PyTorch converts each Python number by its own type, so an
+    int in a list of floats still wraps into uint8 (tensor([2.0, -1], dtype=uint8) is [2, 255]).  Element by
+    element (only on this failure path); raises _check_fits's error where an element does not fit."""
+    if arr.dtype.kind != "f" or not isinstance(data, (list, tuple)):
+        _check_fits(arr, dt)
+    info = np.iinfo(dt.np)
+    lo, hi = int(info.min), int(info.max)
+    flat = np.array(_flatten_tensors(data), dtype=object).reshape(-1)  # the Python numbers, types kept
+    out = []
+    for v in flat:
+        if isinstance(v, (bool, int, np.integer)):
+            v = int(v)
+            if lo == 0 and -hi <= v < 0:
+                v += hi + 1  # c10 lets a negative integer wrap into an unsigned type
+            ok = lo <= v <= hi
+        else:
+            v = float(v)
+            ok = lo <= v <= hi  # (NaN fails)
+            v = int(v) if ok else v
+        if not ok:
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+        out.append(v)
+    return np.array(out, dtype=dt.np).reshape(arr.shape)
 
 
 def _ragged_message(data, dim: int = 0):
@@ -161,9 +191,18 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
                                copy=True)
         return _finish(out, requires_grad)
-    arr, dt = _infer_np(data)
+    try:
+        arr, dt = _infer_np(data)
+    except _Unpack as e:
+        if dtype is None or dtype.category == 1:  # (an integer dtype)
+            raise ValueError(str(e)) from None
+        arr, dt = np.array(_flatten_tensors(data) if isinstance(data, (list, tuple)) else data, dtype=np.float64), \
+            dtype  # (tensor([2 ** 64], dtype=float32) is 1.8447e+19)
     if dtype is not None and dtype is not dt and not isinstance(data, (np.ndarray, np.generic)):
-        _check_fits(arr, dtype)  # Python numbers are converted one by one, checked (an ndarray is cast)
+        try:
+            _check_fits(arr, dtype)  # Python numbers are converted one by one, checked (an ndarray is cast)
+        except RuntimeError:
+            arr = _mixed_fit(data, arr, dtype)
     dt = dtype or dt
     table = _table(device)
     with np.errstate(over="ignore"):  # a float beyond float16's range becomes inf, as in PyTorch

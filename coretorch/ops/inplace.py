@@ -231,6 +231,9 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
             return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
         value = value.item()
         name = "FillBackward3" if name == "FillBackward2" else name
+        expanded_ok = False  # (PyTorch copies a tensor value: refused on an expanded tensor)
+    else:
+        expanded_ok = True
     value = _dt.fit_scalar(value, x.dtype)
     if check_inplace(x, None, "fill_"):
         # the result does not depend on x, but stays in the graph with a zero gradient (ZeroBackward0, FillBackward2)
@@ -238,9 +241,25 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
         r = full(tuple(x.shape), value, dtype=x.dtype, device=x.device)
         rebase(x, keep_graph(r, (x,), name))
         return x
-    x._be.assign_(x._data, value)
+    try:
+        x._be.assign_(x._data, value)
+    except RuntimeError:
+        d = _unexpanded(x) if expanded_ok else None
+        if d is None:
+            raise
+        x._be.assign_(d, value)
     x._vc[0] += 1
     return x
+
+
+def _unexpanded(x: Tensor):
+    """The memory of an expanded tensor without its broadcast dims (stride 0, size > 1 -> size 1): what fill_ and
+    zero_ write, as PyTorch does (every other in-place op refuses such a tensor); None for any other tensor."""
+    table = x._be
+    shape, st = tuple(x._data.shape), tuple(table.strides(x._data))
+    if not any(t == 0 and d > 1 for d, t in zip(shape, st)) or not table.has("as_strided"):
+        return None
+    return table.as_strided(x._data, tuple(1 if t == 0 else d for d, t in zip(shape, st)), st, 0)
 
 
 def zero_(x: Tensor) -> Tensor:

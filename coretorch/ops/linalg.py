@@ -39,16 +39,27 @@ def _mT(x: Tensor) -> Tensor:
     return _shape._wrap_view(x, x._be.permute(x._data, dims), node)
 
 
+def bmm_dtype_check(a: Tensor, b: Tensor) -> None:
+    """PyTorch's bmm errors: its kernel is chosen by the first operand's dtype (none for bool:
+    NotImplementedError), which the second must match (RuntimeError)."""
+    if a.dtype is _dt.bool_:
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {a.dtype._tname[:-6]} but found {b.dtype._tname[:-6]}")
+
+
 def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     """a (..., n, k) @ b (..., k, m), both at least 2-D; batch dims broadcast."""
     if a._be is not b._be:
         a, b = align_devices("matmul", a, b)
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._tname[:-6]} != "
-                           f"{b.dtype._tname[:-6]}")
     table = a._be
     xa, xb = a._data, b._data
     sa, sb = xa.shape, xb.shape
+    if a.dtype is not b.dtype:
+        if len(sb) > 2:  # PyTorch's matmul takes bmm for a batched right operand
+            bmm_dtype_check(a, b)
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype._tname[:-6]} != "
+                           f"{b.dtype._tname[:-6]}")
     if sa[-1] != sb[-2]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
                            f"{'x'.join(map(str, sb))})")
@@ -56,6 +67,8 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
         # PyTorch has no bool product kernel, but an empty product (no output or k = 0) needs none: all False
         shape = broadcast_shape(sa[:-2], sb[:-2], "matmul") + (sa[-2], sb[-1])
         if sa[-1] and 0 not in shape:
+            if len(sb) > 2:
+                bmm_dtype_check(a, b)
             raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
         return _make(table.full(shape, False, _dt.bool_.np), _dt.bool_, table)
     if len(sb) == 2 and len(sa) > 2:

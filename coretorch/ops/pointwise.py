@@ -1,6 +1,8 @@
 """Elementwise ops: unary, binary (with broadcasting and type promotion), where, clamp."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -83,7 +85,10 @@ def _operands(op: str, a, b):
             b = b.item() if hasattr(b, "item") else float(b)
         else:
             raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and '{type(b).__name__}'")
-    table = a._be
+    try:
+        table = a._be
+    except AttributeError:  # two numbers (torch.add(2, 3)): only a few ops take them
+        return _operands(op, _numbers_first(op, a, b), b)
     da = a.dtype
     dt = da if _SCALAR_KEEPS.get((da, type(b))) else _dt.result_type((a, b), _dt.default)
     xa = a._data if da is dt else table.cast(a._data, dt.np)
@@ -118,6 +123,19 @@ def _scalar_keeps_init():
 
 
 _scalar_keeps_init()
+
+
+_NUMBER_PAIRS = ("add", "sub", "mul", "div", "floor_divide")
+
+
+def _numbers_first(op: str, a, b) -> Tensor:
+    """PyTorch's add/sub/mul/div/floor_divide of two Python numbers: the first as a 0-d tensor (torch.add(2, 3) is
+    tensor(5)); every other op has no overload for two numbers (TypeError)."""
+    if op not in _NUMBER_PAIRS or type(a) not in _SCALARS:
+        raise TypeError(f"{op}() received an invalid combination of arguments - got ({type(a).__name__}, "
+                        f"{type(b).__name__}), but expected one of:\n * (Tensor input, Tensor other)\n"
+                        " * (Tensor input, Number other)")
+    return _creation.tensor(a)
 
 
 def _operands_scalar_first(op, s, b: Tensor):
@@ -218,7 +236,7 @@ def _make_binary(name: str, node_cls, kind: str):
                 return _make(out, dt, table)
         if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
             a, b = _ac_cast(name, a, b)
-        b0 = b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
+        a0, b0 = a, b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
         if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
                 and not b.dtype.is_floating_point:
             # true division of a Python number by an integer tensor: the number as given (-3 / u8), not wrapped
@@ -289,6 +307,8 @@ def _make_binary(name: str, node_cls, kind: str):
         if out is None:
             out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
+            if node_cls is PowBackward0 and a0.__class__ in _SCALARS:
+                return _record_rpow(a0, b, out, dt, table)
             node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
             node.need = (a._rg, bt and b._rg)
             node.scalar = None if bt else xb
@@ -298,6 +318,8 @@ def _make_binary(name: str, node_cls, kind: str):
                         out.shape)
             if node_cls.save_output:
                 node.out = r
+                node.save(*node._saved, r)
+            elif node.__class__ is PowBackward1:  # PyTorch's tensor ** tensor saves its result too
                 node.save(*node._saved, r)
             return r
         return _make(out, dt, table)
@@ -358,7 +380,8 @@ def _div_bw(self, g):
 
 
 def _pow_bw(self, g):
-    a, b = self.saved()
+    saved = self.saved()
+    a, b = saved[0], saved[1]
     na, nb = self.need
     if b is None:
         e = self.scalar
@@ -368,10 +391,12 @@ def _pow_bw(self, g):
     ga = where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1))))) if na else None
     gb = None
     if nb:
-        out = pow(a, b)
+        out = saved[2] if len(saved) > 2 else pow(a, b)
         # d/db a**b = a**b * log(a); PyTorch masks the a == 0, b >= 0 case to 0
         mask = logical_and(eq(a, 0), ge(b, 0))
-        gb = where(mask, 0.0, mul(g, mul(out, log(a))))
+        # (log of the base in the result's dtype, as PyTorch: an int64 base with a float64 exponent is not
+        # logged in float32)
+        gb = where(mask, 0.0, mul(g, mul(out, log(a if a.dtype is out.dtype else a.to(out.dtype)))))
     return self.grads(ga, gb)
 
 
@@ -404,6 +429,32 @@ MulBackward0 = _binary_node("MulBackward0", _mul_bw, to_save=_save_mul)
 DivBackward0 = _binary_node("DivBackward0", _div_bw, to_save=_save_div)
 PowBackward0 = _binary_node("PowBackward0", _pow_bw)
 PowBackward1 = type("PowBackward1", (PowBackward0,), {"__slots__": ()})  # tensor ** tensor, as PyTorch names it
+
+
+class PowBackward2(Node):
+    """number ** tensor: PyTorch saves the exponent and the result (an in-place change of either makes the
+    backward raise) and multiplies by log(number) in double."""
+    __slots__ = ("base", "dts")
+
+    def backward(self, g):
+        b, out = self.saved()
+        if self.base == 0:  # 0 ** b: the gradient is 0 where b >= 0 (log 0 = -inf elsewhere)
+            gb = where(ge(b, 0), 0.0, mul(g, mul(out, -math.inf)))
+        else:
+            gb = mul(g, mul(out, math.log(self.base) if self.base > 0 else math.nan))
+        return (gb if self.dts is None else gb.to(self.dts),)
+
+
+def _record_rpow(base, b: Tensor, out, dt, table) -> Tensor:
+    node = PowBackward2()
+    node.base = base
+    node.dts = b.dtype if b.dtype is not dt else None
+    node.next_functions = (edge(b),)
+    r = _make(out, dt, table, node)
+    node.save(b, r)
+    return r
+
+
 MaximumBackward0 = _binary_node("MaximumBackward0", _maxmin_bw(lambda a, b: lt(a, b)))
 MinimumBackward0 = _binary_node("MinimumBackward0", _maxmin_bw(lambda a, b: gt(a, b)))
 RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw, to_save=_save_remainder)

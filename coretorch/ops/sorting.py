@@ -17,6 +17,7 @@ from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, return_type
+from . import _kth_ties
 from ._out import write_out
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
@@ -150,6 +151,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError("topk does not support bool dtypes on CPU")
     table = input._be
     v, i = table.topk(input._data, k, d, bool(largest), bool(sorted))
+    if sorted and input.ndim and 0 < k <= 17 and k * 64 > size and input.numel() <= _kth_ties.MAX_ELEMENTS:
+        # equal values in PyTorch's CPU order (its nth_element + sort path; small tensors only: host work)
+        fixed = _kth_ties.pytorch_topk(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i), k, d,
+                                       bool(largest))
+        if fixed is not None:
+            v, i = table.from_numpy(fixed[0]), table.from_numpy(fixed[1])
     idx = _make(i, _i64, table)
     return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx))
 
@@ -186,16 +193,23 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     table, shape = input._be, tuple(input.shape)
     v, i = _nth(input, k - 1, d)
+    if size > 1 and (table.host_memory or input.numel() <= _kth_ties.MAX_ELEMENTS):
+        # the index among equal values as PyTorch's CPU kernel picks it (a device's tensor: small ones only)
+        fixed = _kth_ties.pytorch_tie_indices(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i),
+                                              k - 1, d)
+        if fixed is not None:
+            i = table.from_numpy(fixed)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     vals = _selected(KthvalueBackward0, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
     return _write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx))
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------------------------
+_EMPTY_MEDIAN = {_dt.int32: -(1 << 31), _dt.int64: -(1 << 63), _bool: True}
+
+
 def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
     _check(op, input)
-    if input.dtype is _bool:
-        raise RuntimeError(f"\"{op}\" not implemented for 'Bool'")
     table = input._be
     flat = dim is None
     x = reshape(input, (-1,)) if flat else input
@@ -205,7 +219,12 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
         if flat and input.dtype.is_floating_point:  # NaN, in the graph with a zero gradient as PyTorch's
             r = _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)
             return _keep_graph(r, (input,), "NanmedianBackward0" if ignore_nan else "MedianBackward0")
+        if flat:  # PyTorch's NaN converted to the integer dtype (x86's conversion): 0, or the most negative int32/64
+            v = _EMPTY_MEDIAN.get(input.dtype, 0)
+            return _write_out(op, out, _make(table.full((), v, input.dtype.np), input.dtype, table))
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if input.dtype is _bool:
+        raise NotImplementedError(f"\"{'median_cpu' if flat else 'median_out'}\" not implemented for 'Bool'")
     xa = x._data
     if not input.dtype.is_floating_point or x.ndim == 0 or (
             table.host_memory and not table.to_numpy(table.any(table.isnan(xa), None, False))):

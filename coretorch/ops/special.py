@@ -320,10 +320,15 @@ def frexp(input: Tensor, *, out=None):
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
     """input + value * tensor1 * tensor2 (an integer result truncates a float value, checked, as PyTorch)."""
-    if not input.dtype.is_floating_point and not isinstance(value, bool):  # (a float input: nothing to check)
+    if not input.dtype.is_floating_point:  # (a float input: nothing to check)
         rt = _dt.result_type((input, tensor1, tensor2), _dt.default)
-        if not rt.is_floating_point and rt is not _dt.bool_:
-            value = int(_dt.fit_scalar(value, rt))
+        if rt is _dt.bool_:
+            raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+        if not rt.is_floating_point and not rt.is_complex:
+            if not isinstance(value, bool):
+                value = int(_dt.fit_scalar(value, rt))
+            # one integer dtype for the whole op, as PyTorch's (bool factors times value stay int32, not int64)
+            tensor1, tensor2 = tensor1.to(rt), tensor2.to(rt)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)

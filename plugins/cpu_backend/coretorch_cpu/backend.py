@@ -12,6 +12,7 @@ import numpy as np
 from coretorch._fpquiet import quiet_call as _quiet_call
 
 from . import sampling  # the random family: generator states and sampling kernels
+from .shaping import _OVERLAP, _writable
 
 nd = np.ndarray
 _asarray = np.asarray
@@ -120,19 +121,18 @@ def _assign(dst, src):
     try:
         dst[...] = src
     except ValueError as e:
-        if not dst.flags.writeable:
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
-                               "a single memory location. Please clone() the tensor before performing the "
-                               "operation.") from None
-        raise RuntimeError(f"in-place write failed: {e}") from None
+        if dst.flags.writeable:
+            raise RuntimeError(f"in-place write failed: {e}") from None
+        _writable(dst)[...] = src
 
 
 def _write_failed(x, e: ValueError):
-    """An in-place write into ``x`` raised: a read-only broadcast view gets PyTorch's error for an overlapping
-    write, any other failure goes on as it was (the write is tried first: the flags are read only on failure)."""
+    """An in-place write into ``x`` raised: a read-only view gets its writable alias (or PyTorch's error for an
+    overlapping write), any other failure goes on as it was (the write is tried first: the flags are read only on
+    failure)."""
     if x.flags.writeable:
         raise e
-    _assign(x, x)
+    return _writable(x)
 
 
 def _inplace(uf):
@@ -140,7 +140,8 @@ def _inplace(uf):
         try:
             uf(x, y, out=x)
         except ValueError as e:
-            _write_failed(x, e)
+            w = _write_failed(x, e)
+            uf(w, y, out=w)
     return k
 
 
@@ -148,7 +149,8 @@ def _axpy(y, a, x):
     try:
         np.add(y, x if a == 1 else x * a, out=y)
     except ValueError as e:
-        _write_failed(y, e)
+        w = _write_failed(y, e)
+        np.add(w, x if a == 1 else x * a, out=w)
 
 
 _iadd = _inplace(np.add)
@@ -156,7 +158,10 @@ _iadd = _inplace(np.add)
 
 def _setitem(x, key, value):
     if not x.flags.writeable:
-        _assign(x, x)
+        if any(k.__class__ is nd for k in (key if key.__class__ is tuple else (key,))):
+            raise RuntimeError(_OVERLAP)  # (index_put_ on an expanded tensor: deprecated in PyTorch, refused here)
+        x = _writable(_basic_index(x, key))  # x.expand(3, 2)[0] = v writes the one row they share, as PyTorch
+        key = Ellipsis
     if x.itemsize == 2 and (value.__class__ is float or value.__class__ is int) and x.dtype.kind in "fV":
         with np.errstate(over="ignore"):  # a number out of float16's range is inf, silently (as PyTorch)
             x[key] = value

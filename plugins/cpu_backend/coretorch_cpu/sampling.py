@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shaping import _writable
+
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
 _STATE_BYTES = 45
 
@@ -82,6 +84,8 @@ _DIRECT = {"uniform": "random", "normal": "standard_normal", "exponential": "sta
 
 
 def rng_fill_(g: CPUGen, x: np.ndarray, dist: str, a: float, b: float) -> None:
+    if not x.flags.writeable:  # a view of an expanded tensor: its writable alias, or PyTorch's error
+        x = _writable(x)
     if dist in _DIRECT and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous:
         # drawn straight into x (rand, randn, dropout's masks: no temporary), then scaled in place
         getattr(g.rng, _DIRECT[dist])(dtype=x.dtype, out=x)

@@ -943,10 +943,10 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
 
     def setitem_(self, x, key, value):
         from .indexing import has_array, put
-        self._check_writable(x)
-        if not has_array(key):
+        if not has_array(key):  # the view is checked: x.expand(3, 2)[0] = v writes the row they share (PyTorch)
             self.assign_(self.basic_index(x, key), value)
             return
+        self._check_writable(x)
         put(self, x, *self._index_plan(x, key), value, False)
 
     def index_put_(self, x, key, values, accumulate):
