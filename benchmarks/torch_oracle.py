@@ -54,11 +54,6 @@ DELIBERATE_STEPS = (
      "PyTorch 2.13 marks a bool destination of an advanced-index setitem as requiring grad)",
      lambda a, b, what, device="cpu": what == "requires_grad True vs False" and a.op.startswith("setitem")
      and a.dtype in ("bool", "uint8", "int8", "int16", "int32", "int64")),
-    ("on opencl a one-element value tensor made on the device is no CPU scalar: a boolean-mask setitem needs equal "
-     "dtypes (PyTorch's rule, as on CUDA; the oracle's PyTorch side runs on the CPU, where it takes masked_fill_)",
-     lambda a, b, what, device="cpu": device != "cpu" and a.op == "setitem:mask" and not a.error
-     and b.error == "RuntimeError" and "torch.tensor(" in a.src.split("] = ")[-1] and "dtype=" not in
-     a.src.split("] = ")[-1]),
     ("on opencl `take` of a CPU 0-d tensor with a device index raises (PyTorch's take needs one device, as on CUDA; "
      "the oracle's PyTorch side runs both on the CPU)",
      lambda a, b, what, device="cpu": device != "cpu" and a.op == "take" and not a.error

@@ -412,7 +412,7 @@ def _setitem(x: Tensor, key, value) -> None:
     nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
-        if value.ndim == 0 and value._be.type == "cpu":
+        if value._be.type == "cpu" and (value.ndim == 0 or (value.numel() == 1 and _single_mask(key))):
             value = value.to(x.device)
         else:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
@@ -423,9 +423,9 @@ def _setitem(x: Tensor, key, value) -> None:
         # (PyTorch stores a Python number into float16/bfloat16 unchecked: out of range it is inf, as a cast)
         value = _dt.fit_scalar(value, x.dtype)
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
-    # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element CPU value)
-    if vt and advanced and value.dtype is not x.dtype and not (
-            value.numel() == 1 and value._be.type == "cpu" and _single_mask(key)):
+    # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element value; PyTorch on CUDA wants
+    # that value on the CPU, coretorch also takes one on the destination's device, as PyTorch's CPU does)
+    if vt and advanced and value.dtype is not x.dtype and not (value.numel() == 1 and _single_mask(key)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{x.dtype._tname[:-6]} for the destination and {value.dtype._tname[:-6]} for the "
                            "source.")

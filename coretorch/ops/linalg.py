@@ -92,7 +92,7 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
     if _gs.enabled and (a._rg or b._rg):
         node = MmBackward0()
         node.sa, node.sb, node.need = sa, sb, (a._rg, b._rg)
-        node.save(a, b)
+        node.save(a if b._rg else None, b if a._rg else None)  # only what a gradient reads (PyTorch)
         node.next_functions = (edge(a), edge(b))
         return _make(out, a.dtype, table, node)
     return _make(out, a.dtype, table)
@@ -166,10 +166,11 @@ class AddmmBackward0(Node):
     __slots__ = ("si", "need")
 
     def backward(self, g):
-        m1, m2 = self.saved()
+        m1, m2 = self.saved()   # m1 saved where mat2 needs its gradient, m2 where mat1 does
         ni, n1, n2 = self.need
-        if not _gs.enabled and g.dtype is m1.dtype and g._be is m1._be and m1._data.ndim == 2 \
-                and m2._data.ndim == 2:
+        ref = m1 if m1 is not None else m2
+        if not _gs.enabled and ref is not None and g.dtype is ref.dtype and g._be is ref._be and \
+                (m1 is None or m1._data.ndim == 2) and (m2 is None or m2._data.ndim == 2):
             # plain backward (grad mode off: no graph to build, whatever needs grad): kernel calls only
             table, gd, dt = g._be, g._data, g.dtype
             return (sum_to(g, self.si) if ni else None,
@@ -240,7 +241,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         node = AddmmBackward0()
         node.si = input._data.shape
         node.need = (input._rg, mat1._rg, mat2._rg)
-        node.save(mat1, mat2)
+        node.save(mat1 if mat2._rg else None, mat2 if mat1._rg else None)  # only what a gradient reads
         node.next_functions = (edge(input), edge(mat1), edge(mat2))
         return _make(out, p.dtype, table, node)
     return _make(out, p.dtype, table)
@@ -251,13 +252,14 @@ class LinearBackward(Node):
     __slots__ = ("sb", "need")
 
     def backward(self, g):
-        x, w = self.saved()
+        x, w = self.saved()   # x saved where the weight needs its gradient, w where the input does
         nx, nw, nb = self.need
-        if not _gs.enabled and g.dtype is x.dtype and g._be is x._be:
+        ref = x if x is not None else w
+        if not _gs.enabled and (ref is None or (g.dtype is ref.dtype and g._be is ref._be)):
             # plain backward (no graph to build): the backend's fused kernel or three kernel calls, none of the
             # op-level checks
             table, gd, dt = g._be, g._data, g.dtype
-            if table.has_linear and (not nb or self.sb == gd.shape[1:]):
+            if table.has_linear and x is not None and w is not None and (not nb or self.sb == gd.shape[1:]):
                 gx, gw, gb = table.linear_backward(gd, x._data, w._data, nx, nw, nb)
                 return (_make(gx, dt, table) if nx else None, _make(gw, dt, table) if nw else None,
                         _make(gb, dt, table) if nb else None)
@@ -304,7 +306,7 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
         node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
         node.sb = bd.shape if bias is not None else None
         node.need = (input._rg, weight._rg, brg)
-        node.save(input, weight)
+        node.save(input if weight._rg else None, weight if input._rg else None)  # only what a gradient reads
         node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

@@ -599,8 +599,10 @@ def fmod(input, other):
         # |a| mod |b| is exact (a - trunc(a / b) * b is not: 1e10 fmod 3 would be 0), and right for an infinite b
         r = remainder(abs(input) if isinstance(input, Tensor) else builtins_abs(input),
                       abs(other) if isinstance(other, Tensor) else builtins_abs(other))
-        return where(lt(input, 0), neg(r), r) if isinstance(input, Tensor) else \
-            (neg(r) if input < 0 else r)
+        if not isinstance(input, Tensor):
+            return neg(r) if math.copysign(1.0, input) < 0 else r   # fmod(-0., b) is -0.
+        from .special import signbit  # special is built on this module: a genuine import cycle
+        return where(signbit(input), neg(r), r)
     return sub(input, mul(div(input, other, rounding_mode="trunc"), other))
 
 

@@ -317,6 +317,11 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     key = tuple(slice(None) if i is None else i for i in indices)
     checks = []  # the indices' range is checked last, as PyTorch's kernel does
     nkey, advanced = _ix.normalize_key(input, key, python_key=False, checks=checks)
+    if not accumulate and values.numel() == 1 and _ix._single_mask(key) and (
+            values.dtype is not input.dtype or values._be is not input._be):
+        # PyTorch dispatches one bool mask with a one-element value to masked_fill_ (any dtype, a CPU value)
+        values = values.detach().to(device=input.device, dtype=input.dtype) if not (
+            input.dtype.is_floating_point or input.dtype.is_complex) else values.to(input.device, input.dtype)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "

@@ -100,6 +100,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s, e = norm_dim(start_dim, nd, "flatten"), norm_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # PyTorch returns the tensor itself (no view, no graph node: a leaf stays a leaf)
+        return input
     shp = input.shape
     n = 1
     for d in shp[s:e + 1]:

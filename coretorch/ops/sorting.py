@@ -182,8 +182,6 @@ def _squeezed(table, arr, shape, d, keepdim):
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The k-th smallest element (1-based) along ``dim`` and its index."""
     _check("kthvalue", input)
-    if input.dtype is _bool:
-        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = norm_dim(dim, input.ndim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
     if size == 0:
@@ -191,6 +189,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     k = _int_arg("kthvalue", "k", k)
     if k < 1 or k > size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dtype is _bool and input.ndim:  # after the size checks, as PyTorch (a 0-d bool is its own value)
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     table, shape = input._be, tuple(input.shape)
     v, i = _nth(input, k - 1, d)
     if size > 1 and (table.host_memory or input.numel() <= _kth_ties.MAX_ELEMENTS):
@@ -215,6 +215,8 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
     x = reshape(input, (-1,)) if flat else input
     d = 0 if flat else norm_dim(dim, input.ndim, op)
     n = x.shape[d] if x.ndim else 1
+    if input.dtype is _bool and (flat or n):  # along an empty dim the size error comes first (PyTorch)
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if n == 0:
         if flat and input.dtype.is_floating_point:  # NaN, in the graph with a zero gradient as PyTorch's
             r = _make(table.full((), float("nan"), input.dtype.np), input.dtype, table)

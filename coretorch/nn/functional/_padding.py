@@ -7,6 +7,7 @@ from ...ops import creation as _C
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
+from ...dtypes import bool_ as _bool
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
 
@@ -36,6 +37,12 @@ def pad(input, pad, mode="constant", value=None):
     if n > 3 or input.ndim not in (n + 1, n + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(got a {input.ndim}-D input and {len(pad)} padding values for mode {mode})")
+    if mode != "circular" and 0 in input.shape[1 if input.ndim == n + 2 else 0:]:
+        raise RuntimeError(f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
+    if mode != "circular" and input.dtype is _bool:  # PyTorch's reflection/replication kernels have no bool
+        name = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{name}_pad{n}d\" not implemented for 'Bool'")
     if _ac.on and mode != "circular":  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("pad_" + mode, input)
     out = input

@@ -286,6 +286,15 @@ def _linear(x, w, b):
     return out
 
 
+def _remainder(a, b):
+    """Python-style modulo; an exact multiple gives the dividend's zero (PyTorch: fmod's zero, which it only
+    moves by b when nonzero; numpy gives the divisor's: remainder(-4., 2.) is -0. there, 0. here)."""
+    r = np.asarray(np.remainder(a, b))
+    if r.dtype.kind == "f" or r.dtype.name == "bfloat16":
+        np.copysign(r, a, out=r, where=r == 0)
+    return r
+
+
 def _linear_backward(g, x, w, nx, nw, nb):
     return (np.matmul(g, w) if nx else None, np.matmul(g.T, x) if nw else None,
             np.add.reduce(g, axis=0) if nb else None)
@@ -405,7 +414,7 @@ class CPUBackend:
                  "logical_or": np.logical_or, "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
                  "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
         quiet = {"log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "reciprocal": np.reciprocal, "log1p": np.log1p,
-                 "floor_divide": np.floor_divide, "remainder": np.remainder,
+                 "floor_divide": np.floor_divide, "remainder": _remainder,
                  "pow": _pow, "sin": np.sin, "cos": np.cos, "exp": np.exp, "expm1": np.expm1}
         k.update({n: _arr(f) for n, f in plain.items()})
         k.update({"iadd": _iadd, "isub": _inplace(np.subtract), "imul": _inplace(np.multiply),

@@ -197,7 +197,7 @@ def gelu_backward(g, x, cdf=None):
     (Phi(x) from gelu_cdf) only phi's exp remains to compute."""
     if cdf is not None:
         with np.errstate(all="ignore"):
-            r = np.multiply(x, x)
+            r = np.multiply(x, x, out=np.empty(x.shape, x.dtype))  # an array also for a 0-d x (in place below)
             r *= _f32(-0.5)
             np.exp(r, out=r)
             r *= x

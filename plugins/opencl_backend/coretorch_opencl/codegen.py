@@ -214,7 +214,7 @@ def helpers(dt) -> str:
         return f"""
 inline {ct} ct_fmod_{ct}({ct} a, {ct} b) {{
   {ct} m = fmod(a, b);
-  if (m != 0) {{ if ((b < 0) != (m < 0)) m += b; }} else m = copysign(({ct})0, b);
+  if (m != 0 && (b < 0) != (m < 0)) m += b;  // an exact multiple keeps fmod's zero (the dividend's sign)
   return m;
 }}
 inline {ct} ct_fdiv_{ct}({ct} a, {ct} b) {{

@@ -1,0 +1,148 @@
+"""Issue 15, "find the rest": classes found by benchmarks/torch_oracle.py on fresh seeds (500000-699999), each
+pinned to PyTorch 2.13's behaviour (checked by hand against it) on every installed device."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+# ---- flatten with start_dim == end_dim returns the tensor itself (a leaf stays a leaf, no ViewBackward0) ----
+def test_flatten_of_one_dim_is_the_tensor_itself(device):
+    x = torch.tensor([2.5, 0.75], device=device, requires_grad=True)
+    for y in (torch.flatten(x), x.flatten(), x.flatten(0), x.flatten(-1, 0)):
+        assert y is x and y.is_leaf and y.grad_fn is None
+    m = torch.ones((2, 3), device=device, requires_grad=True)
+    assert m.flatten(1, 1) is m and m.flatten(1, -1) is m
+    f = m.flatten()   # a real flatten is a view with a node
+    assert f.shape == (6,) and f.grad_fn is not None and not f.is_leaf
+    s = torch.tensor(3.0, device=device, requires_grad=True)
+    z = s.flatten()   # 0-d: a (1,) view, as PyTorch
+    assert z is not s and z.shape == (1,) and z.grad_fn is not None
+
+
+# ---- reflect / replicate padding has no bool kernel in PyTorch (circular and constant have) ----
+@pytest.mark.parametrize("mode,name", [("reflect", "reflection"), ("replicate", "replication")])
+def test_reflect_and_replicate_pad_reject_bool(device, mode, name):
+    for shape, pad, n in (((2, 3), (1, 0), 1), ((2, 3, 4), (1, 0, 0, 1), 2), ((1, 2, 3, 4), (1, 0) * 3, 3)):
+        x = torch.zeros(shape, dtype=torch.bool, device=device)
+        with pytest.raises(NotImplementedError, match=f'"{name}_pad{n}d" not implemented for \'Bool\''):
+            F.pad(x, pad, mode=mode)
+        assert isinstance(NotImplementedError(), RuntimeError)
+        assert F.pad(x, pad, mode="circular").dtype is torch.bool
+    y = F.pad(torch.tensor([[1, 2, 3]], dtype=torch.int8, device=device), (1, 1), mode=mode)
+    expect = [[2, 1, 2, 3, 2]] if mode == "reflect" else [[1, 1, 2, 3, 3]]
+    assert y.dtype is torch.int8 and y.tolist() == expect
+
+
+# ---- a boolean-mask write of a one-element value of another dtype is masked_fill_ (PyTorch's CPU rule) ----
+def test_mask_setitem_and_index_put_take_a_one_element_value_of_any_dtype(device):
+    for value in (torch.tensor(2.5, device=device), torch.tensor([2.5], device=device), torch.tensor(2.5),
+                  torch.tensor([[2.5]], device=device), torch.tensor(2.5, dtype=torch.float64, device=device)):
+        x = torch.tensor([1, -2, 3], dtype=torch.int32, device=device)
+        x[x > 0] = value
+        assert x.dtype is torch.int32 and x.tolist() == [2, -2, 2]
+    x = torch.tensor([1, -2, 3], dtype=torch.int32, device=device)
+    x[x > 0] = torch.tensor(True, device=device)
+    assert x.tolist() == [1, -2, 1]
+    x = torch.tensor([1, -2, 3], dtype=torch.int32, device=device)
+    x[1:][x[1:] > 0] = torch.tensor(2.5, device=device)   # through a view
+    assert x.tolist() == [1, -2, 2]
+    x = torch.tensor([1, -2, 3], dtype=torch.int32, device=device)
+    assert x.index_put_((x > 0,), torch.tensor(2.5, device=device)).tolist() == [2, -2, 2]
+    # an index list is index_put_ proper: equal dtypes only; so is a value of several elements
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        x[[0, 1]] = torch.tensor(2.5, device=device)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        x[x > 0] = torch.tensor([2.5, 1.5], device=device)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        x.index_put_((x > 0,), torch.tensor(2.5, device=device), accumulate=True)
+
+
+def test_mask_setitem_of_a_one_element_value_of_another_dtype_is_differentiable(device):
+    x0 = torch.tensor([1.0, -2.0, 3.0], device=device, requires_grad=True)
+    v = torch.tensor(7.0, dtype=torch.float64, device=device, requires_grad=True)
+    x = x0 * 1
+    x[x > 0] = v
+    (x * torch.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
+    assert x.tolist() == [7.0, -2.0, 7.0] and type(x.grad_fn).__name__ == "IndexPutBackward0"
+    assert x0.grad.tolist() == [0.0, 2.0, 0.0]
+    assert v.grad.dtype is torch.float64 and v.grad.item() == 4.0   # 1 + 3: the masked positions' gradients
+
+
+# ---- GELU's backward of a 0-d tensor (the cpu's fused kernel wrote into a numpy scalar: TypeError) ----
+def test_gelu_backward_of_a_0d_tensor(device):
+    x = torch.tensor(-1.25, device=device, requires_grad=True)
+    F.gelu(x).backward()
+    phi = math.exp(-1.25 ** 2 / 2) / math.sqrt(2 * math.pi)
+    expect = 0.5 * (1 + math.erf(-1.25 / math.sqrt(2))) - 1.25 * phi
+    assert x.grad.shape == () and abs(x.grad.item() - expect) < 1e-6
+
+
+# ---- products save only what a gradient reads: writing in place into an input whose gradient is not needed ----
+def test_products_do_not_save_an_operand_no_gradient_reads(device):
+    w = torch.ones((3, 3), device=device)   # no grad: the input's gradient reads w, nothing reads the input
+    for f in (lambda a: F.linear(a, w), lambda a: a @ w, lambda a: torch.mm(a, w),
+              lambda a: torch.addmm(torch.zeros(3, device=device), a, w)):
+        x0 = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], device=device, requires_grad=True)
+        x1 = x0 * 2
+        y = f(x1)
+        x1.sub_(y, alpha=2)   # x1 was an input of the product: PyTorch does not save it, so this is allowed
+        x1.sum().backward()   # d/dx0 of (2 x0 - 2 * (2 x0) @ 1) summed: 2 - 4 * 3 per element
+        assert x0.grad.tolist() == [[-10.0] * 3] * 2
+    # the other way round the saved operand is needed: the in-place write is caught
+    x = torch.ones((2, 3), device=device)
+    wg = torch.ones((3, 3), device=device, requires_grad=True)
+    y = F.linear(x, wg)
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# ---- reflect / replicate padding: only the batch dim may be empty (PyTorch's shape check) ----
+def test_reflect_and_replicate_pad_reject_empty_non_batch_dims(device):
+    for mode in ("reflect", "replicate"):
+        for shape, pad in (((0, 3), (1, 0)), ((2, 0, 3), (1, 0)), ((2, 3, 0), (1, 0, 0, 0)),
+                           ((1, 0, 2, 3), (1, 0) * 3)):
+            with pytest.raises(RuntimeError, match="with possibly 0 batch size and other non-zero dimensions"):
+                F.pad(torch.zeros(shape, device=device), pad, mode=mode)
+        assert F.pad(torch.zeros((0, 2, 3), device=device), (1, 0), mode=mode).shape == (0, 2, 4)
+        assert F.pad(torch.zeros((0, 2, 3, 4), device=device), (1, 0, 0, 1), mode=mode).shape == (0, 2, 4, 5)
+    assert F.pad(torch.zeros((2, 0, 3), device=device), (1, 0), mode="circular").shape == (2, 0, 4)
+
+
+# ---- remainder / fmod: an exact multiple keeps the dividend's zero (PyTorch's fmod-based formula) ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_remainder_and_fmod_sign_of_zero(device, dtype):
+    a = torch.tensor([-4.0, 4.0, -0.0, 0.0, -3.0, 3.0], dtype=dtype, device=device)
+    for b in (2.0, -2.0):
+        for r in (torch.remainder(a, b), a % torch.tensor(b, dtype=dtype, device=device)):
+            v = r.double().tolist()
+            assert v[:4] == [0.0] * 4 and [math.copysign(1, z) for z in v[:4]] == [-1, 1, -1, 1]
+            assert v[4:] == ([1.0, 1.0] if b > 0 else [-1.0, -1.0])
+        f = torch.fmod(a, b).double().tolist()
+        assert [math.copysign(1, z) for z in f] == [-1, 1, -1, 1, -1, 1] and f[4:] == [-1.0, 1.0]
+    r = torch.remainder(torch.tensor(2.0, dtype=dtype, device=device), torch.tensor([-1.0, 1.0], dtype=dtype,
+                                                                                       device=device))
+    assert [math.copysign(1, z) for z in r.double().tolist()] == [1, 1]   # fmod(2, -1) is +0: kept
+
+
+# ---- median / nanmedian / kthvalue of bool: an empty reduced dim is an IndexError first, then no bool kernel ----
+def test_median_and_kthvalue_of_bool_check_the_size_first(device):
+    for shape, d in (((0,), 0), ((2, 0), 1), ((0, 3), 0)):
+        x = torch.zeros(shape, dtype=torch.bool, device=device)
+        for f in (lambda: x.median(d), lambda: x.nanmedian(d, keepdim=True), lambda: x.kthvalue(1, d)):
+            with pytest.raises(IndexError, match="Expected reduction dim"):
+                f()
+    x = torch.zeros((0, 3), dtype=torch.bool, device=device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        x.median(1)
+    with pytest.raises(RuntimeError, match="selected number k out of range"):
+        torch.zeros(3, dtype=torch.bool, device=device).kthvalue(4)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.zeros(3, dtype=torch.bool, device=device).kthvalue(1)
+    v, i = torch.tensor(True, device=device).kthvalue(1)   # a 0-d bool is its own k-th value
+    assert v.dtype is torch.bool and v.item() is True and i.item() == 0
