@@ -406,6 +406,7 @@ class Size(tuple):
         return f"coretorch.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (the product of the sizes; 1 for ``()``)."""
         n = 1
         for s in self:
             n *= s

@@ -63,6 +63,11 @@ class Generator:
         self._state = state if state is not None else self._kt.rng_new(DEFAULT_SEED)
 
     def manual_seed(self, seed) -> "Generator":
+        """Seed this generator and return it.
+
+        Args:
+            seed (int): the new seed; the same seed gives the same random numbers.
+        """
         self._kt.rng_seed(self._state, _seed_value(seed))
         return self
 
@@ -73,6 +78,7 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        """The seed this generator was created or last seeded with."""
         return int(self._kt.rng_initial_seed(self._state))
 
     def get_state(self) -> Tensor:
@@ -82,6 +88,11 @@ class Generator:
         return _make(cpu.from_numpy(a.copy()), _dt.uint8, cpu)
 
     def set_state(self, new_state: Tensor) -> "Generator":
+        """Restore the state returned by ``get_state()`` and return the generator.
+
+        Args:
+            new_state (Tensor): a uint8 tensor from ``Generator.get_state()``.
+        """
         if not isinstance(new_state, Tensor) or new_state.dtype is not _dt.uint8:
             got = type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.type()
             raise TypeError(f"expected a torch.ByteTensor, but got {got}")
@@ -154,6 +165,7 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The seed of the default random generator."""
     return default_for().initial_seed()
 
 
@@ -316,12 +328,14 @@ def _like(input, dtype, device, op: str):
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
+    """Uniform random numbers in ``[0, 1)`` with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "rand_like")
     return rand(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
+    """Standard normal random numbers with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "randn_like")
     return randn(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 

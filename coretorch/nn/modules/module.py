@@ -118,6 +118,9 @@ def register_module_full_backward_hook(hook) -> RemovableHandle:
 
 
 def _forward_unimplemented(self, *input):
+    """Override: the computation of the module. Call the module (``module(x)``), not ``forward``, so that hooks
+    run.
+    """
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
@@ -230,6 +233,7 @@ class Module:
         self._parameters[name] = param
 
     def add_module(self, name: str, module) -> None:
+        """Register a child module as ``self.<name>`` (``setattr`` does the same for Module values)."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -271,6 +275,7 @@ class Module:
         setattr(mod, atoms[-1], module)
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``"block.fc.weight"``); AttributeError if missing."""
         module_path, _, param_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, param_name):
@@ -281,6 +286,7 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``"block.bn.running_mean"``); AttributeError if missing."""
         module_path, _, buffer_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, buffer_name):
@@ -291,6 +297,7 @@ class Module:
         return buffer
 
     def get_extra_state(self):
+        """Override to save extra (non-tensor) state in ``state_dict`` under ``_extra_state``."""
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please "
                            "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
@@ -428,6 +435,7 @@ class Module:
                                        remove_duplicate=remove_duplicate)
 
     def buffers(self, recurse: bool = True):
+        """An iterator over the module's buffers (with ``recurse``, those of every submodule too)."""
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
@@ -436,6 +444,7 @@ class Module:
                                        remove_duplicate=remove_duplicate)
 
     def children(self):
+        """An iterator over the immediate child modules."""
         for _, module in self.named_children():
             yield module
 
@@ -469,6 +478,8 @@ class Module:
         return self
 
     def eval(self) -> "Module":
+        """Set evaluation mode (``self.training = False`` in every submodule: dropout off, batch-norm uses
+        running stats); returns ``self``."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
@@ -489,6 +500,14 @@ class Module:
                     p.grad.zero_()
 
     def apply(self, fn) -> "Module":
+        """Call ``fn`` on every submodule (children first) and on ``self``; returns ``self``.
+
+        Example:
+            >>> def init(m):
+            ...     if isinstance(m, nn.Linear):
+            ...         nn.init.zeros_(m.bias)
+            >>> model.apply(init)
+        """
         for module in self.children():
             module.apply(fn)
         fn(self)
@@ -533,9 +552,11 @@ class Module:
         return self._apply(convert)
 
     def cpu(self) -> "Module":
+        """Move every parameter and buffer to the cpu device, in place; returns ``self``."""
         return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None) -> "Module":
+        """Move the module to a CUDA device (raises: coretorch has no CUDA; use ``to(device)``)."""
         return self._apply(lambda t: t.to("cuda" if device is None else f"cuda:{int(device)}"
                                           if isinstance(device, int) else device))
 
@@ -543,15 +564,18 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def float(self) -> "Module":
+        """Cast floating-point parameters and buffers to float32, in place; returns ``self``."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self) -> "Module":
+        """Cast floating-point parameters and buffers to float64, in place; returns ``self``."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self) -> "Module":
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def bfloat16(self) -> "Module":
+        """Cast floating-point parameters and buffers to bfloat16, in place; returns ``self``."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def to_empty(self, *, device, recurse: bool = True) -> "Module":

@@ -169,6 +169,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
@@ -206,6 +207,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         if self.affine:
             init.ones_(self.weight)
             if self.bias is not None:

@@ -1,0 +1,172 @@
+"""Docstrings of the API that is made at import time rather than written with ``def`` (PyTorch keeps such docs in
+``torch/_torch_docs.py`` and ``torch/_tensor_docs.py`` the same way).
+
+- The element-wise ops built by factories (``exp = _make_unary("exp", ...)``, ``mul = _make_binary(...)``) get
+  their docstrings from the templates below.
+- Tensor methods bound from an op (``Tensor.exp`` is ``coretorch.exp`` with ``self`` as ``input``) get the op's
+  docstring under a line naming it, and an in-place ``Tensor.foo_`` without its own docstring says it is the
+  in-place ``Tensor.foo``.
+- The legacy typed-tensor classes (``FloatTensor``, ...) say what they are.
+
+``apply()`` runs once at the end of ``import coretorch`` and only fills docstrings that are missing: a docstring
+written in the source always wins.  tools/doc_coverage.py measures the result.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .ops import pointwise
+
+_INPUT = """
+
+Args:
+    input (Tensor): the input tensor.
+
+Returns:
+    Tensor: a new tensor of ``input``'s shape."""
+
+_FLOAT = "\n\nInteger and bool inputs are computed in (and return) the default float dtype."
+
+# name -> (what each element becomes, extra note)
+UNARY: dict[str, tuple[str, str]] = {
+    "abs": ("its absolute value ``|x|``", ""),
+    "neg": ("its negation ``-x``", ""),
+    "negative": ("its negation ``-x`` (alias of :func:`neg`)", ""),
+    "exp": ("its exponential ``e**x``", _FLOAT),
+    "expm1": ("``exp(x) - 1``, accurate for small ``x``", _FLOAT),
+    "log": ("its natural logarithm (NaN below 0, ``-inf`` at 0)", _FLOAT),
+    "log1p": ("``log(1 + x)``, accurate for small ``x``", _FLOAT),
+    "sqrt": ("its square root (NaN below 0)", _FLOAT),
+    "rsqrt": ("the reciprocal of its square root ``1 / sqrt(x)``", _FLOAT),
+    "reciprocal": ("its reciprocal ``1 / x``", _FLOAT),
+    "sin": ("its sine (radians)", _FLOAT),
+    "cos": ("its cosine (radians)", _FLOAT),
+    "tanh": ("its hyperbolic tangent", _FLOAT),
+    "sigmoid": ("the logistic sigmoid ``1 / (1 + exp(-x))``", _FLOAT),
+    "relu": ("``max(x, 0)`` (the rectified linear unit)", ""),
+    "floor": ("the largest integer not greater than it", "\n\nInteger inputs are returned unchanged (a copy)."),
+    "ceil": ("the smallest integer not less than it", "\n\nInteger inputs are returned unchanged (a copy)."),
+    "trunc": ("its integer part, rounded toward zero", "\n\nInteger inputs are returned unchanged (a copy)."),
+    "fix": ("its integer part, rounded toward zero (alias of :func:`trunc`)", ""),
+    "isnan": ("True where it is NaN (a bool tensor)", ""),
+    "logical_not": ("True where it is zero (a bool tensor)", ""),
+}
+
+# name -> (what is computed, result rule)
+_CMP = "a bool tensor; the operands broadcast, and are compared after type promotion"
+_LOGICAL = "a bool tensor; nonzero elements count as True and the operands broadcast"
+_BITWISE = "integer or bool operands (the promoted dtype); the operands broadcast"
+_ARITH = "the promoted dtype of the operands (a Python number does not widen a tensor's dtype category); the " \
+         "operands broadcast"
+BINARY: dict[str, tuple[str, str]] = {
+    "mul": ("the product ``input * other``", _ARITH),
+    "multiply": ("the product ``input * other`` (alias of :func:`mul`)", _ARITH),
+    "pow": ("``input`` raised to the power ``other``", _ARITH + "; an integer base with a negative integer "
+            "exponent raises RuntimeError"),
+    "maximum": ("the larger of the two elements (NaN if either is NaN)", _ARITH),
+    "minimum": ("the smaller of the two elements (NaN if either is NaN)", _ARITH),
+    "remainder": ("the remainder of ``input / other`` with the sign of the divisor (Python's ``%``)", _ARITH),
+    "eq": ("True where ``input == other``", _CMP),
+    "ne": ("True where ``input != other``", _CMP),
+    "not_equal": ("True where ``input != other`` (alias of :func:`ne`)", _CMP),
+    "lt": ("True where ``input < other``", _CMP),
+    "less": ("True where ``input < other`` (alias of :func:`lt`)", _CMP),
+    "le": ("True where ``input <= other``", _CMP),
+    "less_equal": ("True where ``input <= other`` (alias of :func:`le`)", _CMP),
+    "gt": ("True where ``input > other``", _CMP),
+    "greater": ("True where ``input > other`` (alias of :func:`gt`)", _CMP),
+    "ge": ("True where ``input >= other``", _CMP),
+    "greater_equal": ("True where ``input >= other`` (alias of :func:`ge`)", _CMP),
+    "logical_and": ("the logical AND of the elements", _LOGICAL),
+    "logical_or": ("the logical OR of the elements", _LOGICAL),
+    "logical_xor": ("the logical XOR of the elements", _LOGICAL),
+    "bitwise_and": ("the bitwise AND of the elements (logical for bool)", _BITWISE),
+    "bitwise_or": ("the bitwise OR of the elements (logical for bool)", _BITWISE),
+    "bitwise_xor": ("the bitwise XOR of the elements (logical for bool)", _BITWISE),
+}
+
+
+def unary_doc(name: str) -> str:
+    what, note = UNARY[name]
+    return f"Returns a new tensor whose every element of ``input`` is replaced by {what}.{note}{_INPUT}\n\n" \
+           f"Example:\n    >>> torch.{name}(torch.tensor([0.5, 2.0])).shape\n    torch.Size([2])"
+
+
+def binary_doc(name: str) -> str:
+    what, rule = BINARY[name]
+    return (f"Element-wise {what}.\n\nThe result has {rule}.\n\nArgs:\n    input (Tensor or Number): the first "
+            f"operand.\n    other (Tensor or Number): the second operand.\n    out (Tensor, optional): the output "
+            f"tensor.\n\nExample:\n    >>> torch.{name}(torch.tensor([1, 2, 3]), 2).shape\n    torch.Size([3])")
+
+
+def _missing(obj: Any) -> bool:
+    doc = getattr(obj, "__doc__", None)
+    return not (isinstance(doc, str) and doc.strip())
+
+
+def _set(obj: Any, doc: str) -> None:
+    """Give ``obj`` (and the functions it wraps, ``functools.wraps``' ``__wrapped__``) ``doc`` where missing."""
+    seen = 0
+    while obj is not None and seen < 8:
+        if _missing(obj):
+            try:
+                obj.__doc__ = doc
+            except (AttributeError, TypeError):
+                return
+        obj = getattr(obj, "__wrapped__", None)
+        seen += 1
+
+
+def _first_line(doc: str) -> str:
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ")
+
+
+def _tensor_methods(torch: Any) -> None:
+    T = torch.Tensor
+    names = [n for n in dir(T) if not n.startswith("_")]
+    # pass 1: the method form of a documented top-level function
+    for name in names:
+        attr = inspect.getattr_static(T, name)
+        if not inspect.isfunction(attr) or not _missing(attr):
+            continue
+        fn = getattr(torch, name, None)
+        if callable(fn) and not isinstance(fn, type) and not _missing(fn) and fn is not attr:
+            head, _, rest = inspect.cleandoc(fn.__doc__).partition("\n\n")
+            attr.__doc__ = f"{head}\n\n``Tensor.{name}(...)`` is ``coretorch.{name}(self, ...)``.\n\n{rest}".rstrip()
+    # pass 2: in-place forms
+    for name in names:
+        if not name.endswith("_") or name.endswith("__"):
+            continue
+        attr = inspect.getattr_static(T, name)
+        base = inspect.getattr_static(T, name[:-1], None)
+        if inspect.isfunction(attr) and _missing(attr) and base is not None and not _missing(base):
+            doc = base.__doc__ if not isinstance(base, property) else (base.fget.__doc__ or "")
+            attr.__doc__ = (f"In-place version of ``Tensor.{name[:-1]}``: writes the result into ``self`` and "
+                            f"returns ``self``.\n\n{_first_line(doc)}")
+
+
+def _legacy_classes(torch: Any) -> None:
+    for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+                 "CharTensor", "ByteTensor", "BoolTensor"):
+        cls = getattr(torch, name, None)
+        if cls is None or cls.__dict__.get("__doc__"):
+            continue
+        d = cls._legacy_dtype
+        cls.__doc__ = (f"The legacy typed-tensor constructor and type of {d} tensors: "
+                       f"``coretorch.{name}(data)`` or ``coretorch.{name}(*sizes)`` makes a {d} tensor, and "
+                       f"``isinstance(t, coretorch.{name})`` is true for any {d} tensor.  Prefer "
+                       f"``coretorch.tensor(data, dtype={d})``.")
+
+
+def apply(torch: Any) -> None:
+    """Fill the missing docstrings described in this module's docstring (idempotent); ``torch`` is the
+    coretorch module."""
+    for name in UNARY:
+        _set(getattr(pointwise, name, None), unary_doc(name))
+        _set(getattr(torch, name, None), unary_doc(name))
+    for name in BINARY:
+        _set(getattr(pointwise, name, None), binary_doc(name))
+        _set(getattr(torch, name, None), binary_doc(name))
+    _legacy_classes(torch)
+    _tensor_methods(torch)
