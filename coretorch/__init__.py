@@ -92,6 +92,10 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d: dtype) -> None:
+    """Set the dtype of new floating-point tensors (float32, float64, float16 or bfloat16).
+
+    Also the dtype integer inputs are promoted to by float ops (``exp``, ``mean``, ...).
+    """
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
     _dtypes.default = d

@@ -104,6 +104,7 @@ _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
+    """Set the deterministic mode: 0/"default" off, 1/"warn", 2/"error"."""
     if isinstance(debug_mode, str):
         if debug_mode not in _DEBUG_MODES:
             raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "

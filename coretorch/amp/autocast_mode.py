@@ -139,6 +139,7 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Enable or disable autocast's weight cache (a setting kept for compatibility)."""
     tls.cache_enabled = bool(enabled)
 
 

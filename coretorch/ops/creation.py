@@ -230,6 +230,17 @@ def _size_kw(args: tuple, kw: dict, op: str) -> tuple:
 @_writes_out
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
           pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of the given shape filled with zeros.
+
+    Args:
+        *size (ints or a tuple): the shape.
+        dtype, device, requires_grad: of the result.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> torch.zeros(2, 3).shape
+        torch.Size([2, 3])
+    """
     return _fill(_size_kw(size, kw, "zeros"), 0, dtype, device, requires_grad, "zeros")
 
 

@@ -513,6 +513,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The view of ``input`` at position ``index`` of dimension ``dim`` (that dimension removed)."""
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = norm_dim(dim, input.ndim, "select")
@@ -629,6 +630,10 @@ class ScatterAddBackward0(Node):
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``input`` with the values of ``src`` added at the positions ``index`` along ``dim``.
+
+    For ``dim=0``: ``out[index[i][j]][j] += src[i][j]``; repeated indices accumulate.
+    """
     d = norm_dim(dim, input.ndim, "scatter_add")
     _check_index("scatter_add", index, input.ndim, empty_ok=True)
     _same_device("scatter_add", input, index, src)

@@ -477,6 +477,16 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
+    """Subtracts ``other``, scaled by ``alpha``, from ``input``: ``out = input - alpha * other``.
+
+    Broadcasting and type promotion as :func:`add`; bool tensors cannot be subtracted.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand.
+        alpha (Number): the multiplier of ``other`` (default 1).
+        out (Tensor, optional): the output tensor.
+    """
     if alpha != 1 or type(alpha) is not int:
         if _is_bool(input) is not _is_bool(other):  # before alpha scales the bool away: PyTorch checks first
             raise RuntimeError(_SUB_BOOL)
@@ -585,6 +595,7 @@ def fmod(input, other):
 
 
 def rsub(input, other, alpha=1):
+    """``other - alpha * input`` (subtraction with the operands reversed)."""
     return sub(other, input, alpha=alpha)
 
 
@@ -666,6 +677,7 @@ _sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
 
 
 def sign(input):
+    """The sign of each element: -1, 0 or 1 (bool inputs are returned as is)."""
     if isinstance(input, Tensor) and input.dtype is _bool:  # sign(bool) is the input (numpy has no bool sign)
         return _make(input._be.cast(input._data, np.bool_), _bool, input._be)
     return _sign(input)
@@ -724,6 +736,7 @@ def bitwise_not(input):
 
 
 def square(input):
+    """Each element squared (``input * input``); integers stay integers, bool becomes int64."""
     if isinstance(input, Tensor) and input.dtype is _bool:  # PyTorch: square(bool) is pow(bool, 2): int64
         input = input.to(_dt.int64)
     return mul(input, input)
@@ -744,6 +757,16 @@ class WhereBackward0(Node):
 
 
 def where(condition, input=None, other=None):
+    """``input`` where ``condition`` is True, else ``other``: ``out_i = input_i if condition_i else other_i``.
+
+    The three broadcast; the result dtype is the promotion of ``input`` and ``other`` (tensors or numbers).
+    With only ``condition``, returns ``nonzero(condition, as_tuple=True)``.
+
+    Args:
+        condition (Tensor): a bool tensor.
+        input (Tensor or Number): values where True.
+        other (Tensor or Number): values where False.
+    """
     if input is None and other is None:
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)

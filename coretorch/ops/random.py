@@ -175,6 +175,7 @@ def get_rng_state() -> Tensor:
 
 
 def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from a uint8 tensor returned by ``get_rng_state()``."""
     default_for().set_state(new_state)
 
 

@@ -167,6 +167,20 @@ def _bool_of(input: Tensor) -> Tensor:
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """The sum of ``input``'s elements, overall or over ``dim``.
+
+    Integer and bool inputs are summed in int64 unless ``dtype`` is given.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        dtype (dtype, optional): cast to this dtype first.
+
+    Example:
+        >>> torch.sum(torch.ones(2, 3), dim=1)
+        tensor([3., 3.])
+    """
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
@@ -535,6 +549,15 @@ class VarBackward0(Node):
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The variance of ``input``, overall or over ``dim``.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        correction (int, optional): the difference between the sample size and the degrees of freedom
+            (default 1: Bessel's correction).
+    """
     return _var(input, dim, unbiased, keepdim, correction, "var")
 
 
@@ -565,6 +588,15 @@ class StdBackward0(Node):
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The standard deviation of ``input``, overall or over ``dim``.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        correction (int, optional): the difference between the sample size and the degrees of freedom
+            (default 1: Bessel's correction).
+    """
     return _std(input, dim, unbiased, keepdim, correction, "std")
 
 
@@ -587,10 +619,12 @@ def _std(input, dim, unbiased, keepdim, correction, op):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`)."""
     return _var(input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`)."""
     return _std(input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, dim, keepdim)
 
 

@@ -122,6 +122,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """A view of ``input`` with dimension ``dim`` split into ``sizes`` (one may be -1)."""
     d = norm_dim(dim, input.ndim, "unflatten")
     if input.ndim == 0:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
@@ -150,6 +151,7 @@ def _names(name: str) -> dict:
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
+    """A view of ``input`` without its size-1 dimensions (only those in ``dim`` when given)."""
     shp = input.shape
     if dim is None:
         new = tuple(s for s in shp if s != 1)
@@ -161,6 +163,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """A view of ``input`` with a size-1 dimension inserted at ``dim``."""
     d = norm_dim(dim, input.ndim + 1, "unsqueeze")
     shp = tuple(input.shape)
     return _named(view(input, shp[:d] + (1,) + shp[d:]), _UNSQUEEZE)
@@ -201,6 +204,7 @@ def permute(input: Tensor, *dims) -> Tensor:
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of :func:`transpose`."""
     nd = input.ndim
     if nd == 0:
         norm_dim(dim0, 0, "transpose"), norm_dim(dim1, 0, "transpose")
@@ -215,6 +219,7 @@ swapaxes = swapdims = transpose
 
 
 def t(input: Tensor) -> Tensor:
+    """The transpose of a matrix (``transpose(input, 0, 1)``); 0-d and 1-D tensors are returned as is."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return _named(transpose(input, 0, 1) if input.ndim == 2 else input.view(input.shape), _T)
@@ -469,6 +474,12 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim: int = 0) -> Tensor:
+    """Join tensors of the same shape along a new dimension ``dim``.
+
+    Example:
+        >>> torch.stack([torch.zeros(3), torch.ones(3)], dim=1).shape
+        torch.Size([3, 2])
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -496,6 +507,18 @@ def vstack(tensors):
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
+    """Split ``tensor`` into views along ``dim``.
+
+    Args:
+        tensor (Tensor): the tensor to split.
+        split_size_or_sections (int or list of ints): the size of each piece (the last may be smaller), or
+            the list of sizes.
+        dim (int): the dimension to split along (default 0).
+
+    Example:
+        >>> [p.shape[0] for p in torch.split(torch.arange(5), 2)]
+        [2, 2, 1]
+    """
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -545,6 +568,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 
 
 def unbind(input: Tensor, dim: int = 0):
+    """The tuple of views of ``input`` at each index of ``dim`` (that dimension removed)."""
     d = norm_dim(dim, input.ndim, "unbind")
     if input.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")

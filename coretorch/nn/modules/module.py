@@ -180,6 +180,13 @@ class Module:
 
     # ---- registration ---------------------------------------------------------------------------
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Add a tensor that is part of the module's state but not a parameter (e.g. BatchNorm's running mean).
+
+        Args:
+            name (str): the attribute name.
+            tensor (Tensor or None): the buffer; moved and cast with the module.
+            persistent (bool): include it in ``state_dict`` (default True).
+        """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -206,6 +213,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param) -> None:
+        """Add a Parameter (or None) as ``self.<name>``; ``setattr`` does the same for Parameter values."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -251,9 +259,11 @@ class Module:
         self._modules[name] = module
 
     def register_module(self, name: str, module) -> None:
+        """Alias of :meth:`add_module`."""
         self.add_module(name, module)
 
     def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``"encoder.layers.0"``); AttributeError if missing."""
         if target == "":
             return self
         mod = self
@@ -266,6 +276,7 @@ class Module:
         return mod
 
     def set_submodule(self, target: str, module: "Module") -> None:
+        """Replace the submodule at the dotted path ``target`` with ``module``."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
         atoms = target.split(".")
@@ -303,6 +314,7 @@ class Module:
                            "to report this bug.")
 
     def set_extra_state(self, state) -> None:
+        """Override to restore the state returned by :meth:`get_extra_state` in ``load_state_dict``."""
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please "
                            "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
@@ -427,10 +439,27 @@ class Module:
                 yield (module_prefix + ("." if module_prefix else "") + k, v)
 
     def parameters(self, recurse: bool = True):
+        """An iterator over the module's parameters (with ``recurse``, those of every submodule too); what an
+        optimizer takes.
+
+        Example:
+            >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        """
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, parameter)`` pairs, the names of ``state_dict``.
+
+        Args:
+            prefix (str): prepended to every name.
+            recurse (bool): include the parameters of submodules (default True).
+            remove_duplicate (bool): yield a shared (tied) parameter once (default True).
+
+        Example:
+            >>> [n for n, _ in nn.Linear(2, 3).named_parameters()]
+            ['weight', 'bias']
+        """
         yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
@@ -440,6 +469,13 @@ class Module:
             yield buf
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, buffer)`` pairs.
+
+        Args:
+            prefix (str): prepended to every name.
+            recurse (bool): include the buffers of submodules (default True).
+            remove_duplicate (bool): yield a shared buffer once (default True).
+        """
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
@@ -449,13 +485,16 @@ class Module:
             yield module
 
     def named_children(self):
+        """An iterator over ``(name, module)`` pairs of the immediate children."""
         yield from self._named_members(lambda m: m._modules.items(), recurse=False)
 
     def modules(self):
+        """An iterator over every module of the tree, ``self`` first (each shared module once)."""
         for _, module in self.named_modules():
             yield module
 
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, module)`` pairs of the whole tree, ``("", self)`` first."""
         if memo is None:
             memo = set()
         if self in memo:
@@ -470,6 +509,7 @@ class Module:
 
     # ---- modes, conversions ---------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
+        """Set training mode (``mode=False`` is :meth:`eval`) in every submodule; returns ``self``."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -483,11 +523,13 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` of every parameter (e.g. False to freeze the module); returns ``self``."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to None (default, ``set_to_none=True``) or to zeros."""
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -541,6 +583,15 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> "Module":
+        """Move and/or cast the parameters and buffers, in place; returns ``self``.
+
+        Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)`` (its device and dtype) and
+        the keywords ``device``, ``dtype``, ``non_blocking``. Only floating-point tensors are cast.
+
+        Example:
+            >>> model.to("opencl")
+            >>> model.to(torch.float64)
+        """
         from ...ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
@@ -561,6 +612,7 @@ class Module:
                                           if isinstance(device, int) else device))
 
     def type(self, dst_type) -> "Module":
+        """Cast every parameter and buffer to ``dst_type`` (a dtype); returns ``self``."""
         return self._apply(lambda t: t.type(dst_type))
 
     def float(self) -> "Module":
@@ -572,6 +624,7 @@ class Module:
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self) -> "Module":
+        """Cast floating-point parameters and buffers to float16, in place; returns ``self``."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def bfloat16(self) -> "Module":
