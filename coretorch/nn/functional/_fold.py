@@ -92,6 +92,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """1-D power-average pooling: ``(sum over the window of x ** p) ** (1 / p)`` with ``p = norm_type``."""
     out = avg_pool1d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
     return _P.pow(_P.mul(_P.mul(_P.sign(out), relu(_P.abs(out))), kernel_size), 1.0 / norm_type)
 
