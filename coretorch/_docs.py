@@ -86,6 +86,51 @@ BINARY: dict[str, tuple[str, str]] = {
     "bitwise_xor": ("the bitwise XOR of the elements (logical for bool)", _BITWISE),
 }
 
+# Tensor methods and properties bound at import time from lambdas or shared helpers (the name, not the
+# helper, says what they do)
+TENSOR: dict[str, str] = {
+    "absolute": "Alias of :meth:`abs`.",
+    "bfloat16": "``self.to(bfloat16)``: a copy cast to bfloat16 (``self`` if it already is).",
+    "bool": "``self.to(bool)``: a copy cast to bool (``self`` if it already is).",
+    "byte": "``self.to(uint8)``: a copy cast to uint8 (``self`` if it already is).",
+    "char": "``self.to(int8)``: a copy cast to int8 (``self`` if it already is).",
+    "double": "``self.to(float64)``: a copy cast to float64 (``self`` if it already is).",
+    "float": "``self.to(float32)``: a copy cast to float32 (``self`` if it already is).",
+    "half": "``self.to(float16)``: a copy cast to float16 (``self`` if it already is).",
+    "int": "``self.to(int32)``: a copy cast to int32 (``self`` if it already is).",
+    "long": "``self.to(int64)``: a copy cast to int64 (``self`` if it already is).",
+    "short": "``self.to(int16)``: a copy cast to int16 (``self`` if it already is).",
+    "fill_": "Fill ``self`` with the value (a number or a 0-d tensor); returns ``self``.",
+    "zero_": "Fill ``self`` with zeros; returns ``self``.",
+    "copy_": "Copy the elements of ``src`` into ``self`` (broadcast, cast to ``self``'s dtype, across devices); "
+             "returns ``self``. Differentiable with respect to ``src``.",
+    "contiguous": "``self`` if it is contiguous (row-major), else a contiguous copy.",
+    "itemsize": "The size of one element in bytes.",
+    "nbytes": "The number of bytes of the elements (``numel() * element_size()``).",
+    "expand": "A view of ``self`` with size-1 dimensions repeated (without copying) to the given sizes; -1 keeps a "
+              "size and new leading dimensions may be added.\n\nExample:\n"
+              "    >>> torch.zeros(3, 1).expand(3, 4).shape\n"
+              "    torch.Size([3, 4])",
+    "expand_as": "``self.expand(other.size())``.",
+    "indices": "The indices of a sparse COO tensor, ``(sparse_dim, nnz)`` int64.",
+    "values": "The values of a sparse COO tensor, ``(nnz, *dense_shape)``.",
+    "is_cuda": "Whether the tensor is on a CUDA device (always False in coretorch; kept for PyTorch compatibility).",
+    "is_meta": "Whether the tensor is a meta tensor (always False in coretorch; kept for PyTorch compatibility).",
+    "is_mkldnn": "Whether the tensor is an MKL-DNN tensor (always False in coretorch; kept for PyTorch compatibility).",
+    "is_mps": "Whether the tensor is on an MPS device (always False in coretorch; kept for PyTorch compatibility).",
+    "is_nested": "Whether the tensor is a nested tensor (always False in coretorch; kept for PyTorch compatibility).",
+    "is_pinned": "Whether the tensor is in pinned memory (always False in coretorch; kept for PyTorch compatibility).",
+    "is_quantized": "Whether the tensor is quantized (always False in coretorch; kept for PyTorch compatibility).",
+    "is_xpu": "Whether the tensor is on an XPU device (always False in coretorch; kept for PyTorch compatibility).",
+    "is_sparse": "Whether the tensor is a sparse COO tensor.",
+    "repeat": "The tensor tiled ``sizes[i]`` times along each dimension (a copy; extra leading sizes add "
+              "dimensions).\n\nExample:\n    >>> torch.tensor([1, 2]).repeat(2, 2)\n    tensor([[1, 2, 1, 2],\n"
+              "            [1, 2, 1, 2]])",
+    "view": "A view of ``self`` with another shape (the same elements, no copy; one size may be -1), or with "
+            "another dtype of the same element size (``view(dtype)``). Raises when the layout does not allow a "
+            "view (use ``reshape``).",
+}
+
 
 def unary_doc(name: str) -> str:
     what, note = UNARY[name]
@@ -125,6 +170,13 @@ def _first_line(doc: str) -> str:
 def _tensor_methods(torch: Any) -> None:
     T = torch.Tensor
     names = [n for n in dir(T) if not n.startswith("_")]
+    for name, doc in TENSOR.items():
+        attr = inspect.getattr_static(T, name, None)
+        if attr is not None and _missing(attr):
+            try:
+                attr.__doc__ = doc
+            except (AttributeError, TypeError):  # a C-level descriptor
+                pass
     # pass 1: the method form of a documented top-level function
     for name in names:
         attr = inspect.getattr_static(T, name)

@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import doc_coverage  # noqa: E402
 import gen_api_docs  # noqa: E402
 
-# namespaces whose every public name is documented (the allowlist holds none of them)
-FULLY_DOCUMENTED = ("optim", "utils.data", "plugins")
+# namespaces whose every public name is documented (the allowlist holds none of them): all but distributions
+FULLY_DOCUMENTED = tuple(label for label in doc_coverage.NAMESPACES if label != "distributions")
 
 
 def test_no_new_undocumented_names_and_the_allowlist_only_shrinks():

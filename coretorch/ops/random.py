@@ -580,6 +580,7 @@ def _floats_only(x: Tensor, kernel: str) -> None:
 
 
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw) -> Tensor:
+    """Fill ``self`` with samples uniform in ``[from, to)`` (default ``[0, 1)``); returns ``self``."""
     a, b = kw.pop("from", a), kw.pop("to", b)
     _no_more(kw, "uniform_")
     _floats_only(x, "check_uniform_bounds")
@@ -590,6 +591,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of ``N(mean, std**2)``; returns ``self``."""
     _floats_only(x, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -598,6 +600,7 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the exponential law of rate ``lambd``; returns ``self``."""
     _floats_only(x, "exponential_cpu")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
@@ -606,6 +609,8 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
 
 
 def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the geometric law (trials to the first success with probability ``p``); returns
+    ``self``."""
     if x.dtype is _dt.bool_:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
@@ -615,6 +620,7 @@ def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
 
 
 def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples ``exp(N(mean, std))``; returns ``self``."""
     _floats_only(x, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
@@ -623,6 +629,7 @@ def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=Non
 
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the Cauchy law ``median + sigma * tan(pi * (U - 1/2))``; returns ``self``."""
     _floats_only(x, "cauchy_cpu")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
