@@ -14,9 +14,6 @@ A *public name* is what a user reaches without an underscore, per namespace:
     python tools/doc_coverage.py                 # per-namespace coverage table
     python tools/doc_coverage.py --missing       # every undocumented name, one per line
     python tools/doc_coverage.py --missing nn    # ... of one namespace
-    python tools/doc_coverage.py --write-allowlist   # drop documented names from tests/data/undocumented.txt
-    python tools/doc_coverage.py --write-allowlist --add  # ... and add the undocumented ones (first use only:
-                                                          # new public names come with a docstring)
 """
 from __future__ import annotations
 
@@ -28,7 +25,6 @@ import types
 from typing import Any, Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALLOWLIST = os.path.join(HERE, os.pardir, "tests", "data", "undocumented.txt")
 
 # label -> module path; the order is the report's (most-used first)
 NAMESPACES: dict[str, str] = {
@@ -151,26 +147,8 @@ def all_names() -> dict[str, bool]:
     return out
 
 
-def read_allowlist() -> set[str]:
-    if not os.path.exists(ALLOWLIST):
-        return set()
-    with open(ALLOWLIST) as f:
-        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
-
-
 def main(argv: list[str]) -> int:
     sys.path.insert(0, os.path.join(HERE, os.pardir))
-    if "--write-allowlist" in argv:
-        missing = sorted(n for n, ok in all_names().items() if not ok)
-        if "--add" not in argv:
-            missing = sorted(set(missing) & read_allowlist())
-        with open(ALLOWLIST, "w") as f:
-            f.write("# Public names still without a docstring (tools/doc_coverage.py --write-allowlist).\n"
-                    "# tests/test_docs.py fails on any undocumented name NOT listed here: new names come with\n"
-                    "# docstrings, documented ones stay documented.  Shrink this list; never grow it.\n")
-            f.writelines(n + "\n" for n in missing)
-        print(f"{len(missing)} names written to {os.path.normpath(ALLOWLIST)}")
-        return 0
     if "--missing" in argv:
         rest = [a for a in argv if not a.startswith("--")]
         for label in rest or list(NAMESPACES):
