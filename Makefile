@@ -7,7 +7,7 @@ PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 PLUGIN_REQS := $(filter-out plugins/opencl_backend,$(PLUGINS)) "plugins/opencl_backend[pocl]"
 
-.PHONY: demo test bench lint info clean
+.PHONY: demo test bench lint info docs clean
 
 # Editable installs of the core (with its demo, opt-einsum and test extras) and of every plugin; the OpenCL
 # plugin with its pocl extra (PoCL, a CPU OpenCL device, so every machine has an 'opencl' device); setuptools
@@ -30,8 +30,15 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples
 
+# The API reference: docs/api/ is written from the public names (tools/gen_api_docs.py), then mkdocs builds the
+# site into site/ with --strict (any warning fails the build).
+docs: $(STAMP)
+	$(PY) -m pip install -q -e ".[docs]"
+	$(PY) tools/gen_api_docs.py
+	$(VENV)/bin/mkdocs build --strict
+
 info: $(STAMP)
 	$(VENV)/bin/coretorch info
 
 clean:
-	rm -rf $(VENV) build *.egg-info plugins/*/*.egg-info
+	rm -rf $(VENV) build site *.egg-info plugins/*/*.egg-info

@@ -87,36 +87,47 @@ def broadcast_shapes(*shapes) -> Size:
 
 
 def get_default_dtype() -> dtype:
+    """The floating-point dtype of new float tensors (float32 unless ``set_default_dtype`` changed it)."""
     return _dtypes.default
 
 
 def set_default_dtype(d: dtype) -> None:
+    """Set the dtype of new floating-point tensors (float32, float64, float16 or bfloat16).
+
+    Also the dtype integer inputs are promoted to by float ops (``exp``, ``mean``, ...).
+    """
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
     _dtypes.default = d
 
 
 def result_type(tensor1, tensor2) -> dtype:
+    """The dtype that an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or numbers) would return."""
     return _dtypes.result_type((tensor1, tensor2), _dtypes.default)
 
 
 def is_tensor(obj) -> builtins_bool:  # type: ignore[name-defined]
+    """Whether ``obj`` is a coretorch Tensor."""
     return isinstance(obj, Tensor)
 
 
 def is_floating_point(input: Tensor) -> builtins_bool:  # type: ignore[name-defined]
+    """Whether ``input``'s dtype is a floating-point type."""
     return input.dtype.is_floating_point
 
 
 def numel(input: Tensor) -> builtins_int:  # type: ignore[name-defined]
+    """The number of elements of ``input``."""
     return input.numel()
 
 
 def detach(input: Tensor) -> Tensor:
+    """A tensor sharing ``input``'s data that is cut out of the autograd graph (``input.detach()``)."""
     return input.detach()
 
 
 import builtins as _builtins  # noqa: E402
+import sys as _sys  # noqa: E402
 
 builtins_bool = _builtins.bool
 builtins_int = _builtins.int
@@ -179,6 +190,10 @@ from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
 
 _core_names.update(n for n in dir(ops) if not n.startswith("_"))
 plugins.load_entry_points()
+
+from ._docs import apply as _apply_docs  # noqa: E402
+
+_apply_docs(_sys.modules[__name__])  # docstrings of generated ops and of Tensor's bound methods (coretorch/_docs.py)
 
 
 def __getattr__(name: str):

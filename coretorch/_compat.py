@@ -91,10 +91,12 @@ def use_deterministic_algorithms(mode: _bool, *, warn_only: _bool = False) -> No
 
 
 def are_deterministic_algorithms_enabled() -> _bool:
+    """Whether ``use_deterministic_algorithms(True)`` is in effect."""
     return _det["mode"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> _bool:
+    """Whether deterministic mode only warns (``use_deterministic_algorithms(True, warn_only=True)``)."""
     return _det["warn_only"]
 
 
@@ -102,6 +104,7 @@ _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
+    """Set the deterministic mode: 0/"default" off, 1/"warn", 2/"error"."""
     if isinstance(debug_mode, str):
         if debug_mode not in _DEBUG_MODES:
             raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
@@ -115,6 +118,7 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 
 def get_deterministic_debug_mode() -> _int:
+    """0, 1 or 2: the deterministic-algorithms mode (off, warn, error)."""
     if not _det["mode"]:
         return 0
     return 1 if _det["warn_only"] else 2
@@ -136,6 +140,7 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
+    """The float32 matmul precision setting (``"highest"``, ``"high"`` or ``"medium"``)."""
     return _precision[0]
 
 
@@ -185,6 +190,7 @@ def set_num_interop_threads(int: _int) -> None:  # noqa: A002
 
 
 def get_num_interop_threads() -> _int:
+    """The number of inter-op threads (a setting kept for compatibility)."""
     n = _threads["interop"]
     return n if n is not None else (os.cpu_count() or 1)
 
@@ -205,6 +211,7 @@ class _Named:
 
 
 class memory_format(_Named):
+    """A memory format (``contiguous_format``, ``channels_last``, ...): accepted for compatibility."""
     __slots__ = ()
 
 
@@ -215,6 +222,7 @@ channels_last_3d = memory_format("channels_last_3d")
 
 
 class layout(_Named):
+    """A tensor layout (``coretorch.strided``, ``coretorch.sparse_coo``)."""
     __slots__ = ()
 
 

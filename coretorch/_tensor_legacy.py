@@ -89,6 +89,7 @@ def _value_first(name: str, fn):
 
 
 def _get_volatile(self) -> bool:
+    """Always False (the pre-0.4 ``volatile`` flag; use ``no_grad``)."""
     warnings.warn(VOLATILE_WARNING, UserWarning, stacklevel=2)
     return False
 
@@ -158,6 +159,7 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=No
 
 
 def cpu(self: Tensor, memory_format=None) -> Tensor:
+    """The tensor on the cpu device (``self`` if it is already there)."""
     return _C.convert(self, None, "cpu")
 
 

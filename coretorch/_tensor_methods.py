@@ -61,6 +61,7 @@ def _view_as(self, other):
 
 
 def _reshape_as(self, other):
+    """``self.reshape(other.shape)``."""
     return S.reshape(self, other.shape)
 
 
@@ -102,6 +103,15 @@ Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=Fa
 
 # ---- conversions ----
 def _to(self, *args, **kwargs):
+    """A tensor with the given device and/or dtype (``self`` when nothing changes).
+
+    Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)`` and the keywords
+    ``dtype``, ``device``, ``non_blocking``, ``copy`` (always copy). Differentiable.
+
+    Example:
+        >>> torch.ones(2).to(torch.float64).dtype
+        torch.float64
+    """
     device, dtype, copy = C.parse_to_args(args, dict(kwargs))
     return C.convert(self, dtype, device, copy)
 
@@ -116,11 +126,13 @@ for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float
 
 @property
 def _T(self):
+    """The tensor with its dimensions reversed (``permute(n-1, ..., 0)``); for a matrix, its transpose."""
     return S.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
 
 @property
 def _mT(self):
+    """The transpose of the last two dimensions (a batch of matrices transposed), a view."""
     if self.ndim < 2:
         if self.ndim == 1:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")

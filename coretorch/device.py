@@ -7,6 +7,16 @@ _cache: dict = {}
 
 
 class device:
+    """A device: a type (``"cpu"``, ``"opencl"``, ... any registered backend) and an optional index.
+
+    Args:
+        type_or_str (str or device): ``"cpu"``, ``"opencl:1"``, or a device.
+        index (int, optional): the device index within the type.
+
+    Example:
+        >>> torch.device("cpu")
+        device(type='cpu')
+    """
     __slots__ = ("type", "index", "_str")
     type: str
     index: int | None

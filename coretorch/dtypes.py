@@ -12,6 +12,11 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 
 
 class dtype:
+    """A tensor element type (``coretorch.float32``, ``int64``, ``bool``, ...).
+
+    Attributes: ``is_floating_point``, ``is_signed``, ``itemsize``; ``coretorch.finfo`` / ``iinfo`` give the
+    numeric limits.
+    """
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "category", "_tname")
 
     def __init__(self, name: str, np_dtype, category: int, tname: str, itemsize: int = 0):
@@ -32,6 +37,7 @@ class dtype:
 
     @property
     def is_complex(self) -> bool:
+        """Always False: coretorch has no complex dtypes."""
         return False
 
     def __repr__(self) -> str:
@@ -41,6 +47,7 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self) -> "dtype":
+        """The real dtype of this dtype (itself: coretorch has no complex dtypes)."""
         return self
 
 

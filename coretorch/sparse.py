@@ -180,16 +180,19 @@ def _nnz(self: Tensor) -> int:
 
 
 def _sparse_dim(self: Tensor) -> int:
+    """The number of sparse dimensions (0 for a dense tensor)."""
     c = _coo(self)
     return 0 if c is None else int(c.indices.shape[0])
 
 
 def _dense_dim(self: Tensor) -> int:
+    """The number of dense dimensions (``ndim`` for a dense tensor)."""
     c = _coo(self)
     return self.ndim if c is None else int(c.values.ndim - 1)
 
 
 def _is_coalesced(self: Tensor) -> bool:
+    """Whether a sparse COO tensor has sorted, unique indices."""
     return _require(self, "is_coalesced").coalesced
 
 

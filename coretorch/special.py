@@ -22,30 +22,37 @@ def expit(input: Tensor, *, out=None) -> Tensor:
 
 
 def erf(input: Tensor, *, out=None) -> Tensor:
+    """The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt`` of each element."""
     return _out(_F.erf(input), out, "erf")
 
 
 def expm1(input: Tensor, *, out=None) -> Tensor:
+    """``exp(x) - 1`` of each element, accurate for small ``x``."""
     return _out(_P.expm1(input), out, "expm1")
 
 
 def log1p(input: Tensor, *, out=None) -> Tensor:
+    """``log(1 + x)`` of each element, accurate for small ``x``."""
     return _out(_P.log1p(input), out, "log1p")
 
 
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
+    """Round each element to the nearest integer, half to even (or to ``decimals`` places)."""
     return _out(_P.round(input, decimals=decimals), out, "round")
 
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed stably (see :func:`coretorch.logsumexp`)."""
     return _out(_R.logsumexp(input, dim, keepdim), out, "logsumexp")
 
 
 def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``exp(input) / sum(exp(input), dim)`` along ``dim`` (see ``nn.functional.softmax``)."""
     return _F.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``log(softmax(input, dim))``, computed stably (see ``nn.functional.log_softmax``)."""
     return _F.log_softmax(input, dim, dtype=dtype)
 
 

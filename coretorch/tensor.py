@@ -84,9 +84,11 @@ class Tensor(_TensorAPI):
     # ---- plain attributes -------------------------------------------------------------------
     @property
     def shape(self):
+        """The tensor's sizes, a ``coretorch.Size`` (a tuple)."""
         return Size(self._data.shape)
 
     def size(self, dim: int | None = None):
+        """The tensor's sizes (a ``coretorch.Size``), or the size of dimension ``dim``."""
         s = self._data.shape
         if dim is None:
             return Size(s)
@@ -98,10 +100,12 @@ class Tensor(_TensorAPI):
         return s[norm_dim(dim, len(s), "size")]
 
     def dim(self) -> int:
+        """The number of dimensions (``ndim``)."""
         return len(self._data.shape)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self._data.shape)
 
     ndimension = dim
@@ -115,23 +119,28 @@ class Tensor(_TensorAPI):
     nelement = numel
 
     def element_size(self) -> int:
+        """The size of one element in bytes."""
         return self.dtype.itemsize
 
     @property
     def device(self) -> Device:
+        """The device the tensor lives on."""
         return self._be.device
 
     @property
     def is_cpu(self) -> bool:
+        """Whether the tensor is on the cpu device."""
         return self._be.type == "cpu"
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
     def is_contiguous(self) -> bool:
+        """Whether the tensor is laid out contiguously in row-major order."""
         return self._be.is_contiguous(self._data)
 
     def stride(self, dim: int | None = None):
+        """The step in elements between neighbours along each dimension (or along ``dim``)."""
         s = tuple(self._be.strides(self._data))
         if dim is None:
             return s
@@ -141,6 +150,7 @@ class Tensor(_TensorAPI):
         return s[norm_dim(dim, len(s), "stride")]
 
     def data_ptr(self) -> int:
+        """An integer identifying the start of the tensor's memory (equal for views of the same start)."""
         return id(self._data)
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
@@ -166,6 +176,7 @@ class Tensor(_TensorAPI):
     # ---- autograd fields --------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for autograd (settable on leaves)."""
         return self._rg
 
     @requires_grad.setter
@@ -181,6 +192,7 @@ class Tensor(_TensorAPI):
         self._rg = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place (default True); returns ``self``."""
         self.requires_grad = requires_grad
         return self
 
@@ -191,6 +203,7 @@ class Tensor(_TensorAPI):
 
     @property
     def grad(self):
+        """The gradient accumulated by ``backward()`` for this tensor (None until then; only leaves by default)."""
         return self._grad
 
     @grad.setter
@@ -212,10 +225,14 @@ class Tensor(_TensorAPI):
 
     @property
     def is_leaf(self) -> bool:
+        """Whether the tensor is a leaf of the autograd graph: it does not require grad, or it was created by the user
+        (not by an op on tensors requiring grad). Only leaves get ``.grad`` by default.
+        """
         return self.grad_fn is None
 
     @property
     def retains_grad(self) -> bool:
+        """Whether a non-leaf tensor keeps its ``.grad`` (``retain_grad()`` was called)."""
         return self._retains
 
     def _get_accum(self) -> AccumulateGrad:
@@ -238,6 +255,7 @@ class Tensor(_TensorAPI):
     @property
     def data(self) -> "Tensor":
         # like torch's .data: shares storage, not the version counter (so in-place edits go unnoticed)
+        """The tensor's data as a tensor detached from autograd (assigning to it replaces the data in place)."""
         return _make(self._data, self.dtype, self._be, base=self)
 
     @data.setter
@@ -247,6 +265,7 @@ class Tensor(_TensorAPI):
         self._data, self.dtype, self._be = other._data, other.dtype, other._be
 
     def retain_grad(self) -> None:
+        """Make this non-leaf tensor keep its ``.grad`` after ``backward()``."""
         if self.grad_fn is None:
             if not self._rg:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -273,6 +292,21 @@ class Tensor(_TensorAPI):
         return self._get_accum()._register_tensor_hook(0, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Compute the gradient of this tensor with respect to the graph leaves and accumulate it into their ``.grad``.
+
+        Args:
+            gradient (Tensor, optional): the gradient of the final result with respect to this tensor; may be omitted
+                for a single-element tensor (it is then 1).
+            retain_graph (bool, optional): keep the graph for another backward (default ``create_graph``).
+            create_graph (bool): record the backward itself, for higher-order derivatives.
+            inputs (sequence of Tensors, optional): accumulate only into these.
+
+        Example:
+            >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+            >>> (x ** 2).sum().backward()
+            >>> x.grad
+            tensor([2., 4.])
+        """
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
                 and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled:
             # loss.backward(): the implicit gradient 1, straight to the engine
@@ -284,6 +318,9 @@ class Tensor(_TensorAPI):
 
     # ---- conversions ------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor as a numpy array (sharing memory for a cpu tensor); raises for a tensor that requires grad (use
+        ``detach()``) or is on another device (use ``cpu()``).
+        """
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
@@ -298,11 +335,13 @@ class Tensor(_TensorAPI):
         return self._be.to_numpy(self._data)
 
     def item(self):
+        """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._host().reshape(()).item()
 
     def tolist(self):
+        """The tensor as (nested) Python lists of numbers (a number for a 0-d tensor)."""
         return self._host().tolist()
 
     def __len__(self) -> int:
@@ -406,6 +445,7 @@ class Size(tuple):
         return f"coretorch.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (the product of the sizes; 1 for ``()``)."""
         n = 1
         for s in self:
             n *= s

@@ -108,6 +108,7 @@ class OpCase:
 
     @property
     def op(self) -> str:
+        """The op's name (the part of ``name`` before any variant suffix)."""
         return self.name.split(".")[0]
 
     def __repr__(self) -> str:
@@ -115,6 +116,7 @@ class OpCase:
 
 
 def tolerances(dtype: np.dtype, case: OpCase | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing a result of numpy dtype ``dtype`` (the case's own, if it sets them)."""
     if case is not None and case.rtol is not None:
         return case.rtol, case.atol if case.atol is not None else 0.0
     if dtype == np.float64:

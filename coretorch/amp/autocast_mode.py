@@ -129,14 +129,17 @@ def get_autocast_dtype(device_type: str) -> _dt.dtype:
 
 
 def set_autocast_dtype(device_type: str, dtype: _dt.dtype) -> None:
+    """Set the dtype autocast casts to on ``device_type`` (float16 or bfloat16)."""
     tls.dtype[device_type] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
+    """Whether autocast caches casted weights (a setting kept for compatibility)."""
     return tls.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Enable or disable autocast's weight cache (a setting kept for compatibility)."""
     tls.cache_enabled = bool(enabled)
 
 

@@ -215,21 +215,27 @@ class GradScaler:
         return 1.0
 
     def get_growth_factor(self) -> float:
+        """The factor the scale is multiplied by after ``growth_interval`` clean steps."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
+        """Set the factor the scale is multiplied by after ``growth_interval`` clean steps."""
         self._growth_factor = new_factor
 
     def get_backoff_factor(self) -> float:
+        """The factor the scale is multiplied by after a step with inf/NaN gradients."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the factor the scale is multiplied by after a step with inf/NaN gradients."""
         self._backoff_factor = new_factor
 
     def get_growth_interval(self) -> int:
+        """The number of consecutive clean steps before the scale grows."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
+        """Set the number of consecutive clean steps before the scale grows."""
         self._growth_interval = new_interval
 
     def _get_growth_tracker(self) -> int:
@@ -238,6 +244,7 @@ class GradScaler:
         return 0
 
     def is_enabled(self) -> bool:
+        """Whether this scaler scales (False makes every method a pass-through)."""
         return self._enabled
 
     def state_dict(self) -> dict[str, Any]:
@@ -249,6 +256,7 @@ class GradScaler:
         return {}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scale and growth tracking from a :meth:`state_dict`."""
         if not self._enabled:
             return
         if len(state_dict) == 0:

@@ -23,10 +23,12 @@ state = _State()
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection (``autograd.detect_anomaly``) is on."""
     return state.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly mode also checks backward results for NaN."""
     return state.check_nan
 
 

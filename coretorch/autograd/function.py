@@ -14,6 +14,10 @@ class FunctionCtx:
     saved: Any
 
     def save_for_backward(self, *tensors) -> None:
+        """Save tensors for ``backward``, which reads them from ``ctx.saved_tensors``.
+
+        Saved tensors are checked for in-place modification when read (PyTorch's version counter).
+        """
         Tensor = _tensor_mod.Tensor
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
@@ -23,15 +27,19 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors saved by :meth:`save_for_backward`, in order."""
         return self.saved()
 
     def mark_dirty(self, *tensors) -> None:
+        """Declare that ``forward`` modified these input tensors in place (they must be returned as outputs)."""
         self._dirty = tensors
 
     def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that have no gradient (e.g. indices); their gradients arrive as zeros."""
         self._non_diff = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
+        """With False, ``backward`` receives None instead of zero tensors for outputs without a gradient."""
         self._materialize = bool(value)
 
 
@@ -122,14 +130,27 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Override: compute the outputs from the inputs.
+
+        Receives ``ctx`` first (unless ``setup_context`` is defined), then the arguments of ``apply``; runs with
+        gradient recording off. Save what backward needs with ``ctx.save_for_backward(...)``.
+        """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """Optional override: fill ``ctx`` from ``inputs`` and ``output`` when ``forward`` does not take ``ctx``
+        (PyTorch 2's form, needed by ``functorch``-style transforms).
+        """
         raise NotImplementedError("setup_context is not overridden")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """Override: the gradients of the inputs from the gradients of the outputs.
+
+        Receives ``ctx`` and one gradient per output of ``forward``; returns one gradient (or None) per input of
+        ``forward``. Written with Tensor ops, so it is itself differentiable (double backward).
+        """
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
@@ -137,6 +158,10 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run the Function on ``args``: calls ``forward`` without recording, then connects the outputs to the graph
+        with a node whose backward is this class's ``backward``. Call ``MyFunction.apply(x, ...)``, not
+        ``forward``.
+        """
         Tensor, _make, edge = _tensor_mod.Tensor, _tensor_mod._make, _tensor_mod._edge
         ctx = cls._backward_cls()
         uses_setup = cls.setup_context is not Function.setup_context
@@ -202,10 +227,12 @@ class Function(metaclass=_FunctionMeta):
 
 
 class InplaceFunction(Function):
+    """A :class:`Function` with an ``inplace`` flag (the legacy base of in-place custom functions)."""
     pass
 
 
 class NestedIOFunction(Function):
+    """A legacy :class:`Function` base whose ``forward``/``backward`` take and return nested structures."""
     pass
 
 

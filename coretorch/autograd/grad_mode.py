@@ -18,6 +18,7 @@ state = _State()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations are recorded for autograd now (False inside ``no_grad``)."""
     return state.enabled
 
 
@@ -57,6 +58,13 @@ class no_grad(_GradModeBase):
 
 
 class enable_grad(_GradModeBase):
+    """Context manager (and decorator) that enables gradient recording, e.g. inside ``no_grad``.
+
+    Example:
+        >>> with torch.no_grad():
+        ...     with torch.enable_grad():
+        ...         y = x * 2   # recorded
+    """
     _target = True
 
     def __new__(cls, orig_func=None):
@@ -69,6 +77,11 @@ class enable_grad(_GradModeBase):
 
 
 class inference_mode(no_grad):
+    """Context manager (and decorator) for inference: no gradient recording, like ``no_grad``.
+
+    Args:
+        mode (bool): enable inference mode (default True); False makes it a no-op.
+    """
     def __init__(self, mode: bool = True):
         self._target = not mode
         self._mode = bool(mode)
@@ -83,6 +96,7 @@ class inference_mode(no_grad):
         return super().__exit__(*exc)
 
     def clone(self):
+        """A new context manager with the same mode."""
         return self.__class__(self._mode)
 
     def __call__(self, fn):

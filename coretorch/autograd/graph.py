@@ -42,6 +42,7 @@ class RemovableHandle:
         return handle
 
     def remove(self) -> None:
+        """Unregister the hook this handle was returned for (safe to call twice)."""
         hooks_dict = self.hooks_dict_ref()
         if hooks_dict is not None and self.id in hooks_dict:
             del hooks_dict[self.id]
@@ -98,6 +99,7 @@ class Node:
         cls._plain = cls.apply is Node.apply and cls.release is Node.release
 
     def name(self) -> str:
+        """The node's name, PyTorch's ``grad_fn`` name (``AddBackward0``, ...)."""
         return type(self).__name__
 
     def __repr__(self) -> str:
@@ -105,10 +107,12 @@ class Node:
 
     # saved tensors with version check and release
     def save(self, *tensors) -> None:
+        """Save tensors for the backward (version-checked when read by :meth:`saved`)."""
         self._saved = tensors
         self._versions = tuple([0 if t is None else t._vc[0] for t in tensors])  # a list: cheaper than a generator
 
     def saved(self) -> tuple:
+        """The saved tensors; raises RuntimeError if they were released or modified in place since saving."""
         s = self._saved
         if s is _FREED:
             raise RuntimeError(
@@ -124,6 +128,7 @@ class Node:
 
     def release(self) -> None:
         # a node that saved nothing can run again, as in PyTorch (y = x + 1; y.backward(); y.backward())
+        """Free the saved tensors (after backward without ``retain_graph``); a second backward then raises."""
         if self._saved:
             self._saved = _FREED
         if getattr(self, "out", None) is not None:  # a saved output kept outside _saved
@@ -131,12 +136,18 @@ class Node:
 
     # hooks
     def register_hook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs)`` called after this node computed its gradients; it may return
+        replacement ``grad_inputs``. Returns a handle whose ``remove()`` unregisters it.
+        """
         if self._hooks is None:
             self._hooks = OrderedDict()
         self._hooked = True
         return RemovableHandle.add(self._hooks, fn)
 
     def register_prehook(self, fn) -> RemovableHandle:
+        """Register ``fn(grad_outputs)`` called before this node runs; it may return replacement
+        ``grad_outputs``. Returns a handle whose ``remove()`` unregisters it.
+        """
         if self._pre_hooks is None:
             self._pre_hooks = OrderedDict()
         self._hooked = True
@@ -149,6 +160,7 @@ class Node:
         return RemovableHandle.add(self._tensor_hooks.setdefault(out_nr, OrderedDict()), fn)
 
     def backward(self, *grads):  # pragma: no cover - overridden
+        """Override: the gradients of the node's inputs (one per ``next_functions`` edge) from its output gradients."""
         raise NotImplementedError(f"{self.name()} has no backward")
 
     def apply(self, *grads):
@@ -157,6 +169,7 @@ class Node:
 
     @property
     def metadata(self) -> dict:
+        """A dict for user data attached to this node (PyTorch's ``grad_fn.metadata``)."""
         return self.__dict__
 
 

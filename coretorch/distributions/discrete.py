@@ -132,14 +132,17 @@ class Categorical(Distribution):
 
     @lazy_property
     def logits(self):
+        """The normalised log-probabilities (``log(probs)``, logsumexp 0 over the last dimension)."""
         return probs_to_logits(self.probs)
 
     @lazy_property
     def probs(self):
+        """The event probabilities (normalised to sum to 1 over the last dimension)."""
         return logits_to_probs(self.logits)
 
     @property
     def param_shape(self):
+        """The shape of ``probs``/``logits``: ``batch_shape`` plus the number of categories."""
         return self._param.size()
 
     @property
@@ -201,10 +204,12 @@ class OneHotCategorical(Distribution):
 
     @property
     def probs(self):
+        """The event probabilities (normalised to sum to 1 over the last dimension)."""
         return self._categorical.probs
 
     @property
     def logits(self):
+        """The normalised log-probabilities (``log(probs)``, logsumexp 0 over the last dimension)."""
         return self._categorical.logits
 
     @property
@@ -222,6 +227,7 @@ class OneHotCategorical(Distribution):
 
     @property
     def param_shape(self):
+        """The shape of ``probs``/``logits``: ``batch_shape`` plus the number of categories."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape=torch.Size()):
@@ -438,14 +444,17 @@ class Multinomial(Distribution):
 
     @property
     def logits(self):
+        """The normalised log-probabilities (``log(probs)``, logsumexp 0 over the last dimension)."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The event probabilities (normalised to sum to 1 over the last dimension)."""
         return self._categorical.probs
 
     @property
     def param_shape(self):
+        """The shape of ``probs``/``logits``: ``batch_shape`` plus the number of categories."""
         return self._categorical.param_shape
 
     @property

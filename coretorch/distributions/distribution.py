@@ -22,6 +22,7 @@ class Distribution:
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:
+        """Turn argument and sample validation on or off for distributions created later (on by default, as PyTorch)."""
         if value not in (True, False):
             raise ValueError
         Distribution._validate_args = value
@@ -51,67 +52,110 @@ class Distribution:
         super().__init__()
 
     def expand(self, batch_shape, _instance=None):
+        """A new distribution with the parameters broadcast to ``batch_shape`` (no copy of the parameters).
+
+        Args:
+            batch_shape (tuple of ints): the new batch shape; the current one must broadcast to it.
+        """
         raise NotImplementedError
 
     @property
     def batch_shape(self) -> torch.Size:
+        """The shape of the batch of independent distributions (the parameters' broadcast shape)."""
         return self._batch_shape
 
     @property
     def event_shape(self) -> torch.Size:
+        """The shape of one sample of one distribution (``()`` for scalar laws)."""
         return self._event_shape
 
     @property
     def arg_constraints(self) -> dict:
+        """The constraint each parameter must satisfy, ``{name: constraints.Constraint}``."""
         raise NotImplementedError
 
     @property
     def support(self):
+        """The constraint the samples satisfy (where ``log_prob`` is finite)."""
         raise NotImplementedError
 
     @property
     def mean(self) -> Tensor:
+        """The mean of the distribution, of shape ``batch_shape + event_shape``."""
         raise NotImplementedError
 
     @property
     def mode(self) -> Tensor:
+        """The mode (the most probable value) of the distribution."""
         raise NotImplementedError(f"{self.__class__} does not implement mode")
 
     @property
     def variance(self) -> Tensor:
+        """The variance of the distribution, of shape ``batch_shape + event_shape``."""
         raise NotImplementedError
 
     @property
     def stddev(self) -> Tensor:
+        """The standard deviation (``variance.sqrt()``)."""
         return self.variance.sqrt()
 
     def sample(self, sample_shape=torch.Size()) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape``, without gradient.
+
+        Args:
+            sample_shape (tuple of ints): the number of draws, as a shape (default ``()``: one).
+        """
         with torch.no_grad():
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=torch.Size()) -> Tensor:
+        """Draw reparametrized samples (differentiable with respect to the parameters), of shape
+        ``sample_shape + batch_shape + event_shape``. Raises NotImplementedError for laws without a
+        reparametrization (``has_rsample`` is False).
+
+        Example:
+            >>> mu = torch.zeros(3, requires_grad=True)
+            >>> Normal(mu, 1.0).rsample((10,)).mean().backward()
+        """
         raise NotImplementedError
 
     def sample_n(self, n: int) -> Tensor:
+        """``sample((n,))`` (deprecated spelling)."""
         warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning, stacklevel=2)
         return self.sample(torch.Size((n,)))
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the probability density (or mass) at ``value``.
+
+        Args:
+            value (Tensor): broadcastable to ``batch_shape + event_shape``; validated against ``support`` when
+                validation is on.
+
+        Returns:
+            Tensor: of the broadcast shape without ``event_shape``.
+        """
         raise NotImplementedError
 
     def cdf(self, value: Tensor) -> Tensor:
+        """The cumulative distribution function at ``value``."""
         raise NotImplementedError
 
     def icdf(self, value: Tensor) -> Tensor:
+        """The inverse cumulative distribution function (quantile function) at ``value`` in ``[0, 1]``."""
         raise NotImplementedError
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete support, along a new leading dimension (expanded over the batch unless
+        ``expand=False``).
+        """
         raise NotImplementedError
 
     def entropy(self) -> Tensor:
+        """The entropy of each distribution of the batch (shape ``batch_shape``)."""
         raise NotImplementedError
 
     def perplexity(self) -> Tensor:
+        """``exp(entropy())``."""
         return torch.exp(self.entropy())
 
     def _extended_shape(self, sample_shape=torch.Size()) -> torch.Size:

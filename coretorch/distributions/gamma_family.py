@@ -80,6 +80,7 @@ class Chi2(Gamma):
 
     @property
     def df(self):
+        """The degrees of freedom (``2 * concentration`` of the underlying Gamma)."""
         return self.concentration * 2
 
 
@@ -179,11 +180,13 @@ class Beta(Distribution):
 
     @property
     def concentration1(self):
+        """The first shape parameter ``alpha`` (the weight of 1)."""
         c = self._dirichlet.concentration[..., 0]
         return c
 
     @property
     def concentration0(self):
+        """The second shape parameter ``beta`` (the weight of 0)."""
         return self._dirichlet.concentration[..., 1]
 
 

@@ -122,10 +122,12 @@ class MixtureSameFamily(Distribution):
 
     @property
     def mixture_distribution(self):
+        """The Categorical law choosing the component."""
         return self._mixture_distribution
 
     @property
     def component_distribution(self):
+        """The distribution of the components (its rightmost batch dimension indexes them)."""
         return self._component_distribution
 
     def _pad_mix(self):

@@ -78,15 +78,18 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def scale_tril(self):
+        """The lower-triangular Cholesky factor of the covariance, ``(*, k, k)``."""
         return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 
     @lazy_property
     def covariance_matrix(self):
+        """The covariance matrix ``(*, k, k)`` (``scale_tril @ scale_tril.mT``)."""
         L = self._unbroadcasted_scale_tril
         return torch.matmul(L, L.mT).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 
     @lazy_property
     def precision_matrix(self):
+        """The inverse of the covariance matrix, ``(*, k, k)``."""
         return torch.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
             tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 

@@ -138,10 +138,12 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self):
+        """The mean of ``log(X)``."""
         return self.base_dist.loc
 
     @property
     def scale(self):
+        """The standard deviation of ``log(X)``."""
         return self.base_dist.scale
 
     @property
@@ -180,14 +182,17 @@ class ExpRelaxedCategorical(Distribution):
 
     @property
     def param_shape(self):
+        """The shape of ``probs``/``logits``: ``batch_shape`` plus the number of categories."""
         return self._categorical.param_shape
 
     @property
     def logits(self):
+        """The normalised log-probabilities (``log(probs)``, logsumexp 0 over the last dimension)."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The event probabilities (normalised to sum to 1 over the last dimension)."""
         return self._categorical.probs
 
     def rsample(self, sample_shape=torch.Size()):

@@ -283,10 +283,12 @@ class InverseGamma(TransformedDistribution):
 
     @property
     def concentration(self):
+        """The shape parameter ``alpha``."""
         return self.base_dist.concentration
 
     @property
     def rate(self):
+        """The scale parameter ``beta`` (the rate of the Gamma law of ``1 / X``)."""
         return self.base_dist.rate
 
     @property
@@ -326,8 +328,10 @@ class LogisticNormal(TransformedDistribution):
 
     @property
     def loc(self):
+        """The mean of the underlying Normal."""
         return self.base_dist.base_dist.loc
 
     @property
     def scale(self):
+        """The standard deviation of the underlying Normal."""
         return self.base_dist.base_dist.scale

@@ -41,12 +41,14 @@ class Transform:
 
     @property
     def event_dim(self) -> int:
+        """The number of trailing dimensions the transform acts on jointly (0 for element-wise maps)."""
         if self.domain.event_dim == self.codomain.event_dim:
             return self.domain.event_dim
         raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
 
     @property
     def inv(self) -> "Transform":
+        """The inverse transform (``t.inv(t(x)) == x``), cached on the transform."""
         inv = self._inv() if self._inv is not None else None
         if inv is None:
             inv = _InverseTransform(self)
@@ -55,9 +57,11 @@ class Transform:
 
     @property
     def sign(self) -> int:
+        """The sign of the Jacobian determinant (+1 increasing, -1 decreasing) for element-wise bijections."""
         raise NotImplementedError
 
     def with_cache(self, cache_size: int = 1) -> "Transform":
+        """A copy of the transform that caches the last ``(x, y)`` pair (``cache_size`` 0 or 1)."""
         if self._cache_size == cache_size:
             return self
         if type(self).__init__ is Transform.__init__:
@@ -99,15 +103,18 @@ class Transform:
         raise NotImplementedError
 
     def log_abs_det_jacobian(self, x, y):
+        """``log |dy/dx|`` at ``x`` (with ``y = t(x)``), summed over the transform's ``event_dim`` dimensions."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return self.__class__.__name__ + "()"
 
     def forward_shape(self, shape):
+        """The shape of ``t(x)`` for an input of shape ``shape``."""
         return shape
 
     def inverse_shape(self, shape):
+        """The shape of ``t.inv(y)`` for an output of shape ``shape``."""
         return shape
 
 
@@ -176,6 +183,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint the transform's inputs satisfy."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -189,6 +197,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint the transform's outputs satisfy."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -431,11 +440,13 @@ class AffineTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint the transform's inputs satisfy."""
         return constraints.real if self.event_dim == 0 else constraints.independent(constraints.real,
                                                                                      self.event_dim)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint the transform's outputs satisfy."""
         return self.domain
 
     def with_cache(self, cache_size=1):
@@ -561,10 +572,12 @@ class IndependentTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint the transform's inputs satisfy."""
         return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint the transform's outputs satisfy."""
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
@@ -607,10 +620,12 @@ class ReshapeTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The constraint the transform's inputs satisfy."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @constraints.dependent_property
     def codomain(self):
+        """The constraint the transform's outputs satisfy."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size=1):

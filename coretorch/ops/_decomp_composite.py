@@ -20,6 +20,15 @@ _INF = float("inf")
 
 # ---- norms -----------------------------------------------------------------------------------------------------
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The vector ``ord``-norm of ``x``: over all elements, or over ``dim``.
+
+    Args:
+        x (Tensor): the input (float).
+        ord (float): 2 (default), ``inf``, ``-inf``, 0 (the count of nonzeros) or any real ``p``.
+        dim (int or tuple of ints, optional): the dimensions to reduce; all when None.
+        keepdim (bool): keep the reduced dimensions.
+        dtype (dtype, optional): compute in this dtype.
+    """
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
@@ -56,6 +65,15 @@ def _mdims(A: Tensor, dim) -> tuple:
 
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    """A matrix norm over the two dimensions ``dim``.
+
+    Args:
+        A (Tensor): shape ``(*, m, n)``.
+        ord: ``"fro"`` (default), ``"nuc"``, ``inf``, ``-inf``, 1, -1, 2 or -2.
+        dim (tuple of 2 ints): the matrix dimensions (default ``(-2, -1)``).
+        keepdim (bool): keep the reduced dimensions.
+        dtype (dtype, optional): compute in this dtype.
+    """
     if _ac.on and dtype is None and isinstance(A, Tensor):  # autocast (one attribute check when off)
         (A,) = _ac_cast("matrix_norm", A)
     if dtype is not None:
@@ -104,6 +122,7 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
 
 # ---- matrix functions ------------------------------------------------------------------------------------------
 def matrix_power(A: Tensor, n: int) -> Tensor:
+    """The ``n``-th power of a square matrix (or batch); ``n < 0`` inverts first, ``n = 0`` gives the identity."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.matrix_power(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:

@@ -100,6 +100,7 @@ class LinalgInvExBackward0(Node):
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False):
+    """:func:`inv` returning ``(inverse, info)`` instead of raising (``info`` 0 when invertible)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_inv_ex", A)
     check_matrix("linalg.inv_ex", A)
@@ -116,6 +117,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
 
 
 def inv(A: Tensor) -> Tensor:
+    """The inverse of a square matrix (or batch ``(*, n, n)``); raises ``LinAlgError`` when singular."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_inv", A)
     check_matrix("linalg.inv", A)
@@ -141,6 +143,7 @@ def _vector_rhs(A: Tensor, B: Tensor) -> bool:
 
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
+    """:func:`solve` returning ``(result, info)`` instead of raising (``info`` 0 when ``A`` is invertible)."""
     check_matrix("linalg.solve", A)
     check_float("linalg.solve", B)
     if A.dtype is not B.dtype:
@@ -177,6 +180,12 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution ``X`` of ``A @ X = B`` (or ``X @ A = B`` with ``left=False``).
+
+    Args:
+        A (Tensor): shape ``(*, n, n)``, invertible.
+        B (Tensor): shape ``(*, n, k)`` or ``(*, n)``; batch dimensions broadcast.
+    """
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, B = _ac_cast("linalg_solve", A, B)
     X, info = solve_ex(A, B, left=left)
@@ -220,6 +229,7 @@ class LinalgDetBackward0(Node):
 
 
 def det(A: Tensor) -> Tensor:
+    """The determinant of a square matrix or of each matrix of a batch ``(*, n, n)``; differentiable."""
     check_matrix("linalg.det", A)
     table = A._be
     node = LinalgDetBackward0() if _needs_grad(A) else None
@@ -236,6 +246,7 @@ class LinalgSlogdetBackward0(Node):
 
 
 def slogdet(A: Tensor, *, _name: str = "linalg_slogdet", _op: str = "linalg.slogdet"):
+    """The sign and the log of the absolute value of the determinant: a named tuple ``(sign, logabsdet)``."""
     check_matrix(_op, A)
     table = A._be
     sign, logabs = table.linalg_slogdet(A._data)
@@ -270,6 +281,9 @@ class LinalgCholeskyExBackward0(Node):
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
                 _api: str = "linalg.cholesky_ex"):
+    """:func:`cholesky` returning ``(L, info)`` instead of raising: ``info`` is 0, or the order of the leading
+    minor that is not positive definite (int32, one per matrix).
+    """
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_cholesky_ex", A)
     check_matrix(_api, A)
@@ -287,6 +301,14 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
 
 
 def cholesky(A: Tensor, *, upper: bool = False, _api: str = "linalg.cholesky") -> Tensor:
+    """The Cholesky factor ``L`` of a symmetric positive-definite matrix, ``A = L @ L.mT`` (or ``U`` with ``upper``).
+
+    Args:
+        A (Tensor): shape ``(*, n, n)``, float.
+        upper (bool): return the upper factor ``U = L.mT`` (default False).
+
+    Raises ``LinAlgError`` (a RuntimeError) when ``A`` is not positive definite.
+    """
     L, info = cholesky_ex(A, upper=upper, _api=_api)
     check_info(_api, info, "cholesky")
     return L
@@ -325,6 +347,12 @@ class LinalgQrBackward0(Node):
 
 
 def qr(A: Tensor, mode: str = "reduced"):
+    """The QR decomposition ``A = Q @ R``: a named tuple ``(Q, R)``.
+
+    Args:
+        A (Tensor): shape ``(*, m, n)``.
+        mode (str): ``"reduced"`` (default: ``Q`` is ``(m, k)``, ``k = min(m, n)``), ``"complete"`` or ``"r"``.
+    """
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_qr", A)
     check_matrix("linalg.qr", A, square=False)
@@ -383,6 +411,12 @@ class LinalgSvdBackward0(Node):
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
+    """The singular value decomposition ``A = U @ diag(S) @ Vh``: a named tuple ``(U, S, Vh)``.
+
+    Args:
+        A (Tensor): shape ``(*, m, n)``.
+        full_matrices (bool): full ``U`` ``(m, m)`` and ``Vh`` ``(n, n)`` (default True), else reduced.
+    """
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_svd", A)
     check_matrix("linalg.svd", A, square=False)
@@ -397,6 +431,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None):
 
 
 def svdvals(A: Tensor, *, driver=None) -> Tensor:
+    """The singular values of a matrix (or batch), in descending order."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_svdvals", A)
     check_matrix("linalg.svdvals", A, square=False)
@@ -429,6 +464,12 @@ def _uplo(op: str, UPLO: str) -> str:
 
 
 def eigh(A: Tensor, UPLO: str = "L"):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix: a named tuple ``(eigenvalues, eigenvectors)``.
+
+    Args:
+        A (Tensor): shape ``(*, n, n)``; only the triangle ``UPLO`` is read.
+        UPLO (str): ``"L"`` (default) or ``"U"``.
+    """
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_eigh", A)
     check_matrix("linalg.eigh", A)
@@ -442,6 +483,7 @@ def eigh(A: Tensor, UPLO: str = "L"):
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The eigenvalues (ascending) of a symmetric matrix (``eigh`` without the vectors)."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_eigvalsh", A)
     check_matrix("linalg.eigvalsh", A)
@@ -491,6 +533,8 @@ def _scalar_tol(x):
 
 
 def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse of a matrix (or batch), through the SVD; singular values under the
+    tolerance are dropped."""
     check_matrix("linalg.pinv", A, square=False)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
@@ -518,6 +562,7 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
 
 
 def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
+    """The numerical rank of a matrix (or batch): the number of singular values above the tolerance."""
     if _ac.on:  # autocast: on the CPU float32 list (one attribute check when off)
         A, = _ac_cast("linalg_matrix_rank", A)
     check_matrix("linalg.matrix_rank", A, square=False)
@@ -546,6 +591,15 @@ _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
+    """The least-squares solution ``X`` of ``A @ X = B``: a named tuple ``(solution, residuals, rank,
+    singular_values)``.
+
+    Args:
+        A (Tensor): shape ``(*, m, n)``.
+        B (Tensor): shape ``(*, m, k)``.
+        rcond (float, optional): cut-off for small singular values.
+        driver (str, optional): accepted for compatibility.
+    """
     op = "torch.linalg.lstsq"
     if not isinstance(A, Tensor) or not isinstance(B, Tensor):
         raise TypeError("linalg.lstsq(): arguments 'A' and 'B' must be Tensors")

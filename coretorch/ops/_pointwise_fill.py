@@ -59,6 +59,7 @@ def _fill_value(value, dt):
 
 
 def masked_fill(input, mask, value):
+    """A copy of ``input`` with ``value`` where the bool ``mask`` (broadcast to ``input``) is True."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")

@@ -23,6 +23,7 @@ def _const(t: Tensor, value: bool) -> Tensor:
 
 
 def isinf(input: Tensor) -> Tensor:
+    """A bool tensor: True where the element is positive or negative infinity."""
     _check("isinf", input)
     if not input.dtype.is_floating_point:
         return _const(input, False)
@@ -30,18 +31,21 @@ def isinf(input: Tensor) -> Tensor:
 
 
 def isposinf(input: Tensor, *, out=None) -> Tensor:
+    """A bool tensor: True where the element is positive infinity."""
     _check("isposinf", input)
     r = eq(input.detach(), math.inf) if input.dtype.is_floating_point else _const(input, False)
     return _out(r, out, "isposinf")
 
 
 def isneginf(input: Tensor, *, out=None) -> Tensor:
+    """A bool tensor: True where the element is negative infinity."""
     _check("isneginf", input)
     r = eq(input.detach(), -math.inf) if input.dtype.is_floating_point else _const(input, False)
     return _out(r, out, "isneginf")
 
 
 def isfinite(input: Tensor) -> Tensor:
+    """A bool tensor: True where the element is neither infinite nor NaN."""
     _check("isfinite", input)
     if not input.dtype.is_floating_point:
         return _const(input, True)
@@ -55,6 +59,7 @@ def isreal(input: Tensor) -> Tensor:
 
 
 def is_complex(input: Tensor) -> bool:
+    """Always False: coretorch has no complex dtypes."""
     _check("is_complex", input)
     return False
 
@@ -101,6 +106,18 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether ``|input - other| <= atol + rtol * |other|`` holds for every element (after broadcasting).
+
+    Args:
+        input (Tensor): the first tensor.
+        other (Tensor): the second tensor.
+        rtol (float): relative tolerance (default 1e-05).
+        atol (float): absolute tolerance (default 1e-08).
+        equal_nan (bool): treat two NaNs as equal (default False).
+
+    Returns:
+        bool: a Python bool.
+    """
     return bool(_R.all(isclose(input, other, rtol, atol, equal_nan)).item())
 
 

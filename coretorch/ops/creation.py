@@ -29,6 +29,7 @@ def set_default_device(device) -> None:
 
 
 def get_default_device() -> Device:
+    """The device factory functions use when none is given (``cpu`` unless changed)."""
     return _default_device[0] or _CPU
 
 
@@ -211,6 +212,16 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Convert ``data`` to a tensor, sharing memory where possible.
+
+    A tensor with the requested dtype and device is returned as is; a numpy array on the cpu device shares its
+    memory; anything else (lists, scalars) is copied as :func:`tensor` does.
+
+    Args:
+        data: a tensor, numpy array, (nested) sequence or scalar.
+        dtype (dtype, optional): the result dtype (inferred by default).
+        device (device, optional): the result device.
+    """
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
     if isinstance(data, np.ndarray) and (device in ("cpu", _CPU) or device is None and _default_device[0] is None) \
@@ -258,18 +269,45 @@ def _size_kw(args: tuple, kw: dict, op: str) -> tuple:
 @_writes_out
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
           pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of the given shape filled with zeros.
+
+    Args:
+        *size (ints or a tuple): the shape.
+        dtype, device, requires_grad: of the result.
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> torch.zeros(2, 3).shape
+        torch.Size([2, 3])
+    """
     return _fill(_size_kw(size, kw, "zeros"), 0, dtype, device, requires_grad, "zeros")
 
 
 @_writes_out
 def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
          pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of the given shape filled with ones.
+
+    Args:
+        *size (ints or a tuple): the shape.
+        dtype, device, requires_grad: of the result.
+        out (Tensor, optional): the output tensor.
+    """
     return _fill(_size_kw(size, kw, "ones"), 1, dtype, device, requires_grad, "ones")
 
 
 @_writes_out
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
           memory_format=None, pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of the given shape whose values are not initialised (zeros here; do not rely on it).
+
+    Args:
+        *size (ints or a tuple): the shape.
+        dtype (dtype, optional): default ``get_default_dtype()``.
+        device (device, optional): default the default device.
+        requires_grad (bool): record operations for autograd (default False).
+        out (Tensor, optional): the output tensor.
+    """
     _check_dtype(dtype, "empty")
     shape = shape_arg(_size_kw(size, kw, "empty"), "empty")
     for s in shape:
@@ -283,6 +321,15 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
 @_writes_out
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
          pin_memory: bool = False):
+    """A tensor of shape ``size`` filled with ``fill_value``.
+
+    The dtype is inferred from ``fill_value`` (bool, int64 or the default float dtype) unless given.
+
+    Args:
+        size (tuple of ints): the shape.
+        fill_value (Number): the value.
+        dtype, device, requires_grad: of the result.
+    """
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtype is None:
@@ -298,22 +345,26 @@ def _like(input, dtype, device):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+    """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None):
+    """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -321,6 +372,23 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 @_writes_out
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, out=None,
            layout=None) -> Tensor:
+    """A 1-D tensor of the values ``start, start + step, ...`` up to but excluding ``end``.
+
+    With one argument it is ``end`` (``arange(5)`` is ``0..4``). The dtype is int64 when every bound is an
+    integer, else the default float dtype.
+
+    Args:
+        start (Number): the first value (default 0).
+        end (Number): the bound, excluded.
+        step (Number): the gap between values (default 1).
+        dtype (dtype, optional), device (device, optional), requires_grad (bool): of the result.
+
+    Example:
+        >>> torch.arange(1, 4)
+        tensor([1, 2, 3])
+        >>> torch.arange(0, 1, 0.25)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500])
+    """
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -352,6 +420,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
 
 @_writes_out
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+    """A 1-D tensor of ``steps`` values evenly spaced from ``start`` to ``end`` (both included).
+
+    Example:
+        >>> torch.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
@@ -365,6 +439,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 @_writes_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None):
+    """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
     dt = dtype or _dt.default
     table = _table(device)
     a = np.logspace(start, end, steps, base=base, dtype=np.float64)
@@ -373,6 +448,13 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 @_writes_out
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere.
+
+    Args:
+        n (int): the number of rows.
+        m (int, optional): the number of columns (default ``n``).
+        dtype, device, requires_grad: of the result.
+    """
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
     dt = dtype or _dt.default

@@ -493,6 +493,7 @@ def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A view of ``input`` restricted to ``start, ..., start + length - 1`` along ``dim``."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     start, length = int(start), int(length)
@@ -512,6 +513,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The view of ``input`` at position ``index`` of dimension ``dim`` (that dimension removed)."""
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = norm_dim(dim, input.ndim, "select")
@@ -583,6 +585,14 @@ class GatherBackward0(Node):
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """Pick values along ``dim`` by index: ``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0``.
+
+    Args:
+        input (Tensor): the source tensor.
+        dim (int): the dimension to index along.
+        index (Tensor): int64 indices, same number of dimensions as ``input``; the result has its shape.
+        sparse_grad (bool): accepted for compatibility.
+    """
     d = norm_dim(dim, input.ndim, "gather")
     _check_index("gather", index, input.ndim, empty_ok=True)  # PyTorch checks no empty index
     _same_device("gather", input, index)
@@ -620,6 +630,10 @@ class ScatterAddBackward0(Node):
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``input`` with the values of ``src`` added at the positions ``index`` along ``dim``.
+
+    For ``dim=0``: ``out[index[i][j]][j] += src[i][j]``; repeated indices accumulate.
+    """
     d = norm_dim(dim, input.ndim, "scatter_add")
     _check_index("scatter_add", index, input.ndim, empty_ok=True)
     _same_device("scatter_add", input, index, src)
@@ -656,6 +670,13 @@ class IndexSelectBackward0(Node):
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries of ``input`` along ``dim`` at the int64 indices of the 1-D ``index`` (a copy).
+
+    Example:
+        >>> torch.index_select(torch.arange(6).reshape(2, 3), 1, torch.tensor([0, 2]))
+        tensor([[0, 2],
+                [3, 5]])
+    """
     d = norm_dim(dim, input.ndim, "index_select")
     _check_index("index_select", index)
     _same_device("index_select", input, index)
@@ -689,6 +710,10 @@ class IndexAddBackward0(Node):
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added at the positions ``index`` along ``dim``.
+
+    ``out.select(dim, index[i]) += alpha * source.select(dim, i)``; repeated indices accumulate.
+    """
     return _index_add(input, dim, index, source, alpha, True)
 
 
@@ -735,6 +760,11 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """The indices of the nonzero elements of ``input``.
+
+    Returns an int64 tensor of shape ``(count, input.ndim)``, one row per element in row-major order, or with
+    ``as_tuple=True`` a tuple of ``input.ndim`` 1-D index tensors (usable as ``input[idx]``).
+    """
     table = input._be
     out = _make(table.nonzero(input._data), _i64, table)
     if as_tuple:
@@ -746,6 +776,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """A 1-D tensor of the elements of ``input`` where the bool ``mask`` (broadcast) is True."""
     if mask.dtype is not _bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
     from .shape import broadcast_tensors

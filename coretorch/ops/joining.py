@@ -583,10 +583,12 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 
 
 def _view_as(self, other):
+    """``self.view(other.shape)``."""
     return _sh.view(self, tuple(other.shape))
 
 
 def _type_as(self, other):
+    """``self`` cast to ``other``'s dtype."""
     return self.to(other.dtype)
 
 

@@ -99,6 +99,20 @@ def _matmul_nd(a: Tensor, b: Tensor) -> Tensor:
 
 
 def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """Matrix product with broadcasting, by the operands' dimensions.
+
+    1-D x 1-D is a dot product, 2-D x 2-D a matrix product, 1-D operands are treated as a row (left) or
+    column (right) vector, and N-D operands are batches of matrices whose batch dimensions broadcast.
+
+    Args:
+        input (Tensor): shape ``(*, n, m)`` (or ``(m,)``).
+        other (Tensor): shape ``(*, m, p)`` (or ``(m,)``).
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> torch.matmul(torch.ones(10, 2, 3), torch.ones(3, 4)).shape
+        torch.Size([10, 2, 4])
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)
     if out is not None:
@@ -135,6 +149,7 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
+    """Matrix product of 2-D tensors: ``(n, m) @ (m, p) -> (n, p)`` (no broadcasting)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("mm", input, mat2)
     if input.ndim != 2:
@@ -147,6 +162,16 @@ def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
 
 
 def bmm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
+    """Batched matrix product: ``out[b] = input[b] @ mat2[b]``.
+
+    Args:
+        input (Tensor): shape ``(B, n, m)``.
+        mat2 (Tensor): shape ``(B, m, p)``.
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        Tensor: shape ``(B, n, p)``. No broadcasting (see :func:`matmul` for that).
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("bmm", input, mat2)
     if input.ndim != 3:
@@ -316,6 +341,7 @@ _T2 = (1, 0)
 
 
 def dot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The dot product of two 1-D tensors of the same length (a 0-d tensor)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
@@ -329,6 +355,7 @@ def dot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 
 def mv(input: Tensor, vec: Tensor, *, out=None) -> Tensor:
+    """Matrix-vector product: ``(n, m) @ (m,) -> (n,)``."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, vec = _ac_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
@@ -339,6 +366,7 @@ def mv(input: Tensor, vec: Tensor, *, out=None) -> Tensor:
 
 
 def outer(input: Tensor, vec2: Tensor, *, out=None) -> Tensor:
+    """The outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``, shape ``(n, m)``."""
     from .pointwise import mul
     from .shape import unsqueeze
     return write_out("outer", out, mul(unsqueeze(input, 1), unsqueeze(vec2, 0)))

@@ -503,6 +503,22 @@ def _alpha(input, other, alpha, op):
 
 
 def add(input, other, *, alpha=1):
+    """Adds ``other``, scaled by ``alpha``, to ``input``: ``out = input + alpha * other``.
+
+    The operands broadcast against each other and the result dtype follows type promotion (a Python
+    number does not widen a tensor's dtype category: ``int_tensor + 2.5`` is float, ``float16 + 1`` stays float16).
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand.
+        alpha (Number): the multiplier of ``other`` (default 1).
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> a = torch.tensor([1.0, 2.0])
+        >>> torch.add(a, torch.ones(2), alpha=10)
+        tensor([11., 12.])
+    """
     if alpha != 1 or type(alpha) is not int:
         other = _alpha(input, other, alpha, "add")
         if isinstance(other, Tensor) and other.dtype is _bool and isinstance(input, Tensor) \
@@ -512,6 +528,16 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
+    """Subtracts ``other``, scaled by ``alpha``, from ``input``: ``out = input - alpha * other``.
+
+    Broadcasting and type promotion as :func:`add`; bool tensors cannot be subtracted.
+
+    Args:
+        input (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand.
+        alpha (Number): the multiplier of ``other`` (default 1).
+        out (Tensor, optional): the output tensor.
+    """
     if alpha != 1 or type(alpha) is not int:
         if _is_bool(input) is not _is_bool(other):  # before alpha scales the bool away: PyTorch checks first
             raise RuntimeError(_SUB_BOOL)
@@ -523,6 +549,17 @@ subtract = sub
 
 
 def div(input, other, *, rounding_mode=None):
+    """Divide ``input`` by ``other`` element-wise, with broadcasting.
+
+    True division by default (integer inputs give a float result); ``rounding_mode="trunc"`` rounds the
+    quotient toward zero and ``"floor"`` toward negative infinity, both keeping integer dtypes.
+
+    Args:
+        input (Tensor or Number): the dividend.
+        other (Tensor or Number): the divisor.
+        rounding_mode (str, optional): None, ``"trunc"`` or ``"floor"``.
+        out (Tensor, optional): the output tensor.
+    """
     if rounding_mode is None:
         return _div(input, other)
     if rounding_mode == "floor" or rounding_mode == "trunc":
@@ -560,6 +597,10 @@ divide = true_divide = div
 
 def floor_divide(input, other):
     # recorded as PyTorch does: the result requires grad, its backward raises "not implemented"
+    """Division rounded toward negative infinity (``div(input, other, rounding_mode="floor")``).
+
+    Keeps integer dtypes; a zero integer divisor raises ``RuntimeError``.
+    """
     return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
 
 
@@ -607,10 +648,12 @@ def fmod(input, other):
 
 
 def rsub(input, other, alpha=1):
+    """``other - alpha * input`` (subtraction with the operands reversed)."""
     return sub(other, input, alpha=alpha)
 
 
 def float_power(input, exponent):
+    """``input ** exponent`` computed in float64 (the result is float64)."""
     return pow(input.double() if isinstance(input, Tensor) else input,
                exponent.double() if isinstance(exponent, Tensor) else exponent)
 
@@ -687,6 +730,7 @@ _sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
 
 
 def sign(input):
+    """The sign of each element: -1, 0 or 1 (bool inputs are returned as is)."""
     if isinstance(input, Tensor) and input.dtype is _bool:  # sign(bool) is the input (numpy has no bool sign)
         return _make(input._be.cast(input._data, np.bool_), _bool, input._be)
     return _sign(input)
@@ -726,6 +770,7 @@ def _rsub1(t):
 
 
 def round(input, *, decimals: int = 0):
+    """Round to the nearest integer (half to even); with ``decimals``, to that many decimal places."""
     if decimals == 0:
         return _round(input)
     s = 10.0 ** decimals
@@ -733,12 +778,18 @@ def round(input, *, decimals: int = 0):
 
 
 def bitwise_not(input):
+    """The bitwise NOT of an integer or bool tensor (logical NOT for bool).
+
+    Args:
+        input (Tensor): an integer or bool tensor.
+    """
     if input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     return logical_not(input) if input.dtype is _bool else _bitwise_not(input)
 
 
 def square(input):
+    """Each element squared (``input * input``); integers stay integers, bool becomes int64."""
     if isinstance(input, Tensor) and input.dtype is _bool:  # PyTorch: square(bool) is pow(bool, 2): int64
         input = input.to(_dt.int64)
     return mul(input, input)
@@ -759,6 +810,16 @@ class WhereBackward0(Node):
 
 
 def where(condition, input=None, other=None):
+    """``input`` where ``condition`` is True, else ``other``: ``out_i = input_i if condition_i else other_i``.
+
+    The three broadcast; the result dtype is the promotion of ``input`` and ``other`` (tensors or numbers).
+    With only ``condition``, returns ``nonzero(condition, as_tuple=True)``.
+
+    Args:
+        condition (Tensor): a bool tensor.
+        input (Tensor or Number): values where True.
+        other (Tensor or Number): values where False.
+    """
     if input is None and other is None:
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
@@ -830,6 +891,15 @@ class ClampBackward1(Node):
 
 
 def clamp(input, min=None, max=None):
+    """Clamp every element into ``[min, max]``: ``min(max(input, min), max)``.
+
+    Args:
+        input (Tensor): the input tensor.
+        min (Number or Tensor, optional): the lower bound.
+        max (Number or Tensor, optional): the upper bound (wins when ``min > max``).
+
+    The gradient is 1 where the element lies inside the bounds, 0 where it was clamped.
+    """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -918,10 +988,12 @@ clip = clamp
 
 
 def clamp_min(input, min):
+    """Clamp every element to at least ``min`` (``clamp(input, min=min)``)."""
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """Clamp every element to at most ``max`` (``clamp(input, max=max)``)."""
     return clamp(input, max=max)
 
 

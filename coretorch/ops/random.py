@@ -63,6 +63,11 @@ class Generator:
         self._state = state if state is not None else self._kt.rng_new(DEFAULT_SEED)
 
     def manual_seed(self, seed) -> "Generator":
+        """Seed this generator and return it.
+
+        Args:
+            seed (int): the new seed; the same seed gives the same random numbers.
+        """
         self._kt.rng_seed(self._state, _seed_value(seed))
         return self
 
@@ -73,6 +78,7 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        """The seed this generator was created or last seeded with."""
         return int(self._kt.rng_initial_seed(self._state))
 
     def get_state(self) -> Tensor:
@@ -82,6 +88,11 @@ class Generator:
         return _make(cpu.from_numpy(a.copy()), _dt.uint8, cpu)
 
     def set_state(self, new_state: Tensor) -> "Generator":
+        """Restore the state returned by ``get_state()`` and return the generator.
+
+        Args:
+            new_state (Tensor): a uint8 tensor from ``Generator.get_state()``.
+        """
         if not isinstance(new_state, Tensor) or new_state.dtype is not _dt.uint8:
             got = type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.type()
             raise TypeError(f"expected a torch.ByteTensor, but got {got}")
@@ -154,6 +165,7 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The seed of the default random generator."""
     return default_for().initial_seed()
 
 
@@ -163,6 +175,7 @@ def get_rng_state() -> Tensor:
 
 
 def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from a uint8 tensor returned by ``get_rng_state()``."""
     default_for().set_state(new_state)
 
 
@@ -316,12 +329,14 @@ def _like(input, dtype, device, op: str):
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
+    """Uniform random numbers in ``[0, 1)`` with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "rand_like")
     return rand(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
+    """Standard normal random numbers with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "randn_like")
     return randn(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -565,6 +580,7 @@ def _floats_only(x: Tensor, kernel: str) -> None:
 
 
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw) -> Tensor:
+    """Fill ``self`` with samples uniform in ``[from, to)`` (default ``[0, 1)``); returns ``self``."""
     a, b = kw.pop("from", a), kw.pop("to", b)
     _no_more(kw, "uniform_")
     _floats_only(x, "check_uniform_bounds")
@@ -575,6 +591,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of ``N(mean, std**2)``; returns ``self``."""
     _floats_only(x, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -583,6 +600,7 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the exponential law of rate ``lambd``; returns ``self``."""
     _floats_only(x, "exponential_cpu")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
@@ -591,6 +609,8 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
 
 
 def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the geometric law (trials to the first success with probability ``p``); returns
+    ``self``."""
     if x.dtype is _dt.bool_:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
@@ -600,6 +620,7 @@ def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
 
 
 def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples ``exp(N(mean, std))``; returns ``self``."""
     _floats_only(x, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
@@ -608,6 +629,7 @@ def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=Non
 
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
+    """Fill ``self`` with samples of the Cauchy law ``median + sigma * tan(pi * (U - 1/2))``; returns ``self``."""
     _floats_only(x, "cauchy_cpu")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")

@@ -167,6 +167,20 @@ def _bool_of(input: Tensor) -> Tensor:
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """The sum of ``input``'s elements, overall or over ``dim``.
+
+    Integer and bool inputs are summed in int64 unless ``dtype`` is given.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        dtype (dtype, optional): cast to this dtype first.
+
+    Example:
+        >>> torch.sum(torch.ones(2, 3), dim=1)
+        tensor([3., 3.])
+    """
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
@@ -182,6 +196,12 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum of ``input`` treating NaN as zero, overall or over ``dim``.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+    """
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return nansum(input, dim, keepdim, dtype=dtype)
@@ -191,6 +211,16 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """The product of ``input``'s elements, overall or along one ``dim``.
+
+    Integer and bool inputs give int64.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension to reduce.
+        keepdim (bool): keep the reduced dimension.
+        dtype (dtype, optional): cast to this dtype first.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
@@ -234,6 +264,15 @@ class MeanBackward0(_ReduceNode):
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """The mean of ``input``, overall or over ``dim``.
+
+    ``input`` must be floating point (or give ``dtype``).
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        dtype (dtype, optional): cast to this dtype first.
+    """
     dt = dtype or input.dtype
     if not dt.is_floating_point:
         which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
@@ -261,11 +300,28 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 def amax(input, dim=(), keepdim: bool = False):
+    """The maximum of ``input`` over ``dim`` (values only; every dimension when ``dim`` is ``()``).
+
+    Unlike ``max(dim)``, ``amax`` takes several dimensions and its gradient is shared evenly between equal
+    maxima.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+    """
     _check_nonempty("amax", input, dim)
     return _reduce("amax", "amax", AmaxBackward0, input, dim, keepdim)
 
 
 def amin(input, dim=(), keepdim: bool = False):
+    """The minimum of ``input`` over ``dim`` (values only; every dimension when ``dim`` is ``()``).
+
+    Its gradient is shared evenly between equal minima.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+    """
     _check_nonempty("amin", input, dim)
     return _reduce("amin", "amin", AminBackward0, input, dim, keepdim)
 
@@ -326,10 +382,22 @@ _no_grad = no_grad  # the one grad-mode switch (autograd.grad_mode)
 
 
 def max(input, dim=None, keepdim: bool = False, *, other=None):
+    """The maximum: of all elements, along ``dim``, or element-wise with ``other``.
+
+    - ``max(input)``: a 0-d tensor.
+    - ``max(input, dim, keepdim=False)``: a named tuple ``(values, indices)`` (first index on ties).
+    - ``max(input, other)``: the element-wise maximum (as :func:`maximum`).
+    """
     return _max_min("max", "argmax", input, dim, keepdim, other)
 
 
 def min(input, dim=None, keepdim: bool = False, *, other=None):
+    """The minimum: of all elements, along ``dim``, or element-wise with ``other``.
+
+    - ``min(input)``: a 0-d tensor.
+    - ``min(input, dim, keepdim=False)``: a named tuple ``(values, indices)`` (first index on ties).
+    - ``min(input, other)``: the element-wise minimum (as :func:`minimum`).
+    """
     return _max_min("min", "argmin", input, dim, keepdim, other)
 
 
@@ -353,10 +421,28 @@ def _arg(op, kernel, input, dim, keepdim):
 
 
 def argmax(input, dim=None, keepdim: bool = False):
+    """The index of the maximum of ``input``: of the flattened tensor when ``dim`` is None, else along ``dim``.
+
+    Ties return the first index. The result is int64.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension to reduce.
+        keepdim (bool): keep the reduced dimension with size 1 (default False).
+    """
     return _arg("argmax", "argmax", input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim: bool = False):
+    """The index of the minimum of ``input``: of the flattened tensor when ``dim`` is None, else along ``dim``.
+
+    Ties return the first index. The result is int64.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int, optional): the dimension to reduce.
+        keepdim (bool): keep the reduced dimension with size 1 (default False).
+    """
     return _arg("argmin", "argmin", input, dim, keepdim)
 
 
@@ -373,10 +459,26 @@ def _bool_reduce(op, input, dim, keepdim):
 
 
 def all(input, dim=None, keepdim: bool = False):
+    """Whether every element of ``input`` is true (nonzero), overall or along ``dim``.
+
+    Returns a bool tensor (uint8 for a uint8 input, as in PyTorch).
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+    """
     return _bool_reduce("all", input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim: bool = False):
+    """Whether any element of ``input`` is true (nonzero), overall or along ``dim``.
+
+    Returns a bool tensor (uint8 for a uint8 input, as in PyTorch).
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all of them when omitted.
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+    """
     return _bool_reduce("any", input, dim, keepdim)
 
 
@@ -447,6 +549,15 @@ class VarBackward0(Node):
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The variance of ``input``, overall or over ``dim``.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        correction (int, optional): the difference between the sample size and the degrees of freedom
+            (default 1: Bessel's correction).
+    """
     return _var(input, dim, unbiased, keepdim, correction, "var")
 
 
@@ -477,6 +588,15 @@ class StdBackward0(Node):
 
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The standard deviation of ``input``, overall or over ``dim``.
+    Args:
+        input (Tensor): the input tensor.
+        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
+        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
+        keepdim (bool): keep the reduced dimensions with size 1 (default False).
+        correction (int, optional): the difference between the sample size and the degrees of freedom
+            (default 1: Bessel's correction).
+    """
     return _std(input, dim, unbiased, keepdim, correction, "std")
 
 
@@ -499,10 +619,12 @@ def _std(input, dim, unbiased, keepdim, correction, op):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`)."""
     return _var(input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`)."""
     return _std(input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, dim, keepdim)
 
 
@@ -563,6 +685,15 @@ class NormBackward1(_ReduceNode):
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+    """A matrix or vector norm (the old API; prefer ``linalg.vector_norm`` / ``linalg.matrix_norm``).
+
+    Args:
+        input (Tensor): the input tensor.
+        p (float or str): ``"fro"`` (default: the 2-norm of all elements), ``"nuc"``, or a number.
+        dim (int or tuple of ints, optional): the dimensions to reduce.
+        keepdim (bool): keep reduced dimensions.
+        dtype (dtype, optional): cast to this dtype first.
+    """
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("norm", input)
     if dtype is not None:
@@ -614,6 +745,16 @@ class CumsumBackward0(Node):
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
+    """The cumulative sum along ``dim``: ``out[i] = input[0] + ... + input[i]``.
+
+    Integer and bool inputs accumulate in int64 unless ``dtype`` is given.
+
+    Args:
+        input (Tensor): the input tensor.
+        dim (int): the dimension to accumulate along.
+        dtype (dtype, optional): cast ``input`` to this dtype first.
+        out (Tensor, optional): the output tensor.
+    """
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
         return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)

@@ -73,6 +73,14 @@ def view(input: Tensor, *shape) -> Tensor:
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
+    """A tensor with ``input``'s elements (in row-major order) and the given shape; a view when possible.
+
+    One size may be ``-1`` (inferred).
+
+    Example:
+        >>> torch.reshape(torch.arange(6), (2, -1)).shape
+        torch.Size([2, 3])
+    """
     shape = infer_shape(shape_arg(shape, "reshape"), input.numel(), "reshape")
     x = input._data
     if x.shape == shape:
@@ -93,6 +101,12 @@ def _view_node(input, in_shape):
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Flatten dimensions ``start_dim`` to ``end_dim`` into one (a view where possible).
+
+    Example:
+        >>> torch.flatten(torch.zeros(2, 3, 4), 1).shape
+        torch.Size([2, 12])
+    """
     nd = input.ndim
     if nd == 0:
         norm_dim(start_dim, 0, "flatten"), norm_dim(end_dim, 0, "flatten")  # [-1, 0] only, as PyTorch
@@ -110,6 +124,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """A view of ``input`` with dimension ``dim`` split into ``sizes`` (one may be -1)."""
     d = norm_dim(dim, input.ndim, "unflatten")
     if input.ndim == 0:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
@@ -138,6 +153,7 @@ def _names(name: str) -> dict:
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
+    """A view of ``input`` without its size-1 dimensions (only those in ``dim`` when given)."""
     shp = input.shape
     if dim is None:
         new = tuple(s for s in shp if s != 1)
@@ -149,6 +165,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """A view of ``input`` with a size-1 dimension inserted at ``dim``."""
     d = norm_dim(dim, input.ndim + 1, "unsqueeze")
     shp = tuple(input.shape)
     return _named(view(input, shp[:d] + (1,) + shp[d:]), _UNSQUEEZE)
@@ -162,6 +179,12 @@ class PermuteBackward0(Node):
 
 
 def permute(input: Tensor, *dims) -> Tensor:
+    """A view of ``input`` with its dimensions reordered.
+
+    Example:
+        >>> torch.permute(torch.zeros(2, 3, 5), (2, 0, 1)).shape
+        torch.Size([5, 2, 3])
+    """
     if not dims:
         raise TypeError("permute() missing 1 required positional arguments: \"dims\"")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -183,6 +206,7 @@ def permute(input: Tensor, *dims) -> Tensor:
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of :func:`transpose`."""
     nd = input.ndim
     if nd == 0:
         norm_dim(dim0, 0, "transpose"), norm_dim(dim1, 0, "transpose")
@@ -197,12 +221,14 @@ swapaxes = swapdims = transpose
 
 
 def t(input: Tensor) -> Tensor:
+    """The transpose of a matrix (``transpose(input, 0, 1)``); 0-d and 1-D tensors are returned as is."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return _named(transpose(input, 0, 1) if input.ndim == 2 else input.view(input.shape), _T)
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
+    """A view of ``input`` with the dimension(s) ``source`` moved to position(s) ``destination``."""
     src = norm_dims(source, input.ndim, "movedim")
     dst = norm_dims(destination, input.ndim, "movedim")
     if input.ndim == 0:  # dims 0 and -1 name the only position: a view of the tensor, as PyTorch
@@ -260,10 +286,23 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 def broadcast_to(input: Tensor, shape) -> Tensor:
+    """A view of ``input`` expanded to ``shape`` by broadcasting (``-1`` keeps a size).
+
+    Args:
+        input (Tensor): the tensor to broadcast.
+        shape (tuple of ints): the target shape.
+    """
     return expand(input, tuple(shape))
 
 
 def broadcast_tensors(*tensors):
+    """Broadcast the given tensors to their common shape; returns a tuple of (expanded, non-copied) views.
+
+    Example:
+        >>> a, b = torch.broadcast_tensors(torch.zeros(3, 1), torch.zeros(4))
+        >>> a.shape, b.shape
+        (torch.Size([3, 4]), torch.Size([3, 4]))
+    """
     shape = ()
     for t in tensors:
         shape = broadcast_shape(shape, tuple(t.shape), "broadcast_tensors")
@@ -307,6 +346,12 @@ class FlipBackward0(Node):
 
 
 def flip(input: Tensor, dims) -> Tensor:
+    """Reverse the order of the elements along the given dimensions (a copy).
+
+    Args:
+        input (Tensor): the input tensor.
+        dims (int or tuple of ints): the dimensions to reverse.
+    """
     dims = norm_dims(dims, input.ndim, "flip")
     node = None
     if input._rg:
@@ -325,6 +370,12 @@ class CloneBackward0(Node):
 
 
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy of ``input`` with its own memory; differentiable (the gradient flows back to ``input``).
+
+    Args:
+        input (Tensor): the tensor to copy.
+        memory_format (memory_format, optional): accepted for compatibility (tensors are row-major).
+    """
     return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
 
 
@@ -354,6 +405,20 @@ class StackBackward0(CatBackward0):  # stack is a cat of unsqueezed inputs: PyTo
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
+    """Concatenate tensors along an existing dimension.
+
+    All tensors have the same shape except in ``dim`` (1-D empty tensors are skipped, as in PyTorch); the result
+    dtype is the promotion of the inputs' dtypes.
+
+    Args:
+        tensors (sequence of Tensors): the tensors to join.
+        dim (int): the dimension to join along (default 0).
+        out (Tensor, optional): the output tensor.
+
+    Example:
+        >>> torch.cat([torch.zeros(2, 3), torch.ones(1, 3)]).shape
+        torch.Size([3, 3])
+    """
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -411,6 +476,12 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim: int = 0) -> Tensor:
+    """Join tensors of the same shape along a new dimension ``dim``.
+
+    Example:
+        >>> torch.stack([torch.zeros(3), torch.ones(3)], dim=1).shape
+        torch.Size([3, 2])
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -427,15 +498,29 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 def hstack(tensors):
+    """Stack tensors horizontally: ``cat`` along dim 1 (dim 0 for 1-D tensors)."""
     tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d, as PyTorch
     return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
+    """Stack tensors vertically: ``cat`` along dim 0 after making 1-D tensors rows ``(1, n)``."""
     return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
+    """Split ``tensor`` into views along ``dim``.
+
+    Args:
+        tensor (Tensor): the tensor to split.
+        split_size_or_sections (int or list of ints): the size of each piece (the last may be smaller), or
+            the list of sizes.
+        dim (int): the dimension to split along (default 0).
+
+    Example:
+        >>> [p.shape[0] for p in torch.split(torch.arange(5), 2)]
+        [2, 2, 1]
+    """
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -464,6 +549,16 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0):
+    """Split ``input`` into ``chunks`` views of (nearly) equal size along ``dim``.
+
+    Each chunk has ``ceil(size / chunks)`` elements along ``dim``, the last one fewer; fewer than ``chunks``
+    pieces can result.
+
+    Args:
+        input (Tensor): the tensor to split.
+        chunks (int): the number of pieces.
+        dim (int): the dimension to split along (default 0).
+    """
     if input.ndim == 0:  # checked first, as PyTorch
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -475,6 +570,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 
 
 def unbind(input: Tensor, dim: int = 0):
+    """The tuple of views of ``input`` at each index of ``dim`` (that dimension removed)."""
     d = norm_dim(dim, input.ndim, "unbind")
     if input.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")

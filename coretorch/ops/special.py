@@ -228,11 +228,13 @@ AddcdivBackward0 = _passthrough("AddcdivBackward0")
 
 
 def deg2rad(input: Tensor, *, out=None) -> Tensor:
+    """Each element converted from degrees to radians (``input * pi / 180``; integers become float)."""
     _check("deg2rad", input)
     return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad")
 
 
 def rad2deg(input: Tensor, *, out=None) -> Tensor:
+    """Each element converted from radians to degrees (``input * 180 / pi``; integers become float)."""
     _check("rad2deg", input)
     return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg")
 

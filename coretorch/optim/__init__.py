@@ -26,6 +26,7 @@ def _unregister(name: str) -> None:
 
 
 def registered() -> list[str]:
+    """The names of every optimizer available as ``coretorch.optim.<name>`` (the core's and the plugins')."""
     return sorted(_registered)
 
 

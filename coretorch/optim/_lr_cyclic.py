@@ -35,6 +35,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 for base_lr in self.base_lrs]
 
     def step(self, epoch=None) -> None:
+        """Advance the schedule; ``epoch`` (a float allowed, e.g. ``epoch + i / iters``) sets the position instead."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -112,6 +113,8 @@ class CyclicLR(LRScheduler):
         self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
 
     def scale_fn(self, x):
+        """The amplitude scale of cycle (or iteration) ``x``: the user's ``scale_fn`` or the mode's
+        (triangular, triangular2, exp_range)."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         if self.mode == "triangular":
@@ -148,6 +151,7 @@ class CyclicLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scheduler from a :meth:`state_dict`."""
         state_dict = dict(state_dict)
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)

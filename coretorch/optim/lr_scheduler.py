@@ -116,6 +116,7 @@ class LRScheduler:
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scheduler from a :meth:`state_dict` (counters, last rates)."""
         self.__dict__.update(_load_compat(state_dict))
 
     def get_last_lr(self) -> list:
@@ -123,9 +124,15 @@ class LRScheduler:
         return self._last_lr
 
     def get_lr(self) -> list:
+        """The learning rates of the current step, one per parameter group (the schedule's formula; what ``step()``
+        writes into the optimizer). Read the applied rates with ``get_last_lr()``.
+        """
         raise NotImplementedError
 
     def step(self, epoch=None) -> None:
+        """Advance the schedule by one step (an epoch, or an iteration for per-batch schedules) and update the
+        optimizer's learning rates. Call it after ``optimizer.step()``.
+        """
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
                           "later, you should call them in the opposite order: `optimizer.step()` before "
@@ -180,6 +187,7 @@ class LambdaLR(LRScheduler):
         return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scheduler from a :meth:`state_dict` (callable factors are not saved, as in PyTorch)."""
         state_dict = dict(state_dict)
         lr_lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(_load_compat(state_dict))
@@ -355,6 +363,7 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]
+        """Advance one step, switching to the next scheduler at each milestone."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -370,6 +379,7 @@ class SequentialLR(LRScheduler):
         return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the chained schedulers from a :meth:`state_dict`."""
         state_dict = dict(state_dict)
         schedulers = state_dict.pop("_schedulers")
         self.__dict__.update(_load_compat(state_dict))
@@ -448,6 +458,7 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
 
     def step(self) -> None:  # type: ignore[override]
+        """Step every chained scheduler once, in order (their factors compose)."""
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
@@ -494,6 +505,12 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics, epoch=None) -> None:  # type: ignore[override]
+        """Record a new value of the monitored metric; after ``patience`` steps without improvement the learning
+        rates are multiplied by ``factor`` (not below ``min_lr``).
+
+        Args:
+            metrics (float or 0-d Tensor): the metric, e.g. the validation loss.
+        """
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -530,9 +547,11 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self) -> bool:
+        """Whether the scheduler is in its cooldown period after a reduction."""
         return self.cooldown_counter > 0
 
     def is_better(self, a, best) -> bool:
+        """Whether metric ``a`` improves on ``best`` under the mode (min/max) and threshold (rel/abs)."""
         if self.mode == "min" and self.threshold_mode == "rel":
             return a < best * (1.0 - self.threshold)
         if self.mode == "min" and self.threshold_mode == "abs":
@@ -552,6 +571,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scheduler from a :meth:`state_dict`."""
         self.__dict__.update(_load_compat(state_dict))
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
 

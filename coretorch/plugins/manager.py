@@ -79,6 +79,7 @@ class PluginReport:
     load_s: float = 0.0  # seconds spent importing the plugin and running its registration hooks
 
     def as_dict(self) -> dict:
+        """This report as a plain dict (what ``coretorch.plugins.report()`` returns)."""
         return {"name": self.name, "distribution": self.distribution, "version": self.version,
                 "status": self.status, "error": self.error, "provides": list(self.provides),
                 "load_s": round(self.load_s, 4)}

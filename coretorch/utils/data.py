@@ -215,6 +215,12 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
+    """Yields the indices ``0, 1, ..., len(data_source) - 1`` in order (the DataLoader's sampler without
+    ``shuffle``).
+
+    Args:
+        data_source (Sized): the dataset.
+    """
     def __init__(self, data_source) -> None:
         self.data_source = data_source
 
@@ -240,6 +246,7 @@ class RandomSampler(Sampler):
 
     @property
     def num_samples(self) -> int:
+        """The number of indices one epoch yields (``len(data_source)`` unless ``num_samples`` was given)."""
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
@@ -279,6 +286,12 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
+    """Yields the given indices in a random order, a new permutation each epoch.
+
+    Args:
+        indices (sequence of ints): the indices to sample from.
+        generator (Generator, optional): the random generator.
+    """
     def __init__(self, indices, generator=None) -> None:
         self.indices = indices
         self.generator = generator

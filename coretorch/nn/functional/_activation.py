@@ -90,24 +90,52 @@ def _floating_only(op: str, input) -> None:
 
 
 def threshold(input, threshold, value, inplace=False):
+    """Applies ``x if x > threshold else value`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        threshold (float): the threshold.
+        value (float): the replacement.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     x = _src(input, inplace)
     out = _P.where(_P.le(x, threshold), value, x)  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
     return _inplace_result(input, out) if inplace else out
 
 
 def relu_(input):
+    """In-place :func:`relu`: writes ``max(x, 0)`` into ``input`` and returns it."""
     return _inplace_result(input, _P.relu(input))
 
 
 def relu(input, inplace=False):  # noqa: F811  (PyTorch's signature: with inplace)
+    """Applies ``max(x, 0)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     return relu_(input) if inplace else _P.relu(input)
 
 
 def relu6(input, inplace=False):
+    """Applies ``min(max(x, 0), 6)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """Applies ``x if x >= 0 else negative_slope * x`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        negative_slope (float): default 0.01.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("leaky_relu", input)
     x = _src(input, inplace)
     out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
@@ -115,6 +143,13 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """Applies ``x if x > 0 else alpha * (exp(x) - 1)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        alpha (float): default 1.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("elu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
@@ -128,6 +163,12 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
+    """Applies the self-normalising ``scale * elu(x, alpha)`` with PyTorch's constants element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("selu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
@@ -138,6 +179,13 @@ def selu(input, inplace=False):
 
 
 def celu(input, alpha=1.0, inplace=False):
+    """Applies ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        alpha (float): default 1.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("celu", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
@@ -168,6 +216,12 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def gelu(input, approximate="none"):
+    """Applies the Gaussian error linear unit ``x * Phi(x)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        approximate (str): ``"none"`` (exact) or ``"tanh"``.
+    """
     _floating_only("gelu", input)
     if approximate == "none":
         table = input._be
@@ -189,6 +243,12 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    """Applies ``x * sigmoid(x)`` (swish) element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("silu", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.sigmoid(x))
@@ -196,6 +256,12 @@ def silu(input, inplace=False):
 
 
 def mish(input, inplace=False):
+    """Applies ``x * tanh(softplus(x))`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("mish", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
@@ -206,6 +272,11 @@ def mish(input, inplace=False):
 
 
 def logsigmoid(input):
+    """Applies ``log(sigmoid(x))``, computed stably element-wise.
+
+    Args:
+        input (Tensor): any shape.
+    """
     _floating_only("log_sigmoid_forward", input)
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
@@ -271,6 +342,13 @@ def _pointwise_node(node_cls, input: Tensor, forward, **fields) -> Tensor:
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """Applies ``log(1 + exp(beta * x)) / beta`` (``x`` where ``beta * x > threshold``) element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        beta (float): default 1.
+        threshold (float): default 20.
+    """
     _floating_only("softplus", input)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softplus", input)
@@ -284,6 +362,14 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Applies ``clamp(x, min_val, max_val)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        min_val (float): default -1.
+        max_val (float): default 1.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:
@@ -299,6 +385,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
+    """Applies ``relu6(x + 3) / 6`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("hardsigmoid", input)
     x = _src(input, inplace)
     out = _pointwise_node(HardsigmoidBackward0, x, lambda v: _P.div(_P.clamp(_P.add(v, 3.0), 0.0, 6.0), 6.0))
@@ -306,6 +398,12 @@ def hardsigmoid(input, inplace=False):
 
 
 def hardswish(input, inplace=False):
+    """Applies ``x * relu6(x + 3) / 6`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+        inplace (bool): modify ``input`` in place (default False).
+    """
     _floating_only("hardswish", input)
     x = _src(input, inplace)
     out = _pointwise_node(HardswishBackward0, x,
@@ -314,10 +412,20 @@ def hardswish(input, inplace=False):
 
 
 def softsign(input):
+    """Applies ``x / (1 + |x|)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+    """
     return _P.div(input, _P.add(_P.abs(input), 1.0))
 
 
 def tanhshrink(input):
+    """Applies ``x - tanh(x)`` element-wise.
+
+    Args:
+        input (Tensor): any shape.
+    """
     return _P.sub(input, _P.tanh(input))
 
 
@@ -391,18 +499,36 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x_i) / sum_j exp(x_j)`` along ``dim``, computed stably.
+    Args:
+        input (Tensor): the input.
+        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
+        dtype (dtype, optional): cast ``input`` to this dtype first (e.g. to compute float16 in float32).
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softmax", input)
     return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``log(softmax(input, dim))``, computed stably.
+    Args:
+        input (Tensor): the input.
+        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
+        dtype (dtype, optional): cast ``input`` to this dtype first (e.g. to compute float16 in float32).
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("log_softmax", input)
     return _softmax_impl("log_softmax", input, dim, dtype, True, _stacklevel + 1)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-input, dim)``.
+    Args:
+        input (Tensor): the input.
+        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
+        dtype (dtype, optional): cast ``input`` to this dtype first (e.g. to compute float16 in float32).
+    """
     if dim is None:
         dim = _get_softmax_dim("softmin", input.ndim, _stacklevel + 1)
     return softmax(_P.neg(input), dim, dtype=dtype)

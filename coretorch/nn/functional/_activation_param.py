@@ -68,4 +68,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place randomized leaky ReLU: negative elements are scaled by a slope drawn uniformly from ``[lower, upper]``
+    in training, by ``(lower + upper) / 2`` otherwise."""
     return rrelu(input, lower, upper, training, True)

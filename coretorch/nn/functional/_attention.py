@@ -26,6 +26,21 @@ def _dropout_mask(input: Tensor, p: float) -> Tensor:
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
+    """Attention ``softmax(Q @ K.mT * scale + mask) @ V``.
+
+    Args:
+        query (Tensor): ``(N, ..., L, E)``.
+        key (Tensor): ``(N, ..., S, E)``.
+        value (Tensor): ``(N, ..., S, Ev)``.
+        attn_mask (Tensor, optional): a bool mask (True keeps) or an additive float mask broadcast to ``(L, S)``.
+        dropout_p (float): dropout on the attention weights.
+        is_causal (bool): apply a lower-triangular (causal) mask.
+        scale (float, optional): default ``1 / sqrt(E)``.
+        enable_gqa (bool): let key/value have fewer heads than query (grouped-query attention).
+
+    Returns:
+        Tensor: ``(N, ..., L, Ev)``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]

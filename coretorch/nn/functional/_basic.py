@@ -141,14 +141,19 @@ def _feature_dropout(name: str, input: Tensor, p: float, training: bool, inplace
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, L)`` with probability ``p`` in training (the rest scaled by ``1 / (1 - p)``)."""
     return _feature_dropout("dropout1d", input, p, training, inplace, 2)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, H, W)`` with probability ``p`` in training (the rest scaled by ``1 / (1 -
+    p)``)."""
     return _feature_dropout("dropout2d", input, p, training, inplace, 3)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, D, H, W)`` with probability ``p`` in training (the rest scaled by ``1 / (1 -
+    p)``)."""
     return _feature_dropout("dropout3d", input, p, training, inplace, 4)
 
 

@@ -220,6 +220,20 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 2-D convolution (cross-correlation) of ``input`` (N, C_in, H, W) by ``weight`` ``(C_out, C_in / groups, *k)``.
+
+    Args:
+        input (Tensor): ``(N, C_in, H, W)`` (or without ``N``).
+        weight (Tensor): the filters.
+        bias (Tensor, optional): ``(C_out,)``.
+        stride, padding, dilation (int or tuple): as :class:`coretorch.nn.Conv2d` (``padding`` may be
+            ``"same"`` or ``"valid"``).
+        groups (int): the number of channel groups.
+
+    Example:
+        >>> F.conv2d(torch.randn(1, 3, *([8] * 2)), torch.randn(4, 3, *([3] * 2)), padding=1).shape[1]
+        4
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv2d", input, weight, bias)
     _check_conv("conv2d", input, weight, bias, groups, 2)
@@ -247,6 +261,20 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 1-D convolution (cross-correlation) of ``input`` (N, C_in, L) by ``weight`` ``(C_out, C_in / groups, *k)``.
+
+    Args:
+        input (Tensor): ``(N, C_in, L)`` (or without ``N``).
+        weight (Tensor): the filters.
+        bias (Tensor, optional): ``(C_out,)``.
+        stride, padding, dilation (int or tuple): as :class:`coretorch.nn.Conv1d` (``padding`` may be
+            ``"same"`` or ``"valid"``).
+        groups (int): the number of channel groups.
+
+    Example:
+        >>> F.conv1d(torch.randn(1, 3, *([8] * 1)), torch.randn(4, 3, *([3] * 1)), padding=1).shape[1]
+        4
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv1d", input, weight, bias)
     _check_conv("conv1d", input, weight, bias, groups, 1)
@@ -261,6 +289,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """A 2-D transposed convolution of ``input`` (N, C_in, H, W) by ``weight`` ``(C_in, C_out / groups, *k)``.
+
+    Arguments as :class:`coretorch.nn.ConvTranspose2d` (``output_padding`` adds to one side of the output).
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv_transpose2d", input, weight, bias)
     _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
@@ -294,6 +326,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """A 1-D transposed convolution of ``input`` (N, C_in, L) by ``weight`` ``(C_in, C_out / groups, *k)``.
+
+    Arguments as :class:`coretorch.nn.ConvTranspose1d` (``output_padding`` adds to one side of the output).
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv_transpose1d", input, weight, bias)
     _check_conv("conv_transpose1d", input, weight, bias, groups, 1)

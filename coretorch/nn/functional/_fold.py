@@ -99,6 +99,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mo
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """1-D power-average pooling: ``(sum over the window of x ** p) ** (1 / p)`` with ``p = norm_type``."""
     if isinstance(norm_type, (int, float)) and np.isinf(norm_type):
         return _lp_inf(max_pool1d, input, norm_type, kernel_size, stride, ceil_mode)
     out = avg_pool1d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)

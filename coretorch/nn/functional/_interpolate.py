@@ -26,6 +26,22 @@ def _index_tensor(values, device) -> Tensor:
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
+    """Resize ``input`` ``(N, C, *spatial)`` (1 to 3 spatial dimensions) to ``size`` or by ``scale_factor``.
+
+    Args:
+        input (Tensor): ``(N, C, L)``, ``(N, C, H, W)`` or ``(N, C, D, H, W)``.
+        size (int or tuple, optional): the output spatial size.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+        mode (str): ``"nearest"`` (default), ``"nearest-exact"``, ``"linear"``, ``"bilinear"``, ``"bicubic"``,
+            ``"trilinear"`` or ``"area"``.
+        align_corners (bool, optional): for the linear and cubic modes, align the corner pixels' centres.
+        recompute_scale_factor (bool, optional): compute the scale from the output size.
+        antialias (bool): anti-aliasing when downsampling (bilinear/bicubic).
+
+    Example:
+        >>> F.interpolate(torch.zeros(1, 3, 8, 8), scale_factor=2, mode="bilinear").shape
+        torch.Size([1, 3, 16, 16])
+    """
     _check_tensor("interpolate", "input", input)
     nsp = input.ndim - 2
     if mode in ("nearest", "area", "nearest-exact"):
@@ -196,4 +212,5 @@ def _antialias(input: Tensor, out_sizes: tuple, scales: list, mode: str, align_c
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate`."""
     return interpolate(input, size, scale_factor, mode, align_corners)

@@ -80,6 +80,14 @@ def _weighted(loss, weight):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The functional form of :class:`coretorch.nn.MSELoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        weight (Tensor, optional): a weight broadcast to the element losses.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -90,6 +98,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The functional form of :class:`coretorch.nn.L1Loss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        weight (Tensor, optional): a weight broadcast to the element losses.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -99,6 +115,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """The functional form of :class:`coretorch.nn.SmoothL1Loss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        beta (float): the switch point (default 1).
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("smooth_l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -115,6 +139,15 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """The functional form of :class:`coretorch.nn.HuberLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        delta (float): the switch point (default 1).
+        weight (Tensor, optional): a weight broadcast to the element losses.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("huber_loss", input, target)
     _check_reduction(reduction)
@@ -128,6 +161,14 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.BCELoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        weight (Tensor, optional): a rescaling weight, broadcast to the input.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight = _ac_cast("binary_cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -181,6 +222,15 @@ class BinaryCrossEntropyBackward0(Node):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
+    """The functional form of :class:`coretorch.nn.BCEWithLogitsLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        weight (Tensor, optional): a rescaling weight.
+        pos_weight (Tensor, optional): the weight of positive examples per class.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight, pos_weight = _ac_cast("binary_cross_entropy_with_logits", input, target, weight,
                                                      pos_weight)
@@ -207,6 +257,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The functional form of :class:`coretorch.nn.KLDivLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        log_target (bool): ``target`` is given as log-probabilities.
+        reduction (str): ``"none"``, ``"batchmean"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -228,6 +286,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
+    """The functional form of :class:`coretorch.nn.PoissonNLLLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        log_input (bool): ``input`` is the log of the rate (default True).
+        full (bool): add the Stirling term.
+        eps (float): added inside the log without ``log_input``.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("poisson_nll_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -242,6 +310,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.SoftMarginLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -249,6 +324,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The cosine similarity of ``x1`` and ``x2`` along ``dim``: ``x1 . x2 / max(||x1|| * ||x2||, eps)``.
+
+    The inputs broadcast; the result has ``dim`` removed.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         x1, x2 = _ac_cast("cosine_similarity", x1, x2)
     n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
@@ -257,6 +336,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm distance ``||x1 - x2 + eps||_p`` along the last dimension (batched)."""
     return _R.norm(_P.add(_P.sub(x1, x2), eps), p, -1, keepdim)
 
 
@@ -395,6 +475,15 @@ def _check_nll_shapes(input, target):
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.NLLLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        weight (Tensor, optional): a weight per class ``(C,)``.
+        ignore_index (int): a target value that contributes nothing (default -100).
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight = _ac_cast("nll_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -428,6 +517,22 @@ def _class_shape(ndim: int, class_dim: int, c: int) -> list:
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
+    """The cross-entropy between logits ``input`` and class indices (or probabilities) ``target``
+    (``nll_loss(log_softmax(input, 1), target)``; see :class:`coretorch.nn.CrossEntropyLoss`).
+
+    Args:
+        input (Tensor): logits ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)``.
+        target (Tensor): int64 class indices ``(N,)`` / ``()`` / ``(N, d1, ...)``, or probabilities of the input's
+            shape.
+        weight (Tensor, optional): a weight per class ``(C,)``.
+        ignore_index (int): a target value that contributes nothing (default -100).
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+        label_smoothing (float): mix the target with the uniform distribution (default 0).
+
+    Example:
+        >>> loss = F.cross_entropy(torch.randn(4, 10, requires_grad=True), torch.tensor([1, 0, 9, 3]))
+        >>> loss.backward()
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight = _ac_cast("cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -482,6 +587,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.MarginRankingLoss` (``input1``, ``input2``, ``target`` of 1/-1)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input1, input2, target = _ac_cast("margin_ranking_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -489,6 +595,14 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.HingeEmbeddingLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        margin (float): default 1.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -498,6 +612,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.CosineEmbeddingLoss` (``input1``, ``input2``, ``target`` of 1/-1)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input1, input2, target = _ac_cast("cosine_embedding_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -507,6 +622,16 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """The functional form of :class:`coretorch.nn.GaussianNLLLoss` (see it for the formula and shapes).
+
+    Args:
+        input (Tensor): the prediction.
+        target (Tensor): the target.
+        var (Tensor): the variances.
+        full (bool): include the constant term.
+        eps (float): the variance clamp.
+        reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
+    """
     v = _P.clamp(var, min=eps)
     d = _P.sub(input, target)
     loss = _P.mul(_P.add(_P.log(v), _P.div(_P.mul(d, d), v)), 0.5)

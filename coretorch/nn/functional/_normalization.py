@@ -39,6 +39,16 @@ def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tupl
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Batch normalisation of ``input`` ``(N, C, *)`` per channel (see :class:`coretorch.nn.BatchNorm1d`).
+
+    Args:
+        input (Tensor): ``(N, C, *)``.
+        running_mean, running_var (Tensor or None): ``(C,)``; updated in place when ``training``.
+        weight, bias (Tensor, optional): ``(C,)`` affine parameters.
+        training (bool): use (and record) batch statistics instead of the running ones.
+        momentum (float): the running-average factor.
+        eps (float): added to the variance.
+    """
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -108,6 +118,14 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalisation over the trailing ``normalized_shape`` dimensions (see :class:`coretorch.nn.LayerNorm`).
+
+    Args:
+        input (Tensor): ``(*, *normalized_shape)``.
+        normalized_shape (tuple of ints): the normalised trailing shape.
+        weight, bias (Tensor, optional): of shape ``normalized_shape``.
+        eps (float): added to the variance.
+    """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("layer_norm", input, weight, bias)
     _check_tensor("layer_norm", "input", input)
@@ -139,6 +157,9 @@ def _layer_norm_composite(input, k, weight, bias, eps):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions:
+    ``y = x / sqrt(mean(x**2) + eps) * weight`` (``eps`` defaults to the dtype's machine epsilon).
+    """
     ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     axes = tuple(range(input.ndim - len(ns), input.ndim))
     e = eps if eps is not None else (1.1920928955078125e-07 if input.dtype is _dt.float32 else 2.220446049250313e-16)
@@ -147,6 +168,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation (see :class:`coretorch.nn.GroupNorm`); ``weight``/``bias`` are ``(C,)``."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("group_norm", input, weight, bias)
     _check_tensor("group_norm", "input", input)
@@ -169,6 +191,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Local response normalisation across channels:
+    ``b_c = a_c / (k + alpha / size * sum_{c' near c} a_{c'}**2) ** beta`` over a window of ``size`` channels.
+    """
     sq = _P.mul(input, input).unsqueeze(1)
     div = _pad_constant(sq, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2), 0.0)
     div = avg_pool2d(div.reshape(input.shape[0], 1, div.shape[2], -1), (size, 1), stride=1)

@@ -20,6 +20,19 @@ def _slice_dim(x: Tensor, d: int, start, stop) -> Tensor:
 
 
 def pad(input, pad, mode="constant", value=None):
+    """Pad ``input``'s last dimensions.
+
+    Args:
+        input (Tensor): the tensor to pad.
+        pad (tuple of ints): ``(left, right)`` for the last dimension, then ``(top, bottom)`` for the one before,
+            and so on; negative values crop.
+        mode (str): ``"constant"`` (default), ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        value (float, optional): the fill value of ``"constant"`` (default 0).
+
+    Example:
+        >>> F.pad(torch.ones(2, 3), (1, 1)).shape
+        torch.Size([2, 5])
+    """
     _check_tensor("pad", "input", input)
     pad = [int(p) for p in pad]
     if len(pad) % 2:
@@ -113,6 +126,14 @@ def _pad_constant(input: Tensor, pad, value) -> Tensor:
 
 
 def one_hot(tensor, num_classes=-1):
+    """One-hot encode int64 class indices: the result has a new last dimension of size ``num_classes`` (the
+    largest index + 1 when -1) with 1 at each index, int64.
+
+    Example:
+        >>> F.one_hot(torch.tensor([0, 2]), 3)
+        tensor([[1, 0, 0],
+                [0, 0, 1]])
+    """
     _check_tensor("one_hot", "tensor", tensor)
     if tensor.dtype is not _i64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -132,5 +153,13 @@ def one_hot(tensor, num_classes=-1):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """Divide ``input`` by its ``p``-norm along ``dim``: ``v / max(||v||_p, eps)``.
+
+    Args:
+        input (Tensor): any shape.
+        p (float): the norm degree (default 2).
+        dim (int): the dimension (default 1).
+        eps (float): avoids division by zero.
+    """
     denom = _S.expand_as(_P.clamp(_R.norm(input, p, dim, keepdim=True), min=eps), input)
     return _P.div(input, denom)

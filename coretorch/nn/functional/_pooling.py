@@ -77,6 +77,7 @@ def _max_pool2d_fallback(x: Tensor, k, s, p, d, oh, ow):
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
+    """2-D max pooling returning ``(output, indices)``."""
     k, s, p, d, oh, ow = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -102,11 +103,13 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling (see :class:`coretorch.nn.MaxPool2d`); with ``return_indices`` also the argmax indices."""
     out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling (see :class:`coretorch.nn.MaxPool1d`); with ``return_indices`` also the argmax indices."""
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
     out, idx = max_pool2d_with_indices(_S.unsqueeze(input, -2), one(kernel_size),
                                        None if stride is None else one(stride), (0, _ntuple(padding, 1)[0]),
@@ -129,6 +132,7 @@ def _avg_divisor(n, k, s, p, oh, count_include_pad):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    """2-D average pooling (see :class:`coretorch.nn.AvgPool2d` for the arguments and shapes)."""
     k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -153,6 +157,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling (see :class:`coretorch.nn.AvgPool1d` for the arguments and shapes)."""
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
     out = avg_pool2d(_S.unsqueeze(input, -2), one(kernel_size), None if stride is None else one(stride),
                      (0, _ntuple(padding, 1)[0]), ceil_mode, count_include_pad)
@@ -168,6 +173,7 @@ def _adaptive_matrix(n_in, n_out, dtype, device) -> Tensor:
 
 
 def adaptive_avg_pool2d(input, output_size):
+    """Adaptive 2-D average pooling to ``output_size`` (see :class:`coretorch.nn.AdaptiveAvgPool2d`)."""
     _check_tensor("adaptive_avg_pool2d", "input", input)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")

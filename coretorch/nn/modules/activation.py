@@ -20,6 +20,16 @@ def _inplace_str(inplace: bool, first: bool = False) -> str:
 
 
 class Threshold(Module):
+    """Applies ``x if x > threshold else value`` element-wise.
+
+    Args:
+        threshold (float): the threshold.
+        value (float): the replacement.
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["threshold", "value", "inplace"]
 
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
@@ -34,6 +44,14 @@ class Threshold(Module):
 
 
 class ReLU(Module):
+    """Applies ``max(x, 0)`` element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["inplace"]
 
     def __init__(self, inplace: bool = False) -> None:
@@ -48,6 +66,16 @@ class ReLU(Module):
 
 
 class Hardtanh(Module):
+    """Clamps every element into ``[min_val, max_val]``.
+
+    Args:
+        min_val (float): default -1.
+        max_val (float): default 1.
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["min_val", "max_val", "inplace"]
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
@@ -64,6 +92,14 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """Applies ``min(max(x, 0), 6)`` element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
@@ -72,6 +108,15 @@ class ReLU6(Hardtanh):
 
 
 class LeakyReLU(Module):
+    """Applies ``x if x >= 0 else negative_slope * x`` element-wise.
+
+    Args:
+        negative_slope (float): default 0.01.
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["inplace", "negative_slope"]
 
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
@@ -86,6 +131,15 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """Applies ``x if x > 0 else alpha * (exp(x) - 1)`` element-wise.
+
+    Args:
+        alpha (float): default 1.0.
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["alpha", "inplace"]
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
@@ -100,11 +154,28 @@ class ELU(Module):
 
 
 class CELU(ELU):
+    """Applies ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` element-wise.
+
+    Args:
+        alpha (float): default 1.0.
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
 
 
 class SELU(Module):
+    """Applies ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's self-normalising constants.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["inplace"]
 
     def __init__(self, inplace: bool = False) -> None:
@@ -119,6 +190,14 @@ class SELU(Module):
 
 
 class GELU(Module):
+    """Applies the Gaussian error linear unit ``x * Phi(x)`` (``Phi`` the standard normal CDF).
+
+    Args:
+        approximate (str): ``"none"`` (exact, erf) or ``"tanh"`` (the tanh approximation).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["approximate"]
 
     def __init__(self, approximate: str = "none") -> None:
@@ -133,6 +212,14 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """Applies ``x * sigmoid(x)`` (swish) element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["inplace"]
 
     def __init__(self, inplace: bool = False) -> None:
@@ -147,46 +234,104 @@ class SiLU(Module):
 
 
 class Mish(SiLU):
+    """Applies ``x * tanh(softplus(x))`` element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.mish(input, inplace=self.inplace)
 
 
 class Hardsigmoid(SiLU):
+    """Applies ``relu6(x + 3) / 6`` element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
 
 class Hardswish(SiLU):
+    """Applies ``x * relu6(x + 3) / 6`` element-wise.
+
+    Args:
+        inplace (bool): modify the input in place (default False).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid ``1 / (1 + exp(-x))`` element-wise.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class Tanh(Module):
+    """Applies the hyperbolic tangent element-wise.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.tanh(input)
 
 
 class LogSigmoid(Module):
+    """Applies ``log(sigmoid(x))`` element-wise, computed stably.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.logsigmoid(input)
 
 
 class Softsign(Module):
+    """Applies ``x / (1 + |x|)`` element-wise.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """Applies ``x - tanh(x)`` element-wise.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.tanhshrink(input)
 
 
 class Softplus(Module):
+    """Applies ``log(1 + exp(beta * x)) / beta`` element-wise (``x`` where ``beta * x > threshold``).
+
+    Args:
+        beta (float): default 1.
+        threshold (float): the linear switch point (default 20).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["beta", "threshold"]
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
@@ -201,6 +346,14 @@ class Softplus(Module):
 
 
 class Softmax(Module):
+    """Applies ``exp(x_i) / sum_j exp(x_j)`` along ``dim``: each slice becomes a probability distribution.
+
+    Args:
+        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["dim"]
 
     def __init__(self, dim: int | None = None) -> None:
@@ -220,11 +373,21 @@ class Softmax(Module):
 
 
 class Softmin(Softmax):
+    """Applies ``softmax(-x)`` along ``dim``.
+
+    Args:
+        dim (int): the dimension to normalise.
+    """
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
 class LogSoftmax(Softmax):
+    """Applies ``log(softmax(x))`` along ``dim``, computed stably (pair it with :class:`NLLLoss`).
+
+    Args:
+        dim (int): the dimension to normalise.
+    """
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
@@ -241,6 +404,7 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset the slope(s) to the ``init`` value."""
         _init.constant_(self.weight, self.init)
 
     def forward(self, input):
@@ -251,6 +415,14 @@ class PReLU(Module):
 
 
 class GLU(Module):
+    """The gated linear unit: splits the input in halves ``a, b`` along ``dim`` and returns ``a * sigmoid(b)``.
+
+    Args:
+        dim (int): the dimension to split (default -1); its size must be even.
+
+    Shape:
+        Input: ``(*, 2n, *)``. Output: ``(*, n, *)``.
+    """
     __constants__ = ["dim"]
 
     def __init__(self, dim: int = -1) -> None:
@@ -274,6 +446,14 @@ class Softmax2d(Module):
 
 
 class Hardshrink(Module):
+    """Applies ``x if |x| > lambd else 0`` element-wise.
+
+    Args:
+        lambd (float): default 0.5.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     __constants__ = ["lambd"]
 
     def __init__(self, lambd: float = 0.5) -> None:
@@ -288,6 +468,14 @@ class Hardshrink(Module):
 
 
 class Softshrink(Hardshrink):
+    """Applies ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between.
+
+    Args:
+        lambd (float): default 0.5.
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
     def forward(self, input):
         return F.softshrink(input, self.lambd)
 

@@ -27,6 +27,28 @@ def _to_float_mask(mask, dtype, name):
 
 
 class MultiheadAttention(Module):
+    """Multi-head attention: ``concat(head_1, ..., head_h) @ W_o`` with
+    ``head_i = softmax(Q W_q_i (K W_k_i).T / sqrt(d)) V W_v_i``.
+
+    Args:
+        embed_dim (int): the model dimension ``E``.
+        num_heads (int): must divide ``embed_dim``.
+        dropout (float): dropout on the attention weights (default 0).
+        bias (bool): biases on the projections (default True).
+        add_bias_kv (bool): learned bias rows appended to keys and values.
+        add_zero_attn (bool): a zero row appended to keys and values.
+        kdim, vdim (int, optional): the key and value dimensions (default ``E``).
+        batch_first (bool): inputs are ``(N, L, E)`` instead of ``(L, N, E)``.
+
+    Call: ``mha(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=False)`` returns ``(output, weights)``; ``output`` has the query's shape,
+    ``weights`` is ``(N, L, S)`` (averaged over heads) or None.
+
+    Example:
+        >>> mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        >>> x = torch.randn(2, 5, 16)
+        >>> out, w = mha(x, x, x)
+    """
     __constants__ = ["batch_first"]
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,

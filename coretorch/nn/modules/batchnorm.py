@@ -54,6 +54,9 @@ class _AllReduceSum(Function):
 
 
 class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics are reduced over the processes of a distributed group (BatchNorm when
+    not distributed); arguments as :class:`BatchNorm1d`, plus ``process_group``.
+    """
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, process_group=None, device=None, dtype=None, *,
                  bias: bool = True) -> None:

@@ -91,6 +91,7 @@ class Sequential(Module):
     __rmul__ = __mul__
 
     def pop(self, key) -> Module:
+        """Remove the module at ``key`` (an index) and return it."""
         v = self[key]
         del self[key]
         return v
@@ -107,10 +108,12 @@ class Sequential(Module):
         return input
 
     def append(self, module: Module) -> "Sequential":
+        """Append a module at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
+        """Insert ``module`` before position ``index``; returns ``self``."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -124,6 +127,7 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential) -> "Sequential":
+        """Append the modules of another Sequential (or iterable); returns ``self``."""
         for layer in sequential:
             self.append(layer)
         return self
@@ -202,20 +206,24 @@ class ModuleList(Module):
         return _digit_free_dir(super().__dir__())
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index``."""
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
     def append(self, module: Module) -> "ModuleList":
+        """Append a module; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def pop(self, key) -> Module:
+        """Remove the module at ``key`` (an index) and return it."""
         v = self[key]
         del self[key]
         return v
 
     def extend(self, modules) -> "ModuleList":
+        """Append the modules of an iterable; returns ``self``."""
         if not isinstance(modules, Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         offset = len(self)
@@ -251,23 +259,29 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Remove the module at ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._modules.keys()
 
     def items(self):
+        """The ``(key, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def update(self, modules) -> None:
+        """Add the modules of a mapping or an iterable of ``(key, module)`` pairs."""
         if not isinstance(modules, Iterable):
             raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
                             + type(modules).__name__)
@@ -337,12 +351,14 @@ class ParameterList(Module):
         return _digit_free_dir(super().__dir__())
 
     def append(self, value) -> "ParameterList":
+        """Append a value (a tensor becomes a Parameter); returns ``self``."""
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
     def extend(self, values) -> "ParameterList":
+        """Append the values of an iterable; returns ``self``."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
                             + type(values).__name__)
@@ -399,23 +415,28 @@ class ParameterDict(Module):
         return key in self._keys
 
     def copy(self) -> "ParameterDict":
+        """A shallow copy (the same Parameter objects)."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key: str, default=None):
+        """The parameter at ``key``; if missing, set it to ``default`` first."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Remove every parameter."""
         for k in self._keys.copy():
             del self[k]
 
     def pop(self, key: str):
+        """Remove the parameter at ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def popitem(self):
+        """Remove and return the last inserted ``(key, parameter)`` pair."""
         k, _ = self._keys.popitem()
         self._keys[k] = None
         val = self[k]
@@ -423,21 +444,27 @@ class ParameterDict(Module):
         return k, val
 
     def get(self, key: str, default=None):
+        """The parameter at ``key``, or ``default``."""
         return self[key] if key in self else default
 
     def fromkeys(self, keys, default=None) -> "ParameterDict":
+        """A new ParameterDict with the given keys, each set to ``default``."""
         return ParameterDict((k, default) for k in keys)
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._keys.keys()
 
     def items(self):
+        """The ``(key, parameter)`` pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self):
+        """The parameters, in insertion order."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters) -> None:
+        """Add the parameters of a mapping or an iterable of ``(key, value)`` pairs (tensors become Parameters)."""
         if not isinstance(parameters, Iterable):
             raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
                             + type(parameters).__name__)

@@ -105,6 +105,33 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
+    """A 1-D convolution (cross-correlation, as PyTorch) of an input with ``C_in`` channels by ``C_out`` learned
+    filters.
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        padding_mode (str): ``"zeros"`` (default), ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, L)`` (or without ``N``). Output: ``(N, C_out, L_out)``, each size ``floor((L + 2 * padding
+        - dilation * (kernel_size - 1) - 1) / stride) + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_out, C_in / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv1d(3, 8, kernel_size=3, padding=1)
+    """
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__(in_channels, out_channels, _tuple(kernel_size, 1), _tuple(stride, 1),
@@ -125,6 +152,33 @@ class Conv1d(_ConvNd):
 
 
 class Conv2d(_ConvNd):
+    """A 2-D convolution (cross-correlation, as PyTorch) of an input with ``C_in`` channels by ``C_out`` learned
+    filters.
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        padding_mode (str): ``"zeros"`` (default), ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, H, W)`` (or without ``N``). Output: ``(N, C_out, H_out, W_out)``, each size ``floor((L + 2
+        * padding - dilation * (kernel_size - 1) - 1) / stride) + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_out, C_in / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+    """
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__(in_channels, out_channels, _tuple(kernel_size, 2), _tuple(stride, 2),
@@ -146,6 +200,33 @@ class Conv2d(_ConvNd):
 
 
 class Conv3d(_ConvNd):
+    """A 3-D convolution (cross-correlation, as PyTorch) of an input with ``C_in`` channels by ``C_out`` learned
+    filters.
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        padding_mode (str): ``"zeros"`` (default), ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, D, H, W)`` (or without ``N``). Output: ``(N, C_out, D_out, H_out, W_out)``, each size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_out, C_in / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv3d(3, 8, kernel_size=3, padding=1)
+    """
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__(in_channels, out_channels, _tuple(kernel_size, 3), _tuple(stride, 3),
@@ -213,6 +294,33 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """A 1-D transposed convolution (the gradient of ``Conv1d`` with respect to its input; sometimes called a
+    deconvolution).
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        output_padding (int or tuple): extra size added to one side of the output (default 0).
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, L)`` (or without ``N``). Output: ``(N, C_out, L_out)``, each size ``(L - 1) * stride - 2 *
+        padding + dilation * (kernel_size - 1) + output_padding + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_in, C_out / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv1d(3, 8, kernel_size=3, padding=1)
+    """
     _nsp = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
@@ -226,6 +334,33 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """A 2-D transposed convolution (the gradient of ``Conv2d`` with respect to its input; sometimes called a
+    deconvolution).
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        output_padding (int or tuple): extra size added to one side of the output (default 0).
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, H, W)`` (or without ``N``). Output: ``(N, C_out, H_out, W_out)``, each size ``(L - 1) *
+        stride - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_in, C_out / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+    """
     _nsp = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
@@ -239,6 +374,33 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 
 class ConvTranspose3d(_ConvTransposeNd):
+    """A 3-D transposed convolution (the gradient of ``Conv3d`` with respect to its input; sometimes called a
+    deconvolution).
+
+    Args:
+        in_channels (int): ``C_in``.
+        out_channels (int): ``C_out``.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the filter step (default 1).
+        padding (int, tuple or str): implicit padding on each side (default 0; ``"same"``/``"valid"`` for
+            convolutions).
+        output_padding (int or tuple): extra size added to one side of the output (default 0).
+        dilation (int or tuple): the spacing between filter elements (default 1).
+        groups (int): split the channels into this many independent groups (default 1).
+        bias (bool): add a learned bias (default True).
+        device, dtype: of the parameters.
+
+    Shape:
+        Input: ``(N, C_in, D, H, W)`` (or without ``N``). Output: ``(N, C_out, D_out, H_out, W_out)``, each size ``(L
+        - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1``.
+
+    Attributes:
+        weight (Parameter): ``(C_in, C_out / groups, *kernel_size)``, initialised Kaiming-uniform as in PyTorch.
+        bias (Parameter): ``(C_out,)``.
+
+    Example:
+        >>> conv = nn.Conv3d(3, 8, kernel_size=3, padding=1)
+    """
     _nsp = 3
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,

@@ -43,6 +43,8 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise weight (Kaiming-uniform) and bias uniformly in
+        ``(-1/sqrt(in_features), 1/sqrt(in_features))``, as PyTorch."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -91,6 +93,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise weight and bias uniformly in ``(-1/sqrt(in1_features), 1/sqrt(in1_features))``."""
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -116,10 +119,12 @@ class LazyLinear(LazyModuleMixin, Linear):
             self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self) -> None:
+        """Re-initialise the parameters once they exist (as :meth:`Linear.reset_parameters`)."""
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
     def initialize_parameters(self, input) -> None:
+        """Create the weight from the first input's last dimension (``in_features``), then behave as Linear."""
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]

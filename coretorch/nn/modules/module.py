@@ -118,6 +118,9 @@ def register_module_full_backward_hook(hook) -> RemovableHandle:
 
 
 def _forward_unimplemented(self, *input):
+    """Override: the computation of the module. Call the module (``module(x)``), not ``forward``, so that hooks
+    run.
+    """
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
@@ -177,6 +180,13 @@ class Module:
 
     # ---- registration ---------------------------------------------------------------------------
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Add a tensor that is part of the module's state but not a parameter (e.g. BatchNorm's running mean).
+
+        Args:
+            name (str): the attribute name.
+            tensor (Tensor or None): the buffer; moved and cast with the module.
+            persistent (bool): include it in ``state_dict`` (default True).
+        """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -203,6 +213,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param) -> None:
+        """Add a Parameter (or None) as ``self.<name>``; ``setattr`` does the same for Parameter values."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -230,6 +241,7 @@ class Module:
         self._parameters[name] = param
 
     def add_module(self, name: str, module) -> None:
+        """Register a child module as ``self.<name>`` (``setattr`` does the same for Module values)."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -247,9 +259,11 @@ class Module:
         self._modules[name] = module
 
     def register_module(self, name: str, module) -> None:
+        """Alias of :meth:`add_module`."""
         self.add_module(name, module)
 
     def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``"encoder.layers.0"``); AttributeError if missing."""
         if target == "":
             return self
         mod = self
@@ -262,6 +276,7 @@ class Module:
         return mod
 
     def set_submodule(self, target: str, module: "Module") -> None:
+        """Replace the submodule at the dotted path ``target`` with ``module``."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
         atoms = target.split(".")
@@ -271,6 +286,7 @@ class Module:
         setattr(mod, atoms[-1], module)
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``"block.fc.weight"``); AttributeError if missing."""
         module_path, _, param_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, param_name):
@@ -281,6 +297,7 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``"block.bn.running_mean"``); AttributeError if missing."""
         module_path, _, buffer_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, buffer_name):
@@ -291,11 +308,13 @@ class Module:
         return buffer
 
     def get_extra_state(self):
+        """Override to save extra (non-tensor) state in ``state_dict`` under ``_extra_state``."""
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please "
                            "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
 
     def set_extra_state(self, state) -> None:
+        """Override to restore the state returned by :meth:`get_extra_state` in ``load_state_dict``."""
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please "
                            "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
@@ -420,33 +439,62 @@ class Module:
                 yield (module_prefix + ("." if module_prefix else "") + k, v)
 
     def parameters(self, recurse: bool = True):
+        """An iterator over the module's parameters (with ``recurse``, those of every submodule too); what an
+        optimizer takes.
+
+        Example:
+            >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        """
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, parameter)`` pairs, the names of ``state_dict``.
+
+        Args:
+            prefix (str): prepended to every name.
+            recurse (bool): include the parameters of submodules (default True).
+            remove_duplicate (bool): yield a shared (tied) parameter once (default True).
+
+        Example:
+            >>> [n for n, _ in nn.Linear(2, 3).named_parameters()]
+            ['weight', 'bias']
+        """
         yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
     def buffers(self, recurse: bool = True):
+        """An iterator over the module's buffers (with ``recurse``, those of every submodule too)."""
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, buffer)`` pairs.
+
+        Args:
+            prefix (str): prepended to every name.
+            recurse (bool): include the buffers of submodules (default True).
+            remove_duplicate (bool): yield a shared buffer once (default True).
+        """
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
     def children(self):
+        """An iterator over the immediate child modules."""
         for _, module in self.named_children():
             yield module
 
     def named_children(self):
+        """An iterator over ``(name, module)`` pairs of the immediate children."""
         yield from self._named_members(lambda m: m._modules.items(), recurse=False)
 
     def modules(self):
+        """An iterator over every module of the tree, ``self`` first (each shared module once)."""
         for _, module in self.named_modules():
             yield module
 
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """An iterator over ``(dotted name, module)`` pairs of the whole tree, ``("", self)`` first."""
         if memo is None:
             memo = set()
         if self in memo:
@@ -461,6 +509,7 @@ class Module:
 
     # ---- modes, conversions ---------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
+        """Set training mode (``mode=False`` is :meth:`eval`) in every submodule; returns ``self``."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -469,14 +518,18 @@ class Module:
         return self
 
     def eval(self) -> "Module":
+        """Set evaluation mode (``self.training = False`` in every submodule: dropout off, batch-norm uses
+        running stats); returns ``self``."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` of every parameter (e.g. False to freeze the module); returns ``self``."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to None (default, ``set_to_none=True``) or to zeros."""
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -489,6 +542,14 @@ class Module:
                     p.grad.zero_()
 
     def apply(self, fn) -> "Module":
+        """Call ``fn`` on every submodule (children first) and on ``self``; returns ``self``.
+
+        Example:
+            >>> def init(m):
+            ...     if isinstance(m, nn.Linear):
+            ...         nn.init.zeros_(m.bias)
+            >>> model.apply(init)
+        """
         for module in self.children():
             module.apply(fn)
         fn(self)
@@ -522,6 +583,15 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> "Module":
+        """Move and/or cast the parameters and buffers, in place; returns ``self``.
+
+        Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)`` (its device and dtype) and
+        the keywords ``device``, ``dtype``, ``non_blocking``. Only floating-point tensors are cast.
+
+        Example:
+            >>> model.to("opencl")
+            >>> model.to(torch.float64)
+        """
         from ...ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
@@ -533,25 +603,32 @@ class Module:
         return self._apply(convert)
 
     def cpu(self) -> "Module":
+        """Move every parameter and buffer to the cpu device, in place; returns ``self``."""
         return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None) -> "Module":
+        """Move the module to a CUDA device (raises: coretorch has no CUDA; use ``to(device)``)."""
         return self._apply(lambda t: t.to("cuda" if device is None else f"cuda:{int(device)}"
                                           if isinstance(device, int) else device))
 
     def type(self, dst_type) -> "Module":
+        """Cast every parameter and buffer to ``dst_type`` (a dtype); returns ``self``."""
         return self._apply(lambda t: t.type(dst_type))
 
     def float(self) -> "Module":
+        """Cast floating-point parameters and buffers to float32, in place; returns ``self``."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self) -> "Module":
+        """Cast floating-point parameters and buffers to float64, in place; returns ``self``."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self) -> "Module":
+        """Cast floating-point parameters and buffers to float16, in place; returns ``self``."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def bfloat16(self) -> "Module":
+        """Cast floating-point parameters and buffers to bfloat16, in place; returns ``self``."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def to_empty(self, *, device, recurse: bool = True) -> "Module":

@@ -81,18 +81,69 @@ class _BatchNorm(_NormBase):
 
 
 class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over an input ``(N, C) or (N, C, L)``: ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training, mean and (biased) variance are the batch's per channel, and the running estimates are updated
+    with ``momentum`` (unbiased variance); in eval mode the running estimates are used.
+
+    Args:
+        num_features (int): ``C``.
+        eps (float): added to the variance (default 1e-5).
+        momentum (float or None): the running-average factor (default 0.1; None for a cumulative average).
+        affine (bool): learn ``weight`` and ``bias`` (default True).
+        track_running_stats (bool): keep running estimates (default True); without them batch statistics are
+            always used.
+        device, dtype: of the parameters and buffers.
+
+    Shape:
+        Input: ``(N, C) or (N, C, L)``. Output: the same shape.
+    """
     def _check_input_dim(self, input):
         if input.dim() != 2 and input.dim() != 3:
             raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over an input ``(N, C, H, W)``: ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training, mean and (biased) variance are the batch's per channel, and the running estimates are updated
+    with ``momentum`` (unbiased variance); in eval mode the running estimates are used.
+
+    Args:
+        num_features (int): ``C``.
+        eps (float): added to the variance (default 1e-5).
+        momentum (float or None): the running-average factor (default 0.1; None for a cumulative average).
+        affine (bool): learn ``weight`` and ``bias`` (default True).
+        track_running_stats (bool): keep running estimates (default True); without them batch statistics are
+            always used.
+        device, dtype: of the parameters and buffers.
+
+    Shape:
+        Input: ``(N, C, H, W)``. Output: the same shape.
+    """
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over an input ``(N, C, D, H, W)``: ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training, mean and (biased) variance are the batch's per channel, and the running estimates are updated
+    with ``momentum`` (unbiased variance); in eval mode the running estimates are used.
+
+    Args:
+        num_features (int): ``C``.
+        eps (float): added to the variance (default 1e-5).
+        momentum (float or None): the running-average factor (default 0.1; None for a cumulative average).
+        affine (bool): learn ``weight`` and ``bias`` (default True).
+        track_running_stats (bool): keep running estimates (default True); without them batch statistics are
+            always used.
+        device, dtype: of the parameters and buffers.
+
+    Shape:
+        Input: ``(N, C, D, H, W)``. Output: the same shape.
+    """
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
@@ -147,6 +198,22 @@ class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
 
 
 class LayerNorm(Module):
+    """Layer normalisation over the last dimensions ``normalized_shape``:
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (biased variance), per sample.
+
+    Args:
+        normalized_shape (int or tuple): the shape of the normalised trailing dimensions.
+        eps (float): added to the variance (default 1e-5).
+        elementwise_affine (bool): learn ``weight`` (ones) and ``bias`` (zeros) of that shape (default True).
+        bias (bool): learn the bias too (default True).
+
+    Shape:
+        Input: ``(*, *normalized_shape)``. Output: the same shape.
+
+    Example:
+        >>> nn.LayerNorm(64)(torch.randn(8, 10, 64)).shape
+        torch.Size([8, 10, 64])
+    """
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
@@ -169,6 +236,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
@@ -183,6 +251,18 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
+    """Group normalisation: the channels are split into ``num_groups`` groups, each normalised over its channels
+    and spatial positions, per sample.
+
+    Args:
+        num_groups (int): must divide ``num_channels``.
+        num_channels (int): ``C``.
+        eps (float): added to the variance (default 1e-5).
+        affine (bool): learn a per-channel ``weight`` and ``bias`` (default True).
+
+    Shape:
+        Input: ``(N, C, *)``. Output: the same shape.
+    """
     __constants__ = ["num_groups", "num_channels", "eps", "affine"]
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
@@ -206,6 +286,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         if self.affine:
             init.ones_(self.weight)
             if self.bias is not None:

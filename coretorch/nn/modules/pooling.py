@@ -35,24 +35,80 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool2d(_MaxPoolNd):
+    """Max pooling over the last 2 dimension(s) of an input ``(N, C, H, W)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit -inf padding on each side (default 0).
+        dilation (int or tuple): the spacing between window elements (default 1).
+        return_indices (bool): also return the argmax indices (for ``MaxUnpool``).
+        ceil_mode (bool): round the output size up instead of down.
+
+    Shape:
+        Input: ``(N, C, H, W)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     def forward(self, input):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class MaxPool1d(_MaxPoolNd):
+    """Max pooling over the last 1 dimension(s) of an input ``(N, C, L)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit -inf padding on each side (default 0).
+        dilation (int or tuple): the spacing between window elements (default 1).
+        return_indices (bool): also return the argmax indices (for ``MaxUnpool``).
+        ceil_mode (bool): round the output size up instead of down.
+
+    Shape:
+        Input: ``(N, C, L)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class MaxPool3d(_MaxPoolNd):
+    """Max pooling over the last 3 dimension(s) of an input ``(N, C, D, H, W)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit -inf padding on each side (default 0).
+        dilation (int or tuple): the spacing between window elements (default 1).
+        return_indices (bool): also return the argmax indices (for ``MaxUnpool``).
+        ceil_mode (bool): round the output size up instead of down.
+
+    Shape:
+        Input: ``(N, C, D, H, W)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     def forward(self, input):
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class AvgPool2d(Module):
+    """Average pooling over the last 2 dimension(s) of an input ``(N, C, H, W)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit zero padding on each side (default 0).
+        ceil_mode (bool): round the output size up instead of down.
+        count_include_pad (bool): count the padding zeros in the average (default True).
+        divisor_override (int, optional): divide by this instead of the window size.
+
+    Shape:
+        Input: ``(N, C, H, W)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
@@ -74,12 +130,39 @@ class AvgPool2d(Module):
 
 
 class AvgPool3d(AvgPool2d):
+    """Average pooling over the last 3 dimension(s) of an input ``(N, C, D, H, W)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit zero padding on each side (default 0).
+        ceil_mode (bool): round the output size up instead of down.
+        count_include_pad (bool): count the padding zeros in the average (default True).
+        divisor_override (int, optional): divide by this instead of the window size.
+
+    Shape:
+        Input: ``(N, C, D, H, W)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
 class AvgPool1d(Module):
+    """Average pooling over the last 1 dimension(s) of an input ``(N, C, L)`` (or without ``N``).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step (default ``kernel_size``).
+        padding (int or tuple): implicit zero padding on each side (default 0).
+        ceil_mode (bool): round the output size up instead of down.
+        count_include_pad (bool): count the padding zeros in the average (default True).
+
+    Shape:
+        Input: ``(N, C, L)``. Output: the same leading dimensions, each pooled size
+        ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
+    """
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -112,16 +195,46 @@ class _AdaptiveNd(Module):
 
 
 class AdaptiveAvgPool2d(_AdaptiveNd):
+    """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 2 dimension(s) (None keeps a size).
+
+    Shape:
+        Input: ``(N, C, H, W)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
 class AdaptiveAvgPool1d(_AdaptiveNd):
+    """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 1 dimension(s) (None keeps a size).
+
+    Shape:
+        Input: ``(N, C, L)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 3 dimension(s) (None keeps a size).
+
+    Shape:
+        Input: ``(N, C, D, H, W)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
@@ -135,16 +248,49 @@ class _AdaptiveMaxPoolNd(_AdaptiveNd):
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Adaptive max pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 1 dimension(s) (None keeps a size).
+        return_indices (bool): also return the argmax indices.
+
+    Shape:
+        Input: ``(N, C, L)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Adaptive max pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 2 dimension(s) (None keeps a size).
+        return_indices (bool): also return the argmax indices.
+
+    Shape:
+        Input: ``(N, C, H, W)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Adaptive max pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
+
+    Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
+
+    Args:
+        output_size (int or tuple): the output size of the last 3 dimension(s) (None keeps a size).
+        return_indices (bool): also return the argmax indices.
+
+    Shape:
+        Input: ``(N, C, D, H, W)`` (or without ``N``). Output: the leading dimensions, then ``output_size``.
+    """
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 

@@ -60,6 +60,8 @@ def _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse: bool, w_hr=None):
 
 
 class RNNBase(Module):
+    """The base of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``,
+    ``"LSTM"`` or ``"GRU"``)."""
     __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
                      "bidirectional", "proj_size"]
 
@@ -123,10 +125,12 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
+        """The parameters per layer and direction: ``[[w_ih, w_hh, b_ih, b_hh], ...]``."""
         return [[getattr(self, n) for n in self._flat_weights_names if n.endswith(f"l{k}{s}")]
                 for k in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
 
     def reset_parameters(self) -> None:
+        """Re-initialise every weight and bias uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -316,6 +320,23 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
+    """A multi-layer Elman RNN: ``h_t = tanh(x_t @ W_ih.T + b_ih + h_{t-1} @ W_hh.T + b_hh)`` (or ReLU).
+
+    Args:
+        input_size (int): the number of input features.
+        hidden_size (int): the number of hidden features.
+        num_layers (int): stacked layers (default 1).
+        bias (bool): use the biases ``b_ih`` and ``b_hh`` (default True).
+        batch_first (bool): inputs and outputs are ``(N, L, *)`` instead of ``(L, N, *)``.
+        dropout (float): dropout on the outputs of each layer but the last (default 0).
+        bidirectional (bool): also run backwards and concatenate (default False).
+        nonlinearity (str): ``"tanh"`` (default) or ``"relu"``.
+
+    Inputs: ``input`` ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``, or ``(L, H_in)``) or a PackedSequence,
+    and an optional ``h_0`` ``(D * num_layers, N, H_out)``.
+
+    Outputs: ``output`` ``(L, N, D * H_out)`` and ``h_n`` ``(D * num_layers, N, H_out)`` (``D`` = 2 if bidirectional).
+    """
     def __init__(self, *args, **kwargs) -> None:
         nonlinearity = kwargs.pop("nonlinearity", "tanh")
         if len(args) > 3:
@@ -341,6 +362,29 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
+    """A multi-layer long short-term memory RNN (gates ``i, f, g, o`` as PyTorch).
+
+    Args:
+        input_size (int): the number of input features.
+        hidden_size (int): the number of hidden features.
+        num_layers (int): stacked layers (default 1).
+        bias (bool): use the biases ``b_ih`` and ``b_hh`` (default True).
+        batch_first (bool): inputs and outputs are ``(N, L, *)`` instead of ``(L, N, *)``.
+        dropout (float): dropout on the outputs of each layer but the last (default 0).
+        bidirectional (bool): also run backwards and concatenate (default False).
+        proj_size (int): project the hidden state to this size (default 0: none).
+
+    Inputs: ``input`` ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``, or ``(L, H_in)``) or a PackedSequence,
+    and an optional ``(h_0, c_0)``, each ``(D * num_layers, N, H)``.
+
+    Outputs: ``output`` ``(L, N, D * H_out)`` and ``(h_n, c_n)``.
+
+    Example:
+        >>> lstm = nn.LSTM(10, 20, num_layers=2, batch_first=True)
+        >>> out, (h, c) = lstm(torch.randn(3, 5, 10))
+        >>> out.shape
+        torch.Size([3, 5, 20])
+    """
     def __init__(self, *args, **kwargs) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
@@ -356,6 +400,22 @@ class LSTM(RNNBase):
 
 
 class GRU(RNNBase):
+    """A multi-layer gated recurrent unit RNN (gates ``r, z, n`` as PyTorch).
+
+    Args:
+        input_size (int): the number of input features.
+        hidden_size (int): the number of hidden features.
+        num_layers (int): stacked layers (default 1).
+        bias (bool): use the biases ``b_ih`` and ``b_hh`` (default True).
+        batch_first (bool): inputs and outputs are ``(N, L, *)`` instead of ``(L, N, *)``.
+        dropout (float): dropout on the outputs of each layer but the last (default 0).
+        bidirectional (bool): also run backwards and concatenate (default False).
+
+    Inputs: ``input`` ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``, or ``(L, H_in)``) or a PackedSequence,
+    and an optional ``h_0`` ``(D * num_layers, N, H_out)``.
+
+    Outputs: ``output`` ``(L, N, D * H_out)`` and ``h_n`` ``(D * num_layers, N, H_out)``.
+    """
     def __init__(self, *args, **kwargs) -> None:
         super().__init__("GRU", *args, **kwargs)
 
@@ -369,6 +429,7 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
+    """The base of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`."""
     __constants__ = ["input_size", "hidden_size", "bias"]
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
@@ -396,6 +457,7 @@ class RNNCellBase(Module):
         return s.format(**self.__dict__)
 
     def reset_parameters(self) -> None:
+        """Re-initialise every weight and bias uniformly in ``(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -423,6 +485,15 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN: ``h' = tanh(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh)`` (or ReLU).
+
+    Args:
+        input_size (int), hidden_size (int), bias (bool): as :class:`RNN`.
+        nonlinearity (str): ``"tanh"`` or ``"relu"``.
+
+    Shape:
+        Input ``(N, H_in)`` or ``(H_in,)``, hidden ``(N, H_out)`` (zeros if omitted). Output: ``(N, H_out)``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device=None, dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
@@ -434,6 +505,14 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of an LSTM: returns ``(h', c')``.
+
+    Args:
+        input_size (int), hidden_size (int), bias (bool): as :class:`LSTM`.
+
+    Shape:
+        Input ``(N, H_in)`` or ``(H_in,)``; ``(h, c)`` each ``(N, H_out)`` (zeros if omitted).
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
@@ -443,6 +522,14 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a GRU: returns ``h'``.
+
+    Args:
+        input_size (int), hidden_size (int), bias (bool): as :class:`GRU`.
+
+    Shape:
+        Input ``(N, H_in)`` or ``(H_in,)``, hidden ``(N, H_out)`` (zeros if omitted). Output: ``(N, H_out)``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 

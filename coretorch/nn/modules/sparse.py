@@ -48,6 +48,7 @@ class Embedding(Module):
         self.sparse = sparse
 
     def reset_parameters(self) -> None:
+        """Re-initialise the weight from N(0, 1) (the ``padding_idx`` row to zeros)."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -78,6 +79,13 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
                         max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                         sparse: bool = False) -> "Embedding":
+        """An Embedding whose weight is the given ``(num_embeddings, embedding_dim)`` tensor.
+
+        Args:
+            embeddings (Tensor): the weight.
+            freeze (bool): do not train the weight (default True).
+            padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse: as for :class:`Embedding`.
+        """
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
@@ -117,6 +125,7 @@ class EmbeddingBag(Module):
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
 
     def reset_parameters(self) -> None:
+        """Re-initialise the weight from N(0, 1)."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():
@@ -144,6 +153,7 @@ class EmbeddingBag(Module):
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm: float | None = None, norm_type: float = 2.0,
                         scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                         include_last_offset: bool = False, padding_idx: int | None = None) -> "EmbeddingBag":
+        """An EmbeddingBag whose weight is the given tensor (``freeze`` as for :meth:`Embedding.from_pretrained`)."""
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape

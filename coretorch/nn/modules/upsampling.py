@@ -8,6 +8,15 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class Upsample(Module):
+    """Upsample an input ``(N, C, *spatial)`` to ``size`` or by ``scale_factor`` (see ``nn.functional.interpolate``).
+
+    Args:
+        size (int or tuple, optional): the output spatial size.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+        mode (str): ``"nearest"`` (default), ``"linear"``, ``"bilinear"``, ``"bicubic"``, ``"trilinear"``,
+            ``"nearest-exact"``, ``"area"``.
+        align_corners (bool, optional): for the linear modes, align the corner pixels' centres.
+    """
     __constants__ = ["size", "scale_factor", "mode", "align_corners", "name", "recompute_scale_factor"]
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
@@ -33,10 +42,12 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling (deprecated: use :class:`Upsample`)."""
     def __init__(self, size=None, scale_factor=None) -> None:
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling with ``align_corners=True`` (deprecated: use :class:`Upsample`)."""
     def __init__(self, size=None, scale_factor=None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

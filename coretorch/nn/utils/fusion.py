@@ -41,6 +41,17 @@ def fuse_conv_bn_eval(conv, bn, transpose: bool = False):
 
 
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
+    """The weight and bias of one Linear layer equal to a Linear layer followed by an eval-mode BatchNorm.
+
+    Args:
+        linear_w, linear_b (Tensor): the Linear weight ``(out, in)`` and bias ``(out,)`` (or None).
+        bn_rm, bn_rv (Tensor): the BatchNorm running mean and variance ``(out,)``.
+        bn_eps (float): the BatchNorm epsilon.
+        bn_w, bn_b (Tensor): the BatchNorm weight and bias ``(out,)``.
+
+    Returns:
+        tuple: ``(weight, bias)`` as Parameters.
+    """
     if linear_b is None:
         linear_b = zeros_like(bn_rm)
     bn_scale = _P.mul(bn_w, _P.rsqrt(_P.add(bn_rv, bn_eps)))

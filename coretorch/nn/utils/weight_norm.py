@@ -47,6 +47,16 @@ class WeightNorm:
 
 
 def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
+    """Reparametrize ``module.<name>`` as ``g * v / ||v||`` (deprecated: use ``parametrizations.weight_norm``).
+
+    Adds the parameters ``<name>_g`` (the norms over every dimension but ``dim``) and ``<name>_v``, and
+    recomputes the weight before each forward.
+
+    Args:
+        module (Module): the module holding the weight.
+        name (str): the parameter name (default ``"weight"``).
+        dim (int): the dimension kept by the norm (default 0; None for one norm of the whole tensor).
+    """
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     WeightNorm.apply(module, name, dim)
@@ -54,6 +64,7 @@ def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
 
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
+    """Undo :func:`weight_norm`: fold ``g`` and ``v`` back into one ``name`` parameter; returns the module."""
     for k, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)
