@@ -117,26 +117,31 @@ __kernel void gelu_bwd(__global {t}* o, __global const {t}* g, long go, __global
   {st('o', 'i', f"{ld('g', 'go + i')} * (cdf + v * pdf)")}
 }}
 
-__kernel void lstm_cell(__global {t}* h, __global {t}* cn, __global {t}* act,
+__kernel void lstm_cell(__global {t}* h, long ho, __global {t}* cn, __global {t}* act,
                         __global const {t}* gt, long gto, long gs0, long gs1,
+                        __global const {t}* gi, long gio, long gis0, long gis1, int hasgi,
                         __global const {t}* c, long co, long cs0, long cs1, long N, long H) {{
   long k = get_global_id(0); if (k >= N * H) return;
   const long n = k / H, j = k % H;
-  const long gb = gto + n * gs0 + j * gs1;
-  const {ct} i = ct_sigmoid({ld('gt', 'gb')});
-  const {ct} f = ct_sigmoid({ld('gt', 'gb + H * gs1')});
-  const {ct} gg = tanh({ld('gt', 'gb + 2 * H * gs1')});
-  const {ct} o = ct_sigmoid({ld('gt', 'gb + 3 * H * gs1')});
+  const long gb = gto + n * gs0 + j * gs1, ib = gio + n * gis0 + j * gis1;
+  {ct} zi = {ld('gt', 'gb')}, zf = {ld('gt', 'gb + H * gs1')};
+  {ct} zg = {ld('gt', 'gb + 2 * H * gs1')}, zo = {ld('gt', 'gb + 3 * H * gs1')};
+  if (hasgi) {{
+    zi += {ld('gi', 'ib')}; zf += {ld('gi', 'ib + H * gis1')};
+    zg += {ld('gi', 'ib + 2 * H * gis1')}; zo += {ld('gi', 'ib + 3 * H * gis1')};
+  }}
+  const {ct} i = ct_sigmoid(zi), f = ct_sigmoid(zf), gg = tanh(zg), o = ct_sigmoid(zo);
   const {ct} c2 = f * {ld('c', 'co + n * cs0 + j * cs1')} + i * gg;
   const {ct} tc = tanh(c2);
   __global {t}* a = act + n * 5 * H + j;
   {st('a', '0', 'i')} {st('a', 'H', 'f')} {st('a', '2 * H', 'gg')} {st('a', '3 * H', 'o')} {st('a', '4 * H', 'tc')}
   {st('cn', 'k', 'c2')}
-  {st('h', 'k', 'o * tc')}
+  {st('h', 'ho + k', 'o * tc')}
 }}
 
-__kernel void lstm_cell_bwd(__global {t}* dg, __global {t}* dcp, __global const {t}* dh, long dho, long dhs0,
-                            long dhs1, __global const {t}* dc, long dco, long dcs0, long dcs1, int hasdc,
+__kernel void lstm_cell_bwd(__global {t}* dg, long dgo, __global {t}* dcp, __global const {t}* dh, long dho,
+                            long dhs0, long dhs1, __global const {t}* dy, long dyo, long dys0, long dys1, int hasdy,
+                            __global const {t}* dc, long dco, long dcs0, long dcs1, int hasdc,
                             __global const {t}* c, long co, long cs0, long cs1, __global const {t}* act,
                             long ao, long N, long H) {{
   long k = get_global_id(0); if (k >= N * H) return;
@@ -144,11 +149,12 @@ __kernel void lstm_cell_bwd(__global {t}* dg, __global {t}* dcp, __global const 
   __global const {t}* a = act + ao + n * 5 * H + j;
   const {ct} i = {ld('a', '0')}, f = {ld('a', 'H')}, gg = {ld('a', '2 * H')}, o = {ld('a', '3 * H')};
   const {ct} tc = {ld('a', '4 * H')};
-  const {ct} d = {ld('dh', 'dho + n * dhs0 + j * dhs1')};
+  {ct} d = {ld('dh', 'dho + n * dhs0 + j * dhs1')};
+  if (hasdy) d += {ld('dy', 'dyo + n * dys0 + j * dys1')};
   {ct} dct = d * o * ({one} - tc * tc);
   if (hasdc) dct += {ld('dc', 'dco + n * dcs0 + j * dcs1')};
   const {ct} cp = {ld('c', 'co + n * cs0 + j * cs1')};
-  __global {t}* q = dg + n * 4 * H + j;
+  __global {t}* q = dg + dgo + n * 4 * H + j;
   {st('q', '0', f'dct * gg * i * ({one} - i)')}
   {st('q', 'H', f'dct * cp * f * ({one} - f)')}
   {st('q', '2 * H', f'dct * i * ({one} - gg * gg)')}
@@ -239,30 +245,44 @@ def kernels(k) -> dict:
                                                                off(x), out.size])
         return out
 
-    def lstm_cell(gates, c):
+    def _slot(out, shape, dt):
+        """``out`` (a contiguous (N, X) view the caller gives) or a new array; (array, element offset)."""
+        if out is None:
+            return k._out(shape, dt), 0
+        if not k.is_contiguous(out):
+            raise RuntimeError("coretorch-opencl: lstm_cell's out= must be a contiguous view")
+        return out, off(out)
+
+    def _opt(a, like):
+        """(buffer, offset, strides..., present) of an optional 2-D operand."""
+        if a is None:
+            return [like.base_data, 0, 0, 0, 0]
+        b, o, _, st = _desc(a)
+        return [b, o, *st, 1]
+
+    def lstm_cell(gates, c, gi=None, out=None):
         n, h4 = gates.shape
         hs = h4 // 4
         dt = gates.dtype
-        h, cn, act = k._out((n, hs), dt), k._out((n, hs), dt), k._out((n, 5 * hs), dt)
+        (h, ho), cn, act = _slot(out, (n, hs), dt), k._out((n, hs), dt), k._out((n, 5 * hs), dt)
         if n * hs:
             gbuf, go, _, gst = _desc(gates)
             cbuf, co, _, cst = _desc(c)
-            dev.launch(kernel(dt, "lstm_cell"), n * hs, [h.base_data, cn.base_data, act.base_data, gbuf, go, *gst,
-                                                         cbuf, co, *cst, n, hs])
+            dev.launch(kernel(dt, "lstm_cell"), n * hs, [h.base_data, ho, cn.base_data, act.base_data, gbuf, go,
+                                                         *gst, *_opt(gi, gates), cbuf, co, *cst, n, hs])
         return h, cn, act
 
-    def lstm_cell_backward(dh, dc, c_prev, act):
+    def lstm_cell_backward(dh, dc, c_prev, act, dy=None, out=None):
         n, h5 = act.shape
         hs = h5 // 5
         dt = act.dtype
-        dg, dcp = k._out((n, 4 * hs), dt), k._out((n, hs), dt)
+        (dg, dgo), dcp = _slot(out, (n, 4 * hs), dt), k._out((n, hs), dt)
         if n * hs:
             act = contig(act)
             hb, ho, _, hst = _desc(dh)
             cb, co, _, cst = _desc(c_prev)
-            db, do, _, dst = _desc(dc) if dc is not None else (hb, 0, None, (0, 0))
-            dev.launch(kernel(dt, "lstm_cell_bwd"), n * hs, [dg.base_data, dcp.base_data, hb, ho, *hst, db, do,
-                                                             *dst, int(dc is not None), cb, co, *cst,
+            dev.launch(kernel(dt, "lstm_cell_bwd"), n * hs, [dg.base_data, dgo, dcp.base_data, hb, ho, *hst,
+                                                             *_opt(dy, dh), *_opt(dc, dh), cb, co, *cst,
                                                              act.base_data, off(act), n, hs])
         return dg, dcp
 
