@@ -16,21 +16,31 @@ from ...tensor import _make
 from ._fused import _composite_grads, _t, fused_ok
 
 
-def _lstm_cell(table, gates, c):
+def _lstm_cell(table, gates, c, gi=None, out=None):
+    """(h, c_new, act) of one step: gates (N, 4H) scratch pre-activations plus ``gi``; h written into ``out``."""
     if table.has("lstm_cell"):
-        return table.lstm_cell(gates, c)
+        return table.lstm_cell(gates, c, gi, out)
+    if gi is not None:
+        gates = table.add(gates, gi)
     h = gates.shape[1] // 4
     sl = [table.basic_index(gates, (slice(None), slice(j * h, (j + 1) * h))) for j in range(4)]
     i, f, o = table.sigmoid(sl[0]), table.sigmoid(sl[1]), table.sigmoid(sl[3])
     g = table.tanh(sl[2])
     c_new = table.add(table.mul(f, c), table.mul(i, g))
     tc = table.tanh(c_new)
-    return table.mul(o, tc), c_new, (i, f, g, o, tc)
+    hn = table.mul(o, tc)
+    if out is not None:
+        table.assign_(out, hn)
+        hn = out
+    return hn, c_new, (i, f, g, o, tc)
 
 
-def _lstm_cell_backward(table, dh, dc, c_prev, act):
+def _lstm_cell_backward(table, dh, dc, c_prev, act, dy=None, out=None):
+    """(d gates, dc_prev) of one step for dh (+ ``dy``); d gates written into ``out``."""
     if table.has("lstm_cell_backward"):
-        return table.lstm_cell_backward(dh, dc, c_prev, act)
+        return table.lstm_cell_backward(dh, dc, c_prev, act, dy, out)
+    if dy is not None:
+        dh = table.add(dh, dy)
     i, f, g, o, tc = act
     dct = table.mul(table.mul(dh, o), table.neg(table.sub(table.mul(tc, tc), 1.0)))   # 1 - x as -(x - 1)
     if dc is not None:
@@ -39,7 +49,11 @@ def _lstm_cell_backward(table, dh, dc, c_prev, act):
     df = table.mul(table.mul(dct, c_prev), table.mul(f, table.neg(table.sub(f, 1.0))))
     dg = table.mul(table.mul(dct, i), table.neg(table.sub(table.mul(g, g), 1.0)))
     do = table.mul(table.mul(dh, tc), table.mul(o, table.neg(table.sub(o, 1.0))))
-    return table.cat([di, df, dg, do], 1), table.mul(dct, f)
+    grad = table.cat([di, df, dg, do], 1)
+    if out is not None:
+        table.assign_(out, grad)
+        grad = out
+    return grad, table.mul(dct, f)
 
 
 def _gru_cell(table, gi, gh, h):
@@ -66,6 +80,16 @@ def _gru_cell_backward(table, dh, h_prev, act):
     return table.cat([dar, daz, dan], 1), table.cat([dar, daz, table.mul(dan, r)], 1), table.mul(dh, z)
 
 
+def _lstm_states(table, hbuf, h0, seq: int, reverse: bool):
+    """(L, N, H): the state each step started from, from the forward's private buffer of step outputs."""
+    h0v = table.view(h0 if table.is_contiguous(h0) else table.contiguous(h0), (1,) + tuple(h0.shape))
+    if seq == 1:
+        return h0v
+    if reverse:   # step t started from the state after step t + 1 (h0 for the last)
+        return table.cat([table.basic_index(hbuf, (slice(1, None),)), h0v], 0)
+    return table.cat([h0v, table.basic_index(hbuf, (slice(0, seq - 1),))], 0)
+
+
 def _stack(table, arrays):
     return table.cat([table.view(a, (1,) + tuple(a.shape)) for a in arrays], 0)
 
@@ -80,7 +104,7 @@ class _RnnSequenceBackward(Node):
             return _composite_grads(self.composite, (gi_all, h0, c0, w_hh, b_hh), self.need, outs)
         table, dt = gi_all._be, gi_all.dtype
         lstm = self.mode == "LSTM"
-        cs, hs, acts = self.acts
+        cs, hs, acts = self.acts[:3]
         seq = gi_all.shape[0]
         steps = range(seq) if self.reverse else range(seq - 1, -1, -1)
         dgis, dghs = [None] * seq, [None] * seq
@@ -88,26 +112,32 @@ class _RnnSequenceBackward(Node):
         dh = gh_n._data if gh_n is not None else None
         dc = gc_n._data if lstm and gc_n is not None else None
         gyd = gy._data if gy is not None else None
-        for t in steps:
-            if gyd is not None:
-                gyt = table.basic_index(gyd, (t,))
-                dh = gyt if dh is None else table.add(dh, gyt)
-            if dh is None:
-                dh = table.full(hs[t].shape, 0, dt.np)
-            if lstm:
-                dg, dc = _lstm_cell_backward(table, dh, dc, cs[t], acts[t])
-                dgis[t] = dghs[t] = dg
+        if lstm:  # d gates written into g_all's slots; the step's dy added inside the cell's backward
+            g_all = table.empty((seq,) + tuple(gi_all.shape[1:]), dt.np)
+            for t in steps:
+                gyt = table.basic_index(gyd, (t,)) if gyd is not None else None
+                if dh is None:
+                    dh, gyt = (gyt, None) if gyt is not None else (table.full(tuple(hs[t].shape), 0, dt.np), None)
+                dg, dc = _lstm_cell_backward(table, dh, dc, cs[t], acts[t], gyt, table.basic_index(g_all, (t,)))
                 dh = table.matmul(dg, w)
-            else:
+            gh_all = g_all
+            hs_all = _lstm_states(table, self.acts[3], h0._data, seq, self.reverse)
+        else:
+            for t in steps:
+                if gyd is not None:
+                    gyt = table.basic_index(gyd, (t,))
+                    dh = gyt if dh is None else table.add(dh, gyt)
+                if dh is None:
+                    dh = table.full(tuple(hs[t].shape), 0, dt.np)
                 dgi, dgh, dh_direct = _gru_cell_backward(table, dh, hs[t], acts[t])
                 dgis[t], dghs[t] = dgi, dgh
                 dh = table.add(dh_direct, table.matmul(dgh, w))
+            g_all, gh_all = _stack(table, dgis), _stack(table, dghs)
+            hs_all = _stack(table, hs)
         n, hsz = hs[0].shape
-        g_all = _stack(table, dgis)
-        gh_all = g_all if lstm else _stack(table, dghs)
         gflat = table.view(gh_all, (seq * n, gh_all.shape[2]))
         ngi, nh0, nc0, nw, nb = self.need
-        gw = table.matmul(_t(table, gflat), table.view(_stack(table, hs), (seq * n, hsz))) if nw else None
+        gw = table.matmul(_t(table, gflat), table.view(hs_all, (seq * n, hsz))) if nw else None
         gb = table.sum(gflat, (0,), False) if nb else None
         return (_make(g_all, dt, table) if ngi else None, _make(dh, dt, table) if nh0 else None,
                 _make(dc, dt, table) if nc0 and dc is not None else None,
@@ -141,31 +171,33 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     gi = gi_all._data
     ys, cs, hs, acts = [None] * seq, [None] * seq, [None] * seq, [None] * seq
     steps = range(seq - 1, -1, -1) if reverse else range(seq)
-    if lstm and b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
-        gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
-    for t in steps:
-        gh = table.matmul(h, w_t)
-        git = table.basic_index(gi, (t,))
-        hs[t] = h
-        if lstm:
-            cs[t] = c
-            if table.has_iadd:  # gh is the product's fresh array: the step's gates summed in place
-                table.iadd(gh, git)
-            else:
-                gh = table.add(gh, git)
-            h, c, acts[t] = _lstm_cell(table, gh, c)
-        else:
+    if not table.host_memory:  # a device's matmul reads a transposed operand slower (or copies it every step)
+        w_t = table.contiguous(w_t)
+    hbuf = None
+    if lstm:
+        if b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
+            gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
+        hbuf = table.empty((seq,) + tuple(h.shape), dt.np)   # each step's h written into its slot
+        for t in steps:
+            hs[t], cs[t] = h, c
+            h, c, acts[t] = _lstm_cell(table, table.matmul(h, w_t), c, table.basic_index(gi, (t,)),
+                                       table.basic_index(hbuf, (t,)))
+        ys_all = table.contiguous(hbuf)   # the output is the user's: the states saved for the backward stay private
+    else:
+        for t in steps:
+            gh = table.matmul(h, w_t)
+            hs[t] = h
             if b is not None:
                 gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
-            h, acts[t] = _gru_cell(table, git, gh, h)
-        ys[t] = h
-    ys_all = _stack(table, ys)
+            h, acts[t] = _gru_cell(table, table.basic_index(gi, (t,)), gh, h)
+            ys[t] = h
+        ys_all = _stack(table, ys)
     need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
     if not (_gs.enabled and any(need)):
         return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)
     node = LstmSequenceBackward0() if lstm else GruSequenceBackward0()
     node.mode, node.reverse, node.need, node.composite = mode, reverse, need, composite
-    node.acts = (cs, hs, acts)
+    node.acts = (cs, hs, acts, hbuf)
     node.save(gi_all, h0, c0 if lstm else None, w_hh, b_hh)
     node.next_functions = tuple(_edge(x) if x is not None else (None, 0) for x in (gi_all, h0, c0 if lstm else None,
                                                                                   w_hh, b_hh))

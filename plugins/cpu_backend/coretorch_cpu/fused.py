@@ -86,11 +86,14 @@ def softmax_backward(g, y, dim):
     return r
 
 
-def lstm_cell(gates, c):
-    """One LSTM step from the summed gate pre-activations (N, 4H) (order i, f, g, o) and the cell state (N, H):
-    (h, c_new, act) with act (N, 5H) the activated gates and tanh(c_new), kept for the backward."""
+def lstm_cell(gates, c, gi=None, out=None):
+    """One LSTM step from the gate pre-activations (N, 4H) (order i, f, g, o; ``gates`` is scratch, ``gi`` added to
+    it when given) and the cell state (N, H): (h, c_new, act) with act (N, 5H) the activated gates and
+    tanh(c_new), kept for the backward; h is written into ``out`` when given (a slot of the sequence's buffer)."""
     n, h4 = gates.shape
     h = h4 // 4
+    if gi is not None:
+        gates += gi
     act = np.empty((n, 5 * h), gates.dtype)
     a = act[:, :4 * h]
     np.negative(gates, out=a)                 # sigmoid of all four, then tanh of g over it
@@ -103,16 +106,18 @@ def lstm_cell(gates, c):
     c_new += i * gg
     tc = act[:, 4 * h:]
     np.tanh(c_new, out=tc)
-    return np.multiply(o, tc), c_new, act
+    return np.multiply(o, tc, out=out), c_new, act
 
 
-def lstm_cell_backward(dh, dc, c_prev, act):
-    """(d gates (N, 4H), dc_prev (N, H)) of one lstm_cell step given dh and dc (the cell gradient from later
-    steps, or None)."""
+def lstm_cell_backward(dh, dc, c_prev, act, dy=None, out=None):
+    """(d gates (N, 4H), dc_prev (N, H)) of one lstm_cell step given dh (plus ``dy`` when given) and dc (the cell
+    gradient from later steps, or None); d gates is written into ``out`` when given."""
     n, h5 = act.shape
     h = h5 // 5
+    if dy is not None:
+        dh = np.add(dh, dy)
     i, f, gg, o, tc = (act[:, j * h:(j + 1) * h] for j in range(5))
-    dg = np.empty((n, 4 * h), act.dtype)
+    dg = np.empty((n, 4 * h), act.dtype) if out is None else out
     dct = np.multiply(tc, tc)                 # dc_total = dc + dh * o * (1 - tanh(c)^2)
     np.subtract(1, dct, out=dct)
     dct *= o

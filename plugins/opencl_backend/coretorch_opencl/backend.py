@@ -1072,8 +1072,8 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
             t[op] = self._binary(op)
         from .nn_kernels import NNKernels
         t.update(NNKernels(self).table())
-        from . import dtypes, linalg, products, sampling, shaping, sorting, special  # the op families' kernels
-        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes):
+        from . import dtypes, fused, linalg, products, sampling, shaping, sorting, special  # the families' kernels
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused):
             t.update(fam.kernels(self))
         self._rng_fill, self._rng_randint = t["rng_fill_"], t["rng_randint"]  # rand, randn, ... draw through them
         return t
