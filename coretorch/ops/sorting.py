@@ -215,7 +215,7 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
     x = reshape(input, (-1,)) if flat else input
     d = 0 if flat else norm_dim(dim, input.ndim, op)
     n = x.shape[d] if x.ndim else 1
-    if input.dtype is _bool and (flat or n):  # along an empty dim the size error comes first (PyTorch)
+    if input.dtype is _bool and n:  # empty: the size error (along a dim) or True (all of it) come first (PyTorch)
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if n == 0:
         if flat and input.dtype.is_floating_point:  # NaN, in the graph with a zero gradient as PyTorch's
