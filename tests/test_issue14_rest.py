@@ -289,7 +289,7 @@ def test_lp_pool3d(device):
 def test_ctc_loss_half_raises_as_pytorch(device):
     lp = torch.randn(6, 2, 4, device=device).log_softmax(2)
     args = (torch.tensor([[1, 2], [1, 1]], device=device), torch.tensor([6, 6]), torch.tensor([2, 2]))
-    for dt, name in ((torch.float16, "Half"), (torch.bfloat16, "BFloat16"), (torch.int64, "Long")):
+    for dt, name in ((torch.float16, "Half"), (torch.int64, "Long")):
         with pytest.raises(NotImplementedError, match=f"\"ctc_loss_cpu\" not implemented for '{name}'"):
             torch.nn.functional.ctc_loss(lp.to(dt), *args)
 
@@ -345,3 +345,28 @@ def test_dataloader_pin_memory_warnings(monkeypatch):
     assert not torch.ones(2).is_pinned()
     with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available."):
         torch.ones(2).pin_memory()
+
+
+def test_alpha_dropout(device):
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    x = torch.randn(40000, device=device, dtype=torch.float64)
+    p = 0.2
+    y = F.alpha_dropout(x, p, training=True)
+    a = 1 / np.sqrt((1.7580993408473766 ** 2 * p + 1) * (1 - p))
+    yn, xn = y.cpu().numpy(), x.cpu().numpy()
+    dropped = np.isclose(yn, -1.7580993408473766 * a * (1 - p))
+    np.testing.assert_allclose(yn[~dropped], xn[~dropped] * a + 1.7580993408473766 * a * p, rtol=1e-12)
+    assert abs(dropped.mean() - p) < 0.01 and abs(yn.mean()) < 0.03 and abs(yn.std() - 1) < 0.03  # SELU moments
+    assert F.alpha_dropout(x, p) is x                         # training=False by default, as PyTorch
+    assert float(F.alpha_dropout(x[:4], 1.0, training=True).abs().sum()) == 0
+    z = F.feature_alpha_dropout(torch.ones(4, 6, 5, device=device), 0.5, training=True).cpu().numpy()
+    assert (z == z[:, :, :1]).all()                           # whole (N, C) channels share their mask
+    g = torch.ones(3, 4, device=device, requires_grad=True)
+    assert type(F.alpha_dropout(g, 0.5, True).grad_fn).__name__ == "AddBackward0"
+    assert repr(torch.nn.AlphaDropout(0.3)) == "AlphaDropout(p=0.3, inplace=False)"
+    assert repr(torch.nn.FeatureAlphaDropout()) == "FeatureAlphaDropout(p=0.5, inplace=False)"
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+        F.alpha_dropout(x, 1.5, True)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions in the input"):
+        F.feature_alpha_dropout(torch.ones(3, device=device), 0.5, True)

@@ -41,6 +41,7 @@ from ._adaptive import (adaptive_avg_pool1d, adaptive_avg_pool3d, adaptive_max_p
                         adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
                         adaptive_max_pool3d_with_indices)
 from ._pooling3d import avg_pool3d, max_pool3d, max_pool3d_with_indices
+from ._alpha_dropout import alpha_dropout, feature_alpha_dropout
 from ._fractional import (fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
                           fractional_max_pool3d_with_indices, lp_pool3d)
 from ._unpool import max_unpool1d, max_unpool2d, max_unpool3d

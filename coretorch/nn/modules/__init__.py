@@ -8,11 +8,12 @@ from .module import Module
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .linear import Bilinear, Identity, LazyLinear, Linear
 from .flatten import Flatten, Unflatten
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .sparse import Embedding, EmbeddingBag
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "AlphaDropout", "FeatureAlphaDropout",
            "Embedding", "EmbeddingBag"]
 
 # activations, convolution, pooling, normalization, losses, recurrent layers and attention
