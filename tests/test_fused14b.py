@@ -148,3 +148,17 @@ def test_lstm_cell_kernels_gradcheck(dev, monkeypatch):
     del net.weight_hh_l0
     assert gradcheck(f, (x, h0, c0, w))
     assert spy.calls["lstm_cell"] and spy.calls["lstm_cell_backward"]
+
+
+def test_cpu_backend_keeps_large_temporaries_in_the_heap(monkeypatch):
+    """glibc's thresholds set once at start-up (coretorch_cpu/memory.py); the opt-out and the user's own
+    MALLOC_* settings leave the allocator alone."""
+    from coretorch_cpu import memory
+    assert memory.MMAP_THRESHOLD == 32 << 20 and memory.TRIM_THRESHOLD == 2 * memory.MMAP_THRESHOLD
+    if memory._glibc():
+        assert memory.tune_malloc() is True
+    monkeypatch.setenv("CORETORCH_CPU_MALLOC", "0")
+    assert memory.tune_malloc() is False
+    monkeypatch.delenv("CORETORCH_CPU_MALLOC")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000")
+    assert memory.tune_malloc() is False
