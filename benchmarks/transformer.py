@@ -3,7 +3,9 @@ process (a process that has run PyTorch ops slows numpy's BLAS about 4x on 2 cor
 default threads.
 
     python benchmarks/transformer.py                 # table of ms/step and ratios
-    python benchmarks/transformer.py --worker coretorch gpt cpu 1    # one measurement (used by the table)
+    python benchmarks/transformer.py --worker coretorch gpt cpu      # one measurement (used by the table)
+    python benchmarks/transformer.py --models gpt,lstm --threads 1 --repeat 5 \
+        --torch-python /path/to/torchvenv/bin/python                  # PyTorch from its own venv, 5 rounds
 
 GPT step: 2 pre-LN blocks, width 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW (the shape issue 14
 names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam.  ResNet step: 7x7 stem
@@ -16,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -120,27 +123,28 @@ def _resnet(torch, device):
     return step
 
 
-def worker(framework: str, model: str, device: str) -> float:
-    """Median ms per step after two warm-up steps (prints it as JSON)."""
+def worker(framework: str, model: str, device: str) -> list:
+    """[wall ms, process cpu ms]: the medians per step after two warm-up steps (printed as JSON).  The process's
+    cpu time counts only while it runs: on a machine shared with other work it varies less than the wall time."""
     torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
     step = {"gpt": _gpt, "lstm": _lstm, "resnet": _resnet}[model](torch, device)
     step()
     step()
-    times = []
+    wall, cpu = [], []
     for _ in range(STEPS[model]):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return [statistics.median(wall), statistics.median(cpu)]
 
 
-def _run(framework: str, model: str, device: str, threads: int | None) -> float | None:
+def _run(framework: str, model: str, device: str, threads: int | None, python: str) -> list | None:
     env = dict(os.environ)
     if threads:
         for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[k] = str(threads)
-    out = subprocess.run([sys.executable, __file__, "--worker", framework, model, device],
+    out = subprocess.run([python, __file__, "--worker", framework, model, device],
                          capture_output=True, text=True, env=env, timeout=1800)
     if out.returncode:
         print(out.stderr[-2000:], file=sys.stderr)
@@ -148,26 +152,54 @@ def _run(framework: str, model: str, device: str, threads: int | None) -> float 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _has_torch(python: str) -> bool:
+    if python == sys.executable:
+        return importlib.util.find_spec("torch") is not None
+    return subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def _fmt(vals: list) -> str:
+    """median (min-max) of a list of ms figures."""
+    med = statistics.median(vals)
+    return f"{med:.1f}" if len(vals) == 1 else f"{med:.1f} ({min(vals):.0f}-{max(vals):.0f})"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=3, metavar=("FRAMEWORK", "MODEL", "DEVICE"))
     ap.add_argument("--models", default="gpt,lstm,resnet")
     ap.add_argument("--devices", default="cpu,opencl")
+    ap.add_argument("--threads", default="1,default", help="thread settings to run: 1, default or both")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="processes per figure, PyTorch's and coretorch's alternating; medians and (min-max)")
+    ap.add_argument("--torch-python", default=sys.executable,
+                    help="the interpreter PyTorch's figures run in (a separate venv: PyTorch is no dependency)")
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return
-    has_torch = importlib.util.find_spec("torch") is not None
-    print("| step | device | threads | coretorch ms | PyTorch ms | ratio |")
-    print("|---|---|---|---|---|---|")
+    has_torch = _has_torch(args.torch_python)
+    print("| step | device | threads | coretorch ms | PyTorch ms | ratio | cpu-time ratio |")
+    print("|---|---|---|---|---|---|---|")
     for model in args.models.split(","):
-        for threads in (1, None):
-            base = _run("torch", model, "cpu", threads) if has_torch else None
-            for device in args.devices.split(","):
-                ours = _run("coretorch", model, device, threads)
-                ratio = f"{ours / base:.2f}x" if ours and base else "-"
-                print(f"| {model} | {device} | {threads or 'default'} | {ours and f'{ours:.1f}'} | "
-                      f"{base and f'{base:.1f}'} | {ratio} |")
+        for threads in [None if t == "default" else int(t) for t in args.threads.split(",")]:
+            base: list = []
+            ours: dict = {d: [] for d in args.devices.split(",")}
+            for _ in range(args.repeat):
+                if has_torch and (r := _run("torch", model, "cpu", threads, args.torch_python)):
+                    base.append(r)
+                for device in ours:
+                    if r := _run("coretorch", model, device, threads, sys.executable):
+                        ours[device].append(r)
+            for device, runs in ours.items():
+                bw = statistics.median(b[0] for b in base) if base else None
+                bc = statistics.median(b[1] for b in base) if base else None
+                ow = statistics.median(r[0] for r in runs) if runs else None
+                oc = statistics.median(r[1] for r in runs) if runs else None
+                ratio = f"{ow / bw:.2f}x" if ow and bw else "-"
+                cratio = f"{oc / bc:.2f}x" if oc and bc else "-"
+                print(f"| {model} | {device} | {threads or 'default'} | {_fmt([r[0] for r in runs]) if runs else '-'} "
+                      f"| {_fmt([b[0] for b in base]) if base else '-'} | {ratio} | {cratio} |", flush=True)
 
 
 if __name__ == "__main__":

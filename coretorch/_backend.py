@@ -187,9 +187,9 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
     "gelu_backward": "optional (g, x, cdf=None) -> g * (Phi(x) + x phi(x)): GELU's (erf form) input gradient; cdf "
                      "Phi(x) from gelu_cdf when the forward kept it",
     "gelu_cdf": "optional (x float32) -> (x Phi(x), Phi(x)): GELU's forward keeping Phi(x) for gelu_backward",
-    "lstm_cell": "optional (gates (N, 4H) pre-activations i|f|g|o (scratch: may be overwritten), c (N, H), gi=None "
-                 "(N, 4H) added to gates, out=None (N, H) view h is written into) -> (h, c_new, act (N, 5H): "
-                 "sigmoid(i), sigmoid(f), tanh(g), sigmoid(o), tanh(c_new))",
+    "lstm_cell": "optional (gates (N, 4H) pre-activations i|f|g|o, c (N, H), gi=None (N, 4H) added to gates "
+                 "(which is then scratch: may be overwritten), out=None (N, H) view h is written into) -> (h, c_new, "
+                 "act: the backend's saved activations, passed back to lstm_cell_backward)",
     "lstm_cell_backward": "optional (dh (N, H), dc (N, H)|None, c_prev, act, dy=None (N, H) added to dh, out=None "
                           "(N, 4H) view d gates is written into) -> (d gates (N, 4H), dc_prev)",
 })

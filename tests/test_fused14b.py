@@ -50,7 +50,7 @@ def test_fused_kernels_match_the_kernel_composites(dev, dtype):
     tol = dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
 
     def up(a):
-        return table.from_numpy(np.ascontiguousarray(a, dtype))
+        return table.from_numpy(np.array(a, dtype))   # a copy: a scratch operand must not alias the source
 
     def down(a):
         return table.to_numpy(a)
@@ -78,16 +78,23 @@ def test_fused_kernels_match_the_kernel_composites(dev, dtype):
     p = _fused._softmax_last(plain, xt)
     close([_fused._softmax_back_last(table, g, p)], [_fused._softmax_back_last(plain, g, p)])
     # LSTM cell: the gates as a column slice of a wider array, the cell state transposed (strided views)
-    wide = up(rng.normal(size=(5, 20)))
-    gates = table.basic_index(wide, (slice(None), slice(2, 18)))
+    wide, gi = rng.normal(size=(5, 20)), up(rng.normal(size=(5, 16)))
     c = table.permute(up(rng.normal(size=(4, 5))), (1, 0))
     dh, dc = table.permute(up(rng.normal(size=(4, 5))), (1, 0)), up(rng.normal(size=(5, 4)))
-    h1, c1, act1 = _rnn_fused._lstm_cell(table, gates, c)
-    h2, c2, act2 = _rnn_fused._lstm_cell(plain, gates, c)
-    close((h1, c1), (h2, c2))
+    for add in (None, gi):   # with gi the gates are scratch: each call gets its own copy
+        h1, c1, act1 = _rnn_fused._lstm_cell(table, table.basic_index(up(wide), (slice(None), slice(2, 18))), c, add)
+        h2, c2, act2 = _rnn_fused._lstm_cell(plain, table.basic_index(up(wide), (slice(None), slice(2, 18))), c, add)
+        close((h1, c1), (h2, c2))
+    slot = table.full((5, 4), 0.0, np.dtype(dtype))
+    h3, _, _ = _rnn_fused._lstm_cell(table, up(wide[:, 2:18]), c, gi, slot)
+    close((slot,), (h2,))
     for dcc in (dc, None):
-        close(_rnn_fused._lstm_cell_backward(table, dh, dcc, c, act1),
-              _rnn_fused._lstm_cell_backward(plain, dh, dcc, c, act2))
+        for dy in (None, dc):
+            close(_rnn_fused._lstm_cell_backward(table, dh, dcc, c, act1, dy),
+                  _rnn_fused._lstm_cell_backward(plain, dh, dcc, c, act2, dy))
+    out = table.full((5, 16), 0.0, np.dtype(dtype))
+    _rnn_fused._lstm_cell_backward(table, dh, dc, c, act1, None, out)
+    close((out,), (_rnn_fused._lstm_cell_backward(plain, dh, dc, c, act2)[0],))
 
 
 class _Spy:
@@ -148,3 +155,17 @@ def test_lstm_cell_kernels_gradcheck(dev, monkeypatch):
     del net.weight_hh_l0
     assert gradcheck(f, (x, h0, c0, w))
     assert spy.calls["lstm_cell"] and spy.calls["lstm_cell_backward"]
+
+
+def test_cpu_backend_keeps_large_temporaries_in_the_heap(monkeypatch):
+    """glibc's thresholds set once at start-up (coretorch_cpu/memory.py); the opt-out and the user's own
+    MALLOC_* settings leave the allocator alone."""
+    from coretorch_cpu import memory
+    assert memory.MMAP_THRESHOLD == 32 << 20 and memory.TRIM_THRESHOLD == 2 * memory.MMAP_THRESHOLD
+    if memory._glibc():
+        assert memory.tune_malloc() is True
+    monkeypatch.setenv("CORETORCH_CPU_MALLOC", "0")
+    assert memory.tune_malloc() is False
+    monkeypatch.delenv("CORETORCH_CPU_MALLOC")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000")
+    assert memory.tune_malloc() is False

@@ -11,7 +11,7 @@ import numpy as np
 
 from coretorch._fpquiet import quiet_call as _quiet_call
 
-from . import sampling  # the random family: generator states and sampling kernels
+from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
 from .shaping import _OVERLAP, _writable
 
 nd = np.ndarray
@@ -334,6 +334,7 @@ class CPUBackend:
 
     def __init__(self):
         self.gen = sampling.CPUGen()  # the default generator's state (coretorch's default cpu Generator holds it)
+        self.malloc_tuned = memory.tune_malloc()  # numpy's large temporaries kept in the heap (see memory.py)
         self._table = self._build()
 
     @property
