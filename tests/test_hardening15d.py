@@ -307,3 +307,24 @@ def test_topk_order_among_equal_values(device, row, k, largest, want):
     np.testing.assert_array_equal(arr(x.grad), g)
     r2 = torch.topk(torch.tensor([row, row], device=device).t(), k, 0, largest)  # along dim 0
     assert r2.indices.cpu().tolist() == [[w, w] for w in want]
+
+
+# ---- median along a dim: equal values ordered by index (PyTorch's comparator), the one at the median's rank ----
+def test_median_index_among_equal_values(device):
+    rows = [[1.0, -1.0, 0.0, 1.0, -1.0, 1.0, -1.0, 0.0, 1.0, -1.0, 0.0],
+            [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0]]
+    want = []
+    for r in rows:  # rank 5 of a stable sort
+        want.append(int(np.argsort(np.array(r), kind="stable")[5]))
+    assert want == [7, 1]
+    for dt in (torch.float32, torch.int64):
+        x = torch.tensor(rows, dtype=dt, device=device)
+        for op in (torch.median, torch.nanmedian):
+            r = op(x, 1)
+            assert r.indices.cpu().tolist() == want and r.values.cpu().tolist() == [0, 1]
+            assert op(x.t(), 0).indices.cpu().tolist() == want
+    x = torch.tensor(rows, device=device, requires_grad=True)
+    torch.median(x, 1, keepdim=True).values.sum().backward()
+    g = np.zeros((2, 11))
+    g[0, 7] = g[1, 1] = 1.0
+    np.testing.assert_array_equal(arr(x.grad), g)

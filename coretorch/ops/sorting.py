@@ -205,6 +205,18 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------------------------
+def _stable_rank_index(x: Tensor, v, pos: int, d: int):
+    """The index of the element at rank ``pos`` of a stable sort along d, ``v`` (dim kept) its value: PyTorch's
+    median orders equal values by index.  The (pos - #smaller)-th occurrence of v, found in a few O(n) passes."""
+    with no_grad():
+        xt = x.detach()
+        vt = _make(v, x.dtype, x._be)
+        before = sum_(gt(vt, xt), d, keepdim=True)
+        seen = cumsum(eq(xt, vt), d)
+        i = argmax(eq(seen, add(sub(pos, before), 1)).to(_dt.uint8), d, keepdim=True)
+    return i._data
+
+
 _EMPTY_MEDIAN = {_dt.int32: -(1 << 31), _dt.int64: -(1 << 63), _bool: True}
 
 
@@ -232,6 +244,8 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
             table.host_memory and not table.to_numpy(table.any(table.isnan(xa), None, False))):
         # no NaN (known for free in host memory): a selection (the cpu's argpartition), not a full sort
         v, i = _nth(x, (n - 1) // 2, d)
+        if not flat and x.ndim:
+            i = _stable_rank_index(x, v, (n - 1) // 2, d)
     else:
         # sorted with NaN last: the median is at (n - 1) // 2, or at the first NaN when one propagates; nanmedian's
         # at (valid - 1) // 2 of the valid (non-NaN) elements (all NaN: position 0, a NaN)

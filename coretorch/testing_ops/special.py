@@ -188,8 +188,12 @@ def _build() -> list[OpCase]:
         # hypot has no integer kernel in PyTorch (an integer result dtype raises): floats only, and a raising case
         dts = F if name == "hypot" else FI
         # PyTorch's atan2/hypot/logaddexp take Tensors only (a number raises TypeError: test_hardening15b)
-        scalars = (("", 1.5, F),) if name in ("xlogy", "copysign") else ()
+        scalars = (("", 1.5, F),) if name == "xlogy" else ()
         c(_binary(name, getattr(ct, name), ref, doms, dtypes=dts, gradgrad=gg, scalars=scalars))
+    # copysign takes a number second only (PyTorch 2.13: torch.copysign(1.5, x) raises TypeError)
+    cases += [OpCase("copysign.scalar", lambda x: ct.copysign(x, 1.5), lambda a: _fref(np.copysign)(a, 1.5),
+                     (A((3, 4), "nonzero"),), F),
+              OpCase("copysign.rscalar", lambda x: ct.copysign(1.5, x), None, (A((3,)),), F, raises=TypeError)]
     cases.append(OpCase("hypot.int", ct.hypot, None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError))
     for name, npf in (("fmax", np.fmax), ("fmin", np.fmin)):
         c(_binary(name, getattr(ct, name), _binref(npf), ("distinct", "distinct"), dtypes=FI, gradgrad=True))
