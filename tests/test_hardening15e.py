@@ -222,3 +222,15 @@ def test_copysign_saves_only_what_its_gradients_read(device):
     y.mul_(2)                       # the output is saved for x2's gradient: caught
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+# ---- amax / amin of an empty dim: the size error (each dim as given) comes before the repeated-dim error ----
+def test_amax_amin_check_empty_dims_before_repeats(device):
+    for f in (torch.amax, torch.amin):
+        for x, dims in ((torch.zeros(0, device=device), (-1, 0)), (torch.zeros((0, 2), device=device), (0, 0))):
+            with pytest.raises(IndexError, match=f"Expected reduction dim {dims[0]} to have non-zero size"):
+                f(x, dim=dims)
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            f(torch.zeros(3, device=device), dim=(0, -1))
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        torch.sum(torch.zeros(0, device=device), dim=(0, -1))
