@@ -1135,7 +1135,7 @@ def _build_cases() -> list[OpCase]:
           ("list", lambda x: x[[0, 2, -1]]), ("list_dup", lambda x: x[[1, 1, 0]]),
           ("list_2d", lambda x: x[[0, 3], [1, 4]]), ("list_slice", lambda x: x[1:, [0, 2, 4]]),
           ("list_sep", lambda x: x[[0, 2], 1:3, [1, 0]] if x.ndim == 3 else x[[0, 2], 1:3]),
-          ("nested_list", lambda x: x[[[0, 1], [2, 3]]]), ("int_slice", lambda x: x[2, ::2]),
+          ("nested_list", lambda x: x[([[0, 1], [2, 3]],)]), ("int_slice", lambda x: x[2, ::2]),
           ("all", lambda x: x[:]), ("ellipsis_only", lambda x: x[...]))
     for tag, key in GI:
         cases.append(S(f"__getitem__.{tag}", key, key, (A(),), F + I + B if tag in ("int", "list", "slice_step")

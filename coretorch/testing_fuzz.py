@@ -74,7 +74,10 @@ def _dname(t) -> str:
 
 
 def _host(t) -> np.ndarray:
-    return np.array(t.detach().cpu().numpy(), copy=True)
+    t = t.detach().cpu()
+    if _dname(t) == "bfloat16":   # numpy has no bfloat16 of its own (PyTorch's .numpy() refuses it): exact in float32
+        t = t.float()
+    return np.array(t.numpy(), copy=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -749,7 +752,7 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
         res.steps.append(step)
     for n in env:
         res.final[n] = _host(ns[n])
-    outs = [n for n in env if env[n][2] and env[n][0] in FLOATS]
+    outs = [n for n in env if env[n][2] and env[n][0] in FLOATS + ("bfloat16",)]
     if leaves and outs:
         try:
             loss = 0

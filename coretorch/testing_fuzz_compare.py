@@ -9,7 +9,7 @@ from .testing_fuzz import INTS, Result
 
 __all__ = ["compare", "check_refs", "values_differ"]
 
-_TOL = {"float16": (2e-2, 2e-3), "float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12)}
+_TOL = {"bfloat16": (1.6e-2, 1e-2), "float16": (2e-2, 2e-3), "float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12)}
 
 
 def values_differ(a: np.ndarray, b: np.ndarray, dtype: str | None = None) -> bool:
@@ -67,7 +67,7 @@ def compare(want: Result, got: Result, *, grads: bool = True, requires_grad: boo
 
 
 def _looser(a: str | None, b: str | None) -> str | None:
-    order = ("float16", "float32", "float64")
+    order = ("bfloat16", "float16", "float32", "float64")
     known = [d for d in (a, b) if d in order]
     return min(known, key=order.index) if known else a
 

@@ -8,7 +8,9 @@ A generator with ``statement = True`` takes the new variable's name and returns 
 """
 from __future__ import annotations
 
+import importlib.util
 import math
+import pathlib
 
 _fz = None  # the testing_fuzz module (set by families())
 
@@ -251,7 +253,13 @@ def gen_reduce2(rng, env):
 
 
 def families(fz) -> tuple:
-    """The generators of this module with their weights (testing_fuzz's own weights sum to 27)."""
+    """The generators of this module with their weights (testing_fuzz's own weights sum to 27), then those of
+    testing_fuzz_families2 (loaded by path: this module may itself have been loaded by path)."""
     global _fz
     _fz = fz
-    return ((gen_create, 2), (gen_promote, 3), (gen_view_inplace, 3), (gen_setitem, 2), (gen_reduce2, 2))
+    spec = importlib.util.spec_from_file_location("testing_fuzz_families2",
+                                                  pathlib.Path(__file__).with_name("testing_fuzz_families2.py"))
+    more = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(more)
+    return ((gen_create, 2), (gen_promote, 3), (gen_view_inplace, 3), (gen_setitem, 2), (gen_reduce2, 2)) + \
+        more.families(fz)

@@ -146,3 +146,91 @@ def test_median_and_kthvalue_of_bool_check_the_size_first(device):
         torch.zeros(3, dtype=torch.bool, device=device).kthvalue(1)
     v, i = torch.tensor(True, device=device).kthvalue(1)   # a 0-d bool is its own k-th value
     assert v.dtype is torch.bool and v.item() is True and i.item() == 0
+
+
+# ---- quantile / nanquantile take float32 and float64 only (PyTorch has no float16/bfloat16 kernel) ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32])
+def test_quantile_rejects_reduced_float_and_integer_inputs(device, dtype):
+    x = torch.ones(3, dtype=dtype, device=device)
+    for f in (torch.quantile, torch.nanquantile):
+        with pytest.raises(RuntimeError, match="input tensor must be either float or double dtype"):
+            f(x, 0.5)
+    assert torch.quantile(torch.tensor([1.0, 3.0], device=device), 0.5).item() == 2.0
+
+
+# ---- piecewise-constant ops: the gradient is zeros, also where the incoming gradient is NaN or inf ----
+def test_piecewise_constant_ops_give_zero_gradients_for_nan_and_inf(device):
+    x = torch.tensor([1.5, -2.0, 0.5], device=device, requires_grad=True)
+    g = torch.tensor([float("nan"), float("inf"), 1.0], device=device)
+    for f in (torch.sign, torch.sgn, torch.floor, torch.ceil, torch.round, torch.trunc):
+        gx, = torch.autograd.grad(f(x), x, g)
+        assert gx.tolist() == [0.0, 0.0, 0.0]
+    gx, = torch.autograd.grad(torch.frac(x), x, g)   # frac passes the gradient through unchanged
+    assert math.isnan(gx[0].item()) and gx[1:].tolist() == [math.inf, 1.0]
+
+
+# ---- searchsorted / bucketize have no bool kernel (in the operands' common dtype) ----
+def test_searchsorted_and_bucketize_of_bool(device):
+    b = torch.tensor([False, True], device=device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.searchsorted(b, torch.tensor([True], device=device))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.bucketize(torch.tensor(True, device=device), b)
+    assert torch.searchsorted(torch.tensor([1, 2], device=device), torch.tensor([True], device=device)).tolist() == [0]
+    assert torch.searchsorted(b, torch.tensor([1], device=device)).tolist() == [1]
+
+
+# ---- a subscript list holding a list, tensor, slice, None or Ellipsis is a tuple (PyTorch's treatSequenceAsTuple);
+#      a list of bools is a mask (a one-element value of any dtype is masked_fill_) ----
+def test_subscript_lists_read_as_pytorch_does(device):
+    x = torch.tensor([[1, -2, 3], [4, 5, 6]], device=device)
+    assert x[[[0, 1]]].shape == (2, 3) and x[[[0, 1], [1, 1]]].tolist() == [-2, 5]
+    assert x[[[True, False]]].tolist() == [[1, -2, 3]]
+    assert x[[0, slice(None)]].tolist() == [1, -2, 3] and x[[0, None]].shape == (1, 3)
+    assert x[[torch.tensor(1, device=device), 2]].item() == 6 and x[[0, ...]].tolist() == [1, -2, 3]
+    assert x[[0, 1]].shape == (2, 3) and x[[True, False]].shape == (1, 3)   # plain lists: one index tensor
+    y = x.clone()
+    y[[[0, 1]]] = 9
+    assert y.tolist() == [[9, 9, 9], [9, 9, 9]]
+    y = x.clone()
+    y[[0, slice(None)]] = 7
+    assert y.tolist() == [[7, 7, 7], [4, 5, 6]]
+    z = torch.tensor([1, -2, 3], dtype=torch.int32, device=device)
+    z[[True, False, True]] = torch.tensor(2.5, device=device)
+    assert z.tolist() == [2, -2, 2]
+    b = torch.tensor([False], device=device)
+    b[[True]] = b[[True]].flip(0) * 2   # an int64 one-element value into bool through a list mask
+    assert b.dtype is torch.bool and b.tolist() == [False]
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        z[[True, 0]] = torch.tensor(2.5, device=device)
+
+
+# ---- copysign saves its first operand (and output) only for that operand's gradient ----
+def test_copysign_saves_only_what_its_gradients_read(device):
+    a = torch.tensor([[0, 2], [-2, -4]], device=device)
+    s = torch.tensor([[[1.69]]], device=device, requires_grad=True)
+    y = torch.copysign(a, s)
+    a.add_(1)                       # a was never saved: the sign's gradient (zero) reads nothing
+    y.sum().backward()
+    assert s.grad.tolist() == [[[0.0]]]
+    x = torch.tensor([1.5, -2.0, 0.0], device=device, requires_grad=True)
+    w = torch.tensor([-1.0, 1.0, -1.0], device=device, requires_grad=True)
+    (torch.copysign(x, w) * torch.tensor([1.0, math.inf, 2.0], device=device)).sum().backward()
+    assert x.grad.tolist() == [-1.0, -math.inf, 0.0] and w.grad.tolist() == [0.0, 0.0, 0.0]
+    x2 = torch.tensor([1.5, -2.0], device=device, requires_grad=True)
+    y = torch.copysign(x2, torch.tensor([1.0, -1.0], device=device))
+    y.mul_(2)                       # the output is saved for x2's gradient: caught
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# ---- amax / amin of an empty dim: the size error (each dim as given) comes before the repeated-dim error ----
+def test_amax_amin_check_empty_dims_before_repeats(device):
+    for f in (torch.amax, torch.amin):
+        for x, dims in ((torch.zeros(0, device=device), (-1, 0)), (torch.zeros((0, 2), device=device), (0, 0))):
+            with pytest.raises(IndexError, match=f"Expected reduction dim {dims[0]} to have non-zero size"):
+                f(x, dim=dims)
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            f(torch.zeros(3, device=device), dim=(0, -1))
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        torch.sum(torch.zeros(0, device=device), dim=(0, -1))

@@ -37,7 +37,7 @@ def test_basic_getitem_matches_numpy(key):
 
 
 @pytest.mark.parametrize("key", [
-    [0, 2, 3], [[0, 1], [2, 3]], [-1, 0], [1, 1, 1],
+    [0, 2, 3], ([[0, 1], [2, 3]],), [-1, 0], [1, 1, 1],   # (a bare nested list is a tuple in PyTorch: 15e's tests)
     ([0, 1], [2, 3]), ([0, 3], slice(None), [5, 0]), (slice(None), [0, 4]), (1, [0, 2], slice(1, 3)),
     (slice(None), [1, 2], [3, 4]), ([0, 1], slice(None), [1, 3]), (Ellipsis, [0, 5]), (None, [0, 1]),
     ([[0], [3]], [[1, 2]]),

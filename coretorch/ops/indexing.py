@@ -113,13 +113,20 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
     return items, consumed
 
 
+def _seq_as_tuple(key: list) -> bool:
+    """PyTorch's treatSequenceAsTuple: a subscript list shorter than 32 holding a tensor, a sequence, a slice, None
+    or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), any other list one index tensor."""
+    return len(key) < 32 and any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
+                                 for k in key)
+
+
 def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None = None):
     """-> (key of native arrays, advanced?).  A basic key is a tuple of ints, slices and None; an advanced one an
     ``AdvKey``.  Checks ranges and counts like PyTorch: an index range only where the result has elements.
     ``checks``: a list that gets the index tensors' range checks instead, for ``run_checks`` once the caller's own
     checks passed (index_put_ checks the value before the indices, as PyTorch)."""
     if not isinstance(key, tuple):
-        key = (key,)
+        key = tuple(key) if python_key and key.__class__ is list and _seq_as_tuple(key) else (key,)
     shape = x._data.shape
     ndim = len(shape)
     items, consumed = _classify(x, key, python_key)
@@ -404,6 +411,8 @@ def setitem(x: Tensor, key, value) -> None:
 
 
 def _setitem(x: Tensor, key, value) -> None:
+    if key.__class__ is list and _seq_as_tuple(key):
+        key = tuple(key)
     if key.__class__ is bool:  # PyTorch: x[False] = v does nothing, x[True] = v copies v into x[None]
         if not key:
             return
@@ -465,8 +474,18 @@ def _single_mask(key) -> bool:
     ks = key if isinstance(key, tuple) else (key,)
     adv = [k for k in ks if isinstance(k, (list, bool)) or (hasattr(k, "shape") and len(k.shape) > 0) or (
         isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8))]  # a 0-d integer tensor is a select
-    # a 0-d mask is no mask there: PyTorch indexes a new dim by [0] or [] (index_put_, same dtypes only)
-    return len(adv) == 1 and isinstance(adv[0], Tensor) and adv[0].dtype in (_bool, _dt.uint8) and adv[0].ndim > 0
+    # a 0-d mask is no mask there: PyTorch indexes a new dim by [0] or [] (index_put_, same dtypes only); a list of
+    # bools is a mask tensor
+    if len(adv) != 1:
+        return False
+    k = adv[0]
+    if isinstance(k, list):
+        return bool(k) and _all_bools(k)
+    return isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8) and k.ndim > 0
+
+
+def _all_bools(k: list) -> bool:
+    return all(_all_bools(v) if isinstance(v, list) and v else v.__class__ is bool for v in k)
 
 
 def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:

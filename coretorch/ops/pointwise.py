@@ -229,7 +229,9 @@ def _make_binary(name: str, node_cls, kind: str):
                         node.save(*node_cls.to_save(a, b, node.need))
                     node.next_functions = (edge(a), edge(b))
                     r = _make(out, dt, table, node)
-                    if save_output:  # kept, and version-checked: an in-place change of r makes backward raise
+                    if save_output and (save_output is True or node.need[0]):
+                        # kept, and version-checked: an in-place change of r makes backward raise ("a": only read
+                        # by the first operand's gradient)
                         node.out = r
                         node.save(*node._saved, r)
                     return r
@@ -316,7 +318,7 @@ def _make_binary(name: str, node_cls, kind: str):
                 node.save(*node_cls.to_save(a, b if bt else None, node.need))
             r = _record(node, out, dt, table, a, b, bt, a._data.shape, b._data.shape if bt else None,
                         out.shape)
-            if node_cls.save_output:
+            if node_cls.save_output and (node_cls.save_output is True or node.need[0]):
                 node.out = r
                 node.save(*node._saved, r)
             elif node.__class__ is PowBackward1:  # PyTorch's tensor ** tensor saves its result too
@@ -340,6 +342,11 @@ def _save_mul(a, b, need):
 
 def _save_div(a, b, need):
     return (a if need[1] else None), b
+
+
+def _save_first(a, b, need):
+    """Only the first operand, where its own gradient is needed (copysign: the sign's gradient is zero)."""
+    return (a if need[0] else None), None
 
 
 def _save_remainder(a, b, need):
@@ -726,7 +733,7 @@ log = _make_unary("log", lambda n, g: (div(g, _x(n)),), True, "x")
 sqrt = _make_unary("sqrt", lambda n, g: (div(g, mul(_x(n), 2)),), True, "out")
 rsqrt = _make_unary("rsqrt", lambda n, g: (mul(g, mul(pow(_x(n), 3), -0.5)),), True, "out")
 abs = _make_unary("abs", lambda n, g: (mul(g, sign(_x(n))),), False, "x")
-_sign = _make_unary("sign", lambda n, g: (mul(g, 0),), False, None)
+_sign = _make_unary("sign", lambda n, g: _zero_grad(n, g), False, None)
 
 
 def sign(input):
@@ -753,7 +760,12 @@ relu = _make_unary("relu", _relu_bw, False, "out")
 reciprocal = _make_unary("reciprocal", lambda n, g: (neg(mul(g, mul(_x(n), _x(n)))),), True, "out")
 expm1 = _make_unary("expm1", lambda n, g: (mul(g, add(_x(n), 1)),), True, "out")
 log1p = _make_unary("log1p", lambda n, g: (div(g, add(_x(n), 1)),), True, "x")
-_zero_grad = lambda n, g: (mul(g, 0),)  # noqa: E731  piecewise-constant functions
+def _zero_grad(n, g):
+    """Piecewise-constant functions: zeros (PyTorch's zeros_like(grad): a NaN or inf gradient gives 0, not NaN)."""
+    return (_creation.zeros_like(g),)
+
+
+
 floor = _make_unary("floor", _zero_grad, False, None)
 ceil = _make_unary("ceil", _zero_grad, False, None)
 trunc = _make_unary("trunc", _zero_grad, False, None)

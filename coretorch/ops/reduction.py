@@ -331,8 +331,8 @@ def _check_nonempty(op, input, dim):
         if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        for d in norm_dims(dim, input.ndim, op):
-            if input.shape[d] == 0:
+        for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):   # each as given, before the repeat check
+            if input.shape[norm_dim(d, input.ndim, op)] == 0:
                 raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 

@@ -21,9 +21,9 @@ from . import creation as _creation, reduction as _R
 from ._util import edge, return_type
 from ._out import write_out
 from .inplace import apply_inplace
-from .pointwise import (_binary_node, _make_binary, _make_unary, abs as _abs, add, clamp, cos, div, eq, exp,
-                        float_power, ge, gt, isnan, le, log, logical_not, logical_or, lt, mul, ne, neg, pow as _pow,
-                        sign, sin, sqrt, sub, trunc, where)
+from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
+                        exp, float_power, ge, gt, isnan, le, log, logical_not, logical_or, lt, mul, ne, neg,
+                        pow as _pow, sign, sin, sqrt, sub, trunc, where)
 
 __all__: list[str] = [
     "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
@@ -381,10 +381,10 @@ def _hypot_bw(self, g):
 
 
 def _copysign_bw(self, g):
-    a = self.saved()[0]
+    a = self.saved()[0]   # saved (with the output) only where a's gradient is needed
     na, nb = self.need
     ga = where(eq(a, 0), 0.0, mul(g, div(self.out, a))) if na else None
-    return self.grads(ga, mul(g, 0.0) if nb else None)
+    return self.grads(ga, _creation.zeros_like(g) if nb else None)
 
 
 def _fmaxmin_bw(cmp):
@@ -423,7 +423,7 @@ def _xlogy_bw(fn, shift):
 
 Atan2Backward0 = _binary_node("Atan2Backward0", _atan2_bw)
 HypotBackward0 = _binary_node("HypotBackward0", _hypot_bw, save_output=True)
-CopysignBackward0 = _binary_node("CopysignBackward0", _copysign_bw, save_output=True)
+CopysignBackward0 = _binary_node("CopysignBackward0", _copysign_bw, save_output="a", to_save=_save_first)
 FmaxBackward0 = _binary_node("FmaxBackward0", _fmaxmin_bw(ge))
 FminBackward0 = _binary_node("FminBackward0", _fmaxmin_bw(le))
 LogaddexpBackward0 = _binary_node("LogaddexpBackward0", _logaddexp_bw(exp))

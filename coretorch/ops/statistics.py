@@ -34,7 +34,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     _check(op, input)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, q = _ac_cast(op, input, q)
-    if not input.dtype.is_floating_point:
+    if input.dtype is not _dt.float32 and input.dtype is not _dt.float64:  # no float16/bfloat16 (PyTorch's CPU)
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:
         raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
