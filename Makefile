@@ -32,8 +32,11 @@ lint: $(STAMP)
 
 # The API reference: docs/api/ is written from the public names (tools/gen_api_docs.py), then mkdocs builds the
 # site into site/ with --strict (any warning fails the build).
-docs: $(STAMP)
+$(VENV)/.docs-installed: $(STAMP) pyproject.toml
 	$(PY) -m pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
 	$(PY) tools/gen_api_docs.py
 	$(VENV)/bin/mkdocs build --strict
 

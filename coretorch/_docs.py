@@ -110,7 +110,7 @@ TENSOR: dict[str, str] = {
     "expand": "A view of ``self`` with size-1 dimensions repeated (without copying) to the given sizes; -1 keeps a "
               "size and new leading dimensions may be added.\n\nExample:\n"
               "    >>> torch.zeros(3, 1).expand(3, 4).shape\n"
-              "    torch.Size([3, 4])",
+              "    coretorch.Size([3, 4])",
     "expand_as": "``self.expand(other.size())``.",
     "indices": "The indices of a sparse COO tensor, ``(sparse_dim, nnz)`` int64.",
     "values": "The values of a sparse COO tensor, ``(nnz, *dense_shape)``.",
@@ -135,14 +135,14 @@ TENSOR: dict[str, str] = {
 def unary_doc(name: str) -> str:
     what, note = UNARY[name]
     return f"Returns a new tensor whose every element of ``input`` is replaced by {what}.{note}{_INPUT}\n\n" \
-           f"Example:\n    >>> torch.{name}(torch.tensor([0.5, 2.0])).shape\n    torch.Size([2])"
+           f"Example:\n    >>> torch.{name}(torch.tensor([0.5, 2.0])).shape\n    coretorch.Size([2])"
 
 
 def binary_doc(name: str) -> str:
     what, rule = BINARY[name]
     return (f"Element-wise {what}.\n\nThe result has {rule}.\n\nArgs:\n    input (Tensor or Number): the first "
             f"operand.\n    other (Tensor or Number): the second operand.\n    out (Tensor, optional): the output "
-            f"tensor.\n\nExample:\n    >>> torch.{name}(torch.tensor([1, 2, 3]), 2).shape\n    torch.Size([3])")
+            f"tensor.\n\nExample:\n    >>> torch.{name}(torch.tensor([1, 2, 3]), 2).shape\n    coretorch.Size([3])")
 
 
 def _missing(obj: Any) -> bool:

@@ -110,7 +110,7 @@ def _to(self, *args, **kwargs):
 
     Example:
         >>> torch.ones(2).to(torch.float64).dtype
-        torch.float64
+        coretorch.float64
     """
     device, dtype, copy = C.parse_to_args(args, dict(kwargs))
     return C.convert(self, dtype, device, copy)

@@ -278,7 +278,7 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
 
     Example:
         >>> torch.zeros(2, 3).shape
-        torch.Size([2, 3])
+        coretorch.Size([2, 3])
     """
     return _fill(_size_kw(size, kw, "zeros"), 0, dtype, device, requires_grad, "zeros")
 

@@ -111,7 +111,7 @@ def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
     Example:
         >>> torch.matmul(torch.ones(10, 2, 3), torch.ones(3, 4)).shape
-        torch.Size([10, 2, 4])
+        coretorch.Size([10, 2, 4])
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)

@@ -79,7 +79,7 @@ def reshape(input: Tensor, *shape) -> Tensor:
 
     Example:
         >>> torch.reshape(torch.arange(6), (2, -1)).shape
-        torch.Size([2, 3])
+        coretorch.Size([2, 3])
     """
     shape = infer_shape(shape_arg(shape, "reshape"), input.numel(), "reshape")
     x = input._data
@@ -105,7 +105,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
     Example:
         >>> torch.flatten(torch.zeros(2, 3, 4), 1).shape
-        torch.Size([2, 12])
+        coretorch.Size([2, 12])
     """
     nd = input.ndim
     if nd == 0:
@@ -183,7 +183,7 @@ def permute(input: Tensor, *dims) -> Tensor:
 
     Example:
         >>> torch.permute(torch.zeros(2, 3, 5), (2, 0, 1)).shape
-        torch.Size([5, 2, 3])
+        coretorch.Size([5, 2, 3])
     """
     if not dims:
         raise TypeError("permute() missing 1 required positional arguments: \"dims\"")
@@ -301,7 +301,7 @@ def broadcast_tensors(*tensors):
     Example:
         >>> a, b = torch.broadcast_tensors(torch.zeros(3, 1), torch.zeros(4))
         >>> a.shape, b.shape
-        (torch.Size([3, 4]), torch.Size([3, 4]))
+        (coretorch.Size([3, 4]), coretorch.Size([3, 4]))
     """
     shape = ()
     for t in tensors:
@@ -417,7 +417,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 
     Example:
         >>> torch.cat([torch.zeros(2, 3), torch.ones(1, 3)]).shape
-        torch.Size([3, 3])
+        coretorch.Size([3, 3])
     """
     tensors = list(tensors)
     if not tensors:
@@ -480,7 +480,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
     Example:
         >>> torch.stack([torch.zeros(3), torch.ones(3)], dim=1).shape
-        torch.Size([3, 2])
+        coretorch.Size([3, 2])
     """
     tensors = list(tensors)
     if not tensors:
@@ -518,8 +518,8 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
         dim (int): the dimension to split along (default 0).
 
     Example:
-        >>> [p.shape[0] for p in torch.split(torch.arange(5), 2)]
-        [2, 2, 1]
+        >>> tuple(p.shape[0] for p in torch.split(torch.arange(5), 2))
+        (2, 2, 1)
     """
     from .indexing import narrow
     if tensor.ndim == 0:

@@ -40,7 +40,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
     Example:
         >>> F.interpolate(torch.zeros(1, 3, 8, 8), scale_factor=2, mode="bilinear").shape
-        torch.Size([1, 3, 16, 16])
+        coretorch.Size([1, 3, 16, 16])
     """
     _check_tensor("interpolate", "input", input)
     nsp = input.ndim - 2

@@ -31,7 +31,7 @@ def pad(input, pad, mode="constant", value=None):
 
     Example:
         >>> F.pad(torch.ones(2, 3), (1, 1)).shape
-        torch.Size([2, 5])
+        coretorch.Size([2, 5])
     """
     _check_tensor("pad", "input", input)
     pad = [int(p) for p in pad]

@@ -457,8 +457,8 @@ class Module:
             remove_duplicate (bool): yield a shared (tied) parameter once (default True).
 
         Example:
-            >>> [n for n, _ in nn.Linear(2, 3).named_parameters()]
-            ['weight', 'bias']
+            >>> tuple(n for n, _ in nn.Linear(2, 3).named_parameters())
+            ('weight', 'bias')
         """
         yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)

@@ -212,7 +212,7 @@ class LayerNorm(Module):
 
     Example:
         >>> nn.LayerNorm(64)(torch.randn(8, 10, 64)).shape
-        torch.Size([8, 10, 64])
+        coretorch.Size([8, 10, 64])
     """
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 

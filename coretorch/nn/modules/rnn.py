@@ -383,7 +383,7 @@ class LSTM(RNNBase):
         >>> lstm = nn.LSTM(10, 20, num_layers=2, batch_first=True)
         >>> out, (h, c) = lstm(torch.randn(3, 5, 10))
         >>> out.shape
-        torch.Size([3, 5, 20])
+        coretorch.Size([3, 5, 20])
     """
     def __init__(self, *args, **kwargs) -> None:
         super().__init__("LSTM", *args, **kwargs)
