@@ -1,6 +1,9 @@
 """Elementwise ops: unary, binary (with broadcasting and type promotion), where, clamp."""
 from __future__ import annotations
 
+import builtins
+from typing import Callable
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -12,7 +15,7 @@ from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
-builtins_abs = abs
+builtins_abs = builtins.abs
 _SCALARS = (int, float, bool)
 
 
@@ -397,6 +400,12 @@ def _remainder_bw(self, g):
         return self.grads(g, None)
     return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="floor")) if nb else None)
 
+
+# ops that backward lambdas call before their definition below (declared for type checkers)
+lt: Callable[..., Tensor]
+gt: Callable[..., Tensor]
+neg: Callable[..., Tensor]
+cos: Callable[..., Tensor]
 
 AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
 SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)

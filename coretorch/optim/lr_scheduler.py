@@ -354,7 +354,7 @@ class SequentialLR(LRScheduler):
         elif hasattr(scheds, "last_epoch"):
             scheds.last_epoch -= 1
 
-    def step(self) -> None:  # type: ignore[override]
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as PyTorch's
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -447,7 +447,7 @@ class ChainedScheduler(LRScheduler):
         self.optimizer = optimizer
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
 
-    def step(self) -> None:  # type: ignore[override]
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as PyTorch's
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
@@ -493,7 +493,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None) -> None:  # type: ignore[override]
+    def step(self, metrics, epoch=None) -> None:  # type: ignore[override]  # takes the metric, as PyTorch's
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

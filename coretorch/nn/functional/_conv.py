@@ -202,7 +202,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             padding, extra = _same_padding(ks, dilation)
             if any(extra):
-                pads = ()
+                pads: tuple[int, ...] = ()
                 for e in reversed(extra):  # F.pad order: last dim first
                     pads += (0, e)
                 x = _pad_constant(x, pads, 0.0)
