@@ -51,6 +51,8 @@ x, y = torch.randn(8, 4), torch.zeros(8, 2)
 print(step(model, opt, x, y))
 reveal_type(x)  # "coretorch.tensor.Tensor"
 reveal_type(x.reshape(2, -1))  # "coretorch.tensor.Tensor"
+reveal_type(x * 2 + y)  # "coretorch.tensor.Tensor"
+reveal_type(torch.exp(x))  # "coretorch.tensor.Tensor"
 reveal_type(x.shape)  # "coretorch.tensor.Size"
 reveal_type(x.dtype)  # "coretorch.dtypes.dtype"
 reveal_type(torch.cat([x, y]))  # "coretorch.tensor.Tensor"

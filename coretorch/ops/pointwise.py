@@ -200,7 +200,7 @@ def _make_binary(name: str, node_cls, kind: str):
     # tensor's dtype first, as numpy does: half(1) + 2049.0 is 2048)
     opmath = name in ("mul", "div")
 
-    def fn(a, b):
+    def fn(a, b) -> Tensor:
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
             table, dt = a._be, a.dtype
             xa, xb = a._data, b._data
@@ -579,14 +579,14 @@ class _UnaryNode(Node):
 
 
 def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff: bool = False,
-                out_bool: bool = False, node_name: str | None = None):
+                out_bool: bool = False, node_name: str | None = None) -> Callable[..., Tensor]:
     """``node_name``: the backward node's class name where PyTorch's is not ``<Name>Backward0``."""
     node_cls = None
     if backward is not None:
         node_cls = type(node_name or f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,),
                         {"__slots__": (), "backward": backward})
 
-    def fn(input):
+    def fn(input) -> Tensor:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if _ac.on:  # autocast: exp, log, ... are on the float32 list of GPU-like devices (one check when off)
