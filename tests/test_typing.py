@@ -52,6 +52,8 @@ print(step(model, opt, x, y))
 reveal_type(x)  # "coretorch.tensor.Tensor"
 reveal_type(x.reshape(2, -1))  # "coretorch.tensor.Tensor"
 reveal_type(x * 2 + y)  # "coretorch.tensor.Tensor"
+reveal_type(x.sum(dim=0))  # "coretorch.tensor.Tensor"
+reveal_type(F.mse_loss(x, y))  # "coretorch.tensor.Tensor"
 reveal_type(torch.exp(x))  # "coretorch.tensor.Tensor"
 reveal_type(x.shape)  # "coretorch.tensor.Size"
 reveal_type(x.dtype)  # "coretorch.dtypes.dtype"

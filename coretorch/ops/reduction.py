@@ -166,7 +166,7 @@ def _bool_of(input: Tensor) -> Tensor:
     return input if input.dtype is _bool else _make(input._be.cast(input._data, _bool.np), _bool, input._be)
 
 
-def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
@@ -181,7 +181,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _reduce("sum", "sum", SumBackward0 if dim is None else SumBackward1, input, dim, keepdim, dt)
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
+def nansum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return nansum(input, dim, keepdim, dtype=dtype)
@@ -190,7 +190,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
-def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
@@ -233,7 +233,7 @@ class MeanBackward0(_ReduceNode):
         return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
 
 
-def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dt = dtype or input.dtype
     if not dt.is_floating_point:
         which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
@@ -260,12 +260,12 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _make(out, dt, table)
 
 
-def amax(input, dim=(), keepdim: bool = False):
+def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     _check_nonempty("amax", input, dim)
     return _reduce("amax", "amax", AmaxBackward0, input, dim, keepdim)
 
 
-def amin(input, dim=(), keepdim: bool = False):
+def amin(input, dim=(), keepdim: bool = False) -> Tensor:
     _check_nonempty("amin", input, dim)
     return _reduce("amin", "amin", AminBackward0, input, dim, keepdim)
 
@@ -352,11 +352,11 @@ def _arg(op, kernel, input, dim, keepdim):
     return _make(getattr(table, kernel)(input._data, d if input.ndim else None, keepdim), _i64, table)
 
 
-def argmax(input, dim=None, keepdim: bool = False):
+def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     return _arg("argmax", "argmax", input, dim, keepdim)
 
 
-def argmin(input, dim=None, keepdim: bool = False):
+def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     return _arg("argmin", "argmin", input, dim, keepdim)
 
 
@@ -372,11 +372,11 @@ def _bool_reduce(op, input, dim, keepdim):
     return _make(out, _bool, table)
 
 
-def all(input, dim=None, keepdim: bool = False):
+def all(input, dim=None, keepdim: bool = False) -> Tensor:
     return _bool_reduce("all", input, dim, keepdim)
 
 
-def any(input, dim=None, keepdim: bool = False):
+def any(input, dim=None, keepdim: bool = False) -> Tensor:
     return _bool_reduce("any", input, dim, keepdim)
 
 
@@ -446,7 +446,7 @@ class VarBackward0(Node):
         return (mul(mul(ge, 2.0 / dof if dof else float("inf")), sub(x, mean(x, axes, keepdim=True))),)
 
 
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     return _var(input, dim, unbiased, keepdim, correction, "var")
 
 
@@ -476,7 +476,7 @@ class StdBackward0(Node):
         return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
 
 
-def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     return _std(input, dim, unbiased, keepdim, correction, "std")
 
 
@@ -523,7 +523,7 @@ class LogsumexpBackward0(_ReduceNode):
         return (mul(ge, exp(sub(x, oe))),)
 
 
-def logsumexp(input, dim, keepdim: bool = False):
+def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("logsumexp", input)
@@ -562,7 +562,7 @@ class NormBackward1(_ReduceNode):
         return (where(zero, 0.0, mul(xs, mul(ge, pow(where(zero, 1.0, oe), 1 - p)))),)
 
 
-def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("norm", input)
     if dtype is not None:
@@ -613,7 +613,7 @@ class CumsumBackward0(Node):
         return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
         return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)

@@ -99,7 +99,7 @@ def relu_(input):
     return _inplace_result(input, _P.relu(input))
 
 
-def relu(input, inplace=False):  # noqa: F811  (PyTorch's signature: with inplace)
+def relu(input, inplace=False) -> Tensor:  # noqa: F811  (PyTorch's signature: with inplace)
     return relu_(input) if inplace else _P.relu(input)
 
 
@@ -167,7 +167,7 @@ _GELU_FUSED = (_dt.float32, _dt.float64)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, approximate="none") -> Tensor:
     _floating_only("gelu", input)
     if approximate == "none":
         table = input._be
@@ -188,7 +188,7 @@ def gelu(input, approximate="none"):
     raise RuntimeError(f"approximate argument must be either none or tanh, but got {approximate!r}")
 
 
-def silu(input, inplace=False):
+def silu(input, inplace=False) -> Tensor:
     _floating_only("silu", input)
     x = _src(input, inplace)
     out = _P.mul(x, _P.sigmoid(x))
@@ -390,13 +390,13 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
     return _make(out, input.dtype, table)
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softmax", input)
     return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("log_softmax", input)
     return _softmax_impl("log_softmax", input, dim, dtype, True, _stacklevel + 1)

@@ -219,7 +219,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
     return x, padding
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("conv2d", input, weight, bias)
     _check_conv("conv2d", input, weight, bias, groups, 2)

@@ -79,7 +79,7 @@ def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -394,7 +394,7 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean") -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight = _ac_cast("nll_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -427,7 +427,7 @@ def _class_shape(ndim: int, class_dim: int, c: int) -> list:
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                  label_smoothing=0.0):
+                  label_smoothing=0.0) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target, weight = _ac_cast("cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)

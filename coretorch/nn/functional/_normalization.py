@@ -107,7 +107,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("layer_norm", input, weight, bias)
     _check_tensor("layer_norm", "input", input)
