@@ -10,11 +10,11 @@ PLUGIN_REQS := $(filter-out plugins/opencl_backend,$(PLUGINS)) "plugins/opencl_b
 .PHONY: demo test bench lint info docs clean
 
 # Editable installs of the core (with its demo, opt-einsum and test extras) and of every plugin; the OpenCL
-# plugin with its pocl extra (PoCL, a CPU OpenCL device, so every machine has an 'opencl' device); setuptools
-# and wheel for tests/test_packaging.py, which builds every distribution's sdist and wheel.
+# plugin with its pocl extra (PoCL, a CPU OpenCL device, so every machine has an 'opencl' device); ruff and mypy
+# for `make lint`; setuptools and wheel for tests/test_packaging.py, which builds every distribution's sdist and wheel.
 $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[demo,opt-einsum,test]" $(addprefix -e ,$(PLUGIN_REQS)) ruff "setuptools>=77" wheel
+	$(PY) -m pip install -q -e ".[demo,opt-einsum,test]" $(addprefix -e ,$(PLUGIN_REQS)) ruff mypy "setuptools>=77" wheel
 	touch $(STAMP)
 
 demo: $(STAMP)  # the demo extra (progress bar, plot) is part of the install above
@@ -29,6 +29,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples
+	$(VENV)/bin/mypy coretorch  # the core's types, with mypy's default checks (settings: pyproject.toml [tool.mypy])
 
 # The API reference: docs/api/ is written from the public names (tools/gen_api_docs.py), then mkdocs builds the
 # site into site/ with --strict (any warning fails the build).

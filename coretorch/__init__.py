@@ -106,17 +106,17 @@ def result_type(tensor1, tensor2) -> dtype:
     return _dtypes.result_type((tensor1, tensor2), _dtypes.default)
 
 
-def is_tensor(obj) -> builtins_bool:  # type: ignore[name-defined]
+def is_tensor(obj) -> _builtins.bool:
     """Whether ``obj`` is a coretorch Tensor."""
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(input: Tensor) -> builtins_bool:  # type: ignore[name-defined]
+def is_floating_point(input: Tensor) -> _builtins.bool:
     """Whether ``input``'s dtype is a floating-point type."""
     return input.dtype.is_floating_point
 
 
-def numel(input: Tensor) -> builtins_int:  # type: ignore[name-defined]
+def numel(input: Tensor) -> _builtins.int:
     """The number of elements of ``input``."""
     return input.numel()
 

@@ -160,7 +160,7 @@ def set_num_threads(int: _int) -> None:  # noqa: A002  (PyTorch's parameter name
     """Set the number of threads the cpu backend's BLAS uses (numpy's OpenBLAS/MKL pool)."""
     n = _check_threads(int, "set_num_threads")
     try:
-        import threadpoolctl  # type: ignore[import-untyped]  # imported on first use: it inspects the loaded libraries (a coretorch-cpu dependency)
+        import threadpoolctl  # imported on first use: it inspects the loaded libraries (a coretorch-cpu dependency)
     except ImportError:  # the core alone: no BLAS pool of ours to size, the number is recorded
         threadpoolctl = None
     if threadpoolctl is not None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numpy >= 2: the error state lives in a ContextVar
-    from numpy._core._ufunc_config import _extobj_contextvar as _CV
+try:  # numpy >= 2: the error state lives in a ContextVar (private: numpy's stubs do not declare it)
+    from numpy._core._ufunc_config import _extobj_contextvar as _CV  # type: ignore[attr-defined]
     with np.errstate(all="ignore"):
         _QUIET = _CV.get()
 except (ImportError, AttributeError):  # pragma: no cover  (older numpy: the public, slower context manager)

@@ -20,6 +20,7 @@ import tempfile
 import warnings
 import weakref
 from multiprocessing import reduction as _reduction
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,8 @@ __all__ = ["share_memory_", "is_shared"]
 
 class _SharedMap(mmap.mmap):
     """A shared mapping and the descriptor it maps (kept open: it is what travels to other processes)."""
+    fd: int
+    addr: int  # the mapping's address
 
 
 _by_inode: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # (dev, inode) -> mapping, per process
@@ -60,7 +63,7 @@ def _new_buffer(nbytes: int) -> _SharedMap:
 
 def _shared_map(a: np.ndarray):
     """The shared mapping under array ``a`` (None when ``a`` is private memory)."""
-    b = a
+    b: Any = a
     while b is not None:
         if isinstance(b, _SharedMap):
             return b
@@ -152,9 +155,10 @@ def _reduce_ipc(self: Tensor):
 
 
 def _install() -> None:
-    Tensor.__reduce_ex__ = _reduce_ex
-    Tensor.share_memory_ = share_memory_
-    Tensor.is_shared = is_shared
+    T: Any = Tensor  # installs methods (their typed face: coretorch/_tensor_api.pyi)
+    T.__reduce_ex__ = _reduce_ex
+    T.share_memory_ = share_memory_
+    T.is_shared = is_shared
     from .nn.parameter import Parameter
     # multiprocessing's pickler looks reducers up by exact type, as PyTorch registers each tensor class
     for cls in (Tensor, Parameter):

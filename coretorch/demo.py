@@ -291,7 +291,7 @@ def _run(args, progress: dict) -> int:
         xtr, ytr = xtr[:args.train_subset], ytr[:args.train_subset]
     model = build_model().to(dev)
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr)
-    history = {"loss": [], "acc": [], "test_loss": [], "test_acc": [], "samples_per_s": []}
+    history: dict[str, list[float]] = {"loss": [], "acc": [], "test_loss": [], "test_acc": [], "samples_per_s": []}
     start_epoch = 0
     if args.resume:
         if not ckpt_path.exists():

@@ -104,7 +104,8 @@ def start_processes(fn, args: tuple = (), nprocs: int = 1, join: bool = True, da
     processes, queues = [], []
     for i in range(nprocs):
         q = ctx.SimpleQueue()
-        p = ctx.Process(target=_wrap, args=(fn, i, tuple(args), q), daemon=daemon)
+        # typeshed's BaseContext (get_context of a str) lacks Process; every concrete context has it
+        p = ctx.Process(target=_wrap, args=(fn, i, tuple(args), q), daemon=daemon)  # type: ignore[attr-defined]
         p.start()
         processes.append(p)
         queues.append(q)

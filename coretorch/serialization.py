@@ -69,7 +69,7 @@ class _Encoder:
     keys and indices that reaches it (``fc1.weight`` in a state dict, ``model.fc1.weight`` in a dict of state
     dicts), so that other safetensors readers see meaningful names; a name already taken gets ``#2``, ``#3``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.ids: dict[int, str] = {}
         self.keep: list = []  # keep encoded objects alive so that their ids stay unique

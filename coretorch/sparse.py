@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -365,7 +366,7 @@ def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
 
 
 def _bind() -> None:
-    T = Tensor
+    T: Any = Tensor  # installs methods (their typed face: coretorch/_tensor_api.pyi)
     T.layout = strided
     T.to_sparse = T.to_sparse_coo = _to_sparse
     T.to_dense = _to_dense

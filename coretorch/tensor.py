@@ -1,7 +1,7 @@
 """Tensor: a backend array handle plus dtype/device and autograd fields.  Ops live in ``ops/``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # the methods installed at import time (coretorch/_tensor_met
 else:
     _TensorAPI = object
 
+_TensorT = TypeVar("_TensorT", bound="Tensor")
+
 
 class Tensor(_TensorAPI):
     __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_vc", "__dict__", "__weakref__")
@@ -29,8 +31,8 @@ class Tensor(_TensorAPI):
         grad_fn: Any
         _vc: Any  # the version counter shared by views
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
-    _grad = None
-    _base = None
+    _grad: Tensor | None = None
+    _base: Tensor | None = None  # the tensor a view shares storage with
     _out_nr = 0
     _accum = None
     _retains = False
@@ -68,7 +70,8 @@ class Tensor(_TensorAPI):
             hook(cls)
 
     @staticmethod
-    def _make_subclass(cls, data: "Tensor", require_grad: bool = False, **_dispatch_options) -> "Tensor":
+    def _make_subclass(cls: type[_TensorT], data: "Tensor", require_grad: bool = False,
+                       **_dispatch_options) -> _TensorT:
         """A ``cls`` instance sharing ``data``'s storage and version counter, a leaf with ``requires_grad``
         (what ``Parameter.__new__`` uses in PyTorch; user subclasses of Tensor are built this way)."""
         if not isinstance(cls, type) or not issubclass(cls, Tensor):
@@ -83,7 +86,7 @@ class Tensor(_TensorAPI):
 
     # ---- plain attributes -------------------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> Size:
         """The tensor's sizes, a ``coretorch.Size`` (a tuple)."""
         return Size(self._data.shape)
 
@@ -202,7 +205,7 @@ class Tensor(_TensorAPI):
         return self._vc[0]
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         """The gradient accumulated by ``backward()`` for this tensor (None until then; only leaves by default)."""
         return self._grad
 

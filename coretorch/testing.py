@@ -1219,7 +1219,7 @@ def cpu_kernels_as(device_type: str, *, drop=(), plugin_name: str | None = None,
     """Register the numpy CPU kernels under another device type, in-process, for the duration of a ``with``
     block (minus the kernels named in ``drop``): the way tests get a second device for dispatch between
     devices, device moves and missing-kernel fallbacks.  Yields the device type."""
-    from coretorch_cpu import CPUBackend  # type: ignore[import-not-found]
+    from coretorch_cpu import CPUBackend
 
     backend = type(f"{device_type}Backend", (CPUBackend,), {"name": device_type, "distribution": None})()
     backend._table = {k: v for k, v in backend._table.items() if k not in drop}

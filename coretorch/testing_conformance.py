@@ -177,7 +177,9 @@ def run_conformance(device: str, *, ops: Iterable[str] = REQUIRED_OPS, variants:
         if raise_on_failure:
             raise AssertionError(report.failures[0])
         return report
-    report.missing_family_kernels = sorted(FAMILY_KERNELS - set(get_backend(device).kernels(0)))
+    backend = get_backend(device)
+    assert backend is not None  # else check_contract failed above
+    report.missing_family_kernels = sorted(FAMILY_KERNELS - set(backend.kernels(0)))
     _one(report, "kernel results", check_kernel_results, device)
     for case in conformance_cases(ops, variants):
         report.cases += 1

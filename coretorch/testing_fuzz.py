@@ -17,6 +17,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -231,12 +232,13 @@ def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
     return (a if a.itemsize >= b.itemsize else b) if ca == 2 else np.promote_types(a, b)
 
 
-def torch_result_type(*arrays) -> np.dtype:
+def torch_result_type(*arrays) -> np.dtype | None:
     """PyTorch's result dtype of ndarrays: dimensioned operands outrank 0-d ones unless the 0-d ones are of a
     higher category (float over int over bool)."""
     dim = [a.dtype for a in arrays if a.ndim]
     zero = [a.dtype for a in arrays if not a.ndim]
-    hi = lo = None
+    hi: np.dtype | None = None
+    lo: np.dtype | None = None
     for d in dim:
         hi = d if hi is None else _promote(hi, d)
     for d in zero:
@@ -288,7 +290,9 @@ def _operand(rng, env, other: str, scalar: bool = True) -> str:
     if fits and rng.random() < 0.65:
         return rng.choice(fits)
     if rng.random() < 0.15 or not scalar:
-        return _pick(rng, env)
+        pick = _pick(rng, env)
+        assert pick is not None  # env holds ``other``
+        return pick
     return _scalar(rng)
 
 
@@ -640,6 +644,7 @@ def _gen_extra(rng, env):
 def _gen_inplace(rng, env, name: str):
     """A statement that creates ``name`` as a clone (or a view of a clone) of a variable and modifies it."""
     x = _pick(rng, env)
+    assert x is not None  # run_program stops when env is empty
     shape = env[x][1]
     op = rng.choice(_INPLACE)
     pre = f"{name} = {x}.clone(); "
@@ -675,6 +680,7 @@ def _more_families() -> tuple:
     else:
         path = pathlib.Path(__file__).with_name("testing_fuzz_families.py")
         spec = importlib.util.spec_from_file_location("testing_fuzz_families", path)
+        assert spec is not None and spec.loader is not None  # a .py file next to this one
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
     return mod.families(sys.modules[__name__])
@@ -722,7 +728,7 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
             fam = rng.choices([f for f, _ in _FAMILIES], [w for _, w in _FAMILIES])[0]
             if fam is None or getattr(fam, "statement", False):
                 src, op, args = (fam or _gen_inplace)(rng, env, name)
-                ref = None
+                ref: Any = None  # the family's numpy reference function, if it has one
             else:
                 rhs, op, args, ref = fam(rng, env)
                 src = f"{name} = {rhs}"
@@ -755,7 +761,7 @@ def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = 
     outs = [n for n in env if env[n][2] and env[n][0] in FLOATS + ("bfloat16",)]
     if leaves and outs:
         try:
-            loss = 0
+            loss: Any = 0  # a Tensor after the first term
             for n in outs:
                 t = ns[n]
                 w = ((torch.arange(t.numel(), device=device) % 7) - 3).to(torch.float64).reshape(t.shape)

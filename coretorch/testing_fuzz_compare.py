@@ -61,7 +61,8 @@ def compare(want: Result, got: Result, *, grads: bool = True, requires_grad: boo
             return -1, "backward", "", f"backward error {want.grad_error} vs {got.grad_error}"
         for n, g in want.grads.items():
             h = got.grads.get(n)
-            if (g is None) != (h is None) or (g is not None and values_differ(g, h, _grad_tol(want, g))):
+            if (g is None) != (h is None) or (g is not None and h is not None
+                                              and values_differ(g, h, _grad_tol(want, g))):
                 return -1, "backward", _grad_culprit(want), "gradient"
     return None
 
@@ -93,10 +94,10 @@ def check_refs(r: Result) -> tuple | None:
     return None
 
 
-def _grad_tol(r: Result, g: np.ndarray) -> str:
+def _grad_tol(r: Result, g: np.ndarray) -> str | None:
     """Gradients flow through every step: the tolerance of the least precise float dtype the program held (and
     float32's when integers were promoted on the way)."""
-    loose = g.dtype.name
+    loose: str | None = g.dtype.name
     for s in r.steps:
         loose = _looser(loose, s.dtype)
         if loose == "float64" and s.dtype in INTS and s.op != "input":

@@ -385,7 +385,7 @@ def _build() -> list[OpCase]:
     )
 
     def conv_ref(kw):
-        def ref(x, w, b):
+        def ref(x: np.ndarray, w: np.ndarray, b) -> np.ndarray:
             k: dict = dict(kw)
             if k.get("padding") == "valid":
                 k["padding"] = 0

@@ -98,7 +98,7 @@ class GradScaler:
         self._scale = full((), self._init_scale, dtype=_dt.float32, device=dev)
         self._growth_tracker = full((), self._init_growth_tracker, dtype=_dt.int32, device=dev)
 
-    def scale(self, outputs):
+    def scale(self, outputs: Any) -> Any:
         """outputs (a tensor or an iterable of tensors) multiplied by the current scale."""
         from ..tensor import Tensor
         if not self._enabled:

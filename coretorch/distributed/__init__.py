@@ -61,8 +61,9 @@ def _register(impl) -> None:
     if sampler is not None:
         from ..utils import data
         if not hasattr(data, "DistributedSampler"):
-            data.DistributedSampler = sampler
-            data._plugin_distributed_sampler = sampler
+            # the plugin's sampler, set on the module at run time (it has none of its own)
+            data.DistributedSampler = sampler  # type: ignore[attr-defined]
+            data._plugin_distributed_sampler = sampler  # type: ignore[attr-defined]
 
 
 def _unregister() -> None:
@@ -77,4 +78,4 @@ def _unregister() -> None:
     from ..utils import data
     s = data.__dict__.pop("_plugin_distributed_sampler", None)
     if s is not None and data.__dict__.get("DistributedSampler") is s:
-        del data.DistributedSampler
+        del data.DistributedSampler  # type: ignore[attr-defined]  # the plugin's, set by _register

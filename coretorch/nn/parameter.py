@@ -1,6 +1,8 @@
 """nn.Parameter (a Tensor subclass a Module registers as a parameter) and nn.Buffer."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..tensor import Tensor, _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
@@ -102,6 +104,9 @@ class UninitializedTensorMixin:
     """A placeholder with no shape yet: ops on it raise ValueError, ``shape`` raises RuntimeError, and
     ``materialize(shape)`` gives it storage and turns it (the same object) into ``cls_to_become``."""
     cls_to_become: type = Tensor
+    if TYPE_CHECKING:  # those of the Tensor class this is mixed into
+        device: Any
+        dtype: Any
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         from ..ops.creation import empty
@@ -165,6 +170,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape a lazy module infers on its first forward (``materialize`` makes it a Tensor)."""
     cls_to_become = Tensor
     __torch_function__ = _disabled_torch_function_impl  # ops are refused one by one (no global dispatch)
+    persistent: bool  # whether the module's state_dict holds it (set by __new__)
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
         from ..ops.creation import empty

@@ -144,6 +144,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         n >>= 1
         if n:
             base = matmul(base, base)
+    assert result is not None  # n > 0 here
     return result if result is not A else A.clone()
 
 
@@ -166,6 +167,7 @@ def _taylor_exp(X: Tensor, degree: int) -> Tensor:
             if k <= degree:
                 term = powers[i] * coef[k]
                 acc = term if acc is None else acc + term
+        assert acc is not None  # i = 0 is always in range (s * j <= degree)
         return acc
     r = degree // s
     P = block(r)

@@ -9,9 +9,10 @@ both devices use their fast matmul and autograd comes from those ops.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 try:
-    import opt_einsum  # type: ignore[import-untyped]  # the extra coretorch[opt-einsum], as PyTorch's: without it, the written order (PyTorch's too)
+    import opt_einsum  # the extra coretorch[opt-einsum], as PyTorch's: without it, the written order (PyTorch's too)
 except ImportError:
     opt_einsum = None
 
@@ -360,7 +361,7 @@ def _pair(a: Tensor, b: Tensor, kind, pa, ra, pb, rb, ro) -> Tensor:
 
 def _run(plan: list, ops: list) -> Tensor:
     """Execute a plan on the operands (a list, consumed)."""
-    pending = None
+    pending: Any = None  # the last pair's result: the operand a plan names with index -1
     for ins in plan:
         kind = ins[0]
         if kind == "pair":

@@ -6,6 +6,8 @@ Every function keeps the input's float dtype.  The ``info`` arrays are int32 wit
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Literal
+
 import numpy as np
 
 _LinAlgError = np.linalg.LinAlgError
@@ -130,7 +132,7 @@ def _fails(m: np.ndarray) -> bool:
         return True
 
 
-def qr(a: np.ndarray, mode: str):
+def qr(a: np.ndarray, mode: Literal["reduced", "complete", "r"]):
     m, n = a.shape[-2:]
     if a.size == 0:  # numpy's qr rejects empty stacks
         k = m if mode == "complete" else min(m, n)
@@ -139,7 +141,7 @@ def qr(a: np.ndarray, mode: str):
         return (np.zeros((0,), a.dtype) if mode == "r" else q), r
     if mode == "r":
         return np.zeros((0,), a.dtype), np.asarray(np.linalg.qr(a, mode="r"), a.dtype)
-    q, r = np.linalg.qr(a, mode=mode)  # type: ignore[call-overload]
+    q, r = np.linalg.qr(a, mode=mode)
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
@@ -163,13 +165,13 @@ def svd(a: np.ndarray, full_matrices: bool, compute_uv: bool):
     return u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False), vh.astype(a.dtype, copy=False)
 
 
-def eigh(a: np.ndarray, uplo: str, compute_v: bool):
+def eigh(a: np.ndarray, uplo: Literal["L", "U"], compute_v: bool):
     if a.size == 0:
         lam = np.zeros(a.shape[:-1], a.dtype)
         return lam, (np.zeros(a.shape, a.dtype) if compute_v else None)
     if not compute_v:
-        return np.linalg.eigvalsh(a, UPLO=uplo).astype(a.dtype, copy=False), None  # type: ignore[call-overload]
-    lam, v = np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]
+        return np.linalg.eigvalsh(a, UPLO=uplo).astype(a.dtype, copy=False), None
+    lam, v = np.linalg.eigh(a, UPLO=uplo)
     return lam.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
 
 
@@ -190,6 +192,7 @@ def lstsq(a: np.ndarray, b: np.ndarray, rcond: float):
     return x.astype(a.dtype, copy=False), keep.sum(-1).astype(np.int64), s.astype(a.dtype, copy=False)
 
 
+KERNELS: dict[str, Callable[..., Any]]  # functions of different signatures
 KERNELS = {"linalg_inv_ex": inv_ex, "linalg_solve_ex": solve_ex, "linalg_det": det, "linalg_slogdet": slogdet,
            "linalg_cholesky_ex": cholesky_ex, "linalg_qr": qr, "linalg_svd": svd, "linalg_eigh": eigh,
            "linalg_lstsq": lstsq}

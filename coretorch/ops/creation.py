@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 import numpy as np
 
@@ -46,7 +47,10 @@ def _to_out(r: Tensor, out, op: str) -> Tensor:
     return write_out(op, out, r, exact_dtype=True)
 
 
-def _writes_out(fn):
+_Factory = TypeVar("_Factory", bound=Callable[..., Tensor])
+
+
+def _writes_out(fn: _Factory) -> _Factory:
     """A factory's ``out=``: made with out's dtype and device (unless given) and written into ``out``."""
     @functools.wraps(fn)
     def factory(*args, out=None, **kw):
@@ -56,7 +60,7 @@ def _writes_out(fn):
             kw["dtype"] = kw.get("dtype") or out.dtype
             kw["device"] = kw.get("device") or out.device
         return _to_out(fn(*args, **kw), out, fn.__name__)
-    return factory
+    return cast(_Factory, factory)  # fn's own signature (it declares ``out``)
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -320,7 +324,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
 
 @_writes_out
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, layout=None, out=None,
-         pin_memory: bool = False):
+         pin_memory: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value``.
 
     The dtype is inferred from ``fill_value`` (bool, int64 or the default float dtype) unless given.
@@ -344,19 +348,19 @@ def _like(input, dtype, device):
     return dtype or input.dtype, device or input.device
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -419,7 +423,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
 
 
 @_writes_out
-def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
     """A 1-D tensor of ``steps`` values evenly spaced from ``start`` to ``end`` (both included).
 
     Example:
@@ -438,7 +442,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 
 @_writes_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
-             out=None, layout=None):
+             out=None, layout=None) -> Tensor:
     """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
     dt = dtype or _dt.default
     table = _table(device)
@@ -447,7 +451,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 @_writes_out
-def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None):
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
     """A 2-D tensor with ones on the diagonal and zeros elsewhere.
 
     Args:
@@ -463,6 +467,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
 
 
 # the random factories live in ops/random.py; importing them from here keeps working
+if TYPE_CHECKING:  # their types (at run time __getattr__ below imports them on first use: an import cycle)
+    from .random import Generator, initial_seed, manual_seed, normal, rand, rand_like  # noqa: F401
+    from .random import randint, randint_like, randn, randn_like, randperm, seed  # noqa: F401
+
 _MOVED = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "Generator",
           "manual_seed", "seed", "initial_seed")
 

@@ -1,6 +1,8 @@
 """Indexing: __getitem__/__setitem__ (basic and advanced), gather, scatter_add, index_select, narrow."""
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -74,7 +76,7 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
     """-> ([(kind, value)], dims of x consumed).  ``python_key``: PyTorch's ``x[key]`` rules, where a 0-d integer
     tensor is an int (a select: a view) and a 0-d bool tensor a Python bool; ``index_put`` takes them as index
     tensors."""
-    items = []
+    items: list[tuple[int, Any]] = []
     consumed = 0
     for k in key:
         if k is None:
@@ -93,7 +95,7 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
             items.append((_SLICE, k))
             consumed += 1
         else:
-            moved = None if x._be.host_memory else []
+            moved: list | None = None if x._be.host_memory else []
             t = _to_index_tensor(k, x, moved)
             host = moved[0] if moved else t
             if t.dtype is _dt.uint8:
@@ -137,7 +139,8 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     if sum(1 for kind, _ in items if kind is _ELL) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    pre, post = [], []
+    pre: list = []
+    post: list = []
     rest = 1        # elements of the result's dims that no index tensor makes
     adv_shapes = []  # the shapes of the integer index tensors (and Python bools) that broadcast together
     to_check = []   # (index tensor, as it was in host memory, dim, size): checked when the result has elements
@@ -379,7 +382,7 @@ class _Guard:
     def __enter__(self):
         return self
 
-    def __exit__(self, et, e, tb) -> bool:
+    def __exit__(self, et, e, tb) -> Literal[False]:
         if et is not None:
             self.table.discard_checks(self.mark)
         return False
@@ -391,7 +394,7 @@ class _NoGuard:
     def __enter__(self):
         return self
 
-    def __exit__(self, et, e, tb) -> bool:
+    def __exit__(self, et, e, tb) -> Literal[False]:
         return False
 
 
@@ -417,7 +420,7 @@ def _setitem(x: Tensor, key, value) -> None:
         if not key:
             return
         key = None
-    checks = []
+    checks: list = []
     nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:

@@ -36,6 +36,7 @@ def _view_geometry(x: Tensor):
     contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
     None."""
     root, table = x._base, x._be
+    assert root is not None  # only views are rebased
     if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
         return None
     shape = tuple(x._data.shape)
@@ -91,6 +92,7 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     """x, a view of ``base``, took r's values (already written): base's graph gets a CopySlices node joining its
     old graph and r's, and x becomes a view of the new base (as PyTorch's in-place ops on views)."""
     base = x._base
+    assert base is not None  # x is a view
     geom = _view_geometry(x)
     node = CopySlices()
     node.geom, node.shape = geom, tuple(base._data.shape)

@@ -329,7 +329,7 @@ def linear2d(input: Tensor, weight: Tensor, bias=None) -> Tensor:
             brg = bias._rg
     if (input._rg or weight._rg or brg) and _gs.enabled:
         node = AddmmBackwardLinear() if bias is not None else MmBackwardLinear()
-        node.sb = bd.shape if bias is not None else None
+        node.sb = bias._data.shape if bias is not None else None
         node.need = (input._rg, weight._rg, brg)
         node.save(input if weight._rg else None, weight if input._rg else None)  # only what a gradient reads
         node.next_functions = (edge(input), edge(weight)) + ((edge(bias),) if bias is not None else ())

@@ -1,7 +1,9 @@
 """Elementwise ops: unary, binary (with broadcasting and type promotion), where, clamp."""
 from __future__ import annotations
 
+import builtins
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
-builtins_abs = abs
+builtins_abs = builtins.abs
 _SCALARS = (int, float, bool)
 
 
@@ -215,7 +217,7 @@ def _make_binary(name: str, node_cls, kind: str):
     # tensor's dtype first, as numpy does: half(1) + 2049.0 is 2048)
     opmath = name in ("mul", "div")
 
-    def fn(a, b):
+    def fn(a, b) -> Tensor:
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
             table, dt = a._be, a.dtype
             xa, xb = a._data, b._data
@@ -429,6 +431,12 @@ def _remainder_bw(self, g):
         return self.grads(g, None)
     return self.grads(g if na else None, mul(neg(g), div(a, b, rounding_mode="floor")) if nb else None)
 
+
+# ops that backward lambdas call before their definition below (declared for type checkers)
+lt: Callable[..., Tensor]
+gt: Callable[..., Tensor]
+neg: Callable[..., Tensor]
+cos: Callable[..., Tensor]
 
 AddBackward0 = _binary_node("AddBackward0", _add_bw, save_inputs=False)
 SubBackward0 = _binary_node("SubBackward0", _sub_bw, save_inputs=False)
@@ -673,14 +681,14 @@ class _UnaryNode(Node):
 
 
 def _make_unary(name: str, backward, float_only: bool, save: str | None, nodiff: bool = False,
-                out_bool: bool = False, node_name: str | None = None):
+                out_bool: bool = False, node_name: str | None = None) -> Callable[..., Tensor]:
     """``node_name``: the backward node's class name where PyTorch's is not ``<Name>Backward0``."""
     node_cls = None
     if backward is not None:
         node_cls = type(node_name or f"{name[0].upper()}{name[1:]}Backward0", (_UnaryNode,),
                         {"__slots__": (), "backward": backward})
 
-    def fn(input):
+    def fn(input) -> Tensor:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if _ac.on:  # autocast: exp, log, ... are on the float32 list of GPU-like devices (one check when off)

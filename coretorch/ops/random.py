@@ -420,6 +420,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments: size is only taken with float "
                         "mean and std")
+    cls: type[_ZeroGrad]
     if mt and st:
         dt = _dt.promote_types(mean.dtype, std.dtype)
         shape, table, cls = broadcast_shapes(tuple(mean.shape), tuple(std.shape), op="normal"), mean._be, \

@@ -166,7 +166,7 @@ def _bool_of(input: Tensor) -> Tensor:
     return input if input.dtype is _bool else _make(input._be.cast(input._data, _bool.np), _bool, input._be)
 
 
-def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The sum of ``input``'s elements, overall or over ``dim``.
 
     Integer and bool inputs are summed in int64 unless ``dtype`` is given.
@@ -195,7 +195,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _reduce("sum", "sum", SumBackward0 if dim is None else SumBackward1, input, dim, keepdim, dt)
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
+def nansum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     """The sum of ``input`` treating NaN as zero, overall or over ``dim``.
     Args:
         input (Tensor): the input tensor.
@@ -210,7 +210,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
-def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The product of ``input``'s elements, overall or along one ``dim``.
 
     Integer and bool inputs give int64.
@@ -263,7 +263,7 @@ class MeanBackward0(_ReduceNode):
         return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
 
 
-def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean of ``input``, overall or over ``dim``.
 
     ``input`` must be floating point (or give ``dtype``).
@@ -299,7 +299,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _make(out, dt, table)
 
 
-def amax(input, dim=(), keepdim: bool = False):
+def amax(input, dim=(), keepdim: bool = False) -> Tensor:
     """The maximum of ``input`` over ``dim`` (values only; every dimension when ``dim`` is ``()``).
 
     Unlike ``max(dim)``, ``amax`` takes several dimensions and its gradient is shared evenly between equal
@@ -313,7 +313,7 @@ def amax(input, dim=(), keepdim: bool = False):
     return _reduce("amax", "amax", AmaxBackward0, input, dim, keepdim)
 
 
-def amin(input, dim=(), keepdim: bool = False):
+def amin(input, dim=(), keepdim: bool = False) -> Tensor:
     """The minimum of ``input`` over ``dim`` (values only; every dimension when ``dim`` is ``()``).
 
     Its gradient is shared evenly between equal minima.
@@ -420,7 +420,7 @@ def _arg(op, kernel, input, dim, keepdim):
     return _make(getattr(table, kernel)(input._data, d if input.ndim else None, keepdim), _i64, table)
 
 
-def argmax(input, dim=None, keepdim: bool = False):
+def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the maximum of ``input``: of the flattened tensor when ``dim`` is None, else along ``dim``.
 
     Ties return the first index. The result is int64.
@@ -433,7 +433,7 @@ def argmax(input, dim=None, keepdim: bool = False):
     return _arg("argmax", "argmax", input, dim, keepdim)
 
 
-def argmin(input, dim=None, keepdim: bool = False):
+def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """The index of the minimum of ``input``: of the flattened tensor when ``dim`` is None, else along ``dim``.
 
     Ties return the first index. The result is int64.
@@ -458,7 +458,7 @@ def _bool_reduce(op, input, dim, keepdim):
     return _make(out, _bool, table)
 
 
-def all(input, dim=None, keepdim: bool = False):
+def all(input, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element of ``input`` is true (nonzero), overall or along ``dim``.
 
     Returns a bool tensor (uint8 for a uint8 input, as in PyTorch).
@@ -470,7 +470,7 @@ def all(input, dim=None, keepdim: bool = False):
     return _bool_reduce("all", input, dim, keepdim)
 
 
-def any(input, dim=None, keepdim: bool = False):
+def any(input, dim=None, keepdim: bool = False) -> Tensor:
     """Whether any element of ``input`` is true (nonzero), overall or along ``dim``.
 
     Returns a bool tensor (uint8 for a uint8 input, as in PyTorch).
@@ -548,7 +548,7 @@ class VarBackward0(Node):
         return (mul(mul(ge, 2.0 / dof if dof else float("inf")), sub(x, mean(x, axes, keepdim=True))),)
 
 
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """The variance of ``input``, overall or over ``dim``.
     Args:
         input (Tensor): the input tensor.
@@ -587,7 +587,7 @@ class StdBackward0(Node):
         return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
 
 
-def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """The standard deviation of ``input``, overall or over ``dim``.
     Args:
         input (Tensor): the input tensor.
@@ -645,7 +645,7 @@ class LogsumexpBackward0(_ReduceNode):
         return (mul(ge, exp(sub(x, oe))),)
 
 
-def logsumexp(input, dim, keepdim: bool = False):
+def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("logsumexp", input)
@@ -684,7 +684,7 @@ class NormBackward1(_ReduceNode):
         return (where(zero, 0.0, mul(xs, mul(ge, pow(where(zero, 1.0, oe), 1 - p)))),)
 
 
-def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """A matrix or vector norm (the old API; prefer ``linalg.vector_norm`` / ``linalg.matrix_norm``).
 
     Args:
@@ -744,7 +744,7 @@ class CumsumBackward0(Node):
         return (flip(cumsum(flip(g, (self.dim,)), self.dim), (self.dim,)),)
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
     """The cumulative sum along ``dim``: ``out[i] = input[0] + ... + input[i]``.
 
     Integer and bool inputs accumulate in int64 unless ``dtype`` is given.

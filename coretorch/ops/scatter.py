@@ -315,7 +315,7 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, values = _ac_cast("index_put", input, values)
     key = tuple(slice(None) if i is None else i for i in indices)
-    checks = []  # the indices' range is checked last, as PyTorch's kernel does
+    checks: list = []  # the indices' range is checked last, as PyTorch's kernel does
     nkey, advanced = _ix.normalize_key(input, key, python_key=False, checks=checks)
     if not accumulate and values.numel() == 1 and _ix._single_mask(key) and (
             values.dtype is not input.dtype or values._be is not input._be):

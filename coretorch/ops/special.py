@@ -9,6 +9,7 @@ formulas from derivatives.yaml), so double backward works.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -73,6 +74,18 @@ def _float(t: Tensor) -> Tensor:
 def _check(op: str, t) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(t).__name__}")
+
+
+# ops that backward lambdas call before their definition below (declared for type checkers)
+cosh: Callable[..., Tensor]
+digamma: Callable[..., Tensor]
+i0e: Callable[..., Tensor]
+i1: Callable[..., Tensor]
+i1e: Callable[..., Tensor]
+log_ndtr: Callable[..., Tensor]
+erfcx: Callable[..., Tensor]
+xlogy: Callable[..., Tensor]
+xlog1py: Callable[..., Tensor]
 
 
 # ---------------------------------------------------------------------------------------------

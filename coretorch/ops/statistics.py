@@ -183,6 +183,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if input.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")
+    d: int | tuple[int, ...]
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:

@@ -238,7 +238,7 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
         rows, cols = shape
         end = rows * cols if wrap and rows > cols + 1 else min(rows, cols) * cols
         f = _cr.arange(0, end, cols + 1, device=dev)
-        key = (f // cols, f % cols)
+        key: tuple = (f // cols, f % cols)
     else:
         i = _cr.arange(shape[0], device=dev)
         key = (i,) * nd

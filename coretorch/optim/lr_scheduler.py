@@ -362,7 +362,7 @@ class SequentialLR(LRScheduler):
         elif hasattr(scheds, "last_epoch"):
             scheds.last_epoch -= 1
 
-    def step(self) -> None:  # type: ignore[override]
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as PyTorch's
         """Advance one step, switching to the next scheduler at each milestone."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
@@ -457,7 +457,7 @@ class ChainedScheduler(LRScheduler):
         self.optimizer = optimizer
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
 
-    def step(self) -> None:  # type: ignore[override]
+    def step(self) -> None:  # type: ignore[override]  # no epoch argument, as PyTorch's
         """Step every chained scheduler once, in order (their factors compose)."""
         for scheduler in self._schedulers:
             scheduler.step()
@@ -504,7 +504,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics, epoch=None) -> None:  # type: ignore[override]
+    def step(self, metrics, epoch=None) -> None:  # type: ignore[override]  # takes the metric, as PyTorch's
         """Record a new value of the monitored metric; after ``patience`` steps without improvement the learning
         rates are multiplied by ``factor`` (not below ``min_lr``).
 

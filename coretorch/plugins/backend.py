@@ -124,7 +124,7 @@ def validate_backend(backend: object) -> None:
 
 def get_backend(device_type: str) -> Backend | None:
     """The registered backend object of ``device_type`` (``"cpu"``, ``"opencl"``...), or None."""
-    return _backend.backends().get(device_type)  # type: ignore[return-value]
+    return _backend.backends().get(device_type)
 
 
 def _table_of(device: Union[Tensor, Device, str]) -> "_backend.KernelTable":

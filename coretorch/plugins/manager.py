@@ -181,7 +181,7 @@ def _check_hooks(pm: pluggy.PluginManager, obj, name: str) -> None:
 
 
 class Manager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.pm = pluggy.PluginManager("coretorch")
         self.pm.add_hookspecs(hookspecs)
         self.reports: list[PluginReport] = []

@@ -20,7 +20,7 @@ FI = F + ("int64",)
 def _sp(name: str, float_only: bool = True):
     """A scipy.special ufunc as a reference in the input's (or the default float) dtype."""
     def ref(a, *rest):
-        import scipy.special as sp  # type: ignore[import-untyped]
+        import scipy.special as sp
         if float_only and a.dtype.kind != "f":
             a = a.astype(DEFAULT_FLOAT)
         return np.asarray(getattr(sp, name)(a.astype(np.float64), *rest)).astype(a.dtype)

@@ -18,6 +18,7 @@ import queue
 import random
 import sys
 import traceback
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,7 @@ class ExceptionWrapper:
 
     def __init__(self, where: str) -> None:
         exc_type, exc, _ = sys.exc_info()
+        assert exc is not None  # made in an except block
         self.exc_type = exc_type
         self.exc_msg = "".join(traceback.format_exception(exc_type, exc, exc.__traceback__))
         self.where = where
@@ -189,6 +191,7 @@ def _worker_loop(iterable: bool, fetcher, index_queue, data_queue, done_event, b
             if done_event.is_set() or iteration_end:
                 continue
             idx, index = r
+            data: Any  # a batch, or what the main process re-raises or counts as the end
             if init_exception is not None:
                 data, init_exception = init_exception, None
             else:

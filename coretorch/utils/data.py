@@ -23,6 +23,7 @@ import sys
 import types
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class ChainDataset(IterableDataset):
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
                 raise AssertionError("ChainDataset only supports IterableDataset")
-            total += len(d)
+            total += len(d)  # type: ignore[arg-type]  # a sized one (else TypeError, as PyTorch)
         return total
 
 
@@ -132,7 +133,7 @@ class StackDataset(Dataset):
             self._length = len(args[0])
             if any(self._length != len(d) for d in args):
                 raise ValueError("Size mismatch between datasets")
-            self.datasets = args
+            self.datasets: tuple[Any, ...] | dict[str, Any] = args
         elif kwargs:
             values = list(kwargs.values())
             self._length = len(values[0])
@@ -565,7 +566,7 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     m = types.ModuleType(f"{__name__}.{name}", doc)
     for n in names:
         setattr(m, n, globals()[n])
-    m.__all__ = list(names)
+    m.__all__ = list(names)  # type: ignore[attr-defined]  # typeshed's ModuleType does not declare it
     sys.modules[m.__name__] = m
     globals()[name] = m
 

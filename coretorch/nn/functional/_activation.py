@@ -108,7 +108,7 @@ def relu_(input):
     return _inplace_result(input, _P.relu(input))
 
 
-def relu(input, inplace=False):  # noqa: F811  (PyTorch's signature: with inplace)
+def relu(input, inplace=False) -> Tensor:  # noqa: F811  (PyTorch's signature: with inplace)
     """Applies ``max(x, 0)`` element-wise.
 
     Args:
@@ -215,7 +215,7 @@ _GELU_FUSED = (_dt.float32, _dt.float64)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, approximate="none") -> Tensor:
     """Applies the Gaussian error linear unit ``x * Phi(x)`` element-wise.
 
     Args:
@@ -242,7 +242,7 @@ def gelu(input, approximate="none"):
     raise RuntimeError(f"approximate argument must be either none or tanh, but got {approximate!r}")
 
 
-def silu(input, inplace=False):
+def silu(input, inplace=False) -> Tensor:
     """Applies ``x * sigmoid(x)`` (swish) element-wise.
 
     Args:
@@ -498,7 +498,7 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
     return _make(out, input.dtype, table)
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     """``exp(x_i) / sum_j exp(x_j)`` along ``dim``, computed stably.
     Args:
         input (Tensor): the input.
@@ -510,7 +510,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
     """``log(softmax(input, dim))``, computed stably.
     Args:
         input (Tensor): the input.

@@ -58,6 +58,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """Leaky ReLU with a slope drawn from U(lower, upper) per negative element in training, (lower+upper)/2 in
     evaluation (PyTorch's randomized leaky ReLU)."""
+    slope: Tensor | float
     if training:
         slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
     else:

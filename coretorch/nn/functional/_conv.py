@@ -202,7 +202,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             padding, extra = _same_padding(ks, dilation)
             if any(extra):
-                pads = ()
+                pads: tuple[int, ...] = ()
                 for e in reversed(extra):  # F.pad order: last dim first
                     pads += (0, e)
                 x = _pad_constant(x, pads, 0.0)
@@ -219,7 +219,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
     return x, padding
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """A 2-D convolution (cross-correlation) of ``input`` (N, C_in, H, W) by ``weight`` ``(C_out, C_in / groups, *k)``.
 
     Args:

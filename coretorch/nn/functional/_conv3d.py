@@ -39,6 +39,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         xs = _S.permute(xs, (0, 2, 1, 3, 4)).reshape(n * d_out, c, h, w)
         y = conv2d(xs, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
         out = y if out is None else _P.add(out, y)
+    assert out is not None  # kd >= 1
     o, ho, wo = out.shape[1:]
     out = _S.permute(out.reshape(n, d_out, o, ho, wo), (0, 2, 1, 3, 4))
     out = _add_bias(out, bias, 3)

@@ -148,6 +148,7 @@ class _Taps:
             lin = idx if lin is None else _P.add(_P.mul(lin, size), idx)
             if ok is not None:
                 weight = _P.mul(weight, ok)
+        assert lin is not None  # one tap per spatial axis, at least one
         index = _S.expand(lin.reshape(self.n, 1, self.p), (self.n, self.c, self.p))
         vals = _I.gather(self.flat, 2, index).reshape(self.out_shape)
         return _P.mul(vals, _S.unsqueeze(weight, 1))
@@ -228,6 +229,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
             w = _P.mul(w, weights[k][bits[k]])
         term = taps.read([axes[k][bits[k]] for k in range(nsp)], w)
         out = term if out is None else _P.add(out, term)
+    assert out is not None  # 2 ** nsp corners
     return out
 
 
@@ -245,4 +247,5 @@ def _bicubic(taps: _Taps, coords: list, sizes: tuple, padding_mode: str, align_c
         for i in range(4):
             term = taps.read([ys[j], xs[i]], _P.mul(wy[j], wx[i]))
             out = term if out is None else _P.add(out, term)
+    assert out is not None  # 16 taps
     return out

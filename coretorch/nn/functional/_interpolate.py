@@ -156,6 +156,7 @@ def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
         w = _C.tensor([ws[j] for ws in weights], dtype=out.dtype, device=out.device).reshape(wshape)
         term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
         acc = term if acc is None else _P.add(acc, term)
+    assert acc is not None  # four taps
     return acc
 
 

@@ -79,7 +79,7 @@ def _weighted(loss, weight):
     return loss if weight is None else _P.mul(loss, weight)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None) -> Tensor:
     """The functional form of :class:`coretorch.nn.MSELoss` (see it for the formula and shapes).
 
     Args:
@@ -474,7 +474,7 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean") -> Tensor:
     """The functional form of :class:`coretorch.nn.NLLLoss` (see it for the formula and shapes).
 
     Args:
@@ -516,7 +516,7 @@ def _class_shape(ndim: int, class_dim: int, c: int) -> list:
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                  label_smoothing=0.0):
+                  label_smoothing=0.0) -> Tensor:
     """The cross-entropy between logits ``input`` and class indices (or probabilities) ``target``
     (``nll_loss(log_softmax(input, 1), target)``; see :class:`coretorch.nn.CrossEntropyLoss`).
 

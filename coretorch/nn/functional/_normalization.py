@@ -117,7 +117,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
     """Layer normalisation over the trailing ``normalized_shape`` dimensions (see :class:`coretorch.nn.LayerNorm`).
 
     Args:

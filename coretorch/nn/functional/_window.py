@@ -47,6 +47,7 @@ def _joint(arrays: list, combine) -> np.ndarray:
     for i, a in enumerate(arrays):
         b = a.reshape([a.shape[0] if j == i else 1 for j in range(m)] + [a.shape[1] if j == i else 1 for j in range(m)])
         acc = b if acc is None else combine(acc, b)
+    assert acc is not None  # one array per spatial dim, at least one
     outs = tuple(a.shape[0] for a in arrays)
     return np.broadcast_to(acc, outs + tuple(a.shape[1] for a in arrays)).reshape(outs + (-1,))
 

@@ -85,8 +85,8 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:  # a learned key and value appended to every sequence
-            self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
-            self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_k: Parameter | None = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_v: Parameter | None = Parameter(empty((1, 1, embed_dim), **kw))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
@@ -140,6 +140,7 @@ class MultiheadAttention(Module):
         mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
         kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
         if self.bias_k is not None:  # one more key/value position, never masked
+            assert self.bias_v is not None  # set with bias_k
             k = _S.cat([k, _S.expand(self.bias_k, (1, bsz, e))])
             v = _S.cat([v, _S.expand(self.bias_v, (1, bsz, e))])
             mask, kpm = _pad_last(mask), _pad_last(kpm)

@@ -3,6 +3,7 @@ U(-1/sqrt(fan_in), 1/sqrt(fan_in)))."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from ...ops.creation import empty
 from .. import functional as F
@@ -416,6 +417,14 @@ class ConvTranspose3d(_ConvTransposeNd):
 class _LazyConvXdMixin(LazyModuleMixin):
     """in_channels inferred from the first input (dim 1 batched, dim 0 unbatched)."""
     _nsp = 2
+    # set by the _ConvNd this is mixed into (declared for type checkers)
+    groups: int
+    transposed: bool
+    in_channels: int
+    out_channels: int
+    kernel_size: tuple[int, ...]
+    weight: Parameter  # an UninitializedParameter until the first forward
+    bias: Parameter
 
     def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
         self.weight = UninitializedParameter(device=device, dtype=dtype)
@@ -425,7 +434,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
-            super().reset_parameters()
+            super().reset_parameters()  # type: ignore[misc]  # a mixin: super() is the _ConvNd it precedes
 
     def initialize_parameters(self, input, *args, **kwargs) -> None:
         if self.has_uninitialized_params():
@@ -433,11 +442,13 @@ class _LazyConvXdMixin(LazyModuleMixin):
             if self.in_channels % self.groups != 0:
                 raise ValueError("in_channels must be divisible by groups")
             if self.transposed:
-                self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+                cast(UninitializedParameter, self.weight).materialize(
+                    (self.in_channels, self.out_channels // self.groups, *self.kernel_size))
             else:
-                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+                cast(UninitializedParameter, self.weight).materialize(
+                    (self.out_channels, self.in_channels // self.groups, *self.kernel_size))
             if self.bias is not None:
-                self.bias.materialize((self.out_channels,))
+                cast(UninitializedParameter, self.bias).materialize((self.out_channels,))
             self.reset_parameters()
 
     def _get_in_channels(self, input) -> int:
@@ -448,7 +459,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
         return input.shape[1] if input.dim() == nb + 1 else input.shape[0]
 
 
-def _lazy_conv(base: type):
+def _lazy_conv(base: type[_ConvNd]):
     def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
                  bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         # no bias yet: the placeholders replace the empty tensors
@@ -458,7 +469,7 @@ def _lazy_conv(base: type):
     return __init__
 
 
-def _lazy_conv_transpose(base: type):
+def _lazy_conv_transpose(base: type[_ConvNd]):
     def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1,
                  bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,

@@ -8,6 +8,7 @@ dict with real tensors materialises the matching placeholders first."""
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...autograd.grad_mode import no_grad
 from ..parameter import is_lazy
@@ -18,7 +19,13 @@ __all__ = ["LazyModuleMixin"]
 class LazyModuleMixin:
     """Mix in before a Module class; define ``initialize_parameters(input)`` and set ``cls_to_become``."""
 
-    cls_to_become = None
+    cls_to_become: type | None = None
+    if TYPE_CHECKING:  # provided by the Module this is mixed into
+        _parameters: dict[str, Any]
+        _buffers: dict[str, Any]
+        _register_load_state_dict_pre_hook: Callable[..., Any]
+        register_forward_pre_hook: Callable[..., Any]
+        _get_name: Callable[[], str]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

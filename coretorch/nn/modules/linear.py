@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty
@@ -128,9 +129,9 @@ class LazyLinear(LazyModuleMixin, Linear):
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))
+                cast(UninitializedParameter, self.weight).materialize((self.out_features, self.in_features))
                 if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
+                    cast(UninitializedParameter, self.bias).materialize((self.out_features,))
                 self.reset_parameters()
 
 

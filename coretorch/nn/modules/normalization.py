@@ -2,6 +2,8 @@
 normalization.py."""
 from __future__ import annotations
 
+from typing import cast
+
 from ... import dtypes as _dt
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
@@ -174,8 +176,8 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
         if self.has_uninitialized_params():
             self.num_features = input.shape[1]
             if self.affine:
-                self.weight.materialize((self.num_features,))
-                self.bias.materialize((self.num_features,))
+                cast(UninitializedParameter, self.weight).materialize((self.num_features,))
+                cast(UninitializedParameter, self.bias).materialize((self.num_features,))
             if self.track_running_stats:
                 self.running_mean.materialize((self.num_features,))
                 self.running_var.materialize((self.num_features,))

@@ -107,7 +107,7 @@ class RNNBase(Module):
                 layer_input_size = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                shapes = [(gate_size, layer_input_size), (gate_size, real_hidden)]
+                shapes: list[tuple[int, ...]] = [(gate_size, layer_input_size), (gate_size, real_hidden)]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     shapes += [(gate_size,), (gate_size,)]
@@ -298,7 +298,7 @@ class RNNBase(Module):
             hs = hx if lstm else (hx, None)
             if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
-            fixed = []
+            fixed: list = []
             for i, t in enumerate(hs):
                 if t is None:
                     fixed.append(None)

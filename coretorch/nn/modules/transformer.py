@@ -268,9 +268,9 @@ class Transformer(Module):
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+            dec_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                                batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(dec_layer, num_decoder_layers,
                                               LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
         self._reset_parameters()
         self.d_model = d_model

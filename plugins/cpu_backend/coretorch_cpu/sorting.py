@@ -11,6 +11,8 @@ built in the values' buffer and decoded back into it, and the words become the i
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 _I64 = np.dtype(np.int64)
@@ -113,7 +115,7 @@ def _fits_int32(x) -> bool:
 
 
 def _argsort(x, descending: bool, stable: bool):
-    kind = "stable" if stable else None
+    kind: Literal["stable"] | None = "stable" if stable else None
     if not descending:
         return np.argsort(x, axis=-1, kind=kind)
     # descending with ties in input order and NaN first: the ascending order of the reversed row, reversed
@@ -177,7 +179,7 @@ def kthvalue(x, k: int, axis):
 
 def searchsorted(seq, values, right: bool, out_dtype):
     """Insertion points of ``values`` in the rows of ``seq`` (1-D, or the same leading dims as values)."""
-    side = "right" if right else "left"
+    side: Literal["left", "right"] = "right" if right else "left"
     if seq.ndim == 1:
         return np.searchsorted(seq, values, side=side).astype(out_dtype)
     s2 = seq.reshape(-1, seq.shape[-1])

@@ -24,6 +24,7 @@ import pickle
 import sys
 import time
 import traceback
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class GroupMember:
 
 group = GroupMember
 
-_state = {"pg": None, "groups": [], "prev_excepthook": None}
+_state: dict[str, Any] = {"pg": None, "groups": [], "prev_excepthook": None}
 
 
 # ---- the default group -------------------------------------------------------------------------------

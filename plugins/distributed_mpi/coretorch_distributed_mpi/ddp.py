@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ class DistributedDataParallel(Module, Joinable):
                 caps_used[key] = True
                 del open_[key]
         self._buckets = []
-        self._where = [None] * len(self._ddp_params)
+        self._where: list[Any] = [None] * len(self._ddp_params)  # (bucket, offset) per parameter, set below
         for idx, (members, _) in enumerate(groups):
             offsets, total = [], 0
             for i in members:

@@ -14,4 +14,4 @@ def synchronize(index: int | None = None) -> None:
     import coretorch
     be = coretorch.plugins.get_backend("opencl")
     if be is not None:
-        be.synchronize(index)
+        be.synchronize(index)  # type: ignore[attr-defined]  # an optional Backend method, which this one has

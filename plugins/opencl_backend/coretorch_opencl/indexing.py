@@ -253,6 +253,7 @@ def run_put(kern, kname: str, key: tuple, x, rshape, off, plain, idxs, value, mo
     if scalar:
         args.append(kern._scalar_arg(value, dt))
     else:
+        assert vstr is not None  # set for an array value
         args += [value.base_data, vo] + list(vstr)
     args += [n] + list(rshape) + list(plain) + _idx_args(idxs)
     kern.dev.launch(k, 1 if mode.startswith("seq") else n, args)

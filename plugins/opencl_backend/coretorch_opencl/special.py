@@ -344,7 +344,7 @@ def _program(dt) -> str:
     unary functions and polygamma, and frexp."""
     ct, st = cg.ctype(dt), cg.stype(dt)
     parts = [_helpers(dt)]
-    names = UNARY + ("gelu",)
+    names: tuple[str, ...] = UNARY + ("gelu",)
     exprs = {"gelu": "a0 * F(0.5) * erfc(-a0 * F(M_SQRT1_2))"}   # x Phi(x)
     if ct == "float":
         parts.append(_erf_float_src())
