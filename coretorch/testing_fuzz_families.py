@@ -260,6 +260,7 @@ def families(fz) -> tuple:
     _fz = fz
     spec = importlib.util.spec_from_file_location("testing_fuzz_families2",
                                                   pathlib.Path(__file__).with_name("testing_fuzz_families2.py"))
+    assert spec is not None and spec.loader is not None, "testing_fuzz_families2.py sits beside this module"
     more = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(more)
     return ((gen_create, 2), (gen_promote, 3), (gen_view_inplace, 3), (gen_setitem, 2), (gen_reduce2, 2)) + \

@@ -323,7 +323,7 @@ def _make_binary(name: str, node_cls, kind: str):
             if node_cls.save_output and (node_cls.save_output is True or node.need[0]):
                 node.out = r
                 node.save(*node._saved, r)
-            elif node.__class__ is PowBackward1:  # PyTorch's tensor ** tensor saves its result too
+            elif bt and node_cls is PowBackward0:  # PowBackward1: PyTorch's tensor ** tensor saves its result too
                 node.save(*node._saved, r)
             return r
         return _make(out, dt, table)

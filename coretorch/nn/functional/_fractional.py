@@ -102,7 +102,7 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
     order = (1, 0) if nd == 2 else (0, 1, 2)
     with no_grad():
         rs = rs.detach().to(x.device)
-        flat = None
+        flat: Tensor | None = None
         stride = 1
         for d in range(nd - 1, -1, -1):  # the flat in-plane index of every window tap, built dim by dim
             st = _starts(_I.narrow(rs, 0, 0, B)[:, :, order[d]], spatial[d], outs[d], ks[d])   # (B, C, out_d)
@@ -113,8 +113,10 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
             flat = t if flat is None else _P.add(flat, t)
             stride *= spatial[d]
         L, K = math.prod(outs), math.prod(ks)
-        flat = _S.reshape(flat, (B, C, L, K)) if L and K else _C.zeros((B, C, L, K), dtype=_dt.int64,
-                                                                          device=x.device)
+        if L and K and flat is not None:
+            flat = _S.reshape(flat, (B, C, L, K))
+        else:
+            flat = _C.zeros((B, C, L, K), dtype=_dt.int64, device=x.device)
         xp = _S.reshape(x.detach(), (B, C, -1))
         if L:
             vals = _S.reshape(_I.gather(xp, 2, _S.reshape(flat, (B, C, L * K))), (B, C, L, K))
