@@ -97,7 +97,9 @@ def _pad_name(out, a):
 
 def _nll_name(out, a):
     x, t = a["input"], a["target"]
-    if t.dtype.is_floating_point or a.get("label_smoothing", 0.0):
+    if t.dtype.is_floating_point:  # class probabilities: PyTorch's mean divides by a number (DivBackward1)
+        return "DivBackward1" if a["reduction"] == "mean" and "label_smoothing" in a else None
+    if a.get("label_smoothing", 0.0):
         return None
     if x.ndim < 3:
         return "NllLossBackward0"

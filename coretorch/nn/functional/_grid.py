@@ -43,7 +43,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     """(N, 2, 3) -> grid (N, H, W, 2) for size (N, C, H, W); (N, 3, 4) -> (N, D, H, W, 3) for 5-D sizes."""
     _check_tensor("affine_grid", "theta", theta)
     if align_corners is None:
-        warnings.warn(_DEFAULT_CHANGED, stacklevel=2)
+        warnings.warn(_DEFAULT_CHANGED, stacklevel=3)
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -63,7 +63,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
-                      "of affine_grid for details.", stacklevel=2)
+                      "of affine_grid for details.", stacklevel=3)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     nsp = len(spatial)
@@ -203,7 +203,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     if align_corners is None:
-        warnings.warn(_DEFAULT_CHANGED, stacklevel=2)
+        warnings.warn(_DEFAULT_CHANGED, stacklevel=3)
         align_corners = False
     _check_grid_args(input, grid, mode)
     nsp = input.ndim - 2
