@@ -59,9 +59,9 @@ DELIBERATE_STEPS = (
      lambda a, b, what, device="cpu": device != "cpu" and a.op == "setitem:mask" and not a.error
      and b.error == "RuntimeError" and "torch.tensor(" in a.src.split("] = ")[-1] and "dtype=" not in
      a.src.split("] = ")[-1]),
-    ("on opencl `take` of a CPU 0-d tensor with a device index raises (PyTorch's take needs one device, as on CUDA; "
-     "the oracle's PyTorch side runs both on the CPU)",
-     lambda a, b, what, device="cpu": device != "cpu" and a.op == "take" and not a.error
+    ("on opencl `take`/`index_select` of a CPU 0-d tensor with a device index raise (PyTorch's need one device, as "
+     "on CUDA; the oracle's PyTorch side runs both on the CPU)",
+     lambda a, b, what, device="cpu": device != "cpu" and a.op in ("take", "index_select") and not a.error
      and b.error == "RuntimeError" and "[0d]" in a.kind),
 )
 
