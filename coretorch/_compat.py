@@ -50,8 +50,8 @@ def _check_compile_args(mode, options) -> None:
 
 def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="inductor", mode=None, options=None,
             disable: _bool = False):
-    """``torch.compile``: returns ``model`` unchanged (warning once that compilation does not exist yet); with
-    no model, a decorator that does the same."""
+    """``torch.compile``: a function gets whole-step capture and replay (:mod:`coretorch._compile`); a module is
+    returned unchanged for now (warning once); with no model, a decorator that does the same."""
     _check_compile_args(mode, options)
     if model is None:
         def decorator(fn):
@@ -60,8 +60,12 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="indu
         return decorator
     if not callable(model):
         raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
-    if not disable:
-        _warn_compile()
+    if disable:
+        return model
+    if not isinstance(model, _Module):  # a function: whole-step capture and replay (coretorch._compile)
+        from ._compile import compile as _compile_fn  # the capture machinery imports nn and optim
+        return _compile_fn(model, fullgraph=fullgraph)
+    _warn_compile()
     return model
 
 

@@ -1,0 +1,102 @@
+"""Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.grad_mode import state as _grad_state
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def leaves(args: tuple, kwargs: dict) -> list:
+    """The arguments flattened (lists, tuples and dicts opened): their tensors are the replay's inputs."""
+    out: list = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for k in sorted(o, key=repr):
+                walk(o[k])
+        else:
+            out.append(o)
+    walk(args)
+    walk(kwargs)
+    return out
+
+
+def _leaf_key(a: Any) -> Any:
+    if isinstance(a, Tensor):
+        d = a._data
+        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg, type(a))
+    if isinstance(a, _SCALARS):
+        return (type(a), a)
+    return ("obj", id(a))
+
+
+def roots(fn: Any, args: tuple, kwargs: dict) -> list:
+    """Objects the function can reach: arguments, a bound method's self, closure cells, the globals it names."""
+    objs: list = [fn, *(a for a in (*args, *kwargs.values()) if not isinstance(a, (Tensor, *_SCALARS)))]
+    f = fn
+    if hasattr(f, "__self__") and hasattr(f, "__func__"):
+        objs.append(f.__self__)
+        objs.extend(vars(f.__self__).values() if hasattr(f.__self__, "__dict__") else ())
+        f = f.__func__
+    code = getattr(f, "__code__", None)
+    if code is not None:
+        for cell in f.__closure__ or ():
+            try:
+                objs.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        g = f.__globals__
+        objs.extend(g[n] for n in code.co_names if n in g)
+    return objs
+
+
+def state_of(objs: list) -> tuple[list, list, list, list]:
+    """(modules, optimizers, params, buffers as (dict, name)) reachable from ``objs`` (containers one level deep)."""
+    modules: dict[int, Module] = {}
+    opts: dict[int, Optimizer] = {}
+    tensors: dict[int, Tensor] = {}
+
+    def add(o: Any, depth: int) -> None:
+        if isinstance(o, Module):
+            for m in o.modules():
+                modules.setdefault(id(m), m)
+        elif isinstance(o, Optimizer):
+            opts.setdefault(id(o), o)
+        elif isinstance(o, Tensor):
+            tensors.setdefault(id(o), o)
+        elif depth and isinstance(o, (list, tuple)):
+            for x in o:
+                add(x, depth - 1)
+        elif depth and isinstance(o, dict):
+            for x in o.values():
+                add(x, depth - 1)
+    for o in objs:
+        add(o, 1)
+    params: dict[int, Tensor] = {}
+    buffers: list = []
+    for m in modules.values():
+        for p in m._parameters.values():
+            if p is not None:
+                params.setdefault(id(p), p)
+        for k in m._buffers:
+            buffers.append((m._buffers, k))
+    for o in opts.values():
+        for g in o.param_groups:
+            for p in g["params"]:
+                params.setdefault(id(p), p)
+    plain = [t for t in tensors.values() if id(t) not in params]
+    return list(modules.values()), list(params.values()), buffers, plain
+
+
+def key(lv: list, modules: list, params: list) -> tuple:
+    return (tuple([_leaf_key(a) for a in lv]), _grad_state.enabled, tuple([m.training for m in modules]),
+            tuple([id(p) for m in modules for p in m._parameters.values()]),
+            tuple([p._grad is None for p in params]))

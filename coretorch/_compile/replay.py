@@ -1,0 +1,41 @@
+"""Replay: the recorded launches become one generated Python function, so a replay is a straight run of kernel
+calls on local variables (no dict lookups, no checks, no autograd), with the write-backs and eager segments in
+place."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tensor import _make
+from .capture import Recorder, _orig_host_all_below
+
+
+class Mismatch(Exception):
+    """A checked host read gave another value than at capture: the eager path would differ."""
+
+    def __init__(self, unsafe: bool):
+        super().__init__(unsafe)
+        self.unsafe = unsafe
+
+
+def _changed(value: Any, expected: bytes) -> bool:
+    return np.asarray(value).tobytes() != expected
+
+
+def _copy(a):
+    return a.copy()
+
+
+_GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch}
+
+
+def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
+    """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    body = "\n".join(f"        {line}" for line in rec.lines if line)
+    src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
+           "    return _replay\n")
+    ns = dict(_GLOBALS)
+    exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
+    return ns["_build"](*rec.consts), src

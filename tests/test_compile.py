@@ -1,0 +1,269 @@
+"""coretorch.compile: whole-step capture and replay gives bitwise the parameters eager gives; guards, recompile
+limit, graph breaks, explain and fullgraph."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+from coretorch import nn
+from coretorch._compile import CompiledFunction, Unsupported, config
+
+
+def _data(n, shape, classes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(shape).astype(np.float32), rng.integers(0, classes, shape[0])) for _ in range(n)]
+
+
+def _run(build, data, device, compiled, set_to_none=True, sched=False):
+    """Train ``build()``'s (model, optimizer, loss) for the batches; the parameters, buffers and losses."""
+    torch.manual_seed(0)
+    model, opt, lossf = build()
+    model.to(device)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5) if sched else None
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = lossf(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = torch.compile(step) if compiled else step
+    losses = []
+    for xb, yb in data:
+        loss = f(torch.tensor(xb, device=device), torch.tensor(yb, device=device))
+        losses.append(loss.detach().cpu().numpy().copy())
+        if scheduler is not None:
+            scheduler.step()
+    if compiled:
+        assert isinstance(f, CompiledFunction)
+        entries = list(f._cache.values())
+        assert entries and all(e.replay is not None for e in entries), [e.breaks for e in entries]
+        assert f.launches > 0 and f.replays >= len(data) - 2
+    state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+    grads = [None if p.grad is None else p.grad.cpu().numpy().copy() for p in model.parameters()]
+    return state, losses, grads
+
+
+def _same(build, data, device, **kw):
+    a = _run(build, data, device, False, **kw)
+    b = _run(build, data, device, True, **kw)
+    for k in a[0]:
+        np.testing.assert_array_equal(a[0][k], b[0][k], err_msg=k)
+    for la, lb in zip(a[1], b[1]):
+        np.testing.assert_array_equal(la, lb)
+    for ga, gb in zip(a[2], b[2]):
+        assert (ga is None) == (gb is None)
+        if ga is not None:
+            np.testing.assert_array_equal(ga, gb)
+
+
+def _mlp_sgd():
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    return m, torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), F.cross_entropy
+
+
+def test_mlp_sgd_momentum_bitwise(device):
+    _same(_mlp_sgd, _data(4, (6, 8), 4), device)
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_modes_and_scheduler(set_to_none):
+    _same(_mlp_sgd, _data(5, (6, 8), 4), "cpu", set_to_none=set_to_none, sched=True)
+
+
+def test_mlp_adam_bitwise(device):
+    def build():
+        m = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+        return m, torch.optim.Adam(m.parameters(), lr=1e-2), F.cross_entropy
+    _same(build, _data(4, (6, 8), 4), device)
+
+
+def test_conv_batchnorm_running_stats_bitwise():
+    def build():
+        m = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(3 * 5 * 5, 3))
+        return m, torch.optim.SGD(m.parameters(), lr=0.05), F.cross_entropy
+    _same(build, _data(4, (4, 2, 5, 5), 3), "cpu")
+
+
+def test_dropout_matches_eager_rng(device):
+    def build():
+        m = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4))
+        return m, torch.optim.SGD(m.parameters(), lr=0.1), F.cross_entropy
+    _same(build, _data(4, (6, 8), 4), device)
+
+
+class _Block(nn.Module):
+    def __init__(self, d=16, h=2):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.head = nn.Linear(d, 5)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+        x = x + self.out(F.gelu(self.fc(self.ln2(x))))
+        return self.head(x).view(b * t, 5)
+
+
+def test_gpt_block_adamw_bitwise():
+    def build():
+        m = _Block()
+        return m, torch.optim.AdamW(m.parameters(), lr=1e-2), F.cross_entropy
+    data = [(x, y) for x, y in _data(3, (2, 4, 16), 5)]
+    data = [(x, np.resize(y, 8)) for x, y in data]
+    _same(build, data, "cpu")
+
+
+def test_clip_grad_norm_inside_the_step():
+    torch.manual_seed(0)
+    results = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m, opt, _ = _mlp_sgd()
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            nn.utils.clip_grad_norm_(m.parameters(), 0.1)
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        for xb, yb in _data(4, (6, 8), 4):
+            f(torch.tensor(xb), torch.tensor(yb))
+        results.append([p.detach().numpy().copy() for p in m.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+# ---- guards, recompiles, graph breaks -----------------------------------------------------------------------------
+def _counter_fn():
+    w = torch.ones(3, requires_grad=True)
+    calls = []
+
+    def fn(x, s):
+        calls.append(1)  # a Python side effect: runs at capture only
+        return (x * w * s).sum()
+    return fn, calls, w
+
+
+def test_guards_recapture_on_shape_dtype_scalar_and_requires_grad():
+    fn, calls, _ = _counter_fn()
+    f = torch.compile(fn)
+    x = torch.arange(3.0)
+    assert f(x, 2.0).item() == 6.0 and f(x, 2.0).item() == 6.0
+    assert len(calls) == 1  # the second call replayed
+    assert f(x + 1, 2.0).item() == 12.0 and len(calls) == 1  # new values, same guards: replay reads them
+    assert f(x, 3.0).item() == 9.0 and len(calls) == 2  # a Python scalar is a guard
+    assert f(x.double(), 3.0).item() == 9.0 and len(calls) == 3
+    assert f(torch.arange(6.0).view(2, 3), 1.0).item() == 15.0 and len(calls) == 4
+    assert f(x.requires_grad_(), 1.0).item() == 3.0 and len(calls) == 5
+    assert len(f._cache) == 5
+
+
+def test_training_flag_and_parameter_identity_are_guards():
+    m = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    f = torch.compile(lambda x: m(x).sum())
+    x = torch.ones(2, 3)
+    m.eval()
+    a = f(x)
+    assert f(x).item() == a.item() and len(f._cache) == 1
+    m.train()
+    f(x)
+    assert len(f._cache) == 2
+    m.eval()
+    m[0].weight = nn.Parameter(torch.zeros(3, 3))
+    assert f(x).item() == pytest.approx(float(m[0].bias.sum().item()) * 2, rel=1e-6)
+    assert len(f._cache) == 3
+
+
+def test_recompile_limit_then_eager_with_one_warning(monkeypatch):
+    monkeypatch.setattr(config, "recompile_limit", 2)
+    fn, calls, _ = _counter_fn()
+    f = torch.compile(fn)
+    x = torch.ones(3)
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        for s in range(4):
+            assert f(x, float(s)).item() == 3.0 * s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f(x, 7.0).item() == 21.0
+    assert len(f._cache) == 2 and len(calls) == 5
+
+
+def _breaking(x):
+    y = x * 2
+    if y.sum() > 0:  # Python control flow on a tensor value
+        return y + 1
+    return y - 1
+
+
+@pytest.mark.parametrize("op", ["item", "tolist", "numpy", "bool", "nonzero"])
+def test_graph_breaks_run_eagerly_and_are_explained(op):
+    def fn(x):
+        y = x * 2
+        if op == "item":
+            return y + y.sum().item()
+        if op == "tolist":
+            return y + len(y.tolist())
+        if op == "numpy":
+            return y + float(y.detach().numpy()[0])
+        if op == "bool":
+            return _breaking(x)
+        return y[torch.nonzero(y > 0).view(-1)]
+    f = torch.compile(fn)
+    for x in (torch.tensor([1.0, -2.0]), torch.tensor([3.0, 4.0]), torch.tensor([-3.0, -4.0])):
+        np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
+    info = torch.compiler.explain(fn, torch.tensor([1.0, 2.0]))
+    assert info.graph_break_count >= 1
+    assert "test_compile.py" in info.break_reasons[0]
+    assert "test_compile.py" in str(info)
+    with pytest.raises(Unsupported, match="graph break.*test_compile.py"):
+        torch.compile(fn, fullgraph=True)(torch.tensor([1.0, 2.0]))
+
+
+def test_explain_without_breaks_and_switches():
+    def fn(x):
+        return (x * 3).exp()
+    info = torch.compiler.explain(fn)(torch.ones(2))
+    assert info.graph_break_count == 0 and info.op_count >= 2
+    assert torch.compile(fn, disable=True) is fn
+    seen = []
+
+    def probe(x):
+        seen.append(torch.compiler.is_compiling())
+        return x + 1
+    f = torch.compile(probe)
+    f(torch.ones(1))
+    f(torch.ones(1))
+    assert seen == [True] and not torch.compiler.is_compiling()
+    torch.compiler.reset()
+    f(torch.ones(1))
+    assert seen == [True, True]
+
+
+def test_replay_results_are_fresh_and_inputs_read_each_call():
+    w = torch.tensor([1.0, 2.0])
+
+    def fn(x):
+        return x @ w, x * 0 + w
+
+    f = torch.compile(fn)
+    a = f(torch.tensor([1.0, 1.0]))
+    b = f(torch.tensor([2.0, 0.0]))
+    assert a[0].item() == 3.0 and b[0].item() == 2.0
+    w.mul_(2)  # persistent state changed in place between calls: the replay reads it
+    c = f(torch.tensor([1.0, 0.0]))
+    assert c[0].item() == 2.0 and c[1].tolist() == [2.0, 4.0]
