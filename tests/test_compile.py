@@ -267,3 +267,13 @@ def test_replay_results_are_fresh_and_inputs_read_each_call():
     w.mul_(2)  # persistent state changed in place between calls: the replay reads it
     c = f(torch.tensor([1.0, 0.0]))
     assert c[0].item() == 2.0 and c[1].tolist() == [2.0, 4.0]
+
+
+def test_view_made_outside_the_kernels_is_a_break_not_a_stale_constant(device):
+    w = torch.arange(12.0, device=device).view(4, 3)
+
+    def fn(i):  # index_select reshapes a 0-d index on the host array
+        return torch.index_select(w, 0, i) * 2
+    f = torch.compile(fn)
+    for k in range(3):
+        assert f(torch.tensor(k, device=device)).tolist() == fn(torch.tensor(k, device=device)).tolist()

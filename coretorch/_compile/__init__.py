@@ -80,6 +80,7 @@ class CompiledFunction:
         self._state: dict = {}
         self._eager = False
         self._warned = False
+        self._gnames: list | None = None
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -89,13 +90,15 @@ class CompiledFunction:
         self._state.clear()
         self._eager = False
         self._warned = False
+        self._gnames = None
 
     def _lookup(self, args: tuple, kwargs: dict):
-        rts = _guards.roots(self._orig_fn, args, kwargs)
-        rid = tuple([id(o) for o in rts])
+        if self._gnames is None:
+            self._gnames = _guards.global_names(self._orig_fn)
+        rid = tuple(map(id, _guards.roots(self._orig_fn, args, kwargs, self._gnames)))
         st = self._state.get(rid)
         if st is None:
-            st = self._state[rid] = _guards.state_of(rts)
+            st = self._state[rid] = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
         lv = _guards.leaves(args, kwargs)
         return lv, st, (rid, _guards.key(lv, st[0], st[1]))
 

@@ -344,9 +344,12 @@ class Recorder:
         for ref in gc.get_referrers(*[a for _, a, _ in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
                 owners[id(ref._data)] = ref
+        known = {id(b) for b in map(_memory_of, self.keep) if b is not None}
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
-            if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
+            if t is None and _memory_of(a) is not None and id(_memory_of(a)) in known:
+                self.graph_break("a kernel read a view made outside the recorded kernels")
+            elif t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
                 self.lines[i] = f"{v} = {self.const(t)}._data"
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
@@ -374,6 +377,18 @@ class Recorder:
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return repr(obj) if not isinstance(obj, float) else self.const(obj)
         return self.const(obj)
+
+
+def _memory_of(a: Any) -> Any:
+    """The object owning ``a``'s memory (numpy's ``base`` chain, pyopencl's ``base_data``), or None."""
+    base = getattr(a, "base_data", None)
+    if base is not None:
+        return base
+    if isinstance(a, np.ndarray):
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+    return None
 
 
 _orig_host_all_below = _util.host_all_below

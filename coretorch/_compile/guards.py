@@ -1,6 +1,7 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from ..autograd.grad_mode import state as _grad_state
@@ -9,10 +10,14 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 
 _SCALARS = (bool, int, float, str, type(None))
+_NOT_ROOTS = (Tensor, *_SCALARS)
+_training = attrgetter("training")
 
 
 def leaves(args: tuple, kwargs: dict) -> list:
     """The arguments flattened (lists, tuples and dicts opened): their tensors are the replay's inputs."""
+    if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
+        return list(args)
     out: list = []
 
     def walk(o: Any) -> None:
@@ -38,13 +43,19 @@ def _leaf_key(a: Any) -> Any:
     return ("obj", id(a))
 
 
-def roots(fn: Any, args: tuple, kwargs: dict) -> list:
-    """Objects the function can reach: arguments, a bound method's self, closure cells, the globals it names."""
-    objs: list = [fn, *(a for a in (*args, *kwargs.values()) if not isinstance(a, (Tensor, *_SCALARS)))]
+def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
+    """Objects the function can reach: non-tensor arguments, a bound method's self (and its attributes), closure
+    cells, the globals it names (``gnames``: those names, when already known)."""
+    objs: list = [fn]
+    if kwargs:
+        args = (*args, *kwargs.values())
+    objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
     f = fn
-    if hasattr(f, "__self__") and hasattr(f, "__func__"):
-        objs.append(f.__self__)
-        objs.extend(vars(f.__self__).values() if hasattr(f.__self__, "__dict__") else ())
+    if hasattr(f, "__func__"):
+        s = f.__self__
+        objs.append(s)
+        if hasattr(s, "__dict__"):
+            objs.extend(vars(s).values())
         f = f.__func__
     code = getattr(f, "__code__", None)
     if code is not None:
@@ -54,8 +65,14 @@ def roots(fn: Any, args: tuple, kwargs: dict) -> list:
             except ValueError:  # an empty cell
                 pass
         g = f.__globals__
-        objs.extend(g[n] for n in code.co_names if n in g)
+        objs.extend(g[n] for n in (global_names(f) if gnames is None else gnames) if n in g)
     return objs
+
+
+def global_names(fn: Any) -> list:
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    return [n for n in code.co_names if n in f.__globals__] if code is not None else []
 
 
 def state_of(objs: list) -> tuple[list, list, list, list]:
@@ -97,6 +114,6 @@ def state_of(objs: list) -> tuple[list, list, list, list]:
 
 
 def key(lv: list, modules: list, params: list) -> tuple:
-    return (tuple([_leaf_key(a) for a in lv]), _grad_state.enabled, tuple([m.training for m in modules]),
+    return (tuple([_leaf_key(a) for a in lv]), _grad_state.enabled, tuple(map(_training, modules)),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([p._grad is None for p in params]))
