@@ -59,12 +59,22 @@ def _internal(filename: str) -> bool:
 
 def user_location() -> str:
     """``file:line in function`` of the innermost frame outside coretorch and its plugins."""
+    return _user_frame()
+
+
+def _user_frame(core: bool = False) -> str:
     f = sys._getframe(1)
+    inner = None
     while f is not None and _internal(f.f_code.co_filename):
+        if inner is None and not f.f_code.co_filename.startswith(_THIS):
+            inner = f
         f = f.f_back
     if f is None:
         return "<unknown>"
-    return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    where = f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    if core and inner is not None:
+        where += f" (core: {os.path.relpath(inner.f_code.co_filename, _PKG)}:{inner.f_lineno})"
+    return where
 
 
 class Path:
@@ -84,6 +94,8 @@ class Recorder:
         self._const_ids: dict[int, str] = {}
         self.var: dict[int, str] = {}      # id(array) -> variable name
         self.keep: list[Any] = []          # every array seen: ids stay unique
+        self._current = ""
+        self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
         self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
@@ -109,6 +121,10 @@ class Recorder:
     def new_var(self, arr: Any) -> str:
         name = f"a{len(self.keep)}"
         self.keep.append(arr)
+        mem = _memory_of(arr)
+        if mem is not None:
+            self._mem.add(id(mem))
+            self.keep.append(mem)
         self.var[id(arr)] = name
         return name
 
@@ -121,6 +137,10 @@ class Recorder:
         if src is None:
             self.refresh_owners()
             src = self.owner.get(id(arr))
+        if src is None:
+            mem = _memory_of(arr)
+            if mem is not None and id(mem) in self._mem:  # a view of a recorded array, made on the host
+                self.graph_break(f"kernel '{self._current}' read a view made outside the recorded kernels")
         v = self.new_var(arr)
         if src is None:
             self.pending.append((len(self.lines), arr, v))
@@ -166,6 +186,10 @@ class Recorder:
             if isinstance(t, Tensor) and id(t._data) not in self.owner:
                 self.owner[id(t._data)] = f"{p.expr}._data"
                 self.keep.append(t._data)
+                mem = _memory_of(t._data)
+                if mem is not None:
+                    self._mem.add(id(mem))
+                    self.keep.append(mem)
 
     def snapshot(self) -> None:
         self.snap = {}
@@ -204,7 +228,7 @@ class Recorder:
 
     # ---- events ---------------------------------------------------------------------------------------------------
     def graph_break(self, why: str) -> None:
-        msg = f"{why} (at {user_location()})"
+        msg = f"{why} (at {_user_frame(core=True)})"
         if self.fullgraph:
             raise Unsupported(f"coretorch.compile(fullgraph=True): graph break: {msg}")
         self.breaks.append(msg)
@@ -213,6 +237,7 @@ class Recorder:
         out = kernel(*args, **kwargs)
         if not self.active or self.breaks:
             return out
+        self._current = name
         if name in DATA_SHAPED:
             self.graph_break(f"'{name}' gives a shape that depends on the data")
             return out
@@ -333,6 +358,8 @@ class Recorder:
     # ---- end ------------------------------------------------------------------------------------------------------
     def finish(self, result: Any, args: list) -> str:
         """Write back the final state, resolve the remaining externals, encode the result."""
+        if self.breaks:  # recording stopped at the first break: nothing more to say
+            return "None"
         self.write_back()
         if self.pending:
             self._resolve_pending()
@@ -341,15 +368,12 @@ class Recorder:
     def _resolve_pending(self) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
         owners: dict[int, Tensor] = {}
-        for ref in gc.get_referrers(*[a for _, a, _ in self.pending]):
+        for ref in gc.get_referrers(*[p[1] for p in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
                 owners[id(ref._data)] = ref
-        known = {id(b) for b in map(_memory_of, self.keep) if b is not None}
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
-            if t is None and _memory_of(a) is not None and id(_memory_of(a)) in known:
-                self.graph_break("a kernel read a view made outside the recorded kernels")
-            elif t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
+            if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
                 self.lines[i] = f"{v} = {self.const(t)}._data"
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
