@@ -3,6 +3,7 @@ calls on local variables (no dict lookups, no checks, no autograd), with the wri
 place."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -30,10 +31,33 @@ def _copy(a):
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch}
 
 
+_VAR = re.compile(r"\ba\d+\b")
+
+
+def _with_frees(lines: list[str], result_src: str) -> list[str]:
+    """``del`` each temporary right after its last use: arrays live as long as in eager, so numpy's allocator
+    reuses their memory (kept alive to the end, large temporaries would be fresh mmaps every replay)."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for v in _VAR.findall(line):
+            last[v] = i
+    keep = set(_VAR.findall(result_src))
+    frees: dict[int, list[str]] = {}
+    for v, i in last.items():
+        if v not in keep:
+            frees.setdefault(i, []).append(v)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in frees:
+            out.append(f"del {', '.join(frees[i])}")
+    return out
+
+
 def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
     names = [f"c{i}" for i in range(len(rec.consts))]
-    body = "\n".join(f"        {line}" for line in rec.lines if line)
+    body = "\n".join(f"        {line}" for line in _with_frees([ln for ln in rec.lines if ln], result_src))
     src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
            "    return _replay\n")
     ns = dict(_GLOBALS)
