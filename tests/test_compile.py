@@ -277,3 +277,57 @@ def test_view_made_outside_the_kernels_is_a_break_not_a_stale_constant(device):
     f = torch.compile(fn)
     for k in range(3):
         assert f(torch.tensor(k, device=device)).tolist() == fn(torch.tensor(k, device=device)).tolist()
+
+
+# ---- module capture -----------------------------------------------------------------------------------------------
+def _train_module(device, how):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 4)).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    run = m
+    if how == "compile":
+        run = torch.compile(m)
+    elif how == "method":
+        m.compile()
+    for xb, yb in _data(4, (6, 8), 4):
+        out = run(torch.tensor(xb, device=device))
+        loss = F.cross_entropy(out, torch.tensor(yb, device=device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if how != "eager":
+        assert out.grad_fn is not None and out.grad_fn.name() == "CompiledFunctionBackward"
+    return m, run
+
+
+@pytest.mark.parametrize("how", ["compile", "method"])
+def test_module_capture_trains_bitwise_like_eager(device, how):
+    ref, _ = _train_module(device, "eager")
+    m, run = _train_module(device, how)
+    if how == "compile":
+        m.tag = "mine"
+        assert run._orig_mod is m and run.tag == "mine"  # attributes forwarded to the module
+        assert list(run.state_dict()) == [f"_orig_mod.{k}" for k in m.state_dict()]
+    else:
+        assert list(m.state_dict()) == list(ref.state_dict())
+    for (k, a), b in zip(ref.state_dict().items(), m.state_dict().values()):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy(), err_msg=k)
+    x = torch.ones(3, 8, device=device)
+    m.eval()
+    with torch.no_grad():
+        a, b = run(x), run(x)  # eval under no_grad: a forward-only capture, then a replay
+    np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    assert b.grad_fn is None
+
+
+def test_module_capture_backward_twice_raises():
+    m = torch.compile(nn.Linear(3, 2))
+    x = torch.ones(4, 3)
+    m(x).sum().backward()  # the capture call: eager graph
+    y = m(x).sum()
+    assert y.grad_fn.next_functions[0][0].name() == "CompiledFunctionBackward"
+    y.backward(retain_graph=True)
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    np.testing.assert_array_equal(m.weight.grad.numpy(), np.full((2, 3), 12.0, np.float32))

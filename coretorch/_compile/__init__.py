@@ -11,7 +11,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.replay`: the generated replay function;
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
-* :mod:`.explain`: ``coretorch.compiler.explain``.
+* :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
+* ``explain`` (here): ``coretorch.compiler.explain``.
 
 ``Optimizer.step()`` runs as an eager segment of the replay (learning-rate schedulers and step counters just work;
 recording the optimizer's kernels with lr as a replay input is a later step).  Python side effects of the function
@@ -28,9 +29,11 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from . import guards as _guards
 from .capture import Recorder, Unsupported, _find_hab_users, state
+from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
 from .replay import Mismatch, build
 
-__all__ = ["compile", "CompiledFunction", "Unsupported", "config", "explain", "is_compiling", "reset"]
+__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ModuleCapture", "OptimizedModule", "Unsupported",
+           "compile_in_place", "config", "explain", "is_compiling", "reset"]
 
 
 class _Config:
@@ -43,6 +46,7 @@ class _Config:
 
 config = _Config()
 _live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_live_modules: "weakref.WeakSet[ModuleCapture]" = weakref.WeakSet()
 
 
 class _Entry:
@@ -143,12 +147,14 @@ class CompiledFunction:
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
             options=None, disable: bool = False):
-    """``torch.compile`` for functions: a :class:`CompiledFunction` (see the module docstring)."""
+    """``torch.compile``: a :class:`CompiledFunction` for a function, an :class:`OptimizedModule` for a module."""
     if model is None:
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                   options=options, disable=disable)
-    if disable or isinstance(model, (CompiledFunction, Module)):
+    if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
         return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph=fullgraph)
     return CompiledFunction(model, fullgraph=fullgraph)
 
 
@@ -160,6 +166,9 @@ def reset() -> None:
     """Forget every capture (``torch._dynamo.reset``)."""
     for cf in list(_live):
         cf._reset()
+    for mc in list(_live_modules):
+        mc.cache.clear()
+        mc.st = None
 
 
 class ExplainOutput:

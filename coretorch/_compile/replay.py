@@ -34,14 +34,14 @@ _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _
 _VAR = re.compile(r"\ba\d+\b")
 
 
-def _with_frees(lines: list[str], result_src: str) -> list[str]:
+def _with_frees(lines: list[str], result_src: str, keep_vars: set | None = None) -> list[str]:
     """``del`` each temporary right after its last use: arrays live as long as in eager, so numpy's allocator
     reuses their memory (kept alive to the end, large temporaries would be fresh mmaps every replay)."""
     last: dict[str, int] = {}
     for i, line in enumerate(lines):
         for v in _VAR.findall(line):
             last[v] = i
-    keep = set(_VAR.findall(result_src))
+    keep = set(_VAR.findall(result_src)) | (keep_vars or set())
     frees: dict[int, list[str]] = {}
     for v, i in last.items():
         if v not in keep:
@@ -63,3 +63,29 @@ def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     ns = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts), src
+
+
+def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None) -> tuple[Callable, Any]:
+    """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
+    without a backward), the lines before and after ``split``."""
+    fw = [ln for ln in rec.lines[:split] if ln]
+    bw = [ln for ln in rec.lines[split:] if ln]
+    defined = set()
+    for ln in fw:
+        defined.update(_VAR.findall(ln))
+    ctx = sorted({v for ln in bw for v in _VAR.findall(ln)} & defined) if bw_src is not None else []
+    outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
+    ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    body = "\n".join(f"        {ln}" for ln in _with_frees(fw, outs, set(ctx)))
+    src = f"def _build({', '.join(names)}):\n    def _fw(A):\n{body}\n        return {outs}, {ctx_t}\n"
+    if bw_src is not None:
+        bbody = "\n".join(f"        {ln}" for ln in _with_frees(bw, bw_src))
+        unpack = f"        {', '.join(ctx)}, = ctx\n" if ctx else ""
+        src += f"    def _bw(ctx, G):\n{unpack}{bbody}\n        return {bw_src}\n"
+    else:
+        src += "    _bw = None\n"
+    src += "    return _fw, _bw\n"
+    ns = dict(_GLOBALS)
+    exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
+    return ns["_build"](*rec.consts)
