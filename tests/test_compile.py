@@ -126,6 +126,30 @@ def test_gpt_block_adamw_bitwise():
     _same(build, data, "cpu")
 
 
+def test_scheduler_stepped_inside_the_step_is_replayed():
+    results = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m, opt, _ = _mlp_sgd()
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.5, total_steps=10)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        for xb, yb in _data(5, (6, 8), 4):
+            f(torch.tensor(xb), torch.tensor(yb))
+        assert not compiled or f.replays == 3  # captures: .grad None, then set
+        results.append(([p.detach().numpy().copy() for p in m.parameters()], opt.param_groups[0]["lr"]))
+    assert results[0][1] == results[1][1]
+    for a, b in zip(results[0][0], results[1][0]):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_clip_grad_norm_inside_the_step():
     torch.manual_seed(0)
     results = []

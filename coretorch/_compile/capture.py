@@ -7,9 +7,10 @@ kernel produced is *external* and is loaded, at the point of its first use, from
 argument, a parameter, its ``.grad``, a buffer; found through the persistent state reachable from the function, or
 once at the end through ``gc.get_referrers``).  Keeping a reference to every array seen keeps ``id()``s unique.
 
-``Optimizer.step()`` is an *eager segment*: the persistent state changed so far is written back (exactly as eager
-leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of ``_data``) and the real ``step`` is called,
-so learning-rate schedulers and Adam's step-dependent scalars need no recapture.
+``Optimizer.step()`` and ``LRScheduler.step()`` are *eager segments*: the persistent state changed so far is
+written back (exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of
+``_data``) and the real ``step`` is called, so learning-rate schedulers and Adam's step-dependent scalars need no
+recapture.
 
 Host reads: a core op that reads one value back (``to_numpy`` of a one-element array, ``host_all_below``) to decide
 or to compute on the host is recorded as a *checked read*: the replay reads it again and compares it with the
@@ -29,6 +30,7 @@ import numpy as np
 
 from .. import _backend
 from ..ops import _util
+from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 
@@ -289,23 +291,40 @@ class Recorder:
         return result
 
     def segment_start(self, optimizer, args, kwargs) -> None:
+        """Before ``optimizer.step()`` (a global pre hook): ``args`` starts with the optimizer."""
+        self._segment(optimizer.step, tuple(args[1:]), dict(kwargs))
+
+    def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks:
             return
-        if any(callable(a) for a in args[1:]) or kwargs.get("closure") is not None:
-            self.graph_break("optimizer.step(closure) re-evaluates the model")
+        if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+            self.graph_break(f"{getattr(method, '__qualname__', 'a step')}() takes a tensor or a closure")
             return
         self.write_back()
-        self.lines.append(f"{self.const(optimizer.step)}(*{self.const(tuple(args[1:]))}, **{self.const(dict(kwargs))})")
+        self.lines.append(f"{self.const(method)}(*{self.const(args)}, **{self.const(kwargs)})")
         self.segments += 1
         self.active = False
 
-    def segment_end(self, optimizer, args, kwargs) -> None:
+    def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
         if self.active:
             return
         self.active = True
         self.mutated = True
         self.snapshot()
         self.refresh_owners()
+
+    def _scheduler_step(self, orig: Callable) -> Callable:
+        rec = self
+
+        def step(sched, *args, **kwargs):
+            if not rec.active or rec.breaks:
+                return orig(sched, *args, **kwargs)
+            rec._segment(getattr(sched, "step"), args, kwargs)
+            try:
+                return orig(sched, *args, **kwargs)
+            finally:
+                rec.segment_end()
+        return step
 
     # ---- install / remove -----------------------------------------------------------------------------------------
     def install(self) -> None:
@@ -328,6 +347,10 @@ class Recorder:
             orig = Tensor.__dict__[meth]
             self._saved.append((Tensor, meth, orig))
             setattr(Tensor, meth, self._user_read(meth, orig))
+        for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
+            if "step" in cls.__dict__:
+                self._saved.append((cls, "step", cls.__dict__["step"]))
+                setattr(cls, "step", self._scheduler_step(cls.__dict__["step"]))
         self._hooks = (_optim.register_optimizer_step_pre_hook(self.segment_start),
                        _optim.register_optimizer_step_post_hook(self.segment_end))
         state["recorder"] = self
@@ -401,6 +424,15 @@ class Recorder:
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return repr(obj) if not isinstance(obj, float) else self.const(obj)
         return self.const(obj)
+
+
+def _subclasses(cls: type) -> list:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
 
 
 def _memory_of(a: Any) -> Any:
