@@ -234,7 +234,7 @@ def _breaking(x):
     return y - 1
 
 
-@pytest.mark.parametrize("op", ["item", "tolist", "numpy", "bool", "nonzero"])
+@pytest.mark.parametrize("op", ["item", "tolist", "numpy", "bool", "nonzero", "masked_select"])
 def test_graph_breaks_run_eagerly_and_are_explained(op):
     def fn(x):
         y = x * 2
@@ -246,6 +246,8 @@ def test_graph_breaks_run_eagerly_and_are_explained(op):
             return y + float(y.detach().numpy()[0])
         if op == "bool":
             return _breaking(x)
+        if op == "masked_select":
+            return torch.masked_select(y, y > 0).view(-1, 1)
         return y[torch.nonzero(y > 0).view(-1)]
     f = torch.compile(fn)
     for x in (torch.tensor([1.0, -2.0]), torch.tensor([3.0, 4.0]), torch.tensor([-3.0, -4.0])):

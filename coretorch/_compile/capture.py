@@ -243,6 +243,9 @@ class Recorder:
         if name in DATA_SHAPED:
             self.graph_break(f"'{name}' gives a shape that depends on the data")
             return out
+        if name == "index" and _bool_key(args[1] if len(args) > 1 else None):
+            self.graph_break("boolean-mask indexing gives a shape that depends on the data")
+            return out
         if name == "to_numpy":
             return self._host_read(kernel, args[0], out)
         if name in QUERY:
@@ -424,6 +427,11 @@ class Recorder:
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return repr(obj) if not isinstance(obj, float) else self.const(obj)
         return self.const(obj)
+
+
+def _bool_key(key: Any) -> bool:
+    items = key if isinstance(key, (tuple, list)) else (key,)
+    return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
 
 
 def _subclasses(cls: type) -> list:
