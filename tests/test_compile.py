@@ -357,3 +357,11 @@ def test_module_capture_backward_twice_raises():
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
     np.testing.assert_array_equal(m.weight.grad.numpy(), np.full((2, 3), 12.0, np.float32))
+
+
+def test_aliased_arguments_are_a_guard():
+    f = torch.compile(lambda a, b: a.add_(1) * b)
+    x, y = torch.ones(2), torch.ones(2)
+    assert f(x, x).tolist() == [4.0, 4.0]  # b is a: it sees the in-place add
+    assert f(x, y).tolist() == [3.0, 3.0]  # distinct now: captured again, not replayed with b read as a
+    assert f(y, x).tolist() == [6.0, 6.0] and len(f._cache) == 2

@@ -250,7 +250,7 @@ class Recorder:
             return self._host_read(kernel, args[0], out)
         if name in QUERY:
             return out
-        if name == "from_numpy":  # a host array (a constant of this call): a fresh copy each replay
+        if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
             src = f"{self.const(kernel)}(CP({self.const(np.array(args[0], copy=True))}))"
         else:
             enc = ", ".join([self.encode(a) for a in args] + [f"{k}={self.encode(v)}" for k, v in kwargs.items()])

@@ -113,7 +113,15 @@ def state_of(objs: list) -> tuple[list, list, list, list]:
     return list(modules.values()), list(params.values()), buffers, plain
 
 
+def _aliases(lv: list) -> tuple:
+    """Which tensor arguments share one array (the replay reads each argument's array through its first holder)."""
+    ids = [id(a._data) for a in lv if isinstance(a, Tensor)]
+    if len(set(ids)) == len(ids):
+        return ()
+    return tuple(ids.index(i) for i in ids)
+
+
 def key(lv: list, modules: list, params: list) -> tuple:
-    return (tuple([_leaf_key(a) for a in lv]), _grad_state.enabled, tuple(map(_training, modules)),
+    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _grad_state.enabled, tuple(map(_training, modules)),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([p._grad is None for p in params]))
