@@ -157,7 +157,7 @@ class Recorder:
         if isinstance(obj, (tuple, list)) and any(self._has_array(o) for o in obj):
             inner = ", ".join(self.encode(o) for o in obj)
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
-        if obj is None or isinstance(obj, (bool, int, str)):
+        if obj is None or type(obj) in (bool, int, str):  # exact types: an IntEnum's repr is no literal
             return repr(obj)
         return self.const(obj)
 
@@ -424,8 +424,8 @@ class Recorder:
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
         if isinstance(obj, dict):
             return "{" + ", ".join(f"{self.const(k)}: {self._encode_result(v, args)}" for k, v in obj.items()) + "}"
-        if obj is None or isinstance(obj, (bool, int, float, str)):
-            return repr(obj) if not isinstance(obj, float) else self.const(obj)
+        if obj is None or type(obj) in (bool, int, str):
+            return repr(obj)
         return self.const(obj)
 
 
