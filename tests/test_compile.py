@@ -365,3 +365,28 @@ def test_aliased_arguments_are_a_guard():
     assert f(x, x).tolist() == [4.0, 4.0]  # b is a: it sees the in-place add
     assert f(x, y).tolist() == [3.0, 3.0]  # distinct now: captured again, not replayed with b read as a
     assert f(y, x).tolist() == [6.0, 6.0] and len(f._cache) == 2
+
+
+def test_embedding_step_replays_with_new_token_batches():
+    results = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Linear(12, 10))
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        rng = np.random.default_rng(0)
+        for _ in range(5):  # new token ids every step: the index check is replayed, not baked
+            f(torch.tensor(rng.integers(0, 10, (4, 3))), torch.tensor(rng.integers(0, 10, 4)))
+        assert not compiled or f.replays == 3
+        with pytest.raises(IndexError, match="out of range"):
+            f(torch.tensor(np.full((4, 3), 10)), torch.zeros(4, dtype=torch.int64))
+        results.append([p.detach().numpy().copy() for p in m.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
