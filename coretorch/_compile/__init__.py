@@ -12,66 +12,30 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
-* ``explain`` (here): ``coretorch.compiler.explain``.
+* :mod:`.explain`: ``coretorch.compiler.explain``.
 
-``Optimizer.step()`` runs as an eager segment of the replay (learning-rate schedulers and step counters just work;
-recording the optimizer's kernels with lr as a replay input is a later step).  Python side effects of the function
-other than tensor kernels and ``optimizer.step()`` (printing, counters, ``scheduler.step()``) happen at capture only.
-The result tensors of a replay carry no autograd graph.
+``Optimizer.step()`` and ``LRScheduler.step()`` run as eager segments of the replay (learning-rate schedulers and
+step counters just work; recording the optimizer's kernels with lr as a replay input is a later step).  Python side
+effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
+only.  The result tensors of a replay carry no autograd graph.  Not done yet: fusing elementwise chains into
+generated OpenCL kernels, planned temporary pools (numpy ``out=``).
 """
 from __future__ import annotations
 
 import functools
 import warnings
-import weakref
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
 from . import guards as _guards
-from .capture import Recorder, Unsupported, _find_hab_users, state
+from .capture import Unsupported, state
+from .config import config, live_functions as _live, live_modules as _live_modules
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
-from .replay import Mismatch, build
+from .explain import ExplainOutput, explain
+from .replay import Mismatch, capture as _capture
 
-__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ModuleCapture", "OptimizedModule", "Unsupported",
-           "compile_in_place", "config", "explain", "is_compiling", "reset"]
-
-
-class _Config:
-    """``coretorch._compile.config`` (PyTorch's ``torch._dynamo.config``): ``recompile_limit`` captures per
-    compiled function before new guard sets run eagerly (with one warning)."""
-
-    recompile_limit: int = 8
-    cache_size_limit: int = 8  # PyTorch's older name; read when recompile_limit is left at its default
-
-
-config = _Config()
-_live: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
-_live_modules: "weakref.WeakSet[ModuleCapture]" = weakref.WeakSet()
-
-
-class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches")
-
-    def __init__(self, replay, source: str, breaks: list, launches: int):
-        self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
-
-
-def _capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
-    """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
-    modules, params, buffers, plain = st
-    rec = Recorder(fullgraph)
-    _find_hab_users()
-    rec.install()
-    try:
-        rec.track(lv, params, buffers, plain)
-        result = fn(*args, **kwargs)
-        result_src = rec.finish(result, lv)
-    finally:
-        rec.remove()
-    if rec.breaks:
-        return result, _Entry(None, "", rec.breaks, rec.launches)
-    replay, src = build(rec, result_src)
-    return result, _Entry(replay, src, [], rec.launches)
+__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "ModuleCapture",
+           "OptimizedModule", "Unsupported", "compile_in_place", "config", "explain", "is_compiling", "reset"]
 
 
 class CompiledFunction:
@@ -169,40 +133,3 @@ def reset() -> None:
     for mc in list(_live_modules):
         mc.cache.clear()
         mc.st = None
-
-
-class ExplainOutput:
-    """What :func:`explain` found (PyTorch's ``ExplainOutput`` fields)."""
-
-    def __init__(self, breaks: list, launches: int):
-        self.break_reasons = list(breaks)
-        self.graph_break_count = len(breaks)
-        self.graph_count = 1 + len(breaks) if breaks else 1
-        self.op_count = launches
-
-    def __str__(self) -> str:
-        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}"]
-        if self.break_reasons:
-            lines.append("Break Reasons:")
-            lines.extend(f"  Break Reason {i + 1}: {r}" for i, r in enumerate(self.break_reasons))
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-
-def explain(fn: Callable, *args, **kwargs):
-    """Capture ``fn(*args, **kwargs)`` once (it runs eagerly, with its side effects) and say what breaks the graph
-    and where; ``explain(fn)(*args)`` works too (PyTorch's ``torch._dynamo.explain``)."""
-    if isinstance(fn, CompiledFunction):
-        fn = fn._orig_fn
-
-    def run(*a, **kw) -> ExplainOutput:
-        rts = _guards.roots(fn, a, kw)
-        rec_breaks: list = []
-        _, entry = _capture(fn, a, kw, _guards.leaves(a, kw), _guards.state_of(rts), False)
-        rec_breaks = entry.breaks
-        return ExplainOutput(rec_breaks, entry.launches)
-    if not args and not kwargs:
-        return run
-    return run(*args, **kwargs)

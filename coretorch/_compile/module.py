@@ -19,6 +19,7 @@ from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import guards as _guards
 from .capture import Recorder, _find_hab_users, state
+from .config import config, live_modules
 from .replay import Mismatch, build_parts
 
 
@@ -64,8 +65,7 @@ class ModuleCapture:
         self.cache: dict = {}
         self.st = None
         self.replays = 0
-        from . import _live_modules  # the package registry reset() clears (the package imports this module)
-        _live_modules.add(self)
+        live_modules.add(self)
 
     def _state(self):
         if self.st is None:
@@ -75,7 +75,6 @@ class ModuleCapture:
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:
             return self.fn(*args, **kwargs)
-        from . import config  # the package's config (recompile_limit); the package imports this module
         st = self._state()
         lv = _guards.leaves(args, kwargs)
         key = _guards.key(lv, st[0], ())  # .grad is not touched by a forward

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from .capture import Recorder, _orig_host_all_below
+from .capture import Recorder, _find_hab_users, _orig_host_all_below
 
 
 class Mismatch(Exception):
@@ -89,3 +89,28 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     ns = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts)
+
+
+class _Entry:
+    __slots__ = ("replay", "source", "breaks", "launches")
+
+    def __init__(self, replay, source: str, breaks: list, launches: int):
+        self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
+
+
+def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
+    """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
+    modules, params, buffers, plain = st
+    rec = Recorder(fullgraph)
+    _find_hab_users()
+    rec.install()
+    try:
+        rec.track(lv, params, buffers, plain)
+        result = fn(*args, **kwargs)
+        result_src = rec.finish(result, lv)
+    finally:
+        rec.remove()
+    if rec.breaks:
+        return result, _Entry(None, "", rec.breaks, rec.launches)
+    replay, src = build(rec, result_src)
+    return result, _Entry(replay, src, [], rec.launches)
