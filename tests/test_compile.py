@@ -390,3 +390,4 @@ def test_embedding_step_replays_with_new_token_batches():
         results.append([p.detach().numpy().copy() for p in m.parameters()])
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
