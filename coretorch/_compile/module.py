@@ -36,7 +36,12 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError("Trying to backward through the graph a second time: the compiled forward's saved "
                                "arrays are freed after its backward")
         g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
-        out = entry.backward(ctx, g)
+        try:
+            out = entry.backward(ctx, g)
+        except Mismatch:
+            raise RuntimeError("coretorch.compile: a value the captured backward read on the host differs in this "
+                               "call; the eager backward would take another path. Call coretorch.compiler.reset() "
+                               "or run the module uncompiled") from None
         return tuple(None if a is None else _make(a, dt, tb) for a, (dt, tb) in zip(out, entry.grad_meta))
 
     def release(self) -> None:  # the engine frees the forward's arrays unless retain_graph
@@ -90,7 +95,8 @@ class ModuleCapture:
             outs, ctx = entry.forward(lv)
         except Mismatch as e:
             if e.unsafe:
-                raise
+                raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
+                                   "this call after state was written (see CompiledFunction)") from None
             return self.fn(*args, **kwargs)
         self.replays += 1
         node = None
