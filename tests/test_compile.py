@@ -391,3 +391,27 @@ def test_embedding_step_replays_with_new_token_batches():
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_host_check_that_changes_falls_back_or_raises_never_silent(set_to_none):
+    torch.manual_seed(0)
+    m, opt, _ = _mlp_sgd()
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = F.cross_entropy(m(x), y)  # on cpu: "every target a class" decides the path on the host
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step)
+    x = torch.ones(4, 8)
+    for _ in range(3):
+        f(x, torch.tensor([0, 1, 2, 3]))
+    ignored = torch.tensor([0, -100, 2, 3])
+    if set_to_none:  # nothing written before the check: this call runs eagerly
+        ref = F.cross_entropy(m(x), ignored).item()
+        assert f(x, ignored).item() == ref
+    else:  # the grads were zeroed in place before the check: an error, not a silently different step
+        with pytest.raises(RuntimeError, match="differs"):
+            f(x, ignored)
