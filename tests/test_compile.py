@@ -211,6 +211,8 @@ def test_training_flag_and_parameter_identity_are_guards():
     m[0].weight = nn.Parameter(torch.zeros(3, 3))
     assert f(x).item() == pytest.approx(float(m[0].bias.sum().item()) * 2, rel=1e-6)
     assert len(f._cache) == 3
+    m[0].weight.data, m[0].bias.data = torch.ones(2, 3), torch.zeros(2)  # new shapes, same parameters
+    assert f(x).item() == 12.0 and f(x).item() == 12.0 and len(f._cache) == 4
 
 
 def test_recompile_limit_then_eager_with_one_warning(monkeypatch):

@@ -124,4 +124,4 @@ def _aliases(lv: list) -> tuple:
 def key(lv: list, modules: list, params: list) -> tuple:
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _grad_state.enabled, tuple(map(_training, modules)),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
-            tuple([p._grad is None for p in params]))
+            tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))
