@@ -417,3 +417,15 @@ def test_host_check_that_changes_falls_back_or_raises_never_silent(set_to_none):
     else:  # the grads were zeroed in place before the check: an error, not a silently different step
         with pytest.raises(RuntimeError, match="differs"):
             f(x, ignored)
+
+
+def test_a_submodule_added_after_capture_is_seen():
+    m = nn.Sequential(nn.Linear(2, 2))
+    f, g = torch.compile(lambda x: m(x).sum()), torch.compile(m)
+    x = torch.ones(1, 2)
+    for _ in range(2):
+        f(x), g(x)
+    m.append(nn.ReLU())
+    m[0].bias.data.fill_(-10.0)  # every output negative: the ReLU must show
+    assert f(x).item() == 0.0 and g(x).sum().item() == 0.0
+    assert f(x).item() == 0.0 and g(x).sum().item() == 0.0

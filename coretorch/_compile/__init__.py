@@ -65,10 +65,15 @@ class CompiledFunction:
             self._gnames = _guards.global_names(self._orig_fn)
         rid = tuple(map(id, _guards.roots(self._orig_fn, args, kwargs, self._gnames)))
         st = self._state.get(rid)
+        if st is not None and _guards.structure(st[0]) != st[4]:  # a submodule added or replaced: look again
+            st = None
         if st is None:
-            st = self._state[rid] = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
+            if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
+                self._state.clear()
+            found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
+            st = self._state[rid] = (*found, _guards.structure(found[0]))
         lv = _guards.leaves(args, kwargs)
-        return lv, st, (rid, _guards.key(lv, st[0], st[1]))
+        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1]))
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:  # inside another capture: its kernels are recorded there

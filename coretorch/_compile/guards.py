@@ -113,6 +113,11 @@ def state_of(objs: list) -> tuple[list, list, list, list]:
     return list(modules.values()), list(params.values()), buffers, plain
 
 
+def structure(modules: list) -> tuple:
+    """The identity of every submodule of the modules found: a module added or replaced changes it."""
+    return tuple([id(c) for m in modules for c in m._modules.values()])
+
+
 def _aliases(lv: list) -> tuple:
     """Which tensor arguments share one array (the replay reads each argument's array through its first holder)."""
     ids = [id(a._data) for a in lv if isinstance(a, Tensor)]

@@ -69,20 +69,23 @@ class ModuleCapture:
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
         self.cache: dict = {}
         self.st = None
+        self.sig: tuple = ()
         self.replays = 0
         live_modules.add(self)
 
     def _state(self):
-        if self.st is None:
-            self.st = _guards.state_of([self.module])
-        return self.st
+        st = self.st
+        if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
+            st = self.st = _guards.state_of([self.module])
+            self.sig = _guards.structure(st[0])
+        return st
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
-        key = _guards.key(lv, st[0], ())  # .grad is not touched by a forward
+        key = (self.sig, _guards.key(lv, st[0], ()))  # .grad is not touched by a forward
         entry = self.cache.get(key)
         if entry is None:
             if len(self.cache) >= config.recompile_limit:

@@ -100,7 +100,7 @@ class _Entry:
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
-    modules, params, buffers, plain = st
+    modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
     _find_hab_users()
     rec.install()
