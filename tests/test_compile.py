@@ -429,3 +429,15 @@ def test_a_submodule_added_after_capture_is_seen():
     m[0].bias.data.fill_(-10.0)  # every output negative: the ReLU must show
     assert f(x).item() == 0.0 and g(x).sum().item() == 0.0
     assert f(x).item() == 0.0 and g(x).sum().item() == 0.0
+
+
+def test_autocast_and_grad_mode_are_guards():
+    w = torch.ones(2, 2)
+    f = torch.compile(lambda x: x @ w)
+    x = torch.ones(1, 2)
+    assert f(x).dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert f(x).dtype == torch.bfloat16 and f(x).dtype == torch.bfloat16
+    with torch.no_grad():
+        f(x)
+    assert f(x).dtype == torch.float32 and len(f._cache) == 3

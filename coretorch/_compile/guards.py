@@ -4,6 +4,8 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
+from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
+from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
@@ -126,7 +128,14 @@ def _aliases(lv: list) -> tuple:
     return tuple(ids.index(i) for i in ids)
 
 
+def _modes() -> tuple:
+    """Grad, inference and anomaly modes and autocast (each changes which kernels eager launches)."""
+    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
+        if _ac_state.on else ()
+    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac)
+
+
 def key(lv: list, modules: list, params: list) -> tuple:
-    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _grad_state.enabled, tuple(map(_training, modules)),
+    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))
