@@ -441,3 +441,31 @@ def test_autocast_and_grad_mode_are_guards():
     with torch.no_grad():
         f(x)
     assert f(x).dtype == torch.float32 and len(f._cache) == 3
+
+
+def test_another_threads_ops_during_a_capture_are_not_recorded():
+    import threading
+    started, done = threading.Event(), threading.Event()
+    noise = []
+
+    def other():
+        started.set()
+        while not done.is_set():
+            noise.append((torch.ones(3) * 5).sum())
+
+    w = torch.ones(3)
+
+    def fn(x):
+        started.wait()
+        return (x * w).sum()
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        f = torch.compile(fn)
+        f(torch.ones(3))
+        n = f.launches
+    finally:
+        done.set()
+        t.join()
+    assert noise and n == torch.compiler.explain(fn, torch.ones(3)).op_count  # the same launches as a quiet capture
+    assert f(torch.full((3,), 2.0)).item() == 6.0

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from threading import get_ident
 from typing import Any, Callable
 
 import numpy as np
@@ -110,6 +111,7 @@ class Recorder:
         self.segments = 0
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
+        self.thread = get_ident()
 
     # ---- constants and variables --------------------------------------------------------------------------------
     def const(self, obj: Any) -> str:
@@ -237,7 +239,7 @@ class Recorder:
 
     def launch(self, name: str, kernel: Callable, args: tuple, kwargs: dict) -> Any:
         out = kernel(*args, **kwargs)
-        if not self.active or self.breaks:
+        if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
             return out
         self._current = name
         if name in DATA_SHAPED:
@@ -280,7 +282,7 @@ class Recorder:
         return out
 
     def checked_host_all_below(self, table, arr, n: int) -> bool:
-        if not self.active:
+        if not self.active or get_ident() != self.thread:
             return _orig_host_all_below(table, arr, n)
         self.active = False  # its whole-array read is the check itself
         try:
@@ -298,7 +300,7 @@ class Recorder:
         self._segment(optimizer.step, tuple(args[1:]), dict(kwargs))
 
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
-        if not self.active or self.breaks:
+        if not self.active or self.breaks or get_ident() != self.thread:
             return
         if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
             self.graph_break(f"{getattr(method, '__qualname__', 'a step')}() takes a tensor or a closure")
@@ -309,7 +311,7 @@ class Recorder:
         self.active = False
 
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
-        if self.active:
+        if self.active or get_ident() != self.thread:
             return
         self.active = True
         self.mutated = True
@@ -320,7 +322,7 @@ class Recorder:
         rec = self
 
         def step(sched, *args, **kwargs):
-            if not rec.active or rec.breaks:
+            if not rec.active or rec.breaks or get_ident() != rec.thread:
                 return orig(sched, *args, **kwargs)
             rec._segment(getattr(sched, "step"), args, kwargs)
             try:
@@ -370,7 +372,7 @@ class Recorder:
         rec = self
 
         def method(self, *a, **kw):
-            if rec.active and not _internal(sys._getframe(1).f_code.co_filename):
+            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
                 rec.graph_break(f"{op} reads a tensor value into Python")
                 rec.user_read += 1
