@@ -467,3 +467,18 @@ def test_another_threads_ops_during_a_capture_are_not_recorded():
     t.join()
     assert noise and f.launches == 2  # x * w and the sum, not the other thread's three
     assert f(torch.full((3,), 2.0)).item() == 6.0 and f.replays == 1
+
+
+def test_compiled_modules_copy_and_pickle():
+    import copy
+    import pickle
+    m = nn.Linear(2, 2)
+    m.compile()
+    opt_m = torch.compile(nn.Linear(2, 2))
+    x = torch.ones(1, 2)
+    for mod in (m, opt_m):
+        mod(x), mod(x)
+        for clone in (copy.deepcopy(mod), pickle.loads(pickle.dumps(mod))):
+            np.testing.assert_array_equal(clone(x).detach().numpy(), mod(x).detach().numpy())
+            clone(x).sum().backward()
+            assert clone.weight.grad is not None and clone.weight is not mod.weight

@@ -73,6 +73,9 @@ class ModuleCapture:
         self.replays = 0
         live_modules.add(self)
 
+    def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
+        return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph)
+
     def _state(self):
         st = self.st
         if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
@@ -183,6 +186,10 @@ class ModuleCapture:
                 return None
             srcs.append(v)
         return "(" + ", ".join(srcs) + ",)"
+
+
+def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:
+    return ModuleCapture(module, module if whole else type(module).forward.__get__(module), fullgraph)
 
 
 class OptimizedModule(Module):
