@@ -60,12 +60,9 @@ def _internal(filename: str) -> bool:
     return filename.startswith(_PKG) or os.sep + "coretorch_" in filename
 
 
-def user_location() -> str:
-    """``file:line in function`` of the innermost frame outside coretorch and its plugins."""
-    return _user_frame()
-
-
 def _user_frame(core: bool = False) -> str:
+    """``file:line in function`` of the innermost frame outside coretorch and its plugins (with ``core``, also the
+    innermost core line that is not this package's)."""
     f = sys._getframe(1)
     inner = None
     while f is not None and _internal(f.f_code.co_filename):
