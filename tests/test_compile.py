@@ -174,7 +174,7 @@ def test_clip_grad_norm_inside_the_step():
 
 # ---- guards, recompiles, graph breaks -----------------------------------------------------------------------------
 def _counter_fn():
-    w = torch.ones(3, requires_grad=True)
+    w = torch.ones(3)
     calls = []
 
     def fn(x, s):
@@ -193,8 +193,10 @@ def test_guards_recapture_on_shape_dtype_scalar_and_requires_grad():
     assert f(x, 3.0).item() == 9.0 and len(calls) == 2  # a Python scalar is a guard
     assert f(x.double(), 3.0).item() == 9.0 and len(calls) == 3
     assert f(torch.arange(6.0).view(2, 3), 1.0).item() == 15.0 and len(calls) == 4
-    assert f(x.requires_grad_(), 1.0).item() == 3.0 and len(calls) == 5
-    assert len(f._cache) == 5
+    y = f(x.requires_grad_(), 1.0)
+    assert y.item() == 3.0 and len(calls) == 5 and len(f._cache) == 5
+    y.backward()  # a result whose graph is still needed: that guard set runs eagerly, autograd intact
+    assert f(x, 1.0).grad_fn is not None and len(calls) == 6 and x.grad.tolist() == [1.0, 1.0, 1.0]
 
 
 def test_training_flag_and_parameter_identity_are_guards():

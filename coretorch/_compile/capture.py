@@ -33,6 +33,7 @@ from .. import _backend
 from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
+from ..autograd.graph import _FREED
 from ..tensor import Tensor
 
 # kernels whose result is host information about a layout (decided by shapes, which the guards fix): not replayed
@@ -411,6 +412,10 @@ class Recorder:
             for p in self.paths:
                 if p.get() is obj:
                     return p.expr
+            if obj.grad_fn is not None and not _graph_consumed(obj.grad_fn):
+                self.graph_break("the result's autograd graph is still needed (a replay returns tensors without one): "
+                                 "call backward inside the compiled step, or compile the module")
+                return "None"
             v = self.var.get(id(obj._data))
             if v is None:
                 self.graph_break("the result holds an array made outside the recorded kernels")
@@ -426,6 +431,21 @@ class Recorder:
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         return self.const(obj)
+
+
+def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
+    """Whether a backward already ran through the graph of ``fn`` (some node's saved tensors are freed): then a
+    replay returning the result without a graph is what the caller can still use."""
+    seen, todo = set(), [fn]
+    while todo and len(seen) < limit:
+        n = todo.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if getattr(n, "_saved", ()) is _FREED:
+            return True
+        todo.extend(f for f, _ in getattr(n, "next_functions", ()) or ())
+    return False
 
 
 def _bool_key(key: Any) -> bool:
