@@ -484,3 +484,16 @@ def test_compiled_modules_copy_and_pickle():
             np.testing.assert_array_equal(clone(x).detach().numpy(), mod(x).detach().numpy())
             clone(x).sum().backward()
             assert clone.weight.grad is not None and clone.weight is not mod.weight
+
+
+def test_reseeding_between_calls_replays_the_same_masks(device):
+    d = nn.Dropout(0.5)
+    fn = lambda x: d(x) * 1  # noqa: E731
+    f = torch.compile(fn)
+    x = torch.ones(16, device=device)
+    for i in range(4):
+        torch.manual_seed(i % 2)
+        a = f(x).tolist()
+        torch.manual_seed(i % 2)
+        assert a == fn(x).tolist()
+    assert f.replays == 3
