@@ -26,6 +26,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/all.py
 	$(PY) benchmarks/transformer.py  # GPT, LSTM and ResNet-style training steps (against PyTorch when installed)
+	$(PY) benchmarks/compile.py  # coretorch.compile: MLP and GPT steps eager vs compiled (PyTorch from $$TORCH_PYTHON)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples

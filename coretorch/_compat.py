@@ -29,16 +29,6 @@ _int = builtins.int
 
 # ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------
 _COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-_compile_warned = [False]
-
-
-def _warn_compile() -> None:
-    if not _compile_warned[0]:
-        _compile_warned[0] = True
-        warnings.warn("coretorch.compile: compilation is not implemented yet; the model or function runs eagerly, "
-                      "unchanged", UserWarning, stacklevel=3)
-
-
 def _check_compile_args(mode, options) -> None:
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
@@ -50,8 +40,8 @@ def _check_compile_args(mode, options) -> None:
 
 def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="inductor", mode=None, options=None,
             disable: _bool = False):
-    """``torch.compile``: returns ``model`` unchanged (warning once that compilation does not exist yet); with
-    no model, a decorator that does the same."""
+    """``torch.compile``: whole-step capture and replay for a function, an ``OptimizedModule`` (forward and backward
+    replayed) for a module (:mod:`coretorch._compile`); with no model, a decorator that does the same."""
     _check_compile_args(mode, options)
     if model is None:
         def decorator(fn):
@@ -60,16 +50,18 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="indu
         return decorator
     if not callable(model):
         raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
-    if not disable:
-        _warn_compile()
-    return model
+    if disable:
+        return model
+    from ._compile import compile as _compile_fn  # the capture machinery imports nn and optim
+    return _compile_fn(model, fullgraph=fullgraph)
 
 
 def _module_compile(self, *args, **kwargs) -> None:
-    """``Module.compile()``: in place in PyTorch; here the module keeps running eagerly (warning once)."""
+    """``Module.compile()``: in place, as PyTorch's; the module's calls are captured and replayed from now on."""
     _check_compile_args(kwargs.get("mode"), kwargs.get("options"))
     if not kwargs.get("disable", False):
-        _warn_compile()
+        from ._compile import compile_in_place
+        compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)))
 
 
 setattr(_Module, "compile", _module_compile)

@@ -1,7 +1,11 @@
-"""torch.compiler: the switches around torch.compile (which runs eagerly in coretorch for now)."""
+"""torch.compiler: the switches around torch.compile (capture and replay: :mod:`coretorch._compile`)."""
 from __future__ import annotations
 
-__all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_graph", "assume_constant_result"]
+from . import _compile
+from ._compile.capture import state as _capture_state
+
+__all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_graph", "assume_constant_result",
+           "explain"]
 
 
 def disable(fn=None, recursive: bool = True, *, reason=None):
@@ -12,14 +16,21 @@ def disable(fn=None, recursive: bool = True, *, reason=None):
 
 
 def is_compiling() -> bool:
-    return False
+    """True while coretorch.compile records a capture run."""
+    return _capture_state["recorder"] is not None
 
 
 is_dynamo_compiling = is_compiling
 
 
 def reset() -> None:
-    pass
+    """Forget every capture of every compiled function (the next calls capture again)."""
+    _compile.reset()
+
+
+def explain(fn, *args, **kwargs):
+    """What breaks the graph of ``fn(*args)`` and where (op and user source line); ``explain(fn)(*args)`` too."""
+    return _compile.explain(fn, *args, **kwargs)
 
 
 def allow_in_graph(fn):

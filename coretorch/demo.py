@@ -3,6 +3,7 @@
     coretorch demo                          # cpu, defaults below; what `make demo` runs
     coretorch demo --device opencl --epochs 5 --optimizer Adam --lr 1e-3 --out runs/adam
     coretorch demo --resume                 # continue from the last complete checkpoint in --out
+    coretorch demo --compile                # the training step through coretorch.compile (capture, replay)
 
 The data are the UCI handwritten digits (1797 images of 8x8 pixels, CC BY 4.0) shipped inside the package
 (``coretorch/data/digits.npz``, see ``coretorch/data/README.md``): nothing is downloaded, nothing is
@@ -314,6 +315,20 @@ def _run(args, progress: dict) -> int:
     print(f"coretorch demo: CNN ({nparams} parameters) on the UCI digits, {len(ytr)} training / {len(yte)} test "
           f"images, device {dev}, {args.optimizer}(lr={group['lr']:g}), batch {args.batch_size}")
     interrupter = _Interrupter()
+    train_step = None
+    if getattr(args, "compile", False):
+        if args.optimizer == "LBFGS":
+            raise DemoError("--compile: LBFGS re-evaluates the model in its step (a closure); use another optimizer")
+
+        def step(xb, yb):
+            opt.zero_grad()
+            output = model(xb)
+            loss = F.cross_entropy(output, yb)
+            loss.backward()
+            opt.step()
+            return loss, output
+        train_step = coretorch.compile(step)  # captured on the first batch, replayed on the next ones
+    t_train, cpu_train = time.perf_counter(), time.process_time()
     for epoch in range(start_epoch + 1, args.epochs + 1):
         # the shuffle depends only on (seed, epoch): a resumed run sees the batches an uninterrupted one would
         loader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
@@ -337,7 +352,11 @@ def _run(args, progress: dict) -> int:
                     logits.append(output)
                     return loss
 
-                loss = opt.step(closure)
+                if train_step is not None:
+                    loss, output = train_step(xb, yb)
+                    logits.append(output)
+                else:
+                    loss = opt.step(closure)
                 n = len(yb)
                 seen += n
                 total_loss += loss.item() * n
@@ -362,6 +381,8 @@ def _run(args, progress: dict) -> int:
 
     if not history["loss"]:
         raise DemoError("nothing to do: --epochs is 0")
+    print(f"training time: {time.perf_counter() - t_train:.1f} s (CPU time {time.process_time() - cpu_train:.1f} s)"
+          + (" (coretorch.compile: each step replayed from one capture)" if train_step is not None else ""))
     logits, test_loss, test_acc = _evaluate(model, x_test, y_test)
     print(f"held-out test accuracy: {100 * test_acc:.2f}% ({int(round(test_acc * len(yte)))}/{len(yte)} digits)")
     _save(model.state_dict(), model_path)
@@ -395,6 +416,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="default %(default)s")
     p.add_argument("--out", default=DEFAULTS["out"], help="output directory (default ./%(default)s)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--compile", action="store_true",
+                   help="run the training step through coretorch.compile (captured once, then replayed)")
     p.add_argument("--train-subset", type=int, default=None, metavar="N",
                    help="train on the first N training images only (quick runs)")
 

@@ -179,14 +179,13 @@ def test_num_interop_threads_set_once():
 
 
 # ---- compile / jit / onnx / compiler ----------------------------------------------------------------------
-def test_compile_returns_the_callable_and_warns_once():
-    _compat._compile_warned[0] = False
+def test_compile_returns_compiled_callables_without_warning():
     model = torch.nn.Linear(2, 2)
-    with pytest.warns(UserWarning, match="compilation is not implemented yet"):
-        assert torch.compile(model) is model
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once
-        assert torch.compile(model, mode="max-autotune", fullgraph=True, dynamic=False) is model
+        warnings.simplefilter("error")
+        compiled = torch.compile(model, mode="max-autotune", fullgraph=True, dynamic=False)
+        assert compiled._orig_mod is model and compiled.weight is model.weight
+        assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]  # PyTorch's keys
 
         @torch.compile
         def f(x):
@@ -205,13 +204,9 @@ def test_compile_returns_the_callable_and_warns_once():
         torch.compile(model, mode="fast")
 
 
-def test_compile_disable_does_not_warn():
-    _compat._compile_warned[0] = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fn = torch.compile(lambda x: x, disable=True)
+def test_compile_disable_returns_the_callable():
+    fn = torch.compile(lambda x: x, disable=True)
     assert fn(3) == 3
-    _compat._compile_warned[0] = True
 
 
 def test_jit():

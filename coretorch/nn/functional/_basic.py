@@ -11,6 +11,7 @@ from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
+from ...ops._util import host_all_below
 from ...tensor import Tensor, _edge, _make
 
 __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding"]
@@ -224,7 +225,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         t = flat._be
         if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
             t.check_index(flat._data, num, False, "index out of range in self")
-        else:
+        elif not (t.host_memory and host_all_below(t, flat._data, num)):  # one reduction decides the common case
             lo = int(t.to_numpy(t.amin(flat._data, None, False)))
             hi = int(t.to_numpy(t.amax(flat._data, None, False)))
             if lo < 0 or hi >= num:

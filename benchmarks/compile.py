@@ -1,0 +1,165 @@
+"""coretorch.compile against eager (and PyTorch eager/compiled when a PyTorch interpreter is given), each framework
+and mode in its own process, with one thread and with the default threads.
+
+    python benchmarks/compile.py                         # the table (PyTorch from --torch-python or $TORCH_PYTHON)
+    python benchmarks/compile.py --worker coretorch mlp cpu compiled   # one measurement (used by the table)
+
+MLP step: 784-256-128-10, batch 128, SGD.  GPT step: the one of benchmarks/transformer.py (2 pre-LN blocks, width
+128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW).  Each step does zero_grad, forward, backward and
+optimizer.step() and returns the loss tensor.  "first call" is the compiled step's first call (the capture run);
+"launches" the kernel launches one replay runs; "CPU ms" the process CPU time per step (all threads), steadier than
+wall time on a shared machine.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+STEPS = {"mlp": 60, "gpt": 12}
+
+
+def _mlp(torch, device):
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(128, 784).to(device), torch.randint(0, 10, (128,)).to(device)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, (x, y)
+
+
+def _gpt(torch, device):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d=128, h=4):
+            super().__init__()
+            self.h = h
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab=65, d=128, t=64):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(t, d)
+            self.blocks = nn.Sequential(Block(d), Block(d))
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+            return self.head(self.ln(self.blocks(x)))
+
+    torch.manual_seed(0)
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    x, y = torch.randint(0, 65, (16, 64)).to(device), torch.randint(0, 65, (16, 64)).to(device)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return step, (x, y)
+
+
+def worker(framework: str, model: str, device: str, mode: str) -> dict:
+    """Median ms per step after warm-up, the first call's seconds and launches per replay."""
+    torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
+    step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
+    if mode == "compiled":
+        step = torch.compile(step)
+    t0 = time.perf_counter()
+    step(*args)
+    first = time.perf_counter() - t0
+    for _ in range(3):
+        step(*args)
+    times, cpu = [], []
+    for _ in range(STEPS[model]):
+        t0, c0 = time.perf_counter(), time.process_time()
+        step(*args)
+        times.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    times.sort()
+    cpu.sort()
+    return {"ms": times[len(times) // 2], "cpu_ms": cpu[len(cpu) // 2], "first_s": first,
+            "launches": getattr(step, "launches", None)}
+
+
+def _run(python: str, framework: str, model: str, device: str, mode: str, threads: int | None) -> dict | None:
+    env = dict(os.environ)
+    if threads:
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[k] = str(threads)
+    try:
+        out = subprocess.run([python, __file__, "--worker", framework, model, device, mode],
+                             capture_output=True, text=True, env=env, timeout=900)
+    except subprocess.TimeoutExpired:
+        return None
+    if out.returncode:
+        print(f"{framework} {model} {mode}: {out.stderr.strip().splitlines()[-1:] or '?'}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=4, metavar=("FRAMEWORK", "MODEL", "DEVICE", "MODE"))
+    ap.add_argument("--models", default="mlp,gpt")
+    ap.add_argument("--devices", default="cpu")
+    ap.add_argument("--torch-python", default=os.environ.get("TORCH_PYTHON", ""),
+                    help="an interpreter with PyTorch installed (default: this one when it has torch)")
+    ap.add_argument("--torch-compiled", action="store_true", help="also time torch.compile (needs a C++ compiler)")
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(*args.worker)))
+        return
+    tp = args.torch_python or (sys.executable if importlib.util.find_spec("torch") else "")
+    if tp and not shutil.which(tp) and not os.path.exists(tp):
+        tp = ""
+    print("| step | device | threads | eager ms | compiled ms | speed-up | eager CPU ms | compiled CPU ms | "
+          "first call s | launches | PyTorch eager ms | compiled / PyTorch |"
+          + (" PyTorch compiled ms |" if args.torch_compiled else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.torch_compiled else ""))
+    for model in args.models.split(","):
+        for threads in (1, None):
+            base = _run(tp, "torch", model, "cpu", "eager", threads) if tp else None
+            tc = _run(tp, "torch", model, "cpu", "compiled", threads) if tp and args.torch_compiled else None
+            for device in args.devices.split(","):
+                e = _run(sys.executable, "coretorch", model, device, "eager", threads)
+                c = _run(sys.executable, "coretorch", model, device, "compiled", threads)
+                if not e or not c:
+                    continue
+                ours = (f"| {model} | {device} | {threads or 'default'} | {e['ms']:.2f} | {c['ms']:.2f} | "
+                        f"{e['ms'] / c['ms']:.2f}x | {e['cpu_ms']:.2f} | {c['cpu_ms']:.2f} | {c['first_s']:.2f} | "
+                        f"{c['launches']} |")
+                theirs = f" {base['ms']:.2f} | {c['ms'] / base['ms']:.2f}x |" if base else " - | - |"
+                if args.torch_compiled:
+                    theirs += f" {tc['ms']:.2f} |" if tc else " - |"
+                print(ours + theirs, flush=True)
+
+
+if __name__ == "__main__":
+    main()

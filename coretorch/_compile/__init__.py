@@ -1,0 +1,140 @@
+"""``coretorch.compile``: whole-step capture and replay at the kernel-table level (in the spirit of CUDA graphs and
+tinygrad's JIT).
+
+Why this design: eager coretorch is already close to its kernels' speed; what remains is Python dispatch per op
+(checks, promotion, autograd bookkeeping).  Recording the *kernel launches* of one call (forward, backward, the
+state updates) and replaying them as one generated straight-line Python function removes all of that while
+calling exactly the kernels eager calls, in the same order, on the same arrays: a replay is bitwise equal to eager
+on every backend, RNG kernels advance the same generators (dropout matches), and nothing has to understand the ops.
+
+* :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
+* :mod:`.replay`: the generated replay function;
+* :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
+  ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
+* :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
+* :mod:`.explain`: ``coretorch.compiler.explain``.
+
+``Optimizer.step()`` and ``LRScheduler.step()`` run as eager segments of the replay (learning-rate schedulers and
+step counters just work; recording the optimizer's kernels with lr as a replay input is a later step).  Python side
+effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
+only.  The result tensors of a replay carry no autograd graph.  Not done yet: fusing elementwise chains into
+generated OpenCL kernels, planned temporary pools (numpy ``out=``).
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Callable
+
+from ..nn.modules.module import Module
+from . import guards as _guards
+from .capture import Unsupported, state
+from .config import config, live_functions as _live, live_modules as _live_modules
+from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
+from .explain import ExplainOutput, explain
+from .replay import Mismatch, capture as _capture
+
+__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "ModuleCapture",
+           "OptimizedModule", "Unsupported", "compile_in_place", "config", "explain", "is_compiling", "reset"]
+
+
+class CompiledFunction:
+    """What ``coretorch.compile(fn)`` returns: calls capture once per guard set, then replay."""
+
+    def __init__(self, fn: Callable, fullgraph: bool = False):
+        self._orig_fn = fn
+        self._fullgraph = fullgraph
+        self._cache: dict = {}
+        self._state: dict = {}
+        self._eager = False
+        self._warned = False
+        self._gnames: list | None = None
+        self.replays = 0  # calls served by a replay (for tests and benchmarks)
+        functools.update_wrapper(self, fn, updated=())
+        _live.add(self)
+
+    def _reset(self) -> None:
+        self._cache.clear()
+        self._state.clear()
+        self._eager = False
+        self._warned = False
+        self._gnames = None
+
+    def _lookup(self, args: tuple, kwargs: dict):
+        if self._gnames is None:
+            self._gnames = _guards.global_names(self._orig_fn)
+        rid = tuple(map(id, _guards.roots(self._orig_fn, args, kwargs, self._gnames)))
+        st = self._state.get(rid)
+        if st is not None and _guards.structure(st[0]) != st[4]:  # a submodule added or replaced: look again
+            st = None
+        if st is None:
+            if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
+                self._state.clear()
+            found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
+            st = self._state[rid] = (*found, _guards.structure(found[0]))
+        lv = _guards.leaves(args, kwargs)
+        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1]))
+
+    def __call__(self, *args, **kwargs):
+        if state["recorder"] is not None:  # inside another capture: its kernels are recorded there
+            return self._orig_fn(*args, **kwargs)
+        lv, st, k = self._lookup(args, kwargs)
+        entry = self._cache.get(k)
+        if entry is None:
+            limit = config.recompile_limit
+            if limit == 8 and config.cache_size_limit != 8:
+                limit = config.cache_size_limit
+            if len(self._cache) >= limit:
+                if not self._warned:
+                    self._warned = True
+                    warnings.warn(f"coretorch.compile: {getattr(self._orig_fn, '__name__', 'fn')} reached "
+                                  f"recompile_limit ({limit}) captures; calls with new guards run eagerly",
+                                  UserWarning, stacklevel=2)
+                return self._orig_fn(*args, **kwargs)
+            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph)
+            return result
+        if entry.replay is None:  # a graph break: this guard set runs eagerly
+            return self._orig_fn(*args, **kwargs)
+        try:
+            out = entry.replay(lv)
+            self.replays += 1
+            return out
+        except Mismatch as e:
+            if e.unsafe:
+                raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
+                                   "scalar) differs in this call after persistent state was already written; the "
+                                   "eager step would take another path. Call coretorch.compiler.reset() or compile "
+                                   "with disable=True") from None
+            return self._orig_fn(*args, **kwargs)
+
+    @property
+    def launches(self) -> int:
+        """Kernel launches the last capture recorded (what a replay runs)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1].launches if live else 0
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable: bool = False):
+    """``torch.compile``: a :class:`CompiledFunction` for a function, an :class:`OptimizedModule` for a module."""
+    if model is None:
+        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                  options=options, disable=disable)
+    if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph=fullgraph)
+    return CompiledFunction(model, fullgraph=fullgraph)
+
+
+def is_compiling() -> bool:
+    return state["recorder"] is not None
+
+
+def reset() -> None:
+    """Forget every capture (``torch._dynamo.reset``)."""
+    for cf in list(_live):
+        cf._reset()
+    for mc in list(_live_modules):
+        mc.cache.clear()
+        mc.st = None

@@ -1,0 +1,487 @@
+"""Capture: run a function eagerly once while recording every kernel launch at the kernel-table level.
+
+During a capture the kernels of every device's ``KernelTable`` are replaced by recording wrappers (restored
+afterwards: eager code outside a capture pays nothing).  A launch is recorded as Python source for the replay
+function (see :mod:`.replay`): each array a kernel returns gets a variable; an array a kernel reads that no recorded
+kernel produced is *external* and is loaded, at the point of its first use, from the tensor that owns it (a tensor
+argument, a parameter, its ``.grad``, a buffer; found through the persistent state reachable from the function, or
+once at the end through ``gc.get_referrers``).  Keeping a reference to every array seen keeps ``id()``s unique.
+
+``Optimizer.step()`` and ``LRScheduler.step()`` are *eager segments*: the persistent state changed so far is
+written back (exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of
+``_data``) and the real ``step`` is called, so learning-rate schedulers and Adam's step-dependent scalars need no
+recapture.
+
+Host reads: a core op that reads one value back (``to_numpy`` of a one-element array, ``host_all_below``) to decide
+or to compute on the host is recorded as a *checked read*: the replay reads it again and compares it with the
+captured value; a difference aborts the replay (and runs the call eagerly) when nothing persistent was written yet,
+else raises.  User-level reads (``.item()``, ``.tolist()``, ``.numpy()``, ``bool(t)``...), whole-array reads and
+data-dependent shapes (``nonzero``) are graph breaks: that call's result (the eager capture run) stands, and later
+calls with the same guards run eagerly.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from threading import get_ident
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _backend
+from ..ops import _util
+from ..optim import lr_scheduler as _sched
+from ..optim import optimizer as _optim
+from ..autograd.graph import _FREED
+from ..tensor import Tensor
+
+# kernels whose result is host information about a layout (decided by shapes, which the guards fix): not replayed
+QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark"})
+# kernels that write into an existing array or advance a generator: after one, aborting a replay is unsafe
+MUTATING = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_",
+                      "uniform_", "normal_", "rng_fill_", "rng_seed", "rng_set_state", "manual_seed", "rand", "randn",
+                      "randint", "rng_randint", "rng_poisson", "rng_multinomial", "rng_randperm"})
+# kernels whose output shape depends on the data: a graph break
+DATA_SHAPED = frozenset({"nonzero"})
+# Tensor methods that hand a value to Python: a graph break when user code calls them
+USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__")
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_THIS = os.path.dirname(os.path.abspath(__file__))
+
+state = {"recorder": None}  # the active Recorder (is_compiling() reads it)
+
+
+class Unsupported(RuntimeError):
+    """A graph break under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc.Unsupported``)."""
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_PKG) or os.sep + "coretorch_" in filename
+
+
+def _user_frame(core: bool = False) -> str:
+    """``file:line in function`` of the innermost frame outside coretorch and its plugins (with ``core``, also the
+    innermost core line that is not this package's)."""
+    f = sys._getframe(1)
+    inner = None
+    while f is not None and _internal(f.f_code.co_filename):
+        if inner is None and not f.f_code.co_filename.startswith(_THIS):
+            inner = f
+        f = f.f_back
+    if f is None:
+        return "<unknown>"
+    where = f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    if core and inner is not None:
+        where += f" (core: {os.path.relpath(inner.f_code.co_filename, _PKG)}:{inner.f_lineno})"
+    return where
+
+
+class Path:
+    """Where a persistent tensor lives: ``expr`` (source, in the replay function) and ``get()`` (now)."""
+
+    __slots__ = ("expr", "get", "settable")
+
+    def __init__(self, expr: str, get: Callable[[], Any], settable: bool):
+        self.expr, self.get, self.settable = expr, get, settable
+
+
+class Recorder:
+    def __init__(self, fullgraph: bool):
+        self.fullgraph = fullgraph
+        self.lines: list[str] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, str] = {}
+        self.var: dict[int, str] = {}      # id(array) -> variable name
+        self.keep: list[Any] = []          # every array seen: ids stay unique
+        self._current = ""
+        self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
+        self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
+        self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
+        self.paths: list[Path] = []
+        self.snap: dict[str, tuple[Any, Any]] = {}
+        self.breaks: list[str] = []
+        self.launches = 0
+        self.mutated = False
+        self.active = True
+        self.user_read = 0
+        self.segments = 0
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._array_types: tuple = ()
+        self.thread = get_ident()
+
+    # ---- constants and variables --------------------------------------------------------------------------------
+    def const(self, obj: Any) -> str:
+        name = self._const_ids.get(id(obj))
+        if name is None:
+            name = f"c{len(self.consts)}"
+            self.consts.append(obj)
+            self._const_ids[id(obj)] = name
+        return name
+
+    def new_var(self, arr: Any) -> str:
+        name = f"a{len(self.keep)}"
+        self.keep.append(arr)
+        mem = _memory_of(arr)
+        if mem is not None:
+            self._mem.add(id(mem))
+            self.keep.append(mem)
+        self.var[id(arr)] = name
+        return name
+
+    def read(self, arr: Any) -> str:
+        """The variable of an array a kernel reads: produced earlier, or loaded now from its owner."""
+        v = self.var.get(id(arr))
+        if v is not None:
+            return v
+        src = self.owner.get(id(arr))
+        if src is None:
+            self.refresh_owners()
+            src = self.owner.get(id(arr))
+        if src is None:
+            mem = _memory_of(arr)
+            if mem is not None and id(mem) in self._mem:  # a view of a recorded array, made on the host
+                self.graph_break(f"kernel '{self._current}' read a view made outside the recorded kernels")
+        v = self.new_var(arr)
+        if src is None:
+            self.pending.append((len(self.lines), arr, v))
+            self.lines.append("")  # filled in by finish()
+        else:
+            self.lines.append(f"{v} = {src}")
+        return v
+
+    def encode(self, obj: Any) -> str:
+        if isinstance(obj, self._array_types):
+            return self.read(obj)
+        if isinstance(obj, (tuple, list)) and any(self._has_array(o) for o in obj):
+            inner = ", ".join(self.encode(o) for o in obj)
+            return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
+        if obj is None or type(obj) in (bool, int, str):  # exact types: an IntEnum's repr is no literal
+            return repr(obj)
+        return self.const(obj)
+
+    def _has_array(self, obj: Any) -> bool:
+        if isinstance(obj, self._array_types):
+            return True
+        return isinstance(obj, (tuple, list)) and any(self._has_array(o) for o in obj)
+
+    # ---- persistent state -----------------------------------------------------------------------------------------
+    def track(self, args: list, params: list, buffers: list, tensors: list) -> None:
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                self.paths.append(Path(f"A[{i}]", (lambda a=a: a), False))
+        for p in params:
+            c = self.const(p)
+            self.paths.append(Path(c, (lambda p=p: p), False))
+            self.paths.append(Path(f"{c}._grad", (lambda p=p: p._grad), True))
+        for d, k in buffers:
+            self.paths.append(Path(f"{self.const(d)}[{k!r}]", (lambda d=d, k=k: d.get(k)), True))
+        for t in tensors:
+            self.paths.append(Path(self.const(t), (lambda t=t: t), False))
+        self.snapshot()
+        self.refresh_owners()
+
+    def refresh_owners(self) -> None:
+        for p in self.paths:
+            t = p.get()
+            if isinstance(t, Tensor) and id(t._data) not in self.owner:
+                self.owner[id(t._data)] = f"{p.expr}._data"
+                self.keep.append(t._data)
+                mem = _memory_of(t._data)
+                if mem is not None:
+                    self._mem.add(id(mem))
+                    self.keep.append(mem)
+
+    def snapshot(self) -> None:
+        self.snap = {}
+        for p in self.paths:
+            t = p.get()
+            self.snap[p.expr] = (t, t._data if isinstance(t, Tensor) else None)
+
+    def write_back(self) -> None:
+        """Source that leaves the persistent state as eager has left it since the last snapshot."""
+        for p in self.paths:
+            t = p.get()
+            t0, d0 = self.snap[p.expr]
+            if t is t0:
+                if isinstance(t, Tensor) and t._data is not d0:
+                    self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
+                continue
+            if not p.settable:
+                self.graph_break(f"the tensor at {p.expr} was replaced")
+                continue
+            if t is None:
+                self.lines.append(f"{p.expr} = None")
+            elif isinstance(t, Tensor):
+                if type(t) is not Tensor or t.grad_fn is not None or t._rg:
+                    self.graph_break(f"a {type(t).__name__} with autograd state was stored at {p.expr}")
+                    continue
+                v = self._known(t._data, p.expr)
+                self.lines.append(f"{p.expr} = MAKE({v}, {self.const(t.dtype)}, {self.const(t._be)})")
+        self.snapshot()
+
+    def _known(self, arr: Any, where: str) -> str:
+        v = self.var.get(id(arr))
+        if v is None:
+            self.graph_break(f"the array stored at {where} was made outside the recorded kernels")
+            return "None"
+        return v
+
+    # ---- events ---------------------------------------------------------------------------------------------------
+    def graph_break(self, why: str) -> None:
+        msg = f"{why} (at {_user_frame(core=True)})"
+        if self.fullgraph:
+            raise Unsupported(f"coretorch.compile(fullgraph=True): graph break: {msg}")
+        self.breaks.append(msg)
+
+    def launch(self, name: str, kernel: Callable, args: tuple, kwargs: dict) -> Any:
+        out = kernel(*args, **kwargs)
+        if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
+            return out
+        self._current = name
+        if name in DATA_SHAPED:
+            self.graph_break(f"'{name}' gives a shape that depends on the data")
+            return out
+        if name == "index" and _bool_key(args[1] if len(args) > 1 else None):
+            self.graph_break("boolean-mask indexing gives a shape that depends on the data")
+            return out
+        if name == "to_numpy":
+            return self._host_read(kernel, args[0], out)
+        if name in QUERY:
+            return out
+        if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
+            src = f"{self.const(kernel)}(CP({self.const(np.array(args[0], copy=True))}))"
+        else:
+            enc = ", ".join([self.encode(a) for a in args] + [f"{k}={self.encode(v)}" for k, v in kwargs.items()])
+            src = f"{self.const(kernel)}({enc})"
+        self.launches += 1
+        if name in MUTATING:
+            self.mutated = True
+        if isinstance(out, self._array_types):
+            self.lines.append(f"{self.new_var(out)} = {src}")
+        elif isinstance(out, (tuple, list)) and any(isinstance(o, self._array_types) for o in out):
+            names = [self.new_var(o) if isinstance(o, self._array_types) else "_" for o in out]
+            self.lines.append(f"{', '.join(names)}, = {src}")
+        else:
+            self.lines.append(src)
+        return out
+
+    def _host_read(self, kernel: Callable, arr: Any, out: Any) -> Any:
+        if self.user_read:
+            return out
+        value = np.asarray(out)
+        if value.size > 1:
+            self.graph_break("a core op read a whole array back to the host")
+            return out
+        v = self.read(arr) if isinstance(arr, self._array_types) else self.encode(arr)
+        self.lines.append(f"if CHK({self.const(kernel)}({v}), {self.const(value.tobytes())}): "
+                          f"raise MISMATCH({self.mutated or self.segments > 0})")
+        return out
+
+    def checked_host_all_below(self, table, arr, n: int) -> bool:
+        if not self.active or get_ident() != self.thread:
+            return _orig_host_all_below(table, arr, n)
+        self.active = False  # its whole-array read is the check itself
+        try:
+            result = _orig_host_all_below(table, arr, n)
+        finally:
+            self.active = True
+        if not self.breaks:
+            v = self.read(arr)
+            self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}) is not {result!r}: "
+                              f"raise MISMATCH({self.mutated or self.segments > 0})")
+        return result
+
+    def segment_start(self, optimizer, args, kwargs) -> None:
+        """Before ``optimizer.step()`` (a global pre hook): ``args`` starts with the optimizer."""
+        self._segment(optimizer.step, tuple(args[1:]), dict(kwargs))
+
+    def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
+        if not self.active or self.breaks or get_ident() != self.thread:
+            return
+        if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+            self.graph_break(f"{getattr(method, '__qualname__', 'a step')}() takes a tensor or a closure")
+            return
+        self.write_back()
+        self.lines.append(f"{self.const(method)}(*{self.const(args)}, **{self.const(kwargs)})")
+        self.segments += 1
+        self.active = False
+
+    def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
+        if self.active or get_ident() != self.thread:
+            return
+        self.active = True
+        self.mutated = True
+        self.snapshot()
+        self.refresh_owners()
+
+    def _scheduler_step(self, orig: Callable) -> Callable:
+        rec = self
+
+        def step(sched, *args, **kwargs):
+            if not rec.active or rec.breaks or get_ident() != rec.thread:
+                return orig(sched, *args, **kwargs)
+            rec._segment(getattr(sched, "step"), args, kwargs)
+            try:
+                return orig(sched, *args, **kwargs)
+            finally:
+                rec.segment_end()
+        return step
+
+    # ---- install / remove -----------------------------------------------------------------------------------------
+    def install(self) -> None:
+        tables = {id(t): t for t in _backend._tables.values()}.values()
+        self._array_types = tuple({t.backend.array_type for t in tables if hasattr(t.backend, "array_type")})
+        for table in tables:
+            for name in table.names:
+                kernel = table.__dict__.get(name)
+                if kernel is None:
+                    continue
+                self._saved.append((table, name, kernel))
+
+                def wrap(*a, _n=name, _k=kernel, **kw):
+                    return self.launch(_n, _k, a, kw)
+                setattr(table, name, wrap)
+        for mod in _HAB_USERS:
+            self._saved.append((mod, "host_all_below", mod.host_all_below))
+            mod.host_all_below = self.checked_host_all_below
+        for meth in USER_READS:
+            orig = Tensor.__dict__[meth]
+            self._saved.append((Tensor, meth, orig))
+            setattr(Tensor, meth, self._user_read(meth, orig))
+        for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
+            if "step" in cls.__dict__:
+                self._saved.append((cls, "step", cls.__dict__["step"]))
+                setattr(cls, "step", self._scheduler_step(cls.__dict__["step"]))
+        self._hooks = (_optim.register_optimizer_step_pre_hook(self.segment_start),
+                       _optim.register_optimizer_step_post_hook(self.segment_end))
+        state["recorder"] = self
+
+    def remove(self) -> None:
+        for obj, name, orig in reversed(self._saved):
+            setattr(obj, name, orig)
+        self._saved.clear()
+        for h in getattr(self, "_hooks", ()):
+            h.remove()
+        state["recorder"] = None
+
+    def _user_read(self, meth: str, orig: Callable) -> Callable:
+        rec = self
+
+        def method(self, *a, **kw):
+            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
+                op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
+                rec.graph_break(f"{op} reads a tensor value into Python")
+                rec.user_read += 1
+                try:
+                    return orig(self, *a, **kw)
+                finally:
+                    rec.user_read -= 1
+            return orig(self, *a, **kw)
+        return method
+
+    # ---- end ------------------------------------------------------------------------------------------------------
+    def finish(self, result: Any, args: list) -> str:
+        """Write back the final state, resolve the remaining externals, encode the result."""
+        if self.breaks:  # recording stopped at the first break: nothing more to say
+            return "None"
+        self.write_back()
+        if self.pending:
+            self._resolve_pending()
+        return self._encode_result(result, args)
+
+    def _resolve_pending(self) -> None:
+        arrays = {id(a): (i, a, v) for i, a, v in self.pending}
+        owners: dict[int, Tensor] = {}
+        for ref in gc.get_referrers(*[p[1] for p in self.pending]):
+            if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
+                owners[id(ref._data)] = ref
+        for key, (i, a, v) in arrays.items():
+            t = owners.get(key)
+            if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
+                self.lines[i] = f"{v} = {self.const(t)}._data"
+            else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
+                self.lines[i] = f"{v} = {self.const(a)}"
+
+    def _encode_result(self, obj: Any, args: list) -> str:
+        if isinstance(obj, Tensor):
+            for i, a in enumerate(args):
+                if a is obj:
+                    return f"A[{i}]"
+            for p in self.paths:
+                if p.get() is obj:
+                    return p.expr
+            if obj.grad_fn is not None and not _graph_consumed(obj.grad_fn):
+                self.graph_break("the result's autograd graph is still needed (a replay returns tensors without one): "
+                                 "call backward inside the compiled step, or compile the module")
+                return "None"
+            v = self.var.get(id(obj._data))
+            if v is None:
+                self.graph_break("the result holds an array made outside the recorded kernels")
+                return "None"
+            return f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+        if isinstance(obj, (tuple, list)):
+            inner = ", ".join(self._encode_result(o, args) for o in obj)
+            if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple
+                return f"{self.const(type(obj))}({inner})"
+            return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
+        if isinstance(obj, dict):
+            return "{" + ", ".join(f"{self.const(k)}: {self._encode_result(v, args)}" for k, v in obj.items()) + "}"
+        if obj is None or type(obj) in (bool, int, str):
+            return repr(obj)
+        return self.const(obj)
+
+
+def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
+    """Whether a backward already ran through the graph of ``fn`` (some node's saved tensors are freed): then a
+    replay returning the result without a graph is what the caller can still use."""
+    seen, todo = set(), [fn]
+    while todo and len(seen) < limit:
+        n = todo.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if getattr(n, "_saved", ()) is _FREED:
+            return True
+        todo.extend(f for f, _ in getattr(n, "next_functions", ()) or ())
+    return False
+
+
+def _bool_key(key: Any) -> bool:
+    items = key if isinstance(key, (tuple, list)) else (key,)
+    return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+def _subclasses(cls: type) -> list:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+def _memory_of(a: Any) -> Any:
+    """The object owning ``a``'s memory (numpy's ``base`` chain, pyopencl's ``base_data``), or None."""
+    base = getattr(a, "base_data", None)
+    if base is not None:
+        return base
+    if isinstance(a, np.ndarray):
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+    return None
+
+
+_orig_host_all_below = _util.host_all_below
+_HAB_USERS: list = []
+
+
+def _find_hab_users() -> None:
+    """Modules that imported ``host_all_below`` by name: patched during a capture."""
+    if _HAB_USERS:
+        return
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("coretorch") and getattr(mod, "host_all_below", None) is _orig_host_all_below:
+            _HAB_USERS.append(mod)

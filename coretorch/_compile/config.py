@@ -1,0 +1,17 @@
+"""``coretorch._compile.config`` and the registries ``reset()`` clears."""
+from __future__ import annotations
+
+import weakref
+
+
+class _Config:
+    """``coretorch._compile.config`` (PyTorch's ``torch._dynamo.config``): ``recompile_limit`` captures per
+    compiled function before new guard sets run eagerly (with one warning)."""
+
+    recompile_limit: int = 8
+    cache_size_limit: int = 8  # PyTorch's older name; read when recompile_limit is left at its default
+
+
+config = _Config()
+live_functions: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction (reset() clears them)
+live_modules: weakref.WeakSet = weakref.WeakSet()  # every ModuleCapture

@@ -1,0 +1,40 @@
+"""``coretorch.compiler.explain``: what breaks the graph of a function, and where."""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import guards
+from .replay import capture
+
+
+class ExplainOutput:
+    """What :func:`explain` found (PyTorch's ``ExplainOutput`` fields)."""
+
+    def __init__(self, breaks: list, launches: int):
+        self.break_reasons = list(breaks)
+        self.graph_break_count = len(breaks)
+        self.graph_count = 1 + len(breaks) if breaks else 1
+        self.op_count = launches
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines.extend(f"  Break Reason {i + 1}: {r}" for i, r in enumerate(self.break_reasons))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn: Callable, *args, **kwargs):
+    """Capture ``fn(*args, **kwargs)`` once (it runs eagerly, with its side effects) and say what breaks the graph
+    and where; ``explain(fn)(*args)`` works too (PyTorch's ``torch._dynamo.explain``)."""
+    fn = getattr(fn, "_orig_fn", fn)  # a CompiledFunction: its function
+
+    def run(*a, **kw) -> ExplainOutput:
+        _, entry = capture(fn, a, kw, guards.leaves(a, kw), guards.state_of(guards.roots(fn, a, kw)), False)
+        return ExplainOutput(entry.breaks, entry.launches)
+    if not args and not kwargs:
+        return run
+    return run(*args, **kwargs)

@@ -1,0 +1,141 @@
+"""Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any
+
+from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
+from ..autograd.anomaly_mode import state as _anomaly
+from ..autograd.grad_mode import state as _grad_state
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+
+_SCALARS = (bool, int, float, str, type(None))
+_NOT_ROOTS = (Tensor, *_SCALARS)
+_training = attrgetter("training")
+
+
+def leaves(args: tuple, kwargs: dict) -> list:
+    """The arguments flattened (lists, tuples and dicts opened): their tensors are the replay's inputs."""
+    if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
+        return list(args)
+    out: list = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for k in sorted(o, key=repr):
+                walk(o[k])
+        else:
+            out.append(o)
+    walk(args)
+    walk(kwargs)
+    return out
+
+
+def _leaf_key(a: Any) -> Any:
+    if isinstance(a, Tensor):
+        d = a._data
+        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg, type(a))
+    if isinstance(a, _SCALARS):
+        return (type(a), a)
+    return ("obj", id(a))
+
+
+def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
+    """Objects the function can reach: non-tensor arguments, a bound method's self (and its attributes), closure
+    cells, the globals it names (``gnames``: those names, when already known)."""
+    objs: list = [fn]
+    if kwargs:
+        args = (*args, *kwargs.values())
+    objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
+    f = fn
+    if hasattr(f, "__func__"):
+        s = f.__self__
+        objs.append(s)
+        if hasattr(s, "__dict__"):
+            objs.extend(vars(s).values())
+        f = f.__func__
+    code = getattr(f, "__code__", None)
+    if code is not None:
+        for cell in f.__closure__ or ():
+            try:
+                objs.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        g = f.__globals__
+        objs.extend(g[n] for n in (global_names(f) if gnames is None else gnames) if n in g)
+    return objs
+
+
+def global_names(fn: Any) -> list:
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    return [n for n in code.co_names if n in f.__globals__] if code is not None else []
+
+
+def state_of(objs: list) -> tuple[list, list, list, list]:
+    """(modules, optimizers, params, buffers as (dict, name)) reachable from ``objs`` (containers one level deep)."""
+    modules: dict[int, Module] = {}
+    opts: dict[int, Optimizer] = {}
+    tensors: dict[int, Tensor] = {}
+
+    def add(o: Any, depth: int) -> None:
+        if isinstance(o, Module):
+            for m in o.modules():
+                modules.setdefault(id(m), m)
+        elif isinstance(o, Optimizer):
+            opts.setdefault(id(o), o)
+        elif isinstance(o, Tensor):
+            tensors.setdefault(id(o), o)
+        elif depth and isinstance(o, (list, tuple)):
+            for x in o:
+                add(x, depth - 1)
+        elif depth and isinstance(o, dict):
+            for x in o.values():
+                add(x, depth - 1)
+    for o in objs:
+        add(o, 1)
+    params: dict[int, Tensor] = {}
+    buffers: list = []
+    for m in modules.values():
+        for p in m._parameters.values():
+            if p is not None:
+                params.setdefault(id(p), p)
+        for k in m._buffers:
+            buffers.append((m._buffers, k))
+    for o in opts.values():
+        for g in o.param_groups:
+            for p in g["params"]:
+                params.setdefault(id(p), p)
+    plain = [t for t in tensors.values() if id(t) not in params]
+    return list(modules.values()), list(params.values()), buffers, plain
+
+
+def structure(modules: list) -> tuple:
+    """The identity of every submodule of the modules found: a module added or replaced changes it."""
+    return tuple([id(c) for m in modules for c in m._modules.values()])
+
+
+def _aliases(lv: list) -> tuple:
+    """Which tensor arguments share one array (the replay reads each argument's array through its first holder)."""
+    ids = [id(a._data) for a in lv if isinstance(a, Tensor)]
+    if len(set(ids)) == len(ids):
+        return ()
+    return tuple(ids.index(i) for i in ids)
+
+
+def _modes() -> tuple:
+    """Grad, inference and anomaly modes and autocast (each changes which kernels eager launches)."""
+    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
+        if _ac_state.on else ()
+    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac)
+
+
+def key(lv: list, modules: list, params: list) -> tuple:
+    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+            tuple([id(p) for m in modules for p in m._parameters.values()]),
+            tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))

@@ -1,0 +1,222 @@
+"""Module capture: ``coretorch.compile(model)`` / ``model.compile()`` for an ordinary eager training loop.
+
+The first call with a guard set runs the forward eagerly while recording its launches, then (grad mode on, outputs
+that require grad) records the backward of those outputs once through ``autograd.grad`` with placeholder output
+gradients (``.grad`` untouched, the graph retained for the user's own backward of that first call).  Later calls
+replay the forward launches and return outputs with one autograd node, ``CompiledFunctionBackward``, whose backward
+replays the recorded backward launches on the forward's arrays; the engine accumulates its gradients into ``.grad``
+as eager does, and the optimizer stays eager.  Buffers the forward updates (running statistics) are written back.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..autograd import grad as _autograd_grad
+from ..autograd.grad_mode import state as _grad_state
+from ..autograd.graph import Node
+from ..nn.modules.module import Module
+from ..ops._util import edge
+from ..tensor import Tensor, _make
+from . import guards as _guards
+from .capture import Recorder, _find_hab_users, state
+from .config import config, live_modules
+from .replay import Mismatch, build_parts
+
+
+class CompiledFunctionBackward(Node):
+    """The backward of a replayed forward: the recorded backward launches (PyTorch's name for the node of a
+    compiled region)."""
+
+    def backward(self, *grads):
+        if _grad_state.enabled:
+            raise RuntimeError("coretorch.compile: a compiled module's backward cannot build a graph "
+                               "(create_graph=True); call the module uncompiled for double backward")
+        entry, ctx = self.entry, self.ctx
+        if ctx is None:
+            raise RuntimeError("Trying to backward through the graph a second time: the compiled forward's saved "
+                               "arrays are freed after its backward")
+        g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
+        try:
+            out = entry.backward(ctx, g)
+        except Mismatch:
+            raise RuntimeError("coretorch.compile: a value the captured backward read on the host differs in this "
+                               "call; the eager backward would take another path. Call coretorch.compiler.reset() "
+                               "or run the module uncompiled") from None
+        return tuple(None if a is None else _make(a, dt, tb) for a, (dt, tb) in zip(out, entry.grad_meta))
+
+    def release(self) -> None:  # the engine frees the forward's arrays unless retain_graph
+        self.ctx = None
+
+
+class _ModEntry:
+    __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
+                 "single")
+
+
+def _flat_outputs(result: Any):
+    if isinstance(result, Tensor):
+        return [result], True
+    if isinstance(result, tuple) and type(result) is tuple and all(isinstance(r, Tensor) for r in result):
+        return list(result), False
+    return None, False
+
+
+class ModuleCapture:
+    """The compiled ``forward`` of one module (stored as the module's instance ``forward`` or an
+    OptimizedModule's)."""
+
+    def __init__(self, module: Module, forward: Callable, fullgraph: bool = False):
+        self.module, self.fn, self.fullgraph = module, forward, fullgraph
+        self.cache: dict = {}
+        self.st = None
+        self.sig: tuple = ()
+        self.replays = 0
+        live_modules.add(self)
+
+    def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
+        return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph)
+
+    def _state(self):
+        st = self.st
+        if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
+            st = self.st = _guards.state_of([self.module])
+            self.sig = _guards.structure(st[0])
+        return st
+
+    def __call__(self, *args, **kwargs):
+        if state["recorder"] is not None:
+            return self.fn(*args, **kwargs)
+        st = self._state()
+        lv = _guards.leaves(args, kwargs)
+        key = (self.sig, _guards.key(lv, st[0], ()))  # .grad is not touched by a forward
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= config.recompile_limit:
+                return self.fn(*args, **kwargs)
+            result, self.cache[key] = self._capture(args, kwargs, lv, st)
+            return result
+        if entry.forward is None:
+            return self.fn(*args, **kwargs)
+        try:
+            outs, ctx = entry.forward(lv)
+        except Mismatch as e:
+            if e.unsafe:
+                raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
+                                   "this call after state was written (see CompiledFunction)") from None
+            return self.fn(*args, **kwargs)
+        self.replays += 1
+        node = None
+        if entry.backward is not None:
+            node = CompiledFunctionBackward()
+            node.entry, node.ctx = entry, ctx
+            node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+        res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
+               for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
+        return res[0] if entry.single else tuple(res)
+
+    def _capture(self, args, kwargs, lv, st):
+        modules, params, buffers, plain = st
+        rec = Recorder(self.fullgraph)
+        _find_hab_users()
+        rec.install()
+        entry = _ModEntry()
+        entry.forward = entry.backward = None
+        try:
+            rec.track(lv, params, buffers, plain)
+            result = self.fn(*args, **kwargs)
+            outs, single = _flat_outputs(result)
+            if outs is None:
+                rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")
+            rec.write_back()
+            split = len(rec.lines)
+            out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
+            if None in out_vars:
+                rec.breaks.append("an output holds an array made outside the recorded kernels")
+            need = [o for o in outs or () if o.requires_grad]
+            targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
+                [p for p in params if p.requires_grad]
+            bw_src = None
+            if not rec.breaks and _grad_state.enabled and need:
+                if len(need) != len(outs):
+                    rec.breaks.append("some outputs of the forward do not require grad")
+                else:
+                    bw_src = self._record_backward(rec, lv, outs, targets, entry)
+            if not rec.breaks:
+                rec.finish(None, lv)
+        finally:
+            rec.remove()
+        entry.breaks, entry.launches = rec.breaks, rec.launches
+        if rec.breaks:
+            return result, entry
+        entry.single = single
+        entry.out_meta = [(o.dtype, o._be) for o in outs]
+        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src)
+        if bw_src is not None:
+            idx = [t for t in targets if isinstance(t, int)]
+            fixed = [t for t in targets if not isinstance(t, int)]
+            entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
+        return result, entry
+
+    def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
+        """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""
+        gs = []
+        entry.zeros = []
+        for i, o in enumerate(outs):
+            table = o._be
+            rec.active = False  # a placeholder: the replay passes the real output gradients as G
+            arr = table.full(tuple(o._data.shape), 0, o.dtype.np)
+            rec.active = True
+            rec.keep.append(arr)
+            rec.var[id(arr)] = f"G[{i}]"
+            gs.append(_make(arr, o.dtype, table))
+            shape, dt = tuple(o._data.shape), o.dtype.np
+            entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
+        inputs = [lv[t] if isinstance(t, int) else t for t in targets]
+        grads = _autograd_grad(outs, inputs, gs, retain_graph=True, allow_unused=True)
+        srcs = []
+        entry.grad_meta = []
+        for g, t in zip(grads, inputs):
+            entry.grad_meta.append((t.dtype, t._be))
+            if g is None:
+                srcs.append("None")
+                continue
+            v = rec.var.get(id(g._data))
+            if v is None:
+                rec.breaks.append("a gradient holds an array made outside the recorded kernels")
+                return None
+            srcs.append(v)
+        return "(" + ", ".join(srcs) + ",)"
+
+
+def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:
+    return ModuleCapture(module, module if whole else type(module).forward.__get__(module), fullgraph)
+
+
+class OptimizedModule(Module):
+    """What ``coretorch.compile(module)`` returns (PyTorch's ``OptimizedModule``): the module as ``_orig_mod`` (so
+    ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), its attributes forwarded, calls captured and
+    replayed (forward and backward)."""
+
+    def __init__(self, mod: Module, fullgraph: bool = False):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph)
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_capture"](*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def compile_in_place(module: Module, fullgraph: bool = False) -> None:
+    """``Module.compile()``: the module's own calls are captured and replayed from now on (state_dict unchanged)."""
+    if isinstance(module.__dict__.get("forward"), ModuleCapture):
+        return
+    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph)

@@ -1,0 +1,116 @@
+"""Replay: the recorded launches become one generated Python function, so a replay is a straight run of kernel
+calls on local variables (no dict lookups, no checks, no autograd), with the write-backs and eager segments in
+place."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tensor import _make
+from .capture import Recorder, _find_hab_users, _orig_host_all_below
+
+
+class Mismatch(Exception):
+    """A checked host read gave another value than at capture: the eager path would differ."""
+
+    def __init__(self, unsafe: bool):
+        super().__init__(unsafe)
+        self.unsafe = unsafe
+
+
+def _changed(value: Any, expected: bytes) -> bool:
+    return np.asarray(value).tobytes() != expected
+
+
+def _copy(a):
+    return a.copy()
+
+
+_GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch}
+
+
+_VAR = re.compile(r"\ba\d+\b")
+
+
+def _with_frees(lines: list[str], result_src: str, keep_vars: set | None = None) -> list[str]:
+    """``del`` each temporary right after its last use: arrays live as long as in eager, so numpy's allocator
+    reuses their memory (kept alive to the end, large temporaries would be fresh mmaps every replay)."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for v in _VAR.findall(line):
+            last[v] = i
+    keep = set(_VAR.findall(result_src)) | (keep_vars or set())
+    frees: dict[int, list[str]] = {}
+    for v, i in last.items():
+        if v not in keep:
+            frees.setdefault(i, []).append(v)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in frees:
+            out.append(f"del {', '.join(frees[i])}")
+    return out
+
+
+def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
+    """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    body = "\n".join(f"        {line}" for line in _with_frees([ln for ln in rec.lines if ln], result_src))
+    src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
+           "    return _replay\n")
+    ns = dict(_GLOBALS)
+    exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
+    return ns["_build"](*rec.consts), src
+
+
+def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None) -> tuple[Callable, Any]:
+    """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
+    without a backward), the lines before and after ``split``."""
+    fw = [ln for ln in rec.lines[:split] if ln]
+    bw = [ln for ln in rec.lines[split:] if ln]
+    defined = set()
+    for ln in fw:
+        defined.update(_VAR.findall(ln))
+    ctx = sorted({v for ln in bw for v in _VAR.findall(ln)} & defined) if bw_src is not None else []
+    outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
+    ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    body = "\n".join(f"        {ln}" for ln in _with_frees(fw, outs, set(ctx)))
+    src = f"def _build({', '.join(names)}):\n    def _fw(A):\n{body}\n        return {outs}, {ctx_t}\n"
+    if bw_src is not None:
+        bbody = "\n".join(f"        {ln}" for ln in _with_frees(bw, bw_src))
+        unpack = f"        {', '.join(ctx)}, = ctx\n" if ctx else ""
+        src += f"    def _bw(ctx, G):\n{unpack}{bbody}\n        return {bw_src}\n"
+    else:
+        src += "    _bw = None\n"
+    src += "    return _fw, _bw\n"
+    ns = dict(_GLOBALS)
+    exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
+    return ns["_build"](*rec.consts)
+
+
+class _Entry:
+    __slots__ = ("replay", "source", "breaks", "launches")
+
+    def __init__(self, replay, source: str, breaks: list, launches: int):
+        self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
+
+
+def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
+    """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
+    modules, params, buffers, plain = st[:4]
+    rec = Recorder(fullgraph)
+    _find_hab_users()
+    rec.install()
+    try:
+        rec.track(lv, params, buffers, plain)
+        result = fn(*args, **kwargs)
+        result_src = rec.finish(result, lv)
+    finally:
+        rec.remove()
+    if rec.breaks:
+        return result, _Entry(None, "", rec.breaks, rec.launches)
+    replay, src = build(rec, result_src)
+    return result, _Entry(replay, src, [], rec.launches)
