@@ -21,6 +21,7 @@ calls with the same guards run eagerly.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -50,7 +51,7 @@ USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _THIS = os.path.dirname(os.path.abspath(__file__))
 
-state = {"recorder": None}  # the active Recorder (is_compiling() reads it)
+state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling() reads it)
 
 
 class Unsupported(RuntimeError):
@@ -64,7 +65,7 @@ def _internal(filename: str) -> bool:
 def _user_frame(core: bool = False) -> str:
     """``file:line in function`` of the innermost frame outside coretorch and its plugins (with ``core``, also the
     innermost core line that is not this package's)."""
-    f = sys._getframe(1)
+    f: Any = sys._getframe(1)
     inner = None
     while f is not None and _internal(f.f_code.co_filename):
         if inner is None and not f.f_code.co_filename.startswith(_THIS):
@@ -78,10 +79,18 @@ def _user_frame(core: bool = False) -> str:
     return where
 
 
+def _itself(obj: Any) -> Callable[[], Any]:
+    """A getter that returns ``obj``."""
+    return lambda: obj
+
+
 class Path:
     """Where a persistent tensor lives: ``expr`` (source, in the replay function) and ``get()`` (now)."""
 
     __slots__ = ("expr", "get", "settable")
+    expr: str
+    get: Callable[[], Any]
+    settable: bool
 
     def __init__(self, expr: str, get: Callable[[], Any], settable: bool):
         self.expr, self.get, self.settable = expr, get, settable
@@ -170,15 +179,15 @@ class Recorder:
     def track(self, args: list, params: list, buffers: list, tensors: list) -> None:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
-                self.paths.append(Path(f"A[{i}]", (lambda a=a: a), False))
+                self.paths.append(Path(f"A[{i}]", _itself(a), False))
         for p in params:
             c = self.const(p)
-            self.paths.append(Path(c, (lambda p=p: p), False))
-            self.paths.append(Path(f"{c}._grad", (lambda p=p: p._grad), True))
+            self.paths.append(Path(c, _itself(p), False))
+            self.paths.append(Path(f"{c}._grad", functools.partial(getattr, p, "_grad"), True))
         for d, k in buffers:
-            self.paths.append(Path(f"{self.const(d)}[{k!r}]", (lambda d=d, k=k: d.get(k)), True))
+            self.paths.append(Path(f"{self.const(d)}[{k!r}]", functools.partial(d.get, k), True))
         for t in tensors:
-            self.paths.append(Path(self.const(t), (lambda t=t: t), False))
+            self.paths.append(Path(self.const(t), _itself(t), False))
         self.snapshot()
         self.refresh_owners()
 
@@ -436,7 +445,8 @@ class Recorder:
 def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
     """Whether a backward already ran through the graph of ``fn`` (some node's saved tensors are freed): then a
     replay returning the result without a graph is what the caller can still use."""
-    seen, todo = set(), [fn]
+    seen: set = set()
+    todo = [fn]
     while todo and len(seen) < limit:
         n = todo.pop()
         if n is None or id(n) in seen:

@@ -51,6 +51,15 @@ class CompiledFunctionBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
                  "single")
+    forward: Any
+    backward: Any
+    breaks: Any
+    launches: Any
+    out_meta: Any
+    grad_meta: Any
+    zeros: Any
+    targets: Any
+    single: Any
 
 
 def _flat_outputs(result: Any):

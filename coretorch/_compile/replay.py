@@ -60,7 +60,7 @@ def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     body = "\n".join(f"        {line}" for line in _with_frees([ln for ln in rec.lines if ln], result_src))
     src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
            "    return _replay\n")
-    ns = dict(_GLOBALS)
+    ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts), src
 
@@ -86,7 +86,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     else:
         src += "    _bw = None\n"
     src += "    return _fw, _bw\n"
-    ns = dict(_GLOBALS)
+    ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts)
 
