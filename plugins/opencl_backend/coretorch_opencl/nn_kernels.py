@@ -321,6 +321,7 @@ class NNKernels:
         if out.size == 0:
             return out
         shape = x.shape
+        dim %= len(shape) or 1  # a negative dim as the kernel contract allows (shape[dim + 1:] needs it positive)
         L = shape[dim]
         inner = _numel(shape[dim + 1:])
         rows = out.size // L
