@@ -78,7 +78,7 @@ def main() -> None:
 
     # ---- model ----
     model = MLP().to(device)
-    model = torch.compile(model)  # runs eagerly in coretorch (it says so once)
+    model = torch.compile(model)  # forward and backward replayed from a recorded capture (coretorch.compile)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     for epoch in range(args.epochs):
         model.train()
@@ -103,7 +103,7 @@ def main() -> None:
         print(f"probabilities of the first test image {logits[0].softmax(-1).cpu()}")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "mlp.pt")
-        torch.save(model.state_dict(), path)
+        torch.save(model._orig_mod.state_dict(), path)  # a compiled module's own keys carry '_orig_mod.'
         with torch.serialization.safe_globals([MLP]):
             state = torch.load(path, map_location="cpu", weights_only=True)
         clone = MLP()

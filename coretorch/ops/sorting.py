@@ -151,8 +151,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError("topk does not support bool dtypes on CPU")
     table = input._be
     v, i = table.topk(input._data, k, d, bool(largest), bool(sorted))
-    if sorted and input.ndim and 0 < k <= 17 and k * 64 > size and input.numel() <= _kth_ties.MAX_ELEMENTS:
-        # equal values in PyTorch's CPU order (its nth_element + sort path; small tensors only: host work)
+    if table.host_memory and sorted and input.ndim and 0 < k <= 17 and k * 64 > size \
+            and input.numel() <= _kth_ties.MAX_ELEMENTS:
+        # equal values in PyTorch's CPU order (its nth_element + sort path; small tensors only: host work); a device
+        # keeps its kernel's order (no host round trip; tie order is unspecified on PyTorch's devices too)
         fixed = _kth_ties.pytorch_topk(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i), k, d,
                                        bool(largest))
         if fixed is not None:
@@ -193,8 +195,9 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     table, shape = input._be, tuple(input.shape)
     v, i = _nth(input, k - 1, d)
-    if size > 1 and (table.host_memory or input.numel() <= _kth_ties.MAX_ELEMENTS):
-        # the index among equal values as PyTorch's CPU kernel picks it (a device's tensor: small ones only)
+    if size > 1 and table.host_memory:
+        # the index among equal values as PyTorch's CPU kernel picks it (a device keeps its kernel's choice: no host
+        # round trip; PyTorch's devices pick their own too)
         fixed = _kth_ties.pytorch_tie_indices(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i),
                                               k - 1, d)
         if fixed is not None:
