@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -234,3 +235,18 @@ def test_amax_amin_check_empty_dims_before_repeats(device):
             f(torch.zeros(3, device=device), dim=(0, -1))
     with pytest.raises(RuntimeError, match="appears multiple times"):
         torch.sum(torch.zeros(0, device=device), dim=(0, -1))
+
+
+# ---- float16/bfloat16 rounding division by a Python number: in float32, the divisor not rounded first ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_float_rounding_division_by_a_number(device, dtype):
+    vals = [-0.018, 2.5, 0.201, -0.211, 1.5]
+    x = torch.tensor(vals, dtype=dtype, device=device)
+    xs = x.float().tolist()   # the values as stored
+    floor = [math.floor(float(np.float32(v) / np.float32(0.001))) for v in xs]
+    trunc = [math.trunc(float(np.float32(v) / np.float32(0.001))) for v in xs]
+    for r in (x // 0.001, torch.floor_divide(x, 0.001), torch.div(x, 0.001, rounding_mode="floor")):
+        assert r.dtype is dtype and r.tolist() == torch.tensor(floor, dtype=dtype).tolist()
+    t = torch.div(x, 0.001, rounding_mode="trunc")
+    assert t.dtype is dtype and t.tolist() == torch.tensor(trunc, dtype=dtype).tolist()
+    assert (x // torch.tensor(0.001, dtype=torch.float64)).tolist() == torch.tensor(floor, dtype=dtype).tolist()
