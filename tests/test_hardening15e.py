@@ -250,3 +250,23 @@ def test_reduced_float_rounding_division_by_a_number(device, dtype):
     t = torch.div(x, 0.001, rounding_mode="trunc")
     assert t.dtype is dtype and t.tolist() == torch.tensor(trunc, dtype=dtype).tolist()
     assert (x // torch.tensor(0.001, dtype=torch.float64)).tolist() == torch.tensor(floor, dtype=dtype).tolist()
+
+
+# ---- softplus of float16/bfloat16 in float32 (exp(12) overflows float16; softplus(12) is 12, not inf) ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_softplus_of_reduced_floats_does_not_overflow(device, dtype):
+    vals = [12.0, 30.0, -30.0, 1.0]
+    x = torch.tensor(vals, dtype=dtype, device=device, requires_grad=True)
+    y = F.softplus(x)
+    expect = [v if v > 20 else math.log1p(math.exp(v)) for v in vals]
+    assert y.dtype is dtype and y.float().tolist() == torch.tensor(expect, dtype=dtype).float().tolist()
+    y.sum().backward()
+    assert x.grad.dtype is dtype and abs(x.grad[0].item() - 1.0) < 1e-3
+
+
+# ---- quantile of an empty tensor raises, with or without dim ----
+def test_quantile_of_empty_input_raises(device):
+    for kw in ({}, {"dim": 0}, {"dim": 1}):
+        for f in (torch.quantile, torch.nanquantile):
+            with pytest.raises(RuntimeError, match=r"quantile\(\) input tensor must be non-empty"):
+                f(torch.zeros((3, 0), device=device), 0.5, **kw)
