@@ -270,3 +270,16 @@ def test_quantile_of_empty_input_raises(device):
         for f in (torch.quantile, torch.nanquantile):
             with pytest.raises(RuntimeError, match=r"quantile\(\) input tensor must be non-empty"):
                 f(torch.zeros((3, 0), device=device), 0.5, **kw)
+
+
+# ---- inf / negative-order norms of empty input: PyTorch's no-identity error, only for an empty reduced dim ----
+def test_norm_without_identity_over_empty_dims(device):
+    e = torch.zeros(0, device=device)
+    for p in (float("inf"), -float("inf"), -1):
+        with pytest.raises(RuntimeError, match="on the dimension 0because this dimension is empty"):
+            torch.norm(e, p=p, dim=0)
+        with pytest.raises(RuntimeError, match="norm on an empty tensor because the operation does not have"):
+            torch.linalg.vector_norm(e, p)
+    assert torch.linalg.vector_norm(torch.zeros((2, 0), device=device), float("inf"), dim=0).shape == (0,)
+    assert torch.norm(torch.zeros((0, 2), device=device), p=float("inf"), dim=1).shape == (0,)
+    assert torch.norm(e, p=2, dim=0).item() == 0.0
