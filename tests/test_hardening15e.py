@@ -283,3 +283,14 @@ def test_norm_without_identity_over_empty_dims(device):
     assert torch.linalg.vector_norm(torch.zeros((2, 0), device=device), float("inf"), dim=0).shape == (0,)
     assert torch.norm(torch.zeros((0, 2), device=device), p=float("inf"), dim=1).shape == (0,)
     assert torch.norm(e, p=2, dim=0).item() == 0.0
+
+
+# ---- bfloat16 to integer casts wrap as the other floats' (through int64), and empty bool searchsorted works ----
+def test_bfloat16_to_integer_casts_and_empty_bool_searchsorted(device):
+    x = torch.tensor([-2.0, 2.75, -1.0, 300.0], device=device).to(torch.bfloat16)
+    assert x.to(torch.uint8).tolist() == [254, 2, 255, 44]   # PyTorch's wrap of the truncated value
+    assert x.to(torch.int8).tolist() == [-2, 2, -1, 44] and x.long().tolist() == [-2, 2, -1, 300]
+    e = torch.zeros(0, dtype=torch.bool, device=device)
+    assert torch.searchsorted(e, e).shape == (0,)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.searchsorted(e, torch.zeros(2, dtype=torch.bool, device=device))
