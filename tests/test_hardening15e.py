@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -234,3 +235,62 @@ def test_amax_amin_check_empty_dims_before_repeats(device):
             f(torch.zeros(3, device=device), dim=(0, -1))
     with pytest.raises(RuntimeError, match="appears multiple times"):
         torch.sum(torch.zeros(0, device=device), dim=(0, -1))
+
+
+# ---- float16/bfloat16 rounding division by a Python number: in float32, the divisor not rounded first ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_float_rounding_division_by_a_number(device, dtype):
+    vals = [-0.018, 2.5, 0.201, -0.211, 1.5]
+    x = torch.tensor(vals, dtype=dtype, device=device)
+    xs = x.float().tolist()   # the values as stored
+    floor = [math.floor(float(np.float32(v) / np.float32(0.001))) for v in xs]
+    trunc = [math.trunc(float(np.float32(v) / np.float32(0.001))) for v in xs]
+    for r in (x // 0.001, torch.floor_divide(x, 0.001), torch.div(x, 0.001, rounding_mode="floor")):
+        assert r.dtype is dtype and r.tolist() == torch.tensor(floor, dtype=dtype).tolist()
+    t = torch.div(x, 0.001, rounding_mode="trunc")
+    assert t.dtype is dtype and t.tolist() == torch.tensor(trunc, dtype=dtype).tolist()
+    assert (x // torch.tensor(0.001, dtype=torch.float64)).tolist() == torch.tensor(floor, dtype=dtype).tolist()
+
+
+# ---- softplus of float16/bfloat16 in float32 (exp(12) overflows float16; softplus(12) is 12, not inf) ----
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_softplus_of_reduced_floats_does_not_overflow(device, dtype):
+    vals = [12.0, 30.0, -30.0, 1.0]
+    x = torch.tensor(vals, dtype=dtype, device=device, requires_grad=True)
+    y = F.softplus(x)
+    expect = [v if v > 20 else math.log1p(math.exp(v)) for v in vals]
+    assert y.dtype is dtype and y.float().tolist() == torch.tensor(expect, dtype=dtype).float().tolist()
+    y.sum().backward()
+    assert x.grad.dtype is dtype and abs(x.grad[0].item() - 1.0) < 1e-3
+
+
+# ---- quantile of an empty tensor raises, with or without dim ----
+def test_quantile_of_empty_input_raises(device):
+    for kw in ({}, {"dim": 0}, {"dim": 1}):
+        for f in (torch.quantile, torch.nanquantile):
+            with pytest.raises(RuntimeError, match=r"quantile\(\) input tensor must be non-empty"):
+                f(torch.zeros((3, 0), device=device), 0.5, **kw)
+
+
+# ---- inf / negative-order norms of empty input: PyTorch's no-identity error, only for an empty reduced dim ----
+def test_norm_without_identity_over_empty_dims(device):
+    e = torch.zeros(0, device=device)
+    for p in (float("inf"), -float("inf"), -1):
+        with pytest.raises(RuntimeError, match="on the dimension 0because this dimension is empty"):
+            torch.norm(e, p=p, dim=0)
+        with pytest.raises(RuntimeError, match="norm on an empty tensor because the operation does not have"):
+            torch.linalg.vector_norm(e, p)
+    assert torch.linalg.vector_norm(torch.zeros((2, 0), device=device), float("inf"), dim=0).shape == (0,)
+    assert torch.norm(torch.zeros((0, 2), device=device), p=float("inf"), dim=1).shape == (0,)
+    assert torch.norm(e, p=2, dim=0).item() == 0.0
+
+
+# ---- bfloat16 to integer casts wrap as the other floats' (through int64), and empty bool searchsorted works ----
+def test_bfloat16_to_integer_casts_and_empty_bool_searchsorted(device):
+    x = torch.tensor([-2.0, 2.75, -1.0, 300.0], device=device).to(torch.bfloat16)
+    assert x.to(torch.uint8).tolist() == [254, 2, 255, 44]   # PyTorch's wrap of the truncated value
+    assert x.to(torch.int8).tolist() == [-2, 2, -1, 44] and x.long().tolist() == [-2, 2, -1, 300]
+    e = torch.zeros(0, dtype=torch.bool, device=device)
+    assert torch.searchsorted(e, e).shape == (0,)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.searchsorted(e, torch.zeros(2, dtype=torch.bool, device=device))

@@ -36,8 +36,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
     if (ord < 0 or ord == _INF) and x.numel() == 0:
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
-                           "operation does not have an identity")
+        _R.check_norm_identity(x, ord, dim)
     if isinstance(dim, int):
         dim = (dim,)
     if x.ndim == 0 and dim is not None:

@@ -591,6 +591,9 @@ def div(input, other, *, rounding_mode=None):
 
 
 def _div_rounding(input, other, rounding_mode: str):
+    s = _opmath_divisor(input, other)
+    if s is not None:   # in float32, rounded once
+        return _div_rounding(input.to(_dt.float32), s, rounding_mode).to(input.dtype)
     if rounding_mode == "floor":
         return _floor_divide(input, other)
     if rounding_mode == "trunc":
@@ -616,7 +619,23 @@ def floor_divide(input, other):
 
     Keeps integer dtypes; a zero integer divisor raises ``RuntimeError``.
     """
-    return _not_implemented_graph(_floor_divide(input, other), (input, other), "floor_divide")
+    s = _opmath_divisor(input, other)
+    r = _floor_divide(input, other) if s is None else _floor_divide(input.detach().to(_dt.float32), s).to(input.dtype)
+    return _not_implemented_graph(r, (input, other), "floor_divide")
+
+
+def _opmath_divisor(input, other):
+    """A Python number (or a 0-d CPU tensor of another dtype) dividing a float16/bfloat16 tensor, as PyTorch's
+    rounding-division kernels take it: in float32 (half(2.5) // 0.001 is 2500, not 2498 from the divisor rounded to
+    half first); None for any other operands."""
+    if not isinstance(input, Tensor) or input.dtype not in _REDUCED:
+        return None
+    if other.__class__ is float or other.__class__ is int:
+        return other
+    if isinstance(other, Tensor) and other._data.ndim == 0 and input._data.ndim and other.dtype is not input.dtype \
+            and other.dtype is not _bool and other._be.type == "cpu" and not other._rg:
+        return other.item()
+    return None
 
 
 def _fmod_bw(self, g):

@@ -684,6 +684,17 @@ class NormBackward1(_ReduceNode):
         return (where(zero, 0.0, mul(xs, mul(ge, pow(where(zero, 1.0, oe), 1 - p)))),)
 
 
+def check_norm_identity(x, ord, dim) -> None:
+    """PyTorch's error for a norm without an identity (inf or negative order) over an empty tensor or dim."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+        if x.shape[norm_dim(d, x.ndim, "linalg.vector_norm")] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on the dimension {d}because this "
+                               "dimension is empty and the operation does not have an identity")
+
+
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """A matrix or vector norm (the old API; prefer ``linalg.vector_norm`` / ``linalg.matrix_norm``).
 
@@ -703,6 +714,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
                            f"{input.dtype._tname[:-6]}")
     if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
         return norm(input.to(_f32), p, dim, keepdim).to(_f16)
+    if isinstance(p, (int, float)) and (p < 0 or p == float("inf")) and input.numel() == 0:
+        check_norm_identity(input, p, dim)
     if p in ("fro", 2, 2.0) or p is None:
         table = input._be
         axes = _axes(dim, input.ndim, "norm")

@@ -516,7 +516,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
             raise RuntimeError("torch.searchsorted(): sorter must be an int64 tensor of the boundaries' shape")
         seq = gather(seq, -1, sorter)
     dt = _dt.promote_types(seq.dtype, input.dtype)
-    if dt is _bool:  # PyTorch's kernel runs in the common dtype and has no bool one
+    if dt is _bool and input.numel():  # PyTorch's kernel runs in the common dtype and has no bool one
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     table = seq._be
     s = table.contiguous(table.cast(seq._data, dt.np) if seq.dtype is not dt else seq._data)

@@ -57,8 +57,8 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
             if not 0 <= v <= 1:
                 raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {v}")
         qt = tensor(qs, dtype=input.dtype, device=input.device)
-    if input.numel() == 0 and dim is None:
-        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    if input.numel() == 0:   # with or without dim (PyTorch's message names quantile for both ops)
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if dim is None:
         x = reshape(input, (-1,))
         out_shape = (1,) * input.ndim if keepdim else ()

@@ -352,6 +352,9 @@ def softplus(input, beta=1.0, threshold=20.0):
     _floating_only("softplus", input)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("softplus", input)
+    if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:
+        # in float32, rounded once (PyTorch's op math): exp(12) overflows float16 but softplus(12) is 12
+        return softplus(input.to(_dt.float32), beta, threshold).to(input.dtype)
     z = _P.mul(input, beta) if beta != 1 else input
     # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp, and a NaN input
     # reaches exp, so its gradient is NaN as PyTorch's

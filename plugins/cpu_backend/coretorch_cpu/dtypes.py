@@ -107,6 +107,9 @@ def _sigmoid(fn):
 
 def _cast(fn):
     def k(x, dt):
+        if x.dtype is BF16 and dt.kind in "iu":
+            # through float32 as the other floats (ml_dtypes' own bfloat16 -> uint8 gives 0 for -2, PyTorch 254)
+            return k(x.astype(_F32), dt)
         if dt is BF16 or x.dtype is BF16 or dt is _F16 or dt is _F32 and x.dtype is _F64:
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
                 return fn(x, dt)
