@@ -23,4 +23,4 @@ def test_pytorch2_script_runs_unchanged(device):
     assert "loss.grad_fn NllLossBackward0" in out
     assert "checkpoint round trip True" in out
     assert float(out[-1].split("held-out accuracy ")[1]) >= 0.85
-    assert r.stderr.count("compilation is not implemented yet") == 1  # said once
+    assert "not implemented" not in r.stderr  # torch.compile(model) compiles now (tests/test_compile.py)
