@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("sorting", "special", "triangular", "joining", "scatter", "products", "decomp", "random")
+FAMILIES = ("core", "sorting", "special", "triangular", "joining", "scatter", "products", "decomp", "random")
 
 
 def all_cases() -> list:

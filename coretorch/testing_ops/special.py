@@ -3,15 +3,15 @@ coretorch.testing.CASES.  References are numpy and scipy.special (imported when 
 dependency of the cpu backend plugin and of the tests, never of the core)."""
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 
 import coretorch as ct
-from coretorch.testing import (DEFAULT_FLOAT, FLOAT_DTYPES, Arg as A, OpCase, _binary, _binref, _reduction,
-                               _uref, _unary, result_type)
+from coretorch.testing import DEFAULT_FLOAT, FLOAT_DTYPES, OpCase
+from coretorch.testing import Arg as A
+from coretorch.testing_ops.core import _binary, _binref, _reduction, _unary, _uref, result_type
 
 F = FLOAT_DTYPES
 FI = F + ("int64",)

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 import coretorch as ct
-from coretorch.testing import Arg as A, OpCase, _shares_input
+from coretorch.testing import Arg as A
+from coretorch.testing import OpCase
+from coretorch.testing_ops.core import _shares_input
 
 F, I, B = ("float32", "float64"), ("int64", "int32"), ("bool",)  # noqa: E741
 
