@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from transformer import gpt_model  # the same GPT step as the nn benchmark (this folder is on sys.path)
+
 STEPS = {"mlp": 60, "gpt": 12}
 
 
@@ -41,40 +43,8 @@ def _mlp(torch, device):
 
 
 def _gpt(torch, device):
-    nn, F = torch.nn, torch.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self, d=128, h=4):
-            super().__init__()
-            self.h = h
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            b, t, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-            q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
-            return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self, vocab=65, d=128, t=64):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(t, d)
-            self.blocks = nn.Sequential(Block(d), Block(d))
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
-
-        def forward(self, idx):
-            t = idx.shape[1]
-            x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
-            return self.head(self.ln(self.blocks(x)))
-
-    torch.manual_seed(0)
-    model = GPT().to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    x, y = torch.randint(0, 65, (16, 64)).to(device), torch.randint(0, 65, (16, 64)).to(device)
+    F = torch.nn.functional
+    model, opt, x, y = gpt_model(torch, device)
 
     def step(x, y):
         opt.zero_grad()

@@ -26,7 +26,9 @@ import time
 STEPS = {"gpt": 12, "lstm": 10, "resnet": 8}
 
 
-def _gpt(torch, device):
+def gpt_model(torch, device):
+    """The GPT-style benchmark model (2 pre-LN blocks, 128 wide, 4 heads), its AdamW and a batch of 16 x 64 tokens
+    (also used by benchmarks/compile.py)."""
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
@@ -62,6 +64,12 @@ def _gpt(torch, device):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     x = torch.randint(0, 65, (16, 64)).to(device)
     y = torch.randint(0, 65, (16, 64)).to(device)
+    return model, opt, x, y
+
+
+def _gpt(torch, device):
+    F = torch.nn.functional
+    model, opt, x, y = gpt_model(torch, device)
 
     def step():
         loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1))
