@@ -294,3 +294,20 @@ def test_bfloat16_to_integer_casts_and_empty_bool_searchsorted(device):
     assert torch.searchsorted(e, e).shape == (0,)
     with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
         torch.searchsorted(e, torch.zeros(2, dtype=torch.bool, device=device))
+
+
+# ---- addcmul promotes its three operands together (PyTorch's TensorIterator), not pairwise ----
+def test_addcmul_promotes_all_operands_together(device):
+    x2 = torch.tensor([[5, 4], [-3, 2]], dtype=torch.int32, device=device)
+    r = torch.addcmul(torch.tensor(1.0, dtype=torch.float64, device=device), x2, x2, value=0.5)
+    assert r.dtype is torch.float64  # int32 factors, a 0-d float64 input: float64 (pairwise gave float32)
+    np.testing.assert_array_equal(r.cpu().numpy(), 1.0 + 0.5 * x2.cpu().numpy().astype(np.float64) ** 2)
+    r = torch.addcmul(torch.tensor(2.0, device=device), x2.half(), x2.half(), value=0.5)
+    assert r.dtype is torch.float16
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16, device=device, requires_grad=True)
+    w = torch.tensor([[3.0, 1.0], [2.0, 4.0]], device=device, requires_grad=True)
+    r = torch.addcmul(x, w, x2, value=0.5)
+    assert r.dtype is torch.float32
+    r.sum().backward()
+    assert x.grad.dtype is torch.float16 and w.grad.dtype is torch.float32
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), 0.5 * x2.cpu().numpy())

@@ -344,6 +344,14 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
                 value = int(_dt.fit_scalar(value, rt))
             # one integer dtype for the whole op, as PyTorch's (bool factors times value stay int32, not int64)
             tensor1, tensor2 = tensor1.to(rt), tensor2.to(rt)
+    elif input.dtype is not tensor1.dtype or input.dtype is not tensor2.dtype:
+        # one dtype for the whole op, as PyTorch's: integer factors with a 0-d float64 input compute in float64
+        # (mul then add would promote pairwise: int32 * 0.5 is float32, and a dimensioned float32 beats the 0-d)
+        rt = _dt.result_type((input, tensor1, tensor2), _dt.default)
+        if tensor1.dtype is not rt:
+            tensor1 = tensor1.to(rt)
+        if tensor2.dtype is not rt:
+            tensor2 = tensor2.to(rt)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
