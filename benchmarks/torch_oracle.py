@@ -75,10 +75,10 @@ DELIBERATE_STEPS = (
      "PyTorch 2.13 marks a bool destination of an advanced-index setitem as requiring grad)",
      lambda a, b, what, device="cpu": what == "requires_grad True vs False" and a.op.startswith("setitem")
      and a.dtype in ("bool", "uint8", "int8", "int16", "int32", "int64")),
-    ("on opencl `take`/`index_select` of a CPU 0-d tensor with a device index raise (PyTorch's need one device, as "
-     "on CUDA; the oracle's PyTorch side runs both on the CPU)",
-     lambda a, b, what, device="cpu": device != "cpu" and a.op in ("take", "index_select") and not a.error
-     and b.error == "RuntimeError" and "[0d]" in a.kind),
+    ("on opencl `take`/`index_select`/`index_fill_` of a CPU 0-d tensor with a device index raise (PyTorch's need "
+     "one device, as on CUDA; the oracle's PyTorch side runs both on the CPU)",
+     lambda a, b, what, device="cpu": device != "cpu" and a.op in ("take", "index_select", "index_fill_")
+     and not a.error and b.error == "RuntimeError" and "[0d]" in a.kind),
 )
 
 
