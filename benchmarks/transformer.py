@@ -1,4 +1,4 @@
-"""Transformer and LSTM training steps, coretorch against PyTorch (when installed), each framework in its own
+"""Transformer, LSTM and GRU training steps, coretorch against PyTorch (when installed), each framework in its own
 process (a process that has run PyTorch ops slows numpy's BLAS about 4x on 2 cores), with one thread and with the
 default threads.
 
@@ -8,7 +8,8 @@ default threads.
         --torch-python /path/to/torchvenv/bin/python                  # PyTorch from its own venv, 5 rounds
 
 GPT step: 2 pre-LN blocks, width 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW (the shape issue 14
-names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam.  ResNet step: 7x7 stem
+names).  LSTM step: a 2-layer LSTM tagger, hidden 128, batch 32 x 50 tokens, Adam; GRU step: the same tagger
+with nn.GRU.  ResNet step: 7x7 stem
 (stride 2), 3x3 max-pool, three basic blocks 64-128-256 with batch norm and 1x1 shortcuts, batch 16 of 1x56x56,
 10 classes, SGD with momentum.
 """
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import time
 
-STEPS = {"gpt": 12, "lstm": 10, "resnet": 8}
+STEPS = {"gpt": 12, "lstm": 10, "gru": 10, "resnet": 8}
 
 
 def gpt_model(torch, device):
@@ -80,10 +81,10 @@ def _gpt(torch, device):
     return step
 
 
-def _lstm(torch, device):
+def _lstm(torch, device, cell="LSTM"):
     nn, F = torch.nn, torch.nn.functional
     torch.manual_seed(0)
-    emb, lstm, head = nn.Embedding(100, 64).to(device), nn.LSTM(64, 128, 2, batch_first=True).to(device), \
+    emb, lstm, head = nn.Embedding(100, 64).to(device), getattr(nn, cell)(64, 128, 2, batch_first=True).to(device), \
         nn.Linear(128, 10).to(device)
     params = list(emb.parameters()) + list(lstm.parameters()) + list(head.parameters())
     opt = torch.optim.Adam(params, lr=1e-3)
@@ -98,6 +99,10 @@ def _lstm(torch, device):
         opt.step()
         return loss.item()
     return step
+
+
+def _gru(torch, device):
+    return _lstm(torch, device, "GRU")
 
 
 def _resnet(torch, device):
@@ -135,7 +140,7 @@ def worker(framework: str, model: str, device: str) -> list:
     """[wall ms, process cpu ms]: the medians per step after two warm-up steps (printed as JSON).  The process's
     cpu time counts only while it runs: on a machine shared with other work it varies less than the wall time."""
     torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
-    step = {"gpt": _gpt, "lstm": _lstm, "resnet": _resnet}[model](torch, device)
+    step = {"gpt": _gpt, "lstm": _lstm, "gru": _gru, "resnet": _resnet}[model](torch, device)
     step()
     step()
     wall, cpu = [], []
@@ -175,7 +180,7 @@ def _fmt(vals: list) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=3, metavar=("FRAMEWORK", "MODEL", "DEVICE"))
-    ap.add_argument("--models", default="gpt,lstm,resnet")
+    ap.add_argument("--models", default="gpt,lstm,gru,resnet")
     ap.add_argument("--devices", default="cpu,opencl")
     ap.add_argument("--threads", default="1,default", help="thread settings to run: 1, default or both")
     ap.add_argument("--repeat", type=int, default=1,

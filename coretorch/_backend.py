@@ -192,6 +192,12 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
                  "act: the backend's saved activations, passed back to lstm_cell_backward)",
     "lstm_cell_backward": "optional (dh (N, H), dc (N, H)|None, c_prev, act, dy=None (N, H) added to dh, out=None "
                           "(N, 4H) view d gates is written into) -> (d gates (N, 4H), dc_prev)",
+    "gru_cell": "optional (gi (N, 3H) input projection r|z|n, gh (N, 3H) hidden product (scratch: may be overwritten), "
+                "h (N, H), b=None (3H,) b_hh added to gh, out=None (N, H) view h' is written into) -> (h', act: the "
+                "backend's saved activations, passed back to gru_cell_backward); PyTorch's formulas, r multiplies "
+                "the hidden n part including b_hn",
+    "gru_cell_backward": "optional (dh (N, H), h_prev, act, dy=None (N, H) added to dh, out=None / gh_out=None (N, 3H) "
+                         "views d gi / d gh are written into) -> (d gi, d gh, dh * z: the direct part of dh_prev)",
 })
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",

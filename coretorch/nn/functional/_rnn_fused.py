@@ -2,10 +2,11 @@
 
 The input projection of the sequence is one matmul outside (an ordinary op); this node runs the time loop on
 kernel calls only: per step one (N, H) @ (H, G*H) product and the fused gate pointwise (the backend's
-``lstm_cell``/``lstm_cell_backward`` where it has them, else a few primitive kernels).  Its backward runs the
-loop back through the saved activations and makes the recurrent weight's gradient one (G*H, L*N) @ (L*N, H)
-product.  A create_graph backward re-runs the per-step composite (``_rnn_step`` of nn.modules.rnn) on the saved
-inputs and differentiates it, so double backward gives what the composite gives.
+``lstm_cell``/``lstm_cell_backward`` and ``gru_cell``/``gru_cell_backward`` where it has them, else a few
+primitive kernels).  Its backward runs the loop back through the saved activations and makes the recurrent
+weight's gradient one (G*H, L*N) @ (L*N, H) product.  A create_graph backward re-runs the per-step composite
+(``_rnn_step`` of nn.modules.rnn) on the saved inputs and differentiates it, so double backward gives what the
+composite gives.
 """
 from __future__ import annotations
 
@@ -56,8 +57,13 @@ def _lstm_cell_backward(table, dh, dc, c_prev, act, dy=None, out=None):
     return grad, table.mul(dct, f)
 
 
-def _gru_cell(table, gi, gh, h):
-    """r, z, n gates; h' = n + z (h - n).  Saved: (r, z, n, hn)."""
+def _gru_cell(table, gi, gh, h, b=None, out=None):
+    """(h', act) of one step: r, z, n gates; h' = n + z (h - n), written into ``out``.  gh is the step's fresh
+    (N, 3H) hidden product (scratch) to which ``b`` (b_hh) is added."""
+    if table.has("gru_cell"):
+        return table.gru_cell(gi, gh, h, b, out)
+    if b is not None:
+        gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
     hs = h.shape[1]
     col = [(slice(None), slice(j * hs, (j + 1) * hs)) for j in range(3)]
     ir, iz, in_ = (table.basic_index(gi, c) for c in col)
@@ -65,11 +71,19 @@ def _gru_cell(table, gi, gh, h):
     r = table.sigmoid(table.add(ir, hr))
     z = table.sigmoid(table.add(iz, hz))
     n = table.tanh(table.add(in_, table.mul(r, hn)))
-    return table.add(n, table.mul(z, table.sub(h, n))), (r, z, n, hn)
+    hnew = table.add(n, table.mul(z, table.sub(h, n)))
+    if out is not None:
+        table.assign_(out, hnew)
+        hnew = out
+    return hnew, (r, z, n, hn)
 
 
-def _gru_cell_backward(table, dh, h_prev, act):
-    """(d gi (N, 3H), d gh (N, 3H), dh_prev direct part)."""
+def _gru_cell_backward(table, dh, h_prev, act, dy=None, out=None, gh_out=None):
+    """(d gi (N, 3H), d gh (N, 3H), dh_prev direct part) for dh (+ ``dy``); written into ``out`` / ``gh_out``."""
+    if table.has("gru_cell_backward"):
+        return table.gru_cell_backward(dh, h_prev, act, dy, out, gh_out)
+    if dy is not None:
+        dh = table.add(dh, dy)
     r, z, n, hn = act
     dn = table.mul(dh, table.neg(table.sub(z, 1.0)))            # dh (1 - z)
     dz = table.mul(dh, table.sub(h_prev, n))
@@ -77,7 +91,14 @@ def _gru_cell_backward(table, dh, h_prev, act):
     dr = table.mul(dan, hn)
     dar = table.mul(dr, table.mul(r, table.neg(table.sub(r, 1.0))))
     daz = table.mul(dz, table.mul(z, table.neg(table.sub(z, 1.0))))
-    return table.cat([dar, daz, dan], 1), table.cat([dar, daz, table.mul(dan, r)], 1), table.mul(dh, z)
+    dgi, dgh = table.cat([dar, daz, dan], 1), table.cat([dar, daz, table.mul(dan, r)], 1)
+    if out is not None:
+        table.assign_(out, dgi)
+        dgi = out
+    if gh_out is not None:
+        table.assign_(gh_out, dgh)
+        dgh = gh_out
+    return dgi, dgh, table.mul(dh, z)
 
 
 def _lstm_states(table, hbuf, h0, seq: int, reverse: bool):
@@ -88,10 +109,6 @@ def _lstm_states(table, hbuf, h0, seq: int, reverse: bool):
     if reverse:   # step t started from the state after step t + 1 (h0 for the last)
         return table.cat([table.basic_index(hbuf, (slice(1, None),)), h0v], 0)
     return table.cat([h0v, table.basic_index(hbuf, (slice(0, seq - 1),))], 0)
-
-
-def _stack(table, arrays):
-    return table.cat([table.view(a, (1,) + tuple(a.shape)) for a in arrays], 0)
 
 
 class _RnnSequenceBackward(Node):
@@ -107,7 +124,6 @@ class _RnnSequenceBackward(Node):
         cs, hs, acts = self.acts[:3]
         seq = gi_all.shape[0]
         steps = range(seq) if self.reverse else range(seq - 1, -1, -1)
-        dgis, dghs = [None] * seq, [None] * seq
         w = w_hh._data
         dh = gh_n._data if gh_n is not None else None
         dc = gc_n._data if lstm and gc_n is not None else None
@@ -121,19 +137,17 @@ class _RnnSequenceBackward(Node):
                 dg, dc = _lstm_cell_backward(table, dh, dc, cs[t], acts[t], gyt, table.basic_index(g_all, (t,)))
                 dh = table.matmul(dg, w)
             gh_all = g_all
-            hs_all = _lstm_states(table, self.acts[3], h0._data, seq, self.reverse)
-        else:
+        else:  # d gi / d gh written into their sequence buffers; the step's dy added inside the cell's backward
+            g_all = table.empty((seq,) + tuple(gi_all.shape[1:]), dt.np)
+            gh_all = table.empty((seq,) + tuple(gi_all.shape[1:]), dt.np)
             for t in steps:
-                if gyd is not None:
-                    gyt = table.basic_index(gyd, (t,))
-                    dh = gyt if dh is None else table.add(dh, gyt)
+                gyt = table.basic_index(gyd, (t,)) if gyd is not None else None
                 if dh is None:
-                    dh = table.full(tuple(hs[t].shape), 0, dt.np)
-                dgi, dgh, dh_direct = _gru_cell_backward(table, dh, hs[t], acts[t])
-                dgis[t], dghs[t] = dgi, dgh
+                    dh, gyt = (gyt, None) if gyt is not None else (table.full(tuple(hs[t].shape), 0, dt.np), None)
+                _, dgh, dh_direct = _gru_cell_backward(table, dh, hs[t], acts[t], gyt, table.basic_index(g_all, (t,)),
+                                                       table.basic_index(gh_all, (t,)))
                 dh = table.add(dh_direct, table.matmul(dgh, w))
-            g_all, gh_all = _stack(table, dgis), _stack(table, dghs)
-            hs_all = _stack(table, hs)
+        hs_all = _lstm_states(table, self.acts[3], h0._data, seq, self.reverse)
         n, hsz = hs[0].shape
         gflat = table.view(gh_all, (seq * n, gh_all.shape[2]))
         ngi, nh0, nc0, nw, nb = self.need
@@ -169,29 +183,24 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     b = None if b_hh is None else b_hh._data
     h, c = h0._data, (c0._data if lstm else None)
     gi = gi_all._data
-    ys, cs, hs, acts = [None] * seq, [None] * seq, [None] * seq, [None] * seq
+    cs, hs, acts = [None] * seq, [None] * seq, [None] * seq
     steps = range(seq - 1, -1, -1) if reverse else range(seq)
     if not table.host_memory:  # a device's matmul reads a transposed operand slower (or copies it every step)
         w_t = table.contiguous(w_t)
-    hbuf = None
+    hbuf = table.empty((seq,) + tuple(h.shape), dt.np)   # each step's h written into its slot
     if lstm:
         if b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
             gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
-        hbuf = table.empty((seq,) + tuple(h.shape), dt.np)   # each step's h written into its slot
         for t in steps:
             hs[t], cs[t] = h, c
             h, c, acts[t] = _lstm_cell(table, table.matmul(h, w_t), c, table.basic_index(gi, (t,)),
                                        table.basic_index(hbuf, (t,)))
-        ys_all = table.contiguous(hbuf)   # the output is the user's: the states saved for the backward stay private
     else:
         for t in steps:
-            gh = table.matmul(h, w_t)
             hs[t] = h
-            if b is not None:
-                gh = table.add(gh, b if table.native_broadcast else table.expand(b, tuple(gh.shape)))
-            h, acts[t] = _gru_cell(table, table.basic_index(gi, (t,)), gh, h)
-            ys[t] = h
-        ys_all = _stack(table, ys)
+            h, acts[t] = _gru_cell(table, table.basic_index(gi, (t,)), table.matmul(h, w_t), h, b,
+                                   table.basic_index(hbuf, (t,)))
+    ys_all = table.contiguous(hbuf)   # the output is the user's: the states saved for the backward stay private
     need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
     if not (_gs.enabled and any(need)):
         return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)

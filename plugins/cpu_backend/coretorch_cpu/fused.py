@@ -136,6 +136,55 @@ def lstm_cell_backward(dh, dc, c_prev, act, dy=None, out=None):
     return dg, dct
 
 
+def gru_cell(gi, gh, h, b=None, out=None):
+    """One GRU step (PyTorch's formulas): gi (N, 3H) the input projection r|z|n, gh (N, 3H) the hidden one (scratch:
+    ``b`` (3H,), b_hh, is added into it in place, so the reset gate multiplies hn + b_hn), h (N, H) -> (h', act);
+    h' = n + z (h - n) is written into ``out`` when given.  act = (sigmoid r|z (N, 2H), n, hn + b_hn)."""
+    hs = h.shape[1]
+    if b is not None:
+        gh += b
+    rz = np.add(gi[:, :2 * hs], gh[:, :2 * hs])
+    np.negative(rz, out=rz)
+    np.exp(rz, out=rz)
+    rz += 1
+    np.reciprocal(rz, out=rz)
+    hn = gh[:, 2 * hs:]
+    n = np.multiply(rz[:, :hs], hn)
+    n += gi[:, 2 * hs:]
+    np.tanh(n, out=n)
+    hnew = np.subtract(h, n, out=out)
+    hnew *= rz[:, hs:]
+    hnew += n
+    return hnew, (rz, n, hn)
+
+
+def gru_cell_backward(dh, h_prev, act, dy=None, out=None, gh_out=None):
+    """(d gi (N, 3H), d gh (N, 3H), the direct part dh * z of dh_prev) of one gru_cell step for dh (plus ``dy``);
+    d gi / d gh are written into ``out`` / ``gh_out`` when given."""
+    rz, n, hn = act
+    nb, hs = n.shape
+    if dy is not None:
+        dh = np.add(dh, dy)
+    r, z = rz[:, :hs], rz[:, hs:]
+    dgi = np.empty((nb, 3 * hs), n.dtype) if out is None else out
+    dgh = np.empty((nb, 3 * hs), n.dtype) if gh_out is None else gh_out
+    dan = dgi[:, 2 * hs:]                     # dh (1 - z) (1 - n^2)
+    np.multiply(n, n, out=dan)
+    np.subtract(1, dan, out=dan)
+    dan *= dh
+    dan -= np.multiply(dan, z)
+    drz = dgi[:, :2 * hs]
+    np.multiply(dan, hn, out=drz[:, :hs])
+    np.subtract(h_prev, n, out=drz[:, hs:])
+    drz[:, hs:] *= dh
+    deriv = np.subtract(1, rz)                # sigmoid'(x) = s (1 - s) on r and z
+    deriv *= rz
+    drz *= deriv
+    dgh[:, :2 * hs] = drz
+    np.multiply(dan, r, out=dgh[:, 2 * hs:])
+    return dgi, dgh, np.multiply(dh, z)
+
+
 def _gelu_grad32(x, g, out, a, t, u):
     """g (Phi(x) + x phi(x)) on float32 pieces: Phi(-|x|) by erf32's GELU polynomial (one exp), phi(x) by a
     second exp; Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)) keeps the negative side free of cancellation."""
@@ -228,4 +277,4 @@ def gelu_backward(g, x, cdf=None):
 
 KERNELS = {"gelu_backward": gelu_backward, "gelu_cdf": gelu_cdf, "layer_norm": layer_norm,
            "layer_norm_backward": layer_norm_backward, "softmax_backward": softmax_backward, "lstm_cell": lstm_cell,
-           "lstm_cell_backward": lstm_cell_backward}
+           "lstm_cell_backward": lstm_cell_backward, "gru_cell": gru_cell, "gru_cell_backward": gru_cell_backward}

@@ -1,5 +1,5 @@
 """The fused kernels of issue 14's transformer and recurrent steps on 'opencl' (see coretorch.plugins.KERNELS):
-layer_norm forward and backward, softmax backward, GELU's backward, and one LSTM time step forward and backward.
+layer_norm forward and backward, softmax backward, GELU's backward, and one LSTM or GRU time step forward and backward.
 
 Same contracts as the cpu backend's ``coretorch_cpu/fused.py`` (the core calls them from
 ``coretorch/nn/functional/_fused.py``, ``_activation.py`` and ``_rnn_fused.py`` for float32/float64 operands), one
@@ -14,7 +14,10 @@ program per dtype, one launch per call (two for layer_norm's backward with weigh
 * LSTM cell: one work-item per (n, j) reads the four gate pre-activations (any 2-D strides) and the cell state and
   writes h, c_new and the saved activations ``act`` (N, 5H) = i, f, g, o, tanh(c_new); its backward reads dh, dc
   (optional), c_prev and ``act`` and writes the gate gradients (N, 4H) and dc_prev: one launch per time step each
-  way instead of about fifteen.
+  way instead of about fifteen;
+* GRU cell: the same for PyTorch's r, z, n gates: one work-item per (n, j) reads the input and hidden projections
+  (any 2-D strides; b_hh added inside, so r multiplies hn + b_hn), writes h' and ``act`` (N, 4H) = r, z, n,
+  hn + b_hn; its backward writes d gi and d gh (N, 3H) and the direct part dh * z of dh_prev.
 """
 from __future__ import annotations
 
@@ -161,6 +164,48 @@ __kernel void lstm_cell_bwd(__global {t}* dg, long dgo, __global {t}* dcp, __glo
   {st('q', '3 * H', f'd * tc * o * ({one} - o)')}
   {st('dcp', 'k', 'dct * f')}
 }}
+
+__kernel void gru_cell(__global {t}* h, long ho, __global {t}* act,
+                       __global const {t}* gi, long gio, long gis0, long gis1,
+                       __global const {t}* gh, long gho, long ghs0, long ghs1,
+                       __global const {t}* b, long bo, long bs, int hasb,
+                       __global const {t}* hp, long hpo, long hps0, long hps1, long N, long H) {{
+  long k = get_global_id(0); if (k >= N * H) return;
+  const long n = k / H, j = k % H;
+  const long ib = gio + n * gis0 + j * gis1, hb = gho + n * ghs0 + j * ghs1;
+  {ct} ar = {ld('gi', 'ib')} + {ld('gh', 'hb')}, az = {ld('gi', 'ib + H * gis1')} + {ld('gh', 'hb + H * ghs1')};
+  {ct} hn = {ld('gh', 'hb + 2 * H * ghs1')};
+  if (hasb) {{
+    ar += {ld('b', 'bo + j * bs')}; az += {ld('b', 'bo + (H + j) * bs')}; hn += {ld('b', 'bo + (2 * H + j) * bs')};
+  }}
+  const {ct} r = ct_sigmoid(ar), z = ct_sigmoid(az);
+  const {ct} nn = tanh({ld('gi', 'ib + 2 * H * gis1')} + r * hn);
+  const {ct} hv = {ld('hp', 'hpo + n * hps0 + j * hps1')};
+  __global {t}* a = act + n * 4 * H + j;
+  {st('a', '0', 'r')} {st('a', 'H', 'z')} {st('a', '2 * H', 'nn')} {st('a', '3 * H', 'hn')}
+  {st('h', 'ho + k', 'nn + z * (hv - nn)')}
+}}
+
+__kernel void gru_cell_bwd(__global {t}* dgi, long dgio, __global {t}* dgh, long dgho, __global {t}* dhd,
+                           __global const {t}* dh, long dho, long dhs0, long dhs1,
+                           __global const {t}* dy, long dyo, long dys0, long dys1, int hasdy,
+                           __global const {t}* hp, long hpo, long hps0, long hps1, __global const {t}* act,
+                           long ao, long N, long H) {{
+  long k = get_global_id(0); if (k >= N * H) return;
+  const long n = k / H, j = k % H;
+  __global const {t}* a = act + ao + n * 4 * H + j;
+  const {ct} r = {ld('a', '0')}, z = {ld('a', 'H')}, nn = {ld('a', '2 * H')}, hn = {ld('a', '3 * H')};
+  {ct} d = {ld('dh', 'dho + n * dhs0 + j * dhs1')};
+  if (hasdy) d += {ld('dy', 'dyo + n * dys0 + j * dys1')};
+  const {ct} dan = d * ({one} - z) * ({one} - nn * nn);
+  const {ct} dar = dan * hn * r * ({one} - r);
+  const {ct} daz = d * ({ld('hp', 'hpo + n * hps0 + j * hps1')} - nn) * z * ({one} - z);
+  __global {t}* p = dgi + dgio + n * 3 * H + j;
+  __global {t}* q = dgh + dgho + n * 3 * H + j;
+  {st('p', '0', 'dar')} {st('p', 'H', 'daz')} {st('p', '2 * H', 'dan')}
+  {st('q', '0', 'dar')} {st('q', 'H', 'daz')} {st('q', '2 * H', 'dan * r')}
+  {st('dhd', 'k', 'd * z')}
+}}
 """
 
 
@@ -250,7 +295,7 @@ def kernels(k) -> dict:
         if out is None:
             return k._out(shape, dt), 0
         if not k.is_contiguous(out):
-            raise RuntimeError("coretorch-opencl: lstm_cell's out= must be a contiguous view")
+            raise RuntimeError("coretorch-opencl: the rnn cell kernels' out= must be a contiguous view")
         return out, off(out)
 
     def _opt(a, like):
@@ -286,6 +331,38 @@ def kernels(k) -> dict:
                                                              act.base_data, off(act), n, hs])
         return dg, dcp
 
+    def gru_cell(gi, gh, h, b=None, out=None):
+        n, hs = h.shape
+        dt = h.dtype
+        (hnew, ho), act = _slot(out, (n, hs), dt), k._out((n, 4 * hs), dt)
+        if n * hs:
+            ib, io, _, ist = _desc(gi)
+            gb, go, _, gst = _desc(gh)
+            pb, po, _, pst = _desc(h)
+            if b is None:
+                bopt = [gh.base_data, 0, 0, 0]
+            else:
+                bb, bo, _, bst = _desc(b)
+                bopt = [bb, bo, *bst, 1]
+            dev.launch(kernel(dt, "gru_cell"), n * hs, [hnew.base_data, ho, act.base_data, ib, io, *ist, gb, go, *gst,
+                                                        *bopt, pb, po, *pst, n, hs])
+        return hnew, act
+
+    def gru_cell_backward(dh, h_prev, act, dy=None, out=None, gh_out=None):
+        n, h4 = act.shape
+        hs = h4 // 4
+        dt = act.dtype
+        (dgi, dgio), (dgh, dgho) = _slot(out, (n, 3 * hs), dt), _slot(gh_out, (n, 3 * hs), dt)
+        dhd = k._out((n, hs), dt)
+        if n * hs:
+            act = contig(act)
+            hb, ho, _, hst = _desc(dh)
+            pb, po, _, pst = _desc(h_prev)
+            dev.launch(kernel(dt, "gru_cell_bwd"), n * hs, [dgi.base_data, dgio, dgh.base_data, dgho, dhd.base_data,
+                                                            hb, ho, *hst, *_opt(dy, dh), pb, po, *pst,
+                                                            act.base_data, off(act), n, hs])
+        return dgi, dgh, dhd
+
     return {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward,
             "softmax_backward": softmax_backward, "gelu_backward": gelu_backward, "lstm_cell": lstm_cell,
-            "lstm_cell_backward": lstm_cell_backward}
+            "lstm_cell_backward": lstm_cell_backward, "gru_cell": gru_cell, "gru_cell_backward": gru_cell_backward}
