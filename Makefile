@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 PLUGIN_REQS := $(filter-out plugins/opencl_backend,$(PLUGINS)) "plugins/opencl_backend[pocl]"
+# the plugins' import packages (plugins/<dir>/coretorch_<name>), type-checked with the core by `make lint`
+PLUGIN_PKGS := $(patsubst %/__init__.py,%,$(wildcard plugins/*/coretorch_*/__init__.py))
 
 .PHONY: demo test bench lint info docs clean
 
@@ -30,7 +32,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check coretorch plugins tests benchmarks examples
-	$(VENV)/bin/mypy coretorch  # the core's types, with mypy's default checks (settings: pyproject.toml [tool.mypy])
+	$(VENV)/bin/mypy coretorch $(PLUGIN_PKGS)  # with mypy's default checks (settings: pyproject.toml [tool.mypy])
 
 # The API reference: docs/api/ is written from the public names (tools/gen_api_docs.py), then mkdocs builds the
 # site into site/ with --strict (any warning fails the build).

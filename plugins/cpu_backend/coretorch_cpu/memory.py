@@ -23,7 +23,7 @@ TRIM_THRESHOLD = 64 << 20
 
 def _glibc() -> bool:
     try:
-        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")  # None: the name is not set here
     except (ValueError, OSError, AttributeError):   # not a glibc system (musl, macOS, Windows)
         return False
 

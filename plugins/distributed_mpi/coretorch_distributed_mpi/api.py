@@ -24,6 +24,7 @@ import pickle
 import sys
 import time
 import traceback
+import warnings
 from typing import Any
 
 import numpy as np
@@ -314,12 +315,29 @@ def get_process_group_ranks(group) -> list[int]:
     return list(pg.ranks) if pg is not None else []
 
 
+def _member_group(group) -> ProcessGroup:
+    """``group``'s ProcessGroup; as torch, a group this rank is not in is not registered here (ValueError)."""
+    pg = _group(group)
+    if pg is None:
+        raise ValueError(f"Group {group} is not registered, please create group with torch.distributed.new_group API")
+    return pg
+
+
+def _warn_not_in_group(what: str) -> None:
+    # torch's warning where an op on a group this rank is not in does nothing (and returns None, or -1 from recv)
+    warnings.warn(f"Running {what} on global rank {_default().rank()} which does not belong to the given group.",
+                  stacklevel=3)
+
+
 def get_global_rank(group, group_rank: int) -> int:
-    return _group(group).ranks[group_rank]
+    pg = _member_group(group)
+    if not 0 <= group_rank < len(pg.ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
+    return pg.ranks[group_rank]
 
 
 def get_group_rank(group, global_rank: int) -> int:
-    pg = _group(group)
+    pg = _member_group(group)
     if global_rank not in pg.ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
     return pg.ranks.index(global_rank)
@@ -668,7 +686,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
         if mine:
             for i, t in enumerate(gather_list):
                 _write(t, recv[i])
-    rb = _bytes(recv) if mine else None
+    rb = _bytes(recv) if recv is not None else None  # (recv: made on the root only)
     seq = pg._seq()
     return _complete(pg, "gather", seq, async_op, [pg.comm.Igather(_bytes(send), rb, root=root)], finish,
                      keep=(send, recv))
@@ -691,7 +709,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
 
     def finish():
         _write(tensor, recv)
-    sb = _bytes(send) if mine else None
+    sb = _bytes(send) if send is not None else None  # (send: made on the root only)
     seq = pg._seq()
     return _complete(pg, "scatter", seq, async_op, [pg.comm.Iscatter(sb, _bytes(recv), root=root)], finish,
                      keep=(send, recv))
@@ -705,10 +723,14 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     return _complete(pg, "barrier", seq, async_op, [pg.comm.Ibarrier()])
 
 
-def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work:
-    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` before modifying it."""
+def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work | None:
+    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` before modifying it.  None (with a warning) on a
+    rank not in ``group``, as in torch (where a global ``dst`` cannot be mapped into that group: ValueError)."""
     _check(tensor)
-    pg = _group(group)
+    pg = _group(group) if group_dst is not None else _member_group(group)
+    if pg is None:
+        _warn_not_in_group("isend")
+        return None
     peer = _to_group_rank(pg, dst, group_dst, "dst")
     h = _host_in(tensor)
     return _track(Work([pg.comm.Isend(_bytes(h), dest=peer, tag=tag)], keep=(h,), pg=pg,
@@ -716,13 +738,19 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
-    isend(tensor, dst, group, tag, group_dst).wait()
+    w = isend(tensor, dst, group, tag, group_dst)
+    if w is not None:
+        w.wait()
 
 
-def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> Work:
-    """Receive into ``tensor`` from rank ``src`` (any rank when None) without waiting."""
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> Work | None:
+    """Receive into ``tensor`` from rank ``src`` (any rank when None) without waiting.  None (with a warning) on a
+    rank not in ``group``, as in torch."""
     _check(tensor)
     pg = _group(group)
+    if pg is None:
+        _warn_not_in_group("irecv")
+        return None
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)
@@ -732,9 +760,13 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: i
 
 
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
-    """Receive into ``tensor``; returns the sender's global rank."""
+    """Receive into ``tensor``; returns the sender's global rank (-1, with a warning, on a rank not in ``group``, as
+    in torch)."""
     _check(tensor)
     pg = _group(group)
+    if pg is None:
+        _warn_not_in_group("recv")
+        return -1
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _to_group_rank(pg, src, group_src, "src")
     h = np.empty(tuple(tensor.shape), tensor.dtype.np)

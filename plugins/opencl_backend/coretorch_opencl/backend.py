@@ -38,7 +38,7 @@ class OpenCLBackend:
     # the kernels this device runs on the host (the linalg decompositions), shown as such by `coretorch info`
     host_kernels = frozenset(_linalg.HOST_KERNELS)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._devices: dict[int, Device] = {}
         self._tables: dict[int, dict] = {}
         self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed

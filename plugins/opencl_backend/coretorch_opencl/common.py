@@ -4,14 +4,30 @@ them without a cycle."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import codegen as cg
-from .device import cla
+from .device import Device, cla
 from .layout import _desc, _is_c
 
 _Array = cla.Array if cla is not None else None
+
+
+class KernelMixin:
+    """What the kernel-family mixins (elementwise.py, reductions.py) use of the table they are mixed into
+    (backend._Kernels): declared here so a type checker sees it; nothing at run time."""
+
+    dev: Device
+    _ck: dict  # (program dtype, kernel name) -> the contiguous elementwise kernel
+
+    if TYPE_CHECKING:  # defined by backend._Kernels and ElementwiseKernels
+        def _out(self, shape, dt): ...
+
+        def expand(self, x, shape): ...
+
+        def _check_writable(self, x) -> None: ...
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
 _UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",

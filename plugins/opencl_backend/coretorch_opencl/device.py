@@ -27,7 +27,8 @@ try:
     import pyopencl.tools as cltools
     _IMPORT_ERROR = None
 except Exception as e:  # pragma: no cover - exercised only without pyopencl
-    cl = cla = cltools = None
+    # only without pyopencl: discover() then reports _IMPORT_ERROR and no Device (the only user of these) is made
+    cl = cla = cltools = None  # type: ignore[assignment]
     _IMPORT_ERROR = e
 
 from coretorch.dtypes import on_bfloat16
@@ -46,8 +47,9 @@ _LMIN, _LMAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 # (starts at LONG_MIN), smallest value below it (starts at LONG_MAX)
 _ERR_CLEAR = np.array([0, 0, _LMIN, _LMAX], np.int64)
 
-_ARG_TYPES = {"long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64, "uchar": np.uint8,
-              "char": np.int8, "short": np.int16, "ulong": np.uint64, "uint": np.uint32}
+_ARG_TYPES: dict[str, type[np.generic]] = {
+    "long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64, "uchar": np.uint8,
+    "char": np.int8, "short": np.int16, "ulong": np.uint64, "uint": np.uint32}
 
 
 def _type_rank(d) -> int:
@@ -186,7 +188,7 @@ class _Checks(threading.local):
     """One thread's device-side check state (see ``Device.error_buffer``): created on a thread's first use."""
 
     def __init__(self) -> None:
-        self.err = None         # the check buffer, allocated on the first check this thread queues
+        self.err: cl.Buffer | None = None  # the check buffer, allocated on the first check this thread queues
         self.pending = False    # a kernel that may have recorded a failed check ran since the last host read
         # the index checks' messages since the last host read: (exception, template) <-> code, and the launch
         # tickets (unique between two host reads; 1 is nll_loss's claim); cleared by every report
@@ -194,6 +196,12 @@ class _Checks(threading.local):
         self.messages: dict = {}
         self.ticket = 1
         self.reports = 0  # host reads that reported (and so reset the tickets): see Device.check_mark
+
+    def buffer(self) -> cl.Buffer:
+        """The check buffer where a check is pending (``Device.error_buffer`` makes it before marking one)."""
+        err = self.err
+        assert err is not None, "a device-side check is pending without its buffer"
+        return err
 
 
 class Device:
@@ -306,7 +314,9 @@ class Device:
         a = cla.Array(None, shape, dtype, data=data, offset=offset, strides=strides, _fast=True, _size=size,
                       _context=self.ctx, _queue=self.queue)
         if contiguous:
-            a._ct_c = True  # C-contiguous by construction: elementwise kernels skip their stride analysis
+            # C-contiguous by construction: elementwise kernels skip their stride analysis (an attribute of ours,
+            # not pyopencl's, so set in the instance dict where common._contiguous_args reads it)
+            a.__dict__["_ct_c"] = True
         return a
 
     # ---- device-side checks --------------------------------------------------------------------
@@ -363,14 +373,14 @@ class Device:
             return  # nothing launched since the mark
         with self.lock:
             flag = np.empty_like(_ERR_CLEAR)
-            cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=True)
+            cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=True)
             claim = int(flag.view(np.int32)[2])
             if claim == 0:
                 chk.pending = False  # every launch so far passed: the next read need not look
                 return
             if claim == 1 or (reports == chk.reports and claim <= ticket):
                 return  # nll_loss's claim, or a check launched before the mark failed: reported at the next read
-            cl.enqueue_fill_buffer(self.queue, chk.err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
+            cl.enqueue_fill_buffer(self.queue, chk.buffer(), _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
             chk.pending = False  # the claim was ours: the launches before it passed
 
     def read(self, host, buf, byte_offset: int = 0) -> None:
@@ -382,7 +392,7 @@ class Device:
         chk = self._chk
         if chk.pending:
             flag = np.empty_like(_ERR_CLEAR)
-            ev = cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=False)
+            ev = cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=False)
         STATS["to_host"] += 1
         cl.enqueue_copy(self.queue, host, buf, src_offset=byte_offset, is_blocking=True)
         if ev is not None:
@@ -395,7 +405,7 @@ class Device:
             chk = self._chk
             if chk.pending:
                 flag = np.empty_like(_ERR_CLEAR)
-                cl.enqueue_copy(self.queue, flag, chk.err, is_blocking=True)
+                cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=True)
                 self._report(flag)
             self.queue.finish()
 
@@ -410,7 +420,8 @@ class Device:
         messages = chk.messages
         chk.codes, chk.messages, chk.ticket = {}, {}, 1
         if claim:
-            cl.enqueue_fill_buffer(self.queue, chk.err, _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)  # the device stays usable
+            # cleared: the device stays usable
+            cl.enqueue_fill_buffer(self.queue, chk.buffer(), _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
             if claim == 1:
                 exc, msg = CHECKS[1]
                 value = int(flag[0])
@@ -450,7 +461,9 @@ class Device:
 
 def _arg_dtypes(src: str, kname: str) -> list:
     m = re.search(r"__kernel void " + kname + r"\(([^)]*)\)", src)
-    out = []
+    if m is None:
+        raise RuntimeError(f"coretorch-opencl: no `__kernel void {kname}(...)` in its program's source")
+    out: list[type[np.generic] | None] = []
     for a in m.group(1).split(","):
         a = a.strip()
         if "*" in a:

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import codegen as cg
 from .common import (
+    KernelMixin,
     _BINARY,
     _BITS,
     _BOOL,
@@ -23,7 +24,7 @@ from .device import STATS, c_strides, cla
 from .layout import _collapse, _desc, _is_c
 
 
-class ElementwiseKernels:
+class ElementwiseKernels(KernelMixin):
     # ---- elementwise machinery ---------------------------------------------------------------
     def _ew(self, pdt, kname, out, operands):
         """Run an elementwise kernel: ``out`` (array, written at its own strides) = f(operands).

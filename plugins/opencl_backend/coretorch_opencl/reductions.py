@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
-from .common import _BOOL, _I64
+from .common import _BOOL, _I64, KernelMixin
 from .device import STATS
 from .layout import _collapse, _desc, _numel, _pad
 
 
-class ReductionKernels:
+class ReductionKernels(KernelMixin):
     # ---- reductions -------------------------------------------------------------------------
     def _reduce_src(self, kname, op, in_dt, out_dt, a, b):
         acc = {"sum": None, "prod": None}.get(op)

@@ -3,6 +3,8 @@
 Inputs differ per rank; the reference gathers them with raw mpi4py (independent of the code under test)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from _checks import Checks
 from mpi4py import MPI
@@ -199,12 +201,36 @@ if rank == 0:
     t = coretorch.ones(3)
     C.check("collective on a group this rank is not in is a no-op",
             dist.all_reduce(t, group=g1) is None and t.tolist() == [1.0, 1.0, 1.0])
+    # point-to-point and rank lookups on a group this rank is not in: as torch (distributed_c10d.py), a warning and
+    # None / -1, or ValueError where a global rank would have to be mapped into the group
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nothing = (dist.irecv(t, src=1, group=g1), dist.recv(t, group=g1), dist.isend(t, group=g1, group_dst=0))
+        dist.send(t, group=g1, group_dst=0)
+    C.check("p2p on a group this rank is not in: None, -1 and a warning each",
+            nothing == (None, -1, None) and len(caught) == 4 and t.tolist() == [1.0, 1.0, 1.0]
+            and all("does not belong to the given group" in str(w.message) for w in caught),
+            [nothing, [str(w.message) for w in caught]])
+    for what, fn in (("get_global_rank", lambda: dist.get_global_rank(g1, 0)),
+                     ("get_group_rank", lambda: dist.get_group_rank(g1, 1)),
+                     ("isend with a global dst", lambda: dist.isend(t, dst=1, group=g1))):
+        try:
+            fn()
+            C.check(f"{what} on a group this rank is not in: ValueError as torch", False)
+        except ValueError as e:
+            C.check(f"{what} on a group this rank is not in: ValueError as torch", "is not registered" in str(e), e)
 else:
     t = coretorch.full((3,), 5.0)
     dist.all_reduce(t, group=g1)
     C.check("new_group([1]) of one rank", dist.get_rank(g1) == 0 and dist.get_world_size(g1) == 1
             and t.tolist() == [5.0] * 3 and dist.get_process_group_ranks(g1) == [1])
     C.check("group rank <-> global rank", dist.get_global_rank(g1, 0) == 1 and dist.get_group_rank(g1, 1) == 0)
+    try:
+        dist.get_global_rank(g1, 1)
+        C.check("get_global_rank of a group rank the group lacks: ValueError as torch", False)
+    except ValueError as e:
+        C.check("get_global_rank of a group rank the group lacks: ValueError as torch", "not part of group" in str(e),
+                e)
 t = coretorch.full((2,), float(rank + 1))
 dist.all_reduce(t, op=dist.ReduceOp.PRODUCT, group=g01)
 C.check("new_group([0, 1]) all_reduce", t.tolist() == [2.0, 2.0] and dist.get_world_size(g01) == 2, t.tolist())
