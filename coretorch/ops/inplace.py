@@ -7,6 +7,7 @@ from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import _FREED, Node
 from ..tensor import Tensor, _make
+from ._overlap import assert_no_partial_overlap
 from ._util import edge
 from .pointwise import _round_to, _scalar_opmath
 
@@ -281,6 +282,8 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
     if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
         raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "
                            f"shape {list(x.shape)}")
+    if src._be is x._be:  # PyTorch refuses a source that partly overlaps x (x[1:].copy_(x[:-1]))
+        assert_no_partial_overlap(x._be, x._data, src._data, x.dtype.itemsize, src.dtype.itemsize, tuple(x.shape))
     from .creation import convert
     from .shape import expand
 

@@ -1,0 +1,79 @@
+"""Issue 15 leftovers, pinned against PyTorch 2.13 on every device: the pow exponent gradient logs the base in the
+result dtype, and copies whose source shares memory with the destination raise as PyTorch."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+
+
+# ---- pow: d/dy x ** y = x ** y * log(x), the base promoted to the result dtype before the log ----
+@pytest.mark.parametrize("bdt, edt, rdt", [(torch.int64, torch.float32, torch.float32),
+                                           (torch.float16, torch.float32, torch.float32),
+                                           (torch.float32, torch.float64, torch.float64),
+                                           (torch.int64, torch.float16, torch.float16)])
+def test_pow_exponent_grad_logs_base_in_result_dtype(device, bdt, edt, rdt):
+    base = 3000 if bdt is torch.float16 else 3  # 3000 in float16 is exact; its log in float16 is not
+    y = torch.tensor([0.5], dtype=edt, device=device, requires_grad=True)
+    r = torch.tensor([base], dtype=bdt, device=device) ** y
+    assert r.dtype is rdt
+    r.backward()
+    want = np.asarray(np.asarray(base, rdt.np) ** np.asarray(0.5, rdt.np) * np.log(np.asarray(base, rdt.np)),
+                      rdt.np)  # every step in the result dtype, as PyTorch
+    assert y.grad.dtype is edt
+    assert y.grad.tolist()[0] == float(want)
+
+
+def test_pow_0d_exponent_grad_in_result_dtype(device):
+    y = torch.tensor(0.5, dtype=torch.float64, device=device, requires_grad=True)
+    r = torch.tensor([3.0, 5.0], device=device) ** y  # a 0-d exponent: the result stays float32
+    assert r.dtype is torch.float32
+    r.sum().backward()
+    f = np.float32
+    want = sum(float(f(v) ** f(0.5) * np.log(f(v))) for v in (3.0, 5.0))
+    assert math.isclose(y.grad.item(), want, rel_tol=1e-6)
+
+
+# ---- copies between overlapping memory (PyTorch's MemoryOverlap rules) ----
+def _x(device):
+    return torch.arange(6.0, device=device)
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: x.__setitem__(slice(1, None), x[:-1]),
+    lambda x: x.__setitem__(slice(None, -1), x[1:]),
+    lambda x: x[1:].copy_(x[:-1]),
+    lambda x: x.view(2, 3).copy_(x.view(3, 2).t()),  # same memory, other strides
+    lambda x: x.__setitem__([1, 2], x[:2]),  # index_put_: any overlap
+    lambda x: x.__setitem__([0, 1, 2, 3, 4, 5], x),
+    lambda x: x.__setitem__(x > 2, x[:3]),
+    lambda x: x.index_put_((torch.tensor([1, 2], device=x.device),), x[:2]),
+], ids=["slice_fwd", "slice_bwd", "copy_", "transposed", "index_list", "index_full", "mask", "index_put_"])
+def test_partly_overlapping_copy_raises(device, write):
+    x = _x(device)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        write(x)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # refused before writing
+
+
+@pytest.mark.parametrize("write, want", [
+    (lambda x: x.copy_(x), [0, 1, 2, 3, 4, 5]),  # identical: allowed
+    (lambda x: x.__setitem__(Ellipsis, x), [0, 1, 2, 3, 4, 5]),
+    (lambda x: x.__setitem__(slice(None, 3), x[3:]), [3, 4, 5, 3, 4, 5]),  # disjoint
+    (lambda x: x.__setitem__(slice(None, 3), x[3:][None]), [3, 4, 5, 3, 4, 5]),
+    (lambda x: x[1:].copy_(x[0]), [0, 0, 0, 0, 0, 0]),  # a broadcast source: too hard to check, allowed
+    (lambda x: x.__setitem__(slice(1, None), x[:-1].double()), [0, 0, 1, 2, 3, 4]),  # a copy
+    (lambda x: x.__setitem__(slice(None, None, 2), x[1::2]), [1, 1, 3, 3, 5, 5]),  # strided: too hard
+    (lambda x: x.__setitem__(x > 2, x[:1]), [0, 1, 2, 0, 0, 0]),  # masked_fill_ with a one-element value
+    (lambda x: x.view(2, 3).__setitem__((slice(1, None), [0, 1]), x[:2]), [0, 1, 2, 0, 1, 5]),  # disjoint view
+], ids=["self", "ellipsis", "disjoint", "disjoint_1dim", "broadcast", "cast_copy", "strided", "masked_fill",
+        "adv_view"])
+def test_allowed_aliasing_copies(device, write, want):
+    x = _x(device)
+    write(x)
+    assert x.tolist() == [float(v) for v in want]
