@@ -77,3 +77,62 @@ def test_allowed_aliasing_copies(device, write, want):
     x = _x(device)
     write(x)
     assert x.tolist() == [float(v) for v in want]
+
+
+# ---- binary losses with a cpu 0-d tensor: PyTorch's cpu-scalar rule holds only while it stays 0-d ----
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_broadcasting_losses_with_cpu_0d(device, loss):
+    fn = getattr(torch.nn.functional, loss)
+    a0 = torch.tensor(0.25, device=device, requires_grad=True)
+    r = fn(a0, torch.tensor(0.5))  # both 0-d: the cpu one is a scalar, as in PyTorch
+    assert r.device == a0.device
+    r.backward()
+    assert a0.grad.device == a0.device and a0.grad.item() != 0.0
+    a = torch.tensor([0.25, 1.0], device=device)
+    with pytest.warns(UserWarning, match="target size"):
+        if device == "cpu":
+            assert fn(a, torch.tensor(0.5)).item() > 0.0
+            return
+        # PyTorch broadcasts the target first (broadcast_tensors): a 1-d cpu tensor is no scalar any more
+        with pytest.raises(RuntimeError, match="same device"):
+            fn(a, torch.tensor(0.5))
+
+
+@pytest.mark.parametrize("loss", ["kl_div", "poisson_nll_loss"])
+def test_elementwise_losses_take_cpu_0d(device, loss):
+    fn = getattr(torch.nn.functional, loss)
+    a = torch.tensor([0.25, 1.0], device=device)
+    r = fn(a, torch.tensor(0.5), reduction="sum")
+    want = fn(torch.tensor([0.25, 1.0]), torch.tensor([0.5, 0.5]), reduction="sum")
+    assert r.device == a.device and math.isclose(r.item(), want.item(), rel_tol=1e-6)
+
+
+# ---- nansum / nanmean backward: sum's gradient times the not-NaN mask (PyTorch's NansumBackward0) ----
+def test_nanmean_all_nan_slice_gradient_is_nan(device):
+    nan = math.nan
+    x = torch.tensor([[nan, nan], [1.0, nan]], device=device, requires_grad=True)
+    y = torch.nanmean(x, dim=1)
+    y.sum().backward()
+    g = x.grad.tolist()
+    assert math.isnan(g[0][0]) and math.isnan(g[0][1])  # 1 / 0 count = inf, times the 0 mask
+    assert g[1] == [1.0, 0.0]
+    x = torch.tensor([nan, nan], device=device, requires_grad=True)
+    torch.nanmean(x).backward()
+    assert all(math.isnan(v) for v in x.grad.tolist())
+
+
+def test_nansum_gradient(device):
+    x = torch.tensor([math.nan, 1.0], device=device, requires_grad=True)
+    y = torch.nansum(x)
+    assert type(y.grad_fn).__name__ == "NansumBackward0"
+    (y * math.inf).backward()
+    g = x.grad.tolist()
+    assert math.isnan(g[0]) and g[1] == math.inf
+    h = torch.tensor([math.nan, 1.0], dtype=torch.float16, device=device, requires_grad=True)
+    y = torch.nansum(h, dtype=torch.float32)
+    assert y.dtype is torch.float32
+    y.backward()
+    assert h.grad.dtype is torch.float16 and h.grad.tolist() == [0.0, 1.0]
+    x = torch.tensor([[0.5, 1.0], [2.0, 3.0]], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: torch.nansum(t * t, 1), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: torch.nansum(t * t, 1, keepdim=True), (x,))
