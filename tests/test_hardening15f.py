@@ -53,7 +53,13 @@ def _x(device):
     lambda x: x.__setitem__([0, 1, 2, 3, 4, 5], x),
     lambda x: x.__setitem__(x > 2, x[:3]),
     lambda x: x.index_put_((torch.tensor([1, 2], device=x.device),), x[:2]),
-], ids=["slice_fwd", "slice_bwd", "copy_", "transposed", "index_list", "index_full", "mask", "index_put_"])
+    lambda x: x[:2].copy_(x[:1]),  # copy_ checks its source before broadcasting it
+    lambda x: x[0:1].copy_(x[0]),
+    lambda x: x[1:].__iadd__(x[:-1]),  # in-place binary ops as copy_
+    lambda x: x[1:].sub_(x[:-1], alpha=2),
+    lambda x: x[:2].mul_(x[0]),
+], ids=["slice_fwd", "slice_bwd", "copy_", "transposed", "index_list", "index_full", "mask", "index_put_",
+        "copy_bcast", "copy_0d", "iadd", "sub_", "mul_0d"])
 def test_partly_overlapping_copy_raises(device, write):
     x = _x(device)
     with pytest.raises(RuntimeError, match=_OVERLAP):
@@ -71,8 +77,12 @@ def test_partly_overlapping_copy_raises(device, write):
     (lambda x: x.__setitem__(slice(None, None, 2), x[1::2]), [1, 1, 3, 3, 5, 5]),  # strided: too hard
     (lambda x: x.__setitem__(x > 2, x[:1]), [0, 1, 2, 0, 0, 0]),  # masked_fill_ with a one-element value
     (lambda x: x.view(2, 3).__setitem__((slice(1, None), [0, 1]), x[:2]), [0, 1, 2, 0, 1, 5]),  # disjoint view
+    (lambda x: x.__setitem__(slice(0, 2), x[:1]), [0, 0, 2, 3, 4, 5]),  # setitem broadcasts first: too hard
+    (lambda x: x.__setitem__(slice(0, 1), x[0]), [0, 1, 2, 3, 4, 5]),  # a 0-d value is a fill
+    (lambda x: x[1:].div_(x[1:]), [0, 1, 1, 1, 1, 1]),  # identical views
+    (lambda x: x[:3].add_(x[3:]), [3, 5, 7, 3, 4, 5]),
 ], ids=["self", "ellipsis", "disjoint", "disjoint_1dim", "broadcast", "cast_copy", "strided", "masked_fill",
-        "adv_view"])
+        "adv_view", "setitem_bcast", "setitem_0d", "div_same", "add_disjoint"])
 def test_allowed_aliasing_copies(device, write, want):
     x = _x(device)
     write(x)

@@ -40,8 +40,9 @@ def status(table, a, b, a_isz: int, b_isz: int, b_shape=None, b_strides=None) ->
         return TOO_HARD
     a0, b0 = table.storage_offset(a) * a_isz, table.storage_offset(b) * b_isz
     a1, b1 = a0 + an * a_isz, b0 + bn * b_isz
-    if a0 == b0 and a1 == b1:
-        return FULL if ast == bst else PARTIAL
+    if a0 == b0 and a1 == b1:  # (the strides of size-1 dims do not matter: compared without them)
+        same = ash == bsh and all(s == 1 or t == u for s, t, u in zip(ash, ast, bst))
+        return FULL if same else PARTIAL
     return PARTIAL if a0 < b1 and b0 < a1 else NO
 
 
@@ -53,8 +54,8 @@ def broadcast_strides(shape, strides, to_shape) -> tuple:
 
 
 def assert_no_partial_overlap(table, dst, src, dst_isz: int, src_isz: int, to_shape=None) -> None:
-    """copy_ / basic setitem: refuse a source that partly overlaps the destination (``src`` broadcast to
-    ``to_shape``, the destination's shape, when it differs)."""
+    """copy_, in-place binary ops, basic setitem: refuse a source that partly overlaps the destination (``src``
+    broadcast to ``to_shape`` first when given: setitem expands its value, copy_ and add_ check it as it is)."""
     if dst is src or not table.has("same_storage") or not table.same_storage(dst, src):
         return
     sst = None

@@ -417,10 +417,13 @@ def setitem(x: Tensor, key, value) -> None:
 def _check_overlap(x: Tensor, key, nkey, advanced: bool, value: Tensor) -> None:
     """PyTorch's overlap errors for a value viewing x's memory: basic indexing copies into the view (a partly
     overlapping value is refused), advanced indexing is index_put_ (any overlap is refused), except one mask with a
-    one-element value (masked_fill_).  For advanced keys PyTorch checks the view left by the key's ints and slices:
+    one-element value (masked_fill_).  The value is broadcast to the view first (a stride 0 is too hard to
+    check: allowed).  For advanced keys PyTorch checks the view left by the key's ints and slices:
     checked here only where that view is x itself (index tensors, full slices, None, ...)."""
     table, isz = x._be, x.dtype.itemsize
     if not advanced:
+        if value.ndim == 0:  # PyTorch fills from a 0-d value (copy_to): nothing to check
+            return
         dst = table.basic_index(x._data, nkey)
         assert_no_partial_overlap(table, dst, value._data, isz, value.dtype.itemsize, tuple(dst.shape))
         return
