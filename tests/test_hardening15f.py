@@ -146,3 +146,32 @@ def test_nansum_gradient(device):
     x = torch.tensor([[0.5, 1.0], [2.0, 3.0]], dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: torch.nansum(t * t, 1), (x,))
     assert torch.autograd.gradgradcheck(lambda t: torch.nansum(t * t, 1, keepdim=True), (x,))
+
+
+# ---- margin_ranking_loss / cosine_embedding_loss check their dims as PyTorch (no silent broadcast) ----
+def test_margin_ranking_loss_dims(device):
+    F = torch.nn.functional
+    a = torch.tensor([0.5, -1.0, 2.0], device=device)
+    b = torch.tensor([1.0, 0.0, 1.0], device=device)
+    t = torch.tensor([1.0, -1.0, 1.0], device=device)
+    want = np.maximum(0.0, -np.array([1.0, -1.0, 1.0]) * (np.array([0.5, -1.0, 2.0]) - [1.0, 0.0, 1.0]) + 0.5)
+    assert math.isclose(F.margin_ranking_loss(a, b, t, margin=0.5).item(), float(want.mean()), rel_tol=1e-6)
+    with pytest.raises(RuntimeError, match="should have same dimension"):
+        F.margin_ranking_loss(a, b, torch.tensor(1.0, device=device))
+    with pytest.raises(RuntimeError, match="should have same dimension"):
+        F.margin_ranking_loss(a, b[None], t)
+
+
+def test_cosine_embedding_loss_dims(device):
+    F = torch.nn.functional
+    x = torch.tensor([[1.0, 0.0], [1.0, 1.0]], device=device)
+    y = torch.tensor([[1.0, 0.0], [1.0, -1.0]], device=device)
+    r = F.cosine_embedding_loss(x, y, torch.tensor([1.0, -1.0], device=device), reduction="none")
+    assert r.tolist() == [0.0, 0.0]  # cos 1 with target 1; cos 0 with target -1 and margin 0
+    assert F.cosine_embedding_loss(x[0], y[0], torch.tensor(1.0, device=device)).item() == 0.0
+    with pytest.raises(RuntimeError, match="0D target tensor expects 1D input tensors"):
+        F.cosine_embedding_loss(x, y, torch.tensor(1.0, device=device))
+    with pytest.raises(RuntimeError, match="1D target tensor expects 2D input tensors"):
+        F.cosine_embedding_loss(x[0], y[0], torch.tensor([1.0], device=device))
+    with pytest.raises(RuntimeError, match="multi-target not supported"):
+        F.cosine_embedding_loss(x, y, torch.ones(2, 1, device=device))
