@@ -7,6 +7,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from ._overlap import assert_no_overlap, assert_no_partial_overlap
 from ._util import broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 
 _i64, _bool = _dt.int64, _dt.bool_
@@ -413,6 +414,27 @@ def setitem(x: Tensor, key, value) -> None:
         _setitem(x, key, value)
 
 
+def _check_overlap(x: Tensor, key, nkey, advanced: bool, value: Tensor) -> None:
+    """PyTorch's overlap errors for a value viewing x's memory: basic indexing copies into the view (a partly
+    overlapping value is refused), advanced indexing is index_put_ (any overlap is refused), except one mask with a
+    one-element value (masked_fill_).  The value is broadcast to the view first (a stride 0 is too hard to
+    check: allowed).  For advanced keys PyTorch checks the view left by the key's ints and slices:
+    checked here only where that view is x itself (index tensors, full slices, None, ...)."""
+    table, isz = x._be, x.dtype.itemsize
+    if not advanced:
+        if value.ndim == 0:  # PyTorch fills from a 0-d value (copy_to): nothing to check
+            return
+        dst = table.basic_index(x._data, nkey)
+        assert_no_partial_overlap(table, dst, value._data, isz, value.dtype.itemsize, tuple(dst.shape))
+        return
+    if value.numel() == 1 and _single_mask(key):
+        return
+    items = key if isinstance(key, tuple) else (key,)
+    if all(k is None or k is Ellipsis or (isinstance(k, slice) and k == slice(None))
+           or isinstance(k, (Tensor, list)) for k in items):
+        assert_no_overlap(table, x._data, value._data, isz, value.dtype.itemsize)
+
+
 def _setitem(x: Tensor, key, value) -> None:
     if key.__class__ is list and _seq_as_tuple(key):
         key = tuple(key)
@@ -452,6 +474,8 @@ def _setitem(x: Tensor, key, value) -> None:
             value = value.reshape(vs[i:])
     if vt and value.ndim and not advanced:
         _check_put_shape(x, nkey, advanced, tuple(value.shape))  # a view: cheap
+    if vt and value._be is x._be and x._be.has("same_storage") and x._be.same_storage(x._data, value._data):
+        _check_overlap(x, key, nkey, advanced, value)
     recording = check_inplace(x, value if vt else None, "__setitem__")
     if checks:
         run_checks(checks)

@@ -7,6 +7,7 @@ from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import _FREED, Node
 from ..tensor import Tensor, _make
+from ._overlap import assert_no_partial_overlap
 from ._util import edge
 from .pointwise import _round_to, _scalar_opmath
 
@@ -184,6 +185,9 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     optimizer step wants it); otherwise the general out-of-place-then-copy path."""
     table = x._be
     ot = isinstance(other, Tensor)
+    if ot and other._be is table and other._data is not x._data and table.has("same_storage") \
+            and table.same_storage(x._data, other._data):  # x[1:] += x[:-1] raises as in PyTorch
+        assert_no_partial_overlap(table, x._data, other._data, x.dtype.itemsize, other.dtype.itemsize)
     if (not _gs.enabled or not (x._rg or (ot and other._rg))) and x.dtype.is_floating_point \
             and table.has(_IKERNEL[op]):
         if ot:
@@ -281,6 +285,8 @@ def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
     if broadcast_shape(tuple(x.shape), tuple(src.shape), "copy_") != tuple(x.shape):
         raise RuntimeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "
                            f"shape {list(x.shape)}")
+    if src._be is x._be:  # PyTorch refuses a source that partly overlaps x (x[1:].copy_(x[:-1]))
+        assert_no_partial_overlap(x._be, x._data, src._data, x.dtype.itemsize, src.dtype.itemsize)
     from .creation import convert
     from .shape import expand
 

@@ -207,7 +207,26 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor:
             return nansum(input, dim, keepdim, dtype=dtype)
     if not input.dtype.is_floating_point:  # no NaN to skip: an integer input sums to int64, as sum does
         return sum(input, dim, keepdim, dtype=dtype)
-    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+    if not (input._rg and _gs.enabled) or (dtype is not None and not getattr(dtype, "is_floating_point", False)):
+        return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+    with no_grad():
+        r = sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+    node = NansumBackward0()
+    node.shape, node.axes, node.keepdim, node.out = tuple(input.shape), _axes(dim, input.ndim, "nansum"), keepdim, None
+    node.next_functions = (edge(input),)
+    node.save(input)
+    return _make(r._data, r.dtype, r._be, node)
+
+
+class NansumBackward0(_ReduceNode):
+    """PyTorch's nansum_backward: sum's gradient times the not-NaN mask, a product (so an infinite or NaN
+    gradient gives NaN at the NaN elements: nanmean of an all-NaN slice has a NaN gradient there)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        x = self.saved()[0]
+        ge = _expand_back(g if g.dtype is x.dtype else g.to(x.dtype), self.shape, self.axes, self.keepdim)
+        return (mul(ge, logical_not(isnan(x))),)
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -798,7 +817,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, gt, isnan, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_not, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})

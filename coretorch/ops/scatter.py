@@ -20,6 +20,7 @@ from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
 from ._out import write_out
+from ._overlap import assert_no_overlap
 from .inplace import apply_inplace
 from .shape import expand
 
@@ -649,6 +650,10 @@ def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
 
 
 def _index_put_(self, indices, values, accumulate=False):
+    if isinstance(values, Tensor) and values._be is self._be and isinstance(indices, (tuple, list)) and not (
+            not accumulate and values.numel() == 1 and _ix._single_mask(tuple(indices))):
+        # PyTorch refuses values sharing memory with self (masked_fill_'s one-element value excepted)
+        assert_no_overlap(self._be, self._data, values._data, self.dtype.itemsize, values.dtype.itemsize)
     return apply_inplace(self, "index_put_", lambda t: index_put(t, indices, values, accumulate), values)
 
 

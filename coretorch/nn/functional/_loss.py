@@ -590,6 +590,9 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     """The functional form of :class:`coretorch.nn.MarginRankingLoss` (``input1``, ``input2``, ``target`` of 1/-1)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input1, input2, target = _ac_cast("margin_ranking_loss", input1, input2, target)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():  # PyTorch's check: no broadcast of dims
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(_P.clamp(_P.add(_P.mul(_P.neg(target), _P.sub(input1, input2)), margin), min=0.0), reduction)
 
@@ -615,6 +618,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     """The functional form of :class:`coretorch.nn.CosineEmbeddingLoss` (``input1``, ``input2``, ``target`` of 1/-1)."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input1, input2, target = _ac_cast("cosine_embedding_loss", input1, input2, target)
+    td = target.dim()
+    if td > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != td + 1 or input2.dim() != td + 1:  # PyTorch: a 0-d target goes with 1-d inputs, 1-d with 2-d
+        raise RuntimeError(f"{td}D target tensor expects {td + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = _P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), _P.clamp(_P.sub(cos, margin), min=0.0))

@@ -84,4 +84,9 @@ def kernels(k) -> dict:
     def tri(x, diag, lower):
         return _tri(k, x, diag, lower)
 
-    return {"as_strided": as_strided, "storage_offset": storage_offset, "index_reduce_": index_reduce_, "tri": tri}
+    def same_storage(x, y):
+        bx, by = x.base_data, y.base_data
+        return bx is not None and by is not None and (bx is by or bx.int_ptr == by.int_ptr)
+
+    return {"as_strided": as_strided, "storage_offset": storage_offset, "same_storage": same_storage,
+            "index_reduce_": index_reduce_, "tri": tri}
