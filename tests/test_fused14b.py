@@ -14,21 +14,10 @@ from coretorch.autograd import gradcheck
 from coretorch.nn.functional import _fused, _rnn_fused
 from coretorch.testing import available_devices
 
+from _kernel_tables import KernelSpy, PlainTable
+
 DEVICES = available_devices()
 _NAMES = ("layer_norm", "layer_norm_backward", "softmax_backward", "gelu_backward", "lstm_cell", "lstm_cell_backward")
-
-
-class _Plain:
-    """A device's kernel table without its fused kernels: the core's composites of primitive kernels run."""
-
-    def __init__(self, table):
-        self._t = table
-
-    def has(self, name):
-        return name not in _NAMES + ("softmax",) and self._t.has(name)
-
-    def __getattr__(self, name):
-        return getattr(self._t, name)
 
 
 def _table(dev):
@@ -45,7 +34,7 @@ def test_every_device_has_the_fused_kernels(dev):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_kernels_match_the_kernel_composites(dev, dtype):
     table = _table(dev)
-    plain = _Plain(table)
+    plain = PlainTable(table, _NAMES + ("softmax",))
     rng = np.random.default_rng(0)
     tol = dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
 
@@ -97,28 +86,13 @@ def test_fused_kernels_match_the_kernel_composites(dev, dtype):
     close((out,), (_rnn_fused._lstm_cell_backward(plain, dh, dc, c, act2)[0],))
 
 
-class _Spy:
-    """Counts the calls of the named kernels of a table (restored by monkeypatch)."""
-
-    def __init__(self, monkeypatch, table, names):
-        self.calls = dict.fromkeys(names, 0)
-        for n in names:
-            monkeypatch.setattr(table, n, self._wrap(n, getattr(table, n)))
-
-    def _wrap(self, name, fn):
-        def k(*a, **kw):
-            self.calls[name] += 1
-            return fn(*a, **kw)
-        return k
-
-
 def _t(a, dev, rg=False):
     return torch.tensor(np.asarray(a), device=dev, requires_grad=rg)
 
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_layer_norm_kernels_gradcheck(dev, monkeypatch):
-    spy = _Spy(monkeypatch, _table(dev), ("layer_norm", "layer_norm_backward"))
+    spy = KernelSpy(monkeypatch, _table(dev), ("layer_norm", "layer_norm_backward"))
     rng = np.random.default_rng(1)
     x = _t(rng.normal(size=(2, 3, 4)), dev, True)
     w, b = _t(rng.normal(size=(3, 4)), dev, True), _t(rng.normal(size=(3, 4)), dev, True)
@@ -129,7 +103,7 @@ def test_layer_norm_kernels_gradcheck(dev, monkeypatch):
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_softmax_and_gelu_backward_kernels_gradcheck(dev, monkeypatch):
-    spy = _Spy(monkeypatch, _table(dev), ("softmax_backward", "gelu_backward"))
+    spy = KernelSpy(monkeypatch, _table(dev), ("softmax_backward", "gelu_backward"))
     rng = np.random.default_rng(2)
     x = _t(rng.normal(size=(3, 4)), dev, True)
     assert gradcheck(lambda t: F.softmax(t, 0), (x,))
@@ -140,7 +114,7 @@ def test_softmax_and_gelu_backward_kernels_gradcheck(dev, monkeypatch):
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_lstm_cell_kernels_gradcheck(dev, monkeypatch):
-    spy = _Spy(monkeypatch, _table(dev), ("lstm_cell", "lstm_cell_backward"))
+    spy = KernelSpy(monkeypatch, _table(dev), ("lstm_cell", "lstm_cell_backward"))
     torch.manual_seed(0)
     net = torch.nn.LSTM(2, 3, batch_first=True).double().to(dev)
     x = torch.randn(2, 4, 2, dtype=torch.float64, device=dev, requires_grad=True)

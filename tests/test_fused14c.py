@@ -11,21 +11,10 @@ from coretorch.autograd import gradcheck
 from coretorch.nn.functional import _rnn_fused
 from coretorch.testing import available_devices
 
+from _kernel_tables import KernelSpy, PlainTable
+
 DEVICES = available_devices()
 _NAMES = ("gru_cell", "gru_cell_backward")
-
-
-class _Plain:
-    """A device's kernel table without its GRU kernels: the core's composite of primitive kernels runs."""
-
-    def __init__(self, table):
-        self._t = table
-
-    def has(self, name):
-        return name not in _NAMES and self._t.has(name)
-
-    def __getattr__(self, name):
-        return getattr(self._t, name)
 
 
 def _table(dev):
@@ -36,7 +25,7 @@ def _table(dev):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gru_cell_kernels_match_the_composite(dev, dtype):
     table = _table(dev)
-    plain = _Plain(table)
+    plain = PlainTable(table, _NAMES)
     assert all(table.has(n) for n in _NAMES)
     rng = np.random.default_rng(0)
     tol = dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
@@ -77,24 +66,9 @@ def test_gru_cell_kernels_match_the_composite(dev, dtype):
     close((table.basic_index(gslots, (0, 1)), table.basic_index(gslots, (1, 0))), ref[:2])
 
 
-class _Spy:
-    """Counts the calls of the named kernels of a table (restored by monkeypatch)."""
-
-    def __init__(self, monkeypatch, table, names):
-        self.calls = dict.fromkeys(names, 0)
-        for n in names:
-            monkeypatch.setattr(table, n, self._wrap(n, getattr(table, n)))
-
-    def _wrap(self, name, fn):
-        def k(*a, **kw):
-            self.calls[name] += 1
-            return fn(*a, **kw)
-        return k
-
-
 @pytest.mark.parametrize("dev", DEVICES)
 def test_gru_cell_kernels_gradcheck_through_nn_gru(dev, monkeypatch):
-    spy = _Spy(monkeypatch, _table(dev), _NAMES)
+    spy = KernelSpy(monkeypatch, _table(dev), _NAMES)
     torch.manual_seed(0)
     net = torch.nn.GRU(2, 2, num_layers=2, bidirectional=True, batch_first=True).double().to(dev)
     x = torch.randn(2, 3, 2, dtype=torch.float64, device=dev, requires_grad=True)

@@ -8,14 +8,6 @@ import numpy as np
 
 MAX_ELEMENTS = 1 << 16  # (Python work per redone element: ~1 us)
 
-def _moveaxis(a, src: int, dst: int):
-    """``np.moveaxis``, free when the axis stays where it is (the common last-axis call; numpy's costs ~10 us)."""
-    n = a.ndim
-    if n and src % n == dst % n:
-        return a
-    return np.moveaxis(a, src, dst)
-
-
 
 def _gt(x, y) -> bool:
     """PyTorch's comparison: NaN is the largest."""
@@ -64,21 +56,21 @@ def select_index(row: list, k: int) -> int:
 def pytorch_tie_indices(x: np.ndarray, values: np.ndarray, indices: np.ndarray, k: int, d: int):
     """The indices (the dim d kept, like ``values``) with the rows whose k-th value is tied redone as PyTorch's;
     None when there is nothing to redo (or too much)."""
-    xm = _moveaxis(x, d, -1)
+    xm = np.moveaxis(x, d, -1)
     n = xm.shape[-1]
     rows = xm.reshape(-1, n)
-    want = _moveaxis(values, d, -1).reshape(-1, 1)
+    want = np.moveaxis(values, d, -1).reshape(-1, 1)
     same = rows == want
     if x.dtype.kind not in "iub":
         same |= np.isnan(rows) & np.isnan(want)
     tied = np.count_nonzero(same, axis=1) > 1
     if not tied.any() or int(tied.sum()) * n > MAX_ELEMENTS:
         return None
-    moved = _moveaxis(indices, d, -1)
+    moved = np.moveaxis(indices, d, -1)
     out = moved.reshape(-1).astype(np.int64)  # (a copy)
     for r in np.flatnonzero(tied):
         out[r] = select_index(rows[r].tolist(), k)
-    return np.ascontiguousarray(_moveaxis(out.reshape(moved.shape), -1, d))
+    return np.ascontiguousarray(np.moveaxis(out.reshape(moved.shape), -1, d))
 
 
 # ---- topk: PyTorch's CPU kernel runs std::nth_element then std::sort on the first k - 1 (libstdc++'s
@@ -152,22 +144,22 @@ def topk_order(row: list, k: int, largest: bool):
 def pytorch_topk(x: np.ndarray, values: np.ndarray, indices: np.ndarray, k: int, d: int, largest: bool):
     """(values, indices) of a sorted topk along d with the rows where equal values compete redone in PyTorch's
     order; None when there is nothing to redo (or too much)."""
-    xm = _moveaxis(x, d, -1)
+    xm = np.moveaxis(x, d, -1)
     n = xm.shape[-1]
     rows = xm.reshape(-1, n)
-    sel = _moveaxis(values, d, -1).reshape(-1, k)
+    sel = np.moveaxis(values, d, -1).reshape(-1, k)
     same = rows[:, None, :] == sel[:, :, None]
     if x.dtype.kind not in "iub":
         same |= np.isnan(rows[:, None, :]) & np.isnan(sel[:, :, None])
     tied = (np.count_nonzero(same, axis=2) > 1).any(axis=1)
     if not tied.any() or int(tied.sum()) * n > MAX_ELEMENTS:
         return None
-    vm, im = _moveaxis(values, d, -1), _moveaxis(indices, d, -1)
+    vm, im = np.moveaxis(values, d, -1), np.moveaxis(indices, d, -1)
     vout, iout = vm.reshape(-1, k).copy(), im.reshape(-1, k).astype(np.int64)
     for r in np.flatnonzero(tied):
         order = topk_order(rows[r].tolist(), k, largest)
         if order is not None:
             iout[r] = order
             vout[r] = rows[r][order]
-    return (np.ascontiguousarray(_moveaxis(vout.reshape(vm.shape), -1, d)),
-            np.ascontiguousarray(_moveaxis(iout.reshape(im.shape), -1, d)))
+    return (np.ascontiguousarray(np.moveaxis(vout.reshape(vm.shape), -1, d)),
+            np.ascontiguousarray(np.moveaxis(iout.reshape(im.shape), -1, d)))

@@ -24,13 +24,13 @@ _AR_CACHE_MAX = 1 << 22     # aranges up to this length are kept between calls (
 _CHUNK = 1 << 16          # elements per piece of the passes before and after the sort (L2-sized)
 _ar_cache: list = [np.arange(0, dtype=np.int64)]
 
+
 def _moveaxis(a, src: int, dst: int):
     """``np.moveaxis``, free when the axis stays where it is (the common last-axis call; numpy's costs ~10 us)."""
     n = a.ndim
     if n and src % n == dst % n:
         return a
     return np.moveaxis(a, src, dst)
-
 
 
 def _arange(n: int):
