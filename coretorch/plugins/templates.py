@@ -59,6 +59,7 @@ def $hook(register):
 '''
 
 INIT = '''"""$description ($dist)."""
+import coretorch  # noqa: F401  (first: coretorch loads this plugin through its entry point; see docs/plugins.md)
 from .$module import $imported
 
 __all__ = ["$imported"]

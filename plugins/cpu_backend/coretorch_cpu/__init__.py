@@ -1,4 +1,5 @@
 """coretorch-cpu: the numpy backend for device 'cpu'."""
+import coretorch  # noqa: F401  (first: coretorch loads this plugin through its entry point; see docs/plugins.md)
 import warnings as _warnings
 
 from .backend import CPUBackend

@@ -3,4 +3,6 @@
 Nothing here is imported by coretorch: the entry point ``extra_ops = "coretorch_extra_ops.plugin"`` (group
 ``coretorch``) makes coretorch load :mod:`coretorch_extra_ops.plugin`, whose hooks register everything.
 """
+import coretorch  # noqa: F401  (first: coretorch loads this plugin through its entry point; see docs/plugins.md)
+
 __version__ = "0.1.0"
