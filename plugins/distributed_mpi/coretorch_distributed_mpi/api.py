@@ -504,6 +504,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("all_reduce")
         return None
     op = _op(op)
     h, staged = _host_inout(tensor)
@@ -528,6 +529,7 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("broadcast")
         return None
     root = _to_group_rank(pg, src, group_src, "src")
     h, staged = _host_inout(tensor)
@@ -559,6 +561,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("all_gather")
         return None
     n = pg.size()
     _check_same(tensor_list, tensor, "tensor_list", n)
@@ -579,6 +582,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     _check(input_tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("all_gather_single")
         return None
     n = pg.size()
     if output_tensor.numel() != n * input_tensor.numel() or output_tensor.dtype is not input_tensor.dtype:
@@ -617,6 +621,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     _check(output)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("reduce_scatter")
         return None
     n = pg.size()
     _check_same(input_list, output, "input_list", n)
@@ -630,6 +635,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     _check(input)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("reduce_scatter_single")
         return None
     n = pg.size()
     if input.numel() != n * output.numel() or input.dtype is not output.dtype:
@@ -644,6 +650,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("reduce")
         return None
     root = _to_group_rank(pg, dst, group_dst, "dst")
     op = _op(op)
@@ -673,6 +680,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("gather")
         return None
     root = _to_group_rank(pg, 0 if dst is None and group_dst is None else dst, group_dst, "dst")
     mine = pg.rank() == root
@@ -698,6 +706,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     _check(tensor)
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("scatter")
         return None
     root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
     mine = pg.rank() == root
@@ -718,6 +727,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
 def barrier(group=None, async_op: bool = False, device_ids=None):
     pg = _group(group)
     if pg is None:
+        _warn_not_in_group("barrier")
         return None
     seq = pg._seq()
     return _complete(pg, "barrier", seq, async_op, [pg.comm.Ibarrier()])
@@ -805,7 +815,8 @@ def _allgather_obj(pg: ProcessGroup, obj, what: str) -> list:
 def all_gather_object(object_list: list, obj, group=None) -> None:
     pg = _group(group)
     if pg is None:
-        return
+        _warn_not_in_group("all_gather_object")
+        return None
     if len(object_list) != pg.size():
         raise ValueError(f"object_list must have one slot per rank ({pg.size()}), got {len(object_list)}")
     object_list[:] = _allgather_obj(pg, obj, "all_gather_object")
@@ -815,7 +826,8 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
                           group_src: int | None = None) -> None:
     pg = _group(group)
     if pg is None:
-        return
+        _warn_not_in_group("broadcast_object_list")
+        return None
     root = _to_group_rank(pg, 0 if src is None and group_src is None else src, group_src, "src")
     mine = pg.rank() == root
     blob = pickle.dumps(list(object_list)) if mine else b""

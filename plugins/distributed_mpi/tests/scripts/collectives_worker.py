@@ -199,8 +199,16 @@ if rank == 0:
     C.check("new_group non-member", g1 is dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(g1) == -1
             and dist.get_world_size(g1) == -1)
     t = coretorch.ones(3)
-    C.check("collective on a group this rank is not in is a no-op",
-            dist.all_reduce(t, group=g1) is None and t.tolist() == [1.0, 1.0, 1.0])
+    with warnings.catch_warnings(record=True) as caught:  # torch: a no-op with a warning naming the collective
+        warnings.simplefilter("always")
+        nothing = [dist.all_reduce(t, group=g1), dist.broadcast(t, src=1, group=g1), dist.barrier(group=g1),
+                   dist.all_gather_into_tensor(coretorch.zeros(3), t, group=g1)]
+    C.check("collective on a group this rank is not in is a no-op with torch's warning",
+            nothing == [None] * 4 and t.tolist() == [1.0, 1.0, 1.0]
+            and [str(w.message).split()[1] for w in caught] == ["all_reduce", "broadcast", "barrier",
+                                                                 "all_gather_single"]
+            and all("does not belong to the given group" in str(w.message) for w in caught),
+            [str(w.message) for w in caught])
     # point-to-point and rank lookups on a group this rank is not in: as torch (distributed_c10d.py), a warning and
     # None / -1, or ValueError where a global rank would have to be mapped into the group
     with warnings.catch_warnings(record=True) as caught:
