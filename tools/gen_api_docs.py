@@ -63,9 +63,11 @@ TITLES = {
     "onnx": ("coretorch.onnx", "ONNX export is not part of coretorch: the entry points say so."),
     "multiprocessing": ("coretorch.multiprocessing", "Python's multiprocessing with `spawn`/`start_processes` "
                         "and the sharing-strategy switches."),
-    "autograd.graph": ("coretorch.autograd.graph", "The autograd graph: `Node`, hooks on saved tensors."),
-    "utils.checkpoint": ("coretorch.utils.checkpoint", "Activation checkpointing: recompute a block's forward "
-                         "during backward instead of keeping its activations."),
+    "autograd.graph": ("coretorch.autograd.graph", "The autograd graph's nodes (`grad_fn`): `Node`, its hooks, "
+                       "`AccumulateGrad`."),
+    "utils.checkpoint": ("coretorch.utils.checkpoint", "Activation checkpointing's API. The function runs once "
+                         "and keeps its graph (no recomputation in the backward): results and gradients are the "
+                         "plain call's, without the memory saving."),
     "utils.hooks": ("coretorch.utils.hooks", "Handles returned by hook registrations."),
     "return_types": ("coretorch.return_types", "The named tuples of the ops that return several tensors."),
 }

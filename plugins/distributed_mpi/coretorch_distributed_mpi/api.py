@@ -570,7 +570,21 @@ def _reduction(h: np.ndarray, op: ReduceOp):
 
 # ---- collectives -------------------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    """Reduce ``tensor`` across the group, in place on every rank."""
+    """Reduce ``tensor`` across the group, in place on every rank: afterwards every rank holds the same
+    result (``torch.distributed.all_reduce``).
+
+    Args:
+        tensor (Tensor): input and output, the same shape and dtype on every rank (any device: the data travels
+            through the host).
+        op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
+            tensors only, divides by the group size).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -594,7 +608,18 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
-    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` of every rank of the group."""
+    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` of every rank of the group.
+
+    Args:
+        tensor (Tensor): the data on ``src``, the output elsewhere (same shape and dtype on every rank).
+        src (int): the source's global rank (or ``group_src``, its rank within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -625,7 +650,18 @@ def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
-    """``tensor_list[i]`` receives ``tensor`` of group rank i."""
+    """``tensor_list[i]`` receives ``tensor`` of group rank i, on every rank.
+
+    Args:
+        tensor_list (list[Tensor]): one output per rank of the group, each shaped as ``tensor``.
+        tensor (Tensor): this rank's input.
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -710,7 +746,20 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
 
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
            group_dst: int | None = None):
-    """The reduction lands in ``tensor`` of rank ``dst``; other ranks' tensors are unchanged."""
+    """The reduction lands in ``tensor`` of rank ``dst``; other ranks' tensors are unchanged.
+
+    Args:
+        tensor (Tensor): the input on every rank, the output on ``dst``.
+        dst (int): the destination's global rank (or ``group_dst``, its rank within ``group``).
+        op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
+            tensors only, divides by the group size).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -739,7 +788,19 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
            group_dst: int | None = None):
-    """``gather_list[i]`` of rank ``dst`` receives ``tensor`` of group rank i."""
+    """``gather_list[i]`` of rank ``dst`` receives ``tensor`` of group rank i.
+
+    Args:
+        tensor (Tensor): this rank's input.
+        gather_list (list[Tensor], optional): on ``dst`` only, one output per rank shaped as ``tensor``.
+        dst (int): the destination's global rank (default 0, or ``group_dst`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -764,7 +825,19 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
             group_src: int | None = None):
-    """``tensor`` of group rank i receives ``scatter_list[i]`` of rank ``src``."""
+    """``tensor`` of group rank i receives ``scatter_list[i]`` of rank ``src``.
+
+    Args:
+        tensor (Tensor): this rank's output.
+        scatter_list (list[Tensor], optional): on ``src`` only, one input per rank shaped as ``tensor``.
+        src (int): the source's global rank (default 0, or ``group_src`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
