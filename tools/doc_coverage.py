@@ -63,11 +63,13 @@ NAMESPACES: dict[str, str] = {
     "utils.checkpoint": "coretorch.utils.checkpoint",
     "utils.hooks": "coretorch.utils.hooks",
     "return_types": "coretorch.return_types",
+    "serialization": "coretorch.serialization",
 }
 # namespaces whose public names live in submodules, counted (and documented) under ``label.sub.name``
 SUBMODULES: dict[str, tuple[str, ...]] = {
     "backends": ("cpu", "cuda", "cudnn", "mkldnn", "mps", "opt_einsum"),
     "cuda": ("amp",),
+    "nn.utils": ("rnn", "parametrize", "parametrizations"),
 }
 # namespaces a plugin fills at run time: its names count as the namespace's own (coretorch.distributed is
 # coretorch-distributed-mpi's API once that plugin is installed)

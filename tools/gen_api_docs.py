@@ -70,6 +70,8 @@ TITLES = {
                          "plain call's, without the memory saving."),
     "utils.hooks": ("coretorch.utils.hooks", "Handles returned by hook registrations."),
     "return_types": ("coretorch.return_types", "The named tuples of the ops that return several tensors."),
+    "serialization": ("coretorch.serialization", "`save`/`load` (safetensors files, no pickle) and the "
+                      "`weights_only` allow-list functions."),
 }
 # the options every page's directives share (mkdocs.yml holds the global ones)
 _OPTS = "    options:\n      heading_level: 2\n"
