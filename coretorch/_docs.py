@@ -142,7 +142,8 @@ def binary_doc(name: str) -> str:
     what, rule = BINARY[name]
     return (f"Element-wise {what}.\n\nThe result has {rule}.\n\nArgs:\n    input (Tensor or Number): the first "
             f"operand.\n    other (Tensor or Number): the second operand.\n    out (Tensor, optional): the output "
-            f"tensor.\n\nExample:\n    >>> torch.{name}(torch.tensor([1, 2, 3]), 2).shape\n    coretorch.Size([3])")
+            f"tensor.\n\nExample:\n    >>> torch.{name}(torch.tensor([1, 2, 3]), torch.tensor([3, 2, 1])).shape\n"
+            f"    coretorch.Size([3])")
 
 
 def _missing(obj: Any) -> bool:

@@ -61,6 +61,11 @@ def current_accelerator(check_available: bool = False) -> _device | None:
 
 
 def device_count() -> int:
+    """The number of devices of the current accelerator (0 without one).
+
+    Returns:
+        int: the count.
+    """
     b = _backend()
     return 0 if b is None else b[1].device_count()
 

@@ -34,8 +34,26 @@ def explain(fn, *args, **kwargs):
 
 
 def allow_in_graph(fn):
+    """Mark ``fn`` as safe to record inside a compiled graph: returns ``fn`` unchanged (coretorch's
+    capture records kernel launches, so any Python function already runs inside it).
+
+    Args:
+        fn: the function.
+
+    Returns:
+        ``fn``.
+    """
     return fn
 
 
 def assume_constant_result(fn):
+    """Mark ``fn`` as returning a constant during compilation: returns ``fn`` unchanged (its
+    result is guarded as any other host value).
+
+    Args:
+        fn: the function.
+
+    Returns:
+        ``fn``.
+    """
     return fn

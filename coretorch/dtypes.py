@@ -71,10 +71,21 @@ _BF16_LISTENERS: list[Callable[[np.dtype], None]] = []
 BFLOAT16_NOT_LOADED = np.dtype([("bfloat16 not loaded", np.uint16)])
 
 
+BFLOAT16_NEEDS = ("bfloat16 tensors are stored as numpy arrays of ml_dtypes' bfloat16, and the ml_dtypes package "
+                  "is not installed: pip install ml_dtypes (a dependency of coretorch-cpu, which installs it: "
+                  "pip install coretorch-cpu)")
+
+
 def _load_bfloat16() -> np.dtype:
     """Import ml_dtypes (about 1 s of start-up with ml_dtypes 0.7, so only when bfloat16 is first used) and
-    publish its numpy dtype to the core and to the backends that asked through ``on_bfloat16``."""
-    import ml_dtypes
+    publish its numpy dtype to the core and to the backends that asked through ``on_bfloat16``.
+
+    ml_dtypes is a dependency of the device plugins that store bfloat16 in numpy arrays (coretorch-cpu, hence
+    coretorch-opencl), not of the core: without it, the first use raises ModuleNotFoundError saying so."""
+    try:
+        import ml_dtypes
+    except ImportError as e:
+        raise ModuleNotFoundError(BFLOAT16_NEEDS, name="ml_dtypes") from e
     npd = np.dtype(ml_dtypes.bfloat16)
     bfloat16.np = npd
     _FROM_NP[npd] = bfloat16
@@ -212,7 +223,7 @@ def fit_scalar(value, d: dtype):
             info = np.iinfo(d.np)
             lim = (int(info.min), int(info.max))
         else:
-            info = _finfo(d.np)
+            info = _finfo(d)
             lim = (float(info.min), float(info.max))
         lim = _LIMITS[d] = lim
     lo, hi = lim
@@ -240,11 +251,17 @@ def _check_dtype_arg(fn: str, d) -> None:
         raise TypeError(f"{fn}(): argument 'type' must be torch.dtype, not {type(d).__name__}")
 
 
-def _finfo(npd: np.dtype):
-    if npd.kind == "f":
-        return np.finfo(npd)
-    import ml_dtypes  # numpy's finfo does not know bfloat16 (already imported: npd is its dtype)
-    return ml_dtypes.finfo(npd)
+class _BFloat16Info:
+    """bfloat16's limits (8 exponent bits, 7 stored mantissa bits: float32's range, 2**-7 resolution), known
+    without ml_dtypes: numpy's finfo does not know bfloat16, and finfo needs no tensor (nor a plugin)."""
+    eps = 2.0 ** -7
+    max = (2.0 - 2.0 ** -7) * 2.0 ** 127
+    min = -max
+    smallest_normal = 2.0 ** -126
+
+
+def _finfo(d: dtype):
+    return _BFloat16Info if d.name == "bfloat16" else np.finfo(d.np)
 
 
 class finfo:
@@ -257,7 +274,7 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")
-        info = _finfo(d.np)
+        info = _finfo(d)
         self.bits = d.itemsize * 8
         self.eps = float(info.eps)
         self.max = float(info.max)

@@ -23,10 +23,16 @@ _strategy = ["file_descriptor"]
 
 
 def get_all_sharing_strategies() -> set:
+    """The sharing strategies that ``set_sharing_strategy`` accepts:
+    ``{"file_descriptor", "file_system"}``.
+    """
     return set(_STRATEGIES)
 
 
 def get_sharing_strategy() -> str:
+    """The current sharing strategy (``"file_descriptor"`` unless set; shared tensors travel as
+    file descriptors under either).
+    """
     return _strategy[0]
 
 
@@ -72,10 +78,14 @@ def _wrap(fn, i: int, args: tuple, error_queue) -> None:
 
 
 class ProcessContext:
+    """The processes ``start_processes``/``spawn`` started with ``join=False``: ``join()`` waits for
+    them and raises the first failure.
+    """
     def __init__(self, processes: list, error_queues: list) -> None:
         self.processes, self.error_queues = processes, error_queues
 
     def pids(self) -> list:
+        """The process ids of the started processes, in rank order."""
         return [p.pid for p in self.processes]
 
     def join(self, timeout: float | None = None) -> bool:

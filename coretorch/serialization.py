@@ -763,10 +763,12 @@ def add_safe_globals(safe_globals: list) -> None:
 
 
 def get_safe_globals() -> list:
+    """The globals ``add_safe_globals`` allowed, as a list."""
     return list(_safe_globals)
 
 
 def clear_safe_globals() -> None:
+    """Forget every global ``add_safe_globals`` allowed."""
     _safe_globals.clear()
 
 

@@ -62,7 +62,30 @@ def _linear(idx: np.ndarray, sizes: tuple) -> np.ndarray:
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad: bool = False,
                       check_invariants=None, is_coalesced: bool | None = None) -> Tensor:
     """A sparse COO tensor from ``indices`` (sparse_dim x nnz) and ``values`` (nnz, *dense dims); duplicate
-    indices are summed in the dense value (``coalesce()`` sums them in the COO form too)."""
+    indices are summed in the dense value (``coalesce()`` sums them in the COO form too).
+
+    Args:
+        indices (Tensor or array-like): int64 ``(sparse_dim, nnz)``: column ``k`` is the position of ``values[k]``.
+        values (Tensor or array-like): ``(nnz, *dense_dims)``.
+        size (tuple, optional): the tensor's shape (default: the smallest that holds the indices).
+        dtype, device: of the values (default: those of ``values``).
+        requires_grad (bool): record operations on the values for autograd.
+        check_invariants, is_coalesced: accepted for PyTorch's signature.
+
+    Returns:
+        Tensor: a sparse COO tensor (``layout=torch.sparse_coo``; ``to_dense()`` gives the strided one).
+
+    Example:
+        >>> s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.tensor([3., 4., 5.]), (2, 3))
+        >>> s
+        tensor(indices=tensor([[0, 1, 1],
+                               [2, 0, 2]]),
+               values=tensor([3., 4., 5.]),
+               size=(2, 3), nnz=3, layout=torch.sparse_coo)
+        >>> s.to_dense()
+        tensor([[0., 0., 3.],
+                [4., 0., 5.]])
+    """
     if not isinstance(values, Tensor):
         values = tensor(values, dtype=dtype, device=device)
     elif dtype is not None or device is not None:
@@ -219,7 +242,22 @@ def _sparse_repr(self: Tensor) -> str:
 # ---- torch.sparse functions ------------------------------------------------------------------------------------
 def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     """``torch.sparse.mm``: sparse @ dense -> dense (gradients to the dense operand and to the sparse values);
-    sparse @ sparse -> sparse."""
+    sparse @ sparse -> sparse.
+
+    Args:
+        mat1 (Tensor): ``(n, m)``, sparse COO (or dense).
+        mat2 (Tensor): ``(m, p)``, dense or sparse COO.
+        reduce (str, optional): only ``None``/``"sum"`` (other reductions raise NotImplementedError).
+
+    Returns:
+        Tensor: ``(n, p)``, sparse when both operands are.
+
+    Example:
+        >>> s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.tensor([3., 4., 5.]), (2, 3))
+        >>> torch.sparse.mm(s, torch.ones(3, 2))
+        tensor([[3., 3.],
+                [9., 9.]])
+    """
     if reduce not in (None, "sum"):
         raise NotImplementedError(f"torch.sparse.mm(reduce={reduce!r}): only the sum reduction is supported")
     out = _mm(mat1, mat2)
@@ -227,18 +265,47 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
 
 
 def spmm(mat1: Tensor, mat2: Tensor) -> Tensor:
-    """``torch.spmm``: ``torch.sparse.mm``."""
+    """``torch.spmm``: sparse ``(n, m)`` @ dense ``(m, p)``, the same as ``torch.sparse.mm(mat1, mat2)``."""
     return mm(mat1, mat2)
 
 
 def addmm(mat: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``."""
+    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``.
+
+    Args:
+        mat (Tensor): dense, broadcastable to ``(n, p)``.
+        mat1 (Tensor): sparse COO ``(n, m)``.
+        mat2 (Tensor): dense ``(m, p)``.
+        beta, alpha (Number): the multipliers (default 1).
+
+    Returns:
+        Tensor: dense ``(n, p)``.
+
+    Example:
+        >>> s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.tensor([3., 4., 5.]), (2, 3))
+        >>> torch.sparse.addmm(torch.zeros(2, 2), s, torch.ones(3, 2), alpha=2)
+        tensor([[ 6.,  6.],
+                [18., 18.]])
+    """
     return _addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def sum(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A001  (torch.sparse.sum)
     """``torch.sparse.sum``: over every dimension (a 0-d dense tensor) or over ``dim``; the result is sparse while
-    sparse dimensions remain, as in PyTorch."""
+    sparse dimensions remain, as in PyTorch.
+
+    Args:
+        input (Tensor): a sparse COO tensor.
+        dim (int or tuple of ints, optional): the dimensions to reduce (default: all).
+        dtype (dtype, optional): the result's dtype.
+
+    Example:
+        >>> s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1], [2, 0, 2]]), torch.tensor([3., 4., 5.]), (2, 3))
+        >>> torch.sparse.sum(s)
+        tensor(12.)
+        >>> torch.sparse.sum(s, dim=1).to_dense()
+        tensor([3., 9.])
+    """
     c = _require(input, "sparse.sum")
     if dim is None:
         return _sum(input, dtype=dtype)

@@ -97,7 +97,7 @@ def test_metadata_of_every_distribution(dist):
 
 def test_core_requires_only_what_the_core_imports():
     deps = {canonicalize_name(Requirement(r).name) for r in _pyproject("coretorch")["project"]["dependencies"]}
-    assert deps == {"numpy", "pluggy", "safetensors", "ml-dtypes"}
+    assert deps == {"numpy", "pluggy", "safetensors"}  # ml_dtypes: coretorch-cpu's (bfloat16 arrays)
     extras = _pyproject("coretorch")["project"]["optional-dependencies"]
     demo = {canonicalize_name(Requirement(r).name) for r in extras["demo"]}
     assert {"tqdm", "matplotlib", "threadpoolctl"} <= demo
@@ -301,7 +301,7 @@ def test_wheels_and_sdists_contain_what_they_should(built):
 def test_core_alone_names_the_cpu_plugin_to_install(envs, tmp_path):
     py = envs["core"]
     out = _smoke(py, tmp_path, _COMMON + """
-    for name in ("tqdm", "matplotlib", "scipy", "threadpoolctl", "pyopencl", "opt_einsum"):  # the lean core: none
+    for name in ("tqdm", "matplotlib", "scipy", "threadpoolctl", "pyopencl", "opt_einsum", "ml_dtypes"):  # none
         try:
             __import__(name)
         except ImportError:
@@ -333,6 +333,7 @@ def test_core_and_cpu_and_the_demo_without_its_extra(envs, tmp_path):
     assert not coretorch.backends.opt_einsum.is_available() and not coretorch.backends.opt_einsum.enabled
     a, b, c = coretorch.ones(2, 3), coretorch.ones(3, 4), coretorch.ones(4, 5)
     assert coretorch.einsum("ij,jk,kl->il", a, b, c).tolist() == [[12.0] * 5] * 2
+    assert (coretorch.ones(2, dtype=coretorch.bfloat16) * 3.3).tolist() == [3.296875] * 2  # ml_dtypes: cpu's dep
     """)
     assert "[0.0, 2.0, 4.0, 6.0] ['cpu']" in out
     r = _check([str(py.parent / "coretorch"), "demo", "--epochs", "1", "--train-subset", "64", "--out",

@@ -9,7 +9,9 @@ A *public name* is what a user reaches without an underscore, per namespace:
 - classes of a namespace (``nn`` modules, optimizers, schedulers, distributions, datasets, ...): the class itself
   and each public method or property it defines or overrides.  A method overriding a documented base-class method
   inherits that docstring (``inspect.getdoc``'s rule, and mkdocstrings shows it); ``forward`` and ``extra_repr``
-  of a Module subclass are described by the class docstring (PyTorch's convention), so they are not counted.
+  of a Module subclass are described by the class docstring (PyTorch's convention), so they are not counted;
+- a namespace made of submodules (``backends.cudnn``, ``cuda.amp``): each submodule's names, as above;
+- ``distributed``: the names the installed distributed plugin (coretorch-distributed-mpi) puts there.
 
     python tools/doc_coverage.py                 # per-namespace coverage table
     python tools/doc_coverage.py --missing       # every undocumented name, one per line
@@ -44,7 +46,34 @@ NAMESPACES: dict[str, str] = {
     "amp": "coretorch.amp",
     "plugins": "coretorch.plugins",
     "testing": "coretorch.testing",
+    # the namespaces scripts touch besides the model code: devices, flags, export stubs, RNG, sparse
+    "sparse": "coretorch.sparse",
+    "distributed": "coretorch.distributed",
+    "random": "coretorch.random",
+    "accelerator": "coretorch.accelerator",
+    "cuda": "coretorch.cuda",
+    "backends": "coretorch.backends",
+    "mps": "coretorch.mps",
+    "xpu": "coretorch.xpu",
+    "compiler": "coretorch.compiler",
+    "jit": "coretorch.jit",
+    "onnx": "coretorch.onnx",
+    "multiprocessing": "coretorch.multiprocessing",
+    "autograd.graph": "coretorch.autograd.graph",
+    "utils.checkpoint": "coretorch.utils.checkpoint",
+    "utils.hooks": "coretorch.utils.hooks",
+    "return_types": "coretorch.return_types",
+    "serialization": "coretorch.serialization",
 }
+# namespaces whose public names live in submodules, counted (and documented) under ``label.sub.name``
+SUBMODULES: dict[str, tuple[str, ...]] = {
+    "backends": ("cpu", "cuda", "cudnn", "mkldnn", "mps", "opt_einsum"),
+    "cuda": ("amp",),
+    "nn.utils": ("rnn", "parametrize", "parametrizations"),
+}
+# namespaces a plugin fills at run time: its names count as the namespace's own (coretorch.distributed is
+# coretorch-distributed-mpi's API once that plugin is installed)
+PLUGIN_PACKAGES: dict[str, tuple[str, ...]] = {"distributed": ("coretorch_distributed_mpi",)}
 _MODULE_OWN = ("forward", "extra_repr")  # described by a Module subclass's class docstring
 
 
@@ -57,9 +86,9 @@ def _own_doc(obj: Any) -> str | None:
     return getattr(obj, "__doc__", None)
 
 
-def _is_ours(obj: Any) -> bool:
+def _is_ours(obj: Any, packages: tuple[str, ...] = ()) -> bool:
     mod = getattr(obj, "__module__", None) or ""
-    return mod == "coretorch" or mod.startswith("coretorch.")
+    return mod.split(".")[0] in ("coretorch",) + packages
 
 
 def _public(module: types.ModuleType) -> list[str]:
@@ -113,30 +142,37 @@ def _tensor_members() -> Iterator[tuple[str, Any]]:
 
 def names(label: str) -> dict[str, bool]:
     """``{qualified public name: has a docstring}`` for one namespace."""
-    import coretorch
-    out: dict[str, bool] = {}
+    return {n: bool(doc and doc.strip()) for n, doc in docstrings(label).items()}
+
+
+def docstrings(label: str) -> dict[str, str | None]:
+    """``{qualified public name: its docstring}`` for one namespace (tests/test_doctests.py runs their examples)."""
     if label == "Tensor":
-        for name, attr in _tensor_members():
-            doc = _own_doc(attr)
-            out[f"Tensor.{name}"] = bool(doc and doc.strip())
-        return out
+        return {f"Tensor.{name}": _own_doc(attr) for name, attr in _tensor_members()}
+    out: dict[str, str | None] = {}
     module = importlib.import_module(NAMESPACES[label])
+    for sub in SUBMODULES.get(label, ()):
+        out.update(_module_docs(importlib.import_module(f"{NAMESPACES[label]}.{sub}"), f"{label}.{sub}", ()))
+    out.update(_module_docs(module, label, PLUGIN_PACKAGES.get(label, ())))
+    return dict(sorted(out.items()))
+
+
+def _module_docs(module: types.ModuleType, label: str, packages: tuple[str, ...]) -> dict[str, str | None]:
+    import coretorch
+    out: dict[str, str | None] = {}
     module_cls = coretorch.nn.Module
     for name in _public(module):
         obj = getattr(module, name, None)
-        if obj is None or isinstance(obj, types.ModuleType) or not _is_ours(obj):
+        if obj is None or isinstance(obj, types.ModuleType) or not _is_ours(obj, packages):
             continue
         if label == "torch" and obj is coretorch.Tensor:
             continue  # its own namespace
         if isinstance(obj, type):
-            doc = _own_doc(obj)
-            out[f"{label}.{name}"] = bool(doc and doc.strip())
+            out[f"{label}.{name}"] = _own_doc(obj)
             for member in _class_members(obj, module_cls):
-                doc = _member_doc(obj, member)
-                out[f"{label}.{name}.{member}"] = bool(doc and doc.strip())
+                out[f"{label}.{name}.{member}"] = _member_doc(obj, member)
         elif callable(obj):
-            doc = _own_doc(obj)
-            out[f"{label}.{name}"] = bool(doc and doc.strip())
+            out[f"{label}.{name}"] = _own_doc(obj)
     return out
 
 

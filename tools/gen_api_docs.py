@@ -43,12 +43,41 @@ TITLES = {
     "amp": ("coretorch.amp", "Automatic mixed precision: `autocast` and `GradScaler`."),
     "plugins": ("coretorch.plugins", "The plugin API (see also [Writing plugins](../plugins.md))."),
     "testing": ("coretorch.testing", "`assert_close` and the backend conformance suite."),
+    "sparse": ("coretorch.sparse", "Sparse COO tensors and the products that take them."),
+    "distributed": ("coretorch.distributed", "Collectives, process groups and `DistributedDataParallel`, as "
+                    "provided by the coretorch-distributed-mpi plugin (see [Distributed training]"
+                    "(../distributed.md))."),
+    "random": ("coretorch.random", "The global random number generator: seeding, state, `fork_rng`, "
+               "`Generator`."),
+    "accelerator": ("coretorch.accelerator", "The current accelerator (the OpenCL device when one is present)."),
+    "cuda": ("coretorch.cuda", "PyTorch's CUDA namespace as on a machine without CUDA: what scripts call on "
+             "their first lines answers as PyTorch does there."),
+    "backends": ("coretorch.backends", "The flags scripts set (`cudnn.benchmark`, `cuda.matmul.allow_tf32`, ...): "
+                 "accepted, with no effect where coretorch has no such library; `opt_einsum` is real."),
+    "mps": ("coretorch.mps", "Apple's Metal namespace: coretorch has no MPS device."),
+    "xpu": ("coretorch.xpu", "Intel's XPU namespace: coretorch has no XPU device."),
+    "compiler": ("coretorch.compiler", "Controls of `coretorch.compile`: `disable`, `reset`, `explain`, "
+                 "`is_compiling`."),
+    "jit": ("coretorch.jit", "TorchScript is not part of coretorch: the entry points say what to do instead; the "
+            "decorators work on eager code."),
+    "onnx": ("coretorch.onnx", "ONNX export is not part of coretorch: the entry points say so."),
+    "multiprocessing": ("coretorch.multiprocessing", "Python's multiprocessing with `spawn`/`start_processes` "
+                        "and the sharing-strategy switches."),
+    "autograd.graph": ("coretorch.autograd.graph", "The autograd graph's nodes (`grad_fn`): `Node`, its hooks, "
+                       "`AccumulateGrad`."),
+    "utils.checkpoint": ("coretorch.utils.checkpoint", "Activation checkpointing's API. The function runs once "
+                         "and keeps its graph (no recomputation in the backward): results and gradients are the "
+                         "plain call's, without the memory saving."),
+    "utils.hooks": ("coretorch.utils.hooks", "Handles returned by hook registrations."),
+    "return_types": ("coretorch.return_types", "The named tuples of the ops that return several tensors."),
+    "serialization": ("coretorch.serialization", "`save`/`load` (safetensors files, no pickle) and the "
+                      "`weights_only` allow-list functions."),
 }
 # the options every page's directives share (mkdocs.yml holds the global ones)
 _OPTS = "    options:\n      heading_level: 2\n"
 
 
-_STATIC: list = []
+_STATIC: list = []  # [{package: griffe module}]
 UNRESOLVED: list[str] = []  # names griffe cannot find in the source
 
 
@@ -57,9 +86,12 @@ def _resolvable(path: str) -> bool:
     ``__all__`` (``coretorch.nn``) hide names from it."""
     import griffe
     if not _STATIC:
-        _STATIC.append(griffe.GriffeLoader().load("coretorch"))
+        _STATIC.append({})
+    package, _, rest = path.partition(".")
+    if package not in _STATIC[0]:
+        _STATIC[0][package] = griffe.GriffeLoader().load(package)
     try:
-        obj = _STATIC[0][path[len("coretorch."):]]
+        obj = _STATIC[0][package][rest]
         if obj.is_alias:
             obj.final_target
         return True

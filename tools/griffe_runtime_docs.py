@@ -7,16 +7,28 @@ the Tensor methods bound in a loop (``coretorch/_tensor_methods.py``, declared f
 docstring from the imported object, and gives Tensor the runtime methods of ``TensorAPI`` (the stub class
 Tensor derives from only under ``TYPE_CHECKING``) with the runtime docstrings.  Importing every module for its
 objects instead (``force_inspection``) takes ~10x longer.
+
+It also reads the docstrings' ``Example:`` sections (PyTorch's heading) as Google style's ``Examples:``, so that
+their ``>>>`` lines render as code: griffe knows only the plural, and renders ``Example:`` as an admonition of
+plain text, where the doctest lines run together.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from typing import Any
 
 import griffe
 
 _PACKAGE = "coretorch"
+_EXAMPLE = re.compile(r"^(\s*)Example:[ \t]*$", re.M)
+
+
+def _examples_heading(obj: griffe.Object) -> None:
+    """``Example:`` -> ``Examples:`` in ``obj``'s docstring (before griffe parses it)."""
+    if obj.docstring is not None and "Example:" in obj.docstring.value:
+        obj.docstring.value = _EXAMPLE.sub(r"\1Examples:", obj.docstring.value)
 
 
 def _runtime(path: str) -> Any:
@@ -68,6 +80,7 @@ class RuntimeDocstrings(griffe.Extension):
                 doc = _doc_of(_runtime(f"{_PACKAGE}.Tensor.{name}"))
                 if doc:
                     member.docstring = griffe.Docstring(doc, parent=member)
+                    _examples_heading(member)
 
     def _fill(self, obj: griffe.Object, seen: set[int]) -> None:
         if id(obj) in seen:
@@ -82,5 +95,6 @@ class RuntimeDocstrings(griffe.Extension):
                 doc = _doc_of(_runtime(member.path))
                 if doc and (member.is_function or member.is_class or callable(_runtime(member.path))):
                     member.docstring = griffe.Docstring(doc, parent=member)
+            _examples_heading(member)
             if member.is_module or member.is_class:
                 self._fill(member, seen)

@@ -61,9 +61,12 @@ class enable_grad(_GradModeBase):
     """Context manager (and decorator) that enables gradient recording, e.g. inside ``no_grad``.
 
     Example:
+        >>> x = torch.ones(2, requires_grad=True)
         >>> with torch.no_grad():
         ...     with torch.enable_grad():
         ...         y = x * 2   # recorded
+        >>> y.requires_grad
+        True
     """
     _target = True
 

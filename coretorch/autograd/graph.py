@@ -214,6 +214,7 @@ class AccumulateGrad(Node):
 
 
 class GraphRoot(Node):
+    """The node ``backward``/``grad`` start from: it feeds the given output gradients into the graph."""
     __slots__ = ()
 
 from .grad_mode import state as _gs  # noqa: E402

@@ -21,14 +21,17 @@ fp32_precision = "ieee"
 
 
 def is_available() -> bool:
+    """Whether cuDNN can be used: always False."""
     return False
 
 
 def version() -> None:
+    """The cuDNN version: None (no cuDNN)."""
     return None
 
 
 def is_acceptable(tensor) -> bool:
+    """Whether cuDNN could run on ``tensor``: always False."""
     return False
 
 

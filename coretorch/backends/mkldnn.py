@@ -5,4 +5,5 @@ enabled = True
 
 
 def is_available() -> bool:
+    """Whether oneDNN (MKL-DNN) can be used: always False (the cpu backend computes with numpy)."""
     return False

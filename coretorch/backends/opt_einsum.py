@@ -17,6 +17,7 @@ _AVAILABLE = importlib.util.find_spec("opt_einsum") is not None
 
 
 def is_available() -> bool:
+    """Whether the opt_einsum package is installed (``pip install "coretorch[opt-einsum]"``)."""
     return _AVAILABLE
 
 

@@ -115,7 +115,9 @@ class Distribution:
 
         Example:
             >>> mu = torch.zeros(3, requires_grad=True)
-            >>> Normal(mu, 1.0).rsample((10,)).mean().backward()
+            >>> torch.distributions.Normal(mu, 1.0).rsample((10,)).mean().backward()
+            >>> mu.grad
+            tensor([0.3333, 0.3333, 0.3333])
         """
         raise NotImplementedError
 

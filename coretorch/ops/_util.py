@@ -183,7 +183,9 @@ def return_type(name: str, fields: tuple = ("values", "indices")):
         def __repr__(self):
             body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
             return f"coretorch.return_types.{name}(\n{body})"
-        cls = _RETURN_TYPES[name] = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+        op = "linalg." + name[len("linalg_"):] if name.startswith("linalg_") else name
+        doc = f"The named tuple ``({', '.join(fields)})`` that ``torch.{op}`` returns (fields by name or by index)."
+        cls = _RETURN_TYPES[name] = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__doc__": doc,
                                                          "__module__": "coretorch.return_types"})
     return cls
 

@@ -16,7 +16,26 @@ _REENTRANT_WARNING = ("torch.utils.checkpoint: the use_reentrant parameter shoul
 
 def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=None, determinism_check: str = "default",
                debug: bool = False, preserve_rng_state: bool = True, **kwargs):
-    """``function(*args, **kwargs)``, differentiable as usual (see the module docstring)."""
+    """``function(*args, **kwargs)``, differentiable as usual.  coretorch keeps the function's graph instead of
+    recomputing it in the backward: the result and the gradients are those of the plain call, and no memory is
+    saved.
+
+    Args:
+        function: what to run (a module or any callable).
+        *args, **kwargs: its arguments (keywords only with ``use_reentrant=False``, as PyTorch).
+        use_reentrant (bool): pass it explicitly (PyTorch warns when it is omitted, and so does this).
+        context_fn, determinism_check, debug, preserve_rng_state: accepted for PyTorch's signature.
+
+    Returns:
+        ``function(*args, **kwargs)``.
+
+    Example:
+        >>> from coretorch.utils.checkpoint import checkpoint
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> checkpoint(lambda t: (t * 3).sum(), x, use_reentrant=False).backward()
+        >>> x.grad
+        tensor([3., 3.])
+    """
     if use_reentrant is None:
         warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
@@ -26,7 +45,18 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
-    """Run the modules (an nn.Sequential or a list) in order; ``segments`` is accepted as in PyTorch."""
+    """Run ``functions`` (an ``nn.Sequential`` or a list of modules/callables) in order on ``input``, as
+    ``checkpoint`` does for one function (no recomputation).
+
+    Args:
+        functions: an ``nn.Sequential`` or a list.
+        segments (int): the number of checkpointed chunks (accepted as in PyTorch; nothing is recomputed).
+        input (Tensor): the first function's input.
+        use_reentrant (bool): pass it explicitly, as for ``checkpoint``.
+
+    Returns:
+        Tensor: the last function's output.
+    """
     if use_reentrant is None:
         warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
     if hasattr(functions, "children") and not isinstance(functions, (list, tuple)):

@@ -87,12 +87,18 @@ class BackwardHook:
         return (tuple(out) if type(args) is tuple else type(args)(*out)), idx
 
     def setup_input_hook(self, args):
+        """Route the module's inputs through an identity autograd node whose backward calls the full
+        backward hooks with ``grad_input``; returns the inputs to call ``forward`` with (``Module.__call__`` uses it).
+        """
         res, idx = self._apply_on_tensors(self._set_user_hook, args)
         self.n_inputs = len(args)
         self.input_tensors_index = idx
         return res
 
     def setup_output_hook(self, args):
+        """Route the module's outputs through an identity autograd node that records ``grad_output``
+        (and runs the backward pre-hooks); returns the outputs to hand back to the caller.
+        """
         def fn(grad_fn):
             def hook(_, grad_output):
                 self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)

@@ -443,6 +443,9 @@ class Module:
         optimizer takes.
 
         Example:
+            >>> model = nn.Linear(2, 3)
+            >>> tuple(p.shape for p in model.parameters())
+            (coretorch.Size([3, 2]), coretorch.Size([3]))
             >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
         """
         for _, param in self.named_parameters(recurse=recurse):
@@ -545,10 +548,15 @@ class Module:
         """Call ``fn`` on every submodule (children first) and on ``self``; returns ``self``.
 
         Example:
+            >>> model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
             >>> def init(m):
             ...     if isinstance(m, nn.Linear):
             ...         nn.init.zeros_(m.bias)
-            >>> model.apply(init)
+            >>> model.apply(init) is model
+            True
+            >>> model[0].bias
+            Parameter containing:
+            tensor([0., 0., 0.], requires_grad=True)
         """
         for module in self.children():
             module.apply(fn)
@@ -589,8 +597,11 @@ class Module:
         the keywords ``device``, ``dtype``, ``non_blocking``. Only floating-point tensors are cast.
 
         Example:
-            >>> model.to("opencl")
-            >>> model.to(torch.float64)
+            >>> model = nn.Linear(2, 3)
+            >>> model.to(torch.float64).weight.dtype
+            coretorch.float64
+            >>> # (skipped by the doctest run: it needs the opencl plugin)
+            >>> model = model.to("opencl")  # doctest: +SKIP
         """
         from ...ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))

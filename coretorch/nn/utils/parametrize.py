@@ -152,6 +152,15 @@ def _inject_property(module: Module, tensor_name: str) -> None:
 
 
 def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
+    """Whether ``module`` has a parametrization (on ``tensor_name`` when given).
+
+    Args:
+        module (nn.Module): the module.
+        tensor_name (str, optional): a parameter or buffer name.
+
+    Returns:
+        bool
+    """
     parametrizations = getattr(module, "parametrizations", None)
     if parametrizations is None or not isinstance(parametrizations, ModuleDict):
         return False
@@ -225,6 +234,9 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
 
 
 def type_before_parametrizations(module: Module) -> type:
+    """The class ``module`` had before ``register_parametrization`` (parametrizing
+    replaces it with a subclass); ``type(module)`` for a module without parametrizations.
+    """
     return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
 
 

@@ -39,6 +39,9 @@ class PackedSequence(_PackedSequenceBase):
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> "PackedSequence":
+        """This PackedSequence with ``data`` moved/cast by ``Tensor.to``'s arguments (the index tensors follow
+        the device; ``batch_sizes`` is kept as it is); ``self`` when nothing changes.
+        """
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
@@ -48,22 +51,28 @@ class PackedSequence(_PackedSequenceBase):
         return type(self)(data, self.batch_sizes, si, ui)
 
     def cpu(self) -> "PackedSequence":
+        """``to("cpu")``."""
         return self.to("cpu")
 
     def double(self) -> "PackedSequence":
+        """``to(dtype=torch.float64)``."""
         return self.to(dtype=_dtype("float64"))
 
     def float(self) -> "PackedSequence":
+        """``to(dtype=torch.float32)``."""
         return self.to(dtype=_dtype("float32"))
 
     def half(self) -> "PackedSequence":
+        """``to(dtype=torch.float16)``."""
         return self.to(dtype=_dtype("float16"))
 
     @property
     def is_cuda(self) -> bool:
+        """Whether ``data`` is on a CUDA device: always False."""
         return False
 
     def is_pinned(self) -> bool:
+        """Whether ``data`` is in pinned memory: False (coretorch has no pinned memory)."""
         return False
 
 
@@ -73,6 +82,16 @@ def _dtype(name):
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation (``out[permutation[i]] = i``), or None for None: what turns
+    ``sorted_indices`` into ``unsorted_indices``.
+
+    Args:
+        permutation (Tensor, optional): a 1-d permutation of ``0..n-1``.
+
+    Example:
+        >>> torch.nn.utils.rnn.invert_permutation(torch.tensor([2, 0, 1]))
+        tensor([1, 2, 0])
+    """
     if permutation is None:
         return None
     out = empty(permutation.shape, dtype=permutation.dtype, device=permutation.device)
@@ -187,5 +206,20 @@ def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
 
 
 def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The list of sequences a PackedSequence holds, in their original order (the inverse of
+    ``pack_sequence``).
+
+    Args:
+        packed_sequences (PackedSequence): the packed batch.
+
+    Returns:
+        list[Tensor]: one tensor ``(L_i, *)`` per sequence.
+
+    Example:
+        >>> from coretorch.nn.utils.rnn import pack_sequence, unpack_sequence
+        >>> seqs = [torch.tensor([1, 2, 3]), torch.tensor([4, 5])]
+        >>> unpack_sequence(pack_sequence(seqs))
+        [tensor([1, 2, 3]), tensor([4, 5])]
+    """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

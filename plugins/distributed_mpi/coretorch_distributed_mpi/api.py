@@ -72,6 +72,9 @@ class Backend(str):
 
 
 class ReduceOp(enum.Enum):
+    """How a reduction combines the ranks' tensors: ``SUM``, ``AVG``, ``PRODUCT``, ``MIN``, ``MAX`` and
+    the bitwise ``BAND``, ``BOR``, ``BXOR`` (integer and bool tensors).
+    """
     SUM = "sum"
     AVG = "avg"
     PRODUCT = "product"
@@ -110,12 +113,15 @@ class ProcessGroup:
                 "new_group(timeout=...)")
 
     def rank(self) -> int:
+        """This process's rank within the group."""
         return self.comm.Get_rank()
 
     def size(self) -> int:
+        """The number of ranks in the group."""
         return self.comm.Get_size()
 
     def name(self) -> str:
+        """The group's backend name: ``"mpi"``."""
         return Backend.MPI
 
     def __repr__(self) -> str:
@@ -128,6 +134,9 @@ class _NonGroupMember:
 
 
 class GroupMember:
+    """Group constants: ``WORLD`` (the default group; None means the same) and ``NON_GROUP_MEMBER``
+    (what ``new_group`` returns on a rank outside the new group).
+    """
     WORLD = None                          # "the default group", as in torch (None means the same)
     NON_GROUP_MEMBER = _NonGroupMember()  # what new_group returns on ranks outside the group
 
@@ -143,22 +152,29 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
+    """Whether the MPI backend is available: True with this plugin."""
     return True
 
 
 def is_nccl_available() -> bool:
+    """Whether the NCCL backend is available: False (this plugin provides MPI only)."""
     return False
 
 
 def is_gloo_available() -> bool:
+    """Whether the Gloo backend is available: False (this plugin provides MPI only)."""
     return False
 
 
 def is_torchelastic_launched() -> bool:
+    """Whether the process was started by torchelastic (``torchrun``): False; coretorch's
+    launcher is ``mpiexec`` (``python -m coretorch_distributed_mpi.launch``).
+    """
     return False
 
 
 def is_initialized() -> bool:
+    """Whether ``init_process_group`` has been called (and the default group not destroyed)."""
     return _state["pg"] is not None
 
 
@@ -271,16 +287,33 @@ def destroy_process_group(group=None) -> None:
 
 
 def get_rank(group=None) -> int:
+    """This process's rank in ``group`` (default: the default group), or -1 on a rank outside it.
+
+    Args:
+        group (ProcessGroup, optional): the group.
+
+    Returns:
+        int: the rank.
+    """
     pg = _group(group)
     return -1 if pg is None else pg.rank()
 
 
 def get_world_size(group=None) -> int:
+    """The number of ranks in ``group`` (default: the default group), or -1 on a rank outside it.
+
+    Args:
+        group (ProcessGroup, optional): the group.
+
+    Returns:
+        int: the world size.
+    """
     pg = _group(group)
     return -1 if pg is None else pg.size()
 
 
 def get_backend(group=None) -> str:
+    """The backend of ``group`` (default: the default group): ``"mpi"``."""
     _group(group)
     return Backend.MPI
 
@@ -311,6 +344,15 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
 
 
 def get_process_group_ranks(group) -> list[int]:
+    """The global ranks of ``group``'s members, in group-rank order (empty on a rank outside
+    it).
+
+    Args:
+        group (ProcessGroup): the group.
+
+    Returns:
+        list[int]: the global ranks.
+    """
     pg = _group(group)
     return list(pg.ranks) if pg is not None else []
 
@@ -330,6 +372,18 @@ def _warn_not_in_group(what: str) -> None:
 
 
 def get_global_rank(group, group_rank: int) -> int:
+    """The global rank of ``group``'s member number ``group_rank``.
+
+    Args:
+        group (ProcessGroup): a group this rank belongs to.
+        group_rank (int): a rank within the group.
+
+    Returns:
+        int: the rank in the default group.
+
+    Raises:
+        ValueError: ``group`` is not this rank's, or ``group_rank`` is not in it.
+    """
     pg = _member_group(group)
     if not 0 <= group_rank < len(pg.ranks):
         raise ValueError(f"Group rank {group_rank} is not part of group {pg}")
@@ -337,6 +391,18 @@ def get_global_rank(group, group_rank: int) -> int:
 
 
 def get_group_rank(group, global_rank: int) -> int:
+    """The rank within ``group`` of the process whose global rank is ``global_rank``.
+
+    Args:
+        group (ProcessGroup): a group this rank belongs to.
+        global_rank (int): a rank in the default group.
+
+    Returns:
+        int: the rank within the group.
+
+    Raises:
+        ValueError: ``group`` is not this rank's, or ``global_rank`` is not in it.
+    """
     pg = _member_group(group)
     if global_rank not in pg.ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}")
@@ -389,17 +455,21 @@ class Work:
         return list(self._result)
 
     def is_completed(self) -> bool:
+        """Whether the operation has finished (without waiting; finishing it if its requests are done)."""
         if not self._done and (not self._reqs or _mpi().Request.Testall(self._reqs)):
             self.wait()
         return self._done
 
     def is_success(self) -> bool:
+        """Whether the operation finished successfully (a failure raises from ``wait`` instead)."""
         return self.is_completed()
 
     def exception(self):
+        """The operation's exception: None (failures raise from ``wait``)."""
         return None
 
     def synchronize(self) -> None:
+        """Wait for the operation (the same as ``wait()``)."""
         self.wait()
 
 
@@ -500,7 +570,21 @@ def _reduction(h: np.ndarray, op: ReduceOp):
 
 # ---- collectives -------------------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    """Reduce ``tensor`` across the group, in place on every rank."""
+    """Reduce ``tensor`` across the group, in place on every rank: afterwards every rank holds the same
+    result (``torch.distributed.all_reduce``).
+
+    Args:
+        tensor (Tensor): input and output, the same shape and dtype on every rank (any device: the data travels
+            through the host).
+        op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
+            tensors only, divides by the group size).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -525,7 +609,18 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
-    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` of every rank of the group."""
+    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` of every rank of the group.
+
+    Args:
+        tensor (Tensor): the data on ``src``, the output elsewhere (same shape and dtype on every rank).
+        src (int): the source's global rank (or ``group_src``, its rank within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -557,7 +652,18 @@ def _check_same(tensors, like: Tensor, what: str, n: int) -> None:
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
-    """``tensor_list[i]`` receives ``tensor`` of group rank i."""
+    """``tensor_list[i]`` receives ``tensor`` of group rank i, on every rank.
+
+    Args:
+        tensor_list (list[Tensor]): one output per rank of the group, each shaped as ``tensor``.
+        tensor (Tensor): this rank's input.
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -646,7 +752,20 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
 
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
            group_dst: int | None = None):
-    """The reduction lands in ``tensor`` of rank ``dst``; other ranks' tensors are unchanged."""
+    """The reduction lands in ``tensor`` of rank ``dst``; other ranks' tensors are unchanged.
+
+    Args:
+        tensor (Tensor): the input on every rank, the output on ``dst``.
+        dst (int): the destination's global rank (or ``group_dst``, its rank within ``group``).
+        op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
+            tensors only, divides by the group size).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -676,7 +795,19 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
            group_dst: int | None = None):
-    """``gather_list[i]`` of rank ``dst`` receives ``tensor`` of group rank i."""
+    """``gather_list[i]`` of rank ``dst`` receives ``tensor`` of group rank i.
+
+    Args:
+        tensor (Tensor): this rank's input.
+        gather_list (list[Tensor], optional): on ``dst`` only, one output per rank shaped as ``tensor``.
+        dst (int): the destination's global rank (default 0, or ``group_dst`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -702,7 +833,19 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
             group_src: int | None = None):
-    """``tensor`` of group rank i receives ``scatter_list[i]`` of rank ``src``."""
+    """``tensor`` of group rank i receives ``scatter_list[i]`` of rank ``src``.
+
+    Args:
+        tensor (Tensor): this rank's output.
+        scatter_list (list[Tensor], optional): on ``src`` only, one input per rank shaped as ``tensor``.
+        src (int): the source's global rank (default 0, or ``group_src`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
+            does nothing and returns None.
+        async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     _check(tensor)
     pg = _group(group)
     if pg is None:
@@ -725,6 +868,16 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
+    """Block until every rank of ``group`` reaches this call.
+
+    Args:
+        group (ProcessGroup, optional): the group (default: the default group).
+        async_op (bool): return a ``Work`` instead of waiting.
+        device_ids: accepted for PyTorch's signature (ignored).
+
+    Returns:
+        A ``Work`` if ``async_op``, else None.
+    """
     pg = _group(group)
     if pg is None:
         _warn_not_in_group("barrier")
@@ -748,6 +901,15 @@ def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: i
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
+    """Send ``tensor`` to rank ``dst`` and wait until it is sent (``isend`` then ``wait``).
+
+    Args:
+        tensor (Tensor): the data (any device: it is read to the host).
+        dst (int): the destination's global rank (or ``group_dst`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group).
+        tag (int): a tag that the matching ``recv`` must use.
+        group_dst (int, optional): the destination's rank within ``group``.
+    """
     w = isend(tensor, dst, group, tag, group_dst)
     if w is not None:
         w.wait()
@@ -813,6 +975,13 @@ def _allgather_obj(pg: ProcessGroup, obj, what: str) -> list:
 
 
 def all_gather_object(object_list: list, obj, group=None) -> None:
+    """Gather one picklable object from every rank into ``object_list`` on every rank.
+
+    Args:
+        object_list (list): one slot per rank, filled in rank order.
+        obj: this rank's object (pickled: only exchange objects between trusted processes).
+        group (ProcessGroup, optional): the group (default: the default group).
+    """
     pg = _group(group)
     if pg is None:
         _warn_not_in_group("all_gather_object")
@@ -824,6 +993,15 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
                           group_src: int | None = None) -> None:
+    """Replace ``object_list`` on every rank with the list held by rank ``src``.
+
+    Args:
+        object_list (list): the objects (read on ``src``, overwritten elsewhere; pickled).
+        src (int): the source's global rank (default 0, or ``group_src`` within ``group``).
+        group (ProcessGroup, optional): the group (default: the default group).
+        device: accepted for PyTorch's signature (ignored: objects travel on the host).
+        group_src (int, optional): the source's rank within ``group``.
+    """
     pg = _group(group)
     if pg is None:
         _warn_not_in_group("broadcast_object_list")

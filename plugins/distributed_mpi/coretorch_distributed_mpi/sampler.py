@@ -17,6 +17,20 @@ __all__ = ["DistributedSampler"]
 
 
 class DistributedSampler(Sampler):
+    """A sampler that gives each rank its own shard of ``dataset`` (``torch.utils.data.DistributedSampler``).
+
+    Every rank draws the same permutation (seeded with ``seed + epoch``) and takes every ``num_replicas``-th index
+    from its rank on: the shards are disjoint, of equal length, and cover the dataset once per epoch (padded with
+    repeated indices, or cut with ``drop_last``).  Call ``set_epoch`` at the start of every epoch.
+
+    Args:
+        dataset: a map-style dataset (with ``len``).
+        num_replicas (int, optional): the number of shards (default: the default group's world size).
+        rank (int, optional): this shard (default: this process's rank).
+        shuffle (bool): permute the indices (default True).
+        seed (int): the permutation's seed, the same on every rank (default 0).
+        drop_last (bool): cut the tail instead of padding it (default False).
+    """
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
