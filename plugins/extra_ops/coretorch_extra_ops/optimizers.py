@@ -11,6 +11,7 @@ import math
 
 import coretorch
 from coretorch.optim import Optimizer
+from coretorch.optim.optimizer import _dispatch_sqrt
 
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
@@ -54,6 +55,8 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
     ``decoupled_weight_decay=True``) and ``maximize``."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -85,7 +88,7 @@ class Adam(Optimizer):
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+                bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
                 if group["amsgrad"]:
                     state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
                     exp_avg_sq = state["max_exp_avg_sq"]
@@ -96,6 +99,8 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p <- p * (1 - lr * weight_decay) first."""
+
+    _replay_capturable = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
