@@ -63,7 +63,7 @@ class CompiledFunction:
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
-        rid = tuple(map(id, _guards.roots(self._orig_fn, args, kwargs, self._gnames)))
+        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames))
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0]) != st[4]:  # a submodule added or replaced: look again
             st = None
