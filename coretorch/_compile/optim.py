@@ -11,10 +11,10 @@ gradients and optimizer state from their owners, and runs the recorded kernels (
 dict-of-state logic).  A scheduler changing ``lr`` (or OneCycleLR's momentum/betas) needs no recapture.
 
 It runs the step eagerly instead when: the optimizer's class does not opt in (user optimizers, subclasses), step
-hooks are registered, a hyper-parameter is a tensor or ``differentiable=True``, the state is created or changes
-keys during the recorded step (the first step: the recording waits for the next call), a number escapes the
-symbolic arithmetic (see :mod:`.symbolic`), or a check of the replay fails (another branch, a param group or
-state changed).
+hooks are registered, a hyper-parameter is a tensor or ``differentiable=True``, a number escapes the symbolic arithmetic
+(see :mod:`.symbolic`), or ``recompile_limit`` recordings were made.  A check of the replay that fails before
+anything was written (another branch, a param group, a non-float hyper-parameter or the state changed) records the
+step again; a recording that creates state (the first step) is not used.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import replay as _replay
 from .capture import Path, Recorder, _find_hab_users, _itself
+from .config import config
 from .symbolic import Sym
 
 _replays: "weakref.WeakKeyDictionary[Any, OptimizerReplay]" = weakref.WeakKeyDictionary()
@@ -81,8 +82,8 @@ class OptimizerReplay:
 
     def __call__(self) -> None:
         opt = self._opt()
-        if self.fn is not None:
-            if _plain_step(opt):
+        if _plain_step(opt):
+            if self.fn is not None:
                 try:
                     self.fn()
                 except _replay.Mismatch as e:
@@ -90,20 +91,21 @@ class OptimizerReplay:
                         raise RuntimeError("coretorch.compile: a branch of the replayed optimizer step went another "
                                            "way after state was written (a step count crossed a threshold); run "
                                            "the optimizer eagerly for this step function") from None
+                    self.fn = None  # a group, a branch or the state changed before anything was written: record again
                 else:
                     opt._opt_called = True
                     self.replays += 1
                     return
-        elif self.tries < 3 and _plain_step(opt):
-            self.tries += 1
-            self._record(opt)
-            return
+            if self.tries < config.recompile_limit:
+                self.tries += 1
+                self._record(opt)
+                return
         opt.step()
 
     def _record(self, opt: Any) -> None:
         groups = opt.param_groups
         if any(g.get("differentiable") for g in groups):
-            self.why, self.tries = "differentiable=True", 99
+            self.why, self.tries = "differentiable=True", 1 << 30
             opt.step()
             return
         keys = _state_keys(opt)
@@ -121,7 +123,7 @@ class OptimizerReplay:
                 g[k] = v
             rec.remove()
         if rec.breaks or rec.escape:
-            self.why, self.tries = (rec.breaks or [rec.escape])[0], 99
+            self.why, self.tries = (rec.breaks or [rec.escape])[0], 1 << 30
         elif _state_keys(opt) != keys:
             self.why = "the recorded step created optimizer state (recorded again at the next call)"
         else:
