@@ -7,10 +7,11 @@ kernel produced is *external* and is loaded, at the point of its first use, from
 argument, a parameter, its ``.grad``, a buffer; found through the persistent state reachable from the function, or
 once at the end through ``gc.get_referrers``).  Keeping a reference to every array seen keeps ``id()``s unique.
 
-``Optimizer.step()`` and ``LRScheduler.step()`` are *eager segments*: the persistent state changed so far is
-written back (exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of
-``_data``) and the real ``step`` is called, so learning-rate schedulers and Adam's step-dependent scalars need no
-recapture.
+``Optimizer.step()`` and ``LRScheduler.step()`` are *segments*: the persistent state changed so far is written back
+(exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of ``_data``) and the
+step is called: an optimizer that opts in through its :class:`~.optim.OptimizerReplay` (its own recording, with
+``lr`` & co. as inputs: a *symbolic* Recorder, see :mod:`.symbolic`), any other as the real ``step``, so
+learning-rate schedulers and Adam's step-dependent scalars need no recapture.
 
 Host reads: a core op that reads one value back (``to_numpy`` of a one-element array, ``host_all_below``) to decide
 or to compute on the host is recorded as a *checked read*: the replay reads it again and compares it with the
