@@ -65,6 +65,17 @@ def test_optimizer_step_replays_bitwise_with_step_lr(device, name):
     assert r.why == "" and r.replays >= 4  # the update ran from the recorded kernels, lr read at every replay
 
 
+@pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "Lion"])
+def test_extra_optimizers_replay_bitwise(name):
+    cls = getattr(torch.optim, name)
+    opt = _same(lambda ps: cls(ps, lr=1e-2, weight_decay=0.01), "cpu", steps=6,
+                sched=lambda o: torch.optim.lr_scheduler.StepLR(o, 2, 0.5))
+    r = optim_replay.replay_of(opt)
+    assert r.why == "" and r.replays >= 3
+    # RAdam branches on its step count (rho_t > 5) after writing state: it stays an eager segment
+    assert not optim_replay.supports(torch.optim.RAdam([torch.zeros(1)]))
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum_wd", "adam"])
 def test_one_cycle_changes_lr_and_momentum_without_recapture(name):
     sched = lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=0.5, total_steps=10)  # noqa: E731

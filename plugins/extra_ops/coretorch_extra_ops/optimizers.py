@@ -112,6 +112,8 @@ class AdamW(Adam):
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check(lr, eps, differentiable=differentiable)
@@ -158,6 +160,8 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with learning-rate decay; state is created in ``__init__``, as in PyTorch."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if not 0.0 <= lr:
@@ -195,6 +199,8 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (Zeiler)."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         if not 0.0 <= lr:
@@ -229,6 +235,8 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check(lr, eps, betas, weight_decay, differentiable)
@@ -258,6 +266,8 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
+
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -350,6 +360,8 @@ class Lion(Optimizer):
         p = p - lr * (sign(c) + weight_decay * p)
         m = beta2 * m + (1 - beta2) * g
     """
+
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
         _check(lr, 0.0, betas, weight_decay)
