@@ -202,3 +202,14 @@ def test_double_backward_through_compiled_module_raises_as_pytorch(device):
         with pytest.raises(RuntimeError, match="torch.compile with aot_autograd does not currently support double "
                                                "backward"):
             g.sum().backward()
+
+
+def test_optimizer_replay_does_not_keep_its_optimizer_alive():
+    import gc
+    import weakref
+    _, opt = _train(_OPTS["adam"], "cpu", True, steps=4)
+    assert optim_replay.replay_of(opt).replays >= 1
+    ref = weakref.ref(opt)
+    del opt
+    gc.collect()
+    assert ref() is None

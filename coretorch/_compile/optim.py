@@ -79,13 +79,14 @@ class OptimizerReplay:
         self.why = ""  # why the step runs eagerly (empty while it replays or has not been recorded yet)
         self.tries = 0
         self.replays = 0
+        self.launches = 0  # kernel launches one replay runs
 
     def __call__(self) -> None:
         opt = self._opt()
         if _plain_step(opt):
             if self.fn is not None:
                 try:
-                    self.fn()
+                    self.fn(opt)
                 except _replay.Mismatch as e:
                     if e.unsafe:
                         raise RuntimeError("coretorch.compile: a branch of the replayed optimizer step went another "
@@ -129,10 +130,11 @@ class OptimizerReplay:
         else:
             self.why = ""
             self.fn, self.source = _build(rec)
+            self.launches = rec.launches
 
     def _track(self, rec: Recorder, opt: Any, swapped: list) -> None:
         """Paths of parameters, gradients and state; the prologue: the groups, their checks and Syms."""
-        o = rec.const(opt)
+        o = "OPT"  # an argument of the replay, not a constant: the replay must not keep its optimizer alive
         pro = rec.pro
         pro.append(f"if len({o}.param_groups) != {len(opt.param_groups)}: raise MISMATCH(False)")
         for gi, g in enumerate(opt.param_groups):
@@ -194,7 +196,7 @@ def _build(rec: Recorder) -> tuple[Any, str]:
     names = [f"c{i}" for i in range(len(rec.consts))]
     pro = "\n".join(f"            {ln}" for ln in rec.pro)
     body = "\n".join(f"        {ln}" for ln in _replay._with_frees([ln for ln in rec.lines if ln], "None"))
-    src = (f"def _build({', '.join(names)}):\n    def _step():\n        try:\n{pro}\n"
+    src = (f"def _build({', '.join(names)}):\n    def _step(OPT):\n        try:\n{pro}\n"
            "        except Exception:  # a group, its hyper-parameters, a gradient or state changed: run eagerly\n"
            f"            raise MISMATCH(False) from None\n{body}\n        return None\n    return _step\n")
     ns: dict[str, Any] = dict(_GLOBALS)
