@@ -213,3 +213,37 @@ def test_optimizer_replay_does_not_keep_its_optimizer_alive():
     del opt
     gc.collect()
     assert ref() is None
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        self.temperature = 0.5
+
+    def forward(self, x):
+        return self.lin(x) / self.temperature
+
+
+CONF = types.SimpleNamespace(scale=2.0)
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_changed_module_and_config_attributes_recapture(form):
+    torch.manual_seed(0)
+    m = _Scaled()
+    x = torch.randn(4, 3)
+    def fn(x):
+        with torch.no_grad():  # (a result with a graph would be a graph break: eager, nothing to test)
+            return m(x) * CONF.scale
+    f = fn if form == "function" else m
+    cf = torch.compile(f)
+    try:
+        for t, s in ((0.5, 2.0), (0.25, 2.0), (0.25, 3.0), (0.5, 2.0)):
+            m.temperature, CONF.scale = t, s
+            for _ in range(2):
+                expect = f(x) if form == "function" else m(x)
+                np.testing.assert_array_equal(cf(x).detach().numpy(), expect.detach().numpy())
+        assert (cf.replays if form == "function" else cf._capture.replays) >= 3
+    finally:
+        CONF.scale = 2.0

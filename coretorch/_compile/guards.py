@@ -88,6 +88,13 @@ def _code_names(code: Any, out: set) -> set:
     return out
 
 
+def _config_like(v: Any) -> bool:
+    """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
+    optimizer (those are guarded otherwise)."""
+    return hasattr(v, "__dict__") and not isinstance(v, (type, _FunctionType, Tensor, Module, Optimizer)) \
+        and not callable(v)
+
+
 def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
@@ -105,7 +112,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     refs = [(g, n) for n in sorted(names) if n in g]
     for _, n in list(refs):
         v = g[n]
-        if isinstance(v, _ModuleType):
+        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
             d = vars(v)
             refs.extend((d, a) for a in sorted(names) if a in d and d[a].__class__ in _SCALAR_SET)
         elif depth and isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
@@ -171,7 +178,23 @@ def _modes() -> tuple:
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac)
 
 
+_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
+
+
+def _module_numbers(modules: list) -> tuple:
+    """The Python-number attributes of every module (``Dropout.p``, ``LayerNorm.eps``, a user module's
+    ``self.temperature``, ``training``): a changed one captures again (a replay would reuse the old number)."""
+    e = _NUMBER_ATTRS.get(id(modules))
+    if e is None or e[0] is not modules:
+        if len(_NUMBER_ATTRS) > 256:
+            _NUMBER_ATTRS.clear()
+        pairs = [(m.__dict__, k) for m in modules for k, v in m.__dict__.items() if v.__class__ in _SCALAR_SET]
+        e = _NUMBER_ATTRS[id(modules)] = (modules, pairs)
+    return tuple([d.get(k) for d, k in e[1]])
+
+
 def key(lv: list, modules: list, params: list) -> tuple:
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+            _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))
