@@ -197,6 +197,8 @@ def result_type(operands, default_float: dtype) -> dtype:
                 dim = o.dtype if dim is None else _PROMO[(dim, o.dtype)]
         elif isinstance(o, (np.floating, np.integer, np.bool_)):
             return result_type([x.item() if isinstance(x, np.generic) else x for x in operands], default_float)
+        elif isinstance(o, float):  # a float subclass (coretorch.compile's symbolic numbers): a Python float
+            wrapped = default_float if wrapped is None else _PROMO[(wrapped, default_float)]
         else:
             raise TypeError(f"unsupported operand type {type(o).__name__}")
     return _combine(dim, _combine(zero, wrapped))

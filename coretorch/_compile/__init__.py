@@ -11,11 +11,13 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.replay`: the generated replay function;
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
+* :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.explain`: ``coretorch.compiler.explain``.
 
-``Optimizer.step()`` and ``LRScheduler.step()`` run as eager segments of the replay (learning-rate schedulers and
-step counters just work; recording the optimizer's kernels with lr as a replay input is a later step).  Python side
+``Optimizer.step()`` of SGD/Adam/AdamW is replayed from its own recording with the hyper-parameters and step
+counts as inputs (:mod:`.optim`, :mod:`.symbolic`: schedulers need no recapture); other optimizers' ``step()`` and
+``LRScheduler.step()`` run as eager segments of the replay.  Python side
 effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
 only.  The result tensors of a replay carry no autograd graph.  Not done yet: fusing elementwise chains into
 generated OpenCL kernels, planned temporary pools (numpy ``out=``).
@@ -32,6 +34,7 @@ from .capture import Unsupported, state
 from .config import config, live_functions as _live, live_modules as _live_modules
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
 from .explain import ExplainOutput, explain
+from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "ModuleCapture",
@@ -63,7 +66,7 @@ class CompiledFunction:
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
-        rid = tuple(map(id, _guards.roots(self._orig_fn, args, kwargs, self._gnames)))
+        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames))
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0]) != st[4]:  # a submodule added or replaced: look again
             st = None
@@ -138,3 +141,4 @@ def reset() -> None:
     for mc in list(_live_modules):
         mc.cache.clear()
         mc.st = None
+    _optim_replays.clear()

@@ -7,10 +7,11 @@ kernel produced is *external* and is loaded, at the point of its first use, from
 argument, a parameter, its ``.grad``, a buffer; found through the persistent state reachable from the function, or
 once at the end through ``gc.get_referrers``).  Keeping a reference to every array seen keeps ``id()``s unique.
 
-``Optimizer.step()`` and ``LRScheduler.step()`` are *eager segments*: the persistent state changed so far is
-written back (exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of
-``_data``) and the real ``step`` is called, so learning-rate schedulers and Adam's step-dependent scalars need no
-recapture.
+``Optimizer.step()`` and ``LRScheduler.step()`` are *segments*: the persistent state changed so far is written back
+(exactly as eager leaves it: new ``p.grad`` tensors, ``p.grad = None``, functional updates of ``_data``) and the
+step is called: an optimizer that opts in through its :class:`~.optim.OptimizerReplay` (its own recording, with
+``lr`` & co. as inputs: a *symbolic* Recorder, see :mod:`.symbolic`), any other as the real ``step``, so
+learning-rate schedulers and Adam's step-dependent scalars need no recapture.
 
 Host reads: a core op that reads one value back (``to_numpy`` of a one-element array, ``host_all_below``) to decide
 or to compute on the host is recorded as a *checked read*: the replay reads it again and compares it with the
@@ -36,9 +37,11 @@ from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..autograd.graph import _FREED
 from ..tensor import Tensor
+from . import symbolic as _sym
+from .symbolic import Sym
 
 # kernels whose result is host information about a layout (decided by shapes, which the guards fix): not replayed
-QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark"})
+QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark", "same_storage"})
 # kernels that write into an existing array or advance a generator: after one, aborting a replay is unsafe
 MUTATING = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_",
                       "uniform_", "normal_", "rng_fill_", "rng_seed", "rng_set_state", "manual_seed", "rand", "randn",
@@ -97,8 +100,12 @@ class Path:
 
 
 class Recorder:
-    def __init__(self, fullgraph: bool):
+    def __init__(self, fullgraph: bool, symbolic: bool = False):
         self.fullgraph = fullgraph
+        self.symbolic = symbolic  # an optimizer step recorded with Syms (see .optim): no segments, no float consts
+        self.pro: list[str] = []  # symbolic: the replay's prologue (loads, hyper-parameter lines, their checks)
+        self.escape = ""  # symbolic: why a number of the step became a constant (the recording is not used)
+        self._owners0: set[int] = set()
         self.lines: list[str] = []
         self.consts: list[Any] = []
         self._const_ids: dict[int, str] = {}
@@ -156,6 +163,8 @@ class Recorder:
         if src is None:
             self.pending.append((len(self.lines), arr, v))
             self.lines.append("")  # filled in by finish()
+        elif self.symbolic and id(arr) in self._owners0:  # state known at the start: loaded (and checked) first
+            self.pro.append(f"{v} = {src}")
         else:
             self.lines.append(f"{v} = {src}")
         return v
@@ -163,11 +172,16 @@ class Recorder:
     def encode(self, obj: Any) -> str:
         if isinstance(obj, self._array_types):
             return self.read(obj)
-        if isinstance(obj, (tuple, list)) and any(self._has_array(o) for o in obj):
+        if isinstance(obj, Sym):
+            return obj.name
+        if isinstance(obj, (tuple, list)) and any(self._has_array(o) or isinstance(o, Sym) for o in obj):
             inner = ", ".join(self.encode(o) for o in obj)
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
         if obj is None or type(obj) in (bool, int, str):  # exact types: an IntEnum's repr is no literal
             return repr(obj)
+        if self.symbolic and _escaped(obj):
+            self.sym_escape(f"kernel '{self._current}' got the number {obj!r} computed outside the recorded "
+                            "arithmetic")
         return self.const(obj)
 
     def _has_array(self, obj: Any) -> bool:
@@ -245,7 +259,10 @@ class Recorder:
         self.breaks.append(msg)
 
     def launch(self, name: str, kernel: Callable, args: tuple, kwargs: dict) -> Any:
-        out = kernel(*args, **kwargs)
+        if self.symbolic and _sym._active[0] is self:  # kernels get plain floats (numpy reads a Sym as float64)
+            out = kernel(*map(_sym.plain, args), **{k: _sym.plain(v) for k, v in kwargs.items()})
+        else:
+            out = kernel(*args, **kwargs)
         if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
             return out
         self._current = name
@@ -257,9 +274,11 @@ class Recorder:
             return out
         if name == "to_numpy":
             return self._host_read(kernel, args[0], out)
-        if name in QUERY:
+        if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
+            if self.symbolic:
+                self.sym_escape("a tensor was made from host data inside the optimizer step")
             src = f"{self.const(kernel)}(CP({self.const(np.array(args[0], copy=True))}))"
         else:
             enc = ", ".join([self.encode(a) for a in args] + [f"{k}={self.encode(v)}" for k, v in kwargs.items()])
@@ -303,8 +322,49 @@ class Recorder:
         return result
 
     def segment_start(self, optimizer, args, kwargs) -> None:
-        """Before ``optimizer.step()`` (a global pre hook): ``args`` starts with the optimizer."""
-        self._segment(optimizer.step, tuple(args[1:]), dict(kwargs))
+        """Before ``optimizer.step()`` (a global pre hook): ``args`` starts with the optimizer.  An optimizer whose
+        step can be recorded with symbolic hyper-parameters (SGD, Adam, AdamW) replays through its
+        :class:`~.optim.OptimizerReplay`; any other runs eagerly."""
+        if self.symbolic:  # the optimizer step being recorded itself
+            return
+        from . import optim as _optim_replay  # (a cycle: .optim records with this module's Recorder)
+        method = optimizer.step
+        if len(args) == 1 and not kwargs and _optim_replay.supports(optimizer):
+            method = _optim_replay.replay_of(optimizer)
+        self._segment(method, tuple(args[1:]), dict(kwargs))
+
+    # ---- symbolic numbers (an optimizer step's hyper-parameters and step counts, see .symbolic) ---------------------
+    def sym(self, value: float, src: str, dep: bool) -> Sym:
+        """A new Sym computed by ``src``: a prologue line, or in place when it depends on a value read in the step."""
+        name = f"s{self.segments}_{len(self.pro) + len(self.lines)}"
+        (self.lines if dep else self.pro).append(f"{name} = {src}")
+        return Sym(value, name, dep)
+
+    def sym_check(self, src: str, value: bool, dep: bool) -> None:
+        """A branch on a Sym: the replay checks that it goes the same way (else the step runs eagerly)."""
+        if dep:
+            self.lines.append(f"if ({src}) is not {value!r}: raise MISMATCH({self.mutated})")
+        else:
+            self.pro.append(f"if ({src}) is not {value!r}: raise MISMATCH(False)")
+
+    def sym_escape(self, how: str) -> None:
+        if not self.escape:
+            self.escape = f"{how} (at {_user_frame(core=True)})"
+
+    def sym_item(self, t: Tensor, orig: Callable) -> Any:
+        """``Tensor.item()`` in a symbolic recording: a Sym read again by the replay at this point."""
+        self.user_read += 1
+        try:
+            value = orig(t)
+        finally:
+            self.user_read -= 1
+        if type(value) is not float:
+            self.sym_escape("Tensor.item() of a non-float tensor")
+            return value
+        v = self.read(t._data)
+        name = f"s{self.segments}_{len(self.pro) + len(self.lines)}"
+        self.lines.append(f"{name} = ITEM({self.const(t._be)}, {v})")
+        return Sym(value, name, True)
 
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:
@@ -359,6 +419,10 @@ class Recorder:
             orig = Tensor.__dict__[meth]
             self._saved.append((Tensor, meth, orig))
             setattr(Tensor, meth, self._user_read(meth, orig))
+        if self.symbolic:  # an optimizer step alone: no segments, no schedulers
+            _sym._active[0] = self
+            state["recorder"] = self
+            return
         for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
             if "step" in cls.__dict__:
                 self._saved.append((cls, "step", cls.__dict__["step"]))
@@ -374,11 +438,14 @@ class Recorder:
         for h in getattr(self, "_hooks", ()):
             h.remove()
         state["recorder"] = None
+        _sym._active[0] = None
 
     def _user_read(self, meth: str, orig: Callable) -> Callable:
         rec = self
 
         def method(self, *a, **kw):
+            if rec.symbolic and meth == "item" and rec.active and get_ident() == rec.thread:
+                return rec.sym_item(self, orig)
             if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
                 rec.graph_break(f"{op} reads a tensor value into Python")
@@ -440,6 +507,17 @@ class Recorder:
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         return self.const(obj)
+
+
+def _escaped(obj: Any) -> bool:
+    """A number in a symbolic recording's kernel arguments that is not a Sym: one computed from a hyper-parameter
+    outside the recorded arithmetic (C code such as ``math.exp(lr)``) would replay stale.  Exempt: the small whole
+    numbers literals become (``x += 1`` reaches the kernel as 1.0)."""
+    if type(obj) is float:
+        return not (obj.is_integer() and abs(obj) <= 2.0)
+    if isinstance(obj, (tuple, list)):
+        return any(_escaped(o) for o in obj)
+    return isinstance(obj, (float, complex, np.generic, np.ndarray))
 
 
 def _graph_consumed(fn: Any, limit: int = 100000) -> bool:

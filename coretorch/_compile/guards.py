@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from operator import attrgetter
+from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 from typing import Any
 
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
@@ -10,9 +11,11 @@ from ..autograd.grad_mode import state as _grad_state
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
+from .capture import _internal
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS)
+_SCALAR_SET = frozenset(_SCALARS)
 _training = attrgetter("training")
 
 
@@ -47,7 +50,7 @@ def _leaf_key(a: Any) -> Any:
 
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
     """Objects the function can reach: non-tensor arguments, a bound method's self (and its attributes), closure
-    cells, the globals it names (``gnames``: those names, when already known)."""
+    cells, the globals it names (``gnames``: :func:`global_names`, when already known)."""
     objs: list = [fn]
     if kwargs:
         args = (*args, *kwargs.values())
@@ -66,15 +69,55 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
                 objs.append(cell.cell_contents)
             except ValueError:  # an empty cell
                 pass
-        g = f.__globals__
-        objs.extend(g[n] for n in (global_names(f) if gnames is None else gnames) if n in g)
+        objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
     return objs
 
 
-def global_names(fn: Any) -> list:
+def root_key(objs: list) -> tuple:
+    """What identifies the roots for the cache: Python numbers, strings, None by value (a global ``SCALE = 2.0``
+    changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity."""
+    return tuple([o if o.__class__ in _SCALAR_SET else id(o) for o in objs])
+
+
+def _code_names(code: Any, out: set) -> set:
+    """The names ``code`` and its nested code objects (comprehensions, lambdas) look up."""
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            _code_names(c, out)
+    return out
+
+
+def _config_like(v: Any) -> bool:
+    """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
+    optimizer (those are guarded otherwise)."""
+    return hasattr(v, "__dict__") and not isinstance(v, (type, _FunctionType, Tensor, Module, Optimizer)) \
+        and not callable(v)
+
+
+def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
+    """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
+    attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
+    it calls by a global name (its helpers)."""
     f = getattr(fn, "__func__", fn)
     code = getattr(f, "__code__", None)
-    return [n for n in code.co_names if n in f.__globals__] if code is not None else []
+    if code is None:
+        return []
+    seen = set() if seen is None else seen
+    if id(code) in seen:
+        return []
+    seen.add(id(code))
+    g = f.__globals__
+    names = _code_names(code, set())
+    refs = [(g, n) for n in sorted(names) if n in g]
+    for _, n in list(refs):
+        v = g[n]
+        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
+            d = vars(v)
+            refs.extend((d, a) for a in sorted(names) if a in d and d[a].__class__ in _SCALAR_SET)
+        elif depth and isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+            refs.extend(global_names(v, depth - 1, seen))
+    return refs
 
 
 def state_of(objs: list) -> tuple[list, list, list, list]:
@@ -135,7 +178,23 @@ def _modes() -> tuple:
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac)
 
 
+_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
+
+
+def _module_numbers(modules: list) -> tuple:
+    """The Python-number attributes of every module (``Dropout.p``, ``LayerNorm.eps``, a user module's
+    ``self.temperature``, ``training``): a changed one captures again (a replay would reuse the old number)."""
+    e = _NUMBER_ATTRS.get(id(modules))
+    if e is None or e[0] is not modules:
+        if len(_NUMBER_ATTRS) > 256:
+            _NUMBER_ATTRS.clear()
+        pairs = [(m.__dict__, k) for m in modules for k, v in m.__dict__.items() if v.__class__ in _SCALAR_SET]
+        e = _NUMBER_ATTRS[id(modules)] = (modules, pairs)
+    return tuple([d.get(k) for d, k in e[1]])
+
+
 def key(lv: list, modules: list, params: list) -> tuple:
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+            _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))

@@ -20,7 +20,7 @@ from ..tensor import Tensor, _make
 from . import guards as _guards
 from .capture import Recorder, _find_hab_users, state
 from .config import config, live_modules
-from .replay import Mismatch, build_parts
+from .replay import _VAR, Mismatch, build_parts
 
 
 class CompiledFunctionBackward(Node):
@@ -28,9 +28,6 @@ class CompiledFunctionBackward(Node):
     compiled region)."""
 
     def backward(self, *grads):
-        if _grad_state.enabled:
-            raise RuntimeError("coretorch.compile: a compiled module's backward cannot build a graph "
-                               "(create_graph=True); call the module uncompiled for double backward")
         entry, ctx = self.entry, self.ctx
         if ctx is None:
             raise RuntimeError("Trying to backward through the graph a second time: the compiled forward's saved "
@@ -42,10 +39,23 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError("coretorch.compile: a value the captured backward read on the host differs in this "
                                "call; the eager backward would take another path. Call coretorch.compiler.reset() "
                                "or run the module uncompiled") from None
-        return tuple(None if a is None else _make(a, dt, tb) for a, (dt, tb) in zip(out, entry.grad_meta))
+        node = None
+        if _grad_state.enabled:  # create_graph=True: the gradients get a node that refuses a double backward
+            node = CompiledFunctionBackwardBackward()
+            node.next_functions = self.next_functions
+        return tuple(None if a is None else _make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
+                     for i, (a, (dt, tb)) in enumerate(zip(out, entry.grad_meta)))
 
     def release(self) -> None:  # the engine frees the forward's arrays unless retain_graph
         self.ctx = None
+
+
+class CompiledFunctionBackwardBackward(Node):
+    """The node of gradients computed through a compiled module with ``create_graph=True``: as PyTorch's
+    (aot_autograd), a backward through it raises."""
+
+    def backward(self, *grads):
+        raise RuntimeError("torch.compile with aot_autograd does not currently support double backward")
 
 
 class _ModEntry:
@@ -164,7 +174,22 @@ class ModuleCapture:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
+            result = self._attach(entry, rec, split, lv, outs)
         return result, entry
+
+    @staticmethod
+    def _attach(entry: _ModEntry, rec: Recorder, split: int, lv: list, outs: list) -> Any:
+        """The capture call's outputs on a ``CompiledFunctionBackward`` node over the recorded arrays (as a replay's:
+        its backward is the recorded one, and a double backward raises on every call alike)."""
+        fw = [ln for ln in rec.lines[:split] if ln]
+        defined = {v for ln in fw for v in _VAR.findall(ln)}
+        used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
+        node = CompiledFunctionBackward()
+        node.entry = entry
+        node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
+        node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+        res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        return res[0] if entry.single else tuple(res)
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
         """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""

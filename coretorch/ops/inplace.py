@@ -2,6 +2,8 @@
 written into the tensor's own storage so that views see it; the version counter is bumped."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
@@ -180,6 +182,11 @@ _IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
 _AXPY_SIGN = {"add_": 1, "sub_": -1}
 
 
+def _symbolic(x) -> bool:
+    """A float subclass other than numpy's: coretorch.compile's symbolic numbers (an optimizer step's lr)."""
+    return isinstance(x, float) and not isinstance(x, np.generic)
+
+
 def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     """add_/sub_/mul_/div_: outside autograd, write straight into x's storage (one pass fewer, the way an
     optimizer step wants it); otherwise the general out-of-place-then-copy path."""
@@ -208,10 +215,11 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 getattr(table, _IKERNEL[op])(x._data, y)
                 x._vc[0] += 1
                 return x
-        elif type(other) in (int, float) and (x.dtype.itemsize > 2 or op in _AXPY_SIGN or _scalar_opmath(table)):
+        elif (type(other) in (int, float) or _symbolic(other)) \
+                and (x.dtype.itemsize > 2 or op in _AXPY_SIGN or _scalar_opmath(table)):
             # (a bool goes the general way: sub_(True) raises as in PyTorch; so do float16/bfloat16 mul_/div_ on a
             # device whose kernels would round the scalar to 16 bits first: h /= 70000. is computed in float32)
-            v = float(other) * alpha
+            v = (other if other.__class__ is not int else float(other)) * alpha  # (a Sym stays one)
             if x.dtype.itemsize == 2 and op in _AXPY_SIGN and _scalar_opmath(table):
                 v = _round_to(v, x.dtype)  # PyTorch's add_/sub_ round the scalar to float16/bfloat16 first
             getattr(table, _IKERNEL[op])(x._data, v)

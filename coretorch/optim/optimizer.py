@@ -9,6 +9,7 @@ the hooks run around it.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
@@ -45,6 +46,14 @@ def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
 def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     """``hook(optimizer, args, kwargs) -> None`` after every optimizer's step."""
     return RemovableHandle.add(_global_optimizer_post_hooks, hook)
+
+
+def _dispatch_sqrt(x):
+    """``math.sqrt`` of a number; ``x.sqrt()`` of a tensor or of a number recorded symbolically by
+    ``coretorch.compile`` (PyTorch's ``torch.optim.optimizer._dispatch_sqrt``)."""
+    if isinstance(x, Tensor) or isinstance(x, float) and type(x) is not float and hasattr(x, "sqrt"):
+        return x.sqrt()
+    return math.sqrt(x)
 
 
 def _hooked_step(func):

@@ -21,6 +21,8 @@ class SGD(Optimizer):
         p = p - lr * g
     """
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
+
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False, foreach=None,
                  differentiable: bool = False, fused=None):

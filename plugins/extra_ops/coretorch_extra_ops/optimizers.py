@@ -11,6 +11,7 @@ import math
 
 import coretorch
 from coretorch.optim import Optimizer
+from coretorch.optim.optimizer import _dispatch_sqrt
 
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
@@ -54,6 +55,8 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
     ``decoupled_weight_decay=True``) and ``maximize``."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -85,7 +88,7 @@ class Adam(Optimizer):
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+                bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
                 if group["amsgrad"]:
                     state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
                     exp_avg_sq = state["max_exp_avg_sq"]
@@ -97,6 +100,8 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p <- p * (1 - lr * weight_decay) first."""
 
+    _replay_capturable = True
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
@@ -106,6 +111,8 @@ class AdamW(Adam):
 
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
+
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
@@ -153,6 +160,8 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with learning-rate decay; state is created in ``__init__``, as in PyTorch."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if not 0.0 <= lr:
@@ -190,6 +199,8 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (Zeiler)."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         if not 0.0 <= lr:
@@ -224,6 +235,8 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
 
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check(lr, eps, betas, weight_decay, differentiable)
@@ -253,6 +266,8 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
+
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -345,6 +360,8 @@ class Lion(Optimizer):
         p = p - lr * (sign(c) + weight_decay * p)
         m = beta2 * m + (1 - beta2) * g
     """
+
+    _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
         _check(lr, 0.0, betas, weight_decay)

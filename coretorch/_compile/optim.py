@@ -1,0 +1,204 @@
+"""The optimizer step inside the replay, its hyper-parameters as inputs (in the spirit of PyTorch's
+``capturable=True`` for CUDA graphs, without changing the update's arithmetic).
+
+A captured step that calls ``optimizer.step()`` of an optimizer that opts in (``_replay_capturable = True`` in the
+class itself: SGD, Adam, AdamW) replays it through an :class:`OptimizerReplay`: the first replay runs the step
+eagerly while recording its kernels with the group's float hyper-parameters and the step counts it reads
+(``Tensor.item()``) as :class:`~.symbolic.Sym` numbers; later calls run one generated function that reads
+``lr``, betas, ... from the param groups, recomputes the numbers the step derives from them with the same Python
+float operations (so the result is bitwise eager's), checks the branches the step took on them, loads parameters,
+gradients and optimizer state from their owners, and runs the recorded kernels (no per-parameter dispatch, no
+dict-of-state logic).  A scheduler changing ``lr`` (or OneCycleLR's momentum/betas) needs no recapture.
+
+It runs the step eagerly instead when: the optimizer's class does not opt in (user optimizers, subclasses), step
+hooks are registered, a hyper-parameter is a tensor or ``differentiable=True``, a number escapes the symbolic arithmetic
+(see :mod:`.symbolic`), or ``recompile_limit`` recordings were made.  A check of the replay that fails before
+anything was written (another branch, a param group, a non-float hyper-parameter or the state changed) records the
+step again; a recording that creates state (the first step) is not used.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from ..optim import optimizer as _optmod
+from ..optim.optimizer import _manager
+from ..tensor import Tensor
+from . import replay as _replay
+from .capture import Path, Recorder, _find_hab_users, _itself
+from .config import config
+from .symbolic import Sym
+
+_replays: "weakref.WeakKeyDictionary[Any, OptimizerReplay]" = weakref.WeakKeyDictionary()
+
+
+def supports(opt: Any) -> bool:
+    """Whether ``opt``'s class itself declares that its step can be recorded with symbolic hyper-parameters."""
+    return bool(type(opt).__dict__.get("_replay_capturable"))
+
+
+def replay_of(opt: Any) -> "OptimizerReplay":
+    r = _replays.get(opt)
+    if r is None:
+        r = _replays[opt] = OptimizerReplay(opt)
+    return r
+
+
+def _item(table: Any, a: Any) -> float:
+    """``Tensor.item()`` of the array ``a`` (the replay's read of a step count)."""
+    return table.to_numpy(a).reshape(()).item()
+
+
+_GLOBALS = dict(_replay._GLOBALS, SQRT=math.sqrt, ITEM=_item)
+
+
+def _plain_step(opt: Any) -> bool:
+    """No hooks that must see the step (they run with the eager step)."""
+    return not (opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks or
+                _optmod._global_optimizer_pre_hooks or _optmod._global_optimizer_post_hooks or
+                _manager.observing["optimizer_step"])
+
+
+def _state_keys(opt: Any) -> dict:
+    return {id(p): tuple(d) for p, d in opt.state.items()}
+
+
+def _state_get(opt: Any, p: Tensor, k: str) -> Any:
+    d = opt.state.get(p)
+    return None if d is None else d.get(k)
+
+
+class OptimizerReplay:
+    """``optimizer.step()`` recorded once with symbolic hyper-parameters and replayed (see the module docstring)."""
+
+    def __init__(self, opt: Any):
+        self._opt = weakref.ref(opt)
+        self.fn: Any = None
+        self.source = ""
+        self.why = ""  # why the step runs eagerly (empty while it replays or has not been recorded yet)
+        self.tries = 0
+        self.replays = 0
+        self.launches = 0  # kernel launches one replay runs
+
+    def __call__(self) -> None:
+        opt = self._opt()
+        if _plain_step(opt):
+            if self.fn is not None:
+                try:
+                    self.fn(opt)
+                except _replay.Mismatch as e:
+                    if e.unsafe:
+                        raise RuntimeError("coretorch.compile: a branch of the replayed optimizer step went another "
+                                           "way after state was written (a step count crossed a threshold); run "
+                                           "the optimizer eagerly for this step function") from None
+                    self.fn = None  # a group, a branch or the state changed before anything was written: record again
+                else:
+                    opt._opt_called = True
+                    self.replays += 1
+                    return
+            if self.tries < config.recompile_limit:
+                self.tries += 1
+                self._record(opt)
+                return
+        opt.step()
+
+    def _record(self, opt: Any) -> None:
+        groups = opt.param_groups
+        if any(g.get("differentiable") for g in groups):
+            self.why, self.tries = "differentiable=True", 1 << 30
+            opt.step()
+            return
+        keys = _state_keys(opt)
+        rec = Recorder(False, symbolic=True)
+        _find_hab_users()
+        rec.install()
+        swapped: list = []
+        try:
+            self._track(rec, opt, swapped)
+            opt.step()
+            if not rec.breaks and not rec.escape:
+                rec.finish(None, [])
+        finally:
+            for g, k, v in swapped:
+                g[k] = v
+            rec.remove()
+        if rec.breaks or rec.escape:
+            self.why, self.tries = (rec.breaks or [rec.escape])[0], 1 << 30
+        elif _state_keys(opt) != keys:
+            self.why = "the recorded step created optimizer state (recorded again at the next call)"
+        else:
+            self.why = ""
+            self.fn, self.source = _build(rec)
+            self.launches = rec.launches
+
+    def _track(self, rec: Recorder, opt: Any, swapped: list) -> None:
+        """Paths of parameters, gradients and state; the prologue: the groups, their checks and Syms."""
+        o = "OPT"  # an argument of the replay, not a constant: the replay must not keep its optimizer alive
+        pro = rec.pro
+        pro.append(f"if len({o}.param_groups) != {len(opt.param_groups)}: raise MISMATCH(False)")
+        for gi, g in enumerate(opt.param_groups):
+            gv = f"G{gi}"
+            pro.append(f"{gv} = {o}.param_groups[{gi}]")
+            pro.append(f"if len({gv}) != {len(g)}: raise MISMATCH(False)")
+            for k, v in list(g.items()):
+                key = f"{gv}[{k!r}]"
+                if k == "params":
+                    pro.append(f"if {key} is not {rec.const(v)} or len({key}) != {len(v)}: raise MISMATCH(False)")
+                elif type(v) is float:
+                    g[k] = self._leaf(rec, key, v)
+                    swapped.append((g, k, v))
+                elif type(v) is tuple and all(type(x) in (float, int) for x in v):
+                    pro.append(f"if {key}.__class__ is not tuple or len({key}) != {len(v)}: raise MISMATCH(False)")
+                    g[k] = tuple(self._leaf(rec, f"{key}[{i}]", x) if type(x) is float else x
+                                 for i, x in enumerate(v))
+                    for i, x in enumerate(v):
+                        if type(x) is int:
+                            pro.append(f"if {key}[{i}].__class__ is not int or {key}[{i}] != {x!r}: "
+                                       "raise MISMATCH(False)")
+                    swapped.append((g, k, v))
+                elif isinstance(v, Tensor):
+                    rec.sym_escape(f"the hyper-parameter {k!r} is a tensor")
+                else:
+                    c = rec.const(v)
+                    pro.append(f"if {key}.__class__ is not {c}.__class__ or {key} != {c}: raise MISMATCH(False)")
+            for p in g["params"]:
+                c = rec.const(p)
+                rec.paths.append(Path(c, _itself(p), False))
+                rec.paths.append(Path(f"{c}._grad", _getter(p, "_grad"), True))
+                if p._grad is None:  # the recorded step skips it: so must every replay
+                    pro.append(f"if {c}._grad is not None: raise MISMATCH(False)")
+                d = opt.state.get(p)
+                for k, t in (d or {}).items():
+                    if isinstance(t, Tensor):
+                        rec.paths.append(Path(f"{o}.state[{c}][{k!r}]", _state_getter(opt, p, k), True))
+        rec.snapshot()
+        rec.refresh_owners()
+        rec._owners0 = set(rec.owner)
+
+    @staticmethod
+    def _leaf(rec: Recorder, key: str, v: float) -> Any:
+        name = f"h{len(rec.pro)}"
+        rec.pro.append(f"{name} = {key}")
+        rec.pro.append(f"if {name}.__class__ is not float: raise MISMATCH(False)")
+        return Sym(v, name)
+
+
+def _getter(obj: Any, attr: str):
+    return lambda: getattr(obj, attr)
+
+
+def _state_getter(opt: Any, p: Tensor, k: str):
+    return lambda: _state_get(opt, p, k)
+
+
+def _build(rec: Recorder) -> tuple[Any, str]:
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    pro = "\n".join(f"            {ln}" for ln in rec.pro)
+    body = "\n".join(f"        {ln}" for ln in _replay._with_frees([ln for ln in rec.lines if ln], "None"))
+    src = (f"def _build({', '.join(names)}):\n    def _step(OPT):\n        try:\n{pro}\n"
+           "        except Exception:  # a group, its hyper-parameters, a gradient or state changed: run eagerly\n"
+           f"            raise MISMATCH(False) from None\n{body}\n        return None\n    return _step\n")
+    ns: dict[str, Any] = dict(_GLOBALS)
+    exec(compile(src, "<coretorch.compile optimizer replay>", "exec"), ns)  # noqa: S102 - source generated above
+    return ns["_build"](*rec.consts), src

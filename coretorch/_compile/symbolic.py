@@ -1,0 +1,171 @@
+"""Symbolic Python numbers: the hyper-parameters (``lr``, betas, ...) and step counts of an optimizer step recorded
+for replay (:mod:`.optim`).
+
+A :class:`Sym` is a ``float`` with a name in the replay's source.  During the recording of an optimizer step the
+group's float hyper-parameters are replaced by Syms and ``Tensor.item()`` returns one; arithmetic on Syms gives new
+Syms whose source line (``s3 = (1 - s1)``) is emitted into the replay, so the replay recomputes every number the
+step derives from them with the same Python float operations, in the same order (bitwise the same values as
+eager), and a scheduler changing ``lr`` needs no recapture.  A comparison or truth test of a Sym is a branch of the
+step: it becomes a check of the replay (another outcome runs the step eagerly).  Kernels get plain floats.
+
+What escapes: a Sym turned into a plain number by C code (``math.exp(lr)``, ``np.float32(lr)``) is a constant of
+the recording; the recorder refuses any float constant in an optimizer step's kernels, so such a step stays an
+eager segment instead of replaying a stale number.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+_active: list = [None]  # the recorder of the optimizer step being recorded (None: Syms are plain floats)
+
+_NUMBERS = (int, float)
+
+
+def _src(x: Any, rec: Any) -> str:
+    if isinstance(x, Sym):
+        return x.name
+    if type(x) is float and math.isfinite(x) or type(x) in (int, bool):
+        return repr(x)
+    return rec.const(x)
+
+
+def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
+    def method(self: "Sym", other: Any):
+        if not isinstance(other, _NUMBERS):
+            return NotImplemented
+        value = fop(self, other)
+        rec = _active[0]
+        if value is NotImplemented or rec is None:
+            return value
+        a, b = _src(self, rec), _src(other, rec)
+        src = f"({b} {op} {a})" if reverse else f"({a} {op} {b})"
+        return rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
+    return method
+
+
+def _compare(op: str, fop: Callable) -> Callable:
+    def method(self: "Sym", other: Any):
+        value = fop(self, other)
+        rec = _active[0]
+        if value is NotImplemented or rec is None or not isinstance(other, _NUMBERS):
+            return value
+        rec.sym_check(f"({_src(self, rec)} {op} {_src(other, rec)})", value,
+                      self.dep or getattr(other, "dep", False))
+        return value
+    return method
+
+
+class Sym(float):
+    """A float of a recorded optimizer step with its name in the replay source (see the module docstring)."""
+
+    __slots__ = ("name", "dep")
+    name: str
+    dep: bool  # computed from a value read during the step (a step count): its line stays in place
+
+    def __new__(cls, value: float, name: str, dep: bool = False) -> "Sym":
+        s = float.__new__(cls, value)
+        s.name, s.dep = name, dep
+        return s
+
+    __add__ = _binary("+", float.__add__, False)
+    __radd__ = _binary("+", float.__radd__, True)
+    __sub__ = _binary("-", float.__sub__, False)
+    __rsub__ = _binary("-", float.__rsub__, True)
+    __mul__ = _binary("*", float.__mul__, False)
+    __rmul__ = _binary("*", float.__rmul__, True)
+    __truediv__ = _binary("/", float.__truediv__, False)
+    __rtruediv__ = _binary("/", float.__rtruediv__, True)
+    __floordiv__ = _binary("//", float.__floordiv__, False)
+    __rfloordiv__ = _binary("//", float.__rfloordiv__, True)
+    __mod__ = _binary("%", float.__mod__, False)
+    __rmod__ = _binary("%", float.__rmod__, True)
+    __eq__ = _compare("==", float.__eq__)
+    __ne__ = _compare("!=", float.__ne__)
+    __lt__ = _compare("<", float.__lt__)
+    __le__ = _compare("<=", float.__le__)
+    __gt__ = _compare(">", float.__gt__)
+    __ge__ = _compare(">=", float.__ge__)
+    __hash__ = float.__hash__
+
+    def __pow__(self, other: Any, mod: Any = None):
+        if mod is not None:
+            return NotImplemented
+        return _POW(self, other)
+
+    def __rpow__(self, other: Any, mod: Any = None):
+        if mod is not None:
+            return NotImplemented
+        return _RPOW(self, other)
+
+    def _unary(self, fmt: str, value: float) -> Any:
+        rec = _active[0]
+        return value if rec is None else rec.sym(value, fmt.format(self.name), self.dep)
+
+    def __neg__(self):
+        return self._unary("(-{})", -float(self))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self._unary("abs({})", abs(float(self)))
+
+    def __bool__(self) -> bool:
+        value = float(self) != 0.0
+        rec = _active[0]
+        if rec is not None:
+            rec.sym_check(f"bool({self.name})", value, self.dep)
+        return value
+
+    def _escape(self, how: str) -> None:
+        rec = _active[0]
+        if rec is not None:
+            rec.sym_escape(how)
+
+    def __int__(self) -> int:
+        self._escape("int()")
+        return int(float(self))
+
+    def __round__(self, n: Any = None):
+        self._escape("round()")
+        return round(float(self), n)
+
+    def __trunc__(self) -> int:
+        self._escape("math.trunc()")
+        return math.trunc(float(self))
+
+    def __floor__(self) -> int:
+        self._escape("math.floor()")
+        return math.floor(float(self))
+
+    def __ceil__(self) -> int:
+        self._escape("math.ceil()")
+        return math.ceil(float(self))
+
+    def item(self) -> "Sym":  # the op layer turns number-like objects into numbers with .item(): stay symbolic
+        return self
+
+    def sqrt(self) -> Any:
+        """``math.sqrt`` of the number (what :func:`coretorch.optim.optimizer._dispatch_sqrt` calls)."""
+        return self._unary("SQRT({})", math.sqrt(float(self)))
+
+    def __reduce__(self):  # a Sym stored by a step and pickled later is its number
+        return (float, (float(self),))
+
+
+_POW = _binary("**", float.__pow__, False)
+_RPOW = _binary("**", float.__rpow__, True)
+
+
+def plain(x: Any) -> Any:
+    """``x`` with Syms (also inside a tuple or list) as plain floats: what kernels get."""
+    if isinstance(x, Sym):
+        return float.__float__(x)
+    if isinstance(x, (tuple, list)) and any(isinstance(o, Sym) for o in x):
+        return type(x)(plain(o) for o in x) if type(x) in (tuple, list) else x
+    return x
+
+
+def has_sym(x: Any) -> bool:
+    return isinstance(x, Sym) or isinstance(x, (tuple, list)) and any(isinstance(o, Sym) for o in x)
