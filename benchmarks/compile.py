@@ -59,23 +59,31 @@ def worker(framework: str, model: str, device: str, mode: str) -> dict:
     """Median ms per step after warm-up, the first call's seconds and launches per replay."""
     torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
     step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
-    if mode == "compiled":
+    if mode == "unfused":  # compiled without fusion (the "launches before fusion" figure's step)
+        torch._compile.config.fusion = False
+    if mode in ("compiled", "unfused"):
         step = torch.compile(step)
+    # an asynchronous device (opencl) finishes each step's kernels inside the timing (wall time and PoCL's threads)
+    sync = (lambda: torch.accelerator.synchronize(device)) if device != "cpu" and framework == "coretorch" \
+        else (lambda: None)
     t0 = time.perf_counter()
     step(*args)
+    sync()
     first = time.perf_counter() - t0
     for _ in range(3):
         step(*args)
+    sync()
     times, cpu = [], []
     for _ in range(STEPS[model]):
         t0, c0 = time.perf_counter(), time.process_time()
         step(*args)
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
         cpu.append((time.process_time() - c0) * 1e3)
     times.sort()
     cpu.sort()
     return {"ms": times[len(times) // 2], "cpu_ms": cpu[len(cpu) // 2], "first_s": first,
-            "launches": getattr(step, "launches", None)}
+            "launches": getattr(step, "launches", None), "unfused": getattr(step, "launches_before_fusion", None)}
 
 
 def _run(python: str, framework: str, model: str, device: str, mode: str, threads: int | None) -> dict | None:

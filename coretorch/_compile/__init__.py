@@ -113,6 +113,12 @@ class CompiledFunction:
         live = [e for e in self._cache.values() if e.replay is not None]
         return live[-1].launches if live else 0
 
+    @property
+    def launches_before_fusion(self) -> int:
+        """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1].launches + live[-1].fused if live else 0
+
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
             options=None, disable: bool = False):

@@ -112,6 +112,7 @@ class Recorder:
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
+        self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True
         self.user_read = 0
@@ -269,6 +270,7 @@ class Recorder:
             self.mutated = True
         if isinstance(out, self._array_types):
             self.lines.append(f"{self.new_var(out)} = {src}")
+            self.info[len(self.lines) - 1] = (name, kernel, args, kwargs, out)
         elif isinstance(out, (tuple, list)) and any(isinstance(o, self._array_types) for o in out):
             names = [self.new_var(o) if isinstance(o, self._array_types) else "_" for o in out]
             self.lines.append(f"{', '.join(names)}, = {src}")
