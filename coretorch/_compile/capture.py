@@ -270,12 +270,12 @@ class Recorder:
             self.mutated = True
         if isinstance(out, self._array_types):
             self.lines.append(f"{self.new_var(out)} = {src}")
-            self.info[len(self.lines) - 1] = (name, kernel, args, kwargs, out)
         elif isinstance(out, (tuple, list)) and any(isinstance(o, self._array_types) for o in out):
             names = [self.new_var(o) if isinstance(o, self._array_types) else "_" for o in out]
             self.lines.append(f"{', '.join(names)}, = {src}")
         else:
             self.lines.append(src)
+        self.info[len(self.lines) - 1] = (name, kernel, args, kwargs, out)
         return out
 
     def _host_read(self, kernel: Callable, arr: Any, out: Any) -> Any:

@@ -23,12 +23,17 @@ from typing import Any
 
 from .. import _backend
 from .._backend import BINARY, UNARY
-from .capture import MUTATING, Recorder
+from .capture import MUTATING, Recorder, _memory_of
 
 # the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)
 ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full"}
 # kernels that write into an operand besides their result (scratch or ``out=`` arguments): barriers too
 _WRITES_OPERANDS = frozenset({"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
+# in-place updates of a temporary (a bias added into a matmul's result) become the out-of-place op first, so the
+# update can join a group (the temporary's old value is read by nothing else)
+_INPLACE = {"iadd": "add", "isub": "sub", "imul": "mul", "idiv": "div"}
+# producers whose result is a fresh array (no view of another): only those may be renamed so
+_FRESH = ELEMENTWISE | {"matmul"}
 _VAR = re.compile(r"\ba\d+\b")
 # lines that only rebind state (load an array into a variable, write a tensor's array or .grad back): no barrier
 _LOAD = re.compile(r"^a\d+ = [A-Za-z_][\w\[\]'\". ]*$")
@@ -53,6 +58,15 @@ class FusedProgram:
                 f"outputs={self.outputs})")
 
 
+class _Value:
+    """The result of an in-place update made out of place (no array exists before the replay)."""
+
+    __slots__ = ("shape", "dtype", "size")
+
+    def __init__(self, like: Any):
+        self.shape, self.dtype, self.size = tuple(like.shape), like.dtype, like.size
+
+
 def _hook(table: Any):
     return getattr(table, "compile_fused", None) if "compile_fused" in getattr(table, "names", ()) else None
 
@@ -73,21 +87,20 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     hooks = {id(t): _hook(t) for t in tables}
     if not any(hooks.values()):
         return 0
-    owner = {id(getattr(t, n)): t for t in tables if hooks[id(t)] for n in ELEMENTWISE if n in t.names}
-    types = rec._array_types
-    # definitions and uses of every variable
-    defs: dict[str, int] = {}
-    uses: dict[str, list[int]] = {}
-    for i, line in enumerate(lines):
-        if not line:
-            continue
-        found = _VAR.findall(line)
-        if i in info and found:
-            defs[found[0]] = i
-            found = found[1:]
-        for v in set(found):
-            uses.setdefault(v, []).append(i)
+    names = ELEMENTWISE | set(_INPLACE)
+    owner = {id(getattr(t, n)): t for t in tables if hooks[id(t)] for n in names if n in t.names}
+    types = (*rec._array_types, _Value)
     keep = set(_VAR.findall(keep_src))
+    defs, uses = _scan(lines, info, types)
+    renames: dict[int, list] = {}
+
+    def var_of(i: int, a: Any) -> str | None:
+        """The variable that holds array ``a`` at line ``i`` (after the renames of in-place updates)."""
+        for line, name in reversed(renames.get(id(a), ())):
+            if line < i:
+                return name
+        return rec.var.get(id(a))
+    _functional(rec, info, owner, keep, defs, uses, renames, var_of)
     barriers = [i for i, line in enumerate(lines) if line and _is_barrier(i, line, info)]
     if split is not None:
         barriers.append(split - 0.5)
@@ -96,7 +109,7 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     cand = {}
     for i, (name, kernel, args, kwargs, out) in info.items():
         table = owner.get(id(kernel))
-        if table is None or name not in ELEMENTWISE or kwargs or not out.size:
+        if table is None or name not in ELEMENTWISE or kwargs or not isinstance(out, types) or not out.size:
             continue
         fusable = getattr(hooks[id(table)], "fusable", None)
         if fusable is not None and not fusable(name, args, out):
@@ -111,7 +124,7 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         for a in args:
             if not isinstance(a, types):
                 continue
-            v = rec.var.get(id(a))
+            v = var_of(i, a)
             p = defs.get(v) if v is not None else None
             g = group_of.get(p) if p is not None else None
             if g is None or g in join:
@@ -125,7 +138,7 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
             group_of[i] = i
             continue
         members = sorted(m for g in join for m in groups[g]) + [i]
-        if _legal(members, cand, rec, defs, uses, barriers):
+        if _legal(members, cand, rec, uses, barriers):
             gid = min(join)
             for g in join:
                 for m in groups.pop(g):
@@ -140,7 +153,7 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         return 0
     by_table: dict[int, list] = {}
     for members in todo:
-        prog, tokens = _program(members, cand, rec, defs, uses, keep, lines)
+        prog, tokens = _program(members, cand, rec, defs, uses, keep, lines, var_of)
         by_table.setdefault(id(cand[members[0]][1]), []).append((members, prog, tokens))
     saved = 0
     for items in by_table.values():
@@ -158,6 +171,57 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     return saved
 
 
+def _scan(lines: list, info: dict, types: tuple) -> tuple[dict, dict]:
+    """Where each variable is defined (launch lines only) and the lines that read it."""
+    defs: dict[str, int] = {}
+    uses: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        found = _VAR.findall(line)
+        if i in info and isinstance(info[i][4], types) and found:
+            defs[found[0]] = i
+            found = found[1:]
+        for v in dict.fromkeys(found):
+            uses.setdefault(v, []).append(i)
+    return defs, uses
+
+
+def _functional(rec: Recorder, info: dict, owner: dict, keep: set, defs: dict, uses: dict, renames: dict,
+                var_of) -> None:
+    """``iadd(t, y)`` on a temporary ``t`` that a fresh-array launch made and nothing read since becomes
+    ``t2 = add(t, y)``, later lines reading ``t2``: the update can then join ``t``'s consumers in a group."""
+    lines = rec.lines
+    for i in sorted(info):
+        name, kernel, args, kwargs, out = info[i]
+        table = owner.get(id(kernel))
+        if name not in _INPLACE or table is None or kwargs or len(args) != 2 \
+                or not isinstance(args[0], rec._array_types):
+            continue
+        x, y = args
+        vx = var_of(i, x)
+        p = defs.get(vx)
+        if vx is None or vx in keep or p is None or info[p][0] not in _FRESH:
+            continue
+        if any(p < u < i for u in uses.get(vx, ())):
+            continue  # read (or viewed) before the update: it must stay in place
+        if isinstance(y, rec._array_types) and _memory_of(y) is _memory_of(x):
+            continue
+        v = _Value(x)
+        nv = rec.new_var(v)
+        tokens = _call_args(lines[i])
+        lines[i] = f"{nv} = {rec.const(getattr(table, _INPLACE[name]))}({', '.join(tokens)})"
+        info[i] = (_INPLACE[name], getattr(table, _INPLACE[name]), args, {}, v)
+        renames.setdefault(id(x), []).append((i, nv))
+        pat = re.compile(rf"\b{vx}\b")
+        later = [u for u in uses.get(vx, ()) if u > i]
+        for u in later:
+            lines[u] = pat.sub(nv, lines[u])
+        defs[nv] = i
+        uses[nv] = later
+        uses[vx] = [u for u in uses.get(vx, ()) if u <= i]
+
+
 def _is_barrier(i: int, line: str, info: dict) -> bool:
     rec_ = info.get(i)
     if rec_ is not None:
@@ -166,7 +230,7 @@ def _is_barrier(i: int, line: str, info: dict) -> bool:
     return not (_LOAD.match(line) or _WRITE_BACK.match(line))
 
 
-def _legal(members: list, cand: dict, rec: Recorder, defs: dict, uses: dict, barriers: list) -> bool:
+def _legal(members: list, cand: dict, rec: Recorder, uses: dict, barriers: list) -> bool:
     """Whether ``members`` may run as one launch at the last member's place: no barrier inside their span, and no
     value of theirs read before that place by a line outside the group."""
     lo, hi = members[0], members[-1]
@@ -187,7 +251,7 @@ def _call_args(line: str) -> list[str]:
     return [ast.unparse(a) for a in call.args]
 
 
-def _program(members: list, cand: dict, rec: Recorder, defs: dict, uses: dict, keep: set, lines: list):
+def _program(members: list, cand: dict, rec: Recorder, defs: dict, uses: dict, keep: set, lines: list, var_of):
     """The FusedProgram of a group and the argument sources of its call."""
     index = {m: j for j, m in enumerate(members)}
     inputs, in_tok, in_ids = [], [], {}
@@ -200,7 +264,7 @@ def _program(members: list, cand: dict, rec: Recorder, defs: dict, uses: dict, k
         ops = []
         for a, tok in zip(args, toks):
             if isinstance(a, rec._array_types):
-                v = rec.var.get(id(a))
+                v = var_of(m, a)
                 p = defs.get(v)
                 if p in index:
                     ops.append(("node", index[p]))
