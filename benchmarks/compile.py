@@ -7,8 +7,10 @@ and mode in its own process, with one thread and with the default threads.
 MLP step: 784-256-128-10, batch 128, SGD.  GPT step: the one of benchmarks/transformer.py (2 pre-LN blocks, width
 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW).  Each step does zero_grad, forward, backward and
 optimizer.step() and returns the loss tensor.  "first call" is the compiled step's first call (the capture run);
-"launches" the kernel launches one replay runs; "CPU ms" the process CPU time per step (all threads), steadier than
-wall time on a shared machine.
+"launches" the kernel launches one replay runs, in brackets before fusion (opencl fuses elementwise chains; views
+count as launches); "CPU ms" the process CPU time per step (all threads, PoCL's included), steadier than wall time
+on a shared machine.  ``--devices cpu,opencl`` adds the opencl rows; an opencl step is synchronised before its time
+is taken.
 """
 from __future__ import annotations
 
@@ -118,7 +120,7 @@ def main(argv=None) -> None:
     if tp and not shutil.which(tp) and not os.path.exists(tp):
         tp = ""
     print("| step | device | threads | eager ms | compiled ms | speed-up | eager CPU ms | compiled CPU ms | "
-          "first call s | launches | PyTorch eager ms | compiled / PyTorch |"
+          "first call s | launches (before fusion) | PyTorch eager ms | compiled / PyTorch |"
           + (" PyTorch compiled ms |" if args.torch_compiled else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.torch_compiled else ""))
     for model in args.models.split(","):
@@ -132,7 +134,7 @@ def main(argv=None) -> None:
                     continue
                 ours = (f"| {model} | {device} | {threads or 'default'} | {e['ms']:.2f} | {c['ms']:.2f} | "
                         f"{e['ms'] / c['ms']:.2f}x | {e['cpu_ms']:.2f} | {c['cpu_ms']:.2f} | {c['first_s']:.2f} | "
-                        f"{c['launches']} |")
+                        f"{c['launches']} ({c['unfused']}) |")
                 theirs = f" {base['ms']:.2f} | {c['ms'] / base['ms']:.2f}x |" if base else " - | - |"
                 if args.torch_compiled:
                     theirs += f" {tc['ms']:.2f} |" if tc else " - |"
