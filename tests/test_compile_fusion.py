@@ -111,18 +111,22 @@ def test_intermediates_read_elsewhere_stay_materialised(device):
     np.testing.assert_array_equal(_np(eager), _np(out))
 
     def mutated(x, y):
-        a = x * 2
-        y.mul_(3)                                      # an in-place update between the two launches: no group
-        return a + y
+        a = x * 2 + y                                  # reads y before an indexed write into it:
+        y[0] = 5.0                                     # a + 1 cannot join a's group across the write
+        return (a + 1).exp() + y
 
     y2 = y.clone()
     eager = mutated(x, y)
     c = torch.compile(mutated)
     c(x, y2)
+    y3 = y2.clone()
     out = c(x, y2)
-    np.testing.assert_array_equal(_np(x) * 2 + _np(y2), _np(out))
-    np.testing.assert_array_equal(_np(eager), _np(x) * 2 + _np(y))
-    assert c.launches == c.launches_before_fusion
+    expect = mutated(x, y3)
+    np.testing.assert_array_equal(_np(expect), _np(out))
+    np.testing.assert_array_equal(_np(y3), _np(y2))
+    # two groups, one on each side of the write: (x * 2 + y) and ((a + 1).exp() + y)
+    assert c.launches == c.launches_before_fusion - 3, (c.launches, c.launches_before_fusion)
+    assert np.isfinite(_np(eager)).all()
 
 
 @pytest.mark.parametrize("device", FUSING)
@@ -151,6 +155,34 @@ def test_mlp_steps_fused_match_eager(device):
     assert f.launches < f.launches_before_fusion
     for a, b in zip(ref, got):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", FUSING)
+def test_in_place_updates_fused_into_the_arrays(device):
+    def make():
+        torch.manual_seed(0)
+        w = torch.randn(5, 4, device=device)
+        buf, v = torch.zeros(5, 4, device=device), torch.ones(5, 4, device=device)
+
+        def step(x):  # a hand-written Adam-like update of persistent state inside the compiled function
+            g = (x * 2 + w).tanh()
+            with torch.no_grad():
+                buf.mul_(0.9).add_(g)
+                v.mul_(0.99).addcmul_(g, g, value=0.01)
+                w.add_(buf / (v.sqrt() + 1e-8), alpha=-0.1)
+            return g.sum()
+        return step, (w, buf, v)
+
+    x = torch.randn(5, 4, device=device)
+    eager, ref = make()
+    step, got = make()
+    c = torch.compile(step)
+    for _ in range(4):
+        eager(x)
+        c(x)
+    assert c.replays == 3 and c.launches <= 3 < 12 <= c.launches_before_fusion, (c.launches, c.launches_before_fusion)
+    for a, b in zip(ref, got):
+        np.testing.assert_array_equal(_np(a), _np(b))
 
 
 @pytest.mark.parametrize("device", FUSING)

@@ -38,7 +38,7 @@ from ..autograd.graph import _FREED
 from ..tensor import Tensor
 
 # kernels whose result is host information about a layout (decided by shapes, which the guards fix): not replayed
-QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark"})
+QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark", "same_storage"})
 # kernels that write into an existing array or advance a generator: after one, aborting a replay is unsafe
 MUTATING = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_",
                       "uniform_", "normal_", "rng_fill_", "rng_seed", "rng_set_state", "manual_seed", "rand", "randn",

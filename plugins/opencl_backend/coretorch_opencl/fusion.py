@@ -5,7 +5,8 @@ The core's fusion pass (``coretorch/_compile/fusion.py``) hands over groups of r
 registers.  Every node computes exactly the expression of its unfused kernel (taken from the elementwise table's
 ``_ew_specs``, so NaN/inf behaviour and integer corner cases are the same) in the same compute type, and its value
 is converted to the node's dtype as the unfused kernel's store would (``(uchar)(v != 0)`` for bool): a float32 chain
-gives bitwise the values of its unfused launches (``FP_CONTRACT OFF``: no a*b+c contracted into an fma).
+gives bitwise the values of its unfused launches (each node one statement: FP_CONTRACT, on by default in OpenCL C,
+contracts within a node's expression exactly as in its own kernel, never across nodes).
 
 All the groups of one capture are one OpenCL program (one build; ``Device.kernel`` caches it in memory and
 pyopencl's binary cache on disk, as every other kernel of this backend).  Layouts: inputs of any strides
@@ -29,7 +30,6 @@ from .layout import _collapse, _desc, _expand_strides
 _DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8,
                                           np.bool_))
 _MAX_ARGS = 96  # kernel parameters of one fused kernel (CL_DEVICE_MAX_PARAMETER_SIZE is at least 1024 bytes)
-_PRAGMA = "#pragma OPENCL FP_CONTRACT OFF\n"
 
 
 def _conv(expr: str, src, dst) -> str:
@@ -90,12 +90,22 @@ def kernels(k) -> dict:
             return dt == _BOOL and len(args) == 3
         if name == "clamp":
             return all(a is None or isinstance(a, (bool, int, float)) for a in args[1:])
-        return name == "cast"
+        if name == "axpy_":
+            return dt != _BOOL and isinstance(args[2], cla.Array)
+        return name in ("cast", "assign_")
 
     def node_spec(name, ops, in_dt, out_dt):
-        """(spec, program dtype) of a node: the unfused kernel's entry in ``_ew_specs``."""
+        """(spec, program dtype, operands in the spec's order) of a node: the unfused kernel's entry in
+        ``_ew_specs``."""
         def is_sc(j):
             return ops[j][0] == "scalar"
+        vals = [op for op in ops if op[0] != "const"]
+        if name == "axpy_":  # (y, alpha, x) -> y + alpha x: k_axpy's operands are (y, x, alpha)
+            return spec_of(out_dt)["k_axpy"], out_dt, [ops[0], ops[2], ops[1]]
+        if name == "assign_":  # (dst, src): a cast of src to dst's dtype, or a fill with a scalar
+            if is_sc(1):
+                return spec_of(out_dt)["k_fill"], out_dt, [ops[1]]
+            return spec_of(in_dt(ops[1]))[f"k_cast_{cg.tag(out_dt)}"], in_dt(ops[1]), [ops[1]]
         if name in _UNARY:
             pdt, kname = in_dt(ops[0]), f"u_{name}"
         elif name in _BINARY:
@@ -108,23 +118,27 @@ def kernels(k) -> dict:
             pdt, kname = in_dt(ops[0]), f"k_clamp_{int(ops[1][0] != 'const')}{int(ops[2][0] != 'const')}"
         else:  # full
             pdt, kname = out_dt, "k_fill"
-        return spec_of(pdt)[kname], pdt
+        return spec_of(pdt)[kname], pdt, vals
 
     def kernel_src(prog, kname, modes, nd):
         """The source of one fused kernel; ``modes`` per input "c" (contiguous with the output) or "s"."""
         out_dts = [np.dtype(prog.nodes[j][2]) for j in prog.outputs]
-        params = [f"__global {cg.stype(dt)}* o{i}" for i, dt in enumerate(out_dts)]
-        loads = []
+        targets = set(prog.targets.values())
+        params = [f"__global {cg.stype(dt)}* o{i}" for i, dt in enumerate(out_dts) if i not in prog.targets]
+        loads, idxs = [], []
+        read = {op[1] for _, ops, _ in prog.nodes for op in ops if op[0] == "in"}
         two_d = "s" in modes and nd <= 2
         for i, (a, m) in enumerate(zip(prog.inputs, modes)):
             dt = a.dtype
-            params += [f"__global const {cg.stype(dt)}* p{i}", f"long po{i}"]
+            params += [f"__global {'' if i in targets else 'const '}{cg.stype(dt)}* p{i}", f"long po{i}"]
             if m == "c":
                 idx = f"po{i} + g"
             else:
                 params += [f"long ps{i}_{d}" for d in range(nd)]
                 idx = f"po{i} + i * ps{i}_0 + j * ps{i}_1" if two_d else f"po{i} + " + cg.offset(nd, f"ps{i}_")
-            loads.append(f"  const {cg.ctype(dt)} x{i} = {cg.load(dt, f'p{i}', idx)};")
+            idxs.append(idx)
+            if i in read:
+                loads.append(f"  const {cg.ctype(dt)} x{i} = {cg.load(dt, f'p{i}', idx)};")
         scal = []
         body, helpers = [], set()
         vdt = []  # each node's dtype
@@ -141,11 +155,10 @@ def kernels(k) -> dict:
             return f"s{op[1]}"
         for j, (name, ops, odt) in enumerate(prog.nodes):
             odt = np.dtype(odt)
-            (_, expr, sdt, operands, _), pdt = node_spec(name, ops, in_dt, odt)
+            (_, expr, sdt, operands, _), pdt, vals = node_spec(name, ops, in_dt, odt)
             if np.dtype(sdt) != odt:
                 return None
             helpers.add(pdt)
-            vals = [op for op in ops if op[0] != "const"]
             decl = "; ".join(f"const {cg.ctype(d)} a{q} = {value(op, np.dtype(d))}"
                              for q, (op, (d, _)) in enumerate(zip(vals, operands)))
             body.append(f"  {cg.ctype(odt)} v{j};\n  {{ {decl}; v{j} = {_store_conv(expr, odt)}; }}")
@@ -164,7 +177,11 @@ def kernels(k) -> dict:
             head = "  const long g = get_global_id(0); if (g >= n) return;\n"
         if len(params) > _MAX_ARGS:
             return None
-        stores = [f"  {cg.store(dt, f'o{i}', 'g', f'v{j}')}" for i, (j, dt) in enumerate(zip(prog.outputs, out_dts))]
+        stores = []
+        for i, (j, dt) in enumerate(zip(prog.outputs, out_dts)):
+            t = prog.targets.get(i)  # an updated array: written in place at its own index
+            stores.append(f"  {cg.store(dt, f'o{i}', 'g', f'v{j}')}" if t is None
+                          else f"  {cg.store(dt, f'p{t}', idxs[t], f'v{j}')}")
         src = (f"__kernel void {kname}({', '.join(params)}) {{\n{head}" + "\n".join(loads) + "\n" + "\n".join(body)
                + "\n" + "\n".join(stores) + "\n}\n")
         return src, helpers, [d for _, d in scal]
@@ -200,6 +217,8 @@ def kernels(k) -> dict:
     def make_call(prog, kern, layout, convs):
         shape = prog.shape
         out_dts = [np.dtype(prog.nodes[j][2]) for j in prog.outputs]
+        fresh = [dt for i, dt in enumerate(out_dts) if i not in prog.targets]
+        tgt = sorted(prog.targets.items())
         ni = len(prog.inputs)
         cap = [(a.shape, a.strides) for a in prog.inputs]
         isz = [a.dtype.itemsize for a in prog.inputs]
@@ -215,13 +234,13 @@ def kernels(k) -> dict:
             if res is None:
                 raise RuntimeError("coretorch-opencl: a fused kernel cannot take this layout")
             src, hs, _ = res
-            full = _PRAGMA + helpers_src(hs) + src
+            full = helpers_src(hs) + src
             kern2 = dev.kernel(("fused", hashlib.sha1(full.encode()).hexdigest()), "fused0", lambda: full)
             cur.update(layout=lay, kern=kern2, key=key)
 
         def call(*vals):
             with lock:
-                outs = [array(shape, dt) for dt in out_dts]
+                outs = [array(shape, dt) for dt in fresh]
                 args = [o.base_data for o in outs]
                 key = cur["key"]
                 for i in range(ni):
@@ -243,6 +262,8 @@ def kernels(k) -> dict:
                 else:
                     STATS["launches"] += 1
                     cur["kern"](queue, rng[0], rng[1], *args)
+                for i, k in tgt:  # an updated array is its own output
+                    outs.insert(i, vals[k])
                 return outs
         return call
 
@@ -264,7 +285,7 @@ def kernels(k) -> dict:
             made.append((lay, sdts))
         if not parts:
             return [None] * len(programs)
-        full = _PRAGMA + helpers_src(helpers) + "".join(parts)
+        full = helpers_src(helpers) + "".join(parts)
         key = ("fused", hashlib.sha1(full.encode()).hexdigest())
         out = []
         for q, (prog, m) in enumerate(zip(programs, made)):
