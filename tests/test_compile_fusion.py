@@ -220,6 +220,23 @@ def test_fused_program_built_once_and_cached_on_disk(device, caplog):
     np.testing.assert_array_equal(_np(out), _np(f(x)))
 
 
+@pytest.mark.parametrize("device", FUSING)
+def test_module_capture_fused_forward_and_backward(device):
+    def grads(compiled):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        m = torch.compile(model) if compiled else model
+        x = torch.randn(10, 6, device=device)
+        for _ in range(3):
+            model.zero_grad()
+            (m(x).sigmoid() * 2 - 1).square().sum().backward()
+        state = [_np(v) for v in model.state_dict().values()]  # running statistics updated in place
+        return state + [_np(p.grad) for p in model.parameters()]
+
+    for a, b in zip(grads(False), grads(True)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_fusion_leaves_devices_without_the_hook_alone():
     x = torch.randn(3, 4)
 
