@@ -9,6 +9,7 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
 * :mod:`.replay`: the generated replay function;
+* :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
@@ -17,8 +18,9 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 ``Optimizer.step()`` and ``LRScheduler.step()`` run as eager segments of the replay (learning-rate schedulers and
 step counters just work; recording the optimizer's kernels with lr as a replay input is a later step).  Python side
 effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
-only.  The result tensors of a replay carry no autograd graph.  Not done yet: fusing elementwise chains into
-generated OpenCL kernels, planned temporary pools (numpy ``out=``).
+only.  The result tensors of a replay carry no autograd graph.  :mod:`.fusion` fuses elementwise chains into
+generated kernels on devices with a ``compile_fused`` hook (opencl).  Not done yet: planned temporary pools (numpy
+``out=``).
 """
 from __future__ import annotations
 
