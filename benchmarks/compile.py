@@ -7,8 +7,10 @@ and mode in its own process, with one thread and with the default threads.
 MLP step: 784-256-128-10, batch 128, SGD.  GPT step: the one of benchmarks/transformer.py (2 pre-LN blocks, width
 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW).  Each step does zero_grad, forward, backward and
 optimizer.step() and returns the loss tensor.  "first call" is the compiled step's first call (the capture run);
-"launches" the kernel launches one replay runs; "CPU ms" the process CPU time per step (all threads), steadier than
-wall time on a shared machine.
+"launches" the kernel launches one replay runs, in brackets before fusion (opencl fuses elementwise chains; views
+count as launches); "CPU ms" the process CPU time per step (all threads, PoCL's included), steadier than wall time
+on a shared machine.  ``--devices cpu,opencl`` adds the opencl rows; an opencl step is synchronised before its time
+is taken.
 """
 from __future__ import annotations
 
@@ -59,23 +61,31 @@ def worker(framework: str, model: str, device: str, mode: str) -> dict:
     """Median ms per step after warm-up, the first call's seconds and launches per replay."""
     torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
     step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
-    if mode == "compiled":
+    if mode == "unfused":  # compiled without fusion (the "launches before fusion" figure's step)
+        torch._compile.config.fusion = False
+    if mode in ("compiled", "unfused"):
         step = torch.compile(step)
+    # an asynchronous device (opencl) finishes each step's kernels inside the timing (wall time and PoCL's threads)
+    sync = (lambda: torch.accelerator.synchronize(device)) if device != "cpu" and framework == "coretorch" \
+        else (lambda: None)
     t0 = time.perf_counter()
     step(*args)
+    sync()
     first = time.perf_counter() - t0
     for _ in range(3):
         step(*args)
+    sync()
     times, cpu = [], []
     for _ in range(STEPS[model]):
         t0, c0 = time.perf_counter(), time.process_time()
         step(*args)
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
         cpu.append((time.process_time() - c0) * 1e3)
     times.sort()
     cpu.sort()
     return {"ms": times[len(times) // 2], "cpu_ms": cpu[len(cpu) // 2], "first_s": first,
-            "launches": getattr(step, "launches", None)}
+            "launches": getattr(step, "launches", None), "unfused": getattr(step, "launches_before_fusion", None)}
 
 
 def _run(python: str, framework: str, model: str, device: str, mode: str, threads: int | None) -> dict | None:
@@ -110,7 +120,7 @@ def main(argv=None) -> None:
     if tp and not shutil.which(tp) and not os.path.exists(tp):
         tp = ""
     print("| step | device | threads | eager ms | compiled ms | speed-up | eager CPU ms | compiled CPU ms | "
-          "first call s | launches | PyTorch eager ms | compiled / PyTorch |"
+          "first call s | launches (before fusion) | PyTorch eager ms | compiled / PyTorch |"
           + (" PyTorch compiled ms |" if args.torch_compiled else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.torch_compiled else ""))
     for model in args.models.split(","):
@@ -124,7 +134,7 @@ def main(argv=None) -> None:
                     continue
                 ours = (f"| {model} | {device} | {threads or 'default'} | {e['ms']:.2f} | {c['ms']:.2f} | "
                         f"{e['ms'] / c['ms']:.2f}x | {e['cpu_ms']:.2f} | {c['cpu_ms']:.2f} | {c['first_s']:.2f} | "
-                        f"{c['launches']} |")
+                        f"{c['launches']} ({c['unfused']}) |")
                 theirs = f" {base['ms']:.2f} | {c['ms'] / base['ms']:.2f}x |" if base else " - | - |"
                 if args.torch_compiled:
                     theirs += f" {tc['ms']:.2f} |" if tc else " - |"

@@ -90,6 +90,11 @@ PRIMITIVES: dict[str, str] = {
                    "v the largest index when one is >= size, else the smallest (as the host check), at once or, on "
                    "an asynchronous device, at the next host read (the op itself runs; its kernels must not touch "
                    "memory outside the tensor for such an index)",
+    # optional compiler hook of coretorch.compile (coretorch/_compile/fusion.py): not a kernel a tensor op calls
+    "compile_fused": "optional (programs: list of coretorch._compile.fusion.FusedProgram) -> list of callables "
+                     "fn(*arrays, *scalars) -> output arrays (None where declined): each group of recorded elementwise "
+                     "launches as one generated kernel; an attribute fusable(name, args, out) -> bool narrows the "
+                     "launches offered",
     "check_mark": "optional () -> a mark of the device-side checks launched so far (with discard_checks)",
     "discard_checks": "optional (mark) -> None: forget a failed device-side check launched after mark (its op raised "
                       "on the host); a failure of an earlier launch stays pending",

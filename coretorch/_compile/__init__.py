@@ -9,6 +9,7 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
 * :mod:`.replay`: the generated replay function;
+* :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
@@ -19,8 +20,9 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 counts as inputs (:mod:`.optim`, :mod:`.symbolic`: schedulers need no recapture); other optimizers' ``step()`` and
 ``LRScheduler.step()`` run as eager segments of the replay.  Python side
 effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
-only.  The result tensors of a replay carry no autograd graph.  Not done yet: fusing elementwise chains into
-generated OpenCL kernels, planned temporary pools (numpy ``out=``).
+only.  The result tensors of a replay carry no autograd graph.  :mod:`.fusion` fuses elementwise chains into
+generated kernels on devices with a ``compile_fused`` hook (opencl).  Not done yet: planned temporary pools (numpy
+``out=``).
 """
 from __future__ import annotations
 
@@ -115,6 +117,12 @@ class CompiledFunction:
         """Kernel launches the last capture recorded (what a replay runs)."""
         live = [e for e in self._cache.values() if e.replay is not None]
         return live[-1].launches if live else 0
+
+    @property
+    def launches_before_fusion(self) -> int:
+        """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1].launches + live[-1].fused if live else 0
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,

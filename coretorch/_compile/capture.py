@@ -119,6 +119,7 @@ class Recorder:
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
+        self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True
         self.user_read = 0
@@ -293,6 +294,7 @@ class Recorder:
             self.lines.append(f"{', '.join(names)}, = {src}")
         else:
             self.lines.append(src)
+        self.info[len(self.lines) - 1] = (name, kernel, args, kwargs, out)
         return out
 
     def _host_read(self, kernel: Callable, arr: Any, out: Any) -> Any:

@@ -9,7 +9,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
+from . import fusion
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
+from .config import config
 
 
 class Mismatch(Exception):
@@ -56,6 +58,8 @@ def _with_frees(lines: list[str], result_src: str, keep_vars: set | None = None)
 
 def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
+    if config.fusion:
+        rec.fused = fusion.fuse(rec, result_src)
     names = [f"c{i}" for i in range(len(rec.consts))]
     body = "\n".join(f"        {line}" for line in _with_frees([ln for ln in rec.lines if ln], result_src))
     src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
@@ -68,6 +72,8 @@ def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
 def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
+    if config.fusion:
+        rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
     fw = [ln for ln in rec.lines[:split] if ln]
     bw = [ln for ln in rec.lines[split:] if ln]
     defined = set()
@@ -92,10 +98,11 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused")
 
-    def __init__(self, replay, source: str, breaks: list, launches: int):
+    def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0):
         self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
+        self.fused = fused  # launches saved by fusion (launches + fused ran before it)
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
@@ -113,4 +120,4 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     if rec.breaks:
         return result, _Entry(None, "", rec.breaks, rec.launches)
     replay, src = build(rec, result_src)
-    return result, _Entry(replay, src, [], rec.launches)
+    return result, _Entry(replay, src, [], rec.launches, getattr(rec, "fused", 0))

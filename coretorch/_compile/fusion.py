@@ -1,0 +1,362 @@
+"""Fusion: chains of elementwise launches in a recorded program become one generated kernel (device-neutral pass).
+
+Runs over a :class:`~.capture.Recorder`'s lines after the capture and before the replay function is generated.  A
+device whose kernel table has the optional ``compile_fused`` hook (the opencl backend's) is offered *groups* of its
+elementwise launches (unary/binary ops, ``cast``, ``where``, ``clamp``, ``erf``, ``full``) of one output shape
+whose intermediate results are temporaries: read only by later launches of the same group, never by a host check,
+a write-back of persistent state, another kernel (a view of it included), the module's backward or the result.
+Such an intermediate is never stored; a value of the group read elsewhere is an output of the fused kernel.
+
+In-place updates (``iadd``/``isub``/``imul``/``idiv``, ``axpy_``, ``assign_``: a bias added into a matmul's result,
+running statistics, hand-written or recorded optimizer updates) join groups too: the fused kernel writes the array's
+last new value into it (in place, at its strides) and nothing in between; a lone update stays the original launch.
+Never fused across: another mutating kernel (indexed writes, RNG), an in-place update of an array a member reads
+(unless that update is in the group), a read of an updated array through another view before the group ran, an
+eager segment (``optimizer.step()``), a checked host read, or the forward/backward split of a module capture.  A
+device without the hook (cpu) is left alone: its replays stay bitwise equal to eager.
+
+The hook's contract (documented in ``coretorch/_backend.py``): ``compile_fused(programs) -> list`` with one entry
+per :class:`FusedProgram`, a callable ``fn(*arrays, *scalars) -> list of output arrays`` or None where the device
+declines; ``compile_fused.fusable(name, args, out) -> bool`` (optional) says which launches it can fuse at all.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from typing import Any
+
+from .. import _backend
+from .._backend import BINARY, UNARY
+from .capture import MUTATING, Recorder, _memory_of
+
+# the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)
+ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full"}
+# kernels that write into an operand besides their result (scratch or ``out=`` arguments): barriers too
+_WRITES_OPERANDS = frozenset({"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
+# in-place updates (a bias added into a matmul's result, running statistics, optimizer state) are offered as nodes
+# too: the update's new value gets its own variable, and a fused kernel writes the last one into the array
+_INPLACE = {"iadd": "add", "isub": "sub", "imul": "mul", "idiv": "div", "axpy_": "axpy_", "assign_": "assign_"}
+# launches whose result is a fresh array (no view of another, not persistent): an update of one read by nothing else
+# afterwards need not be stored
+_FRESH = ELEMENTWISE | {"matmul"}
+_VAR = re.compile(r"\ba\d+\b")
+# lines that only rebind state (load an array into a variable, write a tensor's array or .grad back): no barrier
+_LOAD = re.compile(r"^a\d+ = [A-Za-z_][\w\[\]'\". ]*$")
+_WRITE_BACK = re.compile(r"^c\d+[\w\[\]'\". ]* = (MAKE\(a\d+, c\d+, c\d+\)|a\d+|None)$")
+
+
+class FusedProgram:
+    """One group handed to the device: ``nodes`` in program order, each ``(kernel name, operands, dtype)`` with an
+    operand ``("in", i)`` (the group's external array ``inputs[i]``, any layout broadcastable to ``shape``),
+    ``("node", j)`` (node j's value), ``("scalar", k)`` (the Python scalar passed as the call's
+    ``len(inputs) + k``-th argument; ``scalars[k]`` its value at capture) or ``("const", value)`` (a dtype, a
+    shape, None: fixed by the capture); ``dtype`` the node's result dtype.  A node name is an elementwise kernel's
+    (an in-place update's is its out-of-place op: ``add`` for ``iadd``; ``axpy_`` (y, alpha, x) -> y + alpha x and
+    ``assign_`` (dst, src) -> src as dst's dtype keep theirs).  ``outputs``: the nodes whose values the callable
+    returns, in this order: fresh arrays of ``shape``, except ``targets[k] = i``: output k is written into
+    ``inputs[i]`` (an updated array, at its strides) and returned as that array."""
+
+    __slots__ = ("shape", "inputs", "scalars", "nodes", "outputs", "targets")
+
+    def __init__(self, shape: tuple, inputs: list, scalars: list, nodes: list, outputs: list, targets: dict):
+        self.shape, self.inputs, self.scalars, self.nodes = shape, inputs, scalars, nodes
+        self.outputs, self.targets = outputs, targets
+
+    def __repr__(self) -> str:
+        return (f"FusedProgram(shape={self.shape}, nodes={[n[0] for n in self.nodes]}, inputs={len(self.inputs)}, "
+                f"outputs={self.outputs}, targets={self.targets})")
+
+
+class _Value:
+    """The new value of an in-place update (the updated array ``array``, or a fresh one once fused)."""
+
+    __slots__ = ("shape", "dtype", "size", "array")
+
+    def __init__(self, like: Any):
+        self.shape, self.dtype, self.size, self.array = tuple(like.shape), like.dtype, like.size, like
+
+
+def _hook(table: Any):
+    return getattr(table, "compile_fused", None) if "compile_fused" in getattr(table, "names", ()) else None
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (bool, int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0
+
+
+def _mem(a: Any) -> Any:
+    return _memory_of(a.array if isinstance(a, _Value) else a)
+
+
+class _Pass:
+    """The state of one fusion pass over a recorder's program."""
+
+    def __init__(self, rec: Recorder, keep_src: str, split: int | None, hooks: dict, owner: dict):
+        self.rec, self.lines, self.info = rec, rec.lines, rec.info
+        self.hooks, self.owner = hooks, owner
+        self.types = (*rec._array_types, _Value)
+        self.keep = set(_VAR.findall(keep_src))
+        self.defs, self.uses = _scan(self.lines, self.info, self.types)
+        self.renames: dict[int, list] = {}
+        self.conv: dict[int, tuple] = {}   # line -> (original line, original record, old var, new var)
+        self.writes: dict[int, Any] = {}   # converted line -> memory it updates
+        self.split = split
+
+    def var_of(self, i: int, a: Any) -> str | None:
+        """The variable that holds array ``a`` at line ``i`` (after the renames of in-place updates)."""
+        for line, name in reversed(self.renames.get(id(a), ())):
+            if line < i:
+                return name
+        return self.rec.var.get(id(a))
+
+    def functional(self) -> None:
+        """Each in-place update of a fusing device ``iadd(x, y)`` becomes ``x2 = iadd(x, y)`` with later lines reading
+        ``x2`` (provisionally: restored when it joins no group)."""
+        rec, lines, info = self.rec, self.lines, self.info
+        for i in sorted(info):
+            name, kernel, args, kwargs, out = info[i]
+            table = self.owner.get(id(kernel))
+            if name not in _INPLACE or table is None or kwargs or len(args) < 2 \
+                    or not isinstance(args[0], rec._array_types):
+                continue
+            x = args[0]
+            vx = self.var_of(i, x)
+            if vx is None or vx in self.keep:
+                continue
+            if any(isinstance(a, rec._array_types) and _memory_of(a) is _memory_of(x) for a in args[1:]):
+                continue  # reads the memory it writes elsewhere: stays as it is
+            v = _Value(x)
+            nv = rec.new_var(v)
+            self.conv[i] = (lines[i], info[i], vx, nv)
+            self.writes[i] = _memory_of(x)
+            lines[i] = f"{nv} = {lines[i]}"
+            info[i] = (_INPLACE[name], kernel, args, {}, v)
+            self.renames.setdefault(id(x), []).append((i, nv))
+            pat = re.compile(rf"\b{vx}\b")
+            later = [u for u in self.uses.get(vx, ()) if u > i]
+            for u in later:
+                lines[u] = pat.sub(nv, lines[u])
+            self.defs[nv] = i
+            self.uses[nv] = later
+            self.uses[vx] = [u for u in self.uses.get(vx, ()) if u <= i]
+
+    def restore(self, i: int) -> None:
+        """An update that joined no group: the original launch, its new variable the same array."""
+        line, record, vx, nv = self.conv.pop(i)
+        self.lines[i] = f"{line}; {nv} = {vx}"
+        self.info[i] = record
+
+    def legal(self, members: list, cand: dict, barriers: list) -> bool:
+        """Whether ``members`` may run as one launch at the last member's place: no barrier inside their span, no
+        value of theirs read before that place by a line outside the group, no update of an array a member reads
+        between the member and that place (unless in the group), no read of an array the group updates through
+        another variable in between."""
+        lo, hi = members[0], members[-1]
+        if any(lo < b < hi for b in barriers):
+            return False
+        inside = set(members)
+        uses, rec = self.uses, self.rec
+        for m in members[:-1]:
+            v = rec.var.get(id(cand[m][4]))
+            for u in uses.get(v, ()):
+                if u < hi and u not in inside:
+                    return False
+        outside_writes = [(w, mem) for w, mem in self.writes.items() if lo < w < hi and w not in inside]
+        for m in members:
+            for a in cand[m][2]:
+                if isinstance(a, self.types):
+                    mem = _mem(a)
+                    if any(m < w and wm is mem for w, wm in outside_writes):
+                        return False
+            if m in self.conv:
+                mem = self.writes[m]
+                for u in range(m + 1, hi):
+                    if u not in inside and u in self.info and any(
+                            isinstance(a, self.types) and _mem(a) is mem for a in _flat(self.info[u][2])):
+                        return False
+        return True
+
+    def _dead_temp(self, new: str, old: str, inside: set) -> bool:
+        """Whether an updated array is a temporary (a fresh result of a launch, read only by the group) whose new
+        value nothing outside the group reads: then it need not be written at all."""
+        p = self.defs.get(old)
+        return p is not None and self.info[p][0] in _FRESH and new not in self.keep \
+            and all(u in inside for u in self.uses.get(new, ())) and all(u in inside for u in self.uses.get(old, ()))
+
+    def program(self, members: list, cand: dict):
+        """The FusedProgram of a group and the argument sources of its call."""
+        rec, defs, uses, lines = self.rec, self.defs, self.uses, self.lines
+        index = {m: j for j, m in enumerate(members)}
+        inputs, in_tok, in_key = [], [], {}
+        scalars, sc_tok = [], []
+        nodes, outputs, targets = [], [], {}
+        inside = set(members)
+
+        def slot(a, tok):
+            k = in_key.get(tok)
+            if k is None:
+                k = in_key[tok] = len(inputs)
+                inputs.append(a)
+                in_tok.append(tok)
+            return k
+        last_update, first_update = {}, {}
+        for m in members:
+            if m in self.conv:
+                last_update[id(cand[m][2][0])] = m
+                first_update.setdefault(id(cand[m][2][0]), m)
+        for j, m in enumerate(members):
+            name, table, args, kwargs, out = cand[m]
+            toks = _call_args(self.conv[m][0] if m in self.conv else lines[m])
+            ops = []
+            for a, tok in zip(args, toks):
+                if isinstance(a, rec._array_types):
+                    p = defs.get(self.var_of(m, a))
+                    ops.append(("node", index[p]) if p in index else ("in", slot(a, tok)))
+                elif _is_scalar(a):
+                    ops.append(("scalar", len(scalars)))
+                    scalars.append(a)
+                    sc_tok.append(tok)
+                else:
+                    ops.append(("const", a))
+            nodes.append((name, ops, out.dtype))
+            v = rec.var.get(id(out))
+            f = first_update.get(id(args[0])) if m in self.conv else None
+            if f is not None and last_update[id(args[0])] == m and defs.get(self.conv[f][2]) not in index \
+                    and not self._dead_temp(v, self.conv[f][2], inside):
+                # the array's last update in the group, the array made before the group: written into it
+                targets[len(outputs)] = slot(args[0], self.conv[f][2])
+                outputs.append(j)
+            elif v in self.keep or any(u not in inside for u in uses.get(v, ())) or j == len(members) - 1:
+                outputs.append(j)
+        prog = FusedProgram(tuple(cand[members[0]][4].shape), inputs, scalars, nodes, outputs, targets)
+        return prog, in_tok + sc_tok
+
+
+def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
+    """Fuse the recorded program in place (``rec.lines``; ``rec.launches`` lowered by the launches saved); returns
+    how many launches were saved.  ``keep_src``: source whose variables stay materialised (the result, a module's
+    outputs and gradients); ``split``: the line where a module's backward starts (no group spans it)."""
+    info = getattr(rec, "info", None)
+    if not info:
+        return 0
+    tables = {id(t): t for t in _backend._tables.values()}.values()
+    hooks = {id(t): _hook(t) for t in tables}
+    if not any(hooks.values()):
+        return 0
+    names = ELEMENTWISE | set(_INPLACE)
+    owner = {id(getattr(t, n)): t for t in tables if hooks[id(t)] for n in names if n in t.names}
+    ps = _Pass(rec, keep_src, split, hooks, owner)
+    ps.functional()
+    lines = rec.lines
+    barriers = [i for i, line in enumerate(lines) if line and i not in ps.conv and _is_barrier(i, line, info)]
+    if split is not None:
+        barriers.append(split - 0.5)
+    barriers.sort()
+    cand = {}
+    for i, (name, kernel, args, kwargs, out) in info.items():
+        table = owner.get(id(kernel))
+        if table is None or kwargs or not isinstance(out, ps.types) or not out.size \
+                or not (name in ELEMENTWISE or i in ps.conv):
+            continue
+        fusable = getattr(hooks[id(table)], "fusable", None)
+        if fusable is not None and not fusable(name, args, out):
+            continue
+        cand[i] = (name, table, args, kwargs, out)
+    groups: dict[int, list[int]] = {}   # group id (its first line) -> member lines
+    group_of: dict[int, int] = {}
+    for i in sorted(cand):
+        name, table, args, kwargs, out = cand[i]
+        shape = tuple(out.shape)
+        join = set()
+        for a in args:
+            if not isinstance(a, ps.types):
+                continue
+            v = ps.var_of(i, a)
+            p = ps.defs.get(v) if v is not None else None
+            g = group_of.get(p) if p is not None else None
+            if g is None or g in join:
+                continue
+            first = cand[groups[g][0]]
+            if tuple(first[4].shape) != shape or first[1] is not table:
+                continue
+            join.add(g)
+        members = sorted(m for g in join for m in groups[g]) + [i]
+        if join and ps.legal(members, cand, barriers):
+            gid = min(join)
+            for g in join:
+                for m in groups.pop(g):
+                    group_of[m] = gid
+            groups[gid] = members
+            group_of[i] = gid
+        else:
+            groups[i] = [i]
+            group_of[i] = i
+    by_table: dict[int, list] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            prog, tokens = ps.program(members, cand)
+            by_table.setdefault(id(cand[members[0]][1]), []).append((members, prog, tokens))
+    saved = 0
+    for items in by_table.values():
+        table = cand[items[0][0][0]][1]
+        try:
+            fns = hooks[id(table)]([p for _, p, _ in items])
+        except Exception as e:  # noqa: BLE001 - a device compiler failing must not fail the step: run unfused
+            warnings.warn(f"coretorch.compile: fusing on '{table.device}' failed ({type(e).__name__}: {e}); the "
+                          "replay runs the kernels unfused", RuntimeWarning, stacklevel=2)
+            fns = [None] * len(items)
+        for (members, prog, tokens), fn in zip(items, fns):
+            if fn is None:
+                continue
+            outs = [rec.var[id(cand[members[j]][4])] for j in prog.outputs]
+            for m in members:
+                lines[m] = ""
+                ps.conv.pop(m, None)
+            lines[members[-1]] = f"{', '.join(outs)}, = {rec.const(fn)}({', '.join(tokens)})"
+            saved += len(members) - 1
+    for i in list(ps.conv):
+        ps.restore(i)
+    rec.launches -= saved
+    return saved
+
+
+def _flat(args) -> list:
+    out = []
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            out.extend(_flat(a))
+        else:
+            out.append(a)
+    return out
+
+
+def _scan(lines: list, info: dict, types: tuple) -> tuple[dict, dict]:
+    """Where each variable is defined (launch lines only) and the lines that read it."""
+    defs: dict[str, int] = {}
+    uses: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        found = _VAR.findall(line)
+        if i in info and isinstance(info[i][4], types) and found:
+            defs[found[0]] = i
+            found = found[1:]
+        for v in dict.fromkeys(found):
+            uses.setdefault(v, []).append(i)
+    return defs, uses
+
+
+def _is_barrier(i: int, line: str, info: dict) -> bool:
+    rec_ = info.get(i)
+    if rec_ is not None:
+        name = rec_[0]
+        return name in MUTATING or name in _WRITES_OPERANDS or name.endswith("_")
+    return not (_LOAD.match(line) or _WRITE_BACK.match(line))
+
+
+def _call_args(line: str) -> list[str]:
+    """The argument sources of a recorded launch line ``[aN = ]cK(arg, ...)``."""
+    call = ast.parse(line).body[0]
+    call = getattr(call, "value", call)
+    return [ast.unparse(a) for a in call.args]  # type: ignore[attr-defined]
