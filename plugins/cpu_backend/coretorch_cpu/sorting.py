@@ -121,9 +121,9 @@ def _packed_sort(x, descending: bool):
             k ^= _MIN32
     if is_float:
         v = kb.view(np.float32)
-        if zero:  # the keys made every zero +0.0: take the zeros' signs from the input
-            z = v == 0
-            v[z] = np.take_along_axis(x, q, -1)[z]
+        if zero:  # the keys made every zero +0.0: take the zeros' signs from the input (a gather of the zeros)
+            z = np.flatnonzero(v == 0)
+            v.reshape(-1)[z] = x.reshape(-1)[z // n * n + qf[z]]
         return v, q
     return (kb if x.dtype == kb.dtype else kb.astype(x.dtype)), q
 
