@@ -5,9 +5,12 @@ and sorts those words with numpy's SIMD sort: one sort gives values and indices,
 (a stable sort for free).  The words are sorted as float64: with the top bit clear and the exponent never all ones
 (NaN has one canonical key), positive doubles order as their bit patterns, and numpy's AVX2 float64 sort is ~1.3x
 faster than its int64 one (AVX2 has no 64-bit integer min/max).  Only the two results are allocated: the keys are
-built in the values' buffer and decoded back into it, and the words become the indices in place.  1M float32: ~1.6x
-``np.sort`` of the values alone, against ~3.4x for the former int64 packing and ~5x for ``np.argsort`` + a gather.
-64-bit dtypes outside int32's range take ``np.argsort``.  NaN sorts as the largest value, as in PyTorch.
+built in the values' buffer and decoded back into it, and the words become the indices in place.  1M float32:
+~2.2-2.5x ``np.sort`` of the values alone (the float64 sort by itself is 1.6-1.85x numpy's float32 one on AVX2: the
+floor of any one-sort method; benchmarks/results.md lists the alternatives measured), against ~5x for
+``np.argsort`` + a gather.  1-byte integers take numpy's stable argsort (a counting sort, ~2x faster), arrays of
+<= 1,024 elements a plain stable argsort, 64-bit dtypes outside int32's range ``np.argsort``.  NaN sorts as the
+largest value, as in PyTorch.
 """
 from __future__ import annotations
 
