@@ -158,7 +158,7 @@ def sort(x, axis, descending: bool, stable: bool):
         # the same order as the packed sort (ties in input order, NaN last ascending and first descending)
         i = _argsort(xm, descending, True)
         v = _take_last(xm, i)
-    elif x.dtype.itemsize == 1:
+    elif x.dtype.itemsize == 1 and x.dtype.kind in "biu":
         # int8 / uint8 (bool): numpy's stable argsort of one-byte keys is a counting sort, ~2x the packed sort
         i = _argsort(xm, descending, True)
         v = np.take_along_axis(xm, i, -1)
