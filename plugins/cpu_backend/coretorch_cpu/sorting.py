@@ -5,9 +5,12 @@ and sorts those words with numpy's SIMD sort: one sort gives values and indices,
 (a stable sort for free).  The words are sorted as float64: with the top bit clear and the exponent never all ones
 (NaN has one canonical key), positive doubles order as their bit patterns, and numpy's AVX2 float64 sort is ~1.3x
 faster than its int64 one (AVX2 has no 64-bit integer min/max).  Only the two results are allocated: the keys are
-built in the values' buffer and decoded back into it, and the words become the indices in place.  1M float32: ~1.6x
-``np.sort`` of the values alone, against ~3.4x for the former int64 packing and ~5x for ``np.argsort`` + a gather.
-64-bit dtypes outside int32's range take ``np.argsort``.  NaN sorts as the largest value, as in PyTorch.
+built in the values' buffer and decoded back into it, and the words become the indices in place.  1M float32:
+~2.2-2.5x ``np.sort`` of the values alone (the float64 sort by itself is 1.6-1.85x numpy's float32 one on AVX2: the
+floor of any one-sort method; benchmarks/results.md lists the alternatives measured), against ~5x for
+``np.argsort`` + a gather.  1-byte integers take numpy's stable argsort (a counting sort, ~2x faster), arrays of
+<= 1,024 elements a plain stable argsort, 64-bit dtypes outside int32's range ``np.argsort``.  NaN sorts as the
+largest value, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -42,6 +45,16 @@ def _arange(n: int):
     if n <= _AR_CACHE_MAX:
         _ar_cache[0] = a
     return a
+
+
+def _take_last(a, i):
+    """``np.take_along_axis(a, i, -1)``: one fancy index for 1-D and 2-D arrays (numpy's builds its index tuple in
+    Python, ~4 us of a small topk's budget per call)."""
+    if a.ndim == 1:
+        return a[i]
+    if a.ndim == 2:
+        return a[_arange(a.shape[0])[:, None], i]
+    return np.take_along_axis(a, i, -1)
 
 
 def _chunks(rows: int, n: int):
@@ -111,9 +124,9 @@ def _packed_sort(x, descending: bool):
             k ^= _MIN32
     if is_float:
         v = kb.view(np.float32)
-        if zero:  # the keys made every zero +0.0: take the zeros' signs from the input
-            z = v == 0
-            v[z] = np.take_along_axis(x, q, -1)[z]
+        if zero:  # the keys made every zero +0.0: take the zeros' signs from the input (a gather of the zeros)
+            z = np.flatnonzero(v == 0)
+            v.reshape(-1)[z] = x.reshape(-1)[z // n * n + qf[z]]
         return v, q
     return (kb if x.dtype == kb.dtype else kb.astype(x.dtype)), q
 
@@ -128,10 +141,10 @@ _SMALL = 1024  # elements: below this a plain stable argsort beats the packed so
 def _argsort(x, descending: bool, stable: bool):
     kind: Literal["stable"] | None = "stable" if stable else None
     if not descending:
-        return np.argsort(x, axis=-1, kind=kind)
+        return x.argsort(axis=-1, kind=kind)  # (the methods skip numpy's Python wrappers: small topk calls)
     # descending with ties in input order and NaN first: the ascending order of the reversed row, reversed
     n = x.shape[-1]
-    return (n - 1) - np.argsort(x[..., ::-1], axis=-1, kind=kind)[..., ::-1]
+    return (n - 1) - x[..., ::-1].argsort(axis=-1, kind=kind)[..., ::-1]
 
 
 def sort(x, axis, descending: bool, stable: bool):
@@ -143,6 +156,10 @@ def sort(x, axis, descending: bool, stable: bool):
     elif xm.size <= _SMALL and x.dtype.kind in "biuf":
         # small (topk's selected values, short rows): numpy's stable argsort has no packing overhead (~60 us);
         # the same order as the packed sort (ties in input order, NaN last ascending and first descending)
+        i = _argsort(xm, descending, True)
+        v = _take_last(xm, i)
+    elif x.dtype.itemsize == 1 and x.dtype.kind in "biu":
+        # int8 / uint8 (bool): numpy's stable argsort of one-byte keys is a counting sort, ~2x the packed sort
         i = _argsort(xm, descending, True)
         v = np.take_along_axis(xm, i, -1)
     elif x.dtype == np.float16:
@@ -177,11 +194,15 @@ def topk(x, k: int, axis, largest: bool, sorted_: bool):
         v, i = v[..., :k], i[..., :k]
     else:
         # argpartition puts NaN last (the largest, as PyTorch's topk)
-        part = np.argpartition(xm, n - k if largest else k - 1, axis=-1)
+        part = xm.argpartition(n - k if largest else k - 1, axis=-1)
         sel = part[..., n - k:] if largest else part[..., :k]
-        vals = np.take_along_axis(xm, sel, -1)
-        v, order = sort(vals, -1, largest, False)
-        i = np.take_along_axis(sel, order, -1)
+        vals = _take_last(xm, sel)
+        if vals.size <= _SMALL and vals.dtype.kind in "biuf":  # sort()'s small path, without its checks and copies
+            order = _argsort(vals, largest, True)
+            v = _take_last(vals, order)
+        else:
+            v, order = sort(vals, -1, largest, False)
+        i = _take_last(sel, order)
     return np.ascontiguousarray(_moveaxis(v, -1, axis)), np.ascontiguousarray(_moveaxis(i, -1, axis))
 
 
@@ -189,6 +210,9 @@ def kthvalue(x, k: int, axis):
     """The k-th smallest (0-based) along axis, the dim kept: one argpartition (NaN last, the largest)."""
     if x.ndim == 0:
         return x.copy(), np.zeros((), _I64)
+    if axis % x.ndim == x.ndim - 1:  # (the common case: a slice and a fancy index instead of take's copies)
+        i = x.argpartition(k, axis=-1)[..., k:k + 1]
+        return _take_last(x, i), i.astype(_I64)
     i = np.take(np.argpartition(x, k, axis=axis), [k], axis=axis)
     return np.take_along_axis(x, i, axis), i.astype(_I64)
 
