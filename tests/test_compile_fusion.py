@@ -17,9 +17,10 @@ from coretorch._compile import config
 from coretorch.testing import available_devices
 
 try:
+    from coretorch_opencl.device import STATS
     from pyopencl.characterize import has_src_build_cache
-except ImportError:  # without pyopencl no device fuses: the tests below have no parameters
-    has_src_build_cache = None
+except ImportError:  # without the opencl plugin no device fuses: the tests below have no parameters
+    STATS, has_src_build_cache = {}, None
 
 
 def _fusing(dev: str) -> bool:
@@ -130,6 +131,22 @@ def test_intermediates_read_elsewhere_stay_materialised(device):
 
 
 @pytest.mark.parametrize("device", FUSING)
+def test_fused_kernel_follows_a_changed_layout(device):
+    w = torch.randn(4, 6, device=device)
+
+    def f(x):
+        return (x * 2 + w).relu()
+
+    x = torch.randn(4, 6, device=device)
+    c = torch.compile(f)
+    c(x)
+    np.testing.assert_array_equal(_np(c(x)), _np(f(x)))
+    w.data = torch.randn(6, 4, device=device).t()    # the state's array is now a transposed view: another variant
+    np.testing.assert_array_equal(_np(c(x)), _np(f(x)))
+    assert c.replays == 2 and c.launches == 1
+
+
+@pytest.mark.parametrize("device", FUSING)
 def test_mlp_steps_fused_match_eager(device):
     rng = np.random.default_rng(2)
     data = [(rng.standard_normal((8, 12)).astype(np.float32), rng.integers(0, 3, 8)) for _ in range(4)]
@@ -187,7 +204,6 @@ def test_in_place_updates_fused_into_the_arrays(device):
 
 @pytest.mark.parametrize("device", FUSING)
 def test_fused_program_built_once_and_cached_on_disk(device, caplog):
-    from coretorch_opencl.device import STATS
     x = _t(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device)
 
     def f(x):

@@ -163,11 +163,15 @@ class _Pass:
                 if u < hi and u not in inside:
                     return False
         outside_writes = [(w, mem) for w, mem in self.writes.items() if lo < w < hi and w not in inside]
+        updated = {id(self.writes[m]): cand[m][2][0] for m in members if m in self.conv and self.writes[m] is not None}
         for m in members:
             for a in cand[m][2]:
                 if isinstance(a, self.types):
                     mem = _mem(a)
                     if any(m < w and wm is mem for w, wm in outside_writes):
+                        return False
+                    x = updated.get(id(mem)) if mem is not None else None
+                    if x is not None and a is not x:  # another view of an array the kernel writes: a race
                         return False
             if m in self.conv:
                 mem = self.writes[m]
