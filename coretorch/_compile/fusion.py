@@ -181,7 +181,7 @@ class _Pass:
                         return False
         return True
 
-    def _dead_temp(self, new: str, old: str, inside: set) -> bool:
+    def _dead_temp(self, new: str | None, old: str, inside: set) -> bool:
         """Whether an updated array is a temporary (a fresh result of a launch, read only by the group) whose new
         value nothing outside the group reads: then it need not be written at all."""
         p = self.defs.get(old)
@@ -192,9 +192,14 @@ class _Pass:
         """The FusedProgram of a group and the argument sources of its call."""
         rec, defs, uses, lines = self.rec, self.defs, self.uses, self.lines
         index = {m: j for j, m in enumerate(members)}
-        inputs, in_tok, in_key = [], [], {}
-        scalars, sc_tok = [], []
-        nodes, outputs, targets = [], [], {}
+        inputs: list[Any] = []
+        in_tok: list[str] = []
+        in_key: dict[str, int] = {}
+        scalars: list[Any] = []
+        sc_tok: list[str] = []
+        nodes: list[Any] = []
+        outputs: list[Any] = []
+        targets: dict[int, int] = {}
         inside = set(members)
 
         def slot(a, tok):
@@ -204,7 +209,8 @@ class _Pass:
                 inputs.append(a)
                 in_tok.append(tok)
             return k
-        last_update, first_update = {}, {}
+        last_update: dict[int, Any] = {}
+        first_update: dict[int, Any] = {}
         for m in members:
             if m in self.conv:
                 last_update[id(cand[m][2][0])] = m
@@ -253,7 +259,8 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     ps = _Pass(rec, keep_src, split, hooks, owner)
     ps.functional()
     lines = rec.lines
-    barriers = [i for i, line in enumerate(lines) if line and i not in ps.conv and _is_barrier(i, line, info)]
+    barriers: list[float] = [i for i, line in enumerate(lines)
+                             if line and i not in ps.conv and _is_barrier(i, line, info)]
     if split is not None:
         barriers.append(split - 0.5)
     barriers.sort()
@@ -361,6 +368,6 @@ def _is_barrier(i: int, line: str, info: dict) -> bool:
 
 def _call_args(line: str) -> list[str]:
     """The argument sources of a recorded launch line ``[aN = ]cK(arg, ...)``."""
-    call = ast.parse(line).body[0]
-    call = getattr(call, "value", call)
-    return [ast.unparse(a) for a in call.args]  # type: ignore[attr-defined]
+    stmt = ast.parse(line).body[0]
+    call: Any = getattr(stmt, "value", stmt)
+    return [ast.unparse(a) for a in call.args]

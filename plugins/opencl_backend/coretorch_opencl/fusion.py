@@ -19,6 +19,7 @@ and bfloat16 round their intermediates through memory: not fused).
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 
@@ -269,7 +270,9 @@ def kernels(k) -> dict:
 
     def compile_fused(programs) -> list:
         """One callable per FusedProgram (None where it cannot be fused); all kernels in one program (one build)."""
-        parts, helpers, made = [], set(), []
+        parts: list[str] = []
+        helpers: set[str] = set()
+        made: list[Any] = []
         for q, prog in enumerate(programs):
             try:
                 lay = plan(prog.shape, prog.inputs)
@@ -287,7 +290,7 @@ def kernels(k) -> dict:
             return [None] * len(programs)
         full = helpers_src(helpers) + "".join(parts)
         key = ("fused", hashlib.sha1(full.encode()).hexdigest())
-        out = []
+        out: list[Any] = []
         for q, (prog, m) in enumerate(zip(programs, made)):
             if m is None:
                 out.append(None)
