@@ -151,7 +151,7 @@ def pin_memory(self: Tensor, device=None) -> Tensor:
     if is_pinned(self):
         return self
     out = self.clone()  # (as PyTorch, a copy: in the graph, CloneBackward0, where self requires grad)
-    out._pinned = True  # page-locked in PyTorch; here a marked copy, so that is_pinned() says what PyTorch says
+    out.__dict__["_pinned"] = True  # page-locked in PyTorch; a marked copy here, for is_pinned()
     return out
 
 
