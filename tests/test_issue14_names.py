@@ -200,6 +200,20 @@ def test_norm_nuc_as_pytorch(device):
         torch.norm(a, p="nuc")
 
 
+def test_linear_vector_weight_with_bias_as_pytorch(device):
+    def r(*s):
+        return torch.randn(s, dtype=torch.float64, device=device)
+    for x, b in (((2, 3), ()), ((2, 3), (1,)), ((3,), (1,)), ((3,), (2,)), ((2, 2, 3), (1,)), ((2, 2, 2, 3), (1,))):
+        with pytest.raises(RuntimeError, match="mat2 must be a matrix, got 1-D tensor"):
+            F.linear(r(*x), r(3), r(*b))
+    w = r(3)
+    for x, b in (((3,), ()), ((2, 2, 3), ()), ((2, 2, 3), (1, 1))):  # matmul, then the bias added
+        xs = r(*x)
+        assert torch.allclose(F.linear(xs, w, r(*b) * 0), xs @ w)
+    xt = r(2, 3, 2).transpose(1, 2)  # a strided 3-D input takes matmul too
+    assert F.linear(xt, w, r(1)).shape == (2, 2)
+
+
 @pytest.mark.parametrize("n", [1, 3])
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
 def test_integer_nearest_1d_3d_raise_as_pytorch(device, n, mode):

@@ -47,6 +47,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         # a vector: PyTorch's addmm of the (1, in) row viewed back (ViewBackward0)
         out = _L.linear2d(_S.unsqueeze(input, 0), weight, bias)
         return _S.reshape(out, (out.shape[1],))
+    if weight.ndim == 1 and bias is not None and (input.ndim == 2 or bias.ndim == 1 and (
+            input.ndim == 1 or input.ndim > 2 and input.is_contiguous())):
+        # PyTorch's addmm paths (a 2-D input with a bias, a vector bias on a contiguous input) need a matrix weight
+        raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
     out = _L.matmul(input, _S.t(weight) if weight.ndim == 2 else weight)
     if bias is not None:
         out = _P.add(out, bias)
