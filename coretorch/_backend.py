@@ -206,6 +206,15 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
     "gru_cell_backward": "optional (dh (N, H), h_prev, act, dy=None (N, H) added to dh, out=None / gh_out=None (N, 3H) "
                          "views d gi / d gh are written into) -> (d gi, d gh, dh * z: the direct part of dh_prev)",
 })
+PRIMITIVES.update({  # optimizers: used by coretorch-extra-ops' Adam/AdamW (one launch per parameter instead of ~13)
+    "adam_step_": "optional (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq|None, step, lr, beta1, beta2, eps, "
+                  "weight_decay, decoupled, maximize) -> bool: one Adam step of param and its state in place (grad "
+                  "negated with maximize; weight decay decoupled p *= 1 - lr wd, or L2 g += wd p; exp_avg lerped "
+                  "towards g by 1 - beta1; exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g g; max_exp_avg_sq the "
+                  "running max (AMSGrad); p += -lr / (1 - beta1^step) exp_avg / (sqrt(v) / sqrt(1 - beta2^step) + "
+                  "eps)), the Python scalars computed in float64 as the composite does; False, nothing written, "
+                  "for a case it does not take (dtype, layout): the caller then runs the composite",
+})
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",
          "isnan",

@@ -148,7 +148,17 @@ def pin_memory(self: Tensor, device=None) -> Tensor:
         raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
     if not _accelerator.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
-    return self
+    if is_pinned(self):
+        return self
+    out = self.clone()  # (as PyTorch, a copy: in the graph, CloneBackward0, where self requires grad)
+    out.__dict__["_pinned"] = True  # page-locked in PyTorch; a marked copy here, for is_pinned()
+    return out
+
+
+def is_pinned(self: Tensor, device=None) -> bool:
+    """Whether the tensor (or the tensor it views) was returned by :meth:`pin_memory`."""
+    base = self._base
+    return bool(self.__dict__.get("_pinned") or (base is not None and base.__dict__.get("_pinned")))
 
 
 def cuda(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
@@ -183,7 +193,7 @@ def _bind() -> None:
     for name in ("is_cuda", "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_mkldnn",
                  "is_nested"):
         setattr(T, name, property(lambda self: False))
-    T.is_pinned = lambda self, device=None: False
+    T.is_pinned = is_pinned
     T.pin_memory = pin_memory
     T.cuda = cuda
     T.cpu = cpu

@@ -367,7 +367,7 @@ def test_device_flags(device):
 def test_pin_memory():
     x = torch.ones(2)
     if torch.accelerator.is_available():
-        assert x.pin_memory() is x
+        assert x.pin_memory() is not x and x.pin_memory().is_pinned()  # a pinned copy, as PyTorch
     else:
         with pytest.raises(RuntimeError, match="accelerator"):
             x.pin_memory()

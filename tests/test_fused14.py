@@ -121,7 +121,7 @@ def test_sdpa_forward_matches_numpy_and_is_one_node(dev, kind):
     out = F.scaled_dot_product_attention(_t(q, dev, True), _t(k, dev, True), _t(v, dev, True),
                                          attn_mask=None if mask is None else _t(mask, dev),
                                          is_causal=kind == "causal", scale=scale)
-    assert out.grad_fn.name() == "ScaledDotProductAttentionBackward0"
+    assert "ScaledDotProductAttentionBackward0" in [c.__name__ for c in type(out.grad_fn).__mro__]
     np.testing.assert_allclose(_np(out), _sdpa_ref(q, k, v, mask, kind == "causal", scale), rtol=1e-10, atol=1e-12)
 
 
@@ -147,7 +147,7 @@ def test_sdpa_mask_with_grad_and_broadcast_batch_use_the_composite(dev):
     v = _t(rng.normal(size=(2, 3, 2)), dev, True)
     m = _t(rng.normal(size=(3, 3)), dev, True)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
-    assert out.grad_fn.name() != "ScaledDotProductAttentionBackward0"
+    assert "ScaledDotProductAttentionBackward0" not in [c.__name__ for c in type(out.grad_fn).__mro__]
     np.testing.assert_allclose(_np(out), _sdpa_ref(_np(q), _np(k), _np(v), _np(m)), rtol=1e-10)
     assert gradcheck(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), (q, k, v, m))
 
@@ -204,7 +204,7 @@ def test_rnn_sequence_node_gradcheck_and_double_backward(dev, mode):
         ys, h, c = _rnn_fused.sequence(mode, gi, h0, c0 if mode == "LSTM" else None, w, b, reverse,
                                        lambda *a: _sequence_loop(mode, *a, reverse=reverse))
         return (ys, h) + ((c,) if mode == "LSTM" else ())
-    assert f(gi, h0, c0, w, b)[0].grad_fn.name() == f"{mode.capitalize()}SequenceBackward0"
+    assert f"{mode.capitalize()}SequenceBackward0" in [c.__name__ for c in type(f(gi, h0, c0, w, b)[0].grad_fn).__mro__]
     args = (gi, h0, c0, w, b) if mode == "LSTM" else (gi, h0, w, b)
     wrap = (lambda gi, h0, c0, w, b: f(gi, h0, c0, w, b, True)) if mode == "LSTM" else \
         (lambda gi, h0, w, b: f(gi, h0, None, w, b, True))

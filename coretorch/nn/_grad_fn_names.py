@@ -11,22 +11,11 @@ from __future__ import annotations
 import functools
 import inspect
 
+from ..autograd._node_names import named_node
 from ..tensor import Tensor
 from . import functional as F
 
-_CLASSES: dict = {}
-
-
-def named_node(t, name: str):
-    """Give ``t.grad_fn`` the class name ``name`` (a same-layout subclass of its class)."""
-    fn = t.grad_fn
-    if fn is not None and fn.__class__.__name__ != name:  # a fused op's own node has the name already (F.gelu)
-        key = (fn.__class__, name)
-        cls = _CLASSES.get(key)
-        if cls is None:
-            cls = _CLASSES[key] = type(name, (fn.__class__,), {"__slots__": ()})
-        fn.__class__ = cls
-    return t
+__all__ = ["named_node"]
 
 
 def _naming(fn, name: str, batched_ndim: int | None = None):
@@ -92,7 +81,7 @@ def _interpolate_name(out, a):
 def _pad_name(out, a):
     mode, k = a["mode"], len(a["pad"]) // 2
     return {"constant": "ConstantPadNdBackward0", "reflect": f"ReflectionPad{k}DBackward0",
-            "replicate": f"ReplicationPad{k}DBackward0"}.get(mode)  # circular: PyTorch's CopySlices, ours kept
+            "replicate": f"ReplicationPad{k}DBackward0", "circular": "CopySlices"}.get(mode)
 
 
 def _nll_name(out, a):

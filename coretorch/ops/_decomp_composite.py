@@ -7,6 +7,7 @@ from typing import Any
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..autograd._node_names import named_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
@@ -51,8 +52,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
                                f"{x.dtype._tname[:-6]}")
         a = x.abs()
         if ord == -_INF:
-            return _R.amin(a, dim if dim is not None else (), keepdim)
-        return _R.sum(a ** ord, dim, keepdim) ** (1.0 / ord)
+            return named_node(_R.amin(a, dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
+        return named_node(_R.sum(a ** ord, dim, keepdim) ** (1.0 / ord), "LinalgVectorNormBackward0")
     return _R.norm(x, ord, dim, keepdim, dtype)
 
 
@@ -95,7 +96,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         sdim, mdim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = _R.sum(A.abs(), sdim, True)
         r = (_R.amax if ord > 0 else _R.amin)(s, mdim, True)
-        return r if keepdim else _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
+        if keepdim:
+            return r
+        r = _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
+        return named_node(r, "AmaxBackward0" if ord > 0 else "AminBackward0")  # (PyTorch reduces without keepdim)
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..autograd._node_names import named_node
 from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -145,7 +146,22 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
         # the squeezed product is a fresh tensor to the caller, as PyTorch's dot/mv (its base is internal): in-place
         # ops on it are not in-place ops on a view
         out._base = None
+    if out.grad_fn is not None and (da != 2 or db != 2):
+        named_node(out, _matmul_node_name(da, db, input._rg))
     return out
+
+
+def _matmul_node_name(da: int, db: int, a_grad: bool) -> str:
+    """PyTorch's grad_fn name for matmul of a ``da``-D and a ``db``-D operand (its dot, mv, squeezed mm, folded
+    or batched product ending with an _unsafe_view; a 2-D left operand of a batch is transposed and cloned when it
+    needs a gradient)."""
+    if da == 1 and db == 1:
+        return "DotBackward0"
+    if da == 2 and db == 1:
+        return "MvBackward0"
+    if da == 1 and db == 2:
+        return "SqueezeBackward4"
+    return "CloneBackward0" if da == 2 and a_grad else "UnsafeViewBackward0"
 
 
 def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
@@ -181,9 +197,12 @@ def bmm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    r = _matmul_nd(input, mat2)
+    if r.grad_fn is not None:
+        named_node(r, "BmmBackward0")
     if out is not None:
-        return write_out("bmm", out, _matmul_nd(input, mat2), exact_dtype=True)
-    return _matmul_nd(input, mat2)
+        return write_out("bmm", out, r, exact_dtype=True)
+    return r
 
 
 class AddmmBackward0(Node):

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..autograd._node_names import named_node
 from ..tensor import Tensor
 from . import _einsum, creation as _creation, indexing as _indexing, inplace as _inplace, linalg as _linalg
 from . import pointwise as _pw, reduction as _reduction, shape as _shape
@@ -158,7 +159,8 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
                            f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
                            "elements respectively")
-    return _write_out(out, _linalg._matmul(input, other), "vdot")  # (not matmul: vdot is not autocast's)
+    r = _linalg._matmul(input, other)  # (not matmul: vdot is not autocast's)
+    return _write_out(out, named_node(r, "VdotBackward0"), "vdot")
 
 
 def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:

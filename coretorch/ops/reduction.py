@@ -6,6 +6,7 @@ import warnings
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
+from ..autograd._node_names import named_node
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
@@ -686,7 +687,7 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     return _make(out, input.dtype, table)
 
 
-class NormBackward1(_ReduceNode):
+class LinalgVectorNormBackward0(_ReduceNode):  # (torch.norm's vector norms are linalg.vector_norm's)
     __slots__ = ("p",)
 
     def backward(self, g):
@@ -741,25 +742,33 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         x = input._data
         out = table.sqrt(table.sum(table.mul(x, x), axes, keepdim))
         if input._rg and _gs.enabled:
-            node = NormBackward1()
+            node = LinalgVectorNormBackward0()
             node.p = 2
             return _recorded(node, input, out, input.dtype, x.shape, axes, keepdim)
         return _make(out, input.dtype, table)
     if p == float("inf"):
-        return amax(_abs(input), dim if dim is not None else (), keepdim)
+        return named_node(amax(_abs(input), dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
     if p == -float("inf"):
-        return amin(_abs(input), dim if dim is not None else (), keepdim)
+        return named_node(amin(_abs(input), dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
     if p == 1:
-        return sum(_abs(input), dim, keepdim)
+        return named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0")
     if p == 0:
         # the count of non-zeros; differentiable with a zero gradient, as in PyTorch
-        return sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim)
+        return named_node(sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim), "LinalgVectorNormBackward0")
+    if p == "nuc":  # PyTorch's torch.norm: linalg.matrix_norm over dim (the last two dims of a 2-D input)
+        from ._decomp_composite import matrix_norm  # (late: that module imports this one)
+        if dim is None:
+            dim = (0, 1) if input.ndim == 2 else tuple(range(input.ndim))
+        dim = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dim) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+        return matrix_norm(input, "nuc", dim, keepdim)
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported norm type '{p}'")
     with _no_grad():
         r = pow(sum(pow(_abs(input), p), dim, keepdim), 1.0 / p)
     if input._rg and _gs.enabled:
-        node = NormBackward1()
+        node = LinalgVectorNormBackward0()
         node.p = p
         node.shape, node.axes, node.keepdim = input._data.shape, _axes(dim, input.ndim, "norm"), keepdim
         node.next_functions = (edge(input),)
@@ -767,6 +776,9 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         node.save(input, r)
         node.out = r
     return r
+
+
+NormBackward1 = LinalgVectorNormBackward0  # (its former name)
 
 
 class CumsumBackward0(Node):

@@ -6,6 +6,7 @@ import math
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
+from ...autograd._node_names import named_node
 from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
@@ -55,8 +56,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         # one node on kernel calls (issue 14 speed): scores, mask, softmax and the weighted sum
         mask = _additive_mask(attn_mask, is_causal, L, S, query)
         if mask is not False:
-            return _fused.attention(query, key, value, mask, scale_factor,
-                                    lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor))
+            out = _fused.attention(query, key, value, mask, scale_factor,
+                                   lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor))
+            # PyTorch's name: its CPU flash kernel's node for 4-D inputs with E == Ev, else its composite's last op
+            return named_node(out, "ScaledDotProductFlashAttentionForCpuBackward0" if query.ndim == 4 and
+                              value.shape[-1] == E else "UnsafeViewBackward0" if query.ndim > 2 else "MmBackward0")
     return _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
 
 

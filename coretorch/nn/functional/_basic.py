@@ -8,6 +8,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ..._coo import mark_sparse
 from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ...autograd._node_names import named_node
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
@@ -39,7 +40,17 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         # back (as PyTorch: its grad_fn is ViewBackward0); saves a broadcast add and its reduction (issue 14)
         lead = tuple(input.shape[:-1])
         out = _L.linear2d(_S.reshape(input, (-1, input.shape[-1])), weight, bias)
-        return _S.reshape(out, lead + (out.shape[1],))
+        out = _S.reshape(out, lead + (out.shape[1],))
+        return out if bias is not None else named_node(out, "UnsafeViewBackward0")  # (PyTorch's matmul's view)
+    if len(input._data.shape) == 1 and len(weight._data.shape) == 2 and bias is not None and bias.ndim == 1 and \
+            input.dtype is weight.dtype is bias.dtype and input._be is weight._be is bias._be:
+        # a vector: PyTorch's addmm of the (1, in) row viewed back (ViewBackward0)
+        out = _L.linear2d(_S.unsqueeze(input, 0), weight, bias)
+        return _S.reshape(out, (out.shape[1],))
+    if weight.ndim == 1 and bias is not None and (input.ndim == 2 or bias.ndim == 1 and (
+            input.ndim == 1 or input.ndim > 2 and input.is_contiguous())):
+        # PyTorch's addmm paths (a 2-D input with a bias, a vector bias on a contiguous input) need a matrix weight
+        raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
     out = _L.matmul(input, _S.t(weight) if weight.ndim == 2 else weight)
     if bias is not None:
         out = _P.add(out, bias)

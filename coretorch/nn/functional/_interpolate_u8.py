@@ -43,6 +43,7 @@ def check_integer(input: Tensor, mode: str, antialias: bool) -> None:
         raise NotImplementedError(f"\"upsample_bilinear2d_channels_last\" not implemented for '{name}'")
     if nd == 2:
         raise NotImplementedError(f"\"upsample_nearest2d_channels_last\" not implemented for '{name}'")
+    raise NotImplementedError(f"\"compute_indices_weights_nearest\" not implemented for '{name}'")  # 1-D, 3-D
 
 
 def _scale(n_in: int, n_out: int, align_corners: bool, sc) -> float:

@@ -10,6 +10,7 @@ composite gives.
 """
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops._util import edge as _edge
@@ -166,6 +167,13 @@ class GruSequenceBackward0(_RnnSequenceBackward):
     __slots__ = ()
 
 
+# the nodes as PyTorch names its layer's output node: a stack of the steps' outputs, or on the CPU in float32 the
+# LSTM layer of oneDNN (MkldnnRnnLayerBackward0)
+_NODES = {"LSTM": type("StackBackward0", (LstmSequenceBackward0,), {"__slots__": ()}),
+          "LSTM_mkldnn": type("MkldnnRnnLayerBackward0", (LstmSequenceBackward0,), {"__slots__": ()}),
+          "GRU": type("StackBackward0", (GruSequenceBackward0,), {"__slots__": ()})}
+
+
 def usable(mode: str, gi_all, h0, c0, w_hh, b_hh) -> bool:
     return mode in ("LSTM", "GRU") and gi_all.shape[0] > 0 and h0.shape[0] > 0 and h0.shape[1] > 0 \
         and fused_ok(gi_all, h0, c0, w_hh, b_hh) \
@@ -204,7 +212,7 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
     if not (_gs.enabled and any(need)):
         return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)
-    node = LstmSequenceBackward0() if lstm else GruSequenceBackward0()
+    node = _NODES["LSTM_mkldnn" if lstm and table.type == "cpu" and dt is _dt.float32 else mode]()
     node.mode, node.reverse, node.need, node.composite = mode, reverse, need, composite
     node.acts = (cs, hs, acts, hbuf)
     node.save(gi_all, h0, c0 if lstm else None, w_hh, b_hh)

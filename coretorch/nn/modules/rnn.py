@@ -10,6 +10,7 @@ import math
 import numbers
 import warnings
 
+from ...autograd._node_names import named_node
 from ...ops import linalg as _L, pointwise as _P, shape as _S
 from ...ops.creation import empty, zeros
 from .. import functional as F
@@ -316,7 +317,11 @@ class RNNBase(Module):
     def _finish(self, out, batched):
         if not batched:
             return _S.squeeze(out, 1)
-        return _S.transpose(out, 0, 1) if self.batch_first else out
+        if not self.batch_first:
+            return out
+        out = _S.transpose(out, 0, 1)
+        # PyTorch's GRU and RNN transpose their result in place (TransposeBackward1), its LSTM out of place
+        return out if self.mode == "LSTM" else named_node(out, "TransposeBackward1")
 
 
 class RNN(RNNBase):

@@ -119,7 +119,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                                "sidestep this requirement if you do not need ONNX exportability.")
         sorted_indices = None
     else:
-        _, sorted_indices = sort(tensor(lens), descending=True, stable=True)
+        _, sorted_indices = sort(tensor(lens, device="cpu"), descending=True, stable=True)
         sorted_indices = sorted_indices.to(input.device)
         lens = sorted(lens, reverse=True)
         input = input.index_select(batch_dim, sorted_indices)
@@ -134,7 +134,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     max_len = lens[0] if lens else 0
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(max_len)]
     data = _S.cat([input[t, :bs] for t, bs in enumerate(batch_sizes)], 0)
-    return PackedSequence(data, tensor(batch_sizes), sorted_indices, None)
+    return PackedSequence(data, tensor(batch_sizes, device="cpu"), sorted_indices, None)  # (cpu, as PyTorch)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
@@ -162,7 +162,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     padded = _S.stack(steps, 0) if steps else full((0, B) + feat, padding_value, dtype=data.dtype,
                                                     device=data.device)
     lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(B)]
-    lengths_t = tensor(lengths)
+    lengths_t = tensor(lengths, device="cpu")
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
         lengths_t = lengths_t[sequence.unsorted_indices.cpu()]

@@ -4,6 +4,10 @@ Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`
 and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
 State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
 ``foreach``/``capturable``/``fused`` are accepted for signature compatibility (there is one implementation).
+Adam and AdamW update each parameter with its backend's optional ``adam_step_`` kernel where the backend has one
+(coretorch-opencl: one launch per parameter; coretorch-cpu: numpy ufuncs into the state), with the composite's
+results bit for bit; the tensor-op composite runs elsewhere (other backends, float16, strided opencl tensors, tensor
+hyper-parameters).
 """
 from __future__ import annotations
 
@@ -11,7 +15,11 @@ import math
 
 import coretorch
 from coretorch.optim import Optimizer
+<<<<<<< HEAD
 from coretorch.optim.optimizer import _dispatch_sqrt
+=======
+from coretorch.plugins import KERNELS, get_backend, get_kernel, increment_version, to_array
+>>>>>>> wt-h14a
 
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
@@ -51,6 +59,26 @@ def _step(state) -> float:
     return state["step"].item()
 
 
+_UNSEEN = object()
+_ADAM_KERNELS: dict = {}  # device -> its backend's fused ``adam_step_`` kernel, or None: looked up once per device
+
+
+def _adam_kernel(device):
+    k = _ADAM_KERNELS.get(device, _UNSEEN)
+    if k is _UNSEEN:
+        k = _ADAM_KERNELS[device] = _find_adam_kernel(device)
+    return k
+
+
+def _find_adam_kernel(device):
+    """The device's own ``adam_step_`` (an optional kernel of the backend contract), or None: a core without it in
+    the contract, or a backend without it (not CORETORCH_FALLBACK's CPU stand-in: it would update copies)."""
+    backend = get_backend(device.type)
+    if "adam_step_" not in KERNELS or backend is None or "adam_step_" not in backend.kernels(device.index or 0):
+        return None
+    return get_kernel("adam_step_", device)
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
     ``decoupled_weight_decay=True``) and ``maximize``."""
@@ -71,14 +99,22 @@ class Adam(Optimizer):
         loss = _evaluate(closure)
         for group in self.param_groups:
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            for p, grad, state in _params(self, group):
+            amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
+            # the backend's one-kernel update where it has one (same results as the composite below)
+            scalars = all(type(x) in (int, float) for x in (lr, beta1, beta2, eps, wd))
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
                 if not state:
                     state["step"] = coretorch.tensor(0.0)
                     state["exp_avg"] = coretorch.zeros_like(p)
                     state["exp_avg_sq"] = coretorch.zeros_like(p)
-                    if group["amsgrad"]:
+                    if amsgrad:
                         state["max_exp_avg_sq"] = coretorch.zeros_like(p)
                 step = _step(state)
+<<<<<<< HEAD
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         p.mul_(1 - lr * wd)
@@ -94,7 +130,41 @@ class Adam(Optimizer):
                     exp_avg_sq = state["max_exp_avg_sq"]
                 denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
                 p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+=======
+                kernel = _adam_kernel(p.device) if scalars else None
+                if kernel is not None:
+                    bufs = (p, state["exp_avg"], state["exp_avg_sq"]) + \
+                        ((state["max_exp_avg_sq"],) if amsgrad else ())
+                    if grad.device == p.device and kernel(
+                            to_array(p), to_array(grad), to_array(bufs[1]), to_array(bufs[2]),
+                            to_array(bufs[3]) if amsgrad else None, step, lr, beta1, beta2, eps, wd, decoupled,
+                            maximize):
+                        increment_version(bufs)
+                        continue
+                if maximize:
+                    grad = -grad
+                self._composite(p, grad, state, step, lr, beta1, beta2, eps, wd, group)
+>>>>>>> wt-h14a
         return loss
+
+    @staticmethod
+    def _composite(p, grad, state, step, lr, beta1, beta2, eps, wd, group):
+        """One parameter's update from tensor ops (any device, dtype and layout)."""
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                grad = grad.add(p, alpha=wd)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+            exp_avg_sq = state["max_exp_avg_sq"]
+        denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+        p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
 
 
 class AdamW(Adam):
