@@ -15,11 +15,8 @@ import math
 
 import coretorch
 from coretorch.optim import Optimizer
-<<<<<<< HEAD
 from coretorch.optim.optimizer import _dispatch_sqrt
-=======
 from coretorch.plugins import KERNELS, get_backend, get_kernel, increment_version, to_array
->>>>>>> wt-h14a
 
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
@@ -114,24 +111,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = coretorch.zeros_like(p)
                 step = _step(state)
-<<<<<<< HEAD
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
-                    exp_avg_sq = state["max_exp_avg_sq"]
-                denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
-                p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
-=======
-                kernel = _adam_kernel(p.device) if scalars else None
+                kernel = _adam_kernel(p.device) if scalars and type(step) is float else None  # not symbolic
                 if kernel is not None:
                     bufs = (p, state["exp_avg"], state["exp_avg_sq"]) + \
                         ((state["max_exp_avg_sq"],) if amsgrad else ())
@@ -144,7 +124,6 @@ class Adam(Optimizer):
                 if maximize:
                     grad = -grad
                 self._composite(p, grad, state, step, lr, beta1, beta2, eps, wd, group)
->>>>>>> wt-h14a
         return loss
 
     @staticmethod
@@ -159,7 +138,7 @@ class Adam(Optimizer):
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+        bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
         if group["amsgrad"]:
             state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
             exp_avg_sq = state["max_exp_avg_sq"]
