@@ -788,7 +788,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
         out (Tensor, optional): the output tensor.
     """
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
-        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
+        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype), inputs=(input,))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")

@@ -42,8 +42,9 @@ _TWO_SQRT_PI = 2 / math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def _out(r: Tensor, out, op: str) -> Tensor:
-    return write_out(op, out, r)
+def _out(r: Tensor, out, op: str, *inputs) -> Tensor:
+    """``inputs``: checked against ``out`` for memory overlap (PyTorch's elementwise kernels refuse a partial one)."""
+    return write_out(op, out, r, inputs=inputs)
 
 
 def _named(r: Tensor, cls) -> Tensor:
@@ -95,7 +96,7 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
     f = _make_unary(name, backward, True, save, node_name=node)
 
     def fn(input: Tensor, *, out=None) -> Tensor:
-        return f(input) if out is None else _out(f(input), out, name)
+        return f(input) if out is None else _out(f(input), out, name, input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
     return fn
@@ -187,8 +188,8 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
         node.n = n
         node.save(x)
         node.next_functions = (edge(x),)
-        return _out(_make(r, x.dtype, table, node), out, "polygamma")
-    return _out(_make(r, x.dtype, table), out, "polygamma")
+        return _out(_make(r, x.dtype, table, node), out, "polygamma", input)
+    return _out(_make(r, x.dtype, table), out, "polygamma", input)
 
 
 MvlgammaBackward0 = _passthrough("MvlgammaBackward0")
@@ -216,7 +217,7 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
         r = _make(input._be.signbit(input._data), _bool, input._be)
     else:
         r = lt(input.detach(), 0)
-    return _out(r, out, "signbit")
+    return _out(r, out, "signbit", input)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,13 +244,13 @@ AddcdivBackward0 = _passthrough("AddcdivBackward0")
 def deg2rad(input: Tensor, *, out=None) -> Tensor:
     """Each element converted from degrees to radians (``input * pi / 180``; integers become float)."""
     _check("deg2rad", input)
-    return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad")
+    return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad", input)
 
 
 def rad2deg(input: Tensor, *, out=None) -> Tensor:
     """Each element converted from radians to degrees (``input * 180 / pi``; integers become float)."""
     _check("rad2deg", input)
-    return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg")
+    return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg", input)
 
 
 def frac(input: Tensor, *, out=None) -> Tensor:
@@ -257,7 +258,7 @@ def frac(input: Tensor, *, out=None) -> Tensor:
     _check("frac", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"frac_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
-    return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac")
+    return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac", input)
 
 
 def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
@@ -269,7 +270,7 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     x = _float(input)
     if eps is not None:
         x = clamp(x, eps, 1 - eps)
-        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit")
+        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit", input)
     with no_grad():
         r = log(div(x, sub(1, x)))
     if x._rg and _gs.enabled:  # one node with PyTorch's formula (the composite's chain rule is nan at 0 and 1)
@@ -277,7 +278,7 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
         node.save(x)
         node.next_functions = (edge(x),)
         r = _make(r._data, r.dtype, r._be, node)
-    return _out(r, out, "logit")
+    return _out(r, out, "logit", input)
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
@@ -285,7 +286,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     """NaN -> ``nan``, +inf -> ``posinf`` (the dtype's max), -inf -> ``neginf`` (its lowest)."""
     _check("nan_to_num", input)
     if not input.dtype.is_floating_point:
-        return _out(input.clone(), out, "nan_to_num")
+        return _out(input.clone(), out, "nan_to_num", input)
     fi = np.finfo(input.dtype.np)
     hi = float(fi.max) if posinf is None else float(posinf)
     lo = float(fi.min) if neginf is None else float(neginf)
@@ -294,12 +295,12 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     else:
         r = where(eq(input, math.inf), hi, where(eq(input, -math.inf), lo, input))
     r = where(isnan(input), float(nan), r)
-    return _out(_named(r, NanToNumBackward0), out, "nan_to_num")
+    return _out(_named(r, NanToNumBackward0), out, "nan_to_num", input)
 
 
 def ldexp(input: Tensor, other, *, out=None) -> Tensor:
     """input * 2 ** other (as PyTorch computes it: the result is a float dtype)."""
-    return _out(mul(input, _pow(2.0, other)), out, "ldexp")
+    return _out(mul(input, _pow(2.0, other)), out, "ldexp", input, other)
 
 
 frexp_result = return_type("frexp", ("mantissa", "exponent"))
@@ -329,7 +330,7 @@ def frexp(input: Tensor, *, out=None):
     else:
         mt = _make(m, input.dtype, table)
     if out is not None:
-        return frexp_result(_out(mt, out[0], "frexp"), _out(et, out[1], "frexp"))
+        return frexp_result(_out(mt, out[0], "frexp", input), _out(et, out[1], "frexp", input))
     return frexp_result(mt, et)
 
 
@@ -355,7 +356,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
-    return _out(_named(add(input, p), AddcmulBackward0), out, "addcmul")
+    return _out(_named(add(input, p), AddcmulBackward0), out, "addcmul", input, tensor1, tensor2)
 
 
 _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
@@ -372,7 +373,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     q = div(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         q = mul(q, value)
-    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv")
+    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,7 +460,7 @@ def _binary(name: str, node_cls, kind: str = "div", doc: str = ""):
     f = _make_binary(name, node_cls, kind)
 
     def fn(input, other, *, out=None) -> Tensor:
-        return f(input, other) if out is None else _out(f(input, other), out, name)
+        return f(input, other) if out is None else _out(f(input, other), out, name, input, other)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise with broadcasting and PyTorch's type promotion."
     return fn
@@ -520,7 +521,7 @@ def _igamma_op(name: str, node_cls, public: str, doc: str):
             r = f(input.to(_dt.float32), other.to(_dt.float32)).to(rt)
         else:
             r = f(input, other)
-        return r if out is None else _out(r, out, public)
+        return r if out is None else _out(r, out, public, input, other)
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = doc
     return fn
@@ -551,7 +552,7 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
         node = HeavisideBackward0()
         node.next_functions = (edge(input), edge(values))
         r = _make(r._data, r.dtype, r._be, node)
-    return _out(r, out, "heaviside")
+    return _out(r, out, "heaviside", input, values)
 
 
 class HeavisideBackward0(Node):

@@ -187,12 +187,13 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:
-            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)),
+                              input)
     else:
         d = norm_dim(dim, input.ndim, "aminmax")
         if input.ndim == 0:
-            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
-    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()), input)
+    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)), input)
 
 
 # ---- diff / gradient -----------------------------------------------------------------------------------------------
@@ -207,13 +208,15 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     d = norm_dim(dim, input.ndim, "diff")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
+    last: tuple = ()  # the last difference's operands when they view input (PyTorch checks them against out)
     for _ in range(n):
         m = x.shape[d]
         if m == 0:
             break
         a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
+        last = (a, b) if x is input else ()
         x = logical_xor(a, b) if x.dtype is _bool else a - b
-    return _write_out("diff", out, x)
+    return _write_out("diff", out, x, *last)
 
 
 def _spacings(spacing, dims, input):
@@ -346,8 +349,8 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
         res = _make(r, dt, table, node)
         node.out = res
         node.save(input, res)
-        return _write_out("cumprod", out, res)
-    return _write_out("cumprod", out, _make(r, dt, table))
+        return _write_out("cumprod", out, res, input)
+    return _write_out("cumprod", out, _make(r, dt, table), input)
 
 
 # ---- cov / corrcoef ------------------------------------------------------------------------------------------------

