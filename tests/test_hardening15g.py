@@ -154,3 +154,67 @@ def test_numpy_warnings_silent_after_catch_warnings_import():
     assert r.returncode == 0, r.stderr
     assert "inf" in r.stdout
     assert r.stderr.count("RuntimeWarning") == 1 and "invalid value encountered in log" in r.stderr
+
+
+# ---- median() saves its result: an in-place change of it makes the backward raise (it read NaN grads) ----
+def test_median_result_changed_in_place_raises_in_backward(device):
+    for f in (lambda t: t.median(), lambda t: t.nanmedian()):
+        x = torch.tensor([[-1.0, -0.795, 0.591], [-1.435, 0.003, -1.41]], device=device, requires_grad=True)
+        y = f(x)
+        y.relu_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    x = torch.tensor([1.0, 2.0, 3.0, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    x.median().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5]  # shared by the equal elements, as PyTorch
+
+
+# ---- NaN and inf as PyTorch's CPU kernels (values checked against PyTorch 2.13 by hand) ----
+_NAN, _INF = float("nan"), float("inf")
+
+
+def test_searchsorted_with_nan_boundaries_follows_pytorchs_probes(device):
+    s = torch.tensor([1.0, 2.0, _NAN], device=device)
+    v = torch.tensor([_NAN, _INF, -_INF, 2.0, 3.0], device=device)
+    assert torch.searchsorted(s, v).tolist() == [3, 3, 0, 1, 3]
+    assert torch.searchsorted(s, v, right=True).tolist() == [3, 3, 0, 3, 3]
+    s2 = torch.tensor([[1.0, _INF, _NAN, _NAN], [0.0, 1.0, 2.0, 3.0]], device=device)
+    v2 = torch.tensor([[_NAN, _INF, 5.0], [_NAN, 1.0, -1.0]], device=device)
+    assert torch.searchsorted(s2, v2).tolist() == [[4, 4, 4], [4, 1, 0]]
+    unsorted = torch.tensor([_NAN, 1.0, 2.0], device=device)  # unsorted: the probes decide, as PyTorch's
+    assert torch.searchsorted(unsorted, torch.tensor([_NAN, 1.5, 0.0], device=device)).tolist() == [3, 2, 1]
+    assert torch.bucketize(torch.tensor([2.0, _NAN], device=device), s, right=True).tolist() == [3, 3]
+
+
+def test_mode_of_rows_with_nan(device):
+    x = torch.tensor([[_NAN, _NAN, 1.0, 1.0, 2.0], [_NAN, _NAN, _NAN, 1.0, 1.0], [4.0, 1.0, 4.0, 1.0, 4.0]],
+                     device=device)
+    v, i = torch.mode(x, 1)
+    assert v[2].item() == 4.0 and i[2].item() == 4  # no NaN: the smallest most frequent value, its last index
+    if device == "cpu":  # NaN rows: PyTorch's CPU sort leaves NaN in place, each NaN a run of one
+        assert v[:2].tolist() == [1.0, 1.0] and i[:2].tolist() == [3, 4]
+        v, i = torch.mode(torch.tensor([_NAN, 1.0, _NAN, 2.0]))
+        assert np.isnan(v.item()) and i.item() == 0
+        v, i = torch.mode(torch.tensor([3.0, _NAN, 3.0, 1.0, _NAN] * 4))  # 20: libstdc++'s introsort path
+        assert (v.item(), i.item()) == (1.0, 13)
+        v, i = torch.mode(torch.tensor([[2.0, _NAN, 2.0, 5.0, 5.0, _NAN, 5.0, 2.0] * 3]), 1)
+        assert (v.item(), i.item()) == (2.0, 10)
+    else:  # a device keeps its kernel's answer (as PyTorch's CUDA mode): one of the row's values
+        assert all(np.isnan(a) or a in (1.0, 2.0) for a in v[:2].tolist())
+
+
+def test_var_mean_mean_of_nonfinite_slices(device):
+    cases = [([1.0, _INF], _INF), ([_INF, 1.0], _NAN), ([_INF, _INF], _NAN), ([-_INF, _INF], _NAN), ([_INF], _INF),
+             ([1.0, 2.0, -_INF], -_INF), ([1.0, _NAN], _NAN), ([2.0, 3.0], 2.5)]
+    for vals, want in cases:
+        x = torch.tensor(vals, device=device)
+        for f in (torch.var_mean, torch.std_mean):
+            m = f(x, correction=0)[1].item()
+            assert (np.isnan(m) and np.isnan(want)) or m == want, (vals, f, m)
+    x = torch.tensor([[1.0, 2.0], [3.0, _INF]], device=device)
+    assert torch.var_mean(x, 1)[1].tolist() == [1.5, _INF]
+    assert torch.std_mean(x, 0, keepdim=True)[1].tolist() == [[2.0, _INF]]
+    assert torch.mean(torch.tensor([_INF, _INF], device=device)).item() == _INF  # mean itself is unchanged
+    x = torch.tensor([[1.0, 2.0, 4.0], [3.0, _INF, 5.0]], dtype=torch.float64, device=device, requires_grad=True)
+    torch.var_mean(x, 1)[1].sum().backward()
+    assert np.allclose(x.grad.tolist(), 1 / 3)  # the gradient stays mean's

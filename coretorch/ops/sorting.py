@@ -17,7 +17,7 @@ from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, return_type
-from . import _kth_ties
+from . import _kth_ties, _mode_nan
 from ._out import write_out
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
@@ -83,12 +83,12 @@ SortBackward0, TopkBackward0, KthvalueBackward0 = _node("SortBackward0"), _node(
     _node("KthvalueBackward0")
 class MedianBackward0(Node):
     """median()/nanmedian() of a whole tensor: the gradient is shared evenly by the elements equal to the result
-    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward."""
-    __slots__ = ("res",)
+    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward.  It saves the result as PyTorch does: an
+    in-place change of it (``x.median().relu_()``) makes the backward raise instead of reading the changed value."""
+    __slots__ = ()
 
     def backward(self, g):
-        (x,) = self.saved()
-        r = self.res
+        x, r = self.saved()
         mask = logical_or(eq(x, r), logical_and(isnan(x), isnan(r))).to(g.dtype)
         return (mul(div(mask, sum_(mask)), g),)
 
@@ -266,10 +266,10 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
         val = table.view(table.contiguous(v), ())
         if input._rg and _gs.enabled and input.dtype.is_floating_point:
             node = NanmedianBackward0() if ignore_nan else MedianBackward0()
-            node.res = _make(val, input.dtype, table)
-            node.save(input)
             node.next_functions = (edge(input),)
-            return _write_out(op, out, _make(val, input.dtype, table, node))
+            res = _make(val, input.dtype, table, node)
+            node.save(input, res)
+            return _write_out(op, out, res)
         return _write_out(op, out, _make(val, input.dtype, table))
     shape = tuple(input.shape)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
@@ -316,6 +316,12 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
         v = gather(s, d, pos)
         i = gather(perm, d, pos)
     table = input._be
+    if table.host_memory and input.dtype.is_floating_point and n > 1:
+        # rows with a NaN as PyTorch's CPU kernel has them (its sort leaves NaN where it stands; a device keeps its
+        # kernel's answer, as PyTorch's CUDA mode has its own)
+        fixed = _mode_nan.pytorch_mode(table.to_numpy(input._data), table.to_numpy(v._data), table.to_numpy(i._data), d)
+        if fixed is not None:
+            v, i = _make(table.from_numpy(fixed[0]), input.dtype, table), _make(table.from_numpy(fixed[1]), _i64, table)
     idx = _make(_squeezed(table, i._data, shape, d, keepdim), _i64, table)
     vals = _selected(ModeBackward0, input, _squeezed(table, v._data, shape, d, keepdim), idx, d, keepdim)
     return _write_out("mode", out, RETURN_TYPES["mode"](vals, idx), input)
