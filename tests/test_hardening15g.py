@@ -218,3 +218,22 @@ def test_var_mean_mean_of_nonfinite_slices(device):
     x = torch.tensor([[1.0, 2.0, 4.0], [3.0, _INF, 5.0]], dtype=torch.float64, device=device, requires_grad=True)
     torch.var_mean(x, 1)[1].sum().backward()
     assert np.allclose(x.grad.tolist(), 1 / 3)  # the gradient stays mean's
+
+
+# ---- found by the oracle with nan/inf inputs (--special) ----
+def test_quantile_of_a_nan_row_sends_the_gradient_to_the_nan(device):
+    x = torch.tensor([[1.75, -2.797, _NAN, 0.069], [-0.5, -2.0, -2.75, 2.296]], device=device, requires_grad=True)
+    r = torch.quantile(x, 0.5, dim=1)
+    assert np.isnan(r[0].item()) and r[1].item() == pytest.approx(-1.25)
+    r.backward(torch.tensor([3.0, 2.0], device=device))
+    # PyTorch: a NaN row takes the last rank, so its whole gradient reaches the NaN (sorted last)
+    assert x.grad.tolist() == [[0.0, 0.0, 3.0, 0.0], [1.0, 1.0, 0.0, 0.0]]
+
+
+def test_addcmul_gradient_with_inf_factor_under_mixed_gradients(device):
+    x1 = torch.tensor([[1.0, _INF], [2.0, -1.0]], device=device, requires_grad=True)
+    x3 = torch.addcmul(torch.zeros(2, 2, 2, device=device), x1, x1, value=0.5)
+    assert x3.grad_fn.name() == "AddcmulBackward0"
+    (x3 * torch.tensor([[[1.0, 1.0], [1.0, 1.0]], [[-2.0, -2.0], [-2.0, -2.0]]], device=device)).sum().backward()
+    g = x1.grad.tolist()  # (inf * 1) + (inf * -2) summed at the broadcast shape: NaN, as PyTorch's formula
+    assert g[0][0] == -1.0 and np.isnan(g[0][1]) and g[1] == [-2.0, 1.0]

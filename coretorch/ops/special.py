@@ -19,7 +19,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _creation, reduction as _R
-from ._util import edge, return_type
+from ._util import edge, return_type, sum_to
 from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
@@ -237,7 +237,20 @@ class LogitBackward0(Node):
         (x,) = self.saved()
         return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
 NanToNumBackward0 = _passthrough("NanToNumBackward0")
-AddcmulBackward0 = _passthrough("AddcmulBackward0")
+class AddcmulBackward0(Node):
+    """PyTorch's formula: each factor's gradient is ``grad * (other * value)`` at the broadcast shape, then summed to
+    the factor's shape (a composite would sum first: an inf factor under gradients of mixed signs gives PyTorch's NaN
+    only this way)."""
+    __slots__ = ("value", "need", "shapes")
+
+    def backward(self, g):
+        t1, t2 = self.saved()
+        ni, n1, n2 = self.need
+        si, s1, s2 = self.shapes
+        return (sum_to(g, si) if ni else None, sum_to(mul(g, mul(t2, self.value)), s1) if n1 else None,
+                sum_to(mul(g, mul(t1, self.value)), s2) if n2 else None)
+
+
 AddcdivBackward0 = _passthrough("AddcdivBackward0")
 
 
@@ -353,6 +366,16 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
             tensor1 = tensor1.to(rt)
         if tensor2.dtype is not rt:
             tensor2 = tensor2.to(rt)
+    need = (input._rg, tensor1._rg, tensor2._rg) if _gs.enabled else (False, False, False)
+    if (need[1] or need[2]) and input.dtype is tensor1.dtype is tensor2.dtype and input.dtype.is_floating_point:
+        with no_grad():
+            r = addcmul(input, tensor1, tensor2, value=value)
+        node = AddcmulBackward0()
+        node.value, node.need = value, need
+        node.shapes = (tuple(input.shape), tuple(tensor1.shape), tuple(tensor2.shape))
+        node.save(tensor1, tensor2)
+        node.next_functions = (edge(input), edge(tensor1), edge(tensor2))
+        return _out(_make(r._data, r.dtype, r._be, node), out, "addcmul", input, tensor1, tensor2)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)

@@ -80,8 +80,8 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     if ignore_nan:
         valid = sum_(logical_not(isnan(s)), -1, keepdim=True).to(input.dtype)
         rank = qv * clamp_min(valid - 1, 0)
-    else:
-        rank = qv * (n - 1)
+    else:  # a NaN anywhere in the slice (it sorts last): the rank of the last, as PyTorch (its gradient goes there)
+        rank = where(isnan(narrow(s, -1, n - 1, 1)), float(n - 1), qv * (n - 1))
     if interpolation == "lower":
         rank = floor(rank)
     elif interpolation == "higher":
@@ -98,8 +98,6 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
         v_hi = gather(se, -1, expand(hi, (nq,) + lead + (1,)))
         w = 0.5 if interpolation == "midpoint" else (rank - lo.to(input.dtype)).detach()
         r = v_lo + (v_hi - v_lo) * w
-    if not ignore_nan:  # a NaN anywhere in the slice: NaN (it sorts last)
-        r = where(isnan(narrow(s, -1, n - 1, 1)), float("nan"), r)
     r = reshape(r, (nq,) + out_shape)
     if scalar_q:
         r = reshape(r, out_shape)
