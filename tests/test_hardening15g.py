@@ -237,3 +237,8 @@ def test_addcmul_gradient_with_inf_factor_under_mixed_gradients(device):
     (x3 * torch.tensor([[[1.0, 1.0], [1.0, 1.0]], [[-2.0, -2.0], [-2.0, -2.0]]], device=device)).sum().backward()
     g = x1.grad.tolist()  # (inf * 1) + (inf * -2) summed at the broadcast shape: NaN, as PyTorch's formula
     assert g[0][0] == -1.0 and np.isnan(g[0][1]) and g[1] == [-2.0, 1.0]
+    x = torch.tensor([[1.5, -2.0]], device=device, requires_grad=True)  # a bool input: the composite, renamed
+    y = torch.addcmul(torch.tensor([False], device=device), x, x, value=0.5)
+    assert y.grad_fn.name() == "AddcmulBackward0"
+    y.sum().backward()
+    assert x.grad.tolist() == [[1.5, -2.0]]

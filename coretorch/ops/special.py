@@ -251,6 +251,9 @@ class AddcmulBackward0(Node):
                 sum_to(mul(g, mul(t1, self.value)), s2) if n2 else None)
 
 
+_AddcmulComposite = _passthrough("AddcmulBackward0")  # (mixed dtypes: the composite's graph, renamed)
+
+
 AddcdivBackward0 = _passthrough("AddcdivBackward0")
 
 
@@ -379,7 +382,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
-    return _out(_named(add(input, p), AddcmulBackward0), out, "addcmul", input, tensor1, tensor2)
+    return _out(_named(add(input, p), _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
 
 
 _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
