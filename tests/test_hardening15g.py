@@ -242,3 +242,21 @@ def test_addcmul_gradient_with_inf_factor_under_mixed_gradients(device):
     assert y.grad_fn.name() == "AddcmulBackward0"
     y.sum().backward()
     assert x.grad.tolist() == [[1.5, -2.0]]
+
+
+def test_inf_norm_gradient_of_a_nan_slice_is_zero(device):
+    for norm in (lambda t: torch.norm(t, p=_INF, dim=0), lambda t: torch.linalg.vector_norm(t, ord=-_INF, dim=0)):
+        x = torch.tensor([[-0.25, 2.0], [_NAN, -3.0], [0.5, 3.0]], dtype=torch.float64, device=device,
+                         requires_grad=True)
+        r = norm(x)
+        assert r.grad_fn.name() == "LinalgVectorNormBackward0" and np.isnan(r[0].item())
+        r.backward(torch.full((2,), 2.0, dtype=torch.float64, device=device))
+        g = x.grad.tolist()  # PyTorch: the NaN column gets zeros (sign(NaN) is 0), ties share with their sign
+        assert [row[0] for row in g] == [0.0, 0.0, 0.0]
+        assert [row[1] for row in g] == ([0.0, -1.0, 1.0] if r[1].item() == 3.0 else [2.0, 0.0, 0.0])
+
+
+def test_cumprod_over_a_dim_of_one_passes_the_gradient(device):
+    x = torch.tensor([[_INF, 1.0]], device=device, requires_grad=True)
+    x.cumprod(0).sum().backward()  # PyTorch's shortcut: the identity (not inf / inf)
+    assert x.grad.tolist() == [[1.0, 1.0]]

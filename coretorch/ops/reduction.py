@@ -771,10 +771,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
             node.p = 2
             return _recorded(node, input, out, input.dtype, x.shape, axes, keepdim)
         return _make(out, input.dtype, table)
-    if p == float("inf"):
-        return amax(_abs(input), dim if dim is not None else (), keepdim)
-    if p == -float("inf"):
-        return amin(_abs(input), dim if dim is not None else (), keepdim)
+    if p == float("inf") or p == -float("inf"):
+        return _inf_norm(input, dim, keepdim, p > 0)
     if p == 1:
         return sum(_abs(input), dim, keepdim)
     if p == 0:
@@ -792,6 +790,34 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         r = _make(r._data, r.dtype, r._be, node)
         node.save(input, r)
         node.out = r
+    return r
+
+
+class LinalgVectorNormBackward0(Node):
+    """The +-inf norm's gradient as PyTorch's linalg_vector_norm_backward: shared by the elements whose magnitude is
+    the norm or NaN, times their sign (sign(NaN) is 0: a slice with a NaN gets zeros, not amax's NaN)."""
+    __slots__ = ("shape", "axes", "keepdim")
+
+    def backward(self, g):
+        x, r = self.saved()
+        a = _abs(x)
+        mask = logical_or(eq(a, _expand_back(r.detach(), self.shape, self.axes, self.keepdim)), isnan(a)).to(g.dtype)
+        count = sum(mask, self.axes, keepdim=True)
+        return (mul(sign(x), mul(div(_expand_back(g, self.shape, self.axes, self.keepdim), count), mask)),)
+
+
+def _inf_norm(input: Tensor, dim, keepdim: bool, largest: bool) -> Tensor:
+    """max |x| (``largest``) or min |x| over ``dim`` (all dims when None or empty)."""
+    dims = dim if dim is not None else ()
+    with _no_grad():
+        r = (amax if largest else amin)(_abs(input), dims, keepdim)
+    if not (input._rg and _gs.enabled):
+        return r
+    node = LinalgVectorNormBackward0()
+    node.shape, node.axes, node.keepdim = input._data.shape, _axes(dims, input.ndim, "norm"), keepdim
+    node.next_functions = (edge(input),)
+    r = _make(r._data, r.dtype, r._be, node)
+    node.save(input, r)
     return r
 
 
@@ -843,7 +869,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, narrow, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
 from .comparison import isfinite, isinf  # noqa: E402
 

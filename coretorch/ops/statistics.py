@@ -305,7 +305,7 @@ class CumprodBackward0(Node):
     def backward(self, g):
         x, out = self.saved()  # an in-place change of the output makes the backward raise, as PyTorch
         d = self.dim
-        if x.ndim == 0:
+        if x.ndim == 0 or x.shape[d] == 1:  # the identity, as PyTorch's shortcut (inf / inf would give NaN)
             return (g,)
 
         def revcumsum(t):
