@@ -58,7 +58,8 @@ DELIBERATE = (
      and _empty_dims(want.source, ("var", "std"))),
     ("x ** False has a zero gradient as x ** 0 (PyTorch 2.13: nan at x == 0; its exponent == 0 shortcut misses a "
      "bool exponent)",
-     lambda want, got: "** False" in want.source and want.grad_error is None and got.grad_error is None
+     lambda want, got: ("** False" in want.source or "** (False)" in want.source) and want.grad_error is None
+     and got.grad_error is None
      and any(g is not None and g.dtype.kind == "f" and bool(np.isnan(g).any()) and not np.isnan(h).any()
              for g, h in ((want.grads[n], got.grads.get(n)) for n in want.grads) if h is not None)),
 )
@@ -79,7 +80,16 @@ DELIBERATE_STEPS = (
      "one device, as on CUDA; the oracle's PyTorch side runs both on the CPU)",
      lambda a, b, what, device="cpu": device != "cpu" and a.op in ("take", "index_select", "index_fill_")
      and not a.error and b.error == "RuntimeError" and "[0d]" in a.kind),
+    ("on opencl an in-place op or an index into a CPU tensor (`torch.tensor(x.item())`, made without device=) with "
+     "a device operand or index raises, as PyTorch's CUDA (a CPU tensor may only be a 0-d operand of a device op; "
+     "the oracle's PyTorch side runs everything on the CPU)",
+     lambda a, b, what, device="cpu": device != "cpu" and not a.error and b.error == "RuntimeError"
+     and b.kind.split(",")[0].endswith("[host]")
+     and (a.op in _INPLACE_OPS or a.op.startswith(("getitem", "setitem")))),
 )
+# the in-place statements of the generator (coretorch/testing_fuzz.py's _INPLACE, with the augmented assignments)
+_INPLACE_OPS = frozenset(("setitem", "+=", "*=", "-=", "zero_", "relu_", "abs_", "neg_", "exp_", "fill_", "clamp_",
+                          "copy_", "masked_fill_", "pow_", "add_", "sub_", "mul_", "div_"))
 
 
 def _deliberate(want, got, diff, device: str) -> str | None:

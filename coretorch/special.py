@@ -18,27 +18,27 @@ multigammaln = mvlgamma
 
 def expit(input: Tensor, *, out=None) -> Tensor:
     """The logistic sigmoid 1 / (1 + exp(-x))."""
-    return _out(_P.sigmoid(input), out, "expit")
+    return _out(_P.sigmoid(input), out, "expit", input)
 
 
 def erf(input: Tensor, *, out=None) -> Tensor:
     """The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt`` of each element."""
-    return _out(_F.erf(input), out, "erf")
+    return _out(_F.erf(input), out, "erf", input)
 
 
 def expm1(input: Tensor, *, out=None) -> Tensor:
     """``exp(x) - 1`` of each element, accurate for small ``x``."""
-    return _out(_P.expm1(input), out, "expm1")
+    return _out(_P.expm1(input), out, "expm1", input)
 
 
 def log1p(input: Tensor, *, out=None) -> Tensor:
     """``log(1 + x)`` of each element, accurate for small ``x``."""
-    return _out(_P.log1p(input), out, "log1p")
+    return _out(_P.log1p(input), out, "log1p", input)
 
 
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:
     """Round each element to the nearest integer, half to even (or to ``decimals`` places)."""
-    return _out(_P.round(input, decimals=decimals), out, "round")
+    return _out(_P.round(input, decimals=decimals), out, "round", input)
 
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Tensor:

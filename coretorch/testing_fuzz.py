@@ -179,7 +179,7 @@ def _kind(env: dict, names) -> str:
             continue
         dt, shape = env[n][0], env[n][1]
         tag = dt + ("[0d]" if not shape else "[empty]" if 0 in shape else "")
-        parts.append(tag)
+        parts.append(tag + ("[host]" if env[n][4] else ""))
     return ",".join(parts)
 
 
@@ -691,8 +691,10 @@ _FAMILIES = ((_gen_unary, 3), (_gen_binary, 5), (_gen_reduce, 3), (_gen_shape, 3
 
 
 def _summary(ns: dict, name: str):
+    """(dtype name, shape, requires_grad, is_leaf, a CPU tensor in a program on another device)."""
     t = ns[name]
-    return _dname(t), tuple(t.shape), bool(t.requires_grad), bool(t.is_leaf)
+    host = ns["DEV"] != "cpu" and t.device.type == "cpu"  # (torch.tensor(x.item()): made without device=)
+    return _dname(t), tuple(t.shape), bool(t.requires_grad), bool(t.is_leaf), host
 
 
 def run_program(seed: int, torch, device: str = "cpu", *, n_steps: int | None = None, special: bool = False,

@@ -50,10 +50,9 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         if not x.dtype.is_floating_point:
             raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                                f"{x.dtype._tname[:-6]}")
-        a = x.abs()
         if ord == -_INF:
-            return named_node(_R.amin(a, dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
-        return named_node(_R.sum(a ** ord, dim, keepdim) ** (1.0 / ord), "LinalgVectorNormBackward0")
+            return _R.norm(x, ord, dim, keepdim)  # the inf-norm's own node (LinalgVectorNormBackward0)
+        return named_node(_R.sum(x.abs() ** ord, dim, keepdim) ** (1.0 / ord), "LinalgVectorNormBackward0")
     return _R.norm(x, ord, dim, keepdim, dtype)
 
 

@@ -13,16 +13,53 @@ import warnings
 
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
+from . import _overlap as _ov
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {}, which does not match the required "
             "output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
             "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
             "elements with t.resize_(0).")
+# ops whose PyTorch kernels refuse an ``out`` sharing any memory with an input (assert_no_overlap: the joining ops
+# and the gathers); the others given ``inputs`` refuse a partial overlap only (TensorIterator's rule: an identical
+# input, ``torch.add(x, 1, out=x)``, is allowed)
+_NO_OVERLAP = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+                         "row_stack", "index_select", "gather", "take", "masked_select", "cross", "linalg.cross",
+                         "take_along_dim", "kthvalue"))
+# reductions along a dim whose kernels check the restrided views: an ``out`` spanning exactly the input's bytes is
+# allowed whatever its shape (``torch.median(x.view(3, 1), 1, out=(x, i))``)
+_SPAN_FULL = frozenset(("median", "nanmedian", "mode", "aminmax"))
 
 
-def write_out(op: str, out, res, *, exact_dtype: bool = False):
+def _check_overlap(op: str, outs: tuple, inputs) -> None:
+    """PyTorch's memory-overlap check between each ``out`` tensor and each input tensor (before anything is
+    written): ``torch.add(x[:-1], 1, out=x[1:])`` raises instead of giving a traversal-dependent result."""
+    refuse = (_ov.PARTIAL, _ov.FULL) if op in _NO_OVERLAP else (_ov.PARTIAL,)
+    for o in outs:
+        table = o._be
+        if not table.has("same_storage"):
+            return
+        for t in inputs:
+            if not isinstance(t, Tensor) or t._be is not table:
+                continue
+            if not table.same_storage(o._data, t._data):
+                continue
+            st = _ov.status(table, o._data, t._data, o.dtype.itemsize, t.dtype.itemsize)
+            if st == _ov.PARTIAL and op in _SPAN_FULL and _same_span(table, o, t):
+                st = _ov.FULL
+            if st in refuse:
+                raise RuntimeError(_ov._MSG)
+
+
+def _same_span(table, a: Tensor, b: Tensor) -> bool:
+    """Whether two dense tensors of one storage cover the same bytes."""
+    a0, b0 = table.storage_offset(a._data) * a.dtype.itemsize, table.storage_offset(b._data) * b.dtype.itemsize
+    return a0 == b0 and a.numel() * a.dtype.itemsize == b.numel() * b.dtype.itemsize
+
+
+def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
     """Write ``res`` (a Tensor, or a tuple / named tuple of Tensors) into ``out`` and return ``out``; ``res`` itself
-    when ``out`` is None."""
+    when ``out`` is None.  ``inputs``: the op's input tensors, for PyTorch's overlap check against ``out`` (ops
+    whose kernels skip it, the reductions and products, pass none)."""
     if out is None:
         return res
     single = isinstance(res, Tensor)
@@ -34,6 +71,8 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False):
     if _gs.enabled and any(r._rg or o._rg for r, o in zip(ress, outs)):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
+    if inputs and all(tuple(o.shape) == tuple(r.shape) for o, r in zip(outs, ress)):
+        _check_overlap(op, outs, inputs)  # (a resized out gets a fresh buffer: nothing to overlap)
     for o, r in zip(outs, ress):
         if o.device != r.device:
             raise RuntimeError(f"{op}(): Expected out tensor to be on device {r.device}, but got {o.device} instead")

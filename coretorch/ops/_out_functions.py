@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 
+from ..tensor import Tensor
 from ._out import write_out
 
 __all__ = ["install"]
 
 # ops whose kernels check the out tensor's dtype exactly in PyTorch (indices, sorting, the where/cat family is
 # castable)
-_EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero"))
+_EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "index_add", "float_power"))
 
 NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "maximum",
          "minimum", "pow", "remainder", "fmod", "exp", "log", "sqrt", "abs", "absolute", "neg", "negative",
@@ -24,17 +25,36 @@ NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_div
          "all", "cat", "concat", "concatenate", "stack", "sin", "cos", "rsqrt", "reciprocal", "sign", "lerp",
          "expm1", "log1p", "erf", "square", "std", "var", "norm", "isnan", "isinf",
          "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "flip", "roll", "argsort",
-         "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin")
+         "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin",
+         "nansum", "scatter_add", "index_add", "float_power")
+
+
+# ops whose PyTorch kernels do not check ``out`` against the inputs for memory overlap (reductions, index results)
+_UNCHECKED = frozenset(("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "any", "all", "std", "var", "norm",
+                        "logsumexp", "nonzero", "argsort", "cummax", "cummin", "flip", "roll", "nansum"))
+
+
+def _tensors(args, kwargs) -> list:
+    """The tensor arguments (one level into lists and tuples: cat's and stack's sequences)."""
+    found = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found += [t for t in a if isinstance(t, Tensor)]
+    return found
 
 
 def _wrap(name: str, fn):
     exact = name in _EXACT
+    checked = name not in _UNCHECKED
 
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact)
+        return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact,
+                         inputs=_tensors(args, kwargs) if checked else ())
 
     setattr(op, "__wrapped_out__", True)
     return op

@@ -34,14 +34,14 @@ def isposinf(input: Tensor, *, out=None) -> Tensor:
     """A bool tensor: True where the element is positive infinity."""
     _check("isposinf", input)
     r = eq(input.detach(), math.inf) if input.dtype.is_floating_point else _const(input, False)
-    return _out(r, out, "isposinf")
+    return _out(r, out, "isposinf", input)
 
 
 def isneginf(input: Tensor, *, out=None) -> Tensor:
     """A bool tensor: True where the element is negative infinity."""
     _check("isneginf", input)
     r = eq(input.detach(), -math.inf) if input.dtype.is_floating_point else _const(input, False)
-    return _out(r, out, "isneginf")
+    return _out(r, out, "isneginf", input)
 
 
 def isfinite(input: Tensor) -> Tensor:

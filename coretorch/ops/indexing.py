@@ -1,6 +1,7 @@
 """Indexing: __getitem__/__setitem__ (basic and advanced), gather, scatter_add, index_select, narrow."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 from .. import dtypes as _dt
@@ -116,11 +117,20 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
     return items, consumed
 
 
+_SEQ_WARNING = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor "
+                "index, x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
 def _seq_as_tuple(key: list) -> bool:
     """PyTorch's treatSequenceAsTuple: a subscript list shorter than 32 holding a tensor, a sequence, a slice, None
-    or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), any other list one index tensor."""
-    return len(key) < 32 and any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
-                                 for k in key)
+    or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), with PyTorch 2.13's deprecation warning
+    (attributed to the user's subscript: the caller of getitem/setitem); any other list is one index tensor."""
+    if len(key) < 32 and any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
+                             for k in key):
+        warnings.warn(_SEQ_WARNING, UserWarning, stacklevel=4)
+        return True
+    return False
 
 
 def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None = None):
@@ -418,8 +428,7 @@ def _check_overlap(x: Tensor, key, nkey, advanced: bool, value: Tensor) -> None:
     """PyTorch's overlap errors for a value viewing x's memory: basic indexing copies into the view (a partly
     overlapping value is refused), advanced indexing is index_put_ (any overlap is refused), except one mask with a
     one-element value (masked_fill_).  The value is broadcast to the view first (a stride 0 is too hard to
-    check: allowed).  For advanced keys PyTorch checks the view left by the key's ints and slices:
-    checked here only where that view is x itself (index tensors, full slices, None, ...)."""
+    check: allowed).  For advanced keys PyTorch checks the view left by the key's ints and slices (``pre``)."""
     table, isz = x._be, x.dtype.itemsize
     if not advanced:
         if value.ndim == 0:  # PyTorch fills from a 0-d value (copy_to): nothing to check
@@ -429,10 +438,10 @@ def _check_overlap(x: Tensor, key, nkey, advanced: bool, value: Tensor) -> None:
         return
     if value.numel() == 1 and _single_mask(key):
         return
-    items = key if isinstance(key, tuple) else (key,)
-    if all(k is None or k is Ellipsis or (isinstance(k, slice) and k == slice(None))
-           or isinstance(k, (Tensor, list)) for k in items):
-        assert_no_overlap(table, x._data, value._data, isz, value.dtype.itemsize)
+    dst = x._data
+    if nkey.__class__ is AdvKey and nkey.pre is not None:
+        dst = table.basic_index(dst, nkey.pre)
+    assert_no_overlap(table, dst, value._data, isz, value.dtype.itemsize)
 
 
 def _setitem(x: Tensor, key, value) -> None:

@@ -163,6 +163,9 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
             r = fn(x)
         finally:
             _gs.enabled = prev
+    if r._be is not x._be:  # a CPU 0-d x with a device operand: the result is on the device (PyTorch's CUDA rule)
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{r.device} and {x.device}!")
     if not _castable(r.dtype, x.dtype):
         raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
                            f"{x.dtype._tname[:-6]} (in {op})")

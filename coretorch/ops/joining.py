@@ -377,18 +377,20 @@ def _nonempty(op: str, tensors) -> list:
 
 def dstack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Tensors stacked along the third dim (each made at least 3-D)."""
-    return _out(_sh.cat([_3d(t) for t in _nonempty("dstack", tensors)], 2), out)
+    ts = _nonempty("dstack", tensors)
+    return _out(_sh.cat([_3d(t) for t in ts], 2), out, "dstack", *ts)
 
 
 def column_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Tensors as columns side by side (0-d and 1-D ones as (n, 1) columns)."""
     ts = [_sh.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in _nonempty("column_stack", tensors)]
-    return _out(_sh.cat(ts, 1), out)
+    return _out(_sh.cat(ts, 1), out, "column_stack", *tensors)
 
 
 def row_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     """vstack: tensors stacked as rows (each made at least 2-D)."""
-    return _out(_sh.cat([atleast_2d(t) for t in _nonempty("row_stack", tensors)], 0), out)
+    ts = _nonempty("row_stack", tensors)
+    return _out(_sh.cat([atleast_2d(t) for t in ts], 0), out, "row_stack", *ts)
 
 
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:

@@ -388,6 +388,6 @@ def outer(input: Tensor, vec2: Tensor, *, out=None) -> Tensor:
     """The outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``, shape ``(n, m)``."""
     from .pointwise import mul
     from .shape import unsqueeze
-    return write_out("outer", out, mul(unsqueeze(input, 1), unsqueeze(vec2, 0)))
+    return write_out("outer", out, mul(unsqueeze(input, 1), unsqueeze(vec2, 0)), inputs=(input, vec2))
 
 from . import shape as _shape  # noqa: E402  (late: shape imports _util, which imports us back)

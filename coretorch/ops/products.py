@@ -32,8 +32,9 @@ __all__ = ["addmm", "einsum", "tensordot", "kron", "cross", "baddbmm", "addbmm",
 # ---------------------------------------------------------------------------------------------
 # out= and in-place helpers
 # ---------------------------------------------------------------------------------------------
-def _write_out(out, r: Tensor, op: str) -> Tensor:
-    return write_out(op, out, r)
+def _write_out(out, r: Tensor, op: str, *inputs: Tensor) -> Tensor:
+    """``inputs``: checked against ``out`` for memory overlap (only those PyTorch's kernel checks)."""
+    return write_out(op, out, r, inputs=inputs)
 
 
 def _inplace_op(fn, name: str):
@@ -171,7 +172,7 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     ia = _shape.reshape(input, tuple(v for s in sa for v in (s, 1)))
     ib = _shape.reshape(other, tuple(v for s in sb for v in (1, s)))
     r = _shape.reshape(_pw.mul(ia, ib), tuple(x * y for x, y in zip(sa, sb)))
-    return _write_out(out, r, "kron")
+    return _write_out(out, r, "kron", input, other)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
         dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
-    return _write_out(out, _cross(input, other, dim), "cross")
+    return _write_out(out, _cross(input, other, dim), "cross", input, other)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
-    return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm")
+    return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm", input)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -243,7 +244,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
     x2 = _shape.reshape(batch2, (b * k, m))
     r = _scaled_sum(input, beta, _linalg._matmul_nd(x1, x2), alpha, "addbmm")
-    return _write_out(out, _renamed(r, _NAMES["addbmm"]), "addbmm")
+    return _write_out(out, _renamed(r, _NAMES["addbmm"]), "addbmm", input)
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -256,7 +257,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat, vec = _ac_cast("addmv", input, mat, vec)
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
-    return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv")
+    return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv", input)
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -272,9 +273,9 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
             p = _pw.logical_and(p, False)
         shape = broadcast_shape(tuple(input.shape), tuple(p.shape), "addr")
         r = p if beta is False else _pw.logical_or(_shape.expand(input, shape) if beta else input, p)
-        return _write_out(out, r, "addr")
+        return _write_out(out, r, "addr", input, vec1, vec2)
     r = _scaled_sum(input, beta, _linalg.outer(vec1, vec2), alpha, "addr")
-    return _write_out(out, _renamed(r, _NAMES["addr"]), "addr")
+    return _write_out(out, _renamed(r, _NAMES["addr"]), "addr", input, vec1, vec2)
 
 
 # PyTorch's grad_fn names of the fused forms (coretorch composes them; the last op's node is renamed)
@@ -283,7 +284,7 @@ _NAMES = {op: {"name": f"{op[0].upper()}{op[1:]}Backward0"} for op in ("baddbmm"
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """torch.addmm with out= (the op itself is coretorch.ops.linalg.addmm)."""
-    return _write_out(out, _linalg.addmm(input, mat1, mat2, beta=beta, alpha=alpha), "addmm")
+    return _write_out(out, _linalg.addmm(input, mat1, mat2, beta=beta, alpha=alpha), "addmm", input)
 
 
 def chain_matmul(*matrices, out=None) -> Tensor:

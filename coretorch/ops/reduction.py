@@ -638,14 +638,40 @@ def _std(input, dim, unbiased, keepdim, correction, op):
     return r
 
 
+def _welford_mean(input: Tensor, dim, keepdim: bool, m: Tensor) -> Tensor:
+    """The mean as PyTorch's var_mean/std_mean return it on the CPU: that of its Welford pass in the elements' order,
+    where the running mean is NaN from the first non-finite element on, except a single inf that comes last (its
+    running mean is that inf).  Finite slices keep ``m``; the gradient stays mean's (PyTorch's: 1/n each).  (Rows of
+    32,768 elements and more are summed in parallel chunks by PyTorch: there the rule is approximate.)"""
+    if not input.dtype.is_floating_point or input.numel() == 0:
+        return m
+    with no_grad():
+        x = input.detach()
+        bad = logical_not(isfinite(x))
+        if x._be.host_memory and not bool(any(bad).item()):  # (a free check in host memory: the common case)
+            return m
+        axes = _axes(dim, x.ndim, "var_mean")
+        last = x
+        for a in (range(x.ndim) if axes is None else axes):
+            last = narrow(last, a, x.shape[a] - 1, 1)
+        last = last.to(m.dtype).reshape(tuple(m.shape))
+        cnt = sum(bad, axes, keepdim)
+        fixed = where(eq(cnt, 0), m.detach(), where(logical_and(eq(cnt, 1), isinf(last)), last, float("nan")))
+    m._data = fixed._data  # (a fresh result: its node saved nothing)
+    return m
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`)."""
-    return _var(input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, dim, keepdim)
+    """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`); the mean of non-finite slices as
+    PyTorch's Welford pass gives it (see ``_welford_mean``)."""
+    return (_var(input, dim, unbiased, keepdim, correction, "var_mean"),
+            _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`)."""
-    return _std(input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, dim, keepdim)
+    """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`; the mean as :func:`var_mean`'s)."""
+    return (_std(input, dim, unbiased, keepdim, correction, "std_mean"),
+            _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))
 
 
 class LogsumexpBackward0(_ReduceNode):
@@ -746,10 +772,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
             node.p = 2
             return _recorded(node, input, out, input.dtype, x.shape, axes, keepdim)
         return _make(out, input.dtype, table)
-    if p == float("inf"):
-        return named_node(amax(_abs(input), dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
-    if p == -float("inf"):
-        return named_node(amin(_abs(input), dim if dim is not None else (), keepdim), "LinalgVectorNormBackward0")
+    if p == float("inf") or p == -float("inf"):
+        return _inf_norm(input, dim, keepdim, p > 0)
     if p == 1:
         return named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0")
     if p == 0:
@@ -781,6 +805,37 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 NormBackward1 = LinalgVectorNormBackward0  # (its former name)
 
 
+class _InfNormBackward(Node):
+    """The +-inf norm's gradient as PyTorch's linalg_vector_norm_backward: shared by the elements whose magnitude is
+    the norm or NaN, times their sign (sign(NaN) is 0: a slice with a NaN gets zeros, not amax's NaN)."""
+    __slots__ = ("shape", "axes", "keepdim")
+
+    def backward(self, g):
+        x, r = self.saved()
+        a = _abs(x)
+        mask = logical_or(eq(a, _expand_back(r.detach(), self.shape, self.axes, self.keepdim)), isnan(a)).to(g.dtype)
+        count = sum(mask, self.axes, keepdim=True)
+        return (mul(sign(x), mul(div(_expand_back(g, self.shape, self.axes, self.keepdim), count), mask)),)
+
+
+def _inf_norm(input: Tensor, dim, keepdim: bool, largest: bool) -> Tensor:
+    """max |x| (``largest``) or min |x| over ``dim`` (all dims when None or empty)."""
+    dims = dim if dim is not None else ()
+    with _no_grad():
+        r = (amax if largest else amin)(_abs(input), dims, keepdim)
+    if not (input._rg and _gs.enabled):
+        return r
+    node = _InfNormBackward()
+    node.shape, node.axes, node.keepdim = input._data.shape, _axes(dims, input.ndim, "norm"), keepdim
+    node.next_functions = (edge(input),)
+    r = _make(r._data, r.dtype, r._be, node)
+    node.save(input, r)
+    return r
+
+
+_InfNormBackward.__name__ = _InfNormBackward.__qualname__ = "LinalgVectorNormBackward0"  # PyTorch's name for it too
+
+
 class CumsumBackward0(Node):
     __slots__ = ("dim",)
 
@@ -800,7 +855,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
         out (Tensor, optional): the output tensor.
     """
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
-        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype))
+        return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype), inputs=(input,))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("cumsum", input)
     d = norm_dim(dim, input.ndim, "cumsum")
@@ -828,9 +883,10 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
 
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
-from .indexing import gather, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_not, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .indexing import gather, narrow, scatter_add  # noqa: E402
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
+from .comparison import isfinite, isinf  # noqa: E402
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})
 MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})

@@ -173,7 +173,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
         d = _check_scatter("scatter", input, dim, index, src if st else None)
         data = _scatter_data(input, d, index, src, reduce)
         res = _finish(input, data, st and src._rg, reduce, d, index, src if st else None)
-        return _out(res, out)
+        return _out(res, out, "scatter", input, src) if st else _out(res, out, "scatter", input)
 
 
 def _finish(input, data, src_rg, reduce, d, index, src):
@@ -192,8 +192,9 @@ def _finish(input, data, src_rg, reduce, d, index, src):
     return _make(data, input.dtype, table, node)
 
 
-def _out(res: Tensor, out: Tensor | None, op: str = "scatter") -> Tensor:
-    return write_out(op, out, res, exact_dtype=True)
+def _out(res: Tensor, out: Tensor | None, op: str = "scatter", *inputs) -> Tensor:
+    """``inputs``: checked against ``out`` for memory overlap as PyTorch's kernels do."""
+    return write_out(op, out, res, exact_dtype=True, inputs=inputs)
 
 
 class ScatterReduceBackward0(Node):
@@ -244,14 +245,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         table = input._be
         data = _scatter_data(input, d, index, src, reduce, include_self)
         if not (_gs.enabled and (input._rg or src._rg)):
-            return _out(_make(data, input.dtype, table), out)
+            return _out(_make(data, input.dtype, table), out, "scatter_reduce", input, src)
         node = ScatterReduceBackward0()
         node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
         node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
         node.next_functions = (edge(input), edge(src))
         res = _make(data, input.dtype, table, node)
         node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
-        return _out(res, out)
+        return _out(res, out, "scatter_reduce", input, src)
 
 
 class IndexReduceBackward0(ScatterReduceBackward0):
@@ -277,7 +278,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     r = scatter_reduce(x1, d, idx, s1, reduce, include_self=include_self)
     if r.grad_fn is not None:
         r.grad_fn.__class__ = IndexReduceBackward0
-    return _out(r.reshape(()) if input.ndim == 0 else r, out)
+    return _out(r.reshape(()) if input.ndim == 0 else r, out, "index_reduce", input, source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -579,7 +580,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{getattr(indices, 'dtype', type(indices).__name__)}")
     if dim is None:
-        return _out(_ix.gather(input.reshape(-1), 0, indices.reshape(-1)), out)
+        return _out(_ix.gather(input.reshape(-1), 0, indices.reshape(-1)), out, "take_along_dim", input)
     if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
@@ -597,7 +598,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *, ou
     i = expand(indices, tuple(bi)) if tuple(bi) != tuple(indices.shape) else indices
     if input.shape[d]:  # PyTorch 2.13 wraps the indices along dim (Python modulo: -1 is the last, 3 of 3 is 0)
         i = _pw.remainder(i, input.shape[d])
-    return _out(_ix.gather(x, d, i), out)
+    return _out(_ix.gather(x, d, i), out, "take_along_dim", input)
 
 
 def unravel_index(indices, shape) -> tuple:

@@ -17,7 +17,7 @@ from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, return_type
-from . import _kth_ties
+from . import _kth_ties, _mode_nan
 from ._out import write_out
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
@@ -47,9 +47,10 @@ def _int_arg(op: str, name: str, v) -> int:
         raise TypeError(f"{op}(): argument '{name}' must be int, not {type(v).__name__}") from None
 
 
-def _write_out(op: str, out, res):
-    """``out=`` for the sorting family (the dtype must match, as PyTorch's kernels check)."""
-    return write_out(op, out, res, exact_dtype=True)
+def _write_out(op: str, out, res, *inputs):
+    """``out=`` for the sorting family (the dtype must match, as PyTorch's kernels check; ``inputs``: checked
+    against ``out`` for memory overlap where PyTorch's kernel checks)."""
+    return write_out(op, out, res, exact_dtype=True, inputs=inputs)
 
 
 # ---- the selection gradient ---------------------------------------------------------------------------------------
@@ -82,12 +83,12 @@ SortBackward0, TopkBackward0, KthvalueBackward0 = _node("SortBackward0"), _node(
     _node("KthvalueBackward0")
 class MedianBackward0(Node):
     """median()/nanmedian() of a whole tensor: the gradient is shared evenly by the elements equal to the result
-    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward."""
-    __slots__ = ("res",)
+    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward.  It saves the result as PyTorch does: an
+    in-place change of it (``x.median().relu_()``) makes the backward raise instead of reading the changed value."""
+    __slots__ = ()
 
     def backward(self, g):
-        (x,) = self.saved()
-        r = self.res
+        x, r = self.saved()
         mask = logical_or(eq(x, r), logical_and(isnan(x), isnan(r))).to(g.dtype)
         return (mul(div(mask, sum_(mask)), g),)
 
@@ -136,7 +137,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 def msort(input: Tensor, *, out=None) -> Tensor:
     """``input`` sorted along its first dimension."""
-    return _write_out("msort", out, sort(_check("msort", input), 0).values)
+    return _write_out("msort", out, sort(_check("msort", input), 0).values, input)
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):
@@ -160,7 +161,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         if fixed is not None:
             v, i = table.from_numpy(fixed[0]), table.from_numpy(fixed[1])
     idx = _make(i, _i64, table)
-    return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx))
+    return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx),
+                      input)
 
 
 def _nth(input: Tensor, k: int, d: int):
@@ -204,7 +206,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
             i = table.from_numpy(fixed)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     vals = _selected(KthvalueBackward0, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
-    return _write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx))
+    return _write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx), input)
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------------------------
@@ -264,16 +266,16 @@ def _median(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool, out):
         val = table.view(table.contiguous(v), ())
         if input._rg and _gs.enabled and input.dtype.is_floating_point:
             node = NanmedianBackward0() if ignore_nan else MedianBackward0()
-            node.res = _make(val, input.dtype, table)
-            node.save(input)
             node.next_functions = (edge(input),)
-            return _write_out(op, out, _make(val, input.dtype, table, node))
+            res = _make(val, input.dtype, table, node)
+            node.save(input, res)
+            return _write_out(op, out, res)
         return _write_out(op, out, _make(val, input.dtype, table))
     shape = tuple(input.shape)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     node_cls = NanmedianBackward1 if ignore_nan else MedianBackward1
     vals = _selected(node_cls, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
-    return _write_out(op, out, RETURN_TYPES[op](vals, idx))
+    return _write_out(op, out, RETURN_TYPES[op](vals, idx), input)
 
 
 def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
@@ -294,7 +296,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     if input.ndim == 0:
         idx = _make(input._be.full((), 0, _i64.np), _i64, input._be)
         return _write_out("mode", out, RETURN_TYPES["mode"](_selected(ModeBackward0, input, input._be.contiguous(
-            input._data), idx, 0, True), idx))
+            input._data), idx, 0, True), idx), input)
     n = shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
@@ -314,9 +316,15 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
         v = gather(s, d, pos)
         i = gather(perm, d, pos)
     table = input._be
+    if table.host_memory and input.dtype.is_floating_point and n > 1:
+        # rows with a NaN as PyTorch's CPU kernel has them (its sort leaves NaN where it stands; a device keeps its
+        # kernel's answer, as PyTorch's CUDA mode has its own)
+        fixed = _mode_nan.pytorch_mode(table.to_numpy(input._data), table.to_numpy(v._data), table.to_numpy(i._data), d)
+        if fixed is not None:
+            v, i = _make(table.from_numpy(fixed[0]), input.dtype, table), _make(table.from_numpy(fixed[1]), _i64, table)
     idx = _make(_squeezed(table, i._data, shape, d, keepdim), _i64, table)
     vals = _selected(ModeBackward0, input, _squeezed(table, v._data, shape, d, keepdim), idx, d, keepdim)
-    return _write_out("mode", out, RETURN_TYPES["mode"](vals, idx))
+    return _write_out("mode", out, RETURN_TYPES["mode"](vals, idx), input)
 
 
 # ---- cummax / cummin / logcumsumexp --------------------------------------------------------------------------------
@@ -382,8 +390,8 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
         res = _make(r, input.dtype, table, node)
         node.out = res
         node.save(input, res)
-        return _write_out("logcumsumexp", out, res)
-    return _write_out("logcumsumexp", out, _make(r, input.dtype, table))
+        return _write_out("logcumsumexp", out, res, input)
+    return _write_out("logcumsumexp", out, _make(r, input.dtype, table), input)
 
 
 # ---- unique / unique_consecutive -----------------------------------------------------------------------------------

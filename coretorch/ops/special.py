@@ -19,7 +19,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _creation, reduction as _R
-from ._util import edge, return_type
+from ._util import edge, return_type, sum_to
 from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
@@ -42,8 +42,9 @@ _TWO_SQRT_PI = 2 / math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def _out(r: Tensor, out, op: str) -> Tensor:
-    return write_out(op, out, r)
+def _out(r: Tensor, out, op: str, *inputs) -> Tensor:
+    """``inputs``: checked against ``out`` for memory overlap (PyTorch's elementwise kernels refuse a partial one)."""
+    return write_out(op, out, r, inputs=inputs)
 
 
 def _named(r: Tensor, cls) -> Tensor:
@@ -95,7 +96,7 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
     f = _make_unary(name, backward, True, save, node_name=node)
 
     def fn(input: Tensor, *, out=None) -> Tensor:
-        return f(input) if out is None else _out(f(input), out, name)
+        return f(input) if out is None else _out(f(input), out, name, input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
     return fn
@@ -187,8 +188,8 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
         node.n = n
         node.save(x)
         node.next_functions = (edge(x),)
-        return _out(_make(r, x.dtype, table, node), out, "polygamma")
-    return _out(_make(r, x.dtype, table), out, "polygamma")
+        return _out(_make(r, x.dtype, table, node), out, "polygamma", input)
+    return _out(_make(r, x.dtype, table), out, "polygamma", input)
 
 
 MvlgammaBackward0 = _passthrough("MvlgammaBackward0")
@@ -216,7 +217,7 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
         r = _make(input._be.signbit(input._data), _bool, input._be)
     else:
         r = lt(input.detach(), 0)
-    return _out(r, out, "signbit")
+    return _out(r, out, "signbit", input)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,20 +237,36 @@ class LogitBackward0(Node):
         (x,) = self.saved()
         return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
 NanToNumBackward0 = _passthrough("NanToNumBackward0")
-AddcmulBackward0 = _passthrough("AddcmulBackward0")
+class AddcmulBackward0(Node):
+    """PyTorch's formula: each factor's gradient is ``grad * (other * value)`` at the broadcast shape, then summed to
+    the factor's shape (a composite would sum first: an inf factor under gradients of mixed signs gives PyTorch's NaN
+    only this way)."""
+    __slots__ = ("value", "need", "shapes")
+
+    def backward(self, g):
+        t1, t2 = self.saved()
+        ni, n1, n2 = self.need
+        si, s1, s2 = self.shapes
+        return (sum_to(g, si) if ni else None, sum_to(mul(g, mul(t2, self.value)), s1) if n1 else None,
+                sum_to(mul(g, mul(t1, self.value)), s2) if n2 else None)
+
+
+_AddcmulComposite = _passthrough("AddcmulBackward0")  # (mixed dtypes: the composite's graph, renamed)
+
+
 AddcdivBackward0 = _passthrough("AddcdivBackward0")
 
 
 def deg2rad(input: Tensor, *, out=None) -> Tensor:
     """Each element converted from degrees to radians (``input * pi / 180``; integers become float)."""
     _check("deg2rad", input)
-    return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad")
+    return _out(_named(mul(input, math.pi / 180), Deg2RadBackward0), out, "deg2rad", input)
 
 
 def rad2deg(input: Tensor, *, out=None) -> Tensor:
     """Each element converted from radians to degrees (``input * 180 / pi``; integers become float)."""
     _check("rad2deg", input)
-    return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg")
+    return _out(_named(mul(input, 180 / math.pi), Rad2DegBackward0), out, "rad2deg", input)
 
 
 def frac(input: Tensor, *, out=None) -> Tensor:
@@ -257,7 +274,7 @@ def frac(input: Tensor, *, out=None) -> Tensor:
     _check("frac", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"frac_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
-    return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac")
+    return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac", input)
 
 
 def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
@@ -269,7 +286,7 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     x = _float(input)
     if eps is not None:
         x = clamp(x, eps, 1 - eps)
-        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit")
+        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit", input)
     with no_grad():
         r = log(div(x, sub(1, x)))
     if x._rg and _gs.enabled:  # one node with PyTorch's formula (the composite's chain rule is nan at 0 and 1)
@@ -277,7 +294,7 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
         node.save(x)
         node.next_functions = (edge(x),)
         r = _make(r._data, r.dtype, r._be, node)
-    return _out(r, out, "logit")
+    return _out(r, out, "logit", input)
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *,
@@ -285,7 +302,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     """NaN -> ``nan``, +inf -> ``posinf`` (the dtype's max), -inf -> ``neginf`` (its lowest)."""
     _check("nan_to_num", input)
     if not input.dtype.is_floating_point:
-        return _out(input.clone(), out, "nan_to_num")
+        return _out(input.clone(), out, "nan_to_num", input)
     fi = np.finfo(input.dtype.np)
     hi = float(fi.max) if posinf is None else float(posinf)
     lo = float(fi.min) if neginf is None else float(neginf)
@@ -294,12 +311,12 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     else:
         r = where(eq(input, math.inf), hi, where(eq(input, -math.inf), lo, input))
     r = where(isnan(input), float(nan), r)
-    return _out(_named(r, NanToNumBackward0), out, "nan_to_num")
+    return _out(_named(r, NanToNumBackward0), out, "nan_to_num", input)
 
 
 def ldexp(input: Tensor, other, *, out=None) -> Tensor:
     """input * 2 ** other (as PyTorch computes it: the result is a float dtype)."""
-    return _out(mul(input, _pow(2.0, other)), out, "ldexp")
+    return _out(mul(input, _pow(2.0, other)), out, "ldexp", input, other)
 
 
 frexp_result = return_type("frexp", ("mantissa", "exponent"))
@@ -329,7 +346,7 @@ def frexp(input: Tensor, *, out=None):
     else:
         mt = _make(m, input.dtype, table)
     if out is not None:
-        return frexp_result(_out(mt, out[0], "frexp"), _out(et, out[1], "frexp"))
+        return frexp_result(_out(mt, out[0], "frexp", input), _out(et, out[1], "frexp", input))
     return frexp_result(mt, et)
 
 
@@ -352,10 +369,20 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
             tensor1 = tensor1.to(rt)
         if tensor2.dtype is not rt:
             tensor2 = tensor2.to(rt)
+    need = (input._rg, tensor1._rg, tensor2._rg) if _gs.enabled else (False, False, False)
+    if (need[1] or need[2]) and input.dtype is tensor1.dtype is tensor2.dtype and input.dtype.is_floating_point:
+        with no_grad():
+            r = addcmul(input, tensor1, tensor2, value=value)
+        node = AddcmulBackward0()
+        node.value, node.need = value, need
+        node.shapes = (tuple(input.shape), tuple(tensor1.shape), tuple(tensor2.shape))
+        node.save(tensor1, tensor2)
+        node.next_functions = (edge(input), edge(tensor1), edge(tensor2))
+        return _out(_make(r._data, r.dtype, r._be, node), out, "addcmul", input, tensor1, tensor2)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
-    return _out(_named(add(input, p), AddcmulBackward0), out, "addcmul")
+    return _out(_named(add(input, p), _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
 
 
 _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
@@ -372,7 +399,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     q = div(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         q = mul(q, value)
-    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv")
+    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,7 +486,7 @@ def _binary(name: str, node_cls, kind: str = "div", doc: str = ""):
     f = _make_binary(name, node_cls, kind)
 
     def fn(input, other, *, out=None) -> Tensor:
-        return f(input, other) if out is None else _out(f(input, other), out, name)
+        return f(input, other) if out is None else _out(f(input, other), out, name, input, other)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise with broadcasting and PyTorch's type promotion."
     return fn
@@ -520,7 +547,7 @@ def _igamma_op(name: str, node_cls, public: str, doc: str):
             r = f(input.to(_dt.float32), other.to(_dt.float32)).to(rt)
         else:
             r = f(input, other)
-        return r if out is None else _out(r, out, public)
+        return r if out is None else _out(r, out, public, input, other)
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = doc
     return fn
@@ -551,7 +578,7 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
         node = HeavisideBackward0()
         node.next_functions = (edge(input), edge(values))
         r = _make(r._data, r.dtype, r._be, node)
-    return _out(r, out, "heaviside")
+    return _out(r, out, "heaviside", input, values)
 
 
 class HeavisideBackward0(Node):

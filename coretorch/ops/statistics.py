@@ -80,8 +80,8 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     if ignore_nan:
         valid = sum_(logical_not(isnan(s)), -1, keepdim=True).to(input.dtype)
         rank = qv * clamp_min(valid - 1, 0)
-    else:
-        rank = qv * (n - 1)
+    else:  # a NaN anywhere in the slice (it sorts last): the rank of the last, as PyTorch (its gradient goes there)
+        rank = where(isnan(narrow(s, -1, n - 1, 1)), float(n - 1), qv * (n - 1))
     if interpolation == "lower":
         rank = floor(rank)
     elif interpolation == "higher":
@@ -98,8 +98,6 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
         v_hi = gather(se, -1, expand(hi, (nq,) + lead + (1,)))
         w = 0.5 if interpolation == "midpoint" else (rank - lo.to(input.dtype)).detach()
         r = v_lo + (v_hi - v_lo) * w
-    if not ignore_nan:  # a NaN anywhere in the slice: NaN (it sorts last)
-        r = where(isnan(narrow(s, -1, n - 1, 1)), float("nan"), r)
     r = reshape(r, (nq,) + out_shape)
     if scalar_q:
         r = reshape(r, out_shape)
@@ -187,12 +185,13 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     if dim is None:
         d = tuple(range(input.ndim))
         if not keepdim or not input.ndim:
-            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)))
+            return _write_out("aminmax", out, AMINMAX(amin(reshape(input, (-1,)), 0), amax(reshape(input, (-1,)), 0)),
+                              input)
     else:
         d = norm_dim(dim, input.ndim, "aminmax")
         if input.ndim == 0:
-            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()))
-    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)))
+            return _write_out("aminmax", out, AMINMAX(input.clone(), input.clone()), input)
+    return _write_out("aminmax", out, AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim)), input)
 
 
 # ---- diff / gradient -----------------------------------------------------------------------------------------------
@@ -207,13 +206,15 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     d = norm_dim(dim, input.ndim, "diff")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
+    last: tuple = ()  # the last difference's operands when they view input (PyTorch checks them against out)
     for _ in range(n):
         m = x.shape[d]
         if m == 0:
             break
         a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
+        last = (a, b) if x is input else ()
         x = logical_xor(a, b) if x.dtype is _bool else a - b
-    return _write_out("diff", out, x)
+    return _write_out("diff", out, x, *last)
 
 
 def _spacings(spacing, dims, input):
@@ -304,7 +305,7 @@ class CumprodBackward0(Node):
     def backward(self, g):
         x, out = self.saved()  # an in-place change of the output makes the backward raise, as PyTorch
         d = self.dim
-        if x.ndim == 0:
+        if x.ndim == 0 or x.shape[d] == 1:  # the identity, as PyTorch's shortcut (inf / inf would give NaN)
             return (g,)
 
         def revcumsum(t):
@@ -346,8 +347,8 @@ def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
         res = _make(r, dt, table, node)
         node.out = res
         node.save(input, res)
-        return _write_out("cumprod", out, res)
-    return _write_out("cumprod", out, _make(r, dt, table))
+        return _write_out("cumprod", out, res, input)
+    return _write_out("cumprod", out, _make(r, dt, table), input)
 
 
 # ---- cov / corrcoef ------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ...ops import indexing as _I
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
-from ...ops._util import device_mismatch, host_all_below
+from ...ops._util import broadcast_shape, device_mismatch, host_all_below
 from ...tensor import Tensor, _make
 from ._activation import _floating_only, _softmax_impl, logsigmoid
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
@@ -320,6 +320,14 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if isinstance(target, Tensor) and target._rg and _gs.enabled:  # PyTorch's kernel has no target gradient
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. "
+                           "This input cannot have requires_grad True.")
+    if isinstance(input, Tensor) and isinstance(target, Tensor):
+        shape = tuple(input.shape)
+        if broadcast_shape(shape, tuple(target.shape), "soft_margin_loss") != shape:  # out has input's shape
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shape(shape, tuple(target.shape)))}")
     return _reduce(_P.log1p(_P.exp(_P.neg(_P.mul(target, input)))), reduction)
 
 

@@ -1,13 +1,11 @@
 """coretorch-cpu: the numpy backend for device 'cpu'."""
 import coretorch  # noqa: F401  (first: coretorch loads this plugin through its entry point; see docs/plugins.md)
-import warnings as _warnings
 
+from . import _quiet
 from .backend import CPUBackend
 
 __all__ = ["CPUBackend"]
 
-# PyTorch computes IEEE results (inf - inf is nan, an overflowing sum is inf) without a word; numpy warns.  The
-# warnings numpy raises inside this package's kernels are ignored by one filter on this package's modules, set once:
-# nothing on the hot path (numpy's error state is left alone, so a user's own numpy code warns as it is set to).
-_warnings.filterwarnings("ignore", r"(invalid value|overflow|divide by zero|underflow) encountered",
-                         RuntimeWarning, r"coretorch_cpu(\.|$)")
+# numpy's floating-point warnings from the kernels are silent (PyTorch's IEEE results come without a word): one
+# warnings filter, restored when a catch_warnings() block around the import dropped it (see _quiet)
+_quiet.install()

@@ -217,9 +217,37 @@ def kthvalue(x, k: int, axis):
     return np.take_along_axis(x, i, axis), i.astype(_I64)
 
 
+def _bisect(seq, values, right: bool, out_dtype):
+    """PyTorch's binary search, replayed for every value at once (a NaN boundary compares false both ways, so the
+    answer depends on the probes: numpy, which sorts NaN last, answers otherwise; so for an unsorted row)."""
+    n = seq.shape[-1]
+    s2 = seq.reshape(-1, n)
+    v2 = values.reshape(s2.shape[0] if seq.ndim > 1 else 1, -1)
+    lo = np.zeros(v2.shape, np.int64)
+    hi = np.full(v2.shape, n, np.int64)
+    while True:
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) >> 1
+        probe = np.minimum(mid, n - 1)
+        y = np.take_along_axis(s2, probe, axis=1) if s2.shape[0] > 1 else s2[0][probe]
+        with np.errstate(invalid="ignore"):
+            go = ~(y > v2) if right else ~(y >= v2)
+        lo = np.where(active & go, mid + 1, lo)
+        hi = np.where(active & ~go, mid, hi)
+    return lo.reshape(values.shape).astype(out_dtype)
+
+
 def searchsorted(seq, values, right: bool, out_dtype):
     """Insertion points of ``values`` in the rows of ``seq`` (1-D, or the same leading dims as values)."""
     side: Literal["left", "right"] = "right" if right else "left"
+    if seq.size and values.size:
+        with np.errstate(invalid="ignore"):
+            plain = bool((seq[..., 1:] >= seq[..., :-1]).all()) and (
+                seq.dtype.kind != "f" or not np.isnan(seq[..., -1:]).any())
+        if not plain:  # NaN boundaries (a sorted row has them last) or an unsorted row: PyTorch's probes
+            return _bisect(seq, values, right, out_dtype)
     if seq.ndim == 1:
         return np.searchsorted(seq, values, side=side).astype(out_dtype)
     s2 = seq.reshape(-1, seq.shape[-1])
