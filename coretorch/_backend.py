@@ -233,6 +233,10 @@ _tables: dict[Device, "KernelTable"] = {}
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
 _warned_fallback: set = set()
 
+class _NoCudaError(RuntimeError, AssertionError):
+    """Using device 'cuda': PyTorch's AssertionError ("Torch not compiled with CUDA enabled") and a RuntimeError."""
+
+
 _OTHER_FRAMEWORK_DEVICES = {"cuda": "NVIDIA CUDA", "mps": "Apple Metal", "xpu": "Intel XPU", "hip": "AMD ROCm",
                             "xla": "XLA/TPU", "meta": "shape-only meta tensors", "vulkan": "Vulkan"}
 # what to install for a device type no installed plugin provides (a source checkout: pip install ./plugins/<dir>)
@@ -398,9 +402,13 @@ def get_table(dev) -> KernelTable:
             raise RuntimeError(f"no backend for device type '{dev.type}' is installed; install {hint}")
         installed = ', '.join(sorted(_backends)) or 'none'
         if dev.type in _OTHER_FRAMEWORK_DEVICES:  # PyTorch's device types that coretorch has no backend for
-            raise RuntimeError(f"coretorch has no '{dev.type}' backend ({_OTHER_FRAMEWORK_DEVICES[dev.type]}): the "
-                               f"device types installed here are {installed}. Use device='opencl' for a GPU "
-                               f"through OpenCL (torch.accelerator.current_accelerator() names it) or 'cpu'")
+            # CUDA: PyTorch without CUDA raises AssertionError("Torch not compiled with CUDA enabled"), which scripts
+            # catch; ours is both that and a RuntimeError
+            exc = _NoCudaError if dev.type == "cuda" else RuntimeError
+            raise exc(("Torch not compiled with CUDA enabled: " if dev.type == "cuda" else "")
+                      + f"coretorch has no '{dev.type}' backend ({_OTHER_FRAMEWORK_DEVICES[dev.type]}): the "
+                      + f"device types installed here are {installed}. Use device='opencl' for a GPU "
+                      f"through OpenCL (torch.accelerator.current_accelerator() names it) or 'cpu'")
         raise RuntimeError(f"unknown device type '{dev.type}': no installed backend provides it "
                            f"(installed: {installed})")
     if not be.is_available():

@@ -168,9 +168,12 @@ def tensor_str(t, prefix: str = "tensor(") -> tuple[str, list[str]]:
 
 
 def tensor_repr(t) -> str:
-    body, suffixes = tensor_str(t)
+    # PyTorch names a user subclass in the repr ("MyTensor([1., 2.])"); its own classes (Parameter) print "tensor("
+    cls = type(t)
+    prefix = "tensor(" if cls.__module__.partition(".")[0] == "coretorch" else f"{cls.__name__}("
+    body, suffixes = tensor_str(t, prefix)
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    return "tensor(" + ", ".join([body] + suffixes) + ")"
+    return prefix + ", ".join([body] + suffixes) + ")"

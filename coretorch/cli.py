@@ -34,6 +34,9 @@ def info_dict() -> dict:
     from coretorch import _backend
     devices = coretorch.devices()
     ops = sorted(set(_backend.PRIMITIVES) | set(_backend._extra_kernels))
+    # kernels the core composes from others when a backend lacks them (PRIMITIVES' "optional", plugin ops' kernels)
+    optional = sorted(op for op in ops
+                      if op in _backend._extra_kernels or _backend.PRIMITIVES[op].startswith("optional"))
     coverage, host = {}, {}
     for d in devices:
         if not d["available"]:
@@ -47,7 +50,7 @@ def info_dict() -> dict:
         host[d["type"]] = sorted(table.host_names)
     return {"coretorch": coretorch.__version__, "plugin_api": coretorch.plugins.PLUGIN_API_VERSION,
             "plugins": coretorch.plugins.report(), "devices": devices, "ops": ops, "coverage": coverage,
-            "host_kernels": host, "public_ops": public_ops(),
+            "host_kernels": host, "optional_kernels": optional, "public_ops": public_ops(),
             "plugin_ops": coretorch.ops.registered(), "optimizers": coretorch.optim.registered()}
 
 
@@ -83,12 +86,17 @@ def info(as_json: bool = False) -> str:
             parts.append(f"{dv['type']} is not available: {dv['reason']}")
         elif dv.get("error"):
             parts.append(f"{dv['type']} cannot be opened: {dv['error']}")
-    parts += ["", "Kernels by backend (primitive table; 'host' = runs on the host for that device, '-' = missing, runs "
-              "only with CORETORCH_FALLBACK=cpu)"]
+    parts += ["", "Kernels by backend (primitive table; 'host' = runs on the host for that device, 'composite' = "
+              "optional kernel absent: the op runs on the device as a composite of other kernels, '-' = missing, "
+              "runs only with CORETORCH_FALLBACK=cpu)"]
     backends = list(d["coverage"])
     if backends:
+        optional = set(d["optional_kernels"])
+
         def mark(op, b):
-            return ("host" if op in d["host_kernels"][b] else "yes") if op in d["coverage"][b] else "-"
+            if op in d["coverage"][b]:
+                return "host" if op in d["host_kernels"][b] else "yes"
+            return "composite" if op in optional else "-"
         rows = [[op] + [mark(op, b) for b in backends] for op in d["ops"]]
         parts.append(_table(rows, ["op"] + backends))
     parts += ["", "Ops by family (coretorch.<op> and Tensor methods; each runs where its kernels above run)"]

@@ -193,7 +193,7 @@ def test_user_parameter_subclass(device):
     np.testing.assert_allclose(p.grad.cpu().numpy(), [4.0, 6.0, 8.0])
     # repr through super().__repr__()
     r = repr(p)
-    assert r.startswith("MyParameter containing:\ntensor([2., 3., 4.]") and "requires_grad=True" in r
+    assert r.startswith("MyParameter containing:\nMyParameter([2., 3., 4.]") and "requires_grad=True" in r
     # deepcopy: a new MyParameter with its own storage
     q = copy.deepcopy(p)
     assert type(q) is MyParameter and q is not p and q.requires_grad
@@ -648,7 +648,7 @@ def test_pytorch2_parameter_source_as_user_code(device):
     assert not isinstance(torch.ones(1), UserParam)
     (p * 3).sum().backward()
     np.testing.assert_allclose(p.grad.cpu().numpy(), [3.0, 3.0])
-    assert repr(UserParam(torch.zeros(1), False)) == "UserParam containing:\ntensor([0.])"
+    assert repr(UserParam(torch.zeros(1), False)) == "UserParam containing:\nUserParam([0.])"
     assert UserParam().shape == (0,)
 
 

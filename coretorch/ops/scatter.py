@@ -24,9 +24,9 @@ from ._overlap import assert_no_overlap
 from .inplace import apply_inplace
 from .shape import expand
 
-__all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_copy", "index_fill",
-                      "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index", "slice_scatter",
-                      "select_scatter"]
+__all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", "index_put_", "index_copy",
+                      "index_fill", "masked_scatter", "put", "take", "take_along_dim", "argwhere", "unravel_index",
+                      "slice_scatter", "select_scatter"]
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -650,7 +650,9 @@ def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
                          s if isinstance(s, Tensor) else None)
 
 
-def _index_put_(self, indices, values, accumulate=False):
+def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place ``input[indices] = values`` (``+=`` with ``accumulate``); ``torch.index_put_`` and the method."""
+    self = input
     if isinstance(values, Tensor) and values._be is self._be and isinstance(indices, (tuple, list)) and not (
             not accumulate and values.numel() == 1 and _ix._single_mask(tuple(indices))):
         # PyTorch refuses values sharing memory with self (masked_fill_'s one-element value excepted)
@@ -671,7 +673,7 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "scatter": scatter, "scatter_": _scatter_, "scatter_reduce": scatter_reduce,
     "scatter_reduce_": _inplace("scatter_reduce_", scatter_reduce, 2), "index_reduce": index_reduce,
     "index_reduce_": _inplace("index_reduce_", index_reduce, 2),
-    "index_put": index_put, "index_put_": _index_put_, "index_copy": index_copy,
+    "index_put": index_put, "index_put_": index_put_, "index_copy": index_copy,
     "index_copy_": _inplace("index_copy_", index_copy, 2), "index_fill": index_fill, "index_fill_": _index_fill_,
     "masked_scatter": masked_scatter, "masked_scatter_": _inplace("masked_scatter_", _masked_scatter_inplace, 1),
     "put": put, "put_": _inplace("put_", put, 1), "take": take, "take_along_dim": take_along_dim,
