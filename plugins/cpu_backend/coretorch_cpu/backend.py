@@ -424,9 +424,9 @@ class CPUBackend:
         k["div"] = _div
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
-        from . import dtypes, fused, linalg, products, sampling, shaping, sorting, special  # the families' kernels
+        from . import dtypes, fused, linalg, products, rnn_seq, sampling, shaping, sorting, special  # the families
         core = frozenset(k)
-        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused):
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, rnn_seq):
             k.update(fam.KERNELS)
         k["rng_default"] = lambda: self.gen
         k.update(dtypes.float_compute(k, core))  # bfloat16: float32 compute where numpy would round repeatedly
