@@ -5,9 +5,9 @@ kernel calls only: per step one (N, H) @ (H, G*H) product and the fused gate poi
 ``lstm_cell``/``lstm_cell_backward`` and ``gru_cell``/``gru_cell_backward`` where it has them, else a few
 primitive kernels).  Its backward runs the loop back through the saved activations and makes the recurrent
 weight's gradient one (G*H, L*N) @ (L*N, H) product.  A backend with ``lstm_sequence``/``lstm_sequence_backward``
-(the cpu backend) runs an LSTM layer's whole loop, forward and backward, in one kernel call each.  A create_graph backward re-runs the per-step composite
-(``_rnn_step`` of nn.modules.rnn) on the saved inputs and differentiates it, so double backward gives what the
-composite gives.
+(the cpu backend) runs an LSTM layer's whole loop, forward and backward, in one kernel call each.  A create_graph
+backward re-runs the per-step composite (``_rnn_step`` of nn.modules.rnn) on the saved inputs and differentiates
+it, so double backward gives what the composite gives.
 """
 from __future__ import annotations
 

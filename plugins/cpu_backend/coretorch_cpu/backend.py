@@ -225,6 +225,14 @@ def _index_add(x, dim, index, src):
         else:
             out += src.sum()
         return out
+    if dim == 0 and out.ndim > 1 and src.size >= 1024 and out.flags.c_contiguous and index.ndim == 1 \
+            and src.shape == index.shape + out.shape[1:]:
+        # whole rows (embedding's backward): numpy's ufunc.at on a flat array with one index per element is 3-4x
+        # faster than on rows, and adds in the same order (bitwise the same result)
+        d = out.size // out.shape[0]
+        flat = (index.reshape(-1, 1) * d + np.arange(d)).reshape(-1)
+        np.add.at(out.reshape(-1), flat, src.reshape(-1))
+        return out
     np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(src, dim, 0))
     return out
 

@@ -29,7 +29,8 @@ def lstm_sequence(gi, h0, c0, w_hh, reverse):
     hs = g4 // 4
     dt = gi.dtype
     wt = np.ascontiguousarray(w_hh.T)          # (H, 4H): BLAS reads it ~10% faster than the transposed view
-    s_all = np.empty((seq, n, g4), dt)         # sigmoid of i, f, o; tanh(g) in the g slot
+    s_all = np.empty((seq, n, g4), dt)         # sigmoid of i, f, o (the g slot unused)
+    tg_all = np.empty((seq, n, hs), dt)        # tanh(g)
     c_all = np.empty((seq, n, hs), dt)         # c after each step
     tc_all = np.empty((seq, n, hs), dt)        # tanh(c)
     y_all = np.empty((seq, n, hs), dt)         # h after each step
@@ -40,24 +41,22 @@ def lstm_sequence(gi, h0, c0, w_hh, reverse):
             s = s_all[t]
             _matmul(h, wt, out=s)
             s += gi[t]
-            sg = s[:, 2 * hs:3 * hs]
-            _tanh(sg, out=tmp)                 # tanh(g) kept aside while the whole row is activated
-            _sigmoid_(s)
-            sg[...] = tmp
+            tg = _tanh(s[:, 2 * hs:3 * hs], out=tg_all[t])
+            _sigmoid_(s)                       # the whole row: one contiguous pass beats three strided ones
             c_new = _mul(s[:, hs:2 * hs], c, out=c_all[t])
-            _mul(s[:, :hs], tmp, out=tmp)
+            _mul(s[:, :hs], tg, out=tmp)
             c_new += tmp
             tc = _tanh(c_new, out=tc_all[t])
             h = _mul(s[:, 3 * hs:], tc, out=y_all[t])
             c = c_new
-    state = (s_all, c_all, tc_all, y_all, h0, c0, reverse)
+    state = (s_all, tg_all, c_all, tc_all, y_all, h0, c0, reverse)
     return y_all.copy(), h.copy(), c.copy(), state
 
 
 def lstm_sequence_backward(state, w_hh, gy, gh_n, gc_n, need_h0, need_c0, need_w):
     """(d gi (L, N, 4H), dh0 or None, dc0 or None, d w_hh or None) of lstm_sequence for the gradients of ys
     (L, N, H), h_n and c_n (each may be None)."""
-    s_all, c_all, tc_all, y_all, h0, c0, reverse = state
+    s_all, tg_all, c_all, tc_all, y_all, h0, c0, reverse = state
     seq, n, g4 = s_all.shape
     hs = g4 // 4
     dt = s_all.dtype
@@ -71,8 +70,7 @@ def lstm_sequence_backward(state, w_hh, gy, gh_n, gc_n, need_h0, need_c0, need_w
     for t in steps:
         if gy is not None:
             dh += gy[t]
-        s, tc, dg = s_all[t], tc_all[t], dg_all[t]
-        tg = s[:, 2 * hs:3 * hs]
+        s, tg, tc, dg = s_all[t], tg_all[t], tc_all[t], dg_all[t]
         _mul(tc, tc, out=dct)                  # dc_total = dc + dh * o * (1 - tanh(c)^2)
         _sub(1, dct, out=dct)
         dct *= s[:, 3 * hs:]
