@@ -125,8 +125,8 @@ class _RnnSequenceBackward(Node):
         ngi, nh0, nc0, nw, nb = self.need
         if lstm and len(self.acts) == 1:  # the backend's whole-sequence kernel
             g_all, dh, dc, gw = table.lstm_sequence_backward(
-                self.acts[0], w_hh._data, None if gy is None else gy._data, None if gh_n is None else gh_n._data,
-                None if gc_n is None else gc_n._data, nh0, nc0, nw)
+                self.acts[0], h0._data, c0._data, w_hh._data, self.reverse, None if gy is None else gy._data,
+                None if gh_n is None else gh_n._data, None if gc_n is None else gc_n._data, nh0, nc0, nw)
             seq, n, g = g_all.shape
             gb = table.sum(table.view(g_all, (seq * n, g)), (0,), False) if nb else None
             return (_make(g_all, dt, table) if ngi else None, _make(dh, dt, table) if nh0 else None,
@@ -199,8 +199,8 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     if lstm and b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
         gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
     if lstm and table.has("lstm_sequence"):  # the backend runs the whole loop (and its backward) itself
-        ys_all, h, c, state = table.lstm_sequence(gi, h, c, w_hh._data, reverse)
-        acts = (state,)
+        ys_all, h, c, *saved = table.lstm_sequence(gi, h, c, w_hh._data, reverse)
+        acts = (tuple(saved),)
     else:
         ys_all, h, c, acts = _loop(table, dt, lstm, gi, h, c, w_t, b, seq, steps)
     need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)

@@ -23,8 +23,9 @@ def _sigmoid_(x):
 
 def lstm_sequence(gi, h0, c0, w_hh, reverse):
     """One LSTM layer and direction: gi (L, N, 4H) the input projection with both biases (gates i|f|g|o), h0 and
-    c0 (N, H), w_hh (4H, H) -> (ys (L, N, H), h_n, c_n, state for lstm_sequence_backward); ys, h_n and c_n are
-    fresh arrays (the caller's), the state is private."""
+    c0 (N, H), w_hh (4H, H) -> (ys (L, N, H), h_n, c_n, *saved): ys, h_n and c_n fresh arrays (the caller's), then
+    the private arrays lstm_sequence_backward takes back as ``saved`` (a flat result, so that coretorch.compile's
+    recorder tracks every array)."""
     seq, n, g4 = gi.shape
     hs = g4 // 4
     dt = gi.dtype
@@ -49,14 +50,13 @@ def lstm_sequence(gi, h0, c0, w_hh, reverse):
             tc = _tanh(c_new, out=tc_all[t])
             h = _mul(s[:, 3 * hs:], tc, out=y_all[t])
             c = c_new
-    state = (s_all, tg_all, c_all, tc_all, y_all, h0, c0, reverse)
-    return y_all.copy(), h.copy(), c.copy(), state
+    return y_all.copy(), h.copy(), c.copy(), s_all, tg_all, c_all, tc_all, y_all
 
 
-def lstm_sequence_backward(state, w_hh, gy, gh_n, gc_n, need_h0, need_c0, need_w):
-    """(d gi (L, N, 4H), dh0 or None, dc0 or None, d w_hh or None) of lstm_sequence for the gradients of ys
-    (L, N, H), h_n and c_n (each may be None)."""
-    s_all, tg_all, c_all, tc_all, y_all, h0, c0, reverse = state
+def lstm_sequence_backward(saved, h0, c0, w_hh, reverse, gy, gh_n, gc_n, need_h0, need_c0, need_w):
+    """(d gi (L, N, 4H), dh0 or None, dc0 or None, d w_hh or None) of lstm_sequence (``saved``: the arrays it
+    returned after c_n) for the gradients of ys (L, N, H), h_n and c_n (each may be None)."""
+    s_all, tg_all, c_all, tc_all, y_all = saved
     seq, n, g4 = s_all.shape
     hs = g4 // 4
     dt = s_all.dtype
