@@ -1,16 +1,17 @@
 """The LSTM recurrence of one layer and direction over a whole sequence as two cpu kernels (issue 14's LSTM speed).
 
-The forward writes every step's activations into sequence-long arrays allocated once (no per-step allocation);
-the backward first computes, for all steps at once, the factors that do not depend on the incoming gradient
-(sigmoid and tanh derivatives times the saved values: a few large vectorised passes), so each step of its
-loop is six small products and the (N, 4H) @ (4H, H) product.  The recurrent weight's gradient is two GEMMs
-over all steps.  Results are those of fused.lstm_cell / lstm_cell_backward step by step, to float rounding.
+The forward writes every step's activations into sequence-long arrays allocated once, and the backward its gate
+gradients into one (L, N, 4H) array, with the step's cell math as in fused.lstm_cell / lstm_cell_backward (the
+same operations in the same order: bitwise their results); the loop runs here, without the core's per-step kernel
+dispatch, slicing and allocations.  The recurrent weight's gradient is two GEMMs over all steps (no concatenated
+copy of the states).  Computing step-independent factors for all steps at once before the backward loop, or
+sigmoid on the i|f and o slices only, measured no faster: numpy's per-call cost and strided gate slices dominate.
 """
 from __future__ import annotations
 
 import numpy as np
 
-_matmul, _mul, _add, _sub, _tanh = np.matmul, np.multiply, np.add, np.subtract, np.tanh
+_matmul, _mul, _sub, _tanh = np.matmul, np.multiply, np.subtract, np.tanh
 
 
 def _sigmoid_(x):
