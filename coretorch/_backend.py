@@ -199,6 +199,13 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
                  "act: the backend's saved activations, passed back to lstm_cell_backward)",
     "lstm_cell_backward": "optional (dh (N, H), dc (N, H)|None, c_prev, act, dy=None (N, H) added to dh, out=None "
                           "(N, 4H) view d gates is written into) -> (d gates (N, 4H), dc_prev)",
+    "lstm_sequence": "optional (gi (L, N, 4H) input projection with both biases, i|f|g|o; h0, c0 (N, H); w_hh "
+                     "(4H, H); reverse) -> (ys (L, N, H), h_n, c_n: fresh arrays, *saved: arrays the backend keeps "
+                     "for lstm_sequence_backward; a flat tuple, as compile's recorder tracks outputs one level "
+                     "deep): one LSTM layer and direction",
+    "lstm_sequence_backward": "optional (saved (tuple), h0, c0, w_hh, reverse, gy (L, N, H)|None, gh_n|None, "
+                              "gc_n|None, need_h0, need_c0, need_w) -> (d gi (L, N, 4H), dh0|None, dc0|None, "
+                              "d w_hh|None)",
     "gru_cell": "optional (gi (N, 3H) input projection r|z|n, gh (N, 3H) hidden product (scratch: may be overwritten), "
                 "h (N, H), b=None (3H,) b_hh added to gh, out=None (N, H) view h' is written into) -> (h', act: the "
                 "backend's saved activations, passed back to gru_cell_backward); PyTorch's formulas, r multiplies "

@@ -4,9 +4,10 @@ The input projection of the sequence is one matmul outside (an ordinary op); thi
 kernel calls only: per step one (N, H) @ (H, G*H) product and the fused gate pointwise (the backend's
 ``lstm_cell``/``lstm_cell_backward`` and ``gru_cell``/``gru_cell_backward`` where it has them, else a few
 primitive kernels).  Its backward runs the loop back through the saved activations and makes the recurrent
-weight's gradient one (G*H, L*N) @ (L*N, H) product.  A create_graph backward re-runs the per-step composite
-(``_rnn_step`` of nn.modules.rnn) on the saved inputs and differentiates it, so double backward gives what the
-composite gives.
+weight's gradient one (G*H, L*N) @ (L*N, H) product.  A backend with ``lstm_sequence``/``lstm_sequence_backward``
+(the cpu backend) runs an LSTM layer's whole loop, forward and backward, in one kernel call each.  A create_graph
+backward re-runs the per-step composite (``_rnn_step`` of nn.modules.rnn) on the saved inputs and differentiates
+it, so double backward gives what the composite gives.
 """
 from __future__ import annotations
 
@@ -122,6 +123,16 @@ class _RnnSequenceBackward(Node):
             return _composite_grads(self.composite, (gi_all, h0, c0, w_hh, b_hh), self.need, outs)
         table, dt = gi_all._be, gi_all.dtype
         lstm = self.mode == "LSTM"
+        ngi, nh0, nc0, nw, nb = self.need
+        if lstm and len(self.acts) == 1:  # the backend's whole-sequence kernel
+            g_all, dh, dc, gw = table.lstm_sequence_backward(
+                self.acts[0], h0._data, c0._data, w_hh._data, self.reverse, None if gy is None else gy._data,
+                None if gh_n is None else gh_n._data, None if gc_n is None else gc_n._data, nh0, nc0, nw)
+            seq, n, g = g_all.shape
+            gb = table.sum(table.view(g_all, (seq * n, g)), (0,), False) if nb else None
+            return (_make(g_all, dt, table) if ngi else None, _make(dh, dt, table) if nh0 else None,
+                    _make(dc, dt, table) if nc0 else None, _make(gw, dt, table) if nw else None,
+                    _make(gb, dt, table) if nb else None)
         cs, hs, acts = self.acts[:3]
         seq = gi_all.shape[0]
         steps = range(seq) if self.reverse else range(seq - 1, -1, -1)
@@ -151,7 +162,6 @@ class _RnnSequenceBackward(Node):
         hs_all = _lstm_states(table, self.acts[3], h0._data, seq, self.reverse)
         n, hsz = hs[0].shape
         gflat = table.view(gh_all, (seq * n, gh_all.shape[2]))
-        ngi, nh0, nc0, nw, nb = self.need
         gw = table.matmul(_t(table, gflat), table.view(hs_all, (seq * n, hsz))) if nw else None
         gb = table.sum(gflat, (0,), False) if nb else None
         return (_make(g_all, dt, table) if ngi else None, _make(dh, dt, table) if nh0 else None,
@@ -191,14 +201,35 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
     b = None if b_hh is None else b_hh._data
     h, c = h0._data, (c0._data if lstm else None)
     gi = gi_all._data
-    cs, hs, acts = [None] * seq, [None] * seq, [None] * seq
     steps = range(seq - 1, -1, -1) if reverse else range(seq)
     if not table.host_memory:  # a device's matmul reads a transposed operand slower (or copies it every step)
         w_t = table.contiguous(w_t)
+    if lstm and b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
+        gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
+    if lstm and table.has("lstm_sequence"):  # the backend runs the whole loop (and its backward) itself
+        ys_all, h, c, *saved = table.lstm_sequence(gi, h, c, w_hh._data, reverse)
+        acts = (tuple(saved),)
+    else:
+        ys_all, h, c, acts = _loop(table, dt, lstm, gi, h, c, w_t, b, seq, steps)
+    need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
+    if not (_gs.enabled and any(need)):
+        return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)
+    node = _NODES["LSTM_mkldnn" if lstm and table.type == "cpu" and dt is _dt.float32 else mode]()
+    node.mode, node.reverse, node.need, node.composite = mode, reverse, need, composite
+    node.acts = acts
+    node.save(gi_all, h0, c0 if lstm else None, w_hh, b_hh)
+    node.next_functions = tuple(_edge(x) if x is not None else (None, 0) for x in (gi_all, h0, c0 if lstm else None,
+                                                                                  w_hh, b_hh))
+    outs = [(ys_all, dt), (h, dt)] + ([(c, dt)] if lstm else [])
+    node._out_meta = tuple((a.shape, d, table) for a, d in outs)
+    return tuple(_make(a, d, table, node, out_nr=k) for k, (a, d) in enumerate(outs)) + ((None,) if not lstm else ())
+
+
+def _loop(table, dt, lstm: bool, gi, h, c, w_t, b, seq: int, steps):
+    """The time loop on per-step kernels: (ys (L, N, H), h_n, c_n, saved activations for the backward)."""
+    cs, hs, acts = [None] * seq, [None] * seq, [None] * seq
     hbuf = table.empty((seq,) + tuple(h.shape), dt.np)   # each step's h written into its slot
     if lstm:
-        if b is not None:  # the LSTM's b_hh joins the input projection once, not once per step
-            gi = table.add(gi, b if table.native_broadcast else table.expand(b, tuple(gi.shape)))
         for t in steps:
             hs[t], cs[t] = h, c
             h, c, acts[t] = _lstm_cell(table, table.matmul(h, w_t), c, table.basic_index(gi, (t,)),
@@ -209,15 +240,4 @@ def sequence(mode: str, gi_all, h0, c0, w_hh, b_hh, reverse: bool, composite):
             h, acts[t] = _gru_cell(table, table.basic_index(gi, (t,)), table.matmul(h, w_t), h, b,
                                    table.basic_index(hbuf, (t,)))
     ys_all = table.contiguous(hbuf)   # the output is the user's: the states saved for the backward stay private
-    need = (gi_all._rg, h0._rg, lstm and c0._rg, w_hh._rg, b_hh is not None and b_hh._rg)
-    if not (_gs.enabled and any(need)):
-        return (_make(ys_all, dt, table), _make(h, dt, table), _make(c, dt, table) if lstm else None)
-    node = _NODES["LSTM_mkldnn" if lstm and table.type == "cpu" and dt is _dt.float32 else mode]()
-    node.mode, node.reverse, node.need, node.composite = mode, reverse, need, composite
-    node.acts = (cs, hs, acts, hbuf)
-    node.save(gi_all, h0, c0 if lstm else None, w_hh, b_hh)
-    node.next_functions = tuple(_edge(x) if x is not None else (None, 0) for x in (gi_all, h0, c0 if lstm else None,
-                                                                                  w_hh, b_hh))
-    outs = [(ys_all, dt), (h, dt)] + ([(c, dt)] if lstm else [])
-    node._out_meta = tuple((a.shape, d, table) for a, d in outs)
-    return tuple(_make(a, d, table, node, out_nr=k) for k, (a, d) in enumerate(outs)) + ((None,) if not lstm else ())
+    return ys_all, h, c, (cs, hs, acts, hbuf)

@@ -168,7 +168,9 @@ class RNNBase(Module):
                 b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
                 b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
                 w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
-                gi_all = _lin(layer_input, w_ih, b_ih)              # (L, N, G*H): one matmul for the sequence
+                if mode == "LSTM" and b_hh is not None:  # b_hh joins b_ih: one bias for the sequence's projection
+                    b_ih, b_hh = _P.add(b_ih, b_hh), None
+                gi_all = F.linear(layer_input, w_ih, b_ih)          # (L, N, G*H): one matmul for the sequence
                 k = layer * nd + direction
                 h = h0[k]
                 c = c0[k] if c0 is not None else None

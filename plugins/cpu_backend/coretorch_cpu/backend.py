@@ -225,6 +225,14 @@ def _index_add(x, dim, index, src):
         else:
             out += src.sum()
         return out
+    if dim == 0 and out.ndim > 1 and src.size >= 1024 and out.flags.c_contiguous and index.ndim == 1 \
+            and src.shape == index.shape + out.shape[1:]:
+        # whole rows (embedding's backward): numpy's ufunc.at on a flat array with one index per element is 3-4x
+        # faster than on rows, and adds in the same order (bitwise the same result)
+        d = out.size // out.shape[0]
+        flat = (index.reshape(-1, 1) * d + np.arange(d)).reshape(-1)
+        np.add.at(out.reshape(-1), flat, src.reshape(-1))
+        return out
     np.add.at(np.moveaxis(out, dim, 0), index, np.moveaxis(src, dim, 0))
     return out
 
@@ -424,9 +432,9 @@ class CPUBackend:
         k["div"] = _div
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
-        from . import dtypes, fused, linalg, optim_kernels, products, sampling, shaping, sorting, special  # families
+        from . import dtypes, fused, linalg, optim_kernels, products, rnn_seq, sampling, shaping, sorting, special
         core = frozenset(k)
-        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, optim_kernels):
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, optim_kernels, rnn_seq):
             k.update(fam.KERNELS)
         k["rng_default"] = lambda: self.gen
         k.update(dtypes.float_compute(k, core))  # bfloat16: float32 compute where numpy would round repeatedly
