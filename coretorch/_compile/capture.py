@@ -185,6 +185,14 @@ class Recorder:
                             "arithmetic")
         return self.const(obj)
 
+    def _target(self, out: Any) -> str:
+        """The assignment target that names every array of a kernel's (nested) result: ``(a1, (a2, a3,), _,)``."""
+        if isinstance(out, self._array_types):
+            return self.new_var(out)
+        if isinstance(out, (tuple, list)) and self._has_array(out):
+            return f"({', '.join(self._target(o) for o in out)},)"
+        return "_"
+
     def _has_array(self, obj: Any) -> bool:
         if isinstance(obj, self._array_types):
             return True
@@ -289,9 +297,8 @@ class Recorder:
             self.mutated = True
         if isinstance(out, self._array_types):
             self.lines.append(f"{self.new_var(out)} = {src}")
-        elif isinstance(out, (tuple, list)) and any(isinstance(o, self._array_types) for o in out):
-            names = [self.new_var(o) if isinstance(o, self._array_types) else "_" for o in out]
-            self.lines.append(f"{', '.join(names)}, = {src}")
+        elif self._has_array(out):  # a tuple of results, nested ones included (saved activations in a tuple)
+            self.lines.append(f"{self._target(out)[1:-2]}, = {src}")
         else:
             self.lines.append(src)
         self.info[len(self.lines) - 1] = (name, kernel, args, kwargs, out)
