@@ -1,0 +1,69 @@
+"""Issue 16 audit: gaps found while checking the issue bullet by bullet against the tree.
+
+- The API reference's Args tables have one row per parameter: an entry naming several (``dtype, device,
+  requires_grad: of the result.``) is split by tools/griffe_runtime_docs.py, and no docstring gives a type per
+  name on one line (``dtype (dtype, optional), device (device, optional): ...``), which griffe rendered as one row
+  whose type ran to the last ``)`` (torch.arange, nn.RNNCell/LSTMCell/GRUCell).
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import re
+import sys
+
+import griffe
+
+import coretorch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import doc_coverage  # noqa: E402
+import griffe_runtime_docs  # noqa: E402
+
+_NAME = re.compile(r"^\*{0,2}[A-Za-z_]\w*$")
+
+
+def _params(doc: str) -> list[tuple[str, str]]:
+    doc = griffe_runtime_docs.split_name_lists(inspect.cleandoc(doc))
+    out = []
+    for section in griffe.Docstring(doc).parse("google"):
+        if section.kind.value in ("parameters", "other parameters"):
+            out += [(p.name, str(p.annotation or "")) for p in section.value]
+    return out
+
+
+def test_split_name_lists_gives_one_entry_per_name():
+    doc = """What.
+
+    Args:
+        x (Tensor): the input, a tensor.
+        dim (int or tuple of ints, optional): where.
+        weight, bias (Tensor, optional): affine
+            parameters.
+        dtype (dtype, optional), device (device): of the result.
+
+    Returns:
+        a, b: not parameters.
+    """
+    assert _params(doc) == [("x", "Tensor"), ("dim", "int or tuple of ints"), ("weight", "Tensor"),
+                            ("bias", "Tensor"), ("dtype", "dtype"), ("device", "device")]
+    assert "a, b: not parameters." in griffe_runtime_docs.split_name_lists(inspect.cleandoc(doc))
+
+
+def test_every_args_entry_of_the_reference_names_one_parameter():
+    logging.disable(logging.CRITICAL)  # griffe's warnings about untyped entries are not the point here
+    try:
+        bad, seen = [], set()
+        for label in doc_coverage.NAMESPACES:
+            for name, doc in doc_coverage.docstrings(label).items():
+                if not doc or doc in seen:
+                    continue
+                seen.add(doc)
+                bad += [(name, p, t) for p, t in _params(doc) if not _NAME.match(p) or "(" in t or ")" in t]
+    finally:
+        logging.disable(logging.NOTSET)
+    assert bad == []
+    assert [p for p, _ in _params(coretorch.arange.__doc__)][-3:] == ["dtype", "device", "requires_grad"]
