@@ -4,6 +4,7 @@
   requires_grad: of the result.``) is split by tools/griffe_runtime_docs.py, and no docstring gives a type per
   name on one line (``dtype (dtype, optional), device (device, optional): ...``), which griffe rendered as one row
   whose type ran to the last ``)`` (torch.arange, nn.RNNCell/LSTMCell/GRUCell).
+- ``coretorch --help`` and its subcommands' help are plain text (no rst backticks), as ``demo --help`` was.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import re
 import sys
 
 import griffe
+import pytest
 
 import coretorch
+from coretorch import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -67,3 +70,15 @@ def test_every_args_entry_of_the_reference_names_one_parameter():
         logging.disable(logging.NOTSET)
     assert bad == []
     assert [p for p, _ in _params(coretorch.arange.__doc__)][-3:] == ["dtype", "device", "requires_grad"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["new-plugin", "--help"], ["demo", "--help"], ["info", "--help"]])
+def test_command_line_help_is_plain_text(argv, capsys):
+    # new-plugin's description was its module docstring's first line with an rst literal's backticks left in
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("usage: coretorch") and "`" not in out, out
+    if argv[0] == "new-plugin":
+        assert "coretorch new-plugin --kind optimizer|function|backend NAME [DIR]: write a plugin package" in \
+            " ".join(out.split())
