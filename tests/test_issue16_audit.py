@@ -82,3 +82,13 @@ def test_command_line_help_is_plain_text(argv, capsys):
     if argv[0] == "new-plugin":
         assert "coretorch new-plugin --kind optimizer|function|backend NAME [DIR]: write a plugin package" in \
             " ".join(out.split())
+
+
+def test_every_docs_example_ships_py_typed():
+    # "py.typed in every package": the worked examples of docs/plugins.md, which authors copy, as the scaffold does
+    for kind in ("optimizer", "function", "backend"):
+        folder = os.path.join(ROOT, "docs", "examples", kind)
+        toml = open(os.path.join(folder, "pyproject.toml")).read()
+        package = re.search(r'packages = \["(\w+)"\]', toml)[1]
+        assert f'[tool.setuptools.package-data]\n{package} = ["py.typed"]' in toml, kind
+        assert os.path.isfile(os.path.join(folder, package, "py.typed")), kind
