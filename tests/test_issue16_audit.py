@@ -92,3 +92,28 @@ def test_every_docs_example_ships_py_typed():
         package = re.search(r'packages = \["(\w+)"\]', toml)[1]
         assert f'[tool.setuptools.package-data]\n{package} = ["py.typed"]' in toml, kind
         assert os.path.isfile(os.path.join(folder, package, "py.typed")), kind
+
+
+def test_get_kernel_sees_kernels_registered_after_the_tensor_was_made(device):
+    # get_kernel read the kernel table the tensor was made with: a plugin registered in-process afterwards (a
+    # notebook, a test) was reported as having no kernel for that device ("kernels exist for device types: cpu")
+    x = coretorch.tensor([1.0, -2.0, 3.0], device=device)
+    y = x[1:]  # a view made before the registration too
+
+    class Late:
+        CORETORCH_PLUGIN_API = 1
+
+        @coretorch.plugins.hookimpl
+        def coretorch_register_functions(self, register):
+            register("t16_twice", lambda t: t * 2, kernels={device.split(":")[0]: lambda a: a + a})
+
+    coretorch.plugins.register(Late(), name="t16-late")
+    try:
+        kernel = coretorch.plugins.get_kernel("t16_twice", x)
+        out = coretorch.plugins.from_array(kernel(coretorch.plugins.to_array(x)), x)
+        assert out.device == x.device and out.tolist() == [2.0, -4.0, 6.0]
+        assert coretorch.plugins.get_kernel("t16_twice", y) is not None
+    finally:
+        coretorch.plugins.unregister("t16-late")
+    with pytest.raises(ValueError, match="unknown kernel 't16_twice'"):
+        coretorch.plugins.get_kernel("t16_twice", x)
