@@ -4,6 +4,10 @@
   requires_grad: of the result.``) is split by tools/griffe_runtime_docs.py, and no docstring gives a type per
   name on one line (``dtype (dtype, optional), device (device, optional): ...``), which griffe rendered as one row
   whose type ran to the last ``)`` (torch.arange, nn.RNNCell/LSTMCell/GRUCell).
+- Builtin names in annotations and docstring types render as the builtin: griffe resolved ``bool`` through the
+  parent package (``coretorch.bool``, the dtype), so 133 parameter types of the reference read ``bool_``.
+- ``plugins.get_kernel`` finds a kernel registered after the tensor was made (it read the tensor's old table).
+- docs/plugins.md's optimizer and function examples ship ``py.typed`` (the backend example and new-plugin did).
 - ``coretorch --help`` and its subcommands' help are plain text (no rst backticks), as ``demo --help`` was.
 """
 from __future__ import annotations
@@ -117,3 +121,23 @@ def test_get_kernel_sees_kernels_registered_after_the_tensor_was_made(device):
         coretorch.plugins.unregister("t16-late")
     with pytest.raises(ValueError, match="unknown kernel 't16_twice'"):
         coretorch.plugins.get_kernel("t16_twice", x)
+
+
+def test_builtin_annotations_are_not_read_as_coretorch_dtypes(monkeypatch):
+    # griffe resolved ``bool`` in coretorch.ops.creation through the parent package, where ``coretorch.bool`` is
+    # the dtype: 133 ``requires_grad: bool``-like types of the reference read "bool_" and linked to the dtype
+    monkeypatch.setattr(griffe.Object, "resolve", griffe.Object.resolve)  # the extension patches it: restore
+    monkeypatch.setattr(griffe_runtime_docs, "_PACKAGE", "coretorch_t16")  # (the real coretorch would be found)
+    source = {"__init__.py": "from .dtypes import bool_ as bool, float32\n", "dtypes.py": "bool_ = float32 = 1\n",
+              "ops/__init__.py": "", "ops/creation.py": 'def arange(end, requires_grad: bool = False, dtype: float32 = '
+              'None, n: int = 0):\n    """What.\n\n    Args:\n        requires_grad (bool): x.\n    """\n'}
+    with griffe.temporary_visited_package("coretorch_t16", source, docstring_parser="google",
+                                          extensions=griffe.load_extensions(griffe_runtime_docs.RuntimeDocstrings)
+                                          ) as pkg:
+        fn = pkg["ops.creation.arange"]
+        assert fn.parameters["requires_grad"].annotation.canonical_path == "bool"
+        assert fn.parameters["n"].annotation.canonical_path == "int"
+        assert fn.parameters["dtype"].annotation.canonical_path == "coretorch_t16.dtypes.float32"  # not a builtin
+        section = fn.docstring.parsed[-1]
+        assert section.value[0].annotation.canonical_path == "bool"
+        assert pkg["bool"].target_path == "coretorch_t16.dtypes.bool_"  # coretorch.bool stays the dtype

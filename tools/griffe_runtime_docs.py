@@ -14,9 +14,15 @@ plain text, where the doctest lines run together.  And an Args entry naming seve
 (``dtype, device, requires_grad: of the result.``, PyTorch's shorthand) becomes one entry per name: Google style
 has one name per entry, and griffe would render the list as one row named ``dtype, device, requires_grad`` (or,
 with a type per name, read everything up to the last ``)`` as the first name's type).
+
+Names in annotations and docstring types resolve as Python resolves them: griffe looks a name up in the object's
+scope and then in each *parent package* too, so ``requires_grad: bool`` anywhere under ``coretorch`` became
+``coretorch.bool`` (the dtype ``bool_``) in the reference; a builtin name not defined in its own module now stays
+the builtin.
 """
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 import re
@@ -105,6 +111,22 @@ def split_name_lists(doc: str) -> str:
     return "\n".join(out)
 
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_griffe_resolve = griffe.Object.resolve
+
+
+def _resolve_python_scope(self: griffe.Object, name: str) -> str:
+    """``griffe.Object.resolve`` with Python's rule for builtins: the scopes up to the object's module, not the
+    packages above it (``coretorch.bool`` is the dtype, ``bool`` in ``coretorch.ops.creation`` the builtin)."""
+    if name in _BUILTIN_NAMES and self.path.split(".")[0] == _PACKAGE:
+        obj: Any = self
+        while obj is not None and name not in obj.members and not obj.is_module:
+            obj = obj.parent
+        if obj is None or name not in obj.members:
+            raise griffe.NameResolutionError(f"{name} is Python's builtin in the scope of {self.path}")
+    return _griffe_resolve(self, name)
+
+
 def _examples_heading(obj: griffe.Object) -> None:
     """``Example:`` -> ``Examples:`` in ``obj``'s docstring (before griffe parses it)."""
     if obj.docstring is not None and "Example:" in obj.docstring.value:
@@ -152,6 +174,7 @@ class RuntimeDocstrings(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         if pkg.name != _PACKAGE:
             return
+        griffe.Object.resolve = _resolve_python_scope  # type: ignore[method-assign]
         self._fill(pkg, set())
         # Tensor's runtime methods: the stub class TensorAPI holds their signatures, the imported Tensor their docs
         api = pkg.members.get("_tensor_api")
