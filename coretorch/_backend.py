@@ -376,6 +376,8 @@ def get_kernel(name: str, where):
     table = getattr(where, "_be", None)
     if not isinstance(table, KernelTable):
         table = get_table(where)
+    elif name not in table.names and _tables.get(table.device) is not table:
+        table = get_table(table.device)  # a tensor made before a plugin registered the kernel: the current table
     if name in table.names:
         return getattr(table, name)
     if os.environ.get("CORETORCH_FALLBACK", "") == "cpu" and table.type != "cpu" and "cpu" in _backends \

@@ -385,7 +385,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         start (Number): the first value (default 0).
         end (Number): the bound, excluded.
         step (Number): the gap between values (default 1).
-        dtype (dtype, optional), device (device, optional), requires_grad (bool): of the result.
+        dtype (dtype, optional): the result's dtype (default: inferred from the bounds, as above).
+        device (device, optional): the result's device (default: the current default device).
+        requires_grad (bool): whether autograd records operations on the result (default False).
 
     Example:
         >>> torch.arange(1, 4)

@@ -118,7 +118,7 @@ def scaffold(kind: str, name: str, directory: str | pathlib.Path | None = None) 
 def add_parser(sub) -> None:
     """The ``new-plugin`` subcommand of the ``coretorch`` command line."""
     p = sub.add_parser("new-plugin", help="write a plugin package to start from (optimizer, function or backend)",
-                       description=__doc__.split("\n\n")[0].strip("`"))
+                       description=__doc__.split("\n\n")[0].replace("`", ""))  # plain text, as the demo's
     p.add_argument("--kind", required=True, choices=KINDS, help="what the plugin provides")
     p.add_argument("name", metavar="NAME", help="optimizer class, op name or device type (e.g. Lookahead, "
                    "squareplus, mydev); the distribution is coretorch-<name>")

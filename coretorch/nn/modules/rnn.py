@@ -495,7 +495,9 @@ class RNNCell(RNNCellBase):
     """One step of an Elman RNN: ``h' = tanh(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh)`` (or ReLU).
 
     Args:
-        input_size (int), hidden_size (int), bias (bool): as :class:`RNN`.
+        input_size (int): the number of features of the input ``x``.
+        hidden_size (int): the number of features of the hidden state ``h``.
+        bias (bool): whether to add the biases ``b_ih`` and ``b_hh`` (default True; as :class:`RNN`).
         nonlinearity (str): ``"tanh"`` or ``"relu"``.
 
     Shape:
@@ -515,7 +517,9 @@ class LSTMCell(RNNCellBase):
     """One step of an LSTM: returns ``(h', c')``.
 
     Args:
-        input_size (int), hidden_size (int), bias (bool): as :class:`LSTM`.
+        input_size (int): the number of features of the input ``x``.
+        hidden_size (int): the number of features of the hidden state ``h``.
+        bias (bool): whether to add the biases ``b_ih`` and ``b_hh`` (default True; as :class:`LSTM`).
 
     Shape:
         Input ``(N, H_in)`` or ``(H_in,)``; ``(h, c)`` each ``(N, H_out)`` (zeros if omitted).
@@ -532,7 +536,9 @@ class GRUCell(RNNCellBase):
     """One step of a GRU: returns ``h'``.
 
     Args:
-        input_size (int), hidden_size (int), bias (bool): as :class:`GRU`.
+        input_size (int): the number of features of the input ``x``.
+        hidden_size (int): the number of features of the hidden state ``h``.
+        bias (bool): whether to add the biases ``b_ih`` and ``b_hh`` (default True; as :class:`GRU`).
 
     Shape:
         Input ``(N, H_in)`` or ``(H_in,)``, hidden ``(N, H_out)`` (zeros if omitted). Output: ``(N, H_out)``.
