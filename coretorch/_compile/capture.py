@@ -119,6 +119,7 @@ class Recorder:
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
+        self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True

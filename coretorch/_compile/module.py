@@ -27,6 +27,9 @@ class CompiledFunctionBackward(Node):
     """The backward of a replayed forward: the recorded backward launches (PyTorch's name for the node of a
     compiled region)."""
 
+    entry: _ModEntry
+    ctx: tuple | None  # the recorded arrays the backward reads; None once released
+
     def backward(self, *grads):
         entry, ctx = self.entry, self.ctx
         if ctx is None:

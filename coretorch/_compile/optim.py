@@ -83,6 +83,7 @@ class OptimizerReplay:
 
     def __call__(self) -> None:
         opt = self._opt()
+        assert opt is not None  # called as replay_of(opt)(), so the optimizer is alive
         if _plain_step(opt):
             if self.fn is not None:
                 try:

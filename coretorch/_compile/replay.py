@@ -120,4 +120,4 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     if rec.breaks:
         return result, _Entry(None, "", rec.breaks, rec.launches)
     replay, src = build(rec, result_src)
-    return result, _Entry(replay, src, [], rec.launches, getattr(rec, "fused", 0))
+    return result, _Entry(replay, src, [], rec.launches, rec.fused)

@@ -16,14 +16,19 @@ casts its floating point tensor arguments (float64 excepted, as PyTorch) for the
 * binary_cross_entropy raises on GPU-like devices, as CUDA's autocast does (unsafe in float16).
 
 An op opts in with two lines at its entry, ``if _ac.on: args = _ac_cast("name", *args)`` (the elementwise ops in
-``pointwise._make_unary``: ``fp32_unary``), so the cost while no region is open is that one attribute check.
+``pointwise._make_unary``: ``fp32_unary``), so the cost while no region is open is that one attribute check.  The
+nn.functional ops use the decorators :func:`policy` (cast their tensor arguments) and :func:`below` (a composite that
+runs with autocast disabled), whose wrapper adds one call to that check.
 """
 from __future__ import annotations
 
 import collections.abc
 import functools
+import inspect
 import threading
 import warnings
+import typing
+from typing import Any, Callable, TypeVar
 
 from .. import dtypes as _dt
 
@@ -268,6 +273,48 @@ def suspended(t):
     if dev is None or not tls.enabled.get(dev):
         return None
     return autocast(dev, enabled=False)
+
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def policy(op: str, nargs: int = 1) -> Callable[[_Fn], _Fn]:
+    """Decorator: ``op``'s autocast policy (:func:`cast_inputs`) on the function's first ``nargs`` parameters, given
+    by position or by name, while autocast is on; otherwise the one ``state.on`` check."""
+    def decorate(fn: _Fn) -> _Fn:
+        names = tuple(inspect.signature(fn).parameters)[:nargs]
+
+        @functools.wraps(fn)
+        def with_policy(*args, **kwargs):
+            if state.on:
+                args, kwargs = _cast_call(op, names, args, kwargs)
+            return fn(*args, **kwargs)
+        return typing.cast(_Fn, with_policy)  # functools.wraps keeps fn's name, doc and signature
+    return decorate
+
+
+def _cast_call(op: str, names: tuple, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    k = min(len(args), len(names))
+    named = [n for n in names[k:] if n in kwargs]
+    cast = cast_inputs(op, *args[:k], *(kwargs[n] for n in named))
+    if named:
+        kwargs = {**kwargs, **dict(zip(named, cast[k:]))}
+    return (*cast[:k], *args[k:]), kwargs
+
+
+def below(fn: _Fn) -> _Fn:
+    """Decorator for a composite op on no list whose inner ops are (``F.elu`` through ``expm1``): while autocast is
+    enabled for its first argument's device type it runs under :func:`suspended`'s context, so it keeps its input's
+    dtype as PyTorch's single kernel does; otherwise the one ``state.on`` check."""
+    first = next(iter(inspect.signature(fn).parameters))
+
+    @functools.wraps(fn)
+    def below_autocast(*args, **kwargs):
+        if state.on and (off := suspended(args[0] if args else kwargs.get(first))) is not None:
+            with off:
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+    return typing.cast(_Fn, below_autocast)  # functools.wraps keeps fn's name, doc and signature
 
 
 def _cast(value, device_type: str, dtype):

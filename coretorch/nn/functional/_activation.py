@@ -5,9 +5,10 @@ import math
 import warnings
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import below as _ac_below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import policy as _ac_policy
 from ...amp.autocast_mode import state as _ac
-from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import pointwise as _P
@@ -142,6 +143,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace_result(input, out) if inplace else out
 
 
+@_ac_below  # autocast: on no list, its inner ops as they are
 def elu(input, alpha=1.0, inplace=False):
     """Applies ``x if x > 0 else alpha * (exp(x) - 1)`` element-wise.
 
@@ -151,9 +153,6 @@ def elu(input, alpha=1.0, inplace=False):
         inplace (bool): modify ``input`` in place (default False).
     """
     _floating_only("elu", input)
-    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
-        with off:
-            return elu(input, alpha, inplace)
     x = _src(input, inplace)
     # expm1 of x where x <= 0 (0 elsewhere): the unused branch never overflows (no inf * 0 in the backward), and
     # a NaN input reaches expm1, so its gradient is NaN as PyTorch's
@@ -162,6 +161,7 @@ def elu(input, alpha=1.0, inplace=False):
     return _inplace_result(input, out) if inplace else out
 
 
+@_ac_below  # autocast: on no list, its inner ops as they are
 def selu(input, inplace=False):
     """Applies the self-normalising ``scale * elu(x, alpha)`` with PyTorch's constants element-wise.
 
@@ -170,14 +170,12 @@ def selu(input, inplace=False):
         inplace (bool): modify ``input`` in place (default False).
     """
     _floating_only("selu", input)
-    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
-        with off:
-            return selu(input, inplace)
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     out = _P.mul(elu(_src(input, inplace), alpha), scale)
     return _inplace_result(input, out) if inplace else out
 
 
+@_ac_below  # autocast: on no list, its inner ops as they are
 def celu(input, alpha=1.0, inplace=False):
     """Applies ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` element-wise.
 
@@ -187,9 +185,6 @@ def celu(input, alpha=1.0, inplace=False):
         inplace (bool): modify ``input`` in place (default False).
     """
     _floating_only("celu", input)
-    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
-        with off:
-            return celu(input, alpha, inplace)
     x = _src(input, inplace)
     neg = _P.mul(_P.expm1(_P.div(_P.where(_P.gt(x, 0), 0.0, x), alpha)), alpha)
     out = _P.where(_P.gt(x, 0), x, neg)
@@ -255,6 +250,7 @@ def silu(input, inplace=False) -> Tensor:
     return _inplace_result(input, out) if inplace else out
 
 
+@_ac_below  # autocast: on no list, its inner ops as they are
 def mish(input, inplace=False):
     """Applies ``x * tanh(softplus(x))`` element-wise.
 
@@ -263,14 +259,12 @@ def mish(input, inplace=False):
         inplace (bool): modify ``input`` in place (default False).
     """
     _floating_only("mish", input)
-    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
-        with off:
-            return mish(input, inplace)
     x = _src(input, inplace)
     out = _P.mul(x, _P.tanh(softplus(x)))
     return _inplace_result(input, out) if inplace else out
 
 
+@_ac_below  # autocast: on no list, its inner ops as they are
 def logsigmoid(input):
     """Applies ``log(sigmoid(x))``, computed stably element-wise.
 
@@ -278,9 +272,6 @@ def logsigmoid(input):
         input (Tensor): any shape.
     """
     _floating_only("log_sigmoid_forward", input)
-    if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
-        with off:
-            return logsigmoid(input)
     # min(x, 0) - log1p(exp(-|x|)): no overflow on either side
     return _pointwise_node(LogSigmoidBackward0, input,
                            lambda x: _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))))
@@ -341,6 +332,7 @@ def _pointwise_node(node_cls, input: Tensor, forward, **fields) -> Tensor:
     return _record(node, out._data, out.dtype, out._be, input)
 
 
+@_ac_policy("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
     """Applies ``log(1 + exp(beta * x)) / beta`` (``x`` where ``beta * x > threshold``) element-wise.
 
@@ -350,8 +342,6 @@ def softplus(input, beta=1.0, threshold=20.0):
         threshold (float): default 20.
     """
     _floating_only("softplus", input)
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, = _ac_cast("softplus", input)
     if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:
         # in float32, rounded once (PyTorch's op math): exp(12) overflows float16 but softplus(12) is 12
         return softplus(input.to(_dt.float32), beta, threshold).to(input.dtype)
@@ -508,7 +498,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
         dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
         dtype (dtype, optional): cast ``input`` to this dtype first (e.g. to compute float16 in float32).
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on:  # autocast: the op's dtype policy, inline (not @_ac_policy: _stacklevel counts the frames)
         input, = _ac_cast("softmax", input)
     return _softmax_impl("softmax", input, dim, dtype, False, _stacklevel + 1)
 
@@ -520,7 +510,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None) -> Tensor:
         dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
         dtype (dtype, optional): cast ``input`` to this dtype first (e.g. to compute float16 in float32).
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on:  # autocast: the op's dtype policy, inline (not @_ac_policy: _stacklevel counts the frames)
         input, = _ac_cast("log_softmax", input)
     return _softmax_impl("log_softmax", input, dim, dtype, True, _stacklevel + 1)
 

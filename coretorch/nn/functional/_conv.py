@@ -1,8 +1,7 @@
 """nn.functional convolutions: conv1d/2d and the transposed forms on the backend's fused kernels."""
 from __future__ import annotations
 
-from ...amp.autocast_mode import cast_inputs as _ac_cast
-from ...amp.autocast_mode import state as _ac
+from ...amp.autocast_mode import policy as _ac_policy
 from ...autograd.graph import Node
 from ...ops import creation as _C
 from ...ops import linalg as _L
@@ -219,6 +218,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
     return x, padding
 
 
+@_ac_policy("conv2d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
     """A 2-D convolution (cross-correlation) of ``input`` (N, C_in, H, W) by ``weight`` ``(C_out, C_in / groups, *k)``.
 
@@ -234,8 +234,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
         >>> F.conv2d(torch.randn(1, 3, *([8] * 2)), torch.randn(4, 3, *([3] * 2)), padding=1).shape[1]
         4
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv2d", input, weight, bias)
     _check_conv("conv2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -260,6 +258,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     return out if batched else _S.squeeze(out, 0)
 
 
+@_ac_policy("conv1d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """A 1-D convolution (cross-correlation) of ``input`` (N, C_in, L) by ``weight`` ``(C_out, C_in / groups, *k)``.
 
@@ -275,8 +274,6 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> F.conv1d(torch.randn(1, 3, *([8] * 1)), torch.randn(4, 3, *([3] * 1)), padding=1).shape[1]
         4
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv1d", input, weight, bias)
     _check_conv("conv1d", input, weight, bias, groups, 1)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
@@ -288,13 +285,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else _S.squeeze(out, 0)
 
 
+@_ac_policy("conv_transpose2d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """A 2-D transposed convolution of ``input`` (N, C_in, H, W) by ``weight`` ``(C_in, C_out / groups, *k)``.
 
     Arguments as :class:`coretorch.nn.ConvTranspose2d` (``output_padding`` adds to one side of the output).
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv_transpose2d", input, weight, bias)
     _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
@@ -325,13 +321,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return out if batched else _S.squeeze(out, 0)
 
 
+@_ac_policy("conv_transpose1d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """A 1-D transposed convolution of ``input`` (N, C_in, L) by ``weight`` ``(C_in, C_out / groups, *k)``.
 
     Arguments as :class:`coretorch.nn.ConvTranspose1d` (``output_padding`` adds to one side of the output).
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv_transpose1d", input, weight, bias)
     _check_conv("conv_transpose1d", input, weight, bias, groups, 1)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)

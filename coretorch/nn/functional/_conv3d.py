@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...ops import creation as _C, pointwise as _P, shape as _S
 from ...tensor import Tensor
-from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ...amp.autocast_mode import policy as _ac_policy
 from ._common import _ntuple
 from ._conv import _add_bias, _check_conv, _resolve_conv_padding, conv2d, conv_transpose2d
 from ._padding import _pad_constant
@@ -13,11 +13,10 @@ from ._padding import _pad_constant
 __all__ = ["conv3d", "conv_transpose3d"]
 
 
+@_ac_policy("conv3d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:
     """Applies a 3-D convolution over (N, C, D, H, W) (or unbatched (C, D, H, W)) input."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv3d", input, weight, bias)
     _check_conv("conv3d", input, weight, bias, groups, 3)
     batched = input.ndim == 5
     x = input if batched else _S.unsqueeze(input, 0)
@@ -65,14 +64,13 @@ def _check_transpose_args(stride, padding, output_padding, dilation) -> None:
                                f"dilation_height: {dilation[1]} dilation_width: {dilation[2]}")
 
 
+@_ac_policy("conv_transpose3d", 3)  # autocast: input, weight, bias cast by the op's dtype policy
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
                      output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """Applies a 3-D transposed convolution over (N, C, D, H, W) (or unbatched (C, D, H, W)) input.
 
     One conv_transpose2d over every input depth slice at once, with the depth taps folded into its output
     channels; each tap's slab is then added at its output depths (i * dilation + d * stride - padding)."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, weight, bias = _ac_cast("conv_transpose3d", input, weight, bias)
     _check_conv("conv_transpose3d", input, weight, bias, groups, 3)
     batched = input.ndim == 5
     x = input if batched else _S.unsqueeze(input, 0)
