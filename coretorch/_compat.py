@@ -27,7 +27,7 @@ _bool = builtins.bool  # (the names bool and int are torch dtypes here)
 _int = builtins.int
 
 
-# ---- torch.compile: accepted with PyTorch's signature; runs eagerly until compilation exists ----------------
+# ---- torch.compile: PyTorch's signature over coretorch's capture and replay (coretorch._compile) -------------
 _COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 def _check_compile_args(mode, options) -> None:
     if mode is not None and options is not None:
@@ -39,21 +39,30 @@ def _check_compile_args(mode, options) -> None:
 
 
 def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="inductor", mode=None, options=None,
-            disable: _bool = False):
+            name: str | None = None, disable: _bool = False, recompile_limit: int | None = None,
+            isolate_recompiles: _bool = False, shapes_spec=None):
     """``torch.compile``: whole-step capture and replay for a function, an ``OptimizedModule`` (forward and backward
-    replayed) for a module (:mod:`coretorch._compile`); with no model, a decorator that does the same."""
+    replayed) for a module (:mod:`coretorch._compile`); with no model, a decorator that does the same.
+
+    ``recompile_limit`` caps this call's captures (default ``torch._dynamo.config.recompile_limit``, 8): past it,
+    calls run eagerly with one warning, or raise ``FailOnRecompileLimitHit`` under ``fullgraph=True``. Every
+    ``compile`` call keeps its own captures (``isolate_recompiles=True`` is what already happens); ``name`` labels
+    the compiled function; ``dynamic`` and ``shapes_spec`` are accepted, a capture being specialised to its shapes
+    (a new shape captures again, within the limit)."""
     _check_compile_args(mode, options)
+    kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, name=name,
+              disable=disable, recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
+              shapes_spec=shapes_spec)
     if model is None:
         def decorator(fn):
-            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
-                           disable=disable)
+            return compile(fn, **kw)
         return decorator
     if not callable(model):
         raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
     if disable:
         return model
     from ._compile import compile as _compile_fn  # the capture machinery imports nn and optim
-    return _compile_fn(model, fullgraph=fullgraph)
+    return _compile_fn(model, **kw)
 
 
 def _module_compile(self, *args, **kwargs) -> None:
@@ -61,7 +70,8 @@ def _module_compile(self, *args, **kwargs) -> None:
     _check_compile_args(kwargs.get("mode"), kwargs.get("options"))
     if not kwargs.get("disable", False):
         from ._compile import compile_in_place
-        compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)))
+        compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)),
+                         recompile_limit=kwargs.get("recompile_limit"))
 
 
 setattr(_Module, "compile", _module_compile)

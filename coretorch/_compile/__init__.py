@@ -32,23 +32,27 @@ from typing import Any, Callable
 
 from ..nn.modules.module import Module
 from . import guards as _guards
-from .capture import Unsupported, state
-from .config import config, live_functions as _live, live_modules as _live_modules
+from .capture import FailOnRecompileLimitHit, Unsupported, state
+from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
 from .explain import ExplainOutput, explain
 from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
 
-__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "ModuleCapture",
-           "OptimizedModule", "Unsupported", "compile_in_place", "config", "explain", "is_compiling", "reset"]
+__all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "FailOnRecompileLimitHit",
+           "ModuleCapture", "OptimizedModule", "Unsupported", "compile_in_place", "config", "explain", "is_compiling",
+           "reset"]
 
 
 class CompiledFunction:
     """What ``coretorch.compile(fn)`` returns: calls capture once per guard set, then replay."""
 
-    def __init__(self, fn: Callable, fullgraph: bool = False):
+    def __init__(self, fn: Callable, fullgraph: bool = False, recompile_limit: int | None = None,
+                 name: str | None = None):
         self._orig_fn = fn
         self._fullgraph = fullgraph
+        self._recompile_limit = recompile_limit  # None: config.recompile_limit
+        self.name = name
         self._cache: dict = {}
         self._state: dict = {}
         self._eager = False
@@ -86,10 +90,12 @@ class CompiledFunction:
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
         if entry is None:
-            limit = config.recompile_limit
-            if limit == 8 and config.cache_size_limit != 8:
-                limit = config.cache_size_limit
+            limit = recompile_limit_of(self._recompile_limit)
             if len(self._cache) >= limit:
+                if self._fullgraph:
+                    raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: "
+                                                  f"{getattr(self._orig_fn, '__name__', 'fn')} reached "
+                                                  f"recompile_limit ({limit}) captures")
                 if not self._warned:
                     self._warned = True
                     warnings.warn(f"coretorch.compile: {getattr(self._orig_fn, '__name__', 'fn')} reached "
@@ -126,16 +132,25 @@ class CompiledFunction:
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable: bool = False):
-    """``torch.compile``: a :class:`CompiledFunction` for a function, an :class:`OptimizedModule` for a module."""
+            options=None, name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
+            isolate_recompiles: bool = False, shapes_spec: Any = None):
+    """``torch.compile``: a :class:`CompiledFunction` for a function, an :class:`OptimizedModule` for a module.
+
+    ``recompile_limit`` caps this call's captures (default ``config.recompile_limit``, 8; past it calls run eagerly
+    with one warning, or raise ``FailOnRecompileLimitHit`` with ``fullgraph=True``). Each ``compile`` call keeps its
+    own captures, so ``isolate_recompiles=True`` is what already happens. ``name`` labels the compiled callable.
+    ``dynamic`` and ``shapes_spec`` are accepted: a capture is specialised to its shapes (a new shape captures
+    again, within the limit)."""
     if model is None:
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                                  options=options, disable=disable)
+                                  options=options, name=name, disable=disable, recompile_limit=recompile_limit,
+                                  isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
     if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
         return model
     if isinstance(model, Module):
-        return OptimizedModule(model, fullgraph=fullgraph)
-    return CompiledFunction(model, fullgraph=fullgraph)
+        return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
+    return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
+
 
 
 def is_compiling() -> bool:

@@ -61,6 +61,10 @@ class Unsupported(RuntimeError):
     """A graph break under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc.Unsupported``)."""
 
 
+class FailOnRecompileLimitHit(Exception):
+    """``recompile_limit`` captures reached under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc`` class)."""
+
+
 def _internal(filename: str) -> bool:
     return filename.startswith(_PKG) or os.sep + "coretorch_" in filename
 

@@ -14,5 +14,13 @@ class _Config:
 
 
 config = _Config()
+
+
+def recompile_limit_of(own: int | None) -> int:
+    """A compile call's recompile_limit: its own, else the config's (PyTorch's older cache_size_limit honoured)."""
+    if own is not None:
+        return own
+    limit = config.recompile_limit
+    return config.cache_size_limit if limit == 8 and config.cache_size_limit != 8 else limit
 live_functions: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction (reset() clears them)
 live_modules: weakref.WeakSet = weakref.WeakSet()  # every ModuleCapture

@@ -18,8 +18,8 @@ from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import guards as _guards
-from .capture import Recorder, _find_hab_users, state
-from .config import config, live_modules
+from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, state
+from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
 
 
@@ -87,8 +87,10 @@ class ModuleCapture:
     """The compiled ``forward`` of one module (stored as the module's instance ``forward`` or an
     OptimizedModule's)."""
 
-    def __init__(self, module: Module, forward: Callable, fullgraph: bool = False):
+    def __init__(self, module: Module, forward: Callable, fullgraph: bool = False,
+                 recompile_limit: int | None = None):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
+        self.recompile_limit = recompile_limit  # None: config.recompile_limit
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
@@ -113,7 +115,11 @@ class ModuleCapture:
         key = (self.sig, _guards.key(lv, st[0], ()))  # .grad is not touched by a forward
         entry = self.cache.get(key)
         if entry is None:
-            if len(self.cache) >= config.recompile_limit:
+            limit = recompile_limit_of(self.recompile_limit)
+            if len(self.cache) >= limit:
+                if self.fullgraph:
+                    raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {type(self.module).__name__} "
+                                                  f"reached recompile_limit ({limit}) captures")
                 return self.fn(*args, **kwargs)
             result, self.cache[key] = self._capture(args, kwargs, lv, st)
             return result
@@ -234,10 +240,11 @@ class OptimizedModule(Module):
     ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), its attributes forwarded, calls captured and
     replayed (forward and backward)."""
 
-    def __init__(self, mod: Module, fullgraph: bool = False):
+    def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
+                 name: str | None = None):
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph)
+        self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph, recompile_limit)  # (name: a label only)
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_capture"](*args, **kwargs)
@@ -252,8 +259,9 @@ class OptimizedModule(Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
 
-def compile_in_place(module: Module, fullgraph: bool = False) -> None:
+def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None) -> None:
     """``Module.compile()``: the module's own calls are captured and replayed from now on (state_dict unchanged)."""
     if isinstance(module.__dict__.get("forward"), ModuleCapture):
         return
-    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph)
+    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph,
+                                               recompile_limit)
