@@ -466,8 +466,10 @@ class TestDeviceErrors:
 
     def test_setitem_across_devices(self, fakedev):
         a = torch.ones(2, 3, device=fakedev)
+        a[0] = torch.zeros(3)  # basic indexing is copy_ (any device); index_put_ refuses a non-0-d value
+        assert a.sum().item() == 3
         with raises(RuntimeError, "Expected all tensors to be on the same device", "fakedev:0", "cpu"):
-            a[0] = torch.zeros(3)
+            a[[0]] = torch.zeros(1, 3)
         with raises(RuntimeError, "indices should be either on cpu or on the same device as the indexed tensor "
                     "(cpu)"):
             torch.zeros(3)[torch.tensor([0], device=fakedev)]

@@ -15,9 +15,11 @@ _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
 
 
-def _to_index_tensor(k, ref: Tensor, host: list | None = None) -> Tensor:
+def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False) -> Tensor:
     """k as an index tensor on ref's device.  ``host``: a list that gets the index as it was in host memory (a
-    list, a numpy array, a cpu tensor) before it moved to ref's device, so that its range is checked for free."""
+    list, a numpy array, a cpu tensor) before it moved to ref's device, so that its range is checked for free.
+    ``put``: index_put_ / setitem, which move an index from any device to ref's (PyTorch's AdvancedIndex); a read
+    takes only a cpu index or one on ref's device."""
     if isinstance(k, Tensor):
         t = k
     else:
@@ -26,8 +28,8 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None) -> Tensor:
         if t.numel() == 0:
             t = t.to(_i64)
     if t._be is not ref._be:
-        if t._be.type == "cpu":
-            if host is not None:
+        if t._be.type == "cpu" or put:
+            if host is not None and t._be.type == "cpu":
                 host.append(t)
             t = t.to(ref.device)
         else:
@@ -74,10 +76,10 @@ _NONE, _ELL, _INT, _SLICE, _BOOL, _MASK, _ADV = range(7)
 _FULL = slice(None)
 
 
-def _classify(x: Tensor, key: tuple, python_key: bool):
+def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
     """-> ([(kind, value)], dims of x consumed).  ``python_key``: PyTorch's ``x[key]`` rules, where a 0-d integer
     tensor is an int (a select: a view) and a 0-d bool tensor a Python bool; ``index_put`` takes them as index
-    tensors."""
+    tensors.  ``put``: a write (index tensors on any device)."""
     items: list[tuple[int, Any]] = []
     consumed = 0
     for k in key:
@@ -98,7 +100,7 @@ def _classify(x: Tensor, key: tuple, python_key: bool):
             consumed += 1
         else:
             moved: list | None = None if x._be.host_memory else []
-            t = _to_index_tensor(k, x, moved)
+            t = _to_index_tensor(k, x, moved, put)
             host = moved[0] if moved else t
             if t.dtype is _dt.uint8:
                 t = t.to(_bool)
@@ -142,7 +144,7 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
         key = tuple(key) if python_key and key.__class__ is list and _seq_as_tuple(key) else (key,)
     shape = x._data.shape
     ndim = len(shape)
-    items, consumed = _classify(x, key, python_key)
+    items, consumed = _classify(x, key, python_key, checks is not None)
     if consumed > ndim:
         if ndim == 0:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
@@ -455,11 +457,7 @@ def _setitem(x: Tensor, key, value) -> None:
     nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
-        if value._be.type == "cpu" and (value.ndim == 0 or (value.numel() == 1 and _single_mask(key))):
-            value = value.to(x.device)
-        else:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                               f"devices, {x.device} and {value.device}! (in __setitem__)")
+        value = _value_to(x, key, value, advanced)
     if not vt and not isinstance(value, (int, float, bool)):
         value, vt = _creation.tensor(value, dtype=x.dtype, device=x.device), True
     if not vt and x.dtype is not _dt.float16 and x.dtype is not _dt.bfloat16:
@@ -468,7 +466,7 @@ def _setitem(x: Tensor, key, value) -> None:
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
     # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element value; PyTorch on CUDA wants
     # that value on the CPU, coretorch also takes one on the destination's device, as PyTorch's CPU does)
-    if vt and advanced and value.dtype is not x.dtype and not (value.numel() == 1 and _single_mask(key)):
+    if vt and advanced and value.dtype is not x.dtype and not (value.numel() == 1 and _single_mask(key, x)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{x.dtype._tname[:-6]} for the destination and {value.dtype._tname[:-6]} for the "
                            "source.")
@@ -506,7 +504,19 @@ def _setitem(x: Tensor, key, value) -> None:
     x._vc[0] += 1
 
 
-def _single_mask(key) -> bool:
+def _value_to(x: Tensor, key, value: Tensor, advanced: bool) -> Tensor:
+    """PyTorch's device rule for a value on another device than x: basic indexing is copy_ (any device, any
+    shape); index_put_ moves a 0-d value, and a one-element CPU value with one bool mask on x's device is
+    masked_fill_; any other value is refused by its TensorIterator."""
+    if not advanced or value.ndim == 0 or (value._be.type == "cpu" and value.numel() == 1 and _single_mask(key, x)):
+        return value.to(x.device)
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                       f"{x.device} and {value.device}!")
+
+
+def _single_mask(key, x: Tensor | None = None) -> bool:
+    """One bool mask (and no other index tensor) in key; with ``x``: a mask tensor on x's device (PyTorch's
+    masked_fill_ dispatch; a list of bools is made on x's device)."""
     ks = key if isinstance(key, tuple) else (key,)
     adv = [k for k in ks if isinstance(k, (list, bool)) or (hasattr(k, "shape") and len(k.shape) > 0) or (
         isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8))]  # a 0-d integer tensor is a select
@@ -517,7 +527,7 @@ def _single_mask(key) -> bool:
     k = adv[0]
     if isinstance(k, list):
         return bool(k) and _all_bools(k)
-    return isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8) and k.ndim > 0
+    return isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8) and k.ndim > 0 and (x is None or k._be is x._be)
 
 
 def _all_bools(k: list) -> bool:

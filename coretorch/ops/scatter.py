@@ -319,15 +319,19 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     key = tuple(slice(None) if i is None else i for i in indices)
     checks: list = []  # the indices' range is checked last, as PyTorch's kernel does
     nkey, advanced = _ix.normalize_key(input, key, python_key=False, checks=checks)
-    if not accumulate and values.numel() == 1 and _ix._single_mask(key) and (
+    if not accumulate and values.numel() == 1 and _ix._single_mask(key, input) and (
+            values._be is input._be or values._be.type == "cpu") and (
             values.dtype is not input.dtype or values._be is not input._be):
-        # PyTorch dispatches one bool mask with a one-element value to masked_fill_ (any dtype, a CPU value)
+        # PyTorch dispatches one bool mask (on input's device) with a one-element CPU value to masked_fill_ (any
+        # dtype; coretorch also takes the value on input's device, as PyTorch's CPU does)
         values = values.detach().to(device=input.device, dtype=input.dtype) if not (
             input.dtype.is_floating_point or input.dtype.is_complex) else values.to(input.device, input.dtype)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{input.dtype._tname[:-6]} for the destination and {values.dtype._tname[:-6]} for the "
                            "source.")
+    if values._be is not input._be and values.ndim == 0:
+        values = values.to(input.device)  # PyTorch moves a 0-d value to input's device
     _ix._same_device("index_put", input, values)
     _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
     _ix.run_checks(checks)
