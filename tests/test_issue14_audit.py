@@ -76,7 +76,7 @@ def test_multi_head_attention_forward_separate_weights_unbatched_gradcheck_and_e
                                               k_proj_weight=wk, v_proj_weight=wv)[0]
     out = f(q, k, wq, wk, wv, ow)
     assert tuple(out.shape) == (3, 4)
-    assert gradcheck(f, (q, k, wq, wk, wv, ow))
+    assert gradcheck(lambda k, wv: f(q, k, wq, wk, wv, ow), (k, wv))  # few elements: fast on opencl
     with pytest.raises(AssertionError, match="was expecting embedding dimension of 5"):
         F.multi_head_attention_forward(q, q, q, 5, 1, None, None, None, None, False, 0.0, ow, None)
     with pytest.raises(AssertionError, match="in_proj_weight is None"):
@@ -138,3 +138,40 @@ def test_grad_fn_names_pairwise_distance_and_unreduced_multilabel_soft_margin(de
     lo = F.multilabel_soft_margin_loss(a, b, reduction="none")
     assert type(lo.grad_fn).__name__ == "DivBackward0"
     np.testing.assert_allclose(lo.detach().cpu().numpy(), [np.log1p(np.exp(1.0))] * 2, rtol=1e-6)
+
+
+def test_biject_to_and_transform_to(device):
+    D = torch.distributions
+    C = D.constraints
+    xn = np.array([[-1.5, 0.3, 2.0], [0.1, -0.2, 0.7]])
+    x = _t(xn, device)
+    sig = 1 / (1 + np.exp(-xn))
+    cases = [(C.real, xn, 0 * xn), (C.positive, np.exp(xn), xn), (C.greater_than(2.0), np.exp(xn) + 2, xn),
+             (C.less_than(3.0), 3 - np.exp(xn), xn), (C.unit_interval, sig, np.log(sig * (1 - sig))),
+             (C.interval(-2.0, 5.0), 7 * sig - 2, np.log(7 * sig * (1 - sig)))]
+    for c, ref, ladj in cases:
+        for reg in (D.biject_to, D.transform_to):
+            t = reg(c)
+            y = t(x)
+            np.testing.assert_allclose(y.cpu().numpy(), ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(t.log_abs_det_jacobian(x, y).cpu().numpy(), ladj, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(t.inv(y).cpu().numpy(), xn, rtol=1e-9, atol=1e-12)
+            assert bool(c.check(y).all())
+    # simplex: a bijection from R^(K-1) (stick breaking) vs softmax onto it
+    sb, sm = D.biject_to(C.simplex), D.transform_to(C.simplex)
+    assert type(sb).__name__ == "StickBreakingTransform" and type(sm).__name__ == "SoftmaxTransform"
+    assert tuple(sb(x).shape) == (2, 4) and bool(C.simplex.check(sb(x)).all())
+    np.testing.assert_allclose(sm(x).cpu().numpy(), np.exp(xn) / np.exp(xn).sum(-1, keepdims=True), rtol=1e-12)
+    ti = D.biject_to(C.independent(C.positive, 1))
+    assert type(ti).__name__ == "IndependentTransform"
+    np.testing.assert_allclose(ti.log_abs_det_jacobian(x, ti(x)).cpu().numpy(), xn.sum(-1), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+        D.biject_to(C.boolean)
+    with pytest.raises(TypeError, match="Constraint subclass or instance"):
+        D.transform_to.register(int, lambda c: None)
+    reg = D.constraint_registry.ConstraintRegistry()
+
+    @reg.register(C.positive)
+    def _exp(c):
+        return D.transforms.ExpTransform()
+    assert type(reg(C.greater_than(1.0))).__name__ == "ExpTransform"   # dispatch is on the constraint's type
