@@ -2,7 +2,8 @@
 moments, cdf/icdf, ``expand``, argument validation and ``kl_divergence`` with its registry.
 
 Every law is a composition of differentiable tensor ops, so it runs on every device a backend provides."""
-from . import constraints, transforms
+from . import constraint_registry, constraints, transforms
+from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, Multinomial, OneHotCategorical, Poisson
 from .distribution import Distribution
@@ -18,7 +19,8 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
                          PowerTransform, ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
                          StickBreakingTransform, TanhTransform, Transform, identity_transform)
 
-__all__ = ["constraints", "transforms", "Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy",
+__all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint_registry",
+           "Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Cauchy",
            "Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial", "Multinomial",
            "MultivariateNormal", "Gamma", "Chi2", "Dirichlet", "Beta", "StudentT", "Independent",
            "MixtureSameFamily", "TransformedDistribution", "LogNormal",

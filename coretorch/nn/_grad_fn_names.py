@@ -52,7 +52,7 @@ _NAMES = {  # function: (PyTorch's node name, the input rank of the batched form
     "soft_margin_loss": ("SoftMarginLossBackward0", None), "multi_margin_loss": ("MultiMarginLossBackward0", None),
     "multilabel_margin_loss": ("MultilabelMarginLossBackward0", None), "unfold": ("Im2ColBackward0", None),
     "fold": ("Col2ImBackward0", None), "embedding_bag": ("EmbeddingBagBackward0", None),
-    "instance_norm": ("ViewBackward0", None),
+    "instance_norm": ("ViewBackward0", None), "pairwise_distance": ("NormBackward1", None),
 }
 
 
@@ -104,6 +104,8 @@ _RULES = {
     "ctc_loss": lambda out, a: (None if a["reduction"] != "none" else
                                 "CtcLossBackward0" if a["log_probs"].ndim == 3 else "SqueezeBackward1"),
     "cross_entropy": _nll_name, "nll_loss": _nll_name,
+    # PyTorch divides the per-sample sums by C: DivBackward0 when unreduced
+    "multilabel_soft_margin_loss": lambda out, a: "DivBackward0" if a["reduction"] == "none" else None,
 }
 
 

@@ -19,6 +19,7 @@ from ._activation import (celu, elu, erf, gelu, hardsigmoid, hardswish, hardtanh
                           tanhshrink, threshold)
 from ._activation_param import glu, hardshrink, prelu, rrelu, rrelu_, softshrink
 from ._attention import scaled_dot_product_attention
+from ._mha import multi_head_attention_forward
 from ._basic import bilinear, dropout, dropout1d, dropout2d, dropout3d, embedding, linear
 from ._conv import _conv2d_fallback, conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from ._conv3d import conv3d, conv_transpose3d

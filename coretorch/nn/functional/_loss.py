@@ -649,7 +649,24 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         eps (float): the variance clamp.
         reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
     """
-    v = _P.clamp(var, min=eps)
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _P.mul(_C.ones_like(input), float(var))
+    elif bool(_R.any(_P.lt(var, 0))):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):  # homoscedastic: one variance per row
+            var = _S.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim
+                  and sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # PyTorch clamps a clone in place under no_grad: the gradient passes the clamp unchanged
+    v = var.clone()
+    with _no_grad():
+        v.clamp_(min=eps)
     d = _P.sub(input, target)
     loss = _P.mul(_P.add(_P.log(v), _P.div(_P.mul(d, d), v)), 0.5)
     if full:

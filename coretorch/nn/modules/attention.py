@@ -2,11 +2,9 @@
 (or ``q_proj_weight``/``k_proj_weight``/``v_proj_weight`` when kdim/vdim differ) and ``out_proj``."""
 from __future__ import annotations
 
-import math
 
-from ... import dtypes as _dt
-from ...ops import linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ...ops.creation import empty, zeros
+from ...ops import shape as _S
+from ...ops.creation import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -14,16 +12,6 @@ from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-def _to_float_mask(mask, dtype, name):
-    if mask is None:
-        return None
-    if mask.dtype is _dt.bool_:
-        return _P.where(mask, float("-inf"), 0.0).to(dtype)
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask.to(dtype)
 
 
 class MultiheadAttention(Module):
@@ -107,93 +95,18 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _proj(self, x, i):
-        e = self.embed_dim
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight[i * e:(i + 1) * e]
-        else:
-            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i]
-        b = self.in_proj_bias[i * e:(i + 1) * e] if self.in_proj_bias is not None else None
-        out = _L.matmul(x, _S.t(w))
-        return out if b is None else _P.add(out, b)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         batched = query.ndim == 3
-        if not batched:
-            query, key, value = (_S.unsqueeze(t, 1) for t in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = _S.unsqueeze(key_padding_mask, 0)
-        elif self.batch_first:
+        if batched and self.batch_first:
             query, key, value = (_S.transpose(t, 0, 1) for t in (query, key, value))
-        tgt_len, bsz, e = query.shape
-        src_len = key.shape[0]
-        if e != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {e}")
-        h, hd = self.num_heads, self.head_dim
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                               "method `generate_square_subsequent_mask` to create this mask.")
-        q = self._proj(query, 0)
-        k = self._proj(key, 1)
-        v = self._proj(value, 2)
-        mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
-        kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
-        if self.bias_k is not None:  # one more key/value position, never masked
-            assert self.bias_v is not None  # set with bias_k
-            k = _S.cat([k, _S.expand(self.bias_k, (1, bsz, e))])
-            v = _S.cat([v, _S.expand(self.bias_v, (1, bsz, e))])
-            mask, kpm = _pad_last(mask), _pad_last(kpm)
-            src_len += 1
-        # (L, N, E) -> (N*H, L, hd)
-        q = _S.transpose(q.reshape(tgt_len, bsz * h, hd), 0, 1)
-        k = _S.transpose(k.reshape(src_len, bsz * h, hd), 0, 1)
-        v = _S.transpose(v.reshape(src_len, bsz * h, hd), 0, 1)
-        if self.add_zero_attn:  # and a zero key/value position
-            k = _S.cat([k, zeros((bsz * h, 1, hd), dtype=k.dtype, device=k.device)], 1)
-            v = _S.cat([v, zeros((bsz * h, 1, hd), dtype=v.dtype, device=v.device)], 1)
-            mask, kpm = _pad_last(mask), _pad_last(kpm)
-            src_len += 1
-        if mask is not None:
-            if mask.ndim == 2:
-                if tuple(mask.shape) != (tgt_len, src_len):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "
-                                       f"{[tgt_len, src_len]}.")
-                mask = _S.unsqueeze(mask, 0)
-            elif tuple(mask.shape) != (bsz * h, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
-                                   f"{[bsz * h, tgt_len, src_len]}.")
-        if kpm is not None:
-            if tuple(kpm.shape) != (bsz, src_len):
-                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                     f"{tuple(kpm.shape)}")
-            kpm = _S.expand(kpm.reshape(bsz, 1, 1, src_len), (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
-            mask = kpm if mask is None else _P.add(mask, kpm)
-        scores = _P.mul(_L.bmm(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
-        if mask is not None:
-            scores = _P.add(scores, mask)
-        attn = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = _L.bmm(attn, v)                                           # (N*H, L, hd)
-        out = _S.transpose(out, 0, 1).reshape(tgt_len * bsz, e)
-        out = self.out_proj(out).reshape(tgt_len, bsz, e)
-        weights = None
-        if need_weights:
-            weights = attn.reshape(bsz, h, tgt_len, src_len)
-            if average_attn_weights:
-                weights = _R.mean(weights, 1)
-            if not batched:
-                weights = _S.squeeze(weights, 0)
-        if not batched:
-            out = _S.squeeze(out, 1)
-        elif self.batch_first:
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if batched and self.batch_first:
             out = _S.transpose(out, 0, 1)
         return out, weights
-
-
-def _pad_last(mask):
-    """A float mask with one more (unmasked) column for an appended key position."""
-    if mask is None:
-        return None
-    return F.pad(mask, (0, 1))

@@ -62,6 +62,21 @@ class _NormBase(Module):
     def _check_input_dim(self, input):
         raise NotImplementedError
 
+    _version = 2
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # As PyTorch: a state dict without version 2 metadata (a plain dict, or one saved before
+        # num_batches_tracked existed) gets the module's own counter, so it is not reported missing.
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                nbt = self.num_batches_tracked
+                state_dict[key] = nbt if nbt is not None else tensor(0, dtype=_dt.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self) -> str:  # PyTorch 2.x prints whether there is a bias
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, bias={has_bias}, "
                 "track_running_stats={track_running_stats}").format(**self.__dict__, has_bias=self.bias is not None)

@@ -1,0 +1,124 @@
+"""``F.multi_head_attention_forward``: PyTorch's functional multi-head attention on ``(L, N, E)`` inputs (or
+unbatched ``(L, E)``); ``nn.MultiheadAttention`` calls it as PyTorch's module does."""
+from __future__ import annotations
+
+import math
+
+from ... import dtypes as _dt
+from ...ops import linalg as _L
+from ...ops import pointwise as _P
+from ...ops import reduction as _R
+from ...ops import shape as _S
+from ...ops.creation import zeros
+from ._activation import softmax
+from ._basic import dropout, linear
+from ._padding import pad
+
+__all__ = ["multi_head_attention_forward"]
+
+
+def _to_float_mask(mask, dtype, name):
+    if mask is None:
+        return None
+    if mask.dtype is _dt.bool_:
+        return _P.where(mask, float("-inf"), 0.0).to(dtype)
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask.to(dtype)
+
+
+def _pad_last(mask):
+    """A float mask with one more (unmasked) column for an appended key position."""
+    return None if mask is None else pad(mask, (0, 1))
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
+                                 out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
+                                 need_weights: bool = True, attn_mask=None, use_separate_proj_weight: bool = False,
+                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights: bool = True, is_causal: bool = False):
+    """Multi-head attention with PyTorch's functional signature: inputs ``(L, N, E)`` / ``(S, N, E)`` (or
+    unbatched), packed ``in_proj_weight`` (3E, E) or separate ``q/k/v_proj_weight`` when
+    ``use_separate_proj_weight``; returns ``(output (L, N, E), weights (N, L, S) or (N, H, L, S) or None)``."""
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = (_S.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = _S.unsqueeze(key_padding_mask, 0)
+    tgt_len, bsz, e = query.shape
+    src_len = key.shape[0]
+    if e != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {e}")
+    h = num_heads
+    hd = e // h
+    if hd * h != e:
+        raise AssertionError(f"embed_dim {e} not divisible by num_heads {h}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if use_separate_proj_weight:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
+                                 "v_proj_weight is None")
+        ws = (q_proj_weight, k_proj_weight, v_proj_weight)
+    else:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        ws = tuple(in_proj_weight[i * e:(i + 1) * e] for i in range(3))
+    bs = (None,) * 3 if in_proj_bias is None else tuple(in_proj_bias[i * e:(i + 1) * e] for i in range(3))
+    q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), ws, bs))
+    mask = _to_float_mask(attn_mask, q.dtype, "attn_mask")
+    kpm = _to_float_mask(key_padding_mask, q.dtype, "key_padding_mask")
+    if bias_k is not None and bias_v is not None:  # one more key/value position, never masked
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key." if static_k is not None
+                                 else "bias cannot be added to static value.")
+        k = _S.cat([k, _S.expand(bias_k, (1, bsz, e))])
+        v = _S.cat([v, _S.expand(bias_v, (1, bsz, e))])
+        mask, kpm = _pad_last(mask), _pad_last(kpm)
+    elif (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    # (L, N, E) -> (N*H, L, hd)
+    q = _S.transpose(q.reshape(tgt_len, bsz * h, hd), 0, 1)
+    k = static_k if static_k is not None else _S.transpose(k.reshape(k.shape[0], bsz * h, hd), 0, 1)
+    v = static_v if static_v is not None else _S.transpose(v.reshape(v.shape[0], bsz * h, hd), 0, 1)
+    if add_zero_attn:  # and a zero key/value position
+        k = _S.cat([k, zeros((bsz * h, 1, hd), dtype=k.dtype, device=k.device)], 1)
+        v = _S.cat([v, zeros((bsz * h, 1, hd), dtype=v.dtype, device=v.device)], 1)
+        mask, kpm = _pad_last(mask), _pad_last(kpm)
+    src_len = k.shape[1]
+    if mask is not None:
+        if mask.ndim == 2:
+            if tuple(mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "
+                                   f"{[tgt_len, src_len]}.")
+            mask = _S.unsqueeze(mask, 0)
+        elif tuple(mask.shape) != (bsz * h, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {list(mask.shape)}, but should be "
+                               f"{[bsz * h, tgt_len, src_len]}.")
+    if kpm is not None:
+        if tuple(kpm.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(kpm.shape)}")
+        kpm = _S.expand(kpm.reshape(bsz, 1, 1, src_len), (bsz, h, 1, src_len)).reshape(bsz * h, 1, src_len)
+        mask = kpm if mask is None else _P.add(mask, kpm)
+    scores = _P.mul(_L.bmm(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
+    if mask is not None:
+        scores = _P.add(scores, mask)
+    attn = softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        attn = dropout(attn, dropout_p, True)
+    out = _L.bmm(attn, v)                                           # (N*H, L, hd)
+    out = _S.transpose(out, 0, 1).reshape(tgt_len * bsz, e)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, e)
+    weights = None
+    if need_weights:
+        weights = attn.reshape(bsz, h, tgt_len, src_len)
+        if average_attn_weights:
+            weights = _R.mean(weights, 1)
+        if not batched:
+            weights = _S.squeeze(weights, 0)
+    if not batched:
+        out = _S.squeeze(out, 1)
+    return out, weights
