@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from coretorch.dtypes import BFLOAT16_NOT_LOADED, on_bfloat16
 
+from . import fastmath
+
 # ml_dtypes' bfloat16, set when the core loads it on bfloat16's first use (importing ml_dtypes costs about a
 # second); until then the core's stand-in, which equals no array's dtype
 BF16 = BFLOAT16_NOT_LOADED
@@ -96,6 +98,8 @@ def unary_expr(op: str, dt) -> str | None:
     ct = ctype(dt)
     if op == "neg":
         return "(-a0)" if not b else None
+    if op == "tanh" and ct == "float":  # written out (fastmath): PoCL's builtin costs twice its exp
+        return "ct_tanh_f(a0)"
     if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p"):
         return f"{op}(a0)" if f else None
     if op == "rsqrt":
@@ -128,6 +132,8 @@ def unary_expr(op: str, dt) -> str | None:
 def _special_unary(op: str, f: bool, ct: str) -> str | None:
     """The special family's cheap unary ops (OpenCL C builtins; float only: the core casts integers to float).
     The costly special functions (digamma, erfinv, Bessel i0/i1, ...) are in their own program (special.py)."""
+    if op == "erfc" and ct == "float":  # written out (fastmath): PoCL's float erfc builtin is a slow call
+        return "ct_erfc_f(a0)"
     if op in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2",
               "erfc", "lgamma"):
         return f"{op}(a0)" if f else None
@@ -136,6 +142,8 @@ def _special_unary(op: str, f: bool, ct: str) -> str | None:
     if op == "sinc":  # sin(pi x) / (pi x), 1 at 0 (sinpi: exact zeros at the integers)
         return f"(a0 == 0 ? ({ct})1 : sinpi(a0) / (({ct})M_PI * a0))" if f else None
     if op == "ndtr":
+        if ct == "float":
+            return "ct_ndtr_f(a0)"
         return f"(({ct})0.5 * erfc(-a0 * ({ct})M_SQRT1_2))" if f else None
     if op == "entr":  # -x log x; 0 at 0, -inf below
         return f"(a0 > 0 ? -a0 * log(a0) : (a0 == 0 ? ({ct})0 : (a0 != a0 ? a0 : -({ct})INFINITY)))" if f else None
@@ -211,7 +219,7 @@ def helpers(dt) -> str:
     negative exponent)."""
     ct = ctype(dt)
     if is_float(dt):
-        return f"""
+        return (fastmath.float_src() if ct == "float" else "") + f"""
 inline {ct} ct_fmod_{ct}({ct} a, {ct} b) {{
   {ct} m = fmod(a, b);
   if (m != 0 && (b < 0) != (m < 0)) m += b;  // an exact multiple keeps fmod's zero (the dividend's sign)

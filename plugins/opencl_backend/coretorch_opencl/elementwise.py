@@ -296,7 +296,8 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         if dt != _BOOL:  # y += alpha * x in one pass (axpy_: SGD's update, add_ with alpha)
             specs.append(("k_axpy", "(a0 + a2 * a1)", dt, [(dt, False), (dt, False), (dt, True)], False))
         if cg.is_float(dt):
-            specs.append(("k_erf", "erf(a0)", dt, [(dt, False)], False))  # OpenCL C's builtin
+            # float: written out (fastmath; PoCL's builtin is a slow call), double: OpenCL C's builtin
+            specs.append(("k_erf", "ct_erf_f(a0)" if cg.ctype(dt) == "float" else "erf(a0)", dt, [(dt, False)], False))
         return specs
 
     def _ew_src(self, dt, nd):

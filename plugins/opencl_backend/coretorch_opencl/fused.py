@@ -10,7 +10,8 @@ program per dtype, one launch per call (two for layer_norm's backward with weigh
 * layer_norm backward: one work-item per row for the input gradient; the weight and bias gradients one work-item
   per column summing its rows in order (deterministic, no atomics);
 * softmax backward: one work-item per row (any dim: rows of ``inner`` stride);
-* GELU backward: g (Phi(x) + x phi(x)) elementwise, Phi by erfc without cancellation on the negative side;
+* GELU backward: g (Phi(x) + x phi(x)) elementwise, Phi by erfc without cancellation on the negative side (float:
+  fastmath's Phi, sharing phi's exp);
 * LSTM cell: one work-item per (n, j) reads the four gate pre-activations (any 2-D strides) and the cell state and
   writes h, c_new and the saved activations ``act`` (N, 5H) = i, f, g, o, tanh(c_new); its backward reads dh, dc
   (optional), c_prev and ``act`` and writes the gate gradients (N, 4H) and dc_prev: one launch per time step each
@@ -24,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import codegen as cg
+from . import fastmath
 from .layout import _desc, _numel
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -41,7 +43,15 @@ def _src(dt) -> str:
 
     def st(p, i, v):
         return cg.store(dt, p, i, v)
-    return f"""
+    if f:   # Phi and phi from one exp, written out (fastmath: PoCL's float erfc builtin is a slow call); x < 0:
+        # (q + x / sqrt(2 pi)) e, so that neither Phi = q e nor x phi underflows before the sum
+        gelu_dx = ("float e; const float q = ct_phi_parts_f(v, &e); "
+                   f"const float dx = v < -0.70710677f ? (q + v * {inv_sqrt_2pi}) * e "
+                   f": ct_ndtr_from_f(v, q, e) + v * (e * {inv_sqrt_2pi});")
+    else:   # Phi(x) by erfc: no cancellation for x < 0
+        gelu_dx = (f"const {ct} cdf = {half} * erfc(-v * {rsq2}); "
+                   f"const {ct} dx = cdf + v * exp(-{half} * v * v) * {inv_sqrt_2pi};")
+    return (fastmath.float_src() if f else "") + f"""
 inline {ct} ct_sigmoid({ct} v) {{ return {one} / ({one} + exp(-v)); }}
 
 __kernel void layer_norm(__global {t}* y, __global {t}* mean, __global {t}* rstd, __global const {t}* x, long xo,
@@ -115,9 +125,8 @@ __kernel void softmax_bwd(__global {t}* o, __global const {t}* g, long go, __glo
 __kernel void gelu_bwd(__global {t}* o, __global const {t}* g, long go, __global const {t}* x, long xo, long n) {{
   long i = get_global_id(0); if (i >= n) return;
   const {ct} v = {ld('x', 'xo + i')};
-  const {ct} cdf = {half} * erfc(-v * {rsq2});                 /* Phi(x): no cancellation for x < 0 */
-  const {ct} pdf = exp(-{half} * v * v) * {inv_sqrt_2pi};
-  {st('o', 'i', f"{ld('g', 'go + i')} * (cdf + v * pdf)")}
+  {gelu_dx}
+  {st('o', 'i', f"{ld('g', 'go + i')} * dx")}
 }}
 
 __kernel void lstm_cell(__global {t}* h, long ho, __global {t}* cn, __global {t}* act,

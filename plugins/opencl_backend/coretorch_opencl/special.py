@@ -24,8 +24,8 @@ methods, in the compute type: float for float16/float32, double for float64):
   a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's correction) with t = x / a - 1 for a >= 10, so that it
   keeps float accuracy for large a (the direct a log x - x - lgamma(a) cancels); iterations stop at convergence or
   100000 terms (accurate up to a ~ 1e8);
-* erf in float (float32, float16): two fitted polynomials (``_erf_float_src``), ~1.9x the cost of tanh where PoCL's
-  builtin costs ~3x (benchmarks/special.py); float64 keeps the builtin.
+* erf and GELU in float (float32, float16): ``fastmath``'s ct_erf_f / ct_ndtr_f (PoCL's builtins are slow calls
+  there: benchmarks/results.md); float64 keeps the builtins.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from math import factorial
 import numpy as np
 
 from . import codegen as cg
+from . import fastmath
 from .layout import _collapse, _desc, _is_c, _pad
 
 _I32 = np.dtype(np.int32)
@@ -263,35 +264,6 @@ BINARY = ("igamma", "igammac")   # (a, x) of one dtype and shape (the core expan
 
 
 @lru_cache(maxsize=None)
-def _erf_float_src() -> str:
-    """A fast erf in float (float32 and float16; PoCL's builtin erf costs ~3x tanh there, this one ~1.8x): erf(x)/x
-    as a polynomial in x^2 on |x| <= 1, and erfc(x) exp(x^2) as a polynomial in 1/x on 1 <= |x| <= 4 (erf rounds to
-    +-1 in float beyond); both least-squares fits to math.erf/math.erfc at Chebyshev nodes, made here (~3 ulp)."""
-    nodes = (np.cos(np.linspace(0.0, np.pi, 400)) + 1) / 2
-    t = nodes                                    # x^2 in [0, 1]
-    x = np.sqrt(np.maximum(t, 1e-300))
-    ya = np.where(x > 1e-150, np.vectorize(math.erf)(x) / x, 2 / math.sqrt(math.pi))
-    pa = np.polynomial.polynomial.polyfit(t, ya, 6)
-    u = 0.25 + 0.75 * nodes                      # 1/x in [1/4, 1]
-    pb = np.polynomial.polynomial.polyfit(u, np.vectorize(math.erfc)(1 / u) * np.exp(1 / u ** 2), 9)
-
-    def horner(c, v):
-        e = f"{float(c[-1])!r}f"
-        for a in c[-2::-1]:
-            e = f"fma({e}, {v}, {float(a)!r}f)"
-        return e
-    return f"""
-float sp_erf_fast(float v) {{
-  float a = fabs(v), t = v * v;
-  float small = v * {horner(pa, "t")};
-  float c = clamp(a, 1.0f, 4.0f), r = 1.0f / c;
-  float big = copysign(1.0f - exp(-c * c) * {horner(pb, "r")}, v);
-  return a > 1.0f ? big : small;   /* NaN: small is NaN (PoCL's clamp of NaN is not) */
-}}
-"""
-
-
-@lru_cache(maxsize=None)
 def _erfinv_fit() -> tuple:
     """erfinv(y) / y as polynomials (degree 9) in w - 2.5 (w = -log(1 - y^2) < 5) and sqrt(w) - 3 (5 <= w <= 17.5,
     i.e. |y| < 1 - 3e-8): least-squares fits to x / erf(x) (math.erf, math.erfc), as Giles' single-precision
@@ -346,10 +318,10 @@ def _program(dt) -> str:
     parts = [_helpers(dt)]
     names: tuple[str, ...] = UNARY + ("gelu",)
     exprs = {"gelu": "a0 * F(0.5) * erfc(-a0 * F(M_SQRT1_2))"}   # x Phi(x)
-    if ct == "float":
-        parts.append(_erf_float_src())
+    if ct == "float":   # erf and Phi written out (fastmath): PoCL's float erf/erfc builtins are slow library calls
+        parts.insert(0, fastmath.float_src())
         names += ("erf",)
-        exprs = {"erf": "sp_erf_fast(a0)", "gelu": "a0 * 0.5f * (1.0f + sp_erf_fast(a0 * M_SQRT1_2_F))"}
+        exprs = {"erf": "ct_erf_f(a0)", "gelu": "ct_gelu_f(a0)"}
     for name in names:
         for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
             expr = exprs.get(name, f"sp_{name}(a0)")
