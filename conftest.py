@@ -4,6 +4,13 @@ leak into the other tests or into the subprocesses they start."""
 import os
 import sys
 
+import pytest
+
+try:
+    from _pytest.nodeid import NodeId  # pytest >= 9
+except ImportError:  # older pytest: pytest-xdist's own marking works
+    NodeId = None
+
 for _var in ("CORETORCH_PLUGINS", "CORETORCH_DISABLE_PLUGIN_AUTOLOAD", "CORETORCH_STRICT_PLUGINS",
              "CORETORCH_FALLBACK"):
     os.environ.pop(_var, None)
@@ -13,3 +20,17 @@ for _var in ("CORETORCH_PLUGINS", "CORETORCH_DISABLE_PLUGIN_AUTOLOAD", "CORETORC
 # the ~150 Python subprocesses the suite starts (about a second of CPU per process, a tenth of the suite's time).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup`` (make test) again keeps an ``xdist_group`` on one worker under pytest 9: pytest-xdist
+    3.8 appends ``@group`` to ``item._nodeid``, which pytest 9's ``nodeid`` (made from ``item._id``) ignores, so
+    every group was spread over the workers and each of them rebuilt the group's shared fixtures."""
+    if not getattr(config.option, "loadgroup", False) or NodeId is None:
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid.rpartition("]")[2]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
