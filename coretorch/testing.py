@@ -405,6 +405,42 @@ def check_backward_like(case: OpCase, device: str, reference: str = "cpu") -> No
             np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9, err_msg=f"{where}: {kind} {i}")
 
 
+def gradcheck_like_cpu(fn: Callable, inputs: tuple) -> bool:
+    """``gradcheck(fn, inputs)`` for CPU inputs.  For inputs on another device, ``fn`` (device-agnostic) is run on
+    them and on CPU copies: the same float64 outputs and the same vjp for a random grad_output (so the same
+    Jacobian, as :func:`check_backward_like` argues), a second backward equal to the first (reentrant), grads with
+    their inputs' shape, dtype and device.  A test calling it runs on the CPU too, where the gradcheck runs."""
+    from coretorch.autograd import grad as _grad
+    from coretorch.autograd import gradcheck
+    inputs = tuple(inputs)
+    tensors = [x for x in inputs if isinstance(x, coretorch.Tensor)]
+    if all(x.device.type == "cpu" for x in tensors):
+        return gradcheck(fn, inputs)
+
+    def run(xs):
+        outs = [o for o in _flat(fn(*xs)) if isinstance(o, coretorch.Tensor) and o.dtype.is_floating_point
+                and o.requires_grad]
+        diff = [x for x in xs if isinstance(x, coretorch.Tensor) and x.requires_grad]
+        assert outs and diff, "no output or no input requires grad"
+        rng = np.random.default_rng(0)
+        gouts = [coretorch.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device) for o in outs]
+        grads = _grad(outs, diff, gouts, retain_graph=True, allow_unused=True)
+        again = _grad(outs, diff, gouts, allow_unused=True)
+        for i, (x, g, a) in enumerate(zip(diff, grads, again)):
+            if g is not None:
+                assert (tuple(g.shape), g.dtype, g.device) == (tuple(x.shape), x.dtype, x.device), f"grad {i}"
+                np.testing.assert_array_equal(_host(a), _host(g), err_msg=f"backward is not reentrant (input {i})")
+        return [_host(o) for o in outs] + [np.zeros(tuple(x.shape)) if g is None else _host(g)
+                                           for x, g in zip(diff, grads)]
+    got = run(inputs)
+    want = run(tuple(x.detach().cpu().requires_grad_(x.requires_grad) if isinstance(x, coretorch.Tensor) else x
+                     for x in inputs))
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9, err_msg=f"outputs and grads vs cpu: entry {i}")
+    return True
+
+
 def _check_grad_dtypes(case: OpCase, device: str, where: str) -> None:
     """In float32 (and with mixed dtypes as declared), every input gets its gradient in its own dtype."""
     from coretorch.autograd import grad as _grad
