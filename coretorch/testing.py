@@ -349,6 +349,98 @@ def check_backward(case: OpCase, device: str) -> None:
         assert gradgradcheck(case.fn, tuple(tensors), eps=1e-6, atol=1e-5, rtol=1e-3), where
 
 
+def _vjps(case: OpCase, device: str, second: bool):
+    """(outputs, first-order grads, again, second-order grads) of ``case`` on ``device`` in float64, for the
+    grad_outputs (and second-order directions) :func:`check_backward` draws; ``None`` grads are zeros."""
+    from coretorch.autograd import grad as _grad
+    _, tensors = make_inputs(case, device, "float64", grad=True)
+    diff = [t for t in tensors if t.requires_grad]
+    outs = [o for o in _flat(case.fn(*tensors)) if o.dtype.is_floating_point and o.requires_grad]
+    rng = _seed(case.name, "grad_out")
+    gouts = [coretorch.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=device,
+                              requires_grad=second) for o in outs]
+    grads = _grad(outs, diff, gouts, retain_graph=True, create_graph=second, allow_unused=True)
+    again = _grad(outs, diff, gouts, retain_graph=True, create_graph=second, allow_unused=True)
+
+    def host(gs, like):
+        return [np.zeros(tuple(x.shape)) if g is None else _host(g) for g, x in zip(gs, like)]
+    seconds: list = []
+    if second:
+        firsts = [g for g in grads if g is not None and g.requires_grad]
+        vs = [coretorch.tensor(rng.standard_normal(tuple(g.shape)), dtype=g.dtype, device=device) for g in firsts]
+        seconds = host(_grad(firsts, diff + gouts, vs, allow_unused=True), diff + gouts)
+    return [_host(o) for o in outs], host(grads, diff), host(again, diff), seconds, (tensors, diff, grads)
+
+
+def check_backward_like(case: OpCase, device: str, reference: str = "cpu") -> None:
+    """The backward of ``case`` on ``device`` against ``reference``'s, whose own :func:`check_backward` (gradcheck)
+    proves it right: the same float64 outputs and, for a random grad_output, the same vector-Jacobian product.  A
+    vjp is linear in its grad_output, so a random one tells two Jacobians apart (they agree in every entry or the
+    products differ, almost surely), and it costs one backward instead of finite differences over every input
+    element.  Also: a second backward gives the same grads (reentrant, as gradcheck checks), grads have their
+    inputs' shape, dtype and device (float32 too), and for ``gradgrad`` cases the second-order vjp (grads of the
+    grads, with respect to the inputs and the grad_outputs, as gradgradcheck differentiates) agrees too.  Kinked
+    cases (``vjp_ref``) and non-differentiable ones run :func:`check_backward` itself (no finite differences
+    there)."""
+    if case.vjp_ref is not None or case.nondiff:
+        check_backward(case, device)
+        return
+    where = f"{case.name} [backward vs {reference}, {device}]"
+    outs, grads, again, seconds, (tensors, diff, raw) = _vjps(case, device, case.gradgrad)
+    assert diff, f"{where}: no input requires grad"
+    assert outs, f"{where}: no output requires grad"
+    for i, (x, g) in enumerate(zip(diff, raw)):
+        if g is not None:
+            assert tuple(g.shape) == tuple(x.shape), f"{where}: grad {i} shape {tuple(g.shape)} vs {tuple(x.shape)}"
+            assert g.dtype is x.dtype, f"{where}: grad {i} dtype {g.dtype} vs {x.dtype}"
+            assert g.device == x.device, f"{where}: grad {i} on {g.device}, input on {x.device}"
+    for i, (g, a) in enumerate(zip(grads, again)):
+        np.testing.assert_array_equal(a, g, err_msg=f"{where}: backward is not reentrant (input {i})")
+    _check_grad_dtypes(case, device, where)
+    r_outs, r_grads, _, r_seconds, _ = _vjps(case, reference, case.gradgrad)
+    for kind, got, want in (("output", outs, r_outs), ("grad", grads, r_grads), ("second-order grad", seconds,
+                                                                                     r_seconds)):
+        assert len(got) == len(want), f"{where}: {len(got)} {kind}s, {reference} has {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9, err_msg=f"{where}: {kind} {i}")
+
+
+def gradcheck_like_cpu(fn: Callable, inputs: tuple) -> bool:
+    """``gradcheck(fn, inputs)`` for CPU inputs.  For inputs on another device, ``fn`` (device-agnostic) is run on
+    them and on CPU copies: the same float64 outputs and the same vjp for a random grad_output (so the same
+    Jacobian, as :func:`check_backward_like` argues), a second backward equal to the first (reentrant), grads with
+    their inputs' shape, dtype and device.  A test calling it runs on the CPU too, where the gradcheck runs."""
+    from coretorch.autograd import grad as _grad
+    from coretorch.autograd import gradcheck
+    inputs = tuple(inputs)
+    tensors = [x for x in inputs if isinstance(x, coretorch.Tensor)]
+    if all(x.device.type == "cpu" for x in tensors):
+        return gradcheck(fn, inputs)
+
+    def run(xs):
+        outs = [o for o in _flat(fn(*xs)) if isinstance(o, coretorch.Tensor) and o.dtype.is_floating_point
+                and o.requires_grad]
+        diff = [x for x in xs if isinstance(x, coretorch.Tensor) and x.requires_grad]
+        assert outs and diff, "no output or no input requires grad"
+        rng = np.random.default_rng(0)
+        gouts = [coretorch.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device) for o in outs]
+        grads = _grad(outs, diff, gouts, retain_graph=True, allow_unused=True)
+        again = _grad(outs, diff, gouts, allow_unused=True)
+        for i, (x, g, a) in enumerate(zip(diff, grads, again)):
+            if g is not None:
+                assert (tuple(g.shape), g.dtype, g.device) == (tuple(x.shape), x.dtype, x.device), f"grad {i}"
+                np.testing.assert_array_equal(_host(a), _host(g), err_msg=f"backward is not reentrant (input {i})")
+        return [_host(o) for o in outs] + [np.zeros(tuple(x.shape)) if g is None else _host(g)
+                                           for x, g in zip(diff, grads)]
+    got = run(inputs)
+    want = run(tuple(x.detach().cpu().requires_grad_(x.requires_grad) if isinstance(x, coretorch.Tensor) else x
+                     for x in inputs))
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9, err_msg=f"outputs and grads vs cpu: entry {i}")
+    return True
+
+
 def _check_grad_dtypes(case: OpCase, device: str, where: str) -> None:
     """In float32 (and with mixed dtypes as declared), every input gets its gradient in its own dtype."""
     from coretorch.autograd import grad as _grad

@@ -11,7 +11,7 @@ import pytest
 
 import coretorch
 import coretorch.nn.functional as F
-from coretorch.testing import available_devices, check_backward, check_forward, cpu_kernels_as
+from coretorch.testing import available_devices, check_backward, check_backward_like, check_forward, cpu_kernels_as
 from coretorch.testing_nn import NN_CASES, NN_REQUIRED_OPS
 
 FUSED = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d", "max_pool2d_backward",
@@ -32,7 +32,8 @@ _FALLBACK_OPS = {"conv2d", "conv1d", "conv_transpose2d", "max_pool2d", "max_pool
 FORWARD = [pytest.param(c, d, id=f"{c.name}-{d}") for c in NN_CASES if c.forward for d in DEVICES] + \
     [pytest.param(c, "nofused", id=f"{c.name}-nofused") for c in NN_CASES if c.op in _FALLBACK_OPS]
 # backward: every case on the CPU; on other devices (and the fallback device) the representative case of each
-# op (the one marked gradgrad), gradcheck only: finite differences on a device are slow and test the same formulas
+# op (the one marked gradgrad), against the CPU's gradchecked backward (check_backward_like): finite differences on
+# a device are slow and test the same formulas
 _REPR = [dataclasses.replace(c, gradgrad=False) for c in NN_CASES if c.gradgrad]
 BACKWARD = [pytest.param(c, "cpu", id=f"{c.name}-cpu") for c in NN_CASES if c.grad and c.raises is None] + \
     [pytest.param(c, d, id=f"{c.name}-{d}") for c in _REPR for d in DEVICES if d != "cpu"] + \
@@ -55,7 +56,10 @@ def test_backward(case, device, request):
         request.getfixturevalue("nofused")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        check_backward(case, device)
+        if device == "cpu":
+            check_backward(case, device)
+        else:
+            check_backward_like(case, device, "cpu")
 
 
 def test_every_required_op_has_cases():

@@ -244,12 +244,14 @@ def _venv(tmp: Path, name: str, built: dict, wanted: list[str]) -> Path:
     return py
 
 
-@pytest.fixture(scope="module")
+# session scope: under xdist a module fixture is torn down whenever the worker runs another module's test between
+# two of these, and the builds would be made again
+@pytest.fixture(scope="session")
 def built(tmp_path_factory):
     return _build_all(tmp_path_factory.mktemp("dists"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def envs(built, tmp_path_factory):
     """The four environments, made two at a time."""
     tmp = tmp_path_factory.mktemp("envs")

@@ -25,7 +25,10 @@ PY = sys.executable
 DEVICES = available_devices()
 
 
-@pytest.fixture(scope="module")
+# The mpiexec runs are session fixtures and the tests reading one run share an xdist group: each job runs once, on
+# one worker (a module fixture would run again on each worker that gets one of its tests, and again whenever a
+# worker comes back to the module after another module's test).
+@pytest.fixture(scope="session")
 def mpiexec():
     from coretorch_distributed_mpi.launch import find_mpiexec
     try:
@@ -62,11 +65,12 @@ def assert_checks(results, *, contains: str = "", at_least: int = 1):
 
 
 # ---- collectives -----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def collective_results(mpiexec, tmp_path_factory):
     return run_mpi(mpiexec, "collectives_worker.py", tmp_path_factory.mktemp("coll"))
 
 
+@pytest.mark.xdist_group("mpi-collectives")
 @pytest.mark.parametrize("device", DEVICES)
 def test_collectives_match_numpy(collective_results, device):
     # per dtype: 5 ops x 2 (sync/async) all_reduce, broadcast from both ranks, all_gather, reduce_scatter,
@@ -78,6 +82,7 @@ def test_collectives_match_numpy(collective_results, device):
         assert_checks(collective_results, contains=f"{name}", at_least=1)
 
 
+@pytest.mark.xdist_group("mpi-collectives")
 def test_groups_barrier_objects_and_lifecycle(collective_results):
     assert_checks(collective_results)   # every check of the run, the device-independent ones included
     for name in ("new_group", "barrier async", "all_gather_object", "broadcast_object_list", "second init",
@@ -86,11 +91,12 @@ def test_groups_barrier_objects_and_lifecycle(collective_results):
 
 
 # ---- DistributedDataParallel ---------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ddp_results(mpiexec, tmp_path_factory):
     return run_mpi(mpiexec, "ddp_worker.py", tmp_path_factory.mktemp("ddp"))
 
 
+@pytest.mark.xdist_group("mpi-ddp")
 @pytest.mark.parametrize("device", DEVICES)
 def test_ddp_equals_single_process_training(ddp_results, device):
     assert_checks(ddp_results, contains=f"[{device}] construction broadcasts")
@@ -99,11 +105,13 @@ def test_ddp_equals_single_process_training(ddp_results, device):
     assert_checks(ddp_results, contains=f"[{device}] buckets were all-reduced while backward was still running")
 
 
+@pytest.mark.xdist_group("mpi-ddp")
 @pytest.mark.parametrize("device", DEVICES)
 def test_ddp_no_sync_accumulation(ddp_results, device):
     assert_checks(ddp_results, contains=f"[{device}] no_sync", at_least=4)
 
 
+@pytest.mark.xdist_group("mpi-ddp")
 @pytest.mark.parametrize("device", DEVICES)
 def test_ddp_unused_parameters_and_buffers(ddp_results, device):
     assert_checks(ddp_results, contains=f"[{device}] find_unused_parameters")
@@ -113,11 +121,12 @@ def test_ddp_unused_parameters_and_buffers(ddp_results, device):
 
 
 # ---- DistributedDataParallel.join(): uneven inputs --------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def join_results(mpiexec, tmp_path_factory):
     return run_mpi(mpiexec, "join_worker.py", tmp_path_factory.mktemp("join"))
 
 
+@pytest.mark.xdist_group("mpi-join")
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("variant", ["divide_by_initial_world_size=True find_unused_parameters=False",
                                      "divide_by_initial_world_size=False find_unused_parameters=False",
@@ -130,6 +139,7 @@ def test_ddp_join_uneven_inputs_equals_single_process_training(join_results, dev
     assert_checks(join_results, contains=f"[{device}] join {variant}: iteration 1 gradients")
 
 
+@pytest.mark.xdist_group("mpi-join")
 @pytest.mark.parametrize("device", DEVICES)
 def test_ddp_join_throw_on_early_termination(join_results, device):
     assert_checks(join_results, contains=f"[{device}] join throw_on_early_termination", at_least=2)
