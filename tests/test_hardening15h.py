@@ -94,3 +94,15 @@ def test_setitem_across_devices_backward(dev):
         x[1] = v
         (x * torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=xd)).sum().backward()
         assert v.grad.device.type == vd and v.grad.cpu().numpy().tolist() == [[3.0, 4.0]]
+
+
+def test_as_tensor_shares_numpy_memory_with_default_device_set_back_to_cpu():
+    before = torch.get_default_device()
+    torch.set_default_device("cpu")  # an explicit cpu default (as code that restores a default leaves it)
+    try:
+        a = np.arange(3.0)
+        t = torch.as_tensor(a)
+        a[0] = 9.0
+        assert t[0].item() == 9.0  # shared, as PyTorch's
+    finally:
+        torch.set_default_device(before)

@@ -228,10 +228,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     """
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
-    if isinstance(data, np.ndarray) and (device in ("cpu", _CPU) or device is None and _default_device[0] is None) \
-            and (dtype is None or
-                                                                           dtype.np == data.dtype):
-        return from_numpy(data)
+    if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype):
+        dev = device if device is not None else _default_device[0]
+        if dev is None or dev in ("cpu", _CPU):  # (a default device set back to cpu shares too)
+            return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
