@@ -253,6 +253,24 @@ def test_module_capture_fused_forward_and_backward(device):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("device", FUSING)
+def test_module_backward_reads_an_array_updated_in_place_in_the_forward(device):
+    """Linear's bias is added in place into the matmul result, which GELU's backward reads through the saved
+    context: that update is not made functional (its array must reach the backward)."""
+    def grads(compiled):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)).to(device)
+        m = torch.compile(model) if compiled else model
+        x = torch.randn(5, 4, device=device)
+        for _ in range(3):
+            model.zero_grad()
+            m(x).square().sum().backward()
+        return [_np(p.grad) for p in model.parameters()]
+
+    for a, b in zip(grads(False), grads(True)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
 def test_fusion_leaves_devices_without_the_hook_alone():
     x = torch.randn(3, 4)
 

@@ -126,6 +126,8 @@ class _Pass:
                 continue
             if any(isinstance(a, rec._array_types) and _memory_of(a) is _memory_of(x) for a in args[1:]):
                 continue  # reads the memory it writes elsewhere: stays as it is
+            if self.split is not None and i < self.split and any(u >= self.split for u in self.uses.get(vx, ())):
+                continue  # an array the module's backward reads (through the saved context): stays as it is
             v = _Value(x)
             nv = rec.new_var(v)
             self.conv[i] = (lines[i], info[i], vx, nv)
