@@ -156,9 +156,16 @@ def test_embedding_backward_and_index_add_rows(device):
     np.testing.assert_allclose(_np(emb.weight.grad), ref, rtol=1e-5, atol=1e-5)
 
 
-def test_compiled_lstm_step_equals_eager(device):
-    """coretorch.compile replays the LSTM's kernels with each step's own saved activations (its recorder tracks
-    kernel outputs one level deep: the sequence kernel returns a flat tuple): bitwise eager after four steps."""
+@pytest.mark.parametrize("per_step", [False, True])
+def test_compiled_lstm_step_equals_eager(device, per_step, monkeypatch):
+    """coretorch.compile replays the LSTM's kernels with each step's own saved activations: bitwise eager after four
+    steps, with the sequence kernel (a flat tuple of results) and with the per-step cells (their saved activations
+    in a nested tuple, which the recorder once left untracked: stale gradients from the second replay on)."""
+    if per_step:
+        table = _backend.get_table(torch.device(device))
+        has = table.has
+        monkeypatch.setattr(table, "has", lambda name: name != "lstm_sequence" and has(name))
+
     def build():
         torch.manual_seed(0)
         lstm, head = torch.nn.LSTM(3, 4, 1, batch_first=True).to(device), torch.nn.Linear(4, 2).to(device)

@@ -579,7 +579,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
             tensors only, divides by the group size).
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
@@ -615,7 +615,7 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
         tensor (Tensor): the data on ``src``, the output elsewhere (same shape and dtype on every rank).
         src (int): the source's global rank (or ``group_src``, its rank within ``group``).
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
@@ -658,7 +658,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
         tensor_list (list[Tensor]): one output per rank of the group, each shaped as ``tensor``.
         tensor (Tensor): this rank's input.
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
@@ -760,7 +760,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
         op (ReduceOp): how the ranks' values combine (default ``ReduceOp.SUM``; ``AVG``, floating-point
             tensors only, divides by the group size).
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
@@ -802,7 +802,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
         gather_list (list[Tensor], optional): on ``dst`` only, one output per rank shaped as ``tensor``.
         dst (int): the destination's global rank (default 0, or ``group_dst`` within ``group``).
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
@@ -840,7 +840,7 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
         scatter_list (list[Tensor], optional): on ``src`` only, one input per rank shaped as ``tensor``.
         src (int): the source's global rank (default 0, or ``group_src`` within ``group``).
         group (ProcessGroup, optional): the group (default: the default group); on a rank outside it the call
-            does nothing and returns None.
+            warns (as PyTorch) and does nothing: None.
         async_op (bool): return a ``Work`` to ``wait()`` on instead of waiting (default False).
 
     Returns:
