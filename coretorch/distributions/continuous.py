@@ -150,16 +150,16 @@ class Laplace(_LocScale):
 
 class Uniform(Distribution):
     """Uniform(low, high): constant density on the half-open interval [low, high)."""
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:  # each bound is the other's constraint, as PyTorch's
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         batch = _batch_of(low, high)
         self.low, self.high = broadcast_all(low, high)
         super().__init__(batch, validate_args=validate_args)
-        if self._validate_args and not torch.lt(self.low, self.high).all():
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Uniform, batch_shape, ('low', 'high'), _instance)

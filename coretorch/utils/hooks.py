@@ -1,6 +1,7 @@
 """Removable hook handles and the module backward-hook machinery (PyTorch's ``torch.utils.hooks``)."""
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 from ..autograd.function import Function
@@ -115,6 +116,10 @@ class BackwardHook:
                 local = self.grad_outputs
                 if self.input_tensors_index is None:
                     # no input requires grad: the input node never runs, so call the user hooks here
+                    warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                                  "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+                                  "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook "
+                                  "for more details.", stacklevel=5)
                     grad_inputs = self._pack_with_none([], [], self.n_inputs)
                     for user_hook in self.user_hooks:
                         r = user_hook(self.module, grad_inputs, self.grad_outputs)

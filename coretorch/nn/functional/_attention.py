@@ -45,7 +45,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
-    scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
+    scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = _repeat_interleave(key, rep, -3)
@@ -59,9 +59,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             out = _fused.attention(query, key, value, mask, scale_factor,
                                    lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor))
             # PyTorch's name: its CPU flash kernel's node for 4-D inputs with E == Ev, else its composite's last op
-            return named_node(out, "ScaledDotProductFlashAttentionForCpuBackward0" if query.ndim == 4 and
+            return named_node(out, "AddBackward0" if out.numel() == 0 else
+                              "ScaledDotProductFlashAttentionForCpuBackward0" if query.ndim == 4 and
                               value.shape[-1] == E else "UnsafeViewBackward0" if query.ndim > 2 else "MmBackward0")
-    return _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
+    out = _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
+    # PyTorch answers no keys (S == 0) or an empty result with zeros plus the graph: its node is an add
+    return named_node(out, "AddBackward0") if S == 0 or out.numel() == 0 else out
 
 
 _CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)
@@ -96,7 +99,9 @@ def _additive_mask(attn_mask, is_causal: bool, L: int, S: int, query):
 def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p=0.0):
     """Attention from differentiable ops (dropout, masks that need a gradient, broadcast batch dims)."""
     L, S = query.shape[-2], key.shape[-2]
-    attn = _P.mul(_L.matmul(query, _S.transpose(key, -2, -1)), scale_factor)
+    attn = _L.matmul(query, _S.transpose(key, -2, -1))
+    if query.shape[-1]:  # E == 0: the scores are zeros (PyTorch scales the empty q and k, never inf * 0)
+        attn = _P.mul(attn, scale_factor)
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "

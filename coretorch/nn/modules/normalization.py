@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from ... import dtypes as _dt
+from ...autograd._node_names import named_node
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
@@ -341,4 +342,4 @@ class CrossMapLRN2d(LocalResponseNorm):
     def forward(self, input):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        return super().forward(input)
+        return named_node(super().forward(input), "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...autograd._node_names import named_node
 from ...ops import shape as _S
 from ...ops.creation import arange, empty, full, tensor
 from ...ops.sorting import sort
@@ -161,13 +162,14 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
         steps.append(full((B,) + feat, padding_value, dtype=data.dtype, device=data.device))
     padded = _S.stack(steps, 0) if steps else full((0, B) + feat, padding_value, dtype=data.dtype,
                                                     device=data.device)
+    named_node(padded, "CopySlices")  # PyTorch's kernel copies each step into a padded tensor
     lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(B)]
     lengths_t = tensor(lengths, device="cpu")
-    if sequence.unsorted_indices is not None:
-        padded = padded.index_select(1, sequence.unsorted_indices)
-        lengths_t = lengths_t[sequence.unsorted_indices.cpu()]
     if batch_first:
         padded = _S.transpose(padded, 0, 1)
+    if sequence.unsorted_indices is not None:  # after the transpose, as PyTorch (the result's node is the select)
+        padded = padded.index_select(0 if batch_first else 1, sequence.unsorted_indices)
+        lengths_t = lengths_t[sequence.unsorted_indices.cpu()]
     return padded, lengths_t
 
 
@@ -189,7 +191,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
             pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
             s = _S.cat([s, pad] if padding_side == "right" else [pad, s], 0)
         out.append(s)
-    return _S.stack(out, 0 if batch_first else 1)
+    return named_node(_S.stack(out, 0 if batch_first else 1), "CopySlices")  # PyTorch copies into a padded tensor
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
