@@ -246,7 +246,7 @@ def test_kl_normal_gradient(device):
 def test_validation_errors_as_pytorch(device):
     with pytest.raises(ValueError, match="scale.*GreaterThan"):
         D.Normal(T([0.0], device), T([-1.0], device))
-    with pytest.raises(ValueError, match="low>= high"):
+    with pytest.raises(ValueError, match="low .*LessThan"):
         D.Uniform(T([1.0], device), T([0.0], device))
     with pytest.raises(ValueError, match="Either `probs` or `logits`"):
         D.Bernoulli()
