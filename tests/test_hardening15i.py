@@ -173,3 +173,10 @@ def test_renorm_autograd_out_and_errors(device):
         torch.renorm(x, 2, 2, 1.0)
     with pytest.raises(RuntimeError, match="floating point"):
         torch.renorm(torch.ones(2, 2, dtype=torch.long, device=device), 2, 0, 1.0)
+
+
+@pytest.mark.parametrize("op", ["cat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"])
+def test_cat_family_out_of_lower_category_is_a_type_error(device, op):
+    a = torch.ones(2, device=device)
+    with pytest.raises(TypeError, match="torch.cat\\(\\): input types can't be cast to the desired output type Long"):
+        getattr(torch, op)([a, a], out=torch.zeros(0, dtype=torch.long, device=device))

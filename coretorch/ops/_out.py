@@ -25,6 +25,8 @@ _RESIZED = ("An output with one or more elements was resized since it had shape 
 _NO_OVERLAP = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
                          "row_stack", "index_select", "gather", "take", "masked_select", "cross", "linalg.cross",
                          "take_along_dim", "kthvalue"))
+# the ops that are PyTorch's cat kernel
+_CAT = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"))
 # reductions along a dim whose kernels check the restrided views: an ``out`` spanning exactly the input's bytes is
 # allowed whatever its shape (``torch.median(x.view(3, 1), 1, out=(x, i))``)
 _SPAN_FULL = frozenset(("median", "nanmedian", "mode", "aminmax"))
@@ -107,6 +109,9 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
             if exact_dtype:
                 raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
             if r.dtype.category > o.dtype.category:
+                if op in _CAT:  # PyTorch's cat kernel checks the cast itself (a TypeError)
+                    raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                                    f"{o.dtype._tname[:-6]}")
                 raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
                                    f"{o.dtype._tname[:-6]}")
         table = o._be
