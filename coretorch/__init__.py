@@ -43,6 +43,7 @@ from .ops.special import *  # noqa: F401,F403
 from .ops.comparison import *  # noqa: F401,F403
 from .ops.triangular import *  # noqa: F401,F403
 from .ops.joining import *  # noqa: F401,F403
+from .ops._renorm import *  # noqa: F401,F403
 from .ops.scatter import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.decomp import *  # noqa: F401,F403

@@ -9,9 +9,11 @@ from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  
 # the op families (one module each; each lists its top-level names in __all__ and its Tensor methods in METHODS)
 from . import decomp, joining, products, random, scatter, sorting, special, statistics, triangular  # noqa: F401
 from . import comparison  # noqa: F401  (the special family's second module)
+from . import _renorm  # noqa: F401  (renorm, narrow_copy)
 from .._backend import get_kernel  # noqa: F401  (also coretorch.plugins.get_kernel: a plugin op's kernels)
 
-FAMILIES = (sorting, statistics, special, comparison, triangular, joining, scatter, products, decomp, random)
+FAMILIES = (sorting, statistics, special, comparison, triangular, joining, scatter, products, decomp, random,
+            _renorm)
 
 _registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
 

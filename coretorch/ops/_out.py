@@ -25,6 +25,8 @@ _RESIZED = ("An output with one or more elements was resized since it had shape 
 _NO_OVERLAP = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
                          "row_stack", "index_select", "gather", "take", "masked_select", "cross", "linalg.cross",
                          "take_along_dim", "kthvalue"))
+# the ops that are PyTorch's cat kernel
+_CAT = frozenset(("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"))
 # reductions along a dim whose kernels check the restrided views: an ``out`` spanning exactly the input's bytes is
 # allowed whatever its shape (``torch.median(x.view(3, 1), 1, out=(x, i))``)
 _SPAN_FULL = frozenset(("median", "nanmedian", "mode", "aminmax"))
@@ -56,6 +58,33 @@ def _same_span(table, a: Tensor, b: Tensor) -> bool:
     return a0 == b0 and a.numel() * a.dtype.itemsize == b.numel() * b.dtype.itemsize
 
 
+def _c_strides(shape: tuple) -> tuple:
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(st))
+
+
+def _restride_in_storage(o: Tensor, shape: tuple):
+    """The native array PyTorch's ``resize_`` gives the view ``o``: ``shape``, C-contiguous, from o's first element
+    in the storage it shares with its base, when that storage holds it; None when it does not (PyTorch then grows
+    the shared storage, which a backend array cannot: ``o`` takes a fresh buffer) or the base's layout is not
+    addressable from its first element (negative strides)."""
+    table, root = o._be, o._base
+    if root is None or not table.has("as_strided") or min((*root.stride(), *o.stride()), default=0) < 0:
+        return None
+    off = table.storage_offset(o._data) - table.storage_offset(root._data)
+    n = 1
+    for s in shape:
+        n *= s
+    rst = root.stride()
+    size = 0 if 0 in root.shape else 1 + sum((s - 1) * t for s, t in zip(root.shape, rst))
+    if off < 0 or off + n > size or (n and not root.is_contiguous()):
+        return None  # (a non-contiguous base: its extent may hold memory no element of it reaches)
+    return table.as_strided(root._data, shape, _c_strides(shape), off)
+
+
 def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
     """Write ``res`` (a Tensor, or a tuple / named tuple of Tensors) into ``out`` and return ``out``; ``res`` itself
     when ``out`` is None.  ``inputs``: the op's input tensors, for PyTorch's overlap check against ``out`` (ops
@@ -80,6 +109,9 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
             if exact_dtype:
                 raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead")
             if r.dtype.category > o.dtype.category:
+                if op in _CAT:  # PyTorch's cat kernel checks the cast itself (a TypeError)
+                    raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                                    f"{o.dtype._tname[:-6]}")
                 raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
                                    f"{o.dtype._tname[:-6]}")
         table = o._be
@@ -87,11 +119,14 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
         if tuple(o.shape) == tuple(r.shape):
             table.assign_(o._data, data)
         else:
-            if o._base is not None:
-                raise RuntimeError(f"{op}(): cannot resize the out= tensor: it is a view of another tensor")
             if o.numel():
                 warnings.warn(_RESIZED.format(list(o.shape), list(r.shape)), UserWarning, stacklevel=3)
-            o._data = data if data is not r._data else table.contiguous(data)
+            inner = _restride_in_storage(o, tuple(r.shape)) if o._base is not None else None
+            if inner is not None:  # a view: PyTorch's resize_ keeps its storage (the base sees the result)
+                o._data = inner
+                table.assign_(inner, data)
+            else:
+                o._data = data if data is not r._data else table.contiguous(data)
         o._vc[0] += 1
     if single:
         return outs[0]

@@ -18,8 +18,9 @@ from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, reduction as _red
 from . import shape as _sh
 from ._util import edge, norm_dim, shape_arg
+from ._out import write_out
 from .inplace import check_inplace
-from .scatter import _out, _renamed
+from .scatter import _renamed
 
 __all__: list[str] = ["roll", "rot90", "tile", "repeat_interleave", "meshgrid", "dstack", "column_stack",
                       "row_stack", "hsplit", "vsplit", "dsplit", "tensor_split", "moveaxis", "atleast_1d",
@@ -378,19 +379,19 @@ def _nonempty(op: str, tensors) -> list:
 def dstack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Tensors stacked along the third dim (each made at least 3-D)."""
     ts = _nonempty("dstack", tensors)
-    return _out(_sh.cat([_3d(t) for t in ts], 2), out, "dstack", *ts)
+    return write_out("dstack", out, _sh.cat([_3d(t) for t in ts], 2), inputs=ts)  # (castable, as cat)
 
 
 def column_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Tensors as columns side by side (0-d and 1-D ones as (n, 1) columns)."""
     ts = [_sh.reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in _nonempty("column_stack", tensors)]
-    return _out(_sh.cat(ts, 1), out, "column_stack", *tensors)
+    return write_out("column_stack", out, _sh.cat(ts, 1), inputs=ts)
 
 
 def row_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     """vstack: tensors stacked as rows (each made at least 2-D)."""
     ts = _nonempty("row_stack", tensors)
-    return _out(_sh.cat([atleast_2d(t) for t in ts], 0), out, "row_stack", *ts)
+    return write_out("row_stack", out, _sh.cat([atleast_2d(t) for t in ts], 0), inputs=ts)
 
 
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:

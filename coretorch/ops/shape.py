@@ -5,6 +5,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from ._out import write_out
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 
@@ -497,15 +498,18 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return out
 
 
-def hstack(tensors):
+def hstack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Stack tensors horizontally: ``cat`` along dim 1 (dim 0 for 1-D tensors)."""
     tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]  # atleast_1d, as PyTorch
-    return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
+    r = cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
+    return r if out is None else write_out("hstack", out, r, inputs=tensors)
 
 
-def vstack(tensors):
+def vstack(tensors, *, out: Tensor | None = None) -> Tensor:
     """Stack tensors vertically: ``cat`` along dim 0 after making 1-D tensors rows ``(1, n)``."""
-    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+    tensors = list(tensors)
+    r = cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+    return r if out is None else write_out("vstack", out, r, inputs=tensors)
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
