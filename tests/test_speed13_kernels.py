@@ -11,25 +11,13 @@ import scipy.special as sp
 import coretorch as torch
 import coretorch.nn.functional as F
 from coretorch.testing import available_devices
+from _sort_reference import ref_sort_indices
 
 DEVICES = available_devices()
 
 
 def _np(t):
     return t.detach().cpu().float().numpy() if t.dtype is torch.bfloat16 else t.detach().cpu().numpy()
-
-
-def _ref_sort_indices(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """PyTorch's stable sort order: NaN the largest value, -0.0 equal to 0.0, ties in input order."""
-    m = np.moveaxis(a, axis, -1)
-    out = np.empty(m.shape, np.int64)
-    for r in np.ndindex(m.shape[:-1]):
-        row = m[r].astype(np.float64)
-        nan = np.isnan(row)
-        val = np.where(nan, 0.0, row)
-        pos = np.arange(row.size)
-        out[r] = np.lexsort((pos, -val, ~nan)) if descending else np.lexsort((pos, val, nan))
-    return np.moveaxis(out, -1, axis)
 
 
 def _data(rng, shape, dtype: str) -> np.ndarray:
@@ -56,7 +44,7 @@ def test_sort_is_stable_with_nan_last_along_any_dim(dev, dtype):
         a = _np(x)   # the values the tensor holds (bfloat16 / float16 rounded)
         for descending in (False, True):
             v, i = torch.sort(x, dim=dim, descending=descending, stable=True)
-            want = _ref_sort_indices(a, dim, descending)
+            want = ref_sort_indices(a, dim, descending)
             np.testing.assert_array_equal(_np(i), want, err_msg=f"{dtype} {shape} dim={dim} desc={descending}")
             np.testing.assert_array_equal(_np(v), np.take_along_axis(a, want, dim))
             assert v.dtype == x.dtype and i.dtype == torch.int64
@@ -72,7 +60,7 @@ def test_sort_of_non_contiguous_views_and_signed_zeros(dev):
         assert not view.is_contiguous()
         for dim in (0, 1, -1):
             v, i = torch.sort(view, dim=dim, stable=True)
-            want = _ref_sort_indices(ref, dim, False)
+            want = ref_sort_indices(ref, dim, False)
             np.testing.assert_array_equal(_np(i), want)
             got, exp = _np(v), np.take_along_axis(ref, want, dim)
             np.testing.assert_array_equal(got, exp)
@@ -90,7 +78,7 @@ def test_cpu_packed_sort_pieces_cover_rows_longer_and_shorter_than_a_piece(monke
         a = _data(rng, (7, n), np.dtype(dtype).name).astype(dtype)
         for descending in (False, True):
             v, i = sorting.sort(a, 1, descending, True)
-            want = _ref_sort_indices(a, 1, descending)
+            want = ref_sort_indices(a, 1, descending)
             np.testing.assert_array_equal(i, want)
             np.testing.assert_array_equal(v, np.take_along_axis(a, want, 1))
 
@@ -101,7 +89,7 @@ def test_cpu_packed_sort_int32_keys_beyond_the_float64_range():
     a = np.array([2 ** 31 - 1, -2 ** 31, 0x7FE00000, 5, -3, 5, 0x7FE00000 - 1], np.int32)
     for descending in (False, True):
         v, i = sorting.sort(a, 0, descending, False)
-        want = _ref_sort_indices(a, 0, descending)
+        want = ref_sort_indices(a, 0, descending)
         np.testing.assert_array_equal(i, want)
         np.testing.assert_array_equal(v, a[want])
 
