@@ -141,8 +141,14 @@ def test_embedding_backward_and_index_add_rows(device):
         x = (rng.normal(size=(7, 5)) * 3).astype(dt)
         ref = x.copy()
         np.add.at(ref, idx, src.astype(dt))
-        got = torch.tensor(x, device=device).index_add(0, torch.tensor(idx, device=device),
-                                                       torch.tensor(src.astype(dt), device=device))
+        # in index order, as np.add.at (a device's float atomics otherwise sum in any order, PyTorch's CUDA rule)
+        before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            got = torch.tensor(x, device=device).index_add(0, torch.tensor(idx, device=device),
+                                                           torch.tensor(src.astype(dt), device=device))
+        finally:
+            torch.use_deterministic_algorithms(before)
         np.testing.assert_array_equal(_np(got), ref)
     with pytest.raises(RuntimeError, match="out of bounds"):  # (a device reports it at the next read)
         _np(torch.zeros(7, 5, device=device).index_add(0, torch.tensor(np.full(300, 7), device=device),
