@@ -1,12 +1,8 @@
 """Reductions and scans: sum mean prod amax amin max min argmax argmin var std logsumexp norm all any cumsum."""
 from __future__ import annotations
 
-import builtins
-import warnings
-
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
-from ..autograd._node_names import named_node
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
@@ -502,340 +498,6 @@ def any(input, dim=None, keepdim: bool = False) -> Tensor:
     return _bool_reduce("any", input, dim, keepdim)
 
 
-def _var_args(dim, unbiased, correction):
-    if isinstance(dim, bool):  # legacy var(unbiased)
-        unbiased, dim = dim, None
-    if correction is None:
-        correction = 1 if unbiased is None or unbiased else 0
-    elif unbiased is not None:
-        raise RuntimeError("var/std: cannot pass both 'unbiased' and 'correction'")
-    return dim, correction
-
-
-_F64_OK: dict = {}  # kernel table -> whether the device has float64
-
-
-def _has_f64(table) -> bool:
-    ok = _F64_OK.get(table)
-    if ok is None:
-        try:
-            table.empty((1,), _f64.np)
-            ok = True
-        except (RuntimeError, TypeError):  # (an OpenCL device without cl_khr_fp64)
-            ok = False
-        _F64_OK[table] = ok
-    return ok
-
-
-def _var_acc(input, dim, keepdim, correction, op="var"):
-    """The variance in its accumulation dtype: float64 for float32 (as PyTorch's CPU kernel accumulates; the
-    squares of 1e20 overflow float32, and std(1e30) is finite), float32 for float16/bfloat16."""
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
-    if input.dtype is _f16 or input.dtype is _dt.bfloat16:  # in float32 as PyTorch (half squares lose digits)
-        input = input.to(_f32)
-    if input.dtype is _f32 and _has_f64(input._be):
-        input = input.to(_f64)
-    mu = mean(input, dim, keepdim=True)
-    d = sub(input, mu)
-    s = sum(mul(d, d), dim, keepdim)
-    n = input.numel() // builtins.max(s.numel(), 1)
-    if n - correction <= 0:
-        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=5)
-    return div(s, builtins.max(n - correction, 0))
-
-
-class VarBackward0(Node):
-    """PyTorch's var_backward: 2 / (N - correction) * grad * (x - mean), also where N <= correction (+-inf; with no
-    dim: grad * inf, NaN where x is the mean), where the composite's path through the mean would give NaN."""
-    __slots__ = ("axes", "keepdim", "shape", "correction")
-
-    def backward(self, g):
-        (x,) = self.saved()
-        axes = self.axes if x.ndim else None
-        if axes is None:
-            mu = mean(x)
-            dof = x.numel() - self.correction
-            if dof <= 0:
-                return (mul(g, where(eq(x, mu), float("nan"), float("inf"))),)
-            return (mul(mul(g, 2.0 / dof), sub(x, mu)),)
-        rn = 1
-        for a in axes:
-            rn *= self.shape[a]
-        dof = rn - self.correction
-        ge = _expand_back(g, self.shape, axes, self.keepdim)
-        return (mul(mul(ge, 2.0 / dof if dof else float("inf")), sub(x, mean(x, axes, keepdim=True))),)
-
-
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """The variance of ``input``, overall or over ``dim``.
-    Args:
-        input (Tensor): the input tensor.
-        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
-        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
-        keepdim (bool): keep the reduced dimensions with size 1 (default False).
-        correction (int, optional): the difference between the sample size and the degrees of freedom
-            (default 1: Bessel's correction).
-    """
-    return _var(input, dim, unbiased, keepdim, correction, "var")
-
-
-def _var(input, dim, unbiased, keepdim, correction, op):
-    dim, correction = _var_args(dim, unbiased, correction)
-    if not (_gs.enabled and isinstance(input, Tensor) and input._rg):
-        v = _var_acc(input, dim, keepdim, correction, op)
-        return v if v.dtype is input.dtype else v.to(input.dtype)
-    axes = _axes(dim, input.ndim, op)
-    with _no_grad():
-        v = _var_acc(input, dim, keepdim, correction, op)
-        if v.dtype is not input.dtype:
-            v = v.to(input.dtype)
-    node = VarBackward0()
-    node.axes, node.keepdim, node.shape, node.correction = axes, keepdim, tuple(input._data.shape), correction
-    node.save(input)
-    node.next_functions = (edge(input),)
-    return _make(v._data, v.dtype, v._be, node)
-
-
-class StdBackward0(Node):
-    """d std = d var / (2 std), and 0 where std is 0 (PyTorch's std_backward; sqrt's backward would give NaN)."""
-    __slots__ = ("out",)
-
-    def backward(self, g):
-        (out,) = self.saved()
-        return (where(eq(out, 0), 0.0, div(g, mul(out, 2))),)
-
-
-def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """The standard deviation of ``input``, overall or over ``dim``.
-    Args:
-        input (Tensor): the input tensor.
-        dim (int or tuple of ints, optional): the dimension(s) to reduce; all when None.
-        unbiased (bool, optional): the old spelling of ``correction`` (True is 1, False is 0).
-        keepdim (bool): keep the reduced dimensions with size 1 (default False).
-        correction (int, optional): the difference between the sample size and the degrees of freedom
-            (default 1: Bessel's correction).
-    """
-    return _std(input, dim, unbiased, keepdim, correction, "std")
-
-
-def _std(input, dim, unbiased, keepdim, correction, op):
-    dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction, op)
-    if not (v._rg and _gs.enabled):
-        r = sqrt(v)
-        return r if r.dtype is input.dtype else r.to(input.dtype)
-    with _no_grad():
-        r = sqrt(v)
-        if r.dtype is not input.dtype:  # (rounded once from the accumulation dtype; the node's output is input's)
-            r = r.to(input.dtype)
-    node = StdBackward0()
-    node.next_functions = (edge(v),)
-    r = _make(r._data, r.dtype, r._be, node)
-    node.out = r
-    node.save(r)
-    return r
-
-
-def _welford_mean(input: Tensor, dim, keepdim: bool, m: Tensor) -> Tensor:
-    """The mean as PyTorch's var_mean/std_mean return it on the CPU: that of its Welford pass in the elements' order,
-    where the running mean is NaN from the first non-finite element on, except a single inf that comes last (its
-    running mean is that inf).  Finite slices keep ``m``; the gradient stays mean's (PyTorch's: 1/n each).  (Rows of
-    32,768 elements and more are summed in parallel chunks by PyTorch: there the rule is approximate.)"""
-    if not input.dtype.is_floating_point or input.numel() == 0:
-        return m
-    with no_grad():
-        x = input.detach()
-        bad = logical_not(isfinite(x))
-        if x._be.host_memory and not bool(any(bad).item()):  # (a free check in host memory: the common case)
-            return m
-        axes = _axes(dim, x.ndim, "var_mean")
-        last = x
-        for a in (range(x.ndim) if axes is None else axes):
-            last = narrow(last, a, x.shape[a] - 1, 1)
-        last = last.to(m.dtype).reshape(tuple(m.shape))
-        cnt = sum(bad, axes, keepdim)
-        fixed = where(eq(cnt, 0), m.detach(), where(logical_and(eq(cnt, 1), isinf(last)), last, float("nan")))
-    m._data = fixed._data  # (a fresh result: its node saved nothing)
-    return m
-
-
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(var, mean)`` of ``input`` in one pass (arguments as :func:`var`); the mean of non-finite slices as
-    PyTorch's Welford pass gives it (see ``_welford_mean``)."""
-    return (_var(input, dim, unbiased, keepdim, correction, "var_mean"),
-            _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))
-
-
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(std, mean)`` of ``input`` in one pass (arguments as :func:`std`; the mean as :func:`var_mean`'s)."""
-    return (_std(input, dim, unbiased, keepdim, correction, "std_mean"),
-            _welford_mean(input, dim, keepdim, mean(input, dim, keepdim)))
-
-
-class LogsumexpBackward0(_ReduceNode):
-    __slots__ = ()
-
-    def backward(self, g):
-        x = self.saved()[0]  # (input, output): the version check covers both
-        table = x._be
-        if not (_gs.enabled and (g._rg or x._rg)) and table.native_broadcast and g.dtype is x.dtype:
-            # plain backward: g * exp(x - out), the reduced operands broadcast by the kernels themselves
-            k = _reduced_shape(self.shape, self.axes, True)
-            gk, ok = table.view(g._data, k), table.view(self.out._data, k)
-            if gk is not None and ok is not None:
-                return (_make(table.mul(gk, table.exp(table.sub(x._data, ok))), g.dtype, table),)
-        ge = _expand_back(g, self.shape, self.axes, self.keepdim)
-        oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
-        return (mul(ge, exp(sub(x, oe))),)
-
-
-def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) computed stably (shifted by the max; an all -inf slice gives -inf)."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        (input,) = _ac_cast("logsumexp", input)
-    if not input.dtype.is_floating_point:
-        input = input.to(_dt.default)
-    table = input._be
-    x = input._data
-    axes = _axes(dim, x.ndim, "logsumexp")
-    if input.numel() == 0:
-        m = table.full(_reduced_shape(x.shape, axes, True), 0, x.dtype)
-    else:
-        m = table.amax(x, axes, True)
-        m = table.where(table.eq(table.abs(m), float("inf")), 0.0, m)
-    out = table.add(table.log(table.sum(table.exp(table.sub(x, m)), axes, True)), m)
-    if not keepdim:
-        out = table.view(out, _reduced_shape(x.shape, axes, False))
-    if input._rg and _gs.enabled:
-        return _recorded(LogsumexpBackward0(), input, out, input.dtype, x.shape, axes, keepdim)
-    return _make(out, input.dtype, table)
-
-
-class LinalgVectorNormBackward0(_ReduceNode):  # (torch.norm's vector norms are linalg.vector_norm's)
-    __slots__ = ("p",)
-
-    def backward(self, g):
-        x = self.saved()[0]  # (input, output): the version check covers both
-        ge = _expand_back(g, self.shape, self.axes, self.keepdim)
-        oe = _expand_back(self.out, self.shape, self.axes, self.keepdim)
-        if self.p == 2:
-            # d||x|| / dx = x / ||x||, and 0 where the norm is 0 (as PyTorch)
-            return (where(eq(oe, 0), 0.0, mul(ge, div(x, oe))),)
-        # general p: sign(x) |x|^(p-1) / ||x||^(p-1), finite at x = 0 and 0 where the norm is 0 (as PyTorch)
-        p = self.p
-        xs = mul(sign(x), pow(where(eq(x, 0), 1.0, _abs(x)), p - 1))
-        zero = eq(oe, 0)
-        return (where(zero, 0.0, mul(xs, mul(ge, pow(where(zero, 1.0, oe), 1 - p)))),)
-
-
-def check_norm_identity(x, ord, dim) -> None:
-    """PyTorch's error for a norm without an identity (inf or negative order) over an empty tensor or dim."""
-    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
-                           "operation does not have an identity")
-    for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
-        if x.shape[norm_dim(d, x.ndim, "linalg.vector_norm")] == 0:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on the dimension {d}because this "
-                               "dimension is empty and the operation does not have an identity")
-
-
-def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """A matrix or vector norm (the old API; prefer ``linalg.vector_norm`` / ``linalg.matrix_norm``).
-
-    Args:
-        input (Tensor): the input tensor.
-        p (float or str): ``"fro"`` (default: the 2-norm of all elements), ``"nuc"``, or a number.
-        dim (int or tuple of ints, optional): the dimensions to reduce.
-        keepdim (bool): keep reduced dimensions.
-        dtype (dtype, optional): cast to this dtype first.
-    """
-    if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
-        (input,) = _ac_cast("norm", input)
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{input.dtype._tname[:-6]}")
-    if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
-        return norm(input.to(_f32), p, dim, keepdim).to(_f16)
-    if isinstance(p, (int, float)) and (p < 0 or p == float("inf")) and input.numel() == 0:
-        check_norm_identity(input, p, dim)
-    if p in ("fro", 2, 2.0) or p is None:
-        table = input._be
-        axes = _axes(dim, input.ndim, "norm")
-        x = input._data
-        out = table.sqrt(table.sum(table.mul(x, x), axes, keepdim))
-        if input._rg and _gs.enabled:
-            node = LinalgVectorNormBackward0()
-            node.p = 2
-            return _recorded(node, input, out, input.dtype, x.shape, axes, keepdim)
-        return _make(out, input.dtype, table)
-    if p == float("inf") or p == -float("inf"):
-        return _inf_norm(input, dim, keepdim, p > 0)
-    if p == 1:
-        return named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0")
-    if p == 0:
-        # the count of non-zeros; differentiable with a zero gradient, as in PyTorch
-        return named_node(sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim), "LinalgVectorNormBackward0")
-    if p == "nuc":  # PyTorch's torch.norm: linalg.matrix_norm over dim (the last two dims of a 2-D input)
-        from ._decomp_composite import matrix_norm  # (late: that module imports this one)
-        if dim is None:
-            dim = (0, 1) if input.ndim == 2 else tuple(range(input.ndim))
-        dim = (dim,) if isinstance(dim, int) else tuple(dim)
-        if len(dim) != 2:
-            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
-        return matrix_norm(input, "nuc", dim, keepdim)
-    if isinstance(p, str):
-        raise RuntimeError(f"norm(): unsupported norm type '{p}'")
-    with _no_grad():
-        r = pow(sum(pow(_abs(input), p), dim, keepdim), 1.0 / p)
-    if input._rg and _gs.enabled:
-        node = LinalgVectorNormBackward0()
-        node.p = p
-        node.shape, node.axes, node.keepdim = input._data.shape, _axes(dim, input.ndim, "norm"), keepdim
-        node.next_functions = (edge(input),)
-        r = _make(r._data, r.dtype, r._be, node)
-        node.save(input, r)
-        node.out = r
-    return r
-
-
-NormBackward1 = LinalgVectorNormBackward0  # (its former name)
-
-
-class _InfNormBackward(Node):
-    """The +-inf norm's gradient as PyTorch's linalg_vector_norm_backward: shared by the elements whose magnitude is
-    the norm or NaN, times their sign (sign(NaN) is 0: a slice with a NaN gets zeros, not amax's NaN)."""
-    __slots__ = ("shape", "axes", "keepdim")
-
-    def backward(self, g):
-        x, r = self.saved()
-        a = _abs(x)
-        mask = logical_or(eq(a, _expand_back(r.detach(), self.shape, self.axes, self.keepdim)), isnan(a)).to(g.dtype)
-        count = sum(mask, self.axes, keepdim=True)
-        return (mul(sign(x), mul(div(_expand_back(g, self.shape, self.axes, self.keepdim), count), mask)),)
-
-
-def _inf_norm(input: Tensor, dim, keepdim: bool, largest: bool) -> Tensor:
-    """max |x| (``largest``) or min |x| over ``dim`` (all dims when None or empty)."""
-    dims = dim if dim is not None else ()
-    with _no_grad():
-        r = (amax if largest else amin)(_abs(input), dims, keepdim)
-    if not (input._rg and _gs.enabled):
-        return r
-    node = _InfNormBackward()
-    node.shape, node.axes, node.keepdim = input._data.shape, _axes(dims, input.ndim, "norm"), keepdim
-    node.next_functions = (edge(input),)
-    r = _make(r._data, r.dtype, r._be, node)
-    node.save(input, r)
-    return r
-
-
-_InfNormBackward.__name__ = _InfNormBackward.__qualname__ = "LinalgVectorNormBackward0"  # PyTorch's name for it too
-
-
 class CumsumBackward0(Node):
     __slots__ = ("dim",)
 
@@ -883,10 +545,23 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
 
 from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
-from .indexing import gather, narrow, scatter_add  # noqa: E402
-from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501
+from .indexing import gather, narrow, scatter_add  # noqa: E402, F401  (narrow: also kept for importers)
+from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501,F401
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
-from .comparison import isfinite, isinf  # noqa: E402
+from .comparison import isfinite, isinf  # noqa: E402, F401
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})
 MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})
+
+# the variance and norm families, built on the reductions above; every name stays public here
+from ._reduction_var import _var_args, _F64_OK, _has_f64, _var_acc, VarBackward0, var, _var  # noqa: E402, F401
+from ._reduction_var import StdBackward0, std, _std, _welford_mean, var_mean, std_mean  # noqa: E402, F401
+from ._reduction_norm import LogsumexpBackward0, logsumexp, LinalgVectorNormBackward0  # noqa: E402, F401
+from ._reduction_norm import check_norm_identity, norm, NormBackward1, _InfNormBackward, _inf_norm  # noqa: E402, F401
+
+from . import _reduction_norm, _reduction_var  # noqa: E402
+for _m in (_reduction_var, _reduction_norm):
+    for _o in list(vars(_m).values()):
+        if callable(_o) and getattr(_o, "__module__", None) == _m.__name__:
+            _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own)
+del _m, _o

@@ -10,35 +10,38 @@ from __future__ import annotations
 from typing import Any
 
 import functools
-import warnings
-from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections import OrderedDict
 
 from ..._typename import typename as _typename
 from ...autograd.grad_mode import no_grad
 from ...plugins.manager import manager as _plugin_manager
 from ...tensor import Tensor
-from ...utils.hooks import BackwardHook, RemovableHandle
-from ..parameter import Buffer, Parameter, is_lazy
+from ...utils.hooks import RemovableHandle
+from ..parameter import Buffer, Parameter
+from . import _hooks, _state_dict
+# the hook registries and the state_dict machinery live in their own modules; their names stay importable here
+from ._hooks import (_WrappedHook, _global_backward_hooks, _global_backward_pre_hooks,  # noqa: F401
+                     _global_buffer_registration_hooks, _global_forward_hooks, _global_forward_hooks_always_called,
+                     _global_forward_hooks_with_kwargs, _global_forward_pre_hooks, _global_module_registration_hooks,
+                     _global_parameter_registration_hooks, register_module_backward_hook,
+                     register_module_buffer_registration_hook, register_module_forward_hook,
+                     register_module_forward_pre_hook, register_module_full_backward_hook,
+                     register_module_full_backward_pre_hook, register_module_module_registration_hook,
+                     register_module_parameter_registration_hook)
+from ._state_dict import _EXTRA_STATE_KEY_SUFFIX, _IncompatibleKeys  # noqa: F401
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_backward_hook", "register_module_full_backward_pre_hook",
            "register_module_full_backward_hook", "register_module_buffer_registration_hook",
            "register_module_module_registration_hook", "register_module_parameter_registration_hook"]
 
-_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _observing = _plugin_manager.observing
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
+def __getattr__(name: str) -> Any:
+    if name == "_global_is_full_backward_hook":  # rebound by the register functions: read it where it lives
+        return _hooks._global_is_full_backward_hook
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _addindent(s_: str, num_spaces: int) -> str:
@@ -49,91 +52,11 @@ def _addindent(s_: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join((num_spaces * " ") + line for line in s)
 
 
-# ---- global hooks (apply to every module) -------------------------------------------------------
-_global_backward_pre_hooks: OrderedDict = OrderedDict()
-_global_backward_hooks: OrderedDict = OrderedDict()
-_global_is_full_backward_hook = None
-_global_forward_pre_hooks: OrderedDict = OrderedDict()
-_global_forward_hooks: OrderedDict = OrderedDict()
-_global_forward_hooks_always_called: OrderedDict = OrderedDict()
-_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
-_global_buffer_registration_hooks: OrderedDict = OrderedDict()
-_global_module_registration_hooks: OrderedDict = OrderedDict()
-_global_parameter_registration_hooks: OrderedDict = OrderedDict()
-
-
-def register_module_buffer_registration_hook(hook) -> RemovableHandle:
-    """``hook(module, name, buffer) -> None or new buffer`` runs in every ``register_buffer``."""
-    return RemovableHandle.add(_global_buffer_registration_hooks, hook)
-
-
-def register_module_module_registration_hook(hook) -> RemovableHandle:
-    """``hook(module, name, submodule) -> None or new submodule`` runs in every ``register_module``."""
-    return RemovableHandle.add(_global_module_registration_hooks, hook)
-
-
-def register_module_parameter_registration_hook(hook) -> RemovableHandle:
-    """``hook(module, name, param) -> None or new param`` runs in every ``register_parameter``."""
-    return RemovableHandle.add(_global_parameter_registration_hooks, hook)
-
-
-def register_module_forward_pre_hook(hook) -> RemovableHandle:
-    """A forward pre-hook common to all modules (runs before the modules' own pre-hooks)."""
-    return RemovableHandle.add(_global_forward_pre_hooks, hook)
-
-
-def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False) -> RemovableHandle:
-    """A forward hook common to all modules (runs before the modules' own forward hooks)."""
-    handle = RemovableHandle(_global_forward_hooks,
-                             extra_dict=[_global_forward_hooks_always_called, _global_forward_hooks_with_kwargs])
-    _global_forward_hooks[handle.id] = hook
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _global_forward_hooks_always_called[handle.id] = True
-    return handle
-
-
-def register_module_backward_hook(hook) -> RemovableHandle:
-    """Deprecated (non-full) global backward hook; prefer ``register_module_full_backward_hook``."""
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is True:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
-                           "hook. Please use only one of them.")
-    _global_is_full_backward_hook = False
-    return RemovableHandle.add(_global_backward_hooks, hook)
-
-
-def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
-    return RemovableHandle.add(_global_backward_pre_hooks, hook)
-
-
-def register_module_full_backward_hook(hook) -> RemovableHandle:
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is False:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
-                           "hook. Please use only one of them.")
-    _global_is_full_backward_hook = True
-    return RemovableHandle.add(_global_backward_hooks, hook)
-
-
 def _forward_unimplemented(self, *input):
     """Override: the computation of the module. Call the module (``module(x)``), not ``forward``, so that hooks
     run.
     """
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
-
-
-class _WrappedHook:
-    """A legacy (non-full) backward hook as a graph-node post hook: ``hook(module, grad_in, grad_out)``."""
-
-    def __init__(self, hook, module):
-        self.hook = hook
-        self.module = module
-        functools.update_wrapper(self, hook)
-
-    def __call__(self, grad_input, grad_output):
-        return self.hook(self.module, grad_input, grad_output)
 
 
 class Module:
@@ -701,20 +624,8 @@ class Module:
         self._is_full_backward_hook = False
         return RemovableHandle.add(self._backward_hooks, hook)
 
-    def _get_backward_hooks(self):
-        full, non_full = [], []
-        if _global_is_full_backward_hook is True:
-            full += _global_backward_hooks.values()
-        if self._is_full_backward_hook is True:
-            full += self._backward_hooks.values()
-        if _global_is_full_backward_hook is False:
-            non_full += _global_backward_hooks.values()
-        if self._is_full_backward_hook is False:
-            non_full += self._backward_hooks.values()
-        return full, non_full
-
-    def _get_backward_pre_hooks(self):
-        return [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+    _get_backward_hooks = _hooks._get_backward_hooks
+    _get_backward_pre_hooks = _hooks._get_backward_pre_hooks
 
     def register_state_dict_pre_hook(self, hook):
         """``hook(module, prefix, keep_vars)`` before ``state_dict`` saves this module's tensors."""
@@ -759,226 +670,22 @@ class Module:
 
     _call_impl = __call__
 
-    def _call_with_hooks(self, args, kwargs):
-        result = None
-        called_always = set()
-        try:
-            full_bw, non_full_bw = [], []
-            bw_pre = []
-            if self._backward_pre_hooks or _global_backward_pre_hooks:
-                bw_pre = self._get_backward_pre_hooks()
-            if self._backward_hooks or _global_backward_hooks:
-                full_bw, non_full_bw = self._get_backward_hooks()
-            if _global_forward_pre_hooks or self._forward_pre_hooks:
-                for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-                    if hook_id in self._forward_pre_hooks_with_kwargs:
-                        r = hook(self, args, kwargs)
-                        if r is not None:
-                            if isinstance(r, tuple) and len(r) == 2:
-                                args, kwargs = r
-                            else:
-                                raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
-                                                   f"new_kwargs), but got {r}.")
-                    else:
-                        r = hook(self, args)
-                        if r is not None:
-                            args = r if isinstance(r, tuple) else (r,)
-            bw_hook = None
-            if full_bw or bw_pre:
-                bw_hook = BackwardHook(self, full_bw, bw_pre)
-                args = bw_hook.setup_input_hook(args)
-            result = self.forward(*args, **kwargs)
-            if _global_forward_hooks or self._forward_hooks:
-                for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                    if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
-                        called_always.add(hook_id)
-                    if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
-                        r = hook(self, args, kwargs, result)
-                    else:
-                        r = hook(self, args, result)
-                    if r is not None:
-                        result = r
-            if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
-                                  f"Tensors but received {type(result)}")
-                result = bw_hook.setup_output_hook(result)
-            if non_full_bw:
-                var = result
-                while not isinstance(var, Tensor):
-                    if isinstance(var, dict):
-                        var = next(v for v in var.values() if isinstance(v, Tensor))
-                    else:
-                        var = var[0]
-                if var.grad_fn is not None:
-                    for hook in non_full_bw:
-                        var.grad_fn.register_hook(_WrappedHook(hook, self))
-            return result
-        except Exception:
-            # run the always_call forward hooks that have not run yet, then re-raise
-            for hook_id, hook in _global_forward_hooks.items():
-                if hook_id in _global_forward_hooks_always_called and hook_id not in called_always:
-                    try:
-                        r = hook(self, args, kwargs, result) if hook_id in _global_forward_hooks_with_kwargs \
-                            else hook(self, args, result)
-                        if r is not None:
-                            result = r
-                    except Exception as e:
-                        warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
-                                      f"that was silenced as another error was raised in forward: {e}")
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
-                    try:
-                        r = hook(self, args, kwargs, result) if hook_id in self._forward_hooks_with_kwargs \
-                            else hook(self, args, result)
-                        if r is not None:
-                            result = r
-                    except Exception as e:
-                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
-                                      f"silenced as another error was raised in forward: {e}")
-            raise
+    _call_with_hooks = _hooks._call_with_hooks  # the hooked call (the plain one is __call__'s first branch)
 
     # ---- state dict -----------------------------------------------------------------------------
-    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-        if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+    _save_to_state_dict = _state_dict._save_to_state_dict
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ``OrderedDict`` of parameters and persistent buffers: this module's own first (parameters,
         then buffers, in registration order), then each submodule's under ``name.``."""
-        if args:
-            # the deprecated positional form state_dict(destination, prefix, keep_vars)
-            if destination is None and len(args) > 0:
-                destination = args[0]
-            if len(args) > 1 and prefix == "":
-                prefix = args[1]
-            if len(args) > 2 and keep_vars is False:
-                keep_vars = args[2]
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()
-        local_metadata = dict(version=self._version)
-        if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = local_metadata
-        for hook in self._state_dict_pre_hooks.values():
-            hook(self, prefix, keep_vars)
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        for hook in self._state_dict_hooks.values():
-            r = hook(self, destination, prefix, local_metadata)
-            if r is not None:
-                destination = r
-        return destination
+        return _state_dict.state_dict(self, *args, destination=destination, prefix=prefix, keep_vars=keep_vars)
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-        persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local_state = {k: v for k, v in (*self._parameters.items(), *persistent_buffers.items()) if v is not None}
-        assign = local_metadata.get("assign_to_params_buffers", False)
-        for name, param in local_state.items():
-            key = prefix + name
-            if key in state_dict:
-                input_param = state_dict[key]
-                if not isinstance(input_param, Tensor):
-                    error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
-                                      f'Tensor-like object from checkpoint but received {type(input_param)}')
-                    continue
-                lazy = is_lazy(param)  # a lazy module's placeholder: no shape to compare
-                if not lazy and len(param.shape) == 0 and len(input_param.shape) == 1:
-                    input_param = input_param[0]
-                if not lazy and input_param.shape != param.shape:
-                    error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
-                                      f"from checkpoint, the shape in current model is {param.shape}.")
-                    continue
-                try:
-                    with no_grad():
-                        if assign:
-                            if isinstance(param, Parameter):
-                                if not isinstance(input_param, Parameter):
-                                    input_param = Parameter(input_param, requires_grad=param.requires_grad)
-                                else:
-                                    input_param.requires_grad_(param.requires_grad)
-                            setattr(self, name, input_param)
-                        else:
-                            param.copy_(input_param)
-                except Exception as ex:
-                    error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
-                                      f"are {param.size()} and whose dimensions in the checkpoint are "
-                                      f"{input_param.size()}, an exception occurred : {ex.args}.")
-            elif strict:
-                missing_keys.append(key)
-        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if type(self).set_extra_state is not Module.set_extra_state:
-            if extra_state_key in state_dict:
-                self.set_extra_state(state_dict[extra_state_key])
-            elif strict:
-                missing_keys.append(extra_state_key)
-        elif strict and extra_state_key in state_dict:
-            unexpected_keys.append(extra_state_key)
-        if strict:
-            for key in state_dict.keys():
-                if key.startswith(prefix) and key != extra_state_key:
-                    input_name = key[len(prefix):].split(".", 1)
-                    if len(input_name) > 1:
-                        if input_name[0] not in self._modules:
-                            unexpected_keys.append(key)
-                    elif input_name[0] not in local_state:
-                        unexpected_keys.append(key)
+    _load_from_state_dict = _state_dict._load_from_state_dict
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict``; returns ``(missing_keys, unexpected_keys)``.
         With ``strict=True`` missing or unexpected keys raise; a shape mismatch always raises."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys: list = []
-        unexpected_keys: list = []
-        error_msgs: list = []
-        metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
-        if metadata is not None:
-            state_dict._metadata = metadata
-
-        def load(module, local_state_dict, prefix=""):
-            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
-            if assign:
-                local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
-                                         unexpected_keys, error_msgs)
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
-            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
-            for hook in module._load_state_dict_post_hooks.values():
-                out = hook(module, incompatible)
-                if out is not None:
-                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                                       "expected to return new values, if incompatible_keys need to be modified, "
-                                       "it should be done inplace.")
-
-        load(self, state_dict)
-        if strict:
-            if unexpected_keys:
-                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected_keys)))
-            if missing_keys:
-                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing_keys)))
-        if error_msgs:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self.__class__.__name__, "\n\t".join(error_msgs)))
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
+        return _state_dict.load_state_dict(self, state_dict, strict, assign)
 
     # ---- printing -------------------------------------------------------------------------------
     def _get_name(self) -> str:
@@ -1006,3 +713,15 @@ class Module:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
 
+
+
+# the moved functions keep the names they had here (pickles, reprs and tracebacks name coretorch.nn.modules.module)
+for _f in (Module._get_backward_hooks, Module._get_backward_pre_hooks, Module._call_with_hooks,
+           Module._save_to_state_dict, Module._load_from_state_dict):
+    _f.__module__, _f.__qualname__ = __name__, f"Module.{_f.__name__}"
+for _o in (_WrappedHook, _IncompatibleKeys, register_module_backward_hook, register_module_buffer_registration_hook,
+           register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
+           register_module_full_backward_pre_hook, register_module_module_registration_hook,
+           register_module_parameter_registration_hook):
+    _o.__module__ = __name__
+del _f, _o
