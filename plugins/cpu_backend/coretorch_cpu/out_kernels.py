@@ -5,7 +5,8 @@ An out variant ``fn(out, *args)`` writes into ``out`` exactly what the kernel re
 same ufunc steps of a composite kernel) with ``out=``, so a replay stays bitwise equal to eager.  It is offered only
 where that holds for sure: operands of the result's dtype (or Python numbers, which numpy treats as weak), dtypes
 that the bfloat16/float16 wrappers of dtypes.py leave alone, and none of the kernels whose eager path branches on
-values (integer powers, ``sign``).
+values (integer powers, ``sign``) or whose eager path is cheaper than any ``out=`` form (``where``:
+its bit masks beat ``np.copyto(..., where=)`` tenfold).
 """
 from __future__ import annotations
 
@@ -23,10 +24,22 @@ _FLOAT = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def _ufunc(uf: Callable) -> Callable:
-    def k(out, *args):
-        uf(*args, out=out)
+    """``uf`` into ``out`` (out as a positional argument: the cheapest ufunc call, below a fresh result's)."""
+    if uf.nin == 1:
+        def k1(out, x):
+            uf(x, out)
+            return out
+        return k1
+    if uf is np.maximum or uf is np.minimum:  # (numpy deprecates a positional out for these two)
+        def kw(out, a, b):
+            uf(a, b, out=out)
+            return out
+        return kw
+
+    def k2(out, a, b):
+        uf(a, b, out)
         return out
-    return k
+    return k2
 
 
 def _into(uf: Callable, out, *args) -> None:
@@ -96,13 +109,6 @@ def _matmul(out, a, b):
     return out
 
 
-def _where(out, c, x, y):
-    """backend._where selects bits (np.where, or its bit masks for large float arrays): so does copyto."""
-    np.copyto(out, y)
-    np.copyto(out, x, where=c)
-    return out
-
-
 def _clamp(out, x, lo, hi):
     np.clip(x, lo, hi, out=out)
     return out
@@ -133,9 +139,8 @@ def _weak(v: Any) -> bool:
 
 def compile_out(name: str, args: tuple, kwargs: dict, result: Any):
     """The out variant of launch ``name(*args)`` whose result was ``result``, or None (see the module docstring)."""
-    if kwargs or result.__class__ is not _nd or result.dtype not in _PLAIN \
-            or result.base is not None and name != "where" \
-            or not (result.flags.c_contiguous or result.flags.f_contiguous):  # (where's bit masks: a view of its own)
+    if kwargs or result.__class__ is not _nd or result.dtype not in _PLAIN or result.base is not None \
+            or not (result.flags.c_contiguous or result.flags.f_contiguous):
         return None
     arrays = [a for a in args if a.__class__ is _nd]
     if any(not (a.__class__ is _nd or _weak(a) or a is None) for a in args):
@@ -161,12 +166,6 @@ def compile_out(name: str, args: tuple, kwargs: dict, result: Any):
                 or arrays[1].ndim < 2 or not result.flags.c_contiguous:
             return None
         return _matmul if name == "matmul" else _linear
-    if name == "where":
-        c, x, y = args
-        if c.__class__ is not _nd or c.dtype != np.bool_ or not all(
-                v.dtype == dt if v.__class__ is _nd else _weak(v) and not isinstance(v, bool) for v in (x, y)):
-            return None
-        return _where
     if name == "clamp":
         if dt not in _FLOAT or arrays[0].dtype != dt or not all(v is None or _weak(v) for v in args[1:]):
             return None
