@@ -108,7 +108,7 @@ def _run(python: str, framework: str, model: str, device: str, mode: str, thread
 
 def pool_table(models: list, devices: list, rounds: int) -> None:
     """Planned temporaries (coretorch/_compile/plan.py) against none: interleaved processes, one thread."""
-    print("| step | device | CPU ms without pool | CPU ms with pool | with / without | rounds |")
+    print("| step | device | CPU ms without pool (min-max) | CPU ms with pool (min-max) | with / without | rounds |")
     print("|---|---|---|---|---|---|")
     for model in models:
         for device in devices:
@@ -120,8 +120,8 @@ def pool_table(models: list, devices: list, rounds: int) -> None:
                         res[mode].append(r["cpu_ms"])
             if not all(res.values()):
                 continue
-            a, b = (sorted(v)[len(v) // 2] for v in res.values())
-            print(f"| {model} | {device} | {a:.2f} | {b:.2f} | {b / a:.3f} | {rounds} |", flush=True)
+            (a, ra), (b, rb) = ((sorted(v)[len(v) // 2], f"{min(v):.2f}-{max(v):.2f}") for v in res.values())
+            print(f"| {model} | {device} | {a:.2f} ({ra}) | {b:.2f} ({rb}) | {b / a:.3f} | {rounds} |", flush=True)
 
 
 def main(argv=None) -> None:

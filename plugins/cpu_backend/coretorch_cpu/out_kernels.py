@@ -23,7 +23,7 @@ _PLAIN = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int
 _FLOAT = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
-def _ufunc(uf: Callable) -> Callable:
+def _ufunc(uf: np.ufunc) -> Callable:
     """``uf`` into ``out`` (out as a positional argument: the cheapest ufunc call, below a fresh result's)."""
     if uf.nin == 1:
         def k1(out, x):
