@@ -63,7 +63,9 @@ def worker(framework: str, model: str, device: str, mode: str) -> dict:
     step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
     if mode == "unfused":  # compiled without fusion (the "launches before fusion" figure's step)
         torch._compile.config.fusion = False
-    if mode in ("compiled", "unfused"):
+    if mode == "nopool":  # compiled without planned temporaries (plan.py), for --pool's before/after figures
+        torch._compile.config.pool = False
+    if mode in ("compiled", "unfused", "nopool"):
         step = torch.compile(step)
     # an asynchronous device (opencl) finishes each step's kernels inside the timing (wall time and PoCL's threads)
     sync = (lambda: torch.accelerator.synchronize(device)) if device != "cpu" and framework == "coretorch" \
@@ -104,6 +106,24 @@ def _run(python: str, framework: str, model: str, device: str, mode: str, thread
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def pool_table(models: list, devices: list, rounds: int) -> None:
+    """Planned temporaries (coretorch/_compile/plan.py) against none: interleaved processes, one thread."""
+    print("| step | device | CPU ms without pool (min-max) | CPU ms with pool (min-max) | with / without | rounds |")
+    print("|---|---|---|---|---|---|")
+    for model in models:
+        for device in devices:
+            res: dict = {"nopool": [], "compiled": []}
+            for _ in range(rounds):
+                for mode in res:
+                    r = _run(sys.executable, "coretorch", model, device, mode, 1)
+                    if r:
+                        res[mode].append(r["cpu_ms"])
+            if not all(res.values()):
+                continue
+            (a, ra), (b, rb) = ((sorted(v)[len(v) // 2], f"{min(v):.2f}-{max(v):.2f}") for v in res.values())
+            print(f"| {model} | {device} | {a:.2f} ({ra}) | {b:.2f} ({rb}) | {b / a:.3f} | {rounds} |", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=4, metavar=("FRAMEWORK", "MODEL", "DEVICE", "MODE"))
@@ -112,9 +132,15 @@ def main(argv=None) -> None:
     ap.add_argument("--torch-python", default=os.environ.get("TORCH_PYTHON", ""),
                     help="an interpreter with PyTorch installed (default: this one when it has torch)")
     ap.add_argument("--torch-compiled", action="store_true", help="also time torch.compile (needs a C++ compiler)")
+    ap.add_argument("--pool", type=int, default=0, metavar="ROUNDS",
+                    help="planned temporaries on/off instead: ROUNDS interleaved process pairs per step and device, "
+                         "one thread, median process CPU ms")
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
+        return
+    if args.pool:
+        pool_table(args.models.split(","), args.devices.split(","), args.pool)
         return
     tp = args.torch_python or (sys.executable if importlib.util.find_spec("torch") else "")
     if tp and not shutil.which(tp) and not os.path.exists(tp):

@@ -95,6 +95,11 @@ PRIMITIVES: dict[str, str] = {
                      "fn(*arrays, *scalars) -> output arrays (None where declined): each group of recorded elementwise "
                      "launches as one generated kernel; an attribute fusable(name, args, out) -> bool narrows the "
                      "launches offered",
+    "compile_out": "optional (name, args, kwargs, result) -> fn(out, *args, **kwargs) -> out writing exactly what "
+                   "kernel `name` returned for these operands into a given array of the result's shape, dtype and "
+                   "strides (None where declined), for coretorch.compile's planned temporaries "
+                   "(coretorch/_compile/plan.py); an attribute empty_like(x) -> a new array of x's shape, dtype and "
+                   "strides",
     "check_mark": "optional () -> a mark of the device-side checks launched so far (with discard_checks)",
     "discard_checks": "optional (mark) -> None: forget a failed device-side check launched after mark (its op raised "
                       "on the host); a failure of an earlier launch stays pending",

@@ -10,6 +10,7 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
 * :mod:`.replay`: the generated replay function;
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
+* :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
@@ -21,8 +22,9 @@ counts as inputs (:mod:`.optim`, :mod:`.symbolic`: schedulers need no recapture)
 ``LRScheduler.step()`` run as eager segments of the replay.  Python side
 effects of the function other than tensor kernels and those ``step()`` calls (printing, counters) happen at capture
 only.  The result tensors of a replay carry no autograd graph.  :mod:`.fusion` fuses elementwise chains into
-generated kernels on devices with a ``compile_fused`` hook (opencl).  Not done yet: planned temporary pools (numpy
-``out=``).
+generated kernels on devices with a ``compile_fused`` hook (opencl).  :mod:`.plan` writes the temporaries of a
+replay into buffers allocated once per capture and reused across non-overlapping lifetimes, on devices with a
+``compile_out`` hook (numpy's ``out=`` on cpu, kernels writing into a given buffer on opencl).
 """
 from __future__ import annotations
 
@@ -123,6 +125,12 @@ class CompiledFunction:
         """Kernel launches the last capture recorded (what a replay runs)."""
         live = [e for e in self._cache.values() if e.replay is not None]
         return live[-1].launches if live else 0
+
+    @property
+    def planned(self) -> tuple[int, int]:
+        """(temporaries written into planned buffers, buffers) of the last capture's replay (see ``.plan``)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1].planned if live else (0, 0)
 
     @property
     def launches_before_fusion(self) -> int:

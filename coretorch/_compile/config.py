@@ -11,6 +11,7 @@ class _Config:
     recompile_limit: int = 8
     cache_size_limit: int = 8  # PyTorch's older name; read when recompile_limit is left at its default
     fusion: bool = True  # fuse elementwise chains on devices with a compile_fused hook (opencl); see fusion.py
+    pool: bool = True  # temporaries into buffers planned once per capture on devices with a compile_out hook; plan.py
 
 
 config = _Config()

@@ -63,7 +63,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single")
+                 "single", "planned")
     forward: Any
     backward: Any
     breaks: Any
@@ -73,6 +73,7 @@ class _ModEntry:
     zeros: Any
     targets: Any
     single: Any
+    planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
 
 
 def _flat_outputs(result: Any):
@@ -149,6 +150,7 @@ class ModuleCapture:
         rec.install()
         entry = _ModEntry()
         entry.forward = entry.backward = None
+        entry.planned = (0, 0)
         try:
             rec.track(lv, params, buffers, plain)
             result = self.fn(*args, **kwargs)
@@ -179,6 +181,7 @@ class ModuleCapture:
         entry.single = single
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src)
+        entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]

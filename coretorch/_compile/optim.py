@@ -194,12 +194,13 @@ def _state_getter(opt: Any, p: Tensor, k: str):
 
 
 def _build(rec: Recorder) -> tuple[Any, str]:
-    names = [f"c{i}" for i in range(len(rec.consts))]
     pro = "\n".join(f"            {ln}" for ln in rec.pro)
-    body = "\n".join(f"        {ln}" for ln in _replay._with_frees([ln for ln in rec.lines if ln], "None"))
+    pl = _replay._plan_of(rec, 0, None, set())
+    body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))
+    names = [f"c{i}" for i in range(len(rec.consts))]
     src = (f"def _build({', '.join(names)}):\n    def _step(OPT):\n        try:\n{pro}\n"
            "        except Exception:  # a group, its hyper-parameters, a gradient or state changed: run eagerly\n"
-           f"            raise MISMATCH(False) from None\n{body}\n        return None\n    return _step\n")
+           f"            raise MISMATCH(False) from None\n{body}\n    return _step\n")
     ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile optimizer replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts), src

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from . import fusion
+from . import fusion, plan as _plan
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
 from .config import config
 
@@ -56,14 +56,25 @@ def _with_frees(lines: list[str], result_src: str, keep_vars: set | None = None)
     return out
 
 
+def _plan_of(rec: Recorder, lo: int, hi: int | None, keep: set) -> _plan.Plan:
+    """The planned temporaries of ``rec.lines[lo:hi]`` (see :mod:`.plan`), counted on the recorder."""
+    pl = _plan.plan(rec, lo, hi, keep) if config.pool else _plan.NONE
+    rec.planned = (rec.planned[0] + pl.temporaries, rec.planned[1] + len(pl.names))
+    return pl
+
+
+def _source(lines: list[str]) -> str:
+    return "\n".join(f"        {ln}" for ln in lines)
+
+
 def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
     if config.fusion:
         rec.fused = fusion.fuse(rec, result_src)
+    pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
+    body = _source(pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}"))
     names = [f"c{i}" for i in range(len(rec.consts))]
-    body = "\n".join(f"        {line}" for line in _with_frees([ln for ln in rec.lines if ln], result_src))
-    src = (f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n        return {result_src}\n"
-           "    return _replay\n")
+    src = f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n    return _replay\n"
     ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts), src
@@ -74,35 +85,41 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     without a backward), the lines before and after ``split``."""
     if config.fusion:
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
+    defined = set()
+    for ln in rec.lines[:split]:
+        if ln:
+            defined.update(_VAR.findall(ln))
+    ctx = sorted({v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)} & defined) \
+        if bw_src is not None else []
+    fw_plan = _plan_of(rec, 0, split, set(out_vars) | set(ctx))
+    bw_plan = _plan_of(rec, split, None, set(_VAR.findall(bw_src))) if bw_src is not None else _plan.NONE
     fw = [ln for ln in rec.lines[:split] if ln]
     bw = [ln for ln in rec.lines[split:] if ln]
-    defined = set()
-    for ln in fw:
-        defined.update(_VAR.findall(ln))
-    ctx = sorted({v for ln in bw for v in _VAR.findall(ln)} & defined) if bw_src is not None else []
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
     ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
-    names = [f"c{i}" for i in range(len(rec.consts))]
-    body = "\n".join(f"        {ln}" for ln in _with_frees(fw, outs, set(ctx)))
-    src = f"def _build({', '.join(names)}):\n    def _fw(A):\n{body}\n        return {outs}, {ctx_t}\n"
+    body = _source(fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}"))
+    src = f"    def _fw(A):\n{body}\n"
     if bw_src is not None:
-        bbody = "\n".join(f"        {ln}" for ln in _with_frees(bw, bw_src))
+        bbody = _source(bw_plan.wrap(rec, _with_frees(bw, bw_src), f"return {bw_src}"))
         unpack = f"        {', '.join(ctx)}, = ctx\n" if ctx else ""
-        src += f"    def _bw(ctx, G):\n{unpack}{bbody}\n        return {bw_src}\n"
+        src += f"    def _bw(ctx, G):\n{unpack}{bbody}\n"
     else:
         src += "    _bw = None\n"
-    src += "    return _fw, _bw\n"
+    names = [f"c{i}" for i in range(len(rec.consts))]
+    src = f"def _build({', '.join(names)}):\n" + src + "    return _fw, _bw\n"
     ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
     return ns["_build"](*rec.consts)
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches", "fused")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned")
 
-    def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0):
+    def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
+                 planned: tuple = (0, 0)):
         self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
         self.fused = fused  # launches saved by fusion (launches + fused ran before it)
+        self.planned = planned  # (temporaries written into pool buffers, buffers): see plan.py
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
@@ -120,4 +137,4 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     if rec.breaks:
         return result, _Entry(None, "", rec.breaks, rec.launches)
     replay, src = build(rec, result_src)
-    return result, _Entry(replay, src, [], rec.launches, rec.fused)
+    return result, _Entry(replay, src, [], rec.launches, rec.fused, rec.planned)

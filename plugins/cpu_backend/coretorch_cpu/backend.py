@@ -433,9 +433,11 @@ class CPUBackend:
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
         from . import dtypes, fused, linalg, optim_kernels, products, rnn_seq, sampling, shaping, sorting, special
+        from . import out_kernels
         core = frozenset(k)
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, optim_kernels, rnn_seq):
             k.update(fam.KERNELS)
         k["rng_default"] = lambda: self.gen
         k.update(dtypes.float_compute(k, core))  # bfloat16: float32 compute where numpy would round repeatedly
+        k["compile_out"] = out_kernels.compile_out  # coretorch.compile's planned temporaries (numpy's out=)
         return k

@@ -233,7 +233,7 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
           x.base_data, xo, sst[0], sst[2], a, b)
         return True
 
-    def where(self, c, x, y):
+    def where(self, c, x, y, out=None):  # (out: a planned buffer of coretorch.compile, see out_kernels.py)
         xs, ys = not isinstance(x, cla.Array), not isinstance(y, cla.Array)
         if xs and ys:
             dt = np.result_type(_scalar_dtype(x), _scalar_dtype(y))
@@ -255,7 +255,7 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
             x = self.expand(x, shape)
         if not ys and y.shape != shape:
             y = self.expand(y, shape)
-        out = self._out(shape, dt)
+        out = self._out(shape, dt) if out is None else out
         ops = [c, self._scalar_arg(x, dt) if xs else x, self._scalar_arg(y, dt) if ys else y]
         return self._ew(dt, f"k_where_{int(xs)}{int(ys)}", out, ops)
 

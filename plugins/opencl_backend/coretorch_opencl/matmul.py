@@ -172,12 +172,12 @@ __kernel void mm(__global {t}* o, long oo, long sob, long son, __global const {t
 """
 
 
-def matmul(kern, a, b):
+def matmul(kern, a, b, out=None):
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    out = kern._out(batch + (n, m), dt)
+    out = kern._out(batch + (n, m), dt) if out is None else out  # (out: a planned buffer of coretorch.compile)
     if out.size == 0:
         return out
     if k == 0:
