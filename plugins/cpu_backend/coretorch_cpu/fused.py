@@ -211,16 +211,18 @@ def _gelu_grad32(x, g, out, v, t, e):
     np.multiply(e, g, out=out)
 
 
-def _gelu_cdf32(x, y, cdf, v, t, e):
-    """GELU x Phi(x) as erf32's kernel computes it (the same bits), and Phi(x) kept for the backward."""
-    _gelu_core(x, y, v, t, e)
+def _gelu_cdf32(x, y, cdf, v, t):
+    """GELU x Phi(x) as erf32's kernel computes it (the same bits), and Phi(x) kept for the backward; the piece of
+    ``cdf`` is the core's exp buffer (two scratch pieces: five buffers stay in L2 where six did not)."""
+    _gelu_core(x, y, v, t, cdf)
+    inf = _has_inf(v)
     np.divide(_GK2, t, out=t)                     # 2 Phi(-|x|)
-    np.multiply(t, _HALF, out=e)
-    _cdf(x, e, cdf, e)                            # Phi(x)
+    np.multiply(t, _HALF, out=cdf)                # Phi(-|x|)
     np.multiply(t, v, out=t)                      # |x| Phi(-|x|)
-    np.add(y, v, out=e)                           # relu(x)
-    np.subtract(e, t, out=y)
-    if _has_inf(v):
+    np.add(y, v, out=v)                           # relu(x)
+    np.subtract(v, t, out=y)
+    _cdf(x, cdf, cdf, t)                          # Phi(x)
+    if inf:
         _fix_pos_inf(x, y)
 
 
@@ -233,7 +235,7 @@ def gelu_cdf(x):
     y, cdf = np.empty(x.shape, _f32), np.empty(x.shape, _f32)
     xf, yf, cf = _flat(x), y.reshape(-1), cdf.reshape(-1)
     n = xf.size
-    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(2)]
     with np.errstate(all="ignore"):
         for lo in range(0, n, _CHUNK):
             hi = min(lo + _CHUNK, n)
