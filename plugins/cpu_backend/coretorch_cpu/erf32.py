@@ -106,6 +106,7 @@ def _erfc_half_line(a, out, t, u, v):
 
 def _erfc(x, out, a, t, u, v):
     np.abs(x, out=a)
+    inf = _has_inf(a)
     _erfc_half_line(a, out, t, u, v)
     # x < 0: 2 - erfc(-x), as (sign(x) ans) + (2 if x < 0 else 0) with bit operations
     xi, oi, ui = x.view(np.int32), out.view(np.int32), u.view(np.int32)
@@ -114,6 +115,9 @@ def _erfc(x, out, a, t, u, v):
     np.right_shift(xi, 31, out=ui)
     ui &= _TWO_BITS
     out += u
+    if inf:                             # the arithmetic gives NaN at +-inf
+        out[x == _INF] = 0
+        out[x == -_INF] = 2
 
 
 def _gelu_core(x, hx, v, t, e) -> None:
@@ -132,8 +136,8 @@ def _gelu_core(x, hx, v, t, e) -> None:
 
 
 def _has_inf(v) -> bool:
-    """Whether the piece v = |x| / 2 holds an infinity (or a NaN): one max over the piece while it is in cache,
-    where whole-array x.max() / x.min() after the pieces cost two passes over memory."""
+    """Whether the piece v = |x| (or |x| / 2) holds an infinity (or a NaN): one max over the piece while it is in
+    cache, where whole-array x.max() / x.min() after the pieces cost two passes over memory."""
     return not np.maximum.reduce(v) < _INF
 
 
@@ -152,13 +156,6 @@ def _fix_pos_inf(x, out) -> None:
     out[x == _INF] = _INF
 
 
-def _fix_inf(x, out, pos, neg) -> None:
-    """The values at +-inf (the pieces' arithmetic gives NaN there)."""
-    if np.isinf(x.max()) or np.isinf(x.min()) or np.isnan(x.max()):
-        out[x == np.inf] = pos
-        out[x == -np.inf] = neg
-
-
 def erf(x):
     """erf of a float32 array (a new float32 array)."""
     return _pieces(x, _erf, 3)
@@ -166,10 +163,7 @@ def erf(x):
 
 def erfc(x):
     """erfc of a float32 array."""
-    out = _pieces(x, _erfc, 4)
-    if out.size:
-        _fix_inf(x, out, _f(0), _f(2))
-    return out
+    return _pieces(x, _erfc, 4)
 
 
 def gelu(x):
