@@ -42,9 +42,10 @@ _NR = [_c(c) for c in (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886
 # GELU's: Phi(-a) exp(a^2 / 2) = erfcx(a / sqrt 2) / 2 for a = |x|, the rational of degrees 3 / 4 in v = a / 2 that is
 # the relative minimax fit over [0, 14] (x Phi(x) is subnormal beyond) weighted to 1.3e-7 for a <= 2.5 and 1.3e-6 beyond
 # (where the exp's rounded argument costs more), written as the continued fraction
-# k1 / (v + b1 + k2 / (v + b2 + k3 / (v + b3 + k4 / (v + b4)))): 11 calls where Horner's P / Q takes 14
+# k1 / (v + b1 + k2 / (v + b2 + k3 / (v + b3 + k4 / (v + b4)))): 11 calls where Horner's P / Q takes 14.  b1 is
+# nudged (by 8e-8) so that float32 gives Phi(0) = 1/2 exactly: GELU'(0) = 0.5 and GELU(x) = x / 2 near 0, as PyTorch's
 _GK = [_c(v) for v in (0.1994286543509298, 0.2954443695353076, -2.3462474123671817, 4.651445044691718)]
-_GB = [_c(v) for v in (-0.00469963888435343, 0.8944128940765608, 2.3839374365812525, 0.3853335921846083)]
+_GB = [_c(v) for v in (-0.004699721932411194, 0.8944128940765608, 2.3839374365812525, 0.3853335921846083)]
 _HI12 = np.int32(-4096)    # keeps sign, exponent, 11 mantissa bits: 12 significant bits, an exact square
 _SIGN = np.int32(-2 ** 31)
 _TWO_BITS = np.int32(0x40000000)   # the bit pattern of 2.0f

@@ -37,7 +37,7 @@ def test_gelu_forward_accuracy(grid):
     assert got.dtype == np.float32 and got.shape == x.shape
     u = _ulps(got, ref)
     assert u[x >= -2].max() <= 8, x[x >= -2][np.argmax(u[x >= -2])]
-    assert u[x >= 0].max() <= 7
+    assert u[x >= 0].max() <= 8
     rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
     live = np.abs(ref) > 1e-37   # below, float32 results are subnormal
     assert rel[live & (x >= -6)].max() < 3e-6
@@ -53,8 +53,8 @@ def test_gelu_cdf_is_gelu_and_phi(grid):
     np.testing.assert_array_equal(y, erf32.gelu(x))     # the same bits with and without a graph
     assert c.dtype == np.float32
     err = np.abs(c - cdf)
-    assert err.max() < 2.5e-7      # 1/2 + sign(x) (1/2 - Phi(-|x|)): absolute accuracy (2.3e-7 before)
-    assert _ulps(c, cdf)[x >= 0].max() <= 4
+    assert err.max() < 2.7e-7      # 1/2 + sign(x) (1/2 - Phi(-|x|)): absolute accuracy (2.9e-7 before)
+    assert _ulps(c, cdf)[x >= 0].max() <= 5         # 4.9 before
 
 
 def test_gelu_backward_with_and_without_phi(grid):
@@ -86,7 +86,7 @@ def test_special_values_in_every_piece():
     y2, c = fused.gelu_cdf(x)
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1.2e-38)   # subnormal results may flush to 0
-    np.testing.assert_allclose(c, sp.ndtr(x64), rtol=0, atol=2.5e-7)
+    np.testing.assert_allclose(c, sp.ndtr(x64), rtol=0, atol=2.7e-7)
     g = np.ones_like(x)
     d = fused.gelu_backward(g, x)
     finite = np.isfinite(x)
@@ -98,6 +98,16 @@ def test_special_values_in_every_piece():
     np.testing.assert_allclose(erf32.erfc(x), sp.erfc(x64), rtol=1e-6, atol=1e-45)
 
 
+def test_exact_at_zero():
+    """Phi(0) = 1/2 exactly (the continued fraction's constant is set for it), as PyTorch's: GELU'(+-0) = 0.5 and
+    GELU(x) = x / 2 for tiny x, bit for bit."""
+    z = np.array([0.0, -0.0], np.float32)
+    np.testing.assert_array_equal(fused.gelu_backward(np.ones(2, np.float32), z), [0.5, 0.5])
+    np.testing.assert_array_equal(fused.gelu_backward(np.ones(2, np.float32), z, fused.gelu_cdf(z)[1]), [0.5, 0.5])
+    tiny = np.array([1e-30, -1e-30, 1e-20, -3e-12], np.float32)
+    np.testing.assert_array_equal(erf32.gelu(tiny), tiny * np.float32(0.5))
+
+
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (3, 5)])
 def test_small_and_empty_shapes(shape):
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
@@ -105,5 +115,5 @@ def test_small_and_empty_shapes(shape):
     np.testing.assert_allclose(erf32.gelu(x), x64 * sp.ndtr(x64), rtol=2e-6, atol=1e-7)
     y, c = fused.gelu_cdf(x)
     assert y.shape == c.shape == shape
-    np.testing.assert_allclose(c, sp.ndtr(x64), atol=2.5e-7)
+    np.testing.assert_allclose(c, sp.ndtr(x64), atol=2.7e-7)
     assert fused.gelu_backward(np.ones_like(x), x).shape == shape
