@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .erf32 import _CHUNK, _PHI, _TWO_SQRT2, _horner
+from .erf32 import _CHUNK, _GK, _GK2, _HALF, _SIGN, _c, _fix_pos_inf, _gelu_core, _has_inf
 from .special import _lazy
 
 _ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import would slow coretorch's start-up)
@@ -185,68 +185,68 @@ def gru_cell_backward(dh, h_prev, act, dy=None, out=None, gh_out=None):
     return dgi, dgh, np.multiply(dh, z)
 
 
-def _gelu_grad32(x, g, out, a, t, u):
-    """g (Phi(x) + x phi(x)) on float32 pieces: Phi(-|x|) by erf32's GELU polynomial (one exp), phi(x) by a
-    second exp; Phi(x) = 1/2 + sign(x) (1/2 - Phi(-|x|)) keeps the negative side free of cancellation."""
-    np.abs(x, out=a)
-    np.add(a, _TWO_SQRT2, out=t)
-    np.divide(_TWO_SQRT2, t, out=t)              # t = 1 / (1 + z / 2), z = |x| / sqrt 2
-    p = _horner(t, _PHI, out)
-    np.multiply(x, x, out=u)
-    u *= _f32(-0.5)                               # -x^2 / 2
-    p += u
-    np.exp(p, out=p)
-    p *= t                                        # Phi(-|x|)
-    np.subtract(_f32(0.5), p, out=t)
-    np.copysign(t, x, out=t)
-    t += _f32(0.5)                                # Phi(x)
-    np.exp(u, out=u)
-    u *= x
-    u *= _f32(_INV_SQRT_2PI)                      # x phi(x)
-    u += t
-    np.multiply(u, g, out=out)
+_X_PHI = _c(_INV_SQRT_2PI)
 
 
-def _gelu_cdf32(x, y, cdf, a, t, u):
-    """GELU x Phi(x) as erf32's kernel computes it, and Phi(x) kept for the backward (three passes more)."""
-    np.abs(x, out=a)
-    np.add(a, _TWO_SQRT2, out=t)
-    np.divide(_TWO_SQRT2, t, out=t)
-    p = _horner(t, _PHI, y)
-    np.multiply(x, x, out=u)
-    u *= _f32(-0.5)
-    p += u
-    np.exp(p, out=p)
-    p *= t                                        # Phi(-|x|)
-    np.subtract(_f32(0.5), p, out=cdf)
-    np.copysign(cdf, x, out=cdf)
-    cdf += _f32(0.5)                              # Phi(x)
-    p *= a
-    np.add(x, a, out=u)                           # relu(x) = (x + |x|) / 2
-    u *= _f32(0.5)
-    np.subtract(u, p, out=y)
+def _cdf(x, p, cdf, s) -> None:
+    """cdf = Phi(x) = 1/2 + sign(x) (1/2 - p) from p = Phi(-|x|) (cdf may be p), the sign by bit operations (numpy's
+    copysign costs ~6 multiplies); s is scratch (may be p)."""
+    np.subtract(_HALF, p, out=cdf)
+    si = s.view(np.int32)
+    np.bitwise_and(x.view(np.int32), _SIGN, out=si)
+    ci = cdf.view(np.int32)
+    np.bitwise_or(ci, si, out=ci)                 # 1/2 - p >= 0: or-ing the sign bit negates it for x < 0
+    np.add(cdf, _HALF, out=cdf)
+
+
+def _gelu_grad32(x, g, out, v, t, e):
+    """g (Phi(x) + x phi(x)) on float32 pieces: Phi(-|x|) and exp(x^2 / 2) from erf32's GELU kernel (one exp for
+    both)."""
+    _gelu_core(x, out, v, t, e)
+    np.divide(_GK[0], t, out=t)                   # Phi(-|x|)
+    _cdf(x, t, t, v)                              # Phi(x)
+    np.divide(_X_PHI, e, out=e)
+    np.multiply(e, x, out=e)                      # x phi(x)
+    np.add(e, t, out=e)
+    np.multiply(e, g, out=out)
+
+
+def _gelu_cdf32(x, y, cdf, v, t):
+    """GELU x Phi(x) as erf32's kernel computes it (the same bits), and Phi(x) kept for the backward; the piece of
+    ``cdf`` is the core's exp buffer (two scratch pieces: five buffers stay in L2 where six did not)."""
+    _gelu_core(x, y, v, t, cdf)
+    inf = _has_inf(v)
+    np.divide(_GK2, t, out=t)                     # 2 Phi(-|x|)
+    np.multiply(t, _HALF, out=cdf)                # Phi(-|x|)
+    np.multiply(t, v, out=t)                      # |x| Phi(-|x|)
+    np.add(y, v, out=v)                           # relu(x)
+    np.subtract(v, t, out=y)
+    _cdf(x, cdf, cdf, t)                          # Phi(x)
+    if inf:
+        _fix_pos_inf(x, y)
+
+
+def _flat(a):
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def gelu_cdf(x):
     """(GELU(x), Phi(x)) of a float32 array: the forward of a GELU whose backward will follow."""
     y, cdf = np.empty(x.shape, _f32), np.empty(x.shape, _f32)
-    xf, yf, cf = np.ascontiguousarray(x).reshape(-1), y.reshape(-1), cdf.reshape(-1)
+    xf, yf, cf = _flat(x), y.reshape(-1), cdf.reshape(-1)
     n = xf.size
-    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
+    tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(2)]
     with np.errstate(all="ignore"):
         for lo in range(0, n, _CHUNK):
             hi = min(lo + _CHUNK, n)
             _gelu_cdf32(xf[lo:hi], yf[lo:hi], cf[lo:hi], *(tm[:hi - lo] for tm in tmps))
-        if n and not np.isfinite(xf).all():  # x Phi(x) at +-inf: inf and nan (as erf32.gelu)
-            y[x == np.inf] = np.inf
-            y[x == -np.inf] = np.nan
     return y, cdf
 
 
 def gelu_backward(g, x, cdf=None):
     """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype; with ``cdf``
     (Phi(x) from gelu_cdf) only phi's exp remains to compute."""
-    if cdf is not None:
+    if cdf is not None:   # seven whole-array passes: as fast as pieces here (fewer calls), ~tanh's cost
         with np.errstate(all="ignore"):
             r = np.multiply(x, x, out=np.empty(x.shape, x.dtype))  # an array also for a 0-d x (in place below)
             r *= _f32(-0.5)
@@ -256,9 +256,9 @@ def gelu_backward(g, x, cdf=None):
             r += cdf
             r *= g
         return r
-    if x.dtype == _f32 and g.dtype == _f32:
+    if x.dtype == _f32 and g.dtype == _f32 and x.shape == g.shape:
         out = np.empty(x.shape, _f32)
-        xf, gf, of = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(g).reshape(-1), out.reshape(-1)
+        xf, gf, of = _flat(x), _flat(g), out.reshape(-1)
         n = xf.size
         tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(3)]
         with np.errstate(all="ignore"):
