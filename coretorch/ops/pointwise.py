@@ -13,7 +13,7 @@ from ..autograd._zero import keep_graph as _keep_graph, not_implemented_graph as
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import align_devices, broadcast_shape, edge, sum_to
+from ._util import align_devices, bind_late, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
 builtins_abs = builtins.abs
@@ -703,9 +703,13 @@ from ._pointwise_unary import reciprocal, expm1, log1p, _zero_grad, floor, ceil,
 from ._pointwise_unary import logical_not, isnan, _bitwise_not, negative, fix, _rsub1, round  # noqa: E402, F401
 from ._pointwise_unary import bitwise_not, square  # noqa: E402, F401
 from ._pointwise_fill import lerp, masked_fill  # noqa: E402, F401  (they are built on the ops above)
+from . import _pointwise_fill, _pointwise_unary, _pointwise_where  # noqa: E402
 
 for _o in (WhereBackward0, where, ClampBackward1, clamp, ClampBackward0, _clamp_tensor, clamp_min, clamp_max,
            ClampMinBackward0, ClampMaxBackward0, _UnaryNode, _make_unary, _x, sign, _relu_bw, _zero_grad, _rsub1,
            round, bitwise_not, square):
     _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own functions)
 del _o
+for _m in (_pointwise_where, _pointwise_unary, _pointwise_fill):  # the names they call back (see their _LATE)
+    bind_late(_m, globals())
+del _m
