@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -474,9 +474,9 @@ RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw, to_save=_
 
 _add = _make_binary("add", AddBackward0, "arith")
 _sub = _make_binary("sub", SubBackward0, "arith")
-mul = _make_binary("mul", MulBackward0, "arith")
+mul: Any = _make_binary("mul", MulBackward0, "arith")  # (declared: modules that bind it late are checked first)
 _div = _make_binary("div", DivBackward0, "div")
-pow = _make_binary("pow", PowBackward0, "arith")
+pow: Any = _make_binary("pow", PowBackward0, "arith")
 maximum = _make_binary("maximum", MaximumBackward0, "arith")
 minimum = _make_binary("minimum", MinimumBackward0, "arith")
 remainder = _make_binary("remainder", RemainderBackward0, "arith")
