@@ -604,4 +604,4 @@ for _o in list(vars(_indexing_dim).values()):
     if callable(_o) and getattr(_o, "__module__", None) == _indexing_dim.__name__:
         _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own functions)
 del _o
-bind_late(_indexing_dim, globals())
+bind_late(_indexing_dim, globals())  # getitem and _embed, which it calls (see its _LATE)

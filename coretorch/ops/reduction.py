@@ -10,9 +10,8 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._out import write_out
 from ._util import bind_late, check_grad_dtype, edge, norm_dim, return_type
-
-from ._reduction_base import _axes, _bool, _expand_back, _f16, _f32, _f64, _i64, _recorded
-from ._reduction_base import _ReduceNode
+# the pieces shared with the var/std and norm families (a module below all three; the names stay importable here)
+from ._reduction_base import _ReduceNode, _axes, _bool, _expand_back, _f16, _f32, _f64, _i64, _recorded
 
 
 _RETURN_TYPES = {"max": return_type("max"), "min": return_type("min")}
