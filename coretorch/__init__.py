@@ -48,6 +48,7 @@ from .ops.scatter import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.decomp import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from . import random  # noqa: F401  (torch.random: seeds, states, fork_rng; ops.random does not import it)
 from .ops._gamma import _sample_dirichlet, _standard_gamma, _standard_gamma_grad  # noqa: F401
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)

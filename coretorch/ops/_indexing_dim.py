@@ -2,12 +2,19 @@
 masked_select (with their backward nodes); ``ops.indexing`` re-exports every name."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, host_all_below, norm_dim
-from .indexing import _bool, _embed, _i64, getitem
+
+if TYPE_CHECKING:
+    from .indexing import _embed, getitem
+# bound by ops.indexing (bind_late), which imports this module and re-exports its names (x[key] stays there)
+_LATE = ("_embed", "getitem")
+_i64, _bool = _dt.int64, _dt.bool_
 
 
 def _same_device(op, input: Tensor, *others) -> None:

@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._util import broadcast_shape
-from .pointwise import _bool, abs, add, lt, mul, sub, where
+
+if TYPE_CHECKING:
+    from .pointwise import abs, add, lt, mul, sub, where
+# bound by ops.pointwise (bind_late), which imports this module and re-exports lerp and masked_fill
+_LATE = ("abs", "add", "lt", "mul", "sub", "where")
+_bool = _dt.bool_
 
 
 def _lerp_check(input, end, weight) -> None:

@@ -2,7 +2,7 @@
 re-exports every name (it is the public module, and its binary ops' backward formulas call these)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -13,8 +13,15 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._pointwise_where import where
 from ._util import edge
-# this family sits on the binary ops (imported by ops.pointwise last, when these exist)
-from .pointwise import _PW, _bool, _creation, add, div, mul, ne, pow
+from . import creation as _creation
+
+if TYPE_CHECKING:
+    from .pointwise import add, div, mul, ne, pow
+# the binary ops: bound by ops.pointwise (bind_late), which imports this module (their backward formulas call the
+# ops here, so no module-level import of it: no import circle); plain globals, as fast as an import
+_LATE = ("add", "div", "mul", "ne", "pow")
+_PW = "coretorch.ops.pointwise"  # the public module of every name here
+_bool = _dt.bool_
 
 
 class _UnaryNode(Node):

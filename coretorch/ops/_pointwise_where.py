@@ -2,13 +2,20 @@
 name."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._util import align_devices, broadcast_shape, edge, sum_to
-# built on the binary ops (imported by ops.pointwise last, when these exist)
-from .pointwise import _bool, _cast_grads, _mixed, ge, gt, le, logical_and, logical_or, lt, maximum, minimum
+
+if TYPE_CHECKING:
+    from .pointwise import _cast_grads, _mixed, ge, gt, le, logical_and, logical_or, lt, maximum, minimum
+# built on the binary ops: bound by ops.pointwise (bind_late), which imports this module (their backward formulas
+# call where, so no module-level import of it: no import circle); plain globals, as fast as an import
+_LATE = ("_cast_grads", "_mixed", "ge", "gt", "le", "logical_and", "logical_or", "lt", "maximum", "minimum")
+_bool = _dt.bool_
 
 
 class WhereBackward0(Node):

@@ -2,6 +2,8 @@
 ``ops.reduction`` re-exports every name."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
@@ -10,7 +12,12 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._util import edge, norm_dim
 from .pointwise import abs as _abs, div, eq, exp, isnan, logical_or, mul, ne, pow, sign, sub, where
-from .reduction import _ReduceNode, _axes, _expand_back, _f16, _f32, _recorded, _reduced_shape, amax, amin, sum
+from ._reduction_base import _ReduceNode, _axes, _expand_back, _f16, _f32, _recorded, _reduced_shape
+
+if TYPE_CHECKING:
+    from .reduction import amax, amin, sum
+# bound by ops.reduction (bind_late), which imports this module and re-exports its names
+_LATE = ("amax", "amin", "sum")
 
 
 class LogsumexpBackward0(_ReduceNode):

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import builtins
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, no_grad as _no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._util import edge
-from .comparison import isfinite, isinf
+from .. import ops as _ops  # the package: comparison (isfinite, isinf) sits above the reductions
 from .indexing import narrow
 from .pointwise import div, eq, logical_and, logical_not, mul, sqrt, sub, where
-from .reduction import _axes, _expand_back, _f16, _f32, _f64, any, mean, sum
+from ._reduction_base import _axes, _expand_back, _f16, _f32, _f64
+
+if TYPE_CHECKING:
+    from .reduction import any, mean, sum
+# bound by ops.reduction (bind_late), which imports this module and re-exports its names
+_LATE = ("any", "mean", "sum")
 
 
 def _var_args(dim, unbiased, correction):
@@ -161,7 +167,7 @@ def _welford_mean(input: Tensor, dim, keepdim: bool, m: Tensor) -> Tensor:
         return m
     with no_grad():
         x = input.detach()
-        bad = logical_not(isfinite(x))
+        bad = logical_not(_ops.comparison.isfinite(x))
         if x._be.host_memory and not bool(any(bad).item()):  # (a free check in host memory: the common case)
             return m
         axes = _axes(dim, x.ndim, "var_mean")
@@ -170,7 +176,8 @@ def _welford_mean(input: Tensor, dim, keepdim: bool, m: Tensor) -> Tensor:
             last = narrow(last, a, x.shape[a] - 1, 1)
         last = last.to(m.dtype).reshape(tuple(m.shape))
         cnt = sum(bad, axes, keepdim)
-        fixed = where(eq(cnt, 0), m.detach(), where(logical_and(eq(cnt, 1), isinf(last)), last, float("nan")))
+        inf_last = logical_and(eq(cnt, 1), _ops.comparison.isinf(last))
+        fixed = where(eq(cnt, 0), m.detach(), where(inf_last, last, float("nan")))
     m._data = fixed._data  # (a fresh result: its node saved nothing)
     return m
 

@@ -8,6 +8,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor, _edge, _make
+from .. import ops as _ops  # the package (sum_to's graph path calls reduction/shape, which import this module)
 
 _bcast_cache: dict = {}
 
@@ -125,9 +126,9 @@ def sum_to(g: Tensor, shape: tuple) -> Tensor:
         if x.shape != shape:
             x = table.view(x, shape)
         return _make(x, g.dtype, table)
-    r = _reduction.sum(g, axes, keepdim=True) if axes else g
+    r = _ops.reduction.sum(g, axes, keepdim=True) if axes else g
     if r._data.shape != shape:
-        r = _shape.reshape(r, shape)
+        r = _ops.shape.reshape(r, shape)
     return r
 
 
@@ -190,6 +191,11 @@ def return_type(name: str, fields: tuple = ("values", "indices")):
     return cls
 
 
-# late imports: these modules import this one at their top
-from . import reduction as _reduction, shape as _shape  # noqa: E402
+def bind_late(module, namespace: dict) -> None:
+    """Bind the names of ``module._LATE`` that ``namespace`` holds (the globals of the module that defines them and
+    imports ``module``): how an op family calls a family above it (backward formulas, composites) or re-exports its
+    names with no module-level import circle; plain globals afterwards, so calls cost what a direct import does."""
+    for k in module._LATE:
+        if k in namespace:
+            setattr(module, k, namespace[k])
 

@@ -8,6 +8,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import creation as _creation, reduction as _R
 from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub, where
+from ._util import bind_late
 from .special import _check, _out
 
 __all__: list[str] = ["isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose", "allclose", "equal", "isin",
@@ -158,3 +159,6 @@ METHODS.update({
     "isclose": isclose, "allclose": allclose, "equal": equal, "is_nonzero": is_nonzero,
     "is_complex": is_complex,
 })
+
+
+bind_late(_R, globals())  # ops.reduction re-exports isfinite and isinf (it sits below this module)

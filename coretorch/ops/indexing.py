@@ -9,7 +9,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from ._overlap import assert_no_overlap, assert_no_partial_overlap
-from ._util import broadcast_shapes, edge, norm_dim, sum_to
+from ._util import bind_late, broadcast_shapes, edge, norm_dim, sum_to
 
 _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
@@ -604,3 +604,4 @@ for _o in list(vars(_indexing_dim).values()):
     if callable(_o) and getattr(_o, "__module__", None) == _indexing_dim.__name__:
         _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own functions)
 del _o
+bind_late(_indexing_dim, globals())  # getitem and _embed, which it calls (see its _LATE)

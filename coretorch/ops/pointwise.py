@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..autograd._zero import keep_graph as _keep_graph, not_implemented_graph as
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import align_devices, broadcast_shape, edge, sum_to
+from ._util import align_devices, bind_late, broadcast_shape, edge, sum_to
 
 _bool = _dt.bool_
 builtins_abs = builtins.abs
@@ -474,9 +474,9 @@ RemainderBackward0 = _binary_node("RemainderBackward0", _remainder_bw, to_save=_
 
 _add = _make_binary("add", AddBackward0, "arith")
 _sub = _make_binary("sub", SubBackward0, "arith")
-mul = _make_binary("mul", MulBackward0, "arith")
+mul: Any = _make_binary("mul", MulBackward0, "arith")  # (declared: modules that bind it late are checked first)
 _div = _make_binary("div", DivBackward0, "div")
-pow = _make_binary("pow", PowBackward0, "arith")
+pow: Any = _make_binary("pow", PowBackward0, "arith")
 maximum = _make_binary("maximum", MaximumBackward0, "arith")
 minimum = _make_binary("minimum", MinimumBackward0, "arith")
 remainder = _make_binary("remainder", RemainderBackward0, "arith")
@@ -703,9 +703,13 @@ from ._pointwise_unary import reciprocal, expm1, log1p, _zero_grad, floor, ceil,
 from ._pointwise_unary import logical_not, isnan, _bitwise_not, negative, fix, _rsub1, round  # noqa: E402, F401
 from ._pointwise_unary import bitwise_not, square  # noqa: E402, F401
 from ._pointwise_fill import lerp, masked_fill  # noqa: E402, F401  (they are built on the ops above)
+from . import _pointwise_fill, _pointwise_unary, _pointwise_where  # noqa: E402
 
 for _o in (WhereBackward0, where, ClampBackward1, clamp, ClampBackward0, _clamp_tensor, clamp_min, clamp_max,
            ClampMinBackward0, ClampMaxBackward0, _UnaryNode, _make_unary, _x, sign, _relu_bw, _zero_grad, _rsub1,
            round, bitwise_not, square):
     _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own functions)
 del _o
+for _m in (_pointwise_where, _pointwise_unary, _pointwise_fill):  # the names they call back (see their _LATE)
+    bind_late(_m, globals())
+del _m

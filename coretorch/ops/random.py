@@ -723,5 +723,3 @@ METHODS: dict = {  # Tensor.<name> -> function(self, ...), bound by coretorch._t
     "log_normal_": log_normal_, "cauchy_": cauchy_, "random_": random_, "bernoulli_": bernoulli_,
     "bernoulli": _bernoulli_method, "multinomial": _multinomial_method,
 }
-
-from .. import random as _random_module  # noqa: E402,F401  (coretorch.random, PyTorch's torch.random)

@@ -1,52 +1,21 @@
 """Reductions and scans: sum mean prod amax amin max min argmax argmin var std logsumexp norm all any cumsum."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_off
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._out import write_out
-from ._util import check_grad_dtype, edge, norm_dim, norm_dims, return_type
-
-_bool, _i64 = _dt.bool_, _dt.int64
-_f16, _f32, _f64 = _dt.float16, _dt.float32, _dt.float64
+from ._util import bind_late, check_grad_dtype, edge, norm_dim, return_type
+# the pieces shared with the var/std and norm families (a module below all three; the names stay importable here)
+from ._reduction_base import _ReduceNode, _axes, _bool, _expand_back, _f16, _f32, _f64, _i64, _recorded
 
 
 _RETURN_TYPES = {"max": return_type("max"), "min": return_type("min")}
 values_indices = _RETURN_TYPES["max"]  # (kept for importers)
-
-
-def _axes(dim, ndim: int, op: str):
-    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        return None
-    axes = norm_dims(dim, ndim, op)
-    return axes if ndim else None  # a 0-d tensor accepts dim 0/-1: it reduces over nothing
-
-
-def _reduced_shape(shape, axes, keepdim):
-    if axes is None:
-        return tuple(1 for _ in shape) if keepdim else ()
-    if keepdim:
-        return tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in axes)
-
-
-def _expand_back(g: Tensor, in_shape, axes, keepdim) -> Tensor:
-    """Broadcast a reduced gradient back to the input shape (differentiable)."""
-    if not (g._rg and _gs.enabled):  # plain backward: a broadcast view made by the kernels directly
-        table = g._be
-        gd = g._data if keepdim else table.view(g._data, _reduced_shape(in_shape, axes, True))
-        if gd is not None:
-            return _make(table.expand(gd, in_shape), g.dtype, table, base=g if g._base is None else g._base,
-                         version=g._vc)
-    if not keepdim:
-        g = _shape.reshape(g, _reduced_shape(in_shape, axes, True))
-    return _shape.expand(g, in_shape)
-
-
-class _ReduceNode(Node):
-    __slots__ = ("shape", "axes", "keepdim", "out")
 
 
 class SumBackward0(_ReduceNode):
@@ -146,17 +115,6 @@ def _reduce(op, kernel, node_cls, input: Tensor, dim, keepdim: bool, out_dtype=N
         return _recorded(node_cls(), input, out, dt, x.shape, axes, keepdim,
                          save_io=not issubclass(node_cls, SumBackward0))
     return _make(out, dt, table)
-
-
-def _recorded(node, input, out, dt, shape, axes, keepdim, save_io=True):
-    """Wrap a reduction's result as the output of ``node`` (saving input and output when its backward needs them)."""
-    node.shape, node.axes, node.keepdim = shape, axes, keepdim
-    node.next_functions = (edge(input),)
-    r = _make(out, dt, input._be, node)
-    if save_io:
-        node.save(input, r)  # the output too: an in-place change of it makes the backward raise, as PyTorch
-        node.out = r
-    return r
 
 
 def _bool_of(input: Tensor) -> Tensor:
@@ -543,12 +501,13 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
         return _make(out, dt, table, node)
     return _make(out, dt, table)
 
-from . import shape as _shape  # noqa: E402  (late import: shape imports this module's siblings)
 # late, module level: a function-level import costs ~10k instructions per call (the backward formulas)
 from .indexing import gather, narrow, scatter_add  # noqa: E402, F401  (narrow: also kept for importers)
 from .pointwise import abs as _abs, div, eq, exp, gt, isnan, logical_and, logical_not, logical_or, maximum, minimum, mul, ne, pow, sign, sqrt, sub, where  # noqa: E402,E501,F401
 from .shape import flip, squeeze, unsqueeze  # noqa: E402
-from .comparison import isfinite, isinf  # noqa: E402, F401
+if TYPE_CHECKING:
+    from .comparison import isfinite, isinf  # noqa: F401
+_LATE = ("isfinite", "isinf")  # kept for importers: bound by ops.comparison (bind_late), which imports this module
 
 MeanBackward1 = type("MeanBackward1", (MeanBackward0,), {"__slots__": ()})
 MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})
@@ -564,4 +523,5 @@ for _m in (_reduction_var, _reduction_norm):
     for _o in list(vars(_m).values()):
         if callable(_o) and getattr(_o, "__module__", None) == _m.__name__:
             _o.__module__ = __name__  # public here, as before the split (ops._export flattens each module's own)
+    bind_late(_m, globals())  # the reductions they call (see their _LATE)
 del _m, _o

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import types
 
-from .lr_scheduler import LRScheduler, _enable_get_lr_call, _format_param, _warn_get_lr_called_within_step
+from ._lr_base import LRScheduler, _enable_get_lr_call, _format_param, _warn_get_lr_called_within_step
 
 __all__ = ["CosineAnnealingWarmRestarts", "CyclicLR"]
 
