@@ -439,8 +439,8 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             t[op] = self._binary(op)
         from .nn_kernels import NNKernels
         t.update(NNKernels(self).table())
-        from . import dtypes, fused, fusion, linalg, optim, products, sampling, shaping, sorting, special  # families
-        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, fusion, optim):
+        from . import dtypes, fused, fusion, linalg, optim, products, sampling, shaping, sorting, special, vecmath
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, vecmath, fusion, optim):
             t.update(fam.kernels(self))
         self._rng_fill, self._rng_randint = t["rng_fill_"], t["rng_randint"]  # rand, randn, ... draw through them
         return t

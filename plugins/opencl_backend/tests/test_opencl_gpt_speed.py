@@ -1,0 +1,134 @@
+"""The opencl kernels tuned for issue 14's GPT training step, against numpy/scipy in float64, at sizes that hit
+every path (the vector body, the scalar tail, odd sizes, offsets into a buffer): vectorised GELU forward and
+backward and row softmax / log_softmax (coretorch_opencl/vecmath.py), the row-loop strided elementwise kernel
+("_4": attention's head split and merge), and the matmul paths of the attention products (batched, transposed and
+strided views read in place)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+import coretorch
+import coretorch.nn.functional as F
+
+_BE = coretorch._backend.backends().get("opencl")
+_REASON = "coretorch-opencl is not registered" if _BE is None else _BE.unavailable_reason()
+pytestmark = pytest.mark.skipif(_BE is None or not _BE.is_available(), reason=f"no OpenCL device: {_REASON}")
+
+
+def _t(a, **kw):
+    return coretorch.tensor(a, device="opencl", **kw)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 1001, 4099])
+def test_gelu_forward_backward_vector_and_tail(n):
+    rng = np.random.default_rng(n)
+    base = (rng.standard_normal(n + 3) * 3).astype(np.float32)
+    base[3:6][: max(0, min(3, n))] = np.array([0.0, -30.0, 1e-40], np.float32)[: max(0, min(3, n))]
+    x = _t(base)[3:].detach().requires_grad_(True)     # an offset into its buffer: no aligned start
+    g = (rng.standard_normal(n)).astype(np.float32)
+    y = F.gelu(x)
+    y.backward(_t(g))
+    xd = base[3:].astype(np.float64)
+    want = xd * ndtr(xd)
+    dwant = g * (ndtr(xd) + xd * np.exp(-xd * xd / 2) / np.sqrt(2 * np.pi))
+    np.testing.assert_allclose(y.detach().cpu().numpy(), want, rtol=2e-6, atol=1e-37)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), dwant, rtol=3e-6, atol=1e-7)
+
+
+def test_gelu_nan_inf_and_float64_unchanged():
+    x = _t(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0] * 3, np.float32))
+    # as PyTorch (and the cpu backend): gelu(-inf) is nan (-inf * 0)
+    np.testing.assert_array_equal(F.gelu(x).cpu().numpy(), np.array([np.nan, np.inf, np.nan, 0.0, 0.0] * 3, np.float32))
+    if _BE.device(0).fp64:
+        xd = np.linspace(-6, 6, 37)
+        np.testing.assert_allclose(F.gelu(_t(xd)).cpu().numpy(), xd * ndtr(xd), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 64), (37, 65), (5, 8), (2, 3, 13), (3, 255)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_vector_and_tail(shape, log):
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) * 4).astype(np.float32)
+    rows = a.reshape(-1, shape[-1])
+    rows[0, :] = -np.inf            # an all -inf row: NaN
+    rows[1, shape[-1] - 1] = np.nan  # NaN in the scalar tail (or the last vector)
+    if rows.shape[0] > 2:
+        rows[2, 0] = np.inf
+    ad = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = ad.max(-1, keepdims=True)
+        e = np.exp(ad - m)
+        want = ad - m - np.log(e.sum(-1, keepdims=True)) if log else e / e.sum(-1, keepdims=True)
+    got = (F.log_softmax if log else F.softmax)(_t(a), dim=-1).cpu().numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
+
+
+def test_softmax_other_dims_and_offsets_keep_their_paths():
+    a = np.random.default_rng(1).standard_normal((6, 40)).astype(np.float32)
+    x = _t(a)
+    for got, want in ((F.softmax(x, dim=0), np.exp(a) / np.exp(a).sum(0)),
+                      (F.softmax(x[1:], dim=1), np.exp(a[1:]) / np.exp(a[1:]).sum(1, keepdims=True)),
+                      (F.softmax(x.t(), dim=1), (np.exp(a) / np.exp(a).sum(0)).T)):
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,perm", [((3, 4, 9, 16), (0, 2, 1, 3)), ((2, 5, 3, 11), (1, 0, 2, 3)),
+                                        ((4, 6, 40), (1, 0, 2))])
+def test_strided_row_kernel_copy_and_binary(shape, perm):
+    rng = np.random.default_rng(len(shape))
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape).astype(np.float32)
+    x, y = _t(a).permute(perm), _t(b).permute(perm)
+    np.testing.assert_array_equal(x.contiguous().cpu().numpy(), a.transpose(perm))
+    np.testing.assert_array_equal((x * y).cpu().numpy(), a.transpose(perm) * b.transpose(perm))
+    out = _t(np.zeros(a.transpose(perm).shape, np.float32)).permute(np.argsort(perm).tolist())
+    out.copy_(_t(b))    # a strided destination
+    np.testing.assert_array_equal(out.permute(perm).contiguous().cpu().numpy().transpose(np.argsort(perm)), b)
+
+
+def _mm_check(a, b, got, dt):
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(a.shape[-1]) * max(1.0, np.abs(want).max()))
+
+
+def _dtypes():
+    return [np.float32] + ([np.float64] if _BE.device(0).fp64 else [])
+
+
+@pytest.mark.parametrize("dt", _dtypes())
+@pytest.mark.parametrize("t,h,d", [(64, 4, 32), (13, 3, 20), (9, 2, 37), (40, 5, 12)])
+def test_attention_products_on_head_views(dt, t, h, d):
+    """q @ k.T, p @ v and the backward's products on (B, H, T, D) views of one (B, T, 3 H D) array: two batch
+    dims that do not collapse, rows at the qkv pitch (read in place), k.T through the two-batch transposed copy;
+    sizes with a scalar row/column tail (T not a multiple of 6, D not of 16)."""
+    rng = np.random.default_rng(t * h + d)
+    bsz = 3
+    qkv = rng.standard_normal((bsz, t, 3 * h * d)).astype(dt)
+    x = _t(qkv)
+    q, k, v = (x[:, :, i * h * d:(i + 1) * h * d].view(bsz, t, h, d).transpose(1, 2) for i in range(3))
+    qn, kn, vn = (qkv[:, :, i * h * d:(i + 1) * h * d].reshape(bsz, t, h, d).transpose(0, 2, 1, 3) for i in range(3))
+    s = q @ k.transpose(-1, -2)
+    _mm_check(qn, kn.transpose(0, 1, 3, 2), s.cpu().numpy(), dt)
+    p = rng.standard_normal((bsz, h, t, t)).astype(dt)
+    _mm_check(p, vn, (_t(p) @ v).cpu().numpy(), dt)                          # B rows at the qkv pitch
+    _mm_check(p.transpose(0, 1, 3, 2), vn, (_t(p).transpose(-1, -2) @ v).cpu().numpy(), dt)   # A transposed
+    _mm_check(qn.transpose(0, 1, 3, 2), p[..., :d] if t >= d else qn,
+              (q.transpose(-1, -2) @ (_t(p)[..., :d] if t >= d else q)).cpu().numpy(), dt)
+    np.testing.assert_array_equal(k.transpose(-1, -2).contiguous().cpu().numpy(), kn.transpose(0, 1, 3, 2))
+
+
+@pytest.mark.parametrize("dt", _dtypes())
+@pytest.mark.parametrize("n,k,m", [(1024, 128, 65), (37, 300, 20), (13, 64, 33), (50, 40, 12), (7, 1024, 48)])
+def test_blocked_matmul_row_and_column_tails(dt, n, k, m):
+    """The 6 x 16 blocked kernel (float32 on AVX2-class CPUs) and its scalar column tail, NN, A transposed in
+    place (x.T @ g) and A's rows at a pitch (a column slice), against float64 numpy."""
+    rng = np.random.default_rng(n + k + m)
+    a = rng.standard_normal((n, k + 5)).astype(dt)
+    b = rng.standard_normal((k, m)).astype(dt)
+    _mm_check(a[:, :k], b, (_t(a)[:, :k] @ _t(b)).cpu().numpy(), dt)
+    at = np.ascontiguousarray(a[:, :k].T)
+    _mm_check(a[:, :k], b, (_t(at).t() @ _t(b)).cpu().numpy(), dt)
+    _mm_check(a[:, 5:], b, (_t(a)[:, 5:] @ _t(b)).cpu().numpy(), dt)
