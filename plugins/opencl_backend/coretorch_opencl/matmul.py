@@ -61,7 +61,7 @@ def vectors(dev, dt=np.float32) -> int:
     return 1
 
 
-def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1) -> str:
+def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = False) -> str:
     """The blocked kernel: RM rows x NV vectors of VW columns per work-item.  ``at``: A is read transposed in
     place (A[i, p] at ``p * lda + i``: a transposed contiguous array, ``x.T @ g`` in a weight gradient), so the RM
     values of a k step are adjacent (no copy); otherwise A's rows are ``lda`` apart (a column slice of a wider
@@ -69,7 +69,9 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1) -> str:
     ``ldc - m`` columns (``m`` here is the blocked width): RM rows of one column each, scalar, in the same launch
     (the plain kernel was a second launch, 30 us for a 128x128 @ 128x10 product's last 2 columns on PoCL).
     ``bz`` (the batch index) is split into two batch dims of strides (sab, sab2) / (sbb, sbb2) (``nb2`` the
-    inner one's size): the (B, H) of attention's views, which do not collapse into one."""
+    inner one's size): the (B, H) of attention's views, which do not collapse into one.  ``bias``: a vector of
+    ``ldc`` values added to every row as the results are stored (nn.Linear's x @ W.T + b in one launch; the same
+    float additions as a separate add)."""
     t = cg.stype(dt)
     v = f"{t}{vw}"
     cw = vw * nv
@@ -79,7 +81,8 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1) -> str:
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_fast(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                      long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k,",
-             "                      int m, int ldb, int ldc, int lda, int nb2, long sab2, long sbb2) {",
+             "                      int m, int ldb, int ldc, int lda, int nb2, long sab2, long sbb2"
+             + (f", __global const {t}* restrict bias, long bio) {{" if bias else ") {"),
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {rm - 1}) / {rm};"
              f" int nbj = m / {cw};",
              " int z0 = bz / nb2, z1 = bz - z0 * nb2;",
@@ -96,7 +99,9 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1) -> str:
     lines += [f"   s{i} += {a_at(i, 'p')} * bv;" for i in range(rm)]
     lines.append("  }")
     lines.append(f"  __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + col;")
-    lines += [f"  c[(long){i} * ldc] = s{i};" for i in range(rm)]
+    if bias:
+        lines.append(f"  const {t} bc0 = bias[bio + col];")
+    lines += [f"  c[(long){i} * ldc] = s{i}{' + bc0' if bias else ''};" for i in range(rm)]
     lines += ["  return;", " }",
               f" int per = {GROUP_M} * nbj; int grp = id / per; int first = grp * {GROUP_M};"
               f" int gs = min(nbi - first, {GROUP_M});",
@@ -122,7 +127,11 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1) -> str:
                                                                                   for j in range(nv)) + " }")
     lines.append(" }")
     lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {cw};")
-    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc + {j * vw}) = c{i}_{j};" for i in range(rm) for j in range(nv)]
+    if bias:
+        lines += [f" const ct_uv bb{j} = *(const __global ct_uv*)(bias + bio + bj * {cw} + {j * vw});"
+                  for j in range(nv)]
+    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc + {j * vw}) = c{i}_{j}{f' + bb{j}' if bias else ''};"
+              for i in range(rm) for j in range(nv)]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -200,16 +209,26 @@ __kernel void mm(__global {t}* o, long oo, long sob, long son, __global const {t
 """
 
 
-def matmul(kern, a, b):
+def matmul(kern, a, b, bias=None):
+    """a @ b (batched, any strides); ``bias`` (a contiguous vector of b's columns, 2-D products only) added to
+    every row: in the blocked kernel's stores, else by one row-broadcast add."""
+    out, added = _matmul(kern, a, b, bias)
+    if bias is not None and not added:
+        kern._inplace("add")(out, kern.expand(bias, out.shape))
+    return out
+
+
+def _matmul(kern, a, b, bias):
+    """-> (a @ b, whether ``bias`` was added)."""
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]
     m = b.shape[-1]
     out = kern._out(batch + (n, m), dt)
     if out.size == 0:
-        return out
+        return out, False
     if k == 0:
-        return kern._fill_into(out, 0)
+        return kern._fill_into(out, 0), False
     ocs = c_strides(batch + (n, m))
     for _ in range(2):
         _, ao, _, ast = _desc(a)
@@ -227,7 +246,7 @@ def matmul(kern, a, b):
     nb2, sab2, sbb2 = (bd[1], abst[1], bbst[1]) if len(bd) == 2 else (1, 0, 0)
     nb *= nb2
     if nb == 1 and n * m <= _SPLIT_MAX_OUT and k >= 4 * _SPLIT_CHUNK and dt.kind == "f":
-        return _split_k(kern, a, b, out, n, k, m)
+        return _split_k(kern, a, b, out, n, k, m), False
     ri, rj, kv = nt_blocking(dev, dt)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
@@ -256,7 +275,7 @@ def matmul(kern, a, b):
             STATS["launches"] += 1
             kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
                b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2)
-            return out
+            return out, False
     if vw > 8 and m < vw:
         vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
     if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:
@@ -278,17 +297,19 @@ def matmul(kern, a, b):
             b = kern.contiguous(b)
             _, bo, _, bst = _desc(b)
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
-        kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at), "mm_fast",
-                        lambda: fast_src(dt, rm, vw, at, nv), options="-cl-mad-enable")
+        biased = bias is not None and nb == 1
+        kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
+                        lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
         nbi = -(-n // rm)
         items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
         STATS["launches"] += 1
         kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2)
-        return out
+           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2,
+           *((bias.base_data, _desc(bias)[1]) if biased else ()))
+        return out, biased
     if nb2 > 1:   # two batch dims: only the blocked kernel reads them in place
-        return matmul(kern, kern.contiguous(a), kern.contiguous(b))
-    return _plain(kern, a, b, out, nb, ao, sab, ast, bo, sbb, bst)
+        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias)
+    return _plain(kern, a, b, out, nb, ao, sab, ast, bo, sbb, bst), False
 
 
 def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=None, bst=None):
@@ -307,6 +328,19 @@ def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=N
     kern.dev.launch(kn, total, [out.base_data, 0, n * m, m, a.base_data, ao, sab, ast[-2], ast[-1], b.base_data,
                                 bo, sbb, bst[-2], bst[-1], n, m, k, total])
     return out
+
+
+def linear(kern, x, w, b):
+    """x (N, in) @ w (out, in).T + b: nn.Linear's forward, the bias added in the product's stores."""
+    if b is not None and not kern.is_contiguous(b):
+        b = kern.contiguous(b)
+    return matmul(kern, x, kern.permute(w, (1, 0)), b)
+
+
+def linear_backward(kern, g, x, w, nx, nw, nb):
+    """(g @ w, g.T @ x, g summed over rows), each only where needed."""
+    return (matmul(kern, g, w) if nx else None, matmul(kern, kern.permute(g, (1, 0)), x) if nw else None,
+            kern._reduce_run("sum", g, (0,), False, g.dtype) if nb else None)
 
 
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,

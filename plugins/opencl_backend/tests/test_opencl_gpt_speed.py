@@ -132,3 +132,23 @@ def test_blocked_matmul_row_and_column_tails(dt, n, k, m):
     at = np.ascontiguousarray(a[:, :k].T)
     _mm_check(a[:, :k], b, (_t(at).t() @ _t(b)).cpu().numpy(), dt)
     _mm_check(a[:, 5:], b, (_t(a)[:, 5:] @ _t(b)).cpu().numpy(), dt)
+
+
+@pytest.mark.parametrize("dt", _dtypes() + [np.float16])
+@pytest.mark.parametrize("n,i,o", [(1024, 128, 65), (37, 20, 16), (9, 300, 7), (0, 5, 3), (4, 0, 6)])
+def test_linear_fused_bias_forward_backward(dt, n, i, o):
+    """nn.Linear through the opencl ``linear`` kernel (the bias added in the blocked kernel's stores, including its
+    scalar column tail; a separate add on the other paths) and ``linear_backward``, against float64 numpy."""
+    rng = np.random.default_rng(n + i + o)
+    xa, wa, ba = (rng.standard_normal(s).astype(dt) for s in ((n, i + 2), (o, i), (o,)))
+    x = _t(xa)[:, 1:i + 1].detach().requires_grad_(True)   # a column slice: rows at a pitch
+    w, b = _t(wa).requires_grad_(True), _t(ba).requires_grad_(True)
+    y = F.linear(x, w, b)
+    assert type(y.grad_fn).__name__ == "AddmmBackward0"
+    g = rng.standard_normal((n, o)).astype(dt)
+    y.backward(_t(g))
+    x64, w64, g64 = (v.astype(np.float64) for v in (xa[:, 1:i + 1], wa, g))
+    tol = {np.float16: 2e-2, np.float32: 1e-5, np.float64: 1e-12}[dt]
+    for got, want in ((y, x64 @ w64.T + ba), (x.grad, g64 @ w64), (w.grad, g64.T @ x64), (b.grad, g64.sum(0))):
+        np.testing.assert_allclose(got.detach().cpu().numpy().astype(np.float64), want, rtol=tol,
+                                   atol=tol * max(1.0, np.sqrt(max(n, i, 1))))
