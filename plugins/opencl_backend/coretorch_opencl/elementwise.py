@@ -56,7 +56,8 @@ class ElementwiseKernels(KernelMixin):
             return out
         dims, sts = _collapse(shape, [ost] + [d[3] for d in descs if d is not None])
         nd = len(dims)
-        if 2 <= nd <= 4 and n >= _EW2_MIN and dims[-1] >= 8 and n < 2 ** 31 and all(st[-1] == 1 for st in sts):
+        if 2 <= nd <= 4 and n >= _EW2_MIN and dims[-1] >= 8 and n < 2 ** 31 and self.dev.is_cpu and \
+                all(st[-1] == 1 for st in sts):   # (a row per work-item: CPUs; GPUs want one element each)
             self._ew4(pdt, kname, out, operands, descs, dims, sts)
             return out
         if nd <= 2 and n >= _EW2_MIN:
