@@ -93,7 +93,91 @@ __kernel void softmax_v(__global float* restrict o, __global const float* restri
   }}
 }}
 """)
+    out.append(_layer_norm_src(vw, ld, lambda v: lane_fold(lambda a, b: f"({a} + {b})", v)))
     return "".join(out)
+
+
+def _layer_norm_src(vw: int, ld: str, lanesum) -> str:
+    """layer_norm_v / layer_norm_bwd_x_v: fused.py's layer_norm / layer_norm_bwd_x (same arguments, one work-item
+    per row) with VW lanes along the row (the row sums are taken in VW partial sums, then their lanes)."""
+    st = "*(__global ct_fv*)"
+    return f"""
+__kernel void layer_norm_v(__global float* y, __global float* mean, __global float* rstd, __global const float* x,
+                           long xo, __global const float* w, long wo, __global const float* b, long bo, int hasw,
+                           int hasb, long rows, long D, float eps) {{
+  long r = get_global_id(0); if (r >= rows) return;
+  const __global float* xr = x + xo + r * D; __global float* yr = y + r * D;
+  const long nv = D / {vw} * {vw};
+  ct_fv sv = (ct_fv)(0.0f);
+  for (long j = 0; j < nv; j += {vw}) sv += {ld}(xr + j);
+  float s = {lanesum("sv")};
+  for (long j = nv; j < D; ++j) s += xr[j];
+  const float m = s / (float)D;
+  ct_fv qv = (ct_fv)(0.0f);
+  for (long j = 0; j < nv; j += {vw}) {{ ct_fv d = {ld}(xr + j) - m; qv += d * d; }}
+  float q = {lanesum("qv")};
+  for (long j = nv; j < D; ++j) {{ float d = xr[j] - m; q += d * d; }}
+  const float rs = 1.0f / sqrt(q / (float)D + eps);
+  for (long j = 0; j < nv; j += {vw}) {{
+    ct_fv v = ({ld}(xr + j) - m) * rs;
+    if (hasw) v *= {ld}(w + wo + j);
+    if (hasb) v += {ld}(b + bo + j);
+    {st}(yr + j) = v;
+  }}
+  for (long j = nv; j < D; ++j) {{
+    float v = (xr[j] - m) * rs;
+    if (hasw) v *= w[wo + j];
+    if (hasb) v += b[bo + j];
+    yr[j] = v;
+  }}
+  mean[r] = m;
+  rstd[r] = rs;
+}}
+
+__kernel void layer_norm_bwd_x_v(__global float* gx, __global const float* g, long go, __global const float* x,
+                                 long xo, __global const float* mean, long mo, __global const float* rstd, long ro,
+                                 __global const float* w, long wo, int hasw, long rows, long D) {{
+  long r = get_global_id(0); if (r >= rows) return;
+  const float m = mean[mo + r], rs = rstd[ro + r];
+  const __global float* gr = g + go + r * D; const __global float* xr = x + xo + r * D;
+  __global float* o = gx + r * D;
+  const long nv = D / {vw} * {vw};
+  ct_fv av = (ct_fv)(0.0f), cv = (ct_fv)(0.0f);
+  for (long j = 0; j < nv; j += {vw}) {{
+    ct_fv gh = {ld}(gr + j);
+    if (hasw) gh *= {ld}(w + wo + j);
+    av += gh; cv += gh * ({ld}(xr + j) - m) * rs;
+  }}
+  float a = {lanesum("av")}, c = {lanesum("cv")};
+  for (long j = nv; j < D; ++j) {{
+    float gh = gr[j];
+    if (hasw) gh *= w[wo + j];
+    a += gh; c += gh * (xr[j] - m) * rs;
+  }}
+  a /= (float)D; c /= (float)D;
+  for (long j = 0; j < nv; j += {vw}) {{
+    ct_fv gh = {ld}(gr + j);
+    if (hasw) gh *= {ld}(w + wo + j);
+    {st}(o + j) = (gh - a - ({ld}(xr + j) - m) * rs * c) * rs;
+  }}
+  for (long j = nv; j < D; ++j) {{
+    float gh = gr[j];
+    if (hasw) gh *= w[wo + j];
+    o[j] = (gh - a - (xr[j] - m) * rs * c) * rs;
+  }}
+}}
+"""
+
+
+def row_kernel(dev, name: str, dt, D: int):
+    """The vector form of fused.py's row kernel ``name`` (layer_norm, layer_norm_bwd_x) for float32 rows of D >= VW
+    on CPU devices, else None (the scalar kernel)."""
+    if dt != _F32 or not dev.is_cpu:
+        return None
+    vw = vector_width(dev)
+    if D < vw:
+        return None
+    return dev.kernel(("vecmath", vw), name + "_v", lambda: _src(vw), options="-cl-mad-enable")
 
 
 def vector_width(dev) -> int:

@@ -200,3 +200,29 @@ def test_adam_vector_kernel_matches_cpu(opt, kw):
         got.append(p.detach().cpu().numpy())
     np.testing.assert_allclose(got[1], got[0], rtol=2e-6, atol=1e-7)
     assert not np.array_equal(got[1], p0)
+
+
+@pytest.mark.parametrize("d,affine", [(128, True), (13, True), (8, False), (5, True)])
+def test_layer_norm_vector_rows_forward_backward(d, affine):
+    """F.layer_norm forward and input/weight/bias gradients through the row kernels' vector form (D >= VW: the
+    vector body and a scalar tail; D < VW: the scalar kernel), against float64 numpy."""
+    rng = np.random.default_rng(d)
+    xa = (rng.standard_normal((2, 7, d)) * 3 + 1).astype(np.float32)
+    wa, ba = rng.standard_normal(d).astype(np.float32), rng.standard_normal(d).astype(np.float32)
+    ga = rng.standard_normal((2, 7, d)).astype(np.float32)
+    x = _t(xa).requires_grad_(True)
+    w, b = (_t(wa).requires_grad_(True), _t(ba).requires_grad_(True)) if affine else (None, None)
+    y = F.layer_norm(x, (d,), w, b, eps=1e-5)
+    y.backward(_t(ga))
+    x64, g64 = xa.astype(np.float64), ga.astype(np.float64)
+    mu = x64.mean(-1, keepdims=True)
+    rs = 1 / np.sqrt(((x64 - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    xh = (x64 - mu) * rs
+    w64 = wa.astype(np.float64) if affine else np.ones(d)
+    gh = g64 * w64
+    gx = rs * (gh - gh.mean(-1, keepdims=True) - xh * (gh * xh).mean(-1, keepdims=True))
+    np.testing.assert_allclose(y.detach().cpu().numpy(), xh * w64 + (ba if affine else 0), rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), gx, rtol=1e-4, atol=5e-5)
+    if affine:
+        np.testing.assert_allclose(w.grad.cpu().numpy(), (g64 * xh).sum((0, 1)), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(b.grad.cpu().numpy(), g64.sum((0, 1)), rtol=1e-5, atol=1e-5)
