@@ -220,7 +220,7 @@ __kernel void gru_cell_bwd(__global {t}* dgi, long dgio, __global {t}* dgh, long
 
 def kernels(k) -> dict:
     """The fused kernels of one device; ``k`` is the device's kernel set (backend._Kernels)."""
-    from .vecmath import row_kernel   # (vecmath builds on this module's kernels: imported here, not at the top)
+    from .vecmath import row_items, row_kernel   # (vecmath imports this module: here, not at the top)
     dev = k.dev
 
     def kernel(dt, name):
@@ -272,7 +272,8 @@ def kernels(k) -> dict:
             gb = k._out(wshape, dt) if need_b else None
             if rows * D:
                 first = (gw if need_w else gb).base_data
-                dev.launch(kernel(dt, "layer_norm_bwd_wb"), D, [
+                kn = row_kernel(dev, "layer_norm_bwd_wb", dt, D)
+                dev.launch(kn or kernel(dt, "layer_norm_bwd_wb"), D if kn is None else row_items(dev, D), [
                     gw.base_data if need_w else first, gb.base_data if need_b else first, g.base_data, off(g),
                     x.base_data, off(x), mean.base_data, off(mean), rstd.base_data, off(rstd), int(need_w),
                     int(need_b), rows, D])

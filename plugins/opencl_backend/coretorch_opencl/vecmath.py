@@ -99,7 +99,9 @@ __kernel void softmax_v(__global float* restrict o, __global const float* restri
 
 def _layer_norm_src(vw: int, ld: str, lanesum) -> str:
     """layer_norm_v / layer_norm_bwd_x_v: fused.py's layer_norm / layer_norm_bwd_x (same arguments, one work-item
-    per row) with VW lanes along the row (the row sums are taken in VW partial sums, then their lanes)."""
+    per row) with VW lanes along the row (the row sums are taken in VW partial sums, then their lanes);
+    layer_norm_bwd_wb_v: the weight and bias gradients, VW adjacent columns per work-item (D // VW + D % VW
+    work-items, see ``row_items``)."""
     st = "*(__global ct_fv*)"
     return f"""
 __kernel void layer_norm_v(__global float* y, __global float* mean, __global float* rstd, __global const float* x,
@@ -166,12 +168,45 @@ __kernel void layer_norm_bwd_x_v(__global float* gx, __global const float* g, lo
     o[j] = (gh - a - (xr[j] - m) * rs * c) * rs;
   }}
 }}
+
+__kernel void layer_norm_bwd_wb_v(__global float* gw, __global float* gb, __global const float* g, long go,
+                                  __global const float* x, long xo, __global const float* mean, long mo,
+                                  __global const float* rstd, long ro, int needw, int needb, long rows, long D) {{
+  long id = get_global_id(0); long nj = D / {vw};
+  if (id < nj) {{   /* VW adjacent columns, each summed over the rows in order as the scalar kernel */
+    const long j = id * {vw};
+    ct_fv sw = (ct_fv)(0.0f), sb = (ct_fv)(0.0f);
+    for (long r = 0; r < rows; ++r) {{
+      ct_fv gv = {ld}(g + go + r * D + j);
+      sb += gv;
+      if (needw) sw += gv * ({ld}(x + xo + r * D + j) - mean[mo + r]) * rstd[ro + r];
+    }}
+    if (needw) {st}(gw + j) = sw;
+    if (needb) {st}(gb + j) = sb;
+    return;
+  }}
+  const long j = nj * {vw} + (id - nj); if (j >= D) return;
+  float sw = 0, sb = 0;
+  for (long r = 0; r < rows; ++r) {{
+    float gv = g[go + r * D + j];
+    sb += gv;
+    if (needw) sw += gv * (x[xo + r * D + j] - mean[mo + r]) * rstd[ro + r];
+  }}
+  if (needw) gw[j] = sw;
+  if (needb) gb[j] = sb;
+}}
 """
 
 
+def row_items(dev, D: int) -> int:
+    """Work-items of layer_norm_bwd_wb_v over D columns."""
+    vw = vector_width(dev)
+    return D // vw + D % vw
+
+
 def row_kernel(dev, name: str, dt, D: int):
-    """The vector form of fused.py's row kernel ``name`` (layer_norm, layer_norm_bwd_x) for float32 rows of D >= VW
-    on CPU devices, else None (the scalar kernel)."""
+    """The vector form of fused.py's row kernel ``name`` (layer_norm, layer_norm_bwd_x, layer_norm_bwd_wb) for
+    float32 rows of D >= VW on CPU devices, else None (the scalar kernel)."""
     if dt != _F32 or not dev.is_cpu:
         return None
     vw = vector_width(dev)
