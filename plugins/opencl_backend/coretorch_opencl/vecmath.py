@@ -292,7 +292,8 @@ VECTOR_EW = frozenset({"b_add", "b_sub", "b_mul", "b_div", "b_add_sc", "b_sub_sc
 
 def ew_src(kname: str, expr: str, operands, vw: int) -> str:
     """The "_v" variant of a contiguous float32 elementwise kernel (the "_c" kernel's arguments): VW elements per
-    work-item as ``ct_fv`` vectors (scalar operands broadcast), the last ``n % VW`` by scalar work-items."""
+    work-item as ``ct_fv`` vectors (scalar operands broadcast; the program defines ``ct_fv``), the last ``n % VW`` by
+    scalar work-items."""
     args = ["__global float* o", "long oo"]   # (no restrict: x += y writes o = p0)
     vec, sca = [], []
     for j, (_, scalar) in enumerate(operands):
@@ -302,8 +303,7 @@ def ew_src(kname: str, expr: str, operands, vw: int) -> str:
         args += [f"__global const float* p{j}", f"long po{j}"]
         vec.append(f"const ct_fv a{j} = *(const __global ct_fv*)(p{j} + po{j} + g);")
         sca.append(f"const float a{j} = p{j}[po{j} + g];")
-    return (f"typedef float __attribute__((ext_vector_type({vw}), aligned(4))) ct_fv;\n"
-            f"__kernel void {kname}_v({', '.join(args)}, long n) {{\n"
+    return (f"__kernel void {kname}_v({', '.join(args)}, long n) {{\n"
             f"  long id = get_global_id(0); long nv = n / {vw};\n"
             f"  if (id < nv) {{ long g = id * {vw}; {' '.join(vec)} *(__global ct_fv*)(o + oo + g) = (ct_fv)({expr});"
             " return; }\n"
@@ -311,12 +311,13 @@ def ew_src(kname: str, expr: str, operands, vw: int) -> str:
 
 
 def run_ew(k, kname: str, args: list, n: int) -> None:
-    """Launch the "_v" kernel of ``kname`` (in VECTOR_EW) with the "_c" kernel's arguments ``args``."""
+    """Launch the "_v" kernel of ``kname`` (in VECTOR_EW) with the "_c" kernel's arguments ``args`` (all of them one
+    program: one build)."""
     dev = k.dev
     vw = vector_width(dev)
 
     def src():
-        _, expr, _, operands, _ = next(sp for sp in k._ew_specs(_F32) if sp[0] == kname)
-        return ew_src(kname, expr, operands, vw)
+        return f"typedef float __attribute__((ext_vector_type({vw}), aligned(4))) ct_fv;\n" + "".join(
+            ew_src(name, expr, operands, vw) for name, expr, _, operands, _ in k._ew_specs(_F32) if name in VECTOR_EW)
     nv = n // vw
-    dev.launch(dev.kernel(("vew", kname, vw), kname + "_v", src), nv + (n - nv * vw), args)
+    dev.launch(dev.kernel(("vew", vw), kname + "_v", src), nv + (n - nv * vw), args)
