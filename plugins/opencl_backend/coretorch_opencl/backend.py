@@ -25,6 +25,7 @@ from .device import STATS, Device, c_strides, cl, cla, discover
 from .elementwise import ElementwiseKernels
 from .layout import _collapse, _desc, _expand_strides, _is_c, _nocopy_strides, _numel, _pad  # noqa: F401
 from .reductions import ReductionKernels
+from .vecmath import index_add_rows
 
 
 class OpenCLBackend:
@@ -360,6 +361,8 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             s = self._reduce_run("sum", src, None, False, src.dtype)
             self._inplace("add")(out, s)
             return out
+        if dim == 0 and index_add_rows(self, out, index, src):
+            return out   # rows of a float32 matrix (the embedding's gradient): in index order, no atomics
         _, _, os_, ost = _desc(out)
         plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
         istr = tuple(_desc(index)[3][0] if d == dim else 0 for d in range(x.ndim))

@@ -226,3 +226,25 @@ def test_layer_norm_vector_rows_forward_backward(d, affine):
     if affine:
         np.testing.assert_allclose(w.grad.cpu().numpy(), (g64 * xh).sum((0, 1)), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(b.grad.cpu().numpy(), g64.sum((0, 1)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("v,n,d,idt", [(65, 1024, 128, np.int64), (7, 50, 13, np.int32), (5, 9, 3, np.int64),
+                                       (4, 0, 16, np.int64)])
+def test_index_add_rows_in_index_order(v, n, d, idt):
+    """index_add over dim 0 of a float32 matrix (the embedding's gradient) through the row kernel: VW columns per
+    work-item and a scalar tail, repeated indices, int32 and int64 indices, no rows; the rows are added in index
+    order, so the result is numpy's add.at in float32 bit for bit."""
+    rng = np.random.default_rng(v + n + d)
+    idx = rng.integers(0, v, n).astype(idt)
+    src = rng.standard_normal((n, d)).astype(np.float32)
+    base = rng.standard_normal((v, d)).astype(np.float32)
+    want = base.copy()
+    np.add.at(want, idx, src)
+    got = _t(base).index_add(0, _t(idx), _t(src))
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
+    emb = coretorch.nn.Embedding(v, d).to("opencl")
+    if n:
+        emb(_t(idx.astype(np.int64))).backward(_t(src))
+        want = np.zeros((v, d), np.float32)
+        np.add.at(want, idx, src)
+        np.testing.assert_array_equal(emb.weight.grad.cpu().numpy(), want)
