@@ -1,13 +1,14 @@
-"""GELU forward and backward, and softmax / log_softmax over short rows, for contiguous float32 on CPU devices,
-written with explicit vector types (VW elements per work-item): the kernels issue 14's GPT step spent most of its
-elementwise time in (GELU a quarter of the opencl step's kernel time, the attention softmax another 6%).
+"""Kernels for contiguous float32 on CPU devices written with explicit vector types (VW elements per work-item, VW
+the device's preferred float width): GELU forward and backward, softmax / log_softmax over short rows, layer norm
+forward and backward, the plain elementwise arithmetic of the generic table (``VECTOR_EW``), and index_add of rows
+(the embedding's gradient, without atomics): the kernels issue 14's GPT step spent most of its non-matmul time in.
 
 Why: PoCL's work-group vectoriser leaves these kernels scalar (measured on the 2-core PoCL 3.0 znver3 device, 524k
-float32, one compute unit, CPU ms: ``exp`` scalar kernel 3.7, the same over ``float8`` 0.43; GELU forward 12.5,
-backward ~13; softmax_rows over 16x4x64x64, two builtin exps per element, 4.5; vectorised 1.7, 1.9 and 0.5).  The
-helpers are fastmath's float ones with ``float`` read as the vector type (the ternaries become
-lane selects, ``exp`` the vector builtin), so the values are fastmath's, lane for lane.  The last ``n % VW``
-elements are done by the same launch's last work-items with the scalar helpers.
+float32, one compute unit, CPU ms: ``exp`` scalar kernel 3.7, the same over ``float8`` 0.43; an add 0.77 against
+0.17-0.20; GELU forward 12.5 -> 1.7, backward ~13 -> 1.9; softmax_rows over 16x4x64x64, two builtin exps per
+element, 4.5 -> 0.5).  The GELU helpers are fastmath's float ones with ``float`` read as the vector type (the
+ternaries become lane selects, ``exp`` the vector builtin), so the values are fastmath's, lane for lane.  The last
+``n % VW`` elements are done by the same launch's last work-items with the scalar code.
 """
 from __future__ import annotations
 
