@@ -99,11 +99,12 @@ def _dtypes():
 
 
 @pytest.mark.parametrize("dt", _dtypes())
-@pytest.mark.parametrize("t,h,d", [(64, 4, 32), (13, 3, 20), (9, 2, 37), (40, 5, 12)])
+@pytest.mark.parametrize("t,h,d", [(64, 4, 32), (13, 3, 20), (9, 2, 37), (40, 5, 12), (15, 2, 150)])
 def test_attention_products_on_head_views(dt, t, h, d):
     """q @ k.T, p @ v and the backward's products on (B, H, T, D) views of one (B, T, 3 H D) array: two batch
     dims that do not collapse, rows at the qkv pitch (read in place), k.T through the two-batch transposed copy;
-    sizes with a scalar row/column tail (T not a multiple of 6, D not of 16)."""
+    sizes with a scalar row/column tail (T not a multiple of 6, D not of 16); T = 15, D = 150: q @ k.T through the
+    A @ B.T kernel (narrow m, long k) with the two batch dims."""
     rng = np.random.default_rng(t * h + d)
     bsz = 3
     qkv = rng.standard_normal((bsz, t, 3 * h * d)).astype(dt)
