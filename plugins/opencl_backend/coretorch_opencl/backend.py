@@ -25,6 +25,7 @@ from .device import STATS, Device, c_strides, cl, cla, discover
 from .elementwise import ElementwiseKernels
 from .layout import _collapse, _desc, _expand_strides, _is_c, _nocopy_strides, _numel, _pad  # noqa: F401
 from .reductions import ReductionKernels
+from .vecmath import index_add_rows
 
 
 class OpenCLBackend:
@@ -360,6 +361,8 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             s = self._reduce_run("sum", src, None, False, src.dtype)
             self._inplace("add")(out, s)
             return out
+        if dim == 0 and index_add_rows(self, out, index, src):
+            return out   # rows of a float32 matrix (the embedding's gradient): in index order, no atomics
         _, _, os_, ost = _desc(out)
         plain = tuple(0 if d == dim else ost[d] for d in range(x.ndim))
         istr = tuple(_desc(index)[3][0] if d == dim else 0 for d in range(x.ndim))
@@ -439,9 +442,10 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             t[op] = self._binary(op)
         from .nn_kernels import NNKernels
         t.update(NNKernels(self).table())
-        from . import dtypes, fused, fusion, linalg, optim, products, sampling, shaping, sorting, special  # families
+        from . import dtypes, fused, fusion, linalg, optim, products, sampling, shaping, sorting, special, vecmath
         from . import out_kernels
-        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, fusion, optim, out_kernels):
+        for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, vecmath, fusion, optim,
+                    out_kernels):
             t.update(fam.kernels(self))
         self._rng_fill, self._rng_randint = t["rng_fill_"], t["rng_randint"]  # rand, randn, ... draw through them
         return t

@@ -45,16 +45,18 @@ _NOT_WRITABLE = ("unsupported operation: more than one element of the written-to
 # ---------------------------------------------------------------------------------------------
 # layout helpers (element units)
 # ---------------------------------------------------------------------------------------------
-def _transpose8_src(t: str, isz: int) -> str:
+def _transpose8_src(t: str, isz: int, two: bool = False) -> str:
+    """8x8 register blocks of a (batched) transpose; ``two``: two batch dims of their own strides (attention's
+    (B, H) views: k.T of a head split), the flat batch index split by one division per block."""
     lanes = "s01234567"[1:]
     loads = "\n".join(f"  const v8 r{r} = *(const __global v8*)(x + xb + (long)(j0 + {r}) * sj);" for r in range(8))
     stores = "\n".join(f"  *(__global v8*)(o + ob + (long)(i0 + {a}) * B) = (v8)(" +
                         ", ".join(f"r{r}.s{lanes[a]}" for r in range(8)) + ");" for a in range(8))
     return f"""typedef {t} __attribute__((ext_vector_type(8), aligned({isz}))) v8;
 __kernel void transpose8(__global {t}* restrict o, long zo, __global const {t}* restrict x, long xo, long zx, long sj,
-                         int A, int B) {{
+                         int A, int B{", int nz1, long zx1" if two else ""}) {{
   const int i0 = get_global_id(0) * 8, j0 = get_global_id(1) * 8, z = get_global_id(2);
-  const long xb = xo + z * zx + i0, ob = z * zo + j0;
+  const long xb = xo + {"(z / nz1) * zx + (z % nz1) * zx1" if two else "z * zx"} + i0, ob = z * zo + j0;
   if (i0 + 8 > A || j0 + 8 > B) {{   // an edge block: element by element
     for (int a = 0; a < 8 && i0 + a < A; ++a)
       for (int b = 0; b < 8 && j0 + b < B; ++b) o[ob + (long)(i0 + a) * B + b] = x[xb + a + (long)(j0 + b) * sj];

@@ -220,6 +220,7 @@ __kernel void gru_cell_bwd(__global {t}* dgi, long dgio, __global {t}* dgh, long
 
 def kernels(k) -> dict:
     """The fused kernels of one device; ``k`` is the device's kernel set (backend._Kernels)."""
+    from .vecmath import row_items, row_kernel   # (vecmath imports this module: here, not at the top)
     dev = k.dev
 
     def kernel(dt, name):
@@ -246,9 +247,9 @@ def kernels(k) -> dict:
         b = contig(b) if b is not None else None
         wb, wo = (w.base_data, off(w)) if w is not None else (x.base_data, 0)
         bb, bo = (b.base_data, off(b)) if b is not None else (x.base_data, 0)
-        dev.launch(kernel(dt, "layer_norm"), rows, [y.base_data, mean.base_data, rstd.base_data, x.base_data,
-                                                    off(x), wb, wo, bb, bo, int(w is not None),
-                                                    int(b is not None), rows, D, eps])
+        kn = row_kernel(dev, "layer_norm", dt, D) or kernel(dt, "layer_norm")
+        dev.launch(kn, rows, [y.base_data, mean.base_data, rstd.base_data, x.base_data, off(x), wb, wo, bb, bo,
+                              int(w is not None), int(b is not None), rows, D, eps])
         return y, mean, rstd
 
     def layer_norm_backward(g, x, mean, rstd, w, nk, need_x, need_w, need_b):
@@ -263,16 +264,16 @@ def kernels(k) -> dict:
             if rows * D:
                 wc = contig(w) if w is not None else None
                 wb, wo = (wc.base_data, off(wc)) if wc is not None else (x.base_data, 0)
-                dev.launch(kernel(dt, "layer_norm_bwd_x"), rows, [gx.base_data, g.base_data, off(g), x.base_data,
-                                                                  off(x), mean.base_data, off(mean),
-                                                                  rstd.base_data, off(rstd), wb, wo,
-                                                                  int(wc is not None), rows, D])
+                kn = row_kernel(dev, "layer_norm_bwd_x", dt, D) or kernel(dt, "layer_norm_bwd_x")
+                dev.launch(kn, rows, [gx.base_data, g.base_data, off(g), x.base_data, off(x), mean.base_data,
+                                      off(mean), rstd.base_data, off(rstd), wb, wo, int(wc is not None), rows, D])
         if need_w or need_b:
             gw = k._out(wshape, dt) if need_w else None
             gb = k._out(wshape, dt) if need_b else None
             if rows * D:
                 first = (gw if need_w else gb).base_data
-                dev.launch(kernel(dt, "layer_norm_bwd_wb"), D, [
+                kn = row_kernel(dev, "layer_norm_bwd_wb", dt, D)
+                dev.launch(kn or kernel(dt, "layer_norm_bwd_wb"), D if kn is None else row_items(dev, D), [
                     gw.base_data if need_w else first, gb.base_data if need_b else first, g.base_data, off(g),
                     x.base_data, off(x), mean.base_data, off(mean), rstd.base_data, off(rstd), int(need_w),
                     int(need_b), rows, D])

@@ -17,11 +17,15 @@ addressed from one pointer (16 row pointers spilled: 38 vs 56 GFLOP/s in the sam
 
 Blocking from device properties: for float32, CPUs that report a preferred float vector width of 16 (AVX-512: 32
 vector registers hold 16 accumulators) get 16 x 16 (8 rows where that leaves fewer than 128 work-items per compute
-unit; VW = 8 for m < 16), others 8 x 8; float64 gets 8 rows (16 spilled: 20 vs 26 GFLOP/s); GPUs get 4 x 4 blocks and a
-256-wide work-group (untested: no GPU was available).  Work-items are ordered in groups of GROUP_M row blocks
+unit; VW = 8 for m < 16), others (AVX2: 16 vector registers) 6 rows x 2 vectors of 8 (see ``vectors``);
+float64 gets 8 rows (16 spilled: 20 vs 26 GFLOP/s); GPUs get 4 x 4 blocks and a 256-wide work-group
+(untested: no GPU was available).  Work-items are ordered in groups of GROUP_M row blocks
 (a column of GROUP_M row blocks sweeps all column blocks before the next group) so the A rows in use stay in
 cache.  Rows past ``n`` need no plain kernel: the last row block shifts up to end at row ``n`` and recomputes
-a few rows, bit-identically; RM halves (down to 4) for products with fewer rows.
+a few rows, bit-identically; RM halves (down to 4) for products with fewer rows.  Batched products whose batch
+dims do not collapse into one (attention's (B, H) head views of a (B, T, 3 H D) array) run as two batch dims of
+their own strides in the blocked kernel, A's and B's rows read in place at any pitch (no copies of q and v; k.T
+is one batched 8x8-block transposed copy).
 """
 from __future__ import annotations
 
@@ -42,62 +46,92 @@ def blocking(dev, dt=np.float32):
             return 8, (8 if wide else 4), min(8, dev.max_wg)
         # 16-wide float vectors (zmm) on AVX-512: measured in one run, 256x128 @ 128x784 (A transposed) 0.90 ->
         # 0.48 ms, 128x256 @ 256x128 0.16 -> 0.08 ms (8 rows); no LLVM failure with this kernel on PoCL 3.0
-        return (16, 16, min(8, dev.max_wg)) if wide else (8, 8, min(8, dev.max_wg))
+        return (16, 16, min(8, dev.max_wg)) if wide else (6, 8, min(8, dev.max_wg))
     return 4, 4, min(256, dev.max_wg)
 
 
-def fast_src(dt, rm: int, vw: int, at: bool = False) -> str:
-    """The blocked kernel.  ``at``: A is read transposed in place (A[i, p] at ``p * lda + i``: a transposed
-    contiguous array, ``x.T @ g`` in a weight gradient), so the RM values of a k step are adjacent (no copy).
-    Work-items past the ``nbi * nbj`` blocks compute the last ``ldc - m`` columns (``m`` here is the blocked
-    width): RM rows of one column each, scalar, in the same launch (the plain kernel was a second launch, 30 us
-    for a 128x128 @ 128x10 product's last 2 columns on PoCL)."""
+def vectors(dev, dt=np.float32) -> int:
+    """Vectors of VW columns per work-item of the blocked kernel: 2 for float32 on CPUs with 16 vector registers
+    (AVX2), the 6 x 16 block of BLIS's AVX2 kernel (12 accumulators, 2 B vectors, 1 broadcast).  Measured on the
+    2-core znver3 PoCL 3.0 device, one compute unit, the GPT step's products (1024 x 128..512 NN and transposed-A
+    weight gradients, 64 batched 64x64 @ 64x32): 8 x 8 27.5 ms in all, 4 x 16 26.3, 6 x 16 18.9-20.1, 5 x 16 22.4,
+    3 x 32 26.0, 8 x 16 35.7 (spills), 6 x 8 30.9."""
+    if dev.is_cpu and np.dtype(dt) == np.float32 and dev.cldev.preferred_vector_width_float < 16:
+        return 2
+    return 1
+
+
+def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = False) -> str:
+    """The blocked kernel: RM rows x NV vectors of VW columns per work-item.  ``at``: A is read transposed in
+    place (A[i, p] at ``p * lda + i``: a transposed contiguous array, ``x.T @ g`` in a weight gradient), so the RM
+    values of a k step are adjacent (no copy); otherwise A's rows are ``lda`` apart (a column slice of a wider
+    array, attention's heads, is read in place).  Work-items past the ``nbi * nbj`` blocks compute the last
+    ``ldc - m`` columns (``m`` here is the blocked width): RM rows of one column each, scalar, in the same launch
+    (the plain kernel was a second launch, 30 us for a 128x128 @ 128x10 product's last 2 columns on PoCL).
+    ``bz`` (the batch index) is split into two batch dims of strides (sab, sab2) / (sbb, sbb2) (``nb2`` the
+    inner one's size): the (B, H) of attention's views, which do not collapse into one.  ``bias``: a vector of
+    ``ldc`` values added to every row as the results are stored (nn.Linear's x @ W.T + b in one launch; the same
+    float additions as a separate add)."""
     t = cg.stype(dt)
     v = f"{t}{vw}"
+    cw = vw * nv
 
     def a_at(i, p):
-        return f"ar[(long){p} * lda + {i}]" if at else f"ar[{i} * k + {p}]"
+        return f"ar[(long){p} * lda + {i}]" if at else f"ar[(long){i} * lda + {p}]"
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_fast(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                      long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k,",
-             "                      int m, int ldb, int ldc, int lda) {",
+             "                      int m, int ldb, int ldc, int lda, int nb2, long sab2, long sbb2"
+             + (f", __global const {t}* restrict bias, long bio) {{" if bias else ") {"),
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {rm - 1}) / {rm};"
-             f" int nbj = m / {vw};",
-             f" const __global {t}* a = A + ao + bz * sab;",
+             f" int nbj = m / {cw};",
+             " int z0 = bz / nb2, z1 = bz - z0 * nb2;",
+             f" const __global {t}* a = A + ao + z0 * sab + z1 * sab2;",
+             f" const __global {t}* bb = B + bo + z0 * sbb + z1 * sbb2;",
              " if (id >= nbi * nbj) {   // the last ldc - m columns",
              "  int mt = ldc - m; int q = id - nbi * nbj; if (q >= nbi * mt) return;",
              f"  int col = m + q % mt; int r0 = min((q / mt) * {rm}, n - {rm});",
-             f"  const __global {t}* restrict ar = a + " + ("r0;" if at else "(long)r0 * k;"),
-             f"  const __global {t}* bc = B + bo + bz * sbb + col;",
+             f"  const __global {t}* restrict ar = a + " + ("r0;" if at else "(long)r0 * lda;"),
+             f"  const __global {t}* bc = bb + col;",
              f"  {t} " + ", ".join(f"s{i} = 0" for i in range(rm)) + ";",
              "  for (int p = 0; p < k; ++p) {",
              f"   const {t} bv = bc[(long)p * ldb];"]
     lines += [f"   s{i} += {a_at(i, 'p')} * bv;" for i in range(rm)]
     lines.append("  }")
     lines.append(f"  __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + col;")
-    lines += [f"  c[(long){i} * ldc] = s{i};" for i in range(rm)]
+    if bias:
+        lines.append(f"  const {t} bc0 = bias[bio + col];")
+    lines += [f"  c[(long){i} * ldc] = s{i}{' + bc0' if bias else ''};" for i in range(rm)]
     lines += ["  return;", " }",
               f" int per = {GROUP_M} * nbj; int grp = id / per; int first = grp * {GROUP_M};"
               f" int gs = min(nbi - first, {GROUP_M});",
               " int r = id - grp * per; int bi = first + r % gs; int bj = r / gs;",
-              f" const __global {t}* b = B + bo + bz * sbb + bj * {vw};"]
+              f" const __global {t}* b = bb + bj * {cw};"]
     lines.append(f" int r0 = min(bi * {rm}, n - {rm});   // the last block shifts up (n >= {rm}): rows done twice,"
                  " identically")
     if at:
         lines.append(f" const __global {t}* restrict ar = a + r0;")
     else:
-        lines.append(f" const __global {t}* restrict ar = a + (long)r0 * k;   // one pointer: rm of them spill")
-    lines += [f" {v} c{i} = ({v})(0);" for i in range(rm)]
+        lines.append(f" const __global {t}* restrict ar = a + (long)r0 * lda;   // one pointer: rm of them spill")
+    lines += [f" {v} c{i}_{j} = ({v})(0);" for i in range(rm) for j in range(nv)]
     lines.append(" for (int p = 0; p < k; ++p) {")
-    lines.append("  const ct_uv bv = *(const __global ct_uv*)(b + (long)p * ldb);")
+    lines += [f"  const ct_uv bv{j} = *(const __global ct_uv*)(b + (long)p * ldb + {j * vw});" for j in range(nv)]
     if at:
         lines.append(f"  const __global {t}* restrict ap = ar + (long)p * lda;")
-        lines += [f"  c{i} += ({v})(ap[{i}]) * bv;" for i in range(rm)]
+        for i in range(rm):
+            lines.append(f"  {{ const {v} ai = ({v})(ap[{i}]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
+                                                                        for j in range(nv)) + " }")
     else:
-        lines += [f"  c{i} += ({v})(ar[{i} * k + p]) * bv;" for i in range(rm)]
+        for i in range(rm):
+            lines.append(f"  {{ const {v} ai = ({v})(ar[{i} * lda + p]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
+                                                                                  for j in range(nv)) + " }")
     lines.append(" }")
-    lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {vw};")
-    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc) = c{i};" for i in range(rm)]
+    lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {cw};")
+    if bias:
+        lines += [f" const ct_uv bb{j} = *(const __global ct_uv*)(bias + bio + bj * {cw} + {j * vw});"
+                  for j in range(nv)]
+    lines += [f" *(__global ct_uv*)(c + (long){i} * ldc + {j * vw}) = c{i}_{j}{f' + bb{j}' if bias else ''};"
+              for i in range(rm) for j in range(nv)]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -127,16 +161,19 @@ def nt_src(dt, ri: int, rj: int, vw: int) -> str:
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_nt(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                    long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k, int m,",
-             "                    int lda, int ldb) {",
+             "                    int lda, int ldb, int nb2, long sab2, long sbb2) {",
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {ri - 1}) / {ri};"
              f" int nbj = (m + {rj - 1}) / {rj};",
+             " int z0 = bz / nb2, z1 = bz - z0 * nb2;",
              " if (id >= nbi * nbj) return;",
              f" int per = {GROUP_M} * nbj; int grp = id / per; int first = grp * {GROUP_M};"
              f" int gs = min(nbi - first, {GROUP_M});",
              " int r = id - grp * per; int bi = first + r % gs; int bj = r / gs;",
              f" int r0 = min(bi * {ri}, n - {ri}); int c0 = min(bj * {rj}, m - {rj});"]
-    lines += [f" const __global {t}* restrict a{i} = A + ao + bz * sab + (long)(r0 + {i}) * lda;" for i in rows]
-    lines += [f" const __global {t}* restrict b{j} = B + bo + bz * sbb + (long)(c0 + {j}) * ldb;" for j in cols]
+    lines += [f" const __global {t}* restrict a{i} = A + ao + z0 * sab + z1 * sab2 + (long)(r0 + {i}) * lda;"
+              for i in rows]
+    lines += [f" const __global {t}* restrict b{j} = B + bo + z0 * sbb + z1 * sbb2 + (long)(c0 + {j}) * ldb;"
+              for j in cols]
     lines += [f" {v} c{i}{j} = ({v})(0);" for i in rows for j in cols]
     lines.append(f" int p = 0;\n for (; p + {vw} <= k; p += {vw}) {{")
     lines += [f"  const ct_uv x{i} = *(const __global ct_uv*)(a{i} + p);" for i in rows]
@@ -172,36 +209,51 @@ __kernel void mm(__global {t}* o, long oo, long sob, long son, __global const {t
 """
 
 
-def matmul(kern, a, b, out=None):
+def matmul(kern, a, b, bias=None, out=None):
+    """a @ b (batched, any strides); ``bias`` (a contiguous vector of b's columns, 2-D products only) added to
+    every row: in the blocked kernel's stores, else by one row-broadcast add; ``out``: a planned buffer of
+    coretorch.compile (see out_kernels.py) written instead of a new array."""
+    out, added = _matmul(kern, a, b, bias, out)
+    if bias is not None and not added:
+        kern._inplace("add")(out, kern.expand(bias, out.shape))
+    return out
+
+
+def _matmul(kern, a, b, bias, out=None):
+    """-> (a @ b, whether ``bias`` was added)."""
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    out = kern._out(batch + (n, m), dt) if out is None else out  # (out: a planned buffer of coretorch.compile)
+    out = kern._out(batch + (n, m), dt) if out is None else out
     if out.size == 0:
-        return out
+        return out, False
     if k == 0:
-        return kern._fill_into(out, 0)
+        return kern._fill_into(out, 0), False
     ocs = c_strides(batch + (n, m))
     for _ in range(2):
         _, ao, _, ast = _desc(a)
         _, bo, _, bst = _desc(b)
         bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], ocs[:-2]])
-        if len(bd) <= 1:
+        if len(bd) <= 2:
             break
         a, b = kern.contiguous(a), kern.contiguous(b)  # batch dims that do not collapse: one copy each
+    dev = kern.dev
+    rm, vw, ls = blocking(dev, dt)
+    nv = vectors(dev, dt)
     nb = bd[0] if bd else 1
     sab = abst[0] if bd else 0
     sbb = bbst[0] if bd else 0
-    dev = kern.dev
+    nb2, sab2, sbb2 = (bd[1], abst[1], bbst[1]) if len(bd) == 2 else (1, 0, 0)
+    nb *= nb2
     if nb == 1 and n * m <= _SPLIT_MAX_OUT and k >= 4 * _SPLIT_CHUNK and dt.kind == "f":
-        return _split_k(kern, a, b, out, n, k, m)
-    rm, vw, ls = blocking(dev, dt)
+        return _split_k(kern, a, b, out, n, k, m), False
     ri, rj, kv = nt_blocking(dev, dt)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
-        if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N:
+        if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N and \
+                nb2 == 1:
             # rows of A a multiple of 4 KiB apart: the blocked kernel's RM rows alias in the L1 cache (1024^3:
             # 51 GFLOP/s against 71 for 1000^3 in one run), so a transposed copy of B (k*m elements, 1/n of the
             # product's work) and the A @ B.T kernel (1024^3: 66 GFLOP/s including the copy, the same run).  Other
@@ -211,49 +263,85 @@ def matmul(kern, a, b, out=None):
             _, bo, _, bst = _desc(b)
             sbb = k * m if nb > 1 else 0
             b_nt = True
-        if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):   # (a narrow m: the blocked kernel's tail)
+        # (a narrow m: the blocked kernel's tail.  Not for attention's q @ k.T, k = 32: 2.2 ms against 0.5 with
+        # B copied and the blocked kernel, 64 x (64x32 @ 32x64), PoCL one compute unit)
+        if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):
             if ast[-1] != 1 or ast[-2] < k:
                 a = kern.contiguous(a)
                 _, ao, _, ast = _desc(a)
-                sab = n * k if nb > 1 else 0
-            kn = dev.kernel(("mm_nt", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
+                sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
+            kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
                             options="-cl-mad-enable")
             items = -(-n // ri) * -(-m // rj)
             STATS["launches"] += 1
             kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-               b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1])
-            return out
+               b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2)
+            return out, False
     if vw > 8 and m < vw:
         vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
     if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:
         rm = 8                 # few work-items: smaller blocks, more of them (128x128 @ 128x256: 0.10 -> 0.08 ms)
     while rm > 4 and n < rm:
         rm //= 2               # the blocked kernel needs n >= rm
-    mf = m - m % vw        # columns the blocked kernel covers
+    if m < vw * nv:
+        nv = 1
+    mf = m - m % (vw * nv)     # columns the blocked kernel covers
     if dt in (np.float32, np.float64) and mf and n >= rm and n * m * k >= 32 * 32 * 32:
-        # A as a transposed contiguous view (x.T @ g): read in place by the "at" variant, no copy
-        at = (ast[-1] != 1 or ast[-2] != k) and ast[-2] == 1 and ast[-1] >= n
-        if not at and (ast[-1] != 1 or ast[-2] != k):
+        # A as a transposed contiguous view (x.T @ g): read in place by the "at" variant, no copy; A's rows at any
+        # pitch >= k (a column slice, attention's heads): read in place
+        at = (ast[-1] != 1 or ast[-2] < k) and ast[-2] == 1 and ast[-1] >= n
+        if not at and (ast[-1] != 1 or ast[-2] < k):
             a = kern.contiguous(a)
             _, ao, _, ast = _desc(a)
-            sab = n * k if nb > 1 else 0
+            sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
         if bst[-1] != 1 or bst[-2] < m:     # rows of B at any pitch >= m (a column slice): read in place
             b = kern.contiguous(b)
             _, bo, _, bst = _desc(b)
-            sbb = k * m if nb > 1 else 0
-        kn = dev.kernel(("mm_fast2", dt.str, rm, vw, GROUP_M, at), "mm_fast", lambda: fast_src(dt, rm, vw, at),
-                        options="-cl-mad-enable")
+            sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
+        biased = bias is not None and nb == 1
+        kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
+                        lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
         nbi = -(-n // rm)
-        items = nbi * (mf // vw) + nbi * (m - mf)   # the blocks, then the last m % vw columns (one launch)
+        items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
         STATS["launches"] += 1
         kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else k)
-        return out
-    kn = dev.kernel(("mm", dt.str), "mm", lambda: naive_src(dt))
+           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2,
+           *((bias.base_data, _desc(bias)[1]) if biased else ()))
+        return out, biased
+    if nb2 > 1:   # two batch dims: only the blocked kernel reads them in place
+        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias, out)
+    return _plain(kern, a, b, out, nb, ao, sab, ast, bo, sbb, bst), False
+
+
+def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=None, bst=None):
+    """The strided kernel (integers, float16, tiny products)."""
+    n, k = a.shape[-2:]
+    m = b.shape[-1]
+    if nb is None:
+        batch = tuple(a.shape[:-2])
+        _, ao, _, ast = _desc(a)
+        _, bo, _, bst = _desc(b)
+        bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], c_strides(batch + (n, m))[:-2]])
+        nb, sab, sbb = (bd[0], abst[0], bbst[0]) if bd else (1, 0, 0)
+    dt = a.dtype
+    kn = kern.dev.kernel(("mm", dt.str), "mm", lambda: naive_src(dt))
     total = nb * n * m
-    dev.launch(kn, total, [out.base_data, 0, n * m, m, a.base_data, ao, sab, ast[-2], ast[-1], b.base_data,
-                           bo, sbb, bst[-2], bst[-1], n, m, k, total])
+    kern.dev.launch(kn, total, [out.base_data, 0, n * m, m, a.base_data, ao, sab, ast[-2], ast[-1], b.base_data,
+                                bo, sbb, bst[-2], bst[-1], n, m, k, total])
     return out
+
+
+def linear(kern, x, w, b):
+    """x (N, in) @ w (out, in).T + b: nn.Linear's forward, the bias added in the product's stores."""
+    if b is not None and not kern.is_contiguous(b):
+        b = kern.contiguous(b)
+    return matmul(kern, x, kern.permute(w, (1, 0)), b)
+
+
+def linear_backward(kern, g, x, w, nx, nw, nb):
+    """(g @ w, g.T @ x, g summed over rows), each only where needed."""
+    return (matmul(kern, g, w) if nx else None, matmul(kern, kern.permute(g, (1, 0)), x) if nw else None,
+            kern._reduce_run("sum", g, (0,), False, g.dtype) if nb else None)
 
 
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,

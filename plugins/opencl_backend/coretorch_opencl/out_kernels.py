@@ -47,7 +47,7 @@ def kernels(k) -> dict:
 
     def matmul(out, a, b):
         with lock:
-            return _matmul(k, a, b, out)
+            return _matmul(k, a, b, out=out)
 
     variants: dict[str, Any] = {op: unary(op) for op in _UNARY}
     variants.update({op: binary(op) for op in _BINARY})
