@@ -118,13 +118,13 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | 
     if input.dtype is _bool:
         input_ = input.to(_dt.uint8)
         r = sort(input_, dim, descending, stable)
-        return _write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices))
+        return _write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices), input)
     d = norm_dim(dim, input.ndim, "sort")
     table = input._be
     v, i = table.sort(input._data, d, bool(descending), bool(stable))
     idx = _make(i, _i64, table)
     res = RETURN_TYPES["sort"](_selected(SortBackward0, input, v, idx, d, True), idx)
-    return _write_out("sort", out, res)
+    return _write_out("sort", out, res, input)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
