@@ -147,3 +147,13 @@ def test_oracle_counts_mode_ties_and_long_var_mean_rows_as_deliberate():
     small = Step("x0 = torch.randn(100)", "input", "float32[100]", dtype="float32", shape=(100,), value=big[:100])
     assert orc._deliberate(Result(seed=2, steps=[small, vm_w]), Result(seed=2, steps=[small, vm_g]),
                            (1, "var_mean", "float32", "value"), "cpu") is None
+
+
+def test_reduced_float_overflow_messages_name_pytorchs_types(device):
+    for dt, cname in ((torch.float16, "c10::Half"), (torch.bfloat16, "c10::BFloat16")):
+        x = torch.zeros(2, dtype=dt, device=device)
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {cname} without overflow"):
+            x.fill_(1e39)
+    h = torch.zeros(2, dtype=torch.float16, device=device)
+    h[...] = 70000.0   # setitem rounds to inf as PyTorch (fill_ raises)
+    assert h.tolist() == [float("inf")] * 2
