@@ -157,3 +157,19 @@ def test_reduced_float_overflow_messages_name_pytorchs_types(device):
     h = torch.zeros(2, dtype=torch.float16, device=device)
     h[...] = 70000.0   # setitem rounds to inf as PyTorch (fill_ raises)
     assert h.tolist() == [float("inf")] * 2
+
+
+def test_too_many_indices_is_checked_before_the_index_device(device):
+    # oracle seed 890154: a cpu 0-d tensor read with an index tensor on the device is PyTorch's IndexError (the
+    # count comes first), not the one-device RuntimeError
+    x = torch.tensor(8)
+    with pytest.raises(IndexError):
+        x[torch.tensor([-2, -1], device=device)]
+    y = torch.ones(3)
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 1"):
+        y[0, torch.tensor([0], device=device)]
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
+            y[torch.tensor([0], device=device)]
+    else:
+        assert y[torch.tensor([0, 2])].tolist() == [1.0, 1.0]
