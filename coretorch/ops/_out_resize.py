@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..tensor import Tensor
 from . import _overlap as _ov
 
 # resize first, then refuse any overlap with an input
@@ -43,18 +44,15 @@ def checks_before_resize(op: str) -> bool:
 def check_after_resize(op: str, outs, targets, inputs) -> None:
     """The check of the structured kernels that resize ``out`` first: each out in the layout it takes (``targets``:
     its native array as written, None for one that takes a fresh buffer and so overlaps nothing)."""
-    if op in _AFTER_ANY:
-        refuse = (_ov.PARTIAL, _ov.FULL)
-    elif op in _AFTER_PARTIAL:
-        refuse = (_ov.PARTIAL,)
-    else:
+    if op not in _AFTER_ANY and op not in _AFTER_PARTIAL:
         return
+    refuse: tuple = (_ov.PARTIAL, _ov.FULL) if op in _AFTER_ANY else (_ov.PARTIAL,)
     for o, data in zip(outs, targets):
         table = o._be
         if data is None or not table.has("same_storage"):
             continue
         for t in inputs:
-            if getattr(t, "_be", None) is not table or not table.same_storage(data, t._data):
+            if not isinstance(t, Tensor) or t._be is not table or not table.same_storage(data, t._data):
                 continue
             st = _ov.status(table, data, t._data, o.dtype.itemsize, t.dtype.itemsize)
             if st == _ov.PARTIAL and op in _SPAN_FULL and _same_span(table, data, t, o.dtype.itemsize):
