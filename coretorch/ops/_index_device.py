@@ -15,9 +15,15 @@ _COUNT_MSGS = ("too many indices", "invalid index of a 0-dim tensor")
 
 
 def getitem(x: Tensor, key) -> Tensor:
-    """``x[key]`` (ops/indexing.py) with PyTorch's order of its checks."""
+    """``x[key]`` (ops/indexing.py's getitem, inlined: a subscript list's warning points at the caller's frame)
+    with PyTorch's order of its checks."""
     try:
-        return _ix.getitem(x, key)
+        if x._be.host_memory:
+            nkey, advanced = _ix.normalize_key(x, key)
+            return _ix._index(x, nkey, advanced)
+        with _ix.checks_guard(x._be):
+            nkey, advanced = _ix.normalize_key(x, key)
+            return _ix._index(x, nkey, advanced)
     except RuntimeError as e:
         if not str(e).startswith(_DEVICE_MSG):
             raise
