@@ -194,3 +194,34 @@ def test_einsum_integer_and_bool_sums_and_size_one_contractions(device):
     r = torch.einsum("ij,jk->ik", torch.ones(2, 3, dtype=torch.int32, device=device),
                      torch.ones(3, 4, dtype=torch.int32, device=device))
     assert r.dtype is torch.int32 and r.tolist() == [[3] * 4] * 2
+
+
+def test_bfloat16_views_and_memory_queries_reach_the_tensor(device):
+    # oracle seed 891552: on cpu the bfloat16 kernels ran as_strided / storage_offset / same_storage on a float32
+    # copy, so diag, diag_embed, diagonal() writes and strided views of bfloat16 lost their writes
+    bf = torch.bfloat16
+    y = torch.tensor([1.0, 2.0, 3.0], dtype=bf, device=device)
+    eye = np.diag([1.0, 2.0, 3.0]).tolist()
+    assert torch.diag(y).tolist() == eye and torch.diag_embed(y).tolist() == eye
+    x = torch.zeros(4, dtype=bf, device=device)
+    x.as_strided((2,), (2,), 1).fill_(7)
+    assert x.tolist() == [0.0, 7.0, 0.0, 7.0]
+    m = torch.zeros(3, 3, dtype=bf, device=device)
+    m.diagonal().fill_(5)
+    assert m.tolist() == np.diag([5.0] * 3).tolist()
+    a = torch.arange(6.0, device=device).to(bf)
+    assert a[2:].storage_offset() == 2
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        torch.add(a[:-1], 1, out=a[1:])
+
+
+def test_oracle_counts_a_fill_of_an_expanded_tensor_as_deliberate():
+    orc = _oracle()
+    src = ["x0 = torch.tensor([[1, 2]], dtype=torch.int64)", "x1 = x0.expand((2, 2))",
+           "x2 = x1; x2.masked_fill_(x2 > 1, 0)"]
+    ok = Step(src[2], "masked_fill_", "int64[2, 2]", dtype="int64", shape=(2, 2), value=np.zeros((2, 2)))
+    bad = Step(src[2], "masked_fill_", "int64[2, 2]", error="RuntimeError")
+    head = [Step(src[0], "input", "int64[1, 2]"), Step(src[1], "expand", "int64[1, 2]")]
+    want, got = Result(seed=3, steps=head + [ok]), Result(seed=3, steps=head + [bad])
+    assert "expanded tensor" in orc._deliberate(want, got, (2, "masked_fill_", "int", "error None vs RuntimeError"),
+                                                "cpu")
