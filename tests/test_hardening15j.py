@@ -7,6 +7,7 @@ PyTorch 2.13."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import pathlib
 import warnings
 
@@ -225,3 +226,18 @@ def test_oracle_counts_a_fill_of_an_expanded_tensor_as_deliberate():
     want, got = Result(seed=3, steps=head + [ok]), Result(seed=3, steps=head + [bad])
     assert "expanded tensor" in orc._deliberate(want, got, (2, "masked_fill_", "int", "error None vs RuntimeError"),
                                                 "cpu")
+
+
+def test_median_of_all_elements_keeps_a_nan_gradient_on_the_selected_elements(device):
+    # oracle seed 896763: x ** x.median() with negative bases gives a NaN gradient through the exponent; PyTorch's
+    # (CPU) evenly_distribute_backward writes it only at the median's elements, the others keep their own gradient
+    x = torch.tensor([2.0, 3.0, -1.0], dtype=torch.float64, device=device, requires_grad=True)
+    (x ** x.median()).sum().backward()   # median 2.0 (at index 0)
+    g = x.grad.tolist()
+    assert math.isnan(g[0]) and g[1:] == [6.0, -2.0]   # d/dx x**2 = 2x; log(-1) reaches only the median
+    y = torch.tensor([1.0, float("nan"), 2.0], device=device, requires_grad=True)
+    (y.nanmedian() * float("nan")).backward()
+    assert math.isnan(y.grad[0].item()) and y.grad[1:].tolist() == [0.0, 0.0]
+    z = torch.tensor([1.0, 2.0, 2.0, 3.0], device=device, requires_grad=True)
+    z.median().backward()
+    assert z.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
