@@ -241,3 +241,11 @@ def test_median_of_all_elements_keeps_a_nan_gradient_on_the_selected_elements(de
     z = torch.tensor([1.0, 2.0, 2.0, 3.0], device=device, requires_grad=True)
     z.median().backward()
     assert z.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+
+
+def test_flip_and_roll_take_no_out(device):
+    x = torch.arange(4.0, device=device)   # PyTorch 2.13's flip and roll have no out= (a TypeError)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        torch.flip(x, [0], out=torch.empty(4, device=device))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        torch.roll(x, 1, out=torch.empty(4, device=device))
