@@ -249,3 +249,21 @@ def test_flip_and_roll_take_no_out(device):
         torch.flip(x, [0], out=torch.empty(4, device=device))
     with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
         torch.roll(x, 1, out=torch.empty(4, device=device))
+
+
+def test_oracle_counts_the_sign_of_a_made_nan_read_by_copysign_as_deliberate():
+    orc = _oracle()
+    x = np.array([1.25, -1.25])
+    y = np.array([2.0, np.nan])
+    head = [Step("x0 = torch.tensor([1.25, -1.25], dtype=torch.float64)", "input", "float64[2]", dtype="float64",
+                 shape=(2,), value=x),
+            Step("x1 = torch.pow(x0, x0)", "pow", "float64", dtype="float64", shape=(2,), value=y)]
+    src = "x2 = torch.copysign(x0, x1)"
+    want = Result(seed=4, steps=head + [Step(src, "copysign", "float64", dtype="float64", shape=(2,),
+                                             value=np.array([1.25, 1.25]))])
+    got = Result(seed=4, steps=head + [Step(src, "copysign", "float64", dtype="float64", shape=(2,),
+                                            value=np.array([1.25, -1.25]))])
+    assert "sign bit of a NaN" in orc._deliberate(want, got, (2, "copysign", "float64", "value"), "cpu")
+    wrong = Result(seed=4, steps=head + [Step(src, "copysign", "float64", dtype="float64", shape=(2,),
+                                              value=np.array([-1.25, 1.25]))])   # a finite sign read wrongly
+    assert orc._deliberate(want, wrong, (2, "copysign", "float64", "value"), "cpu") is None
