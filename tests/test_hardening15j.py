@@ -267,3 +267,43 @@ def test_oracle_counts_the_sign_of_a_made_nan_read_by_copysign_as_deliberate():
     wrong = Result(seed=4, steps=head + [Step(src, "copysign", "float64", dtype="float64", shape=(2,),
                                               value=np.array([-1.25, 1.25]))])   # a finite sign read wrongly
     assert orc._deliberate(want, wrong, (2, "copysign", "float64", "value"), "cpu") is None
+
+
+def test_hypot_saves_only_the_operands_its_gradients_read(device):
+    # oracle seed 907520: hypot(a, b) with only a requiring grad; b changed in place before the backward
+    a = torch.tensor([-1.5], device=device, requires_grad=True)
+    b = torch.tensor([[-0.5, 2.0], [0.36, 2.0]], device=device)
+    y = torch.hypot(a, b)
+    b.clamp_(min=-1, max=1.5)
+    y.sum().backward()
+    want = float(np.sum(-1.5 / np.hypot(-1.5, np.array([-0.5, 2.0, 0.36, 2.0], np.float32))))
+    assert a.grad.item() == pytest.approx(want, rel=1e-5)
+    e = torch.tensor([3.0], device=device, requires_grad=True)
+    d = torch.tensor([4.0], device=device)
+    f = torch.hypot(e, d)
+    d.add_(1)   # d does not require grad: not saved
+    f.backward()
+    assert e.grad.item() == pytest.approx(0.6)
+    e.grad = None
+    f = torch.hypot(e, d)
+    e.data.add_(0)
+    with torch.no_grad():
+        e.add_(1)   # e's gradient reads e: saved, so the backward raises as PyTorch's
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f.backward()
+
+
+def test_nan_to_num_gradient_is_pytorchs_grad_times_isfinite(device):
+    # oracle seed 908385: zero (signed) at the replaced elements, NaN where the incoming gradient is infinite
+    x = torch.tensor([1e30, -math.inf, math.nan, -1.5], device=device, requires_grad=True)
+    (torch.nan_to_num(x, nan=0.5, posinf=9.0) * torch.tensor([1.0, -2.0, -1.0, 3.0], device=device)).sum().backward()
+    g = x.grad.tolist()
+    assert g == [1.0, 0.0, 0.0, 3.0] and math.copysign(1, g[1]) == -1.0
+    x.grad = None
+    y = torch.nan_to_num(x, nan=0.5)
+    torch.autograd.backward(y, torch.tensor([1.0, -math.inf, 2.0, 2.0], device=device))
+    g = x.grad.tolist()
+    assert g[0] == 1.0 and math.isnan(g[1]) and g[2] == 0.0 and g[3] == 2.0
+    assert type(y.grad_fn).__name__ == "NanToNumBackward0"
+    w = torch.tensor([0.5, -1.25], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: torch.nan_to_num(t) ** 2, (w,))
