@@ -156,7 +156,7 @@ def _mode_rows(r) -> list:
             d = int(args[1]) if len(args) > 1 else -1
         except ValueError:
             continue
-        rows.append((src.shape[d % len(src.shape)], src.value))
+        rows.append((src.shape[d % len(src.shape)], src.value if src.value is not None else _literal(src.src)))
     return rows
 
 
@@ -247,7 +247,7 @@ DELIBERATE_PROGRAM_STEPS = (
 # the backward of a program whose test needs the device
 _MODE_LABEL = ("mode's index among equal values: on cpu in rows of more than 16 elements the last occurrence "
                "(PyTorch's unstable std::sort picks another; it documents none), on opencl with NaN the kernel's "
-               "answer (as CUDA's mode): the gradient goes to another of the equal values")
+               "answer (as CUDA's mode): another of the tied values (or of a row with NaN) and its gradient")
 # the in-place statements of the generator (coretorch/testing_fuzz.py's _INPLACE, with the augmented assignments)
 _INPLACE_OPS = frozenset(("setitem", "+=", "*=", "-=", "zero_", "relu_", "abs_", "neg_", "exp_", "fill_", "clamp_",
                           "copy_", "masked_fill_", "pow_", "add_", "sub_", "mul_", "div_"))
@@ -260,6 +260,9 @@ def _deliberate(want, got, diff, device: str) -> str | None:
             _MODE_LABEL if _mode_tie_moved(want, got, device) else None)
     if 0 <= i < min(len(want.steps), len(got.steps)):
         a, b = want.steps[i], got.steps[i]
+        if a.op == "mode" and device != "cpu" and what == "value" and any(
+                v is not None and np.asarray(v).dtype.kind == "f" and np.isnan(v).any() for _, v in _mode_rows(want)):
+            return _MODE_LABEL  # (a row with NaN: the device kernel's answer, as CUDA's mode)
         return next((label for label, test in DELIBERATE_STEPS if test(a, b, what, device=device)), None) or next(
             (label for label, test in DELIBERATE_PROGRAM_STEPS if test(want, got, a, b, what)), None)
     return None
