@@ -331,3 +331,15 @@ def test_pow_by_a_tensor_exponent_of_one_half_is_cs_pow(device):
         assert r[:4] == [math.inf, 0.0, 2.0, math.inf] and math.copysign(1, r[1]) == 1.0 and math.isnan(r[4])
     r = (x ** 0.5).tolist()   # a Python number: sqrt, as PyTorch
     assert math.isnan(r[0]) and math.copysign(1, r[1]) == -1.0 and r[2:4] == [2.0, math.inf]
+
+
+def test_copysign_gradient_is_grad_times_the_masked_ratio(device):
+    # oracle seed 922177: at self == 0 PyTorch multiplies the gradient by 0 (a NaN or inf gradient gives NaN)
+    x = torch.tensor([0.0, 2.0, -0.0, -3.0], dtype=torch.float64, device=device, requires_grad=True)
+    y = torch.copysign(x, torch.tensor([-1.0, -1.0, 1.0, 1.0], dtype=torch.float64, device=device))
+    torch.autograd.backward(y, torch.tensor([math.nan, 1.0, math.inf, 2.0], dtype=torch.float64, device=device))
+    g = x.grad.tolist()
+    assert math.isnan(g[0]) and g[1] == -1.0 and math.isnan(g[2]) and g[3] == -2.0
+    x.grad = None
+    torch.copysign(x, -1.0).sum().backward()
+    assert x.grad.tolist() == [0.0, -1.0, 0.0, 1.0]

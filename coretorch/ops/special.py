@@ -444,7 +444,8 @@ def _hypot_bw(self, g):
 def _copysign_bw(self, g):
     a = self.saved()[0]   # saved (with the output) only where a's gradient is needed
     na, nb = self.need
-    ga = where(eq(a, 0), 0.0, mul(g, div(self.out, a))) if na else None
+    # PyTorch's formula: grad * (result / self masked to 0 where self == 0): a NaN gradient stays NaN there
+    ga = mul(g, where(eq(a, 0), 0.0, div(self.out, a))) if na else None
     return self.grads(ga, _creation.zeros_like(g) if nb else None)
 
 
