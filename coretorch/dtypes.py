@@ -209,7 +209,7 @@ default = float32
 
 
 _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-            "float16": "at::Half", "float32": "float", "float64": "double", "bfloat16": "at::BFloat16"}
+            "float16": "c10::Half", "float32": "float", "float64": "double", "bfloat16": "c10::BFloat16"}
 _LIMITS: dict = {}
 
 

@@ -313,7 +313,7 @@ class TestDtypeErrors:
 
     @pytest.mark.parametrize("dt, value, cname", [(torch.int8, 1000, "int8_t"), (torch.int8, -129, "int8_t"),
                                                   (torch.uint8, 256, "uint8_t"), (torch.int32, 2 ** 31, "int"),
-                                                  (torch.int64, 2 ** 63, "int64_t"), (torch.float16, 1e5, "at::Half"),
+                                                  (torch.int64, 2 ** 63, "int64_t"), (torch.float16, 1e5, "c10::Half"),
                                                   (torch.float32, 1e300, "float")])
     def test_scalar_overflow(self, dt, value, cname):
         msg = f"value cannot be converted to type {cname} without overflow"

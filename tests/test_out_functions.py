@@ -23,7 +23,6 @@ CASES = {  # name -> (args builder, numpy reference)
     "where": (lambda a: (a > 0, a, a * 0), lambda x: np.where(x > 0, x, 0)),
     "cat": (lambda a: ([a, a],), lambda x: np.concatenate([x, x])),
     "sqrt": (lambda a: (a.abs(),), lambda x: np.sqrt(abs(x))),
-    "flip": (lambda a: (a, (0,)), lambda x: x[::-1]),
 }
 
 

@@ -353,6 +353,10 @@ def _pair(a: Tensor, b: Tensor, kind, pa, ra, pb, rb, ro) -> Tensor:
         b = _shape.reshape(b, rb)
     if kind == "mul":
         return _pointwise.mul(a, b)
+    if (a.dtype is not b.dtype or a.dtype is _dt.bool_) and a.shape[-1] == 1:
+        # only size-1 dims contracted: PyTorch multiplies (no bmm, so bool and mixed dtypes work, promoted)
+        r = _pointwise.mul(a, b)
+        return r if ro is None else _shape.reshape(r, ro)
     if (a.dtype is not b.dtype or a.dtype is _dt.bool_) and a.numel() and b.numel():
         _linalg.bmm_dtype_check(a, b)  # PyTorch's einsum contracts with bmm: its errors
     r = _linalg._matmul_nd(a, b)
@@ -384,8 +388,9 @@ def _run(plan: list, ops: list) -> Tensor:
         elif kind == "sum":
             x = ops[ins[1]]
             dims = ins[2] if len(ins[2]) < x.ndim else None  # all dims: the fast path
-            # a partial sum before a contraction keeps an integer dtype (int32 stays int32 for the matmul)
-            ops[ins[1]] = _reduction.sum(x, dims, dtype=x.dtype if ins[3] else None)
+            # PyTorch's plain sum: integers and bools become int64 (a later bmm with an int32 operand then raises
+            # PyTorch's "expected scalar type Long but found Int")
+            ops[ins[1]] = _reduction.sum(x, dims)
         else:  # permute
             ops[ins[1]] = _shape.permute(ops[ins[1]], ins[2])
     return ops[0]

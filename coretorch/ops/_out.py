@@ -4,8 +4,9 @@ The result is written into ``out`` (a tensor, or a tuple of them for ops with se
 returned in the result's container type.  As PyTorch: an argument that requires grad (with grad mode on) raises; the
 device must match; the dtype must match exactly for the ops whose kernels check it (``exact_dtype``: sort, linalg,
 the factories, scatter, ...), else the result is cast when its category allows (float into an integer ``out`` raises
-"result type Float can't be cast to the desired output type Long"); an ``out`` of another shape is resized (taking a
-fresh buffer), with PyTorch's deprecation warning when it had elements.
+"result type Float can't be cast to the desired output type Long"); an ``out`` of another shape is resized inside its
+storage as PyTorch's ``resize_`` (a fresh buffer where the storage is too small: ops/_out_resize.py), with PyTorch's
+deprecation warning when it had elements, and checked for overlap with the inputs as PyTorch's kernels check it.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import warnings
 
 from ..autograd.grad_mode import state as _gs
 from ..tensor import Tensor
-from . import _overlap as _ov
+from . import _out_resize as _rs, _overlap as _ov
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {}, which does not match the required "
             "output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
@@ -67,12 +68,12 @@ def _c_strides(shape: tuple) -> tuple:
 
 
 def _restride_in_storage(o: Tensor, shape: tuple):
-    """The native array PyTorch's ``resize_`` gives the view ``o``: ``shape``, C-contiguous, from o's first element
-    in the storage it shares with its base, when that storage holds it; None when it does not (PyTorch then grows
-    the shared storage, which a backend array cannot: ``o`` takes a fresh buffer) or the base's layout is not
-    addressable from its first element (negative strides)."""
-    table, root = o._be, o._base
-    if root is None or not table.has("as_strided") or min((*root.stride(), *o.stride()), default=0) < 0:
+    """The native array PyTorch's ``resize_`` gives ``o``: ``shape``, C-contiguous, from o's first element in the
+    storage it shares with its base (or, not a view, its own: the views of it see the result), when that storage
+    holds it; None when it does not (PyTorch then grows the shared storage, which a backend array cannot: ``o`` takes
+    a fresh buffer) or the base's layout is not addressable from its first element (negative strides)."""
+    table, root = o._be, (o._base if o._base is not None else o)
+    if not table.has("as_strided") or min((*root.stride(), *o.stride()), default=0) < 0:
         return None
     off = table.storage_offset(o._data) - table.storage_offset(root._data)
     n = 1
@@ -80,6 +81,8 @@ def _restride_in_storage(o: Tensor, shape: tuple):
         n *= s
     rst = root.stride()
     size = 0 if 0 in root.shape else 1 + sum((s - 1) * t for s, t in zip(root.shape, rst))
+    if o.numel() == 0 and off == 0 and size:
+        return None  # an empty view keeps no offset in a backend array (numpy's neither): where it starts is unknown
     if off < 0 or off + n > size or (n and not root.is_contiguous()):
         return None  # (a non-contiguous base: its extent may hold memory no element of it reaches)
     return table.as_strided(root._data, shape, _c_strides(shape), off)
@@ -100,8 +103,9 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
     if _gs.enabled and any(r._rg or o._rg for r, o in zip(ress, outs)):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
-    if inputs and all(tuple(o.shape) == tuple(r.shape) for o, r in zip(outs, ress)):
-        _check_overlap(op, outs, inputs)  # (a resized out gets a fresh buffer: nothing to overlap)
+    same = all(tuple(o.shape) == tuple(r.shape) for o, r in zip(outs, ress))
+    if inputs and (same or _rs.checks_before_resize(op)):
+        _check_overlap(op, outs, inputs)  # (PyTorch's TensorIterator checks the out as given, before resizing it)
     for o, r in zip(outs, ress):
         if o.device != r.device:
             raise RuntimeError(f"{op}(): Expected out tensor to be on device {r.device}, but got {o.device} instead")
@@ -114,6 +118,14 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
                                     f"{o.dtype._tname[:-6]}")
                 raise RuntimeError(f"result type {r.dtype._tname[:-6]} can't be cast to the desired output type "
                                    f"{o.dtype._tname[:-6]}")
+    # the layout each resized out takes: inside its storage (PyTorch's resize_: the base sees the result) or, when
+    # the storage is too small, a fresh buffer (PyTorch grows the shared storage; a backend array cannot grow)
+    inners = [None if tuple(o.shape) == tuple(r.shape) else _restride_in_storage(o, tuple(r.shape))
+              for o, r in zip(outs, ress)]
+    if inputs and not same:
+        _rs.check_after_resize(op, outs, [o._data if tuple(o.shape) == tuple(r.shape) else inner
+                                          for o, r, inner in zip(outs, ress, inners)], inputs)
+    for o, r, inner in zip(outs, ress, inners):
         table = o._be
         data = r._data if r.dtype is o.dtype else table.cast(r._data, o.dtype.np)
         if tuple(o.shape) == tuple(r.shape):
@@ -121,11 +133,11 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
         else:
             if o.numel():
                 warnings.warn(_RESIZED.format(list(o.shape), list(r.shape)), UserWarning, stacklevel=3)
-            inner = _restride_in_storage(o, tuple(r.shape)) if o._base is not None else None
-            if inner is not None:  # a view: PyTorch's resize_ keeps its storage (the base sees the result)
+            if inner is not None:
                 o._data = inner
                 table.assign_(inner, data)
             else:
+                _rs.warn_fresh_buffer(op, o, tuple(r.shape))
                 o._data = data if data is not r._data else table.contiguous(data)
         o._vc[0] += 1
     if single:

@@ -24,14 +24,14 @@ NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_div
          "bitwise_not", "where", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "any",
          "all", "cat", "concat", "concatenate", "stack", "sin", "cos", "rsqrt", "reciprocal", "sign", "lerp",
          "expm1", "log1p", "erf", "square", "std", "var", "norm", "isnan", "isinf",
-         "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "flip", "roll", "argsort",
+         "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "argsort",
          "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin",
          "nansum", "scatter_add", "index_add", "float_power")
 
 
 # ops whose PyTorch kernels do not check ``out`` against the inputs for memory overlap (reductions, index results)
 _UNCHECKED = frozenset(("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "any", "all", "std", "var", "norm",
-                        "logsumexp", "nonzero", "argsort", "cummax", "cummin", "flip", "roll", "nansum"))
+                        "logsumexp", "nonzero", "argsort", "cummax", "cummin", "nansum"))
 
 
 def _tensors(args, kwargs) -> list:

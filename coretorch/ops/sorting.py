@@ -83,14 +83,16 @@ SortBackward0, TopkBackward0, KthvalueBackward0 = _node("SortBackward0"), _node(
     _node("KthvalueBackward0")
 class MedianBackward0(Node):
     """median()/nanmedian() of a whole tensor: the gradient is shared evenly by the elements equal to the result
-    (a NaN result: by the NaNs), PyTorch's evenly_distribute_backward.  It saves the result as PyTorch does: an
-    in-place change of it (``x.median().relu_()``) makes the backward raise instead of reading the changed value."""
+    (a NaN result: by the NaNs) and written only there, PyTorch's evenly_distribute_backward (its CPU form).  It
+    saves the result as PyTorch does: an in-place change of it (``x.median().relu_()``) makes the backward raise
+    instead of reading the changed value."""
     __slots__ = ()
 
     def backward(self, g):
         x, r = self.saved()
-        mask = logical_or(eq(x, r), logical_and(isnan(x), isnan(r))).to(g.dtype)
-        return (mul(div(mask, sum_(mask)), g),)
+        mask = logical_or(eq(x, r), logical_and(isnan(x), isnan(r)))
+        # written only at the mask (PyTorch's CPU form): a NaN gradient stays on the selected elements
+        return (where(mask, div(g, sum_(mask, dtype=g.dtype)), 0.0),)
 
 
 MedianBackward1 = _node("MedianBackward1")
@@ -118,13 +120,13 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool | 
     if input.dtype is _bool:
         input_ = input.to(_dt.uint8)
         r = sort(input_, dim, descending, stable)
-        return _write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices))
+        return _write_out("sort", out, RETURN_TYPES["sort"](r.values.to(_bool), r.indices), input)
     d = norm_dim(dim, input.ndim, "sort")
     table = input._be
     v, i = table.sort(input._data, d, bool(descending), bool(stable))
     idx = _make(i, _i64, table)
     res = RETURN_TYPES["sort"](_selected(SortBackward0, input, v, idx, d, True), idx)
-    return _write_out("sort", out, res)
+    return _write_out("sort", out, res, input)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -550,6 +552,6 @@ METHODS.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk, 
 # late, module level (the shape and pointwise modules import this family's siblings)
 from .creation import arange, full, ones, ones_like, zeros, zeros_like  # noqa: E402
 from .indexing import gather, index_select, narrow, nonzero, scatter_add, select  # noqa: E402
-from .pointwise import add, div, eq, exp, gt, isnan, log, logical_and, logical_or, mul, ne, neg as neg_, sub, where  # noqa: E402,E501
+from .pointwise import add, div, eq, exp, gt, isnan, log, logical_and, logical_or, ne, neg as neg_, sub, where  # noqa: E402,E501
 from .reduction import amax, any as any_, argmax, cumsum, sum as sum_  # noqa: E402
 from .shape import cat, contiguous, flip, movedim, reshape, unsqueeze  # noqa: E402

@@ -236,7 +236,14 @@ class LogitBackward0(Node):
     def backward(self, g):
         (x,) = self.saved()
         return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
-NanToNumBackward0 = _passthrough("NanToNumBackward0")
+class NanToNumBackward0(Node):
+    """PyTorch's formula, grad * isfinite(x): a zero factor at the replaced elements (an infinite gradient there
+    gives NaN, a finite one a signed zero, as PyTorch)."""
+    __slots__ = ()
+
+    def backward(self, g):
+        x = self.saved()[0]
+        return (mul(g, eq(sub(x, x), 0.0).to(g.dtype)),)  # (x - x is 0 exactly where x is finite)
 class AddcmulBackward0(Node):
     """PyTorch's formula: each factor's gradient is ``grad * (other * value)`` at the broadcast shape, then summed to
     the factor's shape (a composite would sum first: an inf factor under gradients of mixed signs gives PyTorch's NaN
@@ -306,12 +313,18 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     fi = np.finfo(input.dtype.np)
     hi = float(fi.max) if posinf is None else float(posinf)
     lo = float(fi.min) if neginf is None else float(neginf)
-    if lo <= -float(fi.max) and hi >= float(fi.max):  # every finite value lies in [lo, hi]: one clamp
-        r = clamp(input, lo, hi)
-    else:
-        r = where(eq(input, math.inf), hi, where(eq(input, -math.inf), lo, input))
-    r = where(isnan(input), float(nan), r)
-    return _out(_named(r, NanToNumBackward0), out, "nan_to_num", input)
+    with no_grad():  # (one node below, PyTorch's formula)
+        if lo <= -float(fi.max) and hi >= float(fi.max):  # every finite value lies in [lo, hi]: one clamp
+            r = clamp(input, lo, hi)
+        else:
+            r = where(eq(input, math.inf), hi, where(eq(input, -math.inf), lo, input))
+        r = where(isnan(input), float(nan), r)
+    if input._rg and _gs.enabled:
+        node = NanToNumBackward0()
+        node.save(input)
+        node.next_functions = (edge(input),)
+        r = _make(r._data, r.dtype, r._be, node)
+    return _out(r, out, "nan_to_num", input)
 
 
 def ldexp(input: Tensor, other, *, out=None) -> Tensor:
@@ -431,7 +444,8 @@ def _hypot_bw(self, g):
 def _copysign_bw(self, g):
     a = self.saved()[0]   # saved (with the output) only where a's gradient is needed
     na, nb = self.need
-    ga = where(eq(a, 0), 0.0, mul(g, div(self.out, a))) if na else None
+    # PyTorch's formula: grad * (result / self masked to 0 where self == 0): a NaN gradient stays NaN there
+    ga = mul(g, where(eq(a, 0), 0.0, div(self.out, a))) if na else None
     return self.grads(ga, _creation.zeros_like(g) if nb else None)
 
 
@@ -470,7 +484,13 @@ def _xlogy_bw(fn, shift):
 
 
 Atan2Backward0 = _binary_node("Atan2Backward0", _atan2_bw)
-HypotBackward0 = _binary_node("HypotBackward0", _hypot_bw, save_output=True)
+def _save_own(a, b, need):
+    """Each operand only where its own gradient is needed (hypot's reads its operand and the result, as PyTorch
+    saves them: an operand not requiring grad may be changed in place before the backward)."""
+    return (a if need[0] else None), (b if need[1] else None)
+
+
+HypotBackward0 = _binary_node("HypotBackward0", _hypot_bw, save_output=True, to_save=_save_own)
 CopysignBackward0 = _binary_node("CopysignBackward0", _copysign_bw, save_output="a", to_save=_save_first)
 FmaxBackward0 = _binary_node("FmaxBackward0", _fmaxmin_bw(ge))
 FminBackward0 = _binary_node("FminBackward0", _fmaxmin_bw(le))

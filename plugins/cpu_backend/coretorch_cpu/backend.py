@@ -106,7 +106,13 @@ def _pow(a, b):
         r = np.power(a, np.maximum(b, 0))
         small = np.where(a == -1, 1 - 2 * (b & 1), a == 1)  # the value of a ** b where b < 0
         return np.where(neg, small, r).astype(r.dtype, copy=False)
-    return np.power(a, b)
+    r = np.power(a, b)
+    if b.__class__ is nd and b.size == 1 and b.dtype.kind == "f" and a.dtype.kind == "f" and b.flat[0] == 0.5:
+        # a tensor exponent is C's pow in PyTorch: (-inf) ** tensor(0.5) is inf, (-0.) ** tensor(0.5) is 0.;
+        # numpy's loop takes sqrt for a scalar 0.5 (nan, -0.), as PyTorch does only for a Python number (which the
+        # core passes as a float)
+        r = np.where(a == -np.inf, np.inf, np.where(a == 0, 0, r)).astype(r.dtype, copy=False)
+    return r
 
 
 def _int_identity(uf):

@@ -42,7 +42,9 @@ _NATIVE = frozenset(("from_numpy", "to_numpy", "full", "empty", "eye", "arange",
                      "permute", "expand", "basic_index", "flip", "tile", "cat", "assign_", "setitem_", "index",
                      "index_put_", "gather", "index_select", "nonzero", "where", "amax", "amin", "any", "all",
                      "argmax", "argmin", "iadd", "isub", "imul", "idiv", "max_pool2d", "max_pool2d_backward",
-                     "check_index", "check_values", "scatter_add", "index_add"))
+                     "check_index", "check_values", "scatter_add", "index_add",
+                     # memory queries and views: a float32 copy would be another buffer (no write reaches the tensor)
+                     "as_strided", "storage_offset", "same_storage"))
 
 
 def _to32(a):
