@@ -206,6 +206,20 @@ def _long_nonfinite_var_mean(want, a, what: str) -> bool:
     return n_in // n_out >= 32768 and v.dtype.kind == "f" and not np.isfinite(v).all()
 
 
+def _layer_norm_overflow(want) -> bool:
+    """The program normalises a float32 tensor holding a value of magnitude 2^64 or more (a row mean that large
+    squares to inf: PyTorch's CPU moments give NaN for the row, coretorch's two-pass moments the limit 0)."""
+    for s in want.steps:
+        if "F.layer_norm(" not in s.src:
+            continue
+        x = _defining_step(want, s.src.split("F.layer_norm(", 1)[1].split(",")[0].strip())
+        if x is not None and x.value is not None and np.asarray(x.value).dtype == np.float32:
+            v = np.abs(np.asarray(x.value, float))
+            if (v[np.isfinite(v)] >= 2.0 ** 64).any():
+                return True
+    return False
+
+
 def _copysign_of_nan_signs(want, got, a, b) -> bool:
     """copysign(x, y) whose values differ only where y is NaN in both runs (the sign bit of a NaN an op made)."""
     if a.op != "copysign" or a.value is None or b.value is None or a.value.shape != b.value.shape:
@@ -225,6 +239,10 @@ def _copysign_of_nan_signs(want, got, a, b) -> bool:
         and np.array_equal(np.abs(a.value), np.abs(b.value), equal_nan=True)
 
 
+_LAYER_NORM_LABEL = ("layer_norm of a float32 row whose mean is 2^64 or more in magnitude: PyTorch's CPU moments "
+                     "square the mean (inf - inf: NaN), coretorch's two-pass moments give the limit 0")
+
+
 # the same for a step whose test needs the whole program: (label, test of the PyTorch run, the coretorch run, the
 # PyTorch step, the coretorch step and the difference)
 DELIBERATE_PROGRAM_STEPS = (
@@ -239,6 +257,8 @@ DELIBERATE_PROGRAM_STEPS = (
      "decides the mean is PyTorch's Welford pass, exact up to 32,767 elements per output (PyTorch sums longer rows "
      "in parallel chunks)",
      lambda want, got, a, b, what: _long_nonfinite_var_mean(want, a, what)),
+    (_LAYER_NORM_LABEL,
+     lambda want, got, a, b, what: a.op == "layer_norm" and what == "value" and _layer_norm_overflow(want)),
     ("masked_fill_/index_fill_/index_put_ on an expanded tensor raise (PyTorch 2.13 writes every element sharing "
      "the memory, with a deprecation warning)",
      lambda want, got, a, b, what: a.op in ("masked_fill_", "index_fill_", "index_put_") and not a.error
@@ -257,7 +277,8 @@ def _deliberate(want, got, diff, device: str) -> str | None:
     i, op, _, what = diff
     if op == "backward":
         return next((label for label, test in DELIBERATE if test(want, got)), None) or (
-            _MODE_LABEL if _mode_tie_moved(want, got, device) else None)
+            _MODE_LABEL if _mode_tie_moved(want, got, device) else None) or (
+            _LAYER_NORM_LABEL if _layer_norm_overflow(want) else None)
     if 0 <= i < min(len(want.steps), len(got.steps)):
         a, b = want.steps[i], got.steps[i]
         if a.op == "mode" and device != "cpu" and what == "value" and any(

@@ -343,3 +343,52 @@ def test_copysign_gradient_is_grad_times_the_masked_ratio(device):
     x.grad = None
     torch.copysign(x, -1.0).sum().backward()
     assert x.grad.tolist() == [0.0, -1.0, 0.0, 1.0]
+
+
+def _layer_norm_program(row: list):
+    v = np.array([row], np.float32)
+    inp = Step(f"x0 = torch.tensor([{row!r}])", "input", "float32[1, 3]", dtype="float32", shape=(1, 3), value=v)
+    ln = Step("x1 = F.layer_norm(x0, (3,))", "layer_norm", "float32", dtype="float32", shape=(1, 3),
+              value=np.full((1, 3), np.nan, np.float32))
+    return Result(seed=3, steps=[inp, ln])
+
+
+def test_layer_norm_of_a_row_with_a_mean_past_2_64_is_the_finite_limit(device):
+    # deliberate (README): PyTorch's CPU kernel squares the mean (NaN for three 2e19), coretorch normalises to 0;
+    # below 2^64 both give 0 (three 1.8e19: a zero variance)
+    for row in ([2e19] * 3, [1.8e19] * 3, [0.0, -0.75, 1e30]):
+        y = torch.nn.functional.layer_norm(torch.tensor([row], device=device), (3,))
+        assert np.isfinite(y.cpu().numpy()).all() and (y.cpu().numpy() == 0).all()
+    orc = _oracle()
+    diff = (1, "layer_norm", "float32", "value")
+    assert "2^64" in orc._deliberate(_layer_norm_program([0.0, -0.75, 1e30]), _layer_norm_program([0.0, 0, 0]),
+                                     diff, "cpu")
+    assert orc._deliberate(_layer_norm_program([1e19, 0, 0]), _layer_norm_program([0.0, 0, 0]), diff, "cpu") is None
+
+
+def test_argsort_out_needs_the_stable_keyword_as_in_pytorch(device):
+    x, o = torch.tensor([3.0, 1.0, 2.0], device=device), torch.empty(3, dtype=torch.long, device=device)
+    for call in (lambda: torch.argsort(x, out=o), lambda: torch.argsort(x, 0, stable=True, out=o),
+                 lambda: torch.argsort(x, dim=0, out=o)):
+        with pytest.raises(TypeError, match=r"argsort\(\) received an invalid combination of arguments"):
+            call()
+    assert torch.argsort(x, stable=True, out=o) is o and o.tolist() == [1, 2, 0]
+    assert torch.argsort(x, dim=0, descending=True, stable=False, out=o).tolist() == [0, 2, 1]
+
+
+def test_indexing_a_0d_tensor_gives_pytorchs_message_for_each_key(device):
+    t = torch.tensor(5.0, device=device)
+    for key in (0, -1):
+        for op in (lambda k: t[k], lambda k: t.__setitem__(k, 1.0)):
+            with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+                op(key)
+    for op in (lambda k: t[k], lambda k: t.__setitem__(k, 1.0)):
+        with pytest.raises(IndexError, match=r"slice\(\) cannot be applied to a 0-dim tensor"):
+            op(slice(None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key in ((0,), torch.tensor(0, device=device), torch.tensor([0], device=device), [0], (0, 0), (None, 0),
+                    (Ellipsis, 0), (slice(None),)):
+            with pytest.raises(IndexError, match="too many indices for tensor of dimension 0"):
+                t[key]
+    assert t[None].shape == (1,) and t[True].shape == (1,) and t[...].shape == ()

@@ -53,11 +53,22 @@ def _wrap(name: str, fn):
     def op(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if name == "argsort" and (len(args) > 1 or "stable" not in kwargs):
+            _argsort_out_error(args, kwargs)
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact,
                          inputs=_tensors(args, kwargs) if checked else ())
 
     setattr(op, "__wrapped_out__", True)
     return op
+
+
+def _argsort_out_error(args, kwargs) -> None:
+    """PyTorch's one ``argsort`` overload with ``out`` takes ``stable`` as a keyword (and no positional ``dim``)."""
+    got = ", ".join(["Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in args]
+                    + [f"{k}={type(v).__name__}" for k, v in kwargs.items()] + ["out=Tensor"])
+    raise TypeError(f"argsort() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                    " * (Tensor input, *, bool stable, int dim = -1, bool descending = False, Tensor out = None)\n"
+                    " * (Tensor input, int dim = -1, bool descending = False)")
 
 
 def install(namespace: dict) -> None:

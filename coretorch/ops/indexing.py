@@ -140,15 +140,19 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
     ``AdvKey``.  Checks ranges and counts like PyTorch: an index range only where the result has elements.
     ``checks``: a list that gets the index tensors' range checks instead, for ``run_checks`` once the caller's own
     checks passed (index_put_ checks the value before the indices, as PyTorch)."""
+    bare = key
     if not isinstance(key, tuple):
         key = tuple(key) if python_key and key.__class__ is list and _seq_as_tuple(key) else (key,)
     shape = x._data.shape
     ndim = len(shape)
     items, consumed = _classify(x, key, python_key, checks is not None)
     if consumed > ndim:
-        if ndim == 0:
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
-                             "in C++ to convert a 0-dim tensor to a number")
+        if ndim == 0 and bare is not key:  # PyTorch's messages for a lone int or slice (a tuple: "too many")
+            if isinstance(bare, slice):
+                raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+            if not isinstance(bare, (Tensor, list)):
+                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     if sum(1 for kind, _ in items if kind is _ELL) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
