@@ -110,22 +110,27 @@ def _grads_moved_among_nans(want, got) -> bool:
     going to another of equal NaNs: which one a sort puts first)."""
     if want.grad_error or got.grad_error:
         return False
+    diffs = _grad_diffs(want, got)
+    return diffs is not None and bool(diffs) and all(
+        x is not None and x.shape == g.shape and x.dtype.kind == "f" and np.isnan(x[d]).all()
+        and np.isclose(g[d].sum(dtype=float), h[d].sum(dtype=float)) for g, h, x, d in diffs)
+
+
+def _grad_diffs(want, got) -> list | None:
+    """(PyTorch's gradient, coretorch's, the leaf's input value or None, mask of the differing elements) of each
+    float gradient that differs; None if one run has a gradient the other lacks."""
     inputs = {s.src.split(" = ", 1)[0]: _literal(s.src) for s in want.steps if s.op == "input"}
-    moved = False
+    out = []
     for name, g in want.grads.items():
         h, x = got.grads.get(name), inputs.get(name)
         if g is None or h is None or g.shape != h.shape or g.dtype.kind != "f":
             if (g is None) != (h is None):
-                return False
+                return None
             continue
         d = ~((g == h) | (np.isnan(g) & np.isnan(h)))
-        if not d.any():
-            continue
-        if x is None or x.shape != g.shape or x.dtype.kind != "f" or not np.isnan(x[d]).all() \
-                or not np.isclose(g[d].sum(dtype=float), h[d].sum(dtype=float)):
-            return False
-        moved = True
-    return moved
+        if d.any():
+            out.append((g, h, x, d))
+    return out
 
 
 def _nan_sign_only(a, b) -> bool:
@@ -172,24 +177,11 @@ def _mode_tie_moved(want, got, device: str) -> bool:
             return False
     elif not any(v is not None and np.asarray(v).dtype.kind == "f" and np.isnan(v).any() for _, v in rows):
         return False
-    inputs = {s.src.split(" = ", 1)[0]: _literal(s.src) for s in want.steps if s.op == "input"}
-    moved = False
-    for name, g in want.grads.items():
-        h, x = got.grads.get(name), inputs.get(name)
-        if g is None or h is None or g.shape != h.shape or g.dtype.kind != "f":
-            if (g is None) != (h is None):
-                return False
-            continue
-        d = ~((g == h) | (np.isnan(g) & np.isnan(h)))
-        if not d.any():
-            continue
-        if x is None or x.shape != g.shape or not np.isclose(g[d].sum(dtype=float), h[d].sum(dtype=float)):
-            return False
-        vals = x[d]
-        if not all(np.isnan(v) or np.count_nonzero(x == v) > 1 for v in vals.ravel()):
-            return False  # the gradient moved onto a value that is not tied
-        moved = True
-    return moved
+    diffs = _grad_diffs(want, got)
+    # the gradient moved onto another of tied values (or NaNs), with the same total there
+    return diffs is not None and bool(diffs) and all(
+        x is not None and x.shape == g.shape and np.isclose(g[d].sum(dtype=float), h[d].sum(dtype=float))
+        and all(np.isnan(v) or np.count_nonzero(x == v) > 1 for v in x[d].ravel()) for g, h, x, d in diffs)
 
 
 def _long_nonfinite_var_mean(want, a, what: str) -> bool:

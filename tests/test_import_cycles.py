@@ -63,6 +63,14 @@ def _module_level_imports(tree: ast.Module):
                     todo.append(child)
 
 
+def _base(name: str, is_pkg: bool, level: int, module: str) -> str:
+    """The absolute module of ``from <level dots><module> import ...`` written in module ``name``."""
+    if not level:
+        return module
+    parts = name.split(".") if is_pkg else name.split(".")[:-1]
+    return ".".join(parts[:len(parts) - (level - 1)] + ([module] if module else []))
+
+
 def _targets(name: str, path: str, mods: dict) -> set:
     """The modules of ``mods`` that ``name`` imports at module level (its package ``__init__`` excepted)."""
     is_pkg = path.endswith("__init__.py")
@@ -73,11 +81,7 @@ def _targets(name: str, path: str, mods: dict) -> set:
         if isinstance(n, ast.Import):
             found = [a.name for a in n.names]
         else:
-            if n.level:
-                parts = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = ".".join(parts[:len(parts) - (n.level - 1)] + ([n.module] if n.module else []))
-            else:
-                base = n.module or ""
+            base = _base(name, is_pkg, n.level, n.module or "")
             found = [base + "." + a.name if base + "." + a.name in mods else base for a in n.names]
         for t in found:
             while t and t not in mods:
@@ -103,13 +107,7 @@ def _rough_targets(name: str, path: str, mods: dict) -> set:
             found = [x.split(" as ")[0].strip() for x in mo.group(3).split("#")[0].split(",")]
         else:
             mod = mo.group(1)
-            level = len(mod) - len(mod.lstrip("."))
-            mod = mod.lstrip(".")
-            if level:
-                parts = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = ".".join(parts[:len(parts) - (level - 1)] + ([mod] if mod else []))
-            else:
-                base = mod
+            base = _base(name, is_pkg, len(mod) - len(mod.lstrip(".")), mod.lstrip("."))
             names = re.sub(r"#[^\n]*", "", mo.group(2))
             found = [base] + [base + "." + x for x in re.split(r"[\s,()\\]+", names) if x and x != "as"]
         for t in found:
