@@ -71,6 +71,17 @@ def _base(name: str, is_pkg: bool, level: int, module: str) -> str:
     return ".".join(parts[:len(parts) - (level - 1)] + ([module] if module else []))
 
 
+def _known(found: list, name: str, mods: dict) -> set:
+    """The modules of ``mods`` the dotted names ``found`` denote (a name inside a module: that module), but ``name``."""
+    out = set()
+    for t in found:
+        while t and t not in mods:
+            t = t.rpartition(".")[0]
+        if t and t != name:
+            out.add(t)
+    return out
+
+
 def _targets(name: str, path: str, mods: dict) -> set:
     """The modules of ``mods`` that ``name`` imports at module level (its package ``__init__`` excepted)."""
     is_pkg = path.endswith("__init__.py")
@@ -83,11 +94,7 @@ def _targets(name: str, path: str, mods: dict) -> set:
         else:
             base = _base(name, is_pkg, n.level, n.module or "")
             found = [base + "." + a.name if base + "." + a.name in mods else base for a in n.names]
-        for t in found:
-            while t and t not in mods:
-                t = t.rpartition(".")[0]
-            if t and t != name:
-                out.add(t)
+        out |= _known(found, name, mods)
     return out
 
 
@@ -110,11 +117,7 @@ def _rough_targets(name: str, path: str, mods: dict) -> set:
             base = _base(name, is_pkg, len(mod) - len(mod.lstrip(".")), mod.lstrip("."))
             names = re.sub(r"#[^\n]*", "", mo.group(2))
             found = [base] + [base + "." + x for x in re.split(r"[\s,()\\]+", names) if x and x != "as"]
-        for t in found:
-            while t and t not in mods:
-                t = t.rpartition(".")[0]
-            if t and t != name:
-                out.add(t)
+        out |= _known(found, name, mods)
     return out
 
 
