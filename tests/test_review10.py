@@ -36,3 +36,18 @@ def test_einsum_lone_label_of_size_above_one_still_sums_to_int64(device):
     a = np.arange(12).reshape(2, 3, 2)
     assert np.array_equal(r.cpu().numpy(), np.einsum("bij,bkl->bik", a, a))
     assert torch.einsum("bij->bi", x[:, :, :1]).dtype is torch.int64   # one operand: always a sum
+
+
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_resized_out_whose_storage_grows_still_overlaps_the_inputs(device, op):
+    # PyTorch grows the storage x shares with its views: the resized out (12 elements from offset 1 or 3) still
+    # overlaps the input x[2:8] and cat/stack refuse it (coretorch takes a fresh buffer, but raises the same error)
+    for c, d in ((1, 2), (3, 4)):
+        x = torch.arange(12.0, device=device)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            getattr(torch, op)([x[2:8], x[2:8]], out=x[c:d])
+        assert x.tolist() == list(range(12))
+    x = torch.arange(12.0, device=device)
+    with pytest.warns(UserWarning):   # x[9:10] grown to 12 elements misses x[2:8]: allowed (a buffer of its own)
+        r = getattr(torch, op)([x[2:8], x[2:8]], out=x[9:10])
+    assert r.reshape(-1).tolist() == [2.0, 3, 4, 5, 6, 7] * 2
