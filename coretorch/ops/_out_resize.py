@@ -6,7 +6,8 @@ out=x[:4])`` raises; ``torch.add(x[5:11], 1, out=x[:5])`` does not, although the
 ``x[5]``).  The structured kernels below resize first and check the re-laid-out ``out``: the joining ops, the
 gathers, ``cross``, the reductions along a dim that return indices and ``index_add`` refuse any overlap; the scans,
 ``sort``/``msort``/``topk``, ``renorm`` and ``addmm`` a partial one.  The scatter family checks both.  A resized
-``out`` that takes a fresh buffer (its storage is too small) overlaps nothing after the resize.
+``out`` that takes a fresh buffer (its storage is too small) is checked where PyTorch lays it out in the grown
+storage (its base's: ``torch.cat([x[2:8]] * 2, out=x[1:2])`` raises).
 """
 from __future__ import annotations
 
