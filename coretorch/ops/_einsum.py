@@ -243,8 +243,13 @@ def _plan_prepare(plan: list, op_labels: tuple, shapes: tuple, output: tuple) ->
             if j != k:
                 others.update(other.labels)
         lone = [d for d, s in enumerate(op.labels) if s not in others]
-        if lone:
+        if lone and len(ops) > 1 and all(op.shape[d] == 1 for d in lone):
+            # PyTorch sums only the lone labels of size > 1 when there are several operands (size-1 ones are
+            # viewed away at the end): no sum, so an integer or bool dtype stays
+            plan.append(("reshape", k, tuple(n for d, n in enumerate(op.shape) if d not in lone)))
+        elif lone:
             plan.append(("sum", k, lone, len(ops) > 1))
+        if lone:
             op.labels = [s for d, s in enumerate(op.labels) if d not in lone]
             op.shape = tuple(size[s] for s in op.labels)
     return ops, size

@@ -124,7 +124,8 @@ def write_out(op: str, out, res, *, exact_dtype: bool = False, inputs=()):
               for o, r in zip(outs, ress)]
     if inputs and not same:
         _rs.check_after_resize(op, outs, [o._data if tuple(o.shape) == tuple(r.shape) else inner
-                                          for o, r, inner in zip(outs, ress, inners)], inputs)
+                                          for o, r, inner in zip(outs, ress, inners)], inputs,
+                               [tuple(r.shape) for r in ress])
     for o, r, inner in zip(outs, ress, inners):
         table = o._be
         data = r._data if r.dtype is o.dtype else table.cast(r._data, o.dtype.np)

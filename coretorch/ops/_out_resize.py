@@ -6,7 +6,8 @@ out=x[:4])`` raises; ``torch.add(x[5:11], 1, out=x[:5])`` does not, although the
 ``x[5]``).  The structured kernels below resize first and check the re-laid-out ``out``: the joining ops, the
 gathers, ``cross``, the reductions along a dim that return indices and ``index_add`` refuse any overlap; the scans,
 ``sort``/``msort``/``topk``, ``renorm`` and ``addmm`` a partial one.  The scatter family checks both.  A resized
-``out`` that takes a fresh buffer (its storage is too small) overlaps nothing after the resize.
+``out`` that takes a fresh buffer (its storage is too small) is checked where PyTorch lays it out in the grown
+storage (its base's: ``torch.cat([x[2:8]] * 2, out=x[1:2])`` raises).
 """
 from __future__ import annotations
 
@@ -41,24 +42,48 @@ def checks_before_resize(op: str) -> bool:
     return op in _BOTH or not (op in _AFTER_ANY or op in _AFTER_PARTIAL or op in _UNCHECKED)
 
 
-def check_after_resize(op: str, outs, targets, inputs) -> None:
+def check_after_resize(op: str, outs, targets, inputs, shapes=None) -> None:
     """The check of the structured kernels that resize ``out`` first: each out in the layout it takes (``targets``:
-    its native array as written, None for one that takes a fresh buffer and so overlaps nothing)."""
+    its native array as written, None for one that takes a fresh buffer: checked as PyTorch lays it out in its
+    grown storage, contiguous ``shapes[i]`` from its offset, where it still overlaps the inputs of that storage)."""
     if op not in _AFTER_ANY and op not in _AFTER_PARTIAL:
         return
     refuse: tuple = (_ov.PARTIAL, _ov.FULL) if op in _AFTER_ANY else (_ov.PARTIAL,)
-    for o, data in zip(outs, targets):
+    for k, (o, data) in enumerate(zip(outs, targets)):
         table = o._be
-        if data is None or not table.has("same_storage"):
-            continue
+        if not table.has("same_storage") or (data is None and (shapes is None or not o.numel())):
+            continue  # (an empty view keeps no offset: where PyTorch would lay it out is unknown)
         for t in inputs:
-            if not isinstance(t, Tensor) or t._be is not table or not table.same_storage(data, t._data):
+            # (a grown out: the storage of its base, whose memory may lie beyond the view's own elements)
+            probe = data if data is not None else (o._base if o._base is not None else o)._data
+            if not isinstance(t, Tensor) or t._be is not table or not table.same_storage(probe, t._data):
                 continue
-            st = _ov.status(table, data, t._data, o.dtype.itemsize, t.dtype.itemsize)
+            if data is None:
+                st = _grown_status(table, o, shapes[k], t)
+            else:
+                st = _ov.status(table, data, t._data, o.dtype.itemsize, t.dtype.itemsize)
             if st == _ov.PARTIAL and op in _SPAN_FULL and _same_span(table, data, t, o.dtype.itemsize):
                 st = _ov.FULL
             if st in refuse:
                 raise RuntimeError(_ov._MSG)
+
+
+def _grown_status(table, o, shape: tuple, t) -> int:
+    """get_overlap_status of ``o`` resized to ``shape`` in its grown storage (C-contiguous from its offset) against
+    ``t`` in the same storage: PyTorch grows the shared storage, so the inputs there still overlap the out."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0 or t.numel() == 0:
+        return _ov.NO
+    if not _ov._dense(tuple(t.shape), tuple(table.strides(t._data))):
+        return _ov.TOO_HARD
+    isz, tsz = o.dtype.itemsize, t.dtype.itemsize
+    a0, b0 = table.storage_offset(o._data) * isz, table.storage_offset(t._data) * tsz
+    a1, b1 = a0 + n * isz, b0 + t.numel() * tsz
+    if a0 == b0 and a1 == b1:
+        return _ov.FULL if tuple(t.shape) == tuple(shape) and t.is_contiguous() else _ov.PARTIAL
+    return _ov.PARTIAL if a0 < b1 and b0 < a1 else _ov.NO
 
 
 def _same_span(table, data, t, isz: int) -> bool:
