@@ -392,3 +392,14 @@ def test_indexing_a_0d_tensor_gives_pytorchs_message_for_each_key(device):
             with pytest.raises(IndexError, match="too many indices for tensor of dimension 0"):
                 t[key]
     assert t[None].shape == (1,) and t[True].shape == (1,) and t[...].shape == ()
+
+
+def test_where_out_takes_tensor_operands_only_as_pytorch(device):
+    c = torch.tensor([True, False], device=device)
+    x, o = torch.tensor([1.0, 2.0], device=device), torch.empty(2, device=device)
+    with pytest.raises(TypeError, match=r"where\(\): argument 'other' \(position 3\) must be Tensor, not float"):
+        torch.where(c, x, 0.0, out=o)
+    with pytest.raises(TypeError, match=r"where\(\): argument 'input' \(position 2\) must be Tensor, not float"):
+        torch.where(c, 1.0, 0.0, out=o)
+    assert torch.where(c, x, torch.tensor(0.0, device=device), out=o) is o and o.tolist() == [1.0, 0.0]
+    assert torch.where(c, x, 0.0).tolist() == [1.0, 0.0]   # without out= a scalar is fine

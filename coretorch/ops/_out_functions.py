@@ -55,6 +55,8 @@ def _wrap(name: str, fn):
             return fn(*args, **kwargs)
         if name == "argsort" and (len(args) > 1 or "stable" not in kwargs):
             _argsort_out_error(args, kwargs)
+        elif name == "where":
+            _where_out_operands(args, kwargs)
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact,
                          inputs=_tensors(args, kwargs) if checked else ())
 
@@ -69,6 +71,15 @@ def _argsort_out_error(args, kwargs) -> None:
     raise TypeError(f"argsort() received an invalid combination of arguments - got ({got}), but expected one of:\n"
                     " * (Tensor input, *, bool stable, int dim = -1, bool descending = False, Tensor out = None)\n"
                     " * (Tensor input, int dim = -1, bool descending = False)")
+
+
+def _where_out_operands(args, kwargs) -> None:
+    """PyTorch's ``where`` overload with ``out`` (where.self_out) takes tensors only: a Python scalar operand is its
+    TypeError."""
+    for pos, key in ((1, "input"), (2, "other")):
+        v = args[pos] if len(args) > pos else kwargs.get(key)
+        if v is not None and not isinstance(v, Tensor):
+            raise TypeError(f"where(): argument '{key}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
 
 
 def install(namespace: dict) -> None:
