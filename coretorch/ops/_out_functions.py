@@ -48,15 +48,14 @@ def _tensors(args, kwargs) -> list:
 def _wrap(name: str, fn):
     exact = name in _EXACT
     checked = name not in _UNCHECKED
+    overload = _OUT_OVERLOADS.get(name)  # (chosen here, once: nothing to look up per call)
 
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if name == "argsort" and (len(args) > 1 or "stable" not in kwargs):
-            _argsort_out_error(args, kwargs)
-        elif name == "where":
-            _where_out_operands(args, kwargs)
+        if overload is not None:
+            overload(args, kwargs)
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact,
                          inputs=_tensors(args, kwargs) if checked else ())
 
@@ -64,8 +63,10 @@ def _wrap(name: str, fn):
     return op
 
 
-def _argsort_out_error(args, kwargs) -> None:
+def _argsort_out_overload(args, kwargs) -> None:
     """PyTorch's one ``argsort`` overload with ``out`` takes ``stable`` as a keyword (and no positional ``dim``)."""
+    if len(args) <= 1 and "stable" in kwargs:
+        return
     got = ", ".join(["Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in args]
                     + [f"{k}={type(v).__name__}" for k, v in kwargs.items()] + ["out=Tensor"])
     raise TypeError(f"argsort() received an invalid combination of arguments - got ({got}), but expected one of:\n"
@@ -80,6 +81,11 @@ def _where_out_operands(args, kwargs) -> None:
         v = args[pos] if len(args) > pos else kwargs.get(key)
         if v is not None and not isinstance(v, Tensor):
             raise TypeError(f"where(): argument '{key}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
+
+
+# the ops whose PyTorch overload taking ``out`` accepts fewer argument forms than the op: their check, raising
+# PyTorch's TypeError
+_OUT_OVERLOADS = {"argsort": _argsort_out_overload, "where": _where_out_operands}
 
 
 def install(namespace: dict) -> None:
