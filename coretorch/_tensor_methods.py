@@ -7,7 +7,7 @@ import warnings
 
 from . import dtypes as _dt
 from .ops import creation as C, indexing as I, inplace as IP, linalg as L, pointwise as P, reduction as R
-from .ops import _index_device, shape as S
+from .ops import shape as S
 from .tensor import Tensor, _make
 
 T = Tensor
@@ -215,7 +215,7 @@ Tensor.__lt__ = lambda self, other: P.lt(self, other)
 Tensor.__le__ = lambda self, other: P.le(self, other)
 Tensor.__gt__ = lambda self, other: P.gt(self, other)
 Tensor.__ge__ = lambda self, other: P.ge(self, other)
-Tensor.__getitem__ = _index_device.getitem  # (PyTorch checks the index count before the devices)
+Tensor.__getitem__ = I.getitem
 Tensor.__setitem__ = I.setitem
 
 

@@ -11,6 +11,8 @@ from ..tensor import Tensor, _make
 from ._overlap import assert_no_overlap, assert_no_partial_overlap
 from ._util import bind_late, broadcast_shapes, edge, norm_dim, sum_to
 
+_DEVICE_MSG = "indices should be either on cpu or on the same device as the indexed tensor"
+
 _i64, _bool = _dt.int64, _dt.bool_
 _INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
 
@@ -33,8 +35,7 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False
                 host.append(t)
             t = t.to(ref.device)
         else:
-            raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor "
-                               f"({ref.device})")
+            raise RuntimeError(f"{_DEVICE_MSG} ({ref.device})")
     if t.dtype not in _INDEX_DTYPES:
         raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors (got {t.dtype})")
     return t
@@ -342,12 +343,36 @@ def _embed(g: Tensor, shape, nkey, advanced: bool) -> Tensor:
 
 
 def getitem(x: Tensor, key) -> Tensor:
-    if x._be.host_memory:
-        nkey, advanced = normalize_key(x, key)
-        return _index(x, nkey, advanced)
-    with checks_guard(x._be):
-        nkey, advanced = normalize_key(x, key)
-        return _index(x, nkey, advanced)
+    try:
+        if x._be.host_memory:
+            nkey, advanced = normalize_key(x, key)
+            return _index(x, nkey, advanced)
+        with checks_guard(x._be):
+            nkey, advanced = normalize_key(x, key)
+            return _index(x, nkey, advanced)
+    except RuntimeError as e:
+        if str(e).startswith(_DEVICE_MSG):
+            _count_first(x, key)  # PyTorch counts the indices before it looks at their devices
+        raise
+
+
+_COUNT_MSGS = ("too many indices", "invalid index of a 0-dim tensor")
+
+
+def _count_first(x: Tensor, key) -> None:
+    """PyTorch's IndexError if ``key`` holds more indices than ``x`` has dims (``cpu_0d[device_index]``: "too many
+    indices", whatever the devices), its foreign index tensors read on the cpu: an error path only."""
+    items = key if isinstance(key, tuple) else (key,)
+    host = tuple(k.cpu() if isinstance(k, Tensor) and k._be is not x._be else k for k in items)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (a subscript list's warning was given by the first attempt)
+            normalize_key(x, host if isinstance(key, tuple) else host[0])
+    except IndexError as ie:
+        if str(ie).startswith(_COUNT_MSGS):
+            raise IndexError(str(ie)) from None
+    except Exception:  # noqa: BLE001  (any other problem: the device error stands, as PyTorch's CUDA order)
+        pass
 
 
 class IndexPutBackward0(Node):
