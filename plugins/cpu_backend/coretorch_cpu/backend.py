@@ -12,6 +12,7 @@ import numpy as np
 from coretorch._fpquiet import quiet_call as _quiet_call
 
 from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
+from .blas1 import axpy as _blas_axpy
 from .shaping import _OVERLAP, _writable
 
 nd = np.ndarray
@@ -153,7 +154,7 @@ def _inplace(uf):
 
 def _axpy(y, a, x):
     try:
-        np.add(y, x if a == 1 else x * a, out=y)
+        _blas_axpy(y, a, x)
     except ValueError as e:
         w = _write_failed(y, e)
         np.add(w, x if a == 1 else x * a, out=w)

@@ -2,14 +2,17 @@
 
 One Adam/AdamW update of a parameter and its state with numpy ufuncs writing into the state and one scratch array:
 the same float operations in the same order as coretorch-extra-ops' composite (``exp_avg.lerp_(grad, 1 - beta1)``,
-``exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)``, ...), so the results are bitwise equal, without the
-tensor-op dispatch and temporaries of about thirteen tensor ops per parameter.
+``exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)``, ...; the two ``add_`` with ``alpha`` through the
+composite's own ``axpy``), so the results are bitwise equal, without the tensor-op dispatch and temporaries of
+about thirteen tensor ops per parameter.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from .blas1 import axpy
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -43,8 +46,7 @@ def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, be
             np.subtract(g, d, out=exp_avg)
         np.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
         np.multiply(g, g, out=d)
-        np.multiply(d, 1 - beta2, out=d)
-        np.add(exp_avg_sq, d, out=exp_avg_sq)
+        axpy(exp_avg_sq, 1 - beta2, d)  # add_(grad * grad, alpha=1 - beta2): one rounding, as the composite's
         v = exp_avg_sq
         if max_exp_avg_sq is not None:
             np.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
@@ -53,8 +55,7 @@ def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, be
         np.true_divide(d, math.sqrt(1 - beta2 ** step), out=d)
         np.add(d, eps, out=d)
         np.true_divide(exp_avg, d, out=d)
-        np.multiply(d, -lr / (1 - beta1 ** step), out=d)
-        np.add(p, d, out=p)
+        axpy(p, -lr / (1 - beta1 ** step), d)
     return True
 
 
