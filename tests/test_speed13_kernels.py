@@ -12,6 +12,7 @@ import coretorch as torch
 import coretorch.nn.functional as F
 from coretorch.testing import available_devices
 from _sort_reference import ref_sort_indices
+from coretorch.testing_ops.ulps import ulps32
 
 DEVICES = available_devices()
 
@@ -103,17 +104,11 @@ def _grid() -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-def _ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """|got - ref| in units of the float32 spacing at the correctly rounded reference (float64 ``ref``)."""
-    spacing = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
-    return np.abs(got.astype(np.float64) - ref) / np.maximum(spacing, float(np.finfo(np.float32).smallest_subnormal))
-
-
 @pytest.mark.parametrize("name, ref, max_ulp", [("erf", sp.erf, 8), ("erfc", sp.erfc, 9)])
 def test_cpu_float32_erf_and_erfc_are_within_a_few_ulp(name, ref, max_ulp):
     from coretorch_cpu import erf32
     x = _grid()
-    u = _ulps(getattr(erf32, name)(x), ref(x.astype(np.float64)))
+    u = ulps32(getattr(erf32, name)(x), ref(x.astype(np.float64)))
     assert u.max() <= max_ulp, f"{name}: {u.max():.2f} ulp at x = {x[np.argmax(u)]!r}"
     assert (np.abs(erf32.erf(x)) <= 1).all()
 
@@ -126,7 +121,7 @@ def test_cpu_float32_gelu_accuracy():
     x64 = x.astype(np.float64)
     ref = x64 * sp.ndtr(x64)
     got = erf32.gelu(x)
-    u = _ulps(got, ref)
+    u = ulps32(got, ref)
     assert u[x >= -2].max() <= 12
     rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
     live = np.abs(ref) > 1e-37  # below, float32 results are subnormal (absolute spacing 1.4e-45)

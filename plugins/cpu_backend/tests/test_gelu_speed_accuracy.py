@@ -9,17 +9,13 @@ import pytest
 import scipy.special as sp
 
 from coretorch_cpu import erf32, fused
+from coretorch.testing_ops.ulps import ulps32
 
 
 def _grid() -> np.ndarray:
     x = np.concatenate([np.linspace(-14, 14, 280_001, dtype=np.float32),
                         np.geomspace(1e-40, 14, 20_001).astype(np.float32)])
     return np.concatenate([x, -x])
-
-
-def _ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    spacing = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
-    return np.abs(got.astype(np.float64) - ref) / np.maximum(spacing, float(np.finfo(np.float32).smallest_subnormal))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +31,7 @@ def test_gelu_forward_accuracy(grid):
     ref = x64 * cdf
     got = erf32.gelu(x)
     assert got.dtype == np.float32 and got.shape == x.shape
-    u = _ulps(got, ref)
+    u = ulps32(got, ref)
     assert u[x >= -2].max() <= 8, x[x >= -2][np.argmax(u[x >= -2])]
     assert u[x >= 0].max() <= 8
     rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
@@ -54,7 +50,7 @@ def test_gelu_cdf_is_gelu_and_phi(grid):
     assert c.dtype == np.float32
     err = np.abs(c - cdf)
     assert err.max() < 2.7e-7      # 1/2 + sign(x) (1/2 - Phi(-|x|)): absolute accuracy (2.9e-7 before)
-    assert _ulps(c, cdf)[x >= 0].max() <= 5         # 4.9 before
+    assert ulps32(c, cdf)[x >= 0].max() <= 5         # 4.9 before
 
 
 def test_gelu_backward_with_and_without_phi(grid):
