@@ -100,6 +100,8 @@ def _run(python: str, framework: str, model: str, device: str, mode: str, thread
             env[k] = str(threads)
         if mode == "autotune":  # PoCL's compute units too (older PoCL reads the second name)
             env["POCL_CPU_MAX_CU_COUNT"] = env["POCL_MAX_PTHREAD_COUNT"] = str(threads)
+            if threads == 1:  # PoCL's single-threaded driver runs each kernel in the calling thread: no hand-off
+                env.setdefault("POCL_DEVICES", "basic")
     try:
         out = subprocess.run([python, __file__, "--worker", framework, model, device, mode],
                              capture_output=True, text=True, env=env, timeout=900)

@@ -137,10 +137,8 @@ class HostKernels:
         """Enqueue (kernel, work-items, args) in order and wait for the last (the queue is in order)."""
         dev, ls = self.dev, self.ls
         with dev.lock:
-            ev = None
-            for kn, n, args in launches:
-                ev = kn(dev.queue, ((n + ls - 1) // ls * ls,), (ls,), *args)
-            ev.wait()
+            evs = [kn(dev.queue, ((n + ls - 1) // ls * ls,), (ls,), *args) for kn, n, args in launches]
+            evs[-1].wait()
 
     def _items(self, n: int) -> int:
         return n // self.vw + n % self.vw
