@@ -164,11 +164,12 @@ def test_extension_point_serves_module_capture(monkeypatch):
     np.testing.assert_array_equal(out.detach().numpy(), model(x).detach().numpy())
 
 
-def test_offered_kernels_match_the_cpu_kernels_and_decline_other_layouts():
+def test_offered_kernels_match_the_cpu_kernels_and_decline_other_layouts(monkeypatch):
     if not _providers():   # (test_a_provider_exists_where_pocl_is_installed checks that this means no PoCL)
         assert not _pocl_host_device()
         return
     p = _providers()[0]
+    from coretorch_opencl.device import cl   # (the plugin's pyopencl: its error type)
     cpu = _backend.get_table("cpu")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 37)).astype(np.float32) * 4
@@ -202,6 +203,11 @@ def test_offered_kernels_match_the_cpu_kernels_and_decline_other_layouts():
                 ("gelu_backward", (g, x, None)), ("softmax", (x[:, :4], 1))]
     for name, args in declined:
         assert p.kernel(name, getattr(cpu, name), args, {}, None) is None, name
-    # offered for one layout, called with another: the cpu kernel runs
+    # offered for one layout, called with another: the cpu kernel runs; so it does where the driver refuses
     fn = p.kernel("softmax", cpu.softmax, (x[1:], 1), {}, None)
     np.testing.assert_array_equal(fn(xt.T, 1), cpu.softmax(xt.T, 1))
+
+    def refuse(launches):
+        raise cl.Error("CL_OUT_OF_RESOURCES")
+    monkeypatch.setattr(p, "_run", refuse)
+    np.testing.assert_array_equal(fn(x[1:], 1), cpu.softmax(x[1:], 1))

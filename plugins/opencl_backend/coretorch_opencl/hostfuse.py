@@ -231,9 +231,23 @@ class HostKernels:
 
     def kernel(self, name: str, orig: Callable, args: tuple, kwargs: dict, result: Any) -> Callable | None:
         """A callable standing in for the recorded launch ``orig(*args, **kwargs)`` of kernel ``name`` (None where
-        declined); it re-checks the layout on every call and runs ``orig`` for operands it does not take."""
+        declined); it re-checks the layout on every call and runs ``orig`` for operands it does not take, or where
+        the driver refuses (an OpenCL error: a buffer over the device's largest allocation, out of resources)."""
         if kwargs:
             return None
+        fn = self._offer(name, orig, args)
+        if fn is None:
+            return None
+
+        def hosted(*a):
+            try:
+                return fn(*a)
+            except cl.Error:
+                return orig(*a)
+        hosted.__qualname__ = f"HostKernels.{name}"
+        return hosted
+
+    def _offer(self, name: str, orig: Callable, args: tuple) -> Callable | None:
         n = len(args)
         if name == "gelu_cdf" and n == 1 and _c32(args[0]):
             def gelu_cdf(x):
