@@ -15,9 +15,17 @@ from coretorch import _backend, nn
 from coretorch._compile import config, hostfuse
 
 
+@functools.lru_cache(maxsize=None)
+def _providers() -> tuple:
+    """The host-memory providers for cpu (asked once: the opencl plugin's makes its device and checks it)."""
+    return tuple(hostfuse.providers("cpu"))
+
+
 @pytest.fixture(autouse=True)
-def _fresh():
+def _fresh(monkeypatch):
     torch.compiler.reset()
+    for p in _providers():   # the small arrays here too (PoCL's threaded driver takes only large ones)
+        monkeypatch.setattr(p, "min_size", 0)
     yield
     torch.compiler.reset()
     config.host_fusion = False
@@ -30,12 +38,6 @@ def _pocl_host_device() -> bool:
         return False
     from coretorch_opencl.device import cl, discover   # the plugin's own view of its devices (test only)
     return any(d.type & cl.device_type.CPU and d.host_unified_memory for _, _, d in discover()[0])
-
-
-@functools.lru_cache(maxsize=None)
-def _providers() -> tuple:
-    """The host-memory providers for cpu (asked once: the opencl plugin's makes its device and checks it)."""
-    return tuple(hostfuse.providers("cpu"))
 
 
 def test_a_provider_exists_where_pocl_is_installed():
@@ -206,6 +208,9 @@ def test_offered_kernels_match_the_cpu_kernels_and_decline_other_layouts(monkeyp
     # offered for one layout, called with another: the cpu kernel runs; so it does where the driver refuses
     fn = p.kernel("softmax", cpu.softmax, (x[1:], 1), {}, None)
     np.testing.assert_array_equal(fn(xt.T, 1), cpu.softmax(xt.T, 1))
+
+    monkeypatch.setattr(p, "min_size", 1 << 15)   # the threaded driver's floor: small arrays stay on the cpu kernel
+    assert p.kernel("softmax", cpu.softmax, (x[1:], 1), {}, None) is None
 
     def refuse(launches):
         raise cl.Error("CL_OUT_OF_RESOURCES")

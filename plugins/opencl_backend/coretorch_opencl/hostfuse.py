@@ -24,7 +24,9 @@ cpu kernels' (not bitwise: another evaluation order and PoCL's vector ``exp``):
 The device is the first CPU OpenCL device with host-unified memory that discovery lists (the opencl backend's own
 ``Device``, so kernels, programs and the lock are shared).  Its compute units are PoCL's business:
 ``POCL_CPU_MAX_CU_COUNT=1`` (with ``POCL_MAX_PTHREAD_COUNT=1`` for older PoCL) holds it to one core, as
-``OMP_NUM_THREADS=1`` holds numpy's BLAS.
+``OMP_NUM_THREADS=1`` holds numpy's BLAS; ``POCL_DEVICES=basic`` (PoCL's single-threaded driver, preferred when
+listed) runs each kernel in the calling thread: no hand-off to a worker, which costs ~80-170 us of CPU time per call
+with the threaded driver (so there only arrays from 32k elements are taken, ``min_size``).
 """
 from __future__ import annotations
 
@@ -119,6 +121,10 @@ class HostKernels:
         self._rw = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         self.ls = dev.ls
         self.wg = dev.max_wg
+        # elements of the first operand below which the cpu kernel stays: PoCL's threaded driver costs ~80-170 us of
+        # CPU time per call (hand-off to its worker, which spins), so it wins only from ~32k elements; the
+        # single-threaded driver runs the kernel in the calling thread and wins at every size measured (1280 up)
+        self.min_size = 0 if _in_thread(dev) else 1 << 15
 
     # ---- launching on numpy memory ------------------------------------------------------------------------------
     def _k(self, name: str):
@@ -233,7 +239,7 @@ class HostKernels:
         """A callable standing in for the recorded launch ``orig(*args, **kwargs)`` of kernel ``name`` (None where
         declined); it re-checks the layout on every call and runs ``orig`` for operands it does not take, or where
         the driver refuses (an OpenCL error: a buffer over the device's largest allocation, out of resources)."""
-        if kwargs:
+        if kwargs or not args or getattr(args[0], "size", 0) < self.min_size:
             return None
         fn = self._offer(name, orig, args)
         if fn is None:
@@ -300,12 +306,19 @@ class HostKernels:
         return mean.size == rstd.size == rows
 
 
+def _in_thread(dev) -> bool:
+    """PoCL's single-threaded driver (``POCL_DEVICES=basic``; ``cpu-minimal`` from PoCL 4): kernels run in the
+    thread that waits for them."""
+    return dev.name.startswith(("basic", "cpu-minimal"))
+
+
 def provider(backend) -> HostKernels | None:
-    """The host kernels of the first CPU OpenCL device with host-unified memory (PoCL), or None (no such device, or
-    it does not compute on host pointers in place)."""
-    found = discover()[0]
-    for i, (_, _, d) in enumerate(found):
-        if d.type & cl.device_type.CPU and d.host_unified_memory:
-            hk = HostKernels(backend.device(i))
-            return hk if hk.works() else None
+    """The host kernels of a CPU OpenCL device with host-unified memory (PoCL; its single-threaded driver first when
+    listed), or None (no such device, or it does not compute on host pointers in place)."""
+    found = [(i, d) for i, (_, _, d) in enumerate(discover()[0])
+             if d.type & cl.device_type.CPU and d.host_unified_memory]
+    found.sort(key=lambda e: not e[1].name.startswith(("basic", "cpu-minimal")))
+    for i, _ in found[:1]:
+        hk = HostKernels(backend.device(i))
+        return hk if hk.works() else None
     return None
