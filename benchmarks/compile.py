@@ -3,6 +3,7 @@ and mode in its own process, with one thread and with the default threads.
 
     python benchmarks/compile.py                         # the table (PyTorch from --torch-python or $TORCH_PYTHON)
     python benchmarks/compile.py --worker coretorch mlp cpu compiled   # one measurement (used by the table)
+    python benchmarks/compile.py --alternate 5 --models gpt   # mode="max-autotune" vs PyTorch eager, alternating
 
 MLP step: 784-256-128-10, batch 128, SGD.  GPT step: the one of benchmarks/transformer.py (2 pre-LN blocks, width
 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW).  Each step does zero_grad, forward, backward and
@@ -67,6 +68,8 @@ def worker(framework: str, model: str, device: str, mode: str) -> dict:
         torch._compile.config.pool = False
     if mode in ("compiled", "unfused", "nopool"):
         step = torch.compile(step)
+    if mode == "autotune":  # host fusion: cpu GELU/layer norm/softmax as PoCL kernels (coretorch/_compile/hostfuse.py)
+        step = torch.compile(step, mode="max-autotune")
     # an asynchronous device (opencl) finishes each step's kernels inside the timing (wall time and PoCL's threads)
     sync = (lambda: torch.accelerator.synchronize(device)) if device != "cpu" and framework == "coretorch" \
         else (lambda: None)
@@ -95,6 +98,10 @@ def _run(python: str, framework: str, model: str, device: str, mode: str, thread
     if threads:
         for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[k] = str(threads)
+        if mode == "autotune":  # PoCL's compute units too (older PoCL reads the second name)
+            env["POCL_CPU_MAX_CU_COUNT"] = env["POCL_MAX_PTHREAD_COUNT"] = str(threads)
+            if threads == 1:  # PoCL's single-threaded driver runs each kernel in the calling thread: no hand-off
+                env.setdefault("POCL_DEVICES", "basic")
     try:
         out = subprocess.run([python, __file__, "--worker", framework, model, device, mode],
                              capture_output=True, text=True, env=env, timeout=900)
@@ -124,6 +131,27 @@ def pool_table(models: list, devices: list, rounds: int) -> None:
             print(f"| {model} | {device} | {a:.2f} ({ra}) | {b:.2f} ({rb}) | {b / a:.3f} | {rounds} |", flush=True)
 
 
+def alternate_table(models: list, tp: str, rounds: int) -> None:
+    """The cpu step compiled (default and max-autotune) against PyTorch eager: alternating processes, one thread."""
+    print("| step | compiled CPU ms (min-max) | max-autotune CPU ms (min-max) | PyTorch eager CPU ms (min-max) | "
+          "max-autotune / PyTorch | rounds |")
+    print("|---|---|---|---|---|---|")
+    for model in models:
+        res: dict = {"compiled": [], "autotune": [], "torch": []}
+        for _ in range(rounds):
+            for mode in res:
+                r = _run(tp, "torch", model, "cpu", "eager", 1) if mode == "torch" else \
+                    _run(sys.executable, "coretorch", model, "cpu", mode, 1)
+                if r:
+                    res[mode].append(r["cpu_ms"])
+        if not all(res.values()):
+            continue
+        med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
+        rng = {k: f"{min(v):.2f}-{max(v):.2f}" for k, v in res.items()}
+        print(f"| {model} | {med['compiled']:.2f} ({rng['compiled']}) | {med['autotune']:.2f} ({rng['autotune']}) | "
+              f"{med['torch']:.2f} ({rng['torch']}) | {med['autotune'] / med['torch']:.3f} | {rounds} |", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=4, metavar=("FRAMEWORK", "MODEL", "DEVICE", "MODE"))
@@ -135,6 +163,10 @@ def main(argv=None) -> None:
     ap.add_argument("--pool", type=int, default=0, metavar="ROUNDS",
                     help="planned temporaries on/off instead: ROUNDS interleaved process pairs per step and device, "
                          "one thread, median process CPU ms")
+    ap.add_argument("--alternate", type=int, default=0, metavar="ROUNDS",
+                    help="the cpu step compiled (default and mode='max-autotune': host fusion, GELU, layer norm and "
+                         "softmax as PoCL kernels on numpy's memory) against PyTorch eager instead: ROUNDS alternating "
+                         "processes each, one thread (PoCL one compute unit), median process CPU ms")
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
@@ -145,6 +177,9 @@ def main(argv=None) -> None:
     tp = args.torch_python or (sys.executable if importlib.util.find_spec("torch") else "")
     if tp and not shutil.which(tp) and not os.path.exists(tp):
         tp = ""
+    if args.alternate:
+        alternate_table(args.models.split(","), tp, args.alternate)
+        return
     print("| step | device | threads | eager ms | compiled ms | speed-up | eager CPU ms | compiled CPU ms | "
           "first call s | launches (before fusion) | PyTorch eager ms | compiled / PyTorch |"
           + (" PyTorch compiled ms |" if args.torch_compiled else ""))

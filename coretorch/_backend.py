@@ -9,7 +9,10 @@ A backend (registered by a plugin through ``coretorch_register_backends``) is an
 * ``kernels(index) -> dict[str, callable]``: the primitive table for one device (see ``PRIMITIVES``);
 * ``manual_seed(seed)``;
 * optionally ``host_kernels``: the names of kernels that run on the host for this device (shown by
-  ``coretorch info``), ``host_memory``/``native_broadcast`` flags (see ``KernelTable``).
+  ``coretorch info``), ``host_memory``/``native_broadcast`` flags (see ``KernelTable``);
+* optionally ``host_fusion(device_type) -> provider | None``: kernels of this backend that work on another
+  (host-memory) device's arrays, offered to that device's compiled replays under ``compile(mode="max-autotune")``
+  (the opencl backend's PoCL kernels for 'cpu'; the provider's contract: ``coretorch/_compile/hostfuse.py``).
 
 Kernels take and return the backend's native arrays (which expose ``.shape``); the core does every
 check (shapes, dtypes, devices), broadcasting (through ``expand``), type promotion (through ``cast``)

@@ -71,7 +71,8 @@ def _module_compile(self, *args, **kwargs) -> None:
     if not kwargs.get("disable", False):
         from ._compile import compile_in_place
         compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)),
-                         recompile_limit=kwargs.get("recompile_limit"))
+                         recompile_limit=kwargs.get("recompile_limit"), mode=kwargs.get("mode"),
+                         options=kwargs.get("options"))
 
 
 setattr(_Module, "compile", _module_compile)

@@ -11,6 +11,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.replay`: the generated replay function;
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);
+* :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
+  same memory (PoCL through the opencl plugin);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
@@ -33,7 +35,7 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
-from . import guards as _guards
+from . import guards as _guards, hostfuse as _hostfuse
 from .capture import FailOnRecompileLimitHit, Unsupported, state
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
@@ -50,9 +52,10 @@ class CompiledFunction:
     """What ``coretorch.compile(fn)`` returns: calls capture once per guard set, then replay."""
 
     def __init__(self, fn: Callable, fullgraph: bool = False, recompile_limit: int | None = None,
-                 name: str | None = None):
+                 name: str | None = None, host_fusion: bool | None = None):
         self._orig_fn = fn
         self._fullgraph = fullgraph
+        self._host_fusion = host_fusion  # mode="max-autotune": see hostfuse.py (None: config.host_fusion)
         self._recompile_limit = recompile_limit  # None: config.recompile_limit
         self.name = name
         self._cache: dict = {}
@@ -104,7 +107,8 @@ class CompiledFunction:
                                   f"recompile_limit ({limit}) captures; calls with new guards run eagerly",
                                   UserWarning, stacklevel=2)
                 return self._orig_fn(*args, **kwargs)
-            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph)
+            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                              self._host_fusion)
             return result
         if entry.replay is None:  # a graph break: this guard set runs eagerly
             return self._orig_fn(*args, **kwargs)
@@ -133,6 +137,12 @@ class CompiledFunction:
         return live[-1].planned if live else (0, 0)
 
     @property
+    def hosted(self) -> int:
+        """Launches of the last capture's replay that run as host-fusion kernels (``mode="max-autotune"``)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1].hosted if live else 0
+
+    @property
     def launches_before_fusion(self) -> int:
         """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
         live = [e for e in self._cache.values() if e.replay is not None]
@@ -148,16 +158,21 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
     with one warning, or raise ``FailOnRecompileLimitHit`` with ``fullgraph=True``). Each ``compile`` call keeps its
     own captures, so ``isolate_recompiles=True`` is what already happens. ``name`` labels the compiled callable.
     ``dynamic`` and ``shapes_spec`` are accepted: a capture is specialised to its shapes (a new shape captures
-    again, within the limit)."""
+    again, within the limit).  ``mode="max-autotune"`` or ``options={"host_fusion": True}``: cpu replays run GELU,
+    layer norm and softmax as compiled kernels of another plugin on the same memory where one is offered (PoCL
+    through the opencl plugin: see ``coretorch._compile.hostfuse``), within float32 rounding of eager."""
     if model is None:
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                   options=options, name=name, disable=disable, recompile_limit=recompile_limit,
                                   isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
     if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
         return model
+    hf = _hostfuse.from_compile_args(mode, options)
     if isinstance(model, Module):
-        return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
-    return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
+        om = OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
+        om.__dict__["_capture"].host_fusion = hf
+        return om
+    return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name, host_fusion=hf)
 
 
 

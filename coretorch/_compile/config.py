@@ -12,6 +12,10 @@ class _Config:
     cache_size_limit: int = 8  # PyTorch's older name; read when recompile_limit is left at its default
     fusion: bool = True  # fuse elementwise chains on devices with a compile_fused hook (opencl); see fusion.py
     pool: bool = True  # temporaries into buffers planned once per capture on devices with a compile_out hook; plan.py
+    # cpu replays run GELU/layer norm/softmax as another plugin's kernels on the same memory (PoCL through the opencl
+    # plugin); within float32 rounding of eager, not bitwise; also per compile call: mode="max-autotune" or
+    # options={"host_fusion": True}.  See hostfuse.py
+    host_fusion: bool = False
 
 
 config = _Config()

@@ -17,7 +17,7 @@ from ..autograd.graph import Node
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import guards as _guards
+from . import guards as _guards, hostfuse as _hostfuse
 from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
@@ -92,6 +92,7 @@ class ModuleCapture:
                  recompile_limit: int | None = None):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
         self.recompile_limit = recompile_limit  # None: config.recompile_limit
+        self.host_fusion: bool | None = None  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
@@ -180,7 +181,7 @@ class ModuleCapture:
             return result, entry
         entry.single = single
         entry.out_meta = [(o.dtype, o._be) for o in outs]
-        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src)
+        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, self.host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
@@ -262,9 +263,12 @@ class OptimizedModule(Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
 
-def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None) -> None:
-    """``Module.compile()``: the module's own calls are captured and replayed from now on (state_dict unchanged)."""
+def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None, mode=None,
+                     options=None) -> None:
+    """``Module.compile()``: the module's own calls are captured and replayed from now on (state_dict unchanged);
+    ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`."""
     if isinstance(module.__dict__.get("forward"), ModuleCapture):
         return
-    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph,
-                                               recompile_limit)
+    mc = ModuleCapture(module, type(module).forward.__get__(module), fullgraph, recompile_limit)
+    mc.host_fusion = _hostfuse.from_compile_args(mode, options)
+    module.__dict__["forward"] = mc

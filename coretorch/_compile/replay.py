@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from . import fusion, plan as _plan
+from . import fusion, hostfuse, plan as _plan
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
 from .config import config
 
@@ -67,10 +67,13 @@ def _source(lines: list[str]) -> str:
     return "\n".join(f"        {ln}" for ln in lines)
 
 
-def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
-    """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source."""
+def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
+    """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
+    compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
     if config.fusion:
         rec.fused = fusion.fuse(rec, result_src)
+    if hostfuse.requested(host_fusion):
+        rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
     body = _source(pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}"))
     names = [f"c{i}" for i in range(len(rec.consts))]
@@ -80,11 +83,14 @@ def build(rec: Recorder, result_src: str) -> tuple[Callable, str]:
     return ns["_build"](*rec.consts), src
 
 
-def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None) -> tuple[Callable, Any]:
+def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None,
+                host_fusion: bool | None = None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
     if config.fusion:
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
+    if hostfuse.requested(host_fusion):
+        rec.hosted = hostfuse.apply(rec)
     defined = set()
     for ln in rec.lines[:split]:
         if ln:
@@ -113,16 +119,18 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted")
 
     def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
-                 planned: tuple = (0, 0)):
+                 planned: tuple = (0, 0), hosted: int = 0):
         self.replay, self.source, self.breaks, self.launches = replay, source, breaks, launches
         self.fused = fused  # launches saved by fusion (launches + fused ran before it)
         self.planned = planned  # (temporaries written into pool buffers, buffers): see plan.py
+        self.hosted = hosted  # launches run as a host-fusion provider's kernels: see hostfuse.py
 
 
-def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool) -> tuple[Any, _Entry]:
+def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
+            host_fusion: bool | None = None) -> tuple[Any, _Entry]:
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
@@ -136,5 +144,5 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         rec.remove()
     if rec.breaks:
         return result, _Entry(None, "", rec.breaks, rec.launches)
-    replay, src = build(rec, result_src)
-    return result, _Entry(replay, src, [], rec.launches, rec.fused, rec.planned)
+    replay, src = build(rec, result_src, host_fusion)
+    return result, _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)

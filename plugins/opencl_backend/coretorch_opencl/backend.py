@@ -19,6 +19,7 @@ import numpy as np
 
 from . import codegen as cg
 from . import linalg as _linalg  # the decompositions, run on the host (host_kernels)
+from . import hostfuse as _hostfuse  # host-memory kernels for the cpu device's compiled replays
 from . import sampling  # the random family: Philox kernels and generator states
 from .common import _BINARY, _NOT_WRITABLE, _UNARY, _locked
 from .device import STATS, Device, c_strides, cl, cla, discover
@@ -45,6 +46,8 @@ class OpenCLBackend:
         self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed
         self._gens: dict[int, sampling.PhiloxState] = {}  # device index -> its default generator state
         self._init_lock = threading.RLock()  # two threads' first use of a device make one context and one table
+        self._host_kernels: _hostfuse.HostKernels | None = None  # see host_fusion
+        self._host_checked = False
 
     # ---- device discovery -------------------------------------------------------------------
     def unavailable_reason(self) -> str:
@@ -84,6 +87,18 @@ class OpenCLBackend:
         for i, g in list(self._gens.items()):  # reseeded in place: coretorch's default Generators hold these objects
             with self.device(i).lock:
                 g.reseed(self._seed)
+
+    def host_fusion(self, device_type: str):
+        """Host-memory kernels for ``device_type``'s compiled replays (coretorch/_compile/hostfuse.py): the 'cpu'
+        device's GELU, layer norm and softmax kernels run on PoCL's CPU device, on numpy's memory (hostfuse.py here);
+        None for other device types or without a CPU OpenCL device sharing host memory."""
+        if device_type != "cpu" or not self.is_available():
+            return None
+        with self._init_lock:
+            if not self._host_checked:   # made once: a self-check launches a kernel
+                self._host_kernels = _hostfuse.provider(self)
+                self._host_checked = True
+        return self._host_kernels
 
     def kernels(self, index: int = 0) -> dict:
         t = self._tables.get(index)
