@@ -21,6 +21,10 @@ class SGD(Optimizer):
         b = momentum * b + (1 - dampening) * g  (later steps)
         g = g + momentum * b   if nesterov else   b
         p = p - lr * g
+
+    Where the device has a multi-tensor ``fused_sgd_`` kernel (opencl), a param group is updated in one launch
+    (``foreach=None``/``True`` and ``fused=True``) with the foreach step's results bit for bit; ``fused=True`` on a
+    device without one (cpu: numpy cannot fuse) runs the foreach step.
     """
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)

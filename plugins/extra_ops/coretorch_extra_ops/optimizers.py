@@ -3,11 +3,14 @@
 Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`` (checks, then ``defaults``)
 and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
 State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
-``foreach``/``capturable``/``fused`` are accepted for signature compatibility (there is one implementation).
-Adam and AdamW update each parameter with its backend's optional ``adam_step_`` kernel where the backend has one
-(coretorch-opencl: one launch per parameter; coretorch-cpu: numpy ufuncs into the state), with the composite's
-results bit for bit; the tensor-op composite runs elsewhere (other backends, float16, strided opencl tensors, tensor
-hyper-parameters).
+``foreach``/``capturable`` are accepted for signature compatibility.
+Adam and AdamW update a whole param group with the backend's optional multi-tensor ``fused_adam_`` kernel where it
+has one (coretorch-opencl: one launch, or a few; with the default ``foreach=None``, ``foreach=True`` and
+``fused=True``); with ``foreach=False``, or on a backend without it, each parameter with the optional ``adam_step_``
+(coretorch-opencl: one launch per parameter; coretorch-cpu: numpy ufuncs into the state, also for ``fused=True``,
+as numpy cannot fuse); both give the composite's results bit for bit.  The tensor-op composite runs elsewhere
+(other backends, float16, strided opencl tensors, tensor hyper-parameters).  A compiled step (``coretorch.compile``)
+records these launches with ``lr`` & co. as inputs: its optimizer replay is the same single launch.
 """
 from __future__ import annotations
 

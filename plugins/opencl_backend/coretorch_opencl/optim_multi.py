@@ -3,12 +3,13 @@ group in one launch (or a few), PyTorch's ``_fused_adam_`` / ``_fused_sgd_`` (mu
 
 OpenCL 1.2 has no pointer tables, so a launch takes the buffers of up to ``B`` tensors as kernel arguments
 (``p0, g0, m0, v0, p1, ...``; B bounded by CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 bytes: 28 Adam tensors, 56
-plain-SGD ones) and a small table (per tensor: first work-item, vector work-items, elements, element offset of each
-array; uploaded once per distinct layout and cached).  A work-item finds its tensor by a binary search of the table,
-picks that tensor's pointers with a switch and runs the per-element update of the one-tensor kernel (optim.py's
-``_body`` for Adam: the same statements, so the results are those of ``adam_step_`` and of the composite bit for
-bit; SGD: the operations of the foreach step, each a statement of its own as its kernels round them).  On CPU
-devices float32 goes VW elements per work-item as vectors, as ``adam_step_v`` does.
+plain-SGD ones) and a small table (per tensor: its first work-item, its elements, the element offset of each of its
+arrays; uploaded once per distinct layout and cached).  A work-item finds its tensor by a binary search of the
+table, picks that tensor's pointers with a switch and runs the per-element update of the one-tensor kernel
+(optim.py's ``_body`` for Adam: the same statements, so the results are those of ``adam_step_`` and of the
+composite bit for bit; SGD: the operations of the foreach step, each a statement of its own as its kernels round
+them).  On CPU devices a work-item updates a run of elements (float32 VW at a time as vectors, as ``adam_step_v``),
+so that the search costs little per element; on GPUs one element.
 
 Tensors are grouped by their step count (Adam's bias corrections are launch arguments); a list longer than B is
 split into equal chunks (B the next power of two, so few programs are built).  A list the kernel cannot take (a
@@ -29,6 +30,10 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = _FLOATS[0]
 MAX_TENSORS = 128  # tensors of one launch at most (tests lower it to exercise chunking); the device may allow fewer
 _TABLES_KEPT = 64  # distinct layouts whose table buffers stay cached per device
+# elements of one work-item on CPU devices (PoCL runs a work-group's work-items in a loop: the table search per
+# work-item would cost more than the update of one vector); one element per work-item on GPUs
+_VECTORS_PER_ITEM = 16
+_ELEMENTS_PER_ITEM = 64
 
 # the roles of one tensor's arrays: (name in the kernel body, offset name, written)
 _ADAM_ROLES = (("p", "po", True), ("g", "go", False), ("m", "mo", True), ("v", "vo", True))
@@ -61,11 +66,13 @@ def _sgd_body(t: str, ld, st, mom: bool) -> str:
 """
 
 
-def _src(kname: str, dt, vw: int, nb: int, roles, scalars, body) -> str:
+def _src(kname: str, dt, vw: int, per_item: int, nb: int, roles, scalars, body) -> str:
     """The kernel ``kname`` over ``nb`` tensors (see the module docstring); ``body(t, ld, st)`` one element's update
-    on the pointers and offsets named by ``roles``."""
+    on the pointers and offsets named by ``roles``.  A work-item updates ``per_item`` elements of one tensor (VW at a
+    time as vectors with ``vw``, the tensor's last ``n % VW`` one by one): the table search is paid once per
+    ``per_item`` elements."""
     t = cg.ctype(dt)
-    nr = 3 + len(roles)
+    nr = 2 + len(roles)
     args = ["__global const long* tab"]
     for j in range(nb):
         args += [f"__global {'' if w else 'const '}{t}* {r}{j}" for r, _, w in roles]
@@ -73,9 +80,13 @@ def _src(kname: str, dt, vw: int, nb: int, roles, scalars, body) -> str:
     decl = "\n  ".join(f"__global {'' if w else 'const '}{t}* {r};" for r, _, w in roles)
     cases = "\n    ".join(f"case {j}: " + " ".join(f"{r} = {r}{j};" for r, _, _ in roles) + " break;"
                           for j in range(nb))
-    offs = " ".join(f"long {o} = tab[row + {3 + i}];" for i, (_, o, _) in enumerate(roles))
+    offs = " ".join(f"long {o} = tab[row + {2 + i}];" for i, (_, o, _) in enumerate(roles))
     scalar = body(t, lambda a, o: f"{a}[{o} + i]", lambda a, o, v: f"{a}[{o} + i] = {v};")
-    head = f"""__kernel void {kname}({', '.join(args)}) {{
+    vector = "" if not vw else (
+        f"  for (; i + {vw} <= e1; i += {vw}) {{"
+        + body("ct_fv", lambda a, o: f"*(const __global ct_fv*)({a} + {o} + i)",
+               lambda a, o, v: f"*(__global ct_fv*)({a} + {o} + i) = {v};") + "  }\n")
+    return f"""__kernel void {kname}({', '.join(args)}) {{
   long id = get_global_id(0); if (id >= total) return;
   int lo = 0, hi = nt - 1;
   while (lo < hi) {{ int mid = (lo + hi + 1) >> 1; if (tab[mid * {nr}] <= id) lo = mid; else hi = mid - 1; }}
@@ -85,15 +96,11 @@ def _src(kname: str, dt, vw: int, nb: int, roles, scalars, body) -> str:
     {cases}
     default: return;
   }}
-  long li = id - tab[row]; long nv = tab[row + 1];
   {offs}
+  long i = (id - tab[row]) * {per_item}; long e1 = min(i + {per_item}, tab[row + 1]);
+{vector}  for (; i < e1; i++) {{{scalar}  }}
+}}
 """
-    if not vw:
-        return head + f"  long i = li;{scalar}}}\n"
-    vector = body("ct_fv", lambda a, o: f"*(const __global ct_fv*)({a} + {o} + i)",
-                  lambda a, o, v: f"*(__global ct_fv*)({a} + {o} + i) = {v};")
-    return (head + f"  if (li < nv) {{\n  long i = li * {vw};{vector}  return;\n  }}\n"
-            f"  long i = nv * {vw} + (li - nv);{scalar}}}\n")
 
 
 def kernels(k, adam_body) -> dict:
@@ -138,15 +145,16 @@ def kernels(k, adam_body) -> dict:
         """Launch the kernels for tensors ``idx`` of ``lists`` (one list per role), in chunks."""
         dt = lists[0][0].dtype
         vw = vw_cpu if dt == _F32 else 0
+        per_item = _VECTORS_PER_ITEM * vw if vw else _ELEMENTS_PER_ITEM if dev.is_cpu else 1
         cap = per_launch(roles)
         chunks = -(-len(idx) // cap)
         size = -(-len(idx) // chunks)
         nb = min(cap, 1 << (size - 1).bit_length())
         kname = f"{name}{'_v' if vw else ''}"
-        kern = dev.kernel(("optim_multi", name, key, dt.str, vw, nb), kname,
+        kern = dev.kernel(("optim_multi", name, key, dt.str, vw, per_item, nb), kname,
                           lambda: ("" if not vw else
                                    f"typedef float __attribute__((ext_vector_type({vw}), aligned(4))) ct_fv;\n")
-                          + _src(kname, dt, vw, nb, roles, scalars, body), options=options)
+                          + _src(kname, dt, vw, per_item, nb, roles, scalars, body), options=options)
         for c in range(0, len(idx), size):
             part = idx[c:c + size]
             rows = []
@@ -154,10 +162,9 @@ def kernels(k, adam_body) -> dict:
             start = 0
             for i in part:
                 n = lists[0][i].size
-                nv = n // vw if vw else 0
-                rows += [start, nv, n] + [off(arrays[i]) for arrays in lists]
+                rows += [start, n] + [off(arrays[i]) for arrays in lists]
                 bufs += [arrays[i].base_data for arrays in lists]
-                start += nv + (n - nv * vw) if vw else n
+                start += -(-n // per_item)
             if start == 0:
                 continue
             bufs += bufs[:len(lists)] * (nb - len(part))  # unused slots: any buffer (never read)
