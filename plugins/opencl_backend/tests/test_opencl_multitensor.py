@@ -19,7 +19,7 @@ if _BE is not None and _BE.is_available():
     from coretorch_opencl import optim_multi
     from coretorch_opencl.device import STATS
 
-SHAPES = [(), (1,), (9,), (4, 5), (33,), (2, 17), (7,), (3, 3, 3)]
+SHAPES = [(), (1,), (9,), (4, 5), (33,), (2, 17), (0,), (7,), (3, 3, 3)]
 OPTS = [("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}), ("SGD", {"lr": 0.1}),
         ("AdamW", {"lr": 0.01}), ("Adam", {"lr": 0.01, "amsgrad": True})]
 
@@ -37,16 +37,16 @@ def _params(rng, dtype=np.float32):
     return out
 
 
-def _steps(name, hp, steps=3, late=(), **kw):
+def _steps(name, hp, steps=3, late=(), dtype=np.float32, **kw):
     """Parameters after ``steps`` eager steps with given gradients (``late``: indices without a gradient in the
     first step) and the launches of the last step."""
     rng = np.random.default_rng(1)
-    ps = _params(rng)
+    ps = _params(rng, dtype)
     opt = getattr(coretorch.optim, name)(ps, **hp, **kw)
     launches = 0
     for k in range(steps):
         for i, p in enumerate(ps):
-            g = rng.standard_normal(p.shape).astype(np.float32)
+            g = rng.standard_normal(p.shape).astype(dtype)
             p.grad = None if k == 0 and i in late else coretorch.tensor(g, device="opencl")
         n0 = STATS["launches"]
         opt.step()
@@ -60,7 +60,7 @@ def test_one_launch_per_group_equal_to_the_per_tensor_step(name, hp):
     ref, ref_launches = _steps(name, hp, foreach=False)
     for a, b in zip(got, ref):
         np.testing.assert_array_equal(a, b)
-    assert launches == 1 and ref_launches >= len(SHAPES)
+    assert launches == 1 and ref_launches >= len(SHAPES) - 1  # (the empty tensor: no launch)
 
 
 @pytest.mark.parametrize("name, hp", OPTS)
@@ -70,7 +70,20 @@ def test_chunked_when_one_launch_cannot_take_every_tensor(name, hp, monkeypatch)
     ref, _ = _steps(name, hp, foreach=False)
     for a, b in zip(got, ref):
         np.testing.assert_array_equal(a, b)
-    assert launches == 3  # 8 tensors: 3 + 3 + 2
+    assert launches == 3  # 9 tensors (one of them empty): 3 + 3 + 3
+
+
+@pytest.mark.parametrize("per_item", [1, 5])
+@pytest.mark.parametrize("name, hp", [OPTS[0], OPTS[3]])
+def test_float64_and_one_or_several_elements_per_work_item(name, hp, per_item, monkeypatch):
+    """float64 (scalar code; one element per work-item as on GPUs, or a run of them as on CPUs)."""
+    monkeypatch.setattr(optim_multi, "_ELEMENTS_PER_ITEM", per_item)
+    got, launches = _steps(name, hp, dtype=np.float64)
+    ref, _ = _steps(name, hp, dtype=np.float64, foreach=False)
+    for a, b in zip(got, ref):
+        assert a.dtype == np.float64
+        np.testing.assert_array_equal(a, b)
+    assert launches == 1
 
 
 def test_adam_groups_tensors_by_step_count():
