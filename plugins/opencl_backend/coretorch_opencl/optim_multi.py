@@ -118,6 +118,8 @@ def kernels(k, adam_body) -> dict:
         return a.flags.c_contiguous or k.is_contiguous(a)
 
     def usable(lists) -> bool:
+        """One float dtype the device has, each tensor's arrays of one shape, all contiguous (so none is an
+        expanded view: each array is writable)."""
         p0 = lists[0][0]
         dt, shapes = p0.dtype, [p.shape for p in lists[0]]
         if dt not in _FLOATS or (dt == _FLOATS[1] and not dev.fp64):
@@ -178,9 +180,6 @@ def kernels(k, adam_body) -> dict:
         lists = [params, grads, exp_avgs, exp_avg_sqs] + ([max_exp_avg_sqs] if ams else [])
         if any(len(x) != len(params) for x in lists) or len(steps) != len(params) or not usable(lists):
             return False
-        for x in lists[:1] + lists[2:]:
-            for a in x:
-                k._check_writable(a)
         roles = _ADAM_ROLES + (_AMS_ROLE if ams else ())
         dt = params[0].dtype
         w1 = 1 - beta1
@@ -211,9 +210,6 @@ def kernels(k, adam_body) -> dict:
         lists = [params, grads] + ([momentum_buffers] if mom else [])
         if any(len(x) != len(params) for x in lists) or not usable(lists):
             return False
-        for x in lists[:1] + lists[2:]:
-            for a in x:
-                k._check_writable(a)
         values = [int(bool(maximize)), int(weight_decay != 0), weight_decay, int(bool(first)), momentum,
                   1 - dampening, int(bool(nesterov)), -lr]
 
