@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from . import codegen as cg
 from .vecmath import vector_width
@@ -118,15 +119,15 @@ def kernels(k, adam_body) -> dict:
         return a.flags.c_contiguous or k.is_contiguous(a)
 
     def usable(lists) -> bool:
-        """One float dtype the device has, each tensor's arrays of one shape, all contiguous (so none is an
-        expanded view: each array is writable)."""
+        """Device arrays of one float dtype the device has, each tensor's arrays of one shape, all contiguous (so
+        none is an expanded view: each array is writable)."""
         p0 = lists[0][0]
         dt, shapes = p0.dtype, [p.shape for p in lists[0]]
         if dt not in _FLOATS or (dt == _FLOATS[1] and not dev.fp64):
             return False
         for arrays in lists:
             for a, shape in zip(arrays, shapes):
-                if a.dtype != dt or a.shape != shape or not contiguous(a):
+                if not isinstance(a, cla.Array) or a.dtype != dt or a.shape != shape or not contiguous(a):
                     return False
         return True
 
