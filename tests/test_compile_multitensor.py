@@ -17,6 +17,7 @@ CONFIGS = {
     "sgd_nesterov_wd": (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
     "sgd_dampening": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.5, "dampening": 0.3, "maximize": True}),
     "adamw": (torch.optim.AdamW, {"lr": 0.01}),
+    "adamw_per_tensor": (torch.optim.AdamW, {"lr": 0.01, "foreach": False}),  # (replay: merged into one launch)
     "adam_amsgrad_l2_max": (torch.optim.Adam, {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1, "maximize": True}),
 }
 
@@ -78,3 +79,29 @@ def test_fused_true_checks_as_pytorch(device, cls):
     q.grad = torch.ones(2, dtype=torch.int64, device=device)
     with pytest.raises(RuntimeError, match="requires all the params to be floating point"):
         opt.step()
+
+
+def test_per_tensor_adam_replay_keeps_a_refused_tensor_on_its_composite(device):
+    """foreach=False: the replay merges the per-parameter kernels into one launch, but not a float16 parameter's
+    call (refused by the kernel: its composite follows), whose neighbours still update as eager."""
+    def run(compiled):
+        rng = np.random.default_rng(3)
+        ps = [torch.tensor(rng.standard_normal(n), dtype=dt, device=device, requires_grad=True)
+              for n, dt in [(3, torch.float32), (4, torch.float32), (5, torch.float16), (6, torch.float32),
+                            (7, torch.float32)]]
+        opt = torch.optim.AdamW(ps, lr=0.01, foreach=False)
+
+        def step():
+            opt.zero_grad()
+            sum((p.float() * (i + 1)).tanh().sum() for i, p in enumerate(ps)).backward()
+            opt.step()
+        f = torch.compile(step) if compiled else step
+        for _ in range(5):
+            f()
+        return [p.detach().float().cpu().numpy() for p in ps], opt
+
+    eager, _ = run(False)
+    compiled, opt = run(True)
+    for a, b in zip(eager, compiled):
+        np.testing.assert_array_equal(a, b)
+    assert optim_replay.replay_of(opt).replays >= 2

@@ -117,8 +117,9 @@ def test_lists_it_does_not_take_are_refused_with_nothing_written():
     assert w.detach().cpu().numpy().tolist() == [[0.5] * 4] * 2 and h.float().sum().item() == 1.5
 
 
-@pytest.mark.parametrize("name, hp", [OPTS[0], OPTS[2]])
+@pytest.mark.parametrize("name, hp", [OPTS[0], OPTS[2], ("Adam", {"lr": 0.01, "foreach": False})])
 def test_compiled_step_replays_the_optimizer_in_one_launch(name, hp):
+    """(Adam with foreach=False launches a kernel per parameter eagerly: its replay merges them into one.)"""
     rng = np.random.default_rng(2)
     ps = _params(rng)
     xs = [coretorch.tensor(rng.standard_normal(p.shape).astype(np.float32), device="opencl") for p in ps]
