@@ -229,6 +229,14 @@ PRIMITIVES.update({  # optimizers: used by coretorch-extra-ops' Adam/AdamW (one 
                   "running max (AMSGrad); p += -lr / (1 - beta1^step) exp_avg / (sqrt(v) / sqrt(1 - beta2^step) + "
                   "eps)), the Python scalars computed in float64 as the composite does; False, nothing written, "
                   "for a case it does not take (dtype, layout): the caller then runs the composite",
+    "fused_adam_": "optional (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs|None: lists of arrays, steps: "
+                   "list of floats, lr, beta1, beta2, eps, weight_decay, decoupled, maximize) -> bool: adam_step_ "
+                   "for every tensor of the lists with the same results, in one launch or a few (PyTorch's "
+                   "_fused_adam_); False, nothing written, for lists it does not take",
+    "fused_sgd_": "optional (params, grads, momentum_buffers|None: lists of arrays, lr, momentum, dampening, "
+                  "weight_decay, nesterov, maximize, first) -> bool: the foreach SGD step of every tensor in one "
+                  "launch or a few (PyTorch's _fused_sgd_; with first the buffers are set to the gradient); the "
+                  "results of the foreach step's kernels; False, nothing written, for lists it does not take",
 })
 UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
          "reciprocal", "floor", "ceil", "round", "trunc", "expm1", "log1p", "logical_not", "bitwise_not",

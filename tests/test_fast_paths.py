@@ -175,12 +175,6 @@ def test_erf_in_torch_namespace_and_as_method():
     assert torch.autograd.gradcheck(torch.erf, (x,))
 
 
-def test_sgd_fused_is_refused_at_construction():
-    with pytest.raises(RuntimeError, match="fused=True is not supported"):
-        torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=True)
-    torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1, fused=False)  # the explicit default is fine
-
-
 def _prod_grad_ref(a, axis):
     """d prod / d a_i = product of the other elements of a_i's slice (numpy, by deleting the element)."""
     g = np.empty_like(a)

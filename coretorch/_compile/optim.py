@@ -10,6 +10,10 @@ float operations (so the result is bitwise eager's), checks the branches the ste
 gradients and optimizer state from their owners, and runs the recorded kernels (no per-parameter dispatch, no
 dict-of-state logic).  A scheduler changing ``lr`` (or OneCycleLR's momentum/betas) needs no recapture.
 
+Adam/AdamW launch one multi-tensor kernel for a param group where the device has one (opencl's ``fused_adam_``), and
+the recording keeps that launch; a run of per-parameter ``adam_step_`` launches (``foreach=False``) with the same
+hyper-parameters is merged into one ``fused_adam_`` launch of the replay (:func:`_merge_adam_steps`).
+
 It runs the step eagerly instead when: the optimizer's class does not opt in (user optimizers, subclasses), step
 hooks are registered, a hyper-parameter is a tensor or ``differentiable=True``, a number escapes the symbolic arithmetic
 (see :mod:`.symbolic`), or ``recompile_limit`` recordings were made.  A check of the replay that fails before
@@ -19,9 +23,11 @@ step again; a recording that creates state (the first step) is not used.
 from __future__ import annotations
 
 import math
+import re
 import weakref
 from typing import Any
 
+from .. import _backend
 from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
@@ -193,7 +199,62 @@ def _state_getter(opt: Any, p: Tensor, k: str):
     return lambda: _state_get(opt, p, k)
 
 
+_CALL = re.compile(r"^(c\d+)\((.*)\)$")
+_NAME = re.compile(r"\b[as]\d+(?:_\d+)?\b")
+
+
+def _fused_table(kernel: Any) -> Any:
+    """The kernel table whose ``adam_step_`` is ``kernel`` if it also has the multi-tensor ``fused_adam_``."""
+    for t in _backend._tables.values():
+        if t.__dict__.get("adam_step_") is kernel and t.has("fused_adam_"):
+            return t
+    return None
+
+
+def _merge_adam_steps(rec: Recorder) -> None:
+    """Runs of per-parameter ``adam_step_`` launches with the same hyper-parameters (Adam with ``foreach=False``)
+    become one ``fused_adam_`` launch where the device has it: it is ``adam_step_`` for each tensor (the same
+    results), at the run's last launch, where every operand is loaded; nothing between the launches of a run may
+    read what an earlier one wrote."""
+    runs: list[list[int]] = [[]]
+    for i in sorted(rec.info):
+        name, kernel, _, kwargs, out = rec.info[i]
+        if name != "adam_step_" or kwargs or out is not True:  # (False: refused, the composite followed)
+            runs.append([])
+            continue
+        if runs[-1] and rec.info[runs[-1][0]][1] is not kernel:
+            runs.append([])
+        runs[-1].append(i)
+    for run in runs:
+        if len(run) < 2:
+            continue
+        table = _fused_table(rec.info[run[0]][1])
+        calls = [_CALL.match(rec.lines[i]) for i in run]
+        if table is None or any(m is None for m in calls):
+            continue
+        toks = [m.group(2).split(", ") for m in calls if m is not None]
+        ams = toks[0][4] != "None"
+        if any(len(t) != 13 or t[6:] != toks[0][6:] or (t[4] != "None") != ams for t in toks):
+            continue
+        written = {v for t in toks[:-1] for v in (t[0], t[2], t[3], t[4])}
+        inside = set(run)
+        if any(written & set(_NAME.findall(rec.lines[i])) for i in range(run[0] + 1, run[-1]) if i not in inside):
+            continue
+        cols = ["[" + ", ".join(t[j] for t in toks) + "]" for j in range(6)]
+        if not ams:
+            cols[4] = "None"
+        fused = table.fused_adam_
+        for i in run[:-1]:
+            rec.lines[i] = ""
+            del rec.info[i]
+        rec.lines[run[-1]] = f"{rec.const(fused)}({', '.join(cols + toks[0][6:])})"
+        _, _, args, kwargs, out = rec.info[run[-1]]
+        rec.info[run[-1]] = ("fused_adam_", fused, args, kwargs, out)
+        rec.launches -= len(run) - 1
+
+
 def _build(rec: Recorder) -> tuple[Any, str]:
+    _merge_adam_steps(rec)
     pro = "\n".join(f"            {ln}" for ln in rec.pro)
     pl = _replay._plan_of(rec, 0, None, set())
     body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))

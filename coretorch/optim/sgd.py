@@ -1,7 +1,9 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize, as PyTorch's ``optim.SGD``."""
 from __future__ import annotations
 
+from .._backend import get_table
 from ..autograd.grad_mode import enable_grad, state as _gs
+from ..ops.creation import empty_like
 from ..ops.foreach import _foreach_add_, _foreach_mul_
 from ..tensor import Tensor
 from .optimizer import Optimizer, _use_grad_for_differentiable
@@ -19,6 +21,10 @@ class SGD(Optimizer):
         b = momentum * b + (1 - dampening) * g  (later steps)
         g = g + momentum * b   if nesterov else   b
         p = p - lr * g
+
+    Where the device has a multi-tensor ``fused_sgd_`` kernel (opencl), a param group is updated in one launch
+    (``foreach=None``/``True`` and ``fused=True``) with the foreach step's results bit for bit; ``fused=True`` on a
+    device without one (cpu: numpy cannot fuse) runs the foreach step.
     """
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
@@ -38,8 +44,10 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)
         if fused:
-            raise RuntimeError("SGD: fused=True is not supported by coretorch (no fused optimizer kernels); the "
-                               "default foreach=None already updates each parameter with one kernel call")
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
@@ -72,13 +80,20 @@ class SGD(Optimizer):
                     grads.append(g)
                     if momentum != 0:
                         bufs.append(state[p].get("momentum_buffer"))
-            if momentum == 0 and group["weight_decay"] == 0 and not group["maximize"] and not _gs.enabled \
-                    and group["foreach"] is not False and not group["fused"]:
+            if group["fused"]:
+                _check_fused(params)
+            if not _gs.enabled and group["foreach"] is not False and _fused_sgd(
+                    params, grads, bufs, weight_decay=group["weight_decay"], momentum=momentum, lr=group["lr"],
+                    dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"]):
+                pass  # the device's multi-tensor kernel: the whole group in one launch (or a few)
+            elif momentum == 0 and group["weight_decay"] == 0 and not group["maximize"] and not _gs.enabled \
+                    and group["foreach"] is not False:
                 _foreach_add_(params, grads, alpha=-group["lr"])  # plain SGD: what _multi_tensor_sgd comes to
                 continue
-            sgd(params, grads, bufs, foreach=group["foreach"], weight_decay=group["weight_decay"],
-                momentum=momentum, lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
-                maximize=group["maximize"])
+            else:
+                sgd(params, grads, bufs, foreach=group["foreach"], weight_decay=group["weight_decay"],
+                    momentum=momentum, lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+                    maximize=group["maximize"])
             if momentum != 0:
                 for p, buf in zip(params, bufs):
                     state[p]["momentum_buffer"] = buf
@@ -92,12 +107,61 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad: bool = False, f
     ``momentum_buffer_list`` with the (new) buffers.  ``foreach=None`` picks the multi-tensor form outside
     autograd (an ordinary step) and the per-tensor form inside it (``differentiable=True``)."""
     if fused:
-        raise RuntimeError("sgd: fused=True is not supported by coretorch; use foreach (the default)")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        _check_fused(params)
     if foreach is None:
         foreach = not _gs.enabled
+    if (foreach or fused) and not _gs.enabled and _fused_sgd(
+            params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
+            dampening=dampening, nesterov=nesterov, maximize=maximize):
+        return
     fn = _multi_tensor_sgd if foreach else _single_tensor_sgd
     fn(params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
        dampening=dampening, nesterov=nesterov, maximize=maximize)
+
+
+def _check_fused(params) -> None:
+    """PyTorch's check of ``fused=True``: floating-point parameters."""
+    for p in params:
+        if not p.dtype.is_floating_point:
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                               f"devices: ['cpu', 'opencl'] but {p.dtype} and {p.device.type}")
+
+
+def _fused_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
+               maximize) -> bool:
+    """The step through the device's multi-tensor ``fused_sgd_`` kernel (the foreach step's results bit for bit),
+    filling ``momentum_buffer_list``; False, nothing written, where the device has none (cpu: numpy cannot fuse,
+    the foreach step runs) or it does not take the tensors (dtype, layout, several devices, tensor
+    hyper-parameters)."""
+    if not params or not all(isinstance(x, (int, float)) for x in (lr, momentum, dampening, weight_decay)):
+        return False
+    dev = params[0].device
+    table = get_table(dev)
+    if not table.has("fused_sgd_") or any(p.device != dev or g.device != dev or g.is_sparse
+                                          for p, g in zip(params, grads)):
+        return False
+    kernel = table.fused_sgd_  # looked up at each call: a compiled step's recording sees the launch
+    hp = (lr, momentum, dampening, weight_decay, nesterov, maximize)
+    P, G = [p._data for p in params], [g._data for g in grads]
+    if momentum == 0:
+        if not kernel(P, G, None, *hp, False):
+            return False
+        for p in params:
+            p._vc[0] += 1
+        return True
+    first = momentum_buffer_list[0] is None
+    if any((b is None) is not first for b in momentum_buffer_list):
+        return False  # some buffers exist and some not (a parameter's first gradient): the foreach step
+    # the first step's buffers are new tensors the kernel sets to the (decayed) gradient, as clone() in foreach
+    bufs = [empty_like(p) for p in params] if first else momentum_buffer_list
+    if not kernel(P, G, [b._data for b in bufs], *hp, first):
+        return False
+    momentum_buffer_list[:] = bufs
+    for t in [*params, *bufs]:
+        t._vc[0] += 1
+    return True
 
 
 def _single_tensor_sgd(params, d_p_list, momentum_buffer_list, *, weight_decay: float, momentum: float, lr: float,

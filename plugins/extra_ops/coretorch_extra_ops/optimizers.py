@@ -3,11 +3,14 @@
 Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`` (checks, then ``defaults``)
 and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
 State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
-``foreach``/``capturable``/``fused`` are accepted for signature compatibility (there is one implementation).
-Adam and AdamW update each parameter with its backend's optional ``adam_step_`` kernel where the backend has one
-(coretorch-opencl: one launch per parameter; coretorch-cpu: numpy ufuncs into the state), with the composite's
-results bit for bit; the tensor-op composite runs elsewhere (other backends, float16, strided opencl tensors, tensor
-hyper-parameters).
+``foreach``/``capturable`` are accepted for signature compatibility.
+Adam and AdamW update a whole param group with the backend's optional multi-tensor ``fused_adam_`` kernel where it
+has one (coretorch-opencl: one launch, or a few; with the default ``foreach=None``, ``foreach=True`` and
+``fused=True``); with ``foreach=False``, or on a backend without it, each parameter with the optional ``adam_step_``
+(coretorch-opencl: one launch per parameter; coretorch-cpu: numpy ufuncs into the state, also for ``fused=True``,
+as numpy cannot fuse); both give the composite's results bit for bit.  The tensor-op composite runs elsewhere
+(other backends, float16, strided opencl tensors, tensor hyper-parameters).  A compiled step (``coretorch.compile``)
+records these launches with ``lr`` & co. as inputs: its optimizer replay is the same single launch.
 """
 from __future__ import annotations
 
@@ -58,12 +61,22 @@ def _step(state) -> float:
 
 _UNSEEN = object()
 _ADAM_KERNELS: dict = {}  # device -> its backend's fused ``adam_step_`` kernel, or None: looked up once per device
+_FUSED_KERNELS: dict = {}  # device -> its backend's multi-tensor ``fused_adam_``, or None
 
 
 def _adam_kernel(device):
     k = _ADAM_KERNELS.get(device, _UNSEEN)
     if k is _UNSEEN:
         k = _ADAM_KERNELS[device] = _find_adam_kernel(device)
+    return k
+
+
+def _fused_adam_kernel(device):
+    k = _FUSED_KERNELS.get(device, _UNSEEN)
+    if k is _UNSEEN:
+        backend = get_backend(device.type)
+        k = _FUSED_KERNELS[device] = get_kernel("fused_adam_", device) if "fused_adam_" in KERNELS and \
+            backend is not None and "fused_adam_" in backend.kernels(device.index or 0) else None
     return k
 
 
@@ -85,6 +98,11 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
+        if fused:  # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         _check(lr, eps, betas, weight_decay, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
@@ -97,12 +115,14 @@ class Adam(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-            # the backend's one-kernel update where it has one (same results as the composite below)
-            scalars = all(type(x) in (int, float) for x in (lr, beta1, beta2, eps, wd))
+            items = []
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
                     continue
+                if group.get("fused") and not p.dtype.is_floating_point:
+                    raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
+                                       f"supported devices: ['cpu', 'opencl'] but {p.dtype} and {p.device.type}")
                 state = self.state[p]
                 if not state:
                     state["step"] = coretorch.tensor(0.0)
@@ -110,21 +130,47 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = coretorch.zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = coretorch.zeros_like(p)
-                step = _step(state)
-                kernel = _adam_kernel(p.device) if scalars and type(step) is float else None  # not symbolic
-                if kernel is not None:
-                    bufs = (p, state["exp_avg"], state["exp_avg_sq"]) + \
-                        ((state["max_exp_avg_sq"],) if amsgrad else ())
-                    if grad.device == p.device and kernel(
+                items.append((p, grad, state, _step(state)))
+            if not items:
+                continue
+            # the backend's kernels where it has them (the composite's results bit for bit): every parameter in one
+            # launch (foreach / fused), else one launch per parameter; Python numbers only (a compiled step's
+            # recording passes its symbolic ones: they are floats)
+            scalars = all(isinstance(x, (int, float)) for x in (lr, beta1, beta2, eps, wd))
+            hp = (lr, beta1, beta2, eps, wd, decoupled, maximize)
+            if scalars and group["foreach"] is not False and self._fused_step(items, amsgrad, hp):
+                continue
+            for p, grad, state, step in items:
+                if scalars and isinstance(step, float) and _adam_kernel(p.device) is not None \
+                        and grad.device == p.device:
+                    bufs = (p, state["exp_avg"], state["exp_avg_sq"]) + ((state["max_exp_avg_sq"],) if amsgrad else ())
+                    # looked up at each call: a compiled step's recording sees the launch
+                    if get_kernel("adam_step_", p.device)(
                             to_array(p), to_array(grad), to_array(bufs[1]), to_array(bufs[2]),
-                            to_array(bufs[3]) if amsgrad else None, step, lr, beta1, beta2, eps, wd, decoupled,
-                            maximize):
+                            to_array(bufs[3]) if amsgrad else None, step, *hp):
                         increment_version(bufs)
                         continue
-                if maximize:
-                    grad = -grad
-                self._composite(p, grad, state, step, lr, beta1, beta2, eps, wd, group)
+                self._composite(p, -grad if maximize else grad, state, step, lr, beta1, beta2, eps, wd, group)
         return loss
+
+    @staticmethod
+    def _fused_step(items, amsgrad, hp) -> bool:
+        """All of ``items`` updated by the device's multi-tensor ``fused_adam_`` (False: nothing written)."""
+        dev = items[0][0].device
+        if _adam_kernel(dev) is None or _fused_adam_kernel(dev) is None:
+            return False
+        steps = []
+        for p, grad, _, step in items:
+            if p.device != dev or grad.device != dev or not isinstance(step, float):
+                return False
+            steps.append(step)
+        keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+        lists = [[to_array(p) for p, _, _, _ in items], [to_array(g) for _, g, _, _ in items]] + \
+            [[to_array(st[k]) for _, _, st, _ in items] for k in keys]
+        if not get_kernel("fused_adam_", dev)(*lists[:4], lists[4] if amsgrad else None, steps, *hp):
+            return False
+        increment_version([p for p, _, _, _ in items] + [st[k] for _, _, st, _ in items for k in keys])
+        return True
 
     @staticmethod
     def _composite(p, grad, state, step, lr, beta1, beta2, eps, wd, group):

@@ -1,4 +1,5 @@
-"""The optimizers' optional fused kernels on 'opencl' (see coretorch.plugins.KERNELS): ``adam_step_``.
+"""The optimizers' optional fused kernels on 'opencl' (see coretorch.plugins.KERNELS): ``adam_step_`` here,
+``fused_adam_`` / ``fused_sgd_`` (every parameter of a group in one launch) in optim_multi.py.
 
 One work-item per element reads the gradient, the parameter and its Adam state and writes them back: one launch per
 parameter instead of about thirteen elementwise kernels (AdamW on the GPT benchmark: ~30 launches per step instead of
@@ -12,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import codegen as cg
+from . import codegen as cg, optim_multi
 from .vecmath import vector_width
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -112,4 +113,4 @@ def kernels(k) -> dict:
                              -lr / (1 - beta1 ** step), n])
         return True
 
-    return {"adam_step_": adam_step_}
+    return {"adam_step_": adam_step_, **optim_multi.kernels(k, _body)}
