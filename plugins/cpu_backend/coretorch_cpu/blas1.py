@@ -75,7 +75,9 @@ def axpy(y: np.ndarray, a, x: np.ndarray) -> None:
     """``y += a * x`` in place (one rounding per element for float32/float64 where BLAS fuses); ``x`` of
     ``y``'s shape."""
     dt = y.dtype
-    if (dt is not _F32 and dt is not _F64) or x.dtype is not dt or not y.flags.writeable or not y.size:
+    # dtypes compare by value: an array loaded from a checkpoint may carry another float32 dtype object
+    dt = _F32 if dt is _F32 or dt == _F32 else _F64 if dt is _F64 or dt == _F64 else None
+    if dt is None or x.dtype != dt or not y.flags.writeable or not y.size:
         _numpy_axpy(y, a, x)  # (a read-only y raises numpy's ValueError, which the kernel table reports)
         return
     f = (_blas or _routines()).get(dt)
