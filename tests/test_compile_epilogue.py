@@ -1,0 +1,130 @@
+"""coretorch.compile's fusion across reshapes (coretorch/_compile/fusion.py): elementwise chains continue through
+contiguous views, a consumer of several groups joins the ones it legally can, and the replay equals eager bitwise on
+every device (devices without a fusion hook replay the same launches)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+def _fusing(dev: str) -> bool:
+    return "compile_fused" in torch._backend.get_table(torch.device(dev)).names
+
+
+def _twice(fn, *args):
+    """Eager result, and the compiled function's second result (its first replay)."""
+    eager = fn(*args)
+    c = torch.compile(fn)
+    c(*args)
+    out = c(*args)
+    assert c.replays == 1
+    return eager, out, c
+
+
+def _same(eager, out):
+    for e, o in zip(eager if isinstance(eager, tuple) else (eager,), out if isinstance(out, tuple) else (out,)):
+        assert tuple(e.shape) == tuple(o.shape)
+        np.testing.assert_array_equal(e.detach().cpu().numpy(), o.detach().cpu().numpy())
+
+
+def _data(device, *shapes):
+    rng = np.random.default_rng(0)
+    return [torch.tensor(rng.standard_normal(s).astype(np.float32), device=device) for s in shapes]
+
+
+def test_chain_continues_through_views(device):
+    x, w = _data(device, (2, 12), (4, 6))
+
+    def f(x, w):
+        y = (x * 2 + 1).view(4, 6)                    # a contiguous view of a group's value
+        z = (y.relu() + w).reshape(-1)                # w: contiguous, the size of the chain
+        return (z.exp() * 3).view(3, 8)
+
+    eager, out, c = _twice(f, x, w)
+    _same(eager, out)
+    if _fusing(device):
+        # 6 kernels and 3 views: one kernel, and the view of its value that is the result
+        assert (c.launches, c.launches_before_fusion) == (2, 9)
+    else:
+        assert c.launches == c.launches_before_fusion
+
+
+def test_views_that_must_stay(device):
+    x, b, w = _data(device, (2, 12), (12,), (3, 8))
+
+    def broadcast(x, b, w):
+        y = (x + b).view(3, 8)                        # a broadcast operand in another shape: not read linearly
+        return (y * w).tanh()
+
+    def read_elsewhere(x, w):
+        y = (x * 2).view(3, 8)                        # the view is a result: the group's value is materialised
+        return y, (y + w).sigmoid()
+
+    def transposed(x):
+        y = (x * 2).t().reshape(24)                   # a transposed value: reshape copies, no linear reading
+        return y + 1
+
+    for fn, args in ((broadcast, (x, b, w)), (read_elsewhere, (x, w)), (transposed, (x,))):
+        eager, out, c = _twice(fn, *args)
+        _same(eager, out)
+        assert c.launches <= c.launches_before_fusion
+
+
+def test_consumer_joins_the_groups_it_legally_can(device):
+    x, y = _data(device, (4, 5), (4, 5))
+
+    def f(x, y):
+        z = torch.zeros(4, 5, device=x.device)        # a group of its own, then an indexed write into it
+        z[torch.arange(4, device=x.device), torch.tensor([0, 1, 2, 3], device=x.device)] = 1.0
+        e = (x * 0.5).exp()
+        return z - e * y                              # joins e's group across the write, not z's
+
+    eager, out, c = _twice(f, x, y)
+    _same(eager, out)
+    if _fusing(device):
+        assert c.launches_before_fusion - c.launches >= 3, (c.launches, c.launches_before_fusion)
+
+
+def test_in_place_update_through_a_view(device):
+    """An in-place update of a persistent buffer that a view of the chain feeds: the buffer ends as eager's."""
+    def make():
+        buf = torch.zeros(4, 6, device=device)
+
+        def step(x):
+            with torch.no_grad():
+                buf.mul_(0.5).add_((x * 2).sigmoid().view(4, 6))
+            return buf.sum()
+        return step, buf
+
+    x = _data(device, (24,))[0]
+    eager, ref = make()
+    step, got = make()
+    c = torch.compile(step)
+    for _ in range(3):
+        eager(x)
+        c(x)
+    np.testing.assert_array_equal(ref.cpu().numpy(), got.cpu().numpy())
+
+
+def test_linearly_read_operand_that_changes_layout(device):
+    w = torch.randn(24, device=device)
+
+    def f(x):
+        return (x + w).view(4, 6).relu() * 2          # w is read at the linear index of the (4, 6) kernel
+
+    x = torch.randn(24, device=device)
+    c = torch.compile(f)
+    c(x)
+    _same(f(x), c(x))
+    w.data = torch.randn(24, 2, device=device)[:, 0]  # now a strided view: read through a contiguous copy
+    _same(f(x), c(x))
+    assert c.replays == 2
