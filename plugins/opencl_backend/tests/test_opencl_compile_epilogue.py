@@ -19,3 +19,34 @@ def test_accelerator_synchronize_takes_a_device_string(dev):
     with pytest.raises(RuntimeError, match=r"^gather\(\): index 7 is out of bounds"):
         coretorch.accelerator.synchronize(dev)
     coretorch.accelerator.synchronize(dev)                     # reported once
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_k_chunked_matmul_is_bitwise_the_unchunked_one(monkeypatch, dt):
+    """The blocked kernel for a long k (matmul.chunked_src) adds the same products in the same order: A read in
+    place transposed (x.T @ g) or by rows, a shifted last row block (n % rows), the last columns (m % width),
+    batches, and nn.Linear's bias in the stores; k chunks of 16 here so that small products have several."""
+    from coretorch_opencl import matmul as mm
+    rng = np.random.default_rng(0)
+    cases = [((70, 37), (70, 40), True, None), ((37, 70), (70, 65), False, None), ((3, 29, 50), (3, 50, 24), False,
+             None), ((64, 50), (40, 50), False, "linear")]
+    for sa, sb, at, how in cases:
+        a_np = rng.standard_normal(sa).astype(dt)
+        b_np = rng.standard_normal(sb).astype(dt)
+        a = coretorch.tensor(a_np, device="opencl")
+        b = coretorch.tensor(b_np, device="opencl")
+        bias = coretorch.tensor(rng.standard_normal(sb[0]).astype(dt), device="opencl")
+
+        def run():
+            if how == "linear":
+                return coretorch.nn.functional.linear(a, b, bias).cpu().numpy()
+            return coretorch.matmul(a.t() if at else a, b).cpu().numpy()
+        monkeypatch.setattr(mm, "_KC_MIN_K", 1 << 30)
+        ref = run()
+        monkeypatch.setattr(mm, "_KC_MIN_K", 1)
+        monkeypatch.setattr(mm, "_KC", 16)
+        monkeypatch.setattr(mm, "_KC_MIN_GROUPS", 0)
+        got = run()
+        np.testing.assert_array_equal(got, ref)
+        expect = a_np @ b_np.T + bias.cpu().numpy() if how == "linear" else (a_np.T if at else a_np) @ b_np
+        np.testing.assert_allclose(got, expect, rtol=1e-4 if dt == np.float32 else 1e-12, atol=1e-4)
