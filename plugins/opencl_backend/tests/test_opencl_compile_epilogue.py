@@ -50,3 +50,18 @@ def test_k_chunked_matmul_is_bitwise_the_unchunked_one(monkeypatch, dt):
         np.testing.assert_array_equal(got, ref)
         expect = a_np @ b_np.T + bias.cpu().numpy() if how == "linear" else (a_np.T if at else a_np) @ b_np
         np.testing.assert_allclose(got, expect, rtol=1e-4 if dt == np.float32 else 1e-12, atol=1e-4)
+
+
+def test_small_upload_does_not_wait_for_the_queue_and_keeps_its_data():
+    """A small host array (the positions' arange a compiled step uploads each replay) is copied to the device
+    without draining the queue first; the caller's array may change at once."""
+    a = coretorch.randn(512, 512, device="opencl")
+    for _ in range(40):                                           # queued work the upload must not wait for
+        a = (a * 0.5).tanh()
+    host = np.arange(64, dtype=np.int64)
+    dev = coretorch._backend.get_table(coretorch.device("opencl")).backend.device(0)
+    t = coretorch.tensor(host, device="opencl")
+    host[:] = -1                                                  # the upload holds its own copy
+    assert len(dev._uploads) == 1 and dev.queue is not None
+    assert t.tolist() == list(range(64))
+    assert not dev._uploads                                       # a host read ran every earlier copy
