@@ -136,7 +136,8 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = F
     return "\n".join(lines) + "\n"
 
 
-def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm: int = GROUP_M) -> str:
+def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm: int = GROUP_M,
+                packed: bool = False) -> str:
     """The blocked kernel for a long k on CPUs: a work-item computes the GROUP_M row blocks of one column block k
     chunk by k chunk (``kc`` steps: the chunk of B's column panel, kc x VW*NV values, stays in L1 across the row
     blocks, where a whole panel of k = 1024 rows does not), the partial sums stored in C and reloaded for the next
@@ -151,6 +152,8 @@ def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm
     tail, _ = rest.split(f" int per = {GROUP_M} * nbj;", 1)
     head = head.replace(f" int nbj = m / {cw};", f" int nbj = m / {cw}; int ngr = (nbi + {gm - 1}) / {gm};")
     tail = tail.replace("int q = id - nbi * nbj;", "int q = id - ngr * nbj;")
+    if packed:   # A as row blocks of RM rows, k steps of RM values each (pack_src): lda = RM
+        tail = tail.replace("restrict ar = a + r0;", f"restrict ar = a + (long)(q / mt) * k * {rm};")
     lines = [head.rstrip("\n"), " if (id >= ngr * nbj) {" + tail.rstrip("\n"),
              f" int first = (id / nbj) * {gm}; int bj = id % nbj; int gs = min(nbi - first, {gm});",
              f" const __global {t}* b = bb + bj * {cw};",
@@ -158,7 +161,8 @@ def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm
              f"  const int k1 = min(k0 + {kc}, k);",
              "  for (int g = 0; g < gs; ++g) {",
              f"   const int bi = first + g; const int own = bi * {rm}; const int r0 = min(own, n - {rm});",
-             "   const __global " + t + "* restrict ar = a + " + ("r0;" if at else "(long)r0 * lda;"),
+             "   const __global " + t + "* restrict ar = a + " + (f"(long)bi * k * {rm};" if packed else "r0;" if at
+                                                               else "(long)r0 * lda;"),
              f"   __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {cw};"]
     for i in range(rm):
         for j in range(nv):
@@ -186,6 +190,21 @@ def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm
         lines.append(f"   if (r0 + {i} >= own) {{ {stores} }}")
     lines += ["  }", " }", "}"]
     return "\n".join(lines) + "\n"
+
+
+def pack_src(dt, rm: int) -> str:
+    """A (n x k, read transposed in place: A[i, p] at ``p * lda + i``) as row blocks of RM rows (the last one
+    shifted up to end at row n, as the blocked kernels' last block), each k steps of RM adjacent values: what a
+    work-item of the chunked kernel reads in order (one cache line per few steps instead of one per step)."""
+    t = cg.stype(dt)
+    return f"""
+__kernel void mm_pack(__global {t}* restrict P, __global const {t}* restrict A, long ao, int n, int k, int lda) {{
+  const int p = get_global_id(0), bi = get_global_id(1);
+  if (p >= k) return;
+  const int r0 = min(bi * {rm}, n - {rm});
+  const __global {t}* a = A + ao + (long)p * lda + r0;
+  __global {t}* o = P + ((long)bi * k + p) * {rm};
+""" + "".join(f"  o[{i}] = a[{i}];\n" for i in range(rm)) + "}\n"
 
 
 def nt_blocking(dev, dt=np.float32):
@@ -355,9 +374,19 @@ def _matmul(kern, a, b, bias, out=None):
         ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
         if dev.is_cpu and k >= _KC_MIN_K and ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
             # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
-            # same sums (measured, the GPT step's five such products, PoCL one compute unit: 21.0 -> 17.8 ms)
-            kn = dev.kernel(("mm_fastk", dt.str, rm, vw, nv, _KC_GM, at, biased, _KC), "mm_fast",
-                            lambda: chunked_src(dt, rm, vw, at, nv, biased, _KC, _KC_GM), options="-cl-mad-enable")
+            # same sums (measured, the GPT step's five such products twice, PoCL one compute unit: 21.0 -> 17.8 ms;
+            # packed A, see _PACK: a further ~10%)
+            packed = at and nb == 1 and _PACK
+            if packed:
+                pk = dev.kernel(("mm_pack", dt.str, rm), "mm_pack", lambda: pack_src(dt, rm))
+                pa = kern._out((nbi * k * rm,), dt)
+                STATS["launches"] += 1
+                pls = min(64, dev.max_wg)
+                pk(dev.queue, (-(-k // pls) * pls, nbi), (pls, 1), pa.base_data, a.base_data, ao, n, k, ast[-1])
+                a, ao, ast = pa, 0, (1, rm)
+            kn = dev.kernel(("mm_fastk", dt.str, rm, vw, nv, _KC_GM, at, biased, _KC, packed), "mm_fast",
+                            lambda: chunked_src(dt, rm, vw, at, nv, biased, _KC, _KC_GM, packed),
+                            options="-cl-mad-enable")
             items = ngr + nbi * (m - mf)
         else:
             kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
@@ -406,8 +435,10 @@ def linear_backward(kern, g, x, w, nx, nw, nb):
 
 _KC = 256                # k chunk of the blocked kernel for a long k on CPUs (chunked_src) ...
 _KC_MIN_K = 768          # ... from this k on, ...
-_KC_GM = GROUP_M         # ... each work-item this many row blocks, when that leaves this many work-groups per
-_KC_MIN_GROUPS = 2       # compute unit
+_KC_GM = 8               # ... each work-item this many row blocks, when that leaves this many work-groups per
+_KC_MIN_GROUPS = 2       # compute unit; A read transposed is packed first (pack_src).  Measured, PoCL one compute
+_PACK = True             # unit, the GPT's five weight-gradient products: 9.4 / 8.6 ms unpacked 4 blocks, 8.5 / 7.7
+#                          packed 8 blocks (two runs; 128, 512 and 16 blocks measured in between)
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)

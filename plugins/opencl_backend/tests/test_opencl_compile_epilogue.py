@@ -21,12 +21,14 @@ def test_accelerator_synchronize_takes_a_device_string(dev):
     coretorch.accelerator.synchronize(dev)                     # reported once
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64])
-def test_k_chunked_matmul_is_bitwise_the_unchunked_one(monkeypatch, dt):
+@pytest.mark.parametrize("dt,pack", [(np.float32, True), (np.float32, False), (np.float64, True)])
+def test_k_chunked_matmul_is_bitwise_the_unchunked_one(monkeypatch, dt, pack):
     """The blocked kernel for a long k (matmul.chunked_src) adds the same products in the same order: A read in
     place transposed (x.T @ g) or by rows, a shifted last row block (n % rows), the last columns (m % width),
-    batches, and nn.Linear's bias in the stores; k chunks of 16 here so that small products have several."""
+    batches, and nn.Linear's bias in the stores, A read transposed packed first or not; k chunks of 16 here so
+    that small products have several."""
     from coretorch_opencl import matmul as mm
+    monkeypatch.setattr(mm, "_PACK", pack)
     rng = np.random.default_rng(0)
     cases = [((70, 37), (70, 40), True, None), ((37, 70), (70, 65), False, None), ((3, 29, 50), (3, 50, 24), False,
              None), ((64, 50), (40, 50), False, "linear")]
