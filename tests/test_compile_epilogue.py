@@ -128,3 +128,42 @@ def test_linearly_read_operand_that_changes_layout(device):
     w.data = torch.randn(24, 2, device=device)[:, 0]  # now a strided view: read through a contiguous copy
     _same(f(x), c(x))
     assert c.replays == 2
+
+
+def test_residual_add_then_layer_norm(device):
+    """The pre-LN block's ``layer_norm(x + y)`` (a prologue of the layer norm kernel where the device has one): the
+    sum and the normalised rows as eager, bitwise, forward and backward, and in a module capture."""
+    import coretorch.nn.functional as F
+    x, y, w, b = _data(device, (4, 6, 32), (4, 6, 32), (32,), (32,))
+    pos = _data(device, (6, 32))[0]
+
+    def f(x, y):
+        s = x + y                                     # the residual stream: read again below
+        h = F.layer_norm(s, (32,), w, b)
+        e = F.layer_norm(x + pos, (32,), w, b)        # a broadcast operand: not a prologue
+        t = s * 2                                     # read between the add and its layer norm
+        return s, h, e, F.layer_norm(t + 1.0, (32,), w, b), t
+
+    eager, out, c = _twice(f, x, y)
+    _same(eager, out)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln, self.lin = torch.nn.LayerNorm(32), torch.nn.Linear(32, 32)
+
+        def forward(self, x):
+            return self.ln(x + self.lin(x))
+
+    def train(compiled):
+        torch.manual_seed(0)
+        model = Block().to(device)
+        m = torch.compile(model) if compiled else model
+        xs = x.detach().clone().requires_grad_(True)
+        for _ in range(3):
+            model.zero_grad()
+            xs.grad = None
+            (m(xs) * y).sum().backward()
+        return [xs.grad] + [p.grad for p in model.parameters()]
+    for a, g in zip(train(False), train(True)):
+        _same(a, g)

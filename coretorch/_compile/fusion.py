@@ -22,6 +22,12 @@ Never fused across: another mutating kernel (indexed writes, RNG), an in-place u
 eager segment (``optimizer.step()``), a checked host read, or the forward/backward split of a module capture.  A
 device without the hook (cpu) is left alone: its replays stay bitwise equal to eager.
 
+Prologues: a group (a lone launch included) whose last value is the input of the next launch, a row kernel the
+device names in ``compile_fused.prologues`` (``layer_norm``: the pre-LN block's residual add), with only loads of
+state in between, is offered as ``compile_fused.prologue(name, program, args) -> callable or None``; a callable
+``fn(*arrays, *scalars, *args) -> [group outputs..., kernel results...]`` computes the group inside the row kernel
+(the residual sum still stored: later layers read it) in one launch instead of two.
+
 The hook's contract (documented in ``coretorch/_backend.py``): ``compile_fused(programs) -> list`` with one entry
 per :class:`FusedProgram`, a callable ``fn(*arrays, *scalars) -> list of output arrays`` or None where the device
 declines; ``compile_fused.fusable(name, args, out) -> bool`` (optional) says which launches it can fuse at all.
@@ -330,7 +336,8 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     hooks = {id(t): _hook(t) for t in tables}
     if not any(hooks.values()):
         return 0
-    names = ELEMENTWISE | set(_INPLACE) | {"view"}
+    prologues = {n for h in hooks.values() if h for n in getattr(h, "prologues", ())}
+    names = ELEMENTWISE | set(_INPLACE) | {"view"} | prologues
     owner = {id(getattr(t, n)): t for t in tables if hooks[id(t)] for n in names if n in t.names}
     ps = _Pass(rec, keep_src, split, hooks, owner)
     ps.functional()
@@ -384,12 +391,12 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         else:
             groups[i] = [i]
             group_of[i] = i
+    saved = _prologues(ps, cand, groups, prologues, split) if prologues else 0
     by_table: dict[int, list] = {}
     for members in groups.values():
         if sum(m not in ps.views for m in members) > 1:
             prog, tokens = ps.program(members, cand)
             by_table.setdefault(id(cand[members[-1]][1]), []).append((members, prog, tokens))
-    saved = 0
     for items in by_table.values():
         table = cand[items[0][0][-1]][1]
         try:
@@ -411,6 +418,45 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     for i in list(ps.conv):
         ps.restore(i)
     rec.launches -= saved
+    return saved
+
+
+def _prologues(ps: _Pass, cand: dict, groups: dict, names: set, split: int | None) -> int:
+    """Groups computed inside the row kernel that reads their last value (see the module docstring): the lines
+    rewritten, the groups taken out of ``groups``; returns the launches saved."""
+    rec, lines, info = ps.rec, ps.lines, ps.info
+    last_of = {members[-1]: g for g, members in groups.items()}
+    saved = 0
+    for i in sorted(info):
+        name, kernel, args, kwargs, out = info[i]
+        table = ps.owner.get(id(kernel))
+        if name not in names or table is None or kwargs or not args or not isinstance(args[0], ps.types):
+            continue
+        p = ps.defs.get(ps.var_of(i, args[0]))
+        g = last_of.get(p) if p is not None else None
+        if g is None or cand[p][1] is not table or (split is not None and p < split <= i):
+            continue
+        members = groups[g]
+        if any(m in ps.conv or m in ps.views for m in members) \
+                or any(lines[u] and not _LOAD.match(lines[u]) for u in range(p + 1, i)):
+            continue
+        prog, tokens = ps.program(members, cand)
+        if prog.targets or prog.flat:
+            continue
+        try:
+            fn = table.compile_fused.prologue(name, prog, args[1:])
+        except Exception:  # noqa: BLE001 - a device compiler failing must not fail the step: run as it was
+            fn = None
+        if fn is None:
+            continue
+        outs = [rec.var[id(cand[members[j]][4])] for j in prog.outputs]
+        target, call = lines[i].split(" = ", 1)
+        rest = _call_args(call)[1:]
+        for m in members:
+            lines[m] = ""
+        lines[i] = f"{', '.join(outs)}, {target.rstrip(',')}, = {rec.const(fn)}({', '.join(tokens + rest)})"
+        del groups[g]
+        saved += len(members)
     return saved
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import codegen as cg
+from . import prologue as _prologue
 from .common import _BINARY, _BOOL, _UNARY
 from .device import STATS, c_strides, cla
 from .layout import _collapse, _desc, _expand_strides
@@ -310,4 +311,7 @@ def kernels(k) -> dict:
         return out
 
     compile_fused.fusable = fusable  # type: ignore[attr-defined]
+    pro = _prologue.kernels(k)["prologue"]
+    compile_fused.prologue = pro  # type: ignore[attr-defined]
+    compile_fused.prologues = pro.names  # type: ignore[attr-defined]
     return {"compile_fused": compile_fused}

@@ -67,3 +67,28 @@ def test_small_upload_does_not_wait_for_the_queue_and_keeps_its_data():
     assert len(dev._uploads) == 1 and dev.queue is not None
     assert t.tolist() == list(range(64))
     assert not dev._uploads                                       # a host read ran every earlier copy
+
+
+def test_residual_add_runs_inside_the_layer_norm_kernel():
+    """``layer_norm(x + y)`` compiles to one launch (coretorch_opencl/prologue.py), bitwise the two launches'
+    results; a weight replaced by a strided view afterwards runs the two launches again."""
+    import coretorch.nn.functional as F
+    rng = np.random.default_rng(2)
+    x, y = (coretorch.tensor(rng.standard_normal((3, 5, 20)).astype(np.float32), device="opencl") for _ in "xy")
+    w, b = (coretorch.tensor(rng.standard_normal(20).astype(np.float32), device="opencl") for _ in "wb")
+
+    def f(x, y):
+        s = x + y
+        return s, F.layer_norm(s, (20,), w, b)
+
+    coretorch.compiler.reset()
+    c = coretorch.compile(f)
+    c(x, y)
+    out = c(x, y)
+    assert (c.launches, c.launches_before_fusion) == (1, 2)
+    for e, o in zip(f(x, y), out):
+        np.testing.assert_array_equal(e.cpu().numpy(), o.cpu().numpy())
+    w.data = coretorch.tensor(rng.standard_normal((20, 2)).astype(np.float32), device="opencl")[:, 0]
+    for e, o in zip(f(x, y), c(x, y)):
+        np.testing.assert_array_equal(e.cpu().numpy(), o.cpu().numpy())
+    coretorch.compiler.reset()
