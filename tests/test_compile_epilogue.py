@@ -167,3 +167,36 @@ def test_residual_add_then_layer_norm(device):
         return [xs.grad] + [p.grad for p in model.parameters()]
     for a, g in zip(train(False), train(True)):
         _same(a, g)
+
+
+def test_split_backward_joins_the_pieces_gradients(device):
+    """split's pieces share one SplitBackward0 (SplitWithSizesBackward0 for a list of sizes), as PyTorch: their
+    gradients are concatenated (zeros for a piece without one), in-place ops on a piece still reach the input,
+    and the formula is differentiable (gradcheck in float64)."""
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((5, 7))
+    x = torch.tensor(x_np, device=device, requires_grad=True)
+    a, b, c = x.split(3, dim=1)
+    assert [type(p.grad_fn).__name__ for p in (a, b, c)] == ["SplitBackward0"] * 3 and a._base is x
+    assert type(x.split([2, 5], 1)[0].grad_fn).__name__ == "SplitWithSizesBackward0"
+    assert type(x.chunk(2, 0)[1].grad_fn).__name__ == "SplitBackward0"
+    (a * 2).sum().backward(retain_graph=True)                   # b and c get no gradient: zeros
+    expect = np.zeros_like(x_np)
+    expect[:, :3] = 2
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), expect)
+    x.grad = None
+    (a.sum() + (c * c).sum()).backward()
+    expect[:, :3], expect[:, 6:] = 1, 2 * x_np[:, 6:]
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expect, rtol=1e-12)
+    y = x.clone()
+    p, q = y.split([4, 3], 1)
+    q.mul_(3)                                                   # an in-place op on a piece: the input's graph too
+    x.grad = None
+    (p.sum() + 2 * y.sum()).backward()
+    expect = np.full_like(x_np, 3.0)
+    expect[:, 4:] = 6.0
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), expect)
+    assert torch.autograd.gradcheck(lambda t: [u * (k + 1) for k, u in enumerate(t.split(2, 0))][1].sin(),
+                                    (torch.tensor(x_np[:, :3], device=device, requires_grad=True),))
+    assert torch.autograd.gradgradcheck(lambda t: (t.split([1, 2], 1)[1] ** 2),
+                                        (torch.tensor(x_np[:3, :3], device=device, requires_grad=True),))
