@@ -432,10 +432,11 @@ def _prologues(ps: _Pass, cand: dict, groups: dict, names: set, split: int | Non
         table = ps.owner.get(id(kernel))
         if name not in names or table is None or kwargs or not args or not isinstance(args[0], ps.types):
             continue
-        p = ps.defs.get(ps.var_of(i, args[0]))
-        g = last_of.get(p) if p is not None else None
-        if g is None or cand[p][1] is not table or (split is not None and p < split <= i):
+        v = ps.var_of(i, args[0])
+        p = ps.defs.get(v) if v is not None else None
+        if p is None or p not in last_of or cand[p][1] is not table or (split is not None and p < split <= i):
             continue
+        g = last_of[p]
         members = groups[g]
         if any(m in ps.conv or m in ps.views for m in members) \
                 or any(lines[u] and not _LOAD.match(lines[u]) for u in range(p + 1, i)):
