@@ -69,9 +69,9 @@ def _tag_products() -> None:
     from coretorch_opencl.layout import _desc
     orig = mm.matmul
 
-    def matmul(kern, a, b, *bias):
+    def matmul(kern, a, b, *bias, **kw):
         if _tag[0] is not None:       # an inner call (split-k): keep the outer label
-            return orig(kern, a, b, *bias)
+            return orig(kern, a, b, *bias, **kw)
         _, _, _, ast = _desc(a)
         _, _, _, bst = _desc(b)
         lay = ("T" if ast[-1] != 1 else "N") + ("T" if bst[-1] != 1 else "N")
@@ -80,7 +80,7 @@ def _tag_products() -> None:
             batch *= s
         _tag[0] = f"{a.shape[-2]}x{a.shape[-1]} @ {b.shape[-2]}x{b.shape[-1]} *{batch} {lay}"
         try:
-            return orig(kern, a, b, *bias)
+            return orig(kern, a, b, *bias, **kw)
         finally:
             _tag[0] = None
     mm.matmul = matmul

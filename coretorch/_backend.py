@@ -97,7 +97,8 @@ PRIMITIVES: dict[str, str] = {
     "compile_fused": "optional (programs: list of coretorch._compile.fusion.FusedProgram) -> list of callables "
                      "fn(*arrays, *scalars) -> output arrays (None where declined): each group of recorded elementwise "
                      "launches as one generated kernel; an attribute fusable(name, args, out) -> bool narrows the "
-                     "launches offered",
+                     "launches offered; attributes prologues (row kernel names) and prologue(name, program, args) -> "
+                     "callable or None compute a group inside the row kernel that reads it",
     "compile_out": "optional (name, args, kwargs, result) -> fn(out, *args, **kwargs) -> out writing exactly what "
                    "kernel `name` returned for these operands into a given array of the result's shape, dtype and "
                    "strides (None where declined), for coretorch.compile's planned temporaries "

@@ -97,6 +97,8 @@ def synchronize(device=None) -> None:
     b = _require()
     sync = getattr(b[1], "synchronize", None)
     if sync is not None:
+        if isinstance(device, str):  # "opencl" / "opencl:1", as PyTorch takes them ("opencl" was no index at all)
+            device = _device(device)
         idx = device.index if isinstance(device, _device) else device
         sync(idx)
 

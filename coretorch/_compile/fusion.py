@@ -7,6 +7,13 @@ whose intermediate results are temporaries: read only by later launches of the s
 a write-back of persistent state, another kernel (a view of it included), the module's backward or the result.
 Such an intermediate is never stored; a value of the group read elsewhere is an output of the fused kernel.
 
+Reshapes: a ``view`` of a group's value that is contiguous, of a contiguous value, and read only by later members
+does not end the group (the GPT's ``y.transpose(1, 2).contiguous().view(b, t, d)``, the loss's ``.view(-1, 65)``):
+an elementwise chain of contiguous operands is indexed linearly whatever its shape.  Members then have several
+shapes of one size: the program's shape is the last member's; an external array read by a member of another shape
+must be contiguous and of that size (read at the linear index: the program's ``flat`` inputs), and a member of
+another shape reads no broadcast array.
+
 In-place updates (``iadd``/``isub``/``imul``/``idiv``, ``axpy_``, ``assign_``: a bias added into a matmul's result,
 running statistics, hand-written or recorded optimizer updates) join groups too: the fused kernel writes the array's
 last new value into it (in place, at its strides) and nothing in between; a lone update stays the original launch.
@@ -14,6 +21,12 @@ Never fused across: another mutating kernel (indexed writes, RNG), an in-place u
 (unless that update is in the group), a read of an updated array through another view before the group ran, an
 eager segment (``optimizer.step()``), a checked host read, or the forward/backward split of a module capture.  A
 device without the hook (cpu) is left alone: its replays stay bitwise equal to eager.
+
+Prologues: a group (a lone launch included) whose last value is the input of the next launch, a row kernel the
+device names in ``compile_fused.prologues`` (``layer_norm``: the pre-LN block's residual add), with only loads of
+state in between, is offered as ``compile_fused.prologue(name, program, args) -> callable or None``; a callable
+``fn(*arrays, *scalars, *args) -> [group outputs..., kernel results...]`` computes the group inside the row kernel
+(the residual sum still stored: later layers read it) in one launch instead of two.
 
 The hook's contract (documented in ``coretorch/_backend.py``): ``compile_fused(programs) -> list`` with one entry
 per :class:`FusedProgram`, a callable ``fn(*arrays, *scalars) -> list of output arrays`` or None where the device
@@ -55,13 +68,18 @@ class FusedProgram:
     (an in-place update's is its out-of-place op: ``add`` for ``iadd``; ``axpy_`` (y, alpha, x) -> y + alpha x and
     ``assign_`` (dst, src) -> src as dst's dtype keep theirs).  ``outputs``: the nodes whose values the callable
     returns, in this order: fresh arrays of ``shape``, except ``targets[k] = i``: output k is written into
-    ``inputs[i]`` (an updated array, at its strides) and returned as that array."""
+    ``inputs[i]`` (an updated array, at its strides) and returned as that array.  Through reshapes (see the module
+    docstring): ``out_shapes[k]`` output k's shape (a fresh array of that shape, the same size as ``shape``), and
+    ``flat`` the inputs read at the output's linear index (contiguous arrays of that size, of another shape)."""
 
-    __slots__ = ("shape", "inputs", "scalars", "nodes", "outputs", "targets")
+    __slots__ = ("shape", "inputs", "scalars", "nodes", "outputs", "targets", "out_shapes", "flat")
 
-    def __init__(self, shape: tuple, inputs: list, scalars: list, nodes: list, outputs: list, targets: dict):
+    def __init__(self, shape: tuple, inputs: list, scalars: list, nodes: list, outputs: list, targets: dict,
+                 out_shapes: list | None = None, flat: frozenset = frozenset()):
         self.shape, self.inputs, self.scalars, self.nodes = shape, inputs, scalars, nodes
         self.outputs, self.targets = outputs, targets
+        self.out_shapes = [shape] * len(outputs) if out_shapes is None else out_shapes
+        self.flat = flat
 
     def __repr__(self) -> str:
         return (f"FusedProgram(shape={self.shape}, nodes={[n[0] for n in self.nodes]}, inputs={len(self.inputs)}, "
@@ -102,6 +120,31 @@ class _Pass:
         self.conv: dict[int, tuple] = {}   # line -> (original line, original record, old var, new var)
         self.writes: dict[int, Any] = {}   # converted line -> memory it updates
         self.split = split
+        self.views: dict[int, tuple] = {}  # view line -> its record, for the views a group reads through
+
+    def info_of(self, m: int, cand: dict) -> tuple:
+        return cand[m] if m in cand else self.views[m]
+
+    def through(self, i: int, a: Any, cand: dict) -> tuple[int | None, list[int]]:
+        """The line that made the value ``a`` (read at line ``i``), looking through contiguous views of contiguous
+        group values (see the module docstring), and the view lines passed."""
+        v = self.var_of(i, a)
+        p = self.defs.get(v) if v is not None else None
+        passed: list[int] = []
+        while p is not None and p not in cand:
+            rec_ = self.info.get(p)
+            if rec_ is None or rec_[0] != "view" or rec_[3] or not rec_[2] or v in self.keep:
+                break
+            src, out = rec_[2][0], rec_[4]
+            table = self.owner.get(id(rec_[1]))
+            if table is None or not isinstance(src, self.types) or not isinstance(out, self.types) \
+                    or not _contiguous(table, src) or not _contiguous(table, out):
+                break
+            self.views[p] = rec_
+            passed.append(p)
+            v = self.var_of(p, src)
+            p = self.defs.get(v) if v is not None else None
+        return p, passed
 
     def var_of(self, i: int, a: Any) -> str | None:
         """The variable that holds array ``a`` at line ``i`` (after the renames of in-place updates)."""
@@ -160,10 +203,13 @@ class _Pass:
         inside = set(members)
         uses, rec = self.uses, self.rec
         for m in members[:-1]:
-            v = rec.var.get(id(cand[m][4]))
+            v = rec.var.get(id(self.info_of(m, cand)[4]))
             for u in uses.get(v, ()):
-                if u < hi and u not in inside:
+                if (u < hi or m in self.views) and u not in inside:
                     return False
+        if not self._shapes_ok(members, cand):
+            return False
+        members = [m for m in members if m not in self.views]
         outside_writes = [(w, mem) for w, mem in self.writes.items() if lo < w < hi and w not in inside]
         updated = {id(self.writes[m]): cand[m][2][0] for m in members if m in self.conv and self.writes[m] is not None}
         for m in members:
@@ -183,6 +229,30 @@ class _Pass:
                         return False
         return True
 
+    def _shapes_ok(self, members: list, cand: dict) -> bool:
+        """Members of several shapes (through views): one size; a member whose shape is not the last member's
+        reads group values and contiguous arrays of that size only (linearly indexed)."""
+        last = cand[members[-1]][4]
+        shape, n = tuple(last.shape), last.size
+        if all(m in self.views or tuple(cand[m][4].shape) == shape for m in members):
+            return True
+        index = set(members)
+        for m in members:
+            if m in self.views:
+                continue
+            name, table, args, _, out = cand[m]
+            if out.size != n:
+                return False
+            other = tuple(out.shape) != shape
+            for a in args:
+                if not isinstance(a, self.types):
+                    continue
+                if a.size != n:
+                    return False
+                if other and self.through(m, a, cand)[0] not in index and not _contiguous(table, _arr(a)):
+                    return False
+        return True
+
     def _dead_temp(self, new: str | None, old: str, inside: set) -> bool:
         """Whether an updated array is a temporary (a fresh result of a launch, read only by the group) whose new
         value nothing outside the group reads: then it need not be written at all."""
@@ -193,7 +263,12 @@ class _Pass:
     def program(self, members: list, cand: dict):
         """The FusedProgram of a group and the argument sources of its call."""
         rec, defs, uses, lines = self.rec, self.defs, self.uses, self.lines
+        inside = set(members)
+        views = [m for m in members if m in self.views]
+        members = [m for m in members if m not in self.views]
         index = {m: j for j, m in enumerate(members)}
+        for m in views:  # a view of a node's value is that node (linear index)
+            index[m] = index[self.through(m, self.views[m][2][0], cand)[0]]
         inputs: list[Any] = []
         in_tok: list[str] = []
         in_key: dict[str, int] = {}
@@ -202,14 +277,17 @@ class _Pass:
         nodes: list[Any] = []
         outputs: list[Any] = []
         targets: dict[int, int] = {}
-        inside = set(members)
+        shape = tuple(cand[members[-1]][4].shape)
+        flat: set[int] = set()
 
-        def slot(a, tok):
+        def slot(a, tok, other=False):
             k = in_key.get(tok)
             if k is None:
                 k = in_key[tok] = len(inputs)
                 inputs.append(a)
                 in_tok.append(tok)
+            if other:
+                flat.add(k)
             return k
         last_update: dict[int, Any] = {}
         first_update: dict[int, Any] = {}
@@ -220,11 +298,12 @@ class _Pass:
         for j, m in enumerate(members):
             name, table, args, kwargs, out = cand[m]
             toks = _call_args(self.conv[m][0] if m in self.conv else lines[m])
+            other = tuple(out.shape) != shape
             ops = []
             for a, tok in zip(args, toks):
                 if isinstance(a, rec._array_types):
                     p = defs.get(self.var_of(m, a))
-                    ops.append(("node", index[p]) if p in index else ("in", slot(a, tok)))
+                    ops.append(("node", index[p]) if p in index else ("in", slot(a, tok, other)))
                 elif _is_scalar(a):
                     ops.append(("scalar", len(scalars)))
                     scalars.append(a)
@@ -237,11 +316,12 @@ class _Pass:
             if f is not None and last_update[id(args[0])] == m and defs.get(self.conv[f][2]) not in index \
                     and not self._dead_temp(v, self.conv[f][2], inside):
                 # the array's last update in the group, the array made before the group: written into it
-                targets[len(outputs)] = slot(args[0], self.conv[f][2])
+                targets[len(outputs)] = slot(args[0], self.conv[f][2], other)
                 outputs.append(j)
             elif v in self.keep or any(u not in inside for u in uses.get(v, ())) or j == len(members) - 1:
                 outputs.append(j)
-        prog = FusedProgram(tuple(cand[members[0]][4].shape), inputs, scalars, nodes, outputs, targets)
+        prog = FusedProgram(shape, inputs, scalars, nodes, outputs, targets,
+                            [tuple(cand[members[j]][4].shape) for j in outputs], frozenset(flat))
         return prog, in_tok + sc_tok
 
 
@@ -256,7 +336,8 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     hooks = {id(t): _hook(t) for t in tables}
     if not any(hooks.values()):
         return 0
-    names = ELEMENTWISE | set(_INPLACE)
+    prologues = {n for h in hooks.values() if h for n in getattr(h, "prologues", ())}
+    names = ELEMENTWISE | set(_INPLACE) | {"view"} | prologues
     owner = {id(getattr(t, n)): t for t in tables if hooks[id(t)] for n in names if n in t.names}
     ps = _Pass(rec, keep_src, split, hooks, owner)
     ps.functional()
@@ -280,39 +361,44 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     group_of: dict[int, int] = {}
     for i in sorted(cand):
         name, table, args, kwargs, out = cand[i]
-        shape = tuple(out.shape)
-        join = set()
+        join: dict[int, list[int]] = {}   # group -> the view lines read through to it
         for a in args:
             if not isinstance(a, ps.types):
                 continue
-            v = ps.var_of(i, a)
-            p = ps.defs.get(v) if v is not None else None
+            p, passed = ps.through(i, a, cand)
             g = group_of.get(p) if p is not None else None
-            if g is None or g in join:
+            if g is None:
                 continue
             first = cand[groups[g][0]]
-            if tuple(first[4].shape) != shape or first[1] is not table:
+            if first[4].size != out.size or first[1] is not table:
                 continue
-            join.add(g)
-        members = sorted(m for g in join for m in groups[g]) + [i]
-        if join and ps.legal(members, cand, barriers):
-            gid = min(join)
-            for g in join:
+            join.setdefault(g, []).extend(passed)
+        # the groups it reads, all of them if that is legal, else the latest ones that are
+        chosen = sorted(join, key=lambda g: -groups[g][-1])
+        while chosen:
+            members = sorted({m for g in chosen for m in groups[g] + join[g]}) + [i]
+            if ps.legal(members, cand, barriers):
+                break
+            chosen.pop()
+        if chosen:
+            gid = min(chosen)
+            for g in chosen:
                 for m in groups.pop(g):
                     group_of[m] = gid
             groups[gid] = members
-            group_of[i] = gid
+            for m in members:
+                group_of[m] = gid
         else:
             groups[i] = [i]
             group_of[i] = i
+    saved = _prologues(ps, cand, groups, prologues, split) if prologues else 0
     by_table: dict[int, list] = {}
     for members in groups.values():
-        if len(members) > 1:
+        if sum(m not in ps.views for m in members) > 1:
             prog, tokens = ps.program(members, cand)
-            by_table.setdefault(id(cand[members[0]][1]), []).append((members, prog, tokens))
-    saved = 0
+            by_table.setdefault(id(cand[members[-1]][1]), []).append((members, prog, tokens))
     for items in by_table.values():
-        table = cand[items[0][0][0]][1]
+        table = cand[items[0][0][-1]][1]
         try:
             fns = hooks[id(table)]([p for _, p, _ in items])
         except Exception as e:  # noqa: BLE001 - a device compiler failing must not fail the step: run unfused
@@ -322,7 +408,8 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         for (members, prog, tokens), fn in zip(items, fns):
             if fn is None:
                 continue
-            outs = [rec.var[id(cand[members[j]][4])] for j in prog.outputs]
+            nodes = [m for m in members if m not in ps.views]
+            outs = [rec.var[id(cand[nodes[j]][4])] for j in prog.outputs]
             for m in members:
                 lines[m] = ""
                 ps.conv.pop(m, None)
@@ -332,6 +419,54 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         ps.restore(i)
     rec.launches -= saved
     return saved
+
+
+def _prologues(ps: _Pass, cand: dict, groups: dict, names: set, split: int | None) -> int:
+    """Groups computed inside the row kernel that reads their last value (see the module docstring): the lines
+    rewritten, the groups taken out of ``groups``; returns the launches saved."""
+    rec, lines, info = ps.rec, ps.lines, ps.info
+    last_of = {members[-1]: g for g, members in groups.items()}
+    saved = 0
+    for i in sorted(info):
+        name, kernel, args, kwargs, out = info[i]
+        table = ps.owner.get(id(kernel))
+        if name not in names or table is None or kwargs or not args or not isinstance(args[0], ps.types):
+            continue
+        v = ps.var_of(i, args[0])
+        p = ps.defs.get(v) if v is not None else None
+        if p is None or p not in last_of or cand[p][1] is not table or (split is not None and p < split <= i):
+            continue
+        g = last_of[p]
+        members = groups[g]
+        if any(m in ps.conv or m in ps.views for m in members) \
+                or any(lines[u] and not _LOAD.match(lines[u]) for u in range(p + 1, i)):
+            continue
+        prog, tokens = ps.program(members, cand)
+        if prog.targets or prog.flat:
+            continue
+        try:
+            fn = table.compile_fused.prologue(name, prog, args[1:])
+        except Exception:  # noqa: BLE001 - a device compiler failing must not fail the step: run as it was
+            fn = None
+        if fn is None:
+            continue
+        outs = [rec.var[id(cand[members[j]][4])] for j in prog.outputs]
+        target, call = lines[i].split(" = ", 1)
+        rest = _call_args(call)[1:]
+        for m in members:
+            lines[m] = ""
+        lines[i] = f"{', '.join(outs)}, {target.rstrip(',')}, = {rec.const(fn)}({', '.join(tokens + rest)})"
+        del groups[g]
+        saved += len(members)
+    return saved
+
+
+def _arr(a: Any) -> Any:
+    return a.array if isinstance(a, _Value) else a
+
+
+def _contiguous(table: Any, a: Any) -> bool:
+    return bool(table.is_contiguous(_arr(a)))
 
 
 def _flat(args) -> list:

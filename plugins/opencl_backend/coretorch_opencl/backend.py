@@ -29,6 +29,9 @@ from .reductions import ReductionKernels
 from .vecmath import index_add_rows
 
 
+_ASYNC_UPLOAD = 1 << 16  # bytes: smaller host arrays are copied and uploaded without waiting for the queue
+
+
 class OpenCLBackend:
     name = "opencl"
     distribution = "coretorch-opencl"
@@ -142,7 +145,10 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             if dt == cg.BF16:
                 host = host.view(np.uint16)  # (ml_dtypes' bfloat16 has no buffer protocol: its bits are copied)
             STATS["to_device"] += 1
-            cl.enqueue_copy(self.dev.queue, out.base_data, host, is_blocking=False)  # a NannyEvent keeps host alive
+            if host.nbytes <= _ASYNC_UPLOAD:  # a private copy: the caller may change its array at once
+                self.dev.upload(out.base_data, host.copy())
+            else:  # waits for the copy (and the kernels queued before it) when pyopencl's event is dropped
+                cl.enqueue_copy(self.dev.queue, out.base_data, host, is_blocking=False)
         return out
 
     def to_numpy(self, x):

@@ -237,6 +237,7 @@ class Device:
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
         self._chk = _Checks()  # the calling thread's device-side check state
+        self._uploads: list = []  # host-to-device copies in flight (their events keep the host arrays alive)
 
     @property
     def check_pending(self) -> bool:
@@ -383,6 +384,20 @@ class Device:
             cl.enqueue_fill_buffer(self.queue, chk.buffer(), _ERR_CLEAR, 0, _ERR_CLEAR.nbytes)
             chk.pending = False  # the claim was ours: the launches before it passed
 
+    def upload(self, buf, host) -> None:
+        """Non-blocking host-to-device copy of ``host`` into ``buf``.  pyopencl's event for it waits for the copy
+        when it is deleted (it holds ``host``): dropped at once, it drained the whole queue (a from_numpy in a
+        step waited for every kernel before it, 50 ms behind a 1024^3 product); kept here until it completed."""
+        ev = cl.enqueue_copy(self.queue, buf, host, is_blocking=False)
+        with self.lock:
+            ups = self._uploads
+            if ups:
+                done = cl.command_execution_status.COMPLETE
+                ups[:] = [e for e in ups if e.command_execution_status != done]
+                if len(ups) >= 256:  # a bound on the host copies held: wait for the oldest
+                    ups.pop(0).wait()
+            ups.append(ev)
+
     def read(self, host, buf, byte_offset: int = 0) -> None:
         """Blocking device-to-host copy of ``buf`` into ``host``, raising a failed device-side check.
 
@@ -395,6 +410,9 @@ class Device:
             ev = cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=False)
         STATS["to_host"] += 1
         cl.enqueue_copy(self.queue, host, buf, src_offset=byte_offset, is_blocking=True)
+        if self._uploads:  # the in-order queue ran every earlier copy
+            with self.lock:
+                self._uploads.clear()
         if ev is not None:
             ev.wait()  # already complete (in-order queue): no round trip
             self._report(flag)
@@ -408,6 +426,7 @@ class Device:
                 cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=True)
                 self._report(flag)
             self.queue.finish()
+            self._uploads.clear()
 
     def _report(self, flag) -> None:
         """Raise the failure recorded in ``flag`` (the check buffer as read), if any, and start afresh: every

@@ -13,7 +13,9 @@ pyopencl's binary cache on disk, as every other kernel of this backend).  Layout
 broadcastable to the group's shape; the kernel is specialised on which inputs are contiguous with the output and
 on the collapsed rank (a 2-D range without index division up to 2 collapsed dims, as the "_2" elementwise kernels),
 the strides themselves are arguments.  A replay checks each input's shape and strides against the capture's and
-builds another variant if they differ.  Supported dtypes: float32, float64, the integer types and bool (float16
+builds another variant if they differ.  A group that continues through reshapes reads its ``flat`` inputs
+(contiguous arrays of the output's size, another shape) at the linear index and writes each output in its own
+shape.  Supported dtypes: float32, float64, the integer types and bool (float16
 and bfloat16 round their intermediates through memory: not fused).
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import codegen as cg
+from . import prologue as _prologue
 from .common import _BINARY, _BOOL, _UNARY
 from .device import STATS, c_strides, cla
 from .layout import _collapse, _desc, _expand_strides
@@ -187,10 +190,11 @@ def kernels(k) -> dict:
                + "\n" + "\n".join(stores) + "\n}\n")
         return src, helpers, [d for _, d in scal]
 
-    def plan(shape, arrays):
-        """(modes, rank, per-input stride arguments, trailing arguments, 2-D range or None) of a layout."""
+    def plan(shape, arrays, flat=frozenset()):
+        """(modes, rank, per-input stride arguments, trailing arguments, 2-D range or None) of a layout; ``flat``:
+        inputs read at the linear index (contiguous, the output's size)."""
         cst = c_strides(shape)
-        sts = [_expand_strides(a.shape, _desc(a)[3], shape) for a in arrays]
+        sts = [cst if i in flat else _expand_strides(a.shape, _desc(a)[3], shape) for i, a in enumerate(arrays)]
         dims, csts = _collapse(shape, [cst] + sts)
         ocs = csts[0]
         modes = ["c" if s == ocs else "s" for s in csts[1:]]
@@ -216,10 +220,12 @@ def kernels(k) -> dict:
         return "".join(parts)
 
     def make_call(prog, kern, layout, convs):
-        shape = prog.shape
+        shape, flat = prog.shape, prog.flat
         out_dts = [np.dtype(prog.nodes[j][2]) for j in prog.outputs]
-        fresh = [dt for i, dt in enumerate(out_dts) if i not in prog.targets]
+        fresh = [(sh, dt) for i, (sh, dt) in enumerate(zip(prog.out_shapes, out_dts)) if i not in prog.targets]
         tgt = sorted(prog.targets.items())
+        tgt_in = set(prog.targets.values())
+        is_c, contig = k.is_contiguous, k.contiguous
         ni = len(prog.inputs)
         cap = [(a.shape, a.strides) for a in prog.inputs]
         isz = [a.dtype.itemsize for a in prog.inputs]
@@ -230,7 +236,9 @@ def kernels(k) -> dict:
         def relayout(arrays):
             """Another layout than the capture's: the variant of the kernel for it (built once)."""
             key = [(a.shape, a.strides) for a in arrays]
-            lay = plan(shape, arrays)
+            if any(i in flat and not k.is_contiguous(a) for i, a in enumerate(arrays)):
+                raise RuntimeError("coretorch-opencl: a fused kernel read through a reshape takes contiguous arrays")
+            lay = plan(shape, arrays, flat)
             res = kernel_src(prog, "fused0", lay[0], lay[1])
             if res is None:
                 raise RuntimeError("coretorch-opencl: a fused kernel cannot take this layout")
@@ -241,12 +249,14 @@ def kernels(k) -> dict:
 
         def call(*vals):
             with lock:
-                outs = [array(shape, dt) for dt in fresh]
+                outs = [array(sh, dt) for sh, dt in fresh]
                 args = [o.base_data for o in outs]
                 key = cur["key"]
                 for i in range(ni):
                     a = vals[i]
                     if a.strides != key[i][1] or a.shape != key[i][0]:
+                        if i in flat and i not in tgt_in and not is_c(a):  # read linearly: a contiguous copy
+                            return call(*vals[:i], contig(a), *vals[i + 1:])
                         relayout(vals[:ni])
                         return call(*vals)
                 modes, nd, strides, tail, rng = cur["layout"]
@@ -275,7 +285,7 @@ def kernels(k) -> dict:
         made: list[Any] = []
         for q, prog in enumerate(programs):
             try:
-                lay = plan(prog.shape, prog.inputs)
+                lay = plan(prog.shape, prog.inputs, prog.flat)
                 res = kernel_src(prog, f"fused{q}", lay[0], lay[1])
             except (KeyError, ValueError, IndexError):
                 res = None
@@ -301,4 +311,7 @@ def kernels(k) -> dict:
         return out
 
     compile_fused.fusable = fusable  # type: ignore[attr-defined]
+    pro = _prologue.kernels(k)["prologue"]
+    compile_fused.prologue = pro  # type: ignore[attr-defined]
+    compile_fused.prologues = pro.names  # type: ignore[attr-defined]
     return {"compile_fused": compile_fused}

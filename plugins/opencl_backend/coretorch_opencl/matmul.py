@@ -136,6 +136,77 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = F
     return "\n".join(lines) + "\n"
 
 
+def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm: int = GROUP_M,
+                packed: bool = False) -> str:
+    """The blocked kernel for a long k on CPUs: a work-item computes the GROUP_M row blocks of one column block k
+    chunk by k chunk (``kc`` steps: the chunk of B's column panel, kc x VW*NV values, stays in L1 across the row
+    blocks, where a whole panel of k = 1024 rows does not), the partial sums stored in C and reloaded for the next
+    chunk.  The same multiply-adds in the same order as ``fast_src`` (a float32 stored and reloaded is exact):
+    bitwise its results.  Each row is owned by one block (the last block shifts up to end at row n as in
+    ``fast_src``, its rows of the previous block neither loaded nor stored); the last ``ldc - m`` columns as there."""
+    t = cg.stype(dt)
+    v = f"{t}{vw}"
+    cw = vw * nv
+    src = fast_src(dt, rm, vw, at, nv, bias)
+    head, rest = src.split(" if (id >= nbi * nbj) {", 1)
+    tail, _ = rest.split(f" int per = {GROUP_M} * nbj;", 1)
+    head = head.replace(f" int nbj = m / {cw};", f" int nbj = m / {cw}; int ngr = (nbi + {gm - 1}) / {gm};")
+    tail = tail.replace("int q = id - nbi * nbj;", "int q = id - ngr * nbj;")
+    if packed:   # A as row blocks of RM rows, k steps of RM values each (pack_src): lda = RM
+        tail = tail.replace("restrict ar = a + r0;", f"restrict ar = a + (long)(q / mt) * k * {rm};")
+    lines = [head.rstrip("\n"), " if (id >= ngr * nbj) {" + tail.rstrip("\n"),
+             f" int first = (id / nbj) * {gm}; int bj = id % nbj; int gs = min(nbi - first, {gm});",
+             f" const __global {t}* b = bb + bj * {cw};",
+             f" for (int k0 = 0; k0 < k; k0 += {kc}) {{",
+             f"  const int k1 = min(k0 + {kc}, k);",
+             "  for (int g = 0; g < gs; ++g) {",
+             f"   const int bi = first + g; const int own = bi * {rm}; const int r0 = min(own, n - {rm});",
+             "   const __global " + t + "* restrict ar = a + " + (f"(long)bi * k * {rm};" if packed else "r0;" if at
+                                                               else "(long)r0 * lda;"),
+             f"   __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {cw};"]
+    for i in range(rm):
+        for j in range(nv):
+            lines.append(f"   {v} c{i}_{j} = (k0 == 0 || r0 + {i} < own) ? ({v})(0) : "
+                         f"*(__global ct_uv*)(c + (long){i} * ldc + {j * vw});")
+    lines.append("   for (int p = k0; p < k1; ++p) {")
+    lines += [f"    const ct_uv bv{j} = *(const __global ct_uv*)(b + (long)p * ldb + {j * vw});" for j in range(nv)]
+    if at:
+        lines.append(f"    const __global {t}* restrict ap = ar + (long)p * lda;")
+        for i in range(rm):
+            lines.append(f"    {{ const {v} ai = ({v})(ap[{i}]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
+                                                                          for j in range(nv)) + " }")
+    else:
+        for i in range(rm):
+            lines.append(f"    {{ const {v} ai = ({v})(ar[{i} * lda + p]); " + " ".join(
+                f"c{i}_{j} += ai * bv{j};" for j in range(nv)) + " }")
+    lines.append("   }")
+    if bias:
+        lines.append("   const int last = k1 == k;")
+        lines += [f"   const ct_uv bb{j} = last ? *(const __global ct_uv*)(bias + bio + bj * {cw} + {j * vw}) : "
+                  f"(ct_uv)(0);" for j in range(nv)]
+    for i in range(rm):
+        stores = " ".join(f"*(__global ct_uv*)(c + (long){i} * ldc + {j * vw}) = "
+                          + (f"last ? c{i}_{j} + bb{j} : c{i}_{j};" if bias else f"c{i}_{j};") for j in range(nv))
+        lines.append(f"   if (r0 + {i} >= own) {{ {stores} }}")
+    lines += ["  }", " }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def pack_src(dt, rm: int) -> str:
+    """A (n x k, read transposed in place: A[i, p] at ``p * lda + i``) as row blocks of RM rows (the last one
+    shifted up to end at row n, as the blocked kernels' last block), each k steps of RM adjacent values: what a
+    work-item of the chunked kernel reads in order (one cache line per few steps instead of one per step)."""
+    t = cg.stype(dt)
+    return f"""
+__kernel void mm_pack(__global {t}* restrict P, __global const {t}* restrict A, long ao, int n, int k, int lda) {{
+  const int p = get_global_id(0), bi = get_global_id(1);
+  if (p >= k) return;
+  const int r0 = min(bi * {rm}, n - {rm});
+  const __global {t}* a = A + ao + (long)p * lda + r0;
+  __global {t}* o = P + ((long)bi * k + p) * {rm};
+""" + "".join(f"  o[{i}] = a[{i}];\n" for i in range(rm)) + "}\n"
+
+
 def nt_blocking(dev, dt=np.float32):
     """(rows, columns, vector width along k) of a work-item of the A @ B.T kernel.  Measured in one run on the
     AVX-512 PoCL device (1024^3 / 128x784x256 float32 GFLOP/s): 4x4x16 75 / 87, 5x4x16 80 / 88, 4x4x8 61 / 70,
@@ -299,10 +370,28 @@ def _matmul(kern, a, b, bias, out=None):
             _, bo, _, bst = _desc(b)
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
         biased = bias is not None and nb == 1
-        kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
-                        lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
         nbi = -(-n // rm)
-        items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
+        ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
+        if dev.is_cpu and k >= _KC_MIN_K and ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
+            # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
+            # same sums (measured, the GPT step's five such products twice, PoCL one compute unit: 21.0 -> 17.8 ms;
+            # packed A, see _PACK: a further ~10%)
+            packed = at and nb == 1 and _PACK
+            if packed:
+                pk = dev.kernel(("mm_pack", dt.str, rm), "mm_pack", lambda: pack_src(dt, rm))
+                pa = kern._out((nbi * k * rm,), dt)
+                STATS["launches"] += 1
+                pls = min(64, dev.max_wg)
+                pk(dev.queue, (-(-k // pls) * pls, nbi), (pls, 1), pa.base_data, a.base_data, ao, n, k, ast[-1])
+                a, ao, ast = pa, 0, (1, rm)
+            kn = dev.kernel(("mm_fastk", dt.str, rm, vw, nv, _KC_GM, at, biased, _KC, packed), "mm_fast",
+                            lambda: chunked_src(dt, rm, vw, at, nv, biased, _KC, _KC_GM, packed),
+                            options="-cl-mad-enable")
+            items = ngr + nbi * (m - mf)
+        else:
+            kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
+                            lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
+            items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
         STATS["launches"] += 1
         kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
            b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2,
@@ -344,6 +433,12 @@ def linear_backward(kern, g, x, w, nx, nw, nb):
             kern._reduce_run("sum", g, (0,), False, g.dtype) if nb else None)
 
 
+_KC = 256                # k chunk of the blocked kernel for a long k on CPUs (chunked_src) ...
+_KC_MIN_K = 768          # ... from this k on, ...
+_KC_GM = 8               # ... each work-item this many row blocks, when that leaves this many work-groups per
+_KC_MIN_GROUPS = 2       # compute unit; A read transposed is packed first (pack_src).  Measured, PoCL one compute
+_PACK = True             # unit, the GPT's five weight-gradient products: 9.4 / 8.6 ms unpacked 4 blocks, 8.5 / 7.7
+#                          packed 8 blocks (two runs; 128, 512 and 16 blocks measured in between)
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
