@@ -98,7 +98,7 @@ def _run(python: str, framework: str, model: str, device: str, mode: str, thread
     if threads:
         for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[k] = str(threads)
-        if mode == "autotune":  # PoCL's compute units too (older PoCL reads the second name)
+        if mode == "autotune" or device != "cpu":  # PoCL's compute units too (older PoCL reads the second name)
             env["POCL_CPU_MAX_CU_COUNT"] = env["POCL_MAX_PTHREAD_COUNT"] = str(threads)
             if threads == 1:  # PoCL's single-threaded driver runs each kernel in the calling thread: no hand-off
                 env.setdefault("POCL_DEVICES", "basic")
