@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+from _compile_helpers import fusing, twice
 
 
 @pytest.fixture(autouse=True)
@@ -14,20 +15,6 @@ def _fresh():
     torch.compiler.reset()
     yield
     torch.compiler.reset()
-
-
-def _fusing(dev: str) -> bool:
-    return "compile_fused" in torch._backend.get_table(torch.device(dev)).names
-
-
-def _twice(fn, *args):
-    """Eager result, and the compiled function's second result (its first replay)."""
-    eager = fn(*args)
-    c = torch.compile(fn)
-    c(*args)
-    out = c(*args)
-    assert c.replays == 1
-    return eager, out, c
 
 
 def _same(eager, out):
@@ -49,9 +36,9 @@ def test_chain_continues_through_views(device):
         z = (y.relu() + w).reshape(-1)                # w: contiguous, the size of the chain
         return (z.exp() * 3).view(3, 8)
 
-    eager, out, c = _twice(f, x, w)
+    eager, out, c = twice(f, x, w)
     _same(eager, out)
-    if _fusing(device):
+    if fusing(device):
         # 6 kernels and 3 views: one kernel, and the view of its value that is the result
         assert (c.launches, c.launches_before_fusion) == (2, 9)
     else:
@@ -74,7 +61,7 @@ def test_views_that_must_stay(device):
         return y + 1
 
     for fn, args in ((broadcast, (x, b, w)), (read_elsewhere, (x, w)), (transposed, (x,))):
-        eager, out, c = _twice(fn, *args)
+        eager, out, c = twice(fn, *args)
         _same(eager, out)
         assert c.launches <= c.launches_before_fusion
 
@@ -88,9 +75,9 @@ def test_consumer_joins_the_groups_it_legally_can(device):
         e = (x * 0.5).exp()
         return z - e * y                              # joins e's group across the write, not z's
 
-    eager, out, c = _twice(f, x, y)
+    eager, out, c = twice(f, x, y)
     _same(eager, out)
-    if _fusing(device):
+    if fusing(device):
         assert c.launches_before_fusion - c.launches >= 3, (c.launches, c.launches_before_fusion)
 
 
@@ -144,7 +131,7 @@ def test_residual_add_then_layer_norm(device):
         t = s * 2                                     # read between the add and its layer norm
         return s, h, e, F.layer_norm(t + 1.0, (32,), w, b), t
 
-    eager, out, c = _twice(f, x, y)
+    eager, out, c = twice(f, x, y)
     _same(eager, out)
 
     class Block(torch.nn.Module):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+from _compile_helpers import fusing, twice
 import coretorch.nn.functional as F
 from coretorch import nn
 from coretorch._compile import config
@@ -23,11 +24,7 @@ except ImportError:  # without the opencl plugin no device fuses: the tests belo
     STATS, has_src_build_cache = {}, None
 
 
-def _fusing(dev: str) -> bool:
-    return "compile_fused" in torch._backend.get_table(torch.device(dev)).names
-
-
-FUSING = [d for d in available_devices() if _fusing(d)]
+FUSING = [d for d in available_devices() if fusing(d)]
 
 
 @pytest.fixture(autouse=True)
@@ -35,16 +32,6 @@ def _fresh():
     torch.compiler.reset()
     yield
     torch.compiler.reset()
-
-
-def _twice(fn, *args):
-    """Eager result, and the compiled function after its capture and one replay (its second result)."""
-    eager = fn(*args)
-    c = torch.compile(fn)
-    c(*args)
-    out = c(*args)
-    assert c.replays == 1
-    return eager, out, c
 
 
 def _np(t):
@@ -69,7 +56,7 @@ def test_chain_fused_bitwise_with_broadcast_scalar_and_cast_operands(device):
         z = torch.where(y > 1, y.exp(), m * y).clamp(-2.0, 3.0)
         return (z.sigmoid() + 2).relu()
 
-    eager, out, c = _twice(f, x, b, col)
+    eager, out, c = twice(f, x, b, col)
     np.testing.assert_array_equal(_np(eager), _np(out))
     assert c.launches_before_fusion - c.launches >= 8, (c.launches_before_fusion, c.launches)
 
@@ -82,7 +69,7 @@ def test_integer_and_bool_chains(device):
         q = (x * 3 + 1) // 2 % 5                       # Python floor division and modulo on int64
         return q, (q > 1) & (x != 0)
 
-    eager, out, c = _twice(f, x)
+    eager, out, c = twice(f, x)
     for e, o in zip(eager, out):
         np.testing.assert_array_equal(_np(e), _np(o))
     assert c.launches < c.launches_before_fusion
@@ -98,7 +85,7 @@ def test_intermediates_read_elsewhere_stay_materialised(device):
         a = x * 2
         return a, (a + 1).exp()                        # a is a result: an output of the fused kernel
 
-    eager, out, c = _twice(returned, x)
+    eager, out, c = twice(returned, x)
     for e, o in zip(eager, out):
         np.testing.assert_array_equal(_np(e), _np(o))
     assert c.launches == c.launches_before_fusion - 2
@@ -108,7 +95,7 @@ def test_intermediates_read_elsewhere_stay_materialised(device):
         s = a.sum(1, keepdim=True)                     # a read by a reduction between its producer and consumer
         return (a + 1) * s
 
-    eager, out, c = _twice(reduced, x)
+    eager, out, c = twice(reduced, x)
     np.testing.assert_array_equal(_np(eager), _np(out))
 
     def mutated(x, y):
@@ -277,7 +264,7 @@ def test_fusion_leaves_devices_without_the_hook_alone():
     def f(x):
         return (x * 2 + 1).relu()
 
-    eager, out, c = _twice(f, x)
+    eager, out, c = twice(f, x)
     np.testing.assert_array_equal(_np(eager), _np(out))
     assert c.launches == c.launches_before_fusion
     assert config.fusion

@@ -61,6 +61,17 @@ def vectors(dev, dt=np.float32) -> int:
     return 1
 
 
+def _step_products(t: str, v: str, rm: int, nv: int, at: bool, ind: str) -> list:
+    """One k step of the register block: row i's A value times the NV vectors of B's row (A read transposed when
+    ``at``), as lines indented by ``ind``."""
+    lines = [f"{ind}const __global {t}* restrict ap = ar + (long)p * lda;"] if at else []
+    for i in range(rm):
+        ai = f"ap[{i}]" if at else f"ar[{i} * lda + p]"
+        lines.append(f"{ind}{{ const {v} ai = ({v})({ai}); " + " ".join(f"c{i}_{j} += ai * bv{j};" for j in range(nv))
+                     + " }")
+    return lines
+
+
 def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = False) -> str:
     """The blocked kernel: RM rows x NV vectors of VW columns per work-item.  ``at``: A is read transposed in
     place (A[i, p] at ``p * lda + i``: a transposed contiguous array, ``x.T @ g`` in a weight gradient), so the RM
@@ -116,15 +127,7 @@ def fast_src(dt, rm: int, vw: int, at: bool = False, nv: int = 1, bias: bool = F
     lines += [f" {v} c{i}_{j} = ({v})(0);" for i in range(rm) for j in range(nv)]
     lines.append(" for (int p = 0; p < k; ++p) {")
     lines += [f"  const ct_uv bv{j} = *(const __global ct_uv*)(b + (long)p * ldb + {j * vw});" for j in range(nv)]
-    if at:
-        lines.append(f"  const __global {t}* restrict ap = ar + (long)p * lda;")
-        for i in range(rm):
-            lines.append(f"  {{ const {v} ai = ({v})(ap[{i}]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
-                                                                        for j in range(nv)) + " }")
-    else:
-        for i in range(rm):
-            lines.append(f"  {{ const {v} ai = ({v})(ar[{i} * lda + p]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
-                                                                                  for j in range(nv)) + " }")
+    lines += _step_products(t, v, rm, nv, at, "  ")
     lines.append(" }")
     lines.append(f" __global {t}* c = C + co + (long)bz * n * ldc + (long)r0 * ldc + bj * {cw};")
     if bias:
@@ -170,15 +173,7 @@ def chunked_src(dt, rm: int, vw: int, at: bool, nv: int, bias: bool, kc: int, gm
                          f"*(__global ct_uv*)(c + (long){i} * ldc + {j * vw});")
     lines.append("   for (int p = k0; p < k1; ++p) {")
     lines += [f"    const ct_uv bv{j} = *(const __global ct_uv*)(b + (long)p * ldb + {j * vw});" for j in range(nv)]
-    if at:
-        lines.append(f"    const __global {t}* restrict ap = ar + (long)p * lda;")
-        for i in range(rm):
-            lines.append(f"    {{ const {v} ai = ({v})(ap[{i}]); " + " ".join(f"c{i}_{j} += ai * bv{j};"
-                                                                          for j in range(nv)) + " }")
-    else:
-        for i in range(rm):
-            lines.append(f"    {{ const {v} ai = ({v})(ar[{i} * lda + p]); " + " ".join(
-                f"c{i}_{j} += ai * bv{j};" for j in range(nv)) + " }")
+    lines += _step_products(t, v, rm, nv, at, "    ")
     lines.append("   }")
     if bias:
         lines.append("   const int last = k1 == k;")
