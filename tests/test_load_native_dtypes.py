@@ -25,3 +25,24 @@ def test_loaded_tensors_compute_as_fresh_ones(tmp_path, mmap):
     # bfloat16 arithmetic and reductions: the same op math for a loaded tensor
     for f in (lambda x: (x * 1.7 + x).float(), lambda x: x.sum(1).float(), lambda x: (x @ x.t()).float()):
         np.testing.assert_array_equal(f(fresh["h"]).numpy(), f(loaded["h"]).numpy())
+
+
+def test_arrays_from_outside_get_native_dtype_objects():
+    """A pickled array (a DataLoader worker's batch) or one with an explicit byte order: equal dtype, another
+    object; from_numpy keeps sharing its memory."""
+    import pickle
+
+    for dt in (np.float32, np.float64, np.int64, np.float16):
+        a = pickle.loads(pickle.dumps(np.arange(6, dtype=dt)))
+        b = np.arange(6, dtype=np.dtype(dt).newbyteorder("<"))
+        for arr in (a, b):
+            for t in (torch.from_numpy(arr), torch.tensor(arr), torch.as_tensor(arr)):
+                assert t._data.dtype is np.dtype(dt), (dt, arr.dtype)
+        t = torch.from_numpy(a)
+        t[0] = 7
+        assert a[0] == 7  # still a view of the caller's array
+    h = torch.arange(8.0).bfloat16()
+    fresh = (h * 1.7 + h).float().numpy()
+    back = torch.from_numpy(pickle.loads(pickle.dumps(h._data)))
+    assert back._data.dtype is h._data.dtype
+    np.testing.assert_array_equal((back * 1.7 + back).float().numpy(), fresh)

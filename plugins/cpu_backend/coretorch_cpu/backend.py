@@ -11,6 +11,7 @@ import numpy as np
 
 from coretorch._fpquiet import quiet_call as _quiet_call
 
+from . import dtypes as _dtypes  # (its BF16 is rebound when bfloat16 loads: read it as an attribute)
 from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
 from .blas1 import axpy as _blas_axpy
 from .shaping import _OVERLAP, _writable
@@ -315,6 +316,27 @@ def _linear_backward(g, x, w, nx, nw, nb):
             np.add.reduce(g, axis=0) if nb else None)
 
 
+# numpy's own dtype objects by value: an array that was pickled (a DataLoader worker's batch, joblib) or built with an
+# explicit byte order carries an equal dtype that is another object, and kernels choosing their path by identity
+# (``dtype is BF16``: bfloat16's float32 op math) would miss it
+_CANON = {np.dtype(t): np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
+                                                np.int64, np.uint8, np.bool_, np.complex64, np.complex128)}
+
+
+def _from_numpy(a):
+    d = a.dtype
+    c = _CANON.get(d)
+    if c is d:
+        return a
+    if c is None:
+        if d.name != "bfloat16" or not d.isnative:
+            return a
+        c = _dtypes.BF16
+        if c is d or c != d:
+            return a
+    return a.view(c)  # the same memory, the native dtype object
+
+
 def _full(shape, v, dt):
     if v == 0:
         return np.zeros(shape, dt)
@@ -394,7 +416,7 @@ class CPUBackend:
 
     def _build(self) -> dict:
         k = {
-            "from_numpy": lambda a: a, "to_numpy": lambda x: x,
+            "from_numpy": _from_numpy, "to_numpy": lambda x: x,
             "full": _full,
             "empty": lambda shape, dt: np.empty(shape, dt), "eye": lambda n, m, dt: np.eye(n, m, dtype=dt),
             "arange": lambda s, e, st, dt: np.arange(s, e, st, dtype=dt),
