@@ -1,0 +1,44 @@
+"""Review of the axpy/BLAS, multi-tensor optimizer and split changes: regressions found (values derived by hand and
+checked against PyTorch 2.13)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_add_alpha_zero_still_propagates_inf_and_nan(device, dtype):
+    # y + 0 * x is NaN where x is +-inf or NaN (PyTorch: [nan, nan, nan, 2]); BLAS's axpy returns at once for
+    # alpha == 0, and padded tails / chunks must not change that: sizes around the block of 64
+    for n in (4, 67):
+        x = np.zeros(n)
+        x[:3] = [np.inf, -np.inf, np.nan]
+        y = torch.full((n,), 2.0, dtype=dtype, device=device)
+        y.add_(torch.tensor(x, dtype=dtype, device=device), alpha=0)
+        got = y.cpu().numpy()
+        assert np.isnan(got[:3]).all() and (got[3:] == 2).all()
+
+
+def test_sgd_lr_zero_with_infinite_gradient_gives_nan(device):
+    # the update p += -lr * g with lr = 0 (PyTorch: nan where g is inf), through the optimizers' axpy paths
+    for foreach in (None, False):
+        p = torch.ones(70, device=device, requires_grad=True)
+        g = torch.zeros(70, device=device)
+        g[0] = float("inf")
+        p.grad = g
+        torch.optim.SGD([p], lr=0.0, foreach=foreach).step()
+        got = p.detach().cpu().numpy()
+        assert np.isnan(got[0]) and (got[1:] == 1).all()
+
+
+def test_add_alpha_into_a_view_of_an_expanded_tensor_rounds_as_elsewhere(device):
+    # a (read-only, on cpu) view of an expanded tensor written through its alias: the same result as a plain tensor
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal(70).astype(np.float32), device=device)
+    y = rng.standard_normal((1, 70)).astype(np.float32)
+    v = torch.tensor(y, device=device).expand(3, 70)[0]
+    v.add_(x, alpha=0.1234567)
+    plain = torch.tensor(y[0], device=device).add_(x, alpha=0.1234567)
+    assert np.array_equal(v.cpu().numpy(), plain.cpu().numpy())
