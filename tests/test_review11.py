@@ -42,3 +42,27 @@ def test_add_alpha_into_a_view_of_an_expanded_tensor_rounds_as_elsewhere(device)
     v.add_(x, alpha=0.1234567)
     plain = torch.tensor(y[0], device=device).add_(x, alpha=0.1234567)
     assert np.array_equal(v.cpu().numpy(), plain.cpu().numpy())
+
+
+def test_compiled_per_tensor_adam_over_float32_and_float64_parameters(device):
+    # Adam(foreach=False) launches one adam_step_ per parameter; a compiled replay merges them into one multi-tensor
+    # launch, which takes one dtype: the float32 and float64 parameters must still be updated as eagerly
+    def train(compiled):
+        rng = np.random.default_rng(0)
+        ps = [torch.tensor(rng.standard_normal(5), dtype=dt, device=device, requires_grad=True)
+              for dt in (torch.float32, torch.float64)]
+        xs = [torch.tensor(rng.standard_normal(5), dtype=p.dtype, device=device) for p in ps]
+        opt = torch.optim.Adam(ps, lr=0.1, foreach=False)
+
+        def step(xs):
+            opt.zero_grad()
+            loss = sum((p * x).tanh().sum() for p, x in zip(ps, xs))
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        for _ in range(4):
+            f(xs)
+        return [p.detach().cpu().numpy() for p in ps]
+    for a, b in zip(train(False), train(True)):
+        np.testing.assert_array_equal(a, b)
