@@ -103,3 +103,18 @@ def test_compiled_update_through_a_view_of_a_fused_value(device, fn):
     g = torch.compile(fn)
     for _ in range(3):   # capture, then replays
         np.testing.assert_allclose(g(x, y).cpu().numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_accelerator_synchronize_checks_the_device():
+    # PyTorch: a device of another type than the accelerator raises ValueError; an index it lacks raises
+    if not torch.accelerator.is_available():
+        with pytest.raises(RuntimeError):
+            torch.accelerator.synchronize()
+        return
+    acc = torch.accelerator.current_accelerator().type
+    torch.accelerator.synchronize(acc)
+    torch.accelerator.synchronize(f"{acc}:0")
+    with pytest.raises(ValueError, match="doesn't match the current accelerator"):
+        torch.accelerator.synchronize("cpu")
+    with pytest.raises(RuntimeError):
+        torch.accelerator.synchronize(f"{acc}:{torch.accelerator.device_count()}")
