@@ -118,3 +118,25 @@ def test_accelerator_synchronize_checks_the_device():
         torch.accelerator.synchronize("cpu")
     with pytest.raises(RuntimeError):
         torch.accelerator.synchronize(f"{acc}:{torch.accelerator.device_count()}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", ["add_", "sub_"])
+def test_half_add_alpha_rounds_alpha_to_the_tensor_dtype(device, dtype, op):
+    # PyTorch's add_/sub_ on float16/bfloat16 convert alpha to the tensor's dtype (alpha=0.3 -> 0.2999267578125 in
+    # float16), then compute in float32: with float32's alpha ~14% of these elements came out one unit off
+    npt = dtype.np.type
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(200).astype(npt)
+    x = rng.standard_normal(200).astype(npt)
+    sign = 1.0 if op == "add_" else -1.0
+    t = torch.tensor(y.astype(np.float32), device=device).to(dtype)
+    getattr(t, op)(torch.tensor(x.astype(np.float32), device=device).to(dtype), alpha=0.3)
+    a = float(npt(0.3))
+    ref = (y.astype(np.float64) + sign * a * x.astype(np.float64)).astype(np.float32).astype(npt)
+    np.testing.assert_array_equal(t.float().cpu().numpy(), ref.astype(np.float32))
+    # SGD's foreach update of a float16/bfloat16 parameter is the same add_
+    p = torch.tensor(y.astype(np.float32), device=device).to(dtype)
+    torch._foreach_add_([p], [torch.tensor(x.astype(np.float32), device=device).to(dtype)], alpha=0.3)
+    ref = (y.astype(np.float64) + a * x.astype(np.float64)).astype(np.float32).astype(npt)
+    np.testing.assert_array_equal(p.float().cpu().numpy(), ref.astype(np.float32))
