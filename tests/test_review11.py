@@ -140,3 +140,24 @@ def test_half_add_alpha_rounds_alpha_to_the_tensor_dtype(device, dtype, op):
     torch._foreach_add_([p], [torch.tensor(x.astype(np.float32), device=device).to(dtype)], alpha=0.3)
     ref = (y.astype(np.float64) + a * x.astype(np.float64)).astype(np.float32).astype(npt)
     np.testing.assert_array_equal(p.float().cpu().numpy(), ref.astype(np.float32))
+
+
+def test_compiled_half_parameter_updates_equal_eager(device):
+    # alpha in the tensor's dtype is applied by the kernel, so a compiled step (lr a symbolic input) rounds it too
+    def train(compiled):
+        rng = np.random.default_rng(0)
+        ps = [torch.tensor(rng.standard_normal(40), dtype=dt, device=device, requires_grad=True)
+              for dt in (torch.float16, torch.bfloat16)]
+        opt = torch.optim.SGD(ps, lr=0.3, momentum=0.9, dampening=0.3)
+
+        def step():
+            opt.zero_grad()
+            sum((p.float().sin() * 3).sum() for p in ps).backward()
+            opt.step()
+        f = torch.compile(step) if compiled else step
+        for _ in range(4):
+            f()
+            opt.param_groups[0]["lr"] *= 0.9
+        return [p.detach().float().cpu().numpy() for p in ps]
+    for a, b in zip(train(False), train(True)):
+        np.testing.assert_array_equal(a, b)

@@ -32,7 +32,7 @@ def _foreach_add_(self: list, other, *, alpha=1) -> None:
         be = t._be
         if plain and o.__class__ is Tensor and be is o._be and be.has_axpy and t.dtype is o.dtype \
                 and t.dtype.is_floating_point and t._data.shape == o._data.shape:
-            be.axpy_(t._data, _IP.axpy_alpha(t.dtype, alpha), o._data)
+            be.axpy_(t._data, alpha, o._data)
             t._vc[0] += 1
         else:
             _IP.binary_inplace(t, "add_", _P.add, o, alpha)

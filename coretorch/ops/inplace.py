@@ -190,15 +190,6 @@ def _symbolic(x) -> bool:
     return isinstance(x, float) and not isinstance(x, np.generic)
 
 
-def axpy_alpha(dt, a):
-    """``axpy_``'s alpha for a tensor of dtype ``dt``: PyTorch's add_/sub_ convert it to a float16/bfloat16 tensor's
-    own dtype first (its scalar_t alpha: ``h.add_(x, alpha=0.3)`` scales by 0.2999267578125), then compute in float32
-    and round once."""
-    if dt.itemsize == 2 and dt.is_floating_point and type(a) in (int, float):
-        return float(dt.np.type(a))
-    return a
-
-
 def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     """add_/sub_/mul_/div_: outside autograd, write straight into x's storage (one pass fewer, the way an
     optimizer step wants it); otherwise the general out-of-place-then-copy path."""
@@ -220,8 +211,7 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                     y = table.expand(y, x._data.shape)
                 if alpha != 1:
                     if table.has_axpy and op in _AXPY_SIGN and y.shape == x._data.shape:
-                        # one pass, no scaled temporary
-                        table.axpy_(x._data, axpy_alpha(x.dtype, alpha * _AXPY_SIGN[op]), y)
+                        table.axpy_(x._data, alpha * _AXPY_SIGN[op], y)  # one pass, no scaled temporary
                         x._vc[0] += 1
                         return x
                     y = table.mul(y, alpha)
