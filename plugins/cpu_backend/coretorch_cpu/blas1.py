@@ -74,9 +74,9 @@ def _blas_axpy(f, y: np.ndarray, a, x: np.ndarray) -> None:
 def axpy(y: np.ndarray, a, x: np.ndarray) -> None:
     """``y += a * x`` in place (one rounding per element for float32/float64 where BLAS fuses); ``x`` of
     ``y``'s shape."""
-    dt = y.dtype
+    yd = y.dtype
     # dtypes compare by value: an array loaded from a checkpoint may carry another float32 dtype object
-    dt = _F32 if dt is _F32 or dt == _F32 else _F64 if dt is _F64 or dt == _F64 else None
+    dt: np.dtype | None = _F32 if yd is _F32 or yd == _F32 else _F64 if yd is _F64 or yd == _F64 else None
     # alpha == 0: BLAS returns at once, where y + 0 * x is NaN at an infinite or NaN x (PyTorch's add_ computes it)
     if dt is None or x.dtype != dt or not y.flags.writeable or not y.size or a == 0:
         _numpy_axpy(y, a, x)  # (a read-only y raises numpy's ValueError, which the kernel table reports)
