@@ -69,7 +69,8 @@ PRIMITIVES: dict[str, str] = {
     "matmul": "(a (..., n, k), b (..., k, m)) with equal batch shapes",
     # optional: in-place arithmetic x op= y (y same shape/dtype or scalar); used when no graph is recorded
     "iadd": "optional", "isub": "optional", "imul": "optional", "idiv": "optional",
-    "axpy_": "optional (y, alpha, x) in place: y += alpha * x, x of y's shape and dtype (SGD's update in one pass)",
+    "axpy_": "optional (y, alpha, x) in place: y += alpha * x, x of y's shape and dtype (SGD's update in one pass; "
+             "float16/bfloat16: alpha rounded to y's dtype first, as PyTorch's add_)",
     # optional fused kernels of nn.functional (a backend without them gets composites of the kernels above)
     "linear": "optional (x (N, in), w (out, in), b (out,)|None) -> x @ w.T + b (N, out): nn.Linear's forward",
     "linear_backward": "optional (g (N, out), x (N, in), w (out, in), need_x, need_w, need_b) -> (g @ w, g.T @ x, "

@@ -99,7 +99,11 @@ def synchronize(device=None) -> None:
     if sync is not None:
         if isinstance(device, str):  # "opencl" / "opencl:1", as PyTorch takes them ("opencl" was no index at all)
             device = _device(device)
+        if isinstance(device, _device) and device.type != b[0]:  # PyTorch's check (a cpu device is no accelerator)
+            raise ValueError(f"{device.type} doesn't match the current accelerator {b[0]}.")
         idx = device.index if isinstance(device, _device) else device
+        if idx is not None and idx != -1 and not 0 <= idx < b[1].device_count():
+            raise RuntimeError(f"invalid device index {idx}: the accelerator has {b[1].device_count()} device(s)")
         sync(idx)
 
 

@@ -140,6 +140,9 @@ class _Pass:
             if table is None or not isinstance(src, self.types) or not isinstance(out, self.types) \
                     or not _contiguous(table, src) or not _contiguous(table, out):
                 break
+            mem = _memory_of(out)
+            if any(w is mem for w in self.writes.values()):
+                break  # updated in place through a view: the group's value would not see the update
             self.views[p] = rec_
             passed.append(p)
             v = self.var_of(p, src)

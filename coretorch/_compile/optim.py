@@ -211,6 +211,18 @@ def _fused_table(kernel: Any) -> Any:
     return None
 
 
+def _fused_or_each(fused: Any, single: Any) -> Any:
+    """``fused_adam_`` for a merged run, each tensor's ``adam_step_`` where it declines the lists (tensors of
+    several dtypes: each launch of the run was taken, the multi-tensor kernel takes one dtype): never nothing
+    written."""
+    def fused_adam_(P, G, M, V, X, steps, *hp):
+        if not fused(P, G, M, V, X, steps, *hp):
+            for i in range(len(P)):
+                single(P[i], G[i], M[i], V[i], None if X is None else X[i], steps[i], *hp)
+        return True
+    return fused_adam_
+
+
 def _merge_adam_steps(rec: Recorder) -> None:
     """Runs of per-parameter ``adam_step_`` launches with the same hyper-parameters (Adam with ``foreach=False``)
     become one ``fused_adam_`` launch where the device has it: it is ``adam_step_`` for each tensor (the same
@@ -243,7 +255,7 @@ def _merge_adam_steps(rec: Recorder) -> None:
         cols = ["[" + ", ".join(t[j] for t in toks) + "]" for j in range(6)]
         if not ams:
             cols[4] = "None"
-        fused = table.fused_adam_
+        fused = _fused_or_each(table.fused_adam_, rec.info[run[0]][1])
         for i in run[:-1]:
             rec.lines[i] = ""
             del rec.info[i]

@@ -158,7 +158,7 @@ def _axpy(y, a, x):
         _blas_axpy(y, a, x)
     except ValueError as e:
         w = _write_failed(y, e)
-        np.add(w, x if a == 1 else x * a, out=w)
+        _blas_axpy(w, a, x)  # (the writable alias of a view of an expanded tensor: the same rounding)
 
 
 _iadd = _inplace(np.add)

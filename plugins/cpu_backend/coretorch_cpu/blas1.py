@@ -76,8 +76,9 @@ def axpy(y: np.ndarray, a, x: np.ndarray) -> None:
     ``y``'s shape."""
     yd = y.dtype
     # dtypes compare by value: an array from elsewhere may carry another float32 dtype object (explicit "<")
-    dt = _F32 if yd is _F32 or yd == _F32 else _F64 if yd is _F64 or yd == _F64 else None
-    if dt is None or x.dtype != dt or not y.flags.writeable or not y.size:
+    dt: np.dtype | None = _F32 if yd is _F32 or yd == _F32 else _F64 if yd is _F64 or yd == _F64 else None
+    # alpha == 0: BLAS returns at once, where y + 0 * x is NaN at an infinite or NaN x (PyTorch's add_ computes it)
+    if dt is None or x.dtype != dt or not y.flags.writeable or not y.size or a == 0:
         _numpy_axpy(y, a, x)  # (a read-only y raises numpy's ValueError, which the kernel table reports)
         return
     f = (_blas or _routines()).get(dt)

@@ -83,6 +83,7 @@ def _any(fn):
 def _axpy(fn):
     def k(y, a, x):
         if y.dtype is BF16 or y.dtype is _F16:  # y + a * x in float32, rounded once (PyTorch's add_ with alpha)
+            a = float(y.dtype.type(a))  # alpha in y's dtype first, as PyTorch's (h.add_(x, alpha=0.3): 0.2999267578125)
             y[...] = (y.astype(_F32) + a * x.astype(_F32)).astype(y.dtype)
             return
         fn(y, a, x)

@@ -215,6 +215,8 @@ class ElementwiseKernels(KernelMixin):
         if x.base_data is not None and y.base_data is not None and x.base_data.int_ptr == y.base_data.int_ptr \
                 and (x.offset, x.strides) != (y.offset, y.strides):
             x = self.contiguous(x)  # x overlaps y elsewhere than element for element: read it all before writing
+        if y.dtype.itemsize == 2 and cg.is_float(y.dtype):  # float16/bfloat16: alpha in y's dtype, as PyTorch's
+            alpha = float(y.dtype.type(alpha))
         self._ew(y.dtype, "k_axpy", y, [y, x, self._scalar_arg(alpha, y.dtype)])
 
     def erf(self, x):
