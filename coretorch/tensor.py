@@ -7,6 +7,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
+from .autograd.engine import VIEW_REFRESH as _view_refresh
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
 from .autograd.anomaly_mode import state as _anomaly
@@ -33,6 +34,7 @@ class Tensor(_TensorAPI):
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
     _grad: Tensor | None = None
     _base: Tensor | None = None  # the tensor a view shares storage with
+    _gfb: Any = None  # a view's base's grad_fn when the view's own grad_fn was made (see _edge)
     _out_nr = 0
     _accum = None
     _retains = False
@@ -464,6 +466,8 @@ def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None
     t.grad = None
     t._vc = [0] if version is None else version
     t._base = base
+    if base is not None:
+        t._gfb = base.grad_fn
     t._out_nr = out_nr
     t._accum = None
     t._retains = False
@@ -486,6 +490,7 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     t._vc = [0] if version is None else version
     if base is not None:
         t._base = base
+        t._gfb = base.grad_fn
     if out_nr:
         t._out_nr = out_nr
     return t
@@ -503,7 +508,12 @@ def _move_retains_hook(t: Tensor, old_fn, old_nr: int) -> None:
 
 
 def _edge(t: Tensor):
-    """The (node, output_nr) that receives the gradient of ``t`` in the graph."""
+    """The (node, output_nr) that receives the gradient of ``t`` in the graph.  A view whose base got another node
+    since the view's own was made (an in-place op on the base or on another view of it, recorded for autograd)
+    first gets a node reading its region of the base's new graph, as PyTorch regenerates a view's grad_fn."""
+    b = t._base
+    if b is not None and b.grad_fn is not t._gfb and t._rg:
+        _view_refresh[0](t)  # (engine.VIEW_REFRESH)
     if t.grad_fn is not None:
         return (t.grad_fn, t._out_nr)
     if t._rg:

@@ -8,8 +8,16 @@ from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
 
 
+# a stale view's node refresh (coretorch/ops/inplace.py's ``refresh_view``, set when it is imported): a view whose
+# base got another node since the view's own was made (an in-place op recorded on the base or another view of it)
+VIEW_REFRESH: list = [None]
+
+
 def _grad_edge(t):
     """(node, output_nr) that receives the gradient of tensor ``t``."""
+    b = t._base
+    if b is not None and b.grad_fn is not t._gfb and t._rg:
+        VIEW_REFRESH[0](t)
     if t.grad_fn is not None:
         return t.grad_fn, t._out_nr
     if t._rg:

@@ -8,6 +8,7 @@ from .. import dtypes as _dt
 from ..autograd._zero import keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import _FREED, Node
+from ..autograd.engine import VIEW_REFRESH
 from ..tensor import Tensor, _make
 from ._overlap import assert_no_partial_overlap
 from ._util import edge
@@ -105,6 +106,29 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     view.geom, view.shape = geom, node.shape
     view.next_functions = ((node, 0),)
     x.grad_fn, x._out_nr, x._rg = view, 0, True
+    x._gfb = node
+
+
+def refresh_view(x: Tensor) -> None:
+    """``x``, a view, is read by a recorded op after its base's node changed (an in-place op on the base or on
+    another view of it): x's node becomes an AsStridedBackward0 of its region of the base's new graph (PyTorch's
+    regenerated view grad_fn), so the gradient sees the in-place op.  A layout the rebase cannot address keeps
+    the old node (the in-place op on the view itself already raised for such layouts)."""
+    base = x._base
+    assert base is not None
+    x._gfb = base.grad_fn
+    if not base._rg:
+        return
+    geom = _view_geometry(x)
+    if geom is None:
+        return
+    view = AsStridedBackward0()
+    view.geom, view.shape = geom, tuple(base._data.shape)
+    view.next_functions = (edge(base),)
+    x.grad_fn, x._out_nr = view, 0
+
+
+VIEW_REFRESH[0] = refresh_view
 
 
 def rebase(x: Tensor, r: Tensor) -> None:
