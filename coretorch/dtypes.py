@@ -125,6 +125,10 @@ def from_numpy_dtype(npd) -> dtype:
         if np.dtype(npd).name == "bfloat16" and not _is_loaded():  # an ml_dtypes array made before our first use
             _load_bfloat16()
             return _FROM_NP[np.dtype(npd)]
+        if not np.dtype(npd).isnative and np.dtype(npd).newbyteorder("=") in _FROM_NP:
+            raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                             "between byte orders is currently not supported (convert it first: "
+                             "arr.astype(arr.dtype.newbyteorder('=')))")
         raise TypeError(f"can't convert numpy array of type {np.dtype(npd)}; the supported types are: "
                         + ", ".join(d.name for d in all_dtypes)) from None
 

@@ -46,3 +46,12 @@ def test_arrays_from_outside_get_native_dtype_objects():
     back = torch.from_numpy(pickle.loads(pickle.dumps(h._data)))
     assert back._data.dtype is h._data.dtype
     np.testing.assert_array_equal((back * 1.7 + back).float().numpy(), fresh)
+
+
+def test_big_endian_arrays_raise_pytorchs_value_error():
+    for dt in (">f4", ">i8", ">f8"):
+        a = np.arange(3, dtype=dt)
+        for f in (torch.from_numpy, torch.tensor, torch.as_tensor):
+            with pytest.raises(ValueError, match="byte order different from the native byte order"):
+                f(a)
+        assert torch.from_numpy(a.astype(a.dtype.newbyteorder("="))).tolist() == [0, 1, 2]
