@@ -152,6 +152,8 @@ PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py
     "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "
                   "elements after x's own (as_strided, diagonal, unfold)",
     "storage_offset": "(x) -> int: element offset of x's first element from the start of the buffer it views",
+    "data_ptr": "optional (x) -> int: the address of x's first element (a device's buffer handle plus the byte "
+                "offset where it has no addresses): views of one buffer differ by their byte offsets, as PyTorch's",
     "same_storage": "optional (x, y) -> bool: x and y view the same buffer (False allowed where their memory "
                     "ranges are disjoint): copy_/setitem/add_ refuse a source partly overlapping the destination",
     "index_reduce_": "(x, key with index arrays, values, op) in place: x[key] = op(x[key], values) with repeated "

@@ -155,8 +155,11 @@ class Tensor(_TensorAPI):
         return s[norm_dim(dim, len(s), "stride")]
 
     def data_ptr(self) -> int:
-        """An integer identifying the start of the tensor's memory (equal for views of the same start)."""
-        return id(self._data)
+        """The address of the tensor's first element: views of one storage differ by their byte offsets
+        (``x[1:].data_ptr() - x.data_ptr() == x.element_size()``), tensors sharing a start are equal (tied
+        weights).  A backend without the ``data_ptr`` kernel gives an identity of the array object instead."""
+        t = self._be
+        return t.data_ptr(self._data) if t.has("data_ptr") else id(self._data)
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The legacy type name ('torch.FloatTensor'), or a conversion to a dtype, a legacy name or class."""

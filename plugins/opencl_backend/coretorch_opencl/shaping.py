@@ -88,5 +88,10 @@ def kernels(k) -> dict:
         bx, by = x.base_data, y.base_data
         return bx is not None and by is not None and (bx is by or bx.int_ptr == by.int_ptr)
 
+    def data_ptr(x):  # no device addresses through OpenCL 1.2: the buffer's handle plus the byte offset
+        b = x.base_data
+        return (b.int_ptr if b is not None else id(x)) + _desc(x)[1] * x.dtype.itemsize
+
     return {"as_strided": as_strided, "storage_offset": storage_offset, "same_storage": same_storage,
+            "data_ptr": data_ptr,
             "index_reduce_": index_reduce_, "tri": tri}
