@@ -545,7 +545,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
-    grad = _gs.enabled and tensor._rg and len(sizes) > 1
+    grad = _gs.enabled and tensor._rg  # (one piece too: PyTorch's node is SplitBackward0 whatever the count)
     out, start = [], 0
     if grad:  # views without a graph each; one node for all of them below
         _gs.enabled = False
@@ -609,7 +609,30 @@ def unbind(input: Tensor, dim: int = 0):
     if input.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     from .indexing import select
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    grad = _gs.enabled and input._rg
+    if grad:  # views without a graph each; one node for all of them (PyTorch's UnbindBackward0: one stack)
+        _gs.enabled = False
+    try:
+        out = tuple(select(input, d, i) for i in range(input.shape[d]))
+    finally:
+        if grad:
+            _gs.enabled = True
+    if grad and out:
+        node = UnbindBackward0()
+        node.dim = d
+        node.next_functions = (edge(input),)
+        node._out_meta = tuple((p._data.shape, p.dtype, p._be) for p in out)
+        for k, p in enumerate(out):
+            p.grad_fn, p._out_nr, p._rg = node, k, True
+    return out
+
+
+class UnbindBackward0(Node):
+    """unbind's pieces (views of the input): their gradients stacked along the unbound dim."""
+    __slots__ = ("dim",)
+
+    def backward(self, *grads):
+        return (stack(list(grads), self.dim),)
 
 
 _SQUEEZE0, _SQUEEZE1, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
