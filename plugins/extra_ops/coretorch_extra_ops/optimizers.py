@@ -60,33 +60,19 @@ def _step(state) -> float:
 
 
 _UNSEEN = object()
-_ADAM_KERNELS: dict = {}  # device -> its backend's fused ``adam_step_`` kernel, or None: looked up once per device
-_FUSED_KERNELS: dict = {}  # device -> its backend's multi-tensor ``fused_adam_``, or None
+_OWN_KERNELS: dict = {}  # (name, device) -> the backend's own optional kernel, or None: looked up once per device
 
 
-def _adam_kernel(device):
-    k = _ADAM_KERNELS.get(device, _UNSEEN)
-    if k is _UNSEEN:
-        k = _ADAM_KERNELS[device] = _find_adam_kernel(device)
-    return k
-
-
-def _fused_adam_kernel(device):
-    k = _FUSED_KERNELS.get(device, _UNSEEN)
+def _own_kernel(name: str, device):
+    """The device's own optional kernel ``name`` (``adam_step_``, the multi-tensor ``fused_adam_``), or None: a core
+    without it in the contract, or a backend without it (not CORETORCH_FALLBACK's CPU stand-in: it would update
+    copies).  Cached per device."""
+    k = _OWN_KERNELS.get((name, device), _UNSEEN)
     if k is _UNSEEN:
         backend = get_backend(device.type)
-        k = _FUSED_KERNELS[device] = get_kernel("fused_adam_", device) if "fused_adam_" in KERNELS and \
-            backend is not None and "fused_adam_" in backend.kernels(device.index or 0) else None
+        k = _OWN_KERNELS[name, device] = get_kernel(name, device) if name in KERNELS and backend is not None \
+            and name in backend.kernels(device.index or 0) else None
     return k
-
-
-def _find_adam_kernel(device):
-    """The device's own ``adam_step_`` (an optional kernel of the backend contract), or None: a core without it in
-    the contract, or a backend without it (not CORETORCH_FALLBACK's CPU stand-in: it would update copies)."""
-    backend = get_backend(device.type)
-    if "adam_step_" not in KERNELS or backend is None or "adam_step_" not in backend.kernels(device.index or 0):
-        return None
-    return get_kernel("adam_step_", device)
 
 
 class Adam(Optimizer):
@@ -141,7 +127,7 @@ class Adam(Optimizer):
             if scalars and group["foreach"] is not False and self._fused_step(items, amsgrad, hp):
                 continue
             for p, grad, state, step in items:
-                if scalars and isinstance(step, float) and _adam_kernel(p.device) is not None \
+                if scalars and isinstance(step, float) and _own_kernel("adam_step_", p.device) is not None \
                         and grad.device == p.device:
                     bufs = (p, state["exp_avg"], state["exp_avg_sq"]) + ((state["max_exp_avg_sq"],) if amsgrad else ())
                     # looked up at each call: a compiled step's recording sees the launch
@@ -157,7 +143,7 @@ class Adam(Optimizer):
     def _fused_step(items, amsgrad, hp) -> bool:
         """All of ``items`` updated by the device's multi-tensor ``fused_adam_`` (False: nothing written)."""
         dev = items[0][0].device
-        if _adam_kernel(dev) is None or _fused_adam_kernel(dev) is None:
+        if _own_kernel("adam_step_", dev) is None or _own_kernel("fused_adam_", dev) is None:
             return False
         steps = []
         for p, grad, _, step in items:

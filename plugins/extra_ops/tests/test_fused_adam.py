@@ -32,7 +32,7 @@ def _run(device, dtype, name, hp, fused: bool, monkeypatch, steps=4):
     w = coretorch.tensor(rng.normal(size=(5, 3)), dtype=dtype, device=device, requires_grad=True)
     dev = w.device  # (the parameters' device: 'opencl:0', the key the optimizer looks up)
     if not fused:
-        monkeypatch.setitem(optimizers._ADAM_KERNELS, dev, None)  # the composite path on this device
+        monkeypatch.setitem(optimizers._OWN_KERNELS, ("adam_step_", dev), None)  # the composite path on this device
     launches = 0
     b = coretorch.tensor(rng.normal(size=(3,)), dtype=dtype, device=device, requires_grad=True)
     c = coretorch.tensor(0.7, dtype=dtype, device=device, requires_grad=True)  # a 0-d parameter
@@ -44,7 +44,7 @@ def _run(device, dtype, name, hp, fused: bool, monkeypatch, steps=4):
         n0 = _launches()
         opt.step()
         launches += _launches() - n0
-    monkeypatch.delitem(optimizers._ADAM_KERNELS, dev, raising=False)
+    monkeypatch.delitem(optimizers._OWN_KERNELS, ("adam_step_", dev), raising=False)
     if dev.type == "opencl" and steps:  # one launch per parameter and step fused, about a dozen composite
         assert launches <= steps * 3 + 9 if fused else launches > 8 * steps * 3  # (+ the state's zeros)
     if not steps:
@@ -70,10 +70,10 @@ def test_fused_step_equals_the_composite(device, name, hp, monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_kernel_is_found_once_and_declines_what_it_does_not_take(device):
     dev = coretorch.zeros(1, device=device).device
-    optimizers._ADAM_KERNELS.pop(dev, None)
-    k = optimizers._adam_kernel(dev)
-    assert k is not None and k is get_kernel("adam_step_", dev) and optimizers._ADAM_KERNELS[dev] is k
-    assert optimizers._adam_kernel(dev) is k  # cached: no lookup per call
+    optimizers._OWN_KERNELS.pop(("adam_step_", dev), None)
+    k = optimizers._own_kernel("adam_step_", dev)
+    assert k is not None and k is get_kernel("adam_step_", dev) and optimizers._OWN_KERNELS["adam_step_", dev] is k
+    assert optimizers._own_kernel("adam_step_", dev) is k  # cached: no lookup per call
     p = coretorch.ones(4, 2, device=device).t()  # a transposed view (opencl: contiguous arrays only)
     g16 = coretorch.ones(2, 4, dtype=coretorch.float16, device=device)
     z = [coretorch.zeros(2, 4, dtype=coretorch.float16, device=device) for _ in range(2)]
