@@ -124,29 +124,34 @@ class CompiledFunction:
                                    "with disable=True") from None
             return self._orig_fn(*args, **kwargs)
 
+    def _last(self):
+        """The last capture's cache entry that has a replay (None before one)."""
+        live = [e for e in self._cache.values() if e.replay is not None]
+        return live[-1] if live else None
+
     @property
     def launches(self) -> int:
         """Kernel launches the last capture recorded (what a replay runs)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
-        return live[-1].launches if live else 0
+        e = self._last()
+        return e.launches if e else 0
 
     @property
     def planned(self) -> tuple[int, int]:
         """(temporaries written into planned buffers, buffers) of the last capture's replay (see ``.plan``)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
-        return live[-1].planned if live else (0, 0)
+        e = self._last()
+        return e.planned if e else (0, 0)
 
     @property
     def hosted(self) -> int:
         """Launches of the last capture's replay that run as host-fusion kernels (``mode="max-autotune"``)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
-        return live[-1].hosted if live else 0
+        e = self._last()
+        return e.hosted if e else 0
 
     @property
     def launches_before_fusion(self) -> int:
         """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
-        return live[-1].launches + live[-1].fused if live else 0
+        e = self._last()
+        return e.launches + e.fused if e else 0
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
@@ -169,9 +174,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return model
     hf = _hostfuse.from_compile_args(mode, options)
     if isinstance(model, Module):
-        om = OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name)
-        om.__dict__["_capture"].host_fusion = hf
-        return om
+        return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
+                               host_fusion=hf)
     return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name, host_fusion=hf)
 
 

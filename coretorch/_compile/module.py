@@ -89,10 +89,10 @@ class ModuleCapture:
     OptimizedModule's)."""
 
     def __init__(self, module: Module, forward: Callable, fullgraph: bool = False,
-                 recompile_limit: int | None = None):
+                 recompile_limit: int | None = None, host_fusion: bool | None = None):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
         self.recompile_limit = recompile_limit  # None: config.recompile_limit
-        self.host_fusion: bool | None = None  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
+        self.host_fusion = host_fusion  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
@@ -245,10 +245,11 @@ class OptimizedModule(Module):
     replayed (forward and backward)."""
 
     def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
-                 name: str | None = None):
+                 name: str | None = None, host_fusion: bool | None = None):
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph, recompile_limit)  # (name: a label only)
+        self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph, recompile_limit,  # (name: a label only)
+                                                  host_fusion)
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_capture"](*args, **kwargs)
@@ -269,6 +270,5 @@ def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: i
     ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`."""
     if isinstance(module.__dict__.get("forward"), ModuleCapture):
         return
-    mc = ModuleCapture(module, type(module).forward.__get__(module), fullgraph, recompile_limit)
-    mc.host_fusion = _hostfuse.from_compile_args(mode, options)
-    module.__dict__["forward"] = mc
+    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph,
+                                               recompile_limit, _hostfuse.from_compile_args(mode, options))
