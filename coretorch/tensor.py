@@ -7,7 +7,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
-from .autograd.engine import VIEW_REFRESH as _view_refresh
+from .autograd.engine import _grad_edge
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
 from .autograd.anomaly_mode import state as _anomaly
@@ -510,19 +510,7 @@ def _move_retains_hook(t: Tensor, old_fn, old_nr: int) -> None:
             t.grad_fn._register_tensor_hook(t._out_nr, fn)
 
 
-def _edge(t: Tensor):
-    """The (node, output_nr) that receives the gradient of ``t`` in the graph.  A view whose base got another node
-    since the view's own was made (an in-place op on the base or on another view of it, recorded for autograd)
-    first gets a node reading its region of the base's new graph, as PyTorch regenerates a view's grad_fn."""
-    b = t._base
-    if b is not None and b.grad_fn is not t._gfb and t._rg:
-        _view_refresh[0](t)  # (engine.VIEW_REFRESH)
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._out_nr)
-    if t._rg:
-        a = t._accum
-        return (a if a is not None else t._get_accum(), 0)
-    return (None, 0)
+_edge = _grad_edge  # the (node, output_nr) receiving t's gradient: one implementation with the engine's
 
 
 def _zeros_on(shape, dtype, table) -> Tensor:

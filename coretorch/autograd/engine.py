@@ -14,15 +14,19 @@ VIEW_REFRESH: list = [None]
 
 
 def _grad_edge(t):
-    """(node, output_nr) that receives the gradient of tensor ``t``."""
+    """The (node, output_nr) that receives the gradient of tensor ``t`` in the graph (``tensor._edge``: every op's
+    graph edges and the backward's roots).  A view whose base got another node since the view's own was made (an
+    in-place op on the base or on another view of it, recorded for autograd) first gets a node reading its region
+    of the base's new graph, as PyTorch regenerates a view's grad_fn."""
     b = t._base
     if b is not None and b.grad_fn is not t._gfb and t._rg:
         VIEW_REFRESH[0](t)
     if t.grad_fn is not None:
-        return t.grad_fn, t._out_nr
+        return (t.grad_fn, t._out_nr)
     if t._rg:
-        return t._get_accum(), 0
-    return None, 0
+        a = t._accum
+        return (a if a is not None else t._get_accum(), 0)
+    return (None, 0)
 
 
 def _toposort(roots) -> dict:

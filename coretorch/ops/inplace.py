@@ -102,11 +102,16 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     node.geom, node.shape = geom, tuple(base._data.shape)
     node.next_functions = (edge(base), edge(r))
     base.grad_fn, base._out_nr, base._rg = node, 0, True
-    view = AsStridedBackward0()
-    view.geom, view.shape = geom, node.shape
-    view.next_functions = ((node, 0),)
-    x.grad_fn, x._out_nr, x._rg = view, 0, True
+    x.grad_fn, x._out_nr, x._rg = _region_of(geom, node.shape, (node, 0)), 0, True
     x._gfb = node
+
+
+def _region_of(geom, shape: tuple, base_edge) -> AsStridedBackward0:
+    """The node of a view at ``geom`` in a base of ``shape`` whose gradient goes to ``base_edge``."""
+    view = AsStridedBackward0()
+    view.geom, view.shape = geom, shape
+    view.next_functions = (base_edge,)
+    return view
 
 
 def refresh_view(x: Tensor) -> None:
@@ -122,10 +127,7 @@ def refresh_view(x: Tensor) -> None:
     geom = _view_geometry(x)
     if geom is None:
         return
-    view = AsStridedBackward0()
-    view.geom, view.shape = geom, tuple(base._data.shape)
-    view.next_functions = (edge(base),)
-    x.grad_fn, x._out_nr = view, 0
+    x.grad_fn, x._out_nr = _region_of(geom, tuple(base._data.shape), edge(base)), 0
 
 
 VIEW_REFRESH[0] = refresh_view
