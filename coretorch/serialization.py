@@ -35,7 +35,6 @@ import os
 import re
 import stat
 import struct
-import sys
 import tempfile
 import time
 import zlib
@@ -62,7 +61,6 @@ _DTYPE_NAMES = ("float16", "float32", "float64", "uint8", "int8", "int16", "int3
 _ST_TYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
              "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 _ST_NAMES = {np.dtype(v): k for k, v in _ST_TYPES.items()}
-_LITTLE = sys.byteorder == "little"
 
 
 # ---- encoding ------------------------------------------------------------------------------------
@@ -686,9 +684,7 @@ def _layout(name: str, entries: dict, foreign: bool = False) -> tuple[int, dict]
             raise _corrupted(name, f"tensor {key!r} is {dt}{shape} but its data offsets span {offs[1] - offs[0]} "
                                    "bytes")
         spans.append((offs[0], offs[1], key))
-        # the file is little-endian: on a little-endian machine the native dtype itself (an explicit "<" float32 is
-        # another dtype object, which kernels that pick their path by dtype identity would not recognise)
-        out[key] = (_st_type(dt) if _LITTLE else _st_type(dt).newbyteorder("<"), shape, offs[0], numel)
+        out[key] = (_st_type(dt).newbyteorder("<"), shape, offs[0], numel)
     end = 0
     for start, stop, key in sorted(spans):
         if start != end:
