@@ -331,10 +331,12 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
         where (result dtype dt), clamp, axpy, erf."""
         specs = []
         targets = [d for d in cg.CTYPES if d != np.float64 or self.dev.fp64]
-        # min(max(x, lo), hi) as PyTorch: a NaN bound gives NaN (b != b is false for integers), lo > hi gives hi
-        lo = "((a0 < a1 || a1 != a1) ? a1 : a0)"
-        clamp = {"k_clamp_10": lo, "k_clamp_01": "((a0 > a1 || a1 != a1) ? a1 : a0)",
-                 "k_clamp_11": f"(({lo} > a2 || a2 != a2) ? a2 : {lo})"}
+        # min(max(x, lo), hi) as PyTorch: a NaN bound gives NaN (floats only: an integer's b != b is a compiler
+        # warning that pyopencl shows users), lo > hi gives hi
+        nan1, nan2 = (" || a1 != a1", " || a2 != a2") if cg.is_float(dt) else ("", "")
+        lo = f"((a0 < a1{nan1}) ? a1 : a0)"
+        clamp = {"k_clamp_10": lo, "k_clamp_01": f"((a0 > a1{nan1}) ? a1 : a0)",
+                 "k_clamp_11": f"(({lo} > a2{nan2}) ? a2 : {lo})"}
         for u in _UNARY:
             e = cg.unary_expr(u, dt)
             if e is not None:
