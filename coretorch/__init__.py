@@ -63,6 +63,7 @@ from . import backends as _backends_pkg  # noqa: F401  (binds coretorch.backends
 from . import special
 from . import linalg
 from . import return_types  # noqa: F401  (torch.return_types.sort, ...)
+from ._aten_nn import *  # noqa: F401,F403,E402  (constants, torch.relu_ & co., ATen-signature nn functions)
 # ---- dtypes and info, autocast (helper "dtypes") ----
 from .dtypes import bfloat16, finfo, iinfo, can_cast  # noqa: F401
 from .dtypes import is_storage  # noqa: F401
