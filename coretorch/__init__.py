@@ -48,6 +48,10 @@ from .ops.scatter import *  # noqa: F401,F403
 from .ops.products import *  # noqa: F401,F403
 from .ops.decomp import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.bits import *  # noqa: F401,F403
+from .ops.misc import *  # noqa: F401,F403
+from .ops.copies import *  # noqa: F401,F403
+from .ops.histogram import *  # noqa: F401,F403
 from . import random  # noqa: F401  (torch.random: seeds, states, fork_rng; ops.random does not import it)
 from .ops._gamma import _sample_dirichlet, _standard_gamma, _standard_gamma_grad  # noqa: F401
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
@@ -73,6 +77,7 @@ from .amp.autocast_mode import (set_autocast_dtype, is_autocast_cache_enabled,  
                                 set_autocast_cache_enabled, clear_autocast_cache)
 # ---- end dtypes ----
 from .serialization import save, load
+from ._flags import *  # noqa: F401,F403,E402  (set_warn_always, set_anomaly_enabled, GradScaler, ...)
 
 setattr(Tensor, "erf", erf)
 

@@ -147,6 +147,12 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
               "the backend has no native_broadcast) -> the regularised lower incomplete gamma P(a, x): NaN for a < 0 "
               "or x < 0 or a = x = 0, 1 for a = 0 < x, 0 for infinite a and finite x",
     "igammac": "optional (a, x) as igamma -> the regularised upper incomplete gamma Q(a, x) = 1 - P(a, x)",
+    # integer binary ops (coretorch/ops/bits.py): both operands of one integer dtype (or a Python int second)
+    "gcd": "optional (x, y|scalar) integer -> x's dtype: the non-negative gcd (gcd(INT_MIN, 0) wraps to INT_MIN)",
+    "lcm": "optional (x, y|scalar) integer -> x's dtype: |x / gcd * y| wrapping, 0 if either is 0",
+    "bitwise_left_shift": "optional (x, y|scalar) integer -> x << y wrapping; 0 where y < 0 or y >= the bit width",
+    "bitwise_right_shift": "optional (x, y|scalar) integer -> x >> y arithmetic; y < 0 or y >= the bit width gives "
+                           "the sign fill (0 or -1)",
 })
 PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py, scatter.py
     "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "

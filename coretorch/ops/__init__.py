@@ -10,10 +10,11 @@ from . import creation, indexing, inplace, linalg, pointwise, reduction, shape  
 from . import decomp, joining, products, random, scatter, sorting, special, statistics, triangular  # noqa: F401
 from . import comparison  # noqa: F401  (the special family's second module)
 from . import _renorm  # noqa: F401  (renorm, narrow_copy)
+from . import bits, copies, histogram, misc  # noqa: F401  (gcd, shifts, ...; *_copy, trapezoid; histogram; windows)
 from .._backend import get_kernel  # noqa: F401  (also coretorch.plugins.get_kernel: a plugin op's kernels)
 
 FAMILIES = (sorting, statistics, special, comparison, triangular, joining, scatter, products, decomp, random,
-            _renorm)
+            _renorm, bits, copies, histogram, misc)
 
 _registered: dict = {}   # plugin ops: name -> (fn, tensor_method, functional)
 

@@ -462,8 +462,9 @@ class CPUBackend:
         from .nn_kernels import KERNELS as _nn_kernels  # optional fused kernels of nn.functional
         k.update(_nn_kernels)
         from . import dtypes, fused, linalg, optim_kernels, products, rnn_seq, sampling, shaping, sorting, special
-        from . import out_kernels
+        from . import intbits, out_kernels
         core = frozenset(k)
+        k.update(intbits.KERNELS)
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, optim_kernels, rnn_seq):
             k.update(fam.KERNELS)
         k["rng_default"] = lambda: self.gen

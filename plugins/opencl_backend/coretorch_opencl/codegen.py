@@ -192,7 +192,24 @@ def binary_expr(op: str, dt) -> str | None:
     bw = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
     if op in bw:
         return None if f else f"(a0 {bw[op]} a1)"
+    if op in _INTEGER_BINARY:
+        return None if f or b else _INTEGER_BINARY[op](ct, np.dtype(dt).itemsize * 8)
     return _special_binary(op, f, ct)
+
+
+# PyTorch's shift counts outside [0, bits): a left shift gives 0, a right shift the sign fill (OpenCL C would take
+# the count modulo the width); the shift itself is done unsigned (a signed overflow is undefined in C)
+_INTEGER_BINARY = {
+    "gcd": lambda ct, w: f"ct_gcd_{ct}(a0, a1)",
+    "lcm": lambda ct, w: f"ct_lcm_{ct}(a0, a1)",
+    "bitwise_left_shift": lambda ct, w: f"(({ct})((a1 < 0 || a1 >= {w}) ? 0 : (({_utype(ct)})a0 << a1)))",
+    "bitwise_right_shift": lambda ct, w: (f"(({ct})(a0 >> ((a1 < 0 || a1 >= {w}) ? {w - 1} : a1)))"
+                                          if not ct.startswith("u") else f"(a1 >= {w} ? 0 : (a0 >> a1))"),
+}
+
+
+def _utype(ct: str) -> str:
+    return ct if ct.startswith("u") else "u" + ct
 
 
 def _special_binary(op: str, f: bool, ct: str) -> str | None:
@@ -264,6 +281,25 @@ inline {ct} ct_ipow_{ct}({ct} a, {ct} e) {{{neg_pow}
   {ut} r = 1, x = ({ut})a;
   while (e > 0) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}
   return ({ct})r;
+}}
+""" + _gcd_src(ct, signed)
+
+
+def _gcd_src(ct: str, signed: bool) -> str:
+    """gcd on the magnitudes in the unsigned type (no INT_MIN % -1 trap; gcd(INT_MIN, 0) wraps to INT_MIN as
+    PyTorch's) and lcm = |a / gcd * b| with a wrapping product, as PyTorch's."""
+    u = _utype(ct)
+    mag = (lambda v: f"({v} < 0 ? ({u})0 - ({u}){v} : ({u}){v})") if signed else (lambda v: v)
+    return f"""inline {ct} ct_gcd_{ct}({ct} a, {ct} b) {{
+  {u} x = {mag("a")}, y = {mag("b")};
+  while (y != 0) {{ {u} t = x % y; x = y; y = t; }}
+  return ({ct})x;
+}}
+inline {ct} ct_lcm_{ct}({ct} a, {ct} b) {{
+  {ct} g = ct_gcd_{ct}(a, b);
+  if (g == 0) return 0;
+  {ct} p = ({ct})(({u})(a / g) * ({u})b);
+  return ({ct}){mag("p")};
 }}
 """
 
