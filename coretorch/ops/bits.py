@@ -109,7 +109,8 @@ def _nextafter(x: Tensor, y: Tensor) -> Tensor:
     away = eq(gt(y, x), gt(x, 0))  # moving away from zero
     sign = where(lt(x, 0), -1.0, 1.0).to(dt)
     r = where(away, add(x, mul(sign, up)), sub(x, mul(sign, down)))
-    r = where(eq(x, 0), where(gt(y, 0), tiny, -tiny).to(dt), r)
+    # (tiny multiplied in dt: float64's smallest subnormal underflows in a float32 constant)
+    r = where(eq(x, 0), mul(where(gt(y, 0), 1.0, -1.0).to(dt), tiny), r)
     r = where(eq(_abs(x), math.inf), mul(sign, fi.max), r)  # (inf moves toward y, which is finite or equal)
     r = where(eq(x, y), y, r)
     return where(logical_or(isnan(x), isnan(y)), add(x, y), r)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd._zero import not_implemented_graph
 from ..tensor import Tensor
 from . import reduction as _R, shape as _S
 from ._util import return_type
@@ -93,7 +94,9 @@ def _histdd(input: Tensor, bins, rng, weight, density: bool, name: str) -> tuple
             wd = sub(e[1:], e[:-1]).reshape([nb[d] if k == d else 1 for k in range(D)])
             width = wd if width is None else mul(width, wd)
         hist = div(hist, mul(_R.sum(hist), width))
-    return hist, edges
+    # PyTorch: the outputs join the graph of an input that requires grad, and their backward raises
+    ins = (input, weight)
+    return not_implemented_graph(hist, ins, name), [not_implemented_graph(e, ins, name) for e in edges]
 
 
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None, density: bool = False,

@@ -41,7 +41,7 @@ def angle(input: Tensor, *, out=None) -> Tensor:
     inputs give the default float dtype)."""
     x = input if input.dtype.is_floating_point else input.to(_dt.default)
     with no_grad():
-        r = where(isnan(x), x, where(lt(x, 0), math.pi, 0.0).to(x.dtype))
+        r = where(isnan(x), x, mul(lt(x, 0).to(x.dtype), math.pi))  # (pi rounded once, to x's dtype)
     if _gs.enabled and input._rg:
         node = AngleBackward0()
         node.shape, node.dtype = tuple(input.shape), input.dtype
