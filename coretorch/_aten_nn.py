@@ -162,10 +162,10 @@ def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padd
     if nd not in (1, 2, 3):
         raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D weight, got {weight.ndim}-D")
     if transposed:
-        f = (_F.conv_transpose1d, _F.conv_transpose2d, _F.conv_transpose3d)[nd - 1]
-        return f(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    f = (_F.conv1d, _F.conv2d, _F.conv3d)[nd - 1]
-    return f(input, weight, bias, stride, padding, dilation, groups)
+        ft = (_F.conv_transpose1d, _F.conv_transpose2d, _F.conv_transpose3d)[nd - 1]
+        return ft(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fc = (_F.conv1d, _F.conv2d, _F.conv3d)[nd - 1]
+    return fc(input, weight, bias, stride, padding, dilation, groups)
 
 
 # ---- normalisation in ATen's argument order ---------------------------------------------------------------------

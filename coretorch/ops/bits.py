@@ -75,9 +75,9 @@ gcd_ = _inplace("gcd_", gcd)
 lcm_ = _inplace("lcm_", lcm)
 
 
-def _reflected(fn):
+def _operator(fn, reflected: bool = False):
     def m(self: Tensor, other) -> Tensor:
-        return fn(other, self)
+        return fn(other, self) if reflected else fn(self, other)
     return m
 
 
@@ -142,8 +142,8 @@ METHODS.update({
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
     "bitwise_left_shift_": _inplace("bitwise_left_shift_", bitwise_left_shift),
     "bitwise_right_shift_": _inplace("bitwise_right_shift_", bitwise_right_shift),
-    "__lshift__": bitwise_left_shift, "__rshift__": bitwise_right_shift,
-    "__rlshift__": _reflected(bitwise_left_shift), "__rrshift__": _reflected(bitwise_right_shift),
+    "__lshift__": _operator(bitwise_left_shift), "__rshift__": _operator(bitwise_right_shift),
+    "__rlshift__": _operator(bitwise_left_shift, True), "__rrshift__": _operator(bitwise_right_shift, True),
     "__ilshift__": _inplace("bitwise_left_shift_", bitwise_left_shift),
     "__irshift__": _inplace("bitwise_right_shift_", bitwise_right_shift),
 })

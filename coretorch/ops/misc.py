@@ -213,10 +213,9 @@ def _window(name: str, n: int, periodic: bool, dtype, device, requires_grad: boo
 
 def _cosines(*coef: float):
     def fn(k: Tensor, m: int) -> Tensor:
-        r = None
-        for j, c in enumerate(coef):
-            t = mul(cos(mul(k, 2.0 * math.pi * j / m)), c * (-1) ** j) if j else None
-            r = _C.full_like(k, c) if t is None else add(r, t)
+        r = _C.full_like(k, coef[0])
+        for j, c in enumerate(coef[1:], 1):
+            r = add(r, mul(cos(mul(k, 2.0 * math.pi * j / m)), c * (-1) ** j))
         return r
     return fn
 
