@@ -98,6 +98,12 @@ def test_add_alpha_promotion_scalars_and_integers(device):
         # a Python number as other: rounded to the dtype, then one rounding (the product 2.3 * 0.1 is not exact)
         np.testing.assert_array_equal(_arr(torch.add(t32, 2.3, alpha=0.1)),
                                       _once(x32, 0.1, np.float32(2.3), "float32"))
+        np.testing.assert_array_equal(_arr(t32.clone().add_(2.3, alpha=0.1)),   # in place too
+                                      _once(x32, 0.1, np.float32(2.3), "float32"))
+    h = t32.half()
+    c16 = _arr(torch.tensor(2.3).half())  # the number rounded to float16 first, then computed in float32
+    np.testing.assert_array_equal(_arr(h.clone().sub_(2.3, alpha=3)), _rounded(_once(_arr(h), -3, c16, "float16"),
+                                                                                "float16"))
     # a product the dtype holds: the plain add (one rounding whatever the device)
     np.testing.assert_array_equal(_arr(torch.sub(t32, 1.5, alpha=2)), x32 - np.float32(3.0))
     # integers wrap in their dtype (int8: 100 + 100 * 3 = 400 - 512); alpha must be an integer (PyTorch's checks)

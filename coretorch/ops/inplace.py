@@ -12,7 +12,7 @@ from ..autograd.engine import VIEW_REFRESH
 from ..tensor import Tensor, _make
 from ._overlap import assert_no_partial_overlap
 from ._util import edge
-from .pointwise import _round_to, _scalar_opmath
+from .pointwise import _exact_product, _round_to, _scalar_opmath
 
 
 def check_inplace(x: Tensor, other, op: str) -> bool:
@@ -209,6 +209,7 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
 
 _IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
 _AXPY_SIGN = {"add_": 1, "sub_": -1}
+_NUMBER = (int, float)
 
 
 def _symbolic(x) -> bool:
@@ -248,6 +249,15 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 and (x.dtype.itemsize > 2 or op in _AXPY_SIGN or _scalar_opmath(table)):
             # (a bool goes the general way: sub_(True) raises as in PyTorch; so do float16/bfloat16 mul_/div_ on a
             # device whose kernels would round the scalar to 16 bits first: h /= 70000. is computed in float32)
+            if alpha != 1 and other.__class__ in _NUMBER and alpha.__class__ in _NUMBER:
+                # PyTorch's fmadd(other, alpha, x) rounds once: here where the dtype holds other * alpha exactly,
+                # else the out-of-place op's one rounding, written back
+                p = _exact_product(other, alpha, x.dtype)
+                if p is None:
+                    return apply_inplace(x, op, lambda s: fn(s, other, alpha=alpha), other)
+                table.iadd(x._data, p * _AXPY_SIGN[op])
+                x._vc[0] += 1
+                return x
             v = (other if other.__class__ is not int else float(other)) * alpha  # (a Sym stays one)
             if x.dtype.itemsize == 2 and op in _AXPY_SIGN and _scalar_opmath(table):
                 v = _round_to(v, x.dtype)  # PyTorch's add_/sub_ round the scalar to float16/bfloat16 first
