@@ -133,3 +133,112 @@ def test_add_alpha_graph_is_one_node(device):
     a64 = torch.tensor([0.3, -1.2], dtype=torch.float64, device=device, requires_grad=True)
     b64 = torch.tensor([0.7], dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda u, v: torch.sub(u, v, alpha=-1.75), (a64, b64))
+
+
+# ---- 2. unsafe_split / unsafe_chunk: split's pieces, not views to autograd (in-place ops on them allowed) ----
+def test_unsafe_split_and_chunk(device):
+    x = torch.arange(6.0, device=device)
+    assert [p.tolist() for p in torch.unsafe_split(x, 4)] == [[0, 1, 2, 3], [4, 5]]
+    assert [p.tolist() for p in x.unsafe_chunk(4)] == [[0, 1], [2, 3], [4, 5]]
+    assert [p.tolist() for p in x.unsafe_split_with_sizes([1, 5])] == [[0], [1, 2, 3, 4, 5]]
+    assert [p.tolist() for p in torch.unsafe_chunk(x.reshape(2, 3), 2, dim=-1)] == [[[0, 1], [3, 4]], [[2], [5]]]
+    assert [p.shape for p in torch.unsafe_chunk(torch.zeros(0, device=device), 2)] == [(0,), (0,)]
+    with pytest.raises(TypeError, match="argument 'split_size' .* must be int, not list"):
+        torch.unsafe_split(x, [1, 5])
+    with pytest.raises(RuntimeError, match="chunk expects `chunks` to be greater than 0"):
+        torch.unsafe_chunk(x, 0)
+    w = torch.ones(6, device=device, requires_grad=True)
+    y = w * 1
+    a, b, c = torch.unsafe_split(y, 2)
+    assert type(a.grad_fn).__name__ == "UnsafeSplitBackward0" and a._version == 0
+    a.mul_(3)  # allowed: the piece shares y's memory, not its version counter or its autograd history
+    assert y.tolist() == [3, 3, 1, 1, 1, 1] and y._version == 0 and a._version == 1
+    assert type(a.grad_fn).__name__ == "MulBackward0"
+    (a.sum() + 2 * b.sum()).backward()
+    assert w.grad.tolist() == [3, 3, 2, 2, 0, 0]
+    assert type(torch.unsafe_split_with_sizes(y, [2, 4])[0].grad_fn).__name__ == "UnsafeSplitWithSizesBackward0"
+
+
+# ---- 3. in-place ops on split/chunk/unbind pieces raise where autograd records them (PyTorch's rule) ----
+_MULTI = ("This view is the output of a function that returns multiple views. Such functions do not allow the "
+          "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
+
+
+def _raises(msg: str):
+    import re
+    return pytest.raises(RuntimeError, match="^" + re.escape(msg) + "$")
+
+
+def test_inplace_on_split_pieces_raises(device):
+    w = torch.ones(6, device=device, requires_grad=True)
+    y = w * 2
+    for pieces, name in ((y.split(2), "Split"), (y.chunk(3), "Split"), (y.split([2, 4]), "SplitWithSizes"),
+                         (y.unbind(), "Unbind"), (w.split(3), "Split")):
+        with _raises(f"Output 1 of {name} is a view and is being modified inplace. {_MULTI}"):
+            pieces[1].mul_(2)
+    p = y.split(2)[0]
+    for f in (p.zero_, lambda: p.copy_(torch.ones(2, device=device)), lambda: p.__setitem__(slice(None), 1.0)):
+        with _raises(f"Output 0 of Split is a view and is being modified inplace. {_MULTI}"):
+            f()
+    q = y.view(2, 3).split(1)[1]
+    for f, view in ((lambda: p[0].add_(1), "Select"), (lambda: p.__setitem__(0, 1.0), "Select"),
+                    (lambda: q.__setitem__((0, slice(1, 2)), 1.0), "Slice"), (lambda: q[:, 0].mul_(2), "Select")):
+        with _raises(f"Output 0 of {view} is a view and is being modified inplace. {_MULTI}"):
+            f()  # a view of a piece is one too, named after its own node (x[0] = v writes through x.select(0, 0))
+    with _raises(f"Output 0 of View is a view and is being modified inplace. {_MULTI}"):
+        p.view(2).add_(1)
+    with _raises(f"A view was created in no_grad mode and is being modified inplace with grad mode enabled. {_MULTI}"):
+        torch.ones(4, device=device).split(2)[0].mul_(w[:2])  # no node of its own, but the op is recorded
+    assert y.tolist() == [2] * 6  # nothing was written
+    # allowed where autograd records nothing: no_grad, detached pieces, pieces of a tensor without grad, and the
+    # pieces of tensor_split (slices, each a view of its own)
+    with torch.no_grad():
+        p.add_(1)
+    y.detach().split(2)[1].add_(2)
+    z = torch.zeros(4, device=device)
+    z.split(2)[1].add_(5)
+    y.tensor_split(3)[2].mul_(3)
+    assert y.tolist() == [3, 3, 4, 4, 6, 6] and z.tolist() == [0, 0, 5, 5]
+
+
+def test_split_piece_used_after_an_inplace_change_raises(device):
+    w = torch.ones(4, device=device, requires_grad=True)
+    y = w * 2
+    a, b = y.split(2)
+    (a * 3).sum().backward()  # a graph built before the change stays usable
+    y.add_(1)
+    with _raises(f"Output 1 of Split is a view and its base or another view of its base has been modified "
+                 f"inplace. {_MULTI}"):
+        b * 2
+    with _raises(f"Output 0 of Split is a view and its base or another view of its base has been modified "
+                 f"inplace. {_MULTI}"):
+        a.grad_fn
+    assert repr(a).endswith("grad_fn=<Invalid>)")
+    c, d = (w * 2).split(2)
+    with torch.no_grad():
+        c.add_(1)  # allowed here, but c's history is gone: using it in a recorded op raises
+    with torch.no_grad():
+        assert (c * 2).tolist() == [6, 6]
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view and its base"):
+        c * 2
+    assert w.grad.tolist() == [6, 6, 0, 0]
+
+
+# ---- 4. a view's grad_fn after an in-place op on its base: PyTorch's regenerated AsStridedBackward0 ----
+def test_stale_view_grad_fn_is_regenerated(device):
+    w = torch.ones(4, 3, device=device, requires_grad=True)
+    y = w * 1
+    a = y[0:2]
+    b = a[1:]
+    assert type(a.grad_fn).__name__ == "SliceBackward0"
+    y.mul_(2)
+    fn = a.grad_fn  # read before any use of a
+    assert type(fn).__name__ == "AsStridedBackward0" and fn.next_functions[0][0] is y.grad_fn
+    assert a.grad_fn is fn and "grad_fn=<AsStridedBackward0>" in repr(b)
+    c = y[2:]
+    c.mul_(-1)  # through another view: y's node is now CopySlices, a's regenerated again
+    assert type(y.grad_fn).__name__ == "CopySlices" and a.grad_fn.next_functions[0][0] is y.grad_fn
+    b.sum().backward()
+    assert w.grad.tolist() == [[0] * 3, [2] * 3, [0] * 3, [0] * 3]
+    v = (w * 1).view(12)
+    assert type(v.grad_fn).__name__ == "ViewBackward0"  # no in-place op: the view keeps its own node
