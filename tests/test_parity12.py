@@ -242,3 +242,23 @@ def test_stale_view_grad_fn_is_regenerated(device):
     assert w.grad.tolist() == [[0] * 3, [2] * 3, [0] * 3, [0] * 3]
     v = (w * 1).view(12)
     assert type(v.grad_fn).__name__ == "ViewBackward0"  # no in-place op: the view keeps its own node
+
+
+# ---- 5. the fused=/foreach= checks: one public helper, used by SGD and by the extra-ops plugin's Adam ----
+def test_check_fused_is_public_and_shared(device):
+    from coretorch.optim import check_fused
+    check_fused(False, foreach=True, differentiable=True, params=[torch.zeros(1, dtype=torch.int64)])  # not fused
+    for cls in (torch.optim.SGD, torch.optim.Adam):
+        w = torch.zeros(2, device=device, requires_grad=True)
+        with _raises("`fused` and `foreach` cannot be `True` together."):
+            cls([w], lr=0.1, fused=True, foreach=True)
+        with _raises("`fused` does not support `differentiable`"):
+            cls([w], lr=0.1, fused=True, differentiable=True)
+        i = torch.zeros(2, dtype=torch.int64, device=device)
+        i.grad = torch.ones(2, dtype=torch.int64, device=device)
+        with _raises("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                     f"['cpu', 'opencl'] but {torch.int64} and {device}"):
+            cls([i], lr=0.1, fused=True).step()
+    with _raises("`fused` and `foreach` cannot be `True` together."):
+        torch.optim.sgd.sgd([], [], [], foreach=True, fused=True, weight_decay=0, momentum=0, lr=0.1,
+                            dampening=0, nesterov=False, maximize=False)
