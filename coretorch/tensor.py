@@ -191,7 +191,7 @@ class Tensor(_TensorAPI):
         (directly or through another view) reads its region of the base's new graph: an ``AsStridedBackward0``,
         as PyTorch regenerates a view's grad_fn."""
         b = self._base
-        if b is not None and (self._mo is not None or self._rg and b._gf is not self._gfb):
+        if b is not None and (self._rg and b._gf is not self._gfb or self._mo is not None and self._vc[0] != self._mo):
             _VIEW_REFRESH[0](self)
         return self._gf
 

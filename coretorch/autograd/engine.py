@@ -19,8 +19,8 @@ def _grad_edge(t):
     in-place op on the base or on another view of it, recorded for autograd) first gets a node reading its region
     of the base's new graph, as PyTorch regenerates a view's grad_fn."""
     b = t._base
-    if b is not None and (t._mo is not None or t._rg and b._gf is not t._gfb):
-        VIEW_REFRESH[0](t)  # (a piece of split/unbind: checked for an in-place change since it was made)
+    if b is not None and (t._rg and b._gf is not t._gfb or t._mo is not None and t._vc[0] != t._mo):
+        VIEW_REFRESH[0](t)  # (a piece of split/unbind changed in place since it was made: raises)
     g = t._gf
     if g is not None:
         return (g, t._out_nr)
