@@ -578,7 +578,8 @@ def _fused_add(input, other, alpha, sign: int, op: str) -> Tensor:
     AddBackward0/SubBackward0 node scales ``other``'s gradient by alpha, as PyTorch's."""
     a, b, xa, xb, dt, table = _operands(op, input, other)
     bt = isinstance(b, Tensor)
-    p = None if bt else _exact_product(xb, alpha, dt)
+    # (a symbolic alpha of coretorch.compile goes to axpy_, which records it as a replay input)
+    p = None if bt or alpha.__class__ not in _SCALARS else _exact_product(xb, alpha, dt)
     if p is not None:  # a number whose product with alpha the dtype holds: one add rounds once (no filled operand)
         out = table.add(xa, p if sign > 0 else -p)
         shape = out.shape
