@@ -135,6 +135,28 @@ def test_add_alpha_graph_is_one_node(device):
     assert torch.autograd.gradcheck(lambda u, v: torch.sub(u, v, alpha=-1.75), (a64, b64))
 
 
+
+@pytest.mark.parametrize("foreach", [None, False])
+def test_sgd_weight_decay_and_nesterov_round_once(device, foreach):
+    """SGD's ``g.add(p, alpha=wd)`` and ``g.add(buf, alpha=momentum)`` round once, as PyTorch's: in the foreach and
+    per-tensor steps and in the device's fused kernel (opencl's fused_sgd_), PyTorch's parameters bit for bit."""
+    once = _once if device != "cpu" or _CPU_FUSED else \
+        (lambda x, a, y, dt: (x + y * np.float32(a)).astype(np.float32))  # (a CPU without FMA: numpy's two roundings)
+    rng = np.random.default_rng(11)
+    p0 = rng.standard_normal(64).astype(np.float32)
+    gs = [rng.standard_normal(64).astype(np.float32) for _ in range(3)]
+    lr, mom, wd = 0.1, 0.9, 0.01
+    w = torch.tensor(p0, device=device, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=lr, momentum=mom, nesterov=True, weight_decay=wd, foreach=foreach)
+    p, buf = p0, None
+    for g in gs:
+        w.grad = torch.tensor(g, device=device)
+        opt.step()
+        d = once(g, wd, p, "float32")
+        buf = d if buf is None else buf * np.float32(mom) + d   # (dampening 0: a plain add)
+        p = once(p, -lr, once(d, mom, buf, "float32"), "float32")
+    np.testing.assert_array_equal(_arr(w), p)
+
 # ---- 2. unsafe_split / unsafe_chunk: split's pieces, not views to autograd (in-place ops on them allowed) ----
 def test_unsafe_split_and_chunk(device):
     x = torch.arange(6.0, device=device)
