@@ -47,6 +47,8 @@ for _name, _fn in {
     "swapaxes": S.transpose, "swapdims": S.transpose, "movedim": S.movedim, "expand": S.expand,
     "expand_as": S.expand_as, "broadcast_to": S.broadcast_to, "repeat": S.repeat, "flip": S.flip,
     "contiguous": S.contiguous, "clone": S.clone, "split": S.split, "chunk": S.chunk, "unbind": S.unbind,
+    "unsafe_split": S.unsafe_split, "unsafe_split_with_sizes": S.unsafe_split_with_sizes,
+    "unsafe_chunk": S.unsafe_chunk,
     "gather": I.gather, "scatter_add": I.scatter_add, "index_select": I.index_select,
     "index_add": I.index_add, "narrow": I.narrow, "select": I.select, "nonzero": I.nonzero,
     "masked_select": I.masked_select,

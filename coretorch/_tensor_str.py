@@ -172,8 +172,13 @@ def tensor_repr(t) -> str:
     cls = type(t)
     prefix = "tensor(" if cls.__module__.partition(".")[0] == "coretorch" else f"{cls.__name__}("
     body, suffixes = tensor_str(t, prefix)
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    try:
+        fn = t.grad_fn
+        name = None if fn is None else fn.name()
+    except RuntimeError:  # a split piece whose base was modified in place: PyTorch prints its node as Invalid
+        name = "Invalid"
+    if name is not None:
+        suffixes.append(f"grad_fn=<{name}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
     return prefix + ", ".join([body] + suffixes) + ")"

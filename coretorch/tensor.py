@@ -7,7 +7,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
-from .autograd.engine import _grad_edge
+from .autograd.engine import VIEW_REFRESH as _VIEW_REFRESH, _grad_edge
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import AccumulateGrad
 from .autograd.anomaly_mode import state as _anomaly
@@ -23,18 +23,21 @@ _TensorT = TypeVar("_TensorT", bound="Tensor")
 
 
 class Tensor(_TensorAPI):
-    __slots__ = ("_data", "_be", "dtype", "_rg", "grad_fn", "_vc", "__dict__", "__weakref__")
+    __slots__ = ("_data", "_be", "dtype", "_rg", "_gf", "_vc", "__dict__", "__weakref__")
     if TYPE_CHECKING:
         _data: Any  # the backend's native array
         _be: Any  # the backend's kernel table
         dtype: _dt.dtype
         _rg: bool  # requires_grad
-        grad_fn: Any
+        _gf: Any  # the grad_fn as stored (``grad_fn`` refreshes a stale view's first)
         _vc: Any  # the version counter shared by views
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
     _grad: Tensor | None = None
     _base: Tensor | None = None  # the tensor a view shares storage with
     _gfb: Any = None  # a view's base's grad_fn when the view's own grad_fn was made (see _edge)
+    # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
+    # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
+    _mo: Any = None
     _out_nr = 0
     _accum = None
     _retains = False
@@ -182,6 +185,20 @@ class Tensor(_TensorAPI):
         return self.to(dtype)
 
     # ---- autograd fields --------------------------------------------------------------------
+    @property
+    def grad_fn(self) -> Any:
+        """The graph node that made this tensor (None for a leaf).  A view whose base was modified in place since
+        (directly or through another view) reads its region of the base's new graph: an ``AsStridedBackward0``,
+        as PyTorch regenerates a view's grad_fn."""
+        b = self._base
+        if b is not None and (self._rg and b._gf is not self._gfb or self._mo is not None and self._vc[0] != self._mo):
+            _VIEW_REFRESH[0](self)
+        return self._gf
+
+    @grad_fn.setter
+    def grad_fn(self, node: Any) -> None:
+        self._gf = node
+
     @property
     def requires_grad(self) -> bool:
         """Whether operations on this tensor are recorded for autograd (settable on leaves)."""
@@ -464,13 +481,13 @@ def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None
     t._data = data
     t._be = table
     t.dtype = dtype
-    t.grad_fn = grad_fn
+    t._gf = grad_fn
     t._rg = grad_fn is not None
     t.grad = None
     t._vc = [0] if version is None else version
     t._base = base
     if base is not None:
-        t._gfb = base.grad_fn
+        t._gfb = base._gf
     t._out_nr = out_nr
     t._accum = None
     t._retains = False
@@ -488,12 +505,12 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     t._data = data
     t._be = table
     t.dtype = dtype
-    t.grad_fn = grad_fn
+    t._gf = grad_fn
     t._rg = grad_fn is not None
     t._vc = [0] if version is None else version
     if base is not None:
         t._base = base
-        t._gfb = base.grad_fn
+        t._gfb = base._gf
     if out_nr:
         t._out_nr = out_nr
     return t

@@ -27,9 +27,9 @@ def test_view_of_base_modified_through_a_subview(device):
 
 def test_split_piece_modified_through_a_subview(device):
     x = _x(device)
-    a, b = (x * 1).split(2)
+    a, b = (x * 1).unsafe_split(2)
     a[0].mul_(3)
-    (a.sum() + b.sum()).backward()     # (PyTorch raises for an in-place op on a split piece; the gradient is right)
+    (a.sum() + b.sum()).backward()     # (split's pieces raise here, as in PyTorch)
     np.testing.assert_array_equal(_grad(x), [[3] * 3, [1] * 3, [1] * 3, [1] * 3])
 
 

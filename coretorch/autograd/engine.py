@@ -19,10 +19,11 @@ def _grad_edge(t):
     in-place op on the base or on another view of it, recorded for autograd) first gets a node reading its region
     of the base's new graph, as PyTorch regenerates a view's grad_fn."""
     b = t._base
-    if b is not None and b.grad_fn is not t._gfb and t._rg:
-        VIEW_REFRESH[0](t)
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._out_nr)
+    if b is not None and (t._rg and b._gf is not t._gfb or t._mo is not None and t._vc[0] != t._mo):
+        VIEW_REFRESH[0](t)  # (a piece of split/unbind changed in place since it was made: raises)
+    g = t._gf
+    if g is not None:
+        return (g, t._out_nr)
     if t._rg:
         a = t._accum
         return (a if a is not None else t._get_accum(), 0)

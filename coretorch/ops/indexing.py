@@ -322,7 +322,10 @@ def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
         node.shape, node.key, node.advanced = x._data.shape, nkey, advanced
         node.next_functions = (edge(x),)
     if base is not None:
-        return _make(out, x.dtype, table, node, base=base, version=x._vc)
+        r = _make(out, x.dtype, table, node, base=base, version=x._vc)
+        if x._mo is not None:  # a view of a split piece is one too (see ops/shape.py's _multi_output)
+            r._mo = x._vc[0]
+        return r
     return _make(out, x.dtype, table, node)
 
 
@@ -475,6 +478,24 @@ def _check_overlap(x: Tensor, key, nkey, advanced: bool, value: Tensor) -> None:
     assert_no_overlap(table, dst, value._data, isz, value.dtype.itemsize)
 
 
+def _setitem_view(key) -> str | None:
+    """The name of the last view op PyTorch applies for a basic ``key`` (x[0, 1:3]: Slice), or None when x itself
+    is written (a full slice, an Ellipsis)."""
+    name = None
+    for k in key if key.__class__ is tuple else (key,):
+        if k is None:
+            name = "Unsqueeze"
+        elif k.__class__ is slice:
+            if k != _FULL:
+                name = "Slice"
+        elif k is not Ellipsis:
+            name = "Select"
+    return name
+
+
+_FULL = slice(None)
+
+
 def _setitem(x: Tensor, key, value) -> None:
     if key.__class__ is list and _seq_as_tuple(key):
         key = tuple(key)
@@ -512,6 +533,10 @@ def _setitem(x: Tensor, key, value) -> None:
         _check_put_shape(x, nkey, advanced, tuple(value.shape))  # a view: cheap
     if vt and value._be is x._be and x._be.has("same_storage") and x._be.same_storage(x._data, value._data):
         _check_overlap(x, key, nkey, advanced, value)
+    if x._mo is not None and not advanced and _gs.enabled and (x._rg or vt and value._rg):
+        name = _setitem_view(key)  # PyTorch writes into x[key], a view named after the key's last view op
+        if name is not None:
+            raise RuntimeError(multi_output_error(x, False, name))
     recording = check_inplace(x, value if vt else None, "__setitem__")
     if checks:
         run_checks(checks)
@@ -620,7 +645,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 # late, module level: an import inside a function costs ~10k instructions per call (x[idx], x[i] = v)
 from . import creation as _creation  # noqa: E402
-from .inplace import check_inplace, rebase  # noqa: E402
+from .inplace import check_inplace, multi_output_error, rebase  # noqa: E402
 
 # the index ops along one dim, built on getitem above; every name stays public here
 from . import _indexing_dim  # noqa: E402

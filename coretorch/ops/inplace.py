@@ -12,7 +12,7 @@ from ..autograd.engine import VIEW_REFRESH
 from ..tensor import Tensor, _make
 from ._overlap import assert_no_partial_overlap
 from ._util import edge
-from .pointwise import _round_to, _scalar_opmath
+from .pointwise import _exact_product, _round_to, _scalar_opmath
 
 
 def check_inplace(x: Tensor, other, op: str) -> bool:
@@ -23,6 +23,8 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
         raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation "
                            f"({op}). Wrap the update in `with coretorch.no_grad():` or use an out-of-place op.")
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
+    if recording and x._mo is not None:
+        raise RuntimeError(multi_output_error(x, False))
     if recording and x._base is not None and (x._base._rg or x._rg):
         base = x._base
         if x._rg and base._rg and base.grad_fn is None:
@@ -121,7 +123,12 @@ def refresh_view(x: Tensor) -> None:
     the old node (the in-place op on the view itself already raised for such layouts)."""
     base = x._base
     assert base is not None
-    x._gfb = base.grad_fn
+    mo = x._mo
+    if mo is not None and x._vc[0] != mo and (x._rg or base._rg):
+        raise RuntimeError(multi_output_error(x, True))
+    if not x._rg or base._gf is x._gfb:
+        return
+    x._gfb = base._gf
     if not base._rg:
         return
     geom = _view_geometry(x)
@@ -131,6 +138,29 @@ def refresh_view(x: Tensor) -> None:
 
 
 VIEW_REFRESH[0] = refresh_view
+
+
+def multi_output_error(x: Tensor, indirect: bool, view: str | None = None) -> str:
+    """PyTorch's message for an in-place op on a piece of split/chunk/unbind (or a view of one) recorded by
+    autograd, or (``indirect``) for the use of a piece whose base or another view of it was modified in place;
+    ``view``: the name of a view of x the op writes through (x[0] = v: Select)."""
+    what = "its base or another view of its base has been" if indirect else "is being"
+    fn = x._gf
+    if fn is None:
+        head = f"A view was created in no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        name, nr = (view, 0) if view else (_forward_name(fn), x._out_nr)
+        head = f"Output {nr} of {name} is a view and {what} modified inplace."
+    return (head + " This view is the output of a function that returns multiple views. Such functions do not allow "
+            "the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
+            "one.")
+
+
+def _forward_name(node) -> str:
+    """The op's name in PyTorch's message: the node's without ``Backward<n>`` (SplitBackward0: Split)."""
+    name = type(node).__name__
+    i = name.rfind("Backward")
+    return name[:i] if i > 0 and name[i + 8:].isdigit() else name
 
 
 def rebase(x: Tensor, r: Tensor) -> None:
@@ -209,6 +239,7 @@ def apply_inplace(x: Tensor, op: str, fn, other=None) -> Tensor:
 
 _IKERNEL = {"add_": "iadd", "sub_": "isub", "mul_": "imul", "div_": "idiv"}
 _AXPY_SIGN = {"add_": 1, "sub_": -1}
+_NUMBER = (int, float)
 
 
 def _symbolic(x) -> bool:
@@ -248,6 +279,15 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
                 and (x.dtype.itemsize > 2 or op in _AXPY_SIGN or _scalar_opmath(table)):
             # (a bool goes the general way: sub_(True) raises as in PyTorch; so do float16/bfloat16 mul_/div_ on a
             # device whose kernels would round the scalar to 16 bits first: h /= 70000. is computed in float32)
+            if alpha != 1 and other.__class__ in _NUMBER and alpha.__class__ in _NUMBER:
+                # PyTorch's fmadd(other, alpha, x) rounds once: here where the dtype holds other * alpha exactly,
+                # else the out-of-place op's one rounding, written back
+                p = _exact_product(other, alpha, x.dtype)
+                if p is None:
+                    return apply_inplace(x, op, lambda s: fn(s, other, alpha=alpha), other)
+                table.iadd(x._data, p * _AXPY_SIGN[op])
+                x._vc[0] += 1
+                return x
             v = (other if other.__class__ is not int else float(other)) * alpha  # (a Sym stays one)
             if x.dtype.itemsize == 2 and op in _AXPY_SIGN and _scalar_opmath(table):
                 v = _round_to(v, x.dtype)  # PyTorch's add_/sub_ round the scalar to float16/bfloat16 first

@@ -13,8 +13,12 @@ def _wrap_view(input: Tensor, data, node=None) -> Tensor:
     base = input._base if input._base is not None else input
     if node is not None and input._rg and _gs.enabled:
         node.next_functions = (edge(input),)
-        return _make(data, input.dtype, input._be, node, base=base, version=input._vc)
-    return _make(data, input.dtype, input._be, base=base, version=input._vc)
+        r = _make(data, input.dtype, input._be, node, base=base, version=input._vc)
+    else:
+        r = _make(data, input.dtype, input._be, base=base, version=input._vc)
+    if input._mo is not None:  # a view of a split piece is one too (PyTorch propagates the creation meta)
+        r._mo = input._vc[0]
+    return r
 
 
 def _wrap_copy(input: Tensor, data, node=None) -> Tensor:
@@ -515,6 +519,8 @@ def vstack(tensors, *, out: Tensor | None = None) -> Tensor:
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
     """Split ``tensor`` into views along ``dim``.
 
+    In-place ops on the pieces raise where autograd would record them (as in PyTorch: see :func:`unsafe_split`).
+
     Args:
         tensor (Tensor): the tensor to split.
         split_size_or_sections (int or list of ints): the size of each piece (the last may be smaller), or
@@ -525,6 +531,10 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
         >>> tuple(p.shape[0] for p in torch.split(torch.arange(5), 2))
         (2, 2, 1)
     """
+    return _multi_output(_split_pieces(tensor, split_size_or_sections, dim))
+
+
+def _split_pieces(tensor: Tensor, split_size_or_sections, dim: int) -> tuple:
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -565,8 +575,17 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
         node.next_functions = (edge(tensor),)
         node._out_meta = tuple((p._data.shape, p.dtype, p._be) for p in out)
         for k, p in enumerate(out):
-            p.grad_fn, p._out_nr, p._rg = node, k, True
+            p._gf, p._out_nr, p._rg = node, k, True
     return tuple(out)
+
+
+def _multi_output(pieces: tuple) -> tuple:
+    """Pieces made in grad mode are PyTorch's multi-output views: an in-place op on one (or a use after its base
+    was modified in place) raises where autograd records it (ops/inplace.py); unsafe_split's pieces are not."""
+    if _gs.enabled:
+        for p in pieces:
+            p._mo = p._vc[0]
+    return pieces
 
 
 class SplitBackward0(Node):
@@ -593,6 +612,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
         chunks (int): the number of pieces.
         dim (int): the dimension to split along (default 0).
     """
+    return _multi_output(_chunk_pieces(input, chunks, dim))
+
+
+def _chunk_pieces(input: Tensor, chunks: int, dim: int) -> tuple:
     if input.ndim == 0:  # checked first, as PyTorch
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -600,7 +623,55 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
     d = norm_dim(dim, input.ndim, "chunk")
     n = input.shape[d]
     size = -(-n // chunks) if n else 0
-    return split(input, size, d) if size else split(input, [0] * chunks if n == 0 else [n], d)
+    return _split_pieces(input, size, d) if size else _split_pieces(input, [0] * chunks if n == 0 else [n], d)
+
+
+class UnsafeSplitBackward0(SplitBackward0):
+    """unsafe_split's pieces: split's gradient (the pieces are not views to autograd)."""
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitBackward0):
+    """unsafe_split_with_sizes' pieces (PyTorch's name for its node)."""
+    __slots__ = ()
+
+
+_UNSAFE = {SplitBackward0: UnsafeSplitBackward0, SplitWithSizesBackward0: UnsafeSplitWithSizesBackward0}
+
+
+def _unsafe(pieces: tuple) -> tuple:
+    """split's pieces as unsafe_split gives them: the same memory, but not views to autograd (no base, a version
+    counter each), so in-place ops on them are allowed.  Gradients are silently wrong if both the input and a piece
+    are modified in place afterwards (as PyTorch warns)."""
+    node = pieces[0]._gf if pieces else None
+    if node is not None:
+        node.__class__ = _UNSAFE[node.__class__]
+    return tuple(_make(p._data, p.dtype, p._be, node, k) for k, p in enumerate(pieces))
+
+
+def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
+    """Works like :func:`split` (an int size), without autograd's restrictions on in-place modification of the
+    pieces.
+
+    Safe as long as only the input, or only the pieces, are modified in place afterwards: if both are, the
+    gradients are silently wrong.
+    """
+    if not isinstance(split_size, int) or isinstance(split_size, bool):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size).__name__}")
+    return _unsafe(_split_pieces(tensor, split_size, dim))
+
+
+def unsafe_split_with_sizes(tensor: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Works like :func:`split` with a list of sizes, without autograd's restrictions on in-place modification of
+    the pieces (see :func:`unsafe_split`)."""
+    return _unsafe(_split_pieces(tensor, list(split_sizes), dim))
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Works like :func:`chunk`, without autograd's restrictions on in-place modification of the pieces (see
+    :func:`unsafe_split`)."""
+    return _unsafe(_chunk_pieces(input, chunks, dim))
 
 
 def unbind(input: Tensor, dim: int = 0):
@@ -623,7 +694,8 @@ def unbind(input: Tensor, dim: int = 0):
         node.next_functions = (edge(input),)
         node._out_meta = tuple((p._data.shape, p.dtype, p._be) for p in out)
         for k, p in enumerate(out):
-            p.grad_fn, p._out_nr, p._rg = node, k, True
+            p._gf, p._out_nr, p._rg = node, k, True
+    _multi_output(out)
     return out
 
 

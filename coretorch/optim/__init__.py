@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 
 from . import lr_scheduler
+from ._checks import check_fused
 from .optimizer import Optimizer
 from .sgd import SGD
 
@@ -41,4 +42,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'coretorch.optim' has no attribute '{name}'")
 
 
-__all__ = ["Optimizer", "SGD", "lr_scheduler", "registered"]
+__all__ = ["Optimizer", "SGD", "check_fused", "lr_scheduler", "registered"]

@@ -6,6 +6,7 @@ from ..autograd.grad_mode import enable_grad, state as _gs
 from ..ops.creation import empty_like
 from ..ops.foreach import _foreach_add_, _foreach_mul_
 from ..tensor import Tensor
+from ._checks import check_fused
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["SGD", "sgd"]
@@ -43,11 +44,7 @@ class SGD(Optimizer):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused(fused, foreach=foreach, differentiable=differentiable)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
@@ -80,8 +77,7 @@ class SGD(Optimizer):
                     grads.append(g)
                     if momentum != 0:
                         bufs.append(state[p].get("momentum_buffer"))
-            if group["fused"]:
-                _check_fused(params)
+            check_fused(group["fused"], params=params)
             if not _gs.enabled and group["foreach"] is not False and _fused_sgd(
                     params, grads, bufs, weight_decay=group["weight_decay"], momentum=momentum, lr=group["lr"],
                     dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"]):
@@ -106,10 +102,7 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad: bool = False, f
     """The functional form of SGD (``torch.optim.sgd``); updates ``params`` in place and fills
     ``momentum_buffer_list`` with the (new) buffers.  ``foreach=None`` picks the multi-tensor form outside
     autograd (an ordinary step) and the per-tensor form inside it (``differentiable=True``)."""
-    if fused:
-        if foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        _check_fused(params)
+    check_fused(fused, foreach=foreach, params=params)
     if foreach is None:
         foreach = not _gs.enabled
     if (foreach or fused) and not _gs.enabled and _fused_sgd(
@@ -119,14 +112,6 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad: bool = False, f
     fn = _multi_tensor_sgd if foreach else _single_tensor_sgd
     fn(params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
        dampening=dampening, nesterov=nesterov, maximize=maximize)
-
-
-def _check_fused(params) -> None:
-    """PyTorch's check of ``fused=True``: floating-point parameters."""
-    for p in params:
-        if not p.dtype.is_floating_point:
-            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
-                               f"devices: ['cpu', 'opencl'] but {p.dtype} and {p.device.type}")
 
 
 def _fused_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,

@@ -33,8 +33,7 @@ def adam_step_(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, be
             if decoupled:
                 np.multiply(p, 1 - lr * weight_decay, out=p)
             else:
-                np.multiply(p, weight_decay, out=d)
-                np.add(g, d, out=g)
+                axpy(g, weight_decay, p)  # grad.add(p, alpha=weight_decay): one rounding, as the composite's
         # lerp(exp_avg, g, w) as coretorch computes it: from exp_avg for |w| < 0.5, else from g backwards
         w = 1 - beta1
         np.subtract(g, exp_avg, out=d)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 import coretorch
-from coretorch.optim import Optimizer
+from coretorch.optim import Optimizer, check_fused
 from coretorch.optim.optimizer import _dispatch_sqrt
 from coretorch.plugins import KERNELS, get_backend, get_kernel, increment_version, to_array
 
@@ -84,11 +84,8 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        if fused:  # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
+        check_fused(fused, foreach=foreach, differentiable=differentiable)
         _check(lr, eps, betas, weight_decay, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
@@ -102,13 +99,11 @@ class Adam(Optimizer):
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
             items = []
+            check_fused(group.get("fused"), params=(p for p in group["params"] if p.grad is not None))
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
                     continue
-                if group.get("fused") and not p.dtype.is_floating_point:
-                    raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
-                                       f"supported devices: ['cpu', 'opencl'] but {p.dtype} and {p.device.type}")
                 state = self.state[p]
                 if not state:
                     state["step"] = coretorch.tensor(0.0)

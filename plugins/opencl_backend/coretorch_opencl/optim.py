@@ -3,9 +3,9 @@
 
 One work-item per element reads the gradient, the parameter and its Adam state and writes them back: one launch per
 parameter instead of about thirteen elementwise kernels (AdamW on the GPT benchmark: ~30 launches per step instead of
-~400).  Each operation is a statement of its own, as the composite's separate kernels round it, and the two
-``y + a * x`` updates are written as the backend's axpy_ kernel writes them, so the results are those of
-coretorch-extra-ops' composite step bit for bit.
+~400).  Each operation is a statement of its own, as the composite's separate kernels round it, and the ``y + a * x``
+updates (the two ``add_`` and L2's ``g.add(p, alpha=wd)``) are written as the backend's axpy_ kernel writes them
+(one rounding), so the results are those of coretorch-extra-ops' composite step bit for bit.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _body(t: str, ld, st) -> str:
   if (maximize) gi = -gi;
   {t} pi = {ld('p', 'po')};
   if (wd_mode == 1) pi = pi * wdc;                       // decoupled: p.mul_(1 - lr * wd)
-  else if (wd_mode == 2) {{ {t} t = pi * wdc; gi = gi + t; }}  // L2: g + wd * p
+  else if (wd_mode == 2) gi = fma(pi, wdc, gi);           // L2: g.add(p, alpha=wd), rounded once
   {t} mi = {ld('m', 'mo')};
   {t} d = gi - mi;
   {t} dw = d * w1;

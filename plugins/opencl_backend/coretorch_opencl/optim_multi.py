@@ -49,19 +49,20 @@ _SGD_SCALARS = ("int maximize", "int wd_on", "T wd", "int first", "T momentum", 
 
 def _sgd_body(t: str, ld, st, mom: bool) -> str:
     """One element's (or vector's) SGD update, the operations of ``_multi_tensor_sgd`` each rounded as its kernel:
-    ``g.neg()``, ``g.add(p, alpha=wd)`` (p * wd, then +), ``buf.mul_(momentum)``, ``_foreach_add_(bufs, grads,
-    alpha=1 - dampening)`` (axpy_'s ``y + a * x``), ``g.add(buf, alpha=momentum)`` and ``p += -lr * g`` (axpy_)."""
+    ``g.neg()``, ``g.add(p, alpha=wd)`` (one rounding, as every add with alpha), ``buf.mul_(momentum)``,
+    ``_foreach_add_(bufs, grads, alpha=1 - dampening)`` (axpy_'s ``y + a * x``), ``g.add(buf, alpha=momentum)`` and
+    ``p += -lr * g`` (axpy_)."""
     m = f"""
   if (first) bi = gi;
   else {{ bi = {ld('b', 'bo')}; bi = bi * momentum; bi = (bi + w * gi); }}   // axpy_'s expression
   {st('b', 'bo', 'bi')}
-  if (nesterov) {{ {t} u = bi * momentum; gi = gi + u; }} else gi = bi;""" if mom else ""
+  if (nesterov) gi = fma(bi, momentum, gi); else gi = bi;       // g.add(buf, alpha=momentum)""" if mom else ""
     return f"""
   {t} gi = {ld('g', 'go')};
   if (maximize) gi = -gi;
   {t} pi = {ld('p', 'po')};
   {t} bi;
-  if (wd_on) {{ {t} u = pi * wd; gi = gi + u; }}{m}
+  if (wd_on) gi = fma(pi, wd, gi);                        // g.add(p, alpha=wd){m}
   pi = (pi + nlr * gi);                                   // axpy_'s expression
   {st('p', 'po', 'pi')}
 """
