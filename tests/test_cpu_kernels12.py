@@ -163,3 +163,42 @@ def test_einsum_column_sums_are_numpys_reduction():
             a, b = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
             np.testing.assert_array_equal(fused._colsum(a), np.add.reduce(a, axis=0))
             np.testing.assert_array_equal(fused._colsum(a, b), np.add.reduce(a * b, axis=0))
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_backward_after_an_in_place_change_of_y_and_twice(device, affine):
+    """The cpu forward keeps its normalised rows for the backward (with a weight or bias; without, they are y):
+    an in-place change of y does not reach them, and a second backward reads them unchanged."""
+    rng = np.random.default_rng(9)
+    xa = rng.normal(size=(6, 5, 40)).astype(np.float32)
+    ln = torch.nn.LayerNorm(40, elementwise_affine=affine).to(device)
+    grads = []
+    for change in (False, True):
+        x = torch.tensor(xa, device=device, requires_grad=True)
+        y = ln(x)
+        if change:
+            y.mul_(2)
+        loss = (y * y).sum() if not change else (y * y).sum() / 4
+        loss.backward(retain_graph=True)
+        first = x.grad.cpu().numpy().copy()
+        x.grad = None
+        loss.backward()
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), first)
+        grads.append(first)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+def test_cpu_layer_norm_backward_from_kept_or_recomputed_rows():
+    rng = np.random.default_rng(10)
+    x, g = (rng.normal(size=(300, 96)).astype(np.float32) for _ in range(2))
+    w, b = (rng.normal(size=96).astype(np.float32) for _ in range(2))
+    y, mean, rstd = fused.layer_norm(x, w, b, 1e-5, 1)
+    assert fused._XHAT.get(id(rstd)) is rstd.base
+    kept = fused.layer_norm_backward(g, x, mean, rstd, w, 1, True, True, True)
+    again = fused.layer_norm_backward(g, x, mean, rstd, w, 1, True, True, True)
+    recomputed = fused.layer_norm_backward(g, x, mean, np.array(rstd, copy=True), w, 1, True, True, True)
+    for a, b_, c in zip(kept, again, recomputed):
+        np.testing.assert_array_equal(a, b_)
+        np.testing.assert_array_equal(a, c)
+    _, _, rstd_plain = fused.layer_norm(x, None, None, 1e-5, 1)
+    assert fused._XHAT.get(id(rstd_plain)) is None

@@ -60,26 +60,44 @@ def _colsum(a, b=None):
     return _add_reduce(a if b is None else np.multiply(a, b), axis=0)
 
 
+# id(rstd array) -> the flat buffer whose tail it is and whose head holds the normalised rows (x - mean) * rstd of
+# the forward: the backward reads them instead of recomputing them (two passes with a per-row operand); an rstd from
+# elsewhere (a host-fused kernel's) takes the recomputation.  Entries go with their buffers.
+_XHAT: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def layer_norm(x, w, b, eps, k):
     """(y, mean, rstd): y = (x - mean) * rstd * w + b over the last k dims; mean and rstd of shape
-    x.shape[:-k] + (1,) * k (PyTorch's native_layer_norm keeps the same pair for the backward)."""
+    x.shape[:-k] + (1,) * k (PyTorch's native_layer_norm keeps the same pair for the backward).  With a weight or
+    a bias the normalised rows are kept for the backward, behind rstd (without, they are y itself: a caller's
+    in-place change of y must not reach the backward)."""
     x2, d = _rows(x, k)
+    m = x2.shape[0]
+    keep = w is not None or b is not None
     mean = _add_reduce(x2, axis=1, keepdims=True)
     mean /= d
-    y = np.subtract(x2, mean)
-    sq = np.multiply(y, y)
+    buf = np.empty(m * d + m, x2.dtype) if keep else None
+    xh = np.subtract(x2, mean, out=None if buf is None else buf[:m * d].reshape(m, d))
+    sq = np.multiply(xh, xh)
     var = _add_reduce(sq, axis=1, keepdims=True)
     var /= d
     var += eps
-    rstd = np.sqrt(var, out=var)
+    rstd = np.sqrt(var, out=var if buf is None else buf[m * d:].reshape(m, 1))
     np.reciprocal(rstd, out=rstd)
-    y *= rstd
+    xh *= rstd
+    y = xh
     if w is not None:
-        _rowop(np.multiply, y, w.reshape(-1), y)
+        y = np.empty(xh.shape, xh.dtype)
+        _rowop(np.multiply, xh, w.reshape(-1), y)
     if b is not None:
-        _rowop(np.add, y, b.reshape(-1), y)
+        if y is xh:
+            y = np.empty(xh.shape, xh.dtype)
+        _rowop(np.add, xh if w is None else y, b.reshape(-1), y)
     stat = x.shape[:x.ndim - k] + (1,) * k
-    return y.reshape(x.shape), mean.reshape(stat), rstd.reshape(stat)
+    rstd = rstd.reshape(stat)
+    if buf is not None:
+        _XHAT[id(rstd)] = buf
+    return y.reshape(x.shape), mean.reshape(stat), rstd
 
 
 def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
@@ -88,9 +106,15 @@ def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
     for s in x.shape[x.ndim - k:]:
         d *= s
     x2, g2 = np.reshape(x, (-1, d)), np.reshape(g, (-1, d))
+    m = x2.shape[0]
     m2, r2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)
-    xhat = np.subtract(x2, m2)
-    xhat *= r2
+    buf = _XHAT.get(id(rstd))
+    kept = buf is not None and rstd.base is buf and buf.size == m * d + m and buf.dtype == x2.dtype
+    if kept:   # the forward's rows, read only (a second backward reads them again)
+        xhat = buf[:m * d].reshape(m, d)
+    else:
+        xhat = np.subtract(x2, m2)
+        xhat *= r2
     gw = gb = gx = None
     if need_w:
         gw = _colsum(g2, xhat).reshape(w.shape)
@@ -107,8 +131,7 @@ def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
         c = _add_reduce(np.multiply(gxh, xhat), axis=1, keepdims=True)
         c /= d
         gxh -= a
-        xhat *= c
-        gxh -= xhat
+        gxh -= np.multiply(xhat, c, out=None if kept else xhat)
         gxh *= r2
         gx = gxh.reshape(x.shape)
     return gx, gw, gb
