@@ -12,7 +12,7 @@ import scipy.special as sp
 
 import coretorch as torch
 import coretorch.nn.functional as F
-from coretorch_cpu import fused
+from coretorch_cpu import fused, rows
 
 _TAILS = [0.0, -0.0, 1e-30, -1e-30, 13.2, -13.2, 13.5, -13.5, 14.0, -14.0, 20.0, -20.0, 3e38, -3e38]
 
@@ -155,14 +155,31 @@ def test_layer_norm_at_hard_inputs(device):
     assert np.abs(b.grad.cpu().numpy() - g64.sum(0)).max() < 2e-7 * np.abs(g64).sum(0).max()
 
 
-def test_einsum_column_sums_are_numpys_reduction():
-    """_colsum's premise: numpy's reduction over axis 0 and einsum add row after row (the same bits)."""
+def test_row_helpers_keep_numpys_bits():
+    """rows.colsum: numpy's reduction over axis 0 and einsum add row after row (the same bits); rows.rowop: a tiled
+    row operand gives the plain broadcast's bits, with rows left over past the last whole tile."""
     rng = np.random.default_rng(8)
-    for dtype in (np.float32, np.float64):
-        for shape in ((1024, 128), (3, 5), (4097, 65), (2, 2)):
+    for dtype in (np.float32, np.float64, np.float16):
+        for shape in ((1024, 128), (3, 5), (4097, 65), (2, 2), (100, 1)):
             a, b = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
-            np.testing.assert_array_equal(fused._colsum(a), np.add.reduce(a, axis=0))
-            np.testing.assert_array_equal(fused._colsum(a, b), np.add.reduce(a * b, axis=0))
+            np.testing.assert_array_equal(rows.colsum(a), np.add.reduce(a, axis=0))
+            np.testing.assert_array_equal(rows.colsum(a, b), np.add.reduce(a * b, axis=0))
+            v = rng.normal(size=shape[1]).astype(dtype)
+            for fn in (np.add, np.multiply):
+                out = np.empty_like(a)
+                rows.rowop(fn, a, v, out)
+                np.testing.assert_array_equal(out, fn(a, v))
+
+
+def test_linear_bias_and_its_gradient(device):
+    rng = np.random.default_rng(11)
+    xa, wa, ba = rng.normal(size=(300, 24)), rng.normal(size=(130, 24)), rng.normal(size=130)
+    x, w, b = (torch.tensor(a.astype(np.float32), device=device, requires_grad=True) for a in (xa, wa, ba))
+    y = F.linear(x, w, b)
+    np.testing.assert_allclose(y.detach().cpu().numpy(), xa @ wa.T + ba, rtol=1e-5, atol=1e-5)
+    ga = rng.normal(size=(300, 130)).astype(np.float32)
+    y.backward(torch.tensor(ga, device=device))
+    np.testing.assert_allclose(b.grad.cpu().numpy(), ga.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("affine", [True, False])

@@ -12,14 +12,20 @@ import weakref
 import numpy as np
 
 from .erf32 import _CHUNK, _GK, _GK2, _HALF, _INF, _SIGN, _c, _fix_pos_inf, _gelu_core
+from .rows import colsum as _colsum
+from .rows import rowop as _rowop
 from .special import _lazy
 
 _ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import would slow coretorch's start-up)
 
 _add_reduce = np.add.reduce
-_einsum = np.einsum
 _f32 = np.float32
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _addr(a) -> int:
+    """The address of an array's first element."""
+    return a.__array_interface__["data"][0]
 
 
 def _rows(x, k):
@@ -28,36 +34,6 @@ def _rows(x, k):
     for s in x.shape[x.ndim - k:]:
         d *= s
     return np.reshape(x, (-1, d)), d
-
-
-_TILE = 8192   # elements of a tiled row operand (see _rowop)
-
-
-def _rowop(fn, a, v, out) -> None:
-    """out = fn(a, v) for C-contiguous (M, D) ``a`` and ``out`` (may be ``a``) and a (D,) row ``v``: K rows at a
-    time against ``v`` tiled K times.  The same elementwise operations: numpy runs a broadcast row operand one
-    D-long inner loop per row (~2x a plain pass for D = 128); rows grouped ~8K elements long run at a plain pass's
-    speed."""
-    m, d = a.shape
-    kk = min(_TILE // d, m) if d else 0
-    if kk < 2 or not (a.flags.c_contiguous and out.flags.c_contiguous):
-        fn(a, v, out=out)
-        return
-    vt = np.empty((kk, d), v.dtype)
-    vt[...] = v
-    vt = vt.reshape(-1)
-    full = m - m % kk
-    fn(a[:full].reshape(-1, kk * d), vt, out=out[:full].reshape(-1, kk * d))
-    if full < m:
-        fn(a[full:], v, out=out[full:])
-
-
-def _colsum(a, b=None):
-    """Column sums of (M, D) ``a`` (of a * b with ``b``): numpy's reduction over axis 0 adds row after row, and so
-    does einsum, in one pass without the product's temporary (the same bits: checked in tests)."""
-    if a.shape[1] > 1 and a.flags.c_contiguous and (b is None or b.flags.c_contiguous):
-        return _einsum("ij->j", a) if b is None else _einsum("ij,ij->j", a, b)
-    return _add_reduce(a if b is None else np.multiply(a, b), axis=0)
 
 
 # id(rstd array) -> the flat buffer whose tail it is and whose head holds the normalised rows (x - mean) * rstd of
@@ -109,7 +85,8 @@ def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
     m = x2.shape[0]
     m2, r2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)
     buf = _XHAT.get(id(rstd))
-    kept = buf is not None and rstd.base is buf and buf.size == m * d + m and buf.dtype == x2.dtype
+    kept = buf is not None and rstd.base is buf and buf.size == m * d + m and buf.dtype == x2.dtype \
+        and _addr(rstd) == _addr(buf) + m * d * buf.itemsize   # (the buffer's tail, not another view of it)
     if kept:   # the forward's rows, read only (a second backward reads them again)
         xhat = buf[:m * d].reshape(m, d)
     else:
@@ -332,7 +309,8 @@ def gelu_backward(g, x, cdf=None):
     (Phi(x) from gelu_cdf) only phi's exp remains to compute, and none for this table's own gelu_cdf."""
     if cdf is not None:
         both = _SLOPES.get(id(cdf))
-        if both is not None and cdf.base is both and both.shape[1:] == x.shape:
+        if both is not None and cdf.base is both and cdf.shape == both.shape[1:] == x.shape \
+                and _addr(cdf) == _addr(both):   # (the [0] of the buffer, not another view of it)
             return np.multiply(g, both[1, ...], out=np.empty(x.shape, x.dtype))
    # seven whole-array passes: as fast as pieces here (fewer calls), ~tanh's cost
         with np.errstate(all="ignore"):
