@@ -312,7 +312,7 @@ def gelu_backward(g, x, cdf=None):
         if both is not None and cdf.base is both and cdf.shape == both.shape[1:] == x.shape \
                 and _addr(cdf) == _addr(both):   # (the [0] of the buffer, not another view of it)
             return np.multiply(g, both[1, ...], out=np.empty(x.shape, x.dtype))
-   # seven whole-array passes: as fast as pieces here (fewer calls), ~tanh's cost
+        # a Phi from elsewhere: seven whole-array passes (as fast as pieces here: fewer calls), ~tanh's cost
         with np.errstate(all="ignore"):
             r = np.multiply(x, x, out=np.empty(x.shape, x.dtype))  # an array also for a 0-d x (in place below)
             r *= _f32(-0.5)

@@ -14,6 +14,9 @@ def rowop(fn, a, v, out) -> None:
     """out = fn(a, v) for (M, D) ``a`` and ``out`` (may be ``a``) and a (D,) row ``v``.  numpy runs a broadcast
     row operand one D-long inner loop per row (~1.5-2x a plain pass for D = 128-512); for C-contiguous operands the
     rows go K at a time against ``v`` tiled K times (~8K elements): the same elementwise operations."""
+    if a.ndim != 2:
+        fn(a, v, out=out)
+        return
     m, d = a.shape
     kk = min(TILE // d, m) if d else 0
     if kk < 2 or not (a.flags.c_contiguous and out.flags.c_contiguous) or v.shape != (d,):
