@@ -14,6 +14,8 @@ from coretorch._fpquiet import quiet_call as _quiet_call
 from . import dtypes as _dtypes  # (its BF16 is rebound when bfloat16 loads: read it as an attribute)
 from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
 from .blas1 import axpy as _blas_axpy
+from .rows import colsum as _colsum
+from .rows import rowop as _rowop
 from .shaping import _OVERLAP, _writable
 
 nd = np.ndarray
@@ -298,7 +300,7 @@ def _where(c, x, y):
 def _linear(x, w, b):
     out = np.matmul(x, w.T)  # 2-D operands: always a fresh array, so the bias is added in place
     if b is not None:
-        out += b
+        _rowop(np.add, out, b, out)
     return out
 
 
@@ -313,7 +315,7 @@ def _remainder(a, b):
 
 def _linear_backward(g, x, w, nx, nw, nb):
     return (np.matmul(g, w) if nx else None, np.matmul(g.T, x) if nw else None,
-            np.add.reduce(g, axis=0) if nb else None)
+            _colsum(g) if nb else None)
 
 
 # numpy's own dtype objects by value: an array that was pickled (a DataLoader worker's batch, joblib) or built with an

@@ -7,9 +7,13 @@ primitive kernels on a backend without them (see coretorch/nn/functional/_fused.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-from .erf32 import _CHUNK, _GK, _GK2, _HALF, _SIGN, _c, _fix_pos_inf, _gelu_core, _has_inf
+from .erf32 import _CHUNK, _GK, _GK2, _HALF, _INF, _SIGN, _c, _fix_pos_inf, _gelu_core
+from .rows import colsum as _colsum
+from .rows import rowop as _rowop
 from .special import _lazy
 
 _ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import would slow coretorch's start-up)
@@ -17,6 +21,11 @@ _ndtr = _lazy("ndtr")  # scipy.special is imported on first use (its import woul
 _add_reduce = np.add.reduce
 _f32 = np.float32
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _addr(a) -> int:
+    """The address of an array's first element."""
+    return a.__array_interface__["data"][0]
 
 
 def _rows(x, k):
@@ -27,26 +36,44 @@ def _rows(x, k):
     return np.reshape(x, (-1, d)), d
 
 
+# id(rstd array) -> the flat buffer whose tail it is and whose head holds the normalised rows (x - mean) * rstd of
+# the forward: the backward reads them instead of recomputing them (two passes with a per-row operand); an rstd from
+# elsewhere (a host-fused kernel's) takes the recomputation.  Entries go with their buffers.
+_XHAT: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def layer_norm(x, w, b, eps, k):
     """(y, mean, rstd): y = (x - mean) * rstd * w + b over the last k dims; mean and rstd of shape
-    x.shape[:-k] + (1,) * k (PyTorch's native_layer_norm keeps the same pair for the backward)."""
+    x.shape[:-k] + (1,) * k (PyTorch's native_layer_norm keeps the same pair for the backward).  With a weight or
+    a bias the normalised rows are kept for the backward, behind rstd (without, they are y itself: a caller's
+    in-place change of y must not reach the backward)."""
     x2, d = _rows(x, k)
+    m = x2.shape[0]
+    keep = w is not None or b is not None
     mean = _add_reduce(x2, axis=1, keepdims=True)
     mean /= d
-    y = np.subtract(x2, mean)
-    sq = np.multiply(y, y)
+    buf = np.empty(m * d + m, x2.dtype) if keep else None
+    xh = np.subtract(x2, mean, out=None if buf is None else buf[:m * d].reshape(m, d))
+    sq = np.multiply(xh, xh)
     var = _add_reduce(sq, axis=1, keepdims=True)
     var /= d
     var += eps
-    rstd = np.sqrt(var, out=var)
+    rstd = np.sqrt(var, out=var if buf is None else buf[m * d:].reshape(m, 1))
     np.reciprocal(rstd, out=rstd)
-    y *= rstd
+    xh *= rstd
+    y = xh
     if w is not None:
-        y *= w.reshape(-1)
+        y = np.empty(xh.shape, xh.dtype)
+        _rowop(np.multiply, xh, w.reshape(-1), y)
     if b is not None:
-        y += b.reshape(-1)
+        if y is xh:
+            y = np.empty(xh.shape, xh.dtype)
+        _rowop(np.add, xh if w is None else y, b.reshape(-1), y)
     stat = x.shape[:x.ndim - k] + (1,) * k
-    return y.reshape(x.shape), mean.reshape(stat), rstd.reshape(stat)
+    rstd = rstd.reshape(stat)
+    if buf is not None:
+        _XHAT[id(rstd)] = buf
+    return y.reshape(x.shape), mean.reshape(stat), rstd
 
 
 def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
@@ -55,23 +82,33 @@ def layer_norm_backward(g, x, mean, rstd, w, k, need_x, need_w, need_b):
     for s in x.shape[x.ndim - k:]:
         d *= s
     x2, g2 = np.reshape(x, (-1, d)), np.reshape(g, (-1, d))
+    m = x2.shape[0]
     m2, r2 = mean.reshape(-1, 1), rstd.reshape(-1, 1)
-    xhat = np.subtract(x2, m2)
-    xhat *= r2
+    buf = _XHAT.get(id(rstd))
+    kept = buf is not None and rstd.base is buf and buf.size == m * d + m and buf.dtype == x2.dtype \
+        and _addr(rstd) == _addr(buf) + m * d * buf.itemsize   # (the buffer's tail, not another view of it)
+    if kept:   # the forward's rows, read only (a second backward reads them again)
+        xhat = buf[:m * d].reshape(m, d)
+    else:
+        xhat = np.subtract(x2, m2)
+        xhat *= r2
     gw = gb = gx = None
     if need_w:
-        gw = _add_reduce(np.multiply(g2, xhat), axis=0).reshape(w.shape)
+        gw = _colsum(g2, xhat).reshape(w.shape)
     if need_b:
-        gb = _add_reduce(g2, axis=0).reshape(w.shape if w is not None else x.shape[x.ndim - k:])
+        gb = _colsum(g2).reshape(w.shape if w is not None else x.shape[x.ndim - k:])
     if need_x:
-        gxh = np.multiply(g2, w.reshape(-1)) if w is not None else np.array(g2, copy=True)
+        if w is not None:
+            gxh = np.empty(g2.shape, g2.dtype)
+            _rowop(np.multiply, g2, w.reshape(-1), gxh)
+        else:
+            gxh = np.array(g2, copy=True)
         a = _add_reduce(gxh, axis=1, keepdims=True)
         a /= d
         c = _add_reduce(np.multiply(gxh, xhat), axis=1, keepdims=True)
         c /= d
         gxh -= a
-        xhat *= c
-        gxh -= xhat
+        gxh -= np.multiply(xhat, c, out=None if kept else xhat)
         gxh *= r2
         gx = gxh.reshape(x.shape)
     return gx, gw, gb
@@ -186,6 +223,8 @@ def gru_cell_backward(dh, h_prev, act, dy=None, out=None, gh_out=None):
 
 
 _X_PHI = _c(_INV_SQRT_2PI)
+_X_TAIL = _f32(13.0)   # exp(x^2 / 2) overflows float32 beyond |x| = 13.32 (x phi(x) is then ~1e-38, subnormal)
+_V_TAIL = _f32(6.5)    # the same bound on v = |x| / 2
 
 
 def _cdf(x, p, cdf, s) -> None:
@@ -211,18 +250,31 @@ def _gelu_grad32(x, g, out, v, t, e):
     np.multiply(e, g, out=out)
 
 
-def _gelu_cdf32(x, y, cdf, v, t):
-    """GELU x Phi(x) as erf32's kernel computes it (the same bits), and Phi(x) kept for the backward; the piece of
-    ``cdf`` is the core's exp buffer (two scratch pieces: five buffers stay in L2 where six did not)."""
+def _gelu_cdf32(x, y, cdf, d, v, t):
+    """GELU x Phi(x) as erf32's kernel computes it (the same bits), Phi(x) into ``cdf`` and the whole derivative
+    Phi(x) + x phi(x) into ``d`` for the backward (phi from the exp the GELU needs anyway: the backward then costs one
+    multiply instead of seven passes with an exp); the piece of ``cdf`` is the core's exp buffer."""
     _gelu_core(x, y, v, t, cdf)
-    inf = _has_inf(v)
+    vmax = np.maximum.reduce(v)                   # (one max: the infinities' and the far tails' checks)
+    np.divide(_X_PHI, cdf, out=d)                 # phi(x) = 1 / (sqrt(2 pi) exp(x^2 / 2))
+    np.multiply(d, x, out=d)                      # x phi(x) (nan at +-inf, as the formula's inf * 0)
+    if not vmax <= _V_TAIL:                       # |x| > 13: the exp overflows (or nearly): the formula there
+        i = np.flatnonzero(np.abs(x) > _X_TAIL)
+        xt = x[i]
+        r = np.multiply(xt, xt)
+        r *= _f32(-0.5)
+        np.exp(r, out=r)
+        r *= xt
+        r *= _f32(_INV_SQRT_2PI)
+        d[i] = r
     np.divide(_GK2, t, out=t)                     # 2 Phi(-|x|)
     np.multiply(t, _HALF, out=cdf)                # Phi(-|x|)
     np.multiply(t, v, out=t)                      # |x| Phi(-|x|)
     np.add(y, v, out=v)                           # relu(x)
     np.subtract(v, t, out=y)
     _cdf(x, cdf, cdf, t)                          # Phi(x)
-    if inf:
+    np.add(d, cdf, out=d)
+    if not vmax < _INF:
         _fix_pos_inf(x, y)
 
 
@@ -230,23 +282,37 @@ def _flat(a):
     return np.ascontiguousarray(a).reshape(-1)
 
 
+# id(Phi array) -> the (2, *shape) buffer whose [0] it is and whose [1] holds GELU'(x): the backward finds the
+# derivative its forward made only for an array of this table (a Phi from elsewhere, e.g. a host-fused kernel's,
+# takes the formula); entries go with their buffers
+_SLOPES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def gelu_cdf(x):
-    """(GELU(x), Phi(x)) of a float32 array: the forward of a GELU whose backward will follow."""
-    y, cdf = np.empty(x.shape, _f32), np.empty(x.shape, _f32)
-    xf, yf, cf = _flat(x), y.reshape(-1), cdf.reshape(-1)
+    """(GELU(x), Phi(x)) of a float32 array: the forward of a GELU whose backward will follow (which finds
+    GELU'(x), computed here alongside, behind the Phi array)."""
+    y, both = np.empty(x.shape, _f32), np.empty((2,) + x.shape, _f32)
+    cdf = both[0, ...]
+    xf, yf, (cf, df) = _flat(x), y.reshape(-1), both.reshape(2, -1)
     n = xf.size
     tmps = [np.empty(min(_CHUNK, n), _f32) for _ in range(2)]
     with np.errstate(all="ignore"):
         for lo in range(0, n, _CHUNK):
             hi = min(lo + _CHUNK, n)
-            _gelu_cdf32(xf[lo:hi], yf[lo:hi], cf[lo:hi], *(tm[:hi - lo] for tm in tmps))
+            _gelu_cdf32(xf[lo:hi], yf[lo:hi], cf[lo:hi], df[lo:hi], *(tm[:hi - lo] for tm in tmps))
+    _SLOPES[id(cdf)] = both
     return y, cdf
 
 
 def gelu_backward(g, x, cdf=None):
     """The input gradient of GELU (the erf form), g (Phi(x) + x phi(x)), of x's shape and dtype; with ``cdf``
-    (Phi(x) from gelu_cdf) only phi's exp remains to compute."""
-    if cdf is not None:   # seven whole-array passes: as fast as pieces here (fewer calls), ~tanh's cost
+    (Phi(x) from gelu_cdf) only phi's exp remains to compute, and none for this table's own gelu_cdf."""
+    if cdf is not None:
+        both = _SLOPES.get(id(cdf))
+        if both is not None and cdf.base is both and cdf.shape == both.shape[1:] == x.shape \
+                and _addr(cdf) == _addr(both):   # (the [0] of the buffer, not another view of it)
+            return np.multiply(g, both[1, ...], out=np.empty(x.shape, x.dtype))
+        # a Phi from elsewhere: seven whole-array passes (as fast as pieces here: fewer calls), ~tanh's cost
         with np.errstate(all="ignore"):
             r = np.multiply(x, x, out=np.empty(x.shape, x.dtype))  # an array also for a 0-d x (in place below)
             r *= _f32(-0.5)

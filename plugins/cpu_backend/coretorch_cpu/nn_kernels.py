@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import sliding_window_view as _swv
 from .backend import _reduce
 
 _amax, _sum = _reduce(np.maximum.reduce, 32), _reduce(np.add.reduce, 16)
+_max_at = np.maximum.reduceat
 
 
 def _windows(x, kh, kw, stride, padding, dilation, oh, ow, pad_value=0.0):
@@ -137,7 +138,13 @@ def _row_max(x, dim):
     """Row maxima as the shift that keeps exp() finite; a row with no finite maximum is reported (its IEEE
     results come out without warnings): an all -inf row is shifted by 0 (0/0: nan), a row holding +inf or nan
     by its maximum, which makes the whole row nan as in PyTorch."""
-    m = _amax(x, (dim,), True)
+    d = x.shape[dim] if x.ndim else 1
+    if d > 32 and (dim == -1 or dim == x.ndim - 1) and x.flags.c_contiguous:
+        # rows of a contiguous last axis: maximum.reduceat runs them in one loop, ~1.4x faster than reduce's
+        # iteration per row (a maximum is the same whatever the order)
+        m = _max_at(x.reshape(-1), np.arange(0, x.size, d)).reshape(x.shape[:-1] + (1,))
+    else:
+        m = _amax(x, (dim,), True)
     finite = np.isfinite(m)
     if finite.all():
         return m, True
