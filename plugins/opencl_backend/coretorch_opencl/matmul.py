@@ -215,6 +215,13 @@ def nt_blocking(dev, dt=np.float32):
     return 2, 2, 4
 
 
+def _nt_via_copy(dev) -> bool:
+    """Whether A @ B.T with a long k runs as a transposed copy of B and the blocked kernel (see ``_matmul``): CPUs
+    with 16 vector registers (AVX2), where the A @ B.T kernel's 2 x 4 dot products reach 39-47 GFLOP/s against the
+    blocked kernel's 60-65 on the 2-core znver3 PoCL device; the AVX-512 device measured the two even."""
+    return _NT_VIA_COPY and dev.is_cpu and dev.cldev.preferred_vector_width_float < 16
+
+
 def nt_src(dt, ri: int, rj: int, vw: int) -> str:
     """C = A @ B.T with A (n, k) and B (m, k) both read along k (B.T a transposed view of a row-major B: the
     linear layer's ``x @ W.T``): each work-item holds RI x RJ VW-wide partial dot products, then sums the lanes
@@ -318,6 +325,15 @@ def _matmul(kern, a, b, bias, out=None):
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
+        lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k     # A's row pitch in the blocked kernel
+        if b_nt and k >= _NT_MIN_K and m >= 16 and dt == np.float32 and _nt_via_copy(dev) and lda * dt.itemsize % 4096:
+            # AVX2 CPUs (16 vector registers): a transposed copy of B and the blocked kernel beat the A @ B.T kernel
+            # (the MLP's x @ W.T, 128x784 @ 784x256, PoCL one compute unit: 0.80-0.95 ms against 1.09-1.24,
+            # the copy 0.1 of it); not where A's rows are 4 KiB apart (the blocked kernel's rows alias in L1)
+            b = kern.contiguous(b)
+            _, bo, _, bst = _desc(b)
+            sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
+            b_nt = False
         if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N and \
                 nb2 == 1:
             # rows of A a multiple of 4 KiB apart: the blocked kernel's RM rows alias in the L1 cache (1024^3:
@@ -367,7 +383,8 @@ def _matmul(kern, a, b, bias, out=None):
         biased = bias is not None and nb == 1
         nbi = -(-n // rm)
         ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
-        if dev.is_cpu and k >= _KC_MIN_K and ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
+        if dev.is_cpu and (k >= _KC_MIN_K or (at and nb == 1 and _PACK and k >= _KC_AT_MIN_K)) and \
+                ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
             # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
             # same sums (measured, the GPT step's five such products twice, PoCL one compute unit: 21.0 -> 17.8 ms;
             # packed A, see _PACK: a further ~10%)
@@ -434,9 +451,13 @@ _KC_GM = 8               # ... each work-item this many row blocks, when that le
 _KC_MIN_GROUPS = 2       # compute unit; A read transposed is packed first (pack_src).  Measured, PoCL one compute
 _PACK = True             # unit, the GPT's five weight-gradient products: 9.4 / 8.6 ms unpacked 4 blocks, 8.5 / 7.7
 #                          packed 8 blocks (two runs; 128, 512 and 16 blocks measured in between)
+_KC_AT_MIN_K = 128       # A read transposed (a weight gradient g.T @ x) goes packed from this k on: the MLP's
+#                          256x128 @ 128x784, PoCL one compute unit on the AVX2 device: 1.07-1.14 ms (min 0.79)
+#                          against 1.32 (min 0.92) unpacked in the same alternating run
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
+_NT_VIA_COPY = True      # (see _nt_via_copy)
 _VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 4 chunks: too few work-items to fill the device; split k (at 2 chunks the

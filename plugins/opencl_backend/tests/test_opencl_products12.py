@@ -1,0 +1,55 @@
+"""opencl-only checks of the product paths tuned for the AVX2 PoCL device (issue 17's opencl MLP step): x @ W.T as a
+transposed copy of W and the blocked kernel, a weight gradient g.T @ x packed and k-chunked at a short k, and the
+launch plans matmul caches per operand layout.  Thresholds are lowered so that small odd shapes take the paths."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch
+from coretorch_opencl import matmul as mm
+
+
+def _t(a):
+    return coretorch.tensor(a, device="opencl")
+
+
+def test_x_at_w_t_via_a_transposed_copy_is_the_blocked_product(monkeypatch, dt=np.float32):
+    """A @ B.T with B row-major (nn.Linear's x @ W.T) runs as the blocked kernel on B.T copied (float32, where it
+    was measured): bitwise the product with a contiguous B.T given, and numpy's within rounding; A sliced (rows at a
+    longer pitch) or batched, n, k, m no multiples of the blocks (n * m * k >= 32^3: smaller products take the
+    plain kernel)."""
+    monkeypatch.setattr(mm, "_NT_MIN_K", 1)
+    monkeypatch.setattr(mm, "_nt_via_copy", lambda dev: True)
+    rng = np.random.default_rng(0)
+    cases = [((7, 300), (19, 300), None), ((3, 13, 90), (3, 33, 90), None), ((9, 300), (17, 241), (5, 246))]
+    for sa, sw, cols in cases:
+        a_np = rng.standard_normal(sa).astype(dt)
+        w_np = rng.standard_normal(sw).astype(dt)
+        a, w = _t(a_np), _t(w_np)
+        if cols is not None:
+            a, a_np = a[:, cols[0]:cols[1]], a_np[:, cols[0]:cols[1]]
+        got = coretorch.matmul(a, w.transpose(-1, -2)).cpu().numpy()
+        ref = coretorch.matmul(a, w.transpose(-1, -2).contiguous()).cpu().numpy()
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_allclose(got, a_np @ np.swapaxes(w_np, -1, -2), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_weight_gradient_packed_at_a_short_k_is_bitwise_the_unpacked_one(monkeypatch, dt):
+    """g.T @ x (A read transposed in place) packed and k-chunked from a short k on: the same sums in the same order
+    as the unpacked blocked kernel (bitwise), numpy's within rounding; rows and columns past the blocks, a
+    column slice of x."""
+    monkeypatch.setattr(mm, "_KC_MIN_GROUPS", 0)
+    monkeypatch.setattr(mm, "_KC", 16)
+    rng = np.random.default_rng(1)
+    for n, k, m in [(37, 40, 45), (6, 330, 17), (70, 24, 130)]:
+        g_np = rng.standard_normal((k, n)).astype(dt)
+        x_full = rng.standard_normal((k, m + 3)).astype(dt)
+        g, x, x_np = _t(g_np), _t(x_full)[:, 2:m + 2], x_full[:, 2:m + 2]
+        monkeypatch.setattr(mm, "_KC_AT_MIN_K", 1 << 30)
+        ref = coretorch.matmul(g.t(), x).cpu().numpy()
+        monkeypatch.setattr(mm, "_KC_AT_MIN_K", 1)
+        got = coretorch.matmul(g.t(), x).cpu().numpy()
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_allclose(got, g_np.T @ x_np, rtol=1e-4, atol=1e-4)
