@@ -292,25 +292,97 @@ def matmul(kern, a, b, bias=None, out=None):
     return out
 
 
+class _Plan:
+    """What ``_matmul`` does for one operand layout (see ``_plan``): a kind, and for a launch of the blocked or
+    A @ B.T kernel the copies made first and every argument but the buffers."""
+    __slots__ = ("kind", "shape", "dt", "prep_a", "prep_b", "kn", "gs", "ls", "ao", "sab", "bo", "sbb", "rest",
+                 "biased", "pack", "extra")
+
+    def __init__(self, kind, shape, dt, **kw):
+        self.kind, self.shape, self.dt = kind, shape, dt
+        self.prep_a = self.prep_b = self.kn = self.gs = self.ls = self.rest = self.pack = self.extra = None
+        self.ao = self.sab = self.bo = self.sbb = 0
+        self.biased = False
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+_EMPTY, _ZERO_K, _RETRY, _SPLIT, _PLAIN, _LAUNCH = range(6)   # plan kinds
+_CONTIG, _BT_COPY, _PACKED = 1, 2, 3                            # copies made before a launch
+
+
+def _tunables() -> tuple:
+    """The module settings a plan depends on (tests and benchmarks change them): part of the plan's key."""
+    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _NT_MIN_K, _NT_VIA_COPY,
+            _VIA_NT_N, _SPLIT_MAX_OUT, _SPLIT_CHUNK, _nt_via_copy)
+
+
 def _matmul(kern, a, b, bias, out=None):
-    """-> (a @ b, whether ``bias`` was added)."""
+    """-> (a @ b, whether ``bias`` was added).  The choice of kernel, copies, sizes and arguments depends only on
+    the operands' layouts (shapes, strides, offsets, dtypes), so it is made once per layout (``_plan``) and kept
+    on the kernel set: a call then allocates, makes its copies and launches (a compiled replay's products: ~45 us
+    of host time per call down to ~15 on the 2-core PoCL machine)."""
+    key = (a.shape, a.strides, a.offset, b.shape, b.strides, b.offset, a.dtype, b.dtype, bias is not None,
+           _tunables())
+    plans = kern.__dict__.get("_mm_plans")
+    if plans is None:
+        plans = kern.__dict__["_mm_plans"] = {}
+    p = plans.get(key)
+    if p is None:
+        if len(plans) >= 2048:
+            plans.clear()
+        p = plans[key] = _plan(kern, a, b, bias is not None)
+    if out is None:
+        out = kern._out(p.shape, p.dt)
+    kind = p.kind
+    if kind == _LAUNCH:
+        dev = kern.dev
+        if p.prep_a == _CONTIG:
+            a = kern.contiguous(a)
+        elif p.prep_a == _PACKED:
+            pk, pgs, pls, size, pargs = p.pack
+            pa = kern._out((size,), p.dt)
+            STATS["launches"] += 1
+            pk(dev.queue, pgs, pls, pa.base_data, a.base_data, *pargs)
+            a = pa
+        if p.prep_b == _CONTIG:
+            b = kern.contiguous(b)
+        elif p.prep_b == _BT_COPY:     # B.T copied: only the new buffer is read (at the strides planned)
+            b = kern.contiguous(kern.permute(b, p.extra))
+        STATS["launches"] += 1
+        if p.biased:
+            p.kn(dev.queue, p.gs, p.ls, out.base_data, 0, a.base_data, p.ao, p.sab, b.base_data, p.bo, p.sbb,
+                 *p.rest, bias.base_data, bias.offset // bias.dtype.itemsize)
+            return out, True
+        p.kn(dev.queue, p.gs, p.ls, out.base_data, 0, a.base_data, p.ao, p.sab, b.base_data, p.bo, p.sbb, *p.rest)
+        return out, False
+    if kind == _EMPTY:
+        return out, False
+    if kind == _ZERO_K:
+        return kern._fill_into(out, 0), False
+    if kind == _RETRY:   # batch dims that do not collapse: one copy each, then the plan of the copies
+        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias, out)
+    if kind == _SPLIT:
+        return _split_k(kern, a, b, out, *p.extra), False
+    return _plain(kern, a, b, out, *p.extra), False
+
+
+def _plan(kern, a, b, biased: bool) -> _Plan:
+    """How ``_matmul`` computes a @ b for these operand layouts (nothing launched here)."""
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    out = kern._out(batch + (n, m), dt) if out is None else out
-    if out.size == 0:
-        return out, False
+    shape = batch + (n, m)
+    if _numel(shape) == 0:
+        return _Plan(_EMPTY, shape, dt)
     if k == 0:
-        return kern._fill_into(out, 0), False
-    ocs = c_strides(batch + (n, m))
-    for _ in range(2):
-        _, ao, _, ast = _desc(a)
-        _, bo, _, bst = _desc(b)
-        bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], ocs[:-2]])
-        if len(bd) <= 2:
-            break
-        a, b = kern.contiguous(a), kern.contiguous(b)  # batch dims that do not collapse: one copy each
+        return _Plan(_ZERO_K, shape, dt)
+    _, ao, _, ast = _desc(a)
+    _, bo, _, bst = _desc(b)
+    bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], c_strides(shape)[:-2]])
+    if len(bd) > 2:
+        return _Plan(_RETRY, shape, dt)
     dev = kern.dev
     rm, vw, ls = blocking(dev, dt)
     nv = vectors(dev, dt)
@@ -320,18 +392,21 @@ def _matmul(kern, a, b, bias, out=None):
     nb2, sab2, sbb2 = (bd[1], abst[1], bbst[1]) if len(bd) == 2 else (1, 0, 0)
     nb *= nb2
     if nb == 1 and n * m <= _SPLIT_MAX_OUT and k >= 4 * _SPLIT_CHUNK and dt.kind == "f":
-        return _split_k(kern, a, b, out, n, k, m), False
+        return _Plan(_SPLIT, shape, dt, extra=(n, k, m))
+    prep_a = prep_b = None
+    perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
     ri, rj, kv = nt_blocking(dev, dt)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
         lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k     # A's row pitch in the blocked kernel
-        if b_nt and k >= _NT_MIN_K and m >= 16 and dt == np.float32 and _nt_via_copy(dev) and lda * dt.itemsize % 4096:
+        if b_nt and k >= _NT_MIN_K and m >= 16 and n >= rm and dt == np.float32 and _nt_via_copy(dev) and \
+                lda * dt.itemsize % 4096:
             # AVX2 CPUs (16 vector registers): a transposed copy of B and the blocked kernel beat the A @ B.T kernel
             # (the MLP's x @ W.T, 128x784 @ 784x256, PoCL one compute unit: 0.80-0.95 ms against 1.09-1.24,
-            # the copy 0.1 of it); not where A's rows are 4 KiB apart (the blocked kernel's rows alias in L1)
-            b = kern.contiguous(b)
-            _, bo, _, bst = _desc(b)
+            # the copy 0.1 of it); not where A's rows are 4 KiB apart (the blocked kernel's rows alias in L1).  (m >= 16
+            # and n >= rm: the blocked kernel below takes it)
+            prep_b, bo, bst = _CONTIG, 0, c_strides(batch + (k, m))
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
             b_nt = False
         if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N and \
@@ -340,25 +415,22 @@ def _matmul(kern, a, b, bias, out=None):
             # 51 GFLOP/s against 71 for 1000^3 in one run), so a transposed copy of B (k*m elements, 1/n of the
             # product's work) and the A @ B.T kernel (1024^3: 66 GFLOP/s including the copy, the same run).  Other
             # shapes measured faster blocked (128x784 @ 784x256: 0.50 blocked, 0.75 ms so)
-            perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
-            b = kern.permute(kern.contiguous(kern.permute(b, perm)), perm)
-            _, bo, _, bst = _desc(b)
+            tst = c_strides(batch + (m, k))
+            prep_b, bo, bst = _BT_COPY, 0, tst[:-2] + (tst[-1], tst[-2])
             sbb = k * m if nb > 1 else 0
             b_nt = True
         # (a narrow m: the blocked kernel's tail.  Not for attention's q @ k.T, k = 32: 2.2 ms against 0.5 with
         # B copied and the blocked kernel, 64 x (64x32 @ 32x64), PoCL one compute unit)
         if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):
             if ast[-1] != 1 or ast[-2] < k:
-                a = kern.contiguous(a)
-                _, ao, _, ast = _desc(a)
+                prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
                 sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
             kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
                             options="-cl-mad-enable")
             items = -(-n // ri) * -(-m // rj)
-            STATS["launches"] += 1
-            kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-               b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2)
-            return out, False
+            return _Plan(_LAUNCH, shape, dt, prep_a=prep_a, prep_b=prep_b, extra=perm, kn=kn,
+                         gs=(-(-items // ls) * ls, nb), ls=(ls, 1), ao=ao, sab=sab, bo=bo, sbb=sbb,
+                         rest=(n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2))
     if vw > 8 and m < vw:
         vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
     if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:
@@ -373,16 +445,15 @@ def _matmul(kern, a, b, bias, out=None):
         # pitch >= k (a column slice, attention's heads): read in place
         at = (ast[-1] != 1 or ast[-2] < k) and ast[-2] == 1 and ast[-1] >= n
         if not at and (ast[-1] != 1 or ast[-2] < k):
-            a = kern.contiguous(a)
-            _, ao, _, ast = _desc(a)
+            prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
             sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
-        if bst[-1] != 1 or bst[-2] < m:     # rows of B at any pitch >= m (a column slice): read in place
-            b = kern.contiguous(b)
-            _, bo, _, bst = _desc(b)
+        if prep_b is None and (bst[-1] != 1 or bst[-2] < m):   # rows of B at any pitch >= m: read in place
+            prep_b, bo, bst = _CONTIG, 0, c_strides(batch + (k, m))
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
-        biased = bias is not None and nb == 1
+        biased = biased and nb == 1
         nbi = -(-n // rm)
         ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
+        pack = None
         if dev.is_cpu and (k >= _KC_MIN_K or (at and nb == 1 and _PACK and k >= _KC_AT_MIN_K)) and \
                 ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
             # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
@@ -391,11 +462,9 @@ def _matmul(kern, a, b, bias, out=None):
             packed = at and nb == 1 and _PACK
             if packed:
                 pk = dev.kernel(("mm_pack", dt.str, rm), "mm_pack", lambda: pack_src(dt, rm))
-                pa = kern._out((nbi * k * rm,), dt)
-                STATS["launches"] += 1
                 pls = min(64, dev.max_wg)
-                pk(dev.queue, (-(-k // pls) * pls, nbi), (pls, 1), pa.base_data, a.base_data, ao, n, k, ast[-1])
-                a, ao, ast = pa, 0, (1, rm)
+                pack = (pk, (-(-k // pls) * pls, nbi), (pls, 1), nbi * k * rm, (ao, n, k, ast[-1]))
+                prep_a, ao, ast = _PACKED, 0, (1, rm)
             kn = dev.kernel(("mm_fastk", dt.str, rm, vw, nv, _KC_GM, at, biased, _KC, packed), "mm_fast",
                             lambda: chunked_src(dt, rm, vw, at, nv, biased, _KC, _KC_GM, packed),
                             options="-cl-mad-enable")
@@ -404,14 +473,13 @@ def _matmul(kern, a, b, bias, out=None):
             kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
                             lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
             items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
-        STATS["launches"] += 1
-        kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2,
-           *((bias.base_data, _desc(bias)[1]) if biased else ()))
-        return out, biased
+        return _Plan(_LAUNCH, shape, dt, prep_a=prep_a, prep_b=prep_b, extra=perm, kn=kn,
+                     gs=(-(-items // ls) * ls, nb), ls=(ls, 1), ao=ao, sab=sab, bo=bo, sbb=sbb,
+                     rest=(n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2), biased=biased,
+                     pack=pack)
     if nb2 > 1:   # two batch dims: only the blocked kernel reads them in place
-        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias, out)
-    return _plain(kern, a, b, out, nb, ao, sab, ast, bo, sbb, bst), False
+        return _Plan(_RETRY, shape, dt)
+    return _Plan(_PLAIN, shape, dt, extra=(nb, ao, sab, ast, bo, sbb, bst))
 
 
 def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=None, bst=None):

@@ -53,3 +53,25 @@ def test_weight_gradient_packed_at_a_short_k_is_bitwise_the_unpacked_one(monkeyp
         got = coretorch.matmul(g.t(), x).cpu().numpy()
         np.testing.assert_array_equal(got, ref)
         np.testing.assert_allclose(got, g_np.T @ x_np, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_plans_follow_each_layout():
+    """matmul's cached plans (one per operand layout): operands of one shape at other offsets, strides and
+    transposes, with and without nn.Linear's bias, batched with a broadcast weight, empty and k = 0, each twice
+    (the second call replays the plan), all against numpy."""
+    rng = np.random.default_rng(2)
+    big = rng.standard_normal((40, 70)).astype(np.float32)
+    w_np = rng.standard_normal((33, 64)).astype(np.float32)
+    bias_np = rng.standard_normal(33).astype(np.float32)
+    tb, w, bias = _t(big), _t(w_np), _t(bias_np)
+    ops = [(lambda: tb[:32, :64] @ w.t(), big[:32, :64] @ w_np.T),
+           (lambda: tb[5:37, 3:67] @ w.t(), big[5:37, 3:67] @ w_np.T),
+           (lambda: tb[:, :32].t() @ tb[:, 40:70], big[:, :32].T @ big[:, 40:70]),
+           (lambda: coretorch.nn.functional.linear(tb[:32, :64], w, bias), big[:32, :64] @ w_np.T + bias_np),
+           (lambda: coretorch.nn.functional.linear(tb[1:33, :64], w), big[1:33, :64] @ w_np.T),
+           (lambda: tb[:24, :64].reshape(3, 8, 64) @ w.t(), big[:24, :64].reshape(3, 8, 64) @ w_np.T),
+           (lambda: tb[:0, :64] @ w.t(), np.zeros((0, 33), np.float32)),
+           (lambda: tb[:8, :0] @ w[:0, :].t().t(), np.zeros((8, 64), np.float32))]
+    for _ in range(2):
+        for fn, want in ops:
+            np.testing.assert_allclose(fn().cpu().numpy(), want, rtol=1e-4, atol=1e-4)
