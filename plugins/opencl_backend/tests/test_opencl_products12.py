@@ -75,3 +75,21 @@ def test_matmul_plans_follow_each_layout():
     for _ in range(2):
         for fn, want in ops:
             np.testing.assert_allclose(fn().cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_reduction_plans_follow_each_layout():
+    """The reductions' cached plans (one per layout and arguments): sums of one shape at other offsets, strides,
+    axes and dtypes (the bias gradient's column sum, its split-rows form, the generic kernel), each twice."""
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((600, 40)).astype(np.float32)
+    t = _t(big)
+    ops = [(lambda: t[:520, :24].sum(0), big[:520, :24].sum(0)),
+           (lambda: t[3:523, 9:33].sum(0), big[3:523, 9:33].sum(0)),
+           (lambda: t[:24, :20].t().sum(0), big[:24, :20].T.sum(0)),
+           (lambda: t[:520, :24].sum(1), big[:520, :24].sum(1)),
+           (lambda: t[:520, :24].double().sum(0), big[:520, :24].astype(np.float64).sum(0)),
+           (lambda: t[:520, :24].sum((0, 1), keepdim=True), big[:520, :24].sum(keepdims=True)),
+           (lambda: t[:520, :24].amax(0), big[:520, :24].max(0)), (lambda: t[:0, :24].sum(0), np.zeros(24, np.float32))]
+    for _ in range(2):
+        for fn, want in ops:
+            np.testing.assert_allclose(fn().cpu().numpy(), want, rtol=1e-4, atol=1e-3)
