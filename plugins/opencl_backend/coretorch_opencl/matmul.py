@@ -202,24 +202,24 @@ __kernel void mm_pack(__global {t}* restrict P, __global const {t}* restrict A, 
 """ + "".join(f"  o[{i}] = a[{i}];\n" for i in range(rm)) + "}\n"
 
 
-def nt_blocking(dev, dt=np.float32):
+def nt_blocking(dev, dt=np.float32, aliased: bool = False, n: int = 4):
     """(rows, columns, vector width along k) of a work-item of the A @ B.T kernel.  Measured in one run on the
     AVX-512 PoCL device (1024^3 / 128x784x256 float32 GFLOP/s): 4x4x16 75 / 87, 5x4x16 80 / 88, 4x4x8 61 / 70,
     4x2x8 50 / 54; 16-wide float vectors build and run here (the issue reported PoCL's LLVM failing on them; these
-    kernels do not hit that)."""
+    kernels do not hit that).  AVX2 (16 vector registers), the 2-core znver3 PoCL device, one compute unit, float32
+    128x784 @ 784x256 (the MLP's x @ W.T) in ms, median of alternating runs: 4x3x8 0.82, 3x3x8 0.93, 6x2x8 0.91,
+    4x2x8 0.99, 2x4x8 1.12, 5x2x8 0.96, 5x3x8 1.14, 4x4x8 1.30 (spills), 2x4x16 1.39, a transposed copy of W and the
+    blocked kernel 0.89-0.92; 1000^3 4x3x8 45-63 ms against 2x4x8 55-91.  ``aliased``: A's or B's rows a multiple of
+    4 KiB apart, where 4x3x8's seven row streams share L1 sets (1024^3: 41-45 ms against 39-40 for 2x4x8); ``n``:
+    A's rows (fewer than 4: 2x4x8, which the kernel's shifted last block needs no more rows than)."""
     if dev.is_cpu:
         wide = dev.cldev.preferred_vector_width_float >= 16
         if np.dtype(dt) == np.float64:
             return (4, 4, 8) if wide else (2, 4, 4)
-        return (4, 4, 16) if wide else (2, 4, 8)   # 16 (8) vector accumulators: 32 (16) vector registers
+        if wide:
+            return 4, 4, 16    # 16 vector accumulators of 32 registers
+        return (2, 4, 8) if aliased or n < 4 else (4, 3, 8)
     return 2, 2, 4
-
-
-def _nt_via_copy(dev) -> bool:
-    """Whether A @ B.T with a long k runs as a transposed copy of B and the blocked kernel (see ``_matmul``): CPUs
-    with 16 vector registers (AVX2), where the A @ B.T kernel's 2 x 4 dot products reach 39-47 GFLOP/s against the
-    blocked kernel's 60-65 on the 2-core znver3 PoCL device; the AVX-512 device measured the two even."""
-    return _NT_VIA_COPY and dev.is_cpu and dev.cldev.preferred_vector_width_float < 16
 
 
 def nt_src(dt, ri: int, rj: int, vw: int) -> str:
@@ -313,8 +313,8 @@ _CONTIG, _BT_COPY, _PACKED = 1, 2, 3                            # copies made be
 
 def _tunables() -> tuple:
     """The module settings a plan depends on (tests and benchmarks change them): part of the plan's key."""
-    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _NT_MIN_K, _NT_VIA_COPY,
-            _VIA_NT_N, _SPLIT_MAX_OUT, _SPLIT_CHUNK, _nt_via_copy)
+    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _NT_MIN_K, _VIA_NT_N,
+            _SPLIT_MAX_OUT, _SPLIT_CHUNK, nt_blocking)
 
 
 def _matmul(kern, a, b, bias, out=None):
@@ -395,20 +395,12 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
         return _Plan(_SPLIT, shape, dt, extra=(n, k, m))
     prep_a = prep_b = None
     perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
-    ri, rj, kv = nt_blocking(dev, dt)
+    lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k   # the rows' pitches the A @ B.T kernel reads
+    ldb = bst[-1] if bst[-2] == 1 and bst[-1] >= k else k
+    ri, rj, kv = nt_blocking(dev, dt, (lda * dt.itemsize) % 4096 == 0 or (ldb * dt.itemsize) % 4096 == 0, n)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
-        lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k     # A's row pitch in the blocked kernel
-        if b_nt and k >= _NT_MIN_K and m >= 16 and n >= rm and dt == np.float32 and _nt_via_copy(dev) and \
-                lda * dt.itemsize % 4096:
-            # AVX2 CPUs (16 vector registers): a transposed copy of B and the blocked kernel beat the A @ B.T kernel
-            # (the MLP's x @ W.T, 128x784 @ 784x256, PoCL one compute unit: 0.80-0.95 ms against 1.09-1.24,
-            # the copy 0.1 of it); not where A's rows are 4 KiB apart (the blocked kernel's rows alias in L1).  (m >= 16
-            # and n >= rm: the blocked kernel below takes it)
-            prep_b, bo, bst = _CONTIG, 0, c_strides(batch + (k, m))
-            sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
-            b_nt = False
         if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N and \
                 nb2 == 1:
             # rows of A a multiple of 4 KiB apart: the blocked kernel's RM rows alias in the L1 cache (1024^3:
@@ -447,7 +439,7 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
         if not at and (ast[-1] != 1 or ast[-2] < k):
             prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
             sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
-        if prep_b is None and (bst[-1] != 1 or bst[-2] < m):   # rows of B at any pitch >= m: read in place
+        if bst[-1] != 1 or bst[-2] < m:     # rows of B at any pitch >= m (a column slice): read in place
             prep_b, bo, bst = _CONTIG, 0, c_strides(batch + (k, m))
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
         biased = biased and nb == 1
@@ -525,7 +517,6 @@ _KC_AT_MIN_K = 128       # A read transposed (a weight gradient g.T @ x) goes pa
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
-_NT_VIA_COPY = True      # (see _nt_via_copy)
 _VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 4 chunks: too few work-items to fill the device; split k (at 2 chunks the
