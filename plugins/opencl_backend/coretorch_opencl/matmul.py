@@ -222,19 +222,21 @@ def nt_blocking(dev, dt=np.float32, aliased: bool = False, n: int = 4):
     return 2, 2, 4
 
 
-def nt_src(dt, ri: int, rj: int, vw: int) -> str:
+def nt_src(dt, ri: int, rj: int, vw: int, bias: bool = False) -> str:
     """C = A @ B.T with A (n, k) and B (m, k) both read along k (B.T a transposed view of a row-major B: the
     linear layer's ``x @ W.T``): each work-item holds RI x RJ VW-wide partial dot products, then sums the lanes
     (the alternative, a transposed copy of B, cost 0.11-0.15 ms for a 256x784 float32 weight on PoCL).  The last
     row / column block shifts back to end at n / m (n >= RI, m >= RJ): those outputs are computed twice,
-    identically."""
+    identically.  ``bias``: a vector of ``m`` values added to every row as the results are stored (nn.Linear's
+    x @ W.T + b in one launch; the same float additions as the separate add)."""
     t = cg.stype(dt)
     v = f"{t}{vw}"
     rows, cols = range(ri), range(rj)
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_nt(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                    long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k, int m,",
-             "                    int lda, int ldb, int nb2, long sab2, long sbb2) {",
+             "                    int lda, int ldb, int nb2, long sab2, long sbb2"
+             + (f", __global const {t}* restrict bias, long bio) {{" if bias else ") {"),
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {ri - 1}) / {ri};"
              f" int nbj = (m + {rj - 1}) / {rj};",
              " int z0 = bz / nb2, z1 = bz - z0 * nb2;",
@@ -259,7 +261,9 @@ def nt_src(dt, ri: int, rj: int, vw: int) -> str:
     lines += [f"  s{i}{j} += a{i}[p] * b{j}[p];" for i in rows for j in cols]
     lines.append(" }")
     lines.append(f" __global {t}* c = C + co + (long)bz * n * m + (long)r0 * m + c0;")
-    lines += [f" c[(long){i} * m + {j}] = s{i}{j};" for i in rows for j in cols]
+    if bias:
+        lines += [f" const {t} bb{j} = bias[bio + c0 + {j}];" for j in cols]
+    lines += [f" c[(long){i} * m + {j}] = s{i}{j}{f' + bb{j}' if bias else ''};" for i in rows for j in cols]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -417,12 +421,13 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
             if ast[-1] != 1 or ast[-2] < k:
                 prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
                 sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
-            kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
-                            options="-cl-mad-enable")
+            biased = biased and nb == 1
+            kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M) + (("bias",) if biased else ()), "mm_nt",
+                            lambda: nt_src(dt, ri, rj, kv, biased), options="-cl-mad-enable")
             items = -(-n // ri) * -(-m // rj)
             return _Plan(_LAUNCH, shape, dt, prep_a=prep_a, prep_b=prep_b, extra=perm, kn=kn,
                          gs=(-(-items // ls) * ls, nb), ls=(ls, 1), ao=ao, sab=sab, bo=bo, sbb=sbb,
-                         rest=(n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2))
+                         rest=(n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2), biased=biased)
     if vw > 8 and m < vw:
         vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
     if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:

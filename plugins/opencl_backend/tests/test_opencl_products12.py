@@ -35,6 +35,25 @@ def test_x_at_w_t_kernel_blockings(monkeypatch, blocks, dt=np.float32):
         np.testing.assert_allclose(got, a_np @ np.swapaxes(w_np, -1, -2), rtol=1e-4, atol=1e-4)
 
 
+def test_linear_bias_in_the_x_at_w_t_kernel(monkeypatch):
+    """nn.Linear's bias added in the A @ B.T kernel's stores: one launch, bitwise the product and a separate add,
+    numpy's within rounding; n, m, k no multiples of the blocks, a batched input (rows of one product)."""
+    from coretorch_opencl import STATS
+    monkeypatch.setattr(mm, "_NT_MIN_K", 1)
+    rng = np.random.default_rng(4)
+    for sx, m in [((7, 301), 19), ((128, 40), 10), ((2, 5, 300), 17)]:
+        x_np = rng.standard_normal(sx).astype(np.float32)
+        w_np = rng.standard_normal((m, sx[-1])).astype(np.float32)
+        b_np = rng.standard_normal(m).astype(np.float32)
+        x, w, b = _t(x_np), _t(w_np), _t(b_np)
+        coretorch.nn.functional.linear(x, w, b)
+        before = STATS["launches"]
+        got = coretorch.nn.functional.linear(x, w, b).cpu().numpy()
+        assert STATS["launches"] - before == 1
+        np.testing.assert_array_equal(got, (coretorch.matmul(x, w.t()) + b).cpu().numpy())
+        np.testing.assert_allclose(got, x_np @ w_np.T + b_np, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_weight_gradient_packed_at_a_short_k_is_bitwise_the_unpacked_one(monkeypatch, dt):
     """g.T @ x (A read transposed in place) packed and k-chunked from a short k on: the same sums in the same order
