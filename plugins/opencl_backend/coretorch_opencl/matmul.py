@@ -317,7 +317,7 @@ _CONTIG, _BT_COPY, _PACKED = 1, 2, 3                            # copies made be
 
 def _tunables() -> tuple:
     """The module settings a plan depends on (tests and benchmarks change them): part of the plan's key."""
-    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _NT_MIN_K, _VIA_NT_N,
+    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _KC_AT_MIN_WORK, _NT_MIN_K, _VIA_NT_N,
             _SPLIT_MAX_OUT, _SPLIT_CHUNK, nt_blocking)
 
 
@@ -451,7 +451,8 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
         nbi = -(-n // rm)
         ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
         pack = None
-        if dev.is_cpu and (k >= _KC_MIN_K or (at and nb == 1 and _PACK and k >= _KC_AT_MIN_K)) and \
+        if dev.is_cpu and (k >= _KC_MIN_K or (at and nb == 1 and _PACK and k >= _KC_AT_MIN_K and
+                                              n * m * k >= _KC_AT_MIN_WORK)) and \
                 ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
             # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
             # same sums (measured, the GPT step's five such products twice, PoCL one compute unit: 21.0 -> 17.8 ms;
@@ -516,9 +517,10 @@ _KC_GM = 8               # ... each work-item this many row blocks, when that le
 _KC_MIN_GROUPS = 2       # compute unit; A read transposed is packed first (pack_src).  Measured, PoCL one compute
 _PACK = True             # unit, the GPT's five weight-gradient products: 9.4 / 8.6 ms unpacked 4 blocks, 8.5 / 7.7
 #                          packed 8 blocks (two runs; 128, 512 and 16 blocks measured in between)
-_KC_AT_MIN_K = 128       # A read transposed (a weight gradient g.T @ x) goes packed from this k on: the MLP's
-#                          256x128 @ 128x784, PoCL one compute unit on the AVX2 device: 1.07-1.14 ms (min 0.79)
-#                          against 1.32 (min 0.92) unpacked in the same alternating run
+_KC_AT_MIN_K = 128       # A read transposed (a weight gradient g.T @ x) goes packed from this k on, in products of
+_KC_AT_MIN_WORK = 1 << 24  # at least this n * m * k: the MLP's 256x128 @ 128x784, PoCL one compute unit on the AVX2
+#                          device: 0.87-1.14 ms (min 0.79-0.84) against 1.09-1.32 (min 0.89-1.04) unpacked in
+#                          alternating runs; its 128x128 @ 128x256 gained ~0.02 ms, what the packing launch costs
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)

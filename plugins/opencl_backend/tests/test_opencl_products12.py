@@ -60,6 +60,7 @@ def test_weight_gradient_packed_at_a_short_k_is_bitwise_the_unpacked_one(monkeyp
     as the unpacked blocked kernel (bitwise), numpy's within rounding; rows and columns past the blocks, a
     column slice of x."""
     monkeypatch.setattr(mm, "_KC_MIN_GROUPS", 0)
+    monkeypatch.setattr(mm, "_KC_AT_MIN_WORK", 0)
     monkeypatch.setattr(mm, "_KC", 16)
     rng = np.random.default_rng(1)
     for n, k, m in [(37, 40, 45), (6, 330, 17), (70, 24, 130)]:
