@@ -26,6 +26,10 @@ a few rows, bit-identically; RM halves (down to 4) for products with fewer rows.
 dims do not collapse into one (attention's (B, H) head views of a (B, T, 3 H D) array) run as two batch dims of
 their own strides in the blocked kernel, A's and B's rows read in place at any pitch (no copies of q and v; k.T
 is one batched 8x8-block transposed copy).
+
+Host time: what a product runs (kernel, copies, sizes, arguments) depends only on its operands' layouts, so
+``_matmul`` plans it once per layout (``_plan``) and a later call allocates and launches (a compiled replay's
+products: ~45 us of Python per call down to ~18 on the 2-core PoCL machine).
 """
 from __future__ import annotations
 
@@ -202,32 +206,41 @@ __kernel void mm_pack(__global {t}* restrict P, __global const {t}* restrict A, 
 """ + "".join(f"  o[{i}] = a[{i}];\n" for i in range(rm)) + "}\n"
 
 
-def nt_blocking(dev, dt=np.float32):
+def nt_blocking(dev, dt=np.float32, aliased: bool = False, n: int = 4):
     """(rows, columns, vector width along k) of a work-item of the A @ B.T kernel.  Measured in one run on the
     AVX-512 PoCL device (1024^3 / 128x784x256 float32 GFLOP/s): 4x4x16 75 / 87, 5x4x16 80 / 88, 4x4x8 61 / 70,
     4x2x8 50 / 54; 16-wide float vectors build and run here (the issue reported PoCL's LLVM failing on them; these
-    kernels do not hit that)."""
+    kernels do not hit that).  AVX2 (16 vector registers), the 2-core znver3 PoCL device, one compute unit, float32
+    128x784 @ 784x256 (the MLP's x @ W.T) in ms, median of alternating runs: 4x3x8 0.82, 3x3x8 0.93, 6x2x8 0.91,
+    4x2x8 0.99, 2x4x8 1.12, 5x2x8 0.96, 5x3x8 1.14, 4x4x8 1.30 (spills), 2x4x16 1.39, a transposed copy of W and the
+    blocked kernel 0.89-0.92; 1000^3 4x3x8 45-63 ms against 2x4x8 55-91.  ``aliased``: A's or B's rows a multiple of
+    4 KiB apart, where 4x3x8's seven row streams share L1 sets (1024^3: 41-45 ms against 39-40 for 2x4x8); ``n``:
+    A's rows (fewer than 4: 2x4x8, which the kernel's shifted last block needs no more rows than)."""
     if dev.is_cpu:
         wide = dev.cldev.preferred_vector_width_float >= 16
         if np.dtype(dt) == np.float64:
             return (4, 4, 8) if wide else (2, 4, 4)
-        return (4, 4, 16) if wide else (2, 4, 8)   # 16 (8) vector accumulators: 32 (16) vector registers
+        if wide:
+            return 4, 4, 16    # 16 vector accumulators of 32 registers
+        return (2, 4, 8) if aliased or n < 4 else (4, 3, 8)
     return 2, 2, 4
 
 
-def nt_src(dt, ri: int, rj: int, vw: int) -> str:
+def nt_src(dt, ri: int, rj: int, vw: int, bias: bool = False) -> str:
     """C = A @ B.T with A (n, k) and B (m, k) both read along k (B.T a transposed view of a row-major B: the
     linear layer's ``x @ W.T``): each work-item holds RI x RJ VW-wide partial dot products, then sums the lanes
     (the alternative, a transposed copy of B, cost 0.11-0.15 ms for a 256x784 float32 weight on PoCL).  The last
     row / column block shifts back to end at n / m (n >= RI, m >= RJ): those outputs are computed twice,
-    identically."""
+    identically.  ``bias``: a vector of ``m`` values added to every row as the results are stored (nn.Linear's
+    x @ W.T + b in one launch; the same float additions as the separate add)."""
     t = cg.stype(dt)
     v = f"{t}{vw}"
     rows, cols = range(ri), range(rj)
     lines = [f"typedef {t} __attribute__((ext_vector_type({vw}), aligned({np.dtype(dt).itemsize}))) ct_uv;",
              f"__kernel void mm_nt(__global {t}* restrict C, long co, __global const {t}* restrict A, long ao,",
              f"                    long sab, __global const {t}* restrict B, long bo, long sbb, int n, int k, int m,",
-             "                    int lda, int ldb, int nb2, long sab2, long sbb2) {",
+             "                    int lda, int ldb, int nb2, long sab2, long sbb2"
+             + (f", __global const {t}* restrict bias, long bio) {{" if bias else ") {"),
              f" int id = get_global_id(0); int bz = get_global_id(1); int nbi = (n + {ri - 1}) / {ri};"
              f" int nbj = (m + {rj - 1}) / {rj};",
              " int z0 = bz / nb2, z1 = bz - z0 * nb2;",
@@ -252,7 +265,9 @@ def nt_src(dt, ri: int, rj: int, vw: int) -> str:
     lines += [f"  s{i}{j} += a{i}[p] * b{j}[p];" for i in rows for j in cols]
     lines.append(" }")
     lines.append(f" __global {t}* c = C + co + (long)bz * n * m + (long)r0 * m + c0;")
-    lines += [f" c[(long){i} * m + {j}] = s{i}{j};" for i in rows for j in cols]
+    if bias:
+        lines += [f" const {t} bb{j} = bias[bio + c0 + {j}];" for j in cols]
+    lines += [f" c[(long){i} * m + {j}] = s{i}{j}{f' + bb{j}' if bias else ''};" for i in rows for j in cols]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -285,25 +300,97 @@ def matmul(kern, a, b, bias=None, out=None):
     return out
 
 
+class _Plan:
+    """What ``_matmul`` does for one operand layout (see ``_plan``): a kind, and for a launch of the blocked or
+    A @ B.T kernel the copies made first and every argument but the buffers."""
+    __slots__ = ("kind", "shape", "dt", "prep_a", "prep_b", "kn", "gs", "ls", "ao", "sab", "bo", "sbb", "rest",
+                 "biased", "pack", "extra")
+
+    def __init__(self, kind, shape, dt, **kw):
+        self.kind, self.shape, self.dt = kind, shape, dt
+        self.prep_a = self.prep_b = self.kn = self.gs = self.ls = self.rest = self.pack = self.extra = None
+        self.ao = self.sab = self.bo = self.sbb = 0
+        self.biased = False
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+_EMPTY, _ZERO_K, _RETRY, _SPLIT, _PLAIN, _LAUNCH = range(6)   # plan kinds
+_CONTIG, _BT_COPY, _PACKED = 1, 2, 3                            # copies made before a launch
+
+
+def _tunables() -> tuple:
+    """The module settings a plan depends on (tests and benchmarks change them): part of the plan's key."""
+    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _KC_AT_MIN_WORK, _NT_MIN_K, _VIA_NT_N,
+            _SPLIT_MAX_OUT, _SPLIT_CHUNK, nt_blocking)
+
+
 def _matmul(kern, a, b, bias, out=None):
-    """-> (a @ b, whether ``bias`` was added)."""
+    """-> (a @ b, whether ``bias`` was added).  The choice of kernel, copies, sizes and arguments depends only on
+    the operands' layouts (shapes, strides, offsets, dtypes), so it is made once per layout (``_plan``) and kept
+    on the kernel set: a call then allocates, makes its copies and launches (a compiled replay's products: ~45 us
+    of host time per call down to ~15 on the 2-core PoCL machine)."""
+    key = (a.shape, a.strides, a.offset, b.shape, b.strides, b.offset, a.dtype, b.dtype, bias is not None,
+           _tunables())
+    plans = kern.__dict__.get("_mm_plans")
+    if plans is None:
+        plans = kern.__dict__["_mm_plans"] = {}
+    p = plans.get(key)
+    if p is None:
+        if len(plans) >= 2048:
+            plans.clear()
+        p = plans[key] = _plan(kern, a, b, bias is not None)
+    if out is None:
+        out = kern._out(p.shape, p.dt)
+    kind = p.kind
+    if kind == _LAUNCH:
+        dev = kern.dev
+        if p.prep_a == _CONTIG:
+            a = kern.contiguous(a)
+        elif p.prep_a == _PACKED:
+            pk, pgs, pls, size, pargs = p.pack
+            pa = kern._out((size,), p.dt)
+            STATS["launches"] += 1
+            pk(dev.queue, pgs, pls, pa.base_data, a.base_data, *pargs)
+            a = pa
+        if p.prep_b == _CONTIG:
+            b = kern.contiguous(b)
+        elif p.prep_b == _BT_COPY:     # B.T copied: only the new buffer is read (at the strides planned)
+            b = kern.contiguous(kern.permute(b, p.extra))
+        STATS["launches"] += 1
+        if p.biased:
+            p.kn(dev.queue, p.gs, p.ls, out.base_data, 0, a.base_data, p.ao, p.sab, b.base_data, p.bo, p.sbb,
+                 *p.rest, bias.base_data, bias.offset // bias.dtype.itemsize)
+            return out, True
+        p.kn(dev.queue, p.gs, p.ls, out.base_data, 0, a.base_data, p.ao, p.sab, b.base_data, p.bo, p.sbb, *p.rest)
+        return out, False
+    if kind == _EMPTY:
+        return out, False
+    if kind == _ZERO_K:
+        return kern._fill_into(out, 0), False
+    if kind == _RETRY:   # batch dims that do not collapse: one copy each, then the plan of the copies
+        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias, out)
+    if kind == _SPLIT:
+        return _split_k(kern, a, b, out, *p.extra), False
+    return _plain(kern, a, b, out, *p.extra), False
+
+
+def _plan(kern, a, b, biased: bool) -> _Plan:
+    """How ``_matmul`` computes a @ b for these operand layouts (nothing launched here)."""
     dt = a.dtype
     batch = tuple(a.shape[:-2])
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    out = kern._out(batch + (n, m), dt) if out is None else out
-    if out.size == 0:
-        return out, False
+    shape = batch + (n, m)
+    if _numel(shape) == 0:
+        return _Plan(_EMPTY, shape, dt)
     if k == 0:
-        return kern._fill_into(out, 0), False
-    ocs = c_strides(batch + (n, m))
-    for _ in range(2):
-        _, ao, _, ast = _desc(a)
-        _, bo, _, bst = _desc(b)
-        bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], ocs[:-2]])
-        if len(bd) <= 2:
-            break
-        a, b = kern.contiguous(a), kern.contiguous(b)  # batch dims that do not collapse: one copy each
+        return _Plan(_ZERO_K, shape, dt)
+    _, ao, _, ast = _desc(a)
+    _, bo, _, bst = _desc(b)
+    bd, (abst, bbst, _) = _collapse(batch, [ast[:-2], bst[:-2], c_strides(shape)[:-2]])
+    if len(bd) > 2:
+        return _Plan(_RETRY, shape, dt)
     dev = kern.dev
     rm, vw, ls = blocking(dev, dt)
     nv = vectors(dev, dt)
@@ -313,8 +400,12 @@ def _matmul(kern, a, b, bias, out=None):
     nb2, sab2, sbb2 = (bd[1], abst[1], bbst[1]) if len(bd) == 2 else (1, 0, 0)
     nb *= nb2
     if nb == 1 and n * m <= _SPLIT_MAX_OUT and k >= 4 * _SPLIT_CHUNK and dt.kind == "f":
-        return _split_k(kern, a, b, out, n, k, m), False
-    ri, rj, kv = nt_blocking(dev, dt)
+        return _Plan(_SPLIT, shape, dt, extra=(n, k, m))
+    prep_a = prep_b = None
+    perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
+    lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k   # the rows' pitches the A @ B.T kernel reads
+    ldb = bst[-1] if bst[-2] == 1 and bst[-1] >= k else k
+    ri, rj, kv = nt_blocking(dev, dt, (lda * dt.itemsize) % 4096 == 0 or (ldb * dt.itemsize) % 4096 == 0, n)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
@@ -324,25 +415,23 @@ def _matmul(kern, a, b, bias, out=None):
             # 51 GFLOP/s against 71 for 1000^3 in one run), so a transposed copy of B (k*m elements, 1/n of the
             # product's work) and the A @ B.T kernel (1024^3: 66 GFLOP/s including the copy, the same run).  Other
             # shapes measured faster blocked (128x784 @ 784x256: 0.50 blocked, 0.75 ms so)
-            perm = tuple(range(len(batch))) + (len(batch) + 1, len(batch))
-            b = kern.permute(kern.contiguous(kern.permute(b, perm)), perm)
-            _, bo, _, bst = _desc(b)
+            tst = c_strides(batch + (m, k))
+            prep_b, bo, bst = _BT_COPY, 0, tst[:-2] + (tst[-1], tst[-2])
             sbb = k * m if nb > 1 else 0
             b_nt = True
         # (a narrow m: the blocked kernel's tail.  Not for attention's q @ k.T, k = 32: 2.2 ms against 0.5 with
         # B copied and the blocked kernel, 64 x (64x32 @ 32x64), PoCL one compute unit)
         if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):
             if ast[-1] != 1 or ast[-2] < k:
-                a = kern.contiguous(a)
-                _, ao, _, ast = _desc(a)
+                prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
                 sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
-            kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M), "mm_nt", lambda: nt_src(dt, ri, rj, kv),
-                            options="-cl-mad-enable")
+            biased = biased and nb == 1
+            kn = dev.kernel(("mm_nt2", dt.str, ri, rj, kv, GROUP_M) + (("bias",) if biased else ()), "mm_nt",
+                            lambda: nt_src(dt, ri, rj, kv, biased), options="-cl-mad-enable")
             items = -(-n // ri) * -(-m // rj)
-            STATS["launches"] += 1
-            kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-               b.base_data, bo, sbb, n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2)
-            return out, False
+            return _Plan(_LAUNCH, shape, dt, prep_a=prep_a, prep_b=prep_b, extra=perm, kn=kn,
+                         gs=(-(-items // ls) * ls, nb), ls=(ls, 1), ao=ao, sab=sab, bo=bo, sbb=sbb,
+                         rest=(n, k, m, ast[-2], bst[-1], nb2, sab2, sbb2), biased=biased)
     if vw > 8 and m < vw:
         vw = 8                 # a narrow product (m = 10): the blocked kernel still covers 8 columns
     if dev.is_cpu and rm > 8 and -(-n // rm) * (m // vw) < 128 * dev.compute_units:
@@ -357,28 +446,27 @@ def _matmul(kern, a, b, bias, out=None):
         # pitch >= k (a column slice, attention's heads): read in place
         at = (ast[-1] != 1 or ast[-2] < k) and ast[-2] == 1 and ast[-1] >= n
         if not at and (ast[-1] != 1 or ast[-2] < k):
-            a = kern.contiguous(a)
-            _, ao, _, ast = _desc(a)
+            prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
             sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
         if bst[-1] != 1 or bst[-2] < m:     # rows of B at any pitch >= m (a column slice): read in place
-            b = kern.contiguous(b)
-            _, bo, _, bst = _desc(b)
+            prep_b, bo, bst = _CONTIG, 0, c_strides(batch + (k, m))
             sbb, sbb2 = (k * m * nb2, k * m) if nb > 1 else (0, 0)
-        biased = bias is not None and nb == 1
+        biased = biased and nb == 1
         nbi = -(-n // rm)
         ngr = -(-nbi // _KC_GM) * (mf // (vw * nv))
-        if dev.is_cpu and k >= _KC_MIN_K and ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
+        pack = None
+        if dev.is_cpu and (k >= _KC_MIN_K or (at and nb == 1 and _PACK and k >= _KC_AT_MIN_K and
+                                              n * m * k >= _KC_AT_MIN_WORK)) and \
+                ngr * nb >= _KC_MIN_GROUPS * ls * dev.compute_units:
             # a long k (the weight gradients' x.T @ g over 1024 rows): k chunks of B's panel kept in L1, bitwise the
             # same sums (measured, the GPT step's five such products twice, PoCL one compute unit: 21.0 -> 17.8 ms;
             # packed A, see _PACK: a further ~10%)
             packed = at and nb == 1 and _PACK
             if packed:
                 pk = dev.kernel(("mm_pack", dt.str, rm), "mm_pack", lambda: pack_src(dt, rm))
-                pa = kern._out((nbi * k * rm,), dt)
-                STATS["launches"] += 1
                 pls = min(64, dev.max_wg)
-                pk(dev.queue, (-(-k // pls) * pls, nbi), (pls, 1), pa.base_data, a.base_data, ao, n, k, ast[-1])
-                a, ao, ast = pa, 0, (1, rm)
+                pack = (pk, (-(-k // pls) * pls, nbi), (pls, 1), nbi * k * rm, (ao, n, k, ast[-1]))
+                prep_a, ao, ast = _PACKED, 0, (1, rm)
             kn = dev.kernel(("mm_fastk", dt.str, rm, vw, nv, _KC_GM, at, biased, _KC, packed), "mm_fast",
                             lambda: chunked_src(dt, rm, vw, at, nv, biased, _KC, _KC_GM, packed),
                             options="-cl-mad-enable")
@@ -387,14 +475,13 @@ def _matmul(kern, a, b, bias, out=None):
             kn = dev.kernel(("mm_fast3", dt.str, rm, vw, nv, GROUP_M, at, biased), "mm_fast",
                             lambda: fast_src(dt, rm, vw, at, nv, biased), options="-cl-mad-enable")
             items = nbi * (mf // (vw * nv)) + nbi * (m - mf)   # the blocks, then the last columns (one launch)
-        STATS["launches"] += 1
-        kn(dev.queue, (-(-items // ls) * ls, nb), (ls, 1), out.base_data, 0, a.base_data, ao, sab,
-           b.base_data, bo, sbb, n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2,
-           *((bias.base_data, _desc(bias)[1]) if biased else ()))
-        return out, biased
+        return _Plan(_LAUNCH, shape, dt, prep_a=prep_a, prep_b=prep_b, extra=perm, kn=kn,
+                     gs=(-(-items // ls) * ls, nb), ls=(ls, 1), ao=ao, sab=sab, bo=bo, sbb=sbb,
+                     rest=(n, k, mf, bst[-2], m, ast[-1] if at else ast[-2], nb2, sab2, sbb2), biased=biased,
+                     pack=pack)
     if nb2 > 1:   # two batch dims: only the blocked kernel reads them in place
-        return _matmul(kern, kern.contiguous(a), kern.contiguous(b), bias, out)
-    return _plain(kern, a, b, out, nb, ao, sab, ast, bo, sbb, bst), False
+        return _Plan(_RETRY, shape, dt)
+    return _Plan(_PLAIN, shape, dt, extra=(nb, ao, sab, ast, bo, sbb, bst))
 
 
 def _plain(kern, a, b, out, nb=None, ao=None, sab=None, ast=None, bo=None, sbb=None, bst=None):
@@ -434,6 +521,10 @@ _KC_GM = 8               # ... each work-item this many row blocks, when that le
 _KC_MIN_GROUPS = 2       # compute unit; A read transposed is packed first (pack_src).  Measured, PoCL one compute
 _PACK = True             # unit, the GPT's five weight-gradient products: 9.4 / 8.6 ms unpacked 4 blocks, 8.5 / 7.7
 #                          packed 8 blocks (two runs; 128, 512 and 16 blocks measured in between)
+_KC_AT_MIN_K = 128       # A read transposed (a weight gradient g.T @ x) goes packed from this k on, in products of
+_KC_AT_MIN_WORK = 1 << 24  # at least this n * m * k: the MLP's 256x128 @ 128x784, PoCL one compute unit on the AVX2
+#                          device: 0.87-1.14 ms (min 0.79-0.84) against 1.09-1.32 (min 0.89-1.04) unpacked in
+#                          alternating runs; its 128x128 @ 128x256 gained ~0.02 ms, what the packing launch costs
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)

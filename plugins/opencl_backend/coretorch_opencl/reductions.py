@@ -70,6 +70,25 @@ class ReductionKernels(KernelMixin):
         return off, kd, ks, rd, rs, axes
 
     def _reduce_run(self, op, x, axes, keepdim, out_dt):
+        """op over ``axes`` of ``x`` into a new array.  What runs depends only on the layout (shape, strides,
+        offset, dtypes) and the arguments, so it is planned once per such key (``_reduce_plan``) and a call allocates
+        and launches (a compiled replay's bias-gradient sums: host time per call roughly halved)."""
+        try:
+            key = (op, x.shape, x.strides, x.offset, x.dtype, axes, keepdim, out_dt)
+            plans = self.__dict__.get("_red_plans")
+            if plans is None:
+                plans = self.__dict__["_red_plans"] = {}
+            run = plans.get(key)
+        except TypeError:          # unhashable axes (a list): planned for this call only
+            return self._reduce_plan(op, x, axes, keepdim, out_dt)(x)
+        if run is None:
+            if len(plans) >= 2048:
+                plans.clear()
+            run = plans[key] = self._reduce_plan(op, x, axes, keepdim, out_dt)
+        return run(x)
+
+    def _reduce_plan(self, op, x, axes, keepdim, out_dt):
+        """-> run(x): the reduction of arrays laid out as ``x`` (see ``_reduce_run``)."""
         off, kd, ks, rd, rs, axes = self._split(x, axes)
         shape = x.shape
         oshape = tuple(1 if d in axes else s for d, s in enumerate(shape)) if keepdim else \
@@ -77,11 +96,17 @@ class ReductionKernels(KernelMixin):
         M, K = _numel(kd), _numel(rd)
         if not rd:
             rd, rs = (1,), (0,)
-        out = self._out(oshape, out_dt)
+        new = self._out
         if M == 0:
-            return out
-        if op == "sum" and ks == (1,) and len(rd) == 1 and K > 1 and self._colsum(x, off, rs[0], K, M, out):
-            return out
+            return lambda x: new(oshape, out_dt)
+        if op == "sum" and ks == (1,) and len(rd) == 1 and K > 1:
+            col = self._colsum_plan(x.dtype, out_dt, off, rs[0], K, M)
+            if col is not None:
+                def run_col(x):
+                    out = new(oshape, out_dt)
+                    col(x, out)
+                    return out
+                return run_col
         P = 1
         if K >= 4096 and M < 256:
             P = min(-(-K // 1024), max(1, 1024 // M))
@@ -92,33 +117,40 @@ class ReductionKernels(KernelMixin):
         b = 1 if len(rd) == 1 else max(4, len(rd))
         if b > 1:
             rd, rs, b = _pad(rd, rs)
-        target = out if P == 1 else self._out((M, P), out_dt)
         k = self._red_kernel(op, x.dtype, out_dt, a, b)
-        args = [target.base_data, target.offset // out_dt.itemsize, x.base_data, off, M * P, P, chunk, K]
-        args += list(kd) + list(ks) + list(rd) + list(rs)
-        self.dev.launch(k, M * P, args)
+        tail = (off, M * P, P, chunk, K) + tuple(kd) + tuple(ks) + tuple(rd) + tuple(rs)
+        launch = self.dev.launch
         if P == 1:
-            return out
+            def run(x):
+                out = new(oshape, out_dt)
+                launch(k, M, [out.base_data, 0, x.base_data, *tail])
+                return out
+            return run
         k2 = self._red_kernel(op, out_dt, out_dt, 4, 1)
-        self.dev.launch(k2, M, [out.base_data, 0, target.base_data, 0, M, 1, P, P, 1, 1, 1, M, 0, 0, 0, P, P, 1])
-        return out
 
-    def _colsum(self, x, off, rs, K, M, out) -> bool:
-        """A sum over the leading axis of a (K, M) layout whose columns are contiguous (a bias gradient: a (batch,
-        features) gradient summed over the batch) on CPUs: each work-item adds VW-wide vectors of columns down the
-        rows (the generic kernel reads one column per work-item with a stride per element, scalar: 2.4 ms for a
-        1024x1024 float32 on PoCL).  Rows are added in order, as the generic kernel does (the same bits), unless
-        too few work-items would remain: then the rows are split into chunks whose partial sums one more pass adds.
-        False (nothing launched) where this does not apply: GPUs (the generic kernel reads adjacent columns in
-        adjacent work-items there, coalesced), other dtypes, fewer columns than a vector."""
+        def run2(x):
+            out = new(oshape, out_dt)
+            target = new((M, P), out_dt)
+            launch(k, M * P, [target.base_data, 0, x.base_data, *tail])
+            launch(k2, M, [out.base_data, 0, target.base_data, 0, M, 1, P, P, 1, 1, 1, M, 0, 0, 0, P, P, 1])
+            return out
+        return run2
+
+    def _colsum_plan(self, dt, out_dt, off, rs, K, M):
+        """-> run(x, out), a sum over the leading axis of a (K, M) layout whose columns are contiguous (a bias
+        gradient: a (batch, features) gradient summed over the batch) on CPUs: each work-item adds VW-wide vectors of
+        columns down the rows (the generic kernel reads one column per work-item with a stride per element, scalar:
+        2.4 ms for a 1024x1024 float32 on PoCL).  Rows are added in order, as the generic kernel does (the same
+        bits), unless too few work-items would remain: then the rows are split into chunks whose partial sums one
+        more pass adds.  None where this does not apply: GPUs (the generic kernel reads adjacent columns in adjacent
+        work-items there, coalesced), other dtypes, fewer columns than a vector."""
         dev = self.dev
-        dt = x.dtype
-        if not dev.is_cpu or dt != out.dtype or dt not in (np.float32, np.float64):
-            return False
+        if not dev.is_cpu or dt != out_dt or dt not in (np.float32, np.float64):
+            return None
         pref = dev.cldev.preferred_vector_width_float if dt == np.float32 else dev.cldev.preferred_vector_width_double
         vw = 8 if pref >= 8 else 4 if pref >= 4 else 0   # 8-wide at most: a column sum is bound by memory, not lanes
         if not vw or M < vw or max(K, M) >= 2 ** 31:
-            return False
+            return None
         w = -(-M // vw)                         # work-items per row chunk
         target = 4 * dev.compute_units          # enough work-items to keep every core busy, with some balance
         P = min(-(-target // w), K // 256) if w < target else 1
@@ -150,19 +182,21 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
 }}
 """)
 
+        ls = min(1 << max(0, (w // (4 * dev.compute_units)).bit_length() - 1), dev.ls)   # several groups per core
+        gs = -(-w // ls) * ls
+        new = self._out
+
         def run(dst, src, so, srs, rows, ch, parts):
-            ls = 1 << max(0, (w // (4 * dev.compute_units)).bit_length() - 1)   # several groups per core
-            ls = min(ls, dev.ls)
             STATS["launches"] += 1
-            k(dev.queue, (-(-w // ls) * ls, parts), (ls, 1), dst.base_data, dst.offset // dt.itemsize,
-              src.base_data, so, srs, rows, M, ch)
+            k(dev.queue, (gs, parts), (ls, 1), dst.base_data, 0, src.base_data, so, srs, rows, M, ch)
         if P == 1:
-            run(out, x, off, rs, K, K, 1)
-            return True
-        part = self._out((P, M), dt)
-        run(part, x, off, rs, K, chunk, P)
-        run(out, part, 0, M, P, P, 1)
-        return True
+            return lambda x, out: run(out, x, off, rs, K, K, 1)
+
+        def run2(x, out):
+            part = new((P, M), dt)
+            run(part, x, off, rs, K, chunk, P)
+            run(out, part, 0, M, P, P, 1)
+        return run2
 
     def _red_kernel(self, op, in_dt, out_dt, a, b):
         group = ("any", "all") if op in ("any", "all") else ("sum", "prod", "amax", "amin")
