@@ -37,6 +37,7 @@ class Tensor(_TensorAPI):
     _gfb: Any = None  # a view's base's grad_fn when the view's own grad_fn was made (see _edge)
     _out_nr = 0
     _accum = None
+    _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
     _retains = False
 
     _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)

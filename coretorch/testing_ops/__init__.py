@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("core", "sorting", "special", "triangular", "joining", "scatter", "products", "decomp", "random")
+FAMILIES = ("core", "sorting", "special", "triangular", "joining", "scatter", "products", "decomp", "random",
+            "names12")
 
 
 def all_cases() -> list:

@@ -1,0 +1,105 @@
+"""OpCases of the Tensor methods and nn.functional names added for PyTorch programs (coretorch/_tensor_names12.py,
+nn.functional's pdist and in-place activations); part of coretorch.testing.CASES."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import coretorch as ct
+import coretorch.nn.functional as F
+from coretorch.testing import Arg as A, OpCase
+
+FI = ("float32", "float64", "int64")
+
+
+def _pdist_ref(p):
+    def ref(a):
+        i, j = np.triu_indices(a.shape[0], 1)
+        d = np.abs(a[i] - a[j])
+        if p == 0:
+            r = (d != 0).sum(-1).astype(a.dtype)
+        elif np.isinf(p):
+            r = d.max(-1) if d.shape[-1] else d.sum(-1)
+        else:
+            r = (d ** p).sum(-1) ** (1 / p)
+        return np.asarray(r, dtype=a.dtype)
+    return ref
+
+
+def _resize(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # non-inplace resize is deprecated (tested elsewhere)
+        return x.resize(2, 10)
+
+
+def _nonzero_static_ref(size, fill):
+    def ref(a):
+        nz = np.argwhere(a != 0)[:size]
+        pad = np.full((size - len(nz), a.ndim), fill, dtype=np.int64)
+        return np.concatenate([nz.astype(np.int64), pad])
+    return ref
+
+
+def _elu_ref(a, alpha=1.0):
+    return np.where(a > 0, a, alpha * np.expm1(np.minimum(a, 0))).astype(a.dtype)
+
+
+def _inplace(fn):
+    """``fn`` applied in place to a copy (the input of a gradcheck must stay unmodified)."""
+    def run(x):
+        y = x.clone()
+        out = fn(y)
+        assert out is y
+        return out
+    return run
+
+
+CASES = []
+for _tag, _p in (("", 2.0), (".p0", 0.0), (".p1", 1.0), (".pinf", float("inf")), (".p3", 3.0)):
+    CASES.append(OpCase(f"pdist{_tag}", lambda x, p=_p: F.pdist(x, p), _pdist_ref(_p), (A((5, 3), "distinct"),),
+                        grad=_p != 0, gradgrad=_p == 2.0))
+CASES += [
+    OpCase("pdist.t", F.pdist, _pdist_ref(2.0), (A((4, 3), "distinct", layout="t"),)),
+    OpCase("pdist.one_row", F.pdist, _pdist_ref(2.0), (A((1, 3)),), grad=False),
+    OpCase("pdist.3d", F.pdist, None, (A((2, 3, 2)),), raises=RuntimeError),
+    OpCase("pdist.int", F.pdist, None, (A((3, 2), dtype="int64"),), raises=RuntimeError),
+    OpCase("pdist.negative_p", lambda x: F.pdist(x, -1), None, (A((3, 2)),), raises=RuntimeError),
+    OpCase("sum_to_size", lambda x: x.sum_to_size(1, 5), lambda a: a.sum(0, keepdims=True), (A((4, 5)),),
+           dtypes=FI),
+    OpCase("sum_to_size.lead", lambda x: x.sum_to_size((3, 1)), lambda a: a.sum((0, 2))[:, None],
+           (A((2, 3, 4), layout="t"),)),
+    OpCase("sum_to_size.same", lambda x: x.sum_to_size(4, 5), lambda a: a, (A((4, 5), layout="s"),)),
+    OpCase("sum_to_size.bad", lambda x: x.sum_to_size(2, 5), None, (A((4, 5)),), raises=RuntimeError),
+    OpCase("adjoint", lambda x: x.adjoint(), lambda a: np.swapaxes(a, -1, -2), (A((2, 3, 4)),), dtypes=FI),
+    OpCase("mH", lambda x: x.mH, lambda a: np.swapaxes(a, -1, -2), (A((3, 4), layout="t"),)),
+    OpCase("H", lambda x: x.H, lambda a: a.T, (A((3, 4), layout="s"),)),
+    OpCase("H.3d", lambda x: x.H, None, (A((2, 3, 4)),), raises=RuntimeError),
+    OpCase("adjoint.1d", lambda x: x.adjoint(), None, (A((3,)),), raises=RuntimeError),
+    OpCase("resize", _resize, lambda a: a.reshape(2, 10), (A((4, 5), layout="t"),)),
+    OpCase("nonzero_static.pad", lambda x: x.nonzero_static(size=20, fill_value=-7),
+           _nonzero_static_ref(20, -7), (A((3, 4), "mask"),), dtypes=FI, grad=False),
+    OpCase("nonzero_static.truncate", lambda x: x.nonzero_static(size=2), _nonzero_static_ref(2, -1),
+           (A((3, 4), "small", layout="t"),), dtypes=FI, grad=False),
+    OpCase("nonzero_static.empty", lambda x: x.nonzero_static(size=2), _nonzero_static_ref(2, -1),
+           (A((0, 3)),), grad=False),
+    OpCase("hardshrink.method", lambda x: x.hardshrink(0.7), lambda a: np.where(np.abs(a) > 0.7, a, 0).astype(a.dtype),
+           (A((4, 5), "distinct"),)),
+    OpCase("prelu.method", lambda x, w: x.prelu(w),
+           lambda a, w: np.where(a >= 0, a, w[None, :, None] * a).astype(a.dtype),
+           (A((2, 3, 4), "distinct"), A((3,)))),
+    OpCase("elu_", _inplace(lambda x: F.elu_(x, 0.5)), lambda a: _elu_ref(a, 0.5), (A((4, 5), "distinct"),)),
+    OpCase("celu_", _inplace(lambda x: F.celu_(x, 2.0)),
+           lambda a: np.where(a > 0, a, 2.0 * np.expm1(np.minimum(a, 0) / 2.0)).astype(a.dtype),
+           (A((4, 5), "distinct"),)),
+    OpCase("selu_", _inplace(F.selu_), lambda a: (1.0507009873554804934193349852946 *
+                                                  _elu_ref(a, 1.6732632423543772848170429916717)).astype(a.dtype),
+           (A((4, 5), "distinct"),)),
+    OpCase("hardtanh_", _inplace(lambda x: F.hardtanh_(x, -0.5, 0.8)), lambda a: np.clip(a, -0.5, 0.8),
+           (A((4, 5), "distinct"),)),
+    OpCase("leaky_relu_", _inplace(lambda x: F.leaky_relu_(x, 0.2)), lambda a: np.where(a > 0, a, 0.2 * a).astype(
+        a.dtype), (A((4, 5), "distinct"),)),
+    OpCase("threshold_", _inplace(lambda x: F.threshold_(x, 0.3, -2.0)),
+           lambda a: np.where(a > 0.3, a, -2.0).astype(a.dtype), (A((4, 5), "distinct"),)),
+]
+_ = ct  # the module under test (F is coretorch.nn.functional)

@@ -1,0 +1,302 @@
+"""Tensor methods, nn.functional and nn names PyTorch programs use (coretorch/_tensor_names12.py, coretorch/storage.py,
+nn.grad, nn.attention, DataParallel, AdaptiveLogSoftmaxWithLoss, ...): behaviour pinned from PyTorch 2.13 by hand,
+values against numpy or closed forms, on every device.  The computing ops are in the op table
+(coretorch/testing_ops/names12.py)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+from coretorch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def arr(t):
+    return t.detach().cpu().numpy()
+
+
+# ---- conjugate transposes, dim_order, is_set_to, output_nr, new_empty_strided --------------------------------
+def test_conjugate_transposes_are_views(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    for y in (x.H, x.mH, x.adjoint()):
+        assert y.shape == (3, 2) and y.stride() == (1, 3)
+        np.testing.assert_array_equal(arr(y), arr(x).T)
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        torch.ones(3, device=device).mH
+    with pytest.warns(UserWarning, match="deprecated on 0-D"):
+        assert torch.tensor(2.0, device=device).H.item() == 2.0
+
+
+@pytest.mark.parametrize("shape, perm, order", [
+    ((2, 3, 4), None, (0, 1, 2)), ((2, 3, 4), (2, 0, 1), (1, 2, 0)), ((2, 3, 5, 7), (0, 2, 1, 3), (0, 2, 1, 3)),
+    ((3, 4), (1, 0), (1, 0)), ((2, 1, 3), (1, 0, 2), (0, 1, 2)),  # PyTorch's values (ties keep their order)
+])
+def test_dim_order(device, shape, perm, order):
+    x = torch.empty(shape, device=device)
+    assert (x if perm is None else x.permute(perm)).dim_order() == order
+
+
+def test_dim_order_ambiguity_and_expanded(device):
+    assert torch.empty(2, 3, device=device).expand(4, 2, 3).dim_order() == (0, 1, 2)  # stride 0: ambiguous
+    x = torch.empty(1, 2, 3, 4, device=device)
+    assert x.dim_order() == (0, 1, 2, 3)
+    with pytest.raises(RuntimeError, match="unique dim order"):
+        x.dim_order(ambiguity_check=True)
+    assert x.dim_order(ambiguity_check=[torch.contiguous_format]) == (0, 1, 2, 3)
+    with pytest.raises(TypeError, match="bool or a list of memory formats"):
+        x.dim_order(ambiguity_check="ILLEGAL")
+
+
+def test_is_set_to_output_nr_const_data_ptr(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    assert x.is_set_to(x) and x.is_set_to(x[:]) and not x.is_set_to(x.view(6)) and not x.is_set_to(x.clone())
+    assert not x.is_set_to(x.t())
+    assert x.const_data_ptr() == x.data_ptr()
+    assert x.output_nr == 0
+    parts = torch.ones(3, device=device, requires_grad=True).unbind()
+    assert [p.output_nr for p in parts] == [0, 1, 2]
+
+
+def test_new_empty_strided(device):
+    x = torch.ones(2, dtype=torch.float64, device=device)
+    y = x.new_empty_strided((2, 3), (1, 2))
+    assert y.shape == (2, 3) and y.stride() == (1, 2) and y.dtype == torch.float64 and y.device == x.device
+    assert y._base is None and not y.requires_grad
+    z = x.new_empty_strided((2, 2), (2, 1), dtype=torch.int32, requires_grad=False)
+    assert z.dtype == torch.int32 and z.is_contiguous()
+    assert x.new_empty_strided((3,), (1,), requires_grad=True).requires_grad
+    with pytest.raises(RuntimeError, match="mismatch in length"):
+        x.new_empty_strided((2, 3), (1,))
+
+
+# ---- storages ----------------------------------------------------------------------------------------------
+def test_untyped_storage_shared_by_views(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    views = (x, x[1:], x.t(), x.view(6)[2:], x.detach(), x[1:].detach())
+    ptrs = {v.untyped_storage().data_ptr() for v in views}
+    assert ptrs == {x.data_ptr()}
+    assert x.clone().untyped_storage().data_ptr() != x.data_ptr()
+    s = x[1:].untyped_storage()
+    assert s.nbytes() == s.size() == len(s) == 24 and s.element_size() == 1 and s.device == x.device
+    assert torch.is_storage(s) and not torch.is_storage(x)
+    assert s == x.untyped_storage() and isinstance(s, torch.UntypedStorage)
+    assert s.tolist() == list(np.arange(6, dtype=np.float32).view(np.uint8))
+
+
+def test_typed_storage(device):
+    x = torch.arange(6, dtype=torch.int64, device=device)[2:4]
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        s = x.storage()
+    assert isinstance(s, torch.TypedStorage) and s.dtype == torch.int64 and s.element_size() == 8
+    assert s.size() == len(s) == 6 and s.nbytes() == 48 and s.tolist() == [0, 1, 2, 3, 4, 5] and s[3] == 3
+    assert s.data_ptr() == x.untyped_storage().data_ptr() and s.untyped().nbytes() == 48
+
+
+# ---- resize / removed methods / triangular_solve -------------------------------------------------------------
+def test_resize_deprecated_out_of_place(device):
+    a = torch.arange(6.0, device=device, requires_grad=True)
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        r = a.resize(2, 3)
+    assert r.shape == (2, 3) and a.shape == (6,) and type(r.grad_fn).__name__ == "ResizeBackward"
+    (r * torch.arange(6.0, device=device).reshape(2, 3)).sum().backward()
+    np.testing.assert_array_equal(arr(a.grad), np.arange(6.0))
+    with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+        assert a.resize_as(torch.ones(3, 2)).shape == (3, 2)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="requested resize to 2x4"):
+        a.resize(2, 4)
+
+
+@pytest.mark.parametrize("name, args", [("solve", (1,)), ("symeig", ()), ("eig", ()), ("lstsq", (1,))])
+def test_removed_linalg_methods_raise(name, args):
+    with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed"):
+        getattr(torch.eye(2), name)(*args)
+
+
+def test_triangular_solve(device):
+    A = torch.tensor([[2.0, 1.0], [0.0, 3.0]], dtype=torch.float64, device=device)
+    B = torch.tensor([[1.0], [2.0]], dtype=torch.float64, device=device)
+    with pytest.warns(UserWarning, match="deprecated in favor of torch.linalg.solve_triangular"):
+        sol, coef = B.triangular_solve(A)
+        solt = B.triangular_solve(A, transpose=True).solution
+        sol_l = B.triangular_solve(A.t(), upper=False).solution
+    np.testing.assert_allclose(arr(sol), np.linalg.solve(arr(A), arr(B)))
+    np.testing.assert_allclose(arr(solt), np.linalg.solve(arr(A).T, arr(B)))
+    np.testing.assert_allclose(arr(sol_l), np.linalg.solve(arr(A).T, arr(B)))
+    np.testing.assert_array_equal(arr(coef), arr(A))
+    assert coef.data_ptr() != A.data_ptr()
+
+
+# ---- register_post_accumulate_grad_hook ----------------------------------------------------------------------
+def test_post_accumulate_grad_hook_sgd_in_backward(device):
+    v = torch.zeros(3, device=device, requires_grad=True)
+    seen = []
+    h = v.register_post_accumulate_grad_hook(lambda p: (seen.append(arr(p.grad)), p.data.add_(p.grad, alpha=-0.1)))
+    (v * torch.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
+    np.testing.assert_allclose(arr(v), [-0.1, -0.2, -0.3], rtol=1e-6)
+    assert len(seen) == 1 and seen[0].tolist() == [1.0, 2.0, 3.0]
+    # two edges into the leaf: the hook runs once, after both gradients were accumulated
+    w = torch.ones(2, device=device, requires_grad=True)
+    calls = []
+    w.register_post_accumulate_grad_hook(lambda p: calls.append(arr(p.grad).tolist()))
+    (w * 2 + w * 3).sum().backward()
+    assert calls == [[5.0, 5.0]]
+    h.remove()
+    v.grad = None
+    v.sum().backward()
+    assert len(seen) == 1  # removed
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda p: None)
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        torch.ones(2).register_post_accumulate_grad_hook(lambda p: None)
+
+
+def test_post_accumulate_grad_hook_not_run_by_autograd_grad():
+    w = torch.ones(2, requires_grad=True)
+    calls = []
+    w.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+    torch.autograd.grad((w * 2).sum(), w)
+    assert calls == [] and w.grad is None
+
+
+# ---- nn.functional: deprecated upsampling aliases, in-place activations keep autograd --------------------------
+def test_upsample_deprecated_aliases(device):
+    x = torch.arange(4.0, device=device).reshape(1, 1, 2, 2)
+    with pytest.warns(UserWarning, match="upsample_bilinear` is deprecated"):
+        y = F.upsample_bilinear(x, scale_factor=2)
+    np.testing.assert_allclose(arr(y), arr(F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)))
+    np.testing.assert_allclose(arr(y)[0, 0, 0], [0.0, 1 / 3, 2 / 3, 1.0], rtol=1e-6)
+    with pytest.warns(UserWarning, match="upsample_nearest` is deprecated"):
+        z = F.upsample_nearest(x, size=3)
+    np.testing.assert_array_equal(arr(z)[0, 0], [[0, 0, 1], [0, 0, 1], [2, 2, 3]])
+
+
+def test_inplace_activation_on_nonleaf_backward(device):
+    a = torch.tensor([-1.0, 2.0], device=device, requires_grad=True)
+    y = a * 1.0
+    assert F.leaky_relu_(y, 0.5) is y
+    y.sum().backward()
+    np.testing.assert_allclose(arr(a.grad), [0.5, 1.0])
+
+
+def test_pdist_zero_distance_gradient_is_zero(device):
+    x = torch.ones(2, 3, dtype=torch.float64, device=device, requires_grad=True)
+    y = F.pdist(x)
+    assert type(y.grad_fn).__name__ == "PdistBackward0"
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), np.zeros((2, 3)))
+
+
+# ---- nn.grad: the adjoints of the convolutions -----------------------------------------------------------------
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_nn_grad_conv_adjoint_identity(device, nd):
+    g = torch.Generator().manual_seed(nd)
+    conv = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    x = torch.randn(2, 4, *(5,) * nd, dtype=torch.float64, generator=g).to(device)
+    w = torch.randn(6, 2, *(3,) * nd, dtype=torch.float64, generator=g).to(device)
+    kw = dict(stride=2, padding=1, dilation=1, groups=2)
+    out = conv(x, w, None, **kw)
+    go = torch.randn(out.shape, dtype=torch.float64, generator=g).to(device)
+    gi = getattr(nn.grad, f"conv{nd}d_input")(x.shape, w, go, **kw)
+    gw = getattr(nn.grad, f"conv{nd}d_weight")(x, w.shape, go, **kw)
+    assert gi.shape == x.shape and gw.shape == w.shape
+    # <conv(x, w), go> is linear in x and in w: its gradients are the adjoints applied to go
+    inner = float((out * go).sum())
+    assert np.isclose(float((x * gi).sum()), inner) and np.isclose(float((w * gw).sum()), inner)
+
+
+# ---- nn.attention ---------------------------------------------------------------------------------------------
+def test_sdpa_kernel_context_manager_and_decorator():
+    cuda = torch.backends.cuda
+    assert cuda.flash_sdp_enabled() and cuda.math_sdp_enabled()
+    with sdpa_kernel(SDPBackend.MATH) as ctx:
+        assert ctx == {} and cuda.math_sdp_enabled() and not cuda.flash_sdp_enabled()
+        q = torch.randn(1, 2, 3, 4)
+        assert F.scaled_dot_product_attention(q, q, q).shape == (1, 2, 3, 4)
+    assert cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled()
+
+    @sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION], set_priority=True)
+    def inside():
+        return cuda.flash_sdp_enabled(), cuda.mem_efficient_sdp_enabled(), cuda.math_sdp_enabled()
+    assert inside() == (True, True, False) and cuda.math_sdp_enabled()
+    assert str(SDPBackend.MATH) == "SDPBackend.MATH" and int(SDPBackend.CUDNN_ATTENTION) == 3
+    with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):
+        with sdpa_kernel("math"):
+            pass
+
+
+# ---- nn: DataParallel, deprecated names, AdaptiveLogSoftmaxWithLoss ---------------------------------------------
+def test_data_parallel_forwards_and_prefixes_state_dict(device):
+    lin = nn.Linear(2, 3).to(device)
+    dp = nn.DataParallel(lin)
+    assert dp.module is lin and dp.device_ids == [] and nn.parallel.DataParallel is nn.DataParallel
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]
+    x = torch.randn(4, 2).to(device)
+    np.testing.assert_array_equal(arr(dp(x)), arr(lin(x)))
+    assert len(list(dp.parameters())) == 2
+
+
+def test_deprecated_module_names():
+    with pytest.warns(FutureWarning, match="NLLLoss2d` has been deprecated"):
+        loss = nn.NLLLoss2d(reduction="sum")
+    assert isinstance(loss, nn.NLLLoss)
+    x = torch.log_softmax(torch.randn(2, 3, 2, 2), 1)
+    t = torch.tensor([[[0, 1], [2, 0]], [[1, 1], [0, 2]]])
+    assert float(loss(x, t)) == float(F.nll_loss(x, t, reduction="sum"))
+    with pytest.warns(FutureWarning, match="nn.Container` is deprecated"):
+        c = nn.Container(a=nn.Linear(1, 1))
+    assert list(dict(c.named_children())) == ["a"]
+    assert isinstance(nn.UninitializedParameter(), nn.Parameter)
+    assert nn.common_types._size_2_t is not None
+
+
+def _asm_reference(m, x: np.ndarray, t: np.ndarray):
+    """Each target's log-probability from the module's weights, by the adaptive softmax's definition."""
+    def log_softmax(z):
+        z = z - z.max(1, keepdims=True)
+        return z - np.log(np.exp(z).sum(1, keepdims=True))
+    head = log_softmax(x @ arr(m.head.weight).T + arr(m.head.bias))
+    full = [head[:, :m.shortlist_size]]
+    for i, (i2h, h2o) in enumerate(m.tail):
+        full.append(log_softmax(x @ arr(i2h.weight).T @ arr(h2o.weight).T) + head[:, m.shortlist_size + i, None])
+    full = np.concatenate(full, 1)
+    return full[np.arange(len(t)), t], full
+
+
+def test_adaptive_log_softmax_with_loss(device):
+    torch.manual_seed(0)
+    m = nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True).to(device)
+    assert [tuple(p.shape) for p in m.parameters()] == [(5, 8), (5,), (4, 8), (3, 4), (2, 8), (4, 2)]
+    x = torch.randn(6, 8).to(device)
+    t = torch.tensor([0, 4, 9, 2, 7, 5]).to(device)
+    out, loss = m(x, t)
+    want, full = _asm_reference(m, arr(x), arr(t))
+    np.testing.assert_allclose(arr(out), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss.item(), -want.mean(), rtol=1e-5)
+    np.testing.assert_allclose(arr(m.log_prob(x)), full, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(arr(m.predict(x)), full.argmax(1))
+    loss.backward()
+    assert all(p.grad is not None for p in m.parameters())
+    single = m(x[1], t[1])  # unbatched
+    assert single.output.shape == () and np.isclose(single.output.item(), want[1], rtol=1e-5)
+    with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 9\]"):
+        m(x[:2], torch.tensor([1, 10]).to(device))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3])
+
+
+def test_hardshrink_prelu_methods_match_functional():
+    x = torch.linspace(-2, 2, 9)
+    np.testing.assert_array_equal(arr(x.hardshrink()), arr(F.hardshrink(x)))
+    w = torch.tensor([0.25])
+    np.testing.assert_array_equal(arr(x.prelu(w)), arr(F.prelu(x, w)))
+
+
+def test_no_warning_from_plain_names():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = torch.ones(2, 3)
+        x.H, x.mH, x.adjoint(), x.dim_order(), x.untyped_storage(), x.sum_to_size(1, 3)
