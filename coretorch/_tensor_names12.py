@@ -17,7 +17,7 @@ from . import _compat
 from . import dtypes as _dt
 from .autograd._node_names import named_node
 from .autograd.graph import RemovableHandle
-from .ops import creation as _C, indexing as _I, shape as _S
+from .ops import _householder as _hh, creation as _C, indexing as _I, shape as _S
 from .ops._util import return_type
 from .storage import TypedStorage, UntypedStorage, _warn_typed_storage
 from .tensor import Size, Tensor, _make
@@ -320,3 +320,5 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
+for _fn in (_hh.geqrf, _hh.orgqr, _hh.ormqr):
+    setattr(Tensor, _fn.__name__, _fn)

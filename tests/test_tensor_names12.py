@@ -130,6 +130,23 @@ def test_triangular_solve(device):
     assert coef.data_ptr() != A.data_ptr()
 
 
+def test_geqrf_compact_qr(device):
+    g = torch.Generator().manual_seed(0)
+    A = torch.randn(2, 5, 3, dtype=torch.float64, generator=g).to(device)
+    a, tau = torch.geqrf(A)
+    assert a.shape == (2, 5, 3) and tau.shape == (2, 3) and type(A.geqrf()) is torch.return_types.geqrf
+    Q = torch.linalg.householder_product(a, tau)
+    R = arr(a)[..., :3, :] * np.triu(np.ones((3, 3)))
+    np.testing.assert_allclose(arr(Q) @ R, arr(A), atol=1e-12)  # A = Q R with orthonormal Q
+    np.testing.assert_allclose(np.swapaxes(arr(Q), -1, -2) @ arr(Q), np.broadcast_to(np.eye(3), (2, 3, 3)),
+                               atol=1e-12)
+    x = A.detach().requires_grad_(True)
+    with pytest.raises(NotImplementedError, match="derivative for 'geqrf' is not implemented"):
+        torch.geqrf(x).a.sum().backward()
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.geqrf(torch.ones(3, device=device))
+
+
 # ---- register_post_accumulate_grad_hook ----------------------------------------------------------------------
 def test_post_accumulate_grad_hook_sgd_in_backward(device):
     v = torch.zeros(3, device=device, requires_grad=True)

@@ -55,6 +55,26 @@ def _inplace(fn):
     return run
 
 
+def _reflector_product(a, tau):
+    """The full m x m product H_1 ... H_k of the reflectors, H_i = I - tau_i v_i v_i^T (LAPACK's definition)."""
+    m, k = a.shape[-2], tau.shape[-1]
+    q = np.broadcast_to(np.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m)).copy()
+    for i in range(k):
+        v = np.tril(a, -1)[..., :, i].copy()
+        v[..., i] = 1
+        h = np.eye(m, dtype=a.dtype) - tau[..., i, None, None] * (v[..., :, None] * v[..., None, :])
+        q = q @ h
+    return q
+
+
+def _ormqr_ref(left, transpose):
+    def ref(a, tau, c):
+        q = _reflector_product(a, tau)
+        q = np.swapaxes(q, -1, -2) if transpose else q
+        return (q @ c if left else c @ q).astype(a.dtype)
+    return ref
+
+
 CASES = []
 for _tag, _p in (("", 2.0), (".p0", 0.0), (".p1", 1.0), (".pinf", float("inf")), (".p3", 3.0)):
     CASES.append(OpCase(f"pdist{_tag}", lambda x, p=_p: F.pdist(x, p), _pdist_ref(_p), (A((5, 3), "distinct"),),
@@ -102,4 +122,23 @@ CASES += [
     OpCase("threshold_", _inplace(lambda x: F.threshold_(x, 0.3, -2.0)),
            lambda a: np.where(a > 0.3, a, -2.0).astype(a.dtype), (A((4, 5), "distinct"),)),
 ]
-_ = ct  # the module under test (F is coretorch.nn.functional)
+CASES += [
+    OpCase("householder_product", ct.linalg.householder_product,
+           lambda a, t: _reflector_product(a, t)[..., :a.shape[-1]].astype(a.dtype), (A((5, 3)), A((2,))),
+           gradgrad=True),
+    OpCase("householder_product.batched", lambda a, t: a.orgqr(t),
+           lambda a, t: _reflector_product(a, t)[..., :a.shape[-1]].astype(a.dtype), (A((2, 4, 3), layout="t"),
+                                                                                      A((2, 3)))),
+    OpCase("householder_product.wide", ct.linalg.householder_product, None, (A((3, 4)), A((2,))),
+           raises=RuntimeError),
+    OpCase("householder_product.tau", ct.linalg.householder_product, None, (A((4, 2)), A((3,))),
+           raises=RuntimeError),
+    OpCase("ormqr", ct.ormqr, _ormqr_ref(True, False), (A((4, 3)), A((3,)), A((4, 2)))),
+    OpCase("ormqr.t", lambda a, t, c: a.ormqr(t, c, transpose=True), _ormqr_ref(True, True),
+           (A((4, 3)), A((2,)), A((4, 2), layout="s"))),
+    OpCase("ormqr.right", lambda a, t, c: ct.ormqr(a, t, c, left=False), _ormqr_ref(False, False),
+           (A((4, 3)), A((3,)), A((2, 4)))),
+    OpCase("ormqr.right_t", lambda a, t, c: ct.ormqr(a, t, c, left=False, transpose=True), _ormqr_ref(False, True),
+           (A((2, 4, 3)), A((2, 3)), A((2, 2, 4)))),
+    OpCase("ormqr.shape", ct.ormqr, None, (A((4, 3)), A((3,)), A((3, 2))), raises=RuntimeError),
+]
