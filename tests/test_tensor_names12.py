@@ -317,3 +317,83 @@ def test_no_warning_from_plain_names():
         warnings.simplefilter("error")
         x = torch.ones(2, 3)
         x.H, x.mH, x.adjoint(), x.dim_order(), x.untyped_storage(), x.sum_to_size(1, 3)
+
+
+# ---- autograd.functional (closed forms) -------------------------------------------------------------------------
+def test_autograd_functional_closed_forms(device):
+    from coretorch.autograd.functional import hessian, hvp, jacobian, jvp, vhp, vjp
+    c = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, device=device)
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(jacobian(lambda x: x ** 2 * c, x)), np.diag(2 * arr(c) * arr(x)))
+    np.testing.assert_allclose(arr(hessian(lambda x: (x ** 3).sum(), x)), np.diag(6 * arr(x)))
+    v = torch.tensor([1.0, 0.5, -1.0], dtype=torch.float64, device=device)
+    out, g = vjp(lambda x: x ** 2 * c, x, v)
+    np.testing.assert_allclose(arr(out), arr(x) ** 2 * arr(c))
+    np.testing.assert_allclose(arr(g), 2 * arr(c) * arr(x) * arr(v))
+    np.testing.assert_allclose(arr(jvp(lambda x: x.sin(), x, v)[1]), np.cos(arr(x)) * arr(v))
+    for f in (hvp, vhp):
+        val, hv = f(lambda x: (x ** 3).sum(), x, v)
+        assert np.isclose(val.item(), (arr(x) ** 3).sum()) and not hv.requires_grad
+        np.testing.assert_allclose(arr(hv), 6 * arr(x) * arr(v))
+    # tuples of inputs and outputs: a tuple (per output) of tuples (per input)
+    (ja, jb), (sa, sb) = jacobian(lambda a, b: (a * b, a.sum()), (x, c))
+    np.testing.assert_allclose(arr(ja), np.diag(arr(c)))
+    np.testing.assert_allclose(arr(jb), np.diag(arr(x)))
+    np.testing.assert_allclose(arr(sa), np.ones(3))
+    np.testing.assert_array_equal(arr(sb), np.zeros(3))  # independent of b: zeros
+    assert jacobian(lambda m: m.reshape(4), torch.ones(2, 2, device=device)).shape == (4, 2, 2)
+    with pytest.raises(RuntimeError, match="v can only be None"):
+        vjp(lambda x: x * 2, x)
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
+        jacobian(lambda a, b: a * 2, (x, c), strict=True)
+
+
+# ---- optim.swa_utils and nn.init's deprecated names ---------------------------------------------------------------
+def test_swa_utils_averages_and_schedule():
+    from coretorch.optim import swa_utils
+    lin = nn.Linear(2, 1)
+    swa = swa_utils.AveragedModel(lin)
+    ema = swa_utils.AveragedModel(lin, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
+    seen = []
+    for k in range(3):
+        with torch.no_grad():
+            lin.weight.fill_(float(k + 1))
+        seen.append(float(k + 1))
+        swa.update_parameters(lin)
+        ema.update_parameters(lin)
+    np.testing.assert_allclose(arr(swa.module.weight), np.full((1, 2), np.mean(seen)), rtol=1e-6)
+    np.testing.assert_allclose(arr(ema.module.weight), np.full((1, 2), (1 * 0.9 + 2 * 0.1) * 0.9 + 3 * 0.1),
+                               rtol=1e-6)
+    assert int(swa.n_averaged) == 3 and list(swa.state_dict())[0] == "n_averaged"
+    opt = torch.optim.SGD(lin.parameters(), lr=0.5)
+    sched = swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=3)
+    lrs = []
+    for _ in range(5):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    alpha = [(1 - np.cos(np.pi * min(1, k / 3))) / 2 for k in range(1, 6)]
+    np.testing.assert_allclose(lrs, [0.05 + 0.45 * (1 - a) for a in alpha])
+    with pytest.raises(ValueError, match="anneal_strategy"):
+        swa_utils.SWALR(opt, 0.1, anneal_strategy="step")
+
+
+def test_update_bn_cumulative_average():
+    from coretorch.optim import swa_utils
+    model = nn.Sequential(nn.BatchNorm1d(2))
+    batches = [torch.tensor([[1.0, 2.0], [3.0, 6.0]]), (torch.tensor([[5.0, 0.0], [7.0, 4.0]]),)]
+    model.eval()
+    swa_utils.update_bn(batches, model)
+    np.testing.assert_allclose(arr(model[0].running_mean), [(2 + 6) / 2, (4 + 2) / 2])
+    assert not model.training and model[0].momentum == 0.1
+
+
+def test_init_deprecated_eye_dirac():
+    w = torch.empty(3, 3)
+    with pytest.warns(FutureWarning, match="nn.init.eye` is now deprecated"):
+        nn.init.eye(w)
+    np.testing.assert_array_equal(arr(w), np.eye(3))
+    k = torch.empty(2, 2, 3)
+    with pytest.warns(FutureWarning, match="nn.init.dirac` is now deprecated"):
+        nn.init.dirac(k)
+    assert float(k.sum()) == 2.0 and float(k[0, 0, 1]) == 1.0
