@@ -397,3 +397,67 @@ def test_init_deprecated_eye_dirac():
     with pytest.warns(FutureWarning, match="nn.init.dirac` is now deprecated"):
         nn.init.dirac(k)
     assert float(k.sum()) == 2.0 and float(k[0, 0, 1]) == 1.0
+
+
+# ---- nn.utils: spectral_norm (hook form), stateless.functional_call, skip_init ---------------------------------
+def test_spectral_norm_hook_form(device):
+    torch.manual_seed(0)
+    lin = nn.utils.spectral_norm(nn.Linear(4, 3).to(device))
+    assert list(lin.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    assert [n for n, _ in lin.named_parameters()] == ["bias", "weight_orig"]
+    x = torch.randn(2, 4).to(device)
+    for _ in range(40):  # power iteration converges to the top singular vectors
+        lin(x)
+    s = np.linalg.svd(arr(lin.weight_orig), compute_uv=False)
+    np.testing.assert_allclose(arr(lin.weight), arr(lin.weight_orig) / s[0], rtol=1e-4)
+    np.testing.assert_allclose(np.linalg.svd(arr(lin.weight), compute_uv=False)[0], 1.0, rtol=1e-4)
+    lin(x).sum().backward()
+    assert lin.weight_orig.grad is not None
+    lin.eval()
+    u = arr(lin.weight_u).copy()
+    lin(x)
+    np.testing.assert_array_equal(arr(lin.weight_u), u)  # no power iteration in eval mode
+    nn.utils.remove_spectral_norm(lin)
+    assert list(lin.state_dict()) == ["bias", "weight"] and isinstance(lin.weight, nn.Parameter)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        nn.utils.remove_spectral_norm(lin)
+    conv_t = nn.utils.spectral_norm(nn.ConvTranspose2d(2, 5, 3))
+    assert conv_t.weight_u.shape == (5,)  # dim 1 for transposed convolutions
+
+
+def test_stateless_functional_call(device):
+    lin = nn.Linear(2, 1).to(device)
+    w = torch.ones(1, 2, device=device, requires_grad=True)
+    b = torch.zeros(1, device=device)
+    x = torch.tensor([[1.0, 2.0]], device=device)
+    with pytest.warns(FutureWarning, match="stateless.functional_call` is deprecated"):
+        y = nn.utils.stateless.functional_call(lin, {"weight": w, "bias": b}, (x,))
+    assert y.item() == 3.0 and isinstance(lin.weight, nn.Parameter) and lin.weight is not w
+    y.backward()
+    np.testing.assert_array_equal(arr(w.grad), [[1.0, 2.0]])
+    with pytest.warns(FutureWarning), pytest.raises(RuntimeError, match="Missing key"):
+        nn.utils.stateless.functional_call(lin, {"weight": w}, x, strict=True)
+
+
+def test_skip_init_and_memory_format_conversions():
+    lin = nn.utils.skip_init(nn.Linear, 3, 2)
+    assert isinstance(lin, nn.Linear) and lin.weight.shape == (2, 3)
+    conv = nn.Conv2d(1, 1, 1)
+    assert nn.utils.convert_conv2d_weight_memory_format(conv, torch.channels_last) is conv
+
+
+# ---- distributions: PyTorch's per-law module paths, OneHotCategoricalStraightThrough -------------------------
+def test_distribution_module_paths_and_straight_through(device):
+    from coretorch.distributions.normal import Normal
+    from coretorch.distributions.one_hot_categorical import OneHotCategoricalStraightThrough
+    from coretorch.distributions.relaxed_categorical import RelaxedOneHotCategorical
+    assert Normal is torch.distributions.Normal
+    assert RelaxedOneHotCategorical is torch.distributions.RelaxedOneHotCategorical
+    assert torch.distributions.beta.Beta is torch.distributions.Beta
+    p = torch.tensor([0.2, 0.3, 0.5], device=device, requires_grad=True)
+    d = OneHotCategoricalStraightThrough(probs=p)
+    s = d.rsample((4,))
+    assert s.shape == (4, 3) and np.allclose(arr(s).sum(1), 1) and set(np.unique(arr(s))) <= {0.0, 1.0}
+    (s * torch.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
+    c = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(arr(p.grad), 4 * (c - c @ np.array([0.2, 0.3, 0.5])), rtol=1e-5)

@@ -2,6 +2,8 @@
 moments, cdf/icdf, ``expand``, argument validation and ``kl_divergence`` with its registry.
 
 Every law is a composition of differentiable tensor ops, so it runs on every device a backend provides."""
+import sys
+
 from . import constraint_registry, constraints, transforms
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
@@ -30,3 +32,8 @@ __all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint
            "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform", "ReshapeTransform",
            "identity_transform", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
            "InverseGamma", "LogisticNormal"]
+
+from ._submodules import OneHotCategoricalStraightThrough, install as _install_submodules  # noqa: E402
+
+__all__ += ["OneHotCategoricalStraightThrough"]
+_install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)
