@@ -13,6 +13,8 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict
 
+import numpy as np
+
 from . import _compat
 from . import dtypes as _dt
 from .autograd._node_names import named_node
@@ -296,6 +298,69 @@ def _removed(name: str):
     return method
 
 
+_REINFORCE = ("reinforce() was removed.\nUse torch.distributions instead.\nSee "
+              "https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\nprobs = policy_network(state)\n"
+              "action = probs.multinomial()\nnext_state, reward = env.step(action)\naction.reinforce(reward)\n"
+              "action.backward()\n\nUse:\n\nprobs = policy_network(state)\n# NOTE: categorical is equivalent to "
+              "what used to be called multinomial\nm = torch.distributions.Categorical(probs)\naction = m.sample()\n"
+              "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\nloss.backward()\n")
+
+
+def reinforce(self: Tensor, reward) -> None:
+    """Removed in PyTorch 0.4: raises RuntimeError saying how to write it with ``torch.distributions``."""
+    raise RuntimeError(_REINFORCE)
+
+
+# ---- small Tensor-only methods -------------------------------------------------------------------------------
+def ger(self: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product with ``vec2`` (the old name of :meth:`outer`)."""
+    return self.outer(vec2)
+
+
+def unsafe_chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """:meth:`chunk` (PyTorch's variant whose views skip the in-place checks; here the same views)."""
+    return tuple(_S.chunk(self, chunks, dim))
+
+
+def unsafe_split(self: Tensor, split_size, dim: int = 0) -> tuple:
+    """:meth:`split` (PyTorch's variant whose views skip the in-place checks; here the same views)."""
+    return tuple(_S.split(self, split_size, dim))
+
+
+def unsafe_split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """:meth:`split` with a list of sizes (PyTorch's unchecked variant; here the same views)."""
+    return tuple(_S.split(self, list(split_sizes), dim))
+
+
+def is_distributed(self: Tensor) -> bool:
+    """False: coretorch tensors are never distributed tensors."""
+    return False
+
+
+def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """What ``Module.load_state_dict`` loads for this parameter: ``other`` copied into ``self`` (or, with
+    ``assign``, ``other`` itself), detached."""
+    if assign:
+        return other.detach()
+    return self.copy_(other).detach()
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
+    """self[i] = callable(self[i], x[i], y[i]) in place, ``x`` and ``y`` broadcast to self (CPU only)."""
+    from .ops.joining import _host_only  # the map_/apply_ family's check
+    _host_only(self, "map2_")
+    for t in (x, y):
+        if t._be.type != "cpu":
+            raise TypeError("map2_ is only implemented on CPU tensors")
+    a = self._be.to_numpy(self._data)
+    b, c = (np.broadcast_to(t._be.to_numpy(t._data), a.shape) for t in (x, y))
+    vals = np.array([callable(p, q, r) for p, q, r in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist(),
+                                                             c.reshape(-1).tolist())], dtype=a.dtype)
+    self._be.assign_(self._data, vals.reshape(a.shape))
+    self._vc[0] += 1
+    return self
+
+
 # ---- hooks ---------------------------------------------------------------------------------------------------
 def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:
     """Call ``hook(tensor)`` after backward has accumulated this leaf's ``.grad`` (optimizer steps in backward);
@@ -320,5 +385,10 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
+for _fn in (reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, is_distributed, module_load, map2_):
+    setattr(Tensor, _fn.__name__, _fn)
+for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for
+    setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))
+Tensor.grad_dtype = property(lambda self: self.dtype, doc="The dtype ``.grad`` has: the tensor's own.")
 for _fn in (_hh.geqrf, _hh.orgqr, _hh.ormqr):
     setattr(Tensor, _fn.__name__, _fn)

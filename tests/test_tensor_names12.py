@@ -461,3 +461,29 @@ def test_distribution_module_paths_and_straight_through(device):
     (s * torch.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
     c = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(arr(p.grad), 4 * (c - c @ np.array([0.2, 0.3, 0.5])), rtol=1e-5)
+
+
+# ---- small Tensor-only methods ------------------------------------------------------------------------------
+def test_small_tensor_methods(device):
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    np.testing.assert_array_equal(arr(x[0].ger(x[1])), np.outer([0, 1, 2], [3, 4, 5]))
+    for got, want in ((x.unsafe_chunk(2, 1), x.chunk(2, 1)), (x.unsafe_split(1), x.split(1)),
+                      (x.unsafe_split_with_sizes([1, 2], 1), x.split([1, 2], 1))):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(arr(g), arr(w))
+    assert not x.is_distributed() and not x.is_xla and not x.is_mtia and x.grad_dtype == torch.float32
+    y = torch.zeros(2, 3, device=device)
+    assert y.module_load(x) is not y and np.array_equal(arr(y), arr(x))
+    z = torch.ones(1, device=device)
+    assert z.module_load(x, assign=True).data_ptr() == x.data_ptr()
+    with pytest.raises(RuntimeError, match=r"reinforce\(\) was removed"):
+        x.reinforce(1.0)
+
+
+def test_map2_cpu_only():
+    x = torch.ones(2, 3)
+    assert x.map2_(torch.tensor([1.0, 2.0, 3.0]), torch.full((2, 1), 5.0), lambda a, b, c: a + b * c) is x
+    np.testing.assert_array_equal(arr(x), [[6, 11, 16], [6, 11, 16]])
+    with pytest.raises(RuntimeError, match="requires grad"):
+        torch.ones(2, requires_grad=True).map2_(torch.ones(2), torch.ones(2), lambda a, b, c: a)
