@@ -487,3 +487,28 @@ def test_map2_cpu_only():
     np.testing.assert_array_equal(arr(x), [[6, 11, 16], [6, 11, 16]])
     with pytest.raises(RuntimeError, match="requires grad"):
         torch.ones(2, requires_grad=True).map2_(torch.ones(2), torch.ones(2), lambda a, b, c: a)
+
+
+def test_autograd_profiler_record_function(tmp_path):
+    import json
+
+    from coretorch.autograd.profiler import profile, record_function
+
+    @record_function("step")
+    def step(x):
+        return x * 2
+
+    with record_function("outside"):  # no profile active: nothing recorded, no error
+        pass
+    with profile(record_shapes=True) as prof:
+        with record_function("fwd"):
+            step(torch.ones(2))
+        step(torch.ones(2))
+    avgs = {e.key: e for e in prof.key_averages()}
+    assert set(avgs) == {"fwd", "step"} and avgs["step"].count == 2 and avgs["fwd"].count == 1
+    assert avgs["fwd"].cpu_time_total >= 0 and "step" in prof.key_averages().table(sort_by="cpu_time_total")
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ["fwd", "step", "step"]
+    with pytest.raises(RuntimeError, match="didn't finish"):
+        profile().key_averages()

@@ -147,4 +147,4 @@ VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.
 
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: E402
 from . import variable  # noqa: E402,F401  (torch.autograd.variable.Variable, as old scripts import it)
-from . import functional  # noqa: E402,F401  (torch.autograd.functional: jacobian, hessian, vjp, jvp, hvp, vhp)
+from . import functional, profiler  # noqa: E402,F401  (torch.autograd.functional: jacobian & co; .profiler)
