@@ -19,7 +19,7 @@ from . import _compat
 from . import dtypes as _dt
 from .autograd._node_names import named_node
 from .autograd.graph import RemovableHandle
-from .ops import _householder as _hh, creation as _C, indexing as _I, shape as _S
+from .ops import _householder as _hh, _lu, creation as _C, indexing as _I, shape as _S
 from .ops._util import return_type
 from .storage import TypedStorage, UntypedStorage, _warn_typed_storage
 from .tensor import Size, Tensor, _make
@@ -392,3 +392,4 @@ for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices
 Tensor.grad_dtype = property(lambda self: self.dtype, doc="The dtype ``.grad`` has: the tensor's own.")
 for _fn in (_hh.geqrf, _hh.orgqr, _hh.ormqr):
     setattr(Tensor, _fn.__name__, _fn)
+Tensor.lu, Tensor.lu_solve = _lu.lu_deprecated, _lu.lu_solve_deprecated

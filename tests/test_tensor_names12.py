@@ -512,3 +512,28 @@ def test_autograd_profiler_record_function(tmp_path):
     assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ["fwd", "step", "step"]
     with pytest.raises(RuntimeError, match="didn't finish"):
         profile().key_averages()
+
+
+# ---- LU: linalg.lu_factor(_ex) / lu / lu_solve, lu_unpack, the deprecated torch.lu / lu_solve ------------------
+def test_lu_family(device):
+    A = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]], dtype=torch.float64, device=device)
+    LU, piv = torch.linalg.lu_factor(A)
+    assert piv.dtype == torch.int32 and piv.tolist() == [3, 3, 3]  # LAPACK's 1-based row swaps (PyTorch's values)
+    P, L, U = torch.linalg.lu(A)
+    np.testing.assert_allclose(arr(P @ L @ U), arr(A), atol=1e-12)
+    for got, want in zip(torch.lu_unpack(LU, piv), (P, L, U)):
+        np.testing.assert_allclose(arr(got), arr(want), atol=1e-12)
+    B = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(torch.linalg.lu_solve(LU, piv, B)), np.linalg.solve(arr(A), arr(B)))
+    S = torch.tensor([[1.0, 2.0], [2.0, 4.0]], device=device)
+    with pytest.raises(torch.linalg.LinAlgError, match=r"U\[2,2\] is zero"):
+        torch.linalg.lu_factor(S)
+    ex = torch.linalg.lu_factor_ex(S)
+    assert ex.info.item() == 2 and ex.pivots.tolist() == [2, 2]
+    assert torch.linalg.lu_factor_ex(torch.zeros(2, 2, device=device)).info.item() == 1
+    with pytest.warns(UserWarning, match="torch.lu is deprecated"):
+        lu2, piv2, info = A.lu(get_infos=True)
+    assert info.item() == 0 and piv2.tolist() == [3, 3, 3]
+    with pytest.warns(UserWarning, match="torch.lu_solve is deprecated"):
+        x = B.lu_solve(LU, piv)
+    np.testing.assert_allclose(arr(x), np.linalg.solve(arr(A), arr(B)))

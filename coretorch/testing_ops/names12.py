@@ -67,6 +67,28 @@ def _reflector_product(a, tau):
     return q
 
 
+def _getf2(a):
+    """LAPACK's unblocked LU with partial pivoting (the first largest |value|), on each matrix of ``a``."""
+    a = np.array(a, dtype=np.float64, copy=True)
+    flat = a.reshape((-1,) + a.shape[-2:])
+    m, n = a.shape[-2:]
+    pivs = np.zeros((flat.shape[0], min(m, n)), np.int32)
+    for b, x in enumerate(flat):
+        for k in range(min(m, n)):
+            p = k + int(np.argmax(np.abs(x[k:, k])))
+            pivs[b, k] = p + 1
+            x[[k, p]] = x[[p, k]]
+            if x[k, k] != 0:
+                x[k + 1:, k] /= x[k, k]
+                x[k + 1:, k + 1:] -= np.outer(x[k + 1:, k], x[k, k + 1:])
+    return flat.reshape(a.shape), pivs.reshape(a.shape[:-2] + (min(m, n),))
+
+
+def _lu_factor_ref(a):
+    lu, piv = _getf2(a)
+    return lu.astype(a.dtype), piv
+
+
 def _ormqr_ref(left, transpose):
     def ref(a, tau, c):
         q = _reflector_product(a, tau)
@@ -141,4 +163,20 @@ CASES += [
     OpCase("ormqr.right_t", lambda a, t, c: ct.ormqr(a, t, c, left=False, transpose=True), _ormqr_ref(False, True),
            (A((2, 4, 3)), A((2, 3)), A((2, 2, 4)))),
     OpCase("ormqr.shape", ct.ormqr, None, (A((4, 3)), A((3,)), A((3, 2))), raises=RuntimeError),
+    OpCase("lu_factor", lambda a: tuple(ct.linalg.lu_factor(a)), _lu_factor_ref, (A((4, 4), "distinct"),),
+           nondiff=None),
+    OpCase("lu_factor.batched_wide", lambda a: tuple(ct.linalg.lu_factor(a)), _lu_factor_ref,
+           (A((2, 3, 5), "distinct", layout="t"),), nondiff=None),
+    OpCase("lu_factor.tall", lambda a: ct.linalg.lu_factor(a).LU, lambda a: _lu_factor_ref(a)[0],
+           (A((5, 3), "distinct"),)),
+    OpCase("lu_factor.1d", ct.linalg.lu_factor, None, (A((3,)),), raises=RuntimeError),
+    OpCase("lu.LU", lambda a: tuple(ct.linalg.lu(a))[1:], lambda a: (
+        (np.tril(_getf2(a)[0], -1)[..., :, :3] + np.eye(3)).astype(a.dtype),
+        np.triu(_getf2(a)[0])[..., :3, :].astype(a.dtype)), (A((3, 4), "distinct"),)),
+    OpCase("lu_solve", lambda a, b: ct.linalg.lu_solve(*ct.linalg.lu_factor(a), b),
+           lambda a, b: np.linalg.solve(a, b).astype(a.dtype), (A((4, 4), "distinct"), A((4, 2))), gradgrad=True),
+    OpCase("lu_solve.adjoint_right", lambda a, b: ct.linalg.lu_solve(*ct.linalg.lu_factor(a), b, left=False,
+                                                                      adjoint=True),
+           lambda a, b: (b @ np.linalg.inv(np.swapaxes(a, -1, -2))).astype(a.dtype),
+           (A((2, 3, 3), "distinct"), A((2, 2, 3)))),
 ]
