@@ -46,6 +46,6 @@ def install(package: types.ModuleType) -> None:
                                          f"(PyTorch's torch.distributions.{name}).")
             for law in laws:
                 setattr(mod, law, getattr(package, law))
-            mod.__all__ = list(laws)
+            setattr(mod, "__all__", list(laws))
             sys.modules[full] = mod
         setattr(package, name, mod)
