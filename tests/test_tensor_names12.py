@@ -537,3 +537,44 @@ def test_lu_family(device):
     with pytest.warns(UserWarning, match="torch.lu_solve is deprecated"):
         x = B.lu_solve(LU, piv)
     np.testing.assert_allclose(arr(x), np.linalg.solve(arr(A), arr(B)))
+
+
+# ---- NegativeBinomial, linear_cross_entropy -----------------------------------------------------------------
+def test_negative_binomial(device):
+    from math import lgamma, log
+
+    from coretorch.distributions.negative_binomial import NegativeBinomial
+    r = torch.tensor([3.0, 0.5, 0.0], dtype=torch.float64, device=device)
+    p = torch.tensor([0.3, 0.6, 0.2], dtype=torch.float64, device=device)
+    d = NegativeBinomial(r, probs=p)
+    k = torch.tensor([2.0, 0.0, 0.0], dtype=torch.float64, device=device)
+    want = [lgamma(kk + rr) - lgamma(rr) - lgamma(kk + 1) + rr * log(1 - pp) + kk * log(pp)
+            for kk, rr, pp in ((2.0, 3.0, 0.3), (0.0, 0.5, 0.6))] + [0.0]  # 0 before 0 failures: probability 1
+    np.testing.assert_allclose(arr(d.log_prob(k)), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(arr(d.mean), arr(r) * arr(p) / (1 - arr(p)))
+    np.testing.assert_allclose(arr(d.variance), arr(r) * arr(p) / (1 - arr(p)) ** 2)
+    assert torch.distributions.NegativeBinomial is NegativeBinomial and d.expand((2, 3)).batch_shape == (2, 3)
+    torch.manual_seed(0)
+    s = NegativeBinomial(torch.tensor(5.0, device=device), probs=torch.tensor(0.4, device=device)).sample((4000,))
+    assert abs(float(s.mean()) - 5 * 0.4 / 0.6) < 0.15 and float((s - s.round()).abs().max()) == 0
+
+
+def test_linear_cross_entropy(device):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, dtype=torch.float64, generator=g).to(device)
+    w = torch.randn(5, 3, dtype=torch.float64, generator=g).to(device)
+    b = torch.randn(5, dtype=torch.float64, generator=g).to(device)
+    t = torch.tensor([0, 4, 2, -100], device=device)
+    got = F.linear_cross_entropy(x, w, t, linear_bias=b, label_smoothing=0.1)
+    want = F.cross_entropy(x @ w.t() + b, t, label_smoothing=0.1)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    w3 = torch.randn(5, 2, 3, dtype=torch.float64, generator=g).to(device)
+    t3 = torch.tensor([[0, 1], [4, 4], [2, 3], [1, 0]], device=device)
+    got3 = F.linear_cross_entropy(x, w3, t3, reduction="none")
+    want3 = F.cross_entropy((x @ w3.reshape(10, 3).t()).reshape(4, 5, 2), t3, reduction="none")
+    np.testing.assert_allclose(arr(got3), arr(want3), rtol=1e-12)
+    m = nn.LinearCrossEntropyLoss(3, 5, bias=True, options=nn.LinearCrossEntropyOptions()).to(device)
+    assert list(m.state_dict()) == ["linear.weight", "linear.bias"]
+    np.testing.assert_allclose(m(x.float(), t).item(), F.cross_entropy(m.linear(x.float()), t).item(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="in_features"):
+        F.linear_cross_entropy(x, w[:, :2], t)

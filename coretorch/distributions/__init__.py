@@ -34,6 +34,8 @@ __all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint
            "InverseGamma", "LogisticNormal"]
 
 from ._submodules import OneHotCategoricalStraightThrough, install as _install_submodules  # noqa: E402
+from .negative_binomial import NegativeBinomial  # noqa: E402
+from . import negative_binomial  # noqa: E402,F401
 
-__all__ += ["OneHotCategoricalStraightThrough"]
+__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)
