@@ -578,3 +578,13 @@ def test_linear_cross_entropy(device):
     np.testing.assert_allclose(m(x.float(), t).item(), F.cross_entropy(m.linear(x.float()), t).item(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="in_features"):
         F.linear_cross_entropy(x, w[:, :2], t)
+
+
+def test_nn_factory_kwargs():
+    assert nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": torch.float64}}) == {
+        "device": "cpu", "dtype": torch.float64}
+    assert nn.factory_kwargs(None) == {}
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        nn.factory_kwargs({"bias": True})
+    with pytest.raises(TypeError, match="specified twice"):
+        nn.factory_kwargs({"dtype": torch.float32, "factory_kwargs": {"dtype": torch.float64}})

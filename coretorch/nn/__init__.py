@@ -12,9 +12,10 @@ from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from . import attention, common_types, grad, parallel  # noqa: F401,E402
 from .parallel import DataParallel  # noqa: E402
+from ._factory import factory_kwargs  # noqa: E402
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "DataParallel", "functional", "init",
-           "utils", "modules", "parameter", "attention", "grad", "parallel", *_modules_all]
+           "utils", "modules", "parameter", "attention", "grad", "parallel", "factory_kwargs", *_modules_all]
 
 _registered: dict = {}
 

@@ -89,6 +89,23 @@ def _lu_factor_ref(a):
     return lu.astype(a.dtype), piv
 
 
+def _as_strided_scatter_ref(size, stride, offset):
+    def ref(a, src):
+        out = np.array(a, copy=True)
+        pos = offset + sum(np.arange(n).reshape((-1,) + (1,) * (len(size) - 1 - k)) * st
+                           for k, (n, st) in enumerate(zip(size, stride)))
+        out.reshape(-1)[np.broadcast_to(pos, size).reshape(-1)] = src.reshape(-1)
+        return out
+    return ref
+
+
+def _conv_tbc_ref(x, w, b, pad):
+    xp = np.pad(x, ((pad, pad), (0, 0), (0, 0)))
+    t_out = xp.shape[0] - w.shape[0] + 1
+    out = np.stack([sum(xp[t + k] @ w[k] for k in range(w.shape[0])) for t in range(t_out)]) + b
+    return out.astype(x.dtype)
+
+
 def _lu_solve(a, b, **kw):
     lu, piv = ct.linalg.lu_factor(a)
     return ct.linalg.lu_solve(lu, piv, b, **kw)
@@ -168,6 +185,15 @@ CASES += [
     OpCase("ormqr.right_t", lambda a, t, c: ct.ormqr(a, t, c, left=False, transpose=True), _ormqr_ref(False, True),
            (A((2, 4, 3)), A((2, 3)), A((2, 2, 4)))),
     OpCase("ormqr.shape", ct.ormqr, None, (A((4, 3)), A((3,)), A((3, 2))), raises=RuntimeError),
+    # the gradient of input is 0 where src went (PyTorch 2.13's is the complement: it fails its own gradcheck)
+    OpCase("as_strided_scatter", lambda a, b: ct.as_strided_scatter(a, b, (2, 2), (3, 1), 1),
+           _as_strided_scatter_ref((2, 2), (3, 1), 1), (A((3, 3)), A((2, 2))), dtypes=FI),
+    OpCase("as_strided_scatter.method", lambda a, b: a.as_strided_scatter(b, (3,), (4,)),
+           _as_strided_scatter_ref((3,), (4,), 0), (A((3, 4)), A((3,)))),
+    OpCase("as_strided_scatter.shape", lambda a, b: ct.as_strided_scatter(a, b, (2,), (1,)), None,
+           (A((3, 3)), A((3,))), raises=RuntimeError),
+    OpCase("conv_tbc", lambda x, w, b: F.conv_tbc(x, w, b, 1),
+           lambda x, w, b: _conv_tbc_ref(x, w, b, 1), (A((5, 2, 3)), A((2, 3, 4)), A((4,)))),
     OpCase("lu_factor", lambda a: tuple(ct.linalg.lu_factor(a)), _lu_factor_ref, (A((4, 4), "distinct"),),
            nondiff=None),
     OpCase("lu_factor.batched_wide", lambda a: tuple(ct.linalg.lu_factor(a)), _lu_factor_ref,
