@@ -588,3 +588,12 @@ def test_nn_factory_kwargs():
         nn.factory_kwargs({"bias": True})
     with pytest.raises(TypeError, match="specified twice"):
         nn.factory_kwargs({"dtype": torch.float32, "factory_kwargs": {"dtype": torch.float64}})
+
+
+def test_special_bessel_names(device):
+    x = torch.tensor([0.0, 0.5, 2.0, -3.0], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(torch.special.spherical_bessel_j0(x)), [1.0, *(np.sin(arr(x)[1:]) / arr(x)[1:])],
+                               rtol=1e-12)
+    np.testing.assert_array_equal(arr(torch.special.modified_bessel_i0(x)), arr(torch.special.i0(x)))
+    np.testing.assert_array_equal(arr(torch.special.modified_bessel_i1(x)), arr(torch.special.i1(x)))
+    assert torch.special.spherical_bessel_j0(torch.tensor([0, 1], device=device)).dtype == torch.float32
