@@ -18,6 +18,7 @@ import numpy as np
 from . import _compat
 from . import dtypes as _dt
 from .autograd._node_names import named_node
+from .autograd.grad_mode import state as _gs
 from .autograd.graph import RemovableHandle
 from .ops import _householder as _hh, _lu, creation as _C, indexing as _I, shape as _S
 from .ops._util import return_type
@@ -239,6 +240,47 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     return out
 
 
+# ---- set_ ----------------------------------------------------------------------------------------------------
+_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool"}
+
+
+def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
+    """Make this tensor view other memory: ``source``'s (a tensor: its sizes and strides, or ``size``/``stride``
+    from ``storage_offset`` of its storage; a storage: ``size``/``stride`` from ``storage_offset``), or none
+    (``set_()``: an empty tensor).  The memory is shared, not copied."""
+    if self._rg and self.grad_fn is None and _gs.enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    table = self._be
+    if source is None:
+        self._data = table.empty((0,), self.dtype.np)
+    else:
+        t = source._t if isinstance(source, (UntypedStorage, TypedStorage)) else source
+        if not isinstance(t, Tensor):
+            raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+        if t.dtype is not self.dtype:
+            src, dst = (_C_TYPE.get(str(d).rsplit(".", 1)[-1], str(d)) for d in (t.dtype, self.dtype))
+            raise RuntimeError(f"Could not set tensor of type {src} to a tensor of type {dst}")
+        if t._be is not table:
+            raise RuntimeError(f"Attempted to set the storage of a tensor on device \"{self.device}\" to a storage "
+                               f"on different device \"{t.device}\".  This is no longer allowed; the devices must "
+                               "match.")
+        if isinstance(source, Tensor) and size is None:
+            self._data = t._data
+        else:
+            size = tuple(t.shape) if size is None else tuple(int(n) for n in size)
+            if stride is None:
+                stride, acc = [], 1
+                for n in reversed(size):
+                    stride.insert(0, acc)
+                    acc *= max(n, 1)
+            flat = UntypedStorage(t)._flat()
+            self._data = table.as_strided(flat._data, size, tuple(int(n) for n in stride), int(storage_offset))
+    self._vc[0] += 1
+    return self
+
+
 # ---- storages ------------------------------------------------------------------------------------------------
 def untyped_storage(self: Tensor) -> UntypedStorage:
     """The memory the tensor views, as a byte storage (``data_ptr()`` is the start of the memory every view of one
@@ -398,7 +440,7 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
-for _fn in (as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, is_distributed,
+for _fn in (set_, as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, is_distributed,
             module_load, map2_):
     setattr(Tensor, _fn.__name__, _fn)
 for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for

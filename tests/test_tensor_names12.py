@@ -597,3 +597,20 @@ def test_special_bessel_names(device):
     np.testing.assert_array_equal(arr(torch.special.modified_bessel_i0(x)), arr(torch.special.i0(x)))
     np.testing.assert_array_equal(arr(torch.special.modified_bessel_i1(x)), arr(torch.special.i1(x)))
     assert torch.special.spherical_bessel_j0(torch.tensor([0, 1], device=device)).dtype == torch.float32
+
+
+def test_set_shares_memory(device):
+    y = torch.arange(6.0, device=device).reshape(2, 3)
+    x = torch.zeros(3, device=device)
+    assert x.set_(y) is x and x.shape == (2, 3) and x.data_ptr() == y.data_ptr() and x._version == 1
+    q = torch.zeros(1, device=device).set_(y, 2, (2,), (3,))
+    z = torch.zeros(2, device=device).set_(y.untyped_storage(), 1, (2, 2), (1, 2))
+    y[0, 2] = 100.0
+    np.testing.assert_array_equal(arr(q), [100.0, 5.0])
+    np.testing.assert_array_equal(arr(z), [[1.0, 3.0], [100.0, 4.0]])
+    np.testing.assert_array_equal(arr(x)[0], [0.0, 1.0, 100.0])
+    assert torch.ones(3, device=device).set_().shape == (0,)
+    with pytest.raises(RuntimeError, match="Could not set tensor of type float to a tensor of type long int"):
+        torch.zeros(2, dtype=torch.int64, device=device).set_(y)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        torch.zeros(2, device=device, requires_grad=True).set_(y)
