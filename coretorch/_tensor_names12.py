@@ -440,8 +440,8 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
-for _fn in (set_, as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, is_distributed,
-            module_load, map2_):
+for _fn in (set_, as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes,
+            is_distributed, module_load, map2_):
     setattr(Tensor, _fn.__name__, _fn)
 for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for
     setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))
