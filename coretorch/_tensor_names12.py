@@ -23,6 +23,7 @@ from .autograd.graph import RemovableHandle
 from .ops import _householder as _hh, _lu, creation as _C, indexing as _I, shape as _S
 from .ops._util import return_type
 from .storage import TypedStorage, UntypedStorage, _warn_typed_storage
+from .device import device as Device
 from .tensor import Size, Tensor, _make
 
 _triangular_solve_result = return_type("triangular_solve", ("solution", "cloned_coefficient"))
@@ -416,6 +417,17 @@ def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
     return self
 
 
+def _to_device_type(kind: str):
+    def method(self: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        if isinstance(device, int):
+            device = f"{kind}:{device}"
+        return self.to(Device(kind if device is None else device))
+    method.__name__ = kind
+    method.__doc__ = (f"This tensor on the {kind} device (an error naming the installed device types when no plugin "
+                      f"provides one).")
+    return method
+
+
 # ---- hooks ---------------------------------------------------------------------------------------------------
 def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:
     """Call ``hook(tensor)`` after backward has accumulated this leaf's ``.grad`` (optimizer steps in backward);
@@ -445,6 +457,8 @@ for _fn in (set_, as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split
     setattr(Tensor, _fn.__name__, _fn)
 for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for
     setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))
+for _name in ("xpu", "mtia", "ipu"):
+    setattr(Tensor, _name, _to_device_type(_name))
 Tensor.grad_dtype = property(lambda self: self.dtype, doc="The dtype ``.grad`` has: the tensor's own.")
 for _fn in (_hh.geqrf, _hh.orgqr, _hh.ormqr):
     setattr(Tensor, _fn.__name__, _fn)

@@ -479,6 +479,9 @@ def test_small_tensor_methods(device):
     assert z.module_load(x, assign=True).data_ptr() == x.data_ptr()
     with pytest.raises(RuntimeError, match=r"reinforce\(\) was removed"):
         x.reinforce(1.0)
+    for name in ("xpu", "mtia", "ipu"):  # no such backend installed: the error names the installed ones
+        with pytest.raises(RuntimeError, match="cpu"):
+            getattr(x, name)()
 
 
 def test_map2_cpu_only():
