@@ -617,3 +617,22 @@ def test_set_shares_memory(device):
         torch.zeros(2, dtype=torch.int64, device=device).set_(y)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         torch.zeros(2, device=device, requires_grad=True).set_(y)
+
+
+def test_continuous_bernoulli_density_and_moments(device):
+    p = torch.tensor([0.1, 0.4999, 0.7], dtype=torch.float64, device=device)
+    d = torch.distributions.ContinuousBernoulli(probs=p)
+    xs = np.linspace(0.0, 1.0, 20001)
+    dens = np.exp(arr(d.log_prob(torch.tensor(xs[:, None], dtype=torch.float64, device=device))))
+    np.testing.assert_allclose(np.trapezoid(dens, xs, axis=0), 1.0, rtol=1e-6)  # a density on [0, 1]
+    np.testing.assert_allclose(arr(d.mean), np.trapezoid(dens * xs[:, None], xs, axis=0), rtol=1e-6)
+    mean2 = np.trapezoid(dens * xs[:, None] ** 2, xs, axis=0)
+    np.testing.assert_allclose(arr(d.variance), mean2 - arr(d.mean) ** 2, rtol=1e-5)
+    q = 0.1  # C(p) = 2 artanh(1 - 2p) / (1 - 2p)
+    np.testing.assert_allclose(np.exp(arr(d._cont_bern_log_norm()))[0], 2 * np.arctanh(1 - 2 * q) / (1 - 2 * q))
+    u = torch.tensor([0.25, 0.5, 0.9], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(d.cdf(d.icdf(u))), arr(u), rtol=1e-9)
+    logits = torch.zeros(3, device=device, requires_grad=True)
+    torch.distributions.ContinuousBernoulli(logits=logits + torch.tensor([-2.0, 0.5, 3.0], device=device)) \
+        .rsample((8,)).sum().backward()
+    assert logits.grad is not None and bool(torch.isfinite(logits.grad).all())

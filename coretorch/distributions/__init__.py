@@ -35,7 +35,8 @@ __all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint
 
 from ._submodules import OneHotCategoricalStraightThrough, install as _install_submodules  # noqa: E402
 from .negative_binomial import NegativeBinomial  # noqa: E402
-from . import negative_binomial  # noqa: E402,F401
+from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
+from . import continuous_bernoulli, negative_binomial  # noqa: E402,F401
 
-__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial"]
+__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)
