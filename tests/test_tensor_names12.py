@@ -636,3 +636,27 @@ def test_continuous_bernoulli_density_and_moments(device):
     torch.distributions.ContinuousBernoulli(logits=logits + torch.tensor([-2.0, 0.5, 3.0], device=device)) \
         .rsample((8,)).sum().backward()
     assert logits.grad is not None and bool(torch.isfinite(logits.grad).all())
+
+
+def test_lowrank_multivariate_normal_matches_full_covariance(device):
+    g = torch.Generator().manual_seed(0)
+    loc = torch.randn(2, 4, dtype=torch.float64, generator=g).to(device)
+    W = torch.randn(4, 2, dtype=torch.float64, generator=g).to(device)
+    D = (torch.rand(4, dtype=torch.float64, generator=g) + 0.5).to(device)
+    d = torch.distributions.LowRankMultivariateNormal(loc, W, D)
+    cov = arr(W) @ arr(W).T + np.diag(arr(D))
+    np.testing.assert_allclose(arr(d.covariance_matrix[0]), cov, rtol=1e-12)
+    np.testing.assert_allclose(arr(d.precision_matrix[1]), np.linalg.inv(cov), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(arr(d.scale_tril[0]) @ arr(d.scale_tril[0]).T, cov, rtol=1e-10)
+    x = torch.randn(3, 2, 4, dtype=torch.float64, generator=g).to(device)
+    diff = arr(x) - arr(loc)
+    want = -0.5 * (4 * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]
+                   + np.einsum("...i,ij,...j->...", diff, np.linalg.inv(cov), diff))
+    np.testing.assert_allclose(arr(d.log_prob(x)), want, rtol=1e-10)
+    np.testing.assert_allclose(arr(d.entropy()), 0.5 * (4 * (1 + np.log(2 * np.pi)) + np.linalg.slogdet(cov)[1]),
+                               rtol=1e-12)
+    Wg = W.detach().requires_grad_(True)
+    torch.distributions.LowRankMultivariateNormal(loc, Wg, D).rsample((5,)).sum().backward()
+    assert Wg.grad is not None and d.expand((3, 2)).batch_shape == (3, 2)
+    with pytest.raises(ValueError, match="cov_factor must be a batch of matrices"):
+        torch.distributions.LowRankMultivariateNormal(loc, W[:3], D)

@@ -36,7 +36,8 @@ __all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint
 from ._submodules import OneHotCategoricalStraightThrough, install as _install_submodules  # noqa: E402
 from .negative_binomial import NegativeBinomial  # noqa: E402
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
-from . import continuous_bernoulli, negative_binomial  # noqa: E402,F401
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
+from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
 
-__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli"]
+__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)
