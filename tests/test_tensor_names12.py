@@ -660,3 +660,37 @@ def test_lowrank_multivariate_normal_matches_full_covariance(device):
     assert Wg.grad is not None and d.expand((3, 2)).batch_shape == (3, 2)
     with pytest.raises(ValueError, match="cov_factor must be a batch of matrices"):
         torch.distributions.LowRankMultivariateNormal(loc, W[:3], D)
+
+
+# ---- nn.attention.flex_attention (reference path) ---------------------------------------------------------------
+def test_flex_attention_score_and_mask_mods(device):
+    from coretorch.nn.attention import flex_attention as fa
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, 3, 4, dtype=torch.float64, generator=g).to(device)
+    k = torch.randn(1, 2, 5, 4, dtype=torch.float64, generator=g).to(device)
+    v = torch.randn(1, 2, 5, 2, dtype=torch.float64, generator=g).to(device)
+
+    def causal(b, h, qi, ki):
+        return qi >= ki
+
+    def bias(s, b, h, qi, ki):
+        return s + (qi - ki) * 0.1 * (h + 1)
+    bm = fa.create_block_mask(fa.and_masks(causal, fa.noop_mask), None, None, 3, 5)
+    out, lse = fa.flex_attention(q, k, v, score_mod=bias, block_mask=bm, enable_gqa=True, return_lse=True)
+    kk, vv = np.repeat(arr(k), 2, axis=1), np.repeat(arr(v), 2, axis=1)  # GQA: each kv head serves two q heads
+    qi, ki, h = np.arange(3)[:, None], np.arange(5)[None, :], np.arange(4)[:, None, None]
+    s = arr(q) @ np.swapaxes(kk, -1, -2) / 2.0 + (qi - ki) * 0.1 * (h + 1)
+    s = np.where(qi >= ki, s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    # (the bias is float32, as PyTorch's: an int64 index times a Python float)
+    np.testing.assert_allclose(arr(out), (w / w.sum(-1, keepdims=True)) @ vv, rtol=1e-6)
+    np.testing.assert_allclose(arr(lse), np.log(np.exp(s).sum(-1)), rtol=1e-6)
+    np.testing.assert_array_equal(arr(fa.create_mask(fa.or_masks(causal, lambda b, h, qi, ki: ki == 4), 1, 1, 3, 5)),
+                                  ((qi >= ki) | (ki == 4))[None, None])
+    none = fa.create_block_mask(lambda b, h, qi, ki: ki > 9, 1, 4, 3, 5)  # every row masked: zeros, -inf
+    o2, aux = fa.flex_attention(q, k, v, block_mask=none, enable_gqa=True, return_aux=fa.AuxRequest(lse=True))
+    assert float(o2.abs().sum()) == 0 and bool((aux.lse == float("-inf")).all()) and aux.max_scores is None
+    qg = q[:, :2].detach().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: fa.flex_attention(x, k, v, score_mod=bias, block_mask=bm), (qg,))
+    with pytest.raises(ValueError, match="enable_gqa=True"):
+        fa.flex_attention(q, k, v)
