@@ -694,3 +694,24 @@ def test_flex_attention_score_and_mask_mods(device):
     assert torch.autograd.gradcheck(lambda x: fa.flex_attention(x, k, v, score_mod=bias, block_mask=bm), (qg,))
     with pytest.raises(ValueError, match="enable_gqa=True"):
         fa.flex_attention(q, k, v)
+
+
+def test_matrix_and_stack_transforms():
+    from coretorch.distributions import constraints, transform_to
+    from coretorch.distributions import transforms as T
+    x = torch.tensor([[0.5, 9.0], [-1.0, -0.3]], dtype=torch.float64)
+    L = T.LowerCholeskyTransform()(x)
+    np.testing.assert_allclose(arr(L), [[np.exp(0.5), 0.0], [-1.0, np.exp(-0.3)]])
+    P = transform_to(constraints.positive_definite)(x)
+    np.testing.assert_allclose(arr(P), arr(L) @ arr(L).T)
+    np.testing.assert_allclose(arr(T.PositiveDefiniteTransform().inv(P)), [[0.5, 0.0], [-1.0, -0.3]], atol=1e-12)
+    assert isinstance(transform_to(constraints.lower_cholesky), T.LowerCholeskyTransform)
+    st = T.StackTransform([T.ExpTransform(), T.identity_transform], dim=1)
+    y = torch.tensor([[0.0, 2.0], [1.0, -1.0]], dtype=torch.float64)
+    np.testing.assert_allclose(arr(st(y)), [[1.0, 2.0], [np.e, -1.0]])
+    np.testing.assert_allclose(arr(st.log_abs_det_jacobian(y, st(y))), [[0.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_allclose(arr(st.inv(st(y))), arr(y))
+    c = T.CumulativeDistributionTransform(torch.distributions.Normal(0.0, 1.0))
+    np.testing.assert_allclose(arr(c(torch.tensor([0.0]))), [0.5])
+    np.testing.assert_allclose(arr(c.log_abs_det_jacobian(torch.tensor([0.0]), None)), [-0.5 * np.log(2 * np.pi)],
+                               rtol=1e-6)
