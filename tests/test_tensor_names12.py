@@ -715,3 +715,41 @@ def test_matrix_and_stack_transforms():
     np.testing.assert_allclose(arr(c(torch.tensor([0.0]))), [0.5])
     np.testing.assert_allclose(arr(c.log_abs_det_jacobian(torch.tensor([0.0]), None)), [-0.5 * np.log(2 * np.pi)],
                                rtol=1e-6)
+
+
+def test_fisher_snedecor_and_exponential_family():
+    from math import lgamma, log, log1p
+
+    from coretorch.distributions.exp_family import ExponentialFamily
+    d = torch.distributions.FisherSnedecor(torch.tensor([3.0, 6.0], dtype=torch.float64),
+                                           torch.tensor([5.0, 3.0], dtype=torch.float64))
+    x = torch.tensor([0.5, 2.0], dtype=torch.float64)
+
+    def ref(d1, d2, v):  # the F density
+        a, b = d1 / 2, d2 / 2
+        return lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(d1 / d2) + (a - 1) * log(v) - (a + b) * log1p(
+            d1 / d2 * v)
+    np.testing.assert_allclose(arr(d.log_prob(x)), [ref(3, 5, 0.5), ref(6, 3, 2.0)], rtol=1e-12)
+    np.testing.assert_allclose(arr(d.mean)[0], 5 / 3)
+    assert np.isnan(arr(d.variance)[1])  # df2 <= 4
+
+    class Exp(ExponentialFamily):  # Exponential(rate) written as an exponential family
+        arg_constraints: dict = {}
+
+        def __init__(self, rate):
+            self.rate = rate
+            super().__init__(rate.shape, validate_args=False)
+
+        @property
+        def _natural_params(self):
+            return (-self.rate,)
+
+        def _log_normalizer(self, t):
+            return -torch.log(-t)
+
+        @property
+        def _mean_carrier_measure(self):
+            return 0
+
+    rate = torch.tensor([0.5, 2.0], dtype=torch.float64)
+    np.testing.assert_allclose(arr(Exp(rate).entropy()), 1 - np.log(arr(rate)), rtol=1e-12)
