@@ -753,3 +753,18 @@ def test_fisher_snedecor_and_exponential_family():
 
     rate = torch.tensor([0.5, 2.0], dtype=torch.float64)
     np.testing.assert_allclose(arr(Exp(rate).entropy()), 1 - np.log(arr(rate)), rtol=1e-12)
+
+
+def test_von_mises(device):
+    loc = torch.tensor([0.3, -1.0], dtype=torch.float64, device=device)
+    k = torch.tensor([0.5, 4.0], dtype=torch.float64, device=device)
+    d = torch.distributions.VonMises(loc, k)
+    xs = np.linspace(-np.pi, np.pi, 20001)
+    dens = np.exp(arr(d.log_prob(torch.tensor(xs[:, None], dtype=torch.float64, device=device))))
+    np.testing.assert_allclose(np.trapezoid(dens, xs, axis=0), 1.0, rtol=1e-9)  # a density on the circle
+    resultant = np.abs(np.trapezoid(dens * np.exp(1j * xs[:, None]), xs, axis=0))
+    np.testing.assert_allclose(arr(d.variance), 1 - resultant, rtol=1e-8)  # circular variance
+    torch.manual_seed(0)
+    s = arr(torch.distributions.VonMises(torch.tensor(1.0, device=device), torch.tensor(2.0, device=device))
+            .sample((4000,)))
+    assert s.min() >= -np.pi and s.max() <= np.pi and abs(np.arctan2(np.sin(s).mean(), np.cos(s).mean()) - 1) < 0.1

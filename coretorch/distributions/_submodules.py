@@ -33,7 +33,7 @@ _MODULES = {  # PyTorch's module name -> the laws it defines there
     "poisson": ("Poisson",), "relaxed_bernoulli": ("RelaxedBernoulli", "LogitRelaxedBernoulli"),
     "relaxed_categorical": ("RelaxedOneHotCategorical", "ExpRelaxedCategorical"), "studentT": ("StudentT",),
     "transformed_distribution": ("TransformedDistribution",), "uniform": ("Uniform",), "weibull": ("Weibull",),
-    "exp_family": ("ExponentialFamily",), "fishersnedecor": ("FisherSnedecor",),
+    "exp_family": ("ExponentialFamily",), "fishersnedecor": ("FisherSnedecor",), "von_mises": ("VonMises",),
 }
 
 

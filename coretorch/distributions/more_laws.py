@@ -1,15 +1,17 @@
 """More of PyTorch's laws: ``ExponentialFamily`` (the base class whose entropy comes from the log-normaliser, as
-PyTorch's) and ``FisherSnedecor`` (the F distribution)."""
+PyTorch's), ``FisherSnedecor`` (the F distribution) and ``VonMises`` (the circular normal)."""
 from __future__ import annotations
+
+import math
 
 import coretorch as torch
 
 from . import constraints
 from .distribution import Distribution
 from .gamma_family import Gamma
-from .utils import broadcast_all
+from .utils import broadcast_all, lazy_property
 
-__all__ = ["ExponentialFamily", "FisherSnedecor"]
+__all__ = ["ExponentialFamily", "FisherSnedecor", "VonMises"]
 
 
 class ExponentialFamily(Distribution):
@@ -93,3 +95,62 @@ class FisherSnedecor(Distribution):
         t2 = a * ratio.log() + (a - 1) * torch.log(value)
         t3 = (a + b) * torch.log1p(ratio * value)
         return t1 + t2 - t3
+
+
+class VonMises(Distribution):
+    """VonMises(loc, concentration): the circular normal on (-pi, pi], density ``exp(k cos(x - loc)) / (2 pi
+    I0(k))``; sampled by Best and Fisher's (1979) rejection method, in float64."""
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
+    has_rsample = False
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = broadcast_all(loc, concentration)
+        super().__init__(self.loc.shape, torch.Size(), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded(VonMises, batch_shape, ("loc", "concentration"), _instance)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        k = self.concentration
+        log_i0 = torch.log(torch.special.i0e(k)) + k  # log I0(k), without overflow for large k
+        return k * torch.cos(value - self.loc) - math.log(2 * math.pi) - log_i0
+
+    @lazy_property
+    def _proposal_r(self):
+        k = self.concentration.to(torch.float64)
+        tau = 1 + (1 + 4 * k ** 2).sqrt()
+        rho = (tau - (2 * tau).sqrt()) / (2 * k)
+        return torch.where(k < 1e-5, 1 / k + k, (1 + rho ** 2) / (2 * rho))  # small k: the Taylor form
+
+    def sample(self, sample_shape=torch.Size()):
+        with torch.no_grad():
+            shape = self._extended_shape(sample_shape)
+            loc, k, r = self.loc.to(torch.float64), self.concentration.to(torch.float64), self._proposal_r
+            x = torch.zeros(shape, dtype=torch.float64, device=loc.device)
+            done = torch.zeros(shape, dtype=torch.bool, device=loc.device)
+            while not bool(done.all()):
+                u1, u2, u3 = torch.rand((3,) + tuple(shape), dtype=torch.float64, device=loc.device).unbind()
+                z = torch.cos(math.pi * u1)
+                f = (1 + r * z) / (r + z)
+                c = k * (r - f)
+                accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
+                x = torch.where(accept & ~done, (u3 - 0.5).sign() * f.acos(), x)
+                done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @lazy_property
+    def variance(self):
+        """The circular variance ``1 - I1(k) / I0(k)``."""
+        k = self.concentration
+        return 1 - torch.special.i1e(k) / torch.special.i0e(k)
