@@ -8,12 +8,14 @@ from .nn import functional as _F
 from .ops import pointwise as _P, reduction as _R
 from .ops.special import (_out, digamma, entr, erfc, erfcx, erfinv, exp2, gammainc, gammaincc, i0, i0e, i1, i1e,
                           lgamma, log_ndtr, logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from .ops._polynomials import *  # noqa: F401,F403  (chebyshev_polynomial_t & co)
+from .ops._polynomials import __all__ as _polynomials
 from .tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfcx", "erfinv", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "xlogy", "xlog1py", "entr", "ndtr", "ndtri", "log_ndtr", "sinc", "i0", "i0e", "i1", "i1e",
            "logsumexp", "softmax", "log_softmax", "exp2", "expm1", "log1p", "round", "gammainc", "gammaincc",
-           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]
+           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0", *_polynomials]
 
 gammaln = lgamma
 psi = digamma

@@ -768,3 +768,25 @@ def test_von_mises(device):
     s = arr(torch.distributions.VonMises(torch.tensor(1.0, device=device), torch.tensor(2.0, device=device))
             .sample((4000,)))
     assert s.min() >= -np.pi and s.max() <= np.pi and abs(np.arctan2(np.sin(s).mean(), np.cos(s).mean()) - 1) < 0.1
+
+
+def test_special_orthogonal_polynomials(device):
+    import scipy.special as sp
+    x = np.array([-0.9, -0.3, 0.0, 0.45, 1.0, 1.7])
+    n = np.array([0, 1, 2, 3, 5, 8])
+    refs = {"chebyshev_polynomial_t": sp.eval_chebyt, "chebyshev_polynomial_u": sp.eval_chebyu,
+            "hermite_polynomial_h": sp.eval_hermite, "hermite_polynomial_he": sp.eval_hermitenorm,
+            "laguerre_polynomial_l": sp.eval_laguerre, "legendre_polynomial_p": sp.eval_legendre,
+            "shifted_chebyshev_polynomial_t": lambda k, v: sp.eval_chebyt(k, 2 * v - 1),
+            # V_n and W_n: the third and fourth kinds, from U (V_n(x) = U_n(x) - U_{n-1}(x), W_n = U_n + U_{n-1})
+            "chebyshev_polynomial_v": lambda k, v: sp.eval_chebyu(k, v) - sp.eval_chebyu(k - 1, v),
+            "chebyshev_polynomial_w": lambda k, v: sp.eval_chebyu(k, v) + sp.eval_chebyu(k - 1, v)}
+    xt = torch.tensor(x, dtype=torch.float64, device=device)
+    for name, ref in refs.items():
+        fn = getattr(torch.special, name)
+        want = np.array([ref(k, v) if k > 0 or not name.endswith(("_v", "_w")) else 1.0 for k, v in zip(n, x)])
+        np.testing.assert_allclose(arr(fn(xt, torch.tensor(n, device=device))), want, rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
+        np.testing.assert_allclose(arr(fn(xt, 3)), ref(3, x), rtol=1e-10, atol=1e-12, err_msg=name)
+    assert float(torch.special.legendre_polynomial_p(xt, -1).abs().sum()) == 0  # n < 0: 0
+    assert torch.special.chebyshev_polynomial_t(torch.tensor([1, 2], device=device), 2).dtype == torch.float32
