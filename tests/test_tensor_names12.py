@@ -790,3 +790,16 @@ def test_special_orthogonal_polynomials(device):
         np.testing.assert_allclose(arr(fn(xt, 3)), ref(3, x), rtol=1e-10, atol=1e-12, err_msg=name)
     assert float(torch.special.legendre_polynomial_p(xt, -1).abs().sum()) == 0  # n < 0: 0
     assert torch.special.chebyshev_polynomial_t(torch.tensor([1, 2], device=device), 2).dtype == torch.float32
+
+
+def test_autograd_engine_switches():
+    ag = torch.autograd
+    assert ag.is_multithreading_enabled() and not ag.is_view_replay_enabled()
+    with ag.set_multithreading_enabled(False):
+        assert not ag.is_multithreading_enabled()
+    assert ag.is_multithreading_enabled()
+
+    @ag.set_multithreading_enabled(False)
+    def inner():
+        return ag.is_multithreading_enabled()
+    assert inner() is False and ag.is_multithreading_enabled()
