@@ -803,3 +803,19 @@ def test_autograd_engine_switches():
     def inner():
         return ag.is_multithreading_enabled()
     assert inner() is False and ag.is_multithreading_enabled()
+
+
+def test_generalized_pareto(device):
+    loc = torch.tensor([0.0, 1.0, -0.5], dtype=torch.float64, device=device)
+    scale = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64, device=device)
+    c = torch.tensor([0.0, 0.3, -0.4], dtype=torch.float64, device=device)
+    d = torch.distributions.GeneralizedPareto(loc, scale, c)
+    v = torch.tensor([0.5, 2.0, 0.1], dtype=torch.float64, device=device)
+    z = (arr(v) - arr(loc)) / arr(scale)
+    surv = np.where(arr(c) == 0, np.exp(-z), (1 + arr(c) * z) ** (-1 / np.where(arr(c) == 0, 1, arr(c))))
+    np.testing.assert_allclose(arr(d.cdf(v)), 1 - surv, rtol=1e-12)
+    dens = np.where(arr(c) == 0, np.exp(-z), (1 + arr(c) * z) ** (-1 / np.where(arr(c) == 0, 1, arr(c)) - 1))
+    np.testing.assert_allclose(arr(d.log_prob(v)), np.log(dens / arr(scale)), rtol=1e-12)
+    u = torch.tensor([0.2, 0.5, 0.9], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(d.cdf(d.icdf(u))), arr(u), rtol=1e-12)
+    np.testing.assert_allclose(arr(d.support.upper_bound)[2], -0.5 + 0.5 / 0.4)

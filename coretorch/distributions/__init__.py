@@ -38,7 +38,7 @@ from .negative_binomial import NegativeBinomial  # noqa: E402
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
 from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
-from .more_laws import ExponentialFamily, FisherSnedecor, VonMises  # noqa: E402
+from .more_laws import ExponentialFamily, FisherSnedecor, GeneralizedPareto, VonMises  # noqa: E402
 from . import transforms_matrix as _transforms_matrix  # noqa: E402
 from .transforms_matrix import (CumulativeDistributionTransform, LowerCholeskyTransform,  # noqa: E402
                                 PositiveDefiniteTransform, StackTransform)
@@ -48,5 +48,5 @@ for _name in _transforms_matrix.__all__:  # PyTorch's programs import them from 
 
 __all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal",
             "LowerCholeskyTransform", "PositiveDefiniteTransform", "StackTransform", "CumulativeDistributionTransform",
-            "ExponentialFamily", "FisherSnedecor", "VonMises"]
+            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)

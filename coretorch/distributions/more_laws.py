@@ -1,5 +1,6 @@
 """More of PyTorch's laws: ``ExponentialFamily`` (the base class whose entropy comes from the log-normaliser, as
-PyTorch's), ``FisherSnedecor`` (the F distribution) and ``VonMises`` (the circular normal)."""
+PyTorch's), ``FisherSnedecor`` (the F distribution), ``VonMises`` (the circular normal) and
+``GeneralizedPareto``."""
 from __future__ import annotations
 
 import math
@@ -11,7 +12,7 @@ from .distribution import Distribution
 from .gamma_family import Gamma
 from .utils import broadcast_all, lazy_property
 
-__all__ = ["ExponentialFamily", "FisherSnedecor", "VonMises"]
+__all__ = ["ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto"]
 
 
 class ExponentialFamily(Distribution):
@@ -154,3 +155,82 @@ class VonMises(Distribution):
         """The circular variance ``1 - I1(k) / I0(k)``."""
         k = self.concentration
         return 1 - torch.special.i1e(k) / torch.special.i0e(k)
+
+
+class GeneralizedPareto(Distribution):
+    """GeneralizedPareto(loc, scale, concentration): the tail law of extreme values, survival ``(1 + c z)^(-1/c)``
+    for ``z = (x - loc) / scale`` (``exp(-z)`` at c = 0); reparameterised through the inverse cdf."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        scalar = not any(isinstance(v, torch.Tensor) for v in (loc, scale, concentration))
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        super().__init__(torch.Size() if scalar else self.loc.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded(GeneralizedPareto, batch_shape, ("loc", "scale", "concentration"), _instance)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        upper = torch.where(self.concentration < 0, self.loc - self.scale / self.concentration,
+                            torch.full_like(self.loc, math.inf))
+        return constraints.interval(self.loc, upper)
+
+    def _zero_safe(self):
+        """(where c is 0, c with those entries set to 1): the c = 0 limit is computed separately."""
+        zero = torch.isclose(self.concentration, torch.zeros_like(self.concentration))
+        return zero, torch.where(zero, torch.ones_like(self.concentration), self.concentration)
+
+    def rsample(self, sample_shape=torch.Size()):
+        shape = self._extended_shape(sample_shape)
+        return self.icdf(torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        zero, c = self._zero_safe()
+        y = 1 / c + 1
+        nonzero = torch.where(y == 0, y, y * torch.log1p(c * z))
+        return -self.scale.log() - torch.where(zero, z, nonzero)
+
+    def log_survival_function(self, value):
+        """``log P(X > value)``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        zero, c = self._zero_safe()
+        return torch.where(zero, -z, -torch.log1p(c * z) / c)
+
+    def log_cdf(self, value):
+        """``log P(X <= value)``."""
+        return torch.log1p(-torch.exp(self.log_survival_function(value)))
+
+    def cdf(self, value):
+        return torch.exp(self.log_cdf(value))
+
+    def icdf(self, value):
+        zero, c = self._zero_safe()
+        log_u = torch.log1p(-value)
+        return torch.where(zero, self.loc - self.scale * log_u, self.loc + self.scale / c * torch.expm1(-c * log_u))
+
+    @property
+    def mean(self):
+        ok = self.concentration < 1
+        c = torch.where(ok, self.concentration, torch.full_like(self.concentration, 0.5))
+        return torch.where(ok, self.loc + self.scale / (1 - c), torch.full_like(self.loc, math.nan))
+
+    @property
+    def variance(self):
+        ok = self.concentration < 0.5
+        c = torch.where(ok, self.concentration, torch.full_like(self.concentration, 0.25))
+        v = self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c))
+        return torch.where(ok, v, torch.full_like(v, math.nan))
+
+    @property
+    def mode(self):
+        return self.loc
+
+    def entropy(self):
+        return torch.broadcast_to(torch.log(self.scale) + self.concentration + 1, tuple(self._batch_shape))
