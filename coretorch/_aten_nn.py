@@ -15,10 +15,7 @@ from .nn.functional._basic import _apply_mask, _check_p
 from .ops import pointwise as _P
 from .ops import reduction as _R
 from .ops import shape as _S
-from .linalg import vector_norm
 from .ops.creation import empty, ones_like, rand_like
-from .ops.indexing import index_select
-from .ops.triangular import triu_indices
 from .tensor import Tensor
 
 _int = builtins.int
@@ -314,18 +311,8 @@ def affine_grid_generator(theta: Tensor, size, align_corners: _bool) -> Tensor:
 
 
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:
-    """The p-norm distances between the rows of a 2-D ``input``, the upper triangle of the distance matrix in
-    row-major order (``N * (N - 1) / 2`` values)."""
-    if input.ndim != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("pdist only supports floating-point dtypes")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    ij = triu_indices(n, n, 1, device=input.device)
-    d = _P.sub(index_select(input, 0, ij[0]), index_select(input, 0, ij[1]))
-    return vector_norm(d, p, dim=1)
+    """``torch.pdist``: F.pdist (the p-norm distances between the rows of a 2-D ``input``)."""
+    return _F.pdist(input, p)
 
 
 # ---- activations in ATen's form -----------------------------------------------------------------------------

@@ -244,8 +244,8 @@ def fit_scalar(value, d: dtype):
 
 
 def is_storage(obj) -> bool:
-    """torch.is_storage: coretorch has no storage objects apart from its tensors, so nothing is one."""
-    return False
+    """torch.is_storage: whether ``obj`` is a storage (``Tensor.untyped_storage()``, ``Tensor.storage()``)."""
+    return getattr(type(obj), "_is_storage", False) is True
 
 
 # ---- torch.finfo / torch.iinfo ------------------------------------------------------------------

@@ -10,12 +10,15 @@ from .ops import _decomp_composite as _c, _decomp_extra as _e, _decomp_ops as _o
 from .ops._decomp_composite import diagonal
 from .ops._decomp_extra import vander, with_out as _out
 from .ops._decomp_ops import LinAlgError
+from .ops._householder import householder_product
+from .ops._lu import lu, lu_factor, lu_factor_ex, lu_solve
 from .ops.linalg import matmul
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
-           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
-           "tensorsolve", "vander", "vecdot", "vector_norm"]
+           "householder_product", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+           "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet",
+           "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "vector_norm"]
 
 cholesky = _out(_o.cholesky, "linalg.cholesky")
 cholesky_ex = _out(_o.cholesky_ex, "linalg.cholesky_ex")

@@ -24,7 +24,14 @@ linalg_inv_ex = _decomp_type("linalg_inv_ex", ("inverse", "info"))
 linalg_solve_ex = _decomp_type("linalg_solve_ex", ("result", "info"))
 linalg_cholesky_ex = _decomp_type("linalg_cholesky_ex", ("L", "info"))
 linalg_lstsq = _decomp_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+geqrf = _decomp_type("geqrf", ("a", "tau"))
+triangular_solve = _decomp_type("triangular_solve", ("solution", "cloned_coefficient"))
+linalg_lu_factor = _decomp_type("linalg_lu_factor", ("LU", "pivots"))
+linalg_lu_factor_ex = _decomp_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+linalg_lu = _decomp_type("linalg_lu", ("P", "L", "U"))
+lu_unpack = _decomp_type("lu_unpack", ("P", "L", "U"))
 
 __all__ = ["frexp", "qr", "svd", "slogdet", "linalg_slogdet", "linalg_qr", "linalg_svd", "linalg_eigh", "linalg_inv_ex",
            "linalg_solve_ex", "linalg_cholesky_ex", "linalg_lstsq", "max", "min", "sort", "topk", "kthvalue", "median",
-           "nanmedian", "mode", "cummax", "cummin", "aminmax"]
+           "nanmedian", "mode", "cummax", "cummin", "aminmax", "geqrf", "triangular_solve",
+           "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack"]

@@ -40,6 +40,7 @@ class Tensor(_TensorAPI):
     _mo: Any = None
     _out_nr = 0
     _accum = None
+    _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
     _retains = False
 
     _is_param = False  # nn.Parameter's isinstance check also accepts tensors flagged this way (as PyTorch)

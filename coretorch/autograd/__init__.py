@@ -15,7 +15,8 @@ from . import function, graph  # noqa: F401  (torch.autograd.function, as script
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Variable", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node",
            "once_differentiable", "InplaceFunction", "NestedIOFunction", "RemovableHandle", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+           "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_multithreading_enabled",
+           "is_multithreading_enabled", "is_view_replay_enabled"]
 
 
 def run_backward(tensors, grads, *args, **kwargs):
@@ -147,3 +148,5 @@ VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.
 
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: E402
 from . import variable  # noqa: E402,F401  (torch.autograd.variable.Variable, as old scripts import it)
+from . import functional, profiler  # noqa: E402,F401  (torch.autograd.functional: jacobian & co; .profiler)
+from ._flags import is_multithreading_enabled, is_view_replay_enabled, set_multithreading_enabled  # noqa: E402

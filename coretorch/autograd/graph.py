@@ -189,6 +189,10 @@ class AccumulateGrad(Node):
         """Accumulate into ``variable.grad``; ``grad`` is already owned by the caller (see engine)."""
         with ACCUMULATE_LOCK:
             self._accumulate(grad)
+        post = self.variable._post_accumulate_grad_hooks  # Tensor.register_post_accumulate_grad_hook's
+        if post:
+            for fn in list(post.values()):
+                fn(self.variable)
         return ()
 
     def _accumulate(self, grad) -> None:

@@ -2,6 +2,8 @@
 moments, cdf/icdf, ``expand``, argument validation and ``kl_divergence`` with its registry.
 
 Every law is a composition of differentiable tensor ops, so it runs on every device a backend provides."""
+import sys
+
 from . import constraint_registry, constraints, transforms
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
@@ -30,3 +32,21 @@ __all__ = ["constraints", "transforms", "biject_to", "transform_to", "constraint
            "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform", "ReshapeTransform",
            "identity_transform", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
            "InverseGamma", "LogisticNormal"]
+
+from ._submodules import OneHotCategoricalStraightThrough, install as _install_submodules  # noqa: E402
+from .negative_binomial import NegativeBinomial  # noqa: E402
+from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
+from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
+from .more_laws import ExponentialFamily, FisherSnedecor, GeneralizedPareto, VonMises  # noqa: E402
+from . import transforms_matrix as _transforms_matrix  # noqa: E402
+from .transforms_matrix import (CumulativeDistributionTransform, LowerCholeskyTransform,  # noqa: E402
+                                PositiveDefiniteTransform, StackTransform)
+
+for _name in _transforms_matrix.__all__:  # PyTorch's programs import them from distributions.transforms too
+    setattr(transforms, _name, getattr(_transforms_matrix, _name))
+
+__all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal",
+            "LowerCholeskyTransform", "PositiveDefiniteTransform", "StackTransform", "CumulativeDistributionTransform",
+            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto"]
+_install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)

@@ -9,9 +9,13 @@ from . import functional  # noqa: F401
 from . import init, modules, parameter, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
+from . import attention, common_types, grad, parallel  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: E402
+from ._factory import factory_kwargs  # noqa: E402
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "modules", "parameter", *_modules_all]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "DataParallel", "functional", "init",
+           "utils", "modules", "parameter", "attention", "grad", "parallel", "factory_kwargs", *_modules_all]
 
 _registered: dict = {}
 

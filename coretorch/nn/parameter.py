@@ -89,6 +89,7 @@ def _refuse(name: str):
                          "`torch.nn.parameter.UninitializedParameter` objects. When using LazyModules Call `forward` "
                          "with a dummy batch to initialize the parameters before calling torch functions")
     method.__name__ = name
+    method.__doc__ = f"Refused (ValueError) until the placeholder is materialized: ``Tensor.{name}``."
     return method
 
 
@@ -97,6 +98,7 @@ def _convert(name: str):
         r = getattr(Tensor, name)(self, *args, **kwargs)
         return self if r is self else type(self)._like(r, self)
     method.__name__ = name
+    method.__doc__ = f"``Tensor.{name}``, the result still an uninitialized placeholder of the same kind."
     return method
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils  # noqa: F401  (torch.optim.swa_utils)
 from ._checks import check_fused
 from .optimizer import Optimizer
 from .sgd import SGD

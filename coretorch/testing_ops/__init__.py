@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("core", "sorting", "special", "triangular", "joining", "scatter", "products", "decomp", "random",
-            "names12")
+            "names12", "names12b")
 
 
 def all_cases() -> list:

@@ -18,6 +18,10 @@ from ._activation import (celu, elu, erf, gelu, hardsigmoid, hardswish, hardtanh
                           logsigmoid, mish, relu, relu6, relu_, selu, silu, softmax, softmin, softplus, softsign,
                           tanhshrink, threshold)
 from ._activation_param import glu, hardshrink, prelu, rrelu, rrelu_, softshrink
+from ._activation_inplace import celu_, elu_, hardtanh_, leaky_relu_, selu_, threshold_
+from ._pdist import pdist, upsample_bilinear, upsample_nearest
+from ._linear_ce import linear_cross_entropy
+from ._conv_tbc import conv_tbc
 from ._attention import scaled_dot_product_attention
 from ._mha import multi_head_attention_forward
 from ._basic import bilinear, dropout, dropout1d, dropout2d, dropout3d, embedding, linear

@@ -38,9 +38,13 @@ from .pixelshuffle import *  # noqa: E402,F401,F403
 from .upsampling import *  # noqa: E402,F401,F403
 from .fold import *  # noqa: E402,F401,F403
 from .batchnorm import SyncBatchNorm  # noqa: E402,F401
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
+from .legacy import Container, NLLLoss2d  # noqa: E402,F401
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402,F401
 
 for _m in (_activation, _attention, _conv, _loss, _normalization, _pooling, _rnn, _transformer, _distance,
            _instancenorm, _padding, _pixelshuffle, _upsampling, _fold):
     __all__ += [n for n in _m.__all__ if n not in __all__]
 del _m
-__all__ += ["SyncBatchNorm"]
+__all__ += ["SyncBatchNorm", "AdaptiveLogSoftmaxWithLoss", "NLLLoss2d", "Container", "LinearCrossEntropyLoss",
+            "LinearCrossEntropyOptions"]

@@ -2,7 +2,9 @@
 ``coretorch.distributed``); without one, using it raises an error that says what to install."""
 from __future__ import annotations
 
-__all__ = ["DistributedDataParallel"]
+from .data_parallel import DataParallel, data_parallel
+
+__all__ = ["DistributedDataParallel", "DataParallel", "data_parallel"]
 
 
 def _set(cls) -> None:
