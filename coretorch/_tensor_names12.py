@@ -373,21 +373,6 @@ def ger(self: Tensor, vec2: Tensor) -> Tensor:
     return self.outer(vec2)
 
 
-def unsafe_chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """:meth:`chunk` (PyTorch's variant whose views skip the in-place checks; here the same views)."""
-    return tuple(_S.chunk(self, chunks, dim))
-
-
-def unsafe_split(self: Tensor, split_size, dim: int = 0) -> tuple:
-    """:meth:`split` (PyTorch's variant whose views skip the in-place checks; here the same views)."""
-    return tuple(_S.split(self, split_size, dim))
-
-
-def unsafe_split_with_sizes(self: Tensor, split_sizes, dim: int = 0) -> tuple:
-    """:meth:`split` with a list of sizes (PyTorch's unchecked variant; here the same views)."""
-    return tuple(_S.split(self, list(split_sizes), dim))
-
-
 def is_distributed(self: Tensor) -> bool:
     """False: coretorch tensors are never distributed tensors."""
     return False
@@ -452,8 +437,7 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
-for _fn in (set_, as_strided_scatter, reinforce, ger, unsafe_chunk, unsafe_split, unsafe_split_with_sizes,
-            is_distributed, module_load, map2_):
+for _fn in (set_, as_strided_scatter, reinforce, ger, is_distributed, module_load, map2_):
     setattr(Tensor, _fn.__name__, _fn)
 for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for
     setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))
