@@ -1,0 +1,42 @@
+"""Review of session 12's change: regressions found and fixed, pinned on every device with values checked against
+PyTorch 2.13 by hand."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+
+_MIN32 = -2 ** 31
+
+
+@pytest.mark.parametrize("dt, a, b, want", [
+    # an operand equal to the dtype's minimum: |MIN| wraps to MIN and C's remainder keeps signs (PyTorch's calc_gcd)
+    ("int8", [-128, -128, -128, -128, 0, 12], [-32, 96, -128, 0, -128, -18], [32, -32, -128, -128, -128, 6]),
+    ("int32", [_MIN32, _MIN32, _MIN32, 7], [6, 2 ** 30, _MIN32, _MIN32], [-2, 2 ** 30, _MIN32, 1]),
+])
+def test_gcd_dtype_minimum_as_pytorch(device, dt, a, b, want):
+    d = getattr(torch, dt)
+    r = torch.gcd(torch.tensor(a, dtype=d, device=device), torch.tensor(b, dtype=d, device=device))
+    assert r.dtype is d and r.tolist() == want
+
+
+@pytest.mark.parametrize("dt, a, b, want", [
+    # |a / gcd * b|: exact in int then wrapped for 8/16-bit dtypes; for wider ones the product wraps, then abs
+    ("int8", [-128, 100, -100, 127], [5, 3, 7, -126], [-128, 44, -68, -126]),
+    ("int16", [-32768, 30000, -30001], [3, 7, 11], [-32768, 13392, 2331]),
+    ("int32", [100000, _MIN32], [99999, 6], [1409965408, _MIN32]),
+    ("int64", [2 ** 40, -(2 ** 40)], [2 ** 40 - 1, 3], [2 ** 40, 3 * 2 ** 40]),
+    ("uint8", [200, 255], [3, 254], [88, 2]),
+])
+def test_lcm_overflow_wraps_as_pytorch(device, dt, a, b, want):
+    d = getattr(torch, dt)
+    r = torch.lcm(torch.tensor(a, dtype=d, device=device), torch.tensor(b, dtype=d, device=device))
+    assert r.dtype is d and r.tolist() == want
+
+
+def test_lcm_minimum_by_minus_one_does_not_trap(device):
+    # gcd(INT_MIN, 5) is -1 (PyTorch's), so a / gcd is INT_MIN / -1: PyTorch's CPU kernel dies of SIGFPE there;
+    # here it wraps (and the process lives)
+    x, five = (torch.tensor([v], dtype=torch.int32, device=device) for v in (_MIN32, 5))
+    assert torch.gcd(x, five).tolist() == [-1]
+    assert torch.lcm(x, five).tolist() == [_MIN32]
