@@ -2,6 +2,7 @@
 PyTorch 2.13 by hand."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -40,3 +41,22 @@ def test_lcm_minimum_by_minus_one_does_not_trap(device):
     x, five = (torch.tensor([v], dtype=torch.int32, device=device) for v in (_MIN32, 5))
     assert torch.gcd(x, five).tolist() == [-1]
     assert torch.lcm(x, five).tolist() == [_MIN32]
+
+
+@pytest.mark.parametrize("make, offset", [
+    (lambda x: x[1], 13), (lambda x: x[1], 1), (lambda x: x[1], None), (lambda x: x.transpose(0, 2), 1),
+    (lambda x: x[:, 1:, ::2], 6),
+])
+def test_as_strided_scatter_addresses_the_storage_as_pytorch(device, make, offset):
+    # PyTorch copies input's whole storage and keeps its layout: size/stride/storage_offset address the storage
+    # (absolute, as as_strided's), and writes outside input's own elements are not seen in the result
+    storage = np.arange(24.0)
+    x = make(torch.arange(24.0, device=device).reshape(2, 3, 4))
+    r = torch.as_strided_scatter(x, torch.full((2, 2), -1.0, device=device), (2, 2), (4, 1), offset)
+    ref = storage.copy()
+    off = x.storage_offset() if offset is None else offset
+    ref[[off, off + 1, off + 4, off + 5]] = -1.0
+    want = np.lib.stride_tricks.as_strided(ref[x.storage_offset():], x.shape, [8 * s for s in x.stride()])
+    np.testing.assert_array_equal(r.cpu().numpy(), want)
+    np.testing.assert_array_equal(x.cpu().numpy(), np.lib.stride_tricks.as_strided(
+        storage[x.storage_offset():], x.shape, [8 * s for s in x.stride()]))   # input untouched
