@@ -2,6 +2,8 @@
 PyTorch 2.13 by hand."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,17 @@ def test_as_strided_scatter_addresses_the_storage_as_pytorch(device, make, offse
     np.testing.assert_array_equal(r.cpu().numpy(), want)
     np.testing.assert_array_equal(x.cpu().numpy(), np.lib.stride_tricks.as_strided(
         storage[x.storage_offset():], x.shape, [8 * s for s in x.stride()]))   # input untouched
+
+
+def test_deepcopy_of_a_detached_non_leaf_and_its_views(device):
+    # (PyTorch copies them: they are leaves; the copy's memory is its own)
+    x = torch.randn(3, 4, device=device, requires_grad=True)
+    y = x * 2
+    with torch.no_grad():
+        nograd_view = y[1:]
+    for t in (y.detach(), y.detach()[1:], y[1:].detach(), nograd_view, y.chunk(2)[0].detach()):
+        c = copy.deepcopy(t)
+        assert c.shape == t.shape and not c.requires_grad and c.is_leaf
+        np.testing.assert_array_equal(c.cpu().numpy(), t.cpu().numpy())
+        c.add_(1)
+        np.testing.assert_array_equal(c.cpu().numpy(), t.cpu().numpy() + 1)
