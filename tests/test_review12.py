@@ -76,3 +76,15 @@ def test_deepcopy_of_a_detached_non_leaf_and_its_views(device):
         np.testing.assert_array_equal(c.cpu().numpy(), t.cpu().numpy())
         c.add_(1)
         np.testing.assert_array_equal(c.cpu().numpy(), t.cpu().numpy() + 1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, y: torch.add(x, y, alpha=1j), lambda x, y: torch.sub(x, 2.0, alpha=1j),
+    lambda x, y: x.add_(y, alpha=1j), lambda x, y: x.sub_(y, alpha=1j), lambda x, y: x.add_(2.0, alpha=1j),
+])
+def test_complex_alpha_raises_as_pytorch(device, call):
+    # (sub_ with a tensor and alpha=1j used to return x unchanged: BLAS dropped the imaginary part)
+    x, y = torch.ones(3, device=device), torch.ones(3, device=device)
+    with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
+        call(x, y)
+    assert x.tolist() == [1.0, 1.0, 1.0]
