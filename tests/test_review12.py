@@ -88,3 +88,18 @@ def test_complex_alpha_raises_as_pytorch(device, call):
     with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
         call(x, y)
     assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_histogram_dtype_checks_as_pytorch(device):
+    x = torch.tensor([0.1, 0.5, 0.9], device=device)
+    with pytest.raises(RuntimeError, match="bins tensors should have the same dtype"):
+        torch.histogram(x, torch.tensor([0, 1], device=device))   # int64 edges against float32 input
+    with pytest.raises(RuntimeError, match="bins tensors should have the same dtype"):
+        torch.histogramdd(x.reshape(3, 1), [torch.tensor([0.0, 1.0], dtype=torch.float64, device=device)])
+    with pytest.raises(RuntimeError, match="weight tensor should have the same dtype"):
+        torch.histogram(x.double(), 2, weight=torch.ones(3, device=device))
+    with pytest.raises(NotImplementedError, match="Long"):   # (a RuntimeError too, as in Python)
+        torch.histc(torch.tensor([1, 2, 3], device=device), 3)
+    h = torch.histogram(x, torch.tensor([0.0, 0.5, 1.0], device=device), weight=torch.tensor([1.0, 2.0, 4.0],
+                                                                                           device=device))
+    assert h.hist.tolist() == [1.0, 6.0]
