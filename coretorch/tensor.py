@@ -429,9 +429,14 @@ class Tensor(_TensorAPI):
         new._rg = self._rg
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
-        new.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()})
+        # (the copy owns its memory: a view's bookkeeping, whose base may be a non-leaf, stays behind)
+        new.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()
+                             if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
+
+
+_VIEW_FIELDS = frozenset(("_base", "_gfb", "_mo"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

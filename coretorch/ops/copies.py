@@ -13,6 +13,7 @@ from ..tensor import Tensor
 from . import reduction as _R, shape as _S
 from .creation import ones
 from .indexing import narrow
+from .joining import _storage, as_strided
 from .pointwise import add, div, mul, sub
 from .statistics import cumprod
 
@@ -129,10 +130,19 @@ def as_strided_copy(input: Tensor, size, stride, storage_offset: int | None = No
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
-    """A copy of ``input`` (contiguous) with ``src`` written into its ``as_strided(size, stride, storage_offset)``
-    view."""
-    r = input.clone().contiguous()
-    view = r.as_strided(tuple(size), tuple(stride), storage_offset)
+    """A copy of ``input`` with ``src`` written into its ``as_strided(size, stride, storage_offset)`` view.  As
+    PyTorch's, the copy keeps input's layout in a copy of its whole storage, so ``storage_offset`` and ``stride``
+    address that storage as they would input's (a view or a transposed input included); positions outside input's
+    own elements are written but not seen.  An input whose elements alias (expanded) is copied contiguous."""
+    size, stride = tuple(size), tuple(stride)
+    if any(t == 0 and s > 1 for s, t in zip(input.shape, input.stride())):
+        r = input.clone().contiguous()
+        view = r.as_strided(size, stride, storage_offset)
+    else:
+        off, n = _storage(input)
+        buf = as_strided(input, (n,), (1,), 0).clone()   # the whole storage (differentiable)
+        r = as_strided(buf, tuple(input.shape), input.stride(), off)
+        view = as_strided(buf, size, stride, off if storage_offset is None else storage_offset)
     if tuple(view.shape) != tuple(src.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(view.shape)}")

@@ -70,6 +70,13 @@ def _histdd(input: Tensor, bins, rng, weight, density: bool, name: str) -> tuple
     if rng is not None and len(rng) != 2 * D:
         raise RuntimeError(f"torch.{name}: for a {D}-dimensional histogram range should have {2 * D} elements, but "
                            f"got {len(rng)}")
+    for d, b in enumerate(bins):   # (PyTorch converts neither: an int64 edge tensor against float input raises)
+        if isinstance(b, Tensor) and b.dtype is not input.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                               f"input with dtype {input.dtype} and bins for dimension {d} with dtype {b.dtype}")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
+                           f"have the same dtype, but got input({input.dtype}), and weight({weight.dtype})")
     edges = [_edges(x, d, b, None if rng is None else rng[2 * d:2 * d + 2]) for d, b in enumerate(bins)]
     nb = [e.shape[0] - 1 for e in edges]
     total = math.prod(nb)

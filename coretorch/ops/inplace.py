@@ -252,6 +252,8 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     optimizer step wants it); otherwise the general out-of-place-then-copy path."""
     table = x._be
     ot = isinstance(other, Tensor)
+    if alpha.__class__ is complex:  # (before a kernel takes it: BLAS would drop the imaginary part)
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
     if ot and other._be is table and other._data is not x._data and table.has("same_storage") \
             and table.same_storage(x._data, other._data):  # x[1:] += x[:-1] raises as in PyTorch
         assert_no_partial_overlap(table, x._data, other._data, x.dtype.itemsize, other.dtype.itemsize)

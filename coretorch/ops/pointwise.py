@@ -517,6 +517,8 @@ def _alpha_dtype(input, other, alpha):
     """The result dtype, after PyTorch's checks of ``alpha``: a float alpha needs a floating result, a bool alpha
     a bool one, and alpha must fit the result dtype (half: alpha=1e5 raises)."""
     dt = _dt.result_type((input, other), _dt.default)
+    if isinstance(alpha, complex):  # (no complex dtypes here)
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
     if isinstance(alpha, bool) and dt is not _bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if isinstance(alpha, float) and not dt.is_floating_point:

@@ -120,7 +120,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     elements outside are ignored."""
     _check("histc", input)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0")
     if min > max:

@@ -28,14 +28,45 @@ def _rshift(x, n):
     return np.where(bad, np.zeros((), x.dtype), np.right_shift(x, c))
 
 
+def _c_gcd(a: int, b: int, bits: int) -> int:
+    """PyTorch's calc_gcd on one pair: |a| and |b| stored back in the dtype (|MIN| wraps to MIN), then Euclid with
+    C's truncating remainder (so a MIN operand can give a negative gcd: gcd(int8 -128, 96) = -32)."""
+    def wrap(v: int) -> int:
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+    a, b = wrap(abs(a)), wrap(abs(b))
+    while a != 0:
+        r = abs(b) % abs(a)
+        a, b = (-r if b < 0 else r), a
+    return b
+
+
 def _gcd(x, y):
+    y = np.asarray(y, dtype=x.dtype)
     with np.errstate(all="ignore"):
-        return np.asarray(np.gcd(x, np.asarray(y, dtype=x.dtype)))
+        r = np.asarray(np.gcd(x, y))
+    if x.dtype.kind == "i":  # only an operand equal to the dtype's minimum (whose |x| wraps) differs from numpy's
+        lo = np.iinfo(x.dtype).min
+        hit = (x == lo) | (y == lo)
+        if hit.any():
+            xb, yb = np.broadcast_arrays(x, y)
+            r = np.array(r, copy=True)
+            bits = x.dtype.itemsize * 8
+            r[hit] = [_c_gcd(int(a), int(b), bits) for a, b in zip(xb[hit], yb[hit])]
+    return r
 
 
 def _lcm(x, y):
+    """PyTorch's |a / gcd * b|: for 8/16-bit dtypes computed in C's int (exact) and then wrapped to the dtype, for
+    wider ones wrapped first (the product overflows in the dtype: lcm(2**40, 2**40 - 1) = 2**40 in int64)."""
+    y = np.asarray(y, dtype=x.dtype)
+    g = _gcd(x, y)
+    wide = np.int64 if x.dtype.itemsize <= 2 else x.dtype
     with np.errstate(all="ignore"):
-        return np.asarray(np.lcm(x, np.asarray(y, dtype=x.dtype)))
+        gw = g.astype(wide)
+        q = np.floor_divide(x.astype(wide), np.where(gw == 0, 1, gw))  # exact division: floor is C's truncation
+        p = np.abs(np.multiply(q, y.astype(wide)))
+        return np.asarray(np.where(gw == 0, 0, p).astype(x.dtype))
 
 
 KERNELS: dict = {"gcd": _gcd, "lcm": _lcm, "bitwise_left_shift": _lshift, "bitwise_right_shift": _rshift}

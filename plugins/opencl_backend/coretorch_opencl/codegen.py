@@ -286,20 +286,26 @@ inline {ct} ct_ipow_{ct}({ct} a, {ct} e) {{{neg_pow}
 
 
 def _gcd_src(ct: str, signed: bool) -> str:
-    """gcd on the magnitudes in the unsigned type (no INT_MIN % -1 trap; gcd(INT_MIN, 0) wraps to INT_MIN as
-    PyTorch's) and lcm = |a / gcd * b| with a wrapping product, as PyTorch's."""
+    """PyTorch's calc_gcd: |a| and |b| stored back in the type (|INT_MIN| wraps to INT_MIN), then Euclid with C's
+    truncating remainder (a INT_MIN operand can give a negative gcd, as PyTorch's: gcd(char -128, 96) = -32; the
+    remainders never meet INT_MIN % -1), and lcm = |a / gcd * b| as PyTorch's: computed in int for 8/16-bit types
+    (exact, then wrapped), with a wrapping product for wider ones (INT_MIN / -1 wraps here where PyTorch traps)."""
     u = _utype(ct)
     mag = (lambda v: f"({v} < 0 ? ({u})0 - ({u}){v} : ({u}){v})") if signed else (lambda v: v)
+    if ct in ("char", "uchar", "short", "ushort"):
+        lcm = "  int p = ((int)a / (int)g) * (int)b;\n  return (" + ct + ")(p < 0 ? -p : p);"
+    else:
+        q = f"(g == -1 ? ({ct})(({u})0 - ({u})a) : a / g)" if signed else "a / g"
+        lcm = f"  {ct} p = ({ct})(({u}){q} * ({u})b);\n  return ({ct}){mag('p')};"
     return f"""inline {ct} ct_gcd_{ct}({ct} a, {ct} b) {{
-  {u} x = {mag("a")}, y = {mag("b")};
-  while (y != 0) {{ {u} t = x % y; x = y; y = t; }}
-  return ({ct})x;
+  a = ({ct}){mag("a")}; b = ({ct}){mag("b")};
+  while (a != 0) {{ {ct} c = a; a = b % a; b = c; }}
+  return b;
 }}
 inline {ct} ct_lcm_{ct}({ct} a, {ct} b) {{
   {ct} g = ct_gcd_{ct}(a, b);
   if (g == 0) return 0;
-  {ct} p = ({ct})(({u})(a / g) * ({u})b);
-  return ({ct}){mag("p")};
+{lcm}
 }}
 """
 
