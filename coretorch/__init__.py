@@ -60,7 +60,6 @@ from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number,
 from . import _tensor_names12  # noqa: F401,E402  (binds H, mH, sum_to_size, storage, dim_order, ...)
 from .storage import TypedStorage, UntypedStorage  # noqa: F401,E402
 from .ops._householder import geqrf, orgqr, ormqr  # noqa: F401,E402
-from ._tensor_names12 import as_strided_scatter  # noqa: F401,E402
 from .ops._lu import lu_deprecated as lu, lu_solve_deprecated as lu_solve, lu_unpack  # noqa: F401,E402
 from . import _subclass  # noqa: F401  (as_subclass; user subclasses' methods go through __torch_function__)
 from .nn import _grad_fn_names  # noqa: F401  (PyTorch's grad_fn names for nn.functional's composite ops)

@@ -228,19 +228,6 @@ def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
     return _resize(self, tuple(tensor.shape), "resize_as")
 
 
-# ---- as_strided_scatter ----------------------------------------------------------------------------------------
-def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
-    """A copy of ``input`` with ``src`` written into its ``as_strided(size, stride, storage_offset)`` view
-    (differentiable in both: ``input``'s gradient is zero where ``src`` went)."""
-    size = tuple(int(s) for s in size)
-    if tuple(src.shape) != size:
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
-                           f"slice size = {list(size)}")
-    out = input.clone()
-    out.as_strided(size, stride, storage_offset).copy_(src)
-    return out
-
-
 # ---- set_ ----------------------------------------------------------------------------------------------------
 _C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
@@ -437,7 +424,7 @@ for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:
     setattr(Tensor, _name, _removed(_name))
-for _fn in (set_, as_strided_scatter, reinforce, ger, is_distributed, module_load, map2_):
+for _fn in (set_, reinforce, ger, is_distributed, module_load, map2_):
     setattr(Tensor, _fn.__name__, _fn)
 for _name in ("is_xla", "is_ipu", "is_maia", "is_mtia", "is_vulkan"):  # devices coretorch has no backend for
     setattr(Tensor, _name, property(lambda self: False, doc=f"False: no tensor lives on a {_name[3:]} device here."))

@@ -457,8 +457,12 @@ class Device:
         prog = self._programs.get(key)
         if prog is None:
             src = HEADER + source_fn()
+            opts = self.defines + (" " + options if options else "")
             try:
-                prog = cl.Program(self.ctx, src).build(options=self.defines + (" " + options if options else ""))
+                try:
+                    prog = cl.Program(self.ctx, src).build(options=opts)
+                except cl.Error:   # once more: processes building one program into PoCL's cold cache can collide
+                    prog = cl.Program(self.ctx, src).build(options=opts)
             except cl.Error as e:
                 raise RuntimeError(f"coretorch-opencl: building a kernel failed on '{self.name}': {e}\n{src}") \
                     from None
