@@ -70,6 +70,19 @@ def _check_v(v: tuple, other: tuple, fn_name: str, other_name: str) -> None:
                                f"{tuple(a.shape)}.")
 
 
+def _input_v(v, ins: tuple, fn_name: str) -> tuple:
+    """The vector over the inputs of jvp/vhp: ``v`` checked against ``ins``, or ones for a single one-element
+    input (PyTorch's default)."""
+    if v is not None:
+        _, vs = _as_tuple(v, "v", fn_name)
+        _check_v(vs, ins, fn_name, "inputs")
+        return vs
+    if len(ins) != 1 or ins[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
+                           "single Tensor with a single element.")
+    return (ins[0].new_ones(ins[0].shape),)
+
+
 def _fill(grads: tuple, refs: tuple, strict: bool, what: str, create_graph: bool) -> tuple:
     out = []
     for i, (g, r) in enumerate(zip(grads, refs)):
@@ -116,14 +129,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     with enable_grad():
         is_in_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
         ins = _prepare(ins, create_graph, True)
-        if v is not None:
-            _, vs = _as_tuple(v, "v", "jvp")
-            _check_v(vs, ins, "jvp", "inputs")
-        else:
-            if len(ins) != 1 or ins[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            vs = (ins[0].new_ones(ins[0].shape),)
+        vs = _input_v(v, ins, "jvp")
         outputs = func(*ins)
         is_out_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         dummies = tuple(o.new_zeros(o.shape).requires_grad_(True) for o in outs)
@@ -210,14 +216,7 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     with enable_grad():
         is_in_tuple, ins = _as_tuple(inputs, "inputs", "vhp")
         ins = _prepare(ins, create_graph, True)
-        if v is not None:
-            _, vs = _as_tuple(v, "v", "vhp")
-            _check_v(vs, ins, "vhp", "inputs")
-        else:
-            if len(ins) != 1 or ins[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            vs = (ins[0].new_ones(ins[0].shape),)
+        vs = _input_v(v, ins, "vhp")
         outputs = func(*ins)
         is_out_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "vhp")
         if is_out_tuple or outs[0].numel() != 1:
