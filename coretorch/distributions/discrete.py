@@ -32,6 +32,19 @@ def _binary_param(self, probs, logits) -> torch.Size:
     return torch.Size() if isinstance(given, Number) else t.size()
 
 
+def _set_count_and_param(self, total_count, probs, logits) -> None:
+    """``total_count`` broadcast with the one of ``probs``/``logits`` given (and of its dtype), and ``_param``
+    (Binomial's and NegativeBinomial's parameters)."""
+    _one_of(probs, logits)
+    if probs is not None:
+        self.total_count, self.probs = broadcast_all(total_count, probs)
+        self._param = self.probs
+    else:
+        self.total_count, self.logits = broadcast_all(total_count, logits)
+        self._param = self.logits
+    self.total_count = self.total_count.type_as(self._param)
+
+
 def _expand_probs_logits(self, cls, batch_shape, _instance, event_dims: int = 0, **extra):
     """``expand`` of a law parameterised by probs or logits: whichever of them the instance holds is expanded."""
     names = tuple(n for n in ("probs", "logits") if n in self.__dict__)
@@ -346,14 +359,7 @@ class Binomial(_BinaryParameters, Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
+        _set_count_and_param(self, total_count, probs, logits)
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

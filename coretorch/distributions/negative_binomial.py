@@ -6,10 +6,10 @@ import coretorch as torch
 import coretorch.nn.functional as F
 
 from . import constraints
-from .discrete import Poisson, _BinaryParameters, _expand_probs_logits, _one_of
+from .discrete import Poisson, _BinaryParameters, _expand_probs_logits, _set_count_and_param
 from .distribution import Distribution
 from .gamma_family import Gamma
-from .utils import broadcast_all, lazy_property
+from .utils import lazy_property
 
 __all__ = ["NegativeBinomial"]
 
@@ -22,14 +22,7 @@ class NegativeBinomial(_BinaryParameters, Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
+        _set_count_and_param(self, total_count, probs, logits)
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
