@@ -331,7 +331,7 @@ def _matmul(kern, a, b, bias, out=None):
     on the kernel set: a call then allocates, makes its copies and launches (a compiled replay's products: ~45 us
     of host time per call down to ~15 on the 2-core PoCL machine)."""
     key = (a.shape, a.strides, a.offset, b.shape, b.strides, b.offset, a.dtype, b.dtype, bias is not None,
-           _tunables())
+           kern.dev.is_cpu, _tunables())   # is_cpu: the blocking forced to a GPU's in tests must not stay planned
     plans = kern.__dict__.get("_mm_plans")
     if plans is None:
         plans = kern.__dict__["_mm_plans"] = {}

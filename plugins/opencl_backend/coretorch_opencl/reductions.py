@@ -74,7 +74,7 @@ class ReductionKernels(KernelMixin):
         offset, dtypes) and the arguments, so it is planned once per such key (``_reduce_plan``) and a call allocates
         and launches (a compiled replay's bias-gradient sums: host time per call roughly halved)."""
         try:
-            key = (op, x.shape, x.strides, x.offset, x.dtype, axes, keepdim, out_dt)
+            key = (op, x.shape, x.strides, x.offset, x.dtype, axes, keepdim, out_dt, self.dev.is_cpu)
             plans = self.__dict__.get("_red_plans")
             if plans is None:
                 plans = self.__dict__["_red_plans"] = {}

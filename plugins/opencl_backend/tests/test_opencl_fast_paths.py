@@ -93,6 +93,26 @@ def test_matmul_paths_need_no_copy():
         np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-4, atol=1e-3)
 
 
+def test_plans_made_for_a_forced_gpu_blocking_do_not_outlive_it(monkeypatch):
+    """Products and reductions are planned once per operand layout; a plan made while the GPU blocking was forced
+    (is_cpu patched, as test_matmul_layouts does) must not serve the CPU device afterwards (CI saw x @ W.T take a
+    transposed copy, two launches, after such a test ran first in the same worker)."""
+    if not _BE.device(0).is_cpu:
+        pytest.skip("the A @ B.T kernel serves CPU devices")
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((128, 784)).astype(np.float32), rng.standard_normal((256, 784)).astype(np.float32)
+    tx, tw = _t(x), _t(w)
+    with monkeypatch.context() as m:
+        m.setattr(_BE.device(0), "is_cpu", False)
+        tx @ tw.T
+        tx.sum(0)
+    before = STATS["launches"]
+    got = tx @ tw.T
+    assert STATS["launches"] == before + 1
+    np.testing.assert_allclose(got.cpu().numpy(), x @ w.T, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(tx.sum(0).cpu().numpy(), x.sum(0), rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_empty_and_degenerate():
     for shape_a, shape_b in [((0, 600), (600, 300)), ((300, 600), (600, 0)), ((300, 0), (0, 300)),
                              ((1, 600), (600, 1))]:
