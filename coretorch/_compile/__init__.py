@@ -148,6 +148,13 @@ class CompiledFunction:
         return e.hosted if e else 0
 
     @property
+    def lowered(self) -> int:
+        """Lines of the last capture's replay that run as straight device launches (see ``.lower``; 0 until the
+        observed replays ran, and on devices without the hook)."""
+        e = self._last()
+        return getattr(e.replay, "lowered", 0) if e else 0
+
+    @property
     def launches_before_fusion(self) -> int:
         """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
         e = self._last()

@@ -44,8 +44,11 @@ from .symbolic import Sym
 QUERY = frozenset({"is_contiguous", "strides", "storage_offset", "check_mark", "same_storage"})
 # kernels that write into an existing array or advance a generator: after one, aborting a replay is unsafe
 MUTATING = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_",
+                      "adam_step_", "fused_adam_", "fused_sgd_",
                       "uniform_", "normal_", "rng_fill_", "rng_seed", "rng_set_state", "manual_seed", "rand", "randn",
                       "randint", "rng_randint", "rng_poisson", "rng_multinomial", "rng_randperm"})
+# kernels whose bool result says whether they ran ("False, nothing written": the caller then takes another path)
+DECLINING = frozenset({"adam_step_", "fused_adam_", "fused_sgd_"})
 # kernels whose output shape depends on the data: a graph break
 DATA_SHAPED = frozenset({"nonzero"})
 # Tensor methods that hand a value to Python: a graph break when user code calls them
@@ -299,10 +302,16 @@ class Recorder:
         else:
             enc = ", ".join([self.encode(a) for a in args] + [f"{k}={self.encode(v)}" for k, v in kwargs.items()])
             src = f"{self.const(kernel)}({enc})"
+        unsafe = self.mutated or self.segments > 0  # whether an abort here would leave a write behind
+        if name in DECLINING and out is False:  # it declined and wrote nothing: what the caller did instead is recorded
+            return out
         self.launches += 1
         if name in MUTATING:
             self.mutated = True
-        if isinstance(out, self._array_types):
+        if name in DECLINING:  # a replay whose operands it declines (another layout) must not skip the update
+            retry = self.const(_on_copies(name, kernel, self._array_types))
+            self.lines.append(f"if not {retry}({src[src.index('(') + 1:]}: raise MISMATCH({unsafe})")
+        elif isinstance(out, self._array_types):
             self.lines.append(f"{self.new_var(out)} = {src}")
         elif self._has_array(out):  # a tuple of results, nested ones included (saved activations in a tuple)
             self.lines.append(f"{self._target(out)[1:-2]}, = {src}")
@@ -564,6 +573,37 @@ def _subclasses(cls: type) -> list:
         out.append(c)
         todo.extend(c.__subclasses__())
     return out
+
+
+def _on_copies(name: str, kernel: Callable, types: tuple) -> Callable:
+    """A declining kernel (``DECLINING``) for a replay: where it declines its operands (a parameter's data replaced
+    by a view of another layout since the capture) it runs on contiguous copies that are then written back, which
+    gives what eager's other path gives (the kernels' contract: the same results as the composite or foreach step);
+    False only where it declines those too (nothing written)."""
+    def run(*args):
+        if kernel(*args):
+            return True
+        # (found now: while recording, the tables' entries are the recording wrappers)
+        table = next((t for t in _backend._tables.values() if t.__dict__.get(name) is kernel), None)
+        if table is None:
+            return False
+        copied: list = []
+
+        def copy(a):
+            if isinstance(a, list):
+                return [copy(x) for x in a]
+            if isinstance(a, types):
+                c = table.contiguous(a)
+                if c is not a:
+                    copied.append((a, c))
+                return c
+            return a
+        if not kernel(*[copy(a) for a in args]):
+            return False
+        for a, c in copied:
+            table.assign_(a, c)
+        return True
+    return run
 
 
 def _memory_of(a: Any) -> Any:

@@ -16,6 +16,9 @@ class _Config:
     # plugin); within float32 rounding of eager, not bitwise; also per compile call: mode="max-autotune" or
     # options={"host_fusion": True}.  See hostfuse.py
     host_fusion: bool = False
+    # replays of a capture lowered to the launches their kernel-table calls make, after two observed replays, on
+    # devices with a compile_lower hook (opencl); bitwise the table calls.  See lower.py
+    lower: bool = True
 
 
 config = _Config()

@@ -199,7 +199,7 @@ def _state_getter(opt: Any, p: Tensor, k: str):
     return lambda: _state_get(opt, p, k)
 
 
-_CALL = re.compile(r"^(c\d+)\((.*)\)$")
+_CALL = re.compile(r"^if not (c\d+)\((.*)\): raise MISMATCH\((True|False)\)$")  # a checked adam_step_ line
 _NAME = re.compile(r"\b[as]\d+(?:_\d+)?\b")
 
 
@@ -211,14 +211,26 @@ def _fused_table(kernel: Any) -> Any:
     return None
 
 
-def _fused_or_each(fused: Any, single: Any) -> Any:
+def _fused_or_each(fused: Any, single: Any, table: Any) -> Any:
     """``fused_adam_`` for a merged run, each tensor's ``adam_step_`` where it declines the lists (tensors of
-    several dtypes: each launch of the run was taken, the multi-tensor kernel takes one dtype): never nothing
-    written."""
+    several dtypes: each launch of the run was taken, the multi-tensor kernel takes one dtype).  A tensor that
+    ``adam_step_`` declines too (its data replaced by a view of another layout since the capture: eagerly the
+    composite step ran) is stepped on contiguous copies written back: ``adam_step_``'s results are the composite's."""
     def fused_adam_(P, G, M, V, X, steps, *hp):
-        if not fused(P, G, M, V, X, steps, *hp):
-            for i in range(len(P)):
-                single(P[i], G[i], M[i], V[i], None if X is None else X[i], steps[i], *hp)
+        if fused(P, G, M, V, X, steps, *hp):
+            return True
+        for i in range(len(P)):
+            ops = [P[i], G[i], M[i], V[i], None if X is None else X[i]]
+            if single(*ops, steps[i], *hp):
+                continue
+            cp = [None if a is None else table.contiguous(a) for a in ops]
+            if not single(*cp, steps[i], *hp):
+                if i:  # tensors before it were updated: not a clean abort
+                    raise _replay.Mismatch(True)
+                return False  # nothing written: the replay's check aborts it
+            for a, c in zip(ops, cp):
+                if a is not None and c is not a:
+                    table.assign_(a, c)
         return True
     return fused_adam_
 
@@ -255,11 +267,14 @@ def _merge_adam_steps(rec: Recorder) -> None:
         cols = ["[" + ", ".join(t[j] for t in toks) + "]" for j in range(6)]
         if not ams:
             cols[4] = "None"
-        fused = _fused_or_each(table.fused_adam_, rec.info[run[0]][1])
+        fused = _fused_or_each(table.fused_adam_, rec.info[run[0]][1], table)
         for i in run[:-1]:
             rec.lines[i] = ""
             del rec.info[i]
-        rec.lines[run[-1]] = f"{rec.const(fused)}({', '.join(cols + toks[0][6:])})"
+        first = calls[0]
+        assert first is not None
+        rec.lines[run[-1]] = f"if not {rec.const(fused)}({', '.join(cols + toks[0][6:])}): " \
+                             f"raise MISMATCH({first.group(3)})"
         _, _, args, kwargs, out = rec.info[run[-1]]
         rec.info[run[-1]] = ("fused_adam_", fused, args, kwargs, out)
         rec.launches -= len(run) - 1

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from . import fusion, hostfuse, plan as _plan
+from . import fusion, hostfuse, lower as _lower, plan as _plan
 from .capture import Recorder, _find_hab_users, _orig_host_all_below
 from .config import config
 
@@ -75,12 +75,16 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    body = _source(pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}"))
+    lines = pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
     names = [f"c{i}" for i in range(len(rec.consts))]
-    src = f"def _build({', '.join(names)}):\n    def _replay(A):\n{body}\n    return _replay\n"
+    head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
+    src = f"{head}{_source(lines)}\n    return _replay\n"
     ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
-    return ns["_build"](*rec.consts), src
+    replay = ns["_build"](*rec.consts)
+    if config.lower and _lower.hooks(rec):
+        replay = _lower.Lowering(replay, lines, rec, head, _GLOBALS)
+    return replay, src
 
 
 def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None,

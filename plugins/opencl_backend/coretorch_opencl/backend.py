@@ -464,9 +464,9 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
         from .nn_kernels import NNKernels
         t.update(NNKernels(self).table())
         from . import dtypes, fused, fusion, linalg, optim, products, sampling, shaping, sorting, special, vecmath
-        from . import out_kernels
+        from . import lowering, out_kernels
         for fam in (sorting, special, shaping, products, linalg, sampling, dtypes, fused, vecmath, fusion, optim,
-                    out_kernels):
+                    out_kernels, lowering):
             t.update(fam.kernels(self))
         self._rng_fill, self._rng_randint = t["rng_fill_"], t["rng_randint"]  # rand, randn, ... draw through them
         return t

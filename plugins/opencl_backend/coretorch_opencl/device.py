@@ -234,6 +234,7 @@ class Device:
         self._programs: dict = {}
         _ALL_DEVICES.add(self)
         self._kernels: dict = {}
+        self._kinfo: dict = {}  # id(kernel) -> (its _kernels key, its program): kernel_info
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
         self._chk = _Checks()  # the calling thread's device-side check state
@@ -472,8 +473,18 @@ class Device:
         k = cl.Kernel(prog, kname)
         k.set_scalar_arg_dtypes(_arg_dtypes(prog._ct_source, kname))
         self._kernels[(key, kname)] = k
+        self._kinfo[id(k)] = (key, kname, prog)
         STATS["kernels"] = STATS.get("kernels", 0) + 1
         return k
+
+    def kernel_info(self, k) -> tuple | None:
+        """(program, kernel name, scalar argument dtypes) of a kernel this device built, else None (a lowered
+        replay makes its own kernel objects of the same program: see lowering.py)."""
+        entry = self._kinfo.get(id(k))
+        if entry is None or self._kernels.get(entry[:2]) is not k:
+            return None
+        key, kname, prog = entry
+        return prog, kname, _arg_dtypes(prog._ct_source, kname)
 
     def launch(self, k, n: int, args):
         ls = self.ls
