@@ -216,8 +216,9 @@ PRIMITIVES.update({  # fused nn kernels (issue 14 speed): owned by coretorch/nn/
                            "where not needed",
     "softmax_backward": "optional (g, y, dim) -> y * (g - sum(g * y, dim, keepdim)) (y the softmax output)",
     "gelu_backward": "optional (g, x, cdf=None) -> g * (Phi(x) + x phi(x)): GELU's (erf form) input gradient; cdf "
-                     "Phi(x) from gelu_cdf when the forward kept it",
-    "gelu_cdf": "optional (x float32) -> (x Phi(x), Phi(x)): GELU's forward keeping Phi(x) for gelu_backward",
+                     "the array gelu_cdf kept when the forward used it",
+    "gelu_cdf": "optional (x float32) -> (x Phi(x), an array kept for this backend's gelu_backward, or None): "
+                "GELU's forward keeping what makes the backward cheap (cpu: Phi(x); opencl: GELU'(x))",
     "lstm_cell": "optional (gates (N, 4H) pre-activations i|f|g|o, c (N, H), gi=None (N, 4H) added to gates "
                  "(which is then scratch: may be overwritten), out=None (N, H) view h is written into) -> (h, c_new, "
                  "act: the backend's saved activations, passed back to lstm_cell_backward)",

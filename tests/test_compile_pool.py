@@ -68,7 +68,7 @@ def test_mlp_adamw_steps_equal_eager(device):
     torch.manual_seed(1)
     x, y = torch.randn(16, 24).to(device), torch.randint(0, 10, (16,)).to(device)
     le, pe, lc, pc, fn = _train(device, lambda: nn.Sequential(nn.Linear(24, 32), nn.ReLU(), nn.Linear(32, 32),
-                                                              nn.Tanh(), nn.Linear(32, 10)), 5, x, y)
+                                                              nn.Tanh(), nn.Linear(32, 10)), 7, x, y)
     _same(device, np.array(le), np.array(lc))
     for a, b in zip(pe, pc):
         _same(device, a, b)
@@ -92,7 +92,7 @@ class _Block(nn.Module):
 def test_transformer_block_adamw_steps_equal_eager(device):
     torch.manual_seed(2)
     x, y = torch.randint(0, 10, (2, 5)).to(device), torch.randint(0, 10, (2, 5)).to(device)
-    le, pe, lc, pc, fn = _train(device, _Block, 4, x, y)
+    le, pe, lc, pc, fn = _train(device, _Block, 7, x, y)  # (opencl: lowered from the 5th call)
     _same(device, np.array(le), np.array(lc))
     for a, b in zip(pe, pc):
         _same(device, a, b)

@@ -79,8 +79,10 @@ class _Observation:
 class Lowering:
     """A capture's replay (``entry.replay``): the plain replay observed ``OBSERVE`` times, then the lowered one."""
 
-    def __init__(self, plain: Callable, body: list[str], rec: Recorder, head: str, globals_: dict) -> None:
+    def __init__(self, plain: Callable, body: list[str], rec: Recorder, globals_: dict, params: str = "A") -> None:
         self.plain = plain
+        self._params = params  # the replay function's parameters (a module capture's backward: "ctx, G")
+        head = f"def _build({', '.join(f'c{i}' for i in range(len(rec.consts)))}):\n    def _replay({params}):\n"
         self.source = ""  # the last function generated (the lowered replay's once lowered)
         self.fn: Callable | None = None
         self.lowered = 0  # lines lowered (0 until lowering ran, and where the hooks declined every line)
@@ -105,20 +107,20 @@ class Lowering:
         self._observed: Callable | None = None
         self._lock = threading.Lock()
 
-    def __call__(self, A):
+    def __call__(self, *A):
         fn = self.fn
         if fn is not None:
-            return fn(A)
+            return fn(*A)
         if not self._cand or not self._hooks or not self._lock.acquire(blocking=False):
-            return self.plain(A)
+            return self.plain(*A)
         try:
             if self.fn is not None:
-                return self.fn(A)
+                return self.fn(*A)
             return self._observe(A)
         finally:
             self._lock.release()
 
-    def _observe(self, A):
+    def _observe(self, A: tuple):
         if self._observed is None:
             self._observed = self._make(self._instrumented(), {"_O": None})
         obs = _Observation([h.observer() for h in self._hooks])
@@ -127,7 +129,7 @@ class Lowering:
         with contextlib.ExitStack() as stack:
             for o in obs.observers:
                 stack.enter_context(o)
-            out = self._observed(A)
+            out = self._observed(*A)
         if state == [h.state() for h in self._hooks]:
             self._runs.append({"seen": obs.seen, "state": state})
         if len(self._runs) >= OBSERVE:
@@ -188,7 +190,7 @@ class Lowering:
         for h, hook in enumerate(self._hooks):
             extra[f"_LOWER_STATE{h}"], extra[f"_LOWER_S{h}"] = hook.state, states[h]
             checks.append(f"_LOWER_STATE{h}() != _LOWER_S{h}")
-        body = [f"if {' or '.join(checks)}:", "    return _LOWER_PLAIN(A)", *body]
+        body = [f"if {' or '.join(checks)}:", f"    return _LOWER_PLAIN({self._params})", *body]
         self.fn = self._make(body, extra)
         self.lowered = lowered
         self._observed = None

@@ -83,7 +83,7 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     exec(compile(src, "<coretorch.compile replay>", "exec"), ns)  # noqa: S102 - source generated above
     replay = ns["_build"](*rec.consts)
     if config.lower and _lower.hooks(rec):
-        replay = _lower.Lowering(replay, lines, rec, head, _GLOBALS)
+        replay = _lower.Lowering(replay, lines, rec, _GLOBALS)
     return replay, src
 
 
@@ -107,19 +107,25 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     bw = [ln for ln in rec.lines[split:] if ln]
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
     ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
-    body = _source(fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}"))
-    src = f"    def _fw(A):\n{body}\n"
+    fw_lines = fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}")
+    src = f"    def _fw(A):\n{_source(fw_lines)}\n"
+    bw_lines: list[str] = []
     if bw_src is not None:
-        bbody = _source(bw_plan.wrap(rec, _with_frees(bw, bw_src), f"return {bw_src}"))
-        unpack = f"        {', '.join(ctx)}, = ctx\n" if ctx else ""
-        src += f"    def _bw(ctx, G):\n{unpack}{bbody}\n"
+        bw_lines = ([f"{', '.join(ctx)}, = ctx"] if ctx else []) + \
+            bw_plan.wrap(rec, _with_frees(bw, bw_src), f"return {bw_src}")
+        src += f"    def _bw(ctx, G):\n{_source(bw_lines)}\n"
     else:
         src += "    _bw = None\n"
     names = [f"c{i}" for i in range(len(rec.consts))]
     src = f"def _build({', '.join(names)}):\n" + src + "    return _fw, _bw\n"
     ns: dict[str, Any] = dict(_GLOBALS)
     exec(compile(src, "<coretorch.compile module replay>", "exec"), ns)  # noqa: S102 - source generated above
-    return ns["_build"](*rec.consts)
+    fw_fn, bw_fn = ns["_build"](*rec.consts)
+    if config.lower and _lower.hooks(rec):
+        fw_fn = _lower.Lowering(fw_fn, fw_lines, rec, _GLOBALS)
+        if bw_fn is not None:
+            bw_fn = _lower.Lowering(bw_fn, bw_lines, rec, _GLOBALS, params="ctx, G")
+    return fw_fn, bw_fn
 
 
 class _Entry:
