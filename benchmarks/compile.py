@@ -90,7 +90,8 @@ def worker(framework: str, model: str, device: str, mode: str) -> dict:
     times.sort()
     cpu.sort()
     return {"ms": times[len(times) // 2], "cpu_ms": cpu[len(cpu) // 2], "first_s": first,
-            "launches": getattr(step, "launches", None), "unfused": getattr(step, "launches_before_fusion", None)}
+            "launches": getattr(step, "launches", None), "unfused": getattr(step, "launches_before_fusion", None),
+            "lowered": getattr(step, "lowered", None)}
 
 
 def _run(python: str, framework: str, model: str, device: str, mode: str, threads: int | None) -> dict | None:

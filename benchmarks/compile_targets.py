@@ -37,11 +37,13 @@ def main(argv=None) -> None:
                 out = cb._run(args.torch_python if fw == "torch" else sys.executable, fw, model, dev, mode, th)
                 if out:
                     res.setdefault((th or "default", fw, model, dev, mode), []).append(out)
-    print("| threads | row | wall ms (min-max) | CPU ms | launches | first call s |\n|---|---|---|---|---|---|")
+    print("| threads | row | wall ms (min-max) | CPU ms | launches (lowered calls) | first call s |\n"
+          "|---|---|---|---|---|---|")
     for (th, *row), v in res.items():
         ms = [x["ms"] for x in v]
         print(f"| {th} | {' '.join(row)} | {statistics.median(ms):.2f} ({min(ms):.2f}-{max(ms):.2f}) | "
-              f"{statistics.median([x['cpu_ms'] for x in v]):.2f} | {v[-1]['launches']} | "
+              f"{statistics.median([x['cpu_ms'] for x in v]):.2f} | {v[-1]['launches']}"
+              f"{'' if not v[-1].get('lowered') else ' (%d)' % v[-1]['lowered']} | "
               f"{statistics.median([x['first_s'] for x in v]):.2f} |")
 
 

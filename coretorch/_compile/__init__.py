@@ -79,13 +79,13 @@ class CompiledFunction:
             self._gnames = _guards.global_names(self._orig_fn)
         rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames))
         st = self._state.get(rid)
-        if st is not None and _guards.structure(st[0]) != st[4]:  # a submodule added or replaced: look again
+        if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None
         if st is None:
             if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
                 self._state.clear()
             found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
-            st = self._state[rid] = (*found, _guards.structure(found[0]))
+            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4])
         lv = _guards.leaves(args, kwargs)
         return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1]))
 

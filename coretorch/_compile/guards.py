@@ -120,8 +120,9 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     return refs
 
 
-def state_of(objs: list) -> tuple[list, list, list, list]:
-    """(modules, optimizers, params, buffers as (dict, name)) reachable from ``objs`` (containers one level deep)."""
+def state_of(objs: list) -> tuple[list, list, list, list, list]:
+    """(modules, params, buffers as (dict, name), other tensors, optimizers) reachable from ``objs`` (containers one
+    level deep)."""
     modules: dict[int, Module] = {}
     opts: dict[int, Optimizer] = {}
     tensors: dict[int, Tensor] = {}
@@ -155,12 +156,16 @@ def state_of(objs: list) -> tuple[list, list, list, list]:
             for p in g["params"]:
                 params.setdefault(id(p), p)
     plain = [t for t in tensors.values() if id(t) not in params]
-    return list(modules.values()), list(params.values()), buffers, plain
+    return list(modules.values()), list(params.values()), buffers, plain, list(opts.values())
 
 
-def structure(modules: list) -> tuple:
-    """The identity of every submodule of the modules found: a module added or replaced changes it."""
-    return tuple([id(c) for m in modules for c in m._modules.values()])
+def structure(modules: list, opts: list | tuple = ()) -> tuple:
+    """The identity of every submodule and parameter of the modules found and of the optimizers' parameters: one
+    added, replaced or removed (``model.fc.bias = Parameter(...)``, ``group["params"][i] = p``) changes it, and the
+    state is looked up again (its parameter list was the old one: the replay would update the replaced tensor)."""
+    return (tuple([id(c) for m in modules for c in m._modules.values()]),
+            tuple([id(p) for m in modules for p in m._parameters.values()]),
+            tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]))
 
 
 def _aliases(lv: list) -> tuple:
@@ -197,4 +202,5 @@ def key(lv: list, modules: list, params: list) -> tuple:
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
-            tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]))
+            tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]),
+            tuple([p._rg for p in params]))  # a frozen parameter (requires_grad_(False)) gets no gradient

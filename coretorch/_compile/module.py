@@ -145,7 +145,7 @@ class ModuleCapture:
         return res[0] if entry.single else tuple(res)
 
     def _capture(self, args, kwargs, lv, st):
-        modules, params, buffers, plain = st
+        modules, params, buffers, plain = st[:4]
         rec = Recorder(self.fullgraph)
         _find_hab_users()
         rec.install()

@@ -23,6 +23,7 @@ step again; a recording that creates state (the first step) is not used.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import weakref
 from typing import Any
@@ -56,7 +57,7 @@ def _item(table: Any, a: Any) -> float:
     return table.to_numpy(a).reshape(()).item()
 
 
-_GLOBALS = dict(_replay._GLOBALS, SQRT=math.sqrt, ITEM=_item)
+_GLOBALS = dict(_replay._GLOBALS, SQRT=math.sqrt, ITEM=_item, IS=operator.is_)
 
 
 def _plain_step(opt: Any) -> bool:
@@ -151,7 +152,9 @@ class OptimizerReplay:
             for k, v in list(g.items()):
                 key = f"{gv}[{k!r}]"
                 if k == "params":
-                    pro.append(f"if {key} is not {rec.const(v)} or len({key}) != {len(v)}: raise MISMATCH(False)")
+                    # the same list holding the same tensors (one replaced in place: the replay would update the old)
+                    pro.append(f"if {key} is not {rec.const(v)} or len({key}) != {len(v)} or "
+                               f"not all(map(IS, {key}, {rec.const(tuple(v))})): raise MISMATCH(False)")
                 elif type(v) is float:
                     g[k] = self._leaf(rec, key, v)
                     swapped.append((g, k, v))

@@ -323,7 +323,10 @@ def _clone(dev, kern, args: tuple) -> Any:
     if info is None:
         return None
     prog, kname, dtypes = info
+    if len(dtypes) != len(args):
+        return None
     kc = cl.Kernel(prog, kname)
-    kc.set_scalar_arg_dtypes(dtypes)
-    kc.set_args(*[a[1] if a[0] == "s" else None for a in args])
+    for pos, (a, dt) in enumerate(zip(args, dtypes)):
+        # each scalar as its C type once (no typed invoker: pyopencl generates and compiles one per kernel object)
+        kc.set_arg(pos, None if a[0] != "s" or dt is None else dt(a[1]))
     return kc
