@@ -70,3 +70,25 @@ def test_a_frozen_or_replaced_parameter(device, opt_name, change):
     assert l_comp == l_eager
     for a, b in zip(p_comp, p_eager):
         assert np.array_equal(a, b)
+
+
+def test_a_layer_of_another_dtype_raises_as_eagerly(device):
+    """``model[0].double()`` between compiled steps: eager's product of float32 inputs and float64 weights raises;
+    the replay used to compute it anyway (cpu: on float64 data, opencl: NaN)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    fn = torch.compile(step)
+    x, y = torch.randn(6, 12).to(device), torch.randint(0, 3, (6,)).to(device)
+    for _ in range(6):
+        fn(x, y)
+    model[0].double()
+    with pytest.raises(RuntimeError, match="same dtype"):
+        fn(x, y)

@@ -198,9 +198,16 @@ def _module_numbers(modules: list) -> tuple:
     return tuple([d.get(k) for d, k in e[1]])
 
 
+def _param_key(p: Any) -> tuple:
+    # shape and dtype (module.double(): eager raises on the mixed product, a replay must not compute it), and
+    # requires_grad (a frozen parameter gets no gradient)
+    d = p._data
+    return (d.shape, d.dtype, p._rg)
+
+
 def key(lv: list, modules: list, params: list) -> tuple:
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
-            tuple([p._grad is None for p in params]), tuple([p._data.shape for p in params]),
-            tuple([p._rg for p in params]))  # a frozen parameter (requires_grad_(False)) gets no gradient
+            tuple([_param_key(p) for m in modules for p in m._parameters.values() if p is not None]),
+            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]))
