@@ -14,7 +14,7 @@ from coretorch import are_deterministic_algorithms_enabled as deterministic
 
 from . import codegen as cg
 from .layout import _collapse, _desc, _expand_strides, _numel, _pad  # noqa: F401
-from .device import cla
+from .device import STATS, cla
 
 _I64 = np.dtype(np.int64)
 
@@ -150,11 +150,57 @@ def _idx_src(r, idxs):
     return args, " ".join(body)
 
 
+def _rows_of(rshape, plain, idxs) -> tuple | None:
+    """(index array, rows, row length D, table rows) when the gather picks whole contiguous rows of D elements with
+    one index array laid out as the result's leading dims (an embedding lookup, ``w[idx]``, index_select on dim 0 of
+    a row-major array), else None."""
+    if len(idxs) != 1 or not rshape:
+        return None
+    a, full, xs, size = idxs[0]
+    nb = len(rshape) - 1
+    D = rshape[-1]
+    _, _, ashape, ast = _desc(a)
+    if tuple(plain) != (0,) * nb + (1,) or xs != D or full[-1] != 0 or tuple(ashape) != tuple(rshape[:nb]):
+        return None
+    want = 1
+    for d in range(nb - 1, -1, -1):   # the index array C-contiguous over the result's leading dims
+        if ashape[d] != 1 and full[d] != want:
+            return None
+        want *= ashape[d]
+    return a, want, D, size
+
+
+def _take_rows(kern, x, off, out, rows_plan) -> None:
+    """Whole rows: one work-item copies a row (no per-element index decoding: the generic kernel decodes a 4-D
+    position per element)."""
+    a, rows, D, size = rows_plan
+    dt, it = x.dtype, a.dtype
+    _, ao, _, _ = _desc(a)
+
+    def src():
+        return (f"__kernel void take_rows(__global {cg.stype(dt)}* o, __global const {cg.stype(dt)}* x, long xo, "
+                f"__global const {cg.stype(it)}* q, long qo, long D, long rows, long size) {{\n"
+                " long r = get_global_id(0); if (r >= rows) return;\n"
+                " long v = (long)q[qo + r]; if (v < 0) v += size;\n"
+                " int ok = v >= 0 && v < size; long src = xo + (ok ? v : 0) * D; long dst = r * D;\n"
+                f" for (long j = 0; j < D; j++) {{ {cg.ctype(dt)} val = 0; if (ok) val = "
+                f"{cg.load(dt, 'x', 'src + j')}; {cg.store(dt, 'o', 'dst + j', 'val')} }}\n}}\n")
+    k = kern.dev.kernel(("take_rows1", dt.str, it.str), "take_rows", src)
+    ls = min(16, kern.dev.max_wg)
+    STATS["launches"] += 1
+    k(kern.dev.queue, (-(-rows // ls) * ls,), (ls,), out.base_data, x.base_data, off, a.base_data, ao, D, rows,
+      size)
+
+
 def take(kern, x, rshape, off, plain, idxs):
     dt = x.dtype
     out = kern._out(rshape, dt)
     n = out.size
     if n == 0:
+        return out
+    rows_plan = _rows_of(rshape, plain, idxs)
+    if rows_plan is not None:
+        _take_rows(kern, x, off, out, rows_plan)
         return out
     rshape, plain, idxs = _padplan(rshape, plain, idxs)
     r = len(rshape)
