@@ -35,7 +35,7 @@ from .ops.shape import (reshape, flatten, unflatten, squeeze, unsqueeze, permute
                         swapdims, t, movedim, broadcast_to, broadcast_tensors, flip, clone,
                         cat, concat, concatenate, stack, hstack, vstack, split, chunk, unbind)
 from .ops.shape import unsafe_split, unsafe_split_with_sizes, unsafe_chunk
-from .ops.foreach import _foreach_add_, _foreach_mul_
+from .ops.foreach import *  # noqa: F401,F403  (torch._foreach_*)
 from .ops.indexing import gather, scatter_add, index_select, index_add, narrow, select, nonzero, masked_select
 from .ops._util import broadcast_shapes as _broadcast_shapes
 from .ops.sorting import *  # noqa: F401,F403  (each family module's __all__)

@@ -84,7 +84,8 @@ class SGD(Optimizer):
                 pass  # the device's multi-tensor kernel: the whole group in one launch (or a few)
             elif momentum == 0 and group["weight_decay"] == 0 and not group["maximize"] and not _gs.enabled \
                     and group["foreach"] is not False:
-                _foreach_add_(params, grads, alpha=-group["lr"])  # plain SGD: what _multi_tensor_sgd comes to
+                if params:  # (torch._foreach_* refuse an empty list, as PyTorch's)
+                    _foreach_add_(params, grads, alpha=-group["lr"])  # plain SGD: what _multi_tensor_sgd comes to
                 continue
             else:
                 sgd(params, grads, bufs, foreach=group["foreach"], weight_decay=group["weight_decay"],
@@ -191,4 +192,5 @@ def _multi_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay: floa
             grads = [g.add(b, alpha=momentum) for g, b in zip(grads, momentum_buffer_list)]
         else:
             grads = momentum_buffer_list
-    _foreach_add_(params, grads, alpha=-lr)
+    if params:
+        _foreach_add_(params, grads, alpha=-lr)
