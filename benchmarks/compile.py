@@ -7,7 +7,9 @@ and mode in its own process, with one thread and with the default threads.
 
 MLP step: 784-256-128-10, batch 128, SGD.  GPT step: the one of benchmarks/transformer.py (2 pre-LN blocks, width
 128, 4 heads, batch 16 x 64 tokens, vocabulary 65, AdamW).  Each step does zero_grad, forward, backward and
-optimizer.step() and returns the loss tensor.  "first call" is the compiled step's first call (the capture run);
+optimizer.step() and returns the loss tensor.  "first call" is the compiled step's first call (the capture run), in
+brackets the eager step's first call in its own process (both load the step's kernels: on PoCL ~50 ms per program
+even from its cache, most of either figure);
 "launches" the kernel launches one replay runs, in brackets before fusion (opencl fuses elementwise chains; views
 count as launches); "CPU ms" the process CPU time per step (all threads, PoCL's included), steadier than wall time
 on a shared machine.  ``--devices cpu,opencl`` adds the opencl rows; an opencl step is synchronised before its time
@@ -182,7 +184,7 @@ def main(argv=None) -> None:
         alternate_table(args.models.split(","), tp, args.alternate)
         return
     print("| step | device | threads | eager ms | compiled ms | speed-up | eager CPU ms | compiled CPU ms | "
-          "first call s | launches (before fusion) | PyTorch eager ms | compiled / PyTorch |"
+          "first call s (eager's) | launches (before fusion) | PyTorch eager ms | compiled / PyTorch |"
           + (" PyTorch compiled ms |" if args.torch_compiled else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.torch_compiled else ""))
     for model in args.models.split(","):
@@ -195,7 +197,8 @@ def main(argv=None) -> None:
                 if not e or not c:
                     continue
                 ours = (f"| {model} | {device} | {threads or 'default'} | {e['ms']:.2f} | {c['ms']:.2f} | "
-                        f"{e['ms'] / c['ms']:.2f}x | {e['cpu_ms']:.2f} | {c['cpu_ms']:.2f} | {c['first_s']:.2f} | "
+                        f"{e['ms'] / c['ms']:.2f}x | {e['cpu_ms']:.2f} | {c['cpu_ms']:.2f} | "
+                        f"{c['first_s']:.2f} ({e['first_s']:.2f}) | "
                         f"{c['launches']} ({c['unfused']}) |")
                 theirs = f" {base['ms']:.2f} | {c['ms'] / base['ms']:.2f}x |" if base else " - | - |"
                 if args.torch_compiled:
