@@ -33,6 +33,7 @@ except Exception as e:  # pragma: no cover - exercised only without pyopencl
 
 from coretorch.dtypes import on_bfloat16
 
+from . import binary_cache as _binary_cache
 from .codegen import HEADER
 
 # host <-> device transfers, counted for tests and benchmarks (the only places data crosses)
@@ -235,6 +236,7 @@ class Device:
         _ALL_DEVICES.add(self)
         self._kernels: dict = {}
         self._kinfo: dict = {}  # id(kernel) -> (its _kernels key, its program): kernel_info
+        self._dev_id = _binary_cache.device_id(cl, cldev)  # what a stored program binary depends on
         self.defines = (" -DCT_FP64" if self.fp64 else "") + (" -DCT_I64ATOM" if self.i64atomics else "")
         self.oom_retries = 0
         self._chk = _Checks()  # the calling thread's device-side check state
@@ -459,11 +461,14 @@ class Device:
         if prog is None:
             src = HEADER + source_fn()
             opts = self.defines + (" " + options if options else "")
-            try:
+
+            def from_source():
                 try:
-                    prog = cl.Program(self.ctx, src).build(options=opts)
+                    return cl.Program(self.ctx, src).build(options=opts)
                 except cl.Error:   # once more: processes building one program into PoCL's cold cache can collide
-                    prog = cl.Program(self.ctx, src).build(options=opts)
+                    return cl.Program(self.ctx, src).build(options=opts)
+            try:
+                prog = _binary_cache.build(cl, self.ctx, self.cldev, self._dev_id, src, opts, from_source)
             except cl.Error as e:
                 raise RuntimeError(f"coretorch-opencl: building a kernel failed on '{self.name}': {e}\n{src}") \
                     from None
