@@ -107,10 +107,10 @@ PRIMITIVES: dict[str, str] = {
                    "strides",
     "compile_lower": "optional object for coretorch.compile's lowered replays (coretorch/_compile/lower.py): "
                      "observer() -> a context manager with begin() / end() -> events around each replay line; "
-                     "state() -> the settings its kernel choices depend on; lower(runs, ins, outs, prefix) -> "
-                     "(code lines, constants) or None: one table call as the launches it made in every observed run "
-                     "(runs: [(events, input arrays, output arrays)]), code that checks the inputs' layouts and "
-                     "ends with an else: for the table call; array_types: its array classes",
+                     "summary(events, input arrays, output arrays) -> a summary holding no array, or None; state() "
+                     "-> the settings its kernel choices depend on; lower(summaries, ins, outs, prefix) -> (code "
+                     "lines, constants) or None: one table call as the launches it made, the same in every observed "
+                     "run, as code that checks the inputs' layouts and ends with an else: for the table call",
     "check_mark": "optional () -> a mark of the device-side checks launched so far (with discard_checks)",
     "discard_checks": "optional (mark) -> None: forget a failed device-side check launched after mark (its op raised "
                       "on the host); a failure of an earlier launch stays pending",

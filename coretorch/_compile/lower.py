@@ -12,10 +12,10 @@ lowered function; a hook's ``state()`` (module settings its plans depend on) tha
 sends the call to the plain replay.  Nothing else changes: the same write-backs, checks, segments and result.
 
 The hook's contract (documented in ``coretorch/_backend.py``): ``compile_lower.observer()`` a context manager with
-``begin()``/``end() -> events`` around each line (events only the hook reads); ``state() -> hashable``;
-``lower(runs, ins, outs, prefix) -> (code lines, constants) | None`` where ``runs`` is ``[(events, input arrays,
-output arrays)]`` per observed run, ``ins``/``outs`` the line's variable names and ``prefix`` the prefix of the
-constants' names; ``array_types``: the hook's array classes.
+``begin()``/``end() -> events`` around each line (events only the hook reads); ``summary(events, input arrays,
+output arrays) -> summary | None`` (holding no array: kept until the next observed run); ``state() -> hashable``;
+``lower(summaries, ins, outs, prefix) -> (code lines, constants) | None`` with one summary per observed run,
+``ins``/``outs`` the line's variable names and ``prefix`` the prefix of the constants' names.
 """
 from __future__ import annotations
 
@@ -62,18 +62,20 @@ def _unique(names: list[str]) -> list[str]:
 
 
 class _Observation:
-    """``_O`` of the instrumented replay: brackets candidate lines with every hook's observer."""
+    """``_O`` of the instrumented replay: brackets candidate lines with every hook's observer and keeps each hook's
+    summary of what the line did (no arrays: nothing of the run is kept alive until the next one)."""
 
-    def __init__(self, observers: list) -> None:
-        self.observers = observers
-        self.seen: dict[int, list] = {}  # line -> [events per observer, inputs, outputs]
+    def __init__(self, hooks: list) -> None:
+        self.hooks = hooks
+        self.observers = [h.observer() for h in hooks]
+        self.seen: dict[int, list] = {}  # line -> [summary per hook]
 
     def b(self) -> None:
         for o in self.observers:
             o.begin()
 
     def e(self, i: int, outs: tuple, ins: tuple) -> None:
-        self.seen[i] = [[o.end() for o in self.observers], ins, outs]
+        self.seen[i] = [h.summary(o.end(), ins, outs) for h, o in zip(self.hooks, self.observers)]
 
 
 class Lowering:
@@ -123,7 +125,7 @@ class Lowering:
     def _observe(self, A: tuple):
         if self._observed is None:
             self._observed = self._make(self._instrumented(), {"_O": None})
-        obs = _Observation([h.observer() for h in self._hooks])
+        obs = _Observation(self._hooks)
         state = [h.state() for h in self._hooks]
         self._observed.__globals__["_O"] = obs
         with contextlib.ExitStack() as stack:
@@ -172,7 +174,7 @@ class Lowering:
             if c is not None and all(s is not None for s in seen):
                 ind, ins, outs = c
                 for h, hook in enumerate(self._hooks):
-                    got = hook.lower([(s[0][h], list(s[1]), list(s[2])) for s in seen], ins, outs, f"L{i}_{h}_")
+                    got = hook.lower([s[h] for s in seen], ins, outs, f"L{i}_{h}_")
                     if got is not None:
                         code, consts = got
                         extra.update(consts)

@@ -150,7 +150,7 @@ def _buffer_source(buf, allocs: list, ins: list) -> tuple | None:
     return None
 
 
-def _describe(line: _Line, ins: list, outs: list) -> tuple | None:
+def _describe(line: _Line | None, ins: list, outs: list) -> tuple | None:
     """One observed run of a line as a comparable description, None where it cannot be lowered."""
     if line is None or line.opaque:
         return None
@@ -219,9 +219,8 @@ def kernels(k) -> dict:
     from . import matmul
 
     class CompileLower:
-        """The hook object: ``observer()``, ``state()`` and ``lower(...)`` (see coretorch/_backend.py)."""
-
-        array_types = (cla.Array,)
+        """The hook object: ``observer()``, ``summary(...)``, ``state()`` and ``lower(...)`` (see
+        coretorch/_backend.py)."""
 
         @staticmethod
         def observer() -> Observer:
@@ -232,22 +231,31 @@ def kernels(k) -> dict:
             return (dev.is_cpu, matmul._tunables())
 
         @staticmethod
+        def summary(line: _Line | None, in_vals: tuple, out_vals: tuple) -> tuple | None:
+            """One observed run of a line as a comparable description holding no array or buffer (kept until the
+            next observed run), or None where the line cannot be lowered."""
+            if not all(isinstance(a, cla.Array) and a.queue is dev.queue for a in in_vals):
+                return None
+            d = _describe(line, list(in_vals), list(out_vals))
+            if d is None:
+                return None
+            # inputs that share a buffer: the lowered code takes a buffer argument from the first of them and
+            # checks that they still share it
+            alias = tuple((j, i) for i, a in enumerate(in_vals) for j in range(i)
+                          if in_vals[j].base_data is a.base_data and in_vals[j] is not a)
+            return d, tuple(_layout(a) for a in in_vals), alias
+
+        @staticmethod
         def lower(runs: list, ins: list[str], outs: list[str], prefix: str) -> tuple[list[str], dict] | None:
-            """Straight code for one line from its observed runs (``[(line events, input arrays, output arrays)]``,
-            two or more), or None.  ``ins``/``outs`` are the line's variable names, ``prefix`` names the constants
-            it may add; the code assigns every output variable and ends with ``else:`` for the caller's table call
-            (the code's first line is an ``if`` on the inputs' layouts)."""
-            descs = []
-            for line, in_vals, out_vals in runs:
-                if not all(isinstance(a, cla.Array) and a.queue is dev.queue for a in in_vals):
-                    return None
-                d = _describe(line, in_vals, out_vals)
-                if d is None:
-                    return None
-                descs.append((d, [_layout(a) for a in in_vals], in_vals))
-            (first, lay0, vals0) = descs[0]
-            for d, lay, _ in descs[1:]:
-                if lay != lay0 or not _equal(first, d):
+            """Straight code for one line from its observed runs' summaries (two or more), or None.  ``ins``/
+            ``outs`` are the line's variable names, ``prefix`` names the constants it may add; the code assigns
+            every output variable and ends with ``else:`` for the caller's table call (the code's first line is an
+            ``if`` on the inputs' layouts)."""
+            if any(r is None for r in runs):
+                return None
+            first, lay0, alias0 = runs[0]
+            for d, lay, alias in runs[1:]:
+                if lay != lay0 or alias != alias0 or not _equal(first, d):
                     return None
             ev, od = first
             if not any(e[0] == "launch" for e in ev) and not any(o[0] == "new" for o in od):
@@ -259,14 +267,7 @@ def kernels(k) -> dict:
             # the class's methods (an observer of another thread may have patched the instance meanwhile)
             consts[c["ALLOC"]], consts[c["ENQ"]], consts[c["Q"]] = type(dev).alloc.__get__(dev), _ENQUEUE, dev.queue
             consts[c["LOCK"]], consts[c["ARR"]], consts[c["ST"]] = dev.lock, type(dev).array.__get__(dev), STATS
-            # inputs that share a buffer at observation must share it when lowered code runs (a buffer argument
-            # is taken from the first of them)
-            alias = []
-            for i, a in enumerate(vals0):
-                for j in range(i):
-                    if vals0[j].base_data is a.base_data and vals0[j] is not a:
-                        alias.append(f"{ins[j]}.base_data is {ins[i]}.base_data")
-                        break
+            alias = [f"{ins[j]}.base_data is {ins[i]}.base_data" for j, i in alias0]
             guard = "(" + "".join(f"{v}.shape, {v}.strides, {v}.offset, {v}.dtype, " for v in ins) + f") == {c['G']}"
             code = [f"if {' and '.join([guard] + alias)}:"]
             body: list[str] = []

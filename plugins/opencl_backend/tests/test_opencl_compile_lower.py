@@ -253,3 +253,26 @@ def test_a_compiled_module_is_lowered_forward_and_backward(monkeypatch):
     for a, b in zip(p0, p1):
         assert np.array_equal(a, b)
     assert e1.forward.lowered > 0 and e1.backward.lowered > 0
+
+
+def test_an_observed_replay_keeps_no_array_alive():
+    """Between the two observed replays only summaries are kept (kernels, sizes, scalars, layouts): no array or
+    buffer of the first run outlives it."""
+    from coretorch_opencl.device import cl as _cl, cla
+    data = _data(2)
+    _, _, step = _mlp(lr=0.1)
+    fn = torch.compile(step)
+    for i in range(3):       # capture twice, then the first observed replay
+        fn(*data[i % 2])
+    lowering = fn._last().replay
+    assert len(lowering._runs) == 1
+
+    def walk(o, depth=0):
+        assert not isinstance(o, (cla.Array, _cl.MemoryObjectHolder)), o
+        if depth < 12 and isinstance(o, (tuple, list)):
+            for x in o:
+                walk(x, depth + 1)
+        elif depth < 12 and isinstance(o, dict):
+            for x in o.values():
+                walk(x, depth + 1)
+    walk(lowering._runs)
