@@ -33,7 +33,7 @@ _INPLACE = ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "asin_", "asinh_",
             "rad2deg_", "detach_", "erf_", "erfc_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "i0_",
             "ldexp_", "log_", "log10_", "log1p_", "log2_", "logit_", "neg_", "negative_", "reciprocal_", "relu_",
             "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_",
-            "xlogy_", "nan_to_num_", "zero_", "fill_")
+            "xlogy_", "nan_to_num_", "zero_", "fill_", "arcsin_", "arcsinh_", "addmv_", "as_strided_", "resize_as_")
 
 
 def _inplace(name: str):
@@ -46,6 +46,11 @@ def _inplace(name: str):
 
 for _n in _INPLACE:
     globals()[_n] = _inplace(_n)
+
+# ---- torch.X(input, ...) for Tensor methods PyTorch also has as functions --------------------------------------
+for _n in ("absolute", "adjoint", "nonzero_static"):
+    globals()[_n] = _inplace(_n)
+    globals()[_n].__doc__ = f"``torch.{_n}(input, ...)``: ``input.{_n}(...)``."
 
 
 def fill(input: Tensor, value) -> Tensor:
@@ -442,7 +447,7 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: T
     return _P.relu(_P.add(gi, gh))
 
 
-__all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, "fill", "celu_", "selu_", "rrelu_", "threshold_",
+__all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, "absolute", "adjoint", "nonzero_static", "fill", "celu_", "selu_", "rrelu_", "threshold_",
            "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
            "alpha_dropout", "feature_alpha_dropout", "native_dropout", "conv1d", "conv2d", "conv3d",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "pixel_shuffle",
