@@ -48,7 +48,8 @@ for _n in _INPLACE:
     globals()[_n] = _inplace(_n)
 
 # ---- torch.X(input, ...) for Tensor methods PyTorch also has as functions --------------------------------------
-for _n in ("absolute", "adjoint", "nonzero_static"):
+_METHOD_FORMS = ("absolute", "adjoint", "nonzero_static")
+for _n in _METHOD_FORMS:
     globals()[_n] = _inplace(_n)
     globals()[_n].__doc__ = f"``torch.{_n}(input, ...)``: ``input.{_n}(...)``."
 
@@ -447,7 +448,8 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: T
     return _P.relu(_P.add(gi, gh))
 
 
-__all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, "absolute", "adjoint", "nonzero_static", "fill", "celu_", "selu_", "rrelu_", "threshold_",
+__all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, *_METHOD_FORMS, "fill", "celu_", "selu_", "rrelu_",
+           "threshold_",
            "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
            "alpha_dropout", "feature_alpha_dropout", "native_dropout", "conv1d", "conv2d", "conv3d",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "pixel_shuffle",
