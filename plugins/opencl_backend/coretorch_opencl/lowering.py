@@ -11,7 +11,8 @@ Anything else the line does to the device (a host copy, a fill, a device-side ch
 as an input, a scalar that changed) keeps the table call.  The lowered code first compares its inputs' layouts
 (shape, strides, offset, dtype) with the observed ones and runs the table call on a difference, so it is never
 wrong for arrays the table call would have treated differently; the module settings plans depend on
-(``matmul._tunables()``, ``is_cpu``) are compared once per replay (``state``).  The same kernels, programs and
+(``matmul._tunables()``, ``is_cpu``, ``torch.use_deterministic_algorithms``) are compared once per replay
+(``state``).  The same kernels, programs and
 arguments run in the same order: the results are bitwise the table calls'.
 """
 from __future__ import annotations
@@ -216,7 +217,7 @@ def _equal(d1: tuple, d2: tuple) -> bool:
 def kernels(k) -> dict:
     """``{"compile_lower": hook}`` for the kernel mixin ``k`` of one device."""
     dev = k.dev
-    from . import matmul
+    from . import indexing, matmul
 
     class CompileLower:
         """The hook object: ``observer()``, ``state()`` and ``lower(...)`` (see coretorch/_backend.py)."""
@@ -229,7 +230,9 @@ def kernels(k) -> dict:
 
         @staticmethod
         def state() -> tuple:
-            return (dev.is_cpu, matmul._tunables())
+            # (deterministic algorithms: the accumulating index writes' mode, atomic or in index order, see
+            # indexing._atomic_mode)
+            return (dev.is_cpu, matmul._tunables(), indexing.deterministic())
 
         @staticmethod
         def lower(runs: list, ins: list[str], outs: list[str], prefix: str) -> tuple[list[str], dict] | None:
