@@ -11,7 +11,7 @@ from ..autograd.grad_mode import state as _grad_state
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from .capture import _internal
+from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS)
@@ -169,11 +169,15 @@ def structure(modules: list, opts: list | tuple = ()) -> tuple:
 
 
 def _aliases(lv: list) -> tuple:
-    """Which tensor arguments share one array (the replay reads each argument's array through its first holder)."""
-    ids = [id(a._data) for a in lv if isinstance(a, Tensor)]
-    if len(set(ids)) == len(ids):
+    """Which tensor arguments share one array (the replay reads each argument's array through its first holder),
+    and which share memory (``x[1:]`` and ``x[:-1]``: eager's overlap checks, such as ``copy_``'s partial-overlap
+    error, ran at the capture only)."""
+    arrs = [a._data for a in lv if isinstance(a, Tensor)]
+    mems = [id(d if m is None else m) for d in arrs for m in (_memory_of(d),)]
+    if len(set(mems)) == len(mems):
         return ()
-    return tuple(ids.index(i) for i in ids)
+    ids = [id(d) for d in arrs]
+    return tuple(ids.index(i) for i in ids), tuple(mems.index(m) for m in mems)
 
 
 def _modes() -> tuple:
