@@ -48,3 +48,24 @@ def test_arguments_sharing_memory_without_overlap(device):
         assert np.array_equal(base.cpu().numpy(), want)
         assert np.array_equal(out.cpu().numpy(), want[:20] * 2)
     assert fn.replays == 3
+
+
+def test_deterministic_mode_switched_on_after_the_capture(device):
+    """``torch.use_deterministic_algorithms(True)`` after a step was captured: ``put_`` (no deterministic
+    implementation) raises PyTorch's error as eagerly (the replay ran it: the mode was not in the guards)."""
+    def f(x, i, v):
+        y = x * 1
+        y.put_(i, v)
+        return y
+    fn = torch.compile(f)
+    x, i, v = torch.zeros(6, device=device), torch.tensor([1, 3], device=device), torch.ones(2, device=device)
+    for _ in range(3):
+        fn(x, i, v)
+    assert fn.replays == 2
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="put_ does not have a deterministic implementation"):
+            fn(x, i, v)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert np.array_equal(fn(x, i, v).cpu().numpy(), [0, 1, 0, 1, 0, 0])
