@@ -69,3 +69,22 @@ def test_deterministic_mode_switched_on_after_the_capture(device):
     finally:
         torch.use_deterministic_algorithms(False)
     assert np.array_equal(fn(x, i, v).cpu().numpy(), [0, 1, 0, 1, 0, 0])
+
+
+def test_default_dtype_changed_after_the_capture(device):
+    """``torch.set_default_dtype(torch.float64)`` after a step was captured: the tensors the step makes are float64
+    as eagerly (the replay kept making float32 ones: the default dtype was not in the guards)."""
+    def f(x):
+        return x.sum() + torch.arange(3, device=device) * 0.5 + torch.tensor(1.5, device=device)
+    fn = torch.compile(f)
+    x = torch.ones(3, device=device)
+    for _ in range(3):
+        assert fn(x).dtype == torch.float32
+    torch.set_default_dtype(torch.float64)
+    try:
+        out = fn(x)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert out.dtype == torch.float64
+    assert np.array_equal(out.cpu().numpy(), [4.5, 5.0, 5.5])
+    assert fn(x).dtype == torch.float32

@@ -5,6 +5,7 @@ from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 from typing import Any
 
+from .. import dtypes as _dtypes
 from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
@@ -182,11 +183,12 @@ def _aliases(lv: list) -> tuple:
 
 
 def _modes() -> tuple:
-    """Grad, inference and anomaly modes, autocast and ``use_deterministic_algorithms`` (each changes which kernels
-    eager launches, or whether it raises: ``put_`` in deterministic mode)."""
+    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms`` and the default dtype (each
+    changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
     ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
         if _ac_state.on else ()
-    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"])
+    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
+            _dtypes.default)
 
 
 _NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
