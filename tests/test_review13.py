@@ -88,3 +88,36 @@ def test_default_dtype_changed_after_the_capture(device):
     assert out.dtype == torch.float64
     assert np.array_equal(out.cpu().numpy(), [4.5, 5.0, 5.5])
     assert fn(x).dtype == torch.float32
+
+
+@pytest.mark.parametrize("kind", ["function", "module", "pre", "global"])
+def test_a_hook_registered_after_the_capture_runs(device, kind):
+    """A forward (pre-)hook registered after a step or module was captured, then removed: it changes the result as
+    eagerly while it is registered (the replays ignored it: hooks ran at the capture only)."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 2).to(device)
+    x = torch.ones(4, 3, device=device)
+
+    def f(x):
+        with torch.no_grad():
+            return m(x).sum()
+    fn = torch.compile(f) if kind in ("function", "global") else None
+    cm = torch.compile(m)
+
+    def call():
+        return float(fn(x)) if fn is not None else float(cm(x).sum())
+    for _ in range(3):
+        plain = call()
+    if kind == "pre":
+        h = m.register_forward_pre_hook(lambda mod, inp: (inp[0] * 2,))
+    elif kind == "global":
+        h = torch.nn.modules.module.register_module_forward_hook(lambda mod, inp, out: out * 10)
+    else:
+        h = m.register_forward_hook(lambda mod, inp, out: out * 10)
+    try:
+        want = float(m(x).sum())
+        assert want != plain
+        assert call() == want and call() == want
+    finally:
+        h.remove()
+    assert call() == plain

@@ -10,6 +10,7 @@ from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
+from ..nn.modules import _hooks as _mh
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -213,8 +214,25 @@ def _param_key(p: Any) -> tuple:
     return (d.shape, d.dtype, p._rg)
 
 
-def key(lv: list, modules: list, params: list) -> tuple:
+_GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
+                 _mh._global_backward_hooks)
+
+
+def _hooks(modules: list, global_hooks: bool) -> tuple:
+    """The module hooks in force (the modules' forward/backward hooks and, with ``global_hooks``, the global ones):
+    they ran at the capture only, so one registered or removed after it captures again (a replay ignored a new
+    hook)."""
+    out = [(i, tuple(h)) for i, m in enumerate(modules)
+           for h in (m._forward_pre_hooks, m._forward_hooks, m._backward_pre_hooks, m._backward_hooks) if h]
+    if global_hooks:
+        out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
+    return tuple(out)
+
+
+def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
+    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+            _hooks(modules, global_hooks),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for m in modules for p in m._parameters.values() if p is not None]),
