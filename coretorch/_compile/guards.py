@@ -176,6 +176,8 @@ def _aliases(lv: list) -> tuple:
     and which share memory (``x[1:]`` and ``x[:-1]``: eager's overlap checks, such as ``copy_``'s partial-overlap
     error, ran at the capture only)."""
     arrs = [a._data for a in lv if isinstance(a, Tensor)]
+    if len(arrs) < 2:
+        return ()
     mems = [id(d if m is None else m) for d in arrs for m in (_memory_of(d),)]
     if len(set(mems)) == len(mems):
         return ()
@@ -222,8 +224,12 @@ def _hooks(modules: list, global_hooks: bool) -> tuple:
     """The module hooks in force (the modules' forward/backward hooks and, with ``global_hooks``, the global ones):
     they ran at the capture only, so one registered or removed after it captures again (a replay ignored a new
     hook)."""
-    out = [(i, tuple(h)) for i, m in enumerate(modules)
-           for h in (m._forward_pre_hooks, m._forward_hooks, m._backward_pre_hooks, m._backward_hooks) if h]
+    out = []
+    for i, m in enumerate(modules):
+        d = m.__dict__
+        if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
+            out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
+                        tuple(d["_backward_hooks"])))
     if global_hooks:
         out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
     return tuple(out)
