@@ -121,3 +121,34 @@ def test_a_hook_registered_after_the_capture_runs(device, kind):
     finally:
         h.remove()
     assert call() == plain
+
+
+@pytest.mark.parametrize("kind", ["tensor", "post_accumulate"])
+def test_a_gradient_hook_registered_after_the_capture_runs(device, kind):
+    """A hook on a parameter's gradient registered after a training step was captured (then removed): the step's
+    gradient is eager's (the replays' backward ran the hooks of the capture only)."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 2).to(device)
+    x = torch.ones(4, 3, device=device)
+
+    def step(x):
+        m.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        return loss
+    fn = torch.compile(step)
+    for _ in range(3):
+        fn(x)
+    plain = m.weight.grad.cpu().numpy().copy()
+    if kind == "tensor":
+        h = m.weight.register_hook(lambda g: g * 10)
+    else:
+        h = m.weight.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(10))
+    try:
+        for _ in range(2):
+            fn(x)
+            assert np.array_equal(m.weight.grad.cpu().numpy(), plain * 10)
+    finally:
+        h.remove()
+    fn(x)
+    assert np.array_equal(m.weight.grad.cpu().numpy(), plain)

@@ -235,6 +235,22 @@ def _hooks(modules: list, global_hooks: bool) -> tuple:
     return tuple(out)
 
 
+def _param_hooks(params: list) -> tuple:
+    """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
+    replay's backward ran the ones present at the capture only."""
+    out = []
+    for i, p in enumerate(params):
+        d = p.__dict__
+        a = d.get("_accum")
+        post = d.get("_post_accumulate_grad_hooks")
+        if (a is not None and a._hooked) or post:
+            th = a._tensor_hooks if a is not None else None
+            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
+                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
+                        else (), tuple(post or ())))
+    return tuple(out)
+
+
 def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
     """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
@@ -242,4 +258,5 @@ def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tup
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for m in modules for p in m._parameters.values() if p is not None]),
-            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]))
+            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]),
+            _param_hooks(params))
