@@ -152,3 +152,22 @@ def test_a_gradient_hook_registered_after_the_capture_runs(device, kind):
         h.remove()
     fn(x)
     assert np.array_equal(m.weight.grad.cpu().numpy(), plain)
+
+
+def test_default_device_changed_after_the_capture(device):
+    """``torch.set_default_device`` after a step was captured: the tensors the step makes without a device go to
+    the new default as eagerly (the replay kept making them on the old one)."""
+    def f(x):
+        return x.sum() + torch.arange(3.0)
+    fn = torch.compile(f)
+    x = torch.ones(3)
+    for _ in range(3):
+        fn(x)
+    torch.set_default_device(device)
+    try:
+        out, want = fn(x), f(x)
+    finally:
+        torch.set_default_device(None)
+    assert out.device == want.device
+    assert np.array_equal(out.cpu().numpy(), want.cpu().numpy())
+    assert fn(x).device == torch.device("cpu")

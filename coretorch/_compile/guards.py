@@ -11,6 +11,7 @@ from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
 from ..nn.modules import _hooks as _mh
+from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
@@ -186,12 +187,12 @@ def _aliases(lv: list) -> tuple:
 
 
 def _modes() -> tuple:
-    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms`` and the default dtype (each
-    changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
+    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
+    (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
     ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
         if _ac_state.on else ()
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
-            _dtypes.default)
+            _dtypes.default, _creation._default_device[0])
 
 
 _NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
