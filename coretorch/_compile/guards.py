@@ -225,7 +225,7 @@ def _hooks(modules: list, global_hooks: bool) -> tuple:
     """The module hooks in force (the modules' forward/backward hooks and, with ``global_hooks``, the global ones):
     they ran at the capture only, so one registered or removed after it captures again (a replay ignored a new
     hook)."""
-    out = []
+    out: list[tuple] = []
     for i, m in enumerate(modules):
         d = m.__dict__
         if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
