@@ -75,7 +75,7 @@ def _dev_spy(dev, fn, alloc: bool):
         for o in _active.get(threading.get_ident(), ()):
             if o.dev is dev and o.line is not None:
                 if alloc:
-                    o.line.events.append(("alloc", args[0], out))
+                    o.line.events.append(("alloc", args[0] if args else kwargs["nbytes"], out))
                 else:
                     o.line.opaque = True
         return out
