@@ -5,13 +5,17 @@ from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 from typing import Any
 
+from .. import dtypes as _dtypes
+from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
+from ..nn.modules import _hooks as _mh
+from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
-from .capture import _internal
+from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS)
@@ -169,18 +173,26 @@ def structure(modules: list, opts: list | tuple = ()) -> tuple:
 
 
 def _aliases(lv: list) -> tuple:
-    """Which tensor arguments share one array (the replay reads each argument's array through its first holder)."""
-    ids = [id(a._data) for a in lv if isinstance(a, Tensor)]
-    if len(set(ids)) == len(ids):
+    """Which tensor arguments share one array (the replay reads each argument's array through its first holder),
+    and which share memory (``x[1:]`` and ``x[:-1]``: eager's overlap checks, such as ``copy_``'s partial-overlap
+    error, ran at the capture only)."""
+    arrs = [a._data for a in lv if isinstance(a, Tensor)]
+    if len(arrs) < 2:
         return ()
-    return tuple(ids.index(i) for i in ids)
+    mems = [id(d if m is None else m) for d in arrs for m in (_memory_of(d),)]
+    if len(set(mems)) == len(mems):
+        return ()
+    ids = [id(d) for d in arrs]
+    return tuple(ids.index(i) for i in ids), tuple(mems.index(m) for m in mems)
 
 
 def _modes() -> tuple:
-    """Grad, inference and anomaly modes and autocast (each changes which kernels eager launches)."""
+    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
+    (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
     ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
         if _ac_state.on else ()
-    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac)
+    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
+            _dtypes.default, _creation._default_device[0])
 
 
 _NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
@@ -205,9 +217,47 @@ def _param_key(p: Any) -> tuple:
     return (d.shape, d.dtype, p._rg)
 
 
-def key(lv: list, modules: list, params: list) -> tuple:
+_GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
+                 _mh._global_backward_hooks)
+
+
+def _hooks(modules: list, global_hooks: bool) -> tuple:
+    """The module hooks in force (the modules' forward/backward hooks and, with ``global_hooks``, the global ones):
+    they ran at the capture only, so one registered or removed after it captures again (a replay ignored a new
+    hook)."""
+    out: list[tuple] = []
+    for i, m in enumerate(modules):
+        d = m.__dict__
+        if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
+            out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
+                        tuple(d["_backward_hooks"])))
+    if global_hooks:
+        out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
+    return tuple(out)
+
+
+def _param_hooks(params: list) -> tuple:
+    """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
+    replay's backward ran the ones present at the capture only."""
+    out = []
+    for i, p in enumerate(params):
+        d = p.__dict__
+        a = d.get("_accum")
+        post = d.get("_post_accumulate_grad_hooks")
+        if (a is not None and a._hooked) or post:
+            th = a._tensor_hooks if a is not None else None
+            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
+                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
+                        else (), tuple(post or ())))
+    return tuple(out)
+
+
+def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
+    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+            _hooks(modules, global_hooks),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for m in modules for p in m._parameters.values() if p is not None]),
-            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]))
+            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]),
+            _param_hooks(params))

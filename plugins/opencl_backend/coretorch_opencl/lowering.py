@@ -11,7 +11,8 @@ Anything else the line does to the device (a host copy, a fill, a device-side ch
 as an input, a scalar that changed) keeps the table call.  The lowered code first compares its inputs' layouts
 (shape, strides, offset, dtype) with the observed ones and runs the table call on a difference, so it is never
 wrong for arrays the table call would have treated differently; the module settings plans depend on
-(``matmul._tunables()``, ``is_cpu``) are compared once per replay (``state``).  The same kernels, programs and
+(``matmul._tunables()``, ``is_cpu``, ``torch.use_deterministic_algorithms``) are compared once per replay
+(``state``).  The same kernels, programs and
 arguments run in the same order: the results are bitwise the table calls'.
 """
 from __future__ import annotations
@@ -66,13 +67,33 @@ def _spy_cl(name: str):
     return spy
 
 
+def _dev_spy(dev, fn, alloc: bool):
+    """A device method's spy: records an allocation (``alloc``) or marks the line opaque, for the calling thread's
+    observers of ``dev`` (installed once per device, whichever thread observes: see Observer)."""
+    def spy(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        for o in _active.get(threading.get_ident(), ()):
+            if o.dev is dev and o.line is not None:
+                if alloc:
+                    o.line.events.append(("alloc", args[0] if args else kwargs["nbytes"], out))
+                else:
+                    o.line.opaque = True
+        return out
+    return spy
+
+
+_dev_saved: dict[int, tuple] = {}  # id(device) -> (observers of it active, its own instance attributes replaced)
+
+
 class Observer:
-    """The device events of each observed line of one replay, in the calling thread."""
+    """The device events of each observed line of one replay, in the calling thread.  The spies (pyopencl's and the
+    device's) are installed by the first observer and removed by the last, and report to the observers of the
+    thread that calls them: observers of two threads at once each see their own lines (one observer's exit used to
+    remove the other's device spies, or leave its own installed for good)."""
 
     def __init__(self, dev) -> None:
         self.dev = dev
         self.line: _Line | None = None
-        self._saved: dict[str, Any] = {}
 
     def __enter__(self) -> "Observer":
         dev = self.dev
@@ -83,39 +104,32 @@ class Observer:
                 for n in _OPAQUE_CL:
                     _orig[n] = getattr(cl, n)
                     setattr(cl, n, _spy_cl(n))
+            count, saved = _dev_saved.get(id(dev), (0, None))
+            if not count:
+                names = ("alloc",) + _OPAQUE_DEVICE
+                saved = {n: dev.__dict__[n] for n in names if n in dev.__dict__}
+                for n in names:
+                    setattr(dev, n, _dev_spy(dev, getattr(dev, n), n == "alloc"))
+            _dev_saved[id(dev)] = (count + 1, saved)
             _active.setdefault(threading.get_ident(), []).append(self)
-        self._saved = {n: dev.__dict__[n] for n in ("alloc",) + _OPAQUE_DEVICE if n in dev.__dict__}
-        alloc = dev.alloc
-
-        def spy_alloc(nbytes):
-            buf = alloc(nbytes)
-            if self.line is not None and threading.get_ident() == tid:
-                self.line.events.append(("alloc", nbytes, buf))
-            return buf
-        tid = threading.get_ident()
-        dev.alloc = spy_alloc
-        for n in _OPAQUE_DEVICE:
-            setattr(dev, n, self._opaque(getattr(dev, n), tid))
         return self
-
-    def _opaque(self, fn, tid: int):
-        def spy(*args, **kwargs):
-            if self.line is not None and threading.get_ident() == tid:
-                self.line.opaque = True
-            return fn(*args, **kwargs)
-        return spy
 
     def __exit__(self, *exc) -> None:
         dev = self.dev
-        for n in ("alloc",) + _OPAQUE_DEVICE:
-            dev.__dict__.pop(n, None)
-        dev.__dict__.update(self._saved)
+        self.line = None
         with _patch_lock:
             obs = _active.get(threading.get_ident(), [])
             if self in obs:
                 obs.remove(self)
             if not obs:
                 _active.pop(threading.get_ident(), None)
+            count, saved = _dev_saved.pop(id(dev))
+            if count > 1:
+                _dev_saved[id(dev)] = (count - 1, saved)
+            else:
+                for n in ("alloc",) + _OPAQUE_DEVICE:
+                    dev.__dict__.pop(n, None)
+                dev.__dict__.update(saved)
             if not _active and _orig:
                 setattr(cl.Kernel, "__call__", _orig.pop("call"))
                 for n in _OPAQUE_CL:
@@ -216,7 +230,7 @@ def _equal(d1: tuple, d2: tuple) -> bool:
 def kernels(k) -> dict:
     """``{"compile_lower": hook}`` for the kernel mixin ``k`` of one device."""
     dev = k.dev
-    from . import matmul
+    from . import indexing, matmul
 
     class CompileLower:
         """The hook object: ``observer()``, ``summary(...)``, ``state()`` and ``lower(...)`` (see
@@ -228,7 +242,9 @@ def kernels(k) -> dict:
 
         @staticmethod
         def state() -> tuple:
-            return (dev.is_cpu, matmul._tunables())
+            # (deterministic algorithms: the accumulating index writes' mode, atomic or in index order, see
+            # indexing._atomic_mode)
+            return (dev.is_cpu, matmul._tunables(), indexing.deterministic())
 
         @staticmethod
         def summary(line: _Line | None, in_vals: tuple, out_vals: tuple) -> tuple | None:
