@@ -186,34 +186,34 @@ def _foreach_pow_(self, exponent) -> list:
     return self
 
 
-def _foreach_addcmul(self, tensor1, tensor2, value=1) -> tuple:
-    """``self[i] + value * tensor1[i] * tensor2[i]`` (``value`` a scalar, scalar list or 1-D tensor of scalars)."""
-    ts = _check_list("_foreach_addcmul", self)
-    a, b = _others("_foreach_addcmul", ts, list(tensor1)), _others("_foreach_addcmul", ts, list(tensor2))
-    return tuple(t.addcmul(x, y, value=v) for t, x, y, v in zip(ts, a, b, _values("_foreach_addcmul", ts, value)))
+def _pointwise_with_value(name: str, what: str) -> tuple[Callable, Callable]:
+    """``_foreach_addcmul``/``_foreach_addcdiv`` and their in-place forms: ``self[i] + value * tensor1[i] {what}
+    tensor2[i]`` (``value`` a scalar, scalar list or 1-D tensor of scalars)."""
+    op = f"_foreach_{name}"
+
+    def operands(fname: str, self, tensor1, tensor2, value) -> tuple:
+        ts = _check_list(fname, self)
+        return (ts, _others(fname, ts, list(tensor1)), _others(fname, ts, list(tensor2)),
+                _values(fname, ts, value))
+
+    def out_of_place(self, tensor1, tensor2, value=1) -> tuple:
+        ts, a, b, vs = operands(op, self, tensor1, tensor2, value)
+        return tuple(getattr(t, name)(x, y, value=v) for t, x, y, v in zip(ts, a, b, vs))
+
+    def in_place(self, tensor1, tensor2, value=1) -> list:
+        ts, a, b, vs = operands(op + "_", self, tensor1, tensor2, value)
+        for t, x, y, v in zip(ts, a, b, vs):
+            getattr(t, name + "_")(x, y, value=v)
+        return self
+    out_of_place.__name__, in_place.__name__ = op, op + "_"
+    out_of_place.__doc__ = f"``self[i] + value * tensor1[i] {what} tensor2[i]`` (``value``: a scalar, a scalar list " \
+        "or a 1-D tensor of scalars)."
+    in_place.__doc__ = f"``{name}`` of each tensor in place; returns ``self``."
+    return out_of_place, in_place
 
 
-def _foreach_addcmul_(self, tensor1, tensor2, value=1) -> list:
-    ts = _check_list("_foreach_addcmul_", self)
-    a, b = _others("_foreach_addcmul_", ts, list(tensor1)), _others("_foreach_addcmul_", ts, list(tensor2))
-    for t, x, y, v in zip(ts, a, b, _values("_foreach_addcmul_", ts, value)):
-        t.addcmul_(x, y, value=v)
-    return self
-
-
-def _foreach_addcdiv(self, tensor1, tensor2, value=1) -> tuple:
-    """``self[i] + value * tensor1[i] / tensor2[i]``."""
-    ts = _check_list("_foreach_addcdiv", self)
-    a, b = _others("_foreach_addcdiv", ts, list(tensor1)), _others("_foreach_addcdiv", ts, list(tensor2))
-    return tuple(t.addcdiv(x, y, value=v) for t, x, y, v in zip(ts, a, b, _values("_foreach_addcdiv", ts, value)))
-
-
-def _foreach_addcdiv_(self, tensor1, tensor2, value=1) -> list:
-    ts = _check_list("_foreach_addcdiv_", self)
-    a, b = _others("_foreach_addcdiv_", ts, list(tensor1)), _others("_foreach_addcdiv_", ts, list(tensor2))
-    for t, x, y, v in zip(ts, a, b, _values("_foreach_addcdiv_", ts, value)):
-        t.addcdiv_(x, y, value=v)
-    return self
+_foreach_addcmul, _foreach_addcmul_ = _pointwise_with_value("addcmul", "*")
+_foreach_addcdiv, _foreach_addcdiv_ = _pointwise_with_value("addcdiv", "/")
 
 
 def _foreach_lerp(self, tensors1, weight) -> tuple:

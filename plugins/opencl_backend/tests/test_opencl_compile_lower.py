@@ -42,6 +42,16 @@ def _data(n=3, seed=1):
              torch.tensor(g.integers(0, 5, 16), device="opencl")) for _ in range(n)]
 
 
+def _lowered_step(data, **kw):
+    """The MLP step compiled and called six times (capture twice, observe twice, two lowered replays)."""
+    model, opt, step = _mlp(**kw)
+    fn = torch.compile(step)
+    for i in range(6):
+        fn(*data[i % 2])
+    assert fn.lowered > 0
+    return model, fn
+
+
 def _params(model):
     return [p.detach().cpu().numpy().copy() for p in model.parameters()]
 
@@ -117,11 +127,7 @@ def test_a_changed_plan_setting_runs_the_plain_replay(monkeypatch):
     to the plain replay, whose table calls plan the products again with the new setting."""
     from coretorch_opencl import matmul as mm
     data = _data(2)
-    _, _, step = _mlp(lr=0.1)
-    fn = torch.compile(step)
-    for i in range(6):
-        fn(*data[i % 2])
-    assert fn.lowered > 0
+    _, fn = _lowered_step(data, lr=0.1)
     planned = []
     plan = mm._plan
     monkeypatch.setattr(mm, "_plan", lambda *a: planned.append(1) or plan(*a))
@@ -136,11 +142,7 @@ def test_a_device_side_check_stays_a_table_call():
     """cross_entropy's target check (nll_loss's device-side check) is not lowered: a bad target still raises
     IndexError at the next host read, as eagerly."""
     data = _data(2)
-    _, _, step = _mlp(lr=0.1)
-    fn = torch.compile(step)
-    for i in range(6):
-        fn(*data[i % 2])
-    assert fn.lowered > 0
+    _, fn = _lowered_step(data, lr=0.1)
     bad = data[0][1].clone()
     bad[3] = 7
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
