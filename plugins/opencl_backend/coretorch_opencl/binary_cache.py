@@ -4,7 +4,7 @@ Why: PoCL keeps its own cache, but a hit still costs ~40 ms per program (it prep
 entry), and pyopencl leaves its binary cache off for PoCL.  A step's first call loads ~50 programs (the GPT step:
 ~1.5 s of its first call, eager or compiled, with every cache warm); from a stored binary a program builds in ~2 ms
 and its kernels' first launches find PoCL's cached work-group functions (measured on the 2-core PoCL 3.0 device:
-40-60 ms -> 2-3 ms per program).  Every test process and every ``coretorch`` run pays that once per program.
+40-60 ms -> 2-3 ms per program, where PoCL's cache was warm).
 
 A binary is stored by a process whose source build found PoCL's own cache (asking PoCL for the binary of a program
 it has just compiled costs a second compile, ~1.2 s: a fresh machine's first process would pay it for every
@@ -13,8 +13,15 @@ program), so the first process on a new machine compiles, the second stores, and
 The key is a SHA-256 of the device and driver identity (platform, device, driver and OpenCL versions, pyopencl's
 version), the build options and the whole source.  Files are written atomically (a temporary file renamed), so
 processes sharing the folder never read half a binary; a binary the driver refuses is built from source again
-and replaced.  The folder is ``$CORETORCH_OPENCL_CACHE_DIR``, else ``$XDG_CACHE_HOME/coretorch-opencl`` (default
-``~/.cache/coretorch-opencl``); ``CORETORCH_OPENCL_CACHE_DIR=""`` (empty) turns the cache off.
+and replaced.
+
+Opt-in (``CORETORCH_OPENCL_CACHE_DIR=folder``): on a machine whose PoCL cache is already warm (a developer's, a
+long-lived server) it takes the program loads out of every later process; on a fresh machine it costs more than it
+saves: a fresh clone's ``make test`` with it on took 15:18 (session 13, other work running for part of it) where
+the suite had taken 8:32 without it.  The likely cause, seen in one measurement: a kernel's first launch from a
+program built from a binary compiled its work-group function again (~60 ms) where the source-built program found
+it in PoCL's cache, so on a fresh machine, where the second process stores binaries early, later processes
+compile most kernel specialisations once more.
 """
 from __future__ import annotations
 
@@ -31,12 +38,8 @@ _STORE_BELOW_S = 0.25
 
 
 def cache_dir() -> str | None:
-    """The folder binaries are kept in, or None when the cache is off."""
-    d = os.environ.get("CORETORCH_OPENCL_CACHE_DIR")
-    if d is not None:
-        return d or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "coretorch-opencl")
+    """The folder binaries are kept in (``$CORETORCH_OPENCL_CACHE_DIR``), or None: the cache is opt-in."""
+    return os.environ.get("CORETORCH_OPENCL_CACHE_DIR") or None
 
 
 def device_id(cl: Any, cldev: Any) -> str:

@@ -1,6 +1,6 @@
-"""Program binaries on disk (coretorch_opencl/binary_cache.py): a stored binary is built instead of the source and
-its kernels compute the same; a damaged file is built from source again and replaced; an empty
-CORETORCH_OPENCL_CACHE_DIR turns the cache off; an unwritable folder only skips storing."""
+"""Program binaries on disk (coretorch_opencl/binary_cache.py, opt-in): a stored binary is built instead of the
+source and its kernels compute the same; a damaged file is built from source again and replaced; without (or with an
+empty) CORETORCH_OPENCL_CACHE_DIR the cache is off; an unwritable folder only skips storing."""
 from __future__ import annotations
 
 import os
@@ -58,6 +58,8 @@ def test_a_stored_binary_is_built_instead_of_the_source(tmp_path, monkeypatch):
 
 def test_cache_off_and_unwritable(tmp_path, monkeypatch):
     monkeypatch.setattr(bc, "_STORE_BELOW_S", 1e9)
+    monkeypatch.delenv("CORETORCH_OPENCL_CACHE_DIR", raising=False)
+    assert bc.cache_dir() is None          # opt-in: off without the variable
     monkeypatch.setenv("CORETORCH_OPENCL_CACHE_DIR", "")
     assert bc.cache_dir() is None
     calls = []
