@@ -17,8 +17,8 @@ and replaced.
 
 Opt-in (``CORETORCH_OPENCL_CACHE_DIR=folder``): on a machine whose PoCL cache is already warm (a developer's, a
 long-lived server) it takes the program loads out of every later process; on a fresh machine it costs more than it
-saves: a fresh clone's ``make test`` with it on took 15:18 (session 13, other work running for part of it) where
-the suite had taken 8:32 without it.  The likely cause, seen in one measurement: a kernel's first launch from a
+saves: a fresh clone's ``make test`` took 15:18 with it on (other work running for part of it) and 8:30 with it
+off, the same day and code.  The likely cause, seen in one measurement: a kernel's first launch from a
 program built from a binary compiled its work-group function again (~60 ms) where the source-built program found
 it in PoCL's cache, so on a fresh machine, where the second process stores binaries early, later processes
 compile most kernel specialisations once more.
