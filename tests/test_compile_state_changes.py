@@ -92,3 +92,58 @@ def test_a_layer_of_another_dtype_raises_as_eagerly(device):
     model[0].double()
     with pytest.raises(RuntimeError, match="same dtype"):
         fn(x, y)
+
+
+def _step_losses(device, compiled: bool, make):
+    torch.manual_seed(0)
+    step, params = make(device)
+    fn = torch.compile(step) if compiled else step
+    g = np.random.default_rng(1)
+    data = [(torch.tensor(g.standard_normal((8, 12)).astype(np.float32), device=device),
+             torch.tensor(g.integers(0, 3, 8), device=device)) for _ in range(3)]
+    return [float(fn(*data[i % 3])) for i in range(7)], [p.detach().float().cpu().numpy() for p in params], fn
+
+
+def _scaler_step(device):
+    m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler(device, init_scale=256.0, growth_interval=2)
+
+    def step(x, y):
+        opt.zero_grad()
+        with torch.autocast(device, dtype=torch.float16):
+            loss = F.cross_entropy(m(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+    return step, list(m.parameters())
+
+
+def _bn_cumulative_step(device):
+    m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.BatchNorm1d(16, momentum=None), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 3)).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step, list(m.parameters()) + list(m.buffers())
+
+
+@pytest.mark.parametrize("make", [_scaler_step, _bn_cumulative_step], ids=["grad-scaler", "bn-momentum-none"])
+def test_host_reads_of_values_that_change_every_step_run_eagerly(device, make):
+    """GradScaler's scale/found_inf/growth tracker and BatchNorm(momentum=None)'s num_batches_tracked are read on the
+    host after the step has written state and change from step to step: a graph break (the step runs eagerly, with
+    eager's results), not a checked read that raised at the next call."""
+    l_eager, p_eager, _ = _step_losses(device, False, make)
+    l_comp, p_comp, fn = _step_losses(device, True, make)
+    assert l_comp == l_eager and fn.replays == 0
+    for a, b in zip(p_comp, p_eager):
+        assert np.array_equal(a, b)
+    step, _ = make(device)
+    with pytest.raises(torch._compile.capture.Unsupported, match="changes? every step|change between steps"):
+        torch.compile(step, fullgraph=True)(torch.randn(8, 12).to(device), torch.randint(0, 3, (8,)).to(device))

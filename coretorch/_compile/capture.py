@@ -60,6 +60,15 @@ _THIS = os.path.dirname(os.path.abspath(__file__))
 state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling() reads it)
 
 
+def varying_read(why: str) -> None:
+    """Core code is about to read a value on the host that changes from call to call (a step counter, GradScaler's
+    scale and found_inf) after the step has written state: under a capture this is a graph break, so the call runs
+    eagerly (a checked read would differ at the next call, after the step's writes, and could only raise)."""
+    rec = state["recorder"]
+    if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread:
+        rec.graph_break(why)
+
+
 class Unsupported(RuntimeError):
     """A graph break under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc.Unsupported``)."""
 

@@ -151,6 +151,8 @@ class GradScaler:
         if st["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         from ..ops.creation import full
+        from .._compile.capture import varying_read  # (imported on use: compile imports amp)
+        varying_read("GradScaler reads its scale and found_inf on the host, which change between steps")
         # the reciprocal in double, rounded to float32 (as PyTorch, which avoids an imprecise float32 division)
         inv_scale = full((), 1.0 / self._scale.item(), dtype=_dt.float32, device=self._scale.device)
         found_inf = full((), 0.0, dtype=_dt.float32, device=self._scale.device)

@@ -74,7 +74,10 @@ class SyncBatchNorm(_BatchNorm):
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
-            eaf = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+            if self.momentum is None:
+                from ..._compile.capture import varying_read  # (imported on use: compile imports nn)
+                varying_read("SyncBatchNorm with momentum=None reads num_batches_tracked, which changes every step")
+                eaf = 1.0 / float(self.num_batches_tracked.item())
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         running_mean = self.running_mean if not self.training or self.track_running_stats else None
         running_var = self.running_var if not self.training or self.track_running_stats else None

@@ -83,6 +83,11 @@ class _NormBase(Module):
                 "track_running_stats={track_running_stats}").format(**self.__dict__, has_bias=self.bias is not None)
 
 
+def _varying_read(why: str) -> None:
+    from ..._compile.capture import varying_read  # (imported on use: compile imports nn)
+    varying_read(why)
+
+
 class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
@@ -90,7 +95,9 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
             # momentum None: a cumulative moving average
-            eaf = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+            if self.momentum is None:
+                _varying_read("BatchNorm with momentum=None reads num_batches_tracked, which changes every step")
+                eaf = 1.0 / float(self.num_batches_tracked.item())
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None,
