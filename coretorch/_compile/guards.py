@@ -254,10 +254,12 @@ def _param_hooks(params: list) -> tuple:
 
 def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
     """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
+    # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
+    # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
+    keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
             _hooks(modules, global_hooks),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
-            tuple([_param_key(p) for m in modules for p in m._parameters.values() if p is not None]),
-            tuple([p._grad is None for p in params]), tuple([_param_key(p) for p in params]),
+            tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
             _param_hooks(params))
