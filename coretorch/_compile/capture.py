@@ -584,6 +584,11 @@ def _subclasses(cls: type) -> list:
     return out
 
 
+def table_of(name: str, kernel: Callable) -> Any:
+    """The device kernel table whose entry ``name`` is ``kernel`` (None outside every table)."""
+    return next((t for t in _backend._tables.values() if t.__dict__.get(name) is kernel), None)
+
+
 def _on_copies(name: str, kernel: Callable, types: tuple) -> Callable:
     """A declining kernel (``DECLINING``) for a replay: where it declines its operands (a parameter's data replaced
     by a view of another layout since the capture) it runs on contiguous copies that are then written back, which
@@ -592,8 +597,7 @@ def _on_copies(name: str, kernel: Callable, types: tuple) -> Callable:
     def run(*args):
         if kernel(*args):
             return True
-        # (found now: while recording, the tables' entries are the recording wrappers)
-        table = next((t for t in _backend._tables.values() if t.__dict__.get(name) is kernel), None)
+        table = table_of(name, kernel)  # (looked up now: while recording, the entries are the recording wrappers)
         if table is None:
             return False
         copied: list = []

@@ -28,12 +28,11 @@ import re
 import weakref
 from typing import Any
 
-from .. import _backend
 from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import replay as _replay
-from .capture import Path, Recorder, _find_hab_users, _itself
+from .capture import Path, Recorder, _find_hab_users, _itself, table_of
 from .config import config
 from .symbolic import Sym
 
@@ -208,10 +207,8 @@ _NAME = re.compile(r"\b[as]\d+(?:_\d+)?\b")
 
 def _fused_table(kernel: Any) -> Any:
     """The kernel table whose ``adam_step_`` is ``kernel`` if it also has the multi-tensor ``fused_adam_``."""
-    for t in _backend._tables.values():
-        if t.__dict__.get("adam_step_") is kernel and t.has("fused_adam_"):
-            return t
-    return None
+    t = table_of("adam_step_", kernel)
+    return t if t is not None and t.has("fused_adam_") else None
 
 
 def _fused_or_each(fused: Any, single: Any, table: Any) -> Any:
