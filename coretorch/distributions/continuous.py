@@ -7,7 +7,7 @@ from numbers import Number
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .utils import LOG_SQRT_2PI, _standard_normal, broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
@@ -20,7 +20,7 @@ def _batch_of(*params) -> torch.Size:
     return torch.broadcast_shapes(*[() if isinstance(p, Number) else p.size() for p in params])
 
 
-class _LocScale(Distribution):
+class _LocScale(LocCentered, Distribution):
     """A location-scale law with parameters ``loc`` (real) and ``scale`` (positive)."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -33,14 +33,6 @@ class _LocScale(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(type(self), batch_shape, ('loc', 'scale'), _instance)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     def _check(self, value):
         if self._validate_args:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import coretorch as torch
 from coretorch.tensor import Tensor
@@ -10,6 +11,21 @@ from . import constraints
 from .utils import lazy_property
 
 __all__ = ["Distribution"]
+
+
+class LocCentered:
+    """A law whose mean and mode are its ``loc`` (a location-scale family, a normal, von Mises): listed before
+    :class:`Distribution` in the bases."""
+
+    loc: Any
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
 
 
 class Distribution:

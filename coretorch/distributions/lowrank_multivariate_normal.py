@@ -8,7 +8,7 @@ import math
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .multivariate_normal import _batch_mahalanobis, _batch_mv
 from .utils import _standard_normal, lazy_property
 
@@ -21,7 +21,7 @@ def _capacitance_tril(W, D):
     return torch.linalg.cholesky(K + torch.eye(W.shape[-1], dtype=W.dtype, device=W.device))
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(LocCentered, Distribution):
     """LowRankMultivariateNormal(loc, cov_factor, cov_diag): mean ``loc`` (n), covariance ``cov_factor @
     cov_factor.mT + diag(cov_diag)`` (``cov_factor`` n x m, ``cov_diag`` n, positive)."""
     arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
@@ -62,14 +62,6 @@ class LowRankMultivariateNormal(Distribution):
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

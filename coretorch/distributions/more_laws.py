@@ -8,7 +8,7 @@ import math
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .gamma_family import Gamma
 from .utils import broadcast_all, lazy_property
 
@@ -98,7 +98,7 @@ class FisherSnedecor(Distribution):
         return t1 + t2 - t3
 
 
-class VonMises(Distribution):
+class VonMises(LocCentered, Distribution):
     """VonMises(loc, concentration): the circular normal on (-pi, pi], density ``exp(k cos(x - loc)) / (2 pi
     I0(k))``; sampled by Best and Fisher's (1979) rejection method, in float64."""
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
@@ -141,14 +141,6 @@ class VonMises(Distribution):
                 x = torch.where(accept & ~done, (u3 - 0.5).sign() * f.acos(), x)
                 done = done | accept
             return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

@@ -6,7 +6,7 @@ import math
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .utils import _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
@@ -32,7 +32,7 @@ def _precision_to_scale_tril(P):
     return torch.linalg.solve_triangular(L_inv, Id, upper=False)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(LocCentered, Distribution):
     """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None): exactly one of the
     three matrices; the others are computed on first use."""
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
@@ -92,14 +92,6 @@ class MultivariateNormal(Distribution):
         """The inverse of the covariance matrix, ``(*, k, k)``."""
         return torch.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
             tuple(self._batch_shape) + tuple(self._event_shape) * 2)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
