@@ -23,8 +23,10 @@ def test_pow_exponent_grad_logs_base_in_result_dtype(device, bdt, edt, rdt):
     r = torch.tensor([base], dtype=bdt, device=device) ** y
     assert r.dtype is rdt
     r.backward()
-    want = np.asarray(np.asarray(base, rdt.np) ** np.asarray(0.5, rdt.np) * np.log(np.asarray(base, rdt.np)),
-                      rdt.np)  # every step in the result dtype, as PyTorch
+    # r log(base), every step in the result dtype, as PyTorch; r is the forward's own result: numpy's float32
+    # power on arrays is 1 ulp off the correctly rounded sqrt(3) on AVX-512 machines (its SIMD loop), which is
+    # the forward's business, not this gradient's
+    want = np.asarray(np.asarray(r.tolist()[0], rdt.np) * np.log(np.asarray(base, rdt.np)), rdt.np)
     assert y.grad.dtype is edt
     assert y.grad.tolist()[0] == float(want)
 

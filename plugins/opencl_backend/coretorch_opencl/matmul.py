@@ -48,21 +48,32 @@ def blocking(dev, dt=np.float32):
         wide = dev.cldev.preferred_vector_width_float >= 16     # AVX-512 class: 32 vector registers
         if np.dtype(dt) == np.float64:     # measured (AVX-512 PoCL): 8x8 26, 16x8 20, 16x4 20 GFLOP/s
             return 8, (8 if wide else 4), min(8, dev.max_wg)
-        # 16-wide float vectors (zmm) on AVX-512: measured in one run, 256x128 @ 128x784 (A transposed) 0.90 ->
-        # 0.48 ms, 128x256 @ 256x128 0.16 -> 0.08 ms (8 rows); no LLVM failure with this kernel on PoCL 3.0
-        return (16, 16, min(8, dev.max_wg)) if wide else (6, 8, min(8, dev.max_wg))
+        # AVX-512: 12 rows x 2 vectors of 16 (24 zmm accumulators, 2 B vectors, 1 broadcast), see ``vectors``
+        return (12, 16, min(8, dev.max_wg)) if wide else (6, 8, min(8, dev.max_wg))
     return 4, 4, min(256, dev.max_wg)
 
 
 def vectors(dev, dt=np.float32) -> int:
-    """Vectors of VW columns per work-item of the blocked kernel: 2 for float32 on CPUs with 16 vector registers
-    (AVX2), the 6 x 16 block of BLIS's AVX2 kernel (12 accumulators, 2 B vectors, 1 broadcast).  Measured on the
+    """Vectors of VW columns per work-item of the blocked kernel: 2 for float32 on CPUs.  AVX2 (16 vector
+    registers): the 6 x 16 block of BLIS's AVX2 kernel (12 accumulators, 2 B vectors, 1 broadcast).  Measured on the
     2-core znver3 PoCL 3.0 device, one compute unit, the GPT step's products (1024 x 128..512 NN and transposed-A
     weight gradients, 64 batched 64x64 @ 64x32): 8 x 8 27.5 ms in all, 4 x 16 26.3, 6 x 16 18.9-20.1, 5 x 16 22.4,
-    3 x 32 26.0, 8 x 16 35.7 (spills), 6 x 8 30.9."""
-    if dev.is_cpu and np.dtype(dt) == np.float32 and dev.cldev.preferred_vector_width_float < 16:
+    3 x 32 26.0, 8 x 16 35.7 (spills), 6 x 8 30.9.  AVX-512 (32 registers, 16-wide vectors): 12 x 2 x 16, measured
+    on a 2-core Sapphire Rapids PoCL 3.0 device, one compute unit, ms (16 x 1 x 16, the blocking before / 12 x 2):
+    1024x128 @ 128x512 1.20 / 0.90, 1024x512 @ 512x128 1.19 / 0.90, 1024x128 @ 128x384 0.90 / 0.70, 128x784 @
+    784x256 0.47 / 0.35, 64 x (64x32 @ 32x64) 0.18 / 0.15, 1024^3 24.1 / 20.4 (OpenBLAS on that core: 0.97, 0.98,
+    0.74, 0.40, -, 14.8); 10 x 2 and 14 x 2 within a few % of 12 x 2, 6 x 2 ~5% slower, 8 x 3 spilled (2-4x)."""
+    if dev.is_cpu and np.dtype(dt) == np.float32:
         return 2
     return 1
+
+
+def nt_min_k_of(dev, dt=np.float32) -> int:
+    """The shortest k from which ``x @ W.T`` (B a transposed row-major array) takes the A @ B.T kernel on a CPU
+    device, rather than a transposed copy of B and the blocked kernel; and from which NN products with rows 4 KiB
+    apart go through the A @ B.T kernel (see ``_plan``).  AVX-512's blocking (32 columns a work-item) beat that
+    kernel at every k measured (``_NT_MIN_K_WIDE``)."""
+    return _NT_MIN_K_WIDE if dev.is_cpu and blocking(dev, dt)[1] * vectors(dev, dt) >= 32 else _NT_MIN_K
 
 
 def _step_products(t: str, v: str, rm: int, nv: int, at: bool, ind: str) -> list:
@@ -321,8 +332,8 @@ _CONTIG, _BT_COPY, _PACKED = 1, 2, 3                            # copies made be
 
 def _tunables() -> tuple:
     """The module settings a plan depends on (tests and benchmarks change them): part of the plan's key."""
-    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _KC_AT_MIN_WORK, _NT_MIN_K, _VIA_NT_N,
-            _SPLIT_MAX_OUT, _SPLIT_CHUNK, nt_blocking)
+    return (GROUP_M, _KC, _KC_MIN_K, _KC_GM, _KC_MIN_GROUPS, _PACK, _KC_AT_MIN_K, _KC_AT_MIN_WORK, _NT_MIN_K,
+            _NT_MIN_K_WIDE, _VIA_NT_N, _SPLIT_MAX_OUT, _SPLIT_CHUNK, nt_blocking, blocking, vectors)
 
 
 def _matmul(kern, a, b, bias, out=None):
@@ -406,10 +417,11 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
     lda = ast[-2] if ast[-1] == 1 and ast[-2] >= k else k   # the rows' pitches the A @ B.T kernel reads
     ldb = bst[-1] if bst[-2] == 1 and bst[-1] >= k else k
     ri, rj, kv = nt_blocking(dev, dt, (lda * dt.itemsize) % 4096 == 0 or (ldb * dt.itemsize) % 4096 == 0, n)
+    nt_min_k = nt_min_k_of(dev, dt)
     if dev.is_cpu and dt in (np.float32, np.float64) and n >= ri and m >= rj and n * m * k >= 32 * 32 * 32:
         b_nt = bst[-2] == 1 and bst[-1] >= k              # B.T of a row-major array: x @ W.T
         a_t = ast[-2] == 1 and ast[-1] >= n and not (ast[-1] == 1 and ast[-2] == k)
-        if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= _NT_MIN_K and n >= _VIA_NT_N and \
+        if not b_nt and not a_t and k * dt.itemsize % 4096 == 0 and k >= nt_min_k and n >= _VIA_NT_N and \
                 nb2 == 1:
             # rows of A a multiple of 4 KiB apart: the blocked kernel's RM rows alias in the L1 cache (1024^3:
             # 51 GFLOP/s against 71 for 1000^3 in one run), so a transposed copy of B (k*m elements, 1/n of the
@@ -421,7 +433,7 @@ def _plan(kern, a, b, biased: bool) -> _Plan:
             b_nt = True
         # (a narrow m: the blocked kernel's tail.  Not for attention's q @ k.T, k = 32: 2.2 ms against 0.5 with
         # B copied and the blocked kernel, 64 x (64x32 @ 32x64), PoCL one compute unit)
-        if b_nt and (k >= _NT_MIN_K or (m < 16 and k >= 4 * kv)):
+        if b_nt and (k >= nt_min_k or (m < 16 and k >= 4 * kv)):
             if ast[-1] != 1 or ast[-2] < k:
                 prep_a, ao, ast = _CONTIG, 0, c_strides(a.shape)
                 sab, sab2 = (n * k * nb2, n * k) if nb > 1 else (0, 0)
@@ -528,6 +540,9 @@ _KC_AT_MIN_WORK = 1 << 24  # at least this n * m * k: the MLP's 256x128 @ 128x78
 _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and the blocked kernel (one run,
 #                          128 x k @ k x 256, copy+blocked / A @ B.T: k=256 0.23 / 0.36 ms, 512 0.39 / 0.46,
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
+_NT_MIN_K_WIDE = 1 << 62  # AVX-512's 12 x 2 x 16 blocking (32 columns a work-item): no A @ B.T kernel but for a
+#                          narrow m; B.T copied and the blocked kernel instead, and for rows 4 KiB apart too (one
+#                          compute unit, ms: 128x784 @ (256x784).T 0.52 -> 0.45, 1024^3 NN 25 -> 20, NT 25 -> 22)
 _VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 4 chunks: too few work-items to fill the device; split k (at 2 chunks the

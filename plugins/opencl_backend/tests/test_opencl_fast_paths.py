@@ -49,6 +49,25 @@ def test_matmul_layouts(dt, n, k, m, layout, blocking, monkeypatch):
     """A @ B for every combination of row-major / transposed-view operands (x @ W.T is "NT", x.T @ g "TN")."""
     if blocking == "GPU forced":
         monkeypatch.setattr(_BE.device(0), "is_cpu", False)
+    _check_layout(dt, n, k, m, layout)
+
+
+@pytest.mark.parametrize("n,k,m", _MM_SHAPES)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_matmul_layouts_at_the_other_cpu_blocking(n, k, m, layout, monkeypatch):
+    """float32 products at the CPU blocking this device does not use, with its routes: AVX2's 6 x 2 x 8 (and the
+    A @ B.T kernel for x @ W.T from k = 768) on an AVX-512 device, AVX-512's 12 x 2 x 16 (and x @ W.T as a
+    transposed copy and the blocked kernel, see ``matmul.nt_min_k_of``) elsewhere."""
+    from coretorch_opencl import matmul as mm
+    if not _BE.device(0).is_cpu:
+        pytest.skip("the CPU blockings serve CPU devices; this OpenCL device is no CPU")
+    wide = mm.blocking(_BE.device(0))[1] == 16
+    monkeypatch.setattr(mm, "blocking", lambda dev, dt=np.float32: (6, 8, 8) if wide else (12, 16, 8))
+    monkeypatch.setattr(mm, "nt_min_k_of", lambda dev, dt=np.float32: mm._NT_MIN_K if wide else mm._NT_MIN_K_WIDE)
+    _check_layout(np.float32, n, k, m, layout)
+
+
+def _check_layout(dt, n, k, m, layout):
     rng = np.random.default_rng(n * 7 + k)
     a = rng.standard_normal((n, k)).astype(dt)
     b = rng.standard_normal((k, m)).astype(dt)
@@ -76,20 +95,23 @@ def test_matmul_batched_layouts(dt, layout):
 
 def test_matmul_paths_need_no_copy():
     """On a CPU device, x @ W.T (long k) and x.T @ g are one launch each (no transposed copy); the last m % VW
-    columns of a product come from the same launch as the blocks."""
+    columns of a product come from the same launch as the blocks.  Where the device's blocking takes x @ W.T as a
+    transposed copy of W and the blocked kernel instead (AVX-512: ``nt_min_k_of``), that is two launches."""
     if not _BE.device(0).is_cpu:
         pytest.skip("the A @ B.T kernel serves CPU devices")
+    from coretorch_opencl import matmul as mm
+    nt_launches = 1 if 784 >= mm.nt_min_k_of(_BE.device(0), np.float32) else 2
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((128, 784)).astype(np.float32), rng.standard_normal((256, 784)).astype(np.float32)
     g = rng.standard_normal((128, 10)).astype(np.float32)
     h = rng.standard_normal((128, 128)).astype(np.float32)
     tx, tw, tg, th = _t(x), _t(w), _t(g), _t(h)
-    for fn, want in [(lambda: tx @ tw.T, x @ w.T), (lambda: th.T @ tg, h.T @ g),
-                     (lambda: th @ th[:, :10], h @ h[:, :10])]:
+    for fn, want, launches in [(lambda: tx @ tw.T, x @ w.T, nt_launches), (lambda: th.T @ tg, h.T @ g, 1),
+                                (lambda: th @ th[:, :10], h @ h[:, :10], 1)]:
         fn()
         before = STATS["launches"]
         got = fn()
-        assert STATS["launches"] == before + 1
+        assert STATS["launches"] == before + launches
         np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-4, atol=1e-3)
 
 
@@ -99,6 +121,8 @@ def test_plans_made_for_a_forced_gpu_blocking_do_not_outlive_it(monkeypatch):
     transposed copy, two launches, after such a test ran first in the same worker)."""
     if not _BE.device(0).is_cpu:
         pytest.skip("the A @ B.T kernel serves CPU devices")
+    from coretorch_opencl import matmul as mm
+    monkeypatch.setattr(mm, "_NT_MIN_K_WIDE", mm._NT_MIN_K)   # the A @ B.T kernel at this k on every CPU device
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((128, 784)).astype(np.float32), rng.standard_normal((256, 784)).astype(np.float32)
     tx, tw = _t(x), _t(w)

@@ -21,6 +21,7 @@ def test_x_at_w_t_kernel_blockings(monkeypatch, blocks, dt=np.float32):
     k's tail is scalar), A sliced (rows at a longer pitch), batched, against numpy (n * m * k >= 32^3: smaller
     products take the plain kernel)."""
     monkeypatch.setattr(mm, "_NT_MIN_K", 1)
+    monkeypatch.setattr(mm, "_NT_MIN_K_WIDE", 1)
     monkeypatch.setattr(mm, "nt_blocking", lambda dev, dt=None, aliased=False, n=4: blocks)
     rng = np.random.default_rng(0)
     cases = [((7, 301), (19, 301), None), ((3, 13, 90), (3, 34, 90), None), ((9, 300), (17, 241), (5, 246)),
@@ -40,6 +41,7 @@ def test_linear_bias_in_the_x_at_w_t_kernel(monkeypatch):
     numpy's within rounding; n, m, k no multiples of the blocks, a batched input (rows of one product)."""
     from coretorch_opencl import STATS
     monkeypatch.setattr(mm, "_NT_MIN_K", 1)
+    monkeypatch.setattr(mm, "_NT_MIN_K_WIDE", 1)
     rng = np.random.default_rng(4)
     for sx, m in [((7, 301), 19), ((128, 40), 10), ((2, 5, 300), 17)]:
         x_np = rng.standard_normal(sx).astype(np.float32)
