@@ -2,6 +2,7 @@
 kernel and (for products) by shape, against the step's wall and process CPU time.
 
     python benchmarks/opencl_profile.py                # the GPT step of benchmarks/transformer.py
+    python benchmarks/opencl_profile.py --model mlp    # the MLP step of benchmarks/compile.py (784-256-128-10, SGD)
     POCL_CPU_MAX_CU_COUNT=1 POCL_MAX_PTHREAD_COUNT=1 python benchmarks/opencl_profile.py   # PoCL on one core
 
 Profiling makes the queue record every command's start and end (a little slower); "host" is the step's wall time
@@ -89,6 +90,7 @@ def _tag_products() -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--model", choices=("gpt", "mlp"), default="gpt")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--cpu", action="store_true",
                     help="per kernel: process CPU time with the queue drained around it (robust to other load; "
@@ -98,8 +100,16 @@ def main(argv=None) -> None:
     _patch()
     _cpu_mode[0] = args.cpu
     _tag_products()
-    import transformer
-    step = transformer._gpt(coretorch, "opencl")
+    if args.model == "gpt":
+        import transformer
+        step = transformer._gpt(coretorch, "opencl")
+    else:
+        import compile as compile_bench
+        mlp_step, mlp_args = compile_bench._mlp(coretorch, "opencl")
+
+        def step():
+            mlp_step(*mlp_args)
+            coretorch.accelerator.synchronize("opencl")
     from coretorch_opencl.device import STATS
     q = None
     for _ in range(2):
