@@ -61,8 +61,8 @@ def vectors(dev, dt=np.float32) -> int:
     3 x 32 26.0, 8 x 16 35.7 (spills), 6 x 8 30.9.  AVX-512 (32 registers, 16-wide vectors): 12 x 2 x 16, measured
     on a 2-core Sapphire Rapids PoCL 3.0 device, one compute unit, ms (16 x 1 x 16, the blocking before / 12 x 2):
     1024x128 @ 128x512 1.20 / 0.90, 1024x512 @ 512x128 1.19 / 0.90, 1024x128 @ 128x384 0.90 / 0.70, 128x784 @
-    784x256 0.47 / 0.35, 64 x (64x32 @ 32x64) 0.18 / 0.15, 1024^3 24.1 / 20.4 (OpenBLAS on that core: 0.97, 0.98,
-    0.74, 0.40, -, 14.8); 10 x 2 and 14 x 2 within a few % of 12 x 2, 6 x 2 ~5% slower, 8 x 3 spilled (2-4x)."""
+    784x256 0.47 / 0.35, 64 x (64x32 @ 32x64) 0.18 / 0.15, 1024^3 26.6 / 20.5 (OpenBLAS on that core: 0.98, 1.01,
+    0.74, 0.39, -, 14.8); 10 x 2 and 14 x 2 within a few % of 12 x 2, 6 x 2 ~5% slower, 8 x 3 spilled (2-4x)."""
     if dev.is_cpu and np.dtype(dt) == np.float32:
         return 2
     return 1
@@ -542,7 +542,7 @@ _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and 
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
 _NT_MIN_K_WIDE = 1 << 62  # AVX-512's 12 x 2 x 16 blocking (32 columns a work-item): no A @ B.T kernel but for a
 #                          narrow m; B.T copied and the blocked kernel instead, and for rows 4 KiB apart too (one
-#                          compute unit, ms: 128x784 @ (256x784).T 0.52 -> 0.45, 1024^3 NN 25 -> 20, NT 25 -> 22)
+#                          compute unit, ms: 128x784 @ (256x784).T 0.52 -> 0.45, 1024^3 NN 26.6 -> 20.5, NT 24.8 -> 21.7)
 _VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 4 chunks: too few work-items to fill the device; split k (at 2 chunks the
