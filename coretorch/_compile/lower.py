@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _backend
 from .capture import MUTATING, Recorder
+from .config import config
 
 OBSERVE = 2  # replays observed before lowering (two: a scalar that differs between them is not a constant)
 _CALL = re.compile(r"^(\s*)(?:((?:[ap]\d+, )*[ap]\d+,?) = )?(c\d+)\((.*)\)$")
@@ -110,6 +111,8 @@ class Lowering:
         self._lock = threading.Lock()
 
     def __call__(self, *A):
+        if not config.lower:  # switched off after the capture: the plain replay (the switch holds for every capture)
+            return self.plain(*A)
         fn = self.fn
         if fn is not None:
             return fn(*A)

@@ -144,7 +144,9 @@ _NS: dict[str, Any] = {}
 for _n in _UNARY:
     _NS[f"_foreach_{_n}"], _NS[f"_foreach_{_n}_"] = _unary(_n)
 for _n, (_f, _i, _a) in _BINARY.items():
-    _NS[f"_foreach_{_n}"], _NS[f"_foreach_{_n}_"] = _binary(_n, _f, _i, _a)
+    _NS[f"_foreach_{_n}"], _ip = _binary(_n, _f, _i, _a)
+    if _n != "add":  # (_foreach_add_: its own below, with the axpy fast path)
+        _NS[f"_foreach_{_n}_"] = _ip
 
 
 def _foreach_add_(self: list, other, *, alpha=1) -> list:

@@ -542,7 +542,8 @@ _NT_MIN_K = 768          # A @ B.T with a shorter k: a transposed copy of B and 
 #                          784 0.59 / 0.60: one launch fewer; 1024^3 51 / 76 GFLOP/s, see _VIA_NT_N)
 _NT_MIN_K_WIDE = 1 << 62  # AVX-512's 12 x 2 x 16 blocking (32 columns a work-item): no A @ B.T kernel but for a
 #                          narrow m; B.T copied and the blocked kernel instead, and for rows 4 KiB apart too (one
-#                          compute unit, ms: 128x784 @ (256x784).T 0.52 -> 0.45, 1024^3 NN 26.6 -> 20.5, NT 24.8 -> 21.7)
+#                          compute unit, ms: 128x784 @ (256x784).T 0.52 -> 0.45, 1024^3 NN 26.6 -> 20.5, NT 24.8 ->
+#                          21.7)
 _VIA_NT_N = 64           # NN products with rows 4 KiB apart and n >= this run as A @ (B.T copied).T on CPUs
 _SPLIT_MAX_OUT = 4096    # products with at most this many outputs ...
 _SPLIT_CHUNK = 256       # ... and k >= 4 chunks: too few work-items to fill the device; split k (at 2 chunks the

@@ -201,6 +201,29 @@ def test_the_switch(monkeypatch):
     assert fn.replays == 4 and fn.lowered == 0
 
 
+def test_the_switch_holds_for_a_step_lowered_before_it(monkeypatch):
+    """``config.lower = False`` after a step was lowered: its next replays run the plain replay (bitwise the same);
+    switched back on, the lowered one again."""
+    data = _data(2)
+    model, fn = _lowered_step(data, lr=0.1)
+    lw = fn._last().replay
+    calls = []
+    plain = lw.plain
+    monkeypatch.setattr(lw, "plain", lambda *a: calls.append(1) or plain(*a))
+    fn(*data[0])
+    assert not calls
+    monkeypatch.setattr(config, "lower", False)
+    fn(*data[1])
+    fn(*data[0])
+    assert calls == [1, 1]
+    monkeypatch.setattr(config, "lower", True)
+    fn(*data[1])
+    assert calls == [1, 1]
+    ref, _, _ = _run(False, 10, data, lr=0.1)
+    for a, b in zip(_params(model), _params(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_lowered_transformer_block_is_bitwise_the_plain_replay(monkeypatch):
     """A pre-LN transformer block with GELU, attention, layer norm prologues and AdamW: the lowered replay runs
     the same kernels with the same arguments as the plain replay, so 8 steps give the same bits."""
