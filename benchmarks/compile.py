@@ -60,10 +60,23 @@ def _gpt(torch, device):
     return step, (x, y)
 
 
+def _numpy_mlp():
+    """The MLP step written by hand in numpy (benchmarks/run.py's, the same sizes and batch): the floor of a numpy
+    framework on this machine's BLAS."""
+    import run as run_bench   # (this folder is on sys.path)
+    ps, x, y = run_bench._init_params()
+    return (lambda: run_bench.numpy_mlp_step(ps, x, y)), ()
+
+
 def worker(framework: str, model: str, device: str, mode: str) -> dict:
-    """Median ms per step after warm-up, the first call's seconds and launches per replay."""
-    torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
-    step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
+    """Median ms per step after warm-up, the first call's seconds and launches per replay (framework "numpy": the
+    hand-written MLP step on cpu, mode "byhand")."""
+    if framework == "numpy":
+        torch = None
+        step, args = _numpy_mlp()
+    else:
+        torch = importlib.import_module("torch" if framework == "torch" else "coretorch")
+        step, args = {"mlp": _mlp, "gpt": _gpt}[model](torch, device)
     if mode == "unfused":  # compiled without fusion (the "launches before fusion" figure's step)
         torch._compile.config.fusion = False
     if mode == "nopool":  # compiled without planned temporaries (plan.py), for --pool's before/after figures
