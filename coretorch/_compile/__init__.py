@@ -63,6 +63,8 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames: list | None = None
+        self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
+        self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -73,11 +75,14 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames = None
+        self._lens.clear()
 
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
-        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames))
+            self._anames = _guards.attribute_names(self._orig_fn)
+        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
+                               self._lens)
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None

@@ -77,10 +77,102 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     return objs
 
 
-def root_key(objs: list) -> tuple:
+_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
+_OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
+
+
+def _opened(o: Any) -> bool:
+    """Whether :func:`contents` looks into ``o`` (decided once per class): dicts, lists and plain objects with
+    attributes (:func:`_config_like`), not tuples (immutable: their identity says it), tensors, modules, optimizers,
+    functions, classes or Python modules."""
+    c = o.__class__
+    r = _OPEN.get(c)
+    if r is None:
+        if len(_OPEN) > 1024:
+            _OPEN.clear()
+        r = _OPEN[c] = isinstance(o, (dict, list)) or (_config_like(o) and not isinstance(o, (tuple, _ModuleType)))
+    return r
+
+
+def contents(o: Any, names: tuple = (), lens: dict | None = None) -> Any:
+    """A shallow fingerprint of a dict's or list's entries, or of the attributes of a plain object among ``names``
+    (those the function's code reads: a scheduler's or an event's own state is not the function's input): Python
+    numbers, strings and None by value, anything else by identity (``cfg["scale"] = 3.0``, ``state["w"] =
+    new_tensor``, ``opts.scale = 3.0``: the replay baked the old number in, or loads the old tensor).  A list's
+    entries up to the length it had when ``lens`` (id -> length) first saw it: one the function appends to (a
+    counter, a log: a Python side effect, run at the capture only) keeps its key.  Past ``_CONTENTS_MAX`` entries,
+    the length only."""
+    if isinstance(o, list):
+        n = len(o)
+        if lens is not None:
+            n0 = lens.get(id(o))
+            if n0 is None:
+                if len(lens) > 1024:
+                    lens.clear()
+                n0 = lens[id(o)] = n
+            if n >= n0:
+                o, n = o[:n0], n0
+        if n > _CONTENTS_MAX:
+            return n
+        return tuple([v if v.__class__ in _SCALAR_SET else id(v) for v in o])
+    if isinstance(o, dict):
+        if len(o) > _CONTENTS_MAX:
+            return len(o)
+        return tuple([(k, v if v.__class__ in _SCALAR_SET else id(v)) for k, v in o.items()])
+    d = getattr(o, "__dict__", None)
+    if not names or not isinstance(d, dict):
+        return None
+    out = []
+    for n in names:
+        v = d.get(n, d)
+        if v is not d:
+            out.append((n, v if v.__class__ in _SCALAR_SET else id(v)))
+    return tuple(out)
+
+
+def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
     """What identifies the roots for the cache: Python numbers, strings, None by value (a global ``SCALE = 2.0``
-    changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity."""
-    return tuple([o if o.__class__ in _SCALAR_SET else id(o) for o in objs])
+    changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
+    the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
+    deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
+    caller's memory of list lengths)."""
+    out: list = []
+    for o in objs:
+        c = o.__class__
+        if c in _SCALAR_SET:
+            out.append(o)
+        else:
+            out.append(id(o))
+            if _opened(o):
+                out.append(contents(o, names, lens))
+    return tuple(out)
+
+
+def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
+    """The attribute and global names the code of ``fn`` reads, with those of the plain Python functions it calls by
+    a global name or holds in its closure, ``depth`` levels down (which attributes of a plain object root_key
+    fingerprints)."""
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return ()
+    seen = set() if seen is None else seen
+    if id(code) in seen:
+        return ()
+    seen.add(id(code))
+    names = _code_names(code, set())
+    if depth:
+        g = f.__globals__
+        helpers = [g[n] for n in names if n in g]
+        for cell in f.__closure__ or ():
+            try:
+                helpers.append(cell.cell_contents)
+            except ValueError:
+                pass
+        for v in helpers:
+            if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                names.update(attribute_names(v, depth - 1, seen))
+    return tuple(sorted(names))
 
 
 def _code_names(code: Any, out: set) -> set:
@@ -195,19 +287,37 @@ def _modes() -> tuple:
             _dtypes.default, _creation._default_device[0])
 
 
-_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
+_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, its __dict__s, their lengths, pairs)
+_BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
 
 
 def _module_numbers(modules: list) -> tuple:
-    """The Python-number attributes of every module (``Dropout.p``, ``LayerNorm.eps``, a user module's
-    ``self.temperature``, ``training``): a changed one captures again (a replay would reuse the old number)."""
+    """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
+    module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
+    with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
+    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (a
+    replay would reuse the old number or load the old tensor)."""
     e = _NUMBER_ATTRS.get(id(modules))
-    if e is None or e[0] is not modules:
+    dicts = e[1] if e is not None and e[0] is modules else [m.__dict__ for m in modules]
+    lens = tuple(map(len, dicts))
+    if e is None or e[0] is not modules or e[2] != lens:
         if len(_NUMBER_ATTRS) > 256:
             _NUMBER_ATTRS.clear()
-        pairs = [(m.__dict__, k) for m in modules for k, v in m.__dict__.items() if v.__class__ in _SCALAR_SET]
-        e = _NUMBER_ATTRS[id(modules)] = (modules, pairs)
-    return tuple([d.get(k) for d, k in e[1]])
+        if not _BASE_ATTRS:
+            _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
+        pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
+        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs)
+    out: list = [lens]
+    add, scalars = out.append, _SCALAR_SET
+    for d, k in e[3]:
+        v = d.get(k)
+        if v.__class__ in scalars:
+            add(v)
+        else:
+            add(id(v))
+            if _opened(v):
+                add(contents(v))
+    return tuple(out)
 
 
 def _param_key(p: Any) -> tuple:

@@ -1,0 +1,114 @@
+"""Review 14 of coretorch.compile: state a compiled step reads that changed between calls (every installed
+device).  Each test runs the same calls eagerly and compiled and compares the results."""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+def _twins(make, calls: int = 6):
+    """``make(device)`` -> (fn, args(i), change(i)) built afresh for the eager and the compiled run; the results of
+    every call, eager and compiled."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        fn, args, change = make()
+        f = torch.compile(fn) if compiled else fn
+        res = []
+        for i in range(calls):
+            change(i)
+            r = f(*args(i))
+            res.append(r.detach().cpu().numpy().copy())
+        out.append(res)
+    return out
+
+
+def _assert_same(pair):
+    for i, (a, b) in enumerate(zip(*pair)):
+        assert np.array_equal(a, b), f"call {i}: eager {a} compiled {b}"
+
+
+GLOBAL_CFG = {"scale": 2.0}
+
+
+@pytest.mark.parametrize("where", ["dict", "list", "object", "global dict", "dict tensor", "list tensor"])
+def test_a_container_or_object_the_step_reads_changed(device, where):
+    """A step reading a number or a tensor from a dict, a list or a plain object of its closure (or a global dict):
+    the entry changed after the capture (``cfg["scale"] = 3.0``, ``state["w"] = new``).  The replay used to reuse
+    the number it baked in, or load the old tensor."""
+    def make():
+        GLOBAL_CFG["scale"] = 2.0
+        d = {"scale": 2.0, "w": torch.ones(4, device=device)}
+        lst = [2.0, torch.ones(4, device=device)]
+        obj = types.SimpleNamespace(scale=2.0)
+        fns = {"dict": lambda x: x * d["scale"], "list": lambda x: x * lst[0], "object": lambda x: x * obj.scale,
+               "global dict": lambda x: x * GLOBAL_CFG["scale"], "dict tensor": lambda x: x * d["w"],
+               "list tensor": lambda x: x * lst[1]}
+
+        def change(i):
+            if i == 3:
+                d["scale"] = lst[0] = obj.scale = GLOBAL_CFG["scale"] = 3.0
+                d["w"] = lst[1] = torch.full((4,), 5.0, device=device)
+        return fns[where], lambda i: (torch.arange(4.0, device=device) + i,), change
+    _assert_same(_twins(make))
+
+
+def test_a_list_the_step_appends_to_keeps_its_replay(device):
+    """A list the step only appends to (a counter: a Python side effect, at the capture only) does not make every
+    call a capture."""
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        return x * 2
+    f = torch.compile(fn)
+    for _ in range(5):
+        f(torch.ones(3, device=device))
+    assert len(calls) == 1 and f.replays == 4
+
+
+class _Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.mask = torch.ones(4)
+        self.scales = [1.0, 2.0]
+
+    def forward(self, x):
+        return self.lin(x) * self.mask * self.scales[1]
+
+
+@pytest.mark.parametrize("change", ["tensor attribute", "list attribute", "new attribute"])
+@pytest.mark.parametrize("how", ["function", "module"])
+def test_a_module_attribute_changed_after_the_capture(device, change, how):
+    """A module's plain (non-buffer) tensor attribute reassigned (``model.mask = other``), an entry of its list
+    attribute changed, or an instance attribute added over a class attribute: the replay loaded the old tensor or
+    reused the old number (only the modules' Python numbers were guarded)."""
+    class Scaled(_Masked):
+        factor = 1.0
+
+        def forward(self, x):
+            return super().forward(x) * self.factor
+
+    def make():
+        m = Scaled().to(device)
+        m.mask = m.mask.to(device)
+        if how == "function":
+            m.requires_grad_(False)
+
+        def ch(i):
+            if i == 3:
+                if change == "tensor attribute":
+                    m.mask = torch.full((4,), 3.0, device=device)
+                elif change == "list attribute":
+                    m.scales[1] = 5.0
+                else:
+                    m.factor = 7.0
+        fn = (lambda x: m(x)) if how == "function" else m
+        return fn, lambda i: (torch.ones(2, 4, device=device) * i,), ch
+    _assert_same(_twins(make))
