@@ -112,3 +112,22 @@ def test_a_module_attribute_changed_after_the_capture(device, change, how):
         fn = (lambda x: m(x)) if how == "function" else m
         return fn, lambda i: (torch.ones(2, 4, device=device) * i,), ch
     _assert_same(_twins(make))
+
+
+@pytest.mark.parametrize("where", ["argument", "closure", "closure from_numpy"])
+def test_a_numpy_array_the_step_reads(device, where):
+    """A numpy array read by the step on the host (``torch.tensor(a)``, ``torch.from_numpy(a)``): a new array each
+    call (an argument, at an address a freed one had) or one mutated in place.  The replay made its tensor from the
+    values of the capture (the array was keyed by identity, and its values were a snapshot)."""
+    a = np.ones(3, dtype=np.float32)
+
+    def make():
+        a[:] = 1.0
+        fns = {"argument": lambda x, b: x * torch.tensor(b, device=device),
+               "closure": lambda x, b: x * torch.tensor(a, device=device),
+               "closure from_numpy": lambda x, b: x * torch.from_numpy(a).to(device)}
+
+        def change(i):
+            a[:] = i
+        return fns[where], lambda i: (torch.ones(3, device=device), np.full(3, float(i), dtype=np.float32)), change
+    _assert_same(_twins(make))

@@ -5,6 +5,8 @@ from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes as _dtypes
 from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
@@ -49,7 +51,19 @@ def _leaf_key(a: Any) -> Any:
         return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg, type(a))
     if isinstance(a, _SCALARS):
         return (type(a), a)
+    if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
+        return ("ndarray", id(a), _ndarray_key(a))
     return ("obj", id(a))
+
+
+_NDARRAY_MAX = 1 << 20  # bytes of a numpy array among the roots keyed by value (larger ones: by identity)
+
+
+def _ndarray_key(a: np.ndarray) -> tuple:
+    """A numpy array's shape, dtype and values: the step reads them on the host (``torch.tensor(a)``,
+    ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
+    values of the capture (an array mutated in place, or a new array at a reused address)."""
+    return (a.shape, a.dtype.str, a.tobytes())
 
 
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
@@ -135,7 +149,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
     changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
     the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
     deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
-    caller's memory of list lengths)."""
+    caller's memory of list lengths), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
     out: list = []
     for o in objs:
         c = o.__class__
@@ -145,6 +159,8 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
             out.append(id(o))
             if _opened(o):
                 out.append(contents(o, names, lens))
+            elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
+                out.append(_ndarray_key(o))
     return tuple(out)
 
 
