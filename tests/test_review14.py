@@ -131,3 +131,42 @@ def test_a_numpy_array_the_step_reads(device, where):
             a[:] = i
         return fns[where], lambda i: (torch.ones(3, device=device), np.full(3, float(i), dtype=np.float32)), change
     _assert_same(_twins(make))
+
+
+SCALE = 2.0
+CFG = {"s": 2.0}
+
+
+class _ReadsGlobals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * SCALE * CFG["s"]
+
+
+@pytest.mark.parametrize("how", ["function", "module"])
+def test_a_global_a_module_forward_reads_changed(device, how):
+    """A user module's ``forward`` reading a global number or a global dict's entry, changed after the capture:
+    only the compiled function's own globals (and its helpers') were guarded, not those of the modules' methods."""
+    global SCALE
+
+    def make():
+        global SCALE
+        SCALE, CFG["s"] = 2.0, 2.0
+        m = _ReadsGlobals().to(device)
+        if how == "function":
+            m.requires_grad_(False)
+
+        def change(i):
+            global SCALE
+            if i == 3:
+                SCALE = 3.0
+            if i == 5:
+                CFG["s"] = 5.0
+        return ((lambda x: m(x)) if how == "function" else m), lambda i: (torch.ones(2, 3, device=device),), change
+    try:
+        _assert_same(_twins(make, 8))
+    finally:
+        SCALE, CFG["s"] = 2.0, 2.0

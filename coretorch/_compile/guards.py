@@ -322,8 +322,10 @@ def _module_numbers(modules: list) -> tuple:
         if not _BASE_ATTRS:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
-        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs)
+        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
     out: list = [lens]
+    if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
+        out.append(root_key([d.get(n) for d, n in e[4]], e[5]))
     add, scalars = out.append, _SCALAR_SET
     for d, k in e[3]:
         v = d.get(k)
@@ -334,6 +336,27 @@ def _module_numbers(modules: list) -> tuple:
             if _opened(v):
                 add(contents(v))
     return tuple(out)
+
+
+def _class_globals(modules: list) -> tuple[list, tuple]:
+    """``(namespace dict, name)`` of the globals the methods of the modules' own classes (not coretorch's) read,
+    and the attribute names their code reads (see :func:`global_names`, :func:`attribute_names`)."""
+    refs: list = []
+    names: set = set()
+    seen: set = set()
+    done: set = set()
+    for m in modules:
+        for cls in type(m).__mro__:
+            if cls in done or cls is object:
+                continue
+            done.add(cls)
+            for v in list(vars(cls).values()):
+                f = v.fget if isinstance(v, property) else getattr(v, "__func__", v)
+                if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
+                    refs.extend(global_names(f, seen=seen))
+                    names.update(attribute_names(f))
+    uniq = list({(id(d), n): (d, n) for d, n in refs}.values())
+    return uniq, tuple(sorted(names))
 
 
 def _param_key(p: Any) -> tuple:
