@@ -170,3 +170,55 @@ def test_a_global_a_module_forward_reads_changed(device, how):
         _assert_same(_twins(make, 8))
     finally:
         SCALE, CFG["s"] = 2.0, 2.0
+
+
+HELPERS = types.ModuleType("_review14_helpers")  # a module of helper functions (``utils.helper(x)``)
+exec("SCALE = 2.0\ndef helper(x):\n    return x * SCALE\n", HELPERS.__dict__)  # noqa: S102 - fixed source
+
+
+def _times_g(x):
+    return x * HELPERS.SCALE
+
+
+class _ClassScaled(nn.Module):
+    K = 2.0
+
+    def forward(self, x):
+        return x * self.K
+
+
+class _Opts:
+    K = 2.0
+
+
+def _mul(x, s):
+    return x * s
+
+
+@pytest.mark.parametrize("case", ["helper of another module", "helper in the closure", "module class attribute",
+                                  "object class attribute", "partial keywords"])
+def test_numbers_read_through_helpers_classes_and_partials(device, case):
+    """Numbers a step reads one step removed, changed after the capture: a global of another module's helper
+    (``utils.helper(x)``), a helper held in the closure, a class attribute read through ``self`` or an object
+    (``M.K = 3.0``), a ``functools.partial``'s keyword.  The replays reused the captured number."""
+    import functools
+    opts = _Opts()
+
+    def make():
+        HELPERS.SCALE = _ClassScaled.K = _Opts.K = 2.0
+        m = _ClassScaled()
+        part = functools.partial(_mul, s=2.0)
+        helper = _times_g
+        fns = {"helper of another module": lambda x: HELPERS.helper(x), "helper in the closure": lambda x: helper(x),
+               "module class attribute": lambda x: m(x), "object class attribute": lambda x: x * opts.K,
+               "partial keywords": part}
+
+        def change(i):
+            if i == 3:
+                HELPERS.SCALE = _ClassScaled.K = _Opts.K = 3.0
+                part.keywords["s"] = 3.0
+        return fns[case], lambda i: (torch.ones(3, device=device) * i,), change
+    try:
+        _assert_same(_twins(make))
+    finally:
+        HELPERS.SCALE = _ClassScaled.K = _Opts.K = 2.0

@@ -1,8 +1,10 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
+import sys
 from typing import Any
 
 import numpy as np
@@ -74,6 +76,10 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
         args = (*args, *kwargs.values())
     objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
     f = fn
+    if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
+        objs.extend((f.args, f.keywords))
+        f = f.func
+        objs.append(f)
     if hasattr(f, "__func__"):
         s = f.__self__
         objs.append(s)
@@ -137,10 +143,15 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None) -> Any:
     if not names or not isinstance(d, dict):
         return None
     out = []
+    cls = o.__class__
     for n in names:
         v = d.get(n, d)
         if v is not d:
             out.append((n, v if v.__class__ in _SCALAR_SET else id(v)))
+        else:  # a class attribute read through the object (``Cfg.K = 3.0``)
+            v = getattr(cls, n, d)
+            if v.__class__ in _SCALAR_SET:
+                out.append((n, v))
     return tuple(out)
 
 
@@ -168,7 +179,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     """The attribute and global names the code of ``fn`` reads, with those of the plain Python functions it calls by
     a global name or holds in its closure, ``depth`` levels down (which attributes of a plain object root_key
     fingerprints)."""
-    f = getattr(fn, "__func__", fn)
+    f = fn.func if isinstance(fn, _partial) else fn
+    f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
     if code is None:
         return ()
@@ -211,7 +223,8 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
     it calls by a global name (its helpers)."""
-    f = getattr(fn, "__func__", fn)
+    f = fn.func if isinstance(fn, _partial) else fn
+    f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
     if code is None:
         return []
@@ -222,13 +235,29 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     g = f.__globals__
     names = _code_names(code, set())
     refs = [(g, n) for n in sorted(names) if n in g]
+    helpers = []
     for _, n in list(refs):
         v = g[n]
         if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
             d = vars(v)
-            refs.extend((d, a) for a in sorted(names) if a in d and d[a].__class__ in _SCALAR_SET)
-        elif depth and isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
-            refs.extend(global_names(v, depth - 1, seen))
+            for a in sorted(names):
+                if a in d:
+                    refs.append((d, a))
+                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
+                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
+                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
+        else:
+            helpers.append(v)
+    for cell in f.__closure__ or ():  # helpers held by the closure
+        try:
+            helpers.append(cell.cell_contents)
+        except ValueError:
+            pass
+    if depth:
+        for v in helpers:
+            v = v.func if isinstance(v, _partial) else v
+            if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                refs.extend(global_names(v, depth - 1, seen))
     return refs
 
 
@@ -355,6 +384,11 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
+    for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
+        if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
+                                                                           "__file__", None) or ""):
+            d = vars(cls)
+            refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
     uniq = list({(id(d), n): (d, n) for d, n in refs}.values())
     return uniq, tuple(sorted(names))
 
