@@ -222,3 +222,53 @@ def test_numbers_read_through_helpers_classes_and_partials(device, case):
         _assert_same(_twins(make))
     finally:
         HELPERS.SCALE = _ClassScaled.K = _Opts.K = 2.0
+
+
+@pytest.mark.parametrize("what", ["input", "parameter", "input of a graph"])
+def test_a_saved_tensor_modified_before_the_backward_of_a_compiled_module(device, what):
+    """A compiled module's input or parameter modified in place between the forward and the backward (``x.mul_(2)``,
+    an optimizer step before a second loss's backward): eager raises the saved-tensor version error; the replayed
+    backward computed silently with the modified values (it read the arrays, no version check)."""
+    errors = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+        cm = torch.compile(m) if compiled else m
+        got = []
+        for i in range(6):
+            x = torch.randn(3, 4, device=device, requires_grad=what == "input of a graph")
+            h = x * 2 if what == "input of a graph" else x
+            y = cm(h)
+            if i >= 3:
+                with torch.no_grad():
+                    (m[2].weight if what == "parameter" else h).mul_(2)
+            try:
+                y.sum().backward()
+                got.append(y.detach().cpu().numpy())
+            except RuntimeError as e:
+                got.append(str(e).split(":")[0])
+        errors.append(got)
+    assert errors[0][3:] == ["one of the variables needed for gradient computation has been modified by an "
+                             "inplace operation"] * 3
+    assert errors[1][3:] == errors[0][3:]
+    for a, b in zip(errors[0][:3], errors[1][:3]):
+        assert np.array_equal(a, b)
+
+
+def test_an_unsaved_tensor_modified_before_the_backward_of_a_compiled_module(device):
+    """What eager's backward does not read may change (the output of the last layer, a bias): no error, eager's
+    gradients."""
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+        cm = torch.compile(m) if compiled else m
+        for _ in range(5):
+            y = cm(torch.randn(3, 4, device=device))
+            with torch.no_grad():
+                m[2].bias.add_(1.0)
+            y.add_(1.0)
+            y.pow(2).sum().backward()
+        grads.append([p.grad.cpu().numpy() for p in m.parameters()])
+    for a, b in zip(*grads):
+        assert np.array_equal(a, b)

@@ -9,16 +9,17 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import Node
+from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import guards as _guards, hostfuse as _hostfuse
-from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, state
+from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
 
@@ -29,12 +30,21 @@ class CompiledFunctionBackward(Node):
 
     entry: _ModEntry
     ctx: tuple | None  # the recorded arrays the backward reads; None once released
+    watched: list  # the inputs, parameters and buffers whose arrays the backward reads (see _ModEntry.watch)
+    versions: tuple  # their version counters after the forward
+
+    def watch(self, lv: list) -> None:
+        ts = self.watched = self.entry.watch(lv)
+        self.versions = tuple([t._vc[0] for t in ts])
 
     def backward(self, *grads):
         entry, ctx = self.entry, self.ctx
         if ctx is None:
             raise RuntimeError("Trying to backward through the graph a second time: the compiled forward's saved "
                                "arrays are freed after its backward")
+        for t, v in zip(self.watched, self.versions):  # as eager's saved tensors: modified in place since, raise
+            if t._vc[0] != v:
+                raise _version_error(t, self, v)
         g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
         try:
             out = entry.backward(ctx, g)
@@ -63,7 +73,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned")
+                 "single", "planned", "watch")
     forward: Any
     backward: Any
     breaks: Any
@@ -74,6 +84,7 @@ class _ModEntry:
     targets: Any
     single: Any
     planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
+    watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
 
 
 def _flat_outputs(result: Any):
@@ -139,6 +150,7 @@ class ModuleCapture:
         if entry.backward is not None:
             node = CompiledFunctionBackward()
             node.entry, node.ctx = entry, ctx
+            node.watch(lv)
             node.next_functions = tuple(edge(t) for t in entry.targets(lv))
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
@@ -187,6 +199,7 @@ class ModuleCapture:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
+            entry.watch = _watched(rec, split)
             result = self._attach(entry, rec, split, lv, outs)
         return result, entry
 
@@ -200,6 +213,7 @@ class ModuleCapture:
         node = CompiledFunctionBackward()
         node.entry = entry
         node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
+        node.watch(lv)
         node.next_functions = tuple(edge(t) for t in entry.targets(lv))
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
         return res[0] if entry.single else tuple(res)
@@ -233,6 +247,34 @@ class ModuleCapture:
                 return None
             srcs.append(v)
         return "(" + ", ".join(srcs) + ",)"
+
+
+_LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
+
+
+def _watched(rec: Recorder, split: int) -> Callable[[list], list]:
+    """``lv -> tensors``: the persistent tensors (inputs, parameters, buffers) that the recorded backward reads
+    memory of (an array the forward loaded from one, or a view of it).  Eager saves them with their version
+    counter, and an in-place change before the backward (``x.mul_(2)``, ``opt.step()`` before a second loss's
+    backward) raises; the replayed backward would compute with the changed values."""
+    fw = [ln for ln in rec.lines[:split] if ln]
+    defined = {v for ln in fw for v in _VAR.findall(ln)}
+    used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
+    mems = {id(m) for v in used & defined for m in (_memory_of(rec.keep[int(v[1:])]),) if m is not None}
+    mems |= {id(rec.keep[int(v[1:])]) for v in used & defined}
+    srcs: list[str] = []
+    for ln in fw:
+        m = _LOAD.match(ln)
+        if m is None:
+            continue
+        arr = rec.keep[int(m.group(1)[1:])]
+        mem = _memory_of(arr)
+        if (id(arr) in mems or mem is not None and id(mem) in mems) and m.group(2) not in srcs:
+            srcs.append(m.group(2))
+    if not srcs:
+        return lambda lv: []
+    ns = {f"c{i}": c for i, c in enumerate(rec.consts)}
+    return eval(f"lambda A: [{', '.join(srcs)}]", ns)  # noqa: S307 - the replay's own load expressions
 
 
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:
