@@ -92,7 +92,7 @@ class CompiledFunction:
             found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
             st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4])
         lv = _guards.leaves(args, kwargs)
-        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1]))
+        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]))
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:  # inside another capture: its kernels are recorded there

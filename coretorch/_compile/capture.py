@@ -130,6 +130,7 @@ class Recorder:
         self._current = ""
         self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
         self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
+        self.checks: list[str] = []  # lines the replay runs first (the layouts of tensors that are no guard)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
         self.snap: dict[str, tuple[Any, Any]] = {}
@@ -510,7 +511,10 @@ class Recorder:
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
             if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
-                self.lines[i] = f"{v} = {self.const(t)}._data"
+                c = self.const(t)
+                self.lines[i] = f"{v} = {c}._data"
+                # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
+                self.checks.append(f"if TKEY({c}) != {self.const(_tensor_key(t))}: raise MISMATCH(False)")
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
 
@@ -541,6 +545,12 @@ class Recorder:
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         return self.const(obj)
+
+
+def _tensor_key(t: Tensor) -> tuple:
+    """What a replay checks first of a tensor whose array it loads without a guard (see ``_resolve_pending``)."""
+    d = t._data
+    return (d.shape, d.dtype, id(t._be))
 
 
 def _escaped(obj: Any) -> bool:

@@ -394,10 +394,14 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
 
 
 def _param_key(p: Any) -> tuple:
-    # shape and dtype (module.double(): eager raises on the mixed product, a replay must not compute it), and
-    # requires_grad (a frozen parameter gets no gradient)
+    # shape, dtype and device (module.double(), module.to("opencl"): eager raises on the mixed product, a replay must
+    # not compute it), and requires_grad (a frozen parameter gets no gradient)
     d = p._data
-    return (d.shape, d.dtype, p._rg)
+    return (d.shape, d.dtype, id(p._be), p._rg)
+
+
+def _buffer_key(b: Any) -> Any:
+    return None if b is None else _param_key(b)
 
 
 _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
@@ -435,8 +439,12 @@ def _param_hooks(params: list) -> tuple:
     return tuple(out)
 
 
-def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
-    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
+def key(lv: list, modules: list, params: list, global_hooks: bool = True, buffers: list | tuple = (),
+        plain: list | tuple = ()) -> tuple:
+    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them);
+    ``buffers`` ((dict, name), read at the call: one reassigned) and ``plain`` (other tensors the roots hold): their
+    shapes, dtypes and devices as the parameters' (``m.buf = m.buf.to("opencl")``, ``w.data = other``: the replay
+    loads their arrays at the call)."""
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
@@ -445,4 +453,5 @@ def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tup
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks(params))
+            _param_hooks(params), tuple([_buffer_key(d.get(k)) for d, k in buffers]),
+            tuple([_param_key(t) for t in plain]))
