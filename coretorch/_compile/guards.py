@@ -352,19 +352,16 @@ def _module_numbers(modules: list) -> tuple:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
-    out: list = [lens]
+    scalars = _SCALAR_SET
+    vals = tuple([v if v.__class__ in scalars else _object_key(v) for v in [d.get(k) for d, k in e[3]]])
     if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
-        out.append(root_key([d.get(n) for d, n in e[4]], e[5]))
-    add, scalars = out.append, _SCALAR_SET
-    for d, k in e[3]:
-        v = d.get(k)
-        if v.__class__ in scalars:
-            add(v)
-        else:
-            add(id(v))
-            if _opened(v):
-                add(contents(v))
-    return tuple(out)
+        return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
+    return lens, vals
+
+
+def _object_key(v: Any) -> Any:
+    """A module attribute that is no Python number: its identity, and a dict's or list's entries."""
+    return (id(v), contents(v)) if _opened(v) else id(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
