@@ -224,15 +224,16 @@ def test_numbers_read_through_helpers_classes_and_partials(device, case):
         HELPERS.SCALE = _ClassScaled.K = _Opts.K = 2.0
 
 
-@pytest.mark.parametrize("what", ["input", "parameter", "input of a graph"])
+@pytest.mark.parametrize("what", ["input", "parameter", "input of a graph", "output", "view of the output"])
 def test_a_saved_tensor_modified_before_the_backward_of_a_compiled_module(device, what):
-    """A compiled module's input or parameter modified in place between the forward and the backward (``x.mul_(2)``,
-    an optimizer step before a second loss's backward): eager raises the saved-tensor version error; the replayed
-    backward computed silently with the modified values (it read the arrays, no version check)."""
+    """A compiled module's input, parameter or output (``sigmoid``'s backward reads its result) modified in place
+    between the forward and the backward (``x.mul_(2)``, an optimizer step before a second loss's backward,
+    ``y[0].zero_()``): eager raises the saved-tensor version error; the replayed backward computed silently with
+    the modified values (it read the arrays, no version check)."""
     errors = []
     for compiled in (False, True):
         torch.manual_seed(0)
-        m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+        m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2), nn.Sigmoid()).to(device)
         cm = torch.compile(m) if compiled else m
         got = []
         for i in range(6):
@@ -241,7 +242,7 @@ def test_a_saved_tensor_modified_before_the_backward_of_a_compiled_module(device
             y = cm(h)
             if i >= 3:
                 with torch.no_grad():
-                    (m[2].weight if what == "parameter" else h).mul_(2)
+                    {"parameter": m[2].weight, "output": y, "view of the output": y[0]}.get(what, h).mul_(2)
             try:
                 y.sum().backward()
                 got.append(y.detach().cpu().numpy())

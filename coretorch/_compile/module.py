@@ -33,8 +33,13 @@ class CompiledFunctionBackward(Node):
     watched: list  # the inputs, parameters and buffers whose arrays the backward reads (see _ModEntry.watch)
     versions: tuple  # their version counters after the forward
 
-    def watch(self, lv: list) -> None:
+    def watch(self, lv: list, res: list) -> None:
+        """Note the version counters of what the backward reads: inputs, parameters, buffers and outputs
+        (``torch.sigmoid``'s backward reads its result)."""
         ts = self.watched = self.entry.watch(lv)
+        idx = self.entry.watch_outputs
+        if idx:
+            ts += [res[i] for i in idx]
         self.versions = tuple([t._vc[0] for t in ts])
 
     def backward(self, *grads):
@@ -73,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch")
+                 "single", "planned", "watch", "watch_outputs")
     forward: Any
     backward: Any
     breaks: Any
@@ -85,6 +90,7 @@ class _ModEntry:
     single: Any
     planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
     watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
+    watch_outputs: list  # the outputs whose memory the backward reads
 
 
 def _flat_outputs(result: Any):
@@ -150,10 +156,11 @@ class ModuleCapture:
         if entry.backward is not None:
             node = CompiledFunctionBackward()
             node.entry, node.ctx = entry, ctx
-            node.watch(lv)
             node.next_functions = tuple(edge(t) for t in entry.targets(lv))
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
+        if node is not None:
+            node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 
     def _capture(self, args, kwargs, lv, st):
@@ -199,7 +206,7 @@ class ModuleCapture:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
-            entry.watch = _watched(rec, split)
+            entry.watch, entry.watch_outputs = _watched(rec, split, out_vars)
             result = self._attach(entry, rec, split, lv, outs)
         return result, entry
 
@@ -213,9 +220,9 @@ class ModuleCapture:
         node = CompiledFunctionBackward()
         node.entry = entry
         node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
-        node.watch(lv)
         node.next_functions = tuple(edge(t) for t in entry.targets(lv))
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
@@ -252,29 +259,33 @@ class ModuleCapture:
 _LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
 
 
-def _watched(rec: Recorder, split: int) -> Callable[[list], list]:
+def _watched(rec: Recorder, split: int, out_vars: list) -> tuple[Callable[[list], list], list]:
     """``lv -> tensors``: the persistent tensors (inputs, parameters, buffers) that the recorded backward reads
-    memory of (an array the forward loaded from one, or a view of it).  Eager saves them with their version
-    counter, and an in-place change before the backward (``x.mul_(2)``, ``opt.step()`` before a second loss's
-    backward) raises; the replayed backward would compute with the changed values."""
+    memory of (an array the forward loaded from one, or a view of it), and the indices of the outputs it reads
+    memory of.  Eager saves them with their version counter, and an in-place change before the backward
+    (``x.mul_(2)``, ``opt.step()`` before a second loss's backward, ``torch.sigmoid(h).mul_(2)``) raises; the
+    replayed backward would compute with the changed values."""
     fw = [ln for ln in rec.lines[:split] if ln]
     defined = {v for ln in fw for v in _VAR.findall(ln)}
     used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
     mems = {id(m) for v in used & defined for m in (_memory_of(rec.keep[int(v[1:])]),) if m is not None}
     mems |= {id(rec.keep[int(v[1:])]) for v in used & defined}
+    def read(v: str) -> bool:
+        arr = rec.keep[int(v[1:])]
+        mem = _memory_of(arr)
+        return id(arr) in mems or mem is not None and id(mem) in mems
+    outs = [i for i, v in enumerate(out_vars) if read(v)]
     srcs: list[str] = []
     for ln in fw:
         m = _LOAD.match(ln)
         if m is None:
             continue
-        arr = rec.keep[int(m.group(1)[1:])]
-        mem = _memory_of(arr)
-        if (id(arr) in mems or mem is not None and id(mem) in mems) and m.group(2) not in srcs:
+        if read(m.group(1)) and m.group(2) not in srcs:
             srcs.append(m.group(2))
     if not srcs:
-        return lambda lv: []
+        return (lambda lv: []), outs
     ns = {f"c{i}": c for i, c in enumerate(rec.consts)}
-    return eval(f"lambda A: [{', '.join(srcs)}]", ns)  # noqa: S307 - the replay's own load expressions
+    return eval(f"lambda A: [{', '.join(srcs)}]", ns), outs  # noqa: S307 - the replay's own load expressions
 
 
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:
