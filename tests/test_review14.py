@@ -347,3 +347,56 @@ def test_state_moved_to_another_device_or_reshaped(device, what, how):
         fn = (lambda x: m(x) * w) if how == "function" else m
         return fn, lambda i: (torch.ones(2, 3, device=device),), change
     _outcomes(make)
+
+
+@pytest.mark.parametrize("where", ["closure", "argument"])
+def test_the_grad_of_a_leaf_that_is_no_parameter_accumulates(device, where):
+    """A step whose backward accumulates into the ``.grad`` of a leaf that is no module parameter: a closure's
+    ``w = torch.randn(3, requires_grad=True)``, or the same leaf passed as an argument each call.  The replay
+    dropped the accumulation (the leaf's ``.grad`` was no tracked state and not in the guards: the capture's
+    ``w.grad = new`` was not replayed)."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        w = torch.randn(3, device=device, requires_grad=True)
+        c = torch.randn(3, device=device)
+
+        def step(x, leaf):
+            loss = (x * leaf * c).pow(2).sum() if where == "argument" else (x * w).pow(2).sum()
+            loss.backward()
+            return loss
+        f = torch.compile(step) if compiled else step
+        got = []
+        for i in range(6):
+            leaf = w if where == "argument" else None
+            got.append(f(torch.randn(3, device=device), leaf).detach().cpu().numpy())
+            got.append(w.grad.cpu().numpy().copy())
+            if i == 3:
+                w.grad = None
+        out.append(got)
+        if compiled:
+            assert f.replays >= 3
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
+
+
+def test_manual_sgd_on_a_closure_leaf(device):
+    """The tutorial loop: ``loss.backward()``, ``w.sub_(lr * w.grad)`` under no_grad, ``w.grad = None``."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        w = torch.randn(3, device=device, requires_grad=True)
+
+        def step(x):
+            loss = (x * w).pow(2).sum()
+            loss.backward()
+            with torch.no_grad():
+                w.sub_(0.1 * w.grad)
+                w.grad.zero_()
+            return loss
+        f = torch.compile(step) if compiled else step
+        got = [(f(torch.randn(3, device=device)).detach().cpu().numpy(), w.detach().cpu().numpy().copy())
+               for _ in range(6)]
+        out.append(got)
+    for (a, wa), (b, wb) in zip(*out):
+        assert np.array_equal(a, b) and np.array_equal(wa, wb)

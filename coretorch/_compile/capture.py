@@ -223,6 +223,8 @@ class Recorder:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self.paths.append(Path(f"A[{i}]", _itself(a), False))
+                if a._rg:  # a leaf argument's .grad (accumulated by a backward in the step, as a parameter's)
+                    self.paths.append(Path(f"A[{i}]._grad", functools.partial(getattr, a, "_grad"), True))
         for p in params:
             c = self.const(p)
             self.paths.append(Path(c, _itself(p), False))
@@ -230,7 +232,10 @@ class Recorder:
         for d, k in buffers:
             self.paths.append(Path(f"{self.const(d)}[{k!r}]", functools.partial(d.get, k), True))
         for t in tensors:
-            self.paths.append(Path(self.const(t), _itself(t), False))
+            c = self.const(t)
+            self.paths.append(Path(c, _itself(t), False))
+            if t._rg:  # a leaf the roots hold (w = torch.randn(3, requires_grad=True)): its .grad as a parameter's
+                self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
         self.snapshot()
         self.refresh_owners()
 
