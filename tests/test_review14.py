@@ -400,3 +400,25 @@ def test_manual_sgd_on_a_closure_leaf(device):
         out.append(got)
     for (a, wa), (b, wb) in zip(*out):
         assert np.array_equal(a, b) and np.array_equal(wa, wb)
+
+
+@pytest.mark.parametrize("draw", ["random.random", "random.randint", "np.random.rand", "np.random.randn"])
+def test_a_host_random_number_drawn_in_the_step(device, draw):
+    """``random.random()`` or ``np.random.rand()`` inside the step (an augmentation, epsilon-greedy): eager draws a
+    new number each call; the replay reused the captured one as a constant.  Now a graph break: eager's numbers."""
+    import random
+    draws = {"random.random": lambda: random.random(), "random.randint": lambda: float(random.randint(0, 1000)),
+             "np.random.rand": lambda: float(np.random.rand()),
+             "np.random.randn": lambda: torch.from_numpy(np.random.randn(3).astype(np.float32)).to(device)}
+
+    def step(x):
+        return x * draws[draw]()
+    out = []
+    for compiled in (False, True):
+        random.seed(0)
+        np.random.seed(0)
+        f = torch.compile(step) if compiled else step
+        out.append([f(torch.ones(3, device=device)).cpu().numpy() for _ in range(5)])
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
+    assert not np.array_equal(out[0][0], out[0][1])

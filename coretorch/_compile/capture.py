@@ -463,6 +463,9 @@ class Recorder:
             _sym._active[0] = self
             state["recorder"] = self
             return
+        for mod, name, orig in _host_random():  # random.random(), np.random.rand(): a number the replay would reuse
+            self._saved.append((mod, name, orig))
+            setattr(mod, name, self._host_draw(f"{mod.__name__}.{name}", orig))
         for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
             if "step" in cls.__dict__:
                 self._saved.append((cls, "step", cls.__dict__["step"]))
@@ -479,6 +482,15 @@ class Recorder:
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+
+    def _host_draw(self, what: str, orig: Callable) -> Callable:
+        rec = self
+
+        def draw(*a, **kw):
+            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
+                rec.graph_break(f"{what}() draws a host random number (a replay would reuse the captured one)")
+            return orig(*a, **kw)
+        return draw
 
     def _user_read(self, meth: str, orig: Callable) -> Callable:
         rec = self
@@ -588,6 +600,26 @@ def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
+                        "set_bit_generator"})
+_DRAWS: list = []
+
+
+def _host_random() -> list:
+    """``(module, name, function)`` of the module-level draws of Python's ``random`` and ``numpy.random`` (bound
+    methods of their hidden global generators): a number drawn on the host inside a captured step is a constant of
+    the replay, so a capture that draws one is a graph break (the calls run eagerly)."""
+    if not _DRAWS:
+        import random
+        for mod in (random, np.random):
+            for name in getattr(mod, "__all__", ()):
+                f = getattr(mod, name, None)
+                if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
+                        getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
+                    _DRAWS.append((mod, name, f))
+    return _DRAWS
 
 
 def _subclasses(cls: type) -> list:
