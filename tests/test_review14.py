@@ -422,3 +422,41 @@ def test_a_host_random_number_drawn_in_the_step(device, draw):
     for a, b in zip(*out):
         assert np.array_equal(a, b)
     assert not np.array_equal(out[0][0], out[0][1])
+
+
+@pytest.mark.parametrize("read", ["return lr", "branch on lr", "lr in the loss", "get_last_lr"])
+def test_the_step_reads_the_learning_rate_itself(device, read):
+    """The step reads the learning rate as a Python number (returned for logging, branched on, used in the loss,
+    ``scheduler.get_last_lr()`` with the scheduler stepped inside): a scheduler changes it between calls.  The
+    optimizer's own replayed step takes lr as an input, but the step's own reads were captured constants."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(3, 2).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 2, 0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            lr = opt.param_groups[0]["lr"]
+            if read == "branch on lr" and lr < 0.05:
+                loss = loss * 10
+            if read == "lr in the loss":
+                loss = loss * lr
+            loss.backward()
+            opt.step()
+            if read == "get_last_lr":
+                sched.step()
+                return loss, sched.get_last_lr()[0]
+            return loss, lr
+        f = torch.compile(step) if compiled else step
+        got = []
+        for i in range(8):
+            if i and read != "get_last_lr":
+                sched.step()
+            loss, lr = f(torch.ones(4, 3, device=device))
+            got.append((loss.detach().cpu().numpy(), lr))
+        out.append(got)
+    for (a, la), (b, lb) in zip(*out):
+        assert np.array_equal(a, b) and la == lb

@@ -65,6 +65,7 @@ class CompiledFunction:
         self._gnames: list | None = None
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
         self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
+        self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -81,6 +82,7 @@ class CompiledFunction:
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
             self._anames = _guards.attribute_names(self._orig_fn)
+            self._groups = "param_groups" in self._anames
         rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
                                self._lens)
         st = self._state.get(rid)
@@ -92,7 +94,10 @@ class CompiledFunction:
             found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
             st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4])
         lv = _guards.leaves(args, kwargs)
-        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]))
+        k = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]))
+        if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
+            k += (_guards.group_numbers(st[5]),)
+        return lv, st, k
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:  # inside another capture: its kernels are recorded there

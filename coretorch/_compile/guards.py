@@ -190,6 +190,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
         return ()
     seen.add(id(code))
     names = _code_names(code, set())
+    if "get_last_lr" in names:  # a scheduler's getter: what it returns is the attribute
+        names.add("_last_lr")
     if depth:
         g = f.__globals__
         helpers = [g[n] for n in names if n in g]
@@ -211,6 +213,14 @@ def _code_names(code: Any, out: set) -> set:
         if hasattr(c, "co_names"):
             _code_names(c, out)
     return out
+
+
+def group_numbers(opts: list) -> tuple:
+    """The Python numbers (and tuples: ``betas``) of the optimizers' param groups, for a function whose code reads
+    ``param_groups`` itself (``return loss, opt.param_groups[0]["lr"]``, a branch on the lr): the replay would
+    reuse the captured number (the optimizer's own step reads them as inputs, see :mod:`.optim`)."""
+    return tuple([tuple([(k, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or v.__class__ is tuple])
+                  for o in opts for g in o.param_groups])
 
 
 def _config_like(v: Any) -> bool:
