@@ -460,3 +460,23 @@ def test_the_step_reads_the_learning_rate_itself(device, read):
         out.append(got)
     for (a, la), (b, lb) in zip(*out):
         assert np.array_equal(a, b) and la == lb
+
+
+@pytest.mark.parametrize("where", ["nested dict", "nested object", "nested list"])
+def test_nested_configuration_changed(device, where):
+    """A number or a tensor two levels down the closure (``cfg["opt"]["s"]``, ``trainer.cfg.w``, ``t[0][0]``)
+    changed: only the first level was fingerprinted."""
+    def make():
+        cfg = {"a": {"w": torch.ones(3, device=device), "s": 2.0}}
+        obj = types.SimpleNamespace(cfg=types.SimpleNamespace(w=torch.ones(3, device=device), s=2.0))
+        lst = [[2.0, torch.ones(3, device=device)]]
+        fns = {"nested dict": lambda x: x * cfg["a"]["w"] * cfg["a"]["s"],
+               "nested object": lambda x: x * obj.cfg.w * obj.cfg.s, "nested list": lambda x: x * lst[0][0] * lst[0][1]}
+
+        def change(i):
+            if i == 3:
+                cfg["a"]["w"] = obj.cfg.w = lst[0][1] = torch.full((3,), 5.0, device=device)
+            if i == 5:
+                cfg["a"]["s"] = obj.cfg.s = lst[0][0] = 3.0
+        return fns[where], lambda i: (torch.ones(3, device=device) + i,), change
+    _assert_same(_twins(make, 7))

@@ -99,6 +99,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
 
 
 _CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
+_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
 
 
@@ -115,14 +116,17 @@ def _opened(o: Any) -> bool:
     return r
 
 
-def contents(o: Any, names: tuple = (), lens: dict | None = None) -> Any:
-    """A shallow fingerprint of a dict's or list's entries, or of the attributes of a plain object among ``names``
-    (those the function's code reads: a scheduler's or an event's own state is not the function's input): Python
-    numbers, strings and None by value, anything else by identity (``cfg["scale"] = 3.0``, ``state["w"] =
-    new_tensor``, ``opts.scale = 3.0``: the replay baked the old number in, or loads the old tensor).  A list's
-    entries up to the length it had when ``lens`` (id -> length) first saw it: one the function appends to (a
-    counter, a log: a Python side effect, run at the capture only) keeps its key.  Past ``_CONTENTS_MAX`` entries,
-    the length only."""
+def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2) -> Any:
+    """A fingerprint of a dict's or list's entries, or of the attributes of a plain object among ``names`` (those
+    the function's code reads: a scheduler's or an event's own state is not the function's input): Python numbers,
+    strings and None by value, anything else by identity, and dicts, lists and plain objects among them the same
+    way ``depth`` levels down (``cfg["scale"] = 3.0``, ``state["w"] = new_tensor``, ``opts.scale = 3.0``,
+    ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list's entries up
+    to the length it had when ``lens`` (id -> length) first saw it: one the function appends to (a counter, a log:
+    a Python side effect, run at the capture only) keeps its key.  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX``
+    for a nested one), the length only."""
+    scalars = _SCALAR_SET
+    most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if isinstance(o, list):
         n = len(o)
         if lens is not None:
@@ -133,13 +137,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None) -> Any:
                 n0 = lens[id(o)] = n
             if n >= n0:
                 o, n = o[:n0], n0
-        if n > _CONTENTS_MAX:
+        if n > most:
             return n
-        return tuple([v if v.__class__ in _SCALAR_SET else id(v) for v in o])
+        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o])
     if isinstance(o, dict):
-        if len(o) > _CONTENTS_MAX:
+        if len(o) > most:
             return len(o)
-        return tuple([(k, v if v.__class__ in _SCALAR_SET else id(v)) for k, v in o.items()])
+        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
     d = getattr(o, "__dict__", None)
     if not names or not isinstance(d, dict):
         return None
@@ -148,12 +152,20 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None) -> Any:
     for n in names:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, v if v.__class__ in _SCALAR_SET else id(v)))
+            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
-            if v.__class__ in _SCALAR_SET:
+            if v.__class__ in scalars:
                 out.append((n, v))
     return tuple(out)
+
+
+def _entry(v: Any, names: tuple, depth: int) -> Any:
+    """An entry of :func:`contents` that is no Python number: its identity, and one level further when ``depth``
+    allows and it is a dict, a list or a plain object."""
+    if depth and _opened(v):
+        return (id(v), contents(v, names, None, depth - 1))
+    return id(v)
 
 
 def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
