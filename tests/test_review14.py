@@ -480,3 +480,58 @@ def test_nested_configuration_changed(device, where):
                 cfg["a"]["s"] = obj.cfg.s = lst[0][0] = 3.0
         return fns[where], lambda i: (torch.ones(3, device=device) + i,), change
     _assert_same(_twins(make, 7))
+
+
+@pytest.mark.xfail(strict=True, reason="a root list is fingerprinted up to the length it had when first seen (so a "
+                   "list the step appends to, a counter, keeps its replay): entries appended later by the caller "
+                   "and read by the step (lst[-1]) are not guarded")
+def test_the_last_entry_of_a_list_grown_by_the_caller(device):
+    """``buf[-1]`` of a list the caller appends to between calls: the replay keeps the tensor of the capture."""
+    def make():
+        buf = [torch.ones(3, device=device)]
+
+        def change(i):
+            buf.append(torch.full((3,), float(i), device=device))
+        return (lambda x: x * buf[-1]), lambda i: (torch.ones(3, device=device),), change
+    _assert_same(_twins(make))
+
+
+@pytest.mark.parametrize("source", ["data loader", "generator", "zip"])
+def test_next_of_an_iterator_inside_the_step(device, source):
+    """``x, y = next(it)`` inside the step, ``it`` a data loader's iterator, a generator or a zip of the caller's:
+    eager takes the next batch each call; the replay returned the captured batch every time (the batch tensors
+    were loaded as constants).  Now a graph break."""
+    from coretorch.utils.data import DataLoader, TensorDataset
+    out = []
+    for compiled in (False, True):
+        x_all = torch.arange(40.0, device=device).reshape(20, 2)
+        y_all = torch.arange(20.0, device=device)
+
+        def gen():
+            for i in range(0, 18, 3):
+                yield x_all[i:i + 3], y_all[i:i + 3]
+        it = {"data loader": lambda: iter(DataLoader(TensorDataset(x_all, y_all), batch_size=3)),
+              "generator": gen, "zip": lambda: zip(x_all.split(3), y_all.split(3))}[source]()
+
+        def step():
+            x, y = next(it)
+            return x.sum(1) * 2 + y
+        f = torch.compile(step) if compiled else step
+        out.append([f().cpu().numpy() for _ in range(5)])
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
+
+
+def test_next_of_an_iterator_made_inside_the_step_still_replays(device):
+    """An iterator the step makes itself (``next(iter(model.parameters()))``) is no persistent state."""
+    m = nn.Linear(3, 2).to(device)
+    m.requires_grad_(False)
+
+    def step(x):
+        w = next(iter(m.parameters()))
+        return m(x) + w.sum()
+    f = torch.compile(step)
+    x = torch.ones(2, 3, device=device)
+    for _ in range(4):
+        assert np.array_equal(f(x).cpu().numpy(), step(x).cpu().numpy())
+    assert f.replays == 3

@@ -22,6 +22,7 @@ calls with the same guards run eagerly.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import gc
 import os
@@ -131,6 +132,7 @@ class Recorder:
         self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
         self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
         self.checks: list[str] = []  # lines the replay runs first (the layouts of tensors that are no guard)
+        self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
         self.snap: dict[str, tuple[Any, Any]] = {}
@@ -463,6 +465,9 @@ class Recorder:
             _sym._active[0] = self
             state["recorder"] = self
             return
+        if self.iterators:  # next(it) of an iterator the step reaches (a data loader's): no replay advances it
+            self._saved.append((builtins, "next", builtins.next))
+            builtins.next = self._next(builtins.next)
         for mod, name, orig in _host_random():  # random.random(), np.random.rand(): a number the replay would reuse
             self._saved.append((mod, name, orig))
             setattr(mod, name, self._host_draw(f"{mod.__name__}.{name}", orig))
@@ -482,6 +487,16 @@ class Recorder:
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+
+    def _next(self, orig: Callable) -> Callable:
+        rec = self
+
+        def next_(it, *default):
+            if id(it) in rec.iterators and rec.active and get_ident() == rec.thread:
+                rec.graph_break(f"next() advanced a {type(it).__name__} the step does not create (a data loader's "
+                                "iterator): a replay would not advance it")
+            return orig(it, *default)
+        return next_
 
     def _host_draw(self, what: str, orig: Callable) -> Callable:
         rec = self
@@ -600,6 +615,20 @@ def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+def iterators_of(objs: list) -> set[int]:
+    """The ids of the iterators among ``objs`` (the roots of a step), the entries of their containers and the
+    attributes of plain objects among them: ``next()`` of one inside the step is a graph break."""
+    out: set[int] = set()
+    for o in objs:
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
+            not callable(o) and not isinstance(o, Tensor) else ()
+        for v in (o, *vals):
+            if hasattr(type(v), "__next__"):
+                out.add(id(v))
+    return out
 
 
 _NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",

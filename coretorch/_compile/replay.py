@@ -10,7 +10,8 @@ import numpy as np
 
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
-from .capture import Recorder, _find_hab_users, _orig_host_all_below, _tensor_key
+from . import guards as _guards
+from .capture import Recorder, _find_hab_users, _orig_host_all_below, _tensor_key, iterators_of
 from .config import config
 
 
@@ -145,6 +146,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
     _find_hab_users()
     rec.install()
     try:
