@@ -195,8 +195,19 @@ def _mul(x, s):
     return x * s
 
 
+class _ScaleFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * HELPERS.SCALE
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * HELPERS.SCALE
+
+
 @pytest.mark.parametrize("case", ["helper of another module", "helper in the closure", "module class attribute",
-                                  "object class attribute", "partial keywords"])
+                                  "object class attribute", "partial keywords", "class attribute",
+                                  "autograd.Function"])
 def test_numbers_read_through_helpers_classes_and_partials(device, case):
     """Numbers a step reads one step removed, changed after the capture: a global of another module's helper
     (``utils.helper(x)``), a helper held in the closure, a class attribute read through ``self`` or an object
@@ -211,7 +222,8 @@ def test_numbers_read_through_helpers_classes_and_partials(device, case):
         helper = _times_g
         fns = {"helper of another module": lambda x: HELPERS.helper(x), "helper in the closure": lambda x: helper(x),
                "module class attribute": lambda x: m(x), "object class attribute": lambda x: x * opts.K,
-               "partial keywords": part}
+               "partial keywords": part, "class attribute": lambda x: x * _Opts.K,
+               "autograd.Function": lambda x: _ScaleFn.apply(x)}
 
         def change(i):
             if i == 3:

@@ -242,6 +242,12 @@ def _config_like(v: Any) -> bool:
         and not callable(v)
 
 
+def _user_class(c: type) -> bool:
+    """A class defined outside coretorch and its plugins (and not a builtin)."""
+    f = getattr(sys.modules.get(c.__module__), "__file__", None)
+    return bool(f) and not _internal(f)
+
+
 def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
@@ -269,6 +275,10 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
                     helpers.append(d[a])  # (utils.helper(x): a function of another module)
                 elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
                     refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
+        elif isinstance(v, type) and _user_class(v):  # Cfg.K, MyFunction.apply: its attributes and its methods
+            d = vars(v)
+            refs.extend((d, a) for a in sorted(names) if a in d)
+            helpers.extend(getattr(m, "__func__", m) for m in d.values())
         else:
             helpers.append(v)
     for cell in f.__closure__ or ():  # helpers held by the closure
