@@ -122,24 +122,27 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     strings and None by value, anything else by identity, and dicts, lists and plain objects among them the same
     way ``depth`` levels down (``cfg["scale"] = 3.0``, ``state["w"] = new_tensor``, ``opts.scale = 3.0``,
     ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list's entries up
-    to the length it had when ``lens`` (id -> length) first saw it: one the function appends to (a counter, a log:
-    a Python side effect, run at the capture only) keeps its key.  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX``
+    to the length it had when ``lens`` (id -> length) first saw it, and of those appended since only the ones that
+    are no Python number: a counter the function appends numbers to (a Python side effect, run at the capture
+    only) keeps its key, a tensor appended (``buf[-1]``) changes it.  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX``
     for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if isinstance(o, list):
         n = len(o)
+        if n > most:
+            return n
+        tail: tuple = ()
         if lens is not None:
             n0 = lens.get(id(o))
             if n0 is None:
                 if len(lens) > 1024:
                     lens.clear()
                 n0 = lens[id(o)] = n
-            if n >= n0:
-                o, n = o[:n0], n0
-        if n > most:
-            return n
-        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o])
+            if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
+                tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
+                o = o[:n0]
+        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
     if isinstance(o, dict):
         if len(o) > most:
             return len(o)
