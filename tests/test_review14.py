@@ -558,3 +558,32 @@ def test_the_last_number_of_a_list_grown_by_the_caller(device):
             lrs.append(float(i))
         return (lambda x: x * lrs[-1]), lambda i: (torch.ones(3, device=device),), change
     _assert_same(_twins(make))
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("alias", ["itself", "detached"])
+def test_an_argument_that_was_a_closure_tensor_at_the_capture(device, inplace, alias):
+    """``f(w)`` (or ``f(w.detach())``) at the capture with ``w`` also in the closure, ``f(other)`` later: the
+    recording read both as the argument (one array), so the replay used ``other`` for the closure's ``w`` too.  Now
+    the argument being the step's own tensor is in the key, and the replay checks that an argument it read as a
+    persistent tensor's array still is (else it captures again)."""
+    out = []
+    for compiled in (False, True):
+        w = torch.ones(3, device=device)
+        others = [torch.full((3,), float(i), device=device) for i in range(6)]
+
+        def f(x):
+            if inplace:
+                w.add_(1)
+            return x * 2 + w
+        g = torch.compile(f) if compiled else f
+        got = []
+        for i in range(6):
+            arg = (w if alias == "itself" or inplace else w.detach()) if i in (0, 4) else others[i]
+            got.append(g(arg).cpu().numpy())
+            got.append(w.cpu().numpy().copy())
+        out.append(got)
+        if compiled:
+            assert g.replays >= 2
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)

@@ -66,6 +66,7 @@ class CompiledFunction:
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
         self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
+        self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -77,6 +78,7 @@ class CompiledFunction:
         self._warned = False
         self._gnames = None
         self._lens.clear()
+        self._recaptures = 0
 
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
@@ -92,9 +94,13 @@ class CompiledFunction:
             if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
                 self._state.clear()
             found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
-            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4])
+            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
+                                     frozenset(map(id, (*found[1], *found[3]))))
         lv = _guards.leaves(args, kwargs)
-        k = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]))
+        # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
+        # them as one (and the step's write-backs of their data come at its end), so that is another capture
+        k = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]),
+             tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)
         return lv, st, k
@@ -132,6 +138,11 @@ class CompiledFunction:
                                    "scalar) differs in this call after persistent state was already written; the "
                                    "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                    "with disable=True") from None
+            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
+                self._recaptures += 1  # (an argument aliased persistent state at the capture, and no longer)
+                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                                  self._host_fusion)
+                return result
             return self._orig_fn(*args, **kwargs)
 
     def _last(self):

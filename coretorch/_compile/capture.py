@@ -240,6 +240,21 @@ class Recorder:
                 self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
         self.snapshot()
         self.refresh_owners()
+        self._arg_aliases(args)
+
+    def _arg_aliases(self, args: list) -> None:
+        """An argument that is a persistent tensor's array (``f(w)`` with ``w`` in the closure too): the recording
+        cannot tell the two apart (both read as the argument), so the replay checks first that they are still one
+        array, and captures again where not (another tensor passed: eager reads the closure's ``w`` as ``w``)."""
+        arrays = {id(a._data): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+        for p in self.paths:
+            if p.expr.startswith("A["):
+                continue
+            t = p.get()
+            i = arrays.get(id(t._data)) if isinstance(t, Tensor) else None
+            if i is not None:
+                self.checks.append(f"if A[{i}]._data is not getattr({p.expr}, '_data', None): "
+                                   "raise MISMATCH(False, True)")
 
     def refresh_owners(self) -> None:
         for p in self.paths:

@@ -18,9 +18,10 @@ from .config import config
 class Mismatch(Exception):
     """A checked host read gave another value than at capture: the eager path would differ."""
 
-    def __init__(self, unsafe: bool):
+    def __init__(self, unsafe: bool, recapture: bool = False):
         super().__init__(unsafe)
         self.unsafe = unsafe
+        self.recapture = recapture  # a check of how the capture was specialised: capture this call again
 
 
 def _changed(value: Any, expected: bytes) -> bool:
