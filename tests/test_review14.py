@@ -587,3 +587,23 @@ def test_an_argument_that_was_a_closure_tensor_at_the_capture(device, inplace, a
             assert g.replays >= 2
     for a, b in zip(*out):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_backward_through_one_output_of_a_compiled_module_with_several(device, which):
+    """``out, h = gru(x); out.sum().backward()`` (the other output unused): the engine passed one gradient to the
+    compiled node (it had no output metadata), and the replayed backward raised IndexError."""
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.GRU(4, 5).to(device)
+        cm = torch.compile(m) if compiled else m
+        got = []
+        for _ in range(4):
+            outs = cm(torch.randn(3, 2, 4, device=device))
+            outs[which].pow(2).sum().backward()
+            got.append(outs[which].detach().cpu().numpy())
+        got += [p.grad.cpu().numpy() for p in m.parameters()]
+        grads.append(got)
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)

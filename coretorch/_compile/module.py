@@ -78,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch", "watch_outputs")
+                 "single", "planned", "watch", "watch_outputs", "node_meta")
     forward: Any
     backward: Any
     breaks: Any
@@ -91,6 +91,7 @@ class _ModEntry:
     planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
     watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
     watch_outputs: list  # the outputs whose memory the backward reads
+    node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
 
 
 def _flat_outputs(result: Any):
@@ -157,6 +158,8 @@ class ModuleCapture:
             node = CompiledFunctionBackward()
             node.entry, node.ctx = entry, ctx
             node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+            if entry.node_meta is not None:
+                node._out_meta = entry.node_meta
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
         if node is not None:
@@ -200,6 +203,8 @@ class ModuleCapture:
             return result, entry
         entry.single = single
         entry.out_meta = [(o.dtype, o._be) for o in outs]
+        # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
+        entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
         entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, self.host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
@@ -221,6 +226,8 @@ class ModuleCapture:
         node.entry = entry
         node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
         node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+        if entry.node_meta is not None:
+            node._out_meta = entry.node_meta
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
         node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
