@@ -14,7 +14,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
   same memory (PoCL through the opencl plugin);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
-  ``training`` flags, parameter identity, which ``.grad`` are None, grad mode);
+  ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode, the numbers, tensors and
+  container entries the step can reach in its globals, closure, helpers and modules);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.explain`: ``coretorch.compiler.explain``.
@@ -63,6 +64,10 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames: list | None = None
+        self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
+        self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
+        self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
+        self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -73,11 +78,16 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames = None
+        self._lens.clear()
+        self._recaptures = 0
 
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
-        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames))
+            self._anames = _guards.attribute_names(self._orig_fn)
+            self._groups = "param_groups" in self._anames
+        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
+                               self._lens)
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None
@@ -85,9 +95,16 @@ class CompiledFunction:
             if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
                 self._state.clear()
             found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
-            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4])
+            st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
+                                     frozenset(map(id, (*found[1], *found[3]))))
         lv = _guards.leaves(args, kwargs)
-        return lv, st, (rid, st[4], _guards.key(lv, st[0], st[1]))
+        # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
+        # them as one (and the step's write-backs of their data come at its end), so that is another capture
+        k = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]),
+             tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
+        if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
+            k += (_guards.group_numbers(st[5]),)
+        return lv, st, k
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:  # inside another capture: its kernels are recorded there
@@ -122,6 +139,11 @@ class CompiledFunction:
                                    "scalar) differs in this call after persistent state was already written; the "
                                    "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                    "with disable=True") from None
+            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
+                self._recaptures += 1  # (an argument aliased persistent state at the capture, and no longer)
+                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                                  self._host_fusion)
+                return result
             return self._orig_fn(*args, **kwargs)
 
     def _last(self):

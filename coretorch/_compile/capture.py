@@ -22,6 +22,7 @@ calls with the same guards run eagerly.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import gc
 import os
@@ -130,6 +131,8 @@ class Recorder:
         self._current = ""
         self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
         self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
+        self.checks: list[str] = []  # lines the replay runs first (the layouts of tensors that are no guard)
+        self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
         self.snap: dict[str, tuple[Any, Any]] = {}
@@ -222,6 +225,8 @@ class Recorder:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self.paths.append(Path(f"A[{i}]", _itself(a), False))
+                if a._rg:  # a leaf argument's .grad (accumulated by a backward in the step, as a parameter's)
+                    self.paths.append(Path(f"A[{i}]._grad", functools.partial(getattr, a, "_grad"), True))
         for p in params:
             c = self.const(p)
             self.paths.append(Path(c, _itself(p), False))
@@ -229,9 +234,27 @@ class Recorder:
         for d, k in buffers:
             self.paths.append(Path(f"{self.const(d)}[{k!r}]", functools.partial(d.get, k), True))
         for t in tensors:
-            self.paths.append(Path(self.const(t), _itself(t), False))
+            c = self.const(t)
+            self.paths.append(Path(c, _itself(t), False))
+            if t._rg:  # a leaf the roots hold (w = torch.randn(3, requires_grad=True)): its .grad as a parameter's
+                self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
         self.snapshot()
         self.refresh_owners()
+        self._arg_aliases(args)
+
+    def _arg_aliases(self, args: list) -> None:
+        """An argument that is a persistent tensor's array (``f(w)`` with ``w`` in the closure too): the recording
+        cannot tell the two apart (both read as the argument), so the replay checks first that they are still one
+        array, and captures again where not (another tensor passed: eager reads the closure's ``w`` as ``w``)."""
+        arrays = {id(a._data): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+        for p in self.paths:
+            if p.expr.startswith("A["):
+                continue
+            t = p.get()
+            i = arrays.get(id(t._data)) if isinstance(t, Tensor) else None
+            if i is not None:
+                self.checks.append(f"if A[{i}]._data is not getattr({p.expr}, '_data', None): "
+                                   "raise MISMATCH(False, True)")
 
     def refresh_owners(self) -> None:
         for p in self.paths:
@@ -457,6 +480,12 @@ class Recorder:
             _sym._active[0] = self
             state["recorder"] = self
             return
+        if self.iterators:  # next(it) of an iterator the step reaches (a data loader's): no replay advances it
+            self._saved.append((builtins, "next", builtins.next))
+            builtins.next = self._next(builtins.next)
+        for mod, name, orig in _host_random():  # random.random(), np.random.rand(): a number the replay would reuse
+            self._saved.append((mod, name, orig))
+            setattr(mod, name, self._host_draw(f"{mod.__name__}.{name}", orig))
         for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
             if "step" in cls.__dict__:
                 self._saved.append((cls, "step", cls.__dict__["step"]))
@@ -473,6 +502,25 @@ class Recorder:
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+
+    def _next(self, orig: Callable) -> Callable:
+        rec = self
+
+        def next_(it, *default):
+            if id(it) in rec.iterators and rec.active and get_ident() == rec.thread:
+                rec.graph_break(f"next() advanced a {type(it).__name__} the step does not create (a data loader's "
+                                "iterator): a replay would not advance it")
+            return orig(it, *default)
+        return next_
+
+    def _host_draw(self, what: str, orig: Callable) -> Callable:
+        rec = self
+
+        def draw(*a, **kw):
+            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
+                rec.graph_break(f"{what}() draws a host random number (a replay would reuse the captured one)")
+            return orig(*a, **kw)
+        return draw
 
     def _user_read(self, meth: str, orig: Callable) -> Callable:
         rec = self
@@ -510,7 +558,10 @@ class Recorder:
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
             if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
-                self.lines[i] = f"{v} = {self.const(t)}._data"
+                c = self.const(t)
+                self.lines[i] = f"{v} = {c}._data"
+                # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
+                self.checks.append(f"if TKEY({c}) != {self.const(_tensor_key(t))}: raise MISMATCH(False)")
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
 
@@ -543,6 +594,12 @@ class Recorder:
         return self.const(obj)
 
 
+def _tensor_key(t: Tensor) -> tuple:
+    """What a replay checks first of a tensor whose array it loads without a guard (see ``_resolve_pending``)."""
+    d = t._data
+    return (d.shape, d.dtype, id(t._be))
+
+
 def _escaped(obj: Any) -> bool:
     """A number in a symbolic recording's kernel arguments that is not a Sym: one computed from a hyper-parameter
     outside the recorded arithmetic (C code such as ``math.exp(lr)``) would replay stale.  Exempt: the small whole
@@ -573,6 +630,40 @@ def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+def iterators_of(objs: list) -> set[int]:
+    """The ids of the iterators among ``objs`` (the roots of a step), the entries of their containers and the
+    attributes of plain objects among them: ``next()`` of one inside the step is a graph break."""
+    out: set[int] = set()
+    for o in objs:
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
+            not callable(o) and not isinstance(o, Tensor) else ()
+        for v in (o, *vals):
+            if hasattr(type(v), "__next__"):
+                out.add(id(v))
+    return out
+
+
+_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
+                        "set_bit_generator"})
+_DRAWS: list = []
+
+
+def _host_random() -> list:
+    """``(module, name, function)`` of the module-level draws of Python's ``random`` and ``numpy.random`` (bound
+    methods of their hidden global generators): a number drawn on the host inside a captured step is a constant of
+    the replay, so a capture that draws one is a graph break (the calls run eagerly)."""
+    if not _DRAWS:
+        import random
+        for mod in (random, np.random):
+            for name in getattr(mod, "__all__", ()):
+                f = getattr(mod, name, None)
+                if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
+                        getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
+                    _DRAWS.append((mod, name, f))
+    return _DRAWS
 
 
 def _subclasses(cls: type) -> list:

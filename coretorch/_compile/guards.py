@@ -1,9 +1,13 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
+import sys
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes as _dtypes
 from .._determinism import state as _det
@@ -46,10 +50,23 @@ def leaves(args: tuple, kwargs: dict) -> list:
 def _leaf_key(a: Any) -> Any:
     if isinstance(a, Tensor):
         d = a._data
-        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg, type(a))
+        # (with requires_grad, whether .grad is None: a backward in the step creates it or accumulates into it)
+        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg and a._grad is None, a._rg, type(a))
     if isinstance(a, _SCALARS):
         return (type(a), a)
+    if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
+        return ("ndarray", id(a), _ndarray_key(a))
     return ("obj", id(a))
+
+
+_NDARRAY_MAX = 1 << 20  # bytes of a numpy array among the roots keyed by value (larger ones: by identity)
+
+
+def _ndarray_key(a: np.ndarray) -> tuple:
+    """A numpy array's shape, dtype and values: the step reads them on the host (``torch.tensor(a)``,
+    ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
+    values of the capture (an array mutated in place, or a new array at a reused address)."""
+    return (a.shape, a.dtype.str, a.tobytes())
 
 
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
@@ -60,6 +77,10 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
         args = (*args, *kwargs.values())
     objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
     f = fn
+    if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
+        objs.extend((f.args, f.keywords))
+        f = f.func
+        objs.append(f)
     if hasattr(f, "__func__"):
         s = f.__self__
         objs.append(s)
@@ -77,10 +98,127 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     return objs
 
 
-def root_key(objs: list) -> tuple:
+_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
+_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
+_OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
+
+
+def _opened(o: Any) -> bool:
+    """Whether :func:`contents` looks into ``o`` (decided once per class): dicts, lists and plain objects with
+    attributes (:func:`_config_like`), not tuples (immutable: their identity says it), tensors, modules, optimizers,
+    functions, classes or Python modules."""
+    c = o.__class__
+    r = _OPEN.get(c)
+    if r is None:
+        if len(_OPEN) > 1024:
+            _OPEN.clear()
+        r = _OPEN[c] = isinstance(o, (dict, list)) or (_config_like(o) and not isinstance(o, (tuple, _ModuleType)))
+    return r
+
+
+def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2) -> Any:
+    """A fingerprint of a dict's or list's entries, or of the attributes of a plain object among ``names`` (those
+    the function's code reads: a scheduler's or an event's own state is not the function's input): Python numbers,
+    strings and None by value, anything else by identity, and dicts, lists and plain objects among them the same
+    way ``depth`` levels down (``cfg["scale"] = 3.0``, ``state["w"] = new_tensor``, ``opts.scale = 3.0``,
+    ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list's entries up
+    to the length it had when ``lens`` (id -> length) first saw it, and of those appended since only the ones that
+    are no Python number: a counter the function appends numbers to (a Python side effect, run at the capture
+    only) keeps its key, a tensor appended (``buf[-1]``) changes it.  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX``
+    for a nested one), the length only."""
+    scalars = _SCALAR_SET
+    most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
+    if isinstance(o, list):
+        n = len(o)
+        if n > most:
+            return n
+        tail: tuple = ()
+        if lens is not None:
+            n0 = lens.get(id(o))
+            if n0 is None:
+                if len(lens) > 1024:
+                    lens.clear()
+                n0 = lens[id(o)] = n
+            if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
+                tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
+                o = o[:n0]
+        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
+    if isinstance(o, dict):
+        if len(o) > most:
+            return len(o)
+        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
+    d = getattr(o, "__dict__", None)
+    if not names or not isinstance(d, dict):
+        return None
+    out = []
+    cls = o.__class__
+    for n in names:
+        v = d.get(n, d)
+        if v is not d:
+            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
+        else:  # a class attribute read through the object (``Cfg.K = 3.0``)
+            v = getattr(cls, n, d)
+            if v.__class__ in scalars:
+                out.append((n, v))
+    return tuple(out)
+
+
+def _entry(v: Any, names: tuple, depth: int) -> Any:
+    """An entry of :func:`contents` that is no Python number: its identity, and one level further when ``depth``
+    allows and it is a dict, a list or a plain object."""
+    if depth and _opened(v):
+        return (id(v), contents(v, names, None, depth - 1))
+    return id(v)
+
+
+def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
     """What identifies the roots for the cache: Python numbers, strings, None by value (a global ``SCALE = 2.0``
-    changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity."""
-    return tuple([o if o.__class__ in _SCALAR_SET else id(o) for o in objs])
+    changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
+    the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
+    deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
+    caller's memory of list lengths), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
+    out: list = []
+    for o in objs:
+        c = o.__class__
+        if c in _SCALAR_SET:
+            out.append(o)
+        else:
+            out.append(id(o))
+            if _opened(o):
+                out.append(contents(o, names, lens))
+            elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
+                out.append(_ndarray_key(o))
+    return tuple(out)
+
+
+def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
+    """The attribute and global names the code of ``fn`` reads, with those of the plain Python functions it calls by
+    a global name or holds in its closure, ``depth`` levels down (which attributes of a plain object root_key
+    fingerprints)."""
+    f = fn.func if isinstance(fn, _partial) else fn
+    f = getattr(f, "__func__", f)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return ()
+    seen = set() if seen is None else seen
+    if id(code) in seen:
+        return ()
+    seen.add(id(code))
+    names = _code_names(code, set())
+    if "get_last_lr" in names:  # a scheduler's getter: what it returns is the attribute
+        names.add("_last_lr")
+    if depth:
+        g = f.__globals__
+        helpers = [g[n] for n in names if n in g]
+        for cell in f.__closure__ or ():
+            try:
+                helpers.append(cell.cell_contents)
+            except ValueError:
+                pass
+        for v in helpers:
+            if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                names.update(attribute_names(v, depth - 1, seen))
+    return tuple(sorted(names))
 
 
 def _code_names(code: Any, out: set) -> set:
@@ -92,6 +230,14 @@ def _code_names(code: Any, out: set) -> set:
     return out
 
 
+def group_numbers(opts: list) -> tuple:
+    """The Python numbers (and tuples: ``betas``) of the optimizers' param groups, for a function whose code reads
+    ``param_groups`` itself (``return loss, opt.param_groups[0]["lr"]``, a branch on the lr): the replay would
+    reuse the captured number (the optimizer's own step reads them as inputs, see :mod:`.optim`)."""
+    return tuple([tuple([(k, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or v.__class__ is tuple])
+                  for o in opts for g in o.param_groups])
+
+
 def _config_like(v: Any) -> bool:
     """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
     optimizer (those are guarded otherwise)."""
@@ -99,11 +245,18 @@ def _config_like(v: Any) -> bool:
         and not callable(v)
 
 
+def _user_class(c: type) -> bool:
+    """A class defined outside coretorch and its plugins (and not a builtin)."""
+    f = getattr(sys.modules.get(c.__module__), "__file__", None)
+    return bool(f) and not _internal(f)
+
+
 def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
     it calls by a global name (its helpers)."""
-    f = getattr(fn, "__func__", fn)
+    f = fn.func if isinstance(fn, _partial) else fn
+    f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
     if code is None:
         return []
@@ -114,13 +267,33 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     g = f.__globals__
     names = _code_names(code, set())
     refs = [(g, n) for n in sorted(names) if n in g]
+    helpers = []
     for _, n in list(refs):
         v = g[n]
         if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
             d = vars(v)
-            refs.extend((d, a) for a in sorted(names) if a in d and d[a].__class__ in _SCALAR_SET)
-        elif depth and isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
-            refs.extend(global_names(v, depth - 1, seen))
+            for a in sorted(names):
+                if a in d:
+                    refs.append((d, a))
+                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
+                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
+                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
+        elif isinstance(v, type) and _user_class(v):  # Cfg.K, MyFunction.apply: its attributes and its methods
+            d = vars(v)
+            refs.extend((d, a) for a in sorted(names) if a in d)
+            helpers.extend(getattr(m, "__func__", m) for m in d.values())
+        else:
+            helpers.append(v)
+    for cell in f.__closure__ or ():  # helpers held by the closure
+        try:
+            helpers.append(cell.cell_contents)
+        except ValueError:
+            pass
+    if depth:
+        for v in helpers:
+            v = v.func if isinstance(v, _partial) else v
+            if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                refs.extend(global_names(v, depth - 1, seen))
     return refs
 
 
@@ -195,26 +368,73 @@ def _modes() -> tuple:
             _dtypes.default, _creation._default_device[0])
 
 
-_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, [(module __dict__, name)])
+_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, its __dict__s, their lengths, pairs)
+_BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
 
 
 def _module_numbers(modules: list) -> tuple:
-    """The Python-number attributes of every module (``Dropout.p``, ``LayerNorm.eps``, a user module's
-    ``self.temperature``, ``training``): a changed one captures again (a replay would reuse the old number)."""
+    """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
+    module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
+    with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
+    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (a
+    replay would reuse the old number or load the old tensor)."""
     e = _NUMBER_ATTRS.get(id(modules))
-    if e is None or e[0] is not modules:
+    dicts = e[1] if e is not None and e[0] is modules else [m.__dict__ for m in modules]
+    lens = tuple(map(len, dicts))
+    if e is None or e[0] is not modules or e[2] != lens:
         if len(_NUMBER_ATTRS) > 256:
             _NUMBER_ATTRS.clear()
-        pairs = [(m.__dict__, k) for m in modules for k, v in m.__dict__.items() if v.__class__ in _SCALAR_SET]
-        e = _NUMBER_ATTRS[id(modules)] = (modules, pairs)
-    return tuple([d.get(k) for d, k in e[1]])
+        if not _BASE_ATTRS:
+            _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
+        pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
+        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
+    scalars = _SCALAR_SET
+    vals = tuple([v if v.__class__ in scalars else _object_key(v) for v in [d.get(k) for d, k in e[3]]])
+    if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
+        return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
+    return lens, vals
+
+
+def _object_key(v: Any) -> Any:
+    """A module attribute that is no Python number: its identity, and a dict's or list's entries."""
+    return (id(v), contents(v)) if _opened(v) else id(v)
+
+
+def _class_globals(modules: list) -> tuple[list, tuple]:
+    """``(namespace dict, name)`` of the globals the methods of the modules' own classes (not coretorch's) read,
+    and the attribute names their code reads (see :func:`global_names`, :func:`attribute_names`)."""
+    refs: list = []
+    names: set = set()
+    seen: set = set()
+    done: set = set()
+    for m in modules:
+        for cls in type(m).__mro__:
+            if cls in done or cls is object:
+                continue
+            done.add(cls)
+            for v in list(vars(cls).values()):
+                f = v.fget if isinstance(v, property) else getattr(v, "__func__", v)
+                if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
+                    refs.extend(global_names(f, seen=seen))
+                    names.update(attribute_names(f))
+    for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
+        if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
+                                                                           "__file__", None) or ""):
+            d = vars(cls)
+            refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
+    uniq = list({(id(d), n): (d, n) for d, n in refs}.values())
+    return uniq, tuple(sorted(names))
 
 
 def _param_key(p: Any) -> tuple:
-    # shape and dtype (module.double(): eager raises on the mixed product, a replay must not compute it), and
-    # requires_grad (a frozen parameter gets no gradient)
+    # shape, dtype and device (module.double(), module.to("opencl"): eager raises on the mixed product, a replay must
+    # not compute it), and requires_grad (a frozen parameter gets no gradient)
     d = p._data
-    return (d.shape, d.dtype, p._rg)
+    return (d.shape, d.dtype, id(p._be), p._rg)
+
+
+def _buffer_key(b: Any) -> Any:
+    return None if b is None else _param_key(b)
 
 
 _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
@@ -252,8 +472,12 @@ def _param_hooks(params: list) -> tuple:
     return tuple(out)
 
 
-def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tuple:
-    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them)."""
+def key(lv: list, modules: list, params: list, global_hooks: bool = True, buffers: list | tuple = (),
+        plain: list | tuple = ()) -> tuple:
+    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them);
+    ``buffers`` ((dict, name), read at the call: one reassigned) and ``plain`` (other tensors the roots hold): their
+    shapes, dtypes and devices as the parameters' (``m.buf = m.buf.to("opencl")``, ``w.data = other``: the replay
+    loads their arrays at the call)."""
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
@@ -262,4 +486,5 @@ def key(lv: list, modules: list, params: list, global_hooks: bool = True) -> tup
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks(params))
+            _param_hooks(params), tuple([_buffer_key(d.get(k)) for d, k in buffers]),
+            tuple([_param_key(t) for t in plain]), tuple([t._rg and t._grad is None for t in plain]))

@@ -9,16 +9,17 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import Node
+from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import guards as _guards, hostfuse as _hostfuse
-from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, state
+from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
 
@@ -29,12 +30,26 @@ class CompiledFunctionBackward(Node):
 
     entry: _ModEntry
     ctx: tuple | None  # the recorded arrays the backward reads; None once released
+    watched: list  # the inputs, parameters and buffers whose arrays the backward reads (see _ModEntry.watch)
+    versions: tuple  # their version counters after the forward
+
+    def watch(self, lv: list, res: list) -> None:
+        """Note the version counters of what the backward reads: inputs, parameters, buffers and outputs
+        (``torch.sigmoid``'s backward reads its result)."""
+        ts = self.watched = self.entry.watch(lv)
+        idx = self.entry.watch_outputs
+        if idx:
+            ts += [res[i] for i in idx]
+        self.versions = tuple([t._vc[0] for t in ts])
 
     def backward(self, *grads):
         entry, ctx = self.entry, self.ctx
         if ctx is None:
             raise RuntimeError("Trying to backward through the graph a second time: the compiled forward's saved "
                                "arrays are freed after its backward")
+        for t, v in zip(self.watched, self.versions):  # as eager's saved tensors: modified in place since, raise
+            if t._vc[0] != v:
+                raise _version_error(t, self, v)
         g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
         try:
             out = entry.backward(ctx, g)
@@ -63,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned")
+                 "single", "planned", "watch", "watch_outputs", "node_meta")
     forward: Any
     backward: Any
     breaks: Any
@@ -74,6 +89,9 @@ class _ModEntry:
     targets: Any
     single: Any
     planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
+    watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
+    watch_outputs: list  # the outputs whose memory the backward reads
+    node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
 
 
 def _flat_outputs(result: Any):
@@ -114,7 +132,7 @@ class ModuleCapture:
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
-        key = (self.sig, _guards.key(lv, st[0], (), False))  # .grad is not touched by a forward
+        key = (self.sig, _guards.key(lv, st[0], (), False, st[2]))  # .grad is not touched by a forward
         entry = self.cache.get(key)
         if entry is None:
             limit = recompile_limit_of(self.recompile_limit)
@@ -140,8 +158,12 @@ class ModuleCapture:
             node = CompiledFunctionBackward()
             node.entry, node.ctx = entry, ctx
             node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+            if entry.node_meta is not None:
+                node._out_meta = entry.node_meta
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
+        if node is not None:
+            node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 
     def _capture(self, args, kwargs, lv, st):
@@ -181,12 +203,15 @@ class ModuleCapture:
             return result, entry
         entry.single = single
         entry.out_meta = [(o.dtype, o._be) for o in outs]
+        # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
+        entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
         entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, self.host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
+            entry.watch, entry.watch_outputs = _watched(rec, split, out_vars)
             result = self._attach(entry, rec, split, lv, outs)
         return result, entry
 
@@ -201,7 +226,10 @@ class ModuleCapture:
         node.entry = entry
         node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
         node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+        if entry.node_meta is not None:
+            node._out_meta = entry.node_meta
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
@@ -233,6 +261,38 @@ class ModuleCapture:
                 return None
             srcs.append(v)
         return "(" + ", ".join(srcs) + ",)"
+
+
+_LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
+
+
+def _watched(rec: Recorder, split: int, out_vars: list) -> tuple[Callable[[list], list], list]:
+    """``lv -> tensors``: the persistent tensors (inputs, parameters, buffers) that the recorded backward reads
+    memory of (an array the forward loaded from one, or a view of it), and the indices of the outputs it reads
+    memory of.  Eager saves them with their version counter, and an in-place change before the backward
+    (``x.mul_(2)``, ``opt.step()`` before a second loss's backward, ``torch.sigmoid(h).mul_(2)``) raises; the
+    replayed backward would compute with the changed values."""
+    fw = [ln for ln in rec.lines[:split] if ln]
+    defined = {v for ln in fw for v in _VAR.findall(ln)}
+    used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
+    mems = {id(m) for v in used & defined for m in (_memory_of(rec.keep[int(v[1:])]),) if m is not None}
+    mems |= {id(rec.keep[int(v[1:])]) for v in used & defined}
+    def read(v: str) -> bool:
+        arr = rec.keep[int(v[1:])]
+        mem = _memory_of(arr)
+        return id(arr) in mems or mem is not None and id(mem) in mems
+    outs = [i for i, v in enumerate(out_vars) if read(v)]
+    srcs: list[str] = []
+    for ln in fw:
+        m = _LOAD.match(ln)
+        if m is None:
+            continue
+        if read(m.group(1)) and m.group(2) not in srcs:
+            srcs.append(m.group(2))
+    if not srcs:
+        return (lambda lv: []), outs
+    ns = {f"c{i}": c for i, c in enumerate(rec.consts)}
+    return eval(f"lambda A: [{', '.join(srcs)}]", ns), outs  # noqa: S307 - the replay's own load expressions
 
 
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:

@@ -282,7 +282,7 @@ def _merge_adam_steps(rec: Recorder) -> None:
 
 def _build(rec: Recorder) -> tuple[Any, str]:
     _merge_adam_steps(rec)
-    pro = "\n".join(f"            {ln}" for ln in rec.pro)
+    pro = "\n".join(f"            {ln}" for ln in rec.pro + rec.checks)
     pl = _replay._plan_of(rec, 0, None, set())
     body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))
     names = [f"c{i}" for i in range(len(rec.consts))]

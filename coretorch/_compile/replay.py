@@ -10,16 +10,18 @@ import numpy as np
 
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
-from .capture import Recorder, _find_hab_users, _orig_host_all_below
+from . import guards as _guards
+from .capture import Recorder, _find_hab_users, _orig_host_all_below, _tensor_key, iterators_of
 from .config import config
 
 
 class Mismatch(Exception):
     """A checked host read gave another value than at capture: the eager path would differ."""
 
-    def __init__(self, unsafe: bool):
+    def __init__(self, unsafe: bool, recapture: bool = False):
         super().__init__(unsafe)
         self.unsafe = unsafe
+        self.recapture = recapture  # a check of how the capture was specialised: capture this call again
 
 
 def _changed(value: Any, expected: bytes) -> bool:
@@ -30,7 +32,8 @@ def _copy(a):
     return a.copy()
 
 
-_GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch}
+_GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
+            "TKEY": _tensor_key}
 
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -75,7 +78,7 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
+    lines = rec.checks + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -107,7 +110,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     bw = [ln for ln in rec.lines[split:] if ln]
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
     ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
-    fw_lines = fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}")
+    fw_lines = rec.checks + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}")
     src = f"    def _fw(A):\n{_source(fw_lines)}\n"
     bw_lines: list[str] = []
     if bw_src is not None:
@@ -144,6 +147,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
     _find_hab_users()
     rec.install()
     try:
