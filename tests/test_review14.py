@@ -607,3 +607,90 @@ def test_backward_through_one_output_of_a_compiled_module_with_several(device, w
         grads.append(got)
     for a, b in zip(*grads):
         np.testing.assert_array_equal(a, b)
+
+
+def test_two_threads_capturing_at_once_leave_no_patch_behind(device):
+    """A capture patches process-wide functions (kernel tables, Tensor methods, builtins.next): two threads capturing
+    at once saved each other's patches as originals and left them installed.  One capture at a time now: a thread
+    that finds another capturing runs its call eagerly (and captures at a later call); results are eager's."""
+    import builtins
+    import threading
+
+    from coretorch import _backend
+    tables = {id(t): t for t in _backend._tables.values()}.values()
+    before = [(t, dict(t.__dict__)) for t in tables]
+    next_before, item_before = builtins.next, torch.Tensor.item
+    inside, go = threading.Event(), threading.Event()
+    w = torch.randn(5, 5, device=device)
+
+    def slow(x):   # holds its capture open until the other thread has called
+        y = x @ w
+        inside.set()
+        go.wait(10)
+        return y.relu()
+
+    def fast(x):
+        return (x * 2 + 1).sum(0)
+    fs, ff = torch.compile(slow), torch.compile(fast)
+    x = torch.randn(4, 5, device=device)
+    got: dict = {}
+    t = threading.Thread(target=lambda: got.setdefault("slow", fs(x)))
+    t.start()
+    assert inside.wait(10)
+    got["fast"] = ff(x)   # while slow captures: eagerly
+    go.set()
+    t.join(10)
+    assert not t.is_alive()
+    assert ff.replays == 0 and len(ff._cache) == 0   # nothing captured during the other capture
+    for _ in range(3):   # captured and replayed afterwards
+        got["fast2"] = ff(x)
+    assert ff.replays == 2
+    np.testing.assert_array_equal(got["slow"].cpu().numpy(), slow(x).cpu().numpy())
+    np.testing.assert_array_equal(got["fast"].cpu().numpy(), fast(x).cpu().numpy())
+    np.testing.assert_array_equal(got["fast2"].cpu().numpy(), fast(x).cpu().numpy())
+    # every patched function restored
+    assert builtins.next is next_before and torch.Tensor.item is item_before
+    for tb, d in before:
+        assert all(tb.__dict__.get(n) is v for n, v in d.items() if n in tb.names)
+
+
+def test_a_second_capture_waits_for_none_and_restores_everything(device):
+    """The recorder of an optimizer step (recorded at a step's first replay) can start while another thread captures
+    a step: its install found the other capture's patches and saved them as the originals, and removing both left
+    the first capture's wrappers installed for good.  A second install now raises CaptureBusy (its caller runs
+    eagerly), and every patched function is the original afterwards."""
+    import builtins
+    import threading
+
+    from coretorch import _backend
+    from coretorch._compile.capture import CaptureBusy, Recorder
+    tables = {id(t): t for t in _backend._tables.values()}.values()
+    before = [(t, {n: t.__dict__.get(n) for n in t.names}) for t in tables]
+    next_before, item_before = builtins.next, torch.Tensor.item
+    first = Recorder(False)
+    first.install()
+    seen = []
+
+    def other():
+        rec = Recorder(False, symbolic=True)
+        try:
+            rec.install()
+        except CaptureBusy:
+            seen.append("busy")
+            return
+        seen.append("installed")
+        rec.remove()
+    try:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10)
+    finally:
+        first.remove()
+    assert seen == ["busy"]
+    assert builtins.next is next_before and torch.Tensor.item is item_before
+    for tb, d in before:
+        assert all(tb.__dict__.get(n) is v for n, v in d.items())
+    # and a capture after both runs as usual
+    later = Recorder(False)
+    later.install()
+    later.remove()

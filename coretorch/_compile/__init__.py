@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from ..nn.modules.module import Module
 from . import guards as _guards, hostfuse as _hostfuse
-from .capture import FailOnRecompileLimitHit, Unsupported, state
+from .capture import CaptureBusy, FailOnRecompileLimitHit, Unsupported, state
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
 from .explain import ExplainOutput, explain
@@ -100,8 +100,8 @@ class CompiledFunction:
         lv = _guards.leaves(args, kwargs)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
-        k = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]),
-             tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
+        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]),
+                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)
         return lv, st, k
@@ -124,8 +124,11 @@ class CompiledFunction:
                                   f"recompile_limit ({limit}) captures; calls with new guards run eagerly",
                                   UserWarning, stacklevel=2)
                 return self._orig_fn(*args, **kwargs)
-            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                              self._host_fusion)
+            try:
+                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                                  self._host_fusion)
+            except CaptureBusy:  # another thread captures: this call runs eagerly (and captures at a later one)
+                return self._orig_fn(*args, **kwargs)
             return result
         if entry.replay is None:  # a graph break: this guard set runs eagerly
             return self._orig_fn(*args, **kwargs)
@@ -140,9 +143,12 @@ class CompiledFunction:
                                    "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                    "with disable=True") from None
             if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
+                try:
+                    result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                                      self._host_fusion)
+                except CaptureBusy:
+                    return self._orig_fn(*args, **kwargs)
                 self._recaptures += 1  # (an argument aliased persistent state at the capture, and no longer)
-                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                  self._host_fusion)
                 return result
             return self._orig_fn(*args, **kwargs)
 

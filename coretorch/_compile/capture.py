@@ -27,7 +27,7 @@ import functools
 import gc
 import os
 import sys
-from threading import get_ident
+from threading import Lock, get_ident
 from typing import Any, Callable
 
 import numpy as np
@@ -59,6 +59,14 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _THIS = os.path.dirname(os.path.abspath(__file__))
 
 state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling() reads it)
+# A capture patches process-wide functions (the kernel tables' kernels, Tensor methods, builtins.next, host RNG):
+# two threads capturing at once saved each other's patches as the originals and left them installed.  One capture at
+# a time: a thread that finds another capturing runs its call eagerly (CaptureBusy).
+_CAPTURE_LOCK = Lock()
+
+
+class CaptureBusy(Exception):
+    """Raised by :meth:`Recorder.install` while another thread captures: the caller runs eagerly this time."""
 
 
 def varying_read(why: str) -> None:
@@ -457,6 +465,16 @@ class Recorder:
 
     # ---- install / remove -----------------------------------------------------------------------------------------
     def install(self) -> None:
+        if not _CAPTURE_LOCK.acquire(blocking=False):
+            raise CaptureBusy
+        self._locked = True
+        try:
+            self._patch()
+        except BaseException:
+            self.remove()
+            raise
+
+    def _patch(self) -> None:
         tables = {id(t): t for t in _backend._tables.values()}.values()
         self._array_types = tuple({t.backend.array_type for t in tables if hasattr(t.backend, "array_type")})
         for table in tables:
@@ -502,6 +520,8 @@ class Recorder:
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+        if self.__dict__.pop("_locked", False):
+            _CAPTURE_LOCK.release()
 
     def _next(self, orig: Callable) -> Callable:
         rec = self

@@ -1,6 +1,7 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+import hashlib
 from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
@@ -55,11 +56,11 @@ def _leaf_key(a: Any) -> Any:
     if isinstance(a, _SCALARS):
         return (type(a), a)
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
-        return ("ndarray", id(a), _ndarray_key(a))
+        return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
     return ("obj", id(a))
 
 
-_NDARRAY_MAX = 1 << 20  # bytes of a numpy array among the roots keyed by value (larger ones: by identity)
+_NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
 
 
 def _ndarray_key(a: np.ndarray) -> tuple:
@@ -67,6 +68,12 @@ def _ndarray_key(a: np.ndarray) -> tuple:
     ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
     values of the capture (an array mutated in place, or a new array at a reused address)."""
     return (a.shape, a.dtype.str, a.tobytes())
+
+
+def _ndarray_digest(a: np.ndarray) -> tuple:
+    """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
+    copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
+    return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
 
 
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
@@ -248,7 +255,7 @@ def _config_like(v: Any) -> bool:
 def _user_class(c: type) -> bool:
     """A class defined outside coretorch and its plugins (and not a builtin)."""
     f = getattr(sys.modules.get(c.__module__), "__file__", None)
-    return bool(f) and not _internal(f)
+    return isinstance(f, str) and not _internal(f)
 
 
 def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:

@@ -19,7 +19,7 @@ from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import guards as _guards, hostfuse as _hostfuse
-from .capture import FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
+from .capture import CaptureBusy, FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
 
@@ -141,7 +141,10 @@ class ModuleCapture:
                     raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {type(self.module).__name__} "
                                                   f"reached recompile_limit ({limit}) captures")
                 return self.fn(*args, **kwargs)
-            result, self.cache[key] = self._capture(args, kwargs, lv, st)
+            try:
+                result, self.cache[key] = self._capture(args, kwargs, lv, st)
+            except CaptureBusy:  # another thread captures: this call runs eagerly
+                return self.fn(*args, **kwargs)
             return result
         if entry.forward is None:
             return self.fn(*args, **kwargs)

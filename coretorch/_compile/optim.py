@@ -32,7 +32,7 @@ from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import replay as _replay
-from .capture import Path, Recorder, _find_hab_users, _itself, table_of
+from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, table_of
 from .config import config
 from .symbolic import Sym
 
@@ -119,7 +119,12 @@ class OptimizerReplay:
         keys = _state_keys(opt)
         rec = Recorder(False, symbolic=True)
         _find_hab_users()
-        rec.install()
+        try:
+            rec.install()
+        except CaptureBusy:  # another thread captures: this step runs eagerly, and is recorded at a later one
+            self.tries -= 1
+            opt.step()
+            return
         swapped: list = []
         try:
             self._track(rec, opt, swapped)
