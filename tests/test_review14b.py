@@ -71,3 +71,64 @@ def test_grad_of_a_tensor_without_requires_grad_read_after_it_changed(device):
         outs.append(res)
     for e, c in zip(*outs):
         _close(device, e, c)
+
+
+@pytest.mark.parametrize("owner", ["closure", "parameter"])
+def test_persistent_tensor_replaced_by_another_layout(device, owner):
+    """``w.data = other.t()`` (same shape and dtype, another layout) for a tensor the step reads without taking it as
+    an argument: eager's ``w * b`` then has w's layout and the full sum over it adds in that order; the cpu replay
+    wrote ``w * b`` into its planned buffer of the capture's layout and summed in the capture's order (not bitwise
+    eager).  The guard keys a persistent tensor's strides as an argument's."""
+    import coretorch.nn as nn
+    outs = []
+    for compiled in (False, True):
+        w, b = _rand(device, 64, 64, seed=50), _rand(device, 64, seed=51)
+        lin = nn.Linear(64, 64).to(device)
+        t = w if owner == "closure" else lin.weight
+
+        def fn(x):
+            return x * 2 + (t * b).sum()
+        f = torch.compile(fn) if compiled else fn
+        res = []
+        for i in range(6):
+            if i == 2:
+                t.data = _rand(device, 64, 64, seed=60).t()
+            if i == 4:
+                t.data = _rand(device, 200 * 64, seed=61)[64:64 + 64 * 64].view(64, 64)
+            with torch.no_grad():
+                res.append(f(_rand(device, 64, seed=i)))
+        outs.append(res)
+    for e, c in zip(*outs):
+        _close(device, e, c)
+
+
+def test_module_parameter_replaced_by_another_layout(device):
+    """A compiled module whose weight gets ``.data`` of another layout (same shape): forward and backward as eager
+    (bitwise on cpu: the planned buffers of the capture's layout are not used for it; the module captures again)."""
+    import coretorch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(64, 64))
+
+        def forward(self, x):
+            return x * (self.w * 2).sum() + (x * (self.w.exp() + 1).sum(0)).tanh()
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = M().to(device)
+        mc = torch.compile(m) if compiled else m
+        outs = []
+        for i in range(6):
+            if i == 2:
+                m.w.data = _rand(device, 64, 64, seed=60).t()
+            x = _rand(device, 64, seed=i)
+            y = mc(x)
+            (y * y).sum().backward()
+            outs.append([y.detach(), m.w.grad.clone()])
+            m.zero_grad()
+        res.append(outs)
+    for e, c in zip(*res):
+        for a, b in zip(e, c):
+            _close(device, a, b)

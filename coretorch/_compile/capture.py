@@ -148,6 +148,7 @@ class Recorder:
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
         self.planned = (0, 0)  # (temporaries, buffers) of plan.plan (set by replay.build / build_parts)
+        self.layout_checked: set[str] = set()  # persistent arrays whose layout a replay checks (plan.py)
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
