@@ -132,3 +132,33 @@ def test_module_parameter_replaced_by_another_layout(device):
     for e, c in zip(*res):
         for a, b in zip(e, c):
             _close(device, a, b)
+
+
+@pytest.mark.parametrize("case", ["read through a view", "two updates"])
+def test_persistent_tensors_that_share_memory_after_the_capture(device, case):
+    """``w1.add_(w2.t() * 2 + x)`` (or ``w1.add_(x); w2.add_(x * 2)``) fused into one kernel on opencl, then
+    ``w2.data = w1.data``: the fused kernel read w2's transposed view of the memory it was writing (a race), or
+    wrote both updates from the values loaded before either; eager materialises the right side first / updates in
+    order.  The replay checks that the loaded arrays a fused in-place update was legal for are still apart, and
+    captures again where not."""
+    res = []
+    for compiled in (False, True):
+        w1, w2 = _rand(device, 64, 64, seed=2), _rand(device, 64, 64, seed=3)
+
+        def fn(x):
+            if case == "two updates":
+                w1.add_(x)
+                w2.add_(x * 2)
+                return w1 * 1 + w2
+            w1.add_(w2.t() * 2 + x)
+            return w1 * 1
+        f = torch.compile(fn) if compiled else fn
+        outs = []
+        for i in range(8):
+            if i == 5:
+                w2.data = w1.data
+            outs.append(f(_rand(device, 64, 64, seed=10 + i)))
+            outs.append(w1.clone())
+        res.append(outs)
+    for e, c in zip(*res):
+        _close(device, e, c)
