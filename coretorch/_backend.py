@@ -104,7 +104,8 @@ PRIMITIVES: dict[str, str] = {
                    "kernel `name` returned for these operands into a given array of the result's shape, dtype and "
                    "strides (None where declined), for coretorch.compile's planned temporaries "
                    "(coretorch/_compile/plan.py); an attribute empty_like(x) -> a new array of x's shape, dtype and "
-                   "strides",
+                   "strides; optional follows_operands = True where a kernel's result layout follows its operands' "
+                   "(numpy's): the replay checks the layouts of the persistent arrays its planned launches read",
     "compile_lower": "optional object for coretorch.compile's lowered replays (coretorch/_compile/lower.py): "
                      "observer() -> a context manager with begin() / end() -> events around each replay line; "
                      "summary(events, input arrays, output arrays) -> a summary holding no array, or None; state() "

@@ -148,6 +148,7 @@ class Recorder:
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
         self.planned = (0, 0)  # (temporaries, buffers) of plan.plan (set by replay.build / build_parts)
+        self.layout_checked: set[str] = set()  # persistent arrays whose layout a replay checks (plan.py)
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
@@ -233,8 +234,9 @@ class Recorder:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self.paths.append(Path(f"A[{i}]", _itself(a), False))
-                if a._rg:  # a leaf argument's .grad (accumulated by a backward in the step, as a parameter's)
-                    self.paths.append(Path(f"A[{i}]._grad", functools.partial(getattr, a, "_grad"), True))
+                # its .grad (accumulated by a backward in the step, as a parameter's; or read or assigned by the
+                # step, ``w.grad = g`` on any tensor: a replay loads and writes it as eager does)
+                self.paths.append(Path(f"A[{i}]._grad", functools.partial(getattr, a, "_grad"), True))
         for p in params:
             c = self.const(p)
             self.paths.append(Path(c, _itself(p), False))
@@ -244,8 +246,9 @@ class Recorder:
         for t in tensors:
             c = self.const(t)
             self.paths.append(Path(c, _itself(t), False))
-            if t._rg:  # a leaf the roots hold (w = torch.randn(3, requires_grad=True)): its .grad as a parameter's
-                self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
+            # its .grad as a parameter's (w = torch.randn(3, requires_grad=True)), and any tensor's: a step may read
+            # or assign it without requires_grad (a replay used to keep the capture's .grad tensor)
+            self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
         self.snapshot()
         self.refresh_owners()
         self._arg_aliases(args)

@@ -121,6 +121,7 @@ class _Pass:
         self.writes: dict[int, Any] = {}   # converted line -> memory it updates
         self.split = split
         self.views: dict[int, tuple] = {}  # view line -> its record, for the views a group reads through
+        self.alias_checked: set[tuple] = set()  # pairs of loaded arrays a replay checks are still apart
 
     def info_of(self, m: int, cand: dict) -> tuple:
         return cand[m] if m in cand else self.views[m]
@@ -400,17 +401,23 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         if sum(m not in ps.views for m in members) > 1:
             prog, tokens = ps.program(members, cand)
             by_table.setdefault(id(cand[members[-1]][1]), []).append((members, prog, tokens))
+    loads = _loads(rec)
     for items in by_table.values():
         table = cand[items[0][0][-1]][1]
+        alias = [_alias_pairs(prog, loads) for _, prog, _ in items]  # (before the hook: it drops the arrays)
         try:
             fns = hooks[id(table)]([p for _, p, _ in items])
         except Exception as e:  # noqa: BLE001 - a device compiler failing must not fail the step: run unfused
             warnings.warn(f"coretorch.compile: fusing on '{table.device}' failed ({type(e).__name__}: {e}); the "
                           "replay runs the kernels unfused", RuntimeWarning, stacklevel=2)
             fns = [None] * len(items)
-        for (members, prog, tokens), fn in zip(items, fns):
+        for (members, prog, tokens), fn, pairs in zip(items, fns, alias):
             if fn is None:
                 continue
+            for pair in pairs:
+                if pair not in ps.alias_checked:
+                    ps.alias_checked.add(pair)
+                    rec.checks.append(f"if MEMOF({pair[0]}) is MEMOF({pair[1]}): raise MISMATCH(False, True)")
             nodes = [m for m in members if m not in ps.views]
             outs = [rec.var[id(cand[nodes[j]][4])] for j in prog.outputs]
             for m in members:
@@ -422,6 +429,43 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         ps.restore(i)
     rec.launches -= saved
     return saved
+
+
+_LOADED = re.compile(r"^(a\d+) = ([\w\[\]'\". ]*\._data)$")
+
+
+def _loads(rec: Recorder) -> dict:
+    """id(memory) -> the source of the first load of an array on that memory (an argument's, a parameter's, a
+    .grad's, a buffer's, a closure tensor's)."""
+    out: dict[int, str] = {}
+    info = rec.info
+    for i, line in enumerate(rec.lines):
+        m = _LOADED.match(line) if line and i not in info else None
+        if m is not None:
+            mem = _memory_of(rec.keep[int(m.group(1)[1:])])
+            if mem is not None:
+                out.setdefault(id(mem), m.group(2))
+    return out
+
+
+def _alias_pairs(prog: FusedProgram, loads: dict) -> list:
+    """A fused kernel updating a loaded array in place was legal because no other input shared its memory at the
+    capture (a read through another view would race with the writes; two updated arrays would each be written from
+    the values loaded before either update).  Loads of persistent tensors are not keyed on their memory (``w2.data
+    = w1.data`` after the capture): the pairs of load sources the replay checks are still apart (it captures again
+    where not).  Costs a pair of attribute reads per updated persistent array and input, only for such groups."""
+    pairs = []
+    for t in sorted(set(prog.targets.values())):
+        mt = _mem(prog.inputs[t])
+        et = loads.get(id(mt)) if mt is not None else None
+        if et is None:  # a fresh array of the step (a bias added into a matmul's result): no tensor can share it
+            continue
+        for i, a in enumerate(prog.inputs):
+            ma = _mem(a) if i != t else None
+            ea = loads.get(id(ma)) if ma is not None else None
+            if ea is not None and ea != et:
+                pairs.append((min(et, ea), max(et, ea)))
+    return pairs
 
 
 def _prologues(ps: _Pass, cand: dict, groups: dict, names: set, split: int | None) -> int:

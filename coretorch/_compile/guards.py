@@ -51,8 +51,9 @@ def leaves(args: tuple, kwargs: dict) -> list:
 def _leaf_key(a: Any) -> Any:
     if isinstance(a, Tensor):
         d = a._data
-        # (with requires_grad, whether .grad is None: a backward in the step creates it or accumulates into it)
-        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._rg and a._grad is None, a._rg, type(a))
+        # (whether .grad is None: a backward in the step creates it or accumulates into it; a step reads or assigns
+        # it, with or without requires_grad)
+        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a))
     if isinstance(a, _SCALARS):
         return (type(a), a)
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
@@ -494,4 +495,4 @@ def key(lv: list, modules: list, params: list, global_hooks: bool = True, buffer
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
             _param_hooks(params), tuple([_buffer_key(d.get(k)) for d, k in buffers]),
-            tuple([_param_key(t) for t in plain]), tuple([t._rg and t._grad is None for t in plain]))
+            tuple([_param_key(t) for t in plain]), tuple([t._grad is None for t in plain]))

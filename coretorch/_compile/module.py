@@ -115,6 +115,7 @@ class ModuleCapture:
         self.st = None
         self.sig: tuple = ()
         self.replays = 0
+        self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
@@ -154,6 +155,13 @@ class ModuleCapture:
             if e.unsafe:
                 raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
                                    "this call after state was written (see CompiledFunction)") from None
+            if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit):
+                try:  # (a check of how the capture was specialised: a parameter's layout, see plan.py)
+                    result, self.cache[key] = self._capture(args, kwargs, lv, st)
+                except CaptureBusy:
+                    return self.fn(*args, **kwargs)
+                self.recaptures += 1
+                return result
             return self.fn(*args, **kwargs)
         self.replays += 1
         node = None

@@ -181,3 +181,6 @@ def _empty_like(x: Any) -> Any:
 
 
 compile_out.empty_like = _empty_like  # type: ignore[attr-defined]
+# numpy's results follow their operands' layouts (order K): a planned buffer has the capture's (plan.py checks the
+# persistent arrays a replay loads)
+compile_out.follows_operands = True  # type: ignore[attr-defined]

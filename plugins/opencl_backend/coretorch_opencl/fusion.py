@@ -15,7 +15,8 @@ on the collapsed rank (a 2-D range without index division up to 2 collapsed dims
 the strides themselves are arguments.  A replay checks each input's shape and strides against the capture's and
 builds another variant if they differ.  A group that continues through reshapes reads its ``flat`` inputs
 (contiguous arrays of the output's size, another shape) at the linear index and writes each output in its own
-shape.  Supported dtypes: float32, float64, the integer types and bool (float16
+shape (a flat input that is strided at a replay is read from a contiguous copy; an array the group updates in place
+is then written back from it).  Supported dtypes: float32, float64, the integer types and bool (float16
 and bfloat16 round their intermediates through memory: not fused).
 """
 from __future__ import annotations
@@ -225,7 +226,7 @@ def kernels(k) -> dict:
         fresh = [(sh, dt) for i, (sh, dt) in enumerate(zip(prog.out_shapes, out_dts)) if i not in prog.targets]
         tgt = sorted(prog.targets.items())
         tgt_in = set(prog.targets.values())
-        is_c, contig = k.is_contiguous, k.contiguous
+        is_c, contig, copy_into = k.is_contiguous, k.contiguous, k._copy_into
         ni = len(prog.inputs)
         cap = [(a.shape, a.strides) for a in prog.inputs]
         isz = [a.dtype.itemsize for a in prog.inputs]
@@ -255,8 +256,13 @@ def kernels(k) -> dict:
                 for i in range(ni):
                     a = vals[i]
                     if a.strides != key[i][1] or a.shape != key[i][0]:
-                        if i in flat and i not in tgt_in and not is_c(a):  # read linearly: a contiguous copy
-                            return call(*vals[:i], contig(a), *vals[i + 1:])
+                        if i in flat and not is_c(a):  # read linearly: a contiguous copy
+                            c = contig(a)
+                            res = call(*vals[:i], c, *vals[i + 1:])
+                            if i in tgt_in:  # an array updated in place (w.data = other.t() since): written back
+                                copy_into(a, c)
+                                res = [a if o is c else o for o in res]
+                            return res
                         relayout(vals[:ni])
                         return call(*vals)
                 modes, nd, strides, tail, rng = cur["layout"]
