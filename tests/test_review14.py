@@ -11,8 +11,8 @@ import coretorch as torch
 import coretorch.nn as nn
 
 
-def _twins(make, calls: int = 6):
-    """``make(device)`` -> (fn, args(i), change(i)) built afresh for the eager and the compiled run; the results of
+def _runs(make, calls: int, one):
+    """``make()`` -> (fn, args(i), change(i)) built afresh for the eager and the compiled run; ``one(f, args)`` of
     every call, eager and compiled."""
     out = []
     for compiled in (False, True):
@@ -22,10 +22,14 @@ def _twins(make, calls: int = 6):
         res = []
         for i in range(calls):
             change(i)
-            r = f(*args(i))
-            res.append(r.detach().cpu().numpy().copy())
+            res.append(one(f, args(i)))
         out.append(res)
     return out
+
+
+def _twins(make, calls: int = 6):
+    """The results of every call, eager and compiled (see _runs)."""
+    return _runs(make, calls, lambda f, a: f(*a).detach().cpu().numpy().copy())
 
 
 def _assert_same(pair):
@@ -287,21 +291,16 @@ def test_an_unsaved_tensor_modified_before_the_backward_of_a_compiled_module(dev
         assert np.array_equal(a, b)
 
 
+def _outcome(f, a):
+    try:
+        return f(*a).detach().cpu().numpy()
+    except (RuntimeError, ValueError, TypeError) as e:
+        return f"{type(e).__name__}: {str(e)[:40]}"
+
+
 def _outcomes(make, calls: int = 7):
     """Like _twins, each call's result or the type and start of the error it raised."""
-    out = []
-    for compiled in (False, True):
-        torch.manual_seed(0)
-        fn, args, change = make()
-        f = torch.compile(fn) if compiled else fn
-        res = []
-        for i in range(calls):
-            change(i)
-            try:
-                res.append(f(*args(i)).detach().cpu().numpy())
-            except (RuntimeError, ValueError, TypeError) as e:
-                res.append(f"{type(e).__name__}: {str(e)[:40]}")
-        out.append(res)
+    out = _runs(make, calls, _outcome)
     for i, (a, b) in enumerate(zip(*out)):
         assert type(a) is type(b), f"call {i}: eager {a} compiled {b}"
         assert (np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b), f"call {i}: eager {a} compiled {b}"
