@@ -100,7 +100,7 @@ class CompiledFunction:
         lv = _guards.leaves(args, kwargs)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
-        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], True, st[2], st[3]),
+        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)

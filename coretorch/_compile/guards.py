@@ -449,18 +449,18 @@ _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._
                  _mh._global_backward_hooks)
 
 
-def _hooks(modules: list, global_hooks: bool) -> tuple:
-    """The module hooks in force (the modules' forward/backward hooks and, with ``global_hooks``, the global ones):
-    they ran at the capture only, so one registered or removed after it captures again (a replay ignored a new
-    hook)."""
+def _hooks(modules: list) -> tuple:
+    """The module hooks in force (the modules' forward/backward hooks and the global ones): they ran at the capture
+    only, so one registered or removed after it captures again (a replay ignored a new hook).  The global ones count
+    for a compiled module too: its wrapper's own call runs them for the root, but its submodules' calls ran them
+    inside the capture (``register_module_forward_hook`` after the capture of a compiled Sequential was ignored)."""
     out: list[tuple] = []
     for i, m in enumerate(modules):
         d = m.__dict__
         if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
             out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
                         tuple(d["_backward_hooks"])))
-    if global_hooks:
-        out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
+    out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
     return tuple(out)
 
 
@@ -480,17 +480,15 @@ def _param_hooks(params: list) -> tuple:
     return tuple(out)
 
 
-def key(lv: list, modules: list, params: list, global_hooks: bool = True, buffers: list | tuple = (),
-        plain: list | tuple = ()) -> tuple:
-    """The guard key of a call (``global_hooks`` False: a compiled module, whose wrapper's own call runs them);
-    ``buffers`` ((dict, name), read at the call: one reassigned) and ``plain`` (other tensors the roots hold): their
-    shapes, dtypes and devices as the parameters' (``m.buf = m.buf.to("opencl")``, ``w.data = other``: the replay
-    loads their arrays at the call)."""
+def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain: list | tuple = ()) -> tuple:
+    """The guard key of a call; ``buffers`` ((dict, name), read at the call: one reassigned) and ``plain`` (other
+    tensors the roots hold): their shapes, dtypes and devices as the parameters' (``m.buf = m.buf.to("opencl")``,
+    ``w.data = other``: the replay loads their arrays at the call)."""
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
-            _hooks(modules, global_hooks),
+            _hooks(modules),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),

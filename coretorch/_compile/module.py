@@ -133,7 +133,7 @@ class ModuleCapture:
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
-        key = (self.sig, _guards.key(lv, st[0], (), False, st[2]))  # .grad is not touched by a forward
+        key = (self.sig, _guards.key(lv, st[0], (), st[2]))  # .grad is not touched by a forward
         entry = self.cache.get(key)
         if entry is None:
             limit = recompile_limit_of(self.recompile_limit)
