@@ -4,6 +4,8 @@ distributions; every installed device).  Each test runs the same calls eagerly a
 results: bitwise on cpu, within float32 rounding where a device's fused kernels differ in evaluation order."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,99 @@ def test_a_global_module_hook_registered_and_removed_after_the_capture(device, k
             d.clear()
     _assert_runs(device, runs)
 
+
+class _Phased(nn.Module):
+    """Assigns a Python number attribute in its forward that comes back to an earlier value."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+        self.phase = 0
+
+    def forward(self, x):
+        y = self.lin(x) * (1.0 if self.phase == 0 else -2.0)
+        self.phase = 1 - self.phase
+        return y
+
+
+class _Stateful(nn.Module):
+    """Truncated BPTT: the GRU's last hidden state kept (detached) on the module for the next call."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 3, batch_first=True)
+        self.h = None
+
+    def forward(self, x):
+        out, h = self.rnn(x, self.h)
+        self.h = h.detach()
+        return out
+
+
+@pytest.mark.parametrize("model", ["phase", "gru_state"])
+@pytest.mark.parametrize("compile_module", [True, False], ids=["module", "step"])
+def test_a_module_attribute_the_forward_assigns(device, model, compile_module):
+    """``self.phase = 1 - self.phase`` or ``self.h = h.detach()`` in a forward: the guard key holds the attribute
+    (by value, or by identity), so each call captured again, until the key came round to an earlier capture's (the
+    old phase back; a hidden state tensor at a recycled ``id``): that replay did not repeat the assignment, so the
+    attribute stayed and every later call replayed that one capture (a phase stuck, a hidden state frozen)."""
+    make = _Phased if model == "phase" else _Stateful
+
+    def change(m, ctx, i):
+        if model == "gru_state" and i in (4, 7):  # the same id as the capture's tensor, as a recycled id() gives
+            ctx.setdefault("first", m.h)
+            m.h = ctx["first"]
+    data = (lambda i: torch.ones(3, 4).to(device)) if model == "phase" else None
+    if model == "gru_state":
+        def data(i):
+            torch.manual_seed(i)
+            return torch.randn(2, 5, 4).to(device)
+    runs = _train(device, make, change, 10, compile_module, data)
+    _assert_runs(device, runs)
+
+
+_PHASE_G = 0
+
+
+@pytest.mark.parametrize("where", ["global", "nonlocal", "object", "dict"])
+def test_state_of_the_step_it_assigns_itself(device, where):
+    """A step that flips a global, a closure variable, an object's attribute or a dict entry it reads (``phase =
+    1 - phase``): each call's key differs until it comes round to an earlier capture's, whose replay did not repeat
+    the assignment, so the phase stuck and every later call replayed that capture."""
+    global _PHASE_G
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        _PHASE_G = 0
+        ph = 0
+        obj = types.SimpleNamespace(ph=0)
+        d = {"ph": 0}
+
+        def step(x):
+            global _PHASE_G
+            nonlocal ph
+            if where == "global":
+                s = 1.0 if _PHASE_G == 0 else -2.0
+                _PHASE_G = 1 - _PHASE_G
+            elif where == "nonlocal":
+                s = 1.0 if ph == 0 else -2.0
+                ph = 1 - ph
+            elif where == "object":
+                s = 1.0 if obj.ph == 0 else -2.0
+                obj.ph = 1 - obj.ph
+            else:
+                s = 1.0 if d["ph"] == 0 else -2.0
+                d["ph"] = 1 - d["ph"]
+            opt.zero_grad()
+            loss = (m(x) * s).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        out.append(([f(torch.ones(3, 4).to(device)).detach() for _ in range(8)], [p.detach() for p in m.parameters()]))
+    for i, (a, b) in enumerate(zip(out[0][0], out[1][0])):
+        _close(device, a, b, f"loss of call {i}")
+    for a, b in zip(out[0][1], out[1][1]):
+        _close(device, a, b, "parameter")

@@ -81,6 +81,11 @@ class CompiledFunction:
         self._lens.clear()
         self._recaptures = 0
 
+    def _root_key(self, args: tuple, kwargs: dict):
+        """The roots' part of the cache key, as _lookup takes it (for a capture to tell whether the call wrote it)."""
+        return lambda: _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
+                                        self._lens)
+
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
@@ -126,7 +131,7 @@ class CompiledFunction:
                 return self._orig_fn(*args, **kwargs)
             try:
                 result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                  self._host_fusion)
+                                                  self._host_fusion, self._root_key(args, kwargs))
             except CaptureBusy:  # another thread captures: this call runs eagerly (and captures at a later one)
                 return self._orig_fn(*args, **kwargs)
             return result
@@ -145,7 +150,7 @@ class CompiledFunction:
             if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
                 try:
                     result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                      self._host_fusion)
+                                                      self._host_fusion, self._root_key(args, kwargs))
                 except CaptureBusy:
                     return self._orig_fn(*args, **kwargs)
                 self._recaptures += 1  # (an argument aliased persistent state at the capture, and no longer)

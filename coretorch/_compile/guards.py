@@ -403,6 +403,22 @@ def _module_numbers(modules: list) -> tuple:
     return lens, vals
 
 
+def module_numbers(modules: list) -> tuple:
+    """What :func:`key` holds of the modules' user attributes (see :func:`_module_numbers`), taken before a capture
+    runs the function."""
+    return _module_numbers(modules)
+
+
+def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
+    """A graph break where the captured call assigned a module attribute (``self.h = h.detach()``, ``self.phase =
+    1 - self.phase``, ``self.calls += 1``) or a global its class reads: a replay does not repeat Python assignments,
+    so where the key came round again to an earlier capture's (the old value back, a recycled ``id``) the replay
+    left the attribute as it was and every later call replayed that one capture (a GRU's hidden state frozen)."""
+    if _module_numbers(modules) != before:
+        rec.graph_break("the call assigns a module attribute (or a global its class reads), which a replay would "
+                        "not repeat")
+
+
 def _object_key(v: Any) -> Any:
     """A module attribute that is no Python number: its identity, and a dict's or list's entries."""
     return (id(v), contents(v)) if _opened(v) else id(v)

@@ -187,7 +187,9 @@ class ModuleCapture:
         entry.planned = (0, 0)
         try:
             rec.track(lv, params, buffers, plain)
+            before = _guards.module_numbers(modules)
             result = self.fn(*args, **kwargs)
+            _guards.check_module_writes(rec, modules, before)
             outs, single = _flat_outputs(result)
             if outs is None:
                 rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")

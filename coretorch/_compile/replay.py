@@ -143,8 +143,10 @@ class _Entry:
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
-            host_fusion: bool | None = None) -> tuple[Any, _Entry]:
-    """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break)."""
+            host_fusion: bool | None = None, root_key: Callable[[], tuple] | None = None) -> tuple[Any, _Entry]:
+    """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
+    ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
+    guards.check_module_writes)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
     rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
@@ -152,7 +154,12 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     rec.install()
     try:
         rec.track(lv, params, buffers, plain)
+        before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         result = fn(*args, **kwargs)
+        _guards.check_module_writes(rec, modules, before[0])
+        if root_key is not None and root_key() != before[1]:
+            rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
+                            "reads, which a replay would not repeat")
         result_src = rec.finish(result, lv)
     finally:
         rec.remove()
