@@ -186,3 +186,44 @@ def test_state_of_the_step_it_assigns_itself(device, where):
         _close(device, a, b, f"loss of call {i}")
     for a, b in zip(out[0][1], out[1][1]):
         _close(device, a, b, "parameter")
+
+
+@pytest.mark.parametrize("hook", ["forward_acts", "pre_counter", "backward_grads"])
+@pytest.mark.parametrize("compile_module", [True, False], ids=["module", "step"])
+def test_module_hooks_that_write_python_state(device, hook, compile_module):
+    """Hooks that keep what they see (``acts[name] = out.detach()``, ``grads[name] = grad_output[0]``, a call
+    counter): a replay does not run them, so after it the dict held the capture's tensors and the counter stood
+    still; a compiled module's capture also ran a full backward hook with its placeholder (zero) output gradients."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+        seen: dict = {"calls": 0}
+        if hook == "forward_acts":
+            m[0].register_forward_hook(lambda mod, a, o: seen.__setitem__("t", o.detach()))
+        elif hook == "backward_grads":
+            m[2].register_full_backward_hook(lambda mod, gi, go: seen.__setitem__("t", go[0].detach()))
+        else:
+            def count(mod, a):
+                seen["calls"] += 1
+            m[1].register_forward_pre_hook(count)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fwd = torch.compile(m) if compiled and compile_module else m
+
+        def step(x):
+            opt.zero_grad()
+            loss = fwd(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled and not compile_module else step
+        res = []
+        for i in range(8):
+            torch.manual_seed(i)
+            f(torch.randn(3, 4).to(device))
+            res.append((seen["calls"], seen.get("t")))
+        out.append(res)
+    for i, ((ce, te), (cc, tc)) in enumerate(zip(*out)):
+        assert ce == cc, f"call {i}: eager counted {ce}, compiled {cc}"
+        if te is not None:
+            _close(device, te, tc, f"hook's tensor after call {i}")

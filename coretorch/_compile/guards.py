@@ -404,19 +404,32 @@ def _module_numbers(modules: list) -> tuple:
 
 
 def module_numbers(modules: list) -> tuple:
-    """What :func:`key` holds of the modules' user attributes (see :func:`_module_numbers`), taken before a capture
-    runs the function."""
-    return _module_numbers(modules)
+    """What :func:`key` holds of the modules' user attributes (see :func:`_module_numbers`), and the state their
+    hooks' functions reach (:func:`_hook_state`), taken before a capture runs the function."""
+    return _module_numbers(modules), _hook_state(modules)
+
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def _hook_state(modules: list) -> tuple:
+    """:func:`root_key` of what each module hook (and global one) that is a Python function reaches: its closure
+    and globals (``acts[name] = out.detach()``, ``calls[0] += 1`` in a forward hook)."""
+    fns = [h for m in modules for n in _HOOK_DICTS for h in m.__dict__[n].values()]
+    fns += [h for g in _GLOBAL_HOOKS for h in g.values()]
+    return tuple([root_key(roots(f, (), {}), attribute_names(f)) for f in fns])
 
 
 def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
     """A graph break where the captured call assigned a module attribute (``self.h = h.detach()``, ``self.phase =
-    1 - self.phase``, ``self.calls += 1``) or a global its class reads: a replay does not repeat Python assignments,
-    so where the key came round again to an earlier capture's (the old value back, a recycled ``id``) the replay
-    left the attribute as it was and every later call replayed that one capture (a GRU's hidden state frozen)."""
-    if _module_numbers(modules) != before:
-        rec.graph_break("the call assigns a module attribute (or a global its class reads), which a replay would "
-                        "not repeat")
+    1 - self.phase``, ``self.calls += 1``), a global its class reads, or state a hook of the modules reaches
+    (``acts[name] = out.detach()``): a replay does not repeat Python assignments, so the hook's dict kept the
+    capture's tensors, and where the key came round to an earlier capture's (the old value back, a recycled ``id``)
+    the replay left the attribute as it was and every later call replayed that one capture (a GRU's hidden state
+    frozen)."""
+    if module_numbers(modules) != before:
+        rec.graph_break("the call assigns a module attribute, a global its class reads, or state a module hook "
+                        "reaches, which a replay would not repeat")
 
 
 def _object_key(v: Any) -> Any:

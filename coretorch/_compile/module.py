@@ -207,6 +207,8 @@ class ModuleCapture:
                     rec.breaks.append("some outputs of the forward do not require grad")
                 else:
                     bw_src = self._record_backward(rec, lv, outs, targets, entry)
+                    if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
+                        _guards.check_module_writes(rec, modules, before)
             if not rec.breaks:
                 rec.finish(None, lv)
         finally:
