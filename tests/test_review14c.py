@@ -13,6 +13,20 @@ import coretorch as torch
 import coretorch.nn as nn
 
 
+
+def _step(m, opt, compiled: bool, compile_module: bool):
+    """The training step of ``m`` (loss: the mean square of its output), eager, as a compiled step, or with the
+    module compiled."""
+    fwd = torch.compile(m) if compiled and compile_module else m
+
+    def step(x):
+        opt.zero_grad()
+        loss = fwd(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return torch.compile(step) if compiled and not compile_module else step
+
 def _close(device, a, b, what=""):
     a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
     if device == "cpu":
@@ -28,16 +42,7 @@ def _train(device, make_model, change, calls, compile_module=True, data=None):
     for compiled in (False, True):
         torch.manual_seed(0)
         m = make_model().to(device)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-        fwd = torch.compile(m) if compiled and compile_module else m
-
-        def step(x):
-            opt.zero_grad()
-            loss = fwd(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-        f = torch.compile(step) if compiled and not compile_module else step
+        f = _step(m, torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), compiled, compile_module)
         ctx: dict = {}
         losses = []
         for i in range(calls):
@@ -207,16 +212,7 @@ def test_module_hooks_that_write_python_state(device, hook, compile_module):
             def count(mod, a):
                 seen["calls"] += 1
             m[1].register_forward_pre_hook(count)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        fwd = torch.compile(m) if compiled and compile_module else m
-
-        def step(x):
-            opt.zero_grad()
-            loss = fwd(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-        f = torch.compile(step) if compiled and not compile_module else step
+        f = _step(m, torch.optim.SGD(m.parameters(), lr=0.1), compiled, compile_module)
         res = []
         for i in range(8):
             torch.manual_seed(i)
