@@ -1,7 +1,8 @@
-"""Helpers the coretorch.compile fusion tests share."""
+"""Helpers the coretorch.compile tests share."""
 from __future__ import annotations
 
 import coretorch as torch
+import coretorch.nn.functional as F
 
 
 def fusing(dev: str) -> bool:
@@ -17,3 +18,15 @@ def twice(fn, *args):
     out = c(*args)
     assert c.replays == 1
     return eager, out, c
+
+
+def ce_step(model, opt):
+    """The plain training step the compile tests capture: zero_grad, cross-entropy of ``model(x)`` against ``y``,
+    backward, ``opt.step()``; returns the loss."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step

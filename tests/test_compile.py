@@ -12,6 +12,8 @@ import coretorch.nn.functional as F
 from coretorch import nn
 from coretorch._compile import CompiledFunction, Unsupported, config
 
+from _compile_helpers import ce_step
+
 
 def _data(n, shape, classes, seed=0):
     rng = np.random.default_rng(seed)
@@ -378,12 +380,7 @@ def test_embedding_step_replays_with_new_token_batches():
         m = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Linear(12, 10))
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = ce_step(m, opt)
         f = torch.compile(step) if compiled else step
         rng = np.random.default_rng(0)
         for _ in range(5):  # new token ids every step: the index check is replayed, not baked

@@ -12,6 +12,8 @@ import pytest
 import coretorch as torch
 import coretorch.nn.functional as F
 
+from _compile_helpers import ce_step
+
 OPTS = {"sgd-momentum": (torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
         "adam-foreach-false": (torch.optim.Adam, dict(lr=0.01, foreach=False)),
         "adamw": (torch.optim.AdamW, dict(lr=0.01, weight_decay=0.1))}
@@ -37,12 +39,7 @@ def _train(device, compiled: bool, opt_name: str, change=_relayout):
     cls, kw = OPTS[opt_name]
     opt = cls(model.parameters(), **kw)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = ce_step(model, opt)
     fn = torch.compile(step) if compiled else step
     g = np.random.default_rng(0)
     data = [(torch.tensor(g.standard_normal((6, 12)).astype(np.float32), device=device),
@@ -79,12 +76,7 @@ def test_a_layer_of_another_dtype_raises_as_eagerly(device):
     model = torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = ce_step(model, opt)
     fn = torch.compile(step)
     x, y = torch.randn(6, 12).to(device), torch.randint(0, 3, (6,)).to(device)
     for _ in range(6):
@@ -125,12 +117,7 @@ def _bn_cumulative_step(device):
                             torch.nn.Linear(16, 3)).to(device)
     opt = torch.optim.SGD(m.parameters(), lr=0.1)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = ce_step(m, opt)
     return step, list(m.parameters()) + list(m.buffers())
 
 
