@@ -129,12 +129,7 @@ class CompiledFunction:
                                   f"recompile_limit ({limit}) captures; calls with new guards run eagerly",
                                   UserWarning, stacklevel=2)
                 return self._orig_fn(*args, **kwargs)
-            try:
-                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                  self._host_fusion, self._root_key(args, kwargs))
-            except CaptureBusy:  # another thread captures: this call runs eagerly (and captures at a later one)
-                return self._orig_fn(*args, **kwargs)
-            return result
+            return self._capture_or_eager(k, args, kwargs, lv, st)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
             return self._orig_fn(*args, **kwargs)
         try:
@@ -148,14 +143,20 @@ class CompiledFunction:
                                    "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                    "with disable=True") from None
             if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
-                try:
-                    result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                      self._host_fusion, self._root_key(args, kwargs))
-                except CaptureBusy:
-                    return self._orig_fn(*args, **kwargs)
-                self._recaptures += 1  # (an argument aliased persistent state at the capture, and no longer)
+                result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
+                self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
                 return result
             return self._orig_fn(*args, **kwargs)
+
+    def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
+        """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another
+        thread captures (a capture's patches are process-wide; this call's guard set captures at a later call)."""
+        try:
+            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                              self._host_fusion, self._root_key(args, kwargs))
+        except CaptureBusy:
+            return self._orig_fn(*args, **kwargs), False
+        return result, True
 
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""

@@ -26,6 +26,7 @@ import builtins
 import functools
 import gc
 import os
+import re
 import sys
 from threading import Lock, get_ident
 from typing import Any, Callable
@@ -63,6 +64,9 @@ state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling(
 # two threads capturing at once saved each other's patches as the originals and left them installed.  One capture at
 # a time: a thread that finds another capturing runs its call eagerly (CaptureBusy).
 _CAPTURE_LOCK = Lock()
+# a replay line loading a tensor's array (``a12 = c3._data``, ``a14 = A[0]._grad._data``, ``a16 = c5['buf']._data``):
+# the variable and the source expression
+LOAD_LINE = re.compile(r"^(a\d+) = ([\w\[\]'\". ]*\._data)$")
 
 
 class CaptureBusy(Exception):

@@ -41,7 +41,7 @@ from typing import Any
 
 from .. import _backend
 from .._backend import BINARY, UNARY
-from .capture import MUTATING, Recorder, _memory_of
+from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
 
 # the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)
 ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full"}
@@ -431,16 +431,13 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     return saved
 
 
-_LOADED = re.compile(r"^(a\d+) = ([\w\[\]'\". ]*\._data)$")
-
-
 def _loads(rec: Recorder) -> dict:
     """id(memory) -> the source of the first load of an array on that memory (an argument's, a parameter's, a
     .grad's, a buffer's, a closure tensor's)."""
     out: dict[int, str] = {}
     info = rec.info
     for i, line in enumerate(rec.lines):
-        m = _LOADED.match(line) if line and i not in info else None
+        m = LOAD_LINE.match(line) if line and i not in info else None
         if m is not None:
             mem = _memory_of(rec.keep[int(m.group(1)[1:])])
             if mem is not None:

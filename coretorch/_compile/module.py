@@ -142,11 +142,7 @@ class ModuleCapture:
                     raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {type(self.module).__name__} "
                                                   f"reached recompile_limit ({limit}) captures")
                 return self.fn(*args, **kwargs)
-            try:
-                result, self.cache[key] = self._capture(args, kwargs, lv, st)
-            except CaptureBusy:  # another thread captures: this call runs eagerly
-                return self.fn(*args, **kwargs)
-            return result
+            return self._capture_or_eager(key, args, kwargs, lv, st)[0]
         if entry.forward is None:
             return self.fn(*args, **kwargs)
         try:
@@ -156,11 +152,9 @@ class ModuleCapture:
                 raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
                                    "this call after state was written (see CompiledFunction)") from None
             if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit):
-                try:  # (a check of how the capture was specialised: a parameter's layout, see plan.py)
-                    result, self.cache[key] = self._capture(args, kwargs, lv, st)
-                except CaptureBusy:
-                    return self.fn(*args, **kwargs)
-                self.recaptures += 1
+                # (a check of how the capture was specialised: a parameter's layout, see plan.py)
+                result, captured = self._capture_or_eager(key, args, kwargs, lv, st)
+                self.recaptures += captured
                 return result
             return self.fn(*args, **kwargs)
         self.replays += 1
@@ -176,6 +170,15 @@ class ModuleCapture:
         if node is not None:
             node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
+
+    def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
+        """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
+        thread captures (see CompiledFunction._capture_or_eager)."""
+        try:
+            result, self.cache[key] = self._capture(args, kwargs, lv, st)
+        except CaptureBusy:
+            return self.fn(*args, **kwargs), False
+        return result, True
 
     def _capture(self, args, kwargs, lv, st):
         modules, params, buffers, plain = st[:4]

@@ -30,13 +30,12 @@ import re
 from typing import Any, Callable
 
 from .. import _backend
-from .capture import Recorder, _memory_of
+from .capture import LOAD_LINE, Recorder, _memory_of
 from .fusion import _Value
 
 _VAR = re.compile(r"\ba\d+\b")
 _LAUNCH = re.compile(r"^(a\d+) = (c\d+)\((.*)\)$", re.S)
-# a load of a persistent tensor's array (a parameter, a closure tensor, a .grad; an argument's own array is keyed)
-_PERSISTENT = re.compile(r"^(a\d+) = ((?!A\[\d+\]\._data$)[\w\[\]'\". ]*\._data)$")
+_ARGUMENT_ARRAY = re.compile(r"A\[\d+\]\._data")  # an argument's own array (its layout is keyed by the guard)
 
 
 class Pool:
@@ -207,8 +206,8 @@ def _layout_checks(rec: Recorder, planned: list) -> None:
     for i, line in enumerate(rec.lines):
         if not line:
             continue
-        m = _PERSISTENT.match(line) if i not in info else None
-        if m is not None:
+        m = LOAD_LINE.match(line) if i not in info else None
+        if m is not None and not _ARGUMENT_ARRAY.fullmatch(m.group(2)):  # a parameter, closure tensor, .grad ...
             arr = rec.keep[int(m.group(1)[1:])]
             if getattr(arr, "strides", None) is not None and arr.ndim > 1:  # (a 1-D result is contiguous anyway)
                 strides.setdefault(m.group(2), tuple(arr.strides))
