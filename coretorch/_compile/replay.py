@@ -73,6 +73,7 @@ def _source(lines: list[str]) -> str:
 def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
+    fusion.update_alias_checks(rec)
     if config.fusion:
         rec.fused = fusion.fuse(rec, result_src)
     if hostfuse.requested(host_fusion):
@@ -94,6 +95,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
                 host_fusion: bool | None = None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
+    fusion.update_alias_checks(rec)
     if config.fusion:
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
     if hostfuse.requested(host_fusion):
