@@ -152,6 +152,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     guards.check_module_writes); ``lens``: where the lists the call appends to are noted (guards.grown_lists)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    rec.host_fusion = hostfuse.requested(host_fusion)
     objs = _guards.roots(fn, args, kwargs)
     rec.iterators = iterators_of(objs)
     lists = _guards.lists_of(objs) if lens is not None else []
