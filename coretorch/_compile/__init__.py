@@ -65,7 +65,7 @@ class CompiledFunction:
         self._warned = False
         self._gnames: list | None = None
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
-        self._lens: dict = {}  # id(list the function appends to) -> (it, its length before): guards.contents
+        self._lens: dict = {}  # id(list the function appends to) -> its length before (see guards.contents)
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)

@@ -130,11 +130,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     strings and None by value, anything else by identity, and dicts, lists and plain objects among them the same
     way ``depth`` levels down (``cfg["scale"] = 3.0``, ``state["w"] = new_tensor``, ``opts.scale = 3.0``,
     ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list the function
-    itself appends to (``lens``: id -> (list, its length before the capture that grew it), see
-    :func:`grown_lists`): its entries up to that length, and of those appended since only the ones that are no
-    Python number (a counter the function appends numbers to is a Python side effect, run at the capture only, and
-    keeps its key; a tensor appended, ``buf[-1]``, changes it); any other list by all its entries (``lrs[-1]`` of
-    numbers the caller appends).  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX`` for a nested one), the length only."""
+    itself appends to (``lens``: id -> its length before the capture that grew it, see :func:`grown_lists`): its
+    entries up to that length, and of those appended since only the ones that are no Python number (a counter the
+    function appends numbers to is a Python side effect, run at the capture only, and keeps its key; a tensor
+    appended, ``buf[-1]``, changes it); any other list by all its entries (``lrs[-1]`` of numbers the caller
+    appends).  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX`` for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if isinstance(o, list):
@@ -142,9 +142,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         if n > most:
             return n
         tail: tuple = ()
-        seen = lens.get(id(o)) if lens else None
-        if seen is not None and seen[0] is o and n > seen[1]:  # its own appends: tensors and objects only (buf[-1])
-            n0 = seen[1]
+        n0 = lens.get(id(o)) if lens else None
+        if n0 is not None and n > n0:  # the function's own appends: the tensors and objects only (buf[-1])
             tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
             o = o[:n0]
         return tuple([v if v.__class__ in scalars else _entry(v, names, depth, lens) for v in o]) + tail
@@ -215,14 +214,13 @@ def lists_of(objs: list) -> list:
 
 
 def grown_lists(before: list, lens: dict) -> None:
-    """Note in ``lens`` (id -> (the list, its length before)) the lists of ``before`` (:func:`lists_of`) that the
-    call appended to: their appended numbers are the function's own side effect, not its input (see
-    :func:`contents`).  The list is kept so that its id is not another list's later."""
+    """Note in ``lens`` (id -> length before) the lists of ``before`` (:func:`lists_of`) that the call appended to:
+    their appended numbers are the function's own side effect, not its input (see :func:`contents`)."""
     for o, n in before:
         if len(o) > n and id(o) not in lens:
             if len(lens) > 1024:
                 lens.clear()
-            lens[id(o)] = (o, n)
+            lens[id(o)] = n
 
 
 def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
