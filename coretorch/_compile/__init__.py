@@ -65,7 +65,7 @@ class CompiledFunction:
         self._warned = False
         self._gnames: list | None = None
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
-        self._lens: dict = {}  # id(list the function appends to) -> its length before (see guards.contents)
+        self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
@@ -153,7 +153,7 @@ class CompiledFunction:
         thread captures (a capture's patches are process-wide; this call's guard set captures at a later call)."""
         try:
             result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                              self._host_fusion, self._root_key(args, kwargs), self._lens)
+                                              self._host_fusion, self._root_key(args, kwargs))
         except CaptureBusy:
             return self._orig_fn(*args, **kwargs), False
         return result, True

@@ -129,12 +129,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     the function's code reads: a scheduler's or an event's own state is not the function's input): Python numbers,
     strings and None by value, anything else by identity, and dicts, lists and plain objects among them the same
     way ``depth`` levels down (``cfg["scale"] = 3.0``, ``state["w"] = new_tensor``, ``opts.scale = 3.0``,
-    ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list the function
-    itself appends to (``lens``: id -> its length before the capture that grew it, see :func:`grown_lists`): its
-    entries up to that length, and of those appended since only the ones that are no Python number (a counter the
-    function appends numbers to is a Python side effect, run at the capture only, and keeps its key; a tensor
-    appended, ``buf[-1]``, changes it); any other list by all its entries (``lrs[-1]`` of numbers the caller
-    appends).  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX`` for a nested one), the length only."""
+    ``cfg["opt"]["lr"] = 0.1``: the replay baked the old number in, or loads the old tensor).  A list's entries up
+    to the length it had when ``lens`` (id -> length) first saw it, and of those appended since only the ones that
+    are no Python number: a counter the function appends numbers to (a Python side effect, run at the capture
+    only) keeps its key, a tensor appended (``buf[-1]``) changes it.  Past ``_CONTENTS_MAX`` entries (``_NESTED_MAX``
+    for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if isinstance(o, list):
@@ -142,15 +141,20 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         if n > most:
             return n
         tail: tuple = ()
-        n0 = lens.get(id(o)) if lens else None
-        if n0 is not None and n > n0:  # the function's own appends: the tensors and objects only (buf[-1])
-            tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
-            o = o[:n0]
-        return tuple([v if v.__class__ in scalars else _entry(v, names, depth, lens) for v in o]) + tail
+        if lens is not None:
+            n0 = lens.get(id(o))
+            if n0 is None:
+                if len(lens) > 1024:
+                    lens.clear()
+                n0 = lens[id(o)] = n
+            if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
+                tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
+                o = o[:n0]
+        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
     if isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth, lens)) for k, v in o.items()])
+        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
     d = getattr(o, "__dict__", None)
     if not names or not isinstance(d, dict):
         return None
@@ -159,7 +163,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for n in names:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth, lens)))
+            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
@@ -167,11 +171,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     return tuple(out)
 
 
-def _entry(v: Any, names: tuple, depth: int, lens: dict | None = None) -> Any:
+def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its identity, and one level further when ``depth``
     allows and it is a dict, a list or a plain object."""
     if depth and _opened(v):
-        return (id(v), contents(v, names, lens, depth - 1))
+        return (id(v), contents(v, names, None, depth - 1))
     return id(v)
 
 
@@ -180,7 +184,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
     changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
     the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
     deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
-    lists the function appends to itself), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
+    caller's memory of list lengths), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
     out: list = []
     for o in objs:
         c = o.__class__
@@ -193,34 +197,6 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
     return tuple(out)
-
-
-def lists_of(objs: list) -> list:
-    """The lists among ``objs`` and among the entries (attributes) of the dicts, lists and plain objects there, with
-    their lengths (before a capture: see :func:`grown_lists`)."""
-    out = []
-    for o in objs:
-        if isinstance(o, list):
-            out.append((o, len(o)))
-            vals: Any = o if len(o) <= _CONTENTS_MAX else ()
-        elif isinstance(o, dict):
-            vals = o.values() if len(o) <= _CONTENTS_MAX else ()
-        elif _opened(o) and isinstance(getattr(o, "__dict__", None), dict):
-            vals = list(o.__dict__.values())
-        else:
-            continue
-        out.extend((v, len(v)) for v in vals if isinstance(v, list))
-    return out
-
-
-def grown_lists(before: list, lens: dict) -> None:
-    """Note in ``lens`` (id -> length before) the lists of ``before`` (:func:`lists_of`) that the call appended to:
-    their appended numbers are the function's own side effect, not its input (see :func:`contents`)."""
-    for o, n in before:
-        if len(o) > n and id(o) not in lens:
-            if len(lens) > 1024:
-                lens.clear()
-            lens[id(o)] = n
 
 
 def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:

@@ -145,17 +145,14 @@ class _Entry:
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
-            host_fusion: bool | None = None, root_key: Callable[[], tuple] | None = None,
-            lens: dict | None = None) -> tuple[Any, _Entry]:
+            host_fusion: bool | None = None, root_key: Callable[[], tuple] | None = None) -> tuple[Any, _Entry]:
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
     ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
-    guards.check_module_writes); ``lens``: where the lists the call appends to are noted (guards.grown_lists)."""
+    guards.check_module_writes)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
     rec.host_fusion = hostfuse.requested(host_fusion)
-    objs = _guards.roots(fn, args, kwargs)
-    rec.iterators = iterators_of(objs)
-    lists = _guards.lists_of(objs) if lens is not None else []
+    rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
     _find_hab_users()
     rec.install()
     try:
@@ -163,8 +160,6 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         result = fn(*args, **kwargs)
         _guards.check_module_writes(rec, modules, before[0])
-        if lens is not None and lists:
-            _guards.grown_lists(lists, lens)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
                             "reads, which a replay would not repeat")
