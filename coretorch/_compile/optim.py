@@ -32,7 +32,7 @@ from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import replay as _replay
-from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, table_of
+from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, _tensor_key, table_of
 from .config import config
 from .symbolic import Sym
 
@@ -185,7 +185,10 @@ class OptimizerReplay:
                 d = opt.state.get(p)
                 for k, t in (d or {}).items():
                     if isinstance(t, Tensor):
-                        rec.paths.append(Path(f"{o}.state[{c}][{k!r}]", _state_getter(opt, p, k), True))
+                        expr = f"{o}.state[{c}][{k!r}]"
+                        rec.paths.append(Path(expr, _state_getter(opt, p, k), True))
+                        # its shape, dtype and device (``load_state_dict`` moves state to the parameter's device)
+                        pro.append(f"if TKEY({expr}) != {rec.const(_tensor_key(t))}: raise MISMATCH(False)")
         rec.snapshot()
         rec.refresh_owners()
         rec._owners0 = set(rec.owner)

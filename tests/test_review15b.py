@@ -1,0 +1,76 @@
+"""Review 15b of coretorch.compile: state a compiled *training* step reads that changed between calls (optimizer
+state and hyper-parameters, frozen parameters, schedulers, training-loop patterns), on every installed device.
+Each test runs the same calls eagerly and compiled and compares the losses and parameters (cpu: bitwise; other
+devices: within float32 rounding)."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+
+
+def _data(device, n=4):
+    g = np.random.default_rng(0)
+    return [(torch.tensor(g.standard_normal((8, 12)).astype(np.float32), device=device),
+             torch.tensor(g.integers(0, 3, 8), device=device)) for _ in range(n)]
+
+
+def _mlp(device):
+    return nn.Sequential(nn.Linear(12, 8), nn.Tanh(), nn.Linear(8, 3)).to(device)
+
+
+def _train(device, make, calls: int = 8):
+    """``make(device)`` -> (step, params(), args(i), change(i)), built afresh for the eager and the compiled run;
+    the losses of every call and the final parameters of each run."""
+    out = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        step, params, args, change = make(device)
+        f = torch.compile(step) if compiled else step
+        losses = []
+        for i in range(calls):
+            change(i)
+            r = f(*args(i))
+            losses.append(None if r is None else r.detach().cpu().numpy().copy())
+        out.append((losses, [p.detach().float().cpu().numpy() for p in params()]))
+    return out
+
+
+def _assert_same(device, pair):
+    (l0, p0), (l1, p1) = pair
+    same = np.array_equal if device == "cpu" else (lambda a, b: np.allclose(a, b, rtol=1e-5, atol=1e-6))
+    for i, (a, b) in enumerate(zip(l0, l1)):
+        assert (a is None and b is None) or same(a, b), f"loss of call {i}: eager {a} compiled {b}"
+    for i, (a, b) in enumerate(zip(p0, p1)):
+        assert same(a, b), f"parameter {i}: max difference {np.abs(a - b).max()}"
+
+
+def test_optimizer_state_moved_to_another_device_by_load_state_dict(device):
+    """NAdam keeps ``mu_product`` a cpu tensor; ``opt.load_state_dict(saved)`` moves it to the parameters' device
+    (as PyTorch's, every state entry but ``step``).  The optimizer replay kept running the cpu kernels recorded
+    for it on the new device's array (opencl: numpy's ``TypeError: return arrays must be of ArrayType``): the
+    state tensors' shape, dtype and device were no check of the replay."""
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.NAdam(m.parameters(), lr=0.01)
+        data, saved = _data(dev), {}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i == 2:
+                saved["s"] = copy.deepcopy(opt.state_dict())
+            if i == 5:
+                opt.load_state_dict(saved["s"])
+        return step, m.parameters, lambda i: data[i % 4], change
+    _assert_same(device, _train(device, make))
