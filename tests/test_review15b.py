@@ -74,3 +74,47 @@ def test_optimizer_state_moved_to_another_device_by_load_state_dict(device):
                 opt.load_state_dict(saved["s"])
         return step, m.parameters, lambda i: data[i % 4], change
     _assert_same(device, _train(device, make))
+
+
+@pytest.mark.parametrize("sched", ["StepLR", "OneCycleLR", "CosineAnnealingWarmRestarts", "LambdaLR"])
+def test_a_scheduler_stepped_inside_the_step(device, sched):
+    """``scheduler.step()`` inside the compiled step (an eager segment of the replay).  The replay called the
+    capture's patched ``step`` (the recorder's wrapper, bound at the capture), which recorded the segment again into
+    the finished capture at every replay: its constants and lines grew each call (a leak, and a snapshot of the
+    persistent state per call), and on opencl the lowered replay, built for the capture's constants, then failed
+    (``TypeError: _build() takes 47 positional arguments but 49 were given``)."""
+    LS = torch.optim.lr_scheduler
+    makers = {"StepLR": lambda o: LS.StepLR(o, 2, 0.5), "OneCycleLR": lambda o: LS.OneCycleLR(o, 0.1, total_steps=20),
+              "CosineAnnealingWarmRestarts": lambda o: LS.CosineAnnealingWarmRestarts(o, 3, 2),
+              "LambdaLR": lambda o: LS.LambdaLR(o, lambda e: 1.0 / (e + 1))}
+    fns = []
+
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        s = makers[sched](opt)
+        data = _data(dev)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            s.step()
+            return loss
+        fns.append((step, opt))
+        return step, m.parameters, lambda i: data[i % 4], lambda i: None
+    _assert_same(device, _train(device, make, 10))
+    # the replays record nothing: only the captures record the segments (the optimizer's and the scheduler's)
+    from coretorch._compile import capture
+    seen = []
+    orig = capture.Recorder._segment
+    f = torch.compile(fns[1][0])
+    x, y = _data(device, 1)[0]
+    capture.Recorder._segment = lambda self, *a: (seen.append(a), orig(self, *a))[1]
+    try:
+        for _ in range(6):
+            f(x, y)
+    finally:
+        capture.Recorder._segment = orig
+    assert f.replays >= 4 and len(seen) == 2 * (6 - f.replays), (len(seen), f.replays)  # optimizer and scheduler

@@ -28,6 +28,7 @@ import gc
 import os
 import re
 import sys
+import types
 from threading import Lock, get_ident
 from typing import Any, Callable
 
@@ -463,7 +464,9 @@ class Recorder:
         def step(sched, *args, **kwargs):
             if not rec.active or rec.breaks or get_ident() != rec.thread:
                 return orig(sched, *args, **kwargs)
-            rec._segment(getattr(sched, "step"), args, kwargs)
+            # the replay calls the scheduler's own step, not this wrapper (bound at the capture, it would record the
+            # segment again into the finished capture at every replay)
+            rec._segment(types.MethodType(orig, sched), args, kwargs)
             try:
                 return orig(sched, *args, **kwargs)
             finally:
