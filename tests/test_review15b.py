@@ -118,3 +118,28 @@ def test_a_scheduler_stepped_inside_the_step(device, sched):
     finally:
         capture.Recorder._segment = orig
     assert f.replays >= 4 and len(seen) == 2 * (6 - f.replays), (len(seen), f.replays)  # optimizer and scheduler
+
+
+@pytest.mark.parametrize("avg", ["swa", "ema"])
+def test_averaged_model_updated_inside_the_step(device, avg):
+    """``swa_model.update_parameters(model)`` inside the compiled step (after ``opt.step()``): it reads
+    ``n_averaged`` on the host, a counter that changes every call.  The capture made it a checked read, so the first
+    replay raised ``RuntimeError: ... differs in this call after persistent state was already written`` where eager
+    runs (a host read of a value that changes every step is a graph break, as GradScaler's scale)."""
+    from coretorch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        am = AveragedModel(m, multi_avg_fn=get_ema_multi_avg_fn(0.9) if avg == "ema" else None)
+        data = _data(dev)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            am.update_parameters(m)
+            return loss
+        return step, lambda: [*m.parameters(), *am.parameters(), am.n_averaged], lambda i: data[i % 4], lambda i: None
+    _assert_same(device, _train(device, make))
