@@ -143,3 +143,39 @@ def test_averaged_model_updated_inside_the_step(device, avg):
             return loss
         return step, lambda: [*m.parameters(), *am.parameters(), am.n_averaged], lambda i: data[i % 4], lambda i: None
     _assert_same(device, _train(device, make))
+
+
+@pytest.mark.filterwarnings("ignore:coretorch.compile.*recompile_limit")
+@pytest.mark.parametrize("how", ["len in the step", "appended outside, last read"])
+def test_a_list_the_step_reads_that_grows(device, how):
+    """Gradient accumulation on the length of a list the step appends to (``hist.append(1); if len(hist) % 3 ==
+    0: opt.step()``), or a step reading the last entry of a list the loop appends numbers to (``lrs.append(lr)``
+    outside, ``scale = lrs[-1]`` inside).  Numbers appended to a list after the guards first saw it were no guard (a
+    counter only appended to keeps its replay), so the replay kept the capture's length or last entry: it stepped
+    the optimizer at the wrong calls, or scaled by the first number."""
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        data, hist, lrs = _data(dev), [], [1.0]
+
+        def step_len(x, y):
+            loss = F.cross_entropy(m(x), y) / 3
+            loss.backward()
+            hist.append(1)
+            if len(hist) % 3 == 0:
+                opt.step()
+                opt.zero_grad()
+            return loss
+
+        def step_last(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y) * lrs[-1]
+            loss.backward()
+            opt.step()
+            return loss
+
+        def change(i):
+            if i:
+                lrs.append(1.0 / (i + 1))
+        return (step_len if how == "len in the step" else step_last), m.parameters, lambda i: data[i % 4], change
+    _assert_same(device, _train(device, make, 10))

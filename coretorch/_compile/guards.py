@@ -1,6 +1,7 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+import dis
 import hashlib
 from functools import partial as _partial
 from operator import attrgetter
@@ -179,12 +180,13 @@ def _entry(v: Any, names: tuple, depth: int) -> Any:
     return id(v)
 
 
-def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
+def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: frozenset = frozenset()) -> tuple:
     """What identifies the roots for the cache: Python numbers, strings, None by value (a global ``SCALE = 2.0``
     changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
     the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
     deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
-    caller's memory of list lengths), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
+    caller's memory of list lengths, for the lists among ``appends`` (ids, see :func:`appended`) only: any other
+    list by its length and entries), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
     out: list = []
     for o in objs:
         c = o.__class__
@@ -193,7 +195,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
         else:
             out.append(id(o))
             if _opened(o):
-                out.append(contents(o, names, lens))
+                out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
     return tuple(out)
@@ -227,6 +229,87 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                 names.update(attribute_names(v, depth - 1, seen))
     return tuple(sorted(names))
+
+
+_LOADS = frozenset(("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_NAME",
+                    "LOAD_ATTR", "LOAD_METHOD"))
+
+
+def _name_uses(code: Any, appends: set, reads: set) -> None:
+    """The names ``code`` and its nested code objects load only to call ``.append`` on (``appends``) and those they
+    load for anything else (``reads``: ``len(hist)``, ``hist[-1]``, ``for v in hist``, passing it on)."""
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    for i, x in enumerate(ins):
+        if x.opname in _LOADS and isinstance(x.argval, str):
+            nxt = ins[i + 1] if i + 1 < len(ins) else None
+            if nxt is not None and nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval == "append":
+                appends.add(x.argval)
+            else:
+                reads.add(x.argval)
+        elif x.opname.startswith("LOAD_FAST_LOAD_FAST"):  # (3.13: two names at once)
+            reads.update(a for a in (x.argval if isinstance(x.argval, tuple) else ()) if isinstance(a, str))
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _name_uses(c, appends, reads)
+
+
+def append_names(fn: Any, depth: int = 2) -> frozenset:
+    """The names the code of ``fn`` (and of the plain Python functions it calls by a global name or holds in its
+    closure, ``depth`` levels down) uses only as ``name.append(...)``: a list held there is a counter or a log the
+    function only appends to, whose numbers appended since :func:`contents` first saw it are no guard (a replay
+    keeps running).  A list the code also reads (``if len(hist) % 4 == 0: opt.step()``, ``hist[-1]``) is keyed by
+    its length and every entry: the replay would have baked the length of the capture in."""
+    appends: set = set()
+    reads: set = set()
+    seen: set = set()
+
+    def walk(f: Any, depth: int) -> None:
+        f = f.func if isinstance(f, _partial) else f
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen:
+            return
+        seen.add(id(code))
+        _name_uses(code, appends, reads)
+        if depth:
+            g = f.__globals__
+            helpers = [g[n] for n in _code_names(code, set()) if n in g]
+            for cell in f.__closure__ or ():
+                try:
+                    helpers.append(cell.cell_contents)
+                except ValueError:
+                    pass
+            for v in helpers:
+                if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                    walk(v, depth - 1)
+    walk(fn, depth)
+    return frozenset(appends - reads)
+
+
+def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset) -> frozenset:
+    """The ids of the lists among the roots (see :func:`roots`) held by one of ``names`` (:func:`append_names`):
+    an argument, a bound method's ``self`` attribute, a closure cell or a global of that name."""
+    if not names:
+        return frozenset()
+    out: set = set()
+    f = fn.func if isinstance(fn, _partial) else fn
+    if hasattr(f, "__func__"):
+        out.update(id(v) for n, v in getattr(f.__self__, "__dict__", {}).items() if n in names)
+        f = f.__func__
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return frozenset()
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    out.update(id(a) for n, a in zip(params[1:] if hasattr(fn, "__func__") else params, args) if n in names)
+    out.update(id(v) for n, v in kwargs.items() if n in names)
+    for n, cell in zip(code.co_freevars, f.__closure__ or ()):
+        if n in names:
+            try:
+                out.add(id(cell.cell_contents))
+            except ValueError:
+                pass
+    out.update(id(d[n]) for d, n in gnames if n in names and n in d)
+    return frozenset(out)
 
 
 def _code_names(code: Any, out: set) -> set:
