@@ -179,3 +179,40 @@ def test_a_list_the_step_reads_that_grows(device, how):
                 lrs.append(1.0 / (i + 1))
         return (step_len if how == "len in the step" else step_last), m.parameters, lambda i: data[i % 4], change
     _assert_same(device, _train(device, make, 10))
+
+
+@pytest.mark.parametrize("change", ["load_state_dict", "state.clear()", "entry replaced"])
+@pytest.mark.parametrize("opt_name", ["sgd-momentum", "adam"])
+def test_the_step_reads_optimizer_state_that_was_replaced(device, opt_name, change):
+    """The step's own code reads an optimizer state tensor (``opt.state[w]["exp_avg"]``, ``["step"]``: a logged
+    statistic, a warm-up on the step count), and the state's tensors are new ones after the capture
+    (``opt.load_state_dict(saved)``, ``opt.state.clear()``, an entry replaced).  The replay kept reading the
+    capture's tensor object (found by its referrers, not by its place in ``opt.state``): a stale value."""
+    cls, kw, key = {"sgd-momentum": (torch.optim.SGD, dict(lr=0.1, momentum=0.9), "momentum_buffer"),
+                    "adam": (torch.optim.Adam, dict(lr=0.01), "exp_avg")}[opt_name]
+
+    def make(dev):
+        m = _mlp(dev)
+        opt = cls(m.parameters(), **kw)
+        data, saved = _data(dev), {}
+        w = m[0].weight
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach() + opt.state[w][key].abs().sum()
+
+        def ch(i):
+            if i == 2:
+                saved["s"] = copy.deepcopy(opt.state_dict())
+            if i == 5:
+                if change == "load_state_dict":
+                    opt.load_state_dict(saved["s"])
+                elif change == "state.clear()":
+                    opt.state.clear()
+                else:
+                    opt.state[w][key] = opt.state[w][key].clone() * 2
+        return step, m.parameters, lambda i: data[i % 4], ch
+    _assert_same(device, _train(device, make))

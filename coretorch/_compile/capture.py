@@ -148,6 +148,7 @@ class Recorder:
         self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
+        self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
@@ -585,9 +586,21 @@ class Recorder:
         for ref in gc.get_referrers(*[p[1] for p in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
                 owners[id(ref._data)] = ref
+        # an optimizer's state tensor the step's own code reads (``opt.state[w]["exp_avg"]``): loaded from its place
+        # in ``opt.state`` (``load_state_dict``, ``state.clear()`` put new tensors there; the replay read the old)
+        states = {id(t._data): (o, q, k, t) for o in self.optimizers for q, d in list(o.state.items())
+                  if isinstance(d, dict) for k, t in list(d.items()) if isinstance(t, Tensor)
+                  and id(t._data) in arrays}
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
-            if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
+            if key in states:
+                o, q, k, t = states[key]
+                co, cq = self.const(o), self.const(q)
+                self.lines[i] = f"{v} = {co}.state[{cq}][{k!r}]._data"
+                # checked first: the entry exists, its shape, dtype and device (else this call runs eagerly)
+                self.checks.append(f"if SKEY({co}, {cq}, {k!r}) != {self.const(_tensor_key(t))}: "
+                                   "raise MISMATCH(False)")
+            elif t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
                 c = self.const(t)
                 self.lines[i] = f"{v} = {c}._data"
                 # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
@@ -628,6 +641,14 @@ def _tensor_key(t: Tensor) -> tuple:
     """What a replay checks first of a tensor whose array it loads without a guard (see ``_resolve_pending``)."""
     d = t._data
     return (d.shape, d.dtype, id(t._be))
+
+
+def _state_key(opt: Any, p: Any, k: str) -> Any:
+    """:func:`_tensor_key` of ``opt.state[p][k]`` (None where it is missing or no tensor): what a replay checks
+    first of an optimizer state tensor the step's code reads."""
+    d = opt.state.get(p)
+    t = d.get(k) if isinstance(d, dict) else None
+    return _tensor_key(t) if isinstance(t, Tensor) else None
 
 
 def _escaped(obj: Any) -> bool:
