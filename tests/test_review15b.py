@@ -216,3 +216,29 @@ def test_the_step_reads_optimizer_state_that_was_replaced(device, opt_name, chan
                     opt.state[w][key] = opt.state[w][key].clone() * 2
         return step, m.parameters, lambda i: data[i % 4], ch
     _assert_same(device, _train(device, make))
+
+
+@pytest.mark.xfail(strict=True, reason="ops/_util.align_devices moves a 0-d cpu tensor to the other operand's device "
+                   "through the host (to_numpy, then from_numpy of a copy): the capture records the to_numpy as a "
+                   "checked read (a constant of the capture) instead of a transfer the replay repeats, so a cpu "
+                   "scalar the step updates (Adam's state['step'] after opt.step(), a cpu counter) differs at the "
+                   "first replay, after state was written: RuntimeError where eager runs")
+def test_a_cpu_step_count_combined_with_device_tensors(device):
+    """On a device other than cpu, the step adds Adam's step count (a 0-d cpu tensor, as PyTorch's) to a device
+    tensor after ``opt.step()``: eager allows a 0-d cpu operand; the replay raised."""
+    if device == "cpu":
+        pytest.skip("a 0-d cpu operand of a cpu op is no transfer")
+
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        data = _data(dev)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach() + opt.state[m[0].weight]["step"]
+        return step, m.parameters, lambda i: data[i % 4], lambda i: None
+    _assert_same(device, _train(device, make))
