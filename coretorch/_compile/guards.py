@@ -292,15 +292,16 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
     if not names:
         return frozenset()
     out: set = set()
-    f = fn.func if isinstance(fn, _partial) else fn
+    f: Any = fn.func if isinstance(fn, _partial) else fn
+    skip = len(fn.args) if isinstance(fn, _partial) else 0  # the parameters a partial binds come first
     if hasattr(f, "__func__"):
         out.update(id(v) for n, v in getattr(f.__self__, "__dict__", {}).items() if n in names)
-        f = f.__func__
+        f, skip = f.__func__, skip + 1
     code = getattr(f, "__code__", None)
     if code is None:
         return frozenset()
     params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    out.update(id(a) for n, a in zip(params[1:] if hasattr(fn, "__func__") else params, args) if n in names)
+    out.update(id(a) for n, a in zip(params[skip:], args) if n in names)
     out.update(id(v) for n, v in kwargs.items() if n in names)
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         if n in names:
