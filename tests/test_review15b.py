@@ -242,3 +242,45 @@ def test_a_cpu_step_count_combined_with_device_tensors(device):
             return loss.detach() + opt.state[m[0].weight]["step"]
         return step, m.parameters, lambda i: data[i % 4], lambda i: None
     _assert_same(device, _train(device, make))
+
+
+class _CountingSGD(torch.optim.Optimizer):
+    """A user optimizer that counts its steps in a Python int in ``state`` (as PyTorch's optimizers once did)."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    st = self.state[p]
+                    st["step"] = st.get("step", 0) + 1
+                    p.add_(p.grad, alpha=-g["lr"] / st["step"])
+
+
+@pytest.mark.filterwarnings("ignore:coretorch.compile.*recompile_limit")
+@pytest.mark.parametrize("how", ["reads a count", "stores a toggle"])
+def test_a_python_number_in_optimizer_state_the_step_uses(device, how):
+    """The step's code reads a Python number from ``opt.state`` (a user optimizer's int step count, for a warm-up
+    of the loss scale), or stores one there (``st["phase"] = 1 - st["phase"]``).  Optimizer state was no guard: the
+    replay kept the captured count (and a toggle flipped back to a captured value replayed without storing it)."""
+    def make(dev):
+        m = _mlp(dev)
+        opt = _CountingSGD(m.parameters())
+        data, w = _data(dev), m[0].weight
+
+        def step(x, y):
+            opt.zero_grad()
+            st = opt.state[w]
+            if how == "reads a count":
+                k = st.get("step", 0)
+            else:
+                k = st["phase"] = 1 - st.get("phase", 0)
+            loss = F.cross_entropy(m(x), y) * (1.0 + k)
+            loss.backward()
+            opt.step()
+            return loss
+        return step, m.parameters, lambda i: data[i % 4], lambda i: None
+    _assert_same(device, _train(device, make))

@@ -330,6 +330,16 @@ def group_numbers(opts: list) -> tuple:
                   for o in opts for g in o.param_groups])
 
 
+def state_numbers(opts: list) -> tuple:
+    """The Python numbers (strings, None) in the optimizers' per-parameter state, for a function whose code reads
+    ``state`` itself (``k = opt.state[w]["step"]`` of an optimizer that counts in a Python int, a number the step
+    stores there): the replay would reuse the captured number.  The state's tensors are loaded at their place (see
+    capture.Recorder._resolve_pending)."""
+    scalars = _SCALAR_SET
+    return tuple([(id(p), k, v) for o in opts for p, d in list(o.state.items()) if isinstance(d, dict)
+                  for k, v in d.items() if v.__class__ in scalars])
+
+
 def _config_like(v: Any) -> bool:
     """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
     optimizer (those are guarded otherwise)."""
