@@ -218,14 +218,12 @@ def test_the_step_reads_optimizer_state_that_was_replaced(device, opt_name, chan
     _assert_same(device, _train(device, make))
 
 
-@pytest.mark.xfail(strict=True, reason="ops/_util.align_devices moves a 0-d cpu tensor to the other operand's device "
-                   "through the host (to_numpy, then from_numpy of a copy): the capture records the to_numpy as a "
-                   "checked read (a constant of the capture) instead of a transfer the replay repeats, so a cpu "
-                   "scalar the step updates (Adam's state['step'] after opt.step(), a cpu counter) differs at the "
-                   "first replay, after state was written: RuntimeError where eager runs")
 def test_a_cpu_step_count_combined_with_device_tensors(device):
     """On a device other than cpu, the step adds Adam's step count (a 0-d cpu tensor, as PyTorch's) to a device
-    tensor after ``opt.step()``: eager allows a 0-d cpu operand; the replay raised."""
+    tensor after ``opt.step()``: eager allows a 0-d cpu operand (``align_devices`` copies it through the host).  The
+    capture recorded that host read as a checked read of a constant, so the count differed at the first replay,
+    after state was written: ``RuntimeError: ... differs in this call after persistent state was already written``
+    where eager runs.  The replay now repeats the transfer."""
     if device == "cpu":
         pytest.skip("a 0-d cpu operand of a cpu op is no transfer")
 
@@ -284,3 +282,19 @@ def test_a_python_number_in_optimizer_state_the_step_uses(device, how):
             return loss
         return step, m.parameters, lambda i: data[i % 4], lambda i: None
     _assert_same(device, _train(device, make))
+
+
+def test_a_cpu_counter_the_step_updates_as_a_device_operand(device):
+    """A 0-d cpu tensor the step increments (``c.add_(1)``) and adds to a device tensor: the replay transfers its
+    value at each call (it raised at the first replay, as above)."""
+    if device == "cpu":
+        pytest.skip("a 0-d cpu operand of a cpu op is no transfer")
+    c = torch.tensor(0.0)
+    x = torch.ones(3, device=device)
+
+    def f(x):
+        c.add_(1)
+        return x * c
+    g = torch.compile(f)
+    outs = [g(x).cpu().numpy() for _ in range(5)]
+    assert [float(o[0]) for o in outs] == [1.0, 2.0, 3.0, 4.0, 5.0] and g.replays >= 3 and float(c) == 5.0

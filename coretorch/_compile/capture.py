@@ -74,6 +74,14 @@ class CaptureBusy(Exception):
     """Raised by :meth:`Recorder.install` while another thread captures: the caller runs eagerly this time."""
 
 
+def host_transfer(host: Any, copy: Any) -> None:
+    """Core code copied the host value ``host`` of an array (just read) to make another device's array of the copy:
+    under a capture the replay repeats the transfer (see :meth:`Recorder.transfer`)."""
+    rec = state["recorder"]
+    if rec is not None and rec.active and get_ident() == rec.thread:
+        rec.transfer(host, copy)
+
+
 def varying_read(why: str) -> None:
     """Core code is about to read a value on the host that changes from call to call (a step counter, GradScaler's
     scale and found_inf) after the step has written state: under a capture this is a graph break, so the call runs
@@ -149,6 +157,7 @@ class Recorder:
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
         self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
+        self._host_reads: dict[int, tuple] = {}  # id(host value) -> (line, source, value) of a checked read
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
@@ -377,9 +386,20 @@ class Recorder:
             self.graph_break("a core op read a whole array back to the host")
             return out
         v = self.read(arr) if isinstance(arr, self._array_types) else self.encode(arr)
+        self._host_reads[id(out)] = (len(self.lines), f"{self.const(kernel)}({v})", out)
         self.lines.append(f"if CHK({self.const(kernel)}({v}), {self.const(value.tobytes())}): "
                           f"raise MISMATCH({self.mutated or self.segments > 0})")
         return out
+
+    def transfer(self, host: Any, copy: Any) -> None:
+        """Core code made ``copy`` of the host value ``host`` it just read, to make another device's array of it
+        (``align_devices``: a 0-d cpu operand): the replay reads it again and transfers it, instead of checking that
+        it is the capture's value (a cpu step count the step updates differed at every replay, after its writes)."""
+        e = self._host_reads.get(id(host))
+        if e is None or e[2] is not host or not self.lines[e[0]].startswith("if CHK("):
+            return
+        i, call, _ = e
+        self.lines[i] = f"{self.new_var(copy)} = {call}"
 
     def checked_host_all_below(self, table, arr, n: int) -> bool:
         if not self.active or get_ident() != self.thread:
