@@ -149,7 +149,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     guards.check_module_writes)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
-    rec.optimizers = list(st[5]) if len(st) > 5 else []
+    # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
+    rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
     rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
     _find_hab_users()
     rec.install()
