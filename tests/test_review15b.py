@@ -298,3 +298,40 @@ def test_a_cpu_counter_the_step_updates_as_a_device_operand(device):
     g = torch.compile(f)
     outs = [g(x).cpu().numpy() for _ in range(5)]
     assert [float(o[0]) for o in outs] == [1.0, 2.0, 3.0, 4.0, 5.0] and g.replays >= 3 and float(c) == 5.0
+
+
+@pytest.mark.filterwarnings("ignore:coretorch.compile.*recompile_limit")
+@pytest.mark.parametrize("how", ["tensors the step appends", "numbers the loop appends"])
+def test_a_deque_the_step_reads(device, how):
+    """A ``collections.deque(maxlen=3)`` window the step reads: loss tensors it appends and averages
+    (``torch.stack(list(window)).mean()``), or numbers the loop appends (``sum(window)``).  A deque was keyed by
+    identity only (lists and dicts by their entries): the replay averaged the capture's tensors, or reused the
+    capture's sum."""
+    import collections
+
+    def make(dev):
+        m = _mlp(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        data, window = _data(dev), collections.deque(maxlen=3)
+
+        def step_tensors(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            window.append(loss.detach())
+            return torch.stack(list(window)).mean()
+
+        def step_numbers(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y) * (1.0 + sum(window))
+            loss.backward()
+            opt.step()
+            return loss
+
+        def change(i):
+            if how == "numbers the loop appends":
+                window.append(float(i))
+        return (step_tensors if how.startswith("tensors") else step_numbers), m.parameters, lambda i: data[i % 4], \
+            change
+    _assert_same(device, _train(device, make))

@@ -1,6 +1,7 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from collections import deque as _deque
 import dis
 import hashlib
 from functools import partial as _partial
@@ -121,7 +122,8 @@ def _opened(o: Any) -> bool:
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list)) or (_config_like(o) and not isinstance(o, (tuple, _ModuleType)))
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque)) or (_config_like(o) and
+                                                               not isinstance(o, (tuple, _ModuleType)))
     return r
 
 
@@ -137,6 +139,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
+    if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
+        return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
         n = len(o)
         if n > most:
