@@ -335,3 +335,33 @@ def test_a_deque_the_step_reads(device, how):
         return (step_tensors if how.startswith("tensors") else step_numbers), m.parameters, lambda i: data[i % 4], \
             change
     _assert_same(device, _train(device, make))
+
+
+@pytest.mark.parametrize("opt_name", ["sgd-momentum", "adam"])
+def test_cleared_state_of_a_frozen_parameter_stays_empty(device, opt_name):
+    """``layer.requires_grad_(False)`` and ``opt.state.clear()`` between compiled steps: the optimizer replay's
+    first load, ``opt.state[p]["momentum_buffer"]``, created an empty state entry for the frozen parameter in the
+    ``defaultdict`` before its check failed, so ``opt.state_dict()["state"]`` had an entry eager's has not."""
+    cls, kw = {"sgd-momentum": (torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+               "adam": (torch.optim.Adam, dict(lr=0.01))}[opt_name]
+    keys = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _mlp(device)
+        opt = cls(m.parameters(), **kw)
+        data = _data(device)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        for i in range(8):
+            if i == 4:
+                m[0].requires_grad_(False)
+                opt.state.clear()
+            f(*data[i % 4])
+        keys.append(sorted(opt.state_dict()["state"]))
+    assert keys[0] == keys[1]

@@ -187,8 +187,10 @@ class OptimizerReplay:
                     if isinstance(t, Tensor):
                         expr = f"{o}.state[{c}][{k!r}]"
                         rec.paths.append(Path(expr, _state_getter(opt, p, k), True))
-                        # its shape, dtype and device (``load_state_dict`` moves state to the parameter's device)
-                        pro.append(f"if TKEY({expr}) != {rec.const(_tensor_key(t))}: raise MISMATCH(False)")
+                        # its shape, dtype and device (``load_state_dict`` moves state to the parameter's device),
+                        # checked before any load: a missing entry (``opt.state.clear()``) must not be created by
+                        # the defaultdict's lookup (an empty state the eager step would not have made)
+                        pro.append(f"if SKEY({o}, {c}, {k!r}) != {rec.const(_tensor_key(t))}: raise MISMATCH(False)")
         rec.snapshot()
         rec.refresh_owners()
         rec._owners0 = set(rec.owner)
