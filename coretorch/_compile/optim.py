@@ -32,7 +32,7 @@ from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import replay as _replay
-from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, _tensor_key, table_of
+from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, table_of
 from .config import config
 from .symbolic import Sym
 
@@ -185,12 +185,9 @@ class OptimizerReplay:
                 d = opt.state.get(p)
                 for k, t in (d or {}).items():
                     if isinstance(t, Tensor):
-                        expr = f"{o}.state[{c}][{k!r}]"
-                        rec.paths.append(Path(expr, _state_getter(opt, p, k), True))
-                        # its shape, dtype and device (``load_state_dict`` moves state to the parameter's device),
-                        # checked before any load: a missing entry (``opt.state.clear()``) must not be created by
-                        # the defaultdict's lookup (an empty state the eager step would not have made)
-                        pro.append(f"if SKEY({o}, {c}, {k!r}) != {rec.const(_tensor_key(t))}: raise MISMATCH(False)")
+                        # (``.get``: a missing entry after ``opt.state.clear()`` fails the prologue's load; the
+                        # defaultdict's lookup created an empty state the eager step would not have made)
+                        rec.paths.append(Path(f"{o}.state.get({c})[{k!r}]", _state_getter(opt, p, k), True))
         rec.snapshot()
         rec.refresh_owners()
         rec._owners0 = set(rec.owner)
@@ -290,8 +287,30 @@ def _merge_adam_steps(rec: Recorder) -> None:
         rec.launches -= len(run) - 1
 
 
+_STATE_LOAD = re.compile(r"^(a\d+) = OPT\.state\.get\(c\d+\)\['[^']*'\]\._data$")
+
+
+def _check_state_loads(rec: Recorder) -> None:
+    """After each prologue load of a state tensor's array, a check of its array type (the device's), dtype and
+    shape: ``load_state_dict`` moves state to the parameter's device (NAdam's cpu ``mu_product`` to opencl: the
+    recorded cpu kernels ran on the opencl array)."""
+    arrays = {id(a): a for a in rec.keep}
+    names = {v: arrays.get(k) for k, v in rec.var.items()}
+    out = []
+    for ln in rec.pro:
+        out.append(ln)
+        m = _STATE_LOAD.match(ln)
+        a = names.get(m.group(1)) if m else None
+        if m and a is not None:
+            v = m.group(1)
+            out.append(f"if {v}.__class__ is not {rec.const(type(a))} or {v}.dtype != {rec.const(a.dtype)} or "
+                       f"{v}.shape != {rec.const(tuple(a.shape))}: raise MISMATCH(False)")
+    rec.pro[:] = out
+
+
 def _build(rec: Recorder) -> tuple[Any, str]:
     _merge_adam_steps(rec)
+    _check_state_loads(rec)
     pro = "\n".join(f"            {ln}" for ln in rec.pro + rec.checks)
     pl = _replay._plan_of(rec, 0, None, set())
     body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))
