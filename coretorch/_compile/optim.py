@@ -303,7 +303,7 @@ def _check_state_loads(rec: Recorder) -> None:
         a = names.get(m.group(1)) if m else None
         if m and a is not None:
             v = m.group(1)
-            out.append(f"if {v}.__class__ is not {rec.const(type(a))} or {v}.dtype != {rec.const(a.dtype)} or "
+            out.append(f"if {v}.__class__ is not {rec.const(type(a))} or {v}.dtype is not {rec.const(a.dtype)} or "
                        f"{v}.shape != {rec.const(tuple(a.shape))}: raise MISMATCH(False)")
     rec.pro[:] = out
 
