@@ -546,10 +546,9 @@ def test_next_of_an_iterator_made_inside_the_step_still_replays(device):
     assert f.replays == 3
 
 
-@pytest.mark.xfail(strict=True, reason="numbers appended to a root list after it was first seen are not guarded (a "
-                   "counter the step appends to keeps its replay): lst[-1] of numbers the caller appends is stale")
 def test_the_last_number_of_a_list_grown_by_the_caller(device):
-    """``lrs[-1]`` of a list of numbers the caller appends to: the replay keeps the captured number."""
+    """``lrs[-1]`` of a list of numbers the caller appends to: the replay kept the captured number (numbers appended
+    to a root list were no guard; now only for a list the step's code only appends to, see guards.append_names)."""
     def make():
         lrs = [1.0]
 

@@ -58,3 +58,37 @@ def test_in_place_ops_on_persistent_tensors_made_to_share_memory(device, op):
         assert (e is None) == (c is None)
         if e is not None:
             _close(device, e, c)
+
+
+def test_a_list_the_caller_appends_numbers_to_inside_a_dict(device):
+    """``cfg["lrs"][-1]`` where the caller appends numbers: the nested list is keyed by all its entries, so each new
+    number captures again."""
+    cfg = {"lrs": [1.0]}
+
+    def fn(x):
+        return x * cfg["lrs"][-1]
+    f = torch.compile(fn)
+    x = torch.ones(3, device=device)
+    for i in range(5):
+        cfg["lrs"].append(float(i + 2))
+        assert np.array_equal(f(x).cpu().numpy(), np.full(3, float(i + 2), np.float32))
+
+
+@pytest.mark.parametrize("where", ["dict entry", "object attribute"])
+def test_a_nested_list_the_step_appends_to(device, where):
+    """A list one level down (``log["calls"]``, ``trainer.calls``) that the step appends to: each call's append
+    happens, as in eager (the step's code reads ``log``/``trainer`` itself, so the list is keyed and the call that
+    grows it is a graph break), and the results are eager's."""
+    class Trainer:
+        def __init__(self):
+            self.calls = []
+    log, trainer = {"calls": []}, Trainer()
+    calls = log["calls"] if where == "dict entry" else trainer.calls
+
+    def fn(x):
+        (log["calls"] if where == "dict entry" else trainer.calls).append(float(len(calls)))
+        return x * 2
+    f = torch.compile(fn)
+    for i in range(5):
+        assert np.array_equal(f(torch.ones(3, device=device)).cpu().numpy(), np.full(3, 2.0, np.float32))
+    assert calls == [0.0, 1.0, 2.0, 3.0, 4.0]

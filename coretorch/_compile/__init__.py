@@ -66,7 +66,9 @@ class CompiledFunction:
         self._gnames: list | None = None
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
         self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
+        self._append_names: frozenset = frozenset()  # names the code only appends to (see guards.append_names)
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
+        self._states = False  # whether the code reads an attribute ``state`` (see guards.state_numbers)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
@@ -83,16 +85,30 @@ class CompiledFunction:
 
     def _root_key(self, args: tuple, kwargs: dict):
         """The roots' part of the cache key, as _lookup takes it (for a capture to tell whether the call wrote it)."""
-        return lambda: _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
-                                        self._lens)
+        def now() -> tuple:
+            rk = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames, self._lens,
+                                  self._appended(args, kwargs))
+            if not self._states:
+                return rk
+            # (a number the call stores in optimizer state the code reads: a replay would not store it)
+            opts = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))[4]
+            return rk, _guards.state_numbers(opts)
+        return now
+
+    def _appended(self, args: tuple, kwargs: dict) -> frozenset:
+        """The lists among the roots the function only appends to (see guards.append_names)."""
+        assert self._gnames is not None
+        return _guards.appended(self._orig_fn, args, kwargs, self._gnames, self._append_names)
 
     def _lookup(self, args: tuple, kwargs: dict):
         if self._gnames is None:
             self._gnames = _guards.global_names(self._orig_fn)
             self._anames = _guards.attribute_names(self._orig_fn)
             self._groups = "param_groups" in self._anames
+            self._states = "state" in self._anames
+            self._append_names = _guards.append_names(self._orig_fn)
         rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
-                               self._lens)
+                               self._lens, self._appended(args, kwargs))
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None
@@ -109,6 +125,8 @@ class CompiledFunction:
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)
+        if self._states:  # the function reads optimizer state itself (a Python step count)
+            k += (_guards.state_numbers(st[5]),)
         return lv, st, k
 
     def __call__(self, *args, **kwargs):

@@ -28,6 +28,7 @@ import gc
 import os
 import re
 import sys
+import types
 from threading import Lock, get_ident
 from typing import Any, Callable
 
@@ -71,6 +72,14 @@ LOAD_LINE = re.compile(r"^(a\d+) = ([\w\[\]'\". ]*\._data)$")
 
 class CaptureBusy(Exception):
     """Raised by :meth:`Recorder.install` while another thread captures: the caller runs eagerly this time."""
+
+
+def host_transfer(host: Any, copy: Any) -> None:
+    """Core code copied the host value ``host`` of an array (just read) to make another device's array of the copy:
+    under a capture the replay repeats the transfer (see :meth:`Recorder.transfer`)."""
+    rec = state["recorder"]
+    if rec is not None and rec.active and get_ident() == rec.thread:
+        rec.transfer(host, copy)
 
 
 def varying_read(why: str) -> None:
@@ -147,6 +156,8 @@ class Recorder:
         self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
+        self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
+        self._host_reads: dict[int, tuple] = {}  # id(host value) -> (line, source, value) of a checked read
         self.snap: dict[str, tuple[Any, Any]] = {}
         self.breaks: list[str] = []
         self.launches = 0
@@ -376,9 +387,20 @@ class Recorder:
             self.graph_break("a core op read a whole array back to the host")
             return out
         v = self.read(arr) if isinstance(arr, self._array_types) else self.encode(arr)
+        self._host_reads[id(out)] = (len(self.lines), f"{self.const(kernel)}({v})", out)
         self.lines.append(f"if CHK({self.const(kernel)}({v}), {self.const(value.tobytes())}): "
                           f"raise MISMATCH({self.mutated or self.segments > 0})")
         return out
+
+    def transfer(self, host: Any, copy: Any) -> None:
+        """Core code made ``copy`` of the host value ``host`` it just read, to make another device's array of it
+        (``align_devices``: a 0-d cpu operand): the replay reads it again and transfers it, instead of checking that
+        it is the capture's value (a cpu step count the step updates differed at every replay, after its writes)."""
+        e = self._host_reads.get(id(host))
+        if e is None or e[2] is not host or not self.lines[e[0]].startswith("if CHK("):
+            return
+        i, call, _ = e
+        self.lines[i] = f"{self.new_var(copy)} = {call}"
 
     def checked_host_all_below(self, table, arr, n: int) -> bool:
         if not self.active or get_ident() != self.thread:
@@ -464,7 +486,9 @@ class Recorder:
         def step(sched, *args, **kwargs):
             if not rec.active or rec.breaks or get_ident() != rec.thread:
                 return orig(sched, *args, **kwargs)
-            rec._segment(getattr(sched, "step"), args, kwargs)
+            # the replay calls the scheduler's own step, not this wrapper (bound at the capture, it would record the
+            # segment again into the finished capture at every replay)
+            rec._segment(types.MethodType(orig, sched), args, kwargs)
             try:
                 return orig(sched, *args, **kwargs)
             finally:
@@ -583,9 +607,21 @@ class Recorder:
         for ref in gc.get_referrers(*[p[1] for p in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
                 owners[id(ref._data)] = ref
+        # an optimizer's state tensor the step's own code reads (``opt.state[w]["exp_avg"]``): loaded from its place
+        # in ``opt.state`` (``load_state_dict``, ``state.clear()`` put new tensors there; the replay read the old)
+        states = {id(t._data): (o, q, k, t) for o in self.optimizers for q, d in list(o.state.items())
+                  if isinstance(d, dict) for k, t in list(d.items()) if isinstance(t, Tensor)
+                  and id(t._data) in arrays}
         for key, (i, a, v) in arrays.items():
             t = owners.get(key)
-            if t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
+            if key in states:
+                o, q, k, t = states[key]
+                co, cq = self.const(o), self.const(q)
+                self.lines[i] = f"{v} = {co}.state[{cq}][{k!r}]._data"
+                # checked first: the entry exists, its shape, dtype and device (else this call runs eagerly)
+                self.checks.append(f"if SKEY({co}, {cq}, {k!r}) != {self.const(_tensor_key(t))}: "
+                                   "raise MISMATCH(False)")
+            elif t is not None:  # a persistent tensor the roots did not show (a plain attribute): its array at replay
                 c = self.const(t)
                 self.lines[i] = f"{v} = {c}._data"
                 # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
@@ -626,6 +662,14 @@ def _tensor_key(t: Tensor) -> tuple:
     """What a replay checks first of a tensor whose array it loads without a guard (see ``_resolve_pending``)."""
     d = t._data
     return (d.shape, d.dtype, id(t._be))
+
+
+def _state_key(opt: Any, p: Any, k: str) -> Any:
+    """:func:`_tensor_key` of ``opt.state[p][k]`` (None where it is missing or no tensor): what a replay checks
+    first of an optimizer state tensor the step's code reads."""
+    d = opt.state.get(p)
+    t = d.get(k) if isinstance(d, dict) else None
+    return _tensor_key(t) if isinstance(t, Tensor) else None
 
 
 def _escaped(obj: Any) -> bool:

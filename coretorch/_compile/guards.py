@@ -1,6 +1,8 @@
 """Guards: what must be equal for a recorded step to replay (PyTorch's dynamo guards, kept small)."""
 from __future__ import annotations
 
+from collections import deque as _deque
+import dis
 import hashlib
 from functools import partial as _partial
 from operator import attrgetter
@@ -120,7 +122,8 @@ def _opened(o: Any) -> bool:
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list)) or (_config_like(o) and not isinstance(o, (tuple, _ModuleType)))
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque)) or (_config_like(o) and
+                                                               not isinstance(o, (tuple, _ModuleType)))
     return r
 
 
@@ -136,6 +139,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
+    if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
+        return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
         n = len(o)
         if n > most:
@@ -179,12 +184,13 @@ def _entry(v: Any, names: tuple, depth: int) -> Any:
     return id(v)
 
 
-def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
+def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: frozenset = frozenset()) -> tuple:
     """What identifies the roots for the cache: Python numbers, strings, None by value (a global ``SCALE = 2.0``
     changed to 3.0 is another capture: a replay would reuse the number it baked in), anything else by identity, and
     the entries of dicts and lists among them and the attributes ``names`` of plain objects among them, one level
     deep (:func:`contents`: a closure's ``cfg = {"scale": 2.0}`` changed, a tensor in it replaced; ``lens``: the
-    caller's memory of list lengths), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
+    caller's memory of list lengths, for the lists among ``appends`` (ids, see :func:`appended`) only: any other
+    list by its length and entries), and the values of numpy arrays among them up to ``_NDARRAY_MAX`` bytes."""
     out: list = []
     for o in objs:
         c = o.__class__
@@ -193,7 +199,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None) -> tuple:
         else:
             out.append(id(o))
             if _opened(o):
-                out.append(contents(o, names, lens))
+                out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
     return tuple(out)
@@ -229,6 +235,88 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     return tuple(sorted(names))
 
 
+_LOADS = frozenset(("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_NAME",
+                    "LOAD_ATTR", "LOAD_METHOD"))
+
+
+def _name_uses(code: Any, appends: set, reads: set) -> None:
+    """The names ``code`` and its nested code objects load only to call ``.append`` on (``appends``) and those they
+    load for anything else (``reads``: ``len(hist)``, ``hist[-1]``, ``for v in hist``, passing it on)."""
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    for i, x in enumerate(ins):
+        if x.opname in _LOADS and isinstance(x.argval, str):
+            nxt = ins[i + 1] if i + 1 < len(ins) else None
+            if nxt is not None and nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval == "append":
+                appends.add(x.argval)
+            else:
+                reads.add(x.argval)
+        elif x.opname.startswith("LOAD_FAST_LOAD_FAST"):  # (3.13: two names at once)
+            reads.update(a for a in (x.argval if isinstance(x.argval, tuple) else ()) if isinstance(a, str))
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _name_uses(c, appends, reads)
+
+
+def append_names(fn: Any, depth: int = 2) -> frozenset:
+    """The names the code of ``fn`` (and of the plain Python functions it calls by a global name or holds in its
+    closure, ``depth`` levels down) uses only as ``name.append(...)``: a list held there is a counter or a log the
+    function only appends to, whose numbers appended since :func:`contents` first saw it are no guard (a replay
+    keeps running).  A list the code also reads (``if len(hist) % 4 == 0: opt.step()``, ``hist[-1]``) is keyed by
+    its length and every entry: the replay would have baked the length of the capture in."""
+    appends: set = set()
+    reads: set = set()
+    seen: set = set()
+
+    def walk(f: Any, depth: int) -> None:
+        f = f.func if isinstance(f, _partial) else f
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen:
+            return
+        seen.add(id(code))
+        _name_uses(code, appends, reads)
+        if depth:
+            g = f.__globals__
+            helpers = [g[n] for n in _code_names(code, set()) if n in g]
+            for cell in f.__closure__ or ():
+                try:
+                    helpers.append(cell.cell_contents)
+                except ValueError:
+                    pass
+            for v in helpers:
+                if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
+                    walk(v, depth - 1)
+    walk(fn, depth)
+    return frozenset(appends - reads)
+
+
+def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset) -> frozenset:
+    """The ids of the lists among the roots (see :func:`roots`) held by one of ``names`` (:func:`append_names`):
+    an argument, a bound method's ``self`` attribute, a closure cell or a global of that name."""
+    if not names:
+        return frozenset()
+    out: set = set()
+    f: Any = fn.func if isinstance(fn, _partial) else fn
+    skip = len(fn.args) if isinstance(fn, _partial) else 0  # the parameters a partial binds come first
+    if hasattr(f, "__func__"):
+        out.update(id(v) for n, v in getattr(f.__self__, "__dict__", {}).items() if n in names)
+        f, skip = f.__func__, skip + 1
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return frozenset()
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    out.update(id(a) for n, a in zip(params[skip:], args) if n in names)
+    out.update(id(v) for n, v in kwargs.items() if n in names)
+    for n, cell in zip(code.co_freevars, f.__closure__ or ()):
+        if n in names:
+            try:
+                out.add(id(cell.cell_contents))
+            except ValueError:
+                pass
+    out.update(id(d[n]) for d, n in gnames if n in names and n in d)
+    return frozenset(out)
+
+
 def _code_names(code: Any, out: set) -> set:
     """The names ``code`` and its nested code objects (comprehensions, lambdas) look up."""
     out.update(code.co_names)
@@ -244,6 +332,16 @@ def group_numbers(opts: list) -> tuple:
     reuse the captured number (the optimizer's own step reads them as inputs, see :mod:`.optim`)."""
     return tuple([tuple([(k, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or v.__class__ is tuple])
                   for o in opts for g in o.param_groups])
+
+
+def state_numbers(opts: list) -> tuple:
+    """The Python numbers (strings, None) in the optimizers' per-parameter state, for a function whose code reads
+    ``state`` itself (``k = opt.state[w]["step"]`` of an optimizer that counts in a Python int, a number the step
+    stores there): the replay would reuse the captured number.  The state's tensors are loaded at their place (see
+    capture.Recorder._resolve_pending)."""
+    scalars = _SCALAR_SET
+    return tuple([(id(p), k, v) for o in opts for p, d in list(o.state.items()) if isinstance(d, dict)
+                  for k, v in d.items() if v.__class__ in scalars])
 
 
 def _config_like(v: Any) -> bool:

@@ -193,7 +193,9 @@ class OptimizerReplay:
                 d = opt.state.get(p)
                 for k, t in (d or {}).items():
                     if isinstance(t, Tensor):
-                        rec.paths.append(Path(f"{o}.state[{c}][{k!r}]", _state_getter(opt, p, k), True))
+                        # (``.get``: a missing entry after ``opt.state.clear()`` fails the prologue's load; the
+                        # defaultdict's lookup created an empty state the eager step would not have made)
+                        rec.paths.append(Path(f"{o}.state.get({c})[{k!r}]", _state_getter(opt, p, k), True))
         rec.snapshot()
         rec.refresh_owners()
         rec._owners0 = set(rec.owner)
@@ -302,8 +304,30 @@ def _merge_adam_steps(rec: Recorder, hosted: bool = False) -> None:
         rec.launches -= len(run) - 1
 
 
+_STATE_LOAD = re.compile(r"^(a\d+) = OPT\.state\.get\(c\d+\)\['[^']*'\]\._data$")
+
+
+def _check_state_loads(rec: Recorder) -> None:
+    """After each prologue load of a state tensor's array, a check of its array type (the device's), dtype and
+    shape: ``load_state_dict`` moves state to the parameter's device (NAdam's cpu ``mu_product`` to opencl: the
+    recorded cpu kernels ran on the opencl array)."""
+    arrays = {id(a): a for a in rec.keep}
+    names = {v: arrays.get(k) for k, v in rec.var.items()}
+    out = []
+    for ln in rec.pro:
+        out.append(ln)
+        m = _STATE_LOAD.match(ln)
+        a = names.get(m.group(1)) if m else None
+        if m and a is not None:
+            v = m.group(1)
+            out.append(f"if {v}.__class__ is not {rec.const(type(a))} or {v}.dtype is not {rec.const(a.dtype)} or "
+                       f"{v}.shape != {rec.const(tuple(a.shape))}: raise MISMATCH(False)")
+    rec.pro[:] = out
+
+
 def _build(rec: Recorder, hosted: bool = False) -> tuple[Any, str]:
     _merge_adam_steps(rec, hosted)
+    _check_state_loads(rec)
     pro = "\n".join(f"            {ln}" for ln in rec.pro + rec.checks)
     pl = _replay._plan_of(rec, 0, None, set())
     body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))

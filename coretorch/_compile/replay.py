@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
-from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _tensor_key, iterators_of
+from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key, iterators_of
 from .config import config
 
 
@@ -33,7 +33,7 @@ def _copy(a):
 
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
-            "TKEY": _tensor_key, "MEMOF": _memory_of}
+            "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of}
 
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -152,6 +152,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
     rec.host_fusion = hostfuse.requested(host_fusion)
+    # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
+    rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
     rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
     _find_hab_users()
     rec.install()

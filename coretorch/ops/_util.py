@@ -85,10 +85,19 @@ def align_devices(op: str, a: Tensor, b: Tensor):
     if a.device == b.device:
         return a, b
     if b.ndim == 0 and b._be.type == "cpu":
-        return a, _make(a._be.from_numpy(b._host().copy()), b.dtype, a._be)
+        return a, _make(a._be.from_numpy(_host_copy(b)), b.dtype, a._be)
     if a.ndim == 0 and a._be.type == "cpu":
-        return _make(b._be.from_numpy(a._host().copy()), a.dtype, b._be), b
+        return _make(b._be.from_numpy(_host_copy(a)), a.dtype, b._be), b
     raise device_mismatch(op, a, b)
+
+
+def _host_copy(t: Tensor):
+    """A host copy of ``t``'s value to make another device's array of (a compiled step repeats the transfer)."""
+    h = t._host()
+    c = h.copy()
+    from .._compile.capture import host_transfer  # (imported on use: compile imports ops)
+    host_transfer(h, c)
+    return c
 
 
 def host_all_below(table, arr, n: int) -> bool:

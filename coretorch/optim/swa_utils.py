@@ -96,6 +96,8 @@ class AveragedModel(Module):
             else self.parameters()
         theirs = itertools.chain(model.parameters(), model.buffers()) if self.use_buffers else model.parameters()
         avg, cur = [], []
+        from .._compile.capture import varying_read  # (imported on use: compile imports optim)
+        varying_read("AveragedModel.update_parameters reads n_averaged on the host, which changes every call")
         first = int(self.n_averaged) == 0
         with no_grad():
             for p_avg, p in zip(mine, theirs):
