@@ -574,7 +574,23 @@ class Recorder:
         self.write_back()
         if self.pending:
             self._resolve_pending()
-        return self._encode_result(result, args)
+        made: dict[int, list] = {}
+        src = self._encode_result(result, args, made)
+        srcs = list(made.values())
+        seen: set = set()
+
+        def tensor(m: re.Match) -> str:
+            # a tensor the result holds twice ((y, y), {"a": y, "b": y}) is made once, as eager returns one tensor:
+            # an in-place change through one is seen through the other (each was a tensor of its own)
+            k = int(m.group(1))
+            make, n = srcs[k][:2]
+            if n == 1:
+                return make
+            if k in seen:
+                return f"r{k}"
+            seen.add(k)
+            return f"(r{k} := {make})"
+        return re.sub("\0(\\d+)\0", tensor, src)
 
     def _resolve_pending(self) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
@@ -592,7 +608,8 @@ class Recorder:
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
 
-    def _encode_result(self, obj: Any, args: list) -> str:
+    def _encode_result(self, obj: Any, args: list, made: dict) -> str:
+        """The result's source; ``made``: id -> [source, count, index] of the tensors it makes (NUL, index, NUL)."""
         if isinstance(obj, Tensor):
             for i, a in enumerate(args):
                 if a is obj:
@@ -608,14 +625,19 @@ class Recorder:
             if v is None:
                 self.graph_break("the result holds an array made outside the recorded kernels")
                 return "None"
-            return f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+            m = made.get(id(obj))
+            if m is None:
+                m = made[id(obj)] = [f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})", 0, len(made)]
+            m[1] += 1
+            return f"\0{m[2]}\0"  # (no repr holds a NUL)
         if isinstance(obj, (tuple, list)):
-            inner = ", ".join(self._encode_result(o, args) for o in obj)
+            inner = ", ".join(self._encode_result(o, args, made) for o in obj)
             if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple
                 return f"{self.const(type(obj))}({inner})"
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
         if isinstance(obj, dict):
-            return "{" + ", ".join(f"{self.const(k)}: {self._encode_result(v, args)}" for k, v in obj.items()) + "}"
+            inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
+            return "{" + inner + "}"
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         return self.const(obj)
