@@ -3,6 +3,8 @@ and their aliasing, arguments, shapes, modes), on every installed device.  Each 
 and compiled and compares what the caller sees."""
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 import coretorch as torch
@@ -24,3 +26,20 @@ def test_the_same_tensor_returned_twice_is_one_tensor(device):
             a.add_(1)
             assert a._version == b._version and d["a"]._version == a._version
             np.testing.assert_array_equal(b.cpu().numpy(), np.full(3, 2.0 * i + 1))
+
+
+def test_a_torch_size_in_the_result(device):
+    """``return x.size(), x * 2``: the result's tuple subclasses were all rebuilt as named tuples
+    (``Size(8, 3)``), so every replay raised ``TypeError: tuple expected at most 1 argument``."""
+    nt = collections.namedtuple("nt", "shape n")
+
+    def f(x):
+        return x.size(), x * 2, nt(x.shape[1:], x.shape[0])
+
+    c = torch.compile(f)
+    for i in range(4):
+        x = torch.ones(2 + i // 2, 3, device=device)
+        size, y, named = c(x)
+        assert type(size) is torch.Size and size == (2 + i // 2, 3) and named == nt(torch.Size([3]), 2 + i // 2)
+        np.testing.assert_array_equal(y.cpu().numpy(), np.full((2 + i // 2, 3), 2.0))
+    assert c.replays == 2

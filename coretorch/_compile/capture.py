@@ -632,8 +632,9 @@ class Recorder:
             return f"\0{m[2]}\0"  # (no repr holds a NUL)
         if isinstance(obj, (tuple, list)):
             inner = ", ".join(self._encode_result(o, args, made) for o in obj)
-            if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple
-                return f"{self.const(type(obj))}({inner})"
+            if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple, or another subclass (torch.Size)
+                named = hasattr(type(obj), "_fields")
+                return f"{self.const(type(obj))}({inner})" if named else f"{self.const(type(obj))}(({inner},))"
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
         if isinstance(obj, dict):
             inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
