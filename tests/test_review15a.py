@@ -6,8 +6,10 @@ from __future__ import annotations
 import collections
 
 import numpy as np
+import pytest
 
 import coretorch as torch
+import coretorch.nn as nn
 
 
 def test_the_same_tensor_returned_twice_is_one_tensor(device):
@@ -43,3 +45,83 @@ def test_a_torch_size_in_the_result(device):
         assert type(size) is torch.Size and size == (2 + i // 2, 3) and named == nt(torch.Size([3]), 2 + i // 2)
         np.testing.assert_array_equal(y.cpu().numpy(), np.full((2 + i // 2, 3), 2.0))
     assert c.replays == 2
+
+
+class _Returns(nn.Module):
+    def __init__(self, what: str):
+        super().__init__()
+        self.lin, self.what = nn.Linear(4, 4), what
+
+    def forward(self, x):
+        y = self.lin(x)
+        if self.what == "input":
+            return y, x
+        if self.what == "parameter":
+            return y, self.lin.weight
+        if self.what == "twice":
+            return y, y
+        x.mul_(2)  # "input modified": the backward needs x as it was (eager raises at the backward)
+        return y
+
+
+@pytest.mark.parametrize("what", ["input", "parameter"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_compiled_module_returning_an_input_or_a_parameter_itself(device, what, grad):
+    """``return y, x`` / ``return y, self.lin.weight``: eager returns that tensor (``requires_grad`` true, its
+    version counter); the replay returned a new tensor over its memory without ``requires_grad``, so the caller's
+    in-place change of it (guarded by ``requires_grad`` here) changed the input or the weight behind autograd."""
+    seen = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Returns(what).to(device)
+        f = torch.compile(m) if compiled else m
+        res = []
+        for i in range(4):
+            x = torch.full((2, 4), float(i), device=device, requires_grad=True)
+            with torch.enable_grad() if grad else torch.no_grad():
+                y, t = f(x)
+            res.append((t is (x if what == "input" else m.lin.weight), t.requires_grad))
+            if not t.requires_grad:
+                t.add_(1)
+            res.append((x.detach().cpu().numpy().tolist(), m.lin.weight.detach().cpu().numpy().tolist()))
+        seen.append(res)
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_compiled_module_returning_one_tensor_twice(device, grad):
+    """``return y, y``: one tensor in eager (``a.add_(1)`` is seen through ``b``); the replay returned two.  With
+    grad, the backward of both adds their gradients."""
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Returns("twice").to(device)
+        f = torch.compile(m) if compiled else m
+        for i in range(4):
+            x = torch.full((2, 4), float(i), device=device)
+            with torch.enable_grad() if grad else torch.no_grad():
+                a, b = f(x)
+            assert a is b
+            if grad:
+                m.zero_grad()
+                (a.sum() + 2 * b.sum()).backward()
+                np.testing.assert_allclose(m.lin.bias.grad.cpu().numpy(), np.full(4, 6.0))
+                a = a.detach()
+            a.add_(1)
+            np.testing.assert_allclose(b.detach().cpu().numpy(), (m.lin(x) + 1).detach().cpu().numpy(), rtol=1e-6)
+
+
+def test_a_compiled_module_whose_backward_would_raise_runs_its_forward(device):
+    """A forward that modifies its input in place after a matmul saved it, called with grad enabled but no
+    backward (inference without no_grad): eager returns the output and raises only at a backward; the capture
+    recorded the backward at once and raised from the forward call."""
+    torch.manual_seed(0)
+    m = _Returns("input modified").to(device)
+    ref = [m(torch.full((2, 4), float(i), device=device)).detach().cpu().numpy() for i in range(3)]
+    f = torch.compile(m)
+    for i in range(3):
+        x = torch.full((2, 4), float(i), device=device)
+        y = f(x)
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), ref[i])
+        np.testing.assert_array_equal(x.cpu().numpy(), np.full((2, 4), 2.0 * i))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
