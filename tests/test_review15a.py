@@ -125,3 +125,19 @@ def test_a_compiled_module_whose_backward_would_raise_runs_its_forward(device):
         np.testing.assert_array_equal(x.cpu().numpy(), np.full((2, 4), 2.0 * i))
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+def test_data_ptr_read_in_the_function(device):
+    """``x.data_ptr()`` in the function (an aliasing check, a cache key): another address each call, so the replay
+    returned the capture's number.  A graph break, as PyTorch's."""
+    def f(x, y):
+        return x * 0 + float(x.data_ptr() == y.data_ptr()), x.data_ptr() % 9973
+
+    c = torch.compile(f)
+    keep = [torch.ones(16, device=device) for _ in range(8)]
+    for i in range(4):
+        x = keep[2 * i]
+        y = x if i % 2 else keep[2 * i + 1]
+        same, ptr = c(x, y)
+        assert ptr == x.data_ptr() % 9973
+        np.testing.assert_array_equal(same.cpu().numpy(), np.full(16, float(i % 2)))

@@ -54,7 +54,8 @@ DECLINING = frozenset({"adam_step_", "fused_adam_", "fused_sgd_"})
 # kernels whose output shape depends on the data: a graph break
 DATA_SHAPED = frozenset({"nonzero"})
 # Tensor methods that hand a value to Python: a graph break when user code calls them
-USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__")
+# (data_ptr: an address, another each call; a graph break in PyTorch too)
+USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "data_ptr")
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _THIS = os.path.dirname(os.path.abspath(__file__))
@@ -557,7 +558,7 @@ class Recorder:
                 return rec.sym_item(self, orig)
             if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
-                rec.graph_break(f"{op} reads a tensor value into Python")
+                rec.graph_break(f"{op} reads a tensor {'address' if meth == 'data_ptr' else 'value'} into Python")
                 rec.user_read += 1
                 try:
                     return orig(self, *a, **kw)
