@@ -141,3 +141,25 @@ def test_data_ptr_read_in_the_function(device):
         same, ptr = c(x, y)
         assert ptr == x.data_ptr() % 9973
         np.testing.assert_array_equal(same.cpu().numpy(), np.full(16, float(i % 2)))
+
+
+class _Kw(nn.Module):
+    def forward(self, x, mask=None, bias=None, scale=1.0, shift=1.0):
+        y = x * scale + shift * 10
+        if mask is not None:
+            y = y * mask
+        if bias is not None:
+            y = y + bias
+        return y
+
+
+@pytest.mark.parametrize("how", ["function", "module"])
+def test_the_keyword_names_of_a_call(device, how):
+    """``f(x, mask=t)`` then ``f(x, bias=t)`` (or ``scale=2.0`` then ``shift=2.0``): the guard keyed the keyword
+    values only, not their names, so the second call replayed the first one's capture."""
+    x, t = torch.full((3,), 2.0, device=device), torch.full((3,), 3.0, device=device)
+    calls = [{"mask": t}, {"mask": t}, {"bias": t}, {"bias": t}, {"scale": 2.0}, {"shift": 2.0}, {"mask": t}]
+    m = _Kw()
+    f = torch.compile(m) if how == "module" else torch.compile(lambda x, **kw: m(x, **kw))
+    for kw in calls:
+        np.testing.assert_array_equal(f(x, **kw).cpu().numpy(), m(x, **kw).cpu().numpy())

@@ -134,7 +134,8 @@ class ModuleCapture:
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2]))  # .grad is not touched by a forward
+        # (.grad is not touched by a forward; the keyword names: leaves holds the values only)
+        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs))
         entry = self.cache.get(key)
         if entry is None:
             limit = recompile_limit_of(self.recompile_limit)
