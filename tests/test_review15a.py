@@ -163,3 +163,25 @@ def test_the_keyword_names_of_a_call(device, how):
     f = torch.compile(m) if how == "module" else torch.compile(lambda x, **kw: m(x, **kw))
     for kw in calls:
         np.testing.assert_array_equal(f(x, **kw).cpu().numpy(), m(x, **kw).cpu().numpy())
+
+
+@pytest.mark.parametrize("what", ["view of an input", "detached input", "view of a returned temporary",
+                                  "two views of a temporary"])
+def test_a_returned_view_shares_the_version_counter_of_its_base(device, what):
+    """``return x[1:]`` (or ``(y, y[1:])``, ``(y[0], y[1])``): eager's view shares its base's version counter, so
+    ``z = (w * v).sum(); base.add_(1); z.backward()`` raises (``v`` saved by the mul was modified).  The replay made
+    the view a tensor with a counter of its own: the backward ran on the modified values without a word."""
+    fns = {"view of an input": lambda x: x[1:], "detached input": lambda x: x.detach()[1:],
+           "view of a returned temporary": lambda x: (lambda y: (y, y[1:]))(x * 2),
+           "two views of a temporary": lambda x: (lambda y: (y[:2], y[1:]))(x * 2)}
+    for f in (fns[what], torch.compile(fns[what])):
+        for i in range(3):
+            x = torch.ones(3, device=device) * i
+            out = f(x)
+            base, v = out if isinstance(out, tuple) else (x, out)
+            w = torch.ones(2, device=device, requires_grad=True)
+            z = (w * v).sum()
+            base.add_(1)
+            assert v._version == 1
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                z.backward()

@@ -38,7 +38,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..autograd.graph import _FREED
-from ..tensor import Tensor
+from ..tensor import Tensor, _make
 from . import symbolic as _sym
 from .symbolic import Sym
 
@@ -577,21 +577,7 @@ class Recorder:
             self._resolve_pending()
         made: dict[int, list] = {}
         src = self._encode_result(result, args, made)
-        srcs = list(made.values())
-        seen: set = set()
-
-        def tensor(m: re.Match) -> str:
-            # a tensor the result holds twice ((y, y), {"a": y, "b": y}) is made once, as eager returns one tensor:
-            # an in-place change through one is seen through the other (each was a tensor of its own)
-            k = int(m.group(1))
-            make, n = srcs[k][:2]
-            if n == 1:
-                return make
-            if k in seen:
-                return f"r{k}"
-            seen.add(k)
-            return f"(r{k} := {make})"
-        return re.sub("\0(\\d+)\0", tensor, src)
+        return _tensors_made(src, list(made.values())) if made else src
 
     def _resolve_pending(self) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
@@ -609,28 +595,59 @@ class Recorder:
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
 
+    def _held(self, obj: Tensor, args: list) -> str | None:
+        """The source of a tensor the replay already holds: an argument or persistent state (eager returns it)."""
+        for i, a in enumerate(args):
+            if a is obj:
+                return f"A[{i}]"
+        for p in self.paths:
+            if p.get() is obj:
+                return p.expr
+        return None
+
+    def _made(self, obj: Tensor, args: list, made: dict) -> list | None:
+        """The ``made`` entry of a tensor over a recorded array (None: an array made outside the recorded kernels).
+        A view (``x[1:]``, ``y.t()``, ``x.detach()``) gets its base, and shares its version counter where eager's
+        does: an in-place change of the base after the view was saved for a backward raises, as eager's."""
+        m = made.get(id(obj))
+        if m is not None:
+            return m
+        v = self.var.get(id(obj._data))
+        if v is None:
+            return None
+        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+        b, bm = obj._base, None
+        if b is not None:
+            base = self._held(b, args)
+            if base is None:
+                bm = self._made(b, args, made)
+                if bm is not None:
+                    bm[1] += 1
+                    base = f"\0{bm[2]}\0"
+            if base is not None:
+                make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc})"
+        # (a temporary base only this view uses is left out: nothing else the caller holds shares its counter)
+        m = made[id(obj)] = [make, 0, len(made), plain, bm]
+        return m
+
     def _encode_result(self, obj: Any, args: list, made: dict) -> str:
-        """The result's source; ``made``: id -> [source, count, index] of the tensors it makes (NUL, index, NUL)."""
+        """The result's source; ``made``: id -> [source, uses, index, source without the base, the base's entry]
+        of the tensors it makes, each written
+        ``NUL index NUL`` (no repr holds a NUL) and resolved by :func:`_tensors_made`."""
         if isinstance(obj, Tensor):
-            for i, a in enumerate(args):
-                if a is obj:
-                    return f"A[{i}]"
-            for p in self.paths:
-                if p.get() is obj:
-                    return p.expr
+            held = self._held(obj, args)
+            if held is not None:
+                return held
             if obj.grad_fn is not None and not _graph_consumed(obj.grad_fn):
                 self.graph_break("the result's autograd graph is still needed (a replay returns tensors without one): "
                                  "call backward inside the compiled step, or compile the module")
                 return "None"
-            v = self.var.get(id(obj._data))
-            if v is None:
+            m = self._made(obj, args, made)
+            if m is None:
                 self.graph_break("the result holds an array made outside the recorded kernels")
                 return "None"
-            m = made.get(id(obj))
-            if m is None:
-                m = made[id(obj)] = [f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})", 0, len(made)]
             m[1] += 1
-            return f"\0{m[2]}\0"  # (no repr holds a NUL)
+            return f"\0{m[2]}\0"
         if isinstance(obj, (tuple, list)):
             inner = ", ".join(self._encode_result(o, args, made) for o in obj)
             if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple, or another subclass (torch.Size)
@@ -643,6 +660,29 @@ class Recorder:
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         return self.const(obj)
+
+
+def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool) -> Tensor:
+    """A replay's returned view of ``base`` (see Recorder._made)."""
+    return _make(data, dtype, table, base=base, version=base._vc if shared else None)
+
+
+def _tensors_made(src: str, made: list) -> str:
+    """The result's source with the tensors it makes (see Recorder._encode_result): one used once is made in place;
+    one used twice (``(y, y)``; a returned view's base) is made once, first, and named: eager returns one tensor, so
+    an in-place change through one is seen through the other (each place used to make a tensor of its own)."""
+    for m in made:
+        if m[4] is not None and m[4][1] == 1:
+            m[0] = m[3]
+    for m in made:
+        if m[4] is not None and m[4][1] == 1:
+            m[4][1] = 0
+
+    def expand(text: str) -> str:
+        return re.sub("\0(\\d+)\0", lambda m: f"r{m.group(1)}" if made[int(m.group(1))][1] > 1
+                      else expand(made[int(m.group(1))][0]), text)
+    named = [f"(r{k} := {expand(m[0])})" for k, m in enumerate(made) if m[1] > 1]
+    return f"({', '.join(named)}, {expand(src)})[-1]" if named else expand(src)
 
 
 def _tensor_key(t: Tensor) -> tuple:
