@@ -185,3 +185,28 @@ def test_a_returned_view_shares_the_version_counter_of_its_base(device, what):
             assert v._version == 1
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 z.backward()
+
+
+@pytest.mark.parametrize("what", ["argument add_", "argument view", "argument setitem", "closure tensor",
+                                  "module buffer"])
+def test_a_replay_bumps_the_version_counter_of_what_it_modifies(device, what):
+    """A function modifying its argument, a view of it or a closure tensor in place, or a module updating its
+    running statistics: eager bumps their version counters, so a backward that saved the tensor before the call
+    raises.  The replay wrote the arrays and left the counters alone: the backward ran on the new values."""
+    bn = nn.BatchNorm1d(3).to(device)
+    w0 = torch.ones(3, device=device)
+    fns = {"argument add_": lambda x: x.add_(1) * 2, "argument view": lambda x: x[1:].add_(1) * 2,
+           "argument setitem": lambda x: (x.__setitem__(0, 5.0), x * 2)[1], "closure tensor": lambda x: w0.add_(x),
+           "module buffer": bn}
+    for f in (fns[what], torch.compile(fns[what])):
+        for i in range(3):
+            x = torch.ones(4, 3, device=device) if what == "module buffer" else torch.ones(3, device=device)
+            saved = {"closure tensor": w0, "module buffer": bn.running_mean}.get(what, x)
+            w = torch.ones(3, device=device, requires_grad=True)
+            z = (w * saved).sum()
+            before = saved._version
+            with torch.no_grad():
+                f(x)
+            assert saved._version == before + 1
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                z.backward()

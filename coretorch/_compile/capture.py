@@ -148,7 +148,7 @@ class Recorder:
         self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
-        self.snap: dict[str, tuple[Any, Any]] = {}
+        self.snap: dict[str, tuple[Any, Any, int]] = {}  # expr -> (tensor, its array, its version)
         self.breaks: list[str] = []
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
@@ -287,16 +287,22 @@ class Recorder:
         self.snap = {}
         for p in self.paths:
             t = p.get()
-            self.snap[p.expr] = (t, t._data if isinstance(t, Tensor) else None)
+            self.snap[p.expr] = (t, t._data, t._vc[0]) if isinstance(t, Tensor) else (t, None, 0)
 
     def write_back(self) -> None:
         """Source that leaves the persistent state as eager has left it since the last snapshot."""
+        counters: set = set()
         for p in self.paths:
             t = p.get()
-            t0, d0 = self.snap[p.expr]
+            t0, d0, v0 = self.snap[p.expr]
             if t is t0:
                 if isinstance(t, Tensor) and t._data is not d0:
                     self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
+                if isinstance(t, Tensor) and t._vc[0] != v0 and id(t._vc) not in counters:
+                    # modified in place (x.add_(1), a buffer's running mean): its version counter (shared with its
+                    # views) as eager's, so a backward that saved it raises (the replay left it unchanged)
+                    counters.add(id(t._vc))
+                    self.lines.append(f"{p.expr}._vc[0] += {t._vc[0] - v0}")
                 continue
             if not p.settable:
                 self.graph_break(f"the tensor at {p.expr} was replaced")
