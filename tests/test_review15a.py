@@ -4,6 +4,8 @@ and compiled and compares what the caller sees."""
 from __future__ import annotations
 
 import collections
+import dataclasses
+import types
 
 import numpy as np
 import pytest
@@ -210,3 +212,39 @@ def test_a_replay_bumps_the_version_counter_of_what_it_modifies(device, what):
             assert saved._version == before + 1
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 z.backward()
+
+
+@dataclasses.dataclass
+class _Output:
+    logits: object
+    hidden: object = None
+    n: int = 0
+
+
+class _OrderedOut(collections.OrderedDict):
+    pass
+
+
+@pytest.mark.parametrize("what", ["dataclass", "namespace", "nested", "OrderedDict", "dict subclass", "set"])
+def test_a_result_object_holds_this_call_s_values(device, what):
+    """``return Output(logits=y)`` (a dataclass, a SimpleNamespace, one inside another): the replay returned the
+    capture's object itself, holding the capture's tensors, every call; an OrderedDict or another dict subclass came
+    back a plain dict; a set was the capture's object (the caller's change to it showed in the next call's)."""
+    m = nn.Linear(3, 3).to(device)
+    m.requires_grad_(False)
+    fns = {"dataclass": lambda x: _Output(m(x), n=2),
+           "namespace": lambda x: types.SimpleNamespace(y=m(x), model=m),
+           "nested": lambda x: _Output(m(x), types.SimpleNamespace(h=[x * 3])),
+           "OrderedDict": lambda x: collections.OrderedDict(y=m(x)),
+           "dict subclass": lambda x: _OrderedOut(y=m(x)),
+           "set": lambda x: (m(x), {x.shape[0]})}
+    f, c = fns[what], torch.compile(fns[what])
+    for i in range(4):
+        x = torch.full((2, 3), float(i), device=device)
+        e, o = f(x), c(x)
+        assert type(o) is type(e) and repr(o) == repr(e)
+        if what == "namespace":
+            assert o.model is m
+        if what == "set":
+            o[1].add(99)
+    assert c.replays == 3

@@ -23,12 +23,14 @@ calls with the same guards run eagerly.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import gc
 import os
 import re
 import sys
 from threading import Lock, get_ident
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -38,6 +40,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..autograd.graph import _FREED
+from ..nn.modules.module import Module
 from ..tensor import Tensor, _make
 from . import symbolic as _sym
 from .symbolic import Sym
@@ -660,12 +663,56 @@ class Recorder:
                 named = hasattr(type(obj), "_fields")
                 return f"{self.const(type(obj))}({inner})" if named else f"{self.const(type(obj))}(({inner},))"
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
-        if isinstance(obj, dict):
-            inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
-            return "{" + inner + "}"
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
+        for i, a in enumerate(args):  # an argument object returned (a config, a list of tensors): eager's own
+            if a is obj:
+                return f"A[{i}]"
+        if isinstance(obj, dict):
+            inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
+            # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
+            return "{" + inner + "}" if type(obj) is dict else f"REDICT({self.const(copy.copy(obj))}, {{{inner}}})"
+        # (the templates are copies: the caller may change the capture call's own result)
+        if isinstance(obj, (set, np.ndarray)):  # mutable: a new one each call, as eager's
+            return f"CP({self.const(obj.copy())})"
+        if _holds_tensor(obj):
+            # an output object made by the call (a dataclass, a SimpleNamespace): the replay returned the capture's
+            # object, with the capture's tensors; now a copy of it with this call's values
+            inner = ", ".join(f"{k!r}: {self._encode_result(v, args, made)}" for k, v in vars(obj).items())
+            return f"REOBJ({self.const(copy.copy(obj))}, {{{inner}}})"
         return self.const(obj)
+
+
+def _holds_tensor(obj: Any, depth: int = 3) -> bool:
+    """Whether a result object with attributes (not a module, an optimizer, a function or a class) holds a tensor
+    (in an attribute, a list, tuple or dict of them, or such an object, ``depth`` levels down)."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is not dict or isinstance(obj, (type, types.ModuleType, types.FunctionType, Module, _optim.Optimizer)):
+        return False
+    return depth > 0 and any(_has_tensor(v, depth - 1) for v in d.values())
+
+
+def _has_tensor(v: Any, depth: int) -> bool:
+    if isinstance(v, Tensor):
+        return True
+    if isinstance(v, (list, tuple, dict)):
+        return depth > 0 and any(_has_tensor(x, depth - 1) for x in (v.values() if isinstance(v, dict) else v))
+    return _holds_tensor(v, depth)
+
+
+def _rebuilt_dict(template: dict, items: dict) -> dict:
+    """A dict subclass of the result (see Recorder._encode_result): a copy of the capture's, with this call's items."""
+    out = copy.copy(template)
+    dict.clear(out)
+    dict.update(out, items)
+    return out
+
+
+def _rebuilt_object(template: Any, attrs: dict) -> Any:
+    """An object of the result (see Recorder._encode_result): a copy of the capture's, with this call's values."""
+    out = copy.copy(template)
+    out.__dict__.update(attrs)
+    return out
 
 
 def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool) -> Tensor:

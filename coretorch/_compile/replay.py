@@ -11,7 +11,8 @@ import numpy as np
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
-from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _tensor_key, _view, iterators_of
+from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _rebuilt_dict, _rebuilt_object,
+                      _tensor_key, _view, iterators_of)
 from .config import config
 
 
@@ -33,7 +34,7 @@ def _copy(a):
 
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
-            "TKEY": _tensor_key, "MEMOF": _memory_of, "VIEW": _view}
+            "TKEY": _tensor_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict, "REOBJ": _rebuilt_object}
 
 
 _VAR = re.compile(r"\ba\d+\b")
