@@ -248,3 +248,21 @@ def test_a_result_object_holds_this_call_s_values(device, what):
         if what == "set":
             o[1].add(99)
     assert c.replays == 3
+
+
+@pytest.mark.parametrize("what", ["zeros_like", "requires_grad_", "parameter"])
+def test_a_new_leaf_that_requires_grad_in_the_result(device, what):
+    """``delta = torch.zeros_like(x, requires_grad=True); return delta`` (an adversarial perturbation, an initial
+    weight): eager returns a leaf that requires grad (or a Parameter); the replay returned a plain tensor without
+    requires_grad, so the caller's backward left ``delta.grad`` None."""
+    fns = {"zeros_like": lambda x: torch.zeros_like(x, requires_grad=True),
+           "requires_grad_": lambda x: (x * 0.5).requires_grad_(),
+           "parameter": lambda x: nn.Parameter(x * 0.5)}
+    c = torch.compile(fns[what])
+    for i in range(4):
+        x = torch.full((3,), float(i), device=device)
+        delta = c(x)
+        assert type(delta) is (nn.Parameter if what == "parameter" else torch.Tensor)
+        assert delta.requires_grad and delta.is_leaf
+        ((x + delta) ** 2).sum().backward()
+        np.testing.assert_allclose(delta.grad.cpu().numpy(), 2 * (x + delta).detach().cpu().numpy())

@@ -635,6 +635,8 @@ class Recorder:
                     base = f"\0{bm[2]}\0"
             if base is not None:
                 make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc})"
+        if obj._rg and obj.grad_fn is None:  # a new leaf that requires grad (torch.zeros_like(x).requires_grad_())
+            make, plain = f"{make}.requires_grad_()", f"{plain}.requires_grad_()"
         # (a temporary base only this view uses is left out: nothing else the caller holds shares its counter)
         m = made[id(obj)] = [make, 0, len(made), plain, bm]
         return m
@@ -650,6 +652,9 @@ class Recorder:
             if obj.grad_fn is not None and not _graph_consumed(obj.grad_fn):
                 self.graph_break("the result's autograd graph is still needed (a replay returns tensors without one): "
                                  "call backward inside the compiled step, or compile the module")
+                return "None"
+            if type(obj) is not Tensor:
+                self.graph_break(f"the result holds a new {type(obj).__name__} (a replay makes plain tensors)")
                 return "None"
             m = self._made(obj, args, made)
             if m is None:
