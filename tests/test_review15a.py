@@ -266,3 +266,19 @@ def test_a_new_leaf_that_requires_grad_in_the_result(device, what):
         assert delta.requires_grad and delta.is_leaf
         ((x + delta) ** 2).sum().backward()
         np.testing.assert_allclose(delta.grad.cpu().numpy(), 2 * (x + delta).detach().cpu().numpy())
+
+
+def test_a_returned_leaf_keeps_the_grad_a_backward_in_the_call_gave_it(device):
+    """``w = torch.zeros(3, requires_grad=True); (w * x).sum().backward(); return w, w.grad``: the replay's ``w``
+    had no ``.grad`` (None where eager's holds ``x``)."""
+    def f(x):
+        w = torch.zeros(3, device=device, requires_grad=True)
+        (w * x).sum().backward()
+        return w, w.grad
+
+    c = torch.compile(f)
+    for i in range(4):
+        w, g = c(torch.full((3,), float(i), device=device))
+        assert w.requires_grad and w.grad is g
+        np.testing.assert_array_equal(g.cpu().numpy(), np.full(3, float(i)))
+    assert c.replays == 3

@@ -637,6 +637,16 @@ class Recorder:
                 make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc})"
         if obj._rg and obj.grad_fn is None:  # a new leaf that requires grad (torch.zeros_like(x).requires_grad_())
             make, plain = f"{make}.requires_grad_()", f"{plain}.requires_grad_()"
+            g = obj._grad
+            if g is not None:  # and its .grad, from a backward in the call
+                gsrc = self._held(g, args)
+                if gsrc is None:
+                    gm = self._made(g, args, made) if type(g) is Tensor else None
+                    if gm is None:
+                        return None
+                    gm[1] += 1
+                    gsrc = f"\0{gm[2]}\0"
+                make, plain = f"GRAD({make}, {gsrc})", f"GRAD({plain}, {gsrc})"
         # (a temporary base only this view uses is left out: nothing else the caller holds shares its counter)
         m = made[id(obj)] = [make, 0, len(made), plain, bm]
         return m
@@ -718,6 +728,12 @@ def _rebuilt_object(template: Any, attrs: dict) -> Any:
     out = copy.copy(template)
     out.__dict__.update(attrs)
     return out
+
+
+def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
+    """A replay's returned leaf with its ``.grad`` (see Recorder._made)."""
+    t._grad = grad
+    return t
 
 
 def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool) -> Tensor:

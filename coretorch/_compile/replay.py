@@ -12,7 +12,7 @@ from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _rebuilt_dict, _rebuilt_object,
-                      _tensor_key, _view, iterators_of)
+                      _tensor_key, _view, _with_grad, iterators_of)
 from .config import config
 
 
@@ -34,7 +34,8 @@ def _copy(a):
 
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
-            "TKEY": _tensor_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict, "REOBJ": _rebuilt_object}
+            "TKEY": _tensor_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict, "REOBJ": _rebuilt_object,
+            "GRAD": _with_grad}
 
 
 _VAR = re.compile(r"\ba\d+\b")
