@@ -282,3 +282,35 @@ def test_a_returned_leaf_keeps_the_grad_a_backward_in_the_call_gave_it(device):
         assert w.requires_grad and w.grad is g
         np.testing.assert_array_equal(g.cpu().numpy(), np.full(3, float(i)))
     assert c.replays == 3
+
+
+class _ViewOut(nn.Module):
+    def __init__(self, of: str):
+        super().__init__()
+        self.lin, self.of = nn.Linear(3, 3), of
+
+    def forward(self, x):
+        return (self.lin.weight.t() if self.of == "parameter" else x[1:]), self.lin(x)
+
+
+@pytest.mark.parametrize("of", ["input", "parameter"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_compiled_module_output_that_views_an_input_or_a_parameter(device, of, grad):
+    """``return self.lin.weight.t(), y`` or ``return x[1:], y``: eager's view shares the version counter of the
+    weight or the input, so ``z = (w * v).sum(); weight.add_(1); z.backward()`` raises.  The compiled module's
+    output had a counter of its own (at the capture call too): the backward ran on the changed values."""
+    torch.manual_seed(0)
+    m = _ViewOut(of).to(device)
+    f = torch.compile(m)
+    for i in range(3):
+        x = torch.full((2, 3), float(i + 1), device=device)
+        with torch.set_grad_enabled(grad):
+            v, _ = f(x)
+        w = torch.ones(v.shape, device=device, requires_grad=True)
+        z = (w * v).sum()
+        with torch.no_grad():
+            (m.lin.weight if of == "parameter" else x).add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+    # (with grad, x[1:] does not require grad while y does: a graph break, eager)
+    assert f.__dict__["_capture"].replays == (0 if grad and of == "input" else 2)

@@ -78,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats")
+                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views")
     forward: Any
     backward: Any
     breaks: Any
@@ -93,6 +93,38 @@ class _ModEntry:
     watch_outputs: list  # the outputs whose memory the backward reads
     node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
     repeats: list  # (i, j): output j is output i (the forward returned one tensor twice)
+    views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
+
+
+def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
+    """The outputs that are views of an input (``x.flatten(1)``), a parameter or a buffer: (output index, base, whether
+    it shares the base's version counter), the base an index into the inputs, a tensor, or a (dict, name) buffer."""
+    out = []
+    for i, o in enumerate(outs):
+        b = o._base
+        if b is None:
+            continue
+        ref: Any = next((j for j, a in enumerate(lv) if a is b), None)
+        if ref is None:
+            ref = next((t for t in (*params, *plain) if t is b), None)
+        if ref is None:
+            ref = next(((d, k) for d, k in buffers if d.get(k) is b), None)
+        if ref is not None:
+            out.append((i, ref, o._vc is b._vc))
+    return out
+
+
+def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
+    """A replay's outputs that are views of persistent tensors share their version counters as eager's (an
+    in-place change of the input after the output was saved for a backward raises); ``plain`` (no backward node):
+    their base too."""
+    for i, ref, shared in entry.views:
+        b = lv[ref] if type(ref) is int else ref[0].get(ref[1]) if type(ref) is tuple else ref
+        t = res[i]
+        if shared:
+            t._vc = b._vc
+        if plain:
+            t._base, t._gfb = b, b._gf
 
 
 def _flat_outputs(result: Any):
@@ -171,6 +203,8 @@ class ModuleCapture:
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
         for i, j in entry.repeats:
             res[j] = res[i]
+        if entry.views:
+            _view_outputs(entry, lv, res, node is None)
         if node is not None:
             node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
@@ -234,6 +268,7 @@ class ModuleCapture:
         # an output the forward returns twice ((y, y)) is one tensor, as eager's (the backward adds both gradients)
         first = {id(o): i for i, o in reversed(list(enumerate(outs)))}
         entry.repeats = [(first[id(o)], j) for j, o in enumerate(outs) if first[id(o)] != j]
+        entry.views = _views_of(outs, lv, params, buffers, plain)
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
@@ -263,6 +298,8 @@ class ModuleCapture:
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
         for i, j in entry.repeats:
             res[j] = res[i]
+        if entry.views:
+            _view_outputs(entry, lv, res, False)
         node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 
