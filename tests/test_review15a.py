@@ -12,6 +12,7 @@ import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
+import coretorch.nn.functional as F
 
 
 def test_the_same_tensor_returned_twice_is_one_tensor(device):
@@ -314,3 +315,27 @@ def test_a_compiled_module_output_that_views_an_input_or_a_parameter(device, of,
             z.backward()
     # (with grad, x[1:] does not require grad while y does: a graph break, eager)
     assert f.__dict__["_capture"].replays == (0 if grad and of == "input" else 2)
+
+
+def test_one_hot_without_num_classes_after_an_in_place_change(device):
+    """``x.add_(1); F.one_hot(labels)``: the largest label (the output's width) was a checked read after the replay
+    had written ``x``, so a batch with another largest label raised RuntimeError where eager runs."""
+    def f(x, labels):
+        x.add_(1)
+        return F.one_hot(labels).sum(0) + x.sum()
+
+    c = torch.compile(f)
+    xe, xc = torch.zeros(2, device=device), torch.zeros(2, device=device)
+    for top in (2, 2, 2, 4, 3):
+        labels = torch.tensor([0, 1, top], device=device)
+        np.testing.assert_array_equal(c(xc, labels).cpu().numpy(), f(xe, labels).cpu().numpy())
+    np.testing.assert_array_equal(xc.cpu().numpy(), xe.cpu().numpy())
+
+
+def test_one_hot_without_num_classes_still_replays_before_any_write(device):
+    """Without a write before it, the read stays checked (a replay; another width falls back to eager)."""
+    c = torch.compile(lambda labels: F.one_hot(labels).sum(0) * 2)
+    for top in (2, 2, 2, 4, 2):
+        labels = torch.tensor([0, 1, top], device=device)
+        np.testing.assert_array_equal(c(labels).cpu().numpy(), (F.one_hot(labels).sum(0) * 2).cpu().numpy())
+    assert c.replays == 3

@@ -86,6 +86,16 @@ def varying_read(why: str) -> None:
         rec.graph_break(why)
 
 
+def data_read(why: str) -> None:
+    """Core code is about to read on the host a value of the data that decides a shape (``F.one_hot`` without
+    ``num_classes``: the largest class): a checked read, which a replay that differs falls back to eager from; but
+    after the call wrote state (``x.add_(1)`` first) it could only raise where eager runs, so that is a graph break."""
+    rec = state["recorder"]
+    if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread and (
+            rec.mutated or rec.segments):
+        rec.graph_break(why)
+
+
 class Unsupported(RuntimeError):
     """A graph break under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc.Unsupported``)."""
 
