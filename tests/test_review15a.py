@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import fractions
 import types
 
 import numpy as np
@@ -339,3 +340,18 @@ def test_one_hot_without_num_classes_still_replays_before_any_write(device):
         labels = torch.tensor([0, 1, top], device=device)
         np.testing.assert_array_equal(c(labels).cpu().numpy(), (F.one_hot(labels).sum(0) * 2).cpu().numpy())
     assert c.replays == 3
+
+
+@pytest.mark.parametrize("kind", ["np.float32", "np.int64", "Fraction"])
+def test_a_numpy_scalar_argument_made_fresh_each_call(device, kind):
+    """``f(x, np.float32(s))`` with a new scalar each call (``arr[i]`` of a numpy array, a scale computed in numpy):
+    the guard keyed such an argument by its id, so a new value at a freed one's address replayed the old value."""
+    make = {"np.float32": np.float32, "np.int64": lambda v: np.int64(v * 4),
+            "Fraction": lambda v: fractions.Fraction(int(v * 4), 4)}[kind]
+    c = torch.compile(lambda x, s: x * float(s))
+    x = torch.ones(2, device=device)
+    for v in (0.5, 0.5, 0.5, 0.75, 1.25, 0.5):
+        s = make(v)
+        np.testing.assert_array_equal(c(x, s).cpu().numpy(), np.full(2, float(make(v)), np.float32))
+        del s
+    assert c.replays >= 3

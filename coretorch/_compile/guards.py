@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import numbers as _numbers
 from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, ModuleType as _ModuleType
@@ -15,6 +16,7 @@ from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
+from ..device import device as _Device
 from ..nn.modules import _hooks as _mh
 from ..ops import creation as _creation
 from ..nn.modules.module import Module
@@ -23,7 +25,7 @@ from ..tensor import Tensor
 from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
-_NOT_ROOTS = (Tensor, *_SCALARS)
+_NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device)  # (values: keyed by _leaf_key)
 _SCALAR_SET = frozenset(_SCALARS)
 _training = attrgetter("training")
 
@@ -58,6 +60,13 @@ def _leaf_key(a: Any) -> Any:
         return (type(a), a)
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
+    if isinstance(a, (np.generic, _numbers.Number, _Device)):
+        # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
+        # new one at a freed one's address replayed the old value)
+        try:
+            return (type(a), a, hash(a))
+        except TypeError:
+            pass
     return ("obj", id(a))
 
 
