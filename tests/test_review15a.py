@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import fractions
+import functools
 import types
 
 import numpy as np
@@ -355,3 +356,38 @@ def test_a_numpy_scalar_argument_made_fresh_each_call(device, kind):
         np.testing.assert_array_equal(c(x, s).cpu().numpy(), np.full(2, float(make(v)), np.float32))
         del s
     assert c.replays >= 3
+
+
+_K = 1.0
+
+
+class _Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, t):
+        return t * self.k
+
+
+@pytest.mark.parametrize("kind", ["closure", "global", "partial", "callable object", "default", "dict it reads"])
+def test_a_function_argument_that_reads_a_number(device, kind):
+    """``f(x, act)`` with ``act`` a lambda over a loop variable, a partial, a callable object, a function reading a
+    global or a dict: the number it reads was baked into the replay, and the guard keyed ``act`` by its id only (a
+    new lambda at a freed one's address, or the same one after the global changed, replayed the old number)."""
+    global _K
+    cfg = {"k": 1.0}
+    same = {"global": lambda t: t * _K, "dict it reads": lambda t: t * cfg["k"]}  # one function, changed state
+
+    def make(k):
+        global _K
+        _K = cfg["k"] = k
+        if kind in same:
+            return same[kind]
+        return {"closure": lambda t: t * k, "partial": functools.partial(lambda t, k: t * k, k=k),
+                "callable object": _Scale(k), "default": lambda t, k=k: t * k}[kind]
+
+    c = torch.compile(lambda x, act: act(x) + 1)
+    x = torch.ones(2, device=device)
+    for k in (1.0, 1.0, 1.0, 2.0, 3.0, 1.0):
+        np.testing.assert_array_equal(c(x, make(k)).cpu().numpy(), np.full(2, k + 1))
+    _K = 1.0

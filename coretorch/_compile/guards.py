@@ -5,7 +5,7 @@ import hashlib
 import numbers as _numbers
 from functools import partial as _partial
 from operator import attrgetter
-from types import FunctionType as _FunctionType, ModuleType as _ModuleType
+from types import FunctionType as _FunctionType, MethodType as _MethodType, ModuleType as _ModuleType
 import sys
 from typing import Any
 
@@ -60,6 +60,11 @@ def _leaf_key(a: Any) -> Any:
         return (type(a), a)
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
+    if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
+        # a function argument (f(x, act=lambda t: t * k), a partial, a bound method, a callable object): the numbers
+        # it reads (its closure, defaults, globals, a partial's arguments, its object's attributes) were baked into
+        # the replay, and a new one at a freed one's address had the old one's key
+        return ("callable", id(a), _callable_key(a))
     if isinstance(a, (np.generic, _numbers.Number, _Device)):
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
@@ -68,6 +73,63 @@ def _leaf_key(a: Any) -> Any:
         except TypeError:
             pass
     return ("obj", id(a))
+
+
+def _value(v: Any) -> Any:
+    return v if v.__class__ in _SCALAR_SET else id(v)
+
+
+_CODE_GLOBALS: dict[int, tuple] = {}  # id(code) -> (code, the names it and its nested code read; None: coretorch's)
+
+
+def _config_like_callable(a: Any) -> bool:
+    """A callable object of a user class with attributes (not a module, an optimizer, a class or a tensor)."""
+    return isinstance(getattr(a, "__dict__", None), dict) and not isinstance(a, (type, Tensor, Module, Optimizer))
+
+
+def _callable_key(f: Any, depth: int = 2) -> Any:
+    """What a function argument's behaviour depends on besides its code (see _leaf_key): Python numbers by value,
+    anything else by identity."""
+    if depth == 0:
+        return id(f)
+    if isinstance(f, _partial):
+        return (tuple(map(_value, f.args)), tuple((k, _value(v)) for k, v in f.keywords.items()),
+                _callable_key(f.func, depth - 1))
+    out: list = []
+    s = getattr(f, "__self__", None)
+    if s is not None and _config_like_callable(s):  # a bound method of a user object: the object's attributes
+        out.append(tuple((k, _value(v)) for k, v in vars(s).items()))
+    f = getattr(f, "__func__", f)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        if _config_like_callable(f):  # a callable object: its attributes, and its class's __call__
+            out.append(tuple((k, _value(v)) for k, v in vars(f).items()))
+            out.append(_callable_key(getattr(type(f), "__call__", None), depth - 1))
+        return tuple(out)
+    entry = _CODE_GLOBALS.get(id(code))
+    if entry is None or entry[0] is not code:
+        if len(_CODE_GLOBALS) > 4096:
+            _CODE_GLOBALS.clear()
+        # (coretorch's own functions, F.relu: their identity says it)
+        entry = _CODE_GLOBALS[id(code)] = (code, None if _internal(code.co_filename) else
+                                           tuple(sorted(_code_names(code, set()))))
+    names = entry[1]
+    if names is None:
+        return id(f)
+
+    def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
+        return v if v.__class__ in _SCALAR_SET else (id(v), contents(v, names, None, 1)) if _opened(v) else id(v)
+    cells = []
+    for c in f.__closure__ or ():
+        try:
+            cells.append(value(c.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    g = f.__globals__
+    out.extend((id(code), tuple(cells), tuple(map(value, f.__defaults__ or ())),
+                tuple((k, value(v)) for k, v in (f.__kwdefaults__ or {}).items()),
+                tuple([value(g[n]) for n in names if n in g])))
+    return tuple(out)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
