@@ -391,3 +391,41 @@ def test_a_function_argument_that_reads_a_number(device, kind):
     for k in (1.0, 1.0, 1.0, 2.0, 3.0, 1.0):
         np.testing.assert_array_equal(c(x, make(k)).cpu().numpy(), np.full(2, k + 1))
     _K = 1.0
+
+
+class _Crit:
+    def __init__(self, eps):
+        self.eps = eps
+
+    def __call__(self, a, b):
+        return ((a - b) ** 2).mean() * (1 - self.eps)
+
+
+class _Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.cfg, self.crit = nn.Linear(3, 3), types.SimpleNamespace(scale=2.0), _Crit(0.1)
+
+    def forward(self, x):
+        return self.crit(self.lin(x) * self.cfg.scale, x)
+
+
+@pytest.mark.parametrize("how", ["module", "function", "closure object"])
+@pytest.mark.parametrize("change", ["config attribute", "callable's attribute"])
+def test_a_number_held_by_an_object_a_module_or_closure_holds(device, how, change):
+    """``self.cfg.scale`` (a config object a module holds) or ``self.crit.eps`` (a callable loss object), or a loss
+    object in the function's closure, changed after the capture: the guard keyed such objects by identity only
+    (their attributes were not read by the compiled code itself), so the replay reused the old number."""
+    torch.manual_seed(0)
+    m = _Configured().to(device).requires_grad_(False)
+    crit = m.crit
+    fn = {"module": m, "function": lambda x: m(x), "closure object": lambda x: crit(m.lin(x), x)}[how]
+    c = torch.compile(fn)
+    x = torch.ones(2, 3, device=device)
+    for i in range(5):
+        if i == 3:
+            if change == "config attribute":
+                m.cfg.scale = 5.0
+            else:
+                crit.eps = 0.5
+        np.testing.assert_allclose(c(x).cpu().numpy(), fn(x).cpu().numpy(), rtol=1e-6)

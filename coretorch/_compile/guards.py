@@ -231,7 +231,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return None
     out = []
     cls = o.__class__
-    for n in names:
+    e = _OBJ_NAMES.get(id(d))
+    if e is None or e[0] is not d or e[1] is not names or e[2] != len(d) or e[3] is not cls:
+        if len(_OBJ_NAMES) > 1024:
+            _OBJ_NAMES.clear()
+        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, tuple(n for n in names if n in d or hasattr(cls, n)))
+    for n in e[4]:
         v = d.get(n, d)
         if v is not d:
             out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
@@ -240,6 +245,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if v.__class__ in scalars:
                 out.append((n, v))
     return tuple(out)
+
+
+# id(an object's __dict__) -> (the dict, names, its length, the class, those of names the object or its class has):
+# contents looks up only those (every name the code reads, most of them no attribute of the object, cost ~0.1 us
+# each per call); an attribute added changes the length
+_OBJ_NAMES: dict[int, tuple] = {}
 
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
@@ -295,6 +306,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
             except ValueError:
                 pass
         for v in helpers:
+            if not isinstance(v, _FunctionType) and _config_like(v) and _callable_object(v):
+                v = v.__class__.__call__  # a callable object: the attributes its __call__ reads
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                 names.update(attribute_names(v, depth - 1, seen))
     return tuple(sorted(names))
@@ -321,7 +334,14 @@ def _config_like(v: Any) -> bool:
     """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
     optimizer (those are guarded otherwise)."""
     return hasattr(v, "__dict__") and not isinstance(v, (type, _FunctionType, Tensor, Module, Optimizer)) \
-        and not callable(v)
+        and (not callable(v) or _callable_object(v))
+
+
+def _callable_object(v: Any) -> bool:
+    """An instance of a user class with ``__call__`` (a loss object with its ``eps``): config-like, its ``__call__``
+    read for the attribute names (see attribute_names)."""
+    c = v.__class__
+    return isinstance(getattr(c, "__call__", None), _FunctionType) and _user_class(c) and not isinstance(v, type)
 
 
 def _user_class(c: type) -> bool:
@@ -468,7 +488,7 @@ def _module_numbers(modules: list) -> tuple:
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
     scalars = _SCALAR_SET
-    vals = tuple([v if v.__class__ in scalars else _object_key(v) for v in [d.get(k) for d, k in e[3]]])
+    vals = tuple([v if v.__class__ in scalars else _object_key(v, e[5]) for v in [d.get(k) for d, k in e[3]]])
     if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
     return lens, vals
@@ -503,9 +523,10 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
                         "reaches, which a replay would not repeat")
 
 
-def _object_key(v: Any) -> Any:
-    """A module attribute that is no Python number: its identity, and a dict's or list's entries."""
-    return (id(v), contents(v)) if _opened(v) else id(v)
+def _object_key(v: Any, names: tuple = ()) -> Any:
+    """A module attribute that is no Python number: its identity, and a dict's or list's entries, or a plain
+    object's attributes among ``names`` (``self.cfg.scale``, ``self.crit.eps``: the replay reused the old number)."""
+    return (id(v), contents(v, names)) if _opened(v) else id(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
@@ -525,6 +546,12 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
+    for m in modules:  # callable objects the modules hold (self.crit = Loss(eps)): what their __call__ reads
+        for v in list(vars(m).values()):
+            if not isinstance(v, (Module, Tensor, _FunctionType)) and _callable_object(v):
+                f = v.__class__.__call__
+                refs.extend(global_names(f, seen=seen))
+                names.update(attribute_names(f))
     for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
         if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
                                                                            "__file__", None) or ""):
