@@ -429,3 +429,21 @@ def test_a_number_held_by_an_object_a_module_or_closure_holds(device, how, chang
             else:
                 crit.eps = 0.5
         np.testing.assert_allclose(c(x).cpu().numpy(), fn(x).cpu().numpy(), rtol=1e-6)
+
+
+def test_a_new_generator_argument_each_call(device):
+    """``f(x, g)`` with a new ``torch.Generator`` seeded each call: the guard keyed the generator by its id, so one
+    made at a freed one's address replayed with the capture's generator (other random numbers than eager's)."""
+    def f(x, g):
+        return x + torch.rand(3, generator=g, device=device)
+
+    c = torch.compile(f)
+    x = torch.zeros(3, device=device)
+    for i in range(6):
+        g = torch.Generator(device=device)
+        g.manual_seed(i)
+        got = c(x, g).cpu().numpy()
+        g = torch.Generator(device=device)
+        g.manual_seed(i)
+        np.testing.assert_array_equal(got, f(x, g).cpu().numpy())
+        del g

@@ -64,7 +64,7 @@ def _leaf_key(a: Any) -> Any:
         # a function argument (f(x, act=lambda t: t * k), a partial, a bound method, a callable object): the numbers
         # it reads (its closure, defaults, globals, a partial's arguments, its object's attributes) were baked into
         # the replay, and a new one at a freed one's address had the old one's key
-        return ("callable", id(a), _callable_key(a))
+        return ("callable", _Ident(a), _callable_key(a))
     if isinstance(a, (np.generic, _numbers.Number, _Device)):
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
@@ -72,7 +72,23 @@ def _leaf_key(a: Any) -> Any:
             return (type(a), a, hash(a))
         except TypeError:
             pass
-    return ("obj", id(a))
+    return _Ident(a)
+
+
+class _Ident:
+    """An argument object in a guard key by identity, held (a key of its ``id`` alone matched a new object made at a
+    freed one's address: ``f(x, torch.Generator().manual_seed(i))`` replayed with the capture's generator)."""
+
+    __slots__ = ("o",)
+
+    def __init__(self, o: Any):
+        self.o = o
+
+    def __eq__(self, other: Any) -> bool:
+        return other.__class__ is _Ident and other.o is self.o
+
+    def __hash__(self) -> int:
+        return id(self.o)
 
 
 def _value(v: Any) -> Any:
