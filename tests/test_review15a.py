@@ -447,3 +447,25 @@ def test_a_new_generator_argument_each_call(device):
         g.manual_seed(i)
         np.testing.assert_array_equal(got, f(x, g).cpu().numpy())
         del g
+
+
+class _Stateful(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.state = types.SimpleNamespace(w=torch.ones(2))
+        self.cache, self.hist = {"w": torch.ones(2)}, [torch.zeros(2)]
+
+    def forward(self, x):
+        return x * 2, self.state, self.cache, self.hist
+
+
+def test_a_persistent_object_in_the_result_is_itself():
+    """``return y, self.state, self.cache, self.hist`` (objects that outlive the call): eager returns those
+    objects; the replay returned a new dict and list (a caller's change to them did not reach the module)."""
+    m = _Stateful()
+    c = torch.compile(lambda x: m(x))
+    for i in range(3):
+        y, state, cache, hist = c(torch.ones(2) * i)
+        assert state is m.state and cache is m.cache and hist is m.hist
+        np.testing.assert_array_equal(y.numpy(), np.full(2, 2.0 * i))
+    assert c.replays == 2

@@ -176,6 +176,7 @@ class Recorder:
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
+        self.persistent: set[int] = set()  # ids of objects reachable before the call (see persistent_of)
 
     # ---- constants and variables --------------------------------------------------------------------------------
     def const(self, obj: Any) -> str:
@@ -682,6 +683,8 @@ class Recorder:
                 return "None"
             m[1] += 1
             return f"\0{m[2]}\0"
+        if isinstance(obj, list) and id(obj) in self.persistent:  # a list that outlives the call: itself
+            return self.const(obj)
         if isinstance(obj, (tuple, list)):
             inner = ", ".join(self._encode_result(o, args, made) for o in obj)
             if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple, or another subclass (torch.Size)
@@ -693,6 +696,8 @@ class Recorder:
         for i, a in enumerate(args):  # an argument object returned (a config, a list of tensors): eager's own
             if a is obj:
                 return f"A[{i}]"
+        if id(obj) in self.persistent:  # an object that outlives the call (a module's state dict): itself
+            return self.const(obj)
         if isinstance(obj, dict):
             inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
             # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
@@ -805,6 +810,18 @@ def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+def persistent_of(objs: list) -> set[int]:
+    """The ids of the roots of a call (see guards.roots), the entries of their containers and the attributes of
+    objects among them: a result object among them is returned itself (it outlives the call), not rebuilt."""
+    out: set[int] = set()
+    for o in objs:
+        out.add(id(o))
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, type) else ()
+        out.update(map(id, vals))
+    return out
 
 
 def iterators_of(objs: list) -> set[int]:

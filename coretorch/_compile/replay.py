@@ -12,7 +12,7 @@ from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _rebuilt_dict, _rebuilt_object,
-                      _tensor_key, _view, _with_grad, iterators_of)
+                      _tensor_key, _view, _with_grad, iterators_of, persistent_of)
 from .config import config
 
 
@@ -151,7 +151,9 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     guards.check_module_writes)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
-    rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
+    roots = _guards.roots(fn, args, kwargs)
+    rec.iterators = iterators_of(roots)
+    rec.persistent = persistent_of(roots)
     _find_hab_users()
     rec.install()
     try:
