@@ -469,3 +469,23 @@ def test_a_persistent_object_in_the_result_is_itself():
         assert state is m.state and cache is m.cache and hist is m.hist
         np.testing.assert_array_equal(y.numpy(), np.full(2, 2.0 * i))
     assert c.replays == 2
+
+
+@pytest.mark.parametrize("op", ["arange", "repeat_interleave", "full"])
+def test_a_value_read_into_a_shape_after_an_in_place_change(device, op):
+    """``x.add_(1)`` then ``torch.arange(n)`` / ``repeat_interleave(t, reps)`` / ``torch.full(s, v)`` of tensor
+    values: the values were checked reads after the replay had written ``x``, so another value raised
+    RuntimeError where eager runs (as one_hot's)."""
+    fns = {"arange": lambda x, t: torch.arange(t.max(), device=device) + x.sum(),
+           "repeat_interleave": lambda x, t: torch.repeat_interleave(torch.arange(2, device=device), t) + x.sum(),
+           "full": lambda x, t: torch.full((2,), t.max(), device=device) + x.sum()}
+
+    def f(x, t):
+        x.add_(1)
+        return fns[op](x, t)
+
+    c = torch.compile(f)
+    xe, xc = torch.zeros(2, device=device), torch.zeros(2, device=device)
+    for top in (2, 2, 2, 3, 1):
+        t = torch.tensor([1, top], device=device)
+        np.testing.assert_array_equal(c(xc, t).cpu().numpy(), f(xe, t).cpu().numpy())
