@@ -216,3 +216,85 @@ def test_offered_kernels_match_the_cpu_kernels_and_decline_other_layouts(monkeyp
         raise cl.Error("CL_OUT_OF_RESOURCES")
     monkeypatch.setattr(p, "_run", refuse)
     np.testing.assert_array_equal(fn(x[1:], 1), cpu.softmax(x[1:], 1))
+
+
+def _train_adam(mode, steps=6, dtype=torch.float32, amsgrad=False, weight_decay=0.01):
+    """AdamW steps of a compiled function on fixed gradients (the optimizer replay alone: a model's parameters
+    whose gradient is rounding noise, attention's key bias, get Adam updates of the noise's sign, which another
+    rounding of the forward flips)."""
+    torch.manual_seed(0)
+    params = [torch.randn(*shape, dtype=dtype, requires_grad=True) for shape in ((16, 48), (48,), (19,), (7, 3))]
+    for p in params:
+        p.grad = torch.randn(p.shape, dtype=dtype)
+    opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=weight_decay, amsgrad=amsgrad)
+
+    def step(x):
+        with torch.no_grad():
+            for p in params:
+                p.grad.mul_(x)
+        opt.step()
+        return x * 2
+    f = torch.compile(step, mode=mode) if mode != "eager" else step
+    for _ in range(steps):
+        f(torch.tensor(0.9, dtype=dtype))
+    from coretorch._compile import optim as optim_replay
+    return [p.detach().numpy().copy() for p in params], optim_replay.replay_of(opt, True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_max_autotune_adam_runs_as_one_multi_tensor_kernel(dtype, amsgrad):
+    """The cpu optimizer replay's Adam/AdamW update (one ``adam_step_`` launch of ~12 numpy passes per parameter)
+    runs as the provider's multi-tensor kernel on numpy's memory (PoCL's ``fused_adam_``): one launch for the
+    group, results within rounding of eager."""
+    ref, _ = _train_adam("eager", dtype=dtype, amsgrad=amsgrad)
+    got, r = _train_adam("max-autotune", dtype=dtype, amsgrad=amsgrad)
+    assert r.replays >= 3
+    assert r.hosted == (1 if _providers() else 0)
+    # each parameter's step count (+1), then one update for all or one per parameter
+    assert r.launches == len(ref) + (1 if _providers() else len(ref))
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class _AdamSpy:
+    """A provider offering ``fused_adam_`` through the extension point that declines every other call."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def kernel(self, name, orig, args, kwargs, result):
+        return None
+
+    def multi_tensor(self, name):
+        if name != "fused_adam_":
+            return None
+
+        def fused_adam_(P, G, M, V, X, steps, *hp):
+            self.calls += 1
+            return False if self.calls % 2 else _numpy_adam(P, G, M, V, X, steps, *hp)
+        return fused_adam_
+
+
+def _numpy_adam(P, G, M, V, X, steps, *hp):
+    from coretorch_cpu.optim_kernels import adam_step_   # the cpu kernel itself: the spy's results are eager's
+    return all([adam_step_(p, g, m, v, None if X is None else X[i], s, *hp)
+                for i, (p, g, m, v, s) in enumerate(zip(P, G, M, V, steps))])
+
+
+def test_multi_tensor_extension_point_and_a_declining_provider(monkeypatch):
+    """A provider's ``multi_tensor`` is asked for ``fused_adam_``; where it declines a call (False, nothing written)
+    each tensor's cpu kernel runs: bitwise eager either way (the spy computes with the cpu kernel)."""
+    spy = _AdamSpy()
+    monkeypatch.setattr(hostfuse, "providers", lambda device_type: [spy] if device_type == "cpu" else [])
+    ref, _ = _train_adam("eager")
+    got, r = _train_adam("max-autotune")
+    assert r.hosted == 1 and spy.calls == r.replays >= 3
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+    calls = spy.calls
+    torch.compiler.reset()
+    got, r = _train_adam(None)   # without host fusion the provider is not asked
+    assert r.hosted == 0 and spy.calls == calls
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)

@@ -164,11 +164,10 @@ def test_persistent_tensors_that_share_memory_after_the_capture(device, case):
         _close(device, e, c)
 
 
-@pytest.mark.xfail(strict=True, reason="cpu: the core's overlap check of an in-place op (w1.add_(w2.t()) with w2 "
-                   "sharing w1's memory raises 'unsupported operation') runs at the op level, which a replay skips; "
-                   "persistent tensors made to share memory after the capture (w2.data = w1.data) are not keyed, so "
-                   "the replay runs numpy's buffered add instead of raising as eager does")
 def test_in_place_op_on_persistent_tensors_that_overlap_after_the_capture_raises_as_eager():
+    """cpu: after ``w2.data = w1.data`` eager ``w1.add_(w2.t())`` raises 'unsupported operation' (the core's overlap
+    check, at the op level), while the replay ran numpy's buffered add.  The replay now checks that the persistent
+    arrays an in-place launch reads and writes are still apart, and captures again (the eager op) where not."""
     w1, w2 = _rand("cpu", 8, 8, seed=2), _rand("cpu", 8, 8, seed=3)
 
     def fn(x):

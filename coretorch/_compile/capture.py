@@ -168,6 +168,7 @@ class Recorder:
         self.planned = (0, 0)  # (temporaries, buffers) of plan.plan (set by replay.build / build_parts)
         self.layout_checked: set[str] = set()  # persistent arrays whose layout a replay checks (plan.py)
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
+        self.host_fusion = False  # the capture's compile call asks for host fusion (replay.capture sets it)
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True
@@ -423,7 +424,7 @@ class Recorder:
         from . import optim as _optim_replay  # (a cycle: .optim records with this module's Recorder)
         method = optimizer.step
         if len(args) == 1 and not kwargs and _optim_replay.supports(optimizer):
-            method = _optim_replay.replay_of(optimizer)
+            method = _optim_replay.replay_of(optimizer, self.host_fusion)
         self._segment(method, tuple(args[1:]), dict(kwargs))
 
     # ---- symbolic numbers (an optimizer step's hyper-parameters and step counts, see .symbolic) ---------------------

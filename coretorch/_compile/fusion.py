@@ -121,7 +121,6 @@ class _Pass:
         self.writes: dict[int, Any] = {}   # converted line -> memory it updates
         self.split = split
         self.views: dict[int, tuple] = {}  # view line -> its record, for the views a group reads through
-        self.alias_checked: set[tuple] = set()  # pairs of loaded arrays a replay checks are still apart
 
     def info_of(self, m: int, cand: dict) -> tuple:
         return cand[m] if m in cand else self.views[m]
@@ -414,10 +413,7 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
         for (members, prog, tokens), fn, pairs in zip(items, fns, alias):
             if fn is None:
                 continue
-            for pair in pairs:
-                if pair not in ps.alias_checked:
-                    ps.alias_checked.add(pair)
-                    rec.checks.append(f"if MEMOF({pair[0]}) is MEMOF({pair[1]}): raise MISMATCH(False, True)")
+            _check_apart(rec, pairs)
             nodes = [m for m in members if m not in ps.views]
             outs = [rec.var[id(cand[nodes[j]][4])] for j in prog.outputs]
             for m in members:
@@ -443,6 +439,46 @@ def _loads(rec: Recorder) -> dict:
             if mem is not None:
                 out.setdefault(id(mem), m.group(2))
     return out
+
+
+# in-place kernels: (destination, *operands); the arrays among the operands are read while the destination is written
+_UPDATES = {"iadd", "isub", "imul", "idiv", "axpy_", "assign_", "setitem_"}
+
+
+def _check_apart(rec: Recorder, pairs: list) -> None:
+    """The replay checks first that each pair of loads (expressions of persistent arrays) is still on separate
+    memory, and captures again where not."""
+    for a, b in pairs:
+        line = f"if MEMOF({a}) is MEMOF({b}): raise MISMATCH(False, True)"
+        if line not in rec.checks:
+            rec.checks.append(line)
+
+
+def update_alias_checks(rec: Recorder) -> None:
+    """An in-place launch (``w1.add_(w2.t())``) whose destination and an operand were loaded from persistent tensors
+    on separate memory at the capture: eager's overlap check (``unsupported operation``, or an identical operand
+    that is allowed) runs at the op level, which a replay skips, and such tensors are not keyed on their memory
+    (``w2.data = w1.data`` after the capture).  The replay checks they are still apart, and captures again where
+    not (the capture then runs the eager op: its error, or its result).  Runs before :func:`fuse` (which checks
+    the pairs of the groups it fuses the same way); costs a pair of attribute reads per such pair and call."""
+    info = rec.info
+    if not info or not any(v[0] in _UPDATES for v in info.values()):
+        return
+    loads = _loads(rec)
+    pairs = []
+    for name, _, args, kwargs, _ in info.values():
+        if name not in _UPDATES or not args:
+            continue
+        md = _mem(args[0])
+        ed = loads.get(id(md)) if md is not None else None
+        if ed is None:  # a fresh array of the step: no tensor can share it
+            continue
+        for a in (*args[1:], *kwargs.values()):
+            ma = _mem(a)
+            ea = loads.get(id(ma)) if ma is not None else None
+            if ea is not None and ea != ed:
+                pairs.append((min(ed, ea), max(ed, ea)))
+    _check_apart(rec, pairs)
 
 
 def _alias_pairs(prog: FusedProgram, loads: dict) -> list:

@@ -20,6 +20,13 @@ launch's kernel table, only when host fusion is enabled and the table's arrays a
   values within float rounding), or None where it declines.  The callable is called on every replay with that
   launch's operands; for operands it cannot take it must call ``orig``.
 
+Optionally a provider also has
+
+* ``multi_tensor(name) -> callable | None``: a multi-tensor optimizer kernel for lists of host arrays with the
+  signature and contract of the kernel table entry ``name`` (``fused_adam_``: see ``coretorch/_backend.py``; False
+  with nothing written where it declines the lists), or None.  A compiled step's optimizer replay (``.optim``)
+  runs its merged Adam/AdamW update through it when the device's own table has no such kernel (cpu).
+
 The pass runs after :mod:`.fusion` and before :mod:`.plan`: a replaced launch keeps its line (the constant called is
 the provider's callable) and is no planned temporary (its results are the provider's arrays).  No core module
 imports a plugin: a backend without ``host_fusion`` (or one returning None: the opencl plugin without a CPU OpenCL
@@ -103,3 +110,15 @@ def apply(rec: Recorder, lo: int = 0, hi: int | None = None) -> int:
                 done += 1
                 break
     return done
+
+
+def multi_tensor(name: str, table: Any) -> Any:
+    """The first provider's multi-tensor kernel ``name`` for the host-memory ``table``'s arrays, or None."""
+    if not table.host_memory:
+        return None
+    for p in providers(table.type):
+        mt = getattr(p, "multi_tensor", None)
+        fn = mt(name) if mt is not None else None
+        if fn is not None:
+            return fn
+    return None

@@ -31,12 +31,13 @@ from typing import Any
 from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
-from . import replay as _replay
+from . import hostfuse as _hostfuse, replay as _replay
 from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, table_of
 from .config import config
 from .symbolic import Sym
 
-_replays: "weakref.WeakKeyDictionary[Any, OptimizerReplay]" = weakref.WeakKeyDictionary()
+# optimizer -> {whether host fusion was asked for: its replay}
+_replays: "weakref.WeakKeyDictionary[Any, dict[bool, OptimizerReplay]]" = weakref.WeakKeyDictionary()
 
 
 def supports(opt: Any) -> bool:
@@ -44,10 +45,15 @@ def supports(opt: Any) -> bool:
     return bool(type(opt).__dict__.get("_replay_capturable"))
 
 
-def replay_of(opt: Any) -> "OptimizerReplay":
-    r = _replays.get(opt)
+def replay_of(opt: Any, host_fusion: bool = False) -> "OptimizerReplay":
+    """``opt``'s replay; ``host_fusion``: for a capture under host fusion (``mode="max-autotune"``: a merged Adam update
+    may run as a host-fusion provider's multi-tensor kernel, see :func:`_merge_adam_steps`)."""
+    rs = _replays.get(opt)
+    if rs is None:
+        rs = _replays[opt] = {}
+    r = rs.get(host_fusion)
     if r is None:
-        r = _replays[opt] = OptimizerReplay(opt)
+        r = rs[host_fusion] = OptimizerReplay(opt, host_fusion)
     return r
 
 
@@ -78,8 +84,10 @@ def _state_get(opt: Any, p: Tensor, k: str) -> Any:
 class OptimizerReplay:
     """``optimizer.step()`` recorded once with symbolic hyper-parameters and replayed (see the module docstring)."""
 
-    def __init__(self, opt: Any):
+    def __init__(self, opt: Any, host_fusion: bool = False):
         self._opt = weakref.ref(opt)
+        self.host_fusion = host_fusion  # recorded for a capture under host fusion (see _merge_adam_steps)
+        self.hosted = 0  # launches of a replay that run as a host-fusion provider's kernels
         self.fn: Any = None
         self.source = ""
         self.why = ""  # why the step runs eagerly (empty while it replays or has not been recorded yet)
@@ -141,8 +149,8 @@ class OptimizerReplay:
             self.why = "the recorded step created optimizer state (recorded again at the next call)"
         else:
             self.why = ""
-            self.fn, self.source = _build(rec)
-            self.launches = rec.launches
+            self.fn, self.source = _build(rec, self.host_fusion)
+            self.launches, self.hosted = rec.launches, rec.hosted
 
     def _track(self, rec: Recorder, opt: Any, swapped: list) -> None:
         """Paths of parameters, gradients and state; the prologue: the groups, their checks and Syms."""
@@ -240,11 +248,13 @@ def _fused_or_each(fused: Any, single: Any, table: Any) -> Any:
     return fused_adam_
 
 
-def _merge_adam_steps(rec: Recorder) -> None:
+def _merge_adam_steps(rec: Recorder, hosted: bool = False) -> None:
     """Runs of per-parameter ``adam_step_`` launches with the same hyper-parameters (Adam with ``foreach=False``)
     become one ``fused_adam_`` launch where the device has it: it is ``adam_step_`` for each tensor (the same
     results), at the run's last launch, where every operand is loaded; nothing between the launches of a run may
-    read what an earlier one wrote."""
+    read what an earlier one wrote.  ``hosted`` (host fusion asked for): on a host-memory device without its own
+    ``fused_adam_`` (cpu), a host-fusion provider's multi-tensor kernel (PoCL's, on numpy's memory) where one is
+    offered: one launch for the group instead of ~12 numpy passes per parameter, within float32 rounding."""
     runs: list[list[int]] = [[]]
     for i in sorted(rec.info):
         name, kernel, _, kwargs, out = rec.info[i]
@@ -257,7 +267,13 @@ def _merge_adam_steps(rec: Recorder) -> None:
     for run in runs:
         if len(run) < 2:
             continue
-        table = _fused_table(rec.info[run[0]][1])
+        single = rec.info[run[0]][1]
+        table, multi = _fused_table(single), None
+        if table is None and hosted:
+            table = table_of("adam_step_", single)
+            multi = _hostfuse.multi_tensor("fused_adam_", table) if table is not None else None
+            if multi is None:
+                table = None
         calls = [_CALL.match(rec.lines[i]) for i in run]
         if table is None or any(m is None for m in calls):
             continue
@@ -272,7 +288,8 @@ def _merge_adam_steps(rec: Recorder) -> None:
         cols = ["[" + ", ".join(t[j] for t in toks) + "]" for j in range(6)]
         if not ams:
             cols[4] = "None"
-        fused = _fused_or_each(table.fused_adam_, rec.info[run[0]][1], table)
+        fused = _fused_or_each(multi or table.fused_adam_, single, table)
+        rec.hosted += multi is not None
         for i in run[:-1]:
             rec.lines[i] = ""
             del rec.info[i]
@@ -285,8 +302,8 @@ def _merge_adam_steps(rec: Recorder) -> None:
         rec.launches -= len(run) - 1
 
 
-def _build(rec: Recorder) -> tuple[Any, str]:
-    _merge_adam_steps(rec)
+def _build(rec: Recorder, hosted: bool = False) -> tuple[Any, str]:
+    _merge_adam_steps(rec, hosted)
     pro = "\n".join(f"            {ln}" for ln in rec.pro + rec.checks)
     pl = _replay._plan_of(rec, 0, None, set())
     body = _replay._source(pl.wrap(rec, _replay._with_frees([ln for ln in rec.lines if ln], "None"), "return None"))

@@ -75,6 +75,7 @@ def _source(lines: list[str]) -> str:
 def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
+    fusion.update_alias_checks(rec)
     if config.fusion:
         rec.fused = fusion.fuse(rec, result_src)
     if hostfuse.requested(host_fusion):
@@ -96,6 +97,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
                 host_fusion: bool | None = None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
+    fusion.update_alias_checks(rec)
     if config.fusion:
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
     if hostfuse.requested(host_fusion):
@@ -151,6 +153,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     guards.check_module_writes)."""
     modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    rec.host_fusion = hostfuse.requested(host_fusion)
     roots = _guards.roots(fn, args, kwargs)
     rec.iterators = iterators_of(roots)
     rec.persistent = persistent_of(roots)

@@ -105,6 +105,17 @@ def _src(kname: str, dt, vw: int, per_item: int, nb: int, roles, scalars, body) 
 """
 
 
+class HostArray:
+    """A host (numpy) array as these kernels take a device array: its memory as a ``USE_HOST_PTR`` buffer, which a
+    CPU device with host-unified memory computes on in place (hostfuse.py's ``multi_tensor``)."""
+
+    __slots__ = ("base_data", "offset", "dtype", "shape", "size", "_ct_c")
+
+    def __init__(self, buf: cl.Buffer, a: np.ndarray):
+        self.base_data, self.offset, self.dtype, self.shape, self.size = buf, 0, a.dtype, a.shape, a.size
+        self._ct_c = True  # made only for C-contiguous arrays
+
+
 def kernels(k, adam_body) -> dict:
     """``fused_adam_`` and ``fused_sgd_`` of one device; ``k`` is the device's kernel set (backend._Kernels),
     ``adam_body`` optim.py's per-element Adam update (the one-tensor kernel's statements)."""
@@ -118,7 +129,7 @@ def kernels(k, adam_body) -> dict:
 
     def contiguous(a) -> bool:
         # the device's own arrays carry _ct_c (C-contiguous by construction): pyopencl's ``flags`` costs ~10 us
-        return a.__dict__.get("_ct_c", False) or k.is_contiguous(a)
+        return a.__class__ is HostArray or a.__dict__.get("_ct_c", False) or k.is_contiguous(a)
 
     def usable(lists) -> bool:
         """Device arrays of one float dtype the device has, each tensor's arrays of one shape, all contiguous (so
@@ -129,7 +140,8 @@ def kernels(k, adam_body) -> dict:
             return False
         for arrays in lists:
             for a, shape in zip(arrays, shapes):
-                if not isinstance(a, cla.Array) or a.dtype != dt or a.shape != shape or not contiguous(a):
+                if not isinstance(a, (cla.Array, HostArray)) or a.dtype != dt or a.shape != shape \
+                        or not contiguous(a):
                     return False
         return True
 
