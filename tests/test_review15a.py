@@ -489,3 +489,13 @@ def test_a_value_read_into_a_shape_after_an_in_place_change(device, op):
     for top in (2, 2, 2, 3, 1):
         t = torch.tensor([1, top], device=device)
         np.testing.assert_array_equal(c(xc, t).cpu().numpy(), f(xe, t).cpu().numpy())
+
+
+def test_a_slice_argument_made_each_call(device):
+    """``f(x, slice(0, n))`` with a new slice each call: keyed by its value (it was keyed by its id, which a new
+    slice at a freed one's address shared: the replay took the old bounds)."""
+    c = torch.compile(lambda x, s: x[s] * 2)
+    x = torch.arange(6.0, device=device)
+    for s in (slice(0, 2), slice(0, 2), slice(0, 2), slice(1, 4), slice(0, 2), slice(0, 6, 2)):
+        np.testing.assert_array_equal(c(x, s).cpu().numpy(), (x[s] * 2).cpu().numpy())
+    assert c.replays == 3

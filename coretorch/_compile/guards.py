@@ -25,7 +25,7 @@ from ..tensor import Tensor
 from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
-_NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device)  # (values: keyed by _leaf_key)
+_NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
 _SCALAR_SET = frozenset(_SCALARS)
 _training = attrgetter("training")
 
@@ -65,6 +65,9 @@ def _leaf_key(a: Any) -> Any:
         # it reads (its closure, defaults, globals, a partial's arguments, its object's attributes) were baked into
         # the replay, and a new one at a freed one's address had the old one's key
         return ("callable", _Ident(a), _callable_key(a))
+    if (a.__class__ is slice or a.__class__ is range) and all(
+            v.__class__ in _SCALAR_SET for v in (a.start, a.stop, a.step)):  # (x[s], s = slice(0, n) made each call)
+        return (a.__class__, a.start, a.stop, a.step)
     if isinstance(a, (np.generic, _numbers.Number, _Device)):
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
