@@ -702,7 +702,7 @@ class Recorder:
         if isinstance(obj, dict):
             inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
             # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
-            return "{" + inner + "}" if type(obj) is dict else f"REDICT({self.const(copy.copy(obj))}, {{{inner}}})"
+            return "{" + inner + "}" if type(obj) is dict else f"REDICT({self._template(obj)}, {{{inner}}})"
         # (the templates are copies: the caller may change the capture call's own result)
         if isinstance(obj, (set, np.ndarray)):  # mutable: a new one each call, as eager's
             return f"CP({self.const(obj.copy())})"
@@ -710,8 +710,16 @@ class Recorder:
             # an output object made by the call (a dataclass, a SimpleNamespace): the replay returned the capture's
             # object, with the capture's tensors; now a copy of it with this call's values
             inner = ", ".join(f"{k!r}: {self._encode_result(v, args, made)}" for k, v in vars(obj).items())
-            return f"REOBJ({self.const(copy.copy(obj))}, {{{inner}}})"
+            return f"REOBJ({self._template(obj)}, {{{inner}}})"
         return self.const(obj)
+
+    def _template(self, obj: Any) -> str:
+        """A copy of a result object the replay rebuilds from (one that cannot be copied: a graph break)."""
+        try:
+            return self.const(copy.copy(obj))
+        except Exception:  # noqa: BLE001 - any failure of a user class's copy protocol
+            self.graph_break(f"the result holds a {type(obj).__name__} that cannot be copied")
+            return "None"
 
 
 def _holds_tensor(obj: Any, depth: int = 3) -> bool:
