@@ -121,8 +121,9 @@ class CompiledFunction:
         lv = _guards.leaves(args, kwargs)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
+        # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
-                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]))
+                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)
         if self._states:  # the function reads optimizer state itself (a Python step count)

@@ -23,6 +23,7 @@ calls with the same guards run eagerly.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import gc
 import os
@@ -39,7 +40,8 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..autograd.graph import _FREED
-from ..tensor import Tensor
+from ..nn.modules.module import Module
+from ..tensor import Tensor, _make
 from . import symbolic as _sym
 from .symbolic import Sym
 
@@ -55,7 +57,8 @@ DECLINING = frozenset({"adam_step_", "fused_adam_", "fused_sgd_"})
 # kernels whose output shape depends on the data: a graph break
 DATA_SHAPED = frozenset({"nonzero"})
 # Tensor methods that hand a value to Python: a graph break when user code calls them
-USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__")
+# (data_ptr: an address, another each call; a graph break in PyTorch too)
+USER_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "data_ptr")
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _THIS = os.path.dirname(os.path.abspath(__file__))
@@ -88,6 +91,16 @@ def varying_read(why: str) -> None:
     eagerly (a checked read would differ at the next call, after the step's writes, and could only raise)."""
     rec = state["recorder"]
     if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread:
+        rec.graph_break(why)
+
+
+def data_read(why: str) -> None:
+    """Core code is about to read on the host a value of the data that decides a shape (``F.one_hot`` without
+    ``num_classes``: the largest class): a checked read, which a replay that differs falls back to eager from; but
+    after the call wrote state (``x.add_(1)`` first) it could only raise where eager runs, so that is a graph break."""
+    rec = state["recorder"]
+    if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread and (
+            rec.mutated or rec.segments):
         rec.graph_break(why)
 
 
@@ -158,7 +171,7 @@ class Recorder:
         self.paths: list[Path] = []
         self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
         self._host_reads: dict[int, tuple] = {}  # id(host value) -> (line, source, value) of a checked read
-        self.snap: dict[str, tuple[Any, Any]] = {}
+        self.snap: dict[str, tuple[Any, Any, int]] = {}  # expr -> (tensor, its array, its version)
         self.breaks: list[str] = []
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
@@ -174,6 +187,7 @@ class Recorder:
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
+        self.persistent: set[int] = set()  # ids of objects reachable before the call (see persistent_of)
 
     # ---- constants and variables --------------------------------------------------------------------------------
     def const(self, obj: Any) -> str:
@@ -298,16 +312,22 @@ class Recorder:
         self.snap = {}
         for p in self.paths:
             t = p.get()
-            self.snap[p.expr] = (t, t._data if isinstance(t, Tensor) else None)
+            self.snap[p.expr] = (t, t._data, t._vc[0]) if isinstance(t, Tensor) else (t, None, 0)
 
     def write_back(self) -> None:
         """Source that leaves the persistent state as eager has left it since the last snapshot."""
+        counters: set = set()
         for p in self.paths:
             t = p.get()
-            t0, d0 = self.snap[p.expr]
+            t0, d0, v0 = self.snap[p.expr]
             if t is t0:
                 if isinstance(t, Tensor) and t._data is not d0:
                     self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
+                if isinstance(t, Tensor) and t._vc[0] != v0 and id(t._vc) not in counters:
+                    # modified in place (x.add_(1), a buffer's running mean): its version counter (shared with its
+                    # views) as eager's, so a backward that saved it raises (the replay left it unchanged)
+                    counters.add(id(t._vc))
+                    self.lines.append(f"{p.expr}._vc[0] += {t._vc[0] - v0}")
                 continue
             if not p.settable:
                 self.graph_break(f"the tensor at {p.expr} was replaced")
@@ -582,7 +602,7 @@ class Recorder:
                 return rec.sym_item(self, orig)
             if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
-                rec.graph_break(f"{op} reads a tensor value into Python")
+                rec.graph_break(f"{op} reads a tensor {'address' if meth == 'data_ptr' else 'value'} into Python")
                 rec.user_read += 1
                 try:
                     return orig(self, *a, **kw)
@@ -599,7 +619,9 @@ class Recorder:
         self.write_back()
         if self.pending:
             self._resolve_pending()
-        return self._encode_result(result, args)
+        made: dict[int, list] = {}
+        src = self._encode_result(result, args, made)
+        return _tensors_made(src, list(made.values())) if made else src
 
     def _resolve_pending(self) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
@@ -629,33 +651,171 @@ class Recorder:
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
                 self.lines[i] = f"{v} = {self.const(a)}"
 
-    def _encode_result(self, obj: Any, args: list) -> str:
+    def _held(self, obj: Tensor, args: list) -> str | None:
+        """The source of a tensor the replay already holds: an argument or persistent state (eager returns it)."""
+        for i, a in enumerate(args):
+            if a is obj:
+                return f"A[{i}]"
+        for p in self.paths:
+            if p.get() is obj:
+                return p.expr
+        return None
+
+    def _made(self, obj: Tensor, args: list, made: dict) -> list | None:
+        """The ``made`` entry of a tensor over a recorded array (None: an array made outside the recorded kernels).
+        A view (``x[1:]``, ``y.t()``, ``x.detach()``) gets its base, and shares its version counter where eager's
+        does: an in-place change of the base after the view was saved for a backward raises, as eager's."""
+        m = made.get(id(obj))
+        if m is not None:
+            return m
+        v = self.var.get(id(obj._data))
+        if v is None:
+            return None
+        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+        b, bm = obj._base, None
+        if b is not None:
+            base = self._held(b, args)
+            if base is None:
+                bm = self._made(b, args, made)
+                if bm is not None:
+                    bm[1] += 1
+                    base = f"\0{bm[2]}\0"
+            if base is not None:
+                make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc})"
+        if obj._rg and obj.grad_fn is None:  # a new leaf that requires grad (torch.zeros_like(x).requires_grad_())
+            make, plain = f"{make}.requires_grad_()", f"{plain}.requires_grad_()"
+            g = obj._grad
+            if g is not None:  # and its .grad, from a backward in the call
+                gsrc = self._held(g, args)
+                if gsrc is None:
+                    gm = self._made(g, args, made) if type(g) is Tensor else None
+                    if gm is None:
+                        return None
+                    gm[1] += 1
+                    gsrc = f"\0{gm[2]}\0"
+                make, plain = f"GRAD({make}, {gsrc})", f"GRAD({plain}, {gsrc})"
+        # (a temporary base only this view uses is left out: nothing else the caller holds shares its counter)
+        m = made[id(obj)] = [make, 0, len(made), plain, bm]
+        return m
+
+    def _encode_result(self, obj: Any, args: list, made: dict) -> str:
+        """The result's source; ``made``: id -> [source, uses, index, source without the base, the base's entry]
+        of the tensors it makes, each written
+        ``NUL index NUL`` (no repr holds a NUL) and resolved by :func:`_tensors_made`."""
         if isinstance(obj, Tensor):
-            for i, a in enumerate(args):
-                if a is obj:
-                    return f"A[{i}]"
-            for p in self.paths:
-                if p.get() is obj:
-                    return p.expr
+            held = self._held(obj, args)
+            if held is not None:
+                return held
             if obj.grad_fn is not None and not _graph_consumed(obj.grad_fn):
                 self.graph_break("the result's autograd graph is still needed (a replay returns tensors without one): "
                                  "call backward inside the compiled step, or compile the module")
                 return "None"
-            v = self.var.get(id(obj._data))
-            if v is None:
+            if type(obj) is not Tensor:
+                self.graph_break(f"the result holds a new {type(obj).__name__} (a replay makes plain tensors)")
+                return "None"
+            m = self._made(obj, args, made)
+            if m is None:
                 self.graph_break("the result holds an array made outside the recorded kernels")
                 return "None"
-            return f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+            m[1] += 1
+            return f"\0{m[2]}\0"
+        if isinstance(obj, list) and id(obj) in self.persistent:  # a list that outlives the call: itself
+            return self.const(obj)
         if isinstance(obj, (tuple, list)):
-            inner = ", ".join(self._encode_result(o, args) for o in obj)
-            if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple
-                return f"{self.const(type(obj))}({inner})"
+            inner = ", ".join(self._encode_result(o, args, made) for o in obj)
+            if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple, or another subclass (torch.Size)
+                named = hasattr(type(obj), "_fields")
+                return f"{self.const(type(obj))}({inner})" if named else f"{self.const(type(obj))}(({inner},))"
             return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
-        if isinstance(obj, dict):
-            return "{" + ", ".join(f"{self.const(k)}: {self._encode_result(v, args)}" for k, v in obj.items()) + "}"
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
+        for i, a in enumerate(args):  # an argument object returned (a config, a list of tensors): eager's own
+            if a is obj:
+                return f"A[{i}]"
+        if id(obj) in self.persistent:  # an object that outlives the call (a module's state dict): itself
+            return self.const(obj)
+        if isinstance(obj, dict):
+            inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
+            # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
+            return "{" + inner + "}" if type(obj) is dict else f"REDICT({self._template(obj)}, {{{inner}}})"
+        # (the templates are copies: the caller may change the capture call's own result)
+        if isinstance(obj, (set, np.ndarray)):  # mutable: a new one each call, as eager's
+            return f"CP({self.const(obj.copy())})"
+        if _holds_tensor(obj):
+            # an output object made by the call (a dataclass, a SimpleNamespace): the replay returned the capture's
+            # object, with the capture's tensors; now a copy of it with this call's values
+            inner = ", ".join(f"{k!r}: {self._encode_result(v, args, made)}" for k, v in vars(obj).items())
+            return f"REOBJ({self._template(obj)}, {{{inner}}})"
         return self.const(obj)
+
+    def _template(self, obj: Any) -> str:
+        """A copy of a result object the replay rebuilds from (one that cannot be copied: a graph break)."""
+        try:
+            return self.const(copy.copy(obj))
+        except Exception:  # noqa: BLE001 - any failure of a user class's copy protocol
+            self.graph_break(f"the result holds a {type(obj).__name__} that cannot be copied")
+            return "None"
+
+
+def _holds_tensor(obj: Any, depth: int = 3) -> bool:
+    """Whether a result object with attributes (not a module, an optimizer, a function or a class) holds a tensor
+    (in an attribute, a list, tuple or dict of them, or such an object, ``depth`` levels down)."""
+    d = getattr(obj, "__dict__", None)
+    if type(d) is not dict or isinstance(obj, (type, types.ModuleType, types.FunctionType, Module, _optim.Optimizer)):
+        return False
+    return depth > 0 and any(_has_tensor(v, depth - 1) for v in d.values())
+
+
+def _has_tensor(v: Any, depth: int) -> bool:
+    if isinstance(v, Tensor):
+        return True
+    if isinstance(v, (list, tuple, dict)):
+        return depth > 0 and any(_has_tensor(x, depth - 1) for x in (v.values() if isinstance(v, dict) else v))
+    return _holds_tensor(v, depth)
+
+
+def _rebuilt_dict(template: dict, items: dict) -> dict:
+    """A dict subclass of the result (see Recorder._encode_result): a copy of the capture's, with this call's items."""
+    out = copy.copy(template)
+    dict.clear(out)
+    dict.update(out, items)
+    return out
+
+
+def _rebuilt_object(template: Any, attrs: dict) -> Any:
+    """An object of the result (see Recorder._encode_result): a copy of the capture's, with this call's values."""
+    out = copy.copy(template)
+    out.__dict__.update(attrs)
+    return out
+
+
+def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
+    """A replay's returned leaf with its ``.grad`` (see Recorder._made)."""
+    t._grad = grad
+    return t
+
+
+def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool) -> Tensor:
+    """A replay's returned view of ``base`` (see Recorder._made)."""
+    return _make(data, dtype, table, base=base, version=base._vc if shared else None)
+
+
+def _tensors_made(src: str, made: list) -> str:
+    """The result's source with the tensors it makes (see Recorder._encode_result): one used once is made in place;
+    one used twice (``(y, y)``; a returned view's base) is made once, first, and named: eager returns one tensor, so
+    an in-place change through one is seen through the other (each place used to make a tensor of its own)."""
+    for m in made:
+        if m[4] is not None and m[4][1] == 1:
+            m[0] = m[3]
+    for m in made:
+        if m[4] is not None and m[4][1] == 1:
+            m[4][1] = 0
+
+    def expand(text: str) -> str:
+        return re.sub("\0(\\d+)\0", lambda m: f"r{m.group(1)}" if made[int(m.group(1))][1] > 1
+                      else expand(made[int(m.group(1))][0]), text)
+    named = [f"(r{k} := {expand(m[0])})" for k, m in enumerate(made) if m[1] > 1]
+    return f"({', '.join(named)}, {expand(src)})[-1]" if named else expand(src)
 
 
 def _tensor_key(t: Tensor) -> tuple:
@@ -702,6 +862,18 @@ def _graph_consumed(fn: Any, limit: int = 100000) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
+
+
+def persistent_of(objs: list) -> set[int]:
+    """The ids of the roots of a call (see guards.roots), the entries of their containers and the attributes of
+    objects among them: a result object among them is returned itself (it outlives the call), not rebuilt."""
+    out: set[int] = set()
+    for o in objs:
+        out.add(id(o))
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, type) else ()
+        out.update(map(id, vals))
+    return out
 
 
 def iterators_of(objs: list) -> set[int]:

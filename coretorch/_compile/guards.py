@@ -4,9 +4,10 @@ from __future__ import annotations
 from collections import deque as _deque
 import dis
 import hashlib
+import numbers as _numbers
 from functools import partial as _partial
 from operator import attrgetter
-from types import FunctionType as _FunctionType, ModuleType as _ModuleType
+from types import FunctionType as _FunctionType, MethodType as _MethodType, ModuleType as _ModuleType
 import sys
 from typing import Any
 
@@ -17,6 +18,7 @@ from .._determinism import state as _det
 from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.grad_mode import state as _grad_state
+from ..device import device as _Device
 from ..nn.modules import _hooks as _mh
 from ..ops import creation as _creation
 from ..nn.modules.module import Module
@@ -25,7 +27,7 @@ from ..tensor import Tensor
 from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
-_NOT_ROOTS = (Tensor, *_SCALARS)
+_NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
 _SCALAR_SET = frozenset(_SCALARS)
 _training = attrgetter("training")
 
@@ -60,7 +62,95 @@ def _leaf_key(a: Any) -> Any:
         return (type(a), a)
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
-    return ("obj", id(a))
+    if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
+        # a function argument (f(x, act=lambda t: t * k), a partial, a bound method, a callable object): the numbers
+        # it reads (its closure, defaults, globals, a partial's arguments, its object's attributes) were baked into
+        # the replay, and a new one at a freed one's address had the old one's key
+        return ("callable", _Ident(a), _callable_key(a))
+    if (a.__class__ is slice or a.__class__ is range) and all(
+            v.__class__ in _SCALAR_SET for v in (a.start, a.stop, a.step)):  # (x[s], s = slice(0, n) made each call)
+        return (a.__class__, a.start, a.stop, a.step)
+    if isinstance(a, (np.generic, _numbers.Number, _Device)):
+        # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
+        # new one at a freed one's address replayed the old value)
+        try:
+            return (type(a), a, hash(a))
+        except TypeError:
+            pass
+    return _Ident(a)
+
+
+class _Ident:
+    """An argument object in a guard key by identity, held (a key of its ``id`` alone matched a new object made at a
+    freed one's address: ``f(x, torch.Generator().manual_seed(i))`` replayed with the capture's generator)."""
+
+    __slots__ = ("o",)
+
+    def __init__(self, o: Any):
+        self.o = o
+
+    def __eq__(self, other: Any) -> bool:
+        return other.__class__ is _Ident and other.o is self.o
+
+    def __hash__(self) -> int:
+        return id(self.o)
+
+
+def _value(v: Any) -> Any:
+    return v if v.__class__ in _SCALAR_SET else id(v)
+
+
+_CODE_GLOBALS: dict[int, tuple] = {}  # id(code) -> (code, the names it and its nested code read; None: coretorch's)
+
+
+def _config_like_callable(a: Any) -> bool:
+    """A callable object of a user class with attributes (not a module, an optimizer, a class or a tensor)."""
+    return isinstance(getattr(a, "__dict__", None), dict) and not isinstance(a, (type, Tensor, Module, Optimizer))
+
+
+def _callable_key(f: Any, depth: int = 2) -> Any:
+    """What a function argument's behaviour depends on besides its code (see _leaf_key): Python numbers by value,
+    anything else by identity."""
+    if depth == 0:
+        return id(f)
+    if isinstance(f, _partial):
+        return (tuple(map(_value, f.args)), tuple((k, _value(v)) for k, v in f.keywords.items()),
+                _callable_key(f.func, depth - 1))
+    out: list = []
+    s = getattr(f, "__self__", None)
+    if s is not None and _config_like_callable(s):  # a bound method of a user object: the object's attributes
+        out.append(tuple((k, _value(v)) for k, v in vars(s).items()))
+    f = getattr(f, "__func__", f)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        if _config_like_callable(f):  # a callable object: its attributes, and its class's __call__
+            out.append(tuple((k, _value(v)) for k, v in vars(f).items()))
+            out.append(_callable_key(getattr(type(f), "__call__", None), depth - 1))
+        return tuple(out)
+    entry = _CODE_GLOBALS.get(id(code))
+    if entry is None or entry[0] is not code:
+        if len(_CODE_GLOBALS) > 4096:
+            _CODE_GLOBALS.clear()
+        # (coretorch's own functions, F.relu: their identity says it)
+        entry = _CODE_GLOBALS[id(code)] = (code, None if _internal(code.co_filename) else
+                                           tuple(sorted(_code_names(code, set()))))
+    names = entry[1]
+    if names is None:
+        return id(f)
+
+    def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
+        return v if v.__class__ in _SCALAR_SET else (id(v), contents(v, names, None, 1)) if _opened(v) else id(v)
+    cells = []
+    for c in f.__closure__ or ():
+        try:
+            cells.append(value(c.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    g = f.__globals__
+    out.extend((id(code), tuple(cells), tuple(map(value, f.__defaults__ or ())),
+                tuple((k, value(v)) for k, v in (f.__kwdefaults__ or {}).items()),
+                tuple([value(g[n]) for n in names if n in g])))
+    return tuple(out)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
@@ -165,7 +255,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return None
     out = []
     cls = o.__class__
-    for n in names:
+    e = _OBJ_NAMES.get(id(d))
+    if e is None or e[0] is not d or e[1] is not names or e[2] != len(d) or e[3] is not cls:
+        if len(_OBJ_NAMES) > 1024:
+            _OBJ_NAMES.clear()
+        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, tuple(n for n in names if n in d or hasattr(cls, n)))
+    for n in e[4]:
         v = d.get(n, d)
         if v is not d:
             out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
@@ -174,6 +269,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if v.__class__ in scalars:
                 out.append((n, v))
     return tuple(out)
+
+
+# id(an object's __dict__) -> (the dict, names, its length, the class, those of names the object or its class has):
+# contents looks up only those (every name the code reads, most of them no attribute of the object, cost ~0.1 us
+# each per call); an attribute added changes the length
+_OBJ_NAMES: dict[int, tuple] = {}
 
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
@@ -230,6 +331,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
             except ValueError:
                 pass
         for v in helpers:
+            if not isinstance(v, _FunctionType) and _config_like(v) and _callable_object(v):
+                v = v.__class__.__call__  # a callable object: the attributes its __call__ reads
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                 names.update(attribute_names(v, depth - 1, seen))
     return tuple(sorted(names))
@@ -348,7 +451,14 @@ def _config_like(v: Any) -> bool:
     """A plain object with attributes (a config namespace or dataclass), not a class, function, tensor, module or
     optimizer (those are guarded otherwise)."""
     return hasattr(v, "__dict__") and not isinstance(v, (type, _FunctionType, Tensor, Module, Optimizer)) \
-        and not callable(v)
+        and (not callable(v) or _callable_object(v))
+
+
+def _callable_object(v: Any) -> bool:
+    """An instance of a user class with ``__call__`` (a loss object with its ``eps``): config-like, its ``__call__``
+    read for the attribute names (see attribute_names)."""
+    c = v.__class__
+    return isinstance(getattr(c, "__call__", None), _FunctionType) and _user_class(c) and not isinstance(v, type)
 
 
 def _user_class(c: type) -> bool:
@@ -495,7 +605,7 @@ def _module_numbers(modules: list) -> tuple:
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
     scalars = _SCALAR_SET
-    vals = tuple([v if v.__class__ in scalars else _object_key(v) for v in [d.get(k) for d, k in e[3]]])
+    vals = tuple([v if v.__class__ in scalars else _object_key(v, e[5]) for v in [d.get(k) for d, k in e[3]]])
     if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
     return lens, vals
@@ -530,9 +640,10 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
                         "reaches, which a replay would not repeat")
 
 
-def _object_key(v: Any) -> Any:
-    """A module attribute that is no Python number: its identity, and a dict's or list's entries."""
-    return (id(v), contents(v)) if _opened(v) else id(v)
+def _object_key(v: Any, names: tuple = ()) -> Any:
+    """A module attribute that is no Python number: its identity, and a dict's or list's entries, or a plain
+    object's attributes among ``names`` (``self.cfg.scale``, ``self.crit.eps``: the replay reused the old number)."""
+    return (id(v), contents(v, names)) if _opened(v) else id(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
@@ -552,6 +663,12 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
+    for m in modules:  # callable objects the modules hold (self.crit = Loss(eps)): what their __call__ reads
+        for v in list(vars(m).values()):
+            if not isinstance(v, (Module, Tensor, _FunctionType)) and _callable_object(v):
+                f = v.__class__.__call__
+                refs.extend(global_names(f, seen=seen))
+                names.update(attribute_names(f))
     for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
         if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
                                                                            "__file__", None) or ""):

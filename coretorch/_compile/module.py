@@ -78,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch", "watch_outputs", "node_meta")
+                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views")
     forward: Any
     backward: Any
     breaks: Any
@@ -92,6 +92,39 @@ class _ModEntry:
     watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
     watch_outputs: list  # the outputs whose memory the backward reads
     node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
+    repeats: list  # (i, j): output j is output i (the forward returned one tensor twice)
+    views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
+
+
+def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
+    """The outputs that are views of an input (``x.flatten(1)``), a parameter or a buffer: (output index, base, whether
+    it shares the base's version counter), the base an index into the inputs, a tensor, or a (dict, name) buffer."""
+    out = []
+    for i, o in enumerate(outs):
+        b = o._base
+        if b is None:
+            continue
+        ref: Any = next((j for j, a in enumerate(lv) if a is b), None)
+        if ref is None:
+            ref = next((t for t in (*params, *plain) if t is b), None)
+        if ref is None:
+            ref = next(((d, k) for d, k in buffers if d.get(k) is b), None)
+        if ref is not None:
+            out.append((i, ref, o._vc is b._vc))
+    return out
+
+
+def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
+    """A replay's outputs that are views of persistent tensors share their version counters as eager's (an
+    in-place change of the input after the output was saved for a backward raises); ``plain`` (no backward node):
+    their base too."""
+    for i, ref, shared in entry.views:
+        b = lv[ref] if type(ref) is int else ref[0].get(ref[1]) if type(ref) is tuple else ref
+        t = res[i]
+        if shared:
+            t._vc = b._vc
+        if plain:
+            t._base, t._gfb = b, b._gf
 
 
 def _flat_outputs(result: Any):
@@ -133,7 +166,8 @@ class ModuleCapture:
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2]))  # .grad is not touched by a forward
+        # (.grad is not touched by a forward; the keyword names: leaves holds the values only)
+        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs))
         entry = self.cache.get(key)
         if entry is None:
             limit = recompile_limit_of(self.recompile_limit)
@@ -167,6 +201,10 @@ class ModuleCapture:
                 node._out_meta = entry.node_meta
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
+        for i, j in entry.repeats:
+            res[j] = res[i]
+        if entry.views:
+            _view_outputs(entry, lv, res, node is None)
         if node is not None:
             node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
@@ -196,6 +234,10 @@ class ModuleCapture:
             outs, single = _flat_outputs(result)
             if outs is None:
                 rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")
+            elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):
+                # eager returns that tensor (its requires_grad, its version counter, its .grad); a replay would
+                # make another over its memory
+                rec.breaks.append("an output is an input, a parameter or a buffer itself")
             rec.write_back()
             split = len(rec.lines)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
@@ -209,7 +251,10 @@ class ModuleCapture:
                 if len(need) != len(outs):
                     rec.breaks.append("some outputs of the forward do not require grad")
                 else:
-                    bw_src = self._record_backward(rec, lv, outs, targets, entry)
+                    try:
+                        bw_src = self._record_backward(rec, lv, outs, targets, entry)
+                    except RuntimeError:  # eager raises at the user's backward (a saved input modified in place)
+                        rec.breaks.append("the backward of the forward raises")
                     if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
                         _guards.check_module_writes(rec, modules, before)
             if not rec.breaks:
@@ -220,6 +265,10 @@ class ModuleCapture:
         if rec.breaks:
             return result, entry
         entry.single = single
+        # an output the forward returns twice ((y, y)) is one tensor, as eager's (the backward adds both gradients)
+        first = {id(o): i for i, o in reversed(list(enumerate(outs)))}
+        entry.repeats = [(first[id(o)], j) for j, o in enumerate(outs) if first[id(o)] != j]
+        entry.views = _views_of(outs, lv, params, buffers, plain)
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
@@ -247,6 +296,10 @@ class ModuleCapture:
         if entry.node_meta is not None:
             node._out_meta = entry.node_meta
         res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        for i, j in entry.repeats:
+            res[j] = res[i]
+        if entry.views:
+            _view_outputs(entry, lv, res, False)
         node.watch(lv, res)
         return res[0] if entry.single else tuple(res)
 

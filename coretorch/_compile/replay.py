@@ -11,7 +11,8 @@ import numpy as np
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
-from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key, iterators_of
+from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _rebuilt_dict, _rebuilt_object,
+                      _state_key, _tensor_key, _view, _with_grad, iterators_of, persistent_of)
 from .config import config
 
 
@@ -33,7 +34,8 @@ def _copy(a):
 
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
-            "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of}
+            "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
+            "REOBJ": _rebuilt_object, "GRAD": _with_grad}
 
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -154,7 +156,9 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     rec.host_fusion = hostfuse.requested(host_fusion)
     # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
     rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
-    rec.iterators = iterators_of(_guards.roots(fn, args, kwargs))
+    roots = _guards.roots(fn, args, kwargs)
+    rec.iterators = iterators_of(roots)
+    rec.persistent = persistent_of(roots)
     _find_hab_users()
     rec.install()
     try:

@@ -208,3 +208,10 @@ def bind_late(module, namespace: dict) -> None:
         if k in namespace:
             setattr(module, k, namespace[k])
 
+
+
+def data_read(why: str) -> None:
+    """Core code is about to read a tensor's value into a Python number that decides a shape or a constant of the
+    computation: under a capture that already wrote state, a graph break (see coretorch._compile.capture.data_read)."""
+    from .._compile.capture import data_read as _read  # (imported on use: compile imports the ops)
+    _read(why)

@@ -14,7 +14,7 @@ from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
 from ._out import write_out
-from ._util import edge, shape_arg
+from ._util import data_read as _data_read, edge, shape_arg
 
 _CPU = Device("cpu")
 
@@ -335,6 +335,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         dtype, device, requires_grad: of the result.
     """
     if isinstance(fill_value, Tensor):
+        _data_read("full() reads its fill value on the host")
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, int) \
@@ -397,6 +398,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     """
     if end is None:
         start, end = 0, start
+    if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
+        _data_read("arange() of a tensor's value gives a shape that depends on the data")
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:

@@ -17,7 +17,7 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, reduction as _red
 from . import shape as _sh
-from ._util import edge, norm_dim, shape_arg
+from ._util import data_read as _data_read, edge, norm_dim, shape_arg
 from ._out import write_out
 from .inplace import check_inplace
 from .scatter import _renamed
@@ -260,6 +260,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     n = input.shape[d]
     if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1 and \
             repeats.dtype in (_i64, _dt.int32):
+        _data_read("repeat_interleave() of a tensor gives a shape that depends on the data")
         repeats = int(repeats.item())  # one repeat count for every element
     if isinstance(repeats, int):
         if repeats < 0:
@@ -282,6 +283,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         repeats = repeats.to(input.device)
     reps = repeats.to(_i64)
     if output_size is None:
+        _data_read("repeat_interleave() of a tensor gives a shape that depends on the data")
         if n and int(_red.amin(reps).item()) < 0:
             raise RuntimeError("repeats can not be negative")
         total = int(_red.sum(reps).item()) if n else 0  # the output's size depends on the data

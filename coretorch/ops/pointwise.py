@@ -13,7 +13,7 @@ from ..autograd._zero import keep_graph as _keep_graph, not_implemented_graph as
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from ._util import align_devices, bind_late, broadcast_shape, edge, sum_to
+from ._util import align_devices, bind_late, broadcast_shape, data_read, edge, sum_to
 
 _bool = _dt.bool_
 builtins_abs = builtins.abs
@@ -255,6 +255,7 @@ def _make_binary(name: str, node_cls, kind: str):
         elif opmath and isinstance(b, Tensor) and b._data.ndim == 0 and isinstance(a, Tensor) \
                 and a.dtype in _REDUCED and b.dtype is not a.dtype and b._be.type == "cpu" and not b._rg \
                 and a._data.ndim and b.dtype is not _bool:
+            data_read("a 0-d cpu tensor operand of a half-precision op is read on the host")
             b = b.item()  # a 0-d cpu tensor is a scalar to PyTorch's kernels: h * tensor(65536.) is 32768
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)

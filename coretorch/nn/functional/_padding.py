@@ -141,6 +141,9 @@ def one_hot(tensor, num_classes=-1):
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return _C.zeros(*tensor.shape, num_classes, dtype=_i64, device=tensor.device)
+    if num_classes == -1:
+        from ..._compile.capture import data_read  # (imported on use: compile imports nn)
+        data_read("one_hot without num_classes gives a shape that depends on the data")
     lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
