@@ -8,6 +8,7 @@ calling exactly the kernels eager calls, in the same order, on the same arrays: 
 on every backend, RNG kernels advance the same generators (dropout matches), and nothing has to understand the ops.
 
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
+* :mod:`.results`: the call's result as a replay rebuilds it (views, aliases, objects of eager's kinds);
 * :mod:`.replay`: the generated replay function;
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);

@@ -11,8 +11,9 @@ import numpy as np
 from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
-from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _rebuilt_dict, _rebuilt_object,
-                      _state_key, _tensor_key, _view, _with_grad, iterators_of, persistent_of)
+from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
+                      iterators_of, persistent_of)
+from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
 
