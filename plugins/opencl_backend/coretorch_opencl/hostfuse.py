@@ -157,8 +157,11 @@ class HostKernels:
     def works(self) -> bool:
         """Whether the device computes on a numpy array's own memory: GELU on misaligned arrays, read back without
         a map (a driver copying host pointers would leave the output untouched)."""
-        x = np.arange(-20, 3 * self.vw + 3, dtype=np.float32)[1:] / 4   # 4 bytes off any larger alignment
-        y, c = np.full(x.shape, np.nan, np.float32)[:], np.full(x.shape, np.nan, np.float32)
+        n = 3 * self.vw + 22
+        # views 4 bytes off any larger alignment (a slice of a fresh array: ``a[1:] / 4`` would be a new, aligned one)
+        x, y, c = (np.empty(n + 1, np.float32)[1:] for _ in range(3))
+        x[:] = np.arange(-19, n - 19, dtype=np.float32) / 4
+        y[:] = c[:] = np.nan
         try:
             self._run([(self._k("hf_gelu_cdf"), self._items(x.size), [self._out(y), self._out(c), self._in(x),
                                                                        np.int64(x.size)])])
