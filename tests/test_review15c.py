@@ -53,3 +53,50 @@ def test_self_check_writes_a_misaligned_array():
         return real_out(a)
     hk._out = copying_out
     assert not hk.works()
+
+
+def _fork_child(q, f, step, x):
+    try:
+        g = torch.compile(step, mode="max-autotune")
+        ref = [t.detach().numpy().copy() for t in step(x)]
+        got = [[t.detach().numpy().copy() for t in fn(x)] for fn in (f, f, g, g, g)]
+        q.put(("ok", all(np.array_equal(a, b) for r in got for a, b in zip(r, ref)), g.hosted))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        q.put(("raised", repr(e), 0))
+
+
+def test_a_forked_child_runs_max_autotune_steps_on_the_cpu_kernels():
+    """fork() after a max-autotune step ran hosted kernels: the child has the parent's OpenCL context and queue but
+    not PoCL's worker threads, so a hosted launch there waited forever (the threaded driver: the default without
+    POCL_DEVICES=basic) where eager runs.  In a forked child the provider offers nothing and the hosted kernels already
+    in a replay run the cpu kernels: eager's results, bit for bit."""
+    _provider()
+    import multiprocessing as mp
+    if "fork" not in mp.get_all_start_methods():
+        pytest.skip("no fork() on this platform")
+    from coretorch import nn
+    import coretorch.nn.functional as F
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 64)
+    x = torch.randn(64, 64)
+
+    def step(x):
+        lin.zero_grad()
+        loss = F.log_softmax(F.gelu(lin(x)), -1).pow(2).sum()
+        loss.backward()
+        return loss, lin.weight.grad.clone()
+    f = torch.compile(step, mode="max-autotune")
+    for _ in range(3):
+        f(x)
+    assert f.hosted == 4   # gelu, log_softmax and their backward kernels
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_fork_child, args=(q, f, step, x))
+    child.start()
+    child.join(120)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's max-autotune step hung")
+    how, same, hosted = q.get(timeout=10)
+    assert how == "ok" and same is True and hosted == 0, (how, same)
