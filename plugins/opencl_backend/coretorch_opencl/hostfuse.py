@@ -31,10 +31,13 @@ The device is the first CPU OpenCL device with host-unified memory that discover
 ``OMP_NUM_THREADS=1`` holds numpy's BLAS; ``POCL_DEVICES=basic`` (PoCL's single-threaded driver, preferred when
 listed) runs each kernel in the calling thread: no hand-off to a worker, which costs ~80-170 us of CPU time per call
 with the threaded driver (so there only arrays from 32k elements are taken, ``min_size``).
+In a child made by ``fork()`` (which has the parent's OpenCL context and queue, not PoCL's threads) nothing is
+offered and the kernels already in replays run the cpu kernels.
 """
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -44,6 +47,12 @@ from . import fastmath, optim, optim_multi, vecmath
 from .device import cl, discover
 
 _F32 = np.dtype(np.float32)
+# set in a child made by fork(): the OpenCL context, queue and PoCL's worker threads are the parent's (a launch there
+# waits forever with the threaded driver), so in a child the provider offers nothing and its kernels, already in
+# replays, run the cpu kernels (eager's results)
+_forked = [False]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forked.__setitem__(0, True))
 _INV_SQRT_2PI = "0.3989422804014327f"
 
 
@@ -157,8 +166,11 @@ class HostKernels:
     def works(self) -> bool:
         """Whether the device computes on a numpy array's own memory: GELU on misaligned arrays, read back without
         a map (a driver copying host pointers would leave the output untouched)."""
-        x = np.arange(-20, 3 * self.vw + 3, dtype=np.float32)[1:] / 4   # 4 bytes off any larger alignment
-        y, c = np.full(x.shape, np.nan, np.float32)[:], np.full(x.shape, np.nan, np.float32)
+        n = 3 * self.vw + 22
+        # views 4 bytes off any larger alignment (a slice of a fresh array: ``a[1:] / 4`` would be a new, aligned one)
+        x, y, c = (np.empty(n + 1, np.float32)[1:] for _ in range(3))
+        x[:] = np.arange(-19, n - 19, dtype=np.float32) / 4
+        y[:] = c[:] = np.nan
         try:
             self._run([(self._k("hf_gelu_cdf"), self._items(x.size), [self._out(y), self._out(c), self._in(x),
                                                                        np.int64(x.size)])])
@@ -236,7 +248,7 @@ class HostKernels:
     # ---- multi-tensor optimizer kernels ---------------------------------------------------------------------------
     def multi_tensor(self, name: str) -> Callable | None:
         """``fused_adam_`` on lists of numpy arrays (the core's contract: hostfuse.py there), or None."""
-        if name != "fused_adam_":
+        if name != "fused_adam_" or _forked[0]:
             return None
         if self._multi is None:
             self._multi = optim_multi.kernels(_HostKernelSet(self.dev), optim._body)["fused_adam_"]
@@ -245,7 +257,7 @@ class HostKernels:
 
         def fused_adam_(P, G, M, V, X, steps, *hp) -> bool:
             lists = [P, G, M, V] + ([X] if X is not None else [])
-            if not P or P[0].dtype not in kinds:
+            if not P or P[0].dtype not in kinds or _forked[0]:
                 return False
             dt = P[0].dtype
             for arrays in lists:
@@ -274,13 +286,15 @@ class HostKernels:
         """A callable standing in for the recorded launch ``orig(*args, **kwargs)`` of kernel ``name`` (None where
         declined); it re-checks the layout on every call and runs ``orig`` for operands it does not take, or where
         the driver refuses (an OpenCL error: a buffer over the device's largest allocation, out of resources)."""
-        if kwargs or not args or getattr(args[0], "size", 0) < self.min_size:
+        if kwargs or not args or getattr(args[0], "size", 0) < self.min_size or _forked[0]:
             return None
         fn = self._offer(name, orig, args)
         if fn is None:
             return None
 
         def hosted(*a):
+            if _forked[0]:
+                return orig(*a)
             try:
                 return fn(*a)
             except cl.Error:
