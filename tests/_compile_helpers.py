@@ -1,8 +1,13 @@
 """Helpers the coretorch.compile tests share."""
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 import coretorch as torch
 import coretorch.nn.functional as F
+from coretorch._compile import config, hostfuse
 
 
 def fusing(dev: str) -> bool:
@@ -30,3 +35,36 @@ def ce_step(model, opt):
         opt.step()
         return loss
     return step
+
+
+def rand(device, *shape, seed=0):
+    """A seeded standard-normal tensor on ``device``."""
+    torch.manual_seed(seed)
+    return torch.randn(*shape).to(device)
+
+
+def close(device, a, b, what=""):
+    """Compiled ``b`` against eager ``a``: bitwise on cpu, within float32 rounding where a device's fused kernels
+    differ in evaluation order."""
+    a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    if device == "cpu":
+        assert np.array_equal(a, b), f"{what}: eager {a}\ncompiled {b}"
+    else:
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+@functools.lru_cache(maxsize=None)
+def host_providers() -> tuple:
+    """The host-memory providers for cpu (asked once: the opencl plugin's makes its device and checks it)."""
+    return tuple(hostfuse.providers("cpu"))
+
+
+def fresh_host_fusion(monkeypatch):
+    """(An autouse fixture of the host-fusion tests) no captures before or after; the providers take small arrays
+    too (PoCL's threaded driver takes only large ones); host fusion off again after."""
+    torch.compiler.reset()
+    for p in host_providers():
+        monkeypatch.setattr(p, "min_size", 0)
+    yield
+    torch.compiler.reset()
+    config.host_fusion = False

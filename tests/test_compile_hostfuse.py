@@ -4,7 +4,6 @@ on numpy's own memory); results within float32 rounding of eager, nothing change
 provider, and the provider declines what its kernels do not take (float64, non-contiguous, broadcast operands)."""
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -12,23 +11,11 @@ import pytest
 import coretorch as torch
 import coretorch.nn.functional as F
 from coretorch import _backend, nn
+from _compile_helpers import fresh_host_fusion, host_providers as _providers
 from coretorch._compile import config, hostfuse
 
 
-@functools.lru_cache(maxsize=None)
-def _providers() -> tuple:
-    """The host-memory providers for cpu (asked once: the opencl plugin's makes its device and checks it)."""
-    return tuple(hostfuse.providers("cpu"))
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    torch.compiler.reset()
-    for p in _providers():   # the small arrays here too (PoCL's threaded driver takes only large ones)
-        monkeypatch.setattr(p, "min_size", 0)
-    yield
-    torch.compiler.reset()
-    config.host_fusion = False
+_fresh = pytest.fixture(autouse=True)(fresh_host_fusion)
 
 
 def _pocl_host_device() -> bool:

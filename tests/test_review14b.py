@@ -4,23 +4,11 @@ eagerly and compiled and compares the results: bitwise on cpu, within float32 ro
 hosted kernels differ in evaluation order."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import coretorch as torch
 
-
-def _rand(device, *shape, seed=0):
-    torch.manual_seed(seed)
-    return torch.randn(*shape).to(device)
-
-
-def _close(device, a, b):
-    a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
-    if device == "cpu":
-        assert np.array_equal(a, b), f"eager {a}\ncompiled {b}"
-    else:
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+from _compile_helpers import close as _close, rand as _rand
 
 
 @pytest.mark.parametrize("owner", ["closure", "argument"])

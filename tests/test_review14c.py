@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import types
 
-import numpy as np
 import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
+
+from _compile_helpers import close as _close
 
 
 
@@ -26,14 +27,6 @@ def _step(m, opt, compiled: bool, compile_module: bool):
         opt.step()
         return loss
     return torch.compile(step) if compiled and not compile_module else step
-
-def _close(device, a, b, what=""):
-    a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
-    if device == "cpu":
-        assert np.array_equal(a, b), f"{what}: eager {a}\ncompiled {b}"
-    else:
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=what)
-
 
 def _train(device, make_model, change, calls, compile_module=True, data=None):
     """Eager and compiled runs of a training loop (a compiled module, or a compiled step): the losses and the final

@@ -4,34 +4,21 @@ compares with eager, or checks the provider's own guard; without a PoCL CPU devi
 its kernels are skipped, saying so."""
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
 
 import coretorch as torch  # noqa: F401 - (registers the backends)
-from coretorch._compile import hostfuse
+from _compile_helpers import fresh_host_fusion, host_providers as _providers
 
 
-@functools.lru_cache(maxsize=None)
-def _providers() -> tuple:
-    """The host-memory providers for cpu (asked once: the opencl plugin's makes its device and checks it)."""
-    return tuple(hostfuse.providers("cpu"))
+_fresh = pytest.fixture(autouse=True)(fresh_host_fusion)
 
 
 def _provider():
     if not _providers():
         pytest.skip("no host-fusion provider: the opencl plugin finds no PoCL CPU device sharing host memory")
     return _providers()[0]
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    torch.compiler.reset()
-    for p in _providers():   # the small arrays here too (PoCL's threaded driver takes only large ones)
-        monkeypatch.setattr(p, "min_size", 0)
-    yield
-    torch.compiler.reset()
 
 
 def test_self_check_writes_a_misaligned_array():

@@ -323,19 +323,24 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     if "get_last_lr" in names:  # a scheduler's getter: what it returns is the attribute
         names.add("_last_lr")
     if depth:
-        g = f.__globals__
-        helpers = [g[n] for n in names if n in g]
-        for cell in f.__closure__ or ():
-            try:
-                helpers.append(cell.cell_contents)
-            except ValueError:
-                pass
-        for v in helpers:
+        for v in _helpers(f, names):
             if not isinstance(v, _FunctionType) and _config_like(v) and _callable_object(v):
                 v = v.__class__.__call__  # a callable object: the attributes its __call__ reads
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                 names.update(attribute_names(v, depth - 1, seen))
     return tuple(sorted(names))
+
+
+def _helpers(f: Any, names: set) -> list:
+    """What a function can call: its globals among ``names`` (the names its code loads), then its closure cells."""
+    g = f.__globals__
+    out = [g[n] for n in names if n in g]
+    for cell in f.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return out
 
 
 _LOADS = frozenset(("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_NAME",
@@ -379,14 +384,7 @@ def append_names(fn: Any, depth: int = 2) -> frozenset:
         seen.add(id(code))
         _name_uses(code, appends, reads)
         if depth:
-            g = f.__globals__
-            helpers = [g[n] for n in _code_names(code, set()) if n in g]
-            for cell in f.__closure__ or ():
-                try:
-                    helpers.append(cell.cell_contents)
-                except ValueError:
-                    pass
-            for v in helpers:
+            for v in _helpers(f, _code_names(code, set())):
                 if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                     walk(v, depth - 1)
     walk(fn, depth)
