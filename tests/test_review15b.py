@@ -12,6 +12,7 @@ import pytest
 import coretorch as torch
 import coretorch.nn as nn
 import coretorch.nn.functional as F
+from _compile_helpers import ce_step
 
 
 def _data(device, n=4):
@@ -60,12 +61,7 @@ def test_optimizer_state_moved_to_another_device_by_load_state_dict(device):
         opt = torch.optim.NAdam(m.parameters(), lr=0.01)
         data, saved = _data(dev), {}
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = ce_step(m, opt)
 
         def change(i):
             if i == 2:
@@ -347,12 +343,7 @@ def test_cleared_state_of_a_frozen_parameter_stays_empty(device, opt_name):
         opt = cls(m.parameters(), **kw)
         data = _data(device)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = ce_step(m, opt)
         f = torch.compile(step) if compiled else step
         for i in range(8):
             if i == 4:
