@@ -81,3 +81,22 @@ def test_a_nested_list_the_step_appends_to(device, where):
     for i in range(5):
         assert np.array_equal(f(torch.ones(3, device=device)).cpu().numpy(), np.full(3, 2.0, np.float32))
     assert calls == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_graph_break_inside_a_plugin_names_the_plugin_frame(tmp_path, monkeypatch):
+    """A plugin reading a whole array on the host (DistributedDataParallel's all-reduce hook under MPI) breaks the
+    graph; ``explain`` named only the user's line and the innermost core line (``tensor.py``), not the plugin code
+    that read: it now names the outermost plugin frame too."""
+    pkg = tmp_path / "coretorch_fakeplug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def allreduce(t):\n    return t.numpy(force=True).sum()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import coretorch_fakeplug as fp
+
+    def step(x):
+        y = x * 2
+        fp.allreduce(y)
+        return y
+    reasons = torch.compiler.explain(step, torch.ones(4)).break_reasons
+    assert len(reasons) == 1 and "read a whole array back to the host" in reasons[0]
+    assert "in step" in reasons[0] and "coretorch_fakeplug" in reasons[0] and ":2 allreduce" in reasons[0]

@@ -116,18 +116,25 @@ def _internal(filename: str) -> bool:
 
 def _user_frame(core: bool = False) -> str:
     """``file:line in function`` of the innermost frame outside coretorch and its plugins (with ``core``, also the
-    innermost core line that is not this package's)."""
+    innermost core line that is not this package's, and the outermost plugin frame on the way: a hook of
+    DistributedDataParallel's reading a whole array says so)."""
     f: Any = sys._getframe(1)
-    inner = None
+    inner = plugin = None
     while f is not None and _internal(f.f_code.co_filename):
         if inner is None and not f.f_code.co_filename.startswith(_THIS):
             inner = f
+        if os.sep + "coretorch_" in f.f_code.co_filename:
+            plugin = f
         f = f.f_back
     if f is None:
         return "<unknown>"
     where = f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
     if core and inner is not None:
-        where += f" (core: {os.path.relpath(inner.f_code.co_filename, _PKG)}:{inner.f_lineno})"
+        where += f" (core: {os.path.relpath(inner.f_code.co_filename, _PKG)}:{inner.f_lineno}"
+        if plugin is not None and plugin is not inner:
+            name = plugin.f_code.co_filename
+            where += f", in {name[name.rindex(os.sep + 'coretorch_') + 1:]}:{plugin.f_lineno} {plugin.f_code.co_name}"
+        where += ")"
     return where
 
 
