@@ -176,6 +176,9 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     if kwargs:
         args = (*args, *kwargs.values())
     objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
+    for a in args:  # a user class passed (a compiled classmethod's ``cls``): the Python numbers of its namespaces
+        if isinstance(a, type) and _user_class(a):  # (``cls.K = 7.0``: a replay reused the number it baked in)
+            objs.extend(v for c in a.__mro__[:-1] for v in vars(c).values() if v.__class__ in _SCALAR_SET)
     f = fn
     if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
         objs.extend((f.args, f.keywords))
@@ -189,6 +192,10 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
         f = f.__func__
     code = getattr(f, "__code__", None)
     if code is not None:
+        if f.__defaults__:  # default arguments (``acc=[]`` the step appends to, ``f.__defaults__ = (5.0,)``)
+            objs.extend(f.__defaults__)
+        if f.__kwdefaults__:
+            objs.extend(f.__kwdefaults__.values())
         for cell in f.__closure__ or ():
             try:
                 objs.append(cell.cell_contents)
