@@ -114,3 +114,44 @@ def test_a_changed_default_number(device):
             return (torch.ones(2, device=device),)
         return g, args
     _assert_same(device, make)
+
+
+_CALLS = [0]
+
+
+class _Counted(torch.Tensor):
+    """A subclass whose ``__torch_function__`` scales every product by a counter and a class attribute."""
+    SCALE = 1.0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__mul__:
+            _CALLS[0] += int(cls.COUNT)
+            args = (args[0], args[1] * (_CALLS[0] + cls.SCALE))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("count", [True, False])
+def test_a_tensor_subclass_torch_function_reading_python_state(device, count):
+    """A tensor argument of a user subclass whose ``__torch_function__`` reads Python state (a global counter it
+    increments at every product, a class attribute changed between calls): the state was no guard (the function
+    only names the tensor), so every replay multiplied by the capture's number (eager 4, 6, 8..., compiled 2)."""
+    def make(compiled):
+        _CALLS[0] = 0
+        _Counted.SCALE = 1.0
+        _Counted.COUNT = count
+
+        def f(x):
+            return (x * 2).as_subclass(torch.Tensor) + 0
+
+        def args(i):
+            if i == 3:
+                _Counted.SCALE = 4.0
+            return (torch.ones(3, device=device).as_subclass(_Counted),)
+        return (torch.compile(f) if compiled else f), args
+    _assert_same(device, make, 6)
+    if not count:  # (a number the class reads, changed once: one capture again, the other calls replay)
+        f = torch.compile(lambda x: (x * 2).as_subclass(torch.Tensor) + 0)
+        for _ in range(3):
+            f(torch.ones(3, device=device).as_subclass(_Counted))
+        assert f.replays == 2

@@ -24,11 +24,13 @@ from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
+from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
 _SCALAR_SET = frozenset(_SCALARS)
+_CORE_TENSORS = frozenset((Tensor, Parameter))
 _training = attrgetter("training")
 
 
@@ -176,9 +178,12 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     if kwargs:
         args = (*args, *kwargs.values())
     objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
-    for a in args:  # a user class passed (a compiled classmethod's ``cls``): the Python numbers of its namespaces
-        if isinstance(a, type) and _user_class(a):  # (``cls.K = 7.0``: a replay reused the number it baked in)
+    for a in args:
+        if isinstance(a, type) and _user_class(a):  # a user class passed (a compiled classmethod's ``cls``): the
+            # Python numbers of its namespaces (``cls.K = 7.0``: a replay reused the number it baked in)
             objs.extend(v for c in a.__mro__[:-1] for v in vars(c).values() if v.__class__ in _SCALAR_SET)
+        elif isinstance(a, Tensor) and a.__class__ not in _CORE_TENSORS:  # a user Tensor subclass: what its
+            objs.extend(d[n] for d, n in _subclass_refs(a.__class__) if n in d)  # methods (__torch_function__) read
     f = fn
     if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
         objs.extend((f.args, f.keywords))
@@ -208,6 +213,30 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
 _CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
 _NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
+
+
+_SUBCLASS_REFS: dict[type, tuple] = {}  # user Tensor subclass -> (namespace, name) its own methods read
+
+
+def _subclass_refs(cls: type) -> tuple:
+    """``(namespace, name)`` of the globals the methods of a user Tensor subclass read (``__torch_function__``
+    runs at every op of the capture: a counter or a scale it reads changed the kernels' numbers, and a replay
+    reused the capture's) and of its classes' own attributes (see :func:`global_names`)."""
+    r = _SUBCLASS_REFS.get(cls)
+    if r is None:
+        refs: list = []
+        seen: set = set()
+        for c in cls.__mro__:
+            if not _user_class(c):
+                continue
+            d = vars(c)
+            refs.extend((d, n) for n in d if d[n].__class__ in _SCALAR_SET and not n.startswith("__"))
+            for v in list(d.values()):
+                f = getattr(v, "__func__", v)
+                if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
+                    refs.extend(global_names(f, seen=seen))
+        r = _SUBCLASS_REFS[cls] = tuple(refs)
+    return r
 
 
 def _opened(o: Any) -> bool:
