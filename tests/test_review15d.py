@@ -131,26 +131,35 @@ class _Counted(torch.Tensor):
         return super().__torch_function__(func, types, args, kwargs or {})
 
 
+@pytest.mark.parametrize("where", ["argument", "closure"])
 @pytest.mark.parametrize("count", [True, False])
-def test_a_tensor_subclass_torch_function_reading_python_state(device, count):
-    """A tensor argument of a user subclass whose ``__torch_function__`` reads Python state (a global counter it
-    increments at every product, a class attribute changed between calls): the state was no guard (the function
-    only names the tensor), so every replay multiplied by the capture's number (eager 4, 6, 8..., compiled 2)."""
+def test_a_tensor_subclass_torch_function_reading_python_state(device, count, where):
+    """A tensor of a user subclass (an argument, or held by the closure) whose ``__torch_function__`` reads Python
+    state (a global counter it increments at every product, a class attribute changed between calls): the state
+    was no guard (the function only names the tensor), so every replay multiplied by the capture's number (eager
+    4, 6, 8..., compiled 2)."""
     def make(compiled):
         _CALLS[0] = 0
         _Counted.SCALE = 1.0
         _Counted.COUNT = count
+        w = torch.ones(3, device=device).as_subclass(_Counted)
 
         def f(x):
             return (x * 2).as_subclass(torch.Tensor) + 0
 
+        def g(x):
+            return (w * 2).as_subclass(torch.Tensor) + x
+
         def args(i):
             if i == 3:
                 _Counted.SCALE = 4.0
+            if where == "closure":
+                return (torch.zeros(3, device=device),)
             return (torch.ones(3, device=device).as_subclass(_Counted),)
-        return (torch.compile(f) if compiled else f), args
+        fn = f if where == "argument" else g
+        return (torch.compile(fn) if compiled else fn), args
     _assert_same(device, make, 6)
-    if not count:  # (a number the class reads, changed once: one capture again, the other calls replay)
+    if not count and where == "argument":  # (a number the class reads, changed once: one capture again, then replays)
         f = torch.compile(lambda x: (x * 2).as_subclass(torch.Tensor) + 0)
         for _ in range(3):
             f(torch.ones(3, device=device).as_subclass(_Counted))

@@ -177,13 +177,12 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     objs: list = [fn]
     if kwargs:
         args = (*args, *kwargs.values())
-    objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
     for a in args:
-        if isinstance(a, type) and _user_class(a):  # a user class passed (a compiled classmethod's ``cls``): the
-            # Python numbers of its namespaces (``cls.K = 7.0``: a replay reused the number it baked in)
-            objs.extend(v for c in a.__mro__[:-1] for v in vars(c).values() if v.__class__ in _SCALAR_SET)
-        elif isinstance(a, Tensor) and a.__class__ not in _CORE_TENSORS:  # a user Tensor subclass: what its
-            objs.extend(d[n] for d, n in _subclass_refs(a.__class__) if n in d)  # methods (__torch_function__) read
+        if not isinstance(a, _NOT_ROOTS):
+            objs.append(a)
+            if isinstance(a, type) and _user_class(a):  # a user class passed (a compiled classmethod's ``cls``):
+                # the Python numbers of its namespaces (``cls.K = 7.0``: a replay reused the number it baked in)
+                objs.extend(v for c in a.__mro__[:-1] for v in vars(c).values() if v.__class__ in _SCALAR_SET)
     f = fn
     if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
         objs.extend((f.args, f.keywords))
@@ -207,6 +206,13 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
             except ValueError:  # an empty cell
                 pass
         objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
+    subs = None
+    for o in objs if not args else (*args, *objs):
+        if isinstance(o, Tensor) and o.__class__ not in _CORE_TENSORS:  # a user Tensor subclass (an argument's,
+            subs = (subs or set()) | {o.__class__}  # a closure's): what its methods (``__torch_function__``) read
+    if subs:
+        for c in sorted(subs, key=id):
+            objs.extend(d[n] for d, n in _subclass_refs(c) if n in d)
     return objs
 
 
