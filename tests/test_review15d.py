@@ -164,3 +164,47 @@ def test_a_tensor_subclass_torch_function_reading_python_state(device, count, wh
         for _ in range(3):
             f(torch.ones(3, device=device).as_subclass(_Counted))
         assert f.replays == 2
+
+
+def test_a_compiled_callable_object_reads_its_attributes_of_this_call(device):
+    """``torch.compile(obj)`` of a user object with ``__call__`` (no module): its attributes (a number, a tensor
+    replaced) were no guard, as a bound method's ``self``'s are, so the replay kept ``x * 2 + 1`` after
+    ``obj.s = 5.0``."""
+    class Scaler:
+        def __init__(self):
+            self.s, self.w = 2.0, torch.ones(2, device=device)
+
+        def __call__(self, x):
+            return x * self.s + self.w
+
+    def make(compiled):
+        o = Scaler()
+
+        def args(i):
+            if i == 2:
+                o.s = 5.0
+            if i == 3:
+                o.w = torch.zeros(2, device=device)
+            return (torch.ones(2, device=device),)
+        return (torch.compile(o) if compiled else o), args
+    _assert_same(device, make)
+
+
+def test_a_class_held_by_the_closure_has_its_attributes_guarded(device):
+    """A class made in a function and read by the step through the closure (``A.K``, a staticmethod compiled from
+    an instance ``torch.compile(a.f)``): a global class's attributes are guards, a closure's was not (eager 4x
+    after ``A.K = 4.0``, compiled 2x)."""
+    def make(compiled):
+        class A:
+            K = 2.0
+
+            @staticmethod
+            def f(x):
+                return x * A.K
+
+        def args(i):
+            if i == 3:
+                A.K = 4.0
+            return (torch.ones(2, device=device),)
+        return (torch.compile(A().f) if compiled else A().f), args
+    _assert_same(device, make)

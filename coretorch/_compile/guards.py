@@ -171,10 +171,19 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
     return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
 
 
+def _called(fn: Any) -> Any:
+    """What a call of ``fn`` runs: a compiled callable object's bound ``__call__`` (its attributes are then read as
+    a bound method's ``self``'s: ``torch.compile(loss_obj)``, ``loss_obj.eps = 0.1``), else ``fn``."""
+    if isinstance(fn, (_FunctionType, _partial, _MethodType)) or not _callable_object(fn):
+        return fn
+    return fn.__call__
+
+
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
     """Objects the function can reach: non-tensor arguments, a bound method's self (and its attributes), closure
     cells, the globals it names (``gnames``: :func:`global_names`, when already known)."""
     objs: list = [fn]
+    fn = _called(fn)
     if kwargs:
         args = (*args, *kwargs.values())
     for a in args:
@@ -352,6 +361,7 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     """The attribute and global names the code of ``fn`` reads, with those of the plain Python functions it calls by
     a global name or holds in its closure, ``depth`` levels down (which attributes of a plain object root_key
     fingerprints)."""
+    fn = _called(fn)
     f = fn.func if isinstance(fn, _partial) else fn
     f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
@@ -431,7 +441,7 @@ def append_names(fn: Any, depth: int = 2) -> frozenset:
             for v in helpers:
                 if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                     walk(v, depth - 1)
-    walk(fn, depth)
+    walk(_called(fn), depth)
     return frozenset(appends - reads)
 
 
@@ -441,6 +451,7 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
     if not names:
         return frozenset()
     out: set = set()
+    fn = _called(fn)
     f: Any = fn.func if isinstance(fn, _partial) else fn
     skip = len(fn.args) if isinstance(fn, _partial) else 0  # the parameters a partial binds come first
     if hasattr(f, "__func__"):
@@ -513,6 +524,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
     it calls by a global name (its helpers)."""
+    fn = _called(fn)
     f = fn.func if isinstance(fn, _partial) else fn
     f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
@@ -544,9 +556,14 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
             helpers.append(v)
     for cell in f.__closure__ or ():  # helpers held by the closure
         try:
-            helpers.append(cell.cell_contents)
+            v = cell.cell_contents
         except ValueError:
-            pass
+            continue
+        helpers.append(v)
+        if isinstance(v, type) and _user_class(v):  # a local class's attributes (``A.K`` of a class made in a
+            d = vars(v)  # function): as a global class's
+            refs.extend((d, a) for a in sorted(names) if a in d)
+            helpers.extend(getattr(m, "__func__", m) for m in d.values())
     if depth:
         for v in helpers:
             v = v.func if isinstance(v, _partial) else v
