@@ -33,6 +33,7 @@ replay into buffers allocated once per capture and reused across non-overlapping
 from __future__ import annotations
 
 import functools
+from types import MethodType as _MethodType
 import warnings
 from typing import Any, Callable
 
@@ -130,6 +131,12 @@ class CompiledFunction:
         if self._states:  # the function reads optimizer state itself (a Python step count)
             k += (_guards.state_numbers(st[5]),)
         return lv, st, k
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A compiled function in a class body (``@torch.compile def step(self, x)``, as PyTorch's function wrapper):
+        bound to the instance, which becomes its first argument (an argument object: its attributes the code reads
+        are guarded, each instance has its own captures)."""
+        return self if obj is None else _MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None:  # inside another capture: its kernels are recorded there

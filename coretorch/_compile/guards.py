@@ -24,11 +24,13 @@ from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
+from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
 _SCALAR_SET = frozenset(_SCALARS)
+_CORE_TENSORS = frozenset((Tensor, Parameter))
 _training = attrgetter("training")
 
 
@@ -169,13 +171,27 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
     return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
 
 
+def _called(fn: Any) -> Any:
+    """What a call of ``fn`` runs: a compiled callable object's bound ``__call__`` (its attributes are then read as
+    a bound method's ``self``'s: ``torch.compile(loss_obj)``, ``loss_obj.eps = 0.1``), else ``fn``."""
+    if isinstance(fn, (_FunctionType, _partial, _MethodType)) or not _callable_object(fn):
+        return fn
+    return fn.__call__
+
+
 def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> list:
     """Objects the function can reach: non-tensor arguments, a bound method's self (and its attributes), closure
     cells, the globals it names (``gnames``: :func:`global_names`, when already known)."""
     objs: list = [fn]
+    fn = _called(fn)
     if kwargs:
         args = (*args, *kwargs.values())
-    objs.extend(a for a in args if not isinstance(a, _NOT_ROOTS))
+    for a in args:
+        if not isinstance(a, _NOT_ROOTS):
+            objs.append(a)
+            if isinstance(a, type) and _user_class(a):  # a user class passed (a compiled classmethod's ``cls``):
+                # the Python numbers of its namespaces (``cls.K = 7.0``: a replay reused the number it baked in)
+                objs.extend(v for c in a.__mro__[:-1] for v in vars(c).values() if v.__class__ in _SCALAR_SET)
     f = fn
     if isinstance(f, _partial):  # functools.partial(step, scale=2.0): its bound arguments, then the function's
         objs.extend((f.args, f.keywords))
@@ -189,18 +205,53 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
         f = f.__func__
     code = getattr(f, "__code__", None)
     if code is not None:
+        if f.__defaults__:  # default arguments (``acc=[]`` the step appends to, ``f.__defaults__ = (5.0,)``)
+            objs.extend(f.__defaults__)
+        if f.__kwdefaults__:
+            objs.extend(f.__kwdefaults__.values())
         for cell in f.__closure__ or ():
             try:
                 objs.append(cell.cell_contents)
             except ValueError:  # an empty cell
                 pass
         objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
+    subs = None
+    for o in objs if not args else (*args, *objs):
+        if isinstance(o, Tensor) and o.__class__ not in _CORE_TENSORS:  # a user Tensor subclass (an argument's,
+            subs = (subs or set()) | {o.__class__}  # a closure's): what its methods (``__torch_function__``) read
+    if subs:
+        for c in sorted(subs, key=id):
+            objs.extend(d[n] for d, n in _subclass_refs(c) if n in d)
     return objs
 
 
 _CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
 _NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
+
+
+_SUBCLASS_REFS: dict[type, tuple] = {}  # user Tensor subclass -> (namespace, name) its own methods read
+
+
+def _subclass_refs(cls: type) -> tuple:
+    """``(namespace, name)`` of the globals the methods of a user Tensor subclass read (``__torch_function__``
+    runs at every op of the capture: a counter or a scale it reads changed the kernels' numbers, and a replay
+    reused the capture's) and of its classes' own attributes (see :func:`global_names`)."""
+    r = _SUBCLASS_REFS.get(cls)
+    if r is None:
+        refs: list = []
+        seen: set = set()
+        for c in cls.__mro__:
+            if not _user_class(c):
+                continue
+            d = vars(c)
+            refs.extend((d, n) for n in d if d[n].__class__ in _SCALAR_SET and not n.startswith("__"))
+            for v in list(d.values()):
+                f = getattr(v, "__func__", v)
+                if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
+                    refs.extend(global_names(f, seen=seen))
+        r = _SUBCLASS_REFS[cls] = tuple(refs)
+    return r
 
 
 def _opened(o: Any) -> bool:
@@ -310,6 +361,7 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     """The attribute and global names the code of ``fn`` reads, with those of the plain Python functions it calls by
     a global name or holds in its closure, ``depth`` levels down (which attributes of a plain object root_key
     fingerprints)."""
+    fn = _called(fn)
     f = fn.func if isinstance(fn, _partial) else fn
     f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
@@ -387,7 +439,7 @@ def append_names(fn: Any, depth: int = 2) -> frozenset:
             for v in _helpers(f, _code_names(code, set())):
                 if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                     walk(v, depth - 1)
-    walk(fn, depth)
+    walk(_called(fn), depth)
     return frozenset(appends - reads)
 
 
@@ -397,6 +449,7 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
     if not names:
         return frozenset()
     out: set = set()
+    fn = _called(fn)
     f: Any = fn.func if isinstance(fn, _partial) else fn
     skip = len(fn.args) if isinstance(fn, _partial) else 0  # the parameters a partial binds come first
     if hasattr(f, "__func__"):
@@ -469,6 +522,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     """``(namespace dict, name)`` of every global the function reads: its module's globals, the Python-number
     attributes of modules it names (``cfg.scale``), and, ``depth`` levels down, those of the plain Python functions
     it calls by a global name (its helpers)."""
+    fn = _called(fn)
     f = fn.func if isinstance(fn, _partial) else fn
     f = getattr(f, "__func__", f)
     code = getattr(f, "__code__", None)
@@ -500,9 +554,14 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
             helpers.append(v)
     for cell in f.__closure__ or ():  # helpers held by the closure
         try:
-            helpers.append(cell.cell_contents)
+            v = cell.cell_contents
         except ValueError:
-            pass
+            continue
+        helpers.append(v)
+        if isinstance(v, type) and _user_class(v):  # a local class's attributes (``A.K`` of a class made in a
+            d = vars(v)  # function): as a global class's
+            refs.extend((d, a) for a in sorted(names) if a in d)
+            helpers.extend(getattr(m, "__func__", m) for m in d.values())
     if depth:
         for v in helpers:
             v = v.func if isinstance(v, _partial) else v
