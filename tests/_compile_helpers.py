@@ -25,14 +25,16 @@ def twice(fn, *args):
     return eager, out, c
 
 
-def ce_step(model, opt):
+def ce_step(model, opt, then=None):
     """The plain training step the compile tests capture: zero_grad, cross-entropy of ``model(x)`` against ``y``,
-    backward, ``opt.step()``; returns the loss."""
+    backward, ``opt.step()`` (then ``then()``: a scheduler's step, an averaged model's update); returns the loss."""
     def step(x, y):
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        if then is not None:
+            then()
         return loss
     return step
 

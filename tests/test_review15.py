@@ -2,8 +2,11 @@
 does (every installed device; bitwise on cpu, within float32 rounding on devices whose fused kernels differ)."""
 from __future__ import annotations
 
+from random import random as _py_random  # (bound at import, before any capture: see the test)
+
 import numpy as np
 import pytest
+from numpy.random import rand as _np_rand
 
 import coretorch as torch
 
@@ -100,3 +103,45 @@ def test_a_graph_break_inside_a_plugin_names_the_plugin_frame(tmp_path, monkeypa
     reasons = torch.compiler.explain(step, torch.ones(4)).break_reasons
     assert len(reasons) == 1 and "read a whole array back to the host" in reasons[0]
     assert "in step" in reasons[0] and "coretorch_fakeplug" in reasons[0] and ":2 allreduce" in reasons[0]
+
+
+@pytest.mark.parametrize("draw", ["python", "numpy"])
+def test_a_host_draw_through_a_name_bound_before_the_capture(device, draw):
+    """``from random import random`` (or ``from numpy.random import rand``) at import, called in the step: the capture
+    patches the modules' functions, which this name bypasses, so every replay returned the capture's number.  The
+    capture now also compares the global generators' states: a draw is a graph break."""
+    import random
+    outs = []
+    for compiled in (False, True):
+        random.seed(0)
+        np.random.seed(0)
+
+        def fn(x):
+            return x * (_py_random() if draw == "python" else float(_np_rand()))
+        f = torch.compile(fn) if compiled else fn
+        outs.append([f(torch.ones(3, device=device)).cpu().numpy() for _ in range(4)])
+    for e, c in zip(*outs):
+        assert np.array_equal(e, c)
+    assert len({float(v[0]) for v in outs[1]}) == 4
+
+
+def test_a_scheduler_stepped_through_a_method_bound_before_the_capture(device):
+    """``then = sched.step`` made before the capture and called in the step: the capture's wrapper of the class's
+    ``step`` never saw it, so no replay stepped the scheduler (the lr stayed at the capture's).  A scheduler whose
+    count changes in the call without a recorded segment is now a graph break."""
+    outs = []
+    for compiled in (False, True):
+        w = torch.ones(3, device=device, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=1.0)
+        then = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5).step
+
+        def fn(x):
+            opt.zero_grad()
+            (w * x).sum().backward()
+            opt.step()
+            then()
+            return w.detach().clone()
+        f = torch.compile(fn) if compiled else fn
+        outs.append([f(torch.ones(3, device=device)).cpu().numpy() for _ in range(5)])
+    for e, c in zip(*outs):
+        assert np.array_equal(e, c)

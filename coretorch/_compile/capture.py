@@ -37,6 +37,7 @@ import numpy as np
 from .. import _backend
 from ..ops import _util
 from ..optim import lr_scheduler as _sched
+from ..optim._lr_base import live as _lr_live
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import symbolic as _sym
@@ -184,6 +185,7 @@ class Recorder(ResultEncoding):
         self.layout_checked: set[str] = set()  # persistent arrays whose layout a replay checks (plan.py)
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
         self.host_fusion = False  # the capture's compile call asks for host fusion (replay.capture sets it)
+        self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True
@@ -514,10 +516,13 @@ class Recorder(ResultEncoding):
             # the replay calls the scheduler's own step, not this wrapper (bound at the capture, it would record the
             # segment again into the finished capture at every replay)
             rec._segment(types.MethodType(orig, sched), args, kwargs)
+            before = scheduler_counts()
             try:
                 return orig(sched, *args, **kwargs)
             finally:
                 rec.segment_end()
+                # the schedulers this segment stepped (a SequentialLR's or ChainedScheduler's own too)
+                rec.sched_stepped.update(i for i, c in scheduler_counts().items() if before.get(i) != c)
         return step
 
     # ---- install / remove -----------------------------------------------------------------------------------------
@@ -716,6 +721,20 @@ def iterators_of(objs: list) -> set[int]:
 _NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
                         "set_bit_generator"})
 _DRAWS: list = []
+
+
+def host_rng_state() -> tuple:
+    """The states of Python's ``random`` and numpy's global generator: a capture that changes them drew a host random
+    number, also through a function bound before it (``from random import random``: no patch of the modules sees
+    that call)."""
+    import random
+    st: Any = np.random.get_state(legacy=True)   # (name, keys, pos, has_gauss, cached_gaussian)
+    return random.getstate(), (st[0], st[1].tobytes(), *st[2:])
+
+
+def scheduler_counts() -> dict[int, tuple]:
+    """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
+    return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
 
 
 def _host_random() -> list:

@@ -12,7 +12,7 @@ from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
-                      iterators_of, persistent_of)
+                      host_rng_state, iterators_of, persistent_of, scheduler_counts)
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
@@ -165,7 +165,15 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     try:
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
+        rng, scheds = host_rng_state(), scheduler_counts()
         result = fn(*args, **kwargs)
+        if host_rng_state() != rng:
+            rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
+                            "through a name bound before the capture: `from random import random`), which a replay "
+                            "would repeat")
+        if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
+            rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
+                            "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
         _guards.check_module_writes(rec, modules, before[0])
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "

@@ -3,6 +3,7 @@ build on them (``lr_scheduler`` re-exports every name; each keeps its ``__module
 from __future__ import annotations
 
 import warnings
+import weakref
 from copy import copy as _copy
 
 from .optimizer import Optimizer
@@ -69,12 +70,22 @@ class _initial_mode:
         self.o._is_initial = False
 
 
+# every scheduler made (coretorch.compile: a step that steps one through a method bound before the capture,
+# ``then = sched.step``, bypasses the capture's wrapper of the class's ``step``: it sees the count change instead)
+live: "weakref.WeakSet[LRScheduler]" = weakref.WeakSet()
+
+
 class LRScheduler:
     """Base class: subclasses set their attributes, call ``super().__init__(optimizer, last_epoch)`` and
     implement ``get_lr()`` (the rates for ``self.last_epoch``)."""
 
     _get_lr_called_within_step = False
     _is_initial = False
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        live.add(self)   # (here: SequentialLR, ChainedScheduler and ReduceLROnPlateau do not call __init__ below)
+        return self
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1, verbose="deprecated"):
         if not isinstance(optimizer, Optimizer):
