@@ -145,3 +145,36 @@ def test_a_scheduler_stepped_through_a_method_bound_before_the_capture(device):
         outs.append([f(torch.ones(3, device=device)).cpu().numpy() for _ in range(5)])
     for e, c in zip(*outs):
         assert np.array_equal(e, c)
+
+
+@pytest.mark.parametrize("how", ["__next__", "bound __next__", "for loop", "generator", "data loader"])
+def test_an_iterator_advanced_without_next(device, how):
+    """An iterator the step reaches, advanced by ``it.__next__()``, a bound ``nb = it.__next__``, a ``for`` loop or
+    a generator's ``__next__`` (only ``next(it)`` was seen): every replay used the capture's batch.  The capture now
+    compares the iterators' positions after the call: advancing one is a graph break."""
+    from coretorch.utils.data import DataLoader, TensorDataset
+    outs = []
+    for compiled in (False, True):
+        data = [torch.full((3,), float(i), device=device) for i in range(8)]
+        if how == "generator":
+            it = (d for d in data)
+        elif how == "data loader":
+            it = iter(DataLoader(TensorDataset(torch.arange(8.0).view(8, 1).repeat(1, 3)), batch_size=1))
+        else:
+            it = iter(data)
+        nb = it.__next__
+
+        def fn(w):
+            if how == "for loop":
+                for x in it:
+                    break
+            else:
+                x = nb() if how == "bound __next__" else it.__next__()
+            if how == "data loader":
+                x = x[0][0].to(device)
+            return w * x
+        f = torch.compile(fn) if compiled else fn
+        outs.append([f(torch.ones(3, device=device)).cpu().numpy() for _ in range(5)])
+    for e, c in zip(*outs):
+        assert np.array_equal(e, c)
+    assert [float(v[0]) for v in outs[1]] == [0.0, 1.0, 2.0, 3.0, 4.0]

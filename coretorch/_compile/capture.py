@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
+import operator
 import os
 import re
 import sys
@@ -172,7 +173,7 @@ class Recorder(ResultEncoding):
         self._mem: set[int] = set()  # ids of the memory (numpy base, cl buffer) of every array seen
         self.pending: list[tuple[int, Any, str]] = []  # (line index, array, var): externals without a known owner
         self.checks: list[str] = []  # lines the replay runs first (the layouts of tensors that are no guard)
-        self.iterators: set[int] = set()  # ids of the iterators the step reaches (see iterators_of)
+        self.iterators: dict[int, Any] = {}  # the iterators the step reaches, by id (see iterators_of)
         self.owner: dict[int, str] = {}    # id(array) -> source of its owner's array, from the tracked paths
         self.paths: list[Path] = []
         self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
@@ -704,18 +705,46 @@ def persistent_of(objs: list) -> set[int]:
     return out
 
 
-def iterators_of(objs: list) -> set[int]:
-    """The ids of the iterators among ``objs`` (the roots of a step), the entries of their containers and the
-    attributes of plain objects among them: ``next()`` of one inside the step is a graph break."""
-    out: set[int] = set()
+def iterators_of(objs: list) -> dict[int, Any]:
+    """id -> iterator for the iterators among ``objs`` (the roots of a step), the entries of their containers, the
+    attributes of plain objects among them and the objects of bound ``__next__`` methods among them
+    (``nb = it.__next__``): advancing one inside the step is a graph break (``next()``: at once; ``it.__next__()``, a
+    ``for`` loop over it: :func:`iter_position` compared after the capture's call)."""
+    out: dict[int, Any] = {}
     for o in objs:
         vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
             vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
             not callable(o) and not isinstance(o, Tensor) else ()
         for v in (o, *vals):
+            if getattr(v, "__name__", None) == "__next__":
+                v = getattr(v, "__self__", None)
             if hasattr(type(v), "__next__"):
-                out.add(id(v))
+                out[id(v)] = v
     return out
+
+
+def _by_id(x: Any) -> Any:
+    """Python numbers and strings by value, tuples entry by entry, anything else by identity (no ``==`` of tensors)."""
+    if x is None or x.__class__ in (int, float, bool, str, bytes):
+        return x
+    if x.__class__ is tuple:
+        return tuple(map(_by_id, x))
+    return id(x)
+
+
+def iter_position(it: Any) -> Any:
+    """Where an iterator stands, as far as Python shows it: a generator's frame (its instruction and locals), a Python
+    class's attributes, a built-in iterator's ``__reduce__`` (a list iterator's index, an enumerate's count)."""
+    frame = getattr(it, "gi_frame", it)
+    if frame is not it:
+        return None if frame is None else (frame.f_lasti, _by_id(tuple(frame.f_locals.values())))
+    d = getattr(it, "__dict__", None)
+    if isinstance(d, dict):
+        return _by_id(tuple(d.items()))
+    try:
+        return _by_id(it.__reduce__())
+    except Exception:  # noqa: BLE001 - an iterator that cannot say: its length hint
+        return operator.length_hint(it, -1)
 
 
 _NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",

@@ -12,7 +12,7 @@ from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
-                      host_rng_state, iterators_of, persistent_of, scheduler_counts)
+                      host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
@@ -166,7 +166,11 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         rng, scheds = host_rng_state(), scheduler_counts()
+        its = {i: iter_position(it) for i, it in rec.iterators.items()}
         result = fn(*args, **kwargs)
+        if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
+            rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
+                            "loop over it), which a replay would not advance")
         if host_rng_state() != rng:
             rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
                             "through a name bound before the capture: `from random import random`), which a replay "
