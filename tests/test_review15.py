@@ -178,3 +178,25 @@ def test_an_iterator_advanced_without_next(device, how):
     for e, c in zip(*outs):
         assert np.array_equal(e, c)
     assert [float(v[0]) for v in outs[1]] == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.xfail(strict=True, reason="a numpy array over 1 MiB among the roots (a closure's buffer) is keyed by its "
+                   "identity only (hashing it at every call would cost more than many steps: a dataset array), and "
+                   "the cpu replay keeps the values the capture read from it; the replay would have to read such an "
+                   "array again at every call, as it transfers a 0-d cpu operand")
+def test_a_large_numpy_buffer_in_the_closure_refilled_in_place():
+    """``buf[:] = batch`` by the caller, ``torch.from_numpy(buf)`` in the step, ``buf`` over 1 MiB: every cpu replay
+    returned the capture's values (arrays up to 1 MiB are keyed by value, arguments of any size by a digest)."""
+    outs = []
+    for compiled in (False, True):
+        buf = np.zeros(1 << 19, np.float32)
+
+        def fn(w):
+            return (torch.from_numpy(buf) * w).sum()
+        f = torch.compile(fn) if compiled else fn
+        res = []
+        for i in range(4):
+            buf[:] = i
+            res.append(float(f(torch.ones(1 << 19))))
+        outs.append(res)
+    assert outs[0] == outs[1]
