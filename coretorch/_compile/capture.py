@@ -385,7 +385,11 @@ class Recorder(ResultEncoding):
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
             if self.symbolic:
                 self.sym_escape("a tensor was made from host data inside the optimizer step")
-            src = f"{self.const(kernel)}(CP({self.const(np.array(args[0], copy=True))}))"
+            a0 = args[0]
+            # an array the roots hold (or a view of one): its values at the replay (a buffer the caller refills in
+            # place; over 1 MiB it is keyed by identity only); any other: the capture's values
+            live = isinstance(a0, np.ndarray) and id(_memory_of(a0)) in self.persistent
+            src = f"{self.const(kernel)}(CP({self.const(a0 if live else np.array(a0, copy=True))}))"
         else:
             enc = ", ".join([self.encode(a) for a in args] + [f"{k}={self.encode(v)}" for k, v in kwargs.items()])
             src = f"{self.const(kernel)}({enc})"
