@@ -114,6 +114,29 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
     return out
 
 
+def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
+    """The autograd node of a compiled forward's outputs (a replay's, or the capture call's): the recorded backward
+    with ``ctx`` (the forward arrays it reads), its edges to the inputs' and parameters' nodes."""
+    node = CompiledFunctionBackward()
+    node.entry, node.ctx = entry, ctx
+    node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+    if entry.node_meta is not None:
+        node._out_meta = entry.node_meta
+    return node
+
+
+def _outputs(entry: _ModEntry, lv: list, res: list, node: Any) -> Any:
+    """The forward's result from its output tensors ``res``: an output returned twice is one tensor, views of
+    persistent tensors share their counters (see _view_outputs), the node watches the versions its backward reads."""
+    for i, j in entry.repeats:
+        res[j] = res[i]
+    if entry.views:
+        _view_outputs(entry, lv, res, node is None)
+    if node is not None:
+        node.watch(lv, res)
+    return res[0] if entry.single else tuple(res)
+
+
 def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
     """A replay's outputs that are views of persistent tensors share their version counters as eager's (an
     in-place change of the input after the output was saved for a backward raises); ``plain`` (no backward node):
@@ -192,22 +215,10 @@ class ModuleCapture:
                 return result
             return self.fn(*args, **kwargs)
         self.replays += 1
-        node = None
-        if entry.backward is not None:
-            node = CompiledFunctionBackward()
-            node.entry, node.ctx = entry, ctx
-            node.next_functions = tuple(edge(t) for t in entry.targets(lv))
-            if entry.node_meta is not None:
-                node._out_meta = entry.node_meta
+        node = _node(entry, lv, ctx) if entry.backward is not None else None
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
-        for i, j in entry.repeats:
-            res[j] = res[i]
-        if entry.views:
-            _view_outputs(entry, lv, res, node is None)
-        if node is not None:
-            node.watch(lv, res)
-        return res[0] if entry.single else tuple(res)
+        return _outputs(entry, lv, res, node)
 
     def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
@@ -289,19 +300,8 @@ class ModuleCapture:
         fw = [ln for ln in rec.lines[:split] if ln]
         defined = {v for ln in fw for v in _VAR.findall(ln)}
         used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
-        node = CompiledFunctionBackward()
-        node.entry = entry
-        node.ctx = tuple(rec.keep[int(v[1:])] for v in sorted(used & defined))  # build_parts' order
-        node.next_functions = tuple(edge(t) for t in entry.targets(lv))
-        if entry.node_meta is not None:
-            node._out_meta = entry.node_meta
-        res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
-        for i, j in entry.repeats:
-            res[j] = res[i]
-        if entry.views:
-            _view_outputs(entry, lv, res, False)
-        node.watch(lv, res)
-        return res[0] if entry.single else tuple(res)
+        node = _node(entry, lv, tuple(rec.keep[int(v[1:])] for v in sorted(used & defined)))  # build_parts' order
+        return _outputs(entry, lv, [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)], node)
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
         """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""
