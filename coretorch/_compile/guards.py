@@ -141,7 +141,7 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return v if v.__class__ in _SCALAR_SET else (id(v), contents(v, names, None, 1)) if _opened(v) else id(v)
+        return v if v.__class__ in _SCALAR_SET else _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -533,23 +533,26 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
         return []
     seen.add(id(code))
     g = f.__globals__
-    names = _code_names(code, set())
-    refs = [(g, n) for n in sorted(names) if n in g]
-    helpers = []
+    names = sorted(_code_names(code, set()))
+    refs = [(g, n) for n in names if n in g]
+    helpers: list = []
+
+    def class_refs(c: type) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads, its methods
+        d = vars(c)
+        refs.extend((d, a) for a in names if a in d)
+        helpers.extend(getattr(m, "__func__", m) for m in d.values())
     for _, n in list(refs):
         v = g[n]
         if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
             d = vars(v)
-            for a in sorted(names):
+            for a in names:
                 if a in d:
                     refs.append((d, a))
                     helpers.append(d[a])  # (utils.helper(x): a function of another module)
                 elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
                     refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
-        elif isinstance(v, type) and _user_class(v):  # Cfg.K, MyFunction.apply: its attributes and its methods
-            d = vars(v)
-            refs.extend((d, a) for a in sorted(names) if a in d)
-            helpers.extend(getattr(m, "__func__", m) for m in d.values())
+        elif isinstance(v, type) and _user_class(v):
+            class_refs(v)
         else:
             helpers.append(v)
     for cell in f.__closure__ or ():  # helpers held by the closure
@@ -558,10 +561,8 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
         except ValueError:
             continue
         helpers.append(v)
-        if isinstance(v, type) and _user_class(v):  # a local class's attributes (``A.K`` of a class made in a
-            d = vars(v)  # function): as a global class's
-            refs.extend((d, a) for a in sorted(names) if a in d)
-            helpers.extend(getattr(m, "__func__", m) for m in d.values())
+        if isinstance(v, type) and _user_class(v):  # a local class (``A.K`` of a class made in a function)
+            class_refs(v)
     if depth:
         for v in helpers:
             v = v.func if isinstance(v, _partial) else v
