@@ -88,13 +88,12 @@ class CompiledFunction:
     def _root_key(self, args: tuple, kwargs: dict):
         """The roots' part of the cache key, as _lookup takes it (for a capture to tell whether the call wrote it)."""
         def now() -> tuple:
-            rk = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames, self._lens,
-                                  self._appended(args, kwargs))
+            objs = _guards.roots(self._orig_fn, args, kwargs, self._gnames)
+            rk = _guards.root_key(objs, self._anames, self._lens, self._appended(args, kwargs))
             if not self._states:
                 return rk
             # (a number the call stores in optimizer state the code reads: a replay would not store it)
-            opts = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))[4]
-            return rk, _guards.state_numbers(opts)
+            return rk, _guards.state_numbers(_guards.state_of(objs)[4])
         return now
 
     def _appended(self, args: tuple, kwargs: dict) -> frozenset:
