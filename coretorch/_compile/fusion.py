@@ -465,20 +465,25 @@ def update_alias_checks(rec: Recorder) -> None:
     if not info or not any(v[0] in _UPDATES for v in info.values()):
         return
     loads = _loads(rec)
+    _check_apart(rec, [pair for name, _, args, kwargs, _ in info.values() if name in _UPDATES and args
+                       for pair in _apart(loads, args[0], (*args[1:], *kwargs.values()))])
+
+
+def _apart(loads: dict, dst: Any, operands: Any) -> list:
+    """The pairs of load sources (sorted) of ``dst`` and each of ``operands`` that were loaded from persistent
+    tensors on separate memory (``loads``: :func:`_loads`); none where ``dst`` is a fresh array of the step (no
+    tensor can share it)."""
+    md = _mem(dst)
+    ed = loads.get(id(md)) if md is not None else None
+    if ed is None:
+        return []
     pairs = []
-    for name, _, args, kwargs, _ in info.values():
-        if name not in _UPDATES or not args:
-            continue
-        md = _mem(args[0])
-        ed = loads.get(id(md)) if md is not None else None
-        if ed is None:  # a fresh array of the step: no tensor can share it
-            continue
-        for a in (*args[1:], *kwargs.values()):
-            ma = _mem(a)
-            ea = loads.get(id(ma)) if ma is not None else None
-            if ea is not None and ea != ed:
-                pairs.append((min(ed, ea), max(ed, ea)))
-    _check_apart(rec, pairs)
+    for a in operands:
+        ma = _mem(a)
+        ea = loads.get(id(ma)) if ma is not None else None
+        if ea is not None and ea != ed:
+            pairs.append((min(ed, ea), max(ed, ea)))
+    return pairs
 
 
 def _alias_pairs(prog: FusedProgram, loads: dict) -> list:
@@ -487,18 +492,8 @@ def _alias_pairs(prog: FusedProgram, loads: dict) -> list:
     the values loaded before either update).  Loads of persistent tensors are not keyed on their memory (``w2.data
     = w1.data`` after the capture): the pairs of load sources the replay checks are still apart (it captures again
     where not).  Costs a pair of attribute reads per updated persistent array and input, only for such groups."""
-    pairs = []
-    for t in sorted(set(prog.targets.values())):
-        mt = _mem(prog.inputs[t])
-        et = loads.get(id(mt)) if mt is not None else None
-        if et is None:  # a fresh array of the step (a bias added into a matmul's result): no tensor can share it
-            continue
-        for i, a in enumerate(prog.inputs):
-            ma = _mem(a) if i != t else None
-            ea = loads.get(id(ma)) if ma is not None else None
-            if ea is not None and ea != et:
-                pairs.append((min(et, ea), max(et, ea)))
-    return pairs
+    return [pair for t in sorted(set(prog.targets.values()))  # (a bias added into a matmul's result: fresh)
+            for pair in _apart(loads, prog.inputs[t], [a for i, a in enumerate(prog.inputs) if i != t])]
 
 
 def _prologues(ps: _Pass, cand: dict, groups: dict, names: set, split: int | None) -> int:
