@@ -109,11 +109,10 @@ class HostArray:
     """A host (numpy) array as these kernels take a device array: its memory as a ``USE_HOST_PTR`` buffer, which a
     CPU device with host-unified memory computes on in place (hostfuse.py's ``multi_tensor``)."""
 
-    __slots__ = ("base_data", "offset", "dtype", "shape", "size", "_ct_c")
+    __slots__ = ("base_data", "offset", "dtype", "shape", "size")
 
-    def __init__(self, buf: cl.Buffer, a: np.ndarray):
+    def __init__(self, buf: cl.Buffer, a: np.ndarray):  # (made only for C-contiguous arrays: see contiguous below)
         self.base_data, self.offset, self.dtype, self.shape, self.size = buf, 0, a.dtype, a.shape, a.size
-        self._ct_c = True  # made only for C-contiguous arrays
 
 
 def kernels(k, adam_body) -> dict:
