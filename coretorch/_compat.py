@@ -28,17 +28,7 @@ _int = builtins.int
 
 
 # ---- torch.compile: PyTorch's signature over coretorch's capture and replay (coretorch._compile) -------------
-_COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-def _check_compile_args(mode, options) -> None:
-    if mode is not None and options is not None:
-        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
-                           "time.")
-    if mode not in _COMPILE_MODES:
-        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
-                           f"{', '.join(m for m in _COMPILE_MODES if m)}")
-
-
-def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="inductor", mode=None, options=None,
+def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend=None, mode=None, options=None,
             name: str | None = None, disable: _bool = False, recompile_limit: int | None = None,
             isolate_recompiles: _bool = False, shapes_spec=None):
     """``torch.compile``: whole-step capture and replay for a function, an ``OptimizedModule`` (forward and backward
@@ -48,8 +38,12 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="indu
     calls run eagerly with one warning, or raise ``FailOnRecompileLimitHit`` under ``fullgraph=True``. Every
     ``compile`` call keeps its own captures (``isolate_recompiles=True`` is what already happens); ``name`` labels
     the compiled function; ``dynamic`` and ``shapes_spec`` are accepted, a capture being specialised to its shapes
-    (a new shape captures again, within the limit)."""
-    _check_compile_args(mode, options)
+    (a new shape captures again, within the limit).  ``backend``: ``"inductor"`` (the default,
+    ``torch.compiler.get_default_backend()``), or ``"eager"``, ``"aot_eager"``, ``"cudagraphs"`` (the recorded
+    kernels only, bitwise eager's on every device); ``mode``/``options``: PyTorch's names, checked as PyTorch checks
+    them (``mode="max-autotune"``: host fusion on cpu)."""
+    from ._compile import backends as _backends, compile as _compile_fn  # (the capture imports nn and optim)
+    _backends.resolve(backend, mode, options)  # PyTorch's errors for a bad mode, option name or backend, now
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, name=name,
               disable=disable, recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
               shapes_spec=shapes_spec)
@@ -61,18 +55,18 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend="indu
         raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
     if disable:
         return model
-    from ._compile import compile as _compile_fn  # the capture machinery imports nn and optim
     return _compile_fn(model, **kw)
 
 
 def _module_compile(self, *args, **kwargs) -> None:
     """``Module.compile()``: in place, as PyTorch's; the module's calls are captured and replayed from now on."""
-    _check_compile_args(kwargs.get("mode"), kwargs.get("options"))
+    from ._compile import compile_in_place
+    from ._compile.backends import resolve
+    resolve(kwargs.get("backend"), kwargs.get("mode"), kwargs.get("options"))
     if not kwargs.get("disable", False):
-        from ._compile import compile_in_place
         compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)),
                          recompile_limit=kwargs.get("recompile_limit"), mode=kwargs.get("mode"),
-                         options=kwargs.get("options"))
+                         options=kwargs.get("options"), backend=kwargs.get("backend"))
 
 
 setattr(_Module, "compile", _module_compile)

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from . import _compile
+from ._compile.backends import get_default_backend, list_backends, set_default_backend
 from ._compile.capture import state as _capture_state
+from ._compile.stance import set_stance
 
 __all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_graph", "assume_constant_result",
-           "explain"]
+           "explain", "set_stance", "list_backends", "get_default_backend", "set_default_backend",
+           "cudagraph_mark_step_begin", "is_exporting"]
 
 
 def disable(fn=None, recursive: bool = True, *, reason=None):
@@ -57,3 +60,13 @@ def assume_constant_result(fn):
         ``fn``.
     """
     return fn
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Mark the start of a training or inference step (PyTorch's CUDA-graph trees may then overwrite the previous
+    step's outputs).  Nothing to do here: a coretorch replay never writes into tensors it returned before."""
+
+
+def is_exporting() -> bool:
+    """False: coretorch has no ``torch.export``."""
+    return False

@@ -38,8 +38,9 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
-from . import guards as _guards, hostfuse as _hostfuse
-from .capture import CaptureBusy, FailOnRecompileLimitHit, Unsupported, state
+from . import backends as _backends, guards as _guards, stance as _stance
+from .capture import CaptureBusy, state
+from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
 from .explain import ExplainOutput, explain
@@ -47,18 +48,20 @@ from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "FailOnRecompileLimitHit",
-           "ModuleCapture", "OptimizedModule", "Unsupported", "compile_in_place", "config", "explain", "is_compiling",
-           "reset"]
+           "InvalidBackend", "ModuleCapture", "OptimizedModule", "RecompileError", "TorchDynamoException",
+           "Unsupported", "compile_in_place", "config", "explain", "is_compiling", "reset"]
 
 
 class CompiledFunction:
     """What ``coretorch.compile(fn)`` returns: calls capture once per guard set, then replay."""
 
     def __init__(self, fn: Callable, fullgraph: bool = False, recompile_limit: int | None = None,
-                 name: str | None = None, host_fusion: bool | None = None):
+                 name: str | None = None, host_fusion: bool | None = None, fused: bool = True):
         self._orig_fn = fn
         self._fullgraph = fullgraph
         self._host_fusion = host_fusion  # mode="max-autotune": see hostfuse.py (None: config.host_fusion)
+        self._fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
+        self._delayed = [False]  # the first capture put off under an *_then_compile stance (see stance.py)
         self._recompile_limit = recompile_limit  # None: config.recompile_limit
         self.name = name
         self._cache: dict = {}
@@ -84,6 +87,7 @@ class CompiledFunction:
         self._gnames = None
         self._lens.clear()
         self._recaptures = 0
+        self._delayed[0] = False
 
     def _root_key(self, args: tuple, kwargs: dict):
         """The roots' part of the cache key, as _lookup takes it (for a capture to tell whether the call wrote it)."""
@@ -138,11 +142,13 @@ class CompiledFunction:
         return self if obj is None else _MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None:  # inside another capture: its kernels are recorded there
-            return self._orig_fn(*args, **kwargs)
+        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
+            return self._orig_fn(*args, **kwargs)  # (inside another capture: its kernels are recorded there)
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
         if entry is None:
+            if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+                return self._orig_fn(*args, **kwargs)
             limit = recompile_limit_of(self._recompile_limit)
             if len(self._cache) >= limit:
                 if self._fullgraph:
@@ -168,7 +174,8 @@ class CompiledFunction:
                                    "scalar) differs in this call after persistent state was already written; the "
                                    "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                    "with disable=True") from None
-            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit):
+            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
+                    _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
                 result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
                 self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
                 return result
@@ -177,9 +184,11 @@ class CompiledFunction:
     def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another
         thread captures (a capture's patches are process-wide; this call's guard set captures at a later call)."""
+        fused, host_fusion = _stance.choice(self._fused, self._host_fusion)
         try:
-            result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                              self._host_fusion, self._root_key(args, kwargs))
+            with _backends.capture_settings(fused):
+                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
+                                                  host_fusion, self._root_key(args, kwargs))
         except CaptureBusy:
             return self._orig_fn(*args, **kwargs), False
         return result, True
@@ -221,7 +230,7 @@ class CompiledFunction:
         return e.launches + e.fused if e else 0
 
 
-def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend: Any = None, mode=None,
             options=None, name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
             isolate_recompiles: bool = False, shapes_spec: Any = None):
     """``torch.compile``: a :class:`CompiledFunction` for a function, an :class:`OptimizedModule` for a module.
@@ -230,21 +239,23 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
     with one warning, or raise ``FailOnRecompileLimitHit`` with ``fullgraph=True``). Each ``compile`` call keeps its
     own captures, so ``isolate_recompiles=True`` is what already happens. ``name`` labels the compiled callable.
     ``dynamic`` and ``shapes_spec`` are accepted: a capture is specialised to its shapes (a new shape captures
-    again, within the limit).  ``mode="max-autotune"`` or ``options={"host_fusion": True}``: cpu replays run GELU,
-    layer norm and softmax as compiled kernels of another plugin on the same memory where one is offered (PoCL
-    through the opencl plugin: see ``coretorch._compile.hostfuse``), within float32 rounding of eager."""
+    again, within the limit).  ``mode="max-autotune"`` or ``options={"host_fusion": True}`` (or ``"max_autotune"``):
+    cpu replays run GELU, layer norm and softmax as compiled kernels of another plugin on the same memory where one
+    is offered (PoCL through the opencl plugin: see ``coretorch._compile.hostfuse``), within float32 rounding of
+    eager.  ``backend``: ``"inductor"`` (the default), or ``"eager"``/``"aot_eager"``/``"cudagraphs"`` for replays
+    of the recorded kernels only (see ``coretorch._compile.backends``)."""
+    choice = _backends.resolve(backend, mode, options)
     if model is None:
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                   options=options, name=name, disable=disable, recompile_limit=recompile_limit,
                                   isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
     if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
         return model
-    hf = _hostfuse.from_compile_args(mode, options)
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
-                               host_fusion=hf)
-    return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name, host_fusion=hf)
-
+                               host_fusion=choice.host_fusion, fused=choice.fused)
+    return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
+                            host_fusion=choice.host_fusion, fused=choice.fused)
 
 
 def is_compiling() -> bool:
@@ -258,4 +269,5 @@ def reset() -> None:
     for mc in list(_live_modules):
         mc.cache.clear()
         mc.st = None
+        mc.delayed[0] = False
     _optim_replays.clear()

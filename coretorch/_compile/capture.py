@@ -42,6 +42,7 @@ from ..optim._lr_base import live as _lr_live
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import symbolic as _sym
+from .exc import Unsupported
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
 
@@ -102,14 +103,6 @@ def data_read(why: str) -> None:
     if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread and (
             rec.mutated or rec.segments):
         rec.graph_break(why)
-
-
-class Unsupported(RuntimeError):
-    """A graph break under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc.Unsupported``)."""
-
-
-class FailOnRecompileLimitHit(Exception):
-    """``recompile_limit`` captures reached under ``fullgraph=True`` (PyTorch's ``torch._dynamo.exc`` class)."""
 
 
 def _internal(filename: str) -> bool:

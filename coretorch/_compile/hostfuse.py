@@ -49,16 +49,6 @@ def requested(own: bool | None) -> bool:
     return bool(config.host_fusion if own is None else own)
 
 
-def from_compile_args(mode: Any, options: Any) -> bool | None:
-    """A compile call's choice: ``options["host_fusion"]`` when given, True for ``mode="max-autotune"`` (PyTorch's
-    "spend more compile time for faster kernels", and its ``-no-cudagraphs`` twin), else None (the config's)."""
-    if isinstance(options, dict) and "host_fusion" in options:
-        return bool(options["host_fusion"])
-    if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
-        return True
-    return None
-
-
 def providers(device_type: str) -> list:
     """Every registered backend's host-memory kernel provider for ``device_type`` (none without host_fusion)."""
     out = []

@@ -18,8 +18,9 @@ from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import guards as _guards, hostfuse as _hostfuse
-from .capture import CaptureBusy, FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
+from . import backends as _backends, guards as _guards, stance as _stance
+from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
+from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
 
@@ -163,10 +164,12 @@ class ModuleCapture:
     OptimizedModule's)."""
 
     def __init__(self, module: Module, forward: Callable, fullgraph: bool = False,
-                 recompile_limit: int | None = None, host_fusion: bool | None = None):
+                 recompile_limit: int | None = None, host_fusion: bool | None = None, fused: bool = True):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
         self.recompile_limit = recompile_limit  # None: config.recompile_limit
         self.host_fusion = host_fusion  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
+        self.fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
+        self.delayed = [False]  # the first capture put off under an *_then_compile stance (see stance.py)
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
@@ -175,7 +178,8 @@ class ModuleCapture:
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
-        return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph)
+        return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph, self.recompile_limit,
+                                self.host_fusion, self.fused)
 
     def _state(self):
         st = self.st
@@ -185,7 +189,7 @@ class ModuleCapture:
         return st
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None:
+        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
@@ -193,6 +197,8 @@ class ModuleCapture:
         key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs))
         entry = self.cache.get(key)
         if entry is None:
+            if not _stance.on_capture(self.fn, len(self.cache), self.delayed):
+                return self.fn(*args, **kwargs)
             limit = recompile_limit_of(self.recompile_limit)
             if len(self.cache) >= limit:
                 if self.fullgraph:
@@ -208,7 +214,8 @@ class ModuleCapture:
             if e.unsafe:
                 raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
                                    "this call after state was written (see CompiledFunction)") from None
-            if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit):
+            if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
+                    _stance.on_capture(self.fn, len(self.cache), self.delayed):
                 # (a check of how the capture was specialised: a parameter's layout, see plan.py)
                 result, captured = self._capture_or_eager(key, args, kwargs, lv, st)
                 self.recaptures += captured
@@ -223,13 +230,15 @@ class ModuleCapture:
     def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
         thread captures (see CompiledFunction._capture_or_eager)."""
+        fused, host_fusion = _stance.choice(self.fused, self.host_fusion)
         try:
-            result, self.cache[key] = self._capture(args, kwargs, lv, st)
+            with _backends.capture_settings(fused):
+                result, self.cache[key] = self._capture(args, kwargs, lv, st, host_fusion)
         except CaptureBusy:
             return self.fn(*args, **kwargs), False
         return result, True
 
-    def _capture(self, args, kwargs, lv, st):
+    def _capture(self, args, kwargs, lv, st, host_fusion):
         modules, params, buffers, plain = st[:4]
         rec = Recorder(self.fullgraph)
         _find_hab_users()
@@ -283,7 +292,7 @@ class ModuleCapture:
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
-        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, self.host_fusion)
+        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
@@ -366,8 +375,10 @@ def _watched(rec: Recorder, split: int, out_vars: list) -> tuple[Callable[[list]
     return eval(f"lambda A: [{', '.join(srcs)}]", ns), outs  # noqa: S307 - the replay's own load expressions
 
 
-def _fresh_capture(module: Module, whole: bool, fullgraph: bool) -> ModuleCapture:
-    return ModuleCapture(module, module if whole else type(module).forward.__get__(module), fullgraph)
+def _fresh_capture(module: Module, whole: bool, fullgraph: bool, recompile_limit: int | None = None,
+                   host_fusion: bool | None = None, fused: bool = True) -> ModuleCapture:
+    return ModuleCapture(module, module if whole else type(module).forward.__get__(module), fullgraph,
+                         recompile_limit, host_fusion, fused)
 
 
 class OptimizedModule(Module):
@@ -376,11 +387,11 @@ class OptimizedModule(Module):
     replayed (forward and backward)."""
 
     def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
-                 name: str | None = None, host_fusion: bool | None = None):
+                 name: str | None = None, host_fusion: bool | None = None, fused: bool = True):
         super().__init__()
         self._orig_mod = mod
         self.__dict__["_capture"] = ModuleCapture(mod, mod, fullgraph, recompile_limit,  # (name: a label only)
-                                                  host_fusion)
+                                                  host_fusion, fused)
 
     def forward(self, *args, **kwargs):
         return self.__dict__["_capture"](*args, **kwargs)
@@ -396,10 +407,12 @@ class OptimizedModule(Module):
 
 
 def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None, mode=None,
-                     options=None) -> None:
+                     options=None, backend: Any = None) -> None:
     """``Module.compile()``: the module's own calls are captured and replayed from now on (state_dict unchanged);
-    ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`."""
+    ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`; ``backend``: see
+    :mod:`.backends`."""
+    choice = _backends.resolve(backend, mode, options)
     if isinstance(module.__dict__.get("forward"), ModuleCapture):
         return
     module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph,
-                                               recompile_limit, _hostfuse.from_compile_args(mode, options))
+                                               recompile_limit, choice.host_fusion, choice.fused)

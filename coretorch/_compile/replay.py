@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from . import fusion, hostfuse, lower as _lower, plan as _plan
+from . import backends, fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
                       host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
@@ -77,7 +77,7 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
     fusion.update_alias_checks(rec)
-    if config.fusion:
+    if backends.fusing():
         rec.fused = fusion.fuse(rec, result_src)
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
@@ -99,7 +99,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
     fusion.update_alias_checks(rec)
-    if config.fusion:
+    if backends.fusing():
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)

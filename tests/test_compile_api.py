@@ -1,0 +1,340 @@
+"""The compiler's switches that PyTorch scripts set: ``torch.compiler.set_stance``, ``backend=`` names and
+``list_backends``, ``torch._dynamo.config`` / ``torch._inductor.config`` (known knobs, PyTorch's errors for unknown
+ones, ``patch``), ``compile(options=...)`` checks, ``torch._dynamo.optimize`` and ``mark_dynamic``."""
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+from coretorch._compile import config
+
+from _compile_helpers import fusing, rand
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    torch.compiler.reset()
+    yield
+    torch.compiler.set_stance("default")
+    torch.compiler.set_default_backend(None)
+    torch.compiler.reset()
+
+
+def _counted():
+    """A function that counts its Python executions (a replay does not run its body)."""
+    runs = []
+
+    def f(x):
+        runs.append(1)
+        return (x * 2 + 1).relu()
+    return f, runs
+
+
+# ---- set_stance ------------------------------------------------------------------------------------------------
+def test_force_eager_runs_the_original_code_as_a_function_block_and_decorator(device):
+    f, runs = _counted()
+    c = torch.compile(f)
+    x = rand(device, 8)
+    torch.compiler.set_stance("force_eager")
+    for _ in range(3):
+        c(x)
+    assert len(runs) == 3 and c.replays == 0 and not c._cache
+    torch.compiler.set_stance("default")
+    with torch.compiler.set_stance("force_eager"):
+        c(x)
+    assert len(runs) == 4 and not c._cache
+    c(x)
+    c(x)  # default again after the block: a capture, then a replay
+    assert len(runs) == 5 and c.replays == 1
+
+    @torch.compiler.set_stance("force_eager")
+    def outer():
+        return c(x)
+    assert torch._compile.stance.current[0].stance == "default"  # a decorator sets it for the calls only
+    np.testing.assert_array_equal(outer().cpu().numpy(), f(x).cpu().numpy())
+    assert c.replays == 1
+
+
+def test_force_eager_for_a_compiled_module(device):
+    model = nn.Linear(4, 3).to(device)
+    cm = torch.compile(model)
+    x = rand(device, 2, 4)
+    with torch.compiler.set_stance("force_eager"):
+        y = cm(x)
+        y.sum().backward()
+    assert not cm._capture.cache and model.weight.grad is not None
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), model(x).detach().cpu().numpy())
+
+
+def test_eager_on_recompile_replays_what_is_captured_and_runs_new_guards_eagerly(device):
+    f, runs = _counted()
+    c = torch.compile(f)
+    x, z = rand(device, 8), rand(device, 5)
+    c(x)
+    with torch.compiler.set_stance("eager_on_recompile"):
+        c(x)  # a capture serves it: replayed
+        out = c(z)  # new shape: eagerly, no capture
+    assert c.replays == 1 and len(c._cache) == 1 and len(runs) == 2
+    np.testing.assert_array_equal(out.cpu().numpy(), f(z).cpu().numpy())
+    m = torch.compile(nn.Linear(3, 2).to(device))
+    with torch.compiler.set_stance("eager_on_recompile"):
+        m(rand(device, 2, 3))  # nothing captured yet: eager, as PyTorch's "run mode"
+    assert not m._capture.cache
+
+
+def test_fail_on_recompile_raises_instead_of_capturing(device):
+    f, _ = _counted()
+    c = torch.compile(f)
+    x = rand(device, 8)
+    c(x)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        c(x)
+        with pytest.raises(RuntimeError, match="fail_on_recompile'. filename: .*function name: 'f', line number"):
+            c(rand(device, 3))
+    assert c.replays == 1 and len(c._cache) == 1
+    m = torch.compile(nn.Linear(3, 2).to(device))
+    with torch.compiler.set_stance("fail_on_recompile"), pytest.raises(RuntimeError, match="fail_on_recompile"):
+        m(rand(device, 2, 3))
+
+
+def test_eager_then_compile_runs_the_first_call_eagerly(device):
+    f, runs = _counted()
+    c = torch.compile(f)
+    x = rand(device, 8)
+    with torch.compiler.set_stance("eager_then_compile"):
+        c(x)
+        assert not c._cache
+        c(x)  # captures
+        c(x)  # replays
+    assert len(c._cache) == 1 and c.replays == 1 and len(runs) == 2
+    torch.compiler.reset()  # forgets the first eager call too
+    with torch.compiler.set_stance("aot_eager_then_compile"):
+        c(x)
+    assert not c._cache
+
+
+def test_set_stance_errors():
+    with pytest.raises(RuntimeError, match="invalid torch.compile stance 'nonsense'"):
+        torch.compiler.set_stance("nonsense")
+    with pytest.raises(RuntimeError, match="non-default stance cannot have force_backend"):
+        torch.compiler.set_stance("force_eager", force_backend="eager")
+    with pytest.raises(torch._dynamo.exc.InvalidBackend):
+        torch.compiler.set_stance(force_backend="nosuch")
+    assert torch._compile.stance.current[0].stance == "default"
+
+    def f(x):
+        torch.compiler.set_stance("force_eager")
+        return x + 1
+    with pytest.raises(RuntimeError, match="set_stance in a torch.compile region"):
+        torch.compile(f)(torch.ones(2))
+    assert torch._compile.stance.current[0].stance == "default"
+
+
+def test_skip_guard_eval_unsafe_still_checks_guards(device):
+    """Accepted, and every guard is still checked: a new shape captures again instead of replaying the old one."""
+    c = torch.compile(lambda x: x * 3)
+    c(rand(device, 4))
+    with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+        z = rand(device, 6)
+        np.testing.assert_array_equal(c(z).cpu().numpy(), (z * 3).cpu().numpy())
+    assert len(c._cache) == 2
+
+
+# ---- backends --------------------------------------------------------------------------------------------------
+def test_list_backends_and_bad_backends():
+    assert torch.compiler.list_backends() == ["cudagraphs", "inductor"]
+    assert torch.compiler.list_backends(exclude_tags=()) == ["aot_eager", "cudagraphs", "eager", "inductor"]
+    assert torch._dynamo.list_backends is torch.compiler.list_backends
+    with pytest.raises(torch._dynamo.exc.InvalidBackend, match="Invalid backend: 'nosuch'"):
+        torch.compile(lambda x: x, backend="nosuch")
+    assert issubclass(torch._dynamo.exc.InvalidBackend, RuntimeError)
+    with pytest.raises(NotImplementedError, match="custom backend .*my_backend.*FX"):
+        def my_backend(gm, example_inputs):
+            return gm
+        torch.compile(lambda x: x, backend=my_backend)
+    with pytest.raises(torch._dynamo.exc.InvalidBackend):
+        nn.Linear(2, 2).compile(backend="nosuch")
+    with pytest.raises(torch._dynamo.exc.InvalidBackend):
+        torch.compiler.set_default_backend("nosuch")
+
+
+def _chain(x):
+    return ((x * 1.7 + 0.3).tanh() * x).sigmoid() - x / 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "cudagraphs"])
+def test_recorded_kernel_backends_replay_eager_bitwise_on_every_device(device, backend):
+    """The debug backends replay the recorded kernels without fusion: bitwise eager's, opencl included."""
+    x = rand(device, 64, 33)
+    c = torch.compile(_chain, backend=backend)
+    c(x)
+    out = c(x)
+    assert c.replays == 1 and c.launches == c.launches_before_fusion
+    np.testing.assert_array_equal(out.cpu().numpy(), _chain(x).cpu().numpy())
+    m = torch.compile(nn.Sequential(nn.Linear(33, 8), nn.GELU()).to(device), backend=backend)
+    np.testing.assert_array_equal(m(x).detach().cpu().numpy(), m(x).detach().cpu().numpy())
+
+
+def test_inductor_fuses_where_the_device_fuses_and_force_backend_overrides(device):
+    x = rand(device, 64, 33)
+    c = torch.compile(_chain)
+    c(x)
+    assert (c.launches < c.launches_before_fusion) == fusing(device)
+    torch.compiler.reset()
+    with torch.compiler.set_stance(force_backend="eager"):
+        c(x)
+    assert c.launches == c.launches_before_fusion
+    torch.compiler.set_default_backend("eager")
+    assert torch.compiler.get_default_backend() == "eager"
+    d = torch.compile(_chain)
+    d(x)
+    assert d.launches == d.launches_before_fusion
+    e = torch.compile(_chain, backend="inductor")
+    e(x)
+    assert (e.launches < e.launches_before_fusion) == fusing(device)
+
+
+def test_a_debug_backend_turns_max_autotune_off():
+    c = torch.compile(_chain, backend="eager", mode="max-autotune")
+    assert c._host_fusion is False and c._fused is False
+    assert torch.compile(_chain, options={"max_autotune": True})._host_fusion is True
+    assert torch.compile(_chain, options={"host_fusion": False})._host_fusion is False
+
+
+def test_compile_checks_mode_and_options_as_pytorch():
+    with pytest.raises(RuntimeError, match="Unrecognized mode=fast"):
+        torch.compile(_chain, mode="fast")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        torch.compile(_chain, mode="max-autotune", options={})
+    with pytest.raises(RuntimeError, match="Unexpected optimization option nosuch"):
+        torch.compile(_chain, options={"nosuch": 1})
+    with pytest.raises(RuntimeError, match="Unexpected optimization option triton.nosuch"):
+        torch.compile(_chain, options={"triton.nosuch": 1})
+    torch.compile(_chain, options={"triton.cudagraphs": True, "epilogue_fusion": False})
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        nn.Linear(2, 2).compile(mode="fast")
+
+
+# ---- torch._dynamo.config and torch._inductor.config ----------------------------------------------------------
+def test_dynamo_config_is_the_compile_config_with_pytorchs_errors():
+    assert torch._dynamo.config is config
+    assert importlib.import_module("coretorch._dynamo.config") is config
+    from coretorch._dynamo import config as c2
+    assert c2 is config
+    with pytest.raises(AttributeError, match=r"torch._dynamo.config.nosuch does not exist"):
+        torch._dynamo.config.nosuch = 1
+    with pytest.raises(AttributeError, match=r"torch._dynamo.config.nosuch does not exist"):
+        torch._dynamo.config.nosuch
+    for knob in ("suppress_errors", "verbose", "capture_scalar_outputs", "optimize_ddp", "automatic_dynamic_shapes"):
+        old = getattr(config, knob)
+        with config.patch(knob, not old):
+            assert getattr(config, knob) is (not old)
+        assert getattr(config, knob) is old
+
+
+def test_cache_size_limit_is_recompile_limit(device):
+    assert config.cache_size_limit == config.recompile_limit == 8
+    with torch._dynamo.config.patch(cache_size_limit=2):
+        assert config.recompile_limit == 2
+        c = torch.compile(lambda x: x + 1)
+        c(rand(device, 1))
+        c(rand(device, 2))
+        with pytest.warns(UserWarning, match=r"recompile_limit \(2\)"):
+            out = c(rand(device, 3))
+        assert len(c._cache) == 2 and out.shape == (3,)
+    assert config.recompile_limit == 8
+    config.accumulated_cache_size_limit = 100
+    assert config.accumulated_recompile_limit == 100
+    config.accumulated_recompile_limit = 256
+
+
+def test_patch_as_decorator_and_its_errors():
+    @config.patch({"recompile_limit": 3, "verbose": True})
+    def inner():
+        return config.recompile_limit, config.verbose
+    assert inner() == (3, True)
+    assert (config.recompile_limit, config.verbose) == (8, False)
+    with pytest.raises(AttributeError, match="nosuch does not exist"):
+        config.patch(nosuch=1)
+    assert config.get_config_copy()["recompile_limit"] == 8
+
+
+def test_error_on_recompile(device):
+    c = torch.compile(lambda x: x - 1)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        c(rand(device, 4))
+        c(rand(device, 4))
+        with pytest.raises(torch._dynamo.exc.RecompileError, match="Recompiling function .*line number"):
+            c(rand(device, 5))
+    assert c.replays == 1
+
+
+def test_inductor_config_knobs():
+    ic = torch._inductor.config
+    assert importlib.import_module("coretorch._inductor.config") is ic
+    ic.coordinate_descent_tuning = True
+    ic.triton.unique_kernel_names = False
+    ic.triton.cudagraphs = True
+    ic.cpp.threads = 2
+    assert (ic.coordinate_descent_tuning, ic.triton.unique_kernel_names, ic.cpp.threads) == (True, False, 2)
+    with pytest.raises(AttributeError, match=r"torch._inductor.config.nosuch does not exist"):
+        ic.nosuch = 1
+    with pytest.raises(AttributeError, match=r"torch._inductor.config.triton.nosuch does not exist"):
+        ic.triton.nosuch = 1
+    assert ic.max_autotune is False
+    with ic.patch(max_autotune=True):  # the same knob as coretorch's host fusion
+        assert config.host_fusion is True
+    assert config.host_fusion is False
+    with ic.patch({"triton.cudagraphs": False}):
+        assert ic.triton.cudagraphs is False
+    assert ic.triton.cudagraphs is True
+    for k, v in (("coordinate_descent_tuning", False), ("triton.unique_kernel_names", True),
+                 ("triton.cudagraphs", False), ("cpp.threads", -1)):
+        ic._set(k, v)
+    assert "triton.cudagraphs" in torch._inductor.list_options()
+    assert torch._inductor.list_mode_options("max-autotune")["max_autotune"] is True
+
+
+# ---- torch._dynamo functions -----------------------------------------------------------------------------------
+def test_optimize_is_compile_with_nopython_as_fullgraph(device):
+    x = rand(device, 6)
+    c = torch._dynamo.optimize("eager")(_chain)
+    c(x)
+    np.testing.assert_array_equal(c(x).cpu().numpy(), _chain(x).cpu().numpy())
+    assert c.replays == 1
+
+    def breaks(x):
+        return x * float(x.sum().item())
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch._dynamo.optimize(nopython=True)(breaks)(x)
+    assert torch._dynamo.optimize(disable=True)(_chain) is _chain
+    with pytest.raises(torch._dynamo.exc.InvalidBackend):
+        torch._dynamo.optimize("nosuch")
+
+
+def test_mark_dynamic_is_accepted_and_new_sizes_capture_again(device):
+    c = torch.compile(lambda x: x.sum(0) * 2)
+    for n in (3, 5, 3):
+        x = rand(device, n, 4, seed=n)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+        torch._dynamo.mark_static(x, 1)
+        np.testing.assert_array_equal(c(x).cpu().numpy(), (x.sum(0) * 2).cpu().numpy())
+    assert len(c._cache) == 2 and c.replays == 1
+    with pytest.raises(TypeError, match="mark_dynamic: expected a Tensor"):
+        torch._dynamo.mark_dynamic(3, 0)
+
+
+def test_compiler_step_marks_and_names():
+    assert torch.compiler.cudagraph_mark_step_begin() is None
+    assert torch.compiler.is_exporting() is False
+    assert torch._dynamo.reset is torch.compiler.reset and torch._dynamo.set_stance is torch.compiler.set_stance
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch._dynamo.config.suppress_errors = True  # kept, no warning, no effect
+    torch._dynamo.config.suppress_errors = False
