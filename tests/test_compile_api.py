@@ -338,3 +338,69 @@ def test_compiler_step_marks_and_names():
         warnings.simplefilter("error")
         torch._dynamo.config.suppress_errors = True  # kept, no warning, no effect
     torch._dynamo.config.suppress_errors = False
+
+
+# ---- torch._logging.set_logs -----------------------------------------------------------------------------------
+class _Collect:
+    """The records of the compiler's two loggers."""
+
+    def __init__(self):
+        import logging
+        self.records: list = []
+        self.h = logging.Handler()
+        self.h.emit = self.records.append
+        self.logs = [logging.getLogger(f"coretorch._dynamo.{n}") for n in ("recompiles", "graph_breaks")]
+        for log in self.logs:
+            log.addHandler(self.h)
+
+    def close(self):
+        for log in self.logs:
+            log.removeHandler(self.h)
+
+    def text(self):
+        return [r.getMessage() for r in self.records]
+
+
+SCALE = 2.0
+
+
+def test_set_logs_recompiles_and_graph_breaks(device):
+    global SCALE
+    col = _Collect()
+    try:
+        def f(x):
+            return x * SCALE
+        c = torch.compile(f)
+        c(rand(device, 3))
+        c(rand(device, 4))  # no log yet: switched off
+        assert col.text() == []
+        torch._logging.set_logs(recompiles=True, graph_breaks=True)
+        c(rand(device, 5))
+        SCALE = 3.0
+        c(rand(device, 5))
+
+        def g(x):
+            return x * x.sum().item()
+        torch.compile(g)(rand(device, 2))
+        m = torch.compile(nn.Linear(2, 2).to(device))
+        m(rand(device, 1, 2))
+        m(rand(device, 3, 2))
+        t = col.text()
+        assert len(t) == 4, t
+        assert "function name: 'f'" in t[0] and "capture 3 of at most 8" in t[0] and "the tensors" in t[0]
+        assert "capture 4" in t[1] and "the objects the function reads" in t[1]
+        assert "Graph break in" in t[2] and "function name: 'g'" in t[2] and "Tensor.item" in t[2]
+        assert "function name: 'forward'" in t[3] and "the tensors" in t[3]
+        torch._logging.set_logs()  # off again
+        c(rand(device, 6))
+        assert len(col.text()) == 4
+        torch._logging.set_logs(dynamo=20)  # logging.INFO: both
+        c(rand(device, 7))
+        assert len(col.text()) == 5
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nosuch'"):
+            torch._logging.set_logs(nosuch=True)
+        torch._logging.set_logs(output_code=True, inductor=10)  # PyTorch's names: accepted, nothing to log here
+    finally:
+        SCALE = 2.0
+        torch._logging.set_logs()
+        col.close()

@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
-from . import backends as _backends, guards as _guards, stance as _stance
+from . import backends as _backends, guards as _guards, logs as _logs, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -185,12 +185,16 @@ class CompiledFunction:
         """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another
         thread captures (a capture's patches are process-wide; this call's guard set captures at a later call)."""
         fused, host_fusion = _stance.choice(self._fused, self._host_fusion)
+        _logs.recompile(self._orig_fn, k, self._cache, _logs.FUNCTION_PARTS, recompile_limit_of(self._recompile_limit))
         try:
             with _backends.capture_settings(fused):
-                result, self._cache[k] = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph,
-                                                  host_fusion, self._root_key(args, kwargs))
+                result, entry = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph, host_fusion,
+                                         self._root_key(args, kwargs))
         except CaptureBusy:
             return self._orig_fn(*args, **kwargs), False
+        self._cache[k] = entry
+        if entry.replay is None:
+            _logs.graph_break(self._orig_fn, entry.breaks)
         return result, True
 
     def _last(self):

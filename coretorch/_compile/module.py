@@ -18,7 +18,7 @@ from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import backends as _backends, guards as _guards, stance as _stance
+from . import backends as _backends, guards as _guards, logs as _logs, stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
@@ -231,11 +231,15 @@ class ModuleCapture:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
         thread captures (see CompiledFunction._capture_or_eager)."""
         fused, host_fusion = _stance.choice(self.fused, self.host_fusion)
+        _logs.recompile(self.fn, key, self.cache, _logs.MODULE_PARTS, recompile_limit_of(self.recompile_limit))
         try:
             with _backends.capture_settings(fused):
-                result, self.cache[key] = self._capture(args, kwargs, lv, st, host_fusion)
+                result, entry = self._capture(args, kwargs, lv, st, host_fusion)
         except CaptureBusy:
             return self.fn(*args, **kwargs), False
+        self.cache[key] = entry
+        if entry.forward is None:
+            _logs.graph_break(self.fn, entry.breaks)
         return result, True
 
     def _capture(self, args, kwargs, lv, st, host_fusion):

@@ -1,0 +1,56 @@
+"""The compiler's logs, switched on by ``torch._logging.set_logs(recompiles=True, graph_breaks=True)``.
+
+* ``coretorch._dynamo.recompiles``: each capture of a compiled callable that already has one, with the parts of
+  the guard key that differ from its closest capture (what changed: the arguments' shapes, a global, ...);
+* ``coretorch._dynamo.graph_breaks``: each capture that ends in a graph break, with its reasons (the calls with
+  that guard set run eagerly; ``coretorch.compiler.explain`` shows the lines).
+
+Both log at INFO; nothing is computed unless the logger is enabled.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+from .stance import _where
+
+recompiles_log = logging.getLogger("coretorch._dynamo.recompiles")
+graph_breaks_log = logging.getLogger("coretorch._dynamo.graph_breaks")
+
+# what each part of a guard key holds (CompiledFunction._lookup's and ModuleCapture.__call__'s keys)
+FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attributes of modules and config "
+                  "objects, container entries)",
+                  "the modules' structure (a submodule or parameter replaced)",
+                  "the tensors (arguments' shapes, strides, dtypes, devices, requires_grad; parameters, buffers, "
+                  "training flags, which .grad are None, grad mode)",
+                  "which arguments are the step's own tensors",
+                  "the keyword argument names",
+                  "the optimizers' param_groups numbers",
+                  "the numbers in the optimizers' state")
+MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
+                "the tensors (arguments' shapes, strides, dtypes, devices, requires_grad; parameters, buffers, "
+                "training flags, grad mode)",
+                "the keyword argument names")
+
+
+def recompile(fn: Any, key: tuple, keys: Iterable[tuple], parts: tuple, limit: int) -> None:
+    """Log the capture ``fn`` is about to make under ``key`` beside its earlier ``keys``."""
+    if not recompiles_log.isEnabledFor(logging.INFO):
+        return
+    keys = list(keys)
+    if not keys:
+        return
+    if key in keys:  # the same guards: the replay found a layout or alias it was specialised to changed
+        why = "a layout or aliasing of persistent tensors the capture was specialised to"
+    else:
+        diffs = min(([i for i, (a, b) in enumerate(zip(key, k)) if a != b] for k in keys), key=len)
+        why = "; ".join(parts[i] for i in diffs if i < len(parts)) or "the number of parts of the key"
+    recompiles_log.info("Recompiling function (%s): capture %d of at most %d\n    triggered by a change in: %s",
+                        _where(fn), len(keys) + (key not in keys), limit, why)
+
+
+def graph_break(fn: Any, breaks: list) -> None:
+    """Log the reasons a capture of ``fn`` ended in a graph break."""
+    if breaks and graph_breaks_log.isEnabledFor(logging.INFO):
+        graph_breaks_log.info("Graph break in (%s); calls with these guards run eagerly:\n%s", _where(fn),
+                              "\n".join(f"    - {b}" for b in breaks))
