@@ -404,3 +404,52 @@ def test_set_logs_recompiles_and_graph_breaks(device):
         SCALE = 2.0
         torch._logging.set_logs()
         col.close()
+
+
+# ---- compiled methods ------------------------------------------------------------------------------------------
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    @torch.compile
+    def forward(self, x):
+        return x + self.lin(x).relu()
+
+
+def test_a_compiled_method_replays_for_every_instance(device):
+    """Twelve blocks whose ``forward`` is compiled in the class body: each instance has its own captures and its own
+    recompile_limit, so all twelve replay (one compiled function for all of them reached the limit of 8 captures at
+    the ninth block and ran the rest eagerly with a warning; PyTorch's one graph serves every instance)."""
+    torch.manual_seed(0)
+    blocks = [Block().to(device) for _ in range(12)]
+    x = rand(device, 3, 4)
+    with torch.no_grad():
+        want = x
+        for b in blocks:
+            want = Block.forward._orig_fn(b, want)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(3):
+                y = x
+                for b in blocks:
+                    y = b(y)
+                np.testing.assert_array_equal(y.cpu().numpy(), want.cpu().numpy())
+    assert [b.forward.replays for b in blocks] == [2] * 12
+    assert blocks[0].forward.__func__ is not blocks[1].forward.__func__
+    assert blocks[0].forward.__func__ is blocks[0].forward.__func__
+    import copy
+    import gc
+    import pickle
+    import weakref
+    twin = copy.deepcopy(blocks[0])  # its own compiled function, no captures
+    assert twin.forward.__func__ is not blocks[0].forward.__func__ and twin.forward.replays == 0
+    with torch.no_grad():
+        np.testing.assert_array_equal(twin(x).cpu().numpy(), blocks[0](x).cpu().numpy())
+    back = pickle.loads(pickle.dumps(blocks[1]))
+    assert back.forward.__func__._parent is Block.forward and back.forward.replays == 0
+    gone = weakref.ref(blocks[2])
+    del blocks, b, twin, back
+    torch._compile.guards._NUMBER_ATTRS.clear()  # (a bounded cache of module attribute lists, shared by all captures)
+    gc.collect()
+    assert gone() is None  # a block's compiled function (and its captures) goes with it

@@ -136,10 +136,34 @@ class CompiledFunction:
         return lv, st, k
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        """A compiled function in a class body (``@torch.compile def step(self, x)``, as PyTorch's function wrapper):
-        bound to the instance, which becomes its first argument (an argument object: its attributes the code reads
-        are guarded, each instance has its own captures)."""
-        return self if obj is None else _MethodType(self, obj)
+        """A compiled function in a class body (``@torch.compile def forward(self, x)``, as PyTorch's function
+        wrapper): bound to the instance, which becomes its first argument (an argument object: its attributes the
+        code reads are guarded).  A module instance gets a compiled function of its own, kept in its ``__dict__``
+        (so it lives and dies with the module): its own captures (each instance's tensors are its replay's) and its
+        own ``recompile_limit``, so twelve blocks with a compiled ``forward`` all replay, as PyTorch's one graph
+        serves them all.  Other objects share this function's captures and limit."""
+        if obj is None:
+            return self
+        if not isinstance(obj, Module):
+            return _MethodType(self, obj)
+        d = obj.__dict__
+        name = f"_ct_compiled_{id(self):x}"
+        per = d.get(name)
+        if per is None:
+            per = d[name] = _PerInstance(self)
+        return _MethodType(per, obj)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._owner = (owner, name)  # (pickling: see __reduce__)
+
+    def __reduce__(self):
+        """A compiled function pickles (and deep-copies) as what it is: a class attribute by reference; another
+        by its function and settings, without its captures."""
+        owner = self.__dict__.get("_owner")
+        if owner is not None and owner[0].__dict__.get(owner[1]) is self:
+            return getattr, owner
+        return CompiledFunction, (self._orig_fn, self._fullgraph, self._recompile_limit, self.name,
+                                  self._host_fusion, self._fused)
 
     def __call__(self, *args, **kwargs):
         if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
@@ -232,6 +256,19 @@ class CompiledFunction:
         """Kernel launches the last capture recorded before fusion (equal to ``launches`` without a fusing device)."""
         e = self._last()
         return e.launches + e.fused if e else 0
+
+
+class _PerInstance(CompiledFunction):
+    """A module instance's own compiled function of a method compiled in its class body (see
+    ``CompiledFunction.__get__``); copies and pickles as a fresh one of the same class attribute."""
+
+    def __init__(self, parent: CompiledFunction):
+        super().__init__(parent._orig_fn, parent._fullgraph, parent._recompile_limit, parent.name,
+                         parent._host_fusion, parent._fused)
+        self._parent = parent
+
+    def __reduce__(self):
+        return _PerInstance, (self._parent,)
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend: Any = None, mode=None,
