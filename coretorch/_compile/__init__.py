@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
-from . import backends as _backends, guards as _guards, logs as _logs, stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -62,6 +62,7 @@ class CompiledFunction:
         self._host_fusion = host_fusion  # mode="max-autotune": see hostfuse.py (None: config.host_fusion)
         self._fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
         self._delayed = [False]  # the first capture put off under an *_then_compile stance (see stance.py)
+        self._arg_identity = False  # argument containers keyed by identity too (see argtree.py)
         self._recompile_limit = recompile_limit  # None: config.recompile_limit
         self.name = name
         self._cache: dict = {}
@@ -88,6 +89,7 @@ class CompiledFunction:
         self._lens.clear()
         self._recaptures = 0
         self._delayed[0] = False
+        self._arg_identity = False
 
     def _root_key(self, args: tuple, kwargs: dict):
         """The roots' part of the cache key, as _lookup takes it (for a capture to tell whether the call wrote it)."""
@@ -112,18 +114,24 @@ class CompiledFunction:
             self._groups = "param_groups" in self._anames
             self._states = "state" in self._anames
             self._append_names = _guards.append_names(self._orig_fn)
-        rid = _guards.root_key(_guards.roots(self._orig_fn, args, kwargs, self._gnames), self._anames,
-                               self._lens, self._appended(args, kwargs))
+        appended = self._appended(args, kwargs)
+        ra, rk, shape = args, kwargs, ()
+        if not self._arg_identity and _argtree.any_container(args, kwargs):
+            # argument containers by their structure and entries, not their identity (a fresh batch dict per call)
+            ra, shape = _argtree.opened(args, kwargs, appended)
+            rk = {}
+        rid = (_guards.root_key(_guards.roots(self._orig_fn, ra, rk, self._gnames), self._anames, self._lens,
+                                appended), shape)
         st = self._state.get(rid)
         if st is not None and _guards.structure(st[0], st[5]) != st[4]:  # a submodule or parameter replaced
             st = None
         if st is None:
             if len(self._state) > 64:  # roots that change every call (a fresh argument object): keep it bounded
                 self._state.clear()
-            found = _guards.state_of(_guards.roots(self._orig_fn, args, kwargs))
+            found = _guards.state_of(_guards.roots(self._orig_fn, ra, rk))
             st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
                                      frozenset(map(id, (*found[1], *found[3]))))
-        lv = _guards.leaves(args, kwargs)
+        lv = _guards.leaves(args, kwargs, appended)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
@@ -216,6 +224,12 @@ class CompiledFunction:
                                          self._root_key(args, kwargs))
         except CaptureBusy:
             return self._orig_fn(*args, **kwargs), False
+        if entry.arg_identity and not self._arg_identity:
+            # the result returns an argument container itself: from now on containers are keyed by identity too
+            # (this capture's replay would return the capture's container; see argtree.py)
+            self._arg_identity = True
+            self._state.clear()
+            return result, True
         self._cache[k] = entry
         if entry.replay is None:
             _logs.graph_break(self._orig_fn, entry.breaks)

@@ -189,6 +189,8 @@ class Recorder(ResultEncoding):
         self._array_types: tuple = ()
         self.thread = get_ident()
         self.persistent: set[int] = set()  # ids of objects reachable before the call (see persistent_of)
+        self.arg_containers: frozenset = frozenset()  # ids of the argument containers (see argtree.py)
+        self.arg_identity = False  # the result returns an argument container itself (see argtree.py)
 
     # ---- constants and variables --------------------------------------------------------------------------------
     def const(self, obj: Any) -> str:

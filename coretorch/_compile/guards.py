@@ -34,14 +34,17 @@ _CORE_TENSORS = frozenset((Tensor, Parameter))
 _training = attrgetter("training")
 
 
-def leaves(args: tuple, kwargs: dict) -> list:
-    """The arguments flattened (lists, tuples and dicts opened): their tensors are the replay's inputs."""
+def leaves(args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> list:
+    """The arguments flattened (lists, tuples and dicts opened, but those in ``keep``: ids of lists the function only
+    appends to, see :func:`appended`): their tensors are the replay's inputs."""
     if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
         return list(args)
     out: list = []
 
     def walk(o: Any) -> None:
-        if isinstance(o, (list, tuple)):
+        if id(o) in keep:
+            out.append(o)
+        elif isinstance(o, (list, tuple)):
             for x in o:
                 walk(x)
         elif isinstance(o, dict):

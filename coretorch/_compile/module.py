@@ -18,7 +18,7 @@ from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import backends as _backends, guards as _guards, logs as _logs, stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
@@ -194,7 +194,8 @@ class ModuleCapture:
         st = self._state()
         lv = _guards.leaves(args, kwargs)
         # (.grad is not touched by a forward; the keyword names: leaves holds the values only)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs))
+        # (the argument containers' structure: dict keys, lengths; leaves holds their entries only)
+        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs))
         entry = self.cache.get(key)
         if entry is None:
             if not _stance.on_capture(self.fn, len(self.cache), self.delayed):

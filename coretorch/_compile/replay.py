@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import _make
-from . import backends, fusion, hostfuse, lower as _lower, plan as _plan
+from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
                       host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
@@ -137,7 +137,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity")
 
     def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
                  planned: tuple = (0, 0), hosted: int = 0):
@@ -145,6 +145,7 @@ class _Entry:
         self.fused = fused  # launches saved by fusion (launches + fused ran before it)
         self.planned = planned  # (temporaries written into pool buffers, buffers): see plan.py
         self.hosted = hosted  # launches run as a host-fusion provider's kernels: see hostfuse.py
+        self.arg_identity = False  # the result returns an argument container itself: see argtree.py
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
@@ -160,6 +161,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     roots = _guards.roots(fn, args, kwargs)
     rec.iterators = iterators_of(roots)
     rec.persistent = persistent_of(roots)
+    rec.arg_containers = argtree.container_ids(args, kwargs)
     _find_hab_users()
     rec.install()
     try:
@@ -188,4 +190,6 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     if rec.breaks:
         return result, _Entry(None, "", rec.breaks, rec.launches)
     replay, src = build(rec, result_src, host_fusion)
-    return result, _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
+    entry = _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
+    entry.arg_identity = rec.arg_identity
+    return result, entry

@@ -100,6 +100,7 @@ class ResultEncoding:
             m[1] += 1
             return f"\0{m[2]}\0"
         if isinstance(obj, list) and id(obj) in self.persistent:  # a list that outlives the call: itself
+            self.arg_identity |= id(obj) in self.arg_containers
             return self.const(obj)
         if isinstance(obj, (tuple, list)):
             inner = ", ".join(self._encode_result(o, args, made) for o in obj)
@@ -113,6 +114,7 @@ class ResultEncoding:
             if a is obj:
                 return f"A[{i}]"
         if id(obj) in self.persistent:  # an object that outlives the call (a module's state dict): itself
+            self.arg_identity |= id(obj) in self.arg_containers
             return self.const(obj)
         if isinstance(obj, dict):
             inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
