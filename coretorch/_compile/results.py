@@ -24,6 +24,8 @@ class ResultEncoding:
     var: dict
     paths: list
     persistent: set
+    arg_containers: frozenset  # ids of the argument containers (see argtree.py)
+    arg_identity: bool  # set where the result returns one of them itself
 
     def const(self, obj: Any) -> str:
         raise NotImplementedError
