@@ -453,3 +453,48 @@ def test_a_compiled_method_replays_for_every_instance(device):
     torch._compile.guards._NUMBER_ATTRS.clear()  # (a bounded cache of module attribute lists, shared by all captures)
     gc.collect()
     assert gone() is None  # a block's compiled function (and its captures) goes with it
+
+
+class _ScaledSGD(torch.optim.Optimizer):
+    """A user optimizer with a Python attribute its step reads and a counter it keeps."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+        self.scale, self.calls = 1.0, 0
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        self.calls += 1
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-g["lr"] * self.scale)
+
+
+@pytest.mark.parametrize("opt_cls", [torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RMSprop,
+                                     _ScaledSGD])
+def test_compiling_an_optimizers_bound_step_replays_across_lr_changes(device, opt_cls):
+    """``torch.compile(opt.step)`` with a scheduler changing lr every step: the bound method's ``self`` attributes
+    (the param_groups' lr, the state) were keyed, so every step captured again and the ninth ran eagerly; the
+    optimizer's numbers are replay inputs as for a step function that calls ``opt.step()``."""
+    def run(compiled):
+        torch.manual_seed(0)
+        model = nn.Linear(6, 5).to(device)
+        opt = opt_cls(model.parameters(), lr=0.05)
+        sched = torch.optim.lr_scheduler.LinearLR(opt, total_iters=6)
+        step = torch.compile(opt.step) if compiled else opt.step
+        x = rand(device, 8, 6)
+        for i in range(10):
+            if i == 5 and isinstance(opt, _ScaledSGD):
+                opt.scale = 0.5
+            model(x).square().sum().backward()
+            step()
+            sched.step()
+            opt.zero_grad()
+        return [p.detach().cpu().numpy() for p in model.parameters()], step, opt
+    (pe, _, oe), (pc, step, oc) = run(False), run(True)
+    for a, b in zip(pe, pc):
+        np.testing.assert_array_equal(a, b) if device == "cpu" else np.testing.assert_allclose(b, a, rtol=1e-5)
+    assert step.replays >= 8
+    if isinstance(oe, _ScaledSGD):
+        assert oc.calls == oe.calls == 10

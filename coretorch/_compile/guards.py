@@ -203,7 +203,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     if hasattr(f, "__func__"):
         s = f.__self__
         objs.append(s)
-        if hasattr(s, "__dict__"):
+        if hasattr(s, "__dict__") and not isinstance(s, Optimizer):  # (an optimizer's numbers: replay inputs)
             objs.extend(vars(s).values())
         f = f.__func__
     code = getattr(f, "__code__", None)
