@@ -498,3 +498,27 @@ def test_compiling_an_optimizers_bound_step_replays_across_lr_changes(device, op
     assert step.replays >= 8
     if isinstance(oe, _ScaledSGD):
         assert oc.calls == oe.calls == 10
+
+
+def test_compiling_a_modules_bound_forward_replays_forward_and_backward(device):
+    """``torch.compile(model.forward)`` in an eager training loop: a function capture, whose results carry no
+    autograd graph, so every call was a graph break (eager); now the module capture, as ``model.compile()``."""
+    def run(compiled):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 3)).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        fwd = torch.compile(model.forward) if compiled else model.forward
+        x, y = rand(device, 5, 6), torch.tensor([0, 1, 2, 1, 0]).to(device)
+        losses = []
+        for _ in range(4):
+            loss = torch.nn.functional.cross_entropy(fwd(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.detach())
+        return losses + [p.detach() for p in model.parameters()], fwd
+    (e, _), (c, fwd) = run(False), run(True)
+    for a, b in zip(e, c):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy()) if device == "cpu" else \
+            np.testing.assert_allclose(b.cpu().numpy(), a.cpu().numpy(), rtol=1e-5, atol=1e-6)
+    assert fwd.replays == 3

@@ -309,6 +309,11 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                                host_fusion=choice.host_fusion, fused=choice.fused)
+    if isinstance(model, _MethodType) and isinstance(model.__self__, Module) and \
+            model.__func__ is getattr(type(model.__self__), "forward", None):
+        # torch.compile(model.forward): the module capture (forward and backward replayed, as model.compile()'s),
+        # not a function capture (its results carry no autograd graph: every call would be a graph break)
+        return ModuleCapture(model.__self__, model, fullgraph, recompile_limit, choice.host_fusion, choice.fused)
     return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                             host_fusion=choice.host_fusion, fused=choice.fused)
 
