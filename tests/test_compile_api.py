@@ -522,3 +522,18 @@ def test_compiling_a_modules_bound_forward_replays_forward_and_backward(device):
         np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy()) if device == "cpu" else \
             np.testing.assert_allclose(b.cpu().numpy(), a.cpu().numpy(), rtol=1e-5, atol=1e-6)
     assert fwd.replays == 3
+
+
+def test_the_recompile_limit_warning_says_why_and_points_at_the_callers_line(device):
+    """The limit's warning names the last reason and the caller's line, for a function and for both module forms (a
+    compiled module ran eagerly past the limit without a word)."""
+    f = torch.compile(lambda s: s.sum(-1), recompile_limit=2)
+    m = torch.compile(nn.Linear(8, 2).to(device), recompile_limit=2)
+    m2 = nn.Linear(8, 2).to(device)
+    m2.compile(recompile_limit=2)
+    with torch.no_grad():
+        for fn in (f, m, m2):
+            with pytest.warns(UserWarning, match=r"recompile_limit \(2\).*last reason: a change in the tensors") as w:
+                for n in range(1, 5):
+                    fn(rand(device, n, 8))
+            assert len(w) == 1 and w[0].filename == __file__

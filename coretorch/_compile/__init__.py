@@ -190,7 +190,9 @@ class CompiledFunction:
                 if not self._warned:
                     self._warned = True
                     warnings.warn(f"coretorch.compile: {getattr(self._orig_fn, '__name__', 'fn')} reached "
-                                  f"recompile_limit ({limit}) captures; calls with new guards run eagerly",
+                                  f"recompile_limit ({limit}) captures; calls with new guards run eagerly (last "
+                                  f"reason: a change in {_logs.why(k, self._cache, _logs.FUNCTION_PARTS)}; "
+                                  f"torch._logging.set_logs(recompiles=True) logs every capture)",
                                   UserWarning, stacklevel=2)
                 return self._orig_fn(*args, **kwargs)
             return self._capture_or_eager(k, args, kwargs, lv, st)[0]
@@ -330,4 +332,5 @@ def reset() -> None:
         mc.cache.clear()
         mc.st = None
         mc.delayed[0] = False
+        mc.warned = False
     _optim_replays.clear()

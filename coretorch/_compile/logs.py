@@ -33,20 +33,23 @@ MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
                 "the keyword argument names")
 
 
+def why(key: tuple, keys: Iterable[tuple], parts: tuple) -> str:
+    """What differs between ``key`` and the closest of ``keys`` (the parts of a guard key, named by ``parts``)."""
+    keys = list(keys)
+    if key in keys:  # the same guards: the replay found a layout or alias it was specialised to changed
+        return "a layout or aliasing of persistent tensors the capture was specialised to"
+    diffs = min(([i for i, (a, b) in enumerate(zip(key, k)) if a != b] for k in keys), key=len)
+    return "; ".join(parts[i] for i in diffs if i < len(parts)) or "the number of parts of the key"
+
+
 def recompile(fn: Any, key: tuple, keys: Iterable[tuple], parts: tuple, limit: int) -> None:
     """Log the capture ``fn`` is about to make under ``key`` beside its earlier ``keys``."""
     if not recompiles_log.isEnabledFor(logging.INFO):
         return
     keys = list(keys)
-    if not keys:
-        return
-    if key in keys:  # the same guards: the replay found a layout or alias it was specialised to changed
-        why = "a layout or aliasing of persistent tensors the capture was specialised to"
-    else:
-        diffs = min(([i for i, (a, b) in enumerate(zip(key, k)) if a != b] for k in keys), key=len)
-        why = "; ".join(parts[i] for i in diffs if i < len(parts)) or "the number of parts of the key"
-    recompiles_log.info("Recompiling function (%s): capture %d of at most %d\n    triggered by a change in: %s",
-                        _where(fn), len(keys) + (key not in keys), limit, why)
+    if keys:
+        recompiles_log.info("Recompiling function (%s): capture %d of at most %d\n    triggered by a change in: %s",
+                            _where(fn), len(keys) + (key not in keys), limit, why(key, keys, parts))
 
 
 def graph_break(fn: Any, breaks: list) -> None:

@@ -10,6 +10,8 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 from __future__ import annotations
 
 import re
+import sys
+import warnings
 from typing import Any, Callable
 
 from ..autograd import grad as _autograd_grad
@@ -19,7 +21,7 @@ from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
-from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
+from .capture import CaptureBusy, Recorder, _find_hab_users, _internal, _memory_of, state
 from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts
@@ -159,6 +161,14 @@ def _flat_outputs(result: Any):
     return None, False
 
 
+def _user_level() -> int:
+    """The ``stacklevel`` of the first frame outside coretorch, for a warning given by the caller of this function."""
+    f, level = sys._getframe(1), 1
+    while f is not None and _internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level
+
+
 class ModuleCapture:
     """The compiled ``forward`` of one module (stored as the module's instance ``forward`` or an
     OptimizedModule's)."""
@@ -170,6 +180,7 @@ class ModuleCapture:
         self.host_fusion = host_fusion  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
         self.fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
         self.delayed = [False]  # the first capture put off under an *_then_compile stance (see stance.py)
+        self.warned = False  # the recompile_limit warning given
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
@@ -205,6 +216,13 @@ class ModuleCapture:
                 if self.fullgraph:
                     raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {type(self.module).__name__} "
                                                   f"reached recompile_limit ({limit}) captures")
+                if not self.warned:
+                    self.warned = True
+                    warnings.warn(f"coretorch.compile: {type(self.module).__name__} reached recompile_limit ({limit}) "
+                                  f"captures; calls with new guards run eagerly (last reason: a change in "
+                                  f"{_logs.why(key, self.cache, _logs.MODULE_PARTS)}; "
+                                  f"torch._logging.set_logs(recompiles=True) logs every capture)", UserWarning,
+                                  stacklevel=_user_level())
                 return self.fn(*args, **kwargs)
             return self._capture_or_eager(key, args, kwargs, lv, st)[0]
         if entry.forward is None:
