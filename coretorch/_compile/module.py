@@ -163,7 +163,8 @@ def _flat_outputs(result: Any):
 
 def _user_level() -> int:
     """The ``stacklevel`` of the first frame outside coretorch, for a warning given by the caller of this function."""
-    f, level = sys._getframe(1), 1
+    f: Any = sys._getframe(1)
+    level = 1
     while f is not None and _internal(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     return level
