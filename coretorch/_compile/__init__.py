@@ -306,7 +306,7 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                   options=options, name=name, disable=disable, recompile_limit=recompile_limit,
                                   isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
-    if disable or isinstance(model, (CompiledFunction, OptimizedModule)):
+    if disable or isinstance(model, (CompiledFunction, OptimizedModule, ModuleCapture)):
         return model
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
