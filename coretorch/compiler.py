@@ -1,7 +1,11 @@
 """torch.compiler: the switches around torch.compile (capture and replay: :mod:`coretorch._compile`)."""
 from __future__ import annotations
 
+import functools
+from threading import get_ident
+
 from . import _compile
+from .nn.modules.module import Module as _Module
 from ._compile.backends import get_default_backend, list_backends, set_default_backend
 from ._compile.capture import state as _capture_state
 from ._compile.stance import set_stance
@@ -12,10 +16,37 @@ __all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_
 
 
 def disable(fn=None, recursive: bool = True, *, reason=None):
-    """``@torch.compiler.disable``: nothing is compiled, so the function is returned as it is."""
+    """``@torch.compiler.disable``: ``fn`` runs as Python at every call, also inside a compiled function.  A call of
+    it during a capture is a graph break (so its Python side effects, a log line or a counter, happen at every call
+    of the compiled function, as PyTorch's); outside a capture it is a plain call.  A compiled function given is
+    replaced by its own code; a module is returned as it is."""
     if fn is None:
-        return lambda f: f
-    return fn
+        return lambda f: disable(f, recursive, reason=reason)
+    if isinstance(fn, _Module):
+        return fn
+    inner = getattr(fn, "_orig_fn", fn)  # (a compiled function: its code)
+    why = f"a call of {getattr(inner, '__qualname__', repr(inner))}, under torch.compiler.disable" + \
+        (f" ({reason})" if reason else "")
+
+    @functools.wraps(inner)
+    def disabled(*args, **kwargs):
+        _break(why)
+        return inner(*args, **kwargs)
+    disabled._torchdynamo_disable = True  # type: ignore[attr-defined]
+    return disabled
+
+
+def _break(why: str) -> None:
+    """A graph break of the capture running in this thread, if any (see ``Recorder.graph_break``)."""
+    rec = _capture_state["recorder"]
+    if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread:
+        rec.graph_break(why)
+
+
+def graph_break() -> None:
+    """``torch._dynamo.graph_break()``: the call of the compiled function that reaches it runs eagerly (coretorch
+    cannot split a capture in two: the rest of the call is eager too)."""
+    _break("torch._dynamo.graph_break()")
 
 
 def is_compiling() -> bool:

@@ -537,3 +537,45 @@ def test_the_recompile_limit_warning_says_why_and_points_at_the_callers_line(dev
                 for n in range(1, 5):
                     fn(rand(device, n, 8))
             assert len(w) == 1 and w[0].filename == __file__
+
+
+def test_a_disabled_function_runs_at_every_call_of_a_compiled_step(device):
+    """``@torch.compiler.disable`` on a logger called inside a compiled step: it was returned as it was, recorded
+    into the capture, and its Python side effects (here a list append) happened at the capture only; PyTorch runs it
+    at every call.  Now its call is a graph break, named by ``explain``; ``fullgraph=True`` raises."""
+    seen: list = []
+
+    @torch.compiler.disable(reason="logging")
+    def log(v):
+        seen.append(float(v.shape[0]))
+
+    def step(x):
+        y = x * 2
+        log(y)
+        return y + 1
+    c = torch.compile(step)
+    x = rand(device, 3)
+    for _ in range(3):
+        np.testing.assert_array_equal(c(x).cpu().numpy(), (x * 2 + 1).cpu().numpy())
+    assert seen == [3.0] * 3 and c.replays == 0
+    ex = torch.compiler.explain(step, x)
+    assert ex.graph_break_count == 1 and "under torch.compiler.disable (logging)" in ex.break_reasons[0]
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="torch.compiler.disable"):
+        torch.compile(step, fullgraph=True)(x)
+    log(x)  # outside a capture: a plain call
+    assert len(seen) == 5
+    inner = torch.compile(lambda t: t - 1)
+    assert torch.compiler.disable(inner)(x).shape == x.shape and inner.replays == 0 and not inner._cache
+
+
+def test_graph_break_makes_the_call_eager(device):
+    def f(x):
+        y = x + 1
+        torch._dynamo.graph_break()
+        return y * 2
+    c = torch.compile(f)
+    x = rand(device, 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(c(x).cpu().numpy(), ((x + 1) * 2).cpu().numpy())
+    assert c.replays == 0 and torch.compiler.explain(f, x).graph_break_count == 1
+    torch._dynamo.graph_break()  # outside a capture: nothing

@@ -23,11 +23,12 @@ sys.modules[__name__ + ".config"] = config  # type: ignore[assignment]  # (``imp
 
 __all__ = ["config", "exc", "reset", "explain", "optimize", "disable", "set_stance", "list_backends", "is_compiling",
            "allow_in_graph", "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
-           "mark_static_address"]
+           "mark_static_address", "graph_break"]
 
 reset = _compiler.reset
 explain = _compiler.explain
 disable = _compiler.disable
+graph_break = _compiler.graph_break
 is_compiling = _compiler.is_compiling
 allow_in_graph = _compiler.allow_in_graph
 assume_constant_result = _compiler.assume_constant_result
