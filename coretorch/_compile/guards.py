@@ -607,7 +607,7 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
             for p in g["params"]:
                 params.setdefault(id(p), p)
     plain = [t for t in tensors.values() if id(t) not in params]
-    return list(modules.values()), list(params.values()), buffers, plain, list(opts.values())
+    return _Modules(modules.values()), list(params.values()), buffers, plain, list(opts.values())
 
 
 def structure(modules: list, opts: list | tuple = ()) -> tuple:
@@ -642,7 +642,10 @@ def _modes() -> tuple:
             _dtypes.default, _creation._default_device[0])
 
 
-_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, its __dict__s, their lengths, pairs)
+class _Modules(list):  # state_of's modules, with what _module_numbers found (freed with it: no cache by id)
+    __slots__ = ("numbers",)
+
+
 _BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
 
 
@@ -650,22 +653,19 @@ def _module_numbers(modules: list) -> tuple:
     """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
     module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
     with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
-    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (a
-    replay would reuse the old number or load the old tensor)."""
-    e = _NUMBER_ATTRS.get(id(modules))
-    dicts = e[1] if e is not None and e[0] is modules else [m.__dict__ for m in modules]
+    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (the
+    replay reused the old number).  What it finds is kept by the list (a :class:`_Modules`)."""
+    e = getattr(modules, "numbers", None)
+    dicts = e[0] if e is not None else [m.__dict__ for m in modules]
     lens = tuple(map(len, dicts))
-    if e is None or e[0] is not modules or e[2] != lens:
-        if len(_NUMBER_ATTRS) > 256:
-            _NUMBER_ATTRS.clear()
+    if e is None or e[1] != lens:
         if not _BASE_ATTRS:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
-        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
-    scalars = _SCALAR_SET
-    vals = tuple([v if v.__class__ in scalars else _object_key(v, e[5]) for v in [d.get(k) for d, k in e[3]]])
-    if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
-        return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
+        e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
+    vals = tuple([v if v.__class__ in _SCALAR_SET else _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
+    if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
+        return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals
 
 

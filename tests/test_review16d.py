@@ -1,0 +1,66 @@
+"""Review 16d: what a compiled training step (``step = torch.compile(train_step)``: zero_grad, forward, backward,
+optimizer.step) leaves behind across calls, and the training loop around it (cpu bitwise against eager, opencl)."""
+import gc
+import weakref
+
+import pytest
+
+import coretorch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+from coretorch._compile.capture import Recorder
+
+
+def _batches(n, device, bs=8):
+    g = coretorch.Generator().manual_seed(1)
+    return [(coretorch.randn(bs, 4, generator=g).to(device), coretorch.randint(0, 3, (bs,), generator=g).to(device))
+            for _ in range(n)]
+
+
+def _trained_and_dropped(device, opt_cls):
+    """Weak references to a model, one of its parameters and the compiled step that trained it, after the caller
+    dropped all three (the step holds the model and optimizer in its closure)."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = opt_cls(model.parameters(), lr=0.01)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = coretorch.compile(train_step)
+    for x, y in _batches(4, device):
+        step(x, y)
+    assert step.replays >= 1
+    refs = weakref.ref(model), weakref.ref(model[0].weight), weakref.ref(step)
+    del model, opt, train_step, step, x, y
+    gc.collect()
+    return refs
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_a_deleted_model_and_its_compiled_step_are_freed(device, opt_name):
+    """Eager: a model, its optimizer and the step function are freed once the caller drops them. Compiled, before
+    the fix: the model (its parameters, their arrays) stayed alive for good: guards kept a process-wide cache of
+    each step's module list by ``id`` (cleared only past 256 entries, not by ``compiler.reset()``), so a
+    hyper-parameter sweep training one compiled model after another kept every model."""
+    refs = _trained_and_dropped(device, getattr(coretorch.optim, opt_name))
+    assert [r() is None for r in refs] == [True, True, True]
+    coretorch.compiler.reset()
+
+
+def test_the_first_capture_of_an_adam_step_is_not_kept_alive(device, monkeypatch):
+    """Eager: nothing outlives the step. Compiled, before the fix: the extra_ops Adam cached the device's own
+    ``adam_step_`` kernel at its first lookup; when that lookup happened inside a capture (the first Adam step of
+    the process is a compiled one), the cache held the capture's recording wrapper, and through it the Recorder
+    with every array of that capture and the model it trained."""
+    from coretorch_extra_ops import optimizers
+    dev = coretorch.zeros(1, device=device).device
+    for name in ("adam_step_", "fused_adam_"):
+        monkeypatch.delitem(optimizers._OWN_KERNELS, (name, dev), raising=False)  # as in a fresh process
+    refs = _trained_and_dropped(device, coretorch.optim.Adam)
+    assert refs[0]() is None and refs[1]() is None
+    assert not [o for o in gc.get_objects() if isinstance(o, Recorder)]
+    assert all(v is True or v is None for v in optimizers._OWN_KERNELS.values())
