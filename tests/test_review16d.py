@@ -34,10 +34,7 @@ def _trained_and_dropped(device, opt_cls):
     for x, y in _batches(4, device):
         step(x, y)
     assert step.replays >= 1
-    refs = weakref.ref(model), weakref.ref(model[0].weight), weakref.ref(step)
-    del model, opt, train_step, step, x, y
-    gc.collect()
-    return refs
+    return weakref.ref(model), weakref.ref(model[0].weight), weakref.ref(step)  # (the locals die here)
 
 
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
@@ -47,6 +44,7 @@ def test_a_deleted_model_and_its_compiled_step_are_freed(device, opt_name):
     each step's module list by ``id`` (cleared only past 256 entries, not by ``compiler.reset()``), so a
     hyper-parameter sweep training one compiled model after another kept every model."""
     refs = _trained_and_dropped(device, getattr(coretorch.optim, opt_name))
+    gc.collect()
     assert [r() is None for r in refs] == [True, True, True]
     coretorch.compiler.reset()
 
@@ -61,6 +59,7 @@ def test_the_first_capture_of_an_adam_step_is_not_kept_alive(device, monkeypatch
     for name in ("adam_step_", "fused_adam_"):
         monkeypatch.delitem(optimizers._OWN_KERNELS, (name, dev), raising=False)  # as in a fresh process
     refs = _trained_and_dropped(device, coretorch.optim.Adam)
+    gc.collect()
     assert refs[0]() is None and refs[1]() is None
     assert not [o for o in gc.get_objects() if isinstance(o, Recorder)]
     assert all(v is True or v is None for v in optimizers._OWN_KERNELS.values())
