@@ -63,3 +63,47 @@ def test_the_first_capture_of_an_adam_step_is_not_kept_alive(device, monkeypatch
     assert refs[0]() is None and refs[1]() is None
     assert not [o for o in gc.get_objects() if isinstance(o, Recorder)]
     assert all(v is True or v is None for v in optimizers._OWN_KERNELS.values())
+
+
+class _Cfg:
+    def __init__(self):
+        self.scale = 1.0
+
+
+class _Trainer:
+    def __init__(self, device):
+        self.model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        self.opt = coretorch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.cfg = _Cfg()
+
+    def step(self, x, y):
+        self.opt.zero_grad()
+        loss = F.cross_entropy(self.model(x), y) * self.cfg.scale
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+def _trainer_dropped(device, how):
+    trainer = _Trainer(device)
+    if how == "method":
+        step = coretorch.compile(trainer.step)
+    else:
+        def step_fn(x, y):
+            return trainer.step(x, y)
+        step = coretorch.compile(step_fn)
+    for x, y in _batches(4, device):
+        step(x, y)
+    assert step.replays >= 1
+    return weakref.ref(trainer), weakref.ref(trainer.model)
+
+
+@pytest.mark.parametrize("how", ["method", "closure"])
+def test_a_trainer_object_s_model_is_freed_with_it(device, how):
+    """Eager: a trainer object (``self.model``, ``self.opt``, a config object) and its model are freed once dropped.
+    Compiled (``compile(trainer.step)`` or a closure holding the trainer), before the fix: the trainer was freed but
+    its model stayed alive: the guards' cache of which attribute names a plain object has held the object's
+    ``__dict__`` by ``id`` (cleared only past 1024 entries), and with it the model and the optimizer."""
+    refs = _trainer_dropped(device, how)
+    gc.collect()
+    assert [r() is None for r in refs] == [True, True]

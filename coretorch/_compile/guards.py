@@ -26,6 +26,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
+from .weak import ref as _weak
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
@@ -307,10 +308,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     out = []
     cls = o.__class__
     e = _OBJ_NAMES.get(id(d))
-    if e is None or e[0] is not d or e[1] is not names or e[2] != len(d) or e[3] is not cls:
+    if e is None or e[0]() is not o or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
-        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, tuple(n for n in names if n in d or hasattr(cls, n)))
+        has = tuple(n for n in names if n in d or hasattr(cls, n))
+        e = _OBJ_NAMES[id(d)] = (_weak(o), names, len(d), cls, has)
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
@@ -322,9 +324,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     return tuple(out)
 
 
-# id(an object's __dict__) -> (the dict, names, its length, the class, those of names the object or its class has):
-# contents looks up only those (every name the code reads, most of them no attribute of the object, cost ~0.1 us
-# each per call); an attribute added changes the length
+# id(an object's __dict__) -> (a weak reference to the object, names, the dict's length, the class, those of names
+# the object or its class has: contents looks up only those; every name the code reads costs ~0.1 us per call)
 _OBJ_NAMES: dict[int, tuple] = {}
 
 
@@ -653,8 +654,7 @@ def _module_numbers(modules: list) -> tuple:
     """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
     module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
     with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
-    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (the
-    replay reused the old number).  What it finds is kept by the list (a :class:`_Modules`)."""
+    many attributes each has (``m.scale = 2.0`` over a class attribute): a change captures again (not the old one)."""
     e = getattr(modules, "numbers", None)
     dicts = e[0] if e is not None else [m.__dict__ for m in modules]
     lens = tuple(map(len, dicts))
