@@ -107,3 +107,41 @@ def test_a_trainer_object_s_model_is_freed_with_it(device, how):
     refs = _trainer_dropped(device, how)
     gc.collect()
     assert [r() is None for r in refs] == [True, True]
+
+
+@pytest.mark.parametrize("where", ["optimizer", "param_group", "parameter", "argument", "function"])
+def test_a_tensor_the_step_stores_on_an_unguarded_object(device, where):
+    """Eager: a step that stores this call's activations on the optimizer (``opt.last = h``), in a param group
+    (``group["last"] = h``), on a parameter or an argument tensor (``w.last = h``) or on the function itself leaves
+    this call's tensor there. Compiled, before the fix: the replays did not repeat the assignment (no guard keys those
+    attributes, unlike a module's), so the caller read the capture's tensor from the third call on (and ``x.last``
+    of a new batch raised AttributeError). Now such a call is a graph break: it runs eagerly."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        h = out.detach()
+        if where == "optimizer":
+            opt.last = h
+        elif where == "param_group":
+            opt.param_groups[0]["last"] = h
+        elif where == "parameter":
+            model[0].weight.last = h
+        elif where == "argument":
+            x.last = h
+        else:
+            train_step.last = h
+        return h
+
+    stored = {"optimizer": lambda x: opt.last, "param_group": lambda x: opt.param_groups[0]["last"],
+              "parameter": lambda x: model[0].weight.last, "argument": lambda x: x.last,
+              "function": lambda x: train_step.last}[where]
+    step = coretorch.compile(train_step)
+    for x, y in _batches(5, device):
+        h = step(x, y)
+        assert coretorch.equal(stored(x), h)
