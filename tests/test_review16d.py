@@ -3,6 +3,7 @@ optimizer.step) leaves behind across calls, and the training loop around it (cpu
 import gc
 import weakref
 
+import numpy as np
 import pytest
 
 import coretorch
@@ -145,3 +146,84 @@ def test_a_tensor_the_step_stores_on_an_unguarded_object(device, where):
     for x, y in _batches(5, device):
         h = step(x, y)
         assert coretorch.equal(stored(x), h)
+
+
+def _pack(kind, x, y):
+    return [x, y] if kind == "list" else (x, y) if kind == "tuple" else {"input": x, "target": y}
+
+
+def _unpack(batch):
+    return (batch["input"], batch["target"]) if isinstance(batch, dict) else batch
+
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "dict"])
+def test_a_batch_in_a_fresh_container_each_call_replays(device, kind):
+    """``for batch in loader: step(batch)``: a data loader gives a new ``[x, y]`` list (or a tuple, a dict) each
+    call. Eager: each batch is freed after its step. Compiled, before the fix: the container was an argument object
+    keyed by its identity, so every call captured again (up to the recompile limit, then eagerly: never a replay),
+    and the roots' state kept each batch alive (up to 65 of them). Now the container is keyed by its structure, its
+    tensors as arguments: the steps replay, bitwise eager's, and the batches are freed."""
+    results = {}
+    for compiled in (False, True):
+        coretorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        opt = coretorch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def train_step(batch):
+            x, y = _unpack(batch)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = coretorch.compile(train_step) if compiled else train_step
+        losses, seen = [], []
+        for i in range(12):
+            x, y = _batches(1, device)[0] if i == 0 else (coretorch.randn(8, 4).to(device),
+                                                          coretorch.randint(0, 3, (8,)).to(device))
+            losses.append(step(_pack(kind, x, y)).detach())
+            seen.append(weakref.ref(x))
+            del x, y
+        gc.collect()
+        assert sum(r() is not None for r in seen) == 0
+        if compiled:
+            assert step.replays >= 9
+        results[compiled] = [t.detach().cpu().numpy() for t in (*losses, *model.parameters())]
+    for a, b in zip(results[False], results[True]):
+        if device == "cpu":
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("what", ["append", "setitem", "return"])
+def test_a_step_that_changes_or_returns_its_batch_container(device, what):
+    """Eager: the step's ``batch.append(h)`` / ``batch[0] = ...`` changes the caller's list, and ``return batch``
+    returns the caller's list itself. Compiled, with the batch keyed by its structure, a replay would repeat none of
+    it: such a call is a graph break (it runs eagerly), so the caller sees eager's list."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(batch):
+        if what == "setitem":
+            batch[0] = batch[0] * 2
+        opt.zero_grad()
+        out = model(batch[0])
+        loss = F.cross_entropy(out, batch[1])
+        loss.backward()
+        opt.step()
+        if what == "append":
+            batch.append(out.detach())
+        return (loss, batch) if what == "return" else loss
+
+    step = coretorch.compile(train_step)
+    for x, y in _batches(5, device):
+        batch = [x, y]
+        got = step(batch)
+        if what == "return":
+            assert got[1] is batch and got[1][0] is x
+        elif what == "append":
+            assert len(batch) == 3 and batch[2].shape == (8, 3)
+        else:
+            assert batch[0] is not x and coretorch.equal(batch[0], x * 2)

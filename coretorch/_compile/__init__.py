@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
-from . import guards as _guards, hostfuse as _hostfuse
+from . import argtree as _argtree, guards as _guards, hostfuse as _hostfuse
 from .capture import CaptureBusy, FailOnRecompileLimitHit, Unsupported, state
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
 from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
@@ -124,7 +124,8 @@ class CompiledFunction:
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
-                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
+                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
+                    _argtree.key(args, kwargs))  # (the structure of a batch in a list or dict)
         if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
             k += (_guards.group_numbers(st[5]),)
         if self._states:  # the function reads optimizer state itself (a Python step count)

@@ -1,6 +1,7 @@
 """Python state a captured call assigns on objects whose attributes no guard keys: the optimizers (``opt.last =
 loss.detach()``), their param groups (``group["last"] = h``), tensors (``w.last = h``, ``x.seen = True``) and the
-function itself (``step.last = h``).  A replay does not repeat Python assignments, so the caller would read the
+function itself (``step.last = h``), and the argument containers keyed by their structure (``batch.append(h)``,
+see :mod:`.argtree`).  A replay does not repeat Python assignments, so the caller would read the
 capture's object where eager gives this call's: such a call is a graph break (it runs eagerly, as its guard set's
 later calls).  Checked at the capture only: a replay pays nothing.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
+from . import argtree as _argtree
 
 _NUMBERS = (bool, int, float, complex, str, type(None), tuple)
 
@@ -23,18 +25,31 @@ def _fingerprint(d: dict, public: bool) -> tuple:
                   if not (public and isinstance(k, str) and k.startswith("_"))])
 
 
-def snapshot(fn: Any, lv: list, params: list, plain: list, opts: list) -> tuple:
-    """The fingerprint of what :func:`changed` compares, taken before the call."""
+def snapshot(fn: Any, lv: list, params: list, plain: list, opts: list, batches: list) -> tuple:
+    """The fingerprint of what :func:`check` compares, taken before the call (``batches``: the argument containers
+    keyed by their structure, see :mod:`.argtree`)."""
     f = getattr(fn, "__func__", fn)
     tensors = [t for t in (*params, *plain, *lv) if isinstance(t, Tensor)]
-    return (_fingerprint(getattr(f, "__dict__", None) or {}, False),
+    return (tuple([_argtree.identities(b) for b in batches]), _fingerprint(getattr(f, "__dict__", None) or {}, False),
             tuple([_fingerprint(t.__dict__, True) for t in tensors if hasattr(t, "__dict__")]),
             tuple([_fingerprint(o.__dict__, True) for o in opts]),
             tuple([_fingerprint(g, False) for o in opts for g in o.param_groups]))
 
 
-def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list) -> None:
-    """A graph break where the call assigned one of them (see the module docstring)."""
-    if snapshot(fn, lv, params, plain, opts) != before:
+def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list, batches: list,
+          result: Any) -> None:
+    """A graph break where the call assigned one of them (see the module docstring), or returns one of the argument
+    containers ``batches`` (eager returns the caller's object; a replay would make another)."""
+    if snapshot(fn, lv, params, plain, opts, batches) != before:
         rec.graph_break("the call assigns an attribute of an optimizer, a tensor or the function, or an entry of a "
-                        "param group, which a replay would not repeat")
+                        "param group or of an argument container, which a replay would not repeat")
+    elif batches and _holds(result, {id(b) for b in batches}):
+        rec.graph_break("the result holds an argument container (a list, tuple or dict of tensors) itself")
+
+
+def _holds(o: Any, ids: set, depth: int = 3) -> bool:
+    if id(o) in ids:
+        return True
+    if depth and isinstance(o, (list, tuple, dict)):
+        return any(_holds(v, ids, depth - 1) for v in (o.values() if isinstance(o, dict) else o))
+    return False

@@ -26,7 +26,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from .weak import ref as _weak
+from . import argtree as _argtree, weak as _weakref
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
@@ -188,7 +188,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     if kwargs:
         args = (*args, *kwargs.values())
     for a in args:
-        if not isinstance(a, _NOT_ROOTS):
+        if not isinstance(a, _NOT_ROOTS) and not _argtree.is_batch(a, _NOT_ROOTS):  # (a batch: keyed by leaves)
             objs.append(a)
             if isinstance(a, type) and _user_class(a):  # a user class passed (a compiled classmethod's ``cls``):
                 # the Python numbers of its namespaces (``cls.K = 7.0``: a replay reused the number it baked in)
@@ -312,7 +312,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
         has = tuple(n for n in names if n in d or hasattr(cls, n))
-        e = _OBJ_NAMES[id(d)] = (_weak(o), names, len(d), cls, has)
+        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, has)
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
