@@ -227,3 +227,65 @@ def test_a_step_that_changes_or_returns_its_batch_container(device, what):
             assert len(batch) == 3 and batch[2].shape == (8, 3)
         else:
             assert batch[0] is not x and coretorch.equal(batch[0], x * 2)
+
+
+@pytest.mark.parametrize("hook", ["register_hook", "post_accumulate", "list"])
+def test_a_gradient_hook_that_stores_python_state(device, hook):
+    """Eager: a parameter's gradient hook that keeps the gradient (``store["g"] = g``, ``norms.append(g.norm())``)
+    runs at every backward. Compiled, before the fix: a replay's backward does not call Python hooks, so the caller
+    read the capture's gradient (and the list stopped growing) from the third call on; now such a call is a graph
+    break, as a module hook that writes Python state."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
+    store, norms = {}, []
+    w = model[0].weight
+    if hook == "register_hook":
+        w.register_hook(lambda g: store.__setitem__("g", g))
+    elif hook == "post_accumulate":
+        w.register_post_accumulate_grad_hook(lambda p: store.__setitem__("g", p.grad.clone()))
+    else:
+        w.register_hook(lambda g: norms.append(g.norm()))
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = coretorch.compile(train_step)
+    for i, (x, y) in enumerate(_batches(5, device)):
+        step(x, y)
+        if hook == "list":
+            assert len(norms) == i + 1 and coretorch.equal(norms[-1], w.grad.norm())
+        else:
+            assert coretorch.equal(store["g"], w.grad)
+
+
+def test_gradient_hooks_without_python_state_still_replay(device):
+    """A hook that only transforms the gradient (``g * SCALE``, a clamp, an in-place scale of ``p.grad``) keeps its
+    replay, bitwise eager's on cpu."""
+    results = {}
+    for compiled in (False, True):
+        coretorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
+        model[0].weight.register_hook(lambda g: g * 0.5)
+        model[2].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
+        model[0].bias.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(2))
+
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = coretorch.compile(train_step) if compiled else train_step
+        for x, y in _batches(6, device):
+            step(x, y)
+        if compiled:
+            assert step.replays >= 3
+        results[compiled] = [p.detach().cpu().numpy() for p in model.parameters()]
+    for a, b in zip(results[False], results[True]):
+        np.testing.assert_allclose(a, b, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
