@@ -289,3 +289,34 @@ def test_gradient_hooks_without_python_state_still_replay(device):
         results[compiled] = [p.detach().cpu().numpy() for p in model.parameters()]
     for a, b in zip(results[False], results[True]):
         np.testing.assert_allclose(a, b, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+@pytest.mark.parametrize("on", ["parameter", "input"])
+def test_a_compiled_module_applies_a_gradient_hook_once(device, on):
+    """``model.compile()`` (or ``torch.compile(model)``) with ``w.register_hook(lambda g: g * 2)`` on a parameter or
+    on the input: eager's ``.grad`` is twice the plain gradient. Compiled, before the fix: the backward was recorded
+    through ``autograd.grad`` with placeholder gradients, which ran the hook (its ``g * 2`` became part of the
+    recorded gradients), and the engine ran the hook again where it handed the replay's gradients to the leaf:
+    four times the gradient, on the capture call and every replay. A hook that logged (``norms.append(g.norm())``)
+    also got a zero gradient first."""
+    grads, logs = {}, {}
+    for compiled in (False, True):
+        coretorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+        norms = []
+        if on == "parameter":
+            model[0].weight.register_hook(lambda g: g * 2)
+            model[2].weight.register_hook(lambda g: norms.append(g.norm().item()))
+        run = coretorch.compile(model) if compiled else model
+        got = []
+        for x, y in _batches(4, device):
+            model.zero_grad()
+            if on == "input":
+                x.requires_grad_(True)
+                x.register_hook(lambda g: g * 2)
+            F.cross_entropy(run(x), y).backward()
+            got.append((x.grad if on == "input" else model[0].weight.grad).detach().cpu().numpy())
+        grads[compiled], logs[compiled] = got, norms
+    for a, b in zip(grads[False], grads[True]):
+        np.testing.assert_allclose(a, b, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+    assert len(logs[True]) == len(logs[False]) and np.allclose(logs[True], logs[False], rtol=1e-5)
