@@ -320,3 +320,37 @@ def test_a_compiled_module_applies_a_gradient_hook_once(device, on):
     for a, b in zip(grads[False], grads[True]):
         np.testing.assert_allclose(a, b, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
     assert len(logs[True]) == len(logs[False]) and np.allclose(logs[True], logs[False], rtol=1e-5)
+
+
+@pytest.mark.skipif("opencl" not in coretorch.testing.available_devices(), reason="needs a second device")
+def test_a_batch_moved_to_the_device_inside_the_step_replays():
+    """``x, y = x.to(device), y.to(device)`` inside the step (the batch made on the cpu by a data loader) and
+    ``loss.cpu()`` / ``grad.to("cpu")`` in its result. Eager: this call's values. Compiled, before the fix: the copy
+    read the whole array on the host, a graph break, so the step never replayed (every call eager); now the read and
+    the upload are one replayed call, which copies each call's batch, and the results match eager's."""
+    results = {}
+    for compiled in (False, True):
+        coretorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to("opencl")
+        opt = coretorch.optim.Adam(model.parameters(), lr=0.01)
+
+        def train_step(batch):
+            x, y = batch
+            x, y = x.to("opencl"), y.to("opencl")
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.cpu(), model[0].weight.grad.to("cpu", coretorch.float64)
+
+        step = coretorch.compile(train_step) if compiled else train_step
+        got = []
+        for x, y in _batches(6, "cpu"):
+            loss, g = step([x, y])
+            assert loss.device.type == "cpu" and g.dtype == coretorch.float64
+            got += [loss.detach().numpy(), g.numpy()]
+        if compiled:
+            assert step.replays >= 3
+        results[compiled] = got + [p.detach().cpu().numpy() for p in model.parameters()]
+    for a, b in zip(results[False], results[True]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
