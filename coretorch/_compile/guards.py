@@ -26,6 +26,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
+from . import weak as _weakref
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
@@ -310,10 +311,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     out = []
     cls = o.__class__
     e = _OBJ_NAMES.get(id(d))
-    if e is None or e[0] is not d or e[1] is not names or e[2] != len(d) or e[3] is not cls:
+    if e is None or e[0]() is not o or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
-        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, tuple(n for n in names if n in d or hasattr(cls, n)))
+        has = tuple(n for n in names if n in d or hasattr(cls, n))
+        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, has)
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
@@ -325,9 +327,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     return tuple(out)
 
 
-# id(an object's __dict__) -> (the dict, names, its length, the class, those of names the object or its class has):
-# contents looks up only those (every name the code reads, most of them no attribute of the object, cost ~0.1 us
-# each per call); an attribute added changes the length
+# id(an object's __dict__) -> (a weak reference to the object, names, the dict's length, the class, those of names
+# the object or its class has: contents looks up only those; every name the code reads costs ~0.1 us per call)
 _OBJ_NAMES: dict[int, tuple] = {}
 
 
@@ -610,7 +611,7 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
             for p in g["params"]:
                 params.setdefault(id(p), p)
     plain = [t for t in tensors.values() if id(t) not in params]
-    return list(modules.values()), list(params.values()), buffers, plain, list(opts.values())
+    return _Modules(modules.values()), list(params.values()), buffers, plain, list(opts.values())
 
 
 def structure(modules: list, opts: list | tuple = ()) -> tuple:
@@ -645,7 +646,10 @@ def _modes() -> tuple:
             _dtypes.default, _creation._default_device[0])
 
 
-_NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, its __dict__s, their lengths, pairs)
+class _Modules(list):  # state_of's modules, with what _module_numbers found (freed with it: no cache by id)
+    __slots__ = ("numbers",)
+
+
 _BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
 
 
@@ -653,22 +657,18 @@ def _module_numbers(modules: list) -> tuple:
     """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
     module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
     with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
-    many attributes each has (one added: ``m.scale = 2.0`` over a class attribute): a change captures again (a
-    replay would reuse the old number or load the old tensor)."""
-    e = _NUMBER_ATTRS.get(id(modules))
-    dicts = e[1] if e is not None and e[0] is modules else [m.__dict__ for m in modules]
+    many attributes each has (``m.scale = 2.0`` over a class attribute): a change captures again (not the old one)."""
+    e = getattr(modules, "numbers", None)
+    dicts = e[0] if e is not None else [m.__dict__ for m in modules]
     lens = tuple(map(len, dicts))
-    if e is None or e[0] is not modules or e[2] != lens:
-        if len(_NUMBER_ATTRS) > 256:
-            _NUMBER_ATTRS.clear()
+    if e is None or e[1] != lens:
         if not _BASE_ATTRS:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
-        e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
-    scalars = _SCALAR_SET
-    vals = tuple([v if v.__class__ in scalars else _object_key(v, e[5]) for v in [d.get(k) for d, k in e[3]]])
-    if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
-        return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
+        e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
+    vals = tuple([v if v.__class__ in _SCALAR_SET else _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
+    if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
+        return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals
 
 

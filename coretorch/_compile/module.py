@@ -351,7 +351,19 @@ class ModuleCapture:
             shape, dt = tuple(o._data.shape), o.dtype.np
             entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
-        grads = _autograd_grad(outs, inputs, gs, retain_graph=True, allow_unused=True)
+        # the inputs' and parameters' own gradient hooks (``w.register_hook(fn)``, ``retain_grad``, a prehook) run
+        # where the engine hands the replay's gradients on, at every backward: not here, with the placeholders (the
+        # recorded gradients held ``fn``'s result, which the engine's call applied again: ``g * 2`` became ``g * 4``;
+        # and ``norms.append(g.norm())`` got a zero first)
+        hooked = [n for n in {id(n): n for n, _ in map(edge, inputs) if n is not None and n._hooked}.values()]
+        saved = [(n, n._tensor_hooks, n._pre_hooks) for n in hooked]
+        for n in hooked:
+            n._tensor_hooks = n._pre_hooks = None
+        try:
+            grads = _autograd_grad(outs, inputs, gs, retain_graph=True, allow_unused=True)
+        finally:
+            for n, th, pre in saved:
+                n._tensor_hooks, n._pre_hooks = th, pre
         srcs = []
         entry.grad_meta = []
         for g, t in zip(grads, inputs):

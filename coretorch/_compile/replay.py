@@ -10,7 +10,7 @@ import numpy as np
 
 from ..tensor import _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import guards as _guards
+from . import assigns as _assigns, guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
                       host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
@@ -167,6 +167,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     try:
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
+        opts = list(st[5]) if len(st) > 5 else []
+        assigned = _assigns.snapshot(fn, lv, params, plain, opts)
         rng, scheds = host_rng_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         result = fn(*args, **kwargs)
@@ -181,6 +183,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
         _guards.check_module_writes(rec, modules, before[0])
+        _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
                             "reads, which a replay would not repeat")

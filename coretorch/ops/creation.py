@@ -509,10 +509,8 @@ def convert(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tenso
         return input
     x = input._data
     if dst is not src:
-        host = src.to_numpy(x)
-        if dt is not input.dtype:
-            host = host.astype(dt.np)
-        out = dst.from_numpy(np.array(host, copy=True, order="C"))
+        from .._compile.transfer import transfer  # (imported on use: compile imports ops)
+        out = transfer(functools.partial(_copy_to, src, dst, None if dt is input.dtype else dt.np), x)
     else:
         out = src.cast(x, dt.np)
     if input._rg and _gs.enabled and dt.is_floating_point:
@@ -521,6 +519,14 @@ def convert(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tenso
         node.next_functions = (edge(input),)
         return _make(out, dt, dst, node)
     return _make(out, dt, dst)
+
+
+def _copy_to(src, dst, np_dtype, x):
+    """``x`` (an array of the table ``src``) copied to the table ``dst``, cast to ``np_dtype`` (None: as it is)."""
+    host = src.to_numpy(x)
+    if np_dtype is not None:
+        host = host.astype(np_dtype)
+    return dst.from_numpy(np.array(host, copy=True, order="C"))
 
 
 def parse_to_args(args, kwargs):

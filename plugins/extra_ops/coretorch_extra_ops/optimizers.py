@@ -60,19 +60,21 @@ def _step(state) -> float:
 
 
 _UNSEEN = object()
-_OWN_KERNELS: dict = {}  # (name, device) -> the backend's own optional kernel, or None: looked up once per device
+_OWN_KERNELS: dict = {}  # (name, device) -> True where the backend has its own optional kernel, else None
 
 
 def _own_kernel(name: str, device):
     """The device's own optional kernel ``name`` (``adam_step_``, the multi-tensor ``fused_adam_``), or None: a core
     without it in the contract, or a backend without it (not CORETORCH_FALLBACK's CPU stand-in: it would update
-    copies).  Cached per device."""
+    copies).  Whether it has one is cached per device; the kernel is the table's now (a cached kernel found during
+    a ``coretorch.compile`` capture was the capture's recording wrapper, which kept its recorder, and with it the
+    first compiled step's model and arrays, alive for good)."""
     k = _OWN_KERNELS.get((name, device), _UNSEEN)
     if k is _UNSEEN:
         backend = get_backend(device.type)
-        k = _OWN_KERNELS[name, device] = get_kernel(name, device) if name in KERNELS and backend is not None \
+        k = _OWN_KERNELS[name, device] = True if name in KERNELS and backend is not None \
             and name in backend.kernels(device.index or 0) else None
-    return k
+    return get_kernel(name, device) if k else None
 
 
 class Adam(Optimizer):

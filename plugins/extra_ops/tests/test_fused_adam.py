@@ -72,8 +72,8 @@ def test_the_kernel_is_found_once_and_declines_what_it_does_not_take(device):
     dev = coretorch.zeros(1, device=device).device
     optimizers._OWN_KERNELS.pop(("adam_step_", dev), None)
     k = optimizers._own_kernel("adam_step_", dev)
-    assert k is not None and k is get_kernel("adam_step_", dev) and optimizers._OWN_KERNELS["adam_step_", dev] is k
-    assert optimizers._own_kernel("adam_step_", dev) is k  # cached: no lookup per call
+    assert k is not None and k is get_kernel("adam_step_", dev) and optimizers._OWN_KERNELS["adam_step_", dev] is True
+    assert optimizers._own_kernel("adam_step_", dev) is k  # whether it has one is cached: no backend query per call
     p = coretorch.ones(4, 2, device=device).t()  # a transposed view (opencl: contiguous arrays only)
     g16 = coretorch.ones(2, 4, dtype=coretorch.float16, device=device)
     z = [coretorch.zeros(2, 4, dtype=coretorch.float16, device=device) for _ in range(2)]
