@@ -450,7 +450,6 @@ def test_a_compiled_method_replays_for_every_instance(device):
     assert back.forward.__func__._parent is Block.forward and back.forward.replays == 0
     gone = weakref.ref(blocks[2])
     del blocks, b, twin, back
-    torch._compile.guards._NUMBER_ATTRS.clear()  # (a bounded cache of module attribute lists, shared by all captures)
     gc.collect()
     assert gone() is None  # a block's compiled function (and its captures) goes with it
 
