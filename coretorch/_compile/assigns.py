@@ -1,9 +1,9 @@
 """Python state a captured call assigns on objects whose attributes no guard keys: the optimizers (``opt.last =
 loss.detach()``), their param groups (``group["last"] = h``), tensors (``w.last = h``, ``x.seen = True``) and the
 function itself (``step.last = h``), and what the tensors' gradient hooks reach
-(``w.register_hook(lambda g: store.update(g=g))``).  A replay does not repeat Python assignments, so the caller would read the capture's object where eager gives this
-call's: such a call is a graph break (it runs eagerly, as its guard set's later calls).  Checked at the capture
-only: a replay pays nothing.
+(``w.register_hook(lambda g: store.update(g=g))``).  A replay does not repeat Python assignments, so the caller
+would read the capture's object where eager gives this call's: such a call is a graph break (it runs eagerly, as
+its guard set's later calls).  Checked at the capture only: a replay pays nothing.
 
 Python numbers are left out (a counter such as ``step.calls += 1`` is a documented side effect run at the capture
 only; an ``lr`` a scheduler sets, and the numbers of an optimizer's own ``step()``, are inputs of the replay), and
