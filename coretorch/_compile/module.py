@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..autograd import grad as _autograd_grad
+from ..autograd import run_backward as _run_backward
+from ..autograd.engine import _grad_edge
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import Node, _version_error
 from ..nn.modules.module import Module
@@ -318,7 +319,23 @@ class ModuleCapture:
             shape, dt = tuple(o._data.shape), o.dtype.np
             entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
-        grads = _autograd_grad(outs, inputs, gs, retain_graph=True, allow_unused=True)
+        # the gradients of the forward's own region: none through a target's node (an input made from another
+        # input or from a parameter outside the forward: the engine's edge from that input adds that path), and
+        # one target per edge (an input passed twice, a parameter passed as an input: the engine sums the node's
+        # gradients per edge).  The hooks of the targets' nodes (a parameter's register_hook, an input's
+        # retain_grad) are not the forward's: the engine runs them on the replayed gradients, not once more here
+        edges = [_grad_edge(t) for t in inputs]
+        nodes = list({id(n): n for n, _ in edges}.values())
+        hooks = [n.__dict__.pop("_tensor_hooks", None) for n in nodes]
+        try:
+            grads = list(_run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True))
+        finally:
+            for n, th in zip(nodes, hooks):
+                if th is not None:
+                    n._tensor_hooks = th
+        for i, e in enumerate(edges):
+            if e in edges[:i]:
+                grads[i] = None
         srcs = []
         entry.grad_meta = []
         for g, t in zip(grads, inputs):

@@ -58,16 +58,18 @@ _EMPTY: dict = {}
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
-                 inputs=None, allow_unused: bool = False, accumulate: bool = True):
+                 inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given.  numpy's
     floating-point warnings are off for the pass (gradient formulas meet inf * 0 at IEEE edge cases; PyTorch is
-    silent), one switch per backward."""
+    silent), one switch per backward.  ``sinks``: the inputs' nodes never run (the gradients that reach the inputs
+    from the outputs without passing through another input: a compiled module's backward of its own region)."""
     with _fp_quiet():
-        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate)
+        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate,
+                             sinks)
 
 
 def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
-                  inputs=None, allow_unused: bool = False, accumulate: bool = True):
+                  inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     roots = []
     for t, g in zip(tensors, grad_tensors):
         node, nr = _grad_edge(t)
@@ -99,6 +101,13 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             buf[nr] = g if nr not in buf else buf[nr] + g
         ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
         owned = set(id(g) for _, _, g in roots)
+    # autograd.grad / backward(inputs=): as PyTorch, only the nodes that lead to an input run (nothing upstream of
+    # the inputs: its launches, its hooks, its saved tensors, which may already be freed)
+    live: set | None = None
+    cap: set = set()
+    if capture is not None:
+        cap = {n for n, _ in capture}
+        live = _leading(roots, cap, sinks)
     prev = state.enabled
     state.enabled = create_graph
     release = not retain_graph
@@ -107,6 +116,14 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, _EMPTY)
+            # leads to no input: captured here at most, never run; nor what it leads to, which leads to no input
+            # either (sinks: but to another input's node, which then waits for no gradient from here)
+            if live is not None and node not in live:
+                if node in cap:
+                    _run_hooks(node, buf, capture, results, False)
+                    if sinks:
+                        _skip(node, deps, buffers, ready)
+                continue
             if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results)
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
@@ -193,6 +210,23 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     return None
 
 
+def _leading(roots, cap: set, sinks: bool) -> set:
+    """The nodes from which one of the nodes ``cap`` (autograd.grad's inputs') is reached through ``next_functions``
+    (a DAG: a node's answer is known once its inputs' are); ``sinks``: no node of ``cap`` itself."""
+    memo: dict = {}
+    stack = [(r[0], False) for r in roots]
+    while stack:
+        n, done = stack.pop()
+        nf = n.next_functions
+        if done:
+            memo[n] = not (sinks and n in cap) and any(m is not None and (m in cap or memo[m]) for m, _ in nf)
+        elif n not in memo:
+            memo[n] = False
+            stack.append((n, True))
+            stack.extend([(m, False) for m, _ in nf if m is not None and m not in memo])
+    return {n for n, v in memo.items() if v}
+
+
 def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     """A leaf's gradient that cannot simply be stored: validated (shape, dtype), copied when it is a view or
     held elsewhere, then accumulated by the leaf's AccumulateGrad."""
@@ -205,8 +239,9 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     acc.apply(g)
 
 
-def _run_hooks(node, buf: dict, capture, results) -> dict:
-    """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks."""
+def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
+    """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks (where the
+    node runs: ``run``)."""
     th = node._tensor_hooks
     if th:
         buf = dict(buf)
@@ -221,7 +256,7 @@ def _run_hooks(node, buf: dict, capture, results) -> dict:
         for nr, g in buf.items():
             for i in capture.get((node, nr), ()):
                 results[i] = g
-    if node._pre_hooks:
+    if run and node._pre_hooks:
         gi = _grads_tuple(node, buf)
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)

@@ -1,0 +1,137 @@
+"""Review 16a of coretorch.compile: the module-capture form (``torch.compile(model)`` / ``model.compile()``) in
+ordinary eager training loops: hooks, grad modes, what the caller does with the outputs (retained graphs, input
+gradients, several calls in one loss), changes to the model between calls, modules with Python-side state.  Each
+test runs the same calls eagerly and compiled and compares what the caller sees: bitwise on cpu, within float32
+rounding where a device's fused kernels differ in evaluation order."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+
+from _compile_helpers import close as _close, rand as _rand
+
+
+def _mlp(device):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).to(device)
+
+
+def _compiled(m, how):
+    if how == "wrap":
+        return torch.compile(m)
+    m.compile()
+    return m
+
+
+@pytest.mark.parametrize("how", ["wrap", "in_place"])
+def test_a_parameter_hook_registered_before_the_capture_runs_once(device, how):
+    """``w.register_hook(h)`` before the first call: eager applies ``h`` once per backward (and calls it once).
+    Compiled before the fix: the capture recorded the hook's ``g * 0.5`` into the replayed backward through its
+    ``autograd.grad`` of the forward, and the engine applied it again at the parameter: gradients halved twice, the
+    hook called twice at the capture call."""
+    runs = []
+    for compiled in (False, True):
+        m = _mlp(device)
+        f = _compiled(m, how) if compiled else m
+        calls = []
+        m[0].weight.register_hook(lambda g: (calls.append(1), g * 0.5)[1])
+        grads = []
+        for i in range(3):
+            m.zero_grad()
+            f(_rand(device, 5, 4, seed=i)).pow(2).sum().backward()
+            grads.append(m[0].weight.grad.clone())
+        runs.append((grads, len(calls)))
+    (ge, ne), (gc, nc) = runs
+    assert nc == ne == 3
+    for i, (a, b) in enumerate(zip(ge, gc)):
+        _close(device, a, b, f"weight grad of call {i}")
+
+
+@pytest.mark.parametrize("what", ["hook", "retain_grad"])
+def test_an_input_with_its_own_hook_or_retain_grad(device, what):
+    """An input computed by the caller (``x = a * 2``) with ``x.register_hook(h)`` or ``x.retain_grad()`` before the
+    call: eager applies the hook once (``x.grad`` stays None until a backward).  Compiled before the fix: the hook ran
+    inside the capture's recording of the backward too (applied twice), and ``retain_grad``'s store into ``x.grad``
+    was recorded into the backward, whose replay raised ``NameError: name 'A' is not defined``."""
+    runs = []
+    for compiled in (False, True):
+        m = _mlp(device)
+        f = _compiled(m, "wrap") if compiled else m
+        a = _rand(device, 5, 4, seed=7).requires_grad_()
+        seen = []
+        for i in range(3):
+            x = a * 2 + i
+            if what == "hook":
+                x.register_hook(lambda g: g * 3)
+            else:
+                x.retain_grad()
+            y = f(x)
+            seen.append(x.grad)
+            y.pow(2).sum().backward()
+            seen += [a.grad.clone(), m[0].weight.grad.clone(), x.grad]
+        runs.append(seen)
+    for i, (e, c) in enumerate(zip(*runs)):
+        assert (e is None) == (c is None), f"item {i}: eager {e}, compiled {c}"
+        if e is not None:
+            _close(device, e, c, f"item {i}")
+
+
+def test_grad_runs_no_node_upstream_of_its_inputs(device):
+    """``torch.autograd.grad(y, h)`` where ``h``'s own graph was already freed by a backward: PyTorch runs only the
+    nodes that lead to the inputs and returns the gradient.  Before the fix coretorch's engine ran the whole graph
+    below the inputs too (raising 'backward through the graph a second time' here; a compiled module's capture
+    recorded those launches into its replayed backward: a non-leaf input's producers ran again at every backward)."""
+    lin = nn.Linear(3, 3).to(device)
+    h = lin(_rand(device, 2, 3))
+    h.sum().backward()
+    calls = []
+    h.grad_fn.register_prehook(lambda g: calls.append(1))
+    g, = torch.autograd.grad((h * 2).sum(), h)
+    _close(device, torch.full((2, 3), 2.0), g, "grad")
+    assert calls == []
+    m = _mlp(device)
+    c = torch.compile(m)
+    a = _rand(device, 5, 4, seed=3).requires_grad_()
+    c(a)
+    plain = c._capture.launches if hasattr(c._capture, "launches") else list(c._capture.cache.values())[0].launches
+    torch.compiler.reset()
+    c = torch.compile(m)
+    c((a * 2 + 1).tanh().exp())
+    assert list(c._capture.cache.values())[0].launches == plain
+
+
+class _Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, a, b):
+        return (a @ self.w) * b[:, :3]
+
+
+@pytest.mark.parametrize("args", ["same_tensor_twice", "second_made_from_first", "made_from_a_parameter",
+                                  "a_view_of_a_parameter"])
+def test_inputs_related_outside_the_forward(device, args):
+    """Arguments related outside the forward (``m(x, x)``, ``m(x, x * 2)``, ``m(x, w.sum(0).expand(...))`` with
+    ``w`` a parameter of ``m``, ``m(x, m.w.t()...)``): eager's gradients count each path once.  Compiled before the fix:
+    the recorded backward took ``autograd.grad`` of the outputs w.r.t. every input and parameter through the whole
+    graph, so a path outside the forward (and an input passed twice) was counted once in the replayed gradient and
+    again by the engine: ``x.grad`` and ``w.grad`` wrong on every call, the capture call included."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Two().to(device)
+        f = torch.compile(m) if compiled else m
+        seen = []
+        for i in range(3):
+            x = _rand(device, 5, 4, seed=i).requires_grad_()
+            b = {"same_tensor_twice": lambda: x, "second_made_from_first": lambda: x * 2,
+                 "made_from_a_parameter": lambda: m.w.sum(1, keepdim=True).t().expand(5, 4),
+                 "a_view_of_a_parameter": lambda: m.w.t().expand(5, 3, 4)[:, 0].t().t()}[args]()
+            f(x, b).pow(2).sum().backward()
+            seen += [x.grad, m.w.grad.clone()]
+        runs.append(seen)
+    for i, (e, c) in enumerate(zip(*runs)):
+        _close(device, e, c, f"gradient {i}")
