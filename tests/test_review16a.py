@@ -135,3 +135,64 @@ def test_inputs_related_outside_the_forward(device, args):
         runs.append(seen)
     for i, (e, c) in enumerate(zip(*runs)):
         _close(device, e, c, f"gradient {i}")
+
+
+class _Extra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.l(x)
+        if hasattr(self, "extra"):
+            y = y * self.extra
+        return y
+
+
+def _extra_runs(device, change, calls=5):
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Extra().to(device)
+        f = torch.compile(m) if compiled else m
+        seen = []
+        for i in range(calls):
+            t = change(m, i)
+            y = f(_rand(device, 5, 4, seed=i))
+            y.pow(2).sum().backward()
+            seen += [y, m.l.weight.grad.clone()] + ([t.grad] if t is not None else [])
+        runs.append(seen)
+    for i, (e, c) in enumerate(zip(*runs)):
+        assert (e is None) == (c is None), f"item {i}: eager {e}, compiled {c}"
+        if e is not None:
+            _close(device, e, c, f"item {i}")
+
+
+def test_a_buffer_registered_or_removed_after_the_capture(device):
+    """``m.register_buffer("extra", t)`` after the capture, read by the forward (``hasattr`` branch): eager uses it.
+    Compiled before the fix: the guards' structure held submodules and parameters only, so the replay of the capture
+    made without the buffer ran on (outputs without the factor)."""
+    def change(m, i):
+        if i == 2:
+            m.register_buffer("extra", torch.full((3,), 2.0).to(device))
+        if i == 3:
+            m.extra.fill_(5)
+        if i == 4:
+            del m.extra
+    _extra_runs(device, change)
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+def test_a_plain_tensor_attribute_that_requires_grad(device, leaf):
+    """``m.extra = torch.full(..., requires_grad=True)`` (a tensor the forward reads that is no parameter, or one
+    made from such a leaf outside the forward): eager accumulates its gradient.  Compiled before the fix: the
+    replay's backward node had edges to the inputs and parameters only, so ``t.grad`` stayed None (the capture call
+    too)."""
+    base = {}
+
+    def change(m, i):
+        if i in (0, 3):
+            base["t"] = torch.full((3,), 2.0 + i).to(device).requires_grad_()
+        m.extra = base["t"] if leaf else base["t"] * 2
+        return base["t"]
+    _extra_runs(device, change)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..autograd import run_backward as _run_backward
 from ..autograd.engine import _grad_edge
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import Node, _version_error
+from ..autograd.graph import AccumulateGrad, Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
@@ -258,6 +258,7 @@ class ModuleCapture:
             need = [o for o in outs or () if o.requires_grad]
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
+            targets += _outside_leaves(outs or (), lv, targets)
             bw_src = None
             if not rec.breaks and _grad_state.enabled and need:
                 if len(need) != len(outs):
@@ -349,6 +350,25 @@ class ModuleCapture:
                 return None
             srcs.append(v)
         return "(" + ", ".join(srcs) + ",)"
+
+
+def _outside_leaves(outs: list, lv: list, targets: list) -> list:
+    """The leaves that require grad which the outputs' graph reaches besides the inputs and parameters (a module's
+    plain tensor attribute ``self.scale = torch.ones(1, requires_grad=True)``, a global one): eager accumulates
+    their gradients, so the replay's node has edges to them too."""
+    stop = {id(_grad_edge(lv[t] if isinstance(t, int) else t)[0]) for t in targets}
+    seen: set = set()
+    found, stack = [], [o.grad_fn for o in outs]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen or id(n) in stop:
+            continue
+        seen.add(id(n))
+        if isinstance(n, AccumulateGrad):
+            found.append(n.variable)
+        else:
+            stack += [m for m, _ in n.next_functions]
+    return found
 
 
 _LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
