@@ -224,3 +224,35 @@ def test_a_parameter_used_twice_per_call_and_two_calls_in_one_loss_bitwise():
             (a - b).pow(2).sum().backward()
         grads.append(m.l.weight.grad.clone())
     _close("cpu", *grads, "weight grad")
+
+
+class _ScalesItsInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x.mul_(2)
+        return self.l(x)
+
+
+def test_a_forward_that_modifies_an_input_that_requires_grad_in_place(device):
+    """``x.mul_(2)`` inside the forward on ``x = a * 1.5`` (``a`` a leaf): eager's ``a.grad`` goes through the
+    in-place op's node, ``x.grad_fn`` becomes it.  Compiled before the fix: the replays' node edged to ``x``'s node
+    from before the forward while the recorded backward stopped at the in-place op: ``a.grad`` lost the factor 2
+    (now a graph break: a replay cannot give ``x`` the in-place op's node)."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _ScalesItsInput().to(device)
+        f = torch.compile(m) if compiled else m
+        a = _rand(device, 5, 4, seed=3).requires_grad_()
+        seen = []
+        for i in range(3):
+            x = a * 1.5
+            y = f(x)
+            (y.sum() + x.sum()).backward()
+            seen += [x, a.grad.clone(), m.l.weight.grad.clone()]
+        runs.append(seen)
+    for i, (e, c) in enumerate(zip(*runs)):
+        _close(device, e, c, f"item {i}")

@@ -241,8 +241,11 @@ class ModuleCapture:
         try:
             rec.track(lv, params, buffers, plain)
             before = _guards.module_numbers(modules)
+            nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
             result = self.fn(*args, **kwargs)
             _guards.check_module_writes(rec, modules, before)
+            if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
+                rec.breaks.append("the forward modifies an input that requires grad in place")
             outs, single = _flat_outputs(result)
             if outs is None:
                 rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")
