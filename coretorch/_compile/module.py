@@ -79,7 +79,8 @@ class CompiledFunctionBackwardBackward(Node):
 
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views")
+                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
+                 "hidden")
     forward: Any
     backward: Any
     breaks: Any
@@ -95,6 +96,8 @@ class _ModEntry:
     node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
     repeats: list  # (i, j): output j is output i (the forward returned one tensor twice)
     views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
+    aliases: list  # (i, j, piece): output i is a view of output j, or a piece of one split (_output_aliases)
+    hidden: list  # the (dtype, table) of the pieces' bases
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -115,6 +118,32 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
     return out
 
 
+def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
+    """([(i, j, piece)], hidden): output i is a view of output j (``(h, h[:, :3])``), or (j < 0) a piece of one
+    split of the intermediate ``hidden[-1 - j]`` (``h.chunk(2)``: the replay gives the pieces a base over its array,
+    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  None: outputs are other
+    views of one intermediate, which a replay cannot rebuild (an in-place op on one would have to reach the others'
+    gradients through their base)."""
+    out: list = []
+    hidden: list = []
+    persistent = {i for i, _, _ in views}
+    for i, o in enumerate(outs):
+        b = o._base
+        if b is None or i in persistent:
+            continue
+        j = next((k for k, p in enumerate(outs) if p is b), None)
+        if j is None:
+            if o._mo is None and sum(p._base is b for p in outs) > 1:
+                return None
+            k = next((k for k, h in enumerate(hidden) if h is b), None)
+            if k is None:
+                hidden.append(b)
+                k = len(hidden) - 1
+            j = -1 - k
+        out.append((i, j, o._mo is not None))
+    return out, hidden
+
+
 def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
     """The autograd node of a compiled forward's outputs (a replay's, or the capture call's): the recorded backward
     with ``ctx`` (the forward arrays it reads), its edges to the inputs' and parameters' nodes."""
@@ -126,13 +155,22 @@ def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
     return node
 
 
-def _outputs(entry: _ModEntry, lv: list, res: list, node: Any) -> Any:
+def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> Any:
     """The forward's result from its output tensors ``res``: an output returned twice is one tensor, views of
-    persistent tensors share their counters (see _view_outputs), the node watches the versions its backward reads."""
+    persistent tensors share their counters (see _view_outputs), views of another output are its views (``arrays``:
+    the forward's, the pieces' bases after the outputs), the node watches the versions its backward reads."""
     for i, j in entry.repeats:
         res[j] = res[i]
     if entry.views:
         _view_outputs(entry, lv, res, node is None)
+    if entry.aliases:  # as eager's: views of another output, pieces of one split of an intermediate
+        n = len(res)
+        bases = [_make(a, dt, tb) for a, (dt, tb) in zip(arrays[n:], entry.hidden)]
+        for i, j, mo in entry.aliases:
+            t, b = res[i], res[j] if j >= 0 else bases[-1 - j]
+            t._vc, t._base, t._gfb = b._vc, b, b._gf
+            if mo:
+                t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
     return res[0] if entry.single else tuple(res)
@@ -219,7 +257,7 @@ class ModuleCapture:
         node = _node(entry, lv, ctx) if entry.backward is not None else None
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
-        return _outputs(entry, lv, res, node)
+        return _outputs(entry, lv, res, node, outs)
 
     def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
@@ -285,28 +323,36 @@ class ModuleCapture:
         first = {id(o): i for i, o in reversed(list(enumerate(outs)))}
         entry.repeats = [(first[id(o)], j) for j, o in enumerate(outs) if first[id(o)] != j]
         entry.views = _views_of(outs, lv, params, buffers, plain)
+        found = _output_aliases(outs, entry.views)
+        hidden_vars = [rec.var.get(id(b._data)) for b in found[1]] if found is not None else []
+        if found is None or None in hidden_vars:
+            rec.breaks.append("outputs are views of one intermediate tensor of the forward (h[:, :4], h[:, 2:])")
+            return result, entry
+        entry.aliases, entry.hidden = found[0], [(b.dtype, b._be) for b in found[1]]
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
-        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, self.host_fusion)
+        # (the forward returns the arrays of the pieces' bases after its outputs)
+        entry.forward, entry.backward = build_parts(rec, split, out_vars + hidden_vars, bw_src, self.host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
             entry.watch, entry.watch_outputs = _watched(rec, split, out_vars)
-            result = self._attach(entry, rec, split, lv, outs)
+            result = self._attach(entry, rec, split, lv, outs, [b._data for b in found[1]])
         return result, entry
 
     @staticmethod
-    def _attach(entry: _ModEntry, rec: Recorder, split: int, lv: list, outs: list) -> Any:
+    def _attach(entry: _ModEntry, rec: Recorder, split: int, lv: list, outs: list, hidden: list) -> Any:
         """The capture call's outputs on a ``CompiledFunctionBackward`` node over the recorded arrays (as a replay's:
         its backward is the recorded one, and a double backward raises on every call alike)."""
         fw = [ln for ln in rec.lines[:split] if ln]
         defined = {v for ln in fw for v in _VAR.findall(ln)}
         used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
         node = _node(entry, lv, tuple(rec.keep[int(v[1:])] for v in sorted(used & defined)))  # build_parts' order
-        return _outputs(entry, lv, [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)], node)
+        res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        return _outputs(entry, lv, res, node, [*res, *hidden])
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
         """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""
