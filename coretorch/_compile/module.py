@@ -78,7 +78,7 @@ class CompiledFunctionBackwardBackward(Node):
 
 
 class _ModEntry:
-    __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
+    __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
                  "hidden")
     forward: Any
@@ -86,7 +86,8 @@ class _ModEntry:
     breaks: Any
     launches: Any
     out_meta: Any
-    grad_meta: Any
+    grad_meta: Any  # the (dtype, table) of each gradient the backward returns
+    counts: list | None  # how many gradients it returns per target (its node's edges to it); None: one each
     zeros: Any
     targets: Any
     single: Any
@@ -149,7 +150,10 @@ def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
     with ``ctx`` (the forward arrays it reads), its edges to the inputs' and parameters' nodes."""
     node = CompiledFunctionBackward()
     node.entry, node.ctx = entry, ctx
-    node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+    if entry.counts is None:
+        node.next_functions = tuple([edge(t) for t in entry.targets(lv)])
+    else:  # (a target that receives several gradients: an edge for each)
+        node.next_functions = tuple([e for t, k in zip(entry.targets(lv), entry.counts) for e in (edge(t),) * k])
     if entry.node_meta is not None:
         node._out_meta = entry.node_meta
     return node
@@ -370,34 +374,29 @@ class ModuleCapture:
             entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
         # the gradients of the forward's own region: none through a target's node (an input made from another
-        # input or from a parameter outside the forward: the engine's edge from that input adds that path), and
-        # one target per edge (an input passed twice, a parameter passed as an input: the engine sums the node's
-        # gradients per edge).  The hooks of the targets' nodes (a parameter's register_hook, an input's
-        # retain_grad) are not the forward's: the engine runs them on the replayed gradients, not once more here
+        # input or from a parameter outside the forward: the engine's edge from that input adds that path), one
+        # target per edge (an input passed twice, a parameter passed as an input), and each gradient that reaches a
+        # target unsummed, in arrival order: the node has an edge per gradient, so the engine adds them where and
+        # in the order eager's adds them (a parameter used twice per call, two calls before one backward).  The
+        # targets' nodes never run here: their hooks (``p.register_hook``, an input's ``retain_grad``) run on the
+        # replayed gradients at the user's backward, as eager's
         edges = [_grad_edge(t) for t in inputs]
-        nodes = list({id(n): n for n, _ in edges}.values())
-        hooks = [n.__dict__.pop("_tensor_hooks", None) for n in nodes]
-        try:
-            grads = list(_run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True))
-        finally:
-            for n, th in zip(nodes, hooks):
-                if th is not None:
-                    n._tensor_hooks = th
-        for i, e in enumerate(edges):
-            if e in edges[:i]:
-                grads[i] = None
+        terms = _run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True)
         srcs = []
-        entry.grad_meta = []
-        for g, t in zip(grads, inputs):
-            entry.grad_meta.append((t.dtype, t._be))
-            if g is None:
-                srcs.append("None")
-                continue
-            v = rec.var.get(id(g._data))
-            if v is None:
-                rec.breaks.append("a gradient holds an array made outside the recorded kernels")
-                return None
-            srcs.append(v)
+        entry.grad_meta, entry.counts = [], []
+        for i, (gl, t) in enumerate(zip(terms, inputs)):
+            if not gl or edges[i] in edges[:i]:
+                gl = [None]
+            entry.counts.append(len(gl))
+            for g in gl:
+                entry.grad_meta.append((t.dtype, t._be) if g is None else (g.dtype, g._be))
+                v = "None" if g is None else rec.var.get(id(g._data))
+                if v is None:
+                    rec.breaks.append("a gradient holds an array made outside the recorded kernels")
+                    return None
+                srcs.append(v)
+        if all(k == 1 for k in entry.counts):
+            entry.counts = None
         return "(" + ", ".join(srcs) + ",)"
 
 

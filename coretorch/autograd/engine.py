@@ -61,8 +61,9 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                  inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given.  numpy's
     floating-point warnings are off for the pass (gradient formulas meet inf * 0 at IEEE edge cases; PyTorch is
-    silent), one switch per backward.  ``sinks``: the inputs' nodes never run (the gradients that reach the inputs
-    from the outputs without passing through another input: a compiled module's backward of its own region)."""
+    silent), one switch per backward.  ``sinks``: the inputs' nodes never run, and each input's result is the list
+    of the gradients that reach it from the outputs without passing through another input, in arrival order,
+    unsummed (a compiled module's backward of its own region: the engine sums them where eager's does)."""
     with _fp_quiet():
         return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate,
                              sinks)
@@ -105,6 +106,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     # the inputs: its launches, its hooks, its saved tensors, which may already be freed)
     live: set | None = None
     cap: set = set()
+    terms: dict | None = {} if sinks else None  # sinks: the gradients reaching each input's edge, in arrival order
     if capture is not None:
         cap = {n for n, _ in capture}
         live = _leading(roots, cap, sinks)
@@ -163,6 +165,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 if nxt is None:
                     continue
                 if g is not None:
+                    if terms is not None and nxt in cap:
+                        terms.setdefault((nxt, nr), []).append(g)
+                        continue
                     if nxt.__class__ is AccumulateGrad and fast_leaves and deps[nxt] == 1 and not nxt._hooked \
                             and nxt not in buffers:
                         # a leaf reached by this edge alone, no hooks: store or accumulate now, no buffer or queue
@@ -201,6 +206,11 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         _skip(nxt, deps, buffers, ready)
     finally:
         state.enabled = prev
+    if terms is not None:
+        assert capture is not None
+        for e, idx in capture.items():
+            for i in idx:
+                results[i] = terms.get(e)
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
