@@ -119,12 +119,10 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             node = ready.pop()
             buf = buffers.pop(node, _EMPTY)
             # leads to no input: captured here at most, never run; nor what it leads to, which leads to no input
-            # either (sinks: but to another input's node, which then waits for no gradient from here)
+            # either (sinks: an input's node gets its gradients as terms, never queued)
             if live is not None and node not in live:
                 if node in cap:
                     _run_hooks(node, buf, capture, results, False)
-                    if sinks:
-                        _skip(node, deps, buffers, ready)
                 continue
             if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results)
