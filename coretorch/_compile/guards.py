@@ -615,11 +615,11 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
 
 
 def structure(modules: list, opts: list | tuple = ()) -> tuple:
-    """The identity of every submodule and parameter of the modules found and of the optimizers' parameters: one
-    added, replaced or removed (``model.fc.bias = Parameter(...)``, ``group["params"][i] = p``) changes it, and the
-    state is looked up again (its parameter list was the old one: the replay would update the replaced tensor)."""
+    """The identity of every submodule and parameter of the modules found and of the optimizers' parameters, the
+    buffers' names: one added, replaced or removed (``model.fc.bias = Parameter(...)``, ``group["params"][i] = p``,
+    ``register_buffer``) changes it, and the state is looked up again (the replay would update the old tensors)."""
     return (tuple([id(c) for m in modules for c in m._modules.values()]),
-            tuple([id(p) for m in modules for p in m._parameters.values()]),
+            tuple([id(p) for m in modules for p in m._parameters.values()] + [b for m in modules for b in m._buffers]),
             tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]))
 
 

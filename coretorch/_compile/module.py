@@ -14,9 +14,10 @@ import sys
 import warnings
 from typing import Any, Callable
 
-from ..autograd import grad as _autograd_grad
+from ..autograd import run_backward as _run_backward
+from ..autograd.engine import _grad_edge
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import Node, _version_error
+from ..autograd.graph import AccumulateGrad, Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
@@ -80,14 +81,16 @@ class CompiledFunctionBackwardBackward(Node):
 
 
 class _ModEntry:
-    __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "zeros", "targets",
-                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views")
+    __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
+                 "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
+                 "hidden")
     forward: Any
     backward: Any
     breaks: Any
     launches: Any
     out_meta: Any
-    grad_meta: Any
+    grad_meta: Any  # the (dtype, table) of each gradient the backward returns
+    counts: list | None  # how many gradients it returns per target (its node's edges to it); None: one each
     zeros: Any
     targets: Any
     single: Any
@@ -97,6 +100,8 @@ class _ModEntry:
     node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
     repeats: list  # (i, j): output j is output i (the forward returned one tensor twice)
     views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
+    aliases: list  # (i, j, piece): output i is a view of output j, or a piece of one split (_output_aliases)
+    hidden: list  # the (dtype, table) of the pieces' bases
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -117,24 +122,62 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
     return out
 
 
+def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
+    """([(i, j, piece)], hidden): output i is a view of output j (``(h, h[:, :3])``), or (j < 0) a piece of one
+    split of the intermediate ``hidden[-1 - j]`` (``h.chunk(2)``: the replay gives the pieces a base over its array,
+    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  None: outputs are other
+    views of one intermediate, which a replay cannot rebuild (an in-place op on one would have to reach the others'
+    gradients through their base)."""
+    out: list = []
+    hidden: list = []
+    persistent = {i for i, _, _ in views}
+    for i, o in enumerate(outs):
+        b = o._base
+        if b is None or i in persistent:
+            continue
+        j = next((k for k, p in enumerate(outs) if p is b), None)
+        if j is None:
+            if o._mo is None and sum(p._base is b for p in outs) > 1:
+                return None
+            k = next((k for k, h in enumerate(hidden) if h is b), None)
+            if k is None:
+                hidden.append(b)
+                k = len(hidden) - 1
+            j = -1 - k
+        out.append((i, j, o._mo is not None))
+    return out, hidden
+
+
 def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
     """The autograd node of a compiled forward's outputs (a replay's, or the capture call's): the recorded backward
     with ``ctx`` (the forward arrays it reads), its edges to the inputs' and parameters' nodes."""
     node = CompiledFunctionBackward()
     node.entry, node.ctx = entry, ctx
-    node.next_functions = tuple(edge(t) for t in entry.targets(lv))
+    if entry.counts is None:
+        node.next_functions = tuple([edge(t) for t in entry.targets(lv)])
+    else:  # (a target that receives several gradients: an edge for each)
+        node.next_functions = tuple([e for t, k in zip(entry.targets(lv), entry.counts) for e in (edge(t),) * k])
     if entry.node_meta is not None:
         node._out_meta = entry.node_meta
     return node
 
 
-def _outputs(entry: _ModEntry, lv: list, res: list, node: Any) -> Any:
+def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> Any:
     """The forward's result from its output tensors ``res``: an output returned twice is one tensor, views of
-    persistent tensors share their counters (see _view_outputs), the node watches the versions its backward reads."""
+    persistent tensors share their counters (see _view_outputs), views of another output are its views (``arrays``:
+    the forward's, the pieces' bases after the outputs), the node watches the versions its backward reads."""
     for i, j in entry.repeats:
         res[j] = res[i]
     if entry.views:
         _view_outputs(entry, lv, res, node is None)
+    if entry.aliases:  # as eager's: views of another output, pieces of one split of an intermediate
+        n = len(res)
+        bases = [_make(a, dt, tb) for a, (dt, tb) in zip(arrays[n:], entry.hidden)]
+        for i, j, mo in entry.aliases:
+            t, b = res[i], res[j] if j >= 0 else bases[-1 - j]
+            t._vc, t._base, t._gfb = b._vc, b, b._gf
+            if mo:
+                t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
     return res[0] if entry.single else tuple(res)
@@ -245,7 +288,7 @@ class ModuleCapture:
         node = _node(entry, lv, ctx) if entry.backward is not None else None
         res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
-        return _outputs(entry, lv, res, node)
+        return _outputs(entry, lv, res, node, outs)
 
     def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
@@ -273,8 +316,11 @@ class ModuleCapture:
         try:
             rec.track(lv, params, buffers, plain)
             before = _guards.module_numbers(modules)
+            nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
             result = self.fn(*args, **kwargs)
             _guards.check_module_writes(rec, modules, before)
+            if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
+                rec.breaks.append("the forward modifies an input that requires grad in place")
             outs, single = _flat_outputs(result)
             if outs is None:
                 rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")
@@ -290,6 +336,7 @@ class ModuleCapture:
             need = [o for o in outs or () if o.requires_grad]
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
+            targets += _outside_leaves(outs or (), lv, targets)
             bw_src = None
             if not rec.breaks and _grad_state.enabled and need:
                 if len(need) != len(outs):
@@ -313,28 +360,36 @@ class ModuleCapture:
         first = {id(o): i for i, o in reversed(list(enumerate(outs)))}
         entry.repeats = [(first[id(o)], j) for j, o in enumerate(outs) if first[id(o)] != j]
         entry.views = _views_of(outs, lv, params, buffers, plain)
+        found = _output_aliases(outs, entry.views)
+        hidden_vars = [rec.var.get(id(b._data)) for b in found[1]] if found is not None else []
+        if found is None or None in hidden_vars:
+            rec.breaks.append("outputs are views of one intermediate tensor of the forward (h[:, :4], h[:, 2:])")
+            return result, entry
+        entry.aliases, entry.hidden = found[0], [(b.dtype, b._be) for b in found[1]]
         entry.out_meta = [(o.dtype, o._be) for o in outs]
         # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
-        entry.forward, entry.backward = build_parts(rec, split, out_vars, bw_src, host_fusion)
+        # (the forward returns the arrays of the pieces' bases after its outputs)
+        entry.forward, entry.backward = build_parts(rec, split, out_vars + hidden_vars, bw_src, host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
             idx = [t for t in targets if isinstance(t, int)]
             fixed = [t for t in targets if not isinstance(t, int)]
             entry.targets = lambda lv, idx=idx, fixed=fixed: [lv[i] for i in idx] + fixed
             entry.watch, entry.watch_outputs = _watched(rec, split, out_vars)
-            result = self._attach(entry, rec, split, lv, outs)
+            result = self._attach(entry, rec, split, lv, outs, [b._data for b in found[1]])
         return result, entry
 
     @staticmethod
-    def _attach(entry: _ModEntry, rec: Recorder, split: int, lv: list, outs: list) -> Any:
+    def _attach(entry: _ModEntry, rec: Recorder, split: int, lv: list, outs: list, hidden: list) -> Any:
         """The capture call's outputs on a ``CompiledFunctionBackward`` node over the recorded arrays (as a replay's:
         its backward is the recorded one, and a double backward raises on every call alike)."""
         fw = [ln for ln in rec.lines[:split] if ln]
         defined = {v for ln in fw for v in _VAR.findall(ln)}
         used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
         node = _node(entry, lv, tuple(rec.keep[int(v[1:])] for v in sorted(used & defined)))  # build_parts' order
-        return _outputs(entry, lv, [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)], node)
+        res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        return _outputs(entry, lv, res, node, [*res, *hidden])
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
         """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""
@@ -351,32 +406,50 @@ class ModuleCapture:
             shape, dt = tuple(o._data.shape), o.dtype.np
             entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
-        # the inputs' and parameters' own gradient hooks (``w.register_hook(fn)``, ``retain_grad``, a prehook) run
-        # where the engine hands the replay's gradients on, at every backward: not here, with the placeholders (the
-        # recorded gradients held ``fn``'s result, which the engine's call applied again: ``g * 2`` became ``g * 4``;
-        # and ``norms.append(g.norm())`` got a zero first)
-        hooked = [n for n in {id(n): n for n, _ in map(edge, inputs) if n is not None and n._hooked}.values()]
-        saved = [(n, n._tensor_hooks, n._pre_hooks) for n in hooked]
-        for n in hooked:
-            n._tensor_hooks = n._pre_hooks = None
-        try:
-            grads = _autograd_grad(outs, inputs, gs, retain_graph=True, allow_unused=True)
-        finally:
-            for n, th, pre in saved:
-                n._tensor_hooks, n._pre_hooks = th, pre
+        # the gradients of the forward's own region: none through a target's node (an input made from another
+        # input or from a parameter outside the forward: the engine's edge from that input adds that path), one
+        # target per edge (an input passed twice, a parameter passed as an input), and each gradient that reaches a
+        # target unsummed, in arrival order: the node has an edge per gradient, so the engine adds them where and
+        # in the order eager's adds them (a parameter used twice per call, two calls before one backward).  The
+        # targets' nodes never run here: their hooks (``p.register_hook``, an input's ``retain_grad``) run on the
+        # replayed gradients at the user's backward, as eager's
+        edges = [_grad_edge(t) for t in inputs]
+        terms = _run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True)
         srcs = []
-        entry.grad_meta = []
-        for g, t in zip(grads, inputs):
-            entry.grad_meta.append((t.dtype, t._be))
-            if g is None:
-                srcs.append("None")
-                continue
-            v = rec.var.get(id(g._data))
-            if v is None:
-                rec.breaks.append("a gradient holds an array made outside the recorded kernels")
-                return None
-            srcs.append(v)
+        entry.grad_meta, entry.counts = [], []
+        for i, (gl, t) in enumerate(zip(terms, inputs)):
+            if not gl or edges[i] in edges[:i]:
+                gl = [None]
+            entry.counts.append(len(gl))
+            for g in gl:
+                entry.grad_meta.append((t.dtype, t._be) if g is None else (g.dtype, g._be))
+                v = "None" if g is None else rec.var.get(id(g._data))
+                if v is None:
+                    rec.breaks.append("a gradient holds an array made outside the recorded kernels")
+                    return None
+                srcs.append(v)
+        if all(k == 1 for k in entry.counts):
+            entry.counts = None
         return "(" + ", ".join(srcs) + ",)"
+
+
+def _outside_leaves(outs: list, lv: list, targets: list) -> list:
+    """The leaves that require grad which the outputs' graph reaches besides the inputs and parameters (a module's
+    plain tensor attribute ``self.scale = torch.ones(1, requires_grad=True)``, a global one): eager accumulates
+    their gradients, so the replay's node has edges to them too."""
+    stop = {id(_grad_edge(lv[t] if isinstance(t, int) else t)[0]) for t in targets}
+    seen: set = set()
+    found, stack = [], [o.grad_fn for o in outs]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen or id(n) in stop:
+            continue
+        seen.add(id(n))
+        if isinstance(n, AccumulateGrad):
+            found.append(n.variable)
+        else:
+            stack += [m for m, _ in n.next_functions]
+    return found
 
 
 _LOAD = re.compile(r"^(a\d+) = (.+)\._data$")

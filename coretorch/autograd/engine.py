@@ -58,16 +58,19 @@ _EMPTY: dict = {}
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
-                 inputs=None, allow_unused: bool = False, accumulate: bool = True):
+                 inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     """Shared by Tensor.backward and autograd.grad.  Returns captured grads when ``inputs`` given.  numpy's
     floating-point warnings are off for the pass (gradient formulas meet inf * 0 at IEEE edge cases; PyTorch is
-    silent), one switch per backward."""
+    silent), one switch per backward.  ``sinks``: the inputs' nodes never run, and each input's result is the list
+    of the gradients that reach it from the outputs without passing through another input, in arrival order,
+    unsummed (a compiled module's backward of its own region: the engine sums them where eager's does)."""
     with _fp_quiet():
-        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate)
+        return _run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate,
+                             sinks)
 
 
 def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
-                  inputs=None, allow_unused: bool = False, accumulate: bool = True):
+                  inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     roots = []
     for t, g in zip(tensors, grad_tensors):
         node, nr = _grad_edge(t)
@@ -99,6 +102,14 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             buf[nr] = g if nr not in buf else buf[nr] + g
         ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
         owned = set(id(g) for _, _, g in roots)
+    # autograd.grad / backward(inputs=): as PyTorch, only the nodes that lead to an input run (nothing upstream of
+    # the inputs: its launches, its hooks, its saved tensors, which may already be freed)
+    live: set | None = None
+    cap: set = set()
+    terms: dict | None = {} if sinks else None  # sinks: the gradients reaching each input's edge, in arrival order
+    if capture is not None:
+        cap = {n for n, _ in capture}
+        live = _leading(roots, cap, sinks)
     prev = state.enabled
     state.enabled = create_graph
     release = not retain_graph
@@ -107,6 +118,12 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = ready.pop()
             buf = buffers.pop(node, _EMPTY)
+            # leads to no input: captured here at most, never run; nor what it leads to, which leads to no input
+            # either (sinks: an input's node gets its gradients as terms, never queued)
+            if live is not None and node not in live:
+                if node in cap:
+                    _run_hooks(node, buf, capture, results, False)
+                continue
             if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results)
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
@@ -146,6 +163,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 if nxt is None:
                     continue
                 if g is not None:
+                    if terms is not None and nxt in cap:
+                        terms.setdefault((nxt, nr), []).append(g)
+                        continue
                     if nxt.__class__ is AccumulateGrad and fast_leaves and deps[nxt] == 1 and not nxt._hooked \
                             and nxt not in buffers:
                         # a leaf reached by this edge alone, no hooks: store or accumulate now, no buffer or queue
@@ -184,6 +204,11 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         _skip(nxt, deps, buffers, ready)
     finally:
         state.enabled = prev
+    if terms is not None:
+        assert capture is not None
+        for e, idx in capture.items():
+            for i in idx:
+                results[i] = terms.get(e)
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
@@ -191,6 +216,23 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+def _leading(roots, cap: set, sinks: bool) -> set:
+    """The nodes from which one of the nodes ``cap`` (autograd.grad's inputs') is reached through ``next_functions``
+    (a DAG: a node's answer is known once its inputs' are); ``sinks``: no node of ``cap`` itself."""
+    memo: dict = {}
+    stack = [(r[0], False) for r in roots]
+    while stack:
+        n, done = stack.pop()
+        nf = n.next_functions
+        if done:
+            memo[n] = not (sinks and n in cap) and any(m is not None and (m in cap or memo[m]) for m, _ in nf)
+        elif n not in memo:
+            memo[n] = False
+            stack.append((n, True))
+            stack.extend([(m, False) for m, _ in nf if m is not None and m not in memo])
+    return {n for n, v in memo.items() if v}
 
 
 def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
@@ -205,8 +247,9 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     acc.apply(g)
 
 
-def _run_hooks(node, buf: dict, capture, results) -> dict:
-    """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks."""
+def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
+    """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks (where the
+    node runs: ``run``)."""
     th = node._tensor_hooks
     if th:
         buf = dict(buf)
@@ -221,7 +264,7 @@ def _run_hooks(node, buf: dict, capture, results) -> dict:
         for nr, g in buf.items():
             for i in capture.get((node, nr), ()):
                 results[i] = g
-    if node._pre_hooks:
+    if run and node._pre_hooks:
         gi = _grads_tuple(node, buf)
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
