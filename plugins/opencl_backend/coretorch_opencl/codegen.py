@@ -49,6 +49,19 @@ inline ushort ct_f2bf(float f) {  // round to nearest even (a NaN stays a quiet 
   if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
   return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+// float -> integer as PyTorch's casts on x86 (c10's static_cast): through int (NaN, out of range: INT_MIN) for
+// int32/int16/int8, through long (LONG_MIN) for int64 and uint8.  A plain C cast of such a value is undefined: PoCL
+// gave another value in each kernel it was inlined into (a compiled step's fused kernel against the cast kernel).
+inline int ct_f2i_f(float x) { return (x >= -2147483648.0f && x < 2147483648.0f) ? (int)x : (int)0x80000000u; }
+inline long ct_f2l_f(float x) {
+  return (x >= -9223372036854775808.0f && x < 9223372036854775808.0f) ? (long)x : (long)0x8000000000000000ul;
+}
+#ifdef CT_FP64
+inline int ct_f2i_d(double x) { return (x > -2147483649.0 && x < 2147483648.0) ? (int)x : (int)0x80000000u; }
+inline long ct_f2l_d(double x) {
+  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (long)x : (long)0x8000000000000000ul;
+}
+#endif
 """
 
 
@@ -87,6 +100,20 @@ def store(dt, ptr: str, idx: str, val: str) -> str:
 def is_float(dt) -> bool:
     d = np.dtype(dt)
     return d.kind == "f" or d == BF16
+
+
+def convert(expr: str, src, dst) -> str:
+    """``expr`` (a value of dtype ``src`` in its compute type) as dtype ``dst``'s compute type, as a cast stores it:
+    a float to an integer through the header's ``ct_f2i``/``ct_f2l`` (defined for NaN and out-of-range values)."""
+    s, d = np.dtype(src), np.dtype(dst)
+    if s == d:
+        return expr
+    if d == np.bool_:
+        return f"((uchar)(({expr}) != 0))"
+    if is_float(s) and d.kind in "iu":
+        fn = "ct_f2l" if d.itemsize == 8 or d.kind == "u" else "ct_f2i"
+        expr = f"{fn}_{'d' if ctype(s) == 'double' else 'f'}({expr})"
+    return f"(({ctype(d)})({expr}))"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -348,7 +348,8 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
                     specs.append((f"b_{b}{'_sc' if sc else ''}", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
                                   [(dt, False), (dt, sc)], sc))
         for t in targets:
-            specs.append((f"k_cast_{cg.tag(t)}", "a0", t, [(dt, False)], False))
+            specs.append((f"k_cast_{cg.tag(t)}", cg.convert("a0", dt, t) if t != _BOOL else "a0", t,
+                          [(dt, False)], False))
         specs.append(("k_fill", "a0", dt, [(dt, True)], False))
         for xs in (False, True):
             for ys in (False, True):

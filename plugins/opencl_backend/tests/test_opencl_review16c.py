@@ -1,0 +1,41 @@
+"""Review 16c of coretorch.compile on opencl: the semantics of fused and lowered kernels (fusion, lowering, planned
+temporaries) against eager opencl: regressions found."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+
+_BE = torch._backend.backends().get("opencl")
+_REASON = "coretorch-opencl is not registered" if _BE is None else _BE.unavailable_reason()
+pytestmark = pytest.mark.skipif(_BE is None or not _BE.is_available(), reason=f"no OpenCL device: {_REASON}")
+
+_EDGES = [float("nan"), float("inf"), -float("inf"), 1e10, -1e10, 65541.0, -40000.0, 300.0, 2147483653.0, -3.7]
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dst", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_float_to_integer_cast_at_the_end_of_a_fused_chain(src, dst):
+    """A fused chain ending in a cast of NaN, inf or an out-of-range float to an integer dtype
+    (``(x.abs().sqrt() * x.abs().sqrt() * x.sign()).to(int16)``): eager opencl gave float64 -> int16 saturated
+    values (-32768 for NaN, 32767 for 65541.0), the compiled step's fused kernel 0 and 5 (a plain C cast of such a
+    value is undefined: PoCL compiled it differently in each kernel).  Both now convert as PyTorch's casts (through
+    int32, INT_MIN where NaN or out of range; uint8 and int64 through int64)."""
+    def f(x):
+        r = x.abs().sqrt()
+        return (r * r * x.sign()).to(dst) * 1
+
+    cf = torch.compile(f)
+    x = torch.tensor(_EDGES, dtype=src, device="opencl")
+    want = f(x).tolist()
+    for _ in range(3):
+        assert cf(x).tolist() == want
+
+
+def test_eager_float64_to_int16_wraps_as_pytorch():
+    """Eager opencl's float64 -> int16 cast saturated (65541.0 -> 32767, NaN -> -32768) where PyTorch (and float32
+    -> int16 on opencl) goes through int32 and wraps: 65541.0 -> 5, NaN -> 0; float64 -> uint8 goes through int64
+    (2147483653.0 -> 5)."""
+    x = torch.tensor([65541.0, -40000.0, float("nan"), 1e10, 2147483653.0], dtype=torch.float64, device="opencl")
+    assert x.to(torch.int16).tolist() == [5, 25536, 0, 0, 0]
+    assert x.to(torch.uint8).tolist() == [5, 192, 0, 0, 5]
