@@ -124,7 +124,7 @@ def unary_expr(op: str, dt) -> str | None:
     b = np.dtype(dt) == np.bool_
     ct = ctype(dt)
     if op == "neg":
-        return "(-a0)" if not b else None
+        return None if b else wrapping(ct, "(-a0)", f"(0 - ({utype(ct)})a0)")
     if op == "tanh" and ct == "float":  # written out (fastmath): PoCL's builtin costs twice its exp
         return "ct_tanh_f(a0)"
     if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p"):
@@ -186,11 +186,11 @@ def binary_expr(op: str, dt) -> str | None:
     b = np.dtype(dt) == np.bool_
     ct = ctype(dt)
     if op == "add":
-        return "(a0 | a1)" if b else "(a0 + a1)"
+        return "(a0 | a1)" if b else wrapping(ct, "(a0 + a1)", f"(({utype(ct)})a0 + ({utype(ct)})a1)")
     if op == "sub":
-        return None if b else "(a0 - a1)"
+        return None if b else wrapping(ct, "(a0 - a1)", f"(({utype(ct)})a0 - ({utype(ct)})a1)")
     if op == "mul":
-        return "(a0 & a1)" if b else "(a0 * a1)"
+        return "(a0 & a1)" if b else wrapping(ct, "(a0 * a1)", f"(({utype(ct)})a0 * ({utype(ct)})a1)")
     if op == "div":
         return "(a0 / a1)" if f else None
     if op == "floor_divide":
@@ -229,14 +229,21 @@ def binary_expr(op: str, dt) -> str | None:
 _INTEGER_BINARY = {
     "gcd": lambda ct, w: f"ct_gcd_{ct}(a0, a1)",
     "lcm": lambda ct, w: f"ct_lcm_{ct}(a0, a1)",
-    "bitwise_left_shift": lambda ct, w: f"(({ct})((a1 < 0 || a1 >= {w}) ? 0 : (({_utype(ct)})a0 << a1)))",
+    "bitwise_left_shift": lambda ct, w: f"(({ct})((a1 < 0 || a1 >= {w}) ? 0 : (({utype(ct)})a0 << a1)))",
     "bitwise_right_shift": lambda ct, w: (f"(({ct})(a0 >> ((a1 < 0 || a1 >= {w}) ? {w - 1} : a1)))"
                                           if not ct.startswith("u") else f"(a1 >= {w} ? 0 : (a0 >> a1))"),
 }
 
 
-def _utype(ct: str) -> str:
+def utype(ct: str) -> str:
     return ct if ct.startswith("u") else "u" + ct
+
+
+def wrapping(ct: str, plain: str, unsigned: str) -> str:
+    """An integer add/sub/mul/neg of int or long computed unsigned, so that it wraps as PyTorch's: a signed overflow
+    is undefined in C, and the compiler folded ``(x + 1) > x`` to true inside a fused kernel where the add's own
+    kernel stored INT_MAX + 1 = INT_MIN.  (char and short are computed in int: no overflow; floats as they are.)"""
+    return f"(({ct}){unsigned})" if ct in ("int", "long") else plain
 
 
 def _special_binary(op: str, f: bool, ct: str) -> str | None:
@@ -317,7 +324,7 @@ def _gcd_src(ct: str, signed: bool) -> str:
     truncating remainder (a INT_MIN operand can give a negative gcd, as PyTorch's: gcd(char -128, 96) = -32; the
     remainders never meet INT_MIN % -1), and lcm = |a / gcd * b| as PyTorch's: computed in int for 8/16-bit types
     (exact, then wrapped), with a wrapping product for wider ones (INT_MIN / -1 wraps here where PyTorch traps)."""
-    u = _utype(ct)
+    u = utype(ct)
     mag = (lambda v: f"({v} < 0 ? ({u})0 - ({u}){v} : ({u}){v})") if signed else (lambda v: v)
     if ct in ("char", "uchar", "short", "ushort"):
         lcm = "  int p = ((int)a / (int)g) * (int)b;\n  return (" + ct + ")(p < 0 ? -p : p);"

@@ -39,3 +39,22 @@ def test_eager_float64_to_int16_wraps_as_pytorch():
     x = torch.tensor([65541.0, -40000.0, float("nan"), 1e10, 2147483653.0], dtype=torch.float64, device="opencl")
     assert x.to(torch.int16).tolist() == [5, 25536, 0, 0, 0]
     assert x.to(torch.uint8).tolist() == [5, 192, 0, 0, 5]
+
+
+@pytest.mark.parametrize("dt, top", [(torch.int32, 2**31 - 1), (torch.int64, 2**63 - 1)])
+@pytest.mark.parametrize("case", ["add", "sub", "axpy", "neg"])
+def test_integer_overflow_wraps_inside_a_fused_chain(dt, top, case):
+    """``(x + 1) > x`` of int32/int64 at INT_MAX: eager's add kernel wraps (INT_MIN: False, as PyTorch), the compiled
+    step's fused kernel said True (a signed overflow is undefined in C: the compiler folded the comparison).  Integer
+    add/sub/mul/neg and axpy are now computed unsigned (wrapping) in every kernel."""
+    fns = {"add": lambda x: (x + 1) > x, "sub": lambda x: (x - 1) < x,
+           "axpy": lambda x: torch.add(x, x, alpha=2) * 1 == x * 3, "neg": lambda x: (-x) < 0}
+    f = fns[case]
+    x = torch.tensor([top, -top - 1, 0, 5, -5], dtype=dt, device="opencl")
+    cf = torch.compile(f)
+    want = f(x).tolist()
+    for _ in range(3):
+        assert cf(x).tolist() == want
+    ref = {"add": [False, True, True, True, True], "sub": [True, False, True, True, True],
+           "axpy": [True] * 5, "neg": [True, True, False, True, False]}[case]
+    assert want == ref
