@@ -136,7 +136,10 @@ def unary_expr(op: str, dt) -> str | None:
     if op == "sigmoid":
         return f"(({ct})1 / (({ct})1 + exp(-a0)))" if f else None
     if op == "abs":
-        return "fabs(a0)" if f else "a0" if b or np.dtype(dt).kind == "u" else f"(({ct})abs(a0))"
+        if f:
+            return "fabs(a0)"
+        return "a0" if b or np.dtype(dt).kind == "u" else wrapping(
+            ct, f"(({ct})abs(a0))", f"(a0 < 0 ? 0 - ({utype(ct)})a0 : ({utype(ct)})a0)")
     if op == "sign":
         # sign(NaN) = 0 and sign(-0.0) = +0.0, as PyTorch
         return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
@@ -240,9 +243,10 @@ def utype(ct: str) -> str:
 
 
 def wrapping(ct: str, plain: str, unsigned: str) -> str:
-    """An integer add/sub/mul/neg of int or long computed unsigned, so that it wraps as PyTorch's: a signed overflow
-    is undefined in C, and the compiler folded ``(x + 1) > x`` to true inside a fused kernel where the add's own
-    kernel stored INT_MAX + 1 = INT_MIN.  (char and short are computed in int: no overflow; floats as they are.)"""
+    """An integer add/sub/mul/neg/abs of int or long computed unsigned, so that it wraps as PyTorch's: a signed
+    overflow is undefined in C, and the compiler folded ``(x + 1) > x`` to true inside a fused kernel where the add's
+    own kernel stored INT_MAX + 1 = INT_MIN (and took ``abs(x)`` for non-negative where abs(INT_MIN) is INT_MIN).
+    (char and short are computed in int: no overflow; floats as they are.)"""
     return f"(({ct}){unsigned})" if ct in ("int", "long") else plain
 
 

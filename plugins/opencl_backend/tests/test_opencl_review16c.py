@@ -58,3 +58,20 @@ def test_integer_overflow_wraps_inside_a_fused_chain(dt, top, case):
     ref = {"add": [False, True, True, True, True], "sub": [True, False, True, True, True],
            "axpy": [True] * 5, "neg": [True, True, False, True, False]}[case]
     assert want == ref
+
+
+@pytest.mark.parametrize("dt, low", [(torch.int32, -2**31), (torch.int64, -2**63)])
+def test_abs_of_the_minimum_integer_inside_a_fused_chain(dt, low):
+    """``y.abs() > x`` with ``y`` = INT_MIN (int32 vs an int64 ``x``): eager's abs kernel gives INT_MIN (as PyTorch),
+    so ``abs(INT_MIN) > -1`` is False; the compiled step's fused kernel said True (the compiler took the builtin abs
+    for non-negative and widened it as such).  Integer abs is now computed unsigned."""
+    def f(y, x):
+        return y.abs() > x, y.abs() >= 0
+
+    y = torch.tensor([low, 3, -3, 0], dtype=dt, device="opencl")
+    x = torch.tensor([-1, 1, 2, 0], device="opencl")
+    cf = torch.compile(f)
+    want = [t.tolist() for t in f(y, x)]
+    assert want == [[False, True, True, False], [False, True, True, True]]
+    for _ in range(3):
+        assert [t.tolist() for t in cf(y, x)] == want
