@@ -1,0 +1,34 @@
+"""Review 16c of coretorch.compile: the semantics of fused and lowered kernels (fusion, lowering, planned
+temporaries) against eager; regressions found on every backend (the opencl-only ones are in
+plugins/opencl_backend/tests/test_opencl_review16c.py)."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+
+
+def test_arguments_on_one_memory_that_overlap_differently(device):
+    """``f(x, y)`` doing ``x.add_(y, alpha=2)``, captured with ``x, y = b[:6], b[6:]`` (one memory, apart), then
+    called with ``b[:6], b[2:8]``: eager raises ("some elements of the input tensor and the written-to tensor refer
+    to a single memory location"), the replay computed silently (the guard keyed that the arguments share memory,
+    not where in it they lie).  Their offsets relative to the first are keyed now: the partial overlap captures
+    again (and raises as eager); a window sliding over one buffer keeps its replay."""
+    def f(x, y):
+        x.add_(y, alpha=2)
+        return x * 2
+
+    cf = torch.compile(f)
+    for i in range(3):  # a window sliding over one buffer: one capture
+        b = torch.arange(20, dtype=torch.float32, device=device)
+        want = b.clone()
+        want[i:i + 6] += 2 * want[i + 6:i + 12]
+        assert cf(b[i:i + 6], b[i + 6:i + 12]).tolist() == (want[i:i + 6] * 2).tolist()
+        assert b.tolist() == want.tolist()
+    assert cf.replays == 2
+    b = torch.arange(12, dtype=torch.float32, device=device)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        f(b[:6], b[2:8])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        cf(b[:6], b[2:8])
+    assert b.tolist() == list(range(12))
