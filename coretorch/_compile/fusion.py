@@ -467,6 +467,36 @@ def update_alias_checks(rec: Recorder) -> None:
     loads = _loads(rec)
     _check_apart(rec, [pair for name, _, args, kwargs, _ in info.values() if name in _UPDATES and args
                        for pair in _apart(loads, args[0], (*args[1:], *kwargs.values()))])
+    _check_positions(rec, {id(_mem(v[2][0])) for v in info.values() if v[0] in _UPDATES and v[2]})
+
+
+def position(a: Any) -> int:
+    """Where array ``a`` starts in its memory: a byte offset (pyopencl) or address (numpy); ``POSOF`` of replays."""
+    off = getattr(a, "offset", None)
+    return off if isinstance(off, int) else a.__array_interface__["data"][0]
+
+
+def _check_positions(rec: Recorder, updated: set) -> None:
+    """Loads of persistent tensors and arguments on one memory an in-place launch updates (``W = B[:6]``, the
+    argument ``B[6:12]``): eager's overlap check ran at the capture only, and such loads are not keyed on where in
+    the memory they lie (the argument ``B[2:8]`` next: a partial overlap, eager's ``unsupported operation``).  The
+    replay checks that those still on one memory keep the capture's distance, and captures again where not."""
+    first: dict[int, tuple] = {}
+    info = rec.info
+    for i, line in enumerate(rec.lines):
+        m = LOAD_LINE.match(line) if line and i not in info else None
+        if m is None:
+            continue
+        arr = rec.keep[int(m.group(1)[1:])]
+        mem = _memory_of(arr)
+        if mem is None or id(mem) not in updated:
+            continue
+        src, a0 = first.setdefault(id(mem), (m.group(2), arr))
+        if src != m.group(2):
+            line = (f"if MEMOF({src}) is MEMOF({m.group(2)}) and POSOF({m.group(2)}) - POSOF({src}) != "
+                    f"{position(arr) - position(a0)}: raise MISMATCH(False, True)")
+            if line not in rec.checks:
+                rec.checks.append(line)
 
 
 def _apart(loads: dict, dst: Any, operands: Any) -> list:

@@ -625,16 +625,16 @@ def structure(modules: list, opts: list | tuple = ()) -> tuple:
 
 def _aliases(lv: list) -> tuple:
     """Which tensor arguments share one array (the replay reads each argument's array through its first holder),
-    and which share memory (``x[1:]`` and ``x[:-1]``: eager's overlap checks, such as ``copy_``'s partial-overlap
-    error, ran at the capture only)."""
+    which share memory and where in it, relative to the first (``x[1:]`` and ``x[:-1]`` against ``x[:3]`` and
+    ``x[3:]``: eager's overlap checks, such as ``add_``'s partial-overlap error, ran at the capture only)."""
     arrs = [a._data for a in lv if isinstance(a, Tensor)]
     if len(arrs) < 2:
         return ()
     mems = [id(d if m is None else m) for d in arrs for m in (_memory_of(d),)]
     if len(set(mems)) == len(mems):
         return ()
-    ids = [id(d) for d in arrs]
-    return tuple(ids.index(i) for i in ids), tuple(mems.index(m) for m in mems)
+    ids, offs = [id(d) for d in arrs], [a.storage_offset() for a in lv if isinstance(a, Tensor)]
+    return tuple(ids.index(i) for i in ids), tuple((j, o - offs[j]) for o, j in zip(offs, map(mems.index, mems)))
 
 
 def _modes() -> tuple:

@@ -36,7 +36,7 @@ def _copy(a):
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
-            "REOBJ": _rebuilt_object, "GRAD": _with_grad}
+            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position}
 
 
 _VAR = re.compile(r"\ba\d+\b")

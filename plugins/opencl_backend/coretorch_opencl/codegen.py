@@ -49,6 +49,19 @@ inline ushort ct_f2bf(float f) {  // round to nearest even (a NaN stays a quiet 
   if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
   return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+// float -> integer as PyTorch's casts on x86 (c10's static_cast): through int (NaN, out of range: INT_MIN) for
+// int32/int16/int8, through long (LONG_MIN) for int64 and uint8.  A plain C cast of such a value is undefined: PoCL
+// gave another value in each kernel it was inlined into (a compiled step's fused kernel against the cast kernel).
+inline int ct_f2i_f(float x) { return (x >= -2147483648.0f && x < 2147483648.0f) ? (int)x : (int)0x80000000u; }
+inline long ct_f2l_f(float x) {
+  return (x >= -9223372036854775808.0f && x < 9223372036854775808.0f) ? (long)x : (long)0x8000000000000000ul;
+}
+#ifdef CT_FP64
+inline int ct_f2i_d(double x) { return (x > -2147483649.0 && x < 2147483648.0) ? (int)x : (int)0x80000000u; }
+inline long ct_f2l_d(double x) {
+  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (long)x : (long)0x8000000000000000ul;
+}
+#endif
 """
 
 
@@ -89,6 +102,20 @@ def is_float(dt) -> bool:
     return d.kind == "f" or d == BF16
 
 
+def convert(expr: str, src, dst) -> str:
+    """``expr`` (a value of dtype ``src`` in its compute type) as dtype ``dst``'s compute type, as a cast stores it:
+    a float to an integer through the header's ``ct_f2i``/``ct_f2l`` (defined for NaN and out-of-range values)."""
+    s, d = np.dtype(src), np.dtype(dst)
+    if s == d:
+        return expr
+    if d == np.bool_:
+        return f"((uchar)(({expr}) != 0))"
+    if is_float(s) and d.kind in "iu":
+        fn = "ct_f2l" if d.itemsize == 8 or d.kind == "u" else "ct_f2i"
+        expr = f"{fn}_{'d' if ctype(s) == 'double' else 'f'}({expr})"
+    return f"(({ctype(d)})({expr}))"
+
+
 # ---------------------------------------------------------------------------------------------
 # elementwise expressions: a0, a1, a2 are the operands in their compute types
 # ---------------------------------------------------------------------------------------------
@@ -97,7 +124,7 @@ def unary_expr(op: str, dt) -> str | None:
     b = np.dtype(dt) == np.bool_
     ct = ctype(dt)
     if op == "neg":
-        return "(-a0)" if not b else None
+        return None if b else wrapping(ct, "(-a0)", f"(0 - ({utype(ct)})a0)")
     if op == "tanh" and ct == "float":  # written out (fastmath): PoCL's builtin costs twice its exp
         return "ct_tanh_f(a0)"
     if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "expm1", "log1p"):
@@ -109,7 +136,10 @@ def unary_expr(op: str, dt) -> str | None:
     if op == "sigmoid":
         return f"(({ct})1 / (({ct})1 + exp(-a0)))" if f else None
     if op == "abs":
-        return "fabs(a0)" if f else "a0" if b or np.dtype(dt).kind == "u" else f"(({ct})abs(a0))"
+        if f:
+            return "fabs(a0)"
+        return "a0" if b or np.dtype(dt).kind == "u" else wrapping(
+            ct, f"(({ct})abs(a0))", f"(a0 < 0 ? 0 - ({utype(ct)})a0 : ({utype(ct)})a0)")
     if op == "sign":
         # sign(NaN) = 0 and sign(-0.0) = +0.0, as PyTorch
         return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
@@ -159,11 +189,11 @@ def binary_expr(op: str, dt) -> str | None:
     b = np.dtype(dt) == np.bool_
     ct = ctype(dt)
     if op == "add":
-        return "(a0 | a1)" if b else "(a0 + a1)"
+        return "(a0 | a1)" if b else wrapping(ct, "(a0 + a1)", f"(({utype(ct)})a0 + ({utype(ct)})a1)")
     if op == "sub":
-        return None if b else "(a0 - a1)"
+        return None if b else wrapping(ct, "(a0 - a1)", f"(({utype(ct)})a0 - ({utype(ct)})a1)")
     if op == "mul":
-        return "(a0 & a1)" if b else "(a0 * a1)"
+        return "(a0 & a1)" if b else wrapping(ct, "(a0 * a1)", f"(({utype(ct)})a0 * ({utype(ct)})a1)")
     if op == "div":
         return "(a0 / a1)" if f else None
     if op == "floor_divide":
@@ -202,14 +232,22 @@ def binary_expr(op: str, dt) -> str | None:
 _INTEGER_BINARY = {
     "gcd": lambda ct, w: f"ct_gcd_{ct}(a0, a1)",
     "lcm": lambda ct, w: f"ct_lcm_{ct}(a0, a1)",
-    "bitwise_left_shift": lambda ct, w: f"(({ct})((a1 < 0 || a1 >= {w}) ? 0 : (({_utype(ct)})a0 << a1)))",
+    "bitwise_left_shift": lambda ct, w: f"(({ct})((a1 < 0 || a1 >= {w}) ? 0 : (({utype(ct)})a0 << a1)))",
     "bitwise_right_shift": lambda ct, w: (f"(({ct})(a0 >> ((a1 < 0 || a1 >= {w}) ? {w - 1} : a1)))"
                                           if not ct.startswith("u") else f"(a1 >= {w} ? 0 : (a0 >> a1))"),
 }
 
 
-def _utype(ct: str) -> str:
+def utype(ct: str) -> str:
     return ct if ct.startswith("u") else "u" + ct
+
+
+def wrapping(ct: str, plain: str, unsigned: str) -> str:
+    """An integer add/sub/mul/neg/abs of int or long computed unsigned, so that it wraps as PyTorch's: a signed
+    overflow is undefined in C, and the compiler folded ``(x + 1) > x`` to true inside a fused kernel where the add's
+    own kernel stored INT_MAX + 1 = INT_MIN (and took ``abs(x)`` for non-negative where abs(INT_MIN) is INT_MIN).
+    (char and short are computed in int: no overflow; floats as they are.)"""
+    return f"(({ct}){unsigned})" if ct in ("int", "long") else plain
 
 
 def _special_binary(op: str, f: bool, ct: str) -> str | None:
@@ -290,7 +328,7 @@ def _gcd_src(ct: str, signed: bool) -> str:
     truncating remainder (a INT_MIN operand can give a negative gcd, as PyTorch's: gcd(char -128, 96) = -32; the
     remainders never meet INT_MIN % -1), and lcm = |a / gcd * b| as PyTorch's: computed in int for 8/16-bit types
     (exact, then wrapped), with a wrapping product for wider ones (INT_MIN / -1 wraps here where PyTorch traps)."""
-    u = _utype(ct)
+    u = utype(ct)
     mag = (lambda v: f"({v} < 0 ? ({u})0 - ({u}){v} : ({u}){v})") if signed else (lambda v: v)
     if ct in ("char", "uchar", "short", "ushort"):
         lcm = "  int p = ((int)a / (int)g) * (int)b;\n  return (" + ct + ")(p < 0 ? -p : p);"

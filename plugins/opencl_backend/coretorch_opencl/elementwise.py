@@ -348,7 +348,8 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
                     specs.append((f"b_{b}{'_sc' if sc else ''}", e, _BOOL if b in cg.BINARY_BOOL_OUT else dt,
                                   [(dt, False), (dt, sc)], sc))
         for t in targets:
-            specs.append((f"k_cast_{cg.tag(t)}", "a0", t, [(dt, False)], False))
+            specs.append((f"k_cast_{cg.tag(t)}", cg.convert("a0", dt, t) if t != _BOOL else "a0", t,
+                          [(dt, False)], False))
         specs.append(("k_fill", "a0", dt, [(dt, True)], False))
         for xs in (False, True):
             for ys in (False, True):
@@ -358,7 +359,9 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
             specs.append((name, expr, dt, [(dt, False)] + [(dt, True)] * (1 + name.endswith("11")), False))
         if dt != _BOOL:  # y += alpha * x in one pass (axpy_: SGD's update, add_ with alpha), for floats rounded
             # once as PyTorch's fmadd (FP_CONTRACT alone left vector bodies and scalar tails to differ)
-            e = "fma(a2, a1, a0)" if cg.is_float(dt) else "(a0 + a2 * a1)"
+            ut = cg.utype(cg.ctype(dt))  # (integers: wrapping, see codegen.wrapping)
+            e = "fma(a2, a1, a0)" if cg.is_float(dt) else cg.wrapping(
+                cg.ctype(dt), "(a0 + a2 * a1)", f"(({ut})a0 + ({ut})a2 * ({ut})a1)")
             specs.append(("k_axpy", e, dt, [(dt, False), (dt, False), (dt, True)], False))
         if cg.is_float(dt):
             # float: written out (fastmath; PoCL's builtin is a slow call), double: OpenCL C's builtin

@@ -39,11 +39,7 @@ _MAX_ARGS = 96  # kernel parameters of one fused kernel (CL_DEVICE_MAX_PARAMETER
 
 def _conv(expr: str, src, dst) -> str:
     """``expr`` (a value of dtype ``src`` in its compute type) as ``dst``'s compute type, as a cast kernel stores."""
-    if src == dst:
-        return expr
-    if dst == _BOOL:
-        return f"((uchar)(({expr}) != 0))"
-    return f"(({cg.ctype(dst)})({expr}))"
+    return cg.convert(expr, src, dst)
 
 
 def _store_conv(expr: str, dt) -> str:
