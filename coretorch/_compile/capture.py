@@ -41,7 +41,7 @@ from ..optim import lr_scheduler as _sched
 from ..optim._lr_base import live as _lr_live
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import symbolic as _sym
+from . import hostrng as _hostrng, symbolic as _sym
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
 
@@ -380,6 +380,8 @@ class Recorder(ResultEncoding):
             return out
         if name == "to_numpy":
             return self._host_read(kernel, args[0], out)
+        if name == "rng_initial_seed":  # a generator's seed: the caller may reseed it between calls
+            return _hostrng.seed_read(self, kernel, args[0], out)
         if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
@@ -568,7 +570,7 @@ class Recorder(ResultEncoding):
         if self.iterators:  # next(it) of an iterator the step reaches (a data loader's): no replay advances it
             self._saved.append((builtins, "next", builtins.next))
             builtins.next = self._next(builtins.next)
-        for mod, name, orig in _host_random():  # random.random(), np.random.rand(): a number the replay would reuse
+        for mod, name, orig in _hostrng.draws():  # random.random(), np.random.rand(): a number the replay would reuse
             self._saved.append((mod, name, orig))
             setattr(mod, name, self._host_draw(f"{mod.__name__}.{name}", orig))
         for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
@@ -751,38 +753,9 @@ def iter_position(it: Any) -> Any:
         return operator.length_hint(it, -1)
 
 
-_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
-                        "set_bit_generator"})
-_DRAWS: list = []
-
-
-def host_rng_state() -> tuple:
-    """The states of Python's ``random`` and numpy's global generator: a capture that changes them drew a host random
-    number, also through a function bound before it (``from random import random``: no patch of the modules sees
-    that call)."""
-    import random
-    st: Any = np.random.get_state(legacy=True)   # (name, keys, pos, has_gauss, cached_gaussian)
-    return random.getstate(), (st[0], st[1].tobytes(), *st[2:])
-
-
 def scheduler_counts() -> dict[int, tuple]:
     """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
     return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
-
-
-def _host_random() -> list:
-    """``(module, name, function)`` of the module-level draws of Python's ``random`` and ``numpy.random`` (bound
-    methods of their hidden global generators): a number drawn on the host inside a captured step is a constant of
-    the replay, so a capture that draws one is a graph break (the calls run eagerly)."""
-    if not _DRAWS:
-        import random
-        for mod in (random, np.random):
-            for name in getattr(mod, "__all__", ()):
-                f = getattr(mod, name, None)
-                if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
-                        getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
-                    _DRAWS.append((mod, name, f))
-    return _DRAWS
 
 
 def _subclasses(cls: type) -> list:

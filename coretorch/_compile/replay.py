@@ -12,7 +12,8 @@ from ..tensor import _make
 from . import fusion, hostfuse, lower as _lower, plan as _plan
 from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
-                      host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
+                      iter_position, iterators_of, persistent_of, scheduler_counts)
+from .hostrng import host_rng_state
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
@@ -173,8 +174,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
                             "loop over it), which a replay would not advance")
         if host_rng_state() != rng:
             rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
-                            "through a name bound before the capture: `from random import random`), which a replay "
-                            "would repeat")
+                            "through a name bound before the capture: `from random import random`; a seed of "
+                            "`torch.seed()`), which a replay would repeat")
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")

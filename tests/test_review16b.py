@@ -1,0 +1,98 @@
+"""Review 16b of coretorch.compile: the arguments and the global state of compiled functions (``torch.compile(fn)``:
+aliasing, in-place changes, layouts, autograd on arguments, the random generators, global flags), every installed
+device.  Each test runs the same calls eagerly and compiled and compares what the caller sees."""
+from __future__ import annotations
+
+
+import coretorch as torch
+
+
+def _runs(make, calls: int, compiled: bool) -> list:
+    """``make()`` -> (fn, before(i)): the results (as lists) of ``calls`` calls, ``before(i)`` run before each."""
+    fn, before = make()
+    f = torch.compile(fn) if compiled else fn
+    out = []
+    for i in range(calls):
+        args = before(i)
+        r = f(*args)
+        out.append([v.tolist() if isinstance(v, torch.Tensor) else v for v in (r if isinstance(r, tuple) else (r,))])
+    return out
+
+
+def _assert_same(make, calls: int = 5) -> None:
+    eager, compiled = _runs(make, calls, False), _runs(make, calls, True)
+    for i, (a, b) in enumerate(zip(eager, compiled)):
+        assert a == b, f"call {i}: eager {a} compiled {b}"
+
+
+def test_the_generator_state_read_in_the_step(device):
+    """``torch.get_rng_state()`` / ``Generator.get_state()`` in a step that draws: eager returns the state of each
+    call; a replay returned the state of the capture (``get_state`` copied the kernel's array on the host, which the
+    capture kept as a constant), and ``set_state`` of it rewound the generator to the capture's draws."""
+    def make():
+        g = torch.Generator(device=device).manual_seed(3)
+
+        def step(x):
+            s = torch.get_rng_state() if device == "cpu" else g.get_state()
+            a = torch.rand(3, device=device, generator=None if device == "cpu" else g)
+            return x + a, s
+        torch.manual_seed(3)
+        return step, lambda i: (torch.ones(3, device=device),)
+    _assert_same(make)
+
+    def make_rewind():
+        g = torch.Generator(device=device).manual_seed(5)
+
+        def step(x):
+            s = g.get_state()
+            a = torch.rand(3, device=device, generator=g)
+            g.set_state(s)
+            return x + a + torch.rand(3, device=device, generator=g), torch.rand(1, device=device, generator=g)
+        return step, lambda i: (torch.ones(3, device=device),)
+    _assert_same(make_rewind)
+
+
+def test_the_initial_seed_read_in_the_step(device):
+    """``g.initial_seed()`` in the step, the generator reseeded by the caller between calls: eager returns the seed
+    of each call; a replay returned the capture's (the kernel's int result was recorded and dropped).  Also where the
+    step draws before it reads the seed (a check there could only raise)."""
+    def make(draw_first: bool):
+        g = torch.Generator(device=device)
+
+        def step(x):
+            a = torch.rand(2, device=device, generator=g) if draw_first else 0
+            return x * g.initial_seed() + a
+        return step, lambda i: (g.manual_seed(i // 2), torch.ones(2, device=device))[1:]
+    _assert_same(lambda: make(False), 6)
+    _assert_same(lambda: make(True), 6)
+
+    def make_default():
+        def step(x):
+            return x + torch.initial_seed()
+        return step, lambda i: (torch.manual_seed(i // 2), torch.ones(2, device=device))[1:]
+    _assert_same(make_default, 6)
+
+    def make_seeded_inside():  # a seed the step sets itself, read after: the replay keeps running
+        g = torch.Generator(device=device)
+
+        def step(x, s):
+            g.manual_seed(s)
+            return x * g.initial_seed() + torch.rand(2, device=device, generator=g)
+        return step, lambda i: (torch.ones(2, device=device), i // 3)
+    _assert_same(make_seeded_inside, 6)
+    f = torch.compile(lambda x: x * torch.Generator(device=device).manual_seed(4).initial_seed())
+    for _ in range(3):
+        assert f(torch.ones(1, device=device)).tolist() == [4.0]
+    assert f.replays == 2
+
+
+def test_torch_seed_in_the_step_is_a_graph_break(device):
+    """``torch.seed()`` / ``Generator.seed()`` in the step: eager reseeds with a new non-deterministic number every
+    call; a replay reseeded with the capture's number, so every call drew the same "random" numbers."""
+    for seed in (torch.seed, lambda: torch.Generator(device=device).seed()):
+        f = torch.compile(lambda x: x + seed())
+        vals = {f(torch.zeros(1, device=device, dtype=torch.float64)).item() for _ in range(4)}
+        assert len(vals) == 4 and f.replays == 0
+    f = torch.compile(lambda x: (torch.seed(), x + torch.rand(1, device=device))[1])
+    assert len({f(torch.zeros(1, device=device)).item() for _ in range(4)}) == 4
+    assert "torch.seed()" in torch.compiler.explain(f, torch.zeros(1, device=device)).break_reasons[0]
