@@ -96,3 +96,70 @@ def test_torch_seed_in_the_step_is_a_graph_break(device):
     f = torch.compile(lambda x: (torch.seed(), x + torch.rand(1, device=device))[1])
     assert len({f(torch.zeros(1, device=device)).item() for _ in range(4)}) == 4
     assert "torch.seed()" in torch.compiler.explain(f, torch.zeros(1, device=device)).break_reasons[0]
+
+
+def _assert_follows(fn, settings, device: str) -> None:
+    """``fn`` compiled, called after each of ``settings`` (callables changing global state) gives eager's result."""
+    f = torch.compile(fn)
+    for i, s in enumerate(settings):
+        s()
+        x = torch.ones(2, device=device)
+        assert f(x).tolist() == fn(x).tolist(), f"call {i}"
+
+
+def test_flags_of_nested_modules_and_classes_the_step_reads(device, tmp_path, monkeypatch):
+    """``torch.backends.cudnn.enabled``, ``pkg.sub.VALUE``, ``pkg.Cfg.K`` (a module's module or class, named through
+    the module): eager reads the value of each call; a replay reused the capture's number (only the attributes of a
+    module named directly were guarded: ``cfg.scale``)."""
+    pkg = tmp_path / "r16b_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import sub\n\n\nclass Cfg:\n    K = 1.0\n")
+    (pkg / "sub.py").write_text("VALUE = 1.0\n\n\nclass Inner:\n    K = 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import r16b_pkg
+    cudnn = torch.backends.cudnn
+    monkeypatch.setattr(cudnn, "enabled", True)
+
+    def flag(v):
+        return lambda: setattr(cudnn, "enabled", v)
+    _assert_follows(lambda x: x * (2 if torch.backends.cudnn.enabled else 3), [flag(True), flag(False), flag(True),
+                                                                               flag(False)], device)
+    for obj, name, read in ((r16b_pkg.sub, "VALUE", lambda x: x * r16b_pkg.sub.VALUE),
+                            (r16b_pkg.Cfg, "K", lambda x: x * r16b_pkg.Cfg.K),
+                            (r16b_pkg.sub.Inner, "K", lambda x: x * r16b_pkg.sub.Inner.K)):
+        _assert_follows(read, [lambda v=v: setattr(obj, name, v) for v in (1.0, 2.0, 1.0, 3.0)], device)
+
+
+def test_settings_read_through_getters(device, monkeypatch):
+    """``torch.get_float32_matmul_precision()``, ``torch.get_num_threads()`` in the step, changed between calls: eager
+    reads the setting of each call; a replay reused the capture's (no guard held them)."""
+    from coretorch import _compat
+    monkeypatch.setattr(_compat, "_precision", ["highest"])
+    prec = [lambda v=v: torch.set_float32_matmul_precision(v) for v in ("highest", "high", "highest", "medium")]
+    _assert_follows(lambda x: x * (2 if torch.get_float32_matmul_precision() == "highest" else 3), prec, device)
+    monkeypatch.setattr(_compat, "_threads", dict(_compat._threads))
+    monkeypatch.setattr(torch._compile.modes, "_threads", _compat._threads)
+    n0 = torch.get_num_threads()
+    try:
+        threads = [lambda v=v: _compat._threads.__setitem__("intra", v) for v in (1, 2, 1, 3)]
+        _assert_follows(lambda x: x * torch.get_num_threads(), threads, device)
+    finally:
+        _compat._threads["intra"] = None
+    assert torch.get_num_threads() == n0
+
+
+def test_environment_variables_the_step_reads(device, monkeypatch):
+    """``os.environ["K"]`` / ``os.getenv("K")`` in the step, the variable changed between calls: eager reads each
+    call's value; a replay reused the capture's (``os.environ`` was keyed by identity)."""
+    import os
+    monkeypatch.setenv("R16B_SCALE", "1")
+
+    def env(v):
+        return lambda: os.environ.__setitem__("R16B_SCALE", v)
+    settings = [env(v) for v in ("1", "2", "2", "1", "3")]
+    _assert_follows(lambda x: x * float(os.environ["R16B_SCALE"]), settings, device)
+    _assert_follows(lambda x: x * float(os.getenv("R16B_SCALE", "0")), settings, device)
+    f = torch.compile(lambda x: x * float(os.environ["R16B_SCALE"]))
+    for _ in range(3):
+        f(torch.ones(1, device=device))
+    assert f.replays == 2

@@ -16,8 +16,9 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
   same memory (PoCL through the opencl plugin);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
-  ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode, the numbers, tensors and
-  container entries the step can reach in its globals, closure, helpers and modules);
+  ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode and the other settings
+  (:mod:`.modes`), the numbers, tensors and container entries the step can reach in its globals, closure, helpers
+  and modules, ``os.environ``);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.explain`: ``coretorch.compiler.explain``.

@@ -5,6 +5,7 @@ from collections import deque as _deque
 import dis
 import hashlib
 import numbers as _numbers
+from os import _Environ
 from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, MethodType as _MethodType, ModuleType as _ModuleType
@@ -13,19 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes as _dtypes
-from .._determinism import state as _det
-from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
-from ..autograd.anomaly_mode import state as _anomaly
-from ..autograd.grad_mode import state as _grad_state
 from ..device import device as _Device
 from ..nn.modules import _hooks as _mh
-from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
+from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
@@ -280,6 +276,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
+    if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
+        return tuple(o._data.items())
     if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
         return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
@@ -541,28 +539,34 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
         d = vars(c)
         refs.extend((d, a) for a in names if a in d)
         helpers.extend(getattr(m, "__func__", m) for m in d.values())
-    for _, n in list(refs):
-        v = g[n]
-        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
-            d = vars(v)
-            for a in names:
-                if a in d:
-                    refs.append((d, a))
-                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
-                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
-                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
-        elif isinstance(v, type) and _user_class(v):
-            class_refs(v)
-        else:
-            helpers.append(v)
+    # (the modules and user classes named through a module, two levels: ``pkg.sub.VALUE``, ``utils.Cfg.K``,
+    # ``torch.backends.cudnn.enabled``)
+    todo = [(g[n], 2) for _, n in refs]
     for cell in f.__closure__ or ():  # helpers held by the closure
         try:
             v = cell.cell_contents
         except ValueError:
             continue
         helpers.append(v)
-        if isinstance(v, type) and _user_class(v):  # a local class (``A.K`` of a class made in a function)
+        if isinstance(v, _ModuleType) or isinstance(v, type) and _user_class(v):  # a local class (``A.K`` of a
+            todo.append((v, 2))  # class made in a function), a module imported in the function
+    for v, lvl in todo:
+        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
+            d = vars(v)
+            for a in names:
+                if a in d:
+                    refs.append((d, a))
+                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
+                    w = d[a]
+                    if lvl and isinstance(v, _ModuleType) and (isinstance(w, _ModuleType) or isinstance(
+                            w, type) and _user_class(w)) and all(w is not u for u, _ in todo):
+                        todo.append((w, lvl - 1))
+                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
+                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
+        elif isinstance(v, type) and _user_class(v):
             class_refs(v)
+        else:
+            helpers.append(v)
     if depth:
         for v in helpers:
             v = v.func if isinstance(v, _partial) else v
@@ -631,15 +635,6 @@ def _aliases(lv: list) -> tuple:
         return ()
     ids = [id(d) for d in arrs]
     return tuple(ids.index(i) for i in ids), tuple(mems.index(m) for m in mems)
-
-
-def _modes() -> tuple:
-    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
-    (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
-    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
-        if _ac_state.on else ()
-    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
-            _dtypes.default, _creation._default_device[0])
 
 
 _NUMBER_ATTRS: dict[int, tuple] = {}  # id(modules list) -> (the list, its __dict__s, their lengths, pairs)
