@@ -277,7 +277,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
-        return tuple(o._data.items())
+        return tuple(vars(o)["_data"].items())
     if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
         return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
