@@ -163,3 +163,66 @@ def test_environment_variables_the_step_reads(device, monkeypatch):
     for _ in range(3):
         f(torch.ones(1, device=device))
     assert f.replays == 2
+
+
+def test_autograd_state_an_argument_gets_in_place(device):
+    """An in-place op the step records in an argument's graph (``x.mul_(3)`` on a non-leaf, ``x.add_(w)`` with ``w``
+    requiring grad), ``x.requires_grad_()``, ``x.requires_grad_(False)``, ``x.detach_()``: eager changes the
+    argument's ``grad_fn``/``requires_grad``, so the caller's backward through it includes the op; a replay changed
+    the values only (the caller's backward silently missed the ``* 3``: w.grad 2 instead of 6, or raised, or the
+    caller's tensor kept the requires_grad of before).  Now a graph break."""
+    w0 = torch.ones(3, device=device, requires_grad=True)
+
+    def state(x):
+        return x.requires_grad, type(x.grad_fn).__name__
+
+    def check(step, make, after):
+        seen = []
+        for compiled in (False, True):
+            f = torch.compile(step) if compiled else step
+            got = []
+            for i in range(3):
+                w0.grad = None
+                args = make(i)
+                r = f(args[0])
+                got.append((r.tolist(), state(args[0]), after(args)))
+            seen.append(got)
+        assert seen[0] == seen[1]
+
+    def grad_of_leaf(args):
+        args[0].sum().backward()
+        return args[1].grad.tolist()
+
+    def nonleaf(i):
+        w = torch.full((3,), float(i + 1), device=device, requires_grad=True)
+        return w * 2, w
+    check(lambda x: x.mul_(3).detach().sum(), nonleaf, grad_of_leaf)
+    check(lambda x: x.add_(w0).detach() * 1, lambda i: (torch.full((3,), float(i), device=device), w0),
+          lambda args: (args[0].sum().backward(), w0.grad.tolist())[1])
+    check(lambda x: (x.requires_grad_(), (x * 2).sum().backward(), x.grad)[2],
+          lambda i: (torch.full((3,), float(i), device=device),), lambda args: args[0].grad.tolist())
+    check(lambda x: x.requires_grad_(False) * 2,
+          lambda i: (torch.full((3,), float(i), device=device, requires_grad=True),), lambda args: None)
+    check(lambda x: x.detach_() * 2, nonleaf, lambda args: None)
+
+
+def test_in_place_updates_without_autograd_state_still_replay(device):
+    """The steps that change no argument's autograd state keep their replay: ``x.add_(1)`` on an argument, a manual
+    SGD update under ``no_grad`` of a leaf in the closure."""
+    f = torch.compile(lambda x: x.add_(1) * 2)
+    for i in range(3):
+        f(torch.full((3,), float(i), device=device))
+    assert f.replays == 2
+    w = torch.ones(3, device=device, requires_grad=True)
+
+    def sgd(x):
+        loss = (w * x).sum()
+        loss.backward()
+        with torch.no_grad():
+            w.sub_(0.1 * w.grad)
+            w.grad.zero_()
+        return loss.detach()
+    g = torch.compile(sgd)
+    for _ in range(4):
+        g(torch.ones(3, device=device))
+    assert g.replays >= 2

@@ -178,7 +178,7 @@ class Recorder(ResultEncoding):
         self.paths: list[Path] = []
         self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
         self._host_reads: dict[int, tuple] = {}  # id(host value) -> (line, source, value) of a checked read
-        self.snap: dict[str, tuple[Any, Any, int]] = {}  # expr -> (tensor, its array, its version)
+        self.snap: dict[str, tuple] = {}  # expr -> (tensor, its array, its version, grad_fn, requires_grad)
         self.breaks: list[str] = []
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
@@ -320,15 +320,19 @@ class Recorder(ResultEncoding):
         self.snap = {}
         for p in self.paths:
             t = p.get()
-            self.snap[p.expr] = (t, t._data, t._vc[0]) if isinstance(t, Tensor) else (t, None, 0)
+            self.snap[p.expr] = (t, t._data, t._vc[0], t._gf, t._rg) if isinstance(t, Tensor) else (t, None, 0, 0, 0)
 
     def write_back(self) -> None:
         """Source that leaves the persistent state as eager has left it since the last snapshot."""
         counters: set = set()
         for p in self.paths:
             t = p.get()
-            t0, d0, v0 = self.snap[p.expr]
+            t0, d0, v0, g0, r0 = self.snap[p.expr]
             if t is t0:
+                if isinstance(t, Tensor) and (t._gf is not g0 or t._rg is not r0):  # (x.mul_(w) recorded in x's
+                    self.graph_break(f"the call changed the autograd state of {p.expr} (an in-place op recorded in "
+                                     "its graph, requires_grad_()), which a replay would not")  # graph: a backward
+                    continue  # through it would miss the op)
                 if isinstance(t, Tensor) and t._data is not d0:
                     self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
                 if isinstance(t, Tensor) and t._vc[0] != v0 and id(t._vc) not in counters:
