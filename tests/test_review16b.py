@@ -226,3 +226,68 @@ def test_in_place_updates_without_autograd_state_still_replay(device):
     for _ in range(4):
         g(torch.ones(3, device=device))
     assert g.replays >= 2
+
+
+def test_a_global_mode_the_step_sets(device):
+    """A step that sets a global mode and leaves it set (``torch.set_grad_enabled(False)``, ``set_default_dtype``,
+    ``use_deterministic_algorithms``, ``set_float32_matmul_precision``), the caller resetting it between calls: eager
+    sets it at every call; a replay did not (the caller found the mode it had set).  Now a graph break."""
+    def reset():
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(True)
+        torch.use_deterministic_algorithms(False)
+        torch.set_float32_matmul_precision("highest")
+
+    def seen():
+        return (torch.get_default_dtype(), torch.is_grad_enabled(), torch.are_deterministic_algorithms_enabled(),
+                torch.get_float32_matmul_precision())
+    try:
+        for setter in (lambda: torch.set_default_dtype(torch.float64), lambda: torch.set_grad_enabled(False),
+                       lambda: torch.use_deterministic_algorithms(True),
+                       lambda: torch.set_float32_matmul_precision("high")):
+            def step(x):
+                setter()
+                return x * 2
+            f = torch.compile(step)
+            for _ in range(3):
+                reset()
+                step(torch.ones(2, device=device))
+                want = seen()
+                reset()
+                f(torch.ones(2, device=device))
+                assert seen() == want
+    finally:
+        reset()
+
+
+def test_a_compiled_module_forward_that_draws_or_sets_a_mode(device):
+    """A compiled module whose forward draws through a name bound before the capture (``from random import random``)
+    or calls ``torch.seed()``, or sets the default dtype: eager draws a new number (sets the mode) at every call; the
+    module capture did not check (a replay repeated the capture's number, left the mode as it was)."""
+    from random import random as draw
+
+    class M(torch.nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+            self.kind = kind
+
+        def forward(self, x):
+            if self.kind == 0:
+                return self.lin(x) * draw()
+            if self.kind == 1:
+                torch.seed()
+                return self.lin(x) + torch.rand(2, device=x.device)
+            torch.set_default_dtype(torch.float64)
+            return self.lin(x)
+    try:
+        for kind in (0, 1):
+            c = torch.compile(M(kind).to(device))
+            assert len({tuple(c(torch.ones(1, 2, device=device)).flatten().tolist()) for _ in range(4)}) == 4
+        c = torch.compile(M(2).to(device))
+        for _ in range(3):
+            torch.set_default_dtype(torch.float32)
+            c(torch.ones(1, 2, device=device))
+            assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)

@@ -21,7 +21,7 @@ from ..tensor import Tensor, _make
 from . import guards as _guards, hostfuse as _hostfuse
 from .capture import CaptureBusy, FailOnRecompileLimitHit, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
-from .replay import _VAR, Mismatch, build_parts
+from .replay import _VAR, Mismatch, build_parts, check_process_state, process_state
 
 
 class CompiledFunctionBackward(Node):
@@ -239,8 +239,9 @@ class ModuleCapture:
         entry.planned = (0, 0)
         try:
             rec.track(lv, params, buffers, plain)
-            before = _guards.module_numbers(modules)
+            before, process = _guards.module_numbers(modules), process_state()
             result = self.fn(*args, **kwargs)
+            check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
             outs, single = _flat_outputs(result)
             if outs is None:

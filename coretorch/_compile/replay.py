@@ -14,6 +14,7 @@ from . import guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
                       iter_position, iterators_of, persistent_of, scheduler_counts)
 from .hostrng import host_rng_state
+from .modes import modes as _modes
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
@@ -137,6 +138,25 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     return fw_fn, bw_fn
 
 
+def process_state() -> tuple:
+    """The host random state (see :mod:`.hostrng`) and the global modes and settings (:mod:`.modes`), before a
+    capture runs the function (see :func:`check_process_state`)."""
+    return host_rng_state(), _modes()
+
+
+def check_process_state(rec: Recorder, before: tuple) -> None:
+    """A graph break where the captured call drew a host random number or changed a global mode: a replay would
+    repeat the number, and leave the mode as it finds it."""
+    rng, modes = before
+    if host_rng_state() != rng:
+        rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
+                        "through a name bound before the capture: `from random import random`; a seed of "
+                        "`torch.seed()`), which a replay would repeat")
+    if _modes() != modes:
+        rec.graph_break("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, "
+                        "`set_default_dtype`, `use_deterministic_algorithms`...), which a replay would not repeat")
+
+
 class _Entry:
     __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted")
 
@@ -166,16 +186,13 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     try:
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
-        rng, scheds = host_rng_state(), scheduler_counts()
+        process, scheds = process_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         result = fn(*args, **kwargs)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
             rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
                             "loop over it), which a replay would not advance")
-        if host_rng_state() != rng:
-            rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
-                            "through a name bound before the capture: `from random import random`; a seed of "
-                            "`torch.seed()`), which a replay would repeat")
+        check_process_state(rec, process)
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
