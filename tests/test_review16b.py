@@ -3,6 +3,7 @@ aliasing, in-place changes, layouts, autograd on arguments, the random generator
 device.  Each test runs the same calls eagerly and compiled and compares what the caller sees."""
 from __future__ import annotations
 
+import pytest
 
 import coretorch as torch
 
@@ -291,3 +292,30 @@ def test_a_compiled_module_forward_that_draws_or_sets_a_mode(device):
             assert torch.get_default_dtype() == torch.float64
     finally:
         torch.set_default_dtype(torch.float32)
+
+
+def test_indexing_with_another_index_tensor_in_range(device):
+    """``x[idx]`` with an index tensor argument, after the step wrote state (``w.add_(1)`` first): eager indexes with
+    any index in range (negative ones too); on cpu a replay checked the values of the index's min and max read at the
+    capture, so ``x[[0, 4]]`` or ``x[[-1, 2]]`` after a capture with ``[1, 2]`` raised "a value the captured step
+    read on the host differs" (before any write it ran eagerly at every call).  Now the check is whether every index
+    is in range."""
+    res = []
+    for compiled in (False, True):
+        w = torch.zeros(3, device=device)
+
+        def step(x, i):
+            w.add_(1)
+            return x[i] * 2
+        f = torch.compile(step) if compiled else step
+        out = [f(torch.arange(5., device=device), torch.tensor(v, device=device)).tolist()
+               for v in ([1, 2], [1, 2], [0, 4], [-1, 2], [-5, 4], [3, 3])]
+        res.append((out, w.tolist(), getattr(f, "replays", None)))
+    assert res[0][:2] == res[1][:2]
+    assert res[1][2] == 5
+    f = torch.compile(lambda x, i: x[i])
+    f(torch.arange(5., device=device), torch.tensor([1], device=device))
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(torch.arange(5., device=device), torch.tensor([5], device=device)).tolist()
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(torch.arange(5., device=device), torch.tensor([-6], device=device)).tolist()

@@ -440,17 +440,17 @@ class Recorder(ResultEncoding):
         i, call, _ = e
         self.lines[i] = f"{self.new_var(copy)} = {call}"
 
-    def checked_host_all_below(self, table, arr, n: int) -> bool:
+    def checked_host_all_below(self, table, arr, n: int, low: int = 0) -> bool:
         if not self.active or get_ident() != self.thread:
-            return _orig_host_all_below(table, arr, n)
+            return _orig_host_all_below(table, arr, n, low)
         self.active = False  # its whole-array read is the check itself
         try:
-            result = _orig_host_all_below(table, arr, n)
+            result = _orig_host_all_below(table, arr, n, low)
         finally:
             self.active = True
         if not self.breaks:
             v = self.read(arr)
-            self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}) is not {result!r}: "
+            self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}, {low!r}) is not {result!r}: "
                               f"raise MISMATCH({self.mutated or self.segments > 0})")
         return result
 
