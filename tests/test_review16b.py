@@ -319,3 +319,21 @@ def test_indexing_with_another_index_tensor_in_range(device):
         f(torch.arange(5., device=device), torch.tensor([5], device=device)).tolist()
     with pytest.raises(IndexError, match="out of bounds"):
         f(torch.arange(5., device=device), torch.tensor([-6], device=device)).tolist()
+
+
+def test_the_storage_offset_of_a_view_argument(device):
+    """A view argument at another place of the same storage (``T[i:i + 5]``, same shape and strides: one guard key)
+    where the step depends on its storage offset (``x.storage_offset()``, ``x.as_strided(size, stride, 1)``, whose
+    offset is the storage's): eager follows each call's offset; a replay used the capture's (as_strided read the
+    capture's place, as_strided_scatter raised inside the replay).  Now the replay checks the offset first and
+    captures again; a step that does not read it keeps its replay."""
+    t = torch.arange(20., device=device)
+    for fn in (lambda x: x * x.storage_offset(), lambda x: x.as_strided((2,), (1,), 1) * 1,
+               lambda x: torch.as_strided_scatter(x, torch.zeros(2, device=device), (2,), (1,), 1) * 1):
+        f = torch.compile(fn)
+        for i in (0, 0, 1, 2, 2, 1):
+            assert f(t[i:i + 5]).tolist() == fn(t[i:i + 5]).tolist()
+    f = torch.compile(lambda x: x.add_(1) * 2)
+    for i in range(4):
+        f(t[i:i + 5])
+    assert f.replays == 3

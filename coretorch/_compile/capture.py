@@ -386,6 +386,10 @@ class Recorder(ResultEncoding):
             return self._host_read(kernel, args[0], out)
         if name == "rng_initial_seed":  # a generator's seed: the caller may reseed it between calls
             return _hostrng.seed_read(self, kernel, args[0], out)
+        if name == "storage_offset" and self.owner.get(id(args[0])) is not None:  # an input's offset (no guard: a
+            # view of a batch at another place captures again where the step reads it, as_strided's storage_offset)
+            self.checks.append(f"if {self.const(kernel)}({self.owner[id(args[0])]}) != {out!r}: "
+                               "raise MISMATCH(False, True)")
         if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
