@@ -337,3 +337,22 @@ def test_the_storage_offset_of_a_view_argument(device):
     for i in range(4):
         f(t[i:i + 5])
     assert f.replays == 3
+
+
+def test_whether_an_argument_is_a_leaf_or_a_view(device):
+    """``x.is_leaf`` / ``x.grad_fn is None`` / ``x._base is None`` read in the step (same shape, strides, dtype and
+    requires_grad: one guard key before): eager branches on each call's argument; a replay took the capture's
+    branch."""
+    w = torch.ones(3, device=device, requires_grad=True)
+    t = torch.arange(6., device=device)
+
+    def leaf(x):
+        with torch.no_grad():
+            return x * (2 if x.is_leaf else 3)
+    f = torch.compile(leaf)
+    for a in (w, w * 1, w, w * 1):
+        assert f(a).tolist() == leaf(a).tolist()
+    g = torch.compile(lambda x: (x * 2).detach() if x.grad_fn is None else (x * 3).detach())
+    assert [g(a).tolist()[0] for a in (w, w * 1, w)] == [2.0, 3.0, 2.0]
+    h = torch.compile(lambda x: x * (2 if x._base is None else 3))
+    assert [h(a).tolist()[1] for a in (t[:3], t[:3].clone(), t[:3], t[3:].clone())] == [3.0, 2.0, 3.0, 8.0]
