@@ -356,3 +356,29 @@ def test_whether_an_argument_is_a_leaf_or_a_view(device):
     assert [g(a).tolist()[0] for a in (w, w * 1, w)] == [2.0, 3.0, 2.0]
     h = torch.compile(lambda x: x * (2 if x._base is None else 3))
     assert [h(a).tolist()[1] for a in (t[:3], t[:3].clone(), t[:3], t[3:].clone())] == [3.0, 2.0, 3.0, 8.0]
+
+
+def test_a_result_that_is_a_generator_an_iterator_or_a_closure(device):
+    """A compiled generator function, a step returning ``iter([...])``, ``map(...)``, a lambda over a tensor it made,
+    a bound method or a partial of such a tensor: eager returns a new object of this call; a replay returned the
+    capture's (a used-up generator: ``[]``, or a closure over the capture's tensors).  Now a graph break."""
+    import functools
+
+    def gen(x):
+        yield x * 2
+        yield x * 3
+
+    def make_closure(x):
+        y = x * 2
+        return lambda: y + 1
+    cases = [(gen, lambda r: [t.tolist() for t in r]),
+             (lambda x: iter([x * 2, x * 3]), lambda r: [t.tolist() for t in r]),
+             (lambda x: map(lambda t: t * 2, [x, x + 1]), lambda r: [t.tolist() for t in r]),
+             (make_closure, lambda r: r().tolist()),
+             (lambda x: (x * 2).add, lambda r: r(1).tolist()),
+             (lambda x: functools.partial(torch.add, x * 2), lambda r: r(1).tolist())]
+    for fn, read in cases:
+        f = torch.compile(fn)
+        for i in range(3):
+            x = torch.full((2,), float(i), device=device)
+            assert read(f(x)) == read(fn(x))
