@@ -382,3 +382,25 @@ def test_a_result_that_is_a_generator_an_iterator_or_a_closure(device):
         for i in range(3):
             x = torch.full((2,), float(i), device=device)
             assert read(f(x)) == read(fn(x))
+
+
+def test_a_new_namespace_or_dataclass_of_numbers_in_the_result(device):
+    """A result holding a namespace or a dataclass the call made with numbers only (``SimpleNamespace(n=...)``,
+    ``Stats(n, tags=[])``) or a ``bytearray``: eager returns a new object each call; a replay returned the capture's
+    own object every call (a caller appending to ``stats.tags`` changed every later result)."""
+    import dataclasses
+    import types
+
+    @dataclasses.dataclass
+    class Stats:
+        n: int
+        tags: list
+
+    for make in (lambda x: types.SimpleNamespace(n=x.shape[0], tags=[]), lambda x: Stats(x.shape[0], []),
+                 lambda x: bytearray(b"ab")):
+        f = torch.compile(lambda x, make=make: (x * 2, make(x)))
+        outs = [f(torch.ones(2, device=device))[1] for _ in range(3)]
+        assert len({id(o) for o in outs}) == 3
+        if not isinstance(outs[0], bytearray):
+            outs[1].tags.append("seen")
+            assert f(torch.ones(2, device=device))[1].tags == [] and outs[2].tags == []
