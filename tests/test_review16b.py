@@ -404,3 +404,24 @@ def test_a_new_namespace_or_dataclass_of_numbers_in_the_result(device):
         if not isinstance(outs[0], bytearray):
             outs[1].tags.append("seen")
             assert f(torch.ones(2, device=device))[1].tags == [] and outs[2].tags == []
+
+
+@pytest.mark.xfail(strict=True, reason="a tuple, list or dict argument is a root of the step, keyed by its identity "
+                   "(its tensors counted as the step's own), so a new batch container each call captures again: "
+                   "keying argument containers by structure needs roots, root_key and state_of to tell argument "
+                   "containers apart (a design change)")
+def test_a_new_batch_tuple_each_call_replays(device):
+    """``for batch in loader: step(batch)``: each call passes a new tuple of tensors of the same shapes; PyTorch's
+    guards key it by structure and replay.  Here every call captures again (correct results), and past the
+    recompile limit the step runs eagerly with a warning."""
+    import warnings
+
+    def step(batch):
+        x, y = batch
+        return (x - y).pow(2).mean()
+    f = torch.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(10):
+            f((torch.full((2,), float(i), device=device), torch.zeros(2, device=device)))
+    assert f.replays >= 8
