@@ -426,3 +426,31 @@ def test_a_new_batch_tuple_each_call_replays(device):
         for b in batches:  # (batches made ahead, as a loader's prefetch: each tuple at its own address)
             assert f(b).item() == step(b).item()
     assert f.replays >= 8
+
+
+class _Scaled:
+    def __init__(self):
+        self._s = 1.0
+
+    @property
+    def scale(self):
+        return self._s
+
+    def get(self):
+        return self._s
+
+
+def test_a_property_or_method_of_an_object_the_step_reads(device):
+    """``c.scale`` (a property returning ``self._s``) or ``c.get()`` of a plain object in the globals, the closure or
+    the arguments, ``c._s`` changed between calls: eager reads the new number; a replay reused the capture's (only
+    the attribute names the step's code reads were keyed: ``scale``, not ``_s``)."""
+    c = _Scaled()
+    for fn in (lambda x: x * c.scale, lambda x: x * c.get()):
+        f = torch.compile(fn)
+        for v in (1.0, 2.0, 2.0, 3.0):
+            c._s = v
+            assert f(torch.ones(1, device=device)).tolist() == [v]
+    g = torch.compile(lambda o, x: x * o.scale)
+    for v in (1.0, 2.0, 3.0):
+        c._s = v
+        assert g(c, torch.ones(1, device=device)).tolist() == [v]
