@@ -309,10 +309,11 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if e is None or e[0] is not d or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
-        sel = tuple(n for n in names if n in d or hasattr(cls, n))
-        if any(n not in d and isinstance(getattr(cls, n, None), (property, _FunctionType)) for n in sel):
-            sel = tuple(sorted(set(sel) | set(d)))  # a property or method it calls (``c.scale``: ``self._s``): all
-        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, sel)
+        sel = [n for n in names if n in d or hasattr(cls, n)]
+        for g in [getattr(cls, n).fget for n in sel if n not in d and isinstance(getattr(cls, n), property)]:
+            if getattr(g, "__code__", None) is not None and not _internal(g.__code__.co_filename):  # ``c.scale``
+                sel += sorted(_code_names(g.__code__, set()) & d.keys() - set(sel))  # returning ``self._s``
+        e = _OBJ_NAMES[id(d)] = (d, names, len(d), cls, tuple(sel))
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
