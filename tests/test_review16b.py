@@ -455,3 +455,26 @@ def test_a_property_of_an_object_the_step_reads(device):
     for v in (1.0, 2.0, 3.0):
         c._s = v
         assert g(c, torch.ones(1, device=device)).tolist() == [v]
+
+
+def test_the_clock_read_in_the_step(device):
+    """``time.perf_counter()`` / ``time.time()`` in the step (an elapsed time returned): eager reads the clock at
+    every call; a replay returned the capture's number.  Now a graph break, as a host random draw; a clock read
+    by the standard library (``logging``'s record time) keeps the replay."""
+    import logging
+    import time
+
+    def step(x):
+        t0 = time.perf_counter()
+        y = (x * 2).sum()
+        return y, time.perf_counter() - t0, time.time()
+    f = torch.compile(step)
+    outs = [f(torch.ones(3, device=device)) for _ in range(3)]
+    assert len({o[2] for o in outs}) == 3 and f.replays == 0
+    log = logging.getLogger("test_review16b")
+    log.setLevel(logging.INFO)
+    log.addHandler(logging.NullHandler())
+    g = torch.compile(lambda x: (log.info("step"), x * 2)[1])
+    for _ in range(3):
+        g(torch.ones(2, device=device))
+    assert g.replays == 2

@@ -614,8 +614,10 @@ class Recorder(ResultEncoding):
         rec = self
 
         def draw(*a, **kw):
-            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
-                rec.graph_break(f"{what}() draws a host random number (a replay would reuse the captured one)")
+            fn = sys._getframe(1).f_code.co_filename
+            if rec.active and get_ident() == rec.thread and not _internal(fn) and _hostrng.counts(what, fn):
+                rec.graph_break(f"{what}() reads a host random number or the clock (a replay would reuse the "
+                                "captured one)")
             return orig(*a, **kw)
         return draw
 

@@ -1,9 +1,12 @@
 """The random state a captured step reads on the host: draws of Python's ``random``, numpy's global generator and
-coretorch's non-deterministic seeds (``torch.seed()``: a capture that draws one is a graph break, a replay would
-repeat the number), and a generator's ``initial_seed()`` (a check of the replay: the caller may reseed between
-calls)."""
+coretorch's non-deterministic seeds (``torch.seed()``), and the clock (``time.perf_counter()``): a capture that
+draws one is a graph break, a replay would repeat the number; and a generator's ``initial_seed()`` (a check of the
+replay: the caller may reseed between calls)."""
 from __future__ import annotations
 
+import os
+import site
+import time
 from typing import Any
 
 import numpy as np
@@ -13,6 +16,8 @@ from ..ops import random as _rops
 _NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
                         "set_bit_generator"})
 _DRAWS: list = []
+_CLOCKS = ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+           "process_time_ns", "thread_time", "thread_time_ns")
 # kernels that set a generator's seed (after one in the step, the step's own number is what initial_seed() reads)
 RESEEDS = frozenset({"rng_seed", "rng_set_state", "manual_seed"})
 
@@ -38,7 +43,18 @@ def draws() -> list:
                 if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
                         getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
                     _DRAWS.append((mod, name, f))
+        # the clock (``t0 = time.perf_counter()``, an elapsed time returned: a replay returned the capture's)
+        _DRAWS.extend((time, n, getattr(time, n)) for n in _CLOCKS if hasattr(time, n))
     return _DRAWS
+
+
+_LIBS = tuple({os.path.dirname(os.__file__), *site.getsitepackages(), site.getusersitepackages()})
+
+
+def counts(what: str, filename: str) -> bool:
+    """Whether a draw from outside coretorch is the step's (a graph break): any random draw; a clock read by the
+    user's own code only (``logging``'s record time, a progress bar's rate: Python side effects of the capture)."""
+    return not what.startswith("time.") or not filename.startswith(_LIBS)
 
 
 def seed_read(rec: Any, kernel: Any, gen_state: Any, seed: int) -> int:
