@@ -478,3 +478,18 @@ def test_the_clock_read_in_the_step(device):
     for _ in range(3):
         g(torch.ones(2, device=device))
     assert g.replays == 2
+
+
+def test_negative_zero_is_another_number(device):
+    """A Python float (an argument, a global, a container entry) of ``-0.0`` after a capture with ``0.0``: equal
+    numbers, one guard key, but eager's ``x / s`` gives ``-inf`` and ``x * s`` ``-0.0``; a replay used the
+    captured ``0.0`` (``inf``)."""
+    import numpy as np
+    f = torch.compile(lambda x, s: x / s)
+    for s in (0.0, -0.0, 0.0, -0.0, np.float32(-0.0), np.float32(0.0)):
+        assert f(torch.ones(2, device=device), s).tolist() == (torch.ones(2, device=device) / s).tolist()
+    cfg = {"s": 0.0}
+    g = torch.compile(lambda x: x / cfg["s"])
+    for s in (0.0, -0.0, 0.0):
+        cfg["s"] = s
+        assert g(torch.ones(1, device=device)).tolist() == (torch.ones(1, device=device) / s).tolist()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections import deque as _deque
 import dis
-import hashlib
 import numbers as _numbers
 from os import _Environ
 from functools import partial as _partial
@@ -21,6 +20,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
+from .keyvalues import _NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -58,7 +58,7 @@ def _leaf_key(a: Any) -> Any:
         return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
                 a._gf is None, a._base is None)
     if isinstance(a, _SCALARS):
-        return (type(a), a)
+        return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
     if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
@@ -73,30 +73,10 @@ def _leaf_key(a: Any) -> Any:
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
         try:
-            return (type(a), a, hash(a))
+            return (type(a), _sc(a), hash(a))
         except TypeError:
             pass
     return _Ident(a)
-
-
-class _Ident:
-    """An argument object in a guard key by identity, held (a key of its ``id`` alone matched a new object made at a
-    freed one's address: ``f(x, torch.Generator().manual_seed(i))`` replayed with the capture's generator)."""
-
-    __slots__ = ("o",)
-
-    def __init__(self, o: Any):
-        self.o = o
-
-    def __eq__(self, other: Any) -> bool:
-        return other.__class__ is _Ident and other.o is self.o
-
-    def __hash__(self) -> int:
-        return id(self.o)
-
-
-def _value(v: Any) -> Any:
-    return v if v.__class__ in _SCALAR_SET else id(v)
 
 
 _CODE_GLOBALS: dict[int, tuple] = {}  # id(code) -> (code, the names it and its nested code read; None: coretorch's)
@@ -138,7 +118,8 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return v if v.__class__ in _SCALAR_SET else _entry(v, names, 2)
+        return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
+            _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -150,22 +131,6 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
                 tuple((k, value(v)) for k, v in (f.__kwdefaults__ or {}).items()),
                 tuple([value(g[n]) for n in names if n in g])))
     return tuple(out)
-
-
-_NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
-
-
-def _ndarray_key(a: np.ndarray) -> tuple:
-    """A numpy array's shape, dtype and values: the step reads them on the host (``torch.tensor(a)``,
-    ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
-    values of the capture (an array mutated in place, or a new array at a reused address)."""
-    return (a.shape, a.dtype.str, a.tobytes())
-
-
-def _ndarray_digest(a: np.ndarray) -> tuple:
-    """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
-    copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
-    return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
 
 
 def _called(fn: Any) -> Any:
@@ -295,11 +260,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
+        return tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                      _entry(v, names, depth) for v in o]) + tail
     if isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
+        return tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                           _entry(v, names, depth)) for k, v in o.items()])
     d = getattr(o, "__dict__", None)
     if not names or not isinstance(d, dict):
         return None
@@ -317,7 +284,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
+            out.append((n, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                        _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
@@ -350,7 +318,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     for o in objs:
         c = o.__class__
         if c in _SCALAR_SET:
-            out.append(o)
+            out.append(o if o or c is not float else _sc(o))
         else:
             out.append(id(o))
             if _opened(o):
@@ -663,7 +631,8 @@ def _module_numbers(modules: list) -> tuple:
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = _NUMBER_ATTRS[id(modules)] = (modules, dicts, lens, pairs, *_class_globals(modules))
     scalars = _SCALAR_SET
-    vals = tuple([v if v.__class__ in scalars else _object_key(v, e[5]) for v in [d.get(k) for d, k in e[3]]])
+    vals = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else _object_key(v, e[5])
+                  for v in [d.get(k) for d, k in e[3]]])
     if e[4]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[4]], e[5])
     return lens, vals
