@@ -493,3 +493,59 @@ def test_negative_zero_is_another_number(device):
     for s in (0.0, -0.0, 0.0):
         cfg["s"] = s
         assert g(torch.ones(1, device=device)).tolist() == (torch.ones(1, device=device) / s).tolist()
+
+
+def test_a_backward_into_the_graph_of_an_argument(device):
+    """``f(h)`` with ``h = w * w`` made by the caller, the step calling ``backward`` through ``h``: eager carries the
+    gradient into the caller's graph (``w.grad == 6 w``); a replay left ``w.grad`` None (or, for a closure leaf,
+    ran the caller's nodes with the capture's saved values).  Now a graph break; ``autograd.grad`` with respect to
+    ``h`` itself stays in the step and keeps its replay."""
+    def step(h):
+        (h * 3).sum().backward()
+        return h.detach() * 1
+    f = torch.compile(step)
+    w0 = torch.ones(2, device=device, requires_grad=True)
+    for i in range(4):
+        w = torch.full((2,), float(i + 1), device=device, requires_grad=True)
+        f(w * w)
+        assert w.grad is not None and w.grad.tolist() == [6.0 * (i + 1)] * 2
+        w0.grad = None
+        f(w0 * float(i + 1))
+        assert w0.grad.tolist() == [3.0 * (i + 1)] * 2
+    g = torch.compile(lambda h: torch.autograd.grad((h * h).sum(), h)[0])
+    for i in range(3):
+        assert g(w0 * float(i + 1)).tolist() == [2.0 * (i + 1)] * 2
+    assert g.replays == 2
+
+
+def test_gradient_hooks_on_arguments_and_closure_tensors(device):
+    """A gradient hook on a tensor argument or a closure leaf that is no parameter, registered by the caller after
+    the capture, or by the step itself at every call: eager runs the hooks of each call; a replay ran those of the
+    capture (``x.register_hook(lambda g: g * 3)`` ignored)."""
+    def step(w):
+        (w * 2).sum().backward()
+        return w.grad * 1
+    f = torch.compile(step)
+    for i in range(4):
+        w = torch.ones(2, device=device, requires_grad=True)
+        if i >= 2:
+            w.register_hook(lambda g: g * 3)
+        assert f(w).tolist() == [6.0 if i >= 2 else 2.0] * 2
+    c = torch.ones(2, device=device, requires_grad=True)
+
+    def step2(x):
+        c.grad = None
+        (c * x).sum().backward()
+        return c.grad * 1
+    g = torch.compile(step2)
+    assert [g(torch.ones(2, device=device)).tolist()[0] for _ in range(2)] == [1.0, 1.0]
+    c.register_hook(lambda gr: gr * 3)
+    assert [g(torch.ones(2, device=device)).tolist()[0] for _ in range(2)] == [3.0, 3.0]
+
+    def step3(x):
+        c.grad = None
+        c.register_hook(lambda gr: gr * 2)
+        (c * x).sum().backward()
+        return c.grad * 1
+    h = torch.compile(step3)
+    assert [h(torch.ones(2, device=device)).tolist()[0] for _ in range(3)] == [6.0, 12.0, 24.0]

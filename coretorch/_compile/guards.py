@@ -763,5 +763,6 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks(params), tuple([_buffer_key(d.get(k)) for d, k in buffers]),
+            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]]),  # (and
+            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # the others': ``x.register_hook`` on an argument)
             tuple([_param_key(t) for t in plain]), tuple([t._grad is None for t in plain]))
