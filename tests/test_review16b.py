@@ -549,3 +549,25 @@ def test_gradient_hooks_on_arguments_and_closure_tensors(device):
         return c.grad * 1
     h = torch.compile(step3)
     assert [h(torch.ones(2, device=device)).tolist()[0] for _ in range(3)] == [6.0, 12.0, 24.0]
+
+
+def test_einsum_contraction_order_setting_changed(device):
+    """``torch.backends.opt_einsum.enabled`` switched between calls of a step with a three-operand einsum: eager
+    contracts in the order of each call's setting (another order rounds otherwise); a replay kept the capture's
+    order (on cpu not bitwise eager's)."""
+    oe = torch.backends.opt_einsum
+    if not oe.is_available():
+        pytest.skip("opt_einsum not installed")
+    torch.manual_seed(0)
+    a, b, c = (torch.randn(50, 3, device=device), torch.randn(3, 64, device=device),
+               torch.randn(64, 8, device=device))
+
+    def step(a, b, c):
+        return torch.einsum("ij,jk,kl->il", a, b, c)
+    f = torch.compile(step)
+    try:
+        for enabled in (True, False, True, False):
+            oe.enabled = enabled
+            assert torch.equal(f(a, b, c), step(a, b, c))
+    finally:
+        oe.enabled = True
