@@ -171,7 +171,8 @@ def test_autograd_state_an_argument_gets_in_place(device):
     requiring grad), ``x.requires_grad_()``, ``x.requires_grad_(False)``, ``x.detach_()``: eager changes the
     argument's ``grad_fn``/``requires_grad``, so the caller's backward through it includes the op; a replay changed
     the values only (the caller's backward silently missed the ``* 3``: w.grad 2 instead of 6, or raised, or the
-    caller's tensor kept the requires_grad of before).  Now a graph break."""
+    caller's tensor kept the requires_grad of before).  Now a graph break where the graph changed; a leaf's
+    ``requires_grad_()`` is repeated by the replay."""
     w0 = torch.ones(3, device=device, requires_grad=True)
 
     def state(x):
@@ -571,3 +572,40 @@ def test_einsum_contraction_order_setting_changed(device):
             assert torch.equal(f(a, b, c), step(a, b, c))
     finally:
         oe.enabled = True
+
+
+def test_an_fgsm_step_sets_requires_grad_on_its_input(device):
+    """An adversarial (FGSM) step: ``x.requires_grad_()`` on the input, a backward, ``x + eps * x.grad.sign()``:
+    the replay sets ``requires_grad`` on each call's input as eager does (and keeps replaying), and the parameters,
+    losses and the input's ``.grad`` follow eager."""
+    import coretorch.nn.functional as F
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(4, 3).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, y):
+            x.requires_grad_()
+            loss = F.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            x_adv = (x + 0.1 * x.grad.sign()).detach()
+            opt.zero_grad()
+            F.cross_entropy(m(x_adv), y).backward()
+            opt.step()
+            return loss.detach()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            gen = torch.Generator().manual_seed(i)
+            x, y = torch.randn(8, 4, generator=gen).to(device), torch.randint(0, 3, (8,), generator=gen).to(device)
+            loss = f(x, y)
+            out.append((loss.tolist(), x.requires_grad, x.grad.tolist()))
+        res.append((out, m.weight.tolist(), getattr(f, "replays", 3)))
+    if device == "cpu":
+        assert res[0][:2] == res[1][:2]
+    else:
+        assert [o[1:] for o in res[0][0]] == [o[1:] for o in res[1][0]]
+        assert torch.allclose(torch.tensor(res[0][1]), torch.tensor(res[1][1]), atol=1e-5)
+    assert res[1][2] == 3

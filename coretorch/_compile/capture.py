@@ -329,10 +329,12 @@ class Recorder(ResultEncoding):
             t = p.get()
             t0, d0, v0, g0, r0 = self.snap[p.expr]
             if t is t0:
-                if isinstance(t, Tensor) and (t._gf is not g0 or t._rg is not r0):  # (x.mul_(w) recorded in x's
-                    self.graph_break(f"the call changed the autograd state of {p.expr} (an in-place op recorded in "
-                                     "its graph, requires_grad_()), which a replay would not")  # graph: a backward
-                    continue  # through it would miss the op)
+                if isinstance(t, Tensor) and t._gf is not g0:  # (x.mul_(w) recorded in x's graph, x.detach_():
+                    self.graph_break(f"the call changed the autograd graph of {p.expr} (an in-place op recorded in "
+                                     "its graph, detach_()), which a replay would not")  # a backward through it
+                    continue  # would miss the op)
+                if isinstance(t, Tensor) and t._rg is not r0:  # a leaf's requires_grad_() (an FGSM step's input)
+                    self.lines.append(f"{p.expr}._rg = {t._rg!r}")
                 if isinstance(t, Tensor) and t._data is not d0:
                     self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
                 if isinstance(t, Tensor) and t._vc[0] != v0 and id(t._vc) not in counters:
