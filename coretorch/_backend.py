@@ -196,7 +196,7 @@ PRIMITIVES.update({  # random: owned by coretorch/ops/random.py
     "rng_new": "optional (seed) -> a new generator state", "rng_seed": "optional (state, seed) reseed in place",
     "rng_default": "optional () -> the device's default state (the one rand/randn/randint/uniform_/normal_ and "
                    "manual_seed use)",
-    "rng_initial_seed": "optional (state) -> int", "rng_get_state": "optional (state) -> uint8 ndarray",
+    "rng_initial_seed": "optional (state) -> int", "rng_get_state": "optional (state) -> a new uint8 ndarray",
     "rng_set_state": "optional (state, uint8 ndarray) in place; RuntimeError for a state of the wrong size",
     "rng_fill_": "optional (state, x, dist, a, b) in place, x of any layout: 'uniform' U[a, b), 'normal' N(a, b^2), "
                  "'exponential' (rate a), 'geometric' (p a; integers >= 1), 'log_normal' exp(N(a, b^2)), "

@@ -10,13 +10,15 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
 * :mod:`.results`: the call's result as a replay rebuilds it (views, aliases, objects of eager's kinds);
 * :mod:`.replay`: the generated replay function;
+* :mod:`.hostrng`: the random state a capture reads on the host (draws that break, a generator's seed checked);
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);
 * :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
   same memory (PoCL through the opencl plugin);
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
-  ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode, the numbers, tensors and
-  container entries the step can reach in its globals, closure, helpers and modules);
+  ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode and the other settings
+  (:mod:`.modes`), the numbers, tensors and container entries the step can reach in its globals, closure, helpers
+  and modules, ``os.environ``);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.explain`: ``coretorch.compiler.explain``.

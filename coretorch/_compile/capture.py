@@ -41,7 +41,7 @@ from ..optim import lr_scheduler as _sched
 from ..optim._lr_base import live as _lr_live
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import symbolic as _sym
+from . import hostrng as _hostrng, symbolic as _sym
 from .exc import Unsupported
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
@@ -103,6 +103,21 @@ def data_read(why: str) -> None:
     if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread and (
             rec.mutated or rec.segments):
         rec.graph_break(why)
+
+
+def _pairwise() -> bool:
+    """Whether the recorded query comes from the overlap check (``ops/_overlap.py``), a few frames up."""
+    f = sys._getframe(2)
+    for _ in range(6):
+        if f is None:
+            return False
+        if f.f_code.co_filename.endswith(_OVERLAP):
+            return True
+        f = f.f_back
+    return False
+
+
+_OVERLAP = os.path.join("ops", "_overlap.py")
 
 
 def _internal(filename: str) -> bool:
@@ -171,7 +186,7 @@ class Recorder(ResultEncoding):
         self.paths: list[Path] = []
         self.optimizers: list = []  # the optimizers the step reaches (their state tensors: see _resolve_pending)
         self._host_reads: dict[int, tuple] = {}  # id(host value) -> (line, source, value) of a checked read
-        self.snap: dict[str, tuple[Any, Any, int]] = {}  # expr -> (tensor, its array, its version)
+        self.snap: dict[str, tuple] = {}  # expr -> (tensor, its array, its version, grad_fn, requires_grad)
         self.breaks: list[str] = []
         self.launches = 0
         self.fused = 0  # launches saved by fusion.fuse (set by replay.build / build_parts)
@@ -315,15 +330,21 @@ class Recorder(ResultEncoding):
         self.snap = {}
         for p in self.paths:
             t = p.get()
-            self.snap[p.expr] = (t, t._data, t._vc[0]) if isinstance(t, Tensor) else (t, None, 0)
+            self.snap[p.expr] = (t, t._data, t._vc[0], t._gf, t._rg) if isinstance(t, Tensor) else (t, None, 0, 0, 0)
 
     def write_back(self) -> None:
         """Source that leaves the persistent state as eager has left it since the last snapshot."""
         counters: set = set()
         for p in self.paths:
             t = p.get()
-            t0, d0, v0 = self.snap[p.expr]
+            t0, d0, v0, g0, r0 = self.snap[p.expr]
             if t is t0:
+                if isinstance(t, Tensor) and t._gf is not g0:  # (x.mul_(w) recorded in x's graph, x.detach_():
+                    self.graph_break(f"the call changed the autograd graph of {p.expr} (an in-place op recorded in "
+                                     "its graph, detach_()), which a replay would not")  # a backward through it
+                    continue  # would miss the op)
+                if isinstance(t, Tensor) and t._rg is not r0:  # a leaf's requires_grad_() (an FGSM step's input)
+                    self.lines.append(f"{p.expr}._rg = {t._rg!r}")
                 if isinstance(t, Tensor) and t._data is not d0:
                     self.lines.append(f"{p.expr}._data = {self._known(t._data, p.expr)}")
                 if isinstance(t, Tensor) and t._vc[0] != v0 and id(t._vc) not in counters:
@@ -375,6 +396,14 @@ class Recorder(ResultEncoding):
             return out
         if name == "to_numpy":
             return self._host_read(kernel, args[0], out)
+        if name == "rng_initial_seed":  # a generator's seed: the caller may reseed it between calls
+            return _hostrng.seed_read(self, kernel, args[0], out)
+        if name == "storage_offset" and self.owner.get(id(args[0])) is not None and not _pairwise():
+            # an input's offset (no guard: a view of a batch at another place captures again where the step reads
+            # it, as_strided's storage_offset); not for an overlap check, which compares two arrays' offsets (the
+            # guards key arguments' offsets relative to each other, and fusion checks persistent loads' positions)
+            self.checks.append(f"if {self.const(kernel)}({self.owner[id(args[0])]}) != {out!r}: "
+                               "raise MISMATCH(False, True)")
         if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay
@@ -429,17 +458,17 @@ class Recorder(ResultEncoding):
         i, call, _ = e
         self.lines[i] = f"{self.new_var(copy)} = {call}"
 
-    def checked_host_all_below(self, table, arr, n: int) -> bool:
+    def checked_host_all_below(self, table, arr, n: int, low: int = 0) -> bool:
         if not self.active or get_ident() != self.thread:
-            return _orig_host_all_below(table, arr, n)
+            return _orig_host_all_below(table, arr, n, low)
         self.active = False  # its whole-array read is the check itself
         try:
-            result = _orig_host_all_below(table, arr, n)
+            result = _orig_host_all_below(table, arr, n, low)
         finally:
             self.active = True
         if not self.breaks:
             v = self.read(arr)
-            self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}) is not {result!r}: "
+            self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}, {low!r}) is not {result!r}: "
                               f"raise MISMATCH({self.mutated or self.segments > 0})")
         return result
 
@@ -563,7 +592,7 @@ class Recorder(ResultEncoding):
         if self.iterators:  # next(it) of an iterator the step reaches (a data loader's): no replay advances it
             self._saved.append((builtins, "next", builtins.next))
             builtins.next = self._next(builtins.next)
-        for mod, name, orig in _host_random():  # random.random(), np.random.rand(): a number the replay would reuse
+        for mod, name, orig in _hostrng.draws():  # random.random(), np.random.rand(): a number the replay would reuse
             self._saved.append((mod, name, orig))
             setattr(mod, name, self._host_draw(f"{mod.__name__}.{name}", orig))
         for cls in _subclasses(_sched.LRScheduler):  # a scheduler stepped inside the function: an eager segment
@@ -599,8 +628,10 @@ class Recorder(ResultEncoding):
         rec = self
 
         def draw(*a, **kw):
-            if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
-                rec.graph_break(f"{what}() draws a host random number (a replay would reuse the captured one)")
+            fn = sys._getframe(1).f_code.co_filename
+            if rec.active and get_ident() == rec.thread and not _internal(fn) and _hostrng.counts(what, fn):
+                rec.graph_break(f"{what}() reads a host random number or the clock (a replay would reuse the "
+                                "captured one)")
             return orig(*a, **kw)
         return draw
 
@@ -746,38 +777,9 @@ def iter_position(it: Any) -> Any:
         return operator.length_hint(it, -1)
 
 
-_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
-                        "set_bit_generator"})
-_DRAWS: list = []
-
-
-def host_rng_state() -> tuple:
-    """The states of Python's ``random`` and numpy's global generator: a capture that changes them drew a host random
-    number, also through a function bound before it (``from random import random``: no patch of the modules sees
-    that call)."""
-    import random
-    st: Any = np.random.get_state(legacy=True)   # (name, keys, pos, has_gauss, cached_gaussian)
-    return random.getstate(), (st[0], st[1].tobytes(), *st[2:])
-
-
 def scheduler_counts() -> dict[int, tuple]:
     """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
     return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
-
-
-def _host_random() -> list:
-    """``(module, name, function)`` of the module-level draws of Python's ``random`` and ``numpy.random`` (bound
-    methods of their hidden global generators): a number drawn on the host inside a captured step is a constant of
-    the replay, so a capture that draws one is a graph break (the calls run eagerly)."""
-    if not _DRAWS:
-        import random
-        for mod in (random, np.random):
-            for name in getattr(mod, "__all__", ()):
-                f = getattr(mod, name, None)
-                if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
-                        getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
-                    _DRAWS.append((mod, name, f))
-    return _DRAWS
 
 
 def _subclasses(cls: type) -> list:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections import deque as _deque
 import dis
-import hashlib
 import numbers as _numbers
+from os import _Environ
 from functools import partial as _partial
 from operator import attrgetter
 from types import FunctionType as _FunctionType, MethodType as _MethodType, ModuleType as _ModuleType
@@ -13,20 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes as _dtypes
-from .._determinism import state as _det
-from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
-from ..autograd.anomaly_mode import state as _anomaly
-from ..autograd.grad_mode import state as _grad_state
 from ..device import device as _Device
 from ..nn.modules import _hooks as _mh
-from ..ops import creation as _creation
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import weak as _weakref
+from .keyvalues import _NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value
+from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
 _NOT_ROOTS = (Tensor, *_SCALARS, np.generic, _numbers.Number, _Device, slice, range)  # (values: see _leaf_key)
@@ -62,10 +58,11 @@ def _leaf_key(a: Any) -> Any:
     if isinstance(a, Tensor):
         d = a._data
         # (whether .grad is None: a backward in the step creates it or accumulates into it; a step reads or assigns
-        # it, with or without requires_grad)
-        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a))
+        # it, with or without requires_grad; whether it is a leaf and a view: ``x.is_leaf``, ``x._base is None``)
+        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
+                a._gf is None, a._base is None)
     if isinstance(a, _SCALARS):
-        return (type(a), a)
+        return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
     if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
@@ -80,30 +77,10 @@ def _leaf_key(a: Any) -> Any:
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
         try:
-            return (type(a), a, hash(a))
+            return (type(a), _sc(a), hash(a))
         except TypeError:
             pass
     return _Ident(a)
-
-
-class _Ident:
-    """An argument object in a guard key by identity, held (a key of its ``id`` alone matched a new object made at a
-    freed one's address: ``f(x, torch.Generator().manual_seed(i))`` replayed with the capture's generator)."""
-
-    __slots__ = ("o",)
-
-    def __init__(self, o: Any):
-        self.o = o
-
-    def __eq__(self, other: Any) -> bool:
-        return other.__class__ is _Ident and other.o is self.o
-
-    def __hash__(self) -> int:
-        return id(self.o)
-
-
-def _value(v: Any) -> Any:
-    return v if v.__class__ in _SCALAR_SET else id(v)
 
 
 _CODE_GLOBALS: dict[int, tuple] = {}  # id(code) -> (code, the names it and its nested code read; None: coretorch's)
@@ -145,7 +122,8 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return v if v.__class__ in _SCALAR_SET else _entry(v, names, 2)
+        return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
+            _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -157,22 +135,6 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
                 tuple((k, value(v)) for k, v in (f.__kwdefaults__ or {}).items()),
                 tuple([value(g[n]) for n in names if n in g])))
     return tuple(out)
-
-
-_NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
-
-
-def _ndarray_key(a: np.ndarray) -> tuple:
-    """A numpy array's shape, dtype and values: the step reads them on the host (``torch.tensor(a)``,
-    ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
-    values of the capture (an array mutated in place, or a new array at a reused address)."""
-    return (a.shape, a.dtype.str, a.tobytes())
-
-
-def _ndarray_digest(a: np.ndarray) -> tuple:
-    """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
-    copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
-    return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
 
 
 def _called(fn: Any) -> Any:
@@ -284,6 +246,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for a nested one), the length only."""
     scalars = _SCALAR_SET
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
+    if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
+        return tuple(vars(o)["_data"].items())
     if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
         return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
@@ -300,11 +264,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        return tuple([v if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
+        return tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                      _entry(v, names, depth) for v in o]) + tail
     if isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        return tuple([(k, v if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
+        return tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                           _entry(v, names, depth)) for k, v in o.items()])
     d = getattr(o, "__dict__", None)
     if not names or not isinstance(d, dict):
         return None
@@ -314,12 +280,16 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if e is None or e[0]() is not o or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
-        has = tuple(n for n in names if n in d or hasattr(cls, n))
-        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, has)
+        sel = [n for n in names if n in d or hasattr(cls, n)]
+        for g in [getattr(cls, n).fget for n in sel if n not in d and isinstance(getattr(cls, n), property)]:
+            if getattr(g, "__code__", None) is not None and not _internal(g.__code__.co_filename):  # ``c.scale``
+                sel += sorted(_code_names(g.__code__, set()) & d.keys() - set(sel))  # returning ``self._s``
+        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, tuple(sel))
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, v if v.__class__ in scalars else _entry(v, names, depth)))
+            out.append((n, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                        _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
@@ -351,7 +321,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     for o in objs:
         c = o.__class__
         if c in _SCALAR_SET:
-            out.append(o)
+            out.append(o if o or c is not float else _sc(o))
         else:
             out.append(id(o))
             if _opened(o):
@@ -545,28 +515,34 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
         d = vars(c)
         refs.extend((d, a) for a in names if a in d)
         helpers.extend(getattr(m, "__func__", m) for m in d.values())
-    for _, n in list(refs):
-        v = g[n]
-        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
-            d = vars(v)
-            for a in names:
-                if a in d:
-                    refs.append((d, a))
-                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
-                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
-                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
-        elif isinstance(v, type) and _user_class(v):
-            class_refs(v)
-        else:
-            helpers.append(v)
+    # (the modules and user classes named through a module, two levels: ``pkg.sub.VALUE``, ``utils.Cfg.K``,
+    # ``torch.backends.cudnn.enabled``)
+    todo = [(g[n], 2) for _, n in refs]
     for cell in f.__closure__ or ():  # helpers held by the closure
         try:
             v = cell.cell_contents
         except ValueError:
             continue
         helpers.append(v)
-        if isinstance(v, type) and _user_class(v):  # a local class (``A.K`` of a class made in a function)
+        if isinstance(v, _ModuleType) or isinstance(v, type) and _user_class(v):  # a local class (``A.K`` of a
+            todo.append((v, 2))  # class made in a function), a module imported in the function
+    for v, lvl in todo:
+        if isinstance(v, _ModuleType) or _config_like(v):  # cfg.scale: a module's or a plain object's attribute
+            d = vars(v)
+            for a in names:
+                if a in d:
+                    refs.append((d, a))
+                    helpers.append(d[a])  # (utils.helper(x): a function of another module)
+                    w = d[a]
+                    if lvl and isinstance(v, _ModuleType) and (isinstance(w, _ModuleType) or isinstance(
+                            w, type) and _user_class(w)) and all(w is not u for u, _ in todo):
+                        todo.append((w, lvl - 1))
+                elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
+                    refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
+        elif isinstance(v, type) and _user_class(v):
             class_refs(v)
+        else:
+            helpers.append(v)
     if depth:
         for v in helpers:
             v = v.func if isinstance(v, _partial) else v
@@ -637,15 +613,6 @@ def _aliases(lv: list) -> tuple:
     return tuple(ids.index(i) for i in ids), tuple((j, o - offs[j]) for o, j in zip(offs, map(mems.index, mems)))
 
 
-def _modes() -> tuple:
-    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
-    (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode)."""
-    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
-        if _ac_state.on else ()
-    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
-            _dtypes.default, _creation._default_device[0])
-
-
 class _Modules(list):  # state_of's modules, with what _module_numbers found (freed with it: no cache by id)
     __slots__ = ("numbers",)
 
@@ -666,7 +633,9 @@ def _module_numbers(modules: list) -> tuple:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
-    vals = tuple([v if v.__class__ in _SCALAR_SET else _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
+    scalars = _SCALAR_SET
+    vals = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else _object_key(v, e[4])
+                  for v in [d.get(k) for d, k in e[2]]])
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals
@@ -797,5 +766,6 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks(params), tuple([_buffer_key(d.get(k)) for d, k in buffers]),
+            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]]),  # (and
+            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # the others': ``x.register_hook`` on an argument)
             tuple([_param_key(t) for t in plain]), tuple([t._grad is None for t in plain]))

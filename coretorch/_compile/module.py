@@ -25,7 +25,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from .capture import CaptureBusy, Recorder, _find_hab_users, _internal, _memory_of, state
 from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
-from .replay import _VAR, Mismatch, build_parts
+from .replay import _VAR, Mismatch, build_parts, check_process_state, process_state
 
 
 class CompiledFunctionBackward(Node):
@@ -315,9 +315,10 @@ class ModuleCapture:
         entry.planned = (0, 0)
         try:
             rec.track(lv, params, buffers, plain)
-            before = _guards.module_numbers(modules)
+            before, process = _guards.module_numbers(modules), process_state()
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
             result = self.fn(*args, **kwargs)
+            check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")

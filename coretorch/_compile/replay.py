@@ -4,15 +4,18 @@ place."""
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from ..tensor import _make
+from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
 from . import assigns as _assigns, guards as _guards
 from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
-                      host_rng_state, iter_position, iterators_of, persistent_of, scheduler_counts)
+                      iter_position, iterators_of, persistent_of, scheduler_counts)
+from .hostrng import host_rng_state
+from .modes import modes as _modes
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
 from .config import config
 
@@ -136,6 +139,70 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     return fw_fn, bw_fn
 
 
+def process_state() -> tuple:
+    """The host random state (see :mod:`.hostrng`) and the global modes and settings (:mod:`.modes`), before a
+    capture runs the function (see :func:`check_process_state`)."""
+    return host_rng_state(), _modes()
+
+
+def check_process_state(rec: Recorder, before: tuple) -> None:
+    """A graph break where the captured call drew a host random number or changed a global mode: a replay would
+    repeat the number, and leave the mode as it finds it."""
+    rng, modes = before
+    if host_rng_state() != rng:
+        rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
+                        "through a name bound before the capture: `from random import random`; a seed of "
+                        "`torch.seed()`), which a replay would repeat")
+    if _modes() != modes:
+        rec.graph_break("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, "
+                        "`set_default_dtype`, `use_deterministic_algorithms`...), which a replay would not repeat")
+
+
+def _watch_outer_graphs(rec: Recorder, tensors: list) -> list:
+    """Hooks on the graph nodes of the non-leaf tensors the step receives (``f(w * 2)``: the caller's graph): a
+    backward of the step that runs one is a graph break.  A replay returned without the gradient that eager carries
+    into the caller's graph (``w.grad`` left None), or ran the caller's nodes with the capture's saved values.
+    (``autograd.grad(loss, h)``, whose inputs lie before the caller's nodes, keeps the replay: the engine runs those
+    nodes, but nothing it returns comes from them.)"""
+    def watch(n):
+        def hit(_grads_in, _grads_out):
+            f = sys._getframe(1)
+            cap = f.f_locals.get("capture") if f.f_code.co_name == "_run_backward" else None
+            if cap is None or _reaches(n, {k[0] for k in cap}):
+                rec.graph_break("the step's backward runs into the autograd graph of a tensor it receives (the "
+                                "caller's), which a replay would not carry there")
+        return hit
+    out: list = []
+    for t in tensors:
+        n = t._gf if isinstance(t, Tensor) and t._rg else None
+        if n is not None and all(n is not m for m, *_ in out):
+            out.append((n, n._hooked, n._hooks, n.register_hook(watch(n))))
+    return out
+
+
+def _reaches(node: Any, targets: set) -> bool:
+    """Whether a node among ``targets`` lies behind ``node`` in its graph."""
+    seen: set = set()
+    todo = [f for f, _ in node.next_functions or ()]
+    while todo:
+        n = todo.pop()
+        if n is None or id(n) in seen:
+            continue
+        if n in targets:
+            return True
+        seen.add(id(n))
+        todo.extend(f for f, _ in n.next_functions or ())
+    return False
+
+
+def _unwatch(watched: list) -> None:
+    for n, hooked, hooks, handle in watched:
+        handle.remove()
+        n._hooked = hooked
+        if hooks is None:
+            n._hooks = None
+
+
 class _Entry:
     __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity")
 
@@ -169,16 +236,17 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
-        rng, scheds = host_rng_state(), scheduler_counts()
+        process, scheds = process_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
-        result = fn(*args, **kwargs)
+        watched = _watch_outer_graphs(rec, [*lv, *plain])
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            _unwatch(watched)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
             rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
                             "loop over it), which a replay would not advance")
-        if host_rng_state() != rng:
-            rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
-                            "through a name bound before the capture: `from random import random`), which a replay "
-                            "would repeat")
+        check_process_state(rec, process)
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")

@@ -5,6 +5,8 @@ holding them, of eager's kinds (see the README's "Results").  :class:`ResultEnco
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import re
 import types
 from typing import Any
@@ -123,13 +125,17 @@ class ResultEncoding:
             # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
             return "{" + inner + "}" if type(obj) is dict else f"REDICT({self._template(obj)}, {{{inner}}})"
         # (the templates are copies: the caller may change the capture call's own result)
-        if isinstance(obj, (set, np.ndarray)):  # mutable: a new one each call, as eager's
+        if isinstance(obj, (set, np.ndarray, bytearray)):  # mutable: a new one each call, as eager's
             return f"CP({self.const(obj.copy())})"
-        if _holds_tensor(obj):
+        if _holds_tensor(obj) or _record(obj):  # (a new namespace or dataclass of numbers: a new one each call too)
             # an output object made by the call (a dataclass, a SimpleNamespace): the replay returned the capture's
             # object, with the capture's tensors; now a copy of it with this call's values
             inner = ", ".join(f"{k!r}: {self._encode_result(v, args, made)}" for k, v in vars(obj).items())
             return f"REOBJ({self._template(obj)}, {{{inner}}})"
+        if _lazy(obj):
+            self.graph_break("the result is a generator, an iterator or a closure the call made (a replay would return "
+                             "the capture's: used up, or over the capture's values)")
+            return "None"
         return self.const(obj)
 
     def _template(self, obj: Any) -> str:
@@ -139,6 +145,23 @@ class ResultEncoding:
         except Exception:  # noqa: BLE001 - any failure of a user class's copy protocol
             self.graph_break(f"the result holds a {type(obj).__name__} that cannot be copied")
             return "None"
+
+
+def _record(obj: Any) -> bool:
+    """A namespace or dataclass instance with a ``__dict__`` (one the call made: the caller may change it)."""
+    return (type(obj) is types.SimpleNamespace or dataclasses.is_dataclass(obj) and not isinstance(obj, type)) and \
+        type(getattr(obj, "__dict__", None)) is dict
+
+
+def _lazy(obj: Any) -> bool:
+    """A generator, a coroutine or an iterator (``map``, ``iter(list)``: eager returns a fresh one each call; the
+    function's body may not even have run), or a function whose closure the call filled, a bound method or a
+    partial (over the call's tensors)."""
+    if isinstance(obj, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)) or \
+            hasattr(type(obj), "__next__"):
+        return True
+    return isinstance(obj, types.FunctionType) and bool(obj.__closure__) or \
+        isinstance(obj, (types.MethodType, functools.partial))  # ((x * 2).add, partial(f, x * 2))
 
 
 def _holds_tensor(obj: Any, depth: int = 3) -> bool:

@@ -100,10 +100,12 @@ def _host_copy(t: Tensor):
     return c
 
 
-def host_all_below(table, arr, n: int) -> bool:
-    """Every element of the integer array ``arr`` (on a host-memory backend) lies in [0, n): one reduction for both
-    bounds, since read as unsigned a negative value is larger than any n."""
+def host_all_below(table, arr, n: int, low: int = 0) -> bool:
+    """Every element of the integer array ``arr`` (on a host-memory backend) lies in [low, n) (by default [0, n)):
+    one reduction for both bounds, since read as unsigned a negative value is larger than any n."""
     a = table.to_numpy(arr)
+    if low:
+        a, n = a.astype(np.int64, copy=False) - low, n - low
     u = _UNSIGNED.get(a.dtype)
     if u is None:
         u = _UNSIGNED[a.dtype] = np.dtype(a.dtype.str.replace("i", "u"))

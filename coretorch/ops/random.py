@@ -73,7 +73,7 @@ class Generator:
 
     def seed(self) -> int:
         """Seed with a non-deterministic random number and return it."""
-        s = int.from_bytes(os.urandom(8), "little") >> 1
+        s = _host_seed()
         self.manual_seed(s)
         return s
 
@@ -83,9 +83,12 @@ class Generator:
 
     def get_state(self) -> Tensor:
         """The state as a cpu uint8 tensor (layout: the backend's; see its sampling module)."""
-        a = np.asarray(self._kt.rng_get_state(self._state), np.uint8)
+        a = self._kt.rng_get_state(self._state)  # a new array (the kernel's: a compiled step's replay reads the
+        # state of its call through it, where a copy made here was a constant of the capture)
+        if not (isinstance(a, np.ndarray) and a.dtype == np.uint8 and a.flags.owndata):
+            a = np.array(a, np.uint8)
         cpu = get_table(_CPU)
-        return _make(cpu.from_numpy(a.copy()), _dt.uint8, cpu)
+        return _make(cpu.from_numpy(a), _dt.uint8, cpu)
 
     def set_state(self, new_state: Tensor) -> "Generator":
         """Restore the state returned by ``get_state()`` and return the generator.
@@ -172,9 +175,17 @@ def manual_seed(seed) -> Generator:
     return default_for()
 
 
+seed_draws = [0]  # non-deterministic seeds drawn (a compiled step that draws one is a graph break: see _compile)
+
+
+def _host_seed() -> int:
+    seed_draws[0] += 1
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
 def seed() -> int:
     """Seed every default generator with a non-deterministic number and return it."""
-    s = int.from_bytes(os.urandom(8), "little") >> 1
+    s = _host_seed()
     manual_seed(s)
     return s
 

@@ -1,0 +1,67 @@
+"""The random state a captured step reads on the host: draws of Python's ``random``, numpy's global generator and
+coretorch's non-deterministic seeds (``torch.seed()``), and the clock (``time.perf_counter()``): a capture that
+draws one is a graph break, a replay would repeat the number; and a generator's ``initial_seed()`` (a check of the
+replay: the caller may reseed between calls)."""
+from __future__ import annotations
+
+import os
+import site
+import time
+from typing import Any
+
+import numpy as np
+
+from ..ops import random as _rops
+
+_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "getstate", "setstate", "default_rng", "get_bit_generator",
+                        "set_bit_generator"})
+_DRAWS: list = []
+_CLOCKS = ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+           "process_time_ns", "thread_time", "thread_time_ns")
+# kernels that set a generator's seed (after one in the step, the step's own number is what initial_seed() reads)
+RESEEDS = frozenset({"rng_seed", "rng_set_state", "manual_seed"})
+
+
+def host_rng_state() -> tuple:
+    """The states of Python's ``random`` and numpy's global generator, and how many seeds ``torch.seed()`` and
+    ``Generator.seed()`` drew: a capture that changes them drew a host random number, also through a function bound
+    before it (``from random import random``: no patch of the modules sees that call)."""
+    import random
+    st: Any = np.random.get_state(legacy=True)   # (name, keys, pos, has_gauss, cached_gaussian)
+    return random.getstate(), (st[0], st[1].tobytes(), *st[2:]), _rops.seed_draws[0]
+
+
+def draws() -> list:
+    """``(module, name, function)`` of the module-level draws of Python's ``random`` and ``numpy.random`` (bound
+    methods of their hidden global generators): a number drawn on the host inside a captured step is a constant of
+    the replay, so a capture that draws one is a graph break (the calls run eagerly)."""
+    if not _DRAWS:
+        import random
+        for mod in (random, np.random):
+            for name in getattr(mod, "__all__", ()):
+                f = getattr(mod, name, None)
+                if name not in _NOT_DRAWS and callable(f) and not isinstance(f, type) and \
+                        getattr(f, "__self__", None) is not None and not isinstance(f.__self__, type(mod)):
+                    _DRAWS.append((mod, name, f))
+        # the clock (``t0 = time.perf_counter()``, an elapsed time returned: a replay returned the capture's)
+        _DRAWS.extend((time, n, getattr(time, n)) for n in _CLOCKS if hasattr(time, n))
+    return _DRAWS
+
+
+_LIBS = tuple({os.path.dirname(os.__file__), *site.getsitepackages(), site.getusersitepackages()})
+
+
+def counts(what: str, filename: str) -> bool:
+    """Whether a draw from outside coretorch is the step's (a graph break): any random draw; a clock read by the
+    user's own code only (``logging``'s record time, a progress bar's rate: Python side effects of the capture)."""
+    return not what.startswith("time.") or not filename.startswith(_LIBS)
+
+
+def seed_read(rec: Any, kernel: Any, gen_state: Any, seed: int) -> int:
+    """``Generator.initial_seed()`` in the step (the ``rng_initial_seed`` kernel's int, which the recording would
+    drop: a replay returned the capture's seed after the caller reseeded).  Before any seed set in the step the
+    replay checks it first (another seed: this call captures again); after one, at its place, as a checked read."""
+    if any(i[0] in RESEEDS for i in rec.info.values()):
+        return rec._host_read(kernel, gen_state, seed)
+    rec.checks.append(f"if {rec.const(kernel)}({rec.encode(gen_state)}) != {seed!r}: raise MISMATCH(False, True)")
+    return seed

@@ -1,0 +1,58 @@
+"""How one value enters a guard key: an object by identity (held), a number by value (-0.0 apart from 0.0), a numpy
+array by its values or a digest of them (see :mod:`.guards`)."""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+_SCALAR_SET = frozenset((bool, int, float, str, type(None)))
+
+
+class _Ident:
+    """An argument object in a guard key by identity, held (a key of its ``id`` alone matched a new object made at a
+    freed one's address: ``f(x, torch.Generator().manual_seed(i))`` replayed with the capture's generator)."""
+
+    __slots__ = ("o",)
+
+    def __init__(self, o: Any):
+        self.o = o
+
+    def __eq__(self, other: Any) -> bool:
+        return other.__class__ is _Ident and other.o is self.o
+
+    def __hash__(self) -> int:
+        return id(self.o)
+
+
+_NEG0 = ("-0.0",)
+
+
+def _sc(v: Any) -> Any:
+    """A number in a key, -0.0 apart from 0.0 (equal, but ``1 / s`` and a product's sign differ)."""
+    try:
+        return _NEG0 if v == 0 and math.copysign(1.0, v) < 0 else v
+    except TypeError:
+        return v
+
+
+def _value(v: Any) -> Any:
+    return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else id(v)
+
+
+_NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
+
+
+def _ndarray_key(a: np.ndarray) -> tuple:
+    """A numpy array's shape, dtype and values: the step reads them on the host (``torch.tensor(a)``,
+    ``torch.from_numpy(a)``, numpy arithmetic), where no recorded kernel sees them, and a replay reused the
+    values of the capture (an array mutated in place, or a new array at a reused address)."""
+    return (a.shape, a.dtype.str, a.tobytes())
+
+
+def _ndarray_digest(a: np.ndarray) -> tuple:
+    """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
+    copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
+    return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())

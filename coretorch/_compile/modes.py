@@ -1,0 +1,28 @@
+"""The process-wide modes and settings a replay is specialised to (part of every guard key)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _compat, dtypes as _dtypes
+from .._determinism import state as _det
+from ..amp.autocast_mode import state as _ac_state, tls as _ac_tls
+from ..autograd.anomaly_mode import state as _anomaly
+from ..autograd.grad_mode import state as _grad_state
+from ..backends import opt_einsum as _oe
+from ..ops import creation as _creation
+
+_threads = _compat._threads
+_einsum: Any = type(_oe)  # (its settings are class attributes behind the module's properties)
+
+
+def modes() -> tuple:
+    """Grad, inference and anomaly modes, autocast, ``use_deterministic_algorithms``, the default dtype and device
+    (each changes which kernels eager launches, or whether it raises: ``put_`` in deterministic mode), and the
+    settings a step can read through a getter (``torch.get_float32_matmul_precision()``, ``get_num_threads()``:
+    the replay would reuse the number it read at the capture), and ``torch.backends.opt_einsum``'s (einsum's
+    contraction order: another order rounds otherwise)."""
+    ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
+        if _ac_state.on else ()
+    return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
+            _dtypes.default, _creation._default_device[0], _compat._precision[0], _threads["intra"],
+            _threads["interop"], _einsum._enabled, _einsum._strategy)
