@@ -107,7 +107,7 @@ def data_read(why: str) -> None:
 
 def _pairwise() -> bool:
     """Whether the recorded query comes from the overlap check (``ops/_overlap.py``), a few frames up."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     for _ in range(6):
         if f is None:
             return False
