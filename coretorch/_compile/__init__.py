@@ -8,6 +8,7 @@ calling exactly the kernels eager calls, in the same order, on the same arrays: 
 on every backend, RNG kernels advance the same generators (dropout matches), and nothing has to understand the ops.
 
 * :mod:`.capture`: the recording (kernel wrappers, persistent state, eager segments, checked host reads, breaks);
+* :mod:`.roots_state`: what a capture notes about the objects a call reaches and compares after it;
 * :mod:`.results`: the call's result as a replay rebuilds it (views, aliases, objects of eager's kinds);
 * :mod:`.replay`: the generated replay function;
 * :mod:`.hostrng`: the random state a capture reads on the host (draws that break, a generator's seed checked);
@@ -20,7 +21,12 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
   (:mod:`.modes`), the numbers, tensors and container entries the step can reach in its globals, closure, helpers
   and modules, ``os.environ``);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
+* :mod:`.argtree`: argument lists, tuples and dicts keyed by their structure (a fresh batch dict replays);
+* :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.transfer`: device
+  copies inside a step; :mod:`.keyvalues`, :mod:`.weak`: guard keys of values, weak references of the caches;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
+* :mod:`.backends`, :mod:`.stance`, :mod:`.config`, :mod:`.exc`, :mod:`.logs`: PyTorch's switches (``backend=``,
+  ``set_stance``, ``torch._dynamo.config``, its exceptions, ``torch._logging.set_logs``);
 * :mod:`.explain`: ``coretorch.compiler.explain``.
 
 ``Optimizer.step()`` of SGD/Adam/AdamW is replayed from its own recording with the hyper-parameters and step

@@ -25,7 +25,6 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
-import operator
 import os
 import re
 import sys
@@ -38,11 +37,11 @@ import numpy as np
 from .. import _backend
 from ..ops import _util
 from ..optim import lr_scheduler as _sched
-from ..optim._lr_base import live as _lr_live
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import hostrng as _hostrng, symbolic as _sym
 from .exc import Unsupported
+from .roots_state import scheduler_counts
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
 
@@ -721,65 +720,6 @@ def _escaped(obj: Any) -> bool:
 def _bool_key(key: Any) -> bool:
     items = key if isinstance(key, (tuple, list)) else (key,)
     return any(getattr(getattr(k, "dtype", None), "kind", "") == "b" for k in items)
-
-
-def persistent_of(objs: list) -> set[int]:
-    """The ids of the roots of a call (see guards.roots), the entries of their containers and the attributes of
-    objects among them: a result object among them is returned itself (it outlives the call), not rebuilt."""
-    out: set[int] = set()
-    for o in objs:
-        out.add(id(o))
-        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
-            vars(o).values() if isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, type) else ()
-        out.update(map(id, vals))
-    return out
-
-
-def iterators_of(objs: list) -> dict[int, Any]:
-    """id -> iterator for the iterators among ``objs`` (the roots of a step), the entries of their containers, the
-    attributes of plain objects among them and the objects of bound ``__next__`` methods among them
-    (``nb = it.__next__``): advancing one inside the step is a graph break (``next()``: at once; ``it.__next__()``, a
-    ``for`` loop over it: :func:`iter_position` compared after the capture's call)."""
-    out: dict[int, Any] = {}
-    for o in objs:
-        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
-            vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
-            not callable(o) and not isinstance(o, Tensor) else ()
-        for v in (o, *vals):
-            if getattr(v, "__name__", None) == "__next__":
-                v = getattr(v, "__self__", None)
-            if hasattr(type(v), "__next__"):
-                out[id(v)] = v
-    return out
-
-
-def _by_id(x: Any) -> Any:
-    """Python numbers and strings by value, tuples entry by entry, anything else by identity (no ``==`` of tensors)."""
-    if x is None or x.__class__ in (int, float, bool, str, bytes):
-        return x
-    if x.__class__ is tuple:
-        return tuple(map(_by_id, x))
-    return id(x)
-
-
-def iter_position(it: Any) -> Any:
-    """Where an iterator stands, as far as Python shows it: a generator's frame (its instruction and locals), a Python
-    class's attributes, a built-in iterator's ``__reduce__`` (a list iterator's index, an enumerate's count)."""
-    frame = getattr(it, "gi_frame", it)
-    if frame is not it:
-        return None if frame is None else (frame.f_lasti, _by_id(tuple(frame.f_locals.values())))
-    d = getattr(it, "__dict__", None)
-    if isinstance(d, dict):
-        return _by_id(tuple(d.items()))
-    try:
-        return _by_id(it.__reduce__())
-    except Exception:  # noqa: BLE001 - an iterator that cannot say: its length hint
-        return operator.length_hint(it, -1)
-
-
-def scheduler_counts() -> dict[int, tuple]:
-    """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
-    return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
 
 
 def _subclasses(cls: type) -> list:

@@ -12,8 +12,8 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
 from . import assigns as _assigns, guards as _guards
-from .capture import (Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key,
-                      iter_position, iterators_of, persistent_of, scheduler_counts)
+from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
+from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
 from .modes import modes as _modes
 from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad

@@ -1,0 +1,70 @@
+"""What a capture notes about the objects a call reaches (its roots, see ``guards.roots``) before running it, and
+compares after: which objects outlive the call (a result among them is returned itself), the iterators among them
+and where they stand (advancing one is a graph break), the live LR schedulers' counts (one stepped through a method
+bound before the capture is a graph break)."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from ..optim._lr_base import live as _lr_live
+from ..tensor import Tensor
+
+
+def persistent_of(objs: list) -> set[int]:
+    """The ids of the roots of a call (see guards.roots), the entries of their containers and the attributes of
+    objects among them: a result object among them is returned itself (it outlives the call), not rebuilt."""
+    out: set[int] = set()
+    for o in objs:
+        out.add(id(o))
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if isinstance(getattr(o, "__dict__", None), dict) and not isinstance(o, type) else ()
+        out.update(map(id, vals))
+    return out
+
+
+def iterators_of(objs: list) -> dict[int, Any]:
+    """id -> iterator for the iterators among ``objs`` (the roots of a step), the entries of their containers, the
+    attributes of plain objects among them and the objects of bound ``__next__`` methods among them
+    (``nb = it.__next__``): advancing one inside the step is a graph break (``next()``: at once; ``it.__next__()``, a
+    ``for`` loop over it: :func:`iter_position` compared after the capture's call)."""
+    out: dict[int, Any] = {}
+    for o in objs:
+        vals = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+            vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
+            not callable(o) and not isinstance(o, Tensor) else ()
+        for v in (o, *vals):
+            if getattr(v, "__name__", None) == "__next__":
+                v = getattr(v, "__self__", None)
+            if hasattr(type(v), "__next__"):
+                out[id(v)] = v
+    return out
+
+
+def _by_id(x: Any) -> Any:
+    """Python numbers and strings by value, tuples entry by entry, anything else by identity (no ``==`` of tensors)."""
+    if x is None or x.__class__ in (int, float, bool, str, bytes):
+        return x
+    if x.__class__ is tuple:
+        return tuple(map(_by_id, x))
+    return id(x)
+
+
+def iter_position(it: Any) -> Any:
+    """Where an iterator stands, as far as Python shows it: a generator's frame (its instruction and locals), a Python
+    class's attributes, a built-in iterator's ``__reduce__`` (a list iterator's index, an enumerate's count)."""
+    frame = getattr(it, "gi_frame", it)
+    if frame is not it:
+        return None if frame is None else (frame.f_lasti, _by_id(tuple(frame.f_locals.values())))
+    d = getattr(it, "__dict__", None)
+    if isinstance(d, dict):
+        return _by_id(tuple(d.items()))
+    try:
+        return _by_id(it.__reduce__())
+    except Exception:  # noqa: BLE001 - an iterator that cannot say: its length hint
+        return operator.length_hint(it, -1)
+
+
+def scheduler_counts() -> dict[int, tuple]:
+    """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
+    return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
