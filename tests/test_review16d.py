@@ -11,6 +11,8 @@ import coretorch.nn as nn
 import coretorch.nn.functional as F
 from coretorch._compile.capture import Recorder
 
+from _compile_helpers import ce_step
+
 
 def _batches(n, device, bs=8):
     g = coretorch.Generator().manual_seed(1)
@@ -24,13 +26,7 @@ def _trained_and_dropped(device, opt_cls):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
     opt = opt_cls(model.parameters(), lr=0.01)
 
-    def train_step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    train_step = ce_step(model, opt)
     step = coretorch.compile(train_step)
     for x, y in _batches(4, device):
         step(x, y)
@@ -246,13 +242,7 @@ def test_a_gradient_hook_that_stores_python_state(device, hook):
     else:
         w.register_hook(lambda g: norms.append(g.norm()))
 
-    def train_step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    train_step = ce_step(model, opt)
     step = coretorch.compile(train_step)
     for i, (x, y) in enumerate(_batches(5, device)):
         step(x, y)
