@@ -348,6 +348,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _R.norm(_P.add(_P.sub(x1, x2), eps), p, -1, keepdim)
 
 
+def _capturing() -> bool:
+    from ..._compile.capture import state  # (imported on use: compile imports nn)
+    return state["recorder"] is not None
+
+
 class NllLossBackward0(Node):
     """Gradient of the picked log-probabilities: -w[t] g / total at (i, t_i), written with tensor ops."""
     __slots__ = ("target", "wt", "total", "reduction", "shape", "dt")
@@ -357,7 +362,10 @@ class NllLossBackward0(Node):
         if self.wt is None:  # the forward's fast path: every weight 1, total m
             table = g._be
             if not (_gs.enabled and g._rg) and g.dtype is self.dt:
-                if table.host_memory:  # the scalar is free to read: -g / m computed once (double, then rounded)
+                # the scalar is free to read on the host: -g / m computed once (double, then rounded: the same
+                # float as the kernel's division, m being exact); not under a compile capture, where the read would
+                # be a checked value (a module capture's placeholder output gradient, a varying loss scale)
+                if table.host_memory and not _capturing():
                     gv = float(table.to_numpy(g._data))
                     coef = -gv / m if self.reduction == "mean" else -gv
                 else:
