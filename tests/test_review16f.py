@@ -87,3 +87,73 @@ def test_binary_cross_entropy_of_nan_raises(device):
     import pytest
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         F.binary_cross_entropy(torch.tensor([0.5, float("nan")], device=device), torch.ones(2, device=device))
+
+
+class _LSTMOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(3, 4)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def test_a_compiled_lstm_gives_its_two_bias_gradients_their_own_memory(device):
+    """``nn.LSTM``'s backward returns one tensor as the gradient of ``bias_ih`` and ``bias_hh``: eager's engine
+    stores it for one and a copy for the other, so ``clip_grad_norm_`` (in place on every ``.grad``) scales each
+    once.  Compiled (the module), the replayed backward made two tensors over the one array: both ``.grad`` shared
+    memory and the clipping scaled the biases' gradients twice (a word-language-model run drifted from eager)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        m = _LSTMOut().to(device)
+        f = torch.compile(m) if compiled else m
+        out = []
+        for _ in range(3):
+            m.zero_grad()
+            f(torch.randn(5, 2, 3, device=device)).pow(2).sum().backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 0.01)
+            out.append([p.grad.cpu().numpy().copy() for p in m.parameters()])
+        return out
+    for a, b in zip(run(False), run(True)):
+        for u, v in zip(a, b):
+            _close(u, v, device)
+
+
+class _RNNLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 4)
+        self.rnn = nn.LSTM(4, 5)
+        self.dec = nn.Linear(5, 7)
+
+    def forward(self, x, hidden):  # the word language model's: log-probabilities and the (h, c) pair
+        out, hidden = self.rnn(self.emb(x), hidden)
+        return {"logp": F.log_softmax(self.dec(out).view(-1, 7), dim=1), "hidden": hidden}
+
+
+def test_a_compiled_module_returning_nested_tuples_and_dicts_replays(device):
+    """A forward returning ``output, (h, c)`` (or a dict holding them): eager returns that structure.  Compiled, it
+    was a graph break at every call ("the forward returns something other than a tensor or a tuple of tensors");
+    now it replays, with the same structure, values and gradients (truncated BPTT with ``h.detach()``)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        m = _RNNLM().to(device)
+        f = torch.compile(m) if compiled else m
+        data = torch.randint(0, 7, (4, 6, 2), device=device)
+        hidden = (torch.zeros(1, 2, 5, device=device), torch.zeros(1, 2, 5, device=device))
+        out = []
+        for i in range(3):
+            m.zero_grad()
+            r = f(data[i], tuple(h.detach() for h in hidden))
+            assert type(r) is dict and list(r) == ["logp", "hidden"] and type(r["hidden"]) is tuple
+            hidden = r["hidden"]
+            F.nll_loss(r["logp"], data[i + 1].reshape(-1)).backward()
+            out.append([r["logp"].detach().cpu().numpy(), hidden[1].detach().cpu().numpy()]
+                       + [p.grad.cpu().numpy().copy() for p in m.parameters()])
+        return out, getattr(f, "_capture", None)
+    eager, _ = run(False)
+    comp, cap = run(True)
+    for a, b in zip(eager, comp):
+        for u, v in zip(a, b):
+            _close(u, v, device)
+    assert cap.replays == 2
