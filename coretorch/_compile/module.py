@@ -413,7 +413,7 @@ class ModuleCapture:
         # replayed gradients at the user's backward, as eager's
         edges = [_grad_edge(t) for t in inputs]
         terms = _run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True)
-        srcs = []
+        srcs: list = []
         entry.grad_meta, entry.counts = [], []
         seen: dict = {}  # id(gradient tensor) -> its first position
         entry.grad_repeats = []
