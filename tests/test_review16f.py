@@ -157,3 +157,31 @@ def test_a_compiled_module_returning_nested_tuples_and_dicts_replays(device):
         for u, v in zip(a, b):
             _close(u, v, device)
     assert cap.replays == 2
+
+
+class _MaybeLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 5)
+
+    def forward(self, x, targets=None):  # nanoGPT's: the loss is None without targets
+        logits = self.lin(x)
+        return logits, None if targets is None else F.cross_entropy(logits, targets)
+
+
+def test_a_compiled_module_returning_none_beside_its_logits_replays(device):
+    """nanoGPT's ``logits, loss = model(idx)`` with ``loss`` None (generation, no targets): eager returns
+    ``(logits, None)``.  Compiled, every call was a graph break (the result held a None); now it replays and returns
+    ``(logits, None)``, while calls with targets capture their own replay."""
+    torch.manual_seed(0)
+    m = _MaybeLoss().to(device)
+    f = torch.compile(m)
+    x, y = torch.randn(3, 4, device=device), torch.randint(0, 5, (3,), device=device)
+    with torch.no_grad():
+        for _ in range(3):
+            logits, loss = f(x)
+            assert loss is None
+            _close(logits.cpu().numpy(), m.lin(x).cpu().numpy(), device)
+    logits, loss = f(x, y)
+    _close(loss.item(), F.cross_entropy(m(x)[0], y).item(), device)
+    assert f._capture.replays == 2

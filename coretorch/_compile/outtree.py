@@ -1,5 +1,6 @@
-"""The structure of a compiled module's result (:mod:`.module`): a tensor, or tensors nested in plain tuples, lists,
-dicts and named tuples (an LSTM language model's ``output, (h, c)``, a dict of heads), flattened into the replay's
+"""The structure of a compiled module's result (:mod:`.module`): a tensor, or tensors and Nones nested in plain tuples,
+lists, dicts and named tuples (an LSTM language model's ``output, (h, c)``, nanoGPT's ``logits, None`` without
+targets, a dict of heads), flattened into the replay's
 outputs at capture and rebuilt around the replay's tensors at each call."""
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from ..tensor import Tensor
 
 TENSOR = 0  # a leaf of the structure: the next output tensor
 FLAT = 1  # a plain tuple of tensors (the common case: rebuilt as tuple(outputs))
+NONE = 2  # a None of the structure (a branch on an argument being None: the guards key the arguments)
 
 
 def flatten(result: Any) -> tuple[list | None, Any]:
     """(the result's tensors in order, its structure: TENSOR for a tensor itself, FLAT for a plain tuple of tensors,
-    else a nested spec); (None, None) when it holds anything else (a number, None, a distribution object)."""
+    else a nested spec); (None, None) when it holds anything else (a number, a distribution object)."""
     if isinstance(result, Tensor):
         return [result], TENSOR
     flat: list = []
@@ -29,6 +31,8 @@ def _spec(o: Any, flat: list) -> Any:
     if isinstance(o, Tensor):
         flat.append(o)
         return TENSOR
+    if o is None:
+        return NONE
     t = type(o)
     if t is tuple or t is list or (isinstance(o, tuple) and hasattr(t, "_fields")):
         subs = [_spec(v, flat) for v in o]
@@ -51,6 +55,8 @@ def rebuild(spec: Any, outs: list) -> Any:
 def _build(spec: Any, it: Any) -> Any:
     if spec == TENSOR:
         return next(it)
+    if spec == NONE:
+        return None
     t, keys, subs = spec
     vals = [_build(s, it) for s in subs]
     if keys is not None:
