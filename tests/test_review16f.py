@@ -185,3 +185,27 @@ def test_a_compiled_module_returning_none_beside_its_logits_replays(device):
     logits, loss = f(x, y)
     _close(loss.item(), F.cross_entropy(m(x)[0], y).item(), device)
     assert f._capture.replays == 2
+
+
+def test_the_recompile_log_names_a_python_number_argument():
+    """An EMA step ``step(x, decay)`` with a new float each call captures again at each call (numbers are guarded
+    by value): the recompile log said only "the tensors (arguments' shapes, ...)" changed, which a user reads as
+    a tensor problem; it now names the values of Python numbers passed."""
+    import logging
+    got: list = []
+
+    class _H(logging.Handler):
+        def emit(self, record):
+            got.append(record.getMessage())
+    h = _H()
+    log = logging.getLogger("coretorch._dynamo.recompiles")
+    f = torch.compile(lambda x, d: x * d)
+    torch._logging.set_logs(recompiles=True)
+    log.addHandler(h)
+    try:
+        f(torch.ones(2), 0.5)
+        f(torch.ones(2), 0.6)
+    finally:
+        log.removeHandler(h)
+        torch._logging.set_logs()
+    assert any("the values of Python numbers passed" in m for m in got), got
