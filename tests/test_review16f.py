@@ -209,3 +209,43 @@ def test_the_recompile_log_names_a_python_number_argument():
         log.removeHandler(h)
         torch._logging.set_logs()
     assert any("the values of Python numbers passed" in m for m in got), got
+
+
+class _Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(3, 2), nn.Linear(3, 1)
+
+    def forward(self, x):
+        from collections import OrderedDict, namedtuple
+        Out = _HEADS_OUT[0] or namedtuple("Out", "cls box")
+        _HEADS_OUT[0] = Out
+        return OrderedDict(out=Out(self.a(x), [self.b(x)]), aux=None)
+
+
+_HEADS_OUT: list = [None]
+
+
+def test_a_compiled_module_returning_an_ordered_dict_of_named_tuples(device):
+    """A detection-style forward returning an OrderedDict holding a named tuple and a list: eager's structure and
+    gradients; compiled it replays (it was a graph break) and rebuilds the same types."""
+    from collections import OrderedDict
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = _Heads().to(device)
+        f = torch.compile(m) if compiled else m
+        out = []
+        for _ in range(3):
+            m.zero_grad()
+            r = f(torch.randn(4, 3, device=device))
+            assert type(r) is OrderedDict and type(r["out"]).__name__ == "Out" and r["aux"] is None
+            (r["out"].cls.sum() + r["out"].box[0].pow(2).sum()).backward()
+            out.append([p.grad.cpu().numpy().copy() for p in m.parameters()])
+        return out, getattr(f, "_capture", None)
+    eager, _ = run(False)
+    comp, cap = run(True)
+    for a, b in zip(eager, comp):
+        for u, v in zip(a, b):
+            _close(u, v, device)
+    assert cap.replays == 2

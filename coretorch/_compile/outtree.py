@@ -1,9 +1,10 @@
-"""The structure of a compiled module's result (:mod:`.module`): a tensor, or tensors and Nones nested in plain tuples,
-lists, dicts and named tuples (an LSTM language model's ``output, (h, c)``, nanoGPT's ``logits, None`` without
-targets, a dict of heads), flattened into the replay's
-outputs at capture and rebuilt around the replay's tensors at each call."""
+"""The structure of a compiled module's result (:mod:`.module`): a tensor, or tensors and Nones nested in plain
+tuples, lists, dicts (OrderedDict too) and named tuples (an LSTM language model's ``output, (h, c)``, nanoGPT's
+``logits, None`` without targets, a dict of heads), flattened into the replay's outputs at capture and rebuilt
+around the replay's tensors at each call."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from ..tensor import Tensor
@@ -37,7 +38,7 @@ def _spec(o: Any, flat: list) -> Any:
     if t is tuple or t is list or (isinstance(o, tuple) and hasattr(t, "_fields")):
         subs = [_spec(v, flat) for v in o]
         return None if None in subs else (t, None, subs)
-    if t is dict:
+    if t is dict or t is OrderedDict:
         subs = [_spec(v, flat) for v in o.values()]
         return None if None in subs else (t, tuple(o), subs)
     return None
@@ -60,5 +61,5 @@ def _build(spec: Any, it: Any) -> Any:
     t, keys, subs = spec
     vals = [_build(s, it) for s in subs]
     if keys is not None:
-        return dict(zip(keys, vals))
+        return t(zip(keys, vals))
     return vals if t is list else tuple(vals) if t is tuple else t(*vals)
