@@ -21,7 +21,7 @@ graph_breaks_log = logging.getLogger("coretorch._dynamo.graph_breaks")
 FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attributes of modules and config "
                   "objects, container entries)",
                   "the modules' structure (a submodule or parameter replaced)",
-                  "the arguments and tensors (arguments' shapes, strides, dtypes, devices, requires_grad, the "
+                  "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the "
                   "values of Python numbers passed; parameters, buffers, training flags, which .grad are None, grad "
                   "mode)",
                   "which arguments are the step's own tensors",
@@ -29,7 +29,7 @@ FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attri
                   "the optimizers' param_groups numbers",
                   "the numbers in the optimizers' state")
 MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
-                "the arguments and tensors (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
+                "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
                 "of Python numbers passed; parameters, buffers, training flags, grad mode)",
                 "the keyword argument names")
 
