@@ -21,15 +21,16 @@ graph_breaks_log = logging.getLogger("coretorch._dynamo.graph_breaks")
 FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attributes of modules and config "
                   "objects, container entries)",
                   "the modules' structure (a submodule or parameter replaced)",
-                  "the tensors (arguments' shapes, strides, dtypes, devices, requires_grad; parameters, buffers, "
-                  "training flags, which .grad are None, grad mode)",
+                  "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the "
+                  "values of Python numbers passed; parameters, buffers, training flags, which .grad are None, grad "
+                  "mode)",
                   "which arguments are the step's own tensors",
                   "the keyword argument names",
                   "the optimizers' param_groups numbers",
                   "the numbers in the optimizers' state")
 MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
-                "the tensors (arguments' shapes, strides, dtypes, devices, requires_grad; parameters, buffers, "
-                "training flags, grad mode)",
+                "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
+                "of Python numbers passed; parameters, buffers, training flags, grad mode)",
                 "the keyword argument names")
 
 

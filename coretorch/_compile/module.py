@@ -21,7 +21,8 @@ from ..autograd.graph import AccumulateGrad, Node, _version_error
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
+from . import stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _internal, _memory_of, state
 from .exc import FailOnRecompileLimitHit
 from .config import live_modules, recompile_limit_of
@@ -65,8 +66,11 @@ class CompiledFunctionBackward(Node):
         if _grad_state.enabled:  # create_graph=True: the gradients get a node that refuses a double backward
             node = CompiledFunctionBackwardBackward()
             node.next_functions = self.next_functions
-        return tuple(None if a is None else _make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
-                     for i, (a, (dt, tb)) in enumerate(zip(out, entry.grad_meta)))
+        res = [None if a is None else _make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
+               for i, (a, (dt, tb)) in enumerate(zip(out, entry.grad_meta))]
+        for i, j in entry.grad_repeats:  # one tensor, as eager's node returned: the engine stores a copy of the other
+            res[j] = res[i]
+        return tuple(res)
 
     def release(self) -> None:  # the engine frees the forward's arrays unless retain_graph
         self.ctx = None
@@ -83,7 +87,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden")
+                 "hidden", "grad_repeats")
     forward: Any
     backward: Any
     breaks: Any
@@ -93,7 +97,7 @@ class _ModEntry:
     counts: list | None  # how many gradients it returns per target (its node's edges to it); None: one each
     zeros: Any
     targets: Any
-    single: Any
+    single: Any  # the result's structure (see .outtree)
     planned: tuple  # (temporaries, buffers) planned in the forward and backward together (see .plan)
     watch: Any  # lv -> the tensors (inputs, parameters, buffers) whose memory the backward reads
     watch_outputs: list  # the outputs whose memory the backward reads
@@ -102,6 +106,7 @@ class _ModEntry:
     views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
     aliases: list  # (i, j, piece): output i is a view of output j, or a piece of one split (_output_aliases)
     hidden: list  # the (dtype, table) of the pieces' bases
+    grad_repeats: list  # (i, j): the backward's gradient j is its gradient i (one tensor, as eager's node returns)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -180,7 +185,7 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
                 t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
-    return res[0] if entry.single else tuple(res)
+    return _outtree.rebuild(entry.single, res)
 
 
 def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
@@ -194,14 +199,6 @@ def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
             t._vc = b._vc
         if plain:
             t._base, t._gfb = b, b._gf
-
-
-def _flat_outputs(result: Any):
-    if isinstance(result, Tensor):
-        return [result], True
-    if isinstance(result, tuple) and type(result) is tuple and all(isinstance(r, Tensor) for r in result):
-        return list(result), False
-    return None, False
 
 
 def _user_level() -> int:
@@ -322,9 +319,9 @@ class ModuleCapture:
             _guards.check_module_writes(rec, modules, before)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
-            outs, single = _flat_outputs(result)
+            outs, single = _outtree.flatten(result)
             if outs is None:
-                rec.breaks.append("the forward returns something other than a tensor or a tuple of tensors")
+                rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts")
             elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):
                 # eager returns that tensor (its requires_grad, its version counter, its .grad); a replay would
                 # make another over its memory
@@ -416,8 +413,10 @@ class ModuleCapture:
         # replayed gradients at the user's backward, as eager's
         edges = [_grad_edge(t) for t in inputs]
         terms = _run_backward(outs, gs, True, False, inputs=inputs, allow_unused=True, sinks=True)
-        srcs = []
+        srcs: list = []
         entry.grad_meta, entry.counts = [], []
+        seen: dict = {}  # id(gradient tensor) -> its first position
+        entry.grad_repeats = []
         for i, (gl, t) in enumerate(zip(terms, inputs)):
             if not gl or edges[i] in edges[:i]:
                 gl = [None]
@@ -428,6 +427,11 @@ class ModuleCapture:
                 if v is None:
                     rec.breaks.append("a gradient holds an array made outside the recorded kernels")
                     return None
+                if g is not None:
+                    if id(g) in seen:
+                        entry.grad_repeats.append((seen[id(g)], len(srcs)))
+                    else:
+                        seen[id(g)] = len(srcs)
                 srcs.append(v)
         if all(k == 1 for k in entry.counts):
             entry.counts = None

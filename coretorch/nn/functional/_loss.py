@@ -185,8 +185,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                                "'weight'. This input cannot have requires_grad True.")
         weight = _S.expand(weight, tuple(input.shape))  # PyTorch expands the weight to the target's size
     if input.numel():
-        lo, hi = float(_R.amin(input.detach()).item()), float(_R.amax(input.detach()).item())
-        if lo < 0 or hi > 1:
+        # one host read of the range test's outcome (a NaN fails it, as PyTorch's): a compiled step checks that it
+        # holds again, where reading the extremes themselves differed at the next batch
+        with _no_grad():
+            x = input.detach()
+            ok = _P.logical_and(_P.ge(_R.amin(x), 0), _P.le(_R.amax(x), 1))
+        if not ok.item():
             raise RuntimeError("all elements of input should be between 0 and 1")
     with _no_grad():
         # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
@@ -348,6 +352,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _R.norm(_P.add(_P.sub(x1, x2), eps), p, -1, keepdim)
 
 
+def _capturing() -> bool:
+    from ..._compile.capture import state  # (imported on use: compile imports nn)
+    return state["recorder"] is not None
+
+
 class NllLossBackward0(Node):
     """Gradient of the picked log-probabilities: -w[t] g / total at (i, t_i), written with tensor ops."""
     __slots__ = ("target", "wt", "total", "reduction", "shape", "dt")
@@ -357,7 +366,10 @@ class NllLossBackward0(Node):
         if self.wt is None:  # the forward's fast path: every weight 1, total m
             table = g._be
             if not (_gs.enabled and g._rg) and g.dtype is self.dt:
-                if table.host_memory:  # the scalar is free to read: -g / m computed once (double, then rounded)
+                # the scalar is free to read on the host: -g / m computed once (double, then rounded: the same
+                # float as the kernel's division, m being exact); not under a compile capture, where the read would
+                # be a checked value (a module capture's placeholder output gradient, a varying loss scale)
+                if table.host_memory and not _capturing():
                     gv = float(table.to_numpy(g._data))
                     coef = -gv / m if self.reduction == "mean" else -gv
                 else:
