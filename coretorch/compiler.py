@@ -43,10 +43,11 @@ def _break(why: str) -> None:
         rec.graph_break(why)
 
 
-def graph_break() -> None:
-    """``torch._dynamo.graph_break()``: the call of the compiled function that reaches it runs eagerly (coretorch
-    cannot split a capture in two: the rest of the call is eager too)."""
-    _break("torch._dynamo.graph_break()")
+def graph_break(msg: str = "") -> None:
+    """``torch._dynamo.graph_break(msg="")``: the call of the compiled function that reaches it runs eagerly
+    (coretorch cannot split a capture in two: the rest of the call is eager too); ``msg`` names the break in the
+    graph-break logs and ``explain``."""
+    _break(f"torch._dynamo.graph_break({msg!r})" if msg else "torch._dynamo.graph_break()")
 
 
 def is_compiling() -> bool:
