@@ -12,7 +12,10 @@ returns itself (``Recorder.arg_identity``: the replay would return the capture's
 """
 from __future__ import annotations
 
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any
+
+from .keyvalues import _Ident, _sc
 
 _CONTAINERS = (list, tuple, dict)
 
@@ -29,9 +32,9 @@ def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
     shape: list = []
 
     def walk(o: Any) -> None:
-        if isinstance(o, _CONTAINERS) and id(o) not in keep:
+        if isinstance(o, _CONTAINERS) and id(o) not in keep and (o.__class__ in _CONTAINERS or _openable(o)):
             if isinstance(o, dict):
-                shape.append((o.__class__, tuple(o)))
+                shape.append((o.__class__, tuple([k if k.__class__ is str else _dict_key(k) for k in o])))
                 for v in o.values():
                     walk(v)
             else:
@@ -45,6 +48,34 @@ def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
     for v in kwargs.values():
         walk(v)
     return tuple(objs), tuple(shape)
+
+
+# a container's methods that decide what the step reads from it: a subclass defining any of them (a dict whose
+# ``__getitem__`` scales by an attribute, a ``__missing__`` returning one) reads more than its entries
+_PROTOCOL = frozenset(("__getitem__", "__missing__", "__iter__", "__len__", "__contains__", "get", "keys", "values",
+                       "items", "__getattr__", "__getattribute__", "__reversed__", "pop", "setdefault"))
+_BASES = frozenset((object, list, tuple, dict, OrderedDict, defaultdict, Counter))
+_OPENABLE: dict = {}  # container subclass -> whether it defines none of _PROTOCOL
+
+
+def _openable(o: Any) -> bool:
+    """Whether an argument container of a subclass (an OrderedDict, a namedtuple) is opened as a plain one: its
+    class reads entries as the builtin does and the object holds no attributes of its own (else it stays a root, by
+    identity: its attributes and methods may give the step other values than its entries)."""
+    c = o.__class__
+    r = _OPENABLE.get(c)
+    if r is None:
+        if len(_OPENABLE) > 1024:
+            _OPENABLE.clear()
+        r = _OPENABLE[c] = not any(n in vars(k) for k in c.__mro__ if k not in _BASES for n in _PROTOCOL)
+    return r and not getattr(o, "__dict__", None)
+
+
+def _dict_key(k: Any) -> Any:
+    """A dict key that is no string in the structure: a number by its class and value (-0.0 apart from 0.0: ``{1: x}``
+    and ``{True: x}``, ``{0.0: x}`` and ``{-0.0: x}`` are equal dicts, and a step that reads its keys sees them
+    differ), anything else by identity (a tensor key: ``==`` compared its values)."""
+    return (k.__class__, _sc(k)) if isinstance(k, (int, float, complex)) else _Ident(k)
 
 
 def shape(args: tuple, kwargs: dict) -> tuple:

@@ -56,3 +56,11 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
     """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
     copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
     return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
+
+
+def mutable_key(o: Any) -> Any:
+    """A set's entries (in its iteration order: a loop over it sums in that order) or a bytearray's bytes, held by
+    the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
+    if isinstance(o, bytearray):
+        return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
+    return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])

@@ -1,0 +1,132 @@
+"""Review 16e: the compile features added in session 16 — argument containers keyed by structure (argtree.py),
+per-instance compiled methods, ``torch.compile(model.forward)`` / ``torch.compile(opt.step)``, and PyTorch's
+compiler switches (``set_stance``, backends, ``torch._dynamo``/``torch._inductor`` configs, ``set_logs``,
+``torch.compiler.disable``, ``torch._dynamo.graph_break``)."""
+import coretorch as torch
+import coretorch._dynamo
+
+
+def test_graph_break_takes_a_message(device):
+    """PyTorch's ``torch._dynamo.graph_break(msg="")`` takes a message; coretorch's took no argument, so a step
+    calling ``graph_break("data-dependent")`` raised TypeError (eagerly and compiled)."""
+    calls = []
+
+    def f(x):
+        y = x * 2
+        torch._dynamo.graph_break("data-dependent")
+        calls.append(1)
+        return y + 1
+
+    c = torch.compile(f)
+    x = torch.ones(3, device=device)
+    for _ in range(3):
+        assert torch.equal(c(x), f(x))
+    assert c.replays == 0 and len(calls) == 6
+    ex = torch.compiler.explain(f, x)
+    assert ex.graph_break_count == 1 and "data-dependent" in ex.break_reasons[0]
+    torch._dynamo.graph_break(msg="outside")  # outside a capture: nothing
+
+
+def test_dict_argument_keys_by_class_and_sign(device):
+    """``{1: x}`` and ``{True: x}`` (or ``{0.0: x}`` and ``{-0.0: x}``) are equal dicts, but a step reading its keys
+    sees them differ.  Eager: ``{True: x}`` takes the bool branch, ``x / -0.0`` is -inf; compiled before: the
+    argument structure compared the keys with ``==``, so the replay of the ``{1: x}`` capture ran (3 instead of 2,
+    inf instead of -inf)."""
+    x = torch.ones(2, device=device)
+
+    def f(d):
+        (k, v), = d.items()
+        return v * (2 if isinstance(k, bool) else 3)
+
+    c = torch.compile(f)
+    for d in ({1: x}, {1: x}, {True: x}):
+        assert torch.equal(c(d), f(d))
+
+    def g(d):
+        return x / next(iter(d))
+
+    c = torch.compile(g)
+    for d in ({0.0: 1}, {0.0: 1}, {-0.0: 1}):
+        assert torch.equal(c(d), g(d))
+
+
+def test_dict_subclass_with_own_getitem_not_opened(device):
+    """A dict subclass whose ``__getitem__`` scales by an attribute (or whose ``__missing__`` returns one) gives the
+    step more than its entries.  Eager: ``d["a"]`` is ``x * d.scale``; compiled before: the argument was opened into
+    its entries and keyed by them, so a fresh one with another ``scale`` replayed the capture's ``scale``."""
+    x = torch.ones(2, device=device)
+
+    class Scaled(dict):
+        def __getitem__(self, k):
+            return dict.__getitem__(self, k) * self.scale
+
+    class Lazy(dict):
+        def __missing__(self, k):
+            return self.default
+
+    def f(d):
+        return d["a"] + 1
+
+    c = torch.compile(f)
+    for sc in (1.0, 1.0, 2.0, 3.0):
+        d = Scaled(a=x)
+        d.scale = sc
+        assert torch.equal(c(d), f(d))
+    c = torch.compile(f)
+    for i in range(3):
+        d = Lazy()
+        d.default = x * i
+        assert torch.equal(c(d), f(d))
+
+
+def test_attributes_read_by_protocol_methods_are_guarded(device):
+    """The same argument object whose ``__getitem__`` reads ``self.scale``, changed between calls (a plain object
+    and a dict subclass).  Eager: the new scale; compiled before: the step's code names no attribute, so nothing
+    keyed ``scale`` and the replay reused the capture's."""
+    x = torch.ones(2, device=device)
+
+    class P:
+        def __init__(self):
+            self.t = x
+
+        def __getitem__(self, k):
+            return self.t * self.scale
+
+    class Scaled(dict):
+        def __getitem__(self, k):
+            return dict.__getitem__(self, k) * self.scale
+
+    def f(d):
+        return d["a"] + 1
+
+    for obj in (P(), Scaled(a=x)):
+        c = torch.compile(f)
+        for sc in (1.0, 1.0, 2.0, 3.0):
+            obj.scale = sc
+            assert torch.equal(c(obj), f(obj))
+        assert c.replays >= 1
+
+
+def test_sets_and_bytearrays_changed_in_place_are_keyed(device):
+    """A set or a bytearray (an argument, a global, a dict entry) changed in place between calls.  Eager: the new
+    ``len(s)`` / ``b[0]``; compiled before: keyed by identity only, the replay reused the capture's value."""
+    x = torch.ones(2, device=device)
+
+    def fs(s):
+        return x * len(s)
+
+    def fb(b):
+        return x * b[0]
+
+    def fd(d):
+        return x * len(d["s"])
+
+    s, b, s2 = {1}, bytearray(b"\x01"), {1}
+    cs, cb, cd = torch.compile(fs), torch.compile(fb), torch.compile(fd)
+    for _ in range(2):
+        cs(s), cb(b), cd({"s": s2})
+    s.add(3)
+    b[0] = 7
+    s2.add(4)
+    assert torch.equal(cs(s), fs(s)) and torch.equal(cb(b), fb(b)) and torch.equal(cd({"s": s2}), fd({"s": s2}))
+    assert cs.replays >= 1 and cb.replays >= 1
