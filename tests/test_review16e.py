@@ -130,3 +130,45 @@ def test_sets_and_bytearrays_changed_in_place_are_keyed(device):
     s2.add(4)
     assert torch.equal(cs(s), fs(s)) and torch.equal(cb(b), fb(b)) and torch.equal(cd({"s": s2}), fd({"s": s2}))
     assert cs.replays >= 1 and cb.replays >= 1
+
+
+def test_module_capture_keys_argument_objects(device):
+    """``torch.compile(model)`` called with a config object (read in a submodule's forward), a set, and a dict
+    subclass whose ``__getitem__`` scales by an attribute, each changed between calls.  Eager: the new values;
+    compiled before: a module capture keyed such arguments by identity only (its key has no roots), so the replay
+    reused the capture's ``cfg.k``, ``len(s)`` and ``d.scale``."""
+    nn = torch.nn
+
+    class Cfg:
+        def __init__(self):
+            self.k = 1.0
+
+    class Scaled(dict):
+        def __getitem__(self, k):
+            return dict.__getitem__(self, k) * self.scale
+
+    class B(nn.Module):
+        def forward(self, x, cfg):
+            return x * cfg.k
+
+    class N(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = B()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x, cfg, s, d):
+            return self.lin(self.b(x, cfg)) * len(s) + d["a"]
+
+    torch.manual_seed(0)
+    n = N().to(device)
+    on = torch.compile(n)
+    x = torch.ones(1, 2, device=device)
+    cfg, s = Cfg(), {1}
+    for i in range(5):
+        if i >= 2:
+            cfg.k = float(i)
+            s.add(i)
+        d = Scaled(a=x)
+        d.scale = float(i // 3)
+        assert torch.equal(on(x, cfg, s, d), n(x, cfg, s, d))

@@ -15,9 +15,12 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
+from ..nn.parameter import Parameter
+from ..tensor import Tensor
 from .keyvalues import _Ident, _sc
 
 _CONTAINERS = (list, tuple, dict)
+_PLAIN = frozenset((Tensor, Parameter, bool, int, float, str, type(None)))
 
 
 def any_container(args: tuple, kwargs: dict) -> bool:
@@ -95,3 +98,27 @@ def container_ids(args: tuple, kwargs: dict) -> frozenset:
     for a in (*args, *kwargs.values()):
         walk(a)
     return frozenset(out)
+
+
+def held(args: tuple, kwargs: dict) -> list:
+    """The argument objects whose state a key of leaves by identity misses (for a module capture, whose key has no
+    roots): container subclasses (their own attributes, a ``__getitem__`` reading one) and the other objects that are
+    neither tensors nor Python scalars (a config object's attributes, a set's entries), nested ones too."""
+    out: list = []
+
+    def walk(o: Any) -> None:
+        c = o.__class__
+        if c in _PLAIN:
+            return
+        if isinstance(o, _CONTAINERS):
+            if c not in _CONTAINERS:
+                out.append(o)
+            for v in (o.values() if isinstance(o, dict) else o):
+                walk(v)
+        elif not isinstance(o, Tensor):
+            out.append(o)
+    for a in args:
+        walk(a)
+    for v in kwargs.values():
+        walk(v)
+    return out
