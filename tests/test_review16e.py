@@ -172,3 +172,18 @@ def test_module_capture_keys_argument_objects(device):
         d = Scaled(a=x)
         d.scale = float(i // 3)
         assert torch.equal(on(x, cfg, s, d), n(x, cfg, s, d))
+
+
+def test_common_compiler_knobs_exist():
+    """Scripts set ``torch._inductor.config.compile_threads = 1``, ``cpp.simdlen``, ``triton.cudagraph_trees`` and
+    ``torch._dynamo.config.dynamic_shapes``; PyTorch has them, coretorch raised AttributeError at the script's first
+    lines.  They are kept and read back (no effect)."""
+    import coretorch._inductor.config as ic
+    import coretorch._dynamo.config as dc
+    for cfg, name, value in ((ic, "compile_threads", 1), (ic, "triton.cudagraph_trees", False),
+                             (ic, "cpp.simdlen", 8), (ic, "force_disable_caches", True), (dc, "dynamic_shapes", False),
+                             (dc, "skip_nnmodule_hook_guards", False)):
+        with cfg.patch(name, value):
+            assert cfg._get(name) == value
+    ic.compile_threads = 1
+    torch.compile(lambda x: x, options={"compile_threads": 2})
