@@ -187,3 +187,37 @@ def test_common_compiler_knobs_exist():
             assert cfg._get(name) == value
     ic.compile_threads = 1
     torch.compile(lambda x: x, options={"compile_threads": 2})
+
+
+def test_disable_of_a_module_breaks_the_capture(device):
+    """``torch.compiler.disable(module)`` called inside a compiled step: PyTorch wraps the module (an
+    OptimizedModule) and its forward runs as Python at every call (a print in it prints 4 times in 4 calls);
+    coretorch returned the module unchanged, so its forward was recorded into the replay and ran once."""
+    nn = torch.nn
+    calls = []
+
+    class Logger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x):
+            calls.append(x.shape)  # (a side effect no guard sees: appended, never read)
+            return self.lin(x)
+
+    torch.manual_seed(0)
+    raw = Logger().to(device)
+    lg = torch.compiler.disable(raw)
+    assert isinstance(lg, nn.Module) and list(lg.state_dict()) == ["_orig_mod.lin.weight", "_orig_mod.lin.bias"]
+
+    def step(x):
+        with torch.no_grad():
+            return lg(x) + 1
+
+    c = torch.compile(step)
+    x = torch.ones(1, 2, device=device)
+    for _ in range(4):
+        assert torch.equal(c(x), raw(x) + 1)
+    assert len(calls) == 8 and c.replays == 0
+    lg(x).sum().backward()
+    assert raw.lin.weight.grad is not None
