@@ -221,3 +221,38 @@ def test_disable_of_a_module_breaks_the_capture(device):
     assert len(calls) == 8 and c.replays == 0
     lg(x).sum().backward()
     assert raw.lin.weight.grad is not None
+
+
+def test_compile_of_a_class_body_compiled_forward_is_the_module_capture(device):
+    """``torch.compile(block.forward)`` where the class compiled ``forward`` in its body: PyTorch compiles the
+    forward with its backward.  coretorch made a function capture of the instance's compiled function (its results
+    carry no autograd graph), so every training call was a graph break (0 replays); now it is the module capture,
+    as for any other ``forward``: replays, bitwise gradients."""
+    nn = torch.nn
+
+    class Blk(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    class CBlk(Blk):
+        @torch.compile
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    torch.manual_seed(0)
+    a = Blk().to(device)
+    torch.manual_seed(0)
+    b = CBlk().to(device)
+    c = torch.compile(b.forward)
+    assert isinstance(c, torch._compile.ModuleCapture)
+    for _ in range(4):
+        x = torch.randn(2, 3, device=device)
+        la, lb = a(x).sum(), c(x).sum()
+        la.backward()
+        lb.backward()
+        assert torch.equal(la, lb) and torch.equal(a.lin.weight.grad, b.lin.weight.grad)
+    assert c.replays == 3

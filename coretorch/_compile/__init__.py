@@ -320,9 +320,10 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                                host_fusion=choice.host_fusion, fused=choice.fused)
     if isinstance(model, _MethodType) and isinstance(model.__self__, Module) and \
-            model.__func__ is getattr(type(model.__self__), "forward", None):
+            getattr(model.__func__, "_parent", model.__func__) is getattr(type(model.__self__), "forward", None):
         # torch.compile(model.forward): the module capture (forward and backward replayed, as model.compile()'s),
-        # not a function capture (its results carry no autograd graph: every call would be a graph break)
+        # not a function capture (its results carry no autograd graph: every call would be a graph break); also
+        # where the class compiled its forward (the instance's own compiled function: see __get__)
         return ModuleCapture(model.__self__, model, fullgraph, recompile_limit, choice.host_fusion, choice.fused)
     return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                             host_fusion=choice.host_fusion, fused=choice.fused)
