@@ -256,3 +256,18 @@ def test_compile_of_a_class_body_compiled_forward_is_the_module_capture(device):
         lb.backward()
         assert torch.equal(la, lb) and torch.equal(a.lin.weight.grad, b.lin.weight.grad)
     assert c.replays == 3
+
+
+def test_fresh_dict_keys_of_value_types_replay(device):
+    """A fresh batch dict keyed by tuples, bytes, None and floats each call: equal keys, so it replays (keying the
+    keys by identity would capture again at every call)."""
+    x = torch.ones(2, device=device)
+
+    def f(d):
+        return sum(d.values(), torch.zeros(2, device=device))
+
+    c = torch.compile(f)
+    for i in range(4):
+        d = {("layer", 0): x * i, b"k": x, None: x, 3.5: x}
+        assert torch.equal(c(d), f(d))
+    assert c.replays == 3

@@ -75,10 +75,18 @@ def _openable(o: Any) -> bool:
 
 
 def _dict_key(k: Any) -> Any:
-    """A dict key that is no string in the structure: a number by its class and value (-0.0 apart from 0.0: ``{1: x}``
-    and ``{True: x}``, ``{0.0: x}`` and ``{-0.0: x}`` are equal dicts, and a step that reads its keys sees them
-    differ), anything else by identity (a tensor key: ``==`` compared its values)."""
-    return (k.__class__, _sc(k)) if isinstance(k, (int, float, complex)) else _Ident(k)
+    """A dict key that is no string in the structure: with its class (``{1: x}`` and ``{True: x}``, ``{0.0: x}`` and
+    ``{-0.0: x}`` are equal dicts, and a step that reads its keys sees them differ), a number's sign of zero, a
+    tuple's items the same way, a tensor by identity (``==`` compares its values) and any other key by its own
+    equality (a fresh ``("layer", 0)`` each call is the same key)."""
+    c = k.__class__
+    if c is str:
+        return k
+    if c is tuple:
+        return (tuple, tuple([_dict_key(v) for v in k]))
+    if isinstance(k, (int, float, complex)):
+        return (c, _sc(k))
+    return _Ident(k) if isinstance(k, Tensor) else (c, k)
 
 
 def shape(args: tuple, kwargs: dict) -> tuple:
