@@ -278,7 +278,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if o.__class__ is list or o.__class__ is dict:
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
-    if not isinstance(d, dict) or not d or not (names or _dunders.reads(o.__class__)):
+    if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
         return own
     out = []
     cls = o.__class__
