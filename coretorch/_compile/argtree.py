@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
+import numpy as np
+
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from .keyvalues import _Ident, _sc
@@ -123,7 +125,7 @@ def held(args: tuple, kwargs: dict) -> list:
                 out.append(o)
             for v in (o.values() if isinstance(o, dict) else o):
                 walk(v)
-        elif not isinstance(o, Tensor):
+        elif not isinstance(o, (Tensor, np.ndarray)):  # (an array's values: in the leaves' key already)
             out.append(o)
     for a in args:
         walk(a)
