@@ -271,3 +271,16 @@ def test_fresh_dict_keys_of_value_types_replay(device):
         d = {("layer", 0): x * i, b"k": x, None: x, 3.5: x}
         assert torch.equal(c(d), f(d))
     assert c.replays == 3
+
+
+def test_a_fresh_size_argument_replays(device):
+    """``f(x, y.shape)`` with a new ``torch.Size`` each call: coretorch's own tuple subclasses are opened as plain
+    tuples (its ``__getitem__`` returns its entries), so the calls replay."""
+    def f(x, shp):
+        return x.reshape(shp) * 2
+
+    c = torch.compile(f)
+    for _ in range(4):
+        assert torch.equal(c(torch.ones(6, device=device), torch.ones(2, 3).shape),
+                           torch.full((2, 3), 2.0, device=device))
+    assert c.replays == 3

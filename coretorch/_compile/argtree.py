@@ -72,7 +72,8 @@ def _openable(o: Any) -> bool:
     if r is None:
         if len(_OPENABLE) > 1024:
             _OPENABLE.clear()
-        r = _OPENABLE[c] = not any(n in vars(k) for k in c.__mro__ if k not in _BASES for n in _PROTOCOL)
+        r = _OPENABLE[c] = not any(n in vars(k) for k in c.__mro__ if k not in _BASES and  # (torch.Size: its
+                                   not k.__module__.startswith("coretorch.") for n in _PROTOCOL)  # entries)
     return r and not getattr(o, "__dict__", None)
 
 
