@@ -284,3 +284,24 @@ def test_a_fresh_size_argument_replays(device):
         assert torch.equal(c(torch.ones(6, device=device), torch.ones(2, 3).shape),
                            torch.full((2, 3), 2.0, device=device))
     assert c.replays == 3
+
+
+def test_module_capture_fresh_value_objects_replay(device):
+    """A compiled module called with a new ``torch.device`` object each call (and a dtype): they are values, keyed
+    by the leaves; the argument objects' state part (see test_module_capture_keys_argument_objects) keys only what
+    it fingerprints, not identities, so the calls replay."""
+    nn = torch.nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x, dev, dt):
+            return self.lin(x).to(dev, dt)
+
+    om = torch.compile(M().to(device))
+    with torch.no_grad():
+        for _ in range(4):
+            om(torch.ones(1, 2, device=device), torch.device(device), torch.float32)
+    assert om.__dict__["_capture"].replays == 3

@@ -258,7 +258,7 @@ class ModuleCapture:
             if self.anames is None:
                 fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
                 self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
-            key += (_guards.root_key(held, self.anames),)
+            key += (tuple([_guards.contents(o, self.anames) for o in held if _guards._opened(o)]),)
         entry = self.cache.get(key)
         if entry is None:
             if not _stance.on_capture(self.fn, len(self.cache), self.delayed):
