@@ -305,3 +305,22 @@ def test_module_capture_fresh_value_objects_replay(device):
         for _ in range(4):
             om(torch.ones(1, 2, device=device), torch.device(device), torch.float32)
     assert om.__dict__["_capture"].replays == 3
+
+
+def test_recompile_limit_warning_of_a_compiled_method_points_at_the_caller(device):
+    """A module whose ``forward`` is compiled in its class body, past recompile_limit: the warning named
+    coretorch's ``module.py`` (stacklevel 2 is Module.__call__'s frame); it names the line that called the
+    module, as a compiled function's and a compiled module's warnings do."""
+    import warnings
+
+    class B(torch.nn.Module):
+        @torch.compile
+        def forward(self, x, n):
+            return x * n
+
+    b = B()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(10):
+            b(torch.ones(1, device=device), n)
+    assert [x.filename for x in w if "recompile_limit" in str(x.message)] == [__file__]

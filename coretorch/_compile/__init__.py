@@ -50,7 +50,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
-from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
+from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, _user_level, compile_in_place
 from .explain import ExplainOutput, explain
 from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
@@ -201,7 +201,7 @@ class CompiledFunction:
                                   f"recompile_limit ({limit}) captures; calls with new guards run eagerly (last "
                                   f"reason: a change in {_logs.why(k, self._cache, _logs.FUNCTION_PARTS)}; "
                                   f"torch._logging.set_logs(recompiles=True) logs every capture)",
-                                  UserWarning, stacklevel=2)
+                                  UserWarning, stacklevel=_user_level())  # (past Module.__call__ too)
                 return self._orig_fn(*args, **kwargs)
             return self._capture_or_eager(k, args, kwargs, lv, st)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
