@@ -324,3 +324,32 @@ def test_recompile_limit_warning_of_a_compiled_method_points_at_the_caller(devic
         for n in range(10):
             b(torch.ones(1, device=device), n)
     assert [x.filename for x in w if "recompile_limit" in str(x.message)] == [__file__]
+
+
+def test_recompile_log_names_optimizer_state_numbers(device, caplog):
+    """A step that reads optimizer ``state`` (a Python count) but not ``param_groups``: a changed count captures
+    again, and the recompile log named "the optimizers' param_groups numbers" (the parts are named by position, and
+    the state numbers sat at the param_groups' place)."""
+    import logging
+    w = torch.ones(2, device=device, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    opt.state[w]["n"] = 1
+
+    def f(x):
+        return x * opt.state[w]["n"]
+
+    c = torch.compile(f)
+    x = torch.ones(2, device=device)
+    torch._logging.set_logs(recompiles=True)
+    try:
+        from coretorch._compile.logs import recompiles_log
+        recompiles_log.addHandler(caplog.handler)
+        with caplog.at_level(logging.INFO, logger="coretorch._dynamo.recompiles"):
+            c(x)
+            opt.state[w]["n"] = 2
+            assert torch.equal(c(x), f(x))
+        msgs = [r.getMessage() for r in caplog.records if "Recompiling" in r.getMessage()]
+        assert msgs and "the numbers in the optimizers' state" in msgs[-1] and "param_groups" not in msgs[-1]
+    finally:
+        recompiles_log.removeHandler(caplog.handler)
+        torch._logging.set_logs()

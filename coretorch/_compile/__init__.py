@@ -145,10 +145,10 @@ class CompiledFunction:
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
-        if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
-            k += (_guards.group_numbers(st[5]),)
-        if self._states:  # the function reads optimizer state itself (a Python step count)
-            k += (_guards.state_numbers(st[5]),)
+        if self._groups or self._states:  # (each at its place: logs.FUNCTION_PARTS names them by position)
+            # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count)
+            k += (_guards.group_numbers(st[5]) if self._groups else None,
+                  _guards.state_numbers(st[5]) if self._states else None)
         return lv, st, k
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
