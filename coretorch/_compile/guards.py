@@ -21,7 +21,8 @@ from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
-from .keyvalues import _NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key
+from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
+                        param_hooks as _param_hooks)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -742,22 +743,6 @@ def _hooks(modules: list) -> tuple:
             out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
                         tuple(d["_backward_hooks"])))
     out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
-    return tuple(out)
-
-
-def _param_hooks(params: list) -> tuple:
-    """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
-    replay's backward ran the ones present at the capture only."""
-    out = []
-    for i, p in enumerate(params):
-        d = p.__dict__
-        a = d.get("_accum")
-        post = d.get("_post_accumulate_grad_hooks")
-        if (a is not None and a._hooked) or post:
-            th = a._tensor_hooks if a is not None else None
-            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
-                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
-                        else (), tuple(post or ())))
     return tuple(out)
 
 
