@@ -19,11 +19,14 @@ def disable(fn=None, recursive: bool = True, *, reason=None):
     """``@torch.compiler.disable``: ``fn`` runs as Python at every call, also inside a compiled function.  A call of
     it during a capture is a graph break (so its Python side effects, a log line or a counter, happen at every call
     of the compiled function, as PyTorch's); outside a capture it is a plain call.  A compiled function given is
-    replaced by its own code; a module is returned as it is."""
+    replaced by its own code; a module is wrapped as PyTorch's (an ``OptimizedModule`` whose calls run the module
+    with its hooks, a graph break inside a capture)."""
     if fn is None:
         return lambda f: disable(f, recursive, reason=reason)
-    if isinstance(fn, _Module):
-        return fn
+    if isinstance(fn, _Module):  # (as PyTorch's: an OptimizedModule whose calls of the module are disabled)
+        om = _compile.OptimizedModule(fn)
+        om.__dict__["_capture"] = disable(fn.__call__, recursive, reason=reason or type(fn).__name__)
+        return om
     inner = getattr(fn, "_orig_fn", fn)  # (a compiled function: its code)
     why = f"a call of {getattr(inner, '__qualname__', repr(inner))}, under torch.compiler.disable" + \
         (f" ({reason})" if reason else "")
@@ -43,10 +46,11 @@ def _break(why: str) -> None:
         rec.graph_break(why)
 
 
-def graph_break() -> None:
-    """``torch._dynamo.graph_break()``: the call of the compiled function that reaches it runs eagerly (coretorch
-    cannot split a capture in two: the rest of the call is eager too)."""
-    _break("torch._dynamo.graph_break()")
+def graph_break(msg: str = "") -> None:
+    """``torch._dynamo.graph_break(msg="")``: the call of the compiled function that reaches it runs eagerly
+    (coretorch cannot split a capture in two: the rest of the call is eager too); ``msg`` names the break in the
+    graph-break logs and ``explain``."""
+    _break(f"torch._dynamo.graph_break({msg!r})" if msg else "torch._dynamo.graph_break()")
 
 
 def is_compiling() -> bool:

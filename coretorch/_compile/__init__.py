@@ -50,7 +50,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
-from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, compile_in_place
+from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, _user_level, compile_in_place
 from .explain import ExplainOutput, explain
 from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
@@ -145,10 +145,10 @@ class CompiledFunction:
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
-        if self._groups:  # the function reads param_groups itself (an lr returned or branched on)
-            k += (_guards.group_numbers(st[5]),)
-        if self._states:  # the function reads optimizer state itself (a Python step count)
-            k += (_guards.state_numbers(st[5]),)
+        if self._groups or self._states:  # (each at its place: logs.FUNCTION_PARTS names them by position)
+            # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count)
+            k += (_guards.group_numbers(st[5]) if self._groups else None,
+                  _guards.state_numbers(st[5]) if self._states else None)
         return lv, st, k
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -201,7 +201,7 @@ class CompiledFunction:
                                   f"recompile_limit ({limit}) captures; calls with new guards run eagerly (last "
                                   f"reason: a change in {_logs.why(k, self._cache, _logs.FUNCTION_PARTS)}; "
                                   f"torch._logging.set_logs(recompiles=True) logs every capture)",
-                                  UserWarning, stacklevel=2)
+                                  UserWarning, stacklevel=_user_level())  # (past Module.__call__ too)
                 return self._orig_fn(*args, **kwargs)
             return self._capture_or_eager(k, args, kwargs, lv, st)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
@@ -320,9 +320,10 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                                host_fusion=choice.host_fusion, fused=choice.fused)
     if isinstance(model, _MethodType) and isinstance(model.__self__, Module) and \
-            model.__func__ is getattr(type(model.__self__), "forward", None):
+            getattr(model.__func__, "_parent", model.__func__) is getattr(type(model.__self__), "forward", None):
         # torch.compile(model.forward): the module capture (forward and backward replayed, as model.compile()'s),
-        # not a function capture (its results carry no autograd graph: every call would be a graph break)
+        # not a function capture (its results carry no autograd graph: every call would be a graph break); also
+        # where the class compiled its forward (the instance's own compiled function: see __get__)
         return ModuleCapture(model.__self__, model, fullgraph, recompile_limit, choice.host_fusion, choice.fused)
     return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                             host_fusion=choice.host_fusion, fused=choice.fused)

@@ -12,9 +12,17 @@ returns itself (``Recorder.arg_identity``: the replay would return the capture's
 """
 from __future__ import annotations
 
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
+import numpy as np
+
+from ..nn.parameter import Parameter
+from ..tensor import Tensor
+from .keyvalues import _Ident, _sc
+
 _CONTAINERS = (list, tuple, dict)
+_PLAIN = frozenset((Tensor, Parameter, bool, int, float, str, type(None)))
 
 
 def any_container(args: tuple, kwargs: dict) -> bool:
@@ -29,9 +37,9 @@ def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
     shape: list = []
 
     def walk(o: Any) -> None:
-        if isinstance(o, _CONTAINERS) and id(o) not in keep:
+        if isinstance(o, _CONTAINERS) and id(o) not in keep and (o.__class__ in _CONTAINERS or _openable(o)):
             if isinstance(o, dict):
-                shape.append((o.__class__, tuple(o)))
+                shape.append((o.__class__, tuple([k if k.__class__ is str else _dict_key(k) for k in o])))
                 for v in o.values():
                     walk(v)
             else:
@@ -45,6 +53,43 @@ def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
     for v in kwargs.values():
         walk(v)
     return tuple(objs), tuple(shape)
+
+
+# a container's methods that decide what the step reads from it: a subclass defining any of them (a dict whose
+# ``__getitem__`` scales by an attribute, a ``__missing__`` returning one) reads more than its entries
+_PROTOCOL = frozenset(("__getitem__", "__missing__", "__iter__", "__len__", "__contains__", "get", "keys", "values",
+                       "items", "__getattr__", "__getattribute__", "__reversed__", "pop", "setdefault"))
+_BASES = frozenset((object, list, tuple, dict, OrderedDict, defaultdict, Counter))
+_OPENABLE: dict = {}  # container subclass -> whether it defines none of _PROTOCOL
+
+
+def _openable(o: Any) -> bool:
+    """Whether an argument container of a subclass (an OrderedDict, a namedtuple) is opened as a plain one: its
+    class reads entries as the builtin does and the object holds no attributes of its own (else it stays a root, by
+    identity: its attributes and methods may give the step other values than its entries)."""
+    c = o.__class__
+    r = _OPENABLE.get(c)
+    if r is None:
+        if len(_OPENABLE) > 1024:
+            _OPENABLE.clear()
+        r = _OPENABLE[c] = not any(n in vars(k) for k in c.__mro__ if k not in _BASES and  # (torch.Size: its
+                                   not k.__module__.startswith("coretorch.") for n in _PROTOCOL)  # entries)
+    return r and not getattr(o, "__dict__", None)
+
+
+def _dict_key(k: Any) -> Any:
+    """A dict key that is no string in the structure: with its class (``{1: x}`` and ``{True: x}``, ``{0.0: x}`` and
+    ``{-0.0: x}`` are equal dicts, and a step that reads its keys sees them differ), a number's sign of zero, a
+    tuple's items the same way, a tensor by identity (``==`` compares its values) and any other key by its own
+    equality (a fresh ``("layer", 0)`` each call is the same key)."""
+    c = k.__class__
+    if c is str:
+        return k
+    if c is tuple:
+        return (tuple, tuple([_dict_key(v) for v in k]))
+    if isinstance(k, (int, float, complex)):
+        return (c, _sc(k))
+    return _Ident(k) if isinstance(k, Tensor) else (c, k)
 
 
 def shape(args: tuple, kwargs: dict) -> tuple:
@@ -64,3 +109,27 @@ def container_ids(args: tuple, kwargs: dict) -> frozenset:
     for a in (*args, *kwargs.values()):
         walk(a)
     return frozenset(out)
+
+
+def held(args: tuple, kwargs: dict) -> list:
+    """The argument objects whose state a key of leaves by identity misses (for a module capture, whose key has no
+    roots): container subclasses (their own attributes, a ``__getitem__`` reading one) and the other objects that are
+    neither tensors nor Python scalars (a config object's attributes, a set's entries), nested ones too."""
+    out: list = []
+
+    def walk(o: Any) -> None:
+        c = o.__class__
+        if c in _PLAIN:
+            return
+        if isinstance(o, _CONTAINERS):
+            if c not in _CONTAINERS:
+                out.append(o)
+            for v in (o.values() if isinstance(o, dict) else o):
+                walk(v)
+        elif not isinstance(o, (Tensor, np.ndarray)):  # (an array's values: in the leaves' key already)
+            out.append(o)
+    for a in args:
+        walk(a)
+    for v in kwargs.values():
+        walk(v)
+    return out

@@ -146,7 +146,7 @@ class _Config(ConfigObject):
     capture is specialised to its shapes and scalars; a new one captures again), ``optimize_ddp`` (DDP steps are
     graph breaks), ``inline_inbuilt_nn_modules``, ``guard_nn_modules`` (modules are always guarded),
     ``compiled_autograd``, ``accumulated_recompile_limit`` / ``accumulated_cache_size_limit``,
-    ``replay_record_enabled``."""
+    ``replay_record_enabled``, and the rest of the ``KNOBS`` below (debugging, numpy tracing, repro dumps)."""
 
     _NAME = "torch._dynamo.config"
     KNOBS = {"recompile_limit": 8, "error_on_recompile": False, "fusion": True, "pool": True, "host_fusion": False,
@@ -157,7 +157,12 @@ class _Config(ConfigObject):
              "assume_static_by_default": True, "specialize_int": False, "specialize_float": False,
              "force_parameter_static_shapes": True, "optimize_ddp": True, "inline_inbuilt_nn_modules": True,
              "guard_nn_modules": True, "compiled_autograd": False, "accumulated_recompile_limit": 256,
-             "replay_record_enabled": False}
+             "replay_record_enabled": False, "dynamic_shapes": True, "skip_nnmodule_hook_guards": True,
+             "allow_unspec_int_on_nn_module": False, "raise_on_ctx_manager_usage": True,
+             "prefer_deferred_runtime_asserts_over_guards": False, "allow_rnn": False, "trace_numpy": True,
+             "numpy_default_float": "float64", "use_numpy_random_stream": False, "optimize_ddp_lazy_compile": False,
+             "do_not_emit_runtime_asserts": False, "allow_ignore_mark_dynamic": False, "cprofile": False,
+             "debug_dir_root": "/tmp/torch_compile_debug", "repro_after": None, "repro_level": 2}
 
     recompile_limit: int
     error_on_recompile: bool

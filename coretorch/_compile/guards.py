@@ -20,8 +20,9 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import weak as _weakref
-from .keyvalues import _NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value
+from . import dunders as _dunders, weak as _weakref
+from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
+                        param_hooks as _param_hooks)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -229,7 +230,7 @@ def _opened(o: Any) -> bool:
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list, _deque)) or (_config_like(o) and
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
                                                                not isinstance(o, (tuple, _ModuleType)))
     return r
 
@@ -248,6 +249,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     most = _CONTENTS_MAX if depth >= 2 else _NESTED_MAX
     if o.__class__ is _Environ:  # os.environ (os.getenv): the variables by value (a replay reused the value read)
         return tuple(vars(o)["_data"].items())
+    if isinstance(o, (set, bytearray)):
+        return mutable_key(o)
     if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
         return (o.maxlen, contents(list(o), names, None, depth))
     if isinstance(o, list):
@@ -264,16 +267,20 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        return tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                      _entry(v, names, depth) for v in o]) + tail
-    if isinstance(o, dict):
+        own: Any = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                           _entry(v, names, depth) for v in o]) + tail
+    elif isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        return tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                           _entry(v, names, depth)) for k, v in o.items()])
-    d = getattr(o, "__dict__", None)
-    if not names or not isinstance(d, dict):
-        return None
+        own = tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                          _entry(v, names, depth)) for k, v in o.items()])
+    else:
+        own = None
+    if o.__class__ is list or o.__class__ is dict:
+        return own
+    d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
+    if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
+        return own
     out = []
     cls = o.__class__
     e = _OBJ_NAMES.get(id(d))
@@ -281,6 +288,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
         sel = [n for n in names if n in d or hasattr(cls, n)]
+        sel += sorted(_dunders.reads(cls) & d.keys() - set(sel))  # (read by its __getitem__, __call__...)
         for g in [getattr(cls, n).fget for n in sel if n not in d and isinstance(getattr(cls, n), property)]:
             if getattr(g, "__code__", None) is not None and not _internal(g.__code__.co_filename):  # ``c.scale``
                 sel += sorted(_code_names(g.__code__, set()) & d.keys() - set(sel))  # returning ``self._s``
@@ -294,7 +302,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
                 out.append((n, v))
-    return tuple(out)
+    return tuple(out) if own is None else (own, tuple(out))
 
 
 # id(an object's __dict__) -> (a weak reference to the object, names, the dict's length, the class, those of names
@@ -735,22 +743,6 @@ def _hooks(modules: list) -> tuple:
             out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
                         tuple(d["_backward_hooks"])))
     out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
-    return tuple(out)
-
-
-def _param_hooks(params: list) -> tuple:
-    """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
-    replay's backward ran the ones present at the capture only."""
-    out = []
-    for i, p in enumerate(params):
-        d = p.__dict__
-        a = d.get("_accum")
-        post = d.get("_post_accumulate_grad_hooks")
-        if (a is not None and a._hooked) or post:
-            th = a._tensor_hooks if a is not None else None
-            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
-                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
-                        else (), tuple(post or ())))
     return tuple(out)
 
 

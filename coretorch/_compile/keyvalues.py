@@ -1,5 +1,6 @@
 """How one value enters a guard key: an object by identity (held), a number by value (-0.0 apart from 0.0), a numpy
-array by its values or a digest of them (see :mod:`.guards`)."""
+array by its values or a digest of them, a set's entries, a bytearray's bytes, the parameters' gradient hooks (see
+:mod:`.guards`)."""
 from __future__ import annotations
 
 import hashlib
@@ -56,3 +57,27 @@ def _ndarray_digest(a: np.ndarray) -> tuple:
     """A large array argument's shape, dtype and a digest of its values: as :func:`_ndarray_key` without keeping a
     copy of the values in the cache's keys (a batch passed as a numpy array: pass a tensor to replay it)."""
     return (a.shape, a.dtype.str, hashlib.blake2b(np.ascontiguousarray(a).data, digest_size=16).digest())
+
+
+def mutable_key(o: Any) -> Any:
+    """A set's entries (in its iteration order: a loop over it sums in that order) or a bytearray's bytes, held by
+    the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
+    if isinstance(o, bytearray):
+        return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
+    return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])
+
+
+def param_hooks(params: list) -> tuple:
+    """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
+    replay's backward ran the ones present at the capture only."""
+    out = []
+    for i, p in enumerate(params):
+        d = p.__dict__
+        a = d.get("_accum")
+        post = d.get("_post_accumulate_grad_hooks")
+        if (a is not None and a._hooked) or post:
+            th = a._tensor_hooks if a is not None else None
+            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
+                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
+                        else (), tuple(post or ())))
+    return tuple(out)

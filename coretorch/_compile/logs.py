@@ -31,7 +31,9 @@ FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attri
 MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
                 "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
                 "of Python numbers passed; parameters, buffers, training flags, grad mode)",
-                "the keyword argument names")
+                "the keyword argument names",
+                "the argument containers' structure (types, lengths, dict keys)",
+                "the argument objects' state (attributes the forwards read, a set's entries)")
 
 
 def why(key: tuple, keys: Iterable[tuple], parts: tuple) -> str:

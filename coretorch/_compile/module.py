@@ -225,6 +225,7 @@ class ModuleCapture:
         self.cache: dict = {}
         self.st = None
         self.sig: tuple = ()
+        self.anames: tuple | None = None  # attribute names the forward's code reads (see guards.attribute_names)
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         live_modules.add(self)
@@ -238,6 +239,7 @@ class ModuleCapture:
         if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced
             st = self.st = _guards.state_of([self.module])
             self.sig = _guards.structure(st[0])
+            self.anames = None
         return st
 
     def __call__(self, *args, **kwargs):
@@ -248,6 +250,12 @@ class ModuleCapture:
         # (.grad is not touched by a forward; the keyword names: leaves holds the values only)
         # (the argument containers' structure: dict keys, lengths; leaves holds their entries only)
         key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs))
+        held = _argtree.held(args, kwargs) if kwargs or any(a.__class__ not in _argtree._PLAIN for a in args) else ()
+        if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
+            if self.anames is None:
+                fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
+                self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
+            key += (tuple([_guards.contents(o, self.anames) for o in held if _guards._opened(o)]),)
         entry = self.cache.get(key)
         if entry is None:
             if not _stance.on_capture(self.fn, len(self.cache), self.delayed):

@@ -18,6 +18,7 @@ An unknown name raises ``AttributeError`` (``torch._inductor.config.nosuch does 
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from .._compile.config import ConfigObject, config as _compile_config
@@ -33,8 +34,18 @@ class _InductorConfig(ConfigObject):
              "fx_graph_cache": True, "freezing": False, "epilogue_fusion": True, "aggressive_fusion": False,
              "shape_padding": True, "cpp_wrapper": False, "conv_1x1_as_mm": False,
              "force_fuse_int_mm_with_mul": False, "use_mixed_mm": True, "benchmark_kernel": False, "debug": False,
-             "fallback_random": False, "triton": {"unique_kernel_names": True, "cudagraphs": False},
-             "cpp": {"threads": -1}, "trace": {"enabled": False}}
+             "fallback_random": False, "compile_threads": min(32, os.cpu_count() or 1),
+             "fx_graph_remote_cache": None, "autotune_local_cache": True, "force_disable_caches": False,
+             "split_reductions": True, "layout_optimization": True, "keep_output_stride": True, "size_asserts": True,
+             "implicit_fallbacks": True, "emulate_precision_casts": False, "unroll_reductions_threshold": 8,
+             "max_fusion_size": 64, "benchmark_fusion": False, "group_fusion": False, "pattern_matcher": True,
+             "reorder_for_locality": True, "permute_fusion": False, "allow_buffer_reuse": True,
+             "inplace_buffers": True, "comprehensive_padding": True, "online_softmax": True,
+             "worker_start_method": "subprocess", "search_autotune_cache": False, "autotune_in_subproc": False,
+             "triton": {"unique_kernel_names": True, "cudagraphs": False, "cudagraph_trees": True,
+                        "autotune_pointwise": True, "max_tiles": None, "cudagraph_skip_dynamic_graphs": False},
+             "cpp": {"threads": -1, "simdlen": None, "enable_kernel_profile": False, "dynamic_threads": False},
+             "trace": {"enabled": False, "graph_diagram": False}}
 
     @property
     def max_autotune(self) -> bool:

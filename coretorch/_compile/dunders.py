@@ -1,0 +1,36 @@
+"""The attributes a class's own protocol methods read (``__getitem__``, ``__call__``, ``__len__``, ...), for the
+guards: ``d["a"]`` on an object whose ``__getitem__`` returns ``self.t * self.scale`` reads ``scale`` where the
+step's code names no attribute (a replay reused the capture's ``scale``)."""
+from __future__ import annotations
+
+from types import CodeType, FunctionType
+from typing import Any
+
+_PROTOCOL = ("__getitem__", "__missing__", "__call__", "__len__", "__iter__", "__next__", "__contains__", "__bool__",
+             "__float__", "__int__", "__index__", "__getattr__", "get", "keys", "values", "items")
+_READS: dict = {}  # class -> frozenset of names
+
+
+def _names(code: CodeType, out: set) -> set:
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, CodeType):
+            _names(c, out)
+    return out
+
+
+def reads(cls: type) -> frozenset:
+    """The names the Python-defined protocol methods of ``cls`` (and its bases) load (attributes and globals: the
+    guards look up those the object holds)."""
+    r = _READS.get(cls)
+    if r is None:
+        if len(_READS) > 1024:
+            _READS.clear()
+        out: set = set()
+        for k in cls.__mro__:
+            for n in _PROTOCOL:
+                f: Any = vars(k).get(n)
+                if isinstance(f, FunctionType) and not f.__module__.startswith("coretorch."):
+                    _names(f.__code__, out)
+        r = _READS[cls] = frozenset(out)
+    return r
