@@ -418,11 +418,16 @@ class Block(nn.Module):
 
 
 def test_a_compiled_method_replays_for_every_instance(device):
-    """Twelve blocks whose ``forward`` is compiled in the class body: each instance has its own captures and its own
-    recompile_limit, so all twelve replay (one compiled function for all of them reached the limit of 8 captures at
-    the ninth block and ran the rest eagerly with a warning; PyTorch's one graph serves every instance)."""
+    """Twelve blocks whose ``forward`` is compiled in the class body: each instance has its own module capture (its
+    own captures and recompile_limit), so all twelve replay, in inference and in training (one compiled function for
+    all of them reached the limit of 8 captures at the ninth block and ran the rest eagerly with a warning, and in
+    training every call was a graph break: a function capture's results carry no autograd graph; PyTorch's one graph
+    serves every instance)."""
     torch.manual_seed(0)
     blocks = [Block().to(device) for _ in range(12)]
+    twins = [Block().to(device) for _ in range(12)]
+    for b, t in zip(blocks, twins):
+        t.load_state_dict(b.state_dict())
     x = rand(device, 3, 4)
     with torch.no_grad():
         want = x
@@ -436,22 +441,34 @@ def test_a_compiled_method_replays_for_every_instance(device):
                     y = b(y)
                 np.testing.assert_array_equal(y.cpu().numpy(), want.cpu().numpy())
     assert [b.forward.replays for b in blocks] == [2] * 12
-    assert blocks[0].forward.__func__ is not blocks[1].forward.__func__
-    assert blocks[0].forward.__func__ is blocks[0].forward.__func__
+    assert blocks[0].forward is not blocks[1].forward and blocks[0].forward is blocks[0].forward
+    for _ in range(3):  # training: forward and backward replayed, gradients as eager's (the twins run eagerly)
+        y, z = x, x
+        for b, t in zip(blocks, twins):
+            y, z = b(y), Block.forward._orig_fn(t, z)
+        y.square().sum().backward()
+        z.square().sum().backward()
+    for b, t in zip(blocks, twins):
+        for p, q in zip(b.parameters(), t.parameters()):
+            np.testing.assert_array_equal(p.grad.cpu().numpy(), q.grad.cpu().numpy()) if device == "cpu" else \
+                np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+    assert all(b.forward.replays >= 4 for b in blocks)
     import copy
     import gc
     import pickle
     import weakref
-    twin = copy.deepcopy(blocks[0])  # its own compiled function, no captures
-    assert twin.forward.__func__ is not blocks[0].forward.__func__ and twin.forward.replays == 0
+    twin = copy.deepcopy(blocks[0])  # its own module capture, no captures yet
+    assert twin.forward is not blocks[0].forward and twin.forward.replays == 0
     with torch.no_grad():
         np.testing.assert_array_equal(twin(x).cpu().numpy(), blocks[0](x).cpu().numpy())
     back = pickle.loads(pickle.dumps(blocks[1]))
-    assert back.forward.__func__._parent is Block.forward and back.forward.replays == 0
+    assert back.forward.replays == 0 and back.forward.module is back
+    with torch.no_grad():
+        np.testing.assert_array_equal(back(x).cpu().numpy(), blocks[1](x).cpu().numpy())
     gone = weakref.ref(blocks[2])
-    del blocks, b, twin, back
+    del blocks, b, twin, back, twins, t
     gc.collect()
-    assert gone() is None  # a block's compiled function (and its captures) goes with it
+    assert gone() is None  # a block's module capture (and its captures) goes with it
 
 
 class _ScaledSGD(torch.optim.Optimizer):

@@ -154,8 +154,9 @@ class CompiledFunction:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """A compiled function in a class body (``@torch.compile def forward(self, x)``, as PyTorch's function
         wrapper): bound to the instance, which becomes its first argument (an argument object: its attributes the
-        code reads are guarded).  A module instance gets a compiled function of its own, kept in its ``__dict__``
-        (so it lives and dies with the module): its own captures (each instance's tensors are its replay's) and its
+        code reads are guarded).  A module instance gets its own, kept in its ``__dict__`` (so it lives and dies with
+        the module): for the class's ``forward`` a module capture (forward and backward replayed), for another
+        method a compiled function; each with its own captures (each instance's tensors are its replay's) and its
         own ``recompile_limit``, so twelve blocks with a compiled ``forward`` all replay, as PyTorch's one graph
         serves them all.  Other objects share this function's captures and limit."""
         if obj is None:
@@ -166,8 +167,14 @@ class CompiledFunction:
         name = f"_ct_compiled_{id(self):x}"
         per = d.get(name)
         if per is None:
+            if getattr(type(obj), "forward", None) is self:
+                # the class's forward: the instance's module capture (forward and backward replayed: a function
+                # capture's results carry no autograd graph, so every training call would be a graph break)
+                per = d[name] = ModuleCapture(obj, _MethodType(self._orig_fn, obj), self._fullgraph,
+                                              self._recompile_limit, self._host_fusion, self._fused)
+                return per
             per = d[name] = _PerInstance(self)
-        return _MethodType(per, obj)
+        return per if isinstance(per, ModuleCapture) else _MethodType(per, obj)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._owner = (owner, name)  # (pickling: see __reduce__)
@@ -320,10 +327,10 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return OptimizedModule(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                                host_fusion=choice.host_fusion, fused=choice.fused)
     if isinstance(model, _MethodType) and isinstance(model.__self__, Module) and \
-            getattr(model.__func__, "_parent", model.__func__) is getattr(type(model.__self__), "forward", None):
+            model.__func__ is getattr(type(model.__self__), "forward", None):
         # torch.compile(model.forward): the module capture (forward and backward replayed, as model.compile()'s),
-        # not a function capture (its results carry no autograd graph: every call would be a graph break); also
-        # where the class compiled its forward (the instance's own compiled function: see __get__)
+        # not a function capture (its results carry no autograd graph: every call would be a graph break); where the
+        # class compiled its forward, model.forward is the instance's module capture already (see __get__)
         return ModuleCapture(model.__self__, model, fullgraph, recompile_limit, choice.host_fusion, choice.fused)
     return CompiledFunction(model, fullgraph=fullgraph, recompile_limit=recompile_limit, name=name,
                             host_fusion=choice.host_fusion, fused=choice.fused)

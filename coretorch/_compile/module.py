@@ -497,9 +497,15 @@ def _watched(rec: Recorder, split: int, out_vars: list) -> tuple[Callable[[list]
     return eval(f"lambda A: [{', '.join(srcs)}]", ns), outs  # noqa: S307 - the replay's own load expressions
 
 
+def _forward_of(module: Module) -> Callable:
+    """The module's class ``forward`` bound to it (its own code where the class body compiled it)."""
+    f = type(module).forward
+    return getattr(f, "_orig_fn", f).__get__(module)
+
+
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool, recompile_limit: int | None = None,
                    host_fusion: bool | None = None, fused: bool = True) -> ModuleCapture:
-    return ModuleCapture(module, module if whole else type(module).forward.__get__(module), fullgraph,
+    return ModuleCapture(module, module if whole else _forward_of(module), fullgraph,
                          recompile_limit, host_fusion, fused)
 
 
@@ -536,5 +542,5 @@ def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: i
     choice = _backends.resolve(backend, mode, options)
     if isinstance(module.__dict__.get("forward"), ModuleCapture):
         return
-    module.__dict__["forward"] = ModuleCapture(module, type(module).forward.__get__(module), fullgraph,
+    module.__dict__["forward"] = ModuleCapture(module, _forward_of(module), fullgraph,
                                                recompile_limit, choice.host_fusion, choice.fused)
