@@ -264,13 +264,7 @@ def test_gradient_hooks_without_python_state_still_replay(device):
         model[2].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
         model[0].bias.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(2))
 
-        def train_step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        train_step = ce_step(model, opt)
         step = coretorch.compile(train_step) if compiled else train_step
         for x, y in _batches(6, device):
             step(x, y)
