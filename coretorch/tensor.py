@@ -269,7 +269,9 @@ class Tensor(_TensorAPI):
 
     def detach(self) -> "Tensor":
         """A new tensor sharing storage and version counter, outside the graph."""
-        return _make(self._data, self.dtype, self._be, base=self, version=self._vc)
+        # (its base is the root a view of a view points to, too: storage_offset and as_strided count from it)
+        return _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self,
+                     version=self._vc)
 
     def detach_(self) -> "Tensor":
         if self._base is not None and self._base._rg:
@@ -282,7 +284,7 @@ class Tensor(_TensorAPI):
     def data(self) -> "Tensor":
         # like torch's .data: shares storage, not the version counter (so in-place edits go unnoticed)
         """The tensor's data as a tensor detached from autograd (assigning to it replaces the data in place)."""
-        return _make(self._data, self.dtype, self._be, base=self)
+        return _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self)
 
     @data.setter
     def data(self, other: "Tensor") -> None:

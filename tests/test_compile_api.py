@@ -595,3 +595,28 @@ def test_graph_break_makes_the_call_eager(device):
         np.testing.assert_array_equal(c(x).cpu().numpy(), ((x + 1) * 2).cpu().numpy())
     assert c.replays == 0 and torch.compiler.explain(f, x).graph_break_count == 1
     torch._dynamo.graph_break()  # outside a capture: nothing
+
+
+def test_a_hidden_state_passed_back_keeps_its_replay(device):
+    """Truncated BPTT: the step returns ``h.detach()`` and the caller passes it back.  After an eager call (a capture)
+    the state's ``_base`` pointed at the capture's ``h``, after a replay at nothing, so with ``_base`` in every guard
+    key each capture cost one more (the key holds ``x._base is None`` only where the function reads ``_base``)."""
+    torch.manual_seed(0)
+    rnn = nn.GRU(3, 4).to(device)
+    opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+    cfg = {"scale": 1.0}
+
+    def step(x, h):
+        opt.zero_grad()
+        out, h = rnn(x, h)
+        loss = out.square().mean() * cfg["scale"]
+        loss.backward()
+        opt.step()
+        return loss, h.detach()
+    s = torch.compile(step)
+    h = torch.zeros(1, 2, 4, device=device)
+    for i in range(8):
+        if i == 4:
+            cfg["scale"] = 2.0
+        _, h = s(rand(device, 5, 2, 3, seed=i), h)
+    assert len(s._cache) == 3 and s.replays == 5

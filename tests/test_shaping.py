@@ -312,3 +312,14 @@ def test_as_strided_never_leaves_the_memory_of_a_resized_base(device):
     assert torch.as_strided(y, (3,), (1,)).tolist() == [2.0, 3.0, 4.0]
     with pytest.raises(RuntimeError, match="outside the tensor's storage|out of bounds"):
         torch.as_strided(y, (10,), (1,), 500)
+
+
+def test_detach_and_data_of_a_view_keep_its_storage_offset():
+    """``x[1].detach()`` and ``x[1].data`` view the same memory as ``x[1]``: PyTorch's storage_offset is 3; coretorch
+    gave 0 (their base was the view, where a view of a view points at the root that storage_offset counts from)."""
+    x = torch.ones(2, 3)
+    for t in (x[1].detach(), x[1].data, x[:, 1:].detach()):
+        assert t.storage_offset() == t.clone().storage_offset() + (3 if t.shape == (3,) else 1)
+    d = x[1].detach()
+    d.add_(1)
+    assert x.tolist() == [[1.0] * 3, [2.0] * 3] and torch.as_strided(d, (2,), (1,), 4).tolist() == [2.0, 2.0]

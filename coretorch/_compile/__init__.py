@@ -46,6 +46,7 @@ import warnings
 from typing import Any, Callable
 
 from ..nn.modules.module import Module
+from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
@@ -83,6 +84,7 @@ class CompiledFunction:
         self._append_names: frozenset = frozenset()  # names the code only appends to (see guards.append_names)
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
         self._states = False  # whether the code reads an attribute ``state`` (see guards.state_numbers)
+        self._bases = False  # whether the code reads ``_base`` or ``_is_view`` of a tensor (see _lookup)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
@@ -121,6 +123,7 @@ class CompiledFunction:
             self._anames = _guards.attribute_names(self._orig_fn)
             self._groups = "param_groups" in self._anames
             self._states = "state" in self._anames
+            self._bases = "_base" in self._anames or "_is_view" in self._anames
             self._append_names = _guards.append_names(self._orig_fn)
         appended = self._appended(args, kwargs)
         ra, rk, shape = args, kwargs, ()
@@ -145,10 +148,13 @@ class CompiledFunction:
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
-        if self._groups or self._states:  # (each at its place: logs.FUNCTION_PARTS names them by position)
-            # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count)
+        if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)
+            # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count),
+            # a tensor's ``_base`` (``x._base is None``: keyed only then, as a replay's result of ``h.detach()`` has
+            # none where eager's points at ``h``, so a hidden state passed back would capture again)
             k += (_guards.group_numbers(st[5]) if self._groups else None,
-                  _guards.state_numbers(st[5]) if self._states else None)
+                  _guards.state_numbers(st[5]) if self._states else None,
+                  tuple([a._base is None for a in lv if isinstance(a, Tensor)]) if self._bases else None)
         return lv, st, k
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

@@ -59,9 +59,9 @@ def _leaf_key(a: Any) -> Any:
     if isinstance(a, Tensor):
         d = a._data
         # (whether .grad is None: a backward in the step creates it or accumulates into it; a step reads or assigns
-        # it, with or without requires_grad; whether it is a leaf and a view: ``x.is_leaf``, ``x._base is None``)
+        # it, with or without requires_grad; whether it is a leaf: ``x.is_leaf``; ``x._base is None``: see _lookup)
         return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
-                a._gf is None, a._base is None)
+                a._gf is None)
     if isinstance(a, _SCALARS):
         return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)

@@ -27,7 +27,8 @@ FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attri
                   "which arguments are the step's own tensors",
                   "the keyword argument names",
                   "the optimizers' param_groups numbers",
-                  "the numbers in the optimizers' state")
+                  "the numbers in the optimizers' state",
+                  "which tensor arguments are views (``x._base``, read by the function)")
 MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
                 "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
                 "of Python numbers passed; parameters, buffers, training flags, grad mode)",
