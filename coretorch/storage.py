@@ -32,6 +32,9 @@ def _window(t) -> tuple:
     root = t
     while root._base is not None:
         root = root._base
+    if root is not t:  # (the base's size and layout: what no guard keys, so a compiled step that reads them breaks)
+        from ._compile.capture import varying_read  # (imported on use: compile imports the core)
+        varying_read("the storage of a view reads its base's size, which the guards do not key")
     table = t._be
     rst, tst = tuple(root.stride()), tuple(t.stride())
     size = _extent(tuple(root.shape), rst)

@@ -38,6 +38,9 @@ class Tensor(_TensorAPI):
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
+    # a result of detach()/.data: its ``_base`` (the root it shares memory with) is for storage only, not autograd (as
+    # PyTorch's, it is no view there: no grad_fn regenerated when the root changes, in-place ops not rebased on it)
+    _det: bool = False
     _out_nr = 0
     _accum = None
     _post_accumulate_grad_hooks = None  # register_post_accumulate_grad_hook's (run by AccumulateGrad)
@@ -270,11 +273,13 @@ class Tensor(_TensorAPI):
     def detach(self) -> "Tensor":
         """A new tensor sharing storage and version counter, outside the graph."""
         # (its base is the root a view of a view points to, too: storage_offset and as_strided count from it)
-        return _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self,
-                     version=self._vc)
+        t = _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self,
+                  version=self._vc)
+        t._det = True
+        return t
 
     def detach_(self) -> "Tensor":
-        if self._base is not None and self._base._rg:
+        if self._base is not None and self._base._rg and not self._det:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self._rg = False
@@ -284,7 +289,9 @@ class Tensor(_TensorAPI):
     def data(self) -> "Tensor":
         # like torch's .data: shares storage, not the version counter (so in-place edits go unnoticed)
         """The tensor's data as a tensor detached from autograd (assigning to it replaces the data in place)."""
-        return _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self)
+        t = _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self)
+        t._det = True
+        return t
 
     @data.setter
     def data(self, other: "Tensor") -> None:
@@ -438,7 +445,7 @@ class Tensor(_TensorAPI):
         return new
 
 
-_VIEW_FIELDS = frozenset(("_base", "_gfb", "_mo"))
+_VIEW_FIELDS = frozenset(("_base", "_gfb", "_mo", "_det"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

@@ -51,7 +51,8 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
-from .module import CompiledFunctionBackward, ModuleCapture, OptimizedModule, _user_level, compile_in_place
+from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, _user_level, \
+    compile_in_place
 from .explain import ExplainOutput, explain
 from .optim import _replays as _optim_replays
 from .replay import Mismatch, capture as _capture
@@ -123,7 +124,7 @@ class CompiledFunction:
             self._anames = _guards.attribute_names(self._orig_fn)
             self._groups = "param_groups" in self._anames
             self._states = "state" in self._anames
-            self._bases = "_base" in self._anames or "_is_view" in self._anames
+            self._bases = not _BASE_NAMES.isdisjoint(self._anames)
             self._append_names = _guards.append_names(self._orig_fn)
         appended = self._appended(args, kwargs)
         ra, rk, shape = args, kwargs, ()

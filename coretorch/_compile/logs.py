@@ -28,12 +28,13 @@ FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attri
                   "the keyword argument names",
                   "the optimizers' param_groups numbers",
                   "the numbers in the optimizers' state",
-                  "which tensor arguments are views (``x._base``, read by the function)")
+                  "which tensor arguments are views (``x._base``, a storage, read by the function)")
 MODULE_PARTS = ("the module's structure (a submodule or parameter replaced)",
                 "the tensors and numbers (arguments' shapes, strides, dtypes, devices, requires_grad, the values "
                 "of Python numbers passed; parameters, buffers, training flags, grad mode)",
                 "the keyword argument names",
                 "the argument containers' structure (types, lengths, dict keys)",
+                "which tensor arguments are views (``x._base``, a storage, read by the forwards)",
                 "the argument objects' state (attributes the forwards read, a set's entries)")
 
 

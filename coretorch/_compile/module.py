@@ -103,15 +103,16 @@ class _ModEntry:
     watch_outputs: list  # the outputs whose memory the backward reads
     node_meta: Any  # the outputs' (shape, dtype, table) for the engine when there are several (else None)
     repeats: list  # (i, j): output j is output i (the forward returned one tensor twice)
-    views: list  # (i, base, shared): output i is a view of an input, a parameter or a buffer (see _views_of)
-    aliases: list  # (i, j, piece): output i is a view of output j, or a piece of one split (_output_aliases)
+    views: list  # (i, base, shared, det): output i is a view of an input, a parameter or a buffer (see _views_of)
+    aliases: list  # (i, j, piece, det): output i is a view of output j, or a piece of one split (_output_aliases)
     hidden: list  # the (dtype, table) of the pieces' bases
     grad_repeats: list  # (i, j): the backward's gradient j is its gradient i (one tensor, as eager's node returns)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
     """The outputs that are views of an input (``x.flatten(1)``), a parameter or a buffer: (output index, base, whether
-    it shares the base's version counter), the base an index into the inputs, a tensor, or a (dict, name) buffer."""
+    it shares the base's version counter, whether it is detached), the base an index into the inputs, a tensor, or a
+    (dict, name) buffer."""
     out = []
     for i, o in enumerate(outs):
         b = o._base
@@ -123,7 +124,7 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
         if ref is None:
             ref = next(((d, k) for d, k in buffers if d.get(k) is b), None)
         if ref is not None:
-            out.append((i, ref, o._vc is b._vc))
+            out.append((i, ref, o._vc is b._vc, o._det))
     return out
 
 
@@ -135,7 +136,7 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
     gradients through their base)."""
     out: list = []
     hidden: list = []
-    persistent = {i for i, _, _ in views}
+    persistent = {v[0] for v in views}
     for i, o in enumerate(outs):
         b = o._base
         if b is None or i in persistent:
@@ -149,7 +150,7 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
                 hidden.append(b)
                 k = len(hidden) - 1
             j = -1 - k
-        out.append((i, j, o._mo is not None))
+        out.append((i, j, o._mo is not None, o._det))
     return out, hidden
 
 
@@ -178,9 +179,11 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
     if entry.aliases:  # as eager's: views of another output, pieces of one split of an intermediate
         n = len(res)
         bases = [_make(a, dt, tb) for a, (dt, tb) in zip(arrays[n:], entry.hidden)]
-        for i, j, mo in entry.aliases:
+        for i, j, mo, det in entry.aliases:
             t, b = res[i], res[j] if j >= 0 else bases[-1 - j]
             t._vc, t._base, t._gfb = b._vc, b, b._gf
+            if det:  # (``h.detach()``: no view for autograd, see Tensor._det)
+                t._det = True
             if mo:
                 t._mo = t._vc[0]
     if node is not None:
@@ -192,13 +195,15 @@ def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
     """A replay's outputs that are views of persistent tensors share their version counters as eager's (an
     in-place change of the input after the output was saved for a backward raises); ``plain`` (no backward node):
     their base too."""
-    for i, ref, shared in entry.views:
+    for i, ref, shared, det in entry.views:
         b = lv[ref] if type(ref) is int else ref[0].get(ref[1]) if type(ref) is tuple else ref
         t = res[i]
         if shared:
             t._vc = b._vc
         if plain:
             t._base, t._gfb = b, b._gf
+            if det:
+                t._det = True
 
 
 def _user_level() -> int:
@@ -226,6 +231,7 @@ class ModuleCapture:
         self.st = None
         self.sig: tuple = ()
         self.anames: tuple | None = None  # attribute names the forward's code reads (see guards.attribute_names)
+        self.bases = False  # whether the forwards read a tensor's ``_base`` or storage (see BASE_NAMES)
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         live_modules.add(self)
@@ -249,12 +255,15 @@ class ModuleCapture:
         lv = _guards.leaves(args, kwargs)
         # (.grad is not touched by a forward; the keyword names: leaves holds the values only)
         # (the argument containers' structure: dict keys, lengths; leaves holds their entries only)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs))
+        if self.anames is None:
+            fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
+            self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
+            self.bases = not BASE_NAMES.isdisjoint(self.anames)
+        # (which tensor arguments are views, where the forwards read ``x._base`` or a storage: see CompiledFunction)
+        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs),
+               tuple([a._base is None for a in lv if isinstance(a, Tensor)]) if self.bases else None)
         held = _argtree.held(args, kwargs) if kwargs or any(a.__class__ not in _argtree._PLAIN for a in args) else ()
         if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
-            if self.anames is None:
-                fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
-                self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
             key += (tuple([_guards.contents(o, self.anames) for o in held if _guards._opened(o)]),)
         entry = self.cache.get(key)
         if entry is None:
@@ -495,6 +504,11 @@ def _watched(rec: Recorder, split: int, out_vars: list) -> tuple[Callable[[list]
         return (lambda lv: []), outs
     ns = {f"c{i}": c for i, c in enumerate(rec.consts)}
     return eval(f"lambda A: [{', '.join(srcs)}]", ns), outs  # noqa: S307 - the replay's own load expressions
+
+
+# the names whose reading makes a tensor argument's being a view part of the guard key: its ``_base``, its storage's
+# size (the base's: untyped_storage of a view itself breaks the graph, see storage._window)
+BASE_NAMES = frozenset(("_base", "_is_view", "untyped_storage", "storage", "_typed_storage"))
 
 
 def _forward_of(module: Module) -> Callable:

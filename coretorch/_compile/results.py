@@ -65,7 +65,8 @@ class ResultEncoding:
                     bm[1] += 1
                     base = f"\0{bm[2]}\0"
             if base is not None:
-                make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc})"
+                make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc}, " \
+                    f"{obj._det})"
         if obj._rg and obj.grad_fn is None:  # a new leaf that requires grad (torch.zeros_like(x).requires_grad_())
             make, plain = f"{make}.requires_grad_()", f"{plain}.requires_grad_()"
             g = obj._grad
@@ -202,9 +203,12 @@ def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
     return t
 
 
-def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool) -> Tensor:
-    """A replay's returned view of ``base`` (see Recorder._made)."""
-    return _make(data, dtype, table, base=base, version=base._vc if shared else None)
+def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool, det: bool) -> Tensor:
+    """A replay's returned view of ``base`` (see Recorder._made); ``det``: ``x.detach()``, no view for autograd."""
+    t = _make(data, dtype, table, base=base, version=base._vc if shared else None)
+    if det:
+        t._det = True
+    return t
 
 
 def _tensors_made(src: str, made: list) -> str:

@@ -25,7 +25,7 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
-    if recording and x._base is not None and (x._base._rg or x._rg):
+    if recording and x._base is not None and (x._base._rg or x._rg) and not x._det:
         base = x._base
         if x._rg and base._rg and base.grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
@@ -129,6 +129,8 @@ def refresh_view(x: Tensor) -> None:
     if not x._rg or base._gf is x._gfb:
         return
     x._gfb = base._gf
+    if x._det:  # (a detached tensor is no view for autograd: its own node stays)
+        return
     if not base._rg:
         return
     geom = _view_geometry(x)
@@ -176,7 +178,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
     else:
         _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
-    if x._base is not None and x._rg and x._base._rg and r._rg:
+    if x._base is not None and x._rg and x._base._rg and r._rg and not x._det:
         _rebase_view(x, r)
     else:
         x.grad_fn = r.grad_fn

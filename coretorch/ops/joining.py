@@ -67,7 +67,9 @@ def _storage(input: Tensor):
     A base whose layout cannot be addressed that way (negative strides, or a view left behind by the base's
     resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
     table = input._be
-    root = input._base if input._base is not None else input
+    root = input
+    while root._base is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
+        root = root._base
     off = table.storage_offset(input._data) - table.storage_offset(root._data)
     rst, ist = root.stride(), input.stride()
     size = _extent(tuple(root.shape), rst)
