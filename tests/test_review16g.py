@@ -1,8 +1,6 @@
 """Review 16g: the session's last changes — a forward compiled in a module's class body (per-instance module
 capture), ``detach()``/``.data`` of views taking the view's root as base (and compile keying ``_base`` only where the
 code reads it), module forwards returning nested structures (outtree.py)."""
-import pytest
-
 import coretorch as torch
 
 
@@ -120,3 +118,21 @@ def test_compiled_untyped_storage_size_of_view(device):
     for fn, cf in ((f, torch.compile(f)), (M(), torch.compile(M()))):
         for mk in (_plain, _plain, _view_of(8), _view_of(8), _view_of(10), _view_of(10), _plain):
             assert torch.equal(cf(mk(device)), fn(mk(device)))
+
+
+def test_compiled_view_of_view_argument_keeps_storage_offset(device):
+    """A compiled function returning ``x[1:].detach()`` or ``x.detach()[1:]`` of an argument ``x`` that is itself a
+    view (``arange(8.).view(4, 2)``): eager's results count their storage_offset (2) from x's root.  Before: the
+    replay's results had no base (the root is no argument), storage_offset 0."""
+    def f(x):
+        return x[1:].detach(), x.detach()[1:], x[1:]
+
+    cf = torch.compile(f)
+    for _ in range(3):
+        x = torch.arange(8.0, device=device).view(4, 2)
+        for e, c in zip(f(x), cf(x)):
+            assert (c.storage_offset(), c.untyped_storage().nbytes()) == (e.storage_offset(),
+                                                                          e.untyped_storage().nbytes()) == (2, 32)
+        x = torch.arange(8.0, device=device).view(4, 2).clone()  # no view at the replay: its root is itself
+        for e, c in zip(f(x), cf(x)):
+            assert c.storage_offset() == e.storage_offset() == 2

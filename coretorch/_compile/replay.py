@@ -16,7 +16,7 @@ from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
 from .modes import modes as _modes
-from .results import _rebuilt_dict, _rebuilt_object, _view, _with_grad
+from .results import _rebuilt_dict, _rebuilt_object, _root, _view, _with_grad
 from .config import config
 
 
@@ -39,7 +39,7 @@ def _copy(a):
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
-            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position}
+            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root}
 
 
 _VAR = re.compile(r"\ba\d+\b")

@@ -59,6 +59,12 @@ class ResultEncoding:
         b, bm = obj._base, None
         if b is not None:
             base = self._held(b, args)
+            if base is None:  # (the base of a view argument: ``x[1:]`` of an ``x`` that is a view of a root)
+                base = next((f"ROOT(A[{i}])" for i, a in enumerate(args)
+                             if isinstance(a, Tensor) and a._base is b and not a._det), None)
+            if base is None and b._det:  # (``x.detach()[1:]``: a view of an argument detached in the call)
+                base = next((f"A[{i}].detach()" if b._vc is a._vc else f"A[{i}].data" for i, a in enumerate(args)
+                             if isinstance(a, Tensor) and a._data is b._data), None)
             if base is None:
                 bm = self._made(b, args, made)
                 if bm is not None:
@@ -201,6 +207,12 @@ def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
     """A replay's returned leaf with its ``.grad`` (see Recorder._made)."""
     t._grad = grad
     return t
+
+
+def _root(t: Tensor) -> Tensor:
+    """The tensor a view of ``t`` gets as its base (its root, as shape._wrap_view: at a replay, the argument may be
+    no view, then it is the root itself)."""
+    return t._base if t._base is not None and not t._det else t
 
 
 def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool, det: bool) -> Tensor:
