@@ -136,3 +136,18 @@ def test_compiled_view_of_view_argument_keeps_storage_offset(device):
         x = torch.arange(8.0, device=device).view(4, 2).clone()  # no view at the replay: its root is itself
         for e, c in zip(f(x), cf(x)):
             assert c.storage_offset() == e.storage_offset() == 2
+
+
+def test_inplace_on_view_of_tensor_without_grad_joins_graph(device):
+    """``x = torch.zeros(4); x[1:3].copy_(w)`` (or ``.add_(w)``), w requiring grad: eager PyTorch gives x a
+    CopySlices node, so ``(x * 1).sum().backward()`` gives w.grad ones (setitem ``x[1:3] = w`` did already).
+    Before: x stayed without grad (the view got w's node, the base none): the backward raised "does not require
+    grad", or, where x met another tensor requiring grad, w's gradient was silently lost."""
+    for op in ("copy_", "add_"):
+        w = torch.ones(2, device=device, requires_grad=True)
+        u = torch.ones(4, device=device, requires_grad=True)
+        x = torch.zeros(4, device=device)
+        getattr(x[1:3], op)(w)
+        assert x.requires_grad and x.grad_fn is not None
+        (x * u).sum().backward()
+        assert w.grad.tolist() == [1.0, 1.0] and u.grad.tolist() == x.tolist()

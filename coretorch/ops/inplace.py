@@ -25,12 +25,14 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
-    if recording and x._base is not None and (x._base._rg or x._rg) and not x._det:
+    if recording and x._base is not None and not x._det:
+        # (a view of a tensor that does not require grad, written with an operand that does: the base joins the
+        # graph through the rebase, as PyTorch's CopySlices; ``x[1:3].copy_(w)`` of ``x = torch.zeros(4)``)
         base = x._base
         if x._rg and base._rg and base.grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({op}).")
-        if not (x._rg and base._rg) or _view_geometry(x) is None:
+        if x._rg != base._rg or _view_geometry(x) is None:
             # a view detached from base's graph (detach(), no_grad), or a layout the rebase cannot address
             raise NotImplementedError(f"{op}: in-place modification of this view of a tensor that requires grad "
                                       "is not supported by coretorch yet; use the out-of-place form of the op")
@@ -178,7 +180,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
     else:
         _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
-    if x._base is not None and x._rg and x._base._rg and r._rg and not x._det:
+    if x._base is not None and r._rg and x._rg == x._base._rg and not x._det:
         _rebase_view(x, r)
     else:
         x.grad_fn = r.grad_fn
