@@ -228,6 +228,8 @@ class Tensor(_TensorAPI):
     @property
     def _version(self) -> int:
         """PyTorch's version counter: bumped by every in-place write (shared with views)."""
+        from ._compile.capture import varying_read  # (imported on use: compile imports the core)
+        varying_read("x._version reads a counter that changes from call to call")  # (a compiled step: a graph break)
         return self._vc[0]
 
     @property

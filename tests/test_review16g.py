@@ -151,3 +151,17 @@ def test_inplace_on_view_of_tensor_without_grad_joins_graph(device):
         assert x.requires_grad and x.grad_fn is not None
         (x * u).sum().backward()
         assert w.grad.tolist() == [1.0, 1.0] and u.grad.tolist() == x.tolist()
+
+
+def test_compiled_reads_version_counter(device):
+    """``x * x._version`` compiled: eager multiplies by the argument's version (1, then 2 after two in-place ops).
+    Before: the replay multiplied by the capture's version (1) — the counter is in no guard."""
+    def h(x):
+        return x * x._version
+
+    ch = torch.compile(h)
+    for n in (1, 1, 2, 2, 3):
+        t = torch.zeros(4, device=device)
+        for _ in range(n):
+            t.add_(1)
+        assert torch.equal(ch(t), h(t))
