@@ -162,6 +162,12 @@ def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
     return tuple(reversed(perm))
 
 
+def _is_view(self: Tensor) -> bool:
+    """Whether the tensor is an autograd view of another (``x[1:]``, ``x.view(...)``), as PyTorch's; a ``detach()``
+    or ``.data`` result shares memory without being one."""
+    return self._base is not None and not self._det
+
+
 def is_set_to(self: Tensor, tensor: Tensor) -> bool:
     """Whether both tensors view the same storage at the same offset with the same sizes and strides."""
     if not isinstance(tensor, Tensor):
@@ -418,8 +424,8 @@ def register_post_accumulate_grad_hook(self: Tensor, hook) -> RemovableHandle:
 Tensor.H = property(_H)
 Tensor.mH = property(_mH)
 Tensor.output_nr = property(output_nr, doc=output_nr.__doc__)
-for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, is_set_to, const_data_ptr, nonzero_static, resize,
-            resize_as, untyped_storage, storage, hardshrink, prelu, triangular_solve,
+for _fn in (adjoint, sum_to_size, new_empty_strided, dim_order, _is_view, is_set_to, const_data_ptr, nonzero_static,
+            resize, resize_as, untyped_storage, storage, hardshrink, prelu, triangular_solve,
             register_post_accumulate_grad_hook):
     setattr(Tensor, _fn.__name__, _fn)
 for _name in _REMOVED:

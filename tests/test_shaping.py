@@ -323,3 +323,11 @@ def test_detach_and_data_of_a_view_keep_its_storage_offset():
     d = x[1].detach()
     d.add_(1)
     assert x.tolist() == [[1.0] * 3, [2.0] * 3] and torch.as_strided(d, (2,), (1,), 4).tolist() == [2.0, 2.0]
+
+
+def test_is_view_as_pytorch():
+    """``Tensor._is_view()`` (PyTorch's; a compiled step's guards look for the name): views are, a tensor, its
+    ``detach()``, its ``.data`` and a computed one are not."""
+    x = torch.ones(2, 3, requires_grad=True)
+    got = [t._is_view() for t in (x, x[1:], x.detach(), x[1:].detach(), x.data, x.view(6), x * 2, x.t())]
+    assert got == [False, True, False, False, False, True, False, True]
