@@ -122,6 +122,11 @@ class _Patch:
         return wrapper
 
 
+def _alias(name: str, doc: str) -> property:
+    """A knob under another name (PyTorch's older spelling): reading and setting it read and set ``name``."""
+    return property(lambda self: getattr(self, name), lambda self, value: setattr(self, name, value), doc=doc)
+
+
 class _Config(ConfigObject):
     """``coretorch._compile.config``, which is also ``torch._dynamo.config``.
 
@@ -171,23 +176,9 @@ class _Config(ConfigObject):
     host_fusion: bool
     lower: bool
 
-    @property
-    def cache_size_limit(self) -> int:
-        """PyTorch's older name of ``recompile_limit`` (the same knob)."""
-        return self.recompile_limit
-
-    @cache_size_limit.setter
-    def cache_size_limit(self, value: int) -> None:
-        self.recompile_limit = value
-
-    @property
-    def accumulated_cache_size_limit(self) -> int:
-        """PyTorch's older name of ``accumulated_recompile_limit`` (kept, no effect)."""
-        return self.accumulated_recompile_limit
-
-    @accumulated_cache_size_limit.setter
-    def accumulated_cache_size_limit(self, value: int) -> None:
-        self.accumulated_recompile_limit = value
+    cache_size_limit = _alias("recompile_limit", "PyTorch's older name of ``recompile_limit`` (the same knob).")
+    accumulated_cache_size_limit = _alias("accumulated_recompile_limit",
+                                          "PyTorch's older name of ``accumulated_recompile_limit`` (kept, no effect).")
 
 
 config = _Config()
