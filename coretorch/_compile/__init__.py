@@ -51,7 +51,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
-from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, _user_level, \
+from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, \
     compile_in_place
 from .explain import ExplainOutput, explain
 from .optim import _replays as _optim_replays
@@ -205,17 +205,9 @@ class CompiledFunction:
                 return self._orig_fn(*args, **kwargs)
             limit = recompile_limit_of(self._recompile_limit)
             if len(self._cache) >= limit:
-                if self._fullgraph:
-                    raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: "
-                                                  f"{getattr(self._orig_fn, '__name__', 'fn')} reached "
-                                                  f"recompile_limit ({limit}) captures")
-                if not self._warned:
-                    self._warned = True
-                    warnings.warn(f"coretorch.compile: {getattr(self._orig_fn, '__name__', 'fn')} reached "
-                                  f"recompile_limit ({limit}) captures; calls with new guards run eagerly (last "
-                                  f"reason: a change in {_logs.why(k, self._cache, _logs.FUNCTION_PARTS)}; "
-                                  f"torch._logging.set_logs(recompiles=True) logs every capture)",
-                                  UserWarning, stacklevel=_user_level())  # (past Module.__call__ too)
+                _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph,
+                                    not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
+                self._warned = True
                 return self._orig_fn(*args, **kwargs)
             return self._capture_or_eager(k, args, kwargs, lv, st)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly

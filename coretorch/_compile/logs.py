@@ -10,8 +10,12 @@ Both log at INFO; nothing is computed unless the logger is enabled.
 from __future__ import annotations
 
 import logging
+import sys
+import warnings
 from typing import Any, Iterable
 
+from .capture import _internal
+from .exc import FailOnRecompileLimitHit
 from .stance import _where
 
 recompiles_log = logging.getLogger("coretorch._dynamo.recompiles")
@@ -62,3 +66,27 @@ def graph_break(fn: Any, breaks: list) -> None:
     if breaks and graph_breaks_log.isEnabledFor(logging.INFO):
         graph_breaks_log.info("Graph break in (%s); calls with these guards run eagerly:\n%s", _where(fn),
                               "\n".join(f"    - {b}" for b in breaks))
+
+
+def limit_reached(label: str, limit: int, fullgraph: bool, warn: bool, key: tuple, keys: Iterable[tuple],
+                  parts: tuple) -> None:
+    """A compiled callable ``label`` needs a capture past its ``recompile_limit``: under ``fullgraph`` that raises
+    PyTorch's ``FailOnRecompileLimitHit``, else (once: ``warn``) a warning at the caller's line names the last
+    reason; the call then runs eagerly."""
+    if fullgraph:
+        raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {label} reached recompile_limit ({limit}) "
+                                      f"captures")
+    if warn:
+        warnings.warn(f"coretorch.compile: {label} reached recompile_limit ({limit}) captures; calls with new guards "
+                      f"run eagerly (last reason: a change in {why(key, keys, parts)}; "
+                      f"torch._logging.set_logs(recompiles=True) logs every capture)", UserWarning,
+                      stacklevel=_user_level())
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first frame outside coretorch, for a warning given by the caller of this function."""
+    f: Any = sys._getframe(1)
+    level = 1
+    while f is not None and _internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level

@@ -10,8 +10,6 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 from __future__ import annotations
 
 import re
-import sys
-import warnings
 from typing import Any, Callable
 
 from ..autograd import run_backward as _run_backward
@@ -23,8 +21,7 @@ from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
 from . import stance as _stance
-from .capture import CaptureBusy, Recorder, _find_hab_users, _internal, _memory_of, state
-from .exc import FailOnRecompileLimitHit
+from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, Mismatch, build_parts, check_process_state, process_state
 
@@ -206,15 +203,6 @@ def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
                 t._det = True
 
 
-def _user_level() -> int:
-    """The ``stacklevel`` of the first frame outside coretorch, for a warning given by the caller of this function."""
-    f: Any = sys._getframe(1)
-    level = 1
-    while f is not None and _internal(f.f_code.co_filename):
-        f, level = f.f_back, level + 1
-    return level
-
-
 class ModuleCapture:
     """The compiled ``forward`` of one module (stored as the module's instance ``forward`` or an
     OptimizedModule's)."""
@@ -271,16 +259,9 @@ class ModuleCapture:
                 return self.fn(*args, **kwargs)
             limit = recompile_limit_of(self.recompile_limit)
             if len(self.cache) >= limit:
-                if self.fullgraph:
-                    raise FailOnRecompileLimitHit(f"Hard failure due to fullgraph=True: {type(self.module).__name__} "
-                                                  f"reached recompile_limit ({limit}) captures")
-                if not self.warned:
-                    self.warned = True
-                    warnings.warn(f"coretorch.compile: {type(self.module).__name__} reached recompile_limit ({limit}) "
-                                  f"captures; calls with new guards run eagerly (last reason: a change in "
-                                  f"{_logs.why(key, self.cache, _logs.MODULE_PARTS)}; "
-                                  f"torch._logging.set_logs(recompiles=True) logs every capture)", UserWarning,
-                                  stacklevel=_user_level())
+                _logs.limit_reached(type(self.module).__name__, limit, self.fullgraph, not self.warned, key,
+                                    self.cache, _logs.MODULE_PARTS)
+                self.warned = True
                 return self.fn(*args, **kwargs)
             return self._capture_or_eager(key, args, kwargs, lv, st)[0]
         if entry.forward is None:
