@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import functools
-from threading import get_ident
 
 from . import _compile
 from .nn.modules.module import Module as _Module
 from ._compile.backends import get_default_backend, list_backends, set_default_backend
-from ._compile.capture import state as _capture_state
+from ._compile.capture import state as _capture_state, varying_read as _break  # (this thread's capture breaks)
 from ._compile.stance import set_stance
 
 __all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_graph", "assume_constant_result",
@@ -37,13 +36,6 @@ def disable(fn=None, recursive: bool = True, *, reason=None):
         return inner(*args, **kwargs)
     disabled._torchdynamo_disable = True  # type: ignore[attr-defined]
     return disabled
-
-
-def _break(why: str) -> None:
-    """A graph break of the capture running in this thread, if any (see ``Recorder.graph_break``)."""
-    rec = _capture_state["recorder"]
-    if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread:
-        rec.graph_break(why)
 
 
 def graph_break(msg: str = "") -> None:

@@ -88,7 +88,8 @@ def host_transfer(host: Any, copy: Any) -> None:
 def varying_read(why: str) -> None:
     """Core code is about to read a value on the host that changes from call to call (a step counter, GradScaler's
     scale and found_inf) after the step has written state: under a capture this is a graph break, so the call runs
-    eagerly (a checked read would differ at the next call, after the step's writes, and could only raise)."""
+    eagerly (a checked read would differ at the next call, after the step's writes, and could only raise).  Also
+    the graph break of ``torch.compiler.disable``'s functions and ``torch._dynamo.graph_break()``."""
     rec = state["recorder"]
     if rec is not None and rec.active and not rec.symbolic and get_ident() == rec.thread:
         rec.graph_break(why)
