@@ -11,11 +11,12 @@ _PROTOCOL = ("__getitem__", "__missing__", "__call__", "__len__", "__iter__", "_
 _READS: dict = {}  # class -> frozenset of names
 
 
-def _names(code: CodeType, out: set) -> set:
+def code_names(code: CodeType, out: set) -> set:
+    """The names ``code`` and its nested code objects (comprehensions, lambdas) look up (also the guards')."""
     out.update(code.co_names)
     for c in code.co_consts:
         if isinstance(c, CodeType):
-            _names(c, out)
+            code_names(c, out)
     return out
 
 
@@ -31,6 +32,6 @@ def reads(cls: type) -> frozenset:
             for n in _PROTOCOL:
                 f: Any = vars(k).get(n)
                 if isinstance(f, FunctionType) and not f.__module__.startswith("coretorch."):
-                    _names(f.__code__, out)
+                    code_names(f.__code__, out)
         r = _READS[cls] = frozenset(out)
     return r

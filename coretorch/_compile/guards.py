@@ -21,6 +21,7 @@ from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
+from .dunders import code_names as _code_names
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
                         param_hooks as _param_hooks)
 from .modes import modes as _modes
@@ -451,15 +452,6 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
                 pass
     out.update(id(d[n]) for d, n in gnames if n in names and n in d)
     return frozenset(out)
-
-
-def _code_names(code: Any, out: set) -> set:
-    """The names ``code`` and its nested code objects (comprehensions, lambdas) look up."""
-    out.update(code.co_names)
-    for c in code.co_consts:
-        if hasattr(c, "co_names"):
-            _code_names(c, out)
-    return out
 
 
 def group_numbers(opts: list) -> tuple:
