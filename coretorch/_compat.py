@@ -42,20 +42,10 @@ def compile(model=None, *, fullgraph: _bool = False, dynamic=None, backend=None,
     ``torch.compiler.get_default_backend()``), or ``"eager"``, ``"aot_eager"``, ``"cudagraphs"`` (the recorded
     kernels only, bitwise eager's on every device); ``mode``/``options``: PyTorch's names, checked as PyTorch checks
     them (``mode="max-autotune"``: host fusion on cpu)."""
-    from ._compile import backends as _backends, compile as _compile_fn  # (the capture imports nn and optim)
-    _backends.resolve(backend, mode, options)  # PyTorch's errors for a bad mode, option name or backend, now
-    kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, name=name,
-              disable=disable, recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
-              shapes_spec=shapes_spec)
-    if model is None:
-        def decorator(fn):
-            return compile(fn, **kw)
-        return decorator
-    if not callable(model):
-        raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
-    if disable:
-        return model
-    return _compile_fn(model, **kw)
+    from ._compile import compile as _compile_fn  # (the capture imports nn and optim)
+    return _compile_fn(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                       name=name, disable=disable, recompile_limit=recompile_limit,
+                       isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
 
 
 def _module_compile(self, *args, **kwargs) -> None:

@@ -320,6 +320,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                   options=options, name=name, disable=disable, recompile_limit=recompile_limit,
                                   isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
+    if not callable(model):
+        raise RuntimeError("torch.compile: the model must be callable (an nn.Module or a function)")
     if disable or isinstance(model, (CompiledFunction, OptimizedModule, ModuleCapture)):
         return model
     if isinstance(model, Module):
