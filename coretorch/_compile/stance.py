@@ -102,15 +102,15 @@ def on_capture(fn: Any, captured: int, delayed: list) -> bool:
     (False: it runs eagerly); raises under ``fail_on_recompile`` and ``config.error_on_recompile``.  ``delayed``:
     the callable's one-element flag of whether it already ran its eager first call under an ``*_then_compile``
     stance."""
-    st = current[0].stance
-    if captured and config.error_on_recompile and st != "force_eager":
+    st = current[0].stance  # (never "force_eager": the compiled callable ran its own code before its lookup)
+    if captured and config.error_on_recompile:
         raise RecompileError(f"Recompiling function ({_where(fn)}): torch._dynamo.config.error_on_recompile is set")
     if st == "default":
         return True
     if st == "fail_on_recompile":
         raise RuntimeError(f"Detected recompile when torch.compile stance is 'fail_on_recompile'. {_where(fn)} "
                            f"({captured} capture{'s' if captured != 1 else ''} so far)")
-    if st == "eager_on_recompile" or st == "force_eager":
+    if st == "eager_on_recompile":
         return False
     if not delayed[0]:  # eager_then_compile, aot_eager_then_compile: the first such call runs eagerly
         delayed[0] = True
