@@ -387,10 +387,12 @@ def test_set_logs_recompiles_and_graph_breaks(device):
         m(rand(device, 3, 2))
         t = col.text()
         assert len(t) == 4, t
-        assert "function name: 'f'" in t[0] and "capture 3 of at most 8" in t[0] and "the tensors" in t[0]
+        assert "function name: 'f'" in t[0] and "capture 3 of at most 8" in t[0]
+        assert "triggered by a change in: argument 0: size mismatch at index 0, expected 4, actual 5" in t[0]
         assert "capture 4" in t[1] and "the objects the function reads" in t[1]
         assert "Graph break in" in t[2] and "function name: 'g'" in t[2] and "Tensor.item" in t[2]
-        assert "function name: 'forward'" in t[3] and "the tensors" in t[3]
+        assert "function name: 'forward'" in t[3]
+        assert "argument 0: size mismatch at index 0, expected 1, actual 3" in t[3]
         torch._logging.set_logs()  # off again
         c(rand(device, 6))
         assert len(col.text()) == 4
@@ -549,7 +551,8 @@ def test_the_recompile_limit_warning_says_why_and_points_at_the_callers_line(dev
     m2.compile(recompile_limit=2)
     with torch.no_grad():
         for fn in (f, m, m2):
-            with pytest.warns(UserWarning, match=r"recompile_limit \(2\).*last reason: a change in the tensors") as w:
+            with pytest.warns(UserWarning, match=r"recompile_limit \(2\).*last reason: a change in argument 0: size "
+                                                 r"mismatch at index 0, expected 2, actual 3") as w:
                 for n in range(1, 5):
                     fn(rand(device, n, 8))
             assert len(w) == 1 and w[0].filename == __file__

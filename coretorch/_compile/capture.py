@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, symbolic as _sym
+from . import hostrng as _hostrng, strides as _strides, symbolic as _sym
 from .exc import Unsupported
 from .roots_state import scheduler_counts
 from .results import ResultEncoding, _tensors_made
@@ -404,6 +404,8 @@ class Recorder(ResultEncoding):
             # guards key arguments' offsets relative to each other, and fusion checks persistent loads' positions)
             self.checks.append(f"if {self.const(kernel)}({self.owner[id(args[0])]}) != {out!r}: "
                                "raise MISMATCH(False, True)")
+        if name == "strides" and 1 in args[0].shape:  # (size-1 dims' strides read as numbers)
+            _strides.exact(self)
         if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay

@@ -22,6 +22,7 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
+from .strides import loose
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
                         param_hooks as _param_hooks)
 from .modes import modes as _modes
@@ -61,8 +62,10 @@ def _leaf_key(a: Any) -> Any:
         d = a._data
         # (whether .grad is None: a backward in the step creates it or accumulates into it; a step reads or assigns
         # it, with or without requires_grad; whether it is a leaf: ``x.is_leaf``; ``x._base is None``: see _lookup)
-        return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
-                a._gf is None)
+        st = getattr(d, "strides", None)
+        if st is not None and 1 in d.shape:  # (a size-1 dim's stride addresses nothing: strides.py)
+            st = loose(d.shape, st)
+        return (d.shape, st, a.dtype, id(a._be), a._grad is None, a._rg, type(a), a._gf is None)
     if isinstance(a, _SCALARS):
         return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)

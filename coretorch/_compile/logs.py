@@ -47,8 +47,63 @@ def why(key: tuple, keys: Iterable[tuple], parts: tuple) -> str:
     keys = list(keys)
     if key in keys:  # the same guards: the replay found a layout or alias it was specialised to changed
         return "a layout or aliasing of persistent tensors the capture was specialised to"
-    diffs = min(([i for i, (a, b) in enumerate(zip(key, k)) if a != b] for k in keys), key=len)
-    return "; ".join(parts[i] for i in diffs if i < len(parts)) or "the number of parts of the key"
+
+    def reasons(k: tuple) -> list[str]:
+        out: list[str] = []
+        for i, (a, b) in enumerate(zip(key, k)):
+            if a != b and i < len(parts):
+                out.extend((parts[i].startswith("the tensors") and _detail(a, b)) or [parts[i]])
+        return out
+    # (the closest capture; of equals the latest, as the sizes in a growing loop)
+    best = min([reasons(k) for k in reversed(keys)], key=len)
+    return "; ".join(best) or "the number of parts of the key"
+
+
+# the parts of guards.key's tuple, and of a tensor argument's key (guards._leaf_key)
+_TENSOR_PARTS = ("an argument", "which arguments share memory", "grad mode or a global mode",
+                 "a module's training flag", "the module hooks", "a module's attribute", "a parameter replaced",
+                 "a parameter's shape, dtype, device or requires_grad", "which parameters' .grad are None",
+                 "the gradient hooks", "a buffer's shape, dtype or device", "a tensor's shape, dtype or device",
+                 "which tensors' .grad are None")
+_LEAF_PARTS = ("size", "stride", "dtype", "device", "whether .grad is None", "requires_grad", "type", "is_leaf")
+_LEAF_ORDER = (0, 2, 3, 5, 4, 6, 7, 1)
+
+
+def _detail(new: Any, old: Any) -> list[str]:
+    """What changed between two keys of the tensors-and-numbers part, as PyTorch's guard failures say it
+    (``argument 0: size mismatch at index 1, expected 3, actual 4``)."""
+    if not (isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old)):
+        return []
+    out: list[str] = []
+    for j, (a, b) in enumerate(zip(new, old)):
+        if a == b or j >= len(_TENSOR_PARTS):
+            continue
+        if j == 0 and len(a) == len(b):
+            for n, (x, y) in enumerate(zip(a, b)):
+                if x != y:
+                    out.extend(f"argument {n}: {d}" for d in _leaf_detail(x, y))
+        else:
+            out.append(_TENSOR_PARTS[j])
+    return out
+
+
+def _leaf_detail(new: Any, old: Any) -> list[str]:
+    if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old) == len(_LEAF_PARTS):
+        out: list[str] = []
+        for i in _LEAF_ORDER:  # (a stride after the dtype: strides count bytes)
+            name, x, y = _LEAF_PARTS[i], new[i], old[i]
+            if x == y or name == "stride" and out:
+                continue
+            if name in ("size", "stride") and x is not None and y is not None and len(x) == len(y):
+                d = next(d for d, (u, v) in enumerate(zip(x, y)) if u != v)
+                size = getattr(new[2], "itemsize", 1) if name == "stride" else 1
+                out.append(f"{name} mismatch at index {d}, expected {y[d] // size}, actual {x[d] // size}")
+            else:
+                out.append(f"{name} mismatch, expected {y}, actual {x}" if name != "device" else "device mismatch")
+        return out
+    if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old) == 2:  # (type, value)
+        return [f"value mismatch, expected {old[1]!r}, actual {new[1]!r}"]
+    return ["changed"]
 
 
 def recompile(fn: Any, key: tuple, keys: Iterable[tuple], parts: tuple, limit: int) -> None:

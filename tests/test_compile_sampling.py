@@ -1,0 +1,93 @@
+"""coretorch.compile in a sampling loop (nanoGPT's ``generate``): the model's input is ``idx[:, -block:]`` of a batch
+that grows by one token per step, so once the context is full every call passes the same sizes at a new row stride
+and offset.  Size-1 dims' strides address nothing, so the guards key them loosely (coretorch/_compile/strides.py)
+and such calls replay; a capture that reads those strides as numbers checks them exactly.  Also the recompile log's
+reasons, which name the argument and what changed in it, as PyTorch's guard failures do."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+
+
+class _TinyLM(nn.Module):
+    def __init__(self, block: int = 8):
+        super().__init__()
+        self.tok, self.pos, self.head = nn.Embedding(50, 32), nn.Embedding(block, 32), nn.Linear(32, 50)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        return self.head(torch.tanh(x))
+
+
+def _generate(model, idx, steps, block=8):
+    logits = []
+    for _ in range(steps):
+        out = model(idx[:, -block:])[:, -1, :]
+        logits.append(out)
+        idx = torch.cat([idx, torch.argmax(F.softmax(out, dim=-1), dim=-1, keepdim=True)], dim=1)
+    return idx, logits
+
+
+def test_a_sampling_loop_replays_once_the_context_is_full(device):
+    """Eager and compiled sampling give the same tokens and logits (bitwise on cpu).  Before, every call after the
+    context filled was a new capture (the row stride of ``idx[:, -8:]`` grows with ``idx``): the limit of 8 was
+    reached while the context grew, and every later call ran eagerly after a warning."""
+    torch.manual_seed(0)
+    model = _TinyLM().to(device).eval()
+    compiled = torch.compile(model)
+    start = torch.zeros(1, 1, dtype=torch.long, device=device)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no recompile_limit warning
+        want, want_logits = _generate(model, start, 30)
+        got, got_logits = _generate(compiled, start, 30)
+    assert torch.equal(want, got)
+    for a, b in zip(want_logits, got_logits):
+        if device == "cpu":
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    cap = compiled._capture
+    assert len(cap.cache) == 8 and cap.replays == 22  # one capture per context length 1..8, then replays
+
+
+def test_a_read_stride_of_a_size1_dim_is_checked_at_the_replay(device):
+    """A function that reads such a stride as a number (here it scales by it) must not replay the capture's number
+    for an argument whose size-1 dim has another stride: the replay checks it and captures again."""
+    def f(x):
+        return x * x.stride(0)
+    c = torch.compile(f)
+    for rows in (10, 12, 10, 14):
+        x = torch.arange(float(rows * 8), device=device).reshape(1, rows * 8)[:, :8]  # (1, 8), row stride rows*8
+        assert torch.equal(c(x), f(x))
+    assert c.replays == 0
+    assert torch.equal(c(x), f(x)) and c.replays == 1  # the same stride again: a replay
+
+
+def test_the_recompile_log_names_the_argument_and_what_changed(device):
+    """Each reason says which argument changed and how (size at an index, dtype, requires_grad, a Python number's
+    value), against the closest capture; it said only "the tensors and numbers (arguments' shapes, ...)"."""
+    records: list = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("coretorch._dynamo.recompiles")
+    log.addHandler(handler)
+    torch._logging.set_logs(recompiles=True)
+    try:
+        f = torch.compile(lambda x, k: x * k)
+        f(torch.ones(3, device=device), 2)
+        f(torch.ones(4, device=device), 2)
+        f(torch.ones(4, device=device), 3)
+        f(torch.ones(4, device=device, dtype=torch.float64), 3)
+        f(torch.ones(4, device=device, dtype=torch.float64, requires_grad=True), 3)
+    finally:
+        torch._logging.set_logs()
+        log.removeHandler(handler)
+    reasons = [r.getMessage().split("triggered by a change in: ")[1] for r in records]
+    assert reasons == ["argument 0: size mismatch at index 0, expected 3, actual 4",
+                       "argument 1: value mismatch, expected 2, actual 3",
+                       "argument 0: dtype mismatch, expected coretorch.float32, actual coretorch.float64",
+                       "argument 0: requires_grad mismatch, expected False, actual True"]
