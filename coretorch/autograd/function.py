@@ -167,8 +167,12 @@ class Function(metaclass=_FunctionMeta):
         uses_setup = cls.setup_context is not Function.setup_context
         if uses_setup:
             # as torch does, bind forward's defaults so setup_context's ``inputs`` lists every argument
-            import inspect
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            sig = cls.__dict__.get("_forward_signature")
+            if sig is None or sig[0] is not cls.forward:  # (read once per class: ~10 us a call)
+                import inspect
+                sig = (cls.forward, inspect.signature(cls.forward))
+                setattr(cls, "_forward_signature", sig)
+            bound = sig[1].bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
         tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))

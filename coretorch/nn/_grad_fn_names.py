@@ -109,16 +109,37 @@ _RULES = {
 }
 
 
-def _ruling(fn, rule):
+def _binder(fn):
+    """``(args, kwargs) -> {name: value}`` with the defaults filled in, as ``Signature.bind`` + ``apply_defaults``
+    give it for a call that succeeded: the names and defaults are read once, here (``bind`` cost ~10 us per call,
+    40% of a ``cross_entropy``)."""
     sig = inspect.signature(fn)
+    ps = sig.parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps):
+        def slow(args, kwargs):
+            b = sig.bind(*args, **kwargs)
+            b.apply_defaults()
+            return b.arguments
+        return slow
+    positional = tuple(p.name for p in ps if p.kind != p.KEYWORD_ONLY)
+    defaults = {p.name: p.default for p in ps if p.default is not p.empty}
+
+    def bind(args, kwargs):
+        a = dict(defaults)
+        a.update(zip(positional, args))
+        a.update(kwargs)
+        return a
+    return bind
+
+
+def _ruling(fn, rule):
+    arguments = _binder(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         out = fn(*args, **kwargs)
         if out.__class__ is Tensor and out.grad_fn is not None and not (args and out is args[0]):
-            b = sig.bind(*args, **kwargs)
-            b.apply_defaults()
-            name = rule(out, b.arguments)
+            name = rule(out, arguments(args, kwargs))
             if name is not None:
                 named_node(out, name)
         return out
