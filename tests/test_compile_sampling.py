@@ -91,3 +91,26 @@ def test_the_recompile_log_names_the_argument_and_what_changed(device):
                        "argument 1: value mismatch, expected 2, actual 3",
                        "argument 0: dtype mismatch, expected coretorch.float32, actual coretorch.float64",
                        "argument 0: requires_grad mismatch, expected False, actual True"]
+
+
+def test_top_k_sampling_replays_with_pytorchs_tie_order(device):
+    """``torch.topk`` with a small k on cpu puts equal values in PyTorch's CPU order by host code, which read the
+    arrays back: a graph break, so a compiled top-k sampler never replayed on cpu.  That code is now a recorded
+    call (``ops._util.host_call``): the replays run it again, and rows whose ties appear only at a replay (or only
+    at the capture) get eager's indices."""
+    def top(x):
+        v, i = torch.topk(x, 3)
+        return v, i, x.masked_fill(x < v[:, [-1]], float("-inf")).softmax(-1)
+    c = torch.compile(top)
+    g = torch.Generator().manual_seed(0)
+    for ties in (False, True, True, False, True):
+        x = torch.randn(4, 65, generator=g)
+        if ties:  # five equal maxima in row 1, three in row 3: which three indices topk returns is the tie order
+            x[1, [3, 9, 20, 40, 60]] = 7.0
+            x[3, [0, 1, 2]] = 9.0
+        x = x.to(device)
+        want, got = top(x), c(x)
+        for a, b in zip(want, got):
+            assert torch.equal(a, b)
+    assert c.replays == 4
+    assert torch.compiler.explain(top, x).graph_break_count == 0

@@ -580,6 +580,8 @@ class Recorder(ResultEncoding):
                 def wrap(*a, _n=name, _k=kernel, **kw):
                     return self.launch(_n, _k, a, kw)
                 setattr(table, name, wrap)
+        self._saved.append((_util, "host_call", _util.host_call))
+        _util.host_call = lambda fn, *a: self.launch(f"host:{fn.__name__}", fn, a, {})
         for mod in _HAB_USERS:
             self._saved.append((mod, "host_all_below", mod.host_all_below))
             mod.host_all_below = self.checked_host_all_below

@@ -100,6 +100,14 @@ def _host_copy(t: Tensor):
     return c
 
 
+def host_call(fn, *args):
+    """``fn(*args)``: numpy code of the core on a cpu (host-memory, ``np.ndarray``) backend's arrays, returning new
+    arrays (PyTorch's CPU tie order of ``topk``).  A capture records the call as a kernel launch that its replay
+    runs again (coretorch/_compile/capture.py patches this name), where reading the arrays back to the host would
+    be a graph break; so ``fn`` must read only its arguments and call no kernel."""
+    return fn(*args)
+
+
 def host_all_below(table, arr, n: int, low: int = 0) -> bool:
     """Every element of the integer array ``arr`` (on a host-memory backend) lies in [low, n) (by default [0, n)):
     one reduction for both bounds, since read as unsigned a negative value is larger than any n."""

@@ -17,7 +17,7 @@ from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._util import edge, norm_dim, return_type
-from . import _kth_ties, _mode_nan
+from . import _kth_ties, _mode_nan, _util
 from ._out import write_out
 
 __all__: list[str] = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "unique",
@@ -158,10 +158,13 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
             and input.numel() <= _kth_ties.MAX_ELEMENTS:
         # equal values in PyTorch's CPU order (its nth_element + sort path; small tensors only: host work); a device
         # keeps its kernel's order (no host round trip; tie order is unspecified on PyTorch's devices too)
-        fixed = _kth_ties.pytorch_topk(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i), k, d,
-                                       bool(largest))
-        if fixed is not None:
-            v, i = table.from_numpy(fixed[0]), table.from_numpy(fixed[1])
+        if isinstance(v, np.ndarray) and isinstance(input._data, np.ndarray):  # (a compiled replay repeats it)
+            v, i = _util.host_call(_kth_ties.topk_in_pytorch_order, input._data, v, i, k, d, bool(largest))
+        else:
+            fixed = _kth_ties.pytorch_topk(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i), k,
+                                           d, bool(largest))
+            if fixed is not None:
+                v, i = table.from_numpy(fixed[0]), table.from_numpy(fixed[1])
     idx = _make(i, _i64, table)
     return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx),
                       input)
