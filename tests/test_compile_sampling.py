@@ -2,7 +2,8 @@
 that grows by one token per step, so once the context is full every call passes the same sizes at a new row stride
 and offset.  Size-1 dims' strides address nothing, so the guards key them loosely (coretorch/_compile/strides.py)
 and such calls replay; a capture that reads those strides as numbers checks them exactly.  Also the recompile log's
-reasons, which name the argument and what changed in it, as PyTorch's guard failures do."""
+reasons, which name the argument and what changed in it, as PyTorch's guard failures do; and the cpu selection ops
+(``topk``, ``kthvalue``, ``mode``), whose PyTorch tie order is host code: now a recorded call, not a graph break."""
 from __future__ import annotations
 
 import logging
@@ -114,3 +115,22 @@ def test_top_k_sampling_replays_with_pytorchs_tie_order(device):
             assert torch.equal(a, b)
     assert c.replays == 4
     assert torch.compiler.explain(top, x).graph_break_count == 0
+
+
+def test_kthvalue_and_mode_replay_with_pytorchs_tie_order(device):
+    """The same for ``kthvalue`` (the index among equal values PyTorch's quickselect picks) and ``mode`` (rows
+    holding NaN as PyTorch's CPU sort leaves them): recorded host calls on cpu, where they were graph breaks."""
+    def f(x):
+        a, b = torch.kthvalue(x, 3), torch.mode(x)
+        return a.values, a.indices, b.values, b.indices
+    c = torch.compile(f)
+    g = torch.Generator().manual_seed(0)
+    for step in range(5):
+        x = torch.randint(0, 4, (4, 20), generator=g).float()
+        if step % 2:
+            x[2, 5] = x[1, 0] = float("nan")
+        x = x.to(device)
+        for a, b in zip(f(x), c(x)):
+            assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+    assert c.replays == 4
+    assert torch.compiler.explain(f, x).graph_break_count == 0

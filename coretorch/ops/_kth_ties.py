@@ -184,3 +184,9 @@ def topk_in_pytorch_order(x: np.ndarray, values: np.ndarray, indices: np.ndarray
     """(values, indices) of :func:`pytorch_topk`, or the given ones where it has nothing to redo."""
     fixed = pytorch_topk(x, values, indices, k, d, largest)
     return (values, indices) if fixed is None else fixed
+
+
+def kth_in_pytorch_order(x: np.ndarray, values: np.ndarray, indices: np.ndarray, k: int, d: int):
+    """The indices of :func:`pytorch_tie_indices`, or the given ones where it has nothing to redo."""
+    fixed = pytorch_tie_indices(x, values, indices, k, d)
+    return indices if fixed is None else fixed

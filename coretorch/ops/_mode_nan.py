@@ -105,3 +105,9 @@ def pytorch_mode(x: np.ndarray, values: np.ndarray, indices: np.ndarray, d: int)
         vout[r], iout[r] = row_mode(rows[r].tolist())
     return (np.ascontiguousarray(np.moveaxis(vout.reshape(vm.shape), -1, d)),
             np.ascontiguousarray(np.moveaxis(iout.reshape(im.shape), -1, d)))
+
+
+def mode_in_pytorch_order(x: np.ndarray, values: np.ndarray, indices: np.ndarray, d: int):
+    """(values, indices) of :func:`pytorch_mode`, or the given ones where it has nothing to redo."""
+    fixed = pytorch_mode(x, values, indices, d)
+    return (values, indices) if fixed is None else fixed
