@@ -37,10 +37,23 @@ def snapshot(fn: Any, lv: list, params: list, plain: list, opts: list) -> tuple:
 
 
 def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list) -> None:
-    """A graph break where the call assigned one of them (see the module docstring)."""
+    """A graph break where the call assigned one of them (see the module docstring), or stored an object into an
+    optimizer's state outside its ``step()``: ``rec.state_marks`` holds :func:`state_print` at the call's start,
+    before and after each optimizer step, and (appended here) at its end; the windows outside the steps must not
+    change it (``opt.state[w]["last"] = h``: a replay would keep the capture's ``h``)."""
     if snapshot(fn, lv, params, plain, opts) != before:
         rec.graph_break("the call assigns an attribute of an optimizer, a tensor or the function, an entry of a "
                         "param group, or state a gradient hook reaches, which a replay would not repeat")
+    marks = [*rec.state_marks, state_print(opts)]
+    if any(marks[i] != marks[i + 1] for i in range(0, len(marks) - 1, 2)):
+        rec.graph_break("the call stores an object into an optimizer's state outside its step() "
+                        "(`opt.state[w][\"last\"] = h`), which a replay would not repeat")
+
+
+def state_print(opts: list) -> tuple:
+    """What the optimizers' state holds: its parameters, and each entry's object (numbers left out, see the module
+    docstring)."""
+    return tuple([tuple([(id(p), _fingerprint(s, False)) for p, s in o.state.items()]) for o in opts])
 
 
 def _hook_fns(tensors: list) -> list:

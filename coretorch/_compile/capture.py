@@ -195,6 +195,8 @@ class Recorder(ResultEncoding):
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
         self.host_fusion = False  # the capture's compile call asks for host fusion (replay.capture sets it)
         self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
+        self.state_mark: Callable = tuple  # what the optimizers' state holds (replay.capture sets it: assigns.py)
+        self.state_marks: list = []  # state_mark() at the call's start, around each optimizer step, at its end
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated = False
         self.active = True
@@ -529,12 +531,14 @@ class Recorder(ResultEncoding):
         self.lines.append(f"{self.const(method)}(*{self.const(args)}, **{self.const(kwargs)})")
         self.segments += 1
         self.active = False
+        self.state_marks.append(self.state_mark())  # (optimizer state before the step: see assigns.check)
 
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
         if self.active or get_ident() != self.thread:
             return
         self.active = True
         self.mutated = True
+        self.state_marks.append(self.state_mark())  # (and after it)
         self.snapshot()
         self.refresh_owners()
 

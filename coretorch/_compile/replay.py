@@ -3,6 +3,8 @@ calls on local variables (no dict lookups, no checks, no autograd), with the wri
 place."""
 from __future__ import annotations
 
+import functools
+
 import re
 import sys
 from typing import Any, Callable
@@ -236,6 +238,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
+        rec.state_mark = functools.partial(_assigns.state_print, opts)
+        rec.state_marks = [rec.state_mark()]
         process, scheds = process_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         watched = _watch_outer_graphs(rec, [*lv, *plain])
