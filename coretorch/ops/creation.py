@@ -210,6 +210,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             arr = _mixed_fit(data, arr, dtype)
     dt = dtype or dt
     table = _table(device)
+    if arr is data and data.dtype == dt.np and data.flags.c_contiguous:
+        # an array as it is: copied by the device's own kernels (from_numpy; on the host, contiguous), which a
+        # compiled step records and repeats, so a buffer the caller refills in place is read again at each call
+        a = table.from_numpy(data)
+        return _finish(_make(table.contiguous(a) if table.host_memory else a, dt, table), requires_grad)
     with np.errstate(over="ignore"):  # a float beyond float16's range becomes inf, as in PyTorch
         a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
