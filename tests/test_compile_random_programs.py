@@ -129,3 +129,45 @@ def test_random_programs_replay_as_eager(device, block, backward):
                 _same(a.grad, b.grad, device, what)
                 assert a._version == b._version, what
         assert compiled.replays == 2, f"seed {seed}: {ops}"
+
+
+class _Program(torch.nn.Module):
+    def __init__(self, shapes: list, ops: list):
+        super().__init__()
+        self.ps = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(*s)) for s in shapes[1:]])
+        self.ops = ops
+
+    def forward(self, x):
+        return _run((x, *self.ps), self.ops)
+
+
+@pytest.mark.parametrize("block", range(2))
+def test_random_programs_as_compiled_modules(device, block):
+    """The same programs as a module's forward (the first argument the input, the others parameters), compiled
+    with ``torch.compile(model)`` and trained by an eager backward: outputs, the input's and the parameters'
+    gradients (values and strides) as eager's.  (Programs returning an input or a parameter itself are graph
+    breaks: they run eagerly.)"""
+    for seed in range(block * 25, block * 25 + 25):
+        shapes, ops = _program(seed)
+        torch.manual_seed(seed)
+        eager = _Program(shapes, ops).to(device)
+        model = _Program(shapes, ops).to(device)
+        model.load_state_dict(eager.state_dict())
+        compiled = torch.compile(model)
+        for call in range(3):
+            g = torch.Generator().manual_seed(seed * 10 + call)
+            x = torch.randn(*shapes[0], generator=g)
+            xs = [x.to(device, copy=True).requires_grad_(True) for _ in range(2)]
+            outs = []
+            for m, xx in ((eager, xs[0]), (compiled, xs[1])):
+                a, b = m(xx)
+                (a.sum() * 2 + b.pow(2).sum()).backward()
+                outs.append((a, b))
+            what = f"seed {seed}, call {call}: {ops}"
+            for a, b in zip(*outs):
+                _same(a, b, device, what)
+            _same(xs[0].grad, xs[1].grad, device, what)
+            for p, q in zip(eager.parameters(), model.parameters()):
+                _same(p.grad, q.grad, device, what)
+        cap = compiled._capture
+        assert cap.replays == 2 or all(e.forward is None for e in cap.cache.values()), what

@@ -63,10 +63,16 @@ class CompiledFunctionBackward(Node):
         if _grad_state.enabled:  # create_graph=True: the gradients get a node that refuses a double backward
             node = CompiledFunctionBackwardBackward()
             node.next_functions = self.next_functions
+        if entry.grad_views:  # eager's were views (``x.sum()``'s expanded gradient): the engine stores a copy
+            out = [tb.contiguous(a) if j in entry.grad_views else a for j, (a, (_, tb)) in
+                   enumerate(zip(out, entry.grad_meta))]
         res = [None if a is None else _make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
                for i, (a, (dt, tb)) in enumerate(zip(out, entry.grad_meta))]
         for i, j in entry.grad_repeats:  # one tensor, as eager's node returned: the engine stores a copy of the other
             res[j] = res[i]
+        for j, i in entry.grad_passed:  # an output's gradient itself (``x + b``), the caller's tensor: never stored
+            if grads[i] is not None:
+                res[j] = grads[i]
         return tuple(res)
 
     def release(self) -> None:  # the engine frees the forward's arrays unless retain_graph
@@ -84,7 +90,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed")
     forward: Any
     backward: Any
     breaks: Any
@@ -104,6 +110,8 @@ class _ModEntry:
     aliases: list  # (i, j, piece, det): output i is a view of output j, or a piece of one split (_output_aliases)
     hidden: list  # the (dtype, table) of the pieces' bases
     grad_repeats: list  # (i, j): the backward's gradient j is its gradient i (one tensor, as eager's node returns)
+    grad_views: frozenset  # the positions of the gradients that were views in eager (copied, as the engine does)
+    grad_passed: list  # (j, i): the backward's gradient j is the output gradient i itself (returned as that tensor)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -414,7 +422,7 @@ class ModuleCapture:
         srcs: list = []
         entry.grad_meta, entry.counts = [], []
         seen: dict = {}  # id(gradient tensor) -> its first position
-        entry.grad_repeats = []
+        entry.grad_repeats, entry.grad_passed, views = [], [], set()
         for i, (gl, t) in enumerate(zip(terms, inputs)):
             if not gl or edges[i] in edges[:i]:
                 gl = [None]
@@ -430,7 +438,12 @@ class ModuleCapture:
                         entry.grad_repeats.append((seen[id(g)], len(srcs)))
                     else:
                         seen[id(g)] = len(srcs)
+                    if v.startswith("G["):
+                        entry.grad_passed.append((len(srcs), int(v[2:-1])))
+                    elif g._base is not None:
+                        views.add(len(srcs))
                 srcs.append(v)
+        entry.grad_views = frozenset(views)
         if all(k == 1 for k in entry.counts):
             entry.counts = None
         return "(" + ", ".join(srcs) + ",)"

@@ -1,0 +1,61 @@
+"""Session 17's own review of the module-capture form (``torch.compile(model)`` with an eager backward): the
+gradients its node hands the autograd engine must be what eager's nodes hand it, so that the engine stores the same
+``.grad`` (every installed device).  Found by the seeded random programs of test_compile_random_programs.py."""
+from __future__ import annotations
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+class _RowSums(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 4))
+
+    def forward(self, x):
+        return (self.w.sum(-1, keepdim=True) * x).sum()
+
+
+def test_an_expanded_gradient_is_stored_as_a_copy(device):
+    """``w.sum(-1, keepdim=True)``'s gradient is an expanded view of the output gradient.  Eager's engine stores a
+    copy (contiguous: ``w.grad.mul_(2)``, as ``clip_grad_norm_`` and ``GradScaler.unscale_`` do, works); the
+    compiled module's node handed the engine a fresh tensor over the expanded array, stored as it was: ``w.grad``
+    had strides (1, 0) and its in-place ops raised "more than one element of the written-to tensor refers to a
+    single memory location"."""
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _RowSums().to(device)
+        f = torch.compile(m) if compiled else m
+        for _ in range(3):
+            m.zero_grad()
+            f(torch.ones(6, 1, device=device)).backward()
+            assert m.w.grad.stride() == (4, 1)
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)  # (multiplies the gradients in place)
+        grads.append(m.w.grad.cpu())
+    assert torch.equal(*grads)
+
+
+class _Shift(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        return x + self.b
+
+
+def test_the_callers_output_gradient_is_never_stored_as_a_leafs_grad(device):
+    """``x + b``'s gradient for ``x`` is the output gradient itself.  Eager's engine never stores the caller's
+    tensor (``out.backward(g)``): ``x.grad`` is a copy.  The compiled node wrapped ``g``'s array in a new tensor,
+    which the engine stored: ``x.grad`` shared memory with ``g``, and ``g.add_(10)`` changed it."""
+    for compiled in (False, True):
+        m = _Shift().to(device)
+        f = torch.compile(m) if compiled else m
+        for _ in range(3):
+            x = torch.ones(3, device=device, requires_grad=True)
+            g = torch.full((3,), 2.0, device=device)
+            f(x).backward(g)
+            g.add_(10)
+            assert x.grad.tolist() == [2.0, 2.0, 2.0] and m.b.grad.tolist() == [2.0, 2.0, 2.0]
+            m.b.grad = None
