@@ -89,3 +89,18 @@ def test_an_output_the_forward_also_uses_bitwise():
         grads.append(m.w.grad.clone())
     torch.testing.assert_close(*grads)  # within rounding
     assert torch.equal(*grads)
+
+
+def test_a_planned_temporary_with_a_size1_dim_of_any_stride(device):
+    """``s.expand(4, 1).to(torch.float64)``: numpy's cast of the expanded (strides (0, 4)) array gives strides
+    (8, 32), dense but with an odd size-1 dim stride.  The cpu planner's buffer maker (``compile_out.empty_like``)
+    refused it, and the capture raised ``ValueError: compile_out.empty_like could not keep the strides`` where
+    eager works."""
+    def f(s):
+        return s.expand(4, 1).to(torch.float64) * 3
+    c = torch.compile(f)
+    s = torch.randn(1, 1, device=device)
+    for _ in range(3):
+        got = c(s)
+        assert torch.equal(got, f(s)) and got.stride() == f(s).stride()
+    assert c.replays == 2

@@ -176,7 +176,11 @@ def compile_out(name: str, args: tuple, kwargs: dict, result: Any):
 def _empty_like(x: Any) -> Any:
     r = np.empty_like(x)
     if r.strides != x.strides:  # (empty_like keeps a dense layout's strides: the plan only offers dense ones)
-        raise ValueError("coretorch-cpu: compile_out.empty_like could not keep the strides")
+        if any(a != b and n != 1 for n, a, b in zip(x.shape, x.strides, r.strides)):
+            raise ValueError("coretorch-cpu: compile_out.empty_like could not keep the strides")
+        # a size-1 dim's stride addresses nothing (numpy keeps what an operand had, x[:, None] of a (4,) view):
+        # the same memory viewed with x's strides, as eager's result has them
+        r = np.lib.stride_tricks.as_strided(r, x.shape, x.strides)
     return r
 
 
