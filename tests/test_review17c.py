@@ -55,3 +55,48 @@ def test_adagrad_add_param_group_after_the_capture(device):
     _close(eager[0], comp[0], device)
     for a, b in zip(eager[2], comp[2]):
         _close(a, b, device)
+
+
+def _clipped_steps(device, compiled, bad=None):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0, error_if_nonfinite=True)
+        opt.step()
+        return loss, norm
+    f = torch.compile(step) if compiled else step
+    x, y = torch.randn(6, 8, 4, device=device), torch.randint(0, 3, (6, 8), device=device)
+    if bad is not None:
+        x[bad, 0, 0] = float("inf")
+    out = []
+    for i in range(6):
+        try:
+            out.append([t.item() for t in f(x[i], y[i])])
+        except RuntimeError:
+            out.append("raised")
+            break
+    return out, [p.detach().cpu().numpy() for p in m.parameters()], getattr(f, "replays", None)
+
+
+def test_clip_grad_norm_error_if_nonfinite_replays(device):
+    """``clip_grad_norm_(..., error_if_nonfinite=True)`` in a compiled step: eager trains.  Before: the first replay
+    raised "a value the captured step read on the host ... differs ... after persistent state was already written":
+    the check read the norm itself (another value at every step, after the backward wrote the gradients); it now
+    reads the finiteness test's outcome.  A non-finite norm still raises a RuntimeError, as eager."""
+    eager, ew, _ = _clipped_steps(device, False)
+    comp, cw, replays = _clipped_steps(device, True)
+    assert replays == 4
+    _close(eager, comp, device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)
+    eager, ew, _ = _clipped_steps(device, False, bad=4)
+    comp, cw, _ = _clipped_steps(device, True, bad=4)
+    assert eager[-1] == comp[-1] == "raised" and len(eager) == len(comp) == 5
+    _close(eager[:-1], comp[:-1], device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)
