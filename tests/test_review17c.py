@@ -100,3 +100,66 @@ def test_clip_grad_norm_error_if_nonfinite_replays(device):
     _close(eager[:-1], comp[:-1], device)
     for a, b in zip(ew, cw):
         _close(a, b, device)
+
+
+_READS = {
+    "sched.state_dict()": lambda opt, sched: sched.state_dict()["last_epoch"],
+    "sched.get_lr()": lambda opt, sched: sched.get_lr()[0],
+    "opt.state_dict()": lambda opt, sched: opt.state_dict()["param_groups"][0]["lr"],
+}
+
+
+@pytest.mark.filterwarnings("ignore:To get the last learning rate")
+@pytest.mark.parametrize("inside", [True, False])
+@pytest.mark.parametrize("read", list(_READS))
+def test_a_step_returning_numbers_of_a_state_dict_or_get_lr(device, read, inside):
+    """A step returning ``sched.state_dict()["last_epoch"]``, ``sched.get_lr()[0]`` or
+    ``opt.state_dict()["param_groups"][0]["lr"]``, the scheduler stepped inside or outside the step: eager returns
+    this call's numbers.  Before: a replay returned the capture's (``last_epoch`` 2 at every later call); such a
+    read is now a graph break (the call runs eagerly)."""
+    fn = _READS[read]
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = nn.Linear(3, 2).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).sum()
+            loss.backward()
+            opt.step()
+            if inside:
+                sched.step()
+            return loss, fn(opt, sched)
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if not inside and i:
+                sched.step()
+            loss, v = f(torch.ones(2, 3, device=device) * i)
+            out.append((loss.item(), v))
+        return out, m.weight.detach().cpu().numpy()
+    eo, ew = run(False)
+    co, cw = run(True)
+    assert [v for _, v in eo] == [v for _, v in co]
+    _close([x for x, _ in eo], [x for x, _ in co], device)
+    _close(ew, cw, device)
+
+
+@pytest.mark.parametrize("read", ["getattr(cfg, 'scale')", "vars(cfg)['scale']", "cfg.__dict__['scale']"])
+def test_an_attribute_read_by_its_name_as_a_string_is_guarded(device, read):
+    """``x * getattr(cfg, "scale")`` (or ``vars(cfg)["scale"]``, ``cfg.__dict__["scale"]``) of a config object whose
+    ``scale`` changes from 2.0 to 3.0: eager multiplies by 3.  Before: the replay reused 2.0 (the guards keyed the
+    attributes the code names, and ``scale`` is a string constant there); it now captures again."""
+    import types
+    cfg = types.SimpleNamespace(scale=2.0)
+    g = {"cfg": cfg}
+    exec(f"def f(x):\n    return x * {read}\n", g)  # noqa: S102 - the test's own source
+    f = torch.compile(g["f"])
+    x = torch.ones(3, device=device)
+    got = [f(x).tolist()[0] for _ in range(3)]
+    cfg.scale = 3.0
+    got += [f(x).tolist()[0] for _ in range(2)]
+    assert got == [2.0, 2.0, 2.0, 3.0, 3.0]

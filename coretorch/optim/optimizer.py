@@ -271,6 +271,8 @@ class Optimizer:
 
         Parameters are numbered by their order across the groups; state tensors are references (copy them,
         or ``coretorch.save`` the dict, to keep a snapshot)."""
+        from ._lr_base import _python_state_read  # (a module above this one)
+        _python_state_read(f"{type(self).__name__}.state_dict()")  # (the groups' numbers: lr a scheduler sets)
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             pre_hook(self)
         param_mappings: dict = {}
