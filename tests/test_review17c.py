@@ -163,3 +163,42 @@ def test_an_attribute_read_by_its_name_as_a_string_is_guarded(device, read):
     cfg.scale = 3.0
     got += [f(x).tolist()[0] for _ in range(2)]
     assert got == [2.0, 2.0, 2.0, 3.0, 3.0]
+
+
+def _orthogonal_steps(device, compiled):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.utils.parametrizations.orthogonal(nn.Linear(4, 4)), nn.ReLU(), nn.Linear(4, 3)).to(device)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x, y = torch.randn(8, 6, 4, device=device), torch.randint(0, 3, (8, 6), device=device)
+    losses = [f(x[i], y[i]).item() for i in range(8)]
+    return losses, [p.detach().cpu().numpy() for p in m.parameters()], getattr(f, "replays", None)
+
+
+def test_an_orthogonal_parametrization_replays(device):
+    """A step of a model with ``parametrizations.orthogonal`` (a square weight: ``matrix_exp``): eager trains; the
+    compiled step matched, but no call ever replayed (each replay's check of the 1-norm ``matrix_exp`` read on the
+    host to choose its squarings failed, and the call ran eagerly): it now reads the number of squarings."""
+    eager, ew, _ = _orthogonal_steps(device, False)
+    comp, cw, replays = _orthogonal_steps(device, True)
+    assert replays == 6
+    _close(eager, comp, device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)
+
+
+def test_matrix_exp_squarings_are_the_least_power_of_two_above_the_norm(device):
+    """The number of squarings ``matrix_exp`` reads: the least ``s`` with ``norm <= 2^s`` (0 for NaN, inf, <= 1),
+    from a device ``log2`` estimate checked against powers of two (the norm itself where it is off)."""
+    from coretorch.ops._decomp_composite import _squarings
+    for v, s in [(0.0, 0), (1.0, 0), (1.5, 1), (2.0, 1), (2.5, 2), (4.0, 2), (1e30, 100), (float("inf"), 0),
+                 (float("nan"), 0), (np.nextafter(np.float32(8.0), np.float32(9.0)), 4)]:
+        for dt in (torch.float32, torch.float64):
+            assert _squarings(torch.tensor(float(v), dtype=dt, device=device)) == s, (v, dt)
