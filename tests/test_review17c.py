@@ -202,3 +202,64 @@ def test_matrix_exp_squarings_are_the_least_power_of_two_above_the_norm(device):
                  (float("nan"), 0), (np.nextafter(np.float32(8.0), np.float32(9.0)), 4)]:
         for dt in (torch.float32, torch.float64):
             assert _squarings(torch.tensor(float(v), dtype=dt, device=device)) == s, (v, dt)
+
+
+def _accumulating(device, compiled, where):
+    torch.manual_seed(0)
+    m = nn.Linear(4, 3).to(device)
+    opt = torch.optim.Adam(m.parameters(), lr=0.1)
+    holder = opt if where == "optimizer" else None
+
+    def step(x):
+        loss = m(x).pow(2).mean() / 3
+        loss.backward()
+        h = holder if holder is not None else step
+        h.k = getattr(h, "k", 0) + 1
+        if h.k % 3 == 0:  # gradient accumulation: a step every third call
+            opt.step()
+            opt.zero_grad()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x = torch.randn(9, 5, 4, device=device)
+    losses = [f(x[i]).item() for i in range(9)]
+    return losses, m.weight.detach().cpu().numpy()
+
+
+@pytest.mark.parametrize("where", ["function", "optimizer"])
+def test_a_counter_attribute_of_the_function_or_optimizer_that_the_step_branches_on(device, where):
+    """Gradient accumulation counted in an attribute of the step function or of the optimizer (``step.k += 1``,
+    ``if step.k % 3 == 0: opt.step()``): eager steps every third call.  Before: Python numbers on the function and
+    the optimizers were left out of the capture's check of what the call assigns, so every replay took the capture's
+    branch (no step at all); such a call is now a graph break."""
+    el, ew = _accumulating(device, False, where)
+    cl, cw = _accumulating(device, True, where)
+    _close(el, cl, device)
+    _close(ew, cw, device)
+
+
+def _branch_on_state(device, compiled):
+    torch.manual_seed(0)
+    m = nn.Linear(4, 3).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        if opt.state:  # warm-up done: the first step's gradient alone is halved
+            m.weight.grad.mul_(2.0)
+        opt.step()
+        opt.zero_grad()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x = torch.randn(6, 5, 4, device=device)
+    return [f(x[i]).item() for i in range(6)], m.weight.detach().cpu().numpy()
+
+
+def test_a_branch_on_whether_the_optimizer_has_state(device):
+    """``if opt.state: m.weight.grad.mul_(2)`` in a step: eager doubles the gradient from the second call.  Before:
+    the guards keyed the Python numbers of the optimizer state only, so the capture made before the first step
+    (empty state) replayed without the branch; which parameters have state and its keys are keyed now."""
+    el, ew = _branch_on_state(device, False)
+    cl, cw = _branch_on_state(device, True)
+    _close(el, cl, device)
+    _close(ew, cw, device)
