@@ -225,6 +225,7 @@ def _accumulating(device, compiled, where):
     return losses, m.weight.detach().cpu().numpy()
 
 
+@pytest.mark.filterwarnings("ignore:coretorch.compile")
 @pytest.mark.parametrize("where", ["function", "optimizer"])
 def test_a_counter_attribute_of_the_function_or_optimizer_that_the_step_branches_on(device, where):
     """Gradient accumulation counted in an attribute of the step function or of the optimizer (``step.k += 1``,
@@ -263,3 +264,25 @@ def test_a_branch_on_whether_the_optimizer_has_state(device):
     cl, cw = _branch_on_state(device, True)
     _close(el, cl, device)
     _close(ew, cw, device)
+
+
+@pytest.mark.parametrize("owner", ["optimizer", "function"])
+def test_a_number_on_the_optimizer_or_the_function_changed_between_calls(device, owner):
+    """``loss / opt.accum`` (or ``step.accum``) with ``accum`` changed from 2 to 4 between calls: eager divides by
+    4.  Before: the guards did not key the Python numbers on optimizers and on the step function itself, so the
+    replay kept dividing by 2; they are keyed now (the call captures again)."""
+    m = nn.Linear(3, 1).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.0)
+
+    def step(x):
+        return m(x).detach().sum() / (opt if owner == "optimizer" else step).accum
+    holder = opt if owner == "optimizer" else step
+    holder.accum = 2.0
+    f = torch.compile(step)
+    x = torch.ones(2, 3, device=device)
+    ref = m(x).sum().item()
+    got = [f(x).item() for _ in range(3)]
+    holder.accum = 4.0
+    got += [f(x).item() for _ in range(2)]
+    np.testing.assert_allclose(got, [ref / 2] * 3 + [ref / 4] * 2, rtol=1e-6)
+    assert f.replays == 3

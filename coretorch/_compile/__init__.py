@@ -47,7 +47,8 @@ from typing import Any, Callable
 
 from ..nn.modules.module import Module
 from ..tensor import Tensor
-from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
+from . import stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -148,7 +149,8 @@ class CompiledFunction:
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
-                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
+                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
+                    _ownnumbers.key(self._orig_fn, st[5], self._anames))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)
             # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count),
             # a tensor's ``_base`` (``x._base is None``: keyed only then, as a replay's result of ``h.detach()`` has
