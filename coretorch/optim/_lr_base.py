@@ -168,7 +168,7 @@ class LRScheduler:
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
-for _o in (_check_verbose_deprecated_warning, _python_state_read, _load_compat, _format_param, _warn_get_lr_called_within_step,
-           _enable_get_lr_call, _initial_mode, LRScheduler):
+for _o in (_check_verbose_deprecated_warning, _python_state_read, _load_compat, _format_param,
+           _warn_get_lr_called_within_step, _enable_get_lr_call, _initial_mode, LRScheduler):
     _o.__module__ = "coretorch.optim.lr_scheduler"  # public there, as before
 del _o
