@@ -286,3 +286,38 @@ def test_a_number_on_the_optimizer_or_the_function_changed_between_calls(device,
     got += [f(x).item() for _ in range(2)]
     np.testing.assert_allclose(got, [ref / 2] * 3 + [ref / 4] * 2, rtol=1e-6)
     assert f.replays == 3
+
+
+def _mvn_steps(device, compiled):
+    torch.manual_seed(0)
+    enc = nn.Linear(4, 3).to(device)
+    opt = torch.optim.Adam(enc.parameters(), lr=1e-2)
+    eye = torch.eye(3, device=device)
+
+    def step(x, target):
+        mu = enc(x)  # a batch of 5 distributions: a batched Cholesky factorization
+        cov = eye * (1.0 + mu.pow(2).mean())
+        loss = -torch.distributions.MultivariateNormal(mu, covariance_matrix=cov).log_prob(target).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x, t = torch.randn(6, 5, 4, device=device), torch.randn(6, 5, 3, device=device)
+    losses = [f(x[i], t[i]).item() for i in range(6)]
+    return losses, enc.weight.detach().cpu().numpy(), getattr(f, "replays", None)
+
+
+def test_a_batched_factorization_in_a_compiled_step_replays(device):
+    """A step with a batched ``MultivariateNormal`` (a batched Cholesky factorization): eager trains; the compiled
+    step matched but never replayed (the factorization's error check read every batch member's code on the host,
+    a whole-array read: a graph break); it now reads whether any failed (the codes only then, to raise)."""
+    el, ew, _ = _mvn_steps(device, False)
+    cl, cw, replays = _mvn_steps(device, True)
+    assert replays == 4
+    _close(el, cl, device)
+    _close(ew, cw, device)
+    a = torch.eye(3, device=device).repeat(4, 1, 1)
+    a[2, 1, 1] = -1.0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 2\).*order 2"):
+        torch.linalg.cholesky(a)
