@@ -321,3 +321,36 @@ def test_a_batched_factorization_in_a_compiled_step_replays(device):
     a[2, 1, 1] = -1.0
     with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 2\).*order 2"):
         torch.linalg.cholesky(a)
+
+
+def _fresh_optimizer_steps(device, compiled, with_scheduler):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).to(device)
+
+    def step(x, y):
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)  # a fresh optimizer per call (an inner loop's)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5) if with_scheduler else None
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x, y = torch.randn(6, 8, 4, device=device), torch.randint(0, 3, (6, 8), device=device)
+    losses = [f(x[i], y[i]).item() for i in range(6)]
+    return losses, [p.detach().cpu().numpy() for p in m.parameters()]
+
+
+@pytest.mark.parametrize("with_scheduler", [False, True])
+def test_an_optimizer_made_inside_the_compiled_step(device, with_scheduler):
+    """``opt = Adam(...)`` (and a scheduler) made inside the step: eager takes a first Adam step at every call.
+    Before: the replay's segment stepped the capture's optimizer: with a scheduler keeping it alive, its state and
+    step count went on (silently other parameters); without, the replay raised ``AssertionError`` once it was
+    freed.  Stepping an optimizer or a scheduler made in the call is now a graph break."""
+    el, ew = _fresh_optimizer_steps(device, False, with_scheduler)
+    cl, cw = _fresh_optimizer_steps(device, True, with_scheduler)
+    _close(el, cl, device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)

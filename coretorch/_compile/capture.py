@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, symbolic as _sym
+from . import hostrng as _hostrng, made as _made, symbolic as _sym
 from .exc import Unsupported
 from .roots_state import scheduler_counts
 from .results import ResultEncoding, _tensors_made
@@ -520,8 +520,8 @@ class Recorder(ResultEncoding):
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:
             return
-        if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
-            self.graph_break(f"{getattr(method, '__qualname__', 'a step')}() takes a tensor or a closure")
+        if why := _made.why_not(method, args, kwargs, getattr(self, "born", None)):
+            self.graph_break(why)
             return
         self.write_back()
         self.lines.append(f"{self.const(method)}(*{self.const(args)}, **{self.const(kwargs)})")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import assigns as _assigns, guards as _guards
+from . import assigns as _assigns, guards as _guards, made as _made
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -239,6 +239,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         process, scheds = process_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         watched = _watch_outer_graphs(rec, [*lv, *plain])
+        rec.born = _made.now()  # (an optimizer or a scheduler made after this is no segment: see made.py)
         try:
             result = fn(*args, **kwargs)
         finally:

@@ -6,7 +6,7 @@ import warnings
 import weakref
 from copy import copy as _copy
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, born as _born
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. "
@@ -93,6 +93,7 @@ class LRScheduler:
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
+        self._born = next(_born)
         live.add(self)   # (here: SequentialLR, ChainedScheduler and ReduceLROnPlateau do not call __init__ below)
         return self
 

@@ -14,7 +14,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
-from itertools import chain
+from itertools import chain, count as itertools_count
 
 from ..autograd.grad_mode import state as _grad_state
 from .._typename import typename as _typename
@@ -34,6 +34,9 @@ class _RequiredParameter:
 
 required = _RequiredParameter()
 
+# the creation order of optimizers and LR schedulers (coretorch.compile: one made during a capture is no segment of
+# its replay, which would step the capture's object at every call)
+born = itertools_count()
 _global_optimizer_pre_hooks: OrderedDict = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict = OrderedDict()
 
@@ -118,6 +121,11 @@ class Optimizer:
         step = cls.__dict__.get("step")
         if step is not None and callable(step) and not getattr(step, "hooked", False):
             cls.step = _hooked_step(step)
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self._born = next(born)
+        return self
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
