@@ -11,12 +11,13 @@ from ..tensor import Tensor
 
 
 def now() -> int:
-    """A creation serial: objects made from now on have a larger ``_born``."""
-    return next(_optim.born)
+    """A creation serial: objects made from now on have a larger serial (``optim.optimizer.born``)."""
+    return next(_optim.serial)
 
 
 def why_not(method: Any, args: tuple, kwargs: dict, born: int | None) -> str:
-    """Why ``method(*args, **kwargs)`` cannot be a segment (empty: it can); ``born``: :func:`now` at the call's start."""
+    """Why ``method(*args, **kwargs)`` cannot be a segment (empty: it can); ``born``: :func:`now` at the call's
+    start."""
     name = getattr(method, "__qualname__", "a step")
     if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         return f"{name}() takes a tensor or a closure"
@@ -24,7 +25,11 @@ def why_not(method: Any, args: tuple, kwargs: dict, born: int | None) -> str:
     if owner is None:  # an optimizer's replay (see .optim)
         ref = getattr(method, "_opt", None)
         owner = ref() if ref is not None else None
-    if born is not None and getattr(owner, "_born", -1) > born:
+    try:
+        made = _optim.born.get(owner, -1) if owner is not None else -1
+    except TypeError:  # (an unhashable user subclass)
+        made = -1
+    if born is not None and made > born:
         return (f"the call steps a {type(owner).__name__} it made (a replay would step the capture's): make it "
                 "outside the compiled function")
     return ""

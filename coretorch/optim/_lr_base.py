@@ -6,7 +6,7 @@ import warnings
 import weakref
 from copy import copy as _copy
 
-from .optimizer import Optimizer, born as _born
+from .optimizer import Optimizer, note_born as _note_born
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. "
@@ -93,7 +93,7 @@ class LRScheduler:
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
-        self._born = next(_born)
+        _note_born(self)
         live.add(self)   # (here: SequentialLR, ChainedScheduler and ReduceLROnPlateau do not call __init__ below)
         return self
 

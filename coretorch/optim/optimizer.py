@@ -15,6 +15,8 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
 from itertools import chain, count as itertools_count
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..autograd.grad_mode import state as _grad_state
 from .._typename import typename as _typename
@@ -35,8 +37,19 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 # the creation order of optimizers and LR schedulers (coretorch.compile: one made during a capture is no segment of
-# its replay, which would step the capture's object at every call)
-born = itertools_count()
+# its replay, which would step the capture's object at every call); kept here, not in their ``__dict__`` (which a
+# scheduler's state_dict() returns)
+serial = itertools_count()
+born: "WeakKeyDictionary[Any, int]" = WeakKeyDictionary()
+
+
+def note_born(obj: Any) -> None:
+    try:
+        born[obj] = next(serial)
+    except TypeError:  # (an unhashable user subclass: taken for one made before any capture)
+        pass
+
+
 _global_optimizer_pre_hooks: OrderedDict = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict = OrderedDict()
 
@@ -124,7 +137,7 @@ class Optimizer:
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
-        self._born = next(born)
+        note_born(self)
         return self
 
     def __init__(self, params, defaults: dict):
