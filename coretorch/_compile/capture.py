@@ -196,8 +196,8 @@ class Recorder(ResultEncoding):
         self.host_fusion = False  # the capture's compile call asks for host fusion (replay.capture sets it)
         self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
-        self.mutated = False
-        self.active = True
+        self.mutated, self.active = False, True
+        self.born: int | None = None  # made.now() at the call's start (replay.capture sets it; see made.py)
         self.user_read = 0
         self.segments = 0
         self._saved: list[tuple[Any, str, Any]] = []
@@ -520,7 +520,7 @@ class Recorder(ResultEncoding):
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:
             return
-        if why := _made.why_not(method, args, kwargs, getattr(self, "born", None)):
+        if why := _made.why_not(method, args, kwargs, self.born):
             self.graph_break(why)
             return
         self.write_back()
