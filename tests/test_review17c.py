@@ -354,3 +354,24 @@ def test_an_optimizer_made_inside_the_compiled_step(device, with_scheduler):
     _close(el, cl, device)
     for a, b in zip(ew, cw):
         _close(a, b, device)
+
+
+@pytest.mark.parametrize("owner", ["parameter", "closure tensor"])
+def test_a_number_on_a_parameter_or_tensor_changed_between_calls(device, owner):
+    """``x * m.weight.gain`` (or ``w.gain`` of a closure tensor) with ``gain`` changed from 2 to 3 between calls:
+    eager multiplies by 3.  Before: the Python attributes of tensors were keyed by no guard, so the replay kept
+    multiplying by 2; the attributes the step's code reads are keyed now."""
+    m = nn.Linear(3, 1).to(device)
+    w = torch.ones(2, device=device)
+    holder = m.weight if owner == "parameter" else w
+    holder.gain = 2.0
+
+    def step(x):
+        return x * (m.weight if owner == "parameter" else w).gain
+    f = torch.compile(step)
+    x = torch.ones(2, device=device)
+    got = [f(x).tolist()[0] for _ in range(3)]
+    holder.gain = 3.0
+    got += [f(x).tolist()[0] for _ in range(2)]
+    assert got == [2.0, 2.0, 2.0, 3.0, 3.0]
+    assert f.replays == 3

@@ -143,14 +143,15 @@ class CompiledFunction:
                 self._state.clear()
             found = _guards.state_of(_guards.roots(self._orig_fn, ra, rk))
             st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
-                                     frozenset(map(id, (*found[1], *found[3]))))
+                                     frozenset(map(id, (*found[1], *found[3]))),
+                                     _ownnumbers.tensor_attributes((*found[1], *found[3]), self._anames))
         lv = _guards.leaves(args, kwargs, appended)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
-                    _ownnumbers.key(self._orig_fn, st[5], self._anames))
+                    _ownnumbers.key(self._orig_fn, st[5], self._anames, st[7]))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)
             # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count),
             # a tensor's ``_base`` (``x._base is None``: keyed only then, as a replay's result of ``h.detach()`` has

@@ -1,6 +1,6 @@
-"""The Python numbers a step's code reads on the step function itself and on the optimizers it reaches
-(``x * step.scale``, ``loss / opt.accum``), keyed by value as those of config objects are (guards.contents): a
-replay reused the capture's number after ``opt.accum = 8``.  An optimizer's param groups and state are not keyed
+"""The Python numbers a step's code reads on the step function itself, on the optimizers and on the parameters
+and tensors it reaches (``x * step.scale``, ``loss / opt.accum``, ``w * m.weight.gain``), keyed by value as those of
+config objects are (guards.contents): a replay reused the capture's number after ``opt.accum = 8``.  An optimizer's param groups and state are not keyed
 here (their numbers are inputs of the optimizer's replay, see :mod:`.optim`, or keyed where the code reads them:
 guards.group_numbers, guards.state_numbers)."""
 from __future__ import annotations
@@ -28,10 +28,21 @@ def _selected(o: Any, d: dict, names: tuple) -> tuple:
     return e[3]
 
 
-def key(fn: Any, opts: list, names: tuple) -> tuple:
-    """The values of the Python numbers (strings, None) among ``names`` that the function and ``opts`` hold
-    (anything else there: None; one level: what such an attribute holds is not looked into)."""
+def tensor_attributes(tensors: tuple, names: tuple) -> tuple:
+    """``(tensor, name)`` of the attributes among ``names`` that the step's parameters and tensors hold (set by the
+    user: the core's start with ``_``); found once per guard state, so a call pays only for those there are."""
+    return tuple([(t, n) for t in tensors for n in (getattr(t, "__dict__", None) or ())
+                  if n[:1] != "_" and n in names])
+
+
+def key(fn: Any, opts: list, names: tuple, tensor_attrs: tuple = ()) -> tuple:
+    """The values of the Python numbers (strings, None) among ``names`` that the function and ``opts`` hold, and of
+    ``tensor_attrs`` (:func:`tensor_attributes`) (anything else there: None; one level: what such an attribute
+    holds is not looked into)."""
     out: list = []
+    for t, n in tensor_attrs:
+        v = t.__dict__.get(n)
+        out.append(v if v.__class__ in _SCALAR_SET else None)
     for o in (getattr(fn, "__func__", fn), *opts):
         d = getattr(o, "__dict__", None)
         if d:
