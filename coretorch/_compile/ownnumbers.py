@@ -1,8 +1,8 @@
 """The Python numbers a step's code reads on the step function itself, on the optimizers and on the parameters
 and tensors it reaches (``x * step.scale``, ``loss / opt.accum``, ``w * m.weight.gain``), keyed by value as those of
-config objects are (guards.contents): a replay reused the capture's number after ``opt.accum = 8``.  An optimizer's param groups and state are not keyed
-here (their numbers are inputs of the optimizer's replay, see :mod:`.optim`, or keyed where the code reads them:
-guards.group_numbers, guards.state_numbers)."""
+config objects are (guards.contents): a replay reused the capture's number after ``opt.accum = 8``.  An optimizer's
+param groups and state are not keyed here (their numbers are inputs of the optimizer's replay, see :mod:`.optim`,
+or keyed where the code reads them: guards.group_numbers, guards.state_numbers)."""
 from __future__ import annotations
 
 import weakref
