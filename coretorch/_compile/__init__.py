@@ -19,7 +19,7 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode and the other settings
   (:mod:`.modes`), the numbers, tensors and container entries the step can reach in its globals, closure, helpers
-  and modules, ``os.environ``; :mod:`.ownnumbers`: the numbers on the function and its optimizers);
+  and modules, ``os.environ``; :mod:`.ownnumbers`: the numbers on the function, its optimizers and tensors);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.argtree`: argument lists, tuples and dicts keyed by their structure (a fresh batch dict replays);
 * :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.transfer`: device
