@@ -375,3 +375,19 @@ def test_a_number_on_a_parameter_or_tensor_changed_between_calls(device, owner):
     got += [f(x).tolist()[0] for _ in range(2)]
     assert got == [2.0, 2.0, 2.0, 3.0, 3.0]
     assert f.replays == 3
+
+
+def test_the_optimizer_defaults_the_step_reads(device):
+    """``x * opt.defaults["lr"]`` with ``defaults["lr"]`` changed between calls: eager uses the new number.  Before:
+    the replay reused the capture's (the optimizer's ``defaults`` were keyed by no guard)."""
+    w = torch.ones(2, device=device, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.1)
+
+    def step(x):
+        return x * opt.defaults["lr"]
+    f = torch.compile(step)
+    x = torch.ones(2, device=device)
+    got = [f(x).tolist()[0] for _ in range(3)]
+    opt.defaults["lr"] = 0.5
+    got += [f(x).tolist()[0] for _ in range(2)]
+    np.testing.assert_allclose(got, [0.1] * 3 + [0.5] * 2, rtol=1e-6)

@@ -10,7 +10,7 @@ from typing import Any
 
 from .guards import _SCALAR_SET
 
-_OWN = frozenset(("param_groups", "state", "defaults"))
+_OWN = frozenset(("param_groups", "state"))
 # id(an owner's __dict__) -> (a weak reference to the owner, the dict's length, names, the names it holds)
 _SEL: dict[int, tuple] = {}
 
@@ -47,6 +47,7 @@ def key(fn: Any, opts: list, names: tuple, tensor_attrs: tuple = ()) -> tuple:
         d = getattr(o, "__dict__", None)
         if d:
             for n in _selected(o, d, names):
-                v = d.get(n)
-                out.append(v if v.__class__ in _SCALAR_SET else None)
+                v = d.get(n)  # (a dict's numbers: an optimizer's ``defaults``)
+                out.append(v if v.__class__ in _SCALAR_SET else tuple([
+                    x for x in v.items() if x[1].__class__ in _SCALAR_SET]) if v.__class__ is dict else None)
     return tuple(out)
