@@ -391,3 +391,48 @@ def test_the_optimizer_defaults_the_step_reads(device):
     opt.defaults["lr"] = 0.5
     got += [f(x).tolist()[0] for _ in range(2)]
     np.testing.assert_allclose(got, [0.1] * 3 + [0.5] * 2, rtol=1e-6)
+
+
+class _NoamOpt:
+    """The Annotated Transformer's optimizer wrapper: its ``step()`` sets the rate, then steps the optimizer."""
+
+    def __init__(self, optimizer, warmup=3):
+        self.optimizer, self.warmup, self._step = optimizer, warmup, 0
+
+    def step(self):
+        self._step += 1
+        rate = 0.05 * min(self._step ** -0.5, self._step * self.warmup ** -1.5)
+        for p in self.optimizer.param_groups:
+            p["lr"] = rate
+        self.optimizer.step()
+
+
+def _noam_steps(device, compiled, opt_name):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).to(device)
+    opt = _NoamOpt(getattr(torch.optim, opt_name)(m.parameters(), lr=0.0))
+
+    def step(x, y):
+        opt.optimizer.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x, y = torch.randn(8, 8, 4, device=device), torch.randint(0, 3, (8, 8), device=device)
+    losses = [f(x[i], y[i]).item() for i in range(8)]
+    return losses, [p.detach().cpu().numpy() for p in m.parameters()]
+
+
+@pytest.mark.filterwarnings("ignore:coretorch.compile")
+@pytest.mark.parametrize("opt_name", ["Adam", "SGD"])
+def test_a_learning_rate_set_by_python_code_inside_the_step(device, opt_name):
+    """A NoamOpt-style wrapper (no LR scheduler: plain Python that sets ``p["lr"]`` and steps the optimizer) inside
+    the compiled step: eager warms the rate up at every call.  Before: a replay ran the optimizer's step only, so the
+    rate stayed the capture's (other parameters, silently); a param group number set outside an LR scheduler's
+    step is now a graph break."""
+    el, ew = _noam_steps(device, False, opt_name)
+    cl, cw = _noam_steps(device, True, opt_name)
+    _close(el, cl, device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)

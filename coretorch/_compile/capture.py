@@ -197,9 +197,9 @@ class Recorder(ResultEncoding):
         self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated, self.active = False, True
-        self.born: int | None = None  # made.now() at the call's start (replay.capture sets it; see made.py)
-        self.user_read = 0
-        self.segments = 0
+        self.born: int | None = None  # made.now() at the call's start, and (optimizers, their group numbers) ...
+        self.watch: tuple | None = None  # ... outside the segments (replay.capture sets them; see made.py)
+        self.user_read = self.segments = 0
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
@@ -520,7 +520,7 @@ class Recorder(ResultEncoding):
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:
             return
-        if why := _made.why_not(method, args, kwargs, self.born):
+        if why := _made.why_not(self, method, args, kwargs):
             self.graph_break(why)
             return
         self.write_back()
@@ -531,10 +531,10 @@ class Recorder(ResultEncoding):
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
         if self.active or get_ident() != self.thread:
             return
-        self.active = True
-        self.mutated = True
+        self.active = self.mutated = True
         self.snapshot()
         self.refresh_owners()
+        _made.rewatch(self)
 
     def _scheduler_step(self, orig: Callable) -> Callable:
         rec = self

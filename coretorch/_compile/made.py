@@ -1,13 +1,15 @@
 """Whether a step (``optimizer.step()``, ``scheduler.step()``) can be a segment of a replay: the replay calls it on
 the object the capture saw, so an optimizer or scheduler made during the call (``opt = Adam(...)`` inside the
 step; a scheduler's first step in its ``__init__``) would be the capture's at every replay, with its state: a
-graph break (before, a replay stepped the capture's optimizer, or raised once it was freed)."""
+graph break (before, a replay stepped the capture's optimizer, or raised once it was freed).  So is a number of a
+param group set by the call's own Python code, outside the segments (the replay runs the segments only)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
+from . import guards as _guards
 
 
 def now() -> int:
@@ -15,9 +17,31 @@ def now() -> int:
     return next(_optim.serial)
 
 
-def why_not(method: Any, args: tuple, kwargs: dict, born: int | None) -> str:
-    """Why ``method(*args, **kwargs)`` cannot be a segment (empty: it can); ``born``: :func:`now` at the call's
-    start."""
+def watch(rec: Any) -> None:
+    """At the call's start: the numbers of the param groups of every live optimizer (one the step reaches through
+    a wrapper object too: NoamOpt's ``self.optimizer``; see :func:`changed_outside`)."""
+    opts = [o for o in list(_optim.born) if isinstance(o, _optim.Optimizer)]
+    rec.watch = (opts, _guards.group_numbers(opts)) if opts else None
+
+
+def rewatch(rec: Any) -> None:
+    """After a segment (a scheduler's step sets ``lr``: the replay calls it again)."""
+    if rec.watch is not None:
+        rec.watch = (rec.watch[0], _guards.group_numbers(rec.watch[0]))
+
+
+def changed_outside(rec: Any) -> str:
+    """Why the call is a graph break: its Python code (no segment: a warmup object of the user's, NoamOpt's
+    ``p["lr"] = rate``) set a number of a param group, which a replay would not set again (empty: it did not)."""
+    w = rec.watch
+    if w is None or _guards.group_numbers(w[0]) == w[1]:
+        return ""
+    return ("the call sets a param group's number (lr, momentum...) outside an LR scheduler's step(), which a replay "
+            "would not repeat: use an LR scheduler (LambdaLR), or set it outside the compiled function")
+
+
+def why_not(rec: Any, method: Any, args: tuple, kwargs: dict) -> str:
+    """Why ``method(*args, **kwargs)`` cannot be a segment of ``rec``'s replay (empty: it can)."""
     name = getattr(method, "__qualname__", "a step")
     if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         return f"{name}() takes a tensor or a closure"
@@ -29,7 +53,7 @@ def why_not(method: Any, args: tuple, kwargs: dict, born: int | None) -> str:
         made = _optim.born.get(owner, -1) if owner is not None else -1
     except TypeError:  # (an unhashable user subclass)
         made = -1
-    if born is not None and made > born:
+    if rec.born is not None and made > rec.born:
         return (f"the call steps a {type(owner).__name__} it made (a replay would step the capture's): make it "
                 "outside the compiled function")
-    return ""
+    return changed_outside(rec)

@@ -240,6 +240,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         watched = _watch_outer_graphs(rec, [*lv, *plain])
         rec.born = _made.now()  # (an optimizer or a scheduler made after this is no segment: see made.py)
+        _made.watch(rec)
         try:
             result = fn(*args, **kwargs)
         finally:
@@ -253,6 +254,9 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
         _guards.check_module_writes(rec, modules, before[0])
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
+        if why := _made.changed_outside(rec):
+            rec.graph_break(why)
+        rec.watch = None  # (the optimizers: the recorder keeps none alive)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
                             "reads, which a replay would not repeat")
