@@ -340,13 +340,10 @@ def test_a_batch_moved_to_the_device_inside_the_step_replays():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="a tensor the step's own code stores in optimizer state (opt.state[w]['last'] "
-                   "= h) is not detected: the optimizer's step() creates and replaces state entries itself at its "
-                   "place in the replay, so a fingerprint of opt.state around the call cannot tell the two apart "
-                   "without snapshots at the optimizer step hooks")
 def test_a_tensor_the_step_stores_in_optimizer_state(device):
-    """Eager: ``opt.state[w]["last"]`` is this call's tensor. Compiled: the replays keep the capture's (no guard
-    keys optimizer state entries the code writes, and the write is no kernel)."""
+    """Eager: ``opt.state[w]["last"]`` is this call's tensor. Compiled: the replays kept the capture's (no guard
+    keyed optimizer state entries the code writes, and the write is no kernel); review 17c: the state is compared
+    around the optimizer's step segments, and a change outside them is a graph break."""
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
     opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
     w = model[0].weight

@@ -436,3 +436,39 @@ def test_a_learning_rate_set_by_python_code_inside_the_step(device, opt_name):
     _close(el, cl, device)
     for a, b in zip(ew, cw):
         _close(a, b, device)
+
+
+def _reset_steps(device, compiled, how):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).to(device)
+    opt = torch.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y, reset):
+        if reset:  # a periodic reset of the optimizer (after pruning, a new task)
+            if how == "clear":
+                opt.state.clear()
+            else:
+                for p in m.parameters():
+                    opt.state[p] = {}
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    x, y = torch.randn(12, 8, 4, device=device), torch.randint(0, 3, (12, 8), device=device)
+    losses = [f(x[i], y[i], i % 3 == 2).item() for i in range(12)]
+    return losses, [p.detach().cpu().numpy() for p in m.parameters()]
+
+
+@pytest.mark.parametrize("how", ["clear", "replace"])
+def test_an_optimizer_state_reset_inside_the_step(device, how):
+    """``if reset: opt.state.clear()`` (or each parameter's state replaced by ``{}``) in the step, every third call:
+    eager restarts Adam's moments and step count.  Before: the replay of the reset call ran the optimizer's step on
+    the old state (the Python reset is no kernel), silently; a change of the optimizer state outside its step is
+    now a graph break."""
+    el, ew = _reset_steps(device, False, how)
+    cl, cw = _reset_steps(device, True, how)
+    _close(el, cl, device)
+    for a, b in zip(ew, cw):
+        _close(a, b, device)

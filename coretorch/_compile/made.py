@@ -17,27 +17,42 @@ def now() -> int:
     return next(_optim.serial)
 
 
+def _snap(opts: list) -> tuple:
+    """The numbers of the param groups of ``opts``, and their state's structure (which parameters have state, its
+    entries by identity: a Python int count by value)."""
+    return (_guards.group_numbers(opts),
+            tuple([(id(p), id(d), tuple([(k, id(v)) for k, v in d.items()]) if isinstance(d, dict) else None)
+                   for o in opts for p, d in list(o.state.items())]))
+
+
 def watch(rec: Any) -> None:
-    """At the call's start: the numbers of the param groups of every live optimizer (one the step reaches through
-    a wrapper object too: NoamOpt's ``self.optimizer``; see :func:`changed_outside`)."""
+    """At the call's start: :func:`_snap` of every live optimizer (one the step reaches through a wrapper object
+    too: NoamOpt's ``self.optimizer``; see :func:`changed_outside`)."""
     opts = [o for o in list(_optim.born) if isinstance(o, _optim.Optimizer)]
-    rec.watch = (opts, _guards.group_numbers(opts)) if opts else None
+    rec.watch = (opts, _snap(opts)) if opts else None
 
 
 def rewatch(rec: Any) -> None:
-    """After a segment (a scheduler's step sets ``lr``: the replay calls it again)."""
+    """After a segment (a scheduler's step sets ``lr``, an optimizer's its state: the replay calls them again)."""
     if rec.watch is not None:
-        rec.watch = (rec.watch[0], _guards.group_numbers(rec.watch[0]))
+        rec.watch = (rec.watch[0], _snap(rec.watch[0]))
 
 
 def changed_outside(rec: Any) -> str:
     """Why the call is a graph break: its Python code (no segment: a warmup object of the user's, NoamOpt's
-    ``p["lr"] = rate``) set a number of a param group, which a replay would not set again (empty: it did not)."""
+    ``p["lr"] = rate``, ``opt.state.clear()``) set a number of a param group or changed the optimizer state, which a
+    replay would not do again (empty: it did not)."""
     w = rec.watch
-    if w is None or _guards.group_numbers(w[0]) == w[1]:
+    if w is None:
         return ""
-    return ("the call sets a param group's number (lr, momentum...) outside an LR scheduler's step(), which a replay "
-            "would not repeat: use an LR scheduler (LambdaLR), or set it outside the compiled function")
+    now = _snap(w[0])
+    if now[0] != w[1][0]:
+        return ("the call sets a param group's number (lr, momentum...) outside an LR scheduler's step(), which a "
+                "replay would not repeat: use an LR scheduler (LambdaLR), or set it outside the compiled function")
+    if now[1] != w[1][1]:
+        return ("the call changes an optimizer's state outside its step() (``opt.state.clear()``, an entry replaced), "
+                "which a replay would not repeat: do it outside the compiled function")
+    return ""
 
 
 def why_not(rec: Any, method: Any, args: tuple, kwargs: dict) -> str:
