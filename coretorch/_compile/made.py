@@ -17,6 +17,10 @@ def now() -> int:
     return next(_optim.serial)
 
 
+def _call(ref: Any) -> Any:
+    return ref()
+
+
 def _snap(opts: list) -> tuple:
     """The numbers of the param groups of ``opts``, and their state's structure (which parameters have state, its
     entries by identity: a Python int count by value)."""
@@ -28,7 +32,8 @@ def _snap(opts: list) -> tuple:
 def watch(rec: Any) -> None:
     """At the call's start: :func:`_snap` of every live optimizer (one the step reaches through a wrapper object
     too: NoamOpt's ``self.optimizer``; see :func:`changed_outside`)."""
-    opts = [o for o in list(_optim.born) if isinstance(o, _optim.Optimizer)]
+    opts = [o for o in map(_call, _optim.born.keyrefs()) if isinstance(o, _optim.Optimizer)]  # (keyrefs: one
+    # atomic copy, where another thread may make an optimizer meanwhile)
     rec.watch = (opts, _snap(opts)) if opts else None
 
 
