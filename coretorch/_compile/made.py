@@ -23,7 +23,7 @@ def _call(ref: Any) -> Any:
 
 def _snap(opts: list) -> tuple:
     """The numbers of the param groups of ``opts``, and their state's structure (which parameters have state, its
-    entries by identity: a Python int count by value)."""
+    entries by identity)."""
     return (_guards.group_numbers(opts),
             tuple([(id(p), id(d), tuple([(k, id(v)) for k, v in d.items()]) if isinstance(d, dict) else None)
                    for o in opts for p, d in list(o.state.items())]))
@@ -32,8 +32,10 @@ def _snap(opts: list) -> tuple:
 def watch(rec: Any) -> None:
     """At the call's start: :func:`_snap` of every live optimizer (one the step reaches through a wrapper object
     too: NoamOpt's ``self.optimizer``; see :func:`changed_outside`)."""
-    opts = [o for o in map(_call, _optim.born.keyrefs()) if isinstance(o, _optim.Optimizer)]  # (keyrefs: one
-    # atomic copy, where another thread may make an optimizer meanwhile)
+    # (keyrefs: one atomic copy, where another thread may make an optimizer meanwhile; one whose __init__ has not
+    # set its groups and state yet is left out)
+    opts = [o for o in map(_call, _optim.born.keyrefs()) if isinstance(o, _optim.Optimizer) and
+            isinstance(o.__dict__.get("param_groups"), list) and isinstance(o.__dict__.get("state"), dict)]
     rec.watch = (opts, _snap(opts)) if opts else None
 
 
