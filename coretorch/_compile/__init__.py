@@ -24,7 +24,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.argtree`: argument lists, tuples and dicts keyed by their structure (a fresh batch dict replays);
 * :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.made`: optimizer and
   scheduler steps a replay cannot repeat (an optimizer made in the call, an ``lr`` set outside a scheduler);
-  :mod:`.transfer`: device copies inside a step; :mod:`.keyvalues`, :mod:`.weak`: guard keys of values, weak references of the caches;
+  :mod:`.transfer`: device copies inside a step; :mod:`.keyvalues`, :mod:`.weak`: guard keys of values, weak
+  references of the caches;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.backends`, :mod:`.stance`, :mod:`.config`, :mod:`.exc`, :mod:`.logs`: PyTorch's switches (``backend=``,
   ``set_stance``, ``torch._dynamo.config``, its exceptions, ``torch._logging.set_logs``);
