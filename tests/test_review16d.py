@@ -341,10 +341,9 @@ def test_a_batch_moved_to_the_device_inside_the_step_replays():
 
 
 def test_a_tensor_the_step_stores_in_optimizer_state(device):
-    """Eager: ``opt.state[w]["last"]`` is this call's tensor. Compiled, before session 17: the replays kept the
-    capture's (no guard keys optimizer state entries the code writes, and the write is no kernel).  Now a graph
-    break: the optimizers' state is fingerprinted at the call's start and end and around each optimizer step, and
-    a change outside the steps is an assignment a replay would not repeat."""
+    """Eager: ``opt.state[w]["last"]`` is this call's tensor. Compiled: the replays kept the capture's (no guard
+    keyed optimizer state entries the code writes, and the write is no kernel); review 17c: the state is compared
+    around the optimizer's step segments, and a change outside them is a graph break."""
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
     opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
     w = model[0].weight

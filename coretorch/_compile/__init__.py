@@ -19,11 +19,13 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.guards`: what must match for a replay (argument shapes/dtypes/devices/requires_grad, Python scalars,
   ``training`` flags, parameter identity and layout, which ``.grad`` are None, grad mode and the other settings
   (:mod:`.modes`), the numbers, tensors and container entries the step can reach in its globals, closure, helpers
-  and modules, ``os.environ``);
+  and modules, ``os.environ``; :mod:`.ownnumbers`: the numbers on the function, its optimizers and tensors);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.argtree`: argument lists, tuples and dicts keyed by their structure (a fresh batch dict replays);
-* :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.transfer`: device
-  copies inside a step; :mod:`.keyvalues`, :mod:`.weak`: guard keys of values, weak references of the caches;
+* :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.made`: optimizer and
+  scheduler steps a replay cannot repeat (an optimizer made in the call, an ``lr`` set outside a scheduler);
+  :mod:`.transfer`: device copies inside a step; :mod:`.keyvalues`, :mod:`.weak`: guard keys of values, weak
+  references of the caches;
 * :mod:`.module`: module capture (``compile(model)``, ``model.compile()``): forward and backward replayed;
 * :mod:`.backends`, :mod:`.stance`, :mod:`.config`, :mod:`.exc`, :mod:`.logs`: PyTorch's switches (``backend=``,
   ``set_stance``, ``torch._dynamo.config``, its exceptions, ``torch._logging.set_logs``);
@@ -47,7 +49,8 @@ from typing import Any, Callable
 
 from ..nn.modules.module import Module
 from ..tensor import Tensor
-from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
+from . import stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -142,13 +145,15 @@ class CompiledFunction:
                 self._state.clear()
             found = _guards.state_of(_guards.roots(self._orig_fn, ra, rk))
             st = self._state[rid] = (*found[:4], _guards.structure(found[0], found[4]), found[4],
-                                     frozenset(map(id, (*found[1], *found[3]))))
+                                     frozenset(map(id, (*found[1], *found[3]))),
+                                     _ownnumbers.tensor_attributes((*found[1], *found[3]), self._anames))
         lv = _guards.leaves(args, kwargs, appended)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
         # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
         k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
-                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs))
+                    tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
+                    _ownnumbers.key(self._orig_fn, st[5], self._anames, st[7]))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)
             # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count),
             # a tensor's ``_base`` (``x._base is None``: keyed only then, as a replay's result of ``h.detach()`` has

@@ -5,10 +5,12 @@ function itself (``step.last = h``), and what the tensors' gradient hooks reach
 would read the capture's object where eager gives this call's: such a call is a graph break (it runs eagerly, as
 its guard set's later calls).  Checked at the capture only: a replay pays nothing.
 
-Python numbers are left out (a counter such as ``step.calls += 1`` is a documented side effect run at the capture
-only; an ``lr`` a scheduler sets, and the numbers of an optimizer's own ``step()``, are inputs of the replay), and
-so are the attributes the core sets itself (those of tensors and optimizers starting with ``_``), tuples of a param
-group (``betas``, which a scheduler replaces), and what an optimizer's ``step()`` writes in its ``state``.
+Python numbers are left out (a counter such as ``opt.calls += 1`` in a user optimizer's ``step()`` is a documented
+side effect run at the capture only; an ``lr`` a scheduler sets, and the numbers of an optimizer's own ``step()``,
+are inputs of the replay), except the function's and the optimizers' attributes the step's own code reads
+(``step.k += 1`` then ``if step.k % 3 == 0: opt.step()``: every replay took the capture's branch).  Left out too:
+the attributes the core sets itself (those of tensors and optimizers starting with ``_``), tuples of a param group
+(``betas``, which a scheduler replaces), and what an optimizer's ``step()`` writes in its ``state``.
 """
 from __future__ import annotations
 
@@ -20,40 +22,30 @@ from . import guards as _guards
 _NUMBERS = (bool, int, float, complex, str, type(None), tuple)
 
 
-def _fingerprint(d: dict, public: bool) -> tuple:
-    return tuple([(k, None if isinstance(v, _NUMBERS) else id(v)) for k, v in d.items()
+def _fingerprint(d: dict, public: bool, read: tuple = ()) -> tuple:
+    return tuple([(k, (v if k in read else None) if isinstance(v, _NUMBERS) else id(v)) for k, v in d.items()
                   if not (public and isinstance(k, str) and k.startswith("_"))])
 
 
 def snapshot(fn: Any, lv: list, params: list, plain: list, opts: list) -> tuple:
-    """The fingerprint of what :func:`check` compares, taken before the call."""
+    """The fingerprint of what :func:`check` compares, taken before the call (``read``: the attribute names the
+    step's code reads, whose Python numbers on the function and the optimizers count: ``step.k += 1`` then
+    ``if step.k % 3 == 0: opt.step()`` took the capture's branch at every replay)."""
     f = getattr(fn, "__func__", fn)
+    read = _guards.attribute_names(fn)
     tensors = [t for t in (*params, *plain, *lv) if isinstance(t, Tensor) and hasattr(t, "__dict__")]
     hooks = [_guards.root_key(_guards.roots(h, (), {}), _guards.attribute_names(h)) for h in _hook_fns(tensors)]
-    return (tuple(hooks), _fingerprint(getattr(f, "__dict__", None) or {}, False),
+    return (tuple(hooks), _fingerprint(getattr(f, "__dict__", None) or {}, False, read),
             tuple([_fingerprint(t.__dict__, True) for t in tensors]),
-            tuple([_fingerprint(o.__dict__, True) for o in opts]),
+            tuple([_fingerprint(o.__dict__, True, read) for o in opts]),
             tuple([_fingerprint(g, False) for o in opts for g in o.param_groups]))
 
 
 def check(rec: Any, before: tuple, fn: Any, lv: list, params: list, plain: list, opts: list) -> None:
-    """A graph break where the call assigned one of them (see the module docstring), or stored an object into an
-    optimizer's state outside its ``step()``: ``rec.state_marks`` holds :func:`state_print` at the call's start,
-    before and after each optimizer step, and (appended here) at its end; the windows outside the steps must not
-    change it (``opt.state[w]["last"] = h``: a replay would keep the capture's ``h``)."""
+    """A graph break where the call assigned one of them (see the module docstring)."""
     if snapshot(fn, lv, params, plain, opts) != before:
         rec.graph_break("the call assigns an attribute of an optimizer, a tensor or the function, an entry of a "
                         "param group, or state a gradient hook reaches, which a replay would not repeat")
-    marks = [*rec.state_marks, state_print(opts)]
-    if any(marks[i] != marks[i + 1] for i in range(0, len(marks) - 1, 2)):
-        rec.graph_break("the call stores an object into an optimizer's state outside its step() "
-                        "(`opt.state[w][\"last\"] = h`), which a replay would not repeat")
-
-
-def state_print(opts: list) -> tuple:
-    """What the optimizers' state holds: its parameters, and each entry's object (numbers left out, see the module
-    docstring)."""
-    return tuple([tuple([(id(p), _fingerprint(s, False)) for p, s in o.state.items()]) for o in opts])
 
 
 def _hook_fns(tensors: list) -> list:

@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, strides as _strides, symbolic as _sym
+from . import hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym
 from .exc import Unsupported
 from .roots_state import scheduler_counts
 from .results import ResultEncoding, _tensors_made
@@ -195,13 +195,11 @@ class Recorder(ResultEncoding):
         self.hosted = 0  # launches hostfuse.apply replaced (set by replay.build / build_parts)
         self.host_fusion = False  # the capture's compile call asks for host fusion (replay.capture sets it)
         self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
-        self.state_mark: Callable = tuple  # what the optimizers' state holds (replay.capture sets it: assigns.py)
-        self.state_marks: list = []  # state_mark() at the call's start, around each optimizer step, at its end
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
-        self.mutated = False
-        self.active = True
-        self.user_read = 0
-        self.segments = 0
+        self.mutated, self.active = False, True
+        self.born: int | None = None  # made.now() at the call's start, and (optimizers, their group numbers) ...
+        self.watch: tuple | None = None  # ... outside the segments (replay.capture sets them; see made.py)
+        self.user_read = self.segments = 0
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
@@ -524,23 +522,21 @@ class Recorder(ResultEncoding):
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:
             return
-        if any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values())):
-            self.graph_break(f"{getattr(method, '__qualname__', 'a step')}() takes a tensor or a closure")
+        if why := _made.why_not(self, method, args, kwargs):
+            self.graph_break(why)
             return
         self.write_back()
         self.lines.append(f"{self.const(method)}(*{self.const(args)}, **{self.const(kwargs)})")
         self.segments += 1
         self.active = False
-        self.state_marks.append(self.state_mark())  # (optimizer state before the step: see assigns.check)
 
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
         if self.active or get_ident() != self.thread:
             return
-        self.active = True
-        self.mutated = True
-        self.state_marks.append(self.state_mark())  # (and after it)
+        self.active = self.mutated = True
         self.snapshot()
         self.refresh_owners()
+        _made.rewatch(self)
 
     def _scheduler_step(self, orig: Callable) -> Callable:
         rec = self

@@ -11,13 +11,28 @@ _PROTOCOL = ("__getitem__", "__missing__", "__call__", "__len__", "__iter__", "_
 _READS: dict = {}  # class -> frozenset of names
 
 
+# names through which code reads an attribute named by a string (``getattr(s, "last_epoch")``, ``vars(cfg)["k"]``)
+_BY_STRING = frozenset(("getattr", "vars", "__dict__", "attrgetter", "__getattribute__"))
+
+
 def code_names(code: CodeType, out: set) -> set:
-    """The names ``code`` and its nested code objects (comprehensions, lambdas) look up (also the guards')."""
+    """The names ``code`` and its nested code objects (comprehensions, lambdas) look up (also the guards'), with
+    the identifier strings among their constants where they read attributes by name (``getattr``, ``vars``,
+    ``__dict__``): a replay reused the capture's value of ``getattr(sched, "last_epoch")``."""
+    strings: set = set()
+    _names(code, out, strings)
+    if strings and not _BY_STRING.isdisjoint(out):
+        out.update(strings)
+    return out
+
+
+def _names(code: CodeType, out: set, strings: set) -> None:
     out.update(code.co_names)
     for c in code.co_consts:
         if isinstance(c, CodeType):
-            code_names(c, out)
-    return out
+            _names(c, out, strings)
+        elif c.__class__ is str and c.isidentifier():
+            strings.add(c)
 
 
 def reads(cls: type) -> frozenset:

@@ -469,10 +469,11 @@ def state_numbers(opts: list) -> tuple:
     """The Python numbers (strings, None) in the optimizers' per-parameter state, for a function whose code reads
     ``state`` itself (``k = opt.state[w]["step"]`` of an optimizer that counts in a Python int, a number the step
     stores there): the replay would reuse the captured number.  The state's tensors are loaded at their place (see
-    capture.Recorder._resolve_pending)."""
+    capture.Recorder._resolve_pending), but which parameters have state and its keys are keyed (``if opt.state``,
+    ``"momentum_buffer" in opt.state[w]``: a capture made before the first step replayed its branch after it)."""
     scalars = _SCALAR_SET
-    return tuple([(id(p), k, v) for o in opts for p, d in list(o.state.items()) if isinstance(d, dict)
-                  for k, v in d.items() if v.__class__ in scalars])
+    return tuple([(id(p), k, v if v.__class__ in scalars else None) for o in opts for p, d in list(o.state.items())
+                  for k, v in (d.items() if d and isinstance(d, dict) else ((None, None),))])
 
 
 def _config_like(v: Any) -> bool:

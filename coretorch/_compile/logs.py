@@ -30,6 +30,7 @@ FUNCTION_PARTS = ("the objects the function reads (globals, closure cells, attri
                   "mode)",
                   "which arguments are the step's own tensors",
                   "the keyword argument names",
+                  "the numbers on the function, optimizers and tensors it reads (``opt.accum``, ``w.gain``)",
                   "the optimizers' param_groups numbers",
                   "the numbers in the optimizers' state",
                   "which tensor arguments are views (``x._base``, a storage, read by the function)")

@@ -3,8 +3,6 @@ calls on local variables (no dict lookups, no checks, no autograd), with the wri
 place."""
 from __future__ import annotations
 
-import functools
-
 import re
 import sys
 from typing import Any, Callable
@@ -13,7 +11,7 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import assigns as _assigns, guards as _guards
+from . import assigns as _assigns, guards as _guards, made as _made
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -238,11 +236,11 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
-        rec.state_mark = functools.partial(_assigns.state_print, opts)
-        rec.state_marks = [rec.state_mark()]
         process, scheds = process_state(), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         watched = _watch_outer_graphs(rec, [*lv, *plain])
+        rec.born = _made.now()  # (an optimizer or a scheduler made after this is no segment: see made.py)
+        _made.watch(rec)
         try:
             result = fn(*args, **kwargs)
         finally:
@@ -256,6 +254,9 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
         _guards.check_module_writes(rec, modules, before[0])
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
+        if why := _made.changed_outside(rec):
+            rec.graph_break(why)
+        rec.watch = None  # (the optimizers: the recorder keeps none alive)
         if root_key is not None and root_key() != before[1]:
             rec.graph_break("the call assigns a global, a closure variable, or an entry or attribute of an object it "
                             "reads, which a replay would not repeat")

@@ -178,15 +178,35 @@ def _taylor_exp(X: Tensor, degree: int) -> Tensor:
     return P
 
 
+def _squarings(nrm: Tensor) -> int:
+    """The least ``s >= 0`` with ``nrm <= 2^s`` (0 for a NaN or infinite ``nrm``), read on the host as integers and
+    test outcomes, not as the norm: a compiled step checks these again, where the norm itself differed at every
+    call (a parametrization's ``matrix_exp`` then never replayed).  A device ``log2`` estimate, checked exactly
+    against powers of two; where it is off by rounding, the norm itself (as before)."""
+    from . import comparison as _cmp, pointwise as _P, special as _sp  # (modules above this one)
+    big = _P.logical_and(_cmp.isfinite(nrm), _P.gt(nrm, 1.0))
+    est = int(_P.where(big, _P.ceil(_sp.log2(nrm)), 0.0).item())
+    if est == 0:
+        ok = _P.logical_not(big)
+    else:
+        ok = _P.logical_and(_P.gt(nrm, 2.0 ** (est - 1)), _P.le(nrm, 2.0 ** est))
+    if ok.item():
+        return est
+    x = float(nrm)
+    if not (x > 1 and math.isfinite(x)):
+        return 0
+    m, e = math.frexp(x)  # x = m * 2^e, 0.5 <= m < 1
+    return e - 1 if m == 0.5 else e
+
+
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) by scaling and squaring of a degree-18 Taylor polynomial (||A / 2^s||_1 <= 1: the truncation error is
     below 1 / 19! relative), all matmuls on A's device, differentiable."""
     check_matrix("linalg.matrix_exp", A)
     if A.numel() == 0:
         return A.clone()
-    with no_grad():  # one scalar read: the 1-norm of the largest matrix sets the number of squarings
-        nrm = float(_R.amax(_R.sum(A.detach().abs(), -2), None))
-    s = max(0, math.ceil(math.log2(nrm))) if nrm > 1 and math.isfinite(nrm) else 0
+    with no_grad():  # the 1-norm of the largest matrix sets the number of squarings
+        s = _squarings(_R.amax(_R.sum(A.detach().abs(), -2), None))
     E = _taylor_exp(A / (2.0 ** s) if s else A, 18 if A.dtype.itemsize == 8 else 12)
     for _ in range(s):
         E = matmul(E, E)

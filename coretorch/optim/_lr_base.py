@@ -6,7 +6,7 @@ import warnings
 import weakref
 from copy import copy as _copy
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, note_born as _note_born
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. "
@@ -39,8 +39,17 @@ def _format_param(name: str, optimizer: Optimizer, param) -> list:
     return list(map(_copy, param))
 
 
+def _python_state_read(what: str) -> None:
+    """The caller reads a scheduler's or an optimizer's Python numbers (``state_dict()``, ``get_lr()``), which its
+    ``step()`` changes: inside a ``coretorch.compile`` capture a graph break (a replay would return, or compute with,
+    the capture's numbers); nothing while the step itself runs (an eager segment of the replay)."""
+    from .._compile.capture import varying_read  # (imported on use: compile imports optim)
+    varying_read(f"{what} reads Python numbers its step() changes (a replay would reuse the capture's)")
+
+
 def _warn_get_lr_called_within_step(scheduler) -> None:
     if not scheduler._get_lr_called_within_step:
+        _python_state_read(f"{type(scheduler).__name__}.get_lr()")
         warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
                       UserWarning, stacklevel=2)
 
@@ -84,6 +93,7 @@ class LRScheduler:
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
+        _note_born(self)
         live.add(self)   # (here: SequentialLR, ChainedScheduler and ReduceLROnPlateau do not call __init__ below)
         return self
 
@@ -111,6 +121,7 @@ class LRScheduler:
 
     def state_dict(self) -> dict:
         """Every attribute except the optimizer."""
+        _python_state_read(f"{type(self).__name__}.state_dict()")
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -158,7 +169,7 @@ class LRScheduler:
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
-for _o in (_check_verbose_deprecated_warning, _load_compat, _format_param, _warn_get_lr_called_within_step,
-           _enable_get_lr_call, _initial_mode, LRScheduler):
+for _o in (_check_verbose_deprecated_warning, _python_state_read, _load_compat, _format_param,
+           _warn_get_lr_called_within_step, _enable_get_lr_call, _initial_mode, LRScheduler):
     _o.__module__ = "coretorch.optim.lr_scheduler"  # public there, as before
 del _o

@@ -17,7 +17,7 @@ from .optimizer import Optimizer
 # the base class and its helpers (a module below this one and _lr_cyclic); every name stays public here
 from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, _check_verbose_deprecated_warning  # noqa: F401
 from ._lr_base import _enable_get_lr_call, _format_param, _initial_mode, _load_compat  # noqa: F401
-from ._lr_base import _warn_get_lr_called_within_step  # noqa: F401
+from ._lr_base import _python_state_read, _warn_get_lr_called_within_step  # noqa: F401
 
 __all__ = ["LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler",
@@ -43,6 +43,7 @@ class LambdaLR(LRScheduler):
 
     def state_dict(self) -> dict:
         """Lambdas are saved only when they are callable objects (their ``__dict__``), as in PyTorch."""
+        _python_state_read(f"{type(self).__name__}.state_dict()")
         state_dict = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
         for idx, fn in enumerate(self.lr_lambdas):
@@ -238,6 +239,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict:
+        _python_state_read(f"{type(self).__name__}.state_dict()")
         state_dict = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state_dict

@@ -14,7 +14,9 @@ import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
-from itertools import chain
+from itertools import chain, count as itertools_count
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..autograd.grad_mode import state as _grad_state
 from .._typename import typename as _typename
@@ -33,6 +35,20 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+# the creation order of optimizers and LR schedulers (coretorch.compile: one made during a capture is no segment of
+# its replay, which would step the capture's object at every call); kept here, not in their ``__dict__`` (which a
+# scheduler's state_dict() returns)
+serial = itertools_count()
+born: "WeakKeyDictionary[Any, int]" = WeakKeyDictionary()
+
+
+def note_born(obj: Any) -> None:
+    try:
+        born[obj] = next(serial)
+    except TypeError:  # (an unhashable user subclass: taken for one made before any capture)
+        pass
+
 
 _global_optimizer_pre_hooks: OrderedDict = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict = OrderedDict()
@@ -118,6 +134,11 @@ class Optimizer:
         step = cls.__dict__.get("step")
         if step is not None and callable(step) and not getattr(step, "hooked", False):
             cls.step = _hooked_step(step)
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        note_born(self)
+        return self
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -271,6 +292,8 @@ class Optimizer:
 
         Parameters are numbered by their order across the groups; state tensors are references (copy them,
         or ``coretorch.save`` the dict, to keep a snapshot)."""
+        from ._lr_base import _python_state_read  # (a module above this one)
+        _python_state_read(f"{type(self).__name__}.state_dict()")  # (the groups' numbers: lr a scheduler sets)
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():
             pre_hook(self)
         param_mappings: dict = {}

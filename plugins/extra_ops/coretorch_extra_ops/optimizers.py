@@ -257,14 +257,21 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["step"] = coretorch.tensor(0.0)
-                self.state[p]["sum"] = coretorch.full_like(p, group["initial_accumulator_value"])
+                self._init_state(p)
+
+    def _init_state(self, p) -> None:
+        """PyTorch's: the constructor's ``initial_accumulator_value`` (a group's own is not read), also for a
+        parameter of a group added later (created at its first step)."""
+        self.state[p]["step"] = coretorch.tensor(0.0)
+        self.state[p]["sum"] = coretorch.full_like(p, self.defaults["initial_accumulator_value"])
 
     @coretorch.no_grad()
     def step(self, closure=None):
         loss = _evaluate(closure)
         for group in self.param_groups:
             for p, grad, state in _params(self, group):
+                if not state:  # a parameter of a group added by add_param_group
+                    self._init_state(p)
                 step = _step(state)
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
