@@ -1,0 +1,141 @@
+"""Early checks: a checked host read that the step makes after it has written state (an index's range after
+``opt.zero_grad(set_to_none=False)`` or a BatchNorm's running statistics, a loss's target classes after an
+optimizer step) raises the compile error when it fails at a replay: the writes cannot be undone.  Where the value it
+checks depends only on arrays that nothing before it writes (the step's arguments, a parameter not updated yet), the
+check and the launches it reads are moved to the start of the replay (before any write, as the recording's order
+would have them had the step computed them first): a call whose values take another path then runs eagerly, and
+raises what eager raises (``IndexError``) with the state eager leaves."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
+
+_VAR = re.compile(r"\ba\d+\b")
+_CHECK = re.compile(r"^if (?:CHK|HAB)\(.*: raise MISMATCH\(True\)$")  # a checked read after a write
+_CONST = re.compile(r"^(a\d+) = c\d+$")  # an array constant of the step (loaded as it is)
+_TRANSFER = re.compile(r"^(a\d+) = c\d+\(a\d+\)$")  # a host copy of a value read (see Recorder.transfer)
+# the kernels that write their first operand only (others, as adam_step_, write several of theirs)
+_FIRST = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_"})
+# lines outside the recording's launches that write no array: loads, checks, write-backs of a tensor's state
+_QUIET = re.compile(r"^(?:a\d+ = |if |[\w\[\]'\". ]+(?:\._data = |\._rg = |\._vc\[0\] \+= | = None$| = MAKE\())")
+
+
+def _mem(rec: Recorder, v: str) -> int:
+    arr = rec.keep[int(v[1:])]
+    m = _memory_of(arr)
+    return id(arr if m is None else m)
+
+
+def _flat(obj: Any, types: tuple) -> list:
+    if isinstance(obj, types):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [a for o in obj for a in _flat(o, types)]
+    if isinstance(obj, dict):
+        return [a for o in obj.values() for a in _flat(o, types)]
+    return []
+
+
+def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
+    """The lines the check at ``k`` depends on and the load sources among them; None where one writes or is not a
+    plain launch, load or constant."""
+    lines, info = rec.lines, rec.info
+    chain: set[int] = set()
+    loads: list[str] = []
+    todo, seen = _VAR.findall(lines[k]), set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        d = defs.get(v)
+        if d is None or not 0 <= d < k:
+            return None
+        if d in chain:
+            continue
+        ln = lines[d]
+        if d in info:
+            if info[d][0] in MUTATING or " = " not in ln:
+                return None
+            todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
+        elif (m := LOAD_LINE.match(ln)) is not None:
+            loads.append(m.group(2)[:-6])  # (the tensor's expression, without ``._data``)
+        elif _TRANSFER.match(ln):
+            todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
+        elif not _CONST.match(ln):
+            return None
+        chain.add(d)
+    return chain, loads
+
+
+def _untouched(rec: Recorder, k: int, chain: set, loads: list, persistent: set) -> bool:
+    """Whether no line before ``k`` outside ``chain`` writes an array of the chain or rebinds a tensor it loads."""
+    lines, info, types = rec.lines, rec.info, rec._array_types
+    mems = {_mem(rec, v) for d in chain for v in _VAR.findall(lines[d].split(" = ", 1)[0])}
+    opaque = False
+    for i in range(k):
+        if i in chain or not lines[i]:
+            continue
+        if i in info:
+            name, _, args, kwargs, _ = info[i]
+            if name in MUTATING:
+                written = _flat(args[:1] if name in _FIRST else (args, kwargs), types)
+                if any(id(m if (m := _memory_of(a)) is not None else a) in mems for a in written):
+                    return False
+            continue
+        ln = lines[i]
+        if any(ln.startswith((f"{t} = ", f"{t}._data = ")) for t in loads):
+            return False
+        opaque = opaque or not _QUIET.match(ln)  # an eager segment (an optimizer's step): it writes what it holds
+    if opaque:  # then only arguments the persistent state does not hold
+        return all(t.startswith("A[") and "._grad" not in t for t in loads) and not (mems & persistent)
+    return True
+
+
+def _persistent(rec: Recorder) -> set:
+    """The memory of the tensors the step reaches other than its arguments (what an eager segment may write)."""
+    out = set()
+    for p in rec.paths:
+        if p.expr.startswith("A["):
+            continue
+        t = p.get()
+        d = getattr(t, "_data", None)
+        if d is not None:
+            m = _memory_of(d)
+            out.add(id(d if m is None else m))
+    return out
+
+
+def hoist(rec: Recorder, hi: int | None = None) -> None:
+    """Move the checks of ``rec.lines[:hi]`` that fail only after a write, with the launches they read, to its
+    start where nothing before them writes what they read (``rec.info`` follows the lines)."""
+    lines, info = rec.lines, rec.info
+    hi = len(lines) if hi is None else hi
+    checks = [k for k in range(hi) if lines[k].startswith("if ") and _CHECK.match(lines[k])]
+    if not checks:
+        return
+    defs: dict[str, int] = {}
+    for i in range(hi):
+        ln = lines[i]
+        if ln and not ln.startswith("if ") and " = " in ln:
+            for v in _VAR.findall(ln.split(" = ", 1)[0]):
+                defs[v] = -1 if v in defs else i  # (bound twice: not one array's variable)
+    moved: set[int] = set()
+    persistent: set | None = None
+    for k in checks:
+        found = _chain(rec, k, defs)
+        if found is None:
+            continue
+        if persistent is None:
+            persistent = _persistent(rec)
+        if _untouched(rec, k, found[0], found[1], persistent):
+            moved |= found[0] | {k}
+            lines[k] = lines[k][:-len("MISMATCH(True)")] + "MISMATCH(False)"
+    if not moved:
+        return
+    order = sorted(moved) + [i for i in range(len(lines)) if i not in moved]
+    new = {old: i for i, old in enumerate(order)}
+    rec.lines[:] = [lines[i] for i in order]
+    rec.info = {new[i]: v for i, v in info.items()}

@@ -1,0 +1,180 @@
+"""Review 17e: errors and exceptions from compiled code — a compiled call raises what the eager call raises (type
+and message) and leaves the state eager's failing call leaves (parameters, gradients, optimizer state, version
+counters, RNG state); exceptions of user code at the capture and at replays; KeyboardInterrupt and SystemExit
+inside a step."""
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+
+
+def _state(objs) -> list:
+    out = []
+    for o in objs:
+        if isinstance(o, torch.optim.Optimizer):
+            out.append([(k, v.detach().cpu().numpy().tobytes() if isinstance(v, torch.Tensor) else v)
+                        for s in o.state.values() for k, v in sorted(s.items())])
+        else:
+            g = o.grad
+            out.append((o.detach().cpu().numpy().tobytes(), o._version,
+                        None if g is None else g.detach().cpu().numpy().tobytes()))
+    return out + [torch.get_rng_state().numpy().tobytes()]
+
+
+def _side_by_side(make, calls, device) -> tuple:
+    """Run ``calls`` (each builds the arguments on ``device``) eagerly and compiled: each call's outcome (result
+    bytes or exception type and message) and the state after it, and the compiled function's replays."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        fn, objs = make(device)
+        f = torch.compile(fn) if compiled else fn
+        log = []
+        for n, c in enumerate(calls):
+            torch.manual_seed(n)
+            try:
+                r = f(*c(device))
+                rs = r if isinstance(r, tuple) else (r,)
+                log.append(("ok", [t.detach().cpu().numpy().tobytes() if isinstance(t, torch.Tensor) else t
+                                   for t in rs]))
+            except Exception as e:  # noqa: BLE001 - the outcome is compared
+                log.append((type(e).__name__, str(e)))
+            log.append(_state(objs))
+        runs.append((log, getattr(f, "replays", None)))
+    return runs[0][0], runs[1][0], runs[1][1]
+
+
+def test_checked_index_read_after_a_write_raises_eagers_index_error(device):
+    """A step that writes state (``w.add_(1)``) and then indexes with an argument tensor: eager raises IndexError
+    (``index 7 is out of bounds``) where a later call's index is out of range.  Compiled before: the replay checked
+    the index's range after its write, so it raised the compile RuntimeError ("a value the captured step read on the
+    host differs ... after persistent state was already written") and left ``w`` written without its version bump.
+    Now the check of the argument runs at the start of the replay and the call runs eagerly."""
+    def make(dev):
+        w = torch.zeros(3, device=dev)
+
+        def step(x, i):
+            w.add_(1)
+            return x[i] * 2
+        return step, [w]
+
+    good = lambda d: (torch.arange(5., device=d), torch.tensor([1, 2], device=d))  # noqa: E731
+    bad = lambda d: (torch.arange(5., device=d), torch.tensor([7, 2], device=d))  # noqa: E731
+    eager, compiled, replays = _side_by_side(make, [good, good, good, bad, good], device)
+    assert compiled == eager
+    assert replays >= 3  # (on opencl the range is checked on the device: reported at the next read)
+
+
+def _classifier(loss: str):
+    def make(dev):
+        torch.manual_seed(0)
+        m = nn.Linear(4, 3).to(dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)  # (writes the gradients in place: a write before the loss's check)
+            out = m(x)
+            lossv = F.cross_entropy(out, y) if loss == "ce" else F.cross_entropy(out, y, ignore_index=1)
+            lossv.backward()
+            opt.step()
+            return lossv
+        return step, [m.weight, m.bias, opt]
+    return make
+
+
+def _batch(targets):
+    return lambda d: (torch.randn(5, 4, device=d), torch.tensor(targets, device=d))
+
+
+@pytest.mark.parametrize("loss", ["ce", "ce_ignore_index"])
+def test_training_step_with_a_target_out_of_range(device, loss):
+    """A training step whose ``zero_grad(set_to_none=False)`` writes before ``cross_entropy``: eager raises
+    ``IndexError: Target 3 is out of bounds.`` with the parameters and momentum as the last good step left them.
+    Compiled before: the compile RuntimeError, after the replay had zeroed the gradients."""
+    good, bad, neg = _batch([0, 1, 2, 0, 1]), _batch([0, 1, 3, 0, 1]), _batch([0, 1, -1, 0, 1])
+    eager, compiled, _ = _side_by_side(_classifier(loss), [good, good, good, bad, good, neg, good], device)
+    assert compiled == eager
+
+
+def test_training_step_with_ignored_targets_after_a_write(device):
+    """Targets of ``ignore_index`` (-100) take cross_entropy's other path: eager computes the loss over the others.
+    Compiled before (cpu): the fast path's range check failed after the gradients were zeroed in place, so a valid
+    call raised the compile RuntimeError (and the next replay went on from the half-written state)."""
+    good, ign = _batch([0, 1, 2, 0, 1]), _batch([0, 1, -100, 0, 1])
+    eager, compiled, replays = _side_by_side(_classifier("ce"), [good, good, good, ign, good, ign], device)
+    assert compiled == eager
+    assert replays >= 2
+
+
+def test_embedding_index_out_of_range_after_a_write(device):
+    """``nn.Embedding`` after ``zero_grad(set_to_none=False)``: eager raises ``IndexError: index out of range in
+    self``; compiled before raised the compile RuntimeError (cpu)."""
+    def make(dev):
+        torch.manual_seed(0)
+        e = nn.Embedding(10, 3).to(dev)
+        opt = torch.optim.SGD(e.parameters(), lr=0.1)
+
+        def step(idx):
+            opt.zero_grad(set_to_none=False)
+            lossv = e(idx).sum()
+            lossv.backward()
+            opt.step()
+            return lossv
+        return step, [e.weight, opt]
+    good = lambda d: (torch.tensor([1, 2, 3], device=d),)  # noqa: E731
+    bad = lambda d: (torch.tensor([1, 12, 3], device=d),)  # noqa: E731
+    eager, compiled, _ = _side_by_side(make, [good, good, good, bad, good], device)
+    assert compiled == eager
+
+
+def test_value_checks_after_a_write_raise_eagers_errors(device):
+    """``multinomial`` of invalid probabilities, ``linalg.cholesky`` of a matrix that is not positive-definite and
+    ``binary_cross_entropy`` of an input outside [0, 1], each after the step wrote state: eager raises its
+    RuntimeError / LinAlgError (with its message); compiled before raised the compile RuntimeError instead, with the
+    write done and the version counter not bumped."""
+    def make(dev):
+        w = torch.zeros(3, device=dev)
+
+        def step(p, a, b):
+            w.add_(1)
+            return torch.multinomial(p, 2), torch.linalg.cholesky(a), F.binary_cross_entropy(b, torch.ones_like(b))
+        return step, [w]
+
+    def call(p=(0.2, 0.5, 0.3), a=2.0, b=(0.2, 0.5)):
+        return lambda d: (torch.tensor(p, device=d), torch.eye(3, device=d) * a, torch.tensor(b, device=d))
+    calls = [call(), call(), call(), call(p=(0.2, -0.5, 0.3)), call(), call(p=(0., 0., 0.)),
+             call(p=(0., float("nan"), 0.)), call(a=-1.0), call(), call(b=(0.5, 1.5)), call()]
+    eager, compiled, _ = _side_by_side(make, calls, device)
+    assert [e[0] for e in eager[::2]].count("ok") == 6
+    assert compiled == eager
+
+
+def test_compiled_module_embedding_index_after_batchnorm_stats(device):
+    """A compiled module whose forward updates BatchNorm's running statistics and then looks up an embedding:
+    eager raises ``IndexError: index out of range in self`` for an index past the table (the statistics of that
+    call updated).  Compiled before (cpu): the module replay's index check came after the statistics' write and
+    raised the compile RuntimeError."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn, self.e = nn.BatchNorm1d(3), nn.Embedding(10, 3)
+
+        def forward(self, x, idx):
+            return self.bn(x) + self.e(idx)
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = Net().to(device)
+        f = torch.compile(m) if compiled else m
+        log = []
+        for v in ([1, 2], [1, 2], [1, 2], [1, 12], [3, 4]):
+            try:
+                out = f(torch.randn(2, 3, device=device), torch.tensor(v, device=device))
+                out.sum().backward()
+                log.append(out.detach().cpu().numpy().tobytes())
+            except IndexError as e:
+                log.append(str(e))
+            log.append(_state([m.bn.running_mean, m.bn.running_var, m.bn.num_batches_tracked, m.e.weight]))
+        runs.append(log)
+    assert runs[1] == runs[0]
