@@ -178,3 +178,35 @@ def test_compiled_module_embedding_index_after_batchnorm_stats(device):
             log.append(_state([m.bn.running_mean, m.bn.running_var, m.bn.num_batches_tracked, m.e.weight]))
         runs.append(log)
     assert runs[1] == runs[0]
+
+
+def test_a_user_attribute_of_a_tensor_is_guarded(device):
+    """A step that reads a Python attribute a user set on a tensor (an argument's ``x.scale``, a flag it raises on,
+    a closure tensor's or a parameter's ``lr_mult``): eager follows each call's value and raises where the flag is
+    set.  Compiled before: the guards keyed a tensor by its shape, dtype, device and autograd state only, so the
+    replay reused the capture's number (``x * 2`` where eager gave ``x * 3``) and never raised."""
+    def f(x):
+        if getattr(x, "bad", False):
+            raise ValueError("bad input")
+        return x * getattr(x, "scale", 1.0)
+    c = torch.compile(f)
+    for s in (2.0, 2.0, 3.0, -0.0):
+        x = torch.ones(2, device=device)
+        x.scale = s
+        assert torch.equal(c(x), f(x)) and str(c(x)) == str(f(x))
+    x.bad = True
+    with pytest.raises(ValueError, match="bad input"):
+        c(x)
+    w = torch.ones(2, device=device)
+    w.lr_mult = 2.0
+    g = torch.compile(lambda x: x * w.lr_mult)
+    for s in (2.0, 2.0, 5.0):
+        w.lr_mult = s
+        assert g(torch.ones(2, device=device)).tolist() == [s, s]
+    m = nn.Linear(2, 2).to(device)
+    m.weight.lr_mult = 1.0
+    h = torch.compile(lambda x: m(x).detach() * m.weight.lr_mult)
+    for s in (1.0, 1.0, 4.0):
+        m.weight.lr_mult = s
+        assert torch.equal(h(torch.ones(2, device=device)), m(torch.ones(2, device=device)).detach() * s)
+    assert c.replays >= 2 and g.replays >= 1 and h.replays >= 1

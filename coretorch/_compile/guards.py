@@ -23,7 +23,7 @@ from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
-                        param_hooks as _param_hooks)
+                        param_hooks as _param_hooks, user_attrs)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -62,7 +62,7 @@ def _leaf_key(a: Any) -> Any:
         # (whether .grad is None: a backward in the step creates it or accumulates into it; a step reads or assigns
         # it, with or without requires_grad; whether it is a leaf: ``x.is_leaf``; ``x._base is None``: see _lookup)
         return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
-                a._gf is None)
+                a._gf is None, user_attrs(a))  # (x.scale = 2.0: see keyvalues.user_attrs)
     if isinstance(a, _SCALARS):
         return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
@@ -712,7 +712,7 @@ def _param_key(p: Any) -> tuple:
     # shape, dtype and device (module.double(), module.to("opencl"): eager raises on the mixed product, a replay must
     # not compute it), and requires_grad (a frozen parameter gets no gradient)
     d = p._data
-    return (d.shape, d.dtype, id(p._be), p._rg)
+    return (d.shape, d.dtype, id(p._be), p._rg, user_attrs(p))
 
 
 def _buffer_key(b: Any) -> Any:

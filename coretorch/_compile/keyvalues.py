@@ -1,6 +1,6 @@
 """How one value enters a guard key: an object by identity (held), a number by value (-0.0 apart from 0.0), a numpy
-array by its values or a digest of them, a set's entries, a bytearray's bytes, the parameters' gradient hooks (see
-:mod:`.guards`)."""
+array by its values or a digest of them, a set's entries, a bytearray's bytes, the parameters' gradient hooks, the
+attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
 import hashlib
@@ -81,3 +81,19 @@ def param_hooks(params: list) -> tuple:
                         tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
                         else (), tuple(post or ())))
     return tuple(out)
+
+
+# what coretorch keeps in a tensor's ``__dict__`` (the fast case; any other name with a leading "_" is internal too)
+_TENSOR_OWN = frozenset(("_grad", "_base", "_out_nr", "_accum", "_retains", "_gfb", "_det", "_hooks", "_pinned",
+                         "_coo", "_post_accumulate_grad_hooks", "_retains_grad", "_is_buffer"))
+
+
+def user_attrs(t: Any) -> Any:
+    """The attributes a user set on a tensor (``x.scale = 2.0``, ``w.lr_mult``, ``x.mask = m``, a flag a step raises
+    on): numbers, strings and None by value, anything else by identity; None where there are none.  A step reading
+    one (``x * x.scale``, ``if x.bad: raise``) baked the capture's into the replay."""
+    d = t.__dict__
+    if d.keys() <= _TENSOR_OWN:
+        return None
+    return tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else _Ident(v))
+                  for k, v in d.items() if k[0] != "_"]) or None
