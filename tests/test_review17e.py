@@ -210,3 +210,30 @@ def test_a_user_attribute_of_a_tensor_is_guarded(device):
         m.weight.lr_mult = s
         assert torch.equal(h(torch.ones(2, device=device)), m(torch.ones(2, device=device)).detach() * s)
     assert c.replays >= 2 and g.replays >= 1 and h.replays >= 1
+
+
+def test_a_gradient_hook_that_raises_raises_at_the_backward(device):
+    """A compiled module whose forward registers a gradient hook that raises (a ValueError on a bad gradient):
+    eager's forward returns, and its backward raises the hook's ValueError.  Compiled before: the module capture
+    recorded the backward inside the forward call (with placeholder gradients), and only a RuntimeError from it
+    became a graph break: the ValueError escaped the forward."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x):
+            h = self.lin(x)
+
+            def hook(g):
+                raise ValueError("bad gradient")
+            h.register_hook(hook)
+            return h * 2
+    for compiled in (False, True):
+        m = Net().to(device)
+        f = torch.compile(m) if compiled else m
+        for _ in range(2):
+            y = f(torch.ones(2, device=device))
+            with pytest.raises(ValueError, match="bad gradient"):
+                y.sum().backward()
+            assert m.lin.weight.grad is None

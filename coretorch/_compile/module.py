@@ -340,7 +340,8 @@ class ModuleCapture:
                 else:
                     try:
                         bw_src = self._record_backward(rec, lv, outs, targets, entry)
-                    except RuntimeError:  # eager raises at the user's backward (a saved input modified in place)
+                    except Exception:  # noqa: BLE001 - eager raises it at the user's backward (a saved input
+                        # modified in place, a gradient hook's ValueError), not at this forward
                         rec.breaks.append("the backward of the forward raises")
                     if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
                         _guards.check_module_writes(rec, modules, before)
