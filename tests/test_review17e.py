@@ -237,3 +237,18 @@ def test_a_gradient_hook_that_raises_raises_at_the_backward(device):
             with pytest.raises(ValueError, match="bad gradient"):
                 y.sum().backward()
             assert m.lin.weight.grad is None
+
+
+@pytest.mark.parametrize("kind", ["function", "module"])
+def test_the_eager_fallbacks_exception_is_not_chained_to_the_replays(device, kind):
+    """A replay whose check fails runs the call eagerly, which raises ``IndexError`` as eager does: no context.
+    Compiled before: the eager call ran inside the ``except Mismatch`` block, so its IndexError carried the internal
+    ``Mismatch`` as ``__context__`` (the traceback printed "During handling of the above exception, another
+    exception occurred" with the replay's frame, and the exception kept the replay's arrays alive)."""
+    emb = nn.Embedding(5, 2).to(device)
+    f = torch.compile(emb) if kind == "module" else torch.compile(lambda i: emb(i).detach() * 2)
+    for _ in range(3):
+        f(torch.tensor([1, 2], device=device))
+    with pytest.raises(IndexError, match="index out of range in self") as info:
+        f(torch.tensor([1, 7], device=device)).tolist()  # (opencl: the device's check reports at the read)
+    assert info.value.__context__ is None and info.value.__cause__ is None

@@ -215,20 +215,24 @@ class CompiledFunction:
             return self._orig_fn(*args, **kwargs)
         try:
             out = entry.replay(lv)
+        except Mismatch as e:
+            unsafe, recapture = e.unsafe, e.recapture
+        else:
             self.replays += 1
             return out
-        except Mismatch as e:
-            if e.unsafe:
-                raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
-                                   "scalar) differs in this call after persistent state was already written; the "
-                                   "eager step would take another path. Call coretorch.compiler.reset() or compile "
-                                   "with disable=True") from None
-            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
-                    _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
-                result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
-                self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
-                return result
-            return self._orig_fn(*args, **kwargs)
+        # (out of the except block: the eager call's own exception, an IndexError, is not chained to the Mismatch,
+        # whose traceback held the replay's arrays)
+        if unsafe:
+            raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
+                               "scalar) differs in this call after persistent state was already written; the "
+                               "eager step would take another path. Call coretorch.compiler.reset() or compile "
+                               "with disable=True")
+        if recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
+                _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+            result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
+            self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
+            return result
+        return self._orig_fn(*args, **kwargs)
 
     def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another

@@ -269,10 +269,14 @@ class ModuleCapture:
         try:
             outs, ctx = entry.forward(lv)
         except Mismatch as e:
-            if e.unsafe:
+            unsafe, recapture = e.unsafe, e.recapture
+        else:
+            unsafe = None
+        if unsafe is not None:  # (out of the except block: eager's own exception is not chained to the Mismatch)
+            if unsafe:
                 raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
-                                   "this call after state was written (see CompiledFunction)") from None
-            if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
+                                   "this call after state was written (see CompiledFunction)")
+            if recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
                     _stance.on_capture(self.fn, len(self.cache), self.delayed):
                 # (a check of how the capture was specialised: a parameter's layout, see plan.py)
                 result, captured = self._capture_or_eager(key, args, kwargs, lv, st)
