@@ -252,3 +252,20 @@ def test_the_eager_fallbacks_exception_is_not_chained_to_the_replays(device, kin
     with pytest.raises(IndexError, match="index out of range in self") as info:
         f(torch.tensor([1, 7], device=device)).tolist()  # (opencl: the device's check reports at the read)
     assert info.value.__context__ is None and info.value.__cause__ is None
+
+
+def test_an_exception_while_another_thread_captures_is_not_chained():
+    """A call made while another thread captures runs eagerly; eager's IndexError has no context.  Compiled
+    before: the eager call ran inside ``except CaptureBusy``, so its exception carried CaptureBusy as context (for
+    a compiled function, a compiled module and an optimizer step's recording alike)."""
+    from coretorch._compile import capture as cap
+    emb = nn.Embedding(5, 2)
+    fns = [torch.compile(lambda i: emb(i).detach()), torch.compile(emb)]
+    assert cap._CAPTURE_LOCK.acquire(blocking=False)  # (as another thread's capture holds it)
+    try:
+        for f in fns:
+            with pytest.raises(IndexError, match="index out of range in self") as info:
+                f(torch.tensor([1, 7]))
+            assert info.value.__context__ is None
+    finally:
+        cap._CAPTURE_LOCK.release()

@@ -244,6 +244,8 @@ class CompiledFunction:
                 result, entry = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph, host_fusion,
                                          self._root_key(args, kwargs))
         except CaptureBusy:
+            entry = None
+        if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self._orig_fn(*args, **kwargs), False
         if entry.arg_identity and not self._arg_identity:
             # the result returns an argument container itself: from now on containers are keyed by identity too

@@ -298,6 +298,8 @@ class ModuleCapture:
             with _backends.capture_settings(fused):
                 result, entry = self._capture(args, kwargs, lv, st, host_fusion)
         except CaptureBusy:
+            entry = None
+        if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self.fn(*args, **kwargs), False
         self.cache[key] = entry
         if entry.forward is None:
