@@ -269,3 +269,21 @@ def test_an_exception_while_another_thread_captures_is_not_chained():
             assert info.value.__context__ is None
     finally:
         cap._CAPTURE_LOCK.release()
+
+
+@pytest.mark.xfail(strict=True, reason="a capture runs the function eagerly: under fullgraph=True the Unsupported of a "
+                   "graph break is raised in the middle of that run, after the writes before the break (PyTorch "
+                   "traces without running, so nothing is written); undoing them needs a snapshot of every tensor "
+                   "the step reaches")
+def test_fullgraph_break_leaves_no_write(device):
+    """PyTorch: ``torch.compile(f, fullgraph=True)`` of a step that writes (``w.add_(1)``) before a graph break
+    raises Unsupported and leaves ``w`` as it was.  coretorch: Unsupported is raised at the break, ``w`` written."""
+    w = torch.zeros(3, device=device)
+
+    def f(x):
+        w.add_(1)
+        torch._dynamo.graph_break()
+        return x * 2
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(f, fullgraph=True)(torch.ones(3, device=device))
+    assert w.tolist() == [0.0, 0.0, 0.0] and w._version == 0
