@@ -2,6 +2,7 @@
 and message) and leaves the state eager's failing call leaves (parameters, gradients, optimizer state, version
 counters, RNG state); exceptions of user code at the capture and at replays; KeyboardInterrupt and SystemExit
 inside a step."""
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -287,3 +288,32 @@ def test_fullgraph_break_leaves_no_write(device):
     with pytest.raises(torch._dynamo.exc.Unsupported):
         torch.compile(f, fullgraph=True)(torch.ones(3, device=device))
     assert w.tolist() == [0.0, 0.0, 0.0] and w._version == 0
+
+
+def test_a_check_of_a_temporary_filled_in_place_after_a_write(device):
+    """``torch.linalg.cholesky(torch.diag(t))`` after ``w.add_(1)``, its LinAlgError caught by the step: ``diag``
+    fills a fresh ``full`` through an ``as_strided`` view, then cholesky's check reads the result.  Eager takes the
+    ``except`` branch for a non-positive-definite matrix only.  Compiled (cpu) with the check moved to the replay's
+    start: the view's memory was not recognised as the temporary's (``as_strided`` builds its view through an
+    ``__array_interface__`` object, which ``_memory_of`` did not follow), so the check ran before the fill and the
+    replay silently returned the except branch's result for a valid matrix.  Now the fill moves with the check (the
+    chain's own temporary), and ``_memory_of`` follows such views."""
+    def make(dev):
+        w = torch.zeros(3, device=dev)
+
+        def step(t):
+            w.add_(1)
+            try:
+                r = torch.linalg.cholesky(torch.diag(t))[0]
+            except RuntimeError:
+                r = torch.full((2,), -1.0, device=t.device) * w.sum()
+            return r * 2
+        return step, [w]
+    bad = lambda d: (torch.tensor([-1., 1.], device=d),)  # noqa: E731
+    good = lambda d: (torch.tensor([4., 1.], device=d),)  # noqa: E731
+    eager, compiled, _ = _side_by_side(make, [bad, bad, good, bad, good, good], device)
+    assert compiled == eager
+    x = np.zeros((2, 2))
+    from coretorch._compile.capture import _memory_of
+    from coretorch._backend import get_table
+    assert _memory_of(get_table("cpu").as_strided(x, (2,), (3,), 0)) is x

@@ -772,9 +772,9 @@ def _memory_of(a: Any) -> Any:
     base = getattr(a, "base_data", None)
     if base is not None:
         return base
-    if isinstance(a, np.ndarray):
-        while isinstance(a.base, np.ndarray):
-            a = a.base
+    if isinstance(a, np.ndarray):  # (through the object of a view made from an ``__array_interface__``: as_strided)
+        while isinstance(b := a.base if isinstance(a.base, np.ndarray) else getattr(a.base, "base", None), np.ndarray):
+            a = b
         return a
     return None
 

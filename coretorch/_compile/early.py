@@ -38,52 +38,73 @@ def _flat(obj: Any, types: tuple) -> list:
     return []
 
 
+def _written(rec: Recorder, i: int) -> list:
+    """The memory a writing launch (a MUTATING kernel) at line ``i`` writes."""
+    name, _, args, kwargs, _ = rec.info[i]
+    types = rec._array_types
+    return [id(m if (m := _memory_of(a)) is not None else a)
+            for a in _flat(args[:1] if name in _FIRST else (args, kwargs), types)]
+
+
 def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
-    """The lines the check at ``k`` depends on and the load sources among them; None where one writes or is not a
-    plain launch, load or constant."""
+    """The lines the check at ``k`` depends on and the load sources among them: launches, loads and constants, and
+    the in-place writes into temporaries the chain made (``torch.diag(t)``: a ``full`` filled through a view); None
+    where one is none of those."""
     lines, info = rec.lines, rec.info
     chain: set[int] = set()
     loads: list[str] = []
     todo, seen = _VAR.findall(lines[k]), set()
-    while todo:
-        v = todo.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        d = defs.get(v)
-        if d is None or not 0 <= d < k:
-            return None
-        if d in chain:
-            continue
-        ln = lines[d]
-        if d in info:
-            if info[d][0] in MUTATING or " = " not in ln:
+    while True:
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            d = defs.get(v)
+            if d is None or not 0 <= d < k:
                 return None
-            todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
-        elif (m := LOAD_LINE.match(ln)) is not None:
-            loads.append(m.group(2)[:-6])  # (the tensor's expression, without ``._data``)
-        elif _TRANSFER.match(ln):
-            todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
-        elif not _CONST.match(ln):
-            return None
-        chain.add(d)
-    return chain, loads
+            if d in chain:
+                continue
+            ln = lines[d]
+            if d in info:
+                if info[d][0] in MUTATING or " = " not in ln:
+                    return None
+                todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
+            elif (m := LOAD_LINE.match(ln)) is not None:
+                loads.append(m.group(2)[:-6])  # (the tensor's expression, without ``._data``)
+            elif _TRANSFER.match(ln):
+                todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
+            elif not _CONST.match(ln):
+                return None
+            chain.add(d)
+        # the writes into the chain's own temporaries before the check: part of computing the value (not into a view
+        # of what it loads: the replay's start must write nothing, so that a failed check can run the call eagerly)
+        made = {_mem(rec, v) for d in chain if d in info for v in _VAR.findall(lines[d].split(" = ", 1)[0])} - \
+            {_mem(rec, v) for d in chain if d not in info for v in _VAR.findall(lines[d].split(" = ", 1)[0])}
+        more = [i for i in range(k) if i not in chain and i in info and info[i][0] in _FIRST
+                and any(m in made for m in _written(rec, i))]
+        if not more:
+            return chain, loads
+        for i in more:
+            chain.add(i)
+            todo.extend(_VAR.findall(lines[i]))
 
 
 def _untouched(rec: Recorder, k: int, chain: set, loads: list, persistent: set) -> bool:
-    """Whether no line before ``k`` outside ``chain`` writes an array of the chain or rebinds a tensor it loads."""
-    lines, info, types = rec.lines, rec.info, rec._array_types
+    """Whether no line before ``k`` outside ``chain`` writes an array of the chain, reads a temporary the chain
+    writes, or rebinds a tensor it loads."""
+    lines, info = rec.lines, rec.info
     mems = {_mem(rec, v) for d in chain for v in _VAR.findall(lines[d].split(" = ", 1)[0])}
+    temps = {m for d in chain if d in info and info[d][0] in MUTATING for m in _written(rec, d)}
     opaque = False
     for i in range(k):
         if i in chain or not lines[i]:
             continue
+        if temps and any(_mem(rec, v) in temps for v in _VAR.findall(lines[i])):
+            return False  # (it would see the chain's writes, moved before it)
         if i in info:
-            name, _, args, kwargs, _ = info[i]
-            if name in MUTATING:
-                written = _flat(args[:1] if name in _FIRST else (args, kwargs), types)
-                if any(id(m if (m := _memory_of(a)) is not None else a) in mems for a in written):
-                    return False
+            if info[i][0] in MUTATING and any(m in mems for m in _written(rec, i)):
+                return False
             continue
         ln = lines[i]
         if any(ln.startswith((f"{t} = ", f"{t}._data = ")) for t in loads):
