@@ -317,3 +317,43 @@ def test_a_check_of_a_temporary_filled_in_place_after_a_write(device):
     from coretorch._compile.capture import _memory_of
     from coretorch._backend import get_table
     assert _memory_of(get_table("cpu").as_strided(x, (2,), (3,), 0)) is x
+
+
+@pytest.mark.parametrize("kind", ["param_hook", "module_hook", "raise"])
+def test_the_numbers_a_hook_reads_are_guarded(device, kind):
+    """A training step whose parameter gradient hook (``p.register_hook(lambda g: g * SCALE[0])``) or module
+    forward hook reads a number that changes between calls, or raises on a flag: eager follows the number and
+    raises.  Compiled before: hooks were keyed by their handles only, so the replay used the capture's number
+    (silently other weights) and never raised."""
+    box = {"s": 1.0, "stop": False}
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(2, 1).to(device)
+        if kind == "param_hook":
+            m.weight.register_hook(lambda g: g * box["s"])
+        elif kind == "module_hook":
+            m.register_forward_hook(lambda mod, i, o: o * box["s"])
+        else:
+            def hook(g):
+                if box["stop"]:
+                    raise ValueError("stopped")
+                return g
+            m.weight.register_hook(hook)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            m(x).sum().backward()
+            opt.step()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for s in (1.0, 1.0, 1.0, 5.0, 5.0, -0.0):
+            box["s"], box["stop"] = s, s == 5.0
+            try:
+                f(torch.ones(2, device=device))
+                out.append(m.weight.tolist())
+            except ValueError as e:
+                out.append(str(e))
+        res.append(out)
+    assert res[1] == res[0]

@@ -23,7 +23,7 @@ from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
-                        param_hooks as _param_hooks, user_attrs)
+                        hooks_key as _hooks_key, param_hooks as _param_hooks, user_attrs)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -719,6 +719,7 @@ def _buffer_key(b: Any) -> Any:
     return None if b is None else _param_key(b)
 
 
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
                  _mh._global_backward_hooks)
 
@@ -732,9 +733,8 @@ def _hooks(modules: list) -> tuple:
     for i, m in enumerate(modules):
         d = m.__dict__
         if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
-            out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
-                        tuple(d["_backward_hooks"])))
-    out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
+            out.append((i, *[_hooks_key(d[n], _callable_key) for n in _MODULE_HOOKS]))  # (their numbers too)
+    out += [(-1, _hooks_key(h, _callable_key)) for h in _GLOBAL_HOOKS if h]
     return tuple(out)
 
 
@@ -750,6 +750,6 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]]),  # (and
-            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # the others': ``x.register_hook`` on an argument)
+            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]], _callable_key),
+            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # (hooks: the others' too, ``x.register_hook``)
             tuple([_param_key(t) for t in plain]), tuple([t._grad is None for t in plain]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,9 +67,19 @@ def mutable_key(o: Any) -> Any:
     return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])
 
 
-def param_hooks(params: list) -> tuple:
+def hooks_key(hooks: Any, of: Callable[[Any], Any]) -> tuple:
+    """The hooks of a dict (handle id -> hook) or list by ``of`` (see guards._callable_key: the numbers a hook reads,
+    ``g * SCALE``, ``if STOP: raise``, were baked into the replay or skipped)."""
+    if not hooks:
+        return ()
+    if isinstance(hooks, dict):
+        return tuple([(k, of(f)) for k, f in hooks.items()])
+    return tuple([of(f) for f in hooks])
+
+
+def param_hooks(params: list, of: Callable[[Any], Any] = id) -> tuple:
     """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
-    replay's backward ran the ones present at the capture only."""
+    replay's backward ran the ones present at the capture only, with the numbers they read then."""
     out = []
     for i, p in enumerate(params):
         d = p.__dict__
@@ -77,9 +87,9 @@ def param_hooks(params: list) -> tuple:
         post = d.get("_post_accumulate_grad_hooks")
         if (a is not None and a._hooked) or post:
             th = a._tensor_hooks if a is not None else None
-            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
-                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
-                        else (), tuple(post or ())))
+            out.append((i, tuple((k, hooks_key(v, of)) for k, v in th.items()) if th else (),
+                        hooks_key(a._pre_hooks, of) if a is not None else (),
+                        hooks_key(a._hooks, of) if a is not None else (), hooks_key(post, of)))
     return tuple(out)
 
 
