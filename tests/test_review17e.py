@@ -357,3 +357,19 @@ def test_the_numbers_a_hook_reads_are_guarded(device, kind):
                 out.append(str(e))
         res.append(out)
     assert res[1] == res[0]
+
+
+def test_a_seed_read_after_the_steps_reseed_is_not_moved_first():
+    """``g.manual_seed(s); g.initial_seed()`` in a step: the seed read is checked at its place (after the reseed).
+    Moved to the replay's start with the early checks, it would read the caller's seed before the step's reseed
+    and run every call eagerly."""
+    g = torch.Generator().manual_seed(1)
+
+    def step(x, s):
+        g.manual_seed(s)
+        return x * g.initial_seed()
+    f = torch.compile(step)
+    for i in range(4):
+        g.manual_seed(100 + i)
+        assert f(torch.ones(1), 5).tolist() == [5.0]
+    assert f.replays == 3

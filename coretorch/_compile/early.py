@@ -54,6 +54,8 @@ def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
     chain: set[int] = set()
     loads: list[str] = []
     todo, seen = _VAR.findall(lines[k]), set()
+    if not todo:  # a host value read without an array (a generator's seed, set again by the step: see hostrng)
+        return None
     while True:
         while todo:
             v = todo.pop()
@@ -66,8 +68,8 @@ def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
             if d in chain:
                 continue
             ln = lines[d]
-            if d in info:
-                if info[d][0] in MUTATING or " = " not in ln:
+            if d in info:  # (a generator's state read, ``rng_get_state``: a draw before the check changes it)
+                if info[d][0] in MUTATING or info[d][0].startswith("rng") or " = " not in ln:
                     return None
                 todo.extend(_VAR.findall(ln.split(" = ", 1)[1]))
             elif (m := LOAD_LINE.match(ln)) is not None:
