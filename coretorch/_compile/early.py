@@ -19,6 +19,7 @@ _TRANSFER = re.compile(r"^(a\d+) = c\d+\(a\d+\)$")  # a host copy of a value rea
 # the kernels that write their first operand only (others, as adam_step_, write several of theirs)
 _FIRST = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_"})
 # lines outside the recording's launches that write no array: loads, checks, write-backs of a tensor's state
+_LOADISH = re.compile(r"^(?:a\d+ = |if )")  # a load, a host read, a check
 _QUIET = re.compile(r"^(?:a\d+ = |if |[\w\[\]'\". ]+(?:\._data = |\._rg = |\._vc\[0\] \+= | = None$| = MAKE\())")
 
 
@@ -46,7 +47,7 @@ def _written(rec: Recorder, i: int) -> list:
             for a in _flat(args[:1] if name in _FIRST else (args, kwargs), types)]
 
 
-def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
+def _chain(rec: Recorder, k: int, defs: dict, writes: list) -> tuple[set, list] | None:
     """The lines the check at ``k`` depends on and the load sources among them: launches, loads and constants, and
     the in-place writes into temporaries the chain made (``torch.diag(t)``: a ``full`` filled through a view); None
     where one is none of those."""
@@ -83,8 +84,7 @@ def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
         # of what it loads: the replay's start must write nothing, so that a failed check can run the call eagerly)
         made = {_mem(rec, v) for d in chain if d in info for v in _VAR.findall(lines[d].split(" = ", 1)[0])} - \
             {_mem(rec, v) for d in chain if d not in info for v in _VAR.findall(lines[d].split(" = ", 1)[0])}
-        more = [i for i in range(k) if i not in chain and i in info and info[i][0] in _FIRST
-                and any(m in made for m in _written(rec, i))]
+        more = [i for i, first, mems in writes if i < k and first and i not in chain and any(m in made for m in mems)]
         if not more:
             return chain, loads
         for i in more:
@@ -92,29 +92,35 @@ def _chain(rec: Recorder, k: int, defs: dict) -> tuple[set, list] | None:
             todo.extend(_VAR.findall(lines[i]))
 
 
-def _untouched(rec: Recorder, k: int, chain: set, loads: list, persistent: set) -> bool:
+def _untouched(rec: Recorder, k: int, chain: set, loads: list, persistent: set, scan: tuple) -> bool:
     """Whether no line before ``k`` outside ``chain`` writes an array of the chain, reads a temporary the chain
-    writes, or rebinds a tensor it loads."""
+    writes, or rebinds a tensor it loads (``scan``: see :func:`_scan`)."""
     lines, info = rec.lines, rec.info
+    writes, others, opaque = scan
     mems = {_mem(rec, v) for d in chain for v in _VAR.findall(lines[d].split(" = ", 1)[0])}
+    if any(i < k and i not in chain and not mems.isdisjoint(w) for i, _, w in writes):
+        return False
+    if any(i < k and ln.startswith((f"{t} = ", f"{t}._data = ")) for i, ln in others for t in loads):
+        return False
     temps = {m for d in chain if d in info and info[d][0] in MUTATING for m in _written(rec, d)}
-    opaque = False
-    for i in range(k):
-        if i in chain or not lines[i]:
-            continue
-        if temps and any(_mem(rec, v) in temps for v in _VAR.findall(lines[i])):
-            return False  # (it would see the chain's writes, moved before it)
-        if i in info:
-            if info[i][0] in MUTATING and any(m in mems for m in _written(rec, i)):
-                return False
-            continue
-        ln = lines[i]
-        if any(ln.startswith((f"{t} = ", f"{t}._data = ")) for t in loads):
-            return False
-        opaque = opaque or not _QUIET.match(ln)  # an eager segment (an optimizer's step): it writes what it holds
-    if opaque:  # then only arguments the persistent state does not hold
+    if temps and any(i not in chain and lines[i] and any(_mem(rec, v) in temps for v in _VAR.findall(lines[i]))
+                     for i in range(k)):
+        return False  # (a line that would see the chain's writes, moved before it)
+    if opaque < k:  # an eager segment (an optimizer's step) writes what it holds: only arguments the state does not
         return all(t.startswith("A[") and "._grad" not in t for t in loads) and not (mems & persistent)
     return True
+
+
+def _scan(rec: Recorder, hi: int) -> tuple:
+    """Once per hoist: the writing launches (line, whether it writes its first operand only, the memory it writes),
+    the lines outside the launches that are no load or check (line, text: write-backs, segments), the first line
+    that may write anything (an eager segment; ``hi`` where none)."""
+    lines, info = rec.lines, rec.info
+    writes = [(i, info[i][0] in _FIRST, set(_written(rec, i))) for i in range(hi)
+              if i in info and info[i][0] in MUTATING]
+    others = [(i, lines[i]) for i in range(hi) if lines[i] and i not in info and not _LOADISH.match(lines[i])]
+    opaque = next((i for i, ln in others if not _QUIET.match(ln)), hi)
+    return writes, others, opaque
 
 
 def _persistent(rec: Recorder) -> set:
@@ -146,14 +152,15 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
             for v in _VAR.findall(ln.split(" = ", 1)[0]):
                 defs[v] = -1 if v in defs else i  # (bound twice: not one array's variable)
     moved: set[int] = set()
+    scan = _scan(rec, hi)
     persistent: set | None = None
     for k in checks:
-        found = _chain(rec, k, defs)
+        found = _chain(rec, k, defs, scan[0])
         if found is None:
             continue
         if persistent is None:
             persistent = _persistent(rec)
-        if _untouched(rec, k, found[0], found[1], persistent):
+        if _untouched(rec, k, found[0], found[1], persistent, scan):
             moved |= found[0] | {k}
             lines[k] = lines[k][:-len("MISMATCH(True)")] + "MISMATCH(False)"
     if not moved:
