@@ -19,6 +19,10 @@ _TRANSFER = re.compile(r"^(a\d+) = c\d+\(a\d+\)$")  # a host copy of a value rea
 # the kernels that write their first operand only (others, as adam_step_, write several of theirs)
 _FIRST = frozenset({"assign_", "setitem_", "index_put_", "index_reduce_", "iadd", "isub", "imul", "idiv", "axpy_"})
 # lines outside the recording's launches that write no array: loads, checks, write-backs of a tensor's state
+# kernels that record a failed check on the device, reported by the next host read (opencl's, as CUDA's device-side
+# asserts): a host read moved before one would no longer report it where eager's reports it (mid-step, before the
+# writes after it), and one moved after it would report it earlier
+_REPORTING = frozenset({"check_index", "check_values", "nll_loss"})
 _LOADISH = re.compile(r"^(?:a\d+ = |if )")  # a load, a host read, a check
 _QUIET = re.compile(r"^(?:a\d+ = |if |[\w\[\]'\". ]+(?:\._data = |\._rg = |\._vc\[0\] \+= | = None$| = MAKE\())")
 
@@ -143,6 +147,8 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
     lines, info = rec.lines, rec.info
     hi = len(lines) if hi is None else hi
     checks = [k for k in range(hi) if lines[k].startswith("if ") and _CHECK.match(lines[k])]
+    first = next((i for i in range(hi) if i in info and info[i][0] in _REPORTING), hi)
+    checks = [k for k in checks if k < first]
     if not checks:
         return
     defs: dict[str, int] = {}
