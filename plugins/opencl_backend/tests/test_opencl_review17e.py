@@ -48,3 +48,31 @@ def test_a_device_check_reports_at_eagers_host_read():
 def test_version_counters_after_a_device_check_reports_mid_replay():
     """Eager's ``w.add_(1)`` bumped ``w``'s version before the error; the replay's bump comes at its end."""
     assert _run(True)[1] == _run(False)[1]
+
+
+@pytest.mark.xfail(strict=True, reason="a check of argument values runs at the replay's start (coretorch/_compile/"
+                   "early.py): a failed device-side check left pending by an op before the call (never read) is "
+                   "reported by that read, before the step's writes, where eager's first host read in the step "
+                   "reports it after them; the kernel-table API offers no query of pending checks to run such a "
+                   "call eagerly")
+def test_a_check_pending_before_the_call_reports_after_the_steps_writes():
+    """``x[torch.tensor([5])]`` outside the step, its result never read, then a replay of ``w.add_(1);
+    torch.multinomial(p, 1)``: eager raises IndexError at the multinomial's read with ``w`` incremented; the
+    replay raises it at its start, ``w`` not incremented."""
+    res = []
+    for compiled in (False, True):
+        w = torch.zeros(3, device="opencl")
+
+        def step(p):
+            w.add_(1)
+            return torch.multinomial(p, 1)
+        f = torch.compile(step) if compiled else step
+        p = torch.tensor([0.2, 0.8], device="opencl")
+        for _ in range(3):
+            f(p)
+        x = torch.arange(3., device="opencl")
+        x[torch.tensor([5], device="opencl")]
+        with pytest.raises(IndexError):
+            f(p)
+        res.append(w.tolist())
+    assert res[1] == res[0]
