@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import _backend
 from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -171,7 +172,23 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
             lines[k] = lines[k][:-len("MISMATCH(True)")] + "MISMATCH(False)"
     if not moved:
         return
+    # a device-side check that failed before the call and is still pending would be reported by the moved reads,
+    # before the step's writes (eager's first read in the step reports it after them): then the call runs eagerly
+    # (among the checks a replay runs first: the lines keep their places, ``split`` of a module's forward too)
+    rec.checks += [f"if {rec.const(t)}.check_pending(): raise MISMATCH(False)"
+                   for t in _tables_of({id(v[1]) for v in info.values()})]
     order = sorted(moved) + [i for i in range(len(lines)) if i not in moved]
     new = {old: i for i, old in enumerate(order)}
     rec.lines[:] = [lines[i] for i in order]
     rec.info = {new[i]: v for i, v in info.items()}
+
+
+def _tables_of(kernels: set) -> list:
+    """The kernel tables with a ``check_pending`` query among those whose kernels are ``kernels`` (ids)."""
+    out, seen = [], set()
+    for t in _backend._tables.values():
+        if id(t) not in seen and "check_pending" in getattr(t, "names", ()):
+            seen.add(id(t))
+            if any(id(getattr(t, n, None)) in kernels for n in t.names):
+                out.append(t)
+    return out

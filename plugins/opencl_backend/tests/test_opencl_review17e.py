@@ -50,15 +50,12 @@ def test_version_counters_after_a_device_check_reports_mid_replay():
     assert _run(True)[1] == _run(False)[1]
 
 
-@pytest.mark.xfail(strict=True, reason="a check of argument values runs at the replay's start (coretorch/_compile/"
-                   "early.py): a failed device-side check left pending by an op before the call (never read) is "
-                   "reported by that read, before the step's writes, where eager's first host read in the step "
-                   "reports it after them; the kernel-table API offers no query of pending checks to run such a "
-                   "call eagerly")
 def test_a_check_pending_before_the_call_reports_after_the_steps_writes():
     """``x[torch.tensor([5])]`` outside the step, its result never read, then a replay of ``w.add_(1);
-    torch.multinomial(p, 1)``: eager raises IndexError at the multinomial's read with ``w`` incremented; the
-    replay raises it at its start, ``w`` not incremented."""
+    torch.multinomial(p, 1)``: eager raises IndexError at the multinomial's read, ``w`` incremented.  With the
+    multinomial's check moved to the replay's start (early.py), that read reported it before the write.  Now a replay
+    whose checks were moved first asks the device whether a check is pending (the kernel table's
+    ``check_pending``), and runs the call eagerly where one is."""
     res = []
     for compiled in (False, True):
         w = torch.zeros(3, device="opencl")
