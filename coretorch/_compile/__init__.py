@@ -12,7 +12,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.results`: the call's result as a replay rebuilds it (views, aliases, objects of eager's kinds);
 * :mod:`.replay`: the generated replay function;
 * :mod:`.hostrng`: the random state a capture reads on the host (draws that break, a generator's seed checked);
-* :mod:`.early`: the checked reads of values nothing before them writes, run at a replay's start;
+* :mod:`.early`: the checked reads of values nothing before them writes, run at a replay's start; :mod:`.versions`:
+  the version counters a replay bumps before each checked read;
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);
 * :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
