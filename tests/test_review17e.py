@@ -373,3 +373,32 @@ def test_a_seed_read_after_the_steps_reseed_is_not_moved_first():
         g.manual_seed(100 + i)
         assert f(torch.ones(1), 5).tolist() == [5.0]
     assert f.replays == 3
+
+
+@pytest.mark.parametrize("op", ["t_", "set_"])
+def test_versions_bumped_before_a_check_only_after_a_write(device, op):
+    """A step whose in-place op bumps a version without a recorded write (``w.unsqueeze(0).t_()``,
+    ``w.set_(w + 1)``) before an index check: a failing check runs the call eagerly, which bumps the version
+    itself, so the replay must not have bumped it before the check (versions.py bumps before a checked read only
+    after a write)."""
+    res = []
+    for compiled in (False, True):
+        w = torch.zeros(3, device=device)
+
+        def step(x, i):
+            if op == "t_":
+                w.unsqueeze(0).t_()
+            else:
+                w.set_(w + 1)
+            return x[i] * 2
+        f = torch.compile(step) if compiled else step
+        x = torch.arange(5., device=device)
+        out = []
+        for v in ([1, 2], [1, 2], [1, 2], [1, 9], [1, 2]):
+            try:
+                f(x, torch.tensor(v, device=device)).tolist()
+            except IndexError:
+                pass
+            out.append((w.tolist(), w._version))
+        res.append(out)
+    assert res[1] == res[0]

@@ -12,8 +12,10 @@ from ..tensor import Tensor
 
 def flush(rec: Any) -> None:
     """Lines bumping the version counters changed since the recorder's snapshot (each shared counter once), and the
-    snapshot's versions moved on (``write_back`` bumps the rest)."""
-    if rec.symbolic or rec.breaks:
+    snapshot's versions moved on (``write_back`` bumps the rest).  Not before a read that nothing written precedes:
+    a failed check there runs the call eagerly, which bumps them itself (``w.set_(w + 1)``, ``t_()``: a version
+    bumped by no recorded write)."""
+    if rec.symbolic or rec.breaks or not (rec.mutated or rec.segments):
         return
     done: set = set()
     for p in rec.paths:
