@@ -410,12 +410,16 @@ def test_host_check_that_changes_falls_back_or_raises_never_silent(set_to_none):
     for _ in range(3):
         f(x, torch.tensor([0, 1, 2, 3]))
     ignored = torch.tensor([0, -100, 2, 3])
-    if set_to_none:  # nothing written before the check: this call runs eagerly
-        ref = F.cross_entropy(m(x), ignored).item()
-        assert f(x, ignored).item() == ref
-    else:  # the grads were zeroed in place before the check: an error, not a silently different step
-        with pytest.raises(RuntimeError, match="differs"):
-            f(x, ignored)
+    # nothing written before the check, or (set_to_none=False: the grads zeroed in place first) a check of the
+    # arguments only, run at the start of the replay (see early.py): this call runs eagerly
+    ref = F.cross_entropy(m(x), ignored).item()
+    assert f(x, ignored).item() == ref
+    w = torch.zeros(2)
+    g = torch.compile(lambda v: v[w.add_(1).long()])  # the index read after the write that made it: an error
+    for _ in range(2):
+        g(torch.arange(3.))
+    with pytest.raises(RuntimeError, match="differs"):
+        g(torch.arange(3.))
 
 
 def test_a_submodule_added_after_capture_is_seen():

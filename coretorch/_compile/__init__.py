@@ -12,6 +12,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
 * :mod:`.results`: the call's result as a replay rebuilds it (views, aliases, objects of eager's kinds);
 * :mod:`.replay`: the generated replay function;
 * :mod:`.hostrng`: the random state a capture reads on the host (draws that break, a generator's seed checked);
+* :mod:`.early`: the checked reads of values nothing before them writes, run at a replay's start; :mod:`.versions`:
+  the version counters a replay bumps before each checked read;
 * :mod:`.fusion`: elementwise chains of a recorded program fused into one kernel each (opencl);
 * :mod:`.plan`: planned temporaries (buffers reused across replays and across non-overlapping lifetimes);
 * :mod:`.hostfuse`: opt-in (``mode="max-autotune"``): cpu launches run as another plugin's compiled kernels on the
@@ -219,20 +221,24 @@ class CompiledFunction:
             return self._orig_fn(*args, **kwargs)
         try:
             out = entry.replay(lv)
+        except Mismatch as e:
+            unsafe, recapture = e.unsafe, e.recapture
+        else:
             self.replays += 1
             return out
-        except Mismatch as e:
-            if e.unsafe:
-                raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
-                                   "scalar) differs in this call after persistent state was already written; the "
-                                   "eager step would take another path. Call coretorch.compiler.reset() or compile "
-                                   "with disable=True") from None
-            if e.recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
-                    _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
-                result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
-                self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
-                return result
-            return self._orig_fn(*args, **kwargs)
+        # (out of the except block: the eager call's own exception, an IndexError, is not chained to the Mismatch,
+        # whose traceback held the replay's arrays)
+        if unsafe:
+            raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
+                               "scalar) differs in this call after persistent state was already written; the "
+                               "eager step would take another path. Call coretorch.compiler.reset() or compile "
+                               "with disable=True")
+        if recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
+                _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+            result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
+            self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
+            return result
+        return self._orig_fn(*args, **kwargs)
 
     def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another
@@ -244,6 +250,8 @@ class CompiledFunction:
                 result, entry = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph, host_fusion,
                                          self._root_key(args, kwargs))
         except CaptureBusy:
+            entry = None
+        if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self._orig_fn(*args, **kwargs), False
         if entry.arg_identity and not self._arg_identity:
             # the result returns an argument container itself: from now on containers are keyed by identity too

@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym
+from . import hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym, versions as _versions
 from .exc import Unsupported
 from .roots_state import scheduler_counts
 from .results import ResultEncoding, _tensors_made
@@ -68,8 +68,7 @@ state: dict[str, Any] = {"recorder": None}  # the active Recorder (is_compiling(
 # two threads capturing at once saved each other's patches as the originals and left them installed.  One capture at
 # a time: a thread that finds another capturing runs its call eagerly (CaptureBusy).
 _CAPTURE_LOCK = Lock()
-# a replay line loading a tensor's array (``a12 = c3._data``, ``a14 = A[0]._grad._data``, ``a16 = c5['buf']._data``):
-# the variable and the source expression
+# a replay line loading a tensor's array (``a12 = c3._data``, ``a14 = A[0]._grad._data``): the variable, the source
 LOAD_LINE = re.compile(r"^(a\d+) = ([\w\[\]'\". ]*\._data)$")
 
 
@@ -445,15 +444,15 @@ class Recorder(ResultEncoding):
             self.graph_break("a core op read a whole array back to the host")
             return out
         v = self.read(arr) if isinstance(arr, self._array_types) else self.encode(arr)
+        _versions.flush(self)  # (an error at this read leaves the version counters as eager's)
         self._host_reads[id(out)] = (len(self.lines), f"{self.const(kernel)}({v})", out)
         self.lines.append(f"if CHK({self.const(kernel)}({v}), {self.const(value.tobytes())}): "
                           f"raise MISMATCH({self.mutated or self.segments > 0})")
         return out
 
     def transfer(self, host: Any, copy: Any) -> None:
-        """Core code made ``copy`` of the host value ``host`` it just read, to make another device's array of it
-        (``align_devices``: a 0-d cpu operand): the replay reads it again and transfers it, instead of checking that
-        it is the capture's value (a cpu step count the step updates differed at every replay, after its writes)."""
+        """Core code made ``copy`` of the host value ``host`` it just read (``align_devices``: a 0-d cpu operand):
+        the replay reads it again and transfers it, not checks it (a cpu step count the step updates)."""
         e = self._host_reads.get(id(host))
         if e is None or e[2] is not host or not self.lines[e[0]].startswith("if CHK("):
             return
@@ -470,6 +469,7 @@ class Recorder(ResultEncoding):
             self.active = True
         if not self.breaks:
             v = self.read(arr)
+            _versions.flush(self)
             self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}, {low!r}) is not {result!r}: "
                               f"raise MISMATCH({self.mutated or self.segments > 0})")
         return result
@@ -776,9 +776,9 @@ def _memory_of(a: Any) -> Any:
     base = getattr(a, "base_data", None)
     if base is not None:
         return base
-    if isinstance(a, np.ndarray):
-        while isinstance(a.base, np.ndarray):
-            a = a.base
+    if isinstance(a, np.ndarray):  # (through the object of a view made from an ``__array_interface__``: as_strided)
+        while isinstance(b := a.base if isinstance(a.base, np.ndarray) else getattr(a.base, "base", None), np.ndarray):
+            a = b
         return a
     return None
 

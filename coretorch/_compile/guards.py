@@ -24,7 +24,7 @@ from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
 from .strides import loose
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
-                        param_hooks as _param_hooks)
+                        hooks_key as _hooks_key, param_hooks as _param_hooks, user_attrs)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -65,7 +65,8 @@ def _leaf_key(a: Any) -> Any:
         st = getattr(d, "strides", None)
         if st is not None and 1 in d.shape:  # (a size-1 dim's stride addresses nothing: strides.py)
             st = loose(d.shape, st)
-        return (d.shape, st, a.dtype, id(a._be), a._grad is None, a._rg, type(a), a._gf is None)
+        return (d.shape, st, a.dtype, id(a._be), a._grad is None, a._rg, type(a), a._gf is None,
+                user_attrs(a))  # (x.scale = 2.0: see keyvalues.user_attrs)
     if isinstance(a, _SCALARS):
         return (type(a), a if a or a.__class__ is not float else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
@@ -716,13 +717,14 @@ def _param_key(p: Any) -> tuple:
     # shape, dtype and device (module.double(), module.to("opencl"): eager raises on the mixed product, a replay must
     # not compute it), and requires_grad (a frozen parameter gets no gradient)
     d = p._data
-    return (d.shape, d.dtype, id(p._be), p._rg)
+    return (d.shape, d.dtype, id(p._be), p._rg, user_attrs(p))
 
 
 def _buffer_key(b: Any) -> Any:
     return None if b is None else _param_key(b)
 
 
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
                  _mh._global_backward_hooks)
 
@@ -736,9 +738,8 @@ def _hooks(modules: list) -> tuple:
     for i, m in enumerate(modules):
         d = m.__dict__
         if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
-            out.append((i, tuple(d["_forward_pre_hooks"]), tuple(d["_forward_hooks"]), tuple(d["_backward_pre_hooks"]),
-                        tuple(d["_backward_hooks"])))
-    out += [(-1, tuple(h)) for h in _GLOBAL_HOOKS if h]
+            out.append((i, *[_hooks_key(d[n], _callable_key) for n in _MODULE_HOOKS]))  # (their numbers too)
+    out += [(-1, _hooks_key(h, _callable_key)) for h in _GLOBAL_HOOKS if h]
     return tuple(out)
 
 
@@ -754,6 +755,6 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]),
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
-            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]]),  # (and
-            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # the others': ``x.register_hook`` on an argument)
+            _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]], _callable_key),
+            tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # (hooks: the others' too, ``x.register_hook``)
             tuple([_param_key(t) for t in plain]), tuple([t._grad is None for t in plain]))

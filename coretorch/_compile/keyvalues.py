@@ -1,11 +1,11 @@
 """How one value enters a guard key: an object by identity (held), a number by value (-0.0 apart from 0.0), a numpy
-array by its values or a digest of them, a set's entries, a bytearray's bytes, the parameters' gradient hooks (see
-:mod:`.guards`)."""
+array by its values or a digest of them, a set's entries, a bytearray's bytes, the parameters' gradient hooks, the
+attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,9 +67,19 @@ def mutable_key(o: Any) -> Any:
     return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])
 
 
-def param_hooks(params: list) -> tuple:
+def hooks_key(hooks: Any, of: Callable[[Any], Any]) -> tuple:
+    """The hooks of a dict (handle id -> hook) or list by ``of`` (see guards._callable_key: the numbers a hook reads,
+    ``g * SCALE``, ``if STOP: raise``, were baked into the replay or skipped)."""
+    if not hooks:
+        return ()
+    if isinstance(hooks, dict):
+        return tuple([(k, of(f)) for k, f in hooks.items()])
+    return tuple([of(f) for f in hooks])
+
+
+def param_hooks(params: list, of: Callable[[Any], Any] = id) -> tuple:
     """The gradient hooks on the parameters (``p.register_hook``, ``register_post_accumulate_grad_hook``): a
-    replay's backward ran the ones present at the capture only."""
+    replay's backward ran the ones present at the capture only, with the numbers they read then."""
     out = []
     for i, p in enumerate(params):
         d = p.__dict__
@@ -77,7 +87,23 @@ def param_hooks(params: list) -> tuple:
         post = d.get("_post_accumulate_grad_hooks")
         if (a is not None and a._hooked) or post:
             th = a._tensor_hooks if a is not None else None
-            out.append((i, tuple((k, tuple(v)) for k, v in th.items()) if th else (),
-                        tuple(a._pre_hooks or ()) if a is not None else (), tuple(a._hooks or ()) if a is not None
-                        else (), tuple(post or ())))
+            out.append((i, tuple((k, hooks_key(v, of)) for k, v in th.items()) if th else (),
+                        hooks_key(a._pre_hooks, of) if a is not None else (),
+                        hooks_key(a._hooks, of) if a is not None else (), hooks_key(post, of)))
     return tuple(out)
+
+
+# what coretorch keeps in a tensor's ``__dict__`` (the fast case; any other name with a leading "_" is internal too)
+_TENSOR_OWN = frozenset(("_grad", "_base", "_out_nr", "_accum", "_retains", "_gfb", "_det", "_hooks", "_pinned",
+                         "_coo", "_post_accumulate_grad_hooks", "_retains_grad", "_is_buffer"))
+
+
+def user_attrs(t: Any) -> Any:
+    """The attributes a user set on a tensor (``x.scale = 2.0``, ``w.lr_mult``, ``x.mask = m``, a flag a step raises
+    on): numbers, strings and None by value, anything else by identity; None where there are none.  A step reading
+    one (``x * x.scale``, ``if x.bad: raise``) baked the capture's into the replay."""
+    d = t.__dict__
+    if d.keys() <= _TENSOR_OWN:
+        return None
+    return tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else _Ident(v))
+                  for k, v in d.items() if k[0] != "_"]) or None

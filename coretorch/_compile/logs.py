@@ -66,8 +66,9 @@ _TENSOR_PARTS = ("an argument", "which arguments share memory", "grad mode or a 
                  "a parameter's shape, dtype, device or requires_grad", "which parameters' .grad are None",
                  "the gradient hooks", "a buffer's shape, dtype or device", "a tensor's shape, dtype or device",
                  "which tensors' .grad are None")
-_LEAF_PARTS = ("size", "stride", "dtype", "device", "whether .grad is None", "requires_grad", "type", "is_leaf")
-_LEAF_ORDER = (0, 2, 3, 5, 4, 6, 7, 1)
+_LEAF_PARTS = ("size", "stride", "dtype", "device", "whether .grad is None", "requires_grad", "type", "is_leaf",
+               "a user attribute")
+_LEAF_ORDER = (0, 2, 3, 5, 4, 6, 7, 8, 1)
 
 
 def _detail(new: Any, old: Any) -> list[str]:

@@ -277,10 +277,14 @@ class ModuleCapture:
         try:
             outs, ctx = entry.forward(lv)
         except Mismatch as e:
-            if e.unsafe:
+            unsafe, recapture = e.unsafe, e.recapture
+        else:
+            unsafe = None
+        if unsafe is not None:  # (out of the except block: eager's own exception is not chained to the Mismatch)
+            if unsafe:
                 raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
-                                   "this call after state was written (see CompiledFunction)") from None
-            if e.recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
+                                   "this call after state was written (see CompiledFunction)")
+            if recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
                     _stance.on_capture(self.fn, len(self.cache), self.delayed):
                 # (a check of how the capture was specialised: a parameter's layout, see plan.py)
                 result, captured = self._capture_or_eager(key, args, kwargs, lv, st)
@@ -302,6 +306,8 @@ class ModuleCapture:
             with _backends.capture_settings(fused):
                 result, entry = self._capture(args, kwargs, lv, st, host_fusion)
         except CaptureBusy:
+            entry = None
+        if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self.fn(*args, **kwargs), False
         self.cache[key] = entry
         if entry.forward is None:
@@ -348,7 +354,8 @@ class ModuleCapture:
                 else:
                     try:
                         bw_src = self._record_backward(rec, lv, outs, targets, entry)
-                    except RuntimeError:  # eager raises at the user's backward (a saved input modified in place)
+                    except Exception:  # noqa: BLE001 - eager raises it at the user's backward (a saved input
+                        # modified in place, a gradient hook's ValueError), not at this forward
                         rec.breaks.append("the backward of the forward raises")
                     if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
                         _guards.check_module_writes(rec, modules, before)

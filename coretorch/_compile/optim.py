@@ -127,10 +127,13 @@ class OptimizerReplay:
         keys = _state_keys(opt)
         rec = Recorder(False, symbolic=True)
         _find_hab_users()
+        busy = False
         try:
             rec.install()
         except CaptureBusy:  # another thread captures: this step runs eagerly, and is recorded at a later one
             self.tries -= 1
+            busy = True
+        if busy:  # (out of the except block: an exception of the step is not chained to CaptureBusy)
             opt.step()
             return
         swapped: list = []

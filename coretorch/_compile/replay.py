@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import assigns as _assigns, guards as _guards, made as _made
+from . import assigns as _assigns, early as _early, guards as _guards, made as _made
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -79,6 +79,7 @@ def _source(lines: list[str]) -> str:
 def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
+    _early.hoist(rec)
     fusion.update_alias_checks(rec)
     if backends.fusing():
         rec.fused = fusion.fuse(rec, result_src)
@@ -101,6 +102,7 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
                 host_fusion: bool | None = None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
     without a backward), the lines before and after ``split``."""
+    _early.hoist(rec, split)  # (the forward's: a check of the backward raises whatever it finds)
     fusion.update_alias_checks(rec)
     if backends.fusing():
         rec.fused = fusion.fuse(rec, " ".join(out_vars) + " " + (bw_src or ""), split)

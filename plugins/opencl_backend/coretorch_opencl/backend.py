@@ -402,6 +402,9 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
         from .indexing import check_values
         check_values(self, x, kind, message)
 
+    def check_pending(self) -> bool:
+        return self.dev.check_pending
+
     # ---- random (Philox kernels in sampling.py) --------------------------------------------
     def _gen(self) -> "sampling.PhiloxState":
         """The device's default generator state (coretorch.manual_seed reseeds it)."""
@@ -452,7 +455,7 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
             "cumsum": self._scan("cumsum"), "cumprod": self._scan("cumprod"),
             "iadd": self._inplace("add"), "isub": self._inplace("sub"), "imul": self._inplace("mul"),
             "idiv": self._inplace("div"), "axpy_": self.axpy_, "erf": self.erf, "check_index": self.check_index,
-            "check_values": self.check_values, "check_mark": self.dev.check_mark,
+            "check_values": self.check_values, "check_mark": self.dev.check_mark, "check_pending": self.check_pending,
             "discard_checks": self.dev.discard_checks,
         }
         for op in ("sum", "prod", "amax", "amin", "any", "all"):
