@@ -80,6 +80,9 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames: list | None = None
+        # the code's names are read again at the next call after a reset (helpers rebound): a flag, not _gnames = None,
+        # as a reset from another thread must not leave a call running here without them
+        self._stale = False
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
         self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
         self._append_names: frozenset = frozenset()  # names the code only appends to (see guards.append_names)
@@ -96,7 +99,7 @@ class CompiledFunction:
         self._state.clear()
         self._eager = False
         self._warned = False
-        self._gnames = None
+        self._stale = True
         self._lens.clear()
         self._recaptures = 0
         self._delayed[0] = False
@@ -119,7 +122,8 @@ class CompiledFunction:
         return _guards.appended(self._orig_fn, args, kwargs, self._gnames, self._append_names)
 
     def _lookup(self, args: tuple, kwargs: dict):
-        if self._gnames is None:
+        if self._gnames is None or self._stale:
+            self._stale = False
             self._gnames = _guards.global_names(self._orig_fn)
             self._anames = _guards.attribute_names(self._orig_fn)
             self._groups = "param_groups" in self._anames
