@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import coretorch as torch
 import coretorch.nn as nn
 
@@ -71,3 +73,86 @@ def test_a_reset_from_another_thread_during_a_capture(device):
         _close(device, loss, f(x), f"loss {i}")
     for p, q in zip(m.parameters(), m2.parameters()):
         _close(device, q, p, "parameter")
+
+
+class _Trainer:
+    def __init__(self, m, opt):
+        self.m, self.opt = m, opt
+
+    def step(self, x):
+        self.opt.zero_grad()
+        loss = self.m(x).pow(2).mean()
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+
+def _step_of(m, opt):
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
+@pytest.mark.parametrize("how", ["closure_function", "trainer_closure", "trainer_argument", "function_argument"])
+def test_a_compiled_wrapper_of_a_training_step_held_elsewhere(device, how):
+    """``torch.compile(lambda x: step(x))`` where ``step`` is a local function whose closure holds the model and the
+    optimizer (or a trainer object holding them, in the closure or passed as an argument): eager trains.  Compiled
+    before the fix: the roots did not show the model, so the capture found its parameters by their arrays only and
+    its replay never wrote their ``.grad``: the optimizer stepped with the capture's stale gradient at every call
+    (losses and parameters silently diverged from the third call)."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.05)
+        step, trainer = _step_of(m, opt), _Trainer(m, opt)
+        if how == "closure_function":
+            fn, extra = (lambda x: step(x) * 1), ()
+        elif how == "trainer_closure":
+            fn, extra = (lambda x: trainer.step(x) * 1), ()
+        elif how == "trainer_argument":
+            fn, extra = (lambda x, t: t.step(x) * 1), (trainer,)
+        else:
+            fn, extra = (lambda x, s: s(x) * 1), (step,)
+        f = torch.compile(fn) if compiled else fn
+        losses = [f(_rand(device, 3, 4, seed=i), *extra) for i in range(5)]
+        runs.append((losses, [p.detach().clone() for p in m.parameters()]))
+        if compiled:  # (found through the helper: replayed, with the gradients written back)
+            assert f.replays >= 2
+    (le, pe), (lc, pc) = runs
+    for i, (a, b) in enumerate(zip(le, lc)):
+        _close(device, a, b, f"loss {i}")
+    for a, b in zip(pe, pc):
+        _close(device, a, b, "parameter")
+
+
+class _Holder:
+    def __init__(self, inner):
+        self.inner = inner
+
+
+def test_a_model_held_deeper_than_the_guards_look_is_a_graph_break(device):
+    """A training step reaching its model through three plain objects (``h.inner.inner.step(x)``), deeper than the
+    roots look: eager trains.  Compiled before the fix: its parameters were found by their arrays only and their
+    ``.grad`` never written by the replay (the optimizer stepped with the capture's gradient); now the capture sees
+    a ``.grad`` the step wrote on such a tensor and breaks the graph (the calls run eagerly)."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+        h = _Holder(_Holder(_Holder(_Trainer(m, torch.optim.SGD(m.parameters(), lr=0.05)))))
+
+        def fn(x):
+            return h.inner.inner.inner.step(x)
+        f = torch.compile(fn) if compiled else fn
+        losses = [f(_rand(device, 3, 4, seed=i)) for i in range(4)]
+        runs.append((losses, [p.detach().clone() for p in m.parameters()]))
+    (le, pe), (lc, pc) = runs
+    for i, (a, b) in enumerate(zip(le, lc)):
+        _close(device, a, b, f"loss {i}")
+    for a, b in zip(pe, pc):
+        _close(device, a, b, "parameter")

@@ -22,6 +22,7 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
+from .held import held as _held
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
                         param_hooks as _param_hooks)
 from .modes import modes as _modes
@@ -183,6 +184,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
             except ValueError:  # an empty cell
                 pass
         objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
+    objs.extend(_held(objs))  # (the models and optimizers of helpers and plain objects: see held.py)
     subs = None
     for o in objs if not args else (*args, *objs):
         if isinstance(o, Tensor) and o.__class__ not in _CORE_TENSORS:  # a user Tensor subclass (an argument's,

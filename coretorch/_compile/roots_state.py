@@ -1,7 +1,7 @@
 """What a capture notes about the objects a call reaches (its roots, see ``guards.roots``) before running it, and
 compares after: which objects outlive the call (a result among them is returned itself), the iterators among them
 and where they stand (advancing one is a graph break), the live LR schedulers' counts (one stepped through a method
-bound before the capture is a graph break)."""
+bound before the capture is a graph break), and the gradients of tensors the capture found only by their arrays."""
 from __future__ import annotations
 
 import operator
@@ -68,3 +68,16 @@ def iter_position(it: Any) -> Any:
 def scheduler_counts() -> dict[int, tuple]:
     """id -> (last_epoch, _step_count) of every live LR scheduler (see :meth:`Recorder._scheduler_step`)."""
     return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
+
+
+def check_late_grad(rec: Any, t: Tensor, read: dict) -> None:
+    """A graph break where ``t``, a tensor the roots did not show (found by its array: a parameter of a model held by
+    a helper function's closure or a trainer object, ``lambda x: step(x)``), has a ``.grad`` the step made or changed
+    (its array made by a recorded kernel, or among those the step read: accumulated in place).  A replay loads such a
+    tensor's array but writes back the state of the tracked tensors only: it left ``.grad`` as the capture's, and the
+    optimizer stepped with that stale gradient at every call."""
+    g = t._grad
+    if g is not None and (id(g._data) in rec.var or id(g._data) in read):
+        rec.graph_break(f"the step changes the .grad of a {tuple(t.shape)} tensor it reaches other than through "
+                        "its arguments, closure, globals and their modules and optimizers (a model held by a helper "
+                        "function's closure or by an object's attribute), which a replay would not write")
