@@ -156,3 +156,37 @@ def test_a_model_held_deeper_than_the_guards_look_is_a_graph_break(device):
         _close(device, a, b, f"loss {i}")
     for a, b in zip(pe, pc):
         _close(device, a, b, "parameter")
+
+
+class _Scaled(_Trainer):
+    def __init__(self, m, opt):
+        super().__init__(m, opt)
+        self.cfg = _Holder(None)
+        self.cfg.scale = 1.0
+
+    def step(self, x):
+        return super().step(x) * self.cfg.scale
+
+
+@pytest.mark.parametrize("how", ["closure", "argument"])
+def test_a_number_read_by_a_method_of_a_trainer_the_step_calls(device, how):
+    """``lambda x: t.step(x)`` (``t`` in the closure, or passed as an argument) whose ``step`` reads
+    ``self.cfg.scale``: eager uses the new number after ``t.cfg.scale = 3.0``.  Compiled before the fix: the attribute
+    names the guards fingerprint came from the function's own code and its helper functions, not from the methods
+    it calls on objects, so the replay kept the capture's 1.0."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(4, 2).to(device)
+        t = _Scaled(m, torch.optim.SGD(m.parameters(), lr=0.05))
+        fn = (lambda x: t.step(x)) if how == "closure" else (lambda x, tr: tr.step(x))
+        extra = () if how == "closure" else (t,)
+        f = torch.compile(fn) if compiled else fn
+        out = []
+        for i in range(8):
+            if i == 4:
+                t.cfg.scale = 3.0
+            out.append(f(_rand(device, 3, 4, seed=i), *extra))
+        runs.append(out)
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"call {i}")

@@ -22,7 +22,7 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
-from .held import held as _held
+from .held import held as _held, methods_named as _methods_named
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
                         param_hooks as _param_hooks)
 from .modes import modes as _modes
@@ -360,7 +360,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     if "get_last_lr" in names:  # a scheduler's getter: what it returns is the attribute
         names.add("_last_lr")
     if depth:
-        for v in _helpers(f, names):
+        hs = _helpers(f, names)
+        for v in (*hs, *_methods_named(hs, tuple(names))):  # (t.step(x): the attributes the trainer's step reads)
             if not isinstance(v, _FunctionType) and _config_like(v) and _callable_object(v):
                 v = v.__class__.__call__  # a callable object: the attributes its __call__ reads
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):

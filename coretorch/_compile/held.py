@@ -15,17 +15,21 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .capture import _internal
+from .hostrng import _LIBS
 
 _SMALL = 16  # the entries of lists, tuples and dicts looked into (larger ones: data, not helpers)
 
 
 def _plain(o: Any) -> bool:
-    """An instance of a user class with attributes (not a class, a Python module, a module, an optimizer, a tensor)."""
+    """An instance of a class of the user's with attributes (not a class, a Python module, a module, an optimizer, a
+    tensor)."""
     if not isinstance(getattr(o, "__dict__", None), dict) or isinstance(o, (type, ModuleType, Module, Optimizer,
                                                                             Tensor, FunctionType)):
         return False
     f = getattr(sys.modules.get(type(o).__module__), "__file__", None)
-    return isinstance(f, str) and not _internal(f)
+    # (a class of the user's code: not coretorch's, the standard library's or an installed package's, a
+    # ``threading.Event``'s methods set its flag, a logger's its handlers)
+    return isinstance(f, str) and not _internal(f) and not f.startswith(_LIBS)
 
 
 def _inside(o: Any) -> Any:
@@ -68,4 +72,18 @@ def held(objs: list) -> list:
             out.append(v)
         elif depth:
             todo.extend((w, depth - 1) for w in _inside(v))
+    return out
+
+
+def methods_named(objs: Any, names: Any) -> list:
+    """The methods among ``names`` (the names a step's code reads) of the classes of the plain objects among
+    ``objs`` (``t.step(x)`` with ``t`` a trainer in the closure, a global or an argument): the attributes their code
+    reads (``self.cfg.scale``) are the step's too (see ``guards.attribute_names``: a replay reused the number)."""
+    out = []
+    for o in objs:
+        if _plain(o) and not callable(o):
+            for n in names:
+                m = getattr(type(o), n, None)
+                if isinstance(m, FunctionType) and not _internal(m.__code__.co_filename):
+                    out.append(m)
     return out
