@@ -190,3 +190,26 @@ def test_a_number_read_by_a_method_of_a_trainer_the_step_calls(device, how):
         runs.append(out)
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"call {i}")
+
+
+@pytest.mark.parametrize("what", ["result", "in_place"])
+def test_work_the_step_hands_to_another_thread(device, what):
+    """A step that runs part of its work in a thread pool (``pool.submit(lambda: x * 2).result()``, or an in-place
+    update of a closure tensor there): eager computes it at every call.  Compiled before the fix: the other thread's
+    kernels were not recorded (rightly, for an unrelated thread), so the replay read the capture's result as a
+    constant (the first call's values at every call) and never updated the closure tensor."""
+    from concurrent.futures import ThreadPoolExecutor
+    runs = []
+    with ThreadPoolExecutor(1) as pool:
+        for compiled in (False, True):
+            w = torch.ones(4, device=device)
+
+            def fn(x):
+                if what == "result":
+                    return pool.submit(lambda: x * 2).result() + 1
+                pool.submit(lambda: w.add_(x.sum())).result()
+                return w * 2
+            f = torch.compile(fn) if compiled else fn
+            runs.append([f(_rand(device, 3, 4, seed=i)) for i in range(4)] + [w])
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"result {i}")

@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, symbolic as _sym
+from . import foreign as _foreign, hostrng as _hostrng, symbolic as _sym
 from .exc import Unsupported
 from .roots_state import check_late_grad, scheduler_counts
 from .results import ResultEncoding, _tensors_made
@@ -386,7 +386,7 @@ class Recorder(ResultEncoding):
         else:
             out = kernel(*args, **kwargs)
         if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
-            return out
+            return out if get_ident() == self.thread else _foreign.note(self, name, args, out, MUTATING) or out
         self._current = name
         if name in DATA_SHAPED:
             self.graph_break(f"'{name}' gives a shape that depends on the data")
@@ -666,6 +666,7 @@ class Recorder(ResultEncoding):
 
     def _resolve_pending(self) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
+        _foreign.check(self, arrays)
         owners: dict[int, Tensor] = {}
         for ref in gc.get_referrers(*[p[1] for p in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
