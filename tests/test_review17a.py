@@ -213,3 +213,47 @@ def test_work_the_step_hands_to_another_thread(device, what):
             runs.append([f(_rand(device, 3, 4, seed=i)) for i in range(4)] + [w])
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"result {i}")
+
+
+@pytest.mark.parametrize("kind", ["function", "module"])
+def test_another_thread_drawing_host_random_numbers_during_the_capture(device, kind):
+    """A data-producing thread draws Python random numbers (an augmentation) while the training thread's first call
+    captures: eager is unaffected.  Compiled before the fix: the capture saw Python's random state change (which it
+    cannot tell from the step's own draw through a name bound before it) and kept a graph break for that guard set:
+    every later call ran eagerly.  Now such a break is tried again at a later call."""
+    import random
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+    inside, drawn = threading.Event(), threading.Event()
+
+    def producer():
+        inside.wait(10)
+        random.random()
+        drawn.set()
+    threading.Thread(target=producer).start()
+
+    if kind == "function":
+        def fn(x):
+            y = m(x)
+            if not drawn.is_set():
+                inside.set()
+                drawn.wait(10)
+            return y * 2
+        f = torch.compile(fn)
+    else:
+        class Wait(nn.Module):
+            def forward(self, x):
+                if not drawn.is_set():
+                    inside.set()
+                    drawn.wait(10)
+                return x * 2
+        seq = nn.Sequential(m, Wait())
+        fn = seq
+        f = torch.compile(seq)
+    with torch.no_grad():
+        for i in range(4):
+            x = _rand(device, 3, 4, seed=i)
+            got = f(x)  # (first: the capture is the call the producer draws in)
+            _close(device, fn(x), got, f"call {i}")
+    replays = f.replays if kind == "function" else f._capture.replays
+    assert replays >= 2

@@ -56,7 +56,7 @@ from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleC
 from .explain import ExplainOutput, explain
 from .held import methods_named as _methods_named
 from .optim import _replays as _optim_replays
-from .replay import Mismatch, capture as _capture
+from .replay import RETRIES as _RETRIES, Mismatch, capture as _capture
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "FailOnRecompileLimitHit",
            "InvalidBackend", "ModuleCapture", "OptimizedModule", "RecompileError", "TorchDynamoException",
@@ -91,6 +91,7 @@ class CompiledFunction:
         self._states = False  # whether the code reads an attribute ``state`` (see guards.state_numbers)
         self._bases = False  # whether the code reads ``_base`` or ``_is_view`` of a tensor (see _lookup)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
+        self._retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -102,7 +103,7 @@ class CompiledFunction:
         self._warned = False
         self._stale = True
         self._lens.clear()
-        self._recaptures = 0
+        self._recaptures = self._retries = 0
         self._delayed[0] = False
         self._arg_identity = False
 
@@ -247,6 +248,9 @@ class CompiledFunction:
                                          self._root_key(args, kwargs))
         except CaptureBusy:
             return self._orig_fn(*args, **kwargs), False
+        if entry.retry and self._retries < _RETRIES:  # (another thread may have broken it: not kept)
+            self._retries += 1
+            return result, False
         if entry.arg_identity and not self._arg_identity:
             # the result returns an argument container itself: from now on containers are keyed by identity too
             # (this capture's replay would return the capture's container; see argtree.py)
@@ -357,4 +361,5 @@ def reset() -> None:
         mc.st = None
         mc.delayed[0] = False
         mc.warned = False
+        mc.retries = 0
     _optim_replays.clear()

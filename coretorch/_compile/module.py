@@ -23,7 +23,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from . import stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
-from .replay import _VAR, Mismatch, build_parts, check_process_state, process_state
+from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried
 
 
 class CompiledFunctionBackward(Node):
@@ -84,7 +84,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats")
+                 "hidden", "grad_repeats", "retry")
     forward: Any
     backward: Any
     breaks: Any
@@ -104,6 +104,7 @@ class _ModEntry:
     aliases: list  # (i, j, piece, det): output i is a view of output j, or a piece of one split (_output_aliases)
     hidden: list  # the (dtype, table) of the pieces' bases
     grad_repeats: list  # (i, j): the backward's gradient j is its gradient i (one tensor, as eager's node returns)
+    retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -222,6 +223,7 @@ class ModuleCapture:
         self.bases = False  # whether the forwards read a tensor's ``_base`` or storage (see BASE_NAMES)
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
+        self.retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
@@ -295,6 +297,9 @@ class ModuleCapture:
                 result, entry = self._capture(args, kwargs, lv, st, host_fusion)
         except CaptureBusy:
             return self.fn(*args, **kwargs), False
+        if entry.forward is None and entry.retry and self.retries < RETRIES:  # (see CompiledFunction)
+            self.retries += 1
+            return result, False
         self.cache[key] = entry
         if entry.forward is None:
             _logs.graph_break(self.fn, entry.breaks)
@@ -348,7 +353,7 @@ class ModuleCapture:
                 rec.finish(None, lv)
         finally:
             rec.remove()
-        entry.breaks, entry.launches = rec.breaks, rec.launches
+        entry.breaks, entry.launches, entry.retry = rec.breaks, rec.launches, retried(rec)
         if rec.breaks:
             return result, entry
         entry.single = single
