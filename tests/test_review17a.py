@@ -257,3 +257,33 @@ def test_another_thread_drawing_host_random_numbers_during_the_capture(device, k
             _close(device, fn(x), got, f"call {i}")
     replays = f.replays if kind == "function" else f._capture.replays
     assert replays >= 2
+
+
+def test_another_thread_during_a_capture_is_not_compiling():
+    """While one thread captures, another thread's ``torch.compiler.is_compiling()`` is False and it may use
+    ``set_stance`` (PyTorch's compile state is per thread).  Before the fix: the other thread saw True (code that
+    takes another path under compile took it there too) and ``set_stance`` raised ``RuntimeError: attempted to
+    set_stance in a torch.compile region``."""
+    inside, done = threading.Event(), threading.Event()
+    seen: dict = {}
+
+    def other():
+        inside.wait(10)
+        seen["compiling"] = torch.compiler.is_compiling()
+        try:
+            with torch.compiler.set_stance("eager_on_recompile"):
+                seen["stance"] = "set"
+        except RuntimeError as e:
+            seen["stance"] = str(e)
+        done.set()
+    t = threading.Thread(target=other)
+    t.start()
+
+    def fn(x):
+        seen["here"] = torch.compiler.is_compiling()
+        inside.set()
+        done.wait(10)
+        return x * 2
+    torch.compile(fn)(torch.ones(2))
+    t.join(10)
+    assert seen == {"here": True, "compiling": False, "stance": "set"}

@@ -41,6 +41,7 @@ replay into buffers allocated once per capture and reused across non-overlapping
 from __future__ import annotations
 
 import functools
+from threading import get_ident
 from types import MethodType as _MethodType
 import warnings
 from typing import Any, Callable
@@ -204,8 +205,9 @@ class CompiledFunction:
                                   self._host_fusion, self._fused)
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
-            return self._orig_fn(*args, **kwargs)  # (inside another capture: its kernels are recorded there)
+        rec = state["recorder"]  # (inside a capture of this thread: its kernels are recorded there)
+        if rec is not None and rec.thread == get_ident() or _stance.current[0].stance == "force_eager":
+            return self._orig_fn(*args, **kwargs)
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
         if entry is None:
@@ -349,7 +351,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
 
 
 def is_compiling() -> bool:
-    return state["recorder"] is not None
+    """Whether a capture records this thread (another thread's capture is not this thread's, as PyTorch's)."""
+    rec = state["recorder"]
+    return rec is not None and rec.thread == get_ident()
 
 
 def reset() -> None:

@@ -10,6 +10,7 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 from __future__ import annotations
 
 import re
+from threading import get_ident
 from typing import Any, Callable
 
 from ..autograd import run_backward as _run_backward
@@ -239,7 +240,8 @@ class ModuleCapture:
         return st
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
+        rec = state["recorder"]  # (inside a capture of this thread: see CompiledFunction)
+        if rec is not None and rec.thread == get_ident() or _stance.current[0].stance == "force_eager":
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
