@@ -20,21 +20,39 @@ from .hostrng import _LIBS
 _SMALL = 16  # the entries of lists, tuples and dicts looked into (larger ones: data, not helpers)
 
 
-def _plain(o: Any) -> bool:
-    """An instance of a class of the user's with attributes (not a class, a Python module, a module, an optimizer, a
-    tensor)."""
-    if not isinstance(getattr(o, "__dict__", None), dict) or isinstance(o, (type, ModuleType, Module, Optimizer,
-                                                                            Tensor, FunctionType)):
+_KIND: dict[type, int] = {}  # class -> what its instances hold (see _kind): decided once per class
+_NONE, _FUNCTION, _PARTIAL, _METHOD, _SEQUENCE, _DICT, _PLAIN, _STATE = range(8)
+
+
+def _kind(c: type) -> int:
+    k = _KIND.get(c)
+    if k is None:
+        if len(_KIND) > 1024:
+            _KIND.clear()
+        k = _KIND[c] = _STATE if issubclass(c, (Module, Optimizer, Tensor)) else _FUNCTION if c is FunctionType \
+            else _PARTIAL if issubclass(c, partial) else _METHOD if c is MethodType else \
+            _SEQUENCE if c in (list, tuple) else _DICT if c is dict else _PLAIN if _user_class(c) else _NONE
+    return k
+
+
+def _user_class(c: type) -> bool:
+    """A class of the user's code whose instances have attributes: not coretorch's, the standard library's or an
+    installed package's (a ``threading.Event``'s methods set its flag, a logger's its handlers), not a module, an
+    optimizer, a tensor or a class."""
+    if issubclass(c, (type, ModuleType, Module, Optimizer, Tensor)) or "__dict__" not in dir(c):
         return False
-    f = getattr(sys.modules.get(type(o).__module__), "__file__", None)
-    # (a class of the user's code: not coretorch's, the standard library's or an installed package's, a
-    # ``threading.Event``'s methods set its flag, a logger's its handlers)
+    f = getattr(sys.modules.get(c.__module__), "__file__", None)
     return isinstance(f, str) and not _internal(f) and not f.startswith(_LIBS)
 
 
-def _inside(o: Any) -> Any:
-    """What ``o`` holds that a call of it can reach (empty for anything else)."""
-    if isinstance(o, FunctionType):
+def _plain(o: Any) -> bool:
+    """An instance of a class of the user's with attributes (see _user_class)."""
+    return _kind(o.__class__) == _PLAIN
+
+
+def _inside(o: Any, k: int) -> Any:
+    """What ``o`` (of kind ``k``) holds that a call of it can reach."""
+    if k == _FUNCTION:
         if _internal(o.__code__.co_filename):
             return ()
         cells = []
@@ -44,34 +62,38 @@ def _inside(o: Any) -> Any:
             except ValueError:  # an empty cell
                 pass
         return (*cells, *(o.__defaults__ or ()), *(o.__kwdefaults__ or {}).values())
-    if isinstance(o, partial):
+    if k == _PARTIAL:
         return (o.func, *o.args, *o.keywords.values())
-    if isinstance(o, MethodType):
+    if k == _METHOD:
         return (o.__func__, o.__self__)
-    if isinstance(o, (list, tuple)) and len(o) <= _SMALL:
-        return o
-    if isinstance(o, dict) and len(o) <= _SMALL:
-        return tuple(o.values())
-    if _plain(o):
-        return tuple(vars(o).values())
-    return ()
+    if k == _SEQUENCE:
+        return o if len(o) <= _SMALL else ()
+    if k == _DICT:
+        return tuple(o.values()) if len(o) <= _SMALL else ()
+    d = getattr(o, "__dict__", None)
+    return tuple(d.values()) if isinstance(d, dict) else ()
 
 
 def held(objs: list) -> list:
     """The modules, optimizers and tensors inside the helpers and plain objects among ``objs`` (see the module
-    docstring), not those among ``objs`` themselves."""
+    docstring; those among ``objs`` too, where one holds another: the guards' state counts each once)."""
+    todo: list = []
+    kinds = _KIND
+    for o in objs:
+        k = kinds.get(o.__class__, -1)
+        if k < 0:
+            k = _kind(o.__class__)
+        if k and k != _STATE:
+            todo.extend([(v, 1) for v in _inside(o, k)])
     out: list = []
-    seen = {id(o) for o in objs}
-    todo = [(v, 1) for o in objs for v in _inside(o)]
-    while todo:
-        v, depth = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if isinstance(v, (Module, Optimizer, Tensor)):
+    for v, depth in todo:  # (grows as it goes: two levels down)
+        k = kinds.get(v.__class__, -1)
+        if k < 0:
+            k = _kind(v.__class__)
+        if k == _STATE:
             out.append(v)
-        elif depth:
-            todo.extend((w, depth - 1) for w in _inside(v))
+        elif k and depth:
+            todo.extend([(w, 0) for w in _inside(v, k)])
     return out
 
 
