@@ -287,3 +287,38 @@ def test_another_thread_during_a_capture_is_not_compiling():
     torch.compile(fn)(torch.ones(2))
     t.join(10)
     assert seen == {"here": True, "compiling": False, "stance": "set"}
+
+
+class _GradInside(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.head = nn.Linear(4, 8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.enc(x).relu()
+        with torch.enable_grad():
+            return self.head(h)
+
+
+def test_a_compiled_module_with_enable_grad_inside_called_under_no_grad(device):
+    """A module whose forward runs its head under ``torch.enable_grad()``, called under ``torch.no_grad()``: eager's
+    output requires grad (the head's graph) and a backward fills the head's ``.grad``.  Compiled before the fix: the
+    capture recorded no backward as grad mode was off after the forward, so the replayed output had no graph
+    (``requires_grad`` False, the backward raised)."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _GradInside().to(device)
+        f = torch.compile(m) if compiled else m
+        out = []
+        for i in range(4):
+            m.zero_grad()
+            with torch.no_grad():
+                y = f(_rand(device, 3, 4, seed=i))
+            assert y.requires_grad and y.grad_fn is not None
+            y.pow(2).sum().backward()
+            out += [y.detach(), m.head.weight.grad.clone(), m.head.bias.grad.clone()]
+            assert m.enc.weight.grad is None
+        runs.append(out)
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"result {i}")

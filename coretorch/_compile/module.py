@@ -341,7 +341,7 @@ class ModuleCapture:
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
             bw_src = None
-            if not rec.breaks and _grad_state.enabled and need:
+            if not rec.breaks and need:  # (under no_grad too: an enable_grad block of the forward made them)
                 if len(need) != len(outs):
                     rec.breaks.append("some outputs of the forward do not require grad")
                 else:
