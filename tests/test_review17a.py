@@ -322,3 +322,32 @@ def test_a_compiled_module_with_enable_grad_inside_called_under_no_grad(device):
         runs.append(out)
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"result {i}")
+
+
+def test_a_busy_unrelated_thread_past_the_noted_results_breaks_only_for_a_while(device, monkeypatch):
+    """Past the results of other threads a capture notes (``foreign._MAX``), an array the step reads without a known
+    source may be another thread's: that capture is a graph break, but only another thread may have caused it, so a
+    later call captures again and replays (a busy inference thread must not keep a training step eager)."""
+    from coretorch._compile import foreign
+    monkeypatch.setattr(foreign, "_MAX", 0)
+    t = torch.ones(3, 4, device=device)
+    h = _Holder(_Holder(_Holder(_Holder(t))))  # (deeper than the roots look: read by its array)
+    inside, done = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait(10)
+        torch.ones(2, device=device) * 2  # an unrelated kernel during the capture
+        done.set()
+    threading.Thread(target=other).start()
+
+    def fn(x):
+        if not done.is_set():
+            inside.set()
+            done.wait(10)
+        return h.inner.inner.inner.inner + x
+    f = torch.compile(fn)
+    for i in range(5):
+        x = _rand(device, 3, 4, seed=i)
+        got = f(x)  # (first: the capture is the call the other thread runs in)
+        _close(device, fn(x), got, f"call {i}")
+    assert f.replays >= 2

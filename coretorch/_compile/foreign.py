@@ -27,6 +27,10 @@ def check(rec: Any, arrays: dict) -> None:
     """A graph break where one of the arrays the step read without a known source (``arrays``: id -> (line, array,
     variable), see ``Recorder._resolve_pending``) is another thread's result."""
     d = rec.__dict__.get("foreign", {})
-    if any(d.get(k) is v[1] for k, v in arrays.items()) or arrays and rec.__dict__.get("foreign_lost"):
+    hit = any(d.get(k) is v[1] for k, v in arrays.items())
+    if hit or arrays and rec.__dict__.get("foreign_lost"):
+        first = not rec.breaks
         rec.graph_break("the step read a tensor another thread computed during its capture (work handed to a thread: "
                         "`pool.submit(fn).result()`), which a replay would read as the capture's constant")
+        if not hit and first:  # (maybe only a busy unrelated thread: tried again at a later call, see replay.RETRIES)
+            rec.retry = len(rec.breaks)
