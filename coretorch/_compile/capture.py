@@ -386,7 +386,7 @@ class Recorder(ResultEncoding):
         else:
             out = kernel(*args, **kwargs)
         if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
-            return out if get_ident() == self.thread else _foreign.note(self, name, args, out, MUTATING) or out
+            return out if get_ident() == self.thread else _foreign.note(self, name, args, out, MUTATING)
         self._current = name
         if name in DATA_SHAPED:
             self.graph_break(f"'{name}' gives a shape that depends on the data")

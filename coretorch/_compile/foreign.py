@@ -11,8 +11,8 @@ from typing import Any
 _MAX = 4096  # results noted per capture; past it, any array the step reads without a known source breaks
 
 
-def note(rec: Any, name: str, args: tuple, out: Any, mutating: frozenset) -> None:
-    """Another thread's launch of ``name`` during ``rec``'s capture."""
+def note(rec: Any, name: str, args: tuple, out: Any, mutating: frozenset) -> Any:
+    """Another thread's launch of ``name`` during ``rec``'s capture; its result ``out``."""
     if name in mutating and not rec.breaks and any(id(a) in rec.owner or id(a) in rec.var for a in args):
         rec.breaks.append(f"another thread's kernel '{name}' wrote into an array of the step during its capture (work "
                           "handed to a thread), which a replay would not repeat")
@@ -21,6 +21,7 @@ def note(rec: Any, name: str, args: tuple, out: Any, mutating: frozenset) -> Non
         d[id(out)] = out  # (kept until the capture ends, so the id stays this array's)
     else:
         rec.foreign_lost = True
+    return out
 
 
 def check(rec: Any, arrays: dict) -> None:

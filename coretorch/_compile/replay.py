@@ -161,7 +161,7 @@ def check_process_state(rec: Recorder, before: tuple) -> None:
     if len(rec.breaks) > n == 0 and max(threads, threading.active_count()) > 1:
         # (another thread may have drawn or changed it meanwhile: a data-producing thread's random augmentation;
         # such a call runs eagerly and a later one captures again, a few times, see RETRIES)
-        rec.retry = len(rec.breaks)
+        rec.__dict__["retry"] = len(rec.breaks)
 
 
 RETRIES = 3  # captures tried again per compiled callable where only another thread may have broken the graph
