@@ -351,3 +351,27 @@ def test_a_busy_unrelated_thread_past_the_noted_results_breaks_only_for_a_while(
         got = f(x)  # (first: the capture is the call the other thread runs in)
         _close(device, fn(x), got, f"call {i}")
     assert f.replays >= 2
+
+
+def test_a_gradient_norm_of_a_model_held_deeper_than_the_guards_look(device):
+    """A compiled gradient norm of a model reached through three plain objects, called after each eager backward
+    (``zero_grad()`` puts new gradient tensors there): eager reads this call's gradients.  Compiled before the fix:
+    the capture found the gradients by their arrays only, and its replay read the capture's gradient tensors (the
+    first call's norm at every call); now that is a graph break."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(4, 3).to(device)
+        h = _Holder(_Holder(_Holder(m)))
+
+        def norm():
+            return torch.stack([p.grad.norm() for p in h.inner.inner.inner.parameters()]).sum()
+        f = torch.compile(norm) if compiled else norm
+        out = []
+        for i in range(4):
+            m.zero_grad()
+            m(_rand(device, 2, 4, seed=i)).pow(2).sum().backward()
+            out.append(f())
+        runs.append(out)
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"call {i}")

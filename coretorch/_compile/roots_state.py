@@ -4,6 +4,7 @@ and where they stand (advancing one is a graph break), the live LR schedulers' c
 bound before the capture is a graph break), and the gradients of tensors the capture found only by their arrays."""
 from __future__ import annotations
 
+import gc
 import operator
 from typing import Any
 
@@ -75,9 +76,17 @@ def check_late_grad(rec: Any, t: Tensor, read: dict) -> None:
     a helper function's closure or a trainer object, ``lambda x: step(x)``), has a ``.grad`` the step made or changed
     (its array made by a recorded kernel, or among those the step read: accumulated in place).  A replay loads such a
     tensor's array but writes back the state of the tracked tensors only: it left ``.grad`` as the capture's, and the
-    optimizer stepped with that stale gradient at every call."""
+    optimizer stepped with that stale gradient at every call.  Also where ``t`` is such a tensor's ``.grad`` (a
+    gradient norm of a model held deeper than the roots look): a replay read the capture's gradient tensor."""
     g = t._grad
     if g is not None and (id(g._data) in rec.var or id(g._data) in read):
         rec.graph_break(f"the step changes the .grad of a {tuple(t.shape)} tensor it reaches other than through "
                         "its arguments, closure, globals and their modules and optimizers (a model held by a helper "
                         "function's closure or by an object's attribute), which a replay would not write")
+    elif any((r.__dict__ if isinstance(r, Tensor) else r if r.__class__ is dict else {}).get("_grad") is t
+             for r in gc.get_referrers(t)):  # (its holder: the tensor, or its __dict__ where not inlined)
+        # (t is such a tensor's .grad: the replay would read the capture's gradient tensor, not the one a later
+        # backward puts there)
+        rec.graph_break(f"the step reads the .grad of a {tuple(t.shape)} tensor it reaches other than through its "
+                        "arguments, closure, globals and their modules and optimizers, which a replay would read "
+                        "from the capture's gradient")
