@@ -29,9 +29,13 @@ def check(rec: Any, arrays: dict) -> None:
     variable), see ``Recorder._resolve_pending``) is another thread's result."""
     d = rec.__dict__.get("foreign", {})
     hit = any(d.get(k) is v[1] for k, v in arrays.items())
-    if hit or arrays and rec.__dict__.get("foreign_lost"):
-        first = not rec.breaks
-        rec.graph_break("the step read a tensor another thread computed during its capture (work handed to a thread: "
-                        "`pool.submit(fn).result()`), which a replay would read as the capture's constant")
-        if not hit and first:  # (maybe only a busy unrelated thread: tried again at a later call, see replay.RETRIES)
-            rec.retry = len(rec.breaks)
+    why = ("the step read a tensor another thread computed during its capture (work handed to a thread: "
+           "`pool.submit(fn).result()`), which a replay would read as the capture's constant")
+    if hit:
+        rec.graph_break(why)
+    elif arrays and rec.__dict__.get("foreign_lost"):
+        # (maybe only a busy unrelated thread: no Unsupported under fullgraph=True, and tried again at a later
+        # call, see replay.RETRIES)
+        if not rec.breaks:
+            rec.retry = 1
+        rec.breaks.append(why)

@@ -150,17 +150,19 @@ def check_process_state(rec: Recorder, before: tuple) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
     repeat the number, and leave the mode as it finds it."""
     rng, modes, threads = before
-    n = len(rec.breaks)
+    # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
+    # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
+    # fullgraph=True raises no Unsupported for it
+    maybe = not rec.breaks and max(threads, threading.active_count()) > 1
+    brk = rec.breaks.append if maybe else rec.graph_break
     if host_rng_state() != rng:
-        rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
-                        "through a name bound before the capture: `from random import random`; a seed of "
-                        "`torch.seed()`), which a replay would repeat")
+        brk("the call drew a host random number (Python's random or numpy's global generator, also through a name "
+            "bound before the capture: `from random import random`; a seed of `torch.seed()`), which a replay would "
+            "repeat")
     if _modes() != modes:
-        rec.graph_break("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, "
-                        "`set_default_dtype`, `use_deterministic_algorithms`...), which a replay would not repeat")
-    if len(rec.breaks) > n == 0 and max(threads, threading.active_count()) > 1:
-        # (another thread may have drawn or changed it meanwhile: a data-producing thread's random augmentation;
-        # such a call runs eagerly and a later one captures again, a few times, see RETRIES)
+        brk("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, `set_default_dtype`, "
+            "`use_deterministic_algorithms`...), which a replay would not repeat")
+    if maybe and rec.breaks:
         rec.__dict__["retry"] = len(rec.breaks)
 
 
