@@ -376,3 +376,32 @@ def test_a_gradient_norm_of_a_model_held_deeper_than_the_guards_look(device):
         runs.append(out)
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"call {i}")
+
+
+def test_a_compiled_training_method_of_a_plain_trainer_class(device):
+    """``@torch.compile`` on the ``step`` method of a plain trainer class (not a module) holding ``self.model`` and
+    ``self.opt``: eager trains.  Compiled before the fix: the instance is an argument, whose model the roots did not
+    show, so the replay never wrote the parameters' ``.grad`` (the optimizer stepped with the capture's gradient)."""
+    class Trainer:
+        def __init__(self, compiled):
+            torch.manual_seed(0)
+            self.model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)
+
+        def step(self, x):
+            self.opt.zero_grad()
+            loss = self.model(x).pow(2).mean()
+            loss.backward()
+            self.opt.step()
+            return loss.detach()
+
+    class Compiled(Trainer):
+        step = torch.compile(Trainer.step)
+
+    runs = []
+    for t in (Trainer(False), Compiled(True)):
+        losses = [t.step(_rand(device, 3, 4, seed=i)) for i in range(5)]
+        runs.append(losses + [p.detach().clone() for p in t.model.parameters()])
+    assert Compiled.step.replays >= 2
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"result {i}")
