@@ -405,3 +405,40 @@ def test_a_compiled_training_method_of_a_plain_trainer_class(device):
     assert Compiled.step.replays >= 2
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"result {i}")
+
+
+class _Scale:
+    def __init__(self):
+        self.scale = 1.0
+
+    def run(self, x):
+        return x * self.scale
+
+
+class _UsesScale:
+    def __init__(self):
+        self.helper = _Scale()
+
+    def step(self, x):
+        return self.helper.run(x) + 1
+
+
+@pytest.mark.parametrize("how", ["bound_method", "closure"])
+def test_a_number_read_by_a_method_of_an_object_the_trainer_holds(device, how):
+    """``torch.compile(t.step)`` (or ``lambda x: t.step(x)``) where ``step`` calls ``self.helper.run(x)``, which
+    reads ``self.scale``: eager uses the new number after ``t.helper.scale = 3.0``.  Compiled before the fix: the
+    names the guards fingerprint did not include those read by the methods of the objects the step reaches, so the
+    replay kept the captured 1.0."""
+    runs = []
+    for compiled in (False, True):
+        t = _UsesScale()
+        fn = t.step if how == "bound_method" else (lambda x: t.step(x))
+        f = torch.compile(fn) if compiled else fn
+        out = []
+        for i in range(6):
+            if i == 3:
+                t.helper.scale = 3.0
+            out.append(f(_rand(device, 3, 4, seed=i)))
+        runs.append(out)
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"call {i}")

@@ -55,7 +55,7 @@ from .config import config, live_functions as _live, live_modules as _live_modul
 from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, \
     compile_in_place
 from .explain import ExplainOutput, explain
-from .held import methods_named as _methods_named
+from .held import method_names as _method_names
 from .optim import _replays as _optim_replays
 from .replay import RETRIES as _RETRIES, Mismatch, capture as _capture
 
@@ -128,9 +128,10 @@ class CompiledFunction:
         if self._gnames is None or self._stale:
             self._stale = False
             self._gnames = _guards.global_names(self._orig_fn)
-            an = _guards.attribute_names(self._orig_fn)  # (and those of the methods it calls on argument objects)
-            self._anames = tuple(sorted({*an, *[n for m in _methods_named((*args, *kwargs.values()), an)
-                                                for n in _guards.attribute_names(m)]}))
+            # (and those the methods it calls on argument objects and the objects it reaches read: see held.py)
+            objs = [*args, *kwargs.values(), *_guards.roots(self._orig_fn, args, kwargs, self._gnames)]
+            self._anames = tuple(sorted(_method_names(objs, _guards.attribute_names(self._orig_fn),
+                                                      _guards.attribute_names)))
             self._groups = "param_groups" in self._anames
             self._states = "state" in self._anames
             self._bases = not _BASE_NAMES.isdisjoint(self._anames)

@@ -109,3 +109,24 @@ def methods_named(objs: Any, names: Any) -> list:
                 if isinstance(m, FunctionType) and not _internal(m.__code__.co_filename):
                     out.append(m)
     return out
+
+
+def method_names(objs: list, names: Any, attribute_names: Any) -> set:
+    """``names`` (the names a step's code reads) with those read by the methods among them of the plain objects among
+    ``objs`` (its arguments and roots) and, two levels down, of the plain objects their attributes hold
+    (``self.helper.run(x)`` reading ``self.scale``): the attributes the guards fingerprint (a replay reused the
+    number).  ``attribute_names``: guards.attribute_names."""
+    names = set(names)
+    seen: list = []
+    level = [o for o in objs if _plain(o) and not callable(o)]
+    for _ in range(3):
+        seen += level
+        for _ in range(3):  # (a method calling another method of its object)
+            new = {n for m in methods_named(seen, names) for n in attribute_names(m)} - names
+            if not new:
+                break
+            names |= new
+        level = [v for o in level for v in vars(o).values() if _plain(v) and not callable(v)]
+        if not level:
+            break
+    return names
