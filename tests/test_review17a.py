@@ -442,3 +442,27 @@ def test_a_number_read_by_a_method_of_an_object_the_trainer_holds(device, how):
         runs.append(out)
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"call {i}")
+
+
+def test_fork_rng_forks_a_device_generator_first_used_inside_the_block(device, monkeypatch):
+    """``with torch.random.fork_rng(device_type=...)`` around a device's first random op, in a compiled function or
+    not: on exit the device's generator is back where it was (PyTorch forks every device of the type), so the draw
+    after the block repeats the one inside.  Before the fix only the default generators already made were saved: one
+    first used inside the block was not restored (eager and compiled calls then disagreed depending on which ran
+    first)."""
+    from coretorch.ops import random as _r
+    dev = torch.device(device)
+    x = torch.ones(64, device=device)
+    for compiled in (False, True):
+        table_dev = torch._backend.get_table(dev).device
+        monkeypatch.delitem(_r._defaults, table_dev, raising=False)  # (as in a fresh process: no generator yet)
+        torch.manual_seed(5)
+
+        def fn(x):
+            with torch.random.fork_rng(device_type=dev.type):
+                a = torch.rand(x.shape, device=x.device)
+            return a, torch.rand(x.shape, device=x.device)
+        f = torch.compile(fn) if compiled else fn
+        a, b = f(x)
+        _close(device, a, b, f"compiled={compiled}")
+        monkeypatch.undo()
