@@ -466,3 +466,53 @@ def test_fork_rng_forks_a_device_generator_first_used_inside_the_block(device, m
         a, b = f(x)
         _close(device, a, b, f"compiled={compiled}")
         monkeypatch.undo()
+
+
+def test_a_capture_building_its_replay_while_another_thread_captures(device, monkeypatch):
+    """Thread A's capture has run its call and builds its replay (planning and fusion read the device's kernel tables
+    and compiler hooks) when thread B starts a capture.  Before the fix A had released the capture lock, so B
+    patched the tables under A's build: A planned no temporaries (its kernels were not the tables' entries any more)
+    and, where it planned some, raised ``AttributeError: 'function' object has no attribute 'empty_like'`` (B's
+    wrapper in place of the ``compile_out`` hook) after its step had run.  Now B's call runs eagerly meanwhile."""
+    from coretorch._compile import replay
+    build = replay.build
+    b_inside, a_built = threading.Event(), threading.Event()
+    errors: list = []
+
+    def slow_build(*a, **k):
+        if threading.current_thread() is not threading.main_thread():
+            return build(*a, **k)
+        t = threading.Thread(target=other)
+        t.start()
+        assert b_inside.wait(10)
+        try:
+            return build(*a, **k)
+        finally:
+            a_built.set()
+            t.join(10)
+
+    def g(x):
+        b_inside.set()
+        a_built.wait(10)
+        return x * 3
+
+    def other():
+        try:
+            torch.compile(g)(torch.ones(4, device=device))
+        except Exception as e:  # (reported below)
+            errors.append(e)
+    w = torch.ones(4, 4, device=device)
+
+    def fn(x):
+        return ((x @ w).exp() * 2 - x @ w).tanh().sum()
+    x = _rand(device, 4, 4)
+    alone = torch.compile(fn)
+    alone(x)
+    monkeypatch.setattr(replay, "build", slow_build)
+    f = torch.compile(fn)
+    got = f(x)
+    monkeypatch.undo()
+    assert not errors, errors
+    assert f.planned == alone.planned and f.launches == alone.launches
+    _close(device, fn(x), got, "result")
+    _close(device, fn(x), f(x), "replay")

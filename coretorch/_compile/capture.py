@@ -41,6 +41,7 @@ from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, symbolic as _sym
 from .exc import Unsupported
+from .declining import on_copies as _on_copies
 from .roots_state import check_late_grad, scheduler_counts
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
@@ -603,7 +604,9 @@ class Recorder(ResultEncoding):
                        _optim.register_optimizer_step_post_hook(self.segment_end))
         state["recorder"] = self
 
-    def remove(self) -> None:
+    def remove(self, release: bool = True) -> None:
+        """Undo the patches; ``release=False`` keeps the lock until release() (after the replay's build, which reads
+        the kernel tables another thread's capture would patch)."""
         for obj, name, orig in reversed(self._saved):
             setattr(obj, name, orig)
         self._saved.clear()
@@ -611,6 +614,10 @@ class Recorder(ResultEncoding):
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+        if release:
+            self.release()
+
+    def release(self) -> None:
         if self.__dict__.pop("_locked", False):
             _CAPTURE_LOCK.release()
 
@@ -732,41 +739,6 @@ def _subclasses(cls: type) -> list:
         out.append(c)
         todo.extend(c.__subclasses__())
     return out
-
-
-def table_of(name: str, kernel: Callable) -> Any:
-    """The device kernel table whose entry ``name`` is ``kernel`` (None outside every table)."""
-    return next((t for t in _backend._tables.values() if t.__dict__.get(name) is kernel), None)
-
-
-def _on_copies(name: str, kernel: Callable, types: tuple) -> Callable:
-    """A declining kernel (``DECLINING``) for a replay: where it declines its operands (a parameter's data replaced
-    by a view of another layout since the capture) it runs on contiguous copies that are then written back, which
-    gives what eager's other path gives (the kernels' contract: the same results as the composite or foreach step);
-    False only where it declines those too (nothing written)."""
-    def run(*args):
-        if kernel(*args):
-            return True
-        table = table_of(name, kernel)  # (looked up now: while recording, the entries are the recording wrappers)
-        if table is None:
-            return False
-        copied: list = []
-
-        def copy(a):
-            if isinstance(a, list):
-                return [copy(x) for x in a]
-            if isinstance(a, types):
-                c = table.contiguous(a)
-                if c is not a:
-                    copied.append((a, c))
-                return c
-            return a
-        if not kernel(*[copy(a) for a in args]):
-            return False
-        for a, c in copied:
-            table.assign_(a, c)
-        return True
-    return run
 
 
 def _memory_of(a: Any) -> Any:

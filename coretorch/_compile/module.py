@@ -308,8 +308,14 @@ class ModuleCapture:
         return result, True
 
     def _capture(self, args, kwargs, lv, st, host_fusion):
-        modules, params, buffers, plain = st[:4]
         rec = Recorder(self.fullgraph)
+        try:
+            return self._recorded(rec, args, kwargs, lv, st, host_fusion)
+        finally:
+            rec.release()  # (held until the replay is built: see Recorder.remove)
+
+    def _recorded(self, rec, args, kwargs, lv, st, host_fusion):
+        modules, params, buffers, plain = st[:4]
         _find_hab_users()
         rec.install()
         entry = _ModEntry()
@@ -354,7 +360,7 @@ class ModuleCapture:
             if not rec.breaks:
                 rec.finish(None, lv)
         finally:
-            rec.remove()
+            rec.remove(release=False)
         entry.breaks, entry.launches, entry.retry = rec.breaks, rec.launches, retried(rec)
         if rec.breaks:
             return result, entry

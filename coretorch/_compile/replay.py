@@ -237,8 +237,16 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
     ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
     guards.check_module_writes)."""
-    modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    try:
+        return _capture(rec, fn, args, kwargs, lv, st, host_fusion, root_key)
+    finally:
+        rec.release()  # (held until the replay is built: see Recorder.remove)
+
+
+def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple,
+             host_fusion: bool | None, root_key: Callable[[], tuple] | None) -> tuple[Any, _Entry]:
+    modules, params, buffers, plain = st[:4]
     rec.host_fusion = hostfuse.requested(host_fusion)
     # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
     rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
@@ -274,7 +282,7 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
                             "reads, which a replay would not repeat")
         result_src = rec.finish(result, lv)
     finally:
-        rec.remove()
+        rec.remove(release=False)
     if rec.breaks:
         entry = _Entry(None, "", rec.breaks, rec.launches)
         entry.retry = retried(rec)
