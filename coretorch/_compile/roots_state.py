@@ -71,22 +71,27 @@ def scheduler_counts() -> dict[int, tuple]:
     return {id(s): (getattr(s, "last_epoch", None), getattr(s, "_step_count", None)) for s in list(_lr_live)}
 
 
-def check_late_grad(rec: Any, t: Tensor, read: dict) -> None:
-    """A graph break where ``t``, a tensor the roots did not show (found by its array: a parameter of a model held by
-    a helper function's closure or a trainer object, ``lambda x: step(x)``), has a ``.grad`` the step made or changed
-    (its array made by a recorded kernel, or among those the step read: accumulated in place).  A replay loads such a
-    tensor's array but writes back the state of the tracked tensors only: it left ``.grad`` as the capture's, and the
-    optimizer stepped with that stale gradient at every call.  Also where ``t`` is such a tensor's ``.grad`` (a
-    gradient norm of a model held deeper than the roots look): a replay read the capture's gradient tensor."""
-    g = t._grad
-    if g is not None and (id(g._data) in rec.var or id(g._data) in read):
-        rec.graph_break(f"the step changes the .grad of a {tuple(t.shape)} tensor it reaches other than through "
-                        "its arguments, closure, globals and their modules and optimizers (a model held by a helper "
-                        "function's closure or by an object's attribute), which a replay would not write")
-    elif any((r.__dict__ if isinstance(r, Tensor) else r if r.__class__ is dict else {}).get("_grad") is t
-             for r in gc.get_referrers(t)):  # (its holder: the tensor, or its __dict__ where not inlined)
-        # (t is such a tensor's .grad: the replay would read the capture's gradient tensor, not the one a later
-        # backward puts there)
-        rec.graph_break(f"the step reads the .grad of a {tuple(t.shape)} tensor it reaches other than through its "
-                        "arguments, closure, globals and their modules and optimizers, which a replay would read "
-                        "from the capture's gradient")
+def check_late_grads(rec: Any, ts: list, read: dict) -> None:
+    """A graph break where a tensor among ``ts``, those the roots did not show (found by their arrays: a parameter of
+    a model held deeper than the roots look), has a ``.grad`` the step made or changed (its array made by a recorded
+    kernel, or among those the step read: accumulated in place).  A replay loads such a tensor's array but writes
+    back the state of the tracked tensors only: it left ``.grad`` as the capture's, and the optimizer stepped with that
+    stale gradient at every call.  Also where one is such a tensor's ``.grad`` (a gradient norm of a model held deeper
+    than the roots look): a replay read the capture's gradient tensor."""
+    for t in ts:
+        g = t._grad
+        if g is not None and (id(g._data) in rec.var or id(g._data) in read):
+            rec.graph_break(f"the step changes the .grad of a {tuple(t.shape)} tensor it reaches other than through "
+                            "its arguments, closure, globals and their modules and optimizers (a model held by a "
+                            "helper function's closure or by an object's attribute), which a replay would not write")
+            return
+    if not ts:
+        return
+    ids = {id(t) for t in ts}
+    for r in gc.get_referrers(*ts):  # (their holders, found at once: the tensor, or its __dict__ where not inlined)
+        g = (r.__dict__ if isinstance(r, Tensor) else r if r.__class__ is dict else {}).get("_grad")
+        if g is not None and id(g) in ids:
+            rec.graph_break(f"the step reads the .grad of a {tuple(g.shape)} tensor it reaches other than through its "
+                            "arguments, closure, globals and their modules and optimizers, which a replay would read "
+                            "from the capture's gradient")
+            return
