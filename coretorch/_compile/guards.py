@@ -184,7 +184,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
             except ValueError:  # an empty cell
                 pass
         objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
-    objs.extend(_held(objs))  # (the models and optimizers of helpers and plain objects: see held.py)
+    objs.extend(_held(objs[1:]))  # (the models and optimizers of helpers and plain objects: see held.py)
     subs = None
     for o in objs if not args else (*args, *objs):
         if isinstance(o, Tensor) and o.__class__ not in _CORE_TENSORS:  # a user Tensor subclass (an argument's,

@@ -42,6 +42,8 @@ def _user_class(c: type) -> bool:
     if issubclass(c, (type, ModuleType, Module, Optimizer, Tensor)) or "__dict__" not in dir(c):
         return False
     f = getattr(sys.modules.get(c.__module__), "__file__", None)
+    if f is None:  # (a notebook's or an interactive session's __main__: the user's)
+        return c.__module__ == "__main__"
     return isinstance(f, str) and not _internal(f) and not f.startswith(_LIBS)
 
 
