@@ -516,3 +516,35 @@ def test_a_capture_building_its_replay_while_another_thread_captures(device, mon
     assert f.planned == alone.planned and f.launches == alone.launches
     _close(device, fn(x), got, "result")
     _close(device, fn(x), f(x), "replay")
+
+
+def test_a_step_that_takes_its_batch_from_a_queue(device):
+    """A consumer step that takes its batch out of a ``queue.Queue`` a producer thread fills (``x = q.get()`` inside
+    the compiled function): eager trains on each batch.  Compiled before the fix: the batch tensor died in the call,
+    so the capture read its array as a constant of the step and every replay trained on the first batch again."""
+    import queue
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        q: queue.Queue = queue.Queue()
+
+        def producer():
+            for i in range(5):
+                q.put(_rand(device, 3, 4, seed=i))
+        t = threading.Thread(target=producer)
+        t.start()
+        t.join()
+
+        def step():
+            x = q.get()
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = torch.compile(step) if compiled else step
+        runs.append([f() for _ in range(5)] + [p.detach().clone() for p in m.parameters()])
+    for i, (a, b) in enumerate(zip(*runs)):
+        _close(device, a, b, f"result {i}")

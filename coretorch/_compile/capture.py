@@ -42,7 +42,7 @@ from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, symbolic as _sym
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
-from .roots_state import check_late_grads, scheduler_counts
+from .roots_state import check_late_grads, check_orphans, scheduler_counts
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
 
@@ -697,9 +697,10 @@ class Recorder(ResultEncoding):
                 self.lines[i] = f"{v} = {c}._data"
                 # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
                 self.checks.append(f"if TKEY({c}) != {self.const(_tensor_key(t))}: raise MISMATCH(False)")
-            else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
+            else:  # an array no tensor owns: a constant of the step (index arrays made from shapes, a cached mask)
                 self.lines[i] = f"{v} = {self.const(a)}"
         check_late_grads(self, [t for k, t in owners.items() if k not in states], arrays)
+        check_orphans(self, [a for k, (_, a, _) in arrays.items() if k not in owners and k not in states], arrays)
 
 
 def _tensor_key(t: Tensor) -> tuple:

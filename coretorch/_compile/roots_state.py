@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import operator
+from types import FrameType
 from typing import Any
 
 from ..optim._lr_base import live as _lr_live
@@ -94,4 +95,24 @@ def check_late_grads(rec: Any, ts: list, read: dict) -> None:
             rec.graph_break(f"the step reads the .grad of a {tuple(g.shape)} tensor it reaches other than through its "
                             "arguments, closure, globals and their modules and optimizers, which a replay would read "
                             "from the capture's gradient")
+            return
+
+
+def check_orphans(rec: Any, orphans: list, pending: dict) -> None:
+    """A graph break where an array the step read without a known source (``orphans``, no tensor owns it after the
+    call) is held by nothing but the recording: its tensor existed before the call and died in it, taken out of a
+    container the guards do not fingerprint (``x = batches.get()`` of a ``queue.Queue``), so eager reads another
+    tensor at the next call where a replay read the capture's array as a constant.  (Arrays core code keeps, a
+    cached mask, are held by their cache.)"""
+    if not orphans:
+        return
+    inner = {id(orphans), id(rec.keep), id(rec.pending), id(rec.consts), *map(id, rec.pending),
+             *map(id, pending.values())}
+    for _, _, args, kwargs, _ in rec.info.values():  # (a launch's operands, nested lists of them)
+        inner.update((id(args), id(kwargs), *[id(x) for x in (*args, *kwargs.values()) if isinstance(x, list)]))
+    for a in orphans:
+        if not any(id(r) not in inner and not isinstance(r, FrameType) for r in gc.get_referrers(a)):
+            rec.graph_break(f"the step read a {tuple(getattr(a, 'shape', ()))} tensor that existed before the call "
+                            "and that nothing holds after it (taken out of a container: `queue.get()`), which a "
+                            "replay would read as the capture's constant")
             return
