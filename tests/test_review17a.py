@@ -518,10 +518,12 @@ def test_a_capture_building_its_replay_while_another_thread_captures(device, mon
     _close(device, fn(x), f(x), "replay")
 
 
-def test_a_step_that_takes_its_batch_from_a_queue(device):
+@pytest.mark.parametrize("returned", [False, True])
+def test_a_step_that_takes_its_batch_from_a_queue(device, returned):
     """A consumer step that takes its batch out of a ``queue.Queue`` a producer thread fills (``x = q.get()`` inside
-    the compiled function): eager trains on each batch.  Compiled before the fix: the batch tensor died in the call,
-    so the capture read its array as a constant of the step and every replay trained on the first batch again."""
+    the compiled function), and returns it too or not: eager trains on each batch.  Compiled before the fix: the
+    batch tensor died in the call (or lived in the result only), so the capture read its array as a constant of the
+    step and every replay trained on the first batch again."""
     import queue
     runs = []
     for compiled in (False, True):
@@ -543,8 +545,10 @@ def test_a_step_that_takes_its_batch_from_a_queue(device):
             loss = m(x).pow(2).mean()
             loss.backward()
             opt.step()
-            return loss.detach()
+            return (loss.detach(), x) if returned else loss.detach()
         f = torch.compile(step) if compiled else step
-        runs.append([f() for _ in range(5)] + [p.detach().clone() for p in m.parameters()])
+        outs = [f() for _ in range(5)]
+        runs.append([o for out in outs for o in (out if returned else (out,))] +
+                    [p.detach().clone() for p in m.parameters()])
     for i, (a, b) in enumerate(zip(*runs)):
         _close(device, a, b, f"result {i}")

@@ -666,12 +666,12 @@ class Recorder(ResultEncoding):
             return "None"
         self.write_back()
         if self.pending:
-            self._resolve_pending()
+            self._resolve_pending(result)
         made: dict[int, list] = {}
         src = self._encode_result(result, args, made)
         return _tensors_made(src, list(made.values())) if made else src
 
-    def _resolve_pending(self) -> None:
+    def _resolve_pending(self, result: Any = None) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
         _foreign.check(self, arrays)
         owners: dict[int, Tensor] = {}
@@ -700,7 +700,7 @@ class Recorder(ResultEncoding):
             else:  # an array no tensor owns: a constant of the step (index arrays made from shapes, a cached mask)
                 self.lines[i] = f"{v} = {self.const(a)}"
         check_late_grads(self, [t for k, t in owners.items() if k not in states], arrays)
-        check_orphans(self, [a for k, (_, a, _) in arrays.items() if k not in owners and k not in states], arrays)
+        check_orphans(self, arrays, owners, states, result)
 
 
 def _tensor_key(t: Tensor) -> tuple:

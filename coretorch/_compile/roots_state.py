@@ -98,21 +98,44 @@ def check_late_grads(rec: Any, ts: list, read: dict) -> None:
             return
 
 
-def check_orphans(rec: Any, orphans: list, pending: dict) -> None:
-    """A graph break where an array the step read without a known source (``orphans``, no tensor owns it after the
-    call) is held by nothing but the recording: its tensor existed before the call and died in it, taken out of a
-    container the guards do not fingerprint (``x = batches.get()`` of a ``queue.Queue``), so eager reads another
-    tensor at the next call where a replay read the capture's array as a constant.  (Arrays core code keeps, a
-    cached mask, are held by their cache.)"""
-    if not orphans:
+def check_orphans(rec: Any, pending: dict, owners: dict, states: dict, result: Any) -> None:
+    """A graph break where an array the step read without a known source (``pending``: id -> (line, array, variable))
+    that no tensor owns after the call, or the tensor that owns one (``owners``, not an optimizer's state among
+    ``states``), is held by nothing but the recording and the call's result: its tensor existed before the call and
+    left what held it, taken out of a container the guards do not fingerprint (``x = batches.get()`` of a
+    ``queue.Queue``), so eager reads another tensor at the next call where a replay read the capture's as a
+    constant.  (Arrays core code keeps, a cached mask, are held by their cache; the parameters of a model held deeper
+    than the roots look, by their module.)"""
+    orphans = [a for k, (_, a, _) in pending.items() if k not in owners and k not in states]
+    late = [t for k, t in owners.items() if k not in states]
+    todo = (*orphans, *late)
+    if not todo:
         return
-    inner = {id(orphans), id(rec.keep), id(rec.pending), id(rec.consts), *map(id, rec.pending),
-             *map(id, pending.values())}
+    inner = {id(todo), id(orphans), id(late), id(owners), id(rec.keep), id(rec.pending), id(rec.consts),
+             *map(id, rec.pending), *map(id, pending.values()), *_containers(result)}
     for _, _, args, kwargs, _ in rec.info.values():  # (a launch's operands, nested lists of them)
         inner.update((id(args), id(kwargs), *[id(x) for x in (*args, *kwargs.values()) if isinstance(x, list)]))
-    for a in orphans:
-        if not any(id(r) not in inner and not isinstance(r, FrameType) for r in gc.get_referrers(a)):
+    for a in todo:
+        if not _held_elsewhere(a, inner):
             rec.graph_break(f"the step read a {tuple(getattr(a, 'shape', ()))} tensor that existed before the call "
-                            "and that nothing holds after it (taken out of a container: `queue.get()`), which a "
-                            "replay would read as the capture's constant")
+                            "and that nothing holds after it but the result (taken out of a container: "
+                            "`queue.get()`), which a replay would read as the capture's constant")
             return
+
+
+def _held_elsewhere(a: Any, inner: set) -> bool:
+    """Whether something besides ``inner`` (the recording's, the result's containers), frames and its own tensor's
+    ``__dict__`` refers to ``a`` (a plain loop: a generator over ``a`` would hold it in a cell)."""
+    for r in gc.get_referrers(a):
+        if id(r) in inner or isinstance(r, FrameType) or r.__class__ is dict and r.get("_data") is a:
+            continue
+        return True
+    return False
+
+
+def _containers(obj: Any, depth: int = 3) -> list:
+    """The ids of the tuples, lists and dicts of a call's result (those holding a tensor it returns)."""
+    if not depth or not isinstance(obj, (tuple, list, dict)):
+        return []
+    vals = obj.values() if isinstance(obj, dict) else obj
+    return [id(obj), *[i for v in vals for i in _containers(v, depth - 1)]]
