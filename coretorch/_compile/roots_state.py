@@ -115,22 +115,24 @@ def check_orphans(rec: Any, pending: dict, owners: dict, states: dict, result: A
              *map(id, rec.pending), *map(id, pending.values()), *_containers(result)}
     for _, _, args, kwargs, _ in rec.info.values():  # (a launch's operands, nested lists of them)
         inner.update((id(args), id(kwargs), *[id(x) for x in (*args, *kwargs.values()) if isinstance(x, list)]))
+    held = _held_elsewhere(todo, inner)
     for a in todo:
-        if not _held_elsewhere(a, inner):
+        if id(a) not in held:
             rec.graph_break(f"the step read a {tuple(getattr(a, 'shape', ()))} tensor that existed before the call "
                             "and that nothing holds after it but the result (taken out of a container: "
                             "`queue.get()`), which a replay would read as the capture's constant")
             return
 
 
-def _held_elsewhere(a: Any, inner: set) -> bool:
-    """Whether something besides ``inner`` (the recording's, the result's containers), frames and its own tensor's
-    ``__dict__`` refers to ``a`` (a plain loop: a generator over ``a`` would hold it in a cell)."""
-    for r in gc.get_referrers(a):
-        if id(r) in inner or isinstance(r, FrameType) or r.__class__ is dict and r.get("_data") is a:
-            continue
-        return True
-    return False
+def _held_elsewhere(objs: tuple, inner: set) -> set:
+    """The ids of those of ``objs`` something refers to besides ``inner`` (the recording's, the result's containers)
+    and frames (one walk of the heap for them all)."""
+    ids = {id(o) for o in objs}
+    held: set = set()
+    for r in gc.get_referrers(*objs):
+        if id(r) not in inner and not isinstance(r, FrameType):
+            held.update(i for i in map(id, gc.get_referents(r)) if i in ids)
+    return held
 
 
 def _containers(obj: Any, depth: int = 3) -> list:
