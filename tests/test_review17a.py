@@ -518,12 +518,14 @@ def test_a_capture_building_its_replay_while_another_thread_captures(device, mon
     _close(device, fn(x), f(x), "replay")
 
 
-@pytest.mark.parametrize("returned", [False, True])
-def test_a_step_that_takes_its_batch_from_a_queue(device, returned):
+@pytest.mark.parametrize("how", ["consumed", "returned", "kept"])
+def test_a_step_that_takes_its_batch_from_a_queue(device, how):
     """A consumer step that takes its batch out of a ``queue.Queue`` a producer thread fills (``x = q.get()`` inside
-    the compiled function), and returns it too or not: eager trains on each batch.  Compiled before the fix: the
-    batch tensor died in the call (or lived in the result only), so the capture read its array as a constant of the
-    step and every replay trained on the first batch again."""
+    the compiled function), and returns it too, or the producer keeps a reference too: eager trains on each batch.
+    Compiled before the fix: the capture read the batch by its array as a tensor of the step (it died in the call, or
+    lived in the result or the producer's list only), and every replay trained on the first batch again."""
+    returned = how == "returned"
+    history: list = []
     import queue
     runs = []
     for compiled in (False, True):
@@ -535,6 +537,8 @@ def test_a_step_that_takes_its_batch_from_a_queue(device, returned):
         def producer():
             for i in range(5):
                 q.put(_rand(device, 3, 4, seed=i))
+                if how == "kept":
+                    history.append(q.queue[-1])
         t = threading.Thread(target=producer)
         t.start()
         t.join()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque as _deque
+from queue import Queue as _Queue
 import dis
 import numbers as _numbers
 from os import _Environ
@@ -254,8 +255,9 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return tuple(vars(o)["_data"].items())
     if isinstance(o, (set, bytearray)):
         return mutable_key(o)
-    if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
-        return (o.maxlen, contents(list(o), names, None, depth))
+    if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
+        # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)
+        return (getattr(o, "maxlen", None), contents(list(getattr(o, "queue", o)), names, None, depth))
     if isinstance(o, list):
         n = len(o)
         if n > most:
