@@ -257,7 +257,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return mutable_key(o)
     if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
         # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)
-        return (getattr(o, "maxlen", None), contents(list(getattr(o, "queue", o)), names, None, depth))
+        return (getattr(o, "maxlen", None), contents(list(o.queue if isinstance(o, _Queue) else o), names, None, depth))
     if isinstance(o, list):
         n = len(o)
         if n > most:
