@@ -6,7 +6,7 @@ import functools
 from . import _compile
 from .nn.modules.module import Module as _Module
 from ._compile.backends import get_default_backend, list_backends, set_default_backend
-from ._compile.capture import state as _capture_state, varying_read as _break  # (this thread's capture breaks)
+from ._compile.capture import varying_read as _break  # (this thread's capture breaks)
 from ._compile.stance import set_stance
 
 __all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset", "allow_in_graph", "assume_constant_result",
@@ -46,8 +46,8 @@ def graph_break(msg: str = "") -> None:
 
 
 def is_compiling() -> bool:
-    """True while coretorch.compile records a capture run."""
-    return _capture_state["recorder"] is not None
+    """True while coretorch.compile records a capture run in this thread."""
+    return _compile.is_compiling()
 
 
 is_dynamo_compiling = is_compiling

@@ -5,6 +5,7 @@ import contextlib
 import warnings
 from typing import Iterator
 
+from . import _backend
 from .ops.random import (Generator, default_for as _default_for, default_generator, get_rng_state,
                          initial_seed, manual_seed, seed, set_rng_state)
 
@@ -17,7 +18,8 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
              device_type: str = "opencl") -> Iterator[None]:
     """Run the block with the generators' states forked: on exit the cpu default generator and the default
     generators of ``devices`` (device indices or names of ``device_type``; None: every ``device_type`` device
-    whose default generator is in use) get back the states they had on entry."""
+    in use, whose kernel table is made: its default generator too where the block is its first use) get back the
+    states they had on entry."""
     if not enabled:
         yield
         return
@@ -27,8 +29,10 @@ def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _dev
             warnings.warn(f"coretorch has no '{device_type}' devices: fork_rng forks the cpu generator only",
                           stacklevel=3)
         gens = []
-    elif devices is None:
-        gens = [g for d, g in list(_r._defaults.items()) if d.type == device_type]
+    elif devices is None:  # (those whose kernel table is made too: a generator first used inside the block)
+        tables = {t.device: t for t in list(_backend._tables.values()) if t.device.type == device_type}
+        gens = [_default_for(t) for t in tables.values()]
+        gens += [g for d, g in list(_r._defaults.items()) if d.type == device_type and d not in tables]
     else:
         gens = [_default_for(d if not isinstance(d, int) else f"{device_type}:{d}") for d in devices]
     cpu = _default_for()

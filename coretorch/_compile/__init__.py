@@ -45,6 +45,7 @@ replay into buffers allocated once per capture and reused across non-overlapping
 from __future__ import annotations
 
 import functools
+from threading import get_ident
 from types import MethodType as _MethodType
 import warnings
 from typing import Any, Callable
@@ -59,8 +60,9 @@ from .config import config, live_functions as _live, live_modules as _live_modul
 from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, \
     compile_in_place
 from .explain import ExplainOutput, explain
+from .held import method_names as _method_names
 from .optim import _replays as _optim_replays
-from .replay import Mismatch, capture as _capture
+from .replay import RETRIES as _RETRIES, Mismatch, capture as _capture
 
 __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOutput", "FailOnRecompileLimitHit",
            "InvalidBackend", "ModuleCapture", "OptimizedModule", "RecompileError", "TorchDynamoException",
@@ -85,6 +87,9 @@ class CompiledFunction:
         self._eager = False
         self._warned = False
         self._gnames: list | None = None
+        # the code's names are read again at the next call after a reset (helpers rebound): a flag, not _gnames = None,
+        # as a reset from another thread must not leave a call running here without them
+        self._stale = False
         self._anames: tuple = ()  # attribute names the function's code reads (see guards.attribute_names)
         self._lens: dict = {}  # id(list among the roots) -> its length when first seen (see guards.contents)
         self._append_names: frozenset = frozenset()  # names the code only appends to (see guards.append_names)
@@ -92,6 +97,7 @@ class CompiledFunction:
         self._states = False  # whether the code reads an attribute ``state`` (see guards.state_numbers)
         self._bases = False  # whether the code reads ``_base`` or ``_is_view`` of a tensor (see _lookup)
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
+        self._retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
         functools.update_wrapper(self, fn, updated=())
         _live.add(self)
@@ -101,9 +107,9 @@ class CompiledFunction:
         self._state.clear()
         self._eager = False
         self._warned = False
-        self._gnames = None
+        self._stale = True
         self._lens.clear()
-        self._recaptures = 0
+        self._recaptures = self._retries = 0
         self._delayed[0] = False
         self._arg_identity = False
 
@@ -124,9 +130,13 @@ class CompiledFunction:
         return _guards.appended(self._orig_fn, args, kwargs, self._gnames, self._append_names)
 
     def _lookup(self, args: tuple, kwargs: dict):
-        if self._gnames is None:
+        if self._gnames is None or self._stale:
+            self._stale = False
             self._gnames = _guards.global_names(self._orig_fn)
-            self._anames = _guards.attribute_names(self._orig_fn)
+            # (and those the methods it calls on argument objects and the objects it reaches read: see held.py)
+            objs = [*args, *kwargs.values(), *_guards.roots(self._orig_fn, args, kwargs, self._gnames)]
+            self._anames = tuple(sorted(_method_names(objs, _guards.attribute_names(self._orig_fn),
+                                                      _guards.attribute_names)))
             self._groups = "param_groups" in self._anames
             self._states = "state" in self._anames
             self._bases = not _BASE_NAMES.isdisjoint(self._anames)
@@ -203,8 +213,9 @@ class CompiledFunction:
                                   self._host_fusion, self._fused)
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
-            return self._orig_fn(*args, **kwargs)  # (inside another capture: its kernels are recorded there)
+        rec = state["recorder"]  # (inside a capture of this thread: its kernels are recorded there)
+        if rec is not None and rec.thread == get_ident() or _stance.current[0].stance == "force_eager":
+            return self._orig_fn(*args, **kwargs)
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
         if entry is None:
@@ -253,6 +264,9 @@ class CompiledFunction:
             entry = None
         if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self._orig_fn(*args, **kwargs), False
+        if entry.retry and self._retries < _RETRIES:  # (another thread may have broken it: not kept)
+            self._retries += 1
+            return result, False
         if entry.arg_identity and not self._arg_identity:
             # the result returns an argument container itself: from now on containers are keyed by identity too
             # (this capture's replay would return the capture's container; see argtree.py)
@@ -351,7 +365,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic=None, backend
 
 
 def is_compiling() -> bool:
-    return state["recorder"] is not None
+    """Whether a capture records this thread (another thread's capture is not this thread's, as PyTorch's)."""
+    rec = state["recorder"]
+    return rec is not None and rec.thread == get_ident()
 
 
 def reset() -> None:
@@ -363,4 +379,5 @@ def reset() -> None:
         mc.st = None
         mc.delayed[0] = False
         mc.warned = False
+        mc.retries = 0
     _optim_replays.clear()

@@ -39,9 +39,11 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym, versions as _versions
+from . import foreign as _foreign, hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym
+from . import versions as _versions
 from .exc import Unsupported
-from .roots_state import scheduler_counts
+from .declining import on_copies as _on_copies
+from .roots_state import check_late_grads, check_orphans, scheduler_counts
 from .results import ResultEncoding, _tensors_made
 from .symbolic import Sym
 
@@ -385,7 +387,7 @@ class Recorder(ResultEncoding):
         else:
             out = kernel(*args, **kwargs)
         if not self.active or self.breaks or get_ident() != self.thread:  # another thread's ops are not the step's
-            return out
+            return out if get_ident() == self.thread else _foreign.note(self, name, args, out, MUTATING)
         self._current = name
         if name in DATA_SHAPED:
             self.graph_break(f"'{name}' gives a shape that depends on the data")
@@ -607,7 +609,9 @@ class Recorder(ResultEncoding):
                        _optim.register_optimizer_step_post_hook(self.segment_end))
         state["recorder"] = self
 
-    def remove(self) -> None:
+    def remove(self, release: bool = True) -> None:
+        """Undo the patches; ``release=False`` keeps the lock until release() (after the replay's build, which reads
+        the kernel tables another thread's capture would patch)."""
         for obj, name, orig in reversed(self._saved):
             setattr(obj, name, orig)
         self._saved.clear()
@@ -615,6 +619,10 @@ class Recorder(ResultEncoding):
             h.remove()
         state["recorder"] = None
         _sym._active[0] = None
+        if release:
+            self.release()
+
+    def release(self) -> None:
         if self.__dict__.pop("_locked", False):
             _CAPTURE_LOCK.release()
 
@@ -663,13 +671,14 @@ class Recorder(ResultEncoding):
             return "None"
         self.write_back()
         if self.pending:
-            self._resolve_pending()
+            self._resolve_pending(result)
         made: dict[int, list] = {}
         src = self._encode_result(result, args, made)
         return _tensors_made(src, list(made.values())) if made else src
 
-    def _resolve_pending(self) -> None:
+    def _resolve_pending(self, result: Any = None) -> None:
         arrays = {id(a): (i, a, v) for i, a, v in self.pending}
+        _foreign.check(self, arrays)
         owners: dict[int, Tensor] = {}
         for ref in gc.get_referrers(*[p[1] for p in self.pending]):
             if isinstance(ref, Tensor) and id(ref._data) in arrays and id(ref._data) not in owners:
@@ -693,8 +702,10 @@ class Recorder(ResultEncoding):
                 self.lines[i] = f"{v} = {c}._data"
                 # its shape, dtype and device are no guard: checked first (``t.data = other``: eagerly then)
                 self.checks.append(f"if TKEY({c}) != {self.const(_tensor_key(t))}: raise MISMATCH(False)")
-            else:  # an array no tensor owns: a constant of the step (index arrays made from shapes)
+            else:  # an array no tensor owns: a constant of the step (index arrays made from shapes, a cached mask)
                 self.lines[i] = f"{v} = {self.const(a)}"
+        check_late_grads(self, [t for k, t in owners.items() if k not in states], arrays)
+        check_orphans(self, arrays, owners, states, result)
 
 
 def _tensor_key(t: Tensor) -> tuple:
@@ -734,41 +745,6 @@ def _subclasses(cls: type) -> list:
         out.append(c)
         todo.extend(c.__subclasses__())
     return out
-
-
-def table_of(name: str, kernel: Callable) -> Any:
-    """The device kernel table whose entry ``name`` is ``kernel`` (None outside every table)."""
-    return next((t for t in _backend._tables.values() if t.__dict__.get(name) is kernel), None)
-
-
-def _on_copies(name: str, kernel: Callable, types: tuple) -> Callable:
-    """A declining kernel (``DECLINING``) for a replay: where it declines its operands (a parameter's data replaced
-    by a view of another layout since the capture) it runs on contiguous copies that are then written back, which
-    gives what eager's other path gives (the kernels' contract: the same results as the composite or foreach step);
-    False only where it declines those too (nothing written)."""
-    def run(*args):
-        if kernel(*args):
-            return True
-        table = table_of(name, kernel)  # (looked up now: while recording, the entries are the recording wrappers)
-        if table is None:
-            return False
-        copied: list = []
-
-        def copy(a):
-            if isinstance(a, list):
-                return [copy(x) for x in a]
-            if isinstance(a, types):
-                c = table.contiguous(a)
-                if c is not a:
-                    copied.append((a, c))
-                return c
-            return a
-        if not kernel(*[copy(a) for a in args]):
-            return False
-        for a, c in copied:
-            table.assign_(a, c)
-        return True
-    return run
 
 
 def _memory_of(a: Any) -> Any:

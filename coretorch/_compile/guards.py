@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque as _deque
+from queue import Queue as _Queue
 import dis
 import numbers as _numbers
 from os import _Environ
@@ -22,6 +23,7 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
+from .held import held as _held, methods_named as _methods_named
 from .strides import loose
 from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
                         hooks_key as _hooks_key, param_hooks as _param_hooks, user_attrs)
@@ -187,6 +189,7 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
             except ValueError:  # an empty cell
                 pass
         objs.extend(d[n] for d, n in (global_names(f) if gnames is None else gnames) if n in d)
+    objs.extend(_held(objs[1:]))  # (the models and optimizers of helpers and plain objects: see held.py)
     subs = None
     for o in objs if not args else (*args, *objs):
         if isinstance(o, Tensor) and o.__class__ not in _CORE_TENSORS:  # a user Tensor subclass (an argument's,
@@ -256,8 +259,9 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return tuple(vars(o)["_data"].items())
     if isinstance(o, (set, bytearray)):
         return mutable_key(o)
-    if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
-        return (o.maxlen, contents(list(o), names, None, depth))
+    if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
+        # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)
+        return (getattr(o, "maxlen", None), contents(list(o.queue if isinstance(o, _Queue) else o), names, None, depth))
     if isinstance(o, list):
         n = len(o)
         if n > most:
@@ -362,7 +366,8 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     if "get_last_lr" in names:  # a scheduler's getter: what it returns is the attribute
         names.add("_last_lr")
     if depth:
-        for v in _helpers(f, names):
+        hs = _helpers(f, names)
+        for v in (*hs, *_methods_named(hs, tuple(names))):  # (t.step(x): the attributes the trainer's step reads)
             if not isinstance(v, _FunctionType) and _config_like(v) and _callable_object(v):
                 v = v.__class__.__call__  # a callable object: the attributes its __call__ reads
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):

@@ -10,6 +10,7 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 from __future__ import annotations
 
 import re
+from threading import get_ident
 from typing import Any, Callable
 
 from ..autograd import run_backward as _run_backward
@@ -23,7 +24,7 @@ from . import argtree as _argtree, backends as _backends, guards as _guards, log
 from . import stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
-from .replay import _VAR, Mismatch, build_parts, check_process_state, process_state
+from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried
 
 
 class CompiledFunctionBackward(Node):
@@ -90,7 +91,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats", "grad_views", "grad_passed")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry")
     forward: Any
     backward: Any
     breaks: Any
@@ -112,6 +113,7 @@ class _ModEntry:
     grad_repeats: list  # (i, j): the backward's gradient j is its gradient i (one tensor, as eager's node returns)
     grad_views: frozenset  # the positions of the gradients that were views in eager (copied, as the engine does)
     grad_passed: list  # (j, i): the backward's gradient j is the output gradient i itself (returned as that tensor)
+    retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -230,6 +232,7 @@ class ModuleCapture:
         self.bases = False  # whether the forwards read a tensor's ``_base`` or storage (see BASE_NAMES)
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
+        self.retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
@@ -245,7 +248,8 @@ class ModuleCapture:
         return st
 
     def __call__(self, *args, **kwargs):
-        if state["recorder"] is not None or _stance.current[0].stance == "force_eager":
+        rec = state["recorder"]  # (inside a capture of this thread: see CompiledFunction)
+        if rec is not None and rec.thread == get_ident() or _stance.current[0].stance == "force_eager":
             return self.fn(*args, **kwargs)
         st = self._state()
         lv = _guards.leaves(args, kwargs)
@@ -309,14 +313,23 @@ class ModuleCapture:
             entry = None
         if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
             return self.fn(*args, **kwargs), False
+        if entry.forward is None and entry.retry and self.retries < RETRIES:  # (see CompiledFunction)
+            self.retries += 1
+            return result, False
         self.cache[key] = entry
         if entry.forward is None:
             _logs.graph_break(self.fn, entry.breaks)
         return result, True
 
     def _capture(self, args, kwargs, lv, st, host_fusion):
-        modules, params, buffers, plain = st[:4]
         rec = Recorder(self.fullgraph)
+        try:
+            return self._recorded(rec, args, kwargs, lv, st, host_fusion)
+        finally:
+            rec.release()  # (held until the replay is built: see Recorder.remove)
+
+    def _recorded(self, rec, args, kwargs, lv, st, host_fusion):
+        modules, params, buffers, plain = st[:4]
         _find_hab_users()
         rec.install()
         entry = _ModEntry()
@@ -348,7 +361,7 @@ class ModuleCapture:
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
             bw_src = None
-            if not rec.breaks and _grad_state.enabled and need:
+            if not rec.breaks and need:  # (under no_grad too: an enable_grad block of the forward made them)
                 if len(need) != len(outs):
                     rec.breaks.append("some outputs of the forward do not require grad")
                 else:
@@ -362,8 +375,8 @@ class ModuleCapture:
             if not rec.breaks:
                 rec.finish(None, lv)
         finally:
-            rec.remove()
-        entry.breaks, entry.launches = rec.breaks, rec.launches
+            rec.remove(release=False)
+        entry.breaks, entry.launches, entry.retry = rec.breaks, rec.launches, retried(rec)
         if rec.breaks:
             return result, entry
         entry.single = single

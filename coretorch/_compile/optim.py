@@ -32,7 +32,8 @@ from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
 from . import hostfuse as _hostfuse, replay as _replay
-from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself, table_of
+from .capture import CaptureBusy, Path, Recorder, _find_hab_users, _itself
+from .declining import table_of
 from .config import config
 from .symbolic import Sym
 
@@ -136,6 +137,12 @@ class OptimizerReplay:
         if busy:  # (out of the except block: an exception of the step is not chained to CaptureBusy)
             opt.step()
             return
+        try:
+            self._recorded(rec, opt, keys)
+        finally:
+            rec.release()  # (held until the replay is built: see Recorder.remove)
+
+    def _recorded(self, rec: Recorder, opt: Any, keys: dict) -> None:
         swapped: list = []
         try:
             self._track(rec, opt, swapped)
@@ -145,7 +152,7 @@ class OptimizerReplay:
         finally:
             for g, k, v in swapped:
                 g[k] = v
-            rec.remove()
+            rec.remove(release=False)
         if rec.breaks or rec.escape:
             self.why, self.tries = (rec.breaks or [rec.escape])[0], 1 << 30
         elif _state_keys(opt) != keys:

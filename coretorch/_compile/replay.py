@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -144,20 +145,35 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
 def process_state() -> tuple:
     """The host random state (see :mod:`.hostrng`) and the global modes and settings (:mod:`.modes`), before a
     capture runs the function (see :func:`check_process_state`)."""
-    return host_rng_state(), _modes()
+    return host_rng_state(), _modes(), threading.active_count()
 
 
 def check_process_state(rec: Recorder, before: tuple) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
     repeat the number, and leave the mode as it finds it."""
-    rng, modes = before
+    rng, modes, threads = before
+    # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
+    # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
+    # fullgraph=True raises no Unsupported for it
+    maybe = not rec.breaks and max(threads, threading.active_count()) > 1
+    brk = rec.breaks.append if maybe else rec.graph_break
     if host_rng_state() != rng:
-        rec.graph_break("the call drew a host random number (Python's random or numpy's global generator, also "
-                        "through a name bound before the capture: `from random import random`; a seed of "
-                        "`torch.seed()`), which a replay would repeat")
+        brk("the call drew a host random number (Python's random or numpy's global generator, also through a name "
+            "bound before the capture: `from random import random`; a seed of `torch.seed()`), which a replay would "
+            "repeat")
     if _modes() != modes:
-        rec.graph_break("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, "
-                        "`set_default_dtype`, `use_deterministic_algorithms`...), which a replay would not repeat")
+        brk("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, `set_default_dtype`, "
+            "`use_deterministic_algorithms`...), which a replay would not repeat")
+    if maybe and rec.breaks:
+        rec.__dict__["retry"] = len(rec.breaks)
+
+
+RETRIES = 3  # captures tried again per compiled callable where only another thread may have broken the graph
+
+
+def retried(rec: Recorder) -> bool:
+    """Whether the only breaks of a capture are those check_process_state saw with other threads running."""
+    return rec.__dict__.get("retry") == len(rec.breaks)
 
 
 def _watch_outer_graphs(rec: Recorder, tensors: list) -> list:
@@ -206,7 +222,7 @@ def _unwatch(watched: list) -> None:
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity", "retry")
 
     def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
                  planned: tuple = (0, 0), hosted: int = 0):
@@ -215,6 +231,7 @@ class _Entry:
         self.planned = planned  # (temporaries written into pool buffers, buffers): see plan.py
         self.hosted = hosted  # launches run as a host-fusion provider's kernels: see hostfuse.py
         self.arg_identity = False  # the result returns an argument container itself: see argtree.py
+        self.retry = False  # a graph break only another thread may have caused (see check_process_state)
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
@@ -222,8 +239,16 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
     ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
     guards.check_module_writes)."""
-    modules, params, buffers, plain = st[:4]
     rec = Recorder(fullgraph)
+    try:
+        return _capture(rec, fn, args, kwargs, lv, st, host_fusion, root_key)
+    finally:
+        rec.release()  # (held until the replay is built: see Recorder.remove)
+
+
+def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple,
+             host_fusion: bool | None, root_key: Callable[[], tuple] | None) -> tuple[Any, _Entry]:
+    modules, params, buffers, plain = st[:4]
     rec.host_fusion = hostfuse.requested(host_fusion)
     # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
     rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
@@ -264,9 +289,11 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
                             "reads, which a replay would not repeat")
         result_src = rec.finish(result, lv)
     finally:
-        rec.remove()
+        rec.remove(release=False)
     if rec.breaks:
-        return result, _Entry(None, "", rec.breaks, rec.launches)
+        entry = _Entry(None, "", rec.breaks, rec.launches)
+        entry.retry = retried(rec)
+        return result, entry
     replay, src = build(rec, result_src, host_fusion)
     entry = _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
     entry.arg_identity = rec.arg_identity

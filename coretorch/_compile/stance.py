@@ -15,6 +15,7 @@ allows skipping them, which could only make results wrong).
 from __future__ import annotations
 
 import functools
+from threading import get_ident
 from typing import Any, Callable
 
 from .backends import _check_backend
@@ -44,7 +45,8 @@ current = [DEFAULT]  # (a list: read as current[0] by every compiled call)
 
 
 def _install(st: CompilerStance) -> CompilerStance:
-    if _capture_state["recorder"] is not None:
+    rec = _capture_state["recorder"]
+    if rec is not None and rec.thread == get_ident():  # (this thread's capture: another thread may set it meanwhile)
         raise RuntimeError("attempted to set_stance in a torch.compile region")
     prior = current[0]
     current[0] = st

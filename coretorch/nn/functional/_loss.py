@@ -353,8 +353,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def _capturing() -> bool:
-    from ..._compile.capture import state  # (imported on use: compile imports nn)
-    return state["recorder"] is not None
+    from ..._compile import is_compiling  # (imported on use: compile imports nn)
+    return is_compiling()
 
 
 class NllLossBackward0(Node):
