@@ -124,7 +124,7 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
+        return (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
             _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
@@ -268,12 +268,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        own: Any = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+        own: Any = tuple([(v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
                            _entry(v, names, depth) for v in o]) + tail
     elif isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        own = tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+        own = tuple([(k, (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
                           _entry(v, names, depth)) for k, v in o.items()])
     else:
         own = None
@@ -297,12 +297,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+            out.append((n, (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
                         _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
-                out.append((n, v))
+                out.append((n, v.__class__, v))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -329,8 +329,8 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     out: list = []
     for o in objs:
         c = o.__class__
-        if c in _SCALAR_SET:
-            out.append(o if o or c is not float else _sc(o))
+        if c in _SCALAR_SET:  # (by class too: 2, 2.0 and True are equal keys but promote differently)
+            out.append((c, o if o or c is not float else _sc(o)))
         else:
             out.append(id(o))
             if _opened(o):
@@ -458,8 +458,8 @@ def group_numbers(opts: list) -> tuple:
     """The Python numbers (and tuples: ``betas``) of the optimizers' param groups, for a function whose code reads
     ``param_groups`` itself (``return loss, opt.param_groups[0]["lr"]``, a branch on the lr): the replay would
     reuse the captured number (the optimizer's own step reads them as inputs, see :mod:`.optim`)."""
-    return tuple([tuple([(k, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or v.__class__ is tuple])
-                  for o in opts for g in o.param_groups])
+    return tuple([tuple([(k, v.__class__, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or
+                         v.__class__ is tuple]) for o in opts for g in o.param_groups])
 
 
 def state_numbers(opts: list) -> tuple:
@@ -468,7 +468,7 @@ def state_numbers(opts: list) -> tuple:
     stores there): the replay would reuse the captured number.  The state's tensors are loaded at their place (see
     capture.Recorder._resolve_pending)."""
     scalars = _SCALAR_SET
-    return tuple([(id(p), k, v) for o in opts for p, d in list(o.state.items()) if isinstance(d, dict)
+    return tuple([(id(p), k, v.__class__, v) for o in opts for p, d in list(o.state.items()) if isinstance(d, dict)
                   for k, v in d.items() if v.__class__ in scalars])
 
 
@@ -634,8 +634,8 @@ def _module_numbers(modules: list) -> tuple:
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
     scalars = _SCALAR_SET
-    vals = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else _object_key(v, e[4])
-                  for v in [d.get(k) for d, k in e[2]]])
+    vals = tuple([(v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
+                  _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals

@@ -40,7 +40,9 @@ def _sc(v: Any) -> Any:
 
 
 def _value(v: Any) -> Any:
-    return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else id(v)
+    """A Python number, string or None by its class and value (2, 2.0 and True are equal, but a tensor op promotes
+    each differently), anything else by identity."""
+    return (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else id(v)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
@@ -64,7 +66,7 @@ def mutable_key(o: Any) -> Any:
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
     if isinstance(o, bytearray):
         return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
-    return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])
+    return len(o) if len(o) > 1024 else tuple(map(_value, o))
 
 
 def param_hooks(params: list) -> tuple:

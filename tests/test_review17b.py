@@ -1,0 +1,78 @@
+"""Review 17b of coretorch.compile: dtypes, Python scalars and type promotion in compiled code: numbers whose type
+changes between calls (2, 2.0, True, numpy scalars, 0-d tensors), integer/bool/half/double tensors through
+compiled steps, the default dtype, casts and dtype checks, NaN/inf/-0.0 semantics.  Each test runs the same calls
+eagerly and compiled and compares dtypes and values (bitwise on cpu)."""
+from __future__ import annotations
+
+import functools
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+def _same(e, c):
+    assert c.dtype == e.dtype and c.shape == e.shape
+    assert c.tolist() == e.tolist()
+
+
+SCALE = 2
+
+
+def _by_global(x):
+    return x * SCALE
+
+
+class _Cfg:
+    pass
+
+
+def test_a_number_the_step_reads_changing_its_type_but_not_its_value(device):
+    """A number the step reads (a global, a config object's attribute, a dict or list entry, a closure cell, a
+    module attribute, a partial's argument) changed from 2 to 2.0 or from 1 to True: eager promotes each differently
+    (int64 * 2 -> int64, int64 * 2.0 -> float32, bool * True -> bool, bool * 1 -> int64).  The guards keyed the
+    numbers by value, and 2 == 2.0 == True-ish keys matched: the replay gave the int64 result for 2.0."""
+    global SCALE
+    x = torch.arange(4, device=device)
+    b = torch.tensor([True, False, True], device=device)
+    cf = torch.compile(_by_global)
+    for s in (2, 2.0, 2):
+        SCALE = s
+        _same(_by_global(x), cf(x))
+    cfg = _Cfg()
+    d: dict = {}
+    lst = [0]
+    s = 1
+
+    def by_attr(t):
+        return t * cfg.s
+
+    def by_dict(t):
+        return t * d["s"]
+
+    def by_list(t):
+        return t * lst[0]
+
+    def by_cell(t):
+        return t * s
+
+    def by_arg(t, k):
+        return t * k
+
+    mod = nn.Module()
+
+    def by_module(t):
+        return t * mod.k
+    fns = [by_attr, by_dict, by_list, by_cell, by_module]
+    compiled = [torch.compile(f) for f in fns]
+    for s in (1, 1.0, True, 1):
+        cfg.s = d["s"] = lst[0] = mod.k = s
+        for f, c in zip(fns, compiled):
+            for t in (x, b):
+                _same(f(t), c(t))
+        part = torch.compile(functools.partial(by_arg, k=s))
+        for t in (x, b):
+            _same(by_arg(t, s), part(t))
+    cp = torch.compile(lambda t, f: f(t))
+    for s in (1, 1.0, True):
+        f = functools.partial(by_arg, k=s)
+        _same(by_arg(b, s), cp(b, f))
