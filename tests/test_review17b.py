@@ -76,3 +76,40 @@ def test_a_number_the_step_reads_changing_its_type_but_not_its_value(device):
     for s in (1, 1.0, True):
         f = functools.partial(by_arg, k=s)
         _same(by_arg(b, s), cp(b, f))
+
+
+class _K:
+    S = 1
+
+
+def _by_class(t):
+    return t * _K.S
+
+
+def _by_default(t, k=1):
+    return t * k
+
+
+def _by_arg_attr(t, o):
+    return t * o.k
+
+
+def test_a_default_class_attribute_or_argument_attribute_changing_its_type(device):
+    """As above for the step's own default argument (``__defaults__`` changed), a class attribute it reads
+    (``_K.S``) and an attribute of an object passed as an argument: 1 -> 1.0 -> True gives int64, float32 and bool
+    (for a bool tensor) eagerly; the replay kept the first capture's int64."""
+    x = torch.arange(4, device=device)
+    b = torch.tensor([True, False, True], device=device)
+    cc, cd, co = torch.compile(_by_class), torch.compile(_by_default), torch.compile(_by_arg_attr)
+    o = _Cfg()
+    try:
+        for s in (1, 1.0, True, 1):
+            _K.S = o.k = s
+            _by_default.__defaults__ = (s,)
+            for t in (x, b):
+                _same(_by_class(t), cc(t))
+                _same(_by_default(t), cd(t))
+                _same(_by_arg_attr(t, o), co(t, o))
+    finally:
+        _K.S = 1
+        _by_default.__defaults__ = (1,)
