@@ -113,3 +113,32 @@ def test_a_default_class_attribute_or_argument_attribute_changing_its_type(devic
     finally:
         _K.S = 1
         _by_default.__defaults__ = (1,)
+
+
+def _int_reductions(x, dt):
+    return (x.sum(dtype=dt), x.sum(1, dtype=dt), x.cumsum(1, dtype=dt), x.prod(1, dtype=dt),
+            x.cumprod(1, dtype=dt))
+
+
+def test_integer_sums_and_products_in_a_small_integer_dtype_wrap(device):
+    """``sum``/``prod``/``cumsum``/``cumprod`` with ``dtype=torch.int8`` (uint8, int16, int32) wrap in that dtype
+    in PyTorch (100 + 100 + 27 -> -29 in int8).  On cpu numpy's add/multiply reduce and scan an int8..int32 array
+    in int64: the result, eager and compiled, was an int8 tensor holding 228 (and int32 products past 2**31)."""
+    x = torch.tensor([[100, 100, 27], [-100, 50, 90]], dtype=torch.int8, device=device)
+    want = {  # PyTorch 2.13's values
+        torch.int8: (33, [-87, 120], [[44, 88, -87], [-44, 106, 120]], [-112, 16], [[44, -112, -112], [-44, 56, 16]]),
+        torch.uint8: (33, [169, 120], [[44, 88, 169], [212, 106, 120]], [144, 16], [[44, 144, 144], [212, 56, 16]]),
+        torch.int16: (801, [681, 120], [[300, 600, 681], [-300, -150, 120]], [15504, -25840],
+                      [[300, 24464, 15504], [-300, 20536, -25840]]),
+        torch.int32: (801, [681, 120], [[300, 600, 681], [-300, -150, 120]], [7290000, -12150000],
+                      [[300, 90000, 7290000], [-300, -45000, -12150000]])}
+    f = torch.compile(_int_reductions)
+    for dt, w in want.items():
+        xd = x.to(dt) * 3
+        for _ in range(2):
+            for e, c, v in zip(_int_reductions(xd, dt), f(xd, dt), w):
+                assert e.dtype == c.dtype == dt
+                assert e.tolist() == c.tolist() == v
+    big = torch.ones(2, 600, dtype=torch.int8, device=device)  # (a long row, and the transposed short-row path)
+    rows = torch.full((600, 2), 100, dtype=torch.int8, device=device)
+    assert big.sum(dtype=torch.int8).tolist() == -80 and rows.sum(1, dtype=torch.int8).tolist() == [-56] * 600
