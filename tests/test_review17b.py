@@ -142,3 +142,21 @@ def test_integer_sums_and_products_in_a_small_integer_dtype_wrap(device):
     big = torch.ones(2, 600, dtype=torch.int8, device=device)  # (a long row, and the transposed short-row path)
     rows = torch.full((600, 2), 100, dtype=torch.int8, device=device)
     assert big.sum(dtype=torch.int8).tolist() == -80 and rows.sum(1, dtype=torch.int8).tolist() == [-56] * 600
+
+
+def _bf16_scalar_where(x):
+    return torch.where(x > 2, 0.0, x) + 0.001, torch.logsumexp(x[:2], 0), torch.nan_to_num(x) + 0.001
+
+
+def test_bfloat16_where_of_a_python_number_stays_bfloat16(device):
+    """``torch.where(c, 0.0, x)`` of a bfloat16 ``x`` is bfloat16 in PyTorch, and so are ``logsumexp`` and
+    ``nan_to_num`` (built on it): 1.0 + 0.001 rounds back to 1.0.  On cpu numpy's ``where`` with a Python number
+    before an ml_dtypes bfloat16 array returns float32: a "bfloat16" tensor held float32 values (1.001, and
+    logsumexp([1, 3]) = 3.1269 where PyTorch gives 3.125), eager and compiled."""
+    x = torch.tensor([1.0, 3.0, float("nan")], dtype=torch.bfloat16, device=device)
+    want = ([1.0, 0.00099945068359375, float("nan")], 3.125, [1.0, 3.0, 0.00099945068359375])  # PyTorch 2.13
+    f = torch.compile(_bf16_scalar_where)
+    for _ in range(2):
+        for e, c, w in zip(_bf16_scalar_where(x), f(x), want):
+            assert e.dtype == c.dtype == torch.bfloat16
+            assert str(e.float().tolist()) == str(c.float().tolist()) == str(w)

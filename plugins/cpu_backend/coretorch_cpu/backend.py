@@ -298,6 +298,8 @@ def _where(c, x, y):
             not (isinstance(x, float) and np.signbit(x)):
         return _where(np.logical_not(c), y, x)
     r = np.where(c, x, y)
+    if not xa and ya and r.dtype is not y.dtype and y.dtype.kind == "V":
+        r = r.astype(y.dtype)  # (ml_dtypes: a Python number before a bfloat16 array gives float32)
     return r if r.__class__ is nd else _asarray(r)
 
 
