@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 import coretorch as torch
 import coretorch.nn as nn
+import coretorch.nn.functional as F
 
 
 def _same(e, c):
@@ -160,3 +163,19 @@ def test_bfloat16_where_of_a_python_number_stays_bfloat16(device):
         for e, c, w in zip(_bf16_scalar_where(x), f(x), want):
             assert e.dtype == c.dtype == torch.bfloat16
             assert str(e.float().tolist()) == str(c.float().tolist()) == str(w)
+
+
+def test_nll_loss_of_an_integer_input_raises_as_pytorch(device):
+    """``F.nll_loss`` of an int64 (int32, bool) input raises PyTorch's ``NotImplementedError: "nll_loss_out_frame"
+    not implemented for 'Long'`` (``nll_loss2d_forward_out_frame`` from 3 dims on); eager and compiled returned an
+    integer "loss" (2 here)."""
+    x = torch.tensor([[3, -2, 0], [1, 5, -7]], device=device)
+    t = torch.tensor([0, 2], device=device)
+    f = torch.compile(lambda a, b: F.nll_loss(a, b))
+    for fn in (F.nll_loss, f, f):
+        with pytest.raises(NotImplementedError, match="\"nll_loss_out_frame\" not implemented for 'Long'"):
+            fn(x, t)
+    with pytest.raises(NotImplementedError, match="\"nll_loss2d_forward_out_frame\" not implemented for 'Bool'"):
+        F.nll_loss(torch.zeros(1, 3, 2, dtype=torch.bool, device=device), torch.zeros(1, 2, dtype=torch.long,
+                                                                                        device=device))
+    assert F.nll_loss(x.half(), t).tolist() == 2.0
