@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -179,3 +180,25 @@ def test_nll_loss_of_an_integer_input_raises_as_pytorch(device):
         F.nll_loss(torch.zeros(1, 3, 2, dtype=torch.bool, device=device), torch.zeros(1, 2, dtype=torch.long,
                                                                                         device=device))
     assert F.nll_loss(x.half(), t).tolist() == 2.0
+
+
+def _np_left(x, s):
+    return s * x, s - x, s / x, x == s, s ** x
+
+
+def test_a_numpy_number_before_a_tensor_gives_a_tensor(device):
+    """``np.float32(0.5) * t``, ``np.int64(2) - t``, ``np.float64(3) / t``, ``np.float32(1) == t``: PyTorch's
+    operators run (numpy defers to ``Tensor.__array_priority__``) and give tensors of PyTorch's promotion (the
+    numpy number as a Python number: float32 here; ``3 / t`` as ``reciprocal(t) * 3``).  numpy's own operators
+    ran instead: an ndarray (float64 for np.int64(2) - t), eager and compiled (a host read)."""
+    x = torch.tensor([7.0, 2.0, -3.0], device=device)
+    f = torch.compile(_np_left)
+    for s in (np.float32(0.5), np.int64(2), np.float64(3.0), np.float32(0.5)):
+        want = _np_left(x, float(s) if isinstance(s, np.floating) else int(s))
+        for got in (_np_left(x, s), f(x, s)):
+            for g, w in zip(got, want):
+                assert isinstance(g, torch.Tensor)
+                _same(w, g)
+    assert (np.float64(3.0) / torch.tensor([7.0], device=device)).tolist() == [0.4285714626312256]  # (PyTorch's)
+    a = np.arange(3.0)
+    assert (torch.arange(3.0, device=device) + a).dtype == torch.float64
