@@ -202,3 +202,24 @@ def test_a_numpy_number_before_a_tensor_gives_a_tensor(device):
     assert (np.float64(3.0) / torch.tensor([7.0], device=device)).tolist() == [0.4285714626312256]  # (PyTorch's)
     a = np.arange(3.0)
     assert (torch.arange(3.0, device=device) + a).dtype == torch.float64
+
+
+_FILL = {"v": 0.0}
+
+
+def _nan_fill(x, v):
+    return torch.nan_to_num(x, nan=v) + 1, x.masked_fill(x > 2, _FILL["v"]), torch.signbit(torch.full_like(x, v))
+
+
+def test_a_nan_argument_made_at_each_call_replays(device):
+    """``f(x, float("nan"))`` and a config entry set to ``float("nan")`` at each call: a fresh NaN equals no other
+    NaN, so every call missed the guards and captured again until the recompile limit ran it eagerly with a warning;
+    NaN is one key now (and -NaN another: ``signbit`` of a ``full_like`` differs)."""
+    x = torch.tensor([1.0, float("nan"), 3.0], device=device)
+    f = torch.compile(_nan_fill)
+    for i in range(6):
+        v = float("nan") if i < 4 else -float("nan")
+        _FILL["v"] = float("nan")
+        for e, c in zip(_nan_fill(x, v), f(x, v)):
+            assert e.dtype == c.dtype and str(e.tolist()) == str(c.tolist())
+    assert f.replays == 4

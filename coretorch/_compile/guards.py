@@ -64,7 +64,7 @@ def _leaf_key(a: Any) -> Any:
         return (d.shape, getattr(d, "strides", None), a.dtype, id(a._be), a._grad is None, a._rg, type(a),
                 a._gf is None)
     if isinstance(a, _SCALARS):
-        return (type(a), a if a or a.__class__ is not float else _sc(a))
+        return (type(a), a if a.__class__ is not float or a and a == a else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
     if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
@@ -79,7 +79,7 @@ def _leaf_key(a: Any) -> Any:
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
         try:
-            return (type(a), _sc(a), hash(a))
+            return (type(a), (k := _sc(a)), hash(k))
         except TypeError:
             pass
     return _Ident(a)
@@ -124,8 +124,8 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
-            _entry(v, names, 2)
+        return (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v)) \
+            if v.__class__ in _SCALAR_SET else _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -268,13 +268,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        own: Any = tuple([(v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                           _entry(v, names, depth) for v in o]) + tail
+        own: Any = tuple([(v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
+                          if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
     elif isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        own = tuple([(k, (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                          _entry(v, names, depth)) for k, v in o.items()])
+        own = tuple([(k, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
+                      if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
     else:
         own = None
     if o.__class__ is list or o.__class__ is dict:
@@ -297,12 +297,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                        _entry(v, names, depth)))
+            out.append((n, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
+                        if v.__class__ in scalars else _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
-                out.append((n, v.__class__, v))
+                out.append((n, v.__class__, _sc(v)))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -330,7 +330,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     for o in objs:
         c = o.__class__
         if c in _SCALAR_SET:  # (by class too: 2, 2.0 and True are equal keys but promote differently)
-            out.append((c, o if o or c is not float else _sc(o)))
+            out.append((c, o if c is not float or o and o == o else _sc(o)))
         else:
             out.append(id(o))
             if _opened(o):
@@ -634,8 +634,8 @@ def _module_numbers(modules: list) -> tuple:
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
     scalars = _SCALAR_SET
-    vals = tuple([(v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                  _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
+    vals = tuple([(v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
+                  if v.__class__ in scalars else _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals

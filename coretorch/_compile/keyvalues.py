@@ -28,12 +28,15 @@ class _Ident:
         return id(self.o)
 
 
-_NEG0 = ("-0.0",)
+_NEG0, _NAN, _NEG_NAN = ("-0.0",), ("nan",), ("-nan",)
 
 
 def _sc(v: Any) -> Any:
-    """A number in a key, -0.0 apart from 0.0 (equal, but ``1 / s`` and a product's sign differ)."""
+    """A number in a key, -0.0 apart from 0.0 (equal, but ``1 / s`` and a product's sign differ), a NaN as one key
+    (``float("nan")`` made at each call equals no other: every call captured again, up to the recompile limit)."""
     try:
+        if v != v:
+            return _NAN if math.copysign(1.0, v) > 0 else _NEG_NAN
         return _NEG0 if v == 0 and math.copysign(1.0, v) < 0 else v
     except TypeError:
         return v
@@ -42,7 +45,8 @@ def _sc(v: Any) -> Any:
 def _value(v: Any) -> Any:
     """A Python number, string or None by its class and value (2, 2.0 and True are equal, but a tensor op promotes
     each differently), anything else by identity."""
-    return (v.__class__, v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else id(v)
+    return (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET \
+        else id(v)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
