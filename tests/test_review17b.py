@@ -223,3 +223,40 @@ def test_a_nan_argument_made_at_each_call_replays(device):
         for e, c in zip(_nan_fill(x, v), f(x, v)):
             assert e.dtype == c.dtype and str(e.tolist()) == str(c.tolist())
     assert f.replays == 4
+
+
+@pytest.mark.parametrize("call, err, msg", [
+    (lambda i: torch.softmax(i.float(), 1, dtype=torch.int32), NotImplementedError,
+     "\"softmax_lastdim_kernel_impl\" not implemented for 'Int'"),
+    (lambda i: torch.softmax(i, 0), NotImplementedError, "\"softmax_kernel_impl\" not implemented for 'Long'"),
+    (lambda i: F.log_softmax(i.float(), 1, dtype=torch.int64), NotImplementedError,
+     "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
+    (lambda i: F.layer_norm(i, (2,)), NotImplementedError, "\"LayerNormKernelImpl\" not implemented for 'Long'"),
+    (lambda i: torch.round(i, decimals=1), NotImplementedError, "\"round_cpu\" not implemented for 'Long'"),
+    (lambda i: torch.linalg.vector_norm(i, dtype=torch.float32), RuntimeError,
+     "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+    (lambda i: torch.linalg.vector_norm(i.float(), dtype=torch.int32), RuntimeError,
+     "linalg.vector_norm: dtype should be floating point or complex, but got Int"),
+    (lambda i: torch.linalg.vector_norm(i, -1, dtype=torch.float32), RuntimeError,
+     "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+    (lambda i: torch.nanmean(i.float(), dtype=torch.int32), RuntimeError,
+     "nanmean\\(\\): could not infer output dtype. Optional dtype must be either a floating point or complex "
+     "dtype. Got: Int"),
+    (lambda i: torch.frac(i), NotImplementedError, "\"frac_cpu\" not implemented for 'Long'"),
+    (lambda i: torch.logcumsumexp(i, 0), NotImplementedError, "\"logcumsumexp_out_cpu\" not implemented for 'Long'"),
+    (lambda i: F.max_pool2d(i[None, None] > 0, 1), NotImplementedError, "\"max_pool2d\" not implemented for 'Bool'"),
+    (lambda i: torch.tril_indices(3, 3, dtype=torch.float16), NotImplementedError,
+     "\"tril_indices\" not implemented for 'Half'"),
+    (lambda i: torch._standard_gamma(i), NotImplementedError, "\"gamma_cpu\" not implemented for 'Long'"),
+])
+def test_integer_inputs_of_float_only_ops_raise_as_pytorch(device, call, err, msg):
+    """PyTorch's errors for an integer input or ``dtype=`` of a float-only op (its ``NotImplementedError`` for a
+    kernel "not implemented for 'Long'").  Before: ``softmax(dtype=torch.int32)`` leaked numpy's UFuncTypeError,
+    ``vector_norm(int, dtype=float)``, ``nanmean(dtype=int)`` and ``round(int, decimals=1)`` returned float
+    tensors, ``layer_norm`` of an int raised mean()'s error, and the others raised RuntimeError; a compiled call
+    raises the same."""
+    i = torch.tensor([[1, 2], [3, 4]], device=device)
+    with pytest.raises(err, match=msg):
+        call(i)
+    with pytest.raises(err, match=msg):
+        torch.compile(call)(i)
