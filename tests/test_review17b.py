@@ -260,3 +260,37 @@ def test_integer_inputs_of_float_only_ops_raise_as_pytorch(device, call, err, ms
         call(i)
     with pytest.raises(err, match=msg):
         torch.compile(call)(i)
+
+
+_ONE = (1.0,)
+_ENTRIES: dict = {"t": (1.0,)}
+
+
+def _by_global_tuple(x):
+    return x * _ONE[0]
+
+
+def _by_entry_tuple(x):
+    return x * _ENTRIES["t"][0]
+
+
+def test_a_tuple_of_numbers_rebuilt_at_each_call(device):
+    """A global tuple (and a dict entry's tuple) of numbers rebuilt at each call, ``_ONE = (float(i),)``: the guards
+    keyed a tuple by its id alone (immutable: "its identity says it"), and the new tuple, made where a freed old one
+    was, matched: the replay reused the number of that capture (0.0 for 2.0, 1.0 for 3.0...)."""
+    global _ONE
+    x = torch.ones(2, device=device)
+    bad = []
+    for fn in (_by_global_tuple, _by_entry_tuple):
+        f = torch.compile(fn, recompile_limit=100)
+        try:
+            for i in range(20):
+                _ONE = tuple([float(i)])
+                _ENTRIES["t"] = tuple([float(i)])
+                e = fn(x)
+                c = f(x)
+                if e.tolist() != c.tolist():
+                    bad.append((fn.__name__, i, c.tolist()))
+        finally:
+            _ONE = (1.0,)
+    assert not bad
