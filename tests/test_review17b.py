@@ -4,6 +4,7 @@ compiled steps, the default dtype, casts and dtype checks, NaN/inf/-0.0 semantic
 eagerly and compiled and compares dtypes and values (bitwise on cpu)."""
 from __future__ import annotations
 
+import fractions
 import functools
 
 import numpy as np
@@ -293,4 +294,40 @@ def test_a_tuple_of_numbers_rebuilt_at_each_call(device):
                     bad.append((fn.__name__, i, c.tolist()))
         finally:
             _ONE = (1.0,)
+    assert not bad
+
+
+_VALUE = np.float64(0.0)
+
+
+def _by_value_object(x):
+    return x * float(_VALUE) if not isinstance(_VALUE, (range, frozenset)) else x * len(_VALUE) + sum(_VALUE)
+
+
+@pytest.mark.parametrize("make", [np.float64, np.int64, lambda i: fractions.Fraction(i, 3), lambda i: range(i),
+                                  lambda i: frozenset(range(i))])
+def test_a_numpy_scalar_or_other_value_object_rebuilt_at_each_call(device, make):
+    """A global (or a config object's attribute) holding a numpy scalar, a Fraction, a range or a frozenset made
+    anew at each call, ``_VALUE = np.float64(i)``: the guards keyed such objects by id alone, and the new one, made
+    where a freed one was, matched an old capture: the replay silently reused that capture's number."""
+    global _VALUE
+    x = torch.ones(2, device=device)
+    cfg = _Cfg()
+
+    def by_attr(t):
+        v = cfg.v
+        return t * float(v) if not isinstance(v, (range, frozenset)) else t * len(v) + sum(v)
+    bad = []
+    for fn in (_by_value_object, by_attr):
+        f = torch.compile(fn, recompile_limit=100)
+        try:
+            for i in range(24):
+                _VALUE = make(i % 7)
+                cfg.v = make(i % 7)
+                e = fn(x)
+                c = f(x)
+                if e.tolist() != c.tolist():
+                    bad.append((fn.__name__, i, e.tolist(), c.tolist()))
+        finally:
+            _VALUE = np.float64(0.0)
     assert not bad

@@ -22,8 +22,8 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
-from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
-                        param_hooks as _param_hooks)
+from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
+                        ident as _ident, mutable_key, param_hooks as _param_hooks)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -316,7 +316,7 @@ def _entry(v: Any, names: tuple, depth: int) -> Any:
     allows and it is a dict, a list or a plain object."""
     if depth and _opened(v):
         return (id(v), contents(v, names, None, depth - 1))
-    return id(v)
+    return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
 
 def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: frozenset = frozenset()) -> tuple:
@@ -332,7 +332,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
         if c in _SCALAR_SET:  # (by class too: 2, 2.0 and True are equal keys but promote differently)
             out.append((c, o if c is not float or o and o == o else _sc(o)))
         else:
-            out.append(id(o))
+            out.append(id(o) if _BY_VALUE.get(c) is False else _ident(o))
             if _opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
@@ -673,7 +673,7 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 def _object_key(v: Any, names: tuple = ()) -> Any:
     """A module attribute that is no Python number: its identity, and a dict's or list's entries, or a plain
     object's attributes among ``names`` (``self.cfg.scale``, ``self.crit.eps``: the replay reused the old number)."""
-    return (id(v), contents(v, names)) if _opened(v) else id(v)
+    return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,34 @@ def _value(v: Any) -> Any:
     each differently), anything else by identity."""
     return (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET \
         else id(v)
+
+
+# class -> whether its instances are immutable values (numpy scalars, Fraction, Decimal, complex, range, slice,
+# frozenset) that :func:`ident` keys by value: by id alone, a new one made where a freed one was (``G =
+# np.float64(i)`` at each call) matched, and the replay reused the freed one's number; False for any other class
+BY_VALUE: dict[type, bool] = {}
+_VALUE_TYPES = (np.generic, numbers.Number, range, slice, frozenset)
+
+
+def ident(o: Any) -> Any:
+    """An object among the roots that is no Python scalar: by identity (``id``), or by class and value where
+    :data:`BY_VALUE` says so (callers test ``BY_VALUE.get(o.__class__) is False`` first: one lookup per object)."""
+    c = o.__class__
+    r = BY_VALUE.get(c)
+    if r is None:
+        if len(BY_VALUE) > 1024:
+            BY_VALUE.clear()
+        r = BY_VALUE[c] = issubclass(c, _VALUE_TYPES)
+    if not r:
+        return id(o)
+    if c is range or c is slice:
+        return (c, _value(o.start), _value(o.stop), _value(o.step))
+    if isinstance(o, frozenset):
+        return (c, tuple(map(_value, o)))
+    try:
+        return (c, (k := _sc(o)), hash(k))
+    except TypeError:
+        return id(o)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
