@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fractions
 import functools
+import operator
 
 import numpy as np
 import pytest
@@ -330,4 +331,36 @@ def test_a_numpy_scalar_or_other_value_object_rebuilt_at_each_call(device, make)
                     bad.append((fn.__name__, i, e.tolist(), c.tolist()))
         finally:
             _VALUE = np.float64(0.0)
+    assert not bad
+
+
+_ACT = functools.partial(operator.mul, 0.0)
+
+
+def _by_global_callable(x):
+    return _ACT(x)
+
+
+def _lambda_of(k):
+    return lambda t: t * k
+
+
+@pytest.mark.parametrize("make", [lambda i: functools.partial(operator.mul, float(i)), _lambda_of])
+def test_a_global_partial_or_lambda_rebuilt_at_each_call(device, make):
+    """A global ``functools.partial(operator.mul, k)`` (or ``lambda t: t * k``) rebuilt at each call with another
+    ``k``: the guards keyed the function by id alone, and the new one, made where a freed one was, matched an old
+    capture: the replay silently multiplied by that capture's ``k``."""
+    global _ACT
+    x = torch.ones(2, device=device)
+    f = torch.compile(_by_global_callable, recompile_limit=100)
+    bad = []
+    try:
+        for i in range(30):
+            _ACT = make(i % 5)
+            e = _by_global_callable(x)
+            c = f(x)
+            if e.tolist() != c.tolist():
+                bad.append((i, e.tolist(), c.tolist()))
+    finally:
+        _ACT = functools.partial(operator.mul, 0.0)
     assert not bad

@@ -312,8 +312,7 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
-    """An entry of :func:`contents` that is no Python number: its identity, and one level further when ``depth``
-    allows and it is a dict, a list or a plain object."""
+    """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
     if depth and _opened(v):
         return (id(v), contents(v, names, None, depth - 1))
     return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
@@ -332,7 +331,8 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
         if c in _SCALAR_SET:  # (by class too: 2, 2.0 and True are equal keys but promote differently)
             out.append((c, o if c is not float or o and o == o else _sc(o)))
         else:
-            out.append(id(o) if _BY_VALUE.get(c) is False else _ident(o))
+            out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
+                       o.__defaults__ is None else _ident(o))  # (a plain function: its id; see keyvalues.ident)
             if _opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:

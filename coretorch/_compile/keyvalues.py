@@ -3,9 +3,11 @@ array by its values or a digest of them, a set's entries, a bytearray's bytes, t
 :mod:`.guards`)."""
 from __future__ import annotations
 
+from functools import partial
 import hashlib
 import math
 import numbers
+from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -50,10 +52,11 @@ def _value(v: Any) -> Any:
         else id(v)
 
 
-# class -> whether its instances are immutable values (numpy scalars, Fraction, Decimal, complex, range, slice,
-# frozenset) that :func:`ident` keys by value: by id alone, a new one made where a freed one was (``G =
-# np.float64(i)`` at each call) matched, and the replay reused the freed one's number; False for any other class
-BY_VALUE: dict[type, bool] = {}
+# class -> whether :func:`ident` keys its instances by value (True: immutable values, numpy scalars, Fraction,
+# Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold): by id alone,
+# a new one made where a freed one was (``G = np.float64(i)``, ``act = partial(mul, k)`` at each call) matched,
+# and the replay reused the freed one's numbers; False for any other class (by id)
+BY_VALUE: dict[type, Any] = {}
 _VALUE_TYPES = (np.generic, numbers.Number, range, slice, frozenset)
 
 
@@ -65,9 +68,11 @@ def ident(o: Any) -> Any:
     if r is None:
         if len(BY_VALUE) > 1024:
             BY_VALUE.clear()
-        r = BY_VALUE[c] = issubclass(c, _VALUE_TYPES)
+        r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
+    if r == "fn":
+        return _fn_key(o, 2)
     if c is range or c is slice:
         return (c, _value(o.start), _value(o.stop), _value(o.step))
     if isinstance(o, frozenset):
@@ -76,6 +81,23 @@ def ident(o: Any) -> Any:
         return (c, (k := _sc(o)), hash(k))
     except TypeError:
         return id(o)
+
+
+def _fn_key(f: Any, depth: int) -> Any:
+    """A function or partial among the roots: its identity with the numbers its closure cells and defaults, or a
+    partial's arguments, hold (``act = lambda t: t * k`` rebuilt at each call with another ``k``)."""
+    if isinstance(f, partial):
+        return (id(f), tuple(map(_value, f.args)), tuple([(k, _value(v)) for k, v in f.keywords.items()]),
+                _fn_key(f.func, depth - 1) if depth and isinstance(f.func, (FunctionType, partial)) else id(f.func))
+    if f.__closure__ is None and f.__defaults__ is None:
+        return id(f)  # (its code's behaviour: the globals it reads are roots of their own)
+    cells = []
+    for c in f.__closure__ or ():
+        try:
+            cells.append(_value(c.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    return (id(f), tuple(cells), tuple(map(_value, f.__defaults__ or ())))
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
