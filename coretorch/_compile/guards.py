@@ -302,7 +302,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
-                out.append((n, v.__class__, _sc(v)))
+                out.append((n, (v.__class__, _sc(v))))
     return tuple(out) if own is None else (own, tuple(out))
 
 
