@@ -364,3 +364,21 @@ def test_a_global_partial_or_lambda_rebuilt_at_each_call(device, make):
     finally:
         _ACT = functools.partial(operator.mul, 0.0)
     assert not bad
+
+
+def _np_bounds(x, end, dim):
+    return torch.arange(end, device=x.device), x.sum(dim), x.softmax(dim)
+
+
+def test_numpy_numbers_as_arange_bounds_and_dims(device):
+    """``torch.arange(np.float32(1.5))`` is ``[0., 1.]`` (float32) in PyTorch, and ``x.sum(np.int64(0))`` reduces
+    over dim 0.  The arange inferred int64 (``[0]``): an np.float32 is no Python float; the sum raised "'numpy.int64'
+    object is not iterable"; eager and compiled."""
+    x = torch.arange(12.0, device=device).reshape(3, 4)
+    f = torch.compile(_np_bounds)
+    for end, dim in ((np.float32(1.5), np.int64(0)), (np.int64(3), np.int32(1)), (np.float32(1.5), np.int64(0))):
+        want = (torch.arange(float(end), device=device) if isinstance(end, np.floating) else
+                torch.arange(int(end), device=device), x.sum(int(dim)), x.softmax(int(dim)))
+        for got in (_np_bounds(x, end, dim), f(x, end, dim)):
+            for g, w in zip(got, want):
+                _same(w, g)

@@ -400,7 +400,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         start, end = 0, start
     if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
         _data_read("arange() of a tensor's value gives a shape that depends on the data")
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    # (a numpy number as the Python number it holds: np.float32(1.5) is no float, and its arange is float32)
+    vals = [v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")
