@@ -382,3 +382,24 @@ def test_numpy_numbers_as_arange_bounds_and_dims(device):
         for got in (_np_bounds(x, end, dim), f(x, end, dim)):
             for g, w in zip(got, want):
                 _same(w, g)
+
+
+def _np_ints(x, k):
+    return torch.full((2,), k, device=x.device), x.chunk(k), x.roll(k, 0), x.repeat_interleave(k, dim=0)
+
+
+def test_numpy_integers_as_fill_values_chunks_shifts_and_repeats(device):
+    """``torch.full((2,), np.int64(3))`` is int64 in PyTorch (a numpy integer is an int; it was float32), and
+    ``chunk``, ``roll`` and ``repeat_interleave`` take a numpy integer as their count (they raised TypeError),
+    eager and compiled."""
+    x = torch.arange(6.0, device=device).reshape(3, 2)
+    f = torch.compile(_np_ints)
+    for k in (np.int64(2), np.int32(1), np.int64(2)):
+        want = _np_ints(x, int(k))
+        assert want[0].dtype == torch.int64
+        for got in (_np_ints(x, k), f(x, k)):
+            _same(want[0], got[0])
+            assert [t.tolist() for t in got[1]] == [t.tolist() for t in want[1]]
+            _same(want[2], got[2])
+            _same(want[3], got[3])
+    assert torch.full((2,), np.bool_(True)).dtype == torch.float32  # (PyTorch's: a numpy bool is no bool there)

@@ -338,7 +338,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         _data_read("full() reads its fill value on the host")
         fill_value = fill_value.item()
     if dtype is None:
-        dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, int) \
+        # (a numpy integer is int64 as PyTorch's; a numpy bool or float the default float dtype, as PyTorch's)
+        dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, (int, np.integer)) \
             else _dt.default
     return _fill((size,) if isinstance(size, int) else size, fill_value, dtype, device, requires_grad, "full")
 
