@@ -28,6 +28,8 @@ import re
 import weakref
 from typing import Any
 
+import numpy as np
+
 from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
@@ -122,6 +124,13 @@ class OptimizerReplay:
         groups = opt.param_groups
         if any(g.get("differentiable") for g in groups):
             self.why, self.tries = "differentiable=True", 1 << 30
+            opt.step()
+            return
+        if any(isinstance(v, np.generic) or type(v) is tuple and any(isinstance(x, np.generic) for x in v)
+               for g in groups for v in g.values()):
+            # (betas=(np.float32(0.9), 0.999): the recording runs the step with symbolic step counts, and numpy's
+            # beta1 ** step of one is float64 where eager's is float32: that step's update was 1 ulp off)
+            self.why, self.tries = "a hyper-parameter holds a numpy number", 1 << 30
             opt.step()
             return
         keys = _state_keys(opt)
