@@ -42,6 +42,11 @@ from .symbolic import Sym
 _replays: "weakref.WeakKeyDictionary[Any, dict[bool, OptimizerReplay]]" = weakref.WeakKeyDictionary()
 
 
+def _numpy_number(v: Any) -> bool:
+    """A numpy number whose arithmetic is not Python float's (np.float32, np.int64; np.float64 is a float)."""
+    return isinstance(v, np.generic) and not isinstance(v, float)
+
+
 def supports(opt: Any) -> bool:
     """Whether ``opt``'s class itself declares that its step can be recorded with symbolic hyper-parameters."""
     return bool(type(opt).__dict__.get("_replay_capturable"))
@@ -126,8 +131,7 @@ class OptimizerReplay:
             self.why, self.tries = "differentiable=True", 1 << 30
             opt.step()
             return
-        if any(isinstance(v, np.generic) or type(v) is tuple and any(isinstance(x, np.generic) for x in v)
-               for g in groups for v in g.values()):
+        if any(_numpy_number(v) or type(v) is tuple and any(map(_numpy_number, v)) for g in groups for v in g.values()):
             # (betas=(np.float32(0.9), 0.999): the recording runs the step with symbolic step counts, and numpy's
             # beta1 ** step of one is float64 where eager's is float32: that step's update was 1 ulp off)
             self.why, self.tries = "a hyper-parameter holds a numpy number", 1 << 30
