@@ -223,16 +223,16 @@ def _subclass_refs(cls: type) -> tuple:
 
 
 def _opened(o: Any) -> bool:
-    """Whether :func:`contents` looks into ``o`` (decided once per class): dicts, lists, tuples (a key of a tuple's
-    id alone matched a tuple rebuilt where the freed old one was) and plain objects with attributes
-    (:func:`_config_like`), not tensors, modules, optimizers, functions, classes or Python modules."""
+    """Whether :func:`contents` looks into ``o`` (decided once per class): dicts, lists and plain objects with
+    attributes (:func:`_config_like`), not tuples (keyed by their entries, see keyvalues.ident), tensors, modules,
+    optimizers, functions, classes or Python modules."""
     c = o.__class__
     r = _OPEN.get(c)
     if r is None:
         if len(_OPEN) > 1024:
             _OPEN.clear()
-        r = _OPEN[c] = isinstance(o, (dict, list, tuple, _deque, set, bytearray)) or (_config_like(o) and
-                                                                      not isinstance(o, _ModuleType))
+        r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
+                                                               not isinstance(o, (tuple, _ModuleType)))
     return r
 
 
@@ -254,7 +254,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return mutable_key(o)
     if isinstance(o, _deque):  # a window the loop or the step appends to (``maxlen``): every entry, as a list read
         return (o.maxlen, contents(list(o), names, None, depth))
-    if isinstance(o, (list, tuple)):
+    if isinstance(o, list):
         n = len(o)
         if n > most:
             return n
@@ -277,7 +277,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
                       if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
     else:
         own = None
-    if o.__class__ is list or o.__class__ is dict or o.__class__ is tuple:
+    if o.__class__ is list or o.__class__ is dict:
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
     if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
@@ -671,9 +671,9 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its identity, and a dict's or list's entries, or a plain
-    object's attributes among ``names`` (``self.cfg.scale``, ``self.crit.eps``: the replay reused the old number)."""
-    return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
+    """A module attribute that is no Python number: its key, and a container's or plain object's (``self.cfg.s``)."""
+    return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
+        isinstance(v, tuple) else _ident(v)  # (a module's tuples by id: Conv2d's kernel_size & co., cheap)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:

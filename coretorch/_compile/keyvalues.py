@@ -53,7 +53,8 @@ def _value(v: Any) -> Any:
 
 
 # class -> whether :func:`ident` keys its instances by value (True: immutable values, numpy scalars, Fraction,
-# Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold): by id alone,
+# Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold; "tuple":
+# tuples, by their entries): by id alone,
 # a new one made where a freed one was (``G = np.float64(i)``, ``act = partial(mul, k)`` at each call) matched,
 # and the replay reused the freed one's numbers; False for any other class (by id)
 BY_VALUE: dict[type, Any] = {}
@@ -68,9 +69,12 @@ def ident(o: Any) -> Any:
     if r is None:
         if len(BY_VALUE) > 1024:
             BY_VALUE.clear()
-        r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else issubclass(c, _VALUE_TYPES)
+        r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else "tuple" if issubclass(c, tuple) else \
+            issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
+    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call)
+        return (c, tuple(map(_value, o))) if len(o) <= 64 else id(o)
     if r == "fn":
         return _fn_key(o, 2)
     if c is range or c is slice:
