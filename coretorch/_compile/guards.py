@@ -268,13 +268,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        own: Any = tuple([(v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
-                          if v.__class__ in scalars else _entry(v, names, depth) for v in o]) + tail
+        own: Any = (tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
+                           else _entry(v, names, depth) for v in o]) + tail, tuple(map(type, o)))
     elif isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        own = tuple([(k, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
-                      if v.__class__ in scalars else _entry(v, names, depth)) for k, v in o.items()])
+        own = (tuple([(k, (v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
+                      else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
     else:
         own = None
     if o.__class__ is list or o.__class__ is dict:
@@ -328,8 +328,8 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     out: list = []
     for o in objs:
         c = o.__class__
-        if c in _SCALAR_SET:  # (by class too: 2, 2.0 and True are equal keys but promote differently)
-            out.append((c, o if c is not float or o and o == o else _sc(o)))
+        if c in _SCALAR_SET:  # (the classes below: 2, 2.0 and True are equal keys but promote differently)
+            out.append(o if c is not float or o and o == o else _sc(o))
         else:
             out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
                        o.__defaults__ is None else _ident(o))  # (a plain function: its id; see keyvalues.ident)
@@ -337,7 +337,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
-    return tuple(out)
+    return tuple(out), tuple(map(type, objs))
 
 
 def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
@@ -633,9 +633,9 @@ def _module_numbers(modules: list) -> tuple:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
-    scalars = _SCALAR_SET
-    vals = tuple([(v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
-                  if v.__class__ in scalars else _object_key(v, e[4]) for v in [d.get(k) for d, k in e[2]]])
+    raw = [d.get(k) for d, k in e[2]]  # (with their classes, in one pass: 2, 2.0 and True are equal values)
+    vals = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
+                  _object_key(v, e[4]) for v in raw]), tuple(map(type, raw))
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals
