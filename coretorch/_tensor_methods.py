@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from . import dtypes as _dt
 from .ops import creation as C, indexing as I, inplace as IP, linalg as L, pointwise as P, reduction as R
 from .ops import shape as S
@@ -154,7 +156,7 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
-    if isinstance(other, (int, float)) and not isinstance(other, bool):
+    if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
         # PyTorch's Tensor.__rtruediv__: reciprocal(self) * other (its rounding: 3.0 / tensor([7.]) is
         # 0.42857146, not 3 / 7 rounded once; and 1e5 / half([4.]) is 24992, the scalar in float32)
         return P.mul(P.reciprocal(self), other)
@@ -221,8 +223,8 @@ Tensor.__getitem__ = I.getitem
 Tensor.__setitem__ = I.setitem
 
 
-def _cmp_ok(other) -> bool:
-    return isinstance(other, (Tensor, int, float, bool))
+def _cmp_ok(other) -> bool:  # (numpy's numbers and arrays: numpy defers to us, see Tensor.__array_priority__)
+    return isinstance(other, (Tensor, int, float, bool, np.number, np.bool_, np.ndarray))
 
 
 # ---- in-place arithmetic ----

@@ -425,6 +425,9 @@ class Tensor(_TensorAPI):
     def __hash__(self) -> int:
         return id(self)
 
+    # numpy defers its operators to ours, as to PyTorch's (``np.float32(0.5) * t`` is a Tensor, not an ndarray)
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
         a = self._host()
         return a.astype(dtype) if dtype is not None else a

@@ -25,8 +25,9 @@ from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
 from .held import held as _held, methods_named as _methods_named
 from .strides import loose
-from .keyvalues import (_NDARRAY_MAX, _Ident, _ndarray_digest, _ndarray_key, _sc, _value, mutable_key,
-                        hooks_key as _hooks_key, param_hooks as _param_hooks, user_attrs)
+from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
+                        hooks_key as _hooks_key, ident as _ident, mutable_key, param_hooks as _param_hooks,
+                        user_attrs)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -70,7 +71,7 @@ def _leaf_key(a: Any) -> Any:
         return (d.shape, st, a.dtype, id(a._be), a._grad is None, a._rg, type(a), a._gf is None,
                 user_attrs(a))  # (x.scale = 2.0: see keyvalues.user_attrs)
     if isinstance(a, _SCALARS):
-        return (type(a), a if a or a.__class__ is not float else _sc(a))
+        return (type(a), a if a.__class__ is not float or a and a == a else _sc(a))
     if isinstance(a, np.ndarray):  # its values are read on the host (np.array copies, from_numpy's snapshot)
         return ("ndarray", id(a), _ndarray_key(a) if a.nbytes <= _NDARRAY_MAX else _ndarray_digest(a))
     if isinstance(a, (_FunctionType, _partial, _MethodType)) or callable(a) and _config_like_callable(a):
@@ -85,7 +86,7 @@ def _leaf_key(a: Any) -> Any:
         # a value (np.float32(0.7), np.int64 from an array, Fraction, torch.device): by its value, not its id (a
         # new one at a freed one's address replayed the old value)
         try:
-            return (type(a), _sc(a), hash(a))
+            return (type(a), (k := _sc(a)), hash(k))
         except TypeError:
             pass
     return _Ident(a)
@@ -130,8 +131,8 @@ def _callable_key(f: Any, depth: int = 2) -> Any:
         return id(f)
 
     def value(v: Any) -> Any:  # (a dict, list or config object it reads: its entries too, as root_key's)
-        return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else \
-            _entry(v, names, 2)
+        return (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v)) \
+            if v.__class__ in _SCALAR_SET else _entry(v, names, 2)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -231,8 +232,8 @@ def _subclass_refs(cls: type) -> tuple:
 
 def _opened(o: Any) -> bool:
     """Whether :func:`contents` looks into ``o`` (decided once per class): dicts, lists and plain objects with
-    attributes (:func:`_config_like`), not tuples (immutable: their identity says it), tensors, modules, optimizers,
-    functions, classes or Python modules."""
+    attributes (:func:`_config_like`), not tuples (keyed by their entries, see keyvalues.ident), tensors, modules,
+    optimizers, functions, classes or Python modules."""
     c = o.__class__
     r = _OPEN.get(c)
     if r is None:
@@ -276,13 +277,13 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
-        own: Any = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                           _entry(v, names, depth) for v in o]) + tail
+        own: Any = (tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
+                           else _entry(v, names, depth) for v in o]) + tail, tuple(map(type, o)))
     elif isinstance(o, dict):
         if len(o) > most:
             return len(o)
-        own = tuple([(k, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                          _entry(v, names, depth)) for k, v in o.items()])
+        own = (tuple([(k, (v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
+                      else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
     else:
         own = None
     if o.__class__ is list or o.__class__ is dict:
@@ -305,12 +306,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
-            out.append((n, (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else
-                        _entry(v, names, depth)))
+            out.append((n, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
+                        if v.__class__ in scalars else _entry(v, names, depth)))
         else:  # a class attribute read through the object (``Cfg.K = 3.0``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
-                out.append((n, v))
+                out.append((n, (v.__class__, _sc(v))))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -320,11 +321,10 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
-    """An entry of :func:`contents` that is no Python number: its identity, and one level further when ``depth``
-    allows and it is a dict, a list or a plain object."""
+    """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
     if depth and _opened(v):
         return (id(v), contents(v, names, None, depth - 1))
-    return id(v)
+    return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
 
 def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: frozenset = frozenset()) -> tuple:
@@ -337,15 +337,16 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
     out: list = []
     for o in objs:
         c = o.__class__
-        if c in _SCALAR_SET:
-            out.append(o if o or c is not float else _sc(o))
+        if c in _SCALAR_SET:  # (the classes below: 2, 2.0 and True are equal keys but promote differently)
+            out.append(o if c is not float or o and o == o else _sc(o))
         else:
-            out.append(id(o))
+            out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
+                       o.__defaults__ is None else _ident(o))  # (a plain function: its id; see keyvalues.ident)
             if _opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
-    return tuple(out)
+    return tuple(out), tuple(map(type, objs))
 
 
 def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
@@ -467,8 +468,8 @@ def group_numbers(opts: list) -> tuple:
     """The Python numbers (and tuples: ``betas``) of the optimizers' param groups, for a function whose code reads
     ``param_groups`` itself (``return loss, opt.param_groups[0]["lr"]``, a branch on the lr): the replay would
     reuse the captured number (the optimizer's own step reads them as inputs, see :mod:`.optim`)."""
-    return tuple([tuple([(k, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or v.__class__ is tuple])
-                  for o in opts for g in o.param_groups])
+    return tuple([tuple([(k, v.__class__, v) for k, v in g.items() if v.__class__ in _SCALAR_SET or
+                         v.__class__ is tuple]) for o in opts for g in o.param_groups])
 
 
 def state_numbers(opts: list) -> tuple:
@@ -478,7 +479,8 @@ def state_numbers(opts: list) -> tuple:
     capture.Recorder._resolve_pending), but which parameters have state and its keys are keyed (``if opt.state``,
     ``"momentum_buffer" in opt.state[w]``: a capture made before the first step replayed its branch after it)."""
     scalars = _SCALAR_SET
-    return tuple([(id(p), k, v if v.__class__ in scalars else None) for o in opts for p, d in list(o.state.items())
+    return tuple([(id(p), k, v.__class__, v if v.__class__ in scalars else None) for o in opts
+                  for p, d in list(o.state.items())
                   for k, v in (d.items() if d and isinstance(d, dict) else ((None, None),))])
 
 
@@ -643,9 +645,9 @@ def _module_numbers(modules: list) -> tuple:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
-    scalars = _SCALAR_SET
-    vals = tuple([(v if v or v.__class__ is not float else _sc(v)) if v.__class__ in scalars else _object_key(v, e[4])
-                  for v in [d.get(k) for d, k in e[2]]])
+    raw = [d.get(k) for d, k in e[2]]  # (with their classes, in one pass: 2, 2.0 and True are equal values)
+    vals = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
+                  _object_key(v, e[4]) for v in raw]), tuple(map(type, raw))
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
     return lens, vals
@@ -681,9 +683,9 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its identity, and a dict's or list's entries, or a plain
-    object's attributes among ``names`` (``self.cfg.scale``, ``self.crit.eps``: the replay reused the old number)."""
-    return (id(v), contents(v, names)) if _opened(v) else id(v)
+    """A module attribute that is no Python number: its key, and a container's or plain object's (``self.cfg.s``)."""
+    return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
+        isinstance(v, tuple) else _ident(v)  # (a module's tuples by id: Conv2d's kernel_size & co., cheap)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:

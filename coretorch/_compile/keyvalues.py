@@ -3,8 +3,11 @@ array by its values or a digest of them, a set's entries, a bytearray's bytes, t
 attributes a user set on a tensor (see :mod:`.guards`)."""
 from __future__ import annotations
 
+from functools import partial
 import hashlib
 import math
+import numbers
+from types import FunctionType
 from typing import Any, Callable
 
 import numpy as np
@@ -28,19 +31,77 @@ class _Ident:
         return id(self.o)
 
 
-_NEG0 = ("-0.0",)
+_NEG0, _NAN, _NEG_NAN = ("-0.0",), ("nan",), ("-nan",)
 
 
 def _sc(v: Any) -> Any:
-    """A number in a key, -0.0 apart from 0.0 (equal, but ``1 / s`` and a product's sign differ)."""
+    """A number in a key, -0.0 apart from 0.0 (equal, but ``1 / s`` and a product's sign differ), a NaN as one key
+    (``float("nan")`` made at each call equals no other: every call captured again, up to the recompile limit)."""
     try:
+        if v != v:
+            return _NAN if math.copysign(1.0, v) > 0 else _NEG_NAN
         return _NEG0 if v == 0 and math.copysign(1.0, v) < 0 else v
     except TypeError:
         return v
 
 
 def _value(v: Any) -> Any:
-    return (v if v or v.__class__ is not float else _sc(v)) if v.__class__ in _SCALAR_SET else id(v)
+    """A Python number, string or None by its class and value (2, 2.0 and True are equal, but a tensor op promotes
+    each differently), anything else by identity."""
+    return (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET \
+        else id(v)
+
+
+# class -> whether :func:`ident` keys its instances by value (True: immutable values, numpy scalars, Fraction,
+# Decimal, complex, range, slice, frozenset; "fn": functions and partials, by the numbers they hold; "tuple":
+# tuples, by their entries): by id alone,
+# a new one made where a freed one was (``G = np.float64(i)``, ``act = partial(mul, k)`` at each call) matched,
+# and the replay reused the freed one's numbers; False for any other class (by id)
+BY_VALUE: dict[type, Any] = {}
+_VALUE_TYPES = (np.generic, numbers.Number, range, slice, frozenset)
+
+
+def ident(o: Any) -> Any:
+    """An object among the roots that is no Python scalar: by identity (``id``), or by class and value where
+    :data:`BY_VALUE` says so (callers test ``BY_VALUE.get(o.__class__) is False`` first: one lookup per object)."""
+    c = o.__class__
+    r = BY_VALUE.get(c)
+    if r is None:
+        if len(BY_VALUE) > 1024:
+            BY_VALUE.clear()
+        r = BY_VALUE[c] = "fn" if issubclass(c, (FunctionType, partial)) else "tuple" if issubclass(c, tuple) else \
+            issubclass(c, _VALUE_TYPES)
+    if not r:
+        return id(o)
+    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call)
+        return (c, tuple(map(_value, o))) if len(o) <= 64 else id(o)
+    if r == "fn":
+        return _fn_key(o, 2)
+    if c is range or c is slice:
+        return (c, _value(o.start), _value(o.stop), _value(o.step))
+    if isinstance(o, frozenset):
+        return (c, tuple(map(_value, o)))
+    try:
+        return (c, (k := _sc(o)), hash(k))
+    except TypeError:
+        return id(o)
+
+
+def _fn_key(f: Any, depth: int) -> Any:
+    """A function or partial among the roots: its identity with the numbers its closure cells and defaults, or a
+    partial's arguments, hold (``act = lambda t: t * k`` rebuilt at each call with another ``k``)."""
+    if isinstance(f, partial):
+        return (id(f), tuple(map(_value, f.args)), tuple([(k, _value(v)) for k, v in f.keywords.items()]),
+                _fn_key(f.func, depth - 1) if depth and isinstance(f.func, (FunctionType, partial)) else id(f.func))
+    if f.__closure__ is None and f.__defaults__ is None:
+        return id(f)  # (its code's behaviour: the globals it reads are roots of their own)
+    cells = []
+    for c in f.__closure__ or ():
+        try:
+            cells.append(_value(c.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    return (id(f), tuple(cells), tuple(map(_value, f.__defaults__ or ())))
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)
@@ -64,7 +125,7 @@ def mutable_key(o: Any) -> Any:
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
     if isinstance(o, bytearray):
         return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
-    return len(o) if len(o) > 1024 else tuple([_value(v) if v.__class__ is not float else ("f", _sc(v)) for v in o])
+    return len(o) if len(o) > 1024 else tuple(map(_value, o))
 
 
 def hooks_key(hooks: Any, of: Callable[[Any], Any]) -> tuple:

@@ -28,6 +28,8 @@ import re
 import weakref
 from typing import Any
 
+import numpy as np
+
 from ..optim import optimizer as _optmod
 from ..optim.optimizer import _manager
 from ..tensor import Tensor
@@ -39,6 +41,11 @@ from .symbolic import Sym
 
 # optimizer -> {whether host fusion was asked for: its replay}
 _replays: "weakref.WeakKeyDictionary[Any, dict[bool, OptimizerReplay]]" = weakref.WeakKeyDictionary()
+
+
+def _numpy_number(v: Any) -> bool:
+    """A numpy number whose arithmetic is not Python float's (np.float32, np.int64; np.float64 is a float)."""
+    return isinstance(v, np.generic) and not isinstance(v, float)
 
 
 def supports(opt: Any) -> bool:
@@ -123,6 +130,12 @@ class OptimizerReplay:
         groups = opt.param_groups
         if any(g.get("differentiable") for g in groups):
             self.why, self.tries = "differentiable=True", 1 << 30
+            opt.step()
+            return
+        if any(_numpy_number(v) or type(v) is tuple and any(map(_numpy_number, v)) for g in groups for v in g.values()):
+            # (betas=(np.float32(0.9), 0.999): the recording runs the step with symbolic step counts, and numpy's
+            # beta1 ** step of one is float64 where eager's is float32: that step's update was 1 ulp off)
+            self.why, self.tries = "a hyper-parameter holds a numpy number", 1 << 30
             opt.step()
             return
         keys = _state_keys(opt)

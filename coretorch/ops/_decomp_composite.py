@@ -45,11 +45,10 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if ord == 2:
         ord = "fro"  # the reduction's fused 2-norm (zero gradient where the norm is 0, as PyTorch)
     if ord == -_INF or (isinstance(ord, (int, float)) and ord < 0 and ord != -_INF):
+        if not x.dtype.is_floating_point or dtype is not None and not dtype.is_floating_point:
+            return _R.norm(x, ord, dim, keepdim, dtype)  # (its dtype checks)
         if dtype is not None:
             x = x.to(dtype)
-        if not x.dtype.is_floating_point:
-            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                               f"{x.dtype._tname[:-6]}")
         if ord == -_INF:
             return _R.norm(x, ord, dim, keepdim)  # the inf-norm's own node (LinalgVectorNormBackward0)
         return named_node(_R.sum(x.abs() ** ord, dim, keepdim) ** (1.0 / ord), "LinalgVectorNormBackward0")

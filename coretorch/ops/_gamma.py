@@ -80,8 +80,10 @@ def _draw(alpha: Tensor, generator) -> Tensor:
 
 def _standard_gamma(self: Tensor, generator=None) -> Tensor:
     """Samples of Gamma(self, 1), differentiable with respect to ``self`` (implicit reparameterisation)."""
-    if not isinstance(self, Tensor) or not self.dtype.is_floating_point:
-        raise RuntimeError(f"\"_standard_gamma\" not implemented for '{getattr(self, 'dtype', type(self))}'")
+    if not isinstance(self, Tensor):
+        raise TypeError(f"_standard_gamma(): argument 'input' (position 1) must be Tensor, not {type(self).__name__}")
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f"\"gamma_cpu\" not implemented for '{self.dtype._tname[:-6]}'")
     with no_grad():
         out = _draw(self, generator)
     if self._rg and _gs.enabled:

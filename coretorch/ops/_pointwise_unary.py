@@ -146,6 +146,8 @@ def round(input, *, decimals: int = 0):
     """Round to the nearest integer (half to even); with ``decimals``, to that many decimal places."""
     if decimals == 0:
         return _round(input)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:  # (it rounded a float copy)
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     s = 10.0 ** decimals
     return div(_round(mul(input, s)), s)
 

@@ -99,11 +99,14 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("norm", input)
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not input.dtype.is_floating_point:  # (the input's own dtype: an int input with dtype=float raises too)
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{input.dtype._tname[:-6]}")
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
+                               f"{dtype._tname[:-6]}")
+        input = input.to(dtype)
     if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
         return norm(input.to(_f32), p, dim, keepdim).to(_f16)
     if isinstance(p, (int, float)) and (p < 0 or p == float("inf")) and input.numel() == 0:

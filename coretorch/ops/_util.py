@@ -28,7 +28,7 @@ def norm_dim(dim, ndim: int, op: str = "") -> int:
 
 
 def norm_dims(dims, ndim: int, op: str = "") -> tuple:
-    if isinstance(dims, int):
+    if isinstance(dims, int) or not hasattr(dims, "__iter__") and hasattr(dims, "__index__"):  # (np.int64(0))
         return (norm_dim(dims, ndim, op),)
     out = tuple([norm_dim(d, ndim, op) for d in dims])
     if len(out) > 1 and len(set(out)) != len(out):

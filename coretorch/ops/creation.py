@@ -343,7 +343,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         _data_read("full() reads its fill value on the host")
         fill_value = fill_value.item()
     if dtype is None:
-        dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, int) \
+        # (a numpy integer is int64 as PyTorch's; a numpy bool or float the default float dtype, as PyTorch's)
+        dtype = _dt.bool_ if isinstance(fill_value, bool) else _dt.int64 if isinstance(fill_value, (int, np.integer)) \
             else _dt.default
     return _fill((size,) if isinstance(size, int) else size, fill_value, dtype, device, requires_grad, "full")
 
@@ -405,7 +406,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         start, end = 0, start
     if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
         _data_read("arange() of a tensor's value gives a shape that depends on the data")
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    # (a numpy number as the Python number it holds: np.float32(1.5) is no float, and its arange is float32)
+    vals = [v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")

@@ -7,6 +7,7 @@ primitive; their backward scatters the gradient through the element positions th
 viewed with the same strides), so it runs on the device and is itself differentiable."""
 from __future__ import annotations
 
+from operator import index as _index
 import warnings
 
 import numpy as np
@@ -177,13 +178,13 @@ class RollBackward0(Node):
 
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """Elements shifted cyclically along ``dims`` (along the flattened tensor without dims)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    shifts = (_index(shifts),) if not hasattr(shifts, "__iter__") else tuple(int(s) for s in shifts)  # (np.int64(1))
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         flat = _sh.reshape(input, (-1,))
         return _sh.reshape(roll(flat, shifts, 0), tuple(input.shape))
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = (dims,) if not hasattr(dims, "__iter__") else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if input.ndim == 0:
@@ -264,6 +265,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
             repeats.dtype in (_i64, _dt.int32):
         _data_read("repeat_interleave() of a tensor gives a shape that depends on the data")
         repeats = int(repeats.item())  # one repeat count for every element
+    if not isinstance(repeats, (int, Tensor)) and hasattr(repeats, "__index__"):  # (np.int64(2))
+        repeats = repeats.__index__()
     if isinstance(repeats, int):
         if repeats < 0:
             raise RuntimeError("repeats can not be negative")

@@ -619,6 +619,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 def _chunk_pieces(input: Tensor, chunks: int, dim: int) -> tuple:
     if input.ndim == 0:  # checked first, as PyTorch
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if not isinstance(chunks, int) and hasattr(chunks, "__index__"):  # (np.int64(2): its split took it for sizes)
+        chunks = chunks.__index__()
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = norm_dim(dim, input.ndim, "chunk")

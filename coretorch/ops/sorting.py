@@ -393,7 +393,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, computed without overflow."""
     _check("logcumsumexp", input)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     d = norm_dim(dim, input.ndim, "logcumsumexp")
     table = input._be
     r = table.logcumsumexp(input._data, d)

@@ -280,7 +280,7 @@ def frac(input: Tensor, *, out=None) -> Tensor:
     """x - trunc(x) (float dtypes only, as PyTorch)."""
     _check("frac", input)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"frac_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
     return _out(_named(sub(input, trunc(input)), FracBackward0), out, "frac", input)
 
 
@@ -621,6 +621,9 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=N
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{input.dtype._tname[:-6]}")
     if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {dtype._tname[:-6]}")
         input = input.to(dtype)
     count = _R.sum(logical_not(isnan(input.detach())), dim, keepdim)
     return _out(div(_R.nansum(input, dim, keepdim), count), out, "nanmean")

@@ -84,7 +84,7 @@ def _tri_indices(row: int, col: int, offset: int, dtype, device, lower: bool, op
         raise RuntimeError(f"{op}: row and col must be non-negative, got row={row}, col={col}")
     dtype = dtype or _dt.int64
     if dtype not in (_dt.int64, _dt.int32):
-        raise RuntimeError(f"\"{op}\" not implemented for '{dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{dtype._tname[:-6]}'")
     # a creation op: its values follow from the arguments alone (no tensor data is read)
     idx = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     return _cr.tensor(np.stack(idx).astype(np.int64).reshape(2, -1), dtype=dtype, device=device)

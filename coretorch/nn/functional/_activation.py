@@ -460,13 +460,14 @@ def _softmax_impl(name, input, dim, dtype, log: bool, stacklevel: int = 4):
         dim = _get_softmax_dim(name, input.ndim, stacklevel)
     if dtype is not None:
         input = input.to(dtype)
-    elif not input.dtype.is_floating_point and input.numel() == 0:
-        return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
-    elif not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype._tname[:-6]}'")
     table, x = input._be, input._data
     nd = len(x.shape)
     d = _norm_dim(dim, nd, name)
+    if not input.dtype.is_floating_point:  # (dtype=torch.int32 too: numpy's casting error leaked)
+        if input.numel() == 0 and dtype is None:
+            return input.clone()  # PyTorch: an empty integer input comes back empty in its own dtype (no kernel runs)
+        k = f"{name}_lastdim_kernel_impl" if d == nd - 1 or nd == 0 else f"{name}_kernel_impl"
+        raise NotImplementedError(f"\"{k}\" not implemented for '{input.dtype._tname[:-6]}'")
     axes = (d,) if nd else None
     if x.size == 0:
         out = table.full(x.shape, 0, x.dtype)

@@ -509,6 +509,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("nll_loss", "input", input)
+    if not input.dtype.is_floating_point:  # (PyTorch's kernels are float-only: an int input gave an int "loss")
+        k = "nll_loss_out_frame" if input.ndim <= 2 else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f"\"{k}\" not implemented for '{input.dtype._tname[:-6]}'")
     return _nll(input, target, weight, ignore_index, reduction)
 
 

@@ -129,6 +129,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, weight, bias = _ac_cast("layer_norm", input, weight, bias)
     _check_tensor("layer_norm", "input", input)
+    if not input.dtype.is_floating_point:  # (it raised mean()'s error)
+        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{input.dtype._tname[:-6]}'")
     ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
     k = len(ns)
     if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:

@@ -82,7 +82,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"\"max_pool2d\" not implemented for '{x.dtype._tname[:-6]}'")
+        raise NotImplementedError(f"\"max_pool2d\" not implemented for '{x.dtype._tname[:-6]}'")
     table = x._be
     if table.has("max_pool2d"):
         v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))

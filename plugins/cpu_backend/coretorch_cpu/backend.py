@@ -39,17 +39,21 @@ def _quiet(fn):
     return k
 
 
-def _reduce(fn, short: int):
+def _reduce(fn, short: int, wraps: bool = False):
     """``fn`` is a ufunc's reduce.  numpy reduces a short contiguous last axis one row at a time (128 rows of
     10: ~12 us for max); copied transposed, the same reduction is one vectorised pass over rows (~3 us).
-    ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min)."""
+    ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min).
+    ``wraps``: an integer input reduces in its own dtype (numpy's add/multiply reduce an int8..int32 array in
+    int64: ``sum(dtype=torch.int8)`` held 228 in an int8 tensor where PyTorch wraps to -28)."""
     def k(x, axes, keepdim):
+        dt = x.dtype if wraps and x.dtype.kind in "iu" else None
         if x.size >= 512 and axes is not None and len(axes) == 1 and x.ndim > 1 and x.shape[-1] <= short \
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:
             n = x.ndim
-            r = fn(np.ascontiguousarray(x.T if n == 2 else x.transpose((n - 1,) + tuple(range(n - 1)))), axis=0)
+            r = fn(np.ascontiguousarray(x.T if n == 2 else x.transpose((n - 1,) + tuple(range(n - 1)))), axis=0,
+                   dtype=dt)
             return r[..., None] if keepdim else r
-        r = fn(x, axis=axes, keepdims=keepdim)
+        r = fn(x, axis=axes, keepdims=keepdim, dtype=dt)
         return r if r.__class__ is nd else _asarray(r)
     return k
 
@@ -247,16 +251,16 @@ def _index_add(x, dim, index, src):
     return out
 
 
-def _cumsum(x, axis):
+def _cumsum(x, axis):  # (an integer input in its own dtype, as _reduce's ``wraps``)
     if x.ndim == 0:
         return x.copy()
-    return np.cumsum(x, axis=axis)
+    return np.cumsum(x, axis=axis, dtype=x.dtype if x.dtype.kind in "iu" else None)
 
 
 def _cumprod(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.cumprod(x, axis=axis)
+    return np.cumprod(x, axis=axis, dtype=x.dtype if x.dtype.kind in "iu" else None)
 
 
 def _arg(fn):
@@ -294,6 +298,8 @@ def _where(c, x, y):
             not (isinstance(x, float) and np.signbit(x)):
         return _where(np.logical_not(c), y, x)
     r = np.where(c, x, y)
+    if not xa and ya and r.dtype is not y.dtype and y.dtype.kind == "V":
+        r = r.astype(y.dtype)  # (ml_dtypes: a Python number before a bfloat16 array gives float32)
     return r if r.__class__ is nd else _asarray(r)
 
 
@@ -437,7 +443,7 @@ class CPUBackend:
             "where": _where, "clamp": _clamp, "matmul": _arr(np.matmul),
             "linear": _linear, "linear_backward": _linear_backward,
             # ufunc.reduce directly: np.sum & co. add a Python wrapper layer per call
-            "sum": _reduce(np.add.reduce, 16), "prod": _quiet(_reduce(np.multiply.reduce, 16)),
+            "sum": _reduce(np.add.reduce, 16, True), "prod": _quiet(_reduce(np.multiply.reduce, 16, True)),
             "amax": _reduce(np.maximum.reduce, 32), "amin": _reduce(np.minimum.reduce, 32),
             "any": _reduce(np.logical_or.reduce, 32), "all": _reduce(np.logical_and.reduce, 32),
             "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),

@@ -367,7 +367,8 @@ def _clone(dev, kern, args: tuple) -> Any:
     if len(dtypes) != len(args):
         return None
     kc = cl.Kernel(prog, kname)
-    for pos, (a, dt) in enumerate(zip(args, dtypes)):
-        # each scalar as its C type once (no typed invoker: pyopencl generates and compiles one per kernel object)
-        kc.set_arg(pos, None if a[0] != "s" or dt is None else dt(a[1]))
+    with np.errstate(over="ignore", invalid="ignore"):  # (x * 1e300 of a float32 x: inf, as eager, without a word)
+        for pos, (a, dt) in enumerate(zip(args, dtypes)):
+            # each scalar as its C type once (no typed invoker: pyopencl generates and compiles one per kernel object)
+            kc.set_arg(pos, None if a[0] != "s" or dt is None else dt(a[1]))
     return kc
