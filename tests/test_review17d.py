@@ -49,3 +49,42 @@ def test_float64_to_uint8_in_a_compiled_replay(device):
     cf = torch.compile(f)
     for _ in range(3):
         assert cf(x).tolist() == [6, 252, 45]
+
+
+def test_integer_sum_and_prod_with_a_small_dtype_wrap(device):
+    """``sum``/``prod``/``cumsum``/``cumprod`` with ``dtype=int32``/``int8``/``uint8`` wrap in that dtype
+    (PyTorch: [2**31 - 1, 1, 7, 2**31 - 1].sum(dtype=int32) == 6).  The cpu backend's numpy reductions and scans
+    accumulate small integers in int64 and kept that array under an int32 tensor: 4294967302 in an "int32" tensor
+    (and 200 in an "int8" one)."""
+    y = torch.tensor([2**31 - 1, 1, 7, 2**31 - 1], dtype=torch.int32, device=device)
+    assert y.sum().item() == 4294967302 and y.sum().dtype is torch.int64
+    r = y.sum(dtype=torch.int32)
+    assert r.dtype is torch.int32 and r.item() == 6
+    assert y.cumsum(0, dtype=torch.int32).tolist() == [2147483647, -2147483648, -2147483641, 6]
+    assert y.prod(dtype=torch.int32).item() == 7
+    assert y.cumprod(0, dtype=torch.int32).tolist() == [2147483647, 2147483647, 2147483641, 7]
+    z = torch.tensor([100, 100, 100, -100], dtype=torch.int8, device=device)
+    assert z.sum(dtype=torch.int8).item() == -56
+    assert z.cumsum(0, dtype=torch.int8).tolist() == [100, -56, 44, -56]
+    assert z.prod(dtype=torch.int8).item() == 0
+    u = torch.tensor([200, 100, 3], dtype=torch.uint8, device=device)
+    assert u.sum(dtype=torch.uint8).item() == 47
+    assert u.cumprod(0, dtype=torch.uint8).tolist() == [200, 32, 96]
+    w = torch.full((200, 5), 2**30, dtype=torch.int32, device=device)   # (the cpu's transposed short-row path)
+    assert w.sum(-1, dtype=torch.int32).tolist() == [2**30] * 200
+    assert w.sum(-1, keepdim=True, dtype=torch.int32).tolist() == [[2**30]] * 200
+
+
+def test_int64_sum_prod_and_scans_wrap(device):
+    """int64 overflow wraps as two's complement (PyTorch); the opencl kernels added in signed C types (undefined
+    behaviour on overflow: PoCL happened to wrap) and now add unsigned."""
+    M = 2**63 - 1
+    x = torch.tensor([M, 1, 5, M, M, -3], device=device)
+    assert x.sum().item() == -(2**63)
+    assert x.reshape(2, 3).sum(0).tolist() == [-2, -(2**63), 2]
+    assert x.cumsum(0).tolist() == [M, -(2**63), -(2**63) + 5, 4, -(2**63) + 3, -(2**63)]
+    assert x.prod().item() == -9223372036854775793
+    assert x.cumprod(0).tolist()[-1] == -9223372036854775793
+    big = torch.full((10000,), M, dtype=torch.int64, device=device)
+    assert big.sum().item() == -10000
+    assert big.cumsum(0)[-3:].tolist() == [-9998, 9223372036854765809, -10000]

@@ -48,8 +48,11 @@ def _reduce(fn, short: int):
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:
             n = x.ndim
             r = fn(np.ascontiguousarray(x.T if n == 2 else x.transpose((n - 1,) + tuple(range(n - 1)))), axis=0)
-            return r[..., None] if keepdim else r
-        r = fn(x, axis=axes, keepdims=keepdim)
+            r = r[..., None] if keepdim else r
+        else:
+            r = fn(x, axis=axes, keepdims=keepdim)
+        if r.dtype is not x.dtype and r.dtype != x.dtype:  # numpy sums small integers in int64: wrapped back
+            r = r.astype(x.dtype)
         return r if r.__class__ is nd else _asarray(r)
     return k
 
@@ -250,13 +253,13 @@ def _index_add(x, dim, index, src):
 def _cumsum(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.cumsum(x, axis=axis)
+    return np.add.accumulate(x, axis, x.dtype)  # (np.cumsum scans small integers in int64, and wraps this call)
 
 
 def _cumprod(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.cumprod(x, axis=axis)
+    return np.multiply.accumulate(x, axis, x.dtype)
 
 
 def _arg(fn):
