@@ -39,10 +39,11 @@ def _quiet(fn):
     return k
 
 
-def _reduce(fn, short: int):
+def _reduce(fn, short: int, wrap: bool = False):
     """``fn`` is a ufunc's reduce.  numpy reduces a short contiguous last axis one row at a time (128 rows of
     10: ~12 us for max); copied transposed, the same reduction is one vectorised pass over rows (~3 us).
-    ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min)."""
+    ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min).  ``wrap``
+    (sum, prod): the result in x's dtype (numpy adds small integers in int64; PyTorch wraps in their own)."""
     def k(x, axes, keepdim):
         if x.size >= 512 and axes is not None and len(axes) == 1 and x.ndim > 1 and x.shape[-1] <= short \
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:
@@ -51,7 +52,7 @@ def _reduce(fn, short: int):
             r = r[..., None] if keepdim else r
         else:
             r = fn(x, axis=axes, keepdims=keepdim)
-        if r.dtype is not x.dtype and r.dtype != x.dtype:  # numpy sums small integers in int64: wrapped back
+        if wrap and r.dtype is not x.dtype and r.dtype != x.dtype:
             r = r.astype(x.dtype)
         return r if r.__class__ is nd else _asarray(r)
     return k
@@ -440,7 +441,7 @@ class CPUBackend:
             "where": _where, "clamp": _clamp, "matmul": _arr(np.matmul),
             "linear": _linear, "linear_backward": _linear_backward,
             # ufunc.reduce directly: np.sum & co. add a Python wrapper layer per call
-            "sum": _reduce(np.add.reduce, 16), "prod": _quiet(_reduce(np.multiply.reduce, 16)),
+            "sum": _reduce(np.add.reduce, 16, True), "prod": _quiet(_reduce(np.multiply.reduce, 16, True)),
             "amax": _reduce(np.maximum.reduce, 32), "amin": _reduce(np.minimum.reduce, 32),
             "any": _reduce(np.logical_or.reduce, 32), "all": _reduce(np.logical_and.reduce, 32),
             "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
