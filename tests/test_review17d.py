@@ -88,3 +88,51 @@ def test_int64_sum_prod_and_scans_wrap(device):
     big = torch.full((10000,), M, dtype=torch.int64, device=device)
     assert big.sum().item() == -10000
     assert big.cumsum(0)[-3:].tolist() == [-9998, 9223372036854765809, -10000]
+
+
+def test_a_parameter_of_a_detached_view_keeps_its_storage(device):
+    """``nn.Parameter(a[1:5].detach())`` shares a's storage at offset 1 (PyTorch: ``storage_offset() == 1``, the
+    storage a's 40 bytes, ``data_ptr`` 4 bytes past a's); coretorch's parameter had lost the view's root: offset 0 and
+    a 16-byte storage of its own (``as_strided`` from the storage's start read the wrong elements)."""
+    a = torch.arange(10.0, device=device)
+    for p in (torch.nn.Parameter(a[1:5].detach()), torch.nn.Parameter(a[1:5]), a[1:5].detach().requires_grad_()):
+        assert p.storage_offset() == 1
+        assert p.untyped_storage().nbytes() == 40
+        assert p.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+        assert p.data_ptr() - a.data_ptr() == 4
+        assert p._base is None and not p._is_view() and p.is_leaf
+        assert torch.as_strided(p, (2,), (2,), 0).tolist() == [0.0, 2.0]
+    p = torch.nn.Parameter(a[1:5].detach())
+    assert p[1:].storage_offset() == 2 and p[1:]._base is p
+    assert p.data.storage_offset() == 1 and p.data._base is None
+    with torch.no_grad():
+        p.mul_(10)
+    assert a.tolist()[:6] == [0.0, 10.0, 20.0, 30.0, 40.0, 5.0]
+    (p * 2).sum().backward()
+    assert p.grad.tolist() == [2.0] * 4 and p.grad_fn is None
+
+
+def test_detach_and_data_have_no_base(device):
+    """``x.detach()._base`` and ``x.data._base`` are None in PyTorch (a detached tensor is no view), of a view too;
+    coretorch gave the root they share memory with.  Their storage offsets and data pointers stay the root's."""
+    a = torch.arange(10.0, device=device)
+    v = a[1:5]
+    assert v._base is a and v._is_view()
+    for d in (v.detach(), v.data, a.detach(), v.detach().detach()):
+        assert d._base is None and not d._is_view()
+        assert d.untyped_storage().nbytes() == 40
+    assert v.detach().storage_offset() == 1 and v.detach().data_ptr() - a.data_ptr() == 4
+    w = v.detach()[1:]
+    assert w._base is not None and w._base is not a and w.storage_offset() == 2
+    x = torch.arange(6.0, device=device).reshape(2, 3).t().detach()
+    assert x._base is None and x.stride() == (1, 3)
+
+
+def test_assigning_data_takes_the_new_storage(device):
+    """``p.data = y[5:7]`` gives p y's storage at offset 5 (PyTorch); coretorch kept counting from p's old root."""
+    x, y = torch.arange(10.0, device=device), torch.arange(20.0, device=device)
+    p = torch.nn.Parameter(x[1:3])
+    p.data = y[5:7]
+    assert p.storage_offset() == 5 and p.untyped_storage().nbytes() == 80 and p._base is None
+    p.data = torch.zeros(3, device=device)
+    assert p.storage_offset() == 0 and p.untyped_storage().nbytes() == 12

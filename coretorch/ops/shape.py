@@ -11,7 +11,7 @@ from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 def _wrap_view(input: Tensor, data, node=None) -> Tensor:
     # (a view of a detached tensor views it, not its root: the root's autograd changes do not reach it)
-    base = input._base if input._base is not None and not input._det else input
+    base = input._vbase if input._vbase is not None and not input._det else input
     if node is not None and input._rg and _gs.enabled:
         node.next_functions = (edge(input),)
         r = _make(data, input.dtype, input._be, node, base=base, version=input._vc)
