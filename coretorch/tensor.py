@@ -152,9 +152,15 @@ class Tensor(_TensorAPI):
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
-        """Whether the tensor is laid out contiguously in row-major order."""
-        return self._be.is_contiguous(self._data)
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the tensor is laid out contiguously in row-major order (or in ``memory_format``'s order:
+        ``torch.channels_last``/``channels_last_3d``)."""
+        if memory_format is None:
+            return self._be.is_contiguous(self._data)
+        from .ops import _memfmt
+        r = _memfmt.rank(memory_format)
+        return _memfmt.is_channels_last(tuple(self._data.shape), self.stride(), r) if r else \
+            self._be.is_contiguous(self._data)
 
     def stride(self, dim: int | None = None):
         """The step in elements between neighbours along each dimension (or along ``dim``)."""

@@ -3,6 +3,8 @@ out-of-range values, integer overflow in reductions and scans, storage offsets o
 (strides) of elementwise results.  Each test states what PyTorch gives and what coretorch gave before the fix."""
 from __future__ import annotations
 
+import pytest
+
 import coretorch as torch
 
 _BIG = [2147483653.0, -2147483653.0, 4294967303.0, 1e10 + 3, float("nan"), 300.0, -5.5, 1e19, -1e19, float("inf")]
@@ -136,3 +138,49 @@ def test_assigning_data_takes_the_new_storage(device):
     assert p.storage_offset() == 5 and p.untyped_storage().nbytes() == 80 and p._base is None
     p.data = torch.zeros(3, device=device)
     assert p.storage_offset() == 0 and p.untyped_storage().nbytes() == 12
+
+
+_CL4 = (60, 1, 15, 3)   # PyTorch 2.13: the channels-last strides of a (2, 3, 4, 5) tensor
+
+
+def test_is_contiguous_takes_a_memory_format(device):
+    """``x.is_contiguous(memory_format=torch.channels_last)`` answers PyTorch's channels-last test (c10's
+    compute_channels_last_contiguous_2d/3d); coretorch raised TypeError (no such keyword)."""
+    x = torch.zeros(2, 3, 4, 5, device=device)
+    assert x.is_contiguous(memory_format=torch.contiguous_format)
+    assert x.is_contiguous(memory_format=torch.preserve_format)
+    assert not x.is_contiguous(memory_format=torch.channels_last)
+    assert not torch.zeros(2, 3, 4, device=device).is_contiguous(memory_format=torch.channels_last)
+    assert torch.zeros(2, 1, 4, 5, device=device).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2) \
+        .is_contiguous(memory_format=torch.channels_last)
+    assert not torch.zeros(2, 3, 4, 5, 6, device=device).is_contiguous(memory_format=torch.channels_last_3d)
+
+
+def test_channels_last_requests_lay_memory_out_so(device):
+    """``contiguous``/``clone``/``to``/``empty``/``*_like`` with ``memory_format=torch.channels_last`` give PyTorch's
+    channels-last strides (60, 1, 15, 3) for a (2, 3, 4, 5) tensor, and ``view(-1)`` of the result raises as
+    PyTorch's; coretorch accepted the keyword and returned row-major (60, 20, 5, 1) tensors."""
+    cl = torch.channels_last
+    x = torch.arange(120.0, device=device).reshape(2, 3, 4, 5)
+    for y in (x.contiguous(memory_format=cl), x.clone(memory_format=cl), x.to(memory_format=cl),
+              x.to(torch.float64, memory_format=cl), x.float(memory_format=cl)):
+        assert y.stride() == _CL4 and y.is_contiguous(memory_format=cl) and not y.is_contiguous()
+        assert torch.equal(y.to(x.dtype), x) and y._base is None
+    y = x.contiguous(memory_format=cl)
+    assert y.contiguous(memory_format=cl) is y and y.contiguous().stride() == (60, 20, 5, 1)
+    for z in (torch.empty(2, 3, 4, 5, memory_format=cl, device=device), torch.empty_like(x, memory_format=cl),
+              torch.zeros_like(x, memory_format=cl), torch.ones_like(x, memory_format=cl),
+              torch.full_like(x, 7.0, memory_format=cl)):
+        assert z.stride() == _CL4
+    assert torch.ones_like(x, memory_format=cl).sum().item() == 120
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        y.view(-1)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        torch.zeros(2, 3, 4, device=device).contiguous(memory_format=cl)
+    v = torch.zeros(1, 2, 3, 4, 5, device=device).contiguous(memory_format=torch.channels_last_3d)
+    assert v.stride() == (120, 1, 40, 10, 2)
+    w = x.clone().requires_grad_()
+    y = w.contiguous(memory_format=cl)
+    assert type(y.grad_fn).__name__ == "CloneBackward0"
+    (y * x).sum().backward()
+    assert torch.equal(w.grad, x)

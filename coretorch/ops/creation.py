@@ -13,6 +13,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
+from . import _memfmt
 from ._out import write_out
 from ._util import data_read as _data_read, edge, shape_arg
 
@@ -319,7 +320,8 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
             raise RuntimeError(f"empty(): Trying to create tensor with negative dimension {s}: {list(shape)}")
     table = _table(device)
     dt = dtype or _dt.default
-    return _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
+    t = _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
+    return t if memory_format is None else _memfmt.fresh(t, memory_format)
 
 
 @_writes_out
@@ -352,26 +354,29 @@ def _like(input, dtype, device):
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return t if memory_format is None else _memfmt.fresh(t, memory_format)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return t if memory_format is None else _memfmt.fresh(t, memory_format)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, memory_format=memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None):
     """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return t if memory_format is None else _memfmt.fresh(t, memory_format)
 
 
 @_writes_out

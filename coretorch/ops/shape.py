@@ -5,6 +5,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from . import _memfmt
 from ._out import write_out
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
@@ -380,12 +381,22 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
     Args:
         input (Tensor): the tensor to copy.
-        memory_format (memory_format, optional): accepted for compatibility (tensors are row-major).
+        memory_format (memory_format, optional): ``torch.channels_last``/``channels_last_3d`` lay the copy out so;
+            otherwise (``preserve_format``, the default, too) the copy is row-major.
     """
-    return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
+    table = input._be
+    r = _memfmt.check(memory_format, input.ndim) if memory_format is not None else 0
+    data = _memfmt.relaid(table, input._data, r) if r else table.contiguous(input._data)
+    return _wrap_copy(input, data, CloneBackward0() if input._rg else None)
 
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    if memory_format is not None:
+        r = _memfmt.check(memory_format, input.ndim)
+        if r:
+            if _memfmt.is_channels_last(tuple(input.shape), input.stride(), r):
+                return input
+            return clone(input, memory_format=memory_format)
     if input._be.is_contiguous(input._data):
         return input
     return clone(input)
