@@ -318,7 +318,8 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
         if value._rg:
             from .shape import expand
             return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
-        value = value.item()
+        # (PyTorch copies a tensor value: cast as a copy casts, 300.0 -> 44 in uint8, never the number range check)
+        value = (value if value.dtype is x.dtype else value.to(x.dtype)).item()
         name = "FillBackward3" if name == "FillBackward2" else name
         expanded_ok = False  # (PyTorch copies a tensor value: refused on an expanded tensor)
     else:
