@@ -258,3 +258,11 @@ def test_clone_and_like_preserve_a_transposed_layout(device):
     t = torch.zeros(3, 4, device=device).t()
     assert t.clone().stride() == (1, 4)
     assert torch.zeros_like(t).stride() == (1, 4)
+
+
+def test_nonzero_of_a_transposed_tensor(device):
+    """``x.t().nonzero()``: the opencl kernel viewed its (now transposed) flags flat and failed once elementwise
+    results kept their operands' layout; PyTorch's row-major indices."""
+    x = torch.tensor([[1, 0, 2], [0, 3, 0]], device=device).t()
+    assert x.nonzero().tolist() == [[0, 0], [1, 1], [2, 0]]
+    assert (x.float() * 2 > 1).nonzero().tolist() == [[0, 0], [1, 1], [2, 0]]
