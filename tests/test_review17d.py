@@ -205,6 +205,7 @@ def test_elementwise_results_keep_their_operands_layout(device):
         "t+col": (lambda: t + torch.ones(4, 1, device=device), (1, 4)), "gt": (lambda: t > 1, (1, 4)),
         "where": (lambda: torch.where(t > 2, t, 0.0), (1, 4)), "clamp": (lambda: t.clamp(1, 5), (1, 4)),
         "double": (lambda: t.double(), (1, 4)), "long": (lambda: t.long(), (1, 4)),
+        "sigmoid": (lambda: t.sigmoid(), (1, 4)), "sign": (lambda: t.sign(), (1, 4)),   # (cpu: row-major before)
         "p+1": (lambda: p + 1, (1, 12, 4)), "p*p": (lambda: p * p, (1, 12, 4)), "p.exp": (lambda: p.exp(), (1, 12, 4)),
         "slice": (lambda: t[::2] + 1, (1, 2)), "x+1": (lambda: x + 1, (4, 1)),
         "contig+t": (lambda: x.t().contiguous() + t, (3, 1)),
