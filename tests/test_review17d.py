@@ -267,3 +267,27 @@ def test_nonzero_of_a_transposed_tensor(device):
     x = torch.tensor([[1, 0, 2], [0, 3, 0]], device=device).t()
     assert x.nonzero().tolist() == [[0, 0], [1, 1], [2, 0]]
     assert (x.float() * 2 > 1).nonzero().tolist() == [[0, 0], [1, 1], [2, 0]]
+
+
+def test_module_to_channels_last(device):
+    """``model.to(memory_format=torch.channels_last)`` lays the 4-D parameters out channels-last (PyTorch: a
+    Conv2d(3, 4, 3) weight's strides (27, 1, 9, 3), the bias untouched; a 5-D parameter raises PyTorch's rank
+    error); coretorch ignored the keyword.  Training on such a model gives the row-major model's values."""
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 36, 2)).to(device)
+    m, ref = model().to(memory_format=torch.channels_last), model()
+    w = m[0].weight
+    assert isinstance(w, torch.nn.Parameter) and w.stride() == (27, 1, 9, 3) and m[0].bias.stride() == (1,)
+    assert w.is_contiguous(memory_format=torch.channels_last)
+    for net in (m, ref):
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        for i in range(2):
+            x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(i)).to(device)
+            opt.zero_grad()
+            net(x.to(memory_format=torch.channels_last) if net is m else x).square().sum().backward()
+            opt.step()
+    for a, b in zip(m.parameters(), ref.parameters()):
+        assert torch.allclose(a, b, atol=1e-5)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        torch.nn.Conv3d(1, 1, 1).to(device).to(memory_format=torch.channels_last)
