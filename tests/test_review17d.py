@@ -210,6 +210,9 @@ def test_elementwise_results_keep_their_operands_layout(device):
         "slice": (lambda: t[::2] + 1, (1, 2)), "x+1": (lambda: x + 1, (4, 1)),
         "contig+t": (lambda: x.t().contiguous() + t, (3, 1)),
         "masked_fill": (lambda: t.masked_fill(t > 3, 0.0), (3, 1)),   # (PyTorch fills a contiguous clone)
+        # row-major whatever the input's layout in PyTorch (cpu followed numpy's K order before)
+        "softmax": (lambda: t.softmax(0), (3, 1)), "log_softmax": (lambda: t.log_softmax(1), (3, 1)),
+        "cumsum": (lambda: t.cumsum(0), (3, 1)), "cumprod": (lambda: t.cumprod(1), (3, 1)),
     }
     for name, (f, want) in cases.items():
         r = f()

@@ -254,13 +254,14 @@ def _index_add(x, dim, index, src):
 def _cumsum(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.add.accumulate(x, axis, x.dtype)  # (np.cumsum scans small integers in int64, and wraps this call)
+    # (np.cumsum scans small integers in int64, and wraps this call; the result row-major, as PyTorch's)
+    return np.add.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
 def _cumprod(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.multiply.accumulate(x, axis, x.dtype)
+    return np.multiply.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
 def _arg(fn):
