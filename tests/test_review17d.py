@@ -294,3 +294,14 @@ def test_module_to_channels_last(device):
         assert torch.allclose(a, b, atol=1e-5)
     with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
         torch.nn.Conv3d(1, 1, 1).to(device).to(memory_format=torch.channels_last)
+
+
+@pytest.mark.xfail(strict=True, reason="AccumulateGrad stores the gradient as backward made it (row-major): "
+                   "PyTorch's gradient layout contract copies it into the leaf's strides; doing so costs a layout "
+                   "check per leaf per backward in eager and the same in the compiled module replays' accumulation")
+def test_grad_of_a_transposed_leaf_takes_its_layout(device):
+    """PyTorch: a leaf of strides (1, 3) (``zeros(4, 3).t()``) gets a ``.grad`` of strides (1, 3), a channels-last
+    conv weight a channels-last gradient; coretorch's .grad is row-major ((4, 1), (27, 9, 3, 1))."""
+    w = torch.zeros(4, 3, device=device).t().requires_grad_()
+    (w * 2).sum().backward()
+    assert w.grad.stride() == (1, 3)
