@@ -22,7 +22,7 @@ from .common import (
     _valid,
 )
 from .device import STATS, c_strides, cla
-from .layout import _collapse, _desc, _is_c, _iter_order
+from .layout import _c_ordered, _collapse, _desc, _is_c, _iter_order
 from .vecmath import VECTOR_EW, run_ew
 
 _F32 = np.dtype(np.float32)
@@ -163,7 +163,7 @@ class ElementwiseKernels(KernelMixin):
         if a0.__dict__.get("_ct_c") or a0.shape != shape or len(shape) < 2:
             return self.dev.array(shape, dt)
         sts = [_desc(a)[3] for a in arrays]
-        if _is_c(shape, sts[0]):
+        if _is_c(shape, sts[0]) or all(_c_ordered(shape, st) for st in sts):
             return self.dev.array(shape, dt)
         order = _iter_order(shape, sts)
         if order is None:

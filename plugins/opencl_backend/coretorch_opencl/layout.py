@@ -105,6 +105,18 @@ def _pad(dims, strides, nd: int = 4):
     return (1,) * p + tuple(dims), (0,) * p + tuple(strides), n
 
 
+def _c_ordered(shape, strides) -> bool:
+    """Whether an operand's strides fall from the first dim to the last (zero strides and size-1 dims aside): an
+    operand of TensorIterator's that never asks for a swap (row-major or a broadcast of a row-major array)."""
+    last = -1
+    for s, t in zip(shape, strides):
+        if s != 1 and t:
+            if last != -1 and t >= last:
+                return False
+            last = t
+    return True
+
+
 def _iter_order(shape, stride_lists):
     """The dims of an elementwise result from the slowest to the fastest in memory, as PyTorch's TensorIterator
     orders them (reorder_dimensions): for each pair of dims the first operand whose strides there are both nonzero
