@@ -162,10 +162,13 @@ class ElementwiseKernels(KernelMixin):
         a0 = arrays[0]
         if a0.__dict__.get("_ct_c") or a0.shape != shape or len(shape) < 2:
             return self.dev.array(shape, dt)
-        sts = [_desc(a)[3] for a in arrays]
-        if _is_c(shape, sts[0]) or all(_c_ordered(shape, st) for st in sts):
-            return self.dev.array(shape, dt)
-        order = _iter_order(shape, sts)
+        st0 = _desc(a0)[3]
+        if _c_ordered(shape, st0):  # (row-major or a broadcast of a row-major array: asks for no swap)
+            if _is_c(shape, st0):
+                a0.__dict__["_ct_c"] = True  # (a row-major view: tagged as the device's own arrays, checked once)
+            if all(a.__dict__.get("_ct_c") or _c_ordered(shape, _desc(a)[3]) for a in arrays[1:]):
+                return self.dev.array(shape, dt)
+        order = _iter_order(shape, [_desc(a)[3] for a in arrays])
         if order is None:
             return self.dev.array(shape, dt)
         inv = [0] * len(order)
