@@ -253,15 +253,24 @@ def test_fill_with_a_tensor_value_casts_it(device):
         u().fill_(300)
 
 
-@pytest.mark.xfail(strict=True, reason="preserve_format (clone(), *_like) gives row-major results: coretorch's ops "
-                   "call clone/zeros_like on transposed tensors ~180 times and some expect a row-major result "
-                   "(a view of it); laying them out as PyTorch needs that audit (README: tensor row)")
 def test_clone_and_like_preserve_a_transposed_layout(device):
-    """PyTorch: ``x.t().clone().stride()`` and ``torch.zeros_like(x.t()).stride()`` are (1, 3) for a (3, 4) x
-    (preserve_format keeps a dense input's strides); coretorch gives (4, 1)."""
-    t = torch.zeros(3, 4, device=device).t()
-    assert t.clone().stride() == (1, 4)
-    assert torch.zeros_like(t).stride() == (1, 4)
+    """PyTorch: ``x.t().clone().stride()`` and ``torch.zeros_like(x.t()).stride()`` are (1, 4) for a (3, 4) x
+    (preserve_format keeps a dense input's strides, a sliced one's stride order); coretorch gave row-major (3, 1).
+    ``contiguous()`` and ``memory_format=torch.contiguous_format`` stay row-major."""
+    x = torch.arange(12.0, device=device).reshape(3, 4)
+    t = x.t()
+    for r in (t.clone(), t.clone(memory_format=torch.preserve_format), torch.zeros_like(t), torch.empty_like(t),
+              torch.ones_like(t), torch.full_like(t, 2.0), torch.rand_like(t), torch.randn_like(t),
+              torch.randint_like(t, 5)):
+        assert r.stride() == (1, 4) and r._base is None
+    assert torch.equal(t.clone(), t) and torch.ones_like(t).sum().item() == 12
+    assert t[::2].clone().stride() == (1, 2)                 # (a sliced input: its stride order, dense)
+    assert t.contiguous().stride() == (3, 1) and t.clone(memory_format=torch.contiguous_format).stride() == (3, 1)
+    w = t.clone().requires_grad_()
+    (w * 2).sum().backward()
+    assert w.grad.tolist() == [[2.0] * 3] * 4
+    p = torch.arange(24.0, device=device).reshape(2, 3, 4).permute(2, 0, 1)
+    assert p.clone().stride() == (1, 12, 4) and torch.zeros_like(p).stride() == (1, 12, 4)
 
 
 def test_nonzero_of_a_transposed_tensor(device):

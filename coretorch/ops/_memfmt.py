@@ -54,12 +54,67 @@ def relaid(table: Any, data: Any, r: int) -> Any:
     return table.permute(table.contiguous(table.permute(data, _PERM[r])), _INV[r])
 
 
-def fresh(t: Any, fmt: Any) -> Any:
-    """The new tensor ``t`` (a constructor's result, no graph yet) laid out as ``fmt`` asks: ``t`` itself for the
-    row-major formats, else a tensor of its values and requires_grad over a channels-last array."""
-    r = check(fmt, t.ndim)
-    if not r:
-        return t
+def fresh(t: Any, fmt: Any, like: Any = None) -> Any:
+    """The new tensor ``t`` (a constructor's result, no graph yet) laid out as ``fmt`` asks: a channels-last array,
+    or for ``preserve_format`` (None too) the layout of ``like`` (the ``*_like`` constructors' input); ``t`` itself
+    where that is row-major."""
+    if fmt is None or fmt is _preserve():
+        if like is None or like._be is not t._be:
+            return t
+        data = preserved(t._be, t._data, like._data)
+        if data is t._data:
+            return t
+    else:
+        r = check(fmt, t.ndim)
+        if not r:
+            return t
+        data = relaid(t._be, t._data, r)
     from ..tensor import _make
-    out = _make(relaid(t._be, t._data, r), t.dtype, t._be)
+    out = _make(data, t.dtype, t._be)
     return out.requires_grad_() if t.requires_grad else out
+
+
+def _preserve() -> Any:
+    from .. import _compat
+    return _compat.preserve_format
+
+
+def _order(shape: tuple, strides: tuple) -> list | None:
+    """The dims from the slowest to the fastest in memory by ``strides`` (c10's infer_dense_strides: the smaller
+    stride is the faster dim, equal strides the smaller size; zero strides decide nothing), None when row-major."""
+    nd = len(shape)
+    perm = list(range(nd - 1, -1, -1))
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            a, b = perm[d0], perm[d1]
+            s0, s1 = strides[a], strides[b]
+            if s0 == 0 or s1 == 0:
+                c = 0
+            elif s0 != s1:
+                c = 1 if s0 > s1 else -1
+            else:
+                c = 1 if shape[a] > shape[b] else 0
+            if c > 0:
+                perm[d0], perm[d1] = b, a
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]
+    return None if order == list(range(nd)) else order
+
+
+def preserved(table: Any, data: Any, like: Any = None) -> Any:
+    """A fresh array of ``data``'s values (``like``: of ``like``'s layout instead, for a constructor's fresh
+    ``data``) in PyTorch's preserve_format layout: a dense input's strides, any other in its stride order; row-major
+    for a row-major input (one check)."""
+    src = data if like is None else like
+    if table.is_contiguous(src) or len(src.shape) < 2:
+        return table.contiguous(data) if like is None else data
+    order = _order(tuple(src.shape), tuple(table.strides(src)))
+    if order is None:
+        return table.contiguous(data) if like is None else data
+    inv = [0] * len(order)
+    for i, d in enumerate(order):
+        inv[d] = i
+    return table.permute(table.contiguous(table.permute(data, order)), inv)

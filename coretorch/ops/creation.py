@@ -355,20 +355,21 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=No
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-    return t if memory_format is None else _memfmt.fresh(t, memory_format)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-    return t if memory_format is None else _memfmt.fresh(t, memory_format)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad, memory_format=memory_format)
+    t = empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
@@ -376,7 +377,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
-    return t if memory_format is None else _memfmt.fresh(t, memory_format)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 @_writes_out

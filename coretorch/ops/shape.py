@@ -381,12 +381,18 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
     Args:
         input (Tensor): the tensor to copy.
-        memory_format (memory_format, optional): ``torch.channels_last``/``channels_last_3d`` lay the copy out so;
-            otherwise (``preserve_format``, the default, too) the copy is row-major.
+        memory_format (memory_format, optional): ``torch.channels_last``/``channels_last_3d`` lay the copy out so,
+            ``contiguous_format`` row-major; ``preserve_format`` (the default) keeps a dense input's strides (any
+            other input's stride order), as PyTorch's.
     """
     table = input._be
-    r = _memfmt.check(memory_format, input.ndim) if memory_format is not None else 0
-    data = _memfmt.relaid(table, input._data, r) if r else table.contiguous(input._data)
+    if memory_format is None:
+        data = _memfmt.preserved(table, input._data)
+    else:
+        r = _memfmt.check(memory_format, input.ndim)
+        data = _memfmt.relaid(table, input._data, r) if r else table.contiguous(input._data) \
+            if _memfmt.rank(memory_format) == 0 and memory_format is not _memfmt._preserve() \
+            else _memfmt.preserved(table, input._data)
     return _wrap_copy(input, data, CloneBackward0() if input._rg else None)
 
 
@@ -399,7 +405,7 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
             return clone(input, memory_format=memory_format)
     if input._be.is_contiguous(input._data):
         return input
-    return clone(input)
+    return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
 
 
 class CatBackward0(Node):
