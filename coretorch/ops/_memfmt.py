@@ -79,7 +79,7 @@ def _preserve() -> Any:
     return _compat.preserve_format
 
 
-def _order(shape: tuple, strides: tuple) -> list | None:
+def order(shape: tuple, strides: tuple) -> list | None:
     """The dims from the slowest to the fastest in memory by ``strides`` (c10's infer_dense_strides: the smaller
     stride is the faster dim, equal strides the smaller size; zero strides decide nothing), None when row-major."""
     nd = len(shape)
@@ -111,10 +111,15 @@ def preserved(table: Any, data: Any, like: Any = None) -> Any:
     src = data if like is None else like
     if table.is_contiguous(src) or len(src.shape) < 2:
         return table.contiguous(data) if like is None else data
-    order = _order(tuple(src.shape), tuple(table.strides(src)))
-    if order is None:
+    o = order(tuple(src.shape), tuple(table.strides(src)))
+    if o is None:
         return table.contiguous(data) if like is None else data
-    inv = [0] * len(order)
-    for i, d in enumerate(order):
+    return table.permute(table.contiguous(table.permute(data, o)), inverse(o))
+
+
+def inverse(perm: list) -> list:
+    """The permutation undoing ``perm``."""
+    inv = [0] * len(perm)
+    for i, d in enumerate(perm):
         inv[d] = i
-    return table.permute(table.contiguous(table.permute(data, order)), inv)
+    return inv

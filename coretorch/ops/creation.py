@@ -528,11 +528,16 @@ def convert(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tenso
 
 
 def _copy_to(src, dst, np_dtype, x):
-    """``x`` (an array of the table ``src``) copied to the table ``dst``, cast to ``np_dtype`` (None: as it is)."""
+    """``x`` (an array of the table ``src``) copied to the table ``dst``, cast to ``np_dtype`` (None: as it is), in
+    x's layout as PyTorch's copies (preserve_format: a transposed tensor arrives transposed)."""
+    order = None if len(x.shape) < 2 or src.is_contiguous(x) else _memfmt.order(tuple(x.shape), tuple(src.strides(x)))
+    if order is not None:
+        x = src.permute(x, order)   # (row-major in memory order: moved as it lies, laid back out on arrival)
     host = src.to_numpy(x)
     if np_dtype is not None:
         host = host.astype(np_dtype)
-    return dst.from_numpy(np.array(host, copy=True, order="C"))
+    out = dst.from_numpy(np.array(host, copy=True, order="C"))
+    return out if order is None else dst.permute(out, _memfmt.inverse(order))
 
 
 def parse_to_args(args, kwargs):

@@ -38,3 +38,18 @@ def test_int64_cumsum_wraps_on_both_scan_paths(monkeypatch, chunked):
     want = [((i + 1) * M + 2**63) % 2**64 - 2**63 for i in range(700)]
     assert x.cumsum(0).tolist() == want
     assert x.cumprod(0).tolist()[:3] == [M, 1, M]
+
+
+def test_a_copy_between_devices_keeps_the_layout():
+    """``t.to("opencl")`` / ``t.cpu()`` of a transposed t keep its strides (PyTorch's copies preserve the layout:
+    (1, 4) for a (3, 4).t()); coretorch's transfers arrived row-major (3, 1).  A sliced one arrives dense in its
+    stride order; values, gradients unchanged."""
+    for src, dst in (("cpu", "opencl"), ("opencl", "cpu")):
+        t = torch.arange(12.0, device=src).reshape(3, 4).t()
+        for y, want in ((t.to(dst), (1, 4)), (t.to(dst, torch.float64), (1, 4)), (t[::2].to(dst), (1, 2)),
+                        ((t + 1).to(dst), (1, 4))):
+            assert y.stride() == want and y.device.type == dst
+        assert t.to(dst).tolist() == t.tolist() and t[::2].to(dst).tolist() == t[::2].tolist()
+        w = t.clone().requires_grad_()
+        (w.to(dst) * 2).sum().backward()
+        assert w.grad.tolist() == [[2.0] * 3] * 4
