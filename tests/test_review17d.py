@@ -305,12 +305,23 @@ def test_module_to_channels_last(device):
         torch.nn.Conv3d(1, 1, 1).to(device).to(memory_format=torch.channels_last)
 
 
-@pytest.mark.xfail(strict=True, reason="AccumulateGrad stores the gradient as backward made it (row-major): "
-                   "PyTorch's gradient layout contract copies it into the leaf's strides; doing so costs a layout "
-                   "check per leaf per backward in eager and the same in the compiled module replays' accumulation")
 def test_grad_of_a_transposed_leaf_takes_its_layout(device):
-    """PyTorch: a leaf of strides (1, 3) (``zeros(4, 3).t()``) gets a ``.grad`` of strides (1, 3), a channels-last
-    conv weight a channels-last gradient; coretorch's .grad is row-major ((4, 1), (27, 9, 3, 1))."""
+    """PyTorch's gradient layout contract: a leaf of strides (1, 3) (``zeros(4, 3).t()``) gets a ``.grad`` of
+    strides (1, 3) (also through a matmul's and an expand's backward, and after accumulating), a channels-last conv
+    weight a channels-last gradient (27, 1, 9, 3); coretorch's .grad was row-major ((4, 1), (27, 9, 3, 1))."""
     w = torch.zeros(4, 3, device=device).t().requires_grad_()
     (w * 2).sum().backward()
-    assert w.grad.stride() == (1, 3)
+    assert w.grad.stride() == (1, 3) and w.grad.tolist() == [[2.0] * 4] * 3
+    w.grad = None
+    (w.exp() @ torch.ones(4, 2, device=device)).sum().backward()
+    assert w.grad.stride() == (1, 3) and w.grad.tolist() == [[2.0] * 4] * 3
+    w.grad = None
+    w.sum(0).sum().backward()
+    w.sum(0).sum().backward()
+    assert w.grad.stride() == (1, 3) and w.grad.tolist() == [[2.0] * 4] * 3
+    m = torch.nn.Conv2d(3, 4, 3).to(device).to(memory_format=torch.channels_last)
+    m(torch.randn(2, 3, 8, 8, device=device)).sum().backward()
+    assert m.weight.grad.stride() == (27, 1, 9, 3) and m.bias.grad.stride() == (1,)
+    v = torch.zeros(3, 4, device=device).requires_grad_()
+    (v.t() * 2).sum().backward()                                    # (a row-major leaf: a row-major .grad)
+    assert v.grad.stride() == (4, 1)

@@ -174,7 +174,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         with ACCUMULATE_LOCK:  # another thread's backward may store into the same leaf
                             if v._grad is None and g._vbase is None and g.grad_fn is None and not g._rg \
                                     and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
-                                    and id(g) not in owned:
+                                    and id(g) not in owned and g._data.strides == v._data.strides:
                                 owned.add(id(g))
                                 v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
                             else:
