@@ -325,3 +325,15 @@ def test_grad_of_a_transposed_leaf_takes_its_layout(device):
     v = torch.zeros(3, 4, device=device).requires_grad_()
     (v.t() * 2).sum().backward()                                    # (a row-major leaf: a row-major .grad)
     assert v.grad.stride() == (4, 1)
+
+
+def test_as_subclass_of_a_view_has_the_root_as_base(device):
+    """``a[1:5].as_subclass(M)._base`` is ``a`` in PyTorch (a view of a view points at the root); coretorch's was
+    the view ``a[1:5]``."""
+    class M(torch.Tensor):
+        pass
+    a = torch.arange(10.0, device=device)
+    s = a[1:5].as_subclass(M)
+    assert type(s) is M and s._base is a and s._is_view() and s.storage_offset() == 1
+    d = a[1:5].detach()
+    assert d.as_subclass(M)._base is d
