@@ -337,3 +337,15 @@ def test_as_subclass_of_a_view_has_the_root_as_base(device):
     assert type(s) is M and s._base is a and s._is_view() and s.storage_offset() == 1
     d = a[1:5].detach()
     assert d.as_subclass(M)._base is d
+
+
+def test_dropout_of_a_transposed_tensor_keeps_its_layout(device):
+    """``F.dropout(x.t(), 0.5).stride()`` is (1, 4) in PyTorch (its noise is an empty_like of the input); cpu gave
+    row-major (numpy multiplies two layouts into a row-major result).  The same elements are dropped as for the
+    row-major input under one seed."""
+    t = torch.arange(12.0, device=device).reshape(3, 4).t()
+    torch.manual_seed(0)
+    a = torch.nn.functional.dropout(t, 0.5)
+    torch.manual_seed(0)
+    b = torch.nn.functional.dropout(t.contiguous(), 0.5)
+    assert a.stride() == (1, 4) and b.stride() == (3, 1) and torch.equal(a, b)
