@@ -398,6 +398,8 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     if memory_format is not None:
+        if memory_format is _memfmt._preserve():
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
         r = _memfmt.check(memory_format, input.ndim)
         if r:
             if _memfmt.is_channels_last(tuple(input.shape), input.stride(), r):
