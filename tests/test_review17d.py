@@ -178,7 +178,7 @@ def test_channels_last_requests_lay_memory_out_so(device):
     with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
         torch.zeros(2, 3, 4, device=device).contiguous(memory_format=cl)
     with pytest.raises(RuntimeError, match="preserve memory format is unsupported by the contiguous operator"):
-        x.t().contiguous(memory_format=torch.preserve_format)
+        x.transpose(0, 1).contiguous(memory_format=torch.preserve_format)
     v = torch.zeros(1, 2, 3, 4, 5, device=device).contiguous(memory_format=torch.channels_last_3d)
     assert v.stride() == (120, 1, 40, 10, 2)
     w = x.clone().requires_grad_()
