@@ -1,7 +1,8 @@
 """``memory_format=``: the channels-last layouts (``torch.channels_last``: NCHW sizes over NHWC memory;
 ``channels_last_3d``: NCDHW over NDHWC) that ``contiguous``, ``clone``, ``to``, ``empty`` and the ``*_like``
-constructors make when asked, and ``is_contiguous(memory_format=)``'s test of them (PyTorch's rules).  Only an
-explicit channels-last request lays memory out so; ``preserve_format`` (the default) gives row-major results."""
+constructors make when asked, and ``is_contiguous(memory_format=)``'s test of them (PyTorch's rules); and
+``preserve_format`` (the default of ``clone``, the ``*_like`` constructors, copies between devices): a dense
+input's strides, any other input's stride order (c10's infer_dense_strides), row-major for a row-major input."""
 from __future__ import annotations
 
 from typing import Any
