@@ -351,3 +351,17 @@ def test_dropout_of_a_transposed_tensor_keeps_its_layout(device):
     torch.manual_seed(0)
     b = torch.nn.functional.dropout(t.contiguous(), 0.5)
     assert a.stride() == (1, 4) and b.stride() == (3, 1) and torch.equal(a, b)
+
+
+def test_tensor_of_a_float64_array_to_uint8(device):
+    """``torch.tensor(np_float64_array, dtype=torch.uint8)`` casts as PyTorch's cast (2**31 + 5 -> 5, -(2**31 + 5)
+    -> 251), silently; coretorch's numpy conversion gave 0 and warned "invalid value encountered in cast"."""
+    import warnings
+
+    import numpy as np
+    a = np.array([2147483653.0, -2147483653.0, 300.7, -1.5, float("nan")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.tensor(a, dtype=torch.uint8, device=device).tolist() == [5, 251, 44, 255, 0]
+        assert torch.as_tensor(a, dtype=torch.uint8, device=device).tolist() == [5, 251, 44, 255, 0]
+        assert torch.tensor(a, dtype=torch.int8, device=device).tolist() == [0, 0, 44, -1, 0]

@@ -211,7 +211,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             arr = _mixed_fit(data, arr, dtype)
     dt = dtype or dt
     table = _table(device)
-    with np.errstate(over="ignore"):  # a float beyond float16's range becomes inf, as in PyTorch
+    # a float beyond float16's range becomes inf, an out-of-range float to an integer dtype as a cast (silently)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt.np == np.uint8 and getattr(arr, "dtype", None) == np.float64:
+            arr = arr.astype(np.int64)  # (through int64 as PyTorch's cast: see the cpu backend's dtypes._cast)
         a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
 
