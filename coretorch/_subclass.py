@@ -44,7 +44,8 @@ def as_subclass(self: Tensor, cls) -> Tensor:
     if self._rg and _gs.enabled:
         node = AliasBackward0()
         node.next_functions = (_edge(self),)
-    _init(t, self._data, self.dtype, self._be, grad_fn=node, base=self, version=self._vc)
+    base = self._vbase if self._vbase is not None and not self._det else self  # (a view's root, as every view's)
+    _init(t, self._data, self.dtype, self._be, grad_fn=node, base=base, version=self._vc)
     return t
 
 

@@ -157,7 +157,7 @@ def pin_memory(self: Tensor, device=None) -> Tensor:
 
 def is_pinned(self: Tensor, device=None) -> bool:
     """Whether the tensor (or the tensor it views) was returned by :meth:`pin_memory`."""
-    base = self._base
+    base = self._vbase
     return bool(self.__dict__.get("_pinned") or (base is not None and base.__dict__.get("_pinned")))
 
 

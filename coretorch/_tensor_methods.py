@@ -117,7 +117,16 @@ def _to(self, *args, **kwargs):
         coretorch.float64
     """
     device, dtype, copy = C.parse_to_args(args, dict(kwargs))
+    fmt = kwargs.get("memory_format")
+    if fmt is not None:  # (a channels-last request: that layout, a copy where self is not laid out so)
+        return _layout(C.convert(self, dtype, device, copy), fmt)
     return C.convert(self, dtype, device, copy)
+
+
+def _layout(t, fmt):
+    from .ops import _memfmt
+    from .ops.shape import contiguous
+    return contiguous(t, fmt) if _memfmt.rank(fmt) else t
 
 
 Tensor.to = _to
@@ -125,7 +134,8 @@ Tensor.cpu = lambda self: C.convert(self, None, "cpu")
 for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float16, "long": _dt.int64,
                   "int": _dt.int32, "short": _dt.int16, "char": _dt.int8, "byte": _dt.uint8,
                   "bool": _dt.bool_, "bfloat16": _dt.bfloat16}.items():
-    setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: C.convert(self, d))(_d))
+    setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: C.convert(self, d) if memory_format is None
+                            else _layout(C.convert(self, d), memory_format))(_d))
 
 
 @property

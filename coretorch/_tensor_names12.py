@@ -165,7 +165,7 @@ def dim_order(self: Tensor, *, ambiguity_check=False) -> tuple:
 def _is_view(self: Tensor) -> bool:
     """Whether the tensor is an autograd view of another (``x[1:]``, ``x.view(...)``), as PyTorch's; a ``detach()``
     or ``.data`` result shares memory without being one."""
-    return self._base is not None and not self._det
+    return self._vbase is not None and not self._det
 
 
 def is_set_to(self: Tensor, tensor: Tensor) -> bool:

@@ -30,8 +30,8 @@ def _window(t) -> tuple:
     the tensor t was (a chain of views, detaches included) made from; a base whose layout cannot be addressed that
     way (negative strides) gives way to t itself."""
     root = t
-    while root._base is not None:
-        root = root._base
+    while root._vbase is not None:
+        root = root._vbase
     if root is not t:  # (the base's size and layout: what no guard keys, so a compiled step that reads them breaks)
         from ._compile.capture import varying_read  # (imported on use: compile imports the core)
         varying_read("the storage of a view reads its base's size, which the guards do not key")

@@ -33,12 +33,14 @@ class Tensor(_TensorAPI):
         _vc: Any  # the version counter shared by views
     # rarely-set fields: class defaults, stored in the instance __dict__ only when set (cheap creation)
     _grad: Tensor | None = None
-    _base: Tensor | None = None  # the tensor a view shares storage with
+    # the tensor a view shares storage with (its root); a detached tensor's (detach(), .data, a Parameter of a view)
+    # too, then flagged ``_det``: ``_base``, as PyTorch's, is None for those
+    _vbase: Tensor | None = None
     _gfb: Any = None  # a view's base's grad_fn when the view's own grad_fn was made (see _edge)
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
-    # a result of detach()/.data: its ``_base`` (the root it shares memory with) is for storage only, not autograd (as
+    # a result of detach()/.data: its ``_vbase`` (the root it shares memory with) is for storage only, not autograd (as
     # PyTorch's, it is no view there: no grad_fn regenerated when the root changes, in-place ops not rebased on it)
     _det: bool = False
     _out_nr = 0
@@ -89,7 +91,10 @@ class Tensor(_TensorAPI):
         if not isinstance(data, Tensor):
             raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
         t = object.__new__(cls)
-        _init(t, data._data, data.dtype, data._be, version=data._vc)
+        root = data._vbase
+        _init(t, data._data, data.dtype, data._be, version=data._vc, base=root)
+        if root is not None:  # (data's storage: counted from its root, as a detached view's; no view for autograd)
+            t._det = True
         t.requires_grad = require_grad
         return t
 
@@ -147,9 +152,15 @@ class Tensor(_TensorAPI):
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
-        """Whether the tensor is laid out contiguously in row-major order."""
-        return self._be.is_contiguous(self._data)
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the tensor is laid out contiguously in row-major order (or in ``memory_format``'s order:
+        ``torch.channels_last``/``channels_last_3d``)."""
+        if memory_format is None:
+            return self._be.is_contiguous(self._data)
+        from .ops import _memfmt
+        r = _memfmt.rank(memory_format)
+        return _memfmt.is_channels_last(tuple(self._data.shape), self.stride(), r) if r else \
+            self._be.is_contiguous(self._data)
 
     def stride(self, dim: int | None = None):
         """The step in elements between neighbours along each dimension (or along ``dim``)."""
@@ -190,11 +201,16 @@ class Tensor(_TensorAPI):
 
     # ---- autograd fields --------------------------------------------------------------------
     @property
+    def _base(self) -> "Tensor | None":
+        """The tensor this view was made from (its root); None for a tensor that is no view, a detached one too."""
+        return None if self._det else self._vbase
+
+    @property
     def grad_fn(self) -> Any:
         """The graph node that made this tensor (None for a leaf).  A view whose base was modified in place since
         (directly or through another view) reads its region of the base's new graph: an ``AsStridedBackward0``,
         as PyTorch regenerates a view's grad_fn."""
-        b = self._base
+        b = self._vbase
         if b is not None and (self._rg and b._gf is not self._gfb or self._mo is not None and self._vc[0] != self._mo):
             _VIEW_REFRESH[0](self)
         return self._gf
@@ -275,13 +291,13 @@ class Tensor(_TensorAPI):
     def detach(self) -> "Tensor":
         """A new tensor sharing storage and version counter, outside the graph."""
         # (its base is the root a view of a view points to, too: storage_offset and as_strided count from it)
-        t = _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self,
+        t = _make(self._data, self.dtype, self._be, base=self._vbase if self._vbase is not None else self,
                   version=self._vc)
         t._det = True
         return t
 
     def detach_(self) -> "Tensor":
-        if self._base is not None and self._base._rg and not self._det:
+        if self._vbase is not None and self._vbase._rg and not self._det:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self._rg = False
@@ -291,7 +307,7 @@ class Tensor(_TensorAPI):
     def data(self) -> "Tensor":
         # like torch's .data: shares storage, not the version counter (so in-place edits go unnoticed)
         """The tensor's data as a tensor detached from autograd (assigning to it replaces the data in place)."""
-        t = _make(self._data, self.dtype, self._be, base=self._base if self._base is not None else self)
+        t = _make(self._data, self.dtype, self._be, base=self._vbase if self._vbase is not None else self)
         t._det = True
         return t
 
@@ -300,6 +316,9 @@ class Tensor(_TensorAPI):
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(other).__name__}")
         self._data, self.dtype, self._be = other._data, other.dtype, other._be
+        if self._vbase is None or self._det:  # (not a view: its storage is other's now, counted from other's root)
+            root = other._vbase
+            self._vbase, self._det = root, root is not None
 
     def retain_grad(self) -> None:
         """Make this non-leaf tensor keep its ``.grad`` after ``backward()``."""
@@ -450,7 +469,7 @@ class Tensor(_TensorAPI):
         return new
 
 
-_VIEW_FIELDS = frozenset(("_base", "_gfb", "_mo", "_det"))
+_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -505,7 +524,7 @@ def _init(t, data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None
     t._rg = grad_fn is not None
     t.grad = None
     t._vc = [0] if version is None else version
-    t._base = base
+    t._vbase = base
     if base is not None:
         t._gfb = base._gf
     t._out_nr = out_nr
@@ -529,7 +548,7 @@ def _make(data, dtype, table, grad_fn=None, out_nr=0, base=None, version=None) -
     t._rg = grad_fn is not None
     t._vc = [0] if version is None else version
     if base is not None:
-        t._base = base
+        t._vbase = base
         t._gfb = base._gf
     if out_nr:
         t._out_nr = out_nr

@@ -168,8 +168,8 @@ class CompiledFunction:
                     _ownnumbers.key(self._orig_fn, st[5], self._anames, st[7]))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)
             # the function reads param_groups itself (an lr returned or branched on), optimizer state (a step count),
-            # a tensor's ``_base`` (``x._base is None``: keyed only then, as a replay's result of ``h.detach()`` has
-            # none where eager's points at ``h``, so a hidden state passed back would capture again)
+            # a tensor's ``_base`` (``x._base is None``: keyed only then, as the key costs a pass over the arguments;
+            # a detached tensor's is None, as PyTorch's)
             k += (_guards.group_numbers(st[5]) if self._groups else None,
                   _guards.state_numbers(st[5]) if self._states else None,
                   tuple([a._base is None for a in lv if isinstance(a, Tensor)]) if self._bases else None)

@@ -155,8 +155,8 @@ def param_hooks(params: list, of: Callable[[Any], Any] = id) -> tuple:
 
 
 # what coretorch keeps in a tensor's ``__dict__`` (the fast case; any other name with a leading "_" is internal too)
-_TENSOR_OWN = frozenset(("_grad", "_base", "_out_nr", "_accum", "_retains", "_gfb", "_det", "_hooks", "_pinned",
-                         "_coo", "_post_accumulate_grad_hooks", "_retains_grad", "_is_buffer"))
+_TENSOR_OWN = frozenset(("_grad", "_base", "_vbase", "_out_nr", "_accum", "_retains", "_gfb", "_det", "_hooks",
+                         "_pinned", "_coo", "_post_accumulate_grad_hooks", "_retains_grad", "_is_buffer"))
 
 
 def user_attrs(t: Any) -> Any:

@@ -122,7 +122,7 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
     (dict, name) buffer."""
     out = []
     for i, o in enumerate(outs):
-        b = o._base
+        b = o._vbase
         if b is None:
             continue
         ref: Any = next((j for j, a in enumerate(lv) if a is b), None)
@@ -145,12 +145,12 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
     hidden: list = []
     persistent = {v[0] for v in views}
     for i, o in enumerate(outs):
-        b = o._base
+        b = o._vbase
         if b is None or i in persistent:
             continue
         j = next((k for k, p in enumerate(outs) if p is b), None)
         if j is None:
-            if o._mo is None and sum(p._base is b for p in outs) > 1:
+            if o._mo is None and sum(p._vbase is b for p in outs) > 1:
                 return None
             k = next((k for k, h in enumerate(hidden) if h is b), None)
             if k is None:
@@ -188,7 +188,7 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
         bases = [_make(a, dt, tb) for a, (dt, tb) in zip(arrays[n:], entry.hidden)]
         for i, j, mo, det in entry.aliases:
             t, b = res[i], res[j] if j >= 0 else bases[-1 - j]
-            t._vc, t._base, t._gfb = b._vc, b, b._gf
+            t._vc, t._vbase, t._gfb = b._vc, b, b._gf
             if det:  # (``h.detach()``: no view for autograd, see Tensor._det)
                 t._det = True
             if mo:
@@ -208,7 +208,7 @@ def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
         if shared:
             t._vc = b._vc
         if plain:
-            t._base, t._gfb = b, b._gf
+            t._vbase, t._gfb = b, b._gf
             if det:
                 t._det = True
 
@@ -259,9 +259,9 @@ class ModuleCapture:
             fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
             self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
             self.bases = not BASE_NAMES.isdisjoint(self.anames)
-        # (which tensor arguments are views, where the forwards read ``x._base`` or a storage: see CompiledFunction)
+        # (which tensor arguments are views, where the forwards read ``x._vbase`` or a storage: see CompiledFunction)
         key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs),
-               tuple([a._base is None for a in lv if isinstance(a, Tensor)]) if self.bases else None)
+               tuple([a._vbase is None for a in lv if isinstance(a, Tensor)]) if self.bases else None)
         held = _argtree.held(args, kwargs) if kwargs or any(a.__class__ not in _argtree._PLAIN for a in args) else ()
         if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
             key += (tuple([_guards.contents(o, self.anames) for o in held if _guards._opened(o)]),)
@@ -460,7 +460,7 @@ class ModuleCapture:
                         seen[id(g)] = len(srcs)
                     if v.startswith("G["):
                         entry.grad_passed.append((len(srcs), int(v[2:-1])))
-                    elif g._base is not None:
+                    elif g._vbase is not None:  # (the engine's test: never store a view)
                         views.add(len(srcs))
                 srcs.append(v)
         entry.grad_views = frozenset(views)

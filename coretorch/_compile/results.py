@@ -56,12 +56,12 @@ class ResultEncoding:
         if v is None:
             return None
         make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
-        b, bm = obj._base, None
+        b, bm = obj._vbase, None
         if b is not None:
             base = self._held(b, args)
             if base is None:  # (the base of a view argument: ``x[1:]`` of an ``x`` that is a view of a root)
                 base = next((f"ROOT(A[{i}])" for i, a in enumerate(args)
-                             if isinstance(a, Tensor) and a._base is b and not a._det), None)
+                             if isinstance(a, Tensor) and a._vbase is b and not a._det), None)
             if base is None and b._det:  # (``x.detach()[1:]``: a view of an argument detached in the call)
                 base = next((f"A[{i}].detach()" if b._vc is a._vc else f"A[{i}].data" for i, a in enumerate(args)
                              if isinstance(a, Tensor) and a._data is b._data), None)
@@ -212,7 +212,7 @@ def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
 def _root(t: Tensor) -> Tensor:
     """The tensor a view of ``t`` gets as its base (its root, as shape._wrap_view: at a replay, the argument may be
     no view, then it is the root itself)."""
-    return t._base if t._base is not None and not t._det else t
+    return t._vbase if t._vbase is not None and not t._det else t
 
 
 def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool, det: bool) -> Tensor:

@@ -138,7 +138,7 @@ class Variable(metaclass=_VariableMeta):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         t = data.detach()
         t._vc = [0]
-        t._base = None
+        t._vbase = None
         t.requires_grad_(requires_grad)
         return t
 

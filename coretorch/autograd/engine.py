@@ -18,7 +18,7 @@ def _grad_edge(t):
     graph edges and the backward's roots).  A view whose base got another node since the view's own was made (an
     in-place op on the base or on another view of it, recorded for autograd) first gets a node reading its region
     of the base's new graph, as PyTorch regenerates a view's grad_fn."""
-    b = t._base
+    b = t._vbase
     if b is not None and (t._rg and b._gf is not t._gfb or t._mo is not None and t._vc[0] != t._mo):
         VIEW_REFRESH[0](t)  # (a piece of split/unbind changed in place since it was made: raises)
     g = t._gf
@@ -129,7 +129,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
-                    if g._base is not None or id(g) in owned:  # never store a view or a tensor held elsewhere
+                    if g._vbase is not None or id(g) in owned:  # never store a view or a tensor held elsewhere
                         g = g.detach().clone() if not create_graph else g.clone()
                     owned.add(id(g))
                     node.apply(g)
@@ -172,9 +172,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         deps[nxt] = 0
                         v = nxt.variable
                         with ACCUMULATE_LOCK:  # another thread's backward may store into the same leaf
-                            if v._grad is None and g._base is None and g.grad_fn is None and not g._rg \
+                            if v._grad is None and g._vbase is None and g.grad_fn is None and not g._rg \
                                     and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
-                                    and id(g) not in owned:
+                                    and id(g) not in owned and g._data.strides == v._data.strides:
                                 owned.add(id(g))
                                 v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
                             else:
@@ -241,7 +241,7 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     v = acc.variable
     if g._data.shape != v._data.shape or g.dtype is not v.dtype:
         g = _validate_leaf_grad(node, grads_in, g, v)
-    if g._base is not None or id(g) in owned:
+    if g._vbase is not None or id(g) in owned:
         g = g.detach().clone() if not create_graph else g.clone()
     owned.add(id(g))
     acc.apply(g)

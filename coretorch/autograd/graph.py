@@ -201,6 +201,8 @@ class AccumulateGrad(Node):
             # a gradient computed outside grad mode is already a graph-free tensor: store it as is
             g = grad if _gs.enabled or (grad.grad_fn is None and not grad._rg) else grad.detach()
             if g._be is v._be and g.dtype is v.dtype and g._data.shape == v._data.shape:
+                if g._data.strides != v._data.strides and not _gs.enabled:
+                    g = _obey_layout(g, v)
                 v._grad = g  # what the grad setter would check, checked: no property call
             else:
                 v.grad = g
@@ -215,6 +217,20 @@ class AccumulateGrad(Node):
             else:
                 g._be.assign_(g._data, g._be.add(g._data, grad._data))
             g._vc[0] += 1
+
+
+def _obey_layout(g, v):
+    """The first gradient of the leaf ``v`` in v's layout (PyTorch's gradient layout contract: a dense leaf's
+    strides, row-major for any other leaf); ``g`` itself where it is so already."""
+    from ..ops import _memfmt
+    from ..tensor import _make
+    t, vd, gd = v._be, v._data, g._data
+    o = None if t.is_contiguous(vd) else _memfmt.order(tuple(vd.shape), tuple(t.strides(vd)))
+    if o is not None and not t.is_contiguous(t.permute(vd, o)):
+        o = None  # (a leaf with gaps: row-major, as PyTorch's contiguous() there)
+    if o is None:
+        return g if t.is_contiguous(gd) else _make(t.contiguous(gd), g.dtype, t)
+    return _make(t.permute(t.contiguous(t.permute(gd, o)), _memfmt.inverse(o)), g.dtype, t)
 
 
 class GraphRoot(Node):

@@ -72,7 +72,7 @@ def _restride_in_storage(o: Tensor, shape: tuple):
     storage it shares with its base (or, not a view, its own: the views of it see the result), when that storage
     holds it; None when it does not (PyTorch then grows the shared storage, which a backend array cannot: ``o`` takes
     a fresh buffer) or the base's layout is not addressable from its first element (negative strides)."""
-    table, root = o._be, (o._base if o._base is not None else o)
+    table, root = o._be, (o._vbase if o._vbase is not None else o)
     if not table.has("as_strided") or min((*root.stride(), *o.stride()), default=0) < 0:
         return None
     off = table.storage_offset(o._data) - table.storage_offset(root._data)

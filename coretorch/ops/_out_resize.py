@@ -55,7 +55,7 @@ def check_after_resize(op: str, outs, targets, inputs, shapes=None) -> None:
             continue  # (an empty view keeps no offset: where PyTorch would lay it out is unknown)
         for t in inputs:
             # (a grown out: the storage of its base, whose memory may lie beyond the view's own elements)
-            probe = data if data is not None else (o._base if o._base is not None else o)._data
+            probe = data if data is not None else (o._vbase if o._vbase is not None else o)._data
             if not isinstance(t, Tensor) or t._be is not table or not table.same_storage(probe, t._data):
                 continue
             if data is None:
@@ -98,7 +98,7 @@ def warn_fresh_buffer(op: str, o, shape: tuple) -> None:
     """coretorch's warning where a resized ``out`` view takes a buffer of its own although PyTorch would write into
     memory its base holds (the view's offset lies inside the base's extent, or the view is empty: its offset is
     lost)."""
-    root = o._base
+    root = o._vbase
     if root is None:
         return
     table = o._be

@@ -83,4 +83,6 @@ def masked_fill(input, mask, value):
         # round trip through float32 changes large integers (1530042770 -> 1530042752)
         value = _fill_value(value, input.dtype)
     out = where(mask, value, input)
+    if not out._be.is_contiguous(out._data):  # (PyTorch fills a contiguous clone: where() keeps a transposed layout)
+        out = out.contiguous()
     return out if out.dtype is input.dtype else out.to(input.dtype)

@@ -34,7 +34,7 @@ def _expand_back(g: Tensor, in_shape, axes, keepdim) -> Tensor:
         table = g._be
         gd = g._data if keepdim else table.view(g._data, _reduced_shape(in_shape, axes, True))
         if gd is not None:
-            return _make(table.expand(gd, in_shape), g.dtype, table, base=g if g._base is None else g._base,
+            return _make(table.expand(gd, in_shape), g.dtype, table, base=g if g._vbase is None else g._vbase,
                          version=g._vc)
     if not keepdim:
         g = _shape.reshape(g, _reduced_shape(in_shape, axes, True))

@@ -13,6 +13,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
+from . import _memfmt
 from ._out import write_out
 from ._util import data_read as _data_read, edge, shape_arg
 
@@ -215,7 +216,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         # compiled step records and repeats, so a buffer the caller refills in place is read again at each call
         a = table.from_numpy(data)
         return _finish(_make(table.contiguous(a) if table.host_memory else a, dt, table), requires_grad)
-    with np.errstate(over="ignore"):  # a float beyond float16's range becomes inf, as in PyTorch
+    # a float beyond float16's range becomes inf, an out-of-range float to an integer dtype as a cast (silently)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt.np == np.uint8 and getattr(arr, "dtype", None) == np.float64:
+            arr = arr.astype(np.int64)  # (through int64 as PyTorch's cast: see the cpu backend's dtypes._cast)
         a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
 
@@ -324,7 +328,8 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
             raise RuntimeError(f"empty(): Trying to create tensor with negative dimension {s}: {list(shape)}")
     table = _table(device)
     dt = dtype or _dt.default
-    return _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
+    t = _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
+    return t if memory_format is None else _memfmt.fresh(t, memory_format)
 
 
 @_writes_out
@@ -358,26 +363,30 @@ def _like(input, dtype, device):
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None):
     """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
-    return full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 @_writes_out
@@ -529,11 +538,16 @@ def convert(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tenso
 
 
 def _copy_to(src, dst, np_dtype, x):
-    """``x`` (an array of the table ``src``) copied to the table ``dst``, cast to ``np_dtype`` (None: as it is)."""
+    """``x`` (an array of the table ``src``) copied to the table ``dst``, cast to ``np_dtype`` (None: as it is), in
+    x's layout as PyTorch's copies (preserve_format: a transposed tensor arrives transposed)."""
+    order = None if len(x.shape) < 2 or src.is_contiguous(x) else _memfmt.order(tuple(x.shape), tuple(src.strides(x)))
+    if order is not None:
+        x = src.permute(x, order)   # (row-major in memory order: moved as it lies, laid back out on arrival)
     host = src.to_numpy(x)
     if np_dtype is not None:
         host = host.astype(np_dtype)
-    return dst.from_numpy(np.array(host, copy=True, order="C"))
+    out = dst.from_numpy(np.array(host, copy=True, order="C"))
+    return out if order is None else dst.permute(out, _memfmt.inverse(order))
 
 
 def parse_to_args(args, kwargs):

@@ -317,7 +317,7 @@ def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
         base = None
     else:
         out = table.basic_index(x._data, nkey)
-        base = x._base if x._base is not None and not x._det else x  # (see shape._wrap_view)
+        base = x._vbase if x._vbase is not None and not x._det else x  # (see shape._wrap_view)
     node = None
     if x._rg and _gs.enabled:
         node = IndexBackward0() if advanced else _basic_node_class(nkey)()

@@ -25,10 +25,10 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
-    if recording and x._base is not None and not x._det:
+    if recording and x._vbase is not None and not x._det:
         # (a view of a tensor that does not require grad, written with an operand that does: the base joins the
         # graph through the rebase, as PyTorch's CopySlices; ``x[1:3].copy_(w)`` of ``x = torch.zeros(4)``)
-        base = x._base
+        base = x._vbase
         if x._rg and base._rg and base.grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({op}).")
@@ -43,7 +43,7 @@ def _view_geometry(x: Tensor):
     """(shape, element strides, element offset) of the view ``x`` in its base's memory, where the base is
     contiguous and the view lies inside it with non-negative strides (what a CopySlices rebase addresses); else
     None."""
-    root, table = x._base, x._be
+    root, table = x._vbase, x._be
     assert root is not None  # only views are rebased
     if root._be is not table or not (table.has("storage_offset") and table.has("as_strided")):
         return None
@@ -99,7 +99,7 @@ class AsStridedBackward0(Node):
 def _rebase_view(x: Tensor, r: Tensor) -> None:
     """x, a view of ``base``, took r's values (already written): base's graph gets a CopySlices node joining its
     old graph and r's, and x becomes a view of the new base (as PyTorch's in-place ops on views)."""
-    base = x._base
+    base = x._vbase
     assert base is not None  # x is a view
     geom = _view_geometry(x)
     node = CopySlices()
@@ -123,7 +123,7 @@ def refresh_view(x: Tensor) -> None:
     another view of it): x's node becomes an AsStridedBackward0 of its region of the base's new graph (PyTorch's
     regenerated view grad_fn), so the gradient sees the in-place op.  A layout the rebase cannot address keeps
     the old node (the in-place op on the view itself already raised for such layouts)."""
-    base = x._base
+    base = x._vbase
     assert base is not None
     mo = x._mo
     if mo is not None and x._vc[0] != mo and (x._rg or base._rg):
@@ -180,7 +180,7 @@ def rebase(x: Tensor, r: Tensor) -> None:
     else:
         _saved_output_is_x(r.grad_fn, r, x)
     old_fn, old_nr = x.grad_fn, x._out_nr
-    if x._base is not None and r._rg and x._rg == x._base._rg and not x._det:
+    if x._vbase is not None and r._rg and x._rg == x._vbase._rg and not x._det:
         _rebase_view(x, r)
     else:
         x.grad_fn = r.grad_fn
@@ -318,7 +318,8 @@ def _fill(x: Tensor, value, name: str) -> Tensor:
         if value._rg:
             from .shape import expand
             return apply_inplace(x, "fill_", lambda s: expand(value.to(x.dtype), x.shape), value)
-        value = value.item()
+        # (PyTorch copies a tensor value: cast as a copy casts, 300.0 -> 44 in uint8, never the number range check)
+        value = (value if value.dtype is x.dtype else value.to(x.dtype)).item()
         name = "FillBackward3" if name == "FillBackward2" else name
         expanded_ok = False  # (PyTorch copies a tensor value: refused on an expanded tensor)
     else:

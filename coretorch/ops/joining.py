@@ -69,8 +69,8 @@ def _storage(input: Tensor):
     resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
     table = input._be
     root = input
-    while root._base is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
-        root = root._base
+    while root._vbase is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
+        root = root._vbase
     off = table.storage_offset(input._data) - table.storage_offset(root._data)
     rst, ist = root.stride(), input.stride()
     size = _extent(tuple(root.shape), rst)

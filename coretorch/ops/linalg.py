@@ -145,7 +145,7 @@ def _matmul(input: Tensor, other: Tensor) -> Tensor:
     if da == 1 or db == 1:
         # the squeezed product is a fresh tensor to the caller, as PyTorch's dot/mv (its base is internal): in-place
         # ops on it are not in-place ops on a view
-        out._base = None
+        out._vbase = None
     if out.grad_fn is not None and (da != 2 or db != 2):
         named_node(out, _matmul_node_name(da, db, input._rg))
     return out

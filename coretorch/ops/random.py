@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from . import _memfmt
 from .. import dtypes as _dt
 from .._backend import KernelTable, backends, get_table
 from ..autograd.grad_mode import no_grad, state as _gs
@@ -357,14 +358,16 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, re
               memory_format=None) -> Tensor:
     """Uniform random numbers in ``[0, 1)`` with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "rand_like")
-    return rand(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = rand(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     """Standard normal random numbers with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "randn_like")
-    return randn(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
+    t = randn(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
@@ -373,8 +376,9 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     if high is None:
         low, high = 0, low
     dt, dev = _like(input, dtype, device, "randint_like")
-    return randint(low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev,
-                   requires_grad=requires_grad)
+    t = randint(low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev,
+                requires_grad=requires_grad)
+    return _memfmt.fresh(t, memory_format, input)
 
 
 # ---------------------------------------------------------------------------------------------

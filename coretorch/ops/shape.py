@@ -5,13 +5,14 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
+from . import _memfmt
 from ._out import write_out
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 
 def _wrap_view(input: Tensor, data, node=None) -> Tensor:
     # (a view of a detached tensor views it, not its root: the root's autograd changes do not reach it)
-    base = input._base if input._base is not None and not input._det else input
+    base = input._vbase if input._vbase is not None and not input._det else input
     if node is not None and input._rg and _gs.enabled:
         node.next_functions = (edge(input),)
         r = _make(data, input.dtype, input._be, node, base=base, version=input._vc)
@@ -380,15 +381,33 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
     Args:
         input (Tensor): the tensor to copy.
-        memory_format (memory_format, optional): accepted for compatibility (tensors are row-major).
+        memory_format (memory_format, optional): ``torch.channels_last``/``channels_last_3d`` lay the copy out so,
+            ``contiguous_format`` row-major; ``preserve_format`` (the default) keeps a dense input's strides (any
+            other input's stride order), as PyTorch's.
     """
-    return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
+    table = input._be
+    if memory_format is None:
+        data = _memfmt.preserved(table, input._data)
+    else:
+        r = _memfmt.check(memory_format, input.ndim)
+        data = _memfmt.relaid(table, input._data, r) if r else table.contiguous(input._data) \
+            if _memfmt.rank(memory_format) == 0 and memory_format is not _memfmt._preserve() \
+            else _memfmt.preserved(table, input._data)
+    return _wrap_copy(input, data, CloneBackward0() if input._rg else None)
 
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    if memory_format is not None:
+        if memory_format is _memfmt._preserve():
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        r = _memfmt.check(memory_format, input.ndim)
+        if r:
+            if _memfmt.is_channels_last(tuple(input.shape), input.stride(), r):
+                return input
+            return clone(input, memory_format=memory_format)
     if input._be.is_contiguous(input._data):
         return input
-    return clone(input)
+    return _wrap_copy(input, input._be.contiguous(input._data), CloneBackward0() if input._rg else None)
 
 
 class CatBackward0(Node):

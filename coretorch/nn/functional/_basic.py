@@ -11,6 +11,7 @@ from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ...autograd._node_names import named_node
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
+from ...ops import _memfmt
 from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
 from ...ops._util import host_all_below
 from ...tensor import Tensor, _edge, _make
@@ -99,6 +100,8 @@ def _apply_mask(input: Tensor, p: float, noise_shape, inplace: bool) -> Tensor:
     keep = 1.0 - p
     with no_grad():
         noise = _C.rand(*noise_shape, dtype=input.dtype, device=input.device)
+        if noise_shape == tuple(input.shape):  # (in input's layout, as PyTorch's empty_like noise: so is the result)
+            noise = _memfmt.fresh(noise, None, input)
         # bernoulli(1 - p) / (1 - p): kept elements are scaled so the expectation is unchanged
         noise = _P.div(_P.lt(noise, keep).to(input.dtype), keep)
     return input.mul_(noise) if inplace else _P.mul(input, noise)

@@ -532,7 +532,11 @@ class Module:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
+        fmt = kwargs.get("memory_format")
+
         def convert(t):
+            if fmt is not None and t.dim() in (4, 5):  # (PyTorch: the 4-D and 5-D tensors, in memory_format)
+                return t.to(device=device, dtype=dtype if t.is_floating_point() else None, memory_format=fmt)
             return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
         return self._apply(convert)
 

@@ -80,7 +80,7 @@ def _expand(x, shape):
 def _sigmoid(x):
     """1 / (1 + exp(-x)), PyTorch's formula: full relative precision for x << 0 (sigmoid(-25) = 1.4e-11, where
     the tanh form rounds to 0), 0 once exp(-x) overflows (x < -88.7 in float32), as PyTorch."""
-    r = np.negative(x, out=np.empty(x.shape, x.dtype))  # (an out array: numpy returns scalars for 0-d inputs)
+    r = np.negative(x, out=np.empty_like(x))  # (an out array: numpy returns scalars for 0-d inputs; x's layout)
     with np.errstate(over="ignore"):
         np.exp(r, out=r)
     r += 1
@@ -89,7 +89,7 @@ def _sigmoid(x):
 
 def _sign(x):
     """np.sign, with PyTorch's sign(NaN) = 0 and sign(-0.0) = +0.0 for floats."""
-    r = np.sign(x, out=np.empty(x.shape, x.dtype))
+    r = np.sign(x, out=np.empty_like(x))
     if r.dtype.kind in "fV":  # (ml_dtypes' bfloat16 is kind "V")
         r[r != r] = 0
         r += 0  # -0.0 + 0 is +0.0
@@ -254,13 +254,14 @@ def _index_add(x, dim, index, src):
 def _cumsum(x, axis):  # (an integer input in its own dtype, as _reduce's ``wraps``)
     if x.ndim == 0:
         return x.copy()
-    return np.cumsum(x, axis=axis, dtype=x.dtype if x.dtype.kind in "iu" else None)
+    # (np.cumsum scans small integers in int64, and wraps this call; the result row-major, as PyTorch's)
+    return np.add.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
 def _cumprod(x, axis):
     if x.ndim == 0:
         return x.copy()
-    return np.cumprod(x, axis=axis, dtype=x.dtype if x.dtype.kind in "iu" else None)
+    return np.multiply.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
 def _arg(fn):

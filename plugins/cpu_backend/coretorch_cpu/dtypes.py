@@ -28,6 +28,8 @@ on_bfloat16(_set_bf16)
 _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
 _F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_U8 = np.dtype(np.uint8)
 _nd = np.ndarray
 
 KERNELS: dict = {}  # no new primitives: the wrappers below replace existing entries
@@ -113,6 +115,10 @@ def _cast(fn):
         if x.dtype is BF16 and dt.kind in "iu":
             # through float32 as the other floats (ml_dtypes' own bfloat16 -> uint8 gives 0 for -2, PyTorch 254)
             return k(x.astype(_F32), dt)
+        if dt is _U8 and x.dtype is _F64:
+            # through int64 as c10's float -> uint8 cast (numpy's direct one goes through int32 on x86: 2**31 + 5 is
+            # 0, PyTorch's 5); float32/float16 agree either way (no float32 of 2**31 or more has a nonzero low byte)
+            return fn(fn(x, _I64), dt)
         if dt is BF16 or x.dtype is BF16 or dt is _F16 or dt is _F32 and x.dtype is _F64:
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
                 return fn(x, dt)

@@ -155,12 +155,12 @@ def _row_max(x, dim):
 def softmax(x, dim):
     m, finite = _row_max(x, dim)
     if finite:  # every row sum is >= 1 (its maximum contributes exp(0))
-        e = np.subtract(x, m)
+        e = np.subtract(x, m, out=np.empty(x.shape, x.dtype))  # (row-major whatever x's layout, as PyTorch's)
         np.exp(e, out=e)
         e /= _sum(e, (dim,), True)
         return e
     with np.errstate(all="ignore"):
-        e = np.subtract(x, m)
+        e = np.subtract(x, m, out=np.empty(x.shape, x.dtype))  # (row-major whatever x's layout, as PyTorch's)
         np.exp(e, out=e)
         e /= _sum(e, (dim,), True)
     return e
@@ -169,11 +169,11 @@ def softmax(x, dim):
 def log_softmax(x, dim):
     m, finite = _row_max(x, dim)
     if finite:
-        z = np.subtract(x, m)
+        z = np.subtract(x, m, out=np.empty(x.shape, x.dtype))
         z -= np.log(_sum(np.exp(z), (dim,), True))
         return z
     with np.errstate(all="ignore"):
-        z = np.subtract(x, m)
+        z = np.subtract(x, m, out=np.empty(x.shape, x.dtype))
         z -= np.log(_sum(np.exp(z), (dim,), True))
     return z
 

@@ -92,6 +92,8 @@ def _cast(out, x, dt):
     if out.dtype == np.float32 and x.dtype == np.float64:  # as dtypes._cast: overflow to inf silently
         with np.errstate(invalid="ignore", over="ignore"):
             np.copyto(out, x, casting="unsafe")
+    elif out.dtype == np.uint8 and x.dtype == np.float64:  # through int64, as dtypes._cast
+        np.copyto(out, x.astype(np.int64), casting="unsafe")
     else:
         np.copyto(out, x, casting="unsafe")
     return out

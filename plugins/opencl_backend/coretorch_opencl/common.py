@@ -104,6 +104,24 @@ def _contiguous_args(out, operands):
     return args
 
 
+def _dense_args(out, operands):
+    """``_contiguous_args`` for ``out`` a permutation of a fresh array (``_ct_p``, dense) whose array operands all
+    have its shape and strides: element i of each buffer from its offset is the same element of all (a transposed
+    op runs as a flat one), else None."""
+    isz = out.dtype.itemsize
+    args = [out.base_data, out.offset // isz]
+    shape, strides = out.shape, tuple(s // isz for s in out.strides)
+    for o in operands:
+        if o.__class__ is not _Array:
+            args.append(o)
+            continue
+        i = o.dtype.itemsize
+        if o.shape != shape or tuple(s // i for s in o.strides) != strides:
+            return None
+        args += [o.base_data, o.offset // i]
+    return args
+
+
 _VALID: dict = {}
 
 

@@ -15,13 +15,14 @@ from .common import (
     _UNARY,
     _Array,
     _contiguous_args,
+    _dense_args,
     _scalar_dtype,
     _strided_args,
     _transpose8_src,
     _valid,
 )
 from .device import STATS, c_strides, cla
-from .layout import _collapse, _desc, _is_c
+from .layout import _c_ordered, _collapse, _desc, _is_c, _iter_order
 from .vecmath import VECTOR_EW, run_ew
 
 _F32 = np.dtype(np.float32)
@@ -40,6 +41,8 @@ class ElementwiseKernels(KernelMixin):
         if n == 0:
             return out
         args = _contiguous_args(out, operands)
+        if args is None and out.__dict__.get("_ct_p"):  # a permuted fresh result: flat where all share its layout
+            args = _dense_args(out, operands)
         if args is not None:
             args.append(n)
             if pdt is _F32 and kname in VECTOR_EW and self.dev.is_cpu:   # VW elements per work-item (vecmath)
@@ -151,13 +154,37 @@ class ElementwiseKernels(KernelMixin):
     def _out(self, shape, dt):
         return self.dev.array(tuple(shape), dt)
 
+    def _out_like(self, shape, dt, arrays):
+        """A fresh result of an elementwise op over ``arrays`` (of ``shape``, broadcast already) laid out as PyTorch's
+        TensorIterator lays it: row-major when the first array is (the common case: one check), else in the order
+        of the operands' strides (``x.t() + 1`` keeps x's transposed layout), made as a permutation of a fresh
+        array and tagged ``_ct_p`` for ``_ew``'s flat path."""
+        a0 = arrays[0]
+        if a0.__dict__.get("_ct_c") or a0.shape != shape or len(shape) < 2:
+            return self.dev.array(shape, dt)
+        st0 = _desc(a0)[3]
+        if _c_ordered(shape, st0):  # (row-major or a broadcast of a row-major array: asks for no swap)
+            if _is_c(shape, st0):
+                a0.__dict__["_ct_c"] = True  # (a row-major view: tagged as the device's own arrays, checked once)
+            if all(a.__dict__.get("_ct_c") or _c_ordered(shape, _desc(a)[3]) for a in arrays[1:]):
+                return self.dev.array(shape, dt)
+        order = _iter_order(shape, [_desc(a)[3] for a in arrays])
+        if order is None:
+            return self.dev.array(shape, dt)
+        inv = [0] * len(order)
+        for i, d in enumerate(order):
+            inv[d] = i
+        out = self.permute(self.dev.array(tuple(shape[d] for d in order), dt), inv)
+        out.__dict__["_ct_p"] = True
+        return out
+
     def _unary(self, op):
         def k(x):
             dt = x.dtype
             if not _valid("u", op, dt):
                 raise RuntimeError(f"\"{op}\" is not implemented for {dt} on device 'opencl'")
             out_dt = _BOOL if op in cg.UNARY_BOOL_OUT else dt
-            out = self._out(x.shape, out_dt)
+            out = self._out_like(x.shape, out_dt, (x,))
             return self._ew(dt, f"u_{op}", out, [x])
         return k
 
@@ -191,7 +218,13 @@ class ElementwiseKernels(KernelMixin):
                 shape = tuple(np.broadcast_shapes(shape, y.shape))
                 if x.shape != shape:
                     x = self.expand(x, shape)
-            out = self._out(shape, _BOOL if op in cg.BINARY_BOOL_OUT else dt)
+            out_dt = _BOOL if op in cg.BINARY_BOOL_OUT else dt
+            if isinstance(y, cla.Array):
+                if y.shape != shape:
+                    y = self.expand(y, shape)
+                out = self._out_like(shape, out_dt, (x, y))
+            else:
+                out = self._out_like(shape, out_dt, (x,))
             return self._binary_into(op, out, x, y)
         return k
 
@@ -227,7 +260,7 @@ class ElementwiseKernels(KernelMixin):
 
     def cast(self, x, dt):
         dt = self._check_dtype(dt)
-        out = self._out(x.shape, dt)
+        out = self._out_like(x.shape, dt, (x,))
         return self._copy_into(out, x)
 
     def _copy_into(self, out, x):
@@ -316,14 +349,16 @@ __kernel void transpose(__global {t}* o, long zo, __global const {t}* x, long xo
             x = self.expand(x, shape)
         if not ys and y.shape != shape:
             y = self.expand(y, shape)
-        out = self._out(shape, dt) if out is None else out
+        if out is None:
+            out = self._out_like(shape, dt, [a for a in (c, x, y) if isinstance(a, cla.Array)])
         ops = [c, self._scalar_arg(x, dt) if xs else x, self._scalar_arg(y, dt) if ys else y]
         return self._ew(dt, f"k_where_{int(xs)}{int(ys)}", out, ops)
 
     def clamp(self, x, lo, hi):
         dt = x.dtype
         ops = [x] + [self._scalar_arg(v, dt) for v in (lo, hi) if v is not None]
-        return self._ew(dt, f"k_clamp_{int(lo is not None)}{int(hi is not None)}", self._out(x.shape, dt), ops)
+        return self._ew(dt, f"k_clamp_{int(lo is not None)}{int(hi is not None)}", self._out_like(x.shape, dt, (x,)),
+                        ops)
 
     def _ew_specs(self, dt) -> list:
         """(name, expression, result dtype, operands, row-broadcast variant after it) of every elementwise kernel

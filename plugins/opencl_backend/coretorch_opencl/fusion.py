@@ -78,6 +78,9 @@ def kernels(k) -> dict:
         """Whether a recorded launch ``name(*args) -> out`` can be a node of a fused kernel."""
         if out.dtype not in _DTYPES or any(isinstance(a, cla.Array) and a.dtype not in _DTYPES for a in args):
             return False
+        if isinstance(out, cla.Array) and out.__dict__.get("_ct_p"):
+            # (eager's result kept its operands' layout: a fused kernel writes row-major)
+            return False
         if name == "full":
             return True
         if not args or not isinstance(args[0], cla.Array):

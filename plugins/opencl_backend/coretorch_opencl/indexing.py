@@ -311,7 +311,9 @@ def nonzero(kern, x):
     if N == 0:
         return kern._out((0, nd), _I64)
     flags = kern._binary("ne")(x, False if x.dtype == np.bool_ else 0)
-    cs = kern._scan("cumsum")(kern.view(kern.cast(flags, _I64), (N,)), 0)
+    f = kern.cast(flags, _I64)
+    flat = kern.view(f, (N,))   # (None for a transposed x: its flags keep that layout)
+    cs = kern._scan("cumsum")(flat if flat is not None else kern.view(kern.contiguous(f), (N,)), 0)
     cnt = int(kern.to_numpy(kern.basic_index(cs, (N - 1,))))  # the result's shape depends on the data
     out = kern._out((cnt, nd), _I64)
     if cnt == 0 or nd == 0:

@@ -21,10 +21,11 @@ class ReductionKernels(KernelMixin):
         else:
             act = cg.ctype(in_dt)
         f = cg.is_float(in_dt)
-        if op == "sum":
-            init, comb = f"({act})0", "acc + v"
-        elif op == "prod":
-            init, comb = f"({act})1", "acc * v"
+        if op in ("sum", "prod"):  # int and long wrap, computed unsigned (a signed overflow is undefined in C)
+            sym = "+" if op == "sum" else "*"
+            u = cg.utype(act)
+            init = f"({act}){0 if op == 'sum' else 1}"
+            comb = cg.wrapping(act, f"acc {sym} v", f"({u})acc {sym} ({u})v")
         elif op == "any":
             init, comb = "0", "(acc || (v != 0))"
         elif op == "all":

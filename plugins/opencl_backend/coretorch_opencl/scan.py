@@ -68,12 +68,15 @@ def _src(dt, a: int) -> str:
     parts = []
     for o in ("cumsum", "cumprod"):
         init, op = _INIT[o], _OP[o]
+
+        def comb(acc, v, op=op):  # int and long wrap, computed unsigned (a signed overflow is undefined in C)
+            return cg.wrapping(ct, f"{acc} {op} {v}", f"({cg.utype(ct)}){acc} {op} ({cg.utype(ct)}){v}")
         loop_args = [f"__global {st}* o", f"__global const {st}* x", "long xo", "long n", "long L", "long t",
                      "long ot"] + rows + outs
         parts.append(
             f"__kernel void {o}({', '.join(loop_args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
             f" {cg.decode(a)}\n long xb = xo + {cg.offset(a, 's')}; long ob = {cg.offset(a, 'w')};\n"
-            f" {ct} acc = {init};\n for (long j = 0; j < L; ++j) {{ acc = acc {op} {x_at('j')};"
+            f" {ct} acc = {init};\n for (long j = 0; j < L; ++j) {{ acc = {comb('acc', x_at('j'))};"
             f" {cg.store(dt, 'o', 'ob + j * ot', 'acc')} }}\n}}\n")
         # g = (row, chunk): the row is decoded from g / P; chunk p covers [p * chunk, min(L, (p + 1) * chunk))
         head = (" long g = get_global_id(0); if (g >= n) return;\n long m = g / P; long p = g % P;\n"
@@ -83,19 +86,19 @@ def _src(dt, a: int) -> str:
                      "long L", "long t"] + rows
         # a chunk's total in four independent accumulators: the add/multiply latency of one dependent chain
         # bounds the row loop, not this pass
-        four = " ".join(f"b{u} = b{u} {op} {x_at(f'j + {u}')};" for u in range(4))
+        four = " ".join(f"b{u} = {comb(f'b{u}', x_at(f'j + {u}'))};" for u in range(4))
         parts.append(
             f"__kernel void {o}_part({', '.join(part_args)}) {{\n{head}"
             f" {ct} b0 = {init}, b1 = {init}, b2 = {init}, b3 = {init}; long j = j0;\n"
-            f" for (; j + 4 <= j1; j += 4) {{ {four} }}\n for (; j < j1; ++j) b0 = b0 {op} {x_at('j')};\n"
-            f" tot[g] = (b0 {op} b1) {op} (b2 {op} b3);\n}}\n")
+            f" for (; j + 4 <= j1; j += 4) {{ {four} }}\n for (; j < j1; ++j) b0 = {comb('b0', x_at('j'))};\n"
+            f" tot[g] = {comb(comb('b0', 'b1'), comb('b2', 'b3'))};\n}}\n")
         fin_args = [f"__global {st}* o", f"__global const {st}* x", "long xo", f"__global const {ct}* tot", "long n",
                     "long P", "long chunk", "long L", "long t", "long ot"] + rows + outs
         parts.append(
             f"__kernel void {o}_fin({', '.join(fin_args)}) {{\n{head}"
             f" long ob = {cg.offset(a, 'w')};\n {ct} acc = {init};\n"
-            f" for (long q = g - p; q < g; ++q) acc = acc {op} tot[q];   // the chunks before this one\n"
-            f" for (long j = j0; j < j1; ++j) {{ acc = acc {op} {x_at('j')};"
+            f" for (long q = g - p; q < g; ++q) acc = {comb('acc', 'tot[q]')};   // the chunks before this one\n"
+            f" for (long j = j0; j < j1; ++j) {{ acc = {comb('acc', x_at('j'))};"
             f" {cg.store(dt, 'o', 'ob + j * ot', 'acc')} }}\n}}\n")
     return "\n".join(parts)
 
