@@ -9,7 +9,6 @@ from typing import Any
 
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import guards as _guards
 
 
 def now() -> int:
@@ -24,7 +23,8 @@ def _call(ref: Any) -> Any:
 def _snap(opts: list) -> tuple:
     """The numbers of the param groups of ``opts``, and their state's structure (which parameters have state, its
     entries by identity)."""
-    return (_guards.group_numbers(opts),
+    from .guards import group_numbers  # (at call time: guards imports capture, which imports this module)
+    return (group_numbers(opts),
             tuple([(id(p), id(d), tuple([(k, id(v)) for k, v in d.items()]) if isinstance(d, dict) else None)
                    for o in opts for p, d in list(o.state.items())]))
 
