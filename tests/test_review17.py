@@ -104,3 +104,33 @@ def test_a_planned_temporary_with_a_size1_dim_of_any_stride(device):
         got = c(s)
         assert torch.equal(got, f(s)) and got.stride() == f(s).stride()
     assert c.replays == 2
+
+
+def test_results_holding_an_empty_tuple_or_size(device):
+    """A result holding ``()`` or an empty ``torch.Size`` (``x.sum().shape``): the replay's generated source spelt
+    the empty tuple ``(,)``, and the capture raised ``SyntaxError`` where eager returns."""
+    for f in (lambda x: (x * 2, x.sum().shape), lambda x: (x * 2, ()), lambda x: (x + 1, ((), [()]))):
+        c = torch.compile(f)
+        for i in range(3):
+            x = torch.randn(3, generator=torch.Generator().manual_seed(i)).to(device)
+            got, want = c(x), f(x)
+            assert torch.equal(got[0], want[0]) and got[1] == want[1] and type(got[1]) is type(want[1])
+        assert c.replays == 2
+
+
+def test_a_distribution_result_replays_with_this_calls_parameters(device):
+    """``return Normal(mu, sigma)`` from a compiled function (the Size-typed ``event_shape`` of a distribution raised
+    the same ``SyntaxError``): each replay's distribution holds this call's tensors."""
+    from coretorch.distributions import Normal
+
+    def f(x):
+        return Normal(x * 2, x.abs() + 1)
+    c = torch.compile(f)
+    for i in range(3):
+        x = torch.randn(3, generator=torch.Generator().manual_seed(i)).to(device)
+        got, want = c(x), f(x)
+        assert type(got) is Normal and got.batch_shape == want.batch_shape and got.event_shape == want.event_shape
+        assert torch.equal(got.loc, want.loc) and torch.equal(got.scale, want.scale)
+        v = torch.zeros(3, device=device)
+        torch.testing.assert_close(got.log_prob(v), want.log_prob(v), rtol=0, atol=0)
+    assert c.replays == 2

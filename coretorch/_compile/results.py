@@ -115,10 +115,11 @@ class ResultEncoding:
             return self.const(obj)
         if isinstance(obj, (tuple, list)):
             inner = ", ".join(self._encode_result(o, args, made) for o in obj)
+            tup = f"({inner},)" if inner else "()"  # (an empty one: ``x.sum().shape``, ``()``)
             if isinstance(obj, tuple) and type(obj) is not tuple:  # a named tuple, or another subclass (torch.Size)
                 named = hasattr(type(obj), "_fields")
-                return f"{self.const(type(obj))}({inner})" if named else f"{self.const(type(obj))}(({inner},))"
-            return f"({inner},)" if isinstance(obj, tuple) else f"[{inner}]"
+                return f"{self.const(type(obj))}({inner})" if named else f"{self.const(type(obj))}({tup})"
+            return tup if isinstance(obj, tuple) else f"[{inner}]"
         if obj is None or type(obj) in (bool, int, str):
             return repr(obj)
         for i, a in enumerate(args):  # an argument object returned (a config, a list of tensors): eager's own
