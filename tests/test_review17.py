@@ -134,3 +134,74 @@ def test_a_distribution_result_replays_with_this_calls_parameters(device):
         v = torch.zeros(3, device=device)
         torch.testing.assert_close(got.log_prob(v), want.log_prob(v), rtol=0, atol=0)
     assert c.replays == 2
+
+
+class _Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pi, self.v = nn.Linear(4, 3), nn.Linear(4, 1)
+
+    def forward(self, x):
+        return torch.distributions.Categorical(logits=self.pi(x)), self.v(x).squeeze(-1)
+
+
+class _Gauss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 6)
+
+    def forward(self, x):
+        mu, log_std = self.l(x).chunk(2, -1)
+        return torch.distributions.Independent(torch.distributions.Normal(mu, log_std.exp()), 1)
+
+
+@pytest.mark.parametrize("make", [_Policy, _Gauss])
+def test_a_module_returning_a_distribution_replays(device, make):
+    """A policy's ``forward`` returning ``Categorical(logits=...)`` (with a value head) or an ``Independent(Normal)``:
+    every call was a graph break ("the forward returns something other than tensors"); the output is now a copy of
+    the capture's distribution holding this call's tensors (one tensor where eager's holds one twice: ``logits`` is
+    ``_param``), and ``log_prob``/``entropy`` backpropagate through the replayed backward as eager's."""
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = make().to(device)
+        f = torch.compile(m) if compiled else m
+        for i in range(4):
+            x = torch.randn(5, 4, generator=torch.Generator().manual_seed(i)).to(device)
+            out = f(x)
+            d = out[0] if isinstance(out, tuple) else out
+            kind = torch.long if isinstance(d, torch.distributions.Categorical) else torch.float32
+            a = torch.zeros(d.batch_shape + d.event_shape, dtype=kind, device=device)
+            loss = -d.log_prob(a).mean() + d.entropy().mean()
+            if isinstance(out, tuple):
+                loss = loss + out[1].pow(2).mean()
+                assert d.logits is d._param
+            loss.backward()
+        grads.append([p.grad.clone() for p in m.parameters()])
+        if compiled:
+            assert f._capture.replays == 3
+    for a, b in zip(*grads):
+        if device == "cpu":
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+class _Memory(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(3, 3)
+        self.state = torch.distributions.Normal(torch.zeros(3), torch.ones(3))
+
+    def forward(self, x):
+        self.l(x)
+        return self.state
+
+
+def test_a_module_returning_an_object_it_holds_returns_that_object(device):
+    """An object that outlives the call (a module attribute, an argument) is eager's own at every call: not a copy
+    (a graph break, as before)."""
+    m = _Memory().to(device)
+    f = torch.compile(m)
+    for _ in range(3):
+        assert f(torch.randn(2, 3, device=device)) is m.state

@@ -344,7 +344,8 @@ class ModuleCapture:
             _guards.check_module_writes(rec, modules, before)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
-            outs, single = _outtree.flatten(result)
+            outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
+                v for m in modules for v in vars(m).values()]))))  # (objects eager returns themselves)
             if outs is None:
                 rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts")
             elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):

@@ -1,26 +1,32 @@
 """The structure of a compiled module's result (:mod:`.module`): a tensor, or tensors and Nones nested in plain
-tuples, lists, dicts (OrderedDict too) and named tuples (an LSTM language model's ``output, (h, c)``, nanoGPT's
-``logits, None`` without targets, a dict of heads), flattened into the replay's outputs at capture and rebuilt
-around the replay's tensors at each call."""
+tuples, lists, dicts (OrderedDict too), named tuples (an LSTM language model's ``output, (h, c)``, nanoGPT's
+``logits, None`` without targets, a dict of heads) and objects that hold tensors in their attributes (a policy's
+``Categorical(logits=...)``, a dataclass of heads: a copy of the capture's object with this call's tensors, as a
+compiled function's result objects), flattened into the replay's outputs at capture and rebuilt around the replay's
+tensors at each call."""
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from typing import Any
 
 from ..tensor import Tensor
+from .results import _has_tensor, _holds_tensor
 
 TENSOR = 0  # a leaf of the structure: the next output tensor
+OBJECT = "object"  # (OBJECT, a copy of the capture's object, its attribute names, their specs)
 FLAT = 1  # a plain tuple of tensors (the common case: rebuilt as tuple(outputs))
 NONE = 2  # a None of the structure (a branch on an argument being None: the guards key the arguments)
 
 
-def flatten(result: Any) -> tuple[list | None, Any]:
+def flatten(result: Any, held: frozenset = frozenset()) -> tuple[list | None, Any]:
     """(the result's tensors in order, its structure: TENSOR for a tensor itself, FLAT for a plain tuple of tensors,
-    else a nested spec); (None, None) when it holds anything else (a number, a distribution object)."""
+    else a nested spec); (None, None) when it holds anything else (a number, an object of ``held``: the ids of
+    objects that outlive the call, the arguments and the modules' attributes, which eager returns themselves)."""
     if isinstance(result, Tensor):
         return [result], TENSOR
     flat: list = []
-    spec = _spec(result, flat)
+    spec = _spec(result, flat, held)
     if spec is None:
         return None, None
     if type(result) is tuple and len(flat) == len(result) and all(s == TENSOR for s in spec[2]):
@@ -28,7 +34,7 @@ def flatten(result: Any) -> tuple[list | None, Any]:
     return flat, spec
 
 
-def _spec(o: Any, flat: list) -> Any:
+def _spec(o: Any, flat: list, held: frozenset) -> Any:
     if isinstance(o, Tensor):
         flat.append(o)
         return TENSOR
@@ -36,11 +42,21 @@ def _spec(o: Any, flat: list) -> Any:
         return NONE
     t = type(o)
     if t is tuple or t is list or (isinstance(o, tuple) and hasattr(t, "_fields")):
-        subs = [_spec(v, flat) for v in o]
+        subs = [_spec(v, flat, held) for v in o]
         return None if None in subs else (t, None, subs)
     if t is dict or t is OrderedDict:
-        subs = [_spec(v, flat) for v in o.values()]
+        subs = [_spec(v, flat, held) for v in o.values()]
         return None if None in subs else (t, tuple(o), subs)
+    if _holds_tensor(o) and id(o) not in held:  # (its other attributes: the copy's, as a function's REOBJ)
+        names = [k for k, v in vars(o).items() if _has_tensor(v, 2)]
+        subs = [_spec(getattr(o, k), flat, held) for k in names]
+        if None in subs:
+            return None
+        try:
+            template = copy.copy(o)
+        except Exception:  # noqa: BLE001 - any failure of a user class's copy protocol: not rebuilt
+            return None
+        return (OBJECT, template, names, subs)
     return None
 
 
@@ -58,6 +74,10 @@ def _build(spec: Any, it: Any) -> Any:
         return next(it)
     if spec == NONE:
         return None
+    if spec[0] == OBJECT:
+        out = copy.copy(spec[1])
+        out.__dict__.update(zip(spec[2], [_build(s, it) for s in spec[3]]))
+        return out
     t, keys, subs = spec
     vals = [_build(s, it) for s in subs]
     if keys is not None:
