@@ -205,3 +205,38 @@ def test_a_module_returning_an_object_it_holds_returns_that_object(device):
     f = torch.compile(m)
     for _ in range(3):
         assert f(torch.randn(2, 3, device=device)) is m.state
+
+
+class _PassLabels(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x, labels):
+        return {"logits": self.l(x), "labels": labels, "x": x}
+
+
+def test_a_module_returning_its_inputs_replays(device):
+    """``{"logits": ..., "labels": labels}`` (a batch's labels passed through, as many training scripts' models do):
+    every call was a graph break ("an output is an input"); the result now holds the call's argument tensors
+    themselves, as eager's, and the rest is replayed (gradients as eager's, bitwise on cpu)."""
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _PassLabels().to(device)
+        f = torch.compile(m) if compiled else m
+        for i in range(4):
+            g = torch.Generator().manual_seed(i)
+            x = torch.randn(5, 4, generator=g).to(device).requires_grad_(True)
+            y = torch.randint(0, 3, (5,), generator=g).to(device)
+            out = f(x, y)
+            assert out["labels"] is y and out["x"] is x
+            (torch.nn.functional.cross_entropy(out["logits"], out["labels"]) + out["x"].pow(2).sum()).backward()
+        grads.append([p.grad.clone() for p in m.parameters()] + [x.grad.clone()])
+        if compiled:
+            assert f._capture.replays == 3
+    for a, b in zip(*grads):
+        if device == "cpu":
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -195,7 +195,7 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
                 t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
-    return _outtree.rebuild(entry.single, res)
+    return _outtree.rebuild(entry.single, res, lv)
 
 
 def _view_outputs(entry: _ModEntry, lv: list, res: list, plain: bool) -> None:
@@ -345,13 +345,14 @@ class ModuleCapture:
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
-                v for m in modules for v in vars(m).values()]))))  # (objects eager returns themselves)
+                v for m in modules for v in vars(m).values()]))),  # (objects eager returns themselves)
+                {id(a): i for i, a in enumerate(lv) if isinstance(a, Tensor)})  # (an input: itself)
             if outs is None:
                 rec.breaks.append("the forward returns something other than tensors in tuples, lists and dicts")
             elif any(o is t for o in outs for t in (*lv, *params, *buffers, *plain)):
                 # eager returns that tensor (its requires_grad, its version counter, its .grad); a replay would
                 # make another over its memory
-                rec.breaks.append("an output is an input, a parameter or a buffer itself")
+                rec.breaks.append("an output is a parameter or a buffer itself")
             rec.write_back()
             split = len(rec.lines)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
