@@ -3,6 +3,9 @@ or tuple per call replays (keyed by its structure and entries, not its identity)
 again, and what depends on a container's identity (a counter list, a returned or mutated container) stays eager's."""
 from __future__ import annotations
 
+import dataclasses
+import types
+
 import numpy as np
 import pytest
 
@@ -135,3 +138,68 @@ def test_a_module_or_number_inside_an_argument_container_is_guarded(device):
             drop.p = p
             close(device, f({"m": lin, "act": drop, "scale": 1.0}, x), c({"m": lin, "act": drop, "scale": 1.0}, x))
         assert c.replays == 3
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: torch.Tensor
+    y: torch.Tensor
+    weight: float = 1.0
+
+
+@dataclasses.dataclass
+class _BatchWithMethod:
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def scale(self):
+        return 2.0
+
+
+@pytest.mark.parametrize("form", ["dataclass", "namespace"])
+def test_a_fresh_dataclass_or_namespace_batch_per_call_replays(device, form):
+    """A collate function's ``Batch(x=..., y=...)`` (or a ``SimpleNamespace``) made at every call was an argument
+    object keyed by its identity: each call captured again until the limit, then ran eagerly.  A record whose class
+    holds only its fields is opened as a dict of its attributes (argtree.record): the step replays, bitwise eager,
+    and a changed number in it (``weight``) captures again."""
+    def make(x, y, w):
+        return _Batch(x, y, w) if form == "dataclass" else types.SimpleNamespace(x=x, y=y, weight=w)
+    results = []
+    for compiled in (False, True):
+        model, opt = _model(device)
+
+        def step(b):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(b.x), b.y) * b.weight
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        losses = [f(make(x, y, 1.0 + (i > 3))) for i, (x, y) in enumerate(_batches(device))]
+        results.append((losses, [p.detach().clone() for p in model.parameters()]))
+        if compiled:
+            assert f.replays == 5  # captures: the first call, the first with a .grad, the first with weight 2.0
+    for a, b in zip(results[0][1] + results[0][0], results[1][1] + results[1][0]):
+        close(device, a, b)
+
+
+def test_a_record_with_methods_stays_an_argument_object(device):
+    """A dataclass with a method (or a property, a class attribute) may give the step values besides its fields:
+    it is not opened, and stays an argument keyed by identity (a new one each call captures again)."""
+    f = torch.compile(lambda b: b.x * b.scale())
+    for _ in range(3):
+        b = _BatchWithMethod(torch.ones(2, device=device), torch.zeros(2, device=device))
+        assert torch.equal(f(b), b.x * 2)
+    assert f.replays == 0
+
+
+def test_a_step_assigning_a_field_of_its_record_argument(device):
+    """``b.x = b.x * 2`` inside the step: the caller's record is changed as eager changes it (a replay would not
+    repeat the assignment: a graph break)."""
+    def step(b):
+        b.x = b.x * 2
+        return b.x.sum()
+    c = torch.compile(step)
+    for _ in range(3):
+        b1, b2 = (_Batch(torch.ones(2, device=device), torch.zeros(2, device=device)) for _ in range(2))
+        assert torch.equal(step(b1), c(b2)) and torch.equal(b1.x, b2.x)

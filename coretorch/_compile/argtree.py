@@ -1,5 +1,6 @@
-"""The container structure of a call's arguments (lists, tuples and dicts: a batch dict, ``f((x, y))``), for the
-guards.
+"""The container structure of a call's arguments (lists, tuples and dicts: a batch dict, ``f((x, y))``; dataclass
+instances and namespaces whose class holds only their fields, opened as dicts of their attributes: a collate
+function's ``Batch(x=..., y=...)``), for the guards.
 
 A replay reads the tensors and numbers inside argument containers as its inputs (``guards.leaves`` flattens them),
 so a fresh container of the same shape each call (a data loader's ``{"x": ..., "y": ...}`` batch) needs no capture
@@ -12,7 +13,9 @@ returns itself (``Recorder.arg_identity``: the replay would return the capture's
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, OrderedDict, defaultdict
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -25,9 +28,37 @@ _CONTAINERS = (list, tuple, dict)
 _PLAIN = frozenset((Tensor, Parameter, bool, int, float, str, type(None)))
 
 
+_RECORDS: dict[type, bool] = {}  # class -> whether its instances are records (see record): decided once per class
+_RECORD_DUNDERS = frozenset(("__getattr__", "__getattribute__"))
+
+
+def record(o: Any) -> bool:
+    """A dataclass instance or a ``SimpleNamespace`` whose class (and its bases) defines nothing but its fields and
+    dunders other than ``__getattr__``/``__getattribute__`` (no method, property or class attribute a step could
+    read besides its entries): opened as a dict of its attributes, in their order."""
+    c = o.__class__
+    r = _RECORDS.get(c)
+    if r is None:
+        if len(_RECORDS) > 1024:
+            _RECORDS.clear()
+        r = _RECORDS[c] = _pure_record(c)
+    return r and type(getattr(o, "__dict__", None)) is dict
+
+
+def _pure_record(c: type) -> bool:
+    if c is SimpleNamespace:
+        return True
+    if not dataclasses.is_dataclass(c):
+        return False
+    fields = set(getattr(c, "__dataclass_fields__", ()))
+    return not any(n in _RECORD_DUNDERS or not (n[:2] == "__" == n[-2:]) and n not in fields
+                   for k in c.__mro__ if k is not object for n in vars(k))
+
+
 def any_container(args: tuple, kwargs: dict) -> bool:
-    """Whether any argument is a list, tuple or dict."""
-    return any(isinstance(a, _CONTAINERS) for a in args) or any(isinstance(v, _CONTAINERS) for v in kwargs.values())
+    """Whether any argument is a list, tuple, dict or record."""
+    return any(isinstance(a, _CONTAINERS) or record(a) for a in args) or \
+        any(isinstance(v, _CONTAINERS) or record(v) for v in kwargs.values())
 
 
 def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
@@ -46,6 +77,11 @@ def opened(args: tuple, kwargs: dict, keep: frozenset) -> tuple[tuple, tuple]:
                 shape.append((o.__class__, len(o)))
                 for v in o:
                     walk(v)
+        elif id(o) not in keep and record(o):
+            d = o.__dict__
+            shape.append((o.__class__, tuple(d)))
+            for v in d.values():
+                walk(v)
         else:
             objs.append(o)
     for a in args:
@@ -102,9 +138,9 @@ def container_ids(args: tuple, kwargs: dict) -> frozenset:
     out: set = set()
 
     def walk(o: Any) -> None:
-        if isinstance(o, _CONTAINERS):
+        if isinstance(o, _CONTAINERS) or record(o):
             out.add(id(o))
-            for v in (o.values() if isinstance(o, dict) else o):
+            for v in (o.values() if isinstance(o, dict) else o if isinstance(o, _CONTAINERS) else vars(o).values()):
                 walk(v)
     for a in (*args, *kwargs.values()):
         walk(a)
@@ -125,6 +161,9 @@ def held(args: tuple, kwargs: dict) -> list:
             if c not in _CONTAINERS:
                 out.append(o)
             for v in (o.values() if isinstance(o, dict) else o):
+                walk(v)
+        elif record(o):  # (opened: its entries are leaves)
+            for v in vars(o).values():
                 walk(v)
         elif not isinstance(o, (Tensor, np.ndarray)):  # (an array's values: in the leaves' key already)
             out.append(o)

@@ -25,6 +25,7 @@ from . import dunders as _dunders, weak as _weakref
 from .dunders import code_names as _code_names
 from .held import held as _held, methods_named as _methods_named
 from .strides import loose
+from .argtree import record as _record
 from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
                         hooks_key as _hooks_key, ident as _ident, mutable_key, param_hooks as _param_hooks,
                         user_attrs)
@@ -40,7 +41,7 @@ _training = attrgetter("training")
 def leaves(args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> list:
     """The arguments flattened (lists, tuples and dicts opened, but those in ``keep``: ids of lists the function only
     appends to, see :func:`appended`): their tensors are the replay's inputs."""
-    if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
+    if not kwargs and not any(isinstance(a, (list, tuple, dict)) or _record(a) for a in args):
         return list(args)
     out: list = []
 
@@ -53,6 +54,9 @@ def leaves(args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> list:
         elif isinstance(o, dict):
             for k in sorted(o, key=repr):
                 walk(o[k])
+        elif _record(o):  # (a dataclass or namespace batch: argtree.record)
+            for x in o.__dict__.values():
+                walk(x)
         else:
             out.append(o)
     walk(args)
