@@ -3,6 +3,8 @@ gradients its node hands the autograd engine must be what eager's nodes hand it,
 ``.grad`` (every installed device).  Found by the seeded random programs of test_compile_random_programs.py."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import coretorch as torch
@@ -236,6 +238,56 @@ def test_a_module_returning_its_inputs_replays(device):
         if compiled:
             assert f._capture.replays == 3
     for a, b in zip(*grads):
+        if device == "cpu":
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@dataclasses.dataclass
+class _Output:
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+
+
+class _Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.head = nn.Embedding(20, 8), nn.Linear(8, 5)
+
+    def forward(self, input_ids, attention_mask=None, labels=None):
+        h = self.emb(input_ids) * attention_mask[..., None]
+        logits = self.head(h.mean(1))
+        return _Output(torch.nn.functional.cross_entropy(logits, labels) if labels is not None else None, logits)
+
+
+def test_a_module_returning_a_dataclass_output_in_a_training_loop(device):
+    """A model returning a dataclass ``Output(loss=..., logits=...)`` called with ``**batch`` in a gradient
+    accumulation loop with AdamW, a LambdaLR warmup and ``clip_grad_norm_``: parameters as eager's (bitwise on
+    cpu); the forward replays (it was a graph break at every call)."""
+    params = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Classifier().to(device)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 3))
+        f = torch.compile(m) if compiled else m
+        for i in range(8):
+            g = torch.Generator().manual_seed(i)
+            batch = {"input_ids": torch.randint(0, 20, (4, 6), generator=g).to(device),
+                     "attention_mask": torch.ones(4, 6).to(device),
+                     "labels": torch.randint(0, 5, (4,), generator=g).to(device)}
+            out = f(**batch)
+            (out.loss / 2).backward()
+            if i % 2:
+                torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+                opt.step()
+                sched.step()
+                opt.zero_grad()
+        params.append([p.detach().clone() for p in m.parameters()])
+        if compiled:
+            assert type(out) is _Output and f._capture.replays == 7
+    for a, b in zip(*params):
         if device == "cpu":
             assert torch.equal(a, b)
         else:
