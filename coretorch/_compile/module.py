@@ -542,6 +542,8 @@ class OptimizedModule(Module):
     ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), its attributes forwarded, calls captured and
     replayed (forward and backward)."""
 
+    _OWN = frozenset({"_orig_mod", "_capture", "forward", "__dict__"})  # set on the wrapper (PyTorch's list)
+
     def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
                  name: str | None = None, host_fusion: bool | None = None, fused: bool = True):
         super().__init__()
@@ -552,11 +554,44 @@ class OptimizedModule(Module):
     def forward(self, *args, **kwargs):
         return self.__dict__["_capture"](*args, **kwargs)
 
+    @property  # type: ignore[override]
+    def training(self) -> bool:
+        """The wrapped module's flag (PyTorch's: ``model.eval()`` before compiling, ``compiled.training`` False)."""
+        return self.__dict__["_modules"]["_orig_mod"].training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        mods = self.__dict__.get("_modules")
+        if mods and "_orig_mod" in mods:  # (Module.__init__'s default is not the wrapped module's)
+            mods["_orig_mod"].training = value
+
     def __getattr__(self, name: str):
         try:
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def __setattr__(self, name: str, value) -> None:
+        """As PyTorch's: a class attribute or the wrapper's own names on the wrapper, anything else (a flag, a
+        submodule, a parameter, a buffer) on the wrapped module, whose forward reads it."""
+        if name in OptimizedModule._OWN or hasattr(type(self), name) or "_orig_mod" not in self._modules:
+            return super().__setattr__(name, value)
+        setattr(self._modules["_orig_mod"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in OptimizedModule._OWN or hasattr(type(self), name):
+            return super().__delattr__(name)
+        delattr(self._modules["_orig_mod"], name)
+
+    def __dir__(self):
+        mine = self._modules["_orig_mod"].__dir__()
+        return mine + [k for k in super().__dir__() if k not in mine]
+
+    def __len__(self) -> int:
+        mod = self._modules["_orig_mod"]
+        if not hasattr(type(mod), "__len__"):
+            raise TypeError(f"{type(mod).__name__} does not support len()")
+        return len(mod)
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"

@@ -1,0 +1,66 @@
+"""Review 17g: compiled modules and the nn.Module API between calls — ``torch.compile(model)`` (``OptimizedModule``,
+``_orig_mod``) and ``model.compile()`` in training and eval loops with state_dict, load_state_dict, save/load,
+deepcopy/pickle, ``.to``, freezing, replaced submodules and parameters, hooks, parametrize and weight tying used
+between calls, each against the same eager program."""
+import copy
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+def _b(t) -> bytes:
+    return t.detach().cpu().numpy().tobytes()
+
+
+class _Flagged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.double_it = False
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y * 2 if self.double_it else y
+
+
+def test_attributes_set_on_the_wrapper_reach_the_wrapped_module(device):
+    """PyTorch's ``OptimizedModule.__setattr__`` sets anything but its own names on ``_orig_mod``: ``compiled.flag =
+    True`` changes what the forward reads, ``compiled.fc = nn.Linear(...)`` replaces the module's submodule (state_dict
+    keys stay ``_orig_mod.fc.*``), ``del compiled.flag`` removes it there.  Before: the flag and the new Linear were
+    set on the wrapper (the forward kept the old ones; state_dict gained ``fc.weight`` beside ``_orig_mod.fc.weight``)."""
+    torch.manual_seed(0)
+    m = _Flagged().to(device)
+    c = torch.compile(m)
+    x = torch.ones(1, 3, device=device)
+    c(x), c(x)
+    c.double_it = True
+    assert m.double_it is True and "double_it" not in c.__dict__
+    assert _b(c(x)) == _b(m.fc(x) * 2)
+    new = nn.Linear(3, 2).to(device)
+    c.fc = new
+    assert m.fc is new and list(c.state_dict()) == ["_orig_mod.fc.weight", "_orig_mod.fc.bias"]
+    assert _b(c(x)) == _b(new(x) * 2) and _b(c(x)) == _b(new(x) * 2)
+    c.register_buffer("b", torch.zeros(2))  # (register_* are the wrapper's own methods, as PyTorch's)
+    assert "b" in c._buffers and not hasattr(m, "b")
+    del c.double_it
+    assert not hasattr(m, "double_it") and "fc" in dir(c)
+
+
+def test_the_wrapper_s_training_flag_is_the_wrapped_module_s():
+    """PyTorch: ``compiled.training`` mirrors ``_orig_mod.training`` (a module in eval mode when compiled gives
+    False; ``model.train()`` later gives True); ``len(compiled)`` is the wrapped Sequential's.  Before: the wrapper
+    kept its own flag (True after compiling an eval-mode module, stale after ``model.train()``) and had no len."""
+    m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+    m.eval()
+    c = torch.compile(m)
+    assert c.training is False
+    m.train()
+    assert c.training is True
+    c.training = False
+    assert m.training is False
+    assert len(c) == 2
+    with pytest.raises(TypeError):
+        len(torch.compile(nn.Linear(2, 2)))
