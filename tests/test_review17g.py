@@ -64,3 +64,10 @@ def test_the_wrapper_s_training_flag_is_the_wrapped_module_s():
     assert len(c) == 2
     with pytest.raises(TypeError):
         len(torch.compile(nn.Linear(2, 2)))
+
+
+def test_the_wrapper_s_repr_is_pytorch_s():
+    """PyTorch prints ``OptimizedModule(\\n  (_orig_mod): Linear(...)\\n)`` (a Module's repr with its one child).
+    Before: ``OptimizedModule(Linear(...))``."""
+    assert repr(torch.compile(nn.Linear(2, 2))) == \
+        "OptimizedModule(\n  (_orig_mod): Linear(in_features=2, out_features=2, bias=True)\n)"

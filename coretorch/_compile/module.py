@@ -593,9 +593,6 @@ class OptimizedModule(Module):
             raise TypeError(f"{type(mod).__name__} does not support len()")
         return len(mod)
 
-    def __repr__(self) -> str:
-        return f"OptimizedModule({self._orig_mod!r})"
-
 
 def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None, mode=None,
                      options=None, backend: Any = None) -> None:
