@@ -542,7 +542,9 @@ class OptimizedModule(Module):
     ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), its attributes forwarded, calls captured and
     replayed (forward and backward)."""
 
-    _OWN = frozenset({"_orig_mod", "_capture", "forward", "__dict__"})  # set on the wrapper (PyTorch's list)
+    # set on the wrapper (PyTorch's list; and the flag of the wrapper's own full backward hooks, which PyTorch's
+    # __setattr__ sends to _orig_mod so that they never run)
+    _OWN = frozenset({"_orig_mod", "_capture", "forward", "__dict__", "_is_full_backward_hook"})
 
     def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
                  name: str | None = None, host_fusion: bool | None = None, fused: bool = True):
