@@ -90,3 +90,35 @@ def test_a_full_backward_hook_on_the_wrapper_runs(device):
             grads.append(_b(x.grad))
         assert len(seen) == 3
     assert grads[:3] == grads[3:]
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.k = 1.0
+
+    def forward(self, x):
+        return self.fc(x) * self.k
+
+
+@pytest.mark.parametrize("how", ["compile()", "compile(forward)"])
+def test_a_shallow_copy_of_a_module_compiled_in_place_runs_its_own_forward(device, how):
+    """``copy.copy(model)`` of a module compiled in place: the copy's ``forward`` reads the copy's attributes, as
+    eager's (``m2.k = 3.0`` triples the copy's output, not the original's).  Before: the copy's instance ``forward``
+    was the original's capture, bound to the original module (the copy returned the original's output)."""
+    x = torch.ones(1, 2, device=device)
+    outs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Scaled().to(device)
+        if compiled and how == "compile()":
+            m.compile()
+        elif compiled:
+            m.forward = torch.compile(m.forward)
+        m(x), m(x)
+        m2 = copy.copy(m)
+        m2.k = 3.0
+        outs.append([_b(m2(x)), _b(m2(x)), _b(m(x))])
+        assert m2(x).sum().item() != m(x).sum().item()
+    assert outs[0] == outs[1]

@@ -239,6 +239,11 @@ class ModuleCapture:
         return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph, self.recompile_limit,
                                 self.host_fusion, self.fused)
 
+    def rebound(self, module: Module) -> ModuleCapture:
+        """The same compilation of another module: a shallow copy's (``copy.copy``) instance ``forward``."""
+        return _fresh_capture(module, self.fn is self.module, self.fullgraph, self.recompile_limit,
+                              self.host_fusion, self.fused)
+
     def _state(self):
         st = self.st
         if st is None or _guards.structure(st[0]) != self.sig:  # first call, or a submodule added or replaced

@@ -344,6 +344,9 @@ class Module:
                 self.__dict__[name] = OrderedDict()
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         self.__dict__.setdefault("_is_full_backward_hook", None)
+        fwd = self.__dict__.get("forward")  # model.compile()'s forward, copied by copy.copy: one of this module
+        if getattr(fwd, "module", self) is not self and hasattr(fwd, "rebound"):
+            self.__dict__["forward"] = fwd.rebound(self)
 
     # ---- the member walker ----------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix: str = "", recurse: bool = True,
