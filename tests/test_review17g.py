@@ -102,19 +102,26 @@ class _Scaled(nn.Module):
         return self.fc(x) * self.k
 
 
-@pytest.mark.parametrize("how", ["compile()", "compile(forward)"])
+class _ScaledCompiled(_Scaled):
+    @torch.compile
+    def forward(self, x):
+        return self.fc(x) * self.k
+
+
+@pytest.mark.parametrize("how", ["compile()", "compile(forward)", "class body"])
 def test_a_shallow_copy_of_a_module_compiled_in_place_runs_its_own_forward(device, how):
     """``copy.copy(model)`` of a module compiled in place: the copy's ``forward`` reads the copy's attributes, as
     eager's (``m2.k = 3.0`` triples the copy's output, not the original's).  Before: the copy's instance ``forward``
-    was the original's capture, bound to the original module (the copy returned the original's output)."""
+    was the original's capture, bound to the original module (the copy returned the original's output); so was the
+    per-instance capture of a class whose body compiles ``forward``."""
     x = torch.ones(1, 2, device=device)
     outs = []
     for compiled in (False, True):
         torch.manual_seed(0)
-        m = _Scaled().to(device)
+        m = (_ScaledCompiled if compiled and how == "class body" else _Scaled)().to(device)
         if compiled and how == "compile()":
             m.compile()
-        elif compiled:
+        elif compiled and how == "compile(forward)":
             m.forward = torch.compile(m.forward)
         m(x), m(x)
         m2 = copy.copy(m)
