@@ -345,7 +345,8 @@ class Module:
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         self.__dict__.setdefault("_is_full_backward_hook", None)
         for k, v in self.__dict__.items():  # a compiled forward of another module (copy.copy): one of this module
-            if getattr(type(v), "rebound", None) is not None and v.module is not self:
+            if (k == "forward" or k.startswith("_ct_compiled_")) and getattr(type(v), "rebound", None) is not None \
+                    and v.module is not self:
                 self.__dict__[k] = v.rebound(self)
 
     # ---- the member walker ----------------------------------------------------------------------
