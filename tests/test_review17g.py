@@ -129,3 +129,29 @@ def test_a_shallow_copy_of_a_module_compiled_in_place_runs_its_own_forward(devic
         outs.append([_b(m2(x)), _b(m2(x)), _b(m(x))])
         assert m2(x).sum().item() != m(x).sum().item()
     assert outs[0] == outs[1]
+
+
+class _Named(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, input_ids, attention_mask=None, *, labels=None):
+        """Doc of forward."""
+        return self.fc(input_ids)
+
+
+@pytest.mark.parametrize("how", ["compile()", "compile(forward)"])
+def test_a_module_compiled_in_place_keeps_its_forward_s_signature(how):
+    """PyTorch's ``model.compile()`` leaves ``model.forward`` as it is: ``inspect.signature(model.forward)`` (what
+    trainers read to pick a batch's columns), its ``__name__`` and ``__doc__`` are the method's, as are
+    ``torch.compile(model.forward)``'s.  Before: ``(*args, **kwargs)``, no name and the capture class's doc."""
+    import inspect
+    m = _Named()
+    if how == "compile()":
+        m.compile()
+    else:
+        m.forward = torch.compile(m.forward)
+    assert str(inspect.signature(m.forward)) == "(input_ids, attention_mask=None, *, labels=None)"
+    assert m.forward.__name__ == "forward" and m.forward.__doc__ == "Doc of forward."
+    assert m(input_ids=torch.ones(1, 2)).shape == (1, 2)

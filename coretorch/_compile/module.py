@@ -9,6 +9,7 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 """
 from __future__ import annotations
 
+import functools
 import re
 from threading import get_ident
 from typing import Any, Callable
@@ -220,6 +221,8 @@ class ModuleCapture:
     def __init__(self, module: Module, forward: Callable, fullgraph: bool = False,
                  recompile_limit: int | None = None, host_fusion: bool | None = None, fused: bool = True):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
+        if forward is not module:  # model.compile(): model.forward keeps its signature, name and doc (PyTorch's)
+            functools.update_wrapper(self, forward, updated=())
         self.recompile_limit = recompile_limit  # None: config.recompile_limit
         self.host_fusion = host_fusion  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
         self.fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
