@@ -155,3 +155,14 @@ def test_a_module_compiled_in_place_keeps_its_forward_s_signature(how):
     assert str(inspect.signature(m.forward)) == "(input_ids, attention_mask=None, *, labels=None)"
     assert m.forward.__name__ == "forward" and m.forward.__doc__ == "Doc of forward."
     assert m(input_ids=torch.ones(1, 2)).shape == (1, 2)
+
+
+def test_optimized_module_is_found_where_scripts_look_for_it():
+    """``isinstance(model, torch._dynamo.eval_frame.OptimizedModule)`` (how scripts and accelerate's
+    ``unwrap_model`` unwrap ``_orig_mod`` before saving) is True for a compiled module, as PyTorch's.  Before:
+    ``AttributeError: module 'coretorch._dynamo' has no attribute 'eval_frame'``."""
+    from coretorch._dynamo.eval_frame import OptimizedModule
+    m = nn.Linear(2, 2)
+    c = torch.compile(m)
+    assert isinstance(c, torch._dynamo.eval_frame.OptimizedModule) and OptimizedModule is type(c)
+    assert not isinstance(m, OptimizedModule)
