@@ -166,3 +166,21 @@ def test_optimized_module_is_found_where_scripts_look_for_it():
     c = torch.compile(m)
     assert isinstance(c, torch._dynamo.eval_frame.OptimizedModule) and OptimizedModule is type(c)
     assert not isinstance(m, OptimizedModule)
+
+
+def test_a_compiled_model_s_state_dict_loads_into_the_bare_module_after_consume_prefix(device):
+    """``torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "_orig_mod.")``, PyTorch's way to load a
+    compiled model's checkpoint into the bare module, strips the prefix of the keys and ``_metadata`` in place.
+    Before: ``AttributeError`` (no such function)."""
+    from coretorch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    torch.manual_seed(0)
+    c = torch.compile(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).to(device))
+    c(torch.randn(3, 2, device=device)), c(torch.randn(3, 2, device=device))
+    sd = c.state_dict()
+    consume_prefix_in_state_dict_if_present(sd, "_orig_mod.")
+    assert list(sd) == list(c._orig_mod.state_dict()) and dict(sd._metadata) == {"": {"version": 1},
+                                                                                 "0": {"version": 1},
+                                                                                 "1": {"version": 2}}
+    m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).to(device)
+    m.load_state_dict(sd)
+    assert [_b(v) for v in m.state_dict().values()] == [_b(v) for v in c._orig_mod.state_dict().values()]
