@@ -184,3 +184,36 @@ def test_a_compiled_model_s_state_dict_loads_into_the_bare_module_after_consume_
     m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).to(device)
     m.load_state_dict(sd)
     assert [_b(v) for v in m.state_dict().values()] == [_b(v) for v in c._orig_mod.state_dict().values()]
+
+
+def test_model_compile_keeps_an_instance_forward(device):
+    """``model.forward = MethodType(patched, model)`` (a wrapped or instrumented forward, as accelerate's mixed
+    precision sets) before ``model.compile()``: PyTorch compiles the module's calls, which run the instance forward;
+    so do the compiled calls (trained bitwise like eager, replayed), and a deepcopy's (bound to the copy).  Before:
+    the capture used the class's ``forward``: the patch was silently dropped."""
+    import types
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+        plain = m.forward
+
+        def patched(self, x, plain=plain):
+            return plain(x) * 10 + 1
+        m.forward = types.MethodType(patched, m)
+        if compiled:
+            m.compile()
+        opt = torch.optim.SGD(m.parameters(), lr=0.01)
+        out = []
+        for _ in range(4):
+            loss = m(torch.ones(2, 3, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(_b(loss))
+        c = copy.deepcopy(m)
+        out.append(_b(c(torch.ones(2, 3, device=device))))
+        runs.append(out)
+        if compiled:
+            assert m.forward.replays >= 2
+    assert runs[0] == runs[1]

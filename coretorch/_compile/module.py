@@ -236,16 +236,17 @@ class ModuleCapture:
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         self.retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
+        self.own = False  # fn: an instance forward the capture replaced (see _fresh_capture)
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
         return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph, self.recompile_limit,
-                                self.host_fusion, self.fused)
+                                self.host_fusion, self.fused, self.fn if self.own else None)
 
     def rebound(self, module: Module) -> ModuleCapture:
         """The same compilation of another module: a shallow copy's (``copy.copy``) instance ``forward``."""
         return _fresh_capture(module, self.fn is self.module, self.fullgraph, self.recompile_limit,
-                              self.host_fusion, self.fused)
+                              self.host_fusion, self.fused, self.fn if self.own else None)
 
     def _state(self):
         st = self.st
@@ -540,9 +541,14 @@ def _forward_of(module: Module) -> Callable:
 
 
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool, recompile_limit: int | None = None,
-                   host_fusion: bool | None = None, fused: bool = True) -> ModuleCapture:
-    return ModuleCapture(module, module if whole else _forward_of(module), fullgraph,
-                         recompile_limit, host_fusion, fused)
+                   host_fusion: bool | None = None, fused: bool = True, own: Callable | None = None) -> ModuleCapture:
+    """A capture of ``module`` (``whole``: its calls; else its forward: ``own``, an instance ``forward`` the
+    capture replaced, copied as eager copies it, or the class's)."""
+    cap = ModuleCapture(module, module if whole else own or _forward_of(module), fullgraph,
+                        recompile_limit, host_fusion, fused)
+    if own is not None:
+        cap.own = True
+    return cap
 
 
 class OptimizedModule(Module):
@@ -610,7 +616,8 @@ def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: i
     ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`; ``backend``: see
     :mod:`.backends`."""
     choice = _backends.resolve(backend, mode, options)
-    if isinstance(module.__dict__.get("forward"), ModuleCapture):
+    own = module.__dict__.get("forward")  # an instance forward (a patched or wrapped forward) is what calls run
+    if isinstance(own, ModuleCapture):
         return
-    module.__dict__["forward"] = ModuleCapture(module, _forward_of(module), fullgraph,
-                                               recompile_limit, choice.host_fusion, choice.fused)
+    module.__dict__["forward"] = _fresh_capture(module, False, fullgraph, recompile_limit, choice.host_fusion,
+                                                choice.fused, own)
