@@ -4,7 +4,6 @@ deepcopy/pickle, ``.to``, freezing, replaced submodules and parameters, hooks, p
 between calls, each against the same eager program."""
 import copy
 
-import numpy as np
 import pytest
 
 import coretorch as torch
@@ -30,7 +29,8 @@ def test_attributes_set_on_the_wrapper_reach_the_wrapped_module(device):
     """PyTorch's ``OptimizedModule.__setattr__`` sets anything but its own names on ``_orig_mod``: ``compiled.flag =
     True`` changes what the forward reads, ``compiled.fc = nn.Linear(...)`` replaces the module's submodule (state_dict
     keys stay ``_orig_mod.fc.*``), ``del compiled.flag`` removes it there.  Before: the flag and the new Linear were
-    set on the wrapper (the forward kept the old ones; state_dict gained ``fc.weight`` beside ``_orig_mod.fc.weight``)."""
+    set on the wrapper (the forward kept the old ones; state_dict gained ``fc.weight`` beside
+    ``_orig_mod.fc.weight``)."""
     torch.manual_seed(0)
     m = _Flagged().to(device)
     c = torch.compile(m)

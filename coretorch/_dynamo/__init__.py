@@ -22,9 +22,9 @@ from . import eval_frame, exc
 
 sys.modules[__name__ + ".config"] = config  # type: ignore[assignment]  # (``import torch._dynamo.config``)
 
-__all__ = ["config", "eval_frame", "exc", "reset", "explain", "optimize", "disable", "set_stance", "list_backends", "is_compiling",
-           "allow_in_graph", "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
-           "mark_static_address", "graph_break"]
+__all__ = ["config", "eval_frame", "exc", "reset", "explain", "optimize", "disable", "set_stance", "list_backends",
+           "is_compiling", "allow_in_graph", "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic",
+           "mark_static", "mark_static_address", "graph_break"]
 
 reset = _compiler.reset
 explain = _compiler.explain
