@@ -217,3 +217,21 @@ def test_model_compile_keeps_an_instance_forward(device):
         if compiled:
             assert m.forward.replays >= 2
     assert runs[0] == runs[1]
+
+
+def test_a_compiled_wrapper_warns_of_global_module_hooks():
+    """PyTorch warns at each call of a ``torch.compile(module)`` wrapper while global module hooks are registered
+    (they fire an extra time, for the ``OptimizedModule``), pointing at the caller's line.  Before: no warning."""
+    import warnings
+    c = torch.compile(nn.Linear(2, 2))
+    h = torch.nn.modules.module.register_module_forward_hook(lambda *a: None)
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c(torch.ones(1, 2))
+    finally:
+        h.remove()
+    assert [x.filename for x in w if "global hooks on modules" in str(x.message)] == [__file__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c(torch.ones(1, 2))

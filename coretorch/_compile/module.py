@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from threading import get_ident
 from typing import Any, Callable
 
@@ -18,6 +19,7 @@ from ..autograd import run_backward as _run_backward
 from ..autograd.engine import _grad_edge
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import AccumulateGrad, Node, _version_error
+from ..nn.modules import _hooks
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
@@ -568,6 +570,12 @@ class OptimizedModule(Module):
                                                   host_fusion, fused)
 
     def forward(self, *args, **kwargs):
+        if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks or _hooks._global_backward_hooks or \
+                _hooks._global_backward_pre_hooks:
+            warnings.warn("Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+                          "`register_module_forward_hook`); this will cause the hooks to fire an extra time for the "
+                          "`OptimizedModule` created by `torch.compile(module)`. If this causes undesired behavior, "
+                          "please try using `module.compile()`, or use the per-module hooks instead", stacklevel=4)
         return self.__dict__["_capture"](*args, **kwargs)
 
     @property  # type: ignore[override]
