@@ -9,7 +9,9 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 """
 from __future__ import annotations
 
+import functools
 import re
+import warnings
 from threading import get_ident
 from typing import Any, Callable
 
@@ -17,6 +19,7 @@ from ..autograd import run_backward as _run_backward
 from ..autograd.engine import _grad_edge
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import AccumulateGrad, Node, _version_error
+from ..nn.modules import _hooks
 from ..nn.modules.module import Module
 from ..ops._util import edge
 from ..tensor import Tensor, _make
@@ -220,6 +223,8 @@ class ModuleCapture:
     def __init__(self, module: Module, forward: Callable, fullgraph: bool = False,
                  recompile_limit: int | None = None, host_fusion: bool | None = None, fused: bool = True):
         self.module, self.fn, self.fullgraph = module, forward, fullgraph
+        if forward is not module:  # model.compile(): model.forward keeps its signature, name and doc (PyTorch's)
+            functools.update_wrapper(self, forward, updated=())
         self.recompile_limit = recompile_limit  # None: config.recompile_limit
         self.host_fusion = host_fusion  # compile(mode="max-autotune"): see hostfuse.py (None: the config's)
         self.fused = fused  # False: the backend replays the recorded kernels only (see backends.py)
@@ -233,11 +238,17 @@ class ModuleCapture:
         self.replays = 0
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         self.retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
+        self.own = False  # fn: an instance forward the capture replaced (see _fresh_capture)
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
         return _fresh_capture, (self.module, self.fn is self.module, self.fullgraph, self.recompile_limit,
-                                self.host_fusion, self.fused)
+                                self.host_fusion, self.fused, self.fn if self.own else None)
+
+    def rebound(self, module: Module) -> ModuleCapture:
+        """The same compilation of another module: a shallow copy's (``copy.copy``) instance ``forward``."""
+        return _fresh_capture(module, self.fn is self.module, self.fullgraph, self.recompile_limit,
+                              self.host_fusion, self.fused, self.fn if self.own else None)
 
     def _state(self):
         st = self.st
@@ -534,15 +545,24 @@ def _forward_of(module: Module) -> Callable:
 
 
 def _fresh_capture(module: Module, whole: bool, fullgraph: bool, recompile_limit: int | None = None,
-                   host_fusion: bool | None = None, fused: bool = True) -> ModuleCapture:
-    return ModuleCapture(module, module if whole else _forward_of(module), fullgraph,
-                         recompile_limit, host_fusion, fused)
+                   host_fusion: bool | None = None, fused: bool = True, own: Callable | None = None) -> ModuleCapture:
+    """A capture of ``module`` (``whole``: its calls; else its forward: ``own``, an instance ``forward`` the
+    capture replaced, copied as eager copies it, or the class's)."""
+    cap = ModuleCapture(module, module if whole else own or _forward_of(module), fullgraph,
+                        recompile_limit, host_fusion, fused)
+    if own is not None:
+        cap.own = True
+    return cap
 
 
 class OptimizedModule(Module):
     """What ``coretorch.compile(module)`` returns (PyTorch's ``OptimizedModule``): the module as ``_orig_mod`` (so
     ``state_dict`` keys start with ``_orig_mod.``, as PyTorch's), its attributes forwarded, calls captured and
     replayed (forward and backward)."""
+
+    # set on the wrapper (PyTorch's list; and the flag of the wrapper's own full backward hooks, which PyTorch's
+    # __setattr__ sends to _orig_mod so that they never run)
+    _OWN = frozenset({"_orig_mod", "_capture", "forward", "__dict__", "_is_full_backward_hook"})
 
     def __init__(self, mod: Module, fullgraph: bool = False, recompile_limit: int | None = None,
                  name: str | None = None, host_fusion: bool | None = None, fused: bool = True):
@@ -552,7 +572,24 @@ class OptimizedModule(Module):
                                                   host_fusion, fused)
 
     def forward(self, *args, **kwargs):
+        if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks or _hooks._global_backward_hooks or \
+                _hooks._global_backward_pre_hooks:
+            warnings.warn("Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+                          "`register_module_forward_hook`); this will cause the hooks to fire an extra time for the "
+                          "`OptimizedModule` created by `torch.compile(module)`. If this causes undesired behavior, "
+                          "please try using `module.compile()`, or use the per-module hooks instead", stacklevel=4)
         return self.__dict__["_capture"](*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def training(self) -> bool:
+        """The wrapped module's flag (PyTorch's: ``model.eval()`` before compiling, ``compiled.training`` False)."""
+        return self.__dict__["_modules"]["_orig_mod"].training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        mods = self.__dict__.get("_modules")
+        if mods and "_orig_mod" in mods:  # (Module.__init__'s default is not the wrapped module's)
+            mods["_orig_mod"].training = value
 
     def __getattr__(self, name: str):
         try:
@@ -560,8 +597,27 @@ class OptimizedModule(Module):
         except AttributeError:
             return getattr(self.__dict__["_modules"]["_orig_mod"], name)
 
-    def __repr__(self) -> str:
-        return f"OptimizedModule({self._orig_mod!r})"
+    def __setattr__(self, name: str, value) -> None:
+        """As PyTorch's: a class attribute or the wrapper's own names on the wrapper, anything else (a flag, a
+        submodule, a parameter, a buffer) on the wrapped module, whose forward reads it."""
+        if name in OptimizedModule._OWN or hasattr(type(self), name) or "_orig_mod" not in self._modules:
+            return super().__setattr__(name, value)
+        setattr(self._modules["_orig_mod"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in OptimizedModule._OWN or hasattr(type(self), name):
+            return super().__delattr__(name)
+        delattr(self._modules["_orig_mod"], name)
+
+    def __dir__(self):
+        mine = self._modules["_orig_mod"].__dir__()
+        return mine + [k for k in super().__dir__() if k not in mine]
+
+    def __len__(self) -> int:
+        mod = self._modules["_orig_mod"]
+        if not hasattr(type(mod), "__len__"):
+            raise TypeError(f"{type(mod).__name__} does not support len()")
+        return len(mod)
 
 
 def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: int | None = None, mode=None,
@@ -570,7 +626,8 @@ def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: i
     ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`; ``backend``: see
     :mod:`.backends`."""
     choice = _backends.resolve(backend, mode, options)
-    if isinstance(module.__dict__.get("forward"), ModuleCapture):
+    own = module.__dict__.get("forward")  # an instance forward (a patched or wrapped forward) is what calls run
+    if isinstance(own, ModuleCapture):
         return
-    module.__dict__["forward"] = ModuleCapture(module, _forward_of(module), fullgraph,
-                                               recompile_limit, choice.host_fusion, choice.fused)
+    module.__dict__["forward"] = _fresh_capture(module, False, fullgraph, recompile_limit, choice.host_fusion,
+                                                choice.fused, own)

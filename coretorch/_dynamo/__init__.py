@@ -1,7 +1,8 @@
 """``torch._dynamo``: the compiler front end's names that scripts use, over coretorch's capture and replay
 (:mod:`coretorch._compile`): ``config`` (the same object as ``coretorch._compile.config``; ``import
 torch._dynamo.config`` works too), ``reset``, ``explain``, ``optimize``, ``disable``, ``set_stance``,
-``list_backends``, ``mark_dynamic`` and its kin, and ``exc`` with PyTorch's exception classes.
+``list_backends``, ``mark_dynamic`` and its kin, ``exc`` with PyTorch's exception classes and ``eval_frame``
+(``OptimizedModule``).
 
 ``mark_dynamic``, ``maybe_mark_dynamic``, ``mark_static`` and ``mark_static_address`` are accepted and record
 nothing: a coretorch capture is specialised to its shapes, and a call with new sizes captures again (within
@@ -17,13 +18,13 @@ from .._compile import compile as _compile_fn, config
 from .._compile.backends import list_backends
 from .._compile.stance import set_stance
 from ..tensor import Tensor
-from . import exc
+from . import eval_frame, exc
 
 sys.modules[__name__ + ".config"] = config  # type: ignore[assignment]  # (``import torch._dynamo.config``)
 
-__all__ = ["config", "exc", "reset", "explain", "optimize", "disable", "set_stance", "list_backends", "is_compiling",
-           "allow_in_graph", "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
-           "mark_static_address", "graph_break"]
+__all__ = ["config", "eval_frame", "exc", "reset", "explain", "optimize", "disable", "set_stance", "list_backends",
+           "is_compiling", "allow_in_graph", "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic",
+           "mark_static", "mark_static_address", "graph_break"]
 
 reset = _compiler.reset
 explain = _compiler.explain

@@ -344,6 +344,10 @@ class Module:
                 self.__dict__[name] = OrderedDict()
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         self.__dict__.setdefault("_is_full_backward_hook", None)
+        for k, v in self.__dict__.items():  # a compiled forward of another module (copy.copy): one of this module
+            if (k == "forward" or k.startswith("_ct_compiled_")) and getattr(type(v), "rebound", None) is not None \
+                    and v.module is not self:
+                self.__dict__[k] = v.rebound(self)
 
     # ---- the member walker ----------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix: str = "", recurse: bool = True,

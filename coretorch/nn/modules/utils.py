@@ -4,7 +4,8 @@ from __future__ import annotations
 import collections.abc
 from itertools import repeat
 
-__all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple"]
+__all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple",
+           "consume_prefix_in_state_dict_if_present"]
 
 
 def _ntuple(n: int, name: str = "parse"):
@@ -26,3 +27,17 @@ _quadruple = _ntuple(4, "_quadruple")
 def _reverse_repeat_tuple(t, n: int) -> tuple:
     """Reverse ``t`` and repeat each element ``n`` times (conv padding for F.pad)."""
     return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: dict, prefix: str) -> None:
+    """Strip ``prefix`` from the keys of ``state_dict`` in place (and of its ``_metadata``), if present: a compiled
+    model's ``"_orig_mod."`` or a ``DataParallel`` model's ``"module."``, before ``load_state_dict`` of the bare
+    module (PyTorch's)."""
+    for key in list(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    meta = getattr(state_dict, "_metadata", None)
+    if meta is not None:
+        for key in list(meta.keys()):
+            if key and (key == prefix.replace(".", "") or key.startswith(prefix)):
+                meta[key[len(prefix):]] = meta.pop(key)

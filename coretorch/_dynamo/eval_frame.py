@@ -1,0 +1,7 @@
+"""``torch._dynamo.eval_frame``: where scripts find ``OptimizedModule`` (``isinstance(model,
+torch._dynamo.eval_frame.OptimizedModule)`` to unwrap ``model._orig_mod`` before saving)."""
+from __future__ import annotations
+
+from .._compile.module import OptimizedModule
+
+__all__ = ["OptimizedModule"]
