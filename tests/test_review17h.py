@@ -1,0 +1,93 @@
+"""Review 17h: the guard lookup's per-call cost.  The modules' user attributes' key is reused while every attribute
+is the same object as at the last call (coretorch/_compile/reuse.py), a function's defaults' key while its
+``__defaults__`` is the same tuple (keyvalues._fn_key), and a compiled function's key takes the parameters'
+identities from the structure key only.  These tests hold that every change those keys saw is still seen: an
+attribute replaced, a list attribute changed in place, a function's defaults or closure number changed, a
+parameter replaced; each compiled call matches eager (bitwise on cpu)."""
+import numpy as np
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+def _same(a, b, device):
+    a, b = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    if device == "cpu":
+        assert a.tobytes() == b.tobytes()
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _scale(t, k=2.0):
+    return t * k
+
+
+class _M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.s = 1.5
+        self.pads = [1.0, 2.0]
+        self.act = None
+
+    def forward(self, x):
+        y = _scale(self.lin(x)) * self.s + self.pads[1]
+        return self.act(y) if self.act is not None else y
+
+
+def test_module_attributes_changed_between_calls(device):
+    """Each call after a change (a float attribute replaced, a list attribute's entry set in place, a global
+    function's ``__defaults__`` reassigned, a function attribute's closure number changed, a parameter replaced)
+    matches eager: the reused key of unchanged attributes still sees each change."""
+    torch.manual_seed(0)
+    m = _M().to(device)
+    c = torch.compile(m)
+    x = torch.randn(3, 4).to(device)
+    k = 3.0
+
+    def act(t):
+        return t * k
+
+    steps = [lambda: None, lambda: setattr(m, "s", 2.5), lambda: m.pads.__setitem__(1, 7.0),
+             lambda: setattr(_scale, "__defaults__", (5.0,)), lambda: setattr(m, "act", act),
+             lambda: setattr(act.__closure__[0], "cell_contents", 4.0),
+             lambda: setattr(m.lin, "weight", nn.Parameter(torch.randn(4, 4).to(device))),
+             lambda: setattr(m, "s", 2.5)]
+    try:
+        with torch.no_grad():
+            for s in steps:
+                s()
+                _same(c(x), m(x), device)
+                _same(c(x), m(x), device)
+    finally:
+        _scale.__defaults__ = (2.0,)
+
+
+def test_step_parameter_replaced_and_attribute_changed(device):
+    """A compiled training step: a parameter replaced (``model.fc.bias = Parameter(...)``) and a module number
+    changed after replays: the losses and parameters match eager's at each step (the key's parameter identities
+    now come from the structure key)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(5, 4).to(device), torch.randn(5, 2).to(device)
+
+        def step():
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(6):
+            if i == 3:
+                model[2].bias = nn.Parameter(torch.zeros(2).to(device))
+                opt.param_groups[0]["params"][-1] = model[2].bias
+            if i == 4:
+                model[1].inplace = True
+            out.append(f().detach().cpu())
+        return out + [p.detach().cpu() for p in model.parameters()]
+    for a, b in zip(run(False), run(True)):
+        _same(a, b, device)
