@@ -22,6 +22,10 @@ def _scale(t, k=2.0):
     return t * k
 
 
+SHIFT = 0.5
+CFG = {"s": 1.0}
+
+
 class _M(nn.Module):
     def __init__(self):
         super().__init__()
@@ -31,17 +35,18 @@ class _M(nn.Module):
         self.act = None
 
     def forward(self, x):
-        y = _scale(self.lin(x)) * self.s + self.pads[1]
+        y = _scale(self.lin(x)) * self.s + self.pads[1] + SHIFT
         return self.act(y) if self.act is not None else y
 
 
 def test_module_attributes_changed_between_calls(device):
     """Each call after a change (a float attribute replaced, a list attribute's entry set in place, a global
-    function's ``__defaults__`` reassigned, a function attribute's closure number changed, a parameter replaced)
+    function's ``__defaults__`` reassigned, a function attribute's closure number changed, a global number the
+    class reads replaced, a parameter replaced)
     matches eager: the reused key of unchanged attributes still sees each change."""
     torch.manual_seed(0)
     m = _M().to(device)
-    c = torch.compile(m)
+    c = torch.compile(m, recompile_limit=100)
     x = torch.randn(3, 4).to(device)
     k = 3.0
 
@@ -50,6 +55,7 @@ def test_module_attributes_changed_between_calls(device):
 
     steps = [lambda: None, lambda: setattr(m, "s", 2.5), lambda: m.pads.__setitem__(1, 7.0),
              lambda: setattr(_scale, "__defaults__", (5.0,)), lambda: setattr(m, "act", act),
+             lambda: globals().__setitem__("SHIFT", 0.25),
              lambda: setattr(act.__closure__[0], "cell_contents", 4.0),
              lambda: setattr(m.lin, "weight", nn.Parameter(torch.randn(4, 4).to(device))),
              lambda: setattr(m, "s", 2.5)]
@@ -61,6 +67,7 @@ def test_module_attributes_changed_between_calls(device):
                 _same(c(x), m(x), device)
     finally:
         _scale.__defaults__ = (2.0,)
+        globals()["SHIFT"] = 0.5
 
 
 def test_step_parameter_replaced_and_attribute_changed(device):
@@ -91,3 +98,44 @@ def test_step_parameter_replaced_and_attribute_changed(device):
         return out + [p.detach().cpu() for p in model.parameters()]
     for a, b in zip(run(False), run(True)):
         _same(a, b, device)
+
+
+def _make_mul(k):
+    return lambda t: t * k
+
+
+_mul = _make_mul(2.0)
+
+
+class _N(nn.Module):
+    def forward(self, x):
+        return _mul(_scale(x)) * CFG["s"] + SHIFT
+
+
+class _P(nn.Module):  # (no dict among its globals)
+    def forward(self, x):
+        return _mul(_scale(x)) + SHIFT
+
+
+def test_module_class_globals_changed_between_calls(device):
+    """A module whose class reads a global dict's entry (and one that reads none), a global number, a global function
+    with defaults and one with a closure number: each changed between calls, the compiled module matches eager (a
+    dict among the globals: their key is computed at every call; without one it is reused while the same objects,
+    defaults tuples and closure cells' contents)."""
+    for m in (_N(), _P()):
+        c = torch.compile(m, recompile_limit=100)
+        x = torch.randn(3, 4).to(device)
+        steps = [lambda: None, lambda: CFG.__setitem__("s", 3.0), lambda: setattr(_scale, "__defaults__", (5.0,)),
+                 lambda: globals().__setitem__("SHIFT", 0.25),
+                 lambda: setattr(_mul.__closure__[0], "cell_contents", 4.0)]
+        try:
+            with torch.no_grad():
+                for s in steps:
+                    s()
+                    _same(c(x), m(x), device)
+                    _same(c(x), m(x), device)
+        finally:
+            _scale.__defaults__ = (2.0,)
+            globals()["SHIFT"] = 0.5
+            CFG["s"] = 1.0
+            _mul.__closure__[0].cell_contents = 2.0

@@ -645,10 +645,10 @@ def _module_numbers(modules: list) -> tuple:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *(g := _class_globals(modules)),  # type: ignore[attr-defined]
-                               [None, lambda v: _object_key(v, g[1]), _opened])
+                               [None, lambda v: _object_key(v, g[1]), _opened, lambda o: root_key(o, g[1]), None])
     vals = _reuse.module_key([d.get(k) for d, k in e[2]], e[5])  # (with their classes; the last call's kept)
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
-        return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
+        return lens, vals, _reuse.globals_key([d.get(n) for d, n in e[3]], e[5])
     return lens, vals
 
 

@@ -6,6 +6,9 @@ The memo holds the objects, so no identity in the key is recycled while it is ke
 from __future__ import annotations
 
 from operator import is_
+from types import FunctionType
+
+from numpy import ndarray
 
 from .keyvalues import _SCALAR_SET, BY_VALUE, _sc
 
@@ -13,7 +16,7 @@ from .keyvalues import _SCALAR_SET, BY_VALUE, _sc
 def module_key(raw: list, memo: list) -> tuple:
     """The key of the attribute values ``raw``: each number, string or None by value, anything else by ``memo[1]``
     (guards._object_key), and their classes; ``memo``: [the last call's (raw, key, entries computed again), that
-    function, guards._opened]."""
+    function, guards._opened, then :func:`globals_key`'s]."""
     m = memo[0]
     if m is not None and len(m[0]) == len(raw) and all(map(is_, raw, m[0])):
         if not m[2]:
@@ -28,3 +31,34 @@ def module_key(raw: list, memo: list) -> tuple:
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
         opened(v) or not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False)]))
     return key
+
+
+def globals_key(objs: list, memo: list) -> tuple:
+    """``memo[3]`` (guards.root_key with the names) of the globals the modules' classes read, the last call's where
+    they are the same objects, each keyed by its value or identity alone, or a function whose ``__defaults__`` is the
+    same tuple and whose closure cells hold the same objects (a list, dict or plain object, an array: computed at
+    every call)."""
+    m = memo[4]
+    if m is not None and len(m[0]) == len(objs) and all(map(is_, objs, m[0])):
+        try:
+            if all(map(is_, [f.__defaults__ for f in m[2]], m[3])) and all(map(is_, _cells(m[2]), m[4])):
+                return m[1]
+        except ValueError:  # (a cell emptied)
+            pass
+    key, opened, fns = memo[3](objs), memo[2], []
+    for o in objs:
+        c = o.__class__
+        if c is FunctionType:
+            fns.append(o)
+        elif c not in _SCALAR_SET and (opened(o) or c is ndarray or BY_VALUE.get(c) is not False):
+            memo[4] = None
+            return key
+    try:
+        memo[4] = (objs, key, fns, [f.__defaults__ for f in fns], _cells(fns))
+    except ValueError:
+        memo[4] = None
+    return key
+
+
+def _cells(fns: list) -> list:
+    return [c.cell_contents for f in fns for c in f.__closure__ or ()]
