@@ -139,3 +139,33 @@ def test_module_class_globals_changed_between_calls(device):
             globals()["SHIFT"] = 0.5
             CFG["s"] = 1.0
             _mul.__closure__[0].cell_contents = 2.0
+
+
+def _make_act(k):
+    def act(t):
+        return t * k[0]
+    return act
+
+
+class _A(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.act = _make_act(k)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_module_function_attribute_closure_list_set_in_place(device):
+    """A module attribute that is a function whose closure holds a list (``self.act = make(k)``), the list's entry
+    set in place between calls: eager multiplies by the new number; compiled replayed the capture's (the function
+    was keyed by its closure cells' identities only, one level); now as a function argument, by what it reads."""
+    k = [3.0]
+    m = _A(k)
+    c = torch.compile(m)
+    x = torch.ones(2).to(device)
+    with torch.no_grad():
+        _same(c(x), m(x), device)
+        _same(c(x), m(x), device)
+        k[0] = 4.0
+        _same(c(x), m(x), device)

@@ -682,9 +682,9 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its key, and a container's or plain object's (``self.cfg.s``)."""
+    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
     return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
-        isinstance(v, tuple) else _ident(v)  # (a module's tuples by id: Conv2d's kernel_size & co., cheap)
+        isinstance(v, tuple) else (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
