@@ -162,8 +162,9 @@ class CompiledFunction:
         lv = _guards.leaves(args, kwargs, appended)
         # which arguments are the step's own parameters or tensors (f(w), w in the closure too): a capture reads
         # them as one (and the step's write-backs of their data come at its end), so that is another capture
-        # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key)
-        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3]),
+        # (the keyword names: leaves holds the values only, so f(x, a=t) and f(x, b=t) had one key; key(..., False):
+        # st[4], in the key, holds the parameters' ids)
+        k: tuple = (rid, st[4], _guards.key(lv, st[0], st[1], st[2], st[3], False),
                     tuple([i for i, a in enumerate(lv) if id(a) in st[6]]), tuple(kwargs),
                     _ownnumbers.key(self._orig_fn, st[5], self._anames, st[7]))
         if self._groups or self._states or self._bases:  # (each at its place: logs.FUNCTION_PARTS names them)

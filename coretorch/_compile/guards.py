@@ -21,14 +21,14 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import dunders as _dunders, weak as _weakref
+from . import dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names
 from .held import held as _held, methods_named as _methods_named
 from .strides import loose
 from .argtree import record as _record
 from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
                         hooks_key as _hooks_key, ident as _ident, mutable_key, param_hooks as _param_hooks,
-                        user_attrs)
+                        user_attrs, _TENSOR_OWN)
 from .modes import modes as _modes
 
 _SCALARS = (bool, int, float, str, type(None))
@@ -648,12 +648,11 @@ def _module_numbers(modules: list) -> tuple:
         if not _BASE_ATTRS:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
-        e = modules.numbers = (dicts, lens, pairs, *_class_globals(modules))  # type: ignore[attr-defined]
-    raw = [d.get(k) for d, k in e[2]]  # (with their classes, in one pass: 2, 2.0 and True are equal values)
-    vals = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
-                  _object_key(v, e[4]) for v in raw]), tuple(map(type, raw))
+        e = modules.numbers = (dicts, lens, pairs, *(g := _class_globals(modules)),  # type: ignore[attr-defined]
+                               [None, lambda v: _object_key(v, g[1]), _opened, lambda o: root_key(o, g[1]), None])
+    vals = _reuse.module_key([d.get(k) for d, k in e[2]], e[5])  # (with their classes; the last call's kept)
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
-        return lens, vals, root_key([d.get(n) for d, n in e[3]], e[4])
+        return lens, vals, _reuse.globals_key([d.get(n) for d, n in e[3]], e[5])
     return lens, vals
 
 
@@ -687,9 +686,9 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its key, and a container's or plain object's (``self.cfg.s``)."""
+    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
     return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
-        isinstance(v, tuple) else _ident(v)  # (a module's tuples by id: Conv2d's kernel_size & co., cheap)
+        isinstance(v, tuple) else (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
@@ -728,7 +727,7 @@ def _param_key(p: Any) -> tuple:
     # shape, dtype and device (module.double(), module.to("opencl"): eager raises on the mixed product, a replay must
     # not compute it), and requires_grad (a frozen parameter gets no gradient)
     d = p._data
-    return (d.shape, d.dtype, id(p._be), p._rg, user_attrs(p))
+    return (d.shape, d.dtype, id(p._be), p._rg, None if p.__dict__.keys() <= _TENSOR_OWN else user_attrs(p))
 
 
 def _buffer_key(b: Any) -> Any:
@@ -754,17 +753,18 @@ def _hooks(modules: list) -> tuple:
     return tuple(out)
 
 
-def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain: list | tuple = ()) -> tuple:
+def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain: list | tuple = (),
+        ids: bool = True) -> tuple:
     """The guard key of a call; ``buffers`` ((dict, name), read at the call: one reassigned) and ``plain`` (other
     tensors the roots hold): their shapes, dtypes and devices as the parameters' (``m.buf = m.buf.to("opencl")``,
-    ``w.data = other``: the replay loads their arrays at the call)."""
+    ``w.data = other``: the replay loads their arrays at the call; ``ids`` False: the caller keys structure())."""
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
     return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
             _hooks(modules),
             _module_numbers(modules),
-            tuple([id(p) for m in modules for p in m._parameters.values()]),
+            tuple([id(p) for m in modules for p in m._parameters.values()]) if ids else None,
             tuple([_param_key(p) for p in keyed]), tuple([p._grad is None for p in params]),
             _param_hooks([*params, *[a for a in (*plain, *lv) if isinstance(a, Tensor) and a._rg]], _callable_key),
             tuple([_buffer_key(d.get(k)) for d, k in buffers]),  # (hooks: the others' too, ``x.register_hook``)

@@ -93,7 +93,8 @@ def _fn_key(f: Any, depth: int) -> Any:
     if isinstance(f, partial):
         return (id(f), tuple(map(_value, f.args)), tuple([(k, _value(v)) for k, v in f.keywords.items()]),
                 _fn_key(f.func, depth - 1) if depth and isinstance(f.func, (FunctionType, partial)) else id(f.func))
-    if f.__closure__ is None and f.__defaults__ is None:
+    dflt = f.__defaults__
+    if f.__closure__ is None and dflt is None:
         return id(f)  # (its code's behaviour: the globals it reads are roots of their own)
     cells = []
     for c in f.__closure__ or ():
@@ -101,7 +102,17 @@ def _fn_key(f: Any, depth: int) -> Any:
             cells.append(_value(c.cell_contents))
         except ValueError:  # an empty cell
             cells.append(None)
-    return (id(f), tuple(cells), tuple(map(_value, f.__defaults__ or ())))
+    if dflt is None:
+        return (id(f), tuple(cells), ())
+    d = _DEFAULTS.get(id(dflt))  # (a defaults tuple is immutable: its key, kept with it, holds while it is the one)
+    if d is None or d[0] is not dflt:
+        if len(_DEFAULTS) > 1024:
+            _DEFAULTS.clear()
+        d = _DEFAULTS[id(dflt)] = (dflt, tuple(map(_value, dflt)))
+    return (id(f), tuple(cells), d[1])
+
+
+_DEFAULTS: dict[int, tuple] = {}  # id of a function's __defaults__ -> (that tuple, its entries' _value)
 
 
 _NDARRAY_MAX = 1 << 20  # bytes of a numpy array keyed by its values (larger: an argument by a digest, a root by id)

@@ -270,8 +270,9 @@ class ModuleCapture:
             fns = {getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]}
             self.anames = tuple(sorted({n for f in fns if f is not None for n in _guards.attribute_names(f)}))
             self.bases = not BASE_NAMES.isdisjoint(self.anames)
-        # (which tensor arguments are views, where the forwards read ``x._vbase`` or a storage: see CompiledFunction)
-        key = (self.sig, _guards.key(lv, st[0], (), st[2]), tuple(kwargs), _argtree.shape(args, kwargs),
+        # (which tensor arguments are views, where the forwards read ``x._vbase`` or a storage: see CompiledFunction;
+        # key(..., False): self.sig, in the key, holds the parameters' ids)
+        key = (self.sig, _guards.key(lv, st[0], (), st[2], (), False), tuple(kwargs), _argtree.shape(args, kwargs),
                tuple([a._vbase is None for a in lv if isinstance(a, Tensor)]) if self.bases else None)
         held = _argtree.held(args, kwargs) if kwargs or any(a.__class__ not in _argtree._PLAIN for a in args) else ()
         if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
