@@ -5,6 +5,7 @@ broadcast ``where``; float64 and float16), eager against ``coretorch.compile`` i
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import coretorch as torch
 import coretorch.nn.functional as F
@@ -48,3 +49,35 @@ def test_weighted_label_smoothed_cross_entropy_matches_pytorch(device):
     w = torch.tensor([0.5, 1.0, 2.0, 3.0], device=device)
     loss = F.cross_entropy(x, t, weight=w, label_smoothing=0.2)
     assert abs(loss.item() - 1.3173328638076782) < 1e-6
+
+
+def test_masked_scatter_with_a_backward_replays(device):
+    """Eager: ``masked_scatter`` takes source's elements in order where the mask is True; the source's gradient is
+    the output gradient at those places.  Compiled before: the forward read the mask's count back (a checked read
+    that recaptured whenever the count changed) and the backward selected by the mask (a shape that depends on the
+    data: a graph break), so the step never replayed; the k-th True now gathers source's element at the running
+    count (no data-dependent shape) and the count is read only when the source is smaller than the mask."""
+    def step(x, s):
+        y = x.masked_scatter(x > 0, s * 2)
+        (y * y).sum().backward()
+        return y.detach()
+
+    compiled = torch.compile(step)
+    for call in range(3):
+        g = torch.Generator().manual_seed(call)
+        x0, s0 = torch.randn(3, 5, generator=g), torch.randn(4, 5, generator=g)
+        xe, xc = (x0.to(device).requires_grad_(True) for _ in range(2))
+        se, sc = (s0.to(device).requires_grad_(True) for _ in range(2))
+        _same(step(xe, se), compiled(xc, sc), device)
+        for a, b in ((xe.grad, xc.grad), (se.grad, sc.grad)):
+            _same(a, b, device)
+    assert compiled.replays == 2
+
+
+def test_masked_scatter_of_a_short_source_still_checks_the_count(device):
+    """PyTorch raises when the mask has more True than the source has elements (eager and compiled alike)."""
+    x = torch.zeros(2, 3, device=device)
+    with pytest.raises(RuntimeError, match="Number of elements of source"):
+        x.masked_scatter(torch.ones(2, 3, dtype=torch.bool, device=device), torch.ones(4, device=device))
+    y = x.masked_scatter(torch.tensor([True, False, True], device=device), torch.arange(4.0, device=device))
+    assert y.cpu().tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 3.0]]
