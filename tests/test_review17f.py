@@ -81,3 +81,44 @@ def test_masked_scatter_of_a_short_source_still_checks_the_count(device):
         x.masked_scatter(torch.ones(2, 3, dtype=torch.bool, device=device), torch.ones(4, device=device))
     y = x.masked_scatter(torch.tensor([True, False, True], device=device), torch.arange(4.0, device=device))
     assert y.cpu().tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 3.0]]
+
+
+def test_embedding_with_max_norm_in_a_compiled_step_replays(device):
+    """Eager: ``embedding(..., max_norm=)`` rescales, in place, the referenced rows whose norm is above max_norm.
+    Compiled before: it found the referenced rows with ``np.unique`` of the indices read back to the host, a graph
+    break at every call; it now rescales every referenced row through the index tensor itself (a repeated row gets
+    the same values) and the step replays, with the weight's values and version as eager's."""
+    def step(i, w):
+        y = F.embedding(i, w, max_norm=1.0)
+        (y * y).sum().backward()
+        return y.detach()
+
+    compiled = torch.compile(step)
+    for call in range(3):
+        g = torch.Generator().manual_seed(call)
+        w0 = torch.randn(6, 3, generator=g) * 2
+        i = torch.randint(0, 6, (2, 4), generator=g).to(device)
+        we, wc = (w0.to(device).requires_grad_(True) for _ in range(2))
+        _same(step(i, we), compiled(i, wc), device)
+        _same(we, wc, device)
+        _same(we.grad, wc.grad, device)
+        assert we._version == wc._version
+    assert compiled.replays == 2
+
+
+def test_one_hot_with_num_classes_in_a_compiled_step_replays(device):
+    """Eager: ``one_hot(t, n)`` raises for a class outside [0, n).  Compiled before: the check read the smallest and
+    largest class back (checked reads whose values change with the data), so each new batch recaptured; it now reads
+    whether any class is out of range (the same value while the classes are valid) and the step replays."""
+    def step(t):
+        return F.one_hot(t, 5).sum(0)
+
+    compiled = torch.compile(step)
+    for call in range(3):
+        t = torch.tensor([0, 1, 2 + call, 1, 0, 2, 1], device=device)  # the largest class changes
+        assert torch.equal(step(t), compiled(t))
+    assert compiled.replays == 2
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        compiled(torch.tensor([0, 1, 2, 3, 4, 5, 0], device=device))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        compiled(torch.tensor([0, 1, 2, 3, 4, -1, 0], device=device))

@@ -144,7 +144,10 @@ def one_hot(tensor, num_classes=-1):
     if num_classes == -1:
         from ..._compile.capture import data_read  # (imported on use: compile imports nn)
         data_read("one_hot without num_classes gives a shape that depends on the data")
-    lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
+    if num_classes != -1 and not bool(_R.any(_P.logical_or(_P.lt(tensor, 0), _P.ge(tensor, num_classes))).item()):
+        lo, hi = 0, 0  # one read whose value stays the same while the classes are valid (a compiled step replays)
+    else:
+        lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
