@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import warnings
 
-
 from ... import dtypes as _dt
 from ..._coo import mark_sparse
 from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
