@@ -122,3 +122,26 @@ def test_one_hot_with_num_classes_in_a_compiled_step_replays(device):
         compiled(torch.tensor([0, 1, 2, 3, 4, 5, 0], device=device))
     with pytest.raises(RuntimeError, match="non-negative"):
         compiled(torch.tensor([0, 1, 2, 3, 4, -1, 0], device=device))
+
+
+def test_max_unpool_and_unravel_index_in_a_compiled_step_replay(device):
+    """Eager: ``max_unpool2d`` and ``unravel_index`` raise for an index out of range.  Compiled before: the check
+    read the smallest and largest index back (checked reads whose values change with the data), so each new batch
+    recaptured; they now read whether any index is out of range, and the step replays (errors still raised)."""
+    def step(x):
+        y, i = F.max_pool2d(x, 2, return_indices=True)
+        out = F.max_unpool2d(y, i, 2)
+        (out * out).sum().backward()
+        return out.detach(), torch.unravel_index(i.flatten(), (4, 4))[1]
+
+    compiled = torch.compile(step)
+    for call in range(3):
+        x0 = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(call))
+        xe, xc = (x0.to(device).requires_grad_(True) for _ in range(2))
+        for a, b in zip(step(xe), compiled(xc)):
+            _same(a, b, device)
+        _same(xe.grad, xc.grad, device)
+    assert compiled.replays == 2
+    y, i = F.max_pool2d(torch.randn(1, 1, 4, 4, device=device), 2, return_indices=True)
+    with pytest.raises(RuntimeError, match=r"invalid max index: 16 \(output volumes are of size 4x4\)"):
+        F.max_unpool2d(y, i.clone().fill_(16), 2)

@@ -20,6 +20,7 @@ from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
 from ._out import write_out
+from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
 from .inplace import apply_inplace
 from .shape import expand
@@ -624,8 +625,7 @@ def unravel_index(indices, shape) -> tuple:
     for s in shape:
         n *= s
     if indices.numel():
-        lo, hi = int(indices.min().item()), int(indices.max().item())
-        if lo < -n or hi >= n:
+        if any_outside(indices, -n, n):
             raise RuntimeError("'indices' must be in range [-numel, numel), where numel is the number of elements "
                                f"in 'shape' ({n})")
     rest = _pw.remainder(indices.to(_i64), n) if n else indices.to(_i64)
