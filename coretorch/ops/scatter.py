@@ -20,6 +20,7 @@ from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
 from ._out import write_out
+from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
 from .inplace import apply_inplace
 from .shape import expand
@@ -511,11 +512,17 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: boo
                                f"shape {list(input.shape)}")
         input = expand(input, shape)  # differentiable: the gradient sums back to input's shape
     m = expand(mask, shape) if tuple(mask.shape) != shape else mask
-    cnt = int(m.sum().item())  # the number of elements taken from source depends on the data
-    if cnt > source.numel():
+    # the number of elements taken from source depends on the data: read back only when it can exceed source's
+    # (a source as large as the mask needs no read, and a compiled step does not recapture as the count changes)
+    if source.numel() < m.numel() and int(m.sum().item()) > source.numel():
         raise RuntimeError("masked_scatter: Number of elements of source < number of ones in mask")
-    vals = source.reshape(-1)[:cnt]
-    return _renamed(_ix.index_put(input, (m._data,), vals, True), _MASKED_SCATTER)
+    if not source.numel():
+        return _renamed(_ix.index_put(input, (m._data,), source.reshape(-1), True), _MASKED_SCATTER)
+    # the k-th True takes source's k-th element: a gather by the running count, so that no shape (nor the
+    # gradient's, a masked select before) depends on the data and a compiled step with a backward replays
+    pos = m.reshape(-1).cumsum(0).sub_(1).clamp_(min=0)
+    vals = source.reshape(-1).index_select(0, pos).reshape(shape)
+    return _renamed(_pw.where(m, vals, input), _MASKED_SCATTER)
 
 
 def _masked_scatter_inplace(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
@@ -618,8 +625,7 @@ def unravel_index(indices, shape) -> tuple:
     for s in shape:
         n *= s
     if indices.numel():
-        lo, hi = int(indices.min().item()), int(indices.max().item())
-        if lo < -n or hi >= n:
+        if any_outside(indices, -n, n):
             raise RuntimeError("'indices' must be in range [-numel, numel), where numel is the number of elements "
                                f"in 'shape' ({n})")
     rest = _pw.remainder(indices.to(_i64), n) if n else indices.to(_i64)

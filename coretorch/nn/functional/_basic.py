@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ..._coo import mark_sparse
 from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
@@ -200,10 +198,11 @@ class EmbeddingBackward0(Node):
 def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
     """Rescale (in place, outside autograd) the referenced rows whose norm exceeds ``max_norm``."""
     with no_grad():
-        rows = np.unique(input._host().reshape(-1))
-        if rows.size == 0:
+        # every referenced row, repeats included (a repeated row is rescaled to the same values): no host read of
+        # the indices, so a compiled step replays
+        idx = _S.reshape(input, (-1,))
+        if not idx.numel():
             return
-        idx = _C.tensor(rows.astype(np.int64), device=weight.device)
         sel = _I.index_select(weight, 0, idx)
         norms = _R.norm(sel, norm_type, 1)
         scale = _P.where(_P.gt(norms, max_norm), _P.div(max_norm, _P.add(norms, 1e-7)),

@@ -598,8 +598,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = _P.neg(_P.where(ignore, 0.0, smooth))
     if reduction == "mean":
         if weight is not None:
-            keep = _I.masked_select(target, _P.logical_not(ignore))
-            ret = _P.div(_R.sum(smooth), _R.sum(_I.index_select(weight, 0, keep)))
+            # (PyTorch's form for subclasses: class 0 read for ignored targets and masked out, no data-dependent
+            # shape, so a compiled step replays it)
+            picked = _I.index_select(weight, 0, _P.where(ignore, 0, target).reshape(-1))
+            ret = _P.div(_R.sum(smooth), _R.sum(_P.where(ignore.reshape(-1), 0.0, picked)))
         else:
             ret = _P.div(_R.sum(smooth), _R.sum(_P.logical_not(ignore)))
     elif reduction == "sum":

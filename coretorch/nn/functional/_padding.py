@@ -8,6 +8,7 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...dtypes import bool_ as _bool
+from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
 
@@ -144,7 +145,10 @@ def one_hot(tensor, num_classes=-1):
     if num_classes == -1:
         from ..._compile.capture import data_read  # (imported on use: compile imports nn)
         data_read("one_hot without num_classes gives a shape that depends on the data")
-    lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
+    if num_classes != -1 and not any_outside(tensor, 0, num_classes):
+        lo, hi = 0, 0  # one read whose value stays the same while the classes are valid (a compiled step replays)
+    else:
+        lo, hi = int(_R.amin(tensor).item()), int(_R.amax(tensor).item())
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:

@@ -7,9 +7,9 @@ import math
 from ...autograd.graph import Node
 from ...ops import creation as _C
 from ...ops import indexing as _I
-from ...ops import reduction as _R
 from ...ops import scatter as _SC
 from ...ops import shape as _S
+from ...ops._rangecheck import any_outside
 from ...tensor import Tensor, _make
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
 
@@ -78,13 +78,11 @@ def _unpool(op: str, node_cls, input: Tensor, indices: Tensor, out_sp: list, nsp
     size = math.prod(out_sp)
     flat_i = _S.contiguous(idx).reshape(n, c, math.prod(idx.shape[2:]))
     if flat_i.numel():
-        with _no_grad():
-            lo, hi = int(_R.min(flat_i).item()), int(_R.max(flat_i).item())
-        if lo < 0 or hi >= size:  # the error path reads the indices back: PyTorch names the first bad one
+        if any_outside(flat_i, 0, size):  # the error path reads the indices back: PyTorch names the first bad one
             flat = flat_i.cpu().numpy().reshape(-1)
             bad = int(flat[(flat < 0) | (flat >= size)][0])
             raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                               f"{'x'.join(str(v) for v in out_sp)}")
+                               f"{'x'.join(str(v) for v in out_sp)})")
     table = x._be
     with _no_grad():
         z = _C.zeros(n, c, size, dtype=x.dtype, device=x.device)
