@@ -289,3 +289,31 @@ def test_a_module_returning_a_dataclass_output_in_a_training_loop(device):
         if compiled:
             assert type(out) is _Output and f._capture.replays == 7
     _same(device, *params)
+
+
+class _Renamed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 2)
+        self.a = 1.0
+
+    def forward(self, x):
+        return self.l(x) * getattr(self, "b", 1.0)
+
+
+def test_a_module_attribute_added_in_place_of_a_deleted_one_is_guarded(device):
+    """``del m.a; m.b = 5.0`` keeps the number of the module's attributes, and the guards read a module's attribute
+    names again only when that number changed: ``b`` was never keyed, so after ``m.b = 7.0`` the replays kept 5.0
+    (found by review 17h's reading of the guards).  A name gone from the module's dict now reads them again."""
+    m = _Renamed().to(device)
+    f = torch.compile(m)
+    x = torch.ones(1, 2, device=device)
+    with torch.no_grad():
+        f(x)
+        f(x)
+        del m.a
+        m.b = 5.0
+        for value in (5.0, 7.0, 7.5, 7.5):
+            m.b = value
+            assert torch.equal(f(x), m.forward(x))
+        assert f._capture.replays >= 2

@@ -636,21 +636,27 @@ class _Modules(list):  # state_of's modules, with what _module_numbers found (fr
 _BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
 
 
+_GONE = object()  # a module attribute deleted since its names were read
+_GONE_ID = id(_GONE)
+
+
 def _module_numbers(modules: list) -> tuple:
     """The user attributes of every module: Python numbers by value (``Dropout.p``, ``LayerNorm.eps``, a user
     module's ``self.temperature``, ``training``), anything else by identity and, for containers and plain objects,
     with :func:`contents` (``self.mask = other_tensor``, ``self.scales[1] = 5.0``, ``self.act = F.gelu``), and how
     many attributes each has (``m.scale = 2.0`` over a class attribute): a change captures again (not the old one)."""
-    e = getattr(modules, "numbers", None)
+    e: Any = getattr(modules, "numbers", None)
     dicts = e[0] if e is not None else [m.__dict__ for m in modules]
     lens = tuple(map(len, dicts))
-    if e is None or e[1] != lens:
+    raw = [d.get(k, _GONE) for d, k in e[2]] if e is not None and e[1] == lens else None
+    if raw is None or _GONE_ID in map(id, raw):  # (the same count, a name gone: ``del m.a; m.b = 1.0``)
         if not _BASE_ATTRS:
             _BASE_ATTRS.update(k for k in Module().__dict__ if k != "training")
         pairs = [(d, k) for d in dicts for k in d if k not in _BASE_ATTRS]
         e = modules.numbers = (dicts, lens, pairs, *(g := _class_globals(modules)),  # type: ignore[attr-defined]
                                [None, lambda v: _object_key(v, g[1]), _opened, lambda o: root_key(o, g[1]), None])
-    vals = _reuse.module_key([d.get(k) for d, k in e[2]], e[5])  # (with their classes; the last call's kept)
+        raw = [d.get(k) for d, k in e[2]]
+    vals = _reuse.module_key(raw, e[5])  # (with their classes; the last call's kept)
     if e[3]:  # the globals the user module classes' methods read (a global SCALE or CFG["s"] in forward)
         return lens, vals, _reuse.globals_key([d.get(n) for d, n in e[3]], e[5])
     return lens, vals
