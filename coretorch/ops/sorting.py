@@ -158,16 +158,20 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
             and input.numel() <= _kth_ties.MAX_ELEMENTS:
         # equal values in PyTorch's CPU order (its nth_element + sort path; small tensors only: host work); a device
         # keeps its kernel's order (no host round trip; tie order is unspecified on PyTorch's devices too)
-        if isinstance(v, np.ndarray) and isinstance(input._data, np.ndarray):  # (a compiled replay repeats it)
-            v, i = _util.host_call(_kth_ties.topk_in_pytorch_order, input._data, v, i, k, d, bool(largest))
-        else:
-            fixed = _kth_ties.pytorch_topk(table.to_numpy(input._data), table.to_numpy(v), table.to_numpy(i), k,
-                                           d, bool(largest))
-            if fixed is not None:
-                v, i = table.from_numpy(fixed[0]), table.from_numpy(fixed[1])
+        v, i = _in_pytorch_order(table, _kth_ties.topk_in_pytorch_order, input._data, v, i, k, d, bool(largest))
     idx = _make(i, _i64, table)
     return _write_out("topk", out, RETURN_TYPES["topk"](_selected(TopkBackward0, input, v, idx, d, True), idx),
                       input)
+
+
+def _in_pytorch_order(table, fn, x, values, indices, *rest):
+    """``fn(x, values, indices, *rest)``, a selection's equal values redone in PyTorch's CPU order (host numpy
+    code; its result arrays, or the given ones): on numpy arrays a recorded host call (a compiled replay repeats it),
+    on another host-memory backend's through a copy to numpy and back."""
+    if isinstance(x, np.ndarray) and isinstance(values, np.ndarray):
+        return _util.host_call(fn, x, values, indices, *rest)
+    out = fn(table.to_numpy(x), table.to_numpy(values), table.to_numpy(indices), *rest)
+    return tuple(map(table.from_numpy, out)) if isinstance(out, tuple) else table.from_numpy(out)
 
 
 def _nth(input: Tensor, k: int, d: int):
@@ -205,13 +209,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     if size > 1 and table.host_memory:
         # the index among equal values as PyTorch's CPU kernel picks it (a device keeps its kernel's choice: no host
         # round trip; PyTorch's devices pick their own too)
-        if isinstance(i, np.ndarray) and isinstance(input._data, np.ndarray):  # (a compiled replay repeats it)
-            i = _util.host_call(_kth_ties.kth_in_pytorch_order, input._data, v, i, k - 1, d)
-        else:
-            fixed = _kth_ties.pytorch_tie_indices(table.to_numpy(input._data), table.to_numpy(v),
-                                                  table.to_numpy(i), k - 1, d)
-            if fixed is not None:
-                i = table.from_numpy(fixed)
+        i = _in_pytorch_order(table, _kth_ties.kth_in_pytorch_order, input._data, v, i, k - 1, d)
     idx = _make(_squeezed(table, i, shape, d, keepdim), _i64, table)
     vals = _selected(KthvalueBackward0, input, _squeezed(table, v, shape, d, keepdim), idx, d, keepdim)
     return _write_out("kthvalue", out, RETURN_TYPES["kthvalue"](vals, idx), input)
@@ -327,15 +325,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     if table.host_memory and input.dtype.is_floating_point and n > 1:
         # rows with a NaN as PyTorch's CPU kernel has them (its sort leaves NaN where it stands; a device keeps its
         # kernel's answer, as PyTorch's CUDA mode has its own)
-        if isinstance(input._data, np.ndarray) and isinstance(v._data, np.ndarray):  # (a compiled replay repeats it)
-            va, ia = _util.host_call(_mode_nan.mode_in_pytorch_order, input._data, v._data, i._data, d)
-            v, i = _make(va, input.dtype, table), _make(ia, _i64, table)
-        else:
-            fixed = _mode_nan.pytorch_mode(table.to_numpy(input._data), table.to_numpy(v._data),
-                                           table.to_numpy(i._data), d)
-            if fixed is not None:
-                v, i = (_make(table.from_numpy(fixed[0]), input.dtype, table),
-                        _make(table.from_numpy(fixed[1]), _i64, table))
+        va, ia = _in_pytorch_order(table, _mode_nan.mode_in_pytorch_order, input._data, v._data, i._data, d)
+        v, i = _make(va, input.dtype, table), _make(ia, _i64, table)
     idx = _make(_squeezed(table, i._data, shape, d, keepdim), _i64, table)
     vals = _selected(ModeBackward0, input, _squeezed(table, v._data, shape, d, keepdim), idx, d, keepdim)
     return _write_out("mode", out, RETURN_TYPES["mode"](vals, idx), input)
