@@ -133,6 +133,11 @@ def shape(args: tuple, kwargs: dict) -> tuple:
     return opened(args, kwargs, frozenset())[1] if any_container(args, kwargs) else ()
 
 
+def _entries(o: Any) -> Any:
+    """What an argument container holds: a dict's values, a list's or tuple's items, a record's attributes."""
+    return o.values() if isinstance(o, dict) else o if isinstance(o, _CONTAINERS) else vars(o).values()
+
+
 def container_ids(args: tuple, kwargs: dict) -> frozenset:
     """The ids of the argument containers, nested ones too."""
     out: set = set()
@@ -140,7 +145,7 @@ def container_ids(args: tuple, kwargs: dict) -> frozenset:
     def walk(o: Any) -> None:
         if isinstance(o, _CONTAINERS) or record(o):
             out.add(id(o))
-            for v in (o.values() if isinstance(o, dict) else o if isinstance(o, _CONTAINERS) else vars(o).values()):
+            for v in _entries(o):
                 walk(v)
     for a in (*args, *kwargs.values()):
         walk(a)
@@ -157,13 +162,10 @@ def held(args: tuple, kwargs: dict) -> list:
         c = o.__class__
         if c in _PLAIN:
             return
-        if isinstance(o, _CONTAINERS):
-            if c not in _CONTAINERS:
+        if isinstance(o, _CONTAINERS) or record(o):  # (a record is opened: its entries are leaves)
+            if c not in _CONTAINERS and isinstance(o, _CONTAINERS):
                 out.append(o)
-            for v in (o.values() if isinstance(o, dict) else o):
-                walk(v)
-        elif record(o):  # (opened: its entries are leaves)
-            for v in vars(o).values():
+            for v in _entries(o):
                 walk(v)
         elif not isinstance(o, (Tensor, np.ndarray)):  # (an array's values: in the leaves' key already)
             out.append(o)
