@@ -740,7 +740,6 @@ def _buffer_key(b: Any) -> Any:
     return None if b is None else _param_key(b)
 
 
-_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 _GLOBAL_HOOKS = (_mh._global_forward_pre_hooks, _mh._global_forward_hooks, _mh._global_backward_pre_hooks,
                  _mh._global_backward_hooks)
 
@@ -754,7 +753,7 @@ def _hooks(modules: list) -> tuple:
     for i, m in enumerate(modules):
         d = m.__dict__
         if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_pre_hooks"] or d["_backward_hooks"]:
-            out.append((i, *[_hooks_key(d[n], _callable_key) for n in _MODULE_HOOKS]))  # (their numbers too)
+            out.append((i, *[_hooks_key(d[n], _callable_key) for n in _HOOK_DICTS]))  # (their numbers too)
     out += [(-1, _hooks_key(h, _callable_key)) for h in _GLOBAL_HOOKS if h]
     return tuple(out)
 
