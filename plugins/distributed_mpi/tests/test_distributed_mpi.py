@@ -107,6 +107,13 @@ def test_ddp_equals_single_process_training(ddp_results, device):
 
 @pytest.mark.xdist_group("mpi-ddp")
 @pytest.mark.parametrize("device", DEVICES)
+def test_ddp_under_compile_equals_eager_ddp(ddp_results, device):
+    # both forms (a compiled step around DDP, a compiled DDP module): eager DDP's parameters, bitwise, on every rank
+    assert_checks(ddp_results, contains=f"[{device}] compile (", at_least=4)
+
+
+@pytest.mark.xdist_group("mpi-ddp")
+@pytest.mark.parametrize("device", DEVICES)
 def test_ddp_no_sync_accumulation(ddp_results, device):
     assert_checks(ddp_results, contains=f"[{device}] no_sync", at_least=4)
 

@@ -96,6 +96,38 @@ for dev in devices:
     C.check(f"[{dev}] buckets were all-reduced while backward was still running",
             st["reductions"] == 5 and st["launched_during_backward"] == 5 * (st["buckets"] - 1), st)
 
+    # ---- coretorch.compile ----------------------------------------------------------------------------------
+    # a compiled training step around a DDP model (the step form), and a compiled DDP model in an eager loop (the
+    # module form): the same parameters as eager DDP, bitwise, on every rank (a replay that skipped the gradient
+    # all-reduce would train each rank on its own shard: the ranks' parameters would drift apart)
+    def ddp_run(form):
+        coretorch.manual_seed(5)
+        net = mlp(dev)
+        d = DDP(net, bucket_cap_mb=0.0005)
+        o = coretorch.optim.Adam(d.parameters(), lr=0.01)
+        fwd = coretorch.compile(d) if form == "module" else d
+
+        def train_step(xb, yb):
+            o.zero_grad()
+            loss = F.cross_entropy(fwd(xb), yb)
+            loss.backward()
+            o.step()
+            return loss
+        run_step = coretorch.compile(train_step) if form == "step" else train_step
+        gen = np.random.default_rng(50 + rank)
+        for _ in range(6):
+            xb = coretorch.tensor(gen.normal(size=(4, 6)).astype(np.float32), device=dev)
+            yb = coretorch.tensor(gen.integers(0, 3, 4), device=dev)
+            run_step(xb, yb)
+        return params_np(net)
+    eager_params = ddp_run("eager")
+    for form in ("step", "module"):
+        got = ddp_run(form)
+        C.check(f"[{dev}] compile ({form} form): the parameters of eager DDP, bitwise",
+                all(np.array_equal(a, b) for a, b in zip(got, eager_params)),
+                max(float(np.abs(a - b).max()) for a, b in zip(got, eager_params)))
+        C.check(f"[{dev}] compile ({form} form): parameters identical on every rank", same_on_all_ranks(got))
+
     # ---- no_sync accumulation -------------------------------------------------------------------------------
     opt.zero_grad()
     ref_opt.zero_grad()
