@@ -161,3 +161,22 @@ def test_random_sampler_without_replacement_draws_one_permutation_at_a_time():
     assert got == perms[0] + perms[1] + perms[2][:2]
     rng_order = list(RandomSampler(list(range(5)), generator=np.random.default_rng(4)))
     np.testing.assert_array_equal(rng_order, np.random.default_rng(4).permutation(5))
+
+
+@pytest.mark.parametrize("generator", ["torch", "global"])
+def test_epochs_are_the_same_with_and_without_workers(generator):
+    """PyTorch's DataLoader iterators (the single-process one too) each draw the workers' base seed from the loader's
+    generator (else the global one) when an epoch starts, so switching ``num_workers`` keeps every epoch's order.
+    coretorch drew it only for worker iterators: from the second epoch on, ``num_workers=0`` and ``2`` shuffled
+    differently (and a loader without workers left the global generator one draw behind PyTorch's)."""
+    ds = TensorDataset(torch.arange(40))
+
+    def epochs(workers):
+        torch.manual_seed(4)
+        g = torch.Generator().manual_seed(1) if generator == "torch" else None
+        dl = DataLoader(ds, batch_size=8, shuffle=True, num_workers=workers, generator=g)
+        out = [torch.cat([b[0] for b in dl]).tolist() for _ in range(3)]
+        return out, torch.randint(0, 2 ** 30, (4,)).tolist()   # (where the global generator stands after)
+    (e0, after0), (e2, after2) = epochs(0), epochs(2)
+    assert e0 == e2 and after0 == after2
+    assert sorted(e0[1]) == list(range(40)) and e0[0] != e0[1] != e0[2]

@@ -512,6 +512,9 @@ class DataLoader:
             if self.persistent_workers:
                 self._iterator = it
             return it
+        # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
+        # so the loader's generator, or the global one, advances alike with and without workers
+        self._base_seed()
         if self._iterable:
             return self._iter_iterable()
         fetch = self._fetcher().fetch
@@ -529,15 +532,17 @@ class DataLoader:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.", UserWarning, stacklevel=3)
 
-    def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
-        # base_seed: one draw from the loader's generator (else the global one), as PyTorch's iterator
+    def _base_seed(self) -> int:
+        """One draw from the loader's generator (else the global one), as PyTorch's iterator makes."""
         from ..dtypes import int64
         from ..ops.creation import empty
         if isinstance(self.generator, np.random.Generator):
-            base_seed = int(self.generator.integers(0, 2 ** 63 - 1))
-        else:
-            base_seed = int(empty((), dtype=int64, device=getattr(self.generator, "device", None))
-                            .random_(generator=self.generator).item())
+            return int(self.generator.integers(0, 2 ** 63 - 1))
+        return int(empty((), dtype=int64, device=getattr(self.generator, "device", None))
+                   .random_(generator=self.generator).item())
+
+    def _worker_iter(self) -> _MultiProcessingDataLoaderIter:
+        base_seed = self._base_seed()
         if self._iterable:
             sampler = _InfiniteConstantSampler(self.batch_size)
         else:
