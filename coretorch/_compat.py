@@ -52,8 +52,11 @@ def _module_compile(self, *args, **kwargs) -> None:
     """``Module.compile()``: in place, as PyTorch's; the module's calls are captured and replayed from now on."""
     from ._compile import compile_in_place
     from ._compile.backends import resolve
+    from ._compile.module import _uncompiled_forward
     resolve(kwargs.get("backend"), kwargs.get("mode"), kwargs.get("options"))
-    if not kwargs.get("disable", False):
+    if kwargs.get("disable", False):   # PyTorch: the compiled call is replaced by the plain one
+        _uncompiled_forward(self)
+    else:
         compile_in_place(self, fullgraph=bool(kwargs.get("fullgraph", False)),
                          recompile_limit=kwargs.get("recompile_limit"), mode=kwargs.get("mode"),
                          options=kwargs.get("options"), backend=kwargs.get("backend"))

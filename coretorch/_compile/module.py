@@ -627,8 +627,20 @@ def compile_in_place(module: Module, fullgraph: bool = False, recompile_limit: i
     ``mode="max-autotune"``/``options={"host_fusion": True}``: see :mod:`.hostfuse`; ``backend``: see
     :mod:`.backends`."""
     choice = _backends.resolve(backend, mode, options)
-    own = module.__dict__.get("forward")  # an instance forward (a patched or wrapped forward) is what calls run
-    if isinstance(own, ModuleCapture):
-        return
+    own = _uncompiled_forward(module)  # an instance forward (a patched or wrapped forward) is what calls run
     module.__dict__["forward"] = _fresh_capture(module, False, fullgraph, recompile_limit, choice.host_fusion,
                                                 choice.fused, own)
+
+
+def _uncompiled_forward(module: Module) -> Callable | None:
+    """The module's instance ``forward`` without an earlier ``Module.compile()``'s capture (None: the class's).
+    PyTorch's ``Module.compile`` makes a new compiled call each time: a second call's options hold from then on
+    (their captures made afresh), and ``compile(disable=True)`` calls the module as it was."""
+    own = module.__dict__.get("forward")
+    if isinstance(own, ModuleCapture):
+        own = own.fn if own.own else None
+        if own is None:
+            del module.__dict__["forward"]
+        else:
+            module.__dict__["forward"] = own
+    return own
