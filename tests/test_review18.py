@@ -61,3 +61,27 @@ def test_module_compile_again_keeps_an_instance_forward(device):
     n = len(calls)
     np.testing.assert_array_equal(m(x).detach().cpu().numpy(), want)
     assert len(calls) == n + 1
+
+
+def test_index_fill_counts_negative_indices_from_the_end(device):
+    """PyTorch's ``index_fill_`` takes indices in [-size, size) (``torch.zeros(3).index_fill_(0, tensor([-1]), 5)``
+    fills the last element; -4 raises IndexError), unlike index_copy/index_select.  coretorch raised IndexError for
+    every negative index.  The value's gradient reads the filled positions with the indices counted from the end
+    (PyTorch 2.13 raises an IndexError in that backward: here it is computed)."""
+    x = torch.zeros(3, 4, device=device)
+    x.index_fill_(1, torch.tensor([-1, 0], device=device), 5.0)
+    want = np.zeros((3, 4), np.float32)
+    want[:, [3, 0]] = 5.0
+    np.testing.assert_array_equal(x.cpu().numpy(), want)
+    assert torch.tensor(1.0, device=device).index_fill_(0, torch.tensor([-1], device=device), 5.0).item() == 5.0
+    with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with size 3"):
+        torch.zeros(3, device=device).index_fill_(0, torch.tensor([-4], device=device), 1.0).cpu()  # (opencl: at
+        # the next host read, as CUDA's device-side asserts)
+    with pytest.raises(IndexError, match="index -1 is out of bounds"):   # index_copy stays non-negative, as PyTorch
+        torch.zeros(3, device=device).index_copy_(0, torch.tensor([-1], device=device),
+                                                  torch.ones(1, device=device)).cpu()
+    idx = torch.tensor([-1, 1, -3], device=device)
+    a = torch.randn(2, 3, dtype=torch.float64, device=device, requires_grad=True)
+    v = torch.tensor(0.7, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, v: a.index_fill(1, idx, v) * torch.arange(
+        6.0, dtype=torch.float64, device=device).view(2, 3), (a, v))

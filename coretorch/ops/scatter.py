@@ -367,7 +367,8 @@ def _check_values_shape(input: Tensor, key: tuple, nkey, advanced: bool, vshape:
                            f"result of shape {list(target)}")
 
 
-def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_range: bool = True) -> int:
+def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_range: bool = True,
+                        negative: bool = False) -> int:
     d = norm_dim(dim, input.ndim, op)
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
@@ -382,7 +383,7 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_r
         return d
     size = input.shape[d] if input.ndim else 1
     _ix._check_range(op, index, size, d, IndexError, f"{op}_(): index {{}} is out of bounds for dimension {d} with "
-                                                     f"size {size}")
+                                                     f"size {size}", negative)
     return d
 
 
@@ -429,14 +430,18 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 class IndexFillBackward0(Node):
     def backward(self, g):
         gx = index_fill(g, self.dim, self.index, 0) if self.need[0] else None
-        gv = _ix.index_select(_as1d(g), self.dim, self.index).sum() if self.need[1] else None
+        gv = None
+        if self.need[1]:  # (index_fill's negative indices counted from the end: index_select takes none)
+            g1 = _as1d(g)
+            gv = _ix.index_select(g1, self.dim, self.index.remainder(g1.shape[self.dim])).sum()
         return (gx, gv) if self.nv else (gx,)
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     """input with ``value`` at ``index`` along ``dim``."""
     empty = input.numel() == 0
-    d = _check_index_vector("index_fill", input, dim, index, check_range=not empty)
+    # (PyTorch's index_fill counts negative indices from the end, unlike index_copy)
+    d = _check_index_vector("index_fill", input, dim, index, check_range=not empty, negative=True)
     if empty and index.numel():
         # PyTorch reads no index of an empty tensor: where the other dims hold elements (so every index is out of
         # range of an empty ``dim``) it raises a RuntimeError, otherwise it returns the empty tensor unchecked
