@@ -85,3 +85,113 @@ def test_index_fill_counts_negative_indices_from_the_end(device):
     v = torch.tensor(0.7, dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, v: a.index_fill(1, idx, v) * torch.arange(
         6.0, dtype=torch.float64, device=device).view(2, 3), (a, v))
+
+
+# ---- a fresh batch object of the user's own class each call (compile/userrecords.py) --------------------------------
+SCALE = 1.0
+
+
+class _Batch:
+    """A collate function's batch: attributes, a ``to`` method, ``__len__``, a property."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def to(self, device):
+        new = object.__new__(type(self))
+        new.__dict__.update({k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in vars(self).items()})
+        return new
+
+    def __len__(self):
+        return len(self.x)
+
+    @property
+    def n(self):
+        return self.x.shape[0]
+
+
+class _ScaledBatch(_Batch):
+    def inputs(self):
+        return self.x * SCALE   # a global number: the guards do not key what a batch's methods read
+
+
+class _ClassScaled(_Batch):
+    k = 1.0   # a class attribute read through self
+
+    def inputs(self):
+        return self.x * self.k
+
+
+class _Cfg:
+    def __init__(self):
+        self.scale = 1.0
+
+
+class _HoldsCfg(_Batch):
+    def __init__(self, x, y, cfg):
+        super().__init__(x, y)
+        self.cfg = cfg
+
+    def inputs(self):
+        return self.x * self.cfg.scale
+
+
+def _train(device, compiled: bool, make, inputs, change=None, steps: int = 8):
+    torch.manual_seed(0)
+    m = nn.Linear(4, 3).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(b):
+        b = b.to(device)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(inputs(b)), b.y) * (len(b) / b.n)
+        loss.backward()
+        opt.step()
+        return loss
+    f = torch.compile(step) if compiled else step
+    g = np.random.default_rng(0)
+    losses = []
+    for i in range(steps):
+        if change is not None and i == steps // 2:
+            change()
+        b = make(torch.tensor(g.normal(size=(5, 4)).astype(np.float32)), torch.tensor(g.integers(0, 3, 5)))
+        losses.append(f(b).item())
+    return losses, [p.detach().cpu().numpy() for p in m.parameters()], f
+
+
+def test_a_fresh_batch_object_of_a_user_class_replays(device):
+    """``step(Batch(x, y))`` with a new batch object each call (a class with a ``to`` method, ``__len__`` and a
+    property): eager and compiled train alike, and the compiled step replays.  Before, such an object was keyed by
+    identity: every call captured again until the recompile limit, then ran eagerly with a warning."""
+    e = _train(device, False, _Batch, lambda b: b.x)
+    c = _train(device, True, _Batch, lambda b: b.x)
+    tol = {"rtol": 0.0, "atol": 0.0} if device == "cpu" else {"rtol": 1e-5, "atol": 1e-6}   # (cpu: bitwise)
+    np.testing.assert_allclose(c[0], e[0], **tol)
+    for a, b in zip(e[1], c[1]):
+        np.testing.assert_allclose(b, a, **tol)
+    assert c[2].replays >= 6
+
+
+@pytest.mark.parametrize("what", ["global", "class_attribute", "held_object"])
+def test_a_batch_whose_methods_read_other_state_is_not_opened(device, what):
+    """A batch class whose method reads a global number, a class attribute or an object it holds: a change between
+    calls must reach the step as in eager (such objects stay keyed by identity: a new object each call captures)."""
+    cfg = _Cfg()
+
+    def change():
+        global SCALE
+        if what == "global":
+            SCALE = 3.0
+        elif what == "class_attribute":
+            _ClassScaled.k = 3.0
+        else:
+            cfg.scale = 3.0
+    make = {"global": _ScaledBatch, "class_attribute": _ClassScaled,
+            "held_object": lambda x, y: _HoldsCfg(x, y, cfg)}[what]
+    runs = []
+    for compiled in (False, True):
+        global SCALE
+        SCALE, _ClassScaled.k, cfg.scale = 1.0, 1.0, 1.0
+        runs.append(_train(device, compiled, make, lambda b: b.inputs(), change)[0])
+    SCALE, _ClassScaled.k = 1.0, 1.0
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)

@@ -1,6 +1,7 @@
 """The container structure of a call's arguments (lists, tuples and dicts: a batch dict, ``f((x, y))``; dataclass
-instances and namespaces whose class holds only their fields, opened as dicts of their attributes: a collate
-function's ``Batch(x=..., y=...)``), for the guards.
+instances and namespaces whose class holds only their fields, and objects of user classes whose methods read only
+their attributes (userrecords.py), opened as dicts of their attributes: a collate function's ``Batch(x=..., y=...)``),
+for the guards.
 
 A replay reads the tensors and numbers inside argument containers as its inputs (``guards.leaves`` flattens them),
 so a fresh container of the same shape each call (a data loader's ``{"x": ..., "y": ...}`` batch) needs no capture
@@ -23,26 +24,34 @@ import numpy as np
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from .keyvalues import _Ident, _sc
+from .userrecords import plain_entries, user_record_class
 
 _CONTAINERS = (list, tuple, dict)
 _PLAIN = frozenset((Tensor, Parameter, bool, int, float, str, type(None)))
 
 
-_RECORDS: dict[type, bool] = {}  # class -> whether its instances are records (see record): decided once per class
+_RECORDS: dict[type, bool | int] = {}  # class -> whether its instances are records (see record): once per class
 _RECORD_DUNDERS = frozenset(("__getattr__", "__getattribute__"))
 
 
 def record(o: Any) -> bool:
     """A dataclass instance or a ``SimpleNamespace`` whose class (and its bases) defines nothing but its fields and
     dunders other than ``__getattr__``/``__getattribute__`` (no method, property or class attribute a step could
-    read besides its entries): opened as a dict of its attributes, in their order."""
+    read besides its entries), or an instance of a user class whose methods read nothing but its attributes, which
+    hold only tensors, numbers and strings (userrecords.py): opened as a dict of its attributes, in their order."""
     c = o.__class__
     r = _RECORDS.get(c)
     if r is None:
         if len(_RECORDS) > 1024:
             _RECORDS.clear()
-        r = _RECORDS[c] = _pure_record(c)
-    return r and type(getattr(o, "__dict__", None)) is dict
+        r = _RECORDS[c] = _pure_record(c) or (_USER if user_record_class(c) else False)
+    if not r:
+        return False
+    d = getattr(o, "__dict__", None)
+    return type(d) is dict and (r is True or plain_entries(d))
+
+
+_USER = 2  # (_RECORDS: a user class, its instances records where their attributes are plain_entries)
 
 
 def _pure_record(c: type) -> bool:
