@@ -195,3 +195,57 @@ def test_a_batch_whose_methods_read_other_state_is_not_opened(device, what):
         runs.append(_train(device, compiled, make, lambda b: b.inputs(), change)[0])
     SCALE, _ClassScaled.k = 1.0, 1.0
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
+
+
+# ---- a global named as an attribute the forward reads (guards.global_names: dunders.global_loads) -------------------
+head = None   # a notebook's ``head = model(x)``: the name of an attribute the forward reads (``self.head``)
+_GK = 1.0
+
+
+class _Headed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+def test_a_global_named_like_an_attribute_the_forward_reads_is_not_keyed(device):
+    """A notebook loop ``head = model(x)`` at module level, the model's forward reading ``self.head``: the guards
+    took every name the forward's code holds (attributes too) as a global it may read, so the global ``head``, a new
+    tensor each call, captured again at every call until the recompile limit (the compiled model never replayed).
+    Globals are now the names the code loads as globals."""
+    global head
+    torch.manual_seed(0)
+    net = _Headed().to(device)
+    head = net(torch.randn(2, 4).to(device))   # (the global exists before the first capture)
+    model = torch.compile(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(10):
+        x = torch.randn(5, 4).to(device)
+        head = model(x)
+        want = net.head(torch.relu(net.body(x)))
+        np.testing.assert_array_equal(head.detach().cpu().numpy(), want.detach().cpu().numpy())
+        opt.zero_grad()
+        head.sum().backward()
+        opt.step()
+    assert len(model._capture.cache) == 1 and model._capture.replays == 9
+    head = None
+
+
+def test_a_global_read_through_globals_is_still_keyed(device):
+    """Code reading a global through ``globals()[name]`` names it only as a string: such code now keeps every name
+    and identifier string as a possible global, so a change of the number reaches the replay.  Before, silent wrong
+    result: the guards looked at strings only for ``getattr``/``vars``, and the replay kept the capture's number."""
+    def f(x):
+        return x * globals()["_GK"]
+    c = torch.compile(f)
+    x = torch.ones(2).to(device)
+    global _GK
+    try:
+        for k in (1.0, 1.0, 2.0, 2.0, 3.0):
+            _GK = k
+            assert c(x).cpu().tolist() == [k, k]
+    finally:
+        _GK = 1.0

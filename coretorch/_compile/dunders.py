@@ -3,6 +3,7 @@ guards: ``d["a"]`` on an object whose ``__getitem__`` returns ``self.t * self.sc
 step's code names no attribute (a replay reused the capture's ``scale``)."""
 from __future__ import annotations
 
+import dis
 from types import CodeType, FunctionType
 from typing import Any
 
@@ -24,6 +25,37 @@ def code_names(code: CodeType, out: set) -> set:
     if strings and not _BY_STRING.isdisjoint(out):
         out.update(strings)
     return out
+
+
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME", "DELETE_NAME"))
+_DYNAMIC = frozenset(("globals", "eval", "exec", "vars"))  # code that may name any global through a string
+_GLOBAL_LOADS: dict = {}  # code object -> frozenset of names
+
+
+def global_loads(code: CodeType) -> frozenset:
+    """The names ``code`` and its nested code objects use as globals (``LOAD_GLOBAL`` ...), not as attributes: a
+    forward reading ``self.out`` does not read a notebook's global ``out = model(x)``, whose new tensor each call
+    captured again.  Code calling ``globals``, ``eval``, ``exec`` or ``vars`` may name any: all its names and
+    identifier strings."""
+    r = _GLOBAL_LOADS.get(code)
+    if r is None:
+        if len(_GLOBAL_LOADS) > 4096:
+            _GLOBAL_LOADS.clear()
+        out: set = set()
+        _loads(code, out)
+        if not _DYNAMIC.isdisjoint(out):
+            strings: set = set()
+            _names(code, out, strings)
+            out |= strings
+        r = _GLOBAL_LOADS[code] = frozenset(out)
+    return r
+
+
+def _loads(code: CodeType, out: set) -> None:
+    out.update(i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS)
+    for c in code.co_consts:
+        if isinstance(c, CodeType):
+            _loads(c, out)
 
 
 def _names(code: CodeType, out: set, strings: set) -> None:

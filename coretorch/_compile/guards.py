@@ -22,7 +22,7 @@ from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, reuse as _reuse, weak as _weakref
-from .dunders import code_names as _code_names
+from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, methods_named as _methods_named
 from .strides import loose
 from .argtree import record as _record
@@ -524,7 +524,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     seen.add(id(code))
     g = f.__globals__
     names = sorted(_code_names(code, set()))
-    refs = [(g, n) for n in names if n in g]
+    refs = [(g, n) for n in sorted(_global_loads(code)) if n in g]   # (the module's globals: not attribute names)
     helpers: list = []
 
     def class_refs(c: type) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads, its methods
