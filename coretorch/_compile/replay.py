@@ -12,7 +12,7 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import assigns as _assigns, early as _early, guards as _guards, made as _made
+from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -261,6 +261,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
     try:
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
+        flags = _flags.before(modules)
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
         process, scheds = process_state(), scheduler_counts()
@@ -279,7 +280,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
-        _guards.check_module_writes(rec, modules, before[0])
+        _flags.replayed(rec, modules, flags, lambda: _guards.check_module_writes(rec, modules, before[0]))
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if why := _made.changed_outside(rec):
             rec.graph_break(why)
