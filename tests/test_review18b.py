@@ -58,3 +58,37 @@ def test_model_train_and_eval_called_inside_the_compiled_functions(device):
     for a, b in zip(ref + ref_state, got + got_state):
         _same(a, b, device)
     assert fns[0].replays >= 3 and fns[1].replays >= 3
+
+
+def _clip_loop(device, compiled, steps=4):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        out = m(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+        scores = out.detach() * 2
+        scores.add_(1)
+        return loss.detach(), scores, scores[:2]
+
+    f = torch.compile(step) if compiled else step
+    versions = []
+    for _ in range(steps):
+        x, y = torch.randn(6, 4, device=device), torch.randint(0, 3, (6,), device=device)
+        _, scores, head = f(x, y)
+        versions.append(([p.grad._version for p in m.parameters()], scores._version, head._version))
+    return versions, f
+
+
+def test_version_counters_of_tensors_the_step_makes_and_modifies(device):
+    """A new ``.grad`` that ``clip_grad_norm_`` scales in place and a returned tensor modified in place by the step:
+    eager's version counters are 1 (``p.grad._version``, as PyTorch's compiled step too) and a view shares its
+    base's.  Before: a replay made them fresh, at version 0."""
+    ref, _ = _clip_loop(device, False)
+    got, f = _clip_loop(device, True)
+    assert got == ref and f.replays >= 2
