@@ -3,6 +3,7 @@ freezing idiom, layers frozen and unfrozen, ``add_param_group``, checkpoints rel
 interleaved with training, autocast and GradScaler, gradient accumulation and clipping, chained schedulers).  Each
 compiled loop matches eager (bitwise on cpu)."""
 import numpy as np
+import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
@@ -92,3 +93,60 @@ def test_version_counters_of_tensors_the_step_makes_and_modifies(device):
     ref, _ = _clip_loop(device, False)
     got, f = _clip_loop(device, True)
     assert got == ref and f.replays >= 2
+
+
+class _Noisy(nn.Module):
+    """A module with a host generator of its own (random label smoothing / augmentation strength)."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.rng = make()
+
+    def forward(self, x):
+        return self.lin(x) * (2.0 if self.rng.random() < 0.5 else 1.0)
+
+
+_MAKERS = {"random.Random": lambda: __import__("random").Random(0), "default_rng": lambda: np.random.default_rng(0),
+           "RandomState": lambda: np.random.RandomState(0)}
+
+
+@pytest.mark.parametrize("gen", sorted(_MAKERS))
+@pytest.mark.parametrize("where", ["closure", "bound", "data"])
+def test_a_draw_from_a_host_generator_of_its_own(device, gen, where):
+    """A step that draws from a generator of its own (``rng = np.random.default_rng(0)``, ``random.Random(0)``, a
+    bound ``draw = rng.random``), to branch or to make data with ``torch.from_numpy``: eager draws a new number at
+    each call.  Before: only Python's and numpy's global generators were watched, so every replay took the
+    capture's branch (or its data) while the generator never advanced.  Now a graph break.  (A module's
+    ``self.rng`` read by a compiled function was already a graph break: the module's attributes are keyed.)"""
+    def run(compiled):
+        torch.manual_seed(0)
+        rng = _MAKERS[gen]()
+        draw = rng.random
+
+        def step(x):
+            if where == "closure":
+                return x * (2.0 if rng.random() < 0.5 else 1.0)
+            if where == "bound":
+                return x * (2.0 if draw() < 0.5 else 1.0)
+            noise = np.array([rng.random() for _ in range(4)], dtype=np.float32)
+            return x + torch.from_numpy(noise).to(device)
+
+        f = torch.compile(step) if compiled else step
+        return [f(torch.ones(2, 4, device=device)) for _ in range(8)]
+
+    for a, b in zip(run(False), run(True)):
+        _same(a, b, device)
+
+
+def test_a_compiled_module_drawing_from_its_own_generator(device):
+    """``torch.compile(module)`` whose forward draws from ``self.rng``: eager's factor changes from call to call.
+    Before: the module capture replayed the capture's factor."""
+    def run(compiled):
+        torch.manual_seed(0)
+        m = _Noisy(lambda: np.random.default_rng(1)).to(device)
+        f = torch.compile(m) if compiled else m
+        return [f(torch.ones(2, 4, device=device)) for _ in range(8)]
+
+    for a, b in zip(run(False), run(True)):
+        _same(a, b, device)
