@@ -150,3 +150,16 @@ def test_a_compiled_module_drawing_from_its_own_generator(device):
 
     for a, b in zip(run(False), run(True)):
         _same(a, b, device)
+
+
+def test_a_system_random_generator_the_step_reaches(device):
+    """A ``random.SystemRandom`` among the objects the step reaches has no state to compare: the capture does not
+    fail on it (its draws are not seen, as before)."""
+    sr = __import__("random").SystemRandom()
+
+    def step(x):
+        return x * (2.0 if sr.random() < 2 else 1.0)
+
+    f = torch.compile(step)
+    for _ in range(3):
+        _same(f(torch.ones(2, device=device)), torch.full((2,), 2.0), device)

@@ -89,7 +89,8 @@ def generators_of(objs: list, depth: int = 2) -> list:
             continue
         seen.add(id(o))
         if isinstance(o, _GENERATORS):
-            if o is not random._inst:  # (the global one: host_rng_state)
+            if o is not random._inst and not isinstance(o, random.SystemRandom):  # (the global one: host_rng_state;
+                # the system's entropy has no state to compare)
                 out[id(o)] = o
             continue
         if left:
