@@ -2,6 +2,8 @@
 freezing idiom, layers frozen and unfrozen, ``add_param_group``, checkpoints reloaded, EMA/teacher copies, evaluation
 interleaved with training, autocast and GradScaler, gradient accumulation and clipping, chained schedulers).  Each
 compiled loop matches eager (bitwise on cpu)."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -111,24 +113,39 @@ _MAKERS = {"random.Random": lambda: __import__("random").Random(0), "default_rng
            "RandomState": lambda: np.random.RandomState(0)}
 
 
+def _augmenter(rng):
+    def augment(x):
+        return x * (2.0 if rng.random() < 0.5 else 1.0)
+    return augment
+
+
 @pytest.mark.parametrize("gen", sorted(_MAKERS))
-@pytest.mark.parametrize("where", ["closure", "bound", "data"])
+@pytest.mark.parametrize("where", ["closure", "bound", "data", "helper", "default", "partial"])
 def test_a_draw_from_a_host_generator_of_its_own(device, gen, where):
     """A step that draws from a generator of its own (``rng = np.random.default_rng(0)``, ``random.Random(0)``, a
-    bound ``draw = rng.random``), to branch or to make data with ``torch.from_numpy``: eager draws a new number at
-    each call.  Before: only Python's and numpy's global generators were watched, so every replay took the
-    capture's branch (or its data) while the generator never advanced.  Now a graph break.  (A module's
-    ``self.rng`` read by a compiled function was already a graph break: the module's attributes are keyed.)"""
+    bound ``draw = rng.random``, one in a helper's closure, defaults or partial arguments), to branch or to make data
+    with ``torch.from_numpy``: eager draws a new number at each call.  Before: only Python's and numpy's global
+    generators were watched, so every replay took the capture's branch (or its data) while the generator never
+    advanced.  Now a graph break.  (A module's ``self.rng`` read by a compiled function was already a graph break:
+    the module's attributes are keyed.)"""
     def run(compiled):
         torch.manual_seed(0)
         rng = _MAKERS[gen]()
         draw = rng.random
+        helper = _augmenter(_MAKERS[gen]())  # (a helper made by a factory: the generator in its closure)
+
+        def with_default(x, r=_MAKERS[gen]()):
+            return x * (2.0 if r.random() < 0.5 else 1.0)
+
+        part = functools.partial(lambda x, r: x * (2.0 if r.random() < 0.5 else 1.0), r=_MAKERS[gen]())
 
         def step(x):
             if where == "closure":
                 return x * (2.0 if rng.random() < 0.5 else 1.0)
             if where == "bound":
                 return x * (2.0 if draw() < 0.5 else 1.0)
+            if where in ("helper", "default", "partial"):
+                return {"helper": helper, "default": with_default, "partial": part}[where](x)
             noise = np.array([rng.random() for _ in range(4)], dtype=np.float32)
             return x + torch.from_numpy(noise).to(device)
 

@@ -10,7 +10,8 @@ import os
 import random
 import site
 import time
-from types import BuiltinMethodType, MethodType, ModuleType
+from functools import partial
+from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -75,8 +76,9 @@ _GENERATORS = (random.Random, np.random.Generator, np.random.RandomState)
 def generators_of(objs: list, depth: int = 2) -> list:
     """The host random generators of their own among ``objs`` (a ``random.Random(seed)``, numpy's
     ``default_rng(seed)`` or ``RandomState``: no patch of the modules' draws sees their methods), and two levels down
-    the entries of containers and the attributes of objects among them (a module's ``self.rng``, an augmentation
-    object's ``aug.rng``) and the objects of bound methods (``draw = rng.random``): a draw from one in the step is a
+    the entries of containers, the attributes of objects (a module's ``self.rng``, an augmentation object's
+    ``aug.rng``), the closures, defaults and partial arguments of functions among them (a helper made by
+    ``make_aug(seed)``) and the objects of bound methods (``draw = rng.random``): a draw from one in the step is a
     graph break, found by comparing their states around the capture's call (:func:`generator_states`); a replay
     took the capture's draw at every call."""
     out: dict[int, Any] = {}
@@ -97,9 +99,23 @@ def generators_of(objs: list, depth: int = 2) -> list:
         if left:
             d = getattr(o, "__dict__", None)
             vals = dict.values(o) if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else \
+                _function_parts(o) if isinstance(o, (FunctionType, partial)) else \
                 dict.values(d) if isinstance(d, dict) else ()
             todo.extend((v, left - 1) for v in itertools.islice(vals, 1024))  # (not a whole data set)
     return list(out.values())
+
+
+def _function_parts(f: Any) -> list:
+    """What a helper function holds besides its code: its closure, its defaults (a partial's arguments)."""
+    if isinstance(f, partial):
+        return [f.func, *f.args, *f.keywords.values()]
+    cells = []
+    for c in f.__closure__ or ():
+        try:
+            cells.append(c.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return [*cells, *(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
 
 
 def generator_states(gens: list) -> list:
