@@ -363,8 +363,8 @@ class Recorder(ResultEncoding):
                 if type(t) is not Tensor or t.grad_fn is not None or t._rg:
                     self.graph_break(f"a {type(t).__name__} with autograd state was stored at {p.expr}")
                     continue
-                v = self._known(t._data, p.expr)
-                self.lines.append(f"{p.expr} = MAKE({v}, {self.const(t.dtype)}, {self.const(t._be)})")
+                v, dt = self._known(t._data, p.expr), self.const(t.dtype)
+                self.lines.append(f"{p.expr} = MAKE({v}, {dt}, {self.const(t._be)}{_versions.made(t)})")
         self.snapshot()
 
     def _known(self, arr: Any, where: str) -> str:

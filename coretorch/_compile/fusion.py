@@ -56,7 +56,7 @@ _FRESH = ELEMENTWISE | {"matmul"}
 _VAR = re.compile(r"\ba\d+\b")
 # lines that only rebind state (load an array into a variable, write a tensor's array or .grad back): no barrier
 _LOAD = re.compile(r"^a\d+ = [A-Za-z_][\w\[\]'\". ]*$")
-_WRITE_BACK = re.compile(r"^c\d+[\w\[\]'\". ]* = (MAKE\(a\d+, c\d+, c\d+\)|a\d+|None)$")
+_WRITE_BACK = re.compile(r"^c\d+[\w\[\]'\". ]* = (MAKE\(a\d+, c\d+, c\d+(, version=\[\d+\])?\)|a\d+|None|True|False)$")
 
 
 class FusedProgram:

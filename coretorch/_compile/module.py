@@ -349,7 +349,8 @@ class ModuleCapture:
         entry.planned = (0, 0)
         try:
             rec.track(lv, params, buffers, plain)
-            before, process = _guards.module_numbers(modules), process_state()
+            before = _guards.module_numbers(modules)
+            process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
             result = self.fn(*args, **kwargs)
             check_process_state(rec, process)

@@ -11,8 +11,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor, _make
-from . import argtree, backends, fusion, hostfuse, lower as _lower, plan as _plan
-from . import assigns as _assigns, early as _early, guards as _guards, made as _made
+from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
+from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -142,16 +142,18 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     return fw_fn, bw_fn
 
 
-def process_state() -> tuple:
-    """The host random state (see :mod:`.hostrng`) and the global modes and settings (:mod:`.modes`), before a
-    capture runs the function (see :func:`check_process_state`)."""
-    return host_rng_state(), _modes(), threading.active_count()
+def process_state(objs: list | tuple = ()) -> tuple:
+    """The host random state (see :mod:`.hostrng`; with that of the generators of their own among ``objs``, the
+    roots and modules of the call) and the global modes and settings (:mod:`.modes`), before a capture runs the
+    function (see :func:`check_process_state`)."""
+    gens = hostrng.generators_of(list(objs))
+    return host_rng_state(), _modes(), threading.active_count(), gens, hostrng.generator_states(gens)
 
 
 def check_process_state(rec: Recorder, before: tuple) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
     repeat the number, and leave the mode as it finds it."""
-    rng, modes, threads = before
+    rng, modes, threads, gens, states = before
     # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
     # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
     # fullgraph=True raises no Unsupported for it
@@ -161,6 +163,9 @@ def check_process_state(rec: Recorder, before: tuple) -> None:
         brk("the call drew a host random number (Python's random or numpy's global generator, also through a name "
             "bound before the capture: `from random import random`; a seed of `torch.seed()`), which a replay would "
             "repeat")
+    if hostrng.generator_states(gens) != states:
+        brk("the call drew from a host random generator it reaches (`rng = random.Random(0)`, "
+            "`np.random.default_rng()`, `np.random.RandomState()`: `rng.random()`), which a replay would repeat")
     if _modes() != modes:
         brk("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, `set_default_dtype`, "
             "`use_deterministic_algorithms`...), which a replay would not repeat")
@@ -261,9 +266,10 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
     try:
         rec.track(lv, params, buffers, plain)
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
+        flags = _flags.before(modules)
         opts = list(st[5]) if len(st) > 5 else []
         assigned = _assigns.snapshot(fn, lv, params, plain, opts)
-        process, scheds = process_state(), scheduler_counts()
+        process, scheds = process_state([*roots, *modules]), scheduler_counts()
         its = {i: iter_position(it) for i, it in rec.iterators.items()}
         watched = _watch_outer_graphs(rec, [*lv, *plain])
         rec.born = _made.now()  # (an optimizer or a scheduler made after this is no segment: see made.py)
@@ -279,7 +285,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         if any(scheduler_counts().get(i, c) != c for i, c in scheds.items() if i not in rec.sched_stepped):
             rec.graph_break("the call stepped an LR scheduler through a method bound before the capture (`then = "
                             "sched.step`), which a replay would not repeat: call `sched.step()` in the function")
-        _guards.check_module_writes(rec, modules, before[0])
+        _flags.replayed(rec, modules, flags, lambda: _guards.check_module_writes(rec, modules, before[0]))
         _assigns.check(rec, assigned, fn, lv, params, plain, opts)
         if why := _made.changed_outside(rec):
             rec.graph_break(why)

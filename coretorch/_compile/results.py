@@ -17,6 +17,7 @@ from ..autograd.graph import _FREED
 from ..nn.modules.module import Module
 from ..optim import optimizer as _optim
 from ..tensor import Tensor, _make
+from . import versions as _versions
 
 
 class ResultEncoding:
@@ -55,7 +56,7 @@ class ResultEncoding:
         v = self.var.get(id(obj._data))
         if v is None:
             return None
-        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)}{_versions.made(obj)})"
         b, bm = obj._vbase, None
         if b is not None:
             base = self._held(b, args)
@@ -72,7 +73,7 @@ class ResultEncoding:
                     base = f"\0{bm[2]}\0"
             if base is not None:
                 make = f"VIEW({v}, {self.const(obj.dtype)}, {self.const(obj._be)}, {base}, {obj._vc is b._vc}, " \
-                    f"{obj._det})"
+                    f"{obj._det}, {0 if obj._vc is b._vc else obj._vc[0]})"
         if obj._rg and obj.grad_fn is None:  # a new leaf that requires grad (torch.zeros_like(x).requires_grad_())
             make, plain = f"{make}.requires_grad_()", f"{plain}.requires_grad_()"
             g = obj._grad
@@ -216,9 +217,10 @@ def _root(t: Tensor) -> Tensor:
     return t._vbase if t._vbase is not None and not t._det else t
 
 
-def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool, det: bool) -> Tensor:
-    """A replay's returned view of ``base`` (see Recorder._made); ``det``: ``x.detach()``, no view for autograd."""
-    t = _make(data, dtype, table, base=base, version=base._vc if shared else None)
+def _view(data: Any, dtype: Any, table: Any, base: Tensor, shared: bool, det: bool, version: int = 0) -> Tensor:
+    """A replay's returned view of ``base`` (see Recorder._made); ``det``: ``x.detach()``, no view for autograd;
+    ``version``: the count of a counter of its own (``shared`` False), as the call left it."""
+    t = _make(data, dtype, table, base=base, version=base._vc if shared else [version])
     if det:
         t._det = True
     return t

@@ -2,7 +2,8 @@
 modifies in place at its end and at its optimizer steps (see ``Recorder.write_back``).  An error raised at a read
 in between (a device-side check the read reports, as eager's read reports it; the compile error of a check that
 fails after a write) left them behind eager's, whose in-place ops bump them one by one.  So before each checked read
-the replay bumps them by what the step's ops did so far."""
+the replay bumps them by what the step's ops did so far.  :func:`made`: the counters of the tensors a replay makes
+(a new ``.grad``, a result) as the call left them."""
 from __future__ import annotations
 
 from typing import Any
@@ -27,3 +28,10 @@ def flush(rec: Any) -> None:
             done.add(id(t._vc))
             rec.lines.append(f"{p.expr}._vc[0] += {t._vc[0] - e[2]}")
         rec.snap[p.expr] = (e[0], e[1], t._vc[0], e[3], e[4])
+
+
+def made(t: Tensor) -> str:
+    """The version argument of a replay's ``MAKE`` for a tensor the call made: its counter as the call left it (a
+    new ``.grad`` that ``clip_grad_norm_`` scaled in place, a returned ``out.add_(1)``: eager's counter is 1, a
+    replay's fresh tensor had 0)."""
+    return f", version=[{t._vc[0]}]" if t._vc[0] else ""
