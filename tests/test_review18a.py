@@ -1,0 +1,120 @@
+"""Review 18a: real nn modules under compile, both forms (``torch.compile(model)`` with an eager loop, and a compiled
+training step doing zero_grad/forward/backward/step), found by a seeded differential fuzzer over the modules and
+their constructor options (convolutions and their padding modes, batch/group/layer/instance/RMS norms, RNN/LSTM/GRU,
+MultiheadAttention and the Transformer layers, scaled_dot_product_attention, embeddings, pooling, upsampling,
+dropout, in-place activations, weight tying, weight_norm/spectral_norm): parameters, gradients, buffers, optimizer
+state and outputs bitwise on cpu, within float32 rounding on opencl."""
+from __future__ import annotations
+
+import numpy as np
+
+import coretorch as torch
+import coretorch.nn as nn
+
+
+def _same(a, b, device):
+    x, y = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    if device == "cpu":
+        assert np.array_equal(x, y)
+    else:
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-6)
+
+
+class _Centred(nn.Module):
+    """A conv3d (its output is not row-major) and a batch statistic: the backward sums the output's gradient over
+    several dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 3, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y - y.mean((0, 2, 3, 4), keepdim=True)
+
+
+class _Permuted(nn.Module):
+    def forward(self, x):
+        y = x.permute(0, 1, 3, 2)
+        return y - y.mean((2, 3), keepdim=True)
+
+
+def _grads(make, shape, device, loss, calls=3):
+    """The inputs' and the parameters' gradients of ``calls`` backwards of ``loss(model(x))`` (a fresh ``x`` each),
+    eager and compiled."""
+    xs = [torch.randn(*shape) for _ in range(calls)]
+    grads = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = make().to(device)
+        fwd = torch.compile(model) if compiled else model
+        got = []
+        for x0 in xs:
+            x = x0.to(device).requires_grad_(True)
+            loss(fwd(x)).backward()
+            got.append(x.grad)
+        grads.append([*got, *[p.grad for p in model.parameters()]])
+    assert fwd.__dict__["_capture"].replays == calls - 1
+    return grads
+
+
+_NOT_ROW_MAJOR = ((_Centred, (2, 2, 3, 3, 3)), (_Permuted, (2, 3, 4, 5)),
+                  (lambda: nn.Sequential(nn.Conv3d(2, 3, 1), nn.BatchNorm3d(3)), (2, 2, 3, 3, 3)))
+
+
+def test_compiled_module_backward_of_an_output_that_is_not_row_major(device):
+    """Eager: ``BatchNorm3d`` after ``Conv3d`` (whose output is laid out (N, D, C, H, W)), or a permuted output,
+    gets the gradient of ``out.sin().sum()`` in the output's layout, and its backward's sums over several dims run
+    on that layout.  Compiled module before: the backward was recorded with a row-major placeholder gradient and
+    took the row-major path, so the replayed gradients differed from eager's in the last bits (conv3d's bias
+    gradient by 7e-6) from the first call on; the placeholder now has the output's layout."""
+    for make, shape in _NOT_ROW_MAJOR:
+        for a, b in zip(*_grads(make, shape, device, lambda out: out.sin().sum())):
+            _same(a, b, device)
+
+
+def test_compiled_module_backward_of_a_gradient_in_another_layout(device):
+    """Eager: the backward runs on whatever layout the output's gradient has (row-major through
+    ``out.contiguous()``, broadcast through ``out.sum()``).  The recorded backward took the paths of its placeholder's
+    layout (a ``view`` of the gradient that only that layout allows): on a gradient of another layout it returned
+    None from the view (an AttributeError deep in conv3d's backward) or other bits; a replay now copies such a
+    gradient into the recorded layout first (PyTorch's AOTAutograd coerces its tangents alike), and the gradients
+    match eager's within float32 rounding."""
+    for make, shape in _NOT_ROW_MAJOR:
+        for loss in (lambda out: out.contiguous().sin().sum(), lambda out: out.sum(), lambda out: out.mean(),
+                     lambda out: out.transpose(0, 1).contiguous().sin().sum()):
+            for a, b in zip(*_grads(make, shape, device, loss)):
+                np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-4, atol=1e-4)
+
+
+class _Pool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 1)
+        self.pool = nn.MaxPool2d(2, 2, return_indices=True)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+def test_compiled_module_with_an_output_that_does_not_require_grad_replays(device):
+    """Eager: ``MaxPool2d(return_indices=True)`` returns the values (with a grad_fn) and the int64 indices
+    (none); a backward of the values reaches the conv.  Compiled module before: "some outputs of the forward do not
+    require grad" was a graph break, so every training call ran eagerly (``explain`` said so); the node now has the
+    outputs that require grad only, and the indices come back without a grad_fn."""
+    torch.manual_seed(0)
+    model = _Pool().to(device)
+    twin = _Pool().to(device)
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin)
+    for call in range(3):
+        x = torch.randn(2, 2, 6, 6).to(device)
+        (ye, ie), (yc, ic) = model(x), compiled(x)
+        assert ic.grad_fn is None and not ic.requires_grad and yc.grad_fn is not None
+        assert np.array_equal(ie.cpu().numpy(), ic.cpu().numpy())
+        _same(ye, yc, device)
+        ye.sin().sum().backward()
+        yc.sin().sum().backward()
+        for p, q in zip(model.parameters(), twin.parameters()):
+            _same(p.grad, q.grad, device)
+    assert compiled._capture.replays == 2
