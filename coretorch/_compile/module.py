@@ -58,8 +58,8 @@ class CompiledFunctionBackward(Node):
             if t._vc[0] != v:
                 raise _version_error(t, self, v)
         g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
-        for i, (st, strides, relaid) in enumerate(entry.layouts):  # (the recorded layout: see _record_backward)
-            if strides(g[i]) != st:
+        for i, (other, relaid) in enumerate(entry.layouts):  # (the recorded layout: see _record_backward)
+            if other(g[i]):
                 g[i] = relaid(g[i])
         try:
             out = entry.backward(ctx, g)
@@ -121,7 +121,7 @@ class _ModEntry:
     grad_views: frozenset  # the positions of the gradients that were views in eager (copied, as the engine does)
     grad_passed: list  # (j, i): the backward's gradient j is the output gradient i itself (returned as that tensor)
     retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
-    layouts: list  # per output: the strides of the recorded gradient, the table's strides, a copy into them
+    layouts: list  # per output: whether a gradient is laid out unlike the recorded one, a copy into that layout
     out_nrs: list  # per output: its place among the node's outputs (those that require grad), or None
 
 
@@ -449,15 +449,14 @@ class ModuleCapture:
             # output's own layout, as eager's gradient of an elementwise loss of it is (``out.sin().sum()`` of a
             # permuted or conv3d output: bitwise eager's), as PyTorch's AOTAutograd traces its tangents
             rec.active = False
-            zeros, relaid = _layout(o._be, tuple(o._data.shape), tuple(o._be.strides(o._data)), o.dtype.np)
+            zeros, other, relaid = _layout(o._be, tuple(o._data.shape), tuple(o._be.strides(o._data)), o.dtype.np)
             arr = zeros()
-            st = tuple(o._be.strides(arr))
             rec.active = True
             rec.keep.append(arr)
             rec.var[id(arr)] = f"G[{i}]"
             gs.append(_make(arr, o.dtype, o._be))
             entry.zeros.append(zeros)
-            entry.layouts.append((st, o._be.strides, relaid))
+            entry.layouts.append((other, relaid))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
         # the gradients of the forward's own region: none through a target's node (an input made from another
         # input or from a parameter outside the forward: the engine's edge from that input adds that path), one
@@ -498,14 +497,16 @@ class ModuleCapture:
         return "(" + ", ".join(srcs) + ",)"
 
 
-def _layout(table: Any, shape: tuple, strides: tuple, dt: Any) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
-    """``() -> zeros`` of ``shape`` laid out in the stride order of ``strides`` (row-major when that is), and
-    ``a -> a`` in that layout (a copy)."""
+def _layout(table: Any, shape: tuple, strides: tuple, dt: Any) -> tuple[Callable, Callable, Callable]:
+    """``() -> zeros`` of ``shape`` laid out in the stride order of ``strides`` (row-major when that is), ``a ->
+    whether a is laid out otherwise``, and ``a -> a`` in that layout (a copy); the kernels as they are at the call."""
     o = _memfmt.order(shape, strides) if len(shape) > 1 else None
     if o is None:
-        return (lambda: table.full(shape, 0, dt)), (lambda a: table.contiguous(a))  # (the kernel as it is then)
+        return (lambda: table.full(shape, 0, dt)), (lambda a: not table.is_contiguous(a)), \
+            (lambda a: table.contiguous(a))
     dense, inv = tuple([shape[d] for d in o]), _memfmt.inverse(o)
-    return (lambda: table.permute(table.full(dense, 0, dt), inv)), \
+    own = tuple(table.strides(table.permute(table.full(dense, 0, dt), inv)))
+    return (lambda: table.permute(table.full(dense, 0, dt), inv)), (lambda a: table.strides(a) != own), \
         (lambda a: table.permute(table.contiguous(table.permute(a, o)), inv))
 
 
