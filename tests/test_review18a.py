@@ -118,3 +118,60 @@ def test_compiled_module_with_an_output_that_does_not_require_grad_replays(devic
         for p, q in zip(model.parameters(), twin.parameters()):
             _same(p.grad, q.grad, device)
     assert compiled._capture.replays == 2
+
+
+class _Ctc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 5)
+
+    def forward(self, x, targets, input_lengths, target_lengths):
+        return nn.functional.ctc_loss(self.lin(x).log_softmax(-1), targets, input_lengths, target_lengths)
+
+
+def test_compiled_module_with_ctc_loss_of_length_tensors_replays(device):
+    """Eager: ``ctc_loss`` with its lengths as (cpu) tensors reads them on the host.  Compiled module before: a
+    core op reading a whole array was a graph break, so every call ran eagerly (PyTorch's compiled ctc_loss takes
+    the lengths as tensors); a small integer array read before any write is now a checked read, as a number is: a
+    call with the same lengths replays, another runs as eager does."""
+    lens = [([6, 5], [3, 2]), ([6, 5], [3, 2]), ([6, 4], [3, 2]), ([6, 5], [3, 2]), ([5, 5], [2, 2])]
+    xs = [torch.randn(6, 2, 4) for _ in lens]
+    targets = torch.tensor([[1, 2, 3], [2, 2, 1]], device=device)
+    got = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = _Ctc().to(device)
+        fwd = torch.compile(model) if compiled else model
+        seen = []
+        for x, (il, tl) in zip(xs, lens):
+            loss = fwd(x.to(device), targets, torch.tensor(il), torch.tensor(tl))
+            loss.backward()
+            seen += [loss.detach(), model.lin.weight.grad.clone()]
+        got.append(seen)
+    assert fwd.__dict__["_capture"].replays == 2
+    for a, b in zip(*got):
+        _same(a, b, device)
+
+
+def test_compiled_lstm_of_a_packed_sequence_replays(device):
+    """Eager: an LSTM given a PackedSequence reads its ``batch_sizes`` (a cpu int64 tensor) on the host.  Compiled
+    before: that whole-array read was a graph break at every call; it is now checked, so a batch of the same
+    lengths replays (outputs, hidden state and gradients as eager's), and other lengths run as eager does."""
+    from coretorch.nn.utils.rnn import pack_padded_sequence
+
+    lengths = [[5, 4, 2], [5, 4, 2], [5, 3, 3], [5, 4, 2]]
+    xs = [torch.randn(5, 3, 3) for _ in lengths]
+    got = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = nn.LSTM(3, 4).to(device)
+        fwd = torch.compile(model) if compiled else model
+        seen = []
+        for x, n in zip(xs, lengths):
+            out, (h, c) = fwd(pack_padded_sequence(x.to(device), n))
+            (out.data.sin().sum() + h.sum() + c.sum()).backward()
+            seen += [out.data.detach(), h.detach(), c.detach(), model.weight_hh_l0.grad.clone()]
+        got.append(seen)
+    assert fwd.__dict__["_capture"].replays == 2
+    for a, b in zip(*got):
+        _same(a, b, device)
