@@ -175,3 +175,23 @@ def test_compiled_lstm_of_a_packed_sequence_replays(device):
     assert fwd.__dict__["_capture"].replays == 2
     for a, b in zip(*got):
         _same(a, b, device)
+
+
+def test_explain_of_a_module_is_its_module_capture(device):
+    """PyTorch: ``torch._dynamo.explain(model)(x)`` of a training model (Linear + BatchNorm1d) gives one graph and
+    no break.  coretorch before: explain captured the module as a function, whose result's autograd graph is still
+    needed, so every module reported a graph break that ``compile(model)`` (which replays forward and backward)
+    never has; a module, compiled or not, is now explained by its module capture, and its real breaks remain."""
+    import warnings
+
+    model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)).to(device)
+    x = torch.randn(4, 3).to(device)
+    for target in (model, torch.compile(model)):
+        ex = torch.compiler.explain(target)(x)
+        assert (ex.graph_count, ex.graph_break_count, ex.break_reasons) == (1, 0, [])
+        assert ex.op_count > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        hooked = nn.utils.weight_norm(nn.Linear(3, 2)).to(device)  # its pre-hook assigns module.weight every call
+    ex = torch.compiler.explain(hooked, x)
+    assert ex.graph_break_count == 1 and "assigns a module attribute" in ex.break_reasons[0]
