@@ -195,3 +195,103 @@ def test_explain_of_a_module_is_its_module_capture(device):
         hooked = nn.utils.weight_norm(nn.Linear(3, 2)).to(device)  # its pre-hook assigns module.weight every call
     ex = torch.compiler.explain(hooked, x)
     assert ex.graph_break_count == 1 and "assigns a module attribute" in ex.break_reasons[0]
+
+
+def _models():
+    """(name, make, inputs(i, device)) of real modules with their options, as the review's fuzzer built them."""
+    def randn(*shape):
+        return lambda i, device: (torch.randn(*shape, generator=torch.Generator().manual_seed(i)).to(device),)
+
+    class Mha(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2, dropout=0.1, kdim=5, vdim=6, batch_first=True)
+
+        def forward(self, q, k, v, mask):
+            return self.attn(q, k, v, key_padding_mask=mask, average_attn_weights=False)
+
+    def mha_inputs(i, device):
+        g = torch.Generator().manual_seed(i)
+        mask = torch.tensor([[False, False, True, False], [False, True, False, False]], device=device)
+        return (torch.randn(2, 3, 8, generator=g).to(device), torch.randn(2, 4, 5, generator=g).to(device),
+                torch.randn(2, 4, 6, generator=g).to(device), mask)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(8, 2, 16, 0.1, activation="gelu", batch_first=True,
+                                                    norm_first=True)
+
+        def forward(self, x):
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
+            return self.layer(x, src_mask=mask, is_causal=True)
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(11, 6, padding_idx=0)
+            self.rnn = nn.LSTM(6, 6, 2, dropout=0.2, bidirectional=True, proj_size=3, batch_first=True)
+            self.head = nn.Linear(6, 11, bias=False)
+            self.head.weight = self.tok.weight
+
+        def forward(self, ids):
+            return self.head(self.rnn(self.tok(ids))[0])
+
+    return [
+        ("conv-bn", lambda: nn.Sequential(nn.Conv2d(3, 4, 3, padding="same", padding_mode="circular", groups=1),
+                                          nn.BatchNorm2d(4), nn.ReLU(inplace=True), nn.Dropout2d(0.2),
+                                          nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect", groups=2,
+                                                    bias=False), nn.GroupNorm(2, 4)), randn(2, 3, 5, 5)),
+        ("pool-up", lambda: nn.Sequential(nn.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1),
+                                          nn.MaxPool2d(3, 2, 1, ceil_mode=True), nn.InstanceNorm2d(4, affine=True),
+                                          nn.Upsample(scale_factor=2, mode="bicubic"), nn.PixelUnshuffle(2),
+                                          nn.PixelShuffle(2)), randn(2, 3, 4, 4)),
+        ("mha", Mha, mha_inputs),
+        ("encoder", Encoder, randn(2, 5, 8)),
+        ("tied-lstm", Tied, lambda i, device: (torch.randint(0, 11, (2, 5), generator=torch.Generator()
+                                                             .manual_seed(i)).to(device),)),
+        ("weight-norm", lambda: nn.Sequential(nn.utils.parametrizations.weight_norm(nn.Linear(5, 6)),
+                                              nn.RMSNorm(6), nn.SiLU(), nn.utils.parametrizations.spectral_norm(
+                                                  nn.Linear(6, 3))), randn(4, 5)),
+    ]
+
+
+def _flat(out):
+    return [out] if isinstance(out, torch.Tensor) else [t for o in out for t in _flat(o)] \
+        if isinstance(out, (tuple, list)) else []
+
+
+def test_real_modules_train_as_eager_in_both_compile_forms(device):
+    """The review's differential check over real modules with their options, four SGD-momentum steps, the last
+    in eval mode: ``compile(model)`` in an eager loop and a compiled zero_grad/forward/backward/step give
+    eager's outputs, parameters, gradients and buffers (bitwise on cpu) and replay."""
+    for name, make, inputs in _models():
+        runs = []
+        for form in ("eager", "module", "step"):
+            torch.manual_seed(0)
+            model = make().to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+            fwd = torch.compile(model) if form == "module" else model
+
+            def step(*args):
+                opt.zero_grad()
+                out = _flat(fwd(*args))
+                sum((t * (1 + i)).sin().sum() for i, t in enumerate(out) if t.requires_grad).backward()
+                opt.step()
+                return [t.detach() for t in out]
+            run = torch.compile(step) if form == "step" else step
+            seen = []
+            torch.manual_seed(1)
+            for i in range(4):
+                model.train(i != 3)
+                seen += run(*inputs(i, device))
+                seen += [p.detach().clone() for p in model.parameters()] + [p.grad.clone() for p in
+                                                                           model.parameters()]
+                seen += [b.clone() for b in model.buffers()]
+            runs.append(seen)
+            if form != "eager":
+                assert (fwd.__dict__["_capture"] if form == "module" else run).replays >= 1, (name, form)
+        for other in runs[1:]:
+            assert len(other) == len(runs[0])
+            for a, b in zip(runs[0], other):
+                _same(a, b, device)
