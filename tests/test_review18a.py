@@ -295,3 +295,35 @@ def test_real_modules_train_as_eager_in_both_compile_forms(device):
             assert len(other) == len(runs[0])
             for a, b in zip(runs[0], other):
                 _same(a, b, device)
+
+
+def test_compiled_step_packing_unsorted_lengths_replays(device):
+    """Eager: ``pack_padded_sequence(..., enforce_sorted=False)`` sorts the batch and inverts the permutation,
+    and the GRU reads the packed ``batch_sizes`` on the host.  Compiled step before: ``invert_permutation`` wrote
+    its fresh tensor with ``scatter_``, so the later read of the sizes came after a write (a graph break at every
+    call); the inverse is now the permutation's sort order (no write), the read is a checked one, and a batch of
+    the captured lengths replays with eager's losses and parameters."""
+    from coretorch.nn.utils.rnn import invert_permutation, pack_padded_sequence
+
+    assert invert_permutation(torch.tensor([2, 0, 1])).tolist() == [1, 2, 0]
+    lengths = [[6, 3, 5], [6, 3, 5], [2, 6, 5], [6, 3, 5], [6, 3, 5]]
+    xs = [torch.randn(3, 6, 4) for _ in lengths]
+    got = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        gru = nn.GRU(4, 5, batch_first=True).to(device)
+        opt = torch.optim.SGD(gru.parameters(), lr=0.1)
+
+        def step(x, n):
+            opt.zero_grad()
+            out, h = gru(pack_padded_sequence(x, n, batch_first=True, enforce_sorted=False))
+            loss = h.pow(2).sum() + out.data.sin().sum()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        run = torch.compile(step) if compiled else step
+        got.append([t for x, n in zip(xs, lengths) for t in (run(x.to(device), torch.tensor(n)),
+                                                               gru.weight_hh_l0.detach().clone())])
+    assert run.replays == 2
+    for a, b in zip(*got):
+        _same(a, b, device)
