@@ -7,6 +7,7 @@ state and outputs bitwise on cpu, within float32 rounding on opencl."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
@@ -327,3 +328,41 @@ def test_compiled_step_packing_unsorted_lengths_replays(device):
     assert run.replays == 2
     for a, b in zip(*got):
         _same(a, b, device)
+
+
+_WITH_INDICES = [
+    ("max_pool2d", lambda x: nn.functional.max_pool2d(x, 2, return_indices=True), (1, 2, 4, 4)),
+    ("max_pool1d", lambda x: nn.functional.max_pool1d(x, 2, return_indices=True), (1, 2, 6)),
+    ("max_pool3d", lambda x: nn.functional.max_pool3d(x, 2, return_indices=True), (1, 1, 4, 4, 4)),
+    ("adaptive_max_pool2d", lambda x: nn.functional.adaptive_max_pool2d(x, 2, return_indices=True), (1, 2, 5, 5)),
+    ("max", lambda x: x.max(1), (3, 4)), ("min", lambda x: x.min(1), (3, 4)), ("sort", lambda x: x.sort(1), (3, 4)),
+    ("topk", lambda x: x.topk(2, 1), (3, 4)), ("kthvalue", lambda x: x.kthvalue(2, 1), (3, 4)),
+    ("median", lambda x: x.median(1), (3, 4)), ("mode", lambda x: x.mode(1), (3, 4)),
+    ("cummax", lambda x: x.cummax(1), (3, 4)),
+]
+
+
+def test_indices_modified_in_place_before_the_backward_raise(device):
+    """PyTorch saves the indices of max pooling (``return_indices``), ``max``/``min``/``sort``/``topk``/... with
+    a dim for the backward: an in-place change of the returned indices before the backward raises "one of the
+    variables needed for gradient computation has been modified by an inplace operation".  coretorch before: the
+    nodes held the indices without their version, so eager scattered the gradient to the changed positions
+    (``idx.zero_()``: every gradient to element 0) while a compiled module, whose backward watches the indices'
+    counter, raised: the compiled module and eager disagreed.  The nodes now save them."""
+    for name, fn, shape in _WITH_INDICES:
+        x = torch.randn(*shape).to(device).requires_grad_(True)
+        values, indices = fn(x)
+        indices.zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            values.sum().backward()
+        values, _ = fn(x)  # (unchanged indices: the gradient as before)
+        values.sum().backward()
+        assert x.grad is not None, name
+    torch.manual_seed(0)
+    model = _Pool().to(device)
+    for compiled in (model, torch.compile(model)):
+        for _ in range(3):
+            y, idx = compiled(torch.randn(2, 2, 6, 6).to(device))
+            idx.zero_()
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y.sum().backward()
