@@ -348,7 +348,8 @@ def test_indices_modified_in_place_before_the_backward_raise(device):
     variables needed for gradient computation has been modified by an inplace operation".  coretorch before: the
     nodes held the indices without their version, so eager scattered the gradient to the changed positions
     (``idx.zero_()``: every gradient to element 0) while a compiled module, whose backward watches the indices'
-    counter, raised: the compiled module and eager disagreed.  The nodes now save them."""
+    counter, raised: the compiled module and eager disagreed.  The nodes now save them (``max_unpool2d`` its
+    indices argument too)."""
     for name, fn, shape in _WITH_INDICES:
         x = torch.randn(*shape).to(device).requires_grad_(True)
         values, indices = fn(x)
@@ -358,6 +359,12 @@ def test_indices_modified_in_place_before_the_backward_raise(device):
         values, _ = fn(x)  # (unchanged indices: the gradient as before)
         values.sum().backward()
         assert x.grad is not None, name
+    x = torch.randn(1, 2, 2, 2).to(device).requires_grad_(True)  # max_unpool2d saves its indices (an input) too
+    indices = torch.tensor([[[[0, 3], [8, 15]], [[1, 2], [9, 14]]]], device=device)
+    out = nn.functional.max_unpool2d(x, indices, 2)
+    indices.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
     torch.manual_seed(0)
     model = _Pool().to(device)
     for compiled in (model, torch.compile(model)):
