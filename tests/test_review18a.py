@@ -187,7 +187,8 @@ def test_explain_of_a_module_is_its_module_capture(device):
 
     model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)).to(device)
     x = torch.randn(4, 3).to(device)
-    for target in (model, torch.compile(model)):
+    model.compile()  # (its forward, a ModuleCapture, too)
+    for target in (model, torch.compile(model), model.forward):
         ex = torch.compiler.explain(target)(x)
         assert (ex.graph_count, ex.graph_break_count, ex.break_reasons) == (1, 0, [])
         assert ex.op_count > 0

@@ -38,8 +38,8 @@ def explain(fn: Callable, *args, **kwargs):
         fn = fn._orig_mod
 
     def run(*a, **kw) -> ExplainOutput:
-        if isinstance(fn, Module):
-            cap = ModuleCapture(fn, fn)
+        if isinstance(fn, (Module, ModuleCapture)):  # (a ModuleCapture: model.forward after model.compile())
+            cap = ModuleCapture(fn, fn) if isinstance(fn, Module) else ModuleCapture(fn.module, fn.fn)
             _, entry = cap._capture(a, kw, guards.leaves(a, kw), cap._state(), False)
         else:
             _, entry = capture(fn, a, kw, guards.leaves(a, kw), guards.state_of(guards.roots(fn, a, kw)), False)
