@@ -157,14 +157,12 @@ class _EinsumPrelu(torch.nn.Module):
         return F.prelu(torch.einsum("nchw,cd->ndhw", x, self.W), self.w * 0.1)
 
 
-@pytest.mark.xfail(strict=True, reason="module capture records the backward with contiguous placeholder output "
-                   "gradients; eager's gradient of a non-contiguous output from out.sum() is expanded, so the "
-                   "layout-dependent reduction order of a broadcast parameter's gradient differs (rounding)")
 def test_compiled_module_backward_of_a_non_contiguous_output_from_a_sum_bitwise():
     """Eager: the output (einsum's, strides (144, 1, 24, 4)) gets ``out.sum()``'s expanded gradient, so the
     gradient of prelu's per-channel weight is reduced in that output's memory order.  Compiled: the backward was
-    recorded with a contiguous zero placeholder for the output gradient and reduces in another order: the weight's
-    gradient differs in the last bits (cpu, where a replay claims bitwise equality)."""
+    recorded with a contiguous zero placeholder for the output gradient and reduced in another order: the weight's
+    gradient differed in the last bits (cpu, where a replay claims bitwise equality).  Fixed in review 18a: the
+    placeholder has the output's layout, and a gradient of another layout is copied into it."""
     torch.manual_seed(0)
     eager, model = _EinsumPrelu(), _EinsumPrelu()
     model.load_state_dict(eager.state_dict())

@@ -442,7 +442,8 @@ class Recorder(ResultEncoding):
         if self.user_read:
             return out
         value = np.asarray(out)
-        if value.size > 1:
+        # (small integers before any write, a PackedSequence's or ctc_loss's lengths: checked as a number is)
+        if value.size > 1 and (value.size > 1024 or value.dtype.kind not in "iu" or self.mutated or self.segments):
             self.graph_break("a core op read a whole array back to the host")
             return out
         v = self.read(arr) if isinstance(arr, self._array_types) else self.encode(arr)

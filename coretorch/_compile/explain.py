@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..nn.modules.module import Module
 from . import guards
+from .module import ModuleCapture, OptimizedModule
 from .replay import capture
 
 
@@ -29,11 +31,18 @@ class ExplainOutput:
 
 def explain(fn: Callable, *args, **kwargs):
     """Capture ``fn(*args, **kwargs)`` once (it runs eagerly, with its side effects) and say what breaks the graph
-    and where; ``explain(fn)(*args)`` works too (PyTorch's ``torch._dynamo.explain``)."""
+    and where; ``explain(fn)(*args)`` works too (PyTorch's ``torch._dynamo.explain``).  A module (or a compiled one)
+    is captured as ``compile(module)`` captures it, forward and backward: its outputs' autograd graph is no break."""
     fn = getattr(fn, "_orig_fn", fn)  # a CompiledFunction: its function
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
 
     def run(*a, **kw) -> ExplainOutput:
-        _, entry = capture(fn, a, kw, guards.leaves(a, kw), guards.state_of(guards.roots(fn, a, kw)), False)
+        if isinstance(fn, (Module, ModuleCapture)):  # (a ModuleCapture: model.forward after model.compile())
+            cap = ModuleCapture(fn, fn) if isinstance(fn, Module) else ModuleCapture(fn.module, fn.fn)
+            _, entry = cap._capture(a, kw, guards.leaves(a, kw), cap._state(), False)
+        else:
+            _, entry = capture(fn, a, kw, guards.leaves(a, kw), guards.state_of(guards.roots(fn, a, kw)), False)
         return ExplainOutput(entry.breaks, entry.launches)
     if not args and not kwargs:
         return run

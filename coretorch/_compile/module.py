@@ -21,6 +21,7 @@ from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import AccumulateGrad, Node, _version_error
 from ..nn.modules import _hooks
 from ..nn.modules.module import Module
+from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
@@ -57,6 +58,9 @@ class CompiledFunctionBackward(Node):
             if t._vc[0] != v:
                 raise _version_error(t, self, v)
         g = [entry.zeros[i]() if x is None else x._data for i, x in enumerate(grads)]
+        for i, (other, relaid) in enumerate(entry.layouts):  # (the recorded layout: see _record_backward)
+            if other(g[i]):
+                g[i] = relaid(g[i])
         try:
             out = entry.backward(ctx, g)
         except Mismatch:
@@ -94,7 +98,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs")
     forward: Any
     backward: Any
     breaks: Any
@@ -117,6 +121,8 @@ class _ModEntry:
     grad_views: frozenset  # the positions of the gradients that were views in eager (copied, as the engine does)
     grad_passed: list  # (j, i): the backward's gradient j is the output gradient i itself (returned as that tensor)
     retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
+    layouts: list  # per output: whether a gradient is laid out unlike the recorded one, a copy into that layout
+    out_nrs: list  # per output: its place among the node's outputs (those that require grad), or None
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -309,8 +315,8 @@ class ModuleCapture:
             return self.fn(*args, **kwargs)
         self.replays += 1
         node = _node(entry, lv, ctx) if entry.backward is not None else None
-        res = [_make(a, dt, tb, node, out_nr=i) if node is not None else _make(a, dt, tb)
-               for i, (a, (dt, tb)) in enumerate(zip(outs, entry.out_meta))]
+        res = [_make(a, dt, tb, node, out_nr=k) if node is not None and k is not None else _make(a, dt, tb)
+               for k, a, (dt, tb) in zip(entry.out_nrs, outs, entry.out_meta)]
         return _outputs(entry, lv, res, node, outs)
 
     def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
@@ -371,22 +377,20 @@ class ModuleCapture:
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
             if None in out_vars:
                 rec.breaks.append("an output holds an array made outside the recorded kernels")
+            # (outputs that do not require grad, as MaxPool2d(return_indices=True)'s indices: no edge of the node)
             need = [o for o in outs or () if o.requires_grad]
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
             bw_src = None
             if not rec.breaks and need:  # (under no_grad too: an enable_grad block of the forward made them)
-                if len(need) != len(outs):
-                    rec.breaks.append("some outputs of the forward do not require grad")
-                else:
-                    try:
-                        bw_src = self._record_backward(rec, lv, outs, targets, entry)
-                    except Exception:  # noqa: BLE001 - eager raises it at the user's backward (a saved input
-                        # modified in place, a gradient hook's ValueError), not at this forward
-                        rec.breaks.append("the backward of the forward raises")
-                    if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
-                        _guards.check_module_writes(rec, modules, before)
+                try:
+                    bw_src = self._record_backward(rec, lv, need, targets, entry)
+                except Exception:  # noqa: BLE001 - eager raises it at the user's backward (a saved input
+                    # modified in place, a gradient hook's ValueError), not at this forward
+                    rec.breaks.append("the backward of the forward raises")
+                if not rec.breaks:  # a backward hook that wrote state ran with the placeholder gradients
+                    _guards.check_module_writes(rec, modules, before)
             if not rec.breaks:
                 rec.finish(None, lv)
         finally:
@@ -406,8 +410,12 @@ class ModuleCapture:
             return result, entry
         entry.aliases, entry.hidden = found[0], [(b.dtype, b._be) for b in found[1]]
         entry.out_meta = [(o.dtype, o._be) for o in outs]
-        # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum())
-        entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in outs) if len(outs) > 1 else None
+        # several outputs: the engine passes a gradient for each (zeros for one the loss does not use: out[0].sum());
+        # the node's outputs are those that require grad (out_nrs: each output's place among them, or None)
+        k = iter(range(len(outs)))
+        entry.out_nrs = [next(k) if o.requires_grad else None for o in outs]
+        need = [o for o in outs if o.requires_grad]
+        entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in need) if len(need) > 1 else None
         # (the forward returns the arrays of the pieces' bases after its outputs)
         entry.forward, entry.backward = build_parts(rec, split, out_vars + hidden_vars, bw_src, host_fusion)
         entry.planned = rec.planned
@@ -427,23 +435,29 @@ class ModuleCapture:
         defined = {v for ln in fw for v in _VAR.findall(ln)}
         used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
         node = _node(entry, lv, tuple(rec.keep[int(v[1:])] for v in sorted(used & defined)))  # build_parts' order
-        res = [_make(o._data, o.dtype, o._be, node, out_nr=i) for i, o in enumerate(outs)]
+        res = [_make(o._data, o.dtype, o._be) if k is None else _make(o._data, o.dtype, o._be, node, out_nr=k)
+               for k, o in zip(entry.out_nrs, outs)]
         return _outputs(entry, lv, res, node, [*res, *hidden])
 
     def _record_backward(self, rec: Recorder, lv: list, outs: list, targets: list, entry: _ModEntry):
         """Record the backward of ``outs`` with placeholder output gradients; the source of the gradients."""
         gs = []
-        entry.zeros = []
+        entry.zeros, entry.layouts = [], []
         for i, o in enumerate(outs):
-            table = o._be
-            rec.active = False  # a placeholder: the replay passes the real output gradients as G
-            arr = table.full(tuple(o._data.shape), 0, o.dtype.np)
+            # a placeholder: the replay passes the real output gradients as G.  The recorded backward took the
+            # paths of its layout (a gradient's ``view`` where that layout allows it, a reduction over merged dims),
+            # so a gradient of another layout is copied into it at the replay (see CompiledFunctionBackward); the
+            # output's own layout, as eager's gradient of an elementwise loss of it is (``out.sin().sum()`` of a
+            # permuted or conv3d output: bitwise eager's), as PyTorch's AOTAutograd traces its tangents
+            rec.active = False
+            zeros, other, relaid = _layout(o._be, tuple(o._data.shape), tuple(o._be.strides(o._data)), o.dtype.np)
+            arr = zeros()
             rec.active = True
             rec.keep.append(arr)
             rec.var[id(arr)] = f"G[{i}]"
-            gs.append(_make(arr, o.dtype, table))
-            shape, dt = tuple(o._data.shape), o.dtype.np
-            entry.zeros.append(lambda table=table, shape=shape, dt=dt: table.full(shape, 0, dt))
+            gs.append(_make(arr, o.dtype, o._be))
+            entry.zeros.append(zeros)
+            entry.layouts.append((other, relaid))
         inputs = [lv[t] if isinstance(t, int) else t for t in targets]
         # the gradients of the forward's own region: none through a target's node (an input made from another
         # input or from a parameter outside the forward: the engine's edge from that input adds that path), one
@@ -482,6 +496,19 @@ class ModuleCapture:
         if all(k == 1 for k in entry.counts):
             entry.counts = None
         return "(" + ", ".join(srcs) + ",)"
+
+
+def _layout(table: Any, shape: tuple, strides: tuple, dt: Any) -> tuple[Callable, Callable, Callable]:
+    """``() -> zeros`` of ``shape`` laid out in the stride order of ``strides`` (row-major when that is), ``a ->
+    whether a is laid out otherwise``, and ``a -> a`` in that layout (a copy); the kernels as they are at the call."""
+    o = _memfmt.order(shape, strides) if len(shape) > 1 else None
+    if o is None:
+        return (lambda: table.full(shape, 0, dt)), (lambda a: not table.is_contiguous(a)), \
+            (lambda a: table.contiguous(a))
+    dense, inv = tuple([shape[d] for d in o]), _memfmt.inverse(o)
+    own = tuple(table.strides(table.permute(table.full(dense, 0, dt), inv)))
+    return (lambda: table.permute(table.full(dense, 0, dt), inv)), (lambda a: table.strides(a) != own), \
+        (lambda a: table.permute(table.contiguous(table.permute(a, o)), inv))
 
 
 def _outside_leaves(outs: list, lv: list, targets: list) -> list:

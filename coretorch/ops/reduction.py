@@ -311,10 +311,11 @@ def _check_nonempty(op, input, dim):
 
 
 class MaxBackward0(Node):
-    __slots__ = ("shape", "dim", "keepdim", "idx")
+    """The indices are saved as PyTorch saves them (returned to the caller: an in-place change raises)."""
+    __slots__ = ("shape", "dim", "keepdim")
 
     def backward(self, g, gi=None):
-        idx, gg = self.idx, g
+        (idx,), gg = self.saved(), g
         if not self.keepdim:
             idx, gg = unsqueeze(idx, self.dim), unsqueeze(g, self.dim)
         return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, idx, gg),)
@@ -345,7 +346,8 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
             vals = squeeze(vals, d)
     if input._rg and _gs.enabled:
         node = MaxBackward0() if op == "max" else MinBackward0()
-        node.shape, node.dim, node.keepdim, node.idx = input.shape, d, keepdim or input.ndim == 0, idx
+        node.shape, node.dim, node.keepdim = input.shape, d, keepdim or input.ndim == 0
+        node.save(idx)
         node.next_functions = (edge(input),)
         node._out_meta = ((vals.shape, vals.dtype, table), (idx.shape, _i64, table))
         vals = _make(vals._data, vals.dtype, table, node)

@@ -56,11 +56,13 @@ def _write_out(op: str, out, res, *inputs):
 # ---- the selection gradient ---------------------------------------------------------------------------------------
 class _SelectNode(Node):
     """Gradient of a selection: the output gradient scattered (added) to the selected indices along ``dim``
-    (``dim`` None: indices into the flattened input)."""
-    __slots__ = ("shape", "dim", "idx", "keepdim")
+    (``dim`` None: indices into the flattened input).  The indices are saved as PyTorch saves them (returned to
+    the caller: an in-place change before the backward raises)."""
+    __slots__ = ("shape", "dim", "keepdim")
 
     def backward(self, g):
         shape = self.shape
+        (sidx,) = self.saved()
         if len(shape) == 0:
             return (reshape(g, ()),)
         if self.dim is None:
@@ -68,8 +70,8 @@ class _SelectNode(Node):
             for s in shape:
                 n *= s
             z = _zeros_on((n,), g.dtype, g._be)
-            return (reshape(scatter_add(z, 0, reshape(self.idx, (-1,)), reshape(g, (-1,))), shape),)
-        idx, gg = self.idx, g
+            return (reshape(scatter_add(z, 0, reshape(sidx, (-1,)), reshape(g, (-1,))), shape),)
+        idx, gg = sidx, g
         if not self.keepdim:
             idx, gg = unsqueeze(idx, self.dim), unsqueeze(g, self.dim)
         return (scatter_add(_zeros_on(shape, g.dtype, g._be), self.dim, idx, gg),)
@@ -107,7 +109,8 @@ def _selected(cls, input: Tensor, vals, idx: Tensor, dim, keepdim: bool) -> Tens
     table = input._be
     if input._rg and _gs.enabled and input.dtype.is_floating_point:
         node = cls()
-        node.shape, node.dim, node.idx, node.keepdim = tuple(input.shape), dim, idx, keepdim
+        node.shape, node.dim, node.keepdim = tuple(input.shape), dim, keepdim
+        node.save(idx)
         node.next_functions = (edge(input),)
         return _make(vals, input.dtype, table, node)
     return _make(vals, input.dtype, table)

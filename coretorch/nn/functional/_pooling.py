@@ -52,15 +52,18 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 class MaxPool2DWithIndicesBackward0(Node):
-    __slots__ = ("idx", "shape")
+    """The indices are saved as PyTorch saves them (returned to the caller: an in-place change before the
+    backward raises)."""
+    __slots__ = ("shape",)
 
     def backward(self, g, gi=None):
         n, c, h, w = self.shape
+        (idx,) = self.saved()
         table = g._be
         if not (g._rg and _gs.enabled) and table.has("max_pool2d_backward"):
-            return (_make(table.max_pool2d_backward(g._data, self.idx._data, self.shape), g.dtype, table),)
+            return (_make(table.max_pool2d_backward(g._data, idx._data, self.shape), g.dtype, table),)
         z = _C.zeros(n, c, h * w, dtype=g.dtype, device=g.device)
-        flat = _I.scatter_add(z, 2, self.idx.reshape(n, c, -1), g.reshape(n, c, -1))
+        flat = _I.scatter_add(z, 2, idx.reshape(n, c, -1), g.reshape(n, c, -1))
         return (flat.reshape(n, c, h, w),)
 
 
@@ -93,7 +96,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     idx = _make(i, _i64, table)
     if _needs_graph(x):
         node = MaxPool2DWithIndicesBackward0()
-        node.idx, node.shape = idx, tuple(x.shape)
+        node.shape = tuple(x.shape)
+        node.save(idx)
         out = _record(node, v, x.dtype, table, x)
     else:
         out = _make(v, x.dtype, table)

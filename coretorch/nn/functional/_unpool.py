@@ -42,11 +42,13 @@ def _unpool_output_size(input: Tensor, kernel_size: tuple, stride: tuple, paddin
 
 
 class _UnpoolNode(Node):
-    __slots__ = ("idx", "shape")
+    """The indices are saved as PyTorch saves them: an in-place change of them before the backward raises."""
+    __slots__ = ("shape",)
 
     def backward(self, g):
         n, c = self.shape[:2]
-        return (_I.gather(g.reshape(n, c, math.prod(g.shape[2:])), 2, self.idx).reshape(self.shape),)
+        _, idx = self.saved()
+        return (_I.gather(g.reshape(n, c, math.prod(g.shape[2:])), 2, idx).reshape(self.shape),)
 
 
 class MaxUnpool2DBackward0(_UnpoolNode):
@@ -90,7 +92,8 @@ def _unpool(op: str, node_cls, input: Tensor, indices: Tensor, out_sp: list, nsp
         out = out.reshape((n, c) + tuple(out_sp))
     if _needs_graph(x):
         node = node_cls()
-        node.idx, node.shape = flat_i, tuple(x.shape)
+        node.shape = tuple(x.shape)
+        node.save(indices, flat_i)
         res = _record(node, out._data, x.dtype, table, x)
     else:
         res = _make(out._data, x.dtype, table)

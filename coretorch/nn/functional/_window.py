@@ -133,14 +133,16 @@ def window_argmax(x: Tensor, tables: list) -> Tensor:
 
 
 class _MaxByIndex(Node):
-    """out = x.flatten(2).gather(2, idx): the gradient scatters back to the winning positions."""
-    __slots__ = ("idx", "shape")
+    """out = x.flatten(2).gather(2, idx): the gradient scatters back to the winning positions (the indices saved
+    as PyTorch saves them: returned to the caller, an in-place change before the backward raises)."""
+    __slots__ = ("shape",)
 
     def backward(self, g):
         n, c = self.shape[:2]
+        (idx,) = self.saved()
         z = _C.zeros(n, c, math.prod(self.shape[2:]), dtype=g.dtype, device=g.device)
-        k = math.prod(self.idx.shape[2:])
-        flat = _I.scatter_add(z, 2, self.idx.reshape(n, c, k), g.reshape(n, c, k))
+        k = math.prod(idx.shape[2:])
+        flat = _I.scatter_add(z, 2, idx.reshape(n, c, k), g.reshape(n, c, k))
         return (flat.reshape(self.shape),)
 
 
@@ -172,7 +174,8 @@ def take_max(node_cls, x: Tensor, idx: Tensor, values: Tensor | None = None) -> 
         out = table.view(table.gather(xf._data, 2, idx.reshape(n, c, k)._data), tuple(idx.shape))
     if _needs_graph(x):
         node = node_cls()
-        node.idx, node.shape = idx, tuple(x.shape)
+        node.shape = tuple(x.shape)
+        node.save(idx)
         return _record(node, out, x.dtype, table, x)
     return _make(out, x.dtype, table)
 

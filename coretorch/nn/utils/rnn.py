@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ...autograd._node_names import named_node
 from ...ops import shape as _S
-from ...ops.creation import arange, empty, full, tensor
+from ...ops.creation import full, tensor
 from ...ops.sorting import sort
 from ...tensor import Tensor
 
@@ -95,8 +95,10 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """
     if permutation is None:
         return None
-    out = empty(permutation.shape, dtype=permutation.dtype, device=permutation.device)
-    return out.scatter_(0, permutation, arange(permutation.numel(), device=permutation.device))
+    # (the sort's order, PyTorch's scatter into a fresh tensor without the write: a compiled step whose later
+    # checked read of the lengths must come before any write replays)
+    out = sort(permutation)[1]
+    return out if out.dtype is permutation.dtype else out.to(permutation.dtype)
 
 
 def _lengths_list(lengths) -> list[int]:
