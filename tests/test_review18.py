@@ -249,3 +249,44 @@ def test_a_global_read_through_globals_is_still_keyed(device):
             assert c(x).cpu().tolist() == [k, k]
     finally:
         _GK = 1.0
+
+
+# ---- index arguments saved by the backward nodes (review 18a's outside-scope finding) -----------------------------
+def _idx_cases(device):
+    dev = {"device": device}
+    i2 = lambda: torch.tensor([[0, 1], [2, 0], [1, 3]], **dev)   # noqa: E731
+    i1 = lambda: torch.tensor([0, 2], **dev)   # noqa: E731
+    r = lambda *s: torch.randn(*s, **dev)   # noqa: E731
+    w4 = torch.arange(4.0, **dev)
+    return {
+        "gather": (i2, lambda x, i: x.gather(1, i)),
+        "index_select": (i1, lambda x, i: x.index_select(1, i)),
+        "scatter_add_src": (i2, lambda x, i, s=r(3, 2).requires_grad_(): x.detach().scatter_add(1, i, s) * w4),
+        "index_add_src": (i1, lambda x, i, s=r(3, 2).requires_grad_(): x.detach().index_add(1, i, s) * w4),
+        "scatter_src": (i2, lambda x, i: x.scatter(1, i, r(3, 2)) * w4),
+        "scatter_value": (i2, lambda x, i: x.scatter(1, i, 2.0) * w4),
+        "index_copy": (i1, lambda x, i: x.index_copy(1, i, r(3, 2)) * w4),
+        "index_fill": (i1, lambda x, i: x.index_fill(1, i, 2.0) * w4),
+        "advanced": (i1, lambda x, i: x[:, i]),
+        "mask": (lambda: torch.tensor([True, False, True, True], **dev), lambda x, i: x[:, i] * torch.arange(
+            3.0, **dev)),
+        "take": (i1, lambda x, i: x.take(i) * torch.arange(2.0, **dev)),
+    }
+
+
+@pytest.mark.parametrize("op", sorted(_idx_cases("cpu")))
+def test_an_index_changed_in_place_before_the_backward_raises(device, op):
+    """PyTorch saves an op's index tensors for its backward: ``i.zero_()`` between ``x.gather(1, i)`` and the
+    backward raises "modified by an inplace operation".  coretorch eager read the changed indices and put the
+    gradient at the wrong positions without a word (a changed mask raised numpy's broadcast error); a compiled
+    module raised, so eager and compiled disagreed.  The gradients of an index left alone are unchanged."""
+    make_index, f = _idx_cases(device)[op]
+    x = torch.randn(3, 4, device=device, requires_grad=True)
+    i = make_index()
+    y = f(x, i)
+    i.zero_() if i.dtype is not torch.bool else i.copy_(torch.tensor([False, True, True, True], device=device))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x.grad = None
+    f(x, make_index()).sum().backward()   # (unchanged: a gradient where the indices point)
+    assert x.grad is not None or op.endswith("_src")

@@ -66,17 +66,20 @@ def _check_range(op, index: Tensor, size: int, dim: int | None = None, exc: type
 
 
 class GatherBackward0(Node):
-    __slots__ = ("shape", "dim", "index")
+    """The indices are saved as PyTorch saves them: one changed in place before the backward raises (the gradient
+    went to the changed positions)."""
+    __slots__ = ("shape", "dim")
 
     def backward(self, g):
-        if not self.index.numel():
+        (index,) = self.saved()
+        if not index.numel():
             return (_zeros_on(self.shape, g.dtype, g._be),)
-        if not (g._rg and _gs.enabled) and g._be is self.index._be and self.index.ndim == len(self.shape):
+        if not (g._rg and _gs.enabled) and g._be is index._be and index.ndim == len(self.shape):
             # plain: indices were checked in forward
             table = g._be
             zeros = table.full(self.shape, 0, g.dtype.np)
-            return (_make(table.scatter_add(zeros, self.dim, self.index._data, g._data), g.dtype, table),)
-        return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, self.index, g),)
+            return (_make(table.scatter_add(zeros, self.dim, index._data, g._data), g.dtype, table),)
+        return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, index, g),)
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -106,19 +109,21 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
         out = table.full(tuple(index.shape), 0, input.dtype.np)
     if input._rg and _gs.enabled:
         node = GatherBackward0()
-        node.shape, node.dim, node.index = input._data.shape, d, index
+        node.shape, node.dim = input._data.shape, d
+        node.save(index)
         node.next_functions = (edge(input),)
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
 
 
 class ScatterAddBackward0(Node):
-    __slots__ = ("dim", "index", "need", "src_shape")
+    """The indices are saved (version-checked) where src's gradient reads them."""
+    __slots__ = ("dim", "need", "src_shape")
 
     def backward(self, g):
         gs = None
         if self.need[1]:
-            gs = gather(g, self.dim, self.index)
+            gs = gather(g, self.dim, self.saved()[0])
             if tuple(gs.shape) != self.src_shape:  # src larger than index: the unused part gets zeros
                 gs = _embed(gs, self.src_shape, tuple(slice(0, s) for s in gs.shape), False)
         return (g if self.need[0] else None, gs)
@@ -150,7 +155,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     out = table.scatter_add(input._data, d, index._data, src._data)
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
-        node.dim, node.index, node.need = d, index, (input._rg, src._rg)
+        node.dim, node.need = d, (input._rg, src._rg)
+        if src._rg:
+            node.save(index)
         node.src_shape = tuple(src.shape)
         node.next_functions = (edge(input), edge(src))
         return _make(out, input.dtype, table, node)
@@ -158,10 +165,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 class IndexSelectBackward0(Node):
-    __slots__ = ("shape", "dim", "index")
+    """The indices are saved (version-checked), as PyTorch's."""
+    __slots__ = ("shape", "dim")
 
     def backward(self, g):  # the indices were checked in the forward
-        return (_index_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, self.index, g),)
+        return (_index_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, self.saved()[0], g),)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -191,17 +199,19 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     out = table.index_select(input._data, d, index._data.reshape(-1) if index.ndim == 0 else index._data)
     if input._rg and _gs.enabled:
         node = IndexSelectBackward0()
-        node.shape, node.dim, node.index = input._data.shape, d, index.reshape(-1)
+        node.shape, node.dim = input._data.shape, d
+        node.save(index.reshape(-1))
         node.next_functions = (edge(input),)
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
 
 
 class IndexAddBackward0(Node):
-    __slots__ = ("dim", "index", "need")
+    """The indices are saved (version-checked) where source's gradient reads them."""
+    __slots__ = ("dim", "need")
 
     def backward(self, g):
-        return (g if self.need[0] else None, index_select(g, self.dim, self.index) if self.need[1] else None)
+        return (g if self.need[0] else None, index_select(g, self.dim, self.saved()[0]) if self.need[1] else None)
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
@@ -248,7 +258,9 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
         out = table.index_add(input._data, d, index._data, source._data)
     if _gs.enabled and (input._rg or source._rg):
         node = IndexAddBackward0()
-        node.dim, node.index, node.need = d, index, (input._rg, source._rg)
+        node.dim, node.need = d, (input._rg, source._rg)
+        if source._rg:
+            node.save(index)
         node.next_functions = (edge(input), edge(source))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

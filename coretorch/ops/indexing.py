@@ -267,10 +267,14 @@ def _check_key_range(t: Tensor, host: Tensor, dim: int, size: int) -> None:
 
 
 class IndexBackward0(Node):
-    """Backward of x[key]: scatter the gradient into zeros of the input's shape."""
+    """Backward of x[key]: scatter the gradient into zeros of the input's shape.  An advanced key's index tensors
+    and masks are saved as PyTorch saves them: one changed in place before the backward raises (the gradient went
+    to the changed positions, or a changed mask's count raised numpy's broadcast error)."""
     __slots__ = ("shape", "key", "advanced")
 
     def backward(self, g):
+        if self._saved:
+            self.saved()  # (the version check)
         return (_embed(g, self.shape, self.key, self.advanced),)
 
 
@@ -310,7 +314,7 @@ class EmbedBackward0(Node):
         return (_index(g, self.key, self.advanced),)
 
 
-def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
+def _index(x: Tensor, nkey, advanced: bool, index_tensors: tuple = ()) -> Tensor:
     table = x._be
     if advanced:
         out = _take(table, x._data, nkey)
@@ -322,6 +326,8 @@ def _index(x: Tensor, nkey, advanced: bool) -> Tensor:
     if x._rg and _gs.enabled:
         node = IndexBackward0() if advanced else _basic_node_class(nkey)()
         node.shape, node.key, node.advanced = x._data.shape, nkey, advanced
+        if index_tensors:
+            node.save(*index_tensors)
         node.next_functions = (edge(x),)
     if base is not None:
         r = _make(out, x.dtype, table, node, base=base, version=x._vc)
@@ -351,14 +357,23 @@ def getitem(x: Tensor, key) -> Tensor:
     try:
         if x._be.host_memory:
             nkey, advanced = normalize_key(x, key)
-            return _index(x, nkey, advanced)
+            return _index(x, nkey, advanced, _index_tensors(key) if advanced and x._rg else ())
         with checks_guard(x._be):
             nkey, advanced = normalize_key(x, key)
-            return _index(x, nkey, advanced)
+            return _index(x, nkey, advanced, _index_tensors(key) if advanced and x._rg else ())
     except RuntimeError as e:
         if str(e).startswith(_DEVICE_MSG):
             _count_first(x, key)  # PyTorch counts the indices before it looks at their devices
         raise
+
+
+def _index_tensors(key) -> tuple:
+    """The index tensors and masks of a key: the backward's saved ones (its key holds their arrays themselves)."""
+    items = key if key.__class__ is tuple else (key,)
+    return tuple([k for k in items if isinstance(k, Tensor) and k.dtype in _INDEX_SET])
+
+
+_INDEX_SET = frozenset(_INDEX_DTYPES)
 
 
 _COUNT_MSGS = ("too many indices", "invalid index of a 0-dim tensor")

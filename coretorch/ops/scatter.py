@@ -141,16 +141,17 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
 # ---------------------------------------------------------------------------------------------
 # scatter
 # ---------------------------------------------------------------------------------------------
-class ScatterBackward0(Node):  # src form
+class ScatterBackward0(Node):  # src form (the indices saved, version-checked, as PyTorch's)
     def backward(self, g):
-        gx = scatter(g, self.dim, self.index, 0) if self.need[0] else None
-        gs = _pad_grad(_ix.gather(g, self.dim, self.index), self.src_shape) if self.need[1] else None
+        (index,) = self.saved()
+        gx = scatter(g, self.dim, index, 0) if self.need[0] else None
+        gs = _pad_grad(_ix.gather(g, self.dim, index), self.src_shape) if self.need[1] else None
         return gx, gs
 
 
 class ScatterBackward1(Node):  # value form
     def backward(self, g):
-        return (scatter(g, self.dim, self.index, 0),)
+        return (scatter(g, self.dim, self.saved()[0], 0),)
 
 
 class ScatterReduceBackward(Node):
@@ -189,6 +190,8 @@ def _finish(input, data, src_rg, reduce, d, index, src):
     else:
         node = ScatterBackward1()
     node.dim, node.index = d, index
+    if reduce is None:
+        node.save(index)
     node.next_functions = (edge(input), edge(src)) if src is not None else (edge(input),)
     return _make(data, input.dtype, table, node)
 
@@ -391,10 +394,11 @@ def _dim_key(input: Tensor, d: int, index: Tensor) -> tuple:
     return (slice(None),) * d + (_as1d(index)._data,)
 
 
-class IndexCopyBackward0(Node):
+class IndexCopyBackward0(Node):  # (the indices saved, version-checked, as PyTorch's)
     def backward(self, g):
-        gx = index_fill(g, self.dim, self.index, 0) if self.need[0] else None
-        gs = _ix.index_select(g, self.dim, self.index).reshape(self.src_shape) if self.need[1] else None
+        (index,) = self.saved()
+        gx = index_fill(g, self.dim, index, 0) if self.need[0] else None
+        gs = _ix.index_select(g, self.dim, index).reshape(self.src_shape) if self.need[1] else None
         return gx, gs
 
 
@@ -421,19 +425,21 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
         out = table.view(out, ())
     if _gs.enabled and (input._rg or source._rg):
         node = IndexCopyBackward0()
-        node.dim, node.index, node.need, node.src_shape = d, _as1d(index), (input._rg, source._rg), tuple(source.shape)
+        node.dim, node.need, node.src_shape = d, (input._rg, source._rg), tuple(source.shape)
+        node.save(_as1d(index))
         node.next_functions = (edge(input), edge(source))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
 
 
-class IndexFillBackward0(Node):
+class IndexFillBackward0(Node):  # (the indices saved, version-checked, as PyTorch's)
     def backward(self, g):
-        gx = index_fill(g, self.dim, self.index, 0) if self.need[0] else None
+        (index,) = self.saved()
+        gx = index_fill(g, self.dim, index, 0) if self.need[0] else None
         gv = None
         if self.need[1]:  # (index_fill's negative indices counted from the end: index_select takes none)
             g1 = _as1d(g)
-            gv = _ix.index_select(g1, self.dim, self.index.remainder(g1.shape[self.dim])).sum()
+            gv = _ix.index_select(g1, self.dim, index.remainder(g1.shape[self.dim])).sum()
         return (gx, gv) if self.nv else (gx,)
 
 
@@ -468,7 +474,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     vrg = vt and value._rg
     if _gs.enabled and (input._rg or vrg):
         node = IndexFillBackward0()
-        node.dim, node.index, node.need, node.nv = d, _as1d(index), (input._rg, vrg), vt
+        node.dim, node.need, node.nv = d, (input._rg, vrg), vt
+        node.save(_as1d(index))
         node.next_functions = (edge(input), edge(value)) if vt else (edge(input),)
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

@@ -75,7 +75,8 @@ def isel(x: Tensor, d: int, idx: Tensor) -> Tensor:
     out = table.index_select(x._data, d, idx._data)
     if x._rg and _gs.enabled:
         node = IndexSelectBackward0()
-        node.shape, node.dim, node.index = x._data.shape, d, idx
+        node.shape, node.dim = x._data.shape, d
+        node.save(idx)
         node.next_functions = (edge(x),)
         return _make(out, x.dtype, table, node)
     return _make(out, x.dtype, table)
