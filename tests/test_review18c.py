@@ -2,7 +2,6 @@
 make sense on every device.  Each test states what eager gives and what a compiled replay gave before the fix."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import coretorch as torch
