@@ -39,3 +39,61 @@ def test_a_persistent_tensors_changed_layout_gives_eagers_result_layout(device, 
         if i == 2:
             w.data = torch.arange(24., device=device).reshape(6, 4).t() * 1.5
         assert _outcome(compiled, x) == _outcome(step, x), i
+
+
+def _outcomes(step, x, new_w, w):
+    """Eager's and the compiled step's results (value, strides, or the exception's type) and w's values, four calls,
+    ``w.data`` replaced by ``new_w`` before the third."""
+    res = []
+    for fn in (step, torch.compile(step)):
+        w.data = torch.arange(float(w.numel()), device=x.device).reshape(w.shape)
+        out = []
+        for i in range(4):
+            if i == 2:
+                w.data = new_w.clone() if new_w.is_contiguous() else new_w
+            try:
+                r = fn(x)
+                out.append(r if isinstance(r, bool) else (r.stride(), r.cpu().numpy().tobytes()))
+            except RuntimeError as e:
+                out.append(("raised", str(e)[:40]))
+            out.append(w.cpu().numpy().tobytes())
+        res.append(out)
+    return res
+
+
+def test_contiguous_of_a_persistent_tensor_that_became_strided_copies_as_eager(device):
+    """``y = w.contiguous(); y.add_(x)`` with a closure tensor ``w``: eager returns ``w`` itself while it is
+    contiguous and a copy once ``w.data = other[::2]``.  The replay kept the capture's answer (no copy): it added
+    into ``w`` itself where eager leaves ``w`` unchanged (a silently different ``w``; also on cpu)."""
+    w = torch.arange(6., device=device)
+
+    def step(x):
+        y = w.contiguous()
+        y.add_(x)
+        return y
+    want, got = _outcomes(step, torch.ones(6, device=device), torch.arange(12., device=device)[::2], w)
+    assert got == want
+
+
+@pytest.mark.parametrize("case", ["is_contiguous", "view", "reshape", "flatten", "contiguous_view"])
+def test_a_layout_query_of_a_persistent_tensor_follows_its_changed_layout(device, case):
+    """A capture's layout queries of a closure tensor (``is_contiguous``, whether ``view`` is possible, so whether
+    ``reshape``/``flatten`` copy), then ``w.data = other.t()``: eager answers for the transposed layout
+    (``is_contiguous()`` False, ``view(24)`` raises RuntimeError, ``reshape`` copies).  The replay answered for the
+    capture's layout: ``is_contiguous()`` returned True, the recorded view gave None (TypeError or AttributeError
+    inside the replay, or None returned), ``reshape`` and ``flatten`` failed the same way (cpu and opencl)."""
+    w = torch.arange(24., device=device).reshape(4, 6)
+
+    def step(x):
+        if case == "is_contiguous":
+            return w.is_contiguous()
+        if case == "view":
+            return w.view(24) + x
+        if case == "reshape":
+            return w.reshape(24) * x
+        if case == "flatten":
+            return w.flatten()
+        return w.contiguous().view(24) + x
+    new_w = torch.arange(24., device=device).reshape(6, 4).t() * 1.5
+    want, got = _outcomes(step, torch.ones(24, device=device), new_w, w)
+    assert got == want
