@@ -97,3 +97,37 @@ def test_a_layout_query_of_a_persistent_tensor_follows_its_changed_layout(device
     new_w = torch.arange(24., device=device).reshape(6, 4).t() * 1.5
     want, got = _outcomes(step, torch.ones(24, device=device), new_w, w)
     assert got == want
+
+
+@pytest.mark.parametrize("op", ["lshift", "rshift", "ilshift", "lshift_wide"])
+def test_shifts_of_0d_integer_tensors_replay_their_values(device, op):
+    """``i << 2`` of a 0-d int tensor: the cpu kernel returned a numpy scalar (numpy's ufuncs give one for 0-d
+    operands), which a capture records as a constant: the replays on cpu returned the capture's value for every
+    new ``i`` (``(i << 2) + 1`` was 9 for i = 2 and 3; ``x <<= 1`` left the capture's 16 in x)."""
+    def step(i):
+        if op == "lshift":
+            return (i << 2) + 1
+        if op == "rshift":
+            return (i >> 1) * 3
+        if op == "ilshift":
+            i <<= 1
+            return i.clamp_(-4, 4)
+        return torch.bitwise_left_shift(i, 40) - 1   # (a count of the width or more: 0)
+    compiled = torch.compile(step)
+    for v in (8, -7, 3, 2):
+        want, got = (f(torch.tensor(v, dtype=torch.int32, device=device)) for f in (step, compiled))
+        assert (got.dtype, got.tolist()) == (want.dtype, want.tolist()), v
+
+
+def test_gelu_backward_of_a_0d_float64_replays_its_value(device):
+    """The gradient of ``gelu(1.5 x)`` for a 0-d float64 ``x`` inside the compiled step: the cpu kernel's float64
+    path returned a numpy scalar for a 0-d operand, recorded as a constant: every replay returned the capture's
+    gradient (1.4988 for x = -1, where eager gives -0.1912)."""
+    def step(x):
+        x = x.detach().requires_grad_()
+        torch.nn.functional.gelu(x * 1.5).backward()
+        return x.grad
+    compiled = torch.compile(step)
+    for v in (0.5, -1.0, 2.0):
+        x = torch.tensor(v, dtype=torch.float64, device=device)
+        assert compiled(x).item() == step(x).item(), v
