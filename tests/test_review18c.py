@@ -131,3 +131,20 @@ def test_gelu_backward_of_a_0d_float64_replays_its_value(device):
     for v in (0.5, -1.0, 2.0):
         x = torch.tensor(v, dtype=torch.float64, device=device)
         assert compiled(x).item() == step(x).item(), v
+
+
+@pytest.mark.parametrize("op", ["searchsorted", "bucketize"])
+def test_searchsorted_of_a_0d_value_replays_its_value(device, op):
+    """``torch.searchsorted(boundaries, v)`` / ``torch.bucketize(v, boundaries)`` of a 0-d ``v`` computed in the
+    step: the cpu kernel returned numpy's scalar for a 0-d value, recorded as a constant: every replay returned the
+    capture's index (4 for v = -2, where eager gives 0)."""
+    b = torch.tensor([0., 1., 2.], device=device)
+
+    def step(x):
+        v = x * 1
+        r = torch.searchsorted(b, v) if op == "searchsorted" else torch.bucketize(v, b)
+        return r * 2
+    compiled = torch.compile(step)
+    for v in (2.5, -2.0, 0.25, 1.0):
+        x = torch.tensor(v, device=device)
+        assert compiled(x).tolist() == step(x).tolist(), v
