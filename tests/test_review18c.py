@@ -148,3 +148,23 @@ def test_searchsorted_of_a_0d_value_replays_its_value(device, op):
     for v in (2.5, -2.0, 0.25, 1.0):
         x = torch.tensor(v, device=device)
         assert compiled(x).tolist() == step(x).tolist(), v
+
+
+def test_a_result_modified_in_place_in_the_step_has_eagers_version(device):
+    """``y = x * 2 + 1; y.mul_(3); return y, y[1:]``: eager's ``y._version`` is 1 (its in-place update), and the
+    view shares it.  A replay's result was made fresh with version 0 (on opencl the update is fused into the
+    kernel that makes y; on cpu the recorded update left the new tensor's counter at 0)."""
+    def step(x):
+        y = x * 2 + 1
+        y.mul_(3)
+        z = x * 3
+        z.add_(1).sub_(2)
+        return y, y[1:], z, (x + 1)[1:]
+    compiled = torch.compile(step)
+    for _ in range(3):
+        x = torch.ones(3, 2, device=device)
+        want, got = step(x), compiled(x)
+        assert [t._version for t in got] == [t._version for t in want]
+        got[0].add_(1)
+        want[0].add_(1)
+        assert [t._version for t in got] == [t._version for t in want]

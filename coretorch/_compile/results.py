@@ -55,7 +55,9 @@ class ResultEncoding:
         v = self.var.get(id(obj._data))
         if v is None:
             return None
-        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)})"
+        # (a tensor the step updated in place keeps eager's count: y = x * 2; y.mul_(3) returns version 1)
+        ver = f", version=[{obj._vc[0]}]" if obj._vc[0] else ""
+        make = plain = f"MAKE({v}, {self.const(obj.dtype)}, {self.const(obj._be)}{ver})"
         b, bm = obj._vbase, None
         if b is not None:
             base = self._held(b, args)
