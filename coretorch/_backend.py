@@ -99,13 +99,16 @@ PRIMITIVES: dict[str, str] = {
                      "fn(*arrays, *scalars) -> output arrays (None where declined): each group of recorded elementwise "
                      "launches as one generated kernel; an attribute fusable(name, args, out) -> bool narrows the "
                      "launches offered; attributes prologues (row kernel names) and prologue(name, program, args) -> "
-                     "callable or None compute a group inside the row kernel that reads it",
+                     "callable or None compute a group inside the row kernel that reads it; optional "
+                     "follows_operands = True where eager's results follow their operands' layouts (a fused "
+                     "kernel's are row-major): the replay checks the layouts of the persistent arrays they read",
     "compile_out": "optional (name, args, kwargs, result) -> fn(out, *args, **kwargs) -> out writing exactly what "
                    "kernel `name` returned for these operands into a given array of the result's shape, dtype and "
                    "strides (None where declined), for coretorch.compile's planned temporaries "
                    "(coretorch/_compile/plan.py); an attribute empty_like(x) -> a new array of x's shape, dtype and "
                    "strides; optional follows_operands = True where a kernel's result layout follows its operands' "
-                   "(numpy's): the replay checks the layouts of the persistent arrays its planned launches read",
+                   "(numpy's, opencl's): the replay checks the layouts of the persistent arrays its planned "
+                   "launches read",
     "compile_lower": "optional object for coretorch.compile's lowered replays (coretorch/_compile/lower.py): "
                      "observer() -> a context manager with begin() / end() -> events around each replay line; "
                      "summary(events, input arrays, output arrays) -> a summary holding no array, or None; state() "

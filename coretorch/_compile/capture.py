@@ -39,7 +39,7 @@ from ..ops import _util
 from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
-from . import foreign as _foreign, hostrng as _hostrng, made as _made, strides as _strides, symbolic as _sym
+from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
 from . import versions as _versions
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
@@ -405,8 +405,8 @@ class Recorder(ResultEncoding):
             # guards key arguments' offsets relative to each other, and fusion checks persistent loads' positions)
             self.checks.append(f"if {self.const(kernel)}({self.owner[id(args[0])]}) != {out!r}: "
                                "raise MISMATCH(False, True)")
-        if name == "strides" and 1 in args[0].shape:  # (size-1 dims' strides read as numbers)
-            _strides.exact(self)
+        if name in _layouts.READS:  # (the guards key the arguments' layouts, not the persistent arrays': layouts.py)
+            _layouts.queried(self, name, args[0])
         if name in QUERY or out is None and name == "view":  # (a view the strides forbid: decided by the guards)
             return out
         if name == "from_numpy" and id(args[0]) not in self.var:  # a host constant: a fresh copy each replay

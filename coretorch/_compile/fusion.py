@@ -41,6 +41,7 @@ from typing import Any
 
 from .. import _backend
 from .._backend import BINARY, UNARY
+from . import layouts as _layouts
 from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
 
 # the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)
@@ -401,8 +402,10 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
             prog, tokens = ps.program(members, cand)
             by_table.setdefault(id(cand[members[-1]][1]), []).append((members, prog, tokens))
     loads = _loads(rec)
+    written: list[int] = []  # fused lines writing row-major where eager's results follow their operands' layouts
     for items in by_table.values():
         table = cand[items[0][0][-1]][1]
+        follows = getattr(hooks[id(table)], "follows_operands", False)
         alias = [_alias_pairs(prog, loads) for _, prog, _ in items]  # (before the hook: it drops the arrays)
         try:
             fns = hooks[id(table)]([p for _, p, _ in items])
@@ -421,6 +424,9 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
                 ps.conv.pop(m, None)
             lines[members[-1]] = f"{', '.join(outs)}, = {rec.const(fn)}({', '.join(tokens)})"
             saved += len(members) - 1
+            if follows:
+                written.append(members[-1])
+    _layouts.check(rec, written)
     for i in list(ps.conv):
         ps.restore(i)
     rec.launches -= saved

@@ -30,12 +30,12 @@ import re
 from typing import Any, Callable
 
 from .. import _backend
-from .capture import LOAD_LINE, Recorder, _memory_of
+from . import layouts as _layouts
+from .capture import Recorder, _memory_of
 from .fusion import _Value
 
 _VAR = re.compile(r"\ba\d+\b")
 _LAUNCH = re.compile(r"^(a\d+) = (c\d+)\((.*)\)$", re.S)
-_ARGUMENT_ARRAY = re.compile(r"A\[\d+\]\._data")  # an argument's own array (its layout is keyed by the guard)
 
 
 class Pool:
@@ -167,7 +167,8 @@ def plan(rec: Recorder, lo: int = 0, hi: int | None = None, keep: set | None = N
         cands.append((i, last.get(v, i), v, key, fn, table, out))
     if not cands:
         return NONE
-    _layout_checks(rec, [(i, hooks[id(table)]) for i, _, _, _, _, table, _ in cands])
+    # (numpy's results follow their operands' layouts, a planned buffer has the capture's: see layouts.py)
+    _layouts.check(rec, [i for i, _, _, _, _, table, _ in cands if getattr(hooks[id(table)], "follows_operands", 0)])
     cands.sort()
     free: dict[tuple, list[tuple[int, int]]] = {}   # key -> (end of the current holder, buffer)
     makers: list[Callable] = []
@@ -190,42 +191,3 @@ def plan(rec: Recorder, lo: int = 0, hi: int | None = None, keep: set | None = N
     return Plan(Pool(makers, templates), len(cands))
 
 
-def _layout_checks(rec: Recorder, planned: list) -> None:
-    """Where a device's results follow their operands' layouts (numpy's: ``compile_out.follows_operands``), a
-    planned buffer has the layout eager's result had at the capture; the guard keys the arguments' strides but not
-    those of the persistent tensors a replay loads (``w.data = other.t()`` keeps the capture: kernels take any
-    layout).  So the replay checks first that each persistent array a planned launch depends on (through any chain
-    of launches) still has the capture's strides, and captures again where not (eager's ``w * b`` would have w's
-    layout, and a reduction over it another order of additions than over the buffer: not bitwise)."""
-    follows = [i for i, hook in planned if getattr(hook, "follows_operands", False)]
-    if not follows:
-        return
-    info = getattr(rec, "info", {})
-    roots: dict[str, frozenset] = {}
-    strides: dict[str, tuple] = {}   # load source -> the strides of the array it loaded at the capture
-    for i, line in enumerate(rec.lines):
-        if not line:
-            continue
-        m = LOAD_LINE.match(line) if i not in info else None
-        if m is not None and not _ARGUMENT_ARRAY.fullmatch(m.group(2)):  # a parameter, closure tensor, .grad ...
-            arr = rec.keep[int(m.group(1)[1:])]
-            if getattr(arr, "strides", None) is not None and arr.ndim > 1:  # (a 1-D result is contiguous anyway)
-                strides.setdefault(m.group(2), tuple(arr.strides))
-                roots[m.group(1)] = frozenset({m.group(2)})
-            continue
-        if i in info and " = " in line:  # a launch (one result or several): its results depend on its operands
-            lhs, rhs = line.split(" = ", 1)
-            got = [roots[v] for v in _VAR.findall(rhs) if v in roots]
-            if got:
-                for t in _VAR.findall(lhs):
-                    roots[t] = frozenset().union(*got)
-    need: set[str] = set()
-    for i in follows:
-        lm = _LAUNCH.match(rec.lines[i])
-        if lm is not None:
-            for v in _VAR.findall(lm.group(3)):
-                need |= roots.get(v, frozenset())
-    done = rec.layout_checked
-    for expr in sorted(need - done):
-        rec.checks.append(f"if {expr}.strides != {rec.const(strides[expr])}: raise MISMATCH(False, True)")
-    rec.layout_checked = done | need

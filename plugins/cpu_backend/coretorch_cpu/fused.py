@@ -334,7 +334,7 @@ def gelu_backward(g, x, cdf=None):
         return out
     with np.errstate(all="ignore"):
         xd = x.astype(np.float64, copy=False)
-        r = np.exp(-0.5 * xd * xd)
+        r = np.asarray(np.exp(-0.5 * xd * xd))  # (an array for a 0-d x too: a compiled replay records arrays only)
         r *= xd * _INV_SQRT_2PI
         r += _ndtr(xd)
         r *= g

@@ -16,15 +16,16 @@ def _count(x, n):
 def _lshift(x, n):
     c, bad, _ = _count(x, n)
     r = np.left_shift(x, c)
-    return np.where(bad, np.zeros((), x.dtype), r) if bad.any() else r
+    # (an array for 0-d operands too, where numpy's ufuncs give a scalar: a compiled replay records arrays only)
+    return np.asarray(np.where(bad, np.zeros((), x.dtype), r) if bad.any() else r)
 
 
 def _rshift(x, n):
     c, bad, bits = _count(x, n)
     if not bad.any():
-        return np.right_shift(x, c)
+        return np.asarray(np.right_shift(x, c))
     if x.dtype.kind == "i":  # a count of bits - 1 is the sign fill (-1 or 0), as a too-large or negative count
-        return np.right_shift(x, np.where(bad, np.asarray(bits - 1, x.dtype), c))
+        return np.asarray(np.right_shift(x, np.where(bad, np.asarray(bits - 1, x.dtype), c)))
     return np.where(bad, np.zeros((), x.dtype), np.right_shift(x, c))
 
 

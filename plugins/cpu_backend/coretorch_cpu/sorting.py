@@ -248,8 +248,8 @@ def searchsorted(seq, values, right: bool, out_dtype):
                 seq.dtype.kind != "f" or not np.isnan(seq[..., -1:]).any())
         if not plain:  # NaN boundaries (a sorted row has them last) or an unsorted row: PyTorch's probes
             return _bisect(seq, values, right, out_dtype)
-    if seq.ndim == 1:
-        return np.searchsorted(seq, values, side=side).astype(out_dtype)
+    if seq.ndim == 1:  # (an array for 0-d values too, where numpy gives a scalar: a compiled replay records arrays)
+        return np.asarray(np.searchsorted(seq, values, side=side)).astype(out_dtype)
     s2 = seq.reshape(-1, seq.shape[-1])
     v2 = values.reshape(-1, values.shape[-1])
     B, N, M = s2.shape[0], s2.shape[1], v2.shape[1]

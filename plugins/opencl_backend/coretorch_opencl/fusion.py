@@ -13,11 +13,12 @@ pyopencl's binary cache on disk, as every other kernel of this backend).  Layout
 broadcastable to the group's shape; the kernel is specialised on which inputs are contiguous with the output and
 on the collapsed rank (a 2-D range without index division up to 2 collapsed dims, as the "_2" elementwise kernels),
 the strides themselves are arguments.  A replay checks each input's shape and strides against the capture's and
-builds another variant if they differ.  A group that continues through reshapes reads its ``flat`` inputs
-(contiguous arrays of the output's size, another shape) at the linear index and writes each output in its own
-shape (a flat input that is strided at a replay is read from a contiguous copy; an array the group updates in place
-is then written back from it).  Supported dtypes: float32, float64, the integer types and bool (float16
-and bfloat16 round their intermediates through memory: not fused).
+builds another variant if they differ (a persistent array of more than one dim is checked before the replay runs,
+which captures again: eager's results would follow its layout, coretorch/_compile/layouts.py).  A group that
+continues through reshapes reads its ``flat`` inputs (contiguous arrays of the output's size, another shape) at the
+linear index and writes each output in its own shape (a flat input that is strided at a replay is read from a
+contiguous copy; an array the group updates in place is then written back from it).  Supported dtypes: float32,
+float64, the integer types and bool (float16 and bfloat16 round their intermediates through memory: not fused).
 """
 from __future__ import annotations
 
@@ -316,6 +317,9 @@ def kernels(k) -> dict:
         return out
 
     compile_fused.fusable = fusable  # type: ignore[attr-defined]
+    # (a fused kernel writes row-major where eager's results follow their operands' layouts: the replay checks the
+    # persistent arrays' layouts, coretorch/_compile/layouts.py)
+    compile_fused.follows_operands = True  # type: ignore[attr-defined]
     pro = _prologue.kernels(k)["prologue"]
     compile_fused.prologue = pro  # type: ignore[attr-defined]
     compile_fused.prologues = pro.names  # type: ignore[attr-defined]

@@ -80,4 +80,7 @@ def kernels(k) -> dict:
         return dev.array(tuple(x.shape), np.dtype(x.dtype))
 
     compile_out.empty_like = empty_like  # type: ignore[attr-defined]
+    # (eager's elementwise results follow their operands' layouts, ``_out_like``: the replay checks the persistent
+    # arrays' layouts, coretorch/_compile/layouts.py)
+    compile_out.follows_operands = True  # type: ignore[attr-defined]
     return {"compile_out": compile_out}
