@@ -271,7 +271,17 @@ def _idx_cases(device):
         "mask": (lambda: torch.tensor([True, False, True, True], **dev), lambda x, i: x[:, i] * torch.arange(
             3.0, **dev)),
         "take": (i1, lambda x, i: x.take(i) * torch.arange(2.0, **dev)),
+        "index_put": (i1, lambda x, i: x.index_put((i,), r(2, 4)) * w4),
+        "index_put_accumulate": (i1, lambda x, i: x.index_put((i,), r(2, 4), accumulate=True) * w4),
+        "setitem": (i1, lambda x, i: _setitem(x, i, r(2, 4)) * w4),
+        "put": (i1, lambda x, i: x.put(i, r(2)) * torch.arange(4.0, **dev)),
     }
+
+
+def _setitem(x, i, v):
+    y = x.clone()
+    y[i] = v
+    return y
 
 
 @pytest.mark.parametrize("op", sorted(_idx_cases("cpu")))

@@ -396,9 +396,12 @@ def _count_first(x: Tensor, key) -> None:
 
 
 class IndexPutBackward0(Node):
+    """(An advanced key's index tensors and masks saved, version-checked, as PyTorch's.)"""
     __slots__ = ("key", "advanced", "vshape", "need")
 
     def backward(self, g):
+        if self._saved:
+            self.saved()  # (the version check)
         nx, nv = self.need
         gx = gv = None
         if nx:
@@ -408,8 +411,8 @@ class IndexPutBackward0(Node):
         return gx, gv
 
 
-def index_put(x: Tensor, nkey, value, advanced: bool) -> Tensor:
-    """Out-of-place x[key] = value (differentiable in x and value)."""
+def index_put(x: Tensor, nkey, value, advanced: bool, index_tensors: tuple = ()) -> Tensor:
+    """Out-of-place x[key] = value (differentiable in x and value); ``index_tensors``: the key's, saved."""
     table = x._be
     out = table.contiguous(x._data)
     vt = isinstance(value, Tensor)
@@ -428,6 +431,8 @@ def index_put(x: Tensor, nkey, value, advanced: bool) -> Tensor:
         node.key, node.advanced = nkey, advanced
         node.vshape = value._data.shape if vt else None
         node.need = (x._rg, vt and value._rg)
+        if index_tensors:
+            node.save(*index_tensors)
         node.next_functions = (edge(x), edge(value)) if vt else (edge(x),)
         return _make(out, x.dtype, table, node)
     return _make(out, x.dtype, table)
@@ -559,7 +564,7 @@ def _setitem(x: Tensor, key, value) -> None:
         run_checks(checks)
     try:
         if recording:
-            r = index_put(x, nkey, value, advanced)
+            r = index_put(x, nkey, value, advanced, _index_tensors(key) if advanced else ())
             rebase(x, r)
             return
         table = x._be

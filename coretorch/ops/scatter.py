@@ -289,9 +289,11 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 # index_put / index_copy / index_fill / put / masked_scatter
 # ---------------------------------------------------------------------------------------------
 class IndexPutAccBackward0(Node):
-    """index_put with accumulate (PyTorch's IndexPutBackward0)."""
+    """index_put with accumulate (PyTorch's IndexPutBackward0; the index tensors saved, version-checked)."""
 
     def backward(self, g):
+        if self._saved:
+            self.saved()
         gv = None
         if self.need[1]:
             gv = sum_to(_ix._index(g, self.key, True), self.vshape)
@@ -340,7 +342,7 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     _check_values_shape(input, key, nkey, advanced, tuple(values.shape))
     _ix.run_checks(checks)
     if not accumulate:
-        return _ix.index_put(input, nkey, values, advanced)
+        return _ix.index_put(input, nkey, values, advanced, _ix._index_tensors(key) if advanced else ())
     table = input._be
     out = table.contiguous(input._data)
     if advanced:
@@ -350,6 +352,8 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if _gs.enabled and (input._rg or values._rg):
         node = IndexPutAccBackward0()
         node.key, node.vshape, node.need = nkey, tuple(values.shape), (input._rg, values._rg)
+        if advanced:
+            node.save(*_ix._index_tensors(key))
         node.next_functions = (edge(input), edge(values))
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)
