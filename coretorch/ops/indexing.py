@@ -8,6 +8,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
+from ._index_layout import laid as _laid
 from ._overlap import assert_no_overlap, assert_no_partial_overlap
 from ._util import bind_late, broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 
@@ -58,7 +59,7 @@ def _take(table, data, key):
         if key.pre is not None:
             data = table.basic_index(data, key.pre)
         key = key.post
-    return table.index(data, key)
+    return _laid(table, data, key, table.index(data, key))
 
 
 def _put(table, data, key, value, accumulate: bool) -> None:
