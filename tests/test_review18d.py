@@ -48,3 +48,63 @@ def test_advanced_index_result_of_a_transposed_tensor_keeps_its_order(device):
     assert r.stride() == (1, 3, 6)
     np.testing.assert_array_equal(_np(r), a.transpose(2, 1, 0)[:, [0, 2]])
     assert y[idx].stride() == (20, 1, 4)
+
+
+def test_std_gradient_where_the_correction_exceeds_the_count(device):
+    """PyTorch's std_backward is var_backward of ``grad / (2 std)``: with ``correction`` above the count (std inf,
+    N - correction < 0) the gradient is 0 (``grad / inf`` times a finite ``2 / (N - correction)``).  coretorch's
+    std went through the composite variance (a division by ``max(N - correction, 0)``) whose backward gave NaN."""
+    x = torch.arange(12.0, dtype=torch.float64, device=device).reshape(3, 4).requires_grad_()
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        s = torch.std(x, dim=0, correction=5)
+    assert torch.isinf(s).all()
+    (g,) = torch.autograd.grad(s.sum(), x)
+    assert g.tolist() == [[0.0] * 4] * 3
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        s, m = torch.std_mean(x, dim=0, correction=5)
+    (g,) = torch.autograd.grad(s.sum() + m.sum(), x)
+    np.testing.assert_allclose(_np(g), np.full((3, 4), 1 / 3))
+    # the usual case keeps the usual gradient: (x - mean) / ((N - 1) std)
+    y = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(y.std(), y)
+    a = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(_np(g), (a - a.mean()) / (2 * a.std(ddof=1)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("ord", [-1, -2, -0.5])
+def test_negative_order_vector_norm_gradient_at_zeros(device, ord):
+    """PyTorch's linalg_vector_norm_backward for ord < 1 masks the elements that are 0 and scales by
+    ``norm ** (1 - ord)``: a row holding a 0 has norm 0 and gradient 0.  coretorch computed negative orders as the
+    composite ``sum(|x| ** ord) ** (1 / ord)``, whose backward gave NaN there."""
+    z = torch.tensor([[0.0, 0.0], [1.0, 0.0], [1.0, 2.0]], dtype=torch.float64, device=device, requires_grad=True)
+    n = torch.linalg.vector_norm(z, ord=ord, dim=1)
+    a = np.array([1.0, 2.0])
+    want = (a ** ord).sum() ** (1 / ord)
+    np.testing.assert_allclose(_np(n), [0.0, 0.0, want], rtol=1e-12)
+    (g,) = torch.autograd.grad(n.sum(), z)
+    gw = np.sign(a) * np.abs(a) ** (ord - 1) * want ** (1 - ord)
+    np.testing.assert_allclose(_np(g), [[0.0, 0.0], [0.0, 0.0], gw], rtol=1e-12)
+
+
+def test_zero_order_norm_has_no_gradient(device):
+    """PyTorch's backward of the 0-"norm" (the count of non-zeros) returns no gradient: ``x.grad`` stays None after
+    ``vector_norm(x, 0).backward()`` (an optimizer then skips the parameter).  coretorch gave a zero gradient."""
+    z = torch.tensor([[0.0, 0.0], [1.0, 0.0]], device=device, requires_grad=True)
+    n = torch.linalg.vector_norm(z, 0)
+    assert n.item() == 1.0 and n.requires_grad
+    n.backward()
+    assert z.grad is None
+    torch.norm(z, p=0, dim=1).sum().backward()
+    assert z.grad is None
+    (torch.linalg.vector_norm(z, 0) + z.sum()).backward()
+    assert z.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_matrix_norm_of_order_none_is_a_type_error(device):
+    """``linalg.matrix_norm(A, None)``: PyTorch's argument parser raises TypeError (ord is a number or a string);
+    coretorch raised RuntimeError("Order None not supported")."""
+    a = torch.ones(2, 3, device=device)
+    with pytest.raises(TypeError):
+        torch.linalg.matrix_norm(a, None)
+    with pytest.raises(RuntimeError, match="not supported"):
+        torch.linalg.matrix_norm(a, 3)
