@@ -108,3 +108,59 @@ def test_matrix_norm_of_order_none_is_a_type_error(device):
         torch.linalg.matrix_norm(a, None)
     with pytest.raises(RuntimeError, match="not supported"):
         torch.linalg.matrix_norm(a, 3)
+
+
+def test_repeat_interleave_checks_output_size(device):
+    """PyTorch checks ``output_size`` against the repeats' sum ("allocated size does not match required size");
+    coretorch returned a tensor of ``output_size`` rows repeated wrongly (``[[0, 1, 2], [3, 4, 5]]`` with repeats
+    [1, 2] and output_size 4 gave four rows).  Float repeats: PyTorch's NotImplementedError (no kernel for Float)."""
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    r = torch.tensor([1, 2], device=device)
+    assert x.repeat_interleave(r, dim=0, output_size=3).tolist() == [[0, 1, 2], [3, 4, 5], [3, 4, 5]]
+    for size in (2, 4):
+        with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+            x.repeat_interleave(r, dim=0, output_size=size).tolist()
+    with pytest.raises(NotImplementedError):
+        x.repeat_interleave(torch.tensor([1.0, 2.0], device=device), dim=0)
+
+
+def test_cat_stack_and_roll_of_transposed_tensors_are_row_major(device):
+    """PyTorch's cat (and stack) result is channels-last when every input is, else row-major; roll's is laid out as
+    its input's suggested memory format.  The cpu backend kept numpy's concatenate layout: ``cat([a.t(), b.t()])``
+    was column-major (``.view(-1)`` raised) and so were stack and roll of transposed tensors; roll of a
+    channels-last tensor along C lost its layout."""
+    a = np.arange(12.0).reshape(4, 3)
+    t = torch.tensor(a, device=device).t()
+    c = torch.cat([t, t])
+    assert c.is_contiguous()
+    np.testing.assert_array_equal(_np(c.view(-1)), np.concatenate([a.T, a.T]).reshape(-1))
+    assert torch.stack([t, t]).is_contiguous() and torch.stack([t, t], 2).is_contiguous()
+    for shifts, dims in ((1, 0), (1, 1), ((1, 2), (0, 1)), (0, 0)):
+        r = torch.roll(t, shifts, dims)
+        assert r.is_contiguous()
+        np.testing.assert_array_equal(_np(r), np.roll(a.T, shifts, dims))
+    cl = torch.randn(2, 3, 4, 5, device=device).to(memory_format=torch.channels_last)
+    assert torch.cat([cl, cl]).is_contiguous(memory_format=torch.channels_last)
+    assert torch.cat([cl, cl.contiguous()]).is_contiguous()
+    for dims in (0, 1, 3):
+        r = torch.roll(cl, 1, dims)
+        assert r.is_contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(r.contiguous(), torch.roll(cl.contiguous(), 1, dims))
+
+
+def test_scans_renorm_narrow_copy_layer_norm_results_are_row_major(device):
+    """PyTorch gives row-major results for ``cummax``/``cummin``/``logcumsumexp``, ``renorm``, ``narrow_copy`` and
+    ``layer_norm`` of a transposed tensor; the cpu backend kept the input's column-major order (``.view(-1)``
+    raised)."""
+    a = np.arange(12.0).reshape(4, 3) / 7
+    t = torch.tensor(a, device=device).t()
+    outs = {"cummax": torch.cummax(t, 1)[0], "cummax_i": torch.cummax(t, 1)[1], "cummin": torch.cummin(t, 0)[0],
+            "logcumsumexp": torch.logcumsumexp(t, 1), "renorm": torch.renorm(t, 2, 0, 1.0),
+            "narrow_copy": t.narrow_copy(0, 1, 2), "layer_norm": torch.nn.functional.layer_norm(t, (4,))}
+    for name, r in outs.items():
+        assert r.is_contiguous(), name
+        r.view(-1)
+    np.testing.assert_allclose(_np(outs["logcumsumexp"]), np.logaddexp.accumulate(a.T, axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(_np(outs["cummax"]), np.maximum.accumulate(a.T, axis=1))
+    np.testing.assert_array_equal(_np(outs["narrow_copy"]), a.T[1:3])
+    assert t.narrow_copy(0, 0, 3).data_ptr() != t.data_ptr()

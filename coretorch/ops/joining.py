@@ -16,8 +16,8 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from . import creation as _cr, indexing as _ix, reduction as _red
-from . import shape as _sh
+from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _red
+from . import _memfmt, shape as _sh
 from ._util import data_read as _data_read, edge, norm_dim, shape_arg
 from ._out import write_out
 from .inplace import check_inplace
@@ -197,8 +197,16 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
             s = s % n if n else 0
             if s and x.ndim:
                 x = _sh.cat([_ix.narrow(x, d, n - s, s), _ix.narrow(x, d, 0, n - s)], d)
+        # PyTorch's result is laid out as the input's suggested memory format: channels-last or row-major
+        r = input.ndim if input.ndim in (4, 5) and _memfmt.is_channels_last(input.shape, input.stride(),
+                                                                             input.ndim) else 0
         if x is input:
-            x = _sh.clone(input)
+            from .. import _compat  # (on use: _compat imports the ops)
+            x = _sh.clone(input, memory_format=None if r else _compat.contiguous_format)
+        elif r and not _memfmt.is_channels_last(x.shape, x.stride(), r):
+            x = _make(_memfmt.relaid(x._be, x._data, r), x.dtype, x._be)
+        elif not r and not x.is_contiguous():
+            x = _sh.contiguous(x)
     if input._rg and _gs.enabled:
         node = RollBackward0()
         node.shifts, node.dims = shifts, tuple(nd)
@@ -277,8 +285,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     if not isinstance(repeats, Tensor):
         raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not "
                         f"{type(repeats).__name__}")
-    if repeats.dtype not in (_i64, _dt.int32):
-        raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got {repeats.dtype}")
+    if repeats.dtype not in (_i64, _dt.int32):  # (PyTorch's dispatch: a kernel for Long and Int only)
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{repeats.dtype._tname[:-6]}'")
     if repeats.ndim != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if repeats.shape[0] != n:
@@ -296,12 +304,33 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         total = int(output_size)
     # segment ids without a host loop: a 1 at each segment start (repeats counted), then a running sum
     cs = _red.cumsum(reps, 0)
+    if output_size is not None:
+        _check_output_size(reps, cs, n, total)
     starts = _ix.narrow(cs, 0, 0, max(n - 1, 0))
     z = _cr.zeros(total + 1, dtype=_i64, device=input.device)
     if n > 1:
         z = _ix.index_add(z, 0, starts, _cr.ones_like(starts))
     idx = _ix.narrow(_red.cumsum(z, 0), 0, 0, total)
     return _ix.index_select(input, d, idx)
+
+
+def _check_output_size(reps: Tensor, cs: Tensor, n: int, total: int) -> None:
+    """PyTorch's check of repeat_interleave's ``output_size`` against the repeats' sum (a wrong one gave a result of
+    that size, rows repeated wrongly): in host memory at once, on a device by its queued check (no host read)."""
+    msg = "allocated size does not match required size"
+    be = reps._be
+    if not n:
+        if total:
+            raise RuntimeError(msg)
+        return
+    diff = _pw.sub(_ix.narrow(cs, 0, n - 1, 1), total)
+    if be.host_memory:
+        if int(_red.amin(reps).item()) < 0:
+            raise RuntimeError("repeats can not be negative")
+        if int(diff.item()):
+            raise RuntimeError(msg)
+    elif be.has("check_index"):  # [0, 1): the difference is 0
+        be.check_index(diff._data, 1, False, msg, RuntimeError)
 
 
 # ---------------------------------------------------------------------------------------------
