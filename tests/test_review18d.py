@@ -164,3 +164,26 @@ def test_scans_renorm_narrow_copy_layer_norm_results_are_row_major(device):
     np.testing.assert_array_equal(_np(outs["cummax"]), np.maximum.accumulate(a.T, axis=1))
     np.testing.assert_array_equal(_np(outs["narrow_copy"]), a.T[1:3])
     assert t.narrow_copy(0, 0, 3).data_ptr() != t.data_ptr()
+
+
+def test_integer_linspace_and_logspace_convert_their_bounds_first(device):
+    """PyTorch's integer linspace/logspace convert ``start``/``end`` to the dtype first (c10's checked Scalar
+    conversion: truncated, PyTorch's overflow error): ``linspace(0.5, 3.5, 7, dtype=int64)`` spans 0 to 3 and is
+    [0, 0, 1, 1, 2, 2, 3]; ``logspace(0.5, 3.5, 7, dtype=int64)`` is 10 ** linspace(0, 3, 7) truncated.  coretorch
+    spaced the float bounds and truncated after ([0, 1, 1, 2, 2, 3, 3] and [3, 10, ...]) and raised nothing for
+    ``linspace(-1.0, 5, 3, dtype=uint8)``."""
+    assert torch.linspace(0.5, 3.5, 7, dtype=torch.int64, device=device).tolist() == [0, 0, 1, 1, 2, 2, 3]
+    assert torch.logspace(0.5, 3.5, 7, dtype=torch.int64, device=device).tolist() == [1, 3, 10, 31, 100, 316, 1000]
+    assert torch.linspace(-3.7, 8.2, 5, dtype=torch.int32, device=device).tolist() == [-3, 0, 2, 5, 8]
+    assert torch.linspace(-1, 5, 3, dtype=torch.uint8, device=device).tolist() == [255, 130, 5]  # (an int wraps)
+    for args in ((-1.0, 5, 3), (0, 256, 3), (0, 255.5, 3), (-3.7, 8, 1)):
+        with pytest.raises(RuntimeError, match="cannot be converted to type uint8_t without overflow"):
+            torch.linspace(*args, dtype=torch.uint8, device=device)
+    with pytest.raises(RuntimeError, match="int8_t"):
+        torch.logspace(-128.9, 0, 3, dtype=torch.int8, device=device)
+    assert torch.linspace(-3.7, 8, 0, dtype=torch.uint8, device=device).tolist() == []
+    assert torch.logspace(-0.37, 0.82, 1, base=3, dtype=torch.uint8, device=device).tolist() == [0]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.logspace(25, 3, 1, dtype=torch.int64, device=device)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.logspace(0, 1, -1, device=device)

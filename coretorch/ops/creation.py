@@ -455,19 +455,60 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
     table = _table(device)
-    a = np.linspace(start, end, steps, dtype=np.float64)
-    if not dt.is_floating_point:
-        a = np.trunc(a)
+    if dt.is_floating_point:
+        a = np.linspace(start, end, steps, dtype=np.float64)
+    else:
+        a = np.trunc(_int_spaced(start, end, steps, dt))
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _to_int(v, dt) -> int:
+    """A bound as c10's checked Scalar conversion to the integer dtype ``dt`` gives it: truncated, an unsigned
+    dtype wrapping a negative int, and PyTorch's error where it overflows."""
+    v = v.item() if isinstance(v, (Tensor, np.generic)) else v
+    if dt is _dt.bool_:
+        return int(bool(v))
+    info = np.iinfo(dt.np)
+    if isinstance(v, float) and info.min <= v <= info.max or \
+            not isinstance(v, float) and (info.min <= v <= info.max or info.min == 0 and -info.max <= v < 0):
+        return int(v) % (info.max + 1) if info.min == 0 else int(v)
+    raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.np.name]} without overflow")
+
+
+def _int_spaced(start, end, steps: int, dt) -> np.ndarray:
+    """The exponents/values of an integer-dtype linspace or logspace as PyTorch's kernels compute them: the bounds
+    converted to the dtype first (``linspace(0.5, 3.5, 7, dtype=int64)`` spans 0 to 3), in float64 steps, the first
+    half counted from ``start`` and the second back from ``end``."""
+    if steps == 0:
+        return np.zeros(0)
+    s = _to_int(start, dt)
+    if steps == 1:
+        return np.array([float(s)])
+    e = _to_int(end, dt)
+    step = (e - s) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, s + step * i, e - step * (steps - i - 1))
 
 
 @_writes_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None) -> Tensor:
     """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
+    if steps < 0:
+        raise RuntimeError("logspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
     table = _table(device)
-    a = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    if dt.is_floating_point:
+        a = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    else:
+        if steps == 1:  # PyTorch fills with base ** start (start as given), converted with its overflow check
+            a = np.array([float(_to_int(float(base) ** float(start), dt))])
+        else:
+            with np.errstate(all="ignore"):  # (PyTorch's kernel casts the double straight to the dtype, as numpy)
+                a = np.power(float(base), _int_spaced(start, end, steps, dt)).astype(dt.np)
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
