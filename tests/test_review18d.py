@@ -187,3 +187,13 @@ def test_integer_linspace_and_logspace_convert_their_bounds_first(device):
         torch.logspace(25, 3, 1, dtype=torch.int64, device=device)
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.logspace(0, 1, -1, device=device)
+
+
+def test_bernoulli_checks_its_probabilities_on_every_device(device):
+    """PyTorch raises "Expected p_in >= 0 && p_in <= 1" for a probability outside [0, 1] or NaN.  coretorch's
+    check ran in host memory only and let NaN through: ``bernoulli(tensor([nan]))`` gave 0 on the cpu, and on opencl
+    ``bernoulli(tensor([1.5]))`` gave 1."""
+    assert torch.bernoulli(torch.tensor([0.0, 1.0], device=device)).tolist() == [0.0, 1.0]
+    for p in ([1.5], [float("nan")], [-0.1, 0.5]):
+        with pytest.raises(RuntimeError, match="p_in >= 0"):
+            torch.bernoulli(torch.tensor(p, device=device)).tolist()

@@ -701,6 +701,20 @@ def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
     return _sample_inplace(x, "random_", draw)
 
 
+def _check_probabilities(pd: Tensor) -> None:
+    """PyTorch's check that every probability lies in [0, 1] (NaN fails): at once in host memory, by the device's
+    queued value check elsewhere (no host read; reported at the next one)."""
+    msg = "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
+    with no_grad():
+        ok = _P.logical_and(_P.ge(pd, 0), _P.le(pd, 1))
+    be = pd._be
+    if be.host_memory:
+        if not _host_flag(_R.all(ok)):
+            raise RuntimeError(msg)
+    elif be.has("check_values"):
+        be.check_values(ok._data, "nonzero", msg)
+
+
 def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Overwrite with 0/1 samples: probability ``p`` (a float, or a tensor broadcast to x's shape)."""
     if isinstance(p, Tensor):
@@ -709,8 +723,8 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
         pd = p.detach()
         if pd._be is not x._be:
             pd = pd.to(x.device)
-        if pd._be.host_memory and pd.numel() and _host_flag(_R.any(_P.logical_or(_P.lt(pd, 0), _P.gt(pd, 1)))):
-            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        if pd.numel():
+            _check_probabilities(pd)
 
         def draw(t):
             u = _make(t._be.empty(tuple(t.shape), pd.dtype.np), pd.dtype, t._be)
