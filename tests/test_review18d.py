@@ -197,3 +197,40 @@ def test_bernoulli_checks_its_probabilities_on_every_device(device):
     for p in ([1.5], [float("nan")], [-0.1, 0.5]):
         with pytest.raises(RuntimeError, match="p_in >= 0"):
             torch.bernoulli(torch.tensor(p, device=device)).tolist()
+
+
+def test_index_fill_wraps_negative_indices(device):
+    """PyTorch's index_fill takes an index in [-size, size) (-1 is the last); coretorch raised IndexError for any
+    negative index.  The gradients stay index_fill's (0 at the filled places; the value's the count filled)."""
+    x = torch.zeros(3, 4, dtype=torch.float64, device=device, requires_grad=True)
+    v = torch.tensor(2.0, dtype=torch.float64, device=device, requires_grad=True)
+    y = x.index_fill(1, torch.tensor([-1, 0], device=device), v)
+    assert y.tolist() == [[2.0, 0.0, 0.0, 2.0]] * 3
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 1.0, 0.0]] * 3 and v.grad.item() == 6.0
+    assert torch.zeros(3, device=device).index_fill_(0, torch.tensor([-3], device=device), 1.0).tolist() == [1, 0, 0]
+    with pytest.raises(IndexError, match="-5 is out of bounds"):
+        torch.zeros(3, 4, device=device).index_fill(1, torch.tensor([-5], device=device), 1.0).tolist()
+
+
+def test_integer_index_add_truncates_a_float_alpha(device):
+    """PyTorch's index_add on an integer tensor converts ``alpha`` to an integer first (0.5 -> 0, 1.7 -> 1):
+    ``zeros(3, int64).index_add(0, [0, 0], [3, 3], alpha=1.7)`` is [6, 0, 0]; coretorch multiplied by 1.7 and
+    truncated the products ([10, 0, 0])."""
+    x = torch.zeros(3, dtype=torch.int64, device=device)
+    i = torch.tensor([0, 0], device=device)
+    assert x.index_add(0, i, torch.tensor([3, 3], device=device), alpha=1.7).tolist() == [6, 0, 0]
+    assert x.index_add(0, i, torch.tensor([1, 2], device=device), alpha=0.5).tolist() == [0, 0, 0]
+    assert x.index_add(0, i, torch.tensor([3, 3], device=device), alpha=-1.7).tolist() == [-6, 0, 0]
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int8"])
+def test_index_tensors_of_int16_or_int8_are_refused(device, dtype):
+    """PyTorch indexes with long, int, byte or bool tensors only: ``x[int16 tensor]`` (and setitem, index_put_)
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors"); coretorch indexed."""
+    x = torch.zeros(3, device=device)
+    i = torch.tensor([1], dtype=getattr(torch, dtype), device=device)
+    one = torch.tensor(1.0, device=device)
+    for f in (lambda: x[i], lambda: x.__setitem__(i, 1.0), lambda: x.index_put_((i,), one)):
+        with pytest.raises(IndexError, match="long, int, byte or bool"):
+            f()

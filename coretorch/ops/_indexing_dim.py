@@ -44,22 +44,24 @@ def _shape1(t: Tensor) -> tuple:
 
 
 def _check_range(op, index: Tensor, size: int, dim: int | None = None, exc: type = RuntimeError,
-                 message: str | None = None) -> None:
-    """Every index in [0, size) (gather/scatter/index_select take no negative indices, as PyTorch), else
-    ``exc(message.format(bad index))``; by default PyTorch's RuntimeError of gather/scatter naming ``dim``."""
+                 message: str | None = None, negative: bool = False) -> None:
+    """Every index in [0, size) (gather/scatter/index_select take no negative indices, as PyTorch; ``negative``:
+    [-size, size), index_fill's), else ``exc(message.format(bad index))``; by default PyTorch's RuntimeError of
+    gather/scatter naming ``dim``."""
     if not index.numel():
         return
     if message is None:
         message = f"{op}(): index {{}} is out of bounds for dimension {0 if dim is None else dim} with size {size}"
     t = index._be
     if not t.host_memory and t.has("check_index"):  # on the device: reported at the next host read
-        t.check_index(index._data, size, False, message, exc)
+        t.check_index(index._data, size, negative, message, exc)
         return
-    if t.host_memory and host_all_below(t, index._data, size):  # the common case in one reduction
+    low = -size if negative else 0
+    if t.host_memory and host_all_below(t, index._data, size, low):  # the common case in one reduction
         return
     hi = int(t.to_numpy(t.amax(index._data, None, False)))
     lo = int(t.to_numpy(t.amin(index._data, None, False)))
-    if hi >= size or lo < 0:
+    if hi >= size or lo < low:
         raise exc(message.format(hi if hi >= size else lo))
 
 
@@ -236,6 +238,8 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
                 _check_range("index_add_", index, input.shape[d] if input.ndim else 1, d, IndexError,
                              "index_add_(): index {} out of range in self")
     if alpha != 1:
+        if not input.dtype.is_floating_point and isinstance(alpha, float):  # (PyTorch: alpha.to<int64_t>())
+            alpha = int(alpha)
         source = source * alpha
     if index.ndim == 0:  # the kernels take a vector
         index = index.reshape(1)

@@ -15,7 +15,7 @@ from ._util import bind_late, broadcast_shapes, edge, host_all_below, norm_dim, 
 _DEVICE_MSG = "indices should be either on cpu or on the same device as the indexed tensor"
 
 _i64, _bool = _dt.int64, _dt.bool_
-_INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
+_INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.uint8, _dt.bool_)  # (PyTorch: "long, int, byte or bool")
 
 
 def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False) -> Tensor:

@@ -18,7 +18,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
-from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
+from ._util import broadcast_shape, broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 from ._out import write_out
 from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
@@ -382,7 +382,7 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_r
         return d
     size = input.shape[d] if input.ndim else 1
     _ix._check_range(op, index, size, d, IndexError, f"{op}_(): index {{}} is out of bounds for dimension {d} with "
-                                                     f"size {size}")
+                                                     f"size {size}", negative=op == "index_fill")
     return d
 
 
@@ -451,6 +451,9 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
                            f"{value.ndim} dimension(s).")
     v = value if vt else _dt.fit_scalar(value, input.dtype)
     table = input._be
+    if index.numel() and not (table.host_memory and host_all_below(table, index._data, input.shape[d] if input.ndim
+                                                                    else 1)):
+        index = _pw.remainder(index, input.shape[d] if input.ndim else 1)  # (PyTorch wraps a negative index)
     x1 = _as1d(input)
     out = table.contiguous(x1._data)
     if index.numel():
