@@ -234,3 +234,27 @@ def test_index_tensors_of_int16_or_int8_are_refused(device, dtype):
     for f in (lambda: x[i], lambda: x.__setitem__(i, 1.0), lambda: x.index_put_((i,), one)):
         with pytest.raises(IndexError, match="long, int, byte or bool"):
             f()
+
+
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_attention_rows_with_every_key_masked_are_zero(device, float_mask):
+    """PyTorch's scaled_dot_product_attention (its _safe_softmax) gives 0 for a query row whose every key is
+    masked (a padding mask), with zero gradients there; coretorch's softmax gave NaN for the row (and NaN gradients
+    for q, k and v).  Rows with a visible key are unchanged."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(*s, generator=g, dtype=torch.float64).to(device).requires_grad_()
+               for s in ((1, 1, 2, 4), (1, 1, 3, 4), (1, 1, 3, 2)))
+    keep = torch.tensor([[False, False, False], [True, False, True]], device=device)
+    mask = torch.where(keep, 0.0, float("-inf")).to(torch.float64) if float_mask else keep
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert o[0, 0, 0].tolist() == [0.0, 0.0]
+    w = torch.softmax((q[0, 0, 1] @ k[0, 0].t() / 2).masked_fill(~keep[1], float("-inf")), -1)
+    torch.testing.assert_close(o[0, 0, 1], w @ v[0, 0])
+    gq, gk, gv = torch.autograd.grad(o.sum(), (q, k, v))
+    assert gq[0, 0, 0].tolist() == [0.0] * 4
+    assert gk[0, 0, 1].tolist() == [0.0] * 4 and gv[0, 0, 1].tolist() == [0.0] * 2
+    assert not any(torch.isnan(t).any() for t in (gq, gk, gv))
+    m2 = mask.clone().requires_grad_() if float_mask else mask  # (the composite path: a mask with a gradient)
+    o2 = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m2)
+    torch.testing.assert_close(o2, o)
+    assert not torch.isnan(torch.autograd.grad(o2.sum(), q)[0]).any()
