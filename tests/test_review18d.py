@@ -258,3 +258,19 @@ def test_attention_rows_with_every_key_masked_are_zero(device, float_mask):
     o2 = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m2)
     torch.testing.assert_close(o2, o)
     assert not torch.isnan(torch.autograd.grad(o2.sum(), q)[0]).any()
+
+
+def test_multihead_attention_without_weights_zeroes_fully_masked_rows(device):
+    """``nn.MultiheadAttention(..., need_weights=False)``: PyTorch runs scaled_dot_product_attention, whose fully
+    masked rows are zeros (the output is the out-projection's bias there); with ``need_weights=True`` it computes
+    softmax and returns NaN.  coretorch gave NaN for both."""
+    torch.manual_seed(0)
+    m = torch.nn.MultiheadAttention(4, 2, batch_first=True).to(device)
+    x = torch.randn(2, 3, 4, device=device)
+    kpm = torch.tensor([[True, True, True], [False, True, False]], device=device)
+    o, w = m(x, x, x, key_padding_mask=kpm, need_weights=False)
+    assert w is None and not torch.isnan(o).any()
+    torch.testing.assert_close(o[0], m.out_proj.bias.detach().expand(3, 4))
+    o2, w2 = m(x, x, x, key_padding_mask=kpm, need_weights=True)
+    assert torch.isnan(o2[0]).all() and torch.isnan(w2[0]).all()
+    torch.testing.assert_close(o2[1], o[1])

@@ -117,14 +117,17 @@ def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropo
                 else _P.add(attn, _P.where(attn_mask, 0.0, float("-inf")))
         else:
             attn = _P.add(attn, attn_mask)
-    if attn_mask is not None:  # PyTorch's _safe_softmax: a row whose every score is masked (-inf) gives zeros
-        dead = _P.eq(_R.amax(attn.detach(), -1, keepdim=True), float("-inf"))
-        attn = _P.where(dead, 0.0, softmax(_P.where(dead, 0.0, attn), -1))  # (no NaN in the softmax's gradient)
-    else:
-        attn = softmax(attn, -1)
+    attn = safe_softmax(attn) if attn_mask is not None else softmax(attn, -1)
     if dropout_p > 0.0:
         attn = _dropout_mask(attn, dropout_p)
     return _L.matmul(attn, value)
+
+
+def safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last dim, with zeros for a row whose every score is -inf (every key masked): PyTorch's
+    _safe_softmax of its attention; the gradient of such a row is zero, never NaN."""
+    dead = _P.eq(_R.amax(scores.detach(), -1, keepdim=True), float("-inf"))
+    return _P.where(dead, 0.0, softmax(_P.where(dead, 0.0, scores), -1))
 
 
 def _bcast_ok(small, big) -> bool:
