@@ -274,3 +274,25 @@ def test_multihead_attention_without_weights_zeroes_fully_masked_rows(device):
     o2, w2 = m(x, x, x, key_padding_mask=kpm, need_weights=True)
     assert torch.isnan(o2[0]).all() and torch.isnan(w2[0]).all()
     torch.testing.assert_close(o2[1], o[1])
+
+
+def test_ctc_loss_gradient_of_free_log_probs_is_pytorchs(device):
+    """PyTorch's ctc_loss backward returns ``(exp(log_probs) - posterior) * grad`` for t < input_length (0 after):
+    the gradient of the logits of a log_softmax, also when ``log_probs`` is a leaf.  coretorch's composite gave the
+    plain ``-posterior * grad``, so a leaf's ``.grad`` differed by ``exp(log_probs)`` (through log_softmax both
+    agree).  The loss is unchanged, and a sample's gradient sums to 0 over the classes at each step only in
+    PyTorch's form when log_probs is normalised."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 2, 4, generator=g, dtype=torch.float64).to(device)
+    lp = torch.log_softmax(logits, 2).detach().requires_grad_()
+    x = logits.clone().requires_grad_()
+    args = (torch.tensor([[1, 2], [3, 3]]), torch.tensor([6, 5]), torch.tensor([2, 2]))
+    loss = torch.nn.functional.ctc_loss(lp, *args, reduction="sum")
+    (glp,) = torch.autograd.grad(loss, lp)
+    loss2 = torch.nn.functional.ctc_loss(torch.log_softmax(x, 2), *args, reduction="sum")
+    (gx,) = torch.autograd.grad(loss2, x)
+    torch.testing.assert_close(loss, loss2)
+    torch.testing.assert_close(glp[:, 0], gx[:, 0])  # PyTorch's leaf gradient is the logits' one
+    torch.testing.assert_close(glp[:5, 1], gx[:5, 1])
+    assert glp[5, 1].tolist() == [0.0] * 4  # past the input length
+    torch.testing.assert_close(glp.sum(2)[:5], torch.zeros(5, 2, dtype=torch.float64, device=device))
