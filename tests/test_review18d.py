@@ -296,3 +296,18 @@ def test_ctc_loss_gradient_of_free_log_probs_is_pytorchs(device):
     torch.testing.assert_close(glp[:5, 1], gx[:5, 1])
     assert glp[5, 1].tolist() == [0.0] * 4  # past the input length
     torch.testing.assert_close(glp.sum(2)[:5], torch.zeros(5, 2, dtype=torch.float64, device=device))
+
+
+def test_view_as_its_own_dtype(device):
+    """``x.view(x.dtype)``: PyTorch returns a tensor sharing x's memory, neither a view nor in the graph (no
+    grad_fn, requires_grad False); coretorch raised NotImplementedError (view(dtype) of another dtype still does:
+    a documented limit)."""
+    x = torch.ones(2, 3, device=device, requires_grad=True)
+    y = x.view(x.dtype)
+    assert not y.requires_grad and y.grad_fn is None and y._base is None
+    assert y.data_ptr() == x.data_ptr() and y.shape == x.shape
+    z = torch.zeros(3, device=device)
+    z.view(torch.float32).add_(1)
+    assert z.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(NotImplementedError):
+        z.view(torch.int32)

@@ -62,7 +62,9 @@ class ViewBackward0(Node):
 
 def view(input: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
-        raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        if shape[0] is not input.dtype:
+            raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        return input.detach()  # its own dtype: PyTorch's result shares the memory, no view, no gradient
     shape = infer_shape(shape_arg(shape, "view"), input.numel())
     x = input._data
     if x.shape == shape:
