@@ -311,3 +311,18 @@ def test_view_as_its_own_dtype(device):
     assert z.tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(NotImplementedError):
         z.view(torch.int32)
+
+
+def test_a_0d_integer_tensor_or_numpy_int_as_dim(device):
+    """PyTorch takes anything with ``__index__`` for an int ``dim``: ``x.sum(torch.tensor(1))``,
+    ``x.prod(np.int64(0))``, ``torch.roll(x, torch.tensor(1), torch.tensor(1))``.  coretorch iterated the 0-d
+    tensor ("iteration over a 0-d tensor") and refused a numpy int in prod."""
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    one = torch.tensor(1)
+    assert x.sum(one).tolist() == [3.0, 12.0] and x.mean(one).tolist() == [1.0, 4.0]
+    assert x.amax(one).tolist() == [2.0, 5.0] and x.std(one).tolist() == [1.0, 1.0]
+    assert x.logsumexp(np.int64(0)).shape == (3,) and torch.count_nonzero(x, one).tolist() == [2, 3]
+    assert x.prod(np.int64(0)).tolist() == [0.0, 4.0, 10.0] and x.prod(torch.tensor(1)).tolist() == [0.0, 60.0]
+    assert torch.roll(x, one, one).tolist() == [[2.0, 0.0, 1.0], [5.0, 3.0, 4.0]]
+    with pytest.raises(TypeError):
+        x.prod(1.0)

@@ -176,15 +176,20 @@ class RollBackward0(Node):
         return (roll(g, tuple(-s for s in self.shifts), self.dims),)
 
 
+def _one(v) -> bool:
+    """Whether ``v`` is one int (a Python or numpy int, a 0-d integer tensor), not a sequence of them."""
+    return not hasattr(v, "__iter__") or getattr(v, "ndim", None) == 0
+
+
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """Elements shifted cyclically along ``dims`` (along the flattened tensor without dims)."""
-    shifts = (_index(shifts),) if not hasattr(shifts, "__iter__") else tuple(int(s) for s in shifts)  # (np.int64(1))
+    shifts = (_index(shifts),) if _one(shifts) else tuple(int(s) for s in shifts)  # (np.int64(1), a 0-d tensor)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         flat = _sh.reshape(input, (-1,))
         return _sh.reshape(roll(flat, shifts, 0), tuple(input.shape))
-    dims = (dims,) if not hasattr(dims, "__iter__") else tuple(dims)
+    dims = (dims,) if _one(dims) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if input.ndim == 0:

@@ -201,7 +201,9 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if dtype is not None:
         check_grad_dtype(input, dt)
     if dim is not None and not isinstance(dim, int):
-        raise TypeError("prod(): argument 'dim' must be int")
+        if not hasattr(dim, "__index__") or getattr(dim, "ndim", 0) != 0:  # (np.int64, a 0-d integer tensor)
+            raise TypeError("prod(): argument 'dim' must be int")
+        dim = dim.__index__()
     if dt is _bool:  # the product of bools is "all"
         return _reduce("prod", "all", None, _bool_of(input), dim, keepdim)
     return _reduce("prod", "prod", ProdBackward0 if dim is None else ProdBackward1, input, dim, keepdim, dt)
