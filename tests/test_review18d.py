@@ -326,3 +326,20 @@ def test_a_0d_integer_tensor_or_numpy_int_as_dim(device):
     assert torch.roll(x, one, one).tolist() == [[2.0, 0.0, 1.0], [5.0, 3.0, 4.0]]
     with pytest.raises(TypeError):
         x.prod(1.0)
+
+
+def test_tensor_of_a_list_keeps_numpy_scalar_and_tensor_dtypes(device):
+    """PyTorch infers ``torch.tensor(list)``'s dtype element by element: a numpy scalar or a tensor keeps its own
+    dtype, a Python float is the default dtype, and the dtypes promote.  ``torch.tensor([a.mean(), a.std()])`` of a
+    float64 array is float64 (coretorch: float32, the values rounded), ``[np.int16(3)]`` int16 (coretorch: int64),
+    ``[np.float16(2.5)]`` float16, ``[np.int8(1), np.uint8(2)]`` int16."""
+    a = np.array([0.1, 0.2, 0.7])
+    t = torch.tensor([a.mean(), a.std()], device=device)
+    assert t.dtype == torch.float64 and t.tolist() == [a.mean(), a.std()]
+    cases = [([np.float16(2.5)], torch.float16), ([np.float16(2.5), 1.0], torch.float32), ([np.int16(3)], torch.int16),
+             ([np.uint8(3)], torch.uint8), ([np.int8(1), np.uint8(2)], torch.int16), ([np.int8(1), 2], torch.int64),
+             ([[np.float64(1.0)], [2.5]], torch.float64), ([np.int32(1), 2.5], torch.float32),
+             ([torch.tensor(1.5, dtype=torch.float64), 2.0], torch.float64), ([torch.tensor(True), 2], torch.int64),
+             ([1, 2.5, True], torch.float32), ([True, False], torch.bool)]
+    for data, want in cases:
+        assert torch.tensor(data, device=device).dtype == want, data

@@ -86,7 +86,9 @@ def _infer_np(data):
         return data, _dt.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
         return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
+    typed = None
     if isinstance(data, (list, tuple)):
+        typed = _typed_dtype(data)
         data = _flatten_tensors(data)
     try:
         arr = np.array(data)
@@ -110,7 +112,39 @@ def _infer_np(data):
         if isinstance(bad, (str, bytes)):
             raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
         raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
-    return arr, dt
+    return arr, typed or dt
+
+
+_PY_DTYPES = {float: None, int: _dt.int64, bool: _dt.bool_}  # (float: the default dtype)
+
+
+def _typed_dtype(seq):
+    """PyTorch's dtype of a nested sequence holding numpy scalars or arrays or tensors, which keep their own dtype
+    (``tensor([np.float64(1.5)])`` is float64, ``[np.int16(3)]`` int16): the promotion of every element's type (a
+    Python float: the default dtype, an int: int64, a bool: bool); None when every element is a Python number."""
+    kinds: set = set()
+    typed: set = set()
+    stack = [seq]
+    while stack:
+        for v in stack.pop():
+            t = type(v)
+            if t is float or t is int or t is bool:
+                kinds.add(t)
+            elif t is list or t is tuple:
+                stack.append(v)
+            elif isinstance(v, Tensor):
+                typed.add(v.dtype)
+            elif isinstance(v, (np.generic, np.ndarray)) and v.dtype.kind in "biuf":
+                try:
+                    typed.add(_dt.from_numpy_dtype(v.dtype))
+                except (TypeError, ValueError):  # (uint16 and the like: as the Python number it holds)
+                    kinds.add(float if v.dtype.kind == "f" else int)
+    if not typed:
+        return None
+    out = None
+    for d in typed | {_PY_DTYPES[k] or _dt.default for k in kinds}:
+        out = d if out is None else _dt.promote_types(out, d)
+    return out
 
 
 def _check_fits(arr: np.ndarray, dt) -> None:
