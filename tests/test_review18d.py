@@ -343,3 +343,34 @@ def test_tensor_of_a_list_keeps_numpy_scalar_and_tensor_dtypes(device):
              ([1, 2.5, True], torch.float32), ([True, False], torch.bool)]
     for data, want in cases:
         assert torch.tensor(data, device=device).dtype == want, data
+
+
+def test_mean_gradient_is_dense_and_writable(device):
+    """PyTorch's mean backward is ``grad.expand(...) / n``: a dense tensor, so a hook may scale it in place
+    (``g.mul_(3)`` reaches .grad) and ``autograd.grad(x.mean(), x)[0]`` is writable.  coretorch's was a broadcast
+    view (stride 0): the in-place write raised "more than one element ... refers to a single memory location".
+    (sum's gradient is the broadcast view in PyTorch too.)"""
+    x = torch.ones(2, 3, dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(x.mean(), x)
+    assert g.is_contiguous()
+    g.add_(1)
+    assert g.tolist() == [[1 + 1 / 6] * 3] * 2
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g.mul_(3))
+    y.mean(1).sum().backward()
+    assert y.grad.tolist() == [[1.0] * 3] * 2 and x.grad.tolist() == [[2.0] * 3] * 2
+
+
+def test_reductions_of_a_permuted_tensor_are_row_major(device):
+    """PyTorch's reduction results are row-major: ``x.sum(0)`` of a (3, 3, 2) view of a (3, 2, 3) tensor has
+    strides (2, 1).  The cpu backend kept numpy's layout of the input's order ((1, 3): ``.view(-1)`` raised), for
+    sum, mean, amax, prod, std, var, logsumexp, all, any, count_nonzero."""
+    a = np.arange(18.0).reshape(3, 2, 3)
+    x = torch.tensor(a, device=device).transpose(1, 2)
+    outs = [x.sum(0), x.mean(0), x.amax(0), x.prod(0), x.std(0), x.var(0, keepdim=True), x.logsumexp(0),
+            (x > 3).all(0), (x > 3).any(0), torch.count_nonzero(x, 0), x.nansum(0), x.norm(dim=0)]
+    for r in outs:
+        assert r.is_contiguous()
+        r.view(-1)
+    np.testing.assert_array_equal(_np(outs[0]), a.transpose(0, 2, 1).sum(0))

@@ -233,9 +233,10 @@ class MeanBackward0(_ReduceNode):
     __slots__ = ("n",)
 
     def backward(self, g):
-        if not (g._rg and _gs.enabled):  # plain backward: g / n on the reduced shape, then one broadcast view
-            return (_expand_back(_make(g._be.div(g._data, self.n), g.dtype, g._be), self.shape, self.axes,
-                                 self.keepdim),)
+        # PyTorch's grad.expand(...) / n: a dense gradient (sum's is the broadcast view); a hook may write into it
+        if not (g._rg and _gs.enabled):  # plain backward: one division of the broadcast view
+            ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+            return (_make(g._be.div(ge._data, self.n), g.dtype, g._be),)
         return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
 
 

@@ -54,7 +54,9 @@ def _reduce(fn, short: int, wraps: bool = False):
                    dtype=dt)
             return r[..., None] if keepdim else r
         r = fn(x, axis=axes, keepdims=keepdim, dtype=dt)
-        return r if r.__class__ is nd else _asarray(r)
+        if r.__class__ is not nd:
+            return _asarray(r)
+        return r if r.flags.c_contiguous else np.ascontiguousarray(r)  # (row-major as PyTorch's; numpy keeps x's)
     return k
 
 
