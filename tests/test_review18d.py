@@ -374,3 +374,16 @@ def test_reductions_of_a_permuted_tensor_are_row_major(device):
         assert r.is_contiguous()
         r.view(-1)
     np.testing.assert_array_equal(_np(outs[0]), a.transpose(0, 2, 1).sum(0))
+
+
+def test_scatter_reduce_takes_max_and_min(device):
+    """PyTorch 2.13's scatter_reduce takes ``"max"``/``"min"`` as ``"amax"``/``"amin"`` (its error message lists
+    only the five names); coretorch raised "reduce argument must be either ...".  An unknown name still raises."""
+    x = torch.tensor([5.0, 1.0, 3.0], device=device)
+    i = torch.tensor([0, 0, 1], device=device)
+    s = torch.tensor([2.0, 4.0, 7.0], device=device)
+    assert x.scatter_reduce(0, i, s, "max").tolist() == [5.0, 7.0, 3.0]
+    assert x.scatter_reduce(0, i, s, "max", include_self=False).tolist() == [4.0, 7.0, 3.0]
+    assert x.clone().scatter_reduce_(0, i, s, "min").tolist() == [2.0, 1.0, 3.0]
+    with pytest.raises(RuntimeError, match="reduce argument must be"):
+        x.scatter_reduce(0, i, s, "foo")

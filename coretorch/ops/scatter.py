@@ -234,9 +234,13 @@ class ScatterReduceBackward0(Node):
         return (gx if self.need[0] else None, _pad_grad(gs, self.src_shape) if self.need[1] else None)
 
 
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch 2.13 takes them, unlisted in its error message)
+
+
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out: Tensor | None = None) -> Tensor:
     """Reduce ``src`` into input at ``index`` along ``dim`` with sum, prod, mean, amax or amin."""
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
