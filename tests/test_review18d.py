@@ -387,3 +387,14 @@ def test_scatter_reduce_takes_max_and_min(device):
     assert x.clone().scatter_reduce_(0, i, s, "min").tolist() == [2.0, 1.0, 3.0]
     with pytest.raises(RuntimeError, match="reduce argument must be"):
         x.scatter_reduce(0, i, s, "foo")
+
+
+def test_scatter_takes_a_numpy_number(device):
+    """``x.scatter(0, idx, np.float32(2.7))``: PyTorch takes a numpy number as the value (its Python number);
+    coretorch raised "argument 'src' must be Tensor or Number"."""
+    x = torch.zeros(3, device=device)
+    i = torch.tensor([1], device=device)
+    torch.testing.assert_close(x.scatter(0, i, np.float32(2.7)), torch.tensor([0.0, 2.7, 0.0], device=device))
+    assert torch.zeros(3, dtype=torch.int64, device=device).scatter(0, i, np.int64(3)).tolist() == [0, 3, 0]
+    with pytest.raises(TypeError):
+        x.scatter(0, i, "a")

@@ -169,7 +169,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     st = isinstance(src, Tensor)
     if not st and not isinstance(src, (int, float, bool)):
-        raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
+        if not isinstance(src, np.generic) or src.dtype.kind not in "biuf":
+            raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
+        src = src.item()  # (a numpy number: the Python number it holds)
     with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
         d = _check_scatter("scatter", input, dim, index, src if st else None)
         data = _scatter_data(input, d, index, src, reduce)
