@@ -398,3 +398,15 @@ def test_scatter_takes_a_numpy_number(device):
     assert torch.zeros(3, dtype=torch.int64, device=device).scatter(0, i, np.int64(3)).tolist() == [0, 3, 0]
     with pytest.raises(TypeError):
         x.scatter(0, i, "a")
+
+
+def test_gather_with_a_transposed_index_is_row_major(device):
+    """PyTorch's gather (and take_along_dim) allocates its result row-major whatever the index's layout; the cpu
+    backend's numpy fancy indexing followed a transposed index ((1, 4) strides for a (4, 3) result: ``.view(-1)``
+    raised)."""
+    a = np.arange(12.0).reshape(4, 3)
+    x = torch.tensor(a, device=device)
+    idx = torch.tensor([[0, 2, 1, 1], [2, 2, 0, 1], [1, 0, 0, 2]], device=device).t()
+    for r in (torch.gather(x, 1, idx), torch.take_along_dim(x, idx, 1)):
+        assert r.is_contiguous()
+        np.testing.assert_array_equal(_np(r.view(-1)), np.take_along_axis(a, _np(idx), 1).reshape(-1))

@@ -202,14 +202,18 @@ def _index_put(x, key, values, accumulate):
 
 
 def _gather(x, dim, index):
+    """Row-major as PyTorch's (numpy's fancy indexing follows a transposed index's order)."""
     if x.ndim == 0:
         return x[()].reshape(()).copy() if index.ndim == 0 else np.full(index.shape, x)
     if x.ndim == 2 and index.ndim == 2:  # one fancy index, half the cost of take_along_axis's Python
         if dim == 1:
-            return x[np.arange(index.shape[0])[:, None], index]
-        return x[index, np.arange(index.shape[1])]
-    sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
-    return np.take_along_axis(x[sl], index, axis=dim)
+            r = x[np.arange(index.shape[0])[:, None], index]
+        else:
+            r = x[index, np.arange(index.shape[1])]
+    else:
+        sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
+        r = np.take_along_axis(x[sl], index, axis=dim)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 
 
 def _scatter_index(dim, index):
