@@ -410,3 +410,22 @@ def test_gather_with_a_transposed_index_is_row_major(device):
     for r in (torch.gather(x, 1, idx), torch.take_along_dim(x, idx, 1)):
         assert r.is_contiguous()
         np.testing.assert_array_equal(_np(r.view(-1)), np.take_along_axis(a, _np(idx), 1).reshape(-1))
+
+
+def test_repeat_interleave_never_aliases_its_input(device):
+    """PyTorch's repeat_interleave returns a new tensor.  coretorch's int-repeats path (unsqueeze, expand,
+    reshape) returned a view of the input where the reshape could view it: ``b = a.repeat_interleave(1);
+    b.add_(10)`` changed ``a``, and ``x.repeat_interleave(2, 0)`` of a (1, 4) tensor had stride 0 (an in-place
+    write raised)."""
+    a = torch.arange(3.0, device=device)
+    b = a.repeat_interleave(1)
+    b.add_(10)
+    assert a.tolist() == [0.0, 1.0, 2.0] and b.tolist() == [10.0, 11.0, 12.0]
+    x = torch.arange(4.0, device=device).reshape(1, 4)
+    y = x.repeat_interleave(2, 0)
+    assert y.is_contiguous() and y.data_ptr() != x.data_ptr()
+    y.add_(1)
+    assert x.tolist() == [[0.0, 1.0, 2.0, 3.0]] and y.tolist() == [[1.0, 2.0, 3.0, 4.0]] * 2
+    w = torch.ones(2, 3, device=device, requires_grad=True)
+    w.repeat_interleave(1, 0).sum().backward()
+    assert w.grad.tolist() == [[1.0] * 3] * 2

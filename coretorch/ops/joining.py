@@ -286,7 +286,11 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         shp = tuple(input.shape)
         x = _sh.unsqueeze(input, d + 1)
         x = _sh.expand(x, shp[:d + 1] + (repeats,) + shp[d + 1:])
-        return _sh.reshape(x, shp[:d] + (n * repeats,) + shp[d + 1:])
+        r = _sh.reshape(x, shp[:d] + (n * repeats,) + shp[d + 1:])
+        if r._base is not None:  # a view of the input (one repeat, or repeats of size-1 dims): PyTorch's is new
+            from .. import _compat  # (on use: _compat imports the ops)
+            r = _sh.clone(r, memory_format=_compat.contiguous_format)
+        return r
     if not isinstance(repeats, Tensor):
         raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not "
                         f"{type(repeats).__name__}")
