@@ -429,3 +429,15 @@ def test_repeat_interleave_never_aliases_its_input(device):
     w = torch.ones(2, 3, device=device, requires_grad=True)
     w.repeat_interleave(1, 0).sum().backward()
     assert w.grad.tolist() == [[1.0] * 3] * 2
+
+
+def test_tril_triu_of_a_permuted_batch_are_row_major(device):
+    """PyTorch's tril/triu results are row-major: ``tril`` of a (3, 4, 2) tensor permuted (2, 1, 0) has strides
+    (12, 4, 1).  The cpu backend's np.tril kept numpy's order of the input ((1, 8, 2): ``.view(-1)``
+    raised)."""
+    a = np.arange(24.0).reshape(4, 3, 2)
+    x = torch.tensor(a, device=device).permute(2, 1, 0)
+    b = a.transpose(2, 1, 0)
+    for r, want in ((torch.tril(x), np.tril(b)), (torch.triu(x, 1), np.triu(b, 1))):
+        assert r.is_contiguous()
+        np.testing.assert_array_equal(_np(r.view(-1)), want.reshape(-1))
