@@ -15,8 +15,13 @@ _FULL = slice(None)
 def laid(table: Any, src: Any, key: tuple, out: Any) -> Any:
     """``out`` (``src[key]``, ``key`` full slices and index arrays) in PyTorch's layout: itself when it has it (the
     common case, row-major operands: checks only), else a re-laid copy."""
-    if table.is_contiguous(src) and all(k.__class__ is slice or table.is_contiguous(k) for k in key):
-        return out if table.is_contiguous(out) else table.contiguous(out)
+    isc = table.is_contiguous
+    if isc(src):
+        for k in key:
+            if k.__class__ is not slice and not isc(k):
+                break
+        else:
+            return out if isc(out) else table.contiguous(out)
     order = _order(table, src, key, tuple(out.shape))
     if order is None:
         return out if table.is_contiguous(out) else table.contiguous(out)

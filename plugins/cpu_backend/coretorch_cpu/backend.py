@@ -201,6 +201,21 @@ def _index_put(x, key, values, accumulate):
         x[key] = values
 
 
+_FULL = slice(None)
+
+
+def _index(x, key):
+    """x[key] for a key of full slices and index arrays.  One integer array after full slices on a row-major x
+    (``x[i]``, ``x[:, i]``): ndarray.take, row-major as PyTorch's result and 2-3x faster than fancy indexing
+    (whose result puts the index dims outermost in memory)."""
+    n = len(key)
+    if n and x.flags.c_contiguous:
+        a = key[-1]
+        if a.__class__ is nd and a.dtype.kind in "iu" and all(k.__class__ is slice and k == _FULL for k in key[:-1]):
+            return x.take(a, axis=n - 1)
+    return x[key]
+
+
 def _gather(x, dim, index):
     """Row-major as PyTorch's (numpy's fancy indexing follows a transposed index's order)."""
     if x.ndim == 0:
@@ -443,7 +458,7 @@ class CPUBackend:
             "view": _view, "permute": lambda x, dims: x.transpose(dims), "expand": _expand,
             "basic_index": _basic_index, "flip": lambda x, dims: np.flip(x, dims).copy(),
             "tile": np.tile, "cat": lambda arrays, axis: np.concatenate(arrays, axis),
-            "assign_": _assign, "setitem_": _setitem, "index": lambda x, key: x[key],
+            "assign_": _assign, "setitem_": _setitem, "index": _index,
             "index_put_": _index_put, "gather": _gather, "scatter_add": _scatter_add,
             "index_select": lambda x, dim, idx: np.take(x, idx, axis=dim) if x.ndim else x.copy(),
             "index_add": _index_add, "nonzero": lambda x: np.argwhere(x).astype(np.int64),
