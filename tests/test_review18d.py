@@ -441,3 +441,23 @@ def test_tril_triu_of_a_permuted_batch_are_row_major(device):
     for r, want in ((torch.tril(x), np.tril(b)), (torch.triu(x, 1), np.triu(b, 1))):
         assert r.is_contiguous()
         np.testing.assert_array_equal(_np(r.view(-1)), want.reshape(-1))
+
+
+def test_asarray_copy_argument_and_scalar_conversion_errors(device):
+    """``torch.asarray(obj, copy=...)``: PyTorch copies always (True), never (False: ValueError "can't alias ..."
+    where it must) or where needed (None); coretorch's asarray was as_tensor and refused ``copy``.  ``int(t)`` /
+    ``float(t)`` of a tensor of several elements: PyTorch's ValueError (coretorch: item()'s RuntimeError)."""
+    x = torch.arange(3.0, device=device)
+    assert torch.asarray(x, copy=False).data_ptr() == x.data_ptr()
+    y = torch.asarray(x, copy=True)
+    y[0] = 7
+    assert x.tolist() == [0.0, 1.0, 2.0] and y.tolist() == [7.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="can't alias tensor"):
+        torch.asarray(x, dtype=torch.int64, copy=False)
+    with pytest.raises(ValueError, match="can't alias arbitrary sequence"):
+        torch.asarray([1, 2], copy=False)
+    assert torch.asarray([1, 2.5], device=device).tolist() == [1.0, 2.5]
+    for f in (int, float, complex):
+        with pytest.raises(ValueError, match="only one element tensors"):
+            f(x)
+    assert int(x[1:2]) == 1 and float(x[2]) == 2.0

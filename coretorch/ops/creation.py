@@ -278,7 +278,25 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
+    """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
+    None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
+    if copy is False:
+        if isinstance(obj, Tensor):
+            if dtype is not None and dtype is not obj.dtype:
+                raise ValueError(f"can't alias tensor with dtype '{obj.dtype._tname[:-6]}' into dtype "
+                                 f"'{dtype._tname[:-6]}'.")
+            if device is not None and Device(device) != obj.device:
+                raise ValueError(f"can't alias tensor on device '{obj.device}' into device '{Device(device)}'.")
+        elif not isinstance(obj, np.ndarray) or (dtype is not None and dtype.np != obj.dtype):
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        r = as_tensor(obj, dtype=dtype, device=device)
+    elif copy:
+        r = obj.detach().to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True) \
+            if isinstance(obj, Tensor) else tensor(obj, dtype=dtype, device=device)
+    else:
+        r = as_tensor(obj, dtype=dtype, device=device)
+    return r.requires_grad_(True) if requires_grad else r
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
