@@ -129,9 +129,9 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         with _no_grad():
             r = sum(ne(input, 0).to(input.dtype), dim, keepdim)
         if input._rg and _gs.enabled:
-            node = _ZeroNormBackward()
-            node.next_functions = (edge(input),)
-            r = _make(r._data, r.dtype, r._be, node)
+            zn = _ZeroNormBackward()
+            zn.next_functions = (edge(input),)
+            r = _make(r._data, r.dtype, r._be, zn)
         return r
     if p == "nuc":  # PyTorch's torch.norm: linalg.matrix_norm over dim (the last two dims of a 2-D input)
         from ._decomp_composite import matrix_norm  # (late: that module imports this one)
