@@ -461,3 +461,21 @@ def test_asarray_copy_argument_and_scalar_conversion_errors(device):
         with pytest.raises(ValueError, match="only one element tensors"):
             f(x)
     assert int(x[1:2]) == 1 and float(x[2]) == 2.0
+
+
+def test_python_types_as_dtypes(device):
+    """PyTorch's argument parser takes the Python types float, int and bool for ``dtype`` (float64, int64, bool):
+    ``torch.zeros(2, dtype=bool)``, ``x.to(float)``, ``torch.arange(3, dtype=float)``.  coretorch raised TypeError
+    ("argument 'dtype' must be coretorch.dtype") or AttributeError (arange, to(dtype=int))."""
+    x = torch.ones(2, device=device)
+    cases = [(lambda: x.to(float), torch.float64), (lambda: x.to(dtype=int), torch.int64),
+             (lambda: torch.zeros(2, dtype=bool, device=device), torch.bool),
+             (lambda: torch.full((2,), 1, dtype=int, device=device), torch.int64),
+             (lambda: torch.arange(3, dtype=float, device=device), torch.float64),
+             (lambda: torch.linspace(0, 1, 3, dtype=float, device=device), torch.float64),
+             (lambda: torch.tensor([1], dtype=float, device=device), torch.float64),
+             (lambda: torch.randn(2, dtype=float, device=device), torch.float64),
+             (lambda: torch.zeros_like(x, dtype=int), torch.int64), (lambda: x.new_zeros(2, dtype=bool), torch.bool),
+             (lambda: x.new_full((2,), 3, dtype=int), torch.int64), (lambda: x.to(device, float), torch.float64)]
+    for f, want in cases:
+        assert f().dtype == want

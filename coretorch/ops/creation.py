@@ -55,6 +55,9 @@ def _writes_out(fn: _Factory) -> _Factory:
     """A factory's ``out=``: made with out's dtype and device (unless given) and written into ``out``."""
     @functools.wraps(fn)
     def factory(*args, out=None, **kw):
+        d = kw.get("dtype")
+        if d.__class__ is type:  # dtype=float, int, bool
+            kw["dtype"] = _dt.from_python_type(d)
         if out is None:
             return fn(*args, **kw)
         if isinstance(out, Tensor):
@@ -226,6 +229,7 @@ def _flatten_tensors(seq):
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Copy data into a new tensor, inferring the dtype as PyTorch does."""
+    dtype = _dt.from_python_type(dtype)
     _check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
         out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
@@ -269,6 +273,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         dtype (dtype, optional): the result dtype (inferred by default).
         device (device, optional): the result device.
     """
+    dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
     if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype):
@@ -281,6 +286,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
     """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
     None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
+    dtype = _dt.from_python_type(dtype)
     if copy is False:
         if isinstance(obj, Tensor):
             if dtype is not None and dtype is not obj.dtype:
@@ -409,7 +415,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
 def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return dtype or input.dtype, device or input.device
+    return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
@@ -643,10 +649,13 @@ def _copy_to(src, dst, np_dtype, x):
     return out if order is None else dst.permute(out, _memfmt.inverse(order))
 
 
+_PY_DTYPE_ARGS = (float, int, bool)
+
+
 def parse_to_args(args, kwargs):
     """Tensor.to(device), to(dtype), to(device, dtype), to(other), with keywords."""
     device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
+    dtype = _dt.from_python_type(kwargs.pop("dtype", None))
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
@@ -656,6 +665,8 @@ def parse_to_args(args, kwargs):
     for a in args:
         if isinstance(a, _dt.dtype):
             dtype = a
+        elif a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int), to(bool)
+            dtype = _dt.from_python_type(a)
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, (str, Device)):

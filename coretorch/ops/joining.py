@@ -606,7 +606,8 @@ def _new(fn):
     def m(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         if size is not None:  # new_zeros(size=(2, 3))
             args = (size,)
-        return fn(*args, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return fn(*args, dtype=_dt.from_python_type(dtype) or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
     m.__doc__ = f"A tensor like {fn.__name__}(size) with self's dtype and device unless given."
     return m
 
@@ -614,6 +615,7 @@ def _new(fn):
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``, with self's dtype and device unless given."""
+    dtype = _dt.from_python_type(dtype)
     return _cr.full(tuple(size) if not isinstance(size, int) else (size,), fill_value, dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
@@ -621,6 +623,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False) -> Tensor:
     """A tensor of ``data`` (copied), with self's dtype and device unless given."""
+    dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
                       "sourceTensor.clone().detach().requires_grad_(True), rather than tensor.new_tensor("

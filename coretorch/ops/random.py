@@ -255,6 +255,7 @@ def _shape(args, size, op: str) -> tuple:
 
 
 def _float_dtype(dtype, op: str, kernel: str):
+    dtype = _dt.from_python_type(dtype)
     if dtype is not None and not isinstance(dtype, _dt.dtype):
         raise TypeError(f"{op}(): argument 'dtype' must be coretorch.dtype, not {type(dtype).__name__}")
     dt = dtype or _dt.default
@@ -328,7 +329,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     low, high = (v.item() if isinstance(v, Tensor) else v for v in (low, high))
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    dt = dtype or (out.dtype if out is not None else _dt.int64)
+    dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
     table = _table(device if out is None or device else out.device)
     shape = _shape((size,) if not isinstance(size, (tuple, list)) else tuple(size), None, "randint")
     r = _make(_int_data(table, generator, low, high, shape, dt, "randint"), dt, table)
@@ -341,7 +342,7 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
     n = int(n)
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got{n}")
-    dt = dtype or (out.dtype if out is not None else _dt.int64)
+    dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
     table = _table(device if out is None or device else out.device)
     g = _gen(generator, table, "randperm")
     r = _make(_upload(table, g, g._kt.rng_randperm(g._state, n, dt.np)), dt, table)
@@ -351,7 +352,7 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
 def _like(input, dtype, device, op: str):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return dtype or input.dtype, device or input.device
+    return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
