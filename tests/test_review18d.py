@@ -476,6 +476,8 @@ def test_python_types_as_dtypes(device):
              (lambda: torch.tensor([1], dtype=float, device=device), torch.float64),
              (lambda: torch.randn(2, dtype=float, device=device), torch.float64),
              (lambda: torch.zeros_like(x, dtype=int), torch.int64), (lambda: x.new_zeros(2, dtype=bool), torch.bool),
-             (lambda: x.new_full((2,), 3, dtype=int), torch.int64), (lambda: x.to(device, float), torch.float64)]
+             (lambda: x.new_full((2,), 3, dtype=int), torch.int64), (lambda: x.to(device, float), torch.float64),
+             (lambda: x.sum(dtype=float), torch.float64), (lambda: x.mean(dtype=float), torch.float64),
+             (lambda: x.prod(dtype=int), torch.int64), (lambda: x.cumsum(0, dtype=float), torch.float64)]
     for f, want in cases:
         assert f().dtype == want

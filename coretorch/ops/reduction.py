@@ -136,6 +136,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         >>> torch.sum(torch.ones(2, 3), dim=1)
         tensor([3., 3.])
     """
+    if dtype.__class__ is type:  # dtype=float, int, bool
+        dtype = _dt.from_python_type(dtype)
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
@@ -197,6 +199,7 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
+    dtype = _dt.from_python_type(dtype)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dtype is not None:
         check_grad_dtype(input, dt)
@@ -250,6 +253,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         keepdim (bool): keep the reduced dimensions with size 1 (default False).
         dtype (dtype, optional): cast to this dtype first.
     """
+    dtype = _dt.from_python_type(dtype)
     dt = dtype or input.dtype
     if not dt.is_floating_point:
         which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
@@ -477,6 +481,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
         dtype (dtype, optional): cast ``input`` to this dtype first.
         out (Tensor, optional): the output tensor.
     """
+    dtype = _dt.from_python_type(dtype)
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
         return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype), inputs=(input,))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
