@@ -481,3 +481,13 @@ def test_python_types_as_dtypes(device):
              (lambda: x.prod(dtype=int), torch.int64), (lambda: x.cumsum(0, dtype=float), torch.float64)]
     for f, want in cases:
         assert f().dtype == want
+
+
+def test_arange_of_non_finite_bounds_raises_pytorchs_error(device):
+    """``torch.arange(0, inf)``: PyTorch's RuntimeError "unsupported range: 0 -> inf" (a NaN step: "step must be
+    nonzero"); coretorch raised Python's OverflowError / ValueError from its length computation."""
+    for args, msg in (((0, float("inf")), "unsupported range: 0 -> inf"), ((float("-inf"), 0), "-inf -> 0"),
+                      ((0, float("nan")), "0 -> nan"), ((0, 1, float("nan")), "step must be nonzero")):
+        with pytest.raises(RuntimeError, match=msg):
+            torch.arange(*args, device=device)
+    assert torch.arange(0, 1, float("inf"), device=device).tolist() == []

@@ -476,7 +476,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     # (a numpy number as the Python number it holds: np.float32(1.5) is no float, and its arange is float32)
     vals = [v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step)]
     start, end, step = vals
-    if step == 0:
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if step == 0 or step != step:  # (NaN: PyTorch's message too)
         raise RuntimeError("arange(): step must be nonzero")
     if (end - start) * step < 0 and end != start:
         raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
