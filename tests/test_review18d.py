@@ -491,3 +491,16 @@ def test_arange_of_non_finite_bounds_raises_pytorchs_error(device):
         with pytest.raises(RuntimeError, match=msg):
             torch.arange(*args, device=device)
     assert torch.arange(0, 1, float("inf"), device=device).tolist() == []
+
+
+def test_a_uint8_mask_warns_as_pytorch(device):
+    """A uint8 index tensor is a mask with PyTorch's deprecation warning ("indexing with dtype torch.uint8 is now
+    deprecated"), attributed to the caller's line; coretorch was silent."""
+    x = torch.arange(3.0, device=device)
+    m = torch.tensor([1, 0, 1], dtype=torch.uint8, device=device)
+    with pytest.warns(UserWarning, match="uint8 is now deprecated") as rec:
+        assert x[m].tolist() == [0.0, 2.0]
+    assert rec[0].filename == __file__
+    with pytest.warns(UserWarning, match="uint8 is now deprecated"):
+        x[m] = 5.0
+    assert x.tolist() == [5.0, 1.0, 5.0]

@@ -1,6 +1,8 @@
 """Indexing: __getitem__/__setitem__ (basic and advanced), gather, scatter_add, index_select, narrow."""
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Any, Literal
 
@@ -78,6 +80,18 @@ _NONE, _ELL, _INT, _SLICE, _BOOL, _MASK, _ADV = range(7)
 _FULL = slice(None)
 
 
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn_uint8_mask() -> None:
+    """PyTorch's deprecation warning for a uint8 mask, attributed to the first frame outside coretorch."""
+    level, f = 2, sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f, level = f.f_back, level + 1
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=level)
+
+
 def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
     """-> ([(kind, value)], dims of x consumed).  ``python_key``: PyTorch's ``x[key]`` rules, where a 0-d integer
     tensor is an int (a select: a view) and a 0-d bool tensor a Python bool; ``index_put`` takes them as index
@@ -105,6 +119,7 @@ def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
             t = _to_index_tensor(k, x, moved, put)
             host = moved[0] if moved else t
             if t.dtype is _dt.uint8:
+                _warn_uint8_mask()
                 t = t.to(_bool)
             if t.ndim == 0 and python_key:  # PyTorch reads the value (a host read on a device)
                 if t.dtype is _bool:
