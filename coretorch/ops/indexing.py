@@ -85,7 +85,7 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _warn_uint8_mask() -> None:
     """PyTorch's deprecation warning for a uint8 mask, attributed to the first frame outside coretorch."""
-    level, f = 2, sys._getframe(1)
+    level, f = 2, sys._getframe(1)  # type: int, Any
     while f is not None and f.f_code.co_filename.startswith(_PKG):
         f, level = f.f_back, level + 1
     warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
