@@ -118,6 +118,15 @@ def _by_name(name: str) -> dtype:
     return _NAMES[name]
 
 
+_PY_TYPES = {float: float64, int: int64, bool: bool_}
+
+
+def from_python_type(d):
+    """A ``dtype=`` argument as PyTorch's parser reads it: the Python types float, int and bool are float64, int64
+    and bool; anything else is returned as it is (checked by the caller)."""
+    return _PY_TYPES.get(d, d) if d.__class__ is type else d
+
+
 def from_numpy_dtype(npd) -> dtype:
     try:
         return _FROM_NP[np.dtype(npd)]

@@ -417,9 +417,13 @@ class Tensor(_TensorAPI):
         return bool(self.item())
 
     def __float__(self) -> float:
+        if self.numel() != 1:  # (PyTorch: a ValueError here, item()'s RuntimeError elsewhere)
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self) -> int:
@@ -428,6 +432,8 @@ class Tensor(_TensorAPI):
         return int(self.item())
 
     def __complex__(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return complex(self.item())
 
     def __format__(self, spec: str) -> str:

@@ -105,7 +105,9 @@ def test_gradcheck(device):
     rng = np.random.default_rng(3)
     lp = torch.tensor(rng.standard_normal((3, 2, 3)) * 0.5 - 1.0, device=device, requires_grad=True)
     targets = torch.tensor([[1, 1], [2, 0]], device=device)
-    assert gradcheck(lambda a: F.ctc_loss(a, targets, [3, 2], [1, 1]), (lp,))
+    # (not of free log_probs: PyTorch's kernel gives log_softmax's logits' gradient, and its own gradcheck of a free
+    # input fails; see test_review18d.py)
+    assert gradcheck(lambda a: F.ctc_loss(a.log_softmax(2), targets, [3, 2], [1, 1]), (lp,))
     # through log_softmax, as models use it (a repeated label: a blank must separate the two)
     raw = torch.tensor(rng.standard_normal((3, 1, 3)), device=device, requires_grad=True)
     assert gradcheck(lambda a: F.ctc_loss(a.log_softmax(2), targets[:1], [3], [2], reduction="sum"), (raw,))

@@ -153,11 +153,12 @@ def test_sdpa_mask_with_grad_and_broadcast_batch_use_the_composite(dev):
 
 
 @pytest.mark.parametrize("dev", DEVICES)
-def test_sdpa_fully_masked_row_is_nan_as_the_composite(dev):
+def test_sdpa_fully_masked_row_is_zero_as_the_composite(dev):
+    """PyTorch 2.13's _safe_softmax: a fully masked row gives zeros, not NaN (review 18d)."""
     q = k = v = torch.ones(1, 2, 2, dtype=torch.float64, device=dev)
     mask = _t(np.array([[False, False], [True, True]]), dev)
     out = _np(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
-    assert np.isnan(out[0, 0]).all() and np.allclose(out[0, 1], 1.0)
+    assert (out[0, 0] == 0).all() and np.allclose(out[0, 1], 1.0)
 
 
 # ---- LSTM / GRU sequence nodes ----------------------------------------------------------------------------------

@@ -49,9 +49,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
             return _R.norm(x, ord, dim, keepdim, dtype)  # (its dtype checks)
         if dtype is not None:
             x = x.to(dtype)
-        if ord == -_INF:
-            return _R.norm(x, ord, dim, keepdim)  # the inf-norm's own node (LinalgVectorNormBackward0)
-        return named_node(_R.sum(x.abs() ** ord, dim, keepdim) ** (1.0 / ord), "LinalgVectorNormBackward0")
+        return _R.norm(x, ord, dim, keepdim)  # (its node: a zero gradient at x = 0 and where the norm is 0)
     return _R.norm(x, ord, dim, keepdim, dtype)
 
 
@@ -98,6 +96,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
             return r
         r = _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
         return named_node(r, "AmaxBackward0" if ord > 0 else "AminBackward0")  # (PyTorch reduces without keepdim)
+    if ord is None or not isinstance(ord, (int, float, str)):  # (PyTorch's argument parser: a number or a string)
+        raise TypeError(f"linalg_matrix_norm(): argument 'ord' must be Number or str, not {type(ord).__name__}")
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 

@@ -248,6 +248,8 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
                 _check_range("index_add_", index, input.shape[d] if input.ndim else 1, d, IndexError,
                              "index_add_(): index {} out of range in self")
     if alpha != 1:
+        if not input.dtype.is_floating_point and isinstance(alpha, float):  # (PyTorch: alpha.to<int64_t>())
+            alpha = int(alpha)
         source = source * alpha
     if index.ndim == 0:  # the kernels take a vector
         index = index.reshape(1)

@@ -125,9 +125,14 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         return _inf_norm(input, dim, keepdim, p > 0)
     if p == 1:
         return named_node(sum(_abs(input), dim, keepdim), "LinalgVectorNormBackward0")
-    if p == 0:
-        # the count of non-zeros; differentiable with a zero gradient, as in PyTorch
-        return named_node(sum(where(ne(input, 0), 1.0, mul(input, 0.0)), dim, keepdim), "LinalgVectorNormBackward0")
+    if p == 0:  # the count of non-zeros: no gradient (PyTorch's backward gives an undefined one: .grad stays None)
+        with _no_grad():
+            r = sum(ne(input, 0).to(input.dtype), dim, keepdim)
+        if input._rg and _gs.enabled:
+            zn = _ZeroNormBackward()
+            zn.next_functions = (edge(input),)
+            r = _make(r._data, r.dtype, r._be, zn)
+        return r
     if p == "nuc":  # PyTorch's torch.norm: linalg.matrix_norm over dim (the last two dims of a 2-D input)
         from ._decomp_composite import matrix_norm  # (late: that module imports this one)
         if dim is None:
@@ -152,6 +157,16 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
 
 NormBackward1 = LinalgVectorNormBackward0  # (its former name)
+
+
+class _ZeroNormBackward(Node):
+    __slots__ = ()
+
+    def backward(self, g):
+        return (None,)
+
+
+_ZeroNormBackward.__name__ = _ZeroNormBackward.__qualname__ = "LinalgVectorNormBackward0"
 
 
 class _InfNormBackward(Node):

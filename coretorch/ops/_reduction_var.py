@@ -106,11 +106,16 @@ def _var(input, dim, unbiased, keepdim, correction, op):
     if not (_gs.enabled and isinstance(input, Tensor) and input._rg):
         v = _var_acc(input, dim, keepdim, correction, op)
         return v if v.dtype is input.dtype else v.to(input.dtype)
-    axes = _axes(dim, input.ndim, op)
     with _no_grad():
         v = _var_acc(input, dim, keepdim, correction, op)
         if v.dtype is not input.dtype:
             v = v.to(input.dtype)
+    return _var_node(input, v, dim, keepdim, correction, op)
+
+
+def _var_node(input, v, dim, keepdim, correction, op):
+    """``v`` (the variance of ``input``, computed without a graph) as the output of a VarBackward0."""
+    axes = _axes(dim, input.ndim, op)
     node = VarBackward0()
     node.axes, node.keepdim, node.shape, node.correction = axes, keepdim, tuple(input._data.shape), correction
     node.save(input)
@@ -142,14 +147,18 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 
 def _std(input, dim, unbiased, keepdim, correction, op):
     dim, correction = _var_args(dim, unbiased, correction)
-    v = _var_acc(input, dim, keepdim, correction, op)
-    if not (v._rg and _gs.enabled):
-        r = sqrt(v)
+    if not (_gs.enabled and isinstance(input, Tensor) and input._rg):
+        r = sqrt(_var_acc(input, dim, keepdim, correction, op))
         return r if r.dtype is input.dtype else r.to(input.dtype)
     with _no_grad():
+        v = _var_acc(input, dim, keepdim, correction, op)
         r = sqrt(v)
         if r.dtype is not input.dtype:  # (rounded once from the accumulation dtype; the node's output is input's)
             r = r.to(input.dtype)
+            v = v.to(input.dtype)
+    # PyTorch's std_backward: var_backward of grad / (2 std) (finite where N < correction: the composite's
+    # division by max(N - correction, 0) gave NaN there)
+    v = _var_node(input, v, dim, keepdim, correction, op)
     node = StdBackward0()
     node.next_functions = (edge(v),)
     r = _make(r._data, r.dtype, r._be, node)

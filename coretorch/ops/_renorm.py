@@ -30,7 +30,10 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float, *, out: Tensor | N
     norm = vector_norm(input, p, others, True)
     # PyTorch differentiates through the norm where the clamp is active (renorm_backward)
     factor = _pw.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
-    r = named_node(input * factor.to(input.dtype), "RenormBackward0")
+    r = input * factor.to(input.dtype)
+    if not r.is_contiguous():  # (PyTorch's renorm result is row-major)
+        r = _sh.contiguous(r)
+    r = named_node(r, "RenormBackward0")
     return write_out("renorm", out, r, exact_dtype=True, inputs=(input,))
 
 
@@ -41,7 +44,9 @@ def _renorm_(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int, *, out: Tensor | None = None) -> Tensor:
     """A copy of ``input.narrow(dim, start, length)`` (a new tensor, never a view)."""
-    r = named_node(_sh.clone(_ix.narrow(input, dim, start, length)), "NarrowCopyBackward0")
+    from .. import _compat  # (on use: _compat imports the ops)
+    r = named_node(_sh.clone(_ix.narrow(input, dim, start, length), memory_format=_compat.contiguous_format),
+                   "NarrowCopyBackward0")  # (a row-major copy, as PyTorch's)
     return write_out("narrow_copy", out, r, exact_dtype=True, inputs=(input,))
 
 

@@ -28,8 +28,9 @@ def norm_dim(dim, ndim: int, op: str = "") -> int:
 
 
 def norm_dims(dims, ndim: int, op: str = "") -> tuple:
-    if isinstance(dims, int) or not hasattr(dims, "__iter__") and hasattr(dims, "__index__"):  # (np.int64(0))
-        return (norm_dim(dims, ndim, op),)
+    if isinstance(dims, int) or hasattr(dims, "__index__") and (not hasattr(dims, "__iter__")
+                                                                  or getattr(dims, "ndim", None) == 0):
+        return (norm_dim(dims, ndim, op),)  # (np.int64(0), a 0-d integer tensor)
     out = tuple([norm_dim(d, ndim, op) for d in dims])
     if len(out) > 1 and len(set(out)) != len(out):
         raise RuntimeError(f"{op}(): dim {list(dims)} appears multiple times in the list of dims")

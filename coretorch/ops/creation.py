@@ -55,6 +55,9 @@ def _writes_out(fn: _Factory) -> _Factory:
     """A factory's ``out=``: made with out's dtype and device (unless given) and written into ``out``."""
     @functools.wraps(fn)
     def factory(*args, out=None, **kw):
+        d = kw.get("dtype")
+        if d.__class__ is type:  # dtype=float, int, bool
+            kw["dtype"] = _dt.from_python_type(d)
         if out is None:
             return fn(*args, **kw)
         if isinstance(out, Tensor):
@@ -86,7 +89,9 @@ def _infer_np(data):
         return data, _dt.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
         return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
+    typed = None
     if isinstance(data, (list, tuple)):
+        typed = _typed_dtype(data)
         data = _flatten_tensors(data)
     try:
         arr = np.array(data)
@@ -110,7 +115,39 @@ def _infer_np(data):
         if isinstance(bad, (str, bytes)):
             raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
         raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
-    return arr, dt
+    return arr, typed or dt
+
+
+_PY_DTYPES = {float: None, int: _dt.int64, bool: _dt.bool_}  # (float: the default dtype)
+
+
+def _typed_dtype(seq):
+    """PyTorch's dtype of a nested sequence holding numpy scalars or arrays or tensors, which keep their own dtype
+    (``tensor([np.float64(1.5)])`` is float64, ``[np.int16(3)]`` int16): the promotion of every element's type (a
+    Python float: the default dtype, an int: int64, a bool: bool); None when every element is a Python number."""
+    kinds: set = set()
+    typed: set = set()
+    stack = [seq]
+    while stack:
+        for v in stack.pop():
+            t = type(v)
+            if t is float or t is int or t is bool:
+                kinds.add(t)
+            elif t is list or t is tuple:
+                stack.append(v)
+            elif isinstance(v, Tensor):
+                typed.add(v.dtype)
+            elif isinstance(v, (np.generic, np.ndarray)) and v.dtype.kind in "biuf":
+                try:
+                    typed.add(_dt.from_numpy_dtype(v.dtype))
+                except (TypeError, ValueError):  # (uint16 and the like: as the Python number it holds)
+                    kinds.add(float if v.dtype.kind == "f" else int)
+    if not typed:
+        return None
+    out = None
+    for d in typed | {_PY_DTYPES[k] or _dt.default for k in kinds}:
+        out = d if out is None else _dt.promote_types(out, d)
+    return out
 
 
 def _check_fits(arr: np.ndarray, dt) -> None:
@@ -192,6 +229,7 @@ def _flatten_tensors(seq):
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Copy data into a new tensor, inferring the dtype as PyTorch does."""
+    dtype = _dt.from_python_type(dtype)
     _check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
         out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
@@ -235,6 +273,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         dtype (dtype, optional): the result dtype (inferred by default).
         device (device, optional): the result device.
     """
+    dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
     if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype):
@@ -244,7 +283,26 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
+    """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
+    None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
+    dtype = _dt.from_python_type(dtype)
+    if copy is False:
+        if isinstance(obj, Tensor):
+            if dtype is not None and dtype is not obj.dtype:
+                raise ValueError(f"can't alias tensor with dtype '{obj.dtype._tname[:-6]}' into dtype "
+                                 f"'{dtype._tname[:-6]}'.")
+            if device is not None and Device(device) != obj.device:
+                raise ValueError(f"can't alias tensor on device '{obj.device}' into device '{Device(device)}'.")
+        elif not isinstance(obj, np.ndarray) or (dtype is not None and dtype.np != obj.dtype):
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        r = as_tensor(obj, dtype=dtype, device=device)
+    elif copy:
+        r = obj.detach().to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True) \
+            if isinstance(obj, Tensor) else tensor(obj, dtype=dtype, device=device)
+    else:
+        r = as_tensor(obj, dtype=dtype, device=device)
+    return r.requires_grad_(True) if requires_grad else r
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -357,7 +415,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
 def _like(input, dtype, device):
     if not isinstance(input, Tensor):
         raise TypeError(f"argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return dtype or input.dtype, device or input.device
+    return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
@@ -418,7 +476,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     # (a numpy number as the Python number it holds: np.float32(1.5) is no float, and its arange is float32)
     vals = [v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step)]
     start, end, step = vals
-    if step == 0:
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if step == 0 or step != step:  # (NaN: PyTorch's message too)
         raise RuntimeError("arange(): step must be nonzero")
     if (end - start) * step < 0 and end != start:
         raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
@@ -455,19 +515,60 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
     table = _table(device)
-    a = np.linspace(start, end, steps, dtype=np.float64)
-    if not dt.is_floating_point:
-        a = np.trunc(a)
+    if dt.is_floating_point:
+        a = np.linspace(start, end, steps, dtype=np.float64)
+    else:
+        a = np.trunc(_int_spaced(start, end, steps, dt))
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _to_int(v, dt) -> int:
+    """A bound as c10's checked Scalar conversion to the integer dtype ``dt`` gives it: truncated, an unsigned
+    dtype wrapping a negative int, and PyTorch's error where it overflows."""
+    v = v.item() if isinstance(v, (Tensor, np.generic)) else v
+    if dt is _dt.bool_:
+        return int(bool(v))
+    info = np.iinfo(dt.np)
+    if isinstance(v, float) and info.min <= v <= info.max or \
+            not isinstance(v, float) and (info.min <= v <= info.max or info.min == 0 and -info.max <= v < 0):
+        return int(v) % (info.max + 1) if info.min == 0 else int(v)
+    raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.np.name]} without overflow")
+
+
+def _int_spaced(start, end, steps: int, dt) -> np.ndarray:
+    """The exponents/values of an integer-dtype linspace or logspace as PyTorch's kernels compute them: the bounds
+    converted to the dtype first (``linspace(0.5, 3.5, 7, dtype=int64)`` spans 0 to 3), in float64 steps, the first
+    half counted from ``start`` and the second back from ``end``."""
+    if steps == 0:
+        return np.zeros(0)
+    s = _to_int(start, dt)
+    if steps == 1:
+        return np.array([float(s)])
+    e = _to_int(end, dt)
+    step = (e - s) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, s + step * i, e - step * (steps - i - 1))
 
 
 @_writes_out
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None) -> Tensor:
     """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
+    if steps < 0:
+        raise RuntimeError("logspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
     table = _table(device)
-    a = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    if dt.is_floating_point:
+        a = np.logspace(start, end, steps, base=base, dtype=np.float64)
+    else:
+        if steps == 1:  # PyTorch fills with base ** start (start as given), converted with its overflow check
+            a = np.array([float(_to_int(float(base) ** float(start), dt))])
+        else:
+            with np.errstate(all="ignore"):  # (PyTorch's kernel casts the double straight to the dtype, as numpy)
+                a = np.power(float(base), _int_spaced(start, end, steps, dt)).astype(dt.np)
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
@@ -550,10 +651,13 @@ def _copy_to(src, dst, np_dtype, x):
     return out if order is None else dst.permute(out, _memfmt.inverse(order))
 
 
+_PY_DTYPE_ARGS = (float, int, bool)
+
+
 def parse_to_args(args, kwargs):
     """Tensor.to(device), to(dtype), to(device, dtype), to(other), with keywords."""
     device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
+    dtype = _dt.from_python_type(kwargs.pop("dtype", None))
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
@@ -563,6 +667,8 @@ def parse_to_args(args, kwargs):
     for a in args:
         if isinstance(a, _dt.dtype):
             dtype = a
+        elif a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int), to(bool)
+            dtype = _dt.from_python_type(a)
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, (str, Device)):

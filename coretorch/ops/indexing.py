@@ -1,6 +1,8 @@
 """Indexing: __getitem__/__setitem__ (basic and advanced), gather, scatter_add, index_select, narrow."""
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Any, Literal
 
@@ -8,13 +10,14 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
+from ._index_layout import laid as _laid
 from ._overlap import assert_no_overlap, assert_no_partial_overlap
 from ._util import bind_late, broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 
 _DEVICE_MSG = "indices should be either on cpu or on the same device as the indexed tensor"
 
 _i64, _bool = _dt.int64, _dt.bool_
-_INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.int16, _dt.int8, _dt.uint8, _dt.bool_)
+_INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.uint8, _dt.bool_)  # (PyTorch: "long, int, byte or bool")
 
 
 def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False) -> Tensor:
@@ -58,7 +61,7 @@ def _take(table, data, key):
         if key.pre is not None:
             data = table.basic_index(data, key.pre)
         key = key.post
-    return table.index(data, key)
+    return _laid(table, data, key, table.index(data, key))
 
 
 def _put(table, data, key, value, accumulate: bool) -> None:
@@ -75,6 +78,18 @@ def _put(table, data, key, value, accumulate: bool) -> None:
 
 _NONE, _ELL, _INT, _SLICE, _BOOL, _MASK, _ADV = range(7)
 _FULL = slice(None)
+
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn_uint8_mask() -> None:
+    """PyTorch's deprecation warning for a uint8 mask, attributed to the first frame outside coretorch."""
+    level, f = 2, sys._getframe(1)  # type: int, Any
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f, level = f.f_back, level + 1
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=level)
 
 
 def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
@@ -104,6 +119,7 @@ def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
             t = _to_index_tensor(k, x, moved, put)
             host = moved[0] if moved else t
             if t.dtype is _dt.uint8:
+                _warn_uint8_mask()
                 t = t.to(_bool)
             if t.ndim == 0 and python_key:  # PyTorch reads the value (a host read on a device)
                 if t.dtype is _bool:

@@ -16,8 +16,8 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
-from . import creation as _cr, indexing as _ix, reduction as _red
-from . import shape as _sh
+from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _red
+from . import _memfmt, shape as _sh
 from ._util import data_read as _data_read, edge, norm_dim, shape_arg
 from ._out import write_out
 from .inplace import check_inplace
@@ -176,15 +176,20 @@ class RollBackward0(Node):
         return (roll(g, tuple(-s for s in self.shifts), self.dims),)
 
 
+def _one(v) -> bool:
+    """Whether ``v`` is one int (a Python or numpy int, a 0-d integer tensor), not a sequence of them."""
+    return not hasattr(v, "__iter__") or getattr(v, "ndim", None) == 0
+
+
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """Elements shifted cyclically along ``dims`` (along the flattened tensor without dims)."""
-    shifts = (_index(shifts),) if not hasattr(shifts, "__iter__") else tuple(int(s) for s in shifts)  # (np.int64(1))
+    shifts = (_index(shifts),) if _one(shifts) else tuple(int(s) for s in shifts)  # (np.int64(1), a 0-d tensor)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         flat = _sh.reshape(input, (-1,))
         return _sh.reshape(roll(flat, shifts, 0), tuple(input.shape))
-    dims = (dims,) if not hasattr(dims, "__iter__") else tuple(dims)
+    dims = (dims,) if _one(dims) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if input.ndim == 0:
@@ -197,8 +202,16 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
             s = s % n if n else 0
             if s and x.ndim:
                 x = _sh.cat([_ix.narrow(x, d, n - s, s), _ix.narrow(x, d, 0, n - s)], d)
+        # PyTorch's result is laid out as the input's suggested memory format: channels-last or row-major
+        r = input.ndim if input.ndim in (4, 5) and _memfmt.is_channels_last(input.shape, input.stride(),
+                                                                             input.ndim) else 0
         if x is input:
-            x = _sh.clone(input)
+            from .. import _compat  # (on use: _compat imports the ops)
+            x = _sh.clone(input, memory_format=None if r else _compat.contiguous_format)
+        elif r and not _memfmt.is_channels_last(x.shape, x.stride(), r):
+            x = _make(_memfmt.relaid(x._be, x._data, r), x.dtype, x._be)
+        elif not r and not x.is_contiguous():
+            x = _sh.contiguous(x)
     if input._rg and _gs.enabled:
         node = RollBackward0()
         node.shifts, node.dims = shifts, tuple(nd)
@@ -273,12 +286,16 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         shp = tuple(input.shape)
         x = _sh.unsqueeze(input, d + 1)
         x = _sh.expand(x, shp[:d + 1] + (repeats,) + shp[d + 1:])
-        return _sh.reshape(x, shp[:d] + (n * repeats,) + shp[d + 1:])
+        r = _sh.reshape(x, shp[:d] + (n * repeats,) + shp[d + 1:])
+        if r._base is not None:  # a view of the input (one repeat, or repeats of size-1 dims): PyTorch's is new
+            from .. import _compat  # (on use: _compat imports the ops)
+            r = _sh.clone(r, memory_format=_compat.contiguous_format)
+        return r
     if not isinstance(repeats, Tensor):
         raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not "
                         f"{type(repeats).__name__}")
-    if repeats.dtype not in (_i64, _dt.int32):
-        raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got {repeats.dtype}")
+    if repeats.dtype not in (_i64, _dt.int32):  # (PyTorch's dispatch: a kernel for Long and Int only)
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{repeats.dtype._tname[:-6]}'")
     if repeats.ndim != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if repeats.shape[0] != n:
@@ -296,12 +313,33 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         total = int(output_size)
     # segment ids without a host loop: a 1 at each segment start (repeats counted), then a running sum
     cs = _red.cumsum(reps, 0)
+    if output_size is not None:
+        _check_output_size(reps, cs, n, total)
     starts = _ix.narrow(cs, 0, 0, max(n - 1, 0))
     z = _cr.zeros(total + 1, dtype=_i64, device=input.device)
     if n > 1:
         z = _ix.index_add(z, 0, starts, _cr.ones_like(starts))
     idx = _ix.narrow(_red.cumsum(z, 0), 0, 0, total)
     return _ix.index_select(input, d, idx)
+
+
+def _check_output_size(reps: Tensor, cs: Tensor, n: int, total: int) -> None:
+    """PyTorch's check of repeat_interleave's ``output_size`` against the repeats' sum (a wrong one gave a result of
+    that size, rows repeated wrongly): in host memory at once, on a device by its queued check (no host read)."""
+    msg = "allocated size does not match required size"
+    be = reps._be
+    if not n:
+        if total:
+            raise RuntimeError(msg)
+        return
+    diff = _pw.sub(_ix.narrow(cs, 0, n - 1, 1), total)
+    if be.host_memory:
+        if int(_red.amin(reps).item()) < 0:
+            raise RuntimeError("repeats can not be negative")
+        if int(diff.item()):
+            raise RuntimeError(msg)
+    elif be.has("check_index"):  # [0, 1): the difference is 0
+        be.check_index(diff._data, 1, False, msg, RuntimeError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,7 +606,8 @@ def _new(fn):
     def m(self, *args, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         if size is not None:  # new_zeros(size=(2, 3))
             args = (size,)
-        return fn(*args, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        return fn(*args, dtype=_dt.from_python_type(dtype) or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
     m.__doc__ = f"A tensor like {fn.__name__}(size) with self's dtype and device unless given."
     return m
 
@@ -576,6 +615,7 @@ def _new(fn):
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``, with self's dtype and device unless given."""
+    dtype = _dt.from_python_type(dtype)
     return _cr.full(tuple(size) if not isinstance(size, int) else (size,), fill_value, dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
@@ -583,6 +623,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False) -> Tensor:
     """A tensor of ``data`` (copied), with self's dtype and device unless given."""
+    dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
                       "sourceTensor.clone().detach().requires_grad_(True), rather than tensor.new_tensor("

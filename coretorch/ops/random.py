@@ -255,6 +255,7 @@ def _shape(args, size, op: str) -> tuple:
 
 
 def _float_dtype(dtype, op: str, kernel: str):
+    dtype = _dt.from_python_type(dtype)
     if dtype is not None and not isinstance(dtype, _dt.dtype):
         raise TypeError(f"{op}(): argument 'dtype' must be coretorch.dtype, not {type(dtype).__name__}")
     dt = dtype or _dt.default
@@ -328,7 +329,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     low, high = (v.item() if isinstance(v, Tensor) else v for v in (low, high))
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    dt = dtype or (out.dtype if out is not None else _dt.int64)
+    dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
     table = _table(device if out is None or device else out.device)
     shape = _shape((size,) if not isinstance(size, (tuple, list)) else tuple(size), None, "randint")
     r = _make(_int_data(table, generator, low, high, shape, dt, "randint"), dt, table)
@@ -341,7 +342,7 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
     n = int(n)
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got{n}")
-    dt = dtype or (out.dtype if out is not None else _dt.int64)
+    dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
     table = _table(device if out is None or device else out.device)
     g = _gen(generator, table, "randperm")
     r = _make(_upload(table, g, g._kt.rng_randperm(g._state, n, dt.np)), dt, table)
@@ -351,7 +352,7 @@ def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, devic
 def _like(input, dtype, device, op: str):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return dtype or input.dtype, device or input.device
+    return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -701,6 +702,20 @@ def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
     return _sample_inplace(x, "random_", draw)
 
 
+def _check_probabilities(pd: Tensor) -> None:
+    """PyTorch's check that every probability lies in [0, 1] (NaN fails): at once in host memory, by the device's
+    queued value check elsewhere (no host read; reported at the next one)."""
+    msg = "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
+    with no_grad():
+        ok = _P.logical_and(_P.ge(pd, 0), _P.le(pd, 1))
+    be = pd._be
+    if be.host_memory:
+        if not _host_flag(_R.all(ok)):
+            raise RuntimeError(msg)
+    elif be.has("check_values"):
+        be.check_values(ok._data, "nonzero", msg)
+
+
 def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Overwrite with 0/1 samples: probability ``p`` (a float, or a tensor broadcast to x's shape)."""
     if isinstance(p, Tensor):
@@ -709,8 +724,8 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
         pd = p.detach()
         if pd._be is not x._be:
             pd = pd.to(x.device)
-        if pd._be.host_memory and pd.numel() and _host_flag(_R.any(_P.logical_or(_P.lt(pd, 0), _P.gt(pd, 1)))):
-            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        if pd.numel():
+            _check_probabilities(pd)
 
         def draw(t):
             u = _make(t._be.empty(tuple(t.shape), pd.dtype.np), pd.dtype, t._be)

@@ -136,6 +136,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         >>> torch.sum(torch.ones(2, 3), dim=1)
         tensor([3., 3.])
     """
+    if dtype.__class__ is type:  # dtype=float, int, bool
+        dtype = _dt.from_python_type(dtype)
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("sum", input)
     if dtype is not None:
@@ -197,11 +199,14 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         (input,) = _ac_cast("prod", input)
+    dtype = _dt.from_python_type(dtype)
     dt = dtype or (input.dtype if input.dtype.is_floating_point else _i64)
     if dtype is not None:
         check_grad_dtype(input, dt)
     if dim is not None and not isinstance(dim, int):
-        raise TypeError("prod(): argument 'dim' must be int")
+        if not hasattr(dim, "__index__") or getattr(dim, "ndim", 0) != 0:  # (np.int64, a 0-d integer tensor)
+            raise TypeError("prod(): argument 'dim' must be int")
+        dim = dim.__index__()
     if dt is _bool:  # the product of bools is "all"
         return _reduce("prod", "all", None, _bool_of(input), dim, keepdim)
     return _reduce("prod", "prod", ProdBackward0 if dim is None else ProdBackward1, input, dim, keepdim, dt)
@@ -231,9 +236,10 @@ class MeanBackward0(_ReduceNode):
     __slots__ = ("n",)
 
     def backward(self, g):
-        if not (g._rg and _gs.enabled):  # plain backward: g / n on the reduced shape, then one broadcast view
-            return (_expand_back(_make(g._be.div(g._data, self.n), g.dtype, g._be), self.shape, self.axes,
-                                 self.keepdim),)
+        # PyTorch's grad.expand(...) / n: a dense gradient (sum's is the broadcast view); a hook may write into it
+        if not (g._rg and _gs.enabled):  # plain backward: one division of the broadcast view
+            ge = _expand_back(g, self.shape, self.axes, self.keepdim)
+            return (_make(g._be.div(ge._data, self.n), g.dtype, g._be),)
         return (div(_expand_back(g, self.shape, self.axes, self.keepdim), self.n),)
 
 
@@ -247,6 +253,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         keepdim (bool): keep the reduced dimensions with size 1 (default False).
         dtype (dtype, optional): cast to this dtype first.
     """
+    dtype = _dt.from_python_type(dtype)
     dt = dtype or input.dtype
     if not dt.is_floating_point:
         which = "Input" if dtype is None else "Optional"  # PyTorch names the argument that is wrong
@@ -476,6 +483,7 @@ def cumsum(input, dim, *, dtype=None, out=None) -> Tensor:
         dtype (dtype, optional): cast ``input`` to this dtype first.
         out (Tensor, optional): the output tensor.
     """
+    dtype = _dt.from_python_type(dtype)
     if out is not None:  # as PyTorch: computed in the out tensor's dtype when no dtype is given
         return write_out("cumsum", out, cumsum(input, dim, dtype=dtype or out.dtype), inputs=(input,))
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)

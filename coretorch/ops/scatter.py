@@ -18,7 +18,7 @@ from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
-from ._util import broadcast_shape, broadcast_shapes, edge, norm_dim, sum_to
+from ._util import broadcast_shape, broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 from ._out import write_out
 from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
@@ -170,7 +170,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     st = isinstance(src, Tensor)
     if not st and not isinstance(src, (int, float, bool)):
-        raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
+        if not isinstance(src, np.generic) or src.dtype.kind not in "biuf":
+            raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
+        src = src.item()  # (a numpy number: the Python number it holds)
     with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
         d = _check_scatter("scatter", input, dim, index, src if st else None)
         data = _scatter_data(input, d, index, src, reduce)
@@ -237,9 +239,13 @@ class ScatterReduceBackward0(Node):
         return (gx if self.need[0] else None, _pad_grad(gs, self.src_shape) if self.need[1] else None)
 
 
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch 2.13 takes them, unlisted in its error message)
+
+
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out: Tensor | None = None) -> Tensor:
     """Reduce ``src`` into input at ``index`` along ``dim`` with sum, prod, mean, amax or amin."""
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
@@ -466,6 +472,10 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
                            f"{value.ndim} dimension(s).")
     v = value if vt else _dt.fit_scalar(value, input.dtype)
     table = input._be
+    given = index  # (the caller's: the backward saves it, version-checked)
+    if index.numel() and not (table.host_memory and host_all_below(table, index._data, input.shape[d] if input.ndim
+                                                                    else 1)):
+        index = _pw.remainder(index, input.shape[d] if input.ndim else 1)  # (PyTorch wraps a negative index)
     x1 = _as1d(input)
     out = table.contiguous(x1._data)
     if index.numel():
@@ -479,7 +489,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     if _gs.enabled and (input._rg or vrg):
         node = IndexFillBackward0()
         node.dim, node.need, node.nv = d, (input._rg, vrg), vt
-        node.save(_as1d(index))
+        node.save(_as1d(given))
         node.next_functions = (edge(input), edge(value)) if vt else (edge(input),)
         return _make(out, input.dtype, table, node)
     return _make(out, input.dtype, table)

@@ -62,7 +62,9 @@ class ViewBackward0(Node):
 
 def view(input: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
-        raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        if shape[0] is not input.dtype:
+            raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        return input.detach()  # its own dtype: PyTorch's result shares the memory, no view, no gradient
     shape = infer_shape(shape_arg(shape, "view"), input.numel())
     x = input._data
     if x.shape == shape:
@@ -444,6 +446,11 @@ def cat(tensors, dim: int = 0) -> Tensor:
         >>> torch.cat([torch.zeros(2, 3), torch.ones(1, 3)]).shape
         coretorch.Size([3, 3])
     """
+    return _cat(tensors, dim, False)
+
+
+def _cat(tensors, dim: int, stacked: bool) -> Tensor:
+    """cat; ``stacked``: stack's, of tensors unsqueezed at ``dim`` (their layout is that of the tensors stacked)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -475,6 +482,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
         parts = [t.to(dt) if t._rg and t.dtype is not dt else t for t in parts]
     arrays = [t._data if t.dtype is dt else table.cast(t._data, dt.np) for t in parts]
     out = table.cat(arrays, d)
+    if not table.is_contiguous(out):
+        if not all(_channels_last(table, a, d if stacked else -1) for a in arrays):
+            out = table.contiguous(out)  # (numpy's concatenate keeps a column-major or permuted common order)
+    elif not stacked and len(out.shape) in (4, 5) and all(not table.is_contiguous(a) for a in arrays) \
+            and all(_channels_last(table, a, -1) for a in arrays):
+        out = _memfmt.relaid(table, out, len(out.shape))
     if _gs.enabled and any(t._rg for t in tensors):
         node = CatBackward0()
         node.dim = d
@@ -500,6 +513,16 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+def _channels_last(table, a, skip: int) -> bool:
+    """Whether array ``a`` (``skip``: less its dim ``skip``) is channels-last: PyTorch's cat result is when every
+    input is (their common suggested memory format), and row-major otherwise."""
+    shape, strides = tuple(a.shape), tuple(table.strides(a))
+    if skip >= 0:
+        shape, strides = shape[:skip] + shape[skip + 1:], strides[:skip] + strides[skip + 1:]
+    r = len(shape)
+    return r in (4, 5) and _memfmt.is_channels_last(shape, strides, r)
+
+
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors of the same shape along a new dimension ``dim``.
 
@@ -516,7 +539,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
                                f"{list(t.shape)} at entry {i}")
     d = norm_dim(dim, tensors[0].ndim + 1, "stack")
-    out = cat([unsqueeze(t, d) for t in tensors], d)
+    out = _cat([unsqueeze(t, d) for t in tensors], d, True)
     if out.grad_fn.__class__ is CatBackward0:
         out.grad_fn.__class__ = StackBackward0  # PyTorch's name for the node (same backward)
     return out

@@ -10,6 +10,7 @@ from ...autograd._node_names import named_node
 from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
+from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor
@@ -57,7 +58,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = _additive_mask(attn_mask, is_causal, L, S, query)
         if mask is not False:
             out = _fused.attention(query, key, value, mask, scale_factor,
-                                   lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor))
+                                   lambda q, k, v: _sdpa_composite(q, k, v, attn_mask, is_causal, scale_factor),
+                                   attn_mask is not None)
             # PyTorch's name: its CPU flash kernel's node for 4-D inputs with E == Ev, else its composite's last op
             return named_node(out, "AddBackward0" if out.numel() == 0 else
                               "ScaledDotProductFlashAttentionForCpuBackward0" if query.ndim == 4 and
@@ -115,10 +117,17 @@ def _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropo
                 else _P.add(attn, _P.where(attn_mask, 0.0, float("-inf")))
         else:
             attn = _P.add(attn, attn_mask)
-    attn = softmax(attn, -1)
+    attn = safe_softmax(attn) if attn_mask is not None else softmax(attn, -1)
     if dropout_p > 0.0:
         attn = _dropout_mask(attn, dropout_p)
     return _L.matmul(attn, value)
+
+
+def safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last dim, with zeros for a row whose every score is -inf (every key masked): PyTorch's
+    _safe_softmax of its attention; the gradient of such a row is zero, never NaN."""
+    dead = _P.eq(_R.amax(scores.detach(), -1, keepdim=True), float("-inf"))
+    return _P.where(dead, 0.0, softmax(_P.where(dead, 0.0, scores), -1))
 
 
 def _bcast_ok(small, big) -> bool:

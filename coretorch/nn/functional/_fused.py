@@ -183,10 +183,11 @@ class ScaledDotProductAttentionBackward0(Node):
                 _make(gv, dt, table) if nv else None)
 
 
-def attention(q, k, v, mask, scale: float, composite):
+def attention(q, k, v, mask, scale: float, composite, safe: bool = False):
     """softmax(q k^T * scale + mask) v as one node: q (..., L, E), k (..., S, E), v (..., S, Ev) with equal batch
     dims, ``mask`` None or an additive array broadcastable to (..., L, S) (no gradient);
-    ``composite(q, k, v)`` is the differentiable form a create_graph backward differentiates."""
+    ``composite(q, k, v)`` is the differentiable form a create_graph backward differentiates.  ``safe``: a row
+    whose every score is -inf (a user's mask) gets probabilities 0, not NaN (PyTorch's _safe_softmax)."""
     table = q._be
     s = table.matmul(q._data, _t(table, k._data))
     if scale != 1.0:
@@ -196,6 +197,9 @@ def attention(q, k, v, mask, scale: float, composite):
             mask = table.view(mask, (1,) * (len(s.shape) - len(mask.shape)) + tuple(mask.shape))
         s = table.add(s, _bc(table, mask, s.shape))
     p = _softmax_last(table, s)
+    if safe:
+        dead = table.eq(table.amax(s, (len(s.shape) - 1,), True), float("-inf"))
+        p = table.where(_bc(table, dead, s.shape), 0.0, p)
     out = table.matmul(p, v._data)
     need = (q._rg, k._rg, v._rg)
     if _gs.enabled and (need[0] or need[1] or need[2]):

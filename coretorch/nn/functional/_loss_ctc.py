@@ -3,7 +3,8 @@
 The forward (alpha) recursion runs in log space over the extended label sequence (blank, l1, blank, l2, ...,
 blank), vectorised over the batch and the extended label axis; only time is a Python loop.  It is a composition
 of differentiable tensor ops (gather, logsumexp, where), so autograd's reverse pass through the recursion is the
-backward (beta) recursion and the gradient w.r.t. ``log_probs`` (and double backward) comes for free.  Impossible
+backward (beta) recursion and the gradient w.r.t. ``log_probs`` (and double backward) comes for free; a zero-valued
+term adds PyTorch's ``exp(log_probs)`` to it (its kernel's gradient is that of log_softmax's logits).  Impossible
 alignments use a large finite negative instead of -inf so that no 0 * inf reaches the gradient; their loss is
 set to inf afterwards (or 0 with ``zero_infinity``), as PyTorch reports them.
 """
@@ -130,7 +131,15 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         ll = _P.where(_C.tensor([v == 0 and k > 0 for v, k in zip(il, tl)], device=dev), _NEG, ll)
         ll = _P.where(_C.tensor([v == 0 and k == 0 for v, k in zip(il, tl)], device=dev), 0.0, ll)
     feasible = _P.gt(ll, _NEG / 2)
-    loss = _P.where(feasible, _P.neg(ll), 0.0 if zero_infinity else float("inf"))
+    nll = _P.neg(ll)
+    if log_probs.requires_grad:
+        # PyTorch's ctc backward gives (exp(log_probs) - posterior) * grad for t < input_length: the gradient of
+        # the logits of a log_softmax (the same through one), not of free log_probs.  Its exp term added here
+        # with a zero value: sum(exp(lp)) - the same, detached.
+        on = _P.lt(_C.arange(t_max, dtype=_i64, device=dev).reshape(t_max, 1), il_t.reshape(1, n))
+        e = _R.sum(_P.where(_S.unsqueeze(on, 2), _P.exp(log_probs), 0.0), (0, 2))
+        nll = _P.add(nll, _P.sub(e, e.detach()))
+    loss = _P.where(feasible, nll, 0.0 if zero_infinity else float("inf"))
     if unbatched:
         loss = loss.reshape(())
         tl_t = tl_t.reshape(())

@@ -11,6 +11,7 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...ops.creation import zeros
 from ._activation import softmax
+from ._attention import safe_softmax
 from ._basic import dropout, linear
 from ._padding import pad
 
@@ -106,7 +107,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     scores = _P.mul(_L.bmm(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
     if mask is not None:
         scores = _P.add(scores, mask)
-    attn = softmax(scores, -1)
+    # PyTorch computes the weights it returns with softmax (NaN for a row with every key masked), else it calls
+    # scaled_dot_product_attention (zeros there)
+    attn = softmax(scores, -1) if need_weights or mask is None else safe_softmax(scores)
     if dropout_p > 0.0 and training:
         attn = dropout(attn, dropout_p, True)
     out = _L.bmm(attn, v)                                           # (N*H, L, hd)

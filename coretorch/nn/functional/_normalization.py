@@ -140,6 +140,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
+        input = input.contiguous()
     if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
         return _fused.layer_norm(input, k, weight, bias, eps, _layer_norm_composite)
     return _layer_norm_composite(input, k, weight, bias, eps)

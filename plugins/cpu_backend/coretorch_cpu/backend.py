@@ -54,7 +54,9 @@ def _reduce(fn, short: int, wraps: bool = False):
                    dtype=dt)
             return r[..., None] if keepdim else r
         r = fn(x, axis=axes, keepdims=keepdim, dtype=dt)
-        return r if r.__class__ is nd else _asarray(r)
+        if r.__class__ is not nd:
+            return _asarray(r)
+        return r if r.flags.c_contiguous else np.ascontiguousarray(r)  # (row-major as PyTorch's; numpy keeps x's)
     return k
 
 
@@ -199,15 +201,34 @@ def _index_put(x, key, values, accumulate):
         x[key] = values
 
 
+_FULL = slice(None)
+
+
+def _index(x, key):
+    """x[key] for a key of full slices and index arrays.  One integer array after full slices on a row-major x
+    (``x[i]``, ``x[:, i]``): ndarray.take, row-major as PyTorch's result and 2-3x faster than fancy indexing
+    (whose result puts the index dims outermost in memory)."""
+    n = len(key)
+    if n and x.flags.c_contiguous:
+        a = key[-1]
+        if a.__class__ is nd and a.dtype.kind in "iu" and all(k.__class__ is slice and k == _FULL for k in key[:-1]):
+            return x.take(a, axis=n - 1)
+    return x[key]
+
+
 def _gather(x, dim, index):
+    """Row-major as PyTorch's (numpy's fancy indexing follows a transposed index's order)."""
     if x.ndim == 0:
         return x[()].reshape(()).copy() if index.ndim == 0 else np.full(index.shape, x)
     if x.ndim == 2 and index.ndim == 2:  # one fancy index, half the cost of take_along_axis's Python
         if dim == 1:
-            return x[np.arange(index.shape[0])[:, None], index]
-        return x[index, np.arange(index.shape[1])]
-    sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
-    return np.take_along_axis(x[sl], index, axis=dim)
+            r = x[np.arange(index.shape[0])[:, None], index]
+        else:
+            r = x[index, np.arange(index.shape[1])]
+    else:
+        sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
+        r = np.take_along_axis(x[sl], index, axis=dim)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 
 
 def _scatter_index(dim, index):
@@ -437,7 +458,7 @@ class CPUBackend:
             "view": _view, "permute": lambda x, dims: x.transpose(dims), "expand": _expand,
             "basic_index": _basic_index, "flip": lambda x, dims: np.flip(x, dims).copy(),
             "tile": np.tile, "cat": lambda arrays, axis: np.concatenate(arrays, axis),
-            "assign_": _assign, "setitem_": _setitem, "index": lambda x, key: x[key],
+            "assign_": _assign, "setitem_": _setitem, "index": _index,
             "index_put_": _index_put, "gather": _gather, "scatter_add": _scatter_add,
             "index_select": lambda x, dim, idx: np.take(x, idx, axis=dim) if x.ndim else x.copy(),
             "index_add": _index_add, "nonzero": lambda x: np.argwhere(x).astype(np.int64),

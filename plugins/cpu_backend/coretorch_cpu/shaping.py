@@ -81,7 +81,8 @@ def _index_reduce(x: np.ndarray, key, values, op: str) -> None:
 
 
 def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:
-    return np.tril(x, diag) if lower else np.triu(x, diag)  # the last two dims of any stack
+    r = np.tril(x, diag) if lower else np.triu(x, diag)  # the last two dims of any stack
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)  # (row-major as PyTorch's; numpy keeps x's order)
 
 
 KERNELS: dict = {  # primitive name -> kernel on numpy arrays

@@ -275,7 +275,7 @@ def _cum_extreme(ufunc):
     def k(x, axis):
         if x.ndim == 0:
             return x.copy(), np.zeros((), _I64)
-        v = ufunc.accumulate(x, axis=axis)
+        v = np.ascontiguousarray(ufunc.accumulate(x, axis=axis))  # (row-major as PyTorch's; numpy keeps x's order)
         # the index moves to every element that equals the running extreme (the last of equal ones, as PyTorch)
         hit = x == v
         if x.dtype.kind == "f":
@@ -283,7 +283,7 @@ def _cum_extreme(ufunc):
         shape = [1] * x.ndim
         shape[axis] = x.shape[axis]
         pos = np.where(hit, np.arange(x.shape[axis]).reshape(shape), 0)
-        return v, np.maximum.accumulate(pos, axis=axis).astype(_I64)
+        return v, np.ascontiguousarray(np.maximum.accumulate(pos, axis=axis), _I64)
     return k
 
 
@@ -291,7 +291,7 @@ def logcumsumexp(x, axis):
     if x.ndim == 0:
         return x.copy()
     with np.errstate(invalid="ignore"):
-        return np.logaddexp.accumulate(x, axis=axis)
+        return np.ascontiguousarray(np.logaddexp.accumulate(x, axis=axis))
 
 
 KERNELS: dict = {"sort": sort, "topk": topk, "kthvalue": kthvalue, "searchsorted": searchsorted,

@@ -23,7 +23,8 @@ local-memory tree scan) and needs Mako, a dependency coretorch-opencl does not h
 where one work-item per row leaves all but a few lanes idle, takes the chunked scan for few long rows (not
 measured: no GPU was available; its correctness is tested on PoCL by forcing it).
 
-Results keep the input's dtype (the core casts integers and bools to int64 first); float16 accumulates in float.
+Results keep the input's dtype (the core casts integers and bools to int64 first); float16 accumulates in float,
+float32 in double where the device has doubles (PyTorch's CPU acc_type).
 A float scan in chunks adds in a different order than the row loop: results agree to rounding, not bit for bit.
 """
 from __future__ import annotations
@@ -52,14 +53,19 @@ def chunks(dev, rows: int, length: int, dt) -> int:
     return max(1, min(_MAX_CHUNKS, length // _MIN_CHUNK, -(-target // rows)))
 
 
-def _acc_dtype(dt):
-    """The accumulator's numpy dtype (float16 accumulates in float32, as the row loop does)."""
-    return np.dtype(np.float32) if np.dtype(dt) in (np.float16, cg.BF16) else np.dtype(dt)
+def _acc_dtype(dt, fp64: bool):
+    """The accumulator's numpy dtype, PyTorch's CPU acc_type: float16/bfloat16 accumulate in float32, float32 in
+    float64 where the device has doubles (a float32 running sum of 2 * 10^6 values near 1000 was 1.6% off)."""
+    d = np.dtype(dt)
+    if d in (np.float16, cg.BF16):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64) if d == np.float32 and fp64 else d
 
 
-def _src(dt, a: int) -> str:
-    """Row loop, chunk totals and chunk rescan, for cumsum and cumprod of dtype ``dt`` over ``a`` row dims."""
-    ct, st = cg.ctype(dt), cg.stype(dt)
+def _src(dt, a: int, acc_dt) -> str:
+    """Row loop, chunk totals and chunk rescan, for cumsum and cumprod of dtype ``dt`` over ``a`` row dims,
+    accumulating in ``acc_dt``."""
+    ct, st = cg.ctype(acc_dt), cg.stype(dt)
     rows = [f"long d{i}" for i in range(a)] + [f"long s{i}" for i in range(a)]
     outs = [f"long w{i}" for i in range(a)]
 
@@ -121,15 +127,16 @@ def scan(kern, op: str, x, axis):
     kos = (0,) * (a - len(kos)) + tuple(kos)
     rows = list(kd) + list(ks)
     P = chunks(dev, M, L, dt)
+    acc = _acc_dtype(dt, dev.fp64)
 
     def kernel(name):
-        return dev.kernel(("scan", dt.str, a), name, lambda: _src(dt, a))
+        return dev.kernel(("scan", dt.str, a, acc.str), name, lambda: _src(dt, a, acc))
     if P == 1:
         dev.launch(kernel(op), M, [out.base_data, x.base_data, off, M, L, st[axis], ost[axis]] + rows + list(kos))
         return out
     chunk = -(-L // P)
     P = -(-L // chunk)
-    tot = kern._out((M * P,), _acc_dtype(dt))
+    tot = kern._out((M * P,), acc)
     n = M * P
     dev.launch(kernel(op + "_part"), n, [tot.base_data, x.base_data, off, n, P, chunk, L, st[axis]] + rows)
     dev.launch(kernel(op + "_fin"), n, [out.base_data, x.base_data, off, tot.base_data, n, P, chunk, L, st[axis],

@@ -23,7 +23,7 @@ def test_integer_sum_prod_and_scan_kernels_add_unsigned(dt):
     for op in ("sum", "prod"):
         src = ReductionKernels._reduce_src(None, "k", op, np.dtype(dt), np.dtype(dt), 1, 1)
         assert f"({u})acc" in src
-    src = scan._src(np.dtype(dt), 1)
+    src = scan._src(np.dtype(dt), 1, np.dtype(dt))
     assert src.count(f"({u})acc") == 6 and f"({u})b0" in src  # cumsum and cumprod: loop, rescan, prefix
 
 
