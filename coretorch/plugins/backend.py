@@ -46,6 +46,7 @@ from .. import dtypes as _dt
 from ..dtypes import _FROM_NP
 from .._backend import get_kernel
 from ..device import device as Device
+from ..ops._index_layout import _iter_order
 from ..ops._linalg_host import KERNELS as _HOST_LINALG
 from ..tensor import Tensor, _make
 
@@ -175,3 +176,13 @@ def increment_version(tensor: Union[Tensor, Iterable[Tensor]]) -> None:
         if not isinstance(t, Tensor):
             raise TypeError(f"increment_version(): expected Tensors, got {type(t).__name__}")
         t._vc[0] += 1
+
+
+def result_order(shape: tuple, stride_lists: list) -> list | None:
+    """The dims of an elementwise result of ``shape`` from the slowest to the fastest in memory, as PyTorch's
+    TensorIterator orders them from its operands' strides (``stride_lists``, one tuple per operand, in elements or
+    bytes alike; a broadcast dim's stride 0): for each pair of dims the first operand whose strides there are both
+    nonzero decides (the smaller stride is the faster dim; equal strides: the smaller size).  None where that order is
+    the row-major one.  A backend lays out a new result in this order to give PyTorch's strides (``a.t() + b.t()``
+    is transposed, ``x[:, idx]`` of a row-major ``x`` row-major)."""
+    return _iter_order(tuple(shape), list(stride_lists))

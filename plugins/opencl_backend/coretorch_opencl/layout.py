@@ -5,6 +5,8 @@ families) import them without an import circle through the backend.
 """
 from __future__ import annotations
 
+from coretorch.plugins import result_order
+
 from .device import c_strides
 
 
@@ -119,30 +121,5 @@ def _c_ordered(shape, strides) -> bool:
 
 def _iter_order(shape, stride_lists):
     """The dims of an elementwise result from the slowest to the fastest in memory, as PyTorch's TensorIterator
-    orders them (reorder_dimensions): for each pair of dims the first operand whose strides there are both nonzero
-    decides (the smaller stride is the faster dim; equal strides: the smaller size), a broadcast operand (stride 0)
-    leaves it to the next; None when that order is the row-major one."""
-    nd = len(shape)
-    perm = list(range(nd - 1, -1, -1))  # fastest first, as TensorIterator's perm_
-
-    def swap(d0, d1):
-        for st in stride_lists:
-            s0, s1 = st[d0], st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-    for i in range(1, nd):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    order = perm[::-1]
-    return None if order == list(range(nd)) else order
+    orders them; None when that order is the row-major one (the public helper of the plugin API)."""
+    return result_order(shape, stride_lists)
