@@ -300,3 +300,16 @@ def test_an_index_changed_in_place_before_the_backward_raises(device, op):
     x.grad = None
     f(x, make_index()).sum().backward()   # (unchanged: a gradient where the indices point)
     assert x.grad is not None or op.endswith("_src")
+
+
+def test_result_order_is_tensoriterators_dim_order():
+    """``coretorch.plugins.result_order``: the public helper a backend lays new results out with (the opencl plugin
+    uses it): row-major operands give None, a transposed one its dims' order, a broadcast operand (stride 0) leaves
+    the choice to the next, and the result matches the strides of coretorch's own ``a.t() + b.t()``."""
+    from coretorch.plugins import result_order
+    assert result_order((3, 4), [(4, 1), (4, 1)]) is None
+    assert result_order((3, 4), [(1, 3)]) == [1, 0]
+    assert result_order((3, 4), [(0, 1), (1, 3)]) == [1, 0]
+    assert result_order((2, 3, 4), [(1, 2, 6)]) == [2, 1, 0]
+    a, b = torch.randn(4, 3).t(), torch.randn(4, 3).t()
+    assert (a + b).stride() == (1, 3)
