@@ -1,0 +1,93 @@
+"""Review 18f: eager autograd semantics against PyTorch 2.13: saved-tensor version checks (an input, an index or
+mask argument, or an output changed in place between the forward and the backward), graph reuse (second backward,
+retain_graph, create_graph, hooks) and in-place/view semantics on leaves and views."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _leaf(shape, device, lo=0.5, hi=1.5):
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(*shape, generator=g) * (hi - lo) + lo
+    return x.to(device).requires_grad_(True)
+
+
+def test_dist_and_cdist_results_modified_in_place_raise(device):
+    """PyTorch's dist and cdist backward read their result (g * diff / dist), saved: the result changed in place
+    before the backward (``d.mul_(1.5)``) raises "modified by an inplace operation".  coretorch before: the nodes
+    kept the result without its version, so the backward divided by the changed distance, a silently wrong
+    gradient (1/1.5 of the right one)."""
+    for fn in (lambda a, b: torch.dist(a, b), lambda a, b: torch.cdist(a, b),
+               lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+               lambda a, b: torch.cdist(a, b, p=3.0)):
+        x = _leaf((3, 4), device)
+        y = _leaf((1, 4), device, 2.0, 3.0).detach()
+        d = fn(x * 1, y)
+        d.mul_(1.5)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            d.sum().backward()
+        fn(x * 1, y).sum().backward()  # unchanged: a gradient
+        assert x.grad is not None
+
+
+def test_where_and_masked_fill_condition_modified_in_place_raise(device):
+    """PyTorch's where (and masked_fill, masked_scatter built on it) saves the condition: the mask changed in place
+    before the backward raises.  coretorch before: WhereBackward0 held the mask without its version, so the
+    gradient was routed by the changed mask, silently."""
+    cases = [lambda x, m: torch.where(m, x, 0.0), lambda x, m: torch.where(m, 0.0, x),
+             lambda x, m: x.masked_fill(m, 0.0), lambda x, m: x.masked_scatter(m, torch.ones(12, device=x.device)),
+             lambda x, m: torch.ones(3, 4, device=x.device).masked_scatter(m, x.reshape(12))]
+    for fn in cases:
+        x = _leaf((3, 4), device)
+        m = x.detach() > 1
+        out = fn(x * 1, m)
+        m.logical_not_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+        fn(x * 1, m).sum().backward()
+        assert x.grad is not None
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax"])
+def test_scatter_reduce_and_index_reduce_indices_modified_in_place_raise(device, reduce):
+    """PyTorch's scatter_reduce and index_reduce save their index: changed in place before the backward, it raises.
+    coretorch before: ScatterReduceBackward0 held the index without its version, so the gradient was gathered by
+    the changed indices (NaN for amax, another value for prod/mean)."""
+    x = _leaf((3, 4), device)
+    src = _leaf((3, 2), device)
+    index = torch.tensor([[0, 1], [2, 3], [1, 1]], device=device)
+    out = x.scatter_reduce(1, index, src, reduce)
+    index.fill_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    if reduce == "sum":
+        return
+    index = torch.tensor([0, 2], device=device)
+    out = x.index_reduce(0, index, _leaf((2, 4), device), reduce)
+    index.fill_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_nll_and_cross_entropy_target_modified_in_place_raise(device):
+    """PyTorch's nll_loss saves its target (and weight): changed in place before the backward, it raises.
+    coretorch before: the node of the mean/sum fast path held the target's own buffer, so the gradient went to the
+    changed classes, silently (cross_entropy with label_smoothing, nll_loss with the default mean)."""
+    for fn in (lambda x, t: F.nll_loss(x, t), lambda x, t: F.cross_entropy(x, t),
+               lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+               lambda x, t: F.nll_loss(x, t, reduction="none")):
+        x = _leaf((3, 4), device)
+        t = torch.tensor([0, 1, 3], device=device)
+        loss = fn(x * 1, t)
+        t.fill_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.sum().backward()
+        x = _leaf((3, 4), device)
+        w = torch.ones(4, device=device)
+        loss = F.nll_loss(x * 1, t, w)
+        w.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
