@@ -40,6 +40,9 @@ class Tensor(_TensorAPI):
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
+    # a view made in no_grad mode (or a view of one): an in-place op on it in grad mode that autograd would record
+    # (or whose base requires grad) raises, as PyTorch's NO_GRAD_MODE creation meta (see ops/inplace.py)
+    _ngv = False
     # a result of detach()/.data: its ``_vbase`` (the root it shares memory with) is for storage only, not autograd (as
     # PyTorch's, it is no view there: no grad_fn regenerated when the root changes, in-place ops not rebased on it)
     _det: bool = False
@@ -475,7 +478,7 @@ class Tensor(_TensorAPI):
         return new
 
 
-_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det"))
+_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det", "_ngv"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

@@ -91,3 +91,39 @@ def test_nll_and_cross_entropy_target_modified_in_place_raise(device):
         w.mul_(2)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loss.backward()
+
+
+def test_a_view_made_in_no_grad_mode_modified_in_place_in_grad_mode_raises(device):
+    """PyTorch: a view made under ``no_grad`` of a tensor that requires grad (or of any float tensor, written with
+    an operand that requires grad) modified in place with grad mode on raises "A view was created in no_grad mode
+    and is being modified inplace with grad mode enabled".  coretorch before: the write went through untracked, a
+    leaf's data changed silently, and a non-leaf base's gradient ignored the change (``b[0] *= 2`` through the view:
+    b.sum()'s gradient stayed 1 where 2 is right)."""
+    x = _leaf((3,), device)
+    with torch.no_grad():
+        v = x[:1]
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        v.mul_(2)
+    b = x * 1
+    with torch.no_grad():
+        u, w = b[:1], b.view(3)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        u.mul_(2)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        w[1:].add_(1)  # (a view of such a view: the same)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        u[0] = 3.0
+    y = torch.zeros(3, device=device)
+    with torch.no_grad():
+        yv = y[:1]
+    yv.mul_(2)  # a base that needs no gradient, an operand that needs none: allowed
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        yv.copy_(x[:1])
+    with torch.no_grad():
+        v.mul_(2)  # (inside no_grad: allowed, untracked)
+        d = b.detach()[:1]
+    d.mul_(2)  # a view of a detached tensor: allowed
+    p, q = b.split(2)  # split's pieces (made without a graph, then given their node): their own error
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
+        p.mul_(2)
+
