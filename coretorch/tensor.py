@@ -254,7 +254,10 @@ class Tensor(_TensorAPI):
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by ``backward()`` for this tensor (None until then; only leaves by default)."""
-        return self._grad
+        g = self._grad
+        if g is None and self._gf is not None and not self._retains:
+            _warn_nonleaf_grad()
+        return g
 
     @grad.setter
     def grad(self, value) -> None:
@@ -476,6 +479,16 @@ class Tensor(_TensorAPI):
                              if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
+
+
+def _warn_nonleaf_grad() -> None:
+    import warnings
+    warnings.warn(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+        "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+        "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+        "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.",
+        UserWarning, stacklevel=3)
 
 
 _VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det", "_ngv"))

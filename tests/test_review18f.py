@@ -127,3 +127,22 @@ def test_a_view_made_in_no_grad_mode_modified_in_place_in_grad_mode_raises(devic
     with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
         p.mul_(2)
 
+
+def test_reading_the_grad_of_a_non_leaf_warns(device):
+    """PyTorch warns (UserWarning, at the caller's line) when ``.grad`` of a non-leaf that does not retain its
+    gradient is read while it is None: it will never be populated.  coretorch before: no warning."""
+    x = _leaf((2,), device)
+    y = x * 2
+    (y * y).sum().backward()
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed") as rec:
+        assert y.grad is None
+    assert rec[0].filename == __file__
+    z = x * 3
+    z.retain_grad()
+    z.sum().backward()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert z.grad is not None and x.grad is not None  # (retained, and a leaf: no warning)
+        assert torch.ones(2, device=device).grad is None
+
