@@ -146,3 +146,25 @@ def test_reading_the_grad_of_a_non_leaf_warns(device):
         assert z.grad is not None and x.grad is not None  # (retained, and a leaf: no warning)
         assert torch.ones(2, device=device).grad is None
 
+
+def test_fmod_and_erfinv_save_only_what_pytorch_saves(device):
+    """PyTorch's fmod saves its operands only for the divisor's gradient (the dividend's is g), and erfinv saves its
+    input (not its result): ``fmod(x, y)`` with only x requiring grad, then x or y changed in place, and ``erfinv(x)``
+    whose result is changed in place, backpropagate.  coretorch before: both raised "modified by an inplace
+    operation" where PyTorch computes the gradient."""
+    x = _leaf((3,), device)
+    y = torch.tensor([0.3, 0.7, 0.9], device=device)
+    a = x * 1
+    r = torch.fmod(a, y)
+    a.mul_(2)
+    y.mul_(2)
+    r.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+    x = _leaf((3,), device, 0.1, 0.5)
+    r = torch.erfinv(x)
+    expect = torch.autograd.grad(torch.erfinv(x).sum(), x)[0]
+    r.mul_(2)
+    r.sum().backward()
+    assert torch.allclose(x.grad, expect * 2)
+    xd = torch.tensor([0.3, -0.5], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(torch.erfinv, (xd,))
