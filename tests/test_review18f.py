@@ -168,3 +168,18 @@ def test_fmod_and_erfinv_save_only_what_pytorch_saves(device):
     assert torch.allclose(x.grad, expect * 2)
     xd = torch.tensor([0.3, -0.5], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(torch.erfinv, (xd,))
+
+
+def test_a_post_accumulate_grad_hook_that_returns_something_raises(device):
+    """PyTorch's post-accumulate-grad hooks must return None: a tensor returned raises RuntimeError "Tensor post
+    accumulate grad hooks should return None.", another value TypeError.  coretorch before: the value was ignored."""
+    for ret, exc in ((torch.ones(2), RuntimeError), (5, TypeError)):
+        x = _leaf((2,), device)
+        x.register_post_accumulate_grad_hook(lambda p, ret=ret: ret)
+        with pytest.raises(exc):
+            (x * 2).sum().backward()
+    x = _leaf((2,), device)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+    (x * 2).sum().backward()
+    assert seen == [[2.0, 2.0]]

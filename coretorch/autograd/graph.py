@@ -192,7 +192,11 @@ class AccumulateGrad(Node):
         post = self.variable._post_accumulate_grad_hooks  # Tensor.register_post_accumulate_grad_hook's
         if post:
             for fn in list(post.values()):
-                fn(self.variable)
+                r = fn(self.variable)
+                if r is not None:  # (PyTorch's errors: the hook is for its side effects)
+                    if hasattr(r, "_vc"):
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                    raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
         return ()
 
     def _accumulate(self, grad) -> None:
