@@ -183,3 +183,28 @@ def test_a_post_accumulate_grad_hook_that_returns_something_raises(device):
     x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
     (x * 2).sum().backward()
     assert seen == [[2.0, 2.0]]
+
+
+def test_functional_inplace_activations_record_their_own_node(device):
+    """PyTorch's ``F.relu(x, inplace=True)`` (``hardtanh``, ``relu6``, ``hardsigmoid``, ``hardswish`` likewise)
+    makes x the output of the activation's node (ReluBackward0, HardtanhBackward0...); relu's saves x after the
+    write: x changed in place again before the backward raises.  coretorch before: the result was written with a
+    copy_ (grad_fn CopyBackwards) and the later change went unnoticed."""
+    for fn, ref, name in ((lambda y: F.relu(y, inplace=True), F.relu, "ReluBackward0"),
+                          (lambda y: F.relu_(y), F.relu, "ReluBackward0"),
+                          (lambda y: F.hardtanh(y, inplace=True), F.hardtanh, "HardtanhBackward0"),
+                          (lambda y: F.relu6(y, inplace=True), F.relu6, "HardtanhBackward0")):
+        x = _leaf((4,), device, -1.5, 1.5)
+        y = x * 1
+        assert fn(y) is y
+        assert y.grad_fn.name() == name
+        z = y.exp()
+        y.add_(1)
+        if name == "ReluBackward0":
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                z.sum().backward()
+        y = x * 1
+        fn(y)
+        (got,) = torch.autograd.grad((y * 2).sum(), x)
+        (expect,) = torch.autograd.grad((ref(x) * 2).sum(), x)
+        assert got.tolist() == expect.tolist()
