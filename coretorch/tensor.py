@@ -321,6 +321,8 @@ class Tensor(_TensorAPI):
     def data(self, other: "Tensor") -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(other).__name__}")
+        if self._rg and not other.dtype.is_floating_point:  # (an integer tensor cannot require grad)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data, self.dtype, self._be = other._data, other.dtype, other._be
         if self._vbase is None or self._det:  # (not a view: its storage is other's now, counted from other's root)
             root = other._vbase

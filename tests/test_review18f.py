@@ -208,3 +208,17 @@ def test_functional_inplace_activations_record_their_own_node(device):
         (got,) = torch.autograd.grad((y * 2).sum(), x)
         (expect,) = torch.autograd.grad((ref(x) * 2).sum(), x)
         assert got.tolist() == expect.tolist()
+
+
+def test_data_set_to_an_integer_tensor_on_a_tensor_requiring_grad_raises(device):
+    """PyTorch: ``x.data = int_tensor`` where x requires grad raises "data set to a tensor that requires gradients
+    must be floating point or complex dtype".  coretorch before: x became an int64 tensor requiring grad."""
+    x = _leaf((2,), device)
+    with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
+        x.data = torch.tensor([1, 2], device=device)
+    assert x.dtype is torch.float32
+    x.data = torch.tensor([3.0, 4.0], device=device, dtype=torch.float64)  # (a float one: allowed, as PyTorch)
+    assert x.dtype is torch.float64 and x.requires_grad
+    y = torch.zeros(2, device=device)
+    y.data = torch.tensor([1, 2], device=device)
+    assert y.dtype is torch.int64
