@@ -222,3 +222,25 @@ def test_data_set_to_an_integer_tensor_on_a_tensor_requiring_grad_raises(device)
     y = torch.zeros(2, device=device)
     y.data = torch.tensor([1, 2], device=device)
     assert y.dtype is torch.int64
+
+
+def test_a_tensor_hook_that_changes_the_gradients_dtype_size_or_kind_raises(device):
+    """PyTorch checks what a tensor hook returns: another dtype raises "hook '<lambda>' has changed the type of
+    value (was torch.FloatTensor got torch.DoubleTensor)", another size "... has changed the size of value", a
+    non-tensor TypeError.  coretorch before: a float64 gradient was cast back silently (the size and non-tensor
+    cases raised elsewhere with other messages)."""
+    for ret, exc, msg in ((lambda g: g.double(), RuntimeError, r"changed the type of value \(was torch.FloatTensor "
+                           r"got torch.DoubleTensor\)"),
+                          (lambda g: g.sum(), RuntimeError, "changed the size of value"),
+                          (lambda g: 3, TypeError, "hook returned 'int'")):
+        for leaf in (False, True):
+            x = _leaf((2,), device)
+            y = x if leaf else x * 1
+            y.register_hook(ret)
+            with pytest.raises(exc, match=msg):
+                (y * 2).sum().backward()
+    x = _leaf((2,), device)
+    y = x * 1
+    y.register_hook(lambda g: g * 10)  # (a same-kind tensor: used)
+    y.sum().backward()
+    assert x.grad.tolist() == [10.0, 10.0]
