@@ -244,3 +244,15 @@ def test_a_tensor_hook_that_changes_the_gradients_dtype_size_or_kind_raises(devi
     y.register_hook(lambda g: g * 10)  # (a same-kind tensor: used)
     y.sum().backward()
     assert x.grad.tolist() == [10.0, 10.0]
+
+
+def test_an_in_place_op_on_an_expanded_view_of_a_tensor_requiring_grad_raises_pytorchs_overlap_error(device):
+    """PyTorch: an in-place op on an expanded view (``b[0:1].expand(3, 4).mul_(2)``) raises RuntimeError
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location",
+    with or without autograd.  coretorch before: with a base requiring grad, NotImplementedError ("not supported
+    by coretorch yet")."""
+    b = _leaf((1, 4), device) * 1
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        b[0:1].expand(3, 4).mul_(2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        torch.zeros(1, 4, device=device).expand(3, 4).add_(torch.ones(3, 4, device=device))

@@ -36,6 +36,8 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({op}).")
         if x._rg != base._rg or _view_geometry(x) is None:
+            if x._be.has("strides") and any(t == 0 and d > 1 for d, t in zip(x._data.shape, x._be.strides(x._data))):
+                raise RuntimeError(_SELF_OVERLAP)  # (an expanded view: PyTorch's error, autograd or not)
             # a view detached from base's graph (detach(), no_grad), or a layout the rebase cannot address
             raise NotImplementedError(f"{op}: in-place modification of this view of a tensor that requires grad "
                                       "is not supported by coretorch yet; use the out-of-place form of the op")
@@ -47,6 +49,10 @@ _NO_GRAD_VIEW = (
     "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
     "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
     "you want the inplace to be tracked).")
+
+
+_SELF_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation.")
 
 
 def _view_geometry(x: Tensor):
