@@ -256,3 +256,18 @@ def test_an_in_place_op_on_an_expanded_view_of_a_tensor_requiring_grad_raises_py
         b[0:1].expand(3, 4).mul_(2)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         torch.zeros(1, 4, device=device).expand(3, 4).add_(torch.ones(3, 4, device=device))
+
+
+def test_the_names_of_the_cpp_autograd_nodes_carry_their_namespace(device):
+    """PyTorch's ``grad_fn.name()`` of its C++ nodes is ``torch::autograd::CopySlices`` (a view written in place),
+    ``torch::autograd::CopyBackwards`` (copy_), ``torch::autograd::AccumulateGrad``; their type's ``__name__`` and
+    repr stay bare.  coretorch before: ``name()`` gave the bare names."""
+    x = _leaf((2,), device)
+    y = x * 1
+    y.copy_(x * 2)
+    assert y.grad_fn.name() == "torch::autograd::CopyBackwards" and type(y.grad_fn).__name__ == "CopyBackwards"
+    z = x * 1
+    z[0:1].mul_(3.0)
+    assert z.grad_fn.name() == "torch::autograd::CopySlices" and repr(z.grad_fn).startswith("<CopySlices object")
+    assert (x * 1).grad_fn.next_functions[0][0].name() == "torch::autograd::AccumulateGrad"
+    assert (x * 1).grad_fn.name() == "MulBackward0"
