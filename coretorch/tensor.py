@@ -40,6 +40,9 @@ class Tensor(_TensorAPI):
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
+    # a view made in no_grad mode (or a view of one): an in-place op on it in grad mode that autograd would record
+    # (or whose base requires grad) raises, as PyTorch's NO_GRAD_MODE creation meta (see ops/inplace.py)
+    _ngv = False
     # a result of detach()/.data: its ``_vbase`` (the root it shares memory with) is for storage only, not autograd (as
     # PyTorch's, it is no view there: no grad_fn regenerated when the root changes, in-place ops not rebased on it)
     _det: bool = False
@@ -251,7 +254,10 @@ class Tensor(_TensorAPI):
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by ``backward()`` for this tensor (None until then; only leaves by default)."""
-        return self._grad
+        g = self._grad
+        if g is None and self._gf is not None and not self._retains:
+            _warn_nonleaf_grad()
+        return g
 
     @grad.setter
     def grad(self, value) -> None:
@@ -315,6 +321,8 @@ class Tensor(_TensorAPI):
     def data(self, other: "Tensor") -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(other).__name__}")
+        if self._rg and not other.dtype.is_floating_point:  # (an integer tensor cannot require grad)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data, self.dtype, self._be = other._data, other.dtype, other._be
         if self._vbase is None or self._det:  # (not a view: its storage is other's now, counted from other's root)
             root = other._vbase
@@ -475,7 +483,17 @@ class Tensor(_TensorAPI):
         return new
 
 
-_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det"))
+def _warn_nonleaf_grad() -> None:
+    import warnings
+    warnings.warn(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+        "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+        "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+        "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.",
+        UserWarning, stacklevel=3)
+
+
+_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det", "_ngv"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

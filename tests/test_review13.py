@@ -143,7 +143,7 @@ def test_a_gradient_hook_registered_after_the_capture_runs(device, kind):
     if kind == "tensor":
         h = m.weight.register_hook(lambda g: g * 10)
     else:
-        h = m.weight.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(10))
+        h = m.weight.register_post_accumulate_grad_hook(lambda p: [p.grad.mul_(10)] and None)
     try:
         for _ in range(2):
             fn(x)

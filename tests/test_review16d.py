@@ -262,7 +262,7 @@ def test_gradient_hooks_without_python_state_still_replay(device):
         opt = coretorch.optim.SGD(model.parameters(), lr=0.1)
         model[0].weight.register_hook(lambda g: g * 0.5)
         model[2].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
-        model[0].bias.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(2))
+        model[0].bias.register_post_accumulate_grad_hook(lambda p: [p.grad.mul_(2)] and None)
 
         train_step = ce_step(model, opt)
         step = coretorch.compile(train_step) if compiled else train_step

@@ -151,7 +151,10 @@ def test_geqrf_compact_qr(device):
 def test_post_accumulate_grad_hook_sgd_in_backward(device):
     v = torch.zeros(3, device=device, requires_grad=True)
     seen = []
-    h = v.register_post_accumulate_grad_hook(lambda p: (seen.append(arr(p.grad)), p.data.add_(p.grad, alpha=-0.1)))
+    def hook(p):  # (returns None: PyTorch raises for a post-accumulate hook that returns something)
+        seen.append(arr(p.grad))
+        p.data.add_(p.grad, alpha=-0.1)
+    h = v.register_post_accumulate_grad_hook(hook)
     (v * torch.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
     np.testing.assert_allclose(arr(v), [-0.1, -0.2, -0.3], rtol=1e-6)
     assert len(seen) == 1 and seen[0].tolist() == [1.0, 2.0, 3.0]

@@ -259,6 +259,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
                 for fn in sorted(hooks.values(), key=_retains_last):
                     r = fn(buf[nr])
                     if r is not None:
+                        _check_hook_result(fn, buf[nr], r)
                         buf[nr] = r
     if capture is not None:
         for nr, g in buf.items():
@@ -272,6 +273,20 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
                 gi = tuple(r)
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
+
+
+def _check_hook_result(fn, old, new) -> None:
+    """PyTorch's checks of what a tensor hook returned: a tensor of the gradient's size, dtype and device."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if not hasattr(new, "_vc"):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if new.dtype is not old.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was torch.{old.dtype._tname} got "
+                           f"torch.{new.dtype._tname})")
+    if new._be is not old._be:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {old.device} got {new.device})")
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _retains_last(fn) -> bool:

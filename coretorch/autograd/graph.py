@@ -67,6 +67,10 @@ def _version_error(t, node, saved_version) -> RuntimeError:
         "replace the in-place op by its out-of-place form (e.g. x = x.add(y) instead of x.add_(y)).")
 
 
+_TORCH_NS = frozenset(("AccumulateGrad", "CopySlices", "CopyBackwards", "GraphRoot", "Error", "DelayedError",
+                       "NotImplemented", "UndefinedGrad", "UndefinedGradBackward"))
+
+
 class Node:
     """A backward function in the graph.  ``next_functions`` is a tuple of (Node|None, output_nr)."""
 
@@ -99,11 +103,13 @@ class Node:
         cls._plain = cls.apply is Node.apply and cls.release is Node.release
 
     def name(self) -> str:
-        """The node's name, PyTorch's ``grad_fn`` name (``AddBackward0``, ...)."""
-        return type(self).__name__
+        """The node's name, PyTorch's ``grad_fn`` name (``AddBackward0``, ...; its C++ autograd nodes'
+        ``torch::autograd::CopySlices``, ``torch::autograd::AccumulateGrad``...: ``type(fn).__name__`` is bare)."""
+        n = type(self).__name__
+        return "torch::autograd::" + n if n in _TORCH_NS else n
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     # saved tensors with version check and release
     def save(self, *tensors) -> None:
@@ -192,7 +198,11 @@ class AccumulateGrad(Node):
         post = self.variable._post_accumulate_grad_hooks  # Tensor.register_post_accumulate_grad_hook's
         if post:
             for fn in list(post.values()):
-                fn(self.variable)
+                r = fn(self.variable)
+                if r is not None:  # (PyTorch's errors: the hook is for its side effects)
+                    if hasattr(r, "_vc"):
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                    raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
         return ()
 
     def _accumulate(self, grad) -> None:

@@ -65,8 +65,7 @@ class CdistBackward0(Node):
     __slots__ = ("p", "need", "bshape", "out")
 
     def backward(self, g):
-        x1, x2 = self.saved()
-        res = self.out
+        x1, x2, res = self.saved()
         e1, e2 = _expand_batch(x1, x2, self.bshape)
         n1, n2 = self.need
         parts1, g2 = [], None
@@ -106,8 +105,7 @@ class EuclideanDistBackward0(Node):
     __slots__ = ("need", "bshape", "out")
 
     def backward(self, g):
-        x1, x2 = self.saved()
-        res = self.out
+        x1, x2, res = self.saved()
         e1, e2 = _expand_batch(x1, x2, self.bshape)
         zero = _pw.eq(res, 0)
         ratio = _pw.masked_fill(_pw.div(g, _pw.masked_fill(res, zero, 1.0)), zero, 0.0)
@@ -196,10 +194,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
             node.p = p
         node.need = (x1._rg, x2._rg)
         node.bshape = bshape
-        node.save(x1, x2)
         node.next_functions = (edge(x1), edge(x2))
         out = _make(r._data, r.dtype, r._be, node)
         node.out = out
+        node.save(x1, x2, out)  # the result too: the backward reads it, so an in-place change of it raises
         return out
     return r
 
@@ -208,10 +206,10 @@ class DistBackward0(Node):
     __slots__ = ("p", "need", "out")
 
     def backward(self, g):
-        a, b = self.saved()
+        a, b, res = self.saved()
         diff = _pw.sub(a, b)
         flat = _shape.reshape(diff, (-1,))
-        gd = _shape.reshape(_norm_grad(flat, _shape.reshape(self.out, (1,)), _shape.reshape(g, (1,)), self.p),
+        gd = _shape.reshape(_norm_grad(flat, _shape.reshape(res, (1,)), _shape.reshape(g, (1,)), self.p),
                             tuple(diff.shape))
         na, nb = self.need
         ga = sum_to(gd, tuple(a.shape)) if na else None
@@ -249,10 +247,10 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
         node = DistBackward0()
         node.p = p
         node.need = (input._rg, other._rg)
-        node.save(input, other)
         node.next_functions = (edge(input), edge(other))
         out = _make(r._data, r.dtype, r._be, node)
         node.out = out
+        node.save(input, other, out)  # the result too: the backward reads it, so an in-place change of it raises
         return out
     return r
 

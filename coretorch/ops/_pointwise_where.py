@@ -19,10 +19,12 @@ _bool = _dt.bool_
 
 
 class WhereBackward0(Node):
-    __slots__ = ("cond", "sx", "sy", "need", "dts")
+    """The condition is saved as PyTorch saves it: one changed in place before the backward raises (the gradient
+    went by the changed condition)."""
+    __slots__ = ("sx", "sy", "need", "dts")
 
     def backward(self, g):
-        c = self.cond
+        (c,) = self.saved()
         nx, ny = self.need
         gx = sum_to(where(c, g, 0.0), self.sx) if nx else None
         gy = sum_to(where(c, 0.0, g), self.sy) if ny else None
@@ -87,7 +89,7 @@ def where(condition, input=None, other=None):
     xg, yg = xt and input._rg, yt and other._rg
     if _gs.enabled and (xg or yg):
         node = WhereBackward0()
-        node.cond = condition
+        node.save(condition)
         node.need = (xg, yg)
         node.dts = _mixed(dt, input, other)
         node.sx, node.sy = xs, ys

@@ -23,6 +23,9 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
         raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation "
                            f"({op}). Wrap the update in `with coretorch.no_grad():` or use an out-of-place op.")
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
+    if x._ngv and x._gf is None and (recording or x._vbase is not None and x._vbase._rg) and not x._det \
+            and x.dtype.is_floating_point:  # (a view made in no_grad mode; split's pieces get their node after)
+        raise RuntimeError(_NO_GRAD_VIEW)
     if recording and x._mo is not None:
         raise RuntimeError(multi_output_error(x, False))
     if recording and x._vbase is not None and not x._det:
@@ -33,10 +36,23 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({op}).")
         if x._rg != base._rg or _view_geometry(x) is None:
+            if x._be.has("strides") and any(t == 0 and d > 1 for d, t in zip(x._data.shape, x._be.strides(x._data))):
+                raise RuntimeError(_SELF_OVERLAP)  # (an expanded view: PyTorch's error, autograd or not)
             # a view detached from base's graph (detach(), no_grad), or a layout the rebase cannot address
             raise NotImplementedError(f"{op}: in-place modification of this view of a tensor that requires grad "
                                       "is not supported by coretorch yet; use the out-of-place form of the op")
     return recording
+
+
+_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked).")
+
+
+_SELF_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation.")
 
 
 def _view_geometry(x: Tensor):
@@ -261,7 +277,7 @@ def binary_inplace(x: Tensor, op: str, fn, other, alpha=1) -> Tensor:
     if ot and other._be is table and other._data is not x._data and table.has("same_storage") \
             and table.same_storage(x._data, other._data):  # x[1:] += x[:-1] raises as in PyTorch
         assert_no_partial_overlap(table, x._data, other._data, x.dtype.itemsize, other.dtype.itemsize)
-    if (not _gs.enabled or not (x._rg or (ot and other._rg))) and x.dtype.is_floating_point \
+    if (not _gs.enabled or not (x._rg or (ot and other._rg) or x._ngv)) and x.dtype.is_floating_point \
             and table.has(_IKERNEL[op]):
         if ot:
             if other._be is table and other.dtype is x.dtype:

@@ -761,7 +761,8 @@ def fmod(input, other):
         node = FmodBackward1() if bt else FmodBackward0()
         node.need = (input._rg, bt and other._rg)
         node.scalar = None if bt else other
-        node.save(input, other if bt else None)
+        # (the operands only for other's gradient, -g * trunc(a / b), as PyTorch: input's is g)
+        node.save(*((input, other) if bt and other._rg else (None, None)))
         return _record(node, r._data, dt, r._be, input, other, bt, input._data.shape,
                        other._data.shape if bt else None, r._data.shape)
     if dt.is_floating_point:

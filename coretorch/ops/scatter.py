@@ -204,9 +204,11 @@ def _out(res: Tensor, out: Tensor | None, op: str = "scatter", *inputs) -> Tenso
 
 
 class ScatterReduceBackward0(Node):
+    """The indices are saved with the input, source and result: one changed in place before the backward raises, as
+    PyTorch's (the gradient went by the changed indices)."""
     def backward(self, grad):
-        dim, index, reduce, inc = self.dim, self.index, self.reduce, self.include_self
-        x, src, result = self.saved()
+        dim, reduce, inc = self.dim, self.reduce, self.include_self
+        x, src, result, index = self.saved()
         gx = gs = None
         if reduce == "sum":
             gx, gs = grad, _ix.gather(grad, dim, index)
@@ -257,11 +259,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         if not (_gs.enabled and (input._rg or src._rg)):
             return _out(_make(data, input.dtype, table), out, "scatter_reduce", input, src)
         node = ScatterReduceBackward0()
-        node.dim, node.index, node.reduce, node.include_self = d, index, reduce, include_self
+        node.dim, node.reduce, node.include_self = d, reduce, include_self
         node.need, node.src_shape = (input._rg, src._rg), tuple(src.shape)
         node.next_functions = (edge(input), edge(src))
         res = _make(data, input.dtype, table, node)
-        node.save(input, _src_part(src, index), res)  # in the graph: the prod formula is differentiated again
+        node.save(input, _src_part(src, index), res, index)  # in the graph: the prod formula is differentiated again
         return _out(res, out, "scatter_reduce", input, src)
 
 

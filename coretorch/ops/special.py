@@ -139,7 +139,14 @@ log2 = _unary("log2", lambda n, g: (div(g, mul(_x(n), _LN2)),))
 log10 = _unary("log10", lambda n, g: (div(g, mul(_x(n), _LN10)),))
 exp2 = _unary("exp2", lambda n, g: (mul(g, mul(_x(n), _LN2)),), "out")
 erfc = _unary("erfc", lambda n, g: (mul(g, mul(exp(neg(_sq(_x(n)))), -_TWO_SQRT_PI)),))
-erfinv = _unary("erfinv", lambda n, g: (mul(g, mul(exp(_sq(_x(n))), _SQRT_PI_2)),), "out",
+
+
+def _erfinv_bw(n, g):
+    """PyTorch's formula saves the input and computes erfinv again: its result changed in place is no error."""
+    return (mul(g, mul(exp(_sq(erfinv(_x(n)))), _SQRT_PI_2)),)
+
+
+erfinv = _unary("erfinv", _erfinv_bw,
                 doc="torch.erfinv: the inverse error function (erfinv(+-1) = +-inf, nan outside [-1, 1]).")
 lgamma = _unary("lgamma", lambda n, g: (mul(g, digamma(_x(n))),))
 digamma = _unary("digamma", lambda n, g: (mul(g, polygamma(1, _x(n))),),

@@ -11,7 +11,7 @@ from ...amp.autocast_mode import policy as _ac_policy
 from ...amp.autocast_mode import state as _ac
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
-from ...ops import pointwise as _P
+from ...ops import inplace as _IP, pointwise as _P
 from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
@@ -75,6 +75,11 @@ def erf(input: Tensor) -> Tensor:
 # activations
 # ---------------------------------------------------------------------------------------------
 def _inplace_result(input: Tensor, out: Tensor) -> Tensor:
+    """``out`` written into ``input``; recorded, input becomes the output of out's node (PyTorch's grad_fn of
+    F.relu(x, inplace=True) is ReluBackward0, not a copy's; one that saved its output version-checks input)."""
+    if out.dtype is input.dtype and out._data.shape == input._data.shape and _IP.check_inplace(input, out, "copy_"):
+        _IP.rebase(input, out)
+        return input
     return input.copy_(out)
 
 

@@ -363,6 +363,7 @@ class NllLossBackward0(Node):
 
     def backward(self, g):
         m, c = self.shape
+        self.saved()  # (the version check of the target and weight)
         if self.wt is None:  # the forward's fast path: every weight 1, total m
             table = g._be
             if not (_gs.enabled and g._rg) and g.dtype is self.dt:
@@ -526,6 +527,8 @@ def _nll(input, target, weight, ignore_index, reduction: str):
     x = _class_last(input)
     t = target if len(target._data.shape) == 1 else target.reshape(-1)
     out = _nll_2d(x, t, weight, ignore_index, reduction)
+    if out.grad_fn is not None:  # the target and weight saved as PyTorch's: one changed in place raises in backward
+        out.grad_fn.save(t, weight)  # (the node may hold the target's own buffer: its gradient went by the change)
     if reduction == "none":
         out = out.reshape(tuple(target._data.shape))
     return out
