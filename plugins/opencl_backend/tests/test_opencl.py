@@ -134,9 +134,21 @@ def test_indexing_put_and_accumulate():
     x = np.zeros((4, 5), np.float64)
     t = _t(x)
     idx = [0, 2, 0]
-    t[idx, [1, 1, 1]] = _t([1.0, 2.0, 3.0], dtype=coretorch.float64)
     x[idx, [1, 1, 1]] = [1.0, 2.0, 3.0]
+    # a repeated index's element takes one of its values (any one, as in PyTorch: the work-items race), the last in
+    # index order under use_deterministic_algorithms (numpy's)
+    t[idx, [1, 1, 1]] = _t([1.0, 2.0, 3.0], dtype=coretorch.float64)
+    assert t[0, 1].item() in (1.0, 3.0)
+    t[0, 1] = 3.0
     assert t.tolist() == x.tolist()
+    before = coretorch.are_deterministic_algorithms_enabled()
+    coretorch.use_deterministic_algorithms(True)
+    try:
+        t = _t(np.zeros((4, 5), np.float64))
+        t[idx, [1, 1, 1]] = _t([1.0, 2.0, 3.0], dtype=coretorch.float64)
+        assert t.tolist() == x.tolist()
+    finally:
+        coretorch.use_deterministic_algorithms(before)
     src = np.arange(6, dtype=np.float64).reshape(2, 3)
     i = np.array([[0, 1, 0], [3, 3, 3]])
     got = coretorch.zeros(4, 3, dtype=coretorch.float64, device="opencl").scatter_add(0, _t(i), _t(src))
