@@ -79,3 +79,27 @@ def test_accumulating_index_writes_run_in_index_order(op, n, deterministic):
         got = fn(torch.tensor(base, device="opencl"), torch.tensor(idx, device="opencl"),
                  torch.tensor(v, device="opencl"))
         np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=op)
+
+
+@pytest.mark.parametrize("D", [3, 5, 64, 128, 131])
+def test_layer_norm_of_equal_values_is_the_bias(D):
+    """A row of equal values has mean that value and variance 0, so PyTorch's layer_norm gives the bias exactly.  The
+    kernels summed the row straight: the float32 mean rounded (how much depended on the order, so on the device's
+    vector width: D >= VW took the vector kernel, D < VW the scalar one), and 1 / sqrt(eps) ~ 316 amplified that:
+    y was off by up to 5.6e-3 of its scale in the scalar kernel, 1.1e-3 at VW 4, 4e-4 at VW 16 (the suite's
+    tolerance).  They sum x - x[0] now (exact for equal values, and for an offset row no longer rounded at the
+    offset's scale)."""
+    g = np.random.default_rng(D)
+    xa = np.repeat(g.normal(size=(40, 1)) * 5, D, 1).astype(np.float32)
+    wa, ba = g.normal(size=D).astype(np.float32), g.normal(size=D).astype(np.float32)
+    x = torch.tensor(xa, device="opencl", requires_grad=True)
+    y = torch.nn.functional.layer_norm(x, (D,), torch.tensor(wa, device="opencl"), torch.tensor(ba, device="opencl"))
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), np.broadcast_to(ba, xa.shape))
+    # the compiled residual + layer_norm (coretorch_opencl/prologue.py's fused kernel) too
+    ln = torch.nn.LayerNorm(D).to("opencl")
+    with torch.no_grad():
+        ln.bias.copy_(torch.tensor(ba))
+    f = torch.compile(lambda a, c: ln(a + c))
+    half = torch.tensor(xa / 2, device="opencl")
+    for _ in range(3):
+        np.testing.assert_array_equal(f(half, half).detach().cpu().numpy(), np.broadcast_to(ba, xa.shape))
