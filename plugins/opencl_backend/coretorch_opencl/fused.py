@@ -60,8 +60,9 @@ __kernel void layer_norm(__global {t}* y, __global {t}* mean, __global {t}* rstd
   long r = get_global_id(0); if (r >= rows) return;
   const long base = xo + r * D;
   {ct} s = 0;
-  for (long j = 0; j < D; ++j) s += {ld('x', 'base + j')};
-  const {ct} m = s / ({ct})D;
+  const {ct} x0 = D > 0 ? {ld('x', 'base')} : 0;   // the mean as x0 + mean(x - x0): exact for equal values
+  for (long j = 0; j < D; ++j) s += {ld('x', 'base + j')} - x0;
+  const {ct} m = x0 + s / ({ct})D;
   {ct} q = 0;
   for (long j = 0; j < D; ++j) {{ {ct} d = {ld('x', 'base + j')} - m; q += d * d; }}
   const {ct} rs = {one} / sqrt(q / ({ct})D + eps);

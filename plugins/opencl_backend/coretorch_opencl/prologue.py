@@ -42,11 +42,12 @@ def _kernel_src(vw: int) -> str | None:
         ("const __global float* xr = x + xo + r * D;",
          "__global float* xr = xs + r * D; const __global float* ar = a + ao + r * D; "
          "const __global float* cr = c + co + r * D;"),
-        (f"for (long j = 0; j < nv; j += {vw}) sv += {ld}(xr + j);",
+        ("const float x0 = xr[0];", "const float x0 = ar[0] + cr[0];"),
+        (f"for (long j = 0; j < nv; j += {vw}) sv += {ld}(xr + j) - x0;",
          f"for (long j = 0; j < nv; j += {vw}) {{ ct_fv v = {ld}(ar + j) + {ld}(cr + j); "
-         f"*(__global ct_fv*)(xr + j) = v; sv += v; }}"),
-        ("for (long j = nv; j < D; ++j) s += xr[j];",
-         "for (long j = nv; j < D; ++j) { float v = ar[j] + cr[j]; xr[j] = v; s += v; }"),
+         f"*(__global ct_fv*)(xr + j) = v; sv += v - x0; }}"),
+        ("for (long j = nv; j < D; ++j) s += xr[j] - x0;",
+         "for (long j = nv; j < D; ++j) { float v = ar[j] + cr[j]; xr[j] = v; s += v - x0; }"),
     ]
     for old, new in edits:
         if src.count(old) != 1:   # vecmath's kernel changed: no prologue (the unfused launches run)

@@ -120,11 +120,12 @@ __kernel void layer_norm_v(__global float* y, __global float* mean, __global flo
   long r = get_global_id(0); if (r >= rows) return;
   const __global float* xr = x + xo + r * D; __global float* yr = y + r * D;
   const long nv = D / {vw} * {vw};
+  const float x0 = xr[0];   /* the mean as x0 + mean(x - x0): exact for a row of equal values, whatever the order */
   ct_fv sv = (ct_fv)(0.0f);
-  for (long j = 0; j < nv; j += {vw}) sv += {ld}(xr + j);
+  for (long j = 0; j < nv; j += {vw}) sv += {ld}(xr + j) - x0;
   float s = {lanesum("sv")};
-  for (long j = nv; j < D; ++j) s += xr[j];
-  const float m = s / (float)D;
+  for (long j = nv; j < D; ++j) s += xr[j] - x0;
+  const float m = x0 + s / (float)D;
   ct_fv qv = (ct_fv)(0.0f);
   for (long j = 0; j < nv; j += {vw}) {{ ct_fv d = {ld}(xr + j) - m; qv += d * d; }}
   float q = {lanesum("qv")};

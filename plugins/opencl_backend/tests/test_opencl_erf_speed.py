@@ -5,12 +5,13 @@ smallest denormal's):
 
 * erf: 3 ulp (erf(z)/z fit and erfc = exp * fit both ~1e-9 relative; float evaluation of a degree-9 polynomial ~1.5
   ulp, one product, and 1 - erfc rounds once; measured 2.3);
-* erfc, ndtr: 6 ulp (exp(-z^2) is PoCL's exp, up to 1 ulp measured (OpenCL allows 3), times the exact-split factor
-  and the erfcx fit (~1.5 ulp each), two products; measured 5.0 and 5.9 in the far tail, 2-3 in the body);
-* GELU x Phi(x): the ndtr bound plus the final product's half ulp, 7 ulp;
+* erfc, ndtr: 8 ulp (exp(-z^2) is the device's exp builtin, times the exact-split factor and the erfcx fit (~1.5
+  ulp each), two products: measured 4.1 and 5.4 in the far tail with PoCL's exp (up to 1 ulp), 6.7 and 7.6 with
+  every builtin's result 1-2 ulp off (an exp within OpenCL's 3 ulp): another machine's PoCL build may have that exp);
+* GELU x Phi(x): the ndtr bound plus the final product's half ulp, 9 ulp (measured 5.6; 7.6 with the worse exp);
 * GELU backward Phi(x) + x phi(x): cancels for x < 0 (the sum ~ phi(x) / x^2), so the bound is in ulps of the
   terms' size Phi(x) + |x| phi(x): 8 (the ndtr bound, plus the roundings of x phi and of the sum; measured 6.2
-  near x = -13.3, where the result is within a factor 2 of float's smallest normal).
+  near x = -13.3, where the result is within a factor 2 of float's smallest normal; 6.7 with the worse exp).
 Float64 keeps OpenCL C's builtins (the gradchecks of tests/test_ops.py cover it)."""
 from __future__ import annotations
 
@@ -51,9 +52,9 @@ def _run(fn, x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("name, fn, ref, tol", [
     ("erf", coretorch.erf, sp.erf, 3.0),
-    ("erfc", coretorch.erfc, sp.erfc, 6.0),
-    ("ndtr", coretorch.special.ndtr, sp.ndtr, 6.0),
-    ("gelu", F.gelu, lambda x: x * sp.ndtr(x), 7.0),
+    ("erfc", coretorch.erfc, sp.erfc, 8.0),
+    ("ndtr", coretorch.special.ndtr, sp.ndtr, 8.0),
+    ("gelu", F.gelu, lambda x: x * sp.ndtr(x), 9.0),
 ])
 def test_float32_against_scipy_in_ulps(name, fn, ref, tol):
     x = _grid()
@@ -88,17 +89,18 @@ def test_tanh_gelu_and_strided_reads():
     got = _run(lambda t: F.gelu(t, approximate="tanh"), x)
     np.testing.assert_allclose(got, 0.5 * x * (1 + np.tanh(inner)), rtol=1e-5, atol=1e-6)
     ts = coretorch.tensor(x.reshape(-1, 1).repeat(2, 1), device="opencl")[:, 1]
-    assert _ulps(coretorch.erfc(ts).cpu().numpy(), sp.erfc(x.astype(np.float64))).max() <= 6.0
+    assert _ulps(coretorch.erfc(ts).cpu().numpy(), sp.erfc(x.astype(np.float64))).max() <= 8.0
     assert _ulps(coretorch.erf(ts).cpu().numpy(), sp.erf(x.astype(np.float64))).max() <= 3.0
 
 
 def test_tanh_against_numpy_in_ulps():
-    """tanh written out (fastmath): 2 ulp (the polynomial ~0.8 ulp below 0.625; above, 1 - 2 / (exp(2|x|) + 1) with
-    exp's error shrunk by 2 / (e + 1) <= 0.45, the division and the subtraction: ~1.3 measured in numpy)."""
+    """tanh written out (fastmath): 2.5 ulp (the polynomial ~0.8 ulp below 0.625; above, 1 - 2 / (exp(2|x|) + 1)
+    with exp's error shrunk by 2 / (e + 1) <= 0.45 (OpenCL allows exp 3 ulp: 1.35), the division and the
+    subtraction: measured 1.2 with PoCL's exp, 1.96 with an exp 1-2 ulp worse)."""
     x = np.concatenate([_grid(), np.linspace(-0.7, 0.7, 20001, dtype=np.float32), [50.0, -50.0, 100.0]])
     x = x.astype(np.float32)
     got = _run(coretorch.tanh, x)
     err = _ulps(got, np.tanh(x.astype(np.float64)))
     worst = int(np.argmax(err))
-    assert err[worst] <= 2.0, f"tanh({x[worst]!r}) = {got[worst]!r}: {err[worst]:.2f} ulp"
+    assert err[worst] <= 2.5, f"tanh({x[worst]!r}) = {got[worst]!r}: {err[worst]:.2f} ulp"
     assert np.array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
