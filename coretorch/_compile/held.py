@@ -15,7 +15,7 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .capture import _internal
-from .hostrng import _LIBS
+from .hostrng import _LIBS, _function_parts
 
 _SMALL = 16  # the entries of lists, tuples and dicts looked into (larger ones: data, not helpers)
 
@@ -57,13 +57,7 @@ def _inside(o: Any, k: int) -> Any:
     if k == _FUNCTION:
         if _internal(o.__code__.co_filename):
             return ()
-        cells = []
-        for c in o.__closure__ or ():
-            try:
-                cells.append(c.cell_contents)
-            except ValueError:  # an empty cell
-                pass
-        return (*cells, *(o.__defaults__ or ()), *(o.__kwdefaults__ or {}).values())
+        return tuple(_function_parts(o))  # (its closure cells' contents and its defaults)
     if k == _PARTIAL:
         return (o.func, *o.args, *o.keywords.values())
     if k == _METHOD:
