@@ -191,8 +191,8 @@ def _finish(input, data, src_rg, reduce, d, index, src):
         node.src_shape, node.need = tuple(src.shape), (input._rg, src._rg)
     else:
         node = ScatterBackward1()
-    node.dim, node.index = d, index
-    if reduce is None:
+    node.dim = d
+    if reduce is None:  # (ScatterReduceBackward raises: it reads no index)
         node.save(index)
     node.next_functions = (edge(input), edge(src)) if src is not None else (edge(input),)
     return _make(data, input.dtype, table, node)
