@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._memfmt import inverse
+from ._memfmt import inverse, iter_order
 
 _FULL = slice(None)
 
@@ -58,34 +58,4 @@ def _order(table: Any, src: Any, key: tuple, rshape: tuple) -> list | None:
             ist = tuple(0 if s == 1 else t for s, t in zip(k.shape, table.strides(k)))
         ist = (0,) * (nb - len(ist)) + ist
         lists.append((0,) * before + ist + (0,) * after)
-    return _iter_order(rshape, lists)
-
-
-def _iter_order(shape: tuple, stride_lists: list) -> list | None:
-    """TensorIterator's reorder_dimensions: for each pair of dims the first operand whose strides there are both
-    nonzero decides (the smaller stride is the faster dim; equal strides: the smaller size, else the next operand
-    decides); None when that order is the row-major one."""
-    nd = len(shape)
-    perm = list(range(nd - 1, -1, -1))  # fastest first, as TensorIterator's perm_
-
-    def swap(d0, d1):
-        for st in stride_lists:
-            s0, s1 = st[d0], st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-    for i in range(1, nd):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    order = perm[::-1]
-    return None if order == list(range(nd)) else order
+    return iter_order(rshape, lists)

@@ -83,26 +83,38 @@ def _preserve() -> Any:
 def order(shape: tuple, strides: tuple) -> list | None:
     """The dims from the slowest to the fastest in memory by ``strides`` (c10's infer_dense_strides: the smaller
     stride is the faster dim, equal strides the smaller size; zero strides decide nothing), None when row-major."""
+    return iter_order(shape, (strides,))
+
+
+def iter_order(shape: tuple, stride_lists: Any) -> list | None:
+    """:func:`order` by several operands' strides, as PyTorch's TensorIterator orders a result's dims
+    (reorder_dimensions): for each pair of dims the first operand whose strides there are both nonzero decides (the
+    smaller stride is the faster dim; equal strides: the smaller size, else the next operand decides); None when
+    that order is the row-major one."""
     nd = len(shape)
-    perm = list(range(nd - 1, -1, -1))
+    perm = list(range(nd - 1, -1, -1))  # fastest first, as TensorIterator's perm_
+
+    def swap(d0, d1):
+        for st in stride_lists:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
     for i in range(1, nd):
         d1 = i
         for d0 in range(i - 1, -1, -1):
-            a, b = perm[d0], perm[d1]
-            s0, s1 = strides[a], strides[b]
-            if s0 == 0 or s1 == 0:
-                c = 0
-            elif s0 != s1:
-                c = 1 if s0 > s1 else -1
-            else:
-                c = 1 if shape[a] > shape[b] else 0
+            c = swap(perm[d0], perm[d1])
             if c > 0:
-                perm[d0], perm[d1] = b, a
+                perm[d0], perm[d1] = perm[d1], perm[d0]
                 d1 = d0
             elif c < 0:
                 break
-    order = perm[::-1]
-    return None if order == list(range(nd)) else order
+    out = perm[::-1]
+    return None if out == list(range(nd)) else out
 
 
 def preserved(table: Any, data: Any, like: Any = None) -> Any:

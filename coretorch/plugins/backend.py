@@ -46,8 +46,8 @@ from .. import dtypes as _dt
 from ..dtypes import _FROM_NP
 from .._backend import get_kernel
 from ..device import device as Device
-from ..ops._index_layout import _iter_order
 from ..ops._linalg_host import KERNELS as _HOST_LINALG
+from ..ops._memfmt import iter_order
 from ..tensor import Tensor, _make
 
 __all__ = ["Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "FAMILY_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
@@ -185,4 +185,4 @@ def result_order(shape: tuple, stride_lists: list) -> list | None:
     nonzero decides (the smaller stride is the faster dim; equal strides: the smaller size).  None where that order is
     the row-major one.  A backend lays out a new result in this order to give PyTorch's strides (``a.t() + b.t()``
     is transposed, ``x[:, idx]`` of a row-major ``x`` row-major)."""
-    return _iter_order(tuple(shape), list(stride_lists))
+    return iter_order(tuple(shape), list(stride_lists))
