@@ -27,6 +27,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from .capture import _internal
+from .dunders import code_names
 from .held import _user_class
 from .hostrng import _LIBS
 
@@ -94,14 +95,6 @@ def _functions_of(v: Any) -> list | None:
     return None
 
 
-def _names(code: Any, out: set) -> set:
-    out.update(code.co_names)
-    for k in code.co_consts:
-        if hasattr(k, "co_names"):
-            _names(k, out)
-    return out
-
-
 def _library(o: Any) -> bool:
     """A module or class of Python, coretorch or an installed package (its attributes are not the user's state)."""
     m = o if isinstance(o, ModuleType) else sys.modules.get(getattr(o, "__module__", "") or "")
@@ -124,7 +117,7 @@ def _reads_only_code(f: FunctionType, depth: int, seen: set) -> bool:
                 return False
         except ValueError:  # an empty cell
             return False
-    names = _names(f.__code__, set())
+    names = code_names(f.__code__, set())
     g = f.__globals__
     for n in names:
         if n not in g:
