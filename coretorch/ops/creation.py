@@ -522,20 +522,13 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
 
 
-_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
-
-
 def _to_int(v, dt) -> int:
-    """A bound as c10's checked Scalar conversion to the integer dtype ``dt`` gives it: truncated, an unsigned
-    dtype wrapping a negative int, and PyTorch's error where it overflows."""
+    """A bound as c10's checked Scalar conversion to the integer dtype ``dt`` gives it (``fit_scalar``'s check, its
+    error where it overflows and an unsigned dtype's wrap of a negative int), truncated."""
     v = v.item() if isinstance(v, (Tensor, np.generic)) else v
     if dt is _dt.bool_:
         return int(bool(v))
-    info = np.iinfo(dt.np)
-    if isinstance(v, float) and info.min <= v <= info.max or \
-            not isinstance(v, float) and (info.min <= v <= info.max or info.min == 0 and -info.max <= v < 0):
-        return int(v) % (info.max + 1) if info.min == 0 else int(v)
-    raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.np.name]} without overflow")
+    return int(_dt.fit_scalar(v, dt))
 
 
 def _int_spaced(start, end, steps: int, dt) -> np.ndarray:
