@@ -150,6 +150,9 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
     "signbit": "(x) float -> bool: the sign bit (-0.0 and -nan included)",
     "polygamma": "(x, n) float, int n >= 1 -> float: the n-th derivative of digamma",
     "frexp": "(x) float -> (mantissa of x's dtype in [0.5, 1) or 0, int32 exponent); inf/nan: (x, 0)",
+    "ldexp": "optional (x float32|float64, e int32 of x's shape; either may be a broadcast view) -> x * 2 ** e in "
+             "x's dtype rounded once (C's ldexp: 2.0**100 * 2**-200 is 2**-100 in float32). Without it: three "
+             "multiplications by powers of two, exact where the result is a normal float",
     # binary, both operands float of one dtype (or a Python scalar second), broadcast by the core
     **{n: "(x, y|scalar) float -> float" for n in (
         "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "xlog1py")},

@@ -270,3 +270,88 @@ def test_heaviside_is_recorded_and_its_backward_raises_as_in_pytorch(dev):
         y.sum().backward()
     with torch.no_grad():
         assert not torch.heaviside(x, _t([0.5, 0.5, 0.5], dev, torch.float32)).requires_grad
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "composite"])
+def test_ldexp_integer_exponent_is_exact(dev, dtype, kernel, monkeypatch):
+    """An integer exponent scales exactly (C's ldexp, one rounding), as PyTorch: before, 2 ** other was taken in
+    float32, so float64's 1.5 * 2**200 was inf and float32's 2**100 * 2**-200 was 0.  The composite (a backend
+    without the kernel) agrees wherever the result is a normal float, and keeps 0 * 2**huge at 0."""
+    if not kernel:
+        table = torch.empty(0, device=dev)._be
+        monkeypatch.setattr(type(table), "has", lambda self, name, _has=type(table).has: name != "ldexp"
+                            and _has(self, name))
+    npd = dtype.np
+    fi = np.finfo(npd)
+    big = 1000 if dtype is torch.float64 else 120
+    x = np.array([1.5, -3.0, 2.0 ** big, 2.0 ** -big, 0.0, -0.0, inf, -inf, nan, 0.7, fi.max, fi.tiny], npd)
+    for e in ([3, -2, -2 * big, 2 * big, 2 ** 30, -(2 ** 30), 5, -5, 5, big // 2, -1, -1],
+              [0, 7, -big, big, 1, -1, 0, 0, 0, -(big + 5), 0, 1]):
+        e = np.array(e, np.int64)
+        got = torch.ldexp(torch.tensor(x, device=dev), torch.tensor(e, device=dev))
+        assert got.dtype is dtype
+        want = np.ldexp(x, e.astype(np.int32))
+        if kernel:
+            np.testing.assert_array_equal(_np(got), want)
+        else:
+            normal = ~(np.abs(want) < fi.tiny) | (want == 0)
+            np.testing.assert_array_equal(_np(got)[normal], want[normal])
+    # the exponent as int32, wrapping (PyTorch: 2**31 is -2**31, so 1.0 * 2**(2**31) is 0)
+    got = torch.ldexp(torch.tensor([1.0, 1.0], dtype=dtype, device=dev),
+                      torch.tensor([2 ** 31, -(2 ** 31) - 3], device=dev))
+    assert got.tolist() == [0.0, inf]
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_ldexp_dtypes_broadcasting_and_errors(dev):
+    one = torch.tensor([1.5], device=dev)
+    for dt in (torch.float16, torch.bfloat16):
+        h = torch.tensor([1.5, 3.0], dtype=dt, device=dev)
+        r = torch.ldexp(h, torch.tensor([-20, 2], device=dev))
+        assert r.dtype is dt  # (was float32)
+        assert r.float().tolist() == [float(np.float32(1.5 * 2.0 ** -20).astype(np.float16))
+                                      if dt is torch.float16 else r.float().tolist()[0], 12.0]
+    assert torch.ldexp(torch.tensor([1.5], dtype=torch.float16, device=dev), torch.tensor([-20.0], device=dev)).dtype \
+        is torch.float32  # (a float exponent promotes)
+    i = torch.tensor([3, 5], device=dev)
+    assert torch.ldexp(i, torch.tensor([3], device=dev)).tolist() == [24.0, 40.0]
+    # broadcasting both ways, a non-contiguous operand and a 0-d exponent
+    x = torch.arange(12.0, dtype=torch.float64, device=dev).reshape(3, 4).t()
+    e = torch.tensor([[1], [-1], [2], [0]], device=dev)
+    np.testing.assert_array_equal(_np(torch.ldexp(x, e)), np.ldexp(_np(x), _np(e).astype(np.int32)))
+    np.testing.assert_array_equal(_np(torch.ldexp(x, torch.tensor(-3, device=dev))), _np(x) / 8)
+    np.testing.assert_array_equal(_np(torch.ldexp(torch.tensor(2.0, device=dev), e)), 2.0 * 2.0 ** _np(e))
+    # in place and out=
+    y = torch.tensor([1.0, 2.0], dtype=torch.float64, device=dev)
+    y.ldexp_(torch.tensor([200, -3], device=dev))
+    assert y.tolist() == [2.0 ** 200, 0.25]
+    out = torch.empty(1, device=dev)
+    assert torch.ldexp(one, torch.tensor([2], device=dev), out=out) is out and out.tolist() == [6.0]
+    with pytest.raises(NotImplementedError, match="ldexp.*bool"):
+        torch.ldexp(one, torch.tensor([True], device=dev))
+    with pytest.raises(TypeError, match="ldexp.*other.*Tensor"):
+        torch.ldexp(one, 3)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.tensor([3], device=dev).ldexp_(torch.tensor([1], device=dev))
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_ldexp_gradients(dev):
+    x = torch.tensor([[1.5, -0.25, 3.0]], dtype=torch.float64, device=dev, requires_grad=True)
+    e = torch.tensor([[3], [200], [-7]], device=dev)
+    y = torch.ldexp(x, e)
+    assert type(y.grad_fn).__name__ == "LdexpBackward0"
+    y.backward(torch.ones_like(y))
+    # exact: the sum over the broadcast rows of 2 ** e (float64 reaches 2**200; the old float32 2 ** e was inf)
+    assert x.grad.tolist() == [[8.0 + 2.0 ** 200 + 2.0 ** -7] * 3]
+    e = torch.tensor([[3], [1], [-2]], device=dev)  # (finite differences of 2**200-scaled outputs lose the rest)
+    assert torch.autograd.gradcheck(lambda t: torch.ldexp(t, e), (x.detach().requires_grad_(),))
+    assert torch.autograd.gradgradcheck(lambda t: torch.ldexp(t, e) ** 2, (x.detach().requires_grad_(),))
+    # a float exponent: the gradient of both operands, PyTorch's grad_fn name
+    xf = torch.tensor([1.5, 2.0], dtype=torch.float64, device=dev, requires_grad=True)
+    ef = torch.tensor([3.0, -1.5], dtype=torch.float64, device=dev, requires_grad=True)
+    yf = torch.ldexp(xf, ef)
+    assert type(yf.grad_fn).__name__ == "LdexpBackward0"
+    assert torch.autograd.gradcheck(torch.ldexp, (xf, ef))

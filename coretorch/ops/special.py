@@ -19,7 +19,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _creation, reduction as _R
-from ._util import edge, return_type, sum_to
+from ._util import align_devices, broadcast_shape, edge, return_type, sum_to
 from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
@@ -334,9 +334,69 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     return _out(r, out, "nan_to_num", input)
 
 
+class LdexpBackward0(Node):
+    """An integer exponent's ldexp: the input's gradient is ldexp(grad, other), exact as the forward."""
+    __slots__ = ("shape",)
+
+    def backward(self, g):
+        (e,) = self.saved()
+        return sum_to(ldexp(g, e), self.shape), None
+
+
+_LdexpFloat = _passthrough("LdexpBackward0")  # a float exponent: the composite's graph under PyTorch's name
+_LDEXP_SPLIT = {_dt.float32: 3, _dt.float64: 3}  # factors of the composite (each 2 ** (e / 3) finite and normal)
+
+
 def ldexp(input: Tensor, other, *, out=None) -> Tensor:
-    """input * 2 ** other (as PyTorch computes it: the result is a float dtype)."""
-    return _out(mul(input, _pow(2.0, other)), out, "ldexp", input, other)
+    """input * 2 ** other in the operands' promoted float dtype, as PyTorch: an integer exponent scales exactly (C's
+    ldexp, the exponent taken as int32: one rounding, so ``ldexp(2.0**100, -200)`` in float32 is 2**-100 and float64
+    reaches 2**1023), a float exponent multiplies by ``2 ** other``."""
+    _check("ldexp", input)
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if other.dtype is _bool:
+        raise NotImplementedError("ldexp: a bool exponent is not supported (PyTorch: \"ldexp_cpu_exp\" not "
+                                  "implemented for 'Bool'); pass an integer or float tensor")
+    if other.dtype.is_floating_point:
+        return _out(_named(mul(input, _pow(2.0, other)), _LdexpFloat), out, "ldexp", input, other)
+    a, b = (input, other) if input._be is other._be else align_devices("ldexp", input, other)
+    rt = a.dtype if a.dtype.is_floating_point else _dt.default  # (an integer exponent never promotes a float)
+    work = rt if rt in _LDEXP_SPLIT else _dt.float32  # (half types: exact in float32, then one rounding)
+    table = a._be
+    xa = a._data if a.dtype is work else table.cast(a._data, work.np)
+    xe = b._data if b.dtype is _dt.int32 else table.cast(b._data, _dt.int32.np)  # (wraps, as PyTorch's int cast)
+    shape = broadcast_shape(xa.shape, xe.shape, "ldexp")
+    if xa.shape != shape:
+        xa = table.expand(xa, shape)
+    if xe.shape != shape:
+        xe = table.expand(xe, shape)
+    if table.has("ldexp"):
+        r = table.ldexp(xa, xe)
+    else:  # a backend without the kernel: a product of powers of two, exact where the result is a normal float
+        with no_grad():
+            r = _ldexp_composite(_make(xa, work, table), _make(xe, _dt.int32, table))._data
+    if work is not rt:
+        r = table.cast(r, rt.np)
+    node = None
+    if input._rg and _gs.enabled:
+        node = LdexpBackward0()
+        node.shape = tuple(input.shape)
+        node.save(b if b.dtype is _dt.int32 else _make(xe, _dt.int32, table))
+        node.next_functions = (edge(input), edge(other))
+    return _out(_make(r, rt, table, node), out, "ldexp", input, other)
+
+
+def _ldexp_composite(x: Tensor, e: Tensor) -> Tensor:
+    """x * 2 ** e as three multiplications by powers of two, each finite and normal (|e| / 3 <= 700 in float64, 93
+    in float32; e clamped where the result is 0 or inf for every finite nonzero x, so 0 * 2 ** huge stays 0)."""
+    n = _LDEXP_SPLIT[x.dtype]
+    lim = 2100 if x.dtype is _dt.float64 else 279  # (past 1074 + 1024, 149 + 128: 0 or inf for any finite x)
+    e = clamp(e, -lim, lim)
+    for i in range(n):
+        part = div(e, n - i, rounding_mode="trunc")
+        x = mul(x, _pow(2.0, part.to(x.dtype)))
+        e = sub(e, part)
+    return x
 
 
 frexp_result = return_type("frexp", ("mantissa", "exponent"))

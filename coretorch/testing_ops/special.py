@@ -68,8 +68,8 @@ def _frexp_ref(a):
 
 
 def _ldexp_ref(a, e):
-    return (a * np.power(np.asarray(2.0, a.dtype if a.dtype.kind == "f" else DEFAULT_FLOAT), e)).astype(
-        a.dtype if a.dtype.kind == "f" else DEFAULT_FLOAT)
+    """C's ldexp with the exponent as int32, in a's float dtype (the default float for an integer a)."""
+    return np.ldexp(a.astype(a.dtype if a.dtype.kind == "f" else DEFAULT_FLOAT), e.astype(np.int32))
 
 
 def _mvlgamma_ref(a, p):

@@ -107,6 +107,12 @@ def _gelu64(x):
 _gelu = _fast32(erf32.gelu, _gelu64)
 
 
+def _ldexp(x, e):
+    """x * 2 ** e (x float32/float64, e int32 of x's shape): C's ldexp, one rounding."""
+    with np.errstate(all="ignore"):
+        return np.asarray(np.ldexp(x, e))
+
+
 def _frexp(x):
     m, e = np.frexp(x)
     return np.asarray(m), np.asarray(e).astype(np.int32, copy=False)
@@ -124,5 +130,5 @@ KERNELS: dict = {
         "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign, "logaddexp": np.logaddexp,
         "logaddexp2": np.logaddexp2, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "fmax": np.fmax,
         "fmin": np.fmin, "igamma": sp.gammainc, "igammac": sp.gammaincc}.items()},
-    "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp, "gelu": _gelu,
+    "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp, "ldexp": _ldexp, "gelu": _gelu,
 }

@@ -313,7 +313,7 @@ def _helpers(dt) -> str:
 
 def _program(dt) -> str:
     """Every kernel of this module for dtype ``dt``: a contiguous ("_c") and a strided ("_s", 4 dims) variant of the
-    unary functions and polygamma, and frexp."""
+    unary functions, the binary ones, ldexp and polygamma, and frexp."""
     ct, st = cg.ctype(dt), cg.stype(dt)
     parts = [_helpers(dt)]
     names: tuple[str, ...] = UNARY + ("gelu",)
@@ -330,6 +330,9 @@ def _program(dt) -> str:
         for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
             parts.append(cg.elementwise_kernel(name + sfx, f"sp_{name}(a0, a1)", dt, [(dt, False), (dt, False)],
                                                ("c", lay, lay), nd))
+    for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
+        parts.append(cg.elementwise_kernel("ldexp" + sfx, "ldexp(a0, a1)", dt, [(dt, False), (_I32, False)],
+                                           ("c", lay, lay), nd))
     for lay, nd, sfx in (("c", 0, "_c"), ("s", 4, "_s")):
         parts.append(cg.elementwise_kernel("polygamma" + sfx, "sp_polygamma((int)a1, a0)", dt,
                                            [(dt, False), (_I64, True)], ("c", lay), nd))
@@ -382,7 +385,8 @@ def kernels(k) -> dict:
 
     def binary(name):
         def k2(a, x):
-            """out = name(a, x), a and x of one shape (either may be a broadcast view), read in place."""
+            """out = name(a, x), a and x of one shape (either may be a broadcast view), read in place (ldexp: x
+            int32)."""
             check(name, a.dtype)
             out = k._out(a.shape, a.dtype)
             n = out.size
@@ -422,6 +426,6 @@ def kernels(k) -> dict:
     t = {name: unary(name) for name in UNARY + ("gelu",)}
     t["erf"] = erf
     t["polygamma"] = lambda x, n: run("polygamma", x, (int(n),))
-    t.update({name: binary(name) for name in BINARY})
+    t.update({name: binary(name) for name in (*BINARY, "ldexp")})
     t["frexp"] = frexp
     return t
