@@ -27,7 +27,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from .capture import _internal
-from .dunders import code_names
+from .dunders import code_names, global_loads
 from .held import _user_class
 from .hostrng import _LIBS
 
@@ -117,11 +117,11 @@ def _reads_only_code(f: FunctionType, depth: int, seen: set) -> bool:
                 return False
         except ValueError:  # an empty cell
             return False
-    names = code_names(f.__code__, set())
+    names = code_names(f.__code__, set())  # (attribute names too: what it may read of a module or class)
     g = f.__globals__
-    for n in names:
+    for n in global_loads(f.__code__):  # (a global named as an attribute it reads, ``y`` and ``self.y``, is not read)
         if n not in g:
-            continue  # a builtin, or an attribute name
+            continue  # a builtin
         v = g[n]
         if isinstance(v, FunctionType):
             if depth == 0 or not _reads_only_code(v, depth - 1, seen):

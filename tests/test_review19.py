@@ -1,0 +1,67 @@
+"""Session 19's own fixes (the lead's): compile's argument records and what they read."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import coretorch as torch
+from coretorch import nn
+
+# ---- a batch class whose methods read attributes named like module globals (compile/userrecords.py) ----------------
+y = 1.5   # a module global named as the batch's attribute ``self.y`` (a notebook's ``x, y = next(it)``)
+x = 2.5
+
+
+class _Pair:
+    """A collate function's batch: two attributes, a ``to`` method, ``__len__``."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def to(self, device):
+        return _Pair(self.x.to(device), self.y.to(device))
+
+    def __len__(self):
+        return len(self.x)
+
+
+def test_a_batch_reading_attributes_named_like_globals_replays(device):
+    """``step(Pair(x, y))`` with a new batch each call, in a module that also has globals ``x`` and ``y`` (numbers):
+    the batch's methods read ``self.x``/``self.y``, never the globals, so the batch is opened as a record and the step
+    replays, as for any other batch.  Before, the check of what the methods read took every name their code holds
+    (attribute names too) as a global: the globals ``x``/``y`` made the class refused, each new batch captured again
+    until the recompile limit, and the step then ran eagerly with a warning."""
+    torch.manual_seed(0)
+    m = nn.Linear(4, 3).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(b):
+        b = b.to(device)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(b.x), b.y) * len(b)
+        loss.backward()
+        opt.step()
+        return loss
+    c = torch.compile(step)
+    g = np.random.default_rng(0)
+    batches = [_Pair(torch.tensor(g.normal(size=(5, 4)).astype(np.float32)), torch.tensor(g.integers(0, 3, 5)))
+               for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (the recompile limit's warning)
+        got = [c(b).item() for b in batches]
+    assert c.replays >= 10
+    torch.manual_seed(0)
+    m2 = nn.Linear(4, 3).to(device)
+    opt2 = torch.optim.SGD(m2.parameters(), lr=0.1)
+    want = []
+    for b in batches:
+        b = b.to(device)
+        opt2.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m2(b.x), b.y) * len(b)
+        loss.backward()
+        opt2.step()
+        want.append(loss.item())
+    tol = {"rtol": 0.0, "atol": 0.0} if device == "cpu" else {"rtol": 1e-5, "atol": 1e-6}   # (cpu: bitwise)
+    np.testing.assert_allclose(got, want, **tol)
+    assert (x, y) == (2.5, 1.5)
