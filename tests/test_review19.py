@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import coretorch as torch
 from coretorch import nn
@@ -65,3 +66,22 @@ def test_a_batch_reading_attributes_named_like_globals_replays(device):
     tol = {"rtol": 0.0, "atol": 0.0} if device == "cpu" else {"rtol": 1e-5, "atol": 1e-6}   # (cpu: bitwise)
     np.testing.assert_allclose(got, want, **tol)
     assert (x, y) == (2.5, 1.5)
+
+
+# ---- Python types as dtype= arguments (dtypes.from_python_type at each op that takes a dtype) -----------------------
+def test_python_types_as_dtype_arguments(device):
+    """PyTorch's argument parser reads the Python types float, int and bool as float64, int64 and bool wherever a
+    dtype is taken.  cumprod, linalg.vector_norm/matrix_norm, tril_indices/triu_indices and frombuffer raised
+    AttributeError on them, and ``x.view(float)`` a TypeError."""
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    assert x.cumprod(0, dtype=float).dtype is torch.float64
+    assert torch.cumprod(x, 1, dtype=int).tolist() == [[1, 2], [3, 12]]
+    assert torch.linalg.vector_norm(x, dtype=float).dtype is torch.float64
+    assert torch.linalg.matrix_norm(x, dtype=float).dtype is torch.float64
+    assert torch.tril_indices(3, 3, dtype=int, device=device).dtype is torch.int64
+    assert torch.triu_indices(3, 3, dtype=int, device=device).dtype is torch.int64
+    assert torch.frombuffer(bytearray(16), dtype=float).tolist() == [0.0, 0.0]
+    d = x.double()
+    assert d.view(float).dtype is torch.float64 and d.view(float).tolist() == d.tolist()
+    with pytest.raises(NotImplementedError, match="view"):  # (another dtype: reinterpretation is not supported)
+        x.view(int)

@@ -6,6 +6,7 @@ from typing import Any
 
 import math
 
+from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
 from ..autograd.grad_mode import no_grad
@@ -32,6 +33,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    dtype = _dt.from_python_type(dtype)
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)
         (x,) = _ac_cast("vector_norm", x)
     if isinstance(ord, str) or isinstance(ord, bool):
@@ -73,7 +75,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if _ac.on and dtype is None and isinstance(A, Tensor):  # autocast (one attribute check when off)
         (A,) = _ac_cast("matrix_norm", A)
     if dtype is not None:
-        A = A.to(dtype)
+        A = A.to(_dt.from_python_type(dtype))
     check_float("linalg.matrix_norm", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")

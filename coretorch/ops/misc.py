@@ -166,6 +166,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
     """A 1-D cpu tensor over the bytes of an object exposing the buffer protocol (shared, not copied, as PyTorch's;
     a read-only buffer warns, as PyTorch)."""
+    dtype = _dt.from_python_type(dtype)
     mv = memoryview(buffer)
     nbytes = mv.nbytes
     isz = np.dtype(dtype.np).itemsize

@@ -63,6 +63,8 @@ class ViewBackward0(Node):
 
 
 def view(input: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and shape[0].__class__ is type:  # (view(float) is view(torch.float64), as PyTorch's parser)
+        shape = (_dt.from_python_type(shape[0]),)
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
         if shape[0] is not input.dtype:
             raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")

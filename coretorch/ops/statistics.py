@@ -326,6 +326,7 @@ class CumprodBackward0(Node):
 def cumprod(input: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Cumulative product along ``dim`` (integer and bool inputs give int64, as PyTorch)."""
     _check("cumprod", input)
+    dtype = _dt.from_python_type(dtype)
     if out is not None and dtype is None:  # as PyTorch: computed in the out tensor's dtype
         dtype = out.dtype
     if _ac.on and dtype is None:  # autocast: the op's dtype policy (one attribute check when off)

@@ -82,7 +82,7 @@ def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tens
 def _tri_indices(row: int, col: int, offset: int, dtype, device, lower: bool, op: str) -> Tensor:
     if row < 0 or col < 0:
         raise RuntimeError(f"{op}: row and col must be non-negative, got row={row}, col={col}")
-    dtype = dtype or _dt.int64
+    dtype = _dt.from_python_type(dtype) or _dt.int64
     if dtype not in (_dt.int64, _dt.int32):
         raise NotImplementedError(f"\"{op}\" not implemented for '{dtype._tname[:-6]}'")
     # a creation op: its values follow from the arguments alone (no tensor data is read)
