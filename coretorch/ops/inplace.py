@@ -12,7 +12,8 @@ from ..autograd.engine import VIEW_REFRESH
 from ..tensor import Tensor, _make
 from ._overlap import assert_no_partial_overlap
 from ._util import edge
-from .pointwise import _exact_product, _round_to, _scalar_opmath
+from ._pointwise_alpha import _exact_product
+from .pointwise import _round_to, _scalar_opmath
 
 
 def check_inplace(x: Tensor, other, op: str) -> bool:
