@@ -216,7 +216,8 @@ def test_fused_program_built_once_and_cached_on_disk(device, caplog):
         # PoCL's cache hit.  (A scan of PoCL's cache for new program directories raced with other test processes
         # building fused programs of their own, also named fused0.)
         out = c(x)
-        assert [k for k in dev._programs if k[0] == "fused"] == built
+        rebuilt = [k for k in dev._programs if k[0] == "fused"]   # (only this capture ran since the deletion)
+        assert len(rebuilt) == 1 and rebuilt[0] in built
     else:  # pyopencl's binary cache
         with caplog.at_level(logging.DEBUG, logger="pyopencl.cache"):
             out = c(x)
