@@ -85,3 +85,24 @@ def test_python_types_as_dtype_arguments(device):
     assert d.view(float).dtype is torch.float64 and d.view(float).tolist() == d.tolist()
     with pytest.raises(NotImplementedError, match="view"):  # (another dtype: reinterpretation is not supported)
         x.view(int)
+
+
+def test_a_changing_float_argument_hints_at_a_tensor(device, recwarn):
+    """A Python float argument that changes every call captures again until the recompile limit (PyTorch makes it
+    a graph input once it changes): the limit's warning now says how to make it an input here (a 0-d tensor), and a
+    0-d tensor argument replays with each call's value."""
+    x = torch.arange(3.0).to(device)
+
+    def f(x, beta):
+        return (x * beta + (1 - beta) * x.exp()).sum()
+    c = torch.compile(f)
+    for i in range(10):
+        c(x, 0.1 * (i + 1))
+    msgs = [str(w.message) for w in recwarn if "recompile_limit" in str(w.message)]
+    assert len(msgs) == 1 and "value mismatch" in msgs[0] and "0-d tensor" in msgs[0], msgs
+    c2 = torch.compile(f)
+    for i in range(10):
+        b = torch.tensor(0.1 * (i + 1)).to(device)
+        got, want = c2(x, b).item(), f(x, b).item()
+        assert abs(got - want) <= 1e-6 * abs(want), (got, want)
+    assert c2.replays >= 8

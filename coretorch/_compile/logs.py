@@ -104,7 +104,12 @@ def _leaf_detail(new: Any, old: Any) -> list[str]:
                 out.append(f"{name} mismatch, expected {y}, actual {x}" if name != "device" else "device mismatch")
         return out
     if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old) == 2:  # (type, value)
-        return [f"value mismatch, expected {old[1]!r}, actual {new[1]!r}"]
+        hint = ""
+        if new[0] is float and old[0] is float:  # (PyTorch makes a float input of the graph once it changes)
+            hint = (" (a Python float argument is guarded by its value; pass a number that changes every call, a "
+                    "KL weight or a schedule's value, as a 0-d tensor, torch.tensor(v, device=...), to make it an "
+                    "input of the replay)")
+        return [f"value mismatch, expected {old[1]!r}, actual {new[1]!r}{hint}"]
     return ["changed"]
 
 
