@@ -33,7 +33,7 @@ def test_tensor_dataset_items_and_checks():
     assert len(ds) == 10
     x, y = ds[3]
     assert x.tolist() == X[3].tolist() and y.item() == Y[3]
-    with pytest.raises(ValueError, match="Size mismatch"):
+    with pytest.raises(AssertionError, match="Size mismatch"):  # (PyTorch: an assert)
         TensorDataset(torch.ones(3, 2), torch.ones(4))
 
 

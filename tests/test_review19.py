@@ -106,3 +106,26 @@ def test_a_changing_float_argument_hints_at_a_tensor(device, recwarn):
         got, want = c2(x, b).item(), f(x, b).item()
         assert abs(got - want) <= 1e-6 * abs(want), (got, want)
     assert c2.replays >= 8
+
+
+# ---- utils.data: default_collate/default_convert as PyTorch's -------------------------------------------------------
+def test_collate_returns_lists_for_tuples_as_pytorch():
+    """PyTorch's default_collate returns the fields of tuple samples as a list ("backwards compatibility"), so
+    ``batch[0] = batch[0].to(device)`` works on a TensorDataset's batches; coretorch returned a tuple (and its fast
+    TensorDataset path too).  default_convert makes numpy numbers 0-d tensors and tuples lists; Subset has
+    ``__getitems__``; TensorDataset's size check is PyTorch's assert."""
+    from coretorch.utils.data import (DataLoader, Subset, TensorDataset, default_collate, default_convert)
+    b = default_collate([(1, 2.0), (3, 4.0)])
+    assert type(b) is list and b[0].tolist() == [1, 3] and b[1].dtype is torch.float64
+    for batch in DataLoader(TensorDataset(torch.arange(5.0), torch.arange(5)), batch_size=2):
+        assert type(batch) is list
+        batch[0] = batch[0] * 2   # (a tuple refused the assignment)
+    for batch in DataLoader([(np.float32(i), i) for i in range(4)], batch_size=2):
+        assert type(batch) is list and batch[0].dtype is torch.float32
+    c = default_convert([np.array([1, 2]), (np.float64(1.5),)])
+    assert type(c[1]) is list and isinstance(c[1][0], torch.Tensor) and c[1][0].dtype is torch.float64
+    assert Subset(list(range(10)), [5, 1, 2]).__getitems__([0, 2]) == [5, 2]
+    with pytest.raises(AssertionError, match="Size mismatch"):
+        TensorDataset(torch.ones(3, 2), torch.ones(4))
+    with pytest.raises(TypeError, match="NoneType"):
+        default_collate([None, None])

@@ -119,7 +119,7 @@ class _MapFetcher:
         if self.fast:
             # one gather per tensor: the batch default_collate would stack, without the Python loop
             idx = tensor(index, device=ds.tensors[0].device)
-            return tuple(t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors)
+            return [t[idx] if t.device == idx.device else t[idx.to(t.device)] for t in ds.tensors]  # (collate's list)
         getitems = getattr(ds, "__getitems__", None)
         data = getitems(index) if getitems is not None else [ds[i] for i in index]
         return self.collate_fn(data)

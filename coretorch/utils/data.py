@@ -63,9 +63,9 @@ class TensorDataset(Dataset):
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         n = tensors[0].size(0)
-        if any(t.size(0) != n for t in tensors):
-            raise ValueError(f"Size mismatch between tensors: sizes in dimension 0 are "
-                             f"{[t.size(0) for t in tensors]}")
+        if any(t.size(0) != n for t in tensors):  # (PyTorch's assert)
+            raise AssertionError(f"Size mismatch between tensors: sizes in dimension 0 are "
+                                 f"{[t.size(0) for t in tensors]}")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -163,6 +163,12 @@ class Subset(Dataset):
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (a batched fetch: the dataset's own ``__getitems__`` where it has one)."""
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -367,10 +373,14 @@ def default_convert(data):
     if isinstance(data, Mapping):
         return type(data)({k: default_convert(v) for k, v in data.items()}) if type(data) is not dict \
             else {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, np.generic) and data.dtype.kind in "biuf":  # a numpy number: a 0-d tensor, as PyTorch
+        return as_tensor(data)
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, (list, tuple)):
-        return type(data)(default_convert(d) for d in data)
+    if isinstance(data, tuple):  # a list, as PyTorch ("backwards compatibility")
+        return [default_convert(d) for d in data]
+    if isinstance(data, list):
+        return [default_convert(d) for d in data]
     return data
 
 
@@ -389,7 +399,7 @@ def default_collate(batch):
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind not in "biuf":
             raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
-                            f"lists; found numpy array of dtype {elem.dtype}")
+                            f"lists; found {elem.dtype}")
         return as_tensor(np.stack(batch))
     if isinstance(elem, np.generic):
         return as_tensor(np.array(batch))
@@ -408,10 +418,10 @@ def default_collate(batch):
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [default_collate(list(s)) for s in zip(*batch)]
-        return tuple(transposed) if isinstance(elem, tuple) else transposed
+        # (a tuple's fields come back as a list, as PyTorch's "backwards compatibility": ``batch[0] = x.to(d)``)
+        return [default_collate(list(s)) for s in zip(*batch)]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
-                    f"found {type(elem).__name__}")
+                    f"found {type(elem)}")
 
 
 # ---- loader ---------------------------------------------------------------------------------------
