@@ -52,3 +52,35 @@ def test_xlogy_gradient_at_x_zero(device, fn, shift):
         if number <= -shift:
             want[:3] = 0.0
         np.testing.assert_allclose(x.grad.cpu().numpy(), want, rtol=1e-12)
+
+
+def test_mixture_same_family_support_checks_each_batch_against_its_components(device):
+    """PyTorch 2.13's MixtureSameFamily.support is MixtureSameFamilyConstraint(component support): the value gets the
+    component dimension back before the check, and must satisfy every component of its own batch entry.  coretorch
+    checked the bare value against the components' (batch + (K,))-shaped support: with K == batch size a valid value
+    was compared with the wrong batch entry's bounds and rejected; otherwise a broadcasting RuntimeError."""
+    cat2 = D.Categorical(_t(np.ones((2, 2)), device))
+    mix = D.MixtureSameFamily(cat2, D.Uniform(_t([[0., 0.], [10., 10.]], device), _t([[1., 1.], [11., 11.]], device)))
+    assert repr(mix.support).startswith("MixtureSameFamilyConstraint(Interval(")
+    assert mix.support.event_dim == 0 and not mix.support.is_discrete
+    np.testing.assert_allclose(mix.log_prob(_t([0.5, 10.5], device)).cpu().numpy(), [0.0, 0.0], atol=1e-15)
+    assert mix.support.check(_t([[0.5, 10.5], [10.5, 0.5]], device)).cpu().numpy().tolist() == [[True, True],
+                                                                                                 [False, False]]
+    cat3 = D.Categorical(_t(np.ones((2, 3)), device))
+    mix3 = D.MixtureSameFamily(cat3, D.Uniform(_t([[0., 0., 0.], [0., 1., 2.]], device),
+                                               _t([[5., 6., 7.], [3., 3., 3.]], device)))
+    np.testing.assert_allclose(mix3.log_prob(_t([1., 2.5], device)).cpu().numpy(),
+                               [math.log(np.mean([1 / 5, 1 / 6, 1 / 7])), math.log(np.mean([1 / 3, 1 / 2, 1]))])
+    with pytest.raises(ValueError, match="within the support"):
+        mix3.log_prob(_t([6., 2.5], device))  # 6 is outside the first component of batch entry 0
+    binom = D.MixtureSameFamily(D.Categorical(_t([0.5, 0.5], device)),
+                                D.Binomial(_t([2., 5.], device), _t([0.3, 0.6], device)))
+    assert binom.support.is_discrete
+    with pytest.raises(ValueError, match="within the support"):
+        binom.log_prob(_t([0., 2., 4.], device))  # 4 > total_count 2 of the first component
+    with pytest.raises(ValueError, match="needs to be an instance"):
+        D.MixtureSameFamily(D.Categorical(_t([0.5, 0.5], device)), _t([0., 1.], device))
+    mvn = D.MixtureSameFamily(D.Categorical(_t([0.3, 0.7], device)),
+                              D.Independent(D.Normal(_t(np.zeros((2, 2)), device), _t(np.ones((2, 2)), device)), 1))
+    assert mvn.support.event_dim == 1
+    assert mvn.support.check(_t([[0.5, 1.], [2., 3.]], device)).cpu().numpy().tolist() == [True, True]
