@@ -38,6 +38,7 @@ from .negative_binomial import NegativeBinomial  # noqa: E402
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
 from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
+from . import kl_pairs  # noqa: E402,F401  (registers the rest of PyTorch's KL closed forms)
 from .more_laws import ExponentialFamily, FisherSnedecor, GeneralizedPareto, VonMises  # noqa: E402
 from . import transforms_matrix as _transforms_matrix  # noqa: E402
 from .transforms_matrix import (CumulativeDistributionTransform, LowerCholeskyTransform,  # noqa: E402
