@@ -215,3 +215,51 @@ def test_kl_divergence_continuous_bernoulli_pairs(device):
         np.testing.assert_allclose(D.kl_divergence(p, q).item(), want, rtol=1e-7)
     assert D.kl_divergence(cb, D.Pareto(t(1.), t(2.))).item() == math.inf
     assert D.kl_divergence(cb, D.Uniform(t(0.1), t(2.0))).item() == math.inf
+
+
+def test_cat_and_corr_cholesky_transforms_and_their_registry(device):
+    """PyTorch 2.13 has transforms.CatTransform and CorrCholeskyTransform, and biject_to/transform_to of
+    constraints.cat, constraints.corr_cholesky (and biject_to of constraints.stack) return them; coretorch had
+    neither transform and raised NotImplementedError("Cannot transform ...") from the registry.  Values: the
+    pieces' own maps; a correlation Cholesky factor has unit rows and a positive diagonal; the log-Jacobian is
+    log|det| of the finite-difference Jacobian of x -> strictly lower triangle of y."""
+    Tr = D.transforms
+    x = np.array([-1.0, 0.5, 2.0])
+    cat = Tr.CatTransform([Tr.ExpTransform(), Tr.AffineTransform(1.0, 2.0)], dim=0, lengths=[1, 2])
+    y = cat(_t(x, device))
+    np.testing.assert_allclose(y.cpu().numpy(), [math.exp(-1.0), 2.0, 5.0], rtol=1e-15)
+    np.testing.assert_allclose(cat.inv(y).cpu().numpy(), x, rtol=1e-15)
+    np.testing.assert_allclose(cat.log_abs_det_jacobian(_t(x, device), y).cpu().numpy(), [-1.0, math.log(2),
+                                                                                            math.log(2)])
+    assert cat.bijective and cat.event_dim == 0 and repr(cat.codomain) == "Cat()"
+    for reg in (D.biject_to, D.transform_to):
+        t_cat = reg(D.constraints.cat([D.constraints.positive, D.constraints.real], 0, [2, 1]))
+        assert isinstance(t_cat, Tr.CatTransform)
+        assert D.constraints.cat([D.constraints.positive, D.constraints.real], 0, [2, 1]).check(
+            t_cat(_t([-3.0, 0.0, -7.0], device))).all()
+    assert isinstance(D.biject_to(D.constraints.stack([D.constraints.positive, D.constraints.real], 0)),
+                      Tr.StackTransform)
+    corr = D.biject_to(D.constraints.corr_cholesky)
+    assert isinstance(corr, Tr.CorrCholeskyTransform) and isinstance(D.transform_to(D.constraints.corr_cholesky),
+                                                                     Tr.CorrCholeskyTransform)
+    xv = np.array([0.3, -0.2, 0.5, 1.1, -0.7, 0.05])  # D = 4
+    L = corr(_t(xv, device))
+    Ln = L.cpu().numpy()
+    assert L.shape == (4, 4) and corr.forward_shape((2, 6)) == (2, 4, 4) and corr.inverse_shape((4, 4)) == (6,)
+    np.testing.assert_allclose((Ln ** 2).sum(-1), np.ones(4), rtol=1e-14)
+    assert np.all(np.diag(Ln) > 0) and np.allclose(np.triu(Ln, 1), 0)
+    assert D.constraints.corr_cholesky.check(L).item()
+    np.testing.assert_allclose(corr.inv(L).cpu().numpy(), xv, rtol=1e-12)
+    rows, cols = np.tril_indices(4, -1)
+
+    def f(v):
+        return corr(_t(v, device)).cpu().numpy()[rows, cols]
+    h = 1e-6
+    J = np.stack([(f(xv + h * e) - f(xv - h * e)) / (2 * h) for e in np.eye(6)], axis=1)
+    np.testing.assert_allclose(corr.log_abs_det_jacobian(_t(xv, device), L).item(), np.linalg.slogdet(J)[1],
+                               rtol=1e-7)
+    # PyTorch: shape maps return torch.Size; CumulativeDistributionTransform's codomain is unit_interval itself
+    assert type(Tr.StickBreakingTransform().forward_shape(torch.Size([2, 3]))) is torch.Size
+    assert type(Tr.ReshapeTransform((2, 3), (6,)).inverse_shape(torch.Size([6]))) is torch.Size
+    assert repr(Tr.CumulativeDistributionTransform(D.Normal(0.0, 1.0)).codomain) == \
+        "Interval(lower_bound=0.0, upper_bound=1.0)"
