@@ -263,3 +263,28 @@ def test_cat_and_corr_cholesky_transforms_and_their_registry(device):
     assert type(Tr.ReshapeTransform((2, 3), (6,)).inverse_shape(torch.Size([6]))) is torch.Size
     assert repr(Tr.CumulativeDistributionTransform(D.Normal(0.0, 1.0)).codomain) == \
         "Interval(lower_bound=0.0, upper_bound=1.0)"
+
+
+def test_beta_dirichlet_gamma_draws_with_small_concentrations(device):
+    """PyTorch draws Dirichlet's (so Beta's) Gamma variates in double and clamps the normalised draw into
+    [tiny, nextafter(1, 0)]; Gamma.rsample clamps value / rate to at least tiny.  coretorch normalised in the input
+    dtype without a clamp: Beta(1e-3, 1e-3) drew exactly 1.0 about a third of the time (log_prob +inf), and in
+    float32 u^(1/alpha) underflowed so Beta(0.01, 0.01) drew 0.5 far too often (a visibly smaller variance); a
+    Gamma draw divided by a huge rate became 0.  Sampling statistics are seeded (coretorch's generator is not
+    PyTorch's); the variance of Beta(c, c) is 1 / (4 (2c + 1))."""
+    torch.manual_seed(0)
+    c = _t(np.full(4000, 1e-3), device, True)
+    beta = D.Beta(c, c)
+    x = beta.rsample()
+    assert bool(((x > 0) & (x < 1)).all()) and x.max().item() <= 1 - 2.0 ** -53
+    assert bool(torch.isfinite(beta.log_prob(x.detach())).all())
+    x.sum().backward()
+    assert bool(torch.isfinite(c.grad).all())
+    d = torch._sample_dirichlet(_t(np.full((4000, 2), 1e-3), device))
+    assert d.min().item() > 0 and d.max().item() < 1
+    cf = torch.full((20000,), 0.01, dtype=torch.float32, device=device)
+    s = D.Beta(cf, cf).sample().double()
+    assert abs(s.var().item() - 1 / (4 * 1.02)) < 0.006
+    assert ((s > 0.01) & (s < 0.99)).double().mean().item() < 0.1
+    g = D.Gamma(_t([1e-3, 2.0], device), _t([1e300, 1.0], device)).rsample((2000,))
+    assert g.min().item() == np.finfo(np.float64).tiny or g.min().item() > 0

@@ -7,6 +7,7 @@ from numbers import Number
 
 import coretorch as torch
 import coretorch.nn.functional as F
+from coretorch.ops._gamma import _gamma_dtype, _normalise_gammas
 
 from . import constraints
 from .continuous import _batch_of
@@ -45,7 +46,9 @@ class Gamma(Distribution):
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
         value = torch._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        return value
+        with torch.no_grad():  # as PyTorch: a draw that underflows after the division is the smallest normal number
+            shift = value.clamp(min=torch.finfo(value.dtype).tiny) - value
+        return value + shift
 
     def log_prob(self, value):
         value = torch.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
@@ -101,8 +104,9 @@ class Dirichlet(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        g = torch._standard_gamma(self.concentration.expand(shape))  # differentiable: normalising keeps it so
-        return g / g.sum(-1, keepdim=True)
+        conc = self.concentration.expand(shape)
+        g = torch._standard_gamma(conc.to(_gamma_dtype(conc)))  # differentiable: normalising keeps it so
+        return _normalise_gammas(g, conc.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
