@@ -288,3 +288,45 @@ def test_beta_dirichlet_gamma_draws_with_small_concentrations(device):
     assert ((s > 0.01) & (s < 0.99)).double().mean().item() < 0.1
     g = D.Gamma(_t([1e-3, 2.0], device), _t([1e300, 1.0], device)).rsample((2000,))
     assert g.min().item() == np.finfo(np.float64).tiny or g.min().item() > 0
+
+
+def test_exponential_family_laws_and_the_bregman_kl(device):
+    """In PyTorch 2.13 Normal, Exponential, Gamma (so Chi2), Beta, Dirichlet, Bernoulli, Poisson and
+    ContinuousBernoulli are ExponentialFamily subclasses with _natural_params/_log_normalizer, and
+    kl_divergence(ExponentialFamily, ExponentialFamily) is the Bregman divergence of the log normaliser for two
+    laws of one class (NotImplementedError across classes).  coretorch's laws were plain Distributions and no such
+    KL was registered: a user's ExponentialFamily subclass had no KL."""
+    for name in ("Normal", "Exponential", "Gamma", "Chi2", "Beta", "Dirichlet", "Bernoulli", "Poisson",
+                 "ContinuousBernoulli"):
+        assert issubclass(getattr(D, name), D.ExponentialFamily), name
+    for name in ("Laplace", "Categorical", "Binomial", "Uniform", "StudentT", "MultivariateNormal"):
+        assert not issubclass(getattr(D, name), D.ExponentialFamily), name
+
+    class Rate(D.ExponentialFamily):  # an Exponential law written only through its natural parameter
+        arg_constraints: dict = {}
+        _mean_carrier_measure = 0
+
+        def __init__(self, rate):
+            self.rate = rate
+            super().__init__(rate.shape)
+
+        @property
+        def _natural_params(self):
+            return (-self.rate,)
+
+        def _log_normalizer(self, x):
+            return -torch.log(-x)
+
+    r1, r2 = np.array([0.5, 2.0]), np.array([1.0, 3.0])
+    kl = D.kl_divergence(Rate(_t(r1, device)), Rate(_t(r2, device)))
+    np.testing.assert_allclose(kl.detach().cpu().numpy(), np.log(r1 / r2) + r2 / r1 - 1, rtol=1e-12)
+    np.testing.assert_allclose(Rate(_t(r1, device)).entropy().detach().cpu().numpy(), 1 - np.log(r1), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        D.kl_divergence(D.Bernoulli(_t([0.3], device)), D.Normal(_t([0.0], device), _t([1.0], device)))
+    # the natural parameters reproduce the closed-form entropy through the Bregman identity
+    n = D.Normal(_t([0.3, -1.0], device), _t([1.5, 0.2], device))
+    np.testing.assert_allclose(D.ExponentialFamily.entropy(n).detach().cpu().numpy(), n.entropy().cpu().numpy(),
+                               rtol=1e-12)
+    g = D.Gamma(_t([2.5, 0.7], device), _t([1.5, 0.2], device))
+    np.testing.assert_allclose(D.ExponentialFamily.entropy(g).detach().cpu().numpy(), g.entropy().cpu().numpy(),
+                               rtol=1e-12)

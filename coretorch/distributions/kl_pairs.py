@@ -1,4 +1,5 @@
-"""The rest of PyTorch's registered KL(p || q) closed forms: the same-family pairs not in ``kl.py`` (Cauchy,
+"""The rest of PyTorch's registered KL(p || q) closed forms: the generic Bregman divergence of two laws of one
+ExponentialFamily class, the same-family pairs not in ``kl.py`` (Cauchy,
 Gumbel, HalfNormal, Pareto, ContinuousBernoulli, the low-rank normals) and the cross-family pairs (a law against
 Normal, Exponential, Gamma, Beta, Gumbel, Laplace, Uniform, Pareto, ContinuousBernoulli, Poisson, Binomial), with
 PyTorch's infinities where p's support is not inside q's.  Importing the module registers them."""
@@ -11,12 +12,13 @@ import coretorch as torch
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli, Binomial, Poisson
+from .distribution import ExponentialFamily
 from .gamma_family import Beta, Gamma
 from .kl import _inf_where, _kl_normal_normal, register_kl
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _batch_mv
 from .transformed_laws import Gumbel, HalfNormal, Pareto
-from .utils import euler_constant as _EULER
+from .utils import _sum_rightmost, euler_constant as _EULER
 
 __all__: list[str] = []
 
@@ -55,6 +57,23 @@ def _woodbury_A(q):
 
 
 # same family
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normaliser, for two laws of the same exponential family class."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_nparams = [t.detach().requires_grad_() for t in p._natural_params]
+    q_nparams = q._natural_params
+    with torch.enable_grad():
+        lg_normal = p._log_normalizer(*p_nparams)
+        gradients = torch.autograd.grad(lg_normal.sum(), p_nparams, create_graph=True)
+    result = q._log_normalizer(*q_nparams) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
+    return result
+
 
 @register_kl(Cauchy, Cauchy)
 def _kl_cauchy_cauchy(p, q):
