@@ -330,3 +330,14 @@ def test_exponential_family_laws_and_the_bregman_kl(device):
     g = D.Gamma(_t([2.5, 0.7], device), _t([1.5, 0.2], device))
     np.testing.assert_allclose(D.ExponentialFamily.entropy(g).detach().cpu().numpy(), g.entropy().cpu().numpy(),
                                rtol=1e-12)
+
+
+def test_independent_constraint_argument_errors():
+    """PyTorch 2.13's constraints.independent raises AssertionError("reinterpreted_batch_ndims must be >= 0, got
+    -1") (and for a non-int or a non-Constraint base); coretorch raised ValueError/TypeError with other words."""
+    with pytest.raises(AssertionError, match="must be >= 0, got -1"):
+        D.constraints.independent(D.constraints.real, -1)
+    with pytest.raises(AssertionError, match="must be an int, got float"):
+        D.constraints.independent(D.constraints.real, 1.0)
+    with pytest.raises(AssertionError, match="must be a Constraint, got int"):
+        D.constraints.independent(3, 1)

@@ -77,10 +77,13 @@ class _IndependentConstraint(Constraint):
     """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims counted as the event."""
 
     def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError("independent: base_constraint must be a Constraint")
-        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
-            raise ValueError("independent: reinterpreted_batch_ndims must be a non-negative int")
+        if not isinstance(base_constraint, Constraint):  # AssertionErrors with PyTorch's messages
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        if not isinstance(reinterpreted_batch_ndims, int):
+            raise AssertionError("reinterpreted_batch_ndims must be an int, got "
+                                 f"{type(reinterpreted_batch_ndims).__name__}")
+        if reinterpreted_batch_ndims < 0:
+            raise AssertionError(f"reinterpreted_batch_ndims must be >= 0, got {reinterpreted_batch_ndims}")
         self.base_constraint = base_constraint
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
