@@ -341,3 +341,26 @@ def test_independent_constraint_argument_errors():
         D.constraints.independent(D.constraints.real, 1.0)
     with pytest.raises(AssertionError, match="must be a Constraint, got int"):
         D.constraints.independent(3, 1)
+
+
+@pytest.mark.parametrize("name,args", [("Normal", (0.0, 1.0)), ("Cauchy", (0.0, 1.0)), ("Laplace", (0.0, 1.0)),
+                                       ("HalfNormal", (1.0,)), ("HalfCauchy", (1.0,))])
+def test_expand_of_a_subclass_with_its_own_init(name, args):
+    """PyTorch's Normal/Cauchy/Laplace/HalfNormal/HalfCauchy.expand check the instance against their own class: a
+    subclass defining __init__ without expand raises NotImplementedError ("... must also define a custom .expand()
+    method"), a subclass without its own __init__ expands to its own type.  coretorch checked type(self) against
+    itself, so the subclass was expanded without its __init__ (attributes it sets were missing)."""
+    base = getattr(D, name)
+
+    class WithInit(base):
+        def __init__(self, *a):
+            super().__init__(*[torch.tensor([v], dtype=torch.float64) for v in a])
+            self.extra = 1
+
+    class Plain(base):
+        pass
+
+    with pytest.raises(NotImplementedError, match="must also define a custom .expand"):
+        WithInit(*args).expand((2,))
+    e = Plain(*[torch.tensor([v], dtype=torch.float64) for v in args]).expand((3, 1))
+    assert type(e) is Plain and e.batch_shape == (3, 1) and e.mean.shape == (3, 1)

@@ -7,7 +7,7 @@ from numbers import Number
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution, ExponentialFamily, LocCentered
+from .distribution import Distribution, ExponentialFamily, LocCentered, _law_below
 from .utils import LOG_SQRT_2PI, _standard_normal, broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
@@ -32,7 +32,7 @@ class _LocScale(LocCentered, Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return self._expanded(type(self), batch_shape, ('loc', 'scale'), _instance)
+        return self._expanded(_law_below(type(self), _LocScale), batch_shape, ('loc', 'scale'), _instance)
 
     def _check(self, value):
         if self._validate_args:

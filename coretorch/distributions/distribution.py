@@ -13,6 +13,12 @@ from .utils import lazy_property
 __all__ = ["Distribution", "ExponentialFamily"]
 
 
+def _law_below(cls: type, base: type) -> type:
+    """The class of ``cls``'s MRO derived directly from the shared implementation ``base`` (Normal for a subclass
+    of Normal): what ``expand`` checks a subclass's ``__init__`` against, as PyTorch's ``expand`` names its law."""
+    return next(c for c in cls.__mro__ if base in c.__bases__)
+
+
 class LocCentered:
     """A law whose mean and mode are its ``loc`` (a location-scale family, a normal, von Mises): listed before
     :class:`Distribution` in the bases."""

@@ -10,6 +10,7 @@ import coretorch as torch
 
 from . import constraints
 from .continuous import Cauchy, Exponential, Normal, Uniform
+from .distribution import _law_below
 from .gamma_family import Gamma
 from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform, StickBreakingTransform
@@ -78,7 +79,7 @@ class _Folded(TransformedDistribution):
     has_rsample = True
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
+        new = self._get_checked_instance(_law_below(type(self), _Folded), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
