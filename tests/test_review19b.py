@@ -364,3 +364,24 @@ def test_expand_of_a_subclass_with_its_own_init(name, args):
         WithInit(*args).expand((2,))
     e = Plain(*[torch.tensor([v], dtype=torch.float64) for v in args]).expand((3, 1))
     assert type(e) is Plain and e.batch_shape == (3, 1) and e.mean.shape == (3, 1)
+
+
+def test_mixed_dtype_value_in_multivariate_normal_and_half_cauchy(device):
+    """PyTorch 2.13: torch.linalg.solve_triangular solves in A's dtype (a float64 B with a float32 A gives float32),
+    so MultivariateNormal(float32).log_prob(float64 value) works and is float32; HalfCauchy.log_prob reads the value
+    in scale's dtype (float32) while HalfNormal's promotes (float64).  coretorch raised "linalg.solve: Expected A
+    and B to have the same dtype" and HalfCauchy gave float64."""
+    A = torch.tensor([[2.0, 0.0], [0.5, 1.0]], device=device, requires_grad=True)
+    B = torch.tensor([[1.0], [2.0]], dtype=torch.float64, device=device, requires_grad=True)
+    X = torch.linalg.solve_triangular(A, B, upper=False)
+    assert X.dtype == torch.float32
+    np.testing.assert_allclose(X.detach().cpu().numpy(), [[0.5], [1.75]], rtol=1e-7)
+    X.sum().backward()
+    assert A.grad.dtype == torch.float32 and B.grad.dtype == torch.float64
+    mvn = D.MultivariateNormal(torch.zeros(2, device=device), torch.eye(2, device=device))
+    lp = mvn.log_prob(torch.tensor([0.5, -1.0], dtype=torch.float64, device=device))
+    assert lp.dtype == torch.float32
+    np.testing.assert_allclose(lp.item(), -math.log(2 * math.pi) - 0.5 * 1.25, rtol=1e-6)
+    value = torch.tensor([0.5, 2.0], dtype=torch.float64, device=device)
+    assert D.HalfCauchy(torch.ones(2, device=device)).log_prob(value).dtype == torch.float32
+    assert D.HalfNormal(torch.ones(2, device=device)).log_prob(value).dtype == torch.float64
