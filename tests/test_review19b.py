@@ -385,3 +385,37 @@ def test_mixed_dtype_value_in_multivariate_normal_and_half_cauchy(device):
     value = torch.tensor([0.5, 2.0], dtype=torch.float64, device=device)
     assert D.HalfCauchy(torch.ones(2, device=device)).log_prob(value).dtype == torch.float32
     assert D.HalfNormal(torch.ones(2, device=device)).log_prob(value).dtype == torch.float64
+
+
+def test_lkj_cholesky(device):
+    """PyTorch 2.13 has distributions.LKJCholesky (coretorch: "not yet").  For dim 2, L = [[1, 0], [r, sqrt(1 -
+    r^2)]] and r has density (1 - r^2)^(eta - 1) / B(1/2, eta) on (-1, 1): exp(log_prob) integrates to 1 over r.
+    The onion sampler's correlations r_ij of L L^T have mean 0 and variance 1 / (2 eta + dim - 1) (seeded draws;
+    coretorch's generator is not PyTorch's); draws satisfy constraints.corr_cholesky.  (PyTorch 2.13's sampler
+    draws row i's squared norm from Beta(i - 1/2, .) instead of the onion method's Beta(i / 2, .): for dim >= 3 its
+    correlations from the third row on have a larger variance, 0.25-0.27 instead of 0.217 here; coretorch draws
+    the LKJ law.)"""
+    from scipy.integrate import quad
+    eta = 1.7
+    lkj2 = D.LKJCholesky(2, _t(eta, device))
+
+    def density(r):
+        L = _t([[1.0, 0.0], [r, math.sqrt(1 - r * r)]], device)
+        return math.exp(lkj2.log_prob(L).item())
+    total = quad(density, -1, 1)[0]
+    np.testing.assert_allclose(total, 1.0, rtol=1e-9)
+    torch.manual_seed(0)
+    lkj = D.LKJCholesky(4, _t([0.8, 3.0], device))
+    assert lkj.batch_shape == (2,) and lkj.event_shape == (4, 4)
+    L = lkj.sample((6000,))
+    assert L.shape == (6000, 2, 4, 4) and bool(D.constraints.corr_cholesky.check(L).all())
+    M = (L @ L.mT).cpu().numpy()
+    rows, cols = np.tril_indices(4, -1)
+    r = M[..., rows, cols]  # (6000, 2, 6)
+    var = 1 / (2 * np.array([0.8, 3.0]) + 3)
+    np.testing.assert_allclose(r.var(0).mean(-1), var, rtol=0.05)
+    assert np.all(np.abs(r.mean(0)) < 5 * np.sqrt(var[:, None] / 6000))
+    e = lkj.expand((3, 2))
+    assert e.batch_shape == (3, 2) and e.log_prob(L[:1]).shape == (3, 2)
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        D.LKJCholesky(1)
