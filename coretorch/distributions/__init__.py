@@ -40,6 +40,7 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
 from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
 from . import kl_pairs  # noqa: E402,F401  (registers the rest of PyTorch's KL closed forms)
 from .lkj_cholesky import LKJCholesky  # noqa: E402
+from .wishart import Wishart  # noqa: E402
 from .more_laws import ExponentialFamily, FisherSnedecor, GeneralizedPareto, VonMises  # noqa: E402
 from . import transforms_matrix as _transforms_matrix  # noqa: E402
 from .transforms_matrix import (CatTransform, CorrCholeskyTransform,  # noqa: E402
@@ -52,5 +53,6 @@ for _name in _transforms_matrix.__all__:  # PyTorch's programs import them from 
 __all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal",
             "LowerCholeskyTransform", "PositiveDefiniteTransform", "StackTransform", "CumulativeDistributionTransform",
             "CatTransform", "CorrCholeskyTransform",
-            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto", "LKJCholesky"]
+            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto", "LKJCholesky",
+            "Wishart"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)

@@ -35,6 +35,7 @@ _MODULES = {  # PyTorch's module name -> the laws it defines there
     "transformed_distribution": ("TransformedDistribution",), "uniform": ("Uniform",), "weibull": ("Weibull",),
     "exp_family": ("ExponentialFamily",), "fishersnedecor": ("FisherSnedecor",), "von_mises": ("VonMises",),
     "generalized_pareto": ("GeneralizedPareto",), "lkj_cholesky": ("LKJCholesky",),
+    "wishart": ("Wishart",),
 }
 
 
