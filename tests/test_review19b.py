@@ -215,6 +215,11 @@ def test_kl_divergence_continuous_bernoulli_pairs(device):
         np.testing.assert_allclose(D.kl_divergence(p, q).item(), want, rtol=1e-7)
     assert D.kl_divergence(cb, D.Pareto(t(1.), t(2.))).item() == math.inf
     assert D.kl_divergence(cb, D.Uniform(t(0.1), t(2.0))).item() == math.inf
+    # Uniform(0, 1) covers the support exactly: KL = -entropy (PyTorch 2.13's non-strict bounds give inf here)
+    np.testing.assert_allclose(D.kl_divergence(cb, D.Uniform(t(0.0), t(1.0))).item(), -cb.entropy().item(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(D.kl_divergence(D.Uniform(t(0.0), t(1.0)), cb).item(),
+                               -quad(lambda x: cb_logpdf(x, lam), 0, 1)[0], rtol=1e-9)
 
 
 def test_cat_and_corr_cholesky_transforms_and_their_registry(device):
