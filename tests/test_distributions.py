@@ -232,6 +232,8 @@ def test_kl_registry_and_errors(device):
 
     np.testing.assert_allclose(N(D.kl_divergence(p, q)), [42.0])
     with pytest.raises(NotImplementedError, match="No KL"):
+        D.kl_divergence(D.Laplace(T([0.0], device), T([1.0], device)), D.Poisson(T([1.0], device)))
+    with pytest.raises(NotImplementedError, match="different exponential families"):  # both ExponentialFamily
         D.kl_divergence(D.Normal(T([0.0], device), T([1.0], device)), D.Poisson(T([1.0], device)))
     with pytest.raises(TypeError):
         D.register_kl(int, D.Normal)

@@ -38,15 +38,21 @@ from .negative_binomial import NegativeBinomial  # noqa: E402
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
 from . import continuous_bernoulli, lowrank_multivariate_normal, negative_binomial  # noqa: E402,F401
+from . import kl_pairs  # noqa: E402,F401  (registers the rest of PyTorch's KL closed forms)
+from .lkj_cholesky import LKJCholesky  # noqa: E402
+from .wishart import Wishart  # noqa: E402
 from .more_laws import ExponentialFamily, FisherSnedecor, GeneralizedPareto, VonMises  # noqa: E402
 from . import transforms_matrix as _transforms_matrix  # noqa: E402
-from .transforms_matrix import (CumulativeDistributionTransform, LowerCholeskyTransform,  # noqa: E402
-                                PositiveDefiniteTransform, StackTransform)
+from .transforms_matrix import (CatTransform, CorrCholeskyTransform,  # noqa: E402
+                                CumulativeDistributionTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
+                                StackTransform)
 
 for _name in _transforms_matrix.__all__:  # PyTorch's programs import them from distributions.transforms too
     setattr(transforms, _name, getattr(_transforms_matrix, _name))
 
 __all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal",
             "LowerCholeskyTransform", "PositiveDefiniteTransform", "StackTransform", "CumulativeDistributionTransform",
-            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto"]
+            "CatTransform", "CorrCholeskyTransform",
+            "ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto", "LKJCholesky",
+            "Wishart"]
 _install_submodules(sys.modules[__name__])  # torch.distributions.normal & co (PyTorch's one module per law)

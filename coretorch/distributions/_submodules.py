@@ -34,7 +34,8 @@ _MODULES = {  # PyTorch's module name -> the laws it defines there
     "relaxed_categorical": ("RelaxedOneHotCategorical", "ExpRelaxedCategorical"), "studentT": ("StudentT",),
     "transformed_distribution": ("TransformedDistribution",), "uniform": ("Uniform",), "weibull": ("Weibull",),
     "exp_family": ("ExponentialFamily",), "fishersnedecor": ("FisherSnedecor",), "von_mises": ("VonMises",),
-    "generalized_pareto": ("GeneralizedPareto",),
+    "generalized_pareto": ("GeneralizedPareto",), "lkj_cholesky": ("LKJCholesky",),
+    "wishart": ("Wishart",),
 }
 
 

@@ -7,7 +7,7 @@ from numbers import Number
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution, LocCentered
+from .distribution import Distribution, ExponentialFamily, LocCentered, _law_below
 from .utils import LOG_SQRT_2PI, _standard_normal, broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
@@ -32,15 +32,16 @@ class _LocScale(LocCentered, Distribution):
         super().__init__(batch, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return self._expanded(type(self), batch_shape, ('loc', 'scale'), _instance)
+        return self._expanded(_law_below(type(self), _LocScale), batch_shape, ('loc', 'scale'), _instance)
 
     def _check(self, value):
         if self._validate_args:
             self._validate_sample(value)
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """Normal(loc, scale): the Gaussian with mean ``loc`` and standard deviation ``scale``."""
+    _mean_carrier_measure = 0
 
     @property
     def stddev(self):
@@ -74,6 +75,13 @@ class Normal(_LocScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * torch.log(-math.pi / y)
 
 
 class Cauchy(_LocScale):
@@ -200,11 +208,12 @@ class Uniform(Distribution):
         return torch.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential(rate): density rate * exp(-rate * x) on x >= 0."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args=None):
         batch = _batch_of(rate)
@@ -249,3 +258,10 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - torch.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -torch.log(-x)

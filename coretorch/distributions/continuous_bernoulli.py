@@ -12,18 +12,19 @@ import coretorch as torch
 import coretorch.nn.functional as F
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import ExponentialFamily
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     """ContinuousBernoulli(probs=None, logits=None, lims=(0.499, 0.501)): on [0, 1], density proportional to
     ``probs^x (1 - probs)^(1 - x)`` (reparameterised sampling through the inverse cdf)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         if (probs is None) == (logits is None):
@@ -135,3 +136,15 @@ class ContinuousBernoulli(Distribution):
     def entropy(self):
         log_q, log_p = torch.log1p(-self.probs), torch.log(self.probs)
         return self.mean * (log_q - log_p) - self._cont_bern_log_norm() - log_q
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        """The log normaliser as a function of the natural parameter (PyTorch's formula and cut-offs)."""
+        unstable = torch.le(x, self._lims[0] - 0.5) | torch.gt(x, self._lims[1] - 0.5)
+        cut = torch.where(unstable, x, (self._lims[0] - 0.5) * torch.ones_like(x))
+        log_norm = torch.log(torch.abs(torch.special.expm1(cut))) - torch.log(torch.abs(cut))
+        taylor = 0.5 * x + torch.pow(x, 2) / 24.0 - torch.pow(x, 4) / 2880.0
+        return torch.where(unstable, log_norm, taylor)

@@ -8,7 +8,7 @@ import coretorch as torch
 import coretorch.nn.functional as F
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial", "Multinomial"]
@@ -70,11 +70,12 @@ class _BinaryParameters:
         return self._param.size()
 
 
-class Bernoulli(_BinaryParameters, Distribution):
+class Bernoulli(_BinaryParameters, ExponentialFamily):
     """Bernoulli(probs=None, logits=None): 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
@@ -108,6 +109,13 @@ class Bernoulli(_BinaryParameters, Distribution):
 
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self):
+        return (torch.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return torch.log1p(torch.exp(x))
 
     def enumerate_support(self, expand=True):
         values = torch.arange(2, dtype=self._param.dtype, device=self._param.device)
@@ -311,7 +319,7 @@ class Geometric(_BinaryParameters, Distribution):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson(rate): counts with mean ``rate``."""
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
@@ -346,6 +354,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (torch.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return torch.exp(x)
 
 
 def _clamp_by_zero(x):

@@ -10,7 +10,13 @@ from coretorch.tensor import Tensor
 from . import constraints
 from .utils import lazy_property
 
-__all__ = ["Distribution"]
+__all__ = ["Distribution", "ExponentialFamily"]
+
+
+def _law_below(cls: type, base: type) -> type:
+    """The class of ``cls``'s MRO derived directly from the shared implementation ``base`` (Normal for a subclass
+    of Normal): what ``expand`` checks a subclass's ``__init__`` against, as PyTorch's ``expand`` names its law."""
+    return next(c for c in cls.__mro__ if base in c.__bases__)
 
 
 class LocCentered:
@@ -229,3 +235,34 @@ class Distribution:
         args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
                          for p in names)
         return f"{self.__class__.__name__}({args})"
+
+
+class ExponentialFamily(Distribution):
+    """Base of the laws with density ``exp(<t(x), theta> - F(theta) + k(x))``: a subclass defines
+    ``_natural_params`` (theta), ``_log_normalizer(*theta)`` (F) and ``_mean_carrier_measure`` (E[k(x)]); the
+    entropy follows from the Bregman divergence of F (its gradient by autograd), and kl_divergence of two laws of
+    the same such class without a closed form of their own.  Normal, Exponential, Gamma (Chi2), Beta, Dirichlet,
+    Bernoulli, Poisson and ContinuousBernoulli are subclasses, as in PyTorch."""
+
+    @property
+    def _natural_params(self) -> tuple:
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError
+
+    def entropy(self):
+        """``F(theta) - <theta, grad F(theta)> - E[k(x)]``."""
+        result = -self._mean_carrier_measure
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        with torch.enable_grad():
+            lg = self._log_normalizer(*params)
+            grads = torch.autograd.grad(lg.sum(), params, create_graph=True)
+        result = result + lg
+        for p, g in zip(params, grads):
+            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result

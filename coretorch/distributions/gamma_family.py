@@ -7,20 +7,22 @@ from numbers import Number
 
 import coretorch as torch
 import coretorch.nn.functional as F
+from coretorch.ops._gamma import _gamma_dtype, _normalise_gammas
 
 from . import constraints
 from .continuous import _batch_of
-from .distribution import Distribution
+from .distribution import Distribution, ExponentialFamily
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["Gamma", "Chi2", "Dirichlet", "Beta", "StudentT"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a)."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
         batch = _batch_of(concentration, rate)
@@ -45,7 +47,9 @@ class Gamma(Distribution):
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
         value = torch._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        return value
+        with torch.no_grad():  # as PyTorch: a draw that underflows after the division is the smallest normal number
+            shift = value.clamp(min=torch.finfo(value.dtype).tiny) - value
+        return value + shift
 
     def log_prob(self, value):
         value = torch.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
@@ -63,6 +67,13 @@ class Gamma(Distribution):
     def entropy(self):
         return (self.concentration - torch.log(self.rate) + torch.lgamma(self.concentration)
                 + (1.0 - self.concentration) * torch.digamma(self.concentration))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return torch.lgamma(x + 1) + (x + 1) * torch.log(-y.reciprocal())
 
 
 class Chi2(Gamma):
@@ -84,7 +95,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): a point of the simplex with density prod x_i^(a_i - 1) / B(a)."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
@@ -101,8 +112,9 @@ class Dirichlet(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        g = torch._standard_gamma(self.concentration.expand(shape))  # differentiable: normalising keeps it so
-        return g / g.sum(-1, keepdim=True)
+        conc = self.concentration.expand(shape)
+        g = torch._standard_gamma(conc.to(_gamma_dtype(conc)))  # differentiable: normalising keeps it so
+        return _normalise_gammas(g, conc.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -134,8 +146,15 @@ class Dirichlet(Distribution):
         return (torch.lgamma(self.concentration).sum(-1) - torch.lgamma(a0) - (k - a0) * torch.digamma(a0)
                 - ((self.concentration - 1.0) * torch.digamma(self.concentration)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - torch.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0): density x^(c1-1) (1-x)^(c0-1) / B(c1, c0)."""
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
@@ -177,6 +196,13 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return torch.lgamma(x) + torch.lgamma(y) - torch.lgamma(x + y)
 
     @property
     def concentration1(self):

@@ -1,6 +1,5 @@
-"""More of PyTorch's laws: ``ExponentialFamily`` (the base class whose entropy comes from the log-normaliser, as
-PyTorch's), ``FisherSnedecor`` (the F distribution), ``VonMises`` (the circular normal) and
-``GeneralizedPareto``."""
+"""More of PyTorch's laws: ``ExponentialFamily`` (re-exported from ``distribution``), ``FisherSnedecor`` (the F
+distribution), ``VonMises`` (the circular normal) and ``GeneralizedPareto``."""
 from __future__ import annotations
 
 import math
@@ -8,40 +7,11 @@ import math
 import coretorch as torch
 
 from . import constraints
-from .distribution import Distribution, LocCentered
+from .distribution import Distribution, ExponentialFamily, LocCentered
 from .gamma_family import Gamma
 from .utils import broadcast_all, lazy_property
 
 __all__ = ["ExponentialFamily", "FisherSnedecor", "VonMises", "GeneralizedPareto"]
-
-
-class ExponentialFamily(Distribution):
-    """Base of the laws with density ``exp(<t(x), theta> - F(theta) + k(x))``: a subclass defines
-    ``_natural_params`` (theta), ``_log_normalizer(*theta)`` (F) and ``_mean_carrier_measure`` (E[k(x)]); the
-    entropy follows from the Bregman divergence of F (its gradient by autograd)."""
-
-    @property
-    def _natural_params(self) -> tuple:
-        raise NotImplementedError
-
-    def _log_normalizer(self, *natural_params):
-        raise NotImplementedError
-
-    @property
-    def _mean_carrier_measure(self):
-        raise NotImplementedError
-
-    def entropy(self):
-        """``F(theta) - <theta, grad F(theta)> - E[k(x)]``."""
-        result = -self._mean_carrier_measure
-        params = [p.detach().requires_grad_() for p in self._natural_params]
-        with torch.enable_grad():
-            lg = self._log_normalizer(*params)
-            grads = torch.autograd.grad(lg.sum(), params, create_graph=True)
-        result = result + lg
-        for p, g in zip(params, grads):
-            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
-        return result
 
 
 class FisherSnedecor(Distribution):

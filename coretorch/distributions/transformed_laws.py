@@ -10,6 +10,7 @@ import coretorch as torch
 
 from . import constraints
 from .continuous import Cauchy, Exponential, Normal, Uniform
+from .distribution import _law_below
 from .gamma_family import Gamma
 from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform, StickBreakingTransform
@@ -76,9 +77,10 @@ class _Folded(TransformedDistribution):
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _value_in_scale_dtype = False
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
+        new = self._get_checked_instance(_law_below(type(self), _Folded), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
@@ -92,6 +94,8 @@ class _Folded(TransformedDistribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
+        if self._value_in_scale_dtype:  # PyTorch's HalfCauchy (not HalfNormal) reads the value in scale's dtype
+            value = torch.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
         lp = self.base_dist.log_prob(value) + _LOG2
         return torch.where(value >= 0, lp, -math.inf)
 
@@ -124,6 +128,7 @@ class HalfNormal(_Folded):
 
 class HalfCauchy(_Folded):
     """HalfCauchy(scale): |X| for X ~ Cauchy(0, scale) (no finite mean or variance)."""
+    _value_in_scale_dtype = True
 
     def __init__(self, scale, validate_args=None):
         super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)

@@ -549,12 +549,12 @@ class StickBreakingTransform(Transform):
     def forward_shape(self, shape):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
-        return tuple(shape[:-1]) + (shape[-1] + 1,)
+        return torch.Size(tuple(shape[:-1]) + (shape[-1] + 1,))
 
     def inverse_shape(self, shape):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
-        return tuple(shape[:-1]) + (shape[-1] - 1,)
+        return torch.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
 class IndependentTransform(Transform):
@@ -651,7 +651,7 @@ class ReshapeTransform(Transform):
         cut = len(shape) - len(self.in_shape)
         if tuple(shape[cut:]) != tuple(self.in_shape):
             raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got {tuple(self.in_shape)}")
-        return tuple(shape[:cut]) + tuple(self.out_shape)
+        return torch.Size(tuple(shape[:cut]) + tuple(self.out_shape))
 
     def inverse_shape(self, shape):
         if len(shape) < len(self.out_shape):
@@ -659,4 +659,4 @@ class ReshapeTransform(Transform):
         cut = len(shape) - len(self.out_shape)
         if tuple(shape[cut:]) != tuple(self.out_shape):
             raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got {tuple(self.out_shape)}")
-        return tuple(shape[:cut]) + tuple(self.in_shape)
+        return torch.Size(tuple(shape[:cut]) + tuple(self.in_shape))

@@ -7,7 +7,8 @@ from numbers import Number
 import coretorch as torch
 from coretorch.tensor import Tensor
 
-__all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs", "lazy_property", "euler_constant"]
+__all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs", "lazy_property", "euler_constant",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni
 
@@ -60,6 +61,28 @@ class lazy_property:
             value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The lower triangle (from diagonal ``diag``) of a (batch of) square matrices, in row order, as vectors."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    rows, cols = torch.tril_indices(n, n, offset=diag, device=mat.device)
+    return mat[..., rows, cols]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of :func:`tril_matrix_to_vec`: vectors to lower triangular square matrices (zeros above)."""
+    size = vec.shape[-1]
+    n_real = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * size + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = round(n_real)
+    rows, cols = torch.tril_indices(n, n, offset=diag, device=vec.device)
+    if rows.numel() != size:
+        raise ValueError(f"The size of last dimension is {size} which cannot be expressed as the lower triangular "
+                         "part of a square D x D matrix.")
+    flat = vec.new_zeros(tuple(vec.shape[:-1]) + (n * n,))
+    return flat.index_add(-1, rows * n + cols, vec).reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
 def _standard_normal(shape, dtype, device) -> Tensor:

@@ -43,6 +43,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     """X with A X = B (X A = B for left=False), reading only A's upper or lower triangle; no error for a zero on
     the diagonal (the result then holds inf/nan, as LAPACK's trsm)."""
     check_matrix("linalg.solve_triangular", A)
+    if isinstance(B, Tensor) and B.dtype is not A.dtype and not B.dtype.is_complex:
+        B = B.to(A.dtype)  # as PyTorch 2.13: B is solved in A's dtype (a float64 B with a float32 A gives float32)
     check_float("linalg.solve_triangular", B)
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")

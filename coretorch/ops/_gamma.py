@@ -94,9 +94,32 @@ def _standard_gamma(self: Tensor, generator=None) -> Tensor:
     return out
 
 
-def _sample_dirichlet(self: Tensor, generator=None) -> Tensor:
-    """Samples of Dirichlet(self) along the last dim (normalised Gamma draws; not differentiable, as PyTorch)."""
-    from . import pointwise as P, reduction as R
+def _gamma_dtype(alpha: Tensor):
+    """The dtype Dirichlet's Gamma draws are made in: float64 where the device has it (as PyTorch, which draws
+    them in double: u^(1/alpha) of a small concentration underflows float32 and the normalised draw degenerates to
+    1/K), else alpha's own."""
+    if alpha.dtype is _dt.float64:
+        return alpha.dtype
+    from ._reduction_var import _has_f64
+    return _dt.float64 if _has_f64(alpha._be) else alpha.dtype
+
+
+def _normalise_gammas(g: Tensor, dtype) -> Tensor:
+    """``g / g.sum(-1)`` in ``dtype``, clamped into [tiny, the largest value below 1] as PyTorch's
+    _sample_dirichlet (so a Beta draw is never exactly 0 or 1); a gradient passes straight through the clamp.
+    Computed as softmax(log g): the quotient's own backward squares the sum, which underflows for the tiny draws
+    of a small concentration (0 * inf = NaN), while the log's is 1 / g (g >= tiny)."""
+    from . import pointwise as P
+    from ..nn.functional import softmax
+    x = softmax(P.log(g), -1).to(dtype)
+    fi = _dt.finfo(dtype)
     with no_grad():
-        g = _draw(self, generator)
-        return P.div(g, R.sum(g, -1, keepdim=True))
+        shift = P.sub(P.clamp(x, min=fi.tiny, max=1.0 - fi.eps / 2), x)
+    return P.add(x, shift)
+
+
+def _sample_dirichlet(self: Tensor, generator=None) -> Tensor:
+    """Samples of Dirichlet(self) along the last dim (normalised Gamma draws, made in float64 where the device has
+    it and clamped into [tiny, 1 - eps/2], as PyTorch; not differentiable, as PyTorch)."""
+    with no_grad():
+        return _normalise_gammas(_draw(self.to(_gamma_dtype(self)), generator), self.dtype)

@@ -23,7 +23,7 @@ from ._util import align_devices, broadcast_shape, edge, return_type, sum_to
 from ._out import write_out
 from .inplace import apply_inplace
 from .pointwise import (_binary_node, _make_binary, _make_unary, _save_first, abs as _abs, add, clamp, cos, div, eq,
-                        exp, float_power, ge, gt, isnan, le, log, logical_not, logical_or, lt, mul, ne, neg,
+                        exp, float_power, ge, gt, isnan, le, log, logical_and, logical_not, logical_or, lt, mul, neg,
                         pow as _pow, sign, sin, sqrt, sub, trunc, where)
 
 __all__: list[str] = [
@@ -540,11 +540,20 @@ def _logaddexp_bw(expf):
 
 
 def _xlogy_bw(fn, shift):
+    """PyTorch's formula: d/dx = xlogy(grad, y) (xlog1py), set to 0 only where x == 0 and y <= 0 (y <= -1), off
+    the log's domain (Note [Gradient formula for xlogy at x = 0, y <= 0]): at x == 0 inside it the gradient is
+    log(y), the one-sided derivative a Beta/Dirichlet log_prob with a concentration of exactly 1 needs."""
     def bw(self, g):
         a, b = self.saved()
         b = _scalar_or(self, b)
         na, nb = self.need
-        ga = mul(g, fn(ne(a, 0).to(g.dtype), b)) if na else None
+        ga = None
+        if na:
+            ga = fn(g, b)
+            if isinstance(b, Tensor):
+                ga = where(logical_and(eq(a, 0), le(b, -shift)), 0.0, ga)
+            elif b <= -shift:
+                ga = where(eq(a, 0), 0.0, ga)
         gb = div(mul(g, a), add(b, shift) if shift else b) if nb else None
         return self.grads(ga, gb)
     return bw
