@@ -21,6 +21,8 @@ from coretorch.optim import Optimizer, check_fused
 from coretorch.optim.optimizer import _dispatch_sqrt
 from coretorch.plugins import KERNELS, get_backend, get_kernel, increment_version, to_array
 
+from ._legacy_state import legacy_setstate
+
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
 
@@ -80,6 +82,10 @@ def _own_kernel(name: str, device):
 class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
     ``decoupled_weight_decay=True``) and ``maximize``."""
+
+    __setstate__ = legacy_setstate(
+        {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "decoupled_weight_decay": False, "fused": None})
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
 
@@ -178,6 +184,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p <- p * (1 - lr * weight_decay) first."""
 
+    # PyTorch: a loaded state is always decoupled (an older AdamW state dict had no such key)
+    __setstate__ = legacy_setstate(
+        {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "fused": None}, forced={"decoupled_weight_decay": True})
+
     _replay_capturable = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
@@ -189,6 +200,10 @@ class AdamW(Adam):
 
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
+
+    __setstate__ = legacy_setstate(
+        {"momentum": 0, "centered": False, "foreach": None, "maximize": False, "differentiable": False,
+         "capturable": False})
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
@@ -238,6 +253,9 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with learning-rate decay; state is created in ``__init__``, as in PyTorch."""
 
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "fused": None})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
@@ -284,6 +302,9 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (Zeiler)."""
 
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
@@ -320,6 +341,9 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
 
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
@@ -351,6 +375,10 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
+
+    __setstate__ = legacy_setstate(
+        {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "decoupled_weight_decay": False}, ("step", "mu_product"))
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
@@ -397,6 +425,10 @@ class NAdam(Optimizer):
 
 class RAdam(Optimizer):
     """RAdam (Liu et al.): Adam with the variance rectification term; SGD with momentum while rho_t <= 5."""
+
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "decoupled_weight_decay": False,
+         "capturable": False})
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):

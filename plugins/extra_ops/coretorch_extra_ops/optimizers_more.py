@@ -5,6 +5,7 @@ from __future__ import annotations
 import coretorch
 from coretorch.optim import Optimizer
 
+from ._legacy_state import legacy_setstate
 from .optimizers import _evaluate, _params, _step
 
 __all__ = ["Rprop", "ASGD", "Adafactor"]
@@ -13,6 +14,8 @@ __all__ = ["Rprop", "ASGD", "Adafactor"]
 class Rprop(Optimizer):
     """Resilient backpropagation: per-element step sizes grow by ``etas[1]`` while the gradient keeps its sign,
     shrink by ``etas[0]`` when it flips (that step is skipped); only the gradient's sign is used."""
+
+    __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
@@ -49,6 +52,9 @@ class ASGD(Optimizer):
     """Averaged SGD: SGD with a decaying step ``lr / (1 + lambd lr t)^alpha`` and a running average ``ax`` of the
     parameters, started after ``t0`` steps."""
 
+    __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False},
+                                   ("step", "eta", "mu"))
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         if not 0.0 <= lr:
@@ -80,8 +86,10 @@ class ASGD(Optimizer):
                     state["ax"].add_(p.sub(state["ax"]).mul_(state["mu"].item()))
                 else:
                     state["ax"].copy_(p)
-                state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
-                state["mu"].fill_(1 / max(1, step - t0))
+                # PyTorch's copy_(as_tensor(number)): the value rounded to the default dtype, also into a float64
+                # eta/mu (load_state_dict casts them to a float64 parameter's dtype)
+                state["eta"].copy_(coretorch.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
         return loss
 
 
@@ -89,6 +97,8 @@ class Adafactor(Optimizer):
     """Adafactor (Shazeer & Stern) as torch.optim.Adafactor: factored second moments (row and column statistics)
     for matrices, a relative step size ``min(lr, 1/sqrt(t))`` scaled by the parameter's RMS, update clipping
     ``d``; no first moment."""
+
+    __setstate__ = legacy_setstate({"foreach": None})
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):

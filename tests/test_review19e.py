@@ -1,0 +1,121 @@
+"""Review 19e: optimizers, LR schedulers, nn.utils (gradient clipping, parameter vectors, weight/spectral norm,
+packed sequences) and serialization against PyTorch 2.13, eager: float64 trajectories, state_dict round trips
+(also of an older PyTorch's layout), scheduler sequences, dtypes and error types."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+_OPTS = [("Adam", {"lr": 0.1}), ("AdamW", {"lr": 0.1, "amsgrad": True}), ("NAdam", {}), ("RAdam", {}),
+         ("Adamax", {}), ("ASGD", {"t0": 1}), ("Rprop", {}), ("RMSprop", {"momentum": 0.5, "centered": True}),
+         ("Adagrad", {}), ("Adadelta", {})]
+
+
+def _grads(k):
+    rng = np.random.default_rng(k)
+    return rng.standard_normal((3, 4)), rng.standard_normal(5)
+
+
+def _run(name, kw, device, steps, opt=None, params=None):
+    if params is None:
+        rng = np.random.default_rng(99)
+        params = [torch.tensor(rng.standard_normal(s), dtype=torch.float64, device=device, requires_grad=True)
+                  for s in ((3, 4), (5,))]
+    opt = opt or getattr(torch.optim, name)(params, **kw)
+    for k in steps:
+        for p, g in zip(params, _grads(k)):
+            p.grad = torch.tensor(g, device=device)
+        opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("number", [int, float])
+@pytest.mark.parametrize("name,kw", _OPTS, ids=[n for n, _ in _OPTS])
+def test_load_state_dict_with_a_number_step(device, name, kw, number):
+    """PyTorch's optimizers (their ``__setstate__``) turn a Python number ``step`` of a loaded state dict (an
+    older PyTorch's checkpoint; also NAdam's ``mu_product``, ASGD's ``eta``/``mu``) into a 0-d tensor and count on:
+    the trajectory is the uninterrupted one.  coretorch before: the next step() raised AttributeError ('float'
+    object has no attribute 'item')."""
+    whole, _ = _run(name, kw, device, range(5))
+    params, opt = _run(name, kw, device, range(3))
+    sd = opt.state_dict()
+    for st in sd["state"].values():
+        for key in ("step", "mu_product", "eta", "mu"):
+            if key in st:
+                st[key] = number(st[key].item()) if key == "step" else st[key].item()
+    params2 = [p.detach().clone().requires_grad_(True) for p in params]
+    opt2 = getattr(torch.optim, name)(params2, **kw)
+    opt2.load_state_dict(sd)
+    assert all(isinstance(st["step"], torch.Tensor) for st in opt2.state.values())
+    _run(name, kw, device, range(3, 5), opt=opt2, params=params2)
+    for a, b in zip(whole, params2):
+        np.testing.assert_allclose(b.detach().cpu().numpy(), a.detach().cpu().numpy(), rtol=1e-12, atol=1e-14)
+    assert [float(st["step"]) for st in opt2.state.values()] == [5.0, 5.0]
+
+
+def test_load_state_dict_of_an_older_layout_fills_the_group_flags(device):
+    """PyTorch's ``__setstate__`` sets the param-group flags an older state dict lacks to fixed values
+    (``maximize=False``, ``foreach=None``, ``decoupled_weight_decay=False``, ...), and AdamW's to
+    ``decoupled_weight_decay=True`` always.  coretorch before: the groups kept no such key and Adam's step raised
+    KeyError 'decoupled_weight_decay' (RMSprop's: 'centered', after an old dict without it)."""
+    for name, missing, want in [("Adam", ("maximize", "foreach", "decoupled_weight_decay", "amsgrad"),
+                                 {"maximize": False, "decoupled_weight_decay": False, "amsgrad": False}),
+                                ("AdamW", ("maximize", "decoupled_weight_decay"), {"decoupled_weight_decay": True}),
+                                ("RMSprop", ("centered", "momentum", "maximize"), {"centered": False, "momentum": 0}),
+                                ("NAdam", ("decoupled_weight_decay", "maximize"), {"decoupled_weight_decay": False}),
+                                ("RAdam", ("decoupled_weight_decay",), {"decoupled_weight_decay": False})]:
+        params, opt = _run(name, {}, device, range(2))
+        sd = opt.state_dict()
+        for g in sd["param_groups"]:
+            for k in missing:
+                g.pop(k)
+        opt2 = getattr(torch.optim, name)([p.detach().clone().requires_grad_(True) for p in params], maximize=True)
+        opt2.load_state_dict(sd)
+        for k, v in want.items():
+            assert opt2.param_groups[0][k] == v, (name, k)
+        assert opt2.param_groups[0]["maximize"] is False
+        _run(name, {}, device, range(2, 3), opt=opt2, params=opt2.param_groups[0]["params"])
+
+
+def test_adamw_loaded_state_is_always_decoupled(device):
+    """PyTorch's AdamW.__setstate__ sets ``decoupled_weight_decay=True`` whatever the loaded dict says (an Adam
+    state dict loaded into AdamW keeps AdamW's update).  coretorch before: the loaded False made AdamW run Adam's
+    L2 weight decay."""
+    params, opt = _run("Adam", {"weight_decay": 0.5}, device, range(2))
+    opt2 = torch.optim.AdamW([p.detach().clone().requires_grad_(True) for p in params])
+    opt2.load_state_dict(opt.state_dict())
+    assert opt2.param_groups[0]["decoupled_weight_decay"] is True
+
+
+def test_lbfgs_state_keeps_al(device):
+    """PyTorch's LBFGS keeps its two-loop coefficients in ``state["al"]`` (a list of ``history_size`` entries), so
+    its state_dict has the key.  coretorch before: ``al`` was local; the state had no such key."""
+    x = torch.tensor([1.5, -0.5, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    opt = torch.optim.LBFGS([x], max_iter=5, history_size=7)
+
+    def closure():
+        opt.zero_grad()
+        loss = (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    st = opt.state_dict()["state"][0]
+    assert len(st["al"]) == 7 and st["al"][0] is not None and st["al"][-1] is None
+
+
+def test_asgd_eta_and_mu_are_rounded_to_the_default_dtype(device):
+    """PyTorch's ASGD writes ``eta``/``mu`` as ``copy_(torch.as_tensor(number))``: the number rounded to the
+    default dtype (float32), also into the float64 ``eta`` that load_state_dict made for a float64 parameter.
+    coretorch before: fill_(number) kept float64's digits after a load (trajectories 1e-10 to 1e-7 apart)."""
+    lr, lambd, alpha = 0.05, 0.01, 0.75
+    params, opt = _run("ASGD", {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": 0}, device, range(2))
+    opt2 = torch.optim.ASGD([p.detach().clone().requires_grad_(True) for p in params], lr=lr, lambd=lambd,
+                            alpha=alpha, t0=0)
+    opt2.load_state_dict(opt.state_dict())
+    _run("ASGD", {}, device, range(2, 3), opt=opt2, params=opt2.param_groups[0]["params"])
+    st = opt2.state[opt2.param_groups[0]["params"][0]]
+    assert st["eta"].dtype == torch.float64
+    assert st["eta"].item() == float(np.float32(lr / (1 + lambd * lr * 3) ** alpha))
+    assert st["mu"].item() == float(np.float32(1 / 3))
