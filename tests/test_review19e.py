@@ -119,3 +119,20 @@ def test_asgd_eta_and_mu_are_rounded_to_the_default_dtype(device):
     assert st["eta"].dtype == torch.float64
     assert st["eta"].item() == float(np.float32(lr / (1 + lambd * lr * 3) ** alpha))
     assert st["mu"].item() == float(np.float32(1 / 3))
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, "inf"])
+def test_clip_grad_norm_of_mixed_dtypes_is_the_promoted_dtype(device, norm_type):
+    """PyTorch's total norm is ``vector_norm(stack(norms))``: stack promotes, so float32 and float64 gradients
+    (either order) give a float64 total norm, computed from the float64 norm's digits.  coretorch before: the
+    norms were cast to the first one's dtype (float32: the total norm rounded to float32)."""
+    a = torch.ones(3, device=device, requires_grad=True)
+    b = torch.ones(4, dtype=torch.float64, device=device, requires_grad=True)
+    # the float32 gradient is small: its norm's float32 rounding stays below 1e-12 of the total
+    ga, gb = np.array([1e-6, -2e-6, 3e-6], dtype=np.float32), np.array([1.0, 8 / 3, 1 / 3, -0.7])
+    a.grad, b.grad = torch.tensor(ga, device=device), torch.tensor(gb, device=device)
+    total = torch.nn.utils.clip_grad_norm_([a, b], 1e9, norm_type=norm_type)
+    assert total.dtype == torch.float64
+    flat = np.concatenate([ga.astype(np.float64), gb])
+    want = np.abs(flat).max() if norm_type == "inf" else np.linalg.norm(flat, ord=float(norm_type))
+    np.testing.assert_allclose(total.item(), want, rtol=1e-12)
