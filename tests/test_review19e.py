@@ -136,3 +136,10 @@ def test_clip_grad_norm_of_mixed_dtypes_is_the_promoted_dtype(device, norm_type)
     flat = np.concatenate([ga.astype(np.float64), gb])
     want = np.abs(flat).max() if norm_type == "inf" else np.linalg.norm(flat, ord=float(norm_type))
     np.testing.assert_allclose(total.item(), want, rtol=1e-12)
+
+
+def test_pad_sequence_bad_padding_side_raises_runtime_error():
+    """PyTorch's pad_sequence checks ``padding_side`` in C++ (TORCH_CHECK): RuntimeError "Expected padding_side to
+    be one of left or right, but got middle."  coretorch before: ValueError."""
+    with pytest.raises(RuntimeError, match="padding_side to be one of left or right, but got middle"):
+        torch.nn.utils.rnn.pad_sequence([torch.ones(2), torch.ones(1)], padding_side="middle")

@@ -179,7 +179,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                  padding_side: str = "right") -> Tensor:
     """Stack tensors of shape (L_i, *) into (L_max, B, *) (or (B, L_max, *)), padding with ``padding_value``."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"pad_sequence: expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     sequences = list(sequences)
