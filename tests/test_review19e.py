@@ -160,3 +160,37 @@ def test_saved_views_share_storage_after_load(tmp_path):
     back["b"].add_(100)
     assert back["v"][0, 0].item() == 104.0 and back["t"][0, 1].item() == 104.0
     assert back["t"].stride() == (1, 4)
+
+
+def _sparse_grad_param(device):
+    w = torch.arange(12.0, dtype=torch.float64, device=device).reshape(4, 3).requires_grad_(True)
+    torch.nn.functional.embedding(torch.tensor([0, 2], device=device), w, sparse=True).sum().backward()
+    assert w.grad.is_sparse
+    return w
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+                                  "ASGD", "Adafactor"])
+def test_dense_optimizers_refuse_sparse_gradients(device, name):
+    """PyTorch's Adam & co. raise RuntimeError "<Name> does not support sparse gradients" (Adam's and AdamW's: "Adam
+    does not support sparse gradients, please consider SparseAdam instead") before updating anything; SGD and
+    Adagrad take them.  coretorch before: the dense-backed sparse gradient was used as a dense one (Adam's moments
+    decayed in every row), silently."""
+    w = _sparse_grad_param(device)
+    other = torch.ones(2, dtype=torch.float64, device=device, requires_grad=True)
+    other.grad = torch.ones(2, dtype=torch.float64, device=device)
+    before = w.detach().clone()
+    opt = getattr(torch.optim, name)([other, w])
+    want = "Adam" if name == "AdamW" else name
+    with pytest.raises(RuntimeError, match=f"^{want} does not support sparse gradients"):
+        opt.step()
+    assert torch.equal(w.detach(), before) and torch.equal(other.detach(), torch.ones_like(other))
+
+
+def test_adagrad_sparse_gradient_with_weight_decay_raises(device):
+    """PyTorch's Adagrad takes sparse gradients but not with weight_decay: RuntimeError "weight_decay option is not
+    compatible with sparse gradients".  coretorch before: the decay was added to every row (a dense update)."""
+    w = _sparse_grad_param(device)
+    with pytest.raises(RuntimeError, match="weight_decay option is not compatible with sparse gradients"):
+        torch.optim.Adagrad([w], weight_decay=0.1).step()
+    torch.optim.Adagrad([w]).step()  # without weight decay: fine

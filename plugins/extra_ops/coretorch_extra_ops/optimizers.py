@@ -49,11 +49,16 @@ def _evaluate(closure):
         return closure()
 
 
-def _params(optimizer, group):
-    """(param, grad, state) for each param of ``group`` that has a gradient (negated with maximize)."""
-    for p in group["params"]:
-        if p.grad is not None:
-            yield p, (-p.grad if group.get("maximize") else p.grad), optimizer.state[p]
+def _params(optimizer, group) -> list:
+    """(param, grad, state) for each param of ``group`` that has a gradient (negated with maximize).  PyTorch's
+    RuntimeError for a sparse gradient where the class's ``_sparse_grad_error`` holds one (its ``_init_group``:
+    checked for the whole group before any of it is updated)."""
+    items = [p for p in group["params"] if p.grad is not None]
+    msg = getattr(type(optimizer), "_sparse_grad_error", None)
+    if msg is not None and any(p.grad.is_sparse for p in items):
+        raise RuntimeError(msg)
+    maximize = group.get("maximize")
+    return [(p, -p.grad if maximize else p.grad, optimizer.state[p]) for p in items]
 
 
 def _step(state) -> float:
@@ -108,6 +113,8 @@ class Adam(Optimizer):
             amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
             items = []
             check_fused(group.get("fused"), params=(p for p in group["params"] if p.grad is not None))
+            if any(p.grad is not None and p.grad.is_sparse for p in group["params"]):
+                raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -201,6 +208,7 @@ class AdamW(Adam):
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
 
+    _sparse_grad_error = "RMSprop does not support sparse gradients"
     __setstate__ = legacy_setstate(
         {"momentum": 0, "centered": False, "foreach": None, "maximize": False, "differentiable": False,
          "capturable": False})
@@ -292,6 +300,8 @@ class Adagrad(Optimizer):
                     self._init_state(p)
                 step = _step(state)
                 if group["weight_decay"] != 0:
+                    if grad.is_sparse:
+                        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].add_(grad * grad)
@@ -302,6 +312,7 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (Zeiler)."""
 
+    _sparse_grad_error = "Adadelta does not support sparse gradients"
     __setstate__ = legacy_setstate(
         {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
@@ -341,6 +352,7 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
 
+    _sparse_grad_error = "Adamax does not support sparse gradients"
     __setstate__ = legacy_setstate(
         {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
@@ -376,6 +388,7 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
 
+    _sparse_grad_error = "NAdam does not support sparse gradients"
     __setstate__ = legacy_setstate(
         {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
          "decoupled_weight_decay": False}, ("step", "mu_product"))
@@ -426,6 +439,7 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """RAdam (Liu et al.): Adam with the variance rectification term; SGD with momentum while rho_t <= 5."""
 
+    _sparse_grad_error = "RAdam does not support sparse gradients"
     __setstate__ = legacy_setstate(
         {"foreach": None, "maximize": False, "differentiable": False, "decoupled_weight_decay": False,
          "capturable": False})

@@ -15,6 +15,7 @@ class Rprop(Optimizer):
     """Resilient backpropagation: per-element step sizes grow by ``etas[1]`` while the gradient keeps its sign,
     shrink by ``etas[0]`` when it flips (that step is skipped); only the gradient's sign is used."""
 
+    _sparse_grad_error = "Rprop does not support sparse gradients"
     __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
@@ -52,6 +53,7 @@ class ASGD(Optimizer):
     """Averaged SGD: SGD with a decaying step ``lr / (1 + lambd lr t)^alpha`` and a running average ``ax`` of the
     parameters, started after ``t0`` steps."""
 
+    _sparse_grad_error = "ASGD does not support sparse gradients"
     __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False},
                                    ("step", "eta", "mu"))
 
@@ -98,6 +100,7 @@ class Adafactor(Optimizer):
     for matrices, a relative step size ``min(lr, 1/sqrt(t))`` scaled by the parameter's RMS, update clipping
     ``d``; no first moment."""
 
+    _sparse_grad_error = "Adafactor does not support sparse gradients"
     __setstate__ = legacy_setstate({"foreach": None})
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
