@@ -194,3 +194,22 @@ def test_adagrad_sparse_gradient_with_weight_decay_raises(device):
     with pytest.raises(RuntimeError, match="weight_decay option is not compatible with sparse gradients"):
         torch.optim.Adagrad([w], weight_decay=0.1).step()
     torch.optim.Adagrad([w]).step()  # without weight decay: fine
+
+
+def test_parametrized_weight_norm_loads_an_old_weight_norm_state_dict(device):
+    """PyTorch's ``parametrizations.weight_norm`` registers a load_state_dict pre-hook that renames the older
+    ``nn.utils.weight_norm`` keys (``weight_g``, ``weight_v``) to ``parametrizations.weight.original0/1``, so old
+    checkpoints load (also nested, under a prefix).  coretorch before: "Missing key(s) ... original0 ...
+    Unexpected key(s) ... weight_g"."""
+    torch.manual_seed(0)
+    old = torch.nn.Sequential(torch.nn.Linear(3, 4)).to(device)
+    torch.nn.utils.weight_norm(old[0])
+    with torch.no_grad():
+        old[0].weight_g.mul_(3.0)
+    new = torch.nn.Sequential(torch.nn.Linear(3, 4)).to(device)
+    torch.nn.utils.parametrizations.weight_norm(new[0])
+    new.load_state_dict(old.state_dict())
+    x = torch.randn(2, 3, device=device)
+    np.testing.assert_allclose(new(x).detach().cpu().numpy(), old(x).detach().cpu().numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(new[0].parametrizations.weight.original0.detach().cpu().numpy(),
+                                  old[0].weight_g.detach().cpu().numpy())
