@@ -213,3 +213,16 @@ def test_parametrized_weight_norm_loads_an_old_weight_norm_state_dict(device):
     np.testing.assert_allclose(new(x).detach().cpu().numpy(), old(x).detach().cpu().numpy(), rtol=1e-6)
     np.testing.assert_array_equal(new[0].parametrizations.weight.original0.detach().cpu().numpy(),
                                   old[0].weight_g.detach().cpu().numpy())
+
+
+def test_adagrad_fused_checks():
+    """PyTorch's Adagrad checks ``fused=True`` as Adam's: with ``foreach=True`` RuntimeError "`fused` and `foreach`
+    cannot be `True` together.", with ``differentiable=True`` RuntimeError "`fused` does not support
+    `differentiable`".  coretorch before: the first was accepted, the second raised NotImplementedError."""
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+        torch.optim.Adagrad([w], fused=True, foreach=True)
+    with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+        torch.optim.Adagrad([w], fused=True, differentiable=True)
+    with pytest.raises(ValueError, match="Invalid epsilon value"):  # the value checks come first
+        torch.optim.Adagrad([w], eps=-1.0, fused=True, foreach=True)

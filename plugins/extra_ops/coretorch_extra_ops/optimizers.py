@@ -276,7 +276,9 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= initial_accumulator_value:
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        _check(eps=eps, differentiable=differentiable)
+        _check(eps=eps)
+        check_fused(fused, foreach=foreach, differentiable=differentiable)  # PyTorch's checks of fused=True
+        _check(differentiable=differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
@@ -295,6 +297,7 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = _evaluate(closure)
         for group in self.param_groups:
+            check_fused(group.get("fused"), params=(p for p in group["params"] if p.grad is not None))
             for p, grad, state in _params(self, group):
                 if not state:  # a parameter of a group added by add_param_group
                     self._init_state(p)
