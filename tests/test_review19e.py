@@ -226,3 +226,22 @@ def test_adagrad_fused_checks():
         torch.optim.Adagrad([w], fused=True, differentiable=True)
     with pytest.raises(ValueError, match="Invalid epsilon value"):  # the value checks come first
         torch.optim.Adagrad([w], eps=-1.0, fused=True, foreach=True)
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda e: 0.5 ** e),
+    lambda o: torch.optim.lr_scheduler.MultiplicativeLR(o, lambda e: 0.5),
+], ids=["LambdaLR", "MultiplicativeLR"])
+def test_lambda_schedulers_refuse_a_param_group_added_later(make):
+    """PyTorch zips the scheduler's per-group lists with the optimizer's param groups strictly (``strict=True``): a
+    group added after LambdaLR was made (one lambda, two groups) raises ValueError at the next step().  coretorch
+    before: zip stopped at the shorter list, so the new group's lr silently stayed unscheduled."""
+    a, b = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    opt = torch.optim.SGD([a], lr=0.1)
+    sched = make(opt)
+    opt.step()
+    sched.step()
+    opt.add_param_group({"params": [b], "lr": 0.3})
+    opt.step()
+    with pytest.raises(ValueError, match="zip"):
+        sched.step()

@@ -164,7 +164,7 @@ class LRScheduler:
                     values = self._get_closed_form_lr()
                 else:
                     values = self.get_lr()
-        for param_group, lr in zip(self.optimizer.param_groups, values):
+        for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
             param_group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 

@@ -62,7 +62,7 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(LambdaLR):
@@ -72,7 +72,7 @@ class MultiplicativeLR(LambdaLR):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
             return [group["lr"] * lmbda(self.last_epoch)
-                    for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+                    for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
@@ -292,7 +292,7 @@ class CosineAnnealingLR(LRScheduler):
                     / 2 for base_lr in self.base_lrs]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
+                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
                 * (group["lr"] - self.eta_min) + self.eta_min for group in self.optimizer.param_groups]
@@ -502,7 +502,8 @@ class OneCycleLR(LRScheduler):
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups,
+                                                         strict=True):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:
