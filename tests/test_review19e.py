@@ -245,3 +245,19 @@ def test_lambda_schedulers_refuse_a_param_group_added_later(make):
     opt.step()
     with pytest.raises(ValueError, match="zip"):
         sched.step()
+
+
+def test_cosine_warm_restarts_resumed_at_a_late_epoch():
+    """PyTorch's CosineAnnealingWarmRestarts made with ``last_epoch=5`` (T_0=3, T_mult=2) takes T_cur = 5 + 1 = 6,
+    then ``T_cur % T_i`` = 0 and T_i = 6: the first lr is the base lr (0.1), then (1 + cos(pi * k / 6)) / 2 * 0.1.
+    coretorch before: ``T_cur - T_i`` = 3, so the schedule started half-way (0.05), a wrong sequence."""
+    w = torch.ones(2, requires_grad=True)
+    opt = torch.optim.SGD([{"params": [w], "lr": 0.1, "initial_lr": 0.1}], lr=0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, last_epoch=5)
+    got = [sched.get_last_lr()[0]]
+    for _ in range(5):
+        opt.step()
+        sched.step()
+        got.append(sched.get_last_lr()[0])
+    want = [0.1 * (1 + np.cos(np.pi * k / 6)) / 2 for k in range(6)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
