@@ -261,3 +261,17 @@ def test_cosine_warm_restarts_resumed_at_a_late_epoch():
         got.append(sched.get_last_lr()[0])
     want = [0.1 * (1 + np.cos(np.pi * k / 6)) / 2 for k in range(6)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_pad_sequence_takes_the_first_sequence_s_dtype(device):
+    """PyTorch's pad_sequence makes its result with the first sequence's options and copies each sequence into it:
+    ``[int64, float64]`` gives int64 (the floats truncated, 2.7 -> 2), ``[float64, int64]`` float64.  coretorch
+    before: stack promoted, so ``[int64, float64]`` came back float64."""
+    rnn = torch.nn.utils.rnn
+    out = rnn.pad_sequence([torch.tensor([3], device=device),
+                            torch.tensor([1.5, 2.7], dtype=torch.float64, device=device)], batch_first=True)
+    assert out.dtype == torch.int64
+    assert out.tolist() == [[3, 0], [1, 2]]
+    out = rnn.pad_sequence([torch.tensor([1.5, 2.7], dtype=torch.float64, device=device),
+                            torch.tensor([3], device=device)], batch_first=True, padding_value=-1)
+    assert out.dtype == torch.float64 and out.tolist() == [[1.5, 2.7], [3.0, -1.0]]

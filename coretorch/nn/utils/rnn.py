@@ -186,8 +186,11 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     max_len = max(s.shape[0] for s in sequences)
+    dtype, device = sequences[0].dtype, sequences[0].device  # PyTorch: a tensor of the first one's options
     out = []
     for s in sequences:
+        if s.dtype != dtype or s.device != device:
+            s = s.to(device=device, dtype=dtype)  # (PyTorch copies each into it: no promotion)
         n = max_len - s.shape[0]
         if n:
             pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
