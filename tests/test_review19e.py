@@ -275,3 +275,13 @@ def test_pad_sequence_takes_the_first_sequence_s_dtype(device):
     out = rnn.pad_sequence([torch.tensor([1.5, 2.7], dtype=torch.float64, device=device),
                             torch.tensor([3], device=device)], batch_first=True, padding_value=-1)
     assert out.dtype == torch.float64 and out.tolist() == [[1.5, 2.7], [3.0, -1.0]]
+
+
+def test_adam_betas_are_a_tuple():
+    """PyTorch's Adam (and AdamW) store ``betas`` as a tuple (``tuple(map(_to_scalar, betas))``), so a list given
+    comes back a tuple in param_groups and state_dict().  coretorch before: the list was kept."""
+    w = torch.ones(2, requires_grad=True)
+    for cls in (torch.optim.Adam, torch.optim.AdamW):
+        opt = cls([w], betas=[0.8, 0.9])
+        assert opt.param_groups[0]["betas"] == (0.8, 0.9)
+        assert type(opt.state_dict()["param_groups"][0]["betas"]) is tuple

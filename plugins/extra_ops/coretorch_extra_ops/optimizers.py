@@ -100,6 +100,7 @@ class Adam(Optimizer):
         # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
         check_fused(fused, foreach=foreach, differentiable=differentiable)
         _check(lr, eps, betas, weight_decay, differentiable)
+        betas = tuple(betas)  # PyTorch's Adam: a tuple, whatever sequence was given (its state dicts hold one)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
