@@ -285,3 +285,18 @@ def test_adam_betas_are_a_tuple():
         opt = cls([w], betas=[0.8, 0.9])
         assert opt.param_groups[0]["betas"] == (0.8, 0.9)
         assert type(opt.state_dict()["param_groups"][0]["betas"]) is tuple
+
+
+def test_adam_tensor_hyper_parameter_checks():
+    """PyTorch's Adam refuses a tensor ``lr``/``betas`` with ``foreach=True`` and ``capturable=False`` (ValueError
+    "lr as a Tensor is not supported for capturable=False and foreach=True") and a tensor of more than one element
+    ("Tensor lr must be 1-element").  coretorch before: the first was accepted, the second raised a RuntimeError
+    from the comparison with 0."""
+    w = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="lr as a Tensor is not supported for capturable=False and foreach=True"):
+        torch.optim.Adam([w], lr=torch.tensor(0.1), foreach=True)
+    with pytest.raises(ValueError, match=r"betas\[1\] as a Tensor is not supported"):
+        torch.optim.AdamW([w], betas=(0.9, torch.tensor(0.99)), foreach=True)
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        torch.optim.Adam([w], lr=torch.tensor([0.1, 0.2]))
+    torch.optim.Adam([w], lr=torch.tensor(0.1), foreach=True, capturable=True)  # allowed, as PyTorch

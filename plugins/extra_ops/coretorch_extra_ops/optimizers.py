@@ -99,6 +99,12 @@ class Adam(Optimizer):
                  decoupled_weight_decay=False):
         # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
         check_fused(fused, foreach=foreach, differentiable=differentiable)
+        for what, x in (("lr", lr), ("betas[0]", betas[0]), ("betas[1]", betas[1])):  # PyTorch's tensor checks
+            if isinstance(x, coretorch.Tensor):
+                if foreach and not capturable:
+                    raise ValueError(f"{what} as a Tensor is not supported for capturable=False and foreach=True")
+                if x.numel() != 1:
+                    raise ValueError(f"Tensor {what} must be 1-element")
         _check(lr, eps, betas, weight_decay, differentiable)
         betas = tuple(betas)  # PyTorch's Adam: a tuple, whatever sequence was given (its state dicts hold one)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
