@@ -300,3 +300,38 @@ def test_adam_tensor_hyper_parameter_checks():
     with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
         torch.optim.Adam([w], lr=torch.tensor([0.1, 0.2]))
     torch.optim.Adam([w], lr=torch.tensor(0.1), foreach=True, capturable=True)  # allowed, as PyTorch
+
+
+def test_torch_optim_optimizer_helpers_that_outside_optimizers_import(device):
+    """Optimizers written outside PyTorch import its helpers: ``from torch.optim.optimizer import ParamsT,
+    _use_grad_for_differentiable, _get_value, _get_scalar_dtype, _default_to_fused_or_foreach`` (PyTorch 2.13:
+    ``_get_value(t)`` is ``t.item()``, ``_get_scalar_dtype()`` float32 (float64 under that default dtype, float32 when
+    fused), ``_default_to_fused_or_foreach`` gives (False, False) for CPU parameters and differentiable=True).
+    coretorch before: ImportError for all but ``_use_grad_for_differentiable``."""
+    from coretorch.optim.optimizer import (ParamsT, _default_to_fused_or_foreach, _get_scalar_dtype, _get_value,
+                                           _to_scalar, _use_grad_for_differentiable)
+
+    class SignSGD(torch.optim.Optimizer):
+        def __init__(self, params: ParamsT, lr: float = 0.1) -> None:
+            super().__init__(params, {"lr": lr, "differentiable": False})
+
+        @_use_grad_for_differentiable
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        st = self.state[p]
+                        st["step"] = st.get("step", torch.tensor(0.0, dtype=_get_scalar_dtype())) + 1
+                        p.add_(p.grad.sign(), alpha=-group["lr"] / _get_value(st["step"]))
+
+    w = torch.tensor([1.0, -2.0], device=device, requires_grad=True)
+    opt = SignSGD([w])
+    for _ in range(2):
+        w.grad = torch.tensor([3.0, -0.5], device=device)
+        opt.step()
+    assert w.tolist() == pytest.approx([1.0 - 0.1 - 0.05, -2.0 + 0.1 + 0.05])
+    assert opt.state[w]["step"].dtype == torch.float32 and _get_scalar_dtype(is_fused=True) == torch.float32
+    assert _default_to_fused_or_foreach([w], differentiable=True) == (False, False)
+    assert _default_to_fused_or_foreach([torch.ones(2)], differentiable=False) == (False, False)
+    assert _default_to_fused_or_foreach([torch.ones(2)], False, use_fused=True) == (True, False)
+    assert _to_scalar(torch.ones(1, 1)).shape == ()
