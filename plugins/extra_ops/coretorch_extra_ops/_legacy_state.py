@@ -7,7 +7,6 @@ constructor's) and turns the numbers into 0-d tensors of the default scalar dtyp
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import coretorch
@@ -16,11 +15,10 @@ from coretorch.optim import Optimizer
 __all__ = ["legacy_setstate"]
 
 
-def legacy_setstate(group_defaults: dict, scalar_keys: tuple = ("step",),
-                    forced: dict | None = None) -> Callable[[Any, dict], None]:
+def legacy_setstate(group_defaults: dict, scalar_keys: tuple = ("step",), forced: dict | None = None) -> Any:
     """An ``__setstate__`` that ``setdefault``s ``group_defaults`` in every param group, sets ``forced`` (AdamW's
     ``decoupled_weight_decay=True``) and turns each number of ``scalar_keys`` in a parameter's state into a 0-d
-    tensor."""
+    tensor.  (Typed ``Any``: a class attribute that mypy takes for the method it is.)"""
     items, forced_items = tuple(group_defaults.items()), tuple((forced or {}).items())
 
     def __setstate__(self: Optimizer, state: dict) -> None:
