@@ -335,3 +335,25 @@ def test_torch_optim_optimizer_helpers_that_outside_optimizers_import(device):
     assert _default_to_fused_or_foreach([torch.ones(2)], differentiable=False) == (False, False)
     assert _default_to_fused_or_foreach([torch.ones(2)], False, use_fused=True) == (True, False)
     assert _to_scalar(torch.ones(1, 1)).shape == ()
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_orthogonal_householder_without_trivialization_is_orthogonal(device, shape):
+    """PyTorch's ``orthogonal(m, orthogonal_map="householder", use_trivialization=False)`` stores the reflectors of
+    the weight's QR (``geqrf``, the diagonal set to the signs): the parametrized weight is the orthogonal Q of
+    W = QR with diag(R) > 0.  coretorch before: right_inverse raised NotImplementedError for every map, the raw
+    weight was kept as reflectors, and forward's ``diagonal().int()`` zeroed columns: a weight that was not
+    orthogonal at all, silently."""
+    w0 = np.random.default_rng(31).standard_normal(shape)
+    lin = torch.nn.Linear(shape[1], shape[0], bias=False).to(torch.float64).to(device)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor(w0))
+    torch.nn.utils.parametrizations.orthogonal(lin, orthogonal_map="householder", use_trivialization=False)
+    w = lin.weight.detach().cpu().numpy()
+    tall = w0 if shape[0] >= shape[1] else w0.T
+    q, r = np.linalg.qr(tall)
+    want = q * np.sign(np.diag(r))
+    np.testing.assert_allclose(w if shape[0] >= shape[1] else w.T, want, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(3, 3), orthogonal_map="cayley",
+                                                   use_trivialization=False).weight = torch.eye(3)

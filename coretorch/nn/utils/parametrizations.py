@@ -206,8 +206,17 @@ class _Orthogonal(Module):
                 Q = Q.mT
                 n, k = k, n
             if "base" not in self._buffers:
-                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
-                                          "parametrizations when use_trivialization=False.")
+                if self.orthogonal_map is not _OrthMaps.householder:
+                    raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                              "parametrizations when use_trivialization=False.")
+                # PyTorch's: the reflectors of Q = QR (geqrf), the diagonal made the signs (+-1, -1 where no
+                # reflection was used), so that forward's householder product times diag(sign) gives Q back
+                from ...ops._householder import geqrf
+                A, tau = geqrf(Q)
+                diag = A.diagonal(dim1=-2, dim2=-1)
+                signs = diag.sign()
+                diag.copy_(signs.where(tau != 0.0, -signs))
+                return A.mT if Q_init.shape[-2] < Q_init.shape[-1] else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:
