@@ -357,3 +357,31 @@ def test_orthogonal_householder_without_trivialization_is_orthogonal(device, sha
     with pytest.raises(NotImplementedError, match="use_trivialization=False"):
         torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(3, 3), orthogonal_map="cayley",
                                                    use_trivialization=False).weight = torch.eye(3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, 5),
+    lambda o: torch.optim.lr_scheduler.OneCycleLR(o, 1.0, total_steps=10),
+    lambda o: torch.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, cycle_momentum=False),
+    lambda o: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, 3),
+    lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda e: 0.5 ** e),
+    "plateau",
+], ids=["CosineAnnealingLR", "OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts", "LambdaLR", "ReduceLROnPlateau"])
+def test_schedulers_fill_a_tensor_lr_in_place(make):
+    """PyTorch's schedulers write a tensor ``lr`` in place (``_update_param_group_val``: ``fill_``), so the param
+    group keeps the very tensor the optimizer was given, and ``get_last_lr()``/``base_lrs`` hold clones of it.
+    coretorch before: the group's tensor was replaced by a new tensor (CosineAnnealingLR, LambdaLR, ...) or by a
+    Python float (OneCycleLR, CyclicLR, ReduceLROnPlateau)."""
+    lr = torch.tensor(0.1)
+    opt = torch.optim.Adam([torch.ones(2, requires_grad=True)], lr=lr)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0) if make == "plateau" else make(opt)
+    for k in range(4):
+        opt.step()
+        if make == "plateau":
+            sched.step(float(k))
+        else:
+            sched.step()
+        assert opt.param_groups[0]["lr"] is lr
+        last = sched.get_last_lr()[0]
+        assert isinstance(last, torch.Tensor) and last is not lr and last.item() == lr.item()
+    assert lr.item() != pytest.approx(0.1)

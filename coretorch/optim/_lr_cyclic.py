@@ -6,6 +6,7 @@ import math
 import types
 
 from ._lr_base import LRScheduler, _enable_get_lr_call, _format_param, _warn_get_lr_called_within_step
+from ._lr_base import _param_groups_val_list, _update_param_group_val
 
 __all__ = ["CosineAnnealingWarmRestarts", "CyclicLR"]
 
@@ -61,8 +62,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._step_count += 1
         with _enable_get_lr_call(self):
             for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
-                group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+                _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
 class CyclicLR(LRScheduler):
@@ -76,7 +77,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                group["lr"] = lr
+                _update_param_group_val(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
