@@ -385,3 +385,25 @@ def test_schedulers_fill_a_tensor_lr_in_place(make):
         last = sched.get_last_lr()[0]
         assert isinstance(last, torch.Tensor) and last is not lr and last.item() == lr.item()
     assert lr.item() != pytest.approx(0.1)
+
+
+def test_asgd_foreach_computes_eta_from_the_step_tensor(device):
+    """PyTorch's ASGD with ``foreach=True`` (``_multi_tensor_asgd``) computes the new eta from the 0-d float32
+    ``step`` tensor, in float32 (``lr / (1 + lambd * lr * step) ** alpha``, the division as reciprocal * lr), and
+    updates p -= eta * (g + lambd * p); its per-tensor step computes eta in float64 and rounds it once.
+    coretorch before: foreach=True ran the per-tensor step (eta 0.09853293 where PyTorch's is 0.09853294)."""
+    lr, lambd, alpha = 0.1, 0.3, 0.5
+    for foreach in (True, False):
+        w = torch.tensor([1.0, -2.0], dtype=torch.float64, device=device, requires_grad=True)
+        opt = torch.optim.ASGD([w], lr=lr, lambd=lambd, alpha=alpha, foreach=foreach)
+        w.grad = torch.tensor([0.5, 0.25], dtype=torch.float64, device=device)
+        opt.step()
+        f32 = np.float32
+        want = (f32(1) / (f32(1) + f32(lambd * lr) * f32(1.0)) ** f32(alpha) * f32(lr) if foreach
+                else f32(lr / (1 + lambd * lr * 1.0) ** alpha))
+        assert opt.state[w]["eta"].item() == float(want)
+        p0 = np.array([1.0, -2.0])
+        eta0 = float(np.float32(lr))
+        want_p = p0 - eta0 * (np.array([0.5, 0.25]) + lambd * p0) if foreach else \
+            p0 * (1 - lambd * eta0) - eta0 * np.array([0.5, 0.25])
+        np.testing.assert_allclose(w.detach().cpu().numpy(), want_p, rtol=1e-15)

@@ -79,6 +79,9 @@ class ASGD(Optimizer):
                     state["mu"] = coretorch.tensor(1.0)
                     state["ax"] = coretorch.zeros_like(p)
                 step = _step(state)
+                if group["foreach"]:
+                    self._foreach_update(p, grad, state, step, lr, lambd, alpha, t0, group["weight_decay"])
+                    continue
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
                 eta = state["eta"].item()
@@ -93,6 +96,18 @@ class ASGD(Optimizer):
                 state["eta"].copy_(coretorch.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
                 state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
         return loss
+
+    @staticmethod
+    def _foreach_update(p, grad, state, step, lr, lambd, alpha, t0, wd) -> None:
+        """PyTorch's ``_multi_tensor_asgd`` (``foreach=True``), whose order of operations differs from the
+        per-tensor step: p -= eta * (g + wd p + lambd p); ax += (p - ax) * mu; the new eta from the 0-d ``step``
+        tensor (arithmetic in its dtype: float32), mu from the number."""
+        inter = grad.add(p, alpha=wd) if wd != 0 else grad
+        inter = inter.add(p, alpha=lambd)
+        p.addcmul_(inter, state["eta"], value=-1)
+        state["ax"].addcmul_(p.sub(state["ax"]), state["mu"])
+        state["eta"].copy_(lr / ((1 + lambd * lr * state["step"]) ** alpha))
+        state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
 
 
 class Adafactor(Optimizer):
