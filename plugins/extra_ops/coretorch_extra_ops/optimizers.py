@@ -3,7 +3,8 @@
 Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`` (checks, then ``defaults``)
 and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
 State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
-``foreach``/``capturable`` are accepted for signature compatibility.
+``foreach``/``capturable`` are accepted for signature compatibility (ASGD's ``foreach=True`` follows PyTorch's
+multi-tensor order of operations, which rounds otherwise).
 Adam and AdamW update a whole param group with the backend's optional multi-tensor ``fused_adam_`` kernel where it
 has one (coretorch-opencl: one launch, or a few; with the default ``foreach=None``, ``foreach=True`` and
 ``fused=True``); with ``foreach=False``, or on a backend without it, each parameter with the optional ``adam_step_``
