@@ -6,6 +6,7 @@ import warnings
 import weakref
 from copy import copy as _copy
 
+from ..tensor import Tensor
 from .optimizer import Optimizer, note_born as _note_born
 
 EPOCH_DEPRECATION_WARNING = (
@@ -27,6 +28,21 @@ def _load_compat(state_dict: dict) -> dict:
     """A state_dict saved by an older coretorch carries ``verbose`` (now dropped) and lacks ``_is_initial`` (the
     class default, False, then applies)."""
     return {k: v for k, v in state_dict.items() if k != "verbose"} if "verbose" in state_dict else state_dict
+
+
+def _param_groups_val_list(optimizer: Optimizer, key: str) -> list:
+    """``group[key]`` of every param group, a tensor (a tensor lr) cloned, as PyTorch's (no aliasing)."""
+    return [g[key].clone() if isinstance(g[key], Tensor) else g[key] for g in optimizer.param_groups]
+
+
+def _update_param_group_val(param_group: dict, key: str, val) -> None:
+    """Set ``param_group[key]``; a tensor there (a tensor lr) is filled in place, as PyTorch's: it stays the
+    tensor the optimizer (and a captured step) holds."""
+    cur = param_group[key]
+    if isinstance(cur, Tensor):
+        cur.fill_(val.squeeze() if isinstance(val, Tensor) and val.dim() else val)
+    else:
+        param_group[key] = val
 
 
 def _format_param(name: str, optimizer: Optimizer, param) -> list:
@@ -103,13 +119,14 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                initial_lr = group["lr"]
+                group.setdefault("initial_lr", initial_lr.clone() if isinstance(initial_lr, Tensor) else initial_lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
                                    "optimizer")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _check_verbose_deprecated_warning(verbose)
         self._initial_step()
@@ -164,12 +181,13 @@ class LRScheduler:
                     values = self._get_closed_form_lr()
                 else:
                     values = self.get_lr()
-        for param_group, lr in zip(self.optimizer.param_groups, values):
-            param_group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            _update_param_group_val(param_group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
-for _o in (_check_verbose_deprecated_warning, _python_state_read, _load_compat, _format_param,
+for _o in (_check_verbose_deprecated_warning, _python_state_read, _load_compat, _format_param, _param_groups_val_list,
+           _update_param_group_val,
            _warn_get_lr_called_within_step, _enable_get_lr_call, _initial_mode, LRScheduler):
     _o.__module__ = "coretorch.optim.lr_scheduler"  # public there, as before
 del _o

@@ -6,6 +6,7 @@ import math
 import types
 
 from ._lr_base import LRScheduler, _enable_get_lr_call, _format_param, _warn_get_lr_called_within_step
+from ._lr_base import _param_groups_val_list, _update_param_group_val
 
 __all__ = ["CosineAnnealingWarmRestarts", "CyclicLR"]
 
@@ -42,7 +43,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             epoch = self.last_epoch + 1
             self.T_cur = self.T_cur + 1
             if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur - self.T_i
+                self.T_cur = self.T_cur % self.T_i  # (PyTorch: %, not -, when resumed past 2 T_i)
                 self.T_i = self.T_i * self.T_mult
         else:
             if epoch < 0:
@@ -60,9 +61,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.last_epoch = math.floor(epoch)
         self._step_count += 1
         with _enable_get_lr_call(self):
-            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-                group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+                _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
 class CyclicLR(LRScheduler):
@@ -75,8 +76,8 @@ class CyclicLR(LRScheduler):
                  verbose="deprecated"):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                _update_param_group_val(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -97,7 +98,8 @@ class CyclicLR(LRScheduler):
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups,
+                                               strict=True):
                     if self.use_beta1:
                         group["betas"] = (m_mom, *group["betas"][1:])
                     else:
@@ -130,11 +132,11 @@ class CyclicLR(LRScheduler):
         scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
         lrs = [base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)
-               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
             momentums = [max_m - (max_m - base_m) * scale_factor * self.scale_fn(at)
-                         for base_m, max_m in zip(self.base_momentums, self.max_momentums)]
-            for group, momentum in zip(self.optimizer.param_groups, momentums):
+                         for base_m, max_m in zip(self.base_momentums, self.max_momentums, strict=True)]
+            for group, momentum in zip(self.optimizer.param_groups, momentums, strict=True):
                 if self.use_beta1:
                     group["betas"] = (momentum, *group["betas"][1:])
                 else:

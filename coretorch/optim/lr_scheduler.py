@@ -18,6 +18,7 @@ from .optimizer import Optimizer
 from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, _check_verbose_deprecated_warning  # noqa: F401
 from ._lr_base import _enable_get_lr_call, _format_param, _initial_mode, _load_compat  # noqa: F401
 from ._lr_base import _python_state_read, _warn_get_lr_called_within_step  # noqa: F401
+from ._lr_base import _param_groups_val_list, _update_param_group_val  # noqa: F401
 
 __all__ = ["LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler",
@@ -62,7 +63,7 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(LambdaLR):
@@ -72,7 +73,7 @@ class MultiplicativeLR(LambdaLR):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
             return [group["lr"] * lmbda(self.last_epoch)
-                    for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+                    for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
@@ -212,7 +213,7 @@ class SequentialLR(LRScheduler):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _update_param_group_val(group, "lr", group["initial_lr"])
         self.recursive_undo()  # "undo" the initial step each scheduler (nested ones too) performed
         idx = bisect_right(self._milestones, 0)  # the initial step goes to the scheduler meant to run at step 0
         self._schedulers[idx]._initial_step()
@@ -292,7 +293,7 @@ class CosineAnnealingLR(LRScheduler):
                     / 2 for base_lr in self.base_lrs]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
+                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
                 * (group["lr"] - self.eta_min) + self.eta_min for group in self.optimizer.param_groups]
@@ -321,13 +322,13 @@ class ChainedScheduler(LRScheduler):
                                  f"{scheduler.optimizer}, which is different from {optimizer.__class__.__name__}.")
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
-        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]  # no epoch argument, as PyTorch's
         """Step every chained scheduler once, in order (their factors compose)."""
         for scheduler in self._schedulers:
             scheduler.step()
-        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict
@@ -360,7 +361,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
         self.eps = eps
         self.last_epoch = 0
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
         _check_verbose_deprecated_warning(verbose)
         self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
         self._reset()
@@ -395,7 +396,7 @@ class ReduceLROnPlateau(LRScheduler):
             self._reduce_lr(epoch)
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
     def _reduce_lr(self, epoch) -> None:
         if len(self.optimizer.param_groups) != len(self.min_lrs):
@@ -409,7 +410,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(param_group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                param_group["lr"] = new_lr
+                _update_param_group_val(param_group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:
@@ -502,7 +503,8 @@ class OneCycleLR(LRScheduler):
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups,
+                                                         strict=True):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
                     else:

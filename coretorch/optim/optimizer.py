@@ -23,8 +23,11 @@ from .._typename import typename as _typename
 from ..autograd.graph import RemovableHandle
 from ..plugins.manager import manager as _manager
 from ..tensor import Tensor
+from ._optimizer_helpers import (  # noqa: F401  (torch.optim.optimizer's helpers that outside optimizers import)
+    ParamsT, _default_to_fused_or_foreach, _get_scalar_dtype, _get_value, _stack_if_compiling, _to_scalar)
 
-__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+__all__ = ["Optimizer", "ParamsT", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
 
 
 class _RequiredParameter:

@@ -151,7 +151,7 @@ class SWALR(LRScheduler):
     def __init__(self, optimizer: Optimizer, swa_lr: float, anneal_epochs: int = 10, anneal_strategy: str = "cos",
                  last_epoch: int = -1) -> None:
         swa_lrs = _format_param("swa_lr", optimizer, swa_lr)
-        for lr, group in zip(swa_lrs, optimizer.param_groups):
+        for lr, group in zip(swa_lrs, optimizer.param_groups, strict=True):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
@@ -188,7 +188,7 @@ class SWALR(LRScheduler):
         prev_alpha = self.anneal_func(max(0, min(1, (step - 1) / max(1, self.anneal_epochs))))
         prev = [self._get_initial_lr(g["lr"], g["swa_lr"], prev_alpha) for g in self.optimizer.param_groups]
         alpha = self.anneal_func(max(0, min(1, step / max(1, self.anneal_epochs))))
-        return [g["swa_lr"] * alpha + lr * (1 - alpha) for g, lr in zip(self.optimizer.param_groups, prev)]
+        return [g["swa_lr"] * alpha + lr * (1 - alpha) for g, lr in zip(self.optimizer.param_groups, prev, strict=True)]
 
     def state_dict(self) -> dict:
         """Every attribute but the optimizer and the anneal function."""

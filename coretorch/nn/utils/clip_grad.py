@@ -31,8 +31,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
             total = norms[0] if len(norms) == 1 else amax(stack([n.to(first_device) for n in norms]))
         else:
             norms = [norm(t.detach().reshape(-1), norm_type) for t in tensors]
-            dt = norms[0].dtype
-            total = norm(stack([n.to(device=first_device, dtype=dt) for n in norms]), norm_type)
+            # (stack promotes: float32 and float64 gradients have a float64 total norm, as PyTorch's)
+            total = norm(stack([n.to(first_device) for n in norms]), norm_type)
     # one host read of the test's outcome: a compiled step checks that it holds again (reading the norm itself, a
     # checked read that differed at every replay after the backward wrote the gradients, raised at the first replay)
     if error_if_nonfinite and not _isfinite(total).item():

@@ -44,8 +44,18 @@ class _WeightNorm(Module):
 
 
 def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:
-    """``module.<name>`` = g * v / ||v||, with ``original0`` = g (the norms) and ``original1`` = v."""
+    """``module.<name>`` = g * v / ||v||, with ``original0`` = g (the norms) and ``original1`` = v.  A state dict
+    of the older ``nn.utils.weight_norm`` (``<name>_g``, ``<name>_v``) loads into it, as in PyTorch."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                 error_msgs) -> None:
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 
@@ -196,8 +206,17 @@ class _Orthogonal(Module):
                 Q = Q.mT
                 n, k = k, n
             if "base" not in self._buffers:
-                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
-                                          "parametrizations when use_trivialization=False.")
+                if self.orthogonal_map is not _OrthMaps.householder:
+                    raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                              "parametrizations when use_trivialization=False.")
+                # PyTorch's: the reflectors of Q = QR (geqrf), the diagonal made the signs (+-1, -1 where no
+                # reflection was used), so that forward's householder product times diag(sign) gives Q back
+                from ...ops._householder import geqrf
+                A, tau = geqrf(Q)
+                diag = A.diagonal(dim1=-2, dim2=-1)
+                signs = diag.sign()
+                diag.copy_(signs.where(tau != 0.0, -signs))
+                return A.mT if Q_init.shape[-2] < Q_init.shape[-1] else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:

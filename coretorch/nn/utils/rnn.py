@@ -179,15 +179,18 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                  padding_side: str = "right") -> Tensor:
     """Stack tensors of shape (L_i, *) into (L_max, B, *) (or (B, L_max, *)), padding with ``padding_value``."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"pad_sequence: expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     max_len = max(s.shape[0] for s in sequences)
+    dtype, device = sequences[0].dtype, sequences[0].device  # PyTorch: a tensor of the first one's options
     out = []
     for s in sequences:
+        if s.dtype != dtype or s.device != device:
+            s = s.to(device=device, dtype=dtype)  # (PyTorch copies each into it: no promotion)
         n = max_len - s.shape[0]
         if n:
             pad = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)

@@ -196,7 +196,8 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     H_diag = ys / float(y.dot(y))
-                al = [0.0] * len(old_dirs)
+                # PyTorch's state layout: ``al`` is kept in the state, history_size long
+                al = state.setdefault("al", [None] * history_size)
                 q = g.neg()
                 for i in range(len(old_dirs) - 1, -1, -1):
                     al[i] = float(old_stps[i].dot(q)) * ro[i]

@@ -3,7 +3,8 @@
 Each is a subclass of ``coretorch.optim.Optimizer`` that writes only ``__init__`` (checks, then ``defaults``)
 and ``step``; param groups, ``state``, ``zero_grad``, ``state_dict`` and hooks come from the base class.
 State keys and 0-d float32 ``step`` tensors are PyTorch's, so state dicts have PyTorch's layout.
-``foreach``/``capturable`` are accepted for signature compatibility.
+``foreach``/``capturable`` are accepted for signature compatibility (ASGD's ``foreach=True`` follows PyTorch's
+multi-tensor order of operations, which rounds otherwise).
 Adam and AdamW update a whole param group with the backend's optional multi-tensor ``fused_adam_`` kernel where it
 has one (coretorch-opencl: one launch, or a few; with the default ``foreach=None``, ``foreach=True`` and
 ``fused=True``); with ``foreach=False``, or on a backend without it, each parameter with the optional ``adam_step_``
@@ -20,6 +21,8 @@ import coretorch
 from coretorch.optim import Optimizer, check_fused
 from coretorch.optim.optimizer import _dispatch_sqrt
 from coretorch.plugins import KERNELS, get_backend, get_kernel, increment_version, to_array
+
+from ._legacy_state import legacy_setstate
 
 __all__ = ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Lion"]
 
@@ -47,11 +50,16 @@ def _evaluate(closure):
         return closure()
 
 
-def _params(optimizer, group):
-    """(param, grad, state) for each param of ``group`` that has a gradient (negated with maximize)."""
-    for p in group["params"]:
-        if p.grad is not None:
-            yield p, (-p.grad if group.get("maximize") else p.grad), optimizer.state[p]
+def _params(optimizer, group) -> list:
+    """(param, grad, state) for each param of ``group`` that has a gradient (negated with maximize).  PyTorch's
+    RuntimeError for a sparse gradient where the class's ``_sparse_grad_error`` holds one (its ``_init_group``:
+    checked for the whole group before any of it is updated)."""
+    items = [p for p in group["params"] if p.grad is not None]
+    msg = getattr(type(optimizer), "_sparse_grad_error", None)
+    if msg is not None and any(p.grad.is_sparse for p in items):
+        raise RuntimeError(msg)
+    maximize = group.get("maximize")
+    return [(p, -p.grad if maximize else p.grad, optimizer.state[p]) for p in items]
 
 
 def _step(state) -> float:
@@ -81,6 +89,10 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, L2 ``weight_decay`` (decoupled, as AdamW, with
     ``decoupled_weight_decay=True``) and ``maximize``."""
 
+    __setstate__ = legacy_setstate(
+        {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "decoupled_weight_decay": False, "fused": None})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs (_compile/optim.py)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
@@ -88,7 +100,14 @@ class Adam(Optimizer):
                  decoupled_weight_decay=False):
         # PyTorch's checks of fused=True (on every device: coretorch's cpu runs its per-tensor kernel)
         check_fused(fused, foreach=foreach, differentiable=differentiable)
+        for what, x in (("lr", lr), ("betas[0]", betas[0]), ("betas[1]", betas[1])):  # PyTorch's tensor checks
+            if isinstance(x, coretorch.Tensor):
+                if foreach and not capturable:
+                    raise ValueError(f"{what} as a Tensor is not supported for capturable=False and foreach=True")
+                if x.numel() != 1:
+                    raise ValueError(f"Tensor {what} must be 1-element")
         _check(lr, eps, betas, weight_decay, differentiable)
+        betas = tuple(betas)  # PyTorch's Adam: a tuple, whatever sequence was given (its state dicts hold one)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
@@ -102,6 +121,8 @@ class Adam(Optimizer):
             amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
             items = []
             check_fused(group.get("fused"), params=(p for p in group["params"] if p.grad is not None))
+            if any(p.grad is not None and p.grad.is_sparse for p in group["params"]):
+                raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -178,6 +199,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p <- p * (1 - lr * weight_decay) first."""
 
+    # PyTorch: a loaded state is always decoupled (an older AdamW state dict had no such key)
+    __setstate__ = legacy_setstate(
+        {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "fused": None}, forced={"decoupled_weight_decay": True})
+
     _replay_capturable = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
@@ -189,6 +215,11 @@ class AdamW(Adam):
 
 class RMSprop(Optimizer):
     """RMSprop (Hinton), optionally centered (Graves) and with momentum."""
+
+    _sparse_grad_error = "RMSprop does not support sparse gradients"
+    __setstate__ = legacy_setstate(
+        {"momentum": 0, "centered": False, "foreach": None, "maximize": False, "differentiable": False,
+         "capturable": False})
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
@@ -238,6 +269,9 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al.) with learning-rate decay; state is created in ``__init__``, as in PyTorch."""
 
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "fused": None})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
@@ -250,7 +284,9 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= initial_accumulator_value:
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        _check(eps=eps, differentiable=differentiable)
+        _check(eps=eps)
+        check_fused(fused, foreach=foreach, differentiable=differentiable)  # PyTorch's checks of fused=True
+        _check(differentiable=differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
@@ -269,11 +305,14 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = _evaluate(closure)
         for group in self.param_groups:
+            check_fused(group.get("fused"), params=(p for p in group["params"] if p.grad is not None))
             for p, grad, state in _params(self, group):
                 if not state:  # a parameter of a group added by add_param_group
                     self._init_state(p)
                 step = _step(state)
                 if group["weight_decay"] != 0:
+                    if grad.is_sparse:
+                        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].add_(grad * grad)
@@ -283,6 +322,10 @@ class Adagrad(Optimizer):
 
 class Adadelta(Optimizer):
     """Adadelta (Zeiler)."""
+
+    _sparse_grad_error = "Adadelta does not support sparse gradients"
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
@@ -320,6 +363,10 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax: Adam with the infinity norm (Kingma & Ba, section 7)."""
 
+    _sparse_grad_error = "Adamax does not support sparse gradients"
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
+
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
@@ -351,6 +398,11 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """NAdam (Dozat): Adam with Nesterov momentum and the momentum-decay schedule mu_t."""
+
+    _sparse_grad_error = "NAdam does not support sparse gradients"
+    __setstate__ = legacy_setstate(
+        {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+         "decoupled_weight_decay": False}, ("step", "mu_product"))
 
     _replay_capturable = True  # coretorch.compile replays this step with lr & co. as inputs
 
@@ -397,6 +449,11 @@ class NAdam(Optimizer):
 
 class RAdam(Optimizer):
     """RAdam (Liu et al.): Adam with the variance rectification term; SGD with momentum while rho_t <= 5."""
+
+    _sparse_grad_error = "RAdam does not support sparse gradients"
+    __setstate__ = legacy_setstate(
+        {"foreach": None, "maximize": False, "differentiable": False, "decoupled_weight_decay": False,
+         "capturable": False})
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import coretorch
 from coretorch.optim import Optimizer
 
+from ._legacy_state import legacy_setstate
 from .optimizers import _evaluate, _params, _step
 
 __all__ = ["Rprop", "ASGD", "Adafactor"]
@@ -13,6 +14,9 @@ __all__ = ["Rprop", "ASGD", "Adafactor"]
 class Rprop(Optimizer):
     """Resilient backpropagation: per-element step sizes grow by ``etas[1]`` while the gradient keeps its sign,
     shrink by ``etas[0]`` when it flips (that step is skipped); only the gradient's sign is used."""
+
+    _sparse_grad_error = "Rprop does not support sparse gradients"
+    __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False})
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
@@ -49,6 +53,10 @@ class ASGD(Optimizer):
     """Averaged SGD: SGD with a decaying step ``lr / (1 + lambd lr t)^alpha`` and a running average ``ax`` of the
     parameters, started after ``t0`` steps."""
 
+    _sparse_grad_error = "ASGD does not support sparse gradients"
+    __setstate__ = legacy_setstate({"foreach": None, "maximize": False, "differentiable": False, "capturable": False},
+                                   ("step", "eta", "mu"))
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         if not 0.0 <= lr:
@@ -71,6 +79,9 @@ class ASGD(Optimizer):
                     state["mu"] = coretorch.tensor(1.0)
                     state["ax"] = coretorch.zeros_like(p)
                 step = _step(state)
+                if group["foreach"]:
+                    self._foreach_update(p, grad, state, step, lr, lambd, alpha, t0, group["weight_decay"])
+                    continue
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
                 eta = state["eta"].item()
@@ -80,15 +91,32 @@ class ASGD(Optimizer):
                     state["ax"].add_(p.sub(state["ax"]).mul_(state["mu"].item()))
                 else:
                     state["ax"].copy_(p)
-                state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
-                state["mu"].fill_(1 / max(1, step - t0))
+                # PyTorch's copy_(as_tensor(number)): the value rounded to the default dtype, also into a float64
+                # eta/mu (load_state_dict casts them to a float64 parameter's dtype)
+                state["eta"].copy_(coretorch.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
         return loss
+
+    @staticmethod
+    def _foreach_update(p, grad, state, step, lr, lambd, alpha, t0, wd) -> None:
+        """PyTorch's ``_multi_tensor_asgd`` (``foreach=True``), whose order of operations differs from the
+        per-tensor step: p -= eta * (g + wd p + lambd p); ax += (p - ax) * mu; the new eta from the 0-d ``step``
+        tensor (arithmetic in its dtype: float32), mu from the number."""
+        inter = grad.add(p, alpha=wd) if wd != 0 else grad
+        inter = inter.add(p, alpha=lambd)
+        p.addcmul_(inter, state["eta"], value=-1)
+        state["ax"].addcmul_(p.sub(state["ax"]), state["mu"])
+        state["eta"].copy_(lr / ((1 + lambd * lr * state["step"]) ** alpha))
+        state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
 
 
 class Adafactor(Optimizer):
     """Adafactor (Shazeer & Stern) as torch.optim.Adafactor: factored second moments (row and column statistics)
     for matrices, a relative step size ``min(lr, 1/sqrt(t))`` scaled by the parameter's RMS, update clipping
     ``d``; no first moment."""
+
+    _sparse_grad_error = "Adafactor does not support sparse gradients"
+    __setstate__ = legacy_setstate({"foreach": None})
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
