@@ -81,11 +81,11 @@ class _Formatter:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8
             else:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+            if PRINT_OPTS.sci_mode is not None:
+                # as PyTorch: a forced mode sizes the width too (all zeros: never forced)
+                self.sci_mode = PRINT_OPTS.sci_mode
         # as in PyTorch, only nonzero finite values set the width (nan/inf/0 are padded to it, never widen it)
         self.width = max((len(self._fmt(v)) for v in finite[finite != 0]), default=1)
-        if PRINT_OPTS.sci_mode is not None and nonzero.size:
-            # as PyTorch: the mode is forced after the width was sized automatically (all zeros: never forced)
-            self.sci_mode = PRINT_OPTS.sci_mode
 
     def _str_plain(self, v) -> str:
         if isinstance(v, (np.bool_, bool)):

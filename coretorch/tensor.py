@@ -1,6 +1,7 @@
 """Tensor: a backend array handle plus dtype/device and autograd fields.  Ops live in ``ops/``."""
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -418,6 +419,17 @@ class Tensor(_TensorAPI):
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
+    def __reversed__(self) -> "Tensor":
+        """The tensor flipped along dim 0 (a 0-d tensor itself), as PyTorch."""
+        return self if not self._data.shape else self.flip(0)
+
+    def __contains__(self, element) -> bool:
+        """Whether any element equals ``element`` (a tensor or a number), as PyTorch."""
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+
     def __bool__(self) -> bool:
         if self.numel() != 1:
             what = "no values" if self.numel() == 0 else "more than one value"
@@ -462,6 +474,9 @@ class Tensor(_TensorAPI):
     __array_priority__ = 1000
 
     def __array__(self, dtype=None, copy=None):
+        if self._rg:  # (PyTorch's __array__ is numpy(): a tensor that requires grad raises)
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
         a = self._host()
         return a.astype(dtype) if dtype is not None else a
 

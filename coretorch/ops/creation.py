@@ -310,6 +310,14 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt = _dt.from_numpy_dtype(ndarray.dtype)
+    isz = ndarray.itemsize
+    if any(s % isz for s in ndarray.strides):  # (PyTorch's checks: element strides, none negative)
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array "
+                         "to reallocate the memory.")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a copy "
+                         "of your array with array.copy().)")
     table = get_table(_CPU)
     return _make(table.from_numpy(ndarray), dt, table)
 

@@ -1,0 +1,96 @@
+"""Review 19f: the Tensor object in eager mode against PyTorch 2.13: views (strides, offsets, bases, write-through),
+conversions (``to``/``type``/numpy sharing and its errors, ``from_numpy``/``as_tensor``), printing
+(``set_printoptions``) and Python protocols (``in``, ``reversed``, ``__array__``, ``format``, copies)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def test_in_searches_the_elements(device):
+    """PyTorch's ``Tensor.__contains__`` is ``(element == self).any()`` for a tensor or a number and a
+    RuntimeError for anything else.  coretorch before: no ``__contains__``, so Python iterated the rows and
+    ``3 in torch.arange(6).reshape(2, 3)`` raised "Boolean value of Tensor with more than one value is
+    ambiguous"; ``'a' in t`` was False."""
+    x = torch.arange(6, device=device).reshape(2, 3)
+    assert 3 in x and 5 in x and 7 not in x
+    assert torch.tensor(4, device=device) in x and torch.tensor(9, device=device) not in x
+    assert 2.0 in x.float() and np.int64(1) in x
+    assert float("nan") not in torch.tensor([float("nan")], device=device)
+    for bad in ("a", [1, 2], None):
+        with pytest.raises(RuntimeError, match="__contains__ only supports Tensor or scalar"):
+            bad in x  # noqa: B015
+
+
+def test_reversed_flips_dim_0(device):
+    """PyTorch's ``Tensor.__reversed__`` is ``flip(0)`` (a 0-d tensor: itself).  coretorch before: no
+    ``__reversed__`` (``t.__reversed__()`` raised AttributeError)."""
+    x = torch.arange(6, device=device).reshape(2, 3)
+    r = x.__reversed__()
+    assert r.tolist() == [[3, 4, 5], [0, 1, 2]] and r.shape == (2, 3)
+    assert [t.tolist() for t in reversed(x)] == [[3, 4, 5], [0, 1, 2]]
+    z = torch.tensor(5, device=device)
+    assert reversed(z) is z
+
+
+def test_array_protocol_of_a_tensor_that_requires_grad_raises():
+    """PyTorch's ``__array__`` is ``numpy()``: ``np.asarray(t)`` of a tensor that requires grad raises
+    RuntimeError ("Can't call numpy() on Tensor that requires grad").  coretorch before: it returned the values."""
+    x = torch.tensor([2.5, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.asarray(x)
+    assert np.asarray(x.detach()).tolist() == [2.5, 3.0]
+
+
+def test_from_numpy_refuses_negative_and_fractional_strides():
+    """PyTorch's ``from_numpy`` / ``as_tensor`` of an array with a negative stride, or a stride that is no multiple
+    of the itemsize (a field of a structured array), raise ValueError; ``tensor + array`` still works (a copy).
+    coretorch before: a tensor with stride -1 (and stride 1 for the 12-byte-strided field), which PyTorch's tensors
+    cannot have."""
+    rev = np.arange(4.0)[::-1]
+    for f in (torch.from_numpy, torch.as_tensor, torch.asarray):
+        with pytest.raises(ValueError, match="negative"):
+            f(rev)
+    field = np.zeros(3, dtype=[("a", "i4"), ("b", "f8")])["b"]
+    with pytest.raises(ValueError, match="not a multiple of the element byte size"):
+        torch.from_numpy(field)
+    assert (torch.ones(4, dtype=torch.float64) + rev).tolist() == [4.0, 3.0, 2.0, 1.0]
+    assert torch.tensor(rev).tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
+def test_forced_sci_mode_sizes_the_width_in_its_notation():
+    """PyTorch 2.13's formatter decides the notation (a forced ``sci_mode`` included) before sizing the width:
+    ``set_printoptions(sci_mode=False)`` prints ``[1e-10, 1.]`` as ``tensor([0.0000, 1.0000])`` and ``[1e-5, 1e5]``
+    as ``tensor([     0.0000, 100000.0000])``.  coretorch before: the width of the automatic scientific notation
+    (``tensor([    0.0000,     1.0000])``, ``tensor([    0.0000, 100000.0000])``)."""
+    try:
+        torch.set_printoptions(sci_mode=False)
+        assert repr(torch.tensor([1e-10, 1.0])) == "tensor([0.0000, 1.0000])"
+        assert repr(torch.tensor([1e-5, 1e5])) == "tensor([     0.0000, 100000.0000])"
+        torch.set_printoptions(sci_mode=True)
+        assert repr(torch.tensor([1.0, 2.0])) == "tensor([1.0000e+00, 2.0000e+00])"
+    finally:
+        torch.set_printoptions(profile="default")
+
+
+def test_to_contiguous_format_lays_a_channels_last_tensor_out_row_major(device):
+    """PyTorch's ``to(memory_format=torch.contiguous_format)`` (and ``.float(memory_format=...)``) of a
+    channels-last tensor is a row-major copy, also when it changes the dtype; a tensor whose strides do not suggest
+    channels-last is returned as is (no copy, even when transposed) unless converted.  coretorch before: the
+    format was ignored, the result kept the channels-last strides ``(60, 1, 15, 3)`` and was ``x`` itself."""
+    x = torch.arange(120.0, device=device).reshape(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    for y in (x.to(memory_format=torch.contiguous_format), x.float(memory_format=torch.contiguous_format),
+              x.to(torch.float64, memory_format=torch.contiguous_format)):
+        assert y is not x and y.stride() == (60, 20, 5, 1) and y.is_contiguous()
+        assert y.tolist() == x.tolist()
+    assert x.to(memory_format=torch.preserve_format) is x
+    x3 = torch.zeros(2, 3, 4, 5, 6, device=device).contiguous(memory_format=torch.channels_last_3d)
+    assert x3.to(memory_format=torch.contiguous_format).stride() == (360, 120, 30, 6, 1)
+    t = torch.zeros(4, 6, device=device).t()
+    assert t.to(memory_format=torch.contiguous_format) is t
+    assert t.to(torch.float64, memory_format=torch.contiguous_format).stride() == (4, 1)
+    assert t.to(copy=True, memory_format=torch.contiguous_format).stride() == (4, 1)
+    p = torch.zeros(2, 3, 4, 5, device=device).permute(0, 1, 3, 2)  # not channels-last: itself
+    assert p.to(memory_format=torch.contiguous_format) is p
