@@ -46,6 +46,23 @@ def _window(t) -> tuple:
     return off, size
 
 
+def deepcopied_data(t, memo: dict) -> tuple:
+    """(backend array, base) of ``t``'s deep copy, as PyTorch's ``Tensor.__deepcopy__``, which copies the storage
+    once per deepcopy call (through the memo): the array has ``t``'s sizes and strides at its storage offset in a
+    copy of the memory ``t`` views, shared by the tensors of one deepcopy that share memory; the base (for a view:
+    a tensor over the whole copy, which its storage offset counts from) is None for a tensor that is no view."""
+    from .tensor import _make
+    table = t._be
+    off, n = _window(t)
+    key = ("coretorch.storage", _Storage(t).data_ptr(), n, id(table))
+    root = memo.get(key)
+    if root is None:
+        root = memo[key] = _make(table.contiguous(_Storage(t)._flat()._data), t.dtype, table)
+        memo.setdefault(id(memo), []).append(t)  # (deepcopy's keep-alive list: the address stays t's)
+    data = table.as_strided(root._data, tuple(t.shape), tuple(t.stride()), off)
+    return data, (root if t._vbase is not None else None)
+
+
 class _Storage:
     _is_storage = True  # what coretorch.is_storage looks for
 

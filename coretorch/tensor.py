@@ -486,8 +486,12 @@ class Tensor(_TensorAPI):
                                "deepcopy protocol at the moment.")
         if id(self) in memo:
             return memo[id(self)]
+        from .storage import deepcopied_data
         new = object.__new__(type(self))
-        _init(new, self._be.contiguous(self._data), self.dtype, self._be)
+        data, root = deepcopied_data(self, memo)
+        _init(new, data, self.dtype, self._be, base=root)
+        if root is not None:  # (a view's copy views the copied memory, no view for autograd, as a detached one)
+            new._det = True
         new._rg = self._rg
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)

@@ -94,3 +94,28 @@ def test_to_contiguous_format_lays_a_channels_last_tensor_out_row_major(device):
     assert t.to(copy=True, memory_format=torch.contiguous_format).stride() == (4, 1)
     p = torch.zeros(2, 3, 4, 5, device=device).permute(0, 1, 3, 2)  # not channels-last: itself
     assert p.to(memory_format=torch.contiguous_format) is p
+
+
+def test_deepcopy_keeps_strides_and_shared_memory(device):
+    """PyTorch's ``Tensor.__deepcopy__`` copies the storage once per deepcopy call (through the memo) and sets the
+    copy's sizes, strides and storage offset: ``deepcopy([x, x[1]])`` gives two tensors sharing one new memory
+    (a write to one shows in the other), a transposed tensor stays transposed.  coretorch before: each tensor was
+    copied row-major on its own (``d[1][0] = 100`` left ``d[0]`` unchanged; strides ``(2, 1)`` for ``(1, 3)``)."""
+    import copy
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    d = copy.deepcopy([x, x[1], x[:, 1]])
+    d[1][0] = 100.0
+    d[2][0] = -1.0
+    assert d[0].tolist() == [[0.0, -1.0, 2.0], [100.0, 4.0, 5.0]] and x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert d[1].storage_offset() == 3 and d[2].storage_offset() == 1 and d[2].stride() == (3,)
+    assert d[1]._base is None and d[0]._base is None
+    assert d[1].untyped_storage().data_ptr() == d[0].untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    t = copy.deepcopy(x.t())
+    assert t.stride() == (1, 3) and t.tolist() == x.t().tolist()
+    alone = copy.deepcopy(x[1])  # a view copied alone: its storage is copied whole, as PyTorch's
+    assert alone.storage_offset() == 3 and alone.untyped_storage().nbytes() == 6 * 4
+    p = torch.nn.Parameter(torch.ones(3, device=device))
+    q = copy.deepcopy(p)
+    assert type(q) is torch.nn.Parameter and q.requires_grad and q._base is None
+    q.data.mul_(2)
+    assert p.tolist() == [1.0, 1.0, 1.0]
