@@ -119,3 +119,19 @@ def test_deepcopy_keeps_strides_and_shared_memory(device):
     assert type(q) is torch.nn.Parameter and q.requires_grad and q._base is None
     q.data.mul_(2)
     assert p.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_pickle_keeps_attributes_set_on_a_tensor(device):
+    """PyTorch pickles a tensor's (and a Parameter's) ``__dict__`` as its state: ``t.foo = 5`` survives
+    ``pickle.loads(pickle.dumps(t))``.  coretorch before: the attributes were dropped (``AttributeError``)."""
+    import pickle
+    x = torch.arange(3.0, device=device)
+    x.foo, x._tag = 5, [1, 2]
+    y = pickle.loads(pickle.dumps(x))
+    assert y.foo == 5 and y._tag == [1, 2] and y.tolist() == [0.0, 1.0, 2.0]
+    p = torch.nn.Parameter(torch.ones(2, device=device))
+    p.kind = "weight"
+    (p * 2).sum().backward()
+    q = pickle.loads(pickle.dumps(p))
+    assert type(q) is torch.nn.Parameter and q.kind == "weight" and q.requires_grad and q.grad is None
+    assert "_grad" not in pickle.loads(pickle.dumps(torch.ones(1))).__dict__
