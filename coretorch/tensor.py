@@ -457,7 +457,7 @@ class Tensor(_TensorAPI):
         return complex(self.item())
 
     def __format__(self, spec: str) -> str:
-        if self.dim() == 0:
+        if self.dim() == 0 and type(self) is Tensor:  # (PyTorch's: a Parameter or subclass formats as an object)
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -479,6 +479,15 @@ class Tensor(_TensorAPI):
                                "instead.")
         a = self._host()
         return a.astype(dtype) if dtype is not None else a
+
+    def __copy__(self):
+        """``copy.copy``: as PyTorch's (its ``__reduce_ex__`` rebuilds a tensor on the same storage), a new leaf of
+        ``self``'s type sharing its memory, sizes, strides and storage offset, with its ``requires_grad`` and the
+        attributes a program set on it."""
+        new = Tensor._make_subclass(type(self), self.detach(), self._rg)
+        new._vc = [0]  # (a tensor of its own: its own version counter)
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)})
+        return new
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:

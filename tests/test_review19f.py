@@ -135,3 +135,49 @@ def test_pickle_keeps_attributes_set_on_a_tensor(device):
     q = pickle.loads(pickle.dumps(p))
     assert type(q) is torch.nn.Parameter and q.kind == "weight" and q.requires_grad and q.grad is None
     assert "_grad" not in pickle.loads(pickle.dumps(torch.ones(1))).__dict__
+
+
+def test_copy_copy_shares_the_memory(device):
+    """PyTorch's ``copy.copy(t)`` (its ``__reduce_ex__`` rebuilds a tensor on the same storage) is a new leaf of
+    ``t``'s type sharing ``t``'s memory, strides and storage offset, with ``t``'s ``requires_grad`` and attributes.
+    coretorch before: a copy by value (``copy.copy(x)[0] = 9`` left ``x`` unchanged)."""
+    import copy
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    y = copy.copy(x[1])
+    y[0] = 9.0
+    assert x[1, 0].item() == 9.0 and y.storage_offset() == 3 and y._base is None and y.is_leaf
+    p = torch.nn.Parameter(torch.ones(2, device=device))
+    p.tag = "w"
+    q = copy.copy(p)
+    q.data[0] = 5.0
+    assert type(q) is torch.nn.Parameter and q.requires_grad and q.tag == "w" and p.tolist() == [5.0, 1.0]
+    w = copy.copy(torch.ones(2, device=device, requires_grad=True) * 2)  # a non-leaf: a leaf that requires grad
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None
+
+
+def test_legacy_setstate():
+    """PyTorch's ``Tensor.__setstate__`` takes the legacy states: ``(requires_grad, _, hooks)``,
+    ``(storage, offset, size, stride)`` (``set_``) and a legacy Variable's ``(data, _, hooks, requires_grad, _)``;
+    a non-leaf raises.  coretorch before: no ``__setstate__`` (AttributeError)."""
+    t = torch.zeros(3)
+    t.__setstate__((True, None, None))
+    assert t.requires_grad
+    t = torch.zeros(3)
+    t.__setstate__((torch.ones(4), 1, (2,), (2,)))
+    assert t.tolist() == [1.0, 1.0] and t.storage_offset() == 1 and t.stride() == (2,)
+    t = torch.zeros(3)
+    t.__setstate__((torch.ones(2), None, None, True, None))
+    assert t.tolist() == [1.0, 1.0] and t.requires_grad
+    with pytest.raises(RuntimeError, match="leaf"):
+        (torch.ones(1, requires_grad=True) * 2).__setstate__((True, None, None))
+
+
+def test_format_spec_of_a_0d_parameter_is_an_objects():
+    """PyTorch's ``Tensor.__format__`` formats a 0-d plain Tensor as its number and anything else (a Parameter,
+    a subclass) as an object: ``format(p, '')`` is ``str(p)`` and ``format(p, '.2f')`` raises TypeError.
+    coretorch before: ``'2.5'`` and ``'2.50'``."""
+    p = torch.nn.Parameter(torch.tensor(2.5))
+    assert format(p, "") == str(p)
+    with pytest.raises(TypeError):
+        format(p, ".2f")
+    assert f"{torch.tensor(2.5):.2f}" == "2.50" and f"{p.detach():.1f}" == "2.5"
