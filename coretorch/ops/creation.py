@@ -656,7 +656,10 @@ _PY_DTYPE_ARGS = (float, int, bool)
 
 
 def parse_to_args(args, kwargs):
-    """Tensor.to(device), to(dtype), to(device, dtype), to(other), with keywords."""
+    """Tensor.to's overloads, as PyTorch's: ``to(device=None, dtype=None, non_blocking, copy)``, ``to(dtype,
+    non_blocking, copy)``, ``to(tensor, non_blocking, copy)``, with keywords; any other combination (two dtypes, a
+    dtype then a device, a positional argument also given by keyword) raises TypeError."""
+    given = {k: v for k, v in kwargs.items() if k in ("device", "dtype")}
     device = kwargs.pop("device", None)
     dtype = _dt.from_python_type(kwargs.pop("dtype", None))
     copy = kwargs.pop("copy", False)
@@ -664,27 +667,39 @@ def parse_to_args(args, kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    nbools = 0
-    for a in args:
-        if isinstance(a, _dt.dtype):
-            dtype = a
-        elif a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int), to(bool)
-            dtype = _dt.from_python_type(a)
-        elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, Device)):
-            device = a
-        elif isinstance(a, int) and not isinstance(a, bool):
-            device = Device(f"opencl:{a}")
-        elif isinstance(a, bool):
+    kind, nbools = None, 0  # kind: what the first positional argument was ("device", "dtype", "tensor")
+    for i, a in enumerate(args):
+        if isinstance(a, bool):
             # positional bools are (non_blocking, copy), in that order, as in torch
             nbools += 1
             if nbools == 2:
                 copy = copy or a
-        elif a is None:
-            continue
+            ok = nbools <= 2 and kind is not None
+        elif nbools:
+            ok = False
+        elif isinstance(a, _dt.dtype) or a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int)...
+            ok = (i == 0 and not given or kind == "device" and i == 1 and "dtype" not in given)
+            dtype, kind = _dt.from_python_type(a), kind or "dtype"
+        elif isinstance(a, Tensor):
+            ok = i == 0 and not given
+            dtype, device, kind = a.dtype, a.device, "tensor"
+        elif isinstance(a, (str, Device)) or isinstance(a, int) or a is None:
+            ok = i == 0 and "device" not in given or a is None and kind == "device" and i == 1
+            if a is not None:
+                device = a if isinstance(a, (str, Device)) else Device(f"opencl:{a}")
+            kind = kind or "device"
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+            ok = False
+        if not ok:
+            got = ", ".join(["torch.dtype" if isinstance(b, _dt.dtype) else type(b).__name__ for b in args]
+                            + [f"{k}={'torch.dtype' if isinstance(v, _dt.dtype) else type(v).__name__}"
+                               for k, v in given.items()])
+            raise TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one "
+                            "of:\n * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = "
+                            "False, bool copy = False, *, torch.memory_format memory_format = None)\n * (torch.dtype "
+                            "dtype, bool non_blocking = False, bool copy = False, *, torch.memory_format "
+                            "memory_format = None)\n * (Tensor tensor, bool non_blocking = False, bool copy = False, "
+                            "*, torch.memory_format memory_format = None)")
     if device is not None and not isinstance(device, Device):
         device = Device(device)
     return device, dtype, copy

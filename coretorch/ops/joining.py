@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
+from ..storage import root_window
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _red
 from . import _memfmt, shape as _sh
@@ -71,9 +72,8 @@ def _storage(input: Tensor):
     root = input
     while root._vbase is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
         root = root._vbase
-    off = table.storage_offset(input._data) - table.storage_offset(root._data)
     rst, ist = root.stride(), input.stride()
-    size = _extent(tuple(root.shape), rst)
+    off, size = root_window(input, root, _extent(tuple(root.shape), rst))
     if root is not input and (min(rst, default=0) < 0 or min(ist, default=0) < 0 or off < 0
                               or off + _extent(tuple(input.shape), ist) > size):
         return 0, _extent(tuple(input.shape), ist)

@@ -7,6 +7,7 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from . import _memfmt
 from ._out import write_out
+from ._view_dtype import view_dtype as _view_dtype
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 
@@ -62,11 +63,11 @@ class ViewBackward0(Node):
         return (reshape(g, self.in_shape),)
 
 
-def view(input: Tensor, *shape) -> Tensor:
+def view(input: Tensor, *shape, dtype: _dt.dtype | None = None) -> Tensor:
+    if dtype is not None and not shape:  # (x.view(dtype=torch.int32): PyTorch's keyword)
+        shape = (dtype,)
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
-        if shape[0] is not input.dtype:
-            raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
-        return input.detach()  # its own dtype: PyTorch's result shares the memory, no view, no gradient
+        return _view_dtype(input, shape[0])
     shape = infer_shape(shape_arg(shape, "view"), input.numel())
     x = input._data
     if x.shape == shape:

@@ -87,6 +87,7 @@ def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:
 
 KERNELS: dict = {  # primitive name -> kernel on numpy arrays
     "as_strided": _as_strided, "storage_offset": _storage_offset, "data_ptr": _ptr,
+    "view_dtype": lambda x, dt: x.view(dt),
     "same_storage": lambda x, y: np.may_share_memory(x, y) and _root(x) is _root(y),  # (bounds first: fast)
     "index_reduce_": _index_reduce, "tri": _tri,
 }
