@@ -269,3 +269,12 @@ def test_to_refuses_combinations_outside_its_overloads(device):
     assert x.to(torch.float64, False, True).dtype == torch.float64 and x.to(None, torch.int32).dtype == torch.int32
     assert x.to(float).dtype == torch.float64 and x.to(device, float).dtype == torch.float64
     assert x.to(device, dtype=torch.float64).dtype == torch.float64 and x.to(x, copy=True) is not x
+
+
+def test_contiguous_preserve_format_of_a_row_major_tensor_is_itself(device):
+    """PyTorch's ``contiguous(memory_format=torch.preserve_format)`` returns a row-major tensor itself (its
+    is_contiguous test comes first) and raises only for another layout.  coretorch before: it always raised."""
+    x = torch.zeros(4, 6, device=device)
+    assert x.contiguous(memory_format=torch.preserve_format) is x
+    with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
+        x.t().contiguous(memory_format=torch.preserve_format)

@@ -403,7 +403,9 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     if memory_format is not None:
-        if memory_format is _memfmt._preserve():
+        if memory_format is _memfmt._preserve():  # (a row-major tensor is returned first, as PyTorch's)
+            if input._be.is_contiguous(input._data):
+                return input
             raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
         r = _memfmt.check(memory_format, input.ndim)
         if r:
