@@ -278,3 +278,13 @@ def test_contiguous_preserve_format_of_a_row_major_tensor_is_itself(device):
     assert x.contiguous(memory_format=torch.preserve_format) is x
     with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
         x.t().contiguous(memory_format=torch.preserve_format)
+
+
+def test_view_and_reshape_take_their_size_keywords(device):
+    """PyTorch: ``x.view(size=(6,))``, ``x.reshape(shape=(2, 3))`` and ``torch.reshape(x, shape=...)``.
+    coretorch before: TypeError (unexpected keyword argument)."""
+    x = torch.arange(6.0, device=device)
+    assert x.view(size=(3, 2)).shape == (3, 2) and x.reshape(shape=(2, 3)).shape == (2, 3)
+    assert torch.reshape(x, shape=[6]).shape == (6,)
+    with pytest.raises(TypeError):
+        x.reshape(foo=(6,))

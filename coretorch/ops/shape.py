@@ -63,9 +63,9 @@ class ViewBackward0(Node):
         return (reshape(g, self.in_shape),)
 
 
-def view(input: Tensor, *shape, dtype: _dt.dtype | None = None) -> Tensor:
-    if dtype is not None and not shape:  # (x.view(dtype=torch.int32): PyTorch's keyword)
-        shape = (dtype,)
+def view(input: Tensor, *shape, dtype: _dt.dtype | None = None, size=None) -> Tensor:
+    if not shape:  # (x.view(size=...), x.view(dtype=torch.int32): PyTorch's keywords)
+        shape = (dtype,) if dtype is not None else (size,) if size is not None else shape
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
         return _view_dtype(input, shape[0])
     shape = infer_shape(shape_arg(shape, "view"), input.numel())
@@ -84,7 +84,7 @@ def view(input: Tensor, *shape, dtype: _dt.dtype | None = None) -> Tensor:
     return _wrap_view(input, out, node)
 
 
-def reshape(input: Tensor, *shape) -> Tensor:
+def reshape(input: Tensor, *shape, **kw) -> Tensor:
     """A tensor with ``input``'s elements (in row-major order) and the given shape; a view when possible.
 
     One size may be ``-1`` (inferred).
@@ -93,6 +93,11 @@ def reshape(input: Tensor, *shape) -> Tensor:
         >>> torch.reshape(torch.arange(6), (2, -1)).shape
         coretorch.Size([2, 3])
     """
+    if kw:  # (x.reshape(shape=...): PyTorch's keyword)
+        if shape or set(kw) != {"shape"}:
+            raise TypeError(f"reshape() got an unexpected keyword argument '{next(k for k in kw if k != 'shape')}'"
+                            if set(kw) != {"shape"} else "reshape() got multiple values for argument 'shape'")
+        shape = (kw["shape"],)
     shape = infer_shape(shape_arg(shape, "reshape"), input.numel(), "reshape")
     x = input._data
     if x.shape == shape:
