@@ -489,6 +489,13 @@ class Tensor(_TensorAPI):
         new.__dict__.update({k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)})
         return new
 
+    def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> "Tensor":
+        """numpy's ufuncs (``np.sin(t)``) give a cpu tensor sharing the result's memory, as PyTorch's (a bool
+        result as uint8, PyTorch's workaround; a 0-d result a 0-d tensor)."""
+        from .ops.creation import from_numpy
+        array = np.asarray(array)
+        return from_numpy(array.astype(np.uint8) if array.dtype == np.bool_ else array)
+
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "

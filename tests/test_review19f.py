@@ -288,3 +288,26 @@ def test_view_and_reshape_take_their_size_keywords(device):
     assert torch.reshape(x, shape=[6]).shape == (6,)
     with pytest.raises(TypeError):
         x.reshape(foo=(6,))
+
+
+def test_numpy_ufuncs_of_a_tensor_give_a_tensor():
+    """PyTorch's ``__array_wrap__``: a numpy ufunc of a tensor (``np.sin(t)``, ``np.maximum(t, 1)``) gives a cpu
+    tensor over the result (a bool result as uint8, a 0-d result a 0-d tensor); an ``out=`` array stays the
+    array.  coretorch before: numpy arrays."""
+    x = torch.arange(3.0)
+    s = np.sin(x)
+    assert isinstance(s, torch.Tensor) and s.dtype == torch.float32
+    assert s.tolist() == np.sin(np.arange(3.0, dtype=np.float32)).tolist()
+    g = np.greater(x, 1)
+    assert isinstance(g, torch.Tensor) and g.dtype == torch.uint8 and g.tolist() == [0, 0, 1]
+    z = np.sin(torch.tensor(1.0, dtype=torch.float64))
+    assert isinstance(z, torch.Tensor) and z.shape == () and z.dtype == torch.float64
+    assert isinstance(np.add(x, 1, out=np.zeros(3, np.float32)), np.ndarray)
+
+
+def test_empty_with_preserve_format_raises(device):
+    """PyTorch's ``torch.empty(..., memory_format=torch.preserve_format)`` raises RuntimeError ("unsupported memory
+    format Preserve": there is no input whose layout to keep).  coretorch before: a row-major tensor."""
+    with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
+        torch.empty(2, 3, 4, 5, memory_format=torch.preserve_format, device=device)
+    assert torch.empty(2, 3, 4, 5, memory_format=torch.contiguous_format, device=device).stride() == (60, 20, 5, 1)

@@ -395,7 +395,11 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
     table = _table(device)
     dt = dtype or _dt.default
     t = _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
-    return t if memory_format is None else _memfmt.fresh(t, memory_format)
+    if memory_format is None:
+        return t
+    if memory_format is _memfmt._preserve():  # (no input whose layout to keep: PyTorch's error)
+        raise RuntimeError("unsupported memory format Preserve")
+    return _memfmt.fresh(t, memory_format)
 
 
 @_writes_out
