@@ -204,7 +204,7 @@ def _bind() -> None:
             setattr(T, name, _value_first(name, fn))
     T.volatile = property(_get_volatile, _set_volatile)
     T.new = new
-    T.__setstate__ = __setstate__
+    setattr(T, "__setstate__", __setstate__)  # noqa: B010 - (Tensor declares none for type checkers)
     T.resize_as_ = resize_as_
     for name in ("is_cuda", "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_mkldnn",
                  "is_nested"):

@@ -426,7 +426,8 @@ class Tensor(_TensorAPI):
     def __contains__(self, element) -> bool:
         """Whether any element equals ``element`` (a tensor or a number), as PyTorch."""
         if isinstance(element, (Tensor, numbers.Number)):
-            return bool((element == self).any().item())
+            eq: Any = element == self
+            return bool(eq.any().item())
         raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                            f"{type(element)}.")
 

@@ -68,7 +68,6 @@ def _storage(input: Tensor):
     """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element.
     A base whose layout cannot be addressed that way (negative strides, or a view left behind by the base's
     resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
-    table = input._be
     root = input
     while root._vbase is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
         root = root._vbase
