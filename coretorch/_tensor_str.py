@@ -181,4 +181,19 @@ def tensor_repr(t) -> str:
         suffixes.append(f"grad_fn=<{name}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    return prefix + ", ".join([body] + suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """PyTorch's: each suffix after a comma, on a new line (indented) where it would pass the line width."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -311,3 +311,16 @@ def test_empty_with_preserve_format_raises(device):
     with pytest.raises(RuntimeError, match="unsupported memory format Preserve"):
         torch.empty(2, 3, 4, 5, memory_format=torch.preserve_format, device=device)
     assert torch.empty(2, 3, 4, 5, memory_format=torch.contiguous_format, device=device).stride() == (60, 20, 5, 1)
+
+
+def test_repr_puts_a_suffix_that_would_pass_the_line_width_on_a_new_line(device):
+    """PyTorch's ``_add_suffixes``: each suffix (device, dtype, grad_fn...) goes after ", " unless the last line
+    plus the suffix would pass ``linewidth``; then it goes on a new line indented under the opening parenthesis.
+    coretorch before: always on the last line (``tensor([0.1000, ..., 0.1000], dtype=torch.float64)`` at 89
+    characters)."""
+    x = torch.full((7,), 0.1, dtype=torch.float64)
+    body = "tensor([" + ", ".join(["0.1000"] * 7) + "]"
+    assert repr(x) == body + f",\n       dtype={torch.float64!r})"
+    assert repr(x[:2]) == f"tensor([0.1000, 0.1000], dtype={torch.float64!r})"
+    y = torch.full((7,), 0.1, requires_grad=True) * 2
+    assert repr(y) == "tensor([" + ", ".join(["0.2000"] * 7) + "],\n       grad_fn=<MulBackward0>)"
