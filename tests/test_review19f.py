@@ -324,3 +324,26 @@ def test_repr_puts_a_suffix_that_would_pass_the_line_width_on_a_new_line(device)
     assert repr(x[:2]) == f"tensor([0.1000, 0.1000], dtype={torch.float64!r})"
     y = torch.full((7,), 0.1, requires_grad=True) * 2
     assert repr(y) == "tensor([" + ", ".join(["0.2000"] * 7) + "],\n       grad_fn=<MulBackward0>)"
+
+
+def test_from_numpy_of_a_read_only_array_warns_and_names_it_on_a_write():
+    """PyTorch's ``from_numpy`` of a non-writable array warns ("The given NumPy array is not writable", once per
+    process) and shares it.  coretorch before: no warning, and every in-place write raised the unrelated "more than
+    one element of the written-to tensor refers to a single memory location" (it still refuses the write, naming
+    the read-only array: PyTorch's write is undefined behaviour)."""
+    import coretorch.ops.creation as creation
+    x = np.arange(4.0)
+    x.flags.writeable = False
+    saved = list(creation._READONLY_WARNED)
+    creation._READONLY_WARNED.clear()
+    try:
+        with pytest.warns(UserWarning, match="The given NumPy array is not writable"):
+            t = torch.from_numpy(x)
+    finally:
+        creation._READONLY_WARNED[:] = saved or [True]
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    for write in (lambda: t.add_(1), lambda: t.fill_(1), lambda: t.__setitem__(0, 5.0)):
+        with pytest.raises(RuntimeError, match="read-only numpy array"):
+            write()
+    with pytest.raises(RuntimeError, match="refers to a single memory location"):
+        torch.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))).add_(1)

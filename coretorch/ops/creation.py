@@ -318,8 +318,23 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported. (You can probably work around this by making a copy "
                          "of your array with array.copy().)")
+    if not ndarray.flags.writeable and not _READONLY_WARNED:
+        _warn_read_only()
     table = get_table(_CPU)
     return _make(table.from_numpy(ndarray), dt, table)
+
+
+_READONLY_WARNED: list = []
+
+
+def _warn_read_only() -> None:
+    """PyTorch's warning for a non-writable array, once per process (coretorch refuses writes to it instead)."""
+    import warnings
+    _READONLY_WARNED.append(True)
+    warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                  "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                  "to protect its data or make it writable before converting it to a tensor. This type of warning "
+                  "will be suppressed for the rest of this program.", UserWarning, stacklevel=3)
 
 
 def _fill(size, value, dtype, device, requires_grad, op):
