@@ -347,3 +347,23 @@ def test_from_numpy_of_a_read_only_array_warns_and_names_it_on_a_write():
             write()
     with pytest.raises(RuntimeError, match="refers to a single memory location"):
         torch.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))).add_(1)
+
+
+def test_in_place_on_a_view_of_a_leaf_that_requires_grad_raises_pytorchs_error(device):
+    """PyTorch raises RuntimeError "a view of a leaf Variable that requires grad is being used in an in-place
+    operation" when the view requires grad and its base is a leaf, also when the leaf is itself a view of a tensor
+    that does not require grad (``x = torch.arange(6.).reshape(2, 3).requires_grad_(); x[0].mul_(2)``).  coretorch
+    before: NotImplementedError ("not supported by coretorch yet") for that case, and the plain leaf message for
+    ``x.mul_(2)``."""
+    x = torch.arange(6.0, device=device).reshape(2, 3).requires_grad_()
+    for write in (lambda: x[0].mul_(2), lambda: x.mul_(2), lambda: x.t().add_(1)):
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+            write()
+    v = torch.zeros(4, device=device)[1:3].requires_grad_()
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        v.mul_(2)
+    with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad"):
+        torch.zeros(3, device=device, requires_grad=True).mul_(2)
+    with torch.no_grad():
+        x[0].mul_(2)
+    assert x[0].tolist() == [0.0, 2.0, 4.0]
