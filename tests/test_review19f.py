@@ -367,3 +367,31 @@ def test_in_place_on_a_view_of_a_leaf_that_requires_grad_raises_pytorchs_error(d
     with torch.no_grad():
         x[0].mul_(2)
     assert x[0].tolist() == [0.0, 2.0, 4.0]
+
+
+def test_asarray_of_a_buffer_reads_its_bytes_and_a_tensor_copy_keeps_the_graph():
+    """PyTorch's ``torch.asarray`` reads an object with the buffer protocol (bytes, bytearray, array.array,
+    memoryview) as its raw bytes in ``dtype`` (default: the default dtype), sharing a writable one unless
+    ``copy=True``; ``asarray(t, copy=True)`` of a tensor that requires grad is a copy in the graph
+    (``CloneBackward0``; ``requires_grad=False`` detaches it).  coretorch before: a buffer was taken as a sequence
+    of ints (``asarray(bytearray(b'\\x00\\x00\\x80?'), dtype=torch.float32)`` was ``[0., 0., 128., 63.]``, not
+    ``[1.]``) and copied; the tensor copy was detached."""
+    import array
+    one = np.array([1.0], np.float32).tobytes()
+    assert torch.asarray(bytearray(one)).tolist() == [1.0]
+    assert torch.asarray(bytearray(one), dtype=torch.int32).tolist() == np.frombuffer(one, np.int32).tolist()
+    a = array.array("f", [1.0, 2.0])
+    t = torch.asarray(a)
+    t[0] = 5.0
+    assert list(a) == [5.0, 2.0]
+    c = torch.asarray(a, copy=True)
+    c[1] = 7.0
+    assert list(a) == [5.0, 2.0]
+    with pytest.raises(ValueError, match="multiple of element size"):
+        torch.asarray(memoryview(np.arange(3, dtype=np.int16)))
+    assert torch.asarray(np.float64(2.5)).dtype == torch.float64  # (a numpy scalar is no buffer here)
+    x = torch.arange(4.0, requires_grad=True)
+    y = torch.asarray(x, copy=True)
+    assert y.requires_grad and y.grad_fn.name() == "CloneBackward0"
+    assert torch.asarray(x, copy=True, dtype=torch.float64).grad_fn.name() == "ToCopyBackward0"
+    assert torch.asarray(x, copy=True, requires_grad=False).grad_fn is None

@@ -287,6 +287,16 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
     """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
     None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
     dtype = _dt.from_python_type(dtype)
+    if _is_buffer(obj):  # (bytes, bytearray, array.array, memoryview: its bytes read as dtype, as PyTorch's)
+        from .misc import frombuffer  # (misc imports this module)
+        r = frombuffer(obj, dtype=dtype or _dt.default)
+        if device is not None and Device(device) != r.device:
+            if copy is False:
+                raise ValueError(f"can't alias tensor on device 'cpu' into device '{Device(device)}'.")
+            r = r.to(device)
+        elif copy:
+            r = r.clone()
+        return r.requires_grad_(True) if requires_grad else r
     if copy is False:
         if isinstance(obj, Tensor):
             if dtype is not None and dtype is not obj.dtype:
@@ -298,11 +308,27 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             raise ValueError("can't alias arbitrary sequence into a tensor.")
         r = as_tensor(obj, dtype=dtype, device=device)
     elif copy:
-        r = obj.detach().to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True) \
-            if isinstance(obj, Tensor) else tensor(obj, dtype=dtype, device=device)
+        if isinstance(obj, Tensor):  # (a copy in the graph, as PyTorch's, unless requires_grad=False detaches it)
+            src = obj.detach() if requires_grad is False else obj
+            same = (dtype is None or dtype is obj.dtype) and (device is None or Device(device) == obj.device)
+            r = src.clone() if same else src.to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True)
+        else:
+            r = tensor(obj, dtype=dtype, device=device)
     else:
         r = as_tensor(obj, dtype=dtype, device=device)
     return r.requires_grad_(True) if requires_grad else r
+
+
+def _is_buffer(obj) -> bool:
+    """Whether asarray reads ``obj`` through the buffer protocol (numpy arrays and scalars, tensors, sequences and
+    numbers go their own ways first, as in PyTorch)."""
+    if isinstance(obj, (Tensor, np.ndarray, np.generic, list, tuple, str, int, float, complex)):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
