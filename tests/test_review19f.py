@@ -395,3 +395,12 @@ def test_asarray_of_a_buffer_reads_its_bytes_and_a_tensor_copy_keeps_the_graph()
     assert y.requires_grad and y.grad_fn.name() == "CloneBackward0"
     assert torch.asarray(x, copy=True, dtype=torch.float64).grad_fn.name() == "ToCopyBackward0"
     assert torch.asarray(x, copy=True, requires_grad=False).grad_fn is None
+
+
+def test_an_empty_view_is_contiguous(device):
+    """PyTorch: a tensor without elements is contiguous whatever its strides (``is_contiguous()`` is True for
+    ``torch.zeros(4, 3).t().narrow(1, 0, 0)``).  coretorch before, on opencl: False for such views."""
+    x = torch.zeros(4, 3, device=device)
+    assert x.t().narrow(1, 0, 0).is_contiguous()
+    assert x.narrow(0, 3, 0).expand(0, 3).is_contiguous()
+    assert torch.zeros(2, 3, 4, device=device).transpose(2, 0).narrow(1, 1, 0).is_contiguous()

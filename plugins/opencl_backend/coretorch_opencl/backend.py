@@ -199,7 +199,7 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
 
     def is_contiguous(self, x):
         _, _, shape, st = _desc(x)
-        return _is_c(shape, st)
+        return not x.size or _is_c(shape, st)  # (an empty tensor is contiguous, as PyTorch's)
 
     def basic_index(self, x, key):
         _, off, shape, st = _desc(x)
