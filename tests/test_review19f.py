@@ -404,3 +404,27 @@ def test_an_empty_view_is_contiguous(device):
     assert x.t().narrow(1, 0, 0).is_contiguous()
     assert x.narrow(0, 3, 0).expand(0, 3).is_contiguous()
     assert torch.zeros(2, 3, 4, device=device).transpose(2, 0).narrow(1, 1, 0).is_contiguous()
+
+
+def test_in_place_shape_ops_name_their_nodes_as_pytorch(device):
+    """PyTorch names the nodes of the in-place shape ops after their overloads: ``t_`` TBackward1, ``unsqueeze_``
+    UnsqueezeBackward1, ``transpose_``/``swapaxes_`` TransposeBackward1, ``as_strided_`` AsStridedBackward1,
+    ``squeeze_`` SqueezeBackward3/4/5 (no dim, a dim, dims), and ``squeeze(dims)`` SqueezeBackward2.  coretorch
+    before: the out-of-place names (TBackward0, SqueezeBackward1 for a tuple of dims...)."""
+    def name(f):
+        y = torch.zeros(2, 1, 3, device=device, requires_grad=True) * 1
+        r = f(y)
+        return (r if r is not None else y).grad_fn.name()
+    assert name(lambda y: y.squeeze_()) == "SqueezeBackward3"
+    assert name(lambda y: y.squeeze_(1)) == "SqueezeBackward4"
+    assert name(lambda y: y.squeeze_((1,))) == "SqueezeBackward5"
+    assert name(lambda y: y.squeeze((1,))) == "SqueezeBackward2"
+    assert name(lambda y: y.unsqueeze_(0)) == "UnsqueezeBackward1"
+    assert name(lambda y: y.transpose_(0, 2)) == name(lambda y: y.swapaxes_(0, 2)) == "TransposeBackward1"
+    assert name(lambda y: y.as_strided_((2,), (1,))) == "AsStridedBackward1"
+    x = torch.ones(2, 3, device=device, requires_grad=True)
+    y = x * 1
+    y.t_()
+    assert y.grad_fn.name() == "TBackward1"
+    (y * torch.arange(6.0, device=device).reshape(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]

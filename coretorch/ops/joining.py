@@ -536,10 +536,32 @@ def _meta_inplace(name: str, fn):
         self._data = r._data
         self._vc[0] += 1  # an in-place op (Tensor(a!) in PyTorch's schema): the version counter moves
         if recording:
-            self.grad_fn, self._out_nr = r.grad_fn, r._out_nr
+            gf = r.grad_fn
+            if gf is not None:  # (PyTorch's names of the in-place nodes: TBackward1, SqueezeBackward3...)
+                gf.__class__ = _inplace_node_class(type(gf))
+            self.grad_fn, self._out_nr = gf, r._out_nr
         return self
     m.__name__ = name
     return m
+
+
+_INPLACE_NODES: dict = {}
+
+
+def _inplace_node_class(cls: type) -> type:
+    """The class named as PyTorch names the in-place form of a shape op's node: the overload number moved past the
+    out-of-place ones (squeeze: +3, the others +1)."""
+    out = _INPLACE_NODES.get(cls)
+    if out is None:
+        name = cls.__name__
+        stem = name.rstrip("0123456789")
+        if stem.endswith("Backward") and stem != name:
+            n = int(name[len(stem):]) + (3 if stem == "SqueezeBackward" else 1)
+            out = type(f"{stem}{n}", (cls,), {"__slots__": ()})
+        else:
+            out = cls
+        _INPLACE_NODES[cls] = out
+    return out
 
 
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:

@@ -178,7 +178,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         dims = norm_dims(dim, input.ndim, "squeeze")
         new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
     r = view(input, new) if input._be.view(input._data, new) is not None else reshape(input, new)
-    return _named(r, _SQUEEZE0 if dim is None else _SQUEEZE1)
+    return _named(r, _SQUEEZE0 if dim is None else _SQUEEZE2 if isinstance(dim, (tuple, list)) else _SQUEEZE1)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -762,5 +762,6 @@ class UnbindBackward0(Node):
         return (stack(list(grads), self.dim),)
 
 
-_SQUEEZE0, _SQUEEZE1, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
-    "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "TransposeBackward0", "TBackward0"))
+_SQUEEZE0, _SQUEEZE1, _SQUEEZE2, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
+    "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "TransposeBackward0",
+    "TBackward0"))
