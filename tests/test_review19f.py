@@ -428,3 +428,13 @@ def test_in_place_shape_ops_name_their_nodes_as_pytorch(device):
     assert y.grad_fn.name() == "TBackward1"
     (y * torch.arange(6.0, device=device).reshape(3, 2)).sum().backward()
     assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+
+
+def test_like_factories_take_pin_memory(device):
+    """PyTorch's ``*_like`` factories take the factory keyword ``pin_memory`` (``torch.zeros_like(x,
+    pin_memory=False)``).  coretorch before: TypeError (unexpected keyword argument)."""
+    x = torch.ones(2, device=device)
+    for f in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.rand_like, torch.randn_like):
+        assert f(x, pin_memory=False).shape == (2,)
+    assert torch.full_like(x, 2, pin_memory=False).tolist() == [2.0, 2.0]
+    assert torch.randint_like(x, 3, pin_memory=False).shape == (2,)

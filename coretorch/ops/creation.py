@@ -471,21 +471,24 @@ def _like(input, dtype, device):
     return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+               pin_memory: bool = False) -> Tensor:
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
     return _memfmt.fresh(t, memory_format, input)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+              pin_memory: bool = False) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
     return _memfmt.fresh(t, memory_format, input)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+               pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -493,7 +496,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=No
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
-              memory_format=None):
+              memory_format=None, pin_memory: bool = False):
     """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
