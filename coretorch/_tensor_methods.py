@@ -149,10 +149,22 @@ for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float
                             else _layout(C.convert(self, d), memory_format, self))(_d))
 
 
+_T_WARNED: set = set()  # PyTorch warns once per process (TORCH_WARN_ONCE) for each deprecated use of .T
+
+
 @property
 def _T(self):
     """The tensor with its dimensions reversed (``permute(n-1, ..., 0)``); for a matrix, its transpose."""
-    return S.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+    nd = self.ndim
+    if nd != 2 and nd != 1 and (nd == 0) not in _T_WARNED:
+        _T_WARNED.add(nd == 0)
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+                      if nd == 0 else
+                      "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of "
+                      "a tensor.", UserWarning, stacklevel=2)
+    return S.permute(self, tuple(range(nd - 1, -1, -1)))
 
 
 @property

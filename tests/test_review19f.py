@@ -438,3 +438,25 @@ def test_like_factories_take_pin_memory(device):
         assert f(x, pin_memory=False).shape == (2,)
     assert torch.full_like(x, 2, pin_memory=False).tolist() == [2.0, 2.0]
     assert torch.randint_like(x, 3, pin_memory=False).shape == (2,)
+
+
+def test_dot_T_of_a_tensor_not_2d_warns_once_as_pytorch():
+    """PyTorch warns once per process (TORCH_WARN_ONCE) that ``x.T`` of a tensor of more than 2 dims is deprecated
+    ("Consider `x.mT`"), and that ``T`` of a 0-d tensor is deprecated; 1-D and 2-D tensors do not warn.
+    coretorch before: no warning."""
+    import warnings
+    from coretorch import _tensor_methods
+    saved = set(_tensor_methods._T_WARNED)
+    _tensor_methods._T_WARNED.clear()
+    try:
+        with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+            assert torch.zeros(2, 3, 4).T.shape == (4, 3, 2)
+        with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+            torch.zeros(()).T
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.zeros(2, 3, 4).T  # (once)
+            torch.zeros(3).T
+            torch.zeros(2, 3).T
+    finally:
+        _tensor_methods._T_WARNED |= saved
