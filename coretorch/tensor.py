@@ -440,6 +440,11 @@ class Tensor(_TensorAPI):
     def __float__(self) -> float:
         if self.numel() != 1:  # (PyTorch: a ValueError here, item()'s RuntimeError elsewhere)
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._rg and not _FLOAT_WARNED:  # (PyTorch's warning, once per process)
+            _FLOAT_WARNED.append(True)
+            import warnings
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self) -> int:
@@ -517,6 +522,9 @@ class Tensor(_TensorAPI):
                              if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
+
+
+_FLOAT_WARNED: list = []
 
 
 def _warn_nonleaf_grad() -> None:

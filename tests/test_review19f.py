@@ -460,3 +460,23 @@ def test_dot_T_of_a_tensor_not_2d_warns_once_as_pytorch():
             torch.zeros(2, 3).T
     finally:
         _tensor_methods._T_WARNED |= saved
+
+
+def test_float_of_a_tensor_that_requires_grad_warns_once():
+    """PyTorch's ``float(t)`` of a one-element tensor that requires grad warns once per process ("Converting a
+    tensor with requires_grad=True to a scalar may lead to unexpected behavior"); ``item()`` does not.
+    coretorch before: no warning."""
+    import warnings
+    import importlib
+    tensor_module = importlib.import_module("coretorch.tensor")
+    saved = list(tensor_module._FLOAT_WARNED)
+    tensor_module._FLOAT_WARNED.clear()
+    x = torch.tensor(2.5, requires_grad=True)
+    try:
+        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+            assert float(x) == 2.5
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert float(x * 2) == 5.0 and x.item() == 2.5
+    finally:
+        tensor_module._FLOAT_WARNED[:] = saved or [True]
