@@ -480,3 +480,15 @@ def test_float_of_a_tensor_that_requires_grad_warns_once():
             assert float(x * 2) == 5.0 and x.item() == 2.5
     finally:
         tensor_module._FLOAT_WARNED[:] = saved or [True]
+
+
+def test_tensor_of_a_tensor_warns_as_pytorch(device):
+    """PyTorch's ``torch.tensor(t)`` and ``t.new_tensor(t)`` of a tensor warn "To copy construct from a tensor, it
+    is recommended to use sourceTensor.detach().clone() ..." (a copy outside the graph).  coretorch before:
+    ``torch.tensor`` did not warn (and ``new_tensor`` named ``clone().detach()``)."""
+    x = torch.ones(2, device=device, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"sourceTensor\.detach\(\)\.clone\(\).*rather than torch\.tensor"):
+        y = torch.tensor(x)
+    assert not y.requires_grad and y.tolist() == [1.0, 1.0]
+    with pytest.warns(UserWarning, match=r"sourceTensor\.detach\(\)\.clone\(\).*rather than tensor\.new_tensor"):
+        x.new_tensor(x)

@@ -232,6 +232,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
     dtype = _dt.from_python_type(dtype)
     _check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
         out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
                                copy=True)
         return _finish(out, requires_grad)

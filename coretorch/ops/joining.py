@@ -646,8 +646,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     """A tensor of ``data`` (copied), with self's dtype and device unless given."""
     dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-                      "sourceTensor.clone().detach().requires_grad_(True), rather than tensor.new_tensor("
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor("
                       "sourceTensor).", UserWarning, stacklevel=2)
         r = data.detach().to(device=device or self.device, dtype=dtype or self.dtype, copy=True)
         return r.requires_grad_(requires_grad) if requires_grad else r
