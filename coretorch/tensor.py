@@ -63,8 +63,12 @@ class Tensor(_TensorAPI):
             args = (0,)  # torch.Tensor() is an empty 1-D tensor
         if len(args) == 1 and not isinstance(args[0], (int, Size)):
             arg = args[0]
-            if isinstance(arg, Tensor):
-                return arg.to(dt)
+            if isinstance(arg, Tensor):  # (PyTorch's alias of it: a view sharing memory and version counter)
+                want = cls._legacy_dtype
+                if want is not None and arg.dtype is not want:
+                    raise TypeError(f"expected TensorOptions(dtype={want._tname[:-6]}) (got TensorOptions(dtype="
+                                    f"{arg.dtype._tname[:-6]})): {cls.__name__}(tensor) does not convert")
+                return arg[...]
             from .ops.creation import tensor
             t = tensor(arg, dtype=dt, device=device)
         else:

@@ -492,3 +492,22 @@ def test_tensor_of_a_tensor_warns_as_pytorch(device):
     assert not y.requires_grad and y.tolist() == [1.0, 1.0]
     with pytest.warns(UserWarning, match=r"sourceTensor\.detach\(\)\.clone\(\).*rather than tensor\.new_tensor"):
         x.new_tensor(x)
+
+
+def test_legacy_constructor_of_a_tensor_is_an_alias():
+    """PyTorch's ``torch.Tensor(x)`` is ``x``'s alias (a view: ``_base`` is ``x``, one version counter, ``x``'s
+    dtype whatever it is, AliasBackward0 when ``x`` requires grad); a typed class of another dtype
+    (``torch.LongTensor(float_tensor)``) raises TypeError.  coretorch before: ``x`` itself, or a converted copy
+    (``torch.Tensor(float64_tensor)`` was float32, ``torch.LongTensor(float_tensor)`` converted)."""
+    x = torch.arange(3.0)
+    y = torch.Tensor(x)
+    assert y is not x and y._base is x
+    y.add_(1)
+    assert x.tolist() == [1.0, 2.0, 3.0] and x._version == y._version == 1
+    d = torch.zeros(2, dtype=torch.float64)
+    assert torch.Tensor(d).dtype == torch.float64 and torch.Tensor(d)._base is d
+    g = torch.Tensor(torch.ones(2, requires_grad=True))
+    assert g.requires_grad and g.grad_fn.name() == "AliasBackward0"
+    with pytest.raises(TypeError):
+        torch.LongTensor(torch.arange(3.0))
+    assert torch.FloatTensor(x)._base is x
