@@ -61,8 +61,14 @@ class Tensor(_TensorAPI):
         dt = cls._legacy_dtype or _dt.default
         if not args:
             args = (0,)  # torch.Tensor() is an empty 1-D tensor
-        if len(args) == 1 and not isinstance(args[0], (int, Size)):
+        if len(args) == 1 and isinstance(args[0], np.integer):  # (a numpy int is a size, as PyTorch's)
+            args = (int(args[0]),)
+        if len(args) == 1 and (isinstance(args[0], bool) or not isinstance(args[0], (int, Size))):
             arg = args[0]
+            if isinstance(arg, (bool, float, complex, np.bool_, np.floating, np.complexfloating)) or arg is None:
+                kind = type(arg)
+                name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+                raise TypeError(f"new(): data must be a sequence (got {name})")
             if isinstance(arg, Tensor):  # (PyTorch's alias of it: a view sharing memory and version counter)
                 want = cls._legacy_dtype
                 if want is not None and arg.dtype is not want:

@@ -511,3 +511,7 @@ def test_legacy_constructor_of_a_tensor_is_an_alias():
     with pytest.raises(TypeError):
         torch.LongTensor(torch.arange(3.0))
     assert torch.FloatTensor(x)._base is x
+    for scalar in (2.5, True, np.float32(2.0), None):  # (PyTorch: "new(): data must be a sequence"; an int is a size)
+        with pytest.raises(TypeError, match="data must be a sequence"):
+            torch.Tensor(scalar)
+    assert torch.Tensor(np.int64(3)).shape == (3,) and torch.Tensor(3).shape == (3,)
