@@ -427,6 +427,10 @@ class Tensor(_TensorAPI):
     def __iter__(self):
         if not self._data.shape:
             raise TypeError("iteration over a 0-d tensor")
+        # PyTorch's: the pieces of unbind(0) (UnbindBackward0 nodes; an in-place op on one that autograd records
+        # raises the multiple-views error); outside autograd the rows themselves, made lazily
+        if self._rg and _gs.enabled:
+            return iter(self.unbind(0))
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reversed__(self) -> "Tensor":

@@ -515,3 +515,24 @@ def test_legacy_constructor_of_a_tensor_is_an_alias():
         with pytest.raises(TypeError, match="data must be a sequence"):
             torch.Tensor(scalar)
     assert torch.Tensor(np.int64(3)).shape == (3,) and torch.Tensor(3).shape == (3,)
+
+
+def test_iterating_a_tensor_that_requires_grad_gives_unbinds_pieces(device):
+    """PyTorch's ``Tensor.__iter__`` is ``iter(self.unbind(0))``: the rows of a tensor that requires grad have
+    UnbindBackward0 nodes, and an in-place op on one of them raises the multiple-views error ("Output 0 of Unbind
+    is a view and is being modified inplace").  coretorch before: SelectBackward0 rows, and the in-place op
+    rebased the tensor silently."""
+    x = torch.arange(6.0, device=device).reshape(2, 3).requires_grad_()
+    assert [r.grad_fn.name() for r in x] == ["UnbindBackward0"] * 2
+    assert [r.grad_fn.name() for r in reversed(x)] == ["UnbindBackward0"] * 2
+    y = x * 1
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being modified inplace"):
+        for r in y:
+            r.mul_(2)
+    rows = list(y)
+    (rows[0] * 2 + rows[1]).sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]
+    z = torch.arange(6.0, device=device).reshape(2, 3)
+    for r in z:  # (no autograd: the rows are plain views, written in place)
+        r.mul_(2)
+    assert z.tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]
