@@ -173,6 +173,10 @@ PRIMITIVES.update({  # shaping: owned by coretorch/ops/triangular.py, joining.py
     "as_strided": "(x, shape, strides, offset) -> view of x's memory: element strides, the first element `offset` "
                   "elements after x's own (as_strided, diagonal, unfold)",
     "storage_offset": "(x) -> int: element offset of x's first element from the start of the buffer it views",
+    "view_dtype": "optional (x, np_dtype) -> view of x's memory read as np_dtype (ndarray.view(dtype)): x's byte "
+                  "offset and byte strides, the last dim's size scaled by the itemsize ratio and its stride one "
+                  "element; the core checks PyTorch's rules first (the last dim contiguous where the itemsizes "
+                  "differ). Without it view(dtype) raises",
     "data_ptr": "optional (x) -> int: the address of x's first element (a device's buffer handle plus the byte "
                 "offset where it has no addresses): views of one buffer differ by their byte offsets, as PyTorch's",
     "same_storage": "optional (x, y) -> bool: x and y view the same buffer (False allowed where their memory "

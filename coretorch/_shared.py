@@ -92,7 +92,7 @@ def share_memory_(self: Tensor) -> Tensor:
 
 
 # ---- pickling -------------------------------------------------------------------------------------------------
-def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: bool):
+def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: bool, state: dict | None = None):
     from .ops.creation import tensor  # creation imports this package's tensor module: a cycle at import time
     try:
         t = tensor(host, dtype=dtype, device=device)
@@ -102,7 +102,10 @@ def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: b
         warnings.warn(f"a tensor pickled on device {device!r} is loaded on cpu: {device!r} is not available in "
                       f"this process", UserWarning, stacklevel=2)
         t = tensor(host, dtype=dtype)
-    return _finish(t, requires_grad, param)
+    t = _finish(t, requires_grad, param)
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 def _finish(t: Tensor, requires_grad: bool, param: bool) -> Tensor:
@@ -115,8 +118,10 @@ def _finish(t: Tensor, requires_grad: bool, param: bool) -> Tensor:
 
 
 def _by_value(t: Tensor):
+    # the attributes a program set on the tensor travel too, as PyTorch's state (coretorch's own have class defaults)
+    state = {k: v for k, v in t.__dict__.items() if not hasattr(Tensor, k)}
     return _rebuild, (t._host(), t.dtype, str(t.device), t.requires_grad,
-                      type(t).__name__ == "Parameter" or t._is_param)
+                      type(t).__name__ == "Parameter" or t._is_param, state or None)
 
 
 def _reduce_ex(self: Tensor, proto):

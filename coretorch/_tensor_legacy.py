@@ -3,7 +3,7 @@
 """Legacy and convenience Tensor API that old PyTorch programs still use (bound onto Tensor at import).
 
 The deprecated ``add_(Number, Tensor)`` overloads, ``volatile``, ``new``, ``resize_as_``,
-``is_cuda``/``is_xpu``/``is_mps``, ``pin_memory``/``is_pinned`` and ``cuda()``.
+``is_cuda``/``is_xpu``/``is_mps``, ``pin_memory``/``is_pinned``, ``cuda()`` and ``__setstate__``.
 """
 from __future__ import annotations
 
@@ -173,6 +173,21 @@ def cpu(self: Tensor, memory_format=None) -> Tensor:
     return _C.convert(self, None, "cpu")
 
 
+def __setstate__(self, state) -> None:
+    """PyTorch's legacy ``Tensor.__setstate__``: ``(storage, offset, size, stride)`` sets the tensor's memory
+    (``set_``), ``(data, _, hooks, requires_grad, _)`` (a legacy Variable) its data and ``requires_grad``,
+    ``(requires_grad, _, hooks)`` only ``requires_grad`` (hooks are never restored)."""
+    if not self.is_leaf:
+        raise RuntimeError("__setstate__ can be only called on leaf Tensors")
+    if len(state) == 4:
+        self.set_(*state)
+        return
+    if len(state) == 5:
+        self.data = state[0]
+        state = (state[3], state[4], state[2])
+    self.requires_grad = state[0]
+
+
 def _bind() -> None:
     T = Tensor
     for name, mine in (("add_", _add_), ("sub_", _sub_), ("add", _add), ("sub", _sub)):
@@ -189,6 +204,7 @@ def _bind() -> None:
             setattr(T, name, _value_first(name, fn))
     T.volatile = property(_get_volatile, _set_volatile)
     T.new = new
+    setattr(T, "__setstate__", __setstate__)  # noqa: B010 - (Tensor declares none for type checkers)
     T.resize_as_ = resize_as_
     for name in ("is_cuda", "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_mkldnn",
                  "is_nested"):

@@ -119,14 +119,25 @@ def _to(self, *args, **kwargs):
     device, dtype, copy = C.parse_to_args(args, dict(kwargs))
     fmt = kwargs.get("memory_format")
     if fmt is not None:  # (a channels-last request: that layout, a copy where self is not laid out so)
-        return _layout(C.convert(self, dtype, device, copy), fmt)
+        return _layout(C.convert(self, dtype, device, copy), fmt, self)
     return C.convert(self, dtype, device, copy)
 
 
-def _layout(t, fmt):
+def _layout(t, fmt, src):
+    """``t`` (``src`` converted) laid out as ``to(memory_format=fmt)`` asks, as PyTorch: channels-last (``t`` where
+    it is so already); row-major for ``contiguous_format``, where a copy was made or ``src``'s strides suggest
+    channels-last (``src`` itself otherwise, even when it is not row-major)."""
+    from . import _compat
     from .ops import _memfmt
-    from .ops.shape import contiguous
-    return contiguous(t, fmt) if _memfmt.rank(fmt) else t
+    from .ops.shape import clone, contiguous
+    if _memfmt.rank(fmt):
+        return contiguous(t, fmt)
+    if fmt is _compat.contiguous_format:
+        if t is not src:
+            return contiguous(t)
+        if _memfmt.strides_like_channels_last(tuple(src.shape), src.stride()):
+            return clone(src, memory_format=fmt)
+    return t
 
 
 Tensor.to = _to
@@ -135,13 +146,25 @@ for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float
                   "int": _dt.int32, "short": _dt.int16, "char": _dt.int8, "byte": _dt.uint8,
                   "bool": _dt.bool_, "bfloat16": _dt.bfloat16}.items():
     setattr(Tensor, _name, (lambda d: lambda self, memory_format=None: C.convert(self, d) if memory_format is None
-                            else _layout(C.convert(self, d), memory_format))(_d))
+                            else _layout(C.convert(self, d), memory_format, self))(_d))
+
+
+_T_WARNED: set = set()  # PyTorch warns once per process (TORCH_WARN_ONCE) for each deprecated use of .T
 
 
 @property
 def _T(self):
     """The tensor with its dimensions reversed (``permute(n-1, ..., 0)``); for a matrix, its transpose."""
-    return S.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+    nd = self.ndim
+    if nd != 2 and nd != 1 and (nd == 0) not in _T_WARNED:
+        _T_WARNED.add(nd == 0)
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+                      if nd == 0 else
+                      "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of "
+                      "a tensor.", UserWarning, stacklevel=2)
+    return S.permute(self, tuple(range(nd - 1, -1, -1)))
 
 
 @property

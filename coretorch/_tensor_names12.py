@@ -271,6 +271,13 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
                     acc *= max(n, 1)
             flat = UntypedStorage(t)._flat()
             self._data = table.as_strided(flat._data, size, tuple(int(n) for n in stride), int(storage_offset))
+        root = t
+        while root._vbase is not None:
+            root = root._vbase
+        if root is not self and (self._vbase is None or self._det):
+            # (its storage is the source's now: storage_offset() and untyped_storage() count from its start; no
+            # view for autograd, as a detached one)
+            self._vbase, self._det = root, True
     self._vc[0] += 1
     return self
 

@@ -81,11 +81,11 @@ class _Formatter:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8
             else:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
+            if PRINT_OPTS.sci_mode is not None:
+                # as PyTorch: a forced mode sizes the width too (all zeros: never forced)
+                self.sci_mode = PRINT_OPTS.sci_mode
         # as in PyTorch, only nonzero finite values set the width (nan/inf/0 are padded to it, never widen it)
         self.width = max((len(self._fmt(v)) for v in finite[finite != 0]), default=1)
-        if PRINT_OPTS.sci_mode is not None and nonzero.size:
-            # as PyTorch: the mode is forced after the width was sized automatically (all zeros: never forced)
-            self.sci_mode = PRINT_OPTS.sci_mode
 
     def _str_plain(self, v) -> str:
         if isinstance(v, (np.bool_, bool)):
@@ -181,4 +181,19 @@ def tensor_repr(t) -> str:
         suffixes.append(f"grad_fn=<{name}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    return prefix + ", ".join([body] + suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """PyTorch's: each suffix after a comma, on a new line (indented) where it would pass the line width."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -25,6 +25,16 @@ def _extent(shape: tuple, stride: tuple) -> int:
     return 0 if 0 in shape else 1 + sum((n - 1) * st for n, st in zip(shape, stride))
 
 
+def root_window(t, root, size: int) -> tuple:
+    """(offset of t's first element from root's, root's extent ``size``) in t's elements: a view(dtype) of another
+    element size counts its root's memory in its own elements, as PyTorch's storage_offset()."""
+    table = t._be
+    if root.dtype.itemsize == t.dtype.itemsize:
+        return table.storage_offset(t._data) - table.storage_offset(root._data), size
+    rsz, tsz = root.dtype.itemsize, t.dtype.itemsize
+    return (table.storage_offset(t._data) * tsz - table.storage_offset(root._data) * rsz) // tsz, size * rsz // tsz
+
+
 def _window(t) -> tuple:
     """(offset of t's first element, size) in elements of the memory t views: it starts at the first element of
     the tensor t was (a chain of views, detaches included) made from; a base whose layout cannot be addressed that
@@ -40,10 +50,27 @@ def _window(t) -> tuple:
     size = _extent(tuple(root.shape), rst)
     if root is t or root._be is not table or not table.has("storage_offset"):
         return 0, _extent(tuple(t.shape), tst)
-    off = table.storage_offset(t._data) - table.storage_offset(root._data)
+    off, size = root_window(t, root, size)
     if min(rst, default=0) < 0 or min(tst, default=0) < 0 or off < 0 or off + _extent(tuple(t.shape), tst) > size:
         return 0, _extent(tuple(t.shape), tst)
     return off, size
+
+
+def deepcopied_data(t, memo: dict) -> tuple:
+    """(backend array, base) of ``t``'s deep copy, as PyTorch's ``Tensor.__deepcopy__``, which copies the storage
+    once per deepcopy call (through the memo): the array has ``t``'s sizes and strides at its storage offset in a
+    copy of the memory ``t`` views, shared by the tensors of one deepcopy that share memory; the base (for a view:
+    a tensor over the whole copy, which its storage offset counts from) is None for a tensor that is no view."""
+    from .tensor import _make
+    table = t._be
+    off, n = _window(t)
+    key = ("coretorch.storage", _Storage(t).data_ptr(), n, id(table))
+    root = memo.get(key)
+    if root is None:
+        root = memo[key] = _make(table.contiguous(_Storage(t)._flat()._data), t.dtype, table)
+        memo.setdefault(id(memo), []).append(t)  # (deepcopy's keep-alive list: the address stays t's)
+    data = table.as_strided(root._data, tuple(t.shape), tuple(t.stride()), off)
+    return data, (root if t._vbase is not None else None)
 
 
 class _Storage:

@@ -1,6 +1,7 @@
 """Tensor: a backend array handle plus dtype/device and autograd fields.  Ops live in ``ops/``."""
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -60,10 +61,20 @@ class Tensor(_TensorAPI):
         dt = cls._legacy_dtype or _dt.default
         if not args:
             args = (0,)  # torch.Tensor() is an empty 1-D tensor
-        if len(args) == 1 and not isinstance(args[0], (int, Size)):
+        if len(args) == 1 and isinstance(args[0], np.integer):  # (a numpy int is a size, as PyTorch's)
+            args = (int(args[0]),)
+        if len(args) == 1 and (isinstance(args[0], bool) or not isinstance(args[0], (int, Size))):
             arg = args[0]
-            if isinstance(arg, Tensor):
-                return arg.to(dt)
+            if isinstance(arg, (bool, float, complex, np.bool_, np.floating, np.complexfloating)) or arg is None:
+                kind = type(arg)
+                name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+                raise TypeError(f"new(): data must be a sequence (got {name})")
+            if isinstance(arg, Tensor):  # (PyTorch's alias of it: a view sharing memory and version counter)
+                want = cls._legacy_dtype
+                if want is not None and arg.dtype is not want:
+                    raise TypeError(f"expected TensorOptions(dtype={want._tname[:-6]}) (got TensorOptions(dtype="
+                                    f"{arg.dtype._tname[:-6]})): {cls.__name__}(tensor) does not convert")
+                return arg[...]
             from .ops.creation import tensor
             t = tensor(arg, dtype=dt, device=device)
         else:
@@ -416,7 +427,23 @@ class Tensor(_TensorAPI):
     def __iter__(self):
         if not self._data.shape:
             raise TypeError("iteration over a 0-d tensor")
+        # PyTorch's: the pieces of unbind(0) (UnbindBackward0 nodes; an in-place op on one that autograd records
+        # raises the multiple-views error); outside autograd the rows themselves, made lazily
+        if self._rg and _gs.enabled:
+            return iter(self.unbind(0))
         return (self[i] for i in range(self._data.shape[0]))
+
+    def __reversed__(self) -> "Tensor":
+        """The tensor flipped along dim 0 (a 0-d tensor itself), as PyTorch."""
+        return self if not self._data.shape else self.flip(0)
+
+    def __contains__(self, element) -> bool:
+        """Whether any element equals ``element`` (a tensor or a number), as PyTorch."""
+        if isinstance(element, (Tensor, numbers.Number)):
+            eq: Any = element == self
+            return bool(eq.any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
@@ -427,6 +454,11 @@ class Tensor(_TensorAPI):
     def __float__(self) -> float:
         if self.numel() != 1:  # (PyTorch: a ValueError here, item()'s RuntimeError elsewhere)
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._rg and not _FLOAT_WARNED:  # (PyTorch's warning, once per process)
+            _FLOAT_WARNED.append(True)
+            import warnings
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self) -> int:
@@ -445,7 +477,7 @@ class Tensor(_TensorAPI):
         return complex(self.item())
 
     def __format__(self, spec: str) -> str:
-        if self.dim() == 0:
+        if self.dim() == 0 and type(self) is Tensor:  # (PyTorch's: a Parameter or subclass formats as an object)
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -462,8 +494,27 @@ class Tensor(_TensorAPI):
     __array_priority__ = 1000
 
     def __array__(self, dtype=None, copy=None):
+        if self._rg:  # (PyTorch's __array__ is numpy(): a tensor that requires grad raises)
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
         a = self._host()
         return a.astype(dtype) if dtype is not None else a
+
+    def __copy__(self):
+        """``copy.copy``: as PyTorch's (its ``__reduce_ex__`` rebuilds a tensor on the same storage), a new leaf of
+        ``self``'s type sharing its memory, sizes, strides and storage offset, with its ``requires_grad`` and the
+        attributes a program set on it."""
+        new = Tensor._make_subclass(type(self), self.detach(), self._rg)
+        new._vc = [0]  # (a tensor of its own: its own version counter)
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)})
+        return new
+
+    def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> "Tensor":
+        """numpy's ufuncs (``np.sin(t)``) give a cpu tensor sharing the result's memory, as PyTorch's (a bool
+        result as uint8, PyTorch's workaround; a 0-d result a 0-d tensor)."""
+        from .ops.creation import from_numpy
+        array = np.asarray(array)
+        return from_numpy(array.astype(np.uint8) if array.dtype == np.bool_ else array)
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -471,8 +522,12 @@ class Tensor(_TensorAPI):
                                "deepcopy protocol at the moment.")
         if id(self) in memo:
             return memo[id(self)]
+        from .storage import deepcopied_data
         new = object.__new__(type(self))
-        _init(new, self._be.contiguous(self._data), self.dtype, self._be)
+        data, root = deepcopied_data(self, memo)
+        _init(new, data, self.dtype, self._be, base=root)
+        if root is not None:  # (a view's copy views the copied memory, no view for autograd, as a detached one)
+            new._det = True
         new._rg = self._rg
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
@@ -481,6 +536,9 @@ class Tensor(_TensorAPI):
                              if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
+
+
+_FLOAT_WARNED: list = []
 
 
 def _warn_nonleaf_grad() -> None:

@@ -30,12 +30,12 @@ def test_precision():
     assert repr(torch.tensor([1.0, 2.0])) == "tensor([1., 2.])"  # integral values ignore precision
 
 
-def test_sci_mode_forced_off_keeps_the_automatic_width():
-    # automatically scientific (min < 1e-4); forced off, values print fixed but padded to the scientific width,
-    # as PyTorch's formatter does
+def test_sci_mode_forced_off_sizes_the_width_in_fixed_notation():
+    # automatically scientific (min < 1e-4); forced off, values print fixed with the fixed-notation width (PyTorch
+    # 2.13's formatter decides the mode before sizing the width)
     assert repr(torch.tensor([1e-5, 1.0])) == "tensor([1.0000e-05, 1.0000e+00])"
     torch.set_printoptions(sci_mode=False)
-    assert repr(torch.tensor([1e-5, 1.0])) == "tensor([    0.0000,     1.0000])"
+    assert repr(torch.tensor([1e-5, 1.0])) == "tensor([0.0000, 1.0000])"
     assert repr(torch.tensor([0.5, 0.25])) == "tensor([0.5000, 0.2500])"
 
 

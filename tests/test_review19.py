@@ -72,7 +72,7 @@ def test_a_batch_reading_attributes_named_like_globals_replays(device):
 def test_python_types_as_dtype_arguments(device):
     """PyTorch's argument parser reads the Python types float, int and bool as float64, int64 and bool wherever a
     dtype is taken.  cumprod, linalg.vector_norm/matrix_norm, tril_indices/triu_indices and frombuffer raised
-    AttributeError on them, and ``x.view(float)`` a TypeError."""
+    AttributeError on them, and ``x.view(float)`` a TypeError (view(dtype) itself: review 19f)."""
     x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
     assert x.cumprod(0, dtype=float).dtype is torch.float64
     assert torch.cumprod(x, 1, dtype=int).tolist() == [[1, 2], [3, 12]]
@@ -83,8 +83,9 @@ def test_python_types_as_dtype_arguments(device):
     assert torch.frombuffer(bytearray(16), dtype=float).tolist() == [0.0, 0.0]
     d = x.double()
     assert d.view(float).dtype is torch.float64 and d.view(float).tolist() == d.tolist()
-    with pytest.raises(NotImplementedError, match="view"):  # (another dtype: reinterpretation is not supported)
-        x.view(int)
+    v = x.view(int)   # (float32 rows of 2 read as one int64 each, the same memory)
+    assert v.dtype is torch.int64 and v.shape == (2, 1)
+    assert v.cpu().numpy().tolist() == x.cpu().numpy().view(np.int64).tolist()
 
 
 def test_a_changing_float_argument_hints_at_a_tensor(device, recwarn):

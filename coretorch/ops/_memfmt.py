@@ -50,6 +50,21 @@ def is_channels_last(shape: tuple, strides: tuple, r: int) -> bool:
     return True
 
 
+def strides_like_channels_last(shape: tuple, strides: tuple) -> bool:
+    """Whether a 4-D or 5-D tensor's strides suggest a channels-last layout (c10's is_channels_last_strides_2d/3d,
+    suggest_memory_format's test): its dims' strides grow in the channels-last order; ambiguous layouts (a
+    zero-stride C, an N111 tensor) are row-major."""
+    o = _ORDER.get(len(shape))
+    if o is None or strides[1] == 0:
+        return False
+    lo = 0
+    for d in o:
+        if shape[d] == 0 or strides[d] < lo or (d == 0 and lo == strides[1]):
+            return False
+        lo = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return True
+
+
 def relaid(table: Any, data: Any, r: int) -> Any:
     """A fresh backend array holding ``data``'s values in the channels-last layout of rank ``r``."""
     return table.permute(table.contiguous(table.permute(data, _PERM[r])), _INV[r])

@@ -42,7 +42,7 @@ def _copies(ts) -> tuple[Tensor, ...]:
 def view_copy(input: Tensor, size) -> Tensor:
     """``input.view(size)`` as a new tensor."""
     if isinstance(size, _dt.dtype):
-        raise NotImplementedError("view_copy(dtype): reinterpreting a tensor's bytes as another dtype is not supported")
+        return input.view(size).clone()
     return input.view(*size if isinstance(size, (tuple, list)) else (size,)).clone()
 
 

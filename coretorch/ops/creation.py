@@ -232,6 +232,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
     dtype = _dt.from_python_type(dtype)
     _check_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
         out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
                                copy=True)
         return _finish(out, requires_grad)
@@ -287,6 +291,16 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
     """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
     None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
     dtype = _dt.from_python_type(dtype)
+    if _is_buffer(obj):  # (bytes, bytearray, array.array, memoryview: its bytes read as dtype, as PyTorch's)
+        from .misc import frombuffer  # (misc imports this module)
+        r = frombuffer(obj, dtype=dtype or _dt.default)
+        if device is not None and Device(device) != r.device:
+            if copy is False:
+                raise ValueError(f"can't alias tensor on device 'cpu' into device '{Device(device)}'.")
+            r = r.to(device)
+        elif copy:
+            r = r.clone()
+        return r.requires_grad_(True) if requires_grad else r
     if copy is False:
         if isinstance(obj, Tensor):
             if dtype is not None and dtype is not obj.dtype:
@@ -298,11 +312,27 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             raise ValueError("can't alias arbitrary sequence into a tensor.")
         r = as_tensor(obj, dtype=dtype, device=device)
     elif copy:
-        r = obj.detach().to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True) \
-            if isinstance(obj, Tensor) else tensor(obj, dtype=dtype, device=device)
+        if isinstance(obj, Tensor):  # (a copy in the graph, as PyTorch's, unless requires_grad=False detaches it)
+            src = obj.detach() if requires_grad is False else obj
+            same = (dtype is None or dtype is obj.dtype) and (device is None or Device(device) == obj.device)
+            r = src.clone() if same else src.to(device=device or obj.device, dtype=dtype or obj.dtype, copy=True)
+        else:
+            r = tensor(obj, dtype=dtype, device=device)
     else:
         r = as_tensor(obj, dtype=dtype, device=device)
     return r.requires_grad_(True) if requires_grad else r
+
+
+def _is_buffer(obj) -> bool:
+    """Whether asarray reads ``obj`` through the buffer protocol (numpy arrays and scalars, tensors, sequences and
+    numbers go their own ways first, as in PyTorch)."""
+    if isinstance(obj, (Tensor, np.ndarray, np.generic, list, tuple, str, int, float, complex)):
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -310,8 +340,31 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt = _dt.from_numpy_dtype(ndarray.dtype)
+    isz = ndarray.itemsize
+    if any(s % isz for s in ndarray.strides):  # (PyTorch's checks: element strides, none negative)
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array "
+                         "to reallocate the memory.")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a copy "
+                         "of your array with array.copy().)")
+    if not ndarray.flags.writeable and not _READONLY_WARNED:
+        _warn_read_only()
     table = get_table(_CPU)
     return _make(table.from_numpy(ndarray), dt, table)
+
+
+_READONLY_WARNED: list = []
+
+
+def _warn_read_only() -> None:
+    """PyTorch's warning for a non-writable array, once per process (coretorch refuses writes to it instead)."""
+    import warnings
+    _READONLY_WARNED.append(True)
+    warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                  "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                  "to protect its data or make it writable before converting it to a tensor. This type of warning "
+                  "will be suppressed for the rest of this program.", UserWarning, stacklevel=3)
 
 
 def _fill(size, value, dtype, device, requires_grad, op):
@@ -387,7 +440,11 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=No
     table = _table(device)
     dt = dtype or _dt.default
     t = _finish(_make(table.empty(shape, dt.np), dt, table), requires_grad)
-    return t if memory_format is None else _memfmt.fresh(t, memory_format)
+    if memory_format is None:
+        return t
+    if memory_format is _memfmt._preserve():  # (no input whose layout to keep: PyTorch's error)
+        raise RuntimeError("unsupported memory format Preserve")
+    return _memfmt.fresh(t, memory_format)
 
 
 @_writes_out
@@ -418,21 +475,24 @@ def _like(input, dtype, device):
     return _dt.from_python_type(dtype) or input.dtype, device or input.device
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+               pin_memory: bool = False) -> Tensor:
     """A tensor of zeros with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
     return _memfmt.fresh(t, memory_format, input)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+              pin_memory: bool = False) -> Tensor:
     """A tensor of ones with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
     return _memfmt.fresh(t, memory_format, input)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None) -> Tensor:
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=None, memory_format=None,
+               pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -440,7 +500,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, layout=No
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
-              memory_format=None):
+              memory_format=None, pin_memory: bool = False):
     """A tensor filled with ``fill_value``, with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device)
     t = full(tuple(input.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -648,7 +708,10 @@ _PY_DTYPE_ARGS = (float, int, bool)
 
 
 def parse_to_args(args, kwargs):
-    """Tensor.to(device), to(dtype), to(device, dtype), to(other), with keywords."""
+    """Tensor.to's overloads, as PyTorch's: ``to(device=None, dtype=None, non_blocking, copy)``, ``to(dtype,
+    non_blocking, copy)``, ``to(tensor, non_blocking, copy)``, with keywords; any other combination (two dtypes, a
+    dtype then a device, a positional argument also given by keyword) raises TypeError."""
+    given = {k: v for k, v in kwargs.items() if k in ("device", "dtype")}
     device = kwargs.pop("device", None)
     dtype = _dt.from_python_type(kwargs.pop("dtype", None))
     copy = kwargs.pop("copy", False)
@@ -656,27 +719,39 @@ def parse_to_args(args, kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    nbools = 0
-    for a in args:
-        if isinstance(a, _dt.dtype):
-            dtype = a
-        elif a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int), to(bool)
-            dtype = _dt.from_python_type(a)
-        elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, Device)):
-            device = a
-        elif isinstance(a, int) and not isinstance(a, bool):
-            device = Device(f"opencl:{a}")
-        elif isinstance(a, bool):
+    kind, nbools = None, 0  # kind: what the first positional argument was ("device", "dtype", "tensor")
+    for i, a in enumerate(args):
+        if isinstance(a, bool):
             # positional bools are (non_blocking, copy), in that order, as in torch
             nbools += 1
             if nbools == 2:
                 copy = copy or a
-        elif a is None:
-            continue
+            ok = nbools <= 2 and kind is not None
+        elif nbools:
+            ok = False
+        elif isinstance(a, _dt.dtype) or a.__class__ is type and a in _PY_DTYPE_ARGS:  # to(float), to(int)...
+            ok = (i == 0 and not given or kind == "device" and i == 1 and "dtype" not in given)
+            dtype, kind = _dt.from_python_type(a), kind or "dtype"
+        elif isinstance(a, Tensor):
+            ok = i == 0 and not given
+            dtype, device, kind = a.dtype, a.device, "tensor"
+        elif isinstance(a, (str, Device)) or isinstance(a, int) or a is None:
+            ok = i == 0 and "device" not in given or a is None and kind == "device" and i == 1
+            if a is not None:
+                device = a if isinstance(a, (str, Device)) else Device(f"opencl:{a}")
+            kind = kind or "device"
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+            ok = False
+        if not ok:
+            got = ", ".join(["torch.dtype" if isinstance(b, _dt.dtype) else type(b).__name__ for b in args]
+                            + [f"{k}={'torch.dtype' if isinstance(v, _dt.dtype) else type(v).__name__}"
+                               for k, v in given.items()])
+            raise TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one "
+                            "of:\n * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = "
+                            "False, bool copy = False, *, torch.memory_format memory_format = None)\n * (torch.dtype "
+                            "dtype, bool non_blocking = False, bool copy = False, *, torch.memory_format "
+                            "memory_format = None)\n * (Tensor tensor, bool non_blocking = False, bool copy = False, "
+                            "*, torch.memory_format memory_format = None)")
     if device is not None and not isinstance(device, Device):
         device = Device(device)
     return device, dtype, copy

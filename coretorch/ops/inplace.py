@@ -21,6 +21,9 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
     if not _gs.enabled:
         return False
     if x._rg and x.grad_fn is None:
+        if x._vbase is not None and not x._det:  # (a leaf that is a view: PyTorch names it so)
+            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an in-place "
+                               f"operation ({op}).")
         raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation "
                            f"({op}). Wrap the update in `with coretorch.no_grad():` or use an out-of-place op.")
     recording = x._rg or (isinstance(other, Tensor) and other._rg)
@@ -33,7 +36,7 @@ def check_inplace(x: Tensor, other, op: str) -> bool:
         # (a view of a tensor that does not require grad, written with an operand that does: the base joins the
         # graph through the rebase, as PyTorch's CopySlices; ``x[1:3].copy_(w)`` of ``x = torch.zeros(4)``)
         base = x._vbase
-        if x._rg and base._rg and base.grad_fn is None:
+        if x._rg and base.grad_fn is None:  # (PyTorch's test: the view requires grad, its base is a leaf)
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation ({op}).")
         if x._rg != base._rg or _view_geometry(x) is None:

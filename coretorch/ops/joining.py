@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
+from ..storage import root_window
 from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _red
 from . import _memfmt, shape as _sh
@@ -67,13 +68,11 @@ def _storage(input: Tensor):
     """(storage offset of input, storage size) in elements; the storage starts at the base tensor's first element.
     A base whose layout cannot be addressed that way (negative strides, or a view left behind by the base's
     resize_) gives way to the tensor itself as the storage: views never reach outside memory they own."""
-    table = input._be
     root = input
     while root._vbase is not None:  # (a view of a detached view: its base's base, see shape._wrap_view)
         root = root._vbase
-    off = table.storage_offset(input._data) - table.storage_offset(root._data)
     rst, ist = root.stride(), input.stride()
-    size = _extent(tuple(root.shape), rst)
+    off, size = root_window(input, root, _extent(tuple(root.shape), rst))
     if root is not input and (min(rst, default=0) < 0 or min(ist, default=0) < 0 or off < 0
                               or off + _extent(tuple(input.shape), ist) > size):
         return 0, _extent(tuple(input.shape), ist)
@@ -537,10 +536,32 @@ def _meta_inplace(name: str, fn):
         self._data = r._data
         self._vc[0] += 1  # an in-place op (Tensor(a!) in PyTorch's schema): the version counter moves
         if recording:
-            self.grad_fn, self._out_nr = r.grad_fn, r._out_nr
+            gf = r.grad_fn
+            if gf is not None:  # (PyTorch's names of the in-place nodes: TBackward1, SqueezeBackward3...)
+                gf.__class__ = _inplace_node_class(type(gf))
+            self.grad_fn, self._out_nr = gf, r._out_nr
         return self
     m.__name__ = name
     return m
+
+
+_INPLACE_NODES: dict = {}
+
+
+def _inplace_node_class(cls: type) -> type:
+    """The class named as PyTorch names the in-place form of a shape op's node: the overload number moved past the
+    out-of-place ones (squeeze: +3, the others +1)."""
+    out = _INPLACE_NODES.get(cls)
+    if out is None:
+        name = cls.__name__
+        stem = name.rstrip("0123456789")
+        if stem.endswith("Backward") and stem != name:
+            n = int(name[len(stem):]) + (3 if stem == "SqueezeBackward" else 1)
+            out = type(f"{stem}{n}", (cls,), {"__slots__": ()})
+        else:
+            out = cls
+        _INPLACE_NODES[cls] = out
+    return out
 
 
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
@@ -625,8 +646,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     """A tensor of ``data`` (copied), with self's dtype and device unless given."""
     dtype = _dt.from_python_type(dtype)
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-                      "sourceTensor.clone().detach().requires_grad_(True), rather than tensor.new_tensor("
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor("
                       "sourceTensor).", UserWarning, stacklevel=2)
         r = data.detach().to(device=device or self.device, dtype=dtype or self.dtype, copy=True)
         return r.requires_grad_(requires_grad) if requires_grad else r

@@ -84,6 +84,8 @@ def _operands(op: str, a, b):
         return a, b, xa, xb, dt, table
     if type(b) not in _SCALARS:
         if b.__class__ is np.ndarray and b.ndim and isinstance(a, Tensor):  # (t + array: a tensor, as PyTorch's)
+            if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
+                b = np.ascontiguousarray(b)
             return _operands(op, a, _creation.as_tensor(b, device=a.device))
         if hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
             b = b.item() if hasattr(b, "item") else float(b)

@@ -356,7 +356,7 @@ def _like(input, dtype, device, op: str):
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-              memory_format=None) -> Tensor:
+              memory_format=None, pin_memory: bool = False) -> Tensor:
     """Uniform random numbers in ``[0, 1)`` with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "rand_like")
     t = rand(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -364,7 +364,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None, re
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
-               memory_format=None) -> Tensor:
+               memory_format=None, pin_memory: bool = False) -> Tensor:
     """Standard normal random numbers with the shape (and, unless given, dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "randn_like")
     t = randn(tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad)
@@ -372,7 +372,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, r
 
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
-                 requires_grad=False, memory_format=None) -> Tensor:
+                 requires_grad=False, memory_format=None, pin_memory: bool = False) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high)."""
     if high is None:
         low, high = 0, low

@@ -7,6 +7,7 @@ from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from . import _memfmt
 from ._out import write_out
+from ._view_dtype import view_dtype as _view_dtype
 from ._util import edge, norm_dim, norm_dims, shape_arg, sum_to, broadcast_shape
 
 
@@ -62,13 +63,13 @@ class ViewBackward0(Node):
         return (reshape(g, self.in_shape),)
 
 
-def view(input: Tensor, *shape) -> Tensor:
+def view(input: Tensor, *shape, dtype: _dt.dtype | None = None, size=None) -> Tensor:
+    if not shape:  # (x.view(size=...), x.view(dtype=torch.int32): PyTorch's keywords)
+        shape = (dtype,) if dtype is not None else (size,) if size is not None else shape
     if len(shape) == 1 and shape[0].__class__ is type:  # (view(float) is view(torch.float64), as PyTorch's parser)
         shape = (_dt.from_python_type(shape[0]),)
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
-        if shape[0] is not input.dtype:
-            raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
-        return input.detach()  # its own dtype: PyTorch's result shares the memory, no view, no gradient
+        return _view_dtype(input, shape[0])
     shape = infer_shape(shape_arg(shape, "view"), input.numel())
     x = input._data
     if x.shape == shape:
@@ -85,7 +86,7 @@ def view(input: Tensor, *shape) -> Tensor:
     return _wrap_view(input, out, node)
 
 
-def reshape(input: Tensor, *shape) -> Tensor:
+def reshape(input: Tensor, *shape, **kw) -> Tensor:
     """A tensor with ``input``'s elements (in row-major order) and the given shape; a view when possible.
 
     One size may be ``-1`` (inferred).
@@ -94,6 +95,11 @@ def reshape(input: Tensor, *shape) -> Tensor:
         >>> torch.reshape(torch.arange(6), (2, -1)).shape
         coretorch.Size([2, 3])
     """
+    if kw:  # (x.reshape(shape=...): PyTorch's keyword)
+        if shape or set(kw) != {"shape"}:
+            raise TypeError(f"reshape() got an unexpected keyword argument '{next(k for k in kw if k != 'shape')}'"
+                            if set(kw) != {"shape"} else "reshape() got multiple values for argument 'shape'")
+        shape = (kw["shape"],)
     shape = infer_shape(shape_arg(shape, "reshape"), input.numel(), "reshape")
     x = input._data
     if x.shape == shape:
@@ -174,7 +180,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         dims = norm_dims(dim, input.ndim, "squeeze")
         new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
     r = view(input, new) if input._be.view(input._data, new) is not None else reshape(input, new)
-    return _named(r, _SQUEEZE0 if dim is None else _SQUEEZE1)
+    return _named(r, _SQUEEZE0 if dim is None else _SQUEEZE2 if isinstance(dim, (tuple, list)) else _SQUEEZE1)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -404,7 +410,9 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     if memory_format is not None:
-        if memory_format is _memfmt._preserve():
+        if memory_format is _memfmt._preserve():  # (a row-major tensor is returned first, as PyTorch's)
+            if input._be.is_contiguous(input._data):
+                return input
             raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
         r = _memfmt.check(memory_format, input.ndim)
         if r:
@@ -756,5 +764,6 @@ class UnbindBackward0(Node):
         return (stack(list(grads), self.dim),)
 
 
-_SQUEEZE0, _SQUEEZE1, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
-    "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "TransposeBackward0", "TBackward0"))
+_SQUEEZE0, _SQUEEZE1, _SQUEEZE2, _UNSQUEEZE, _TRANSPOSE, _T = (_names(n) for n in (
+    "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "TransposeBackward0",
+    "TBackward0"))

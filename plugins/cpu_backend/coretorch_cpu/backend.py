@@ -71,7 +71,14 @@ def _expand(x, shape):
     """A read-only broadcast view.  np.broadcast_to costs ~5 us of Python per call; for a contiguous
     source the same view is one ndarray constructor with zero strides on the broadcast dims."""
     if not x.flags.c_contiguous or x.size == 0:
-        return np.broadcast_to(x, shape)
+        r = np.broadcast_to(x, shape)
+        lead = len(shape) - x.ndim
+        if 1 in x.shape and any(s == 1 == t and d for s, t, d in zip(x.shape, shape[lead:], x.strides)):
+            # (a size-1 dim left at size 1 keeps its stride, as PyTorch's expand; numpy's is 0)
+            st = r.strides[:lead] + tuple(d if s == 1 == t else e for s, t, d, e in
+                                          zip(x.shape, shape[lead:], x.strides, r.strides[lead:]))
+            r = np.lib.stride_tricks.as_strided(x, shape, st, writeable=False)
+        return r
     lead = len(shape) - x.ndim
     st = (0,) * lead + tuple(0 if s == 1 and t != 1 else d for s, t, d in zip(x.shape, shape[lead:], x.strides))
     r = np.ndarray(shape, x.dtype, x, 0, st)
@@ -367,6 +374,21 @@ def _from_numpy(a):
     return a.view(c)  # the same memory, the native dtype object
 
 
+def _strides(x):
+    """Element strides; an empty array (numpy 2 gives it zero strides) reports PyTorch's row-major ones."""
+    isz = x.itemsize
+    if not isz:
+        return (0,) * x.ndim
+    st = tuple(s // isz for s in x.strides)
+    if x.size or any(st):
+        return st
+    out, acc = [], 1
+    for n in reversed(x.shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
 def _full(shape, v, dt):
     if v == 0:
         return np.zeros(shape, dt)
@@ -454,7 +476,7 @@ class CPUBackend:
             "uniform_": self._uniform, "normal_": self._normal,
             "cast": lambda x, dt: x.astype(dt), "contiguous": lambda x: np.array(x, copy=True, order="C"),
             "is_contiguous": lambda x: x.flags.c_contiguous,
-            "strides": lambda x: tuple(s // x.itemsize for s in x.strides) if x.itemsize else (0,) * x.ndim,
+            "strides": _strides,
             "view": _view, "permute": lambda x, dims: x.transpose(dims), "expand": _expand,
             "basic_index": _basic_index, "flip": lambda x, dims: np.flip(x, dims).copy(),
             "tile": np.tile, "cat": lambda arrays, axis: np.concatenate(arrays, axis),

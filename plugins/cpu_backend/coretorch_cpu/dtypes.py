@@ -46,7 +46,7 @@ _NATIVE = frozenset(("from_numpy", "to_numpy", "full", "empty", "eye", "arange",
                      "argmax", "argmin", "iadd", "isub", "imul", "idiv", "max_pool2d", "max_pool2d_backward",
                      "check_index", "check_values", "scatter_add", "index_add",
                      # memory queries and views: a float32 copy would be another buffer (no write reaches the tensor)
-                     "as_strided", "storage_offset", "same_storage"))
+                     "as_strided", "storage_offset", "same_storage", "view_dtype"))
 
 
 def _to32(a):

@@ -53,13 +53,19 @@ _OVERLAP = ("unsupported operation: more than one element of the written-to tens
             "location. Please clone() the tensor before performing the operation.")
 
 
+_READ_ONLY = ("the tensor's memory is a read-only numpy array (torch.from_numpy of a non-writable array shares "
+              "it): in-place writes are refused; copy the array, or make it writable, before converting it")
+
+
 def _writable(x):
     """A writable alias of the read-only view ``x`` (numpy marks every view of a broadcast array read-only): a view
     of an expanded tensor that does not overlap itself (``x.expand(3, 2)[0]``, one element of it) is written as in
     PyTorch; one that does (a stride 0 over a size > 1) gets PyTorch's error, as does a read-only user array."""
     root = _root(x)
-    if not root.flags.writeable or any(t == 0 and s > 1 for s, t in zip(x.shape, x.strides)):
+    if any(t == 0 and s > 1 for s, t in zip(x.shape, x.strides)):
         raise RuntimeError(_OVERLAP)
+    if not root.flags.writeable:
+        raise RuntimeError(_READ_ONLY)
     isz = x.itemsize
     return _as_strided(root, x.shape, tuple(t // isz for t in x.strides), _storage_offset(x))
 
@@ -87,6 +93,7 @@ def _tri(x: np.ndarray, diag: int, lower: bool) -> np.ndarray:
 
 KERNELS: dict = {  # primitive name -> kernel on numpy arrays
     "as_strided": _as_strided, "storage_offset": _storage_offset, "data_ptr": _ptr,
+    "view_dtype": lambda x, dt: x.view(dt),
     "same_storage": lambda x, y: np.may_share_memory(x, y) and _root(x) is _root(y),  # (bounds first: fast)
     "index_reduce_": _index_reduce, "tri": _tri,
 }

@@ -187,14 +187,19 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
 
     def expand(self, x, shape):
         _, off, xs, st = _desc(x)
-        return self._view_of(x, shape, _expand_strides(xs, st, tuple(shape)), off)
+        est = _expand_strides(xs, st, tuple(shape))
+        lead = len(shape) - len(xs)
+        if lead >= 0 and 1 in xs:  # (a size-1 dim left at size 1 keeps its stride, as PyTorch's expand)
+            est = est[:lead] + tuple(t if n != 1 or m != 1 else s for n, m, s, t in zip(xs, shape[lead:], st,
+                                                                                      est[lead:]))
+        return self._view_of(x, shape, est, off)
 
     def strides(self, x):
         return _desc(x)[3]
 
     def is_contiguous(self, x):
         _, _, shape, st = _desc(x)
-        return _is_c(shape, st)
+        return not x.size or _is_c(shape, st)  # (an empty tensor is contiguous, as PyTorch's)
 
     def basic_index(self, x, key):
         _, off, shape, st = _desc(x)

@@ -77,6 +77,15 @@ def kernels(k) -> dict:
     def storage_offset(x):
         return _desc(x)[1]
 
+    def view_dtype(x, dt):
+        """x's memory read as dt: its byte offset and strides, the last dim rescaled (the core checked it)."""
+        dt = k._check_dtype(dt)
+        isz, nsz = x.dtype.itemsize, dt.itemsize
+        shape, strides = tuple(x.shape), tuple(x.strides)
+        if shape and isz != nsz:
+            shape, strides = shape[:-1] + (shape[-1] * isz // nsz,), strides[:-1] + (nsz,)
+        return k.dev.array(shape, dt, data=x.base_data, offset=x.offset, strides=strides)
+
     def index_reduce_(x, key, values, op):
         k._check_writable(x)
         _reduce_put(k, x, *k._index_plan(x, key), values, op)
@@ -92,6 +101,7 @@ def kernels(k) -> dict:
         b = x.base_data
         return (b.int_ptr if b is not None else id(x)) + _desc(x)[1] * x.dtype.itemsize
 
-    return {"as_strided": as_strided, "storage_offset": storage_offset, "same_storage": same_storage,
+    return {"as_strided": as_strided, "storage_offset": storage_offset, "view_dtype": view_dtype,
+            "same_storage": same_storage,
             "data_ptr": data_ptr,
             "index_reduce_": index_reduce_, "tri": tri}
