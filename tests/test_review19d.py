@@ -1,0 +1,66 @@
+"""Review 19d: threads and concurrency in eager code. PyTorch lets several Python threads run ops, forward and
+backward passes and optimizers at once; its per-thread settings (grad mode, autocast, inference mode, the default
+device) stay in their thread and a new thread starts from the defaults, while the default dtype, the global RNG
+and the modules' caches are shared by every thread and must stay consistent."""
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.testing import available_devices
+
+
+@pytest.fixture
+def fast_switching():
+    """Threads switch every 10 µs (instead of 5 ms), so that an unsafe interleaving shows up in a short test."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(old)
+
+
+def _in_threads(fns):
+    """Run the callables in as many threads, started together; their results (an exception is re-raised)."""
+    barrier = threading.Barrier(len(fns))
+
+    def run(fn):
+        barrier.wait(timeout=60)
+        return fn()
+    with ThreadPoolExecutor(len(fns)) as ex:
+        futures = [ex.submit(run, fn) for fn in fns]
+        return [f.result(timeout=300) for f in futures]
+
+
+def _in_a_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join(timeout=60)
+    return out[0]
+
+
+# ---- the default device is per thread ------------------------------------------------------------------------
+@pytest.mark.parametrize("other", [d for d in available_devices() if d != "cpu"] or ["cpu"])
+def test_the_default_device_is_per_thread(other):
+    """PyTorch: torch.set_default_device applies to the calling thread (a DeviceContext on its thread-local mode
+    stack): a new thread's factories make cpu tensors, and a thread that sets it leaves the main thread's
+    factories on cpu. Before: one process-wide setting, so a worker's set_default_device("opencl") moved every
+    other thread's torch.zeros onto opencl (and the main thread's setting reached every new thread)."""
+    try:
+        torch.set_default_device(other)
+        seen = _in_a_thread(lambda: (torch.get_default_device().type, torch.zeros(1).device.type))
+        assert seen == ("cpu", "cpu")
+        assert torch.zeros(1).device.type == other
+        torch.set_default_device(None)
+
+        def worker():
+            torch.set_default_device(other)
+            return torch.arange(3).device.type
+        assert _in_a_thread(worker) == other
+        assert torch.get_default_device().type == "cpu"
+        assert torch.zeros(1).device.type == "cpu" and torch.tensor([1.0]).device.type == "cpu"
+    finally:
+        torch.set_default_device(None)
