@@ -64,3 +64,35 @@ def test_the_default_device_is_per_thread(other):
         assert torch.zeros(1).device.type == "cpu" and torch.tensor([1.0]).device.type == "cpu"
     finally:
         torch.set_default_device(None)
+
+
+# ---- a leaf's gradient node ----------------------------------------------------------------------------------
+def test_threads_first_using_a_leaf_at_once_make_one_gradient_node(device, monkeypatch):
+    """PyTorch makes a leaf's AccumulateGrad under the leaf's mutex: threads that first use a fresh parameter at
+    once share one node, and torch.autograd.grad(loss, leaf) in each thread finds its gradient. Before: each
+    thread could make its own node and the last one stayed on the leaf, so a thread whose graph reached the leaf
+    through another node raised "One of the differentiated Tensors appears to not have been used in the graph"
+    (or got only part of the gradient). Making the node waits here (a while) for every thread to be making one."""
+    from coretorch.autograd import graph
+    made = graph.AccumulateGrad.__init__
+    meet = threading.Barrier(4, timeout=0.5)
+    nodes = []
+
+    def slow(self, variable):
+        nodes.append(self)
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:  # one thread at a time makes it: the others find it made
+            pass
+        made(self, variable)
+    monkeypatch.setattr(graph.AccumulateGrad, "__init__", slow)
+    w = torch.ones(3, device=device, requires_grad=True)
+    xs = [torch.full((3,), float(i + 1), device=device) for i in range(4)]
+
+    def work(x):
+        y = (x * w).sum() + (w * w).sum()
+        (g,) = torch.autograd.grad(y, w)
+        return g.cpu().tolist()
+    got = _in_threads([lambda x=x: work(x) for x in xs])
+    assert got == [[i + 1.0 + 2.0] * 3 for i in range(4)]
+    assert len(nodes) == 1 and w._accum is nodes[0]

@@ -14,6 +14,9 @@ _FREED = object()
 # held while a gradient is stored into or added to a leaf's .grad: two threads' backward passes into shared
 # parameters add up instead of one overwriting the other (PyTorch's AccumulateGrad holds a mutex likewise)
 ACCUMULATE_LOCK = threading.RLock()
+# held while a leaf's AccumulateGrad is made (Tensor._get_accum, once per leaf): a leaf has one node, whichever threads
+# first use it at once (PyTorch makes it under the leaf's autograd-meta mutex)
+NEW_ACCUM_LOCK = threading.Lock()
 
 
 class RemovableHandle:
