@@ -2,6 +2,7 @@
 backward passes and optimizers at once; its per-thread settings (grad mode, autocast, inference mode, the default
 device) stay in their thread and a new thread starts from the defaults, while the default dtype, the global RNG
 and the modules' caches are shared by every thread and must stay consistent."""
+import multiprocessing
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,7 @@ import pytest
 
 import coretorch as torch
 from coretorch.testing import available_devices
+from coretorch.utils.data import DataLoader
 
 
 @pytest.fixture
@@ -96,3 +98,42 @@ def test_threads_first_using_a_leaf_at_once_make_one_gradient_node(device, monke
     got = _in_threads([lambda x=x: work(x) for x in xs])
     assert got == [[i + 1.0 + 2.0] * 3 for i in range(4)]
     assert len(nodes) == 1 and w._accum is nodes[0]
+
+
+# ---- forked DataLoader workers -------------------------------------------------------------------------------
+class _BackwardDataset:
+    """Each item is computed with autograd (a worker's own backward)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        x = torch.full((2,), float(i), requires_grad=True)
+        (x * x).sum().backward()
+        return x.grad
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork start method")
+def test_a_forked_worker_runs_a_backward_while_the_parent_accumulates_in_another_thread():
+    """PyTorch: a DataLoader worker may run autograd while threads of the main process run backward passes (its
+    gradient accumulation's mutexes are not inherited held). Before: a worker forked while another thread held
+    the lock that every gradient accumulation takes waited on it forever in its first backward (the holder is not
+    in the child). The lock is held here on purpose for the whole fork."""
+    from coretorch.autograd.graph import ACCUMULATE_LOCK
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with ACCUMULATE_LOCK:
+            held.set()
+            release.wait(60)
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert held.wait(30)
+        loader = DataLoader(_BackwardDataset(), batch_size=2, num_workers=1, multiprocessing_context="fork",
+                            timeout=20)
+        batches = [b.tolist() for b in loader]
+    finally:
+        release.set()
+        t.join(30)
+    assert batches == [[[0.0, 0.0], [2.0, 2.0]], [[4.0, 4.0], [6.0, 6.0]]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import itertools
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -17,6 +18,10 @@ ACCUMULATE_LOCK = threading.RLock()
 # held while a leaf's AccumulateGrad is made (Tensor._get_accum, once per leaf): a leaf has one node, whichever threads
 # first use it at once (PyTorch makes it under the leaf's autograd-meta mutex)
 NEW_ACCUM_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) starts with both unlocked: a thread of the
+    # parent that held one at the fork is not in the child, whose first backward would wait on it forever
+    os.register_at_fork(after_in_child=ACCUMULATE_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
+    os.register_at_fork(after_in_child=NEW_ACCUM_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 class RemovableHandle:
