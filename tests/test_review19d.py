@@ -137,3 +137,37 @@ def test_a_forked_worker_runs_a_backward_while_the_parent_accumulates_in_another
         release.set()
         t.join(30)
     assert batches == [[[0.0, 0.0], [2.0, 2.0]], [[4.0, 4.0], [6.0, 6.0]]]
+
+
+# ---- __torch_function__ subclasses ---------------------------------------------------------------------------
+class _Tagged(torch.Tensor):
+    """A subclass with PyTorch's default ``__torch_function__`` behaviour (results keep the subclass)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_one_thread_inside_torch_function_leaves_the_others_dispatching():
+    """PyTorch: the default __torch_function__ disables subclass dispatch for the op it runs in its own thread only
+    (DisableTorchFunctionSubclass is thread-local), so another thread's ops on a subclass still reach its
+    __torch_function__ and return the subclass. Before: one process-wide counter, so while any thread was inside
+    a subclass op, every other thread's subclass ops skipped __torch_function__ and returned plain Tensors (and
+    the unlocked += / -= could leave the counter off for good)."""
+    inside, done = threading.Event(), threading.Event()
+
+    def blocking():
+        inside.set()
+        done.wait(30)
+        return torch.ones(1)
+
+    t = threading.Thread(target=lambda: _Tagged.__torch_function__(blocking, (_Tagged,)))
+    t.start()
+    try:
+        assert inside.wait(30)
+        x = torch.ones(3).as_subclass(_Tagged)
+        got = [type(x * 2), type(torch.add(x, 1)), type(x.sum())]
+    finally:
+        done.set()
+        t.join(30)
+    assert got == [_Tagged] * 3
