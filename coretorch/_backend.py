@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import difflib
 import os
+import threading
 import warnings
 
 from .device import device as Device
@@ -279,6 +280,7 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maxim
 
 _backends: dict[str, Any] = {}      # device type -> backend object
 _tables: dict[Device, "KernelTable"] = {}
+_TABLES_LOCK = threading.Lock()  # get_table: a device's table is put in _tables once (check and insert together)
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
 _warned_fallback: set = set()
 
@@ -474,7 +476,10 @@ def get_table(dev) -> KernelTable:
         canon = Device(dev.type, 0)
     t = _tables.get(canon)
     if t is None:
-        t = KernelTable(be, canon)
-        _tables[canon] = t
+        made = KernelTable(be, canon)
+        with _TABLES_LOCK:  # threads first using a device at once: one table (ops tell devices apart by table)
+            t = _tables.get(canon)
+            if t is None:
+                t = _tables[canon] = made
     _tables[dev] = t
     return t

@@ -171,3 +171,34 @@ def test_one_thread_inside_torch_function_leaves_the_others_dispatching():
         done.set()
         t.join(30)
     assert got == [_Tagged] * 3
+
+
+# ---- a device's kernel table ---------------------------------------------------------------------------------
+def test_threads_first_using_a_device_at_once_share_its_kernel_table(device, monkeypatch):
+    """PyTorch: tensors made on one device by several threads are on the same device, whatever thread first used
+    it. Before: threads first using a device at once each made its own kernel table (the core tells devices apart
+    by table), so a thread's index tensor could sit on "another" table than the tensor it indexed: t[i] raised
+    "indices should be either on cpu or on the same device as the indexed tensor (opencl:0)" and torch.cat
+    "found at least two devices, opencl:0 and opencl:0". The tables are made afresh here (the process's own come
+    back after the test), each thread's making waiting for the others'."""
+    from coretorch import _backend
+    monkeypatch.setattr(_backend, "_tables", {})
+    made = _backend.KernelTable.__init__
+    meet = threading.Barrier(4, timeout=0.5)
+
+    def slow(self, backend, dev):
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            pass
+        made(self, backend, dev)
+    monkeypatch.setattr(_backend.KernelTable, "__init__", slow)
+
+    def work(k):
+        a = torch.arange(5.0, device=device) + k
+        i = torch.tensor([1, 3], device=device)
+        return a._be, a[i].cpu().tolist(), torch.cat([a, i.float()]).cpu().tolist()
+    got = _in_threads([lambda k=k: work(k) for k in range(4)])
+    assert len({id(t) for t, _, _ in got}) == 1
+    assert [r[1:] for r in got] == [([1.0 + k, 3.0 + k], [k + 0.0, k + 1.0, k + 2.0, k + 3.0, k + 4.0, 1.0, 3.0])
+                                    for k in range(4)]
