@@ -3,6 +3,7 @@ backward passes and optimizers at once; its per-thread settings (grad mode, auto
 device) stay in their thread and a new thread starts from the defaults, while the default dtype, the global RNG
 and the modules' caches are shared by every thread and must stay consistent."""
 import multiprocessing
+import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -202,3 +203,40 @@ def test_threads_first_using_a_device_at_once_share_its_kernel_table(device, mon
     assert len({id(t) for t, _, _ in got}) == 1
     assert [r[1:] for r in got] == [([1.0 + k, 3.0 + k], [k + 0.0, k + 1.0, k + 2.0, k + 3.0, k + 4.0, 1.0, 3.0])
                                     for k in range(4)]
+
+
+# ---- bfloat16's first use ------------------------------------------------------------------------------------
+_BF16_FIRST_USE = r"""
+import threading
+import coretorch as torch
+from coretorch import dtypes
+
+entered, go = threading.Event(), threading.Event()
+loader = []
+
+def first_listener(npd):  # runs before the backends' own: holds the loading thread there
+    if threading.current_thread() in loader:
+        entered.set()
+        go.wait(30)
+
+dtypes._BF16_LISTENERS.insert(0, first_listener)
+t = threading.Thread(target=lambda: torch.zeros(1, dtype=torch.bfloat16))
+loader.append(t)
+t.start()
+assert entered.wait(60)
+s = torch.ones(300, dtype=torch.bfloat16).sum().item()
+go.set()
+t.join(30)
+print(s)
+"""
+
+
+def test_bfloat16_first_used_by_two_threads_at_once_sums_in_float32():
+    """PyTorch sums bfloat16 in float32 (300 ones sum to 300). coretorch loads ml_dtypes on bfloat16's first use
+    and tells the backends its numpy dtype. Before: the dtype was published to every thread before the backends
+    were told, so a second thread's bfloat16 ops in between ran with the cpu backend not knowing bfloat16: its sum
+    accumulated in bfloat16 (256: 256 + 1 rounds back to 256). A fresh process (bfloat16 loads once per process),
+    the loading thread held just before the backends are told."""
+    r = subprocess.run([sys.executable, "-c", _BF16_FIRST_USE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1] == "300.0"
