@@ -239,3 +239,44 @@ def test_bfloat16_first_used_by_two_threads_at_once_sums_in_float32():
     r = subprocess.run([sys.executable, "-c", _BF16_FIRST_USE], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split()[-1] == "300.0"
+
+
+# ---- grad-mode decorators on generator functions -------------------------------------------------------------
+def test_grad_mode_decorators_apply_to_a_generators_body():
+    """PyTorch's no_grad / enable_grad / set_grad_enabled / inference_mode decorators run a generator function's
+    body in their mode at every resumption and give the caller its own mode back at every yield (its
+    _DecoratorContextManager wraps generators). Before: the decorator left its mode when the generator object was
+    made, so the body ran in the caller's mode (a @no_grad generator recorded graphs)."""
+    @torch.no_grad()
+    def quiet():
+        for _ in range(2):
+            yield torch.is_grad_enabled()
+
+    @torch.inference_mode()
+    def inferring():
+        yield torch.is_inference_mode_enabled()
+
+    @torch.enable_grad()
+    def recording():
+        yield torch.is_grad_enabled()
+
+    @torch.set_grad_enabled(False)
+    def talking():
+        got = yield torch.is_grad_enabled()
+        yield got, torch.is_grad_enabled()
+        return "done"
+
+    x = torch.ones(2, requires_grad=True)
+    seen = []
+    for off in quiet():
+        seen.append((off, torch.is_grad_enabled(), (x * 2).requires_grad))
+    assert seen == [(False, True, True)] * 2
+    assert list(inferring()) == [True] and not torch.is_inference_mode_enabled()
+    with torch.no_grad():
+        assert list(recording()) == [True] and not torch.is_grad_enabled()
+    it = talking()
+    assert next(it) is False and torch.is_grad_enabled()
+    assert it.send(7) == (7, False) and torch.is_grad_enabled()
+    with pytest.raises(StopIteration) as stop:
+        next(it)
+    assert stop.value.value == "done"
