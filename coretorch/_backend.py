@@ -308,6 +308,11 @@ class KernelTable:
         self.backend = backend
         self.device = dev
         self.type = dev.type
+        self._fill()
+
+    def _fill(self) -> None:
+        """Set the entries (and what depends on them): at construction, again when plugin kernels come or go."""
+        backend, dev = self.backend, self.device
         kernels = dict(backend.kernels(dev.index or 0))
         for name, per_device in _extra_kernels.items():
             if dev.type in per_device:
@@ -397,12 +402,23 @@ def unregister_backend(name: str) -> None:
 def register_kernels(op: str, kernels: dict) -> None:
     """Per-device-type kernels of plugin op ``op`` (``{}`` declares the op without kernels: get_kernel knows it)."""
     _extra_kernels.setdefault(op, {}).update(kernels)
-    _tables.clear()  # rebuilt lazily with the new entries; existing tensors keep working tables
+    _refresh_tables()
 
 
 def unregister_kernels(op: str) -> None:
     if _extra_kernels.pop(op, None) is not None:
-        _tables.clear()
+        _refresh_tables(gone=op)
+
+
+def _refresh_tables(gone: str | None = None) -> None:
+    """The existing tables rebuilt in place with the plugin kernels registered now (``gone``: an op whose entry goes).
+    In place, not replaced: the tensors made before keep their device's one table, which the core compares by
+    identity (a second table of the device made torch.cat of an older and a newer tensor raise 'found at least two
+    devices, cpu and cpu')."""
+    for t in {id(t): t for t in list(_tables.values())}.values():
+        t._fill()
+        if gone is not None and gone not in PRIMITIVES:
+            t.__dict__.pop(gone, None)
 
 
 def get_kernel(name: str, where):

@@ -10,7 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+import coretorch
 import coretorch as torch
+from coretorch.plugins import hookimpl
 from coretorch.testing import available_devices
 from coretorch.utils.data import DataLoader
 
@@ -280,3 +282,33 @@ def test_grad_mode_decorators_apply_to_a_generators_body():
     with pytest.raises(StopIteration) as stop:
         next(it)
     assert stop.value.value == "done"
+
+
+# ---- the plugin registry: kernels registered while tensors exist -----------------------------------------------
+class _CubeOps:
+    CORETORCH_PLUGIN_API = 1
+
+    @hookimpl
+    def coretorch_register_functions(self, register):
+        register("review19d_cube", lambda x: x * x * x, kernels={"cpu": lambda a: a * a * a})
+
+
+def test_tensors_made_before_and_after_a_plugin_registers_kernels_share_their_device(device):
+    """PyTorch: two tensors on one device are on the same device, whenever they were made. coretorch's documented
+    in-process plugin registration (coretorch.plugins.register) may come after tensors exist. Before: it dropped
+    every device's kernel table and later tensors got new ones, which the core's same-device checks (by table)
+    took for another device: torch.cat([older, newer]) raised "found at least two devices, cpu and cpu", and on
+    opencl older[newer_index] raised "indices should be ... on the same device" (after unregister too)."""
+    older = torch.arange(4.0, device=device)
+    coretorch.plugins.register(_CubeOps(), name="review19d_cube")
+    try:
+        newer = torch.tensor([1, 2], device=device)
+        assert torch.cat([older, newer.float()]).cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 1.0, 2.0]
+        assert older[newer].cpu().tolist() == [1.0, 2.0]
+        assert coretorch.ops.review19d_cube(older).cpu().tolist() == [0.0, 1.0, 8.0, 27.0]
+    finally:
+        coretorch.plugins.unregister("review19d_cube")
+    latest = torch.tensor([3], device=device)
+    assert torch.cat([older, newer.float(), latest.float()]).cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+    assert older[latest].cpu().tolist() == [3.0]
+    assert not hasattr(older._be, "review19d_cube")
