@@ -312,3 +312,29 @@ def test_tensors_made_before_and_after_a_plugin_registers_kernels_share_their_de
     assert torch.cat([older, newer.float(), latest.float()]).cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
     assert older[latest].cpu().tolist() == [3.0]
     assert not hasattr(older._be, "review19d_cube")
+
+
+# ---- a gradient sent along two edges -------------------------------------------------------------------------
+def test_a_gradient_passed_to_a_leaf_and_on_is_not_changed_by_another_threads_accumulation(device):
+    """PyTorch's AccumulateGrad keeps a gradient as the leaf's .grad only when nothing else holds it (else a copy),
+    so another thread's backward into the same shared leaf (adding into .grad in place) cannot change what this
+    backward still reads. Before: for z = w + u the engine stored add's pass-through gradient itself as w.grad
+    and then sent the same tensor on to u's node; a second thread's backward into w added into it in place, and
+    x.grad (u = 3 * x) silently came out 3 * (2 + 5) instead of 3 * 2. The second thread runs here while the
+    first waits in a hook on u, between the two edges."""
+    w = torch.zeros(4, device=device, requires_grad=True)
+    x = torch.ones(4, device=device, requires_grad=True)
+    waiting, added = threading.Event(), threading.Event()
+
+    def first():
+        u = x * 3
+        u.register_hook(lambda g: (waiting.set(), added.wait(30), None)[-1])
+        ((w + u) * 2).sum().backward()
+
+    def second():
+        assert waiting.wait(30)
+        (w * 5).sum().backward()
+        added.set()
+    _in_threads([first, second])
+    assert x.grad.cpu().tolist() == [6.0] * 4
+    assert w.grad.cpu().tolist() == [7.0] * 4
