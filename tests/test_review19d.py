@@ -315,13 +315,15 @@ def test_tensors_made_before_and_after_a_plugin_registers_kernels_share_their_de
 
 
 # ---- a gradient sent along two edges -------------------------------------------------------------------------
-def test_a_gradient_passed_to_a_leaf_and_on_is_not_changed_by_another_threads_accumulation(device):
+@pytest.mark.parametrize("via", ["direct", "clone"])
+def test_a_gradient_passed_to_a_leaf_and_on_is_not_changed_by_another_threads_accumulation(device, via):
     """PyTorch's AccumulateGrad keeps a gradient as the leaf's .grad only when nothing else holds it (else a copy),
     so another thread's backward into the same shared leaf (adding into .grad in place) cannot change what this
     backward still reads. Before: for z = w + u the engine stored add's pass-through gradient itself as w.grad
     and then sent the same tensor on to u's node; a second thread's backward into w added into it in place, and
     x.grad (u = 3 * x) silently came out 3 * (2 + 5) instead of 3 * 2. The second thread runs here while the
-    first waits in a hook on u, between the two edges."""
+    first waits in a hook on u, between the two edges ("clone": z = u + w.clone(), where clone's backward passes the
+    shared gradient on to the leaf)."""
     w = torch.zeros(4, device=device, requires_grad=True)
     x = torch.ones(4, device=device, requires_grad=True)
     waiting, added = threading.Event(), threading.Event()
@@ -329,7 +331,7 @@ def test_a_gradient_passed_to_a_leaf_and_on_is_not_changed_by_another_threads_ac
     def first():
         u = x * 3
         u.register_hook(lambda g: (waiting.set(), added.wait(30), None)[-1])
-        ((w + u) * 2).sum().backward()
+        ((w + u if via == "direct" else u + w.clone()) * 2).sum().backward()
 
     def second():
         assert waiting.wait(30)

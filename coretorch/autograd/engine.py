@@ -157,6 +157,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     if r is not None:
                         grads_in = tuple(r)
             nf = node.next_functions
+            if len(grads_in) > 1:
+                _mark_shared(grads_in, owned)
             if len(grads_in) != len(nf):  # fewer gradients than inputs: the rest are None
                 grads_in = tuple(grads_in) + (None,) * (len(nf) - len(grads_in))
             for (nxt, nr), g in zip(nf, grads_in):
@@ -171,8 +173,6 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         # a leaf reached by this edge alone, no hooks: store or accumulate now, no buffer or queue
                         deps[nxt] = 0
                         v = nxt.variable
-                        if _twice(g, grads_in):  # also sent along another edge: never stored as the leaf's .grad
-                            owned.add(id(g))     # (another thread's accumulation would add into it in place)
                         with ACCUMULATE_LOCK:  # another thread's backward may store into the same leaf
                             if v._grad is None and g._vbase is None and g.grad_fn is None and not g._rg \
                                     and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
@@ -184,8 +184,6 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         continue
                     if nxt.__class__ is AccumulateGrad:  # a leaf gradient queued (several edges, hooks, grad())
                         v = nxt.variable
-                        if _twice(g, grads_in):
-                            owned.add(id(g))
                         if g._data.shape != v._data.shape or g.dtype is not v.dtype:
                             g = _validate_leaf_grad(node, grads_in, g, v)
                     b = buffers.get(nxt)
@@ -239,18 +237,24 @@ def _leading(roots, cap: set, sinks: bool) -> set:
     return {n for n, v in memo.items() if v}
 
 
-def _twice(g, grads_in) -> bool:
-    """Whether the gradient object ``g`` goes along more than one edge of its node (add's backward passes its
-    incoming gradient to both inputs): a leaf then stores a copy, as PyTorch steals a gradient only when nothing
-    else holds it. Stored as is, another thread's backward into the same leaf added into it in place while this
-    backward still read it for the other edge (a silently wrong gradient there)."""
-    seen = False
-    for o in grads_in:
-        if o is g:
-            if seen:
-                return True
-            seen = True
-    return False
+def _mark_shared(grads_in, owned: set) -> None:
+    """A gradient object a node sends along more than one edge (add's backward passes its incoming gradient to both
+    inputs) joins ``owned``: a leaf it reaches, directly or through pass-through nodes (clone), stores a copy, as
+    PyTorch steals a gradient only when nothing else holds it. Stored as is, another thread's backward into the
+    same leaf added into it in place while this backward still read it for the other edge (a silently wrong
+    gradient there)."""
+    if len(grads_in) == 2:
+        a = grads_in[0]
+        if a is grads_in[1] and a is not None:
+            owned.add(id(a))
+        return
+    for i in range(1, len(grads_in)):
+        g = grads_in[i]
+        if g is not None:
+            for j in range(i):
+                if grads_in[j] is g:
+                    owned.add(id(g))
+                    break
 
 
 def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
