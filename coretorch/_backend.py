@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import difflib
 import os
+import threading
 import warnings
 
 from .device import device as Device
@@ -283,6 +284,7 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maxim
 
 _backends: dict[str, Any] = {}      # device type -> backend object
 _tables: dict[Device, "KernelTable"] = {}
+_TABLES_LOCK = threading.Lock()  # get_table: a device's table is put in _tables once (check and insert together)
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
 _warned_fallback: set = set()
 
@@ -310,6 +312,11 @@ class KernelTable:
         self.backend = backend
         self.device = dev
         self.type = dev.type
+        self._fill()
+
+    def _fill(self) -> None:
+        """Set the entries (and what depends on them): at construction, again when plugin kernels come or go."""
+        backend, dev = self.backend, self.device
         kernels = dict(backend.kernels(dev.index or 0))
         for name, per_device in _extra_kernels.items():
             if dev.type in per_device:
@@ -399,12 +406,23 @@ def unregister_backend(name: str) -> None:
 def register_kernels(op: str, kernels: dict) -> None:
     """Per-device-type kernels of plugin op ``op`` (``{}`` declares the op without kernels: get_kernel knows it)."""
     _extra_kernels.setdefault(op, {}).update(kernels)
-    _tables.clear()  # rebuilt lazily with the new entries; existing tensors keep working tables
+    _refresh_tables()
 
 
 def unregister_kernels(op: str) -> None:
     if _extra_kernels.pop(op, None) is not None:
-        _tables.clear()
+        _refresh_tables(gone=op)
+
+
+def _refresh_tables(gone: str | None = None) -> None:
+    """The existing tables rebuilt in place with the plugin kernels registered now (``gone``: an op whose entry goes).
+    In place, not replaced: the tensors made before keep their device's one table, which the core compares by
+    identity (a second table of the device made torch.cat of an older and a newer tensor raise 'found at least two
+    devices, cpu and cpu')."""
+    for t in {id(t): t for t in list(_tables.values())}.values():
+        t._fill()
+        if gone is not None and gone not in PRIMITIVES:
+            t.__dict__.pop(gone, None)
 
 
 def get_kernel(name: str, where):
@@ -478,7 +496,10 @@ def get_table(dev) -> KernelTable:
         canon = Device(dev.type, 0)
     t = _tables.get(canon)
     if t is None:
-        t = KernelTable(be, canon)
-        _tables[canon] = t
+        made = KernelTable(be, canon)
+        with _TABLES_LOCK:  # threads first using a device at once: one table (ops tell devices apart by table)
+            t = _tables.get(canon)
+            if t is None:
+                t = _tables[canon] = made
     _tables[dev] = t
     return t

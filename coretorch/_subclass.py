@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types as _types
 
 from .autograd.grad_mode import state as _gs
@@ -61,7 +62,9 @@ def _convert(ret, cls):
     return ret
 
 
-class _State:
+class _State(threading.local):
+    """Per thread, as PyTorch's DisableTorchFunctionSubclass: one thread inside a default ``__torch_function__``
+    leaves the other threads' subclass ops dispatching (a new thread starts with the class default)."""
     disabled = 0  # > 0 inside the default __torch_function__: the op's own method calls do not dispatch again
 
 

@@ -87,10 +87,12 @@ def _load_bfloat16() -> np.dtype:
     except ImportError as e:
         raise ModuleNotFoundError(BFLOAT16_NEEDS, name="ml_dtypes") from e
     npd = np.dtype(ml_dtypes.bfloat16)
-    bfloat16.np = npd
     _FROM_NP[npd] = bfloat16
     for fn in _BF16_LISTENERS:
         fn(npd)
+    # published last: another thread that sees bfloat16.np set makes bfloat16 arrays, which every backend must
+    # already know (the cpu backend's sums would accumulate in bfloat16); until then it loads (and tells) again
+    bfloat16.np = npd
     return npd
 
 

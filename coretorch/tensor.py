@@ -10,7 +10,7 @@ from . import dtypes as _dt
 from ._backend import get_table
 from .autograd.engine import VIEW_REFRESH as _VIEW_REFRESH, _grad_edge
 from .autograd.engine import run_backward as _run_backward
-from .autograd.graph import AccumulateGrad
+from .autograd.graph import NEW_ACCUM_LOCK as _NEW_ACCUM_LOCK, AccumulateGrad
 from .autograd.anomaly_mode import state as _anomaly
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
@@ -302,7 +302,10 @@ class Tensor(_TensorAPI):
     def _get_accum(self) -> AccumulateGrad:
         a = self._accum
         if a is None:
-            a = self._accum = AccumulateGrad(self)
+            with _NEW_ACCUM_LOCK:  # two threads' first uses of a leaf at once: one node (else a graph made by one
+                a = self._accum    # would reach the leaf through a node autograd.grad(inputs=leaf) does not look at)
+                if a is None:
+                    a = self._accum = AccumulateGrad(self)
         return a
 
     def detach(self) -> "Tensor":

@@ -24,5 +24,5 @@ def modes() -> tuple:
     ac = (tuple(sorted(_ac_tls.enabled.items())), tuple(sorted((k, str(v)) for k, v in _ac_tls.dtype.items()))) \
         if _ac_state.on else ()
     return (_grad_state.enabled, _grad_state.inference, _anomaly.enabled, ac, _det["mode"], _det["warn_only"],
-            _dtypes.default, _creation._default_device[0], _compat._precision[0], _threads["intra"],
+            _dtypes.default, _creation._default.device, _compat._precision[0], _threads["intra"],
             _threads["interop"], _einsum._enabled, _einsum._strategy)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import os
 import threading
 import warnings
 import typing
@@ -98,6 +99,8 @@ class _Global:
 tls = _Local()
 state = _Global()
 _lock = threading.Lock()
+if hasattr(os, "register_at_fork"):  # unlocked in a forked child: the thread of the parent that held it is not there
+    os.register_at_fork(after_in_child=_lock._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 def _check_device_type(device_type) -> None:

@@ -157,6 +157,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     if r is not None:
                         grads_in = tuple(r)
             nf = node.next_functions
+            if len(grads_in) > 1:
+                _mark_shared(grads_in, owned)
             if len(grads_in) != len(nf):  # fewer gradients than inputs: the rest are None
                 grads_in = tuple(grads_in) + (None,) * (len(nf) - len(grads_in))
             for (nxt, nr), g in zip(nf, grads_in):
@@ -233,6 +235,26 @@ def _leading(roots, cap: set, sinks: bool) -> set:
             stack.append((n, True))
             stack.extend([(m, False) for m, _ in nf if m is not None and m not in memo])
     return {n for n, v in memo.items() if v}
+
+
+def _mark_shared(grads_in, owned: set) -> None:
+    """A gradient object a node sends along more than one edge (add's backward passes its incoming gradient to both
+    inputs) joins ``owned``: a leaf it reaches, directly or through pass-through nodes (clone), stores a copy, as
+    PyTorch steals a gradient only when nothing else holds it. Stored as is, another thread's backward into the
+    same leaf added into it in place while this backward still read it for the other edge (a silently wrong
+    gradient there)."""
+    if len(grads_in) == 2:
+        a = grads_in[0]
+        if a is grads_in[1] and a is not None:
+            owned.add(id(a))
+        return
+    for i in range(1, len(grads_in)):
+        g = grads_in[i]
+        if g is not None:
+            for j in range(i):
+                if grads_in[j] is g:
+                    owned.add(id(g))
+                    break
 
 
 def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:

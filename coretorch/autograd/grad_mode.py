@@ -5,6 +5,8 @@ the others, and a new thread starts with grad mode on (and outside inference mod
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 
 
@@ -22,6 +24,40 @@ def is_grad_enabled() -> bool:
     return state.enabled
 
 
+def _decorate(make_ctx, fn):
+    """``fn`` run inside ``make_ctx()`` (a new context manager per call); a generator function's body runs in it at
+    each resumption and the caller's mode comes back at each yield, as PyTorch's ``_DecoratorContextManager``."""
+    if not inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with make_ctx():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    @functools.wraps(fn)
+    def generator_context(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with make_ctx():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_ctx():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with make_ctx():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with make_ctx():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+    return generator_context
+
+
 class _GradModeBase:
     _target = True
 
@@ -34,11 +70,7 @@ class _GradModeBase:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(self.__class__, fn)
 
     def clone(self):
         return self.__class__()
@@ -104,12 +136,7 @@ class inference_mode(no_grad):
 
     def __call__(self, fn):
         mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(lambda: inference_mode(mode), fn)
 
 
 def is_inference_mode_enabled() -> bool:
@@ -131,9 +158,4 @@ class set_grad_enabled(_GradModeBase):
     def __call__(self, fn):
         state.enabled = self._prev
         mode = self._target
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(lambda: set_grad_enabled(mode), fn)

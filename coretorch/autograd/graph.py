@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import itertools
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -14,6 +15,13 @@ _FREED = object()
 # held while a gradient is stored into or added to a leaf's .grad: two threads' backward passes into shared
 # parameters add up instead of one overwriting the other (PyTorch's AccumulateGrad holds a mutex likewise)
 ACCUMULATE_LOCK = threading.RLock()
+# held while a leaf's AccumulateGrad is made (Tensor._get_accum, once per leaf): a leaf has one node, whichever threads
+# first use it at once (PyTorch makes it under the leaf's autograd-meta mutex)
+NEW_ACCUM_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) starts with both unlocked: a thread of the
+    # parent that held one at the fork is not in the child, whose first backward would wait on it forever
+    os.register_at_fork(after_in_child=ACCUMULATE_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
+    os.register_at_fork(after_in_child=NEW_ACCUM_LOCK._at_fork_reinit)  # type: ignore[attr-defined]
 
 
 class RemovableHandle:

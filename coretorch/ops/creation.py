@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 import numpy as np
@@ -20,24 +21,32 @@ from ._util import data_read as _data_read, edge, shape_arg
 _CPU = Device("cpu")
 
 
-_default_device: list = [None]  # torch.set_default_device: the device of factories called without one
+class _DefaultDevice(threading.local):
+    """torch.set_default_device: the device of factories called without one. Per thread, as PyTorch's (its
+    DeviceContext is a mode on the thread-local mode stack): a new thread starts with none (cpu), whatever its
+    creator set, and one thread's setting leaves the others' alone. A class default: one attribute read."""
+    device: Device | None = None
+
+
+_default = _DefaultDevice()
 
 
 def set_default_device(device) -> None:
-    """The device factories (tensor, zeros, arange, rand, ...) use when given none; None restores cpu."""
-    _default_device[0] = None if device is None else get_table(
+    """The device factories (tensor, zeros, arange, rand, ...) use when given none, in this thread (PyTorch's
+    default device is per thread); None restores cpu."""
+    _default.device = None if device is None else get_table(
         device if isinstance(device, Device) else Device(device if not isinstance(device, int)
                                                          else f"opencl:{device}")).device
 
 
 def get_default_device() -> Device:
     """The device factory functions use when none is given (``cpu`` unless changed)."""
-    return _default_device[0] or _CPU
+    return _default.device or _CPU
 
 
 def _table(device):
     if device is None:
-        return get_table(_default_device[0] or _CPU)
+        return get_table(_default.device or _CPU)
     if isinstance(device, Tensor):
         raise TypeError("device must be a str or coretorch.device, not Tensor")
     return get_table(device if isinstance(device, Device) else Device(device if not isinstance(device, int)
@@ -236,7 +245,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-        out = data.detach().to(device=device or _default_device[0] or data.device, dtype=dtype or data.dtype,
+        out = data.detach().to(device=device or _default.device or data.device, dtype=dtype or data.dtype,
                                copy=True)
         return _finish(out, requires_grad)
     try:
@@ -281,7 +290,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device or data.device, dtype=dtype or data.dtype)
     if isinstance(data, np.ndarray) and (dtype is None or dtype.np == data.dtype):
-        dev = device if device is not None else _default_device[0]
+        dev = device if device is not None else _default.device
         if dev is None or dev in ("cpu", _CPU):  # (a default device set back to cpu shares too)
             return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)

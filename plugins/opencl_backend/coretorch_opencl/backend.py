@@ -13,6 +13,7 @@ may use one device (see device.py).
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -49,6 +50,8 @@ class OpenCLBackend:
         self._seed = sampling.DEFAULT_SEED  # PyTorch's default seed
         self._gens: dict[int, sampling.PhiloxState] = {}  # device index -> its default generator state
         self._init_lock = threading.RLock()  # two threads' first use of a device make one context and one table
+        if hasattr(os, "register_at_fork"):  # unlocked in a forked child (see device._unlock_in_forked_child)
+            os.register_at_fork(after_in_child=self._init_lock._at_fork_reinit)  # type: ignore[attr-defined]
         self._host_kernels: _hostfuse.HostKernels | None = None  # see host_fusion
         self._host_checked = False
 

@@ -166,6 +166,18 @@ def _forget_programs(_npd) -> None:
 
 on_bfloat16(_forget_programs)
 
+
+def _unlock_in_forked_child() -> None:
+    """In a forked child (a DataLoader worker): every device's lock unlocked.  Another thread of the parent may have
+    held one at the fork (a kernel call, a blocking read); that thread does not exist in the child, whose first
+    ``manual_seed`` (the worker's seeding) then waited on the lock forever."""
+    for dev in list(_ALL_DEVICES):
+        dev.lock._at_fork_reinit()  # type: ignore[attr-defined]  # (threading's own locks are reset so)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_forked_child)
+
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
