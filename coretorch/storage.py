@@ -63,6 +63,8 @@ def deepcopied_data(t, memo: dict) -> tuple:
     a tensor over the whole copy, which its storage offset counts from) is None for a tensor that is no view."""
     from .tensor import _make
     table = t._be
+    if not (table.has("as_strided") and table.has("storage_offset")):  # (a minimal backend: a copy of t alone)
+        return table.contiguous(t._data), None
     off, n = _window(t)
     key = ("coretorch.storage", _Storage(t).data_ptr(), n, id(table))
     root = memo.get(key)
