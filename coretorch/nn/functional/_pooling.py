@@ -2,6 +2,7 @@
 1-D/3-D adaptive average pooling: _adaptive; unpooling: _unpool)."""
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
@@ -12,8 +13,9 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...tensor import Tensor, _make
 from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _ntuple, _record
-from ._conv import _conv2d_raw, _unfold_fallback
+from ._conv import _conv2d_raw
 from ._padding import _pad_constant
+from ._window import pool_table, take_max, window_argmax, window_sum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,32 +69,24 @@ class MaxPool2DWithIndicesBackward0(Node):
         return (flat.reshape(n, c, h, w),)
 
 
-def _max_pool2d_fallback(x: Tensor, k, s, p, d, oh, ow):
-    n, c, h, w = x.shape
-    neg = float("-inf")
-    cols = _unfold_fallback(x, k[0], k[1], s, p, d, oh, ow, neg)           # N, C, K, OH, OW
-    vals, kidx = _R.max(cols, 2)
-    ki, kj = _P.floor_divide(kidx, k[1]), _P.remainder(kidx, k[1])
-    hh = _P.add(_P.mul(ki, d[0]), _C.arange(oh, device=x.device).reshape(oh, 1) * s[0] - p[0])
-    ww = _P.add(_P.mul(kj, d[1]), _C.arange(ow, device=x.device) * s[1] - p[1])
-    return vals, _P.add(_P.mul(hh, w), ww)
-
-
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
     """2-D max pooling returning ``(output, indices)``."""
     k, s, p, d, oh, ow = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"max_pool2d\" not implemented for '{x.dtype._tname[:-6]}'")
+    if x.dtype is _dt.bool_:
+        raise NotImplementedError("\"max_pool2d\" not implemented for 'Bool'")
     table = x._be
-    if table.has("max_pool2d"):
-        v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))
-    else:
-        with _no_grad():
-            vt, it = _max_pool2d_fallback(_make(x._data, x.dtype, table), k, s, p, d, oh, ow)
-        v, i = vt._data, it._data
+    if not (x.dtype.is_floating_point and table.has("max_pool2d")):
+        # integer inputs (PyTorch pools them too) and backends without the primitive: the shared window argmax
+        h, w = x.shape[2:]
+        idx = window_argmax(x, [pool_table(oh, h, k[0], s[0], p[0], d[0]), pool_table(ow, w, k[1], s[1], p[1], d[1])])
+        out = take_max(MaxPool2DWithIndicesBackward0, x, idx)
+        if not batched:
+            out, idx = _S.squeeze(out, 0), _S.squeeze(idx, 0)
+        return out, idx
+    v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))
     idx = _make(i, _i64, table)
     if _needs_graph(x):
         node = MaxPool2DWithIndicesBackward0()
@@ -140,6 +134,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if not input.dtype.is_floating_point:
+        return _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
@@ -158,6 +154,20 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
             div = _C.tensor([[a * b for b in dw] for a in dh], dtype=x.dtype, device=x.device)
             out = _P.div(sums, div)
     return out if batched else _S.squeeze(out, 0)
+
+
+def _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override) -> Tensor:
+    """PyTorch pools int64 (only): the int64 window sums divided with C's truncation, an int64 result."""
+    if input.dtype is not _dt.int64:
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
+    h, w = input.shape[-2:]
+    sums = window_sum(input, [pool_table(oh, h, k[0], s[0], p[0], 1), pool_table(ow, w, k[1], s[1], p[1], 1)])
+    if divisor_override is not None:
+        return _P.div(sums, int(divisor_override), rounding_mode="trunc")
+    dh = _avg_divisor(h, k[0], s[0], p[0], oh, count_include_pad)
+    dw = _avg_divisor(w, k[1], s[1], p[1], ow, count_include_pad)
+    div = _C.tensor([[a * b for b in dw] for a in dh], dtype=_dt.int64, device=input.device)
+    return _P.div(sums, div, rounding_mode="trunc")
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):

@@ -1,0 +1,97 @@
+"""Review 19c: nn.functional and nn modules beyond the common path (convolution and pooling options, normalisation,
+losses, interpolation, padding, embedding, ...), eager behaviour.  PyTorch's behaviour is the spec; each test says
+what PyTorch does and what coretorch did before the fix.  Expected values come from numpy or from facts PyTorch
+documents."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+@pytest.mark.parametrize("op", ["max_pool1d", "max_pool2d"])
+def test_max_pool_index_of_an_all_minus_inf_padded_window_is_its_first_input_tap(device, op):
+    """A window whose input elements are all -inf: PyTorch's kernel starts from the window's first tap inside the
+    input and only a greater (or NaN) value replaces it, so the index is that tap (max_unpool can use it).  On both
+    backends a padded window returned the index of a padding tap (negative, or one row up: -5 for the top-left
+    window of a 4x4 input with padding 1), an index outside the input."""
+    x = torch.full((1, 1, 4, 4), float("-inf"), dtype=torch.float64, device=device)
+    if op == "max_pool1d":
+        out, idx = F.max_pool1d(x[0, 0], 3, 1, 1, return_indices=True)
+        expected = np.tile([0, 0, 1, 2], (4, 1))
+    else:
+        out, idx = F.max_pool2d(x, 3, 1, 1, return_indices=True)
+        rows = np.array([0, 0, 1, 2])
+        expected = (rows[:, None] * 4 + rows[None, :])[None, None]
+    np.testing.assert_array_equal(idx.cpu().numpy(), expected)
+    assert np.isneginf(out.cpu().numpy()).all()
+    # with dilation the first tap inside can be the second or third one
+    y = torch.full((1, 1, 7), float("-inf"), dtype=torch.float64, device=device)
+    y[0, 0, 5] = 1.0
+    _, i2 = F.max_pool1d(y, 3, 1, 3, dilation=3, return_indices=True)
+    # windows start at -3, -2, ..., 3; taps start + {0, 3, 6}; first tap >= 0 unless one holds the 1.0 at 5
+    starts = np.arange(-3, 4)
+    exp = []
+    for st in starts:
+        taps = [t for t in (st, st + 3, st + 6) if 0 <= t < 7]
+        exp.append(5 if 5 in taps else taps[0])
+    np.testing.assert_array_equal(i2.cpu().numpy()[0, 0], exp)
+
+
+def test_max_pool2d_of_integer_inputs(device):
+    """PyTorch max-pools integer tensors (int8 ... int64, uint8) with max_pool1d/max_pool2d and nn.MaxPool2d, in
+    the input's dtype; max_pool3d already did here.  coretorch raised NotImplementedError ("max_pool2d" not
+    implemented for 'Long').  Bool still raises, as in PyTorch."""
+    a = (np.arange(2 * 3 * 5 * 7).reshape(2, 3, 5, 7) * 37 % 23 - 11)
+    for dt, npdt in [(torch.int64, np.int64), (torch.int32, np.int32), (torch.uint8, np.uint8)]:
+        av = a.astype(npdt)
+        x = torch.tensor(av, device=device)
+        out, idx = F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True)
+        assert out.dtype == dt and idx.dtype == torch.int64
+        # reference: window max with -inf padding
+        low = np.iinfo(npdt).min
+        xp = np.pad(av, ((0, 0), (0, 0), (1, 2), (1, 2)), constant_values=low)
+        ref = np.stack([np.stack([xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max((2, 3)) for j in range(4)], -1)
+                        for i in range(3)], -2)
+        np.testing.assert_array_equal(out.cpu().numpy(), ref)
+        np.testing.assert_array_equal(np.take_along_axis(av.reshape(2, 3, -1), idx.cpu().numpy().reshape(2, 3, -1),
+                                                         2).reshape(out.shape), ref)
+        o1 = F.max_pool1d(x[0], 2)
+        np.testing.assert_array_equal(o1.cpu().numpy(), av[0, :, :, :6].reshape(3, 5, 3, 2).max(-1))
+        assert torch.nn.MaxPool2d(2)(x).dtype == dt
+    with pytest.raises(NotImplementedError, match="max_pool2d"):
+        F.max_pool2d(torch.ones(1, 4, 4, dtype=torch.bool, device=device), 2)
+
+
+def test_avg_pool_of_int64_truncates_in_int64_and_other_integers_raise(device):
+    """PyTorch's avg_pool1d/avg_pool2d (and nn.AvgPool2d, lp_pool through them) pool int64 as int64: the integer
+    window sum divided with C's truncation (toward zero), count_include_pad/divisor_override applied as for floats;
+    other integer and bool dtypes raise NotImplementedError '"avg_pool2d" not implemented for 'Int''.  coretorch
+    returned float32 averages for every integer dtype on cpu (uint8 sums wrapped: 28.0 for a window of small
+    negatives cast to uint8) and raised a RuntimeError about im2col on opencl."""
+    a = (np.arange(2 * 3 * 5 * 7).reshape(2, 3, 5, 7) * 37 % 23 - 11).astype(np.int64)
+    x = torch.tensor(a, device=device)
+    out = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)
+    assert out.dtype == torch.int64
+    xp = np.pad(a, ((0, 0), (0, 0), (1, 2), (1, 2)))
+    sums = np.stack([np.stack([xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum((2, 3)) for j in range(4)], -1)
+                     for i in range(3)], -2)
+    # count_include_pad: every window (clipped to the padded input) holds 3x3 taps
+    np.testing.assert_array_equal(out.cpu().numpy(), np.trunc(sums / 9).astype(np.int64))
+    # without the padding taps the divisor is the count of input taps
+    cnt = np.pad(np.ones((5, 7)), ((1, 2), (1, 2)))
+    n_in = np.array([[cnt[2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() for j in range(4)] for i in range(3)])
+    o3 = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+    np.testing.assert_array_equal(o3.cpu().numpy(), np.trunc(sums / n_in).astype(np.int64))
+    o2 = F.avg_pool2d(x, 2, divisor_override=3)
+    s2 = a[:, :, :4, :6].reshape(2, 3, 2, 2, 3, 2).sum((3, 5))
+    np.testing.assert_array_equal(o2.cpu().numpy(), np.trunc(s2 / 3).astype(np.int64))
+    o1 = F.avg_pool1d(x[0], 2)
+    assert o1.dtype == torch.int64
+    np.testing.assert_array_equal(o1.cpu().numpy(), np.trunc(a[0, :, :, :6].reshape(3, 5, 3, 2).sum(-1) / 2))
+    assert torch.nn.AvgPool2d(2)(x).dtype == torch.int64
+    for dt in (torch.int32, torch.uint8, torch.bool):
+        with pytest.raises(NotImplementedError, match="avg_pool2d"):
+            F.avg_pool2d(x.to(dt), 2)
