@@ -95,3 +95,29 @@ def test_avg_pool_of_int64_truncates_in_int64_and_other_integers_raise(device):
     for dt in (torch.int32, torch.uint8, torch.bool):
         with pytest.raises(NotImplementedError, match="avg_pool2d"):
             F.avg_pool2d(x.to(dt), 2)
+
+
+def test_rms_norm_checks_its_shapes_and_computes_half_precision_in_float32(device):
+    """PyTorch's rms_norm raises RuntimeError when the input's trailing dims are not ``normalized_shape`` ("Given
+    normalized_shape=[3], expected input with shape [*3], ...") or the weight's shape differs; float16/bfloat16 are
+    computed in float32 with eps = float32's machine epsilon and returned in the input's dtype (also with a float32
+    weight).  coretorch normalised over the wrong trailing dims without a word, used eps=2.2e-16 and float16
+    arithmetic for float16 (x**2 of 1e-4 underflowed: 1.41 for PyTorch's 0.2838) and returned float32 for a
+    float16 input with a float32 weight."""
+    x = torch.randn(2, 3, 4, device=device)
+    with pytest.raises(RuntimeError, match=r"normalized_shape=\[3\]"):
+        F.rms_norm(x, (3,))
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape"):
+        F.rms_norm(x, (4,), torch.ones(3, device=device))
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        torch.nn.RMSNorm(3).to(device)(x)
+    h = torch.tensor([[1e-4, -1e-4, 0.0, 0.0]], dtype=torch.float16, device=device)
+    a = np.array([1e-4, -1e-4, 0.0, 0.0], dtype=np.float16).astype(np.float32)
+    ref = (a / np.sqrt(np.mean(a * a) + np.finfo(np.float32).eps)).astype(np.float16)
+    out = F.rms_norm(h, (4,))
+    assert out.dtype == torch.float16
+    np.testing.assert_allclose(out.cpu().numpy()[0].astype(np.float32), ref.astype(np.float32), rtol=1e-3)
+    w = torch.full((4,), 2.0, device=device)
+    out_w = F.rms_norm(h, (4,), w)
+    assert out_w.dtype == torch.float16
+    np.testing.assert_allclose(out_w.cpu().numpy()[0].astype(np.float32), 2 * ref.astype(np.float32), rtol=1e-3)

@@ -162,13 +162,33 @@ def _layer_norm_composite(input, k, weight, bias, eps):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions:
-    ``y = x / sqrt(mean(x**2) + eps) * weight`` (``eps`` defaults to the dtype's machine epsilon).
+    ``y = x / sqrt(mean(x**2) + eps) * weight``, as PyTorch's composite: float16/bfloat16 computed in float32 (``eps``
+    defaults to the machine epsilon of that computing dtype), the result in the input's dtype.
     """
-    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    axes = tuple(range(input.ndim - len(ns), input.ndim))
-    e = eps if eps is not None else (1.1920928955078125e-07 if input.dtype is _dt.float32 else 2.220446049250313e-16)
-    out = _P.mul(input, _P.rsqrt(_P.add(_R.mean(_P.mul(input, input), axes, keepdim=True), e)))
-    return out if weight is None else _P.mul(out, weight)
+    _check_tensor("rms_norm", "input", input)
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{', '.join(map(str, ns))}]"
+                           f", but got input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(ns)}")
+    dt = input.dtype
+    x = input.to(_dt.float32) if dt in _REDUCED else input
+    e = eps if eps is not None else (2.220446049250313e-16 if dt is _dt.float64 else 1.1920928955078125e-07)
+    axes = tuple(range(input.ndim - k, input.ndim))
+    out = _P.mul(x, _P.rsqrt(_P.add(_R.mean(_P.mul(x, x), axes, keepdim=True), e)))
+    if out.dtype != dt:
+        out = out.to(dt)
+    if weight is not None:
+        out = _P.mul(out, weight)
+        if out.dtype != dt:
+            out = out.to(dt)
+    return out
+
+
+_REDUCED = (_dt.float16, _dt.bfloat16)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
