@@ -121,3 +121,52 @@ def test_rms_norm_checks_its_shapes_and_computes_half_precision_in_float32(devic
     out_w = F.rms_norm(h, (4,), w)
     assert out_w.dtype == torch.float16
     np.testing.assert_allclose(out_w.cpu().numpy()[0].astype(np.float32), 2 * ref.astype(np.float32), rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "group_norm", "batch_norm", "instance_norm", "BatchNorm1d"])
+def test_half_input_with_float32_parameters_keeps_the_inputs_dtype(device, op):
+    """A float16 input through a float32 normalisation (layer/group/batch/instance norm with float32 weight, bias
+    or running statistics, e.g. a float32 module fed half precision): PyTorch computes in float32 and returns
+    float16.  coretorch promoted the result to float32."""
+    a = np.linspace(-2, 3, 24).reshape(3, 4, 2).astype(np.float16)
+    x = torch.tensor(a, device=device)
+    w = torch.linspace(0.5, 2, 4, device=device)
+    b = torch.linspace(-1, 1, 4, device=device)
+    af = a.astype(np.float64)
+    if op == "layer_norm":
+        out = F.layer_norm(x, (2,), w[:2], b[:2])
+        m, v = af.mean(-1, keepdims=True), af.var(-1, keepdims=True)
+        ref = (af - m) / np.sqrt(v + 1e-5) * np.linspace(0.5, 2, 4)[:2] + np.linspace(-1, 1, 4)[:2]
+    else:
+        if op == "group_norm":
+            out = F.group_norm(x, 2, w, b)
+            g = af.reshape(3, 2, 4)
+            ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(3, 4, 2)
+        elif op == "instance_norm":
+            out = F.instance_norm(x, weight=w, bias=b)
+            ref = (af - af.mean(-1, keepdims=True)) / np.sqrt(af.var(-1, keepdims=True) + 1e-5)
+        else:
+            if op == "BatchNorm1d":
+                out = torch.nn.BatchNorm1d(4).to(device)(x)
+                w, b = torch.ones(4, device=device), torch.zeros(4, device=device)
+            else:
+                rm, rv = torch.zeros(4, device=device), torch.ones(4, device=device)
+                out = F.batch_norm(x, rm, rv, w, b, training=True)
+            ref = (af - af.mean((0, 2), keepdims=True)) / np.sqrt(af.var((0, 2), keepdims=True) + 1e-5)
+        ref = ref * w.cpu().numpy().astype(np.float64)[:, None] + b.cpu().numpy().astype(np.float64)[:, None]
+    assert out.dtype == torch.float16
+    np.testing.assert_allclose(out.detach().cpu().numpy().astype(np.float64), ref, rtol=2e-3, atol=2e-3)
+
+
+def test_instance_norm_of_one_spatial_element_and_local_response_norm_of_2d_input_raise(device):
+    """PyTorch: instance_norm with input statistics over a single spatial element raises ValueError ("Expected
+    more than 1 spatial element when training"), local_response_norm of a 2-D input raises ValueError ("Expected
+    3D or higher dimensionality input").  coretorch returned zeros for the first and a result for the second."""
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        F.instance_norm(torch.randn(2, 3, 1, device=device))
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        torch.nn.InstanceNorm2d(3)(torch.randn(2, 3, 1, 1, device=device))
+    rm, rv = torch.zeros(3, device=device), torch.ones(3, device=device)
+    F.instance_norm(torch.randn(2, 3, 1, device=device), rm, rv, use_input_stats=False)  # running stats: fine
+    with pytest.raises(ValueError, match="3D or higher"):
+        F.local_response_norm(torch.randn(2, 6, device=device), 3)

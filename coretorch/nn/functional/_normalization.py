@@ -1,6 +1,8 @@
 """nn.functional normalisation: batch, instance, layer, RMS, group and local response norm."""
 from __future__ import annotations
 
+import math
+
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
@@ -18,6 +20,9 @@ from ._pooling import avg_pool2d
 # ---------------------------------------------------------------------------------------------
 # normalization
 # ---------------------------------------------------------------------------------------------
+_REDUCED = (_dt.float16, _dt.bfloat16)
+
+
 def _verify_batch_size(shape) -> None:
     size_prods = shape[0]
     for s in shape[2:]:
@@ -26,6 +31,12 @@ def _verify_batch_size(shape) -> None:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"coretorch.Size({list(shape)})")
 
+
+
+def _half_with_float_params(input, *params) -> bool:
+    """A float16/bfloat16 input normalised with float32 parameters or statistics (a float32 module fed half
+    precision): PyTorch computes in float32 and returns the input's dtype."""
+    return input.dtype in _REDUCED and any(t is not None and t.dtype is _dt.float32 for t in params)
 
 
 def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
@@ -53,6 +64,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
+    if _half_with_float_params(input, weight, bias, running_mean, running_var):
+        return batch_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, training, momentum,
+                          eps).to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
@@ -92,9 +106,16 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    _check_tensor("instance_norm", "input", input)
+    if _half_with_float_params(input, weight, bias, running_mean, running_var):
+        return instance_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, use_input_stats,
+                             momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, input.ndim))
+        if math.prod(input.shape[2:]) == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"coretorch.Size({list(input.shape)})")
         mean = _R.mean(input, axes, keepdim=True)
         xc = _P.sub(input, mean)
         var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)
@@ -140,6 +161,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    if _half_with_float_params(input, weight, bias):
+        return layer_norm(input.to(_dt.float32), ns, weight, bias, eps).to(input.dtype)
     if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
         input = input.contiguous()
     if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
@@ -188,9 +211,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out
 
 
-_REDUCED = (_dt.float16, _dt.bfloat16)
-
-
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalisation (see :class:`coretorch.nn.GroupNorm`); ``weight``/``bias`` are ``(C,)``."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
@@ -202,6 +222,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    if _half_with_float_params(input, weight, bias):
+        return group_norm(input.to(_dt.float32), num_groups, weight, bias, eps).to(input.dtype)
     x = input.reshape(n, num_groups, -1)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
@@ -218,6 +240,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Local response normalisation across channels:
     ``b_c = a_c / (k + alpha / size * sum_{c' near c} a_{c'}**2) ** beta`` over a window of ``size`` channels.
     """
+    _check_tensor("local_response_norm", "input", input)
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
     sq = _P.mul(input, input).unsqueeze(1)
     div = _pad_constant(sq, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2), 0.0)
     div = avg_pool2d(div.reshape(input.shape[0], 1, div.shape[2], -1), (size, 1), stride=1)
