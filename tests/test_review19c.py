@@ -170,3 +170,53 @@ def test_instance_norm_of_one_spatial_element_and_local_response_norm_of_2d_inpu
     F.instance_norm(torch.randn(2, 3, 1, device=device), rm, rv, use_input_stats=False)  # running stats: fine
     with pytest.raises(ValueError, match="3D or higher"):
         F.local_response_norm(torch.randn(2, 6, device=device), 3)
+
+
+def test_binary_cross_entropy_checks_the_targets_range(device):
+    """PyTorch's binary_cross_entropy raises RuntimeError "all elements of target should be between 0 and 1" (as it
+    does for the input); coretorch checked only the input and returned a loss for a target of 1.5 or NaN."""
+    x = torch.full((2, 3), 0.5, device=device)
+    for bad in (1.5, -0.1, float("nan")):
+        t = torch.full((2, 3), 0.5, device=device)
+        t[1, 2] = bad
+        with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
+            F.binary_cross_entropy(x, t)
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(torch.full((2, 3), 1.5, device=device), torch.full((2, 3), 2.0, device=device))
+    F.binary_cross_entropy(x, torch.ones(2, 3, device=device))  # the bounds themselves are fine
+
+
+def test_multi_margin_loss_of_one_sample_takes_a_one_element_target(device):
+    """PyTorch's multi_margin_loss takes a 1-D input (one sample) with a 0-d or a one-element 1-D target; the
+    unreduced loss has the target's shape (() or (1,)).  coretorch raised "inconsistent target size, expected 1 but
+    got [1]" for the (1,) target."""
+    a = np.array([0.1, -0.4, 0.3, 0.9, -0.2])
+    x = torch.tensor(a, device=device)
+    ref = np.maximum(0, 1 - a[2] + np.delete(a, 2)).sum() / 5
+    for t, shape in ((torch.tensor(2, device=device), ()), (torch.tensor([2], device=device), (1,))):
+        out = F.multi_margin_loss(x, t, reduction="none")
+        assert tuple(out.shape) == shape
+        np.testing.assert_allclose(out.cpu().numpy(), np.full(shape, ref), rtol=1e-12)
+        assert tuple(F.multi_margin_loss(x, t).shape) == ()
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        F.multi_margin_loss(x, torch.tensor([2, 1], device=device))
+
+
+def test_ctc_loss_gradient_of_an_infinite_loss_is_nan_without_zero_infinity(device):
+    """PyTorch: without zero_infinity an impossible alignment's loss is inf and its gradient NaN at the sample's
+    steps t < input_length (the other samples' gradients stay finite); with zero_infinity both are 0.  coretorch
+    gave the inf loss a zero gradient, so training went on where PyTorch's reports NaN."""
+    logits = torch.randn(3, 2, 4, dtype=torch.float64, device=device, requires_grad=True)
+    lp = torch.log_softmax(logits, 2)
+    targets = torch.tensor([[1, 1, 1], [3, 1, 0]], device=device)  # 1,1,1 needs 5 steps: impossible in 3
+    il, tl = torch.tensor([3, 2]), torch.tensor([3, 2])
+    loss = F.ctc_loss(lp, targets, il, tl, reduction="none")
+    assert np.isinf(loss[0].item()) and np.isfinite(loss[1].item())
+    (g,) = torch.autograd.grad(F.ctc_loss(torch.log_softmax(logits, 2), targets, il, tl, reduction="sum"), logits)
+    g = g.cpu().numpy()
+    assert np.isnan(g[:, 0]).all()
+    assert np.isfinite(g[:2, 1]).all() and (g[2, 1] == 0).all()   # the second sample: 2 steps
+    (g0,) = torch.autograd.grad(F.ctc_loss(torch.log_softmax(logits, 2), targets, il, tl, reduction="sum",
+                                           zero_infinity=True), logits)
+    assert (g0.cpu().numpy()[:, 0] == 0).all()
+    np.testing.assert_allclose(g0.cpu().numpy()[:, 1], g[:, 1], rtol=1e-12)

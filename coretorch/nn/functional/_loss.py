@@ -188,10 +188,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         # one host read of the range test's outcome (a NaN fails it, as PyTorch's): a compiled step checks that it
         # holds again, where reading the extremes themselves differed at the next batch
         with _no_grad():
-            x = input.detach()
-            ok = _P.logical_and(_P.ge(_R.amin(x), 0), _P.le(_R.amax(x), 1))
+            x, t = input.detach(), target.detach()
+            ok_x = _P.logical_and(_P.ge(_R.amin(x), 0), _P.le(_R.amax(x), 1))
+            ok = _P.logical_and(ok_x, _P.logical_and(_P.ge(_R.amin(t), 0), _P.le(_R.amax(t), 1)))
         if not ok.item():
-            raise RuntimeError("all elements of input should be between 0 and 1")
+            which = "input" if not ok_x.item() else "target"
+            raise RuntimeError(f"all elements of {which} should be between 0 and 1")
     with _no_grad():
         # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
         log_x = _P.clamp(_P.log(input), min=-100.0)

@@ -67,9 +67,13 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    x, y, unbatched = _as_2d(input, target)
-    if x.ndim != 2 or y.ndim != 1 or y.shape[0] != x.shape[0]:
+    # PyTorch: a 0-d or 1-d input is one sample whose target is any one-element tensor of at most one dim (the
+    # unreduced loss takes the target's shape)
+    unbatched = input.ndim <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    if x.ndim != 2 or target.ndim > 1 or target.numel() != x.shape[0]:
         raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
+    y = target.reshape(-1)
     c = x.shape[1]
     x_y = _I.gather(x, 1, _S.unsqueeze(y, 1))
     margins = _P.clamp(_P.add(_P.sub(x, x_y), margin), min=0.0)
@@ -79,7 +83,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
         margins = _P.mul(margins, _S.unsqueeze(_I.index_select(weight, 0, y), 1))
     not_target = _P.ne(_S.unsqueeze(_C.arange(c, device=x.device), 0), _S.unsqueeze(y, 1))
     loss = _P.div(_R.sum(_P.where(not_target, margins, 0.0), 1), c)
-    return _reduce(loss[0] if unbatched else loss, reduction)
+    return _reduce(loss.reshape(target.shape) if unbatched else loss, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
