@@ -220,3 +220,15 @@ def test_ctc_loss_gradient_of_an_infinite_loss_is_nan_without_zero_infinity(devi
                                            zero_infinity=True), logits)
     assert (g0.cpu().numpy()[:, 0] == 0).all()
     np.testing.assert_allclose(g0.cpu().numpy()[:, 1], g[:, 1], rtol=1e-12)
+
+
+def test_interpolate_error_types_for_wrong_dimensionalities(device):
+    """PyTorch's interpolate raises ValueError "Input and output must have the same number of spatial
+    dimensions ..." for a size of the wrong length, and NotImplementedError "Input Error: Only 3D, 4D and 5D input
+    Tensors supported" for a 2-D input.  coretorch raised RuntimeError (from the size's tuple conversion) for the
+    first and ValueError for the second."""
+    x = torch.randn(1, 2, 3, 3, device=device)
+    with pytest.raises(ValueError, match="same number of spatial dimensions"):
+        F.interpolate(x, size=(4, 4, 4))
+    with pytest.raises(NotImplementedError, match="Only 3D, 4D and 5D"):
+        F.interpolate(torch.randn(2, 3, device=device), scale_factor=2)

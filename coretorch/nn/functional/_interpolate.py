@@ -54,18 +54,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("only one of size or scale_factor should be defined")
     if size is None and scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
-    if nsp < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
-                         f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
-                         f"(got {mode})")
     in_sizes = tuple(input.shape[2:])
     if size is not None:
-        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
         if isinstance(size, (tuple, list)) and len(size) != nsp:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {list(in_sizes)} and output size of {list(size)}. Please "
+                             f"with spatial dimensions of {list(in_sizes)} and output size of {size}. Please "
                              "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                              "...,oK) format.")
+        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
         scales = [None] * nsp
     else:
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
@@ -74,6 +70,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
         out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
+    if nsp < 1:  # PyTorch's last resort, after the size checks
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                                  f"area | nearest-exact (got {mode})")
     modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
              "lanczos": 2}
     if mode not in modes:
