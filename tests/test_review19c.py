@@ -232,3 +232,36 @@ def test_interpolate_error_types_for_wrong_dimensionalities(device):
         F.interpolate(x, size=(4, 4, 4))
     with pytest.raises(NotImplementedError, match="Only 3D, 4D and 5D"):
         F.interpolate(torch.randn(2, 3, device=device), scale_factor=2)
+
+
+def test_cosine_similarity_gradient_through_a_clamped_norm_and_integer_inputs(device):
+    """PyTorch's cosine_similarity clamps the norms to eps in place under no_grad, so where ||x1|| < eps the value
+    uses eps but the gradient still differentiates the norm: d/dx1 = u/eps - (x1.u) x1 / (eps^2 ||x1||), u =
+    x2/||x2||.  coretorch's clamp cut that second term (a gradient off by 8.6 in a probe); integer inputs convert to
+    the common floating dtype (two integer inputs raise "expected common dtype to be floating point"), where
+    coretorch raised vector_norm's error."""
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1e-5, 1e-5, (3, 4))
+    b = rng.uniform(-1, 1, (3, 4))
+    eps = 1e-3
+    x1 = torch.tensor(a, device=device, requires_grad=True)
+    out = F.cosine_similarity(x1, torch.tensor(b, device=device), eps=eps)
+    u = b / np.linalg.norm(b, axis=1, keepdims=True)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), (a * u).sum(1) / eps, rtol=1e-12)
+    (g,) = torch.autograd.grad(out.sum(), x1)
+    na = np.linalg.norm(a, axis=1, keepdims=True)
+    ref = u / eps - (a * u).sum(1, keepdims=True) * a / (eps ** 2 * na)
+    np.testing.assert_allclose(g.cpu().numpy(), ref, rtol=1e-10)
+    # above eps the ordinary gradient
+    x2 = torch.tensor(b, device=device, requires_grad=True)
+    (g2,) = torch.autograd.grad(F.cosine_similarity(x2, torch.tensor(b[::-1].copy(), device=device)).sum(), x2)
+    v = b[::-1] / np.linalg.norm(b[::-1], axis=1, keepdims=True)
+    nb = np.linalg.norm(b, axis=1, keepdims=True)
+    np.testing.assert_allclose(g2.cpu().numpy(), v / nb - (b * v).sum(1, keepdims=True) * b / nb ** 3, rtol=1e-10,
+                               atol=1e-14)
+    r = F.cosine_similarity(torch.tensor([[0, 1, 2]], device=device), torch.ones(1, 3, device=device))
+    assert r.dtype == torch.float32
+    np.testing.assert_allclose(r.cpu().numpy(), [3 / np.sqrt(5) / np.sqrt(3)], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="expected common dtype to be floating point"):
+        F.cosine_similarity(torch.tensor([[0, 1, 2]], device=device), torch.ones(1, 3, dtype=torch.int64,
+                                                                                   device=device))

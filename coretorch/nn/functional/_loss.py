@@ -344,9 +344,23 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         x1, x2 = _ac_cast("cosine_similarity", x1, x2)
-    n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
-    n2 = _P.clamp(_R.norm(x2, 2, dim, keepdim=True), min=eps)
+    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):  # integers convert to the common dtype
+        common = _dt.promote_types(x1.dtype, x2.dtype)
+        if not common.is_floating_point:
+            raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                               f"{common._tname[:-6]}")
+        x1, x2 = x1.to(common), x2.to(common)
+    n1, n2 = _norm_clamped(x1, dim, eps), _norm_clamped(x2, dim, eps)
     return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)
+
+
+def _norm_clamped(x: Tensor, dim: int, eps: float) -> Tensor:
+    """max(||x||, eps) as PyTorch's cosine_similarity computes it: the clamp runs in place under no_grad, so a
+    clamped norm's gradient is still the norm's (value eps, derivative x / ||x||)."""
+    n = _R.norm(x, 2, dim, keepdim=True)
+    if not (n._rg and _gs.enabled):
+        return _P.clamp(n, min=eps)
+    return _P.where(_P.lt(n.detach(), eps), _P.add(_P.sub(n, n.detach()), eps), n)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
