@@ -265,3 +265,15 @@ def test_cosine_similarity_gradient_through_a_clamped_norm_and_integer_inputs(de
     with pytest.raises(RuntimeError, match="expected common dtype to be floating point"):
         F.cosine_similarity(torch.tensor([[0, 1, 2]], device=device), torch.ones(1, 3, dtype=torch.int64,
                                                                                    device=device))
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_grid_sample_nearest_gives_the_grid_a_zero_gradient(device, nd):
+    """PyTorch's nearest grid_sample backward returns a zero gradient for the grid (grid.grad is zeros after a
+    backward); coretorch's grid was not in the graph: grid.grad stayed None and autograd.grad raised for it."""
+    x = torch.randn((1, 2) + (3,) * nd, dtype=torch.float64, device=device, requires_grad=True)
+    grid = (torch.rand((1,) + (2,) * nd + (nd,), dtype=torch.float64, device=device) * 2 - 1).requires_grad_()
+    out = F.grid_sample(x, grid, mode="nearest", align_corners=False)
+    out.sum().backward()
+    assert grid.grad is not None and (grid.grad.cpu().numpy() == 0).all()
+    assert x.grad is not None and x.grad.sum().item() == pytest.approx(out.numel())

@@ -216,6 +216,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     coords = [_pad_coords(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
     if mode == "nearest":  # round half to even, as std::nearbyint
         ones = _C.ones(coords[0].shape, dtype=input.dtype, device=input.device)
+        if grid.requires_grad:  # PyTorch's grid gradient of nearest sampling: zeros (not None)
+            ones = _P.add(ones, _P.mul(_P.sub(coords[0], coords[0].detach()), 0.0))
         return taps.read([taps.axis(_P.round(c), k) for k, c in enumerate(coords)], ones)
     lows = [_P.floor(c) for c in coords]
     fracs = [_P.sub(c, lo) for c, lo in zip(coords, lows)]
