@@ -167,6 +167,8 @@ def _values(arg: Arg, npdt: np.dtype, rng: np.random.Generator, prev: list) -> n
             v = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 2, shape)
         elif dom == "small":
             v = rng.uniform(-0.9, 0.9, shape)
+        elif dom == "unit":  # probabilities, e.g. binary_cross_entropy's target
+            v = rng.uniform(0.05, 0.95, shape)
         else:
             raise ValueError(f"unknown domain {dom!r}")
         return np.asarray(v).astype(npdt)

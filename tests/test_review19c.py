@@ -277,3 +277,45 @@ def test_grid_sample_nearest_gives_the_grid_a_zero_gradient(device, nd):
     out.sum().backward()
     assert grid.grad is not None and (grid.grad.cpu().numpy() == 0).all()
     assert x.grad is not None and x.grad.sum().item() == pytest.approx(out.numel())
+
+
+def test_window_and_size_arguments_raise_pytorchs_errors(device):
+    """PyTorch raises RuntimeError for unfold/fold with a kernel, stride or dilation below 1 or a negative padding
+    ("kernel size should be greater than zero, ..."), and for a negative adaptive pooling output size.  coretorch
+    returned an empty tensor from unfold(kernel_size=0), raised ZeroDivisionError from fold, and numpy's ValueError
+    ("negative dimensions are not allowed", "zero-size array to reduction") from the adaptive pools."""
+    x = torch.ones(1, 1, 4, 4, device=device)
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        F.unfold(x, 0)
+    with pytest.raises(RuntimeError, match="stride should be greater than zero"):
+        F.unfold(x, 2, stride=0)
+    with pytest.raises(RuntimeError, match="dilation should be greater than zero"):
+        F.unfold(x, 2, dilation=(1, 0))
+    with pytest.raises(RuntimeError, match="padding should be non-negative"):
+        F.unfold(x, 2, padding=-1)
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        F.fold(torch.ones(1, 4, 9, device=device), (4, 4), (2, 0))
+    for fn, size in ((F.adaptive_avg_pool1d, -1), (F.adaptive_max_pool1d, -1), (F.adaptive_avg_pool2d, (2, -1)),
+                     (F.adaptive_max_pool2d, (2, -1)), (F.adaptive_avg_pool3d, (2, -1, 2)),
+                     (F.adaptive_max_pool3d, (2, -1, 2))):
+        nd = 1 if isinstance(size, int) else len(size)
+        with pytest.raises(RuntimeError, match="output_size must be greater than or equal to 0"):
+            fn(torch.ones((1, 1) + (4,) * nd, device=device), size)
+
+
+def test_module_constructor_checks_and_negative_label_smoothing():
+    """PyTorch: nn.Hardtanh(min_val >= max_val) fails its assert (AssertionError "max_val (-1.0) must be greater
+    than min_val (1.0)"), nn.Bilinear(in1_features=0) raises ValueError "in1_features must be > 0", and
+    cross_entropy checks only a positive label_smoothing's bound (a negative one means no smoothing).  coretorch
+    raised ValueError, ZeroDivisionError, and RuntimeError "label_smoothing must be between 0.0 and 1.0"."""
+    with pytest.raises(AssertionError, match=r"max_val \(-1.0\) must be greater than min_val \(1.0\)"):
+        torch.nn.Hardtanh(1.0, -1.0)
+    with pytest.raises(ValueError, match="in1_features must be > 0"):
+        torch.nn.Bilinear(0, 3, 4)
+    x = torch.tensor([[0.5, -1.0, 2.0], [0.1, 0.2, 0.3]], dtype=torch.float64)
+    t = torch.tensor([2, 0])
+    assert F.cross_entropy(x, t, label_smoothing=-0.1).item() == F.cross_entropy(x, t).item()
+    p = torch.softmax(x, 1)
+    assert F.cross_entropy(x, p, label_smoothing=-0.1).item() == F.cross_entropy(x, p).item()
+    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
+        F.cross_entropy(x, t, label_smoothing=1.5)

@@ -24,6 +24,20 @@ def _pair(v, name: str) -> tuple[int, int]:
     return v
 
 
+def _check_window(k, d, p, s) -> None:
+    """PyTorch's im2col/col2im argument checks."""
+    if k[0] <= 0 or k[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: "
+                           f"{k[1]}")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
+    if d[0] <= 0 or d[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} dilation_width: "
+                           f"{d[1]}")
+    if p[0] < 0 or p[1] < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+
+
 def _windows(hp: int, wp: int, k, d, s) -> tuple[np.ndarray, int, int]:
     """Flat indices into a padded (hp, wp) plane: (kh*kw, L) with L the number of sliding blocks."""
     oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
@@ -37,6 +51,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     """(N, C, H, W) -> (N, C*kh*kw, L): every sliding block as a column (im2col)."""
     k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                           (padding, "padding"), (stride, "stride")))
+    _check_window(k, d, p, s)
     if input.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
     batched = input.ndim == 4
@@ -60,6 +75,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     """(N, C*kh*kw, L) -> (N, C, H, W): the columns summed back into place (col2im; overlaps add up)."""
     o, k, d, p, s = (_pair(v, n) for v, n in ((output_size, "output_size"), (kernel_size, "kernel_size"),
                                              (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    _check_window(k, d, p, s)
     if input.ndim not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
                                   f"(got {input.ndim}D)")

@@ -580,8 +580,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # (PyTorch checks the bound of a positive smoothing only; a negative one is none)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if label_smoothing < 0.0:
+        label_smoothing = 0.0
     xs = input._data.shape
     class_dim = 0 if len(xs) == 1 else 1
     c = xs[class_dim]

@@ -194,6 +194,9 @@ def adaptive_avg_pool2d(input, output_size):
     h, w = input.shape[-2:]
     os_ = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size, output_size]
     oh, ow = (h if os_[0] is None else int(os_[0])), (w if os_[1] is None else int(os_[1]))
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{oh}, {ow}}}")
     if oh == h and ow == w:
         return _S.clone(input)
     if h % oh == 0 and w % ow == 0:
