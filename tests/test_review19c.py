@@ -319,3 +319,28 @@ def test_module_constructor_checks_and_negative_label_smoothing():
     assert F.cross_entropy(x, p, label_smoothing=-0.1).item() == F.cross_entropy(x, p).item()
     with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(x, t, label_smoothing=1.5)
+
+
+def test_normalisation_mixed_dtypes_follow_pytorchs_rule(device):
+    """PyTorch's normalisations take parameters (and batch_norm's running statistics) of the input's dtype, or
+    float32 ones with a float16/bfloat16 input; any other mix raises RuntimeError "mixed dtype (CPU): expect
+    parameter to have scalar type of Float" (a float64 parameter) or "... all inputs must share same datatype." (a
+    float64 input with float32 parameters).  instance_norm lets its running statistics differ and returns the
+    input's dtype.  coretorch promoted every mix to float64."""
+    x = torch.randn(4, 3, 5, device=device)
+    w64 = torch.ones(3, dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        F.batch_norm(x, None, None, w64, training=True)
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        F.layer_norm(x, (5,), torch.ones(5, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        F.group_norm(x, 3, w64)
+    with pytest.raises(RuntimeError, match="all inputs must share same datatype"):
+        F.batch_norm(x.double(), torch.zeros(3, device=device), torch.ones(3, device=device))
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        torch.nn.BatchNorm1d(3).double().to(device)(x)
+    rm, rv = torch.zeros(3, dtype=torch.float64, device=device), torch.ones(3, dtype=torch.float64, device=device)
+    out = F.instance_norm(x, rm, rv, use_input_stats=False)
+    assert out.dtype == torch.float32
+    np.testing.assert_allclose(out.cpu().numpy(), x.cpu().numpy(), rtol=1e-5, atol=1e-5)
+    assert F.instance_norm(x, rm, rv).dtype == torch.float32 and rm.dtype == torch.float64

@@ -34,9 +34,18 @@ def _verify_batch_size(shape) -> None:
 
 
 def _half_with_float_params(input, *params) -> bool:
-    """A float16/bfloat16 input normalised with float32 parameters or statistics (a float32 module fed half
-    precision): PyTorch computes in float32 and returns the input's dtype."""
-    return input.dtype in _REDUCED and any(t is not None and t.dtype is _dt.float32 for t in params)
+    """PyTorch's mixed-dtype rule of the normalisations: parameters (and running statistics) of another dtype than
+    the input are float32 ones with a float16/bfloat16 input (a float32 module fed half precision: computed in
+    float32, returned in the input's dtype; True here), any other mix raises its RuntimeError."""
+    dt = input.dtype
+    if all(t is None or t.dtype is dt for t in params):
+        return False
+    where = "CPU" if input.device.type == "cpu" else input.device.type
+    if any(t is not None and t.dtype is not _dt.float32 for t in params):
+        raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
+    if dt not in _REDUCED:
+        raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
+    return True
 
 
 def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
@@ -107,7 +116,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     _check_tensor("instance_norm", "input", input)
-    if _half_with_float_params(input, weight, bias, running_mean, running_var):
+    if _half_with_float_params(input, weight, bias):  # (PyTorch lets running statistics differ here)
         return instance_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, use_input_stats,
                              momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
@@ -133,8 +142,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
-        xc = _P.sub(input, running_mean.reshape(bshape))
-        var = running_var.reshape(bshape)
+        xc = _P.sub(input, running_mean.reshape(bshape).to(input.dtype))
+        var = running_var.reshape(bshape).to(input.dtype)
     return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
