@@ -9,10 +9,9 @@ from ...ops import creation as _C
 from ...ops import indexing as _I
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
-from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _ntuple, _record
+from ._common import _check_tensor, _i64, _needs_graph, _ntuple, _record
 from ._conv import _conv2d_raw
 from ._padding import _pad_constant
 from ._window import pool_table, take_max, window_argmax, window_sum
