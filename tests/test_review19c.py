@@ -344,3 +344,23 @@ def test_normalisation_mixed_dtypes_follow_pytorchs_rule(device):
     assert out.dtype == torch.float32
     np.testing.assert_allclose(out.cpu().numpy(), x.cpu().numpy(), rtol=1e-5, atol=1e-5)
     assert F.instance_norm(x, rm, rv).dtype == torch.float32 and rm.dtype == torch.float64
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_transpose_gradient_with_output_padding_at_least_the_stride(device, nd):
+    """PyTorch allows output_padding >= stride when it is below the dilation (stride 1, dilation 3, output_padding
+    2) and back-propagates into the input's shape.  coretorch's forward was right but the backward raised
+    "ConvolutionBackward0 returned an invalid gradient ... got [1, 2, 6, 6] but expected ... [1, 2, 4, 4]": the
+    convolution of the output gradient reaches past the input's size and was not cut back.  The gradients obey the
+    adjoint identities of the (bilinear) op: <y, g> = <x, dL/dx> = <w, dL/dw>."""
+    fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+    x = torch.randn((1, 2) + (4,) * nd, dtype=torch.float64, device=device, requires_grad=True)
+    w = torch.randn((2, 3) + (2,) * nd, dtype=torch.float64, device=device, requires_grad=True)
+    y = fn(x, w, stride=1, dilation=3, output_padding=2)
+    assert tuple(y.shape) == (1, 3) + (9,) * nd          # (4 - 1) + 3 * (2 - 1) + 2 + 1
+    g = torch.randn(y.shape, dtype=torch.float64, device=device)
+    gx, gw = torch.autograd.grad((y * g).sum(), (x, w))
+    assert gx.shape == x.shape and gw.shape == w.shape
+    inner = (y * g).sum().item()
+    assert (x * gx).sum().item() == pytest.approx(inner, rel=1e-10)
+    assert (w * gw).sum().item() == pytest.approx(inner, rel=1e-10)
