@@ -364,3 +364,30 @@ def test_conv_transpose_gradient_with_output_padding_at_least_the_stride(device,
     inner = (y * g).sum().item()
     assert (x * gx).sum().item() == pytest.approx(inner, rel=1e-10)
     assert (w * gw).sum().item() == pytest.approx(inner, rel=1e-10)
+
+
+def test_embedding_bag_max_gives_a_tied_maximum_gradient_to_the_first_element_of_the_bag(device):
+    """PyTorch's embedding_bag(mode='max') keeps the index of the first element of the bag reaching each
+    dimension's maximum and back-propagates only to it.  With two different rows holding equal values (rows 2 and 4
+    here, e.g. two zero-initialised rows) coretorch split the gradient evenly between them (scatter_reduce amax's
+    rule): row 4 got 1/3 and row 2 2/3 for the bag [4, 2, 2] where PyTorch gives row 4 all of it."""
+    w0 = np.arange(18, dtype=np.float64).reshape(6, 3) / 10
+    w0[2] = w0[4]
+    w = torch.tensor(w0, device=device, requires_grad=True)
+    bags = torch.tensor([[2, 4, 1], [4, 2, 2], [0, 1, 3]], device=device)
+    out = F.embedding_bag(bags, w, mode="max")
+    np.testing.assert_allclose(out.detach().cpu().numpy(), w0[bags.cpu().numpy()].max(1))
+    (g,) = torch.autograd.grad(out.sum(), w)
+    expected = np.zeros((6, 3))
+    expected[2] += 1       # bag [2, 4, 1]: 2 comes first among the tied maxima
+    expected[4] += 1       # bag [4, 2, 2]: 4 comes first
+    expected[3] += 1       # bag [0, 1, 3]
+    np.testing.assert_array_equal(g.cpu().numpy(), expected)
+    # offsets form, with an empty bag (zeros, no gradient)
+    out2 = F.embedding_bag(torch.tensor([4, 2, 2, 5], device=device), w, torch.tensor([0, 3, 3], device=device),
+                           mode="max")
+    (g2,) = torch.autograd.grad(out2.sum(), w)
+    np.testing.assert_allclose(out2.detach().cpu().numpy(), [w0[4], np.zeros(3), w0[5]])
+    exp2 = np.zeros((6, 3))
+    exp2[4] = exp2[5] = 1
+    np.testing.assert_array_equal(g2.cpu().numpy(), exp2)

@@ -9,6 +9,7 @@ from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as
 from ...tensor import Tensor
 from ._activation import relu, softmax
 from ._basic import embedding
+from ._common import _no_grad
 from ._padding import pad
 from ._pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
@@ -184,7 +185,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if keep is not None:
             rows = _P.where(_S.unsqueeze(keep, 1), rows, float("-inf"))
         idx = _S.expand(_S.unsqueeze(bag, 1), (bag.shape[0], d))
-        out = zeros.scatter_reduce(0, idx, rows, "amax", include_self=False)
+        t = flat.shape[0]
+        with _no_grad():
+            best = zeros.scatter_reduce(0, idx, rows.detach(), "amax", include_self=False)
+            if t:  # PyTorch's max_indices: the first element of the bag reaching the maximum (its only gradient)
+                pos = _S.expand(_S.unsqueeze(_C.arange(t, device=weight.device), 1), (t, d))
+                pos = _P.where(_P.eq(rows.detach(), _I.index_select(best, 0, bag)), pos, t - 1)
+                first = _C.full((b, d), t - 1, dtype=_dt.int64, device=weight.device)
+                first = first.scatter_reduce(0, idx, pos, "amin", include_self=True)
+        out = _I.gather(rows, 0, first) if t else best
         counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
                               (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
         return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)
