@@ -391,3 +391,12 @@ def test_embedding_bag_max_gives_a_tied_maximum_gradient_to_the_first_element_of
     exp2 = np.zeros((6, 3))
     exp2[4] = exp2[5] = 1
     np.testing.assert_array_equal(g2.cpu().numpy(), exp2)
+
+
+def test_hinge_embedding_loss_of_targets_other_than_plus_minus_one(device):
+    """PyTorch's hinge_embedding_loss is where(target != 1, max(0, margin - x), 0) + where(target != -1, x, 0), so
+    a target of 0 (labels given as {0, 1}) or 2 takes both terms.  coretorch computed 0 for such targets."""
+    x = torch.tensor([0.3, -0.2, 1.5, 0.4], dtype=torch.float64, device=device)
+    t = torch.tensor([1.0, -1.0, 0.0, 2.0], dtype=torch.float64, device=device)
+    out = F.hinge_embedding_loss(x, t, margin=1.0, reduction="none")
+    np.testing.assert_allclose(out.cpu().numpy(), [0.3, 1.2, 0.0 + 1.5, 0.6 + 0.4], rtol=1e-12)
