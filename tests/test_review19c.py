@@ -400,3 +400,19 @@ def test_hinge_embedding_loss_of_targets_other_than_plus_minus_one(device):
     t = torch.tensor([1.0, -1.0, 0.0, 2.0], dtype=torch.float64, device=device)
     out = F.hinge_embedding_loss(x, t, margin=1.0, reduction="none")
     np.testing.assert_allclose(out.cpu().numpy(), [0.3, 1.2, 0.0 + 1.5, 0.6 + 0.4], rtol=1e-12)
+
+
+def test_huber_and_soft_margin_losses_keep_the_inputs_dtype(device):
+    """PyTorch's huber_loss and soft_margin_loss write their element losses into a tensor like the input: a float32
+    input with a float64 target gives float32, a float16 input with a float32 target float16.  coretorch promoted
+    them (float64, float32)."""
+    for a, b in ((torch.float32, torch.float64), (torch.float16, torch.float32)):
+        x = torch.tensor([0.5, -2.0, 1.0], device=device).to(a)
+        t = torch.tensor([1.0, 1.0, -1.0], device=device).to(b)
+        h = F.huber_loss(x, t, reduction="none")
+        s = F.soft_margin_loss(x, t, reduction="none")
+        assert h.dtype == a and s.dtype == a
+        np.testing.assert_allclose(h.cpu().numpy().astype(np.float64), [0.125, 2.5, 1.5], rtol=1e-3)
+        np.testing.assert_allclose(s.cpu().numpy().astype(np.float64), np.log1p(np.exp([-0.5, 2.0, 1.0])),
+                                   rtol=1e-3)
+        assert F.huber_loss(x, t).dtype == a and F.soft_margin_loss(x, t).dtype == a

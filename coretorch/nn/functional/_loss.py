@@ -157,7 +157,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     d = _P.sub(input, target)
     ad = _P.abs(d)
     loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
-    return _reduce(_weighted(loss, weight), reduction)
+    return _reduce(_weighted(_in_dtype_of(loss, input), weight), reduction)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -334,7 +334,16 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if broadcast_shape(shape, tuple(target.shape), "soft_margin_loss") != shape:  # out has input's shape
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
                                f"{list(broadcast_shape(shape, tuple(target.shape)))}")
-    return _reduce(_P.log1p(_P.exp(_P.neg(_P.mul(target, input)))), reduction)
+    loss = _P.log1p(_P.exp(_P.neg(_P.mul(target, input))))
+    return _reduce(_in_dtype_of(loss, input), reduction)
+
+
+def _in_dtype_of(loss, input):
+    """The element losses in the input's floating dtype: PyTorch's kernels write into a tensor like the input (a
+    float64 target does not promote the loss, a float32 one does not promote a float16 input)."""
+    if isinstance(input, Tensor) and input.dtype.is_floating_point and loss.dtype is not input.dtype:
+        return loss.to(input.dtype)
+    return loss
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
