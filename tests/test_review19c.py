@@ -416,3 +416,17 @@ def test_huber_and_soft_margin_losses_keep_the_inputs_dtype(device):
         np.testing.assert_allclose(s.cpu().numpy().astype(np.float64), np.log1p(np.exp([-0.5, 2.0, 1.0])),
                                    rtol=1e-3)
         assert F.huber_loss(x, t).dtype == a and F.soft_margin_loss(x, t).dtype == a
+
+
+def test_interpolate_to_an_empty_or_negative_size_raises(device):
+    """PyTorch's interpolate raises RuntimeError "Input and output sizes should be greater than 0, but got input
+    (H: 3, W: 3) output (H: 0, W: 0)" for an output size below 1 (scale_factor 0.1 or negative, size 0); 'area'
+    (adaptive average pooling) allows 0, as adaptive_avg_pool2d does.  coretorch returned a tensor for the scale
+    factors and raised ZeroDivisionError for size 0 (also adaptive_avg_pool2d's own)."""
+    x = torch.randn(1, 1, 3, 3, device=device)
+    for kw in ({"scale_factor": 0.1}, {"scale_factor": -2.0}, {"size": (0, 2)}):
+        for mode in ("nearest", "bilinear"):
+            with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
+                F.interpolate(x, mode=mode, **kw)
+    assert tuple(F.interpolate(x, size=(0, 2), mode="area").shape) == (1, 1, 0, 2)
+    assert tuple(F.adaptive_avg_pool2d(x, (2, 0)).shape) == (1, 1, 2, 0)

@@ -92,6 +92,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     check_integer(input, mode, antialias)
+    if mode != "area" and (min(out_sizes) <= 0 or min(in_sizes) <= 0):  # (area is adaptive pooling: 0 is fine)
+        names = ("D", "H", "W")[3 - nsp:]
+        fmt = lambda v: ", ".join(f"{n}: {x}" for n, x in zip(names, v))  # noqa: E731
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)}) "
+                           f"output ({fmt(out_sizes)})")
     if input.dtype is _dt.uint8 and mode in ("bilinear", "bicubic"):  # PyTorch's (and PIL's) fixed-point path
         return resample_uint8(input, out_sizes, scales, mode, align_corners, antialias, _aa_matrix)
     if antialias:

@@ -182,6 +182,8 @@ def _adaptive_matrix(n_in, n_out, dtype, device) -> Tensor:
     for i in range(n_out):
         start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
         rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n_in)])
+    if not rows:  # an empty output size (PyTorch allows 0)
+        return _C.zeros((0, n_in), dtype=dtype, device=device)
     return _C.tensor(rows, dtype=dtype, device=device)
 
 
@@ -198,7 +200,7 @@ def adaptive_avg_pool2d(input, output_size):
                            f"received {{{oh}, {ow}}}")
     if oh == h and ow == w:
         return _S.clone(input)
-    if h % oh == 0 and w % ow == 0:
+    if oh and ow and h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
     # rectangular windows: the average is separable, A_h @ x @ A_w^T with constant averaging matrices
     ah = _adaptive_matrix(h, oh, input.dtype, input.device)
