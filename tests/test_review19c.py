@@ -430,3 +430,41 @@ def test_interpolate_to_an_empty_or_negative_size_raises(device):
                 F.interpolate(x, mode=mode, **kw)
     assert tuple(F.interpolate(x, size=(0, 2), mode="area").shape) == (1, 1, 0, 2)
     assert tuple(F.adaptive_avg_pool2d(x, (2, 0)).shape) == (1, 1, 2, 0)
+
+
+def test_pooling_padding_and_loss_argument_errors(device):
+    """PyTorch's errors, where coretorch leaked another error or computed: a negative pooling padding
+    (RuntimeError "pad must be non-negative"; numpy's ValueError before), a float avg_pool2d divisor_override
+    (TypeError; it divided by 2.5), a 3-long adaptive_avg_pool2d size (RuntimeError; it pooled), an empty channel
+    dim in max/avg_pool2d (RuntimeError; a result or ZeroDivisionError) while adaptive_avg_pool2d returns the
+    empty result, a float in F.pad's pad (TypeError; it truncated 1.5 to 1), multi_margin_loss's weight of the wrong
+    size (RuntimeError "inconsistent weight size"; an IndexError), embedding_bag's per_sample_weights of another
+    shape (ValueError; a broadcast RuntimeError), instance_norm of a 1-D input (ValueError; IndexError) and fold
+    of a 4-D input (RuntimeError; NotImplementedError)."""
+    x = torch.randn(1, 1, 4, 4, device=device)
+    with pytest.raises(RuntimeError, match="pad must be non-negative"):
+        F.max_pool2d(x, 2, padding=(0, -1))
+    with pytest.raises(RuntimeError, match="pad must be non-negative"):
+        F.avg_pool2d(x, 2, padding=-1)
+    with pytest.raises(TypeError, match="divisor_override"):
+        F.avg_pool2d(x, 2, divisor_override=2.5)
+    with pytest.raises(RuntimeError, match="output_size must be 2"):
+        F.adaptive_avg_pool2d(x, (2, 2, 2))
+    empty_c = torch.ones(1, 0, 4, 4, device=device)
+    for fn in (F.max_pool2d, F.avg_pool2d):
+        with pytest.raises(RuntimeError, match="optional 0 dim batch size"):
+            fn(empty_c, 2)
+    assert tuple(F.adaptive_avg_pool2d(empty_c, 2).shape) == (1, 0, 2, 2)
+    assert tuple(F.max_pool2d(torch.ones(0, 2, 4, 4, device=device), 2).shape) == (0, 2, 2, 2)
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        F.pad(torch.ones(2, 3, device=device), (1.5, 1))
+    with pytest.raises(RuntimeError, match="inconsistent weight size, expected 4 but got \\[3\\]"):
+        F.multi_margin_loss(torch.randn(3, 4, device=device), torch.tensor([0, 1, 3], device=device),
+                            weight=torch.ones(3, device=device))
+    with pytest.raises(ValueError, match="per_sample_weights"):
+        F.embedding_bag(torch.tensor([[0, 1], [1, 2]], device=device), torch.randn(3, 4, device=device), mode="sum",
+                        per_sample_weights=torch.ones(3, device=device))
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        F.instance_norm(torch.randn(6, device=device))
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
+        F.fold(torch.randn(1, 2, 4, 4, device=device), (3, 3), 2)

@@ -78,8 +78,8 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                                              (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
     _check_window(k, d, p, s)
     if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                                  f"(got {input.ndim}D)")
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
     n, ck, L = x.shape
@@ -147,6 +147,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "

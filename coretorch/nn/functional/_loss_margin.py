@@ -75,6 +75,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
         raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
     y = target.reshape(-1)
     c = x.shape[1]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
     x_y = _I.gather(x, 1, _S.unsqueeze(y, 1))
     margins = _P.clamp(_P.add(_P.sub(x, x_y), margin), min=0.0)
     if p == 2:

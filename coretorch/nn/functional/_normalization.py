@@ -116,15 +116,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
     _check_tensor("instance_norm", "input", input)
+    if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"coretorch.Size({list(input.shape)})")
     if _half_with_float_params(input, weight, bias):  # (PyTorch lets running statistics differ here)
         return instance_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, use_input_stats,
                              momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, input.ndim))
-        if math.prod(input.shape[2:]) == 1:
-            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
-                             f"coretorch.Size({list(input.shape)})")
         mean = _R.mean(input, axes, keepdim=True)
         xc = _P.sub(input, mean)
         var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)

@@ -2,6 +2,8 @@
 1-D/3-D adaptive average pooling: _adaptive; unpooling: _unpool)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ... import dtypes as _dt
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
@@ -33,6 +35,9 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     if input.ndim not in (3, 4):
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, but got: "
                            f"{list(input.shape)}")
+    if 0 in tuple(input.shape)[input.ndim - 3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{list(input.shape)}")
     k = _ntuple(kernel_size, 2, "kernel_size")
     s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else \
         _ntuple(stride, 2, "stride")
@@ -41,6 +46,8 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
         raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, but got "
                            f"kernel_size={list(k)} stride={list(s)} dilation={list(d)}")
     for i in range(2):
+        if p[i] < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
         if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
                                f"kernel_size={k[i]} and dilation={d[i]}")
@@ -130,6 +137,10 @@ def _avg_divisor(n, k, s, p, oh, count_include_pad):
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """2-D average pooling (see :class:`coretorch.nn.AvgPool2d` for the arguments and shapes)."""
+    if divisor_override is not None and (not isinstance(divisor_override, (int, np.integer)) or
+                                         isinstance(divisor_override, bool)):
+        raise TypeError(f"avg_pool2d(): argument 'divisor_override' must be int, not "
+                        f"{type(divisor_override).__name__}")
     k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -194,13 +205,15 @@ def adaptive_avg_pool2d(input, output_size):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
     h, w = input.shape[-2:]
     os_ = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size, output_size]
+    if len(os_) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
     oh, ow = (h if os_[0] is None else int(os_[0])), (w if os_[1] is None else int(os_[1]))
     if oh < 0 or ow < 0:
         raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                            f"received {{{oh}, {ow}}}")
     if oh == h and ow == w:
         return _S.clone(input)
-    if oh and ow and h % oh == 0 and w % ow == 0:
+    if oh and ow and h % oh == 0 and w % ow == 0 and input.shape[-3]:
         return avg_pool2d(input, (h // oh, w // ow))
     # rectangular windows: the average is separable, A_h @ x @ A_w^T with constant averaging matrices
     ah = _adaptive_matrix(h, oh, input.dtype, input.device)
