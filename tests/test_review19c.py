@@ -468,3 +468,16 @@ def test_pooling_padding_and_loss_argument_errors(device):
         F.instance_norm(torch.randn(6, device=device))
     with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
         F.fold(torch.randn(1, 2, 4, 4, device=device), (3, 3), 2)
+
+
+def test_group_norm_and_grid_sample_of_an_empty_batch(device):
+    """PyTorch's group_norm and grid_sample take an empty batch (N = 0) and return an empty result; coretorch
+    raised "shape '[0, 2, -1]' is invalid for input of size 0" (a reshape with -1 over zero elements)."""
+    x = torch.randn(0, 4, 3, device=device, requires_grad=True)
+    out = F.group_norm(x, 2, torch.ones(4, device=device), torch.zeros(4, device=device))
+    assert tuple(out.shape) == (0, 4, 3)
+    out.sum().backward()
+    assert tuple(x.grad.shape) == (0, 4, 3)
+    g = F.grid_sample(torch.randn(0, 2, 3, 3, device=device), torch.zeros(0, 2, 2, 2, device=device),
+                      align_corners=False)
+    assert tuple(g.shape) == (0, 2, 2, 2)

@@ -123,7 +123,10 @@ class _Taps:
     def __init__(self, input: Tensor, out_spatial: tuple, zeros: bool) -> None:
         self.n, self.c = input.shape[0], input.shape[1]
         self.sizes = tuple(input.shape[2:])
-        self.flat = input.reshape(self.n, self.c, -1)
+        hw = 1
+        for v in self.sizes:
+            hw *= v
+        self.flat = input.reshape(self.n, self.c, hw)  # (explicit: n or c may be 0)
         self.out_shape = (self.n, self.c) + tuple(out_spatial)
         self.zeros = zeros
         self.p = 1

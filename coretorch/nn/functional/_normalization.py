@@ -233,7 +233,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     if _half_with_float_params(input, weight, bias):
         return group_norm(input.to(_dt.float32), num_groups, weight, bias, eps).to(input.dtype)
-    x = input.reshape(n, num_groups, -1)
+    x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
     out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), 2, keepdim=True), eps))).reshape(input.shape)
