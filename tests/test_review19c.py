@@ -481,3 +481,7 @@ def test_group_norm_and_grid_sample_of_an_empty_batch(device):
     g = F.grid_sample(torch.randn(0, 2, 3, 3, device=device), torch.zeros(0, 2, 2, 2, device=device),
                       align_corners=False)
     assert tuple(g.shape) == (0, 2, 2, 2)
+    # ctc_loss of an empty batch: PyTorch's "log_probs tensor must not be empty" (a where() dtype error before)
+    with pytest.raises(RuntimeError, match="log_probs tensor must not be empty"):
+        F.ctc_loss(torch.zeros(4, 0, 3, device=device), torch.zeros(0, 2, dtype=torch.int64, device=device),
+                   torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64))

@@ -77,6 +77,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         raise RuntimeError(f"ctc_loss(): expected log_probs of 2 or 3 dimensions, got {log_probs.ndim}")
     if log_probs.dtype not in (_dt.float32, _dt.float64):  # PyTorch's kernel: float and double only
         raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{log_probs.dtype._tname[:-6]}'")
+    if log_probs.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
     t_max, n, c = log_probs.shape
     il = _lengths(input_lengths, "input_lengths")
     tl = _lengths(target_lengths, "target_lengths")
