@@ -485,3 +485,12 @@ def test_group_norm_and_grid_sample_of_an_empty_batch(device):
     with pytest.raises(RuntimeError, match="log_probs tensor must not be empty"):
         F.ctc_loss(torch.zeros(4, 0, 3, device=device), torch.zeros(0, 2, dtype=torch.int64, device=device),
                    torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64))
+
+
+def test_functional_upsample_warns_that_it_is_deprecated():
+    """PyTorch's F.upsample emits UserWarning "`nn.functional.upsample` is deprecated. Use
+    `nn.functional.interpolate` instead." (as F.upsample_nearest/upsample_bilinear do here already); coretorch's
+    was silent."""
+    with pytest.warns(UserWarning, match="nn.functional.upsample` is deprecated"):
+        out = F.upsample(torch.ones(1, 1, 2, 2), scale_factor=2)
+    assert tuple(out.shape) == (1, 1, 4, 4)
