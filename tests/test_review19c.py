@@ -494,3 +494,40 @@ def test_functional_upsample_warns_that_it_is_deprecated():
     with pytest.warns(UserWarning, match="nn.functional.upsample` is deprecated"):
         out = F.upsample(torch.ones(1, 1, 2, 2), scale_factor=2)
     assert tuple(out.shape) == (1, 1, 4, 4)
+
+
+def test_margin_losses_follow_pytorchs_kernels_at_the_margin_and_for_repeated_labels(device):
+    """PyTorch's multi_margin_loss and multilabel_margin_loss kernels add a term (and its gradient) only where
+    margin - x[y] + x[j] > 0, so a term exactly at 0 has no gradient (coretorch's clamp passed one: -0.667 for
+    PyTorch's -0.333); multilabel_margin_loss loops over the listed targets, so a class listed twice counts twice
+    (coretorch: once, 0.85 for PyTorch's 1.1)."""
+    x = torch.tensor([[1.0, 0.0, 0.5]], dtype=torch.float64, device=device, requires_grad=True)
+    out = F.multi_margin_loss(x, torch.tensor([0], device=device), reduction="sum")
+    assert out.item() == pytest.approx(0.5 / 3)
+    (g,) = torch.autograd.grad(out, x)
+    np.testing.assert_allclose(g.cpu().numpy(), [[-1 / 3, 0.0, 1 / 3]], rtol=1e-12)
+    a = np.array([0.1, 0.2, 0.4, 0.8])
+    x2 = torch.tensor([a], dtype=torch.float64, device=device, requires_grad=True)
+    out2 = F.multilabel_margin_loss(x2, torch.tensor([[3, 3, 0, -1]], device=device))
+    # listed targets 3, 3, 0; non-targets 1, 2
+    ref = sum(max(0.0, 1 - (a[j] - a[k])) for j in (3, 3, 0) for k in (1, 2)) / 4
+    assert out2.item() == pytest.approx(ref, rel=1e-12)
+    (g2,) = torch.autograd.grad(out2, x2)
+    np.testing.assert_allclose(g2.cpu().numpy(), [[-0.5, 0.75, 0.75, -1.0]], rtol=1e-12)
+
+
+def test_cosine_embedding_loss_uses_pytorchs_epsilon_formula(device):
+    """PyTorch's cosine_embedding_loss is x1.x2 / sqrt((|x1|^2 + EPS)(|x2|^2 + EPS)) with EPS = 1e-12 (as a C
+    float), and a target other than 1 / -1 contributes 0.  For a zero x1 the gradient is x2 / sqrt(EPS |x2|^2)
+    (4.5e5 here); coretorch clamped the norms at 1e-12 instead (4.5e11) and treated a target of 0 as -1."""
+    eps = float(np.float32(1e-12))
+    a = torch.zeros(1, 2, dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.tensor([[1.0, 2.0]], dtype=torch.float64, device=device)
+    out = F.cosine_embedding_loss(a, b, torch.tensor([1], device=device), reduction="sum")
+    assert out.item() == 1.0
+    (g,) = torch.autograd.grad(out, a)
+    np.testing.assert_allclose(g.cpu().numpy(), -np.array([[1.0, 2.0]]) / np.sqrt(eps * (5 + eps)), rtol=1e-12)
+    x = torch.tensor([[1.0, 0.0], [1.0, 1.0]], dtype=torch.float64, device=device)
+    y = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64, device=device)
+    out0 = F.cosine_embedding_loss(x, y, torch.tensor([0, 0], device=device), reduction="none")
+    np.testing.assert_array_equal(out0.cpu().numpy(), [0.0, 0.0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
@@ -33,6 +35,8 @@ def _legacy_reduction(size_average, reduce, reduction, emit=True):
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
                       UserWarning, stacklevel=3)
     return ret
+
+_EPS_F = float(np.float32(1e-12))  # PyTorch's loss EPSILON (1e-12 as a C float): 9.99999996e-13
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -221,7 +225,7 @@ class BinaryCrossEntropyBackward0(Node):
         if w is not None:
             g = _P.mul(g, w)
         nx, ny = self.need
-        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=1e-12)) if nx else None
+        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=_EPS_F)) if nx else None
         gy = _P.mul(g, _P.sub(_P.log(_P.rsub(x, 1.0)), _P.log(x))) if ny else None
         return gx, gy
 
@@ -682,8 +686,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"{td}D target tensor expects {td + 1}D input tensors, but found inputs with sizes "
                            f"{list(input1.shape)} and {list(input2.shape)}.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
-    loss = _P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), _P.clamp(_P.sub(cos, margin), min=0.0))
+    # PyTorch's formula: its EPSILON (1e-12 as a C float) added to each squared magnitude (a zero vector's
+    # gradient is finite: x / 1e-6), a target other than 1 / -1 contributes 0
+    d, eps = td, _EPS_F
+    prod = _R.sum(_P.mul(input1, input2), d)
+    mag = _P.mul(_P.add(_R.sum(_P.mul(input1, input1), d), eps), _P.add(_R.sum(_P.mul(input2, input2), d), eps))
+    cos = _P.div(prod, _P.sqrt(mag))
+    loss = _P.add(_P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), 0.0),
+                  _P.where(_P.eq(target, -1), _P.clamp(_P.sub(cos, margin), min=0.0), 0.0))
     return _reduce(loss, reduction)
 
 
