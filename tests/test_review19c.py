@@ -531,3 +531,16 @@ def test_cosine_embedding_loss_uses_pytorchs_epsilon_formula(device):
     y = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64, device=device)
     out0 = F.cosine_embedding_loss(x, y, torch.tensor([0, 0], device=device), reduction="none")
     np.testing.assert_array_equal(out0.cpu().numpy(), [0.0, 0.0])
+
+
+def test_kl_div_of_a_negative_target_is_nan(device):
+    """PyTorch's kl_div is xlogy(t, t) - t * x: NaN where the target is negative (log of a negative), 0 * log 0 = 0
+    where it is 0, and the input's gradient -t everywhere.  coretorch gave a negative target the finite -t * x."""
+    x = torch.tensor([-1.0, -2.0, -0.5], dtype=torch.float64, device=device, requires_grad=True)
+    t = torch.tensor([0.5, 0.0, -0.25], dtype=torch.float64, device=device)
+    out = F.kl_div(x, t, reduction="none")
+    o = out.detach().cpu().numpy()
+    assert o[0] == pytest.approx(0.5 * (np.log(0.5) + 1.0)) and o[1] == 0.0 and np.isnan(o[2])
+    (g,) = torch.autograd.grad(out[:2].sum() + out[2] * 0, x)
+    np.testing.assert_allclose(g.cpu().numpy()[:2], [-0.5, 0.0])
+    assert np.isnan(F.kl_div(x, t, reduction="sum").item())

@@ -286,9 +286,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = _P.mul(_P.exp(target), _P.sub(target, input))
     else:
+        # PyTorch's xlogy(t, t) - t * x: xlogy is 0 at t == 0 and NaN for a negative t (its log), while the
+        # input's gradient is -t everywhere
         pos = _P.gt(target, 0)
         safe = _P.where(pos, target, 1.0)
-        loss = _P.where(pos, _P.mul(target, _P.sub(_P.log(safe), input)), _P.mul(_P.mul(target, input), -1.0))
+        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), _P.where(_P.lt(target, 0), float("nan"), 0.0))
+        loss = _P.sub(tlogt, _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
     return _reduce(loss, reduction)
