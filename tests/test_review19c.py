@@ -558,3 +558,8 @@ def test_channels_last_input_keeps_channels_last_through_conv_pool_interpolate_p
             F.adaptive_avg_pool2d(x, 3), F.interpolate(x, scale_factor=2, mode="bilinear"), F.pad(x, (1, 1, 1, 1))]
     for y in outs:
         assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    h = F.kl_div(x.to(torch.float16), t.to(torch.float16), reduction="none")
+    assert h.dtype == torch.float16 and np.isnan(h.cpu().numpy()[2])
+    tp = torch.tensor([0.5, 0.25], dtype=torch.float64, device=device, requires_grad=True)
+    (gt,) = torch.autograd.grad(F.kl_div(x[:2].detach(), tp, reduction="sum"), tp)
+    np.testing.assert_allclose(gt.cpu().numpy(), np.log([0.5, 0.25]) + 1 - np.array([-1.0, -2.0]))

@@ -290,7 +290,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         # input's gradient is -t everywhere
         pos = _P.gt(target, 0)
         safe = _P.where(pos, target, 1.0)
-        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), _P.where(_P.lt(target, 0), float("nan"), 0.0))
+        td = target.detach()  # (no gradient through the constant branch, in the target's dtype)
+        rest = _P.where(_P.eq(td, 0), 0.0, _P.mul(td, float("nan")))
+        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), rest)
         loss = _P.sub(tlogt, _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
