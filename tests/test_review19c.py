@@ -563,3 +563,19 @@ def test_channels_last_input_keeps_channels_last_through_conv_pool_interpolate_p
     tp = torch.tensor([0.5, 0.25], dtype=torch.float64, device=device, requires_grad=True)
     (gt,) = torch.autograd.grad(F.kl_div(x[:2].detach(), tp, reduction="sum"), tp)
     np.testing.assert_allclose(gt.cpu().numpy(), np.log([0.5, 0.25]) + 1 - np.array([-1.0, -2.0]))
+
+
+def test_grid_sample_of_a_nan_grid_does_not_crash(device):
+    """PyTorch's grid_sample of a grid holding NaN returns NaN where the zeros padding mixes the NaN weights in and
+    clips a NaN coordinate to 0 under border/reflection padding (bilinear, nearest); coretorch raised "gather():
+    index -9223372036854775808 is out of bounds" (the NaN cast to an index)."""
+    x = torch.arange(12.0, device=device).reshape(1, 1, 3, 4)
+    g = torch.tensor([[[[float("nan"), 0.0], [0.0, float("nan")], [0.2, 0.3]]]], device=device)
+    expected = {("bilinear", "zeros"): [np.nan, np.nan, 7.7], ("bilinear", "border"): [4.0, 1.5, 7.7],
+                ("bilinear", "reflection"): [4.0, 1.5, 7.7], ("nearest", "zeros"): [0.0, 0.0, 6.0],
+                ("nearest", "border"): [4.0, 2.0, 6.0]}
+    for (mode, pm), ref in expected.items():
+        out = F.grid_sample(x, g, mode=mode, padding_mode=pm, align_corners=False)
+        np.testing.assert_allclose(out.cpu().numpy().ravel(), ref, rtol=1e-6)
+    out = F.grid_sample(x, g, mode="bicubic", padding_mode="border", align_corners=False).cpu().numpy().ravel()
+    assert np.isnan(out[:2]).all() and np.isfinite(out[2])

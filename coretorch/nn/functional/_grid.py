@@ -103,16 +103,22 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
 
 
 def _pad_coords(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    """Source coordinates after the padding mode: border clamps, reflection reflects then clamps."""
+    """Source coordinates after the padding mode: border clamps, reflection reflects then clamps (a NaN clamps to
+    0, as PyTorch's clip_coordinates gives it)."""
     if padding_mode == "border":
-        return _P.clamp(coord, 0, size - 1)
+        return _clip(coord, size)
     if padding_mode == "reflection":
         if align_corners:
             coord = _reflect(coord, 0, 2 * (size - 1))
         else:
             coord = _reflect(coord, -1, 2 * size - 1)
-        return _P.clamp(coord, 0, size - 1)
+        return _clip(coord, size)
     return coord
+
+
+def _clip(coord: Tensor, size: int) -> Tensor:
+    c = _P.clamp(coord, 0, size - 1)
+    return _P.where(_P.eq(c, c), c, 0.0)
 
 
 class _Taps:
@@ -137,7 +143,8 @@ class _Taps:
         """(clamped int64 index, in-range mask as the input's dtype or None) for integer-valued positions along
         spatial axis k."""
         size = self.sizes[k]
-        idx = _P.clamp(pos, 0, size - 1).to(_i64)
+        c = _P.clamp(pos, 0, size - 1)
+        idx = _P.where(_P.eq(c, c), c, 0.0).to(_i64)  # a NaN position (a NaN grid) reads tap 0: NaN weights follow
         if not self.zeros:
             return idx, None
         ok = _P.logical_and(_P.ge(pos, 0), _P.le(pos, size - 1)).to(self.flat.dtype)
