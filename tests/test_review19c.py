@@ -579,3 +579,17 @@ def test_grid_sample_of_a_nan_grid_does_not_crash(device):
         np.testing.assert_allclose(out.cpu().numpy().ravel(), ref, rtol=1e-6)
     out = F.grid_sample(x, g, mode="bicubic", padding_mode="border", align_corners=False).cpu().numpy().ravel()
     assert np.isnan(out[:2]).all() and np.isfinite(out[2])
+
+
+def test_nll_and_cross_entropy_reject_a_weight_of_another_dtype(device):
+    """PyTorch's nll_loss (and cross_entropy with class-index targets) raise RuntimeError "expected scalar type
+    Float but found Double" for a weight of another dtype than the input; coretorch computed (a float64 result
+    with label smoothing).  Probability targets keep PyTorch's composite promotion."""
+    x = torch.randn(4, 3, device=device)
+    t = torch.tensor([0, 1, 2, 1], device=device)
+    w = torch.ones(3, dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        F.nll_loss(x, t, weight=w)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        F.cross_entropy(x, t, weight=w, label_smoothing=0.1)
+    assert F.cross_entropy(x, torch.softmax(x, 1), weight=w).dtype == torch.float64

@@ -558,6 +558,8 @@ def _nll(input, target, weight, ignore_index, reduction: str):
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.dtype is not input.dtype:  # PyTorch's kernel takes one scalar type
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {weight.dtype._tname[:-6]}")
     x = _class_last(input)
     t = target if len(target._data.shape) == 1 else target.reshape(-1)
     out = _nll_2d(x, t, weight, ignore_index, reduction)
