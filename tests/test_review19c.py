@@ -593,3 +593,14 @@ def test_nll_and_cross_entropy_reject_a_weight_of_another_dtype(device):
     with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
         F.cross_entropy(x, t, weight=w, label_smoothing=0.1)
     assert F.cross_entropy(x, torch.softmax(x, 1), weight=w).dtype == torch.float64
+
+
+def test_adaptive_avg_pool2d_of_integers_raises():
+    """PyTorch's adaptive_avg_pool2d has no integer kernel (NotImplementedError '"adaptive_avg_pool2d" not
+    implemented for 'Long''), as coretorch's 1-D and 3-D forms already said; coretorch's 2-D form returned zeros for
+    a non-divisible size (its averaging matrices cast to the integer dtype) and a pooled result otherwise."""
+    x = torch.arange(25).reshape(1, 1, 5, 5)
+    for dt in (torch.int64, torch.uint8, torch.bool):
+        for size in (2, 5):
+            with pytest.raises(NotImplementedError, match="adaptive_avg_pool2d"):
+                F.adaptive_avg_pool2d(x.to(dt), size)

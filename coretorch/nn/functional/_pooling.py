@@ -203,6 +203,8 @@ def adaptive_avg_pool2d(input, output_size):
     _check_tensor("adaptive_avg_pool2d", "input", input)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    if not input.dtype.is_floating_point:  # (the averaging matrices of an integer dtype were zeros)
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
     h, w = input.shape[-2:]
     os_ = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size, output_size]
     if len(os_) != 2:
