@@ -71,9 +71,10 @@ class Arg:
 
     dtype: None for the dtype under test, else a fixed dtype name ("int64", "bool", "float64", ...).
     domain: any (floats in [-2, 2], ints in [-5, 5]) | positive | nonzero | small (floats in (-0.9, 0.9), ints
-    in [0, 3]) | distinct (no ties, |x| >= 0.15, gaps >= 0.3: away from every kink) | zeros | ties / ties3
-    (distinct, but each last-dim row's maximum appears 2 / 3 times) | tie0 (equal to input 0 at every other
-    element) | mask | index:N (integers in [0, N)) | sindex:N (integers in [-N, N)).
+    in [0, 3]) | unit (floats in (0.05, 0.95): probabilities) | distinct (no ties, |x| >= 0.15, gaps >= 0.3:
+    away from every kink) | zeros | ties / ties3 (distinct, but each last-dim row's maximum appears 2 / 3
+    times) | tie0 (equal to input 0 at every other element) | mask | index:N (integers in [0, N)) | sindex:N
+    (integers in [-N, N)).
     layout: "c" contiguous, "t" transposed view of a contiguous tensor (1-D: strided), "s" every other
     row of a bigger tensor (slicing with step 2; the skipped rows hold a sentinel value).
     """
@@ -167,6 +168,8 @@ def _values(arg: Arg, npdt: np.dtype, rng: np.random.Generator, prev: list) -> n
             v = rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 2, shape)
         elif dom == "small":
             v = rng.uniform(-0.9, 0.9, shape)
+        elif dom == "unit":  # probabilities, e.g. binary_cross_entropy's target
+            v = rng.uniform(0.05, 0.95, shape)
         else:
             raise ValueError(f"unknown domain {dom!r}")
         return np.asarray(v).astype(npdt)

@@ -544,7 +544,7 @@ def _build() -> list[OpCase]:
                    (A((3, 4)), A((3, 4))), Fl))
         add(OpCase(f"binary_cross_entropy.{red}", lambda x, t, r=red: F.binary_cross_entropy(
             F.sigmoid(x), t, reduction=r), lambda a, b, r=red: _red(_bce(_sig(a.astype(np.float64)), b), r, a),
-            (A((3, 4)), A((3, 4), "small")), Fl, gradgrad=red == "mean"))
+            (A((3, 4)), A((3, 4), "unit")), Fl, gradgrad=red == "mean"))
         add(OpCase(f"binary_cross_entropy_with_logits.{red}", lambda x, t, r=red:
                    F.binary_cross_entropy_with_logits(x, t, reduction=r),
                    lambda a, b, r=red: _red(_bce(_sig(a.astype(np.float64)), b), r, a),
@@ -591,10 +591,10 @@ def _build() -> list[OpCase]:
                raises=ValueError))
     add(OpCase("binary_cross_entropy.weight", lambda x, t, w: F.binary_cross_entropy(F.sigmoid(x), t, w),
                lambda a, b, w: _c((_bce(_sig(a.astype(np.float64)), b) * w).mean(), a),
-               (A((3, 4)), A((3, 4), "small"), A((4,), "positive", requires_grad=False)), Fl))
+               (A((3, 4)), A((3, 4), "unit"), A((4,), "positive", requires_grad=False)), Fl))
     add(OpCase("binary_cross_entropy.clamp", lambda x, t: F.binary_cross_entropy(x, t, reduction="none"),
                lambda a, b: _c(-(b * np.maximum(np.log(a), -100) + (1 - b) * np.maximum(np.log1p(-a), -100)), a),
-               (A((2, 3), "zeros"), A((2, 3), "small")), Fl, grad=False))
+               (A((2, 3), "zeros"), A((2, 3), "unit")), Fl, grad=False))
     add(OpCase("binary_cross_entropy.range", lambda x, t: F.binary_cross_entropy(x * 3, t), None,
                (A((2, 3), "positive"), A((2, 3), "small")), raises=RuntimeError))
     add(OpCase("binary_cross_entropy_with_logits.pos_weight", lambda x, t, w, pw: F.binary_cross_entropy_with_logits(

@@ -170,8 +170,8 @@ def test_native_norms_and_dropout(device):
     out, sm, si = torch.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     close(sm, xn.mean((0, 2)))
     close(si, 1 / np.sqrt(xn.var((0, 2)) + 1e-5))
-    _, sm, si = torch.native_batch_norm(x, None, None, torch.zeros(6, device=device), torch.ones(6, device=device),
-                                       False, 0.1, 1e-5)
+    _, sm, si = torch.native_batch_norm(x, None, None, torch.zeros(6, dtype=x.dtype, device=device),
+                                       torch.ones(6, dtype=x.dtype, device=device), False, 0.1, 1e-5)
     assert sm.shape == si.shape == (0,)
     ones = torch.ones(40, 30, device=device)
     y, mask = torch.native_dropout(ones, 0.25, True)

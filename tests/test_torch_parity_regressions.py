@@ -327,14 +327,15 @@ _BCE_W = np.array([2.0, 0.5, 1.0])
 
 
 def _bce_expect(x, y, w, reduction):
-    """numpy reference: forward with each log clamped at -100; d/dx = (x - y) / max(x (1 - x), 1e-12),
+    """numpy reference: forward with each log clamped at -100; d/dx = (x - y) / max(x (1 - x), EPSILON) (PyTorch's
+    EPSILON: 1e-12 as a C float),
     d/dy = -logit(x); times the weight, over numel for 'mean' (the incoming gradient is ones)."""
     with np.errstate(divide="ignore"):
         lx, l1x = np.maximum(np.log(x), -100.0), np.maximum(np.log1p(-x), -100.0)
         gy = np.log1p(-x) - np.log(x)
     loss = -(y * lx + (1 - y) * l1x) * w
     scale = w / x.size if reduction == "mean" else w
-    gx = (x - y) / np.maximum(x * (1 - x), 1e-12) * scale
+    gx = (x - y) / np.maximum(x * (1 - x), float(np.float32(1e-12))) * scale
     out = loss if reduction == "none" else loss.mean() if reduction == "mean" else loss.sum()
     return out, gx, gy * scale
 

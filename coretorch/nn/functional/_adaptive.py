@@ -30,7 +30,11 @@ def _out_sizes(op: str, output_size, input: Tensor, nsp: int) -> tuple:
     else:
         sizes = [output_size] * nsp
     sp = input.shape[-nsp:]
-    return tuple(int(sp[i]) if sizes[i] is None else int(sizes[i]) for i in range(nsp))
+    outs = tuple(int(sp[i]) if sizes[i] is None else int(sizes[i]) for i in range(nsp))
+    if any(o < 0 for o in outs):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{', '.join(map(str, outs))}}}")
+    return outs
 
 
 def _check_input(op: str, input: Tensor, nsp: int, colon: bool = True) -> None:

@@ -108,7 +108,13 @@ class ConvolutionBackwardInput(_ConvNode):
     def backward(self, ggx):
         gy, w = self.saved()
         ngy, nw = self.need
-        return (_conv2d_raw(ggx, w, *self.args) if ngy else None,
+        ggy = None
+        if ngy:
+            ggy = _conv2d_raw(ggx, w, *self.args)
+            oh, ow = gy.shape[2:]
+            if tuple(ggy.shape[2:]) != (oh, ow):  # an output_padding >= stride (allowed below the dilation): the
+                ggy = ggy[:, :, :oh, :ow]          # convolution of the padded rows reaches past gy's size
+        return (ggy,
                 _conv2d_weight_grad(ggx, gy, w.shape, *self.args) if nw else None)
 
 

@@ -9,6 +9,7 @@ from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as
 from ...tensor import Tensor
 from ._activation import relu, softmax
 from ._basic import embedding
+from ._common import _no_grad
 from ._padding import pad
 from ._pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
@@ -24,6 +25,20 @@ def _pair(v, name: str) -> tuple[int, int]:
     return v
 
 
+def _check_window(k, d, p, s) -> None:
+    """PyTorch's im2col/col2im argument checks."""
+    if k[0] <= 0 or k[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: "
+                           f"{k[1]}")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
+    if d[0] <= 0 or d[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} dilation_width: "
+                           f"{d[1]}")
+    if p[0] < 0 or p[1] < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+
+
 def _windows(hp: int, wp: int, k, d, s) -> tuple[np.ndarray, int, int]:
     """Flat indices into a padded (hp, wp) plane: (kh*kw, L) with L the number of sliding blocks."""
     oh = (hp - d[0] * (k[0] - 1) - 1) // s[0] + 1
@@ -37,6 +52,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     """(N, C, H, W) -> (N, C*kh*kw, L): every sliding block as a column (im2col)."""
     k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                           (padding, "padding"), (stride, "stride")))
+    _check_window(k, d, p, s)
     if input.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
     batched = input.ndim == 4
@@ -60,9 +76,10 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     """(N, C*kh*kw, L) -> (N, C, H, W): the columns summed back into place (col2im; overlaps add up)."""
     o, k, d, p, s = (_pair(v, n) for v, n in ((output_size, "output_size"), (kernel_size, "kernel_size"),
                                              (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    _check_window(k, d, p, s)
     if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                                  f"(got {input.ndim}D)")
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
     n, ck, L = x.shape
@@ -130,6 +147,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
@@ -168,7 +188,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if keep is not None:
             rows = _P.where(_S.unsqueeze(keep, 1), rows, float("-inf"))
         idx = _S.expand(_S.unsqueeze(bag, 1), (bag.shape[0], d))
-        out = zeros.scatter_reduce(0, idx, rows, "amax", include_self=False)
+        t = flat.shape[0]
+        with _no_grad():
+            best = zeros.scatter_reduce(0, idx, rows.detach(), "amax", include_self=False)
+            if t:  # PyTorch's max_indices: the first element of the bag reaching the maximum (its only gradient)
+                pos = _S.expand(_S.unsqueeze(_C.arange(t, device=weight.device), 1), (t, d))
+                pos = _P.where(_P.eq(rows.detach(), _I.index_select(best, 0, bag)), pos, t - 1)
+                first = _C.full((b, d), t - 1, dtype=_dt.int64, device=weight.device)
+                first = first.scatter_reduce(0, idx, pos, "amin", include_self=True)
+        out = _I.gather(rows, 0, first) if t else best
         counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
                               (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
         return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)

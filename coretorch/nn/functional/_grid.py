@@ -103,16 +103,22 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
 
 
 def _pad_coords(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    """Source coordinates after the padding mode: border clamps, reflection reflects then clamps."""
+    """Source coordinates after the padding mode: border clamps, reflection reflects then clamps (a NaN clamps to
+    0, as PyTorch's clip_coordinates gives it)."""
     if padding_mode == "border":
-        return _P.clamp(coord, 0, size - 1)
+        return _clip(coord, size)
     if padding_mode == "reflection":
         if align_corners:
             coord = _reflect(coord, 0, 2 * (size - 1))
         else:
             coord = _reflect(coord, -1, 2 * size - 1)
-        return _P.clamp(coord, 0, size - 1)
+        return _clip(coord, size)
     return coord
+
+
+def _clip(coord: Tensor, size: int) -> Tensor:
+    c = _P.clamp(coord, 0, size - 1)
+    return _P.where(_P.eq(c, c), c, 0.0)
 
 
 class _Taps:
@@ -123,7 +129,10 @@ class _Taps:
     def __init__(self, input: Tensor, out_spatial: tuple, zeros: bool) -> None:
         self.n, self.c = input.shape[0], input.shape[1]
         self.sizes = tuple(input.shape[2:])
-        self.flat = input.reshape(self.n, self.c, -1)
+        hw = 1
+        for v in self.sizes:
+            hw *= v
+        self.flat = input.reshape(self.n, self.c, hw)  # (explicit: n or c may be 0)
         self.out_shape = (self.n, self.c) + tuple(out_spatial)
         self.zeros = zeros
         self.p = 1
@@ -134,7 +143,8 @@ class _Taps:
         """(clamped int64 index, in-range mask as the input's dtype or None) for integer-valued positions along
         spatial axis k."""
         size = self.sizes[k]
-        idx = _P.clamp(pos, 0, size - 1).to(_i64)
+        c = _P.clamp(pos, 0, size - 1)
+        idx = _P.where(_P.eq(c, c), c, 0.0).to(_i64)  # a NaN position (a NaN grid) reads tap 0: NaN weights follow
         if not self.zeros:
             return idx, None
         ok = _P.logical_and(_P.ge(pos, 0), _P.le(pos, size - 1)).to(self.flat.dtype)
@@ -216,6 +226,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     coords = [_pad_coords(c, s, padding_mode, align_corners) for c, s in zip(coords, sizes)]
     if mode == "nearest":  # round half to even, as std::nearbyint
         ones = _C.ones(coords[0].shape, dtype=input.dtype, device=input.device)
+        if grid.requires_grad:  # PyTorch's grid gradient of nearest sampling: zeros (not None)
+            ones = _P.add(ones, _P.mul(_P.sub(coords[0], coords[0].detach()), 0.0))
         return taps.read([taps.axis(_P.round(c), k) for k, c in enumerate(coords)], ones)
     lows = [_P.floor(c) for c in coords]
     fracs = [_P.sub(c, lo) for c, lo in zip(coords, lows)]

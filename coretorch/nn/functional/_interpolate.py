@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -54,18 +55,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("only one of size or scale_factor should be defined")
     if size is None and scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
-    if nsp < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the "
-                         f"modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact "
-                         f"(got {mode})")
     in_sizes = tuple(input.shape[2:])
     if size is not None:
-        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
         if isinstance(size, (tuple, list)) and len(size) != nsp:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {list(in_sizes)} and output size of {list(size)}. Please "
+                             f"with spatial dimensions of {list(in_sizes)} and output size of {size}. Please "
                              "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                              "...,oK) format.")
+        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
         scales = [None] * nsp
     else:
         sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
@@ -74,6 +71,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
         out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
+    if nsp < 1:  # PyTorch's last resort, after the size checks
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                                  f"area | nearest-exact (got {mode})")
     modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
              "lanczos": 2}
     if mode not in modes:
@@ -92,6 +93,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     check_integer(input, mode, antialias)
+    if mode != "area" and (min(out_sizes) <= 0 or min(in_sizes) <= 0):  # (area is adaptive pooling: 0 is fine)
+        names = ("D", "H", "W")[3 - nsp:]
+        fmt = lambda v: ", ".join(f"{n}: {x}" for n, x in zip(names, v))  # noqa: E731
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)}) "
+                           f"output ({fmt(out_sizes)})")
     if input.dtype is _dt.uint8 and mode in ("bilinear", "bicubic"):  # PyTorch's (and PIL's) fixed-point path
         return resample_uint8(input, out_sizes, scales, mode, align_corners, antialias, _aa_matrix)
     if antialias:
@@ -213,5 +219,6 @@ def _antialias(input: Tensor, out_sizes: tuple, scales: list, mode: str, align_c
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of :func:`interpolate`."""
+    """Deprecated alias of :func:`interpolate` (warns as PyTorch's)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
@@ -33,6 +35,8 @@ def _legacy_reduction(size_average, reduce, reduction, emit=True):
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
                       UserWarning, stacklevel=3)
     return ret
+
+_EPS_F = float(np.float32(1e-12))  # PyTorch's loss EPSILON (1e-12 as a C float): 9.99999996e-13
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -157,7 +161,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     d = _P.sub(input, target)
     ad = _P.abs(d)
     loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
-    return _reduce(_weighted(loss, weight), reduction)
+    return _reduce(_weighted(_in_dtype_of(loss, input), weight), reduction)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -188,10 +192,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         # one host read of the range test's outcome (a NaN fails it, as PyTorch's): a compiled step checks that it
         # holds again, where reading the extremes themselves differed at the next batch
         with _no_grad():
-            x = input.detach()
-            ok = _P.logical_and(_P.ge(_R.amin(x), 0), _P.le(_R.amax(x), 1))
+            x, t = input.detach(), target.detach()
+            ok_x = _P.logical_and(_P.ge(_R.amin(x), 0), _P.le(_R.amax(x), 1))
+            ok = _P.logical_and(ok_x, _P.logical_and(_P.ge(_R.amin(t), 0), _P.le(_R.amax(t), 1)))
         if not ok.item():
-            raise RuntimeError("all elements of input should be between 0 and 1")
+            which = "input" if not ok_x.item() else "target"
+            raise RuntimeError(f"all elements of {which} should be between 0 and 1")
     with _no_grad():
         # PyTorch clamps each log at -100 so that a 0/1 prediction gives a finite loss
         log_x = _P.clamp(_P.log(input), min=-100.0)
@@ -219,7 +225,7 @@ class BinaryCrossEntropyBackward0(Node):
         if w is not None:
             g = _P.mul(g, w)
         nx, ny = self.need
-        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=1e-12)) if nx else None
+        gx = _P.div(_P.mul(g, _P.sub(x, y)), _P.clamp(_P.mul(x, _P.rsub(x, 1.0)), min=_EPS_F)) if nx else None
         gy = _P.mul(g, _P.sub(_P.log(_P.rsub(x, 1.0)), _P.log(x))) if ny else None
         return gx, gy
 
@@ -280,9 +286,14 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = _P.mul(_P.exp(target), _P.sub(target, input))
     else:
+        # PyTorch's xlogy(t, t) - t * x: xlogy is 0 at t == 0 and NaN for a negative t (its log), while the
+        # input's gradient is -t everywhere
         pos = _P.gt(target, 0)
         safe = _P.where(pos, target, 1.0)
-        loss = _P.where(pos, _P.mul(target, _P.sub(_P.log(safe), input)), _P.mul(_P.mul(target, input), -1.0))
+        td = target.detach()  # (no gradient through the constant branch, in the target's dtype)
+        rest = _P.where(_P.eq(td, 0), 0.0, _P.mul(td, float("nan")))
+        tlogt = _P.where(pos, _P.mul(target, _P.log(safe)), rest)
+        loss = _P.sub(tlogt, _P.mul(target, input))
     if reduction == "batchmean":
         return _P.div(_R.sum(loss), input.shape[0]) if input.ndim else _R.sum(loss)
     return _reduce(loss, reduction)
@@ -332,7 +343,16 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if broadcast_shape(shape, tuple(target.shape), "soft_margin_loss") != shape:  # out has input's shape
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
                                f"{list(broadcast_shape(shape, tuple(target.shape)))}")
-    return _reduce(_P.log1p(_P.exp(_P.neg(_P.mul(target, input)))), reduction)
+    loss = _P.log1p(_P.exp(_P.neg(_P.mul(target, input))))
+    return _reduce(_in_dtype_of(loss, input), reduction)
+
+
+def _in_dtype_of(loss, input):
+    """The element losses in the input's floating dtype: PyTorch's kernels write into a tensor like the input (a
+    float64 target does not promote the loss, a float32 one does not promote a float16 input)."""
+    if isinstance(input, Tensor) and input.dtype.is_floating_point and loss.dtype is not input.dtype:
+        return loss.to(input.dtype)
+    return loss
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -342,9 +362,23 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         x1, x2 = _ac_cast("cosine_similarity", x1, x2)
-    n1 = _P.clamp(_R.norm(x1, 2, dim, keepdim=True), min=eps)
-    n2 = _P.clamp(_R.norm(x2, 2, dim, keepdim=True), min=eps)
+    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):  # integers convert to the common dtype
+        common = _dt.promote_types(x1.dtype, x2.dtype)
+        if not common.is_floating_point:
+            raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                               f"{common._tname[:-6]}")
+        x1, x2 = x1.to(common), x2.to(common)
+    n1, n2 = _norm_clamped(x1, dim, eps), _norm_clamped(x2, dim, eps)
     return _R.sum(_P.mul(_P.div(x1, n1), _P.div(x2, n2)), dim)
+
+
+def _norm_clamped(x: Tensor, dim: int, eps: float) -> Tensor:
+    """max(||x||, eps) as PyTorch's cosine_similarity computes it: the clamp runs in place under no_grad, so a
+    clamped norm's gradient is still the norm's (value eps, derivative x / ||x||)."""
+    n = _R.norm(x, 2, dim, keepdim=True)
+    if not (n._rg and _gs.enabled):
+        return _P.clamp(n, min=eps)
+    return _P.where(_P.lt(n.detach(), eps), _P.add(_P.sub(n, n.detach()), eps), n)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -524,6 +558,8 @@ def _nll(input, target, weight, ignore_index, reduction: str):
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.dtype is not input.dtype:  # PyTorch's kernel takes one scalar type
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {weight.dtype._tname[:-6]}")
     x = _class_last(input)
     t = target if len(target._data.shape) == 1 else target.reshape(-1)
     out = _nll_2d(x, t, weight, ignore_index, reduction)
@@ -564,8 +600,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_tensor("cross_entropy", "input", input)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # (PyTorch checks the bound of a positive smoothing only; a negative one is none)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if label_smoothing < 0.0:
+        label_smoothing = 0.0
     xs = input._data.shape
     class_dim = 0 if len(xs) == 1 else 1
     c = xs[class_dim]
@@ -638,7 +676,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
         input, target = _ac_cast("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     neg = _P.clamp(_P.rsub(input, margin), min=0.0)
-    loss = _P.add(_P.where(_P.eq(target, 1), input, 0.0), _P.where(_P.eq(target, -1), neg, 0.0))
+    # PyTorch's formula: the margin term where target != 1, the input where target != -1 (a target outside +-1,
+    # e.g. 0 from {0, 1} labels, takes both)
+    loss = _P.add(_P.where(_P.ne(target, -1), input, 0.0), _P.where(_P.ne(target, 1), neg, 0.0))
     return _reduce(loss, reduction)
 
 
@@ -653,8 +693,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"{td}D target tensor expects {td + 1}D input tensors, but found inputs with sizes "
                            f"{list(input1.shape)} and {list(input2.shape)}.")
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
-    loss = _P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), _P.clamp(_P.sub(cos, margin), min=0.0))
+    # PyTorch's formula: its EPSILON (1e-12 as a C float) added to each squared magnitude (a zero vector's
+    # gradient is finite: x / 1e-6), a target other than 1 / -1 contributes 0
+    d, eps = td, _EPS_F
+    prod = _R.sum(_P.mul(input1, input2), d)
+    mag = _P.mul(_P.add(_R.sum(_P.mul(input1, input1), d), eps), _P.add(_R.sum(_P.mul(input2, input2), d), eps))
+    cos = _P.div(prod, _P.sqrt(mag))
+    loss = _P.add(_P.where(_P.eq(target, 1), _P.rsub(cos, 1.0), 0.0),
+                  _P.where(_P.eq(target, -1), _P.clamp(_P.sub(cos, margin), min=0.0), 0.0))
     return _reduce(loss, reduction)
 
 

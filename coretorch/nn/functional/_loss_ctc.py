@@ -77,6 +77,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         raise RuntimeError(f"ctc_loss(): expected log_probs of 2 or 3 dimensions, got {log_probs.ndim}")
     if log_probs.dtype not in (_dt.float32, _dt.float64):  # PyTorch's kernel: float and double only
         raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{log_probs.dtype._tname[:-6]}'")
+    if log_probs.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
     t_max, n, c = log_probs.shape
     il = _lengths(input_lengths, "input_lengths")
     tl = _lengths(target_lengths, "target_lengths")
@@ -139,7 +141,15 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         on = _P.lt(_C.arange(t_max, dtype=_i64, device=dev).reshape(t_max, 1), il_t.reshape(1, n))
         e = _R.sum(_P.where(_S.unsqueeze(on, 2), _P.exp(log_probs), 0.0), (0, 2))
         nll = _P.add(nll, _P.sub(e, e.detach()))
-    loss = _P.where(feasible, nll, 0.0 if zero_infinity else float("inf"))
+    if zero_infinity or not log_probs.requires_grad:
+        loss = _P.where(feasible, nll, 0.0 if zero_infinity else float("inf"))
+    else:
+        # PyTorch's gradient of an infinite loss is NaN at its steps t < input_length: an inf whose gradient is
+        # inf * 0 there, (1 + 0 * z) * inf with z the sum of the sample's (finite) log_probs (``on``: see above)
+        live_lp = _P.where(_P.logical_and(_S.unsqueeze(on, 2), log_probs.detach().isfinite()), log_probs, 0.0)
+        scale = _P.where(feasible, 1.0, float("inf"))  # (a feasible sample's zero gradient times 1, not inf)
+        inf = _P.mul(_P.add(_P.mul(_R.sum(live_lp, (0, 2)), 0.0), 1.0), scale)
+        loss = _P.where(feasible, nll, inf)
     if unbatched:
         loss = loss.reshape(())
         tl_t = tl_t.reshape(())

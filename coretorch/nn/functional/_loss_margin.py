@@ -67,19 +67,26 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    x, y, unbatched = _as_2d(input, target)
-    if x.ndim != 2 or y.ndim != 1 or y.shape[0] != x.shape[0]:
+    # PyTorch: a 0-d or 1-d input is one sample whose target is any one-element tensor of at most one dim (the
+    # unreduced loss takes the target's shape)
+    unbatched = input.ndim <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    if x.ndim != 2 or target.ndim > 1 or target.numel() != x.shape[0]:
         raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got {list(target.shape)}")
+    y = target.reshape(-1)
     c = x.shape[1]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
     x_y = _I.gather(x, 1, _S.unsqueeze(y, 1))
-    margins = _P.clamp(_P.add(_P.sub(x, x_y), margin), min=0.0)
+    z = _P.add(_P.sub(x, x_y), margin)
+    margins = _P.where(_P.gt(z, 0), z, 0.0)  # (PyTorch's kernel: no gradient at z == 0, unlike a clamp)
     if p == 2:
         margins = _P.mul(margins, margins)
     if weight is not None:
         margins = _P.mul(margins, _S.unsqueeze(_I.index_select(weight, 0, y), 1))
     not_target = _P.ne(_S.unsqueeze(_C.arange(c, device=x.device), 0), _S.unsqueeze(y, 1))
     loss = _P.div(_R.sum(_P.where(not_target, margins, 0.0), 1), c)
-    return _reduce(loss[0] if unbatched else loss, reduction)
+    return _reduce(loss.reshape(target.shape) if unbatched else loss, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
@@ -92,13 +99,14 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     n, c = x.shape
     valid = _P.ge(y, 0).to(_dt.int64).cumprod(1)          # positions before the first -1
     idx = _P.where(_P.gt(valid, 0), y, 0)
-    is_target = _C.zeros((n, c), dtype=x.dtype, device=x.device)
-    is_target = is_target.scatter_add(1, idx, valid.to(x.dtype))
-    is_target = _P.gt(is_target, 0)                             # (n, c): class k is one of the sample's targets
-    # hinge between every target class j and every non-target class k
+    count = _C.zeros((n, c), dtype=x.dtype, device=x.device)
+    count = count.scatter_add(1, idx, valid.to(x.dtype))   # (n, c): how often class k is listed (PyTorch's loop
+    is_target = _P.gt(count, 0)                             # over the list counts a repeated class each time)
+    # hinge between every listed target class j and every non-target class k (a gradient only where it is > 0)
     diff = _P.rsub(_P.sub(_S.unsqueeze(x, 2), _S.unsqueeze(x, 1)), 1.0)   # [i, j, k] = 1 - (x[j] - x[k])
-    pair = _P.logical_and(_S.unsqueeze(is_target, 2), _P.logical_not(_S.unsqueeze(is_target, 1)))
-    loss = _P.div(_R.sum(_P.where(pair, _P.clamp(diff, min=0.0), 0.0), (1, 2)), c)
+    pair = _P.logical_and(_P.gt(diff, 0), _P.logical_not(_S.unsqueeze(is_target, 1)))
+    hinge = _P.mul(_P.where(pair, diff, 0.0), _S.unsqueeze(count, 2))
+    loss = _P.div(_R.sum(hinge, (1, 2)), c)
     return _reduce(loss[0] if unbatched else loss, reduction)
 
 

@@ -1,6 +1,8 @@
 """nn.functional normalisation: batch, instance, layer, RMS, group and local response norm."""
 from __future__ import annotations
 
+import math
+
 from ... import dtypes as _dt
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
@@ -18,6 +20,9 @@ from ._pooling import avg_pool2d
 # ---------------------------------------------------------------------------------------------
 # normalization
 # ---------------------------------------------------------------------------------------------
+_REDUCED = (_dt.float16, _dt.bfloat16)
+
+
 def _verify_batch_size(shape) -> None:
     size_prods = shape[0]
     for s in shape[2:]:
@@ -26,6 +31,21 @@ def _verify_batch_size(shape) -> None:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"coretorch.Size({list(shape)})")
 
+
+
+def _half_with_float_params(input, *params) -> bool:
+    """PyTorch's mixed-dtype rule of the normalisations: parameters (and running statistics) of another dtype than
+    the input are float32 ones with a float16/bfloat16 input (a float32 module fed half precision: computed in
+    float32, returned in the input's dtype; True here), any other mix raises its RuntimeError."""
+    dt = input.dtype
+    if all(t is None or t.dtype is dt for t in params):
+        return False
+    where = "CPU" if input.device.type == "cpu" else input.device.type
+    if any(t is not None and t.dtype is not _dt.float32 for t in params):
+        raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
+    if dt not in _REDUCED:
+        raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
+    return True
 
 
 def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
@@ -53,6 +73,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
+    if _half_with_float_params(input, weight, bias, running_mean, running_var):
+        return batch_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, training, momentum,
+                          eps).to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
@@ -92,6 +115,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    _check_tensor("instance_norm", "input", input)
+    if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"coretorch.Size({list(input.shape)})")
+    if _half_with_float_params(input, weight, bias):  # (PyTorch lets running statistics differ here)
+        return instance_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, use_input_stats,
+                             momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, input.ndim))
@@ -112,8 +142,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
-        xc = _P.sub(input, running_mean.reshape(bshape))
-        var = running_var.reshape(bshape)
+        xc = _P.sub(input, running_mean.reshape(bshape).to(input.dtype))
+        var = running_var.reshape(bshape).to(input.dtype)
     return _scale_shift(xc, var, eps, weight, bias, bshape)
 
 
@@ -140,6 +170,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    if _half_with_float_params(input, weight, bias):
+        return layer_norm(input.to(_dt.float32), ns, weight, bias, eps).to(input.dtype)
     if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
         input = input.contiguous()
     if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
@@ -162,13 +194,30 @@ def _layer_norm_composite(input, k, weight, bias, eps):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions:
-    ``y = x / sqrt(mean(x**2) + eps) * weight`` (``eps`` defaults to the dtype's machine epsilon).
+    ``y = x / sqrt(mean(x**2) + eps) * weight``, as PyTorch's composite: float16/bfloat16 computed in float32 (``eps``
+    defaults to the machine epsilon of that computing dtype), the result in the input's dtype.
     """
-    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    axes = tuple(range(input.ndim - len(ns), input.ndim))
-    e = eps if eps is not None else (1.1920928955078125e-07 if input.dtype is _dt.float32 else 2.220446049250313e-16)
-    out = _P.mul(input, _P.rsqrt(_P.add(_R.mean(_P.mul(input, input), axes, keepdim=True), e)))
-    return out if weight is None else _P.mul(out, weight)
+    _check_tensor("rms_norm", "input", input)
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{', '.join(map(str, ns))}]"
+                           f", but got input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(ns)}")
+    dt = input.dtype
+    x = input.to(_dt.float32) if dt in _REDUCED else input
+    e = eps if eps is not None else (2.220446049250313e-16 if dt is _dt.float64 else 1.1920928955078125e-07)
+    axes = tuple(range(input.ndim - k, input.ndim))
+    out = _P.mul(x, _P.rsqrt(_P.add(_R.mean(_P.mul(x, x), axes, keepdim=True), e)))
+    if out.dtype != dt:
+        out = out.to(dt)
+    if weight is not None:
+        out = _P.mul(out, weight)
+        if out.dtype != dt:
+            out = out.to(dt)
+    return out
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -182,7 +231,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
+    if _half_with_float_params(input, weight, bias):
+        return group_norm(input.to(_dt.float32), num_groups, weight, bias, eps).to(input.dtype)
+    x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
     out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), 2, keepdim=True), eps))).reshape(input.shape)
@@ -198,6 +249,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Local response normalisation across channels:
     ``b_c = a_c / (k + alpha / size * sum_{c' near c} a_{c'}**2) ** beta`` over a window of ``size`` channels.
     """
+    _check_tensor("local_response_norm", "input", input)
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
     sq = _P.mul(input, input).unsqueeze(1)
     div = _pad_constant(sq, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2), 0.0)
     div = avg_pool2d(div.reshape(input.shape[0], 1, div.shape[2], -1), (size, 1), stride=1)

@@ -1,6 +1,8 @@
 """nn.functional.pad (constant, reflect, replicate, circular), one_hot and normalize."""
 from __future__ import annotations
 
+import operator
+
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...ops import creation as _C
@@ -20,6 +22,14 @@ def _slice_dim(x: Tensor, d: int, start, stop) -> Tensor:
     return x[(slice(None),) * d + (slice(start, stop),)]
 
 
+def _is_index(v) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad ``input``'s last dimensions.
 
@@ -35,7 +45,12 @@ def pad(input, pad, mode="constant", value=None):
         coretorch.Size([2, 5])
     """
     _check_tensor("pad", "input", input)
-    pad = [int(p) for p in pad]
+    try:
+        pad = [operator.index(p) for p in pad]  # (a float is PyTorch's TypeError, not a truncation)
+    except TypeError:
+        pos = next(i for i, p in enumerate(pad) if not _is_index(p))
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                        f"{type(pad[pos]).__name__} at pos {pos}") from None
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     n = len(pad) // 2

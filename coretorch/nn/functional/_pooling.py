@@ -2,18 +2,21 @@
 1-D/3-D adaptive average pooling: _adaptive; unpooling: _unpool)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ... import dtypes as _dt
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
 from ...ops import indexing as _I
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
-from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...tensor import Tensor, _make
-from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _ntuple, _record
-from ._conv import _conv2d_raw, _unfold_fallback
+from ._common import _check_tensor, _i64, _needs_graph, _ntuple, _record
+from ._conv import _conv2d_raw
 from ._padding import _pad_constant
+from ._window import pool_table, take_max, window_argmax, window_sum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -32,6 +35,9 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     if input.ndim not in (3, 4):
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, but got: "
                            f"{list(input.shape)}")
+    if 0 in tuple(input.shape)[input.ndim - 3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{list(input.shape)}")
     k = _ntuple(kernel_size, 2, "kernel_size")
     s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else \
         _ntuple(stride, 2, "stride")
@@ -40,6 +46,8 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
         raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, but got "
                            f"kernel_size={list(k)} stride={list(s)} dilation={list(d)}")
     for i in range(2):
+        if p[i] < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
         if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
                                f"kernel_size={k[i]} and dilation={d[i]}")
@@ -67,32 +75,24 @@ class MaxPool2DWithIndicesBackward0(Node):
         return (flat.reshape(n, c, h, w),)
 
 
-def _max_pool2d_fallback(x: Tensor, k, s, p, d, oh, ow):
-    n, c, h, w = x.shape
-    neg = float("-inf")
-    cols = _unfold_fallback(x, k[0], k[1], s, p, d, oh, ow, neg)           # N, C, K, OH, OW
-    vals, kidx = _R.max(cols, 2)
-    ki, kj = _P.floor_divide(kidx, k[1]), _P.remainder(kidx, k[1])
-    hh = _P.add(_P.mul(ki, d[0]), _C.arange(oh, device=x.device).reshape(oh, 1) * s[0] - p[0])
-    ww = _P.add(_P.mul(kj, d[1]), _C.arange(ow, device=x.device) * s[1] - p[1])
-    return vals, _P.add(_P.mul(hh, w), ww)
-
-
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
     """2-D max pooling returning ``(output, indices)``."""
     k, s, p, d, oh, ow = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"max_pool2d\" not implemented for '{x.dtype._tname[:-6]}'")
+    if x.dtype is _dt.bool_:
+        raise NotImplementedError("\"max_pool2d\" not implemented for 'Bool'")
     table = x._be
-    if table.has("max_pool2d"):
-        v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))
-    else:
-        with _no_grad():
-            vt, it = _max_pool2d_fallback(_make(x._data, x.dtype, table), k, s, p, d, oh, ow)
-        v, i = vt._data, it._data
+    if not (x.dtype.is_floating_point and table.has("max_pool2d")):
+        # integer inputs (PyTorch pools them too) and backends without the primitive: the shared window argmax
+        h, w = x.shape[2:]
+        idx = window_argmax(x, [pool_table(oh, h, k[0], s[0], p[0], d[0]), pool_table(ow, w, k[1], s[1], p[1], d[1])])
+        out = take_max(MaxPool2DWithIndicesBackward0, x, idx)
+        if not batched:
+            out, idx = _S.squeeze(out, 0), _S.squeeze(idx, 0)
+        return out, idx
+    v, i = table.max_pool2d(x._data, k, s, p, d, (oh, ow))
     idx = _make(i, _i64, table)
     if _needs_graph(x):
         node = MaxPool2DWithIndicesBackward0()
@@ -137,9 +137,15 @@ def _avg_divisor(n, k, s, p, oh, count_include_pad):
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """2-D average pooling (see :class:`coretorch.nn.AvgPool2d` for the arguments and shapes)."""
+    if divisor_override is not None and (not isinstance(divisor_override, (int, np.integer)) or
+                                         isinstance(divisor_override, bool)):
+        raise TypeError(f"avg_pool2d(): argument 'divisor_override' must be int, not "
+                        f"{type(divisor_override).__name__}")
     k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if not input.dtype.is_floating_point:
+        return _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
@@ -160,6 +166,20 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return out if batched else _S.squeeze(out, 0)
 
 
+def _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override) -> Tensor:
+    """PyTorch pools int64 (only): the int64 window sums divided with C's truncation, an int64 result."""
+    if input.dtype is not _dt.int64:
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
+    h, w = input.shape[-2:]
+    sums = window_sum(input, [pool_table(oh, h, k[0], s[0], p[0], 1), pool_table(ow, w, k[1], s[1], p[1], 1)])
+    if divisor_override is not None:
+        return _P.div(sums, int(divisor_override), rounding_mode="trunc")
+    dh = _avg_divisor(h, k[0], s[0], p[0], oh, count_include_pad)
+    dw = _avg_divisor(w, k[1], s[1], p[1], ow, count_include_pad)
+    div = _C.tensor([[a * b for b in dw] for a in dh], dtype=_dt.int64, device=input.device)
+    return _P.div(sums, div, rounding_mode="trunc")
+
+
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """1-D average pooling (see :class:`coretorch.nn.AvgPool1d` for the arguments and shapes)."""
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
@@ -173,6 +193,8 @@ def _adaptive_matrix(n_in, n_out, dtype, device) -> Tensor:
     for i in range(n_out):
         start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
         rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n_in)])
+    if not rows:  # an empty output size (PyTorch allows 0)
+        return _C.zeros((0, n_in), dtype=dtype, device=device)
     return _C.tensor(rows, dtype=dtype, device=device)
 
 
@@ -181,12 +203,19 @@ def adaptive_avg_pool2d(input, output_size):
     _check_tensor("adaptive_avg_pool2d", "input", input)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    if not input.dtype.is_floating_point:  # (the averaging matrices of an integer dtype were zeros)
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
     h, w = input.shape[-2:]
     os_ = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size, output_size]
+    if len(os_) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
     oh, ow = (h if os_[0] is None else int(os_[0])), (w if os_[1] is None else int(os_[1]))
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{oh}, {ow}}}")
     if oh == h and ow == w:
         return _S.clone(input)
-    if h % oh == 0 and w % ow == 0:
+    if oh and ow and h % oh == 0 and w % ow == 0 and input.shape[-3]:
         return avg_pool2d(input, (h // oh, w // ow))
     # rectangular windows: the average is separable, A_h @ x @ A_w^T with constant averaging matrices
     ah = _adaptive_matrix(h, oh, input.dtype, input.device)

@@ -118,6 +118,15 @@ def max_pool2d(x, kernel, stride, padding, dilation, out_hw):
     if nan.any():
         for k in range(kk):
             np.putmask(bk, nan & np.isnan(flat[k]), k)
+    if padding[0] or padding[1]:
+        # a window whose maximum is -inf matched a left/top padding tap first: PyTorch's index is its first tap
+        # inside the input (the kernel starts from it and only a greater or NaN value replaces it)
+        low = vals == -np.inf
+        if low.any():
+            fi = [-(min(0, i * stride[0] - padding[0]) // dilation[0]) for i in range(oh)]
+            fj = [-(min(0, j * stride[1] - padding[1]) // dilation[1]) for j in range(ow)]
+            first = np.add.outer(np.array(fi) * kw, np.array(fj))
+            bk[low] = np.broadcast_to(first, bk.shape)[low]
     ki, kj = np.divmod(bk.astype(np.int64), kw)
     ki *= dilation[0] * w
     ki += (np.arange(oh) * stride[0] - padding[0])[:, None] * w

@@ -87,14 +87,15 @@ __kernel void maxpool(__global {t}* o, __global long* idx, __global const {t}* x
   const long base = xo + n * xs0 + c * xs1;
   for (int ow = 0; ow < OW; ++ow) {{
     const int w0 = ow * sw - pw;
-    {ct} best = 0; long bk = 0;
+    {ct} best = 0; long bk = -1;              // PyTorch: the first tap inside the input, then a greater or NaN
     for (int i = 0; i < KH; ++i) {{
       int h = h0 + i * dh;
+      if (h < 0 || h >= H) continue;
       for (int j = 0; j < KW; ++j) {{
         int w = w0 + j * dw;
-        {ct} v = -INFINITY;
-        if (h >= 0 && h < H && w >= 0 && w < W) v = {ld('x', 'base + h * xs2 + w * xs3')};
-        if ((i == 0 && j == 0) || v > best || (v != v)) {{ best = v; bk = (long)h * W + w; }}
+        if (w < 0 || w >= W) continue;
+        {ct} v = {ld('x', 'base + h * xs2 + w * xs3')};
+        if (bk < 0 || v > best || (v != v)) {{ best = v; bk = (long)h * W + w; }}
       }}
     }}
     {st('o', '(long)g * OW + ow', 'best')}
