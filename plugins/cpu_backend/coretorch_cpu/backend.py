@@ -14,6 +14,7 @@ from coretorch._fpquiet import quiet_call as _quiet_call
 from . import dtypes as _dtypes  # (its BF16 is rebound when bfloat16 loads: read it as an attribute)
 from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
 from .blas1 import axpy as _blas_axpy
+from .pairwise import outer_sum as _outer_sum
 from .rows import colsum as _colsum
 from .rows import rowop as _rowop
 from .shaping import _OVERLAP, _writable
@@ -39,13 +40,19 @@ def _quiet(fn):
     return k
 
 
-def _reduce(fn, short: int, wraps: bool = False):
+def _reduce(fn, short: int, wraps: bool = False, blocked: bool = False):
     """``fn`` is a ufunc's reduce.  numpy reduces a short contiguous last axis one row at a time (128 rows of
     10: ~12 us for max); copied transposed, the same reduction is one vectorised pass over rows (~3 us).
     ``short`` is the longest last axis for which the copy pays (measured: 16 for sum, 32 for max/min).
     ``wraps``: an integer input reduces in its own dtype (numpy's add/multiply reduce an int8..int32 array in
-    int64: ``sum(dtype=torch.int8)`` held 228 in an int8 tensor where PyTorch wraps to -28)."""
+    int64: ``sum(dtype=torch.int8)`` held 228 in an int8 tensor where PyTorch wraps to -28).
+    ``blocked`` (sum): a float reduction that keeps the last axis is summed in blocks (pairwise.outer_sum), where
+    numpy would add row after row."""
     def k(x, axes, keepdim):
+        if blocked and axes is not None:
+            r = _outer_sum(x, axes, keepdim)
+            if r is not None:
+                return r
         dt = x.dtype if wraps and x.dtype.kind in "iu" else None
         if x.size >= 512 and axes is not None and len(axes) == 1 and x.ndim > 1 and x.shape[-1] <= short \
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:
@@ -465,7 +472,7 @@ class CPUBackend:
             "where": _where, "clamp": _clamp, "matmul": _arr(np.matmul),
             "linear": _linear, "linear_backward": _linear_backward,
             # ufunc.reduce directly: np.sum & co. add a Python wrapper layer per call
-            "sum": _reduce(np.add.reduce, 16, True), "prod": _quiet(_reduce(np.multiply.reduce, 16, True)),
+            "sum": _reduce(np.add.reduce, 16, True, True), "prod": _quiet(_reduce(np.multiply.reduce, 16, True)),
             "amax": _reduce(np.maximum.reduce, 32), "amin": _reduce(np.minimum.reduce, 32),
             "any": _reduce(np.logical_or.reduce, 32), "all": _reduce(np.logical_and.reduce, 32),
             "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),

@@ -1,0 +1,103 @@
+"""Review 19a: precision, range and dtype of eager results (silent wrong values from an intermediate dtype, a
+sequential accumulation or a range limit), on every installed device.  Each test states what PyTorch 2.13 gives
+(numpy/scipy/math values or documented facts) and what coretorch gave before the fix."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _exact_sum(a, axis=None):
+    """math.fsum over ``axis`` (an int, a tuple or None), correctly rounded to float64."""
+    a = np.asarray(a, dtype=np.float64)
+    axes = tuple(range(a.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    rest = [d for d in range(a.ndim) if d not in axes]
+    b = a.transpose(rest + list(axes)).reshape([a.shape[d] for d in rest] + [-1])
+    return np.apply_along_axis(math.fsum, -1, b) if rest else np.float64(math.fsum(b))
+
+
+def _rel(got, ref):
+    return float(np.max(np.abs(np.asarray(got, np.float64) - ref) / np.abs(ref)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_long_float_sums_are_cascaded(device, dtype):
+    """PyTorch sums floats in a cascade (a few ulp whatever the length): 20000 float32 0.1's sum to 2000.0004 over
+    rows, columns or a transposed layout.  Before: the cpu backend added row after row over a leading axis (numpy's
+    reduction: ``full((20000, 3), 0.1).sum(0)`` = 1999.66, 1.7e-4 off; a float32 bias gradient of a long batch the
+    same), and the opencl kernels added a work-item's whole row or ~1000-long chunk in order (``sum(1)`` of
+    (300, 20000): 1999.66; ``sum()`` of 100000: 9999.90; ``trace`` of a 20000-diagonal: 1999.98)."""
+    tol = 3e-6 if dtype is torch.float32 else 1e-13
+    cases = [(torch.full((20000, 3), 0.1, dtype=dtype, device=device), lambda x: x.sum(0), 0),
+             (torch.full((3, 20000), 0.1, dtype=dtype, device=device), lambda x: x.sum(1), 1),
+             (torch.full((300, 20000), 0.1, dtype=dtype, device=device), lambda x: x.sum(1), 1),
+             (torch.full((300, 20000), 0.1, dtype=dtype, device=device).t(), lambda x: x.sum(0), 0),
+             (torch.full((3, 300), 0.1, dtype=dtype, device=device).t(), lambda x: x.sum(0), 0),
+             (torch.full((100000,), 0.1, dtype=dtype, device=device), lambda x: x.sum(), None),
+             (torch.full((100000,), 0.1, dtype=dtype, device=device), lambda x: x.nansum(), None),
+             (torch.full((40, 50, 6), 0.1, dtype=dtype, device=device), lambda x: x.sum((0, 1)), (0, 1)),
+             (torch.full((40, 6, 50), 0.1, dtype=dtype, device=device), lambda x: x.sum((0, 2), keepdim=True),
+              (0, 2))]
+    for x, fn, axis in cases:
+        r = fn(x)
+        ref = _exact_sum(_np(x), axis)
+        assert r.dtype == dtype
+        assert _rel(_np(r).reshape(np.shape(ref)), ref) < tol, (tuple(x.shape), _np(r).ravel()[:3])
+    m = torch.full((300, 20000), 0.1, dtype=dtype, device=device).mean(1)
+    assert _rel(_np(m), np.float64(np.array(0.1, _np(m).dtype))) < tol
+    d = torch.eye(20000, dtype=dtype, device=device) * 0.1
+    assert _rel(_np(torch.trace(d)), _exact_sum(np.full(20000, np.array(0.1, _np(d).dtype)))) < tol
+
+
+def test_long_float_sums_keep_inf_and_nan(device):
+    """The compensated / blocked sums still propagate inf and NaN as a plain sum (PyTorch): a column with one inf
+    sums to inf, with inf and -inf to NaN, with a NaN to NaN; a finite column beside them is exact."""
+    a = np.full((5000, 4), 0.5, np.float32)
+    a[100, 0] = np.inf
+    a[10, 1], a[4000, 1] = np.inf, -np.inf
+    a[2500, 2] = np.nan
+    for x, dim in ((torch.tensor(a, device=device), 0), (torch.tensor(a.T.copy(), device=device), 1)):
+        r = _np(x.sum(dim))
+        assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2]) and r[3] == 2500.0, r
+
+
+def test_float32_bias_gradient_of_a_long_batch(device):
+    """PyTorch's bias gradient of ``linear`` is a cascaded column sum: a (20000, 3) gradient of 0.1 gives 2000.0.
+    Before: 1999.66 on cpu (numpy's einsum / axis-0 reduction adding row after row)."""
+    x = torch.zeros(20000, 4, device=device)
+    w = torch.zeros(3, 4, device=device)
+    b = torch.zeros(3, device=device, requires_grad=True)
+    y = torch.nn.functional.linear(x, w, b)
+    g = torch.full_like(y, 0.1)
+    y.backward(g)
+    assert _rel(_np(b.grad), _exact_sum(_np(g), 0)) < 3e-6, _np(b.grad)
+
+
+def test_lgamma_of_subnormal_inputs(device):
+    """C's lgamma (PyTorch) of a subnormal x is -log|x|: lgamma(1e-310) = 713.80, lgamma(5e-324) = 744.44 (and
+    -1e-310 the same).  Before: inf on cpu (scipy's gammaln overflows below ~5e-309); poles and infinities stay inf."""
+    v = [1e-310, -1e-310, 5e-324, 2e-308, 0.0, -0.0, -1.0, -2.0, math.inf, -math.inf, 0.5]
+    r = _np(torch.lgamma(torch.tensor(v, dtype=torch.float64, device=device)))
+    want = [math.lgamma(a) if a not in (0.0, -1.0, -2.0) and math.isfinite(a) else math.inf for a in v]
+    np.testing.assert_allclose(r, want, rtol=1e-14)
+    assert _np(torch.special.gammaln(torch.tensor([1e-310], dtype=torch.float64, device=device)))[0] == \
+        pytest.approx(713.8013788281542, rel=1e-14)
+
+
+def test_float16_sinc_rounds_once(device):
+    """PyTorch computes a float16 sinc in float32 and rounds once: sinc(1) = sin(pi) / pi rounds to 0 (|r| < 6e-8),
+    sinc(0.5) = 2 / pi.  Before: the cpu backend ran numpy's sinc in float16 (pi * x rounded to half): sinc(1),
+    sinc(2), sinc(-1) were 3.1e-4."""
+    v = np.array([1.0, 2.0, -1.0, 0.5, 0.25, 3.5, 0.0, 1e-3], np.float16)
+    r = _np(torch.sinc(torch.tensor(v, device=device)))
+    assert r.dtype == np.float16
+    want = np.sinc(v.astype(np.float64)).astype(np.float16)
+    np.testing.assert_allclose(r.astype(np.float64), want.astype(np.float64), rtol=1e-3, atol=6e-8)
