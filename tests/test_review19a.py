@@ -101,3 +101,37 @@ def test_float16_sinc_rounds_once(device):
     assert r.dtype == np.float16
     want = np.sinc(v.astype(np.float64)).astype(np.float16)
     np.testing.assert_allclose(r.astype(np.float64), want.astype(np.float64), rtol=1e-3, atol=6e-8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_layer_norm_weight_and_bias_gradients_of_many_rows(device, dtype):
+    """PyTorch's layer-norm weight/bias gradients are cascaded column sums over the rows: a gradient of 0.1 over
+    20000 rows gives a bias gradient of 2000.0 (float32: within a few ulp).  Before: opencl's fused backward added
+    the rows in order, 1999.66 in float32."""
+    tol = 3e-6 if dtype is torch.float32 else 1e-13
+    for d in (3, 40):
+        ln = torch.nn.LayerNorm(d).to(device).to(dtype)
+        x = torch.tensor(np.random.default_rng(d).normal(size=(20000, d)), dtype=dtype, device=device)
+        z = ln(x)
+        g = torch.full_like(z, 0.1)
+        z.backward(g)
+        assert _rel(_np(ln.bias.grad), _exact_sum(_np(g), 0)) < tol, _np(ln.bias.grad)[:2]
+        xh = _np(z).astype(np.float64)  # (weight 1, bias 0: z is x-hat)
+        want = _exact_sum(_np(g).astype(np.float64) * xh, 0)
+        assert np.abs(_np(ln.weight.grad) - want).max() < tol * 2000 + (2e-3 if dtype is torch.float32 else 1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_float_broadcast_gradients_accumulate_in_float32(device, dtype):
+    """PyTorch sums a half/bfloat16 gradient back to a broadcast operand's shape in float32 and rounds once: a
+    (20000, 3) gradient of 0.1 gives a bias gradient of 2000 (the float32 sum of the half values, rounded).  Before:
+    1993 in float16 on cpu (the kernel added half to half: sum_to calls it directly, unlike ``Tensor.sum``)."""
+    g = torch.full((20000, 3), 0.1, dtype=dtype, device=device)
+    want = np.float32(_exact_sum(_np(g.float()), 0)[0])
+    for make in (lambda b: torch.zeros(20000, 3, dtype=dtype, device=device) + b,
+                 lambda b: torch.nn.functional.linear(torch.zeros(20000, 4, dtype=dtype, device=device),
+                                                      torch.zeros(3, 4, dtype=dtype, device=device), b)):
+        b = torch.zeros(3, dtype=dtype, device=device, requires_grad=True)
+        make(b).backward(g)
+        assert b.grad.dtype == dtype
+        np.testing.assert_array_equal(_np(b.grad.float()), np.full(3, float(torch.tensor(want).to(dtype).float())))

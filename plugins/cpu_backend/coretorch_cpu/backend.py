@@ -40,6 +40,9 @@ def _quiet(fn):
     return k
 
 
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
 def _reduce(fn, short: int, wraps: bool = False, blocked: bool = False):
     """``fn`` is a ufunc's reduce.  numpy reduces a short contiguous last axis one row at a time (128 rows of
     10: ~12 us for max); copied transposed, the same reduction is one vectorised pass over rows (~3 us).
@@ -47,12 +50,16 @@ def _reduce(fn, short: int, wraps: bool = False, blocked: bool = False):
     ``wraps``: an integer input reduces in its own dtype (numpy's add/multiply reduce an int8..int32 array in
     int64: ``sum(dtype=torch.int8)`` held 228 in an int8 tensor where PyTorch wraps to -28).
     ``blocked`` (sum): a float reduction that keeps the last axis is summed in blocks (pairwise.outer_sum), where
-    numpy would add row after row."""
+    numpy would add row after row; float16 is summed in float32 and rounded once, as PyTorch (numpy adds half to
+    half: a (20000, 3) bias gradient of 0.1 summed to 1993 through sum_to, not 2000)."""
     def k(x, axes, keepdim):
-        if blocked and axes is not None:
-            r = _outer_sum(x, axes, keepdim)
-            if r is not None:
-                return r
+        if blocked:
+            if x.dtype == _F16:
+                return k(x.astype(_F32), axes, keepdim).astype(_F16)
+            if axes is not None:
+                r = _outer_sum(x, axes, keepdim)
+                if r is not None:
+                    return r
         dt = x.dtype if wraps and x.dtype.kind in "iu" else None
         if x.size >= 512 and axes is not None and len(axes) == 1 and x.ndim > 1 and x.shape[-1] <= short \
                 and (axes[0] == -1 or axes[0] == x.ndim - 1) and x.flags.c_contiguous:

@@ -10,21 +10,6 @@ from .device import STATS
 from .layout import _collapse, _desc, _numel, _pad
 
 
-_BLOCK = 64  # values a work-item adds plainly before adding their sum to its total with kahan_step
-
-
-def kahan_step(t: str, acc: str, c: str, v: str) -> str:
-    """C statements adding ``v`` to the float sum ``acc`` with Kahan's compensation ``c`` (both of type ``t``, scalar
-    or vector).  A work-item adds thousands of values in a row (a whole row of a (300, 20000) sum, a chunk of ~1000
-    of a long vector); plainly added, float32 drifts by up to K/2 ulp (0.1 added 20000 times: 1999.66), where
-    PyTorch's cascade sums are a few ulp off.  The kernels add _BLOCK values plainly and the block's sum with this
-    step: within a few ulp whatever K, at a plain loop's speed (every value compensated: 10x slower on PoCL).  The
-    compensation is dropped (0) once the sum is not finite, so inf and NaN propagate as in a plain sum (inf - inf
-    would make it NaN)."""
-    return (f"{{ {t} y_ = {v} - {c}; {t} t_ = {acc} + y_; {c} = isfinite(t_) ? (t_ - {acc}) - y_ : ({t})(0); "
-            f"{acc} = t_; }}")
-
-
 class ReductionKernels(KernelMixin):
     # ---- reductions -------------------------------------------------------------------------
     def _reduce_src(self, kname, op, in_dt, out_dt, a, b):
@@ -58,7 +43,8 @@ class ReductionKernels(KernelMixin):
                     init = "0" if op == "amax" else "UCHAR_MAX"
                 comb = f"(acc {gt} v ? acc : v)"
         del acc
-        kahan = op == "sum" and act in ("float", "double")  # blocks of plain sums added compensated: kahan_step
+        kahan = op == "sum" and act in ("float", "double")  # blocks of plain sums added compensated (kahan_step)
+        bk = cg.SUM_BLOCK
         args = [f"__global {cg.stype(out_dt)}* o", "long oo", f"__global const {cg.stype(in_dt)}* x", "long xo",
                 "long n", "long P", "long chunk", "long K"]
         args += [f"long d{k}" for k in range(a)] + [f"long s{k}" for k in range(a)]
@@ -72,11 +58,11 @@ class ReductionKernels(KernelMixin):
         return (f"__kernel void {kname}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
                 f" long m = g / P; long p = g % P;\n {cg.decode(a, 'm')}\n long base = xo + {cg.offset(a, 's')};\n"
                 f" long j0 = p * chunk; long j1 = min(K, j0 + chunk);\n {act} acc = {init};\n"
-                + (f" {act} c = 0;\n for (long jb = j0; jb < j1; jb += {_BLOCK}) {{ long je = min(j1, jb + {_BLOCK});"
+                + (f" {act} c = 0;\n for (long jb = j0; jb < j1; jb += {bk}) {{ long je = min(j1, jb + {bk});"
                    f" {act} s = 0;\n" if kahan else " { long jb = j0, je = j1;\n")
                 + f" for (long j = jb; j < je; ++j) {{ {jdec} {cg.ctype(in_dt)} v = "
                 f"{cg.load(in_dt, 'x', 'base + ' + joff)}; " + ("s += v; }\n" if kahan else f"acc = {comb}; }}\n")
-                + (kahan_step(act, "acc", "c", "s") if kahan else "") + " }\n"
+                + (cg.kahan_step(act, "acc", "c", "s") if kahan else "") + " }\n"
                 f" {cg.store(out_dt, 'o', 'oo + g', 'acc')}\n}}\n")
 
     def _split(self, x, axes):
@@ -160,11 +146,11 @@ class ReductionKernels(KernelMixin):
         """-> run(x, out), a sum over the leading axis of a (K, M) layout whose columns are contiguous (a bias
         gradient: a (batch, features) gradient summed over the batch) on CPUs: each work-item adds VW-wide vectors of
         columns down the rows (the generic kernel reads one column per work-item with a stride per element, scalar:
-        2.4 ms for a 1024x1024 float32 on PoCL).  Rows are added in order, in blocks of _BLOCK whose sums go into
-        the total with kahan_step, as the generic kernel does (the same bits), unless too few work-items would
-        remain: then the rows are split into chunks whose partial sums one more pass adds.  None where this does not
-        apply: GPUs (the generic kernel reads adjacent columns in adjacent work-items there, coalesced), other
-        dtypes, fewer columns than a vector."""
+        2.4 ms for a 1024x1024 float32 on PoCL).  Rows are added in order, in blocks of codegen.SUM_BLOCK whose sums
+        go into the total with codegen.kahan_step, as the generic kernel does (the same bits), unless too few
+        work-items would remain: then the rows are split into chunks whose partial sums one more pass adds.  None
+        where this does not apply: GPUs (the generic kernel reads adjacent columns in adjacent work-items there,
+        coalesced), other dtypes, fewer columns than a vector."""
         dev = self.dev
         if not dev.is_cpu or dt != out_dt or dt not in (np.float32, np.float64):
             return None
@@ -190,22 +176,22 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
   __global {t}* op = o + oo + (long)p * M + j0;
   if (j0 + {vw} <= M) {{
     {t}{vw} acc = ({t}{vw})(0), c = ({t}{vw})(0);
-    for (int rb = r0; rb < r1; rb += {_BLOCK}) {{
-      const int re = min(r1, rb + {_BLOCK});
+    for (int rb = r0; rb < r1; rb += {cg.SUM_BLOCK}) {{
+      const int re = min(r1, rb + {cg.SUM_BLOCK});
       {t}{vw} s = ({t}{vw})(0);
       for (int r = rb; r < re; ++r, xp += rs) s += *(const __global ct_uv*)xp;
-      {kahan_step(f"{t}{vw}", "acc", "c", "s")}
+      {cg.kahan_step(f"{t}{vw}", "acc", "c", "s")}
     }}
     *(__global ct_uv*)op = acc;
   }} else {{                                // the last M % {vw} columns
     for (int j = 0; j < M - j0; ++j) {{
       {t} acc = 0, c = 0;
       const __global {t}* q = xp + j;
-      for (int rb = r0; rb < r1; rb += {_BLOCK}) {{
-        const int re = min(r1, rb + {_BLOCK});
+      for (int rb = r0; rb < r1; rb += {cg.SUM_BLOCK}) {{
+        const int re = min(r1, rb + {cg.SUM_BLOCK});
         {t} s = 0;
         for (int r = rb; r < re; ++r, q += rs) s += *q;
-        {kahan_step(t, "acc", "c", "s")}
+        {cg.kahan_step(t, "acc", "c", "s")}
       }}
       op[j] = acc;
     }}
