@@ -135,3 +135,48 @@ def test_reduced_float_broadcast_gradients_accumulate_in_float32(device, dtype):
         make(b).backward(g)
         assert b.grad.dtype == dtype
         np.testing.assert_array_equal(_np(b.grad.float()), np.full(3, float(torch.tensor(want).to(dtype).float())))
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-13), (torch.float32, 1e-6)])
+def test_igammac_for_small_a_and_x_keeps_its_digits(device, dtype, tol):
+    """PyTorch's igammac (Cephes') takes Q(a, x) for x <= 1.1 and small a from its own series, never 1 - P where P
+    is close to 1: Q(1e-10, 0.5) = 5.5977e-11, Q(1e-300, 1e-300) = 6.902e-298 (scipy's values).  Before: opencl
+    computed 1 - P: 5.5977e-11 * (1 + 3.5e-6) in float64, -2.4e-14 (negative) for (1e-300, 1e-300), and in float32
+    7.2e-7 for Q(1e-10, 0.5) and 3.8e-3 off for Q(1e-5, 0.1)."""
+    sp = pytest.importorskip("scipy.special")
+    a = np.array([1e-10, 1e-5, 0.01, 0.3, 1.0, 1e-3, 0.5, 1e-20, 0.9, 1e-3, 1.05, 50.0, 0.2, 0.15, 0.19, 1.2, 0.8])
+    x = np.array([0.5, 0.1, 1e-3, 0.9, 1.05, 1e-8, 1e-10, 1.0, 0.6, 0.7, 1.0, 49.0, 1.1, 0.3, 1.0, 1.1, 0.75])
+    npdt = np.float64 if dtype is torch.float64 else np.float32
+    a, x = a.astype(npdt), x.astype(npdt)
+    ta, tx = torch.tensor(a, device=device), torch.tensor(x, device=device)
+    q = _np(torch.special.gammaincc(ta, tx)).astype(np.float64)
+    p = _np(torch.special.gammainc(ta, tx)).astype(np.float64)
+    np.testing.assert_allclose(q, sp.gammaincc(a.astype(np.float64), x.astype(np.float64)), rtol=tol)
+    np.testing.assert_allclose(p, sp.gammainc(a.astype(np.float64), x.astype(np.float64)), rtol=tol)
+    if dtype is torch.float64:
+        tiny = torch.tensor([1e-300], dtype=dtype, device=device)
+        assert _np(torch.special.gammaincc(tiny, tiny))[0] == pytest.approx(6.901983122333121e-298, rel=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_bessel_i_of_huge_arguments(device, dtype):
+    """i0e(x) and i1e(x) tend to 1 / sqrt(2 pi x): i0e(3.4e38) = 2.1636e-20 (float32), i1e(1e308) = 3.989e-155;
+    i0(3.4e38) overflows to inf.  Before: opencl took rsqrt(2 pi x) with 2 pi x overflowing: 0 for i0e/i1e and NaN
+    (0 * inf) for i0 in float32, 0 for i0e(1e308) in float64."""
+    big = [3.4e38, 1e38] + ([1e300, 1e308] if dtype is torch.float64 else [])
+    t = torch.tensor(big, dtype=dtype, device=device)
+    want = 1 / np.sqrt(2 * np.pi) / np.sqrt(_np(t).astype(np.float64))
+    for fn in (torch.special.i0e, torch.special.i1e):
+        np.testing.assert_allclose(_np(fn(t)).astype(np.float64), want, rtol=1e-6)
+    assert np.all(_np(torch.special.i0(t)) == np.inf) and np.all(_np(torch.special.i1(t)) == np.inf)
+
+
+def test_ndtri_of_subnormal_probabilities(device):
+    """ndtri(5e-324) = -38.4674 and float32 ndtri(1.4e-45) = -14.1214 (scipy's values).  Before: opencl refined
+    erfc(x) = 2p by Halley steps on a subnormal (a few bits): -38.4629 and -14.1136."""
+    sp = pytest.importorskip("scipy.special")
+    for npdt, vals, tol in ((np.float64, [5e-324, 1e-323, 1e-310, 3e-308, 1e-300, 1e-50], 1e-14),
+                            (np.float32, [1.4e-45, 1e-40, 1e-38, 2e-38, 1e-35, 1e-30], 2e-7)):
+        v = np.array(vals, npdt)
+        r = _np(torch.special.ndtri(torch.tensor(v, device=device))).astype(np.float64)
+        np.testing.assert_allclose(r, sp.ndtri(v.astype(np.float64)), rtol=tol)
