@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-BLOCK = 32
+BLOCK = 16
 _add_reduce = np.add.reduce
 _einsum = np.einsum
 

@@ -404,7 +404,7 @@ def elementwise_kernel(kname: str, expr: str, out_dt, operands, layouts, nd: int
             f"\n  {store(out_dt, 'o', oidx, expr)}\n}}\n")
 
 
-SUM_BLOCK = 64  # values a work-item adds plainly before adding their sum to its total with kahan_step
+SUM_BLOCK = 16  # values a work-item adds plainly before adding their sum to its total with kahan_step
 
 
 def kahan_step(t: str, acc: str, c: str, v: str) -> str:
