@@ -294,8 +294,12 @@ def _cumsum(x, axis):  # (an integer input in its own dtype, as _reduce's ``wrap
 
 
 def _cumprod(x, axis):
+    """float16/float32 accumulate in float64 (PyTorch's CPU acc_type, as the core does for cumsum): a float32
+    running product of 300000 values of 1.000001 was 0.12% off."""
     if x.ndim == 0:
         return x.copy()
+    if x.dtype == _F32 or x.dtype == _F16:
+        return np.multiply.accumulate(x, axis, np.float64).astype(x.dtype)
     return np.multiply.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
