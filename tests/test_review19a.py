@@ -199,3 +199,24 @@ def test_float32_scans_accumulate_in_double(device):
         np.testing.assert_allclose(r, math.log(n) + float(np.float32(0.1)), rtol=2e-7)
     z = _np(torch.tensor([-math.inf, 1.0, -math.inf, math.inf, 2.0], device=device).logcumsumexp(0))
     np.testing.assert_array_equal(z, [-math.inf, 1.0, 1.0, math.inf, math.inf])
+
+
+def test_linear_interpolation_along_an_unchanged_size_copies(device):
+    """PyTorch's linear/bilinear/trilinear kernels take a dim whose output size equals its input size as a copy
+    (compute_source_index_and_lambda: "scale_factor = 1, simply copy"), whatever the scale_factor that gave that
+    size: ``interpolate(arange(5.), scale_factor=1.1, mode="linear")`` is [0, 1, 2, 3, 4].  Before: the scale was
+    applied, [0, 0.864, 1.773, 2.682, 3.591] (and 0.9999986 for 1 with a scale of 1 + 2**-20)."""
+    F = torch.nn.functional
+    x = torch.arange(5.0, device=device).reshape(1, 1, 5)
+    for sf in (1.1, 1 + 2 ** -20, 1.19):
+        np.testing.assert_array_equal(_np(F.interpolate(x, scale_factor=sf, mode="linear")), _np(x))
+    x2 = torch.arange(25.0, device=device).reshape(1, 1, 5, 5)
+    r = _np(F.interpolate(x2, scale_factor=(1.1, 2.0), mode="bilinear"))
+    assert r.shape == (1, 1, 5, 10)
+    np.testing.assert_array_equal(r[0, 0, :, 0], _np(x2)[0, 0, :, 0])   # rows copied, columns interpolated
+    np.testing.assert_array_equal(r[0, 0, :, 3], _np(x2)[0, 0, :, 1] + 0.25)
+    x3 = torch.arange(27.0, device=device).reshape(1, 1, 3, 3, 3)
+    np.testing.assert_array_equal(_np(F.interpolate(x3, scale_factor=1.2, mode="trilinear")), _np(x3))
+    xg = x.clone().requires_grad_()
+    F.interpolate(xg, scale_factor=1.1, mode="linear").backward(torch.full((1, 1, 5), 2.0, device=device))
+    np.testing.assert_array_equal(_np(xg.grad), np.full((1, 1, 5), 2.0))
