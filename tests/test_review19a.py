@@ -220,3 +220,71 @@ def test_linear_interpolation_along_an_unchanged_size_copies(device):
     xg = x.clone().requires_grad_()
     F.interpolate(xg, scale_factor=1.1, mode="linear").backward(torch.full((1, 1, 5), 2.0, device=device))
     np.testing.assert_array_equal(_np(xg.grad), np.full((1, 1, 5), 2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_composites_compute_in_float32(device, dtype):
+    """PyTorch computes lerp, addcmul and addcdiv of float16/bfloat16 operands in float32 and rounds once (opmath):
+    lerp(60000, -60000, 0.5) = 0, addcmul(0, 300, 300, value=0.001) = 90, addcdiv(0, 60000, 0.001, value=0.001) =
+    59968 (float16's nearest to 60000).  Before: each step rounded to half, the intermediate overflowed: inf, inf,
+    inf (bfloat16 rounded three times where PyTorch rounds once)."""
+    def t(v):
+        return torch.tensor(v, dtype=dtype, device=device)
+
+    def one(x):   # the float32 value rounded once to dtype
+        return float(torch.tensor(x, dtype=torch.float32).to(dtype).float())
+    np.testing.assert_array_equal(_np(torch.lerp(t([60000.0, 1.0]), t([-60000.0, 2.0]), 0.5).float()), [0.0, 1.5])
+    np.testing.assert_array_equal(_np(torch.lerp(t([60000.0]), t([-60000.0]), t([0.5])).float()), [0.0])
+    a, b, c = t([0.0]), t([300.0]), t([300.0])
+    np.testing.assert_array_equal(_np(torch.addcmul(a, b, c, value=0.001).float()), [one(90.0)])
+    assert float(a.clone().addcmul_(b, c, value=0.001).float()) == one(90.0)
+    q = torch.addcdiv(t([0.0]), t([60000.0]), t([0.001]), value=0.001)
+    want = float(np.float32(np.float32(0.001) * (np.float32(one(60000.0)) / np.float32(one(0.001)))))
+    assert q.dtype == dtype and float(q.float()) == one(want)
+    x, y = t([1.0]).requires_grad_(), t([3.0]).requires_grad_()
+    torch.addcmul(x, y, t([5.0]), value=0.5).sum().backward()
+    assert x.grad.dtype == dtype and float(x.grad.float()) == 1.0 and float(y.grad.float()) == 2.5
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_normalisations_compute_in_float32(device, dtype):
+    """PyTorch's layer/group/batch/instance/RMS norms of a half input compute the statistics and the normalisation
+    in float32 and round once: a row [60000, -60000] (its variance overflows half) normalises to [1, -1]; rms_norm's
+    default eps is float32's for half inputs (1.19e-7: rms_norm([1e-3, 1e-3]) = 0.9453).  Before: [0, 0] in float16
+    for every one of them, and rms_norm used eps 2.2e-16 (1.0)."""
+    F = torch.nn.functional
+    big = torch.tensor([[60000.0, -60000.0]], dtype=torch.float16, device=device).to(dtype)
+    v = float(big[0, 0].float())
+    for r in (F.layer_norm(big, (2,)), F.group_norm(big.reshape(1, 1, 2), 1).reshape(1, 2),
+              F.instance_norm(big.reshape(1, 1, 2)).reshape(1, 2),
+              F.batch_norm(big.reshape(2, 1), None, None, training=True).reshape(1, 2)):
+        assert r.dtype == dtype
+        np.testing.assert_allclose(_np(r.float()), [[1.0, -1.0]], rtol=1e-3)
+    r = F.rms_norm(torch.tensor([[v, v]], dtype=dtype, device=device), (2,))
+    np.testing.assert_allclose(_np(r.float()), [[1.0, 1.0]], rtol=1e-2)
+    small = torch.tensor([[1e-3, 1e-3]], dtype=dtype, device=device)
+    ms = float(small[0, 0].double()) ** 2
+    want = float(small[0, 0].double()) / math.sqrt(ms + 1.1920928955078125e-07)
+    np.testing.assert_allclose(_np(F.rms_norm(small, (2,)).float()), [[want, want]], rtol=1e-2)
+    s64 = small.double()
+    w64 = float(s64[0, 0]) / math.sqrt(float(s64[0, 0]) ** 2 + 2.220446049250313e-16)   # (float64's own eps)
+    np.testing.assert_allclose(_np(F.rms_norm(s64, (2,))), [[w64, w64]], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_average_pooling_and_attention_compute_in_float32(device, dtype):
+    """PyTorch's average pooling of half inputs sums windows in float32 (avg_pool1d of [60000, 60000] is 60000),
+    and its CPU attention keeps half q/k/v in float32 (scores of 200 * 200 * 2 overflow half; the weighted sum of
+    [1, 2], [3, 4] with equal weights is [2, 3]).  Before: inf and NaN in float16."""
+    F = torch.nn.functional
+    x = torch.tensor([[[60000.0, 60000.0, 1.0, 3.0]]], dtype=torch.float16, device=device).to(dtype)
+    r = F.avg_pool1d(x, 2)
+    assert r.dtype == dtype
+    np.testing.assert_allclose(_np(r.float()), [[[float(x[0, 0, 0].float()), 2.0]]])
+    r2 = F.avg_pool2d(torch.full((1, 1, 2, 2), 60000.0, dtype=dtype, device=device), 2)
+    assert np.isfinite(_np(r2.float())).all()
+    q = torch.full((1, 1, 2, 2), 200.0, dtype=dtype, device=device)
+    v = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]], dtype=dtype, device=device)
+    a = F.scaled_dot_product_attention(q, q, v)
+    assert a.dtype == dtype
+    np.testing.assert_array_equal(_np(a.float()), [[[[2.0, 3.0], [2.0, 3.0]]]])

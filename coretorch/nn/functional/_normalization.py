@@ -18,6 +18,19 @@ from ._pooling import avg_pool2d
 # ---------------------------------------------------------------------------------------------
 # normalization
 # ---------------------------------------------------------------------------------------------
+_REDUCED = (_dt.float16, _dt.bfloat16)
+
+
+def _f32(t):
+    """A float16/bfloat16 tensor (weight, bias, input) as float32, anything else as it is."""
+    return t.float() if isinstance(t, Tensor) and t.dtype in _REDUCED else t
+
+
+# The normalisations of a float16/bfloat16 input compute in float32 and round the result once, as PyTorch's CPU
+# kernels (opmath): in half, the variance of a row [60000, -60000] overflowed and the row normalised to [0, 0].
+# Running statistics stay the caller's tensors (updated in place in their own dtype).
+
+
 def _verify_batch_size(shape) -> None:
     size_prods = shape[0]
     for s in shape[2:]:
@@ -53,6 +66,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
+    if input.dtype in _REDUCED:
+        return batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
+                          eps).to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
@@ -92,6 +108,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
             return instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    if isinstance(input, Tensor) and input.dtype in _REDUCED:
+        return instance_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), use_input_stats,
+                             momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
         axes = tuple(range(2, input.ndim))
@@ -142,6 +161,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
     if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
         input = input.contiguous()
+    if input.dtype in _REDUCED:
+        return _layer_norm_composite(input.float(), k, _f32(weight), _f32(bias), eps).to(input.dtype)
     if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
         return _fused.layer_norm(input, k, weight, bias, eps, _layer_norm_composite)
     return _layer_norm_composite(input, k, weight, bias, eps)
@@ -166,9 +187,13 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """
     ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     axes = tuple(range(input.ndim - len(ns), input.ndim))
-    e = eps if eps is not None else (1.1920928955078125e-07 if input.dtype is _dt.float32 else 2.220446049250313e-16)
-    out = _P.mul(input, _P.rsqrt(_P.add(_R.mean(_P.mul(input, input), axes, keepdim=True), e)))
-    return out if weight is None else _P.mul(out, weight)
+    dt = input.dtype
+    # (PyTorch: the eps of the dtype it computes in: float64's for float64, float32's for the others, half too)
+    e = eps if eps is not None else (2.220446049250313e-16 if dt is _dt.float64 else 1.1920928955078125e-07)
+    x = _f32(input)
+    out = _P.mul(x, _P.rsqrt(_P.add(_R.mean(_P.mul(x, x), axes, keepdim=True), e)))
+    out = out if weight is None else _P.mul(out, weight)
+    return out.to(dt) if out.dtype is not dt and dt in _REDUCED else out
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -182,6 +207,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    if input.dtype in _REDUCED:
+        return group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype)
     x = input.reshape(n, num_groups, -1)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)

@@ -2,6 +2,7 @@
 1-D/3-D adaptive average pooling: _adaptive; unpooling: _unpool)."""
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import creation as _C
@@ -140,6 +141,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     k, s, p, d, oh, ow = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:  # PyTorch's opmath: the window sums and the
+        # division in float32, rounded once (a half window of two 60000s summed to inf)
+        return avg_pool2d(input.float(), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override).to(input.dtype)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
