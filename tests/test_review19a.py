@@ -288,3 +288,34 @@ def test_half_average_pooling_and_attention_compute_in_float32(device, dtype):
     a = F.scaled_dot_product_attention(q, q, v)
     assert a.dtype == dtype
     np.testing.assert_array_equal(_np(a.float()), [[[[2.0, 3.0], [2.0, 3.0]]]])
+
+
+def test_reduction_out_dtypes(device):
+    """PyTorch's sum/prod with ``out`` and no dtype compute in the out tensor's dtype: sum([1.5, 1.7]) into an int64
+    out is 1 + 1 = 2, into a bool out True; mean of float32 into a float64 out is a float64 mean (1 + 2**-30 over 2 =
+    0.5000000004656613).  amax/amin/norm and the (values, indices) of max/min(dim) check their out dtypes exactly.
+    Before: sum/prod raised "result type Float can't be cast to the desired output type Long", mean gave the float32
+    mean (0.5), and amax/amin/norm/max(dim) wrote into any castable out."""
+    def t(v, dt=torch.float32):
+        return torch.tensor(v, dtype=dt, device=device)
+
+    def e(dt, shape=()):
+        return torch.empty(shape, dtype=dt, device=device)
+    assert int(torch.sum(t([1.5, 1.7]), 0, out=e(torch.int64))) == 2
+    assert int(torch.sum(t([1.5, 1.7]), (0,), out=e(torch.int64))) == 2
+    assert int(torch.prod(t([1.5, 1.7]), 0, out=e(torch.int64))) == 1
+    assert bool(torch.sum(t([True, True], torch.bool), 0, out=e(torch.bool)))
+    assert int(torch.sum(t([100, 100], torch.int64), 0, out=e(torch.int8))) == -56
+    assert float(torch.mean(t([1.0, 2 ** -30]), 0, out=e(torch.float64))) == 0.5000000004656613
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.mean(t([1.0, 2.0]), 0, out=e(torch.int64))
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        torch.mean(t([1, 2], torch.int64), 0, out=e(torch.float64))
+    for call in (lambda: torch.amax(t([1.5, 1.7]), 0, out=e(torch.float64)),
+                 lambda: torch.amin(t([1.5, 1.7]), 0, out=e(torch.float16)),
+                 lambda: torch.norm(t([1.5, 1.7]), out=e(torch.float64)),
+                 lambda: torch.max(t([[1.0, 2.0]]), 1, out=(e(torch.float64, (1,)), e(torch.int64, (1,)))),
+                 lambda: torch.min(t([[1.0, 2.0]]), 1, out=(e(torch.float32, (1,)), e(torch.int32, (1,))))):
+        with pytest.raises(RuntimeError, match="dtype"):
+            call()
+    assert float(torch.min(t([1.5, 1.7]), out=e(torch.float64))) == 1.5   # (the full reduction casts)
