@@ -319,3 +319,32 @@ def test_reduction_out_dtypes(device):
         with pytest.raises(RuntimeError, match="dtype"):
             call()
     assert float(torch.min(t([1.5, 1.7]), out=e(torch.float64))) == 1.5   # (the full reduction casts)
+
+
+@pytest.mark.parametrize("dtype,big", [(torch.float16, 1e10), (torch.float16, -65505.0), (torch.float32, 1e39)])
+def test_clamp_bounds_out_of_the_float_range_raise(device, dtype, big):
+    """PyTorch converts a Python clamp bound to the tensor's dtype with its overflow check: clamp(max=1e10) of a
+    float16 tensor (clamp_min, clamp_max, clip, hardtanh alike) raises "value cannot be converted to type c10::Half
+    without overflow"; inf and NaN bounds and in-range ones pass.  Before: the bound was used silently."""
+    x = torch.ones(2, dtype=dtype, device=device)
+    for call in (lambda: x.clamp(max=big), lambda: x.clamp(min=big), lambda: x.clamp_min(big),
+                 lambda: x.clamp_max(big), lambda: x.clip(big), lambda: x.clone().clamp_(max=big),
+                 lambda: torch.nn.functional.hardtanh(x, -abs(big), abs(big))):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            call()
+    assert _np(x.clamp(max=math.inf).float()).tolist() == [1.0, 1.0]
+    assert np.isnan(_np(x.clamp(max=math.nan).float())).all()
+    assert _np(x.clamp(min=-65504.0, max=65504.0).float()).tolist() == [1.0, 1.0]
+
+
+def test_half_dist_computes_in_float32(device):
+    """PyTorch's dist / pairwise_distance of half tensors take the norm in float32 and round once: dist of [300, 300]
+    and 0 is 424.25 (float16).  Before: the squares overflowed half: inf."""
+    a = torch.tensor([300.0, 300.0], dtype=torch.float16, device=device)
+    z = torch.zeros(2, dtype=torch.float16, device=device)
+    want = float(np.float16(math.hypot(300.0, 300.0)))
+    r = torch.dist(a, z)
+    assert r.dtype == torch.float16 and float(r.float()) == want
+    assert float(torch.dist(a, z, 3).float()) == float(np.float16((2 * 300.0 ** 3) ** (1 / 3)))
+    pd = torch.nn.functional.pairwise_distance(a[None], z[None])
+    assert abs(float(pd.float()) - want) <= 0.25
