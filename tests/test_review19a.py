@@ -348,3 +348,20 @@ def test_half_dist_computes_in_float32(device):
     assert float(torch.dist(a, z, 3).float()) == float(np.float16((2 * 300.0 ** 3) ** (1 / 3)))
     pd = torch.nn.functional.pairwise_distance(a[None], z[None])
     assert abs(float(pd.float()) - want) <= 0.25
+
+
+def test_relu_and_clamp_keep_a_tied_signed_zero(device):
+    """PyTorch's relu (clamp_min(x, 0)) and clamp return x itself where x equals the bound: relu(-0.0) and
+    clamp(-0.0, min=0.0) are -0.0, clamp(0.0, max=-0.0) is 0.0; NaN passes.  Before: relu gave +0.0 on both
+    backends, and the cpu clamp (np.clip) gave the bound: 0.0 and -0.0."""
+    x = torch.tensor([-0.0, 0.0, math.nan, -1.0, 2.0], device=device)
+    r = _np(torch.relu(x))
+    assert np.signbit(r[0]) and not np.signbit(r[1]) and np.isnan(r[2]) and r[3] == 0 and r[4] == 2
+    r = _np(torch.nn.functional.relu(x.clone(), inplace=True))
+    assert np.signbit(r[0]) and not np.signbit(r[1])
+    c = _np(x.clamp(min=0.0))
+    assert np.signbit(c[0]) and not np.signbit(c[1]) and np.isnan(c[2]) and c[3] == 0
+    c = _np(x.clamp(max=-0.0))
+    assert np.signbit(c[0]) and not np.signbit(c[1]) and c[3] == -1 and np.signbit(c[4])
+    c = _np(x.clone().clamp_(-0.0, 1.0))
+    assert np.signbit(c[0]) and not np.signbit(c[1]) and np.isnan(c[2]) and c[4] == 1.0

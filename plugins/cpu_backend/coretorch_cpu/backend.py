@@ -113,7 +113,7 @@ def _sign(x):
 
 
 def _relu(x):
-    return np.maximum(x, 0, dtype=x.dtype)
+    return np.maximum(0, x, dtype=x.dtype)  # (0 first: a tie gives x, so relu(-0.0) is -0.0 as PyTorch's)
 
 
 def _rsqrt(x):
@@ -406,7 +406,12 @@ _quiet_div = _quiet(np.true_divide)  # any other divisor: IEEE results (x/0 = in
 
 
 def _clamp(x, lo, hi):
-    r = np.clip(x, lo, hi)
+    """min(max(x, lo), hi) with the bound first: a tie gives x, as PyTorch's (clamp(-0.0, min=0.0) is -0.0;
+    np.clip gave 0.0)."""
+    r = x if lo is None else np.maximum(lo, x)
+    r = r if hi is None else np.minimum(hi, r)
+    if r is x:
+        r = x.copy()
     return r if r.__class__ is nd else _asarray(r)
 
 

@@ -144,8 +144,8 @@ def unary_expr(op: str, dt) -> str | None:
         # sign(NaN) = 0 and sign(-0.0) = +0.0, as PyTorch
         return "a0" if b else f"(a0 > 0 ? ({ct})1 : (a0 < 0 ? ({ct})-1 : ({ct})0))"
     if op == "relu":
-        # a0 != a0 is isnan without the builtin call (PoCL does not inline builtins: 12x slower here)
-        return f"((a0 > 0 || a0 != a0) ? a0 : ({ct})0)" if f else f"(a0 > 0 ? a0 : ({ct})0)"
+        # NaN and -0.0 pass through (not < 0), as PyTorch's clamp_min(x, 0): relu(-0.0) is -0.0
+        return f"(a0 < 0 ? ({ct})0 : a0)" if f else f"(a0 > 0 ? a0 : ({ct})0)"
     if op in ("floor", "ceil", "trunc"):
         return f"{op}(a0)" if f else "a0"
     if op == "round":
