@@ -365,3 +365,16 @@ def test_relu_and_clamp_keep_a_tied_signed_zero(device):
     assert np.signbit(c[0]) and not np.signbit(c[1]) and c[3] == -1 and np.signbit(c[4])
     c = _np(x.clone().clamp_(-0.0, 1.0))
     assert np.signbit(c[0]) and not np.signbit(c[1]) and np.isnan(c[2]) and c[4] == 1.0
+
+
+def test_half_glu_and_vecdot_compute_in_float32(device):
+    """PyTorch computes glu and linalg.vecdot of float16 in float32 and rounds once: glu([60000, -20]) =
+    60000 * sigmoid(-20) = 1.236e-4, vecdot([300, 300], [300, -300]) = 0.  Before: sigmoid(-20) underflowed half
+    (0) and the products overflowed (inf - inf = NaN)."""
+    h = torch.float16
+    g = torch.nn.functional.glu(torch.tensor([60000.0, -20.0], dtype=h, device=device))
+    want = float(np.float16(60000.0 / (1.0 + math.exp(20.0))))
+    assert g.dtype == h and float(g.float()) == want
+    v = torch.linalg.vecdot(torch.tensor([300.0, 300.0], dtype=h, device=device),
+                            torch.tensor([300.0, -300.0], dtype=h, device=device))
+    assert v.dtype == h and float(v.float()) == 0.0
