@@ -378,3 +378,20 @@ def test_half_glu_and_vecdot_compute_in_float32(device):
     v = torch.linalg.vecdot(torch.tensor([300.0, 300.0], dtype=h, device=device),
                             torch.tensor([300.0, -300.0], dtype=h, device=device))
     assert v.dtype == h and float(v.float()) == 0.0
+
+
+def test_half_silu_and_mish_compute_in_float32(device):
+    """PyTorch computes silu and mish of float16 in float32 and rounds once: silu(-20) = -20 sigmoid(-20) =
+    -4.1e-8, which rounds to float16's -5.96e-8 (mish(-20) likewise).  Before: sigmoid(-20) underflowed half to 0
+    and the results were -0.0 (in place too)."""
+    x = torch.tensor([-20.0, -1.0, 0.5], dtype=torch.float16, device=device)
+    F = torch.nn.functional
+    want_silu = [float(np.float16(v / (1 + math.exp(-v)))) for v in (-20.0, -1.0, 0.5)]
+    want_mish = [float(np.float16(v * math.tanh(math.log1p(math.exp(v))))) for v in (-20.0, -1.0, 0.5)]
+    for fn, want in ((F.silu, want_silu), (F.mish, want_mish)):
+        r = fn(x)
+        assert r.dtype == torch.float16
+        np.testing.assert_array_equal(_np(r.float()), want)
+        y = x.clone()
+        fn(y, inplace=True)
+        np.testing.assert_array_equal(_np(y.float()), want)

@@ -212,6 +212,7 @@ class GeluBackward0(Node):
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _GELU_FUSED = (_dt.float32, _dt.float64)
+_HALF = (_dt.float16, _dt.bfloat16)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -251,7 +252,8 @@ def silu(input, inplace=False) -> Tensor:
     """
     _floating_only("silu", input)
     x = _src(input, inplace)
-    out = _P.mul(x, _P.sigmoid(x))
+    # float16/bfloat16 in float32, rounded once (PyTorch's opmath: in half, sigmoid(-20) underflowed to 0)
+    out = silu(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.sigmoid(x))
     return _inplace_result(input, out) if inplace else out
 
 
@@ -265,7 +267,7 @@ def mish(input, inplace=False):
     """
     _floating_only("mish", input)
     x = _src(input, inplace)
-    out = _P.mul(x, _P.tanh(softplus(x)))
+    out = mish(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.tanh(softplus(x)))  # (as silu)
     return _inplace_result(input, out) if inplace else out
 
 
