@@ -429,3 +429,26 @@ def test_half_softmax_backward(device, dtype):
     got = _np(x.grad.float())[0]
     assert x.grad.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-4)
+
+
+def test_same_dtype_unary_ops_refuse_another_out_dtype(device):
+    """PyTorch builds neg, sign, round, floor, ceil, trunc, fix, abs, bitwise_not and the scalar clamps with one
+    dtype for input and out: an out of another dtype raises "Found dtype Double but expected Float" (even a wider
+    float), where the float ops (exp, sqrt, sigmoid, ...) cast into it.  Before: the result was cast into any
+    castable out."""
+    x = torch.tensor([1.5, -2.5], device=device)
+    i = torch.tensor([1, -2], device=device)
+    for name in ("neg", "negative", "sign", "round", "floor", "ceil", "trunc", "fix", "abs", "absolute"):
+        fn = getattr(torch, name)
+        with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+            fn(x, out=torch.empty(2, dtype=torch.float64, device=device))
+        with pytest.raises(RuntimeError, match="Found dtype Int but expected Long"):
+            fn(i, out=torch.empty(2, dtype=torch.int32, device=device))
+        o = torch.empty(2, device=device)
+        assert fn(x, out=o) is o
+    with pytest.raises(RuntimeError, match="Found dtype Int but expected Long"):
+        torch.bitwise_not(i, out=torch.empty(2, dtype=torch.int32, device=device))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        torch.clamp(x, 0, out=torch.empty(2, dtype=torch.float64, device=device))
+    r = torch.exp(x, out=torch.empty(2, dtype=torch.float64, device=device))   # (float ops cast)
+    assert r.dtype == torch.float64

@@ -18,6 +18,9 @@ _EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "in
                     "norm"))
 # ops whose (values, indices) overload checks both dtypes exactly (the full reduction's single out is castable)
 _EXACT_TUPLE = frozenset(("max", "min"))
+# the unary ops PyTorch builds with one dtype for input and out (no cast: "Found dtype Double but expected Float")
+_SAME_DTYPE = frozenset(("neg", "negative", "sign", "round", "floor", "ceil", "trunc", "fix", "abs", "absolute",
+                         "bitwise_not", "clamp", "clip", "clamp_min", "clamp_max"))
 
 NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "maximum",
          "minimum", "pow", "remainder", "fmod", "exp", "log", "sqrt", "abs", "absolute", "neg", "negative",
@@ -60,6 +63,7 @@ def _wrap(name: str, fn):
     overload = _OUT_OVERLOADS.get(name)  # (chosen here, once: nothing to look up per call)
     out_dtype = _OUT_DTYPE.get(name)
     tuple_exact = name in _EXACT_TUPLE
+    same_dtype = name in _SAME_DTYPE
 
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
@@ -72,6 +76,8 @@ def _wrap(name: str, fn):
                      and args[0].dtype.is_floating_point):
             kwargs["dtype"] = out.dtype
         res = fn(*args, **kwargs)
+        if same_dtype and isinstance(out, Tensor) and isinstance(res, Tensor) and out.dtype is not res.dtype:
+            raise RuntimeError(f"Found dtype {out.dtype._tname[:-6]} but expected {res.dtype._tname[:-6]}")
         return write_out(name, out, res, exact_dtype=exact or (tuple_exact and not isinstance(res, Tensor)),
                          inputs=_tensors(args, kwargs) if checked else ())
 
