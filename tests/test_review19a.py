@@ -452,3 +452,25 @@ def test_same_dtype_unary_ops_refuse_another_out_dtype(device):
         torch.clamp(x, 0, out=torch.empty(2, dtype=torch.float64, device=device))
     r = torch.exp(x, out=torch.empty(2, dtype=torch.float64, device=device))   # (float ops cast)
     assert r.dtype == torch.float64
+
+
+def test_selection_ops_out_dtype_is_exact(device):
+    """PyTorch's where, index_select, gather, masked_select and take check their out dtype exactly (RuntimeError);
+    isnan and isinf take no out (TypeError: unexpected keyword argument 'out').  Before: a float64 out took the
+    float32 result cast, and isnan/isinf accepted out."""
+    x = torch.tensor([1.5, -2.5], device=device)
+    i = torch.tensor([0], device=device)
+    m = torch.tensor([True, False], device=device)
+
+    def o(n):
+        return torch.empty(n, dtype=torch.float64, device=device)
+    for call in (lambda: torch.where(m, x, x, out=o(2)), lambda: torch.index_select(x, 0, i, out=o(1)),
+                 lambda: torch.gather(x, 0, i, out=o(1)), lambda: torch.masked_select(x, m, out=o(1)),
+                 lambda: torch.take(x, i, out=o(1))):
+        with pytest.raises(RuntimeError, match="dtype"):
+            call()
+    for fn in (torch.isnan, torch.isinf):
+        with pytest.raises(TypeError, match="out"):
+            fn(x, out=torch.empty(2, dtype=torch.bool, device=device))
+    r = torch.empty(2, device=device)
+    assert torch.where(m, x, x, out=r) is r

@@ -15,7 +15,7 @@ __all__ = ["install"]
 # ops whose kernels check the out tensor's dtype exactly in PyTorch (indices, sorting, the where/cat family is
 # castable)
 _EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "index_add", "float_power", "amax", "amin",
-                    "norm"))
+                    "norm", "where", "index_select", "gather", "masked_select", "take"))
 # ops whose (values, indices) overload checks both dtypes exactly (the full reduction's single out is castable)
 _EXACT_TUPLE = frozenset(("max", "min"))
 # the unary ops PyTorch builds with one dtype for input and out (no cast: "Found dtype Double but expected Float")
@@ -29,7 +29,7 @@ NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_div
          "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
          "bitwise_not", "where", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "any",
          "all", "cat", "concat", "concatenate", "stack", "sin", "cos", "rsqrt", "reciprocal", "sign", "lerp",
-         "expm1", "log1p", "erf", "square", "std", "var", "norm", "isnan", "isinf",
+         "expm1", "log1p", "erf", "square", "std", "var", "norm",
          "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "argsort",
          "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin",
          "nansum", "scatter_add", "index_add", "float_power")
