@@ -95,7 +95,8 @@ def _ln_back_plain(g, x, mean, rstd, w, k):
     x2, g2 = _ln_rows(x, k), _ln_rows(g, k)
     d = x2.shape[1]
     xhat = (x2 - mean.reshape(-1, 1)) * rstd.reshape(-1, 1)
-    col = pairwise.lead_sum if x2.shape[1] > 1 else functools.partial(np.add.reduce, axis=0)  # (the sum kernel's)
+    col = pairwise.lead_sum if x2.shape[1] > 1 and x2.shape[0] > pairwise.MIN_ROWS else \
+        functools.partial(np.add.reduce, axis=0)  # (the sum kernel's)
     gw, gb = col(g2 * xhat), col(g2)
     gxh = g2 * w.reshape(-1) if w is not None else g2
     a = np.add.reduce(gxh, axis=1, keepdims=True) / d
@@ -165,7 +166,7 @@ def test_row_helpers_keep_numpys_bits():
     for dtype in (np.float32, np.float64, np.float16):
         for shape in ((1024, 128), (3, 5), (4097, 65), (2, 2), (100, 1)):
             a, b = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
-            cascade = dtype != np.float16 and shape[1] > 1   # (else numpy's reduction, as before)
+            cascade = dtype != np.float16 and shape[1] > 1 and shape[0] > pairwise.MIN_ROWS  # (else numpy's)
             lead = pairwise.lead_sum if cascade else functools.partial(np.add.reduce, axis=0)
             np.testing.assert_array_equal(rows.colsum(a), lead(a))
             np.testing.assert_array_equal(rows.colsum(a, b), lead(a * b))

@@ -14,6 +14,7 @@ from coretorch._fpquiet import quiet_call as _quiet_call
 from . import dtypes as _dtypes  # (its BF16 is rebound when bfloat16 loads: read it as an attribute)
 from . import memory, sampling  # the allocator set-up; the random family: generator states and sampling kernels
 from .blas1 import axpy as _blas_axpy
+from . import pairwise as _pairwise
 from .pairwise import outer_sum as _outer_sum
 from .rows import colsum as _colsum
 from .rows import rowop as _rowop
@@ -53,10 +54,10 @@ def _reduce(fn, short: int, wraps: bool = False, blocked: bool = False):
     numpy would add row after row; float16 is summed in float32 and rounded once, as PyTorch (numpy adds half to
     half: a (20000, 3) bias gradient of 0.1 summed to 1993 through sum_to, not 2000)."""
     def k(x, axes, keepdim):
-        if blocked:
+        if blocked and x.dtype.kind == "f":
             if x.dtype == _F16:
                 return k(x.astype(_F32), axes, keepdim).astype(_F16)
-            if axes is not None:
+            if axes is not None and x.ndim > 1 and x.size > _pairwise.MIN_ROWS:
                 r = _outer_sum(x, axes, keepdim)
                 if r is not None:
                     return r

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK = 16
+MIN_ROWS = 128  # (outer_sum: shorter reductions stay numpy's row-after-row sums, at most 64 ulp)
 _add_reduce = np.add.reduce
 _einsum = np.einsum
 
@@ -36,22 +37,25 @@ def lead_sum(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
 
 def outer_sum(x: np.ndarray, axes: tuple, keepdim: bool) -> np.ndarray | None:
     """``x`` summed over ``axes`` where numpy would add row after row (a float array whose innermost axis in memory
-    is kept, more than BLOCK values per result), else None (numpy's own reduction is pairwise along that axis, or
-    short)."""
+    is kept, more than MIN_ROWS values per result), else None (numpy's own reduction is pairwise along that axis, or
+    short: up to MIN_ROWS rows the cascade's extra calls cost more than the few ulp they save)."""
     nd = x.ndim
-    if nd < 2 or x.dtype.kind != "f" or x.size == 0:
+    if nd < 2 or x.dtype.kind != "f":
         return None
+    shape = x.shape
     ax = sorted({a % nd for a in axes})
-    shape, st = x.shape, x.strides
+    if ax[-1] == nd - 1 and x.flags.c_contiguous:   # (the innermost axis reduced: numpy's pairwise)
+        return None
+    k = 1
+    for a in ax:
+        k *= shape[a]
+    if k <= MIN_ROWS or x.size == 0:
+        return None
+    st = x.strides
     inner = min((d for d in range(nd) if shape[d] > 1), key=lambda d: abs(st[d]), default=nd - 1)
     if inner in ax:
         return None
     kept = [d for d in range(nd) if d not in ax]
-    k = 1
-    for a in ax:
-        k *= shape[a]
-    if k <= BLOCK:
-        return None
     y = x if ax == list(range(len(ax))) else x.transpose(ax + kept)
     r = lead_sum(y.reshape((k,) + tuple(shape[d] for d in kept)))
     if keepdim:
