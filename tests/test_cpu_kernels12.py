@@ -3,6 +3,7 @@ layer norm's row operands and column sums in fewer passes.  Gradients against fl
 inputs on every device; the cpu kernels against the formulas they replace (the same bits where they say so)."""
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -12,7 +13,7 @@ import scipy.special as sp
 
 import coretorch as torch
 import coretorch.nn.functional as F
-from coretorch_cpu import fused, rows
+from coretorch_cpu import fused, pairwise, rows
 
 _TAILS = [0.0, -0.0, 1e-30, -1e-30, 13.2, -13.2, 13.5, -13.5, 14.0, -14.0, 20.0, -20.0, 3e38, -3e38]
 
@@ -94,7 +95,9 @@ def _ln_back_plain(g, x, mean, rstd, w, k):
     x2, g2 = _ln_rows(x, k), _ln_rows(g, k)
     d = x2.shape[1]
     xhat = (x2 - mean.reshape(-1, 1)) * rstd.reshape(-1, 1)
-    gw, gb = np.add.reduce(g2 * xhat, axis=0), np.add.reduce(g2, axis=0)
+    col = pairwise.lead_sum if x2.shape[1] > 1 and x2.shape[0] > pairwise.MIN_ROWS else \
+        functools.partial(np.add.reduce, axis=0)  # (the sum kernel's)
+    gw, gb = col(g2 * xhat), col(g2)
     gxh = g2 * w.reshape(-1) if w is not None else g2
     a = np.add.reduce(gxh, axis=1, keepdims=True) / d
     c = np.add.reduce(gxh * xhat, axis=1, keepdims=True) / d
@@ -156,14 +159,17 @@ def test_layer_norm_at_hard_inputs(device):
 
 
 def test_row_helpers_keep_numpys_bits():
-    """rows.colsum: numpy's reduction over axis 0 and einsum add row after row (the same bits); rows.rowop: a tiled
-    row operand gives the plain broadcast's bits, with rows left over past the last whole tile."""
+    """rows.colsum: the sum kernel's cascade over axis 0 (pairwise.lead_sum: the same bits with or without the
+    product's temporary); rows.rowop: a tiled row operand gives the plain broadcast's bits, with rows left over past
+    the last whole tile."""
     rng = np.random.default_rng(8)
     for dtype in (np.float32, np.float64, np.float16):
         for shape in ((1024, 128), (3, 5), (4097, 65), (2, 2), (100, 1)):
             a, b = rng.normal(size=shape).astype(dtype), rng.normal(size=shape).astype(dtype)
-            np.testing.assert_array_equal(rows.colsum(a), np.add.reduce(a, axis=0))
-            np.testing.assert_array_equal(rows.colsum(a, b), np.add.reduce(a * b, axis=0))
+            cascade = dtype != np.float16 and shape[1] > 1 and shape[0] > pairwise.MIN_ROWS  # (else numpy's)
+            lead = pairwise.lead_sum if cascade else functools.partial(np.add.reduce, axis=0)
+            np.testing.assert_array_equal(rows.colsum(a), lead(a))
+            np.testing.assert_array_equal(rows.colsum(a, b), lead(a * b))
             v = rng.normal(size=shape[1]).astype(dtype)
             for fn in (np.add, np.multiply):
                 out = np.empty_like(a)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -23,7 +24,10 @@ def _tn(dt) -> str:
 
 
 def _norm_last(diff: Tensor, p: float) -> Tensor:
-    """The p-norm over the last dim (p = 0 counts nonzeros; p = inf is the largest |x|)."""
+    """The p-norm over the last dim (p = 0 counts nonzeros; p = inf is the largest |x|); float16/bfloat16 in
+    float32, rounded once (PyTorch's norm kernels: dist of half [300, 300] and 0 is 424.25, not inf)."""
+    if diff.dtype is _dt.float16 or diff.dtype is _dt.bfloat16:
+        return _norm_last(diff.float(), p).to(diff.dtype)
     if diff.shape[-1] == 0:
         return _reduction.sum(diff, -1)
     if p == 0:

@@ -14,7 +14,13 @@ __all__ = ["install"]
 
 # ops whose kernels check the out tensor's dtype exactly in PyTorch (indices, sorting, the where/cat family is
 # castable)
-_EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "index_add", "float_power"))
+_EXACT = frozenset(("argsort", "argmax", "argmin", "nonzero", "scatter_add", "index_add", "float_power", "amax", "amin",
+                    "norm", "where", "index_select", "gather", "masked_select", "take"))
+# ops whose (values, indices) overload checks both dtypes exactly (the full reduction's single out is castable)
+_EXACT_TUPLE = frozenset(("max", "min"))
+# the unary ops PyTorch builds with one dtype for input and out (no cast: "Found dtype Double but expected Float")
+_SAME_DTYPE = frozenset(("neg", "negative", "sign", "round", "floor", "ceil", "trunc", "fix", "abs", "absolute",
+                         "bitwise_not", "clamp", "clip", "clamp_min", "clamp_max"))
 
 NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "maximum",
          "minimum", "pow", "remainder", "fmod", "exp", "log", "sqrt", "abs", "absolute", "neg", "negative",
@@ -23,7 +29,7 @@ NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_div
          "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
          "bitwise_not", "where", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "any",
          "all", "cat", "concat", "concatenate", "stack", "sin", "cos", "rsqrt", "reciprocal", "sign", "lerp",
-         "expm1", "log1p", "erf", "square", "std", "var", "norm", "isnan", "isinf",
+         "expm1", "log1p", "erf", "square", "std", "var", "norm",
          "logsumexp", "index_select", "gather", "masked_select", "nonzero", "take", "argsort",
          "asin", "acos", "atan", "sinh", "cosh", "exp2", "log2", "log10", "median", "cummax", "cummin",
          "nansum", "scatter_add", "index_add", "float_power")
@@ -45,10 +51,19 @@ def _tensors(args, kwargs) -> list:
     return found
 
 
+# reductions whose PyTorch out= kernels compute in the out tensor's dtype when no dtype is given (sum of floats into
+# an int64 out sums the truncated values: 1.5 + 1.7 -> 2; mean of float32 into a float64 out is a float64 mean): the
+# names mapped to whether an integer out qualifies (mean's does not: PyTorch's cast error)
+_OUT_DTYPE = {"sum": True, "prod": True, "mean": False}
+
+
 def _wrap(name: str, fn):
     exact = name in _EXACT
     checked = name not in _UNCHECKED
     overload = _OUT_OVERLOADS.get(name)  # (chosen here, once: nothing to look up per call)
+    out_dtype = _OUT_DTYPE.get(name)
+    tuple_exact = name in _EXACT_TUPLE
+    same_dtype = name in _SAME_DTYPE
 
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
@@ -56,7 +71,14 @@ def _wrap(name: str, fn):
             return fn(*args, **kwargs)
         if overload is not None:
             overload(args, kwargs)
-        return write_out(name, out, fn(*args, **kwargs), exact_dtype=exact,
+        if out_dtype is not None and kwargs.get("dtype") is None and isinstance(out, Tensor) \
+                and (out_dtype or out.dtype.is_floating_point and args and isinstance(args[0], Tensor)
+                     and args[0].dtype.is_floating_point):
+            kwargs["dtype"] = out.dtype
+        res = fn(*args, **kwargs)
+        if same_dtype and isinstance(out, Tensor) and isinstance(res, Tensor) and out.dtype is not res.dtype:
+            raise RuntimeError(f"Found dtype {out.dtype._tname[:-6]} but expected {res.dtype._tname[:-6]}")
+        return write_out(name, out, res, exact_dtype=exact or (tuple_exact and not isinstance(res, Tensor)),
                          inputs=_tensors(args, kwargs) if checked else ())
 
     setattr(op, "__wrapped_out__", True)

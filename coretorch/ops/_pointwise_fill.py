@@ -33,6 +33,10 @@ def lerp(input, end, weight):
     """input + weight * (end - input), as PyTorch computes it: from ``end`` backwards when |weight| >= 0.5, so
     that weight 1 gives ``end`` exactly (lerp(1e8, 1, 1.0) is 1, not 0 in float32)."""
     _lerp_check(input, end, weight)
+    if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:  # PyTorch's opmath: float32, rounded once (in
+        # half, end - input overflowed: lerp(60000, -60000, 0.5) was inf for 0)
+        w = weight.float() if isinstance(weight, Tensor) and weight.dtype is input.dtype else weight
+        return lerp(input.float(), end.float(), w).to(input.dtype)
     d = sub(end, input)
     if not isinstance(weight, Tensor):
         if builtins.abs(weight) < 0.5:

@@ -143,6 +143,9 @@ def clamp(input, min=None, max=None):
         if not dt.is_floating_point:
             min = None if min is None else _dt.fit_scalar(min if dt is _bool else int(min), dt)
             max = None if max is None else _dt.fit_scalar(max if dt is _bool else int(max), dt)
+    elif dt is not _dt.float64:  # a bound out of the float dtype's range raises, as PyTorch (inf and NaN pass)
+        min = None if min is None else _dt.fit_scalar(min, dt)
+        max = None if max is None else _dt.fit_scalar(max, dt)
     out = table.clamp(x, min, max)
     if input._rg and _gs.enabled:
         node = ClampBackward1() if min is not None and max is not None else \

@@ -430,6 +430,12 @@ def frexp(input: Tensor, *, out=None):
     return frexp_result(mt, et)
 
 
+# addcmul / addcdiv of float16/bfloat16 operands compute in float32 and round once, as PyTorch's kernels (opmath):
+# in half, 300 * 300 overflowed before the 0.001 scaled it (inf for 90), 60000 / 0.001 before the 0.001 (inf for
+# 60000)
+_HALF_TYPES = (_dt.float16, _dt.bfloat16)
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
     """input + value * tensor1 * tensor2 (an integer result truncates a float value, checked, as PyTorch)."""
     if not input.dtype.is_floating_point:  # (a float input: nothing to check)
@@ -459,6 +465,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
         node.save(tensor1, tensor2)
         node.next_functions = (edge(input), edge(tensor1), edge(tensor2))
         return _out(_make(r._data, r.dtype, r._be, node), out, "addcmul", input, tensor1, tensor2)
+    rd = input.dtype
+    if rd in _HALF_TYPES and tensor1.dtype is rd and tensor2.dtype is rd:  # see _HALF_TYPES
+        r = addcmul(input.float(), tensor1.float(), tensor2.float(), value=value).to(rd)
+        return _out(_named(r, _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
     p = mul(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         p = mul(p, value)
@@ -476,6 +486,10 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     """input + value * tensor1 / tensor2 (integer tensor1 and tensor2 raise, as PyTorch)."""
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeError(_ADDCDIV_INT)
+    rd = input.dtype
+    if rd in _HALF_TYPES and tensor1.dtype is rd and tensor2.dtype is rd:  # see _HALF_TYPES
+        r = addcdiv(input.float(), tensor1.float(), tensor2.float(), value=value).to(rd)
+        return _out(_named(r, AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
     q = div(tensor1, tensor2)
     if value != 1 or type(value) is not int:
         q = mul(q, value)

@@ -212,6 +212,7 @@ class GeluBackward0(Node):
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _GELU_FUSED = (_dt.float32, _dt.float64)
+_HALF = (_dt.float16, _dt.bfloat16)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -251,7 +252,8 @@ def silu(input, inplace=False) -> Tensor:
     """
     _floating_only("silu", input)
     x = _src(input, inplace)
-    out = _P.mul(x, _P.sigmoid(x))
+    # float16/bfloat16 in float32, rounded once (PyTorch's opmath: in half, sigmoid(-20) underflowed to 0)
+    out = silu(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.sigmoid(x))
     return _inplace_result(input, out) if inplace else out
 
 
@@ -265,7 +267,7 @@ def mish(input, inplace=False):
     """
     _floating_only("mish", input)
     x = _src(input, inplace)
-    out = _P.mul(x, _P.tanh(softplus(x)))
+    out = mish(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.tanh(softplus(x)))  # (as silu)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -433,11 +435,24 @@ def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _softmax_bw32(dim: int, g: Tensor, y: Tensor) -> Tensor:
+    """softmax's backward y * (g - sum(g * y)) of half tensors in float32, rounded once to their dtype."""
+    gf, yf = g.float(), y.float()
+    if not _gs.enabled and gf._data.ndim and gf._be.has("softmax_backward"):
+        r = _make(gf._be.softmax_backward(gf._data, yf._data, dim), gf.dtype, gf._be)
+    else:
+        r = _P.mul(yf, _P.sub(gf, _R.sum(_P.mul(gf, yf), dim, keepdim=True)))
+    return r.to(g.dtype)
+
+
 class SoftmaxBackward0(Node):
     __slots__ = ("dim", "out")
 
     def backward(self, g):
         (y,) = self.saved()  # the version check: an in-place change of the output makes the backward raise
+        if g.dtype in _HALF and y.dtype is g.dtype:  # float32 opmath, rounded once, as PyTorch (and the opencl
+            # fused kernel has no half variant: the backward raised "softmax_bwd is not implemented for float16")
+            return (_softmax_bw32(self.dim, g, y),)
         if not _gs.enabled and g.dtype is y.dtype and g._data.ndim and g._be.has("softmax_backward"):
             # plain backward: the backend's fused y * (g - sum(g * y)), no op layer (issue 14 speed)
             return (_make(g._be.softmax_backward(g._data, y._data, self.dim), g.dtype, g._be),)

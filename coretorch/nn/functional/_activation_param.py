@@ -34,6 +34,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     d = dim % input.ndim
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    if input.dtype in (_dt.float16, _dt.bfloat16):  # PyTorch's opmath: float32, rounded once (in half, sigmoid(-20)
+        return glu(input.float(), dim).to(input.dtype)  # underflowed: glu([60000, -20]) was 0, not 1.2e-4)
     a, b = _S.chunk(input, 2, d)
     return _P.mul(a, _P.sigmoid(b))
 

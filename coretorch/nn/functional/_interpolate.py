@@ -123,9 +123,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if mode == "bicubic":
             out = _cubic_pass(out, d, src, n_in, input.device)
             continue
-        i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
-        i1 = [min(i + 1, n_in - 1) for i in i0]
-        lam = [s - i for s, i in zip(src, i0)]
+        if n_in == n_out:  # PyTorch's compute_source_index_and_lambda: equal sizes copy, whatever the scale
+            i0 = i1 = list(range(n_out))
+            lam = [0.0] * n_out
+        else:
+            i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
+            i1 = [min(i + 1, n_in - 1) for i in i0]
+            lam = [s - i for s, i in zip(src, i0)]
         wshape = [1] * out.ndim
         wshape[d] = n_out
         lam_t = _C.tensor(lam, dtype=out.dtype, device=out.device).reshape(wshape)

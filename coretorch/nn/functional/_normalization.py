@@ -23,6 +23,16 @@ from ._pooling import avg_pool2d
 _REDUCED = (_dt.float16, _dt.bfloat16)
 
 
+def _f32(t):
+    """A float16/bfloat16 tensor (weight, bias, input) as float32, anything else as it is."""
+    return t.float() if isinstance(t, Tensor) and t.dtype in _REDUCED else t
+
+
+# The normalisations of a float16/bfloat16 input compute in float32 and round the result once, as PyTorch's CPU
+# kernels (opmath): in half, the variance of a row [60000, -60000] overflowed and the row normalised to [0, 0].
+# Running statistics stay the caller's tensors (updated in place in their own dtype).
+
+
 def _verify_batch_size(shape) -> None:
     size_prods = shape[0]
     for s in shape[2:]:
@@ -73,9 +83,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
-    if _half_with_float_params(input, weight, bias, running_mean, running_var):
-        return batch_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, training, momentum,
-                          eps).to(input.dtype)
+    _half_with_float_params(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
+    if input.dtype in _REDUCED:
+        return _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
+                           eps).to(input.dtype)
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
+    """batch_norm after its checks (a float16/bfloat16 input arrives as float32; running statistics keep their own
+    dtype, updated in place)."""
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
@@ -119,8 +136,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"coretorch.Size({list(input.shape)})")
-    if _half_with_float_params(input, weight, bias):  # (PyTorch lets running statistics differ here)
-        return instance_norm(input.to(_dt.float32), running_mean, running_var, weight, bias, use_input_stats,
+    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks; running statistics may differ)
+    if input.dtype in _REDUCED:
+        return instance_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), use_input_stats,
                              momentum, eps).to(input.dtype)
     bshape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if use_input_stats:
@@ -170,8 +188,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
-    if _half_with_float_params(input, weight, bias):
-        return layer_norm(input.to(_dt.float32), ns, weight, bias, eps).to(input.dtype)
+    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks)
+    if input.dtype in _REDUCED:
+        return layer_norm(input.float(), ns, _f32(weight), _f32(bias), eps).to(input.dtype)
     if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
         input = input.contiguous()
     if input.numel() and _fused.fused_ok(input, weight, bias):  # one node on kernel calls (issue 14 speed)
@@ -231,8 +250,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    if _half_with_float_params(input, weight, bias):
-        return group_norm(input.to(_dt.float32), num_groups, weight, bias, eps).to(input.dtype)
+    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks)
+    if input.dtype in _REDUCED:
+        return group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype)
     x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)

@@ -146,6 +146,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         raise RuntimeError("divisor must be not zero")
     if not input.dtype.is_floating_point:
         return _avg_pool2d_int64(input, k, s, p, oh, ow, count_include_pad, divisor_override)
+    if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:  # PyTorch's opmath: the window sums and the
+        # division in float32, rounded once (a half window of two 60000s summed to inf)
+        return avg_pool2d(input.float(), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override).to(input.dtype)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...ops import creation as _C
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
@@ -170,6 +171,9 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     _check_input("avg_pool3d", "avg_pool3d()", input)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:  # opmath: float32 sums, one rounding (avg_pool2d)
+        return avg_pool3d(input.float(), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override).to(input.dtype)
     sp = tuple(input.shape[-3:])
     if any(sp[i] < k[i] for i in range(3)):
         raise RuntimeError(f"input image (T: {sp[0]} H: {sp[1]} W: {sp[2]}) smaller than kernel size (kT: {k[0]} "

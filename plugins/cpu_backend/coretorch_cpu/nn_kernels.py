@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _swv
 
 from .backend import _reduce
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 _amax, _sum = _reduce(np.maximum.reduce, 32), _reduce(np.add.reduce, 16)
 _max_at = np.maximum.reduceat
@@ -161,6 +162,19 @@ def _row_max(x, dim):
     return m, False
 
 
+def _half_in_float(fn):
+    """``fn`` of float16 arrays computed in float32 and rounded once, as PyTorch's softmax kernels (numpy's half
+    exp, subtraction and row sum each rounded to half: results 3 ulp off)."""
+    def k(x, *args):
+        if x.dtype == _F16:
+            return fn(x.astype(_F32), *[a.astype(_F32) if a.__class__ is np.ndarray and a.dtype == _F16 else a
+                                        for a in args]).astype(_F16)
+        return fn(x, *args)
+    k.__name__ = fn.__name__
+    return k
+
+
+@_half_in_float
 def softmax(x, dim):
     m, finite = _row_max(x, dim)
     if finite:  # every row sum is >= 1 (its maximum contributes exp(0))
@@ -175,6 +189,7 @@ def softmax(x, dim):
     return e
 
 
+@_half_in_float
 def log_softmax(x, dim):
     m, finite = _row_max(x, dim)
     if finite:
@@ -187,6 +202,7 @@ def log_softmax(x, dim):
     return z
 
 
+@_half_in_float
 def log_softmax_backward(g, y, dim):
     """g - exp(y) * sum(g over dim): one fresh array, written in place."""
     r = np.exp(y)

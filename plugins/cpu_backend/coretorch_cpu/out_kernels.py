@@ -54,7 +54,7 @@ def _quiet(uf: Callable) -> Callable:
 
 
 def _relu(out, x):
-    np.maximum(x, 0, out=out, dtype=x.dtype)
+    np.maximum(0, x, out=out, dtype=x.dtype)  # (see backend._relu)
     return out
 
 
@@ -112,7 +112,14 @@ def _matmul(out, a, b):
 
 
 def _clamp(out, x, lo, hi):
-    np.clip(x, lo, hi, out=out)
+    if lo is None and hi is None:
+        np.copyto(out, x)
+        return out
+    r = x
+    if lo is not None:  # (bound first: a tie gives x, see backend._clamp)
+        r = np.maximum(lo, x, out=out)
+    if hi is not None:
+        np.minimum(hi, r, out=out)
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .pairwise import MIN_ROWS as _MIN_ROWS, lead_sum as _lead_sum
+
 _add_reduce = np.add.reduce
 _einsum = np.einsum
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -32,10 +34,13 @@ def rowop(fn, a, v, out) -> None:
 
 
 def colsum(a, b=None):
-    """Column sums of (M, D) ``a`` (of a * b with ``b``).  numpy's reduction over axis 0 adds row after row, and so
-    does einsum, in one pass without the product's temporary: the same bits for float32/float64 C-contiguous
-    operands (tests/test_cpu_kernels12.py checks it); anything else takes the reduction."""
+    """Column sums of (M, D) ``a`` (of a * b with ``b``): the sum kernel's cascade past pairwise.MIN_ROWS rows
+    (pairwise.lead_sum: blocks of rows, the products of a block by einsum without a temporary), numpy's row-after-row
+    sum (einsum) up to it: the same bits as ``sum(0)`` of the product (tests/test_cpu_kernels12.py checks it).
+    (Row after row throughout, float32 bias gradients of long batches drifted by up to M/2 ulp.)"""
     if a.ndim == 2 and a.shape[1] > 1 and a.dtype in _FLOATS and a.flags.c_contiguous \
             and (b is None or (b.dtype == a.dtype and b.flags.c_contiguous)):
-        return _einsum("ij->j", a) if b is None else _einsum("ij,ij->j", a, b)
+        if a.shape[0] > _MIN_ROWS:
+            return _lead_sum(a, b)
+        return _einsum("ij->j", a) if b is None else _einsum("ij,ij->j", a, b)   # (numpy's row-after-row bits)
     return _add_reduce(a if b is None else np.multiply(a, b), axis=0)

@@ -72,8 +72,20 @@ def _signbit(x):
 
 
 def _lgamma(x):
+    """C's lgamma: +inf at -inf (scipy: -inf), and -log|x| for |x| below ~5e-309, where scipy's gammaln gives inf
+    (lgamma(1e-310) is 713.8; -log|x| is exact to double precision for |x| < 1e-300)."""
     r = sp.gammaln(x)
-    return np.where(x == -np.inf, np.inf, r) if r.size and np.isneginf(x).any() else r  # C's lgamma(-inf) = +inf
+    if r.size and np.isinf(r).any():
+        with np.errstate(all="ignore"):
+            ax = np.abs(x)
+            r = np.where(x == -np.inf, np.inf, np.where((ax < 1e-300) & (ax > 0), -np.log(ax), r))
+    return r
+
+
+def _sinc(x):
+    """numpy's sinc is three float16 operations for a float16 array (pi * x rounded to half: sinc(1) = 3e-4);
+    PyTorch computes half in float32 and rounds once."""
+    return np.sinc(x.astype(_F32)).astype(_F16) if x.dtype == _F16 else np.sinc(x)
 
 
 def _erfinv(x):
@@ -122,7 +134,7 @@ KERNELS: dict = {
     **{n: _u(f) for n, f in {
         "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
         "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10,
-        "exp2": np.exp2, "sinc": np.sinc, "erf": _fast32(erf32.erf, sp.erf),
+        "exp2": np.exp2, "sinc": _sinc, "erf": _fast32(erf32.erf, sp.erf),
         "erfc": _fast32(erf32.erfc, sp.erfc), "lgamma": _lgamma, "ndtr": sp.ndtr,
         "entr": sp.entr, "erfinv": _erfinv, "digamma": sp.psi, "i0": sp.i0, "i0e": sp.i0e, "i1": sp.i1,
         "i1e": sp.i1e, "ndtri": sp.ndtri, "erfcx": sp.erfcx, "log_ndtr": sp.log_ndtr}.items()},

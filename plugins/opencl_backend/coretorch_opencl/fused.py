@@ -8,7 +8,8 @@ program per dtype, one launch per call (two for layer_norm's backward with weigh
 * layer_norm: one work-item per row of the normalised dims (two passes over the row: the mean, then the centred
   sum of squares, as the cpu kernel), writing y, mean and rstd;
 * layer_norm backward: one work-item per row for the input gradient; the weight and bias gradients one work-item
-  per column summing its rows in order (deterministic, no atomics);
+  per column summing its rows in order (deterministic, no atomics; blocks of rows whose sums are compensated, as
+  the sum kernel's: codegen.kahan_step);
 * softmax backward: one work-item per row (any dim: rows of ``inner`` stride);
 * GELU backward: g (Phi(x) + x phi(x)) elementwise, Phi by erfc without cancellation on the negative side (float:
   fastmath's Phi, sharing phi's exp);
@@ -101,11 +102,17 @@ __kernel void layer_norm_bwd_wb(__global {t}* gw, __global {t}* gb, __global con
                                 __global const {t}* x, long xo, __global const {t}* mean, long mo,
                                 __global const {t}* rstd, long ro, int needw, int needb, long rows, long D) {{
   long j = get_global_id(0); if (j >= D) return;
-  {ct} sw = 0, sb = 0;
-  for (long r = 0; r < rows; ++r) {{
-    {ct} gv = {ld('g', 'go + r * D + j')};
-    sb += gv;
-    if (needw) sw += gv * ({ld('x', 'xo + r * D + j')} - {ld('mean', 'mo + r')}) * {ld('rstd', 'ro + r')};
+  {ct} sw = 0, sb = 0, cw = 0, cb = 0;
+  for (long r0 = 0; r0 < rows; r0 += {cg.SUM_BLOCK}) {{   /* blocks of rows, their sums compensated */
+    const long r1 = min(rows, r0 + {cg.SUM_BLOCK});
+    {ct} bw = 0, bb = 0;
+    for (long r = r0; r < r1; ++r) {{
+      {ct} gv = {ld('g', 'go + r * D + j')};
+      bb += gv;
+      if (needw) bw += gv * ({ld('x', 'xo + r * D + j')} - {ld('mean', 'mo + r')}) * {ld('rstd', 'ro + r')};
+    }}
+    {cg.kahan_step(ct, "sb", "cb", "bb")}
+    if (needw) {cg.kahan_step(ct, "sw", "cw", "bw")}
   }}
   if (needw) {{ {st('gw', 'j', 'sw')} }}
   if (needb) {{ {st('gb', 'j', 'sb')} }}

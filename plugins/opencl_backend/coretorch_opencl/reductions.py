@@ -43,6 +43,8 @@ class ReductionKernels(KernelMixin):
                     init = "0" if op == "amax" else "UCHAR_MAX"
                 comb = f"(acc {gt} v ? acc : v)"
         del acc
+        kahan = op == "sum" and act in ("float", "double")  # blocks of plain sums added compensated (kahan_step)
+        bk = cg.SUM_BLOCK
         args = [f"__global {cg.stype(out_dt)}* o", "long oo", f"__global const {cg.stype(in_dt)}* x", "long xo",
                 "long n", "long P", "long chunk", "long K"]
         args += [f"long d{k}" for k in range(a)] + [f"long s{k}" for k in range(a)]
@@ -56,8 +58,11 @@ class ReductionKernels(KernelMixin):
         return (f"__kernel void {kname}({', '.join(args)}) {{\n long g = get_global_id(0); if (g >= n) return;\n"
                 f" long m = g / P; long p = g % P;\n {cg.decode(a, 'm')}\n long base = xo + {cg.offset(a, 's')};\n"
                 f" long j0 = p * chunk; long j1 = min(K, j0 + chunk);\n {act} acc = {init};\n"
-                f" for (long j = j0; j < j1; ++j) {{ {jdec} {cg.ctype(in_dt)} v = "
-                f"{cg.load(in_dt, 'x', 'base + ' + joff)}; acc = {comb}; }}\n"
+                + (f" {act} c = 0;\n for (long jb = j0; jb < j1; jb += {bk}) {{ long je = min(j1, jb + {bk});"
+                   f" {act} s = 0;\n" if kahan else " { long jb = j0, je = j1;\n")
+                + f" for (long j = jb; j < je; ++j) {{ {jdec} {cg.ctype(in_dt)} v = "
+                f"{cg.load(in_dt, 'x', 'base + ' + joff)}; " + ("s += v; }\n" if kahan else f"acc = {comb}; }}\n")
+                + (cg.kahan_step(act, "acc", "c", "s") if kahan else "") + " }\n"
                 f" {cg.store(out_dt, 'o', 'oo + g', 'acc')}\n}}\n")
 
     def _split(self, x, axes):
@@ -141,10 +146,11 @@ class ReductionKernels(KernelMixin):
         """-> run(x, out), a sum over the leading axis of a (K, M) layout whose columns are contiguous (a bias
         gradient: a (batch, features) gradient summed over the batch) on CPUs: each work-item adds VW-wide vectors of
         columns down the rows (the generic kernel reads one column per work-item with a stride per element, scalar:
-        2.4 ms for a 1024x1024 float32 on PoCL).  Rows are added in order, as the generic kernel does (the same
-        bits), unless too few work-items would remain: then the rows are split into chunks whose partial sums one
-        more pass adds.  None where this does not apply: GPUs (the generic kernel reads adjacent columns in adjacent
-        work-items there, coalesced), other dtypes, fewer columns than a vector."""
+        2.4 ms for a 1024x1024 float32 on PoCL).  Rows are added in order, in blocks of codegen.SUM_BLOCK whose sums
+        go into the total with codegen.kahan_step, as the generic kernel does (the same bits), unless too few
+        work-items would remain: then the rows are split into chunks whose partial sums one more pass adds.  None
+        where this does not apply: GPUs (the generic kernel reads adjacent columns in adjacent work-items there,
+        coalesced), other dtypes, fewer columns than a vector."""
         dev = self.dev
         if not dev.is_cpu or dt != out_dt or dt not in (np.float32, np.float64):
             return None
@@ -169,14 +175,24 @@ __kernel void colsum(__global {t}* restrict o, long oo, __global const {t}* rest
   const __global {t}* xp = x + xo + j0 + (long)r0 * rs;
   __global {t}* op = o + oo + (long)p * M + j0;
   if (j0 + {vw} <= M) {{
-    {t}{vw} acc = ({t}{vw})(0);
-    for (int r = r0; r < r1; ++r, xp += rs) acc += *(const __global ct_uv*)xp;
+    {t}{vw} acc = ({t}{vw})(0), c = ({t}{vw})(0);
+    for (int rb = r0; rb < r1; rb += {cg.SUM_BLOCK}) {{
+      const int re = min(r1, rb + {cg.SUM_BLOCK});
+      {t}{vw} s = ({t}{vw})(0);
+      for (int r = rb; r < re; ++r, xp += rs) s += *(const __global ct_uv*)xp;
+      {cg.kahan_step(f"{t}{vw}", "acc", "c", "s")}
+    }}
     *(__global ct_uv*)op = acc;
   }} else {{                                // the last M % {vw} columns
     for (int j = 0; j < M - j0; ++j) {{
-      {t} acc = 0;
+      {t} acc = 0, c = 0;
       const __global {t}* q = xp + j;
-      for (int r = r0; r < r1; ++r, q += rs) acc += *q;
+      for (int rb = r0; rb < r1; rb += {cg.SUM_BLOCK}) {{
+        const int re = min(r1, rb + {cg.SUM_BLOCK});
+        {t} s = 0;
+        for (int r = rb; r < re; ++r, q += rs) s += *q;
+        {cg.kahan_step(t, "acc", "c", "s")}
+      }}
       op[j] = acc;
     }}
   }}

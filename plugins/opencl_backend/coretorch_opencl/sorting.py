@@ -24,6 +24,7 @@ import numpy as np
 
 from . import codegen as cg
 from .layout import _desc, _is_c
+from .scan import _acc_dtype
 
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 RUN = 16      # elements a work-item insertion-sorts before the merge passes (tests set small values to force
@@ -346,8 +347,9 @@ def searchsorted(k, seq, values, right, out_dtype):
     return out
 
 
-def _cum_src(dt) -> str:
+def _cum_src(dt, fp64: bool = False) -> str:
     ct, st = cg.ctype(dt), cg.stype(dt)
+    at = cg.ctype(_acc_dtype(dt, fp64))   # logcumsumexp's running value: PyTorch's CPU acc_type, as scan.py's
     parts = []
     isf = np.dtype(dt).kind == "f"
     for name, cmp in (("cummax", ">="), ("cummin", "<=")):
@@ -369,15 +371,15 @@ __kernel void {name}(__global {st}* vo, __global long* io, __global const {st}* 
         parts.append(f"""
 __kernel void lcse(__global {st}* vo, __global const {st}* x, long xo, long L, long n) {{
   long g = get_global_id(0); if (g >= n) return;
-  long b = g * L; {ct} acc = -INFINITY;
+  long b = g * L; {at} acc = -INFINITY;
   for (long j = 0; j < L; ++j) {{
-    {ct} v = {cg.load(dt, "x", "xo + b + j")};
+    {at} v = {cg.load(dt, "x", "xo + b + j")};
     if (isnan(v) || isnan(acc)) acc = NAN;
     else {{
-      {ct} m = acc > v ? acc : v;
+      {at} m = acc > v ? acc : v;
       acc = isinf(m) ? m : m + log1p(exp(-fabs(acc - v)));
     }}
-    {cg.store(dt, "vo", "b + j", "acc")}
+    {cg.store(dt, "vo", "b + j", f"({ct})acc")}
   }}
 }}
 """)
@@ -392,7 +394,8 @@ def _cum(k, name, x, axis):
     vo = k._out(pshape, dt)
     io = k._out(pshape, _I64) if name != "lcse" else None
     if x.size:
-        kern = k.dev.kernel(("cumsel", dt.str), name, lambda: _cum_src(dt))
+        fp64 = k.dev.fp64
+        kern = k.dev.kernel(("cumsel", dt.str, fp64), name, lambda: _cum_src(dt, fp64))
         args = [vo.base_data] + ([io.base_data] if io is not None else []) + [buf, off, L, M]
         k.dev.launch(kern, M, args)
     if io is None:

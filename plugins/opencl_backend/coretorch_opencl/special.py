@@ -20,10 +20,12 @@ methods, in the compute type: float for float16/float32, double for float64):
 * log_ndtr: log1p(-erfc(x / sqrt 2) / 2) for x > 0, log(erfc(-x / sqrt 2) / 2) on [-1, 0], and
   log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow);
 * igamma / igammac (regularised incomplete gamma P, Q): the power series of P for x <= max(a, 1), the Legendre
-  continued fraction of Q beyond (Cephes' igam/igamc layout); the prefactor x^a e^-x / Gamma(a) as
-  a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's correction) with t = x / a - 1 for a >= 10, so that it
-  keeps float accuracy for large a (the direct a log x - x - lgamma(a) cancels); iterations stop at convergence or
-  100000 terms (accurate up to a ~ 1e8);
+  continued fraction of Q beyond (Cephes' igam/igamc layout); Q for x <= 1.1 and small a by Cephes' igamc series
+  (1 - P lost Q's digits where P is close to 1: Q(1e-10, 0.5) in float32 was 7e-7 for 5.6e-11); the prefactor
+  x^a e^-x / Gamma(a) as a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's correction) with t = x / a - 1
+  for a >= 10 and |x - a| <= 0.4 a, so that it keeps float accuracy for large a (the direct a log x - x - lgamma(a)
+  cancels), and below a = 10 the series' as exp(a log x - x - lgamma(1 + a)), lgamma(1 + a) by its Taylor series
+  near 0; iterations stop at convergence or 100000 terms (accurate up to a ~ 1e8);
 * erf and GELU in float (float32, float16): ``fastmath``'s ct_erf_f / ct_ndtr_f (PoCL's builtins are slow calls
   there: benchmarks/results.md); float64 keeps the builtins.
 """
@@ -102,6 +104,8 @@ _SRC = """
   return (n & 1) ? f * z : -f * z;
 }}
 
+{T} sp_erfcx({T} x);
+
 {T} sp_erfcinv_pos({T} z) {{   /* x >= 0 with erfc(x) = z, 0 < z <= 1 */
   if (z >= F(3e-8)) {{   /* within the fit (see sp_erfinv), from z itself: no 1 - y rounding in the tail */
     {T} w = -log(z * (F(2) - z));
@@ -112,6 +116,15 @@ _SRC = """
   {T} t = log(z * (F(2) - z));
   {T} b = F(4.3307467508162) + F(0.5) * t;   /* 2 / (pi a) + t / 2, a = 0.147 */
   {T} x = sqrt(sqrt(b * b - t / F(0.147)) - b);
+  if (z < F({TINY})) {{   /* erfc(x) near the subnormals (a few bits): Newton on log erfc(x) = log erfcx(x) - x^2 */
+    {T} lz = log(z);
+    for (int i = 0; i < 8; ++i) {{
+      {T} ex = sp_erfcx(x), d = (log(ex) - x * x - lz) * ex * F(-0.88622692545275801365);   /* / (-2 / sqrt pi / ex) */
+      x -= d;
+      if (fabs(d) <= F({EPS}) * x) break;
+    }}
+    return x;
+  }}
   for (int i = 0; i < 4; ++i) {{   /* Halley: cubic; a step below TOL leaves an error below TOL^3 */
     {T} f = erfc(x) - z, d = f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);
     x -= d;
@@ -172,22 +185,30 @@ _SRC = """
   return 2 * s - u * t;
 }}
 
+{T} sp_lgam1p({T} a) {{   /* lgamma(1 + a); for |a| < 0.2 its Taylor series (1 + a loses a's digits) */
+  if (fabs(a) >= F(0.2)) return lgamma(1 + a);
+  return a * ({LGAM1P_POLY});
+}}
+
 {T} sp_igam_logfac({T} a, {T} x) {{   /* log(x^a e^-x / Gamma(a)) */
-  if (a < F(10)) return a * log(x) - x - lgamma(a);
+  if (a < F(10) || fabs(x - a) > F(0.4) * a) return a * log(x) - x - lgamma(a);   /* (Cephes' igam_fac's split:
+     log1p((x - a) / a) lost x / a's digits for x << a: P(19.6, 1.4e-11) was 2e-3 off) */
   {T} z = 1 / (a * a);
   {T} corr = (F(1.0 / 12) + z * (F(-1.0 / 360) + z * (F(1.0 / 1260) + z * F(-1.0 / 1680)))) / a;
   return a * sp_log1pmx((x - a) / a) + F(0.5) * log(a) - F(0.91893853320467274178) - corr;
 }}
 
 {T} sp_igam_series({T} a, {T} x) {{   /* P(a, x) by its power series (x <= max(a, 1)) */
-  {T} lf = sp_igam_logfac(a, x);
+  /* the prefactor x^a e^-x / Gamma(a + 1); below a = 10 as exp(a log x - x - lgamma(1 + a)): with lgamma(a) and a
+     division by a, exp's argument carried log(a)'s rounding (float P(1e-10, 0.5) was 1 + 7e-7) */
+  {T} lf = a < F(10) ? a * log(x) - x - sp_lgam1p(a) : sp_igam_logfac(a, x) - log(a);
   if (lf < F({MINLOG})) return 0;
   {T} r = a, c = 1, s = 1;
   for (int i = 0; i < 100000; ++i) {{
     r += 1; c *= x / r; s += c;
     if (c <= s * F({EPS})) break;
   }}
-  return s * exp(lf) / a;
+  return s * exp(lf);
 }}
 
 {T} sp_igamc_cf({T} a, {T} x) {{   /* Q(a, x) by its continued fraction (x > max(a, 1)) */
@@ -206,6 +227,19 @@ _SRC = """
   return ans * exp(lf);
 }}
 
+{T} sp_igamc_series({T} a, {T} x) {{   /* Q(a, x) for x <= 1.1 and small a (Cephes' igamc_series): no 1 - P */
+  {T} fac = 1, sum = 0;
+  for (int n = 1; n < 2000; ++n) {{
+    fac *= -x / F(n);
+    {T} term = fac / (a + F(n));
+    sum += term;
+    if (fabs(term) <= F({EPS}) * fabs(sum)) break;
+  }}
+  {T} lx = log(x);
+  {T} e = a * lx - sp_lgam1p(a);   /* x^a / Gamma(1 + a); x^a / Gamma(a) = a times it */
+  return -expm1(e) - a * exp(e) * sum;
+}}
+
 {T} sp_igamma({T} a, {T} x) {{
   if (a != a || x != x) return a + x;
   if (a < 0 || x < 0) return F(NAN);
@@ -214,7 +248,7 @@ _SRC = """
   if (isinf(a)) return isinf(x) ? F(NAN) : F(0);
   if (isinf(x)) return 1;
   if (x > 1 && x > a) return 1 - sp_igamc_cf(a, x);
-  return sp_igam_series(a, x);
+  return fmin(sp_igam_series(a, x), F(1));   /* (the prefactor's rounding could reach 1 + ulp) */
 }}
 
 {T} sp_igammac({T} a, {T} x) {{
@@ -224,8 +258,10 @@ _SRC = """
   if (x == 0) return 1;
   if (isinf(a)) return isinf(x) ? F(NAN) : F(1);
   if (isinf(x)) return 0;
-  if (x < 1 || x <= a) return 1 - sp_igam_series(a, x);
-  return sp_igamc_cf(a, x);
+  if (x > F(1.1)) return x < a ? 1 - sp_igam_series(a, x) : sp_igamc_cf(a, x);
+  /* (Cephes' choice, as PyTorch's: 1 - P only where P is not close to 1) */
+  if (x <= F(0.5) ? F(-0.4) / log(x) < a : x * F(1.1) < a) return 1 - sp_igam_series(a, x);
+  return sp_igamc_series(a, x);
 }}
 
 /* scaled modified Bessel functions of order nu = 0, 1 (exp(-|x|) I_nu(|x|), x >= 0) */
@@ -238,7 +274,7 @@ _SRC = """
       s += term;
       if (fabs(term) < s * F({EPS})) break;
     }}
-    return s * rsqrt(F(2 * M_PI) * x);
+    return s * rsqrt(x) * F(0.39894228040143267794);   /* (1 / sqrt(2 pi x): 2 pi x overflows past max / 6.3) */
   }}
   {T} q = F(0.25) * x * x, term = 1, s = 1;
   for (int k = 1; k < 200; ++k) {{
@@ -278,6 +314,16 @@ def _erfinv_fit() -> tuple:
     return tuple(float(c) for c in c1), tuple(float(c) for c in c2)
 
 
+@lru_cache(maxsize=None)
+def _lgam1p_taylor() -> tuple:
+    """lgamma(1 + a) / a = -gamma + sum_k>=2 (-1)^k zeta(k) / k a^(k-1): the coefficients up to a^23 (|a| < 0.2:
+    the tail is below 1e-18 of the sum); zeta(k) = sum_n<=N n^-k + Euler-Maclaurin's tail."""
+    n = 1000
+    zeta = [math.fsum([m ** -float(k) for m in range(1, n + 1)] + [n ** (1.0 - k) / (k - 1), -0.5 * n ** -float(k),
+                                                                   k * n ** (-1.0 - k) / 12]) for k in range(2, 25)]
+    return (-0.57721566490153286061,) + tuple((-1) ** k * z / k for k, z in zip(range(2, 25), zeta))
+
+
 def _horner(c, v: str) -> str:
     e = f"F({c[-1]!r})"
     for a in c[-2::-1]:
@@ -302,10 +348,11 @@ def _helpers(dt) -> str:
     c1, c2 = _erfinv_fit()
     src = _SRC.replace("{ZETA_TAIL}", "\n  ".join(tail)).replace("{PSI_POLY}", psi)
     src = src.replace("{FIT1}", _horner(c1, "(w - F(2.5))")).replace("{FIT2}", _horner(c2, "(sqrt(w) - F(3))"))
-    src = src.replace("{HALLEY}", _HALLEY if double else "")
+    src = src.replace("{HALLEY}", _HALLEY if double else "").replace("{LGAM1P_POLY}", _horner(_lgam1p_taylor(), "a"))
     src = src.replace("{HALLEY_ERFC}", "{T} f = erfc(x) - z; x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);"
                       if double else "")
     return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
+                      TINY="1e-290" if double else "1e-30",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9, MINLOG=-745.0 if double else -103.0,
                       BIG="4.503599627370496e15" if double else "16777216.0",
                       BIGINV="2.220446049250313e-16" if double else "5.9604645e-08")

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import codegen as cg
 from . import fastmath, fused, special
 from .device import STATS
 from .layout import _desc
@@ -113,6 +114,7 @@ def _layer_norm_src(vw: int, ld: str, lanesum) -> str:
     layer_norm_bwd_wb_v: the weight and bias gradients, VW adjacent columns per work-item (D // VW + D % VW
     work-items, see ``row_items``)."""
     st = "*(__global ct_fv*)"
+    bk = cg.SUM_BLOCK   # (the weight and bias gradients: blocks of rows, their sums compensated as fused.py's)
     return f"""
 __kernel void layer_norm_v(__global float* y, __global float* mean, __global float* rstd, __global const float* x,
                            long xo, __global const float* w, long wo, __global const float* b, long bo, int hasw,
@@ -186,22 +188,34 @@ __kernel void layer_norm_bwd_wb_v(__global float* gw, __global float* gb, __glob
   long id = get_global_id(0); long nj = D / {vw};
   if (id < nj) {{   /* VW adjacent columns, each summed over the rows in order as the scalar kernel */
     const long j = id * {vw};
-    ct_fv sw = (ct_fv)(0.0f), sb = (ct_fv)(0.0f);
-    for (long r = 0; r < rows; ++r) {{
-      ct_fv gv = {ld}(g + go + r * D + j);
-      sb += gv;
-      if (needw) sw += gv * ({ld}(x + xo + r * D + j) - mean[mo + r]) * rstd[ro + r];
+    ct_fv sw = (ct_fv)(0.0f), sb = (ct_fv)(0.0f), cw = (ct_fv)(0.0f), cb = (ct_fv)(0.0f);
+    for (long r0 = 0; r0 < rows; r0 += {bk}) {{
+      const long r1 = min(rows, r0 + {bk});
+      ct_fv bw = (ct_fv)(0.0f), bb = (ct_fv)(0.0f);
+      for (long r = r0; r < r1; ++r) {{
+        ct_fv gv = {ld}(g + go + r * D + j);
+        bb += gv;
+        if (needw) bw += gv * ({ld}(x + xo + r * D + j) - mean[mo + r]) * rstd[ro + r];
+      }}
+      {cg.kahan_step("ct_fv", "sb", "cb", "bb")}
+      if (needw) {cg.kahan_step("ct_fv", "sw", "cw", "bw")}
     }}
     if (needw) {st}(gw + j) = sw;
     if (needb) {st}(gb + j) = sb;
     return;
   }}
   const long j = nj * {vw} + (id - nj); if (j >= D) return;
-  float sw = 0, sb = 0;
-  for (long r = 0; r < rows; ++r) {{
-    float gv = g[go + r * D + j];
-    sb += gv;
-    if (needw) sw += gv * (x[xo + r * D + j] - mean[mo + r]) * rstd[ro + r];
+  float sw = 0, sb = 0, cw = 0, cb = 0;
+  for (long r0 = 0; r0 < rows; r0 += {bk}) {{
+    const long r1 = min(rows, r0 + {bk});
+    float bw = 0, bb = 0;
+    for (long r = r0; r < r1; ++r) {{
+      float gv = g[go + r * D + j];
+      bb += gv;
+      if (needw) bw += gv * (x[xo + r * D + j] - mean[mo + r]) * rstd[ro + r];
+    }}
+    {cg.kahan_step("float", "sb", "cb", "bb")}
+    if (needw) {cg.kahan_step("float", "sw", "cw", "bw")}
   }}
   if (needw) gw[j] = sw;
   if (needb) gb[j] = sb;

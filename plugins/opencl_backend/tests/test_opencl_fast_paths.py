@@ -10,6 +10,7 @@ import pytest
 
 import coretorch
 from coretorch_opencl import STATS
+from coretorch_opencl.codegen import SUM_BLOCK
 
 _BE = coretorch._backend.backends().get("opencl")
 _REASON = "coretorch-opencl is not registered" if _BE is None else _BE.unavailable_reason()
@@ -157,7 +158,8 @@ def test_matmul_empty_and_degenerate():
                                    (4096, 3), (700, 1), (1, 300), (2, 3, 17), (300, 2, 8), (9000, 8)])
 def test_column_sum(dt, shape):
     """x.sum(0) (a bias gradient) equals numpy's; unchunked (up to 256 rows per column vector here) it adds the
-    rows in order, the same bits as a sequential loop."""
+    rows in order in blocks of SUM_BLOCK whose sums go into the total with Kahan's compensation (codegen.kahan_step),
+    the same bits as that loop written in numpy."""
     rng = np.random.default_rng(shape[0])
     a = rng.standard_normal(shape).astype(dt)
     t = _t(a)
@@ -167,9 +169,14 @@ def test_column_sum(dt, shape):
     np.testing.assert_allclose(got, a.astype(np.float64).sum(0), rtol=tol, atol=tol * np.sqrt(shape[0]) * 4)
     assert t.sum(0, keepdim=True).cpu().numpy().shape == (1,) + shape[1:]
     if shape[0] <= 256:
-        seq = np.zeros(shape[1:], dt)
-        for i in range(shape[0]):
-            seq = (seq + a[i]).astype(dt)
+        seq, c = np.zeros(shape[1:], dt), np.zeros(shape[1:], dt)
+        for rb in range(0, shape[0], SUM_BLOCK):
+            blk = np.zeros(shape[1:], dt)
+            for i in range(rb, min(shape[0], rb + SUM_BLOCK)):
+                blk = (blk + a[i]).astype(dt)
+            y = (blk - c).astype(dt)
+            t2 = (seq + y).astype(dt)
+            c, seq = ((t2 - seq).astype(dt) - y).astype(dt), t2
         assert np.array_equal(got, seq)
 
 
