@@ -307,7 +307,7 @@ def _cumprod(x, axis):
     if x.ndim == 0:
         return x.copy()
     if x.dtype == _F32 or x.dtype == _F16:
-        return np.multiply.accumulate(x, axis, np.float64).astype(x.dtype)
+        return np.multiply.accumulate(x, axis, np.float64).astype(x.dtype, order="C")  # (row-major, as the others)
     return np.multiply.accumulate(x, axis, x.dtype, np.empty(x.shape, x.dtype))
 
 
