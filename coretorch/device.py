@@ -79,3 +79,15 @@ class device:
 
     def __reduce__(self):
         return (device, (self._str,))
+
+    def __enter__(self) -> "device":
+        """``with torch.device("opencl"):``: factories called without a device in the block (in this thread) make
+        their tensors here, as PyTorch's device context; the previous default comes back at the block's end (blocks
+        nest)."""
+        from .ops import creation  # (creation imports this module)
+        creation._push_default_device(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from .ops import creation
+        creation._pop_default_device()

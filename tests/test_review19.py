@@ -130,3 +130,32 @@ def test_collate_returns_lists_for_tuples_as_pytorch():
         TensorDataset(torch.ones(3, 2), torch.ones(4))
     with pytest.raises(TypeError, match="NoneType"):
         default_collate([None, None])
+
+
+# ---- with torch.device(...) ------------------------------------------------------------------------------------------
+def test_a_device_is_a_context_manager_for_the_default_device(device):
+    """``with torch.device(d):`` makes ``d`` the default device of factories in the block (this thread), as PyTorch's
+    device context, and restores the previous one at the end, also after an exception; blocks nest (review 19d:
+    coretorch's device objects had no ``__enter__``)."""
+    import threading
+
+    d = torch.device(device)
+    assert torch.get_default_device() == torch.device("cpu")
+    want = torch.zeros(1, device=device).device   # (opencl: opencl:0, as PyTorch's cuda -> cuda:0)
+    with d as entered:
+        assert entered is d
+        assert torch.zeros(2).device == want and torch.tensor([1.0]).device == want
+        assert torch.arange(3).device == want
+        with torch.device("cpu"):
+            assert torch.ones(1).device == torch.device("cpu")
+        assert torch.empty(1).device == want
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(torch.zeros(1).device))   # (another thread: its own default)
+        t.start()
+        t.join()
+        assert seen == [torch.device("cpu")]
+    assert torch.get_default_device() == torch.device("cpu")
+    with pytest.raises(ZeroDivisionError):
+        with d:
+            1 / 0
+    assert torch.zeros(1).device == torch.device("cpu")

@@ -26,9 +26,23 @@ class _DefaultDevice(threading.local):
     DeviceContext is a mode on the thread-local mode stack): a new thread starts with none (cpu), whatever its
     creator set, and one thread's setting leaves the others' alone. A class default: one attribute read."""
     device: Device | None = None
+    outer: tuple = ()  # the defaults that ``with torch.device(...)`` blocks of this thread replaced, innermost last
 
 
 _default = _DefaultDevice()
+
+
+def _push_default_device(device: Device) -> None:
+    """``with device:`` entered: ``device`` is this thread's default until the block ends (see device.__enter__)."""
+    before = _default.device
+    set_default_device(device)  # (an unknown or unavailable device raises here, before anything changed)
+    _default.outer = _default.outer + (before,)
+
+
+def _pop_default_device() -> None:
+    outer = _default.outer
+    if outer:
+        _default.device, _default.outer = outer[-1], outer[:-1]
 
 
 def set_default_device(device) -> None:
