@@ -6,7 +6,6 @@ import multiprocessing
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,27 +14,8 @@ import coretorch as torch
 from coretorch.plugins import hookimpl
 from coretorch.testing import available_devices
 from coretorch.utils.data import DataLoader
-
-
-@pytest.fixture
-def fast_switching():
-    """Threads switch every 10 µs (instead of 5 ms), so that an unsafe interleaving shows up in a short test."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(old)
-
-
-def _in_threads(fns):
-    """Run the callables in as many threads, started together; their results (an exception is re-raised)."""
-    barrier = threading.Barrier(len(fns))
-
-    def run(fn):
-        barrier.wait(timeout=60)
-        return fn()
-    with ThreadPoolExecutor(len(fns)) as ex:
-        futures = [ex.submit(run, fn) for fn in fns]
-        return [f.result(timeout=300) for f in futures]
+from test_hardening_threads import _in_threads, fast_switching  # noqa: F401  (a sibling test module: pytest puts
+# tests/ on the path; fast_switching is a fixture)
 
 
 def _in_a_thread(fn):
