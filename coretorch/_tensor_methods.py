@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as _dt
+from ._warn_once import warn_once
 from .ops import creation as C, indexing as I, inplace as IP, linalg as L, pointwise as P, reduction as R
 from .ops import shape as S
 from .tensor import Tensor, _make
@@ -149,21 +150,17 @@ for _name, _d in {"float": _dt.float32, "double": _dt.float64, "half": _dt.float
                             else _layout(C.convert(self, d), memory_format, self))(_d))
 
 
-_T_WARNED: set = set()  # PyTorch warns once per process (TORCH_WARN_ONCE) for each deprecated use of .T
-
-
 @property
 def _T(self):
     """The tensor with its dimensions reversed (``permute(n-1, ..., 0)``); for a matrix, its transpose."""
     nd = self.ndim
-    if nd != 2 and nd != 1 and (nd == 0) not in _T_WARNED:
-        _T_WARNED.add(nd == 0)
-        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
-                      if nd == 0 else
-                      "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
-                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
-                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of "
-                      "a tensor.", UserWarning, stacklevel=2)
+    if nd != 2 and nd != 1:  # (PyTorch's TORCH_WARN_ONCE, one for 0-d tensors and one for more dims)
+        warn_once("T.0d" if nd == 0 else "T.nd", "Tensor.T is deprecated on 0-D tensors. This function is the "
+                  "identity in these cases." if nd == 0 else
+                  "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                  "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                  "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of "
+                  "a tensor.", 2)
     return S.permute(self, tuple(range(nd - 1, -1, -1)))
 
 

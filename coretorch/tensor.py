@@ -8,6 +8,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from ._backend import get_table
+from ._warn_once import warn_once
 from .autograd.engine import VIEW_REFRESH as _VIEW_REFRESH, _grad_edge
 from .autograd.engine import run_backward as _run_backward
 from .autograd.graph import NEW_ACCUM_LOCK as _NEW_ACCUM_LOCK, AccumulateGrad
@@ -457,11 +458,9 @@ class Tensor(_TensorAPI):
     def __float__(self) -> float:
         if self.numel() != 1:  # (PyTorch: a ValueError here, item()'s RuntimeError elsewhere)
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg and not _FLOAT_WARNED:  # (PyTorch's warning, once per process)
-            _FLOAT_WARNED.append(True)
-            import warnings
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
-                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
+        if self._rg:  # (PyTorch's warning, once per process)
+            warn_once("float.requires_grad", "Converting a tensor with requires_grad=True to a scalar may lead to "
+                      "unexpected behavior.\nConsider using tensor.detach() first.", 2)
         return float(self.item())
 
     def __int__(self) -> int:
@@ -539,9 +538,6 @@ class Tensor(_TensorAPI):
                              if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
-
-
-_FLOAT_WARNED: list = []
 
 
 def _warn_nonleaf_grad() -> None:

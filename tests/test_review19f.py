@@ -331,16 +331,12 @@ def test_from_numpy_of_a_read_only_array_warns_and_names_it_on_a_write():
     process) and shares it.  coretorch before: no warning, and every in-place write raised the unrelated "more than
     one element of the written-to tensor refers to a single memory location" (it still refuses the write, naming
     the read-only array: PyTorch's write is undefined behaviour)."""
-    import coretorch.ops.creation as creation
+    from coretorch import _warn_once
     x = np.arange(4.0)
     x.flags.writeable = False
-    saved = list(creation._READONLY_WARNED)
-    creation._READONLY_WARNED.clear()
-    try:
-        with pytest.warns(UserWarning, match="The given NumPy array is not writable"):
-            t = torch.from_numpy(x)
-    finally:
-        creation._READONLY_WARNED[:] = saved or [True]
+    _warn_once.GIVEN.discard("from_numpy.read_only")
+    with pytest.warns(UserWarning, match="The given NumPy array is not writable"):
+        t = torch.from_numpy(x)
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
     for write in (lambda: t.add_(1), lambda: t.fill_(1), lambda: t.__setitem__(0, 5.0)):
         with pytest.raises(RuntimeError, match="read-only numpy array"):
@@ -445,21 +441,17 @@ def test_dot_T_of_a_tensor_not_2d_warns_once_as_pytorch():
     ("Consider `x.mT`"), and that ``T`` of a 0-d tensor is deprecated; 1-D and 2-D tensors do not warn.
     coretorch before: no warning."""
     import warnings
-    from coretorch import _tensor_methods
-    saved = set(_tensor_methods._T_WARNED)
-    _tensor_methods._T_WARNED.clear()
-    try:
-        with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
-            assert torch.zeros(2, 3, 4).T.shape == (4, 3, 2)
-        with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
-            torch.zeros(()).T
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            torch.zeros(2, 3, 4).T  # (once)
-            torch.zeros(3).T
-            torch.zeros(2, 3).T
-    finally:
-        _tensor_methods._T_WARNED |= saved
+    from coretorch import _warn_once
+    _warn_once.GIVEN.difference_update({"T.0d", "T.nd"})
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+        assert torch.zeros(2, 3, 4).T.shape == (4, 3, 2)
+    with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+        torch.zeros(()).T
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.zeros(2, 3, 4).T  # (once)
+        torch.zeros(3).T
+        torch.zeros(2, 3).T
 
 
 def test_float_of_a_tensor_that_requires_grad_warns_once():
@@ -467,19 +459,14 @@ def test_float_of_a_tensor_that_requires_grad_warns_once():
     tensor with requires_grad=True to a scalar may lead to unexpected behavior"); ``item()`` does not.
     coretorch before: no warning."""
     import warnings
-    import importlib
-    tensor_module = importlib.import_module("coretorch.tensor")
-    saved = list(tensor_module._FLOAT_WARNED)
-    tensor_module._FLOAT_WARNED.clear()
+    from coretorch import _warn_once
+    _warn_once.GIVEN.discard("float.requires_grad")
     x = torch.tensor(2.5, requires_grad=True)
-    try:
-        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
-            assert float(x) == 2.5
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            assert float(x * 2) == 5.0 and x.item() == 2.5
-    finally:
-        tensor_module._FLOAT_WARNED[:] = saved or [True]
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+        assert float(x) == 2.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(x * 2) == 5.0 and x.item() == 2.5
 
 
 def test_tensor_of_a_tensor_warns_as_pytorch(device):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._backend import get_table
+from .._warn_once import warn_once
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..device import device as Device
@@ -371,23 +372,13 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported. (You can probably work around this by making a copy "
                          "of your array with array.copy().)")
-    if not ndarray.flags.writeable and not _READONLY_WARNED:
-        _warn_read_only()
+    if not ndarray.flags.writeable:  # (PyTorch's warning, once per process; coretorch refuses writes to it instead)
+        warn_once("from_numpy.read_only", "The given NumPy array is not writable, and PyTorch does not support "
+                  "non-writable tensors. This means writing to this tensor will result in undefined behavior. You may "
+                  "want to copy the array to protect its data or make it writable before converting it to a tensor. "
+                  "This type of warning will be suppressed for the rest of this program.", 2)
     table = get_table(_CPU)
     return _make(table.from_numpy(ndarray), dt, table)
-
-
-_READONLY_WARNED: list = []
-
-
-def _warn_read_only() -> None:
-    """PyTorch's warning for a non-writable array, once per process (coretorch refuses writes to it instead)."""
-    import warnings
-    _READONLY_WARNED.append(True)
-    warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
-                  "means writing to this tensor will result in undefined behavior. You may want to copy the array "
-                  "to protect its data or make it writable before converting it to a tensor. This type of warning "
-                  "will be suppressed for the rest of this program.", UserWarning, stacklevel=3)
 
 
 def _fill(size, value, dtype, device, requires_grad, op):

@@ -3,8 +3,8 @@ pinverse, matrix_power, matrix_exp) and their Tensor methods.  The functions the
 _decomp_ops.py (on the decomposition kernels) and _decomp_composite.py (composed of tensor ops)."""
 from __future__ import annotations
 
-import warnings
 
+from .._warn_once import warn_once
 from ..amp.autocast_mode import autocast as _autocast, cast_inputs as _ac_cast, state as _ac
 from ..tensor import Tensor
 from . import creation as _C
@@ -15,16 +15,6 @@ from ._decomp_ops import (cholesky as _cholesky, det as _det, inv, logdet as _lo
 
 __all__: list[str] = ["det", "logdet", "slogdet", "inverse", "pinverse", "cholesky", "qr", "svd", "matrix_power",
                       "matrix_exp", "cholesky_solve", "cholesky_inverse"]
-
-
-_WARNED: set = set()
-
-
-def _warn_once(key: str, msg: str) -> None:
-    """PyTorch's TORCH_WARN_ONCE for its deprecated linear-algebra functions."""
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warnings.warn(msg, UserWarning, stacklevel=4)  # the caller of torch.<op> (through out=)
 
 
 def inverse(input: Tensor) -> Tensor:
@@ -48,19 +38,20 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky (deprecated in PyTorch, still there): the lower (or upper) Cholesky factor."""
-    _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
-               "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
-               "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
-               "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.")
+    warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
+              "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
+              "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
+              "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.",
+              3)  # (the caller of torch.cholesky, through out='s wrapper)
     return _cholesky(input, upper=upper, _api="cholesky")
 
 
 def qr(input: Tensor, some: bool = True):
     """torch.qr: Q, R of the reduced (some=True) or complete factorization."""
-    _warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
-               "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\nQ, R = "
-               "torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
-               "'complete')")
+    warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+              "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\nQ, R = "
+              "torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
+              "'complete')", 3)
     Q, R = _qr(input, "reduced" if some else "complete")
     return return_type("qr", ("Q", "R"))(Q, R)
 
