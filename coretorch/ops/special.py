@@ -344,7 +344,7 @@ class LdexpBackward0(Node):
 
 
 _LdexpFloat = _passthrough("LdexpBackward0")  # a float exponent: the composite's graph under PyTorch's name
-_LDEXP_SPLIT = {_dt.float32: 3, _dt.float64: 3}  # factors of the composite (each 2 ** (e / 3) finite and normal)
+_LDEXP_DTYPES = (_dt.float32, _dt.float64)  # what ldexp computes in (half types: in float32, rounded once)
 
 
 def ldexp(input: Tensor, other, *, out=None) -> Tensor:
@@ -361,7 +361,7 @@ def ldexp(input: Tensor, other, *, out=None) -> Tensor:
         return _out(_named(mul(input, _pow(2.0, other)), _LdexpFloat), out, "ldexp", input, other)
     a, b = (input, other) if input._be is other._be else align_devices("ldexp", input, other)
     rt = a.dtype if a.dtype.is_floating_point else _dt.default  # (an integer exponent never promotes a float)
-    work = rt if rt in _LDEXP_SPLIT else _dt.float32  # (half types: exact in float32, then one rounding)
+    work = rt if rt in _LDEXP_DTYPES else _dt.float32  # (half types: exact in float32, then one rounding)
     table = a._be
     xa = a._data if a.dtype is work else table.cast(a._data, work.np)
     xe = b._data if b.dtype is _dt.int32 else table.cast(b._data, _dt.int32.np)  # (wraps, as PyTorch's int cast)
@@ -389,7 +389,7 @@ def ldexp(input: Tensor, other, *, out=None) -> Tensor:
 def _ldexp_composite(x: Tensor, e: Tensor) -> Tensor:
     """x * 2 ** e as three multiplications by powers of two, each finite and normal (|e| / 3 <= 700 in float64, 93
     in float32; e clamped where the result is 0 or inf for every finite nonzero x, so 0 * 2 ** huge stays 0)."""
-    n = _LDEXP_SPLIT[x.dtype]
+    n = 3
     lim = 2100 if x.dtype is _dt.float64 else 279  # (past 1074 + 1024, 149 + 128: 0 or inf for any finite x)
     e = clamp(e, -lim, lim)
     for i in range(n):
