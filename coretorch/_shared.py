@@ -26,7 +26,7 @@ import numpy as np
 
 from ._backend import get_table
 from .device import device as _Device
-from .tensor import Tensor, _make
+from .tensor import Tensor, _make, _user_state
 
 __all__ = ["share_memory_", "is_shared"]
 
@@ -118,8 +118,7 @@ def _finish(t: Tensor, requires_grad: bool, param: bool) -> Tensor:
 
 
 def _by_value(t: Tensor):
-    # the attributes a program set on the tensor travel too, as PyTorch's state (coretorch's own have class defaults)
-    state = {k: v for k, v in t.__dict__.items() if not hasattr(Tensor, k)}
+    state = _user_state(t)  # (the attributes a program set on the tensor travel too, as PyTorch's state)
     return _rebuild, (t._host(), t.dtype, str(t.device), t.requires_grad,
                       type(t).__name__ == "Parameter" or t._is_param, state or None)
 

@@ -508,7 +508,7 @@ class Tensor(_TensorAPI):
         attributes a program set on it."""
         new = Tensor._make_subclass(type(self), self.detach(), self._rg)
         new._vc = [0]  # (a tensor of its own: its own version counter)
-        new.__dict__.update({k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)})
+        new.__dict__.update(_user_state(self))
         return new
 
     def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> "Tensor":
@@ -538,6 +538,12 @@ class Tensor(_TensorAPI):
                              if k not in _VIEW_FIELDS})
         memo[id(self)] = new
         return new
+
+
+def _user_state(t: Tensor) -> dict:
+    """The attributes a program set on ``t`` (``x.scale = 2.0``), which copies and pickles carry, as PyTorch's
+    state: coretorch's own fields are those with a class default on Tensor."""
+    return {k: v for k, v in t.__dict__.items() if not hasattr(Tensor, k)}
 
 
 def _warn_nonleaf_grad() -> None:
