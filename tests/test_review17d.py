@@ -215,6 +215,7 @@ def test_elementwise_results_keep_their_operands_layout(device):
         # row-major whatever the input's layout in PyTorch (cpu followed numpy's K order before)
         "softmax": (lambda: t.softmax(0), (3, 1)), "log_softmax": (lambda: t.log_softmax(1), (3, 1)),
         "cumsum": (lambda: t.cumsum(0), (3, 1)), "cumprod": (lambda: t.cumprod(1), (3, 1)),
+        "logcumsumexp": (lambda: t.logcumsumexp(0), (3, 1)),
     }
     for name, (f, want) in cases.items():
         r = f()

@@ -294,7 +294,7 @@ def logcumsumexp(x, axis):
         return x.copy()
     with np.errstate(invalid="ignore"):
         if x.dtype == np.float32 or x.dtype == np.float16:
-            return np.logaddexp.accumulate(x, axis=axis, dtype=np.float64).astype(x.dtype)
+            return np.logaddexp.accumulate(x, axis=axis, dtype=np.float64).astype(x.dtype, order="C")
         return np.ascontiguousarray(np.logaddexp.accumulate(x, axis=axis))
 
 
