@@ -42,20 +42,18 @@ def _verify_batch_size(shape) -> None:
                          f"coretorch.Size({list(shape)})")
 
 
-
-def _half_with_float_params(input, *params) -> bool:
+def _check_mixed_dtypes(input, *params) -> None:
     """PyTorch's mixed-dtype rule of the normalisations: parameters (and running statistics) of another dtype than
-    the input are float32 ones with a float16/bfloat16 input (a float32 module fed half precision: computed in
-    float32, returned in the input's dtype; True here), any other mix raises its RuntimeError."""
+    the input may only be float32 ones with a float16/bfloat16 input (a float32 module fed half precision, computed
+    in float32 as every half input is); any other mix raises its RuntimeError."""
     dt = input.dtype
     if all(t is None or t.dtype is dt for t in params):
-        return False
+        return
     where = "CPU" if input.device.type == "cpu" else input.device.type
     if any(t is not None and t.dtype is not _dt.float32 for t in params):
         raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
     if dt not in _REDUCED:
         raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
-    return True
 
 
 def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
@@ -83,7 +81,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         with off:
             return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
-    _half_with_float_params(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
+    _check_mixed_dtypes(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
         return _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
                            eps).to(input.dtype)
@@ -136,7 +134,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"coretorch.Size({list(input.shape)})")
-    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks; running statistics may differ)
+    _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks; running statistics may differ)
     if input.dtype in _REDUCED:
         return instance_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), use_input_stats,
                              momentum, eps).to(input.dtype)
@@ -188,7 +186,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Ten
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
-    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks)
+    _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
         return layer_norm(input.float(), ns, _f32(weight), _f32(bias), eps).to(input.dtype)
     if not input.is_contiguous():  # PyTorch normalises a row-major copy: its result is row-major
@@ -250,7 +248,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    _half_with_float_params(input, weight, bias)  # (PyTorch's mixed-dtype checks)
+    _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
         return group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype)
     x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
