@@ -377,9 +377,7 @@ def default_convert(data):
         return as_tensor(data)
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, tuple):  # a list, as PyTorch ("backwards compatibility")
-        return [default_convert(d) for d in data]
-    if isinstance(data, list):
+    if isinstance(data, (list, tuple)):  # (a tuple too becomes a list, as PyTorch's "backwards compatibility")
         return [default_convert(d) for d in data]
     return data
 
