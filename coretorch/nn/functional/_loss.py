@@ -418,6 +418,10 @@ class NllLossBackward0(Node):
         if not (_gs.enabled and g._rg) and g.dtype is self.wt.dtype:
             # plain backward: -w[t] g / total scattered into zeros at (i, target_i), all at kernel level
             table, gd, wt = g._be, g._data, self.wt._data
+            if table.has("nll_loss_backward"):  # the backend's one kernel
+                gv = table.view(gd, (m,)) if self.reduction == "none" else gd
+                return (_make(table.nll_loss_backward(gv, wt, None if self.total is None else self.total._data,
+                                                      self.target._data, c, self.reduction), g.dtype, table),)
             if self.reduction == "none":
                 coef = table.mul(table.view(gd, (m,)), wt)
             else:

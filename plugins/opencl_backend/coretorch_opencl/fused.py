@@ -10,7 +10,8 @@ program per dtype, one launch per call (two for layer_norm's backward with weigh
 * layer_norm backward: one work-item per row for the input gradient; the weight and bias gradients one work-item
   per column summing its rows in order (deterministic, no atomics; blocks of rows whose sums are compensated, as
   the sum kernel's: codegen.kahan_step);
-* softmax backward: one work-item per row (any dim: rows of ``inner`` stride);
+* softmax and log_softmax backward: one work-item per row (any dim: rows of ``inner`` stride; log_softmax's sum of
+  g compensated, as the sum kernel's);
 * GELU backward: g (Phi(x) + x phi(x)) elementwise, Phi by erfc without cancellation on the negative side (float:
   fastmath's Phi, sharing phi's exp);
 * LSTM cell: one work-item per (n, j) reads the four gate pre-activations (any 2-D strides) and the cell state and
@@ -127,6 +128,23 @@ __kernel void softmax_bwd(__global {t}* o, __global const {t}* g, long go, __glo
   for (long j = 0; j < L; ++j) {{
     const long k = base + j * inner;
     {st('o', 'k', f"{ld('y', 'yo + k')} * ({ld('g', 'go + k')} - s)")}
+  }}
+}}
+
+__kernel void log_softmax_bwd(__global {t}* o, __global const {t}* g, long go, __global const {t}* y, long yo,
+                              long rows, long L, long inner) {{
+  long r = get_global_id(0); if (r >= rows) return;
+  const long base = (r / inner) * L * inner + r % inner;
+  {ct} s = 0, c = 0;
+  for (long j0 = 0; j0 < L; j0 += {cg.SUM_BLOCK}) {{   /* blocks of the row, their sums compensated */
+    const long j1 = min(L, j0 + {cg.SUM_BLOCK});
+    {ct} b = 0;
+    for (long j = j0; j < j1; ++j) b += {ld('g', 'go + base + j * inner')};
+    {cg.kahan_step(ct, "s", "c", "b")}
+  }}
+  for (long j = 0; j < L; ++j) {{
+    const long k = base + j * inner;
+    {st('o', 'k', f"{ld('g', 'go + k')} - exp({ld('y', 'yo + k')}) * s")}
   }}
 }}
 
@@ -300,6 +318,22 @@ def kernels(k) -> dict:
                                                           rows, L, inner])
         return out
 
+    def log_softmax_backward(g, y, dim):
+        if y.dtype not in _FLOATS:   # half: in float32, rounded once (the cpu kernel's rule)
+            f32 = np.dtype(np.float32)
+            return k.cast(log_softmax_backward(k.cast(g, f32), k.cast(y, f32), dim), y.dtype)
+        g, y = contig(g), contig(y)
+        out = k._out(tuple(y.shape), y.dtype)
+        if out.size == 0:
+            return out
+        dim %= y.ndim
+        L = y.shape[dim]
+        inner = _numel(y.shape[dim + 1:])
+        rows = out.size // L
+        dev.launch(kernel(y.dtype, "log_softmax_bwd"), rows, [out.base_data, g.base_data, off(g), y.base_data,
+                                                              off(y), rows, L, inner])
+        return out
+
     def gelu_backward(g, x, cdf=None):
         g, x = contig(g), contig(x)
         out = k._out(tuple(x.shape), x.dtype)
@@ -382,5 +416,6 @@ def kernels(k) -> dict:
         return dgi, dgh, dhd
 
     return {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward,
-            "softmax_backward": softmax_backward, "gelu_backward": gelu_backward, "lstm_cell": lstm_cell,
+            "softmax_backward": softmax_backward, "log_softmax_backward": log_softmax_backward,
+            "gelu_backward": gelu_backward, "lstm_cell": lstm_cell,
             "lstm_cell_backward": lstm_cell_backward, "gru_cell": gru_cell, "gru_cell_backward": gru_cell_backward}

@@ -14,7 +14,9 @@ One program per dtype holds every kernel here (one build per dtype):
 * softmax / log_softmax: one work-item per row, or one work-group per row (a local-memory tree reduction)
   for long contiguous rows;
 * nll_loss: one work-item per row; an out-of-range target is a device-side check (``Device.error_buffer``)
-  reported at the next host read, so a training step needs no read of its own.
+  reported at the next host read, so a training step needs no read of its own; its backward one work-item per
+  element of the (M, C) gradient (one launch instead of a fill, an arange and an indexed write after four small
+  kernels for the coefficients).
 """
 from __future__ import annotations
 
@@ -137,6 +139,19 @@ __kernel void nll_loss(__global {t}* loss, __global {t}* wout, __global long* id
   {st('loss', 'i', 'li')}
   {st('wout', 'i', 'wi')}
   idx[i] = k;
+}}
+
+__kernel void nll_bwd(__global {t}* o, __global const {t}* g, long go, long gs, __global const {t}* w, long wo,
+                      long ws, __global const {t}* tot, long tto, __global const long* tg, long to, long ts,
+                      long M, long C, int mean) {{
+  const long j = get_global_id(0), i = get_global_id(1);   // one work-item per element (no division)
+  if (j >= C || i >= M) return;
+  {ct} v = 0;
+  if (tg[to + i * ts] == j) {{
+    const {ct} wi = {ld('w', 'wo + i * ws')};
+    if (wi != 0) v = -(mean ? (wi / {ld('tot', 'tto')}) * {ld('g', 'go')} : wi * {ld('g', 'go + i * gs')});
+  }}
+  {st('o', 'i * C + j', 'v')}
 }}
 
 inline {ct} ct_mx({ct} m, {ct} v) {{ return (v > m || (v != v)) ? v : m; }}
@@ -372,11 +387,37 @@ class NNKernels:
                                 ws, int(weight is not None), m, c, int(ignore_index), err])
         return losses, wts, idx
 
+    def nll_loss_backward(self, g, wt, total, idx, c: int, reduction: str):
+        """The gradient of nll_loss's input (M, C): -w_i g_i ('none'), -w_i g ('sum') or -(w_i / total) g
+        ('mean') at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (for ``nll_loss``'s weights and
+        indices)."""
+        m = wt.shape[0]
+        dt = wt.dtype
+        out = self.k._out((m, c), dt)
+        if m * c == 0:
+            return out
+        if g.dtype != dt:
+            g = self.k.cast(g, dt)
+        if idx.dtype != np.int64:
+            idx = self.k.cast(idx, np.int64)
+        gb, go, _, gst = _desc(g)
+        wb, wo, _, (ws,) = _desc(wt)
+        ib, io, _, (is_,) = _desc(idx)
+        mean = reduction == "mean"
+        tb, to = (_desc(total)[:2]) if mean else (wb, 0)
+        kn = self._kernel(dt, "nll_bwd")
+        ls = min(64, self.dev.max_wg)
+        STATS["launches"] += 1
+        gs = gst[0] if reduction == "none" else 0    # (a scalar gradient is read at go by every row)
+        kn(self.dev.queue, (-(-c // ls) * ls, m), (ls, 1), out.base_data, gb, go, gs, wb, wo, ws, tb, to, ib, io, is_,
+           m, c, int(mean))
+        return out
+
     def table(self) -> dict:
         return {"conv2d": self.conv2d, "conv2d_backward_input": self.conv2d_backward_input,
                 "conv2d_backward_weight": self.conv2d_backward_weight, "max_pool2d": self.max_pool2d,
                 "max_pool2d_backward": self.max_pool2d_backward, "softmax": self.softmax,
-                "log_softmax": self.log_softmax, "nll_loss": self.nll_loss}
+                "log_softmax": self.log_softmax, "nll_loss": self.nll_loss, "nll_loss_backward": self.nll_loss_backward}
 
 
 def _int_sized(*sizes) -> None:

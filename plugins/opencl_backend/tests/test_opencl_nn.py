@@ -370,6 +370,65 @@ def test_nll_loss_and_cross_entropy_match_cpu(reduction):
             np.testing.assert_allclose(res["opencl"][1], res["cpu"][1], rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_nll_loss_backward_kernel_matches_numpy(dt):
+    """The backward of nll_loss as one launch: -w_i g_i / -w_i g / -(w_i / total) g at (i, index_i), zeros elsewhere
+    and in rows of weight 0 (an ignored target's, whose gradient would be NaN for an all-ignored batch otherwise),
+    a strided per-sample gradient for reduction 'none'."""
+    if dt == np.float64 and not _fp64():
+        pytest.skip("the OpenCL device has no fp64")
+    rng = np.random.default_rng(6)
+    table = coretorch.ones(1, device="opencl")._be
+    m, c = 13, 70                                             # (c wider than one work-group row)
+    idx = rng.integers(0, c, m)
+    w = (rng.random(m) + 0.5).astype(dt)
+    w[[1, 7]] = 0
+    total = np.asarray(w.sum(), dt)
+    g2 = rng.standard_normal(2 * m).astype(dt)
+    for red in ("none", "sum", "mean"):
+        g = g2[::2] if red == "none" else np.asarray(g2[0])
+        gt = table.basic_index(table.from_numpy(g2), (slice(None, None, 2),)) if red == "none" \
+            else table.from_numpy(np.array(g))
+        before = STATS["launches"]
+        got = table.to_numpy(table.nll_loss_backward(gt, table.from_numpy(w), table.from_numpy(total),
+                                                     table.from_numpy(idx), c, red))
+        assert STATS["launches"] == before + 1, "nll_loss_backward is one launch"
+        coef = w * g if red == "none" else w * g if red == "sum" else (w / total) * g
+        want = np.zeros((m, c), dt)
+        want[np.arange(m), idx] = np.where(w == 0, 0, -coef)
+        assert got.dtype == dt and got.shape == (m, c)
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got[[1, 7]]).any()              # rows of weight 0: +0, not -0
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("shape,dim", [((6, 10), 1), ((3, 4, 5), 1), ((3, 4, 5), 0), ((2, 9000), -1)])
+def test_log_softmax_backward_kernel_matches_numpy(dt, shape, dim):
+    """g - exp(y) * sum(g) in one launch (any dim, long rows with their sums compensated); half in float32,
+    rounded once, as the cpu kernel."""
+    if dt == np.float64 and not _fp64():
+        pytest.skip("the OpenCL device has no fp64")
+    rng = np.random.default_rng(7)
+    table = coretorch.ones(1, device="opencl")._be
+    x = rng.standard_normal(shape)
+    y = x - np.log(np.exp(x).sum(dim, keepdims=True))
+    g = rng.standard_normal(shape)
+    yd, gd = y.astype(dt), g.astype(dt)
+    before = STATS["launches"]
+    got = table.to_numpy(table.log_softmax_backward(table.from_numpy(gd), table.from_numpy(yd), dim))
+    if dt != np.float16:
+        assert STATS["launches"] == before + 1, "log_softmax_backward is one launch"
+    yf, gf = yd.astype(np.float64), gd.astype(np.float64)
+    want = gf - np.exp(yf) * gf.sum(dim, keepdims=True)
+    assert got.dtype == dt and got.shape == shape
+    tol = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}[dt]
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+    if dt == np.float16:   # rounded once from the float32 result
+        f32 = table.to_numpy(table.log_softmax_backward(table.from_numpy(gd.astype(np.float32)),
+                                                        table.from_numpy(yd.astype(np.float32)), dim))
+        np.testing.assert_array_equal(got, f32.astype(np.float16))
+
+
 def test_nll_loss_gradcheck_float64():
     if not _fp64():
         pytest.skip("the OpenCL device has no fp64")
