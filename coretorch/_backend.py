@@ -89,7 +89,7 @@ PRIMITIVES: dict[str, str] = {
                 "outside [0, C) that is not ignored raises IndexError('Target 12 is out of bounds.'), at once or, "
                 "on an asynchronous device, at the next host read (as CUDA's device-side assert)",
     "nll_loss_backward": "optional (g, weights (M,), total ()|None, index (M,) int64, C, reduction) -> (M, C): "
-                         "-w_i g_i ('none', g (M,)), -w_i g ('sum', g 0-d) or -(w_i / total) g ('mean') at (i, "
+                         "-w_i g_i ('none', g (M,)), -w_i g ('sum', g 0-d) or -w_i (g / total) ('mean') at (i, "
                          "index_i), 0 elsewhere and in rows where w_i == 0 (nll_loss's weights and index)",
     # optional device-side checks (the core reads a reduction back to the host without them; skipped for host_memory)
     "check_index": "optional (index (any layout, integer dtype), size, allow_negative, message, exc=IndexError) "

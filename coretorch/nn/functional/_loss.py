@@ -424,10 +424,9 @@ class NllLossBackward0(Node):
                                                       self.target._data, c, self.reduction), g.dtype, table),)
             if self.reduction == "none":
                 coef = table.mul(table.view(gd, (m,)), wt)
-            else:
-                scale = wt if self.reduction == "sum" else table.div(wt, self.total._data)
-                gm = table.view(gd, (1,))
-                coef = table.mul(scale, gm if table.native_broadcast else table.expand(gm, (m,)))
+            else:  # PyTorch's order: -w[t] * (g / total)
+                gm = table.view(gd if self.reduction == "sum" else table.div(gd, self.total._data), (1,))
+                coef = table.mul(wt, gm if table.native_broadcast else table.expand(gm, (m,)))
             # a sample of weight 0 (an ignored one) gets 0, as PyTorch never writes it (0 / 0 would be NaN when
             # every target is ignored)
             coef = table.where(table.eq(wt, 0), 0.0, table.neg(coef))
@@ -437,8 +436,8 @@ class NllLossBackward0(Node):
         if self.reduction == "none":
             coef = _P.mul(g.reshape(m), self.wt)
         else:
-            scale = self.wt if self.reduction == "sum" else _P.div(self.wt, self.total)
-            coef = _P.mul(_S.expand(g.reshape(1), (m,)), scale)
+            gs = g if self.reduction == "sum" else _P.div(g, self.total)
+            coef = _P.mul(_S.expand(gs.reshape(1), (m,)), self.wt)
         coef = _P.where(_P.eq(self.wt, 0), 0.0, _P.neg(coef))
         classes = _C.arange(c, device=g.device)
         hit = _P.eq(_S.unsqueeze(self.target, 1), classes)

@@ -149,7 +149,7 @@ __kernel void nll_bwd(__global {t}* o, __global const {t}* g, long go, long gs, 
   {ct} v = 0;
   if (tg[to + i * ts] == j) {{
     const {ct} wi = {ld('w', 'wo + i * ws')};
-    if (wi != 0) v = -(mean ? (wi / {ld('tot', 'tto')}) * {ld('g', 'go')} : wi * {ld('g', 'go + i * gs')});
+    if (wi != 0) v = -(wi * (mean ? {ld('g', 'go')} / {ld('tot', 'tto')} : {ld('g', 'go + i * gs')}));
   }}
   {st('o', 'i * C + j', 'v')}
 }}
@@ -388,8 +388,8 @@ class NNKernels:
         return losses, wts, idx
 
     def nll_loss_backward(self, g, wt, total, idx, c: int, reduction: str):
-        """The gradient of nll_loss's input (M, C): -w_i g_i ('none'), -w_i g ('sum') or -(w_i / total) g
-        ('mean') at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (for ``nll_loss``'s weights and
+        """The gradient of nll_loss's input (M, C): -w_i g_i ('none'), -w_i g ('sum') or -w_i (g / total)
+        ('mean', PyTorch's order) at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (for ``nll_loss``'s weights and
         indices)."""
         m = wt.shape[0]
         dt = wt.dtype

@@ -372,7 +372,7 @@ def test_nll_loss_and_cross_entropy_match_cpu(reduction):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_nll_loss_backward_kernel_matches_numpy(dt):
-    """The backward of nll_loss as one launch: -w_i g_i / -w_i g / -(w_i / total) g at (i, index_i), zeros elsewhere
+    """The backward of nll_loss as one launch: -w_i g_i / -w_i g / -w_i (g / total) at (i, index_i), zeros elsewhere
     and in rows of weight 0 (an ignored target's, whose gradient would be NaN for an all-ignored batch otherwise),
     a strided per-sample gradient for reduction 'none'."""
     if dt == np.float64 and not _fp64():
@@ -393,7 +393,7 @@ def test_nll_loss_backward_kernel_matches_numpy(dt):
         got = table.to_numpy(table.nll_loss_backward(gt, table.from_numpy(w), table.from_numpy(total),
                                                      table.from_numpy(idx), c, red))
         assert STATS["launches"] == before + 1, "nll_loss_backward is one launch"
-        coef = w * g if red == "none" else w * g if red == "sum" else (w / total) * g
+        coef = w * g if red != "mean" else w * (g / total)      # (PyTorch's order)
         want = np.zeros((m, c), dt)
         want[np.arange(m), idx] = np.where(w == 0, 0, -coef)
         assert got.dtype == dt and got.shape == (m, c)
