@@ -389,8 +389,8 @@ class NNKernels:
 
     def nll_loss_backward(self, g, wt, total, idx, c: int, reduction: str):
         """The gradient of nll_loss's input (M, C): -w_i g_i ('none'), -w_i g ('sum') or -w_i (g / total)
-        ('mean', PyTorch's order) at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (for ``nll_loss``'s weights and
-        indices)."""
+        ('mean', PyTorch's order) at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (``wt`` and
+        ``idx`` are nll_loss's weights and indices)."""
         m = wt.shape[0]
         dt = wt.dtype
         out = self.k._out((m, c), dt)
