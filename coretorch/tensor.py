@@ -117,13 +117,13 @@ class Tensor(_TensorAPI):
     @property
     def shape(self) -> Size:
         """The tensor's sizes, a ``coretorch.Size`` (a tuple)."""
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         """The tensor's sizes (a ``coretorch.Size``), or the size of dimension ``dim``."""
         s = self._data.shape
         if dim is None:
-            return Size(s)
+            return _tuple_new(Size, s)
         if dim.__class__ is int and -len(s) <= dim < len(s):  # the common case: no import, no checks to do
             return s[dim]
         if not s:
@@ -571,15 +571,40 @@ _SUBCLASS_HOOK: list = [None]  # set by coretorch._subclass
 _tuple_getitem = tuple.__getitem__
 _tuple_add = tuple.__add__
 _tuple_mul = tuple.__mul__
+_tuple_new = tuple.__new__   # a Size of sizes known to be ints (a backend array's shape): no check
+
+
+def _size_item(v: Any, k: int) -> Any:
+    """An entry of ``Size(sizes)``: an int (bool as 0/1), a numpy integer (kept, as PyTorch keeps it) or a
+    one-element integer tensor (its value), as PyTorch's; anything else (a float, None, a float tensor) raises."""
+    if v.__class__ is bool:
+        return int(v)
+    if isinstance(v, Tensor):
+        if not v.dtype.is_floating_point and not v.dtype.is_complex and v.numel() == 1:
+            return int(v.item())
+    elif hasattr(type(v), "__index__") and not isinstance(v, float):
+        return v
+    name = type(v).__name__ if type(v).__module__ in ("builtins", "coretorch", "coretorch.tensor") \
+        else f"{type(v).__module__.split('.')[0]}.{type(v).__name__}"
+    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {k} is '{name}')")
 
 
 class Size(tuple):
-    """torch.Size: a tuple with a torch-like repr; slicing, ``+`` (either side of a tuple) and ``*`` give a Size."""
+    """torch.Size: a tuple with a torch-like repr; slicing, ``+`` (either side of a tuple) and ``*`` give a Size.
+    Its entries are ints (``Size([2.5])`` raises TypeError, as PyTorch's)."""
     __slots__ = ()
+
+    def __new__(cls, sizes: Any = ()) -> "Size":
+        items = tuple(sizes)
+        for v in items:
+            if v.__class__ is not int:
+                items = tuple([_size_item(v, k) for k, v in enumerate(items)])
+                break
+        return _tuple_new(cls, items)
 
     # shape[i] is a hot path: an int index is one tuple lookup (no default arguments: CPython then inlines the call)
     def __getitem__(self, i):
-        return _tuple_getitem(self, i) if i.__class__ is not slice else Size(_tuple_getitem(self, i))
+        return _tuple_getitem(self, i) if i.__class__ is not slice else _tuple_new(Size, _tuple_getitem(self, i))
 
     def __add__(self, other):
         return Size(_tuple_add(self, other))  # a non-tuple raises tuple's TypeError
@@ -588,7 +613,7 @@ class Size(tuple):
         return Size(_tuple_add(other, self)) if isinstance(other, tuple) else NotImplemented
 
     def __mul__(self, n):
-        return Size(_tuple_mul(self, n))
+        return _tuple_new(Size, _tuple_mul(self, n))
 
     __rmul__ = __mul__
 
