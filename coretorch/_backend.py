@@ -88,9 +88,10 @@ PRIMITIVES: dict[str, str] = {
                 "without weight), both 0 where t_i == ignore_index; index[i] = t_i, or 0 where ignored.  A target "
                 "outside [0, C) that is not ignored raises IndexError('Target 12 is out of bounds.'), at once or, "
                 "on an asynchronous device, at the next host read (as CUDA's device-side assert)",
-    "nll_loss_backward": "optional (g, weights (M,), total ()|None, index (M,) int64, C, reduction) -> (M, C): "
-                         "-w_i g_i ('none', g (M,)), -w_i g ('sum', g 0-d) or -w_i (g / total) ('mean') at (i, "
-                         "index_i), 0 elsewhere and in rows where w_i == 0 (nll_loss's weights and index)",
+    "nll_loss_backward": "optional (g, weights (M,), total ()|None, index (M,) int64, target (M,), ignore_index, "
+                         "C, reduction) -> (M, C): -w_i g_i ('none', g (M,)), -w_i g ('sum', g 0-d) or -w_i (g / "
+                         "total) ('mean') at (i, index_i) where target_i != ignore_index, 0 elsewhere (nll_loss's "
+                         "weights and index; a row of weight 0 gets -(0 * g), NaN where total is 0, as PyTorch's)",
     # optional device-side checks (the core reads a reduction back to the host without them; skipped for host_memory)
     "check_index": "optional (index (any layout, integer dtype), size, allow_negative, message, exc=IndexError) "
                    "-> None: an index outside [0, size), or [-size, size) with allow_negative, raises "

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+import coretorch.nn.functional as F
 
 
 def test_size_takes_ints_only():
@@ -26,3 +27,26 @@ def test_size_takes_ints_only():
     assert isinstance(t[1:], torch.Size) and isinstance(t * 2, torch.Size) and isinstance(t + (4,), torch.Size)
     assert pickle.loads(pickle.dumps(t)) == t and copy.deepcopy(t) == t and torch.Size(t) == t
     assert torch.Size() == () and torch.ones(2, 3).shape == t and torch.empty(t).shape == t
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_gradient_in_rows_of_weight_zero(device, reduction):
+    """PyTorch writes -w[t] * (g / total) in every row whose target is not ignore_index: a class of weight 0 gives
+    -(0 * g), a signed zero, and all-zero weights with reduction 'mean' give NaN there (0 * (g / 0)); ignored rows
+    stay 0.  coretorch zeroed every row of weight 0 (the weighted backward took weight 0 for "ignored")."""
+    t = torch.tensor([0, 1, 2, -100, 1], device=device)
+    for w, g in ((torch.tensor([1.0, 0.0, 2.0], device=device), 0.7), (torch.zeros(3, device=device), 0.7)):
+        x = torch.tensor(np.arange(15.0).reshape(5, 3) / 7, device=device, dtype=torch.float32, requires_grad=True)
+        (F.nll_loss(x, t, weight=w, reduction=reduction) * g).sum().backward()
+        got = x.grad.cpu().numpy()
+        wn, tn = w.cpu().numpy(), t.cpu().numpy()
+        want = np.zeros((5, 3), np.float32)
+        with np.errstate(all="ignore"):
+            gs = np.float32(g) / np.float32(wn.sum()) if reduction == "mean" else np.float32(g)
+            for i, ti in enumerate(tn):
+                if ti != -100:
+                    want[i, ti] = -(wn[ti] * gs)
+        np.testing.assert_array_equal(got, want)          # (NaN where expected)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
+        assert not np.signbit(got[3]).any()              # the ignored row

@@ -392,12 +392,14 @@ def _capturing() -> bool:
 
 
 class NllLossBackward0(Node):
-    """Gradient of the picked log-probabilities: -w[t] g / total at (i, t_i), written with tensor ops."""
-    __slots__ = ("target", "wt", "total", "reduction", "shape", "dt")
+    """Gradient of the picked log-probabilities: -w[t] (g / total) at (i, t_i) in the rows whose target is not
+    ``ignore`` (a row of class weight 0 too: -0.0, or NaN where every weight is 0, as PyTorch's), written with
+    tensor ops."""
+    __slots__ = ("target", "wt", "total", "reduction", "shape", "dt", "ignore")
 
     def backward(self, g):
         m, c = self.shape
-        self.saved()  # (the version check of the target and weight)
+        tgt = self.saved()[0]  # (the version check of the target and weight) the targets as given
         if self.wt is None:  # the forward's fast path: every weight 1, total m
             table = g._be
             if not (_gs.enabled and g._rg) and g.dtype is self.dt:
@@ -421,15 +423,16 @@ class NllLossBackward0(Node):
             if table.has("nll_loss_backward"):  # the backend's one kernel
                 gv = table.view(gd, (m,)) if self.reduction == "none" else gd
                 return (_make(table.nll_loss_backward(gv, wt, None if self.total is None else self.total._data,
-                                                      self.target._data, c, self.reduction), g.dtype, table),)
+                                                      self.target._data, tgt._data, self.ignore, c, self.reduction),
+                              g.dtype, table),)
             if self.reduction == "none":
                 coef = table.mul(table.view(gd, (m,)), wt)
             else:  # PyTorch's order: -w[t] * (g / total)
                 gm = table.view(gd if self.reduction == "sum" else table.div(gd, self.total._data), (1,))
                 coef = table.mul(wt, gm if table.native_broadcast else table.expand(gm, (m,)))
-            # a sample of weight 0 (an ignored one) gets 0, as PyTorch never writes it (0 / 0 would be NaN when
-            # every target is ignored)
-            coef = table.where(table.eq(wt, 0), 0.0, table.neg(coef))
+            # an ignored sample gets 0, as PyTorch never writes it (0 / 0 would be NaN when every target is
+            # ignored); one of class weight 0 gets -0 * (g / total), as PyTorch's
+            coef = table.where(table.ne(tgt._data, self.ignore), table.neg(coef), 0.0)
             out = table.full((m, c), 0, g.dtype.np)
             table.setitem_(out, (table.arange(0, m, 1, _i64.np), self.target._data), coef)
             return (_make(out, g.dtype, table),)
@@ -438,7 +441,7 @@ class NllLossBackward0(Node):
         else:
             gs = g if self.reduction == "sum" else _P.div(g, self.total)
             coef = _P.mul(_S.expand(gs.reshape(1), (m,)), self.wt)
-        coef = _P.where(_P.eq(self.wt, 0), 0.0, _P.neg(coef))
+        coef = _P.where(_P.ne(tgt, self.ignore), _P.neg(coef), 0.0)
         classes = _C.arange(c, device=g.device)
         hit = _P.eq(_S.unsqueeze(self.target, 1), classes)
         return (_P.where(hit, _S.unsqueeze(coef, 1), 0.0),)
@@ -568,6 +571,7 @@ def _nll(input, target, weight, ignore_index, reduction: str):
     out = _nll_2d(x, t, weight, ignore_index, reduction)
     if out.grad_fn is not None:  # the target and weight saved as PyTorch's: one changed in place raises in backward
         out.grad_fn.save(t, weight)  # (the node may hold the target's own buffer: its gradient went by the change)
+        out.grad_fn.ignore = int(ignore_index)
     if reduction == "none":
         out = out.reshape(tuple(target._data.shape))
     return out

@@ -143,14 +143,12 @@ __kernel void nll_loss(__global {t}* loss, __global {t}* wout, __global long* id
 
 __kernel void nll_bwd(__global {t}* o, __global const {t}* g, long go, long gs, __global const {t}* w, long wo,
                       long ws, __global const {t}* tot, long tto, __global const long* tg, long to, long ts,
-                      long M, long C, int mean) {{
+                      __global const long* raw, long ro, long rs, long ignore, long M, long C, int mean) {{
   const long j = get_global_id(0), i = get_global_id(1);   // one work-item per element (no division)
   if (j >= C || i >= M) return;
   {ct} v = 0;
-  if (tg[to + i * ts] == j) {{
-    const {ct} wi = {ld('w', 'wo + i * ws')};
-    if (wi != 0) v = -(wi * (mean ? {ld('g', 'go')} / {ld('tot', 'tto')} : {ld('g', 'go + i * gs')}));
-  }}
+  if (tg[to + i * ts] == j && raw[ro + i * rs] != ignore)
+    v = -({ld('w', 'wo + i * ws')} * (mean ? {ld('g', 'go')} / {ld('tot', 'tto')} : {ld('g', 'go + i * gs')}));
   {st('o', 'i * C + j', 'v')}
 }}
 
@@ -387,10 +385,10 @@ class NNKernels:
                                 ws, int(weight is not None), m, c, int(ignore_index), err])
         return losses, wts, idx
 
-    def nll_loss_backward(self, g, wt, total, idx, c: int, reduction: str):
+    def nll_loss_backward(self, g, wt, total, idx, target, ignore_index: int, c: int, reduction: str):
         """The gradient of nll_loss's input (M, C): -w_i g_i ('none'), -w_i g ('sum') or -w_i (g / total)
-        ('mean', PyTorch's order) at (i, idx_i), 0 elsewhere and in rows of weight 0, in one launch (``wt`` and
-        ``idx`` are nll_loss's weights and indices)."""
+        ('mean', PyTorch's order) at (i, idx_i) where target_i is not ``ignore_index``, 0 elsewhere, in one launch
+        (``wt`` and ``idx`` are nll_loss's weights and indices)."""
         m = wt.shape[0]
         dt = wt.dtype
         out = self.k._out((m, c), dt)
@@ -400,6 +398,9 @@ class NNKernels:
             g = self.k.cast(g, dt)
         if idx.dtype != np.int64:
             idx = self.k.cast(idx, np.int64)
+        if target.dtype != np.int64:
+            target = self.k.cast(target, np.int64)
+        rb, ro, _, (rs,) = _desc(target)
         gb, go, _, gst = _desc(g)
         wb, wo, _, (ws,) = _desc(wt)
         ib, io, _, (is_,) = _desc(idx)
@@ -410,7 +411,7 @@ class NNKernels:
         STATS["launches"] += 1
         gs = gst[0] if reduction == "none" else 0    # (a scalar gradient is read at go by every row)
         kn(self.dev.queue, (-(-c // ls) * ls, m), (ls, 1), out.base_data, gb, go, gs, wb, wo, ws, tb, to, ib, io, is_,
-           m, c, int(mean))
+           rb, ro, rs, int(ignore_index), m, c, int(mean))
         return out
 
     def table(self) -> dict:

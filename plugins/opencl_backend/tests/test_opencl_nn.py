@@ -373,8 +373,9 @@ def test_nll_loss_and_cross_entropy_match_cpu(reduction):
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_nll_loss_backward_kernel_matches_numpy(dt):
     """The backward of nll_loss as one launch: -w_i g_i / -w_i g / -w_i (g / total) at (i, index_i), zeros elsewhere
-    and in rows of weight 0 (an ignored target's, whose gradient would be NaN for an all-ignored batch otherwise),
-    a strided per-sample gradient for reduction 'none'."""
+    and in the rows of ignored targets (whose gradient would be NaN for an all-ignored batch otherwise; a row of
+    weight 0 that is not ignored gets -(0 * g), a signed zero, as PyTorch's), a strided per-sample gradient for
+    reduction 'none'."""
     if dt == np.float64 and not _fp64():
         pytest.skip("the OpenCL device has no fp64")
     rng = np.random.default_rng(6)
@@ -382,7 +383,10 @@ def test_nll_loss_backward_kernel_matches_numpy(dt):
     m, c = 13, 70                                             # (c wider than one work-group row)
     idx = rng.integers(0, c, m)
     w = (rng.random(m) + 0.5).astype(dt)
-    w[[1, 7]] = 0
+    w[[1, 7, 9]] = 0
+    raw = idx.copy()
+    raw[[1, 7]] = -100                                        # rows 1 and 7 ignored (their index 0 as nll_loss's)
+    idx[[1, 7]] = 0
     total = np.asarray(w.sum(), dt)
     g2 = rng.standard_normal(2 * m).astype(dt)
     for red in ("none", "sum", "mean"):
@@ -391,14 +395,15 @@ def test_nll_loss_backward_kernel_matches_numpy(dt):
             else table.from_numpy(np.array(g))
         before = STATS["launches"]
         got = table.to_numpy(table.nll_loss_backward(gt, table.from_numpy(w), table.from_numpy(total),
-                                                     table.from_numpy(idx), c, red))
+                                                     table.from_numpy(idx), table.from_numpy(raw), -100, c, red))
         assert STATS["launches"] == before + 1, "nll_loss_backward is one launch"
         coef = w * g if red != "mean" else w * (g / total)      # (PyTorch's order)
         want = np.zeros((m, c), dt)
-        want[np.arange(m), idx] = np.where(w == 0, 0, -coef)
+        want[np.arange(m), idx] = np.where(raw == -100, 0, -coef)
         assert got.dtype == dt and got.shape == (m, c)
         np.testing.assert_array_equal(got, want)
-        assert not np.signbit(got[[1, 7]]).any()              # rows of weight 0: +0, not -0
+        assert not np.signbit(got[[1, 7]]).any()              # ignored rows: +0
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))   # a row of weight 0: -(0 * g)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
