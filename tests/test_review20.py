@@ -50,3 +50,15 @@ def test_nll_loss_gradient_in_rows_of_weight_zero(device, reduction):
         finite = np.isfinite(want)
         np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
         assert not np.signbit(got[3]).any()              # the ignored row
+
+
+def test_default_collate_strings_inside_nested_samples():
+    """PyTorch's default_collate returns a field of strings as the container it was handed: the batch list at the
+    top level, the ``zip`` tuple inside a nested sample (``[(1, (2.0, "s")), ...]`` -> ``[..., [..., ("s", "t")]]``);
+    coretorch made every one a list."""
+    from coretorch.utils.data import default_collate
+    out = default_collate([(1, (2.0, "s")), (3, (4.0, "t"))])
+    assert out[1][1] == ("s", "t")
+    assert default_collate(["x", "y"]) == ["x", "y"]
+    assert default_collate([{"a": "x"}, {"a": "y"}]) == {"a": ["x", "y"]}
+    assert out[0].tolist() == [1, 3] and out[1][0].dtype == torch.float64

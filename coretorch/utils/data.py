@@ -385,7 +385,7 @@ def default_convert(data):
 def default_collate(batch):
     """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
     are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
-    bools a bool tensor, strings stay a list; tuples, lists, named tuples and dicts are collated per
+    bools a bool tensor, strings stay as given (a list, a tuple inside a nested sample); tuples, lists, named tuples and dicts are collated per
     field."""
     from .. import dtypes as _dt
     from ..ops.creation import as_tensor, tensor
@@ -408,16 +408,16 @@ def default_collate(batch):
     if isinstance(elem, int):
         return tensor(batch, dtype=_dt.int64)
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # (as PyTorch's: the caller's container, a tuple of a field's strings when nested)
     if isinstance(elem, Mapping):
         return {key: default_collate([d[key] for d in batch]) for key in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
         # (a tuple's fields come back as a list, as PyTorch's "backwards compatibility": ``batch[0] = x.to(d)``)
-        return [default_collate(list(s)) for s in zip(*batch)]
+        return [default_collate(s) for s in zip(*batch)]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
                     f"found {type(elem)}")
 
