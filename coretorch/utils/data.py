@@ -385,8 +385,8 @@ def default_convert(data):
 def default_collate(batch):
     """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
     are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
-    bools a bool tensor, strings stay as given (a list, a tuple inside a nested sample); tuples, lists, named tuples and dicts are collated per
-    field."""
+    bools a bool tensor, strings stay as given (a list, a tuple inside a nested sample); tuples, lists,
+    named tuples and dicts are collated per field."""
     from .. import dtypes as _dt
     from ..ops.creation import as_tensor, tensor
     from ..ops.shape import stack
