@@ -62,3 +62,14 @@ def test_default_collate_strings_inside_nested_samples():
     assert default_collate(["x", "y"]) == ["x", "y"]
     assert default_collate([{"a": "x"}, {"a": "y"}]) == {"a": ["x", "y"]}
     assert out[0].tolist() == [1, 3] and out[1][0].dtype == torch.float64
+
+
+def test_manual_seed_out_of_range_is_a_value_error():
+    """PyTorch 2.13: ``manual_seed(2**64)`` (and below -2**63), module-level or a Generator's, raises
+    ValueError('Overflow when unpacking long long'); coretorch raised RuntimeError."""
+    for seed in (2 ** 64, -2 ** 63 - 1):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            torch.manual_seed(seed)
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            torch.Generator().manual_seed(seed)
+    assert torch.manual_seed(-2 ** 63).initial_seed() == 2 ** 63

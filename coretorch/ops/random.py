@@ -42,7 +42,7 @@ def _seed_value(seed) -> int:
         seed = seed.item()
     seed = int(seed)
     if not -(1 << 63) <= seed <= _U64:
-        raise RuntimeError("Overflow when unpacking long")
+        raise ValueError("Overflow when unpacking long long")  # (PyTorch 2.13: a ValueError)
     return seed & _U64
 
 
