@@ -177,7 +177,7 @@ def devices() -> list[dict]:
         try:
             avail = be.is_available()
             count = be.device_count() if avail else 0
-            names = [be.device_name(i) for i in range(count)]
+            names = [be.device_name(i) for i in _builtins.range(count)]  # (torch.range shadows it)
         except Exception as e:  # a backend that cannot even answer is reported, not raised
             avail, count, names = False, 0, [f"error: {e}"]
         entry = {"type": name, "distribution": getattr(be, "distribution", "?"), "available": avail,
@@ -199,6 +199,8 @@ _install_out(globals())  # out= on the top-level functions that predate it (torc
 from .ops._tensor_args import install as _install_tensor_args  # noqa: E402
 
 _install_tensor_args(globals())  # torch.maximum(x, 2) raises PyTorch's TypeError (no Scalar overload)
+
+from .ops._range import range_ as range  # noqa: E402  (PyTorch's deprecated inclusive range; shadows the builtin here)
 
 from .plugins.manager import _CORE_NAMES as _core_names  # noqa: E402
 

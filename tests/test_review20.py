@@ -73,3 +73,34 @@ def test_manual_seed_out_of_range_is_a_value_error():
         with pytest.raises(ValueError, match="Overflow when unpacking long long"):
             torch.Generator().manual_seed(seed)
     assert torch.manual_seed(-2 ** 63).initial_seed() == 2 ** 63
+
+
+def test_range_is_pytorchs_deprecated_inclusive_range(device):
+    """``torch.range`` existed in PyTorch 2.13 (deprecated, with a UserWarning) and was missing: ``end`` included,
+    ``floor((end - start) / step) + 1`` values, the default float dtype unless ``dtype`` is given."""
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        r = torch.range(1, 4, device=device)
+    assert r.dtype == torch.float32 and r.tolist() == [1.0, 2.0, 3.0, 4.0] and r.device.type == device
+    with pytest.warns(UserWarning):
+        np.testing.assert_allclose(torch.range(0, 1, 0.3).numpy(), np.arange(4) * 0.3, rtol=1e-7)
+        assert torch.range(1, 4, dtype=torch.int64).tolist() == [1, 2, 3, 4]
+        assert torch.range(3, 0, -1).tolist() == [3.0, 2.0, 1.0, 0.0] and torch.range(0, 0).tolist() == [0.0]
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            torch.range(0, 3, 0)
+        with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+            torch.range(0, 3, -1)
+    assert list(range(3)) == [0, 1, 2]      # (the builtin, in this module and in coretorch's own code)
+    assert torch.cuda.device_count() >= 0
+
+
+def test_linspace_logspace_take_0d_tensor_bounds(device):
+    """PyTorch takes 0-d tensors as linspace/logspace bounds (and refuses others with its message); coretorch
+    raised AttributeError ('Tensor' object has no attribute 'astype') from numpy."""
+    a, b = torch.tensor(1, device=device), torch.tensor(3.0, device=device)
+    assert torch.linspace(a, b, 3).tolist() == [1.0, 2.0, 3.0]
+    assert torch.logspace(torch.tensor(0.0), 2, 3).tolist() == [1.0, 10.0, 100.0]
+    with pytest.raises(RuntimeError, match="linspace only supports 0-dimensional start and end tensors, but got "
+                                           r"start with 1 dimension\(s\)"):
+        torch.linspace(torch.tensor([0.0]), 1, 3)
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+        torch.arange(0, 5, -1)

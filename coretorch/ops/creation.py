@@ -555,7 +555,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     if step == 0 or step != step:  # (NaN: PyTorch's message too)
         raise RuntimeError("arange(): step must be nonzero")
     if (end - start) * step < 0 and end != start:
-        raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = _dt.default if any(isinstance(v, float) for v in vals) else _dt.int64
@@ -587,6 +587,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     """
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
+    start, end = _endpoint("linspace", start, "start"), _endpoint("linspace", end, "end")
     dt = dtype or _dt.default
     table = _table(device)
     if dt.is_floating_point:
@@ -594,6 +595,16 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     else:
         a = np.trunc(_int_spaced(start, end, steps, dt))
     return _finish(_make(table.from_numpy(a.astype(dt.np)), dt, table), requires_grad)
+
+
+def _endpoint(op: str, v, name: str):
+    """A linspace/logspace bound: a number, or a 0-d tensor's value (PyTorch's error for another tensor)."""
+    if isinstance(v, Tensor):
+        if v.ndim:
+            raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got {name} with "
+                               f"{v.ndim} dimension(s).")
+        return v.item()
+    return v
 
 
 def _to_int(v, dt) -> int:
@@ -626,6 +637,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     """A 1-D tensor of ``steps`` values ``base ** linspace(start, end, steps)``."""
     if steps < 0:
         raise RuntimeError("logspace(): number of steps must be non-negative")
+    start, end = _endpoint("logspace", start, "start"), _endpoint("logspace", end, "end")
     dt = dtype or _dt.default
     table = _table(device)
     if dt.is_floating_point:
