@@ -104,3 +104,31 @@ def test_linspace_logspace_take_0d_tensor_bounds(device):
         torch.linspace(torch.tensor([0.0]), 1, 3)
     with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
         torch.arange(0, 5, -1)
+
+
+def test_scaled_dot_product_attention_under_autocast(device):
+    """sdpa is on autocast's lower-precision list; its half inputs compute in float32 and round once.  Under
+    ``torch.autocast`` that float32 computation was cast back to the half dtype, recursing until RecursionError;
+    PyTorch returns the autocast dtype."""
+    q = torch.randn(1, 2, 4, 8, device=device)
+    dt = torch.bfloat16 if device == "cpu" else torch.float16
+    with torch.autocast(device, dtype=dt):
+        out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert out.dtype == dt
+    ref = F.scaled_dot_product_attention(q.to(dt).float(), q.to(dt).float(), q.to(dt).float(), is_causal=True)
+    np.testing.assert_array_equal(out.float().cpu().numpy(), ref.to(dt).float().cpu().numpy())
+
+
+def test_autocast_dtypes_of_prelu_margin_losses_and_vecdot():
+    """PyTorch 2.13's CPU autocast lists: prelu and linalg_vecdot run in the lower precision, the margin losses
+    (multi_margin, multilabel_margin, triplet_margin) in float32.  coretorch left prelu and vecdot in float32 and
+    the margin losses in bfloat16 (the policy's lists named prelu, but the op never asked)."""
+    x = torch.randn(3, 4)
+    b = torch.randn(3, 4).to(torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert F.prelu(x, torch.tensor([0.25])).dtype == torch.bfloat16
+        assert torch.nn.PReLU()(x).dtype == torch.bfloat16
+        assert torch.linalg.vecdot(x, x).dtype == torch.bfloat16
+        assert F.multi_margin_loss(b, torch.tensor([0, 1, 2])).dtype == torch.float32
+        assert F.multilabel_margin_loss(b, torch.tensor([[0, 1, -1, 0]] * 3)).dtype == torch.float32
+        assert F.triplet_margin_loss(b, b, b).dtype == torch.float32

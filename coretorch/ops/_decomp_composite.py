@@ -267,6 +267,8 @@ def multi_dot(tensors) -> Tensor:
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y, dim) with broadcasting (real tensors: the plain dot product along dim); float16/bfloat16
     products and sum in float32, rounded once, as PyTorch's (in half, 300 * 300 - 300 * 300 was inf - inf)."""
+    if _ac.on:  # autocast: a lower-precision op (PyTorch's linalg_vecdot)
+        x, y = _ac_cast("vecdot", x, y)
     rt = _dt.promote_types(x.dtype, y.dtype) if isinstance(x, Tensor) and isinstance(y, Tensor) else None
     if rt is _dt.float16 or rt is _dt.bfloat16:
         return _R.sum(x.float() * y.float(), dim).to(rt)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
 from ...autograd.grad_mode import state as _gs
 from ...ops import pointwise as _P, shape as _S
 from ...ops.creation import empty
@@ -14,6 +16,8 @@ _C_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x) with one weight or one per channel (dim 1; dim 0 of a 1-D input)."""
+    if _ac.on:  # autocast: prelu is on PyTorch's lower-precision list
+        input, weight = _ac_cast("prelu", input, weight)
     n = weight.numel()
     if n != 1:
         channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)

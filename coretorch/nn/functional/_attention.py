@@ -45,13 +45,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
+    return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """scaled_dot_product_attention once autocast has cast its inputs (its float32 computation of half inputs must
+    not be cast back: under autocast that recursed without end)."""
     dt = query.dtype
     if (dt is _dt.float16 or dt is _dt.bfloat16) and key.dtype is dt and value.dtype is dt:
         # PyTorch's CPU attention keeps half inputs "in high precision for accuracy": float32 scores, softmax and
         # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows)
         m = attn_mask.float() if attn_mask is not None and attn_mask.dtype is dt else attn_mask
-        return scaled_dot_product_attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal,
-                                            scale, enable_gqa).to(dt)
+        return _sdpa(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale, enable_gqa).to(dt)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:

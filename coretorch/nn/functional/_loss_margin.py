@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ... import dtypes as _dt
 from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...amp.autocast_mode import cast_inputs as _ac_cast
+from ...amp.autocast_mode import state as _ac
 from ...tensor import Tensor
 from ._activation import logsigmoid
 from ._loss import _legacy_reduction, _reduce as reduce_, pairwise_distance
@@ -31,6 +33,8 @@ def _check_triplet_dims(anchor, positive, negative, name: str) -> None:
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm distance (``swap``: d(a, n) := min(d(a, n), d(p, n)))."""
+    if _ac.on:  # autocast: a float32 op
+        anchor, positive, negative = _ac_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _reduction(size_average, reduce, reduction)
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
     d_ap = pairwise_distance(anchor, positive, p, eps)
@@ -64,6 +68,8 @@ def _as_2d(input: Tensor, target: Tensor):
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
                       reduce=None, reduction: str = "mean") -> Tensor:
     """sum over j != y of max(0, margin - x[y] + x[j])^p / C per sample (``weight[y]`` scales it)."""
+    if _ac.on:  # autocast: a float32 op
+        input, weight = _ac_cast("multi_margin_loss", input, weight)
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -92,6 +98,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """sum over target classes j and non-target classes k of max(0, 1 - (x[j] - x[k])) / C; ``target`` lists the
     class indices of each sample, ended by the first -1."""
+    if _ac.on:  # autocast: a float32 op
+        (input,) = _ac_cast("multilabel_margin_loss", input)
     reduction = _reduction(size_average, reduce, reduction)
     x, y, unbatched = _as_2d(input, target)
     if tuple(y.shape) != tuple(x.shape):
