@@ -47,7 +47,7 @@ for _name, _fn in {
     "outer": L.outer, "t": S.t,
     "reshape": S.reshape, "view": S.view, "flatten": S.flatten, "unflatten": S.unflatten,
     "squeeze": S.squeeze, "unsqueeze": S.unsqueeze, "permute": S.permute, "transpose": S.transpose,
-    "swapaxes": S.transpose, "swapdims": S.transpose, "movedim": S.movedim, "expand": S.expand,
+    "swapaxes": S.swapaxes, "swapdims": S.swapdims, "movedim": S.movedim, "expand": S.expand,
     "expand_as": S.expand_as, "broadcast_to": S.broadcast_to, "repeat": S.repeat, "flip": S.flip,
     "contiguous": S.contiguous, "clone": S.clone, "split": S.split, "chunk": S.chunk, "unbind": S.unbind,
     "unsafe_split": S.unsafe_split, "unsafe_split_with_sizes": S.unsafe_split_with_sizes,
@@ -70,9 +70,16 @@ def _reshape_as(self, other):
     return S.reshape(self, other.shape)
 
 
-def _flip(self, *dims):
-    """x.flip(0, 2) as x.flip((0, 2)) (PyTorch's method takes the dims as varargs too)."""
+def _flip(self, *dims, **kw):
+    """x.flip(0, 2) as x.flip((0, 2)) (PyTorch's method takes the dims as varargs too, or ``dims=``)."""
+    if kw:
+        dims = S._keyword_arg("flip", "dims", dims, kw)
     return S.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+
+def _split(self, split_size, dim: int = 0):
+    """``torch.split(self, split_size, dim)`` (the method names its argument ``split_size``, as PyTorch's)."""
+    return S.split(self, split_size, dim)
 
 
 def _softmax(self, dim, dtype=None):
@@ -86,6 +93,7 @@ def _log_softmax(self, dim, dtype=None):
 
 
 Tensor.flip = _flip
+Tensor.split = _split
 Tensor.softmax = _softmax
 Tensor.log_softmax = _log_softmax
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)
@@ -262,6 +270,10 @@ def _inplace_binary(name, fn):
     def m(self, other, *args, **kwargs):
         return IP.apply_inplace(self, name, lambda s: fn(s, other, *args, **kwargs), other)
     m.__name__ = name
+    if name == "pow_":  # x.pow_(exponent=2): PyTorch's name (see pointwise's pow)
+        def pow_(self, exponent):
+            return IP.apply_inplace(self, name, lambda s: fn(s, exponent), exponent)
+        return pow_
     return m
 
 

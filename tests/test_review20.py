@@ -132,3 +132,25 @@ def test_autocast_dtypes_of_prelu_margin_losses_and_vecdot():
         assert F.multi_margin_loss(b, torch.tensor([0, 1, 2])).dtype == torch.float32
         assert F.multilabel_margin_loss(b, torch.tensor([[0, 1, -1, 0]] * 3)).dtype == torch.float32
         assert F.triplet_margin_loss(b, b, b).dtype == torch.float32
+
+
+def test_pytorch_keyword_names_of_tensor_methods_and_binary_ops(device):
+    """PyTorch's keyword names: ``x.eq(other=y)``, ``torch.mul(input=x, other=y)``, ``x.pow(exponent=2)``,
+    ``x.pow_(exponent=2)``, ``torch.atan2(input=x, other=y)``, ``x.permute(dims=...)``, ``x.expand(size=...)``,
+    ``x.flip(dims=...)``, ``x.tile(dims=...)``, ``x.split(split_size=...)``, ``x.swapaxes(axis0=, axis1=)``,
+    ``torch.swapdims(x, dim0=, dim1=)``; each raised TypeError (unexpected keyword / multiple values)."""
+    x = torch.arange(12.0, device=device).reshape(3, 4)
+    assert x.eq(other=x).all() and torch.eq(input=x, other=x).all() and not x.lt(other=x).any()
+    assert torch.mul(input=x, other=x).equal(x * x) and x.remainder(other=5).equal(torch.remainder(x, 5))
+    assert torch.pow(x, exponent=2).equal(x * x) and x.pow(exponent=2).equal(x * x)
+    assert x.clone().pow_(exponent=2).equal(x * x)
+    assert torch.atan2(input=x, other=x).equal(torch.atan2(x, x))
+    assert x.permute(dims=(1, 0)).equal(x.T) and torch.permute(x, dims=(1, 0)).equal(x.T)
+    assert x[:1].expand(size=(3, 4)).shape == (3, 4)
+    assert x.flip(dims=[0]).equal(x.flip(0)) and x.tile(dims=(2,)).shape == (3, 8)
+    assert x.split(split_size=2, dim=1)[1].equal(x[:, 2:]) and x.split(split_size=[1, 3], dim=1)[1].equal(x[:, 1:])
+    assert x.swapaxes(axis0=0, axis1=1).equal(x.T) and torch.swapdims(x, dim0=0, dim1=1).equal(x.T)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        x.permute(dims=(1, 0), foo=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'dims'"):
+        x.permute(1, 0, dims=(1, 0))

@@ -252,7 +252,9 @@ def tile(input: Tensor, dims) -> Tensor:
     return _sh.repeat(input, dims)
 
 
-def _tile_method(self, *dims):
+def _tile_method(self, *dims, **kw):
+    if kw:
+        dims = _sh._keyword_arg("tile", "dims", dims, kw)
     return tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 

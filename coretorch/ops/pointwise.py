@@ -221,7 +221,8 @@ def _make_binary(name: str, node_cls, kind: str):
     # tensor's dtype first, as numpy does: half(1) + 2049.0 is 2048)
     opmath = name in ("mul", "div")
 
-    def fn(a, b) -> Tensor:
+    def fn(input, other) -> Tensor:  # (PyTorch's keyword names: x.eq(other=y), torch.mul(input=x, other=y))
+        a, b = input, other
         if fast and isinstance(b, Tensor) and isinstance(a, Tensor):
             table, dt = a._be, a.dtype
             xa, xb = a._data, b._data
@@ -340,6 +341,10 @@ def _make_binary(name: str, node_cls, kind: str):
         return _make(out, dt, table)
     fn.__name__ = name
     fn.__qualname__ = name
+    if name == "pow":  # PyTorch names pow's second argument ``exponent`` (x.pow(exponent=2)): the parameter renamed
+        # in the code object (no wrapper call on a hot op; the body reads it through ``b``)
+        v = fn.__code__.co_varnames
+        fn.__code__ = fn.__code__.replace(co_varnames=(v[0], "exponent") + v[2:])
     return fn
 
 

@@ -197,13 +197,15 @@ class PermuteBackward0(Node):
         return (permute(g, self.inv),)
 
 
-def permute(input: Tensor, *dims) -> Tensor:
-    """A view of ``input`` with its dimensions reordered.
+def permute(input: Tensor, *dims, **kw) -> Tensor:
+    """A view of ``input`` with its dimensions reordered (``dims`` as varargs, a sequence, or ``dims=``).
 
     Example:
         >>> torch.permute(torch.zeros(2, 3, 5), (2, 0, 1)).shape
         coretorch.Size([5, 2, 3])
     """
+    if kw:
+        dims = _keyword_arg("permute", "dims", dims, kw)
     if not dims:
         raise TypeError("permute() missing 1 required positional arguments: \"dims\"")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -236,7 +238,14 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return _named(permute(input, p), _TRANSPOSE)
 
 
-swapaxes = swapdims = transpose
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Alias of :func:`transpose` (numpy's argument names)."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of :func:`transpose`."""
+    return transpose(input, dim0, dim1)
 
 
 def t(input: Tensor) -> Tensor:
@@ -265,7 +274,18 @@ class ExpandBackward0(Node):
         return (sum_to(g, self.in_shape),)
 
 
-def expand(input: Tensor, *sizes) -> Tensor:
+def _keyword_arg(op: str, name: str, args: tuple, kw: dict) -> tuple:
+    """A varargs parameter PyTorch also takes by keyword (``x.permute(dims=(1, 0))``, ``x.expand(size=(3, 4))``)."""
+    if name not in kw or args or len(kw) > 1:
+        bad = next((k for k in kw if k != name), name)
+        raise TypeError(f"{op}() got an unexpected keyword argument '{bad}'" if bad != name else
+                        f"{op}() got multiple values for argument '{name}'")
+    return (kw[name],)
+
+
+def expand(input: Tensor, *sizes, **kw) -> Tensor:
+    if kw:
+        sizes = _keyword_arg("expand", "size", sizes, kw)
     sizes = shape_arg(sizes, "expand")
     shp = tuple(input.shape)
     if len(sizes) < len(shp):
