@@ -1,0 +1,66 @@
+"""Review 20f: real programs compiled end to end (a CNN classifier, char-RNNs, a Transformer classifier and a
+seq2seq Transformer, a GPT with weight tying and top-k sampling, a VAE, GANs, gradient checkpointing, data-loader
+loops with a smaller last batch and no_grad evaluation, embedding bags, checkpoints saved and loaded mid-training,
+mixup, VQ-VAE, SimCLR, distillation), each trained eagerly and compiled (the whole step and ``compile(model)``):
+the compiled runs must give eager's losses, parameters, buffers and optimizer state."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+from coretorch.distributions import Beta
+
+
+def _same(device, a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if device == "cpu":
+        assert np.array_equal(a, b), (a, b)
+    else:
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_gamma_draw_whose_rejection_rounds_differ_falls_back_to_eager(device, form):
+    """Gamma, Beta, Dirichlet, Chi2 and StudentT draw by rejection: a round of ``randn``/``rand`` proposals, then
+    ``bool(todo.any())`` on the host decides whether another round is drawn.  Eager simply draws as many rounds as
+    the numbers need (mixup's ``lam = Beta(a, a).sample()``).  A replay recorded the capture's number of rounds;
+    where a call needs another number its checked read differs after the step drew random numbers, and the compiled
+    call raised "a value the captured step read on the host ... differs in this call after persistent state was
+    already written" (the draws counted as writes) on the 4th call.  Now the generators are set back to their
+    states at the replay's start and the call runs eagerly: every call gives eager's draw, and the state after."""
+    conc = torch.full((8,), 0.4, device=device)
+    x = torch.linspace(-1, 1, 8, device=device)
+
+    class Mix(nn.Module):
+        def forward(self, x):
+            return Beta(conc, conc).sample() * x
+
+    mix = Mix()
+
+    def run(compiled):
+        torch.compiler.reset()
+        w = torch.zeros(8, device=device)
+        m = torch.compile(mix) if compiled and form == "module" else mix
+
+        def step(w, x):
+            lam = m(x)
+            w.add_(lam)
+            return lam
+        fn = torch.compile(step) if compiled and form == "function" else step
+        outs = []
+        for i in range(8):
+            torch.manual_seed(i)
+            outs.append(fn(w, x).cpu().numpy())
+        return outs, w.cpu().numpy(), torch.rand(4, device=device).cpu().numpy(), fn if form == "function" else m
+
+    eager, w_e, r_e, _ = run(False)
+    comp, w_c, r_c, c = run(True)
+    for a, b in zip(eager, comp):
+        _same(device, a, b)
+    _same(device, w_e, w_c)
+    _same(device, r_e, r_c)
+    replays = c.replays if form == "function" else c._capture.replays
+    assert 0 < replays < 7  # (some calls replayed, some drew another number of rounds and ran eagerly)
