@@ -10,7 +10,6 @@ import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
-import coretorch.nn.functional as F
 from coretorch.distributions import Beta
 
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
-from . import assigns as _assigns, early as _early, rngundo as _rngundo, flags as _flags, guards as _guards, made as _made
+from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
+from . import rngundo as _rngundo
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
