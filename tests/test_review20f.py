@@ -63,3 +63,48 @@ def test_a_gamma_draw_whose_rejection_rounds_differ_falls_back_to_eager(device, 
     _same(device, r_e, r_c)
     replays = c.replays if form == "function" else c._capture.replays
     assert 0 < replays < 7  # (some calls replayed, some drew another number of rounds and ran eagerly)
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_dirichlet_vae_with_batch_norm_trains_as_eager(device, form):
+    """A Dirichlet VAE (a topic model): an encoder with BatchNorm1d, ``Dirichlet(alpha).rsample()``, a KL term.
+    Eager trains.  Compiled before: the draw's rejection rounds are a checked read after BatchNorm wrote its running
+    statistics, and the rsample's gradient sums a number of series terms read on the host from the draws (another
+    at almost every call), so the 2nd replay raised "a value the captured step read on the host ... differs in this
+    call after persistent state was already written" (the whole step) or "a value the captured backward read on the
+    host differs" (``compile(model)``).  Both reads are graph breaks now where a replay could only raise (the draw's
+    after a write; the gradient's always): the calls run eagerly, with eager's results."""
+    from coretorch.distributions import Dirichlet, kl_divergence
+
+    class DVAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(12, 8), nn.Softplus(), nn.Linear(8, 4), nn.BatchNorm1d(4))
+            self.dec = nn.Linear(4, 12)
+
+        def forward(self, x):
+            q = Dirichlet(torch.nn.functional.softplus(self.enc(x)) + 1e-2)
+            return self.dec(q.rsample()).log_softmax(-1), q
+
+    def run(compiled):
+        torch.compiler.reset()
+        torch.manual_seed(0)
+        model = DVAE().to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+        fwd = torch.compile(model) if compiled and form == "module" else model
+        prior = Dirichlet(torch.full((4,), 0.3, device=device))
+
+        def step(x):
+            opt.zero_grad()
+            logp, q = fwd(x)
+            loss = (-(x * logp).sum(-1) + kl_divergence(q, prior)).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        losses = [fn(torch.poisson(torch.rand(10, 12, generator=g) * 2).to(device)).detach() for _ in range(6)]
+        return [t.cpu().numpy() for t in (torch.stack(losses), *model.state_dict().values(), torch.rand(3))]
+
+    for a, b in zip(run(False), run(True)):
+        _same(device, a, b)
