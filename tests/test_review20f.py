@@ -108,3 +108,40 @@ def test_a_dirichlet_vae_with_batch_norm_trains_as_eager(device, form):
 
     for a, b in zip(run(False), run(True)):
         _same(device, a, b)
+
+
+def test_a_policy_gradient_step_replays_after_a_step_that_left_a_device_check_pending(device):
+    """A policy-gradient step: actions sampled under no_grad, then ``Categorical(logits=policy(s)).log_prob(a)``
+    (the sampler's probability checks are a host read the replay makes at its start; ``log_prob``'s gather queues a
+    device-side index check on opencl that no read of the step follows).  Eager trains.  Compiled before, on opencl: the next replay found a check pending
+    from the call before (the kernel table's ``check_pending`` said only that one *may* have failed) and ran the call
+    eagerly, so the step never replayed (0 replays in 8 calls).  Now ``check_pending`` reads the device's check
+    flag: a check that passed is pending no more, and the step replays."""
+    from coretorch.distributions import Categorical
+
+    def run(compiled):
+        torch.compiler.reset()
+        torch.manual_seed(0)
+        policy = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 4)).to(device)
+        opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+
+        def step(s, adv):
+            with torch.no_grad():  # the rollout's actions
+                a = Categorical(logits=policy(s)).sample()
+            loss = -(Categorical(logits=policy(s)).log_prob(a) * adv).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.detach(), a
+        fn = torch.compile(step) if compiled else step
+        g = torch.Generator().manual_seed(1)
+        outs = [fn(torch.randn(6, 5, generator=g).to(device), torch.randn(6, generator=g).to(device))
+                for _ in range(8)]
+        return [*[torch.stack(o).cpu().numpy() for o in zip(*outs)],
+                *[p.detach().cpu().numpy() for p in policy.parameters()]], fn
+
+    eager, _ = run(False)
+    comp, fn = run(True)
+    for a, b in zip(eager, comp):
+        _same(device, a, b)
+    assert fn.replays == 6
