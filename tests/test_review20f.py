@@ -113,10 +113,11 @@ def test_a_dirichlet_vae_with_batch_norm_trains_as_eager(device, form):
 def test_a_policy_gradient_step_replays_after_a_step_that_left_a_device_check_pending(device):
     """A policy-gradient step: actions sampled under no_grad, then ``Categorical(logits=policy(s)).log_prob(a)``
     (the sampler's probability checks are a host read the replay makes at its start; ``log_prob``'s gather queues a
-    device-side index check on opencl that no read of the step follows).  Eager trains.  Compiled before, on opencl: the next replay found a check pending
-    from the call before (the kernel table's ``check_pending`` said only that one *may* have failed) and ran the call
-    eagerly, so the step never replayed (0 replays in 8 calls).  Now ``check_pending`` reads the device's check
-    flag: a check that passed is pending no more, and the step replays."""
+    device-side index check on opencl that no read of the step follows).  Eager trains.  Compiled before, on
+    opencl: the next replay found a check pending from the call before (the kernel table's ``check_pending`` said
+    only that one *may* have failed) and ran the call eagerly, so the step never replayed (0 replays in 8 calls).
+    Now ``check_pending`` reads the device's check flag: a check that passed is pending no more, and the step
+    replays."""
     from coretorch.distributions import Categorical
 
     def run(compiled):
