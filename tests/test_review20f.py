@@ -146,3 +146,32 @@ def test_a_policy_gradient_step_replays_after_a_step_that_left_a_device_check_pe
     for a, b in zip(eager, comp):
         _same(device, a, b)
     assert fn.replays == 6
+
+
+@pytest.mark.parametrize("law", ["gamma", "von_mises"])
+def test_a_rejection_sampler_after_a_write_runs_eagerly(device, law):
+    """A step that writes state (``w.add_(1)``: a BatchNorm's statistics, an optimizer step) and then samples by
+    rejection (Gamma's Marsaglia-Tsang rounds, VonMises's Best-Fisher loop ``while not done.all()``): eager draws
+    as many rounds as the numbers need.  Compiled before: the capture's number of rounds was a checked read after
+    the write, and a call needing another number raised the compile error.  Now such a read is a graph break: every
+    call is eager's."""
+    from coretorch.distributions import Gamma, VonMises
+    conc = torch.full((8,), 0.7, device=device)
+    law_ = Gamma(conc, torch.ones(8, device=device)) if law == "gamma" else VonMises(torch.zeros(8, device=device), conc)
+
+    def run(compiled):
+        torch.compiler.reset()
+        w = torch.zeros(8, device=device)
+
+        def step():
+            w.add_(1)
+            return law_.sample()
+        fn = torch.compile(step) if compiled else step
+        outs = []
+        for i in range(8):
+            torch.manual_seed(i)
+            outs.append(fn().cpu().numpy())
+        return [*outs, w.cpu().numpy(), torch.rand(3).numpy()]
+
+    for a, b in zip(run(False), run(True)):
+        _same(device, a, b)
