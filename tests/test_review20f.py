@@ -157,7 +157,8 @@ def test_a_rejection_sampler_after_a_write_runs_eagerly(device, law):
     call is eager's."""
     from coretorch.distributions import Gamma, VonMises
     conc = torch.full((8,), 0.7, device=device)
-    law_ = Gamma(conc, torch.ones(8, device=device)) if law == "gamma" else VonMises(torch.zeros(8, device=device), conc)
+    zero = torch.zeros(8, device=device)
+    law_ = Gamma(conc, zero + 1) if law == "gamma" else VonMises(zero, conc)
 
     def run(compiled):
         torch.compiler.reset()
