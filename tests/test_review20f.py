@@ -176,3 +176,23 @@ def test_a_rejection_sampler_after_a_write_runs_eagerly(device, law):
 
     for a, b in zip(run(False), run(True)):
         _same(device, a, b)
+
+
+def test_explain_of_a_generator_step_given_the_fake_batch_names_one_reason(device):
+    """A GAN written as two functions, the generator's step given ``fake = G(z)`` (with its graph) by the caller:
+    the step's backward runs into the caller's graph, a graph break (documented).  ``explain`` before also named a
+    second reason, "the call changes an optimizer's state outside its step()": after the first break the
+    optimizer's step ran unrecorded, and its new state (Adam's first step) was taken for a change made outside it."""
+    torch.manual_seed(0)
+    G = nn.Linear(4, 8).to(device)
+    D = nn.Linear(8, 1).to(device)
+    og = torch.optim.Adam(G.parameters(), lr=1e-3)
+
+    def g_step(fake):
+        og.zero_grad()
+        loss = -D(fake).mean()
+        loss.backward()
+        og.step()
+        return loss
+    out = torch.compiler.explain(g_step, G(torch.randn(6, 4, device=device)))
+    assert out.graph_break_count == 1 and "autograd graph of a tensor it receives" in out.break_reasons[0]

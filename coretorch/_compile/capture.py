@@ -536,7 +536,11 @@ class Recorder(ResultEncoding):
         self.active = False
 
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
-        if self.active or get_ident() != self.thread:
+        if get_ident() != self.thread:
+            return
+        if self.active:  # (after a graph break the step ran unrecorded: its state is no change made outside it)
+            if self.breaks:
+                _made.rewatch(self)
             return
         self.active = self.mutated = True
         self.snapshot()
