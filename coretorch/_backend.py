@@ -121,8 +121,9 @@ PRIMITIVES: dict[str, str] = {
                      "lines, constants) or None: one table call as the launches it made, the same in every observed "
                      "run, as code that checks the inputs' layouts and ends with an else: for the table call",
     "check_mark": "optional () -> a mark of the device-side checks launched so far (with discard_checks)",
-    "check_pending": "optional () -> bool: whether a device-side check launched since the last host read may have "
-                     "failed (the next host read reports it; coretorch.compile's early checks then run eagerly)",
+    "check_pending": "optional () -> bool: whether a device-side check launched since the last host read failed "
+                     "(may read the device; the next host read reports it; coretorch.compile's early checks then "
+                     "run eagerly)",
     "discard_checks": "optional (mark) -> None: forget a failed device-side check launched after mark (its op raised "
                       "on the host); a failure of an earlier launch stays pending",
     "check_values": "optional (x (any layout, integer or bool dtype), kind, message) -> None: an element of x that "

@@ -40,7 +40,7 @@ from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
-from . import versions as _versions
+from . import rngundo as _rngundo, versions as _versions
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
 from .roots_state import check_late_grads, check_orphans, scheduler_counts
@@ -198,6 +198,8 @@ class Recorder(ResultEncoding):
         self.sched_stepped: set[int] = set()  # ids of the schedulers its scheduler segments stepped
         self.info: dict[int, tuple] = {}   # line -> (kernel name, kernel, args, kwargs, array): for fusion.py
         self.mutated, self.active = False, True
+        self.drawn: list = []  # (table, generator) drawn from before any write (see rngundo.py)
+        self.undo_saved = self.no_undo = False  # their states read first; no undoing past here
         self.born: int | None = None  # made.now() at the call's start, and (optimizers, their group numbers) ...
         self.watch: tuple | None = None  # ... outside the segments (replay.capture sets them; see made.py)
         self.user_read = self.segments = 0
@@ -424,7 +426,7 @@ class Recorder(ResultEncoding):
         if name in DECLINING and out is False:  # it declined and wrote nothing: what the caller did instead is recorded
             return out
         self.launches += 1
-        if name in MUTATING:
+        if name in MUTATING and (self.mutated or self.segments or not _rngundo.note(self, name, kernel, args)):
             self.mutated = True
         if name in DECLINING:  # a replay whose operands it declines (another layout) must not skip the update
             retry = self.const(_on_copies(name, kernel, self._array_types))
@@ -450,7 +452,7 @@ class Recorder(ResultEncoding):
         _versions.flush(self)  # (an error at this read leaves the version counters as eager's)
         self._host_reads[id(out)] = (len(self.lines), f"{self.const(kernel)}({v})", out)
         self.lines.append(f"if CHK({self.const(kernel)}({v}), {self.const(value.tobytes())}): "
-                          f"raise MISMATCH({self.mutated or self.segments > 0})")
+                          f"raise {_rngundo.abort(self)}")
         return out
 
     def transfer(self, host: Any, copy: Any) -> None:
@@ -474,7 +476,7 @@ class Recorder(ResultEncoding):
             v = self.read(arr)
             _versions.flush(self)
             self.lines.append(f"if HAB({self.const(table)}, {v}, {n!r}, {low!r}) is not {result!r}: "
-                              f"raise MISMATCH({self.mutated or self.segments > 0})")
+                              f"raise {_rngundo.abort(self)}")
         return result
 
     def segment_start(self, optimizer, args, kwargs) -> None:
@@ -534,7 +536,11 @@ class Recorder(ResultEncoding):
         self.active = False
 
     def segment_end(self, optimizer=None, args=None, kwargs=None) -> None:
-        if self.active or get_ident() != self.thread:
+        if get_ident() != self.thread:
+            return
+        if self.active:  # (after a graph break the step ran unrecorded: its state is no change made outside it)
+            if self.breaks:
+                _made.rewatch(self)
             return
         self.active = self.mutated = True
         self.snapshot()

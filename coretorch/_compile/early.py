@@ -14,7 +14,8 @@ from .. import _backend
 from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
 
 _VAR = re.compile(r"\ba\d+\b")
-_CHECK = re.compile(r"^if (?:CHK|HAB)\(.*: raise MISMATCH\(True\)$")  # a checked read after a write
+# a checked read after a write (or after random draws only: see rngundo.py)
+_CHECK = re.compile(r"^if (?:CHK|HAB)\(.*: raise (?:MISMATCH\(True\)|RNGBACK\(rngs\))$")
 _CONST = re.compile(r"^(a\d+) = c\d+$")  # an array constant of the step (loaded as it is)
 _TRANSFER = re.compile(r"^(a\d+) = c\d+\(a\d+\)$")  # a host copy of a value read (see Recorder.transfer)
 # the kernels that write their first operand only (others, as adam_step_, write several of theirs)
@@ -169,7 +170,7 @@ def hoist(rec: Recorder, hi: int | None = None) -> None:
             persistent = _persistent(rec)
         if _untouched(rec, k, found[0], found[1], persistent, scan):
             moved |= found[0] | {k}
-            lines[k] = lines[k][:-len("MISMATCH(True)")] + "MISMATCH(False)"
+            lines[k] = lines[k][:lines[k].rindex("raise ")] + "raise MISMATCH(False)"
     if not moved:
         return
     # a device-side check that failed before the call and is still pending would be reported by the moved reads,

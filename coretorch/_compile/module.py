@@ -374,6 +374,7 @@ class ModuleCapture:
                 rec.breaks.append("an output is a parameter or a buffer itself")
             rec.write_back()
             split = len(rec.lines)
+            rec.no_undo = True  # (the backward's checks: the forward's draws were returned)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
             if None in out_vars:
                 rec.breaks.append("an output holds an array made outside the recorded kernels")

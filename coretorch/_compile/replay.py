@@ -13,6 +13,7 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
+from . import rngundo as _rngundo
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -40,7 +41,8 @@ def _copy(a):
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
-            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root}
+            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root,
+            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back}
 
 
 _VAR = re.compile(r"\ba\d+\b")

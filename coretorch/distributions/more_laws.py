@@ -102,7 +102,7 @@ class VonMises(LocCentered, Distribution):
             loc, k, r = self.loc.to(torch.float64), self.concentration.to(torch.float64), self._proposal_r
             x = torch.zeros(shape, dtype=torch.float64, device=loc.device)
             done = torch.zeros(shape, dtype=torch.bool, device=loc.device)
-            while not bool(done.all()):
+            while not _rounds_done(done):
                 u1, u2, u3 = torch.rand((3,) + tuple(shape), dtype=torch.float64, device=loc.device).unbind()
                 z = torch.cos(math.pi * u1)
                 f = (1 + r * z) / (r + z)
@@ -196,3 +196,12 @@ class GeneralizedPareto(Distribution):
 
     def entropy(self):
         return torch.broadcast_to(torch.log(self.scale) + self.concentration + 1, tuple(self._batch_shape))
+
+
+def _rounds_done(done) -> bool:
+    """Whether every draw of a rejection loop is accepted: a host read whose answer depends on the random numbers,
+    so under a compiled step that already wrote state a graph break (a checked read could only raise at a call
+    needing another number of rounds; before any write it falls back to eager: see coretorch/_compile/rngundo.py)."""
+    from ..ops._util import data_read
+    data_read("a VonMises draw takes as many rejection rounds as its random numbers need")
+    return bool(done.all())

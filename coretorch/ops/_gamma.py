@@ -12,7 +12,7 @@ from .. import dtypes as _dt
 from ..autograd.graph import Node
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..tensor import Tensor, _make
-from ._util import edge
+from ._util import data_read, edge
 
 __all__ = ["_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet"]
 
@@ -28,6 +28,9 @@ def _standard_gamma_grad(self: Tensor, output: Tensor) -> Tensor:
     base = S.lgamma(P.add(a, 1.0))
     if x.numel() == 0:
         return C.zeros_like(output)
+    from .._compile.capture import varying_read  # (imported on use: compile imports the ops)
+    varying_read("the gradient of a Gamma, Beta or Dirichlet rsample() sums as many series terms as its draws need, "
+                 "read on the host: another number at almost every call")
     n_terms = int(math.ceil(float(R.amax(P.clamp(P.sub(x, a), min=0.0))) + 10 * math.sqrt(float(R.amax(x)))
                             + 20))
     chunk = max(1, (1 << 22) // max(1, x.numel()))
@@ -71,6 +74,9 @@ def _draw(alpha: Tensor, generator) -> Tensor:
         ok = P.logical_and(P.gt(v, 0.0), P.lt(P.log(u), bound))
         out = P.where(P.logical_and(ok, todo), P.mul(d, v), out)
         todo = P.logical_and(todo, P.logical_not(ok))
+        # (a checked read of a replay: another number of rounds sets the generators back and runs the call eagerly;
+        # after the step wrote state that could only raise, so then a graph break)
+        data_read("a Gamma, Beta or Dirichlet draw takes as many rejection rounds as its random numbers need")
         if not bool(R.any(todo)):
             break
     u = Rn.rand(tuple(a.shape), dtype=a.dtype, device=a.device, generator=generator)

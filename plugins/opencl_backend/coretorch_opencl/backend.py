@@ -411,7 +411,7 @@ class _Kernels(ElementwiseKernels, ReductionKernels):
         check_values(self, x, kind, message)
 
     def check_pending(self) -> bool:
-        return self.dev.check_pending
+        return self.dev.check_failed()
 
     # ---- random (Philox kernels in sampling.py) --------------------------------------------
     def _gen(self) -> "sampling.PhiloxState":

@@ -259,6 +259,23 @@ class Device:
         """Whether a kernel this thread queued may have recorded a failed check since its last host read."""
         return self._chk.pending
 
+    def check_failed(self) -> bool:
+        """Whether a check kernel this thread queued since its last host read recorded a failure: one 32-byte
+        blocking read where one is pending, after which a pending check that passed is pending no more (a compiled
+        step's replay asks at its start, before reads it moved there; it ran eagerly at every call where the step
+        before left a check pending, as a PPO step's ``log_prob`` gather after its last read).  A failure stays
+        pending for the next host read to report."""
+        chk = self._chk
+        if not chk.pending:
+            return False
+        with self.lock:
+            flag = np.empty_like(_ERR_CLEAR)
+            cl.enqueue_copy(self.queue, flag, chk.buffer(), is_blocking=True)
+        if int(flag.view(np.int32)[2]):
+            return True
+        chk.pending = False  # every launch so far passed (as discard_checks finds): the next read need not look
+        return False
+
     @property
     def _codes(self) -> dict:
         return self._chk.codes
