@@ -353,7 +353,8 @@ def _grads_tuple(node, buf: dict) -> tuple:
         g = buf.get(i)
         if g is None and getattr(node, "_materialize", True):
             shape, dt, table = meta[i]
-            from ..tensor import _zeros_on
-            g = _zeros_on(shape, dt, table)
+            if dt is not None:  # (a Function's non-tensor output gets None, as in PyTorch)
+                from ..tensor import _zeros_on
+                g = _zeros_on(shape, dt, table)
         out.append(g)
     return tuple(out)

@@ -130,6 +130,21 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     x._gfb = node
 
 
+def rebase_view_onto(x: Tensor, node: Node, nr: int, fn_name: str) -> None:
+    """x, a view, was modified in place by a custom Function (``ctx.mark_dirty``) and is its output ``nr``: the
+    base's graph gets a CopySlices node joining its old graph and ``node``'s, as for an in-place op on a view."""
+    base = x._vbase
+    assert base is not None
+    if x._rg and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if x._mo is not None:
+        raise RuntimeError(multi_output_error(x, False))
+    if _view_geometry(x) is None:
+        raise NotImplementedError(f"{fn_name}: ctx.mark_dirty of this view of a tensor that requires grad is not "
+                                  "supported by coretorch yet; return a modified clone instead")
+    _rebase_view(x, _make(x._data, x.dtype, x._be, node, nr))
+
+
 def _region_of(geom, shape: tuple, base_edge) -> AsStridedBackward0:
     """The node of a view at ``geom`` in a base of ``shape`` whose gradient goes to ``base_edge``."""
     view = AsStridedBackward0()

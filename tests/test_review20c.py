@@ -1,0 +1,214 @@
+"""Review 20c: the eager autograd API beyond ``backward()`` against PyTorch 2.13: ``autograd.Function`` (mark_dirty,
+returned gradients' dtype/device, non-tensor outputs, ``vjp``), ``autograd.grad``/``backward`` arguments, node hooks
+and metadata, ``torch.autograd.graph`` helpers and ``utils.checkpoint``."""
+from __future__ import annotations
+
+import pytest
+
+import coretorch as torch
+
+
+def _leaf(shape, device, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(*shape, generator=g, dtype=dtype) + 0.5).to(device).requires_grad_(True)
+
+
+class _Triple(torch.autograd.Function):
+    """x.mul_(3) in place, marked dirty (PyTorch's in-place custom Function pattern)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(3)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+def test_mark_dirty_on_a_view_sends_the_gradient_through_the_base(device):
+    """PyTorch: a custom Function that modifies a view of a non-leaf in place (``ctx.mark_dirty``) rebases the
+    base's graph (CopySlices; the view's node becomes AsStridedBackward0), so the base's gradient in the view's
+    region goes through the Function's backward: x.grad is 3 in the row the Function tripled, 1 elsewhere.
+    coretorch before: only the view got the Function's node, the base kept its old graph, and x.grad was 1
+    everywhere (silently wrong)."""
+    x = _leaf((2, 3), device)
+    y = x.clone()
+    z = _Triple.apply(y[0])
+    assert type(z.grad_fn).__name__ == "AsStridedBackward0" and type(y.grad_fn).__name__ == "CopySlices"
+    (y * 1).sum().backward()
+    assert x.grad.tolist() == [[3.0] * 3, [1.0] * 3]
+    x.grad = None
+    y = x.clone()
+    w = torch.tensor([1.0, 2.0], dtype=torch.float64, device=device)
+    z = _Triple.apply(y[:, 1])  # (a strided view; the gradient reached through the view itself)
+    (z * w).sum().backward()
+    assert x.grad.tolist() == [[0.0, 3.0, 0.0], [0.0, 6.0, 0.0]]
+
+
+def test_mark_dirty_on_a_view_of_a_leaf_raises(device):
+    """PyTorch: a view of a leaf that requires grad cannot be modified in place, through a custom Function too
+    (RuntimeError "a view of a leaf Variable that requires grad is being used in an in-place operation").
+    coretorch before: no error; the leaf's view silently got the Function's node."""
+    x = _leaf((2, 3), device)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        _Triple.apply(x[0])
+
+
+def test_mark_dirty_bumps_the_version_and_requires_the_tensor_returned(device):
+    """PyTorch: ``ctx.mark_dirty`` raises the marked tensor's version by one (so a tensor saved before the
+    Function, modified through ``.data`` in its forward, raises at the backward), and a tensor marked dirty but not
+    returned raises "Some elements marked as dirty ... were not returned as output".  coretorch before: no bump (the
+    backward used the modified value: a silently wrong gradient) and no error."""
+    class DataTriple(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.data.mul_(3)  # (no version bump of its own)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = _leaf((3,), device)
+    y = x.clone()
+    z = y * y  # saves y
+    v = y._version
+    DataTriple.apply(y)
+    assert y._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+    class NotReturned(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return w * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g * 2
+
+    for w in (_leaf((3,), device), _leaf((3,), device).detach()):
+        with pytest.raises(RuntimeError, match="marked as dirty during the forward method were not returned"):
+            NotReturned.apply(torch.zeros(3, dtype=torch.float64, device=device), w)
+
+
+def test_a_gradient_of_another_dtype_is_cast_to_the_inputs_dtype(device):
+    """PyTorch's engine casts a gradient a custom Function's backward returns to the input's dtype (a float32
+    gradient for a float64 input becomes float64, right there, for every input, not only leaves).  coretorch
+    before: only a leaf's accumulation cast it, so ``autograd.grad`` of a non-leaf input returned float32 and the
+    ops between the Function and the leaf ran in float32 (x.grad 2.200000047683716 instead of 2.2)."""
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).float()
+
+    x = _leaf((3,), device)
+    y = x * 1.1
+    z = F.apply(y)
+    gy, = torch.autograd.grad(z.sum(), [y], retain_graph=True)
+    assert gy.dtype == torch.float64
+    z.sum().backward()
+    assert x.grad.dtype == torch.float64
+    assert x.grad.tolist() == [2.0 * 1.1] * 3
+
+
+def test_a_function_with_non_tensor_outputs_runs_its_backward(device):
+    """PyTorch: a Function returning a tensor and non-tensors (``return x * 2, 5, "s"``) passes None as the
+    gradient of each non-tensor output to backward.  coretorch before: the backward crashed with AttributeError
+    ('NoneType' object has no attribute 'full') making zeros for them."""
+    seen = []
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 5, "s"
+
+        @staticmethod
+        def backward(ctx, g, a, b):
+            seen.append((a, b))
+            return g * 2
+
+    x = _leaf((3,), device)
+    y, n, s = F.apply(x)
+    assert (n, s) == (5, "s")
+    y.sum().backward()
+    assert seen == [(None, None)]
+    assert x.grad.tolist() == [2.0] * 3
+
+
+def test_a_function_may_define_vjp_instead_of_backward(device):
+    """PyTorch: a custom Function may define ``vjp`` instead of ``backward`` (and defining both raises at the
+    backward); ``Function.jvp`` and ``Function.generate_vmap_rule`` (False) exist.  coretorch before: a ``vjp``-only
+    Function raised NotImplementedError at the backward, and the two attributes were missing."""
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 7
+
+    x = _leaf((3,), device)
+    F.apply(x).sum().backward()
+    assert x.grad.tolist() == [7.0] * 3
+
+    class Both(F):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        Both.apply(x).sum().backward()
+    assert torch.autograd.Function.generate_vmap_rule is False
+    with pytest.raises(NotImplementedError, match="jvp"):
+        torch.autograd.Function.jvp(None, x)
+
+
+def test_a_functions_backward_returning_a_number_or_a_gradient_elsewhere(device):
+    """PyTorch: a backward returning a Python number raises RuntimeError "expected Variable or None (got float)";
+    one returning a gradient on another device raises "returned an invalid gradient at index 0 - expected device
+    ..." (a 0-d one is moved); ``save_for_backward`` of a non-tensor names the argument's index.  coretorch before:
+    TypeError for the number, the leaf's own error for the device, no index."""
+    class Number(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 1.0
+
+    x = _leaf((3,), device)
+    with pytest.raises(RuntimeError, match=r"expected Variable or None \(got float\)"):
+        Number.apply(x).sum().backward()
+
+    class Save(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x
+
+    with pytest.raises(TypeError, match="argument 1 is of type int"):
+        Save.apply(x)
+    if device != "cpu":
+        class Elsewhere(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g.cpu()
+
+        with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0 - expected device"):
+            Elsewhere.apply(x).sum().backward()
