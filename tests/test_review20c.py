@@ -212,3 +212,83 @@ def test_a_functions_backward_returning_a_number_or_a_gradient_elsewhere(device)
 
         with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0 - expected device"):
             Elsewhere.apply(x).sum().backward()
+
+
+def test_grad_checks_its_arguments_as_pytorch(device):
+    """PyTorch's ``autograd.grad``: fewer ``grad_outputs`` than outputs raise "got 2 tensors and 1 gradients" (the
+    coretorch before dropped the second output silently: a wrong gradient); empty ``inputs`` raise "`inputs` argument
+    to `grad()` cannot be empty." (``backward(inputs=[])`` likewise; before: nothing computed, no error);
+    ``materialize_grads=True`` with ``allow_unused=False`` raises ValueError (before: the unused input's
+    RuntimeError); ``only_inputs=False`` warns FutureWarning (before: silent); the errors name the index of the
+    output that needs no grad and of the unused input (before: always "element 0", "One of the ...")."""
+    x = _leaf((3,), device)
+    w = _leaf((3,), device, seed=1)
+    with pytest.raises(RuntimeError, match="got 2 tensors and 1 gradients"):
+        torch.autograd.grad([x.sum(), (x * 2).sum()], x, grad_outputs=[None])
+    with pytest.raises(RuntimeError, match="`inputs` argument to `grad\\(\\)` cannot be empty"):
+        torch.autograd.grad((x * 2).sum(), [])
+    with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty"):
+        (x * 2).sum().backward(inputs=[])
+    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed"):
+        torch.autograd.grad((x * 2).sum(), [x, w], materialize_grads=True, allow_unused=False)
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        g, = torch.autograd.grad((x * 2).sum(), x, only_inputs=False)
+    assert g.tolist() == [2.0] * 3
+    with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad"):
+        torch.autograd.grad([(x * 2).sum(), w.detach().sum()], [x])
+    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have been used"):
+        torch.autograd.grad((x * 2).sum(), [x, w])
+    a, b = torch.autograd.grad((x * x).sum(), [x, w], materialize_grads=True, create_graph=True)
+    assert b.tolist() == [0.0] * 3 and b.requires_grad  # (PyTorch's zeros_like(requires_grad=create_graph))
+
+
+def test_grad_and_backward_take_inputs_as_a_dict(device):
+    """PyTorch 2.13: ``inputs`` may be a dict; ``autograd.grad`` then answers with a dict of the same keys, and
+    ``backward(inputs=dict)`` uses its values.  coretorch before: the dict's keys (strings) were taken as the
+    inputs (AttributeError)."""
+    x = _leaf((3,), device)
+    w = _leaf((3,), device, seed=1)
+    r = torch.autograd.grad((x * w).sum(), {"a": x, "b": w})
+    assert list(r) == ["a", "b"]
+    assert r["a"].tolist() == w.tolist() and r["b"].tolist() == x.tolist()
+    (x * w).sum().backward(inputs={"a": x})
+    assert x.grad.tolist() == w.tolist() and w.grad is None
+
+
+def test_grad_is_grads_batched(device):
+    """PyTorch: ``is_grads_batched=True`` reads the first dimension of each grad_output as a batch: the result is
+    one vector-Jacobian product per row, stacked (a Jacobian from the identity).  coretorch before: the flag was
+    accepted and ignored, so the batched grad_output raised "Mismatch in shape"."""
+    x = _leaf((3,), device)
+    w = _leaf((3,), device, seed=1)
+    y = x * w
+    z = (x ** 2).sum()
+    go = torch.arange(6.0, dtype=torch.float64, device=device).view(2, 3)
+    go2 = torch.tensor([1.0, 2.0], dtype=torch.float64, device=device)
+    gx, gw = torch.autograd.grad([y, z], [x, w], grad_outputs=[go, go2], is_grads_batched=True)
+    for i in range(2):
+        assert gx[i].tolist() == pytest.approx((go[i] * w + 2 * go2[i] * x).tolist(), rel=1e-12)
+        assert gw[i].tolist() == pytest.approx((go[i] * x).tolist(), rel=1e-12)
+    y = x ** 3
+    j, = torch.autograd.grad(y, x, grad_outputs=torch.eye(3, dtype=torch.float64, device=device),
+                             is_grads_batched=True, create_graph=True)
+    assert torch.allclose(j, torch.diag(3 * x.detach() ** 2), rtol=1e-12, atol=0)
+    j.sum().backward()
+    assert x.grad.tolist() == pytest.approx((6 * x.detach()).tolist(), rel=1e-12)
+    with pytest.raises(RuntimeError, match="If `is_grads_batched=True`, we interpret the first dimension"):
+        torch.autograd.grad(x * 2, x, grad_outputs=torch.eye(4, dtype=torch.float64, device=device),
+                            is_grads_batched=True)
+
+
+def test_backward_inputs_of_a_non_leaf_does_not_warn(device):
+    """PyTorch warns on reading a non-leaf's ``.grad`` only while it is None; ``backward(inputs=[y])`` of a
+    non-leaf y stores y.grad without a warning.  coretorch before: backward itself read y.grad and warned."""
+    x = _leaf((3,), device)
+    y = x * 2
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (y ** 2).sum().backward(inputs=[y], retain_graph=True)
+        (y ** 2).sum().backward(inputs=[y])
+        assert y.grad.tolist() == pytest.approx((8 * x.detach()).tolist(), rel=1e-12)
+    assert x.grad is None

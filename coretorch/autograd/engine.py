@@ -72,10 +72,10 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
 def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                   inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     roots = []
-    for t, g in zip(tensors, grad_tensors):
+    for k, (t, g) in enumerate(zip(tensors, grad_tensors)):
         node, nr = _grad_edge(t)
         if node is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
         roots.append((node, nr, g))
 
     capture: dict | None = None
@@ -214,7 +214,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
