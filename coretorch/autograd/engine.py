@@ -133,6 +133,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         g = g.detach().clone() if not create_graph else g.clone()
                     owned.add(id(g))
                     node.apply(g)
+                    if node._hooks:  # (post hooks of the leaf's node: no gradient inputs, its gradient output)
+                        for fn in list(node._hooks.values()):
+                            _check_hook_count(fn, fn((), (g,)), 0)
                 continue
             if node._out_meta is None:  # one output: its gradient, straight to the formula
                 if node._plain:
@@ -155,7 +158,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
-                        grads_in = tuple(r)
+                        grads_in = _check_hook_count(fn, r, len(grads_in))
             nf = node.next_functions
             if len(grads_in) > 1:
                 _mark_shared(grads_in, owned)
@@ -292,7 +295,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
             if r is not None:
-                gi = tuple(r)
+                gi = _check_hook_count(fn, r, len(gi))
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
 
@@ -309,6 +312,18 @@ def _check_hook_result(fn, old, new) -> None:
         raise RuntimeError(f"hook '{name}' has changed the device of value (was {old.device} got {new.device})")
     if tuple(new.shape) != tuple(old.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def _check_hook_count(fn, r, n: int) -> tuple:
+    """A node hook's replacement gradients, as a tuple of as many as it was given (PyTorch's check)."""
+    if r is None:
+        return ()
+    r = tuple(r)
+    if len(r) != n:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(r)}, but "
+                           f"expected {n})")
+    return r
 
 
 def _retains_last(fn) -> bool:

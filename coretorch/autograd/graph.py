@@ -184,7 +184,10 @@ class Node:
     @property
     def metadata(self) -> dict:
         """A dict for user data attached to this node (PyTorch's ``grad_fn.metadata``)."""
-        return self.__dict__
+        m = self.__dict__.get("_metadata")
+        if m is None:
+            m = self.__dict__["_metadata"] = {}
+        return m
 
 
 class AccumulateGrad(Node):
@@ -256,3 +259,5 @@ class GraphRoot(Node):
     __slots__ = ()
 
 from .grad_mode import state as _gs  # noqa: E402
+from ._graph_extras import (disable_saved_tensors_hooks, increment_version, save_on_cpu,  # noqa: E402,F401
+                            saved_tensors_hooks)

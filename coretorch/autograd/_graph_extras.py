@@ -1,0 +1,81 @@
+"""torch.autograd.graph's helpers around saved tensors: ``increment_version``, ``save_on_cpu`` (accepted: coretorch's
+saved tensors stay where they are), ``disable_saved_tensors_hooks``, and ``saved_tensors_hooks`` (not supported:
+raises)."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+__all__ = ["increment_version", "save_on_cpu", "disable_saved_tensors_hooks", "saved_tensors_hooks"]
+
+# the message of the innermost ``disable_saved_tensors_hooks`` (None: hooks allowed), as PyTorch's global switch
+_DISABLED: list = [None]
+
+
+def increment_version(tensor: Any) -> None:
+    """Raise the version counter of ``tensor`` (or of each tensor of an iterable) by one, as an in-place op does:
+    a graph that saved it raises at its backward (for code that writes a tensor's memory outside coretorch's ops)."""
+    from ..tensor import Tensor  # (tensor imports autograd: resolved at call time)
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._vc[0] += 1
+
+
+class _ContextDecorator:
+    """A context manager that also decorates functions (each call runs inside it)."""
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class saved_tensors_hooks(_ContextDecorator):
+    """PyTorch's pack/unpack hooks for the tensors autograd saves: not supported by coretorch (its ops keep what
+    their backward needs on the graph nodes directly), so entering it raises NotImplementedError rather than
+    silently not calling the hooks."""
+
+    def __init__(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        if _DISABLED[0] is not None:
+            raise RuntimeError(_DISABLED[0])
+        raise NotImplementedError("torch.autograd.graph.saved_tensors_hooks is not supported by coretorch: the "
+                                  "tensors saved for the backward cannot be packed and unpacked by user hooks")
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+class save_on_cpu(_ContextDecorator):
+    """PyTorch moves the tensors saved for the backward to the CPU while inside (saving device memory); coretorch
+    accepts it and keeps them where they are: results and gradients are the same, only the memory saving is
+    missing (as ``utils.checkpoint``)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        self.pin_memory, self.device_type = pin_memory, device_type
+
+    def __enter__(self) -> "save_on_cpu":
+        if _DISABLED[0] is not None:
+            raise RuntimeError(_DISABLED[0])
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+class disable_saved_tensors_hooks(_ContextDecorator):
+    """Inside it, entering ``save_on_cpu`` (or ``saved_tensors_hooks``) raises RuntimeError(error_message)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> "disable_saved_tensors_hooks":
+        self._prev = _DISABLED[0]
+        _DISABLED[0] = self.error_message
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _DISABLED[0] = self._prev
