@@ -387,7 +387,7 @@ class Tensor(_TensorAPI):
             tensor([2., 4.])
         """
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
-                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled:
+                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled and not create_graph:
             # loss.backward(): the implicit gradient 1, straight to the engine
             g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
             _run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)

@@ -395,3 +395,70 @@ def test_reentrant_checkpoint_of_inputs_that_need_no_grad(device):
         y = checkpoint_sequential(m, 2, x.view(1, 3), use_reentrant=True)
     y.sum().backward()
     assert [p.grad is None for p in m.parameters()] == [True] * 2 + [False] * 4  # (segment 1: Linear, Tanh)
+
+
+def test_a_function_saves_its_tensors_as_they_are_at_the_end_of_forward(device):
+    """PyTorch saves what ``ctx.save_for_backward`` names when ``forward`` returns (after its in-place writes and
+    mark_dirty's version bump): a Function that saves its input and then modifies it in place (mark_dirty) runs
+    its backward with the modified value.  coretorch before: the version was taken at the call, so the backward
+    raised "modified by an inplace operation"."""
+    class SaveThenDouble(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x
+
+    x = _leaf((3,), device)
+    SaveThenDouble.apply(x.clone()).sum().backward()
+    assert x.grad.tolist() == pytest.approx((2 * x.detach()).tolist(), rel=1e-12)
+
+
+def test_an_input_returned_as_is_and_marked_non_differentiable(device):
+    """PyTorch: an input returned as-is from forward and marked non-differentiable comes back as a new tensor
+    (sharing memory and version) that does not require grad.  coretorch before: the input itself came back, still
+    requiring grad, so a backward through it reached the input around the Function."""
+    class Same(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_non_differentiable(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = _leaf((3,), device)
+    y = Same.apply(x)
+    assert y is not x and not y.requires_grad and y.is_leaf
+    y.add_(1)
+    assert x._version == y._version == 1 and x.tolist() == y.tolist()
+
+
+def test_grad_mode_and_backward_argument_checks(device, monkeypatch):
+    """PyTorch: ``set_grad_enabled`` takes a bool only (TypeError "set_grad_enabled(): argument 'enabled' (position
+    1) must be bool, not str"); ``backward(grad_variables=...)`` warns FutureWarning and raises with both
+    ``grad_tensors`` and ``grad_variables``; the first ``backward(create_graph=True)`` warns of the reference cycle
+    between a parameter and its gradient.  coretorch before: "yes" switched grad mode on, and no warnings."""
+    with pytest.raises(TypeError, match="must be bool, not str"):
+        torch.set_grad_enabled("yes")
+    assert torch.is_grad_enabled()
+    x = _leaf((3,), device)
+    one = torch.ones(3, dtype=torch.float64, device=device)
+    with pytest.warns(FutureWarning, match="`grad_variables` is deprecated"):
+        torch.autograd.backward(x * 2, grad_variables=one)
+    assert x.grad.tolist() == [2.0] * 3
+    with pytest.raises(RuntimeError, match="`grad_tensors` and `grad_variables`"):
+        torch.autograd.backward(x * 2, grad_tensors=one, grad_variables=one)
+    import coretorch.autograd as ag
+    monkeypatch.setattr(ag, "_CYCLE_WARNED", [False])
+    x.grad = None
+    with pytest.warns(UserWarning, match="create_graph=True will create a reference cycle"):
+        (x ** 2).sum().backward(create_graph=True)
+    assert x.grad.requires_grad

@@ -67,6 +67,9 @@ def _make_grads(outputs, grad_outputs, create_graph: bool, batched: bool = False
     return grads
 
 
+_CYCLE_WARNED = [False]
+
+
 def _seq(x):
     Tensor = _tensor_mod.Tensor
     if x is None:
@@ -87,8 +90,21 @@ def _check_requires_grad(tensors) -> None:
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
              inputs=None) -> None:
     """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        grad_tensors = grad_variables
+    if create_graph and not _CYCLE_WARNED[0]:  # (PyTorch's engine warns once a process)
+        _CYCLE_WARNED[0] = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+                      "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+                      ".grad fields of your parameters to None after use to break the cycle and avoid the leak.",
+                      UserWarning, stacklevel=2)
     tensors = _seq(tensors)
-    grad_tensors = _seq(grad_tensors if grad_tensors is not None else grad_variables)
+    grad_tensors = _seq(grad_tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
     if inputs is not None:

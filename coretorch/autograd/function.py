@@ -229,7 +229,9 @@ class Function(metaclass=_FunctionMeta):
                 continue
             meta.append((tuple(o.shape), o.dtype, o._be))
             if id(o) in non_diff or not o.dtype.is_floating_point:
-                wrapped.append(o)
+                # (an input returned as-is gets its own identity, outside the graph, as PyTorch's)
+                wrapped.append(_make(o._data, o.dtype, o._be, base=o, version=o._vc) if id(o) in inputs and o._rg
+                               else o)
                 continue
             if id(o) in dirty:
                 if o._rg and o.grad_fn is None:
@@ -255,6 +257,8 @@ class Function(metaclass=_FunctionMeta):
                 o.grad_fn, o._out_nr, o._rg = ctx, nr, True
                 wrapped.append(o)
         ctx._out_meta = tuple(meta) if len(outs) > 1 else None
+        if ctx._saved:  # as PyTorch saves at the end of forward: the versions after it (mark_dirty's bump)
+            ctx._versions = tuple([0 if t is None else t._vc[0] for t in ctx._saved])
         return wrapped[0] if single else tuple(wrapped)
 
 
