@@ -462,3 +462,25 @@ def test_grad_mode_and_backward_argument_checks(device, monkeypatch):
     with pytest.warns(UserWarning, match="create_graph=True will create a reference cycle"):
         (x ** 2).sum().backward(create_graph=True)
     assert x.grad.requires_grad
+
+
+def test_functional_jacobian_argument_checks(device):
+    """PyTorch's ``autograd.functional.jacobian``: an unknown strategy raises AssertionError, ``strategy=
+    "forward-mode"`` without ``vectorize=True`` raises NotImplementedError, ``strict=True`` with ``vectorize=True``
+    raises RuntimeError; ``vjp``/``jvp`` with ``strict=True`` and an output that does not require grad raise
+    "Output 0 of the user-provided function does not require gradients".  coretorch before: ValueError, the two
+    combinations computed, and the strict errors spoke of the input instead."""
+    F = torch.autograd.functional
+    x = _leaf((3,), device).detach()
+    with pytest.raises(AssertionError, match="Expected strategy"):
+        F.jacobian(lambda t: t ** 2, x, strategy="foo")
+    with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
+        F.jacobian(lambda t: t ** 2, x, strategy="forward-mode")
+    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
+        F.jacobian(lambda t: t ** 2, x, strict=True, vectorize=True)
+    j = F.jacobian(lambda t: t ** 2, x, strategy="forward-mode", vectorize=True)
+    assert torch.allclose(j, torch.diag(2 * x), rtol=1e-12, atol=0)
+    const = lambda t: torch.ones(3, dtype=torch.float64, device=device)  # noqa: E731
+    for fn in (lambda: F.vjp(const, x, x, strict=True), lambda: F.jvp(const, x, x, strict=True)):
+        with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not require gradients"):
+            fn()
