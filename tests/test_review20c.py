@@ -484,3 +484,41 @@ def test_functional_jacobian_argument_checks(device):
     for fn in (lambda: F.vjp(const, x, x, strict=True), lambda: F.jvp(const, x, x, strict=True)):
         with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not require gradients"):
             fn()
+
+
+@pytest.mark.parametrize("source", ["function", "saved", "tensor_hook", "post_hook"])
+def test_a_gradient_user_code_returns_is_never_stored_as_a_leafs_grad(device, source):
+    """PyTorch's AccumulateGrad stores a gradient as the leaf's ``.grad`` only when nothing else holds it: a
+    custom Function's backward returning a tensor held elsewhere (a global constant ``C``, the ``w`` it saved), or a
+    hook returning one, leaves that tensor untouched when the next backward accumulates.  coretorch before: the
+    tensor itself became x.grad, and the second backward added into it in place: ``C`` (or the user's ``w``)
+    silently doubled."""
+    C = torch.ones(3, dtype=torch.float64, device=device)
+    w = _leaf((3,), device, seed=1).detach().clone()
+    w0 = w.tolist()
+
+    class Const(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(w)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (ctx.saved_tensors[0] if source == "saved" else C), None
+
+    x = _leaf((3,), device)
+    for _ in range(2):
+        if source in ("function", "saved"):
+            y = Const.apply(x, w)
+        else:
+            y = x * 2
+            if source == "post_hook":
+                y = x.neg()  # (one gradient input: NegBackward0)
+                y.grad_fn.register_hook(lambda gi, go: (C,))
+        if source == "tensor_hook" and x.grad is None:
+            x.register_hook(lambda g: C)
+        y.sum().backward()
+    assert C.tolist() == [1.0] * 3 and w.tolist() == w0
+    expect = [2 * v for v in w0] if source == "saved" else [2.0] * 3
+    assert x.grad.tolist() == pytest.approx(expect, rel=1e-12)

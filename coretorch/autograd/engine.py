@@ -122,10 +122,10 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             # either (sinks: an input's node gets its gradients as terms, never queued)
             if live is not None and node not in live:
                 if node in cap:
-                    _run_hooks(node, buf, capture, results, False)
+                    _run_hooks(node, buf, capture, results, owned, False)
                 continue
             if node._hooked or capture is not None:
-                buf = _run_hooks(node, buf, capture, results)
+                buf = _run_hooks(node, buf, capture, results, owned)
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
@@ -159,6 +159,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     r = fn(grads_in, gi)
                     if r is not None:
                         grads_in = _check_hook_count(fn, r, len(grads_in))
+                        _own_all(grads_in, owned)
+            if node._user_grads:
+                _own_all(grads_in, owned)
             nf = node.next_functions
             if len(grads_in) > 1:
                 _mark_shared(grads_in, owned)
@@ -272,7 +275,15 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     acc.apply(g)
 
 
-def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
+def _own_all(grads, owned: set) -> None:
+    """Gradients user code returned (a hook's, a custom Function's): they may be held elsewhere, so a leaf they
+    reach stores a copy (PyTorch steals a gradient only when nothing else holds it)."""
+    for g in grads:
+        if g is not None:
+            owned.add(id(g))
+
+
+def _run_hooks(node, buf: dict, capture, results, owned: set, run: bool = True) -> dict:
     """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks (where the
     node runs: ``run``)."""
     th = node._tensor_hooks
@@ -286,6 +297,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
                     if r is not None:
                         _check_hook_result(fn, buf[nr], r)
                         buf[nr] = r
+                        owned.add(id(r))
     if capture is not None:
         for nr, g in buf.items():
             for i in capture.get((node, nr), ()):
@@ -296,6 +308,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
             r = fn(gi)
             if r is not None:
                 gi = _check_hook_count(fn, r, len(gi))
+                _own_all(gi, owned)
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
 

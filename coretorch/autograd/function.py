@@ -47,6 +47,7 @@ class BackwardCFunction(FunctionCtx, Node):
     """Graph node of a user Function; ``ctx`` *is* this node (as in PyTorch)."""
 
     _forward_cls = None
+    _user_grads = True
 
     def __init__(self):
         Node.__init__(self)

@@ -95,6 +95,9 @@ class Node:
     # directly and releases inline
     _plain = True
     _hooked = False  # set once any hook is registered on the node (never reset: the engine then checks them all)
+    # the node's gradients come from user code (a custom Function's backward) and may be tensors held elsewhere (a
+    # saved or global tensor): a leaf stores a copy, never the tensor itself, which the next backward adds into
+    _user_grads = False
 
     out: Any = None  # nodes that keep their output declare an ``out`` slot
     next_functions: tuple
