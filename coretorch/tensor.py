@@ -42,6 +42,7 @@ class Tensor(_TensorAPI):
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
+    _cfv = False  # with _mo: a view a custom autograd.Function returned (or a view of one): PyTorch's other message
     # a view made in no_grad mode (or a view of one): an in-place op on it in grad mode that autograd would record
     # (or whose base requires grad) raises, as PyTorch's NO_GRAD_MODE creation meta (see ops/inplace.py)
     _ngv = False
@@ -556,7 +557,7 @@ def _warn_nonleaf_grad() -> None:
         UserWarning, stacklevel=3)
 
 
-_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det", "_ngv"))
+_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_cfv", "_det", "_ngv"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

@@ -522,3 +522,44 @@ def test_a_gradient_user_code_returns_is_never_stored_as_a_leafs_grad(device, so
     assert C.tolist() == [1.0] * 3 and w.tolist() == w0
     expect = [2 * v for v in w0] if source == "saved" else [2.0] * 3
     assert x.grad.tolist() == pytest.approx(expect, rel=1e-12)
+
+
+class _Head(torch.autograd.Function):
+    """Returns a view of its input (x[:2]) with a backward of its own (5 * g)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x[:2]
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.cat([g * 5, g.new_zeros(1)])
+
+
+def test_a_view_a_custom_function_returns_cannot_be_changed_in_place(device):
+    """PyTorch: a view returned by a custom Function (or an input returned as-is) cannot be modified in place, nor
+    used after its base was ("Output 0 of _Head is a view and is being modified inplace. This view was created
+    inside a custom Function ... would override the custom backward ..."); in no_grad mode the write is allowed.
+    coretorch before: both ran, and using the view after its base changed regenerated its gradient from the base,
+    silently bypassing the Function's backward (x.grad [2, 2, 0] instead of the 5 its backward gives)."""
+    x = _leaf((3,), device)
+    y = x * 1
+    z = _Head.apply(y)
+    with pytest.raises(RuntimeError, match="Output 0 of _Head is a view and is being modified inplace. This view was "
+                                           "created inside a custom Function"):
+        z.mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Slice is a view and is being modified inplace. This view was "
+                                           "created inside a custom Function"):
+        z[:1].mul_(2)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="its base or another view of its base has been modified inplace. This "
+                                           "view was created inside a custom Function"):
+        (z * 1).sum().backward()
+    y = x * 1
+    z = _Head.apply(y)
+    with torch.no_grad():
+        z.mul_(2)
+    assert y.tolist()[:2] == pytest.approx([2 * v for v in x.tolist()[:2]], rel=1e-12)
+    z = _Head.apply(x * 1)
+    z.sum().backward()
+    assert x.grad.tolist() == [5.0, 5.0, 0.0]

@@ -251,11 +251,15 @@ class Function(metaclass=_FunctionMeta):
                     from ..tensor import _move_retains_hook
                     _move_retains_hook(o, old_fn, old_nr)
                 wrapped.append(o)
-            elif id(o) in inputs or o.grad_fn is not None:
-                # an input returned as-is (or a tensor already in a graph): give the output its own identity
-                wrapped.append(_make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._vc))
             else:
-                o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                if id(o) in inputs or o.grad_fn is not None:
+                    # an input returned as-is (or a tensor already in a graph): give the output its own identity
+                    o = _make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._vc)
+                else:
+                    o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                if o._vbase is not None and not o._det:
+                    # a view: in-place ops on it, or its base's changed since, raise (they would bypass backward)
+                    o._mo, o._cfv = o._vc[0], True
                 wrapped.append(o)
         ctx._out_meta = tuple(meta) if len(outs) > 1 else None
         if ctx._saved:  # as PyTorch saves at the end of forward: the versions after it (mark_dirty's bump)

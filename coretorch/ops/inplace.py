@@ -190,6 +190,11 @@ def multi_output_error(x: Tensor, indirect: bool, view: str | None = None) -> st
     else:
         name, nr = (view, 0) if view else (_forward_name(fn), x._out_nr)
         head = f"Output {nr} of {name} is a view and {what} modified inplace."
+    if x._cfv:
+        return (head + " This view was created inside a custom Function (or because an input was returned as-is) and "
+                "the autograd logic to handle view+inplace would override the custom backward associated with the "
+                "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+                "cloning the output of the custom Function.")
     return (head + " This view is the output of a function that returns multiple views. Such functions do not allow "
             "the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
             "one.")
@@ -199,7 +204,8 @@ def _forward_name(node) -> str:
     """The op's name in PyTorch's message: the node's without ``Backward<n>`` (SplitBackward0: Split)."""
     name = type(node).__name__
     i = name.rfind("Backward")
-    return name[:i] if i > 0 and name[i + 8:].isdigit() else name
+    return name[:i] if i > 0 and (name[i + 8:].isdigit() or not name[i + 8:] and getattr(node, "_user_grads", False)) \
+        else name  # (a custom Function's node: FBackward, F)
 
 
 def rebase(x: Tensor, r: Tensor) -> None:
