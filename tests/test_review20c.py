@@ -563,3 +563,15 @@ def test_a_view_a_custom_function_returns_cannot_be_changed_in_place(device):
     z = _Head.apply(x * 1)
     z.sum().backward()
     assert x.grad.tolist() == [5.0, 5.0, 0.0]
+
+
+def test_a_grad_fn_is_callable(device):
+    """PyTorch's autograd nodes are callable: ``y.grad_fn(g)`` returns the gradients of the node's inputs as a tuple
+    (``(g * w, g * x)`` for ``y = x * w``; recorded by autograd in grad mode).  coretorch before: TypeError
+    "'MulBackward0' object is not callable"."""
+    x = _leaf((3,), device)
+    w = _leaf((3,), device, seed=1)
+    y = x * w
+    gx, gw = y.grad_fn(torch.ones(3, dtype=torch.float64, device=device))
+    assert gx.tolist() == w.tolist() and gw.tolist() == x.tolist()
+    assert gx.requires_grad

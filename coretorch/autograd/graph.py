@@ -184,6 +184,12 @@ class Node:
         """Call the backward formula (``grads`` has one entry per output)."""
         return self.backward(*grads)
 
+    def __call__(self, *grads) -> tuple:
+        """``grad_fn(*grad_outputs)``: the node's gradients for its inputs (PyTorch's nodes are callable; recorded
+        by autograd in grad mode, as theirs)."""
+        r = self.apply(*grads)
+        return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+
     @property
     def metadata(self) -> dict:
         """A dict for user data attached to this node (PyTorch's ``grad_fn.metadata``)."""
