@@ -575,3 +575,14 @@ def test_a_grad_fn_is_callable(device):
     gx, gw = y.grad_fn(torch.ones(3, dtype=torch.float64, device=device))
     assert gx.tolist() == w.tolist() and gw.tolist() == x.tolist()
     assert gx.requires_grad
+
+
+def test_backward_with_an_input_named_twice(device):
+    """PyTorch: ``backward(inputs=[x, x])`` accumulates x's gradient once (2 for ``(x * 2).sum()``).  coretorch
+    before: once per mention, 4 (silently doubled)."""
+    x = _leaf((3,), device)
+    (x * 2).sum().backward(inputs=[x, x])
+    assert x.grad.tolist() == [2.0] * 3
+    y = x * 1
+    (y * 3).sum().backward(inputs=[y, x, y])
+    assert y.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [5.0] * 3

@@ -117,8 +117,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     grads = _make_grads(tensors, grad_tensors, create_graph)
     if inputs is not None:
         res = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True)
+        seen: set = set()
         for t, g in zip(inputs, res):
-            if g is not None:
+            if g is not None and id(t) not in seen:  # (an input named twice gets its gradient once)
+                seen.add(id(t))
                 if t.grad_fn is None:
                     t._get_accum().apply(g.detach().clone() if not create_graph else g)
                 else:
