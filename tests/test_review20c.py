@@ -586,3 +586,17 @@ def test_backward_with_an_input_named_twice(device):
     y = x * 1
     (y * 3).sum().backward(inputs=[y, x, y])
     assert y.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [5.0] * 3
+
+
+def test_retain_grad_of_a_view_whose_base_changed_in_place(device):
+    """PyTorch: a view that ``retain_grad()``-ed keeps its ``.grad`` after its base is modified in place (its
+    regenerated grad_fn takes the retain hook along): v.grad is 3 for ``(v * 3).sum()``.  coretorch before: the hook
+    stayed on the view's old node, which no longer runs, and v.grad was None."""
+    x = _leaf((2, 3), device)
+    y = x * 2
+    v = y[0]
+    v.retain_grad()
+    y.add_(1)
+    (v * 3).sum().backward()
+    assert v.grad.tolist() == [3.0] * 3
+    assert x.grad.tolist() == [[6.0] * 3, [0.0] * 3]

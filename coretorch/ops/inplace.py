@@ -173,7 +173,11 @@ def refresh_view(x: Tensor) -> None:
     geom = _view_geometry(x)
     if geom is None:
         return
+    old_fn, old_nr = x._gf, x._out_nr
     x.grad_fn, x._out_nr = _region_of(geom, tuple(base._data.shape), edge(base)), 0
+    if x._retains:  # (its retain_grad follows the view's new node, as in torch)
+        from ..tensor import _move_retains_hook
+        _move_retains_hook(x, old_fn, old_nr)
 
 
 VIEW_REFRESH[0] = refresh_view
