@@ -600,3 +600,22 @@ def test_retain_grad_of_a_view_whose_base_changed_in_place(device):
     (v * 3).sum().backward()
     assert v.grad.tolist() == [3.0] * 3
     assert x.grad.tolist() == [[6.0] * 3, [0.0] * 3]
+
+
+def test_gradient_edges(device):
+    """PyTorch's ``torch.autograd.graph.get_gradient_edge(t)`` names the edge receiving t's gradient (a
+    ``GradientEdge(node, output_nr)``), which ``autograd.grad`` takes as an input; a tensor that does not require
+    grad raises RuntimeError.  coretorch before: neither name existed (AttributeError)."""
+    g = torch.autograd.graph
+    x = _leaf((3,), device)
+    y = x * 2
+    e = g.get_gradient_edge(y)
+    assert isinstance(e, g.GradientEdge) and e.node is y.grad_fn and e.output_nr == 0
+    z = y.exp()
+    gy, gx = torch.autograd.grad(z.sum(), [e, x])
+    assert gy.tolist() == pytest.approx(z.tolist(), rel=1e-12)
+    assert gx.tolist() == pytest.approx((2 * z).tolist(), rel=1e-12)
+    gl, = torch.autograd.grad((x * 3).sum(), g.get_gradient_edge(x))
+    assert gl.tolist() == [3.0] * 3
+    with pytest.raises(RuntimeError, match="does not require gradients"):
+        g.get_gradient_edge(x.detach())

@@ -74,7 +74,7 @@ def _seq(x):
     Tensor = _tensor_mod.Tensor
     if x is None:
         return None
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
     if type(x) is dict:  # (PyTorch's ``inputs`` as a dict: its values; grad answers with a dict)
         return tuple(x.values())
@@ -158,6 +158,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     else:
         res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused)
     if materialize_grads:
+        if any(r is None and isinstance(i, graph.GradientEdge) for i, r in zip(inputs, res)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         from ..ops.creation import zeros_like
         res = tuple(zeros_like(i, requires_grad=create_graph) if r is None else r for i, r in zip(inputs, res))
     return dict(zip(keys, res)) if keys is not None else res

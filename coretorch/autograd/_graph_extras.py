@@ -1,12 +1,30 @@
 """torch.autograd.graph's helpers around saved tensors: ``increment_version``, ``save_on_cpu`` (accepted: coretorch's
 saved tensors stay where they are), ``disable_saved_tensors_hooks``, and ``saved_tensors_hooks`` (not supported:
-raises)."""
+raises); ``GradientEdge``/``get_gradient_edge`` (an edge ``autograd.grad`` takes as an input)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
-__all__ = ["increment_version", "save_on_cpu", "disable_saved_tensors_hooks", "saved_tensors_hooks"]
+__all__ = ["increment_version", "save_on_cpu", "disable_saved_tensors_hooks", "saved_tensors_hooks", "GradientEdge",
+           "get_gradient_edge"]
+
+
+class GradientEdge(NamedTuple):
+    """A place in the graph a gradient flows into: ``node`` (a grad_fn or a leaf's AccumulateGrad) and its input
+    ``output_nr``; ``autograd.grad`` accepts one as an input (the gradient that reaches the edge)."""
+    node: Any
+    output_nr: int
+
+
+def get_gradient_edge(tensor: Any) -> GradientEdge:
+    """The edge that receives ``tensor``'s gradient (its grad_fn and output number, or a leaf's AccumulateGrad):
+    usable after ``tensor`` itself was modified in place or dropped."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    from .engine import _grad_edge
+    node, nr = _grad_edge(tensor)
+    return GradientEdge(node, nr)
 
 # the message of the innermost ``disable_saved_tensors_hooks`` (None: hooks allowed), as PyTorch's global switch
 _DISABLED: list = [None]

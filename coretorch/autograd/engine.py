@@ -83,7 +83,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     if inputs is not None:
         capture = {}
         for i, t in enumerate(inputs):
-            node, nr = _grad_edge(t)
+            node, nr = _grad_edge(t) if not isinstance(t, tuple) else t  # (a GradientEdge: its node and number)
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture.setdefault((node, nr), []).append(i)

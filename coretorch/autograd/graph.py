@@ -268,5 +268,5 @@ class GraphRoot(Node):
     __slots__ = ()
 
 from .grad_mode import state as _gs  # noqa: E402
-from ._graph_extras import (disable_saved_tensors_hooks, increment_version, save_on_cpu,  # noqa: E402,F401
-                            saved_tensors_hooks)
+from ._graph_extras import (GradientEdge, disable_saved_tensors_hooks, get_gradient_edge,  # noqa: E402,F401
+                            increment_version, save_on_cpu, saved_tensors_hooks)
