@@ -619,3 +619,13 @@ def test_gradient_edges(device):
     assert gl.tolist() == [3.0] * 3
     with pytest.raises(RuntimeError, match="does not require gradients"):
         g.get_gradient_edge(x.detach())
+
+
+def test_a_leafs_node_post_hook_runs_with_backward_inputs(device):
+    """PyTorch: ``backward(inputs=[x])`` runs x's AccumulateGrad node like any backward, its post hooks too.
+    coretorch before: that path accumulated without the node's post hooks."""
+    x = _leaf((3,), device)
+    seen = []
+    (x * 2).grad_fn.next_functions[0][0].register_hook(lambda gi, go: seen.append(go[0].tolist()))
+    (x * 3).sum().backward(inputs=[x])
+    assert seen == [[3.0] * 3]

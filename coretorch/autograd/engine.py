@@ -133,9 +133,6 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         g = g.detach().clone() if not create_graph else g.clone()
                     owned.add(id(g))
                     node.apply(g)
-                    if node._hooks:  # (post hooks of the leaf's node: no gradient inputs, its gradient output)
-                        for fn in list(node._hooks.values()):
-                            _check_hook_count(fn, fn((), (g,)), 0)
                 continue
             if node._out_meta is None:  # one output: its gradient, straight to the formula
                 if node._plain:

@@ -223,6 +223,10 @@ class AccumulateGrad(Node):
                     if hasattr(r, "_vc"):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
                     raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if self._hooks:  # the node's post hooks: no gradient inputs, the accumulated gradient as output
+            from .engine import _check_hook_count
+            for fn in list(self._hooks.values()):
+                _check_hook_count(fn, fn((), (grad,)), 0)
         return ()
 
     def _accumulate(self, grad) -> None:
