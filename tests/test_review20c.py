@@ -629,3 +629,30 @@ def test_a_leafs_node_post_hook_runs_with_backward_inputs(device):
     (x * 2).grad_fn.next_functions[0][0].register_hook(lambda gi, go: seen.append(go[0].tolist()))
     (x * 3).sum().backward(inputs=[x])
     assert seen == [[3.0] * 3]
+
+
+def test_register_multi_grad_hook(device):
+    """PyTorch's ``torch.autograd.graph.register_multi_grad_hook``: ``mode="all"`` calls ``fn(grads)`` once per
+    backward pass, after the gradients of the given tensors that the pass computes (None for the others: d is not in
+    c's graph, b is not needed with ``inputs=(a,)``); ``mode="any"`` calls ``fn(grad)`` once per pass; the handle
+    removes it; another mode raises ValueError.  coretorch before: AttributeError."""
+    g = torch.autograd.graph
+    a = _leaf((2, 3), device)
+    b = _leaf((2, 3), device, seed=1)
+    c = a * b
+    d = a * b
+    log = []
+    h = g.register_multi_grad_hook((a, b, c, d), lambda grads: log.append([x is not None for x in grads]))
+    c.sum().backward(retain_graph=True)
+    c.sum().backward(inputs=(a,), retain_graph=True)
+    assert log == [[True, True, True, False], [True, False, True, False]]
+    h.remove()
+    c.sum().backward(retain_graph=True)
+    assert len(log) == 2
+    first = []
+    g.register_multi_grad_hook((a, b), lambda grad: first.append(grad.shape), mode="any")
+    (a * b).sum().backward()
+    (a * 2).sum().backward()
+    assert first == [(2, 3), (2, 3)]
+    with pytest.raises(ValueError, match="Expects mode to be one of"):
+        g.register_multi_grad_hook((a,), print, mode="some")

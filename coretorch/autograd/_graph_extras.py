@@ -1,13 +1,15 @@
 """torch.autograd.graph's helpers around saved tensors: ``increment_version``, ``save_on_cpu`` (accepted: coretorch's
 saved tensors stay where they are), ``disable_saved_tensors_hooks``, and ``saved_tensors_hooks`` (not supported:
-raises); ``GradientEdge``/``get_gradient_edge`` (an edge ``autograd.grad`` takes as an input)."""
+raises); ``GradientEdge``/``get_gradient_edge`` (an edge ``autograd.grad`` takes as an input);
+``register_multi_grad_hook``."""
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["increment_version", "save_on_cpu", "disable_saved_tensors_hooks", "saved_tensors_hooks", "GradientEdge",
-           "get_gradient_edge"]
+           "get_gradient_edge", "register_multi_grad_hook"]
 
 
 class GradientEdge(NamedTuple):
@@ -97,3 +99,64 @@ class disable_saved_tensors_hooks(_ContextDecorator):
 
     def __exit__(self, *exc: Any) -> None:
         _DISABLED[0] = self._prev
+
+
+class _MultiHandle:
+    """The handle of a multi-grad hook: removes every tensor hook it registered."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self) -> "_MultiHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -> _MultiHandle:
+    """PyTorch's multi-grad hook.  ``mode="all"``: in each backward pass, once the gradients of all the ``tensors``
+    the pass computes are there, ``fn(grads)`` (None for those it does not compute); ``mode="any"``: ``fn(grad)``
+    once per pass, with the first of their gradients computed.  Returns a handle whose ``remove()`` unregisters it.
+    """
+    from .engine import _grad_edge, current_graph_task_id, will_engine_execute_node
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of {('all', 'any')} but got {mode}")
+    lock = threading.Lock()
+    if mode == "any":
+        ran: dict = {}
+
+        @functools.wraps(fn)
+        def first(grad):
+            task = current_graph_task_id()
+            with lock:
+                prev, ran[task] = ran.get(task, False), True
+            if not prev:
+                fn(grad)
+        return _MultiHandle(tuple(t.register_hook(first) for t in tensors if t.requires_grad))
+    tensors = tuple(tensors)
+    nodes = [_grad_edge(t)[0] for t in tensors]
+    count: dict = {}
+    buffer: dict = {}
+    expected: dict = {}
+
+    def hook_for(i: int) -> Callable:
+        def hook(grad):
+            task = current_graph_task_id()
+            with lock:
+                seen = count.get(task, 0)
+                count[task] = seen + 1
+                if seen == 0:
+                    buffer[task] = [None] * len(tensors)
+                    expected[task] = sum(n is not None and will_engine_execute_node(n) for n in nodes)
+            buffer[task][i] = grad
+            if seen == expected[task] - 1:
+                grads = buffer.pop(task)
+                del count[task], expected[task]
+                fn(grads)
+        return hook
+    return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))

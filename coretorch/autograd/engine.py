@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import itertools
+import threading
+
 from .._fpquiet import quiet as _fp_quiet
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
@@ -114,6 +117,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     state.enabled = create_graph
     release = not retain_graph
     fast_leaves = accumulate and capture is None
+    prev_task = getattr(_TASK, "cur", None)
+    _TASK.cur = (next(_TASK_IDS), deps, roots, live, cap)  # (graph.register_multi_grad_hook asks about it)
     try:
         while ready:
             node = ready.pop()
@@ -209,6 +214,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         _skip(nxt, deps, buffers, ready)
     finally:
         state.enabled = prev
+        _TASK.cur = prev_task
     if terms is not None:
         assert capture is not None
         for e, idx in capture.items():
@@ -221,6 +227,29 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+_TASK = threading.local()  # the backward pass running in this thread (its id, deps, roots, live and captured nodes)
+_TASK_IDS = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running in this thread, -1 outside one (PyTorch's
+    ``torch._C._current_graph_task_id``)."""
+    t = getattr(_TASK, "cur", None)
+    return -1 if t is None else t[0]
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward pass will run ``node`` (reached from its roots, and leading to an input of
+    ``grad``/``backward(inputs=)`` if given); PyTorch's ``torch._C._will_engine_execute_node``."""
+    t = getattr(_TASK, "cur", None)
+    if t is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    _, deps, roots, live, cap = t
+    if node not in deps and all(node is not r[0] for r in roots):
+        return False
+    return live is None or node in live or node in cap
 
 
 def _leading(roots, cap: set, sinks: bool) -> set:

@@ -273,4 +273,4 @@ class GraphRoot(Node):
 
 from .grad_mode import state as _gs  # noqa: E402
 from ._graph_extras import (GradientEdge, disable_saved_tensors_hooks, get_gradient_edge,  # noqa: E402,F401
-                            increment_version, save_on_cpu, saved_tensors_hooks)
+                            increment_version, register_multi_grad_hook, save_on_cpu, saved_tensors_hooks)
