@@ -656,3 +656,24 @@ def test_register_multi_grad_hook(device):
     assert first == [(2, 3), (2, 3)]
     with pytest.raises(ValueError, match="Expects mode to be one of"):
         g.register_multi_grad_hook((a,), print, mode="some")
+
+
+def test_variable_execution_engine_queue_callback(device):
+    """PyTorch's ``Variable._execution_engine.queue_callback(fn)`` (used by DDP/ZeRO-style gradient reducers) runs
+    ``fn`` once the running backward pass has run its last node (x.grad is there), in order, also callbacks queued
+    by a callback; outside a backward it raises "Final callbacks can only be installed during backward pass.".
+    coretorch before: ``Variable._execution_engine`` did not exist (AttributeError)."""
+    eng = torch.autograd.Variable._execution_engine
+    x = _leaf((3,), device)
+    log = []
+
+    def later():
+        log.append(("cb", x.grad.tolist()))
+        eng.queue_callback(lambda: log.append("again"))
+
+    y = x * 2
+    y.register_hook(lambda g: eng.queue_callback(later))
+    (y * 3).sum().backward()
+    assert log == [("cb", [6.0] * 3), "again"]
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
+        eng.queue_callback(print)

@@ -210,6 +210,9 @@ class Variable(metaclass=_VariableMeta):
         return t
 
 
+from .engine import _ExecutionEngine  # noqa: E402
+Variable._execution_engine = _ExecutionEngine()  # type: ignore[attr-defined]
+
 VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 
 

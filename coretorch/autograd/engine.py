@@ -118,7 +118,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     release = not retain_graph
     fast_leaves = accumulate and capture is None
     prev_task = getattr(_TASK, "cur", None)
-    _TASK.cur = (next(_TASK_IDS), deps, roots, live, cap)  # (graph.register_multi_grad_hook asks about it)
+    task = _TASK.cur = (next(_TASK_IDS), deps, roots, live, cap, [])  # (multi-grad hooks ask; final callbacks)
     try:
         while ready:
             node = ready.pop()
@@ -212,6 +212,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, buffers, ready)
+        callbacks = task[5]
+        while callbacks:  # Variable._execution_engine.queue_callback's, in order (one may queue another)
+            callbacks.pop(0)()
     finally:
         state.enabled = prev
         _TASK.cur = prev_task
@@ -240,13 +243,42 @@ def current_graph_task_id() -> int:
     return -1 if t is None else t[0]
 
 
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the running backward pass has run its last node (PyTorch's
+    ``Variable._execution_engine.queue_callback``, as distributed and ZeRO-style optimizers use it)."""
+    t = getattr(_TASK, "cur", None)
+    if t is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    t[5].append(callback)
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the engine's Python face (``queue_callback``; ``run_backward`` as
+    ``autograd.backward``/``grad`` call it)."""
+
+    queue_callback = staticmethod(queue_callback)
+
+    @staticmethod
+    def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=(), allow_unreachable=True,
+                     accumulate_grad=True):
+        from . import _make_grads, run_backward as _run
+        tensors = tuple(tensors)
+        grads = _make_grads(tensors, tuple(grad_tensors), create_graph)
+        if inputs and not accumulate_grad:
+            return _run(tensors, grads, keep_graph, create_graph, inputs=tuple(inputs),
+                        allow_unused=allow_unreachable)
+        from . import backward
+        backward(tensors, grads, keep_graph, create_graph, inputs=tuple(inputs) or None)
+        return ()
+
+
 def will_engine_execute_node(node) -> bool:
     """Whether the running backward pass will run ``node`` (reached from its roots, and leading to an input of
     ``grad``/``backward(inputs=)`` if given); PyTorch's ``torch._C._will_engine_execute_node``."""
     t = getattr(_TASK, "cur", None)
     if t is None:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, deps, roots, live, cap = t
+    _, deps, roots, live, cap, _ = t
     if node not in deps and all(node is not r[0] for r in roots):
         return False
     return live is None or node in live or node in cap
