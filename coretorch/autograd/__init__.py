@@ -33,7 +33,7 @@ def _make_grads(outputs, grad_outputs, create_graph: bool, batched: bool = False
     Tensor, _make = _tensor_mod.Tensor, _tensor_mod._make
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
-    grads = []
+    grads: list = []
     for out, g in zip(outputs, grad_outputs):
         if g is None:
             if out.numel() != 1:

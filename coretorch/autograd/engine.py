@@ -118,7 +118,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     release = not retain_graph
     fast_leaves = accumulate and capture is None
     prev_task = getattr(_TASK, "cur", None)
-    task = _TASK.cur = (next(_TASK_IDS), deps, roots, live, cap, [])  # (multi-grad hooks ask; final callbacks)
+    task: tuple = (next(_TASK_IDS), deps, roots, live, cap, [])
+    _TASK.cur = task  # (multi-grad hooks ask; final callbacks)
     try:
         while ready:
             node = ready.pop()
