@@ -152,10 +152,14 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     grads_in = node.apply(buf.get(0))
                     if release:
                         node.release()
+                    if node._user_grads:
+                        _own_all(grads_in, owned)
             else:
                 grads_in = node.apply(*_grads_tuple(node, buf))
                 if release:
                     node.release()
+                if node._user_grads:
+                    _own_all(grads_in, owned)
             if node._hooked and node._hooks:
                 gi = _grads_tuple(node, buf)
                 for fn in list(node._hooks.values()):
@@ -163,8 +167,6 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     if r is not None:
                         grads_in = _check_hook_count(fn, r, len(grads_in))
                         _own_all(grads_in, owned)
-            if node._user_grads:
-                _own_all(grads_in, owned)
             nf = node.next_functions
             if len(grads_in) > 1:
                 _mark_shared(grads_in, owned)
