@@ -677,3 +677,23 @@ def test_variable_execution_engine_queue_callback(device):
     assert log == [("cb", [6.0] * 3), "again"]
     with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
         eng.queue_callback(print)
+
+
+def test_ctx_saved_variables_is_the_deprecated_saved_tensors(device):
+    """PyTorch keeps ``ctx.saved_variables`` as a deprecated alias of ``saved_tensors`` (DeprecationWarning).
+    coretorch before: AttributeError in old custom Functions' backward."""
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_variables
+            return 2 * x * g
+
+    x = _leaf((3,), device)
+    with pytest.warns(DeprecationWarning, match="'saved_variables' is deprecated"):
+        F.apply(x).sum().backward()
+    assert x.grad.tolist() == pytest.approx((2 * x.detach()).tolist(), rel=1e-12)

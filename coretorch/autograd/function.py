@@ -30,6 +30,13 @@ class FunctionCtx:
         """The tensors saved by :meth:`save_for_backward`, in order."""
         return self.saved()
 
+    @property
+    def saved_variables(self) -> tuple:
+        """Deprecated spelling of :attr:`saved_tensors` (warns, as PyTorch)."""
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved()
+
     def mark_dirty(self, *tensors) -> None:
         """Declare that ``forward`` modified these input tensors in place (they must be returned as outputs)."""
         self._dirty = tensors
