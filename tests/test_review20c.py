@@ -697,3 +697,22 @@ def test_ctx_saved_variables_is_the_deprecated_saved_tensors(device):
     with pytest.warns(DeprecationWarning, match="'saved_variables' is deprecated"):
         F.apply(x).sum().backward()
     assert x.grad.tolist() == pytest.approx((2 * x.detach()).tolist(), rel=1e-12)
+
+
+def test_backward_inputs_of_a_non_leaf_that_retains_its_grad(device):
+    """PyTorch: ``backward(inputs=[y])`` of a non-leaf y makes y retain its gradient (``y.retain_grad()``), and y.grad
+    gets the gradient once, also when y already retained it; a later plain backward adds into it (3 + 3).
+    coretorch before: y's retain hook and the inputs path both stored it (6 instead of 3), and y did not retain its
+    gradient afterwards."""
+    x = _leaf((3,), device)
+    y = x * 2
+    y.retain_grad()
+    (y * 3).sum().backward(inputs=[y, x], retain_graph=True)
+    assert y.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [6.0] * 3
+    z = x * 2
+    (z * 3).sum().backward(inputs=[z], retain_graph=True)
+    assert z.retains_grad and z.grad.tolist() == [3.0] * 3
+    (z * 3).sum().backward()
+    assert z.grad.tolist() == [6.0] * 3
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        (x * 2).sum().backward(inputs=[x.detach()])

@@ -111,6 +111,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         inputs = _seq(inputs)
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:  # as PyTorch: a non-leaf input keeps its .grad from now on (its retain hook stores it)
+            if not isinstance(t, graph.GradientEdge):
+                t.retain_grad()
     _check_requires_grad(tensors)
     if retain_graph is None:
         retain_graph = create_graph
@@ -119,12 +122,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         res = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True)
         seen: set = set()
         for t, g in zip(inputs, res):
-            if g is not None and id(t) not in seen:  # (an input named twice gets its gradient once)
-                seen.add(id(t))
-                if t.grad_fn is None:
-                    t._get_accum().apply(g.detach().clone() if not create_graph else g)
-                else:
-                    t.grad = g if t._grad is None else t._grad + g
+            if g is not None and id(t) not in seen and not isinstance(t, graph.GradientEdge) and t.grad_fn is None:
+                # (a non-leaf's retain hook stored its gradient)
+                seen.add(id(t))  # (an input named twice gets its gradient once)
+                t._get_accum().apply(g.detach().clone() if not create_graph else g)
         return
     run_backward(tensors, grads, retain_graph, create_graph)
 
