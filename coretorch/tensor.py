@@ -359,7 +359,8 @@ class Tensor(_TensorAPI):
         def hook(g):
             t = ref()
             if t is not None:
-                t.grad = g.detach().clone() if t.grad is None else t.grad + g
+                # (a copy recorded by autograd under create_graph, as PyTorch's clone: y.grad then has a graph)
+                t.grad = g.clone() if t._grad is None else t._grad + g
         setattr(hook, "_retains_grad", True)  # (marks the hook retain_grad installed)
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
 

@@ -716,3 +716,18 @@ def test_backward_inputs_of_a_non_leaf_that_retains_its_grad(device):
     assert z.grad.tolist() == [6.0] * 3
     with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
         (x * 2).sum().backward(inputs=[x.detach()])
+
+
+def test_retain_grad_under_create_graph_keeps_the_graph(device):
+    """PyTorch's retain_grad stores a clone of the gradient, recorded under ``create_graph=True``: y.grad requires
+    grad and differentiates further (``y.grad.sum().backward()`` reaches x).  coretorch before: a detached copy, so
+    that backward raised "element 0 of tensors does not require grad"."""
+    x = _leaf((3,), device)
+    y = x * 2
+    y.retain_grad()
+    (y ** 3).sum().backward(create_graph=True)
+    assert y.grad.requires_grad
+    assert y.grad.tolist() == pytest.approx((3 * (2 * x.detach()) ** 2).tolist(), rel=1e-12)
+    first = x.grad.detach().clone()
+    y.grad.sum().backward()  # d/dx sum(3 (2x)^2) = 24 x
+    assert x.grad.tolist() == pytest.approx((first + 24 * x.detach()).tolist(), rel=1e-12)
