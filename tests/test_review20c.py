@@ -731,3 +731,12 @@ def test_retain_grad_under_create_graph_keeps_the_graph(device):
     first = x.grad.detach().clone()
     y.grad.sum().backward()  # d/dx sum(3 (2x)^2) = 24 x
     assert x.grad.tolist() == pytest.approx((first + 24 * x.detach()).tolist(), rel=1e-12)
+
+
+def test_instantiating_a_function_warns(device):
+    """PyTorch: instantiating an autograd.Function warns DeprecationWarning ("should not be instantiated"); ``apply``
+    through the instance still works.  coretorch before: silent."""
+    x = _leaf((3,), device)
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = _Triple()
+    assert f.apply(x.clone()).tolist() == pytest.approx((3 * x.detach()).tolist(), rel=1e-12)
