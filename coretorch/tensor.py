@@ -42,6 +42,7 @@ class Tensor(_TensorAPI):
     # a piece of split/chunk/unbind made in grad mode (or a view of one): the version counter's value when it was
     # made (PyTorch's MULTI_OUTPUT_NODE views: in-place ops on them raise, see ops/inplace.py)
     _mo: Any = None
+    _cfv = False  # with _mo: a view a custom autograd.Function returned (or a view of one): PyTorch's other message
     # a view made in no_grad mode (or a view of one): an in-place op on it in grad mode that autograd would record
     # (or whose base requires grad) raises, as PyTorch's NO_GRAD_MODE creation meta (see ops/inplace.py)
     _ngv = False
@@ -358,7 +359,8 @@ class Tensor(_TensorAPI):
         def hook(g):
             t = ref()
             if t is not None:
-                t.grad = g.detach().clone() if t.grad is None else t.grad + g
+                # (a copy recorded by autograd under create_graph, as PyTorch's clone: y.grad then has a graph)
+                t.grad = g.clone() if t._grad is None else t._grad + g
         setattr(hook, "_retains_grad", True)  # (marks the hook retain_grad installed)
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
 
@@ -387,7 +389,7 @@ class Tensor(_TensorAPI):
             tensor([2., 4.])
         """
         if gradient is None and inputs is None and self.grad_fn is not None and self.dtype.is_floating_point \
-                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled:
+                and self._data.shape in _SCALAR_SHAPES and not _anomaly.enabled and not create_graph:
             # loss.backward(): the implicit gradient 1, straight to the engine
             g = _make(self._be.full(self._data.shape, 1, self.dtype.np), self.dtype, self._be)
             _run_backward((self,), (g,), create_graph if retain_graph is None else retain_graph, create_graph)
@@ -556,7 +558,7 @@ def _warn_nonleaf_grad() -> None:
         UserWarning, stacklevel=3)
 
 
-_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_det", "_ngv"))
+_VIEW_FIELDS = frozenset(("_vbase", "_gfb", "_mo", "_cfv", "_det", "_ngv"))
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):

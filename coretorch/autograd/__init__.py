@@ -29,9 +29,11 @@ def run_backward(tensors, grads, *args, **kwargs):
             h.remove()
 
 
-def _make_grads(outputs, grad_outputs, create_graph: bool):
+def _make_grads(outputs, grad_outputs, create_graph: bool, batched: bool = False):
     Tensor, _make = _tensor_mod.Tensor, _tensor_mod._make
-    grads = []
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    grads: list = []
     for out, g in zip(outputs, grad_outputs):
         if g is None:
             if out.numel() != 1:
@@ -43,9 +45,18 @@ def _make_grads(outputs, grad_outputs, create_graph: bool):
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:
-            if tuple(g.shape) != tuple(out.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and "
-                                   f"output[0] has a shape of {list(out.shape)}.")
+            if tuple(g.shape[1:] if batched else g.shape) != tuple(out.shape):
+                i = len(grads)
+                if batched:
+                    raise RuntimeError(f"If `is_grads_batched=True`, we interpret the first dimension of each "
+                                       f"grad_output as the batch dimension. The sizes of the remaining dimensions "
+                                       f"are expected to match the shape of corresponding output, but a mismatch "
+                                       f"was detected: grad_output[{i}] has a shape of torch.Size({list(g.shape)}) "
+                                       f"and output[{i}] has a shape of torch.Size({list(out.shape)}). If you only "
+                                       f"want some tensors in `grad_output` to be considered batched, consider "
+                                       f"using vmap.")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(g.shape)}) "
+                                   f"and output[{i}] has a shape of torch.Size({list(out.shape)}).")
             if g.device != out.device:
                 raise RuntimeError(f"grad_output is on {g.device} but the output is on {out.device}")
             if g.dtype is not out.dtype:
@@ -56,39 +67,65 @@ def _make_grads(outputs, grad_outputs, create_graph: bool):
     return grads
 
 
+_CYCLE_WARNED = [False]
+
+
 def _seq(x):
     Tensor = _tensor_mod.Tensor
     if x is None:
         return None
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
+    if type(x) is dict:  # (PyTorch's ``inputs`` as a dict: its values; grad answers with a dict)
+        return tuple(x.values())
     return tuple(x)
+
+
+def _check_requires_grad(tensors) -> None:
+    for i, t in enumerate(tensors):
+        if not t._rg:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None,
              inputs=None) -> None:
     """Compute and accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        grad_tensors = grad_variables
+    if create_graph and not _CYCLE_WARNED[0]:  # (PyTorch's engine warns once a process)
+        _CYCLE_WARNED[0] = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+                      "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+                      ".grad fields of your parameters to None after use to break the cycle and avoid the leak.",
+                      UserWarning, stacklevel=2)
     tensors = _seq(tensors)
-    grad_tensors = _seq(grad_tensors if grad_tensors is not None else grad_variables)
+    grad_tensors = _seq(grad_tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
-    if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
-    for t in tensors:
-        if not t._rg:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if inputs is not None:
+        inputs = _seq(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:  # as PyTorch: a non-leaf input keeps its .grad from now on (its retain hook stores it)
+            if not isinstance(t, graph.GradientEdge):
+                t.retain_grad()
+    _check_requires_grad(tensors)
     if retain_graph is None:
         retain_graph = create_graph
     grads = _make_grads(tensors, grad_tensors, create_graph)
     if inputs is not None:
-        inputs = _seq(inputs)
         res = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True)
+        seen: set = set()
         for t, g in zip(inputs, res):
-            if g is not None:
-                if t.grad_fn is None:
-                    t._get_accum().apply(g.detach().clone() if not create_graph else g)
-                else:
-                    t.grad = g if t.grad is None else t.grad + g
+            if g is not None and id(t) not in seen and not isinstance(t, graph.GradientEdge) and t.grad_fn is None:
+                # (a non-leaf's retain hook stored its gradient)
+                seen.add(id(t))  # (an input named twice gets its gradient once)
+                t._get_accum().apply(g.detach().clone() if not create_graph else g)
         return
     run_backward(tensors, grads, retain_graph, create_graph)
 
@@ -96,24 +133,55 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          only_inputs: bool = True, allow_unused=None, is_grads_batched: bool = False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is left untouched)."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    keys = list(inputs) if type(inputs) is dict else None
     outputs = _seq(outputs)
     inputs = _seq(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
+                      stacklevel=2)
     grad_outputs = _seq(grad_outputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     if allow_unused is None:
         allow_unused = materialize_grads
-    for o in outputs:
-        if not o._rg:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    _check_requires_grad(outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _make_grads(outputs, grad_outputs, create_graph)
-    res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused)
+    grads = _make_grads(outputs, grad_outputs, create_graph, is_grads_batched)
+    if is_grads_batched:
+        res = _grad_batched(outputs, inputs, grads, retain_graph, create_graph, allow_unused)
+    else:
+        res = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused)
     if materialize_grads:
+        if any(r is None and isinstance(i, graph.GradientEdge) for i, r in zip(inputs, res)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         from ..ops.creation import zeros_like
-        res = tuple(zeros_like(i) if r is None else r for i, r in zip(inputs, res))
-    return res
+        res = tuple(zeros_like(i, requires_grad=create_graph) if r is None else r for i, r in zip(inputs, res))
+    return dict(zip(keys, res)) if keys is not None else res
+
+
+def _grad_batched(outputs, inputs, grads, retain_graph: bool, create_graph: bool, allow_unused: bool) -> tuple:
+    """``grad(is_grads_batched=True)``: one backward per row of the grad_outputs' first dimension (PyTorch vmaps
+    the backward), the results stacked along a new first dimension."""
+    from ..ops.shape import stack
+    n = {g.shape[0] for g in grads if g.dim() > 0}
+    if len(n) != 1:
+        raise RuntimeError("is_grads_batched=True: every grad_output needs the same batch size as its first "
+                           "dimension")
+    rows = []
+    b = n.pop()
+    for i in range(b):
+        rows.append(run_backward(outputs, [g[i] for g in grads], retain_graph or i < b - 1, create_graph,
+                                 inputs=inputs, allow_unused=allow_unused))
+    if not rows:
+        raise RuntimeError("is_grads_batched=True with a batch of size 0 is not supported by coretorch")
+    return tuple(None if col[0] is None else stack(list(col)) for col in zip(*rows))
 
 
 class _VariableMeta(type):
@@ -142,6 +210,9 @@ class Variable(metaclass=_VariableMeta):
         t.requires_grad_(requires_grad)
         return t
 
+
+from .engine import _ExecutionEngine  # noqa: E402
+Variable._execution_engine = _ExecutionEngine()  # type: ignore[attr-defined]
 
 VOLATILE_WARNING = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 

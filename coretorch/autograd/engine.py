@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import itertools
+import threading
+
 from .._fpquiet import quiet as _fp_quiet
 from .grad_mode import state
 from .graph import _FREED, ACCUMULATE_LOCK, AccumulateGrad
@@ -72,10 +75,10 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
 def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                   inputs=None, allow_unused: bool = False, accumulate: bool = True, sinks: bool = False):
     roots = []
-    for t, g in zip(tensors, grad_tensors):
+    for k, (t, g) in enumerate(zip(tensors, grad_tensors)):
         node, nr = _grad_edge(t)
         if node is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+            raise RuntimeError(f"element {k} of tensors does not require grad and does not have a grad_fn")
         roots.append((node, nr, g))
 
     capture: dict | None = None
@@ -83,7 +86,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     if inputs is not None:
         capture = {}
         for i, t in enumerate(inputs):
-            node, nr = _grad_edge(t)
+            node, nr = _grad_edge(t) if not isinstance(t, tuple) else t  # (a GradientEdge: its node and number)
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             capture.setdefault((node, nr), []).append(i)
@@ -114,6 +117,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     state.enabled = create_graph
     release = not retain_graph
     fast_leaves = accumulate and capture is None
+    prev_task = getattr(_TASK, "cur", None)
+    task: tuple = (next(_TASK_IDS), deps, roots, live, cap, [])
+    _TASK.cur = task  # (multi-grad hooks ask; final callbacks)
     try:
         while ready:
             node = ready.pop()
@@ -122,10 +128,10 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             # either (sinks: an input's node gets its gradients as terms, never queued)
             if live is not None and node not in live:
                 if node in cap:
-                    _run_hooks(node, buf, capture, results, False)
+                    _run_hooks(node, buf, capture, results, owned, False)
                 continue
             if node._hooked or capture is not None:
-                buf = _run_hooks(node, buf, capture, results)
+                buf = _run_hooks(node, buf, capture, results, owned)
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
@@ -146,16 +152,21 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     grads_in = node.apply(buf.get(0))
                     if release:
                         node.release()
+                    if node._user_grads:
+                        _own_all(grads_in, owned)
             else:
                 grads_in = node.apply(*_grads_tuple(node, buf))
                 if release:
                     node.release()
+                if node._user_grads:
+                    _own_all(grads_in, owned)
             if node._hooked and node._hooks:
                 gi = _grads_tuple(node, buf)
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
-                        grads_in = tuple(r)
+                        grads_in = _check_hook_count(fn, r, len(grads_in))
+                        _own_all(grads_in, owned)
             nf = node.next_functions
             if len(grads_in) > 1:
                 _mark_shared(grads_in, owned)
@@ -204,8 +215,12 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, buffers, ready)
+        callbacks = task[5]
+        while callbacks:  # Variable._execution_engine.queue_callback's, in order (one may queue another)
+            callbacks.pop(0)()
     finally:
         state.enabled = prev
+        _TASK.cur = prev_task
     if terms is not None:
         assert capture is not None
         for e, idx in capture.items():
@@ -214,10 +229,62 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
+
+
+_TASK = threading.local()  # the backward pass running in this thread (its id, deps, roots, live and captured nodes)
+_TASK_IDS = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running in this thread, -1 outside one (PyTorch's
+    ``torch._C._current_graph_task_id``)."""
+    t = getattr(_TASK, "cur", None)
+    return -1 if t is None else t[0]
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the running backward pass has run its last node (PyTorch's
+    ``Variable._execution_engine.queue_callback``, as distributed and ZeRO-style optimizers use it)."""
+    t = getattr(_TASK, "cur", None)
+    if t is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    t[5].append(callback)
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the engine's Python face (``queue_callback``; ``run_backward`` as
+    ``autograd.backward``/``grad`` call it)."""
+
+    queue_callback = staticmethod(queue_callback)
+
+    @staticmethod
+    def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=(), allow_unreachable=True,
+                     accumulate_grad=True):
+        from . import _make_grads, run_backward as _run
+        tensors = tuple(tensors)
+        grads = _make_grads(tensors, tuple(grad_tensors), create_graph)
+        if inputs and not accumulate_grad:
+            return _run(tensors, grads, keep_graph, create_graph, inputs=tuple(inputs),
+                        allow_unused=allow_unreachable)
+        from . import backward
+        backward(tensors, grads, keep_graph, create_graph, inputs=tuple(inputs) or None)
+        return ()
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward pass will run ``node`` (reached from its roots, and leading to an input of
+    ``grad``/``backward(inputs=)`` if given); PyTorch's ``torch._C._will_engine_execute_node``."""
+    t = getattr(_TASK, "cur", None)
+    if t is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    _, deps, roots, live, cap, _ = t
+    if node not in deps and all(node is not r[0] for r in roots):
+        return False
+    return live is None or node in live or node in cap
 
 
 def _leading(roots, cap: set, sinks: bool) -> set:
@@ -269,7 +336,15 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
     acc.apply(g)
 
 
-def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
+def _own_all(grads, owned: set) -> None:
+    """Gradients user code returned (a hook's, a custom Function's): they may be held elsewhere, so a leaf they
+    reach stores a copy (PyTorch steals a gradient only when nothing else holds it)."""
+    for g in grads:
+        if g is not None:
+            owned.add(id(g))
+
+
+def _run_hooks(node, buf: dict, capture, results, owned: set, run: bool = True) -> dict:
     """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks (where the
     node runs: ``run``)."""
     th = node._tensor_hooks
@@ -283,6 +358,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
                     if r is not None:
                         _check_hook_result(fn, buf[nr], r)
                         buf[nr] = r
+                        owned.add(id(r))
     if capture is not None:
         for nr, g in buf.items():
             for i in capture.get((node, nr), ()):
@@ -292,7 +368,8 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
             if r is not None:
-                gi = tuple(r)
+                gi = _check_hook_count(fn, r, len(gi))
+                _own_all(gi, owned)
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
 
@@ -309,6 +386,18 @@ def _check_hook_result(fn, old, new) -> None:
         raise RuntimeError(f"hook '{name}' has changed the device of value (was {old.device} got {new.device})")
     if tuple(new.shape) != tuple(old.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def _check_hook_count(fn, r, n: int) -> tuple:
+    """A node hook's replacement gradients, as a tuple of as many as it was given (PyTorch's check)."""
+    if r is None:
+        return ()
+    r = tuple(r)
+    if len(r) != n:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(r)}, but "
+                           f"expected {n})")
+    return r
 
 
 def _retains_last(fn) -> bool:
@@ -353,7 +442,8 @@ def _grads_tuple(node, buf: dict) -> tuple:
         g = buf.get(i)
         if g is None and getattr(node, "_materialize", True):
             shape, dt, table = meta[i]
-            from ..tensor import _zeros_on
-            g = _zeros_on(shape, dt, table)
+            if dt is not None:  # (a Function's non-tensor output gets None, as in PyTorch)
+                from ..tensor import _zeros_on
+                g = _zeros_on(shape, dt, table)
         out.append(g)
     return tuple(out)

@@ -19,15 +19,22 @@ class FunctionCtx:
         Saved tensors are checked for in-place modification when read (PyTorch's version counter).
         """
         Tensor = _tensor_mod.Tensor
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
                                 f"is of type {type(t).__name__}")
         self.save(*tensors)
 
     @property
     def saved_tensors(self) -> tuple:
         """The tensors saved by :meth:`save_for_backward`, in order."""
+        return self.saved()
+
+    @property
+    def saved_variables(self) -> tuple:
+        """Deprecated spelling of :attr:`saved_tensors` (warns, as PyTorch)."""
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
         return self.saved()
 
     def mark_dirty(self, *tensors) -> None:
@@ -47,6 +54,7 @@ class BackwardCFunction(FunctionCtx, Node):
     """Graph node of a user Function; ``ctx`` *is* this node (as in PyTorch)."""
 
     _forward_cls = None
+    _user_grads = True
 
     def __init__(self):
         Node.__init__(self)
@@ -66,9 +74,13 @@ class BackwardCFunction(FunctionCtx, Node):
 
     def apply(self, *grads):
         cls = self._forward_cls
-        if not self._materialize:
-            grads = tuple(grads)
-        res = cls.backward(self, *grads)
+        backward = cls.backward
+        if backward is Function.backward:  # (PyTorch's choice: the Function may define ``vjp`` instead)
+            backward = cls.vjp
+        elif cls.vjp is not Function.vjp:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+                               "should only implement one of them.")
+        res = backward(self, *grads)
         if not isinstance(res, tuple):
             res = (res,)
         n = self._n_args
@@ -89,9 +101,15 @@ class BackwardCFunction(FunctionCtx, Node):
             g = res[pos]
             if g is not None:
                 if not isinstance(g, Tensor):
-                    raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} "
-                                    f"at index {pos}; expected a Tensor or None")
-                shape = meta
+                    raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+                shape, dtype, table = meta
+                if g._be is not table:  # (PyTorch moves a 0-d gradient only)
+                    if g.dim() != 0:
+                        raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {pos} "
+                                           f"- expected device {table.device} but got {g.device}")
+                    g = g.to(table.device)
+                if g.dtype is not dtype:  # as PyTorch's engine: cast to the input's dtype
+                    g = g.to(dtype)
                 if tuple(g.shape) != tuple(shape):
                     from ..ops._util import sum_to
                     try:
@@ -121,7 +139,10 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args, **kwargs):
-        pass
+        import warnings
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, so "
+                      "you should invoke them on the class itself. Instantiating an autograd function will raise an "
+                      "error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
@@ -156,6 +177,15 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward-mode AD's formula (PyTorch's name; coretorch has no forward-mode AD)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
+    # PyTorch's switch for torch.func.vmap's automatic batching rule (coretorch has no vmap: read, never used)
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run the Function on ``args``: calls ``forward`` without recording, then connects the outputs to the graph
@@ -189,13 +219,15 @@ class Function(metaclass=_FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.enabled = prev
-        if not record:
-            return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        if ctx._dirty:
+            _check_dirty(ctx._dirty, outs)
+        if not record:
+            return outputs
         ctx.next_functions = tuple(edge(args[i]) for i in tensor_pos)
         ctx._tensor_pos = tensor_pos
-        ctx._in_meta = tuple(tuple(args[i].shape) for i in tensor_pos)
+        ctx._in_meta = tuple((tuple(args[i].shape), args[i].dtype, args[i]._be) for i in tensor_pos)
         dirty = {id(t) for t in ctx._dirty}
         non_diff = {id(t) for t in ctx._non_diff}
         inputs = {id(args[i]) for i in tensor_pos}
@@ -208,26 +240,54 @@ class Function(metaclass=_FunctionMeta):
                 continue
             meta.append((tuple(o.shape), o.dtype, o._be))
             if id(o) in non_diff or not o.dtype.is_floating_point:
-                wrapped.append(o)
+                # (an input returned as-is gets its own identity, outside the graph, as PyTorch's)
+                wrapped.append(_make(o._data, o.dtype, o._be, base=o, version=o._vc) if id(o) in inputs and o._rg
+                               else o)
                 continue
             if id(o) in dirty:
                 if o._rg and o.grad_fn is None:
-                    raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                        "operation.")
                 old_fn, old_nr = o.grad_fn, o._out_nr
-                o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                b = o._vbase
+                if b is not None and not o._det and o._rg == b._rg:
+                    # a view of a base modified in place: the base's graph gets the region's new gradient, as an
+                    # in-place op on a view (PyTorch's CopySlices)
+                    from ..ops.inplace import rebase_view_onto
+                    rebase_view_onto(o, ctx, nr, cls.__name__)
+                else:
+                    o.grad_fn, o._out_nr, o._rg = ctx, nr, True
                 if o._retains:
                     from ..tensor import _move_retains_hook
                     _move_retains_hook(o, old_fn, old_nr)
                 wrapped.append(o)
-            elif id(o) in inputs or o.grad_fn is not None:
-                # an input returned as-is (or a tensor already in a graph): give the output its own identity
-                wrapped.append(_make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._vc))
             else:
-                o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                if id(o) in inputs or o.grad_fn is not None:
+                    # an input returned as-is (or a tensor already in a graph): give the output its own identity
+                    o = _make(o._data, o.dtype, o._be, ctx, nr, base=o, version=o._vc)
+                else:
+                    o.grad_fn, o._out_nr, o._rg = ctx, nr, True
+                if o._vbase is not None and not o._det:
+                    # a view: in-place ops on it, or its base's changed since, raise (they would bypass backward)
+                    o._mo, o._cfv = o._vc[0], True
                 wrapped.append(o)
         ctx._out_meta = tuple(meta) if len(outs) > 1 else None
+        if ctx._saved:  # as PyTorch saves at the end of forward: the versions after it (mark_dirty's bump)
+            ctx._versions = tuple([0 if t is None else t._vc[0] for t in ctx._saved])
         return wrapped[0] if single else tuple(wrapped)
+
+
+def _check_dirty(dirty: tuple, outs: tuple) -> None:
+    """PyTorch's rules for ``ctx.mark_dirty``: every tensor marked is returned, and its version goes up by one
+    (what was saved of it before the Function raises at the backward, also where forward wrote it without an
+    in-place op that counts, e.g. through ``.data``)."""
+    returned = {id(o) for o in outs}
+    for t in dirty:
+        if id(t) not in returned:
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
+    for t in {id(t): t for t in dirty}.values():
+        t._vc[0] += 1
 
 
 class InplaceFunction(Function):

@@ -94,6 +94,15 @@ def _fill(grads: tuple, refs: tuple, strict: bool, what: str, create_graph: bool
     return tuple(out)
 
 
+def _check_outputs_differentiable(outs: tuple) -> None:
+    """strict=True: every output of the function must require grad (PyTorch's first strict check)."""
+    for i, o in enumerate(outs):
+        if not o.requires_grad:
+            raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
+                               "must be computed in a differentiable manner from the input when running in strict "
+                               "mode.")
+
+
 def _grad_or_none(outputs, inputs, grad_outputs, create_graph: bool, retain_graph: bool | None = None) -> tuple:
     outs = tuple(o for o in outputs if o.requires_grad)
     gos = None if grad_outputs is None else tuple(g for o, g in zip(outputs, grad_outputs) if o.requires_grad)
@@ -120,6 +129,8 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
                 raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
                                    "Tensor with a single element.")
             vs = None
+        if strict:
+            _check_outputs_differentiable(outs)
         grads = _fill(_grad_or_none(outs, ins, vs, create_graph), ins, strict, "output", create_graph)
     return _unpack(_finish(outs, create_graph), is_out_tuple), _unpack(_finish(grads, create_graph), is_in_tuple)
 
@@ -132,6 +143,8 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         vs = _input_v(v, ins, "jvp")
         outputs = func(*ins)
         is_out_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
+        if strict:
+            _check_outputs_differentiable(outs)
         dummies = tuple(o.new_zeros(o.shape).requires_grad_(True) for o in outs)
         g_in = _grad_or_none(outs, ins, dummies, True)
         pairs = [(g, w) for g, w in zip(g_in, vs) if g is not None and g.requires_grad]
@@ -150,9 +163,15 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
     ``outputs[i].shape + inputs[j].shape`` (a tensor, a tuple, or a tuple of tuples, following the structure of
     the outputs and inputs)."""
     if strategy not in ("reverse-mode", "forward-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function has '
-                         'more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to '
-                         'use "reverse-mode".')
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+                             'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode" and not vectorize:  # (PyTorch's checks; coretorch computes either by reverse mode)
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly "
+                                  "implemented for `vectorize=True`.")
+    if strict and vectorize:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                           "supported together. Please either set `strict=False` or `vectorize=False`.")
     from ..ops import shape as _S  # ops import autograd: resolved at call time
     with enable_grad():
         is_in_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")

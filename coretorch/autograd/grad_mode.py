@@ -148,6 +148,11 @@ class set_grad_enabled(_GradModeBase):
     """``set_grad_enabled(False)`` works as a call, a context manager and a decorator."""
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, bool):  # (PyTorch's argument parser: a bool only; numpy's bool_ too)
+            import numpy as np
+            if not isinstance(mode, np.bool_):
+                raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                                f"{type(mode).__name__}")
         self._prev = state.enabled
         self._target = bool(mode)
         state.enabled = self._target

@@ -95,6 +95,9 @@ class Node:
     # directly and releases inline
     _plain = True
     _hooked = False  # set once any hook is registered on the node (never reset: the engine then checks them all)
+    # the node's gradients come from user code (a custom Function's backward) and may be tensors held elsewhere (a
+    # saved or global tensor): a leaf stores a copy, never the tensor itself, which the next backward adds into
+    _user_grads = False
 
     out: Any = None  # nodes that keep their output declare an ``out`` slot
     next_functions: tuple
@@ -181,10 +184,19 @@ class Node:
         """Call the backward formula (``grads`` has one entry per output)."""
         return self.backward(*grads)
 
+    def __call__(self, *grads) -> tuple:
+        """``grad_fn(*grad_outputs)``: the node's gradients for its inputs (PyTorch's nodes are callable; recorded
+        by autograd in grad mode, as theirs)."""
+        r = self.apply(*grads)
+        return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+
     @property
     def metadata(self) -> dict:
         """A dict for user data attached to this node (PyTorch's ``grad_fn.metadata``)."""
-        return self.__dict__
+        m = self.__dict__.get("_metadata")
+        if m is None:
+            m = self.__dict__["_metadata"] = {}
+        return m
 
 
 class AccumulateGrad(Node):
@@ -211,6 +223,10 @@ class AccumulateGrad(Node):
                     if hasattr(r, "_vc"):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
                     raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if self._hooks:  # the node's post hooks: no gradient inputs, the accumulated gradient as output
+            from .engine import _check_hook_count
+            for fn in list(self._hooks.values()):
+                _check_hook_count(fn, fn((), (grad,)), 0)
         return ()
 
     def _accumulate(self, grad) -> None:
@@ -256,3 +272,5 @@ class GraphRoot(Node):
     __slots__ = ()
 
 from .grad_mode import state as _gs  # noqa: E402
+from ._graph_extras import (GradientEdge, disable_saved_tensors_hooks, get_gradient_edge,  # noqa: E402,F401
+                            increment_version, register_multi_grad_hook, save_on_cpu, saved_tensors_hooks)

@@ -349,6 +349,8 @@ def _index(x: Tensor, nkey, advanced: bool, index_tensors: tuple = ()) -> Tensor
         r = _make(out, x.dtype, table, node, base=base, version=x._vc)
         if x._mo is not None:  # a view of a split piece is one too (see ops/shape.py's _multi_output)
             r._mo = x._vc[0]
+            if x._cfv:
+                r._cfv = True
         if not _gs.enabled or x._ngv:  # (a view made in no_grad mode, see ops/inplace.py's check_inplace)
             r._ngv = True
         return r

@@ -130,6 +130,21 @@ def _rebase_view(x: Tensor, r: Tensor) -> None:
     x._gfb = node
 
 
+def rebase_view_onto(x: Tensor, node: Node, nr: int, fn_name: str) -> None:
+    """x, a view, was modified in place by a custom Function (``ctx.mark_dirty``) and is its output ``nr``: the
+    base's graph gets a CopySlices node joining its old graph and ``node``'s, as for an in-place op on a view."""
+    base = x._vbase
+    assert base is not None
+    if x._rg and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if x._mo is not None:
+        raise RuntimeError(multi_output_error(x, False))
+    if _view_geometry(x) is None:
+        raise NotImplementedError(f"{fn_name}: ctx.mark_dirty of this view of a tensor that requires grad is not "
+                                  "supported by coretorch yet; return a modified clone instead")
+    _rebase_view(x, _make(x._data, x.dtype, x._be, node, nr))
+
+
 def _region_of(geom, shape: tuple, base_edge) -> AsStridedBackward0:
     """The node of a view at ``geom`` in a base of ``shape`` whose gradient goes to ``base_edge``."""
     view = AsStridedBackward0()
@@ -158,7 +173,11 @@ def refresh_view(x: Tensor) -> None:
     geom = _view_geometry(x)
     if geom is None:
         return
+    old_fn, old_nr = x._gf, x._out_nr
     x.grad_fn, x._out_nr = _region_of(geom, tuple(base._data.shape), edge(base)), 0
+    if x._retains:  # (its retain_grad follows the view's new node, as in torch)
+        from ..tensor import _move_retains_hook
+        _move_retains_hook(x, old_fn, old_nr)
 
 
 VIEW_REFRESH[0] = refresh_view
@@ -175,6 +194,11 @@ def multi_output_error(x: Tensor, indirect: bool, view: str | None = None) -> st
     else:
         name, nr = (view, 0) if view else (_forward_name(fn), x._out_nr)
         head = f"Output {nr} of {name} is a view and {what} modified inplace."
+    if x._cfv:
+        return (head + " This view was created inside a custom Function (or because an input was returned as-is) and "
+                "the autograd logic to handle view+inplace would override the custom backward associated with the "
+                "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+                "cloning the output of the custom Function.")
     return (head + " This view is the output of a function that returns multiple views. Such functions do not allow "
             "the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
             "one.")
@@ -184,7 +208,8 @@ def _forward_name(node) -> str:
     """The op's name in PyTorch's message: the node's without ``Backward<n>`` (SplitBackward0: Split)."""
     name = type(node).__name__
     i = name.rfind("Backward")
-    return name[:i] if i > 0 and name[i + 8:].isdigit() else name
+    return name[:i] if i > 0 and (name[i + 8:].isdigit() or not name[i + 8:] and getattr(node, "_user_grads", False)) \
+        else name  # (a custom Function's node: FBackward, F)
 
 
 def rebase(x: Tensor, r: Tensor) -> None:

@@ -21,6 +21,8 @@ def _wrap_view(input: Tensor, data, node=None) -> Tensor:
         r = _make(data, input.dtype, input._be, base=base, version=input._vc)
     if input._mo is not None:  # a view of a split piece is one too (PyTorch propagates the creation meta)
         r._mo = input._vc[0]
+        if input._cfv:
+            r._cfv = True
     if not _gs.enabled or input._ngv:  # (a view made in no_grad mode: see ops/inplace.py's check_inplace)
         r._ngv = True
     return r

@@ -39,28 +39,55 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=No
     if use_reentrant is None:
         warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
-    if use_reentrant and kwargs:
-        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        from ..tensor import Tensor
+        if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            # as PyTorch's reentrant checkpoint (an autograd.Function of the inputs): no input that requires grad,
+            # no graph (parameters used inside get no gradient)
+            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
+                          stacklevel=2)
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                return function(*args)
     return function(*args, **kwargs)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None, **kwargs):
-    """Run ``functions`` (an ``nn.Sequential`` or a list of modules/callables) in order on ``input``, as
-    ``checkpoint`` does for one function (no recomputation).
+    """Run ``functions`` (an ``nn.Sequential`` or a list of modules/callables) in order on ``input``, in
+    ``segments`` chunks: each chunk but the last through ``checkpoint`` (so with ``use_reentrant=True`` and an input
+    that does not require grad, those chunks record no graph, as PyTorch's), no recomputation.
 
     Args:
         functions: an ``nn.Sequential`` or a list.
-        segments (int): the number of checkpointed chunks (accepted as in PyTorch; nothing is recomputed).
+        segments (int): the number of checkpointed chunks.
         input (Tensor): the first function's input.
         use_reentrant (bool): pass it explicitly, as for ``checkpoint``.
+        preserve_rng_state (bool): accepted (nothing is recomputed).
 
     Returns:
         Tensor: the last function's output.
     """
     if use_reentrant is None:
         warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        use_reentrant = True
+    kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if hasattr(functions, "children") and not isinstance(functions, (list, tuple)):
         functions = list(functions.children())
-    for fn in functions:
-        input = fn(input)
-    return input
+
+    def run(start: int, end: int):
+        def forward(x):
+            for j in range(start, end + 1):
+                x = functions[j](x)
+            return x
+        return forward
+
+    size = len(functions) // segments
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant)
+    return run(end + 1, len(functions) - 1)(input)
