@@ -27,7 +27,7 @@ from .held import held as _held, methods_named as _methods_named
 from .strides import loose
 from .argtree import record as _record
 from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
-                        hooks_key as _hooks_key, ident as _ident, mutable_key, param_hooks as _param_hooks,
+                        hooks_key as _hooks_key, ident as _ident, long_key, mutable_key, param_hooks as _param_hooks,
                         user_attrs, _TENSOR_OWN)
 from .modes import modes as _modes
 
@@ -205,8 +205,8 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     return objs
 
 
-_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
-_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
+_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: keyvalues.long_key)
+_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: keyvalues.long_key)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
 
 
@@ -269,8 +269,6 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         return (getattr(o, "maxlen", None), contents(list(o.queue if isinstance(o, _Queue) else o), names, None, depth))
     if isinstance(o, list):
         n = len(o)
-        if n > most:
-            return n
         tail: tuple = ()
         if lens is not None:
             n0 = lens.get(id(o))
@@ -281,11 +279,14 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
+                n = n0
+        if n > most:  # (a long log the step appends to, after the lines above: its key holds as a short one's)
+            return long_key(o) + tail
         own: Any = (tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
                            else _entry(v, names, depth) for v in o]) + tail, tuple(map(type, o)))
     elif isinstance(o, dict):
         if len(o) > most:
-            return len(o)
+            return long_key(o), long_key(o.values())
         own = (tuple([(k, (v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
                       else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
     else:

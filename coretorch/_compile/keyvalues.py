@@ -136,7 +136,28 @@ def mutable_key(o: Any) -> Any:
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
     if isinstance(o, bytearray):
         return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
-    return len(o) if len(o) > 1024 else tuple(map(_value, o))
+    return long_key(o) if len(o) > 1024 else tuple(map(_value, o))
+
+
+def long_key(vals: Any) -> tuple:
+    """The entries of a container too long to key one by one (guards.contents, past its limits): their number and a
+    digest of their classes and hashes, so numbers and strings by value, tensors and other objects by identity
+    (their ``__hash__``).  By length alone, a class-weight list of 1000 numbers changed in place (``cw[3] = 5.0``)
+    or a tensor replaced in a bank of 300 (``bank[5] = t``) replayed the capture's value or tensor.  (One blind
+    spot: a float turned into the equal number of another sign, 0.0 into -0.0, hashes the same.)"""
+    t = tuple(vals)
+    try:
+        h = hash(t)
+    except TypeError:  # an unhashable entry (a nested list or dict): by identity
+        h = hash(tuple([_hash_or_id(v) for v in t]))
+    return len(t), hash(tuple(map(type, t))), h
+
+
+def _hash_or_id(v: Any) -> int:
+    try:
+        return hash(v)
+    except TypeError:
+        return id(v)
 
 
 def hooks_key(hooks: Any, of: Callable[[Any], Any]) -> tuple:

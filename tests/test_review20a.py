@@ -1,0 +1,60 @@
+"""Review 20a: the guards of a compiled function (whole-step capture) against every change a caller makes between
+calls (closure variables, globals, arguments, module state, parameters changed outside the step, results): the
+compiled call must give eager's results and state, bitwise on cpu."""
+from __future__ import annotations
+
+import coretorch as torch
+
+
+def _calls(step, change, n: int = 5) -> tuple[list, object]:
+    """``n`` calls of ``step`` (eager), with ``change(i)`` between them; the results as numpy arrays."""
+    out = []
+    for i in range(n):
+        args = change(i)
+        out.append(step(*args).numpy().tolist())
+    return out
+
+
+def test_a_long_list_of_numbers_or_tensors_changed_in_place(device):
+    """A closure list longer than the guards key entry by entry (a class-weight list of 300 numbers, a bank of 300
+    tensors; a config dict's nested list of 20 numbers, past the 16 a nested container is keyed by) changed in
+    place between calls: eager reads the new entry.  The compiled step before: such a list was keyed by its length
+    alone, so the replay used the capture's number or tensor (``cw[3] = 5.0``, ``bank[5] = t`` ignored)."""
+    def run(compiled: bool) -> list:
+        cw = [1.0] * 300
+        bank = [torch.full((3,), float(k), device=device) for k in range(300)]
+        cfg = {"ce": 1.0, "lrs": [0.1 * k for k in range(20)]}
+
+        def step(x):
+            return (x * torch.tensor(cw[:3], device=device) * bank[5] * cfg["lrs"][1]).cpu()
+
+        def change(i: int) -> tuple:
+            if i == 2:
+                cw[1] = 5.0
+            if i == 3:
+                bank[5] = torch.full((3,), 77.0, device=device)
+            if i == 4:
+                cfg["lrs"][1] = 9.0
+            return (torch.ones(3, device=device),)
+        f = torch.compile(step) if compiled else step
+        out = _calls(f, change, 6)
+        if compiled:
+            assert f.replays >= 2
+        return out
+    assert run(True) == run(False)
+
+
+def test_a_long_log_the_step_appends_to_keeps_its_replay(device):
+    """A step appending to a log list that already holds more than 256 entries (a loss history): eager appends;
+    the compiled step replays (the append, a Python side effect, happens at the capture only, as documented).
+    Before: a list past 256 entries was keyed by its length, checked before the entries a counter appends were
+    left out, so every call captured again until the recompile limit (then eager, with a warning)."""
+    log = [0.0] * 300
+
+    def step(x):
+        log.append(1.0)
+        return x * 2
+    f = torch.compile(step)
+    for _ in range(6):
+        out = f(torch.ones(3, device=device))
+    assert f.replays == 5 and out.tolist() == [2.0] * 3
