@@ -58,3 +58,19 @@ def test_a_long_log_the_step_appends_to_keeps_its_replay(device):
     for _ in range(6):
         out = f(torch.ones(3, device=device))
     assert f.replays == 5 and out.tolist() == [2.0] * 3
+
+
+def test_a_long_global_tuple_rebuilt_at_each_call(device):
+    """A global tuple of 100 numbers rebuilt at each call (``W = tuple(...)``): eager reads this call's.  The
+    compiled step before: a tuple over 64 entries was keyed by its id, and a new one made at the address of a freed
+    one replayed the freed one's numbers (the third call returned the first call's values)."""
+    def run(compiled: bool) -> list:
+        g = {"torch": torch}
+        exec("def step(x):\n    return x * W[3]\n", g)
+
+        def change(i: int) -> tuple:
+            g["W"] = tuple([float(i)] * 100)
+            return (torch.ones(3, device=device),)
+        f = torch.compile(g["step"]) if compiled else g["step"]
+        return _calls(lambda x: f(x).cpu(), change, 8)
+    assert run(True) == run(False)

@@ -73,8 +73,9 @@ def ident(o: Any) -> Any:
             issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
-    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call)
-        return (c, tuple(map(_value, o))) if len(o) <= 64 else id(o)
+    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call; a long one by a
+        # digest of them: by id, a new one made where a freed one was replayed the freed one's numbers)
+        return (c, tuple(map(_value, o))) if len(o) <= 64 else (c, long_key(o))
     if r == "fn":
         return _fn_key(o, 2)
     if c is range or c is slice:
