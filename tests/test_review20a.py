@@ -74,3 +74,40 @@ def test_a_long_global_tuple_rebuilt_at_each_call(device):
         f = torch.compile(g["step"]) if compiled else g["step"]
         return _calls(lambda x: f(x).cpu(), change, 8)
     assert run(True) == run(False)
+
+
+class _SlotCfg:
+    """A config object with ``__slots__`` (as ``dataclass(slots=True)`` makes): no ``__dict__``."""
+
+    __slots__ = ("k", "d")
+
+    def __init__(self) -> None:
+        self.k = 1.0
+        self.d = {"w": 1.0}
+
+
+def test_the_numbers_of_a_slotted_config_object(device):
+    """A config object whose class declares ``__slots__`` (``@dataclass(slots=True)``), in the closure or passed as
+    an argument, with a number changed between calls (``cfg.k = 7.0``, ``cfg.d["w"] = 4.0``): eager reads the new
+    number.  The compiled step before: only objects with a ``__dict__`` had their attributes keyed, so the replay
+    multiplied by the capture's 1.0."""
+    def run(compiled: bool) -> list:
+        c, a = _SlotCfg(), _SlotCfg()
+
+        def step(x, arg):
+            return (x * c.k * c.d["w"] + arg.k).cpu()
+
+        def change(i: int) -> tuple:
+            if i == 2:
+                c.k = 7.0
+            if i == 3:
+                c.d["w"] = 4.0
+            if i == 4:
+                a.k = 3.0
+            return torch.ones(3, device=device), a
+        f = torch.compile(step) if compiled else step
+        out = _calls(f, change, 6)
+        if compiled:
+            assert f.replays >= 2
+        return out
+    assert run(True) == run(False)

@@ -244,7 +244,27 @@ def _opened(o: Any) -> bool:
         if len(_OPEN) > 1024:
             _OPEN.clear()
         r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
-                                                               not isinstance(o, (tuple, _ModuleType)))
+                                                               not isinstance(o, (tuple, _ModuleType))) or (
+            bool(_slot_names(c)) and not isinstance(o, (tuple, type, Tensor, Module, Optimizer)))
+    return r
+
+
+_SLOTS: dict[type, tuple] = {}
+
+
+def _slot_names(c: type) -> tuple:
+    """The attributes a user class declares in ``__slots__`` (a ``dataclass(slots=True)`` config: its instances have
+    no ``__dict__``, and a number changed on one replayed the capture's); () for other classes."""
+    r = _SLOTS.get(c)
+    if r is None:
+        if len(_SLOTS) > 1024:
+            _SLOTS.clear()
+        out: list = []
+        if _user_class(c):
+            for k in c.__mro__:
+                s = vars(k).get("__slots__", ())
+                out += [s] if isinstance(s, str) else [n for n in s if n not in ("__dict__", "__weakref__")]
+        r = _SLOTS[c] = tuple(out)
     return r
 
 
@@ -294,6 +314,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if o.__class__ is list or o.__class__ is dict:
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
+    if d is None and _slot_names(o.__class__):  # (a slotted object's: read at each call)
+        d = {n: getattr(o, n) for n in _slot_names(o.__class__) if hasattr(o, n)}
     if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
         return own
     out = []
