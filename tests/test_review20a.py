@@ -111,3 +111,34 @@ def test_the_numbers_of_a_slotted_config_object(device):
             assert f.replays >= 2
         return out
     assert run(True) == run(False)
+
+
+def test_momentum_buffers_reset_to_none_between_calls(device):
+    """SGD's momentum reset by the caller between calls (``state["momentum_buffer"] = None``, as after a warm
+    restart): eager's next step makes the buffer from the gradient and the steps after it update that buffer.  The
+    compiled step before: the optimizer replay, failing to load the None, recorded the step again; that recording
+    made a new buffer (the state's keys were unchanged, so it was kept) and every later replay made a fresh buffer
+    from the gradient instead of updating the state's (momentum lost from then on)."""
+    def run(compiled: bool) -> list:
+        torch.manual_seed(0)
+        m = torch.nn.Linear(4, 8).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(6):
+            if i == 3:
+                for s in opt.state.values():
+                    s["momentum_buffer"] = None
+            f(torch.full((5, 4), 0.1 * (i + 1), device=device))
+            out.append([m.weight.tolist(), opt.state[m.weight]["momentum_buffer"].tolist()])
+        if compiled:
+            assert f.replays >= 3
+        return out
+    assert run(True) == run(False)
