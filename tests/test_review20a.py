@@ -142,3 +142,83 @@ def test_momentum_buffers_reset_to_none_between_calls(device):
             assert f.replays >= 3
         return out
     assert run(True) == run(False)
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _Block2(_Block):
+    pass
+
+
+class _Trainer:
+    def __init__(self, device: str) -> None:
+        self.m = torch.nn.Linear(3, 3).to(device)
+        self.k = 1.0
+
+    def loss(self, x):
+        return (self.m(x) * self.k).sum()
+
+
+def test_a_method_of_a_user_class_patched_between_calls(device):
+    """A user module class's ``forward`` (on the class itself or on a subclass, which then overrides it) and a
+    plain trainer class's method replaced between calls (monkeypatching): eager calls the new method.  The compiled
+    step before: no guard looked at the classes' methods, so the replay ran the recorded kernels of the old one."""
+    def run(compiled: bool) -> list:
+        torch.manual_seed(0)
+        b, b2, t = _Block().to(device), _Block2().to(device), _Trainer(device)
+        opt = torch.optim.SGD(t.m.parameters(), lr=0.1)
+        saved = _Block.forward, _Trainer.loss
+
+        def step(x):
+            opt.zero_grad()
+            loss = t.loss(x)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                return (loss.detach() + b(x).sum() + b2(x).sum()).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        try:
+            for i in range(7):
+                if i == 2:
+                    _Block.forward = lambda self, x: self.lin(x) * 3
+                if i == 3:
+                    _Block2.forward = lambda self, x: self.lin(x) * 5
+                if i == 5:
+                    _Trainer.loss = lambda self, x: (self.m(x) * self.k * 2).sum()
+                out.append(f(torch.ones(2, 3, device=device)).tolist())
+        finally:
+            _Block.forward, _Trainer.loss = saved
+            if "forward" in vars(_Block2):
+                del _Block2.forward
+        if compiled:
+            assert f.replays == 2
+        return out
+    assert run(True) == run(False)
+
+
+def test_a_keyword_only_default_of_a_helper_changed(device):
+    """A helper the step calls with a keyword-only default (``def helper(x, *, k=2.0)``) whose
+    ``__kwdefaults__["k"]`` changes between calls: eager multiplies by the new ``k``.  The compiled step before: a
+    function among the roots was keyed by its closure and positional defaults only, so the replay used 2.0."""
+    def run(compiled: bool) -> list:
+        def helper(x, *, k=2.0):
+            return x * k
+
+        def step(x):
+            return helper(x).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if i == 2:
+                helper.__kwdefaults__["k"] = 3.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        return out
+    assert run(True) == run(False)

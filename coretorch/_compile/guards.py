@@ -335,10 +335,12 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         if v is not d:
             out.append((n, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
                         if v.__class__ in scalars else _entry(v, names, depth)))
-        else:  # a class attribute read through the object (``Cfg.K = 3.0``)
+        else:  # a class attribute read through the object (``Cfg.K = 3.0``; a method: ``Trainer.loss = other``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
                 out.append((n, (v.__class__, _sc(v))))
+            elif v.__class__ is _FunctionType:
+                out.append((n, id(v)))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -368,7 +370,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
             out.append(o if c is not float or o and o == o else _sc(o))
         else:
             out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
-                       o.__defaults__ is None else _ident(o))  # (a plain function: its id; see keyvalues.ident)
+                       o.__defaults__ is None and not o.__kwdefaults__ else _ident(o))  # (a plain function: its id)
             if _opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
@@ -743,11 +745,15 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 f = v.__class__.__call__
                 refs.extend(global_names(f, seen=seen))
                 names.update(attribute_names(f))
-    for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
-        if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
-                                                                           "__file__", None) or ""):
-            d = vars(cls)
-            refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
+    own = [c for c in done if c is not object and c.__module__ and not _internal(
+        getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
+    # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a
+    # subclass, ran the old forward in the replay)
+    fns = sorted({n for c in own for n, v in vars(c).items() if isinstance(v, (_FunctionType, property))})
+    for cls in own:  # class attributes the methods read through self (``M.K = 3.0``)
+        d = vars(cls)
+        refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
+        refs.extend((d, n) for n in fns)
     uniq = list({(id(d), n): (d, n) for d, n in refs}.values())
     return uniq, tuple(sorted(names))
 

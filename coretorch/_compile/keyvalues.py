@@ -94,9 +94,11 @@ def _fn_key(f: Any, depth: int) -> Any:
     if isinstance(f, partial):
         return (id(f), tuple(map(_value, f.args)), tuple([(k, _value(v)) for k, v in f.keywords.items()]),
                 _fn_key(f.func, depth - 1) if depth and isinstance(f.func, (FunctionType, partial)) else id(f.func))
-    dflt = f.__defaults__
+    dflt, kd = f.__defaults__, f.__kwdefaults__
+    # (keyword-only defaults, a dict: ``helper.__kwdefaults__["k"] = 3.0`` replayed the old k)
+    kdk = tuple([(k, _value(v)) for k, v in kd.items()]) if kd else ()
     if f.__closure__ is None and dflt is None:
-        return id(f)  # (its code's behaviour: the globals it reads are roots of their own)
+        return (id(f), kdk) if kdk else id(f)  # (its code's behaviour: the globals it reads are roots of their own)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -104,13 +106,13 @@ def _fn_key(f: Any, depth: int) -> Any:
         except ValueError:  # an empty cell
             cells.append(None)
     if dflt is None:
-        return (id(f), tuple(cells), ())
+        return (id(f), tuple(cells), (), kdk)
     d = _DEFAULTS.get(id(dflt))  # (a defaults tuple is immutable: its key, kept with it, holds while it is the one)
     if d is None or d[0] is not dflt:
         if len(_DEFAULTS) > 1024:
             _DEFAULTS.clear()
         d = _DEFAULTS[id(dflt)] = (dflt, tuple(map(_value, dflt)))
-    return (id(f), tuple(cells), d[1])
+    return (id(f), tuple(cells), d[1], kdk)
 
 
 _DEFAULTS: dict[int, tuple] = {}  # id of a function's __defaults__ -> (that tuple, its entries' _value)

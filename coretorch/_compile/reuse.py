@@ -48,7 +48,7 @@ def globals_key(objs: list, memo: list) -> tuple:
     key, opened, fns = memo[3](objs), memo[2], []
     for o in objs:
         c = o.__class__
-        if c is FunctionType:
+        if c is FunctionType and not o.__kwdefaults__:  # (a keyword-only default's dict: changed in place)
             fns.append(o)
         elif c not in _SCALAR_SET and (opened(o) or c is ndarray or BY_VALUE.get(c) is not False):
             memo[4] = None
