@@ -24,6 +24,7 @@ from .capture import _internal, _memory_of
 from . import dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, methods_named as _methods_named
+from .slots import slot_names as _slot_names
 from .strides import loose
 from .argtree import record as _record
 from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
@@ -246,25 +247,6 @@ def _opened(o: Any) -> bool:
         r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
                                                                not isinstance(o, (tuple, _ModuleType))) or (
             bool(_slot_names(c)) and not isinstance(o, (tuple, type, Tensor, Module, Optimizer)))
-    return r
-
-
-_SLOTS: dict[type, tuple] = {}
-
-
-def _slot_names(c: type) -> tuple:
-    """The attributes a user class declares in ``__slots__`` (a ``dataclass(slots=True)`` config: its instances have
-    no ``__dict__``, and a number changed on one replayed the capture's); () for other classes."""
-    r = _SLOTS.get(c)
-    if r is None:
-        if len(_SLOTS) > 1024:
-            _SLOTS.clear()
-        out: list = []
-        if _user_class(c):
-            for k in c.__mro__:
-                s = vars(k).get("__slots__", ())
-                out += [s] if isinstance(s, str) else [n for n in s if n not in ("__dict__", "__weakref__")]
-        r = _SLOTS[c] = tuple(out)
     return r
 
 
