@@ -222,3 +222,46 @@ def test_a_keyword_only_default_of_a_helper_changed(device):
             out.append(f(torch.ones(3, device=device)).tolist())
         return out
     assert run(True) == run(False)
+
+
+class _Helpers:
+    k = 3.0
+
+    @classmethod
+    def scale(cls, x):
+        return x * cls.k
+
+
+class _StaticBlock(torch.nn.Module):
+    @staticmethod
+    def act(x):
+        return x * 2
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_a_classmethod_or_staticmethod_patched_between_calls(device):
+    """A plain class's classmethod and a module class's staticmethod replaced between calls (``C.scale =
+    classmethod(...)``, ``Block.act = staticmethod(...)``): eager calls the new one.  The compiled step before: the
+    replay ran the kernels of the old one."""
+    saved = vars(_Helpers)["scale"], vars(_StaticBlock)["act"]
+
+    def run(compiled: bool) -> list:
+        h, b = _Helpers(), _StaticBlock()
+
+        def step(x):
+            return (h.scale(x) + b(x)).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        try:
+            for i in range(5):
+                if i == 2:
+                    _Helpers.scale = classmethod(lambda cls, x: x * 7)
+                if i == 3:
+                    _StaticBlock.act = staticmethod(lambda x: x * 11)
+                out.append(f(torch.ones(2, device=device)).tolist())
+        finally:
+            _Helpers.scale, _StaticBlock.act = saved
+        return out
+    assert run(True) == run(False)

@@ -321,8 +321,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
                 out.append((n, (v.__class__, _sc(v))))
-            elif v.__class__ is _FunctionType:
-                out.append((n, id(v)))
+            elif v.__class__ is _FunctionType or v.__class__ is _MethodType:  # (a classmethod: bound)
+                out.append((n, id(getattr(v, "__func__", v))))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -731,7 +731,7 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
         getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
     # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a
     # subclass, ran the old forward in the replay)
-    fns = sorted({n for c in own for n, v in vars(c).items() if isinstance(v, (_FunctionType, property))})
+    fns = sorted({n for c in own for n, v in vars(c).items() if isinstance(v, (_FunctionType, property, staticmethod, classmethod))})
     for cls in own:  # class attributes the methods read through self (``M.K = 3.0``)
         d = vars(cls)
         refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
