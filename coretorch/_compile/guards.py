@@ -731,7 +731,8 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
         getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
     # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a
     # subclass, ran the old forward in the replay)
-    fns = sorted({n for c in own for n, v in vars(c).items() if isinstance(v, (_FunctionType, property, staticmethod, classmethod))})
+    fns = sorted({n for c in own for n, v in vars(c).items()
+                  if isinstance(v, (_FunctionType, property, staticmethod, classmethod))})
     for cls in own:  # class attributes the methods read through self (``M.K = 3.0``)
         d = vars(cls)
         refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
