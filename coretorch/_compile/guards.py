@@ -296,13 +296,14 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if o.__class__ is list or o.__class__ is dict:
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
-    if d is None and _slot_names(o.__class__):  # (a slotted object's: read at each call)
-        d = {n: getattr(o, n) for n in _slot_names(o.__class__) if hasattr(o, n)}
+    at = id(d)
+    if d is None and _slot_names(o.__class__):  # (a slotted object's: read at each call, its entry kept by its id)
+        d, at = {n: getattr(o, n) for n in _slot_names(o.__class__) if hasattr(o, n)}, id(o)
     if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
         return own
     out = []
     cls = o.__class__
-    e = _OBJ_NAMES.get(id(d))
+    e = _OBJ_NAMES.get(at)
     if e is None or e[0]() is not o or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
@@ -311,7 +312,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         for g in [getattr(cls, n).fget for n in sel if n not in d and isinstance(getattr(cls, n), property)]:
             if getattr(g, "__code__", None) is not None and not _internal(g.__code__.co_filename):  # ``c.scale``
                 sel += sorted(_code_names(g.__code__, set()) & d.keys() - set(sel))  # returning ``self._s``
-        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, tuple(sel))
+        e = _OBJ_NAMES[at] = (_weakref.ref(o), names, len(d), cls, tuple(sel))
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
