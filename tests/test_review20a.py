@@ -3,6 +3,8 @@ calls (closure variables, globals, arguments, module state, parameters changed o
 compiled call must give eager's results and state, bitwise on cpu."""
 from __future__ import annotations
 
+import numpy as np
+
 import coretorch as torch
 
 
@@ -263,5 +265,40 @@ def test_a_classmethod_or_staticmethod_patched_between_calls(device):
                 out.append(f(torch.ones(2, device=device)).tolist())
         finally:
             _Helpers.scale, _StaticBlock.act = saved
+        return out
+    assert run(True) == run(False)
+
+
+class _Weighted(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cw = np.ones(3, dtype=np.float32)
+
+    def forward(self, x):
+        return x * torch.tensor(self.cw * 2, device=x.device) * float(self.cw[0])
+
+
+def test_a_numpy_array_of_a_module_or_a_dict_changed_in_place(device):
+    """A small numpy array held by a module attribute (``self.cw``) or a closure dict's entry (``cfg["cw"]``),
+    read on the host (``self.cw * 2``, ``float(cfg["cw"][0])``) and changed in place between calls: eager reads the
+    new values.  The compiled step before: such an array was keyed by its identity (only one that is itself a root,
+    a global or closure array, by its values), so the replay used the numbers computed at the capture."""
+    def run(compiled: bool) -> list:
+        m = _Weighted()
+        cfg = {"cw": np.ones(2)}
+
+        def step(x):
+            with torch.no_grad():
+                return (m(x) * float(cfg["cw"][1])).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if i == 2:
+                m.cw[0] = 5.0
+            if i == 3:
+                cfg["cw"][1] = 3.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        if compiled:
+            assert f.replays == 2
         return out
     assert run(True) == run(False)

@@ -336,6 +336,8 @@ def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
     if depth and _opened(v):
         return (id(v), contents(v, names, None, depth - 1))
+    if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
+        return id(v), _ndarray_key(v)
     return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
 
@@ -701,6 +703,8 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
     """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
+    if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
+        return id(v), _ndarray_key(v)
     return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
         isinstance(v, tuple) else (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
 
