@@ -142,18 +142,32 @@ def mutable_key(o: Any) -> Any:
     return long_key(o) if len(o) > 1024 else tuple(map(_value, o))
 
 
+LONG_MAX = 4096  # entries of a long container digested by long_key (larger ones: by their number alone)
+
+
 def long_key(vals: Any) -> tuple:
     """The entries of a container too long to key one by one (guards.contents, past its limits): their number and a
     digest of their classes and hashes, so numbers and strings by value, tensors and other objects by identity
     (their ``__hash__``).  By length alone, a class-weight list of 1000 numbers changed in place (``cw[3] = 5.0``)
-    or a tensor replaced in a bank of 300 (``bank[5] = t``) replayed the capture's value or tensor.  (One blind
-    spot: a float turned into the equal number of another sign, 0.0 into -0.0, hashes the same.)"""
+    or a tensor replaced in a bank of 300 (``bank[5] = t``) replayed the capture's value or tensor.  Blind spots: a
+    float turned into the equal number of another sign (0.0 into -0.0, the same hash), and a container of more than
+    :data:`LONG_MAX` entries, keyed by its length alone."""
     t = tuple(vals)
+    if len(t) > LONG_MAX:  # (data, not settings: by its length, ~70 us per 1000 entries of a digest saved)
+        return (len(t),)
+    types = tuple(map(type, t))
+    if not any(map(_valued, set(types))):  # (no value among them, a bank of tensors: their ids, without their
+        return len(t), hash(types), hash(tuple(map(id, t)))  # Python-level __hash__; the list holds them)
     try:
         h = hash(t)
     except TypeError:  # an unhashable entry (a nested list or dict): by identity
         h = hash(tuple([_hash_or_id(v) for v in t]))
-    return len(t), hash(tuple(map(type, t))), h
+    return len(t), hash(types), h
+
+
+def _valued(c: type) -> bool:
+    """Whether instances of ``c`` in a long container are keyed by value (numbers, strings, bytes, tuples)."""
+    return c in _SCALAR_SET or issubclass(c, (numbers.Number, np.generic, str, bytes, tuple, frozenset))
 
 
 def _hash_or_id(v: Any) -> int:
