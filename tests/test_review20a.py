@@ -302,3 +302,42 @@ def test_a_numpy_array_of_a_module_or_a_dict_changed_in_place(device):
             assert f.replays == 2
         return out
     assert run(True) == run(False)
+
+
+def test_a_container_in_a_helpers_closure_changed_in_place(device):
+    """A helper held by the step whose closure holds a list or a dict (``loss_fn = lambda a: a * w[0] * cfg["s"]``,
+    a closure two functions down, ``partial(f, d=cfg)``) changed in place between calls: eager reads the new
+    entries.  The compiled step before: a helper function was keyed by the numbers its closure holds, its lists and
+    dicts by identity, so the replay used the capture's ``w[0]``.  A list such a helper only appends to (a logger's
+    buffer) is still no guard: the step keeps its replay."""
+    import functools
+
+    def run(compiled: bool) -> tuple[list, int]:
+        w, cfg, d = [1.0], {"s": 1.0}, {"k": 1.0}
+        loss_fn = lambda a: a * w[0] * cfg["s"]  # noqa: E731
+
+        def make():
+            def inner(a):
+                return a * d["k"]
+            return lambda a: inner(a) + 1
+        two = make()
+        part = functools.partial(lambda a, e: a * e["k"], e=d)
+        buf: list = []
+        log = lambda v: buf.append(v)  # noqa: E731
+
+        def step(x):
+            log(1.0)
+            return (loss_fn(x) + two(x) + part(x)).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(6):
+            if i == 2:
+                w[0] = 3.0
+            if i == 3:
+                cfg["s"] = 2.0
+            if i == 4:
+                d["k"] = 5.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        return out, f.replays if compiled else 0
+    got, replays = run(True)
+    assert got == run(False)[0] and replays == 2

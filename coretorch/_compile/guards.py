@@ -23,7 +23,7 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
-from .held import held as _held, methods_named as _methods_named
+from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
 from .slots import slot_names as _slot_names
 from .strides import loose
 from .argtree import record as _record
@@ -390,18 +390,6 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
     return tuple(sorted(names))
 
 
-def _helpers(f: Any, names: set) -> list:
-    """What a function can call: its globals among ``names`` (the names its code loads), then its closure cells."""
-    g = f.__globals__
-    out = [g[n] for n in names if n in g]
-    for cell in f.__closure__ or ():
-        try:
-            out.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    return out
-
-
 _LOADS = frozenset(("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_NAME",
                     "LOAD_ATTR", "LOAD_METHOD"))
 
@@ -475,7 +463,9 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
             except ValueError:
                 pass
     out.update(id(d[n]) for d, n in gnames if n in names and n in d)
+    helper_cells(f, names, out, 2, set())  # (a logger's ``buf`` in a helper's closure: a root, see held.py)
     return frozenset(out)
+
 
 
 def group_numbers(opts: list) -> tuple:
