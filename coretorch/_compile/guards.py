@@ -208,6 +208,8 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
 
 _CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: keyvalues.long_key)
 _NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: keyvalues.long_key)
+_ENTRY_ARRAY_MAX = 1 << 16  # bytes of a numpy array among a container's entries keyed by its values (larger: by id;
+# a list of images held in the closure is data, copied at every call)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
 
 
@@ -336,7 +338,7 @@ def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
     if depth and _opened(v):
         return (id(v), contents(v, names, None, depth - 1))
-    if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
+    if v.__class__ is np.ndarray and v.nbytes <= _ENTRY_ARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
         return id(v), _ndarray_key(v)
     return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
