@@ -341,3 +341,43 @@ def test_a_container_in_a_helpers_closure_changed_in_place(device):
         return out, f.replays if compiled else 0
     got, replays = run(True)
     assert got == run(False)[0] and replays == 2
+
+
+class _TupleHolder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = ([1.0], {"k": 1.0})
+
+    def forward(self, x):
+        return x * self.t[0][0] * self.t[1]["k"]
+
+
+def test_a_list_or_dict_inside_a_tuple_changed_in_place(device):
+    """A tuple holding a list and a dict (a closure's ``cfg = ([1.0], {"k": 1.0})``, a module attribute, a dict's
+    entry) whose list or dict is changed in place between calls: eager reads the new numbers.  The compiled step
+    before: a tuple was keyed by its entries' values, the list and dict by identity, so the replay used the
+    capture's numbers."""
+    def run(compiled: bool) -> list:
+        cfg = ([1.0], {"k": 1.0})
+        d = {"pair": ([1.0], 2.0)}
+        m = _TupleHolder()
+
+        def step(x):
+            with torch.no_grad():
+                return (x * cfg[0][0] * cfg[1]["k"] * d["pair"][0][0] + m(x)).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(7):
+            if i == 2:
+                cfg[0][0] = 3.0
+            if i == 3:
+                cfg[1]["k"] = 5.0
+            if i == 4:
+                d["pair"][0][0] = 7.0
+            if i == 5:
+                m.t[1]["k"] = 11.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        if compiled:
+            assert f.replays == 2
+        return out
+    assert run(True) == run(False)
