@@ -381,3 +381,35 @@ def test_a_list_or_dict_inside_a_tuple_changed_in_place(device):
             assert f.replays == 2
         return out
     assert run(True) == run(False)
+
+
+class _Opts:
+    scales = [1.0]
+
+    def __init__(self) -> None:
+        self.a = 1
+
+
+def test_a_class_attribute_list_of_a_config_object_changed_in_place(device):
+    """A list held by a plain config class and read through an instance (``o.scales[0]``, ``O.scales[0] = 11.0``
+    between calls): eager reads the new number.  The compiled step before: a class attribute read through the
+    object was keyed only where it was a Python number, so the replay used the capture's."""
+    saved = list(_Opts.scales)
+
+    def run(compiled: bool) -> list:
+        _Opts.scales[:] = saved
+        o = _Opts()
+
+        def step(x):
+            return (x * o.scales[0]).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if i == 2:
+                _Opts.scales[0] = 11.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        return out
+    try:
+        assert run(True) == run(False)
+    finally:
+        _Opts.scales[:] = saved

@@ -333,6 +333,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
                 out.append((n, (v.__class__, _sc(v))))
             elif v.__class__ is _FunctionType or v.__class__ is _MethodType:  # (a classmethod: bound)
                 out.append((n, id(getattr(v, "__func__", v))))
+            elif v is not d and _opened(v) and not isinstance(v, type):  # (``O.scales[0] = 3.0``: its entries)
+                out.append((n, _entry(v, names, depth)))
     return tuple(out) if own is None else (own, tuple(out))
 
 
