@@ -413,3 +413,31 @@ def test_a_class_attribute_list_of_a_config_object_changed_in_place(device):
         assert run(True) == run(False)
     finally:
         _Opts.scales[:] = saved
+
+
+class _Config:
+    class Train:
+        k = 1.0
+
+
+def test_a_nested_config_class_attribute_changed(device):
+    """A namespace class nested in a config class (``Config.Train.k``, read by the step through the global class)
+    whose number changes between calls: eager reads the new number.  The compiled step before: the outer class's
+    attributes the code reads were keyed (the inner class by identity), not the inner class's, so the replay used
+    the capture's ``k``."""
+    def run(compiled: bool) -> list:
+        _Config.Train.k = 1.0
+
+        def step(x):
+            return (x * _Config.Train.k).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if i == 2:
+                _Config.Train.k = 7.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        return out
+    try:
+        assert run(True) == run(False)
+    finally:
+        _Config.Train.k = 1.0

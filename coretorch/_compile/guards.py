@@ -538,10 +538,12 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     refs = [(g, n) for n in sorted(_global_loads(code)) if n in g]   # (the module's globals: not attribute names)
     helpers: list = []
 
-    def class_refs(c: type) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads, its methods
-        d = vars(c)
+    def class_refs(c: type, lvl: int) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads,
+        d = vars(c)  # its methods, and a class it holds (``Cfg.Train.lr``, a nested namespace class)
         refs.extend((d, a) for a in names if a in d)
         helpers.extend(getattr(m, "__func__", m) for m in d.values())
+        todo.extend((w, lvl - 1) for a in names if lvl and isinstance(w := d.get(a), type) and _user_class(w) and
+                    all(w is not u for u, _ in todo))
     # (the modules and user classes named through a module, two levels: ``pkg.sub.VALUE``, ``utils.Cfg.K``,
     # ``torch.backends.cudnn.enabled``)
     todo = [(g[n], 2) for _, n in refs]
@@ -567,7 +569,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
                 elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
                     refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
         elif isinstance(v, type) and _user_class(v):
-            class_refs(v)
+            class_refs(v, lvl)
         else:
             helpers.append(v)
     if depth:
