@@ -441,3 +441,34 @@ def test_a_nested_config_class_attribute_changed(device):
         assert run(True) == run(False)
     finally:
         _Config.Train.k = 1.0
+
+
+class _AttrDict(dict):
+    """The common config pattern whose missing attributes raise KeyError, not AttributeError."""
+
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__  # type: ignore[assignment]
+
+
+def test_an_attrdict_config_whose_getattr_raises_key_error(device):
+    """A config ``class AttrDict(dict): __getattr__ = dict.__getitem__`` in the closure (``cfg.lr``,
+    ``cfg.train.k``), changed between calls: eager runs and reads the new numbers.  The compiled step before: the
+    capture's probe for iterators, ``getattr(v, "__name__", None)``, got the KeyError the config raises for a name
+    it lacks, so the compiled call raised KeyError where eager ran."""
+    def run(compiled: bool) -> list:
+        cfg = _AttrDict(lr=1.0, train=_AttrDict(k=1.0))
+
+        def step(x):
+            return (x * cfg.lr * cfg.train.k).cpu()
+        f = torch.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            if i == 2:
+                cfg.lr = 2.0
+            if i == 3:
+                cfg.train.k = 3.0
+            out.append(f(torch.ones(3, device=device)).tolist())
+        if compiled:
+            assert f.replays == 2
+        return out
+    assert run(True) == run(False)
