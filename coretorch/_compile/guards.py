@@ -478,7 +478,6 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
     return frozenset(out)
 
 
-
 def group_numbers(opts: list) -> tuple:
     """The Python numbers (and tuples: ``betas``) of the optimizers' param groups, for a function whose code reads
     ``param_groups`` itself (``return loss, opt.param_groups[0]["lr"]``, a branch on the lr): the replay would
