@@ -3,6 +3,8 @@ calls (closure variables, globals, arguments, module state, parameters changed o
 compiled call must give eager's results and state, bitwise on cpu."""
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 import coretorch as torch
@@ -352,22 +354,26 @@ class _TupleHolder(torch.nn.Module):
         return x * self.t[0][0] * self.t[1]["k"]
 
 
+_Named = collections.namedtuple("_Named", "lrs k")
+
+
 def test_a_list_or_dict_inside_a_tuple_changed_in_place(device):
     """A tuple holding a list and a dict (a closure's ``cfg = ([1.0], {"k": 1.0})``, a module attribute, a dict's
-    entry) whose list or dict is changed in place between calls: eager reads the new numbers.  The compiled step
-    before: a tuple was keyed by its entries' values, the list and dict by identity, so the replay used the
-    capture's numbers."""
+    entry, a named tuple ``Cfg(lrs=[1.0], k=2.0)``) whose list or dict is changed in place between calls: eager
+    reads the new numbers.  The compiled step before: a tuple was keyed by its entries' values, the list and dict by
+    identity, so the replay used the capture's numbers."""
     def run(compiled: bool) -> list:
         cfg = ([1.0], {"k": 1.0})
         d = {"pair": ([1.0], 2.0)}
         m = _TupleHolder()
+        nt = _Named([1.0], 2.0)
 
         def step(x):
             with torch.no_grad():
-                return (x * cfg[0][0] * cfg[1]["k"] * d["pair"][0][0] + m(x)).cpu()
+                return (x * cfg[0][0] * cfg[1]["k"] * d["pair"][0][0] * nt.lrs[0] + m(x)).cpu()
         f = torch.compile(step) if compiled else step
         out = []
-        for i in range(7):
+        for i in range(8):
             if i == 2:
                 cfg[0][0] = 3.0
             if i == 3:
@@ -376,6 +382,8 @@ def test_a_list_or_dict_inside_a_tuple_changed_in_place(device):
                 d["pair"][0][0] = 7.0
             if i == 5:
                 m.t[1]["k"] = 11.0
+            if i == 6:
+                nt.lrs[0] = 13.0
             out.append(f(torch.ones(3, device=device)).tolist())
         if compiled:
             assert f.replays == 2

@@ -253,9 +253,9 @@ def _opened(o: Any) -> bool:
 
 
 def _holds_opened(t: tuple) -> bool:
-    """Whether a tuple holds a list, dict or plain object (``cfg = ([1.0], {"k": 2.0})``, ``(model_cfg, train_cfg)``):
-    keyed by its entries' identities (keyvalues.ident), their contents changed in place replayed the old numbers;
-    such a tuple's entries are fingerprinted as a list's."""
+    """Whether a tuple (a named tuple too) holds a list, dict or plain object (``cfg = ([1.0], {"k": 2.0})``,
+    ``Cfg(lrs=[...])``, ``(model_cfg, train_cfg)``): keyed by its entries' identities (keyvalues.ident), their
+    contents changed in place replayed the old numbers; such a tuple's entries are fingerprinted as a list's."""
     return len(t) <= _NESTED_MAX and any(map(_opened, t))
 
 
@@ -302,7 +302,7 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
                       else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
     else:
         own = None
-    if o.__class__ is list or o.__class__ is dict or o.__class__ is tuple:
+    if o.__class__ is list or o.__class__ is dict or isinstance(o, tuple):  # (a named tuple too)
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
     at = id(d)
@@ -345,7 +345,7 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
-    if depth and (_opened(v) or v.__class__ is tuple and _holds_opened(v)):
+    if depth and (_opened(v) or isinstance(v, tuple) and _holds_opened(v)):
         return (id(v), contents(v, names, None, depth - 1))
     if v.__class__ is np.ndarray and v.nbytes <= _ENTRY_ARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
         return id(v), _ndarray_key(v)
@@ -367,7 +367,7 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
         else:
             out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
                        o.__defaults__ is None and not o.__kwdefaults__ else _ident(o))  # (a plain function: its id)
-            if _opened(o) or c is tuple and _holds_opened(o):
+            if _opened(o) or isinstance(o, tuple) and _holds_opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
@@ -707,7 +707,7 @@ def _object_key(v: Any, names: tuple = ()) -> Any:
     """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
     if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
         return id(v), _ndarray_key(v)
-    if _opened(v) or v.__class__ is tuple and _holds_opened(v):
+    if _opened(v) or isinstance(v, tuple) and _holds_opened(v):
         return id(v), contents(v, names)
     return id(v) if _BY_VALUE.get(v.__class__) is False or isinstance(v, tuple) else \
         (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
