@@ -160,7 +160,7 @@ def long_key(vals: Any) -> tuple:
         return len(t), hash(types), hash(tuple(map(id, t)))  # Python-level __hash__; the list holds them)
     try:
         h = hash(t)
-    except TypeError:  # an unhashable entry (a nested list or dict): by identity
+    except Exception:  # an unhashable entry (a nested list or dict, a __hash__ that raises): by identity
         h = hash(tuple([_hash_or_id(v) for v in t]))
     return len(t), hash(types), h
 
@@ -173,7 +173,7 @@ def _valued(c: type) -> bool:
 def _hash_or_id(v: Any) -> int:
     try:
         return hash(v)
-    except TypeError:
+    except Exception:
         return id(v)
 
 
