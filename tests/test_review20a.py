@@ -480,3 +480,33 @@ def test_an_attrdict_config_whose_getattr_raises_key_error(device):
             assert f.replays == 2
         return out
     assert run(True) == run(False)
+
+
+class _SlotNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cfg = _SlotCfg()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * self.cfg.k * self.cfg.d["w"]
+
+
+def test_a_slotted_config_a_compiled_module_holds(device):
+    """A module holding a ``__slots__`` config (``self.cfg.k``) changed between calls of ``compile(model)``: eager's
+    forward and backward use the new number.  The compiled module before: its replay used the capture's."""
+    def run(compiled: bool) -> list:
+        torch.manual_seed(0)
+        m = _SlotNet().to(device)
+        cm = torch.compile(m) if compiled else m
+        out = []
+        for i in range(5):
+            if i == 2:
+                m.cfg.k = 2.0
+            if i == 3:
+                m.cfg.d["w"] = 3.0
+            y = cm(torch.ones(2, 3, device=device))
+            y.sum().backward()
+            out.append([y.tolist(), m.lin.weight.grad.tolist()])
+        return out
+    assert run(True) == run(False)
