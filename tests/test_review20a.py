@@ -10,7 +10,7 @@ import numpy as np
 import coretorch as torch
 
 
-def _calls(step, change, n: int = 5) -> tuple[list, object]:
+def _calls(step, change, n: int = 5) -> list:
     """``n`` calls of ``step`` (eager), with ``change(i)`` between them; the results as numpy arrays."""
     out = []
     for i in range(n):
