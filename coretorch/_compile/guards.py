@@ -23,11 +23,12 @@ from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
 from . import dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
-from .held import held as _held, methods_named as _methods_named
+from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
+from .slots import slot_names as _slot_names
 from .strides import loose
 from .argtree import record as _record
 from .keyvalues import (_NDARRAY_MAX, BY_VALUE as _BY_VALUE, _Ident, _ndarray_digest, _ndarray_key, _sc, _value,
-                        hooks_key as _hooks_key, ident as _ident, mutable_key, param_hooks as _param_hooks,
+                        hooks_key as _hooks_key, ident as _ident, long_key, mutable_key, param_hooks as _param_hooks,
                         user_attrs, _TENSOR_OWN)
 from .modes import modes as _modes
 
@@ -205,8 +206,10 @@ def roots(fn: Any, args: tuple, kwargs: dict, gnames: list | None = None) -> lis
     return objs
 
 
-_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: identity and length)
-_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: identity and length)
+_CONTENTS_MAX = 256  # entries of a container or object fingerprinted by root_key (larger ones: keyvalues.long_key)
+_NESTED_MAX = 16  # entries of a nested container fingerprinted (larger ones: keyvalues.long_key)
+_ENTRY_ARRAY_MAX = 1 << 16  # bytes of a numpy array among a container's entries keyed by its values (larger: by id;
+# a list of images held in the closure is data, copied at every call)
 _OPEN: dict[type, bool] = {}  # class -> whether root_key fingerprints its instances' contents
 
 
@@ -244,8 +247,16 @@ def _opened(o: Any) -> bool:
         if len(_OPEN) > 1024:
             _OPEN.clear()
         r = _OPEN[c] = isinstance(o, (dict, list, _deque, set, bytearray)) or (_config_like(o) and
-                                                               not isinstance(o, (tuple, _ModuleType)))
+                                                               not isinstance(o, (tuple, _ModuleType))) or (
+            bool(_slot_names(c)) and not isinstance(o, (tuple, type, Tensor, Module, Optimizer)))
     return r
+
+
+def _holds_opened(t: tuple) -> bool:
+    """Whether a tuple (a named tuple too) holds a list, dict or plain object (``cfg = ([1.0], {"k": 2.0})``,
+    ``Cfg(lrs=[...])``, ``(model_cfg, train_cfg)``): keyed by its entries' identities (keyvalues.ident), their
+    contents changed in place replayed the old numbers; such a tuple's entries are fingerprinted as a list's."""
+    return len(t) <= _NESTED_MAX and any(map(_opened, t))
 
 
 def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2) -> Any:
@@ -267,10 +278,8 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     if isinstance(o, (_deque, _Queue)):  # a window the loop or the step appends to (``maxlen``), a queue.Queue the
         # step takes a batch from: every entry, as a list read (``q.get()``: the call changed it, a graph break)
         return (getattr(o, "maxlen", None), contents(list(o.queue if isinstance(o, _Queue) else o), names, None, depth))
-    if isinstance(o, list):
+    if isinstance(o, (list, tuple)):  # (a tuple: see _holds_opened)
         n = len(o)
-        if n > most:
-            return n
         tail: tuple = ()
         if lens is not None:
             n0 = lens.get(id(o))
@@ -281,23 +290,29 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
             if n > n0:  # appended since: the tensors and objects only (buf[-1]; a counter's numbers keep the key)
                 tail = tuple([id(v) for v in o[n0:] if v.__class__ not in scalars])
                 o = o[:n0]
+                n = n0
+        if n > most:  # (a long log the step appends to, after the lines above: its key holds as a short one's)
+            return long_key(o) + tail
         own: Any = (tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
                            else _entry(v, names, depth) for v in o]) + tail, tuple(map(type, o)))
     elif isinstance(o, dict):
         if len(o) > most:
-            return len(o)
+            return long_key(o), long_key(o.values())
         own = (tuple([(k, (v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
                       else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
     else:
         own = None
-    if o.__class__ is list or o.__class__ is dict:
+    if o.__class__ is list or o.__class__ is dict or isinstance(o, tuple):  # (a named tuple too)
         return own
     d = getattr(o, "__dict__", None)  # (a plain object's attributes; a list or dict subclass's own ones too)
+    at = id(d)
+    if d is None and _slot_names(o.__class__):  # (a slotted object's: read at each call, its entry kept by its id)
+        d, at = {n: getattr(o, n) for n in _slot_names(o.__class__) if hasattr(o, n)}, id(o)
     if not isinstance(d, dict) or not (names or _dunders.reads(o.__class__)):
         return own
     out = []
     cls = o.__class__
-    e = _OBJ_NAMES.get(id(d))
+    e = _OBJ_NAMES.get(at)
     if e is None or e[0]() is not o or e[1] is not names or e[2] != len(d) or e[3] is not cls:
         if len(_OBJ_NAMES) > 1024:
             _OBJ_NAMES.clear()
@@ -306,16 +321,20 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
         for g in [getattr(cls, n).fget for n in sel if n not in d and isinstance(getattr(cls, n), property)]:
             if getattr(g, "__code__", None) is not None and not _internal(g.__code__.co_filename):  # ``c.scale``
                 sel += sorted(_code_names(g.__code__, set()) & d.keys() - set(sel))  # returning ``self._s``
-        e = _OBJ_NAMES[id(d)] = (_weakref.ref(o), names, len(d), cls, tuple(sel))
+        e = _OBJ_NAMES[at] = (_weakref.ref(o), names, len(d), cls, tuple(sel))
     for n in e[4]:
         v = d.get(n, d)
         if v is not d:
             out.append((n, (v.__class__, v if v.__class__ is not float or v and v == v else _sc(v))
                         if v.__class__ in scalars else _entry(v, names, depth)))
-        else:  # a class attribute read through the object (``Cfg.K = 3.0``)
+        else:  # a class attribute read through the object (``Cfg.K = 3.0``; a method: ``Trainer.loss = other``)
             v = getattr(cls, n, d)
             if v.__class__ in scalars:
                 out.append((n, (v.__class__, _sc(v))))
+            elif v.__class__ is _FunctionType or v.__class__ is _MethodType:  # (a classmethod: bound)
+                out.append((n, id(getattr(v, "__func__", v))))
+            elif v is not d and _opened(v) and not isinstance(v, type):  # (``O.scales[0] = 3.0``: its entries)
+                out.append((n, _entry(v, names, depth)))
     return tuple(out) if own is None else (own, tuple(out))
 
 
@@ -326,8 +345,10 @@ _OBJ_NAMES: dict[int, tuple] = {}
 
 def _entry(v: Any, names: tuple, depth: int) -> Any:
     """An entry of :func:`contents` that is no Python number: its key (:func:`_ident`), and one level further."""
-    if depth and _opened(v):
+    if depth and (_opened(v) or isinstance(v, tuple) and _holds_opened(v)):
         return (id(v), contents(v, names, None, depth - 1))
+    if v.__class__ is np.ndarray and v.nbytes <= _ENTRY_ARRAY_MAX:  # (read on the host: ``float(cfg["cw"][0])``)
+        return id(v), _ndarray_key(v)
     return id(v) if _BY_VALUE.get(v.__class__) is False else _ident(v)
 
 
@@ -345,8 +366,8 @@ def root_key(objs: list, names: tuple = (), lens: dict | None = None, appends: f
             out.append(o if c is not float or o and o == o else _sc(o))
         else:
             out.append(id(o) if _BY_VALUE.get(c) is False or c is _FunctionType and o.__closure__ is None and
-                       o.__defaults__ is None else _ident(o))  # (a plain function: its id; see keyvalues.ident)
-            if _opened(o):
+                       o.__defaults__ is None and not o.__kwdefaults__ else _ident(o))  # (a plain function: its id)
+            if _opened(o) or isinstance(o, tuple) and _holds_opened(o):
                 out.append(contents(o, names, lens if id(o) in appends else None))
             elif c is np.ndarray and o.nbytes <= _NDARRAY_MAX:
                 out.append(_ndarray_key(o))
@@ -378,18 +399,6 @@ def attribute_names(fn: Any, depth: int = 2, seen: set | None = None) -> tuple:
             if isinstance(v, _FunctionType) and not _internal(v.__code__.co_filename):
                 names.update(attribute_names(v, depth - 1, seen))
     return tuple(sorted(names))
-
-
-def _helpers(f: Any, names: set) -> list:
-    """What a function can call: its globals among ``names`` (the names its code loads), then its closure cells."""
-    g = f.__globals__
-    out = [g[n] for n in names if n in g]
-    for cell in f.__closure__ or ():
-        try:
-            out.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    return out
 
 
 _LOADS = frozenset(("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_NAME",
@@ -465,6 +474,7 @@ def appended(fn: Any, args: tuple, kwargs: dict, gnames: list, names: frozenset)
             except ValueError:
                 pass
     out.update(id(d[n]) for d, n in gnames if n in names and n in d)
+    helper_cells(f, names, out, 2, set())  # (a logger's ``buf`` in a helper's closure: a root, see held.py)
     return frozenset(out)
 
 
@@ -527,10 +537,12 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
     refs = [(g, n) for n in sorted(_global_loads(code)) if n in g]   # (the module's globals: not attribute names)
     helpers: list = []
 
-    def class_refs(c: type) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads, its methods
-        d = vars(c)
+    def class_refs(c: type, lvl: int) -> None:  # Cfg.K, MyFunction.apply: the class's attributes the code reads,
+        d = vars(c)  # its methods, and a class it holds (``Cfg.Train.lr``, a nested namespace class)
         refs.extend((d, a) for a in names if a in d)
         helpers.extend(getattr(m, "__func__", m) for m in d.values())
+        todo.extend((w, lvl - 1) for a in names if lvl and isinstance(w := d.get(a), type) and _user_class(w) and
+                    all(w is not u for u, _ in todo))
     # (the modules and user classes named through a module, two levels: ``pkg.sub.VALUE``, ``utils.Cfg.K``,
     # ``torch.backends.cudnn.enabled``)
     todo = [(g[n], 2) for _, n in refs]
@@ -556,7 +568,7 @@ def global_names(fn: Any, depth: int = 2, seen: set | None = None) -> list:
                 elif not isinstance(v, _ModuleType) and getattr(type(v), a, refs).__class__ in _SCALAR_SET:
                     refs.append((vars(type(v)), a))  # a class attribute read through the object (Cfg.K)
         elif isinstance(v, type) and _user_class(v):
-            class_refs(v)
+            class_refs(v, lvl)
         else:
             helpers.append(v)
     if depth:
@@ -693,8 +705,12 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
     """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
-    return (id(v), contents(v, names)) if _opened(v) else id(v) if _BY_VALUE.get(v.__class__) is False or \
-        isinstance(v, tuple) else (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
+    if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
+        return id(v), _ndarray_key(v)
+    if _opened(v) or isinstance(v, tuple) and _holds_opened(v):
+        return id(v), contents(v, names)
+    return id(v) if _BY_VALUE.get(v.__class__) is False or isinstance(v, tuple) else \
+        (_ident(v), _callable_key(v)) if v.__class__ is _FunctionType else _ident(v)
 
 
 def _class_globals(modules: list) -> tuple[list, tuple]:
@@ -720,11 +736,16 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 f = v.__class__.__call__
                 refs.extend(global_names(f, seen=seen))
                 names.update(attribute_names(f))
-    for cls in done:  # class attributes the methods read through self (``M.K = 3.0``)
-        if cls is not object and cls.__module__ and not _internal(getattr(sys.modules.get(cls.__module__),
-                                                                           "__file__", None) or ""):
-            d = vars(cls)
-            refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
+    own = [c for c in done if c is not object and c.__module__ and not _internal(
+        getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
+    # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a
+    # subclass, ran the old forward in the replay)
+    fns = sorted({n for c in own for n, v in vars(c).items()
+                  if isinstance(v, (_FunctionType, property, staticmethod, classmethod))})
+    for cls in own:  # class attributes the methods read through self (``M.K = 3.0``)
+        d = vars(cls)
+        refs.extend((d, n) for n in sorted(names) if d.get(n, d).__class__ in _SCALAR_SET)
+        refs.extend((d, n) for n in fns)
     uniq = list({(id(d), n): (d, n) for d, n in refs}.values())
     return uniq, tuple(sorted(names))
 

@@ -15,6 +15,7 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from .capture import _internal
+from .dunders import code_names
 from .hostrng import _LIBS, _function_parts
 
 _SMALL = 16  # the entries of lists, tuples and dicts looked into (larger ones: data, not helpers)
@@ -72,7 +73,9 @@ def _inside(o: Any, k: int) -> Any:
 
 def held(objs: list) -> list:
     """The modules, optimizers and tensors inside the helpers and plain objects among ``objs`` (see the module
-    docstring; those among ``objs`` too, where one holds another: the guards' state counts each once)."""
+    docstring; those among ``objs`` too, where one holds another: the guards' state counts each once), and the
+    lists, dicts and plain objects a helper function or partial holds (``loss = lambda a: a * w[0]`` over a list
+    ``w``, ``partial(f, cfg=d)``): roots too, whose entries the guards key (a replay reused ``w[0]``)."""
     todo: list = []
     kinds = _KIND
     for o in objs:
@@ -80,17 +83,24 @@ def held(objs: list) -> list:
         if k < 0:
             k = _kind(o.__class__)
         if k and k != _STATE:
-            todo.extend([(v, 1) for v in _inside(o, k)])
+            todo.extend([(v, 1, k) for v in _inside(o, k)])
     out: list = []
-    for v, depth in todo:  # (grows as it goes: two levels down)
+    for v, depth, parent in todo:  # (grows as it goes: two levels down)
         k = kinds.get(v.__class__, -1)
         if k < 0:
             k = _kind(v.__class__)
         if k == _STATE:
             out.append(v)
-        elif k and depth:
-            todo.extend([(w, 0) for w in _inside(v, k)])
+        elif k:
+            if parent in _HELPERS and k in _HELD:
+                out.append(v)
+            if depth:
+                todo.extend([(w, 0, k) for w in _inside(v, k)])
     return out
+
+
+_HELPERS = frozenset((_FUNCTION, _PARTIAL))  # what holds settings the guards key (held's containers)
+_HELD = frozenset((_SEQUENCE, _DICT, _PLAIN))
 
 
 def methods_named(objs: Any, names: Any) -> list:
@@ -126,3 +136,34 @@ def method_names(objs: list, names: Any, attribute_names: Any) -> set:
         if not level:
             break
     return names
+
+
+def helpers(f: Any, names: set) -> list:
+    """What a function can call: its globals among ``names`` (the names its code loads), then its closure cells."""
+    g = f.__globals__
+    out = [g[n] for n in names if n in g]
+    for cell in f.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return out
+
+
+def helper_cells(f: Any, names: frozenset, out: set, depth: int, seen: set) -> None:
+    """The ids of the closure cells' contents named in ``names`` of the user helper functions ``f`` calls (by a
+    global name or from its closure), ``depth`` levels down (as guards.append_names found them)."""
+    code = f.__code__
+    if id(code) in seen:
+        return
+    seen.add(id(code))
+    for v in helpers(f, code_names(code, set())):
+        if isinstance(v, FunctionType) and not _internal(v.__code__.co_filename):
+            for n, cell in zip(v.__code__.co_freevars, v.__closure__ or ()):
+                if n in names:
+                    try:
+                        out.add(id(cell.cell_contents))
+                    except ValueError:
+                        pass
+            if depth > 1:
+                helper_cells(v, names, out, depth - 1, seen)

@@ -73,8 +73,9 @@ def ident(o: Any) -> Any:
             issubclass(c, _VALUE_TYPES)
     if not r:
         return id(o)
-    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call)
-        return (c, tuple(map(_value, o))) if len(o) <= 64 else id(o)
+    if r == "tuple":  # (its entries, one level: a global tuple of numbers rebuilt at each call; a long one by a
+        # digest of them: by id, a new one made where a freed one was replayed the freed one's numbers)
+        return (c, tuple(map(_value, o))) if len(o) <= 64 else (c, long_key(o))
     if r == "fn":
         return _fn_key(o, 2)
     if c is range or c is slice:
@@ -93,9 +94,11 @@ def _fn_key(f: Any, depth: int) -> Any:
     if isinstance(f, partial):
         return (id(f), tuple(map(_value, f.args)), tuple([(k, _value(v)) for k, v in f.keywords.items()]),
                 _fn_key(f.func, depth - 1) if depth and isinstance(f.func, (FunctionType, partial)) else id(f.func))
-    dflt = f.__defaults__
+    dflt, kd = f.__defaults__, f.__kwdefaults__
+    # (keyword-only defaults, a dict: ``helper.__kwdefaults__["k"] = 3.0`` replayed the old k)
+    kdk = tuple([(k, _value(v)) for k, v in kd.items()]) if kd else ()
     if f.__closure__ is None and dflt is None:
-        return id(f)  # (its code's behaviour: the globals it reads are roots of their own)
+        return (id(f), kdk) if kdk else id(f)  # (its code's behaviour: the globals it reads are roots of their own)
     cells = []
     for c in f.__closure__ or ():
         try:
@@ -103,13 +106,13 @@ def _fn_key(f: Any, depth: int) -> Any:
         except ValueError:  # an empty cell
             cells.append(None)
     if dflt is None:
-        return (id(f), tuple(cells), ())
+        return (id(f), tuple(cells), (), kdk)
     d = _DEFAULTS.get(id(dflt))  # (a defaults tuple is immutable: its key, kept with it, holds while it is the one)
     if d is None or d[0] is not dflt:
         if len(_DEFAULTS) > 1024:
             _DEFAULTS.clear()
         d = _DEFAULTS[id(dflt)] = (dflt, tuple(map(_value, dflt)))
-    return (id(f), tuple(cells), d[1])
+    return (id(f), tuple(cells), d[1], kdk)
 
 
 _DEFAULTS: dict[int, tuple] = {}  # id of a function's __defaults__ -> (that tuple, its entries' _value)
@@ -136,7 +139,42 @@ def mutable_key(o: Any) -> Any:
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
     if isinstance(o, bytearray):
         return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
-    return len(o) if len(o) > 1024 else tuple(map(_value, o))
+    return long_key(o) if len(o) > 1024 else tuple(map(_value, o))
+
+
+LONG_MAX = 4096  # entries of a long container digested by long_key (larger ones: by their number alone)
+
+
+def long_key(vals: Any) -> tuple:
+    """The entries of a container too long to key one by one (guards.contents, past its limits): their number and a
+    digest of their classes and hashes, so numbers and strings by value, tensors and other objects by identity
+    (their ``__hash__``).  By length alone, a class-weight list of 1000 numbers changed in place (``cw[3] = 5.0``)
+    or a tensor replaced in a bank of 300 (``bank[5] = t``) replayed the capture's value or tensor.  Blind spots: a
+    float turned into the equal number of another sign (0.0 into -0.0, the same hash), and a container of more than
+    :data:`LONG_MAX` entries, keyed by its length alone."""
+    t = tuple(vals)
+    if len(t) > LONG_MAX:  # (data, not settings: by its length, ~70 us per 1000 entries of a digest saved)
+        return (len(t),)
+    types = tuple(map(type, t))
+    if not any(map(_valued, set(types))):  # (no value among them, a bank of tensors: their ids, without their
+        return len(t), hash(types), hash(tuple(map(id, t)))  # Python-level __hash__; the list holds them)
+    try:
+        h = hash(t)
+    except Exception:  # an unhashable entry (a nested list or dict, a __hash__ that raises): by identity
+        h = hash(tuple([_hash_or_id(v) for v in t]))
+    return len(t), hash(types), h
+
+
+def _valued(c: type) -> bool:
+    """Whether instances of ``c`` in a long container are keyed by value (numbers, strings, bytes, tuples)."""
+    return c in _SCALAR_SET or issubclass(c, (numbers.Number, np.generic, str, bytes, tuple, frozenset))
+
+
+def _hash_or_id(v: Any) -> int:
+    try:
+        return hash(v)
+    except Exception:
+        return id(v)
 
 
 def hooks_key(hooks: Any, of: Callable[[Any], Any]) -> tuple:

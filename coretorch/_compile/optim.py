@@ -81,7 +81,9 @@ def _plain_step(opt: Any) -> bool:
 
 
 def _state_keys(opt: Any) -> dict:
-    return {id(p): tuple(d) for p, d in opt.state.items()}
+    """Each parameter's state keys with their values' classes: a step that fills an entry the caller set to None
+    (SGD's ``momentum_buffer``, which it then makes from the gradient) created state, as one that adds a key."""
+    return {id(p): tuple([(k, v.__class__) for k, v in d.items()]) for p, d in opt.state.items()}
 
 
 def _state_get(opt: Any, p: Tensor, k: str) -> Any:

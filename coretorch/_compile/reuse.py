@@ -29,7 +29,8 @@ def module_key(raw: list, memo: list) -> tuple:
     key = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
                  of(v) for v in raw]), tuple(map(type, raw))
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
-        opened(v) or not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False)]))
+        opened(v) or v.__class__ is ndarray or (any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
+                                                not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]))
     return key
 
 
@@ -48,7 +49,7 @@ def globals_key(objs: list, memo: list) -> tuple:
     key, opened, fns = memo[3](objs), memo[2], []
     for o in objs:
         c = o.__class__
-        if c is FunctionType:
+        if c is FunctionType and not o.__kwdefaults__:  # (a keyword-only default's dict: changed in place)
             fns.append(o)
         elif c not in _SCALAR_SET and (opened(o) or c is ndarray or BY_VALUE.get(c) is not False):
             memo[4] = None

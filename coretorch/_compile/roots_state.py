@@ -36,11 +36,20 @@ def iterators_of(objs: list) -> dict[int, Any]:
             vars(o).values() if hasattr(o, "__dict__") and not isinstance(o, type) and \
             not callable(o) and not isinstance(o, Tensor) else ()
         for v in (o, *vals):
-            if getattr(v, "__name__", None) == "__next__":
-                v = getattr(v, "__self__", None)
+            if _attr(v, "__name__") == "__next__":
+                v = _attr(v, "__self__")
             if hasattr(type(v), "__next__"):
                 out[id(v)] = v
     return out
+
+
+def _attr(v: Any, name: str) -> Any:
+    """``getattr(v, name, None)`` of any object: a dict subclass's ``__getattr__ = dict.__getitem__`` (an AttrDict
+    config) raises KeyError for a name it lacks, which failed the capture where eager never asks."""
+    try:
+        return getattr(v, name, None)
+    except Exception:
+        return None
 
 
 def _by_id(x: Any) -> Any:
