@@ -640,10 +640,18 @@ class Module:
         return RemovableHandle.add(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
-        """``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict``."""
+        """``hook(module, state_dict, prefix, local_metadata) -> None``: may edit ``state_dict`` in place (a
+        returned value raises)."""
+        hook._from_public_api = True  # (PyTorch marks the function: state_dict then refuses a returned value)
         return RemovableHandle.add(self._state_dict_hooks, hook)
 
-    _register_state_dict_hook = register_state_dict_post_hook
+    def _register_state_dict_hook(self, hook):
+        """The private post-hook: ``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict``
+        (a returned dict replaces the root's result)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        return RemovableHandle.add(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
