@@ -71,3 +71,37 @@ def test_a_load_state_dict_post_hook_returning_a_value_raises_assertion_error():
     m.register_load_state_dict_post_hook(lambda mod, keys: 1)
     with pytest.raises(AssertionError, match="not expected to return new values"):
         m.load_state_dict(m.state_dict())
+
+
+# ---- the member protocol: set_submodule, to -----------------------------------------------------------------
+def test_set_submodule_strict_and_a_target_that_is_no_module():
+    """PyTorch 2.13: set_submodule(target, module, strict=False); strict=True raises AttributeError when the
+    parent has no attribute of that name, and an existing target that is not a Module (a parameter, a plain
+    attribute) raises AttributeError "`name` is not an nn.Module" instead of being overwritten. Before: no strict
+    argument (TypeError), a plain attribute was silently replaced by the module and a parameter name gave
+    TypeError."""
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    with pytest.raises(AttributeError, match="Sequential has no attribute `new`"):
+        seq.set_submodule("new", nn.Tanh(), strict=True)
+    assert "new" not in seq._modules
+    seq.set_submodule("1", nn.Tanh(), strict=True)
+    assert isinstance(seq[1], nn.Tanh)
+    seq.set_submodule("new", nn.Tanh())
+    assert isinstance(seq.new, nn.Tanh)
+    seq.attr = 5
+    with pytest.raises(AttributeError, match="`attr` is not an nn.Module"):
+        seq.set_submodule("attr", nn.ReLU())
+    assert seq.attr == 5
+    with pytest.raises(AttributeError, match="`weight` is not an nn.Module"):
+        seq.set_submodule("0.weight", nn.ReLU())
+
+
+@pytest.mark.parametrize("call", [lambda m: m.to(torch.float64, copy=False), lambda m: m.to("cpu", torch.float64,
+                                                                                             False, True)])
+def test_module_to_refuses_a_copy_argument(call):
+    """PyTorch: Module.to has no copy argument; one given (by keyword, or as Tensor.to's 4th positional argument,
+    even False) raises RuntimeError(".to() does not accept copy argument"). Before: accepted and ignored."""
+    m = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="does not accept copy argument"):
+        call(m)
+    assert m.weight.dtype == torch.float32

@@ -198,15 +198,21 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def set_submodule(self, target: str, module: "Module") -> None:
-        """Replace the submodule at the dotted path ``target`` with ``module``."""
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Replace the submodule at the dotted path ``target`` with ``module``; ``strict=True`` refuses to add a
+        new name, and an existing attribute that is no Module (a parameter, a number) is never replaced."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
         atoms = target.split(".")
         if not isinstance(module, Module):
             raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
-        mod = self.get_submodule(".".join(atoms[:-1]))
-        setattr(mod, atoms[-1], module)
+        parent = self.get_submodule(".".join(atoms[:-1]))
+        name = atoms[-1]
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at the dotted path ``target`` (``"block.fc.weight"``); AttributeError if missing."""
@@ -532,6 +538,8 @@ class Module:
         """
         from ...ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))
+        if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:  # (Tensor.to's 4th argument)
+            raise RuntimeError(".to() does not accept copy argument")
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
