@@ -105,3 +105,67 @@ def test_module_to_refuses_a_copy_argument(call):
     with pytest.raises(RuntimeError, match="does not accept copy argument"):
         call(m)
     assert m.weight.dtype == torch.float32
+
+
+# ---- the containers and the layer classes ------------------------------------------------------------------
+def test_sequential_imul_repeats_in_place():
+    """PyTorch: ``seq *= n`` (Sequential.__imul__) repeats the modules in place and keeps the object; n <= 0
+    raises ValueError, a non-int TypeError. Before: no __imul__, so ``*=`` fell back to __mul__ and bound a new
+    Sequential (a reference to the old one, e.g. an attribute of a parent, kept the short one)."""
+    a, b = nn.ReLU(), nn.Tanh()
+    seq = nn.Sequential(a, b)
+    parent = nn.Module()
+    parent.body = seq
+    seq *= 3
+    assert seq is parent.body
+    assert list(seq._modules) == [str(i) for i in range(6)] and list(seq) == [a, b] * 3
+    with pytest.raises(ValueError, match="Non-positive multiplication factor"):
+        seq *= 0
+    with pytest.raises(TypeError):
+        seq *= 1.5
+
+
+_NOT_SUBCLASSES = [("CELU", "ELU"), ("Softmin", "Softmax"), ("LogSoftmax", "Softmax"), ("Mish", "SiLU"),
+                   ("Hardsigmoid", "SiLU"), ("Hardswish", "SiLU"), ("Softshrink", "Hardshrink"),
+                   ("AvgPool3d", "AvgPool2d"), ("CrossMapLRN2d", "LocalResponseNorm")]
+
+
+@pytest.mark.parametrize("sub,base", _NOT_SUBCLASSES)
+def test_layer_classes_are_not_subclasses_of_their_siblings(sub, base):
+    """PyTorch: each of these layers derives from Module directly, so ``isinstance(nn.LogSoftmax(1), nn.Softmax)``
+    is False (code that swaps every Softmax, SiLU or ELU of a model by an isinstance test leaves the others
+    alone). Before: coretorch subclassed the sibling to share its __init__, so such a swap silently replaced a
+    LogSoftmax, a CELU, a Hardswish... by the wrong function."""
+    assert not issubclass(getattr(nn, sub), getattr(nn, base))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_zero_pad_is_a_constant_pad(n):
+    """PyTorch: ZeroPad{n}d derives from ConstantPad{n}d (value 0). Before: only from a private base."""
+    m = getattr(nn, f"ZeroPad{n}d")(1)
+    assert isinstance(m, getattr(nn, f"ConstantPad{n}d")) and m.value == 0.0
+    assert repr(m) == f"ZeroPad{n}d({(1, 1) * n})"
+
+
+@pytest.mark.parametrize("cls", ["Hardswish", "Hardsigmoid"])
+def test_hardswish_and_hardsigmoid_print_no_inplace(cls):
+    """PyTorch: Hardswish/Hardsigmoid have no extra_repr, so ``repr(nn.Hardswish(inplace=True))`` is
+    ``Hardswish()`` (SiLU and Mish do print ``inplace=True``). Before: ``Hardswish(inplace=True)``."""
+    assert repr(getattr(nn, cls)(inplace=True)) == f"{cls}()"
+    assert repr(nn.SiLU(inplace=True)) == "SiLU(inplace=True)" and repr(nn.Mish(inplace=True)) == "Mish(inplace=True)"
+
+
+def test_the_split_layers_still_compute_their_functions(device):
+    """The layers whose shared base became private compute what their functional form does."""
+    F = nn.functional
+    x = torch.linspace(-3, 3, 24, device=device).reshape(1, 2, 3, 4)
+    pairs = [(nn.CELU(0.5), F.celu(x, 0.5)), (nn.ELU(0.5), F.elu(x, 0.5)), (nn.Softmin(1), F.softmin(x, 1)),
+             (nn.LogSoftmax(1), F.log_softmax(x, 1)), (nn.Softmax(1), F.softmax(x, 1)), (nn.Mish(), F.mish(x)),
+             (nn.Hardsigmoid(), F.hardsigmoid(x)), (nn.Hardswish(), F.hardswish(x)), (nn.SiLU(), F.silu(x)),
+             (nn.Softshrink(0.7), F.softshrink(x, 0.7)), (nn.Hardshrink(0.7), F.hardshrink(x, 0.7)),
+             (nn.AvgPool2d(2), F.avg_pool2d(x, 2)), (nn.LocalResponseNorm(2), F.local_response_norm(x, 2)),
+             (nn.CrossMapLRN2d(2), F.local_response_norm(x, 2)), (nn.ZeroPad2d(1), F.pad(x, (1, 1, 1, 1)))]
+    for m, want in pairs:
+        torch.testing.assert_close(m(x), want)
+    x5 = x.reshape(1, 1, 2, 3, 4)
+    torch.testing.assert_close(nn.AvgPool3d(2, ceil_mode=True)(x5), F.avg_pool3d(x5, 2, ceil_mode=True))

@@ -325,22 +325,27 @@ class GroupNorm(Module):
             **self.__dict__, has_bias=self.bias is not None)
 
 
-class LocalResponseNorm(Module):
-    """x / (k + alpha/size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+class _LRNBase(Module):
+    """LocalResponseNorm's and CrossMapLRN2d's arguments (a private base: in PyTorch neither is a subclass of
+    the other)."""
     __constants__ = ["size", "alpha", "beta", "k"]
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
-    def forward(self, input):
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
 
 
-class CrossMapLRN2d(LocalResponseNorm):
+class LocalResponseNorm(_LRNBase):
+    """x / (k + alpha/size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+
+class CrossMapLRN2d(_LRNBase):
     """LocalResponseNorm of a 4-D input (PyTorch's legacy Lua-torch layer; the same values)."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
@@ -349,4 +354,5 @@ class CrossMapLRN2d(LocalResponseNorm):
     def forward(self, input):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        return named_node(super().forward(input), "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name
+        return named_node(F.local_response_norm(input, self.size, self.alpha, self.beta, self.k),
+                          "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name

@@ -62,7 +62,10 @@ def _make(kind: str, base: type, mode: str, n: int) -> type:
 
 
 ConstantPad1d, ConstantPad2d, ConstantPad3d = (_make("Constant", _ConstantPadNd, "constant", n) for n in (1, 2, 3))
-ZeroPad1d, ZeroPad2d, ZeroPad3d = (_make("Zero", _ZeroPadNd, "constant", n) for n in (1, 2, 3))
+# (as PyTorch: ZeroPad{n}d is a ConstantPad{n}d, value 0)
+ZeroPad1d, ZeroPad2d, ZeroPad3d = (type(f"ZeroPad{n}d", (_ZeroPadNd, base), {
+    "_mode": "constant", "_n": n, "__module__": __name__, "__doc__": f"Zero padding of the last {n} dim(s)."})
+    for n, base in ((1, ConstantPad1d), (2, ConstantPad2d), (3, ConstantPad3d)))
 ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_make("Reflection", _PadNd, "reflect", n) for n in (1, 2, 3))
 ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_make("Replication", _PadNd, "replicate", n)
                                                         for n in (1, 2, 3))
