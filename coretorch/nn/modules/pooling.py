@@ -95,7 +95,8 @@ class MaxPool3d(_MaxPoolNd):
 
 
 class _AvgPoolNd(Module):
-    """AvgPool2d's and AvgPool3d's arguments and repr (a private base: in PyTorch neither is a subclass of the other)."""
+    """AvgPool2d's and AvgPool3d's arguments and repr (a private base: in PyTorch neither is a subclass of the
+    other)."""
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
