@@ -169,3 +169,59 @@ def test_the_split_layers_still_compute_their_functions(device):
         torch.testing.assert_close(m(x), want)
     x5 = x.reshape(1, 1, 2, 3, 4)
     torch.testing.assert_close(nn.AvgPool3d(2, ceil_mode=True)(x5), F.avg_pool3d(x5, 2, ceil_mode=True))
+
+
+# ---- backward hooks ------------------------------------------------------------------------------------------
+class _TwoInTwoOut(nn.Module):
+    def forward(self, x, y):
+        return x * y, x + 2 * y
+
+
+def test_full_backward_hooks_see_none_for_an_output_without_gradient(device):
+    """PyTorch: when only some outputs of a module reach the loss, its full backward pre-hook and hook get None in
+    grad_output for the others (node hooks see undefined gradients as None). Before: zeros, so a hook testing
+    ``g is None`` to skip an unused output saw a gradient."""
+    m = _TwoInTwoOut()
+    seen = {}
+    m.register_full_backward_pre_hook(lambda mod, go: seen.update(pre=go))
+    m.register_full_backward_hook(lambda mod, gi, go: seen.update(gi=gi, go=go))
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = torch.tensor([3.0, 4.0], device=device, requires_grad=True)
+    a, _ = m(x, y)
+    a.sum().backward()
+    assert seen["pre"][1] is None and seen["go"][1] is None
+    assert seen["gi"][0].tolist() == [3.0, 4.0] and seen["gi"][1].tolist() == [1.0, 2.0]
+    assert x.grad.tolist() == [3.0, 4.0] and y.grad.tolist() == [1.0, 2.0]
+
+
+def test_node_hooks_see_none_for_an_output_without_gradient():
+    """PyTorch: a grad_fn's pre-hook and hook get None for an output of a multi-output node that got no gradient
+    (its backward formula still gets zeros). Before: zeros."""
+    x = torch.ones(2, requires_grad=True)
+    a, _ = x.unbind()
+    seen = []
+    a.grad_fn.register_prehook(lambda go: seen.append(go))
+    a.grad_fn.register_hook(lambda gi, go: seen.append(go))
+    a.backward()
+    assert [g[1] for g in seen] == [None, None] and [g[0].item() for g in seen] == [1.0, 1.0]
+    assert x.grad.tolist() == [1.0, 0.0]
+
+
+def test_a_full_backward_hook_gets_zeros_for_a_tensor_input_that_needs_no_grad(device):
+    """PyTorch: every tensor input of a hooked module passes through its backward-hook node, so grad_input holds
+    zeros for a tensor input that does not require grad (None only for non-tensor arguments): a hook such as
+    ``tuple(g.clamp(-1, 1) for g in grad_input)`` works. Before: None, and that hook raised AttributeError."""
+    m = _TwoInTwoOut()
+    m.register_full_backward_hook(lambda mod, gi, go: tuple(g.clamp(-1, 1) for g in gi))
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = torch.tensor([3.0, 4.0], device=device)
+    a, b = m(x, y)
+    (a + b).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]  # 4 and 5, clamped
+    assert y.grad is None
+    seen = []
+    m2 = _TwoInTwoOut()
+    m2.register_full_backward_hook(lambda mod, gi, go: seen.append(gi))
+    a, b = m2(y, x)  # the first input needs no grad
+    (a + b).sum().backward()
+    assert seen[0][0].tolist() == [0.0, 0.0] and seen[0][1].tolist() == [5.0, 6.0]

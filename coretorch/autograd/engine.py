@@ -151,7 +151,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 if release:
                     node.release()
             if node._hooked and node._hooks:
-                gi = _grads_tuple(node, buf)
+                gi = _hook_grads(node, buf)
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
@@ -288,7 +288,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
             for i in capture.get((node, nr), ()):
                 results[i] = g
     if run and node._pre_hooks:
-        gi = _grads_tuple(node, buf)
+        gi = _hook_grads(node, buf)
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
             if r is not None:
@@ -341,6 +341,13 @@ def _skip(node, deps, buffers, ready):
                     ready.append(nxt)
                 else:
                     stack.append(nxt)
+
+
+def _hook_grads(node, buf: dict) -> tuple:
+    """The output gradients a node's hooks see: as PyTorch, None for an output that got no gradient (the node's
+    backward gets zeros there, _grads_tuple)."""
+    meta = node._out_meta
+    return tuple(buf.get(i) for i in range(len(meta) if meta else 1))
 
 
 def _grads_tuple(node, buf: dict) -> tuple:
