@@ -225,3 +225,46 @@ def test_a_full_backward_hook_gets_zeros_for_a_tensor_input_that_needs_no_grad(d
     a, b = m2(y, x)  # the first input needs no grad
     (a + b).sum().backward()
     assert seen[0][0].tolist() == [0.0, 0.0] and seen[0][1].tolist() == [5.0, 6.0]
+
+
+# ---- nn.init -------------------------------------------------------------------------------------------------
+def _truncated_normal_moments(mean, std, a, b):
+    """The mean and standard deviation of N(mean, std^2) truncated to [a, b] (closed form)."""
+    import math
+    al, be = (a - mean) / std, (b - mean) / std
+    pdf = lambda x: math.exp(-x * x / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda x: (1 + math.erf(x / math.sqrt(2))) / 2  # noqa: E731
+    z = cdf(be) - cdf(al)
+    m = (pdf(al) - pdf(be)) / z
+    var = 1 + (al * pdf(al) - be * pdf(be)) / z - m * m
+    return mean + std * m, std * math.sqrt(var)
+
+
+@pytest.mark.parametrize("mean,std,a,b", [(0.0, 1.0, 3.0, 4.0), (0.0, 1.0, 5.0, 6.0), (0.0, 1.0, -1e-3, 1e-3),
+                                          (0.0, 0.02, -0.04, 0.04), (1.0, 1.0, -0.1, 0.1)])
+def test_trunc_normal_samples_far_tails_and_narrow_intervals_exactly(device, mean, std, a, b):
+    """PyTorch 2.13: trunc_normal_ samples the truncated normal exactly for any [a, b] (where [a, b] holds under
+    30% of the mass it accepts uniform proposals by the density). Before: normal draws were redrawn at most 1000
+    times and the rest clipped, so [3, 4] put ~26% of the values exactly on 3, [5, 6] almost all of them, and
+    [-0.001, 0.001] with std 1 ~45% on the two bounds: a silently wrong distribution."""
+    torch.manual_seed(0)
+    t = torch.empty(20000, dtype=torch.float64, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the mean-more-than-2-std warning, as PyTorch's)
+        torch.nn.init.trunc_normal_(t, mean, std, a, b)
+    x = t.cpu()
+    assert a <= x.min().item() and x.max().item() <= b
+    assert (x == a).sum().item() + (x == b).sum().item() == 0
+    want_mean, want_std = _truncated_normal_moments(mean, std, a, b)
+    assert abs(x.mean().item() - want_mean) < 5 * want_std / 20000 ** 0.5
+    assert abs(x.std().item() - want_std) < 0.03 * want_std
+
+
+def test_trunc_normal_with_a_generator_is_reproducible():
+    """trunc_normal_(generator=g) draws only from g (both samplers)."""
+    outs = []
+    for _ in range(2):
+        g = torch.Generator().manual_seed(3)
+        outs.append([torch.nn.init.trunc_normal_(torch.empty(50), 0.0, 1.0, a, b, generator=g).tolist()
+                     for a, b in ((-2.0, 2.0), (2.5, 3.0))])
+    assert outs[0] == outs[1]

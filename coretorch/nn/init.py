@@ -77,24 +77,40 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (values outside are redrawn, so the distribution is
-    exactly the truncated normal)."""
+    """Fill with N(mean, std^2) truncated to [a, b], exactly (PyTorch 2.13's two samplers: where [a, b] holds
+    more than 30% of the normal's mass, normal draws outside it are redrawn; else uniform proposals on [a, b]
+    are accepted with the normal's density relative to its peak on [a, b], so a far tail or a narrow interval
+    is sampled as exactly as the bulk)."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
-    from ..ops.creation import randn, tensor as _tensor
+    from ..ops.creation import rand, randn, tensor as _tensor
+
+    def draw(fn, k: int) -> np.ndarray:
+        return fn(k, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
     n = tensor.numel()
+    p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
     with no_grad():
-        out = randn(n, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
-        out = out * std + mean
-        bad = np.flatnonzero((out < a) | (out > b))
-        for _ in range(1000):
-            if bad.size == 0:
-                break
-            redraw = randn(bad.size, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
-            out[bad] = redraw * std + mean
-            bad = bad[(out[bad] < a) | (out[bad] > b)]
-        np.clip(out, a, b, out=out)  # only reached when [a, b] is far in the tail
+        if p > 0.3:
+            out = draw(randn, n) * std + mean
+            bad = np.flatnonzero((out < a) | (out > b))
+            while bad.size:
+                out[bad] = draw(randn, bad.size) * std + mean
+                bad = bad[(out[bad] < a) | (out[bad] > b)]
+        else:
+            log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+            out = np.empty(n)
+            pending = np.arange(n)
+            while pending.size:
+                x = a + (b - a) * draw(rand, pending.size)
+                accept = np.log(draw(rand, pending.size)) <= -0.5 * ((x - mean) / std) ** 2 - log_peak
+                out[pending[accept]] = x[accept]
+                pending = pending[~accept]
+        np.clip(out, a, b, out=out)  # (a float32 draw of b - a rounded up)
         tensor.copy_(_tensor(out.reshape(tuple(tensor.shape)), dtype=tensor.dtype))
     return tensor
 
