@@ -268,3 +268,14 @@ def test_trunc_normal_with_a_generator_is_reproducible():
         outs.append([torch.nn.init.trunc_normal_(torch.empty(50), 0.0, 1.0, a, b, generator=g).tolist()
                      for a, b in ((-2.0, 2.0), (2.5, 3.0))])
     assert outs[0] == outs[1]
+
+
+def test_init_lists_the_deprecated_aliases_and_warns_at_the_caller():
+    """PyTorch: nn.init.__all__ also names the deprecated aliases (uniform, normal, ...), and the zero-element
+    warning of kaiming_uniform_/kaiming_normal_ points at the caller (stacklevel=2). Before: neither."""
+    assert {"uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+            "kaiming_normal", "orthogonal", "sparse"} <= set(torch.nn.init.__all__)
+    for fn in (torch.nn.init.kaiming_uniform_, torch.nn.init.kaiming_normal_):
+        with pytest.warns(UserWarning, match="zero-element") as rec:
+            fn(torch.empty(0, 3))
+        assert rec[0].filename == __file__
