@@ -279,3 +279,20 @@ def test_init_lists_the_deprecated_aliases_and_warns_at_the_caller():
         with pytest.warns(UserWarning, match="zero-element") as rec:
             fn(torch.empty(0, 3))
         assert rec[0].filename == __file__
+
+
+@pytest.mark.parametrize("kind", ["BatchNorm", "InstanceNorm"])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_lazy_norm_is_not_its_target_class_until_materialized(device, kind, n):
+    """PyTorch: LazyBatchNorm{n}d / LazyInstanceNorm{n}d derive from the private _BatchNorm / _InstanceNorm, so
+    ``isinstance(m, nn.BatchNorm2d)`` is False until the first forward turns the module into its
+    ``cls_to_become`` (an init loop ``if isinstance(m, nn.BatchNorm2d): nn.init.ones_(m.weight)`` skips the
+    uninitialized placeholders). Before: they subclassed BatchNorm{n}d / InstanceNorm{n}d, so such a loop hit the
+    placeholders (and raised)."""
+    target = getattr(nn, f"{kind}{n}d")
+    m = getattr(nn, f"Lazy{kind}{n}d")(**({"affine": True, "track_running_stats": True} if kind == "InstanceNorm"
+                                           else {})).to(device)
+    assert not isinstance(m, target)
+    x = torch.randn(*(2, 3, 4, 5, 6)[:n + 2], device=device)
+    y = m(x)
+    assert type(m) is target and m.num_features == 3 and y.shape == x.shape

@@ -56,18 +56,21 @@ class InstanceNorm3d(_InstanceNorm):
     _no_batch_dim = 4
 
 
-class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm1d whose num_features is inferred from the first input (affine and running stats on, as
     PyTorch's lazy form)."""
     cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
 
 
-class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm2d whose num_features is inferred from the first input."""
     cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
 
 
-class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm3d whose num_features is inferred from the first input."""
     cls_to_become = InstanceNorm3d
+    _no_batch_dim = 4
 

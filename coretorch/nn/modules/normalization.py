@@ -207,19 +207,25 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             self.reset_parameters()
 
 
-class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
-    """A BatchNorm1d whose num_features is inferred from the first input."""
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm1d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm1d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
 
 
-class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
-    """A BatchNorm2d whose num_features is inferred from the first input."""
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm2d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm2d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
 
 
-class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
-    """A BatchNorm3d whose num_features is inferred from the first input."""
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm3d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm3d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
 
 
 class LayerNorm(Module):
