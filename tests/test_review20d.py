@@ -296,3 +296,18 @@ def test_a_lazy_norm_is_not_its_target_class_until_materialized(device, kind, n)
     x = torch.randn(*(2, 3, 4, 5, 6)[:n + 2], device=device)
     y = m(x)
     assert type(m) is target and m.num_features == 3 and y.shape == x.shape
+
+
+@pytest.mark.parametrize("name", ["trunc_normal_", "orthogonal_"])
+def test_init_refuses_a_generator_of_another_device(name):
+    """PyTorch: trunc_normal_ and orthogonal_ draw with ``tensor.normal_(generator=g)``, which raises
+    RuntimeError("Expected a 'cpu' device type for generator but found 'cuda'") for a generator of another
+    device, as uniform_/normal_ do. Before: those two drew on the generator's device and copied the values over
+    (no error)."""
+    from coretorch.testing import available_devices
+    other = next((d for d in available_devices() if d != "cpu"), None)
+    if other is None:
+        pytest.skip("needs a second device")
+    for dev, gdev in (("cpu", other), (other, "cpu")):
+        with pytest.raises(RuntimeError, match=f"Expected a '{dev}' device type for generator but found '{gdev}'"):
+            getattr(torch.nn.init, name)(torch.empty(4, 3, device=dev), generator=torch.Generator(device=gdev))

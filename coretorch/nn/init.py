@@ -58,10 +58,15 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _on(generator) -> dict:
+def _on(generator, tensor: Tensor) -> dict:
     """Keywords drawing from ``generator`` on its own device (trunc_normal_, orthogonal_ and sparse_ finish the
-    values on the host)."""
-    return {} if generator is None else {"generator": generator, "device": generator.device}
+    values on the host); as PyTorch's in-place samplers, a generator of another device than ``tensor``'s raises."""
+    if generator is None:
+        return {}
+    if generator.device.type != tensor.device.type:
+        raise RuntimeError(f"Expected a '{tensor.device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return {"generator": generator, "device": generator.device}
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
@@ -88,7 +93,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     from ..ops.creation import rand, randn, tensor as _tensor
 
     def draw(fn, k: int) -> np.ndarray:
-        return fn(k, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+        return fn(k, dtype=tensor.dtype, **_on(generator, tensor))._host().astype(np.float64)
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -213,7 +218,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     from ..ops.creation import randn, tensor as _tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flattened = randn(rows, cols, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+    flattened = randn(rows, cols, dtype=tensor.dtype, **_on(generator, tensor))._host().astype(np.float64)
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -235,7 +240,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     with no_grad():
         tensor.normal_(0, std, generator=generator)
         for col_idx in range(cols):
-            zero_indices = randperm(rows, **_on(generator))[:num_zeros]
+            zero_indices = randperm(rows, **_on(generator, tensor))[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
 
