@@ -311,3 +311,42 @@ def test_init_refuses_a_generator_of_another_device(name):
     for dev, gdev in (("cpu", other), (other, "cpu")):
         with pytest.raises(RuntimeError, match=f"Expected a '{dev}' device type for generator but found '{gdev}'"):
             getattr(torch.nn.init, name)(torch.empty(4, 3, device=dev), generator=torch.Generator(device=gdev))
+
+
+def test_grad_fn_hook_results_are_checked_as_pytorch_checks_them():
+    """PyTorch: what a grad_fn (pre-)hook returns must have as many values as it got, each None or a tensor of
+    the gradient's size, dtype and device ("hook 'f' has changed the type of value", "... has returned an
+    incorrect number of values"); a pre-hook returning None for every gradient stops the flow there. Before: a
+    changed dtype was silently cast, a wrong count passed, and an all-None pre-hook result crashed the engine with
+    AttributeError."""
+    x = torch.ones(2, requires_grad=True)
+
+    def run(register, hook):
+        y = (x * 2).sum()
+        register(y.grad_fn)(hook)
+        x.grad = None
+        y.backward()
+        return x.grad
+
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        run(lambda n: n.register_hook, lambda gi, go: (gi[0].double(),))
+    with pytest.raises(RuntimeError, match="has changed the size of value"):
+        run(lambda n: n.register_hook, lambda gi, go: (gi[0][:1],))
+    with pytest.raises(RuntimeError, match=r"returned an incorrect number of values \(got 2, but expected 1\)"):
+        run(lambda n: n.register_hook, lambda gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        run(lambda n: n.register_prehook, lambda go: (go[0].double(),))
+    assert run(lambda n: n.register_prehook, lambda go: (None,)) is None
+    assert run(lambda n: n.register_prehook, lambda go: (go[0] * 3,)).tolist() == [6.0, 6.0]
+    assert run(lambda n: n.register_hook, lambda gi, go: (None,)) is None
+
+
+def test_a_full_backward_hook_changing_a_gradient_s_dtype_raises(device):
+    """PyTorch: a module full backward hook returning a grad_input of another dtype raises RuntimeError ("hook
+    'hook' has changed the type of value"). Before: the gradient was silently cast to the input's dtype."""
+    m = _TwoInTwoOut()
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0].double(), gi[1]))
+    x = torch.ones(2, device=device, requires_grad=True)
+    a, b = m(x, x * 2)
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        (a + b).sum().backward()

@@ -126,6 +126,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 continue
             if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results)
+                if not buf:  # a pre-hook replaced every gradient by None: as PyTorch, nothing flows on from here
+                    _skip(node, deps, buffers, ready)
+                    continue
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
@@ -155,7 +158,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
-                        grads_in = tuple(r)
+                        grads_in = _check_node_hook_result(fn, tuple(grads_in), r)
             nf = node.next_functions
             if len(grads_in) > 1:
                 _mark_shared(grads_in, owned)
@@ -292,7 +295,7 @@ def _run_hooks(node, buf: dict, capture, results, run: bool = True) -> dict:
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
             if r is not None:
-                gi = tuple(r)
+                gi = _check_node_hook_result(fn, gi, r)
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
 
@@ -309,6 +312,22 @@ def _check_hook_result(fn, old, new) -> None:
         raise RuntimeError(f"hook '{name}' has changed the device of value (was {old.device} got {new.device})")
     if tuple(new.shape) != tuple(old.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def _check_node_hook_result(fn, old: tuple, new) -> tuple:
+    """PyTorch's checks of what a grad_fn's (pre-)hook returned: as many values, each None or a tensor of its
+    gradient's size, dtype and device (no value where the gradient is None)."""
+    new = tuple(new)
+    if len(new) != len(old):
+        name = getattr(fn, "__name__", type(fn).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(new)}, but "
+                           f"expected {len(old)})")
+    for o, n in zip(old, new):
+        if n is not None:
+            if o is None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            _check_hook_result(fn, o, n)
+    return new
 
 
 def _retains_last(fn) -> bool:
