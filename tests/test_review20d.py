@@ -350,3 +350,37 @@ def test_a_full_backward_hook_changing_a_gradient_s_dtype_raises(device):
     a, b = m(x, x * 2)
     with pytest.raises(RuntimeError, match="has changed the type of value"):
         (a + b).sum().backward()
+
+
+# ---- pickling ------------------------------------------------------------------------------------------------
+class _MyParam(nn.Parameter):
+    pass
+
+
+class _MyTensor(torch.Tensor):
+    pass
+
+
+def test_a_parameter_subclass_pickles_as_a_parameter(device):
+    """PyTorch: Parameter.__reduce_ex__ rebuilds a Parameter, so a pickled module whose weight is a Parameter
+    subclass comes back with a Parameter (requires_grad kept), still registered as a parameter. Before: the
+    subclass's name was not "Parameter", so it came back a plain Tensor in the module's _parameters."""
+    import pickle
+    m = nn.Linear(2, 2).to(device)
+    m.weight = _MyParam(torch.ones(2, 2, device=device))
+    m.bias = _MyParam(torch.zeros(2, device=device), requires_grad=False)
+    m2 = pickle.loads(pickle.dumps(m))
+    assert type(m2.weight) is nn.Parameter and type(m2.bias) is nn.Parameter
+    assert m2.weight.requires_grad and not m2.bias.requires_grad and m2.weight.device.type == device
+    assert [n for n, _ in m2.named_parameters()] == ["weight", "bias"]
+
+
+def test_a_tensor_subclass_pickles_as_its_class():
+    """PyTorch: a Tensor subclass pickles through _rebuild_from_type_v2, so it comes back of its class with its
+    attributes. Before: a plain Tensor."""
+    import pickle
+    t = torch.arange(3.0).as_subclass(_MyTensor)
+    t.tag = "x"
+    r = pickle.loads(pickle.dumps(t))
+    assert type(r) is _MyTensor and r.tag == "x" and r.tolist() == [0.0, 1.0, 2.0]
+    assert type(pickle.loads(pickle.dumps(torch.ones(1)))) is torch.Tensor
