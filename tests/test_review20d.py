@@ -384,3 +384,47 @@ def test_a_tensor_subclass_pickles_as_its_class():
     r = pickle.loads(pickle.dumps(t))
     assert type(r) is _MyTensor and r.tag == "x" and r.tolist() == [0.0, 1.0, 2.0]
     assert type(pickle.loads(pickle.dumps(torch.ones(1)))) is torch.Tensor
+
+
+# ---- torch.__future__ ----------------------------------------------------------------------------------------
+@pytest.fixture
+def _future_flags():
+    yield torch.__future__
+    torch.__future__.set_overwrite_module_params_on_conversion(False)
+    torch.__future__.set_swap_module_params_on_conversion(False)
+
+
+def test_future_overwrite_module_params_on_conversion(_future_flags):
+    """PyTorch: torch.__future__.set_overwrite_module_params_on_conversion(True) makes Module conversions assign
+    new Parameter objects (and new gradients) instead of setting the old ones' .data; the old objects keep their
+    values. Before: coretorch had no torch.__future__ (AttributeError)."""
+    assert not _future_flags.get_overwrite_module_params_on_conversion()
+    assert not _future_flags.get_swap_module_params_on_conversion()
+    _future_flags.set_overwrite_module_params_on_conversion(True)
+    m = nn.Linear(2, 2)
+    m(torch.ones(1, 2)).sum().backward()
+    w, g = m.weight, m.weight.grad
+    m.double()
+    assert m.weight is not w and type(m.weight) is nn.Parameter and m.weight.requires_grad
+    assert m.weight.dtype == torch.float64 and w.dtype == torch.float32
+    assert m.weight.grad is not g and m.weight.grad.dtype == torch.float64
+    assert [p is m.weight for p in m.parameters()] == [True, False]
+
+
+def test_future_swap_module_params_keeps_the_objects_and_loads_through_module_load(_future_flags):
+    """PyTorch: with set_swap_module_params_on_conversion(True) (which takes precedence over overwrite),
+    conversions keep the Parameter objects, and load_state_dict gives each parameter ``param.module_load(value,
+    assign)``: with assign=True the same object takes the checkpoint's dtype, keeping its requires_grad."""
+    _future_flags.set_overwrite_module_params_on_conversion(True)
+    _future_flags.set_swap_module_params_on_conversion(True)
+    m = nn.Linear(2, 2)
+    w = m.weight
+    m.double()
+    assert m.weight is w and w.dtype == torch.float64
+    m.float()
+    w.requires_grad_(False)
+    sd = {"weight": torch.full((2, 2), 3.0, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)}
+    m.load_state_dict(sd)
+    assert m.weight is w and w.dtype == torch.float32 and w.sum().item() == 12.0
+    m.load_state_dict(sd, assign=True)
+    assert m.weight is w and w.dtype == torch.float64 and not w.requires_grad

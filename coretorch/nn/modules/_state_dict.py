@@ -6,6 +6,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ... import __future__ as future
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..parameter import Parameter, is_lazy
@@ -94,7 +95,15 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                 continue
             try:
                 with no_grad():
-                    if assign:
+                    if future._swap_module_params_on_conversion:  # the same object takes module_load's result
+                        new = param.module_load(input_param, assign=assign)
+                        if new is input_param or new is param:
+                            raise RuntimeError("module_load returned one of self or other, please .detach() the "
+                                               "result if returning one of the inputs in module_load")
+                        rg = param.requires_grad
+                        param.data = new
+                        param.requires_grad_(rg)
+                    elif assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param, requires_grad=param.requires_grad)
@@ -104,7 +113,8 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                     else:
                         param.copy_(input_param)
             except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
+                action = "swapping" if future._swap_module_params_on_conversion else "copying"
+                error_msgs.append(f'While {action} the parameter named "{key}", whose dimensions in the model '
                                   f"are {param.size()} and whose dimensions in the checkpoint are "
                                   f"{input_param.size()}, an exception occurred : {ex.args}.")
         elif strict:

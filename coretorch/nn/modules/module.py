@@ -502,12 +502,22 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
+        from ... import __future__ as future
+        overwrite = (future._overwrite_module_params_on_conversion
+                     and not future._swap_module_params_on_conversion)
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
+            if overwrite:  # torch.__future__: a new Parameter (and gradient) instead of the old one's .data
+                out = Parameter(param_applied, param.requires_grad)
+                if param_grad is not None:
+                    with no_grad():
+                        out.grad = fn(param_grad).requires_grad_(param_grad.requires_grad)
+                self._parameters[key] = out
+                continue
             if param_applied is not param:
                 if param_grad is not None:
                     param.grad = None  # detached while both change dtype/device, then re-attached
