@@ -467,3 +467,15 @@ def test_module_to_channels_last_lays_out_ambiguous_weights_as_pytorch(device, s
     assert t.to(memory_format=torch.channels_last).stride() == want
     cl = torch.ones(2, 3, 4, 5, device=device).contiguous(memory_format=torch.channels_last)
     assert cl.to(memory_format=torch.channels_last) is cl
+
+
+def test_init_private_helpers_libraries_import():
+    """PyTorch's nn.init has _no_grad_uniform_/_normal_/_trunc_normal_/_fill_/_zero_ (and _make_deprecate),
+    which model code imports (``from torch.nn.init import _no_grad_trunc_normal_``). Before: ImportError."""
+    from coretorch.nn.init import (_no_grad_fill_, _no_grad_normal_, _no_grad_trunc_normal_,  # noqa: F401
+                                   _no_grad_uniform_, _no_grad_zero_)
+    p = nn.Parameter(torch.empty(100))
+    _no_grad_trunc_normal_(p, 0.0, 1.0, -0.5, 0.5)
+    assert p.is_leaf and p.abs().max().item() <= 0.5
+    assert _no_grad_fill_(p, 2.0).tolist() == [2.0] * 100 and _no_grad_zero_(p).sum().item() == 0.0
+    assert -1 <= _no_grad_uniform_(p, -1.0, 1.0).min().item() and _no_grad_normal_(p, 5.0, 0.1).mean().item() > 4

@@ -258,6 +258,30 @@ def _deprecated_alias(fn):
     return alias
 
 
+_make_deprecate = _deprecated_alias  # (PyTorch's name)
+
+
+# PyTorch's private helpers, which libraries import (``from torch.nn.init import _no_grad_trunc_normal_``)
+def _no_grad_uniform_(tensor: Tensor, a: float, b: float, generator=None) -> Tensor:
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor: Tensor, mean: float, std: float, generator=None) -> Tensor:
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor: Tensor, mean: float, std: float, a: float, b: float, generator=None) -> Tensor:
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor: Tensor, val: float) -> Tensor:
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor: Tensor) -> Tensor:
+    return zeros_(tensor)
+
+
 uniform = _deprecated_alias(uniform_)
 normal = _deprecated_alias(normal_)
 constant = _deprecated_alias(constant_)
