@@ -479,3 +479,16 @@ def test_init_private_helpers_libraries_import():
     assert p.is_leaf and p.abs().max().item() <= 0.5
     assert _no_grad_fill_(p, 2.0).tolist() == [2.0] * 100 and _no_grad_zero_(p).sum().item() == 0.0
     assert -1 <= _no_grad_uniform_(p, -1.0, 1.0).min().item() and _no_grad_normal_(p, 5.0, 0.1).mean().item() > 4
+
+
+def test_instance_norm_refuses_pre_0_4_running_stats_even_non_strict():
+    """PyTorch: InstanceNorm._load_from_state_dict, for a state_dict without version metadata and a module
+    without track_running_stats, reports its running_mean/running_var as an error ("Unexpected running stats
+    buffer(s) ...") even with strict=False. Before: strict=False silently ignored them (and strict=True said only
+    "Unexpected key(s)")."""
+    m = nn.InstanceNorm1d(2, affine=True)
+    sd = {**m.state_dict(), "running_mean": torch.zeros(2), "running_var": torch.ones(2)}
+    with pytest.raises(RuntimeError, match=r'Unexpected running stats buffer\(s\) "running_mean" and "running_var" '
+                                           "for InstanceNorm1d with track_running_stats=False"):
+        m.load_state_dict(sd, strict=False)
+    m.load_state_dict(m.state_dict())  # (a versioned state_dict of its own loads)
