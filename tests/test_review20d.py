@@ -492,3 +492,12 @@ def test_instance_norm_refuses_pre_0_4_running_stats_even_non_strict():
                                            "for InstanceNorm1d with track_running_stats=False"):
         m.load_state_dict(sd, strict=False)
     m.load_state_dict(m.state_dict())  # (a versioned state_dict of its own loads)
+
+
+def test_linear_cross_entropy_loss_repr():
+    """PyTorch 2.13: LinearCrossEntropyLoss has an extra_repr naming its settings above its linear child. Before:
+    only the child was printed."""
+    m = nn.LinearCrossEntropyLoss(4, 5, out_features=(2,), bias=True, reduction="sum", ignore_index=1)
+    assert repr(m) == ("LinearCrossEntropyLoss(\n  in_features=4, num_classes=5, out_features=(2,), bias=True, "
+                       "reduction=sum, ignore_index=1, label_smoothing=0.0, options=None\n"
+                       "  (linear): Linear(in_features=4, out_features=10, bias=True)\n)")
