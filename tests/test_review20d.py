@@ -501,3 +501,19 @@ def test_linear_cross_entropy_loss_repr():
     assert repr(m) == ("LinearCrossEntropyLoss(\n  in_features=4, num_classes=5, out_features=(2,), bias=True, "
                        "reduction=sum, ignore_index=1, label_smoothing=0.0, options=None\n"
                        "  (linear): Linear(in_features=4, out_features=10, bias=True)\n)")
+
+
+def test_hardtanh_deprecated_keywords_and_lazy_norms_bias():
+    """PyTorch 2.13: Hardtanh still takes the deprecated min_value/max_value (FutureWarning, then used), and the
+    lazy norms take bias= (keyword-only; bias=False leaves bias None, also after materializing). Before: both
+    TypeError."""
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated"):
+        m = nn.Hardtanh(min_value=-2.0, max_value=3.0)
+    assert (m.min_val, m.max_val) == (-2.0, 3.0)
+    with pytest.raises(AssertionError, match="must be greater than"):
+        nn.Hardtanh(1.0, 0.0)
+    for lazy, x in ((nn.LazyBatchNorm1d(bias=False), torch.randn(4, 3)),
+                    (nn.LazyInstanceNorm2d(bias=False), torch.randn(2, 3, 4, 4))):
+        assert lazy.bias is None
+        lazy(x)
+        assert lazy.bias is None and lazy.weight.shape == (3,) and [n for n, _ in lazy.named_parameters()] == ["weight"]

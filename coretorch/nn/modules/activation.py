@@ -1,6 +1,8 @@
 """Activation modules (PyTorch's torch/nn/modules/activation.py; MultiheadAttention lives in attention.py)."""
 from __future__ import annotations
 
+import warnings
+
 from ...ops.creation import empty
 from ...ops.pointwise import relu as _relu
 from .. import functional as F
@@ -78,10 +80,20 @@ class Hardtanh(Module):
     """
     __constants__ = ["min_val", "max_val", "inplace"]
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        if min_value is not None:  # (PyTorch's deprecated spellings)
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
-        assert self.max_val > self.min_val, f"max_val ({max_val}) must be greater than min_val ({min_val})"
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)

@@ -179,13 +179,14 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
     placeholders until then (num_batches_tracked is a real 0)."""
 
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype)  # placeholders replace the tensors below
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -200,7 +201,8 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             self.num_features = input.shape[1]
             if self.affine:
                 cast(UninitializedParameter, self.weight).materialize((self.num_features,))
-                cast(UninitializedParameter, self.bias).materialize((self.num_features,))
+                if self.bias is not None:
+                    cast(UninitializedParameter, self.bias).materialize((self.num_features,))
             if self.track_running_stats:
                 self.running_mean.materialize((self.num_features,))
                 self.running_var.materialize((self.num_features,))
