@@ -517,3 +517,21 @@ def test_hardtanh_deprecated_keywords_and_lazy_norms_bias():
         assert lazy.bias is None
         lazy(x)
         assert lazy.bias is None and lazy.weight.shape == (3,) and [n for n, _ in lazy.named_parameters()] == ["weight"]
+
+
+def test_module_modules_remove_duplicate_and_the_call_aliases():
+    """PyTorch 2.13: Module.modules(remove_duplicate=True) (False lists a shared module each time it is reached);
+    Module._wrapped_call_impl is the call (hooks included) and _slow_forward the forward; xpu()/ipu()/mtia()
+    exist (raising where the device is missing). Before: modules() took no argument, and the other four were
+    AttributeError."""
+    lin = nn.Linear(1, 1)
+    seq = nn.Sequential(lin, lin)
+    assert len(list(seq.modules())) == 2 and len(list(seq.modules(remove_duplicate=False))) == 3
+    seen = []
+    lin.register_forward_hook(lambda m, a, o: seen.append(1))
+    lin._wrapped_call_impl(torch.ones(1))
+    assert seen == [1]
+    assert lin._slow_forward(torch.ones(1)).shape == (1,) and seen == [1]
+    for name in ("xpu", "ipu", "mtia"):
+        with pytest.raises(RuntimeError):
+            getattr(lin, name)()

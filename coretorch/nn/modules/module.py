@@ -424,9 +424,10 @@ class Module:
         """An iterator over ``(name, module)`` pairs of the immediate children."""
         yield from self._named_members(lambda m: m._modules.items(), recurse=False)
 
-    def modules(self):
-        """An iterator over every module of the tree, ``self`` first (each shared module once)."""
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True):
+        """An iterator over every module of the tree, ``self`` first (each shared module once unless
+        ``remove_duplicate=False``)."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
@@ -571,6 +572,20 @@ class Module:
         return self._apply(lambda t: t.to("cuda" if device is None else f"cuda:{int(device)}"
                                           if isinstance(device, int) else device))
 
+    def xpu(self, device=None) -> "Module":
+        """Move the module to an XPU device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.xpu(device))
+
+    def ipu(self, device=None) -> "Module":
+        """Move the module to an IPU device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.to("ipu" if device is None else f"ipu:{int(device)}"
+                                          if isinstance(device, int) else device))
+
+    def mtia(self, device=None) -> "Module":
+        """Move the module to an MTIA device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.to("mtia" if device is None else f"mtia:{int(device)}"
+                                          if isinstance(device, int) else device))
+
     def type(self, dst_type) -> "Module":
         """Cast every parameter and buffer to ``dst_type`` (a dtype); returns ``self``."""
         return self._apply(lambda t: t.type(dst_type))
@@ -702,7 +717,11 @@ class Module:
             _plugin_manager.pm.hook.coretorch_module_forward(module=self, inputs=args, output=result)
         return result
 
-    _call_impl = __call__
+    _call_impl = _wrapped_call_impl = __call__  # (PyTorch's names of the call; code calls them directly)
+
+    def _slow_forward(self, *input, **kwargs):
+        """PyTorch's forward under its JIT tracer: here the plain ``forward``."""
+        return self.forward(*input, **kwargs)
 
     _call_with_hooks = _hooks._call_with_hooks  # the hooked call (the plain one is __call__'s first branch)
 
