@@ -535,3 +535,20 @@ def test_module_modules_remove_duplicate_and_the_call_aliases():
     for name in ("xpu", "ipu", "mtia"):
         with pytest.raises(RuntimeError):
             getattr(lin, name)()
+
+
+def test_trunc_normal_checks_its_interval_as_pytorch():
+    """PyTorch 2.13: where [a, b] holds under 30% of the mass, trunc_normal_ draws tensor.uniform_(a, b), which
+    raises for a > b ("uniform_ expects to return a [from, to) range") and for an infinite bound ("to is out of
+    bounds for float"); half-infinite intervals with more mass are fine. Guards the uniform sampler against
+    returning b everywhere (a > b) or never ending (an infinite bound)."""
+    init = torch.nn.init
+    with pytest.raises(RuntimeError, match=r"uniform_ expects to return a \[from, to\) range, but found from=1 > "
+                                           "to=-1"):
+        init.trunc_normal_(torch.empty(3), 0, 1, 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="to is out of bounds for float"):
+            init.trunc_normal_(torch.empty(3), 0, 1, 10, float("inf"))
+    assert init.trunc_normal_(torch.empty(1000), 0, 1, 0, float("inf")).min().item() >= 0
+    assert init.trunc_normal_(torch.empty(3), 0, 1, 0.5, 0.5).tolist() == [0.5] * 3

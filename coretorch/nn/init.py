@@ -81,6 +81,14 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
         return tensor.normal_(mean, std, generator=generator)
 
 
+def _c_type_names() -> dict:
+    from .. import dtypes as _dt
+    return {_dt.float16: "Half", _dt.bfloat16: "BFloat16", _dt.float32: "float", _dt.float64: "double"}
+
+
+_C_TYPE = _c_type_names()  # (the dtypes' names in PyTorch's messages)
+
+
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
     """Fill with N(mean, std^2) truncated to [a, b], exactly (PyTorch 2.13's two samplers: where [a, b] holds
@@ -107,7 +115,12 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
             while bad.size:
                 out[bad] = draw(randn, bad.size) * std + mean
                 bad = bad[(out[bad] < a) | (out[bad] > b)]
-        else:
+        else:  # (PyTorch's tensor.uniform_(a, b) checks)
+            if a > b:
+                raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+            for name, v in (("from", a), ("to", b)):
+                if not math.isfinite(v):
+                    raise RuntimeError(f"{name} is out of bounds for {_C_TYPE.get(tensor.dtype, tensor.dtype)}")
             log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
             out = np.empty(n)
             pending = np.arange(n)
