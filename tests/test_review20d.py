@@ -552,3 +552,18 @@ def test_trunc_normal_checks_its_interval_as_pytorch():
             init.trunc_normal_(torch.empty(3), 0, 1, 10, float("inf"))
     assert init.trunc_normal_(torch.empty(1000), 0, 1, 0, float("inf")).min().item() >= 0
     assert init.trunc_normal_(torch.empty(3), 0, 1, 0.5, 0.5).tolist() == [0.5] * 3
+
+
+def test_the_device_note_of_a_layer_whose_parameters_are_split():
+    """A layer whose parameters sit on two devices (load_state_dict(assign=True) of a mixed state_dict) raises
+    PyTorch's device-mismatch error; coretorch's note names the devices of the parameters. Before: the note said
+    "has its parameters on opencl:0 but got an input on opencl:0" (the first parameter's device only)."""
+    from coretorch.testing import available_devices
+    other = next((d for d in available_devices() if d != "cpu"), None)
+    if other is None:
+        pytest.skip("needs a second device")
+    m = nn.Linear(3, 2).to(other)
+    m.load_state_dict({"weight": torch.ones(2, 3, device=other), "bias": torch.ones(2)}, assign=True)
+    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device") as e:
+        m(torch.ones(1, 3, device=other))
+    assert "has its parameters on several devices (cpu, opencl:0)" in str(e.value).replace(other + ":0", "opencl:0")
