@@ -567,3 +567,13 @@ def test_the_device_note_of_a_layer_whose_parameters_are_split():
     with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device") as e:
         m(torch.ones(1, 3, device=other))
     assert "has its parameters on several devices (cpu, opencl:0)" in str(e.value).replace(other + ":0", "opencl:0")
+
+
+@pytest.mark.parametrize("make", [lambda: nn.LazyLinear(3), lambda: nn.LazyBatchNorm1d(), lambda: nn.LazyConv2d(2, 3)])
+def test_an_uninitialized_state_dict_loads_into_an_uninitialized_lazy_module(make):
+    """PyTorch: a lazy module's state_dict taken before its first forward (placeholders) loads into another
+    uninitialized lazy module (nothing to copy; it stays lazy and initializes on its first forward). Before:
+    RuntimeError ("Can't access the shape of an uninitialized parameter")."""
+    m = make()
+    assert str(m.load_state_dict(make().state_dict())) == "<All keys matched successfully>"
+    assert m.has_uninitialized_params()

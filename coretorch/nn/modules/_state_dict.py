@@ -87,6 +87,8 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                                   f'Tensor-like object from checkpoint but received {type(input_param)}')
                 continue
             lazy = is_lazy(param)  # a lazy module's placeholder: no shape to compare
+            if lazy and is_lazy(input_param) and not assign:
+                continue  # (an uninitialized state_dict into an uninitialized module: nothing to copy, as PyTorch)
             if not lazy and len(param.shape) == 0 and tuple(input_param.shape) == (1,):  # (a 0.3-era 0-d value)
                 input_param = input_param[0]
             if not lazy and input_param.shape != param.shape:
