@@ -577,3 +577,13 @@ def test_an_uninitialized_state_dict_loads_into_an_uninitialized_lazy_module(mak
     m = make()
     assert str(m.load_state_dict(make().state_dict())) == "<All keys matched successfully>"
     assert m.has_uninitialized_params()
+
+
+def test_init_of_a_lazy_placeholder_raises_value_error():
+    """PyTorch: nn.init on a lazy module's uninitialized parameter raises ValueError ("Attempted to use an
+    uninitialized parameter"); kaiming_uniform_ too (its __torch_function__ dispatch). Before: kaiming_uniform_
+    raised RuntimeError (it read the placeholder's shape first)."""
+    w = nn.LazyLinear(3).weight
+    for fn in (torch.nn.init.kaiming_uniform_, torch.nn.init.uniform_, torch.nn.init.xavier_uniform_):
+        with pytest.raises(ValueError, match="uninitialized parameter"):
+            fn(w)

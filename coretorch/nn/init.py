@@ -201,6 +201,12 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015)."""
+    from .parameter import is_lazy
+    if is_lazy(tensor):  # (PyTorch: the placeholder's __torch_function__ refuses the call, a ValueError)
+        raise ValueError(f"Attempted to use an uninitialized parameter in {kaiming_uniform_}. This error happens "
+                         "when you are using a `LazyModule` or explicitly manipulating "
+                         "`torch.nn.parameter.UninitializedParameter` objects. When using LazyModules Call "
+                         "`forward` with a dummy batch to initialize the parameters before calling torch functions")
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
