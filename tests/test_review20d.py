@@ -587,3 +587,27 @@ def test_init_of_a_lazy_placeholder_raises_value_error():
     for fn in (torch.nn.init.kaiming_uniform_, torch.nn.init.uniform_, torch.nn.init.xavier_uniform_):
         with pytest.raises(ValueError, match="uninitialized parameter"):
             fn(w)
+
+
+def test_the_private_bases_and_module_paths_libraries_use():
+    """PyTorch's nn.modules has the private bases libraries test with isinstance (pooling._AdaptiveAvgPoolNd,
+    pooling._AvgPoolNd also for AvgPool1d, padding._ReflectionPadNd/_ReplicationPadNd/_CircularPadNd), the
+    modules channelshuffle and _functions (BackwardHookFunction), and utils._list_with_default. Before: missing
+    (AttributeError / ModuleNotFoundError), and AvgPool1d was no _AvgPoolNd."""
+    from coretorch.nn.modules import padding, pooling
+    from coretorch.nn.modules._functions import BackwardHookFunction  # noqa: F401
+    from coretorch.nn.modules.channelshuffle import ChannelShuffle
+    from coretorch.nn.modules.utils import _list_with_default
+    assert ChannelShuffle is nn.ChannelShuffle
+    assert isinstance(nn.AdaptiveAvgPool2d(1), pooling._AdaptiveAvgPoolNd)
+    assert not isinstance(nn.AdaptiveMaxPool2d(1), pooling._AdaptiveAvgPoolNd)
+    assert all(isinstance(m, pooling._AvgPoolNd) for m in (nn.AvgPool1d(2), nn.AvgPool2d(2), nn.AvgPool3d(2)))
+    assert repr(nn.AvgPool1d(3, stride=2)) == "AvgPool1d(kernel_size=(3,), stride=(2,), padding=(0,))"
+    assert isinstance(nn.ReflectionPad2d(1), padding._ReflectionPadNd)
+    assert isinstance(nn.ReplicationPad1d(1), padding._ReplicationPadNd)
+    assert isinstance(nn.CircularPad3d(1), padding._CircularPadNd)
+    assert not isinstance(nn.ReflectionPad2d(1), padding._ReplicationPadNd)
+    assert _list_with_default([None, 3], [2, 5, 7]) == [5, 3] and _list_with_default(4, [1]) == 4
+    x = torch.arange(16.0).reshape(1, 1, 4, 4)
+    torch.testing.assert_close(nn.ReflectionPad2d(1)(x), nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"))
+    torch.testing.assert_close(nn.AvgPool1d(2)(x[0]), nn.functional.avg_pool1d(x[0], 2))

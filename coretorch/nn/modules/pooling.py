@@ -153,7 +153,7 @@ class AvgPool3d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """Average pooling over the last 1 dimension(s) of an input ``(N, C, L)`` (or without ``N``).
 
     Args:
@@ -171,7 +171,7 @@ class AvgPool1d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
-        super().__init__()
+        Module.__init__(self)  # (not _AvgPoolNd's: AvgPool1d has no divisor_override)
         self.kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
         s = stride if stride is not None else kernel_size
         self.stride = (s,) if isinstance(s, int) else tuple(s)
@@ -198,7 +198,11 @@ class _AdaptiveNd(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool2d(_AdaptiveNd):
+class _AdaptiveAvgPoolNd(_AdaptiveNd):
+    """The adaptive average poolings' base (PyTorch's name: ``isinstance(m, _AdaptiveAvgPoolNd)``)."""
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
@@ -213,7 +217,7 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveAvgPool1d(_AdaptiveNd):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
@@ -228,7 +232,7 @@ class AdaptiveAvgPool1d(_AdaptiveNd):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool3d(_AdaptiveNd):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
