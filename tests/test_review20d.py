@@ -611,3 +611,22 @@ def test_the_private_bases_and_module_paths_libraries_use():
     x = torch.arange(16.0).reshape(1, 1, 4, 4)
     torch.testing.assert_close(nn.ReflectionPad2d(1)(x), nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"))
     torch.testing.assert_close(nn.AvgPool1d(2)(x[0]), nn.functional.avg_pool1d(x[0], 2))
+
+
+def test_a_parametrized_module_deep_copies(device):
+    """PyTorch: a parametrized module refuses pickling but supports copy.deepcopy (its injected class defines
+    __deepcopy__), e.g. for an EMA copy of a weight-normed model; the copy is parametrized on its own parameters.
+    Before: deepcopy raised "Serialization of parametrized modules is only supported through state_dict()"."""
+    import copy
+    import pickle
+    m = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2)).to(device)
+    c = copy.deepcopy(m)
+    assert type(c) is type(m) and list(c.state_dict()) == list(m.state_dict())
+    x = torch.ones(1, 3, device=device)
+    torch.testing.assert_close(c(x), m(x))
+    with torch.no_grad():
+        c.parametrizations.weight.original0.mul_(2)  # (g: the magnitude)
+    torch.testing.assert_close(c.weight, 2 * m.weight)  # the copy's own parameters, still parametrized
+    assert c.parametrizations.weight.original0 is not m.parametrizations.weight.original0
+    with pytest.raises(RuntimeError, match="Serialization of parametrized modules"):
+        pickle.dumps(m)
