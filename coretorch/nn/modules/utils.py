@@ -29,7 +29,7 @@ def _reverse_repeat_tuple(t, n: int) -> tuple:
     return tuple(x for x in reversed(t) for _ in range(n))
 
 
-def _list_with_default(out_size, defaults) -> list:
+def _list_with_default(out_size, defaults) -> list | int:
     """PyTorch's helper of the adaptive poolings: ``out_size`` (an int, kept) with each None taken from the
     trailing ``defaults`` (the input's sizes)."""
     if isinstance(out_size, int):  # (torch.SymInt too in PyTorch)
