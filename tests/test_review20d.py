@@ -630,3 +630,14 @@ def test_a_parametrized_module_deep_copies(device):
     assert c.parametrizations.weight.original0 is not m.parametrizations.weight.original0
     with pytest.raises(RuntimeError, match="Serialization of parametrized modules"):
         pickle.dumps(m)
+
+
+def test_functional_call_strict_names_only_the_wrong_kind_of_key():
+    """PyTorch: functional_call(strict=True) lists "Unexpected key(s)" and "Missing key(s)" only when there are
+    such keys. Before: both lines always, e.g. an empty "Unexpected key(s): ." when only keys were missing."""
+    m = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError) as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nn.utils.stateless.functional_call(m, {"weight": torch.eye(2)}, (torch.ones(2),), strict=True)
+    assert str(e.value) == "Error(s) in reparametrizing for Linear:\n\tMissing key(s): 'bias'."
