@@ -641,3 +641,12 @@ def test_functional_call_strict_names_only_the_wrong_kind_of_key():
             warnings.simplefilter("ignore")
             nn.utils.stateless.functional_call(m, {"weight": torch.eye(2)}, (torch.ones(2),), strict=True)
     assert str(e.value) == "Error(s) in reparametrizing for Linear:\n\tMissing key(s): 'bias'."
+
+
+def test_rms_norm_at_pytorch_s_module_path():
+    """PyTorch: nn.RMSNorm lives in torch.nn.modules.normalization. Before: only nn.RMSNorm (the extra-ops
+    plugin's) existed, the module path raised ImportError."""
+    if not hasattr(nn, "RMSNorm"):
+        pytest.skip("the extra-ops plugin provides nn.RMSNorm")
+    from coretorch.nn.modules.normalization import RMSNorm
+    assert RMSNorm is nn.RMSNorm

@@ -364,3 +364,10 @@ class CrossMapLRN2d(_LRNBase):
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
         return named_node(F.local_response_norm(input, self.size, self.alpha, self.beta, self.k),
                           "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name
+
+
+def __getattr__(name: str):
+    if name == "RMSNorm":  # (PyTorch's module path of nn.RMSNorm, which the extra-ops plugin provides)
+        from ... import nn
+        return getattr(nn, "RMSNorm")  # (set by the plugin at load: no static attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
