@@ -650,3 +650,22 @@ def test_rms_norm_at_pytorch_s_module_path():
         pytest.skip("the extra-ops plugin provides nn.RMSNorm")
     from coretorch.nn.modules.normalization import RMSNorm
     assert RMSNorm is nn.RMSNorm
+
+
+@pytest.mark.xfail(strict=True, reason="Linear's fused addmm node takes (input, weight, bias); PyTorch's "
+                   "AddmmBackward0 takes (bias, input, weight.t()) behind a TBackward0: reordering the node's edges "
+                   "(and adding the transpose node) changes the hot linear path the compiler captures")
+def test_a_non_full_backward_hook_on_linear_gets_pytorch_s_grad_input_order():
+    """PyTorch: the deprecated Module.register_backward_hook on nn.Linear (2-D input, bias) sees the grad_input of
+    AddmmBackward0: (grad of bias, grad of input, grad of weight.T), and out.grad_fn.next_functions is
+    (AccumulateGrad of bias, the input's node, TBackward0). coretorch's node takes (input, weight, bias), so a
+    hook reading grad_input[1] as the input's gradient gets the weight's."""
+    lin = nn.Linear(2, 1)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[3.0, 4.0]]))
+    got = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lin.register_backward_hook(lambda m, gi, go: got.append(gi))
+    lin(torch.tensor([[1.0, 2.0]], requires_grad=True)).sum().backward()
+    assert got[0][1].tolist() == [[3.0, 4.0]] and got[0][2].tolist() == [[1.0], [2.0]]
