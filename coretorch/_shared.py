@@ -92,7 +92,8 @@ def share_memory_(self: Tensor) -> Tensor:
 
 
 # ---- pickling -------------------------------------------------------------------------------------------------
-def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: bool, state: dict | None = None):
+def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: bool, state: dict | None = None,
+             cls: type | None = None):
     from .ops.creation import tensor  # creation imports this package's tensor module: a cycle at import time
     try:
         t = tensor(host, dtype=dtype, device=device)
@@ -103,6 +104,8 @@ def _rebuild(host: np.ndarray, dtype, device: str, requires_grad: bool, param: b
                       f"this process", UserWarning, stacklevel=2)
         t = tensor(host, dtype=dtype)
     t = _finish(t, requires_grad, param)
+    if cls is not None:  # a Tensor subclass comes back as one (PyTorch's _rebuild_from_type_v2: as_subclass)
+        t = t.as_subclass(cls)
     if state:
         t.__dict__.update(state)
     return t
@@ -117,10 +120,19 @@ def _finish(t: Tensor, requires_grad: bool, param: bool) -> Tensor:
     return t
 
 
+def _is_parameter(t: Tensor) -> bool:
+    """Whether ``t`` pickles as a Parameter: as PyTorch's Parameter.__reduce_ex__, a subclass of Parameter comes
+    back as a Parameter (and a tensor flagged ``_is_param`` as one too)."""
+    from .nn.parameter import Parameter
+    return isinstance(t, Parameter)
+
+
 def _by_value(t: Tensor):
     state = _user_state(t)  # (the attributes a program set on the tensor travel too, as PyTorch's state)
-    return _rebuild, (t._host(), t.dtype, str(t.device), t.requires_grad,
-                      type(t).__name__ == "Parameter" or t._is_param, state or None)
+    param = _is_parameter(t)
+    cls = type(t)
+    args = (t._host(), t.dtype, str(t.device), t.requires_grad, param, state or None)
+    return _rebuild, args if param or cls is Tensor else args + (cls,)
 
 
 def _reduce_ex(self: Tensor, proto):
@@ -155,7 +167,7 @@ def _reduce_ipc(self: Tensor):
         return _by_value(self)
     offset = a.__array_interface__["data"][0] - m.addr
     return _rebuild_shared, (_reduction.DupFd(m.fd), len(m), offset, a.shape, a.strides, a.dtype, self.dtype,
-                             self.requires_grad, type(self).__name__ == "Parameter" or self._is_param)
+                             self.requires_grad, _is_parameter(self))
 
 
 def _install() -> None:

@@ -139,8 +139,15 @@ def _layout(t, fmt, src):
     from . import _compat
     from .ops import _memfmt
     from .ops.shape import clone, contiguous
-    if _memfmt.rank(fmt):
-        return contiguous(t, fmt)
+    r = _memfmt.rank(fmt)
+    if r:
+        _memfmt.check(fmt, t.ndim)
+        shape = tuple(t.shape)
+        if t is src and _memfmt.strides_like_channels_last(shape, t.stride()):
+            return t  # (PyTorch's to_will_alias: self where its strides suggest that layout already)
+        if t is not src and tuple(t.stride()) == _memfmt.canonical_strides(shape, r):
+            return t  # (the conversion's copy is laid out so already)
+        return clone(t, memory_format=fmt)  # (its layout: c10's channels-last strides, size-1 dims included)
     if fmt is _compat.contiguous_format:
         if t is not src:
             return contiguous(t)

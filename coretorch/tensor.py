@@ -523,7 +523,9 @@ class Tensor(_TensorAPI):
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
-                               "deepcopy protocol at the moment.")
+                               "deepcopy protocol at the moment.  If you were attempting to deepcopy a module, this "
+                               "may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
         from .storage import deepcopied_data

@@ -132,6 +132,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 continue
             if node._hooked or capture is not None:
                 buf = _run_hooks(node, buf, capture, results, owned)
+                if not buf:  # a pre-hook replaced every gradient by None: as PyTorch, nothing flows on from here
+                    _skip(node, deps, buffers, ready)
+                    continue
             if node.__class__ is AccumulateGrad:  # a leaf reached through the queue (several edges, hooks, grad())
                 if accumulate and capture is None and 0 in buf:
                     g = buf[0]
@@ -161,11 +164,11 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 if node._user_grads:
                     _own_all(grads_in, owned)
             if node._hooked and node._hooks:
-                gi = _grads_tuple(node, buf)
+                gi = _hook_grads(node, buf)
                 for fn in list(node._hooks.values()):
                     r = fn(grads_in, gi)
                     if r is not None:
-                        grads_in = _check_hook_count(fn, r, len(grads_in))
+                        grads_in = _check_node_hook_result(fn, tuple(grads_in), r)
                         _own_all(grads_in, owned)
             nf = node.next_functions
             if len(grads_in) > 1:
@@ -364,11 +367,11 @@ def _run_hooks(node, buf: dict, capture, results, owned: set, run: bool = True) 
             for i in capture.get((node, nr), ()):
                 results[i] = g
     if run and node._pre_hooks:
-        gi = _grads_tuple(node, buf)
+        gi = _hook_grads(node, buf)
         for fn in list(node._pre_hooks.values()):
             r = fn(gi)
             if r is not None:
-                gi = _check_hook_count(fn, r, len(gi))
+                gi = _check_node_hook_result(fn, gi, r)
                 _own_all(gi, owned)
         buf = {i: g for i, g in enumerate(gi) if g is not None}
     return buf
@@ -388,16 +391,20 @@ def _check_hook_result(fn, old, new) -> None:
         raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
-def _check_hook_count(fn, r, n: int) -> tuple:
-    """A node hook's replacement gradients, as a tuple of as many as it was given (PyTorch's check)."""
-    if r is None:
-        return ()
-    r = tuple(r)
-    if len(r) != n:
+def _check_node_hook_result(fn, old: tuple, new) -> tuple:
+    """PyTorch's checks of what a grad_fn's (pre-)hook returned: as many values, each None or a tensor of its
+    gradient's size, dtype and device (no value where the gradient is None)."""
+    new = tuple(new)
+    if len(new) != len(old):
         name = getattr(fn, "__name__", type(fn).__name__)
-        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(r)}, but "
-                           f"expected {n})")
-    return r
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(new)}, but "
+                           f"expected {len(old)})")
+    for o, n in zip(old, new):
+        if n is not None:
+            if o is None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            _check_hook_result(fn, o, n)
+    return new
 
 
 def _retains_last(fn) -> bool:
@@ -430,6 +437,13 @@ def _skip(node, deps, buffers, ready):
                     ready.append(nxt)
                 else:
                     stack.append(nxt)
+
+
+def _hook_grads(node, buf: dict) -> tuple:
+    """The output gradients a node's hooks see: as PyTorch, None for an output that got no gradient (the node's
+    backward gets zeros there, _grads_tuple)."""
+    meta = node._out_meta
+    return tuple(buf.get(i) for i in range(len(meta) if meta else 1))
 
 
 def _grads_tuple(node, buf: dict) -> tuple:

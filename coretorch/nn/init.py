@@ -11,7 +11,8 @@ from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
-           "sparse_"]
+           "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -57,10 +58,15 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _on(generator) -> dict:
+def _on(generator, tensor: Tensor) -> dict:
     """Keywords drawing from ``generator`` on its own device (trunc_normal_, orthogonal_ and sparse_ finish the
-    values on the host)."""
-    return {} if generator is None else {"generator": generator, "device": generator.device}
+    values on the host); as PyTorch's in-place samplers, a generator of another device than ``tensor``'s raises."""
+    if generator is None:
+        return {}
+    if generator.device.type != tensor.device.type:
+        raise RuntimeError(f"Expected a '{tensor.device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return {"generator": generator, "device": generator.device}
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
@@ -75,26 +81,55 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
         return tensor.normal_(mean, std, generator=generator)
 
 
+def _c_type_names() -> dict:
+    from .. import dtypes as _dt
+    return {_dt.float16: "Half", _dt.bfloat16: "BFloat16", _dt.float32: "float", _dt.float64: "double"}
+
+
+_C_TYPE = _c_type_names()  # (the dtypes' names in PyTorch's messages)
+
+
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (values outside are redrawn, so the distribution is
-    exactly the truncated normal)."""
+    """Fill with N(mean, std^2) truncated to [a, b], exactly (PyTorch 2.13's two samplers: where [a, b] holds
+    more than 30% of the normal's mass, normal draws outside it are redrawn; else uniform proposals on [a, b]
+    are accepted with the normal's density relative to its peak on [a, b], so a far tail or a narrow interval
+    is sampled as exactly as the bulk)."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
-    from ..ops.creation import randn, tensor as _tensor
+    from ..ops.creation import rand, randn, tensor as _tensor
+
+    def draw(fn, k: int) -> np.ndarray:
+        return fn(k, dtype=tensor.dtype, **_on(generator, tensor))._host().astype(np.float64)
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
     n = tensor.numel()
+    p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
     with no_grad():
-        out = randn(n, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
-        out = out * std + mean
-        bad = np.flatnonzero((out < a) | (out > b))
-        for _ in range(1000):
-            if bad.size == 0:
-                break
-            redraw = randn(bad.size, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
-            out[bad] = redraw * std + mean
-            bad = bad[(out[bad] < a) | (out[bad] > b)]
-        np.clip(out, a, b, out=out)  # only reached when [a, b] is far in the tail
+        if p > 0.3:
+            out = draw(randn, n) * std + mean
+            bad = np.flatnonzero((out < a) | (out > b))
+            while bad.size:
+                out[bad] = draw(randn, bad.size) * std + mean
+                bad = bad[(out[bad] < a) | (out[bad] > b)]
+        else:  # (PyTorch's tensor.uniform_(a, b) checks)
+            if a > b:
+                raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+            for name, v in (("from", a), ("to", b)):
+                if not math.isfinite(v):
+                    raise RuntimeError(f"{name} is out of bounds for {_C_TYPE.get(tensor.dtype, tensor.dtype)}")
+            log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+            out = np.empty(n)
+            pending = np.arange(n)
+            while pending.size:
+                x = a + (b - a) * draw(rand, pending.size)
+                accept = np.log(draw(rand, pending.size)) <= -0.5 * ((x - mean) / std) ** 2 - log_peak
+                out[pending[accept]] = x[accept]
+                pending = pending[~accept]
+        np.clip(out, a, b, out=out)  # (a float32 draw of b - a rounded up)
         tensor.copy_(_tensor(out.reshape(tuple(tensor.shape)), dtype=tensor.dtype))
     return tensor
 
@@ -166,8 +201,14 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015)."""
+    from .parameter import is_lazy
+    if is_lazy(tensor):  # (PyTorch: the placeholder's __torch_function__ refuses the call, a ValueError)
+        raise ValueError(f"Attempted to use an uninitialized parameter in {kaiming_uniform_}. This error happens "
+                         "when you are using a `LazyModule` or explicitly manipulating "
+                         "`torch.nn.parameter.UninitializedParameter` objects. When using LazyModules Call "
+                         "`forward` with a dummy batch to initialize the parameters before calling torch functions")
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -179,7 +220,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
                     generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -196,7 +237,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     from ..ops.creation import randn, tensor as _tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flattened = randn(rows, cols, dtype=tensor.dtype, **_on(generator))._host().astype(np.float64)
+    flattened = randn(rows, cols, dtype=tensor.dtype, **_on(generator, tensor))._host().astype(np.float64)
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -218,7 +259,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     with no_grad():
         tensor.normal_(0, std, generator=generator)
         for col_idx in range(cols):
-            zero_indices = randperm(rows, **_on(generator))[:num_zeros]
+            zero_indices = randperm(rows, **_on(generator, tensor))[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
 
@@ -234,6 +275,30 @@ def _deprecated_alias(fn):
     alias.__name__ = alias.__qualname__ = old
     alias.__doc__ = f"Deprecated alias of :func:`{new}`."
     return alias
+
+
+_make_deprecate = _deprecated_alias  # (PyTorch's name)
+
+
+# PyTorch's private helpers, which libraries import (``from torch.nn.init import _no_grad_trunc_normal_``)
+def _no_grad_uniform_(tensor: Tensor, a: float, b: float, generator=None) -> Tensor:
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor: Tensor, mean: float, std: float, generator=None) -> Tensor:
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor: Tensor, mean: float, std: float, a: float, b: float, generator=None) -> Tensor:
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor: Tensor, val: float) -> Tensor:
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor: Tensor) -> Tensor:
+    return zeros_(tensor)
 
 
 uniform = _deprecated_alias(uniform_)

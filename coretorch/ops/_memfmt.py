@@ -50,6 +50,17 @@ def is_channels_last(shape: tuple, strides: tuple, r: int) -> bool:
     return True
 
 
+def canonical_strides(shape: tuple, r: int) -> tuple:
+    """c10's get_channels_last_strides_2d/3d: the strides of a fresh channels-last tensor of ``shape`` (rank
+    ``r``), size-1 dims included."""
+    strides = [0] * r
+    step = 1
+    for d in _ORDER[r]:
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
 def strides_like_channels_last(shape: tuple, strides: tuple) -> bool:
     """Whether a 4-D or 5-D tensor's strides suggest a channels-last layout (c10's is_channels_last_strides_2d/3d,
     suggest_memory_format's test): its dims' strides grow in the channels-last order; ambiguous layouts (a

@@ -76,12 +76,13 @@ class BackwardHook:
     def _apply_on_tensors(self, fn, args):
         from ..autograd.grad_mode import state
         from ..tensor import Tensor
-        # only tensors that require grad pass through the identity node: the others get None gradients
-        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        if not idx or not state.enabled:
+        # as PyTorch: every tensor passes through the identity node once one requires grad (the others are
+        # non-differentiable outputs: the hooks see zeros for them, as PyTorch's materialized gradients)
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not any(args[i].requires_grad for i in idx) or not state.enabled:
             return args, None
         new = BackwardHookFunction.apply(*[args[i] for i in idx])
-        fn(new[0].grad_fn)
+        fn(next(t.grad_fn for t in new if t.grad_fn is not None))
         out = list(args)
         for i, v in zip(idx, new):
             out[i] = v

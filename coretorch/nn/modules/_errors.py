@@ -21,7 +21,11 @@ def layer_error(module, input, err: RuntimeError, expected: str) -> RuntimeError
     name = f"{type(module).__name__}({module.extra_repr()})"
     msg = str(err)
     params = list(module.parameters(recurse=False))
-    if _DEVICE_MISMATCH in msg and params and hasattr(input, "device"):
+    devices = sorted({str(p.device) for p in params})
+    if _DEVICE_MISMATCH in msg and len(devices) > 1:  # the layer's own tensors are split between devices
+        note = (f"{name} has its parameters on several devices ({', '.join(devices)}): move the model with "
+                f"model.to('{getattr(input, 'device', devices[0])}')")
+    elif _DEVICE_MISMATCH in msg and params and hasattr(input, "device"):
         note = (f"{name} has its parameters on {params[0].device} but got an input on {input.device}: move the "
                 f"model with model.to('{input.device}') or the input with input.to('{params[0].device}')")
     elif any(k in msg for k in _SHAPE_ERRORS):

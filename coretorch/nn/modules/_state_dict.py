@@ -2,9 +2,11 @@
 the ``(missing_keys, unexpected_keys)`` result.  ``Module``'s methods call (or are) these functions."""
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ... import __future__ as future
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..parameter import Parameter, is_lazy
@@ -38,7 +40,10 @@ def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None
 def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
     if args:
         # the deprecated positional form state_dict(destination, prefix, keep_vars)
-        if destination is None and len(args) > 0:
+        warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                      "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                      " for details.", FutureWarning, stacklevel=3)
+        if destination is None:
             destination = args[0]
         if len(args) > 1 and prefix == "":
             prefix = args[1]
@@ -58,8 +63,11 @@ def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool 
             module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
     for hook in self._state_dict_hooks.values():
         r = hook(self, destination, prefix, local_metadata)
-        if r is not None:
-            destination = r
+        if not getattr(hook, "_from_public_api", False):  # the private hook may return a new dict (at the root)
+            if r is not None:
+                destination = r
+        elif r is not None:
+            raise RuntimeError("state_dict post-hook must return None")
     return destination
 
 
@@ -79,7 +87,9 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                                   f'Tensor-like object from checkpoint but received {type(input_param)}')
                 continue
             lazy = is_lazy(param)  # a lazy module's placeholder: no shape to compare
-            if not lazy and len(param.shape) == 0 and len(input_param.shape) == 1:
+            if lazy and is_lazy(input_param) and not assign:
+                continue  # (an uninitialized state_dict into an uninitialized module: nothing to copy, as PyTorch)
+            if not lazy and len(param.shape) == 0 and tuple(input_param.shape) == (1,):  # (a 0.3-era 0-d value)
                 input_param = input_param[0]
             if not lazy and input_param.shape != param.shape:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
@@ -87,7 +97,15 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                 continue
             try:
                 with no_grad():
-                    if assign:
+                    if future._swap_module_params_on_conversion:  # the same object takes module_load's result
+                        new = param.module_load(input_param, assign=assign)
+                        if new is input_param or new is param:
+                            raise RuntimeError("module_load returned one of self or other, please .detach() the "
+                                               "result if returning one of the inputs in module_load")
+                        rg = param.requires_grad
+                        param.data = new
+                        param.requires_grad_(rg)
+                    elif assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param, requires_grad=param.requires_grad)
@@ -97,7 +115,8 @@ def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, miss
                     else:
                         param.copy_(input_param)
             except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
+                action = "swapping" if future._swap_module_params_on_conversion else "copying"
+                error_msgs.append(f'While {action} the parameter named "{key}", whose dimensions in the model '
                                   f"are {param.size()} and whose dimensions in the checkpoint are "
                                   f"{input_param.size()}, an exception occurred : {ex.args}.")
         elif strict:
@@ -148,7 +167,7 @@ def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False)
         for hook in module._load_state_dict_post_hooks.values():
             out = hook(module, incompatible)
             if out is not None:
-                raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
                                    "expected to return new values, if incompatible_keys need to be modified, "
                                    "it should be done inplace.")
 

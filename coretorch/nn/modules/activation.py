@@ -1,6 +1,8 @@
 """Activation modules (PyTorch's torch/nn/modules/activation.py; MultiheadAttention lives in attention.py)."""
 from __future__ import annotations
 
+import warnings
+
 from ...ops.creation import empty
 from ...ops.pointwise import relu as _relu
 from .. import functional as F
@@ -78,10 +80,20 @@ class Hardtanh(Module):
     """
     __constants__ = ["min_val", "max_val", "inplace"]
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        if min_value is not None:  # (PyTorch's deprecated spellings)
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
-        assert self.max_val > self.min_val, f"max_val ({max_val}) must be greater than min_val ({min_val})"
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
@@ -129,7 +141,20 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace)}"
 
 
-class ELU(Module):
+class _AlphaInplace(Module):
+    """ELU's and CELU's arguments and repr (a private base: in PyTorch neither class is a subclass of the other,
+    so ``isinstance(m, nn.ELU)`` is False for a CELU)."""
+    __constants__ = ["alpha", "inplace"]
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+
+
+class ELU(_AlphaInplace):
     """Applies ``x if x > 0 else alpha * (exp(x) - 1)`` element-wise.
 
     Args:
@@ -139,20 +164,11 @@ class ELU(Module):
     Shape:
         Input: any shape. Output: the same shape.
     """
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
     def forward(self, input):
         return F.elu(input, self.alpha, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
 
-
-class CELU(ELU):
+class CELU(_AlphaInplace):
     """Applies ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` element-wise.
 
     Args:
@@ -210,7 +226,20 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
+class _Inplace(Module):
+    """SiLU's, Mish's, Hardsigmoid's and Hardswish's argument (a private base: in PyTorch none of them is a
+    subclass of another)."""
+    __constants__ = ["inplace"]
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return _inplace_str(self.inplace, True)
+
+
+class SiLU(_Inplace):
     """Applies ``x * sigmoid(x)`` (swish) element-wise.
 
     Args:
@@ -219,20 +248,11 @@ class SiLU(Module):
     Shape:
         Input: any shape. Output: the same shape.
     """
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
     def forward(self, input):
         return F.silu(input, inplace=self.inplace)
 
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
 
-
-class Mish(SiLU):
+class Mish(_Inplace):
     """Applies ``x * tanh(softplus(x))`` element-wise.
 
     Args:
@@ -245,7 +265,7 @@ class Mish(SiLU):
         return F.mish(input, inplace=self.inplace)
 
 
-class Hardsigmoid(SiLU):
+class Hardsigmoid(_Inplace):
     """Applies ``relu6(x + 3) / 6`` element-wise.
 
     Args:
@@ -257,8 +277,11 @@ class Hardsigmoid(SiLU):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
+    def extra_repr(self) -> str:  # (PyTorch prints no inplace for these two)
+        return ""
 
-class Hardswish(SiLU):
+
+class Hardswish(_Inplace):
     """Applies ``x * relu6(x + 3) / 6`` element-wise.
 
     Args:
@@ -269,6 +292,9 @@ class Hardswish(SiLU):
     """
     def forward(self, input):
         return F.hardswish(input, self.inplace)
+
+    def extra_repr(self) -> str:  # (PyTorch prints no inplace for these two)
+        return ""
 
 
 class Sigmoid(Module):
@@ -344,15 +370,9 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softmax(Module):
-    """Applies ``exp(x_i) / sum_j exp(x_j)`` along ``dim``: each slice becomes a probability distribution.
-
-    Args:
-        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
-
-    Shape:
-        Input: any shape. Output: the same shape.
-    """
+class _DimModule(Module):
+    """Softmax's, Softmin's and LogSoftmax's ``dim`` (a private base: in PyTorch none of them is a subclass of
+    another, so ``isinstance(m, nn.Softmax)`` is False for a LogSoftmax)."""
     __constants__ = ["dim"]
 
     def __init__(self, dim: int | None = None) -> None:
@@ -364,14 +384,24 @@ class Softmax(Module):
         if not hasattr(self, "dim"):
             self.dim = None
 
-    def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
-
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class Softmin(Softmax):
+class Softmax(_DimModule):
+    """Applies ``exp(x_i) / sum_j exp(x_j)`` along ``dim``: each slice becomes a probability distribution.
+
+    Args:
+        dim (int): the dimension to normalise (give it: the implicit choice is deprecated).
+
+    Shape:
+        Input: any shape. Output: the same shape.
+    """
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+
+class Softmin(_DimModule):
     """Applies ``softmax(-x)`` along ``dim``.
 
     Args:
@@ -381,7 +411,7 @@ class Softmin(Softmax):
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
-class LogSoftmax(Softmax):
+class LogSoftmax(_DimModule):
     """Applies ``log(softmax(x))`` along ``dim``, computed stably (pair it with :class:`NLLLoss`).
 
     Args:
@@ -444,7 +474,19 @@ class Softmax2d(Module):
         return F.softmax(input, -3)
 
 
-class Hardshrink(Module):
+class _Lambd(Module):
+    """Hardshrink's and Softshrink's ``lambd`` (a private base: in PyTorch neither is a subclass of the other)."""
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Lambd):
     """Applies ``x if |x| > lambd else 0`` element-wise.
 
     Args:
@@ -453,20 +495,11 @@ class Hardshrink(Module):
     Shape:
         Input: any shape. Output: the same shape.
     """
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
     def forward(self, input):
         return F.hardshrink(input, self.lambd)
 
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
 
-
-class Softshrink(Hardshrink):
+class Softshrink(_Lambd):
     """Applies ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between.
 
     Args:

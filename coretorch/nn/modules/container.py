@@ -90,6 +90,19 @@ class Sequential(Module):
 
     __rmul__ = __mul__
 
+    def __imul__(self, other: int) -> "Sequential":
+        """``seq *= n``: this Sequential repeats its modules ``n`` times in place (the same module objects)."""
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        n = offset = len(self)
+        for _ in range(other - 1):
+            for i in range(n):
+                self.add_module(str(i + offset), self._modules[str(i)])
+            offset += n
+        return self
+
     def pop(self, key) -> Module:
         """Remove the module at ``key`` (an index) and return it."""
         v = self[key]

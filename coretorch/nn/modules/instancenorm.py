@@ -18,6 +18,25 @@ class _InstanceNorm(_NormBase):
                  track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # as PyTorch: a state_dict without a version (before 0.4) may hold running stats a module without
+        # track_running_stats has no buffers for; they are an error (even with strict=False), then dropped
+        if local_metadata.get("version", None) is None and not self.track_running_stats:
+            keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
+            if keys:
+                error_msgs.append(
+                    "Unexpected running stats buffer(s) {names} for {klass} with track_running_stats=False. If "
+                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because {klass} does not "
+                    "track running stats by default since 0.4.0. Please remove these keys from state_dict. If the "
+                    "running stats are actually needed, instead set track_running_stats=True in {klass} to enable "
+                    "them. See the documentation of {klass} for details.".format(
+                        names=" and ".join(f'"{k}"' for k in keys), klass=self.__class__.__name__))
+                for k in keys:
+                    state_dict.pop(k)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def _check_input_dim(self, input) -> None:
         d = self._no_batch_dim
         if input.dim() not in (d, d + 1):
@@ -56,18 +75,21 @@ class InstanceNorm3d(_InstanceNorm):
     _no_batch_dim = 4
 
 
-class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm1d whose num_features is inferred from the first input (affine and running stats on, as
     PyTorch's lazy form)."""
     cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
 
 
-class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm2d whose num_features is inferred from the first input."""
     cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
 
 
-class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
     """An InstanceNorm3d whose num_features is inferred from the first input."""
     cls_to_become = InstanceNorm3d
+    _no_batch_dim = 4
 

@@ -198,15 +198,21 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def set_submodule(self, target: str, module: "Module") -> None:
-        """Replace the submodule at the dotted path ``target`` with ``module``."""
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Replace the submodule at the dotted path ``target`` with ``module``; ``strict=True`` refuses to add a
+        new name, and an existing attribute that is no Module (a parameter, a number) is never replaced."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
         atoms = target.split(".")
         if not isinstance(module, Module):
             raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
-        mod = self.get_submodule(".".join(atoms[:-1]))
-        setattr(mod, atoms[-1], module)
+        parent = self.get_submodule(".".join(atoms[:-1]))
+        name = atoms[-1]
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at the dotted path ``target`` (``"block.fc.weight"``); AttributeError if missing."""
@@ -418,9 +424,10 @@ class Module:
         """An iterator over ``(name, module)`` pairs of the immediate children."""
         yield from self._named_members(lambda m: m._modules.items(), recurse=False)
 
-    def modules(self):
-        """An iterator over every module of the tree, ``self`` first (each shared module once)."""
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True):
+        """An iterator over every module of the tree, ``self`` first (each shared module once unless
+        ``remove_duplicate=False``)."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
@@ -496,12 +503,22 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
+        from ... import __future__ as future
+        overwrite = (future._overwrite_module_params_on_conversion
+                     and not future._swap_module_params_on_conversion)
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
+            if overwrite:  # torch.__future__: a new Parameter (and gradient) instead of the old one's .data
+                out = Parameter(param_applied, param.requires_grad)
+                if param_grad is not None:
+                    with no_grad():
+                        out.grad = fn(param_grad).requires_grad_(param_grad.requires_grad)
+                self._parameters[key] = out
+                continue
             if param_applied is not param:
                 if param_grad is not None:
                     param.grad = None  # detached while both change dtype/device, then re-attached
@@ -532,6 +549,8 @@ class Module:
         """
         from ...ops.creation import parse_to_args
         device, dtype, _ = parse_to_args(args, dict(kwargs))
+        if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:  # (Tensor.to's 4th argument)
+            raise RuntimeError(".to() does not accept copy argument")
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
@@ -551,6 +570,20 @@ class Module:
     def cuda(self, device=None) -> "Module":
         """Move the module to a CUDA device (raises: coretorch has no CUDA; use ``to(device)``)."""
         return self._apply(lambda t: t.to("cuda" if device is None else f"cuda:{int(device)}"
+                                          if isinstance(device, int) else device))
+
+    def xpu(self, device=None) -> "Module":
+        """Move the module to an XPU device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.xpu(device))
+
+    def ipu(self, device=None) -> "Module":
+        """Move the module to an IPU device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.to("ipu" if device is None else f"ipu:{int(device)}"
+                                          if isinstance(device, int) else device))
+
+    def mtia(self, device=None) -> "Module":
+        """Move the module to an MTIA device (raises: coretorch has none; use ``to(device)``)."""
+        return self._apply(lambda t: t.to("mtia" if device is None else f"mtia:{int(device)}"
                                           if isinstance(device, int) else device))
 
     def type(self, dst_type) -> "Module":
@@ -640,10 +673,18 @@ class Module:
         return RemovableHandle.add(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
-        """``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict``."""
+        """``hook(module, state_dict, prefix, local_metadata) -> None``: may edit ``state_dict`` in place (a
+        returned value raises)."""
+        hook._from_public_api = True  # (PyTorch marks the function: state_dict then refuses a returned value)
         return RemovableHandle.add(self._state_dict_hooks, hook)
 
-    _register_state_dict_hook = register_state_dict_post_hook
+    def _register_state_dict_hook(self, hook):
+        """The private post-hook: ``hook(module, state_dict, prefix, local_metadata) -> None | new state_dict``
+        (a returned dict replaces the root's result)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        return RemovableHandle.add(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -676,7 +717,11 @@ class Module:
             _plugin_manager.pm.hook.coretorch_module_forward(module=self, inputs=args, output=result)
         return result
 
-    _call_impl = __call__
+    _call_impl = _wrapped_call_impl = __call__  # (PyTorch's names of the call; code calls them directly)
+
+    def _slow_forward(self, *input, **kwargs):
+        """PyTorch's forward under its JIT tracer: here the plain ``forward``."""
+        return self.forward(*input, **kwargs)
 
     _call_with_hooks = _hooks._call_with_hooks  # the hooked call (the plain one is __call__'s first branch)
 

@@ -179,13 +179,14 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
     placeholders until then (num_batches_tracked is a real 0)."""
 
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype)  # placeholders replace the tensors below
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -200,26 +201,33 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             self.num_features = input.shape[1]
             if self.affine:
                 cast(UninitializedParameter, self.weight).materialize((self.num_features,))
-                cast(UninitializedParameter, self.bias).materialize((self.num_features,))
+                if self.bias is not None:
+                    cast(UninitializedParameter, self.bias).materialize((self.num_features,))
             if self.track_running_stats:
                 self.running_mean.materialize((self.num_features,))
                 self.running_var.materialize((self.num_features,))
             self.reset_parameters()
 
 
-class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
-    """A BatchNorm1d whose num_features is inferred from the first input."""
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm1d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm1d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
 
 
-class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
-    """A BatchNorm2d whose num_features is inferred from the first input."""
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm2d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm2d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
 
 
-class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
-    """A BatchNorm3d whose num_features is inferred from the first input."""
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm3d whose num_features is inferred from the first input (as PyTorch's, no BatchNorm3d until
+    then: it becomes one)."""
     cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
 
 
 class LayerNorm(Module):
@@ -325,22 +333,27 @@ class GroupNorm(Module):
             **self.__dict__, has_bias=self.bias is not None)
 
 
-class LocalResponseNorm(Module):
-    """x / (k + alpha/size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+class _LRNBase(Module):
+    """LocalResponseNorm's and CrossMapLRN2d's arguments (a private base: in PyTorch neither is a subclass of
+    the other)."""
     __constants__ = ["size", "alpha", "beta", "k"]
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
-    def forward(self, input):
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
 
 
-class CrossMapLRN2d(LocalResponseNorm):
+class LocalResponseNorm(_LRNBase):
+    """x / (k + alpha/size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+
+class CrossMapLRN2d(_LRNBase):
     """LocalResponseNorm of a 4-D input (PyTorch's legacy Lua-torch layer; the same values)."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
@@ -349,4 +362,12 @@ class CrossMapLRN2d(LocalResponseNorm):
     def forward(self, input):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        return named_node(super().forward(input), "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name
+        return named_node(F.local_response_norm(input, self.size, self.alpha, self.beta, self.k),
+                          "CrossMapLRN2dBackward")  # PyTorch's autograd.Function's name
+
+
+def __getattr__(name: str):
+    if name == "RMSNorm":  # (PyTorch's module path of nn.RMSNorm, which the extra-ops plugin provides)
+        from ... import nn
+        return getattr(nn, "RMSNorm")  # (set by the plugin at load: no static attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

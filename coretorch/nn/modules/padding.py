@@ -56,14 +56,30 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
+class _ReflectionPadNd(_PadNd):
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    _mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+
 def _make(kind: str, base: type, mode: str, n: int) -> type:
     return type(f"{kind}Pad{n}d", (base,), {"_mode": mode, "_n": n, "__module__": __name__,
                                           "__doc__": f"{kind} padding of the last {n} dim(s) (F.pad mode {mode!r})."})
 
 
 ConstantPad1d, ConstantPad2d, ConstantPad3d = (_make("Constant", _ConstantPadNd, "constant", n) for n in (1, 2, 3))
-ZeroPad1d, ZeroPad2d, ZeroPad3d = (_make("Zero", _ZeroPadNd, "constant", n) for n in (1, 2, 3))
-ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_make("Reflection", _PadNd, "reflect", n) for n in (1, 2, 3))
-ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_make("Replication", _PadNd, "replicate", n)
+# (as PyTorch: ZeroPad{n}d is a ConstantPad{n}d, value 0)
+ZeroPad1d, ZeroPad2d, ZeroPad3d = (type(f"ZeroPad{n}d", (_ZeroPadNd, base), {
+    "_mode": "constant", "_n": n, "__module__": __name__, "__doc__": f"Zero padding of the last {n} dim(s)."})
+    for n, base in ((1, ConstantPad1d), (2, ConstantPad2d), (3, ConstantPad3d)))
+ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_make("Reflection", _ReflectionPadNd, "reflect", n)
+                                                     for n in (1, 2, 3))
+ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_make("Replication", _ReplicationPadNd, "replicate", n)
                                                         for n in (1, 2, 3))
-CircularPad1d, CircularPad2d, CircularPad3d = (_make("Circular", _PadNd, "circular", n) for n in (1, 2, 3))
+CircularPad1d, CircularPad2d, CircularPad3d = (_make("Circular", _CircularPadNd, "circular", n) for n in (1, 2, 3))

@@ -94,7 +94,26 @@ class MaxPool3d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    """AvgPool2d's and AvgPool3d's arguments and repr (a private base: in PyTorch neither is a subclass of the
+    other)."""
+    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override=None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
     """Average pooling over the last 2 dimension(s) of an input ``(N, C, H, W)`` (or without ``N``).
 
     Args:
@@ -109,27 +128,12 @@ class AvgPool2d(Module):
         Input: ``(N, C, H, W)``. Output: the same leading dimensions, each pooled size
         ``floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``).
     """
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override=None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
     def forward(self, input):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     """Average pooling over the last 3 dimension(s) of an input ``(N, C, D, H, W)`` (or without ``N``).
 
     Args:
@@ -149,7 +153,7 @@ class AvgPool3d(AvgPool2d):
                             self.count_include_pad, self.divisor_override)
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """Average pooling over the last 1 dimension(s) of an input ``(N, C, L)`` (or without ``N``).
 
     Args:
@@ -167,7 +171,7 @@ class AvgPool1d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
-        super().__init__()
+        Module.__init__(self)  # (not _AvgPoolNd's: AvgPool1d has no divisor_override)
         self.kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
         s = stride if stride is not None else kernel_size
         self.stride = (s,) if isinstance(s, int) else tuple(s)
@@ -194,7 +198,11 @@ class _AdaptiveNd(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool2d(_AdaptiveNd):
+class _AdaptiveAvgPoolNd(_AdaptiveNd):
+    """The adaptive average poolings' base (PyTorch's name: ``isinstance(m, _AdaptiveAvgPoolNd)``)."""
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
@@ -209,7 +217,7 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveAvgPool1d(_AdaptiveNd):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.
@@ -224,7 +232,7 @@ class AdaptiveAvgPool1d(_AdaptiveNd):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool3d(_AdaptiveNd):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Adaptive average pooling: windows chosen so that the output has the size ``output_size`` whatever the input size.
 
     Window ``i`` of an input size ``L`` covers ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)``.

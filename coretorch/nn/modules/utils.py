@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections.abc
 from itertools import repeat
 
-__all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple",
+__all__ = ["_ntuple", "_single", "_pair", "_triple", "_quadruple", "_reverse_repeat_tuple", "_list_with_default",
            "consume_prefix_in_state_dict_if_present"]
 
 
@@ -27,6 +27,16 @@ _quadruple = _ntuple(4, "_quadruple")
 def _reverse_repeat_tuple(t, n: int) -> tuple:
     """Reverse ``t`` and repeat each element ``n`` times (conv padding for F.pad)."""
     return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def _list_with_default(out_size, defaults) -> list | int:
+    """PyTorch's helper of the adaptive poolings: ``out_size`` (an int, kept) with each None taken from the
+    trailing ``defaults`` (the input's sizes)."""
+    if isinstance(out_size, int):  # (torch.SymInt too in PyTorch)
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
 
 
 def consume_prefix_in_state_dict_if_present(state_dict: dict, prefix: str) -> None:

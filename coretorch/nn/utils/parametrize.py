@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import copyreg
 
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
@@ -130,8 +132,24 @@ def _inject_new_class(module: Module) -> None:
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
                            "https://pytorch.org/tutorials/beginner/saving_loading_models.html")
 
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate,
-                                                                     "__module__": cls.__module__})
+    def default_deepcopy(self, memo):
+        # as PyTorch: a parametrized module refuses pickling but deep-copies (copy.deepcopy calls __deepcopy__
+        # instead of __getstate__): a replica of the same class with a deep copy of the attributes and slots
+        obj = memo.get(id(self), None)
+        if obj is not None:
+            return obj
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        for slot in copyreg._slotnames(self.__class__):  # type: ignore[attr-defined]
+            if hasattr(self, slot):
+                setattr(replica, slot, copy.deepcopy(getattr(self, slot), memo))
+        return replica
+
+    dct = {"__getstate__": getstate, "__module__": cls.__module__}
+    if not hasattr(cls, "__deepcopy__"):
+        dct["__deepcopy__"] = default_deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
 
 
 def _inject_property(module: Module, tensor_name: str) -> None:

@@ -31,10 +31,10 @@ def functional_call(module: Module, parameters_and_buffers: dict, args: Any = No
     if strict:
         missing = sorted(set(own) - set(given))
         unexpected = sorted(set(given) - set(own))
-        if missing or unexpected:
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\tUnexpected key(s): "
-                               f"{', '.join(map(repr, unexpected))}.\n\tMissing key(s): "
-                               f"{', '.join(map(repr, missing))}.")
+        msgs = ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else []) + \
+            ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
+        if msgs:  # (as PyTorch: only the kinds of key that are wrong)
+            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(msgs))
     if tie_weights:
         by_id: dict = {}
         for name, t in own.items():
