@@ -1,0 +1,52 @@
+"""Review 20e: recurrent, attention and transformer modules against PyTorch 2.13, eager: RNN/LSTM/GRU and their
+cells, PackedSequence, MultiheadAttention and F.multi_head_attention_forward, F.scaled_dot_product_attention, the
+Transformer layers, Embedding and EmbeddingBag: values (with PyTorch's weights copied in), dtypes, shapes,
+gradients and error types.  Each test states what PyTorch gives and what coretorch gave before the fix."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _t(a, device, **kw):
+    return torch.tensor(np.asarray(a), device=device, **kw)
+
+
+def _np_attention(q, k, v, scale=None):
+    s = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return (s / s.sum(-1, keepdims=True)) @ v
+
+
+def test_sdpa_checks_the_feature_and_sequence_sizes(device):
+    """PyTorch raises RuntimeError when key's feature size differs from query's or value's length from key's (its
+    matmuls check).  coretorch before: on opencl the one-node attention multiplied the raw arrays unchecked and
+    returned a (2, 3, 4, 7) result from out-of-shape reads; on cpu numpy's ValueError."""
+    rng = np.random.default_rng(0)
+    q = _t(rng.standard_normal((2, 3, 4, 6)), device)
+    with pytest.raises(RuntimeError, match="query's last dim"):
+        F.scaled_dot_product_attention(q, _t(rng.standard_normal((2, 3, 5, 7)), device),
+                                       _t(rng.standard_normal((2, 3, 5, 7)), device))
+    with pytest.raises(RuntimeError, match="same sequence length"):
+        F.scaled_dot_product_attention(q, _t(rng.standard_normal((2, 3, 5, 6)), device),
+                                       _t(rng.standard_normal((2, 3, 6, 7)), device))
+    with pytest.raises(RuntimeError, match="at least 2 dimensional"):
+        F.scaled_dot_product_attention(q[0, 0, 0], q[0, 0], q[0, 0])
+    with pytest.raises(RuntimeError, match="attn_mask dtype"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=_t(np.ones((4, 4), np.int64), device))
+
+
+def test_sdpa_grouped_query_attention_with_different_key_and_value_heads(device):
+    """PyTorch's enable_gqa repeats key and value each to the query's heads (6 query heads, 2 key heads, 3 value
+    heads works).  coretorch before: repeated both by the key's factor, and the matmul raised."""
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal(s) for s in ((2, 6, 4, 5), (2, 2, 3, 5), (2, 3, 3, 5)))
+    out = F.scaled_dot_product_attention(_t(q, device), _t(k, device), _t(v, device), enable_gqa=True)
+    ref = _np_attention(q, np.repeat(k, 3, axis=1), np.repeat(v, 2, axis=1))
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match="must divide"):
+        F.scaled_dot_product_attention(_t(q, device), _t(k[:, :1].repeat(4, 1), device),
+                                       _t(v[:, :1].repeat(4, 1), device), enable_gqa=True)
