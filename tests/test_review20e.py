@@ -50,3 +50,55 @@ def test_sdpa_grouped_query_attention_with_different_key_and_value_heads(device)
     with pytest.raises(RuntimeError, match="must divide"):
         F.scaled_dot_product_attention(_t(q, device), _t(k[:, :1].repeat(4, 1), device),
                                        _t(v[:, :1].repeat(4, 1), device), enable_gqa=True)
+
+
+@pytest.mark.parametrize("cls", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_rnn_cells_check_their_input_and_state_shapes(device, cls):
+    """PyTorch's cells accept a 1-D or 2-D input and state of matching batch and hidden sizes (ValueError for other
+    ranks, RuntimeError "Input batch size 2 doesn't match hidden0 batch size 4" / "hidden0 has inconsistent
+    hidden_size: got 2, expected 4" / "input has inconsistent input_size").  coretorch before: a 2-D input with a
+    1-D state (4,) broadcast it to a (2, 4) result, an unbatched input with a (2, 4) state gave (2, 4), a 3-D input
+    or state gave a 3-D result, other mismatches raised matmul's or unpacking's errors."""
+    m = getattr(torch.nn, cls)(3, 4).to(device)
+
+    def state(*shape):
+        t = torch.zeros(*shape, device=device)
+        return (t, t) if cls == "LSTMCell" else t
+
+    x2, x1 = torch.zeros(2, 3, device=device), torch.zeros(3, device=device)
+    with pytest.raises(RuntimeError, match="Input batch size 2 doesn't match hidden0 batch size 4"):
+        m(x2, state(4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 2, expected 4"):
+        m(x1, state(2, 4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 5"):
+        m(x2, state(2, 5))
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 4 expected 3"):
+        m(torch.zeros(2, 4, device=device))
+    with pytest.raises(ValueError, match=f"{cls}: Expected input to be 1D or 2D, got 3D"):
+        m(torch.zeros(1, 2, 3, device=device))
+    with pytest.raises(ValueError, match="to be 1D or 2D, got 3D"):
+        m(x2, state(1, 2, 4))
+    if cls == "LSTMCell":
+        with pytest.raises(RuntimeError, match="doesn't match hidden1 batch size 3"):
+            m(x2, (torch.zeros(2, 4, device=device), torch.zeros(3, 4, device=device)))
+    out = m(x1, state(4))  # unbatched input and state still work
+    assert tuple((out[0] if cls == "LSTMCell" else out).shape) == (4,)
+
+
+def test_rnn_checks_the_input_dtype_and_an_empty_sequence(device):
+    """PyTorch's RNNBase.check_input raises ValueError "RNN input dtype (...) does not match weight dtype" (also for
+    a PackedSequence), and ATen RuntimeError "Expected sequence length to be larger than 0 in RNN"; RNNCell with an
+    unknown ``nonlinearity`` set after construction raises RuntimeError "Unknown nonlinearity".  coretorch before:
+    matmul's RuntimeError, an empty output, and ReLU for any nonlinearity that was not "tanh"."""
+    lstm = torch.nn.LSTM(3, 4, dtype=torch.float64).to(device)
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        lstm(torch.zeros(5, 2, 3, device=device))
+    packed = torch.nn.utils.rnn.pack_sequence([torch.zeros(2, 3, device=device)])
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        lstm(packed)
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        lstm(torch.zeros(0, 2, 3, dtype=torch.float64, device=device))
+    cell = torch.nn.RNNCell(3, 4).to(device)
+    cell.nonlinearity = "gelu"
+    with pytest.raises(RuntimeError, match="Unknown nonlinearity: gelu"):
+        cell(torch.zeros(2, 3, device=device))
