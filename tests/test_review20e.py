@@ -102,3 +102,57 @@ def test_rnn_checks_the_input_dtype_and_an_empty_sequence(device):
     cell.nonlinearity = "gelu"
     with pytest.raises(RuntimeError, match="Unknown nonlinearity: gelu"):
         cell(torch.zeros(2, 3, device=device))
+
+
+@pytest.mark.parametrize("extra", [{}, {"add_bias_kv": True, "add_zero_attn": True}])
+def test_mha_is_causal_without_weights_or_padding_mask_applies_the_causal_mask(device, extra):
+    """PyTorch's F.multi_head_attention_forward documents ``is_causal``: "applies a causal mask as attention mask,
+    and ignores attn_mask" when there is no key padding mask and ``need_weights=False`` (it calls SDPA with
+    is_causal=True: a top-left causal mask over the final keys, bias_k and the zero key included).  coretorch
+    before: attended with the given attn_mask (another result for a mask that was not the causal one, and the
+    appended keys visible to every query)."""
+    torch.manual_seed(0)
+    m = torch.nn.MultiheadAttention(6, 2, dtype=torch.float64, **extra).to(device).eval()
+    rng = np.random.default_rng(2)
+    x = _t(rng.standard_normal((4, 2, 6)), device)
+    other = _t(rng.standard_normal((4, 4)), device)
+    out = m(x, x, x, attn_mask=other, is_causal=True, need_weights=False)[0]
+    src = 6 if extra else 4
+    causal = _t(np.where(np.tril(np.ones((4, src), bool)), 0.0, -np.inf), device)
+    if extra:  # the reference: the causal mask over every key position, given as the 3-D mask after the padding
+        ref = _mha_reference(m, x, causal)
+    else:
+        ref = m(x, x, x, attn_mask=causal, need_weights=False)[0].detach().cpu().numpy()
+    np.testing.assert_allclose(out.detach().cpu().numpy(), ref, rtol=1e-12, atol=1e-12)
+    with pytest.raises(AssertionError, match="expected `key` and `value` to be 3-D"):
+        m(x, x[:, 0], x[:, 0])
+    with pytest.raises(AssertionError, match="unbatched 2D or batched 3D"):
+        m(x[None], x[None], x[None])
+    with pytest.raises(AssertionError, match="`attn_mask` to be `None`, 2-D or 3-D"):
+        m(x, x, x, attn_mask=other[None, None])
+    with pytest.raises(AssertionError, match="does not match value shape"):
+        m(x, x, x[:3])
+
+
+def _mha_reference(m, x, mask):
+    """numpy multi-head self-attention of ``m`` (packed weights, bias_k/bias_v and the zero key appended) with an
+    additive (L, S') mask over the final keys."""
+    w = m.in_proj_weight.detach().cpu().numpy()
+    b = m.in_proj_bias.detach().cpu().numpy()
+    xn = x.cpu().numpy()
+    L, N, E = xn.shape
+    h, hd = m.num_heads, E // m.num_heads
+    q, k, v = (xn @ w[i * E:(i + 1) * E].T + b[i * E:(i + 1) * E] for i in range(3))
+    k = np.concatenate([k, np.broadcast_to(m.bias_k.detach().cpu().numpy(), (1, N, E))])
+    v = np.concatenate([v, np.broadcast_to(m.bias_v.detach().cpu().numpy(), (1, N, E))])
+
+    def heads(t):
+        return t.reshape(t.shape[0], N * h, hd).transpose(1, 0, 2)
+    q, k, v = heads(q), heads(k), heads(v)
+    k = np.concatenate([k, np.zeros((N * h, 1, hd))], 1)
+    v = np.concatenate([v, np.zeros((N * h, 1, hd))], 1)
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask.cpu().numpy()
+    p = np.exp(s - s.max(-1, keepdims=True))
+    o = (p / p.sum(-1, keepdims=True)) @ v
+    o = o.transpose(1, 0, 2).reshape(L, N, E)
+    return o @ m.out_proj.weight.detach().cpu().numpy().T + m.out_proj.bias.detach().cpu().numpy()
