@@ -156,3 +156,34 @@ def _mha_reference(m, x, mask):
     o = (p / p.sum(-1, keepdims=True)) @ v
     o = o.transpose(1, 0, 2).reshape(L, N, E)
     return o @ m.out_proj.weight.detach().cpu().numpy().T + m.out_proj.bias.detach().cpu().numpy()
+
+
+def test_embedding_bag_argument_checks_and_an_empty_max_bag_keeps_the_graph(device):
+    """PyTorch's F.embedding_bag raises ValueError for max mode with scale_grad_by_freq or sparse and for a weight
+    that is not 2-D, RuntimeError for a padding_idx outside [-num_embeddings, num_embeddings) and for float indices
+    or offsets, and swaps the deprecated (weight, input) argument order with a warning; with no indices its max
+    result (zeros) still requires grad.  coretorch before: ran max mode ignoring both options, took padding_idx
+    10 or -11 and float offsets silently, raised RuntimeError for a 1-D weight and ValueError for the old order,
+    and the empty max result had no graph (backward raised)."""
+    w = torch.arange(30.0, device=device).reshape(10, 3)
+    i, o = _t([1, 2, 4, 5], device), _t([0, 2], device)
+    with pytest.raises(ValueError, match="max mode does not support scaling"):
+        F.embedding_bag(i, w, o, mode="max", scale_grad_by_freq=True)
+    with pytest.raises(ValueError, match="max mode does not support sparse"):
+        F.embedding_bag(i, w, o, mode="max", sparse=True)
+    with pytest.raises(ValueError, match="weight has to be a 2D Tensor"):
+        F.embedding_bag(i, w[0], o)
+    for pi in (10, -11):
+        with pytest.raises(RuntimeError, match="padding_idx must be within the number of embeddings"):
+            F.embedding_bag(i, w, o, padding_idx=pi)
+    with pytest.raises(RuntimeError, match="scalar types: Long, Int"):
+        F.embedding_bag(i, w, o.float())
+    with pytest.warns(UserWarning, match="Argument order"):
+        swapped = F.embedding_bag(w, i, o)
+    np.testing.assert_array_equal(swapped.cpu().numpy(), [[4.5, 5.5, 6.5], [13.5, 14.5, 15.5]])
+    wg = w.clone().requires_grad_()
+    out = F.embedding_bag(_t(np.zeros(0, np.int64), device), wg, _t([0, 0], device), mode="max")
+    assert out.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(wg.grad.cpu().numpy(), np.zeros((10, 3)))

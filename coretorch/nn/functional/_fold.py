@@ -2,6 +2,8 @@
 compositions of differentiable ops (gather by index, index_add, pooling), so autograd and every device come free."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ... import dtypes as _dt
@@ -135,14 +137,40 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     return _P.add(_P.sub(y_hard, y_soft.detach()), y_soft)
 
 
+def _check_bag_args(input, weight, offsets, mode: str, scale_grad_by_freq: bool, sparse: bool,
+                    padding_idx) -> None:
+    """F.embedding_bag's argument checks as PyTorch's (its Python checks and those of the ATen op)."""
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    n = weight.shape[0]
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, but got "
+                           f"{padding_idx}")
+    for name, t in (("indices", input), ("offsets", offsets)):
+        if t is not None and t.dtype is not _dt.int64 and t.dtype is not _dt.int32:
+            raise RuntimeError(f"Expected tensor for argument #{1 if name == 'indices' else 2} '{name}' to have "
+                               f"one of the following scalar types: Long, Int; but got {t.dtype} instead "
+                               "(while checking arguments for embedding_bag)")
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
                   norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embeddings: a 2-D ``input`` is one bag per row; a 1-D ``input`` is cut into
     bags at ``offsets``.  ``padding_idx`` entries are left out (an empty bag gives zeros)."""
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if weight.dtype is _dt.int64 and input.dtype.is_floating_point:  # PyTorch's old argument order
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    _check_bag_args(input, weight, offsets, mode, scale_grad_by_freq, sparse, padding_idx)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -196,7 +224,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                 pos = _P.where(_P.eq(rows.detach(), _I.index_select(best, 0, bag)), pos, t - 1)
                 first = _C.full((b, d), t - 1, dtype=_dt.int64, device=weight.device)
                 first = first.scatter_reduce(0, idx, pos, "amin", include_self=True)
-        out = _I.gather(rows, 0, first) if t else best
+        # no rows: zeros that still depend on weight (PyTorch's result requires grad; its gradient is zero)
+        out = _I.gather(rows, 0, first) if t else _P.add(best, _P.mul(_R.sum(rows), 0.0))
         counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
                               (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
         return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)
