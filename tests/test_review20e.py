@@ -187,3 +187,17 @@ def test_embedding_bag_argument_checks_and_an_empty_max_bag_keeps_the_graph(devi
     out.sum().backward()
     np.testing.assert_array_equal(out.detach().cpu().numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(wg.grad.cpu().numpy(), np.zeros((10, 3)))
+
+
+def test_encoder_layer_flags_relu_and_gelu_modules_and_rnn_hidden_size_type():
+    """PyTorch's TransformerEncoderLayer sets ``activation_relu_or_gelu`` to 1 for F.relu or an nn.ReLU() module
+    and 2 for F.gelu or an nn.GELU() module; RNNBase raises TypeError for a hidden_size that is not an int.
+    coretorch before: 0 for the modules, and ValueError."""
+    assert torch.nn.TransformerEncoderLayer(4, 2, activation=torch.nn.ReLU()).activation_relu_or_gelu == 1
+    assert torch.nn.TransformerEncoderLayer(4, 2, activation=torch.nn.GELU()).activation_relu_or_gelu == 2
+    assert torch.nn.TransformerEncoderLayer(4, 2, activation=F.gelu).activation_relu_or_gelu == 2
+    assert torch.nn.TransformerEncoderLayer(4, 2, activation=F.silu).activation_relu_or_gelu == 0
+    with pytest.raises(TypeError, match="hidden_size should be of type int, got: float"):
+        torch.nn.LSTM(3, 4.0)
+    with pytest.raises(ValueError, match="hidden_size must be greater than zero"):
+        torch.nn.GRU(3, 0)

@@ -87,9 +87,10 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and "
                           f"num_layers={num_layers}")
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero" if isinstance(hidden_size, int) else
-                             f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
