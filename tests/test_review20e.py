@@ -201,3 +201,38 @@ def test_encoder_layer_flags_relu_and_gelu_modules_and_rnn_hidden_size_type():
         torch.nn.LSTM(3, 4.0)
     with pytest.raises(ValueError, match="hidden_size must be greater than zero"):
         torch.nn.GRU(3, 0)
+
+
+def test_rnn_base_public_helpers_and_mha_merge_masks(device):
+    """PyTorch's RNNBase has public helpers custom RNN subclasses call (``check_input``,
+    ``get_expected_hidden_size``, LSTM's ``get_expected_cell_size``, ``check_hidden_size``, ``check_forward_args``,
+    ``permute_hidden``, ``_all_weights``) and MultiheadAttention ``merge_masks``.  coretorch before: each raised
+    AttributeError."""
+    lstm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2).to(device)
+    x = torch.zeros(5, 6, 3, device=device)
+    assert lstm.get_expected_hidden_size(x, None) == (4, 6, 2)
+    assert lstm.get_expected_cell_size(x, None) == (4, 6, 4)
+    assert lstm.get_expected_hidden_size(x[0], torch.tensor([3, 2, 1])) == (4, 3, 2)
+    lstm.check_forward_args(x, (torch.zeros(4, 6, 2), torch.zeros(4, 6, 4)), None)
+    with pytest.raises(RuntimeError, match=r"Expected hidden\[1\] size \(4, 6, 4\), got \[4, 6, 2\]"):
+        lstm.check_forward_args(x, (torch.zeros(4, 6, 2), torch.zeros(4, 6, 2)), None)
+    with pytest.raises(RuntimeError, match="input must have 3 dimensions, got 2"):
+        lstm.check_input(x[0], None)
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        lstm.check_input(x.double(), None)
+    assert lstm._all_weights[3] == ["weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse",
+                                    "bias_hh_l1_reverse", "weight_hr_l1_reverse"]
+    gru = torch.nn.GRU(3, 4)
+    h = torch.arange(8.0).reshape(1, 2, 4)
+    np.testing.assert_array_equal(gru.permute_hidden(h, torch.tensor([1, 0])).numpy(), h.numpy()[:, ::-1])
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 4\), got \[1, 3, 4\]"):
+        gru.check_forward_args(torch.zeros(5, 2, 3), torch.zeros(1, 3, 4), None)
+    mha = torch.nn.MultiheadAttention(4, 2).to(device)
+    q = torch.zeros(2, 3, 4, device=device)
+    am = _t(np.arange(9.0).reshape(3, 3), device)
+    kpm = _t(np.array([[0.0, 0.0, -np.inf], [0.0, 0.0, 0.0]]), device)
+    merged, kind = mha.merge_masks(am, kpm, q)
+    assert kind == 2 and tuple(merged.shape) == (2, 2, 3, 3)
+    ref = np.arange(9.0).reshape(3, 3) + kpm.cpu().numpy()[:, None, None]       # (2, 1, 3, 3): every head
+    np.testing.assert_array_equal(merged.cpu().numpy(), np.broadcast_to(ref, (2, 2, 3, 3)))
+    assert mha.merge_masks(None, kpm, q) == (kpm, 1) and mha.merge_masks(None, None, q) == (None, None)

@@ -18,6 +18,7 @@ from .. import functional as F
 from ..functional import _rnn_fused
 from .. import init
 from ..parameter import Parameter
+from ._rnn_api import RNNHelpers
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -61,7 +62,7 @@ def _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse: bool, w_hr=None):
     return (_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0]), h, c
 
 
-class RNNBase(Module):
+class RNNBase(RNNHelpers, Module):
     """The base of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``,
     ``"LSTM"`` or ``"GRU"``)."""
     __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
@@ -290,8 +291,7 @@ class RNNBase(Module):
         """PyTorch's check_input: the input's dtype must be the weights' (outside autocast)."""
         w = self.weight_ih_l0
         if input.dtype is not w.dtype and not _ac.on:
-            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert "
-                             f"input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
+            self.check_input(input, None)  # its ValueError
 
     def _prepare(self, input, hx, lstm: bool):
         if input.ndim not in (2, 3):
