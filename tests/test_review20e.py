@@ -236,3 +236,22 @@ def test_rnn_base_public_helpers_and_mha_merge_masks(device):
     ref = np.arange(9.0).reshape(3, 3) + kpm.cpu().numpy()[:, None, None]       # (2, 1, 3, 3): every head
     np.testing.assert_array_equal(merged.cpu().numpy(), np.broadcast_to(ref, (2, 2, 3, 3)))
     assert mha.merge_masks(None, kpm, q) == (kpm, 1) and mha.merge_masks(None, None, q) == (None, None)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_sdpa_under_autocast_returns_the_lower_precision(device, masked):
+    """PyTorch's scaled_dot_product_attention is on autocast's lower-precision list: float32 inputs in a bfloat16
+    region give a bfloat16 result (computed in float32 inside, as for bfloat16 inputs).  coretorch before:
+    RecursionError (its half-precision branch called the public function on float32 copies, which autocast cast
+    back to bfloat16)."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 3, 4, 8)).astype(np.float32) for _ in range(3))
+    mask = _t(rng.standard_normal((4, 4)).astype(np.float32), device, requires_grad=True) if masked else None
+    with torch.autocast(device, dtype=torch.bfloat16):
+        out = F.scaled_dot_product_attention(_t(q, device), _t(k, device), _t(v, device), attn_mask=mask)
+    assert out.dtype is torch.bfloat16
+    bf = [torch.tensor(a).bfloat16().float().numpy() for a in (q, k, v)]
+    s = bf[0] @ np.swapaxes(bf[1], -1, -2) / np.sqrt(8) + (mask.detach().cpu().numpy() if masked else 0)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ bf[2]
+    np.testing.assert_allclose(out.detach().float().cpu().numpy(), ref, rtol=2e-2, atol=2e-2)

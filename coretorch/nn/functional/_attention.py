@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import below as _below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...autograd._node_names import named_node
@@ -49,10 +50,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     dt = query.dtype
     if (dt is _dt.float16 or dt is _dt.bfloat16) and key.dtype is dt and value.dtype is dt:
         # PyTorch's CPU attention keeps half inputs "in high precision for accuracy": float32 scores, softmax and
-        # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows)
+        # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows); past the
+        # autocast cast (calling the public function again under autocast cast back to half: endless recursion)
         m = attn_mask.float() if attn_mask is not None and attn_mask.dtype is dt else attn_mask
-        return scaled_dot_product_attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal,
-                                            scale, enable_gqa).to(dt)
+        return _attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale,
+                          enable_gqa).to(dt)
+    return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+@_below
+def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """scaled_dot_product_attention past its autocast cast, input checks and half-precision upcast (with autocast
+    suspended: its matmuls keep the dtype chosen here)."""
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
     if enable_gqa and query.ndim >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
