@@ -255,3 +255,19 @@ def test_sdpa_under_autocast_returns_the_lower_precision(device, masked):
     p = np.exp(s - s.max(-1, keepdims=True))
     ref = (p / p.sum(-1, keepdims=True)) @ bf[2]
     np.testing.assert_allclose(out.detach().float().cpu().numpy(), ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_embedding_of_width_zero_backward(device, sparse):
+    """PyTorch: an Embedding (or EmbeddingBag) with embedding_dim 0 gives (…, 0) results and a (num, 0) gradient.
+    coretorch before: its backward reshaped the gradient to (-1, 0) and raised "shape '[-1, 0]' is invalid"."""
+    e = torch.nn.Embedding(5, 0, sparse=sparse, padding_idx=1).to(device)
+    out = e(_t([[1, 2], [4, 4]], device))
+    assert tuple(out.shape) == (2, 2, 0)
+    out.sum().backward()
+    g = e.weight.grad.to_dense() if sparse else e.weight.grad
+    assert tuple(g.shape) == (5, 0)
+    bag = torch.nn.EmbeddingBag(5, 0, mode="mean").to(device)
+    r = bag(_t([1, 2, 3], device), _t([0, 1], device))
+    r.sum().backward()
+    assert tuple(r.shape) == (2, 0) and tuple(bag.weight.grad.shape) == (5, 0)

@@ -177,7 +177,7 @@ class EmbeddingBackward0(Node):
     def backward(self, g):
         (flat,) = self.saved()
         d = g.shape[-1]
-        g2 = _S.reshape(g, (-1, d))
+        g2 = _S.reshape(g, (flat.shape[0], d))  # not (-1, d): ambiguous for embedding_dim 0
         if self.padding_idx >= 0:
             keep = _P.ne(flat, self.padding_idx).to(g.dtype)
             g2 = _P.mul(g2, _S.unsqueeze(keep, 1))
