@@ -271,3 +271,14 @@ def test_embedding_of_width_zero_backward(device, sparse):
     r = bag(_t([1, 2, 3], device), _t([0, 1], device))
     r.sum().backward()
     assert tuple(r.shape) == (2, 0) and tuple(bag.weight.grad.shape) == (5, 0)
+
+
+def test_pack_padded_sequence_rejects_2d_lengths_and_an_empty_batch():
+    """PyTorch raises RuntimeError "'lengths' argument should be a 1D CPU int64 tensor, but got 2D ..." and
+    "Cannot pack empty tensors." (a batch of no sequences).  coretorch before: TypeError from int() of a list and
+    ValueError from cat of no tensors."""
+    u = torch.nn.utils.rnn
+    with pytest.raises(RuntimeError, match="should be a 1D CPU int64 tensor, but got 2D"):
+        u.pack_padded_sequence(torch.zeros(4, 2, 3), torch.tensor([[4, 2]]))
+    with pytest.raises(RuntimeError, match="Cannot pack empty tensors"):
+        u.pack_padded_sequence(torch.zeros(3, 0, 2), [])
