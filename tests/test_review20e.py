@@ -282,3 +282,20 @@ def test_pack_padded_sequence_rejects_2d_lengths_and_an_empty_batch():
         u.pack_padded_sequence(torch.zeros(4, 2, 3), torch.tensor([[4, 2]]))
     with pytest.raises(RuntimeError, match="Cannot pack empty tensors"):
         u.pack_padded_sequence(torch.zeros(3, 0, 2), [])
+
+
+def test_embedding_with_indices_on_another_device_raises_runtime_error():
+    """PyTorch: an index tensor on another device than the weight raises RuntimeError "Expected all tensors to be
+    on the same device".  coretorch before: AttributeError ('numpy.ndarray' object has no attribute 'base_data')
+    from the opencl lookup reading a cpu array (also through F.embedding_bag)."""
+    from coretorch.testing import available_devices
+    others = [d for d in available_devices() if d != "cpu"]
+    if not others:
+        pytest.skip("needs a second device")
+    w = torch.randn(5, 3, device=others[0])
+    with pytest.raises(RuntimeError, match="same device"):
+        F.embedding(torch.tensor([1, 2]), w)
+    with pytest.raises(RuntimeError, match="same device"):
+        F.embedding(torch.tensor([1, 2], device=others[0]), w.cpu())
+    with pytest.raises(RuntimeError, match="same device"):
+        F.embedding_bag(torch.tensor([1, 2]), w, torch.tensor([0]))
