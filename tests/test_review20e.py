@@ -299,3 +299,14 @@ def test_embedding_with_indices_on_another_device_raises_runtime_error():
         F.embedding(torch.tensor([1, 2], device=others[0]), w.cpu())
     with pytest.raises(RuntimeError, match="same device"):
         F.embedding_bag(torch.tensor([1, 2]), w, torch.tensor([0]))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_with_no_bags(device, mode):
+    """PyTorch: include_last_offset with the single offset [0] describes no bags: a (0, D) result on the weight's
+    graph.  coretorch before: mean and max raised IndexError/RuntimeError (index -1 of an empty result)."""
+    w = torch.randn(10, 3, device=device, requires_grad=True)
+    out = F.embedding_bag(_t([1, 2], device), w, _t([0], device), include_last_offset=True, mode=mode)
+    assert tuple(out.shape) == (0, 3) and out.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), np.zeros((10, 3)))

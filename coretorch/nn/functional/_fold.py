@@ -195,6 +195,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         flat = input
         starts = offsets[:-1] if include_last_offset else offsets
         b = starts.shape[0]
+        if b == 0:  # no bags (include_last_offset with one offset): a (0, D) result, still on weight's graph
+            return _P.mul(weight[:0], 0.0)
         from ...ops.sorting import searchsorted
         positions = _C.arange(flat.shape[0], device=input.device, dtype=offsets.dtype)
         bag = _P.sub(searchsorted(starts, positions, right=True), 1)
