@@ -310,3 +310,34 @@ def test_embedding_bag_with_no_bags(device, mode):
     assert tuple(out.shape) == (0, 3) and out.requires_grad
     out.sum().backward()
     np.testing.assert_array_equal(w.grad.cpu().numpy(), np.zeros((10, 3)))
+
+
+def test_embedding_bag_offsets_checked_on_cpu_and_a_compiled_step_still_replays():
+    """PyTorch's CPU embedding_bag raises RuntimeError "offsets[0] has to be 0 ..." and "offsets[-1] can not be
+    greater than input's length ...".  coretorch before: a first offset of 1 raised index_add_'s error about index
+    -1, and an offset past the end gave an empty bag silently.  The checks read one boolean each, so a compiled
+    step with new offsets every call still replays."""
+    w = torch.randn(10, 3)
+    i = torch.tensor([1, 2, 3, 4])
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(i, w, torch.tensor([1, 2]))
+    for offsets, last in (([0, 5], False), ([0, 2, 5], True)):
+        with pytest.raises(RuntimeError, match="can not be greater than input's length 4 but got offsets\\[-1\\] of 5"):
+            F.embedding_bag(i, w, torch.tensor(offsets), include_last_offset=last)
+
+    def step(idx, off, weight):
+        y = F.embedding_bag(idx, weight, off, mode="mean")
+        (y * y).sum().backward()
+        return y.detach()
+
+    compiled = torch.compile(step)
+    for call in range(4):
+        g = torch.Generator().manual_seed(call)
+        idx = torch.randint(0, 10, (8,), generator=g)
+        off = torch.tensor([0, call % 3 + 1, 5])
+        we, wc = (torch.randn(10, 3, generator=torch.Generator().manual_seed(9)).requires_grad_() for _ in range(2))
+        np.testing.assert_array_equal(step(idx, off, we).numpy(), compiled(idx, off, wc).numpy())
+        np.testing.assert_array_equal(we.grad.numpy(), wc.grad.numpy())
+    assert compiled.replays == 3
+    with pytest.raises(RuntimeError, match="can not be greater"):
+        compiled(idx, torch.tensor([0, 2, 9]), wc)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._activation import relu, softmax
 from ._basic import embedding
@@ -159,6 +160,21 @@ def _check_bag_args(input, weight, offsets, mode: str, scale_grad_by_freq: bool,
                                "(while checking arguments for embedding_bag)")
 
 
+def _check_offsets(offsets, n: int) -> None:
+    """PyTorch's CPU checks of the offsets (host memory only: a read of two values; PyTorch's CUDA kernels check
+    nothing): they start at 0 and do not pass the input's end (a later offset gave empty bags silently)."""
+    if not offsets._be.host_memory or not offsets.shape[0]:
+        return
+    # one boolean read each (the same value while the offsets are valid: a compiled step's checked read replays;
+    # reading the offsets themselves would be a whole-array read, a graph break)
+    if any_outside(offsets[:1], 0, 1):
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {int(offsets[0])}")
+    if any_outside(offsets[-1:], 0, n + 1):
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{int(offsets[-1])}")
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
                   norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
@@ -193,6 +209,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
         flat = input
+        _check_offsets(offsets, flat.shape[0])
         starts = offsets[:-1] if include_last_offset else offsets
         b = starts.shape[0]
         if b == 0:  # no bags (include_last_offset with one offset): a (0, D) result, still on weight's graph
