@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ... import dtypes as _dt
+from ...amp.autocast_mode import below as _below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...autograd._node_names import named_node
@@ -45,24 +46,31 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         query, key, value = _ac_cast("scaled_dot_product_attention", query, key, value)
-    return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
-
-def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-    """scaled_dot_product_attention once autocast has cast its inputs (its float32 computation of half inputs must
-    not be cast back: under autocast that recursed without end)."""
+    _check_inputs(query, key, value, attn_mask)
     dt = query.dtype
     if (dt is _dt.float16 or dt is _dt.bfloat16) and key.dtype is dt and value.dtype is dt:
         # PyTorch's CPU attention keeps half inputs "in high precision for accuracy": float32 scores, softmax and
-        # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows)
+        # weighted sum, rounded once (in half, q @ k.mT of 200s over two features overflowed: NaN rows); past the
+        # autocast cast (calling the public function again under autocast cast back to half: endless recursion)
         m = attn_mask.float() if attn_mask is not None and attn_mask.dtype is dt else attn_mask
-        return _sdpa(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale, enable_gqa).to(dt)
+        return _attention(query.float(), key.float(), value.float(), m, dropout_p, is_causal, scale,
+                          enable_gqa).to(dt)
+    return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+@_below
+def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """scaled_dot_product_attention past its autocast cast, input checks and half-precision upcast (with autocast
+    suspended: its matmuls keep the dtype chosen here)."""
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else math.inf) if scale is None else scale  # E == 0: C++'s 1/0
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        rep = query.shape[-3] // key.shape[-3]
-        key = _repeat_interleave(key, rep, -3)
-        value = _repeat_interleave(value, rep, -3)
+    if enable_gqa and query.ndim >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if not hk or not hv or hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        # key and value each repeated to the query's heads (they may have different numbers of heads)
+        key = _repeat_interleave(key, hq // hk, -3) if hk != hq else key
+        value = _repeat_interleave(value, hq // hv, -3) if hv != hq else value
     if dropout_p == 0.0 and query.ndim >= 2 and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] \
             and query.numel() and key.numel() and _fused.fused_ok(query, key, value) \
             and (attn_mask is None or not attn_mask._rg):
@@ -79,6 +87,25 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     out = _sdpa_composite(query, key, value, attn_mask, is_causal, scale_factor, dropout_p)
     # PyTorch answers no keys (S == 0) or an empty result with zeros plus the graph: its node is an add
     return named_node(out, "AddBackward0") if S == 0 or out.numel() == 0 else out
+
+
+def _check_inputs(query, key, value, attn_mask) -> None:
+    """PyTorch's argument checks (validate_sdpa_input and the shapes its matmuls check): the kernel path below
+    multiplies raw arrays, which on opencl do not check their shapes (a key of another feature size or a value of
+    another length gave a result)."""
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+    if attn_mask is not None and attn_mask.dtype is not _dt.bool_ and attn_mask.dtype is not _dt.float32 \
+            and attn_mask.dtype is not query.dtype:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query's last dim ({query.shape[-1]}) must equal key's "
+                           f"({key.shape[-1]}): query {list(query.shape)}, key {list(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: key and value must have the same sequence length, got "
+                           f"key {list(key.shape)} and value {list(value.shape)}")
 
 
 _CAUSAL: dict = {}  # (kernel table, L, S, dtype) -> the additive causal mask array (read only)

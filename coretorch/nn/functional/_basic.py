@@ -11,7 +11,7 @@ from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
 from ...ops import _memfmt
 from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
-from ...ops._util import host_all_below
+from ...ops._util import device_mismatch, host_all_below
 from ...tensor import Tensor, _edge, _make
 
 __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d", "embedding"]
@@ -177,7 +177,7 @@ class EmbeddingBackward0(Node):
     def backward(self, g):
         (flat,) = self.saved()
         d = g.shape[-1]
-        g2 = _S.reshape(g, (-1, d))
+        g2 = _S.reshape(g, (flat.shape[0], d))  # not (-1, d): ambiguous for embedding_dim 0
         if self.padding_idx >= 0:
             keep = _P.ne(flat, self.padding_idx).to(g.dtype)
             g2 = _P.mul(g2, _S.unsqueeze(keep, 1))
@@ -231,6 +231,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if input.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    if input._be is not weight._be:  # (the lookup below reads raw arrays: a cpu index crashed on opencl)
+        raise device_mismatch("embedding", weight, input)
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     flat = _S.reshape(input, (-1,))

@@ -2,10 +2,13 @@
 compositions of differentiable ops (gather by index, index_add, pooling), so autograd and every device come free."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ... import dtypes as _dt
 from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._activation import relu, softmax
 from ._basic import embedding
@@ -135,14 +138,55 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     return _P.add(_P.sub(y_hard, y_soft.detach()), y_soft)
 
 
+def _check_bag_args(input, weight, offsets, mode: str, scale_grad_by_freq: bool, sparse: bool,
+                    padding_idx) -> None:
+    """F.embedding_bag's argument checks as PyTorch's (its Python checks and those of the ATen op)."""
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    n = weight.shape[0]
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} through {n - 1}, but got "
+                           f"{padding_idx}")
+    for name, t in (("indices", input), ("offsets", offsets)):
+        if t is not None and t.dtype is not _dt.int64 and t.dtype is not _dt.int32:
+            raise RuntimeError(f"Expected tensor for argument #{1 if name == 'indices' else 2} '{name}' to have "
+                               f"one of the following scalar types: Long, Int; but got {t.dtype} instead "
+                               "(while checking arguments for embedding_bag)")
+
+
+def _check_offsets(offsets, n: int) -> None:
+    """PyTorch's CPU checks of the offsets (host memory only: a read of two values; PyTorch's CUDA kernels check
+    nothing): they start at 0 and do not pass the input's end (a later offset gave empty bags silently)."""
+    if not offsets._be.host_memory or not offsets.shape[0]:
+        return
+    # one boolean read each (the same value while the offsets are valid: a compiled step's checked read replays;
+    # reading the offsets themselves would be a whole-array read, a graph break)
+    if any_outside(offsets[:1], 0, 1):
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {int(offsets[0])}")
+    if any_outside(offsets[-1:], 0, n + 1):
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{int(offsets[-1])}")
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
                   norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> Tensor:
     """Sums, means or maxima of bags of embeddings: a 2-D ``input`` is one bag per row; a 1-D ``input`` is cut into
     bags at ``offsets``.  ``padding_idx`` entries are left out (an empty bag gives zeros)."""
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if weight.dtype is _dt.int64 and input.dtype.is_floating_point:  # PyTorch's old argument order
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    _check_bag_args(input, weight, offsets, mode, scale_grad_by_freq, sparse, padding_idx)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -165,8 +209,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
         flat = input
+        _check_offsets(offsets, flat.shape[0])
         starts = offsets[:-1] if include_last_offset else offsets
         b = starts.shape[0]
+        if b == 0:  # no bags (include_last_offset with one offset): a (0, D) result, still on weight's graph
+            return _P.mul(weight[:0], 0.0)
         from ...ops.sorting import searchsorted
         positions = _C.arange(flat.shape[0], device=input.device, dtype=offsets.dtype)
         bag = _P.sub(searchsorted(starts, positions, right=True), 1)
@@ -196,7 +243,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                 pos = _P.where(_P.eq(rows.detach(), _I.index_select(best, 0, bag)), pos, t - 1)
                 first = _C.full((b, d), t - 1, dtype=_dt.int64, device=weight.device)
                 first = first.scatter_reduce(0, idx, pos, "amin", include_self=True)
-        out = _I.gather(rows, 0, first) if t else best
+        # no rows: zeros that still depend on weight (PyTorch's result requires grad; its gradient is zero)
+        out = _I.gather(rows, 0, first) if t else _P.add(best, _P.mul(_R.sum(rows), 0.0))
         counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
                               (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
         return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)

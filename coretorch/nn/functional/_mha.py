@@ -9,7 +9,7 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
-from ...ops.creation import zeros
+from ...ops.creation import arange, zeros
 from ._activation import softmax
 from ._attention import safe_softmax
 from ._basic import dropout, linear
@@ -28,6 +28,39 @@ def _to_float_mask(mask, dtype, name):
     return mask.to(dtype)
 
 
+def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
+    """PyTorch's _mha_shape_check: whether the inputs are batched, AssertionError for ranks that do not go
+    together."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.ndim}-D tensor instead")
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.ndim}-D tensor instead")
+        return True
+    if query.ndim != 2:
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
+                             "tensor")
+    if key.ndim != 2 or value.ndim != 2:
+        raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != 1:
+        raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
+                             f"found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.ndim}-D tensor instead")
+        if attn_mask.ndim == 3 and tuple(attn_mask.shape) != (num_heads, query.shape[0], key.shape[0]):
+            raise AssertionError(f"Expected `attn_mask` shape to be {(num_heads, query.shape[0], key.shape[0])} "
+                                 f"but got {tuple(attn_mask.shape)}")
+    return False
+
+
 def _pad_last(mask):
     """A float mask with one more (unmasked) column for an appended key position."""
     return None if mask is None else pad(mask, (0, 1))
@@ -42,7 +75,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     """Multi-head attention with PyTorch's functional signature: inputs ``(L, N, E)`` / ``(S, N, E)`` (or
     unbatched), packed ``in_proj_weight`` (3E, E) or separate ``q/k/v_proj_weight`` when
     ``use_separate_proj_weight``; returns ``(output (L, N, E), weights (N, L, S) or (N, H, L, S) or None)``."""
-    batched = query.ndim == 3
+    batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
         query, key, value = (_S.unsqueeze(t, 1) for t in (query, key, value))
         if key_padding_mask is not None:
@@ -58,6 +91,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
+    # PyTorch: without a key padding mask or returned weights the is_causal hint replaces attn_mask (its documented
+    # "ignores attn_mask"): a top-left causal mask over the final keys (bias_k and the zero key included)
+    causal = is_causal and key_padding_mask is None and not need_weights
+    if causal:
+        attn_mask = None
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
     if use_separate_proj_weight:
         if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
@@ -82,6 +126,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         raise AssertionError("bias_k and bias_v must both be given or both be None")
     # (L, N, E) -> (N*H, L, hd)
     q = _S.transpose(q.reshape(tgt_len, bsz * h, hd), 0, 1)
+    for name, st in (("static_k", static_k), ("static_v", static_v)):
+        if st is not None and (st.shape[0] != bsz * h or st.shape[2] != hd):
+            i, want = (0, bsz * h) if st.shape[0] != bsz * h else (2, hd)
+            raise AssertionError(f"expecting {name}.size({i}) of {want}, but got {st.shape[i]}")
     k = static_k if static_k is not None else _S.transpose(k.reshape(k.shape[0], bsz * h, hd), 0, 1)
     v = static_v if static_v is not None else _S.transpose(v.reshape(v.shape[0], bsz * h, hd), 0, 1)
     if add_zero_attn:  # and a zero key/value position
@@ -89,7 +137,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         v = _S.cat([v, zeros((bsz * h, 1, hd), dtype=v.dtype, device=v.device)], 1)
         mask, kpm = _pad_last(mask), _pad_last(kpm)
     src_len = k.shape[1]
-    if mask is not None:
+    if causal:
+        rows = _S.unsqueeze(arange(tgt_len, device=q.device), 1)
+        mask = _S.unsqueeze(_P.where(_P.ge(rows, arange(src_len, device=q.device)), 0.0, float("-inf")).to(q.dtype), 0)
+    elif mask is not None:
         if mask.ndim == 2:
             if tuple(mask.shape) != (tgt_len, src_len):
                 raise RuntimeError(f"The shape of the 2D attn_mask is {list(mask.shape)}, but should be "

@@ -95,6 +95,25 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """PyTorch's helper for its fused kernels: ``(merged_mask, mask_type)``: the key padding mask (type 1), or
+        ``attn_mask`` expanded to ``(N, num_heads, L, L)`` plus the expanded key padding mask (type 2); ``(None,
+        None)`` without masks.  ``query`` is ``(N, L, E)``."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.ndim == 3:
+                merged = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged = attn_mask.view(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(-1, self.num_heads,
+                                                                                           -1, -1)
+        return merged, mask_type
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         batched = query.ndim == 3

@@ -10,6 +10,7 @@ import math
 import numbers
 import warnings
 
+from ...amp.autocast_mode import state as _ac
 from ...autograd._node_names import named_node
 from ...ops import linalg as _L, pointwise as _P, shape as _S
 from ...ops.creation import empty, zeros
@@ -17,6 +18,7 @@ from .. import functional as F
 from ..functional import _rnn_fused
 from .. import init
 from ..parameter import Parameter
+from ._rnn_api import RNNHelpers
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -60,7 +62,7 @@ def _sequence_loop(mode, gi_all, h, c, w_hh, b_hh, reverse: bool, w_hr=None):
     return (_S.stack(ys, 0) if seq_len else _S.unsqueeze(h, 0)[:0]), h, c
 
 
-class RNNBase(Module):
+class RNNBase(RNNHelpers, Module):
     """The base of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is ``"RNN_TANH"``, ``"RNN_RELU"``,
     ``"LSTM"`` or ``"GRU"``)."""
     __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
@@ -86,9 +88,10 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and "
                           f"num_layers={num_layers}")
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero" if isinstance(hidden_size, int) else
-                             f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
@@ -241,6 +244,7 @@ class RNNBase(Module):
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         sizes = [int(b) for b in batch_sizes.tolist()]
         n = sizes[0] if sizes else 0
+        self._check_dtype(data)
         if data.ndim != 2 or data.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{data.shape[-1]}")
@@ -283,9 +287,16 @@ class RNNBase(Module):
     def flatten_parameters(self) -> None:
         """PyTorch's cuDNN weight compaction: nothing to do here (weights are used where they are)."""
 
+    def _check_dtype(self, input) -> None:
+        """PyTorch's check_input: the input's dtype must be the weights' (outside autocast)."""
+        w = self.weight_ih_l0
+        if input.dtype is not w.dtype and not _ac.on:
+            self.check_input(input, None)  # its ValueError
+
     def _prepare(self, input, hx, lstm: bool):
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        self._check_dtype(input)
         batched = input.ndim == 3
         if batched and self.batch_first:
             input = _S.transpose(input, 0, 1)
@@ -294,6 +305,8 @@ class RNNBase(Module):
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.shape[-1]}")
+        if input.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         n = input.shape[1]
         if hx is None:
             hx = self._zero_state(n, input, lstm)
@@ -470,6 +483,14 @@ class RNNCellBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _cell(self, mode, input, h, c):
+        name = type(self).__name__ if type(self) in (RNNCell, LSTMCell, GRUCell) else \
+            {"LSTM": "LSTMCell", "GRU": "GRUCell"}.get(mode, "RNNCell")
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        for i, t in enumerate((h, c)):
+            if t is not None and t.ndim not in (1, 2):
+                what = f"hx[{i}]" if mode == "LSTM" else "hidden"
+                raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {t.ndim}D instead")
         batched = input.ndim == 2
         if not batched:
             input = _S.unsqueeze(input, 0)
@@ -483,6 +504,19 @@ class RNNCellBase(Module):
                 c = zeros(n, self.hidden_size, dtype=input.dtype, device=input.device)
             elif not batched:
                 c = _S.unsqueeze(c, 0)
+        # ATen's check_rnn_cell_forward_input / _hidden (a mismatched state broadcast or gave a 3-D result)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                               f"{self.input_size}")
+        for i, t in enumerate((h, c)):
+            if t is None:
+                continue
+            if t.shape[0] != n:
+                raise RuntimeError(f"Input batch size {n} doesn't match hidden{i} batch size {t.shape[0]}")
+            if t.ndim != 2 or t.shape[1] != self.hidden_size:
+                got = t.shape[1] if t.ndim > 1 else None
+                raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {got}, expected "
+                                   f"{self.hidden_size}")
         gi = _lin(input, self.weight_ih, self.bias_ih)
         h, c = _rnn_step(mode, gi, h, c, self.weight_hh, self.bias_hh)
         if not batched:
@@ -509,6 +543,8 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
         return self._cell(mode, input, hx, None)[0]
 

@@ -12,6 +12,7 @@ from ...ops.creation import full, zeros_like
 from ...ops.triangular import triu
 from .. import functional as F
 from .. import init
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -100,7 +101,9 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = 1 if activation is F.relu else 2 if activation is F.gelu else 0
+        # PyTorch: 1 for F.relu or a ReLU module, 2 for F.gelu or a GELU module
+        self.activation_relu_or_gelu = 1 if activation is F.relu or isinstance(activation, ReLU) else \
+            2 if activation is F.gelu or isinstance(activation, GELU) else 0
         self.activation = activation
 
     def __setstate__(self, state):

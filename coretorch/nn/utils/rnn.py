@@ -103,6 +103,9 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
 
 def _lengths_list(lengths) -> list[int]:
     if isinstance(lengths, Tensor):
+        if lengths.ndim != 1:
+            raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.ndim}D "
+                               f"{lengths.device.type} {lengths.dtype} tensor")
         return [int(v) for v in lengths.cpu().tolist()]
     return [int(v) for v in lengths]
 
@@ -134,7 +137,9 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     if lens and lens[0] > input.shape[0]:
         raise RuntimeError(f"Expected sequence length to be larger than or equal to the longest length "
                            f"({lens[0]}), but got {input.shape[0]}")
-    max_len = lens[0] if lens else 0
+    if not lens:
+        raise RuntimeError("Cannot pack empty tensors.")
+    max_len = lens[0]
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(max_len)]
     data = _S.cat([input[t, :bs] for t, bs in enumerate(batch_sizes)], 0)
     return PackedSequence(data, tensor(batch_sizes, device="cpu"), sorted_indices, None)  # (cpu, as PyTorch)
