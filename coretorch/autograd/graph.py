@@ -224,9 +224,11 @@ class AccumulateGrad(Node):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
                     raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
         if self._hooks:  # the node's post hooks: no gradient inputs, the accumulated gradient as output
-            from .engine import _check_hook_count
+            from .engine import _check_node_hook_result
             for fn in list(self._hooks.values()):
-                _check_hook_count(fn, fn((), (grad,)), 0)
+                r = fn((), (grad,))
+                if r is not None:
+                    _check_node_hook_result(fn, (), r)  # (no gradient inputs: any value is one too many)
         return ()
 
     def _accumulate(self, grad) -> None:
