@@ -85,7 +85,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if ord == "nuc" or ord in (2, -2):
         B = _S.movedim(A, (d0, d1), (-2, -1))
         s = svdvals(B)
-        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        # (an empty matrix's 2-norm is 0, as its largest column or row sum below: PyTorch takes their maximum as
+        # an inf-norm, 0 over nothing; the minimum over nothing raises)
+        r = s.sum(-1) if ord == "nuc" or (ord == 2 and not s.shape[-1]) else s.amax(-1) if ord == 2 else s.amin(-1)
         if keepdim:
             r = _S.unsqueeze(_S.unsqueeze(r, min(d0, d1)), max(d0, d1))
         return r
@@ -93,7 +95,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         # 1: the largest column sum (sum over rows d0, then max over d1); inf: the largest row sum
         sdim, mdim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = _R.sum(A.abs(), sdim, True)
-        r = (_R.amax if ord > 0 else _R.amin)(s, mdim, True)
+        r = (_R.amax if s.shape[mdim] else _R.sum) if ord > 0 else _R.amin
+        r = r(s, mdim, True)
         if keepdim:
             return r
         r = _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))

@@ -77,11 +77,15 @@ def cond(A: Tensor, p=None) -> Tensor:
     check_float("linalg.cond", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if isinstance(p, str):  # (PyTorch checks the shape of a string order first, of a number after the size)
+        check_matrix(f"linalg.cond(ord={p})", A)
+    if A.numel() == 0:  # PyTorch (numpy defines none): 0 for empty matrices, whatever their shape
+        return _C.zeros(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
     if p is None or p in (2, -2):
         s = svdvals(A)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     check_matrix("linalg.cond", A)
     Ainv, info = inv_ex(A)
     r = matrix_norm(A, p) * matrix_norm(_P.where(_S.unsqueeze(_S.unsqueeze(info == 0, -1), -1), Ainv, 0.0), p)
