@@ -61,3 +61,83 @@ def test_cond_of_empty_matrices_is_zero(device):
         torch.linalg.cond(torch.zeros(0, 3, device=device), p="fro")
     a = torch.tensor([[2.0, 1.0], [0.0, 0.5]], dtype=torch.float64, device=device)
     assert torch.linalg.cond(a, p=1).item() == pytest.approx(np.linalg.cond(_np(a), 1))
+
+
+def test_torch_triangular_solve_exists(device):
+    """PyTorch 2.13 still has the deprecated ``torch.triangular_solve(b, A, upper=True, transpose=False,
+    unitriangular=False)`` returning ``(solution, cloned_coefficient)`` (with a deprecation warning).  Before: only
+    the Tensor method existed; ``torch.triangular_solve`` raised AttributeError."""
+    A = torch.tensor([[2.0, 1.0], [0.0, 4.0]], dtype=torch.float64, device=device)
+    b = torch.tensor([[1.0], [2.0]], dtype=torch.float64, device=device)
+    with pytest.warns(UserWarning, match="deprecated"):
+        r = torch.triangular_solve(b, A)
+    assert isinstance(r, torch.return_types.triangular_solve)
+    np.testing.assert_allclose(_np(r.solution), [[0.25], [0.5]])
+    np.testing.assert_array_equal(_np(r.cloned_coefficient), _np(A))
+    with pytest.warns(UserWarning):
+        x = torch.triangular_solve(b, A, upper=False, transpose=True, unitriangular=True).solution
+    np.testing.assert_allclose(_np(x), [[1.0], [2.0]])  # A's strict upper part is not read: the identity's solve
+
+
+@pytest.mark.parametrize("op", ["addr", "addmv", "addbmm", "baddbmm"])
+def test_fused_products_with_beta_zero_keep_input_in_the_graph(device, op):
+    """PyTorch: with ``beta=0`` the input of addr/addmv/addbmm/baddbmm is ignored (its NaN too) but stays in the
+    graph: the result requires grad when only the input does, and the input's ``.grad`` after backward is zeros
+    (as addmm's, which coretorch did already).  Before: the input was left out of the graph (``.grad`` None, and
+    a result that did not require grad when only the input did)."""
+    f64 = dict(dtype=torch.float64, device=device)
+    mk = {"addr": lambda: (torch.full((2, 3), math.nan, **f64), torch.ones(2, **f64), torch.ones(3, **f64)),
+          "addmv": lambda: (torch.full((2,), math.nan, **f64), torch.ones(2, 3, **f64), torch.ones(3, **f64)),
+          "addbmm": lambda: (torch.full((2, 3), math.nan, **f64), torch.ones(4, 2, 5, **f64), torch.ones(4, 5, 3, **f64)),
+          "baddbmm": lambda: (torch.full((4, 2, 3), math.nan, **f64), torch.ones(4, 2, 5, **f64),
+                              torch.ones(4, 5, 3, **f64))}[op]
+    fn = getattr(torch, op)
+    c, a, b = mk()
+    c.requires_grad_(True)
+    a.requires_grad_(True)
+    out = fn(c, a, b, beta=0)
+    assert not np.isnan(_np(out)).any() and type(out.grad_fn).__name__ == op[0].upper() + op[1:] + "Backward0"
+    out.sum().backward()
+    assert c.grad is not None and c.grad.shape == c.shape and not _np(c.grad).any()
+    assert a.grad is not None and np.isfinite(_np(a.grad)).all()
+    c2, a2, b2 = mk()
+    assert fn(c2.requires_grad_(True), a2, b2, beta=0, alpha=2).requires_grad
+
+
+def test_norm_dtype_must_not_narrow_the_input(device):
+    """PyTorch's vector_norm/matrix_norm/linalg.norm/torch.norm with ``dtype=`` raise "the dtype of the input
+    (Float) should be convertible without narrowing to the specified dtype (Half)" when the input's dtype does not
+    promote to ``dtype`` (float32 -> float16/bfloat16, float64 -> float32, float16 <-> bfloat16); a widening dtype
+    computes in it.  Before: coretorch cast the input down and computed a half-precision norm silently."""
+    x = torch.tensor([[3.0, 4.0], [0.0, 1.0]], device=device)
+    calls = [lambda d: torch.linalg.vector_norm(x, dtype=d), lambda d: torch.linalg.vector_norm(x, ord=-1, dtype=d),
+             lambda d: torch.linalg.matrix_norm(x, ord=1, dtype=d), lambda d: torch.linalg.norm(x, dtype=d),
+             lambda d: torch.norm(x, dtype=d), lambda d: torch.norm(x, p=1, dtype=d)]
+    for call in calls:
+        for d in (torch.float16, torch.bfloat16):
+            with pytest.raises(RuntimeError, match="without narrowing to the specified dtype"):
+                call(d)
+        assert call(torch.float64).dtype == torch.float64
+    with pytest.raises(RuntimeError, match=r"input \(Double\) should be convertible without narrowing"):
+        torch.linalg.vector_norm(x.double(), dtype=torch.float32)
+    with pytest.raises(RuntimeError, match=r"input \(Half\) should be convertible without narrowing"):
+        torch.linalg.vector_norm(x.half(), dtype=torch.bfloat16)
+    r = torch.linalg.vector_norm(x.half(), dtype=torch.float32)
+    assert r.dtype == torch.float32 and r.item() == pytest.approx(math.sqrt(26.0), rel=1e-6)
+
+
+def test_linalg_vander_checks_as_pytorch(device):
+    """PyTorch's linalg.vander: N (default: x's last size) must be greater than 1 ("N must be greater than 1."),
+    bool inputs raise "linalg.vander supports floating point, complex, and integer tensors, but got Bool", a 0-d x
+    is one point (shape (1, N)).  Before: N=1 gave a column of ones, bool inputs a bool matrix, and a 0-d x raised
+    "x must have at least one dimension"."""
+    for x, N in [(torch.tensor([2.0], device=device), None), (torch.tensor([2.0, 3.0], device=device), 1),
+                 (torch.zeros(2, 0, device=device), None)]:
+        with pytest.raises(RuntimeError, match="N must be greater than 1"):
+            torch.linalg.vander(x, N=N)
+    with pytest.raises(RuntimeError, match="but got Bool"):
+        torch.linalg.vander(torch.tensor([True, False], device=device))
+    r = torch.linalg.vander(torch.tensor(2.0, device=device), N=3)
+    assert r.shape == (1, 3)
+    np.testing.assert_array_equal(_np(r), [[1.0, 2.0, 4.0]])
+    np.testing.assert_array_equal(_np(torch.linalg.vander(torch.tensor([2, 3], device=device))), [[1, 2], [1, 3]])

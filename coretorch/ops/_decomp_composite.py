@@ -13,6 +13,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
 from ._decomp_ops import check_float, check_matrix, inv, svdvals
+from ._reduction_norm import check_narrowing
 from ._util import broadcast_shape, norm_dim
 from .linalg import matmul
 from . import triangular as _tri
@@ -38,6 +39,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         (x,) = _ac_cast("vector_norm", x)
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    check_narrowing("linalg.vector_norm", x, dtype)
     if (ord < 0 or ord == _INF) and x.numel() == 0:
         _R.check_norm_identity(x, ord, dim)
     if isinstance(dim, int):
@@ -75,7 +77,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if _ac.on and dtype is None and isinstance(A, Tensor):  # autocast (one attribute check when off)
         (A,) = _ac_cast("matrix_norm", A)
     if dtype is not None:
-        A = A.to(_dt.from_python_type(dtype))
+        dtype = _dt.from_python_type(dtype)
+        check_narrowing("linalg.matrix_norm", A, dtype)
+        A = A.to(dtype)
     check_float("linalg.matrix_norm", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")

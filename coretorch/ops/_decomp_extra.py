@@ -6,6 +6,7 @@ import functools
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
@@ -94,10 +95,12 @@ def cond(A: Tensor, p=None) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """(..., n) -> (..., n, N): the powers x^0, x^1, ..., x^(N-1) (increasing, as torch.linalg.vander)."""
-    if x.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    if x.dtype is _dt.bool_:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if x.ndim == 0:  # (PyTorch: a 0-d x is one point)
+        x = _S.unsqueeze(x, 0)
     N = x.shape[-1] if N is None else N
-    if N < 1:
+    if N <= 1:
         raise RuntimeError("N must be greater than 1.")
     cols = [_C.ones_like(x)]
     for _ in range(N - 1):

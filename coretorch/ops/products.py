@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
+from ..autograd._zero import keep_graph as _keep_graph
 from ..tensor import Tensor
 from . import _einsum, creation as _creation, indexing as _indexing, inplace as _inplace, linalg as _linalg
 from . import pointwise as _pw, reduction as _reduction, shape as _shape
@@ -60,8 +61,9 @@ def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:
     if alpha != 1:
         p = _pw.mul(p, alpha)
     _linalg.check_expand(input, tuple(p.shape))
-    if beta == 0:
-        return p if input.dtype is p.dtype else p.to(_dt.promote_types(input.dtype, p.dtype))
+    if beta == 0:  # input ignored (its nan/inf too), yet in the graph with a zero gradient, as PyTorch
+        r = p if input.dtype is p.dtype else p.to(_dt.promote_types(input.dtype, p.dtype))
+        return _keep_graph(r, (input,), f"{op[0].upper()}{op[1:]}Backward0")
     return _pw.add(_pw.mul(input, beta) if beta != 1 else input, p)
 
 
