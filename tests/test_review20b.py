@@ -141,3 +141,48 @@ def test_linalg_vander_checks_as_pytorch(device):
     assert r.shape == (1, 3)
     np.testing.assert_array_equal(_np(r), [[1.0, 2.0, 4.0]])
     np.testing.assert_array_equal(_np(torch.linalg.vander(torch.tensor([2, 3], device=device))), [[1, 2], [1, 3]])
+
+
+def test_searchsorted_and_bucketize_of_a_python_float_against_integer_boundaries(device):
+    """PyTorch wraps a Python number ``input`` as a wrapped scalar and searches in the promoted dtype:
+    ``searchsorted(tensor([1, 2, 3]), 2.5)`` is 2 (2.5 is compared as a float).  Before: the number was cast to
+    the boundaries' int64 first (2.5 -> 2), giving 1 (and 2 with right=True for 1.5 -> 1...), silently."""
+    s = torch.tensor([1, 2, 3], device=device)
+    for v, left, right in [(2.5, 2, 2), (2, 1, 2), (1.5, 1, 1), (3.5, 3, 3), (-1.5, 0, 0), (2.999, 2, 2)]:
+        assert torch.searchsorted(s, v).item() == left, v
+        assert torch.searchsorted(s, v, right=True).item() == right, v
+        assert torch.bucketize(v, s).item() == left, v
+    assert torch.searchsorted(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, device=device), 2).item() == 1
+
+
+@pytest.mark.parametrize("op", ["unique", "unique_consecutive"])
+def test_unique_along_an_empty_dim(device, op):
+    """PyTorch's unique/unique_consecutive with ``dim``: an input whose ``dim`` is its only empty dimension gives
+    itself (empty) and empty inverse/counts; an empty input whose chosen dim is not empty raises "There are 0 sized
+    dimensions, and they aren't selected, so unique cannot be applied", two empty dims "Number of zero sized
+    dimensions is more than one".  Before: unique(zeros(0, 3), dim=0) raised "shape '[0, -1]' is invalid" and
+    dim=1 returned a (0, 1) tensor with counts [3]."""
+    fn = getattr(torch, op)
+    for shape, d in [((0, 3), 0), ((2, 0), 1), ((2, 3, 0), 2), ((2, 0, 3), -2)]:
+        u, inv, cnt = fn(torch.zeros(shape, device=device), dim=d, return_inverse=True, return_counts=True)
+        assert tuple(u.shape) == shape and tuple(inv.shape) == (0,) and tuple(cnt.shape) == (0,)
+        assert inv.dtype == torch.int64 and cnt.dtype == torch.int64
+    assert tuple(fn(torch.zeros(0, 3, device=device), dim=0).shape) == (0, 3)
+    for shape, d in [((0, 3), 1), ((2, 0), 0), ((2, 0, 3), 0)]:
+        with pytest.raises(RuntimeError, match="they aren't selected"):
+            fn(torch.zeros(shape, device=device), dim=d)
+    with pytest.raises(RuntimeError, match="more than one"):
+        fn(torch.zeros(0, 0, device=device), dim=0)
+
+
+def test_histogramdd_of_a_1d_input_raises(device):
+    """PyTorch's histogramdd takes points along the last dim of an input of at least 2 dimensions: a 1-D input
+    raises "torch.histogramdd: input tensor should have at least 2 dimensions" (a 0-d input IndexError).  Before: a
+    1-D input of 10 values was taken as one 10-dimensional point (a 2**10-bin histogram with bins=2)."""
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.histogramdd(torch.arange(10.0, device=device), bins=2)
+    with pytest.raises(IndexError):
+        torch.histogramdd(torch.tensor(1.0, device=device), bins=2)
+    h, edges = torch.histogramdd(torch.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]], device=device), bins=2)
+    np.testing.assert_array_equal(_np(h), [[1.0, 0.0], [1.0, 1.0]])
+    assert len(edges) == 2

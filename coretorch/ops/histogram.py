@@ -124,6 +124,10 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
 def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None, density: bool = False):
     """``(hist, bin_edges)``: the D-dimensional histogram of the points ``input[..., :]`` (last dim D); ``bins``
     an int, D ints or D edge tensors; ``range`` ``[min_0, max_0, ..., min_{D-1}, max_{D-1}]``."""
+    if isinstance(input, Tensor) and input.ndim < 2:  # (the points are input's last dim: a 1-D input is no batch)
+        if input.ndim == 0:
+            raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     hist, edges = _histdd(input, bins, range, weight, density, "histogramdd")
     return histogramdd_result(hist, tuple(edges))
 
