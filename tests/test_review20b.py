@@ -63,10 +63,12 @@ def test_cond_of_empty_matrices_is_zero(device):
     assert torch.linalg.cond(a, p=1).item() == pytest.approx(np.linalg.cond(_np(a), 1))
 
 
-def test_torch_triangular_solve_exists(device):
+def test_torch_triangular_solve_and_ger_exist(device):
     """PyTorch 2.13 still has the deprecated ``torch.triangular_solve(b, A, upper=True, transpose=False,
-    unitriangular=False)`` returning ``(solution, cloned_coefficient)`` (with a deprecation warning).  Before: only
-    the Tensor method existed; ``torch.triangular_solve`` raised AttributeError."""
+    unitriangular=False)`` returning ``(solution, cloned_coefficient)`` (with a deprecation warning) and
+    ``torch.ger`` (outer).  Before: only the Tensor methods existed; the torch functions raised AttributeError."""
+    v = torch.tensor([1.0, 2.0], device=device)
+    np.testing.assert_array_equal(_np(torch.ger(v, torch.tensor([3.0], device=device))), [[3.0], [6.0]])
     A = torch.tensor([[2.0, 1.0], [0.0, 4.0]], dtype=torch.float64, device=device)
     b = torch.tensor([[1.0], [2.0]], dtype=torch.float64, device=device)
     with pytest.warns(UserWarning, match="deprecated"):
