@@ -188,3 +188,58 @@ def test_histogramdd_of_a_1d_input_raises(device):
     h, edges = torch.histogramdd(torch.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]], device=device), bins=2)
     np.testing.assert_array_equal(_np(h), [[1.0, 0.0], [1.0, 1.0]])
     assert len(edges) == 2
+
+
+def test_bool_addr_takes_beta_and_alpha_as_truth_values(device):
+    """PyTorch's addr of bool tensors is ``beta && input || alpha && outer(vec1, vec2)`` with the scalars taken as
+    truth values (beta=0 ignores the input, alpha=0 the product) and refuses float scalars ("For integral input
+    tensors, argument beta must not be a floating point number.").  Before: only ``beta is False`` ignored the
+    input, so ``beta=0`` ORed the input in (a silently wrong mask), and float beta/alpha were accepted."""
+    inp = torch.ones(2, 2, dtype=torch.bool, device=device)
+    v1 = torch.tensor([True, False], device=device)
+    v2 = torch.tensor([True, True], device=device)
+    np.testing.assert_array_equal(_np(torch.addr(inp, v1, v2, beta=0, alpha=3)), [[True, True], [False, False]])
+    np.testing.assert_array_equal(_np(torch.addr(inp, v1, v2, beta=2, alpha=0)), [[True, True], [True, True]])
+    np.testing.assert_array_equal(_np(torch.addr(~inp, v1, v2, beta=1, alpha=0)), [[False, False], [False, False]])
+    np.testing.assert_array_equal(_np(inp.clone().addr_(v1, v2, beta=0)), [[True, True], [False, False]])
+    for kw in (dict(beta=0.5), dict(alpha=0.0)):
+        with pytest.raises(RuntimeError, match="must not be a floating point number"):
+            torch.addr(inp, v1, v2, **kw)
+
+
+def test_addr_of_mixed_dtypes_multiplies_in_the_result_dtype(device):
+    """PyTorch's addr is elementwise in the common dtype: float32 vectors with a float64 input are multiplied in
+    float64 (1 + 0.1f * 3 = 1.3000000044703484, the float32 0.1 times 3 exactly).  Before: the outer product was
+    made in float32 and then widened (1.3000000119209290: float32 rounding in a float64 result)."""
+    inp = torch.ones(1, 1, dtype=torch.float64, device=device)
+    v1 = torch.tensor([0.1], dtype=torch.float32, device=device)
+    v2 = torch.tensor([3.0], dtype=torch.float32, device=device)
+    r = torch.addr(inp, v1, v2)
+    assert r.dtype == torch.float64
+    assert r.item() == 1.0 + float(np.float32(0.1)) * 3.0
+
+
+def test_fused_products_refuse_an_input_of_another_dtype(device):
+    """PyTorch's addmm/addbmm ("self and mat2 must have the same dtype, but got Double and Float"), addmv ("addmv
+    input tensors must have the same dtype") and baddbmm ("Input dtypes must be the same, got: input double, batch1:
+    float, batch2: float") refuse an input (even a 0-d one, even with beta=0) whose dtype is not the matrices'.
+    Before: coretorch promoted and returned a float64 (or, for an int input, a float32) result."""
+    f = dict(device=device)
+    d = dict(dtype=torch.float64, device=device)
+    calls = [(lambda: torch.addmm(torch.ones(2, 2, **d), torch.ones(2, 3, **f), torch.ones(3, 2, **f)), "self and mat2"),
+             (lambda: torch.addmm(torch.tensor(1, device=device), torch.ones(2, 3, **f), torch.ones(3, 2, **f)),
+              "but got Long and Float"),
+             (lambda: torch.ones(2, 2, **d).addmm_(torch.ones(2, 3, **f), torch.ones(3, 2, **f)), "self and mat2"),
+             (lambda: torch.addmm(torch.ones(2, 2, **d), torch.ones(2, 3, **f), torch.ones(3, 2, **f), beta=0),
+              "self and mat2"),
+             (lambda: torch.addbmm(torch.ones(2, 2, **d), torch.ones(2, 2, 3, **f), torch.ones(2, 3, 2, **f)),
+              "self and mat2"),
+             (lambda: torch.addmv(torch.ones(2, **d), torch.ones(2, 3, **f), torch.ones(3, **f)),
+              "addmv input tensors must have the same dtype, but got Double, Float, and Float"),
+             (lambda: torch.baddbmm(torch.tensor(1.0, **d), torch.ones(2, 2, 3, **f), torch.ones(2, 3, 2, **f)),
+              "input double, batch1: float, batch2: float")]
+    for call, msg in calls:
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+    r = torch.addmm(torch.ones(2, dtype=torch.float64, device=device), torch.ones(2, 3, **d), torch.ones(3, 2, **d))
+    np.testing.assert_array_equal(_np(r), np.full((2, 2), 4.0))
