@@ -243,3 +243,20 @@ def test_fused_products_refuse_an_input_of_another_dtype(device):
             call()
     r = torch.addmm(torch.ones(2, dtype=torch.float64, device=device), torch.ones(2, 3, **d), torch.ones(3, 2, **d))
     np.testing.assert_array_equal(_np(r), np.full((2, 2), 4.0))
+
+
+def test_cholesky_of_a_matrix_with_nan_fails(device):
+    """PyTorch's cholesky (LAPACK's potrf) fails on a NaN pivot: ``cholesky`` raises LinAlgError ("the leading minor
+    of order k is not positive-definite") and ``cholesky_ex`` gives info = the order of the first NaN pivot (1 for
+    an all-NaN matrix, 2 for [[1, 0], [0, nan]]), also within a batch whose other members fail otherwise.  Before:
+    numpy's factorisation let NaN through, so cholesky returned a NaN factor silently and info was 0."""
+    nan = math.nan
+    f64 = dict(dtype=torch.float64, device=device)
+    for m, k in [([[nan] * 3] * 3, 1), ([[1.0, nan], [nan, 1.0]], 2), ([[1.0, 0.0], [0.0, nan]], 2),
+                 ([[4.0, 2.0], [nan, 3.0]], 2), ([[4.0, nan], [2.0, 3.0]], 0)]:  # (the upper triangle is not read)
+        assert torch.linalg.cholesky_ex(torch.tensor(m, **f64)).info.item() == k, m
+    with pytest.raises(torch.linalg.LinAlgError, match="leading minor of order 2 is not positive-definite"):
+        torch.linalg.cholesky(torch.tensor([[1.0, 0.0], [0.0, nan]], **f64))
+    batch = torch.tensor([[[nan, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, -1.0]]], **f64)
+    assert torch.linalg.cholesky_ex(batch).info.tolist() == [1, 0, 2]
+    assert torch.linalg.cholesky_ex(batch, upper=True).info.tolist() == [1, 0, 2]
