@@ -260,3 +260,22 @@ def test_cholesky_of_a_matrix_with_nan_fails(device):
     batch = torch.tensor([[[nan, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, -1.0]]], **f64)
     assert torch.linalg.cholesky_ex(batch).info.tolist() == [1, 0, 2]
     assert torch.linalg.cholesky_ex(batch, upper=True).info.tolist() == [1, 0, 2]
+
+
+def test_float64_to_half_and_bfloat16_round_through_float32(device):
+    """(Found by this review's bincount probe, outside its scope.)  PyTorch converts a double to Half/BFloat16
+    through float (c10's conversions start from a float), so a double just past a half-way point first rounds onto
+    it in float32, then to even: ``tensor(1 + 2**-11 + 2**-30, dtype=float64).half()`` is 1.0 and 65519.99999999 is
+    inf, in ``.to``/``.half()`` and in ``torch.tensor(..., dtype=float16)``.  Before: the cpu cast and the tensor
+    constructor (every device) rounded the double directly (1.0009765625, 65504.0)."""
+    v = [1 + 2**-11 + 2**-30, -2.0400390712646512, 65519.99999999, 1.5]
+    want16 = [1.0, -2.0390625, math.inf, 1.5]
+    x = torch.tensor(v, dtype=torch.float64, device=device)
+    assert x.half().double().tolist() == want16
+    assert x.to(torch.float16).tolist() == want16
+    assert torch.tensor(v, dtype=torch.float16, device=device).tolist() == want16
+    assert torch.tensor(np.array(v), dtype=torch.float16, device=device).tolist() == want16
+    w = [1 + 2**-8 + 2**-30, 1 + 2**-8 + 2**-7]
+    want_bf = [1.0, 1.015625]
+    assert torch.tensor(w, dtype=torch.float64, device=device).to(torch.bfloat16).double().tolist() == want_bf
+    assert torch.tensor(w, dtype=torch.bfloat16, device=device).double().tolist() == want_bf

@@ -286,6 +286,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
     with np.errstate(over="ignore", invalid="ignore"):
         if dt.np == np.uint8 and getattr(arr, "dtype", None) == np.float64:
             arr = arr.astype(np.int64)  # (through int64 as PyTorch's cast: see the cpu backend's dtypes._cast)
+        elif dt.is_floating_point and dt.itemsize == 2 and getattr(arr, "dtype", None) == np.float64:
+            arr = arr.astype(np.float32)  # (a double becomes a Half/BFloat16 through float, as c10's conversion)
         a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
 
