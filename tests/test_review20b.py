@@ -279,3 +279,18 @@ def test_float64_to_half_and_bfloat16_round_through_float32(device):
     want_bf = [1.0, 1.015625]
     assert torch.tensor(w, dtype=torch.float64, device=device).to(torch.bfloat16).double().tolist() == want_bf
     assert torch.tensor(w, dtype=torch.bfloat16, device=device).double().tolist() == want_bf
+
+
+def test_norm_dims_of_the_wrong_length_raise(device):
+    """PyTorch: linalg.norm takes a dim of length 1 or 2 ("If dim is specified, it must be of length 1 or 2. Got [0,
+    1, 2]") and linalg.matrix_norm exactly 2 ("dim must be a 2-tuple. Got 0"), both RuntimeError; vector_norm takes
+    any number of dims.  Before: linalg.norm computed a 2-norm over three dims and matrix_norm(dim=(0,)) raised
+    IndexError ("tuple index out of range")."""
+    x = torch.ones(2, 3, 4, device=device)
+    with pytest.raises(RuntimeError, match=r"must be of length 1 or 2. Got \[0, 1, 2\]"):
+        torch.linalg.norm(x, dim=(0, 1, 2))
+    for dim in [(0,), (0, 1, 2)]:
+        with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+            torch.linalg.matrix_norm(x, dim=dim)
+    assert torch.linalg.vector_norm(x, dim=(0, 1, 2)).item() == pytest.approx(math.sqrt(24.0))
+    assert torch.linalg.norm(x, dim=(0, 2)).tolist() == pytest.approx([math.sqrt(8.0)] * 3)

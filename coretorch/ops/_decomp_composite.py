@@ -58,6 +58,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
 
 
 def _mdims(A: Tensor, dim) -> tuple:
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     d0, d1 = norm_dim(dim[0], A.ndim, "linalg.matrix_norm"), norm_dim(dim[1], A.ndim, "linalg.matrix_norm")
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
@@ -115,6 +117,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     matrix norm for a 2-tuple dim or a 2-D input with an ord."""
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
     if dim is not None and len(dim) == 2 and ord is not None:
         return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     if dim is None and ord is not None:
