@@ -294,3 +294,30 @@ def test_norm_dims_of_the_wrong_length_raise(device):
             torch.linalg.matrix_norm(x, dim=dim)
     assert torch.linalg.vector_norm(x, dim=(0, 1, 2)).item() == pytest.approx(math.sqrt(24.0))
     assert torch.linalg.norm(x, dim=(0, 2)).tolist() == pytest.approx([math.sqrt(8.0)] * 3)
+
+
+def test_pinv_and_matrix_rank_of_empty_hermitian_input(device):
+    """PyTorch's pinv returns early for an empty input (an empty (..., n, m) result, also with hermitian=True and a
+    non-square shape) and matrix_rank of an empty input is 0.  Before: pinv(hermitian=True) of a 0 x 0 matrix (or
+    a batch of them) raised amax's IndexError, and both raised eigh's "must be batches of square matrices" for a
+    0 x 3 input."""
+    for shape in [(0, 0), (2, 0, 0), (0, 3), (3, 0)]:
+        x = torch.zeros(shape, dtype=torch.float64, device=device)
+        p = torch.linalg.pinv(x, hermitian=True)
+        assert tuple(p.shape) == shape[:-2] + (shape[-1], shape[-2]) and p.dtype == torch.float64
+        r = torch.linalg.matrix_rank(x, hermitian=True)
+        assert tuple(r.shape) == shape[:-2] and r.dtype == torch.int64 and not _np(r).any()
+    a = torch.tensor([[2.0, 0.0], [0.0, 0.0]], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(_np(torch.linalg.pinv(a, hermitian=True)), [[0.5, 0.0], [0.0, 0.0]])
+
+
+def test_searchsorted_without_boundaries_or_values(device):
+    """PyTorch's searchsorted with an empty last dim of boundaries (a batch of empty rows) gives index 0 for every
+    value, and empty values give an empty result of their shape.  Before: boundaries of shape (3, 0) raised numpy's
+    "cannot reshape array of size 0 into shape (0)" on cpu."""
+    r = torch.searchsorted(torch.zeros(3, 0, device=device), torch.ones(3, 2, device=device))
+    assert r.dtype == torch.int64 and r.tolist() == [[0, 0]] * 3
+    r = torch.searchsorted(torch.zeros(3, 0, device=device), torch.ones(3, 0, device=device), out_int32=True)
+    assert tuple(r.shape) == (3, 0) and r.dtype == torch.int32
+    assert torch.searchsorted(torch.zeros(0, device=device), torch.ones(2, 2, device=device)).tolist() == [[0, 0]] * 2
+    assert torch.bucketize(torch.ones(2, device=device), torch.zeros(0, device=device)).tolist() == [0, 0]

@@ -543,7 +543,9 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
         Ad = A.detach()
-        if hermitian:
+        if hermitian and A.numel() == 0:  # (PyTorch returns early for empty input, whatever its shape)
+            P = _C.zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device)
+        elif hermitian:
             lam, V = eigh(Ad)
             tol = _tolerance(lam.abs().amax(-1, keepdim=True), m, n, A.dtype, _scalar_tol(atol), _scalar_tol(rtol),
                              _scalar_tol(rcond))
@@ -572,7 +574,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
     check_matrix("linalg.matrix_rank", A, square=False)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
-        s = eigvalsh(A).abs() if hermitian else svdvals(A)
+        s = eigvalsh(A).abs() if hermitian and A.numel() else svdvals(A)  # (an empty A: rank 0, any shape)
         smax = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
         if tol is not None:  # the legacy tol: an absolute tolerance
             atol, rtol = tol, 0.0

@@ -546,6 +546,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     s = table.contiguous(table.cast(seq._data, dt.np) if seq.dtype is not dt else seq._data)
     v = table.contiguous(table.cast(input._data, dt.np) if input.dtype is not dt else input._data)
     odt = _i32 if out_int32 else _i64
+    if input.numel() == 0 or seq.shape[-1] == 0:  # (nothing to search, or no boundaries: every index is 0)
+        return _write_out("searchsorted", out, zeros(tuple(input.shape), dtype=odt, device=input.device))
     res = _make(table.searchsorted(s, v, bool(right), odt.np), odt, table)
     return _write_out("searchsorted", out, res)
 
