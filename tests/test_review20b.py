@@ -190,6 +190,25 @@ def test_histogramdd_of_a_1d_input_raises(device):
     assert len(edges) == 2
 
 
+def test_histogram_argument_checks(device):
+    """PyTorch: histogramdd's weight must have the input's shape without its last dim ("if weight tensor is provided
+    it should have the same shape as the input tensor excluding its innermost dimension"), and a bins tensor of one
+    edge is no bin ("torch.histogram(): bins must be > 0, but got 0 for dimension 0"), in histogram and
+    histogramdd.  Before: a (10, 1) weight for (10, 2) points was flattened and used, and one edge gave an empty
+    histogram."""
+    x = torch.rand(10, 2, device=device)
+    for w in (torch.ones(10, 1, device=device), torch.ones(5, 2, device=device)):
+        with pytest.raises(RuntimeError, match="same shape as the input tensor excluding its innermost dimension"):
+            torch.histogramdd(x, bins=2, weight=w)
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 0"):
+        torch.histogram(x[:, 0], bins=torch.tensor([0.5], device=device))
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 1"):
+        torch.histogramdd(x, bins=[torch.tensor([0.0, 1.0], device=device), torch.tensor([0.5], device=device)])
+    h = torch.histogramdd(x, bins=2, weight=torch.ones(10, device=device)).hist
+    assert h.sum().item() == 10.0
+    assert torch.histogram(x[:, 0], bins=2, weight=torch.ones(10, 1, device=device)).hist.sum().item() == 10.0
+
+
 def test_bool_addr_takes_beta_and_alpha_as_truth_values(device):
     """PyTorch's addr of bool tensors is ``beta && input || alpha && outer(vec1, vec2)`` with the scalars taken as
     truth values (beta=0 ignores the input, alpha=0 the product) and refuses float scalars ("For integral input
