@@ -90,7 +90,8 @@ def test_fused_products_with_beta_zero_keep_input_in_the_graph(device, op):
     f64 = dict(dtype=torch.float64, device=device)
     mk = {"addr": lambda: (torch.full((2, 3), math.nan, **f64), torch.ones(2, **f64), torch.ones(3, **f64)),
           "addmv": lambda: (torch.full((2,), math.nan, **f64), torch.ones(2, 3, **f64), torch.ones(3, **f64)),
-          "addbmm": lambda: (torch.full((2, 3), math.nan, **f64), torch.ones(4, 2, 5, **f64), torch.ones(4, 5, 3, **f64)),
+          "addbmm": lambda: (torch.full((2, 3), math.nan, **f64), torch.ones(4, 2, 5, **f64),
+                             torch.ones(4, 5, 3, **f64)),
           "baddbmm": lambda: (torch.full((4, 2, 3), math.nan, **f64), torch.ones(4, 2, 5, **f64),
                               torch.ones(4, 5, 3, **f64))}[op]
     fn = getattr(torch, op)
@@ -245,7 +246,8 @@ def test_fused_products_refuse_an_input_of_another_dtype(device):
     Before: coretorch promoted and returned a float64 (or, for an int input, a float32) result."""
     f = dict(device=device)
     d = dict(dtype=torch.float64, device=device)
-    calls = [(lambda: torch.addmm(torch.ones(2, 2, **d), torch.ones(2, 3, **f), torch.ones(3, 2, **f)), "self and mat2"),
+    calls = [(lambda: torch.addmm(torch.ones(2, 2, **d), torch.ones(2, 3, **f), torch.ones(3, 2, **f)),
+              "self and mat2"),
              (lambda: torch.addmm(torch.tensor(1, device=device), torch.ones(2, 3, **f), torch.ones(3, 2, **f)),
               "but got Long and Float"),
              (lambda: torch.ones(2, 2, **d).addmm_(torch.ones(2, 3, **f), torch.ones(3, 2, **f)), "self and mat2"),

@@ -101,8 +101,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         # 1: the largest column sum (sum over rows d0, then max over d1); inf: the largest row sum
         sdim, mdim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = _R.sum(A.abs(), sdim, True)
-        r = (_R.amax if s.shape[mdim] else _R.sum) if ord > 0 else _R.amin
-        r = r(s, mdim, True)
+        reduce = (_R.amax if s.shape[mdim] else _R.sum) if ord > 0 else _R.amin
+        r = reduce(s, mdim, True)
         if keepdim:
             return r
         r = _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
