@@ -11,7 +11,7 @@ from .ops._decomp_composite import diagonal
 from .ops._decomp_extra import vander, with_out as _out
 from .ops._decomp_ops import LinAlgError
 from .ops._householder import householder_product
-from .ops._lu import lu, lu_factor, lu_factor_ex, lu_solve
+from .ops import _lu
 from .ops.linalg import matmul
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
@@ -48,3 +48,7 @@ cond = _out(_e.cond, "linalg.cond")
 solve_triangular = _out(_e.solve_triangular, "linalg.solve_triangular")
 tensorinv = _out(_e.tensorinv, "linalg.tensorinv")
 tensorsolve = _out(_e.tensorsolve, "linalg.tensorsolve")
+lu = _out(_lu.lu, "linalg.lu")
+lu_factor = _out(_lu.lu_factor, "linalg.lu_factor")
+lu_factor_ex = _out(_lu.lu_factor_ex, "linalg.lu_factor_ex")
+lu_solve = _out(_lu.lu_solve, "linalg.lu_solve")

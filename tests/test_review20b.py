@@ -342,3 +342,31 @@ def test_searchsorted_without_boundaries_or_values(device):
     assert tuple(r.shape) == (3, 0) and r.dtype == torch.int32
     assert torch.searchsorted(torch.zeros(0, device=device), torch.ones(2, 2, device=device)).tolist() == [[0, 0]] * 2
     assert torch.bucketize(torch.ones(2, device=device), torch.zeros(0, device=device)).tolist() == [0, 0]
+
+
+def test_lu_family_and_isin_take_out(device):
+    """PyTorch's linalg.lu, lu_factor, lu_factor_ex, lu_solve and torch.isin take ``out=`` (written in place and
+    returned; a wrong dtype raises).  Before: each raised TypeError "got an unexpected keyword argument 'out'"."""
+    f64 = dict(dtype=torch.float64, device=device)
+    A = torch.tensor([[1.0, 2.0, 0.0], [3.0, 1.0, 1.0], [0.0, 1.0, 4.0]], **f64)
+    LU, piv = torch.zeros(3, 3, **f64), torch.zeros(3, dtype=torch.int32, device=device)
+    r = torch.linalg.lu_factor(A, out=(LU, piv))
+    assert r[0] is LU and r[1] is piv
+    ref = torch.linalg.lu_factor(A)
+    np.testing.assert_array_equal(_np(LU), _np(ref.LU))
+    np.testing.assert_array_equal(_np(piv), _np(ref.pivots))
+    outs = tuple(torch.zeros(s, dtype=d, device=device) for s, d in [((3, 3), torch.float64), ((3,), torch.int32),
+                                                                      ((), torch.int32)])
+    torch.linalg.lu_factor_ex(A, out=outs)
+    np.testing.assert_array_equal(_np(outs[0]), _np(ref.LU))
+    P, L, U = (torch.zeros(3, 3, **f64) for _ in range(3))
+    torch.linalg.lu(A, out=(P, L, U))
+    np.testing.assert_allclose(_np(P @ L @ U), _np(A), atol=1e-12)
+    X = torch.zeros(3, 3, **f64)
+    torch.linalg.lu_solve(ref.LU, ref.pivots, A, out=X)
+    np.testing.assert_allclose(_np(X), np.eye(3), atol=1e-12)
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.linalg.lu_factor(A, out=(torch.zeros(3, 3, device=device), piv))
+    b = torch.zeros(3, dtype=torch.bool, device=device)
+    assert torch.isin(torch.arange(3, device=device), torch.tensor([0, 1], device=device), out=b) is b
+    assert b.tolist() == [True, True, False]
