@@ -370,3 +370,18 @@ def test_lu_family_and_isin_take_out(device):
     b = torch.zeros(3, dtype=torch.bool, device=device)
     assert torch.isin(torch.arange(3, device=device), torch.tensor([0, 1], device=device), out=b) is b
     assert b.tolist() == [True, True, False]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_matrix_norm_of_half_precision_for_the_orders_without_svd(device, dtype):
+    """PyTorch's linalg.matrix_norm takes float16/bfloat16 for 'fro', 1, -1, inf and -inf (a result of the input's
+    dtype) and refuses them only for 'nuc', 2 and -2 ("Low precision dtypes not supported"), which need an SVD.
+    Before: every order refused half precision."""
+    a = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    x = torch.tensor(a, device=device).to(dtype)
+    for o, want in [("fro", np.sqrt((a * a).sum())), (1, 6.0), (-1, 1.5), (math.inf, 6.0), (-math.inf, 5.5)]:
+        r = torch.linalg.matrix_norm(x, ord=o)
+        assert r.dtype == dtype and r.item() == pytest.approx(want, rel=1e-2), o
+    for o in ("nuc", 2, -2):
+        with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
+            torch.linalg.matrix_norm(x, ord=o)
