@@ -385,3 +385,29 @@ def test_matrix_norm_of_half_precision_for_the_orders_without_svd(device, dtype)
     for o in ("nuc", 2, -2):
         with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
             torch.linalg.matrix_norm(x, ord=o)
+
+
+def test_tensor_arguments_by_pytorchs_keyword_names(device):
+    """PyTorch's argument parser names a linalg function's matrix ``input`` (numpy's ``x`` too; ``A`` only where the
+    schema says A: inv, det, solve, ...), lstsq's right side ``b``, cholesky_solve's factor ``input2``, and the
+    binary ops take ``input=`` by keyword.  Before: ``torch.linalg.matrix_norm(input=A)``, ``pinv``/``eigh``/
+    ``cholesky``/``matrix_exp``/``cond``/``matrix_rank``/``matrix_power(input=...)``, ``torch.det(input=A)``,
+    ``lstsq(input=A, b=B)``, ``cholesky_solve(input=B, input2=L)`` raised TypeError, and so did the binary ops
+    called by keyword (``torch.maximum(input=a, other=b)``: "unexpected keyword argument 'input'";
+    ``torch.outer(input=a, vec2=b)``: "got multiple values for argument 'input'")."""
+    L = torch.linalg
+    A = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64, device=device)
+    a = torch.tensor([1.0, 2.0], device=device)
+    checks = [(L.matrix_norm(input=A), L.matrix_norm(A)), (L.norm(x=A), L.norm(A)), (L.pinv(input=A), L.pinv(A)),
+              (L.eigvalsh(input=A), L.eigvalsh(A)), (L.cholesky(input=A), L.cholesky(A)),
+              (L.matrix_exp(input=A), L.matrix_exp(A)), (L.cond(input=A), L.cond(A)),
+              (L.matrix_rank(input=A), L.matrix_rank(A)), (L.matrix_power(input=A, n=2), A @ A),
+              (torch.det(input=A), torch.det(A)), (torch.matrix_exp(input=A), L.matrix_exp(A)),
+              (L.lstsq(input=A, b=A).solution, L.lstsq(A, A).solution), (L.vector_norm(input=A), L.vector_norm(A)),
+              (torch.cholesky_solve(input=A, input2=L.cholesky(A)), torch.cholesky_solve(A, L.cholesky(A))),
+              (torch.maximum(input=a, other=a), a), (torch.outer(input=a, vec2=a), torch.outer(a, a)),
+              (torch.kron(input=a, other=a), torch.kron(a, a)), (torch.dot(input=a, tensor=a), torch.dot(a, a))]
+    for got, want in checks:
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-12)
+    with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor, not int"):
+        torch.maximum(input=2, other=a)

@@ -3,6 +3,7 @@ tensorsolve, torch.cholesky_solve / cholesky_inverse), and the ``out=`` keyword 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
@@ -14,14 +15,35 @@ from ._decomp_composite import matrix_norm
 from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
 
 
-def with_out(fn, name: str):
-    """``fn`` with PyTorch's ``out=`` keyword: the result (a tensor or a tuple of them) is written into ``out``."""
+def _keyword_aliases(fn) -> dict:
+    """The keywords PyTorch's argument parser takes for ``fn``'s first two tensors where their names differ
+    (``A=`` is ``input=`` or numpy's ``x=`` there, ``B=`` is ``other=``, ``b=`` or ``input2=``)."""
+    names = [n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD][:2]
+    aliases = {}
+    for pos, alts in enumerate((("input", "x"), ("other", "b", "input2"))):
+        if pos < len(names):
+            aliases.update({a: names[pos] for a in alts if a not in names})
+    return aliases
+
+
+def with_out(fn, name: str, out: bool = True):
+    """``fn`` with PyTorch's ``out=`` keyword (the result, a tensor or a tuple of them, is written into ``out``)
+    and PyTorch's keyword names of its tensor arguments; ``out=False``: the names only."""
     checked = name == "linalg.cross"  # (the one whose PyTorch kernel checks out against its inputs for overlap)
+    aliases = _keyword_aliases(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, out=None, **kwargs):
+        if kwargs and len(args) < 2 and not aliases.keys().isdisjoint(kwargs):  # (a tensor passed by keyword)
+            kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=True, inputs=args if checked else ())
-    return wrapper
+
+    @functools.wraps(fn)
+    def named(*args, **kwargs):
+        if kwargs and len(args) < 2 and not aliases.keys().isdisjoint(kwargs):
+            kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+    return wrapper if out else named
 
 
 def _tri_mask(A: Tensor, upper: bool) -> Tensor:
