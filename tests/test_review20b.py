@@ -411,3 +411,31 @@ def test_tensor_arguments_by_pytorchs_keyword_names(device):
         np.testing.assert_allclose(_np(got), _np(want), rtol=1e-12)
     with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor, not int"):
         torch.maximum(input=2, other=a)
+
+
+def _fma_linspace(a: float, b: float, n: int) -> list:
+    """PyTorch's CPU linspace, exactly (rational arithmetic): step = (b - a) / (n - 1) in float64, the first half
+    a + step * i and the second b - step * (n - 1 - i), each rounded once (the kernel's contracted multiply-add)."""
+    from fractions import Fraction as F
+    step = (b - a) / (n - 1)
+    half = n // 2
+    return [float(F(a) + F(step) * i) if i < half else float(F(b) - F(step) * (n - 1 - i)) for i in range(n)]
+
+
+def test_linspace_values_and_histogram_edges_are_pytorchs(device):
+    """(linspace is outside this review's scope; found through histogram and quantile.)  PyTorch's linspace is the
+    symmetric fused multiply-add formula above: ``linspace(0, 1, 11)[6]`` is 0.6 (1 - 4 * 0.1 rounded once:
+    0.59999999999999998), ``linspace(-3.3, 7.1, 7)[3]`` 1.9000000000000001 (0x1.e666666666667p+0), and
+    ``histogram(x, bins=10, range=(0, 1))`` takes its edges from it, so 0.7 (on the edge 0.69999999999999996) is in
+    bin 7.  Before: numpy's ``start + i * step`` (0.6000000000000001, 0x1.e666666666664p+0), 0.7 fell in bin 6 of
+    the histogram (edge 0.7000000000000001), and quantiles at ``linspace`` q's differed in the last bit."""
+    for a, b, n in [(0.0, 1.0, 11), (-3.3, 7.1, 7), (0.3, 17.7, 1001), (5.0, -2.2, 38), (0.0, 1.0, 7)]:
+        got = torch.linspace(a, b, n, dtype=torch.float64, device=device).tolist()
+        assert got == _fma_linspace(a, b, n), (a, b, n)
+    assert torch.linspace(-3.3, 7.1, 7, dtype=torch.float64, device=device)[3].item().hex() == "0x1.e666666666667p+0"
+    assert torch.linspace(2.0, 5.0, 1, dtype=torch.float64, device=device).tolist() == [2.0]
+    x = torch.tensor([0.1, 0.2, 0.3, 0.7, 0.9, 1.0], dtype=torch.float64, device=device)
+    assert torch.histogram(x, bins=10, range=(0.0, 1.0)).hist.tolist() == [0, 1, 2, 0, 0, 0, 0, 1, 0, 2]
+    q = torch.quantile(torch.arange(10.0, dtype=torch.float64, device=device),
+                       torch.linspace(0, 1, 7, dtype=torch.float64, device=device))
+    assert q.tolist()[4] == 6.000000000000001  # (q = 0.66666666666666674, from the end)

@@ -17,6 +17,7 @@ from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import _memfmt
 from ._out import write_out
+from ._spaced import float_spaced
 from ._util import data_read as _data_read, edge, shape_arg
 
 _CPU = Device("cpu")
@@ -591,7 +592,9 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dt = dtype or _dt.default
     table = _table(device)
-    if dt.is_floating_point:
+    if dt is _dt.float32 or dt is _dt.float64:
+        a = float_spaced(float(start), float(end), steps, dt.np)  # (PyTorch's values, bit for bit)
+    elif dt.is_floating_point:
         a = np.linspace(start, end, steps, dtype=np.float64)
     else:
         a = np.trunc(_int_spaced(start, end, steps, dt))
