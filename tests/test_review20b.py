@@ -439,3 +439,22 @@ def test_linspace_values_and_histogram_edges_are_pytorchs(device):
     q = torch.quantile(torch.arange(10.0, dtype=torch.float64, device=device),
                        torch.linspace(0, 1, 7, dtype=torch.float64, device=device))
     assert q.tolist()[4] == 6.000000000000001  # (q = 0.66666666666666674, from the end)
+
+
+def test_linalg_cross_and_vecdot_check_their_dtypes(device):
+    """PyTorch's linalg.cross takes two tensors of one dtype ("expected scalar type Long but found Float", no
+    promotion, as torch.cross) and linalg.vecdot floating tensors of one dtype ("Expected a floating point or
+    complex tensor as input. Got Long", "Expected x and y to have the same dtype").  Before: both promoted (an
+    int64 x float32 cross gave float32, an integer vecdot an int64 sum)."""
+    i = torch.arange(6, device=device).reshape(2, 3)
+    f = torch.ones(2, 3, device=device)
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+        torch.linalg.cross(i, f)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        torch.linalg.cross(f, f.double())
+    assert torch.linalg.cross(i, i).dtype == torch.int64
+    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as input. Got Long"):
+        torch.linalg.vecdot(i, i)
+    with pytest.raises(RuntimeError, match="Expected x and y to have the same dtype"):
+        torch.linalg.vecdot(f, f.double())
+    assert torch.linalg.vecdot(f, f).tolist() == [3.0, 3.0]

@@ -280,6 +280,13 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y, dim) with broadcasting (real tensors: the plain dot product along dim); float16/bfloat16
     products and sum in float32, rounded once, as PyTorch's (in half, 300 * 300 - 300 * 300 was inf - inf)."""
     rt = _dt.promote_types(x.dtype, y.dtype) if isinstance(x, Tensor) and isinstance(y, Tensor) else None
+    if rt is not None:  # (PyTorch's checks: floating inputs of one dtype)
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{x.dtype._tname[:-6]}")
+        if x.dtype is not y.dtype:
+            raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                               f"{x.dtype._tname[:-6]} and y of type {y.dtype._tname[:-6]} instead")
     if rt is _dt.float16 or rt is _dt.bfloat16:
         return _R.sum(x.float() * y.float(), dim).to(rt)
     return _R.sum(x * y, dim)
@@ -292,6 +299,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (inputs broadcast), from index_select and arithmetic."""
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype is not other.dtype:  # (PyTorch's kernel: one dtype, no promotion)
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {other.dtype._tname[:-6]}")
     shape = broadcast_shape(tuple(input.shape), tuple(other.shape), "linalg.cross")
     if not shape:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")
