@@ -458,3 +458,48 @@ def test_linalg_cross_and_vecdot_check_their_dtypes(device):
     with pytest.raises(RuntimeError, match="Expected x and y to have the same dtype"):
         torch.linalg.vecdot(f, f.double())
     assert torch.linalg.vecdot(f, f).tolist() == [3.0, 3.0]
+
+
+def test_triangular_solves_take_b_as_a_matrix(device):
+    """PyTorch's solve_triangular (and cholesky_solve, triangular_solve built on it) has no vector case: B is
+    always a (batch of) matrices, so B of shape (3, 3) against A of shape (3, 3, 3) broadcasts to a (3, 3, 3)
+    result, and B (2, 3) against A (2, 3, 3) is refused ("Incompatible shapes of A and B for the equation AX = B");
+    linalg.solve(left=False) checks B as given ("XA = B").  Before: solve_ex's vector rule (B with A's shape
+    without its last dim is a batch of vectors) was applied, so those calls returned a (3, 3) result silently,
+    solving another system, and solve(A (2, 3, 3), B (3, 2), left=False) returned a (3, 2) result."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((3, 3))
+    A = torch.tensor(a, device=device)
+    B = torch.tensor(b, device=device)
+    want = np.stack([np.linalg.solve(np.triu(m), b) for m in a])
+    x = torch.linalg.solve_triangular(A, B, upper=True)
+    assert tuple(x.shape) == (3, 3, 3)
+    np.testing.assert_allclose(_np(x), want, rtol=1e-10, atol=1e-12)
+    with pytest.warns(UserWarning):
+        np.testing.assert_allclose(_np(torch.triangular_solve(B, A).solution), want, rtol=1e-10, atol=1e-12)
+    spd = a @ a.transpose(0, 2, 1)
+    c = torch.cholesky_solve(B, torch.linalg.cholesky(torch.tensor(spd, device=device)))
+    np.testing.assert_allclose(_np(c), np.stack([np.linalg.solve(m, b) for m in spd]), rtol=1e-8, atol=1e-10)
+    xr = torch.linalg.solve_triangular(A, B, upper=False, left=False)
+    np.testing.assert_allclose(_np(xr), np.stack([b @ np.linalg.inv(np.tril(m)) for m in a]), rtol=1e-10,
+                               atol=1e-12)
+    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation AX = B"):
+        torch.linalg.solve_triangular(A[:2], B[:2], upper=True)
+    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+        torch.linalg.solve(A[:2], B[:, :2], left=False)
+    assert tuple(torch.linalg.solve(A, B).shape) == (3, 3)  # (linalg.solve's own vector case stays)
+
+
+def test_lstsq_vector_case_is_pytorchs(device):
+    """PyTorch's lstsq takes B as a batch of vectors only under linalg.solve's rule (B 1-D, or B's shape is A's
+    without its last dim), and refuses a B with more dims than A.  Before: any B with one dim less than A was taken
+    as vectors, so B (4, 3) against A (1, 3, 3) gave four solutions instead of PyTorch's "input.size(-2) should match
+    other.size(-2)", and B (2, 3, 2) against A (3, 3) was broadcast."""
+    A = torch.eye(3, dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-2\)"):
+        torch.linalg.lstsq(A[None], torch.ones(4, 3, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match=r"input.dim\(\) must be greater or equal to other.dim\(\)"):
+        torch.linalg.lstsq(A, torch.ones(2, 3, 2, dtype=torch.float64, device=device))
+    x = torch.linalg.lstsq(A.expand(2, 3, 3), torch.ones(2, 3, dtype=torch.float64, device=device)).solution
+    assert tuple(x.shape) == (2, 3) and x.tolist() == [[1.0] * 3] * 2

@@ -72,7 +72,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     T = _triangular(A, upper, unitriangular)
-    return solve_ex(T, B, left=left).result
+    return solve_ex(T, B, left=left, _matrix=True, _api="linalg.solve_triangular").result
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
