@@ -58,6 +58,7 @@ from .ops._gamma import _sample_dirichlet, _standard_gamma, _standard_gamma_grad
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from . import _tensor_names12  # noqa: F401,E402  (binds H, mH, sum_to_size, storage, dim_order, ...)
+from ._tensor_names12 import ger, triangular_solve  # noqa: F401,E402  (deprecated names PyTorch 2.13 keeps)
 from .storage import TypedStorage, UntypedStorage  # noqa: F401,E402
 from .ops._householder import geqrf, orgqr, ormqr  # noqa: F401,E402
 from .ops._lu import lu_deprecated as lu, lu_solve_deprecated as lu_solve, lu_unpack  # noqa: F401,E402

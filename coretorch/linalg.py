@@ -11,7 +11,7 @@ from .ops._decomp_composite import diagonal
 from .ops._decomp_extra import vander, with_out as _out
 from .ops._decomp_ops import LinAlgError
 from .ops._householder import householder_product
-from .ops._lu import lu, lu_factor, lu_factor_ex, lu_solve
+from .ops import _lu
 from .ops.linalg import matmul
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
@@ -37,7 +37,7 @@ solve_ex = _out(_o.solve_ex, "linalg.solve_ex")
 svd = _out(_o.svd, "linalg.svd")
 svdvals = _out(_o.svdvals, "linalg.svdvals")
 cross = _out(_c.cross, "linalg.cross")
-matrix_exp = _c.matrix_exp  # (no out= in PyTorch)
+matrix_exp = _out(_c.matrix_exp, "linalg.matrix_exp", out=False)  # (no out= in PyTorch)
 matrix_norm = _out(_c.matrix_norm, "linalg.matrix_norm")
 matrix_power = _out(_c.matrix_power, "linalg.matrix_power")
 multi_dot = _out(_c.multi_dot, "linalg.multi_dot")
@@ -48,3 +48,7 @@ cond = _out(_e.cond, "linalg.cond")
 solve_triangular = _out(_e.solve_triangular, "linalg.solve_triangular")
 tensorinv = _out(_e.tensorinv, "linalg.tensorinv")
 tensorsolve = _out(_e.tensorsolve, "linalg.tensorsolve")
+lu = _out(_lu.lu, "linalg.lu")
+lu_factor = _out(_lu.lu_factor, "linalg.lu_factor")
+lu_factor_ex = _out(_lu.lu_factor_ex, "linalg.lu_factor_ex")
+lu_solve = _out(_lu.lu_solve, "linalg.lu_solve")

@@ -13,6 +13,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
 from ._decomp_ops import check_float, check_matrix, inv, svdvals
+from ._reduction_norm import check_narrowing
 from ._util import broadcast_shape, norm_dim
 from .linalg import matmul
 from . import triangular as _tri
@@ -38,6 +39,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         (x,) = _ac_cast("vector_norm", x)
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    check_narrowing("linalg.vector_norm", x, dtype)
     if (ord < 0 or ord == _INF) and x.numel() == 0:
         _R.check_norm_identity(x, ord, dim)
     if isinstance(dim, int):
@@ -56,6 +58,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
 
 
 def _mdims(A: Tensor, dim) -> tuple:
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     d0, d1 = norm_dim(dim[0], A.ndim, "linalg.matrix_norm"), norm_dim(dim[1], A.ndim, "linalg.matrix_norm")
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
@@ -75,8 +79,11 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if _ac.on and dtype is None and isinstance(A, Tensor):  # autocast (one attribute check when off)
         (A,) = _ac_cast("matrix_norm", A)
     if dtype is not None:
-        A = A.to(_dt.from_python_type(dtype))
-    check_float("linalg.matrix_norm", A)
+        dtype = _dt.from_python_type(dtype)
+        check_narrowing("linalg.matrix_norm", A, dtype)
+        A = A.to(dtype)
+    if not (A.dtype.is_floating_point and (ord == "fro" or ord in (1, -1, _INF, -_INF))):
+        check_float("linalg.matrix_norm", A)  # (PyTorch takes half/bfloat16 for the orders without an SVD)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     d0, d1 = _mdims(A, dim)
@@ -85,7 +92,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if ord == "nuc" or ord in (2, -2):
         B = _S.movedim(A, (d0, d1), (-2, -1))
         s = svdvals(B)
-        r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        # (an empty matrix's 2-norm is 0, as its largest column or row sum below: PyTorch takes their maximum as
+        # an inf-norm, 0 over nothing; the minimum over nothing raises)
+        r = s.sum(-1) if ord == "nuc" or (ord == 2 and not s.shape[-1]) else s.amax(-1) if ord == 2 else s.amin(-1)
         if keepdim:
             r = _S.unsqueeze(_S.unsqueeze(r, min(d0, d1)), max(d0, d1))
         return r
@@ -93,7 +102,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         # 1: the largest column sum (sum over rows d0, then max over d1); inf: the largest row sum
         sdim, mdim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = _R.sum(A.abs(), sdim, True)
-        r = (_R.amax if ord > 0 else _R.amin)(s, mdim, True)
+        reduce = (_R.amax if s.shape[mdim] else _R.sum) if ord > 0 else _R.amin
+        r = reduce(s, mdim, True)
         if keepdim:
             return r
         r = _S.squeeze(_S.squeeze(r, max(d0, d1)), min(d0, d1))
@@ -108,6 +118,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     matrix norm for a 2-tuple dim or a 2-D input with an ord."""
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
     if dim is not None and len(dim) == 2 and ord is not None:
         return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     if dim is None and ord is not None:
@@ -270,6 +282,13 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     if _ac.on:  # autocast: a lower-precision op (PyTorch's linalg_vecdot)
         x, y = _ac_cast("vecdot", x, y)
     rt = _dt.promote_types(x.dtype, y.dtype) if isinstance(x, Tensor) and isinstance(y, Tensor) else None
+    if rt is not None:  # (PyTorch's checks: floating inputs of one dtype)
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{x.dtype._tname[:-6]}")
+        if x.dtype is not y.dtype:
+            raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                               f"{x.dtype._tname[:-6]} and y of type {y.dtype._tname[:-6]} instead")
     if rt is _dt.float16 or rt is _dt.bfloat16:
         return _R.sum(x.float() * y.float(), dim).to(rt)
     return _R.sum(x * y, dim)
@@ -282,6 +301,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (inputs broadcast), from index_select and arithmetic."""
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype is not other.dtype:  # (PyTorch's kernel: one dtype, no promotion)
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {other.dtype._tname[:-6]}")
     shape = broadcast_shape(tuple(input.shape), tuple(other.shape), "linalg.cross")
     if not shape:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")

@@ -3,9 +3,11 @@ tensorsolve, torch.cholesky_solve / cholesky_inverse), and the ``out=`` keyword 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._out import write_out
 from . import creation as _C, pointwise as _P, shape as _S
@@ -13,14 +15,35 @@ from ._decomp_composite import matrix_norm
 from ._decomp_ops import _mT, check_float, check_matrix, inv_ex, solve, solve_ex, svdvals
 
 
-def with_out(fn, name: str):
-    """``fn`` with PyTorch's ``out=`` keyword: the result (a tensor or a tuple of them) is written into ``out``."""
+def _keyword_aliases(fn) -> dict:
+    """The keywords PyTorch's argument parser takes for ``fn``'s first two tensors where their names differ
+    (``A=`` is ``input=`` or numpy's ``x=`` there, ``B=`` is ``other=``, ``b=`` or ``input2=``)."""
+    names = [n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD][:2]
+    aliases = {}
+    for pos, alts in enumerate((("input", "x"), ("other", "b", "input2"))):
+        if pos < len(names):
+            aliases.update({a: names[pos] for a in alts if a not in names})
+    return aliases
+
+
+def with_out(fn, name: str, out: bool = True):
+    """``fn`` with PyTorch's ``out=`` keyword (the result, a tensor or a tuple of them, is written into ``out``)
+    and PyTorch's keyword names of its tensor arguments; ``out=False``: the names only."""
     checked = name == "linalg.cross"  # (the one whose PyTorch kernel checks out against its inputs for overlap)
+    aliases = _keyword_aliases(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, out=None, **kwargs):
+        if kwargs and len(args) < 2 and not aliases.keys().isdisjoint(kwargs):  # (a tensor passed by keyword)
+            kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=True, inputs=args if checked else ())
-    return wrapper
+
+    @functools.wraps(fn)
+    def named(*args, **kwargs):
+        if kwargs and len(args) < 2 and not aliases.keys().isdisjoint(kwargs):
+            kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+    return wrapper if out else named
 
 
 def _tri_mask(A: Tensor, upper: bool) -> Tensor:
@@ -49,7 +72,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     T = _triangular(A, upper, unitriangular)
-    return solve_ex(T, B, left=left).result
+    return solve_ex(T, B, left=left, _matrix=True, _api="linalg.solve_triangular").result
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
@@ -77,11 +100,15 @@ def cond(A: Tensor, p=None) -> Tensor:
     check_float("linalg.cond", A)
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if isinstance(p, str):  # (PyTorch checks the shape of a string order first, of a number after the size)
+        check_matrix(f"linalg.cond(ord={p})", A)
+    if A.numel() == 0:  # PyTorch (numpy defines none): 0 for empty matrices, whatever their shape
+        return _C.zeros(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
     if p is None or p in (2, -2):
         s = svdvals(A)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     check_matrix("linalg.cond", A)
     Ainv, info = inv_ex(A)
     r = matrix_norm(A, p) * matrix_norm(_P.where(_S.unsqueeze(_S.unsqueeze(info == 0, -1), -1), Ainv, 0.0), p)
@@ -90,10 +117,12 @@ def cond(A: Tensor, p=None) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """(..., n) -> (..., n, N): the powers x^0, x^1, ..., x^(N-1) (increasing, as torch.linalg.vander)."""
-    if x.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    if x.dtype is _dt.bool_:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    if x.ndim == 0:  # (PyTorch: a 0-d x is one point)
+        x = _S.unsqueeze(x, 0)
     N = x.shape[-1] if N is None else N
-    if N < 1:
+    if N <= 1:
         raise RuntimeError("N must be greater than 1.")
     cols = [_C.ones_like(x)]
     for _ in range(N - 1):

@@ -146,25 +146,30 @@ def _vector_rhs(A: Tensor, B: Tensor) -> bool:
     return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
-def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
-    """:func:`solve` returning ``(result, info)`` instead of raising (``info`` 0 when ``A`` is invertible)."""
-    check_matrix("linalg.solve", A)
-    check_float("linalg.solve", B)
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, _matrix: bool = False,
+             _api: str = "linalg.solve"):
+    """:func:`solve` returning ``(result, info)`` instead of raising (``info`` 0 when ``A`` is invertible).
+    ``_matrix``: B is a matrix whatever its shape (solve_triangular's, which has no vector case)."""
+    check_matrix(_api, A)
+    check_float(_api, B)
     if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+        raise RuntimeError(f"{_api}: Expected A and B to have the same dtype, but found A of type "
                            f"{A.dtype._tname[:-6]} and B of type {B.dtype._tname[:-6]} instead")
     if not left:  # X A = B  <=>  A^T X^T = B^T
-        if _vector_rhs(A, B):
+        if not _matrix and _vector_rhs(A, B):
             raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for "
                                "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
-        r = solve_ex(_mT(A), _mT(B), check_errors=check_errors)
+        if B.ndim < 2 or B.shape[-1] != A.shape[-1]:  # (checked as given: B^T has no vector case either)
+            raise RuntimeError(f"{_api}: Incompatible shapes of A and B for the equation XA = B "
+                               f"({A.shape[-2]}x{A.shape[-1]} and {'x'.join(str(d) for d in B.shape[-2:])})")
+        r = solve_ex(_mT(A), _mT(B), check_errors=check_errors, _matrix=True, _api=_api)
         return return_type("linalg_solve_ex", ("result", "info"))(_mT(r.result), r.info)
-    vec = _vector_rhs(A, B)
+    vec = not _matrix and _vector_rhs(A, B)
     Bm = _S.unsqueeze(B, -1) if vec else B
     n = A.shape[-1]
-    if Bm.shape[-2] != n:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A.shape[-2]}x{A.shape[-1]} and {Bm.shape[-2]}x{Bm.shape[-1]})")
+    if Bm.ndim < 2 or Bm.shape[-2] != n:
+        raise RuntimeError(f"{_api}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {'x'.join(str(d) for d in Bm.shape[-2:])})")
     batch = broadcast_shape(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]), "linalg.solve")
     table = A._be
     xa = A._data if tuple(A.shape[:-2]) == batch else table.expand(A._data, batch + (n, n))
@@ -543,7 +548,9 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
         Ad = A.detach()
-        if hermitian:
+        if hermitian and A.numel() == 0:  # (PyTorch returns early for empty input, whatever its shape)
+            P = _C.zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device)
+        elif hermitian:
             lam, V = eigh(Ad)
             tol = _tolerance(lam.abs().amax(-1, keepdim=True), m, n, A.dtype, _scalar_tol(atol), _scalar_tol(rtol),
                              _scalar_tol(rcond))
@@ -572,7 +579,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
     check_matrix("linalg.matrix_rank", A, square=False)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
-        s = eigvalsh(A).abs() if hermitian else svdvals(A)
+        s = eigvalsh(A).abs() if hermitian and A.numel() else svdvals(A)  # (an empty A: rank 0, any shape)
         smax = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
         if tol is not None:  # the legacy tol: an absolute tolerance
             atol, rtol = tol, 0.0
@@ -620,7 +627,10 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     if driver not in _DRIVERS:
         raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    vec = B.ndim == A.ndim - 1
+    if B.ndim > A.ndim:
+        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() and (input.dim() - "
+                           "other.dim()) <= 1")
+    vec = _vector_rhs(A, B)  # (PyTorch's rule: a (4, 3) B against a (1, 3, 3) A is a 4 x 3 matrix, not 4 vectors)
     m, n = A.shape[-2], A.shape[-1]
     if vec and B.shape[-1] != m:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-1)")

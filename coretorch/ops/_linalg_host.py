@@ -115,12 +115,18 @@ def _chol_order(m: np.ndarray) -> int:
 def cholesky_ex(a: np.ndarray, upper: bool):
     x = np.swapaxes(a, -1, -2) if upper else a  # potrf reads the triangle it writes: upper reads the upper one
     try:
-        out, info = np.linalg.cholesky(x), np.zeros(a.shape[:-2], np.int32)
+        with np.errstate(all="ignore"):
+            out, info = np.linalg.cholesky(x), np.zeros(a.shape[:-2], np.int32)
     except _LinAlgError:
         fx = _flat(x)
         info = np.array([_chol_order(m) if _fails(m) else 0 for m in fx], np.int32).reshape(a.shape[:-2])
         out = np.empty_like(a)
         _per_matrix(np.linalg.cholesky, x, out, info)
+    # a NaN in the input passes numpy's check (its pivot tests are false for NaN) but not LAPACK's potrf under
+    # PyTorch: info is then the order of the first NaN pivot, where the NaN reaches the diagonal
+    nan = np.isnan(np.diagonal(out, axis1=-2, axis2=-1))
+    if nan.any():
+        info = np.where((info == 0) & nan.any(-1), nan.argmax(-1) + 1, info).astype(np.int32)
     return (np.swapaxes(out, -1, -2).copy() if upper else out), info
 
 

@@ -87,6 +87,14 @@ def check_norm_identity(x, ord, dim) -> None:
                                "dimension is empty and the operation does not have an identity")
 
 
+def check_narrowing(op: str, x: Tensor, dtype) -> None:
+    """PyTorch's norms compute a floating input in ``dtype`` only if the input's dtype promotes to it."""
+    if dtype is not None and x.dtype.is_floating_point and dtype.is_floating_point \
+            and _dt.promote_types(x.dtype, dtype) is not dtype:
+        raise RuntimeError(f"{op}: the dtype of the input ({x.dtype._tname[:-6]}) should be convertible without "
+                           f"narrowing to the specified dtype ({dtype._tname[:-6]})")
+
+
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """A matrix or vector norm (the old API; prefer ``linalg.vector_norm`` / ``linalg.matrix_norm``).
 
@@ -106,6 +114,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         if not dtype.is_floating_point:
             raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
                                f"{dtype._tname[:-6]}")
+        check_narrowing("linalg.vector_norm", input, dtype)
         input = input.to(dtype)
     if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
         return norm(input.to(_f32), p, dim, keepdim).to(_f16)

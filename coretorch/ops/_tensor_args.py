@@ -47,7 +47,7 @@ def _error(op: str, name: str, pos, value) -> TypeError:
 def _function(op: str, name: str, fn):
     @functools.wraps(fn)
     def f(*args, **kwargs):
-        if not args and "input" in kwargs:  # torch.atan2(input=x, other=y)
+        if not args and "input" in kwargs:  # (by keyword too, torch.atan2(input=x, other=y): PyTorch's name)
             args = (kwargs.pop("input"),)
         if args and args[0].__class__ is not Tensor and not isinstance(args[0], Tensor):
             raise _error(op, "input", 1, args[0])

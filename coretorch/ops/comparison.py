@@ -8,6 +8,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from . import creation as _creation, reduction as _R
 from .pointwise import abs as _abs, eq, isnan, le, logical_and, logical_not, logical_or, lt, mul, sub, where
+from ._out import write_out
 from ._util import bind_late
 from .special import _check, _out
 
@@ -132,7 +133,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     return bool(_R.all(eq(input.detach(), other.detach())).item())
 
 
-def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False, out=None) -> Tensor:
     """Whether each of ``elements`` is in ``test_elements`` (either may be a Python scalar): one broadcast
     comparison per chunk of test elements, reduced over them."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -151,7 +152,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         col = e.unsqueeze(-1)
         for s in range(0, m, step):
             r = logical_or(r, _R.any(eq(col, t[s:s + step]), -1))
-    return logical_not(r) if invert else r
+    return write_out("isin", out, logical_not(r) if invert else r)
 
 
 METHODS.update({

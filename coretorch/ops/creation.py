@@ -17,6 +17,7 @@ from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import _memfmt
 from ._out import write_out
+from ._spaced import float_spaced
 from ._util import data_read as _data_read, edge, shape_arg
 
 _CPU = Device("cpu")
@@ -286,6 +287,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
     with np.errstate(over="ignore", invalid="ignore"):
         if dt.np == np.uint8 and getattr(arr, "dtype", None) == np.float64:
             arr = arr.astype(np.int64)  # (through int64 as PyTorch's cast: see the cpu backend's dtypes._cast)
+        elif dt.is_floating_point and dt.itemsize == 2 and getattr(arr, "dtype", None) == np.float64:
+            arr = arr.astype(np.float32)  # (a double becomes a Half/BFloat16 through float, as c10's conversion)
         a = np.array(arr, dtype=dt.np, copy=True, order="C")
     return _finish(_make(table.from_numpy(a), dt, table), requires_grad)
 
@@ -590,7 +593,9 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     start, end = _endpoint("linspace", start, "start"), _endpoint("linspace", end, "end")
     dt = dtype or _dt.default
     table = _table(device)
-    if dt.is_floating_point:
+    if dt is _dt.float32 or dt is _dt.float64:
+        a = float_spaced(float(start), float(end), steps, dt.np)  # (PyTorch's values, bit for bit)
+    elif dt.is_floating_point:
         a = np.linspace(start, end, steps, dtype=np.float64)
     else:
         a = np.trunc(_int_spaced(start, end, steps, dt))

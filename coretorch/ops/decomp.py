@@ -74,7 +74,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
 det = with_out(_det, "det")
 logdet = _logdet
 matrix_power = with_out(_matrix_power, "matrix_power")
-matrix_exp = _matrix_exp
+matrix_exp = with_out(_matrix_exp, "matrix_exp", out=False)  # (no out= in PyTorch: its keyword names)
 inverse = with_out(inverse, "inverse")
 slogdet = with_out(slogdet, "slogdet")
 cholesky = with_out(cholesky, "cholesky")

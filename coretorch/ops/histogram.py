@@ -33,6 +33,8 @@ def _edges(x: Tensor, d: int, bins, rng) -> Tensor:
         if bins.ndim != 1 or bins.shape[0] < 1:
             raise RuntimeError(f"torch.histogramdd: expected bin_edges for dimension {d} to be a 1-D tensor with at "
                                "least 1 element")
+        if bins.shape[0] == 1:  # (one edge: no bin)
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for dimension {d}")
         return bins.to(x.dtype)
     n = int(bins)
     if n <= 0:
@@ -124,6 +126,14 @@ def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = No
 def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None, density: bool = False):
     """``(hist, bin_edges)``: the D-dimensional histogram of the points ``input[..., :]`` (last dim D); ``bins``
     an int, D ints or D edge tensors; ``range`` ``[min_0, max_0, ..., min_{D-1}, max_{D-1}]``."""
+    if isinstance(input, Tensor) and input.ndim < 2:  # (the points are input's last dim: a 1-D input is no batch)
+        if input.ndim == 0:
+            raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if isinstance(input, Tensor) and weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the input "
+                           f"tensor excluding its innermost dimension, but got input with shape {list(input.shape)} "
+                           f"and weight with shape {list(weight.shape)}")
     hist, edges = _histdd(input, bins, range, weight, density, "histogramdd")
     return histogramdd_result(hist, tuple(edges))
 

@@ -251,6 +251,9 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat1, mat2 = _ac_cast("addmm", input, mat1, mat2)
+    if isinstance(input, Tensor) and input.dtype is not mat2.dtype and mat1.dtype is mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._tname[:-6]} and "
+                           f"{mat2.dtype._tname[:-6]}")
     if alpha != 1 or beta != 1 or not isinstance(input, Tensor) or input.dtype is not mat1.dtype \
             or input._be is not mat1._be:
         from .pointwise import add, mul

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
+from ..autograd._zero import keep_graph as _keep_graph
 from ..tensor import Tensor
 from . import _einsum, creation as _creation, indexing as _indexing, inplace as _inplace, linalg as _linalg
 from . import pointwise as _pw, reduction as _reduction, shape as _shape
@@ -45,23 +46,36 @@ def _inplace_op(fn, name: str):
     return method
 
 
+def _check_addr_scalars(rt, beta, alpha) -> None:
+    """PyTorch's addr checks of its scalars against the result dtype ``rt`` (beta first); the matrix products
+    convert theirs instead (checked, 0.5 is 0)."""
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool) and rt is not _dt.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if isinstance(v, float) and not rt.is_floating_point:
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+
+
+_CNAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool"}
+
+
+def _cname(t: Tensor) -> str:
+    """A tensor's dtype as PyTorch's C++ messages name it (``float``, ``double``, ``long int``)."""
+    return _CNAMES.get(t.dtype.name, t.dtype.name)
+
+
 def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:
     """beta * input + alpha * p; beta == 0 ignores input (NaN and inf in it do not propagate), as PyTorch."""
-    if op == "addr":  # PyTorch's addr checks (beta first); the matrix products convert (checked, 0.5 is 0)
-        rt = _dt.promote_types(input.dtype, p.dtype)
-        for name, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, bool) and rt is not _dt.bool_:
-                raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
-            if isinstance(v, float) and not rt.is_floating_point:
-                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
-                                   "point number.")
     if not p.dtype.is_floating_point and p.dtype is not _dt.bool_:
         beta, alpha = _linalg.int_scalar(beta, p.dtype), _linalg.int_scalar(alpha, p.dtype)
     if alpha != 1:
         p = _pw.mul(p, alpha)
     _linalg.check_expand(input, tuple(p.shape))
-    if beta == 0:
-        return p if input.dtype is p.dtype else p.to(_dt.promote_types(input.dtype, p.dtype))
+    if beta == 0:  # input ignored (its nan/inf too), yet in the graph with a zero gradient, as PyTorch
+        r = p if input.dtype is p.dtype else p.to(_dt.promote_types(input.dtype, p.dtype))
+        return _keep_graph(r, (input,), f"{op[0].upper()}{op[1:]}Backward0")
     return _pw.add(_pw.mul(input, beta) if beta != 1 else input, p)
 
 
@@ -230,6 +244,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
     _check_batches(batch1, batch2, "baddbmm")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
+    if input.dtype is not batch1.dtype:  # (batch2 alone: the bmm's error)
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_cname(input)}, batch1: {_cname(batch1)}, "
+                           f"batch2: {_cname(batch2)}")
     r = _scaled_sum(input, beta, _linalg._matmul_nd(batch1, batch2), alpha, "baddbmm")
     return _write_out(out, _renamed(r, _NAMES["baddbmm"]), "baddbmm", input)
 
@@ -239,6 +256,9 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, ou
     _check_batches(batch1, batch2, "addbmm")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("addbmm", input, batch1, batch2)
+    if input.dtype is not batch2.dtype and batch1.dtype is batch2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._tname[:-6]} and "
+                           f"{batch2.dtype._tname[:-6]}")
     b, n, k = batch1.shape
     m = batch2.shape[2]
     x1 = _shape.reshape(_shape.permute(batch1, (1, 0, 2)), (n, b * k))
@@ -256,6 +276,9 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
                            f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat, vec = _ac_cast("addmv", input, mat, vec)
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input.dtype._tname[:-6]}, "
+                           f"{mat.dtype._tname[:-6]}, and {vec.dtype._tname[:-6]}")
     r = _scaled_sum(input, beta, _linalg.mv(mat, vec), alpha, "addmv")
     return _write_out(out, _renamed(r, _NAMES["addmv"]), "addmv", input)
 
@@ -267,14 +290,17 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, vec1, vec2 = _ac_cast("addr", input, vec1, vec2)
-    if input.dtype is _dt.bool_ and vec1.dtype is _dt.bool_ and vec2.dtype is _dt.bool_:
+    rt = _dt.promote_types(_dt.promote_types(input.dtype, vec1.dtype), vec2.dtype)
+    _check_addr_scalars(rt, beta, alpha)
+    if rt is _dt.bool_:  # (PyTorch: beta && input || alpha && (vec1 outer vec2), the scalars taken as truth values)
         p = _pw.logical_and(_shape.unsqueeze(vec1, 1), _shape.unsqueeze(vec2, 0))
-        if alpha is False:
+        if not alpha:
             p = _pw.logical_and(p, False)
         shape = broadcast_shape(tuple(input.shape), tuple(p.shape), "addr")
-        r = p if beta is False else _pw.logical_or(_shape.expand(input, shape) if beta else input, p)
+        r = _pw.logical_or(_shape.expand(input, shape), p) if beta else _shape.expand(p, shape).clone()
         return _write_out(out, r, "addr", input, vec1, vec2)
-    r = _scaled_sum(input, beta, _linalg.outer(vec1, vec2), alpha, "addr")
+    # (PyTorch's addr is elementwise in the common dtype: float32 vectors with a float64 input multiply in float64)
+    r = _scaled_sum(input, beta, _linalg.outer(vec1.to(rt), vec2.to(rt)), alpha, "addr")
     return _write_out(out, _renamed(r, _NAMES["addr"]), "addr", input, vec1, vec2)
 
 

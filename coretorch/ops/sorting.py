@@ -444,6 +444,14 @@ def _unique_impl(op, input, sort_first, return_inverse, return_counts, dim):
             return _runs(s, n, flags, return_inverse, return_counts, perm, tuple(x.shape),
                          lambda st: index_select(s, 0, st))
         d = norm_dim(dim, x.ndim, op)
+        if x.shape[d] == 0:  # (PyTorch's unique_dim: an empty input for one empty dim, else an error)
+            if list(x.shape).count(0) != 1:
+                raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
+            res = [x.clone()] + [zeros((0,), dtype=_i64, device=x.device)] * (bool(return_inverse) +
+                                                                              bool(return_counts))
+            return res[0] if len(res) == 1 else tuple(res)
+        if x.numel() == 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
         rows, mshape = _rows(x, d)
         n, m = rows.shape
         perm = None
@@ -515,8 +523,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
         right = side == "right"
     seq = sorted_sequence
     scalar = not isinstance(input, Tensor)
-    if scalar:
-        input = full((), input, dtype=seq.dtype, device=seq.device)
+    if scalar:  # a wrapped number, as PyTorch: 2.5 against int64 boundaries is compared as a float, not as 2
+        input = full((), input, dtype=_dt.result_type((seq, input), _dt.default), device=seq.device)
     if seq.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
@@ -538,6 +546,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     s = table.contiguous(table.cast(seq._data, dt.np) if seq.dtype is not dt else seq._data)
     v = table.contiguous(table.cast(input._data, dt.np) if input.dtype is not dt else input._data)
     odt = _i32 if out_int32 else _i64
+    if input.numel() == 0 or seq.shape[-1] == 0:  # (nothing to search, or no boundaries: every index is 0)
+        return _write_out("searchsorted", out, zeros(tuple(input.shape), dtype=odt, device=input.device))
     res = _make(table.searchsorted(s, v, bool(right), odt.np), odt, table)
     return _write_out("searchsorted", out, res)
 

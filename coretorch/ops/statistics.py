@@ -5,6 +5,7 @@ cumprod (the backend's scan kernel, with PyTorch's zero-safe backward).
 from __future__ import annotations
 
 import builtins
+import math
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
@@ -128,11 +129,15 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     with no_grad():
         x = reshape(input.detach(), (-1,))
         dt = input.dtype
+        lo, hi = float(min), float(max)
         if min == max and x.numel():
-            mn, mx = amin(x), amax(x)  # the data's range, kept on the device
-        else:
-            mn = full((), float(min), dtype=dt, device=input.device)
-            mx = full((), float(max), dtype=dt, device=input.device)
+            # the data's range, read to the host as PyTorch's kernels (CPU and CUDA) read it: a NaN or an inf in the
+            # data is an error there, not an empty histogram or a bin index out of range
+            lo, hi = stack([amin(x), amax(x)]).tolist()
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histc: range of [{_num(lo)}, {_num(hi)}] is not finite")
+        mn = full((), lo, dtype=dt, device=input.device)
+        mx = full((), hi, dtype=dt, device=input.device)
         same = eq(mn, mx)
         mn, mx = where(same, mn - 1, mn), where(same, mx + 1, mx)
         inside = logical_and(ge(x, mn), le(x, mx))
@@ -140,6 +145,11 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
         b = clamp(where(inside, b, 0.0), 0, bins - 1).to(_i64)   # max itself goes in the last bin
         h = scatter_add(zeros(bins, dtype=dt, device=input.device), 0, b, inside.to(dt))
     return _write_out("histc", out, h)
+
+
+def _num(v: float) -> str:
+    """A float as PyTorch's C++ messages print it (``0``, ``1.5``, ``inf``, ``nan``)."""
+    return str(int(v)) if math.isfinite(v) and v == int(v) else repr(v)
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:

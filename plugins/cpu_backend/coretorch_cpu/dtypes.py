@@ -119,6 +119,10 @@ def _cast(fn):
             # through int64 as c10's float -> uint8 cast (numpy's direct one goes through int32 on x86: 2**31 + 5 is
             # 0, PyTorch's 5); float32/float16 agree either way (no float32 of 2**31 or more has a nonzero low byte)
             return fn(fn(x, _I64), dt)
+        if x.dtype is _F64 and (dt is _F16 or dt is BF16):
+            # through float32 as c10's double -> Half/BFloat16 conversion (both round from a float): a double just
+            # past a half-way point rounds down to it in float32, then to even (PyTorch's value, not numpy's)
+            return k(k(x, _F32), dt)
         if dt is BF16 or x.dtype is BF16 or dt is _F16 or dt is _F32 and x.dtype is _F64:
             with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow convert silently (as PyTorch)
                 return fn(x, dt)
