@@ -299,6 +299,8 @@ _ROT1, _ROT2 = (1, 2, 0), (2, 0, 1)
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (inputs broadcast), from index_select and arithmetic."""
+    if _ac.on:  # autocast: torch.cross's promotion on GPU-like devices, for linalg.cross too (before the check)
+        input, other = _ac_cast("cross", input, other)
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if input.dtype is not other.dtype:  # (PyTorch's kernel: one dtype, no promotion)

@@ -352,6 +352,11 @@ class DistributedDataParallel(Module, Joinable):
                         continue            # unused on every rank: .grad stays as it was (None)
                     out = coretorch.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
                     p.grad = out
+                elif p.grad is not None:
+                    # the engine stored the hook's placeholder as .grad already, as a copy (PyTorch's rule for
+                    # a gradient user code still holds): the averages go there; the last parameter's hook is
+                    # still running (its .grad None), so they go into its placeholder, stored when it returns
+                    out = p.grad
                 _write(out, vals)
             b.outs = {}
             b.req = None
