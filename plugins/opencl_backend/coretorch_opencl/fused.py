@@ -305,7 +305,8 @@ def kernels(k) -> dict:
                     int(need_b), rows, D])
         return gx, gw, gb
 
-    def softmax_backward(g, y, dim):
+    def rows_backward(name, g, y, dim):
+        """softmax_bwd / log_softmax_bwd: one work-item per row along ``dim`` (rows ``inner`` apart)."""
         g, y = contig(g), contig(y)
         out = k._out(tuple(y.shape), y.dtype)
         if out.size == 0:
@@ -314,25 +315,18 @@ def kernels(k) -> dict:
         L = y.shape[dim]
         inner = _numel(y.shape[dim + 1:])
         rows = out.size // L
-        dev.launch(kernel(y.dtype, "softmax_bwd"), rows, [out.base_data, g.base_data, off(g), y.base_data, off(y),
-                                                          rows, L, inner])
+        dev.launch(kernel(y.dtype, name), rows, [out.base_data, g.base_data, off(g), y.base_data, off(y), rows, L,
+                                                 inner])
         return out
+
+    def softmax_backward(g, y, dim):
+        return rows_backward("softmax_bwd", g, y, dim)
 
     def log_softmax_backward(g, y, dim):
         if y.dtype not in _FLOATS:   # half: in float32, rounded once (the cpu kernel's rule)
             f32 = np.dtype(np.float32)
             return k.cast(log_softmax_backward(k.cast(g, f32), k.cast(y, f32), dim), y.dtype)
-        g, y = contig(g), contig(y)
-        out = k._out(tuple(y.shape), y.dtype)
-        if out.size == 0:
-            return out
-        dim %= y.ndim
-        L = y.shape[dim]
-        inner = _numel(y.shape[dim + 1:])
-        rows = out.size // L
-        dev.launch(kernel(y.dtype, "log_softmax_bwd"), rows, [out.base_data, g.base_data, off(g), y.base_data,
-                                                              off(y), rows, L, inner])
-        return out
+        return rows_backward("log_softmax_bwd", g, y, dim)
 
     def gelu_backward(g, x, cdf=None):
         g, x = contig(g), contig(x)
