@@ -22,8 +22,42 @@ def _tolerances(dtype_name: str, rtol, atol) -> tuple[float, float]:
     return _TOLERANCES.get(dtype_name, (0.0, 0.0))
 
 
-def _fail(msg, default: str):
-    raise AssertionError(default if msg is None else (msg(default) if callable(msg) else msg))
+class _Mismatch(Exception):
+    """A failed comparison: its default message, raised as ``type`` by ``assert_close`` once the item path is
+    known (PyTorch's ``ErrorMeta``)."""
+
+    def __init__(self, type_: type, message: str) -> None:
+        super().__init__(message)
+        self.type, self.message, self.id = type_, message, ()
+
+
+def _fail(msg, default: str, type_: type = AssertionError):
+    raise _Mismatch(type_, default)
+
+
+def _pair_tolerances(names: tuple[str, str], rtol, atol) -> tuple[float, float]:
+    """PyTorch's ``get_tolerances``: the largest default tolerance of the two dtypes (check_dtype=False)."""
+    if rtol is not None or atol is not None:
+        return _tolerances(names[0], rtol, atol)
+    tols = [_tolerances(n, None, None) for n in names]
+    return max(t[0] for t in tols), max(t[1] for t in tols)
+
+
+def _to_numpy(t):
+    from . import dtypes as _dt
+    t = t.detach().cpu()
+    if t.dtype is _dt.bfloat16:  # ``Tensor.numpy()`` refuses bfloat16, as PyTorch's does
+        t = t.to(_dt.float32)
+    return t.numpy()
+
+
+def _scalar_message(actual, expected, rtol: float, atol: float) -> str:
+    exact = rtol == 0 and atol == 0
+    d = abs(actual - expected)
+    rel = math.inf if expected == 0 else d / abs(expected)
+    return (f"Scalars are not {'equal' if exact else 'close'}!\n\nExpected {expected} but got {actual}.\n"
+            f"Absolute difference: {d}" + ("" if exact else f" (up to {atol} allowed)") + "\n"
+            f"Relative difference: {rel}" + ("" if exact else f" (up to {rtol} allowed)"))
 
 
 def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, check_stride, msg):
@@ -35,12 +69,14 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
         _fail(msg, f"The values for attribute 'dtype' do not match: {actual.dtype} != {expected.dtype}.")
     if check_stride and actual.stride() != expected.stride():
         _fail(msg, f"The values for attribute 'stride()' do not match: {actual.stride()} != {expected.stride()}.")
-    a = actual.detach().cpu().numpy()
-    e = expected.detach().cpu().numpy()
+    a = _to_numpy(actual)
+    e = _to_numpy(expected)
     if a.dtype != e.dtype:  # compared in their common dtype, as PyTorch does with check_dtype=False
         common = np.promote_types(a.dtype, e.dtype)
         a, e = a.astype(common), e.astype(common)
-    rtol, atol = _tolerances(str(actual.dtype).rsplit(".", 1)[-1], rtol, atol)
+    rtol, atol = _pair_tolerances((str(actual.dtype).rsplit(".", 1)[-1], str(expected.dtype).rsplit(".", 1)[-1]),
+                                  rtol, atol)
+    a0, e0 = a, e
     if a.dtype == np.bool_:
         a, e = a.astype(np.int64), e.astype(np.int64)
     wide = np.float64 if a.dtype.kind in "fc" or a.dtype.name == "bfloat16" else np.int64
@@ -54,6 +90,9 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
         rel = diff / np.abs(e64.astype(np.float64))
     bad = ~close
     exact = rtol == 0 and atol == 0
+    if a.ndim == 0:  # PyTorch reports a 0-d mismatch as one between scalars
+        x, y = a0.item(), e0.item()
+        _fail(msg, _scalar_message(x, y, rtol, atol))
     n, total = int(bad.sum()), a.size
     lines = [f"Tensor-likes are not {'equal' if exact else 'close'}!", "",
              f"Mismatched elements: {n} / {total} ({100.0 * n / total:.1f}%)"]
@@ -74,49 +113,90 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
                  check_dtype: bool = True, check_layout: bool = True, check_stride: bool = False,
                  msg: str | Any = None) -> None:
     """Assert that ``actual`` and ``expected`` are close: ``|actual - expected| <= atol + rtol * |expected|``
-    elementwise, with the same shape (and device and dtype, unless told otherwise).  Tensors, Python numbers
-    and (nested) sequences and mappings of them are accepted, as in ``torch.testing.assert_close``; the default
-    tolerances depend on the dtype (float32: rtol 1.3e-6, atol 1e-5; float64: 1e-7, 1e-7; integers: exact)."""
+    elementwise, with the same shape (and device and dtype, unless told otherwise).  Tensors, numpy arrays, Python
+    numbers, ``None`` and (nested) sequences and mappings of them are accepted, as in ``torch.testing.assert_close``;
+    the default tolerances depend on the dtype (float32: rtol 1.3e-6, atol 1e-5; float64: 1e-7, 1e-7; integers:
+    exact; the larger of the two dtypes' with ``check_dtype=False``).  A failure inside a container names the item
+    (``The failure occurred for item ['a'][1]``)."""
+    opts = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                check_device=check_device, check_dtype=check_dtype, check_stride=check_stride)
+    try:
+        _compare(actual, expected, (), opts)
+    except _Mismatch as m:
+        if isinstance(msg, str):
+            text = msg
+        else:
+            text = m.message
+            if m.id:
+                text += f"\n\nThe failure occurred for item {''.join(str([k]) for k in m.id)}"
+            if callable(msg):
+                text = msg(text)
+        raise m.type(text) from None
+
+
+def _compare(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
+    try:
+        _compare_one(actual, expected, path, opts)
+    except _Mismatch as m:
+        if not m.id:
+            m.id = path
+        raise
+
+
+def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
     from .tensor import Tensor
+    rtol, atol, equal_nan = opts["rtol"], opts["atol"], opts["equal_nan"]
+    if rtol is not None or atol is not None:
+        _tolerances("", rtol, atol)  # both or neither, checked before anything is compared
+    if actual is None or expected is None:
+        if actual is expected:
+            return
+        _fail(None, f"None mismatch: {actual} is not {expected}")
+    if isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray):
+        from . import from_numpy
+        actual, expected = from_numpy(np.ascontiguousarray(actual)), from_numpy(np.ascontiguousarray(expected))
     if isinstance(actual, Tensor) and isinstance(expected, Tensor):
-        if not allow_subclasses and type(actual) is not type(expected):
-            raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and "
-                            f"{type(expected)}.")
-        _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, check_stride, msg)
+        if not opts["allow_subclasses"] and type(actual) is not type(expected):
+            _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and "
+                        f"{type(expected)}.", TypeError)
+        _compare_tensors(actual, expected, rtol, atol, equal_nan, opts["check_device"], opts["check_dtype"],
+                         opts["check_stride"], None)
         return
-    scalars = (bool, int, float)
-    if isinstance(actual, scalars) and isinstance(expected, scalars):
-        if check_dtype and type(actual) is not type(expected):
-            _fail(msg, f"The values for attribute 'dtype' do not match: {type(actual)} != {type(expected)}.")
-        kind = "float64" if isinstance(actual, float) or isinstance(expected, float) else "int64"
-        r, a = _tolerances(kind, rtol, atol)
-        x, y = float(actual), float(expected)
-        if (equal_nan and math.isnan(x) and math.isnan(y)) or abs(x - y) <= a + r * abs(y):
+    bools = (bool, np.bool_)
+    if isinstance(actual, bools) and isinstance(expected, bools):
+        if bool(actual) != bool(expected):
+            _fail(None, f"Booleans mismatch: {actual} is not {expected}")
+        return
+    numbers = (int, float, np.integer, np.floating)
+    if isinstance(actual, numbers) and isinstance(expected, numbers) and not isinstance(actual, bools) \
+            and not isinstance(expected, bools):
+        x = actual.item() if isinstance(actual, np.generic) else actual
+        y = expected.item() if isinstance(expected, np.generic) else expected
+        if opts["check_dtype"] and type(x) is not type(y):
+            _fail(None, f"The (d)types do not match: {type(x)} != {type(y)}.")
+        r, a = _pair_tolerances(tuple("float64" if isinstance(v, float) else "int64" for v in (x, y)), rtol, atol)
+        if x == y or (equal_nan and math.isnan(x) and math.isnan(y)):
             return
         d = abs(x - y)
-        _fail(msg, f"Scalars are not {'equal' if r == 0 and a == 0 else 'close'}!\n\nExpected {expected} but got "
-                   f"{actual}.\nAbsolute difference: {d} (up to {a} allowed)\nRelative difference: "
-                   f"{d / abs(y) if y else math.inf} (up to {r} allowed)")
-        return
+        if math.isfinite(d) and d <= a + r * abs(y):
+            return
+        _fail(None, _scalar_message(x, y, r, a))
     if isinstance(actual, _abc.Mapping) and isinstance(expected, _abc.Mapping):
         if set(actual) != set(expected):
             missing = sorted(set(expected) - set(actual), key=repr)
             extra = sorted(set(actual) - set(expected), key=repr)
-            _fail(msg, f"The keys of the mappings do not match:\nMissing keys in the actual mapping: {missing}\n"
-                       f"Additional keys in the actual mapping: {extra}")
+            _fail(None, f"The keys of the mappings do not match:\nMissing keys in the actual mapping: {missing}\n"
+                        f"Additional keys in the actual mapping: {extra}")
         for k in expected:
-            assert_close(actual[k], expected[k], allow_subclasses=allow_subclasses, rtol=rtol, atol=atol,
-                         equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
-                         check_layout=check_layout, check_stride=check_stride, msg=msg)
+            _compare(actual[k], expected[k], (*path, k), opts)
         return
     seq = (_abc.Sequence,)
     if isinstance(actual, seq) and isinstance(expected, seq) and not isinstance(actual, str) \
             and not isinstance(expected, str):
         if len(actual) != len(expected):
-            _fail(msg, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
-        for x, y in zip(actual, expected):
-            assert_close(x, y, allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                         check_device=check_device, check_dtype=check_dtype, check_layout=check_layout,
-                         check_stride=check_stride, msg=msg)
+            _fail(None, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
+        for i, (x, y) in enumerate(zip(actual, expected)):
+            _compare(x, y, (*path, i), opts)
         return
-    raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.")
+    _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.",
+          TypeError)

@@ -1,0 +1,79 @@
+"""Review 20g (eager): serialization, ``torch.testing`` and script-level APIs against PyTorch 2.13's behaviour.
+
+Each test's docstring says what PyTorch does and what coretorch did before the fix."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.testing import available_devices
+
+tc = torch.testing.assert_close
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_assert_close_bfloat16_tensors(device):
+    """PyTorch compares bfloat16 tensors with rtol 1.6e-2; coretorch raised TypeError('Got unsupported
+    ScalarType BFloat16') from ``Tensor.numpy()``."""
+    a = torch.tensor([1.0, 2.0], dtype=torch.bfloat16, device=device)
+    tc(a, torch.tensor([1.0, 2.0], dtype=torch.bfloat16, device=device) * 1.0078125)
+    tc(a, a.float(), check_dtype=False)
+    with pytest.raises(AssertionError, match="up to 0.016 allowed"):
+        tc(a, torch.tensor([1.1, 2.0], dtype=torch.bfloat16, device=device))
+
+
+def test_assert_close_mixed_dtypes_take_the_larger_default_tolerance():
+    """With check_dtype=False PyTorch uses the larger default tolerance of the two dtypes (``get_tolerances``):
+    float32 vs float16 within float16's rtol passes, int vs float32 within float32's rtol passes; coretorch took
+    the tolerance of ``actual``'s dtype alone and raised AssertionError."""
+    tc(torch.tensor([1.0]), torch.tensor([1.0005], dtype=torch.float16), check_dtype=False)
+    tc(torch.tensor([1]), torch.tensor([1.0000001]), check_dtype=False)
+    tc(1, 1.0 + 1e-8, check_dtype=False)
+
+
+def test_assert_close_none_and_numpy_inputs():
+    """PyTorch accepts ``None`` (equal to ``None`` only: 'None mismatch: None is not 1') and pairs of numpy
+    arrays/scalars; coretorch raised TypeError('No comparison pair ...') for all of them."""
+    tc(None, None)
+    tc([None, torch.ones(1)], [None, torch.ones(1)])
+    with pytest.raises(AssertionError, match="None mismatch: None is not 1"):
+        tc(None, 1)
+    tc(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+    tc(np.float64(1.0), 1.0)
+    with pytest.raises(AssertionError, match="'dtype' do not match"):
+        tc(np.array([1.0]), np.array([1.0], dtype=np.float32))
+    with pytest.raises(TypeError, match="No comparison pair"):
+        tc(np.array([1.0], dtype=np.float32), torch.tensor([1.0]))
+
+
+def test_assert_close_names_the_failing_item_and_formats_scalars_like_pytorch():
+    """PyTorch appends '\\n\\nThe failure occurred for item ['a'][1]' inside containers (also passed to a msg
+    callable, not added to a msg string), reports a 0-d tensor mismatch as 'Scalars are not close!' with
+    'Expected .. but got ..', bools as 'Booleans mismatch', and scalar type mismatches as 'The (d)types do not
+    match'; coretorch dropped the item path and used the tensor or generic wording."""
+    a = {"a": [torch.tensor([1.0]), torch.tensor([2.0])]}
+    e = {"a": [torch.tensor([1.0]), torch.tensor([3.0])]}
+    with pytest.raises(AssertionError) as ei:
+        tc(a, e)
+    assert str(ei.value).endswith("\n\nThe failure occurred for item ['a'][1]")
+    with pytest.raises(AssertionError) as ei:
+        tc(a, e, msg=lambda m: "X" + m)
+    assert str(ei.value).startswith("XTensor-likes are not close!") and str(ei.value).endswith("['a'][1]")
+    with pytest.raises(AssertionError) as ei:
+        tc(a, e, msg="custom")
+    assert str(ei.value) == "custom"
+    with pytest.raises(AssertionError) as ei:
+        tc(torch.tensor(1), torch.tensor(2))
+    assert str(ei.value) == ("Scalars are not equal!\n\nExpected 2 but got 1.\nAbsolute difference: 1\n"
+                             "Relative difference: 0.5")
+    with pytest.raises(AssertionError) as ei:
+        tc(1, 2)
+    assert str(ei.value) == ("Scalars are not equal!\n\nExpected 2 but got 1.\nAbsolute difference: 1\n"
+                             "Relative difference: 0.5")
+    with pytest.raises(AssertionError, match="^Booleans mismatch: True is not False$"):
+        tc(True, False)
+    with pytest.raises(AssertionError, match=r"^The \(d\)types do not match: <class 'float'> != <class 'int'>.$"):
+        tc(1.0, 2)
+    with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
+        tc([torch.ones(1)], [torch.ones(1)], rtol=1e-3)
