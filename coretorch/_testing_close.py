@@ -35,7 +35,7 @@ def _fail(msg, default: str, type_: type = AssertionError):
     raise _Mismatch(type_, default)
 
 
-def _pair_tolerances(names: tuple[str, str], rtol, atol) -> tuple[float, float]:
+def _pair_tolerances(names: tuple[str, ...], rtol, atol) -> tuple[float, float]:
     """PyTorch's ``get_tolerances``: the largest default tolerance of the two dtypes (check_dtype=False)."""
     if rtol is not None or atol is not None:
         return _tolerances(names[0], rtol, atol)
