@@ -77,3 +77,21 @@ def test_assert_close_names_the_failing_item_and_formats_scalars_like_pytorch():
         tc(1.0, 2)
     with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
         tc([torch.ones(1)], [torch.ones(1)], rtol=1e-3)
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_isclose_of_integer_tensors_does_not_wrap_around(device):
+    """PyTorch compares integer tensors in the default float dtype: ``isclose(uint8 0, uint8 255, atol=1)`` is
+    False and ``isclose(uint8 5, uint8 7, atol=2.5)`` True (|5 - 7| = 2); coretorch computed ``a - b`` in the
+    integer dtype, which wraps (0 - 255 = 1 in uint8, 5 - 7 = 254), and answered the opposite."""
+    def ic(a, b, dt, atol, rtol=0.0):
+        return torch.isclose(torch.tensor(a, dtype=dt, device=device), torch.tensor(b, dtype=dt, device=device),
+                             atol=atol, rtol=rtol).tolist()
+    assert ic([0], [255], torch.uint8, 1) == [False]
+    assert ic([5], [7], torch.uint8, 2.5) == [True]
+    assert ic([10], [11], torch.uint8, 0, 0.095) == [True]   # allowed 1.045, not truncated
+    assert ic([-100, 100], [100, -100], torch.int8, 56) == [False, False]
+    assert ic([-128], [127], torch.int8, 1) == [False]
+    assert not torch.allclose(torch.tensor([0], dtype=torch.uint8, device=device),
+                              torch.tensor([255], dtype=torch.uint8, device=device), atol=1, rtol=0)
+    assert ic([1, 2], [2, 1], torch.uint8, 1) == [True, True]

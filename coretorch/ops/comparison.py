@@ -85,16 +85,18 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype._tname[:-6]} did not match {other.dtype._tname[:-6]}")
     if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
     a, b = input.detach(), other.detach()
     close = eq(a, b)
     if equal_nan and a.dtype.is_floating_point:
         close = logical_or(close, logical_and(isnan(a), isnan(b)))
     if rtol == 0 and atol == 0:
         return close
-    if a.dtype is _bool:
+    if not a.dtype.is_floating_point:
+        # PyTorch compares bool and integer tensors in the default float dtype: no wrap-around in ``a - b``
+        # (uint8 0 vs 255 is not within atol=1), and integer rtol products are not truncated
         a, b = a.to(_dt.default), b.to(_dt.default)
     if a.dtype.is_floating_point:
         # the equal pairs (already close) as zeros: no inf - inf (a NaN, and an IEEE warning on the cpu)
