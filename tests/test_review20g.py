@@ -95,3 +95,34 @@ def test_isclose_of_integer_tensors_does_not_wrap_around(device):
     assert not torch.allclose(torch.tensor([0], dtype=torch.uint8, device=device),
                               torch.tensor([255], dtype=torch.uint8, device=device), atol=1, rtol=0)
     assert ic([1, 2], [2, 1], torch.uint8, 1) == [True, True]
+
+
+@pytest.mark.parametrize("device", available_devices())
+def test_make_tensor(device):
+    """``torch.testing.make_tensor`` (PyTorch's test-tensor factory: floats in [-9, 9), ints in [-9, 10) clamped to
+    the dtype, ``low``/``high``, ``noncontiguous``, ``exclude_zero``, ``requires_grad``) was missing: coretorch
+    raised AttributeError."""
+    mk = torch.testing.make_tensor
+    x = mk((4, 5), dtype=torch.float32, device=device)
+    assert x.shape == (4, 5) and x.dtype is torch.float32 and x.device.type == torch.device(device).type
+    assert float(x.min()) >= -9 and float(x.max()) < 9
+    u = mk(300, dtype=torch.uint8, device=device)
+    assert u.shape == (300,) and int(u.min()) >= 0 and int(u.max()) <= 9
+    i = mk([300], dtype=torch.int64, device=device, low=-2, high=3)
+    assert int(i.min()) >= -2 and int(i.max()) <= 2
+    b = mk(2, 3, dtype=torch.bool, device=device)
+    assert b.shape == (2, 3) and b.dtype is torch.bool
+    n = mk((3, 4), dtype=torch.float64, device=device, noncontiguous=True)
+    assert not n.is_contiguous() and n.shape == (3, 4)
+    assert mk((1,), dtype=torch.float32, device=device, noncontiguous=True).is_contiguous()
+    assert bool((mk((500,), dtype=torch.int8, device=device, low=-1, high=2, exclude_zero=True) != 0).all())
+    g = mk((2,), dtype=torch.bfloat16, device=device, requires_grad=True)
+    assert g.requires_grad and g.is_leaf
+    with pytest.raises(ValueError, match="`requires_grad=True` is not supported"):
+        mk((2,), dtype=torch.int64, device=device, requires_grad=True)
+    with pytest.raises(ValueError, match="`low` must be less than `high`, but got 3 >= 1"):
+        mk((2,), dtype=torch.float32, device=device, low=3, high=1)
+    with pytest.raises(ValueError, match="cannot be NaN"):
+        mk((2,), dtype=torch.float32, device=device, low=float("nan"))
+    with pytest.raises(ValueError, match="only supports"):
+        mk((2,), dtype=torch.uint8, device=device, low=-10, high=-1)
