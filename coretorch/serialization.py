@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _serialization_errors as _errors
 from . import dtypes as _dtypes
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
@@ -263,7 +264,7 @@ def _atomic_write(path: str, data: bytes) -> None:
     path = os.path.realpath(path)
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"coretorch.save: directory {directory!r} does not exist")
+        raise _errors.MissingDirectoryError(f"coretorch.save: parent directory {directory} does not exist.")
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
@@ -470,8 +471,8 @@ class _Decoder:
                 return result
         elif isinstance(ml, dict):
             target = str(ml.get(location, location))
-        elif ml is not None:
-            target = str(ml)
+        elif ml is not None:  # PyTorch calls anything else: TypeError("'int' object is not callable")
+            target = str(ml) if isinstance(ml, (str, _device)) else ml(t, location)
         if target == "cpu":
             return t
         try:
@@ -522,8 +523,9 @@ class _Source:
             kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
                     else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
                     else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-            raise RuntimeError(f"coretorch.load: {self.name} is not a coretorch checkpoint ({kind}; a checkpoint "
-                               "is a regular file)")
+            err = _errors.DirectoryError if stat.S_ISDIR(st.st_mode) else RuntimeError
+            raise err(f"coretorch.load: {self.name} is not a coretorch checkpoint ({kind}; a checkpoint is a "
+                      "regular file)")
 
     def read(self, n: int) -> bytes:
         """Up to ``n`` bytes (fewer only at the end of the file)."""

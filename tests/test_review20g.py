@@ -126,3 +126,19 @@ def test_make_tensor(device):
         mk((2,), dtype=torch.float32, device=device, low=float("nan"))
     with pytest.raises(ValueError, match="only supports"):
         mk((2,), dtype=torch.uint8, device=device, low=-10, high=-1)
+
+
+def test_save_and_load_error_types_match_pytorch(tmp_path):
+    """PyTorch: ``save`` into a missing directory raises RuntimeError('Parent directory ... does not exist.'),
+    ``load`` of a directory IsADirectoryError, and a ``map_location`` that is neither a str, device, dict nor
+    callable TypeError (it is called); coretorch raised FileNotFoundError, RuntimeError and RuntimeError. The new
+    exceptions are both types, so code catching either still works."""
+    with pytest.raises(RuntimeError, match="does not exist") as ei:
+        torch.save(torch.ones(1), tmp_path / "nope" / "x.pt")
+    assert isinstance(ei.value, FileNotFoundError)
+    with pytest.raises(IsADirectoryError) as ei2:
+        torch.load(tmp_path)
+    assert isinstance(ei2.value, RuntimeError)
+    torch.save(torch.ones(2), tmp_path / "x.pt")
+    with pytest.raises(TypeError):
+        torch.load(tmp_path / "x.pt", map_location=5)
