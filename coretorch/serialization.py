@@ -119,7 +119,7 @@ class _Encoder:
         return {kind: name, "crc32": _crc32(self.arrays[name])}
 
     def encode(self, obj, path: str = "obj", depth: int = 0):
-        from .tensor import Tensor
+        from .tensor import Size, Tensor
         from .dtypes import dtype as _dtype
         from .device import device as _device
         if obj is None or isinstance(obj, (bool, str)):
@@ -146,8 +146,9 @@ class _Encoder:
             raise ValueError(f"coretorch.save: {path[:200]} nests containers more than {_MAX_DEPTH} levels deep, "
                              "more than coretorch.load accepts")
         if isinstance(obj, (list, tuple, set, frozenset)):
-            kind = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}.get(type(obj))
-            if kind is None:  # torch.Size, named tuples and other subclasses are stored as their base type
+            kind = "Size" if isinstance(obj, Size) else {list: "list", tuple: "tuple", set: "set",
+                                                          frozenset: "frozenset"}.get(type(obj))
+            if kind is None:  # named tuples and other subclasses are stored as their base type
                 kind = next(k for c, k in ((list, "list"), (tuple, "tuple"), (frozenset, "frozenset"),
                                            (set, "set")) if isinstance(obj, c))
             items = [self.item(v, str(i), f"{path}[{i}]", depth) for i, v in enumerate(obj)]
@@ -388,12 +389,13 @@ class _Decoder:
             if val not in ("inf", "-inf", "nan"):
                 raise self.bad(f"bad float {val!r}")
             return float(val)
-        if kind in ("list", "tuple", "set", "frozenset"):
+        if kind in ("list", "tuple", "set", "frozenset", "Size"):
             if not isinstance(val, list):
                 raise self.bad(f"{kind} payload is not a list")
             items = [self.decode(v, depth + 1) for v in val]
             try:
-                return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](items)
+                from .tensor import Size
+                return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "Size": Size}[kind](items)
             except TypeError as e:
                 raise self.bad(str(e)) from None
         if kind in ("dict", "OrderedDict", "Counter"):

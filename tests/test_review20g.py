@@ -142,3 +142,15 @@ def test_save_and_load_error_types_match_pytorch(tmp_path):
     torch.save(torch.ones(2), tmp_path / "x.pt")
     with pytest.raises(TypeError):
         torch.load(tmp_path / "x.pt", map_location=5)
+
+
+def test_torch_size_round_trips_as_torch_size():
+    """PyTorch's ``load`` gives back a saved ``torch.Size`` as a ``torch.Size`` (``ck['shape'].numel()`` works);
+    coretorch stored it as its base type and loaded a plain tuple (no ``numel``)."""
+    import io
+    b = io.BytesIO()
+    torch.save({"shape": torch.zeros(2, 3).shape, "t": (2, 3), "e": torch.Size([])}, b)
+    b.seek(0)
+    ck = torch.load(b)
+    assert type(ck["shape"]) is torch.Size and ck["shape"] == (2, 3) and ck["shape"].numel() == 6
+    assert type(ck["t"]) is tuple and type(ck["e"]) is torch.Size
