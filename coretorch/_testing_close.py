@@ -60,9 +60,12 @@ def _scalar_message(actual, expected, rtol: float, atol: float) -> str:
             f"Relative difference: {rel}" + ("" if exact else f" (up to {rtol} allowed)"))
 
 
-def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, check_stride, msg):
+def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, check_stride, msg,
+                     check_layout: bool = True):
     if actual.shape != expected.shape:
         _fail(msg, f"The values for attribute 'shape' do not match: {actual.shape} != {expected.shape}.")
+    if check_layout and actual.layout != expected.layout:
+        _fail(msg, f"The values for attribute 'layout' do not match: {actual.layout} != {expected.layout}.")
     if check_device and actual.device != expected.device:
         _fail(msg, f"The values for attribute 'device' do not match: {actual.device} != {expected.device}.")
     if check_dtype and actual.dtype != expected.dtype:
@@ -119,7 +122,8 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
     exact; the larger of the two dtypes' with ``check_dtype=False``).  A failure inside a container names the item
     (``The failure occurred for item ['a'][1]``)."""
     opts = dict(allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                check_device=check_device, check_dtype=check_dtype, check_stride=check_stride)
+                check_device=check_device, check_dtype=check_dtype, check_stride=check_stride,
+                check_layout=check_layout)
     try:
         _compare(actual, expected, (), opts)
     except _Mismatch as m:
@@ -160,7 +164,7 @@ def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
             _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and "
                         f"{type(expected)}.", TypeError)
         _compare_tensors(actual, expected, rtol, atol, equal_nan, opts["check_device"], opts["check_dtype"],
-                         opts["check_stride"], None)
+                         opts["check_stride"], None, opts["check_layout"])
         return
     bools = (bool, np.bool_)
     if isinstance(actual, bools) and isinstance(expected, bools):

@@ -154,3 +154,14 @@ def test_torch_size_round_trips_as_torch_size():
     ck = torch.load(b)
     assert type(ck["shape"]) is torch.Size and ck["shape"] == (2, 3) and ck["shape"].numel() == 6
     assert type(ck["t"]) is tuple and type(ck["e"]) is torch.Size
+
+
+def test_assert_close_checks_the_layout():
+    """PyTorch's ``assert_close(sparse, dense)`` raises "The values for attribute 'layout' do not match:
+    torch.sparse_coo != torch.strided." and passes with ``check_layout=False``; coretorch ignored ``check_layout``
+    and passed both."""
+    a = torch.ones(2)
+    with pytest.raises(AssertionError, match="attribute 'layout' do not match"):
+        tc(a.to_sparse(), a)
+    tc(a.to_sparse(), a, check_layout=False)
+    tc(a.to_sparse(), a.to_sparse())
