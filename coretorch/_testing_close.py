@@ -204,3 +204,28 @@ def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
         return
     _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.",
           TypeError)
+
+
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
+                    equal_nan: bool = True, msg: str = "") -> None:
+    """Deprecated ``torch.testing.assert_allclose`` (FutureWarning): ``assert_close`` with its own looser default
+    tolerances, NaNs equal, dtypes and strides unchecked; non-tensor inputs become tensors (``expected`` in
+    ``actual``'s dtype)."""
+    import warnings
+
+    import coretorch as torch
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
+                  "release. Please use `torch.testing.assert_close()` instead. You can find detailed upgrade "
+                  "instructions in https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, torch.Tensor):
+        actual = torch.tensor(actual)
+    if not isinstance(expected, torch.Tensor):
+        expected = torch.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        tols = [_ALLCLOSE_TOLERANCES.get(str(t.dtype).rsplit(".", 1)[-1], (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(t[0] for t in tols), max(t[1] for t in tols)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True, check_dtype=False,
+                 check_stride=False, msg=msg or None)

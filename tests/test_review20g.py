@@ -165,3 +165,14 @@ def test_assert_close_checks_the_layout():
         tc(a.to_sparse(), a)
     tc(a.to_sparse(), a, check_layout=False)
     tc(a.to_sparse(), a.to_sparse())
+
+
+def test_assert_allclose_deprecated_alias():
+    """PyTorch 2.13 still has the deprecated ``torch.testing.assert_allclose`` (FutureWarning; float32 defaults
+    rtol 1e-4 / atol 1e-5, NaNs equal, dtype unchecked, lists accepted); coretorch raised AttributeError."""
+    with pytest.warns(FutureWarning, match="assert_allclose"):
+        torch.testing.assert_allclose(torch.tensor([1.0, float("nan")]), [1.00005, float("nan")])
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="Tensor-likes are not close"):
+        torch.testing.assert_allclose(torch.tensor([1.0]), torch.tensor([1.001]))
+    with pytest.warns(FutureWarning):
+        torch.testing.assert_allclose(torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64))
