@@ -44,7 +44,8 @@ from ._testing_close import assert_allclose, assert_close
 from ._testing_make import make_tensor
 
 __all__ = ["assert_close", "Arg", "OpCase", "CASES", "REQUIRED_OPS", "FLOAT_DTYPES", "available_devices",  # noqa: F822  (CASES: lazy, see __getattr__)
-           "assert_allclose", "make_tensor", "check_forward", "check_backward", "make_inputs", "result_type", "tolerances", "run_conformance"]
+           "assert_allclose", "make_tensor", "check_forward", "check_backward", "make_inputs", "result_type",
+           "tolerances", "run_conformance"]
 
 FLOAT_DTYPES = ("float32", "float64")
 DEFAULT_FLOAT = np.dtype(np.float32)  # coretorch's default dtype (the checks assume it is not changed)
