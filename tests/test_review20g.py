@@ -176,3 +176,26 @@ def test_assert_allclose_deprecated_alias():
         torch.testing.assert_allclose(torch.tensor([1.0]), torch.tensor([1.001]))
     with pytest.warns(FutureWarning):
         torch.testing.assert_allclose(torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64))
+
+
+def test_assert_close_int64_differences_do_not_overflow():
+    """PyTorch fails ``assert_close(tensor([2**62]), tensor([-2**62]))`` ('Tensor-likes are not equal!'); coretorch
+    computed ``|a - e|`` in int64, which wrapped to -2**63 <= 0, and passed: a silent wrong result."""
+    with pytest.raises(AssertionError, match="not equal"):
+        tc(torch.tensor([2**62]), torch.tensor([-2**62]))
+    with pytest.raises(AssertionError, match="not close"):
+        tc(torch.tensor([2**62, 0]), torch.tensor([-2**62, 0]), rtol=0, atol=1)
+    tc(torch.tensor([2**62]), torch.tensor([2**62 + 1]), rtol=0, atol=1)
+
+
+def test_assert_close_numpy_arrays_keep_shape_and_strides():
+    """PyTorch compares numpy arrays as tensors of the same shape and strides: a 0-d mismatch reads 'Scalars are
+    not close!' and ``check_stride=True`` sees a transposed array's strides; coretorch made them contiguous
+    (and at least 1-d)."""
+    with pytest.raises(AssertionError, match="^Scalars are not close!"):
+        tc(np.array(1.0), np.array(2.0))
+    t = np.arange(6.0).reshape(2, 3).T
+    tc(t, t.copy())
+    with pytest.raises(AssertionError, match=r"'stride\(\)' do not match"):
+        tc(t, t.copy(), check_stride=True)
+    tc(np.arange(6.0)[::-1], np.arange(6.0)[::-1].copy())
