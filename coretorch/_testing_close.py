@@ -26,13 +26,15 @@ class _Mismatch(Exception):
     """A failed comparison: its default message, raised as ``type`` by ``assert_close`` once the item path is
     known (PyTorch's ``ErrorMeta``)."""
 
-    def __init__(self, type_: type, message: str) -> None:
+    def __init__(self, type_: type, message: str, structural: bool = False) -> None:
         super().__init__(message)
-        self.type, self.message, self.id = type_, message, ()
+        self.type, self.message, self.id, self.structural = type_, message, (), structural
 
 
-def _fail(msg, default: str, type_: type = AssertionError):
-    raise _Mismatch(type_, default)
+def _fail(msg, default: str, type_: type = AssertionError, structural: bool = False):
+    """``structural``: the inputs' structure does not match (no comparison pair, sequence lengths, mapping keys):
+    PyTorch raises those while pairing the inputs, without ``msg``."""
+    raise _Mismatch(type_, default, structural)
 
 
 def _pair_tolerances(names: tuple[str, ...], rtol, atol) -> tuple[float, float]:
@@ -131,13 +133,13 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
     try:
         _compare(actual, expected, (), opts)
     except _Mismatch as m:
-        if isinstance(msg, str):
+        if isinstance(msg, str) and not m.structural:
             text = msg
         else:
             text = m.message
             if m.id:
                 text += f"\n\nThe failure occurred for item {''.join(str([k]) for k in m.id)}"
-            if callable(msg):
+            if callable(msg) and not m.structural:
                 text = msg(text)
         raise m.type(text) from None
 
@@ -166,7 +168,7 @@ def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
     if isinstance(actual, Tensor) and isinstance(expected, Tensor):
         if not opts["allow_subclasses"] and type(actual) is not type(expected):
             _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and "
-                        f"{type(expected)}.", TypeError)
+                        f"{type(expected)}.", TypeError, True)
         _compare_tensors(actual, expected, rtol, atol, equal_nan, opts["check_device"], opts["check_dtype"],
                          opts["check_stride"], None, opts["check_layout"])
         return
@@ -194,7 +196,7 @@ def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
             missing = sorted(set(expected) - set(actual), key=repr)
             extra = sorted(set(actual) - set(expected), key=repr)
             _fail(None, f"The keys of the mappings do not match:\nMissing keys in the actual mapping: {missing}\n"
-                        f"Additional keys in the actual mapping: {extra}")
+                        f"Additional keys in the actual mapping: {extra}", AssertionError, True)
         for k in expected:
             _compare(actual[k], expected[k], (*path, k), opts)
         return
@@ -202,12 +204,12 @@ def _compare_one(actual: Any, expected: Any, path: tuple, opts: dict) -> None:
     if isinstance(actual, seq) and isinstance(expected, seq) and not isinstance(actual, str) \
             and not isinstance(expected, str):
         if len(actual) != len(expected):
-            _fail(None, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
+            _fail(None, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}", AssertionError, True)
         for i, (x, y) in enumerate(zip(actual, expected)):
             _compare(x, y, (*path, i), opts)
         return
     _fail(None, f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.",
-          TypeError)
+          TypeError, True)
 
 
 _ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}

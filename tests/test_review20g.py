@@ -199,3 +199,17 @@ def test_assert_close_numpy_arrays_keep_shape_and_strides():
     with pytest.raises(AssertionError, match=r"'stride\(\)' do not match"):
         tc(t, t.copy(), check_stride=True)
     tc(np.arange(6.0)[::-1], np.arange(6.0)[::-1].copy())
+
+
+def test_assert_close_structure_errors_ignore_msg():
+    """PyTorch raises structure mismatches (no comparison pair, sequence lengths, mapping keys) while pairing the
+    inputs, without the user's ``msg``: ``assert_close(1, 'a', msg='x')`` raises TypeError('No comparison pair
+    ...'); coretorch raised TypeError('x'), hiding what was wrong."""
+    with pytest.raises(TypeError, match="^No comparison pair"):
+        tc(1, "a", msg="x")
+    with pytest.raises(TypeError, match=r"^No comparison pair.*item \[0\]$"):
+        tc([1], ["a"], msg=lambda m: "Y" + m)
+    with pytest.raises(AssertionError, match="^The length of the sequences mismatch: 1 != 2$"):
+        tc([torch.ones(1)], [torch.ones(1), torch.ones(1)], msg="x")
+    with pytest.raises(AssertionError, match="^x$"):
+        tc(torch.ones(1), torch.ones(2), msg="x")
