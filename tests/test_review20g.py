@@ -207,7 +207,7 @@ def test_assert_close_structure_errors_ignore_msg():
     ...'); coretorch raised TypeError('x'), hiding what was wrong."""
     with pytest.raises(TypeError, match="^No comparison pair"):
         tc(1, "a", msg="x")
-    with pytest.raises(TypeError, match=r"^No comparison pair.*item \[0\]$"):
+    with pytest.raises(TypeError, match=r"(?s)^No comparison pair.*item \[0\]$"):
         tc([1], ["a"], msg=lambda m: "Y" + m)
     with pytest.raises(AssertionError, match="^The length of the sequences mismatch: 1 != 2$"):
         tc([torch.ones(1)], [torch.ones(1), torch.ones(1)], msg="x")
