@@ -3,6 +3,7 @@ gradients), on every installed device.  Each test states what PyTorch 2.13 does 
 and what coretorch did before the fix."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import coretorch as torch
@@ -21,3 +22,30 @@ def test_vector_norm_of_a_0d_tensor_checks_its_dims(device, fn, dim):
     with pytest.raises(err):
         torch.sum(x, dim)
     assert fn(x, 2, 0).item() == fn(x, 2, (-1,)).item() == 2.0
+
+
+def test_reductions_into_a_wider_out_compute_in_its_dtype(device):
+    """PyTorch's std/var/nansum/nanmean ``out=`` kernels cast a float input to the out tensor's dtype first, and
+    logsumexp sums its shifted exp in the out's dtype: into a float64 out, var([1, 1 + 2**-20]) of float32 is the
+    float64 value 2**-41 exactly and logsumexp([0, -30]) keeps exp(-30) (1 + 9.4e-14 is below float32's resolution);
+    mean into a float16 out is the float32 mean rounded once (PyTorch's mean_out).  coretorch computed each in the
+    input's float32 and cast the result (var 2**-41 only up to float32 rounding of the squares, nanmean/nansum of
+    1 + 2**-30 gave 1.0, logsumexp gave 0.0) and the half mean from half-rounded inputs."""
+    def t(v, dt=torch.float32):
+        return torch.tensor(v, dtype=dt, device=device)
+
+    def e(dt):
+        return torch.empty(0, dtype=dt, device=device)
+    a = t([1.0, 1.0 + 2.0 ** -20])
+    assert torch.var(a, 0, correction=0, out=e(torch.float64)).item() == 2.0 ** -42
+    assert torch.std(a, 0, correction=0, out=e(torch.float64)).item() == 2.0 ** -21
+    b = t([1.0, 2.0 ** -30])
+    assert torch.nansum(b, 0, out=e(torch.float64)).item() == 1.0 + 2.0 ** -30
+    assert torch.nanmean(b, 0, out=e(torch.float64)).item() == (1.0 + 2.0 ** -30) / 2
+    r = torch.logsumexp(t([0.0, -30.0]), 0, out=e(torch.float64)).item()
+    assert r == pytest.approx(float(np.log(1.0 + np.float64(np.exp(np.float32(-30.0))))), rel=1e-12)
+    # a float32 mean of 1, 1, 1 + 3 * 2**-11 (= 1 + 2**-11, a half tie) rounds to 1.0 in float16 ...
+    c = t([1.0, 1.0, 1.0 + 3 * 2.0 ** -11])
+    assert torch.mean(c, 0, out=e(torch.float16)).item() == 1.0
+    # (... where rounding the inputs to half first gives 1 + 2**-10 over 3 with another rounding)
+    assert torch.mean(c.half(), 0).item() == 1.0 + 2.0 ** -10
