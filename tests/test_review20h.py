@@ -49,3 +49,27 @@ def test_reductions_into_a_wider_out_compute_in_its_dtype(device):
     assert torch.mean(c, 0, out=e(torch.float16)).item() == 1.0
     # (... where rounding the inputs to half first gives 1 + 2**-10 over 3 with another rounding)
     assert torch.mean(c.half(), 0).item() == 1.0 + 2.0 ** -10
+
+
+@pytest.mark.parametrize("op", ["all", "any"])
+def test_all_any_out_takes_bool_or_uint8(device, op):
+    """PyTorch's all/any out= kernels write into a bool or a uint8 out whatever the input's dtype (a uint8 input
+    into a bool out gives truth values) and raise "all only supports bool tensor for result, got: Float" for any
+    other out.  coretorch raised "result type Byte can't be cast to the desired output type Bool" for a uint8 input
+    into a bool out and wrote 0/1 into float or int64 outs."""
+    fn = getattr(torch, op)
+    x = torch.tensor([[1, 0], [2, 3]], dtype=torch.uint8, device=device)
+    want = [False, True] if op == "all" else [True, True]
+    o = torch.empty(0, dtype=torch.bool, device=device)
+    fn(x, 1, out=o)
+    assert o.dtype is torch.bool and o.tolist() == want
+    o = torch.empty(0, dtype=torch.bool, device=device)
+    fn(x, out=o)
+    assert o.item() is (op == "any")
+    o = torch.empty(0, dtype=torch.uint8, device=device)
+    fn(x.float(), 1, out=o)
+    assert o.dtype is torch.uint8 and o.tolist() == [int(w) for w in want]
+    for src in (x, x.float(), x.bool()):
+        for dt in (torch.float32, torch.int64):
+            with pytest.raises(RuntimeError, match=f"{op} only supports bool tensor for result"):
+                fn(src, 1, out=torch.empty(0, dtype=dt, device=device))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from ..dtypes import float32 as _f32
+from ..dtypes import bool_ as _bool, float32 as _f32, uint8 as _u8
 from ..tensor import Tensor
 from ._out import write_out
 
@@ -68,6 +68,7 @@ def _wrap(name: str, fn):
     out_dtype = _OUT_DTYPE.get(name)
     out_cast = name in _OUT_CAST
     lse = name == "logsumexp"
+    logical = name in ("all", "any")
     tuple_exact = name in _EXACT_TUPLE
     same_dtype = name in _SAME_DTYPE
 
@@ -89,6 +90,8 @@ def _wrap(name: str, fn):
                 return write_out(name, out, _logsumexp_into(args, kwargs, out.dtype), inputs=())
             args = (args[0].to(out.dtype), *args[1:])
         res = fn(*args, **kwargs)
+        if logical and isinstance(out, Tensor) and isinstance(res, Tensor):
+            res = _logical_result(name, out, res)
         if same_dtype and isinstance(out, Tensor) and isinstance(res, Tensor) and out.dtype is not res.dtype:
             raise RuntimeError(f"Found dtype {out.dtype._tname[:-6]} but expected {res.dtype._tname[:-6]}")
         return write_out(name, out, res, exact_dtype=exact or (tuple_exact and not isinstance(res, Tensor)),
@@ -96,6 +99,16 @@ def _wrap(name: str, fn):
 
     setattr(op, "__wrapped_out__", True)
     return op
+
+
+def _logical_result(name: str, out: Tensor, res: Tensor) -> Tensor:
+    """PyTorch's all/any out= kernels take a bool or uint8 out only, whatever the input (a uint8 input's uint8
+    result goes into a bool out as truth values)."""
+    if out.dtype is _bool:
+        return res if res.dtype is _bool else res.bool()
+    if out.dtype is not _u8:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {out.dtype._tname[:-6]}")
+    return res
 
 
 def _logsumexp_into(args, kwargs, dt):
