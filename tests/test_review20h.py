@@ -73,3 +73,18 @@ def test_all_any_out_takes_bool_or_uint8(device, op):
         for dt in (torch.float32, torch.int64):
             with pytest.raises(RuntimeError, match=f"{op} only supports bool tensor for result"):
                 fn(src, 1, out=torch.empty(0, dtype=dt, device=device))
+
+
+@pytest.mark.parametrize("p", [2, 3, 0.5, -1])
+def test_bfloat16_vector_norms_round_once(device, p):
+    """PyTorch computes a bfloat16 vector norm in float32 and rounds the result once (as for float16):
+    ``vector_norm(bf16([60000] * 3))`` is bf16(sqrt(3) * 59904 = 103757.4) = 103936.  coretorch squared, summed and
+    took the root in bfloat16 steps (103424, one bfloat16 ulp off; p=3 and 0.5 off in most draws)."""
+    rng = np.random.RandomState(0)
+    for a in [np.full(3, 60000.0), *(rng.randn(7) * s for s in (1.0, 100.0, 1e4) for _ in range(5))]:
+        x = torch.tensor(a, device=device).to(torch.bfloat16)
+        got = torch.linalg.vector_norm(x, p)
+        xf = x.float().cpu().numpy().astype(np.float64)
+        ref = torch.tensor(float((np.abs(xf) ** p).sum() ** (1.0 / p)), dtype=torch.float32).to(torch.bfloat16)
+        assert got.dtype is torch.bfloat16 and got.float().item() == ref.float().item(), a
+        assert torch.norm(x, p).float().item() == ref.float().item()
