@@ -88,3 +88,16 @@ def test_bfloat16_vector_norms_round_once(device, p):
         ref = torch.tensor(float((np.abs(xf) ** p).sum() ** (1.0 / p)), dtype=torch.float32).to(torch.bfloat16)
         assert got.dtype is torch.bfloat16 and got.float().item() == ref.float().item(), a
         assert torch.norm(x, p).float().item() == ref.float().item()
+
+
+def test_bfloat16_mean_rounds_once(device):
+    """PyTorch's mean of a bfloat16 tensor sums in float32, divides and rounds once (as for float16; std_mean's mean
+    too): the float32 mean of the bfloat16 values, rounded to bfloat16.  coretorch rounded the
+    bfloat16 sum before dividing (two roundings: 7 of 40 random rows one ulp off)."""
+    rng = np.random.RandomState(0)
+    a = rng.randn(40, 9) * np.array([1, 100, 1e3, 1, 1, 1, 1, 1, 1])
+    x = torch.tensor(a, device=device).to(torch.bfloat16)
+    ref = torch.tensor(x.float().cpu().numpy().astype(np.float64).mean(1).astype(np.float32)).to(torch.bfloat16)
+    for got in (x.mean(1), torch.std_mean(x, 1)[1], torch.mean(x, (1,))):
+        assert got.dtype is torch.bfloat16
+        np.testing.assert_array_equal(got.float().cpu().numpy(), ref.float().numpy())
