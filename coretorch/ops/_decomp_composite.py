@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from . import creation as _C, indexing as _I, reduction as _R, shape as _S
 from ._decomp_ops import check_float, check_matrix, inv, svdvals
 from ._reduction_norm import check_narrowing
-from ._util import broadcast_shape, norm_dim
+from ._util import broadcast_shape, norm_dim, norm_dims
 from .linalg import matmul
 from . import triangular as _tri
 
@@ -45,6 +45,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if isinstance(dim, int):
         dim = (dim,)
     if x.ndim == 0 and dim is not None:
+        norm_dims(dim, 0, "linalg.vector_norm")  # (dims 0 and -1 only, each once, as PyTorch checks)
         dim = None  # a 0-d tensor has dims 0 and -1, and nothing to reduce over
     if ord == 2:
         ord = "fro"  # the reduction's fused 2-norm (zero gradient where the norm is 0, as PyTorch)

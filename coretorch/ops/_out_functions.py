@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from ..dtypes import bool_ as _bool, float32 as _f32, uint8 as _u8
 from ..tensor import Tensor
 from ._out import write_out
 
@@ -54,7 +55,10 @@ def _tensors(args, kwargs) -> list:
 # reductions whose PyTorch out= kernels compute in the out tensor's dtype when no dtype is given (sum of floats into
 # an int64 out sums the truncated values: 1.5 + 1.7 -> 2; mean of float32 into a float64 out is a float64 mean): the
 # names mapped to whether an integer out qualifies (mean's does not: PyTorch's cast error)
-_OUT_DTYPE = {"sum": True, "prod": True, "mean": False}
+_OUT_DTYPE = {"sum": True, "prod": True, "mean": False, "nansum": False}
+# reductions without a ``dtype`` whose PyTorch out= kernels cast the input to a floating out tensor's dtype first
+# (std of float32 into a float64 out is a float64 std): the names mapped to whether an integer input is cast too
+_OUT_CAST = frozenset(("std", "var"))
 
 
 def _wrap(name: str, fn):
@@ -62,6 +66,9 @@ def _wrap(name: str, fn):
     checked = name not in _UNCHECKED
     overload = _OUT_OVERLOADS.get(name)  # (chosen here, once: nothing to look up per call)
     out_dtype = _OUT_DTYPE.get(name)
+    out_cast = name in _OUT_CAST
+    lse = name == "logsumexp"
+    logical = name in ("all", "any")
     tuple_exact = name in _EXACT_TUPLE
     same_dtype = name in _SAME_DTYPE
 
@@ -74,8 +81,17 @@ def _wrap(name: str, fn):
         if out_dtype is not None and kwargs.get("dtype") is None and isinstance(out, Tensor) \
                 and (out_dtype or out.dtype.is_floating_point and args and isinstance(args[0], Tensor)
                      and args[0].dtype.is_floating_point):
-            kwargs["dtype"] = out.dtype
+            # (mean into a half out: PyTorch's float32 mean of the input as it is, rounded once into the out)
+            kwargs["dtype"] = _f32 if name == "mean" and out.dtype.itemsize == 2 else out.dtype
+        elif (out_cast or lse) and args and isinstance(out, Tensor) and isinstance(args[0], Tensor) \
+                and out.dtype.is_floating_point and out.dtype is not args[0].dtype \
+                and (lse or args[0].dtype.is_floating_point):
+            if lse:  # (its exp in the input's dtype, the sum and log in the out's)
+                return write_out(name, out, _logsumexp_into(args, kwargs, out.dtype), inputs=())
+            args = (args[0].to(out.dtype), *args[1:])
         res = fn(*args, **kwargs)
+        if logical and isinstance(out, Tensor) and isinstance(res, Tensor):
+            res = _logical_result(name, out, res)
         if same_dtype and isinstance(out, Tensor) and isinstance(res, Tensor) and out.dtype is not res.dtype:
             raise RuntimeError(f"Found dtype {out.dtype._tname[:-6]} but expected {res.dtype._tname[:-6]}")
         return write_out(name, out, res, exact_dtype=exact or (tuple_exact and not isinstance(res, Tensor)),
@@ -83,6 +99,25 @@ def _wrap(name: str, fn):
 
     setattr(op, "__wrapped_out__", True)
     return op
+
+
+def _logical_result(name: str, out: Tensor, res: Tensor) -> Tensor:
+    """PyTorch's all/any out= kernels take a bool or uint8 out only, whatever the input (a uint8 input's uint8
+    result goes into a bool out as truth values)."""
+    if out.dtype is _bool:
+        return res if res.dtype is _bool else res.bool()
+    if out.dtype is not _u8:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: {out.dtype._tname[:-6]}")
+    return res
+
+
+def _logsumexp_into(args, kwargs, dt):
+    """PyTorch's ``logsumexp(input, dim, keepdim, out=)`` into a floating out of another dtype."""
+    from ._reduction_norm import logsumexp_into
+
+    def call(input, dim, keepdim=False):
+        return logsumexp_into(input, dim, keepdim, dt)
+    return call(*args, **kwargs)
 
 
 def _argsort_out_overload(args, kwargs) -> None:

@@ -46,17 +46,39 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     table = input._be
     x = input._data
     axes = _axes(dim, x.ndim, "logsumexp")
-    if input.numel() == 0:
+    out = _logsumexp_data(table, x, axes, keepdim, None)
+    if input._rg and _gs.enabled:
+        return _recorded(LogsumexpBackward0(), input, out, input.dtype, x.shape, axes, keepdim)
+    return _make(out, input.dtype, table)
+
+
+def _logsumexp_data(table, x, axes, keepdim: bool, dt):
+    """logsumexp of the array ``x`` over ``axes``; with ``dt`` (a float dtype), as PyTorch's out= kernel into a
+    ``dt`` out: the shifted exp in x's dtype, the sum (a half one accumulated in float32), log and shift in ``dt``."""
+    if 0 in tuple(x.shape):
         m = table.full(_reduced_shape(x.shape, axes, True), 0, x.dtype)
     else:
         m = table.amax(x, axes, True)
         m = table.where(table.eq(table.abs(m), float("inf")), 0.0, m)
-    out = table.add(table.log(table.sum(table.exp(table.sub(x, m)), axes, True)), m)
+    e = table.exp(table.sub(x, m))
+    if dt is None:
+        out = table.add(table.log(table.sum(e, axes, True)), m)
+    else:
+        acc = _f32 if dt.itemsize < 4 else dt
+        s = table.cast(table.sum(table.cast(e, acc.np), axes, True), dt.np)
+        out = table.add(table.log(s), table.cast(m, dt.np))
     if not keepdim:
         out = table.view(out, _reduced_shape(x.shape, axes, False))
-    if input._rg and _gs.enabled:
-        return _recorded(LogsumexpBackward0(), input, out, input.dtype, x.shape, axes, keepdim)
-    return _make(out, input.dtype, table)
+    return out
+
+
+def logsumexp_into(input: Tensor, dim, keepdim: bool, dt) -> Tensor:
+    """``logsumexp(input, dim, keepdim, out=<a dt tensor>)``'s value, computed as PyTorch's out= kernel does (see
+    :func:`_logsumexp_data`); no autograd (out= takes none)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(_dt.default)
+    x = input._data
+    return _make(_logsumexp_data(input._be, x, _axes(dim, x.ndim, "logsumexp"), keepdim, dt), dt, input._be)
 
 
 class LinalgVectorNormBackward0(_ReduceNode):  # (torch.norm's vector norms are linalg.vector_norm's)
@@ -116,8 +138,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
                                f"{dtype._tname[:-6]}")
         check_narrowing("linalg.vector_norm", input, dtype)
         input = input.to(dtype)
-    if input.dtype is _f16 and p not in (float("inf"), -float("inf")):  # accumulated in float32, as PyTorch
-        return norm(input.to(_f32), p, dim, keepdim).to(_f16)
+    if (input.dtype is _f16 or input.dtype is _dt.bfloat16) and p not in (float("inf"), -float("inf")):
+        return norm(input.to(_f32), p, dim, keepdim).to(input.dtype)  # (in float32, rounded once, as PyTorch)
     if isinstance(p, (int, float)) and (p < 0 or p == float("inf")) and input.numel() == 0:
         check_norm_identity(input, p, dim)
     if p in ("fro", 2, 2.0) or p is None:

@@ -268,7 +268,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     for i, sz in enumerate(x.shape):
         if axes is None or i in axes:
             n *= sz
-    if dt is _f16:  # accumulated in float32, as PyTorch
+    if dt is _f16 or dt is _dt.bfloat16:  # accumulated in float32 and rounded once, as PyTorch
         out = table.cast(table.div(table.sum(table.cast(x, _f32.np), axes, keepdim), n), dt.np)
     else:
         out = table.div(table.sum(x, axes, keepdim), n)  # n == 0 gives nan, as in PyTorch

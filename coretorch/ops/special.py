@@ -715,6 +715,8 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=N
             raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating "
                                f"point or complex dtype. Got: {dtype._tname[:-6]}")
         input = input.to(dtype)
+    elif isinstance(out, Tensor) and out.dtype.is_floating_point and out.dtype is not input.dtype:
+        input = input.to(out.dtype)  # (PyTorch's out= kernel: nansum into the out tensor's dtype, then divide)
     count = _R.sum(logical_not(isnan(input.detach())), dim, keepdim)
     return _out(div(_R.nansum(input, dim, keepdim), count), out, "nanmean")
 
