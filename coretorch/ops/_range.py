@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .creation import _finish, _make, _table, _writes_out
+from .creation import _finish, _make, _table, _writes_out, range_args
 
 
 @_writes_out
@@ -30,14 +30,7 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad:
                   "[start, end).", UserWarning, stacklevel=2)
     if end is None:
         start, end = 0, start
-    start, end, step = (v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step))
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
-    if step == 0 or step != step:
-        raise RuntimeError("range(): step must be nonzero")
-    if (end - start) * step < 0 and end != start:
-        raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign (start={start}, "
-                           f"end={end}, step={step})")
+    start, end, step = range_args("range", start, end, step)
     dt = dtype or _dt.default
     if dt is _dt.bool_:
         raise NotImplementedError("\"range_cpu\" not implemented for 'Bool'")

@@ -19,9 +19,10 @@ def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def _fma64(a, b: np.ndarray, c) -> np.ndarray:
-    """``a * b + c`` rounded once (to nearest, but for a double-rounding tie no linspace produces), float64."""
-    a, c = np.float64(a), np.float64(c)
+def _fma64(a, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` (elementwise: ``c`` an array of ``b``'s shape) rounded once (to nearest, but for a
+    double-rounding tie no linspace produces), float64."""
+    a = np.float64(a)
     p, pe = _two_prod(np.full(b.shape, a), b)
     s = p + c
     bb = s - p
@@ -43,7 +44,7 @@ def float_spaced(start: float, end: float, steps: int, dt: np.dtype) -> np.ndarr
     base = np.where(i < half, np.float64(s), np.float64(e))
     with np.errstate(all="ignore"):
         if dt == np.float64 and max(abs(float(s)), abs(float(e))) < 1e290:  # (the split would overflow beyond)
-            return np.where(i < half, _fma64(step, k, s), _fma64(step, k, e))
+            return _fma64(step, k, base)
         # float32: the product of a float32 step and an index below 2**29 is exact in float64, then one rounding of
         # the sum to float64 and one to float32 (a double rounding only at ties the sum cannot reach in practice)
         return (np.float64(step) * k + base).astype(dt)  # (float64 beyond 1e290: two roundings)

@@ -550,16 +550,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         start, end = 0, start
     if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
         _data_read("arange() of a tensor's value gives a shape that depends on the data")
-    # (a numpy number as the Python number it holds: np.float32(1.5) is no float, and its arange is float32)
-    vals = [v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step)]
-    start, end, step = vals
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
-    if step == 0 or step != step:  # (NaN: PyTorch's message too)
-        raise RuntimeError("arange(): step must be nonzero")
-    if (end - start) * step < 0 and end != start:
-        raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
+    vals = start, end, step = range_args("arange", start, end, step)
     if dtype is None:
         dtype = _dt.default if any(isinstance(v, float) for v in vals) else _dt.int64
     if dtype is _dt.bool_:
@@ -578,6 +569,20 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
         a = istart + np.arange(n, dtype=np.int64) * istep
     return _finish(_make(table.from_numpy(np.ascontiguousarray(a.astype(dtype.np))), dtype, table),
                    requires_grad)
+
+
+def range_args(op: str, start, end, step) -> tuple:
+    """arange's / range's bounds as Python numbers (a numpy number as the one it holds: np.float32(1.5) is no float,
+    and its arange is float32), with PyTorch's checks: finite bounds, a nonzero step of the bounds' sign."""
+    start, end, step = (v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step))
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if step == 0 or step != step:  # (NaN: PyTorch's message too)
+        raise RuntimeError(f"{op}(): step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError(f"{op}(): upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    return start, end, step
 
 
 @_writes_out
