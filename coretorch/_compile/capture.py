@@ -40,7 +40,8 @@ from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
-from . import rngundo as _rngundo, versions as _versions
+from . import rngundo as _rngundo, tailreads as _tail, versions as _versions
+from .config import config as _compile_config
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
 from .roots_state import check_late_grads, check_orphans, scheduler_counts
@@ -203,6 +204,8 @@ class Recorder(ResultEncoding):
         self.born: int | None = None  # made.now() at the call's start, and (optimizers, their group numbers) ...
         self.watch: tuple | None = None  # ... outside the segments (replay.capture sets them; see made.py)
         self.user_read = self.segments = 0
+        self.tail_code: types.CodeType | None = None  # the compiled function's code (reads at its return: tailreads)
+        self.tail: list[_tail.Placeholder] = []
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
@@ -661,6 +664,8 @@ class Recorder(ResultEncoding):
             if rec.symbolic and meth == "item" and rec.active and get_ident() == rec.thread:
                 return rec.sym_item(self, orig)
             if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
+                if rec.tail_code is not None and meth in _tail.READS and not a and not kw and rec.at_return(meth):
+                    return rec.tail_read(self, meth, orig)
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
                 rec.graph_break(f"{op} reads a tensor {'address' if meth == 'data_ptr' else 'value'} into Python")
                 rec.user_read += 1
@@ -670,6 +675,28 @@ class Recorder(ResultEncoding):
                     rec.user_read -= 1
             return orig(self, *a, **kw)
         return method
+
+    def at_return(self, meth: str) -> bool:
+        """A host read the compiled function's own frame makes where only its return follows (see tailreads.py);
+        with ``fullgraph=True`` only under ``capture_scalar_outputs``, as PyTorch's."""
+        frame = sys._getframe(2)  # (at_return <- the Tensor method's wrapper <- the caller)
+        if self.fullgraph and not _compile_config.capture_scalar_outputs or self.breaks:
+            return False
+        back = frame.f_back  # (the capture called the function: a recursive call's read is no return of it)
+        return back is not None and _internal(back.f_code.co_filename) and _tail.at_return(frame, self.tail_code, meth)
+
+    def tail_read(self, t: Tensor, meth: str, orig: Callable) -> _tail.Placeholder:
+        """The read's value for the capture, held by a placeholder; the replay reads the array at this point."""
+        self.user_read += 1
+        try:
+            value = orig(t)
+        finally:
+            self.user_read -= 1
+        name = f"tr{len(self.tail)}"
+        self.lines.append(f"{name} = TAILREAD({self.const(t._be)}, {self.read(t._data)}, {meth!r})")
+        p = _tail.Placeholder(value, name)
+        self.tail.append(p)
+        return p
 
     # ---- end ------------------------------------------------------------------------------------------------------
     def finish(self, result: Any, args: list) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
-from . import rngundo as _rngundo
+from . import rngundo as _rngundo, tailreads as _tail
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -42,7 +42,7 @@ def _copy(a):
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
             "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root,
-            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back}
+            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "TAILREAD": _tail.tail_read}
 
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -257,6 +257,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
              host_fusion: bool | None, root_key: Callable[[], tuple] | None) -> tuple[Any, _Entry]:
     modules, params, buffers, plain = st[:4]
     rec.host_fusion = hostfuse.requested(host_fusion)
+    rec.tail_code = getattr(getattr(fn, "__func__", fn), "__code__", None)  # (reads at its return: tailreads.py)
     # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
     rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
     roots = _guards.roots(fn, args, kwargs)
@@ -298,6 +299,8 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         result_src = rec.finish(result, lv)
     finally:
         rec.remove(release=False)
+    if rec.tail:  # the capture call's own result holds the eager values
+        result = _tail.substitute(result)
     if rec.breaks:
         entry = _Entry(None, "", rec.breaks, rec.launches)
         entry.retry = retried(rec)

@@ -17,7 +17,7 @@ from ..autograd.graph import _FREED
 from ..nn.modules.module import Module
 from ..optim import optimizer as _optim
 from ..tensor import Tensor, _make
-from . import versions as _versions
+from . import tailreads as _tail, versions as _versions
 
 
 class ResultEncoding:
@@ -94,6 +94,8 @@ class ResultEncoding:
         """The result's source; ``made``: id -> [source, uses, index, source without the base, the base's entry]
         of the tensors it makes, each written
         ``NUL index NUL`` (no repr holds a NUL) and resolved by :func:`_tensors_made`."""
+        if type(obj) is _tail.Placeholder:  # a host read at the return: this replay's value (tailreads.py)
+            return obj.name
         if isinstance(obj, Tensor):
             held = self._held(obj, args)
             if held is not None:

@@ -1,0 +1,198 @@
+"""Host reads at the return of a compiled function (``return loss.item()``: coretorch/_compile/tailreads.py): kept in
+the replay where nothing but the return follows them, a graph break anywhere else (every installed device)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+from coretorch._compile import config
+
+
+def _setup(device):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).to(device)
+    return m, torch.optim.Adam(m.parameters(), lr=0.01)
+
+
+def _batches(device, n=6):
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(16, 4, generator=g).to(device), torch.randint(0, 3, (16,), generator=g).to(device))
+            for _ in range(n)]
+
+
+def _run(device, make_step, compiled, **kw):
+    m, opt = _setup(device)
+    step = make_step(m, opt)
+    s = torch.compile(step, **kw) if compiled else step
+    out = [s(x, y) for x, y in _batches(device)]
+    return out, [p.detach().cpu().numpy().copy() for p in m.parameters()], s
+
+
+def _forward(m, x, y):
+    out = m(x)
+    loss = F.cross_entropy(out, y)
+    return out, loss
+
+
+def _item_only(m, opt):
+    def step(x, y):
+        opt.zero_grad()
+        _, loss = _forward(m, x, y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def _dict_of_reads(m, opt):
+    def step(x, y):
+        opt.zero_grad()
+        out, loss = _forward(m, x, y)
+        loss.backward()
+        opt.step()
+        acc = (out.argmax(1) == y).float().mean()
+        return {"loss": loss.item(), "acc": acc.item(), "out": out.detach()}
+    return step
+
+
+def _stored_then_returned(m, opt):
+    def step(x, y):
+        opt.zero_grad()
+        out, loss = _forward(m, x, y)
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        return value, out.argmax(1).tolist(), [out.detach().sum(0).tolist()]
+    return step
+
+
+def _single_key(m, opt):
+    def step(x, y):
+        opt.zero_grad()
+        _, loss = _forward(m, x, y)
+        loss.backward()
+        opt.step()
+        return {"loss": loss.item()}
+    return step
+
+
+@pytest.mark.parametrize("make_step", [_item_only, _dict_of_reads, _stored_then_returned, _single_key])
+def test_reads_at_the_return_replay(device, make_step):
+    """PyTorch compiles a step that ends in ``return loss.item()`` up to the read. Before, the read was a graph break
+    and every call ran eagerly; now the replay runs the kernels and reads the value: results and parameters are
+    eager's (bitwise on every device: no fusion crosses the read's array)."""
+    eager, pe, _ = _run(device, make_step, False)
+    comp, pc, s = _run(device, make_step, True)
+    assert s.replays >= 3 and s.launches > 0
+    assert repr(eager) == repr(comp)
+    for a, b in zip(pe, pc):
+        np.testing.assert_array_equal(a, b)
+    flat = comp[-1] if isinstance(comp[-1], (tuple, list)) else [comp[-1]]
+    assert not any(type(v).__name__ == "Placeholder" for v in flat)
+
+
+def test_read_then_in_place_change(device):
+    """The value is read where the eager call reads it: an in-place change after the read (in the return) does not
+    reach it."""
+    def step(x):
+        y = x * 2
+        return y.sum().item(), y.add_(1)
+
+    eager = [step(torch.full((3,), float(i), device=device)) for i in range(4)]
+    s = torch.compile(step)
+    comp = [s(torch.full((3,), float(i), device=device)) for i in range(4)]
+    assert s.replays >= 1
+    assert [e[0] for e in eager] == [c[0] for c in comp] == [0.0, 6.0, 12.0, 18.0]
+    assert [e[1].tolist() for e in eager] == [c[1].tolist() for c in comp]
+
+
+def _reasons(fn, *args):
+    return torch.compiler.explain(fn, *args).break_reasons
+
+
+def test_reads_followed_by_python_still_break():
+    """A read whose value the Python after it uses (a print, arithmetic, a branch, an append, a helper's return, a
+    try block, an op taking the value) stays a graph break: a replay could not repeat it."""
+    w = torch.ones(3, requires_grad=True)
+    log: list = []
+
+    def printed(x):
+        v = (w * x).sum().item()
+        print(v)
+        return v
+
+    def scaled(x):
+        return (w * x).sum().item() * 2
+
+    def branched(x):
+        return 1.0 if (w * x).sum().item() > 0 else 0.0
+
+    def appended(x):
+        log.append((w * x).sum().item())
+        return x
+
+    def helper(x):
+        return (w * x).sum().item()
+
+    def via_helper(x):
+        return helper(x)
+
+    def in_try(x):
+        try:
+            return (w * x).sum().item()
+        except RuntimeError:
+            return None
+
+    def fed_back(x):
+        y = (w * x).detach()
+        v = y.sum().item()
+        return y.mul(v)
+
+    x = torch.ones(3)
+    for fn in (printed, scaled, branched, appended, via_helper, in_try, fed_back):
+        assert any("reads a tensor value" in r for r in _reasons(fn, x)), fn.__name__
+
+
+def test_read_at_return_explained_as_no_break():
+    w = torch.ones(3, requires_grad=True)
+
+    def fn(x):
+        return (w * x).sum().item()
+
+    assert _reasons(fn, torch.ones(3)) == []
+
+
+def test_fullgraph_raises_unless_capture_scalar_outputs():
+    """PyTorch's ``fullgraph=True`` refuses ``.item()`` unless ``capture_scalar_outputs`` is set."""
+    def fn(x):
+        return (x * 2).sum().item()
+
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="Tensor.item"):
+        torch.compile(fn, fullgraph=True)(torch.ones(2))
+    with config.patch(capture_scalar_outputs=True):
+        s = torch.compile(fn, fullgraph=True)
+        assert [s(torch.full((2,), float(i))) for i in range(3)] == [0.0, 4.0, 8.0]
+        assert s.replays == 2
+
+
+def test_subclass_receiver_in_the_return_breaks():
+    """A method of a Tensor subclass after the read may run user code (``__torch_function__``): a graph break."""
+    calls = []
+
+    class Logged(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    def fn(x, t):
+        return x.sum().item(), t.detach()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.ones(2).as_subclass(Logged)
+        assert any("reads a tensor value" in r for r in _reasons(fn, torch.ones(2), t))
