@@ -54,7 +54,7 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
-from . import stance as _stance
+from . import dynfloat as _dynfloat, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -97,6 +97,8 @@ class CompiledFunction:
         self._groups = False  # whether the code reads param_groups (see guards.group_numbers)
         self._states = False  # whether the code reads an attribute ``state`` (see guards.state_numbers)
         self._bases = False  # whether the code reads ``_base`` or ``_is_view`` of a tensor (see _lookup)
+        self._dyn = False  # a capture with float arguments as Syms serves any of their values (dynfloat.py)
+        self._dyn_failed = False  # one escaped its Syms: the function stays specialised to its floats
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self._retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
@@ -111,6 +113,7 @@ class CompiledFunction:
         self._stale = True
         self._lens.clear()
         self._recaptures = self._retries = 0
+        self._dyn = self._dyn_failed = False
         self._delayed[0] = False
         self._arg_identity = False
 
@@ -220,6 +223,12 @@ class CompiledFunction:
             return self._orig_fn(*args, **kwargs)
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
+        dyn = False
+        if entry is None and self._dyn:  # a capture serving any value of its float arguments (dynfloat.py)
+            pos = self._floats(args, kwargs, lv)
+            if pos:
+                entry = self._cache.get(_dynfloat.masked(k, lv, pos))
+                dyn = entry is not None
         if entry is None:
             if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
                 return self._orig_fn(*args, **kwargs)
@@ -229,7 +238,14 @@ class CompiledFunction:
                                     not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
                 self._warned = True
                 return self._orig_fn(*args, **kwargs)
-            return self._capture_or_eager(k, args, kwargs, lv, st)[0]
+            pos = self._floats(args, kwargs, lv)
+            if pos and not self._dyn_failed and not config.specialize_float:
+                mk = _dynfloat.masked(k, lv, pos)
+                prev = next((e for e in self._cache.values() if e.mkey == mk and e.fp is not None
+                             and e.replay is not None), None)
+                if prev is not None:  # only these floats changed since a capture: now as Syms
+                    return self._capture_dyn(k, mk, prev, pos, args, kwargs, lv, st)
+            return self._capture_or_eager(k, args, kwargs, lv, st, pos)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
             return self._orig_fn(*args, **kwargs)
         try:
@@ -246,39 +262,70 @@ class CompiledFunction:
                                "scalar) differs in this call after persistent state was already written; the "
                                "eager step would take another path. Call coretorch.compiler.reset() or compile "
                                "with disable=True")
-        if recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
+        if recapture and not dyn and self._recaptures < recompile_limit_of(self._recompile_limit) and \
                 _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
-            result, captured = self._capture_or_eager(k, args, kwargs, lv, st)
-            self._recaptures += captured  # (an argument aliased persistent state at the capture, and no longer)
+            result, captured = self._capture_or_eager(k, args, kwargs, lv, st, self._floats(args, kwargs, lv))
+            self._recaptures += captured is not None  # (an argument aliased persistent state at the capture, no longer)
             return result
         return self._orig_fn(*args, **kwargs)
 
-    def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
-        """(result, whether captured): this call captured into the cache under ``k``, or run eagerly while another
-        thread captures (a capture's patches are process-wide; this call's guard set captures at a later call)."""
+    def _floats(self, args: tuple, kwargs: dict, lv: list) -> tuple:
+        """The top-level float arguments and their places among the leaves (see dynfloat.positions)."""
+        if not any(type(a) is float for a in lv):
+            return ()
+        if not kwargs and len(lv) == len(args) and all(a is b for a, b in zip(lv, args)):  # (arguments unopened)
+            return tuple([(i, ("a", i)) for i, a in enumerate(args) if type(a) is float])
+        appended = self._appended(args, kwargs)
+        return _dynfloat.positions(args, kwargs, lambda a: len(_guards.leaves((a,), {}, appended)))
+
+    def _capture_dyn(self, k, mk, prev, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
+        """Capture with the float arguments at ``pos`` as Syms; kept under the masked key ``mk`` if it records
+        ``prev``'s program (dynfloat.same_program), else as a capture of these values only."""
+        result, entry = self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)
+        if entry is None or entry.replay is None:
+            return result
+        if not entry.escape and _dynfloat.same_program(prev.fp, entry.fp, pos):
+            for key in [key for key, e in self._cache.items() if e.mkey == mk]:  # (the specialised ones it serves)
+                del self._cache[key]
+            entry.fp = None
+            self._cache[mk] = entry
+            self._dyn = True
+        else:
+            self._dyn_failed = True
+            _logs.dynamic_refused(self._orig_fn, entry.escape or "a number of the capture changed with a float "
+                                  "argument outside the recorded arithmetic")
+        return result
+
+    def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple, pos: tuple = (),
+                          dyn: bool = False) -> tuple[Any, Any]:
+        """(result, the new entry or None): this call captured into the cache under ``k``, or run eagerly while
+        another thread captures (a capture's patches are process-wide; this call's guard set captures at a later
+        call); ``pos``: its float arguments (see dynfloat.py), as Syms with ``dyn``."""
         fused, host_fusion = _stance.choice(self._fused, self._host_fusion)
         _logs.recompile(self._orig_fn, k, self._cache, _logs.FUNCTION_PARTS, recompile_limit_of(self._recompile_limit))
         try:
             with _backends.capture_settings(fused):
                 result, entry = _capture(self._orig_fn, args, kwargs, lv, st, self._fullgraph, host_fusion,
-                                         self._root_key(args, kwargs))
+                                         self._root_key(args, kwargs), pos if dyn else (), bool(pos))
         except CaptureBusy:
             entry = None
         if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
-            return self._orig_fn(*args, **kwargs), False
+            return self._orig_fn(*args, **kwargs), None
         if entry.retry and self._retries < _RETRIES:  # (another thread may have broken it: not kept)
             self._retries += 1
-            return result, False
+            return result, None
         if entry.arg_identity and not self._arg_identity:
             # the result returns an argument container itself: from now on containers are keyed by identity too
             # (this capture's replay would return the capture's container; see argtree.py)
             self._arg_identity = True
             self._state.clear()
-            return result, True
+            return result, entry
+        if pos:
+            entry.mkey = _dynfloat.masked(k, lv, pos)
         self._cache[k] = entry
         if entry.replay is None:
             _logs.graph_break(self._orig_fn, entry.breaks)
-        return result, True
+        return result, entry
 
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""

@@ -40,7 +40,7 @@ from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
-from . import rngundo as _rngundo, tailreads as _tail, versions as _versions
+from . import dynfloat as _dynfloat, rngundo as _rngundo, tailreads as _tail, versions as _versions
 from .config import config as _compile_config
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
@@ -120,6 +120,11 @@ def _pairwise() -> bool:
 
 
 _OVERLAP = os.path.join("ops", "_overlap.py")
+
+
+def _has_sym(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(a, Sym) or isinstance(a, (tuple, list)) and any(isinstance(x, Sym) for x in a)
+               for a in (*args, *kwargs.values()))
 
 
 def _internal(filename: str) -> bool:
@@ -206,6 +211,7 @@ class Recorder(ResultEncoding):
         self.user_read = self.segments = 0
         self.tail_code: types.CodeType | None = None  # the compiled function's code (reads at its return: tailreads)
         self.tail: list[_tail.Placeholder] = []
+        self.dyn = False  # the call's float arguments are Syms (see dynfloat.py)
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
@@ -387,7 +393,9 @@ class Recorder(ResultEncoding):
         self.breaks.append(msg)
 
     def launch(self, name: str, kernel: Callable, args: tuple, kwargs: dict) -> Any:
-        if self.symbolic and _sym._active[0] is self:  # kernels get plain floats (numpy reads a Sym as float64)
+        if _sym._active[0] is self:  # kernels get plain floats (numpy reads a Sym as float64)
+            if self.dyn and name not in _dynfloat.KERNELS and self.active and _has_sym(args, kwargs):
+                self.sym_escape(f"kernel '{name}' took a float argument of the call (only elementwise kernels do)")
             out = kernel(*map(_sym.plain, args), **{k: _sym.plain(v) for k, v in kwargs.items()})
         else:
             out = kernel(*args, **kwargs)
@@ -546,6 +554,8 @@ class Recorder(ResultEncoding):
                 _made.rewatch(self)
             return
         self.active = self.mutated = True
+        if self.dyn:  # (an optimizer's own recording inside the segment set it back)
+            _sym._active[0] = self
         self.snapshot()
         self.refresh_owners()
         _made.rewatch(self)

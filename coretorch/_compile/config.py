@@ -147,11 +147,13 @@ class _Config(ConfigObject):
     * ``capture_scalar_outputs`` (False): with ``fullgraph=True``, a ``.item()``/``.tolist()`` at the return is
       replayed instead of raising (as PyTorch's knob lets such a graph hold the read; without ``fullgraph`` it is
       replayed anyway: tailreads.py).
+    * ``specialize_float`` (False): True keeps a compiled function's float arguments guarded by value; False (as
+      PyTorch's default) makes them inputs of the replay once they change (dynfloat.py).
 
     PyTorch's other common knobs are kept and change nothing: ``suppress_errors`` (coretorch has no backend compile
     stage to fail: a call it cannot replay runs eagerly already), ``verbose``, and
     ``capture_dynamic_output_shape_ops`` (``nonzero`` is a graph break), ``automatic_dynamic_shapes``,
-    ``assume_static_by_default``, ``specialize_int``, ``specialize_float``, ``force_parameter_static_shapes`` (a
+    ``assume_static_by_default``, ``specialize_int``, ``force_parameter_static_shapes`` (a
     capture is specialised to its shapes and scalars; a new one captures again), ``optimize_ddp`` (DDP steps are
     graph breaks), ``inline_inbuilt_nn_modules``, ``guard_nn_modules`` (modules are always guarded),
     ``compiled_autograd``, ``accumulated_recompile_limit`` / ``accumulated_cache_size_limit``,

@@ -43,6 +43,7 @@ from .. import _backend
 from .._backend import BINARY, UNARY
 from . import layouts as _layouts
 from .capture import LOAD_LINE, MUTATING, Recorder, _memory_of
+from .symbolic import Sym
 
 # the primitive elementwise kernels a group may hold (the device's ``fusable`` narrows it further)
 ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full"}
@@ -355,8 +356,8 @@ def fuse(rec: Recorder, keep_src: str, split: int | None = None) -> int:
     for i, (name, kernel, args, kwargs, out) in info.items():
         table = owner.get(id(kernel))
         if table is None or kwargs or not isinstance(out, ps.types) or not out.size \
-                or not (name in ELEMENTWISE or i in ps.conv):
-            continue
+                or not (name in ELEMENTWISE or i in ps.conv) or any(type(a) is Sym for a in args):
+            continue  # (a float argument of the call, dynfloat.py: its number is the replay's, not the capture's)
         fusable = getattr(hooks[id(table)], "fusable", None)
         if fusable is not None and not fusable(name, args, out):
             continue

@@ -106,9 +106,10 @@ def _leaf_detail(new: Any, old: Any) -> list[str]:
     if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old) == 2:  # (type, value)
         hint = ""
         if new[0] is float and old[0] is float:  # (PyTorch makes a float input of the graph once it changes)
-            hint = (" (a Python float argument is guarded by its value; pass a number that changes every call, a "
-                    "KL weight or a schedule's value, as a 0-d tensor, torch.tensor(v, device=...), to make it an "
-                    "input of the replay)")
+            hint = (" (a float argument becomes an input of the replay at its second value, unless the step turns "
+                    "it into a number outside Python arithmetic (math.exp, a size, a dropout probability, a branch "
+                    "two captures took differently) or it sits in a container: pass such a number as a 0-d tensor, "
+                    "torch.tensor(v, device=...), to make it an input of the replay)")
         return [f"value mismatch, expected {old[1]!r}, actual {new[1]!r}{hint}"]
     return ["changed"]
 
@@ -128,6 +129,12 @@ def graph_break(fn: Any, breaks: list) -> None:
     if breaks and graph_breaks_log.isEnabledFor(logging.INFO):
         graph_breaks_log.info("Graph break in (%s); calls with these guards run eagerly:\n%s", _where(fn),
                               "\n".join(f"    - {b}" for b in breaks))
+
+
+def dynamic_refused(fn: Any, why: str) -> None:
+    """Log why ``fn``'s float arguments stay specialised (dynfloat.py)."""
+    if recompiles_log.isEnabledFor(logging.INFO):
+        recompiles_log.info("Float arguments of (%s) stay specialised to their values: %s", _where(fn), why)
 
 
 def limit_reached(label: str, limit: int, fullgraph: bool, warn: bool, key: tuple, keys: Iterable[tuple],

@@ -34,6 +34,7 @@ OBSERVE = 2  # replays observed before lowering (two: a scalar that differs betw
 _CALL = re.compile(r"^(\s*)(?:((?:[ap]\d+, )*[ap]\d+,?) = )?(c\d+)\((.*)\)$")
 _VARS = re.compile(r"\b[ap]\d+\b")
 _CONSTS = re.compile(r"\bc\d+\b")
+_NUMBER_ARGS = re.compile(r"\bA\[|\bs\d+_\d+\b")  # a Python argument or a number computed from one
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), np.dtype, np.generic, type)
 # random kernels: a generator's state is read on the host (the observed scalars may repeat by chance)
 _NOT_LOWERED = frozenset(n for n in MUTATING if n.startswith(("rng", "rand", "uniform", "normal", "manual")))
@@ -96,7 +97,8 @@ class Lowering:
         self._cand: dict[int, tuple[str, list[str], list[str]]] = {}
         for i, line in enumerate(body):
             m = _CALL.match(line)
-            if m is None or "*" in m.group(4):
+            # (a number of the call's float arguments, dynfloat.py: the observed runs may share one value by chance)
+            if m is None or "*" in m.group(4) or _NUMBER_ARGS.search(m.group(4)):
                 continue
             callee = rec.consts[int(m.group(3)[1:])]
             if names.get(id(callee)) in _NOT_LOWERED:

@@ -13,7 +13,8 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
-from . import rngundo as _rngundo, tailreads as _tail
+from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, tailreads as _tail
+from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
@@ -89,7 +90,8 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
+    lines = rec.checks + rec.pro + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src),
+                                           f"return {result_src}")  # (pro: a Sym argument's numbers, dynfloat.py)
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -229,7 +231,8 @@ def _unwatch(watched: list) -> None:
 
 
 class _Entry:
-    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity", "retry")
+    __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity", "retry",
+                 "fp", "escape", "mkey")
 
     def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
                  planned: tuple = (0, 0), hosted: int = 0):
@@ -239,22 +242,30 @@ class _Entry:
         self.hosted = hosted  # launches run as a host-fusion provider's kernels: see hostfuse.py
         self.arg_identity = False  # the result returns an argument container itself: see argtree.py
         self.retry = False  # a graph break only another thread may have caused (see check_process_state)
+        self.fp: tuple | None = None  # the capture's fingerprint, where it has float arguments (dynfloat.py)
+        self.escape = ""  # why its Syms escaped (dynfloat.py)
+        self.mkey: tuple | None = None  # its cache key with the float arguments masked (dynfloat.py)
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
-            host_fusion: bool | None = None, root_key: Callable[[], tuple] | None = None) -> tuple[Any, _Entry]:
+            host_fusion: bool | None = None, root_key: Callable[[], tuple] | None = None,
+            dyn: tuple = (), fp: bool = False) -> tuple[Any, _Entry]:
     """Run ``fn`` eagerly while recording; the result and the cache entry (no replay function after a break).
     ``root_key``: the cache's key of the roots now (a call that changes it is a graph break, see
-    guards.check_module_writes)."""
+    guards.check_module_writes); ``dyn``: the float arguments passed as Syms, ``fp``: keep the capture's
+    fingerprint on the entry (see dynfloat.py)."""
     rec = Recorder(fullgraph)
     try:
-        return _capture(rec, fn, args, kwargs, lv, st, host_fusion, root_key)
+        return _capture(rec, fn, args, kwargs, lv, st, host_fusion, root_key, dyn, fp)
     finally:
         rec.release()  # (held until the replay is built: see Recorder.remove)
+        if rec.dyn:
+            _sym._active[0] = None
 
 
 def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple,
-             host_fusion: bool | None, root_key: Callable[[], tuple] | None) -> tuple[Any, _Entry]:
+             host_fusion: bool | None, root_key: Callable[[], tuple] | None, dyn: tuple = (),
+             fp: bool = False) -> tuple[Any, _Entry]:
     modules, params, buffers, plain = st[:4]
     rec.host_fusion = hostfuse.requested(host_fusion)
     rec.tail_code = getattr(getattr(fn, "__func__", fn), "__code__", None)  # (reads at its return: tailreads.py)
@@ -277,8 +288,13 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         watched = _watch_outer_graphs(rec, [*lv, *plain])
         rec.born = _made.now()  # (an optimizer or a scheduler made after this is no segment: see made.py)
         _made.watch(rec)
+        call_args, call_kwargs = args, kwargs
+        if dyn:  # the float arguments as Syms (dynfloat.py)
+            call_args, call_kwargs = _dynfloat.with_syms(args, kwargs, dyn, lambda v, name: Sym(v, name, False))
+            rec.dyn = True
+            _sym._active[0] = rec
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*call_args, **call_kwargs)
         finally:
             _unwatch(watched)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
@@ -299,13 +315,17 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         result_src = rec.finish(result, lv)
     finally:
         rec.remove(release=False)
-    if rec.tail:  # the capture call's own result holds the eager values
+    if rec.tail or rec.dyn:  # the capture call's own result holds the eager values, plain floats
         result = _tail.substitute(result)
     if rec.breaks:
         entry = _Entry(None, "", rec.breaks, rec.launches)
         entry.retry = retried(rec)
         return result, entry
+    if rec.dyn:
+        _sym._active[0] = None
+    finger = _dynfloat.fingerprint(rec, result_src) if fp or rec.dyn else None
     replay, src = build(rec, result_src, host_fusion)
     entry = _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
     entry.arg_identity = rec.arg_identity
+    entry.fp, entry.escape = finger, rec.escape
     return result, entry

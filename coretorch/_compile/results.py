@@ -18,6 +18,7 @@ from ..nn.modules.module import Module
 from ..optim import optimizer as _optim
 from ..tensor import Tensor, _make
 from . import tailreads as _tail, versions as _versions
+from .symbolic import Sym
 
 
 class ResultEncoding:
@@ -94,7 +95,7 @@ class ResultEncoding:
         """The result's source; ``made``: id -> [source, uses, index, source without the base, the base's entry]
         of the tensors it makes, each written
         ``NUL index NUL`` (no repr holds a NUL) and resolved by :func:`_tensors_made`."""
-        if type(obj) is _tail.Placeholder:  # a host read at the return: this replay's value (tailreads.py)
+        if type(obj) is _tail.Placeholder or type(obj) is Sym:  # a read at the return, a float argument's number
             return obj.name
         if isinstance(obj, Tensor):
             held = self._held(obj, args)

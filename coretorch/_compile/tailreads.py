@@ -24,6 +24,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from ..tensor import Tensor
+from .symbolic import Sym
 
 READS = ("item", "tolist")
 _SKIP = frozenset({"NOP", "CACHE", "PRECALL", "EXTENDED_ARG", "PUSH_NULL", "KW_NAMES", "RESUME"})
@@ -173,9 +174,12 @@ def _pure_tail(ins: list, k: int, frame: FrameType, stack: list) -> bool:
 
 
 def substitute(obj: Any, depth: int = 0) -> Any:
-    """``obj`` with each placeholder replaced by its value (the capture call's own result, eager's)."""
+    """``obj`` with each placeholder replaced by its value and each Sym by its float (the capture call's own result,
+    eager's)."""
     if isinstance(obj, Placeholder):
         return obj.value
+    if isinstance(obj, Sym):  # (a float argument's number: dynfloat.py)
+        return float.__float__(obj)
     if depth > 16:
         return obj
     if type(obj) is tuple:

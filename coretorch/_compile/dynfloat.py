@@ -1,0 +1,132 @@
+"""Float arguments as inputs of the replay (PyTorch's automatic dynamic floats: ``specialize_float=False``).
+
+A compiled function's Python float arguments are keyed by value, so a step called with a new ``lam`` (mixup), a
+``beta`` (a VAE's KL weight annealed every epoch) or a temperature each call captured again until
+``recompile_limit`` and then ran eagerly. As PyTorch, the first capture is specialised to the value; when a call
+misses only because a top-level float argument changed, the next capture passes those arguments as
+:class:`~.symbolic.Sym` floats named ``A[i]`` (the replay's argument list): the Python arithmetic the step does on
+them is recorded into the replay's prologue (``s0_3 = (1 - A[2])``) and recomputed at each replay with the same
+float operations (bitwise eager's numbers), a comparison or truth test on one becomes a check of the prologue
+(another outcome runs the call eagerly), and elementwise kernels take them as scalar operands. The key then holds
+such an argument's type, not its value.
+
+Soundness: a float that C code took out of a Sym (``math.exp(lam)``, ``np.float32(lam)``) is a plain constant of
+the recording, which the replay would reuse. So the Sym capture is compared with the specialised capture it
+missed: line by line the two must be the same program, their constants equal, except where the Sym capture has a
+Sym. A constant that differs between the two captures came from the argument outside the recorded arithmetic: the
+Sym capture then serves only its own values, and the function stays specialised. A Sym reaching a kernel that is
+not elementwise (a size, a dropout probability, a host read) is refused the same way, as is one in a fused
+group (the capture is not fused there)."""
+from __future__ import annotations
+
+import functools
+import math
+import re
+import types
+from typing import Any
+
+import numpy as np
+
+from .._backend import BINARY, UNARY
+
+# kernels that take a float only as a scalar operand of an elementwise expression (never a size or a layout)
+KERNELS = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full", "iadd", "isub", "imul",
+                                                  "idiv", "axpy_", "assign_", "fill_"}
+DYN = ("float", "dynamic")  # the leaf key of a dynamic float argument
+_TOKEN = re.compile(r"A\[\d+\]|s\d+_\d+|\bc\d+\b|[A-Za-z_]\w*|\d[\w.]*|\S")
+_SYM = re.compile(r"s\d+_\d+")
+
+
+def positions(args: tuple, kwargs: dict, count: Any) -> tuple:
+    """``((leaf index, ("a", i) or ("k", name)), ...)``: the top-level float arguments and where they lie in the
+    flattened leaves (``count(obj)``: the number of leaves an argument flattens to, guards.leaves')."""
+    out = []
+    n = 0
+    for i, a in enumerate(args):
+        if type(a) is float:
+            out.append((n, ("a", i)))
+        n += count(a)
+    for k in sorted(kwargs, key=repr):  # (guards.leaves walks a dict's keys in this order)
+        v = kwargs[k]
+        if type(v) is float:
+            out.append((n, ("k", k)))
+        n += count(v)
+    return tuple(out)
+
+
+def masked(k: tuple, lv: list, pos: tuple) -> tuple:
+    """The cache key ``k`` with the leaf keys of the float arguments at ``pos`` made :data:`DYN`."""
+    g = k[2]
+    lk = list(g[0])
+    for i, _ in pos:
+        if i < len(lk) and type(lv[i]) is float:
+            lk[i] = DYN
+    return (k[0], k[1], (tuple(lk), *g[1:]), *k[3:])
+
+
+def with_syms(args: tuple, kwargs: dict, pos: tuple, make: Any) -> tuple[tuple, dict]:
+    """The call's arguments with the floats at ``pos`` replaced by ``make(value, "A[i]")``."""
+    a, kw = list(args), dict(kwargs)
+    for i, (kind, where) in pos:
+        if kind == "a":
+            a[where] = make(a[where], f"A[{i}]")
+        else:
+            kw[where] = make(kw[where], f"A[{i}]")
+    return tuple(a), kw
+
+
+def fingerprint(rec: Any, result_src: str) -> tuple:
+    """What the comparison needs of a capture, taken before the replay is built (fusion and planning rewrite it)."""
+    return list(rec.checks), [ln for ln in rec.lines if ln], list(rec.consts), result_src
+
+
+def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
+    """Whether the Sym capture ``dyn`` (of the float arguments at ``pos``) records the program of the specialised
+    capture ``plain``, its constants equal where it has no Sym (see the module docstring)."""
+    args = {f"A[{i}]" for i, _ in pos}
+    c1, l1, k1, r1 = plain
+    c2, l2, k2, r2 = dyn
+    seq1, seq2 = [*c1, *l1, r1], [*c2, *l2, r2]
+    if len(seq1) != len(seq2):
+        return False
+    for a, b in zip(seq1, seq2):
+        ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+        if len(ta) != len(tb):
+            return False
+        for x, y in zip(ta, tb):
+            if y in args or _SYM.fullmatch(y):  # the Sym's place: a float constant in the specialised capture
+                if not (x[0] == "c" and x[1:].isdigit() and type(k1[int(x[1:])]) is float):
+                    return False
+            elif x[0] == "c" and x[1:].isdigit() and y[0] == "c" and y[1:].isdigit():
+                if not _same(k1[int(x[1:])], k2[int(y[1:])]):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or math.isnan(a) and math.isnan(b)
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, functools.partial):
+        return _same(a.func, b.func) and _same(a.args, b.args) and _same(a.keywords, b.keywords)
+    if isinstance(a, types.FunctionType):  # (one made per capture: a closure over the same code and values)
+        ca, cb = a.__closure__ or (), b.__closure__ or ()
+        return a.__code__ is b.__code__ and len(ca) == len(cb) and \
+            all(_same(x.cell_contents, y.cell_contents) for x, y in zip(ca, cb))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, str, bytes, bool, np.generic, np.dtype, type(None), slice, range)):
+        try:
+            return bool(a == b) or a != a and b != b
+        except Exception:  # noqa: BLE001 - an exotic value: not provably the same
+            return False
+    return False

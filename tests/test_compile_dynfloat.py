@@ -1,0 +1,191 @@
+"""Float arguments as inputs of the replay (coretorch/_compile/dynfloat.py, PyTorch's automatic dynamic floats):
+after one value change a compiled step's float arguments are Syms of one more capture, or stay specialised where the
+step takes them out of Python arithmetic (every installed device; results compared with eager's, bitwise)."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+from coretorch._compile import config
+
+
+def _model(device):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).to(device)
+    return m, torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+
+def _compare(device, make_step, floats, kw=False):
+    """Run ``make_step(m, opt)`` eagerly and compiled over batches with the float ``floats[i]`` at call i: the
+    results and parameters must be eager's bit for bit; returns the compiled callable."""
+    runs = []
+    for compiled in (False, True):
+        m, opt = _model(device)
+        step = make_step(m, opt)
+        s = torch.compile(step) if compiled else step
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for f in floats:
+            x = torch.randn(16, 4, generator=g).to(device)
+            y = torch.randint(0, 3, (16,), generator=g).to(device)
+            out.append(s(x, y, w=f) if kw else s(x, y, f))
+        runs.append((out, [p.detach().cpu().numpy() for p in m.parameters()], s))
+    (eager, pe, _), (comp, pc, s) = runs
+    assert repr(eager) == repr(comp)
+    for a, b in zip(pe, pc):
+        np.testing.assert_array_equal(a, b)
+    return s, comp
+
+
+def _mixup(m, opt):
+    def step(x, y, lam):
+        opt.zero_grad()
+        out = m(lam * x + (1 - lam) * x.flip(0))
+        loss = lam * F.cross_entropy(out, y) + (1 - lam) * F.cross_entropy(out, y.flip(0))
+        loss.backward()
+        opt.step()
+        return loss.detach(), lam * 2
+    return step
+
+
+def test_float_argument_changing_every_call_replays(device):
+    """PyTorch compiles such a step once more when ``lam`` changes, taking it as an input of the graph. Before, each
+    new value captured again until recompile_limit and then every call ran eagerly."""
+    r = random.Random(3)
+    s, out = _compare(device, _mixup, [r.random() for _ in range(12)])
+    # (captures: the first call's, with no .grad yet; the second's; the third's with lam as a Sym)
+    assert len(s._cache) == 2 and s._dyn and s.replays == 9
+    assert all(type(o[1]) is float for o in out)  # (the capture's own result too: no Sym escapes to the caller)
+
+
+def _annealed(m, opt):
+    def step(x, y, w):
+        opt.zero_grad()
+        out = m(x)
+        loss = F.cross_entropy(out, y) + w * out.pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
+@pytest.mark.parametrize("kw", [False, True])
+def test_weight_constant_for_a_while_then_changing(device, kw):
+    """A KL weight annealed per epoch: several replays see one value, then it changes. On opencl a replay is lowered
+    to its launches after two observed runs, which saw one value: a launch taking the number must stay a call, or
+    the lowered replay kept the old weight."""
+    s, _ = _compare(device, _annealed, [0.1] * 4 + [0.2] * 4 + [0.3] * 4 + [0.5] * 4, kw=kw)
+    assert s._dyn and s.replays == 13
+
+
+def test_number_taken_out_of_python_arithmetic_stays_specialised(device):
+    """``math.exp(t)`` is computed by C code: the capture sees a plain number. The Sym capture is compared with the
+    specialised one, finds the number changed with the argument and keeps the function specialised."""
+    def make(m, opt):
+        def step(x, y, t):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x) * math.exp(t), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+
+    s, _ = _compare(device, make, [0.5, 0.7, 0.5, 0.9, 0.7])
+    assert not s._dyn and s._dyn_failed
+
+
+def test_float_reaching_a_non_elementwise_kernel_stays_specialised(device):
+    """A dropout probability (a kernel that is not elementwise arithmetic on the number) is refused as a Sym."""
+    def make(m, opt):
+        def step(x, y, p):
+            opt.zero_grad()
+            torch.manual_seed(5)
+            loss = F.cross_entropy(F.dropout(m(x), p), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+
+    s, _ = _compare(device, make, [0.1, 0.2, 0.1, 0.3])
+    assert not s._dyn
+
+
+def test_branch_on_the_float(device):
+    """A comparison on the argument is a check of the replay's prologue; a call going the other way runs eagerly."""
+    def make(m, opt):
+        def step(x, y, t):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x) / t, y)
+            if t > 1.0:
+                loss = loss * 2
+            loss.backward()
+            opt.step()
+            return loss.detach(), t
+        return step
+
+    _compare(device, make, [0.5, 0.6, 0.7, 1.5, 0.8, 2.0, 0.9])
+
+
+def test_float_made_into_a_tensor_stays_specialised(device):
+    """``torch.tensor(t)`` copies a host array the capture made from the number: the two captures' constants
+    differ, so the function stays specialised."""
+    def make(m, opt):
+        def step(x, y, t):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y) * torch.tensor(t, device=x.device)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+
+    s, _ = _compare(device, make, [0.5, 0.6, 0.5, 0.7])
+    assert not s._dyn
+
+
+def test_float_in_a_container_is_keyed_by_value(device):
+    """Only top-level float arguments become inputs; one inside a dict batch stays guarded by its value."""
+    def make(m, opt):
+        def step(x, y, cfg):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y) * cfg["w"]
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+
+    runs = []
+    for compiled in (False, True):
+        m, opt = _model(device)
+        s = torch.compile(make(m, opt)) if compiled else make(m, opt)
+        x, y = torch.randn(8, 4).to(device), torch.randint(0, 3, (8,)).to(device)
+        runs.append([s(x, y, {"w": w}) for w in (0.5, 0.6, 0.5, 0.6)])
+    assert repr(runs[0]) == repr(runs[1]) and not s._dyn
+
+
+def test_float_argument_without_tensors_math():
+    """A float used in plain Python arithmetic only, returned: the replay recomputes it."""
+    def fn(x, a):
+        return x * a, a * 3 - 1
+
+    s = torch.compile(fn)
+    for a in (0.5, 1.5, 2.5, -1.0):
+        out, v = s(torch.ones(2), a)
+        assert out.tolist() == [a, a] and v == a * 3 - 1 and type(v) is float
+    assert s._dyn and s.replays == 2
+
+
+def test_specialize_float_keeps_floats_keyed_by_value():
+    """PyTorch's ``torch._dynamo.config.specialize_float = True``: every new value is a capture of its own."""
+    def fn(x, a):
+        return x * a
+
+    with config.patch(specialize_float=True):
+        s = torch.compile(fn)
+        for a in (0.5, 1.5, 2.5):
+            assert s(torch.ones(2), a).tolist() == [a, a]
+        assert not s._dyn and len(s._cache) == 3 and s.replays == 0
