@@ -189,3 +189,19 @@ def test_specialize_float_keeps_floats_keyed_by_value():
         for a in (0.5, 1.5, 2.5):
             assert s(torch.ones(2), a).tolist() == [a, a]
         assert not s._dyn and len(s._cache) == 3 and s.replays == 0
+
+
+@pytest.mark.parametrize("bucket", ["round", "searchsorted"])
+def test_number_discretised_outside_python_arithmetic(bucket):
+    """``round(float(t))`` or numpy's ``searchsorted`` give the same number for 0.3 and 0.4: a comparison of two
+    captures alone would not see that the number came from ``t``. ``float(t)`` and numpy's conversion of the Sym are
+    refused as such, so the function stays specialised and 0.8 is not replayed with 0.3's bucket."""
+    def fn(x, t):
+        if bucket == "round":
+            return x * round(float(t))
+        return x * int(np.searchsorted([0.5, 1.0], t))
+
+    s = torch.compile(fn)
+    values = (0.3, 0.4, 0.8, 0.9, 1.2)
+    assert [s(torch.ones(2), t).tolist() for t in values] == [fn(torch.ones(2), t).tolist() for t in values]
+    assert not s._dyn

@@ -10,7 +10,8 @@ float operations (bitwise eager's numbers), a comparison or truth test on one be
 (another outcome runs the call eagerly), and elementwise kernels take them as scalar operands. The key then holds
 such an argument's type, not its value.
 
-Soundness: a float that C code took out of a Sym (``math.exp(lam)``, ``np.float32(lam)``) is a plain constant of
+Soundness: ``float(lam)``, ``int(lam)``, ``round(lam)`` and their kin are refused where they happen (the Sym's
+methods say so). A float that C code took out of a Sym without asking it (``math.exp(lam)``) is a plain constant of
 the recording, which the replay would reuse. So the Sym capture is compared with the specialised capture it
 missed: line by line the two must be the same program, their constants equal, except where the Sym capture has a
 Sym. A constant that differs between the two captures came from the argument outside the recorded arithmetic: the

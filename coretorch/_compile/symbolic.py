@@ -103,16 +103,16 @@ class Sym(float):
         return value if rec is None else rec.sym(value, fmt.format(self.name), self.dep)
 
     def __neg__(self):
-        return self._unary("(-{})", -float(self))
+        return self._unary("(-{})", -_num(self))
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return self._unary("abs({})", abs(float(self)))
+        return self._unary("abs({})", abs(_num(self)))
 
     def __bool__(self) -> bool:
-        value = float(self) != 0.0
+        value = _num(self) != 0.0
         rec = _active[0]
         if rec is not None:
             rec.sym_check(f"bool({self.name})", value, self.dep)
@@ -123,36 +123,46 @@ class Sym(float):
         if rec is not None:
             rec.sym_escape(how)
 
+    def __float__(self) -> float:
+        # a whole step's float argument made a plain number (``float(lam)``): its uses are no longer recorded
+        # (dynfloat.py); an optimizer step's recording compares its kernels' floats instead (see Recorder.encode)
+        rec = _active[0]
+        if rec is not None and getattr(rec, "dyn", False):
+            rec.sym_escape("float()")
+        return _num(self)
+
     def __int__(self) -> int:
         self._escape("int()")
-        return int(float(self))
+        return int(_num(self))
 
     def __round__(self, n: Any = None):
         self._escape("round()")
-        return round(float(self), n)
+        return round(_num(self), n)
 
     def __trunc__(self) -> int:
         self._escape("math.trunc()")
-        return math.trunc(float(self))
+        return math.trunc(_num(self))
 
     def __floor__(self) -> int:
         self._escape("math.floor()")
-        return math.floor(float(self))
+        return math.floor(_num(self))
 
     def __ceil__(self) -> int:
         self._escape("math.ceil()")
-        return math.ceil(float(self))
+        return math.ceil(_num(self))
 
     def item(self) -> "Sym":  # the op layer turns number-like objects into numbers with .item(): stay symbolic
         return self
 
     def sqrt(self) -> Any:
         """``math.sqrt`` of the number (what :func:`coretorch.optim.optimizer._dispatch_sqrt` calls)."""
-        return self._unary("SQRT({})", math.sqrt(float(self)))
+        return self._unary("SQRT({})", math.sqrt(_num(self)))
 
     def __reduce__(self):  # a Sym stored by a step and pickled later is its number
-        return (float, (float(self),))
+        return (float, (_num(self),))
 
+
+_num = float.__float__  # a Sym's number, recording nothing
 
 _POW = _binary("**", float.__pow__, False)
 _RPOW = _binary("**", float.__rpow__, True)
