@@ -33,13 +33,26 @@ def _compare(device, make_step, floats, kw=False):
         for f in floats:
             x = torch.randn(16, 4, generator=g).to(device)
             y = torch.randint(0, 3, (16,), generator=g).to(device)
-            out.append(s(x, y, w=f) if kw else s(x, y, f))
+            out.append(s(x, y, t=f) if kw else s(x, y, f))
         runs.append((out, [p.detach().cpu().numpy() for p in m.parameters()], s))
     (eager, pe, _), (comp, pc, s) = runs
     assert repr(eager) == repr(comp)
     for a, b in zip(pe, pc):
         np.testing.assert_array_equal(a, b)
     return s, comp
+
+
+def _step_of(loss_of):
+    """A step factory for :func:`_compare`: zero_grad, ``loss_of(m, x, y, t)``, backward, step; returns the loss."""
+    def make(m, opt):
+        def step(x, y, t):
+            opt.zero_grad()
+            loss = loss_of(m, x, y, t)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+    return make
 
 
 def _mixup(m, opt):
@@ -63,15 +76,9 @@ def test_float_argument_changing_every_call_replays(device):
     assert all(type(o[1]) is float for o in out)  # (the capture's own result too: no Sym escapes to the caller)
 
 
-def _annealed(m, opt):
-    def step(x, y, w):
-        opt.zero_grad()
-        out = m(x)
-        loss = F.cross_entropy(out, y) + w * out.pow(2).mean()
-        loss.backward()
-        opt.step()
-        return loss.detach()
-    return step
+def _penalised(m, x, y, w):
+    out = m(x)
+    return F.cross_entropy(out, y) + w * out.pow(2).mean()
 
 
 @pytest.mark.parametrize("kw", [False, True])
@@ -79,84 +86,48 @@ def test_weight_constant_for_a_while_then_changing(device, kw):
     """A KL weight annealed per epoch: several replays see one value, then it changes. On opencl a replay is lowered
     to its launches after two observed runs, which saw one value: a launch taking the number must stay a call, or
     the lowered replay kept the old weight."""
-    s, _ = _compare(device, _annealed, [0.1] * 4 + [0.2] * 4 + [0.3] * 4 + [0.5] * 4, kw=kw)
+    s, _ = _compare(device, _step_of(_penalised), [0.1] * 4 + [0.2] * 4 + [0.3] * 4 + [0.5] * 4, kw=kw)
     assert s._dyn and s.replays == 13
 
 
 def test_number_taken_out_of_python_arithmetic_stays_specialised(device):
     """``math.exp(t)`` is computed by C code: the capture sees a plain number. The Sym capture is compared with the
     specialised one, finds the number changed with the argument and keeps the function specialised."""
-    def make(m, opt):
-        def step(x, y, t):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x) * math.exp(t), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
-
+    make = _step_of(lambda m, x, y, t: F.cross_entropy(m(x) * math.exp(t), y))
     s, _ = _compare(device, make, [0.5, 0.7, 0.5, 0.9, 0.7])
     assert not s._dyn and s._dyn_failed
 
 
 def test_float_reaching_a_non_elementwise_kernel_stays_specialised(device):
     """A dropout probability (a kernel that is not elementwise arithmetic on the number) is refused as a Sym."""
-    def make(m, opt):
-        def step(x, y, p):
-            opt.zero_grad()
-            torch.manual_seed(5)
-            loss = F.cross_entropy(F.dropout(m(x), p), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
+    def dropped(m, x, y, p):
+        torch.manual_seed(5)
+        return F.cross_entropy(F.dropout(m(x), p), y)
 
-    s, _ = _compare(device, make, [0.1, 0.2, 0.1, 0.3])
+    s, _ = _compare(device, _step_of(dropped), [0.1, 0.2, 0.1, 0.3])
     assert not s._dyn
 
 
 def test_branch_on_the_float(device):
     """A comparison on the argument is a check of the replay's prologue; a call going the other way runs eagerly."""
-    def make(m, opt):
-        def step(x, y, t):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x) / t, y)
-            if t > 1.0:
-                loss = loss * 2
-            loss.backward()
-            opt.step()
-            return loss.detach(), t
-        return step
+    def branched(m, x, y, t):
+        loss = F.cross_entropy(m(x) / t, y)
+        return loss * 2 if t > 1.0 else loss
 
-    _compare(device, make, [0.5, 0.6, 0.7, 1.5, 0.8, 2.0, 0.9])
+    _compare(device, _step_of(branched), [0.5, 0.6, 0.7, 1.5, 0.8, 2.0, 0.9])
 
 
 def test_float_made_into_a_tensor_stays_specialised(device):
     """``torch.tensor(t)`` copies a host array the capture made from the number: the two captures' constants
     differ, so the function stays specialised."""
-    def make(m, opt):
-        def step(x, y, t):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y) * torch.tensor(t, device=x.device)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
-
+    make = _step_of(lambda m, x, y, t: F.cross_entropy(m(x), y) * torch.tensor(t, device=x.device))
     s, _ = _compare(device, make, [0.5, 0.6, 0.5, 0.7])
     assert not s._dyn
 
 
 def test_float_in_a_container_is_keyed_by_value(device):
     """Only top-level float arguments become inputs; one inside a dict batch stays guarded by its value."""
-    def make(m, opt):
-        def step(x, y, cfg):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y) * cfg["w"]
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
+    make = _step_of(lambda m, x, y, cfg: F.cross_entropy(m(x), y) * cfg["w"])
 
     runs = []
     for compiled in (False, True):

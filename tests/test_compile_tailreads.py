@@ -32,28 +32,26 @@ def _run(device, make_step, compiled, **kw):
     return out, [p.detach().cpu().numpy().copy() for p in m.parameters()], s
 
 
-def _forward(m, x, y):
+def _trained(m, opt, x, y):
+    """One training step's work (zero_grad, forward, backward, step): the model's output and the loss."""
+    opt.zero_grad()
     out = m(x)
     loss = F.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
     return out, loss
 
 
 def _item_only(m, opt):
     def step(x, y):
-        opt.zero_grad()
-        _, loss = _forward(m, x, y)
-        loss.backward()
-        opt.step()
+        _, loss = _trained(m, opt, x, y)
         return loss.item()
     return step
 
 
 def _dict_of_reads(m, opt):
     def step(x, y):
-        opt.zero_grad()
-        out, loss = _forward(m, x, y)
-        loss.backward()
-        opt.step()
+        out, loss = _trained(m, opt, x, y)
         acc = (out.argmax(1) == y).float().mean()
         return {"loss": loss.item(), "acc": acc.item(), "out": out.detach()}
     return step
@@ -61,10 +59,7 @@ def _dict_of_reads(m, opt):
 
 def _stored_then_returned(m, opt):
     def step(x, y):
-        opt.zero_grad()
-        out, loss = _forward(m, x, y)
-        loss.backward()
-        opt.step()
+        out, loss = _trained(m, opt, x, y)
         value = loss.item()
         return value, out.argmax(1).tolist(), [out.detach().sum(0).tolist()]
     return step
@@ -72,10 +67,7 @@ def _stored_then_returned(m, opt):
 
 def _single_key(m, opt):
     def step(x, y):
-        opt.zero_grad()
-        _, loss = _forward(m, x, y)
-        loss.backward()
-        opt.step()
+        _, loss = _trained(m, opt, x, y)
         return {"loss": loss.item()}
     return step
 
