@@ -1,6 +1,7 @@
 """Session 19's own fixes (the lead's): compile's argument records and what they read."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -89,14 +90,22 @@ def test_python_types_as_dtype_arguments(device):
 
 
 def test_a_changing_float_argument_hints_at_a_tensor(device, recwarn):
-    """A Python float argument that changes every call captures again until the recompile limit (PyTorch makes it
-    a graph input once it changes): the limit's warning now says how to make it an input here (a 0-d tensor), and a
-    0-d tensor argument replays with each call's value."""
+    """A Python float argument that changes every call captured again until the recompile limit (PyTorch makes it
+    a graph input once it changes). Since session 21 it is an input of the replay once it changes (dynfloat.py);
+    where the step takes it out of Python arithmetic (``math.exp``) it stays keyed by value, and the limit's warning
+    says how to make it an input (a 0-d tensor); a 0-d tensor argument replays with each call's value."""
     x = torch.arange(3.0).to(device)
 
     def f(x, beta):
         return (x * beta + (1 - beta) * x.exp()).sum()
+
+    def g(x, beta):
+        return (x * math.exp(beta)).sum()
     c = torch.compile(f)
+    for i in range(10):
+        assert c(x, 0.1 * (i + 1)).item() == f(x, 0.1 * (i + 1)).item()
+    assert c.replays == 8
+    c = torch.compile(g)
     for i in range(10):
         c(x, 0.1 * (i + 1))
     msgs = [str(w.message) for w in recwarn if "recompile_limit" in str(w.message)]
