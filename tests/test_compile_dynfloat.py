@@ -176,3 +176,20 @@ def test_number_discretised_outside_python_arithmetic(bucket):
     values = (0.3, 0.4, 0.8, 0.9, 1.2)
     assert [s(torch.ones(2), t).tolist() for t in values] == [fn(torch.ones(2), t).tolist() for t in values]
     assert not s._dyn
+
+
+def test_recompile_log_says_when_floats_become_inputs(caplog):
+    def f(x, beta):
+        return x * beta
+
+    def g(x, beta):
+        return x * math.exp(beta)
+
+    with caplog.at_level("INFO", logger="coretorch._dynamo.recompiles"):
+        for fn in (f, g):
+            s = torch.compile(fn)
+            for b in (0.1, 0.2, 0.3):
+                s(torch.ones(2), b)
+    text = caplog.text
+    assert "function name: 'f'" in text and "are inputs of the replay from now on: argument 1" in text
+    assert "function name: 'g', line number" in text and "stay specialised to their values" in text

@@ -290,6 +290,7 @@ class CompiledFunction:
             entry.fp = None
             self._cache[mk] = entry
             self._dyn = True
+            _logs.dynamic_floats(self._orig_fn, pos)
         else:
             self._dyn_failed = True
             _logs.dynamic_refused(self._orig_fn, entry.escape or "a number of the capture changed with a float "

@@ -137,6 +137,13 @@ def dynamic_refused(fn: Any, why: str) -> None:
         recompiles_log.info("Float arguments of (%s) stay specialised to their values: %s", _where(fn), why)
 
 
+def dynamic_floats(fn: Any, pos: tuple) -> None:
+    """Log that ``fn``'s float arguments at ``pos`` are inputs of its replay from now on (dynfloat.py)."""
+    if recompiles_log.isEnabledFor(logging.INFO):
+        names = ", ".join(f"argument {w}" if k == "a" else f"keyword {w!r}" for _, (k, w) in pos)
+        recompiles_log.info("Float arguments of (%s) are inputs of the replay from now on: %s", _where(fn), names)
+
+
 def limit_reached(label: str, limit: int, fullgraph: bool, warn: bool, key: tuple, keys: Iterable[tuple],
                   parts: tuple) -> None:
     """A compiled callable ``label`` needs a capture past its ``recompile_limit``: under ``fullgraph`` that raises
