@@ -1049,3 +1049,21 @@ def test_engine_validates_node_gradients_for_queued_leaves():
         else:
             loss.backward()
             assert x.grad.dtype is torch.float32 and x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_enable_grad_inside_inference_mode_records_nothing():
+    """PyTorch: inside ``inference_mode`` nothing is recorded even under ``enable_grad``/``set_grad_enabled(True)``,
+    though ``is_grad_enabled()`` says True; leaving inference mode gives back the mode before it. Before, the
+    multiplication recorded a MulBackward0 node and its result required grad."""
+    w = torch.ones(2, requires_grad=True)
+    with torch.inference_mode():
+        with torch.enable_grad():
+            y = w * 2
+            assert torch.is_grad_enabled() and torch.is_inference_mode_enabled()
+            assert not y.requires_grad and y.grad_fn is None
+        assert not torch.is_grad_enabled()
+        torch.set_grad_enabled(True)
+        assert torch.is_grad_enabled() and not (w * 2).requires_grad
+    assert torch.is_grad_enabled() and (w * 2).requires_grad
+    with torch.no_grad(), torch.inference_mode(False):  # (PyTorch's InferenceMode(false) turns grad mode on)
+        assert torch.is_grad_enabled() and (w * 2).requires_grad

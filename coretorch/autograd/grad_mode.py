@@ -12,16 +12,18 @@ import threading
 
 class _State(threading.local):
     """Every thread sees the class defaults until it sets its own value (one attribute read on the hot path)."""
-    enabled = True
+    enabled = True  # operations are recorded: the grad mode, and not inside inference_mode
     inference = False  # inside an enabled inference_mode block (torch.is_inference_mode_enabled)
+    grad = True  # the grad mode set by the context managers (enable_grad inside inference_mode: on, recording not)
 
 
 state = _State()
 
 
 def is_grad_enabled() -> bool:
-    """Whether operations are recorded for autograd now (False inside ``no_grad``)."""
-    return state.enabled
+    """Whether gradient mode is on (False inside ``no_grad``; True inside ``enable_grad`` within ``inference_mode``,
+    where operations are still not recorded, as PyTorch's)."""
+    return state.enabled or state.inference and state.grad
 
 
 def _decorate(make_ctx, fn):
@@ -62,11 +64,12 @@ class _GradModeBase:
     _target = True
 
     def __enter__(self):
-        self._prev = state.enabled
-        state.enabled = self._target
+        self._prev = state.enabled, state.grad
+        state.grad = self._target
+        state.enabled = self._target and not state.inference  # (inference mode records nothing, as PyTorch's)
 
     def __exit__(self, *exc):
-        state.enabled = self._prev
+        state.enabled, state.grad = self._prev
         return False
 
     def __call__(self, fn):
@@ -153,14 +156,15 @@ class set_grad_enabled(_GradModeBase):
             if not isinstance(mode, np.bool_):
                 raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
                                 f"{type(mode).__name__}")
-        self._prev = state.enabled
+        self._prev = state.enabled, state.grad
         self._target = bool(mode)
-        state.enabled = self._target
+        state.grad = self._target
+        state.enabled = self._target and not state.inference
 
     def __enter__(self):
         pass
 
     def __call__(self, fn):
-        state.enabled = self._prev
+        state.enabled, state.grad = self._prev
         mode = self._target
         return _decorate(lambda: set_grad_enabled(mode), fn)
