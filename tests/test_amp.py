@@ -455,3 +455,31 @@ def test_reductions_and_multi_dot_follow_the_op_lists(device):
         assert torch.cumprod(xl, 0).dtype is (torch.float32 if gpu else low)
         assert torch.linalg.multi_dot([x, x, x]).dtype is low
     assert torch.prod(xl).dtype is low and torch.linalg.multi_dot([x, x, x]).dtype is torch.float32
+
+
+# PyTorch 2.13's dtypes of the recurrent layers under autocast: CPU lowers lstm (its mkldnn kernel) and runs the
+# others as composites (RNN and RNNCell stay in the lower precision, GRU and the LSTM/GRU cells come out float32:
+# their state update adds the float32 state); CUDA's list lowers every recurrent op and cell (opencl follows CUDA)
+_RNN_CPU = {"LSTM": "low", "GRU": "f32", "RNN": "low", "LSTMCell": "f32", "GRUCell": "f32", "RNNCell": "low"}
+
+
+@pytest.mark.parametrize("cls", sorted(_RNN_CPU))
+def test_recurrent_layers_follow_the_autocast_lists(device, cls):
+    """Before, every recurrent layer and cell came out float32 under autocast (their linear layers added a float32
+    bias), where PyTorch's LSTM, RNN and RNNCell give the lower precision on CPU and all of them on CUDA."""
+    low = torch.bfloat16 if device == "cpu" else torch.float16
+    torch.manual_seed(0)
+    m = getattr(nn, cls)(4, 5).to(device)
+    x = (torch.randn(3, 4) if "Cell" in cls else torch.randn(2, 3, 4)).to(device)
+    ref = m(x)
+    with torch.autocast(torch.device(device).type, dtype=low):
+        out = m(x)
+    o, r = (out[0], ref[0]) if isinstance(out, tuple) else (out, ref)
+    want = low if device != "cpu" or _RNN_CPU[cls] == "low" else torch.float32
+    assert o.dtype is want
+    if isinstance(out, tuple):
+        state = out[1][0] if isinstance(out[1], tuple) else out[1]
+        assert state.dtype is (want if cls != "LSTMCell" else o.dtype)
+    np.testing.assert_allclose(o.float().detach().cpu().numpy(), r.detach().cpu().numpy(), atol=0.05)
+    o.float().sum().backward()  # (the casts are differentiable: float32 gradients reach the parameters)
+    assert all(p.grad is not None and p.grad.dtype is torch.float32 for p in m.parameters())

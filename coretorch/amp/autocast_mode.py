@@ -42,8 +42,10 @@ __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_
 _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
                            "scaled_dot_product_attention", "einsum"})
-_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot"}
-_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"}
+# (recurrent layers: CPU's list has the mkldnn LSTM kernel; CUDA's the cuDNN RNNs and every cell)
+_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot", "lstm"}
+_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner", "lstm", "gru",
+                              "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
 _FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
                           "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",
                           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",

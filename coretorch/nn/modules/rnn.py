@@ -10,7 +10,7 @@ import math
 import numbers
 import warnings
 
-from ...amp.autocast_mode import state as _ac
+from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
 from ...autograd._node_names import named_node
 from ...ops import linalg as _L, pointwise as _P, shape as _S
 from ...ops.creation import empty, zeros
@@ -24,9 +24,14 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+# autocast: PyTorch's op names (CPU's list lowers lstm, its mkldnn kernel; CUDA's, every recurrent op and cell; the
+# others run as the composites they are, their linear layers in the lower precision)
+_AC_OPS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 
 
 def _lin(x, w, b):
+    if _ac.on:  # (as F.linear: the bias cast with the product)
+        return F.linear(x, w, b)
     out = _L.matmul(x, _S.t(w))
     return out if b is None else _P.add(out, b)
 
@@ -155,22 +160,28 @@ class RNNBase(RNNHelpers, Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
+    def _layer_weights(self, layer: int, direction: int) -> tuple:
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of a layer and direction (None where absent), cast as autocast says."""
+        suffix = "_reverse" if direction == 1 else ""
+        got = (getattr(self, f"weight_ih_l{layer}{suffix}"), getattr(self, f"weight_hh_l{layer}{suffix}"),
+               getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None,
+               getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None,
+               getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None)
+        return _ac_cast(_AC_OPS[self.mode], *got) if _ac.on else got
+
     def _run(self, input, hx):
         """input (L, N, H_in); hx: (h0, c0 or None) of shape (D*num_layers, N, H) -> output, h_n, c_n."""
         mode = self.mode
         nd = 2 if self.bidirectional else 1
         h0, c0 = hx
+        if _ac.on:
+            input, h0, c0 = _ac_cast(_AC_OPS[mode], input, h0, c0)
         layer_input = input
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                suffix = "_reverse" if direction == 1 else ""
-                w_ih = getattr(self, f"weight_ih_l{layer}{suffix}")
-                w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
-                b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
-                b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
-                w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
                 if mode == "LSTM" and b_hh is not None:  # b_hh joins b_ih: one bias for the sequence's projection
                     b_ih, b_hh = _P.add(b_ih, b_hh), None
                 gi_all = F.linear(layer_input, w_ih, b_ih)          # (L, N, G*H): one matmul for the sequence
@@ -200,6 +211,8 @@ class RNNBase(RNNHelpers, Module):
         mode = self.mode
         nd = 2 if self.bidirectional else 1
         h0, c0 = hx
+        if _ac.on:
+            data, h0, c0 = _ac_cast(_AC_OPS[mode], data, h0, c0)
         offsets = [0]
         for bs in batch_sizes:
             offsets.append(offsets[-1] + bs)
@@ -208,12 +221,8 @@ class RNNBase(RNNHelpers, Module):
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                suffix = "_reverse" if direction == 1 else ""
-                w_hh = getattr(self, f"weight_hh_l{layer}{suffix}")
-                b_ih = getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None
-                b_hh = getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None
-                w_hr = getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None
-                gi_all = _lin(layer_input, getattr(self, f"weight_ih_l{layer}{suffix}"), b_ih)  # one matmul
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
+                gi_all = _lin(layer_input, w_ih, b_ih)  # one matmul
                 k = layer * nd + direction
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
@@ -517,8 +526,12 @@ class RNNCellBase(Module):
                 got = t.shape[1] if t.ndim > 1 else None
                 raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {got}, expected "
                                    f"{self.hidden_size}")
-        gi = _lin(input, self.weight_ih, self.bias_ih)
-        h, c = _rnn_step(mode, gi, h, c, self.weight_hh, self.bias_hh)
+        w_ih, b_ih, w_hh, b_hh = self.weight_ih, self.bias_ih, self.weight_hh, self.bias_hh
+        if _ac.on:  # (CUDA's list lowers the cells; CPU's none: their linear layers are)
+            input, h, c, w_ih, b_ih, w_hh, b_hh = _ac_cast(_AC_OPS[mode] + "_cell", input, h, c, w_ih, b_ih, w_hh,
+                                                          b_hh)
+        gi = _lin(input, w_ih, b_ih)
+        h, c = _rnn_step(mode, gi, h, c, w_hh, b_hh)
         if not batched:
             h = _S.squeeze(h, 0)
             c = _S.squeeze(c, 0) if c is not None else None
