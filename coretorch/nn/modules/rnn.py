@@ -30,8 +30,8 @@ _AC_OPS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rn
 
 
 def _lin(x, w, b):
-    if _ac.on:  # (as F.linear: the bias cast with the product)
-        return F.linear(x, w, b)
+    if _ac.on:  # (as F.linear's policy: the bias cast with the product, in this thread's autocast region only)
+        x, w, b = _ac_cast("linear", x, w, b)
     out = _L.matmul(x, _S.t(w))
     return out if b is None else _P.add(out, b)
 
