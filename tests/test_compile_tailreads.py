@@ -188,3 +188,61 @@ def test_subclass_receiver_in_the_return_breaks():
         warnings.simplefilter("ignore")
         t = torch.ones(2).as_subclass(Logged)
         assert any("reads a tensor value" in r for r in _reasons(fn, torch.ones(2), t))
+
+
+_HIST: list = []
+
+
+def test_read_appended_to_a_global_or_closure_list(device):
+    """``hist.append(loss.item())`` of a list held by a global or a closure cell, then the return: the replay
+    appends the value it reads, to the list the name holds at that call (a list bound anew between calls gets it),
+    as the eager call does. Before, the read was a graph break and every call ran eagerly."""
+    global _HIST
+    _HIST = []
+    m, opt = _setup(device)
+    closure_hist: list = []
+
+    def step(x, y):
+        _, loss = _trained(m, opt, x, y)
+        _HIST.append(loss.item())
+        closure_hist.append(loss.item())
+        return loss.detach()
+
+    s = torch.compile(step)
+    batches = _batches(device, 8)
+    for x, y in batches[:4]:
+        s(x, y)
+    first, _HIST = _HIST, []
+    for x, y in batches[4:]:
+        s(x, y)
+    assert s.replays == 5  # (captures: the first two calls, and the first with the new list)
+    m2, opt2 = _setup(device)
+    want = [_trained(m2, opt2, x, y)[1].item() for x, y in batches]
+    assert first + _HIST == want and closure_hist == want and len(_HIST) == 4
+    assert all(type(v) is float for v in closure_hist)
+
+
+def test_appends_that_stay_graph_breaks():
+    """An attribute's list, a list the function makes, an appended expression: graph breaks as before."""
+    w = torch.ones(3, requires_grad=True)
+
+    class Log:
+        hist: list = []
+
+    log = Log()
+
+    def attribute(x):
+        log.hist.append((w * x).sum().item())
+        return x
+
+    def local(x):
+        out: list = []
+        out.append((w * x).sum().item())
+        return out
+
+    def expression(x):
+        _HIST.append((w * x).sum().item() * 2)
+        return x
+
+    for fn in (attribute, local, expression):
+        assert any("reads a tensor value" in r for r in _reasons(fn, torch.ones(3))), fn.__name__

@@ -209,8 +209,9 @@ class Recorder(ResultEncoding):
         self.born: int | None = None  # made.now() at the call's start, and (optimizers, their group numbers) ...
         self.watch: tuple | None = None  # ... outside the segments (replay.capture sets them; see made.py)
         self.user_read = self.segments = 0
-        self.tail_code: types.CodeType | None = None  # the compiled function's code (reads at its return: tailreads)
+        self.tail_fn: Any = None  # the compiled function (reads at its return: tailreads.py)
         self.tail: list[_tail.Placeholder] = []
+        self.tail_appends: list[tuple] = []  # (ListRef, Placeholder): a read appended to a list (tailreads.py)
         self.dyn = False  # the call's float arguments are Syms (see dynfloat.py)
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
@@ -674,8 +675,10 @@ class Recorder(ResultEncoding):
             if rec.symbolic and meth == "item" and rec.active and get_ident() == rec.thread:
                 return rec.sym_item(self, orig)
             if rec.active and get_ident() == rec.thread and not _internal(sys._getframe(1).f_code.co_filename):
-                if rec.tail_code is not None and meth in _tail.READS and not a and not kw and rec.at_return(meth):
-                    return rec.tail_read(self, meth, orig)
+                if rec.tail_fn is not None and meth in _tail.READS and not a and not kw:
+                    ok, ref = rec.at_return(meth)
+                    if ok:
+                        return rec.tail_read(self, meth, orig, ref)
                 op = "Tensor." + meth if not meth.startswith("__") else f"{meth.strip('_')}(tensor)"
                 rec.graph_break(f"{op} reads a tensor {'address' if meth == 'data_ptr' else 'value'} into Python")
                 rec.user_read += 1
@@ -686,17 +689,20 @@ class Recorder(ResultEncoding):
             return orig(self, *a, **kw)
         return method
 
-    def at_return(self, meth: str) -> bool:
-        """A host read the compiled function's own frame makes where only its return follows (see tailreads.py);
-        with ``fullgraph=True`` only under ``capture_scalar_outputs``, as PyTorch's."""
+    def at_return(self, meth: str) -> tuple[bool, Any]:
+        """A host read the compiled function's own frame makes where only its return follows (see tailreads.py), and
+        the list it is appended to; with ``fullgraph=True`` only under ``capture_scalar_outputs``, as PyTorch's."""
         frame = sys._getframe(2)  # (at_return <- the Tensor method's wrapper <- the caller)
         if self.fullgraph and not _compile_config.capture_scalar_outputs or self.breaks:
-            return False
+            return False, None
         back = frame.f_back  # (the capture called the function: a recursive call's read is no return of it)
-        return back is not None and _internal(back.f_code.co_filename) and _tail.at_return(frame, self.tail_code, meth)
+        if back is None or not _internal(back.f_code.co_filename):
+            return False, None
+        return _tail.at_return(frame, self.tail_fn, meth)
 
-    def tail_read(self, t: Tensor, meth: str, orig: Callable) -> _tail.Placeholder:
-        """The read's value for the capture, held by a placeholder; the replay reads the array at this point."""
+    def tail_read(self, t: Tensor, meth: str, orig: Callable, ref: Any) -> _tail.Placeholder:
+        """The read's value for the capture, held by a placeholder; the replay reads the array at this point (and
+        appends the value to the list ``ref`` names, if not None)."""
         self.user_read += 1
         try:
             value = orig(t)
@@ -706,6 +712,9 @@ class Recorder(ResultEncoding):
         self.lines.append(f"{name} = TAILREAD({self.const(t._be)}, {self.read(t._data)}, {meth!r})")
         p = _tail.Placeholder(value, name)
         self.tail.append(p)
+        if ref is not None:
+            self.lines.append(f"APPEND({self.const(ref)}, {name})")
+            self.tail_appends.append((ref, p))
         return p
 
     # ---- end ------------------------------------------------------------------------------------------------------

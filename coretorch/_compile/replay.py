@@ -43,7 +43,8 @@ def _copy(a):
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
             "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root,
-            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "TAILREAD": _tail.tail_read}
+            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "TAILREAD": _tail.tail_read,
+            "APPEND": _tail.append}
 
 
 _VAR = re.compile(r"\ba\d+\b")
@@ -268,7 +269,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
              fp: bool = False) -> tuple[Any, _Entry]:
     modules, params, buffers, plain = st[:4]
     rec.host_fusion = hostfuse.requested(host_fusion)
-    rec.tail_code = getattr(getattr(fn, "__func__", fn), "__code__", None)  # (reads at its return: tailreads.py)
+    rec.tail_fn = getattr(fn, "__func__", fn)  # (reads at its return: tailreads.py)
     # the optimizers whose state tensors the step's own code reads (``opt.state[w]["exp_avg"]``: see _resolve_pending)
     rec.optimizers = list(st[5]) if len(st) > 5 and "state" in _guards.attribute_names(fn) else []
     roots = _guards.roots(fn, args, kwargs)
@@ -297,6 +298,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
             result = fn(*call_args, **call_kwargs)
         finally:
             _unwatch(watched)
+            _tail.appended_values(rec.tail_appends)  # (the list holds the read's value, as eager's)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):
             rec.graph_break("the call advanced an iterator it reaches (`it.__next__()`, a bound `__next__`, a `for` "
                             "loop over it), which a replay would not advance")
