@@ -21,7 +21,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import dunders as _dunders, reuse as _reuse, weak as _weakref
+from . import attrs as _attrs, dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
 from .slots import slot_names as _slot_names
@@ -698,13 +698,32 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
     capture's tensors, and where the key came round to an earlier capture's (the old value back, a recycled ``id``)
     the replay left the attribute as it was and every later call replayed that one capture (a GRU's hidden state
     frozen)."""
-    if module_numbers(modules) != before:
+    now = module_numbers(modules)
+    if now != before and rec.attr_exprs and now[0][0] == before[0][0]:
+        # (the tensor attributes the capture reads and writes where they live: their changes are written back, or
+        # a graph break where they cannot be: see attrs.py)
+        skip = {(id(d), k) for d, k in rec.attr_exprs.values()}
+        now, before = _masked(modules, now, skip), _masked(modules, before, skip)
+    if now != before:
         rec.graph_break("the call assigns a module attribute, a global its class reads, or state a module hook "
                         "reaches, which a replay would not repeat")
 
 
+def _masked(modules: Any, numbers: tuple, skip: set) -> tuple:
+    """:func:`module_numbers` without the attributes ``skip`` ((id(dict), name)), whose entries are left None."""
+    (lens, vals, *rest), hooks = numbers
+    idx = [i for i, (d, k) in enumerate(modules.numbers[2]) if (id(d), k) in skip]
+    keys, types = list(vals[0]), list(vals[1])
+    for i in idx:
+        keys[i] = types[i] = None
+    return (lens, (tuple(keys), tuple(types)), *rest), hooks
+
+
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
+    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads
+    (a tensor: see attrs.py)."""
+    if _attrs.eligible(v):
+        return _attrs.key(v)
     if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
         return id(v), _ndarray_key(v)
     if _opened(v) or isinstance(v, tuple) and _holds_opened(v):

@@ -24,7 +24,7 @@ from ..nn.modules.module import Module
 from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
+from . import argtree as _argtree, attrs as _attrs, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
 from . import stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
@@ -98,7 +98,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs", "attrs")
     forward: Any
     backward: Any
     breaks: Any
@@ -123,6 +123,7 @@ class _ModEntry:
     retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
     layouts: list  # per output: whether a gradient is laid out unlike the recorded one, a copy into that layout
     out_nrs: list  # per output: its place among the node's outputs (those that require grad), or None
+    attrs: list  # (dict, name, version) of the module attributes the forward stores, outputs after the result's
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -204,6 +205,12 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
                 t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
+    if entry.attrs:  # the module attributes the forward stored (see attrs.py): outputs of the node, as eager's
+        spec, n = entry.single
+        for (d, k, version), t in zip(entry.attrs, res[n:]):
+            t._vc[0] = version
+            d[k] = t
+        return _outtree.rebuild(spec, res[:n], lv)
     return _outtree.rebuild(entry.single, res, lv)
 
 
@@ -341,6 +348,7 @@ class ModuleCapture:
 
     def _capture(self, args, kwargs, lv, st, host_fusion):
         rec = Recorder(self.fullgraph)
+        rec.attr_outputs = []  # (tensor attributes with an autograd graph the forward stores: see attrs.py)
         try:
             return self._recorded(rec, args, kwargs, lv, st, host_fusion)
         finally:
@@ -352,9 +360,10 @@ class ModuleCapture:
         rec.install()
         entry = _ModEntry()
         entry.forward = entry.backward = None
+        entry.attrs = []
         entry.planned = (0, 0)
         try:
-            rec.track(lv, params, buffers, plain)
+            rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
@@ -373,6 +382,10 @@ class ModuleCapture:
                 # make another over its memory
                 rec.breaks.append("an output is a parameter or a buffer itself")
             rec.write_back()
+            entry.attrs = [(*rec.attr_exprs[e], t._vc[0]) for e, t in rec.attr_outputs]
+            if outs is not None and rec.attr_outputs:  # (outputs of the node too, after the result's)
+                single = (single, len(outs))
+                outs = [*outs, *[t for _, t in rec.attr_outputs]]
             split = len(rec.lines)
             rec.no_undo = True  # (the backward's checks: the forward's draws were returned)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]

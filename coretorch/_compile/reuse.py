@@ -1,7 +1,8 @@
 """The modules' user attributes' key (guards._module_numbers), reused while every attribute is the same object as
 at the last call (``is``, one pass in C): an entry whose key depends on that object alone (a Python number, string or
 None by value, a tuple or any other object keyed by identity) keeps its key; the others (a list's, dict's or plain
-object's contents, a function's closure numbers, a value-keyed object) have theirs computed again at every call.
+object's contents, a function's closure numbers, a value-keyed object, a plain tensor's shape: see attrs.py) have
+theirs computed again at every call.
 The memo holds the objects, so no identity in the key is recycled while it is kept."""
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from operator import is_
 from types import FunctionType
 
 from numpy import ndarray
+
+from ..tensor import Tensor
 
 from .keyvalues import _SCALAR_SET, BY_VALUE, _sc
 
@@ -29,7 +32,7 @@ def module_key(raw: list, memo: list) -> tuple:
     key = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
                  of(v) for v in raw]), tuple(map(type, raw))
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
-        opened(v) or v.__class__ is ndarray or (any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
+        opened(v) or v.__class__ is ndarray or v.__class__ is Tensor or (any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
                                                 not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]))
     return key
 

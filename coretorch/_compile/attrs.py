@@ -1,0 +1,99 @@
+"""Modules' plain tensor attributes as persistent state: ``module.weight`` that the deprecated hook-based
+``nn.utils.weight_norm``/``spectral_norm`` (and pruning-style forward pre-hooks) assign before every forward, a
+cached ``self.mask``.
+
+Such an attribute is read where it lives (``module.__dict__[name]``) at each replay, and one the call assigns is
+written back there, as a buffer is: the guards key its shape, dtype and device (:func:`key`), not its identity, so a
+pre-hook that assigns a new tensor at every call keeps its replay, and the replay leaves the attribute holding a
+tensor with this call's values, as eager does.  A tensor that requires grad as a leaf (``self.scale =
+torch.ones(1, requires_grad=True)``: its ``.grad`` is accumulated) stays keyed by identity, as before.
+
+What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view, an array made outside
+the recorded kernels, a tensor whose autograd graph is still needed after a compiled function (a replay's tensors
+carry none; a compiled module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node
+instead, see ``module.py``), and reading an attribute that carries the autograd graph of an earlier call (``self.h =
+h`` without ``detach``).  Checked at the capture, and one test per read attribute at a replay's start.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..nn.modules.module import Module
+from ..tensor import Tensor
+from . import versions as _versions
+from .results import _graph_consumed
+
+
+def eligible(v: Any) -> bool:
+    """Whether a module attribute's value is a tensor kept as persistent state (see the module docstring)."""
+    return type(v) is Tensor and not (v._rg and v._gf is None)
+
+
+def key(v: Tensor) -> tuple:
+    """The guard key of such an attribute: its shape, dtype and device (whether it carries an autograd graph is
+    checked where a capture reads it: see :func:`on_load`)."""
+    d = v._data
+    return "tensor", d.shape, d.dtype, id(v._be)
+
+
+_BASE: set = set()  # every Module's own attribute names
+
+
+def attributes(modules: list) -> list[tuple[dict, str]]:
+    """``(module.__dict__, name)`` of the modules' eligible tensor attributes, taken at a capture's start."""
+    if not _BASE:
+        _BASE.update(Module().__dict__)
+    return [(d, k) for m in modules for d in (m.__dict__,) for k, v in list(d.items())
+            if k not in _BASE and eligible(v)]
+
+
+def on_load(rec: Any, expr: str, t: Tensor) -> None:
+    """The call reads the value an attribute had at its start: one with an autograd graph (an earlier call's, or a
+    hook's run outside the capture) is a graph break (a replay reads it as a constant, eager's backward runs into
+    that graph); else the replay checks first that it still has none."""
+    if t._gf is not None:
+        rec.graph_break(f"the call reads the module attribute {expr} holding a tensor with an autograd graph made "
+                        "outside it, which a replay would read as a constant")
+    else:
+        rec.checks.append(f"if {expr}._gf is not None: raise MISMATCH(False, True)")
+
+
+def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
+    """The replay's line storing ``t``, which the call assigned to the module attribute ``expr``; None where the
+    replay stores nothing (``outputs``: a compiled module's forward, whose caller stores a tensor on its node), or on
+    a graph break."""
+    if t is None:
+        return f"{expr} = None"
+    why = None
+    if type(t) is not Tensor:
+        why = f"a {type(t).__name__}"
+    elif t._vbase is not None:
+        why = "a view (a replay makes a tensor of its own)"
+    elif id(t) in rec.persistent or id(t._data) in rec.loaded or id(t._data) not in rec.var:
+        why = "a tensor the call did not make with the recorded kernels"
+    elif t._rg and t._gf is None:
+        why = "a new leaf that requires grad"
+    if why is not None:
+        rec.graph_break(f"the call stores {why} in the module attribute {expr}")
+        return None
+    if t._gf is not None and outputs is not None:
+        outputs.append((expr, t))
+        return None
+    if t._gf is not None:  # (whether its graph is still needed after the call: see :func:`check_graphs`)
+        rec.attr_graphs.add(expr)
+    return f"{expr} = MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+
+
+def check_graphs(rec: Any) -> None:
+    """At a compiled function's end: an attribute it stored a tensor with an autograd graph in, and that still holds
+    it, is a graph break where no backward of the call ran through that graph (a replay's tensor carries none, and the
+    caller may still need eager's: ``model.aux.backward()`` after the call).  Checked at the end, not where the tensor
+    was written back: a GAN step stores the generator's weight at the discriminator's ``step()``, before the
+    generator's backward."""
+    for expr in rec.attr_graphs:
+        d, k = rec.attr_exprs[expr]
+        t = d.get(k)
+        if isinstance(t, Tensor) and t._gf is not None and not _graph_consumed(t._gf):
+            rec.graph_break(f"the call stores a tensor whose autograd graph is still needed in the module attribute "
+                            f"{expr} (a replay's tensors carry none: run the forward under no_grad, or compile the "
+                            "module)")

@@ -1,0 +1,294 @@
+"""Review 21e (compile): hooks and nn.utils inside compiled steps and models: the deprecated hook-based
+``nn.utils.weight_norm``/``spectral_norm`` (their forward pre-hooks assign ``module.weight`` at every call), module
+forward/backward hooks, tensor and post-accumulate-grad hooks, global module hooks, ``parametrize.cached()``,
+pruning-style masks, EMA in a forward hook and ``swa_utils.AveragedModel``, each run eagerly and compiled (the whole
+step and ``compile(model)``) over several calls: the compiled calls must give eager's losses, parameters, gradients,
+buffers and module attributes."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn as nn
+import coretorch.nn.functional as F
+
+
+def _same(device, a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if device == "cpu":
+        assert np.array_equal(a, b), (a, b)
+    else:
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def _np(t):
+    return t.detach().cpu().numpy().copy()
+
+
+def _hooked(kind: str, layer: nn.Module) -> nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return nn.utils.weight_norm(layer) if kind == "weight_norm" else nn.utils.spectral_norm(layer)
+
+
+def _train(device, kind, form, compiled, steps=7):
+    """SGD with momentum on a two-layer net whose layers are hooked; the model turns to eval mode at step 4 (the
+    step still trains: spectral_norm then keeps u and v), then three no_grad predictions."""
+    torch.manual_seed(0)
+    m = nn.Sequential(_hooked(kind, nn.Linear(4, 8)), nn.Tanh(), _hooked(kind, nn.Linear(8, 3))).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    fm = torch.compile(m) if compiled and form == "module" else m
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(fm(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = torch.compile(step) if compiled and form == "function" else step
+    g = torch.Generator().manual_seed(1)
+    seen = []
+    for i in range(steps):
+        x, y = torch.randn(16, 4, generator=g).to(device), torch.randint(0, 3, (16,), generator=g).to(device)
+        if i == 4:
+            m.eval()
+        loss = fn(x, y)
+        seen.append([_np(loss), *[_np(t) for t in m.state_dict().values()], _np(m[0].weight), _np(m[2].weight),
+                     *[_np(p.grad) for p in m.parameters()]])
+    with torch.no_grad():
+        for _ in range(3):
+            seen.append([_np(fm(torch.randn(5, 4, generator=g).to(device))), _np(m[0].weight)])
+    replays = (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+    return seen, replays, m
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+@pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm"])
+def test_hook_based_weight_and_spectral_norm_replay_as_eager(device, kind, form):
+    """The deprecated ``nn.utils.weight_norm``/``spectral_norm`` assign ``module.weight = g * v / ||v||`` (spectral:
+    ``weight_orig / sigma``, with one power-iteration step on the ``weight_u``/``weight_v`` buffers in training
+    mode) in a forward pre-hook at every call.  Eager: each call leaves the attribute holding this call's weight.
+    Compiled before: the guards keyed the attribute by identity, so each call's new tensor captured again (and the
+    capture broke the graph: "the call assigns a module attribute"): no call ever replayed, in training, eval or
+    no_grad.  Now the attribute is read and written where it lives and keyed by shape, dtype and device: the steps
+    replay with eager's losses, parameters, buffers (u, v), gradients and ``module.weight`` values."""
+    eager, _, _ = _train(device, kind, form, False)
+    compiled, replays, m = _train(device, kind, form, True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 4
+    if form == "module":  # a replay's weight is an output of its node, as eager's is of the hook's ops
+        assert type(m[0].weight.grad_fn).__name__ == "CompiledFunctionBackward" or not m[0].weight.requires_grad
+
+
+def test_a_forward_storing_an_auxiliary_loss_on_the_module(device):
+    """A mixture-of-experts layer stores its load-balancing loss (``self.aux = ...``) in its forward, and the
+    training code adds ``model.aux`` to the loss outside the compiled module.  Eager: the gradient of the auxiliary
+    loss reaches the parameters through the attribute's graph.  A compiled module's replay now gives the attribute
+    as an output of its ``CompiledFunctionBackward`` node (before: the attribute's new tensor each call captured
+    again, and never replayed)."""
+    class Gate(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(6, 4)
+            self.aux = torch.zeros(())
+
+        def forward(self, x):
+            p = self.proj(x).softmax(-1)
+            self.aux = (p.mean(0) ** 2).sum() * 4
+            return p
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = Gate().to(device)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        fm = torch.compile(m) if compiled else m
+        g = torch.Generator().manual_seed(2)
+        out = []
+        for _ in range(5):
+            x = torch.randn(8, 6, generator=g).to(device)
+            opt.zero_grad()
+            loss = fm(x)[:, 0].sum() + 0.5 * m.aux
+            loss.backward()
+            opt.step()
+            out.append([_np(loss), _np(m.aux), *[_np(p) for p in m.parameters()]])
+        return out, (fm._capture.replays if compiled else 0)
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_cached_state_stored_and_read_again(device, form):
+    """A module keeps a running state as a plain attribute (``self.h = h.clone()`` of a no_grad recurrence) and
+    reads it at the next call.  Eager: each call reads the previous call's state.  Compiled: the replay reads the
+    attribute as it is at the call and writes the new one back (before: every call captured again)."""
+    class Smoother(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.h = torch.zeros(2, 3)
+
+        def forward(self, x):
+            y = self.lin(x)
+            with torch.no_grad():
+                self.h = (0.9 * self.h + 0.1 * y).clone()
+            return y + self.h
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = Smoother().to(device)
+        m.h = m.h.to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x):
+            opt.zero_grad()
+            loss = fm(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(3)
+        out = [[_np(fn(torch.randn(2, 3, generator=g).to(device))), _np(m.h), _np(m.lin.weight)] for _ in range(6)]
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3
+
+
+def test_stores_a_replay_cannot_repeat_stay_graph_breaks(device):
+    """What a replay cannot repeat stays eager: storing an argument (``self.last = x``: eager's attribute is the
+    caller's tensor itself), a detached view of an intermediate (truncated BPTT's ``self.h = h.detach()``), and
+    reading a state that carries the previous call's autograd graph (``self.h = h`` without ``detach``)."""
+    class Keep(nn.Module):
+        def __init__(self, how):
+            super().__init__()
+            self.lin, self.how = nn.Linear(3, 3), how
+            self.h = torch.zeros(2, 3)
+
+        def forward(self, x):
+            y = self.lin(x) + self.h
+            if self.how == "arg":
+                self.h = x
+            elif self.how == "view":
+                self.h = y.detach()
+            return y
+
+    for how in ("arg", "view"):
+        m = Keep(how).to(device)
+        m.h = m.h.to(device)
+        fm = torch.compile(m)
+        xs = [torch.randn(2, 3).to(device) for _ in range(4)]
+        for x in xs:
+            out = fm(x)
+            out.sum().backward()
+            if how == "arg":
+                assert m.h is x
+        assert fm._capture.replays == 0
+    m = nn.Linear(3, 3).to(device)
+    state = {"h": torch.zeros(2, 3, device=device)}
+
+    class Carry(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = m
+            self.h = torch.zeros(2, 3, device=device)
+
+        def forward(self, x):
+            self.h = torch.tanh(self.lin(x) + self.h)
+            return self.h
+
+    c = Carry()
+    step = torch.compile(lambda x: c(x).sum().backward(retain_graph=True))
+    eager_c = Carry()
+    eager_c.lin = nn.Linear(3, 3).to(device)
+    eager_c.lin.load_state_dict(m.state_dict())
+    xs = [torch.randn(2, 3).to(device) for _ in range(4)]
+    for x in xs:
+        step(x)
+        eager_c(x).sum().backward(retain_graph=True)
+        _same(device, _np(m.weight.grad), _np(eager_c.lin.weight.grad))
+    assert state and step.replays == 0
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_gan_step_with_spectral_norm_discriminator_and_generator(device, form):
+    """An SN-GAN step (spectral_norm on the generator's ConvTranspose2d, dim 1, and on the discriminator's Conv2d
+    with two power iterations and its Linear; the discriminator called three times per step, each call running its
+    pre-hooks; two Adam optimizers).  Eager: each call of D updates u and v and assigns a new weight.  Compiled
+    before: no call replayed (every call captured again).  Now the step replays with eager's losses, parameters and
+    buffers; the whole step's capture stores the generator's weight at the discriminator's ``step()``, before the
+    generator's backward consumed its graph, which is checked at the call's end (a check where it was written back
+    made that a graph break)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Unflatten(1, (1, 4, 4)),
+                          _hooked("spectral_norm", nn.ConvTranspose2d(1, 2, 3, padding=1))).to(device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            D = nn.Sequential(nn.utils.spectral_norm(nn.Conv2d(2, 4, 3, padding=1), n_power_iterations=2),
+                              nn.LeakyReLU(0.2), nn.Flatten(), nn.utils.spectral_norm(nn.Linear(64, 1))).to(device)
+        o_g = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.5, 0.9))
+        o_d = torch.optim.Adam(D.parameters(), lr=1e-3, betas=(0.5, 0.9))
+        f_g, f_d = (torch.compile(G), torch.compile(D)) if compiled and form == "module" else (G, D)
+
+        def step(z, real):
+            o_d.zero_grad()
+            fake = f_g(z)
+            loss_d = F.softplus(-f_d(real)).mean() + F.softplus(f_d(fake.detach())).mean()
+            loss_d.backward()
+            o_d.step()
+            o_g.zero_grad()
+            loss_g = F.softplus(-f_d(fake)).mean()
+            loss_g.backward()
+            o_g.step()
+            return loss_d, loss_g
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for _ in range(6):
+            ld, lg = fn(torch.randn(8, 4, generator=g).to(device), torch.randn(8, 2, 4, 4, generator=g).to(device))
+            out.append([_np(ld), _np(lg), *[_np(t) for t in (*G.state_dict().values(), *D.state_dict().values())],
+                        _np(D[0].weight), _np(G[3].weight)])
+        replays = (fn.replays if form == "function" else f_d._capture.replays) if compiled else 0
+        return out, replays
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3
+
+
+def test_a_forward_only_call_leaving_the_weights_graph_runs_eagerly(device):
+    """A compiled prediction without ``no_grad`` on a weight-normed layer: eager leaves ``module.weight`` holding a
+    tensor with its autograd graph (nothing consumed it), which the caller may still use.  A replay's tensor carries
+    none, so such a call is a graph break (run eagerly, the attribute eager's); under ``no_grad`` it replays."""
+    m = _hooked("weight_norm", nn.Linear(4, 3)).to(device)
+    pred = torch.compile(lambda x: m(x).argmax(-1))
+    xs = [torch.randn(5, 4).to(device) for _ in range(4)]
+    for x in xs:
+        assert np.array_equal(_np(pred(x)), _np(m(x).argmax(-1)))
+        assert m.weight.requires_grad and m.weight.grad_fn is not None
+    assert pred.replays == 0
+    with torch.no_grad():
+        for x in xs:
+            assert np.array_equal(_np(pred(x)), _np(m(x).argmax(-1)))
+    assert pred.replays >= 2
