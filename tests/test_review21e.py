@@ -292,3 +292,38 @@ def test_a_forward_only_call_leaving_the_weights_graph_runs_eagerly(device):
         for x in xs:
             assert np.array_equal(_np(pred(x)), _np(m(x).argmax(-1)))
     assert pred.replays >= 2
+
+
+def test_a_module_attribute_sharing_its_tensor_with_another_path_reassigned(device):
+    """A plain tensor attribute that is also a global tensor of the step (``model.mask = mask_a``), or another
+    module's attribute (one mask shared), then reassigned between calls (``model.mask = mask_b``, same shape).
+    Eager reads the new mask.  Attributes are keyed by shape, dtype and device (not identity) since this review,
+    and the recording loads the shared array through its first path: a replay that only checked the key read the
+    old mask; it now checks first that the attribute still holds that array, and captures again where not."""
+    mask_a, mask_b = torch.ones(3, device=device), torch.full((3,), 2.0, device=device)
+
+    class Masked(nn.Module):
+        def __init__(self, mask):
+            super().__init__()
+            self.lin, self.mask = nn.Linear(3, 3), mask
+
+        def forward(self, x):
+            return self.lin(x) * self.mask
+
+    m = Masked(mask_a).to(device)
+
+    def step(x):
+        return (m(x) + mask_a).sum()
+
+    f = torch.compile(step)
+    shared = torch.ones(3, device=device)
+    seq = nn.Sequential(Masked(shared), Masked(shared)).to(device)
+    fs = torch.compile(seq)
+    x = torch.randn(2, 3).to(device)
+    with torch.no_grad():
+        for i in range(5):
+            if i == 3:
+                m.mask, seq[1].mask = mask_b, torch.full((3,), 3.0, device=device)
+            _same(device, _np(step(x)), _np(f(x)))
+            _same(device, _np(seq(x)), _np(fs(x)))
+    assert f.replays >= 2 and fs._capture.replays >= 2

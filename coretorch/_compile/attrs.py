@@ -47,15 +47,20 @@ def attributes(modules: list) -> list[tuple[dict, str]]:
             if k not in _BASE and eligible(v)]
 
 
-def on_load(rec: Any, expr: str, t: Tensor) -> None:
-    """The call reads the value an attribute had at its start: one with an autograd graph (an earlier call's, or a
-    hook's run outside the capture) is a graph break (a replay reads it as a constant, eager's backward runs into
-    that graph); else the replay checks first that it still has none."""
-    if t._gf is not None:
-        rec.graph_break(f"the call reads the module attribute {expr} holding a tensor with an autograd graph made "
-                        "outside it, which a replay would read as a constant")
-    else:
-        rec.checks.append(f"if {expr}._gf is not None: raise MISMATCH(False, True)")
+def on_load(rec: Any, src: str, found: list) -> None:
+    """The call reads ``src``, the array of the attributes ``found`` ((path, tensor)) as the call found them.  One
+    with an autograd graph (an earlier call's, or a hook's run outside the capture) is a graph break (a replay reads
+    it as a constant, eager's backward runs into that graph); else the replay checks first that it still has none,
+    and that an attribute whose array the replay loads through another path (a parameter's, a global tensor's,
+    another module's attribute: one array) still holds that array (``model.mask = other`` after the capture)."""
+    for expr, t in found:
+        if src != f"{expr}._data":
+            rec.checks.append(f"if {expr}._data is not {src}: raise MISMATCH(False, True)")
+        elif t._gf is not None:
+            rec.graph_break(f"the call reads the module attribute {expr} holding a tensor with an autograd graph "
+                            "made outside it, which a replay would read as a constant")
+        else:
+            rec.checks.append(f"if {expr}._gf is not None: raise MISMATCH(False, True)")
 
 
 def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:

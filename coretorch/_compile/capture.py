@@ -211,7 +211,7 @@ class Recorder(ResultEncoding):
         self.arg_identity = False  # the result returns an argument container itself (see argtree.py)
         self.loaded: set[int] = set()  # ids of the arrays read from their owners (not made by a recorded kernel)
         self.attr_exprs: dict[str, tuple] = {}  # path -> (dict, name) of the modules' tensor attributes (attrs.py)
-        self.attr_first: dict[int, tuple] = {}  # id(array) -> (path, tensor) of those attributes at the call's start
+        self.attr_first: dict[int, list] = {}  # id(array) -> [(path, tensor)] of those attributes at the call's start
         self.attr_outputs: list | None = None  # a compiled module's: the attributes stored on its node (attrs.py)
         self.attr_graphs: set[str] = set()  # the attributes a compiled function stored a graph's tensor in (attrs.py)
 
@@ -249,9 +249,8 @@ class Recorder(ResultEncoding):
                 self.graph_break(f"kernel '{self._current}' read a view made outside the recorded kernels")
         v = self.new_var(arr)
         self.loaded.add(id(arr))
-        a = self.attr_first.pop(id(arr), None) if src is not None else None
-        if a is not None:  # (a module's tensor attribute as the call found it: see attrs.py)
-            _attrs.on_load(self, *a)
+        if src is not None and id(arr) in self.attr_first:  # (a module's tensor attribute as the call found it)
+            _attrs.on_load(self, src, self.attr_first.pop(id(arr)))
         if src is None:
             self.pending.append((len(self.lines), arr, v))
             self.lines.append("")  # filled in by finish()
@@ -317,8 +316,8 @@ class Recorder(ResultEncoding):
         self.refresh_owners()
         for e in self.attr_exprs:
             t = self.snap[e][0]
-            if isinstance(t, Tensor) and self.owner.get(id(t._data)) == f"{e}._data":
-                self.attr_first[id(t._data)] = (e, t)
+            if isinstance(t, Tensor):
+                self.attr_first.setdefault(id(t._data), []).append((e, t))
         self._arg_aliases(args)
 
     def _arg_aliases(self, args: list) -> None:
