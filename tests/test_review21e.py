@@ -327,3 +327,52 @@ def test_a_module_attribute_sharing_its_tensor_with_another_path_reassigned(devi
             _same(device, _np(step(x)), _np(f(x)))
             _same(device, _np(seq(x)), _np(fs(x)))
     assert f.replays >= 2 and fs._capture.replays >= 2
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_one_tensor_stored_in_two_attributes_and_returned(device, form):
+    """A forward stores one new tensor in two attributes (``self.last = out * 2; self.prev = self.last``) and returns
+    ``out``, also kept as ``self.out``.  Eager: ``m.last is m.prev`` and the result is ``m.out``.  A compiled step's
+    replay made a tensor per attribute (``m.last is m.prev`` False) before it wrote the second as the first."""
+    class Keep(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+            self.last = self.prev = self.out = torch.zeros(8, 3)
+
+        def forward(self, x):
+            out = self.lin(x).tanh()
+            self.last = out * 2
+            self.prev = self.last
+            self.out = out
+            return out
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = Keep().to(device)
+        m.last = m.prev = m.out = m.last.to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x):
+            opt.zero_grad()
+            out = fm(x)
+            (out.sum() + m.last.pow(2).sum()).backward()
+            opt.step()
+            return out
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        seen = []
+        for _ in range(5):
+            out = fn(torch.randn(8, 4, generator=g).to(device))
+            assert m.last is m.prev and out is m.out
+            seen.append([_np(out), _np(m.last), _np(m.lin.weight)])
+        return seen, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3

@@ -86,6 +86,10 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
         return None
     if t._gf is not None:  # (whether its graph is still needed after the call: see :func:`check_graphs`)
         rec.attr_graphs.add(expr)
+    for e, (d, k) in rec.attr_exprs.items():  # one tensor in two attributes (``self.b = self.a``): one tensor
+        if e != expr and d.get(k) is t and rec.attr_made.get(e) is t:
+            return f"{expr} = {e}"
+    rec.attr_made[expr] = t
     return f"{expr} = MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
 
 

@@ -213,6 +213,7 @@ class Recorder(ResultEncoding):
         self.attr_exprs: dict[str, tuple] = {}  # path -> (dict, name) of the modules' tensor attributes (attrs.py)
         self.attr_first: dict[int, list] = {}  # id(array) -> [(path, tensor)] of those attributes at the call's start
         self.attr_outputs: list | None = None  # a compiled module's: the attributes stored on its node (attrs.py)
+        self.attr_made: dict[str, Any] = {}  # attribute -> the tensor a replay makes for it (see attrs.stored)
         self.attr_graphs: set[str] = set()  # the attributes a compiled function stored a graph's tensor in (attrs.py)
 
     # ---- constants and variables --------------------------------------------------------------------------------
