@@ -376,3 +376,45 @@ def test_one_tensor_stored_in_two_attributes_and_returned(device, form):
         for x, y in zip(a, b):
             _same(device, x, y)
     assert replays >= 3
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_an_output_kept_as_an_attribute_under_no_grad(device, form):
+    """Inference under ``no_grad``: a forward keeps its output as ``self.out``.  Eager: the result is ``m.out``.
+    A compiled module's replay wrote the attribute as a tensor of its own (``out is m.out`` False); its stores are
+    now outputs of the replayed forward, so the two are one tensor, as eager's."""
+    class Keep(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+            self.out = torch.zeros(8, 3)
+
+        def forward(self, x):
+            self.out = self.lin(x).tanh()
+            return self.out
+
+    m = Keep().to(device)
+    m.out = m.out.to(device)
+    f = torch.compile(m) if form == "module" else torch.compile(lambda x: m(x))
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(8, 4).to(device)
+            out = f(x)
+            assert out is m.out
+            _same(device, _np(out), _np(m.lin(x).tanh()))
+    assert (f._capture.replays if form == "module" else f.replays) >= 2
+
+
+def test_a_backward_hook_storing_a_module_attribute(device):
+    """A full backward hook keeps the output gradient on the module (``mod.g = go[0].clone()``).  Eager: each
+    backward stores that call's gradient.  A compiled module records its backward once with placeholder gradients:
+    such a store stays a graph break (the calls run eagerly, with eager's attribute)."""
+    m = nn.Linear(4, 3).to(device)
+    m.g = torch.zeros(5, 3, device=device)
+    m.register_full_backward_hook(lambda mod, gi, go: setattr(mod, "g", go[0].clone()))
+    f = torch.compile(m)
+    for _ in range(4):
+        w = torch.randn(5, 3).to(device)
+        (f(torch.randn(5, 4).to(device).requires_grad_()) * w).sum().backward()
+        _same(device, _np(w), _np(m.g))
+    assert f._capture.replays == 0

@@ -81,7 +81,7 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
     if why is not None:
         rec.graph_break(f"the call stores {why} in the module attribute {expr}")
         return None
-    if t._gf is not None and outputs is not None:
+    if outputs is not None:  # (a compiled module's forward: set by its caller, as its outputs are made)
         outputs.append((expr, t))
         return None
     if t._gf is not None:  # (whether its graph is still needed after the call: see :func:`check_graphs`)

@@ -348,7 +348,7 @@ class ModuleCapture:
 
     def _capture(self, args, kwargs, lv, st, host_fusion):
         rec = Recorder(self.fullgraph)
-        rec.attr_outputs = []  # (tensor attributes with an autograd graph the forward stores: see attrs.py)
+        rec.attr_outputs = []  # (the tensor attributes the forward stores: outputs, see attrs.py)
         try:
             return self._recorded(rec, args, kwargs, lv, st, host_fusion)
         finally:
@@ -386,6 +386,7 @@ class ModuleCapture:
             if outs is not None and rec.attr_outputs:  # (outputs of the node too, after the result's)
                 single = (single, len(outs))
                 outs = [*outs, *[t for _, t in rec.attr_outputs]]
+            rec.attr_outputs = []
             split = len(rec.lines)
             rec.no_undo = True  # (the backward's checks: the forward's draws were returned)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
@@ -407,6 +408,8 @@ class ModuleCapture:
                     _guards.check_module_writes(rec, modules, before)
             if not rec.breaks:
                 rec.finish(None, lv)
+                if rec.attr_outputs:  # (a backward hook's ``mod.g = grad.clone()``: stored at the forward only)
+                    rec.breaks.append("a backward hook stores a module attribute, which a replay would not repeat")
         finally:
             rec.remove(release=False)
         entry.breaks, entry.launches, entry.retry = rec.breaks, rec.launches, retried(rec)
