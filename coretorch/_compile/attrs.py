@@ -106,3 +106,21 @@ def check_graphs(rec: Any) -> None:
             rec.graph_break(f"the call stores a tensor whose autograd graph is still needed in the module attribute "
                             f"{expr} (a replay's tensors carry none: run the forward under no_grad, or compile the "
                             "module)")
+
+
+def only_attributes(rec: Any, modules: Any, now: tuple, before: tuple) -> bool:
+    """Whether the modules' numbers (guards.module_numbers) ``before`` and ``now`` a capture's call differ only in
+    the tensor attributes the capture reads and writes where they live: their changes are written back (or a graph
+    break where they cannot be), so they are no assignment a replay would miss."""
+    if not rec.attr_exprs or now[0][0] != before[0][0]:  # (another count of attributes)
+        return False
+    skip = {(id(d), k) for d, k in rec.attr_exprs.values()}
+    idx = [i for i, (d, k) in enumerate(modules.numbers[2]) if (id(d), k) in skip]
+
+    def masked(numbers: tuple) -> tuple:
+        (lens, vals, *rest), hooks = numbers
+        keys, types = list(vals[0]), list(vals[1])
+        for i in idx:
+            keys[i] = types[i] = None
+        return (lens, (tuple(keys), tuple(types)), *rest), hooks
+    return masked(now) == masked(before)

@@ -699,24 +699,9 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
     the replay left the attribute as it was and every later call replayed that one capture (a GRU's hidden state
     frozen)."""
     now = module_numbers(modules)
-    if now != before and rec.attr_exprs and now[0][0] == before[0][0]:
-        # (the tensor attributes the capture reads and writes where they live: their changes are written back, or
-        # a graph break where they cannot be: see attrs.py)
-        skip = {(id(d), k) for d, k in rec.attr_exprs.values()}
-        now, before = _masked(modules, now, skip), _masked(modules, before, skip)
-    if now != before:
+    if now != before and not _attrs.only_attributes(rec, modules, now, before):
         rec.graph_break("the call assigns a module attribute, a global its class reads, or state a module hook "
                         "reaches, which a replay would not repeat")
-
-
-def _masked(modules: Any, numbers: tuple, skip: set) -> tuple:
-    """:func:`module_numbers` without the attributes ``skip`` ((id(dict), name)), whose entries are left None."""
-    (lens, vals, *rest), hooks = numbers
-    idx = [i for i, (d, k) in enumerate(modules.numbers[2]) if (id(d), k) in skip]
-    keys, types = list(vals[0]), list(vals[1])
-    for i in idx:
-        keys[i] = types[i] = None
-    return (lens, (tuple(keys), tuple(types)), *rest), hooks
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:

@@ -24,8 +24,8 @@ from ..nn.modules.module import Module
 from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
-from . import argtree as _argtree, attrs as _attrs, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
-from . import stance as _stance
+from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
+from . import attrs as _attrs, stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried

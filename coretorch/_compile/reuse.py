@@ -31,9 +31,11 @@ def module_key(raw: list, memo: list) -> tuple:
     of, opened = memo[1], memo[2]
     key = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
                  of(v) for v in raw]), tuple(map(type, raw))
+    # (a plain tensor: its shape, dtype and device, read again; see attrs.py)
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
-        opened(v) or v.__class__ is ndarray or v.__class__ is Tensor or (any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
-                                                not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]))
+        opened(v) or v.__class__ is ndarray or v.__class__ is Tensor or (
+            any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
+            not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]))
     return key
 
 
