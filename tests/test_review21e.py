@@ -418,3 +418,87 @@ def test_a_backward_hook_storing_a_module_attribute(device):
         (f(torch.randn(5, 4).to(device).requires_grad_()) * w).sum().backward()
         _same(device, _np(w), _np(m.g))
     assert f._capture.replays == 0
+
+
+class _Sym(nn.Module):
+    def forward(self, w):
+        return w.triu() + w.triu(1).transpose(-1, -2)
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_parametrize_cached_block_around_several_calls(device, form):
+    """``with parametrize.cached():`` around several calls: eager computes the parametrized weight at the first
+    access and reads that cached tensor until the block ends, even after the original changed in place.  A replay
+    recomputed the weight from the current original at every call (the first call's capture filled the cache; the
+    replays never read it): the outputs of calls 2-5 differed.  The cache's entries are now part of the guards, a
+    replay writes the entries its capture filled, and one that hits the cache reads the cached tensor."""
+    from coretorch.nn.utils import parametrize
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = nn.Linear(3, 3).to(device)
+        parametrize.register_parametrization(m, "weight", _Sym())
+        f = (torch.compile(m) if form == "module" else torch.compile(lambda x: m(x))) if compiled else m
+        x = torch.randn(2, 3).to(device)
+        out = []
+        with torch.no_grad(), parametrize.cached():
+            for _ in range(5):
+                out.append(_np(f(x)))
+                m.parametrizations.weight.original.add_(1.0)
+        with torch.no_grad():  # (a block per call: each computes the weight again)
+            for _ in range(4):
+                with parametrize.cached():
+                    out.append(_np(f(x)))
+        return out, (f._capture.replays if form == "module" else f.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        _same(device, a, b)
+    assert replays >= 5
+
+
+def test_a_recurrent_step_with_parametrize_cached_inside_the_forward(device):
+    """A recurrent cell whose parametrized weight is read at every time step, the forward inside ``cached()``
+    (PyTorch's recommended use): compiled, it trains as eager and replays."""
+    from coretorch.nn.utils import parametrize
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell, self.head = nn.Linear(4, 4), nn.Linear(4, 2)
+            parametrize.register_parametrization(self.cell, "weight", _Sym())
+
+        def forward(self, x):
+            h = torch.zeros(x.shape[0], 4, device=x.device)
+            with parametrize.cached():
+                for t in range(x.shape[1]):
+                    h = torch.tanh(self.cell(x[:, t]) + h)
+            return self.head(h)
+
+    def run(compiled, form):
+        torch.manual_seed(0)
+        m = Net().to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(fm(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = [[_np(fn(torch.randn(8, 5, 4, generator=g).to(device), torch.randn(8, 2, generator=g).to(device))),
+                *[_np(p) for p in m.parameters()]] for _ in range(5)]
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    for form in ("function", "module"):
+        eager, _ = run(False, form)
+        compiled, replays = run(True, form)
+        for a, b in zip(eager, compiled):
+            for x, y in zip(a, b):
+                _same(device, x, y)
+        assert replays >= 3

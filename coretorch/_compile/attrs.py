@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..nn.modules.module import Module
+from ..nn.utils import parametrize as _parametrize
 from ..tensor import Tensor
 from . import versions as _versions
 from .results import _graph_consumed
@@ -39,12 +40,27 @@ def key(v: Tensor) -> tuple:
 _BASE: set = set()  # every Module's own attribute names
 
 
-def attributes(modules: list) -> list[tuple[dict, str]]:
-    """``(module.__dict__, name)`` of the modules' eligible tensor attributes, taken at a capture's start."""
+def attributes(modules: list) -> list[tuple[dict, Any]]:
+    """``(module.__dict__, name)`` of the modules' eligible tensor attributes, taken at a capture's start; inside a
+    ``parametrize.cached()`` block, also the entries of its cache the parametrized modules read or fill
+    (``(cache, (id(module), name))``: a block around several calls keeps what the first computed, as eager's)."""
     if not _BASE:
         _BASE.update(Module().__dict__)
-    return [(d, k) for m in modules for d in (m.__dict__,) for k, v in list(d.items())
-            if k not in _BASE and eligible(v)]
+    out: list = [(d, k) for m in modules for d in (m.__dict__,) for k, v in list(d.items())
+                 if k not in _BASE and eligible(v)]
+    if _parametrize._cache_enabled:
+        out += [(_parametrize._cache, (id(m), n)) for m in modules
+                if isinstance(p := m.__dict__.get("_modules", {}).get("parametrizations"), Module)
+                for n in p._modules]
+    return out
+
+
+def cache_key() -> tuple:
+    """The guard key of ``parametrize.cached()``'s cache: inside a block, its entries (what a call reads from it,
+    or whether it computes and stores them)."""
+    if not _parametrize._cache_enabled:
+        return ()
+    return tuple([(k, key(v) if eligible(v) else id(v)) for k, v in _parametrize._cache.items()])
 
 
 def on_load(rec: Any, src: str, found: list) -> None:

@@ -791,7 +791,8 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
-    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), (_modes(), _attrs.cache_key()),
+            tuple(map(_training, modules)),
             _hooks(modules),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]) if ids else None,
