@@ -11,8 +11,8 @@ torch.ones(1, requires_grad=True)``: its ``.grad`` is accumulated) stays keyed b
 What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view, an array made outside
 the recorded kernels, a tensor whose autograd graph is still needed after a compiled function (a replay's tensors
 carry none; a compiled module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node
-instead, see ``module.py``), and reading an attribute that carries the autograd graph of an earlier call (``self.h =
-h`` without ``detach``).  Checked at the capture, and one test per read attribute at a replay's start.
+instead, see ``module.py``).  Checked at the capture, and one test per read attribute at a replay's start
+(:func:`on_load`: an attribute read with an autograd graph is keyed by identity there, as before).
 """
 from __future__ import annotations
 
@@ -64,17 +64,18 @@ def cache_key() -> tuple:
 
 
 def on_load(rec: Any, src: str, found: list) -> None:
-    """The call reads ``src``, the array of the attributes ``found`` ((path, tensor)) as the call found them.  One
-    with an autograd graph (an earlier call's, or a hook's run outside the capture) is a graph break (a replay reads
-    it as a constant, eager's backward runs into that graph); else the replay checks first that it still has none,
-    and that an attribute whose array the replay loads through another path (a parameter's, a global tensor's,
-    another module's attribute: one array) still holds that array (``model.mask = other`` after the capture)."""
+    """The call reads ``src``, the array of the attributes ``found`` ((path, tensor)) as the call found them.  The
+    replay checks first that an attribute whose array it loads through another path (a parameter's, a global
+    tensor's, another module's attribute: one array) still holds that array (``model.mask = other`` after the
+    capture); that one holding a tensor with an autograd graph made before the call (``self.w_t = self.weight.t()``
+    in ``__init__``: the capture's backward ran through it) is still that tensor (a new graph each call, as ``self.h
+    = h`` without ``detach`` or a pre-hook run outside the capture, captures again); and that one without a graph
+    still has none."""
     for expr, t in found:
         if src != f"{expr}._data":
             rec.checks.append(f"if {expr}._data is not {src}: raise MISMATCH(False, True)")
         elif t._gf is not None:
-            rec.graph_break(f"the call reads the module attribute {expr} holding a tensor with an autograd graph "
-                            "made outside it, which a replay would read as a constant")
+            rec.checks.append(f"if {expr} is not {rec.const(t)}: raise MISMATCH(False, True)")
         else:
             rec.checks.append(f"if {expr}._gf is not None: raise MISMATCH(False, True)")
 
