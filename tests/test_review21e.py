@@ -502,3 +502,45 @@ def test_a_recurrent_step_with_parametrize_cached_inside_the_forward(device):
             for x, y in zip(a, b):
                 _same(device, x, y)
         assert replays >= 3
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_an_attribute_holding_a_graph_made_in_init(device, form):
+    """A decoder weight kept as a transposed view of the encoder's (``self.w_t = self.enc.weight.t()`` in
+    ``__init__``): eager's backward runs through that view's graph into the encoder's gradient at every step.  The
+    replay reads the same tensor (checked by identity, as an attribute read with a graph is) and gives eager's
+    parameters; reading it is no graph break."""
+    class TiedT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Linear(4, 6)
+
+        def forward(self, x):
+            return F.linear(torch.tanh(self.enc(x)), self.w_t)
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = TiedT().to(device)
+        m.w_t = m.enc.weight.t()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x):
+            opt.zero_grad()
+            loss = (fm(x) - x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = [[_np(fn(torch.randn(8, 4, generator=g).to(device))), *[_np(p) for p in m.parameters()]]
+               for _ in range(5)]
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3
