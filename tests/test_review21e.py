@@ -544,3 +544,51 @@ def test_an_attribute_holding_a_graph_made_in_init(device, form):
         for x, y in zip(a, b):
             _same(device, x, y)
     assert replays >= 3
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_a_pruning_mask_applied_in_a_forward_pre_hook(device, form):
+    """Pruning as ``torch.nn.utils.prune`` does it: the parameter ``weight_orig``, the buffer ``weight_mask`` and a
+    forward pre-hook assigning ``module.weight = weight_orig * weight_mask`` at every call; the mask is changed in
+    place (more pruning) between steps.  Eager: each call's weight is this call's product.  Compiled before: the
+    new attribute each call captured again (never a replay); now the steps replay with eager's parameters and
+    ``module.weight``."""
+    def run(compiled):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).to(device)
+        lin = m[0]
+        w = lin._parameters.pop("weight")
+        lin.register_parameter("weight_orig", w)
+        lin.register_buffer("weight_mask", torch.ones_like(w))
+        lin.weight = lin.weight_orig * lin.weight_mask
+
+        def apply_mask(mod, inputs):
+            mod.weight = mod.weight_orig * mod.weight_mask
+
+        lin.register_forward_pre_hook(apply_mask)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(fm(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for i in range(6):
+            if i == 3:
+                lin.weight_mask[::2].zero_()
+            loss = fn(torch.randn(16, 4, generator=g).to(device), torch.randint(0, 3, (16,), generator=g).to(device))
+            out.append([_np(loss), _np(lin.weight), *[_np(p) for p in m.parameters()]])
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 3
