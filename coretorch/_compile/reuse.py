@@ -21,13 +21,18 @@ def module_key(raw: list, memo: list) -> tuple:
     (guards._object_key), and their classes; ``memo``: [the last call's (raw, key, entries computed again), that
     function, guards._opened, then :func:`globals_key`'s]."""
     m = memo[0]
-    if m is not None and len(m[0]) == len(raw) and all(map(is_, raw, m[0])):
+    if m is not None and len(m[0]) == len(raw) and (all(map(is_, raw, m[0])) or m[3] and all(
+            a is b or a.__class__ is Tensor and i in m[3] for i, a, b in zip(range(len(raw)), raw, m[0]))):
+        # (the same objects, or other plain tensors where there were: a pre-hook's new ``module.weight`` each call)
         if not m[2]:
             return m[1]
         keys, of = list(m[1][0]), memo[1]
         for i in m[2]:
             keys[i] = of(raw[i])
-        return tuple(keys), m[1][1]
+        key = tuple(keys), m[1][1]
+        if m[0] is not raw and m[3]:
+            memo[0] = (raw, key, m[2], m[3])
+        return key
     of, opened = memo[1], memo[2]
     key = tuple([(v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in _SCALAR_SET else
                  of(v) for v in raw]), tuple(map(type, raw))
@@ -35,7 +40,8 @@ def module_key(raw: list, memo: list) -> tuple:
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
         opened(v) or v.__class__ is ndarray or v.__class__ is Tensor or (
             any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
-            not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]))
+            not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]),
+                frozenset([i for i, v in enumerate(raw) if v.__class__ is Tensor]))
     return key
 
 
