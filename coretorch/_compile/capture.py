@@ -310,7 +310,7 @@ class Recorder(ResultEncoding):
             # or assign it without requires_grad (a replay used to keep the capture's .grad tensor)
             self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
         for d, k in attrs:  # modules' plain tensor attributes: read and written where they live (see attrs.py)
-            expr = f"{self.const(d)}[{k!r}]"
+            expr = f"{self.const(d)}[{repr(k) if isinstance(k, str) else self.const(k)}]"  # (a cache's tuple key)
             self.paths.append(Path(expr, functools.partial(d.get, k), True))
             self.attr_exprs[expr] = (d, k)
         self.snapshot()
