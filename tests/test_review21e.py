@@ -173,8 +173,9 @@ def test_a_cached_state_stored_and_read_again(device, form):
 
 def test_stores_a_replay_cannot_repeat_stay_graph_breaks(device):
     """What a replay cannot repeat stays eager: storing an argument (``self.last = x``: eager's attribute is the
-    caller's tensor itself), a detached view of an intermediate (truncated BPTT's ``self.h = h.detach()``), and
-    reading a state that carries the previous call's autograd graph (``self.h = h`` without ``detach``)."""
+    caller's tensor itself), a view of an intermediate that is no detach (``self.h = y[:, :3]``: eager's shares the
+    result's version counter), and reading a state that carries the previous call's autograd graph (``self.h = h``
+    without ``detach``: checked by identity)."""
     class Keep(nn.Module):
         def __init__(self, how):
             super().__init__()
@@ -186,7 +187,8 @@ def test_stores_a_replay_cannot_repeat_stay_graph_breaks(device):
             if self.how == "arg":
                 self.h = x
             elif self.how == "view":
-                self.h = y.detach()
+                with torch.no_grad():
+                    self.h = y[:, :3]
             return y
 
     for how in ("arg", "view"):
@@ -592,3 +594,54 @@ def test_a_pruning_mask_applied_in_a_forward_pre_hook(device, form):
         for x, y in zip(a, b):
             _same(device, x, y)
     assert replays >= 3
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+def test_truncated_bptt_keeps_the_detached_hidden_state(device, form):
+    """Truncated BPTT: ``out, h = self.rnn(x, self.h); self.h = h.detach()`` (a GRU), a new sequence's zero state
+    set between calls.  Eager: each call starts from the previous call's final state.  Compiled before: storing the
+    detached view was a graph break (every call eager); now the replay reads ``self.h`` where it lives and stores
+    this call's state (a compiled module's as a detached view of its node's base, as eager's), with eager's losses,
+    states and parameters."""
+    class TBPTT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn, self.head = nn.GRU(4, 6, batch_first=True), nn.Linear(6, 3)
+            self.h = torch.zeros(1, 8, 6)
+
+        def forward(self, x):
+            out, h = self.rnn(x, self.h)
+            self.h = h.detach()
+            return self.head(out)
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = TBPTT().to(device)
+        m.h = m.h.to(device)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(fm(x).flatten(0, 1), y.flatten())
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for i in range(8):
+            if i == 5:
+                m.h = torch.zeros(1, 8, 6, device=device)
+            x, y = torch.randn(8, 5, 4, generator=g).to(device), torch.randint(0, 3, (8, 5), generator=g).to(device)
+            out.append([_np(fn(x, y)), _np(m.h), *[_np(p) for p in m.parameters()]])
+            assert not m.h.requires_grad
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 5

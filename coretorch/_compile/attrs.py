@@ -8,7 +8,8 @@ pre-hook that assigns a new tensor at every call keeps its replay, and the repla
 tensor with this call's values, as eager does.  A tensor that requires grad as a leaf (``self.scale =
 torch.ones(1, requires_grad=True)``: its ``.grad`` is accumulated) stays keyed by identity, as before.
 
-What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view, an array made outside
+What a replay cannot repeat is a graph break (:func:`stored`): storing an argument, a view (but a detached one of a
+tensor the call made: truncated BPTT's ``self.h = h.detach()``), an array made outside
 the recorded kernels, a tensor whose autograd graph is still needed after a compiled function (a replay's tensors
 carry none; a compiled module's forward gives the attribute an output of its ``CompiledFunctionBackward`` node
 instead, see ``module.py``).  Checked at the capture, and one test per read attribute at a replay's start
@@ -89,7 +90,7 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
     why = None
     if type(t) is not Tensor:
         why = f"a {type(t).__name__}"
-    elif t._vbase is not None:
+    elif t._vbase is not None and not (t._det and _made(rec, t._vbase)):
         why = "a view (a replay makes a tensor of its own)"
     elif id(t) in rec.persistent or id(t._data) in rec.loaded or id(t._data) not in rec.var:
         why = "a tensor the call did not make with the recorded kernels"
@@ -108,6 +109,12 @@ def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
             return f"{expr} = {e}"
     rec.attr_made[expr] = t
     return f"{expr} = MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+
+
+def _made(rec: Any, t: Tensor) -> bool:
+    """Whether the call made ``t`` with the recorded kernels (the base of truncated BPTT's ``self.h = h.detach()``:
+    the replay stores a tensor over this call's array, as eager's detached view)."""
+    return id(t) not in rec.persistent and id(t._data) in rec.var and id(t._data) not in rec.loaded
 
 
 def check_graphs(rec: Any) -> None:
