@@ -645,3 +645,33 @@ def test_truncated_bptt_keeps_the_detached_hidden_state(device, form):
         for x, y in zip(a, b):
             _same(device, x, y)
     assert replays >= 5
+
+
+def test_a_module_tensor_attribute_replaced_by_one_with_another_user_attribute(device):
+    """A plain tensor attribute carrying a number the forward reads (``self.mask.scale``), replaced by a tensor of
+    the same shape with another number, or the number changed on the same tensor.  Eager reads the new number.
+    Keyed by shape, dtype and device since this review, the attribute's key also holds the attributes set on the
+    tensor (as a buffer's), so the capture's number is not replayed."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x) * self.mask * self.mask.scale
+
+    m = M().to(device)
+    m.mask = torch.ones(3, device=device)
+    m.mask.scale = 2.0
+    f = torch.compile(m)
+    x = torch.randn(2, 3).to(device)
+    with torch.no_grad():
+        for i in range(6):
+            if i == 2:
+                t = torch.ones(3, device=device)
+                t.scale = 5.0
+                m.mask = t
+            if i == 4:
+                m.mask.scale = 7.0
+            _same(device, _np(m.lin(x) * m.mask * m.mask.scale), _np(f(x)))
+    assert f._capture.replays >= 2

@@ -23,6 +23,7 @@ from ..nn.modules.module import Module
 from ..nn.utils import parametrize as _parametrize
 from ..tensor import Tensor
 from . import versions as _versions
+from .keyvalues import _TENSOR_OWN, user_attrs
 from .results import _graph_consumed
 
 
@@ -32,10 +33,11 @@ def eligible(v: Any) -> bool:
 
 
 def key(v: Tensor) -> tuple:
-    """The guard key of such an attribute: its shape, dtype and device (whether it carries an autograd graph is
-    checked where a capture reads it: see :func:`on_load`)."""
+    """The guard key of such an attribute: its shape, dtype and device, and the attributes set on it (``m.mask.scale
+    = 2.0``), as a buffer's (whether it carries an autograd graph is checked where a capture reads it: see
+    :func:`on_load`)."""
     d = v._data
-    return "tensor", d.shape, d.dtype, id(v._be)
+    return "tensor", d.shape, d.dtype, id(v._be), None if v.__dict__.keys() <= _TENSOR_OWN else user_attrs(v)
 
 
 _BASE: set = set()  # every Module's own attribute names
