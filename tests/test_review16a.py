@@ -360,7 +360,7 @@ def test_two_calls_inside_parametrize_cached_bitwise():
     module's replays recomputed it per call and ran its backward per call (cpu gradients differed in the last
     bits: a strict xfail until review 21e).  Now the cache's entries are guarded and written by the replay: the
     first call stores the weight in the cache as an output of its node, the second (a cache hit whose weight has
-    that graph) runs eagerly on it, and the gradients are eager's."""
+    that graph) is captured keyed by that tensor's identity, and the gradients are eager's."""
     import coretorch.nn.utils.parametrize as P
     grads = []
     for compiled in (False, True):
