@@ -675,3 +675,53 @@ def test_a_module_tensor_attribute_replaced_by_one_with_another_user_attribute(d
                 m.mask.scale = 7.0
             _same(device, _np(m.lin(x) * m.mask * m.mask.scale), _np(f(x)))
     assert f._capture.replays >= 2
+
+
+@pytest.mark.parametrize("form", ["function", "module"])
+@pytest.mark.parametrize("how", ["detach", "reset"])
+def test_an_lstm_state_kept_as_a_tuple_attribute(device, form, how):
+    """An LSTM's state kept on the module as a tuple: truncated BPTT's ``self.state = (h.detach(), c.detach())``
+    (a new sequence's zeros set between calls), or PyTorch's LSTM tutorial's ``self.state = (h, c)`` with the loop
+    setting fresh zeros before every sequence.  Eager: each call reads the state as the previous call or the loop
+    left it.  Compiled before: a tuple attribute was keyed by its tensors' identities, so every call captured again
+    (never a replay); now its tensors are read where they live and the replay stores this call's tuple."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn, self.head = nn.LSTM(4, 6, batch_first=True), nn.Linear(6, 3)
+
+        def forward(self, x):
+            out, state = self.rnn(x, self.state)
+            self.state = tuple(s.detach() for s in state) if how == "detach" else state
+            return self.head(out)
+
+    def run(compiled):
+        torch.manual_seed(0)
+        m = Net().to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        fm = torch.compile(m) if compiled and form == "module" else m
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(fm(x).flatten(0, 1), y.flatten())
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compiled and form == "function" else step
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for i in range(7):
+            if how == "reset" or i in (0, 4):
+                m.state = (torch.zeros(1, 8, 6, device=device), torch.zeros(1, 8, 6, device=device))
+            x, y = torch.randn(8, 5, 4, generator=g).to(device), torch.randint(0, 3, (8, 5), generator=g).to(device)
+            out.append([_np(fn(x, y)), *[_np(s) for s in m.state], *[_np(p) for p in m.parameters()]])
+            assert type(m.state) is tuple
+        return out, (fn.replays if form == "function" else fm._capture.replays) if compiled else 0
+
+    eager, _ = run(False)
+    compiled, replays = run(True)
+    for a, b in zip(eager, compiled):
+        for x, y in zip(a, b):
+            _same(device, x, y)
+    assert replays >= 4

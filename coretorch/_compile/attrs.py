@@ -32,10 +32,23 @@ def eligible(v: Any) -> bool:
     return type(v) is Tensor and not (v._rg and v._gf is None)
 
 
-def key(v: Tensor) -> tuple:
+def eligible_tuple(v: Any) -> bool:
+    """Whether it is a tuple of such tensors (an LSTM's state ``(h, c)``), kept as one."""
+    return type(v) is tuple and 0 < len(v) <= 8 and all(map(eligible, v))
+
+
+def item(d: dict, k: Any, i: int) -> Any:
+    """Entry ``i`` of the tuple at ``d[k]`` (None where there is none): a tuple attribute's element, as a path."""
+    v = d.get(k)
+    return v[i] if type(v) is tuple and i < len(v) else None
+
+
+def key(v: Any) -> tuple:
     """The guard key of such an attribute: its shape, dtype and device, and the attributes set on it (``m.mask.scale
     = 2.0``), as a buffer's (whether it carries an autograd graph is checked where a capture reads it: see
     :func:`on_load`)."""
+    if type(v) is tuple:
+        return tuple(map(key, v))
     d = v._data
     return "tensor", d.shape, d.dtype, id(v._be), None if v.__dict__.keys() <= _TENSOR_OWN else user_attrs(v)
 
@@ -50,7 +63,7 @@ def attributes(modules: list) -> list[tuple[dict, Any]]:
     if not _BASE:
         _BASE.update(Module().__dict__)
     out: list = [(d, k) for m in modules for d in (m.__dict__,) for k, v in list(d.items())
-                 if k not in _BASE and eligible(v)]
+                 if k not in _BASE and (eligible(v) or eligible_tuple(v))]
     if _parametrize._cache_enabled:
         out += [(_parametrize._cache, (id(m), n)) for m in modules
                 if isinstance(p := m.__dict__.get("_modules", {}).get("parametrizations"), Module)
@@ -84,33 +97,46 @@ def on_load(rec: Any, src: str, found: list) -> None:
 
 
 def stored(rec: Any, expr: str, t: Any, outputs: list | None) -> str | None:
-    """The replay's line storing ``t``, which the call assigned to the module attribute ``expr``; None where the
-    replay stores nothing (``outputs``: a compiled module's forward, whose caller stores a tensor on its node), or on
-    a graph break."""
+    """The replay's line storing ``t``, which the call assigned to the module attribute ``expr`` (a tensor, or a tuple
+    of tensors: an LSTM's ``self.state = (h.detach(), c.detach())``); None where the replay stores nothing
+    (``outputs``: a compiled module's forward, whose caller stores the tensors on its node), or on a graph break."""
     if t is None:
         return f"{expr} = None"
-    why = None
-    if type(t) is not Tensor:
-        why = f"a {type(t).__name__}"
-    elif t._vbase is not None and not (t._det and _made(rec, t._vbase)):
-        why = "a view (a replay makes a tensor of its own)"
-    elif id(t) in rec.persistent or id(t._data) in rec.loaded or id(t._data) not in rec.var:
-        why = "a tensor the call did not make with the recorded kernels"
-    elif t._rg and t._gf is None:
-        why = "a new leaf that requires grad"
-    if why is not None:
-        rec.graph_break(f"the call stores {why} in the module attribute {expr}")
-        return None
+    items = t if type(t) is tuple and t else (t,)
+    for x in items:
+        why = _unstorable(rec, x)
+        if why is not None:
+            rec.graph_break(f"the call stores {why} in the module attribute {expr}")
+            return None
     if outputs is not None:  # (a compiled module's forward: set by its caller, as its outputs are made)
         outputs.append((expr, t))
         return None
-    if t._gf is not None:  # (whether its graph is still needed after the call: see :func:`check_graphs`)
+    if any(x._gf is not None for x in items):  # (whether its graph is still needed: see :func:`check_graphs`)
         rec.attr_graphs.add(expr)
+    if type(t) is tuple:
+        return f"{expr} = ({''.join([_make(rec, x) + ', ' for x in items])})"
     for e, (d, k) in rec.attr_exprs.items():  # one tensor in two attributes (``self.b = self.a``): one tensor
         if e != expr and d.get(k) is t and rec.attr_made.get(e) is t:
             return f"{expr} = {e}"
     rec.attr_made[expr] = t
-    return f"{expr} = MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+    return f"{expr} = {_make(rec, t)}"
+
+
+def _make(rec: Any, t: Tensor) -> str:
+    return f"MAKE({rec.var[id(t._data)]}, {rec.const(t.dtype)}, {rec.const(t._be)}{_versions.made(t)})"
+
+
+def _unstorable(rec: Any, t: Any) -> str | None:
+    """Why the replay cannot store ``t`` as eager's (None: it can)."""
+    if type(t) is not Tensor:
+        return f"a {type(t).__name__}"
+    if t._vbase is not None and not (t._det and _made(rec, t._vbase)):
+        return "a view (a replay makes a tensor of its own)"
+    if id(t) in rec.persistent or id(t._data) in rec.loaded or id(t._data) not in rec.var:
+        return "a tensor the call did not make with the recorded kernels"
+    if t._rg and t._gf is None:
+        return "a new leaf that requires grad"
+    return None
 
 
 def _made(rec: Any, t: Tensor) -> bool:
@@ -128,7 +154,8 @@ def check_graphs(rec: Any) -> None:
     for expr in rec.attr_graphs:
         d, k = rec.attr_exprs[expr]
         t = d.get(k)
-        if isinstance(t, Tensor) and t._gf is not None and not _graph_consumed(t._gf):
+        if any(isinstance(x, Tensor) and x._gf is not None and not _graph_consumed(x._gf)
+               for x in (t if type(t) is tuple else (t,))):
             rec.graph_break(f"the call stores a tensor whose autograd graph is still needed in the module attribute "
                             f"{expr} (a replay's tensors carry none: run the forward under no_grad, or compile the "
                             "module)")

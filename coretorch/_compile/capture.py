@@ -214,6 +214,7 @@ class Recorder(ResultEncoding):
         self.attr_first: dict[int, list] = {}  # id(array) -> [(path, tensor)] of those attributes at the call's start
         self.attr_outputs: list | None = None  # a compiled module's: the attributes stored on its node (attrs.py)
         self.attr_made: dict[str, Any] = {}  # attribute -> the tensor a replay makes for it (see attrs.stored)
+        self.attr_items: set[str] = set()  # the paths of the tensors of tuple attributes (stored with the tuple)
         self.attr_graphs: set[str] = set()  # the attributes a compiled function stored a graph's tensor in (attrs.py)
 
     # ---- constants and variables --------------------------------------------------------------------------------
@@ -313,9 +314,13 @@ class Recorder(ResultEncoding):
             expr = f"{self.const(d)}[{repr(k) if isinstance(k, str) else self.const(k)}]"  # (a cache's tuple key)
             self.paths.append(Path(expr, functools.partial(d.get, k), True))
             self.attr_exprs[expr] = (d, k)
+            v = d.get(k)
+            for i in range(len(v) if type(v) is tuple else 0):  # a tuple's tensors: loaded where they live
+                self.paths.append(Path(f"{expr}[{i}]", functools.partial(_attrs.item, d, k, i), True))
+                self.attr_items.add(f"{expr}[{i}]")
         self.snapshot()
         self.refresh_owners()
-        for e in self.attr_exprs:
+        for e in (*self.attr_exprs, *self.attr_items):
             t = self.snap[e][0]
             if isinstance(t, Tensor):
                 self.attr_first.setdefault(id(t._data), []).append((e, t))
@@ -375,6 +380,8 @@ class Recorder(ResultEncoding):
                 continue
             if not p.settable:
                 self.graph_break(f"the tensor at {p.expr} was replaced")
+                continue
+            if p.expr in self.attr_items:  # (a tuple attribute's tensor: its tuple's path stores the new one)
                 continue
             if p.expr in self.attr_exprs:
                 line = _attrs.stored(self, p.expr, t, self.attr_outputs)

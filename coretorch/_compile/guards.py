@@ -707,7 +707,7 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
 def _object_key(v: Any, names: tuple = ()) -> Any:
     """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads
     (a tensor: see attrs.py)."""
-    if _attrs.eligible(v):
+    if _attrs.eligible(v) or _attrs.eligible_tuple(v):
         return _attrs.key(v)
     if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
         return id(v), _ndarray_key(v)

@@ -207,9 +207,13 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
         node.watch(lv, res)
     if entry.attrs:  # the module attributes the forward stored (see attrs.py): outputs of the node, as eager's
         spec, n = entry.single
-        for (d, k, version), t in zip(entry.attrs, res[n:]):
-            t._vc[0] = version
-            d[k] = t
+        j = n
+        for d, k, version in entry.attrs:
+            items = res[j:j + len(version)] if type(version) is tuple else res[j:j + 1]
+            for t, v in zip(items, version if type(version) is tuple else (version,)):
+                t._vc[0] = v
+            d[k] = tuple(items) if type(version) is tuple else items[0]
+            j += len(items)
         return _outtree.rebuild(spec, res[:n], lv)
     return _outtree.rebuild(entry.single, res, lv)
 
@@ -382,10 +386,12 @@ class ModuleCapture:
                 # make another over its memory
                 rec.breaks.append("an output is a parameter or a buffer itself")
             rec.write_back()
-            entry.attrs = [(*rec.attr_exprs[e], t._vc[0]) for e, t in rec.attr_outputs]
+            # (d, name, version: a tuple of them for a tuple attribute)
+            entry.attrs = [(*rec.attr_exprs[e], tuple([x._vc[0] for x in t]) if type(t) is tuple else t._vc[0])
+                           for e, t in rec.attr_outputs]
             if outs is not None and rec.attr_outputs:  # (outputs of the node too, after the result's)
                 single = (single, len(outs))
-                outs = [*outs, *[t for _, t in rec.attr_outputs]]
+                outs = [*outs, *[x for _, t in rec.attr_outputs for x in (t if type(t) is tuple else (t,))]]
             rec.attr_outputs = []
             split = len(rec.lines)
             rec.no_undo = True  # (the backward's checks: the forward's draws were returned)

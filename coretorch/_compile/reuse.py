@@ -22,7 +22,8 @@ def module_key(raw: list, memo: list) -> tuple:
     function, guards._opened, then :func:`globals_key`'s]."""
     m = memo[0]
     if m is not None and len(m[0]) == len(raw) and (all(map(is_, raw, m[0])) or m[3] and all(
-            a is b or a.__class__ is Tensor and i in m[3] for i, a, b in zip(range(len(raw)), raw, m[0]))):
+            a is b or i in m[3] and a.__class__ is b.__class__ and _tensors(a)
+            for i, a, b in zip(range(len(raw)), raw, m[0]))):
         # (the same objects, or other plain tensors where there were: a pre-hook's new ``module.weight`` each call)
         if not m[2]:
             return m[1]
@@ -38,11 +39,17 @@ def module_key(raw: list, memo: list) -> tuple:
                  of(v) for v in raw]), tuple(map(type, raw))
     # (a plain tensor: its shape, dtype and device, read again; see attrs.py)
     memo[0] = (raw, key, tuple([i for i, v in enumerate(raw) if v.__class__ not in _SCALAR_SET and (
-        opened(v) or v.__class__ is ndarray or v.__class__ is Tensor or (
+        opened(v) or v.__class__ is ndarray or _tensors(v) or (
             any(map(opened, v)) if isinstance(v, tuple) else  # (a tuple of lists)
             not isinstance(v, tuple) and BY_VALUE.get(v.__class__) is not False))]),
-                frozenset([i for i, v in enumerate(raw) if v.__class__ is Tensor]))
+                frozenset([i for i, v in enumerate(raw) if _tensors(v)]))
     return key
+
+
+def _tensors(v: object) -> bool:
+    """A plain tensor, or a tuple of them (an LSTM's state): keyed by their shapes, read again at every call."""
+    return v.__class__ is Tensor or v.__class__ is tuple and 0 < len(v) <= 8 and all(  # type: ignore[arg-type]
+        x.__class__ is Tensor for x in v)  # type: ignore[attr-defined]
 
 
 def globals_key(objs: list, memo: list) -> tuple:
