@@ -195,8 +195,8 @@ def test_explain_of_a_module_is_its_module_capture(device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         hooked = nn.utils.weight_norm(nn.Linear(3, 2)).to(device)  # its pre-hook assigns module.weight every call
-    ex = torch.compiler.explain(hooked, x)
-    assert ex.graph_break_count == 1 and "assigns a module attribute" in ex.break_reasons[0]
+    ex = torch.compiler.explain(hooked, x)  # (no break since review 21e: the attribute is an output of the replay)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0)
 
 
 def _models():

@@ -24,6 +24,8 @@ on every backend, RNG kernels advance the same generators (dropout matches), and
   and modules, ``os.environ``; :mod:`.ownnumbers`: the numbers on the function, its optimizers and tensors);
 * :mod:`.optim`, :mod:`.symbolic`: the optimizer step replayed with ``lr`` & co. as inputs;
 * :mod:`.argtree`: argument lists, tuples and dicts keyed by their structure (a fresh batch dict replays);
+* :mod:`.attrs`: the modules' plain tensor attributes (a weight-norm pre-hook's ``module.weight``, truncated BPTT's
+  ``self.h``) and ``parametrize.cached()``'s cache, read and written where they live;
 * :mod:`.assigns`: Python state a call assigns where no guard looks (a graph break); :mod:`.flags`: the modules'
   ``training`` flags a call sets (``model.train()``: set by the replay too); :mod:`.made`: optimizer and
   scheduler steps a replay cannot repeat (an optimizer made in the call, an ``lr`` set outside a scheduler);

@@ -40,7 +40,7 @@ from ..optim import lr_scheduler as _sched
 from ..optim import optimizer as _optim
 from ..tensor import Tensor
 from . import foreign as _foreign, hostrng as _hostrng, layouts as _layouts, made as _made, symbolic as _sym
-from . import dynfloat as _dynfloat, rngundo as _rngundo, tailreads as _tail, versions as _versions
+from . import attrs as _attrs, dynfloat as _dynfloat, rngundo as _rngundo, tailreads as _tail, versions as _versions
 from .config import config as _compile_config
 from .exc import Unsupported
 from .declining import on_copies as _on_copies
@@ -219,6 +219,13 @@ class Recorder(ResultEncoding):
         self.persistent: set[int] = set()  # ids of objects reachable before the call (see persistent_of)
         self.arg_containers: frozenset = frozenset()  # ids of the argument containers (see argtree.py)
         self.arg_identity = False  # the result returns an argument container itself (see argtree.py)
+        self.loaded: set[int] = set()  # ids of the arrays read from their owners (not made by a recorded kernel)
+        self.attr_exprs: dict[str, tuple] = {}  # path -> (dict, name) of the modules' tensor attributes (attrs.py)
+        self.attr_first: dict[int, list] = {}  # id(array) -> [(path, tensor)] of those attributes at the call's start
+        self.attr_outputs: list | None = None  # a compiled module's: the attributes stored on its node (attrs.py)
+        self.attr_made: dict[str, Any] = {}  # attribute -> the tensor a replay makes for it (see attrs.stored)
+        self.attr_items: set[str] = set()  # the paths of the tensors of tuple attributes (stored with the tuple)
+        self.attr_graphs: set[str] = set()  # the attributes a compiled function stored a graph's tensor in (attrs.py)
 
     # ---- constants and variables --------------------------------------------------------------------------------
     def const(self, obj: Any) -> str:
@@ -253,6 +260,9 @@ class Recorder(ResultEncoding):
             if mem is not None and id(mem) in self._mem:  # a view of a recorded array, made on the host
                 self.graph_break(f"kernel '{self._current}' read a view made outside the recorded kernels")
         v = self.new_var(arr)
+        self.loaded.add(id(arr))
+        if src is not None and id(arr) in self.attr_first:  # (a module's tensor attribute as the call found it)
+            _attrs.on_load(self, src, self.attr_first.pop(id(arr)))
         if src is None:
             self.pending.append((len(self.lines), arr, v))
             self.lines.append("")  # filled in by finish()
@@ -291,7 +301,7 @@ class Recorder(ResultEncoding):
         return isinstance(obj, (tuple, list)) and any(self._has_array(o) for o in obj)
 
     # ---- persistent state -----------------------------------------------------------------------------------------
-    def track(self, args: list, params: list, buffers: list, tensors: list) -> None:
+    def track(self, args: list, params: list, buffers: list, tensors: list, attrs: list | tuple = ()) -> None:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self.paths.append(Path(f"A[{i}]", _itself(a), False))
@@ -310,8 +320,20 @@ class Recorder(ResultEncoding):
             # its .grad as a parameter's (w = torch.randn(3, requires_grad=True)), and any tensor's: a step may read
             # or assign it without requires_grad (a replay used to keep the capture's .grad tensor)
             self.paths.append(Path(f"{c}._grad", functools.partial(getattr, t, "_grad"), True))
+        for d, k in attrs:  # modules' plain tensor attributes: read and written where they live (see attrs.py)
+            expr = f"{self.const(d)}[{repr(k) if isinstance(k, str) else self.const(k)}]"  # (a cache's tuple key)
+            self.paths.append(Path(expr, functools.partial(d.get, k), True))
+            self.attr_exprs[expr] = (d, k)
+            v = d.get(k)
+            for i in range(len(v) if type(v) is tuple else 0):  # a tuple's tensors: loaded where they live
+                self.paths.append(Path(f"{expr}[{i}]", functools.partial(_attrs.item, d, k, i), True))
+                self.attr_items.add(f"{expr}[{i}]")
         self.snapshot()
         self.refresh_owners()
+        for e in (*self.attr_exprs, *self.attr_items):
+            t = self.snap[e][0]
+            if isinstance(t, Tensor):
+                self.attr_first.setdefault(id(t._data), []).append((e, t))
         self._arg_aliases(args)
 
     def _arg_aliases(self, args: list) -> None:
@@ -369,7 +391,13 @@ class Recorder(ResultEncoding):
             if not p.settable:
                 self.graph_break(f"the tensor at {p.expr} was replaced")
                 continue
-            if t is None:
+            if p.expr in self.attr_items:  # (a tuple attribute's tensor: its tuple's path stores the new one)
+                continue
+            if p.expr in self.attr_exprs:
+                line = _attrs.stored(self, p.expr, t, self.attr_outputs)
+                if line is not None:
+                    self.lines.append(line)
+            elif t is None:
                 self.lines.append(f"{p.expr} = None")
             elif isinstance(t, Tensor):
                 if type(t) is not Tensor or t.grad_fn is not None or t._rg:
@@ -723,6 +751,8 @@ class Recorder(ResultEncoding):
         if self.breaks:  # recording stopped at the first break: nothing more to say
             return "None"
         self.write_back()
+        if self.attr_graphs and self.attr_outputs is None:
+            _attrs.check_graphs(self)
         if self.pending:
             self._resolve_pending(result)
         made: dict[int, list] = {}

@@ -21,7 +21,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import dunders as _dunders, reuse as _reuse, weak as _weakref
+from . import attrs as _attrs, dunders as _dunders, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
 from .slots import slot_names as _slot_names
@@ -698,13 +698,17 @@ def check_module_writes(rec: Any, modules: list, before: tuple) -> None:
     capture's tensors, and where the key came round to an earlier capture's (the old value back, a recycled ``id``)
     the replay left the attribute as it was and every later call replayed that one capture (a GRU's hidden state
     frozen)."""
-    if module_numbers(modules) != before:
+    now = module_numbers(modules)
+    if now != before and not _attrs.only_attributes(rec, modules, now, before):
         rec.graph_break("the call assigns a module attribute, a global its class reads, or state a module hook "
                         "reaches, which a replay would not repeat")
 
 
 def _object_key(v: Any, names: tuple = ()) -> Any:
-    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads."""
+    """A module attribute that is no Python number: its key, a container's or plain object's and a function's reads
+    (a tensor: see attrs.py)."""
+    if _attrs.eligible(v) or _attrs.eligible_tuple(v):
+        return _attrs.key(v)
     if v.__class__ is np.ndarray and v.nbytes <= _NDARRAY_MAX:  # (``self.cw``, read on the host: by its values)
         return id(v), _ndarray_key(v)
     if _opened(v) or isinstance(v, tuple) and _holds_opened(v):
@@ -787,7 +791,8 @@ def key(lv: list, modules: list, params: list, buffers: list | tuple = (), plain
     # each parameter's shape, dtype and requires_grad once: ``params`` (a step's, from state_of) holds every module
     # parameter and the optimizers' others; a compiled module passes none, its modules' parameters are keyed
     keyed = params or [p for m in modules for p in m._parameters.values() if p is not None]
-    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), _modes(), tuple(map(_training, modules)),
+    return (tuple([_leaf_key(a) for a in lv]), _aliases(lv), (_modes(), _attrs.cache_key()),
+            tuple(map(_training, modules)),
             _hooks(modules),
             _module_numbers(modules),
             tuple([id(p) for m in modules for p in m._parameters.values()]) if ids else None,

@@ -61,7 +61,7 @@ def why(key: tuple, keys: Iterable[tuple], parts: tuple) -> str:
 
 
 # the parts of guards.key's tuple, and of a tensor argument's key (guards._leaf_key)
-_TENSOR_PARTS = ("an argument", "which arguments share memory", "grad mode or a global mode",
+_TENSOR_PARTS = ("an argument", "which arguments share memory", "grad mode, a global mode or parametrize.cached()",
                  "a module's training flag", "the module hooks", "a module's attribute", "a parameter replaced",
                  "a parameter's shape, dtype, device or requires_grad", "which parameters' .grad are None",
                  "the gradient hooks", "a buffer's shape, dtype or device", "a tensor's shape, dtype or device",

@@ -25,7 +25,7 @@ from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
-from . import stance as _stance
+from . import attrs as _attrs, stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried
@@ -98,7 +98,7 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs", "attrs")
     forward: Any
     backward: Any
     breaks: Any
@@ -123,6 +123,7 @@ class _ModEntry:
     retry: bool  # a graph break only another thread may have caused (see replay.check_process_state)
     layouts: list  # per output: whether a gradient is laid out unlike the recorded one, a copy into that layout
     out_nrs: list  # per output: its place among the node's outputs (those that require grad), or None
+    attrs: list  # (dict, name, version) of the module attributes the forward stores, outputs after the result's
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -204,6 +205,16 @@ def _outputs(entry: _ModEntry, lv: list, res: list, node: Any, arrays: Any) -> A
                 t._mo = t._vc[0]
     if node is not None:
         node.watch(lv, res)
+    if entry.attrs:  # the module attributes the forward stored (see attrs.py): outputs of the node, as eager's
+        spec, n = entry.single
+        j = n
+        for d, k, version in entry.attrs:
+            items = res[j:j + len(version)] if type(version) is tuple else res[j:j + 1]
+            for t, v in zip(items, version if type(version) is tuple else (version,)):
+                t._vc[0] = v
+            d[k] = tuple(items) if type(version) is tuple else items[0]
+            j += len(items)
+        return _outtree.rebuild(spec, res[:n], lv)
     return _outtree.rebuild(entry.single, res, lv)
 
 
@@ -341,6 +352,7 @@ class ModuleCapture:
 
     def _capture(self, args, kwargs, lv, st, host_fusion):
         rec = Recorder(self.fullgraph)
+        rec.attr_outputs = []  # (the tensor attributes the forward stores: outputs, see attrs.py)
         try:
             return self._recorded(rec, args, kwargs, lv, st, host_fusion)
         finally:
@@ -352,9 +364,10 @@ class ModuleCapture:
         rec.install()
         entry = _ModEntry()
         entry.forward = entry.backward = None
+        entry.attrs = []
         entry.planned = (0, 0)
         try:
-            rec.track(lv, params, buffers, plain)
+            rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
@@ -373,6 +386,13 @@ class ModuleCapture:
                 # make another over its memory
                 rec.breaks.append("an output is a parameter or a buffer itself")
             rec.write_back()
+            # (d, name, version: a tuple of them for a tuple attribute)
+            entry.attrs = [(*rec.attr_exprs[e], tuple([x._vc[0] for x in t]) if type(t) is tuple else t._vc[0])
+                           for e, t in rec.attr_outputs]
+            if outs is not None and rec.attr_outputs:  # (outputs of the node too, after the result's)
+                single = (single, len(outs))
+                outs = [*outs, *[x for _, t in rec.attr_outputs for x in (t if type(t) is tuple else (t,))]]
+            rec.attr_outputs = []
             split = len(rec.lines)
             rec.no_undo = True  # (the backward's checks: the forward's draws were returned)
             out_vars = [rec.var.get(id(o._data)) for o in outs or ()]
@@ -394,6 +414,8 @@ class ModuleCapture:
                     _guards.check_module_writes(rec, modules, before)
             if not rec.breaks:
                 rec.finish(None, lv)
+                if rec.attr_outputs:  # (a backward hook's ``mod.g = grad.clone()``: stored at the forward only)
+                    rec.breaks.append("a backward hook stores a module attribute, which a replay would not repeat")
         finally:
             rec.remove(release=False)
         entry.breaks, entry.launches, entry.retry = rec.breaks, rec.launches, retried(rec)

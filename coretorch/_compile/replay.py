@@ -12,7 +12,7 @@ import numpy as np
 
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
-from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
+from . import assigns as _assigns, attrs as _attrs, early as _early, flags as _flags, guards as _guards, made as _made
 from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, tailreads as _tail
 from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
@@ -279,7 +279,7 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
     _find_hab_users()
     rec.install()
     try:
-        rec.track(lv, params, buffers, plain)
+        rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
         before = _guards.module_numbers(modules), root_key() if root_key is not None else None
         flags = _flags.before(modules)
         opts = list(st[5]) if len(st) > 5 else []
