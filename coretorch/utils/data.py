@@ -18,18 +18,19 @@ same result as stacking the samples, without a Python loop).
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 import sys
 import types
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import accelerator as _accelerator
 
-from ._data_workers import (WorkerInfo, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
+from ._data_workers import (WorkerInfo, _context, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
                             _MultiProcessingDataLoaderIter, get_worker_info)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
@@ -60,8 +61,8 @@ class TensorDataset(Dataset):
     """Samples are ``tuple(t[index] for t in tensors)``; every tensor has the same size in dimension 0."""
 
     def __init__(self, *tensors) -> None:
-        if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
+        if not tensors:  # (PyTorch's error: it reads tensors[0])
+            raise IndexError("tuple index out of range")
         n = tensors[0].size(0)
         if any(t.size(0) != n for t in tensors):  # (PyTorch's assert)
             raise AssertionError(f"Size mismatch between tensors: sizes in dimension 0 are "
@@ -80,11 +81,11 @@ class ConcatDataset(Dataset):
 
     def __init__(self, datasets) -> None:
         self.datasets = list(datasets)
-        if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+        if not self.datasets:  # (PyTorch's asserts)
+            raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise ValueError("ConcatDataset does not support IterableDataset")
+                raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
 
     def __len__(self) -> int:
@@ -148,6 +149,20 @@ class StackDataset(Dataset):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (a batched fetch: each dataset's own ``__getitems__`` where it has one)."""
+        def column(d) -> list:
+            if not callable(getattr(d, "__getitems__", None)):
+                return [d[i] for i in indices]
+            items = d.__getitems__(indices)
+            if len(items) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+            return items
+        if isinstance(self.datasets, dict):
+            cols = {k: column(d) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        return list(zip(*(column(d) for d in self.datasets)))
+
     def __len__(self) -> int:
         return self._length
 
@@ -158,6 +173,14 @@ class Subset(Dataset):
     def __init__(self, dataset, indices) -> None:
         self.dataset = dataset
         self.indices = indices
+        # PyTorch 2.13: the DataLoader fetches a batch through __getitems__, which would bypass an overriding
+        # __getitem__
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
+                "with your custom logic. A simple implementation:\n\ndef __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
@@ -196,10 +219,18 @@ def random_split(dataset, lengths, generator=None) -> list:
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        counts = [int(math.floor(n * frac)) for frac in lengths]
+        counts = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            counts.append(int(math.floor(n * frac)))
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
         lengths = counts
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = _rng(generator).permutation(n).tolist()
@@ -247,6 +278,8 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples="
                              f"{self.num_samples}")
@@ -362,31 +395,68 @@ class BatchSampler(Sampler):
 
 
 # ---- collation ------------------------------------------------------------------------------------
+_STR_OBJ_KINDS = "SaUO"  # numpy dtype kinds of strings and objects (PyTorch's np_str_obj_array_pattern)
+_COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+
+
+def _is_np_number(data) -> bool:
+    """A numpy array or scalar PyTorch converts: numpy's own types, its str_/bytes_ scalars excepted."""
+    return type(data).__module__ == "numpy" and not isinstance(data, (str, bytes))
+
+
+def _rebuild_mapping(data, values: dict):
+    """``values`` in ``data``'s mapping type, as PyTorch: a copy updated in place for a mutable mapping (an
+    OrderedDict or a defaultdict stays one), else the type called on a dict; a plain dict where that fails."""
+    try:
+        if isinstance(data, MutableMapping):
+            clone = copy.copy(data)
+            clone.update(values)
+            return clone
+        return type(data)(values)
+    except TypeError:
+        return values
+
+
+def _rebuild_sequence(data, values: list):
+    """``values`` in ``data``'s sequence type, as PyTorch (a list where the type cannot be rebuilt)."""
+    try:
+        if isinstance(data, MutableSequence):
+            clone = copy.copy(data)
+            for i, v in enumerate(values):
+                clone[i] = v
+            return clone
+        return type(data)(values)
+    except TypeError:
+        return values
+
+
 def default_convert(data):
-    """numpy arrays become tensors (recursively); everything else is returned as it is."""
+    """numpy arrays and scalars become tensors (recursively); everything else is returned as it is."""
     from ..ops.creation import as_tensor
     from ..tensor import Tensor
     if isinstance(data, Tensor):
         return data
-    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+    if _is_np_number(data):
+        if isinstance(data, np.ndarray) and data.dtype.kind in _STR_OBJ_KINDS:
+            return data
         return as_tensor(data)
     if isinstance(data, Mapping):
-        return type(data)({k: default_convert(v) for k, v in data.items()}) if type(data) is not dict \
-            else {k: default_convert(v) for k, v in data.items()}
-    if isinstance(data, np.generic) and data.dtype.kind in "biuf":  # a numpy number: a 0-d tensor, as PyTorch
-        return as_tensor(data)
+        return _rebuild_mapping(data, {k: default_convert(data[k]) for k in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, (list, tuple)):  # (a tuple too becomes a list, as PyTorch's "backwards compatibility")
+    if isinstance(data, tuple):  # (a tuple becomes a list, as PyTorch's "backwards compatibility")
         return [default_convert(d) for d in data]
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return _rebuild_sequence(data, [default_convert(d) for d in data])
     return data
 
 
 def default_collate(batch):
     """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
-    are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
-    bools a bool tensor, strings stay as given (a list, a tuple inside a nested sample); tuples, lists,
-    named tuples and dicts are collated per field."""
+    are stacked along a new dimension 0, numpy scalars make a tensor (``as_tensor``), Python floats a float64
+    tensor, ints (and bools) ``tensor(batch)`` (int64, bool, or float32 when a float follows), strings stay as
+    given (a list, a tuple inside a nested sample); named tuples, dicts (in their own mapping type), lists
+    (in their own sequence type) and tuples (as lists) are collated per field."""
     from .. import dtypes as _dt
     from ..ops.creation import as_tensor, tensor
     from ..ops.shape import stack
@@ -395,31 +465,28 @@ def default_collate(batch):
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
-        if elem.dtype.kind not in "biuf":
-            raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
-                            f"lists; found {elem.dtype}")
-        return as_tensor(np.stack(batch))
-    if isinstance(elem, np.generic):
-        return as_tensor(np.array(batch))
-    if isinstance(elem, bool):
-        return tensor(batch, dtype=_dt.bool_)
+        if elem.dtype.kind in _STR_OBJ_KINDS:
+            raise TypeError(_COLLATE_ERR.format(elem.dtype))
+        return default_collate([as_tensor(b) for b in batch])
+    if isinstance(elem, (np.bool_, np.number, np.object_)):
+        return as_tensor(batch)
     if isinstance(elem, float):
         return tensor(batch, dtype=_dt.float64)
-    if isinstance(elem, int):
-        return tensor(batch, dtype=_dt.int64)
+    if isinstance(elem, int):  # (bool too)
+        return tensor(batch)
     if isinstance(elem, (str, bytes)):
         return batch  # (as PyTorch's: the caller's container, a tuple of a field's strings when nested)
     if isinstance(elem, Mapping):
-        return {key: default_collate([d[key] for d in batch]) for key in elem}
+        return _rebuild_mapping(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
         return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
+        fields = [default_collate(s) for s in zip(*batch)]
         # (a tuple's fields come back as a list, as PyTorch's "backwards compatibility": ``batch[0] = x.to(d)``)
-        return [default_collate(s) for s in zip(*batch)]
-    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
-                    f"found {type(elem)}")
+        return fields if isinstance(elem, tuple) else _rebuild_sequence(elem, fields)
+    raise TypeError(_COLLATE_ERR.format(type(elem)))
 
 
 # ---- loader ---------------------------------------------------------------------------------------
@@ -449,6 +516,11 @@ class DataLoader:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self.prefetch_factor = (2 if prefetch_factor is None else prefetch_factor) if num_workers > 0 else None
         self.persistent_workers = persistent_workers
+        if multiprocessing_context is not None:  # checked here, as PyTorch's setter does
+            if num_workers == 0:
+                raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={num_workers}")
+            multiprocessing_context = _context(multiprocessing_context)
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self._iterator = None
@@ -494,10 +566,17 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._len_called: int | None = None  # an iterable dataset's len() read by len(loader): checked when iterating
+        self._initialized = True
+
+    def __setattr__(self, attr: str, val: Any) -> None:
+        if attr in _FROZEN and self.__dict__.get("_initialized"):  # (PyTorch: the iterators would not see it)
+            raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
+        super().__setattr__(attr, val)
 
     def __len__(self) -> int:
         if self._iterable:
-            n = len(self.dataset)  # TypeError when the iterable dataset has no length, as in PyTorch
+            n = self._len_called = len(self.dataset)  # TypeError without a length, as in PyTorch
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
@@ -515,20 +594,41 @@ class DataLoader:
         if self.num_workers > 0:
             if self.persistent_workers and self._iterator is not None:
                 self._iterator._reset()
-                return self._iterator
+                return self._len_checked(self._iterator)
             it = self._worker_iter()
             if self.persistent_workers:
                 self._iterator = it
-            return it
+            return self._len_checked(it)
+        if self.timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
         if self._iterable:
-            return self._iter_iterable()
+            return self._len_checked(self._iter_iterable())
         fetch = self._fetcher().fetch
         if self._auto_collation:
             return (fetch(list(b)) for b in self.batch_sampler)
         return (fetch(i) for i in self.sampler)
+
+    def _len_checked(self, it):
+        """``it``, warning as PyTorch once it yields more batches than an iterable dataset's len() reported to
+        ``len(loader)`` (more than the samples: PyTorch compares the batches yielded with the dataset's length)."""
+        if not self._iterable or self._len_called is None:
+            return it
+        return self._warn_past_len(it, self._len_called)
+
+    def _warn_past_len(self, it, length: int):
+        for n, batch in enumerate(it, 1):
+            if n > length:
+                msg = (f"Length of IterableDataset {self.dataset} was reported to be {length}(when accessing "
+                       f"len(dataloader)), but {n} samples have been fetched. ")
+                if self.num_workers > 0:
+                    msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                            "IterableDataset replica at each worker. Please see "
+                            "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+                warnings.warn(msg, stacklevel=2)
+            yield batch
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
@@ -570,6 +670,10 @@ class DataLoader:
                 batch = []
         if batch and not self.drop_last:
             yield self.collate_fn(batch)
+
+
+#: DataLoader attributes its iterators are built from: PyTorch refuses to set them after __init__
+_FROZEN = frozenset({"batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"})
 
 
 # PyTorch's submodule layout, for scripts that import from it (from torch.utils.data.dataloader import

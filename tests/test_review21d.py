@@ -1,0 +1,172 @@
+"""Review 21d (eager): torch.utils.data, mixed precision and nn.utils against PyTorch 2.13's documented behaviour.
+
+Each test's docstring says what PyTorch does and what coretorch did before the fix."""
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict, defaultdict
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+from coretorch.utils import data as D
+
+
+class _Range(D.Dataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+class _Iter(D.IterableDataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
+
+# ---- utils.data -------------------------------------------------------------------------------------
+def test_default_collate_ints_follow_tensor_inference():
+    """PyTorch's collate_int_fn is ``torch.tensor(batch)``: [1, 2.5] makes float32 [1.0, 2.5] and [True, 2] int64.
+    Before: ``dtype=int64`` was forced, so 2.5 was silently truncated to 2."""
+    r = D.default_collate([1, 2.5])
+    assert r.dtype is torch.float32 and r.tolist() == [1.0, 2.5]
+    assert D.default_collate([True, 2]).dtype is torch.int64
+    assert D.default_collate([True, False]).dtype is torch.bool
+    assert D.default_collate([1, 2]).dtype is torch.int64
+
+
+def test_default_collate_numpy_strings_stay_strings():
+    """numpy str_ scalars are strings to PyTorch's collate (returned as the batch). Before: a TypeError from
+    converting a '<U1' array."""
+    assert D.default_collate([np.str_("a"), np.str_("b")]) == ["a", "b"]
+    with pytest.raises(TypeError, match="found <U1"):
+        D.default_collate([np.array(["a"]), np.array(["b"])])
+
+
+def test_default_collate_keeps_mapping_and_sequence_types():
+    """PyTorch rebuilds a mapping (a mutable one as an updated copy) and a non-tuple sequence in the sample's own
+    type. Before: an OrderedDict or a defaultdict came back as a plain dict."""
+    r = D.default_collate([OrderedDict(b=1, a=2), OrderedDict(b=3, a=4)])
+    assert type(r) is OrderedDict and list(r) == ["b", "a"] and r["a"].tolist() == [2, 4]
+    d1, d2 = defaultdict(list), defaultdict(list)
+    d1["x"], d2["x"] = 1.0, 2.0
+    r2 = D.default_collate([d1, d2])
+    assert type(r2) is defaultdict and r2.default_factory is list and r2["x"].dtype is torch.float64
+
+    class L(list):
+        pass
+    r3 = D.default_collate([L([1, 2]), L([3, 4])])
+    assert type(r3) is L and [t.tolist() for t in r3] == [[1, 3], [2, 4]]
+    assert type(D.default_convert(L([np.ones(1)]))) is L
+
+
+def test_random_split_fraction_out_of_range():
+    """PyTorch raises ValueError("Fraction at index 0 is not between 0 and 1") for fractions like [1.2, -0.2]
+    (they sum to 1). Before: Subsets of lengths 12 and -2 of a 10-sample dataset."""
+    with pytest.raises(ValueError, match="Fraction at index 0 is not between 0 and 1"):
+        D.random_split(_Range(10), [1.2, -0.2])
+
+
+def test_random_split_empty_split_warns():
+    """PyTorch warns "Length of split at index 1 is 0" when a fraction gives an empty split. Before: silent."""
+    with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+        parts = D.random_split(_Range(2), [0.1, 0.1, 0.8])
+    assert [len(p) for p in parts] == [1, 0, 1]
+
+
+def test_subset_subclass_overriding_getitem_only():
+    """PyTorch 2.13 raises NotImplementedError when a Subset subclass overrides __getitem__ but not __getitems__ (the
+    DataLoader fetches through __getitems__). Before: the loader silently bypassed the override."""
+    class Plus(D.Subset):
+        def __getitem__(self, i):
+            return 100 + super().__getitem__(i)
+    with pytest.raises(NotImplementedError, match="overrides __getitem__ but not __getitems__"):
+        Plus(_Range(4), [0, 1])
+
+    class Both(Plus):
+        def __getitems__(self, indices):
+            return [self[i] for i in indices]
+    assert next(iter(D.DataLoader(Both(_Range(4), [0, 1]), batch_size=2))).tolist() == [100, 101]
+
+
+def test_stack_dataset_getitems():
+    """StackDataset has a batched __getitems__ (tuples, or dicts for keyword datasets). Before: AttributeError."""
+    s = D.StackDataset(_Range(3), D.Subset(_Range(5), [4, 3, 2]))
+    assert s.__getitems__([0, 2]) == [(0, 4), (2, 2)]
+    k = D.StackDataset(a=_Range(3), b=_Range(3))
+    assert k.__getitems__([1]) == [{"a": 1, "b": 1}]
+    assert [t.tolist() for t in next(iter(D.DataLoader(s, batch_size=3)))] == [[0, 1, 2], [4, 3, 2]]
+
+
+def test_dataset_construction_error_types():
+    """PyTorch asserts in ConcatDataset (AssertionError for an empty list or an IterableDataset), TensorDataset()
+    raises IndexError and RandomSampler(replacement=1) TypeError. Before: ValueError, ValueError, accepted."""
+    with pytest.raises(AssertionError, match="should not be an empty iterable"):
+        D.ConcatDataset([])
+    with pytest.raises(AssertionError, match="does not support IterableDataset"):
+        D.ConcatDataset([_Iter(2)])
+    with pytest.raises(IndexError):
+        D.TensorDataset()
+    with pytest.raises(TypeError, match="replacement should be a boolean value, but got replacement=1"):
+        D.RandomSampler(_Range(3), replacement=1)
+
+
+def test_dataloader_attributes_frozen_after_init():
+    """PyTorch raises ValueError("batch_size attribute should not be set after DataLoader is initialized") (also
+    batch_sampler, sampler, drop_last, dataset, persistent_workers). Before: accepted and silently ignored (the
+    batch sampler built in __init__ kept the old batch size)."""
+    dl = D.DataLoader(_Range(4), batch_size=2)
+    for name in ("batch_size", "drop_last", "sampler", "batch_sampler", "dataset", "persistent_workers"):
+        with pytest.raises(ValueError, match=f"{name} attribute should not be set after DataLoader is initialized"):
+            setattr(dl, name, None)
+    dl.num_workers = 0
+    dl.collate_fn = list
+    assert list(dl) == [[0, 1], [2, 3]]
+
+
+def test_dataloader_multiprocessing_context_checked_at_construction():
+    """PyTorch checks multiprocessing_context in DataLoader(...): a context without workers, or an unknown start
+    method, raise ValueError there. Before: accepted (a bad name failed only when iterating with workers)."""
+    with pytest.raises(ValueError, match="can only be used with multi-process loading"):
+        D.DataLoader(_Range(4), multiprocessing_context="spawn")
+    with pytest.raises(ValueError, match="should specify a valid start method"):
+        D.DataLoader(_Range(4), num_workers=1, multiprocessing_context="nope")
+    with pytest.raises(TypeError, match="should be a valid context object"):
+        D.DataLoader(_Range(4), num_workers=1, multiprocessing_context=3)
+
+
+def test_dataloader_timeout_without_workers():
+    """PyTorch's single-process iterator raises AssertionError("_SingleProcessDataLoaderIter requires timeout ==
+    0") for timeout > 0 without workers. Before: the timeout was silently ignored."""
+    with pytest.raises(AssertionError, match="requires timeout == 0"):
+        iter(D.DataLoader(_Range(2), timeout=1))
+
+
+def test_iterable_dataset_length_warning():
+    """After len(loader), PyTorch warns once an IterableDataset loader yields more batches than the dataset's
+    reported length ("Length of IterableDataset ... was reported to be 3(when accessing len(dataloader)), but 4
+    samples have been fetched."). Before: no warning."""
+    class Dup(_Iter):
+        def __iter__(self):
+            return iter(list(range(self.n)) * 2)
+    dl = D.DataLoader(Dup(3), batch_size=None)
+    assert len(dl) == 3
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert len(list(dl)) == 6
+    assert [str(x.message).split("but ")[1][:1] for x in w] == ["4", "5", "6"]
+    assert "was reported to be 3(when accessing len(dataloader))" in str(w[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(D.DataLoader(Dup(3), batch_size=None))) == 6  # len() not read: no warning
