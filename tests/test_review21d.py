@@ -170,3 +170,57 @@ def test_iterable_dataset_length_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(D.DataLoader(Dup(3), batch_size=None))) == 6  # len() not read: no warning
+
+
+# ---- nn.utils ---------------------------------------------------------------------------------------
+def test_clip_grad_norm_empty_generator_warns():
+    """PyTorch warns "`parameters` is an empty generator, no gradient clipping will occur." (the usual mistake: a
+    model.parameters() generator consumed earlier) and returns tensor(0.). Before: silent."""
+    with pytest.warns(UserWarning, match="`parameters` is an empty generator, no gradient clipping will occur"):
+        r = torch.nn.utils.clip_grad_norm_((p for p in []), 1.0)
+    assert r.item() == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.nn.utils.clip_grad_norm_([], 1.0)  # an empty list: no warning
+
+
+def test_unpad_sequence_returns_copies_and_transposes_input(device):
+    """PyTorch's unpad_sequence selects each sequence with a mask (copies) and, without batch_first, transposes
+    padded_sequences in place (``transpose_(0, 1)``: a (T, B, *) batch becomes (B, T, *)). Before: the sequences
+    were views (writing into one wrote into the batch) and the batch kept its shape."""
+    from coretorch.nn.utils.rnn import unpad_sequence
+    p = torch.arange(24.0, device=device).reshape(4, 3, 2)
+    seqs = unpad_sequence(p, torch.tensor([4, 2, 1]))
+    assert p.shape == (3, 4, 2) and not p.is_contiguous()
+    assert [tuple(s.shape) for s in seqs] == [(4, 2), (2, 2), (1, 2)]
+    assert seqs[1].tolist() == [[2.0, 3.0], [8.0, 9.0]]
+    seqs[0][0, 0] = -5.0
+    assert p[0, 0, 0].item() == 0.0
+    q = torch.arange(24.0, device=device).reshape(3, 4, 2)
+    unpad_sequence(q, torch.tensor([4, 2, 1]), batch_first=True)
+    assert q.shape == (3, 4, 2)
+
+
+def test_packed_sequence_dtype_methods():
+    """PyTorch's PackedSequence has long/int/short/char/byte (data cast, indices kept), cuda and pin_memory.
+    Before: AttributeError for each."""
+    from coretorch.nn.utils.rnn import pack_sequence
+    p = pack_sequence([torch.ones(1), torch.ones(3) * 2], enforce_sorted=False)
+    for name, dt in [("long", torch.int64), ("int", torch.int32), ("short", torch.int16), ("char", torch.int8),
+                     ("byte", torch.uint8)]:
+        q = getattr(p, name)()
+        assert q.data.dtype is dt and q.data.tolist() == [2, 1, 2, 2]
+        assert q.sorted_indices.tolist() == [1, 0] and q.unsorted_indices.tolist() == [1, 0]
+    assert p.pin_memory().data.tolist() == p.data.tolist()
+    with pytest.raises((RuntimeError, AssertionError)):
+        p.cuda()
+
+
+def test_pad_sequence_messages():
+    """PyTorch: "Expected padding_side to be one of left or right, but got up." and a RuntimeError for 0-d
+    sequences. Before: another message, and an IndexError."""
+    from coretorch.nn.utils.rnn import pad_sequence
+    with pytest.raises(RuntimeError, match=r"^Expected padding_side to be one of left or right, but got up\.$"):
+        pad_sequence([torch.ones(2)], padding_side="up")
+    with pytest.raises(RuntimeError):
+        pad_sequence([torch.tensor(1.0), torch.tensor(2.0)])
