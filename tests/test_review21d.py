@@ -224,3 +224,22 @@ def test_pad_sequence_messages():
         pad_sequence([torch.ones(2)], padding_side="up")
     with pytest.raises(RuntimeError):
         pad_sequence([torch.tensor(1.0), torch.tensor(2.0)])
+
+
+def test_fuse_linear_bn_keeps_linear_dtypes():
+    """PyTorch's fuse_linear_bn_weights casts the scale to the Linear weight's dtype and the fused bias to the
+    Linear bias's dtype: a float32 Linear with a float64 BatchNorm stays float32. Before: float64 weight and bias
+    (a float32 model then failed with a dtype mismatch, or ran in float64)."""
+    from coretorch.nn.utils import fuse_linear_bn_eval
+    lin = torch.nn.Linear(3, 4).eval()
+    bn = torch.nn.BatchNorm1d(4).double().eval()
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.tensor([0.5, -1.0, 2.0, 0.0], dtype=torch.float64))
+        bn.running_var.copy_(torch.tensor([1.5, 0.25, 2.0, 1.0], dtype=torch.float64))
+        bn.weight.copy_(torch.tensor([1.0, 2.0, -0.5, 3.0], dtype=torch.float64))
+    fused = fuse_linear_bn_eval(lin, bn)
+    assert fused.weight.dtype is torch.float32 and fused.bias.dtype is torch.float32
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(fused(x), bn(lin(x).double()).float(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(AssertionError, match="bn.running_mean and bn.running_var must not be None"):
+        fuse_linear_bn_eval(lin, torch.nn.BatchNorm1d(4, track_running_stats=False).eval())
