@@ -243,3 +243,36 @@ def test_fuse_linear_bn_keeps_linear_dtypes():
     torch.testing.assert_close(fused(x), bn(lin(x).double()).float(), rtol=1e-5, atol=1e-5)
     with pytest.raises(AssertionError, match="bn.running_mean and bn.running_var must not be None"):
         fuse_linear_bn_eval(lin, torch.nn.BatchNorm1d(4, track_running_stats=False).eval())
+
+
+class _TiedNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(2, 2, bias=False)
+        self.b = torch.nn.Linear(2, 2, bias=False)
+        self.b.weight = self.a.weight
+        self.register_buffer("buf", torch.ones(2))
+
+    def forward(self, x):
+        return self.b(self.a(x)) + self.buf
+
+
+def test_functional_call_tied_weights():
+    """PyTorch's functional_call unties before its strict check (a value for one of tied names satisfies them all)
+    and raises ValueError("functional_call got multiple values for keys ['a.weight', 'b.weight'], which are tied.
+    ...") for two different tensors. Before: strict reported the tied name missing, and two values were silently
+    used one for each name."""
+    from coretorch.nn.utils.stateless import functional_call
+    m, x = _TiedNet(), torch.tensor([[1.0, -1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        r = functional_call(m, {"b.weight": torch.eye(2), "buf": torch.zeros(2)}, (x,), strict=True)
+        assert r.tolist() == [[1.0, -1.0]]
+        with pytest.raises(ValueError, match=r"multiple values for keys \['a.weight', 'b.weight'\], which are tied"):
+            functional_call(m, {"a.weight": torch.eye(2), "b.weight": 2 * torch.eye(2)}, (x,))
+        e = torch.eye(2)
+        assert functional_call(m, {"a.weight": e, "b.weight": e}, (x,)).tolist() == [[2.0, 0.0]]
+        r2 = functional_call(m, {"a.weight": torch.eye(2), "b.weight": 2 * torch.eye(2)}, (x,), tie_weights=False)
+        assert r2.tolist() == [[3.0, -1.0]]
+        with pytest.raises(RuntimeError, match=r"Missing key\(s\): 'b.weight', 'buf'"):
+            functional_call(m, {"a.weight": torch.eye(2)}, (x,), strict=True, tie_weights=False)
