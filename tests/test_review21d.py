@@ -276,3 +276,65 @@ def test_functional_call_tied_weights():
         assert r2.tolist() == [[3.0, -1.0]]
         with pytest.raises(RuntimeError, match=r"Missing key\(s\): 'b.weight', 'buf'"):
             functional_call(m, {"a.weight": torch.eye(2)}, (x,), strict=True, tie_weights=False)
+
+
+class _Double(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+    def right_inverse(self, y):
+        return y / 2
+
+
+class _Split(torch.nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+    def right_inverse(self, x):
+        return x * 0.25, x * 0.75
+
+
+def test_parametrize_assignment_keeps_original_dtype():
+    """PyTorch raises ValueError("The tensor returned by `right_inverse` has dtype torch.float64 while `original`
+    has dtype torch.float32") (and "Tensor 0 returned by ..." for several originals). Before: the assignment silently
+    turned the float32 original parameter into float64."""
+    from coretorch.nn.utils import parametrize as P
+    lin = torch.nn.Linear(3, 3)
+    P.register_parametrization(lin, "weight", _Double())
+    with pytest.raises(ValueError, match="has dtype .*float64 while `original` has dtype .*float32"):
+        lin.weight = torch.ones(3, 3, dtype=torch.float64)
+    assert lin.parametrizations.weight.original.dtype is torch.float32
+    lin.weight = torch.ones(3, 3)
+    assert lin.parametrizations.weight.original.tolist() == [[0.5] * 3] * 3
+    lin2 = torch.nn.Linear(3, 3)
+    P.register_parametrization(lin2, "weight", _Split())
+    with pytest.raises(ValueError, match="Tensor 0 returned by `right_inverse` has dtype .*float64 while `original0`"):
+        lin2.weight = torch.ones(3, 3, dtype=torch.float64)
+
+
+def test_parametrize_appended_right_inverse_checked():
+    """Appending a parametrization to a chain, PyTorch checks its right_inverse's dtype and shape (unless unsafe):
+    "The tensor returned by parametrization.right_inverse must have the same dtype as module.weight ...". Before:
+    accepted (a later assignment then stored a float64 original)."""
+    from coretorch.nn.utils import parametrize as P
+
+    class BadInverse(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, x):
+            return x.double()
+    lin = torch.nn.Linear(3, 3)
+    P.register_parametrization(lin, "weight", _Double())
+    with pytest.raises(ValueError, match="right_inverse must have the same dtype as module.weight"):
+        P.register_parametrization(lin, "weight", BadInverse())
+    P.register_parametrization(lin, "weight", BadInverse(), unsafe=True)
+
+    class NotSeq(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, x):
+            return 3
+    with pytest.raises(ValueError, match=r"must return a Tensor or a Sequence of tensors \(list, tuple...\). Got int"):
+        P.register_parametrization(torch.nn.Linear(2, 2), "weight", NotSeq())
