@@ -338,3 +338,35 @@ def test_parametrize_appended_right_inverse_checked():
             return 3
     with pytest.raises(ValueError, match=r"must return a Tensor or a Sequence of tensors \(list, tuple...\). Got int"):
         P.register_parametrization(torch.nn.Linear(2, 2), "weight", NotSeq())
+
+
+# ---- mixed precision --------------------------------------------------------------------------------
+def _scaler_step(scaler, device, inf: bool) -> None:
+    m = torch.nn.Linear(2, 1).to(device)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    scaler.scale(m(torch.ones(1, 2, device=device)).sum()).backward()
+    if inf:
+        m.weight.grad.fill_(float("inf"))
+    scaler.step(opt)
+    scaler.update()
+
+
+def test_grad_scaler_update_rounds_as_pytorch(device):
+    """PyTorch's _amp_update_scale_ multiplies the float32 scale by the factor in double and rounds once to float32:
+    scale 3 backed off by 0.3 is float32(0.9) = 0.8999999761581421. Before: a float32 multiply by float32(0.3),
+    0.9000000357627869."""
+    s = torch.amp.GradScaler(device, init_scale=3.0, backoff_factor=0.3)
+    _scaler_step(s, device, inf=True)
+    assert s.get_scale() == float(np.float32(3.0 * 0.3))
+    g = torch.amp.GradScaler(device, init_scale=3.0, growth_factor=1.1, growth_interval=1)
+    _scaler_step(g, device, inf=False)
+    assert g.get_scale() == float(np.float32(3.0 * 1.1))
+
+
+def test_grad_scaler_growth_past_float32_keeps_scale(device):
+    """PyTorch keeps the scale when growing it would overflow float32 (std::isfinite of the float32 product): from
+    2**127 the scale stays 2**127. Before: RuntimeError "value cannot be converted to type float without overflow"
+    (the product was checked in double, then written into the float32 scale)."""
+    s = torch.amp.GradScaler(device, init_scale=2.0 ** 127, growth_interval=1)
+    _scaler_step(s, device, inf=False)
+    assert s.get_scale() == 2.0 ** 127 and s._get_growth_tracker() == 0
