@@ -370,3 +370,21 @@ def test_grad_scaler_growth_past_float32_keeps_scale(device):
     s = torch.amp.GradScaler(device, init_scale=2.0 ** 127, growth_interval=1)
     _scaler_step(s, device, inf=False)
     assert s.get_scale() == 2.0 ** 127 and s._get_growth_tracker() == 0
+
+
+def test_autocast_device_type_queries_and_messages():
+    """PyTorch parses autocast's device_type as a device string: is_autocast_enabled/get_autocast_dtype/
+    is_autocast_available('foo') and autocast('foo') raise RuntimeError("Expected one of cpu, cuda, ... device type at
+    start of device string: foo"); its unsupported-dtype warning says "CPU Autocast only supports dtypes of
+    torch.bfloat16, torch.float16 currently." and autocast('cuda') without CUDA warns "CUDA is not available or
+    torch_xla is imported. Disabling autocast.". Before: False, float16, False, another error and other messages."""
+    for fn in (torch.is_autocast_enabled, torch.get_autocast_dtype, torch.amp.is_autocast_available, torch.autocast):
+        with pytest.raises(RuntimeError, match="device type at start of device string: foo"):
+            fn("foo")
+    assert torch.get_autocast_dtype("cpu") is torch.bfloat16 and torch.get_autocast_dtype("cuda") is torch.float16
+    assert torch.get_autocast_dtype("xla") is torch.bfloat16 and not torch.is_autocast_enabled("xpu")
+    with pytest.warns(UserWarning, match=r"CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 "
+                                         r"currently\."):
+        torch.autocast("cpu", dtype=torch.float32)
+    with pytest.warns(UserWarning, match=r"^CUDA is not available or torch_xla is imported. Disabling autocast\.$"):
+        torch.autocast("cuda")

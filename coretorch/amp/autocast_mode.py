@@ -108,14 +108,33 @@ def _check_device_type(device_type) -> None:
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
 
 
+# the device types PyTorch's device-string parser knows: autocast's queries raise its error for another name
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+                 "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+_DEFAULT_DTYPE = {"cpu": _dt.bfloat16, "xla": _dt.bfloat16, "hpu": _dt.bfloat16}  # PyTorch's; float16 elsewhere
+
+
+def _known(device_type: str) -> str:
+    """``device_type`` when PyTorch parses it as a device type (an index is allowed), else its RuntimeError."""
+    if device_type not in _DEVICE_TYPES and device_type.split(":")[0] not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device string: "
+                           f"{device_type}")
+    return device_type
+
+
 def is_autocast_available(device_type: str) -> bool:
     """Whether autocast can be used for ``device_type`` ('cpu', 'opencl'; 'cuda' is accepted, then disabled)."""
-    return device_type in _AVAILABLE
+    return _known(device_type) in _AVAILABLE
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """torch.is_autocast_enabled: for ``device_type`` ('cuda' when omitted, as PyTorch)."""
-    return bool(tls.enabled.get("cuda" if device_type is None else device_type, False))
+    if device_type is None:
+        device_type = "cuda"
+    if device_type in tls.enabled:
+        return bool(tls.enabled[device_type])
+    _known(device_type)
+    return False
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:
@@ -133,7 +152,8 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
 
 def get_autocast_dtype(device_type: str) -> _dt.dtype:
     """torch.get_autocast_dtype: the dtype autocast uses on ``device_type`` (bfloat16 on cpu, float16 on cuda)."""
-    return tls.dtype.get(device_type, _dt.float16)
+    d = tls.dtype.get(device_type)
+    return d if d is not None else _DEFAULT_DTYPE.get(_known(device_type), _dt.float16)
 
 
 def set_autocast_dtype(device_type: str, dtype: _dt.dtype) -> None:
@@ -172,15 +192,15 @@ class autocast:
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._cache_enabled = tls.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and device_type == "cuda" and not _cuda_available():
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
-                          stacklevel=2)
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
             enabled = False
         supported = _SUPPORTED.get(device_type)
         if supported is not None and self.fast_dtype not in supported and enabled:
-            what = "CPU" if device_type == "cpu" else device_type
+            what = device_type.upper()  # (PyTorch's message names bfloat16 first)
             warnings.warn(f"In {what} autocast, but the target dtype is not supported. Disabling autocast.\n"
-                          f"{what} Autocast only supports dtype of "
-                          + ", ".join(f"torch.{d.name}" for d in supported) + " currently.", stacklevel=2)
+                          f"{what} Autocast only supports dtypes of "
+                          + ", ".join(f"torch.{d.name}" for d in sorted(supported, key=lambda d: d.name))
+                          + " currently.", stacklevel=2)
             enabled = False
         self._enabled = bool(enabled)
 
