@@ -388,3 +388,28 @@ def test_autocast_device_type_queries_and_messages():
         torch.autocast("cpu", dtype=torch.float32)
     with pytest.warns(UserWarning, match=r"^CUDA is not available or torch_xla is imported. Disabling autocast\.$"):
         torch.autocast("cuda")
+
+
+def test_autocast_out_variants_run_in_input_dtype():
+    """PyTorch's autocast lists name the functional ops, not their out= variants: under autocast('cpu')
+    torch.mm(x, x, out=float32) (also addmm, bmm, mv, linalg.vecdot, linalg.multi_dot) computes in float32. Before:
+    the inputs were cast to bfloat16 and the out check raised "Expected out tensor to have dtype bfloat16"."""
+    x = torch.full((3, 3), 1.001)
+    with torch.autocast("cpu"):
+        for r in (torch.mm(x, x, out=torch.empty(3, 3)), torch.addmm(x, x, x, out=torch.empty(3, 3)),
+                  torch.bmm(x[None], x[None], out=torch.empty(1, 3, 3)), torch.mv(x, x[0], out=torch.empty(3)),
+                  torch.linalg.vecdot(x, x, out=torch.empty(3)), torch.linalg.multi_dot([x, x], out=torch.empty(3, 3))):
+            assert r.dtype is torch.float32
+        assert torch.mm(x, x).dtype is torch.bfloat16
+    np.testing.assert_allclose(torch.mm(x, x, out=torch.empty(3, 3)).numpy(), np.full((3, 3), 3 * 1.001 ** 2, np.float32),
+                               rtol=1e-6)
+
+
+def test_autocast_matrix_exp_keeps_dtype():
+    """matrix_exp is one kernel in PyTorch, on no autocast list: float32 in, float32 out under autocast('cpu').
+    Before: its Taylor matmuls were autocast, so the result was bfloat16 (and bfloat16-accurate)."""
+    a = torch.tensor([[0.1, 0.2], [0.3, 0.4]])
+    with torch.autocast("cpu"):
+        e = torch.linalg.matrix_exp(a)
+    assert e.dtype is torch.float32
+    torch.testing.assert_close(e, torch.linalg.matrix_exp(a))
