@@ -401,8 +401,8 @@ def test_autocast_out_variants_run_in_input_dtype():
                   torch.linalg.vecdot(x, x, out=torch.empty(3)), torch.linalg.multi_dot([x, x], out=torch.empty(3, 3))):
             assert r.dtype is torch.float32
         assert torch.mm(x, x).dtype is torch.bfloat16
-    np.testing.assert_allclose(torch.mm(x, x, out=torch.empty(3, 3)).numpy(), np.full((3, 3), 3 * 1.001 ** 2, np.float32),
-                               rtol=1e-6)
+    np.testing.assert_allclose(torch.mm(x, x, out=torch.empty(3, 3)).numpy(),
+                               np.full((3, 3), 3 * 1.001 ** 2, np.float32), rtol=1e-6)
 
 
 def test_autocast_matrix_exp_keeps_dtype():
@@ -413,3 +413,32 @@ def test_autocast_matrix_exp_keeps_dtype():
         e = torch.linalg.matrix_exp(a)
     assert e.dtype is torch.float32
     torch.testing.assert_close(e, torch.linalg.matrix_exp(a))
+
+
+def test_dataloader_prefetch_factor_zero_refused_when_iterating():
+    """DataLoader(num_workers=1, prefetch_factor=0) is accepted, but PyTorch's worker iterator raises
+    AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter"). Before: the loader
+    asked the workers for nothing and silently yielded no batch."""
+    dl = D.DataLoader(_Range(4), batch_size=2, num_workers=1, prefetch_factor=0)
+    assert dl.prefetch_factor == 0
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
+        iter(dl)
+
+
+def test_worker_info_is_a_frozen_dataclass():
+    """PyTorch 2.13's WorkerInfo is a frozen slots dataclass (id, num_workers, seed, dataset, rng=None,
+    worker_method='multiprocessing'): assigning a field raises dataclasses.FrozenInstanceError. Before: a RuntimeError
+    "Cannot assign attributes to WorkerInfo objects" and no rng/worker_method."""
+    import dataclasses
+    info = D.WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)
+    assert (info.rng, info.worker_method) == (None, "multiprocessing")
+    assert [f.name for f in dataclasses.fields(info)] == ["id", "num_workers", "seed", "dataset", "rng",
+                                                          "worker_method"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.seed = 3
+
+    class Probe(_Range):
+        def __getitem__(self, i):
+            w = D.get_worker_info()
+            return (w.id, w.num_workers, w.worker_method, w.dataset is not None)
+    assert list(D.DataLoader(Probe(2), batch_size=None, num_workers=1)) == [[0, 1, "multiprocessing", True]] * 2

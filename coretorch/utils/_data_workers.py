@@ -11,6 +11,7 @@ its message.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import multiprocessing as _mp
 import os
@@ -35,25 +36,17 @@ _WORKER_POLL_INTERVAL = 0.25
 _worker_info = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """What ``get_worker_info()`` returns inside a worker: ``id``, ``num_workers``, ``seed``, ``dataset`` (the
-    worker's own copy).  Read-only, as in PyTorch."""
-    __initialized = False
-
-    def __init__(self, **kwargs) -> None:
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs.keys())
-        self.__initialized = True
-
-    def __setattr__(self, key, val) -> None:
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        return super().__setattr__(key, val)
-
-    def __repr__(self) -> str:
-        items = ", ".join(f"{k}={getattr(self, k)}" for k in self.__keys)
-        return f"{self.__class__.__name__}({items})"
+    worker's own copy), ``rng`` and ``worker_method``.  A frozen dataclass, as PyTorch 2.13's (assigning a field
+    raises ``dataclasses.FrozenInstanceError``)."""
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
 
 
 def get_worker_info():
@@ -247,6 +240,8 @@ class _MultiProcessingDataLoaderIter:
         self._iterable = loader._iterable
         self._index_sampler = index_sampler
         self._prefetch_factor = loader.prefetch_factor
+        if self._prefetch_factor <= 0:  # (DataLoader accepts 0; PyTorch's iterator refuses it: it would fetch nothing)
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
         self._in_order = loader.in_order
