@@ -467,6 +467,8 @@ def default_collate(batch):
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in _STR_OBJ_KINDS:
             raise TypeError(_COLLATE_ERR.format(elem.dtype))
+        if all(isinstance(b, np.ndarray) and b.shape == elem.shape and b.dtype == elem.dtype for b in batch):
+            return as_tensor(np.stack(batch))  # (one copy: what stacking each as a tensor gives)
         return default_collate([as_tensor(b) for b in batch])
     if isinstance(elem, (np.bool_, np.number, np.object_)):
         return as_tensor(batch)
