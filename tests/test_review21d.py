@@ -442,3 +442,28 @@ def test_worker_info_is_a_frozen_dataclass():
             w = D.get_worker_info()
             return (w.id, w.num_workers, w.worker_method, w.dataset is not None)
     assert list(D.DataLoader(Probe(2), batch_size=None, num_workers=1)) == [[0, 1, "multiprocessing", True]] * 2
+
+
+def test_autocast_recurrent_layers_cpu():
+    """Under autocast('cpu') PyTorch runs an unpacked LSTM without projections through oneDNN's LSTM (on the
+    bfloat16 list: output, h_n and c_n bfloat16) and an Elman RNN's (and RNNCell's) state through its cells'
+    bfloat16 linears (bfloat16), while GRU, LSTMCell, GRUCell and a packed LSTM mix the cells' bfloat16 gates with
+    a float32 state (float32). Before: LSTM, RNN and RNNCell gave float32."""
+    from coretorch.nn.utils.rnn import pack_padded_sequence
+    torch.manual_seed(0)
+    seq, x = torch.randn(3, 2, 4), torch.randn(2, 4)
+    lstm, gru, rnn = torch.nn.LSTM(4, 3), torch.nn.GRU(4, 3), torch.nn.RNN(4, 3, nonlinearity="relu")
+    ref, _ = lstm(seq)
+    with torch.autocast("cpu"):
+        out, (h, c) = lstm(seq)
+        assert (out.dtype, h.dtype, c.dtype) == (torch.bfloat16,) * 3
+        assert lstm(pack_padded_sequence(seq, [3, 2]))[0].data.dtype is torch.float32
+        assert gru(seq)[0].dtype is torch.float32
+        ro, rh = rnn(seq)
+        assert ro.dtype is torch.bfloat16 and rh.dtype is torch.bfloat16
+        assert rnn(pack_padded_sequence(seq, [3, 2]))[0].data.dtype is torch.bfloat16
+        assert torch.nn.RNNCell(4, 3)(x).dtype is torch.bfloat16
+        assert torch.nn.LSTMCell(4, 3)(x)[0].dtype is torch.float32 and torch.nn.GRUCell(4, 3)(x).dtype is torch.float32
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=0)
+    out.float().sum().backward()
+    assert lstm.weight_ih_l0.grad.dtype is torch.float32

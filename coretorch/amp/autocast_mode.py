@@ -42,8 +42,14 @@ __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_
 _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
                            "scaled_dot_product_attention", "einsum"})
-_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot"}
-_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"}
+# the recurrent layers (coretorch.nn.modules.rnn names them "<lstm|gru|rnn>[_proj][_packed]" and "<...>_cell"): on cpu
+# oneDNN's unpacked LSTM without projections is on the list, and an Elman RNN's state is lower precision through its
+# cells' linears (a GRU's and an LSTM's cells mix it with a float32 state); on CUDA cuDNN's RNNs and every cell
+_RNN_CPU = frozenset({"lstm", "rnn", "rnn_packed", "rnn_cell"})
+_RNN_GPU = frozenset(f"{m}{v}" for m in ("lstm", "gru", "rnn") for v in ("", "_packed", "_cell")) | {
+    "lstm_proj", "lstm_proj_packed"}
+_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot"} | _RNN_CPU
+_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"} | _RNN_GPU
 _FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
                           "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",
                           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
@@ -254,6 +260,16 @@ def cast_inputs(op: str, *args):
     else:
         return args
     return _cast_args(args, dev, target)
+
+
+def lower_dtype(op: str, t) -> _dt.dtype | None:
+    """The region's lower-precision dtype when autocast is enabled for ``t``'s device type, lists ``op`` there and
+    would cast ``t`` (a floating point tensor other than float64); else None (called only when ``state.on``)."""
+    dev = t._be.type
+    if not tls.enabled.get(dev) or op not in LOWER.get(dev, ()):
+        return None
+    target = tls.dtype[dev]
+    return target if _eligible(t, target) or t.dtype is target else None
 
 
 def _promote(args: tuple, dev: str) -> tuple:
