@@ -467,3 +467,33 @@ def test_autocast_recurrent_layers_cpu():
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=0)
     out.float().sum().backward()
     assert lstm.weight_ih_l0.grad.dtype is torch.float32
+
+
+def test_iterable_dataset_add_chains_and_concat_cumsum():
+    """PyTorch's IterableDataset + IterableDataset is a ChainDataset, and ConcatDataset.cumsum is a static method.
+    Before: AssertionError (ConcatDataset of iterables) and AttributeError."""
+    c = _Iter(2) + _Iter(3)
+    assert type(c) is D.ChainDataset and list(c) == [0, 1, 0, 1, 2]
+    assert D.ConcatDataset.cumsum([_Range(2), _Range(3)]) == [2, 5]
+
+
+def test_stack_non_tensor_element_type_error():
+    """torch.stack([tensor, 2]) raises TypeError("expected Tensor as element 1 in argument 0, but got int") (so does
+    default_collate of such a batch). Before: AttributeError ('int' object has no attribute 'shape')."""
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0, but got int"):
+        torch.stack([torch.tensor(1), 2])
+    with pytest.raises(TypeError, match="expected Tensor as element 1"):
+        D.default_collate([torch.tensor(1), 2])
+
+
+def test_dataloader_warns_about_more_workers_than_cpus(monkeypatch):
+    """PyTorch warns "This DataLoader will create 64 worker processes in total. Our suggested max number of worker in
+    current system is N, ..." when num_workers exceeds the CPUs the process may use. Before: no warning."""
+    import os
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    with pytest.warns(UserWarning, match="This DataLoader will create 64 worker processes in total. Our suggested max "
+                                         "number of worker in current system is 2, which is smaller"):
+        D.DataLoader(_Range(4), num_workers=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        D.DataLoader(_Range(4), num_workers=2)

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import bisect
 import copy
+import itertools
 import math
+import os
 import sys
 import types
 import warnings
@@ -56,6 +58,9 @@ class IterableDataset(Dataset):
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
+    def __add__(self, other: "Dataset") -> "ChainDataset":  # type: ignore[override]  # (PyTorch's: a chain)
+        return ChainDataset([self, other])
+
 
 class TensorDataset(Dataset):
     """Samples are ``tuple(t[index] for t in tensors)``; every tensor has the same size in dimension 0."""
@@ -86,7 +91,12 @@ class ConcatDataset(Dataset):
         for d in self.datasets:
             if isinstance(d, IterableDataset):
                 raise AssertionError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence) -> list[int]:
+        """The running totals of the datasets' lengths."""
+        return list(itertools.accumulate(len(d) for d in sequence))
 
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]
@@ -570,6 +580,22 @@ class DataLoader:
         self.collate_fn = collate_fn
         self._len_called: int | None = None  # an iterable dataset's len() read by len(loader): checked when iterating
         self._initialized = True
+        if num_workers > 0:
+            self._check_worker_number_rationality()
+
+    def _check_worker_number_rationality(self) -> None:
+        """PyTorch's warning when more workers are asked for than the CPUs this process may use."""
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if cpus is None or self.num_workers > cpus:
+            suggest = ("DataLoader is not able to compute a suggested max number of worker in current system."
+                       if cpus is None else
+                       f"Our suggested max number of worker in current system is {cpus}"
+                       f"{'' if hasattr(os, 'sched_getaffinity') else ' (`cpuset` is not taken into account)'}, "
+                       "which is smaller than what this DataLoader is going to create.")
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {suggest} "
+                          "Please be aware that excessive worker creation might get DataLoader running slow or even "
+                          "freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+                          stacklevel=3)
 
     def __setattr__(self, attr: str, val: Any) -> None:
         if attr in _FROZEN and self.__dict__.get("_initialized"):  # (PyTorch: the iterators would not see it)
