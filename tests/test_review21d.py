@@ -497,3 +497,15 @@ def test_dataloader_warns_about_more_workers_than_cpus(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         D.DataLoader(_Range(4), num_workers=2)
+
+
+def test_single_process_loader_iterator_has_len():
+    """PyTorch's _SingleProcessDataLoaderIter has len() (the loader's), as the worker iterator does. Before: the
+    single-process iterator was a generator (TypeError: object of type 'generator' has no len())."""
+    it = iter(D.DataLoader(_Range(5), batch_size=2))
+    assert len(it) == 3 and iter(it) is it
+    assert [b.tolist() for b in it] == [[0, 1], [2, 3], [4]]
+    assert len(iter(D.DataLoader(_Range(5), batch_size=None))) == 5
+    it_iter = iter(D.DataLoader(_Iter(3), batch_size=2))
+    with pytest.raises(TypeError):  # (PyTorch's: its sampler has no len; the dataset's len() is not read)
+        len(it_iter)

@@ -33,7 +33,7 @@ import numpy as np
 from .. import accelerator as _accelerator
 
 from ._data_workers import (WorkerInfo, _context, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
-                            _MultiProcessingDataLoaderIter, get_worker_info)
+                            _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
@@ -622,41 +622,22 @@ class DataLoader:
         if self.num_workers > 0:
             if self.persistent_workers and self._iterator is not None:
                 self._iterator._reset()
-                return self._len_checked(self._iterator)
+                return self._iterator
             it = self._worker_iter()
             if self.persistent_workers:
                 self._iterator = it
-            return self._len_checked(it)
+            return it
         if self.timeout != 0:
             raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
         if self._iterable:
-            return self._len_checked(self._iter_iterable())
+            return _SingleProcessDataLoaderIter(self, self._iter_iterable())
         fetch = self._fetcher().fetch
         if self._auto_collation:
-            return (fetch(list(b)) for b in self.batch_sampler)
-        return (fetch(i) for i in self.sampler)
-
-    def _len_checked(self, it):
-        """``it``, warning as PyTorch once it yields more batches than an iterable dataset's len() reported to
-        ``len(loader)`` (more than the samples: PyTorch compares the batches yielded with the dataset's length)."""
-        if not self._iterable or self._len_called is None:
-            return it
-        return self._warn_past_len(it, self._len_called)
-
-    def _warn_past_len(self, it, length: int):
-        for n, batch in enumerate(it, 1):
-            if n > length:
-                msg = (f"Length of IterableDataset {self.dataset} was reported to be {length}(when accessing "
-                       f"len(dataloader)), but {n} samples have been fetched. ")
-                if self.num_workers > 0:
-                    msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
-                            "IterableDataset replica at each worker. Please see "
-                            "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
-                warnings.warn(msg, stacklevel=2)
-            yield batch
+            return _SingleProcessDataLoaderIter(self, (fetch(list(b)) for b in self.batch_sampler))
+        return _SingleProcessDataLoaderIter(self, (fetch(i) for i in self.sampler))
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
