@@ -509,3 +509,21 @@ def test_single_process_loader_iterator_has_len():
     it_iter = iter(D.DataLoader(_Iter(3), batch_size=2))
     with pytest.raises(TypeError):  # (PyTorch's: its sampler has no len; the dataset's len() is not read)
         len(it_iter)
+
+
+def test_autocast_legacy_device_functions_and_nesting():
+    """PyTorch has torch.get/set_autocast_gpu_dtype, the xla/ipu dtype and enabled functions (deprecated aliases
+    with a DeprecationWarning) and autocast_increment/decrement_nesting (returning the new depth). Before:
+    AttributeError."""
+    with pytest.warns(DeprecationWarning, match=r"torch.get_autocast_gpu_dtype\(\) is deprecated"):
+        assert torch.get_autocast_gpu_dtype() is torch.float16
+    with pytest.warns(DeprecationWarning):
+        assert torch.get_autocast_xla_dtype() is torch.bfloat16 and not torch.is_autocast_ipu_enabled()
+    with pytest.warns(DeprecationWarning):
+        torch.set_autocast_gpu_dtype(torch.bfloat16)
+    assert torch.get_autocast_dtype("cuda") is torch.bfloat16
+    with pytest.warns(DeprecationWarning):
+        torch.set_autocast_gpu_dtype(torch.float16)
+    assert torch.autocast_increment_nesting() == 1 and torch.autocast_decrement_nesting() == 0
+    with torch.autocast("cpu"):
+        assert torch.autocast_increment_nesting() == 2 and torch.autocast_decrement_nesting() == 1

@@ -177,6 +177,18 @@ def set_autocast_cache_enabled(enabled: bool) -> None:
     tls.cache_enabled = bool(enabled)
 
 
+def autocast_increment_nesting() -> int:
+    """torch.autocast_increment_nesting: one more open autocast region on this thread; the new depth."""
+    tls.nesting += 1
+    return tls.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """torch.autocast_decrement_nesting: one autocast region fewer on this thread; the new depth."""
+    tls.nesting -= 1
+    return tls.nesting
+
+
 def clear_autocast_cache() -> None:
     """Casts are not cached (each op casts its arguments): nothing to clear."""
 
