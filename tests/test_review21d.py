@@ -527,3 +527,15 @@ def test_autocast_legacy_device_functions_and_nesting():
     assert torch.autocast_increment_nesting() == 1 and torch.autocast_decrement_nesting() == 0
     with torch.autocast("cpu"):
         assert torch.autocast_increment_nesting() == 2 and torch.autocast_decrement_nesting() == 1
+
+
+def test_distributed_sampler_without_process_group():
+    """Without num_replicas/rank and without an initialised process group, PyTorch's DistributedSampler raises
+    ValueError("Default process group has not been initialized, please make sure to call init_process_group.").
+    Before: a RuntimeError with another message. With both given it shards without a group."""
+    if not hasattr(D, "DistributedSampler"):
+        pytest.skip("no distributed plugin installed")
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        D.DistributedSampler(_Range(10), num_replicas=2)
+    shards = [list(D.DistributedSampler(_Range(10), num_replicas=3, rank=r, shuffle=False)) for r in range(3)]
+    assert shards == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]

@@ -134,7 +134,7 @@ def _lengths_list(lengths) -> list[int]:
     if isinstance(lengths, Tensor):
         if lengths.ndim != 1:
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.ndim}D "
-                               f"{lengths.device.type} {lengths.dtype} tensor")
+                               f"{lengths.device.type} {lengths.dtype._tname[:-6]} tensor")
         return [int(v) for v in lengths.cpu().tolist()]
     return [int(v) for v in lengths]
 
