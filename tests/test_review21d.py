@@ -539,3 +539,27 @@ def test_distributed_sampler_without_process_group():
         D.DistributedSampler(_Range(10), num_replicas=2)
     shards = [list(D.DistributedSampler(_Range(10), num_replicas=3, rank=r, shuffle=False)) for r in range(3)]
     assert shards == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+
+
+def test_collate_fn_map_extends_default_collate():
+    """PyTorch documents extending default_collate through torch.utils.data._utils.collate: collate(batch,
+    collate_fn_map=...) and default_collate_fn_map (a type added in place is used by default_collate). Before: no
+    such module (ModuleNotFoundError)."""
+    from coretorch.utils.data._utils.collate import collate, collate_tensor_fn, default_collate_fn_map
+
+    class Point:
+        def __init__(self, x: float) -> None:
+            self.x = x
+
+    def collate_point(batch, *, collate_fn_map=None):
+        return torch.tensor([p.x for p in batch])
+    assert collate([{"p": Point(1.0)}, {"p": Point(2.0)}], collate_fn_map={Point: collate_point})["p"].tolist() \
+        == [1.0, 2.0]
+    assert list(default_collate_fn_map)[0] is torch.Tensor and default_collate_fn_map[torch.Tensor] is collate_tensor_fn
+    with pytest.raises(TypeError, match="found <class"):
+        D.default_collate([Point(1.0)])
+    default_collate_fn_map[Point] = collate_point
+    try:
+        assert D.default_collate([(Point(1.0), 3), (Point(4.0), 5)])[0].tolist() == [1.0, 4.0]
+    finally:
+        del default_collate_fn_map[Point]

@@ -18,20 +18,20 @@ same result as stacking the samples, without a Python loop).
 from __future__ import annotations
 
 import bisect
-import copy
 import itertools
 import math
 import os
 import sys
 import types
 import warnings
-from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import accelerator as _accelerator
 
+from . import _collate
+from ._collate import default_collate, default_convert
 from ._data_workers import (WorkerInfo, _context, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
                             _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
 
@@ -404,103 +404,6 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-# ---- collation ------------------------------------------------------------------------------------
-_STR_OBJ_KINDS = "SaUO"  # numpy dtype kinds of strings and objects (PyTorch's np_str_obj_array_pattern)
-_COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
-
-
-def _is_np_number(data) -> bool:
-    """A numpy array or scalar PyTorch converts: numpy's own types, its str_/bytes_ scalars excepted."""
-    return type(data).__module__ == "numpy" and not isinstance(data, (str, bytes))
-
-
-def _rebuild_mapping(data, values: dict):
-    """``values`` in ``data``'s mapping type, as PyTorch: a copy updated in place for a mutable mapping (an
-    OrderedDict or a defaultdict stays one), else the type called on a dict; a plain dict where that fails."""
-    try:
-        if isinstance(data, MutableMapping):
-            clone = copy.copy(data)
-            clone.update(values)
-            return clone
-        return type(data)(values)
-    except TypeError:
-        return values
-
-
-def _rebuild_sequence(data, values: list):
-    """``values`` in ``data``'s sequence type, as PyTorch (a list where the type cannot be rebuilt)."""
-    try:
-        if isinstance(data, MutableSequence):
-            clone = copy.copy(data)
-            for i, v in enumerate(values):
-                clone[i] = v
-            return clone
-        return type(data)(values)
-    except TypeError:
-        return values
-
-
-def default_convert(data):
-    """numpy arrays and scalars become tensors (recursively); everything else is returned as it is."""
-    from ..ops.creation import as_tensor
-    from ..tensor import Tensor
-    if isinstance(data, Tensor):
-        return data
-    if _is_np_number(data):
-        if isinstance(data, np.ndarray) and data.dtype.kind in _STR_OBJ_KINDS:
-            return data
-        return as_tensor(data)
-    if isinstance(data, Mapping):
-        return _rebuild_mapping(data, {k: default_convert(data[k]) for k in data})
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, tuple):  # (a tuple becomes a list, as PyTorch's "backwards compatibility")
-        return [default_convert(d) for d in data]
-    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
-        return _rebuild_sequence(data, [default_convert(d) for d in data])
-    return data
-
-
-def default_collate(batch):
-    """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
-    are stacked along a new dimension 0, numpy scalars make a tensor (``as_tensor``), Python floats a float64
-    tensor, ints (and bools) ``tensor(batch)`` (int64, bool, or float32 when a float follows), strings stay as
-    given (a list, a tuple inside a nested sample); named tuples, dicts (in their own mapping type), lists
-    (in their own sequence type) and tuples (as lists) are collated per field."""
-    from .. import dtypes as _dt
-    from ..ops.creation import as_tensor, tensor
-    from ..ops.shape import stack
-    from ..tensor import Tensor
-    elem = batch[0]
-    if isinstance(elem, Tensor):
-        return stack(list(batch), 0)
-    if isinstance(elem, np.ndarray):
-        if elem.dtype.kind in _STR_OBJ_KINDS:
-            raise TypeError(_COLLATE_ERR.format(elem.dtype))
-        if all(isinstance(b, np.ndarray) and b.shape == elem.shape and b.dtype == elem.dtype for b in batch):
-            return as_tensor(np.stack(batch))  # (one copy: what stacking each as a tensor gives)
-        return default_collate([as_tensor(b) for b in batch])
-    if isinstance(elem, (np.bool_, np.number, np.object_)):
-        return as_tensor(batch)
-    if isinstance(elem, float):
-        return tensor(batch, dtype=_dt.float64)
-    if isinstance(elem, int):  # (bool too)
-        return tensor(batch)
-    if isinstance(elem, (str, bytes)):
-        return batch  # (as PyTorch's: the caller's container, a tuple of a field's strings when nested)
-    if isinstance(elem, Mapping):
-        return _rebuild_mapping(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(s) for s in zip(*batch)))
-    if isinstance(elem, Sequence):
-        if any(len(e) != len(elem) for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        fields = [default_collate(s) for s in zip(*batch)]
-        # (a tuple's fields come back as a list, as PyTorch's "backwards compatibility": ``batch[0] = x.to(d)``)
-        return fields if isinstance(elem, tuple) else _rebuild_sequence(elem, fields)
-    raise TypeError(_COLLATE_ERR.format(type(elem)))
-
-
 # ---- loader ---------------------------------------------------------------------------------------
 class DataLoader:
     """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
@@ -697,6 +600,9 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     globals()[name] = m
 
 
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate module.")
+_utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: ignore[attr-defined]
+sys.modules[_utils.__name__] = _utils
 _submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
 _submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
