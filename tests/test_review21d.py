@@ -563,3 +563,12 @@ def test_collate_fn_map_extends_default_collate():
         assert D.default_collate([(Point(1.0), 3), (Point(4.0), 5)])[0].tolist() == [1.0, 4.0]
     finally:
         del default_collate_fn_map[Point]
+
+
+def test_data_submodules_name_every_class():
+    """PyTorch's torch.utils.data.sampler has WeightedRandomSampler and torch.utils.data.dataset ChainDataset and
+    StackDataset (scripts import them from there). Before: ImportError."""
+    from coretorch.utils.data.dataset import ChainDataset, StackDataset
+    from coretorch.utils.data.sampler import WeightedRandomSampler
+    assert (ChainDataset, StackDataset, WeightedRandomSampler) == (D.ChainDataset, D.StackDataset,
+                                                                   D.WeightedRandomSampler)

@@ -605,7 +605,9 @@ _utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: i
 sys.modules[_utils.__name__] = _utils
 _submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
-_submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
+_submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset",
+                      "Subset", "random_split"],
            "torch.utils.data.dataset: the dataset classes and random_split.")
-_submodule("sampler", ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"],
+_submodule("sampler", ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+                      "BatchSampler"],
            "torch.utils.data.sampler: the samplers.")
