@@ -572,3 +572,12 @@ def test_data_submodules_name_every_class():
     from coretorch.utils.data.sampler import WeightedRandomSampler
     assert (ChainDataset, StackDataset, WeightedRandomSampler) == (D.ChainDataset, D.StackDataset,
                                                                    D.WeightedRandomSampler)
+
+
+def test_data_distributed_submodule():
+    """PyTorch scripts import the sampler as ``from torch.utils.data.distributed import DistributedSampler``. Before:
+    ModuleNotFoundError ('coretorch.utils.data' is not a package), with the distributed plugin installed too."""
+    if not hasattr(D, "DistributedSampler"):
+        pytest.skip("no distributed plugin installed")
+    from coretorch.utils.data.distributed import DistributedSampler
+    assert DistributedSampler is D.DistributedSampler
