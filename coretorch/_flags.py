@@ -11,11 +11,16 @@ from . import dtypes as _dt
 from .amp import GradScaler
 from .amp import autocast_mode as _am
 from .autograd import anomaly_mode as _anomaly
+from .amp.autocast_mode import autocast_decrement_nesting, autocast_increment_nesting
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 __all__ = ["GradScaler", "set_warn_always", "is_warn_always_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "set_flush_denormal", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
-           "set_autocast_cpu_enabled", "is_autocast_cpu_enabled", "init_num_threads"]
+           "set_autocast_cpu_enabled", "is_autocast_cpu_enabled", "init_num_threads",
+           "autocast_increment_nesting", "autocast_decrement_nesting",
+           "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "get_autocast_xla_dtype", "set_autocast_xla_dtype",
+           "is_autocast_xla_enabled", "set_autocast_xla_enabled", "get_autocast_ipu_dtype", "set_autocast_ipu_dtype",
+           "is_autocast_ipu_enabled", "set_autocast_ipu_enabled"]
 
 _warn_always = [False]
 
@@ -72,9 +77,70 @@ def is_autocast_cpu_enabled() -> builtins.bool:
     return _am.is_autocast_enabled("cpu")
 
 
+def get_autocast_gpu_dtype() -> _dt.dtype:
+    """Deprecated: ``get_autocast_dtype('cuda')``."""
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
+    return _am.get_autocast_dtype("cuda")
+
+
+def set_autocast_gpu_dtype(dtype: _dt.dtype) -> None:
+    """Deprecated: ``set_autocast_dtype('cuda', dtype)``."""
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    _am.set_autocast_dtype("cuda", dtype)
+
+
+def get_autocast_xla_dtype() -> _dt.dtype:
+    """Deprecated: ``get_autocast_dtype('xla')``."""
+    _deprecated("get_autocast_xla_dtype()", "get_autocast_dtype('xla')")
+    return _am.get_autocast_dtype("xla")
+
+
+def set_autocast_xla_dtype(dtype: _dt.dtype) -> None:
+    """Deprecated: ``set_autocast_dtype('xla', dtype)``."""
+    _deprecated("set_autocast_xla_dtype(dtype)", "set_autocast_dtype('xla', dtype)")
+    _am.set_autocast_dtype("xla", dtype)
+
+
+def is_autocast_xla_enabled() -> builtins.bool:
+    """Deprecated: ``is_autocast_enabled('xla')``."""
+    _deprecated("is_autocast_xla_enabled()", "is_autocast_enabled('xla')")
+    return _am.is_autocast_enabled("xla")
+
+
+def set_autocast_xla_enabled(enabled: builtins.bool) -> None:
+    """Deprecated: ``set_autocast_enabled('xla', enabled)``."""
+    _deprecated("set_autocast_xla_enabled(enabled)", "set_autocast_enabled('xla', enabled)")
+    _am.set_autocast_enabled("xla", enabled)
+
+
+def get_autocast_ipu_dtype() -> _dt.dtype:
+    """Deprecated: ``get_autocast_dtype('ipu')``."""
+    _deprecated("get_autocast_ipu_dtype()", "get_autocast_dtype('ipu')")
+    return _am.get_autocast_dtype("ipu")
+
+
+def set_autocast_ipu_dtype(dtype: _dt.dtype) -> None:
+    """Deprecated: ``set_autocast_dtype('ipu', dtype)``."""
+    _deprecated("set_autocast_ipu_dtype(dtype)", "set_autocast_dtype('ipu', dtype)")
+    _am.set_autocast_dtype("ipu", dtype)
+
+
+def is_autocast_ipu_enabled() -> builtins.bool:
+    """Deprecated: ``is_autocast_enabled('ipu')``."""
+    _deprecated("is_autocast_ipu_enabled()", "is_autocast_enabled('ipu')")
+    return _am.is_autocast_enabled("ipu")
+
+
+def set_autocast_ipu_enabled(enabled: builtins.bool) -> None:
+    """Deprecated: ``set_autocast_enabled('ipu', enabled)``."""
+    _deprecated("set_autocast_ipu_enabled(enabled)", "set_autocast_enabled('ipu', enabled)")
+    _am.set_autocast_enabled("ipu", enabled)
+
+
 def init_num_threads() -> None:
     """Nothing to initialise: coretorch's cpu backend sizes its thread pool through ``set_num_threads``."""
     return None
 
 
-_ = (is_anomaly_check_nan_enabled, is_anomaly_enabled, GradScaler)  # re-exported (__all__)
+_ = (is_anomaly_check_nan_enabled, is_anomaly_enabled, GradScaler, autocast_increment_nesting,
+     autocast_decrement_nesting)  # re-exported (__all__)

@@ -57,8 +57,10 @@ def test_worker_init_fn_and_worker_info():
     # each worker's own copy of the dataset got its offset; the main process's copy did not change
     assert [r[0] for r in rows] == [100, 101, 202, 203]
     info = torch.utils.data.WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)
-    assert repr(info) == "WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)"
-    with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo objects"):
+    # (PyTorch 2.13: a frozen dataclass)
+    assert repr(info) == ("WorkerInfo(id=1, num_workers=2, seed=5, dataset=None, rng=None, "
+                          "worker_method='multiprocessing')")
+    with pytest.raises(AttributeError, match="cannot assign to field 'id'"):
         info.id = 3
 
 

@@ -42,10 +42,14 @@ __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd", "is_
 _LOWER_COMMON = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "conv1d", "conv2d",
                            "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
                            "scaled_dot_product_attention", "einsum"})
-# (recurrent layers: CPU's list has the mkldnn LSTM kernel; CUDA's the cuDNN RNNs and every cell)
-_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot", "lstm"}
-_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner", "lstm", "gru",
-                              "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}
+# the recurrent layers (coretorch.nn.modules.rnn names them "<lstm|gru|rnn>[_proj][_packed]" and "<...>_cell"): on cpu
+# oneDNN's unpacked LSTM without projections is on the list, and an Elman RNN's state is lower precision through its
+# cells' linears (a GRU's and an LSTM's cells mix it with a float32 state); on CUDA cuDNN's RNNs and every cell
+_RNN_CPU = frozenset({"lstm", "rnn", "rnn_packed", "rnn_cell"})
+_RNN_GPU = frozenset(f"{m}{v}" for m in ("lstm", "gru", "rnn") for v in ("", "_packed", "_cell")) | {
+    "lstm_proj", "lstm_proj_packed"}
+_LOWER_CPU = _LOWER_COMMON | {"tensordot", "inner", "vecdot"} | _RNN_CPU
+_LOWER_GPU = _LOWER_COMMON | {"addmv", "addr", "mv", "chain_matmul", "multi_dot", "vecdot", "inner"} | _RNN_GPU
 _FP32_COMMON = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
                           "kl_div", "binary_cross_entropy_with_logits", "poisson_nll_loss", "soft_margin_loss",
                           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
@@ -110,14 +114,33 @@ def _check_device_type(device_type) -> None:
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
 
 
+# the device types PyTorch's device-string parser knows: autocast's queries raise its error for another name
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+                 "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+_DEFAULT_DTYPE = {"cpu": _dt.bfloat16, "xla": _dt.bfloat16, "hpu": _dt.bfloat16}  # PyTorch's; float16 elsewhere
+
+
+def _known(device_type: str) -> str:
+    """``device_type`` when PyTorch parses it as a device type (an index is allowed), else its RuntimeError."""
+    if device_type not in _DEVICE_TYPES and device_type.split(":")[0] not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device string: "
+                           f"{device_type}")
+    return device_type
+
+
 def is_autocast_available(device_type: str) -> bool:
     """Whether autocast can be used for ``device_type`` ('cpu', 'opencl'; 'cuda' is accepted, then disabled)."""
-    return device_type in _AVAILABLE
+    return _known(device_type) in _AVAILABLE
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """torch.is_autocast_enabled: for ``device_type`` ('cuda' when omitted, as PyTorch)."""
-    return bool(tls.enabled.get("cuda" if device_type is None else device_type, False))
+    if device_type is None:
+        device_type = "cuda"
+    if device_type in tls.enabled:
+        return bool(tls.enabled[device_type])
+    _known(device_type)
+    return False
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:
@@ -135,7 +158,8 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
 
 def get_autocast_dtype(device_type: str) -> _dt.dtype:
     """torch.get_autocast_dtype: the dtype autocast uses on ``device_type`` (bfloat16 on cpu, float16 on cuda)."""
-    return tls.dtype.get(device_type, _dt.float16)
+    d = tls.dtype.get(device_type)
+    return d if d is not None else _DEFAULT_DTYPE.get(_known(device_type), _dt.float16)
 
 
 def set_autocast_dtype(device_type: str, dtype: _dt.dtype) -> None:
@@ -151,6 +175,18 @@ def is_autocast_cache_enabled() -> bool:
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Enable or disable autocast's weight cache (a setting kept for compatibility)."""
     tls.cache_enabled = bool(enabled)
+
+
+def autocast_increment_nesting() -> int:
+    """torch.autocast_increment_nesting: one more open autocast region on this thread; the new depth."""
+    tls.nesting += 1
+    return tls.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """torch.autocast_decrement_nesting: one autocast region fewer on this thread; the new depth."""
+    tls.nesting -= 1
+    return tls.nesting
 
 
 def clear_autocast_cache() -> None:
@@ -174,15 +210,15 @@ class autocast:
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._cache_enabled = tls.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and device_type == "cuda" and not _cuda_available():
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
-                          stacklevel=2)
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
             enabled = False
         supported = _SUPPORTED.get(device_type)
         if supported is not None and self.fast_dtype not in supported and enabled:
-            what = "CPU" if device_type == "cpu" else device_type
+            what = device_type.upper()  # (PyTorch's message names bfloat16 first)
             warnings.warn(f"In {what} autocast, but the target dtype is not supported. Disabling autocast.\n"
-                          f"{what} Autocast only supports dtype of "
-                          + ", ".join(f"torch.{d.name}" for d in supported) + " currently.", stacklevel=2)
+                          f"{what} Autocast only supports dtypes of "
+                          + ", ".join(f"torch.{d.name}" for d in sorted(supported, key=lambda d: d.name))
+                          + " currently.", stacklevel=2)
             enabled = False
         self._enabled = bool(enabled)
 
@@ -236,6 +272,16 @@ def cast_inputs(op: str, *args):
     else:
         return args
     return _cast_args(args, dev, target)
+
+
+def lower_dtype(op: str, t) -> _dt.dtype | None:
+    """The region's lower-precision dtype when autocast is enabled for ``t``'s device type, lists ``op`` there and
+    would cast ``t`` (a floating point tensor other than float64); else None (called only when ``state.on``)."""
+    dev = t._be.type
+    if not tls.enabled.get(dev) or op not in LOWER.get(dev, ()):
+        return None
+    target = tls.dtype[dev]
+    return target if _eligible(t, target) or t.dtype is target else None
 
 
 def _promote(args: tuple, dev: str) -> tuple:

@@ -1,10 +1,13 @@
 """torch.amp.GradScaler: dynamic loss scaling for float16 training (PyTorch's algorithm and state_dict)."""
 from __future__ import annotations
 
+import math
 import warnings
 from collections import abc, defaultdict
 from enum import Enum
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
@@ -47,19 +50,27 @@ def _non_finite_check_and_unscale_(grads, found_inf, inv_scale) -> None:
 
 
 def _update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval) -> None:
-    """torch._amp_update_scale_ (read back to the host: one scalar per iteration)."""
+    """torch._amp_update_scale_ (read back to the host: one scalar per iteration).  As PyTorch's kernel, the new
+    scale is the float32 scale times the factor in double, rounded to float32; a growth that overflows float32
+    leaves the scale as it is."""
     if found_inf.item():
-        scale.mul_(backoff_factor)
+        scale.fill_(_to_float32(scale.item() * backoff_factor))
         growth_tracker.fill_(0)
         return
     successful = int(growth_tracker.item()) + 1
     if successful == growth_interval:
-        new = scale.item() * growth_factor
-        if new != float("inf"):
+        new = _to_float32(scale.item() * growth_factor)
+        if math.isfinite(new):
             scale.fill_(new)
         growth_tracker.fill_(0)
     else:
         growth_tracker.fill_(successful)
+
+
+def _to_float32(x: float) -> float:
+    """``x`` rounded to float32 (inf past its range, as a C++ static_cast<float>)."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
 
 
 class GradScaler:

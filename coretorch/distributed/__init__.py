@@ -10,6 +10,9 @@ other name raises ``DistributedUnavailableError`` (an ``ImportError``) that says
 """
 from __future__ import annotations
 
+import sys
+import types
+
 _impl = None          # the registered implementation module
 _installed: list = []  # names copied into this namespace from it
 
@@ -64,6 +67,10 @@ def _register(impl) -> None:
             # the plugin's sampler, set on the module at run time (it has none of its own)
             data.DistributedSampler = sampler  # type: ignore[attr-defined]
             data._plugin_distributed_sampler = sampler  # type: ignore[attr-defined]
+            # and PyTorch's module for it: from torch.utils.data.distributed import DistributedSampler
+            mod = types.ModuleType(f"{data.__name__}.distributed", "torch.utils.data.distributed: DistributedSampler.")
+            mod.DistributedSampler = sampler  # type: ignore[attr-defined]
+            sys.modules[mod.__name__] = data.distributed = mod  # type: ignore[attr-defined]
 
 
 def _unregister() -> None:
@@ -79,3 +86,5 @@ def _unregister() -> None:
     s = data.__dict__.pop("_plugin_distributed_sampler", None)
     if s is not None and data.__dict__.get("DistributedSampler") is s:
         del data.DistributedSampler  # type: ignore[attr-defined]  # the plugin's, set by _register
+        data.__dict__.pop("distributed", None)
+        sys.modules.pop(f"{data.__name__}.distributed", None)

@@ -7,7 +7,7 @@ from typing import Any
 import math
 
 from .. import dtypes as _dt
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import below as _ac_below, cast_inputs as _ac_cast, state as _ac
 from ..autograd._node_names import named_node
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
@@ -213,6 +213,7 @@ def _squarings(nrm: Tensor) -> int:
     return e - 1 if m == 0.5 else e
 
 
+@_ac_below  # (PyTorch's one kernel is on no autocast list: its matmuls keep A's dtype)
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) by scaling and squaring of a degree-18 Taylor polynomial (||A / 2^s||_1 <= 1: the truncation error is
     below 1 / 19! relative), all matmuls on A's device, differentiable."""

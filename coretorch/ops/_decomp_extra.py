@@ -6,7 +6,7 @@ import functools
 import inspect
 import math
 
-from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ..amp.autocast_mode import cast_inputs as _ac_cast, state as _ac, suspended as _ac_suspended
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from ._out import write_out
@@ -26,6 +26,12 @@ def _keyword_aliases(fn) -> dict:
     return aliases
 
 
+def _first_tensor(args: tuple):
+    """The first tensor among ``args`` (or the first member of a leading list of tensors), else None."""
+    a = args[0] if args else None
+    return a[0] if isinstance(a, (list, tuple)) and a else a
+
+
 def with_out(fn, name: str, out: bool = True):
     """``fn`` with PyTorch's ``out=`` keyword (the result, a tensor or a tuple of them, is written into ``out``)
     and PyTorch's keyword names of its tensor arguments; ``out=False``: the names only."""
@@ -36,6 +42,9 @@ def with_out(fn, name: str, out: bool = True):
     def wrapper(*args, out=None, **kwargs):
         if kwargs and len(args) < 2 and not aliases.keys().isdisjoint(kwargs):  # (a tensor passed by keyword)
             kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+        if out is not None and _ac.on and (off := _ac_suspended(_first_tensor(args))) is not None:
+            with off:  # (an out= variant is on no autocast list: PyTorch runs it in its inputs' dtypes)
+                return write_out(name, out, fn(*args, **kwargs), exact_dtype=True, inputs=args if checked else ())
         return write_out(name, out, fn(*args, **kwargs), exact_dtype=True, inputs=args if checked else ())
 
     @functools.wraps(fn)

@@ -114,7 +114,7 @@ def matmul(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         >>> torch.matmul(torch.ones(10, 2, 3), torch.ones(3, 4)).shape
         coretorch.Size([10, 2, 4])
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("matmul", input, other)
     if out is not None:
         return write_out("matmul", out, _matmul(input, other), exact_dtype=True)
@@ -166,7 +166,7 @@ def _matmul_node_name(da: int, db: int, a_grad: bool) -> str:
 
 def mm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     """Matrix product of 2-D tensors: ``(n, m) @ (m, p) -> (n, p)`` (no broadcasting)."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("mm", input, mat2)
     if input.ndim != 2:
         raise RuntimeError(f"self must be a matrix (mm got a {input.ndim}-D tensor)")
@@ -188,7 +188,7 @@ def bmm(input: Tensor, mat2: Tensor, *, out=None) -> Tensor:
     Returns:
         Tensor: shape ``(B, n, p)``. No broadcasting (see :func:`matmul` for that).
     """
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat2 = _ac_cast("bmm", input, mat2)
     if input.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor (bmm got {input.ndim}-D)")
@@ -364,7 +364,7 @@ _T2 = (1, 0)
 
 def dot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """The dot product of two 1-D tensors of the same length (a 0-d tensor)."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -378,7 +378,7 @@ def dot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 def mv(input: Tensor, vec: Tensor, *, out=None) -> Tensor:
     """Matrix-vector product: ``(n, m) @ (m,) -> (n,)``."""
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, vec = _ac_cast("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")

@@ -165,7 +165,7 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """Dot product of two 1-D tensors (the first conjugated: real dtypes only here, so plain dot)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, other = _ac_cast("vdot", input, other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found {input.dtype._tname[:-6]} "
@@ -242,7 +242,7 @@ def _check_batches(batch1: Tensor, batch2: Tensor, op: str) -> None:
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched (b, n, m); input broadcasts."""
     _check_batches(batch1, batch2, "baddbmm")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("baddbmm", input, batch1, batch2)
     if input.dtype is not batch1.dtype:  # (batch2 alone: the bmm's error)
         raise RuntimeError(f"Input dtypes must be the same, got: input {_cname(input)}, batch1: {_cname(batch1)}, "
@@ -254,7 +254,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """beta * input + alpha * sum_b(batch1[b] @ batch2[b]): one (n, b*k) @ (b*k, m) matmul."""
     _check_batches(batch1, batch2, "addbmm")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, batch1, batch2 = _ac_cast("addbmm", input, batch1, batch2)
     if input.dtype is not batch2.dtype and batch1.dtype is batch2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {input.dtype._tname[:-6]} and "
@@ -274,7 +274,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     if mat.shape[1] != vec.shape[0] or (input.ndim and input.shape[0] not in (1, mat.shape[0])):
         raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), mat "
                            f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, mat, vec = _ac_cast("addmv", input, mat, vec)
     if not input.dtype is mat.dtype is vec.dtype:
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input.dtype._tname[:-6]}, "
@@ -288,7 +288,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D" if vec1.ndim != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, vec1, vec2 = _ac_cast("addr", input, vec1, vec2)
     rt = _dt.promote_types(_dt.promote_types(input.dtype, vec1.dtype), vec2.dtype)
     _check_addr_scalars(rt, beta, alpha)
@@ -322,7 +322,7 @@ def chain_matmul(*matrices, out=None) -> Tensor:
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         matrices = _ac_cast("chain_matmul", *matrices)
     for t in matrices:
         if t.ndim != 2:

@@ -567,6 +567,9 @@ def stack(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     s0 = tensors[0].shape
     for i, t in enumerate(tensors):
         if t.shape != s0:

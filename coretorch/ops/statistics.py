@@ -33,7 +33,7 @@ def _check(op: str, input) -> Tensor:
 # ---- quantile / nanquantile ----------------------------------------------------------------------------------------
 def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, out):
     _check(op, input)
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+    if _ac.on and out is None:  # autocast: the op's dtype policy (one attribute check when off)
         input, q = _ac_cast(op, input, q)
     if input.dtype is not _dt.float32 and input.dtype is not _dt.float64:  # no float16/bfloat16 (PyTorch's CPU)
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")

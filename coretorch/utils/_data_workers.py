@@ -11,6 +11,7 @@ its message.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import multiprocessing as _mp
 import os
@@ -18,6 +19,7 @@ import queue
 import random
 import sys
 import traceback
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,25 +37,17 @@ _WORKER_POLL_INTERVAL = 0.25
 _worker_info = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """What ``get_worker_info()`` returns inside a worker: ``id``, ``num_workers``, ``seed``, ``dataset`` (the
-    worker's own copy).  Read-only, as in PyTorch."""
-    __initialized = False
-
-    def __init__(self, **kwargs) -> None:
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs.keys())
-        self.__initialized = True
-
-    def __setattr__(self, key, val) -> None:
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        return super().__setattr__(key, val)
-
-    def __repr__(self) -> str:
-        items = ", ".join(f"{k}={getattr(self, k)}" for k in self.__keys)
-        return f"{self.__class__.__name__}({items})"
+    worker's own copy), ``rng`` and ``worker_method``.  A frozen dataclass, as PyTorch 2.13's (assigning a field
+    raises ``dataclasses.FrozenInstanceError``)."""
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
 
 
 def get_worker_info():
@@ -224,6 +218,49 @@ class _InfiniteConstantSampler:
             yield self.item
 
 
+def warn_past_len(loader, n: int, length: int) -> None:
+    """PyTorch's warning once a loader of an IterableDataset yields more batches than the dataset's len() that
+    ``len(loader)`` had read when the iterator started (PyTorch compares the batches with the samples)."""
+    if n <= length or not loader._iterable:
+        return
+    msg = (f"Length of IterableDataset {loader.dataset} was reported to be {length}(when accessing len(dataloader)), "
+           f"but {n} samples have been fetched. ")
+    if loader.num_workers > 0:
+        msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                "IterableDataset replica at each worker. Please see "
+                "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+    warnings.warn(msg, stacklevel=3)
+
+
+def _iter_len(loader) -> int:
+    """len() of a loader's iterator, PyTorch's ``len(index_sampler)``: an IterableDataset's sampler has none (and the
+    dataset's own len() is not read: list(iter(loader)) asks for it)."""
+    if loader._iterable:
+        raise TypeError("object of type '_InfiniteConstantSampler' has no len()")
+    return len(loader)
+
+
+class _SingleProcessDataLoaderIter:
+    """The iterator of a DataLoader without workers, as PyTorch's: ``len()`` is the loader's."""
+
+    def __init__(self, loader, batches) -> None:
+        self._loader, self._batches, self._num_yielded = loader, batches, 0
+        self._len_called = loader._len_called  # (as PyTorch: read when the iterator starts)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return _iter_len(self._loader)
+
+    def __next__(self):
+        data = next(self._batches)
+        self._num_yielded += 1
+        if self._len_called is not None:
+            warn_past_len(self._loader, self._num_yielded, self._len_called)
+        return data
+
+
 def _context(ctx):
     if ctx is None:
         return _mp.get_context()  # the start method PyTorch uses too: the global default (fork on Linux)
@@ -247,6 +284,8 @@ class _MultiProcessingDataLoaderIter:
         self._iterable = loader._iterable
         self._index_sampler = index_sampler
         self._prefetch_factor = loader.prefetch_factor
+        if self._prefetch_factor <= 0:  # (DataLoader accepts 0; PyTorch's iterator refuses it: it would fetch nothing)
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
         self._in_order = loader.in_order
@@ -270,11 +309,12 @@ class _MultiProcessingDataLoaderIter:
         return self
 
     def __len__(self) -> int:
-        return len(self._loader)
+        return _iter_len(self._loader)
 
     def _reset(self, first: bool = False) -> None:
         self._sampler_iter = iter(self._index_sampler)
-        self._send_idx = self._rcvd_idx = 0
+        self._send_idx = self._rcvd_idx = self._num_yielded = 0
+        self._len_called = self._loader._len_called  # (as PyTorch: read when an epoch starts)
         self._task_info: dict = {}
         self._tasks_outstanding = 0
         self._status = [True] * self._num_workers
@@ -370,6 +410,9 @@ class _MultiProcessingDataLoaderIter:
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()
+        self._num_yielded += 1
+        if self._len_called is not None:
+            warn_past_len(self._loader, self._num_yielded, self._len_called)
         return data
 
     def _shutdown_workers(self) -> None:

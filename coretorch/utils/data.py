@@ -18,19 +18,22 @@ same result as stacking the samples, without a Python loop).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import os
 import sys
 import types
 import warnings
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import accelerator as _accelerator
 
-from ._data_workers import (WorkerInfo, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
-                            _MultiProcessingDataLoaderIter, get_worker_info)
+from . import _collate
+from ._collate import default_collate, default_convert
+from ._data_workers import (WorkerInfo, _context, _InfiniteConstantSampler, _IterableFetcher, _MapFetcher,
+                            _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter, get_worker_info)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset", "Subset",
            "random_split",
@@ -55,13 +58,16 @@ class IterableDataset(Dataset):
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
+    def __add__(self, other: "Dataset") -> "ChainDataset":  # type: ignore[override]  # (PyTorch's: a chain)
+        return ChainDataset([self, other])
+
 
 class TensorDataset(Dataset):
     """Samples are ``tuple(t[index] for t in tensors)``; every tensor has the same size in dimension 0."""
 
     def __init__(self, *tensors) -> None:
-        if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
+        if not tensors:  # (PyTorch's error: it reads tensors[0])
+            raise IndexError("tuple index out of range")
         n = tensors[0].size(0)
         if any(t.size(0) != n for t in tensors):  # (PyTorch's assert)
             raise AssertionError(f"Size mismatch between tensors: sizes in dimension 0 are "
@@ -80,12 +86,17 @@ class ConcatDataset(Dataset):
 
     def __init__(self, datasets) -> None:
         self.datasets = list(datasets)
-        if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+        if not self.datasets:  # (PyTorch's asserts)
+            raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise ValueError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence) -> list[int]:
+        """The running totals of the datasets' lengths."""
+        return list(itertools.accumulate(len(d) for d in sequence))
 
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]
@@ -148,6 +159,20 @@ class StackDataset(Dataset):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (a batched fetch: each dataset's own ``__getitems__`` where it has one)."""
+        def column(d) -> list:
+            if not callable(getattr(d, "__getitems__", None)):
+                return [d[i] for i in indices]
+            items = d.__getitems__(indices)
+            if len(items) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+            return items
+        if isinstance(self.datasets, dict):
+            cols = {k: column(d) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        return list(zip(*(column(d) for d in self.datasets)))
+
     def __len__(self) -> int:
         return self._length
 
@@ -158,6 +183,14 @@ class Subset(Dataset):
     def __init__(self, dataset, indices) -> None:
         self.dataset = dataset
         self.indices = indices
+        # PyTorch 2.13: the DataLoader fetches a batch through __getitems__, which would bypass an overriding
+        # __getitem__
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
+                "with your custom logic. A simple implementation:\n\ndef __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
@@ -196,10 +229,18 @@ def random_split(dataset, lengths, generator=None) -> list:
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        counts = [int(math.floor(n * frac)) for frac in lengths]
+        counts = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            counts.append(int(math.floor(n * frac)))
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
         lengths = counts
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = _rng(generator).permutation(n).tolist()
@@ -247,6 +288,8 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples="
                              f"{self.num_samples}")
@@ -361,67 +404,6 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-# ---- collation ------------------------------------------------------------------------------------
-def default_convert(data):
-    """numpy arrays become tensors (recursively); everything else is returned as it is."""
-    from ..ops.creation import as_tensor
-    from ..tensor import Tensor
-    if isinstance(data, Tensor):
-        return data
-    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
-        return as_tensor(data)
-    if isinstance(data, Mapping):
-        return type(data)({k: default_convert(v) for k, v in data.items()}) if type(data) is not dict \
-            else {k: default_convert(v) for k, v in data.items()}
-    if isinstance(data, np.generic) and data.dtype.kind in "biuf":  # a numpy number: a 0-d tensor, as PyTorch
-        return as_tensor(data)
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, (list, tuple)):  # (a tuple too becomes a list, as PyTorch's "backwards compatibility")
-        return [default_convert(d) for d in data]
-    return data
-
-
-def default_collate(batch):
-    """Stack a list of samples into a batch, as PyTorch's ``default_collate``: tensors and numpy arrays
-    are stacked along a new dimension 0, Python floats become a float64 tensor, ints an int64 tensor,
-    bools a bool tensor, strings stay as given (a list, a tuple inside a nested sample); tuples, lists,
-    named tuples and dicts are collated per field."""
-    from .. import dtypes as _dt
-    from ..ops.creation import as_tensor, tensor
-    from ..ops.shape import stack
-    from ..tensor import Tensor
-    elem = batch[0]
-    if isinstance(elem, Tensor):
-        return stack(list(batch), 0)
-    if isinstance(elem, np.ndarray):
-        if elem.dtype.kind not in "biuf":
-            raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
-                            f"lists; found {elem.dtype}")
-        return as_tensor(np.stack(batch))
-    if isinstance(elem, np.generic):
-        return as_tensor(np.array(batch))
-    if isinstance(elem, bool):
-        return tensor(batch, dtype=_dt.bool_)
-    if isinstance(elem, float):
-        return tensor(batch, dtype=_dt.float64)
-    if isinstance(elem, int):
-        return tensor(batch, dtype=_dt.int64)
-    if isinstance(elem, (str, bytes)):
-        return batch  # (as PyTorch's: the caller's container, a tuple of a field's strings when nested)
-    if isinstance(elem, Mapping):
-        return {key: default_collate([d[key] for d in batch]) for key in elem}
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(s) for s in zip(*batch)))
-    if isinstance(elem, Sequence):
-        if any(len(e) != len(elem) for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        # (a tuple's fields come back as a list, as PyTorch's "backwards compatibility": ``batch[0] = x.to(d)``)
-        return [default_collate(s) for s in zip(*batch)]
-    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
-                    f"found {type(elem)}")
-
-
 # ---- loader ---------------------------------------------------------------------------------------
 class DataLoader:
     """Iterates over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
@@ -449,6 +431,11 @@ class DataLoader:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self.prefetch_factor = (2 if prefetch_factor is None else prefetch_factor) if num_workers > 0 else None
         self.persistent_workers = persistent_workers
+        if multiprocessing_context is not None:  # checked here, as PyTorch's setter does
+            if num_workers == 0:
+                raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={num_workers}")
+            multiprocessing_context = _context(multiprocessing_context)
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self._iterator = None
@@ -494,10 +481,33 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._len_called: int | None = None  # an iterable dataset's len() read by len(loader): checked when iterating
+        self._initialized = True
+        if num_workers > 0:
+            self._check_worker_number_rationality()
+
+    def _check_worker_number_rationality(self) -> None:
+        """PyTorch's warning when more workers are asked for than the CPUs this process may use."""
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if cpus is None or self.num_workers > cpus:
+            suggest = ("DataLoader is not able to compute a suggested max number of worker in current system."
+                       if cpus is None else
+                       f"Our suggested max number of worker in current system is {cpus}"
+                       f"{'' if hasattr(os, 'sched_getaffinity') else ' (`cpuset` is not taken into account)'}, "
+                       "which is smaller than what this DataLoader is going to create.")
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {suggest} "
+                          "Please be aware that excessive worker creation might get DataLoader running slow or even "
+                          "freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+                          stacklevel=3)
+
+    def __setattr__(self, attr: str, val: Any) -> None:
+        if attr in _FROZEN and self.__dict__.get("_initialized"):  # (PyTorch: the iterators would not see it)
+            raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
+        super().__setattr__(attr, val)
 
     def __len__(self) -> int:
         if self._iterable:
-            n = len(self.dataset)  # TypeError when the iterable dataset has no length, as in PyTorch
+            n = self._len_called = len(self.dataset)  # TypeError without a length, as in PyTorch
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
@@ -520,15 +530,17 @@ class DataLoader:
             if self.persistent_workers:
                 self._iterator = it
             return it
+        if self.timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         # PyTorch's iterators all draw the workers' base seed, the single-process one too (and discard it there):
         # so the loader's generator, or the global one, advances alike with and without workers
         self._base_seed()
         if self._iterable:
-            return self._iter_iterable()
+            return _SingleProcessDataLoaderIter(self, self._iter_iterable())
         fetch = self._fetcher().fetch
         if self._auto_collation:
-            return (fetch(list(b)) for b in self.batch_sampler)
-        return (fetch(i) for i in self.sampler)
+            return _SingleProcessDataLoaderIter(self, (fetch(list(b)) for b in self.batch_sampler))
+        return _SingleProcessDataLoaderIter(self, (fetch(i) for i in self.sampler))
 
     def _pin_memory_warnings(self) -> None:
         """PyTorch's warnings for pin_memory=True (pinning itself is a no-op here: the opencl backend copies from
@@ -572,6 +584,10 @@ class DataLoader:
             yield self.collate_fn(batch)
 
 
+#: DataLoader attributes its iterators are built from: PyTorch refuses to set them after __init__
+_FROZEN = frozenset({"batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"})
+
+
 # PyTorch's submodule layout, for scripts that import from it (from torch.utils.data.dataloader import
 # default_collate): this module stays one file, so its submodules are module objects registered under their dotted
 # names, as os.path is
@@ -584,9 +600,14 @@ def _submodule(name: str, names: list[str], doc: str) -> None:
     globals()[name] = m
 
 
+_utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: the collate module.")
+_utils.collate = sys.modules[f"{__name__}._utils.collate"] = _collate  # type: ignore[attr-defined]
+sys.modules[_utils.__name__] = _utils
 _submodule("dataloader", ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"],
            "torch.utils.data.dataloader: DataLoader and the collate functions.")
-_submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"],
+_submodule("dataset", ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "StackDataset",
+                      "Subset", "random_split"],
            "torch.utils.data.dataset: the dataset classes and random_split.")
-_submodule("sampler", ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"],
+_submodule("sampler", ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+                      "BatchSampler"],
            "torch.utils.data.sampler: the samplers.")

@@ -10,7 +10,7 @@ import math
 import numbers
 import warnings
 
-from ...amp.autocast_mode import cast_inputs as _ac_cast, state as _ac
+from ...amp.autocast_mode import lower_dtype as _ac_lower, state as _ac
 from ...autograd._node_names import named_node
 from ...ops import linalg as _L, pointwise as _P, shape as _S
 from ...ops.creation import empty, zeros
@@ -24,14 +24,10 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-# autocast: PyTorch's op names (CPU's list lowers lstm, its mkldnn kernel; CUDA's, every recurrent op and cell; the
-# others run as the composites they are, their linear layers in the lower precision)
-_AC_OPS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
+_AC_OPS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn", "RNN_RELU": "rnn"}  # their autocast names
 
 
 def _lin(x, w, b):
-    if _ac.on:  # (as F.linear's policy: the bias cast with the product, in this thread's autocast region only)
-        x, w, b = _ac_cast("linear", x, w, b)
     out = _L.matmul(x, _S.t(w))
     return out if b is None else _P.add(out, b)
 
@@ -160,28 +156,22 @@ class RNNBase(RNNHelpers, Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
-    def _layer_weights(self, layer: int, direction: int) -> tuple:
-        """(w_ih, w_hh, b_ih, b_hh, w_hr) of a layer and direction (None where absent), cast as autocast says."""
-        suffix = "_reverse" if direction == 1 else ""
-        got = (getattr(self, f"weight_ih_l{layer}{suffix}"), getattr(self, f"weight_hh_l{layer}{suffix}"),
-               getattr(self, f"bias_ih_l{layer}{suffix}") if self.bias else None,
-               getattr(self, f"bias_hh_l{layer}{suffix}") if self.bias else None,
-               getattr(self, f"weight_hr_l{layer}{suffix}") if self.proj_size else None)
-        return _ac_cast(_AC_OPS[self.mode], *got) if _ac.on else got
-
-    def _run(self, input, hx):
+    def _run(self, input, hx, cast=None):
         """input (L, N, H_in); hx: (h0, c0 or None) of shape (D*num_layers, N, H) -> output, h_n, c_n."""
         mode = self.mode
         nd = 2 if self.bidirectional else 1
         h0, c0 = hx
-        if _ac.on:
-            input, h0, c0 = _ac_cast(_AC_OPS[mode], input, h0, c0)
         layer_input = input
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
+                suffix = "_reverse" if direction == 1 else ""
+                w_ih = self._w(f"weight_ih_l{layer}{suffix}", cast)
+                w_hh = self._w(f"weight_hh_l{layer}{suffix}", cast)
+                b_ih = self._w(f"bias_ih_l{layer}{suffix}", cast) if self.bias else None
+                b_hh = self._w(f"bias_hh_l{layer}{suffix}", cast) if self.bias else None
+                w_hr = self._w(f"weight_hr_l{layer}{suffix}", cast) if self.proj_size else None
                 if mode == "LSTM" and b_hh is not None:  # b_hh joins b_ih: one bias for the sequence's projection
                     b_ih, b_hh = _P.add(b_ih, b_hh), None
                 gi_all = F.linear(layer_input, w_ih, b_ih)          # (L, N, G*H): one matmul for the sequence
@@ -204,15 +194,13 @@ class RNNBase(RNNHelpers, Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, _S.stack(h_n, 0), (_S.stack(c_n, 0) if c_n else None)
 
-    def _run_packed(self, data, batch_sizes: list, hx):
+    def _run_packed(self, data, batch_sizes: list, hx, cast=None):
         """The recurrence over a PackedSequence's ``data`` (sum(batch_sizes), H_in): at step t only the first
         ``batch_sizes[t]`` sequences (sorted by decreasing length) advance; the others keep their state, so h_n is
         each sequence's state after its own last step (reverse direction: from its own last step back)."""
         mode = self.mode
         nd = 2 if self.bidirectional else 1
         h0, c0 = hx
-        if _ac.on:
-            data, h0, c0 = _ac_cast(_AC_OPS[mode], data, h0, c0)
         offsets = [0]
         for bs in batch_sizes:
             offsets.append(offsets[-1] + bs)
@@ -221,8 +209,12 @@ class RNNBase(RNNHelpers, Module):
         for layer in range(self.num_layers):
             outs = []
             for direction in range(nd):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
-                gi_all = _lin(layer_input, w_ih, b_ih)  # one matmul
+                suffix = "_reverse" if direction == 1 else ""
+                w_hh = self._w(f"weight_hh_l{layer}{suffix}", cast)
+                b_ih = self._w(f"bias_ih_l{layer}{suffix}", cast) if self.bias else None
+                b_hh = self._w(f"bias_hh_l{layer}{suffix}", cast) if self.bias else None
+                w_hr = self._w(f"weight_hr_l{layer}{suffix}", cast) if self.proj_size else None
+                gi_all = _lin(layer_input, self._w(f"weight_ih_l{layer}{suffix}", cast), b_ih)  # one matmul
                 k = layer * nd + direction
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
@@ -269,7 +261,10 @@ class RNNBase(RNNHelpers, Module):
             if sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
                 hs = tuple(None if t is None else t.index_select(1, sorted_indices) for t in hs)
             hx = hs
-        out, h_n, c_n = self._run_packed(data, sizes, hx)
+        cast = None
+        if _ac.on:
+            data, hx, cast = self._autocast(data, hx, True)
+        out, h_n, c_n = self._run_packed(data, sizes, hx, cast)
         if unsorted_indices is not None:
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
@@ -286,6 +281,21 @@ class RNNBase(RNNHelpers, Module):
             return h, None
         c = h if self.proj_size == 0 else zeros(*self._state_shape(1, n), dtype=like.dtype, device=like.device)
         return h, c
+
+    def _w(self, name: str, cast):
+        """The parameter ``name``, cast to ``cast`` (autocast's dtype for this module) when given."""
+        w = getattr(self, name)
+        return w if cast is None else w.to(cast)
+
+    def _autocast(self, x, hx, packed: bool) -> tuple:
+        """Under autocast, PyTorch runs the recurrence as one kernel on a lower-precision list (cuDNN's RNNs on CUDA,
+        oneDNN's LSTM on cpu), or the cells' linears make the state lower precision (an Elman RNN on cpu): then
+        (x, hx, dtype) cast to that dtype; else (x, hx, None)."""
+        op = _AC_OPS[self.mode] + ("_proj" if self.proj_size else "") + ("_packed" if packed else "")
+        cast = _ac_lower(op, x)
+        if cast is None:
+            return x, hx, None
+        return x.to(cast), tuple(None if t is None else t.to(cast) for t in hx), cast
 
     def _check_state(self, i: int, t, n: int, lstm: bool) -> None:
         expected = self._state_shape(i, n)
@@ -386,7 +396,7 @@ class RNN(RNNBase):
             out, h_n, _ = self._forward_packed(input, hx, False)
             return out, h_n
         x, hx, batched = self._prepare(input, hx, False)
-        out, h_n, _ = self._run(x, hx)
+        out, h_n, _ = self._run(*(self._autocast(x, hx, False) if _ac.on else (x, hx)))
         return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))
 
 
@@ -422,7 +432,7 @@ class LSTM(RNNBase):
             out, h_n, c_n = self._forward_packed(input, hx, True)
             return out, (h_n, c_n)
         x, hx, batched = self._prepare(input, hx, True)
-        out, h_n, c_n = self._run(x, hx)
+        out, h_n, c_n = self._run(*(self._autocast(x, hx, False) if _ac.on else (x, hx)))
         if not batched:
             h_n, c_n = _S.squeeze(h_n, 1), _S.squeeze(c_n, 1)
         return self._finish(out, batched), (h_n, c_n)
@@ -453,7 +463,7 @@ class GRU(RNNBase):
             out, h_n, _ = self._forward_packed(input, hx, False)
             return out, h_n
         x, hx, batched = self._prepare(input, hx, False)
-        out, h_n, _ = self._run(x, hx)
+        out, h_n, _ = self._run(*(self._autocast(x, hx, False) if _ac.on else (x, hx)))
         return self._finish(out, batched), (h_n if batched else _S.squeeze(h_n, 1))
 
 
@@ -527,9 +537,9 @@ class RNNCellBase(Module):
                 raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {got}, expected "
                                    f"{self.hidden_size}")
         w_ih, b_ih, w_hh, b_hh = self.weight_ih, self.bias_ih, self.weight_hh, self.bias_hh
-        if _ac.on:  # (CUDA's list lowers the cells; CPU's none: their linear layers are)
-            input, h, c, w_ih, b_ih, w_hh, b_hh = _ac_cast(_AC_OPS[mode] + "_cell", input, h, c, w_ih, b_ih, w_hh,
-                                                          b_hh)
+        if _ac.on and (cast := _ac_lower(_AC_OPS[mode] + "_cell", input)) is not None:  # (as RNNBase._autocast)
+            input, h, c = (None if t is None else t.to(cast) for t in (input, h, c))
+            w_ih, b_ih, w_hh, b_hh = (None if t is None else t.to(cast) for t in (w_ih, b_ih, w_hh, b_hh))
         gi = _lin(input, w_ih, b_ih)
         h, c = _rnn_step(mode, gi, h, c, w_hh, b_hh)
         if not batched:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import types
 import warnings
 
 from ...autograd.grad_mode import no_grad
@@ -58,7 +59,10 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                     foreach=None) -> Tensor:
     """Rescale the gradients of ``parameters`` in place so that their total ``norm_type``-norm is at most
     ``max_norm``; returns the total norm before clipping (a tensor)."""
+    is_generator = isinstance(parameters, types.GeneratorType)
     parameters = _tensor_list(parameters)
+    if is_generator and not parameters:  # (PyTorch's warning: a generator spent before the call, as a rule)
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
     grads = [p.grad for p in parameters if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)

@@ -34,7 +34,7 @@ def fuse_conv_bn_eval(conv, bn, transpose: bool = False):
         raise AssertionError("Fusion only for eval!")
     fused = copy.deepcopy(conv)
     if bn.running_mean is None or bn.running_var is None:
-        raise AssertionError("BatchNorm must track running statistics to be fused")
+        raise AssertionError("bn.running_mean and bn.running_var must not be None")
     fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var,
                                                     bn.eps, bn.weight, bn.bias, transpose)
     return fused
@@ -52,11 +52,13 @@ def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
     Returns:
         tuple: ``(weight, bias)`` as Parameters.
     """
+    linear_weight_dtype = linear_w.dtype  # (the fused tensors keep the Linear's dtypes, as PyTorch's)
+    linear_bias_dtype = linear_b.dtype if linear_b is not None else linear_weight_dtype
     if linear_b is None:
         linear_b = zeros_like(bn_rm)
-    bn_scale = _P.mul(bn_w, _P.rsqrt(_P.add(bn_rv, bn_eps)))
-    fused_w = _P.mul(linear_w, bn_scale.unsqueeze(-1))
-    fused_b = _P.add(_P.mul(_P.sub(linear_b, bn_rm), bn_scale), bn_b)
+    bn_scale = bn_w * _P.rsqrt(_P.add(bn_rv, bn_eps))  # (an affine=False BatchNorm: PyTorch's TypeError)
+    fused_w = _P.mul(linear_w, bn_scale.unsqueeze(-1).to(linear_weight_dtype))
+    fused_b = _P.add(_P.mul(_P.sub(linear_b, bn_rm), bn_scale), bn_b).to(linear_bias_dtype)
     return Parameter(fused_w.detach(), linear_w.requires_grad), Parameter(fused_b.detach(), linear_b.requires_grad)
 
 
@@ -65,7 +67,10 @@ def fuse_linear_bn_eval(linear, bn):
     if linear.training or bn.training:
         raise AssertionError("Fusion only for eval!")
     if linear.out_features != bn.num_features and bn.num_features != 1:
-        raise AssertionError("To fuse, linear.out_features must equal bn.num_features or bn.num_features must be 1")
+        raise AssertionError(f"To fuse, linear.out_features == bn.num_features or bn.num_features == 1, got "
+                             f"linear.out_features={linear.out_features} and bn.num_features={bn.num_features}")
+    if bn.running_mean is None or bn.running_var is None:
+        raise AssertionError("bn.running_mean and bn.running_var must not be None")
     fused = copy.deepcopy(linear)
     fused.weight, fused.bias = fuse_linear_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var,
                                                       bn.eps, bn.weight, bn.bias)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import copyreg
+from collections.abc import Sequence
 
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
@@ -56,7 +57,7 @@ class ParametrizationList(ModuleList):
             raise ValueError("ParametrizationList requires one or more modules.")
         super().__init__(modules)
         self.unsafe = unsafe
-        original_shape, original_dtype = tuple(original.shape), original.dtype
+        original_shape, original_dtype = original.shape, original.dtype
         with no_grad():
             new = original
             for module in reversed(self):
@@ -65,12 +66,18 @@ class ParametrizationList(ModuleList):
                         new = module.right_inverse(new)
                     except NotImplementedError:
                         pass
+        if not isinstance(new, (Tensor, Sequence)):
+            raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
+                             f"Got {type(new).__name__}")
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
             if original.dtype is not new.dtype:
                 raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
                                  f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
+            if original.device != new.device:
+                raise ValueError("When `right_inverse` outputs one tensor, it may not change the device.\n"
+                                 f"original.device: {original.device}\nright_inverse(original).device: {new.device}")
             if new is not original:
                 with no_grad():
                     _set_data(original, new)
@@ -92,10 +99,10 @@ class ParametrizationList(ModuleList):
                 raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless "
                                  f"`unsafe` flag is enabled.\nunparametrized dtype: {original_dtype}\n"
                                  f"parametrized dtype: {z.dtype}")
-            if tuple(z.shape) != original_shape:
+            if tuple(z.shape) != tuple(original_shape):
                 raise ValueError("Registering a parametrization may not change the shape of the tensor, unless "
                                  f"`unsafe` flag is enabled.\nunparametrized shape: {original_shape}\n"
-                                 f"parametrized shape: {tuple(z.shape)}")
+                                 f"parametrized shape: {z.shape}")
 
     def right_inverse(self, value: Tensor) -> None:
         """Store into the originals the tensors whose parametrization is ``value``."""
@@ -107,13 +114,25 @@ class ParametrizationList(ModuleList):
             if self.is_tensor:
                 if not isinstance(value, Tensor):
                     raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
+                if value.dtype is not self.original.dtype:
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
+                                     f"`original` has dtype {self.original.dtype}")
                 _set_data(self.original, value)
             else:
+                if not isinstance(value, Sequence):
+                    raise ValueError(f"'right_inverse' must return a sequence of tensors. Got {type(value).__name__}.")
                 if len(value) != self.ntensors:
                     raise ValueError(f"'right_inverse' must return a sequence of tensors of length {self.ntensors}. "
-                                     f"Got a sequence of length {len(value)}")
+                                     f"Got a sequence of length {len(value)}.")
                 for i, t in enumerate(value):
-                    _set_data(getattr(self, f"original{i}"), t)
+                    original_i = getattr(self, f"original{i}")
+                    if not isinstance(t, Tensor):
+                        raise ValueError(f"'right_inverse' must return a sequence of tensors or reference-type "
+                                         f"opaques. Got element {i} of type {type(t).__name__}.")
+                    if t.dtype is not original_i.dtype:
+                        raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype {t.dtype} while "
+                                         f"`original{i}` has dtype {original_i.dtype}")
+                    _set_data(original_i, t)
 
     def forward(self):
         if self.is_tensor:
@@ -169,6 +188,24 @@ def _inject_property(module: Module, tensor_name: str) -> None:
     setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
 
 
+def _check_appended_right_inverse(parametrization: Module, x: Tensor, y: Tensor, tensor_name: str) -> None:
+    """PyTorch's checks of a parametrization appended to a chain (unless ``unsafe``): its ``right_inverse``, where
+    it has one, gives back a tensor of the current value's dtype and shape."""
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        z = parametrization.right_inverse(x)
+    except NotImplementedError:
+        return
+    if not isinstance(z, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(z).__name__}")
+    for what, got, want in (("dtype", z.dtype, y.dtype), ("shape", z.shape, y.shape)):
+        if got != want:
+            raise ValueError(f"The tensor returned by parametrization.right_inverse must have the same {what} as "
+                             f"module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
+                             f"module.{tensor_name}.{what}: {want}\nreturned {what}: {got}")
+
+
 def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
     """Whether ``module`` has a parametrization (on ``tensor_name`` when given).
 
@@ -201,8 +238,9 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
                                  f"parametrization(module.{tensor_name}).dtype: {x.dtype}")
             if tuple(x.shape) != tuple(y.shape):
                 raise ValueError("Registering a parametrization may not change the shape of the tensor, unless the "
-                                 f"`unsafe` flag is enabled.\nmodule.{tensor_name}.shape: {tuple(y.shape)}\n"
-                                 f"parametrization(module.{tensor_name}).shape: {tuple(x.shape)}")
+                                 f"`unsafe` flag is enabled.\nmodule.{tensor_name}.shape: {y.shape}\n"
+                                 f"parametrization(module.{tensor_name}).shape: {x.shape}")
+            _check_appended_right_inverse(parametrization, x, y, tensor_name)
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:

@@ -67,6 +67,35 @@ class PackedSequence(_PackedSequenceBase):
         """``to(dtype=torch.float16)``."""
         return self.to(dtype=_dtype("float16"))
 
+    def long(self) -> "PackedSequence":
+        """``to(dtype=torch.int64)``."""
+        return self.to(dtype=_dtype("int64"))
+
+    def int(self) -> "PackedSequence":
+        """``to(dtype=torch.int32)``."""
+        return self.to(dtype=_dtype("int32"))
+
+    def short(self) -> "PackedSequence":
+        """``to(dtype=torch.int16)``."""
+        return self.to(dtype=_dtype("int16"))
+
+    def char(self) -> "PackedSequence":
+        """``to(dtype=torch.int8)``."""
+        return self.to(dtype=_dtype("int8"))
+
+    def byte(self) -> "PackedSequence":
+        """``to(dtype=torch.uint8)``."""
+        return self.to(dtype=_dtype("uint8"))
+
+    def cuda(self, *args, **kwargs) -> "PackedSequence":
+        """``data.cuda(...)``: raises as ``Tensor.cuda`` does (coretorch has no CUDA device)."""
+        ex = self.data.new_empty(0).cuda(*args, **kwargs)
+        return self.to(device=ex.device)
+
+    def pin_memory(self) -> "PackedSequence":
+        """This PackedSequence with ``data`` pinned (``Tensor.pin_memory``; the indices stay as they are)."""
+        return type(self)(self.data.pin_memory(), self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
     @property
     def is_cuda(self) -> bool:
         """Whether ``data`` is on a CUDA device: always False."""
@@ -105,7 +134,7 @@ def _lengths_list(lengths) -> list[int]:
     if isinstance(lengths, Tensor):
         if lengths.ndim != 1:
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.ndim}D "
-                               f"{lengths.device.type} {lengths.dtype} tensor")
+                               f"{lengths.device.type} {lengths.dtype._tname[:-6]} tensor")
         return [int(v) for v in lengths.cpu().tolist()]
     return [int(v) for v in lengths]
 
@@ -184,12 +213,15 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                  padding_side: str = "right") -> Tensor:
     """Stack tensors of shape (L_i, *) into (L_max, B, *) (or (B, L_max, *)), padding with ``padding_value``."""
     if padding_side not in ("left", "right"):
-        raise RuntimeError(f"pad_sequence: expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    if any(s.ndim == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: expected each sequence to have at least one dimension (a length), but got "
+                           "a 0-d tensor")
     max_len = max(s.shape[0] for s in sequences)
     dtype, device = sequences[0].dtype, sequences[0].device  # PyTorch: a tensor of the first one's options
     out = []
@@ -205,10 +237,11 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list[Tensor]:
-    """The list of unpadded sequences of a right-padded batch."""
+    """The list of unpadded sequences of a right-padded batch: copies (PyTorch selects each with a mask).  As
+    PyTorch's, without ``batch_first`` it transposes ``padded_sequences`` itself in place (``transpose_(0, 1)``)."""
     if not batch_first:
-        padded_sequences = _S.transpose(padded_sequences, 0, 1)
-    return [padded_sequences[i, :n] for i, n in enumerate(_lengths_list(lengths))]
+        padded_sequences.transpose_(0, 1)
+    return [padded_sequences[i, :n].clone() for i, n in enumerate(_lengths_list(lengths))]
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:

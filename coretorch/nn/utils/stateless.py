@@ -28,6 +28,19 @@ def functional_call(module: Module, parameters_and_buffers: dict, args: Any = No
     own = dict(module.named_parameters(remove_duplicate=False))
     own.update(dict(module.named_buffers(remove_duplicate=False)))
     given = dict(parameters_and_buffers)
+    if tie_weights:  # every name of a tied tensor gets the value given for one of them (before the strict check)
+        by_id: dict = {}
+        for name, t in own.items():
+            by_id.setdefault(id(t), []).append(name)
+        for names in by_id.values():
+            src = [n for n in names if n in given]
+            if len(names) < 2 or not src:
+                continue
+            if len({id(given[n]) for n in src}) > 1:
+                raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, which are tied. "
+                                 "Consider using tie_weights=False")
+            for n in names:
+                given[n] = given[src[0]]
     if strict:
         missing = sorted(set(own) - set(given))
         unexpected = sorted(set(given) - set(own))
@@ -35,15 +48,6 @@ def functional_call(module: Module, parameters_and_buffers: dict, args: Any = No
             ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
         if msgs:  # (as PyTorch: only the kinds of key that are wrong)
             raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(msgs))
-    if tie_weights:
-        by_id: dict = {}
-        for name, t in own.items():
-            by_id.setdefault(id(t), []).append(name)
-        for names in by_id.values():
-            src = [n for n in names if n in given]
-            for n in names:
-                if src and n not in given:
-                    given[n] = given[src[0]]
     saved = []
     try:
         for name, t in given.items():

@@ -35,9 +35,9 @@ class DistributedSampler(Sampler):
                  seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
             from . import api
-            if not api.is_initialized():
-                raise RuntimeError("DistributedSampler needs num_replicas and rank, or an initialized default "
-                                   "process group (coretorch.distributed.init_process_group)")
+            if not api.is_initialized():  # (PyTorch's get_world_size()/get_rank() error)
+                raise ValueError("Default process group has not been initialized, please make sure to call "
+                                 "init_process_group.")
             num_replicas = api.get_world_size() if num_replicas is None else num_replicas
             rank = api.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
