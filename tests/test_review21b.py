@@ -1,0 +1,139 @@
+"""Review 21b (eager): pointwise math and torch.special at the edges (poles, infinities, NaN, integer and half
+inputs), and gradients at kinks, ties and poles, against PyTorch 2.13's conventions (values from math/scipy or
+the behaviour PyTorch documents)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import coretorch as torch
+
+INF, NAN = math.inf, math.nan
+
+
+def arr(t):
+    return t.detach().cpu().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.special's Bessel J/Y/K, Airy and zeta functions (missing before this review)
+# ---------------------------------------------------------------------------------------------
+_UNARY = {"bessel_j0": sp.j0, "bessel_j1": sp.j1, "bessel_y0": sp.y0, "bessel_y1": sp.y1,
+          "modified_bessel_k0": sp.k0, "modified_bessel_k1": sp.k1, "scaled_modified_bessel_k0": sp.k0e,
+          "scaled_modified_bessel_k1": sp.k1e, "airy_ai": lambda x: sp.airy(x)[0]}
+_EDGES = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 8.0, 30.0, -30.0, 700.0, 1e-300, INF, -INF, NAN]
+
+
+@pytest.mark.parametrize("name", sorted(_UNARY))
+def test_bessel_airy_values_and_conventions(name, device):
+    """PyTorch 2.13 has torch.special.<name> (coretorch had none): float64 to scipy's values at the edges too
+    (poles: Y(0) = -inf, K(0) = inf; NaN below 0 for Y and K; NaN at +-inf but K's 0 at +inf), integer inputs
+    give the default float, float32 keeps float32, out= works, and the result never requires grad (PyTorch
+    defines no derivative: 'does not require grad')."""
+    f = getattr(torch.special, name)
+    x = np.array(_EDGES)
+    got = f(torch.tensor(x, device=device, requires_grad=True))
+    assert got.dtype is torch.float64 and not got.requires_grad
+    with np.errstate(all="ignore"):
+        want = _UNARY[name](x)
+    np.testing.assert_allclose(arr(got), want, rtol=1e-13, atol=0)
+    r32 = f(torch.tensor(x, dtype=torch.float32, device=device))
+    assert r32.dtype is torch.float32
+    with np.errstate(all="ignore"):
+        want32 = _UNARY[name](x.astype(np.float32).astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(arr(r32), want32, rtol=3e-7, atol=1e-38)
+    ri = f(torch.tensor([1, 2, 3], device=device))
+    assert ri.dtype is torch.float32
+    np.testing.assert_allclose(arr(ri), _UNARY[name](np.array([1.0, 2.0, 3.0])).astype(np.float32), rtol=3e-7)
+    out = torch.empty(3, device=device)
+    assert f(torch.tensor([1.0, 2.0, 3.0], device=device), out=out) is out
+    with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+        f(torch.tensor([1.0], dtype=torch.float16, device=device))
+
+
+def test_bessel_edge_conventions_are_pytorchs():
+    """The points where conventions could differ, as PyTorch gives them: J0(+-inf) and Ai(+-inf) NaN, K0(+inf) 0,
+    Y0(-1) NaN, K0(-1) NaN, J1(-0.0) -0.0 (the same as PyTorch 2.13 gives)."""
+    x = torch.tensor([INF, -INF, -1.0, -0.0], dtype=torch.float64)
+    assert np.isnan(arr(torch.special.bessel_j0(x))[:2]).all()
+    assert np.isnan(arr(torch.special.airy_ai(x))[:2]).all()
+    k0 = arr(torch.special.modified_bessel_k0(x))
+    assert k0[0] == 0 and np.isnan(k0[1:3]).all() and k0[3] == INF
+    assert math.isnan(torch.special.bessel_y0(x)[2].item())
+    assert math.copysign(1.0, torch.special.bessel_j1(x)[3].item()) == -1.0
+
+
+def test_zeta_values_promotion_and_scalars(device):
+    """torch.special.zeta(x, q), the Hurwitz zeta (missing before): scipy's values, inf at x = 1, NaN for x < 1,
+    inf for an integer q <= 0, NaN at q = +inf (PyTorch's convention; scipy gives 0 there); a Python number on
+    either side; integer tensors give float32; float32 with a float64 tensor gives float64; broadcasting."""
+    x = np.array([2.0, 1.0, 0.5, 4.0, 2.0, 3.5, 2.0, INF, 30.0])
+    q = np.array([1.0, 1.0, 1.0, -1.5, 0.0, -2.0, INF, 1.0, 0.5])
+    got = torch.special.zeta(torch.tensor(x, device=device), torch.tensor(q, device=device))
+    want = sp.zeta(x, q)
+    want[6] = NAN
+    np.testing.assert_allclose(arr(got), want, rtol=1e-13)
+    assert got[1].item() == INF and math.isnan(got[2].item()) and got[4].item() == INF and got[5].item() == INF
+    np.testing.assert_allclose(arr(torch.special.zeta(2.0, torch.tensor([1.0, 2.0], device=device))),
+                               [math.pi ** 2 / 6, math.pi ** 2 / 6 - 1], rtol=1e-6)
+    r = torch.special.zeta(torch.tensor([2, 3], device=device), 1)
+    assert r.dtype is torch.float32
+    np.testing.assert_allclose(arr(r), sp.zeta([2.0, 3.0], 1.0), rtol=1e-6)
+    assert torch.special.zeta(torch.tensor([2.0], device=device),
+                              torch.tensor([1.0], dtype=torch.float64, device=device)).dtype is torch.float64
+    b = torch.special.zeta(torch.tensor([[2.0], [3.0]], device=device), torch.tensor([1.0, 2.0, 3.0], device=device))
+    assert tuple(b.shape) == (2, 3)
+    with pytest.raises(TypeError):
+        torch.special.zeta(2, 1)
+    with pytest.raises(NotImplementedError):
+        torch.special.zeta(torch.tensor([2.0], dtype=torch.float16), torch.tensor([1.0], dtype=torch.float16))
+
+
+def test_zeta_gradient(device):
+    """PyTorch's derivatives.yaml: d/dq zeta(x, q) = -x zeta(x + 1, q); d/dx is not implemented (backward raises
+    NotImplementedError), also for zeta(tensor, number)."""
+    x = torch.tensor([2.5, 3.0], dtype=torch.float64, device=device)
+    q = torch.tensor([1.5, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    y = torch.special.zeta(x, q)
+    assert type(y.grad_fn).__name__ == "SpecialZetaBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(arr(q.grad), -np.array([2.5, 3.0]) * sp.zeta([3.5, 4.0], [1.5, 2.0]), rtol=1e-13)
+    assert torch.autograd.gradcheck(lambda t: torch.special.zeta(x, t), (q,))
+    xr = torch.tensor([2.5], dtype=torch.float64, device=device, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="derivative for 'zeta' is not implemented"):
+        torch.special.zeta(xr, 2.0).sum().backward()
+
+
+def test_opencl_special_host_fallback_listed():
+    """On opencl the new functions run on the host (scipy) and say so, as the linalg decompositions do."""
+    if "opencl" not in torch.testing.available_devices():
+        pytest.skip("no opencl device")
+    from coretorch._backend import get_table
+    table = get_table(torch.device("opencl"))
+    assert {"bessel_j0", "zeta", "airy_ai"} <= table.host_names
+
+
+# ---------------------------------------------------------------------------------------------
+# modified_bessel_i0/i1 and spherical_bessel_j0: PyTorch's conventions
+# ---------------------------------------------------------------------------------------------
+def test_spherical_bessel_j0_at_infinity(device):
+    """PyTorch: spherical_bessel_j0(+-inf) is 0 (the limit of sin(x) / x); coretorch gave NaN (sinc(inf / pi))."""
+    for dt in (torch.float32, torch.float64):
+        r = torch.special.spherical_bessel_j0(torch.tensor([INF, -INF, 0.0, 50.0, NAN], dtype=dt, device=device))
+        v = arr(r)
+        assert v[0] == 0.0 and v[1] == 0.0 and v[2] == 1.0 and math.isnan(v[4])
+        np.testing.assert_allclose(v[3], math.sin(50.0) / 50.0, rtol=3e-7 if dt is torch.float32 else 1e-15)
+
+
+@pytest.mark.parametrize("name", ["modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"])
+def test_special_bessel_first_kind_not_differentiable(name, device):
+    """PyTorch defines no derivative for torch.special.modified_bessel_i0/i1 and spherical_bessel_j0 (their results
+    do not require grad; half raises NotImplementedError); coretorch's (i0/i1/sinc underneath) required grad."""
+    f = getattr(torch.special, name)
+    x = torch.tensor([0.5, 1.5], dtype=torch.float64, device=device, requires_grad=True)
+    assert not f(x).requires_grad
+    with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+        f(torch.tensor([1.0], dtype=torch.float16, device=device))
