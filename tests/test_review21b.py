@@ -137,3 +137,76 @@ def test_special_bessel_first_kind_not_differentiable(name, device):
     assert not f(x).requires_grad
     with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
         f(torch.tensor([1.0], dtype=torch.float16, device=device))
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients at NaN inputs, kinks and infinities: PyTorch's backward formulas
+# ---------------------------------------------------------------------------------------------
+F = torch.nn.functional
+
+def test_logit_eps_gradient(device):
+    """PyTorch's logit_backward with eps: grad / (x (1 - x)) inside [eps, 1 - eps], 0 outside (and at NaN in its
+    vectorised kernel), so eps=0 gives inf at 0 and 1.  coretorch (clamp then log) gave NaN at 0 and 1 for eps=0."""
+    x = torch.tensor([NAN, 0.0, 1.0, 0.5, 0.1, 0.9, -0.5], dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.logit(x, eps=0.0).sum(), x)
+    v = arr(g)
+    assert v[0] == 0.0 and v[1] == INF and v[2] == INF and v[6] == 0.0
+    np.testing.assert_allclose(v[3:6], 1 / (np.array([0.5, 0.1, 0.9]) * (1 - np.array([0.5, 0.1, 0.9]))))
+    y = torch.logit(x, eps=0.25)
+    assert type(y.grad_fn).__name__ == "LogitBackward0"
+    (g,) = torch.autograd.grad(y.sum(), x)
+    v = arr(g)
+    assert v[3] == 4.0 and (v[[0, 1, 2, 4, 5, 6]] == 0).all()
+    np.testing.assert_allclose(arr(y.detach())[1:], np.log([1 / 3, 3, 1, 1 / 3, 3, 1 / 3]), rtol=1e-15)
+
+
+def test_i1_gradient_at_nan_and_tiny(device):
+    """PyTorch's i1/i1e backward: 0.5 (the limit at 0) wherever not |x| > eps (machine epsilon), NaN included;
+    coretorch's threshold was 1e-300, so NaN gave NaN."""
+    for f in (torch.special.i1, torch.special.i1e):
+        x = torch.tensor([NAN, 0.0, 1e-17, 1.0], dtype=torch.float64, device=device, requires_grad=True)
+        (g,) = torch.autograd.grad(f(x).sum(), x)
+        v = arr(g)
+        assert (v[:3] == 0.5).all()
+        want = sp.i0(1.0) - sp.i1(1.0) if f is torch.special.i1 else sp.i0e(1.0) - 2 * sp.i1e(1.0)
+        np.testing.assert_allclose(v[3], want, rtol=1e-13)
+
+
+def test_lerp_gradient_formulas(device):
+    """PyTorch's lerp backward: input grad * (1 - w), end grad * w, weight grad * (end - input) (LerpBackward1;
+    LerpBackward0 for a number weight).  coretorch's where() composite gave NaN for every operand at infinite
+    values (0 * inf from the untaken branch)."""
+    a = torch.tensor([INF, 1.0, -INF, 2.0], dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.tensor([INF, 3.0, INF, -1.0], dtype=torch.float64, device=device, requires_grad=True)
+    w = torch.tensor([INF, 0.25, 2.0, 0.75], dtype=torch.float64, device=device, requires_grad=True)
+    y = torch.lerp(a, b, w)
+    assert type(y.grad_fn).__name__ == "LerpBackward1"
+    ga, gb, gw = torch.autograd.grad(y.sum(), (a, b, w))
+    np.testing.assert_array_equal(arr(ga), [-INF, 0.75, -1.0, 0.25])
+    np.testing.assert_array_equal(arr(gb), [INF, 0.25, 2.0, 0.75])
+    assert math.isnan(arr(gw)[0]) and arr(gw)[2] == INF
+    np.testing.assert_array_equal(arr(gw)[[1, 3]], [2.0, -3.0])
+    y = torch.lerp(a, b, 0.3)
+    assert type(y.grad_fn).__name__ == "LerpBackward0"
+    ga, gb = torch.autograd.grad(y.sum(), (a, b))
+    np.testing.assert_array_equal(arr(ga), np.full(4, 1 - 0.3))
+    np.testing.assert_array_equal(arr(gb), np.full(4, 0.3))
+    # broadcast weight of another dtype (a 0-d float32 weight with float64 operands): its gradient in float32
+    w0 = torch.tensor(0.5, dtype=torch.float32, device=device, requires_grad=True)
+    (g0,) = torch.autograd.grad(torch.lerp(a[1:2], b[1:2], w0).sum(), w0)
+    assert g0.dtype is torch.float32 and g0.item() == 2.0
+
+
+@pytest.mark.parametrize("loss", ["smooth_l1", "huber"])
+def test_smooth_l1_huber_gradient_at_infinite_and_nan_difference(loss, device):
+    """PyTorch's backward: -grad / grad beyond -beta / beta (huber: times delta), x * grad / beta inside, so an
+    infinite difference gives +-1 and a NaN one NaN.  coretorch's where() gave NaN at +-inf (0 * inf from the
+    quadratic branch)."""
+    f = F.smooth_l1_loss if loss == "smooth_l1" else F.huber_loss
+    a = torch.tensor([INF, -INF, NAN, 0.5, 3.0], dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.tensor([-INF, INF, 1.0, 0.0, 0.0], dtype=torch.float64, device=device, requires_grad=True)
+    ga, gb = torch.autograd.grad(f(a, b, reduction="sum"), (a, b))
+    va, vb = arr(ga), arr(gb)
+    np.testing.assert_array_equal(va[[0, 1, 3, 4]], [1.0, -1.0, 0.5, 1.0])
+    np.testing.assert_array_equal(vb[[0, 1, 3, 4]], [-1.0, 1.0, -0.5, -1.0])
+    assert math.isnan(va[2]) and math.isnan(vb[2])

@@ -111,16 +111,21 @@ def _sinc_bw(n, g):
     return (where(zero, 0.0, mul(g, d)),)
 
 
+def _tiny(x: Tensor) -> Tensor:
+    """PyTorch's i1/i1e backward: 0.5 (the limit at 0) where not |x| > eps, NaN included."""
+    return logical_not(gt(_abs(x), float(_dt.finfo(x.dtype).eps)))
+
+
 def _i1_bw(n, g):
     x = _x(n)
-    tiny = lt(_abs(x), 1e-300)
+    tiny = _tiny(x)
     safe = where(tiny, 1.0, x)
     return (mul(g, where(tiny, 0.5, sub(i0(safe), div(i1(safe), safe)))),)
 
 
 def _i1e_bw(n, g):
     x = _x(n)
-    tiny = lt(_abs(x), 1e-300)
+    tiny = _tiny(x)
     safe = where(tiny, 1.0, x)
     return (mul(g, where(tiny, 0.5, sub(i0e(safe), mul(i1e(safe), add(sign(safe), div(1.0, safe)))))),)
 
@@ -233,16 +238,20 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
 Deg2RadBackward0 = _passthrough("Deg2RadBackward0")
 Rad2DegBackward0 = _passthrough("Rad2DegBackward0")
 FracBackward0 = _passthrough("FracBackward0")
-_LogitEpsBackward0 = _passthrough("LogitBackward0")
 
 
 class LogitBackward0(Node):
-    """PyTorch's logit backward without eps: g / (x (1 - x)), nan outside [0, 1] (inf at 0 and 1)."""
-    __slots__ = ()
+    """PyTorch's logit backward: without eps g / (x (1 - x)), nan outside [0, 1] (inf at 0 and 1); with eps
+    g / (x (1 - x)) inside [eps, 1 - eps] (inf at 0 and 1 for eps=0), 0 outside and at NaN (PyTorch's vectorised
+    kernel, what every tensor but a short tail gets; its scalar loop gives NaN there)."""
+    __slots__ = ("eps",)
 
     def backward(self, g):
         (x,) = self.saved()
-        return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
+        eps = self.eps
+        if eps is None:
+            return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
+        return (where(logical_and(ge(x, eps), le(x, 1 - eps)), div(g, mul(x, sub(1, x))), 0.0),)
 class NanToNumBackward0(Node):
     """PyTorch's formula, grad * isfinite(x): a zero factor at the replaced elements (an infinite gradient there
     gives NaN, a finite one a signed zero, as PyTorch)."""
@@ -298,13 +307,12 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
             return logit(input, eps, out=out)
     _check("logit", input)
     x = _float(input)
-    if eps is not None:
-        x = clamp(x, eps, 1 - eps)
-        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit", input)
     with no_grad():
-        r = log(div(x, sub(1, x)))
+        xc = x if eps is None else clamp(x, eps, 1 - eps)
+        r = log(div(xc, sub(1, xc)))
     if x._rg and _gs.enabled:  # one node with PyTorch's formula (the composite's chain rule is nan at 0 and 1)
         node = LogitBackward0()
+        node.eps = None if eps is None else float(eps)
         node.save(x)
         node.next_functions = (edge(x),)
         r = _make(r._data, r.dtype, r._be, node)
