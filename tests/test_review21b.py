@@ -210,3 +210,48 @@ def test_smooth_l1_huber_gradient_at_infinite_and_nan_difference(loss, device):
     np.testing.assert_array_equal(va[[0, 1, 3, 4]], [1.0, -1.0, 0.5, 1.0])
     np.testing.assert_array_equal(vb[[0, 1, 3, 4]], [-1.0, 1.0, -0.5, -1.0])
     assert math.isnan(va[2]) and math.isnan(vb[2])
+
+
+def test_igamma_large_a_near_x_equal_a(device):
+    """P(a, x) and Q(a, x) for a huge and x near a (a Gamma(a) CDF at its mean, a Poisson tail with a large rate):
+    scipy's values (its Cephes code switches to the uniform asymptotic series there, as PyTorch's).  opencl's series
+    and continued fraction, cut at 100000 terms, gave P(1e10, 1e10) = 0.34 and Q(1e20, 1e20) = 237."""
+    rows = []
+    for a in (2e6, 1e7, 1e10, 1e15, 1e20, 1e300):
+        for k in (-3.0, -1.0, 0.0, 0.5, 1.0, 3.0):
+            rows.append((a, a * (1 + k / math.sqrt(a))))
+    a, x = (np.array(v) for v in zip(*rows))
+    for dt, tol in ((torch.float64, 1e-11), (torch.float32, 3e-6)):
+        at, xt = torch.tensor(a, dtype=dt, device=device), torch.tensor(x, dtype=dt, device=device)
+        a_, x_ = (arr(t).astype(np.float64) for t in (at, xt))
+        fin = np.isfinite(a_) & np.isfinite(x_)
+        np.testing.assert_allclose(arr(torch.special.gammainc(at, xt))[fin], sp.gammainc(a_, x_)[fin], rtol=tol)
+        np.testing.assert_allclose(arr(torch.special.gammaincc(at, xt))[fin], sp.gammaincc(a_, x_)[fin], rtol=tol)
+
+
+def test_mvlgamma_has_no_domain_check(device):
+    """PyTorch 2.13's mvlgamma checks only p >= 1 and a non-bool input: below (p - 1) / 2 it sums lgamma's values
+    (inf at their poles), NaN propagates.  coretorch raised 'All elements must be greater than (p-1)/2'."""
+    x = torch.tensor([0.6, 1.7, 0.5, NAN], dtype=torch.float64, device=device)
+    got = arr(torch.mvlgamma(x, 3))
+    want = [sum(math.lgamma(v - j / 2) for j in range(3)) + 1.5 * math.log(math.pi) for v in (0.6, 1.7)]
+    np.testing.assert_allclose(got[:2], want, rtol=1e-13)
+    assert got[2] == INF and math.isnan(got[3])
+    with pytest.raises(RuntimeError, match="boolean"):
+        torch.mvlgamma(torch.tensor([True], device=device), 1)
+
+
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "legendre_polynomial_p", "hermite_polynomial_h",
+                                  "laguerre_polynomial_l"])
+def test_orthogonal_polynomials_pytorch_conventions(name, device):
+    """PyTorch's polynomial kernels return 1 for n == 0 and 0 for n < 0 whatever x is (inf and NaN too), are not
+    differentiable and have no half kernels.  coretorch gave NaN there (x * 0 as the zero) and required grad."""
+    f = getattr(torch.special, name)
+    x = torch.tensor([INF, -INF, NAN, 0.5], dtype=torch.float64, device=device, requires_grad=True)
+    assert arr(f(x, 0)).tolist() == [1.0] * 4
+    assert arr(f(x, -2)).tolist() == [0.0] * 4
+    assert not f(x, 3).requires_grad
+    n = torch.tensor([0, -1, 0, 2], device=device)
+    assert arr(f(x, n))[:3].tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(NotImplementedError):
+        f(torch.tensor([0.5], dtype=torch.float16, device=device), 2)

@@ -208,13 +208,14 @@ MvlgammaBackward0 = _passthrough("MvlgammaBackward0")
 
 
 def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
-    """torch.mvlgamma: the multivariate log-gamma function of dimension ``p`` (all x > (p - 1) / 2)."""
+    """torch.mvlgamma: the multivariate log-gamma function of dimension ``p``, sum_i lgamma(x - i/2) + const (no
+    domain check, as PyTorch 2.13: x <= (p - 1) / 2 gives lgamma's values there, inf at its poles)."""
     _check("mvlgamma", input)
+    if input.dtype is _bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x = _float(input)
-    if x.numel() and not bool(_R.all(gt(x.detach(), (p - 1) / 2)).item()):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
     r = lgamma(x)
     for i in range(1, p):
         r = add(r, lgamma(sub(x, i / 2)))
