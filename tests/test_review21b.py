@@ -255,3 +255,14 @@ def test_orthogonal_polynomials_pytorch_conventions(name, device):
     assert arr(f(x, n))[:3].tolist() == [1.0, 0.0, 1.0]
     with pytest.raises(NotImplementedError):
         f(torch.tensor([0.5], dtype=torch.float16, device=device), 2)
+
+
+def test_erfcx_large_negative_is_plus_infinity(device):
+    """erfcx(x) = exp(x^2) erfc(x) is +inf once exp(x^2) overflows (x < -26.7 in float64, -9.4 in float32), as
+    PyTorch's; opencl's exp(h) * (1 + l) * erfc(x), l the rounding error of x^2, gave -inf for x = -1e10 (float32)
+    and -1e20 (float64), where l is below -1."""
+    for dt in (torch.float32, torch.float64):
+        x = torch.tensor([-1e10, -1e20, -4097.0, -30.0, -INF], dtype=dt, device=device)
+        assert arr(torch.special.erfcx(x)).tolist() == [INF] * 5
+    v = torch.special.erfcx(torch.tensor([-9.3], dtype=torch.float64, device=device)).item()
+    assert v == pytest.approx(math.exp(9.3 ** 2) * math.erfc(-9.3), rel=1e-13)

@@ -161,7 +161,7 @@ _SRC = """
   if (x != x) return x;
   if (x < F(5)) {{
     {T} h = x * x, l = fma(x, x, -h);   /* x^2 = h + l exactly */
-    if (h == INFINITY) return F(INFINITY);
+    if (h > F(1e4)) return F(INFINITY);   /* (exp(h) is inf; l may reach -ulp(h) / 2 there: 1 + l was < 0 for -1e10) */
     return exp(h) * (1 + l) * erfc(x);
   }}
   {T} t = x;
