@@ -266,3 +266,15 @@ def test_erfcx_large_negative_is_plus_infinity(device):
         assert arr(torch.special.erfcx(x)).tolist() == [INF] * 5
     v = torch.special.erfcx(torch.tensor([-9.3], dtype=torch.float64, device=device)).item()
     assert v == pytest.approx(math.exp(9.3 ** 2) * math.erfc(-9.3), rel=1e-13)
+
+
+def test_nextafter_gradient_zero_at_ties(device):
+    """PyTorch 2.13's nextafter backward: input gets where(input != other, grad, 0) (the result is other at a tie,
+    constant in input; NaN passes the gradient), other zeros.  coretorch passed the gradient at the ties too."""
+    x = torch.tensor([0.0, 1.0, -0.0, 2.0, NAN, 3.0], dtype=torch.float64, device=device, requires_grad=True)
+    o = torch.tensor([0.0, 0.0, 0.0, 2.0, 1.0, NAN], dtype=torch.float64, device=device, requires_grad=True)
+    gx, go = torch.autograd.grad(torch.nextafter(x, o).sum(), (x, o))
+    assert arr(gx).tolist() == [0.0, 1.0, 0.0, 0.0, 1.0, 1.0] and arr(go).tolist() == [0.0] * 6
+    xb = torch.tensor([[1.0], [2.0]], device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.nextafter(xb, torch.tensor([2.0, 1.0, 3.0], device=device)).sum(), xb)
+    assert arr(g).tolist() == [[2.0], [2.0]]
