@@ -278,3 +278,19 @@ def test_nextafter_gradient_zero_at_ties(device):
     xb = torch.tensor([[1.0], [2.0]], device=device, requires_grad=True)
     (g,) = torch.autograd.grad(torch.nextafter(xb, torch.tensor([2.0, 1.0, 3.0], device=device)).sum(), xb)
     assert arr(g).tolist() == [[2.0], [2.0]]
+
+
+def test_sinc_gradient_near_zero(device):
+    """d/dx sinc(x) = (cos(pi x) - sinc(x)) / x cancels near 0 (relative error ~3e-17 / x^2): at 1e-8 it gave
+    -2.2e-8 for -pi^2 x / 3 = -3.29e-8 (PyTorch's own formula cancels the same way); its Taylor series is exact."""
+    xs = np.array([1e-8, -1e-6, 1e-4, 0.03, 0.049, 0.051, 0.5, 1.5, 0.0])
+    x = torch.tensor(xs, dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.sinc(x).sum(), x)
+    u = np.pi * xs
+    with np.errstate(all="ignore"):
+        direct = np.pi * (u * np.cos(u) - np.sin(u)) / (u * u)
+    series = -np.pi * u * (1 / 3 - u ** 2 / 30 + u ** 4 / 840 - u ** 6 / 45360 + u ** 8 / 3991680)
+    want = np.where(np.abs(xs) < 0.1, series, direct)
+    np.testing.assert_allclose(arr(g), want, rtol=1e-12, atol=0)
+    assert torch.autograd.gradgradcheck(torch.sinc, (torch.tensor([0.0, 0.03, -0.2, 1.5], dtype=torch.float64,
+                                                                   device=device, requires_grad=True),))

@@ -103,12 +103,21 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
 
 
 def _sinc_bw(n, g):
+    """(cos(pi x) - sinc(x)) / x; below |x| = 0.05 (where that difference cancels: its relative error is about
+    3e-17 / x^2, 30 % at 1e-8) the Taylor series pi * (-u/3 + u^3/30 - u^5/840 + u^7/45360 - u^9/3991680), u = pi x,
+    which is 0 at 0."""
     x = _x(n)
-    zero = eq(x, 0)
-    safe = where(zero, 1.0, x)
+    small = lt(_abs(x), 0.05)
+    safe = where(small, 1.0, x)
     px = mul(safe, math.pi)
-    d = div(sub(cos(px), div(sin(px), px)), safe)   # (cos(pi x) - sinc(x)) / x
-    return (where(zero, 0.0, mul(g, d)),)
+    d = div(sub(cos(px), div(sin(px), px)), safe)
+    u = mul(where(small, x, 0.0), math.pi)
+    u2 = mul(u, u)
+    p = 1.0 / 3991680
+    for c in (-1.0 / 45360, 1.0 / 840, -1.0 / 30, 1.0 / 3):
+        p = add(mul(u2, p), c)
+    series = mul(u, mul(p, -math.pi))   # pi * (-u/3 + u^3/30 - ...) = -pi u (1/3 - u^2/30 + ...)
+    return (mul(g, where(small, series, d)),)
 
 
 def _tiny(x: Tensor) -> Tensor:
