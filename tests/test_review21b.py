@@ -294,3 +294,18 @@ def test_sinc_gradient_near_zero(device):
     np.testing.assert_allclose(arr(g), want, rtol=1e-12, atol=0)
     assert torch.autograd.gradgradcheck(torch.sinc, (torch.tensor([0.0, 0.03, -0.2, 1.5], dtype=torch.float64,
                                                                    device=device, requires_grad=True),))
+
+
+def test_logaddexp_integer_raises(device):
+    """PyTorch's logaddexp/logaddexp2 kernels are float only: two integer (or bool) tensors raise
+    NotImplementedError ("logaddexp_cpu" not implemented for 'Long'); an integer with a float tensor promotes.
+    coretorch returned float32."""
+    i = torch.tensor([1, 2], device=device)
+    for f in (torch.logaddexp, torch.logaddexp2):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            f(i, i)
+        with pytest.raises(NotImplementedError, match="'Bool'"):
+            f(i > 0, i > 0)
+    r = torch.logaddexp(i, torch.tensor([1.0, 2.0], device=device))
+    assert r.dtype is torch.float32
+    np.testing.assert_allclose(arr(r), np.logaddexp([1.0, 2.0], [1.0, 2.0]), rtol=1e-6)

@@ -633,8 +633,20 @@ def hypot(input, other, *, out=None) -> Tensor:
 copysign = _binary("copysign", CopysignBackward0, doc="torch.copysign: |input| with the sign of other (-0.0 too).")
 fmax = _binary("fmax", FmaxBackward0, "arith", doc="torch.fmax: maximum that ignores NaN (NaN only if both are).")
 fmin = _binary("fmin", FminBackward0, "arith", doc="torch.fmin: minimum that ignores NaN (NaN only if both are).")
-logaddexp = _binary("logaddexp", LogaddexpBackward0)
-logaddexp2 = _binary("logaddexp2", Logaddexp2Backward0)
+def _float_result_only(name: str, f):
+    """PyTorch's logaddexp/logaddexp2 kernels are float only: an integer (or bool) result dtype raises."""
+    def fn(input, other, *, out=None) -> Tensor:
+        rt = _dt.result_type((input, other), _dt.default)
+        if not rt.is_floating_point:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{rt._tname[:-6]}'")
+        return f(input, other, out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f.__doc__
+    return fn
+
+
+logaddexp = _float_result_only("logaddexp", _binary("logaddexp", LogaddexpBackward0))
+logaddexp2 = _float_result_only("logaddexp2", _binary("logaddexp2", Logaddexp2Backward0))
 xlogy = _binary("xlogy", XlogyBackward0, doc="torch.xlogy: x * log(y), 0 where x == 0 (unless y is NaN).")
 xlog1py = _binary("xlog1py", SpecialXlog1PyBackward0,
                   doc="torch.special.xlog1py: x * log1p(y), 0 where x == 0 (unless y is NaN).")

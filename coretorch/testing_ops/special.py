@@ -194,8 +194,9 @@ def _build() -> list[OpCase]:
                                 ("logaddexp2", _fref(np.logaddexp2), ("any", "any"), False),
                                 ("xlogy", _spbin("xlogy"), ("any", "positive"), True),
                                 ("copysign", _fref(np.copysign), ("nonzero", "nonzero"), False)):
-        # hypot has no integer kernel in PyTorch (an integer result dtype raises): floats only, and a raising case
-        dts = F if name == "hypot" else FI
+        # hypot and logaddexp(2) have no integer kernels in PyTorch (an integer result dtype raises): floats only, and
+        # a raising case
+        dts = F if name in ("hypot", "logaddexp", "logaddexp2") else FI
         # PyTorch's atan2/hypot/logaddexp take Tensors only (a number raises TypeError: test_hardening15b)
         scalars = (("", 1.5, F),) if name == "xlogy" else ()
         c(_binary(name, getattr(ct, name), ref, doms, dtypes=dts, gradgrad=gg, scalars=scalars))
@@ -203,7 +204,8 @@ def _build() -> list[OpCase]:
     cases += [OpCase("copysign.scalar", lambda x: ct.copysign(x, 1.5), lambda a: _fref(np.copysign)(a, 1.5),
                      (A((3, 4), "nonzero"),), F),
               OpCase("copysign.rscalar", lambda x: ct.copysign(1.5, x), None, (A((3,)),), F, raises=TypeError)]
-    cases.append(OpCase("hypot.int", ct.hypot, None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError))
+    cases += [OpCase(f"{n}.int", getattr(ct, n), None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError)
+              for n in ("hypot", "logaddexp", "logaddexp2")]
     for name, npf in (("fmax", np.fmax), ("fmin", np.fmin)):
         c(_binary(name, getattr(ct, name), _binref(npf), ("distinct", "distinct"), dtypes=FI, gradgrad=True))
         cases.append(OpCase(f"{name}.nan", lambda x, y, n=name: getattr(ct, n)(_ct_specials(x), _ct_specials(y)),
