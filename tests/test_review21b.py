@@ -309,3 +309,15 @@ def test_logaddexp_integer_raises(device):
     r = torch.logaddexp(i, torch.tensor([1.0, 2.0], device=device))
     assert r.dtype is torch.float32
     np.testing.assert_allclose(arr(r), np.logaddexp([1.0, 2.0], [1.0, 2.0]), rtol=1e-6)
+
+
+def test_polygamma_order_must_be_an_int(device):
+    """PyTorch's polygamma takes an int order (a Python int, numpy integer or 0-d integer tensor); a float or bool
+    raises TypeError ("argument 'n' (position 1) must be int, not float").  coretorch truncated 1.5 to 1."""
+    x = torch.tensor([0.5, 1.5], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(arr(torch.polygamma(np.int64(1), x)), sp.polygamma(1, [0.5, 1.5]), rtol=1e-13)
+    for n in (1.0, 1.5, True):
+        with pytest.raises(TypeError, match="must be int"):
+            torch.polygamma(n, x)
+        with pytest.raises(TypeError, match="must be int"):
+            x.polygamma(n)

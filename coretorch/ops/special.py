@@ -198,6 +198,8 @@ class PolygammaBackward0(Node):
 def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     """torch.polygamma: the n-th derivative of digamma (n = 0 is digamma)."""
     _check("polygamma", input)
+    if isinstance(n, (bool, float)) or not hasattr(n, "__index__"):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     n = int(n)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
