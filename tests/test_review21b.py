@@ -321,3 +321,14 @@ def test_polygamma_order_must_be_an_int(device):
             torch.polygamma(n, x)
         with pytest.raises(TypeError, match="must be int"):
             x.polygamma(n)
+
+
+@pytest.mark.parametrize("name", ["erfcx", "log_ndtr", "ndtri"])
+def test_special_float_only_functions_refuse_half(name, device):
+    """PyTorch dispatches special.erfcx / log_ndtr / ndtri over float32 and float64 only: float16 and bfloat16 raise
+    NotImplementedError ("erfcx_cpu" not implemented for 'Half'); coretorch computed them."""
+    f = getattr(torch.special, name)
+    for dt in (torch.float16, torch.bfloat16):
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            f(torch.tensor([0.3], dtype=dt, device=device))
+    assert f(torch.tensor([0.3], device=device)).dtype is torch.float32

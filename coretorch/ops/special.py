@@ -92,10 +92,17 @@ xlog1py: Callable[..., Tensor]
 # ---------------------------------------------------------------------------------------------
 # unary float functions: one kernel each
 # ---------------------------------------------------------------------------------------------
+# PyTorch has no float16/bfloat16 kernels for these (its float-only dispatch): they raise NotImplementedError
+_NO_HALF = frozenset({"erfcx", "log_ndtr", "ndtri"})
+
+
 def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: str = ""):
     f = _make_unary(name, backward, True, save, node_name=node)
+    no_half = name in _NO_HALF
 
     def fn(input: Tensor, *, out=None) -> Tensor:
+        if no_half and isinstance(input, Tensor) and (input.dtype is _dt.float16 or input.dtype is _dt.bfloat16):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
         return f(input) if out is None else _out(f(input), out, name, input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
