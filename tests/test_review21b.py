@@ -103,8 +103,14 @@ def test_zeta_gradient(device):
     np.testing.assert_allclose(arr(q.grad), -np.array([2.5, 3.0]) * sp.zeta([3.5, 4.0], [1.5, 2.0]), rtol=1e-13)
     assert torch.autograd.gradcheck(lambda t: torch.special.zeta(x, t), (q,))
     xr = torch.tensor([2.5], dtype=torch.float64, device=device, requires_grad=True)
+    y2 = torch.special.zeta(xr, 2.0)
+    assert type(y2.grad_fn).__name__ == "SpecialZetaBackward2"
     with pytest.raises(NotImplementedError, match="derivative for 'zeta' is not implemented"):
-        torch.special.zeta(xr, 2.0).sum().backward()
+        y2.sum().backward()
+    y1 = torch.special.zeta(2.5, q)
+    assert type(y1.grad_fn).__name__ == "SpecialZetaBackward1"
+    (g1,) = torch.autograd.grad(y1.sum(), q)
+    np.testing.assert_allclose(arr(g1), -2.5 * sp.zeta(3.5, [1.5, 2.0]), rtol=1e-13)
 
 
 def test_opencl_special_host_fallback_listed():

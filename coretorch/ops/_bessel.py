@@ -116,8 +116,13 @@ def _zeta_bw(self, g):
     return self.grads(None, mul(g, neg(mul(x, _zeta(add(x, 1), q)))))
 
 
+# PyTorch's node names: 0 for two tensors, 1 for a number first (zeta(2.0, q)), 2 for a number second
 SpecialZetaBackward0 = _binary_node("SpecialZetaBackward0", _zeta_bw)
+SpecialZetaBackward1 = _binary_node("SpecialZetaBackward1", _zeta_bw)
+SpecialZetaBackward2 = _binary_node("SpecialZetaBackward2", _zeta_bw)
 _zeta = _make_binary("zeta", SpecialZetaBackward0, "div")
+_zeta_number_first = _make_binary("zeta", SpecialZetaBackward1, "div")
+_zeta_number_second = _make_binary("zeta", SpecialZetaBackward2, "div")
 
 
 def zeta(input, other, *, out=None) -> Tensor:
@@ -129,6 +134,8 @@ def zeta(input, other, *, out=None) -> Tensor:
                         " * (Tensor input, Tensor other)\n * (Number self, Tensor other)\n"
                         " * (Tensor self, Number other)")
     _no_half("zeta", _dt.result_type((input, other), _dt.default))
-    r = _zeta(input, other)
+    f = _zeta if isinstance(input, Tensor) and isinstance(other, Tensor) else \
+        _zeta_number_second if isinstance(input, Tensor) else _zeta_number_first
+    r = f(input, other)
     return r if out is None else write_out("zeta", out, r, inputs=tuple(t for t in (input, other)
                                                                            if isinstance(t, Tensor)))
