@@ -47,10 +47,12 @@ class LerpBackward1(Node):
     __slots__ = ("shapes", "need", "wdt")
 
     def backward(self, g):
-        a, b, w = self.saved()
         (si, se, sw), (ni, ne, nw) = self.shapes, self.need
+        saved = self.saved()  # (input and end only where weight's gradient reads them, as PyTorch saves)
+        w = saved[-1]
         gw = None
         if nw:
+            a, b = saved[0], saved[1]
             gw = sum_to(mul(g, sub(b, a)), sw)
             if gw.dtype is not self.wdt:
                 gw = gw.to(self.wdt)
@@ -76,7 +78,8 @@ def lerp(input, end, weight):
     if wt:
         node: Node = LerpBackward1()
         node.wdt = weight.dtype
-        node.save(input, end, weight if weight.dtype is input.dtype else weight.to(input.dtype))
+        w = weight if weight.dtype is input.dtype else weight.to(input.dtype)
+        node.save(*((input, end, w) if need[2] else (w,)))
         node.next_functions = (edge(input), edge(end), edge(weight))
     else:
         node = LerpBackward0()
