@@ -168,6 +168,13 @@ PRIMITIVES.update({  # special: owned by coretorch/ops/special.py
               "the backend has no native_broadcast) -> the regularised lower incomplete gamma P(a, x): NaN for a < 0 "
               "or x < 0 or a = x = 0, 1 for a = 0 < x, 0 for infinite a and finite x",
     "igammac": "optional (a, x) as igamma -> the regularised upper incomplete gamma Q(a, x) = 1 - P(a, x)",
+    **{n: "(x) float32|float64 -> same: torch.special." + n + " (float16/bfloat16 never reach it: PyTorch has no "
+          "kernel for them)" for n in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+                                       "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+                                       "airy_ai")},
+    "zeta": "(x, q|scalar) float32|float64 arrays of one dtype (equal shapes where the backend has no "
+            "native_broadcast) -> the Hurwitz zeta function sum_k (k + q) ** -x: inf at x = 1, NaN for x < 1, inf for "
+            "an integer q <= 0, NaN for q = +inf (PyTorch's, Cephes' convention)",
     # integer binary ops (coretorch/ops/bits.py): both operands of one integer dtype (or a Python int second)
     "gcd": "optional (x, y|scalar) integer -> x's dtype: the non-negative gcd (gcd(INT_MIN, 0) wraps to INT_MIN)",
     "lcm": "optional (x, y|scalar) integer -> x's dtype: |x / gcd * y| wrapping, 0 if either is 0",

@@ -1,13 +1,13 @@
 """torch.special: the special functions under PyTorch's names (most are also top-level coretorch ops)."""
 from __future__ import annotations
 
-import math
 
-from . import dtypes as _dt
 from .nn import functional as _F
 from .ops import pointwise as _P, reduction as _R
 from .ops.special import (_out, digamma, entr, erfc, erfcx, erfinv, exp2, gammainc, gammaincc, i0, i0e, i1, i1e,
                           lgamma, log_ndtr, logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from .ops._bessel import *  # noqa: F401,F403  (bessel_j0 & co, airy_ai, zeta)
+from .ops._bessel import __all__ as _bessel
 from .ops._polynomials import *  # noqa: F401,F403  (chebyshev_polynomial_t & co)
 from .ops._polynomials import __all__ as _polynomials
 from .tensor import Tensor
@@ -15,7 +15,7 @@ from .tensor import Tensor
 __all__ = ["expit", "logit", "erf", "erfc", "erfcx", "erfinv", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "xlogy", "xlog1py", "entr", "ndtr", "ndtri", "log_ndtr", "sinc", "i0", "i0e", "i1", "i1e",
            "logsumexp", "softmax", "log_softmax", "exp2", "expm1", "log1p", "round", "gammainc", "gammaincc",
-           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0", *_polynomials]
+           *_bessel, *_polynomials]
 
 gammaln = lgamma
 psi = digamma
@@ -60,23 +60,6 @@ def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """``log(softmax(input, dim))``, computed stably (see ``nn.functional.log_softmax``)."""
     return _F.log_softmax(input, dim, dtype=dtype)
-
-
-def modified_bessel_i0(input: Tensor, *, out=None) -> Tensor:
-    """The modified Bessel function of the first kind of order 0 (:func:`i0`)."""
-    return i0(input, out=out)
-
-
-def modified_bessel_i1(input: Tensor, *, out=None) -> Tensor:
-    """The modified Bessel function of the first kind of order 1 (:func:`i1`)."""
-    return i1(input, out=out)
-
-
-def spherical_bessel_j0(input: Tensor, *, out=None) -> Tensor:
-    """The spherical Bessel function of the first kind of order 0: ``sin(x) / x`` (1 at 0)."""
-    if not input.dtype.is_floating_point:
-        input = input.to(_dt.default)
-    return _out(sinc(input / math.pi), out, "spherical_bessel_j0", input)
 
 
 _REEXPORTED = (logit, erfc, erfcx, erfinv, digamma, polygamma, xlogy, xlog1py, entr, ndtr, ndtri, log_ndtr, sinc,

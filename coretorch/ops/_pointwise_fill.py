@@ -6,8 +6,10 @@ import math
 from typing import TYPE_CHECKING
 
 from .. import dtypes as _dt
-from ..tensor import Tensor
-from ._util import broadcast_shape
+from ..autograd.grad_mode import no_grad, state as _gs
+from ..autograd.graph import Node
+from ..tensor import Tensor, _make
+from ._util import broadcast_shape, edge, sum_to
 
 if TYPE_CHECKING:
     from .pointwise import abs, add, lt, mul, sub, where
@@ -29,14 +31,65 @@ def _lerp_check(input, end, weight) -> None:
         raise RuntimeError(f"expected dtype {input.dtype} for `weight` but got dtype {weight.dtype}")
 
 
+class LerpBackward0(Node):
+    """A number weight w: PyTorch's formulas, grad * (1 - w) and grad * w (one node: the composite's chain rule
+    gave g - g * w, another rounding)."""
+    __slots__ = ("w", "shapes", "need")
+
+    def backward(self, g):
+        (si, se), (ni, ne) = self.shapes, self.need
+        return (sum_to(mul(g, 1 - self.w), si) if ni else None, sum_to(mul(g, self.w), se) if ne else None)
+
+
+class LerpBackward1(Node):
+    """A tensor weight: PyTorch's formulas grad * (1 - weight), grad * weight, grad * (end - input), each summed to
+    its operand's shape (the composite's where() sent 0 * inf = NaN from the untaken branch at infinite operands)."""
+    __slots__ = ("shapes", "need", "wdt")
+
+    def backward(self, g):
+        (si, se, sw), (ni, ne, nw) = self.shapes, self.need
+        saved = self.saved()  # (input and end only where weight's gradient reads them, as PyTorch saves)
+        w = saved[-1]
+        gw = None
+        if nw:
+            a, b = saved[0], saved[1]
+            gw = sum_to(mul(g, sub(b, a)), sw)
+            if gw.dtype is not self.wdt:
+                gw = gw.to(self.wdt)
+        return (sum_to(mul(g, sub(1, w)), si) if ni else None, sum_to(mul(g, w), se) if ne else None, gw)
+
+
 def lerp(input, end, weight):
     """input + weight * (end - input), as PyTorch computes it: from ``end`` backwards when |weight| >= 0.5, so
-    that weight 1 gives ``end`` exactly (lerp(1e8, 1, 1.0) is 1, not 0 in float32)."""
+    that weight 1 gives ``end`` exactly (lerp(1e8, 1, 1.0) is 1, not 0 in float32); one node with PyTorch's
+    gradient formulas."""
     _lerp_check(input, end, weight)
     if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:  # PyTorch's opmath: float32, rounded once (in
         # half, end - input overflowed: lerp(60000, -60000, 0.5) was inf for 0)
         w = weight.float() if isinstance(weight, Tensor) and weight.dtype is input.dtype else weight
         return lerp(input.float(), end.float(), w).to(input.dtype)
+    wt = isinstance(weight, Tensor)
+    need = (input._rg, end._rg, wt and weight._rg)
+    if not (_gs.enabled and any(need)):
+        return _lerp(input, end, weight)
+    with no_grad():
+        r = _lerp(input, end, weight)
+    shapes = tuple(tuple(t.shape) for t in ((input, end, weight) if wt else (input, end)))
+    if wt:
+        node: Node = LerpBackward1()
+        node.wdt = weight.dtype
+        w = weight if weight.dtype is input.dtype else weight.to(input.dtype)
+        node.save(*((input, end, w) if need[2] else (w,)))
+        node.next_functions = (edge(input), edge(end), edge(weight))
+    else:
+        node = LerpBackward0()
+        node.w = weight
+        node.next_functions = (edge(input), edge(end))
+    node.shapes, node.need = shapes, need[:len(shapes)]
+    return _make(r._data, r.dtype, r._be, node)
+
+
+def _lerp(input, end, weight):
     d = sub(end, input)
     if not isinstance(weight, Tensor):
         if builtins.abs(weight) < 0.5:

@@ -1,12 +1,15 @@
 """The classical orthogonal polynomials of torch.special (Chebyshev T/U/V/W and their shifted forms, Hermite H/He,
 Laguerre L, Legendre P) by their three-term recurrences in tensor ops: one step per degree up to the largest
 ``n`` (read from ``n`` when it is a tensor), each element taking the value of its own degree; ``n < 0`` gives 0 and
-a non-integer ``n`` is truncated, as PyTorch's."""
+a non-integer ``n`` is truncated, as PyTorch's.  As PyTorch's, they are not differentiable (the results never
+require grad), float16/bfloat16 raise NotImplementedError, and ``n == 0`` gives 1 (``n < 0`` 0) at any ``x``, inf
+and NaN too."""
 from __future__ import annotations
 
 from typing import Callable
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import creation as _C, pointwise as _P
 
@@ -23,6 +26,8 @@ def _args(op: str, x, n):
     dt = _dt.result_type((x, n), _dt.default)
     if not dt.is_floating_point:
         dt = _dt.default
+    if dt in (_dt.float16, _dt.bfloat16):
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{dt._tname[:-6]}'")
     xt = x.to(dt) if isinstance(x, Tensor) else _C.full((), float(x), dtype=dt, device=ref.device)
     if isinstance(n, Tensor):
         nt = n.to(_dt.int64)
@@ -37,7 +42,7 @@ def _recurrence(op: str, x, n, p1: Callable, step: Callable, shift: bool = False
     xt, nt, top = _args(op, x, n)
     if shift:
         xt = 2 * xt - 1
-    zero = _P.mul(xt, 0.0)
+    zero = _C.zeros_like(xt)  # (not x * 0: NaN and inf inputs still give 1 for n == 0, 0 for n < 0)
     if isinstance(nt, Tensor):
         p_prev, p = zero + 1.0, p1(xt)
         res = _P.where(nt == 0, p_prev, _P.where(nt == 1, p, zero))
@@ -67,7 +72,8 @@ def _cheb(k, x, p, q):
 
 def _make(name: str, p1: Callable, step: Callable, shift: bool, doc: str):
     def fn(input, n, *, out=None) -> Tensor:
-        return _recurrence(name, input, n, p1, step, shift, out)
+        with no_grad():
+            return _recurrence(name, input, n, p1, step, shift, out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn

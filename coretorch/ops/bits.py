@@ -20,7 +20,8 @@ from ._out import write_out
 from ._util import edge, sum_to
 from .inplace import apply_inplace
 from .special import exp2, frexp
-from .pointwise import _make_binary, abs as _abs, add, eq, gt, isnan, logical_or, lt, maximum, mul, sub, where
+from .pointwise import (_make_binary, abs as _abs, add, eq, gt, isnan, logical_or, lt, maximum, mul, ne, sub,
+                        where)
 
 __all__: list[str] = ["gcd", "gcd_", "lcm", "lcm_", "bitwise_left_shift", "bitwise_right_shift", "nextafter"]
 METHODS: dict = {}
@@ -83,12 +84,16 @@ def _operator(fn, reflected: bool = False):
 
 # ---- nextafter ----------------------------------------------------------------------------------------------
 class NextafterBackward0(Node):
-    """PyTorch's: the gradient flows to ``input`` unchanged (summed to its shape), ``other`` gets zeros."""
+    """PyTorch's (2.13): ``input`` gets the gradient where input != other (0 at the ties, where the result is
+    ``other``; NaN passes it), summed to its shape; ``other`` gets zeros."""
     __slots__ = ("need", "shapes", "dtypes")
 
     def backward(self, g):
         (nx, ny), (sx, sy) = self.need, self.shapes
-        gx = sum_to(g, sx).to(self.dtypes[0]) if nx else None
+        gx = None
+        if nx:
+            x, y = self.saved()
+            gx = sum_to(where(ne(x, y), g, 0.0), sx).to(self.dtypes[0])
         gy = _creation.zeros(sy, dtype=self.dtypes[1], device=g.device) if ny else None
         return gx, gy
 
@@ -130,6 +135,8 @@ def nextafter(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         node.need = (input._rg, other._rg)
         node.shapes = (tuple(input.shape), tuple(other.shape))
         node.dtypes = (input.dtype, other.dtype)
+        if input._rg:
+            node.save(input, other)
         node.next_functions = (edge(input), edge(other))
         r = _make(r._data, rt, r._be, node)
     return r if out is None else write_out("nextafter", out, r, inputs=(input, other))

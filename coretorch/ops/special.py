@@ -92,10 +92,17 @@ xlog1py: Callable[..., Tensor]
 # ---------------------------------------------------------------------------------------------
 # unary float functions: one kernel each
 # ---------------------------------------------------------------------------------------------
+# PyTorch has no float16/bfloat16 kernels for these (its float-only dispatch): they raise NotImplementedError
+_NO_HALF = frozenset({"erfcx", "log_ndtr", "ndtri"})
+
+
 def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: str = ""):
     f = _make_unary(name, backward, True, save, node_name=node)
+    no_half = name in _NO_HALF
 
     def fn(input: Tensor, *, out=None) -> Tensor:
+        if no_half and isinstance(input, Tensor) and (input.dtype is _dt.float16 or input.dtype is _dt.bfloat16):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{input.dtype._tname[:-6]}'")
         return f(input) if out is None else _out(f(input), out, name, input)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"torch.{name}: elementwise, integer inputs promote to the default float dtype."
@@ -103,24 +110,38 @@ def _unary(name: str, backward, save: str = "x", node: str | None = None, doc: s
 
 
 def _sinc_bw(n, g):
+    """(cos(pi x) - sinc(x)) / x; below |x| = 0.05 (where that difference cancels: its relative error is about
+    3e-17 / x^2, 30 % at 1e-8) the Taylor series pi * (-u/3 + u^3/30 - u^5/840 + u^7/45360 - u^9/3991680), u = pi x,
+    which is 0 at 0."""
     x = _x(n)
-    zero = eq(x, 0)
-    safe = where(zero, 1.0, x)
+    small = lt(_abs(x), 0.05)
+    safe = where(small, 1.0, x)
     px = mul(safe, math.pi)
-    d = div(sub(cos(px), div(sin(px), px)), safe)   # (cos(pi x) - sinc(x)) / x
-    return (where(zero, 0.0, mul(g, d)),)
+    d = div(sub(cos(px), div(sin(px), px)), safe)
+    u = mul(where(small, x, 0.0), math.pi)
+    u2 = mul(u, u)
+    p = 1.0 / 3991680
+    for c in (-1.0 / 45360, 1.0 / 840, -1.0 / 30, 1.0 / 3):
+        p = add(mul(u2, p), c)
+    series = mul(u, mul(p, -math.pi))   # pi * (-u/3 + u^3/30 - ...) = -pi u (1/3 - u^2/30 + ...)
+    return (mul(g, where(small, series, d)),)
+
+
+def _tiny(x: Tensor) -> Tensor:
+    """PyTorch's i1/i1e backward: 0.5 (the limit at 0) where not |x| > eps, NaN included."""
+    return logical_not(gt(_abs(x), float(_dt.finfo(x.dtype).eps)))
 
 
 def _i1_bw(n, g):
     x = _x(n)
-    tiny = lt(_abs(x), 1e-300)
+    tiny = _tiny(x)
     safe = where(tiny, 1.0, x)
     return (mul(g, where(tiny, 0.5, sub(i0(safe), div(i1(safe), safe)))),)
 
 
 def _i1e_bw(n, g):
     x = _x(n)
-    tiny = lt(_abs(x), 1e-300)
+    tiny = _tiny(x)
     safe = where(tiny, 1.0, x)
     return (mul(g, where(tiny, 0.5, sub(i0e(safe), mul(i1e(safe), add(sign(safe), div(1.0, safe)))))),)
 
@@ -184,6 +205,8 @@ class PolygammaBackward0(Node):
 def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     """torch.polygamma: the n-th derivative of digamma (n = 0 is digamma)."""
     _check("polygamma", input)
+    if isinstance(n, (bool, float)) or not hasattr(n, "__index__"):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     n = int(n)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -203,13 +226,14 @@ MvlgammaBackward0 = _passthrough("MvlgammaBackward0")
 
 
 def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
-    """torch.mvlgamma: the multivariate log-gamma function of dimension ``p`` (all x > (p - 1) / 2)."""
+    """torch.mvlgamma: the multivariate log-gamma function of dimension ``p``, sum_i lgamma(x - i/2) + const (no
+    domain check, as PyTorch 2.13: x <= (p - 1) / 2 gives lgamma's values there, inf at its poles)."""
     _check("mvlgamma", input)
+    if input.dtype is _bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x = _float(input)
-    if x.numel() and not bool(_R.all(gt(x.detach(), (p - 1) / 2)).item()):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
     r = lgamma(x)
     for i in range(1, p):
         r = add(r, lgamma(sub(x, i / 2)))
@@ -233,16 +257,20 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
 Deg2RadBackward0 = _passthrough("Deg2RadBackward0")
 Rad2DegBackward0 = _passthrough("Rad2DegBackward0")
 FracBackward0 = _passthrough("FracBackward0")
-_LogitEpsBackward0 = _passthrough("LogitBackward0")
 
 
 class LogitBackward0(Node):
-    """PyTorch's logit backward without eps: g / (x (1 - x)), nan outside [0, 1] (inf at 0 and 1)."""
-    __slots__ = ()
+    """PyTorch's logit backward: without eps g / (x (1 - x)), nan outside [0, 1] (inf at 0 and 1); with eps
+    g / (x (1 - x)) inside [eps, 1 - eps] (inf at 0 and 1 for eps=0), 0 outside and at NaN (PyTorch's vectorised
+    kernel, what every tensor but a short tail gets; its scalar loop gives NaN there)."""
+    __slots__ = ("eps",)
 
     def backward(self, g):
         (x,) = self.saved()
-        return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
+        eps = self.eps
+        if eps is None:
+            return (where(logical_or(lt(x, 0), gt(x, 1)), math.nan, div(g, mul(x, sub(1, x)))),)
+        return (where(logical_and(ge(x, eps), le(x, 1 - eps)), div(g, mul(x, sub(1, x))), 0.0),)
 class NanToNumBackward0(Node):
     """PyTorch's formula, grad * isfinite(x): a zero factor at the replaced elements (an infinite gradient there
     gives NaN, a finite one a signed zero, as PyTorch)."""
@@ -298,13 +326,12 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
             return logit(input, eps, out=out)
     _check("logit", input)
     x = _float(input)
-    if eps is not None:
-        x = clamp(x, eps, 1 - eps)
-        return _out(_named(log(div(x, sub(1, x))), _LogitEpsBackward0), out, "logit", input)
     with no_grad():
-        r = log(div(x, sub(1, x)))
+        xc = x if eps is None else clamp(x, eps, 1 - eps)
+        r = log(div(xc, sub(1, xc)))
     if x._rg and _gs.enabled:  # one node with PyTorch's formula (the composite's chain rule is nan at 0 and 1)
         node = LogitBackward0()
+        node.eps = None if eps is None else float(eps)
         node.save(x)
         node.next_functions = (edge(x),)
         r = _make(r._data, r.dtype, r._be, node)
@@ -615,8 +642,20 @@ def hypot(input, other, *, out=None) -> Tensor:
 copysign = _binary("copysign", CopysignBackward0, doc="torch.copysign: |input| with the sign of other (-0.0 too).")
 fmax = _binary("fmax", FmaxBackward0, "arith", doc="torch.fmax: maximum that ignores NaN (NaN only if both are).")
 fmin = _binary("fmin", FminBackward0, "arith", doc="torch.fmin: minimum that ignores NaN (NaN only if both are).")
-logaddexp = _binary("logaddexp", LogaddexpBackward0)
-logaddexp2 = _binary("logaddexp2", Logaddexp2Backward0)
+def _float_result_only(name: str, f):
+    """PyTorch's logaddexp/logaddexp2 kernels are float only: an integer (or bool) result dtype raises."""
+    def fn(input, other, *, out=None) -> Tensor:
+        rt = _dt.result_type((input, other), _dt.default)
+        if not rt.is_floating_point:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{rt._tname[:-6]}'")
+        return f(input, other, out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f.__doc__
+    return fn
+
+
+logaddexp = _float_result_only("logaddexp", _binary("logaddexp", LogaddexpBackward0))
+logaddexp2 = _float_result_only("logaddexp2", _binary("logaddexp2", Logaddexp2Backward0))
 xlogy = _binary("xlogy", XlogyBackward0, doc="torch.xlogy: x * log(y), 0 where x == 0 (unless y is NaN).")
 xlog1py = _binary("xlog1py", SpecialXlog1PyBackward0,
                   doc="torch.special.xlog1py: x * log1p(y), 0 where x == 0 (unless y is NaN).")

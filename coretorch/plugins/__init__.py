@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backend import (BINARY_KERNELS, FAMILY_KERNELS, HOST_LINALG_KERNELS, KERNELS, OPTIONAL_KERNELS, REQUIRED_KERNELS,
-                      UNARY_KERNELS, Backend, Kernel, from_array, get_backend, get_kernel, increment_version,
-                      result_order, to_array, validate_backend)
+from .backend import (BINARY_KERNELS, FAMILY_KERNELS, HOST_LINALG_KERNELS, HOST_SPECIAL_KERNELS, KERNELS,
+                      OPTIONAL_KERNELS, REQUIRED_KERNELS, UNARY_KERNELS, Backend, Kernel, from_array, get_backend,
+                      get_kernel, increment_version, result_order, to_array, validate_backend)
 from .hookspecs import PLUGIN_API_VERSION, hookimpl, hookspec
 from .manager import PluginError, PluginReport, PluginWarning, manager
 
@@ -31,7 +31,8 @@ __all__ = ["register", "unregister", "report", "load_entry_points", "hookimpl", 
            "PluginError", "PluginWarning", "PluginReport",
            # the backend contract and the array bridge (coretorch.plugins.backend)
            "Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "FAMILY_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
-           "BINARY_KERNELS", "HOST_LINALG_KERNELS", "get_kernel", "get_backend", "from_array", "to_array",
+           "BINARY_KERNELS", "HOST_LINALG_KERNELS", "HOST_SPECIAL_KERNELS", "get_kernel", "get_backend", "from_array",
+           "to_array",
            "increment_version", "validate_backend", "result_order"]
 
 

@@ -47,11 +47,13 @@ from ..dtypes import _FROM_NP
 from .._backend import get_kernel
 from ..device import device as Device
 from ..ops._linalg_host import KERNELS as _HOST_LINALG
+from ..ops._special_host import KERNELS as _HOST_SPECIAL
 from ..ops._memfmt import iter_order
 from ..tensor import Tensor, _make
 
 __all__ = ["Backend", "Kernel", "KERNELS", "REQUIRED_KERNELS", "FAMILY_KERNELS", "OPTIONAL_KERNELS", "UNARY_KERNELS",
-           "BINARY_KERNELS", "HOST_LINALG_KERNELS", "get_kernel", "get_backend", "from_array", "to_array",
+           "BINARY_KERNELS", "HOST_LINALG_KERNELS", "HOST_SPECIAL_KERNELS", "get_kernel", "get_backend", "from_array",
+           "to_array",
            "increment_version", "validate_backend"]
 
 #: A kernel: a callable on native arrays and Python scalars (see the module docstring).
@@ -75,6 +77,9 @@ BINARY_KERNELS: tuple[str, ...] = tuple(_backend.BINARY)
 #: numpy implementations of the ``linalg_*`` kernels (batched over leading dims): a backend without its own
 #: decompositions may wrap them to run on the host (read back, compute, upload), as coretorch-opencl does.
 HOST_LINALG_KERNELS: Mapping[str, Kernel] = MappingProxyType(dict(_HOST_LINALG))
+#: numpy implementations (scipy.special, imported on the first call) of torch.special's Bessel J/Y/K, Airy and zeta
+#: kernels: the cpu backend's, and the opencl backend's host fallbacks.
+HOST_SPECIAL_KERNELS: Mapping[str, Kernel] = MappingProxyType(dict(_HOST_SPECIAL))
 
 _METHODS = ("is_available", "device_count", "device_name", "kernels", "manual_seed")
 

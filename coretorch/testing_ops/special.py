@@ -73,8 +73,12 @@ def _ldexp_ref(a, e):
 
 
 def _mvlgamma_ref(a, p):
+    """sum_j lgamma(a - j/2) + p (p - 1) / 4 log(pi) (scipy's multigammaln refuses a <= (p - 1) / 2)."""
     import scipy.special as sp
-    return sp.multigammaln(a.astype(np.float64)[..., None], p)[..., 0].astype(a.dtype) if a.size else a.copy()
+    a64 = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        r = sum(sp.gammaln(a64 - j / 2) for j in range(p)) + p * (p - 1) / 4 * np.log(np.pi)
+    return np.asarray(r).astype(a.dtype)
 
 
 def _close_pair(a, b):
@@ -143,6 +147,7 @@ def _build() -> list[OpCase]:
         OpCase("special.polygamma", lambda x: ct.special.polygamma(2, x), lambda a: _polygamma_ref(2, a),
                (A((3, 4), "positive"),)),
     ]
+    cases += _bessel_cases()
     # polygamma, mvlgamma, logit, frac, deg2rad, rad2deg, nan_to_num, signbit, frexp
     for n in (0, 1, 3):
         cases.append(OpCase(f"polygamma.n{n}", lambda x, n=n: ct.polygamma(n, x), lambda a, n=n: _polygamma_ref(n, a),
@@ -153,7 +158,10 @@ def _build() -> list[OpCase]:
         OpCase("mvlgamma", lambda x: ct.mvlgamma(x + 1.0, 2), lambda a: _mvlgamma_ref(a + np.asarray(1.0, a.dtype), 2),
                (A((3, 4), "positive"),), gradgrad=True),
         OpCase("mvlgamma.p1", lambda x: x.mvlgamma(1), _sp("gammaln"), (A((3, 4), "positive"),)),
-        OpCase("mvlgamma.domain", lambda x: ct.mvlgamma(x, 5), None, (A((3,), "positive"),), raises=RuntimeError),
+        # PyTorch 2.13 checks no domain: below (p - 1) / 2 the lgamma terms' values (inf at their poles)
+        OpCase("mvlgamma.below_domain", lambda x: ct.mvlgamma(x * 0.5 + 0.3, 5),
+               lambda a: _mvlgamma_ref(a * np.asarray(0.5, a.dtype) + np.asarray(0.3, a.dtype), 5),
+               (A((3, 4), "positive"),), grad=False),
         OpCase("logit", lambda x: ct.logit(x * 0.5 + 0.5), lambda a: _uref(lambda v: np.log(v / (1 - v)))(
             (a * np.asarray(0.5, a.dtype) + np.asarray(0.5, a.dtype)).astype(a.dtype)), (A((4, 5), "small"),),
                gradgrad=True),
@@ -186,8 +194,9 @@ def _build() -> list[OpCase]:
                                 ("logaddexp2", _fref(np.logaddexp2), ("any", "any"), False),
                                 ("xlogy", _spbin("xlogy"), ("any", "positive"), True),
                                 ("copysign", _fref(np.copysign), ("nonzero", "nonzero"), False)):
-        # hypot has no integer kernel in PyTorch (an integer result dtype raises): floats only, and a raising case
-        dts = F if name == "hypot" else FI
+        # hypot and logaddexp(2) have no integer kernels in PyTorch (an integer result dtype raises): floats only, and
+        # a raising case
+        dts = F if name in ("hypot", "logaddexp", "logaddexp2") else FI
         # PyTorch's atan2/hypot/logaddexp take Tensors only (a number raises TypeError: test_hardening15b)
         scalars = (("", 1.5, F),) if name == "xlogy" else ()
         c(_binary(name, getattr(ct, name), ref, doms, dtypes=dts, gradgrad=gg, scalars=scalars))
@@ -195,7 +204,8 @@ def _build() -> list[OpCase]:
     cases += [OpCase("copysign.scalar", lambda x: ct.copysign(x, 1.5), lambda a: _fref(np.copysign)(a, 1.5),
                      (A((3, 4), "nonzero"),), F),
               OpCase("copysign.rscalar", lambda x: ct.copysign(1.5, x), None, (A((3,)),), F, raises=TypeError)]
-    cases.append(OpCase("hypot.int", ct.hypot, None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError))
+    cases += [OpCase(f"{n}.int", getattr(ct, n), None, (A((3,)), A((3,))), ("int64",), raises=NotImplementedError)
+              for n in ("hypot", "logaddexp", "logaddexp2")]
     for name, npf in (("fmax", np.fmax), ("fmin", np.fmin)):
         c(_binary(name, getattr(ct, name), _binref(npf), ("distinct", "distinct"), dtypes=FI, gradgrad=True))
         cases.append(OpCase(f"{name}.nan", lambda x, y, n=name: getattr(ct, n)(_ct_specials(x), _ct_specials(y)),
@@ -265,6 +275,50 @@ def _build() -> list[OpCase]:
                (A((4, 5), "small"), A((2, 2), "small")), ("int64",), grad=False),
         OpCase("isin.float", ct.isin, np.isin, (A((6,)), A((0,))), F, grad=False),
         OpCase("isin.scalar", lambda x: ct.isin(x, 2), lambda a: np.isin(a, 2), (A((4, 5)),), ("int64",), grad=False),
+    ]
+    return cases
+
+
+def _airy_ref(a):
+    import scipy.special as sp
+    if a.dtype.kind != "f":
+        a = a.astype(DEFAULT_FLOAT)
+    return np.asarray(sp.airy(a.astype(np.float64))[0]).astype(a.dtype)
+
+
+def _bessel_cases() -> list:
+    """torch.special's Bessel J/Y/K, Airy and zeta functions (not differentiable but zeta's ``other``), and the
+    modified Bessel I and spherical Bessel functions PyTorch also makes non-differentiable."""
+    cases: list = []
+    for name, spn, dom in (("bessel_j0", "j0", "any"), ("bessel_j1", "j1", "any"), ("bessel_y0", "y0", "positive"),
+                           ("bessel_y1", "y1", "positive"), ("modified_bessel_k0", "k0", "positive"),
+                           ("modified_bessel_k1", "k1", "positive"), ("scaled_modified_bessel_k0", "k0e", "positive"),
+                           ("scaled_modified_bessel_k1", "k1e", "positive"), ("modified_bessel_i0", "i0", "any"),
+                           ("modified_bessel_i1", "i1", "any")):
+        cases += _unary(f"special.{name}", getattr(ct.special, name), _sp(spn), dom, dtypes=FI, nondiff=True)
+        cases.append(OpCase(f"special.{name}.half", getattr(ct.special, name), None, (A((3,)),), ("float16",),
+                            raises=NotImplementedError))
+    cases += _unary("special.airy_ai", ct.special.airy_ai, _airy_ref, "any", dtypes=FI, nondiff=True)
+    cases += _unary("special.spherical_bessel_j0", ct.special.spherical_bessel_j0,
+                    _uref(lambda a: np.sinc(a / np.pi), True), "any", dtypes=FI, nondiff=True)
+    cases += [
+        OpCase("special.spherical_bessel_j0.inf", lambda x: ct.special.spherical_bessel_j0(_ct_specials(x)),
+               lambda a: np.where(np.isinf(_with_specials(a)), 0.0, np.sinc(_with_specials(a) / np.pi)).astype(
+                   a.dtype), (A(),), nondiff=True),
+        OpCase("special.zeta", lambda x, q: ct.special.zeta(x + 1.5, q),
+               lambda a, b: _spbin("zeta")(a + np.asarray(1.5, a.dtype), b), (A((4, 5), "positive"),
+                                                                              A((4, 5), "positive")), grad=False),
+        OpCase("special.zeta.bcast", lambda x, q: ct.special.zeta(x + 1.5, q),
+               lambda a, b: _spbin("zeta")(a + np.asarray(1.5, a.dtype), b), (A((4, 1), "positive"),
+                                                                              A((5,), "positive")), grad=False),
+        OpCase("special.zeta.scalar", lambda q: ct.special.zeta(3.0, q), lambda b: _spbin("zeta")(3.0, b),
+               (A((3, 4), "positive"),)),
+        OpCase("special.zeta.rscalar", lambda x: ct.special.zeta(x + 1.5, 2), lambda a: _spbin("zeta")(
+            a + np.asarray(1.5, a.dtype), 2.0), (A((3, 4), "positive"),), grad=False),
+        OpCase("special.zeta.dq", lambda q: ct.special.zeta(ct.full_like(q.detach(), 2.5), q),
+               lambda b: _spbin("zeta")(np.full_like(b, 2.5), b), (A((3, 4), "positive"),)),
+        OpCase("special.zeta.half", ct.special.zeta, None, (A((3,)), A((3,))), ("float16",),
+               raises=NotImplementedError),
     ]
     return cases
 

@@ -138,7 +138,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     ad = _P.abs(d)
     if beta == 0:
         return _reduce(ad, reduction)
-    loss = _P.where(_P.lt(ad, beta), _P.div(_P.mul(_P.mul(d, d), 0.5), beta), _P.sub(ad, 0.5 * beta))
+    inside = _P.logical_not(_P.ge(ad, beta))  # (NaN inside: a NaN gradient, as PyTorch's x * grad / beta)
+    dq = _P.where(inside, d, 0.0)  # (the quadratic branch only sees its own d: no 0 * inf = NaN in the backward)
+    loss = _P.where(inside, _P.div(_P.mul(_P.mul(dq, dq), 0.5), beta), _P.sub(ad, 0.5 * beta))
     return _reduce(loss, reduction)
 
 
@@ -160,7 +162,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     input, target = _pointwise_target("huber_loss", *_loss_dtypes("huber_cpu", input, target, bool_input=False))
     d = _P.sub(input, target)
     ad = _P.abs(d)
-    loss = _P.where(_P.lt(ad, delta), _P.mul(_P.mul(d, d), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
+    inside = _P.logical_not(_P.ge(ad, delta))  # (NaN inside: a NaN gradient, as PyTorch's x * grad)
+    dq = _P.where(inside, d, 0.0)  # (the quadratic branch only sees its own d: no 0 * inf = NaN in the backward)
+    loss = _P.where(inside, _P.mul(_P.mul(dq, dq), 0.5), _P.mul(_P.sub(ad, 0.5 * delta), delta))
     return _reduce(_weighted(_in_dtype_of(loss, input), weight), reduction)
 
 

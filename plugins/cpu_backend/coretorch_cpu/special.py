@@ -13,6 +13,8 @@ import importlib
 
 import numpy as np
 
+from coretorch.plugins import HOST_SPECIAL_KERNELS as _HOST_SPECIAL
+
 from . import erf32
 
 _nd = np.ndarray
@@ -143,4 +145,5 @@ KERNELS: dict = {
         "logaddexp2": np.logaddexp2, "xlogy": sp.xlogy, "xlog1py": sp.xlog1py, "fmax": np.fmax,
         "fmin": np.fmin, "igamma": sp.gammainc, "igammac": sp.gammaincc}.items()},
     "signbit": _signbit, "polygamma": _polygamma, "frexp": _frexp, "ldexp": _ldexp, "gelu": _gelu,
+    **_HOST_SPECIAL,  # the Bessel, Airy and zeta functions (scipy.special, shared with the opencl host fallback)
 }

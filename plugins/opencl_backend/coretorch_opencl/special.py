@@ -25,7 +25,9 @@ methods, in the compute type: float for float16/float32, double for float64):
   x^a e^-x / Gamma(a) as a (log1p(t) - t) + log(a) / 2 - log(2 pi) / 2 - (Stirling's correction) with t = x / a - 1
   for a >= 10 and |x - a| <= 0.4 a, so that it keeps float accuracy for large a (the direct a log x - x - lgamma(a)
   cancels), and below a = 10 the series' as exp(a log x - x - lgamma(1 + a)), lgamma(1 + a) by its Taylor series
-  near 0; iterations stop at convergence or 100000 terms (accurate up to a ~ 1e8);
+  near 0; iterations stop at convergence or 100000 terms; above a = 1e6 (float: 1e4) Temme's uniform asymptotic
+  expansion (two terms, DLMF 8.12: the series and fraction need ~sqrt(a) terms near x = a, and gave 0.34 for
+  P(1e10, 1e10));
 * erf and GELU in float (float32, float16): ``fastmath``'s ct_erf_f / ct_ndtr_f (PoCL's builtins are slow calls
   there: benchmarks/results.md); float64 keeps the builtins.
 """
@@ -159,7 +161,7 @@ _SRC = """
   if (x != x) return x;
   if (x < F(5)) {{
     {T} h = x * x, l = fma(x, x, -h);   /* x^2 = h + l exactly */
-    if (h == INFINITY) return F(INFINITY);
+    if (h > F(1e4)) return F(INFINITY);   /* (exp(h) is inf; l may reach -ulp(h) / 2 there: 1 + l was < 0 for -1e10) */
     return exp(h) * (1 + l) * erfc(x);
   }}
   {T} t = x;
@@ -240,6 +242,27 @@ _SRC = """
   return -expm1(e) - a * exp(e) * sum;
 }}
 
+{T} sp_igam_asy({T} a, {T} x, int upper) {{   /* Q (upper) or P for large a: Temme's uniform expansion */
+  /* Q = erfc(eta sqrt(a / 2)) / 2 + R, P = erfc(-eta sqrt(a / 2)) / 2 - R, R = exp(-a eta^2 / 2) / sqrt(2 pi a)
+     (c0(eta) + c1(eta) / a) with t = x / a - 1, eta = sign(t) sqrt(-2 log1pmx(t)) (DLMF 8.12); c2 / a^2 is below
+     1e-15 of the result from a = 1e6 on (float: 1e4, below 1e-10); c0 and c1 by their Taylor series in eta near 0
+     (cancellation) */
+  {T} t = (x - a) / a;
+  {T} eta = sqrt(-2 * sp_log1pmx(t));
+  if (t < 0) eta = -eta;
+  {T} c0 = fabs(eta) < F(0.01)
+      ? F(-1.0 / 3) + eta * (F(1.0 / 12) + eta * (F(-2.0 / 135) + eta * (F(1.0 / 864) + eta * (F(1.0 / 2835)
+        + eta * F(-1.7875514403292181e-4)))))
+      : 1 / t - 1 / eta;
+  {T} c1 = fabs(eta) < F(0.5)
+      ? F(-1.0 / 540) + eta * (F(-1.0 / 288) + eta * (F(1.0 / 378) + eta * (F(-9.9022633744855967e-4)
+        + eta * F(2.0576131687242798e-4))))
+      : 1 / (eta * eta * eta) - 1 / (t * t * t) - 1 / (t * t) - 1 / (12 * t);
+  {T} r = exp(F(-0.5) * a * eta * eta) / sqrt(F(6.283185307179586) * a) * (c0 + c1 / a);
+  {T} e = F(0.5) * erfc((upper ? eta : -eta) * sqrt(F(0.5) * a));
+  return upper ? e + r : e - r;
+}}
+
 {T} sp_igamma({T} a, {T} x) {{
   if (a != a || x != x) return a + x;
   if (a < 0 || x < 0) return F(NAN);
@@ -247,6 +270,7 @@ _SRC = """
   if (x == 0) return 0;
   if (isinf(a)) return isinf(x) ? F(NAN) : F(0);
   if (isinf(x)) return 1;
+  if (a > F({IGAM_ASY})) return fmin(fmax(sp_igam_asy(a, x, 0), F(0)), F(1));   /* (the series: ~sqrt(a) terms) */
   if (x > 1 && x > a) return 1 - sp_igamc_cf(a, x);
   return fmin(sp_igam_series(a, x), F(1));   /* (the prefactor's rounding could reach 1 + ulp) */
 }}
@@ -258,6 +282,7 @@ _SRC = """
   if (x == 0) return 1;
   if (isinf(a)) return isinf(x) ? F(NAN) : F(1);
   if (isinf(x)) return 0;
+  if (a > F({IGAM_ASY})) return fmin(fmax(sp_igam_asy(a, x, 1), F(0)), F(1));
   if (x > F(1.1)) return x < a ? 1 - sp_igam_series(a, x) : sp_igamc_cf(a, x);
   /* (Cephes' choice, as PyTorch's: 1 - P only where P is not close to 1) */
   if (x <= F(0.5) ? F(-0.4) / log(x) < a : x * F(1.1) < a) return 1 - sp_igam_series(a, x);
@@ -352,7 +377,7 @@ def _helpers(dt) -> str:
     src = src.replace("{HALLEY_ERFC}", "{T} f = erfc(x) - z; x -= f / (-F(M_2_SQRTPI) * exp(-x * x) + x * f);"
                       if double else "")
     return src.format(T=ct, EPS="2.220446049250313e-16" if double else "5.96e-08", TOL="1e-7" if double else "1e-3",
-                      TINY="1e-290" if double else "1e-30",
+                      TINY="1e-290" if double else "1e-30", IGAM_ASY="1e6" if double else "1e4",
                       CF_TERMS=40 if double else 16, ASYM=20 if double else 9, MINLOG=-745.0 if double else -103.0,
                       BIG="4.503599627370496e15" if double else "16777216.0",
                       BIGINV="2.220446049250313e-16" if double else "5.9604645e-08")
