@@ -449,9 +449,11 @@ class IndexFillBackward0(Node):  # (the indices saved, version-checked, as PyTor
         (index,) = self.saved()
         gx = index_fill(g, self.dim, index, 0) if self.need[0] else None
         gv = None
-        if self.need[1]:  # (index_fill's negative indices counted from the end: index_select takes none)
+        if self.need[1]:  # the sum over the filled positions, each once (a repeated index fills it once)
+            from ._pointwise_where import where
             g1 = _as1d(g)
-            gv = _ix.index_select(g1, self.dim, index.remainder(g1.shape[self.dim])).sum()
+            filled = index_fill(_cr.zeros(g1.shape, dtype=_bool, device=g1.device), self.dim, index, True)
+            gv = where(filled, g1, 0).sum()
         return (gx, gv) if self.nv else (gx,)
 
 
