@@ -27,3 +27,46 @@ def test_index_fill_value_gradient_counts_a_repeated_index_once(device):
     assert torch.autograd.gradcheck(lambda a, b: a.index_fill(1, idx, b), (x, v))
     z = torch.randn((), dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: a.index_fill(0, torch.tensor([0, 0, -1], device=device), b), (z, v))
+
+
+def test_a_subscript_list_holding_numpy_arrays_is_a_tuple_of_indices(device):
+    """PyTorch's treatSequenceAsTuple counts any sequence in a subscript list (PySequence_Check holds for numpy
+    arrays): ``x[[a, b]]`` with numpy arrays a, b is ``x[a, b]`` (2 elements; deprecated, warned).  coretorch took
+    the list as one index tensor (a [2, 2, 5] result, a write to whole rows)."""
+    x = torch.arange(20.0, device=device).reshape(4, 5)
+    rows, cols = np.array([0, 1]), np.array([1, 2])
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        y = x[[rows, cols]]
+    assert y.tolist() == [1.0, 7.0]
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        x[[rows, cols]] = -1.0
+    assert x.sum().item() == 190.0 - 1.0 - 7.0 - 2.0
+
+
+def test_a_list_or_array_of_floats_indexes_by_its_truncated_values(device):
+    """PyTorch makes a subscript list or numpy array a long tensor unless it holds bools or uint8
+    (indexing_tensor_from_data): ``x[[1.5, 2.7]]`` is ``x[[1, 2]]``, ``x[:, [1.9, -1.2]]`` is ``x[:, [1, -1]]``,
+    a 0-d float array an int.  coretorch raised IndexError (a float32 index tensor)."""
+    x = torch.arange(20.0, device=device).reshape(4, 5)
+    assert x[[1.5, 2.7]].tolist() == x[[1, 2]].tolist()
+    assert x[:, [1.9, -1.2]].tolist() == x[:, [1, -1]].tolist()
+    assert x[np.array([1.5, 0.0])].tolist() == x[[1, 0]].tolist()
+    assert x[np.array(2.5)].tolist() == x[2].tolist()
+    assert x[[1, 2.0]].tolist() == x[[1, 2]].tolist()
+    y = torch.zeros(4, device=device)
+    y[[1.5, 2.5]] = 1.0
+    assert y.tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_scalar_subscripts_that_are_no_integers_raise_index_error(device):
+    """A float, a numpy float or bool scalar or an object without ``__index__`` is no index in PyTorch
+    (IndexError "only integers, slices ... (got float)"), while a numpy integer scalar of any width is an int.
+    coretorch indexed by ``np.bool_`` and ``np.uint8`` scalars as masks (a new dim of size 1) and, once lists
+    of floats index, would have taken 1.5 for 1."""
+    x = torch.arange(20.0, device=device).reshape(4, 5)
+    for k, name in ((1.5, "float"), (np.float64(1.5), "numpy.float64"), (np.bool_(True), "numpy.bool"),
+                    ((1, 1.5), "float"), (object(), "object")):
+        with pytest.raises(IndexError, match=rf"valid indices \(got {name}\)"):
+            x[k]
+    assert x[np.uint8(1)].tolist() == x[1].tolist()
+    assert x[0, np.int8(-1)].item() == 4.0

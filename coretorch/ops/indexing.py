@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any, Literal
+
+import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
@@ -29,9 +32,12 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False
         t = k
     else:
         # lists / numpy arrays: made on the cpu first when ref's device is not host memory (checked there)
-        t = _creation.tensor(k, device=ref.device if ref._be.host_memory else "cpu")
+        dev = ref.device if ref._be.host_memory else "cpu"
+        t = _creation.tensor(k, device=dev)
         if t.numel() == 0:
             t = t.to(_i64)
+        elif t.dtype not in (_i64, _dt.uint8, _bool):  # (PyTorch's indexing_tensor_from_data: long unless a mask;
+            t = _creation.tensor(k, dtype=_i64, device=dev)  # ``x[[1.5, 0]]`` is ``x[[1, 0]]``)
     if t._be is not ref._be:
         if t._be.type == "cpu" or put:
             if host is not None and t._be.type == "cpu":
@@ -106,9 +112,14 @@ def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
         elif isinstance(k, bool):
             items.append((_BOOL, k))
         elif isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, (Tensor, list))
-                                    and not hasattr(k, "shape")):
-            items.append((_INT, int(k.__index__() if not isinstance(k, int) else k)))
+                                    and (not hasattr(k, "shape") or isinstance(k, np.generic))):
+            items.append((_INT, int(k.__index__() if not isinstance(k, int) else k)))  # (numpy ints too)
             consumed += 1
+        elif python_key and not isinstance(k, (Tensor, Sequence, np.ndarray, slice)):
+            # PyTorch: a float, a numpy float or bool scalar or any object without __index__ is no index
+            tn = type(k).__name__ if type(k).__module__ == "builtins" else f"{type(k).__module__}.{type(k).__name__}"
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {tn})")
         elif isinstance(k, slice):
             if k.step is not None and int(k.step) <= 0:
                 raise ValueError("step must be greater than zero")
@@ -141,12 +152,15 @@ _SEQ_WARNING = ("Using a non-tuple sequence for multidimensional indexing is dep
                 "index, x[torch.tensor(seq)], which will result either in an error or a different result")
 
 
+# (a tensor, a slice, or any Python sequence: PySequence_Check holds for numpy arrays, ranges and strings too)
+_SEQ_ITEMS = (Tensor, slice, Sequence, np.ndarray)
+
+
 def _seq_as_tuple(key: list) -> bool:
     """PyTorch's treatSequenceAsTuple: a subscript list shorter than 32 holding a tensor, a sequence, a slice, None
     or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), with PyTorch 2.13's deprecation warning
     (attributed to the user's subscript: the caller of getitem/setitem); any other list is one index tensor."""
-    if len(key) < 32 and any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
-                             for k in key):
+    if len(key) < 32 and any(isinstance(k, _SEQ_ITEMS) or k is None or k is Ellipsis for k in key):
         warnings.warn(_SEQ_WARNING, UserWarning, stacklevel=4)
         return True
     return False
