@@ -70,3 +70,68 @@ def test_scalar_subscripts_that_are_no_integers_raise_index_error(device):
             x[k]
     assert x[np.uint8(1)].tolist() == x[1].tolist()
     assert x[0, np.int8(-1)].item() == 4.0
+
+
+def test_index_copy_checks_as_pytorch(device):
+    """PyTorch's index_copy_: a count of indices that is not source.size(dim) is an IndexError, as a 2-D index
+    and source/destination ranks that differ; slices of other shapes a RuntimeError; nothing is copied (no index
+    read) when self or source is empty.  coretorch raised RuntimeError for all and checked the indices of an empty
+    copy (IndexError)."""
+    x = torch.zeros(4, 5, device=device)
+    with pytest.raises(IndexError, match=r"Number of indices \(2\) should be equal to source.size\(dim\) \(1\)"):
+        x.index_copy(0, torch.tensor([1, 2], device=device), torch.ones(1, 5, device=device))
+    with pytest.raises(IndexError, match=r"Index should have dimension 1 or 0 \(got 2\)"):
+        x.index_copy(0, torch.tensor([[1]], device=device), torch.ones(1, 5, device=device))
+    with pytest.raises(IndexError, match="dimensionality must match"):
+        x.index_copy(0, torch.tensor([1], device=device), torch.ones(5, device=device))
+    with pytest.raises(IndexError, match="When source is scalar, index should have one element"):
+        x.index_copy(0, torch.tensor([1, 2], device=device), torch.tensor(1.0, device=device))
+    with pytest.raises(RuntimeError, match="Destination slice shape: 5 at dimension 0 and source slice shape: 4"):
+        x.index_copy(0, torch.tensor([1], device=device), torch.ones(1, 4, device=device))
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 4"):
+        x.index_copy(0, torch.tensor([7], device=device), torch.ones(1, 5, device=device)).cpu()
+    empty = torch.zeros(4, 0, device=device).index_copy(0, torch.tensor([7], device=device),
+                                                          torch.ones(1, 0, device=device))
+    assert tuple(empty.shape) == (4, 0)
+    y = torch.zeros(4, device=device).index_copy(0, torch.tensor([1], device=device), torch.tensor(2.0, device=device))
+    assert y.tolist() == [0.0, 2.0, 0.0, 0.0]
+
+
+def test_index_reduce_takes_an_int32_index(device):
+    """PyTorch's index_reduce takes int64 or int32 indices (as index_add); coretorch refused int32 (RuntimeError
+    "Expected a long tensor"), and named scatter_reduce in its dtype error."""
+    x = torch.arange(20.0, device=device).reshape(4, 5)
+    idx = torch.tensor([1, 1], dtype=torch.int32, device=device)
+    r = x.index_reduce(0, idx, torch.full((2, 5), 2.0, device=device), "prod")
+    assert r[1].tolist() == [20.0, 24.0, 28.0, 32.0, 36.0] and r[0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(RuntimeError, match=r"index_reduce_\(\): self \(Float\) and source \(Double\) must have"):
+        x.index_reduce(0, idx, torch.ones(2, 5, dtype=torch.float64, device=device), "amax")
+
+
+def test_index_fill_and_put_error_types(device):
+    """PyTorch: index_fill with a 2-D index raises RuntimeError("Index has to be a vector/scalar"); put_ with
+    as many source elements as indices not raises IndexError.  coretorch raised IndexError and RuntimeError."""
+    x = torch.zeros(4, 5, device=device)
+    with pytest.raises(RuntimeError, match="Index has to be a vector/scalar"):
+        x.index_fill(0, torch.tensor([[1]], device=device), 1.0)
+    with pytest.raises(IndexError, match="same number of elements"):
+        x.put(torch.tensor([1, 2], device=device), torch.ones(3, device=device))
+
+
+def test_narrow_takes_integers_only(device):
+    """PyTorch's narrow takes int (or integer one-element tensor) start and length: a float or bool is a
+    TypeError, a float, bool or 1-D start tensor a RuntimeError ("start must be an 0-dim integral Tensor.").
+    coretorch truncated 1.5 to 1 and took True as 1."""
+    x = torch.arange(20.0, device=device).reshape(4, 5)
+    for bad in (1.5, True):
+        with pytest.raises(TypeError):
+            x.narrow(0, bad, 2)
+        with pytest.raises(TypeError):
+            x.narrow(0, 1, bad)
+        with pytest.raises(TypeError):
+            x.narrow_copy(0, bad, 2)
+    for bad in (torch.tensor(1.0), torch.tensor(True), torch.tensor([1])):
+        with pytest.raises(RuntimeError, match="start must be an 0-dim integral Tensor"):
+            x.narrow(0, bad, 2)
+    assert x.narrow(0, torch.tensor(1, dtype=torch.int32), 2).tolist() == x[1:3].tolist()
+    assert x.narrow(1, np.int64(-2), torch.tensor([2])).tolist() == x[:, 3:].tolist()

@@ -667,11 +667,24 @@ def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
                                f"{list(target)}.  Tensor sizes: {list(v)}")
 
 
+def _int_arg(v, name: str) -> int:
+    """An int argument as PyTorch parses it: an int or an object with ``__index__`` (a one-element integer tensor
+    too), never a bool or a float."""
+    if isinstance(v, Tensor):
+        if v.numel() == 1 and not v.dtype.is_floating_point and v.dtype is not _bool:
+            return int(v.item())
+    elif not isinstance(v, bool) and hasattr(v, "__index__"):
+        return int(v.__index__())
+    raise TypeError(f"narrow(): argument '{name}' must be int, not {type(v).__name__}")
+
+
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of ``input`` restricted to ``start, ..., start + length - 1`` along ``dim``."""
+    if isinstance(start, Tensor) and (start.ndim or start.dtype.is_floating_point or start.dtype is _bool):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
+    start, length = _int_arg(start, "start"), _int_arg(length, "length")
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    start, length = int(start), int(length)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     d = norm_dim(dim, input.ndim, "narrow")

@@ -276,9 +276,16 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce the slices of ``source`` along ``dim`` into input's slices ``index`` (prod, mean, amax or amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if isinstance(index, Tensor) and index.dtype is _dt.int32:  # (PyTorch takes int32 indices here, as index_add)
+        if index.ndim > 1:
+            raise IndexError("index_reduce(): Index is supposed to be a vector")
+        index = index.to(_i64)
     d = _check_index_vector("index_reduce", input, dim, index)
     if not isinstance(source, Tensor):
         raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({input.dtype._tname[:-6]}) and source ({source.dtype._tname[:-6]})"
+                           " must have the same scalar type")
     x1, s1 = _as1d(input), _as1d(source)
     n = index.numel()
     if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
@@ -392,6 +399,8 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_r
             raise IndexError(f"index_fill_(): Expected dtype int64 for index, but got {index.dtype}")
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     if index.ndim > 1:
+        if op == "index_fill":  # (PyTorch's index_fill: a RuntimeError)
+            raise RuntimeError("Index has to be a vector/scalar")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     _ix._same_device(op, input, index)
     if not check_range:
@@ -414,24 +423,50 @@ class IndexCopyBackward0(Node):  # (the indices saved, version-checked, as PyTor
         return gx, gs
 
 
-def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
-    d = _check_index_vector("index_copy", input, dim, index)
-    _ix._same_device("index_copy", input, source)
-    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
-        input, _, source = _ac_cast("index_copy", input, index, source)
+def _check_index_copy(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    """PyTorch's index_copy_ checks, in its order and with its error types."""
+    n = index.numel()
+    if index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if source.ndim == 0 and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {n})")
+    if source.ndim != input.ndim and source.ndim != 0 and input.ndim != 0:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality must "
+                         f"match. Source dimensionality ({source.ndim}), destination dimensionality ({input.ndim})")
+    if index.dtype is not _i64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {index.dtype}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                            f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")
+    _ix._same_device("index_copy", input, index, source)
+    xs = [s for k, s in enumerate(input.shape) if k != d]
+    ss = [s for k, s in enumerate(source.shape) if k != d]
+    if xs != ss:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                           f"slice shape: {' '.join(map(str, xs))} at dimension {d} and source slice shape: "
+                           f"{' '.join(map(str, ss))} at dimension 0.")
+    if source.ndim and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) "
+                         f"({source.shape[d]})")
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
+    d = norm_dim(dim, input.ndim, "index_copy")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_copy(): argument 'index' must be Tensor, not {type(index).__name__}")
+    _check_index_copy(input, d, index, source)
+    if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
+        input, _, source = _ac_cast("index_copy", input, index, source)
+    if input.numel() and source.numel():  # (PyTorch's kernel reads no index when it copies nothing)
+        size = input.shape[d] if input.ndim else 1
+        _ix._check_range("index_copy", index, size, d, IndexError,
+                         f"index_copy_(): index {{}} is out of bounds for dimension {d} with size {size}")
     x1, s1 = _as1d(input), _as1d(source)
     n = index.numel()
-    if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
-        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes and the number "
-                           f"of indices ({n}) must match source.size(dim) (source {list(source.shape)}, self "
-                           f"{list(input.shape)}, dim {d})")
     table = input._be
     out = table.contiguous(x1._data)
-    if n:
+    if n and x1.numel() and s1.numel():  # (nothing to copy: PyTorch reads no index)
         table.setitem_(out, _dim_key(x1, d, index), s1._data)
     if input.ndim == 0:
         out = table.view(out, ())
@@ -509,8 +544,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{input.dtype} and source.dtype = {source.dtype}")
-    if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+    if index.numel() != source.numel():  # (PyTorch: an IndexError)
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = input.numel()
     if index.numel() and n == 0:
