@@ -135,3 +135,18 @@ def test_narrow_takes_integers_only(device):
             x.narrow(0, bad, 2)
     assert x.narrow(0, torch.tensor(1, dtype=torch.int32), 2).tolist() == x[1:3].tolist()
     assert x.narrow(1, np.int64(-2), torch.tensor([2])).tolist() == x[:, 3:].tolist()
+
+
+@pytest.mark.parametrize("reduce,include_self", [("mean", True), ("mean", False), ("prod", False), ("amax", False)])
+def test_bool_index_reduce_without_a_bool_kernel_raises_not_implemented(device, reduce, include_self):
+    """PyTorch has no bool kernel for index_reduce's mean nor for the initialisation of an excluded self, nor for
+    scatter_reduce's mean: NotImplementedError ("... not implemented for 'Bool'").  coretorch returned values on
+    cpu and raised a RuntimeError about floor_divide on opencl; the other bool reductions still work."""
+    x = torch.tensor([[True, False], [False, True]], device=device)
+    idx = torch.tensor([0, 0], device=device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        x.index_reduce(0, idx, x, reduce, include_self=include_self)
+    if reduce == "mean":
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            x.scatter_reduce(0, idx.reshape(2, 1).expand(2, 2), x, "mean", include_self=include_self)
+    assert x.index_reduce(0, idx, x, "amax").tolist() == [[True, True], [False, True]]

@@ -252,6 +252,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if reduce == "mean" and input.dtype is _bool:  # (PyTorch's kernels have no bool mean)
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
         d = _check_scatter("scatter_reduce", input, dim, index, src)
         table = input._be
@@ -276,6 +278,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce the slices of ``source`` along ``dim`` into input's slices ``index`` (prod, mean, amax or amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if isinstance(input, Tensor) and input.dtype is _bool and (reduce == "mean" or not include_self):
+        # (PyTorch's kernels: no bool mean, no bool initialisation of an excluded self)
+        raise NotImplementedError("\"index_reduce_func_exclude_input_init\" not implemented for 'Bool'"
+                                  if not include_self else "\"div_floor_cpu\" not implemented for 'Bool'")
     if isinstance(index, Tensor) and index.dtype is _dt.int32:  # (PyTorch takes int32 indices here, as index_add)
         if index.ndim > 1:
             raise IndexError("index_reduce(): Index is supposed to be a vector")
