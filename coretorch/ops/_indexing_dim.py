@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 # bound by ops.indexing (bind_late), which imports this module and re-exports its names (x[key] stays there)
 _LATE = ("_embed", "getitem")
 _i64, _bool = _dt.int64, _dt.bool_
+_HALVES, _F32 = (_dt.float16, _dt.bfloat16), _dt.float32.np
 
 
 def _same_device(op, input: Tensor, *others) -> None:
@@ -152,7 +153,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
         index, src = index.reshape(1), src.reshape(1)
     table = input._be
-    out = table.scatter_add(input._data, d, index._data, src._data)
+    if input.dtype in _HALVES:  # (PyTorch's CPU kernel accumulates float16/bfloat16 in float32, rounded once)
+        f32 = table.scatter_add(table.cast(input._data, _F32), d, index._data, table.cast(src._data, _F32))
+        out = table.cast(f32, input.dtype.np)
+    else:
+        out = table.scatter_add(input._data, d, index._data, src._data)
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
         node.dim, node.need = d, (input._rg, src._rg)
@@ -256,6 +261,11 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
     table = input._be
     if input.numel() == 0 or source.numel() == 0:  # nothing is added (PyTorch reads no index)
         out = table.contiguous(input._data)
+    elif input.dtype in _HALVES and alpha == 1 and input.ndim > 1 and index.dtype is _i64:
+        # (PyTorch's CPU index_add of a float16/bfloat16 matrix with an int64 index and alpha 1 is a scatter_add:
+        # accumulated in float32, rounded once; its other cases round at each step)
+        f32 = table.index_add(table.cast(input._data, _F32), d, index._data, table.cast(source._data, _F32))
+        out = table.cast(f32, input.dtype.np)
     else:
         out = table.index_add(input._data, d, index._data, source._data)
     if _gs.enabled and (input._rg or source._rg):

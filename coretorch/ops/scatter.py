@@ -31,6 +31,7 @@ __all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", 
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_HALVES = (_dt.float16, _dt.bfloat16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,8 +107,10 @@ def _identity(reduce: str, dt):
     return int(info.min) if reduce == "amax" else int(info.max)
 
 
-def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None, include_self: bool = True):
-    """The scattered copy of input's data (no graph)."""
+def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None, include_self: bool = True,
+                  opmath: bool = True):
+    """The scattered copy of input's data (no graph).  ``opmath``: float16/bfloat16 sums and products accumulate
+    in float32, rounded once (PyTorch's CPU scatter kernels; its index_reduce rounds at each step)."""
     table = input._be
     x1, i1 = _as1d(input), _as1d(index)
     out = table.contiguous(x1._data)
@@ -118,12 +121,19 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
         vals = _native(_src_part(_as1d(src), i1), input.dtype)
     else:
         vals = _dt.fit_scalar(src, input.dtype)
+    wide = opmath and input.dtype in _HALVES and reduce in ("sum", "mean", "add", "prod", "multiply")
+    if wide:
+        out = table.cast(out, _dt.float32.np)
+        if isinstance(src, Tensor):
+            vals = table.cast(vals, _dt.float32.np)
     if reduce is None:
         table.setitem_(out, key, vals)
     elif reduce in ("sum", "mean", "add"):
         if not include_self:
             table.setitem_(out, key, 0)
         table.index_reduce_(out, key, vals, "sum")
+        if wide:  # (a mean divides the rounded sum, as PyTorch)
+            out, wide = table.cast(out, input.dtype.np), False
         if reduce == "mean":
             cnt = table.full(tuple(x1.shape), 1, input.dtype.np)
             if not include_self:
@@ -135,6 +145,8 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
         if not include_self:
             table.setitem_(out, key, _identity(op, input.dtype))
         table.index_reduce_(out, key, vals, op)
+    if wide:
+        out = table.cast(out, input.dtype.np)
     return table.view(out, tuple(input.shape)) if input.ndim == 0 else out
 
 
@@ -247,6 +259,11 @@ _REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch 2.13 takes them, un
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out: Tensor | None = None) -> Tensor:
     """Reduce ``src`` into input at ``index`` along ``dim`` with sum, prod, mean, amax or amin."""
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, out, True)
+
+
+def _scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool,
+                    out: Tensor | None, opmath: bool) -> Tensor:
     reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
@@ -257,7 +274,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
         d = _check_scatter("scatter_reduce", input, dim, index, src)
         table = input._be
-        data = _scatter_data(input, d, index, src, reduce, include_self)
+        data = _scatter_data(input, d, index, src, reduce, include_self, opmath)
         if not (_gs.enabled and (input._rg or src._rg)):
             return _out(_make(data, input.dtype, table), out, "scatter_reduce", input, src)
         node = ScatterReduceBackward0()
@@ -300,7 +317,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     vs = [1] * s1.ndim
     vs[d] = n
     idx = expand(_as1d(index).reshape(tuple(vs)), tuple(s1.shape))  # the index of every source element (a view)
-    r = scatter_reduce(x1, d, idx, s1, reduce, include_self=include_self)
+    r = _scatter_reduce(x1, d, idx, s1, reduce, include_self, None, False)
     if r.grad_fn is not None:
         r.grad_fn.__class__ = IndexReduceBackward0
     return _out(r.reshape(()) if input.ndim == 0 else r, out, "index_reduce", input, source)
