@@ -190,3 +190,28 @@ def test_half_scatter_sums_and_products_accumulate_in_float32(device, dtype):
     cnt = np.bincount(idx, minlength=3)[:, None] + 1.0
     mean = x.scatter_reduce(0, i2, s, "mean").float().cpu().numpy()
     np.testing.assert_array_equal(mean, _round_to(want_sum / cnt, dtype))
+
+
+def test_deprecation_and_beta_warnings_of_scatter_index_reduce_and_masked_scatter(device):
+    """PyTorch warns once per process that scatter's ``reduce=`` with a Tensor src is deprecated and that
+    index_reduce is in beta, and warns that a uint8 mask of masked_scatter_ is deprecated before refusing it.
+    coretorch gave none of the three warnings."""
+    import warnings
+    from coretorch.ops import scatter as _sc
+
+    x = torch.zeros(4, 5, device=device)
+    i = torch.tensor([1, 1, 2], device=device)
+    _sc._WARNED.clear()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        x.scatter(0, i[:, None].expand(3, 5), torch.ones(3, 5, device=device), reduce="add")
+        x.scatter(0, i[:, None].expand(3, 5), torch.ones(3, 5, device=device), reduce="multiply")
+        x.scatter(0, i[:, None].expand(3, 5), 2.0, reduce="add")  # (a number src: no warning)
+        x.index_reduce(0, i, torch.ones(3, 5, device=device), "amax")
+        x.index_reduce(0, i, torch.ones(3, 5, device=device), "amin")
+        with pytest.raises(RuntimeError, match="only supports boolean masks"):
+            x.masked_scatter(torch.ones(4, 5, dtype=torch.uint8, device=device), torch.ones(20, device=device))
+    msgs = [str(m.message) for m in w]
+    assert sum("reduce argument of torch.scatter with Tensor src is deprecated" in m for m in msgs) == 1
+    assert sum("index_reduce() is in beta" in m for m in msgs) == 1
+    assert sum("masked_scatter_ received a mask with dtype torch.uint8" in m for m in msgs) == 1

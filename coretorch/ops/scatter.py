@@ -8,6 +8,7 @@ along ``dim``, an ``arange`` grid along the others), so each op is a copy plus o
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -92,6 +93,16 @@ def _pad_grad(g: Tensor, shape: tuple) -> Tensor:
     if tuple(g.shape) == tuple(shape):
         return g
     return _ix._embed(g, shape, tuple(slice(0, s) for s in g.shape), False)
+
+
+_WARNED: set = set()
+
+
+def _warn_once(msg: str) -> None:
+    """PyTorch's TORCH_WARN_ONCE: a UserWarning the first time in the process."""
+    if msg not in _WARNED:
+        _WARNED.add(msg)
+        warnings.warn(msg, UserWarning, stacklevel=4)
 
 
 def _identity(reduce: str, dt):
@@ -181,6 +192,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     st = isinstance(src, Tensor)
+    if st and reduce is not None:
+        _warn_once("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+                   "PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
     if not st and not isinstance(src, (int, float, bool)):
         if not isinstance(src, np.generic) or src.dtype.kind not in "biuf":
             raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
@@ -299,6 +313,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         # (PyTorch's kernels: no bool mean, no bool initialisation of an excluded self)
         raise NotImplementedError("\"index_reduce_func_exclude_input_init\" not implemented for 'Bool'"
                                   if not include_self else "\"div_floor_cpu\" not implemented for 'Bool'")
+    _warn_once("index_reduce() is in beta and the API may change at any time.")
     if isinstance(index, Tensor) and index.dtype is _dt.int32:  # (PyTorch takes int32 indices here, as index_add)
         if index.ndim > 1:
             raise IndexError("index_reduce(): Index is supposed to be a vector")
@@ -587,6 +602,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: boo
     """input with the elements where ``mask`` is True replaced, in order, by source's first elements; input and mask
     broadcast against each other (a mask larger than input gives the larger shape, as PyTorch; not in place)."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        if mask.dtype is _dt.uint8:  # (PyTorch warns before refusing it)
+            warnings.warn("masked_scatter_ received a mask with dtype torch.uint8, this behavior is now deprecated,"
+                          "please use a mask with dtype torch.bool instead.", UserWarning, stacklevel=3)
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if source.dtype is not input.dtype:
