@@ -493,9 +493,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     d = norm_dim(dim, input.ndim, "index_copy")
     if not isinstance(index, Tensor):
         raise TypeError(f"index_copy(): argument 'index' must be Tensor, not {type(index).__name__}")
-    _check_index_copy(input, d, index, source)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, _, source = _ac_cast("index_copy", input, index, source)
+    _check_index_copy(input, d, index, source)
     if input.numel() and source.numel():  # (PyTorch's kernel reads no index when it copies nothing)
         size = input.shape[d] if input.ndim else 1
         _ix._check_range("index_copy", index, size, d, IndexError,
