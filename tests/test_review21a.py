@@ -215,3 +215,21 @@ def test_deprecation_and_beta_warnings_of_scatter_index_reduce_and_masked_scatte
     assert sum("reduce argument of torch.scatter with Tensor src is deprecated" in m for m in msgs) == 1
     assert sum("index_reduce() is in beta" in m for m in msgs) == 1
     assert sum("masked_scatter_ received a mask with dtype torch.uint8" in m for m in msgs) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_scatter_and_index_reduce_amax_amin_propagate_nan(device, dtype):
+    """PyTorch's amax/amin reductions (scatter_reduce, index_reduce) propagate a NaN of self or src.  On opencl the
+    bfloat16 kernel took the integer combine (bfloat16 has numpy kind "V") and dropped NaN: amin of [nan, nan, -1,
+    inf] gave -1."""
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([nan, 1.0, 2.0, -inf], dtype=dtype, device=device)
+    s = torch.tensor([5.0, nan, -1.0, inf], dtype=dtype, device=device)
+    i = torch.tensor([3, 3, 3, 1], device=device)
+    for op, rest in (("amax", [2.0, inf]), ("amin", [1.0, 2.0])):
+        for inc in (True, False):
+            r = x.scatter_reduce(0, i, s, op, include_self=inc).float().cpu().numpy()
+            assert np.isnan(r[0]) and np.isnan(r[3]), (op, inc, r)
+            r = x.index_reduce(0, i, s, op, include_self=inc).float().cpu().numpy()
+            assert np.isnan(r[0]) and np.isnan(r[3]), (op, inc, r)
+    assert x.scatter_reduce(0, i, s, "amax").float()[1:3].tolist() == [inf, 2.0]
