@@ -233,3 +233,20 @@ def test_scatter_and_index_reduce_amax_amin_propagate_nan(device, dtype):
             r = x.index_reduce(0, i, s, op, include_self=inc).float().cpu().numpy()
             assert np.isnan(r[0]) and np.isnan(r[3]), (op, inc, r)
     assert x.scatter_reduce(0, i, s, "amax").float()[1:3].tolist() == [inf, 2.0]
+
+
+def test_a_list_subclass_subscript_and_an_empty_bool_array(device):
+    """PyTorch's treatSequenceAsTuple takes any list (a subclass too): ``x[L([[0, 2], [1, 1]])]`` is
+    ``x[[0, 2], [1, 1]]`` (2 rows); an empty numpy bool array is a mask (shape [0]: IndexError on a dim of 3).
+    coretorch took the list subclass as one index tensor ([2, 2, 4, 5]) and the empty bool array as an empty
+    integer index (an empty result)."""
+    class L(list):
+        pass
+
+    x = torch.arange(60.0, device=device).reshape(3, 4, 5)
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        assert x[L([[0, 2], [1, 1]])].tolist() == x[[0, 2], [1, 1]].tolist()
+    assert tuple(x[L([0, 2])].shape) == (2, 4, 5)
+    with pytest.raises(IndexError, match=r"The shape of the mask \[0\] at index 0 does not match"):
+        x[np.array([], dtype=bool)]
+    assert tuple(x[np.array([])].shape) == (0, 4, 5) and tuple(x[[]].shape) == (0, 4, 5)

@@ -34,10 +34,9 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False
         # lists / numpy arrays: made on the cpu first when ref's device is not host memory (checked there)
         dev = ref.device if ref._be.host_memory else "cpu"
         t = _creation.tensor(k, device=dev)
-        if t.numel() == 0:
-            t = t.to(_i64)
-        elif t.dtype not in (_i64, _dt.uint8, _bool):  # (PyTorch's indexing_tensor_from_data: long unless a mask;
-            t = _creation.tensor(k, dtype=_i64, device=dev)  # ``x[[1.5, 0]]`` is ``x[[1, 0]]``)
+        if t.dtype not in (_i64, _dt.uint8, _bool):  # (PyTorch's indexing_tensor_from_data: long unless a mask,
+            # an empty bool array too; ``x[[1.5, 0]]`` is ``x[[1, 0]]``)
+            t = t.to(_i64) if t.numel() == 0 else _creation.tensor(k, dtype=_i64, device=dev)
     if t._be is not ref._be:
         if t._be.type == "cpu" or put:
             if host is not None and t._be.type == "cpu":
@@ -173,7 +172,7 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
     checks passed (index_put_ checks the value before the indices, as PyTorch)."""
     bare = key
     if not isinstance(key, tuple):
-        key = tuple(key) if python_key and key.__class__ is list and _seq_as_tuple(key) else (key,)
+        key = tuple(key) if python_key and isinstance(key, list) and _seq_as_tuple(key) else (key,)
     shape = x._data.shape
     ndim = len(shape)
     items, consumed = _classify(x, key, python_key, checks is not None)
@@ -553,7 +552,7 @@ _FULL = slice(None)
 
 
 def _setitem(x: Tensor, key, value) -> None:
-    if key.__class__ is list and _seq_as_tuple(key):
+    if isinstance(key, list) and _seq_as_tuple(key):
         key = tuple(key)
     if key.__class__ is bool:  # PyTorch: x[False] = v does nothing, x[True] = v copies v into x[None]
         if not key:
