@@ -250,3 +250,23 @@ def test_a_list_subclass_subscript_and_an_empty_bool_array(device):
     with pytest.raises(IndexError, match=r"The shape of the mask \[0\] at index 0 does not match"):
         x[np.array([], dtype=bool)]
     assert tuple(x[np.array([])].shape) == (0, 4, 5) and tuple(x[[]].shape) == (0, 4, 5)
+
+
+def test_where_takes_a_uint8_condition_with_pytorchs_warning(device):
+    """PyTorch reads a uint8 condition of where as bool, with a deprecation warning (other integer dtypes still
+    raise).  coretorch raised RuntimeError for uint8 too."""
+    import warnings
+    from coretorch.ops import _pointwise_where as _pw
+
+    c = torch.tensor([1, 0, 2], dtype=torch.uint8, device=device)
+    x = torch.ones(3, device=device, requires_grad=True)
+    _pw._U8_WARNED.clear()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = torch.where(c, x, 0.0)
+    assert y.tolist() == [1.0, 0.0, 1.0]
+    assert any("where received a uint8 condition tensor" in str(m.message) for m in w)
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor"):
+        torch.where(c.to(torch.int8), x, 0.0)
