@@ -270,3 +270,22 @@ def test_where_takes_a_uint8_condition_with_pytorchs_warning(device):
     assert x.grad.tolist() == [1.0, 0.0, 1.0]
     with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor"):
         torch.where(c.to(torch.int8), x, 0.0)
+
+
+def test_masked_fill_and_index_fill_nodes_take_pytorchs_names(device):
+    """PyTorch names masked_fill's node MaskedFillBackward0 (a number value) or MaskedFillBackward1 (a tensor
+    value) and index_fill's with a tensor value IndexFillBackward1; coretorch showed WhereBackward0 (masked_fill is
+    built on where) and IndexFillBackward0.  The gradients are unchanged."""
+    x = torch.randn(4, 5, device=device, requires_grad=True)
+    v = torch.tensor(2.0, device=device, requires_grad=True)
+    m = x.detach() > 0
+    assert type(x.masked_fill(m, 1.0).grad_fn).__name__ == "MaskedFillBackward0"
+    y = x.masked_fill(m, v)
+    assert type(y.grad_fn).__name__ == "MaskedFillBackward1"
+    assert type((x * 1).masked_fill_(m, v).grad_fn).__name__ == "MaskedFillBackward1"
+    i = torch.tensor([0, 2], device=device)
+    assert type(x.index_fill(0, i, v).grad_fn).__name__ == "IndexFillBackward1"
+    assert type(x.index_fill(0, i, 1.0).grad_fn).__name__ == "IndexFillBackward0"
+    y.sum().backward()
+    assert v.grad.item() == float(m.sum().item())
+    assert torch.equal(x.grad, (~m).to(x.dtype))

@@ -530,6 +530,10 @@ class IndexFillBackward0(Node):  # (the indices saved, version-checked, as PyTor
         return (gx, gv) if self.nv else (gx,)
 
 
+class IndexFillBackward1(IndexFillBackward0):  # (PyTorch's name for the tensor-value form)
+    pass
+
+
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     """input with ``value`` at ``index`` along ``dim``."""
     empty = input.numel() == 0
@@ -564,7 +568,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
         out = table.view(out, ())
     vrg = vt and value._rg
     if _gs.enabled and (input._rg or vrg):
-        node = IndexFillBackward0()
+        node = IndexFillBackward1() if vt else IndexFillBackward0()
         node.dim, node.need, node.nv = d, (input._rg, vrg), vt
         node.save(_as1d(given))
         node.next_functions = (edge(input), edge(value)) if vt else (edge(input),)
