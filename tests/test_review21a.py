@@ -274,8 +274,9 @@ def test_where_takes_a_uint8_condition_with_pytorchs_warning(device):
 
 def test_masked_fill_and_index_fill_nodes_take_pytorchs_names(device):
     """PyTorch names masked_fill's node MaskedFillBackward0 (a number value) or MaskedFillBackward1 (a tensor
-    value) and index_fill's with a tensor value IndexFillBackward1; coretorch showed WhereBackward0 (masked_fill is
-    built on where) and IndexFillBackward0.  The gradients are unchanged."""
+    value), index_fill's with a tensor value IndexFillBackward1 and masked_select's MaskedSelectBackward0 (on the
+    input's own node); coretorch showed WhereBackward0 (masked_fill is built on where), IndexFillBackward0 and
+    IndexBackward0 after a view.  The gradients are unchanged."""
     x = torch.randn(4, 5, device=device, requires_grad=True)
     v = torch.tensor(2.0, device=device, requires_grad=True)
     m = x.detach() > 0
@@ -286,6 +287,9 @@ def test_masked_fill_and_index_fill_nodes_take_pytorchs_names(device):
     i = torch.tensor([0, 2], device=device)
     assert type(x.index_fill(0, i, v).grad_fn).__name__ == "IndexFillBackward1"
     assert type(x.index_fill(0, i, 1.0).grad_fn).__name__ == "IndexFillBackward0"
+    sel = x.masked_select(m)
+    assert type(sel.grad_fn).__name__ == "MaskedSelectBackward0"
+    assert type(sel.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
     y.sum().backward()
     assert v.grad.item() == float(m.sum().item())
     assert torch.equal(x.grad, (~m).to(x.dtype))

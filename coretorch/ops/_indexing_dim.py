@@ -298,6 +298,18 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """A 1-D tensor of the elements of ``input`` where the bool ``mask`` (broadcast) is True."""
     if mask.dtype is not _bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
-    from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
-    return getitem(x, m)
+    x, m = input, mask
+    if tuple(input.shape) != tuple(mask.shape):
+        from .shape import broadcast_tensors
+        x, m = broadcast_tensors(input, mask)
+    r = getitem(x, m)
+    gf = r.grad_fn
+    if gf is not None:  # (PyTorch's name for the node)
+        cls = _MASKED_SELECT.get(type(gf))
+        if cls is None:
+            cls = _MASKED_SELECT[type(gf)] = type("MaskedSelectBackward0", (type(gf),), {"__slots__": ()})
+        gf.__class__ = cls
+    return r
+
+
+_MASKED_SELECT: dict = {}
