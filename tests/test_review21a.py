@@ -293,3 +293,28 @@ def test_masked_fill_and_index_fill_nodes_take_pytorchs_names(device):
     y.sum().backward()
     assert v.grad.item() == float(m.sum().item())
     assert torch.equal(x.grad, (~m).to(x.dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_gradients_of_gather_and_embedding_accumulate_as_pytorch(device, dtype):
+    """PyTorch's CPU backward of gather (and take_along_dim, index_select) is a scatter_add/index_add that
+    accumulates float16/bfloat16 in float32 and rounds once; embedding's backward sums the rows in the dtype
+    (rounding at each step).  coretorch's gather backward rounded at each step, and once index_add accumulated in
+    float32 its embedding backward would have too."""
+    rng = np.random.default_rng(11)
+    idx = rng.integers(0, 3, 200)
+    g = torch.tensor(rng.uniform(-3, 7, (200, 4))).to(dtype)
+    ga = g.float().numpy()
+    exact, seq = np.zeros((3, 4), np.float32), np.zeros((3, 4), np.float32)
+    for i, j in enumerate(idx):
+        exact[j] += ga[i]
+        seq[j] = _round_to(seq[j] + ga[i], dtype)
+    w = torch.zeros(3, 4, dtype=dtype, device=device, requires_grad=True)
+    w.gather(0, torch.tensor(np.tile(idx[:, None], (1, 4)), device=device)).backward(g.to(device))
+    np.testing.assert_array_equal(w.grad.float().cpu().numpy(), _round_to(exact, dtype))
+    w.grad = None
+    w.index_select(0, torch.tensor(idx, device=device)).backward(g.to(device))
+    np.testing.assert_array_equal(w.grad.float().cpu().numpy(), _round_to(exact, dtype))
+    w.grad = None
+    torch.nn.functional.embedding(torch.tensor(idx, device=device), w).backward(g.to(device))
+    np.testing.assert_array_equal(w.grad.float().cpu().numpy(), seq)

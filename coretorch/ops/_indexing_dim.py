@@ -79,7 +79,7 @@ class GatherBackward0(Node):
             # plain: indices were checked in forward
             table = g._be
             zeros = table.full(self.shape, 0, g.dtype.np)
-            return (_make(table.scatter_add(zeros, self.dim, index._data, g._data), g.dtype, table),)
+            return (_make(_scatter_add_data(table, zeros, self.dim, index._data, g._data, g.dtype), g.dtype, table),)
         return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, index, g),)
 
 
@@ -130,6 +130,13 @@ class ScatterAddBackward0(Node):
         return (g if self.need[0] else None, gs)
 
 
+def _scatter_add_data(table, x, d: int, index, src, dtype):
+    """The backend's scatter_add; float16/bfloat16 accumulate in float32 and round once (PyTorch's CPU kernel)."""
+    if dtype in _HALVES:
+        return table.cast(table.scatter_add(table.cast(x, _F32), d, index, table.cast(src, _F32)), dtype.np)
+    return table.scatter_add(x, d, index, src)
+
+
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with the values of ``src`` added at the positions ``index`` along ``dim``.
 
@@ -153,11 +160,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
         index, src = index.reshape(1), src.reshape(1)
     table = input._be
-    if input.dtype in _HALVES:  # (PyTorch's CPU kernel accumulates float16/bfloat16 in float32, rounded once)
-        f32 = table.scatter_add(table.cast(input._data, _F32), d, index._data, table.cast(src._data, _F32))
-        out = table.cast(f32, input.dtype.np)
-    else:
-        out = table.scatter_add(input._data, d, index._data, src._data)
+    out = _scatter_add_data(table, input._data, d, index._data, src._data, input.dtype)
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
         node.dim, node.need = d, (input._rg, src._rg)
@@ -227,8 +230,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     return _index_add(input, dim, index, source, alpha, True)
 
 
-def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, check: bool = False) -> Tensor:
-    """index_add; ``check``: check the indices' range (the backward passes use indices checked already)."""
+def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, check: bool = False,
+               opmath: bool = True) -> Tensor:
+    """index_add; ``check``: check the indices' range (the backward passes use indices checked already);
+    ``opmath=False``: float16/bfloat16 round at each step (PyTorch's embedding backward)."""
     d = norm_dim(dim, input.ndim, "index_add")
     _check_index("index_add", index)
     _same_device("index_add", input, index, source)
@@ -261,7 +266,7 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
     table = input._be
     if input.numel() == 0 or source.numel() == 0:  # nothing is added (PyTorch reads no index)
         out = table.contiguous(input._data)
-    elif input.dtype in _HALVES and alpha == 1 and input.ndim > 1 and index.dtype is _i64:
+    elif opmath and input.dtype in _HALVES and alpha == 1 and input.ndim > 1 and index.dtype is _i64:
         # (PyTorch's CPU index_add of a float16/bfloat16 matrix with an int64 index and alpha 1 is a scatter_add:
         # accumulated in float32, rounded once; its other cases round at each step)
         f32 = table.index_add(table.cast(input._data, _F32), d, index._data, table.cast(source._data, _F32))
