@@ -142,6 +142,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
     For ``dim=0``: ``out[index[i][j]][j] += src[i][j]``; repeated indices accumulate.
     """
+    return _scatter_add(input, dim, index, src, True)
+
+
+def _scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, opmath: bool) -> Tensor:
+    """scatter_add; ``opmath=False``: float16/bfloat16 round at each step (PyTorch's pooling backward kernels)."""
     d = norm_dim(dim, input.ndim, "scatter_add")
     _check_index("scatter_add", index, input.ndim, empty_ok=True)
     _same_device("scatter_add", input, index, src)
@@ -160,7 +165,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
         index, src = index.reshape(1), src.reshape(1)
     table = input._be
-    out = _scatter_add_data(table, input._data, d, index._data, src._data, input.dtype)
+    out = _scatter_add_data(table, input._data, d, index._data, src._data, input.dtype if opmath else None)
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
         node.dim, node.need = d, (input._rg, src._rg)

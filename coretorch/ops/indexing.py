@@ -718,7 +718,7 @@ from .inplace import check_inplace, multi_output_error, rebase  # noqa: E402
 # the index ops along one dim, built on getitem above; every name stays public here
 from . import _indexing_dim  # noqa: E402
 from ._indexing_dim import _same_device, _check_index, _shape1, _check_range, GatherBackward0  # noqa: E402, F401
-from ._indexing_dim import gather, ScatterAddBackward0, scatter_add, IndexSelectBackward0  # noqa: E402, F401
+from ._indexing_dim import gather, ScatterAddBackward0, scatter_add, _scatter_add, IndexSelectBackward0  # noqa: E402, F401
 from ._indexing_dim import index_select, IndexAddBackward0, index_add, _index_add, nonzero  # noqa: E402, F401
 from ._indexing_dim import masked_select  # noqa: E402, F401
 
