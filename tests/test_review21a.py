@@ -318,3 +318,20 @@ def test_half_gradients_of_gather_and_embedding_accumulate_as_pytorch(device, dt
     w.grad = None
     torch.nn.functional.embedding(torch.tensor(idx, device=device), w).backward(g.to(device))
     np.testing.assert_array_equal(w.grad.float().cpu().numpy(), seq)
+
+
+def test_index_add_alpha_is_a_checked_scalar(device):
+    """PyTorch's index_add takes ``alpha`` as a Scalar: a number or a 0-d tensor (a 1-D tensor is a TypeError),
+    converted to self's dtype with its overflow check (float16 and alpha=1e5: RuntimeError "value cannot be
+    converted to type c10::Half without overflow").  coretorch multiplied by a 1-D alpha (on opencl: a device
+    error) and gave inf for the float16 overflow."""
+    x = torch.zeros(4, 5, device=device)
+    i = torch.tensor([1, 1], device=device)
+    s = torch.ones(2, 5, device=device)
+    with pytest.raises(TypeError, match="argument 'alpha' must be Number, not Tensor"):
+        x.index_add(0, i, s, alpha=torch.tensor([2.0]))
+    assert x.index_add(0, i, s, alpha=torch.tensor(2.0))[1].tolist() == [4.0] * 5
+    with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+        x.half().index_add(0, i, s.half(), alpha=1e5)
+    u = torch.full((4, 5), 3, dtype=torch.uint8, device=device)
+    assert u.index_add(0, i, torch.ones(2, 5, dtype=torch.uint8, device=device), alpha=-1)[1].tolist() == [1] * 5

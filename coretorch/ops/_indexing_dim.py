@@ -262,6 +262,13 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
             else:
                 _check_range("index_add_", index, input.shape[d] if input.ndim else 1, d, IndexError,
                              "index_add_(): index {} out of range in self")
+    if check:  # (PyTorch's Scalar alpha: a number or a 0-d tensor, converted to self's dtype with its check)
+        if isinstance(alpha, Tensor):
+            if alpha.ndim:
+                raise TypeError("index_add(): argument 'alpha' must be Number, not Tensor")
+            alpha = alpha.item()
+        if alpha != 1 and not isinstance(alpha, bool):
+            _dt.fit_scalar(alpha, input.dtype)
     if alpha != 1:
         if not input.dtype.is_floating_point and isinstance(alpha, float):  # (PyTorch: alpha.to<int64_t>())
             alpha = int(alpha)
