@@ -23,6 +23,7 @@ from ._util import broadcast_shape, broadcast_shapes, edge, host_all_below, norm
 from ._out import write_out
 from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
+from ._scatter_checks import check_index_copy as _check_index_copy
 from .inplace import apply_inplace
 from .shape import expand
 
@@ -459,33 +460,6 @@ class IndexCopyBackward0(Node):  # (the indices saved, version-checked, as PyTor
         gx = index_fill(g, self.dim, index, 0) if self.need[0] else None
         gs = _ix.index_select(g, self.dim, index).reshape(self.src_shape) if self.need[1] else None
         return gx, gs
-
-
-def _check_index_copy(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
-    """PyTorch's index_copy_ checks, in its order and with its error types."""
-    n = index.numel()
-    if index.ndim > 1:
-        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
-    if source.ndim == 0 and n != 1:
-        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {n})")
-    if source.ndim != input.ndim and source.ndim != 0 and input.ndim != 0:
-        raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality must "
-                         f"match. Source dimensionality ({source.ndim}), destination dimensionality ({input.ndim})")
-    if index.dtype is not _i64:
-        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {index.dtype}")
-    if source.dtype is not input.dtype:
-        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
-                           f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")
-    _ix._same_device("index_copy", input, index, source)
-    xs = [s for k, s in enumerate(input.shape) if k != d]
-    ss = [s for k, s in enumerate(source.shape) if k != d]
-    if xs != ss:
-        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
-                           f"slice shape: {' '.join(map(str, xs))} at dimension {d} and source slice shape: "
-                           f"{' '.join(map(str, ss))} at dimension 0.")
-    if source.ndim and n != source.shape[d]:
-        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) "
-                         f"({source.shape[d]})")
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
