@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 # bound by ops.indexing (bind_late), which imports this module and re-exports its names (x[key] stays there)
 _LATE = ("_embed", "getitem")
 _i64, _bool = _dt.int64, _dt.bool_
+_HALVES, _F32 = (_dt.float16, _dt.bfloat16), _dt.float32.np
 
 
 def _same_device(op, input: Tensor, *others) -> None:
@@ -78,7 +79,7 @@ class GatherBackward0(Node):
             # plain: indices were checked in forward
             table = g._be
             zeros = table.full(self.shape, 0, g.dtype.np)
-            return (_make(table.scatter_add(zeros, self.dim, index._data, g._data), g.dtype, table),)
+            return (_make(_scatter_add_data(table, zeros, self.dim, index._data, g._data, g.dtype), g.dtype, table),)
         return (scatter_add(_zeros_on(self.shape, g.dtype, g._be), self.dim, index, g),)
 
 
@@ -129,11 +130,23 @@ class ScatterAddBackward0(Node):
         return (g if self.need[0] else None, gs)
 
 
+def _scatter_add_data(table, x, d: int, index, src, dtype):
+    """The backend's scatter_add; float16/bfloat16 accumulate in float32 and round once (PyTorch's CPU kernel)."""
+    if dtype in _HALVES:
+        return table.cast(table.scatter_add(table.cast(x, _F32), d, index, table.cast(src, _F32)), dtype.np)
+    return table.scatter_add(x, d, index, src)
+
+
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with the values of ``src`` added at the positions ``index`` along ``dim``.
 
     For ``dim=0``: ``out[index[i][j]][j] += src[i][j]``; repeated indices accumulate.
     """
+    return _scatter_add(input, dim, index, src, True)
+
+
+def _scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor, opmath: bool) -> Tensor:
+    """scatter_add; ``opmath=False``: float16/bfloat16 round at each step (PyTorch's pooling backward kernels)."""
     d = norm_dim(dim, input.ndim, "scatter_add")
     _check_index("scatter_add", index, input.ndim, empty_ok=True)
     _same_device("scatter_add", input, index, src)
@@ -152,7 +165,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input.ndim == 1 and (index.ndim == 0 or src.ndim == 0):  # 0-d operands read as 1-d
         index, src = index.reshape(1), src.reshape(1)
     table = input._be
-    out = table.scatter_add(input._data, d, index._data, src._data)
+    out = _scatter_add_data(table, input._data, d, index._data, src._data, input.dtype if opmath else None)
     if _gs.enabled and (input._rg or src._rg):
         node = ScatterAddBackward0()
         node.dim, node.need = d, (input._rg, src._rg)
@@ -222,8 +235,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     return _index_add(input, dim, index, source, alpha, True)
 
 
-def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, check: bool = False) -> Tensor:
-    """index_add; ``check``: check the indices' range (the backward passes use indices checked already)."""
+def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, check: bool = False,
+               opmath: bool = True) -> Tensor:
+    """index_add; ``check``: check the indices' range (the backward passes use indices checked already);
+    ``opmath=False``: float16/bfloat16 round at each step (PyTorch's embedding backward)."""
     d = norm_dim(dim, input.ndim, "index_add")
     _check_index("index_add", index)
     _same_device("index_add", input, index, source)
@@ -247,6 +262,13 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
             else:
                 _check_range("index_add_", index, input.shape[d] if input.ndim else 1, d, IndexError,
                              "index_add_(): index {} out of range in self")
+    if check:  # (PyTorch's Scalar alpha: a number or a 0-d tensor, converted to self's dtype with its check)
+        if isinstance(alpha, Tensor):
+            if alpha.ndim:
+                raise TypeError("index_add(): argument 'alpha' must be Number, not Tensor")
+            alpha = alpha.item()
+        if alpha != 1 and not isinstance(alpha, bool):
+            _dt.fit_scalar(alpha, input.dtype)
     if alpha != 1:
         if not input.dtype.is_floating_point and isinstance(alpha, float):  # (PyTorch: alpha.to<int64_t>())
             alpha = int(alpha)
@@ -256,6 +278,11 @@ def _index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1, 
     table = input._be
     if input.numel() == 0 or source.numel() == 0:  # nothing is added (PyTorch reads no index)
         out = table.contiguous(input._data)
+    elif opmath and input.dtype in _HALVES and alpha == 1 and input.ndim > 1 and index.dtype is _i64:
+        # (PyTorch's CPU index_add of a float16/bfloat16 matrix with an int64 index and alpha 1 is a scatter_add:
+        # accumulated in float32, rounded once; its other cases round at each step)
+        f32 = table.index_add(table.cast(input._data, _F32), d, index._data, table.cast(source._data, _F32))
+        out = table.cast(f32, input.dtype.np)
     else:
         out = table.index_add(input._data, d, index._data, source._data)
     if _gs.enabled and (input._rg or source._rg):
@@ -288,6 +315,18 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """A 1-D tensor of the elements of ``input`` where the bool ``mask`` (broadcast) is True."""
     if mask.dtype is not _bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
-    from .shape import broadcast_tensors
-    x, m = broadcast_tensors(input, mask)
-    return getitem(x, m)
+    x, m = input, mask
+    if tuple(input.shape) != tuple(mask.shape):
+        from .shape import broadcast_tensors
+        x, m = broadcast_tensors(input, mask)
+    r = getitem(x, m)
+    gf = r.grad_fn
+    if gf is not None:  # (PyTorch's name for the node)
+        cls = _MASKED_SELECT.get(type(gf))
+        if cls is None:
+            cls = _MASKED_SELECT[type(gf)] = type("MaskedSelectBackward0", (type(gf),), {"__slots__": ()})
+        gf.__class__ = cls
+    return r
+
+
+_MASKED_SELECT: dict = {}

@@ -121,6 +121,18 @@ def _fill_value(value, dt):
     return _dt.fit_scalar(int(value), dt)
 
 
+_NODES: dict = {}
+
+
+def _masked_fill_node(base: type, tensor_value: bool) -> type:
+    """where's node class renamed as PyTorch names masked_fill's (same backward)."""
+    key = (base, tensor_value)
+    cls = _NODES.get(key)
+    if cls is None:
+        cls = _NODES[key] = type(f"MaskedFillBackward{int(tensor_value)}", (base,), {"__slots__": ()})
+    return cls
+
+
 def masked_fill(input, mask, value):
     """A copy of ``input`` with ``value`` where the bool ``mask`` (broadcast to ``input``) is True."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
@@ -140,6 +152,9 @@ def masked_fill(input, mask, value):
         # round trip through float32 changes large integers (1530042770 -> 1530042752)
         value = _fill_value(value, input.dtype)
     out = where(mask, value, input)
+    gf = out.grad_fn
+    if gf is not None:  # PyTorch's node names: MaskedFillBackward0 (a number), MaskedFillBackward1 (a tensor)
+        gf.__class__ = _masked_fill_node(type(gf), isinstance(value, Tensor))
     if not out._be.is_contiguous(out._data):  # (PyTorch fills a contiguous clone: where() keeps a transposed layout)
         out = out.contiguous()
     return out if out.dtype is input.dtype else out.to(input.dtype)

@@ -2,6 +2,7 @@
 name."""
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 from .. import dtypes as _dt
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 # call where, so no module-level import of it: no import circle); plain globals, as fast as an import
 _LATE = ("_cast_grads", "_mixed", "ge", "gt", "le", "logical_and", "logical_or", "lt", "maximum", "minimum")
 _bool = _dt.bool_
+_U8_WARNED: list = []
 
 
 class WhereBackward0(Node):
@@ -47,6 +49,12 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is _dt.uint8:  # (PyTorch: deprecated, warned once, read as bool)
+        if not _U8_WARNED:
+            _U8_WARNED.append(True)
+            warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed "
+                          "in a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+        condition = condition.to(_bool)
     if condition.dtype is not _bool:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{condition.dtype}")

@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any, Literal
+
+import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
@@ -29,9 +32,11 @@ def _to_index_tensor(k, ref: Tensor, host: list | None = None, put: bool = False
         t = k
     else:
         # lists / numpy arrays: made on the cpu first when ref's device is not host memory (checked there)
-        t = _creation.tensor(k, device=ref.device if ref._be.host_memory else "cpu")
-        if t.numel() == 0:
-            t = t.to(_i64)
+        dev = ref.device if ref._be.host_memory else "cpu"
+        t = _creation.tensor(k, device=dev)
+        if t.dtype not in (_i64, _dt.uint8, _bool):  # (PyTorch's indexing_tensor_from_data: long unless a mask,
+            # an empty bool array too; ``x[[1.5, 0]]`` is ``x[[1, 0]]``)
+            t = t.to(_i64) if t.numel() == 0 else _creation.tensor(k, dtype=_i64, device=dev)
     if t._be is not ref._be:
         if t._be.type == "cpu" or put:
             if host is not None and t._be.type == "cpu":
@@ -106,9 +111,14 @@ def _classify(x: Tensor, key: tuple, python_key: bool, put: bool = False):
         elif isinstance(k, bool):
             items.append((_BOOL, k))
         elif isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, (Tensor, list))
-                                    and not hasattr(k, "shape")):
-            items.append((_INT, int(k.__index__() if not isinstance(k, int) else k)))
+                                    and (not hasattr(k, "shape") or isinstance(k, np.generic))):
+            items.append((_INT, int(k.__index__() if not isinstance(k, int) else k)))  # (numpy ints too)
             consumed += 1
+        elif python_key and not isinstance(k, (Tensor, Sequence, np.ndarray, slice)):
+            # PyTorch: a float, a numpy float or bool scalar or any object without __index__ is no index
+            tn = type(k).__name__ if type(k).__module__ == "builtins" else f"{type(k).__module__}.{type(k).__name__}"
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {tn})")
         elif isinstance(k, slice):
             if k.step is not None and int(k.step) <= 0:
                 raise ValueError("step must be greater than zero")
@@ -141,12 +151,15 @@ _SEQ_WARNING = ("Using a non-tuple sequence for multidimensional indexing is dep
                 "index, x[torch.tensor(seq)], which will result either in an error or a different result")
 
 
+# (a tensor, a slice, or any Python sequence: PySequence_Check holds for numpy arrays, ranges and strings too)
+_SEQ_ITEMS = (Tensor, slice, Sequence, np.ndarray)
+
+
 def _seq_as_tuple(key: list) -> bool:
     """PyTorch's treatSequenceAsTuple: a subscript list shorter than 32 holding a tensor, a sequence, a slice, None
     or Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), with PyTorch 2.13's deprecation warning
     (attributed to the user's subscript: the caller of getitem/setitem); any other list is one index tensor."""
-    if len(key) < 32 and any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis
-                             for k in key):
+    if len(key) < 32 and any(isinstance(k, _SEQ_ITEMS) or k is None or k is Ellipsis for k in key):
         warnings.warn(_SEQ_WARNING, UserWarning, stacklevel=4)
         return True
     return False
@@ -159,7 +172,7 @@ def normalize_key(x: Tensor, key, python_key: bool = True, checks: list | None =
     checks passed (index_put_ checks the value before the indices, as PyTorch)."""
     bare = key
     if not isinstance(key, tuple):
-        key = tuple(key) if python_key and key.__class__ is list and _seq_as_tuple(key) else (key,)
+        key = tuple(key) if python_key and isinstance(key, list) and _seq_as_tuple(key) else (key,)
     shape = x._data.shape
     ndim = len(shape)
     items, consumed = _classify(x, key, python_key, checks is not None)
@@ -539,7 +552,7 @@ _FULL = slice(None)
 
 
 def _setitem(x: Tensor, key, value) -> None:
-    if key.__class__ is list and _seq_as_tuple(key):
+    if isinstance(key, list) and _seq_as_tuple(key):
         key = tuple(key)
     if key.__class__ is bool:  # PyTorch: x[False] = v does nothing, x[True] = v copies v into x[None]
         if not key:
@@ -653,11 +666,24 @@ def _check_put_shape(x: Tensor, nkey, advanced: bool, vshape: tuple) -> None:
                                f"{list(target)}.  Tensor sizes: {list(v)}")
 
 
+def _int_arg(v, name: str) -> int:
+    """An int argument as PyTorch parses it: an int or an object with ``__index__`` (a one-element integer tensor
+    too), never a bool or a float."""
+    if isinstance(v, Tensor):
+        if v.numel() == 1 and not v.dtype.is_floating_point and v.dtype is not _bool:
+            return int(v.item())
+    elif not isinstance(v, bool) and hasattr(v, "__index__"):
+        return int(v.__index__())
+    raise TypeError(f"narrow(): argument '{name}' must be int, not {type(v).__name__}")
+
+
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of ``input`` restricted to ``start, ..., start + length - 1`` along ``dim``."""
+    if isinstance(start, Tensor) and (start.ndim or start.dtype.is_floating_point or start.dtype is _bool):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
+    start, length = _int_arg(start, "start"), _int_arg(length, "length")
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    start, length = int(start), int(length)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     d = norm_dim(dim, input.ndim, "narrow")
@@ -692,7 +718,7 @@ from .inplace import check_inplace, multi_output_error, rebase  # noqa: E402
 # the index ops along one dim, built on getitem above; every name stays public here
 from . import _indexing_dim  # noqa: E402
 from ._indexing_dim import _same_device, _check_index, _shape1, _check_range, GatherBackward0  # noqa: E402, F401
-from ._indexing_dim import gather, ScatterAddBackward0, scatter_add, IndexSelectBackward0  # noqa: E402, F401
+from ._indexing_dim import gather, ScatterAddBackward0, scatter_add, _scatter_add, IndexSelectBackward0  # noqa: E402, F401
 from ._indexing_dim import index_select, IndexAddBackward0, index_add, _index_add, nonzero  # noqa: E402, F401
 from ._indexing_dim import masked_select  # noqa: E402, F401
 

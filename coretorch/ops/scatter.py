@@ -8,6 +8,7 @@ along ``dim``, an ``arange`` grid along the others), so each op is a copy plus o
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ._util import broadcast_shape, broadcast_shapes, edge, host_all_below, norm
 from ._out import write_out
 from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
+from ._scatter_checks import check_index_copy as _check_index_copy
 from .inplace import apply_inplace
 from .shape import expand
 
@@ -31,6 +33,7 @@ __all__: list[str] = ["scatter", "scatter_reduce", "index_reduce", "index_put", 
 
 _i64, _bool = _dt.int64, _dt.bool_
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_HALVES = (_dt.float16, _dt.bfloat16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,6 +96,16 @@ def _pad_grad(g: Tensor, shape: tuple) -> Tensor:
     return _ix._embed(g, shape, tuple(slice(0, s) for s in g.shape), False)
 
 
+_WARNED: set = set()
+
+
+def _warn_once(msg: str) -> None:
+    """PyTorch's TORCH_WARN_ONCE: a UserWarning the first time in the process."""
+    if msg not in _WARNED:
+        _WARNED.add(msg)
+        warnings.warn(msg, UserWarning, stacklevel=4)
+
+
 def _identity(reduce: str, dt):
     if reduce in ("sum", "mean"):
         return 0
@@ -106,8 +119,10 @@ def _identity(reduce: str, dt):
     return int(info.min) if reduce == "amax" else int(info.max)
 
 
-def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None, include_self: bool = True):
-    """The scattered copy of input's data (no graph)."""
+def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None, include_self: bool = True,
+                  opmath: bool = True):
+    """The scattered copy of input's data (no graph).  ``opmath``: float16/bfloat16 sums and products accumulate
+    in float32, rounded once (PyTorch's CPU scatter kernels; its index_reduce rounds at each step)."""
     table = input._be
     x1, i1 = _as1d(input), _as1d(index)
     out = table.contiguous(x1._data)
@@ -118,12 +133,19 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
         vals = _native(_src_part(_as1d(src), i1), input.dtype)
     else:
         vals = _dt.fit_scalar(src, input.dtype)
+    wide = opmath and input.dtype in _HALVES and reduce in ("sum", "mean", "add", "prod", "multiply")
+    if wide:
+        out = table.cast(out, _dt.float32.np)
+        if isinstance(src, Tensor):
+            vals = table.cast(vals, _dt.float32.np)
     if reduce is None:
         table.setitem_(out, key, vals)
     elif reduce in ("sum", "mean", "add"):
         if not include_self:
             table.setitem_(out, key, 0)
         table.index_reduce_(out, key, vals, "sum")
+        if wide:  # (a mean divides the rounded sum, as PyTorch)
+            out, wide = table.cast(out, input.dtype.np), False
         if reduce == "mean":
             cnt = table.full(tuple(x1.shape), 1, input.dtype.np)
             if not include_self:
@@ -135,6 +157,8 @@ def _scatter_data(input: Tensor, d: int, index: Tensor, src, reduce: str | None,
         if not include_self:
             table.setitem_(out, key, _identity(op, input.dtype))
         table.index_reduce_(out, key, vals, op)
+    if wide:
+        out = table.cast(out, input.dtype.np)
     return table.view(out, tuple(input.shape)) if input.ndim == 0 else out
 
 
@@ -169,6 +193,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *, red
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     st = isinstance(src, Tensor)
+    if st and reduce is not None:
+        _warn_once("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+                   "PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
     if not st and not isinstance(src, (int, float, bool)):
         if not isinstance(src, np.generic) or src.dtype.kind not in "biuf":
             raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
@@ -247,15 +274,22 @@ _REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch 2.13 takes them, un
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True,
                    out: Tensor | None = None) -> Tensor:
     """Reduce ``src`` into input at ``index`` along ``dim`` with sum, prod, mean, amax or amin."""
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, out, True)
+
+
+def _scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool,
+                    out: Tensor | None, opmath: bool) -> Tensor:
     reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if reduce == "mean" and input.dtype is _bool:  # (PyTorch's kernels have no bool mean)
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     with _ix.checks_guard(input._be):  # an out= that raises forgets the device's index checks
         d = _check_scatter("scatter_reduce", input, dim, index, src)
         table = input._be
-        data = _scatter_data(input, d, index, src, reduce, include_self)
+        data = _scatter_data(input, d, index, src, reduce, include_self, opmath)
         if not (_gs.enabled and (input._rg or src._rg)):
             return _out(_make(data, input.dtype, table), out, "scatter_reduce", input, src)
         node = ScatterReduceBackward0()
@@ -276,9 +310,21 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce the slices of ``source`` along ``dim`` into input's slices ``index`` (prod, mean, amax or amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if isinstance(input, Tensor) and input.dtype is _bool and (reduce == "mean" or not include_self):
+        # (PyTorch's kernels: no bool mean, no bool initialisation of an excluded self)
+        raise NotImplementedError("\"index_reduce_func_exclude_input_init\" not implemented for 'Bool'"
+                                  if not include_self else "\"div_floor_cpu\" not implemented for 'Bool'")
+    _warn_once("index_reduce() is in beta and the API may change at any time.")
+    if isinstance(index, Tensor) and index.dtype is _dt.int32:  # (PyTorch takes int32 indices here, as index_add)
+        if index.ndim > 1:
+            raise IndexError("index_reduce(): Index is supposed to be a vector")
+        index = index.to(_i64)
     d = _check_index_vector("index_reduce", input, dim, index)
     if not isinstance(source, Tensor):
         raise TypeError(f"index_reduce(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({input.dtype._tname[:-6]}) and source ({source.dtype._tname[:-6]})"
+                           " must have the same scalar type")
     x1, s1 = _as1d(input), _as1d(source)
     n = index.numel()
     if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
@@ -287,7 +333,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     vs = [1] * s1.ndim
     vs[d] = n
     idx = expand(_as1d(index).reshape(tuple(vs)), tuple(s1.shape))  # the index of every source element (a view)
-    r = scatter_reduce(x1, d, idx, s1, reduce, include_self=include_self)
+    r = _scatter_reduce(x1, d, idx, s1, reduce, include_self, None, False)
     if r.grad_fn is not None:
         r.grad_fn.__class__ = IndexReduceBackward0
     return _out(r.reshape(()) if input.ndim == 0 else r, out, "index_reduce", input, source)
@@ -392,6 +438,8 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor, check_r
             raise IndexError(f"index_fill_(): Expected dtype int64 for index, but got {index.dtype}")
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {index.dtype}")
     if index.ndim > 1:
+        if op == "index_fill":  # (PyTorch's index_fill: a RuntimeError)
+            raise RuntimeError("Index has to be a vector/scalar")
         raise IndexError(f"{op}(): Index is supposed to be a vector")
     _ix._same_device(op, input, index)
     if not check_range:
@@ -416,22 +464,21 @@ class IndexCopyBackward0(Node):  # (the indices saved, version-checked, as PyTor
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """input with ``input.select(dim, index[i]) = source.select(dim, i)``."""
-    d = _check_index_vector("index_copy", input, dim, index)
-    _ix._same_device("index_copy", input, source)
+    d = norm_dim(dim, input.ndim, "index_copy")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_copy(): argument 'index' must be Tensor, not {type(index).__name__}")
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, _, source = _ac_cast("index_copy", input, index, source)
-    if source.dtype is not input.dtype:
-        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
-                           f"{input.dtype._tname[:-6]} and (source) {source.dtype._tname[:-6]}")
+    _check_index_copy(input, d, index, source)
+    if input.numel() and source.numel():  # (PyTorch's kernel reads no index when it copies nothing)
+        size = input.shape[d] if input.ndim else 1
+        _ix._check_range("index_copy", index, size, d, IndexError,
+                         f"index_copy_(): index {{}} is out of bounds for dimension {d} with size {size}")
     x1, s1 = _as1d(input), _as1d(source)
     n = index.numel()
-    if s1.ndim != x1.ndim or s1.shape[d] != n or any(s1.shape[k] != x1.shape[k] for k in range(x1.ndim) if k != d):
-        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes and the number "
-                           f"of indices ({n}) must match source.size(dim) (source {list(source.shape)}, self "
-                           f"{list(input.shape)}, dim {d})")
     table = input._be
     out = table.contiguous(x1._data)
-    if n:
+    if n and x1.numel() and s1.numel():  # (nothing to copy: PyTorch reads no index)
         table.setitem_(out, _dim_key(x1, d, index), s1._data)
     if input.ndim == 0:
         out = table.view(out, ())
@@ -449,10 +496,16 @@ class IndexFillBackward0(Node):  # (the indices saved, version-checked, as PyTor
         (index,) = self.saved()
         gx = index_fill(g, self.dim, index, 0) if self.need[0] else None
         gv = None
-        if self.need[1]:  # (index_fill's negative indices counted from the end: index_select takes none)
+        if self.need[1]:  # the sum over the filled positions, each once (a repeated index fills it once)
+            from ._pointwise_where import where
             g1 = _as1d(g)
-            gv = _ix.index_select(g1, self.dim, index.remainder(g1.shape[self.dim])).sum()
+            filled = index_fill(_cr.zeros(g1.shape, dtype=_bool, device=g1.device), self.dim, index, True)
+            gv = where(filled, g1, 0).sum()
         return (gx, gv) if self.nv else (gx,)
+
+
+class IndexFillBackward1(IndexFillBackward0):  # (PyTorch's name for the tensor-value form)
+    pass
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -489,7 +542,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
         out = table.view(out, ())
     vrg = vt and value._rg
     if _gs.enabled and (input._rg or vrg):
-        node = IndexFillBackward0()
+        node = IndexFillBackward1() if vt else IndexFillBackward0()
         node.dim, node.need, node.nv = d, (input._rg, vrg), vt
         node.save(_as1d(given))
         node.next_functions = (edge(input), edge(value)) if vt else (edge(input),)
@@ -507,8 +560,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{input.dtype} and source.dtype = {source.dtype}")
-    if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+    if index.numel() != source.numel():  # (PyTorch: an IndexError)
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = input.numel()
     if index.numel() and n == 0:
@@ -527,6 +580,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: boo
     """input with the elements where ``mask`` is True replaced, in order, by source's first elements; input and mask
     broadcast against each other (a mask larger than input gives the larger shape, as PyTorch; not in place)."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
+        if mask.dtype is _dt.uint8:  # (PyTorch warns before refusing it)
+            warnings.warn("masked_scatter_ received a mask with dtype torch.uint8, this behavior is now deprecated,"
+                          "please use a mask with dtype torch.bool instead.", UserWarning, stacklevel=3)
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if source.dtype is not input.dtype:

@@ -223,7 +223,9 @@ def _index_cases() -> list:
         OpCase("index_copy.0d", lambda x, s: x.index_copy(0, _dev(np.array(0), x), s), lambda a, s: s.copy(),
                (A(()), A(()))),
         OpCase("index_copy.size_mismatch", lambda x, s: x.index_copy(0, _dev(u0, x), s), None,
-               (A((4, 5)), A((2, 5))), raises=RuntimeError),
+               (A((4, 5)), A((2, 5))), raises=IndexError),  # (PyTorch: a count mismatch is an IndexError)
+        OpCase("index_copy.slice_mismatch", lambda x, s: x.index_copy(0, _dev(u0, x), s), None,
+               (A((4, 5)), A((3, 4))), raises=RuntimeError),
         OpCase("index_copy.out_of_range", lambda x, s: x.index_copy(0, _dev(u0 + 2, x), s), None,
                (A((4, 5)), A((3, 5))), raises=IndexError),
         OpCase("index_fill", lambda x: x.index_fill(1, _dev(u1, x), -2.0),
@@ -263,7 +265,7 @@ def _index_cases() -> list:
         OpCase("put.out_of_range", lambda x, s: x.put(_dev(np.array([20]), x), s), None, (A((4, 5)), A((1,))),
                raises=IndexError),
         OpCase("put.numel_mismatch", lambda x, s: x.put(_dev(np.array([1, 2]), x), s), None, (A((4, 5)), A((3,))),
-               raises=RuntimeError),
+               raises=IndexError),  # (PyTorch's put_ raises an IndexError here)
         OpCase("take", lambda x, i: ct.take(x, i), lambda a, i: a.reshape(-1)[i], (A((4, 5)), A((2, 3), "sindex:20")),
                F + I, gradgrad=True),
         OpCase("take.t", lambda x, i: x.take(i), lambda a, i: a.reshape(-1)[i], (A((4, 5), layout="t"),

@@ -185,7 +185,8 @@ class EmbeddingBackward0(Node):
             ones = _C.ones(flat.shape[0], dtype=g.dtype, device=g.device)
             counts = _I._index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)
             g2 = _P.div(g2, _S.unsqueeze(_I.index_select(counts, 0, flat), 1))
-        gw = _I._index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2)  # checked in forward
+        # (indices checked in forward; float16/bfloat16 rows summed in their dtype, as PyTorch's CPU backward)
+        gw = _I._index_add(_C.zeros(self.num, d, dtype=g.dtype, device=g.device), 0, flat, g2, opmath=False)
         if self.sparse:  # Embedding(sparse=True): the gradient is marked sparse (the rows looked up, uncoalesced)
             rows, vals = flat, g2
             if self.padding_idx >= 0:  # the padding row's lookups are left out, as PyTorch

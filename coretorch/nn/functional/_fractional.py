@@ -41,7 +41,7 @@ class _FractionalBackward(Node):
         B, C = idx.shape[0], idx.shape[1]
         plane = math.prod(self.shape) // max(1, B * C)
         z = _C.zeros((B, C, plane), dtype=g.dtype, device=g.device)
-        return (_S.reshape(_I.scatter_add(z, 2, idx, _S.reshape(g, (B, C, -1))), self.shape),)
+        return (_S.reshape(_I._scatter_add(z, 2, idx, _S.reshape(g, (B, C, -1)), False), self.shape),)
 
 
 FractionalMaxPool2DBackward0 = type("FractionalMaxPool2DBackward0", (_FractionalBackward,), {"__slots__": ()})

@@ -71,7 +71,7 @@ class MaxPool2DWithIndicesBackward0(Node):
         if not (g._rg and _gs.enabled) and table.has("max_pool2d_backward"):
             return (_make(table.max_pool2d_backward(g._data, idx._data, self.shape), g.dtype, table),)
         z = _C.zeros(n, c, h * w, dtype=g.dtype, device=g.device)
-        flat = _I.scatter_add(z, 2, idx.reshape(n, c, -1), g.reshape(n, c, -1))
+        flat = _I._scatter_add(z, 2, idx.reshape(n, c, -1), g.reshape(n, c, -1), False)  # (half: in its dtype)
         return (flat.reshape(n, c, h, w),)
 
 

@@ -143,7 +143,7 @@ class _MaxByIndex(Node):
         (idx,) = self.saved()
         z = _C.zeros(n, c, math.prod(self.shape[2:]), dtype=g.dtype, device=g.device)
         k = math.prod(idx.shape[2:])
-        flat = _I.scatter_add(z, 2, idx.reshape(n, c, k), g.reshape(n, c, k))
+        flat = _I._scatter_add(z, 2, idx.reshape(n, c, k), g.reshape(n, c, k), False)  # (half: summed in its dtype)
         return (flat.reshape(self.shape),)
 
 

@@ -25,7 +25,7 @@ def _reduce_put(kern, x, rshape, off, plain, idxs, value, op: str) -> None:
     mode = _atomic_mode(kern, np.dtype(x.dtype), exact=op in ("amax", "amin"))
 
     def write(dt, ct):
-        comb = _COMBINE[op][0 if dt.kind == "f" else 1]
+        comb = _COMBINE[op][0 if cg.is_float(dt) else 1]  # (bfloat16: numpy kind "V", NaN-propagating too)
         if mode == "seq":
             return "", f"{{ {ct} a = {cg.load(dt, 'x', 'src')}; {ct} b = val; {cg.store(dt, 'x', 'src', comb)} }}"
         u, cas = _BITS[dt.itemsize]

@@ -42,13 +42,21 @@ def test_index_reduce_paths(dtype, op):
     want = _ref(a, idx, src, op)
     dt = getattr(coretorch, dtype) if dtype != "bool" else coretorch.bool
     x = coretorch.tensor(a, dtype=dt, device="opencl")
-    got = x.scatter_reduce(0, coretorch.tensor(idx, device="opencl"), coretorch.tensor(src, dtype=dt, device="opencl"),
-                           op)
+    i, s = coretorch.tensor(idx, device="opencl"), coretorch.tensor(src, dtype=dt, device="opencl")
+    # the kernel itself (scatter_reduce of float16 sums and products accumulates in float32, as PyTorch's CPU)
+    table = x._be
+    out = table.contiguous(x._data)
+    table.index_reduce_(out, (i._data,), s._data, op)
+    got = table.to_numpy(out)
     if dtype.startswith("float"):
         tol = 1e-3 if dtype == "float16" else 1e-5
-        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=2 * tol, atol=tol)
+        np.testing.assert_allclose(got, want, rtol=2 * tol, atol=tol)
+        if dtype == "float16" and op in ("sum", "prod"):
+            wide = _ref(a.astype(np.float32), idx, src.astype(np.float32), op).astype(np.float16)
+            np.testing.assert_array_equal(x.scatter_reduce(0, i, s, op).cpu().numpy(), wide)
     else:
-        np.testing.assert_array_equal(got.cpu().numpy(), want)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(x.scatter_reduce(0, i, s, op).cpu().numpy(), want)
 
 
 @pytest.mark.parametrize("op", ["amax", "amin"])
