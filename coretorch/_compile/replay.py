@@ -3,6 +3,7 @@ calls on local variables (no dict lookups, no checks, no autograd), with the wri
 place."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import threading
@@ -13,7 +14,7 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, early as _early, flags as _flags, guards as _guards, made as _made
-from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, tailreads as _tail
+from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, symwatch as _symwatch, tailreads as _tail
 from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
@@ -294,7 +295,8 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
             rec.dyn = True
             _sym._active[0] = rec
         try:
-            result = fn(*call_args, **call_kwargs)
+            with _symwatch.watching(rec) if dyn else contextlib.nullcontext():
+                result = fn(*call_args, **call_kwargs)
         finally:
             _unwatch(watched)
         if any(iter_position(rec.iterators[i]) != p for i, p in its.items()):

@@ -15,11 +15,14 @@ eager segment instead of replaying a stale number.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from typing import Any, Callable
 
 _active: list = [None]  # the recorder of the optimizer step being recorded (None: Syms are plain floats)
 
 _NUMBERS = (int, float)
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _src(x: Any, rec: Any) -> str:
@@ -86,7 +89,40 @@ class Sym(float):
     __le__ = _compare("<=", float.__le__)
     __gt__ = _compare(">", float.__gt__)
     __ge__ = _compare(">=", float.__ge__)
-    __hash__ = float.__hash__
+
+    def __hash__(self) -> int:  # (a dict or set lookup by the number: ``table.get(t)``, ``t in {1.0, 2.0}``)
+        self._dyn_read("hash()")
+        return float.__hash__(self)
+
+    def __format__(self, spec: str) -> str:
+        self._dyn_read("format()")
+        return float.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        self._dyn_read("repr()")
+        return float.__repr__(self)
+
+    def __str__(self) -> str:
+        self._dyn_read("str()")
+        return float.__repr__(self)
+
+    def __divmod__(self, other: Any):  # (float's own: the quotient and remainder of // and %, bitwise)
+        return (self // other, self % other) if isinstance(other, _NUMBERS) else NotImplemented
+
+    def __rdivmod__(self, other: Any):
+        return (other // self, other % self) if isinstance(other, _NUMBERS) else NotImplemented
+
+    @property
+    def real(self) -> "Sym":
+        return self
+
+    def _dyn_read(self, how: str) -> None:
+        """A whole step's float argument read by ``how`` in the user's code: its uses are no longer recorded
+        (dynfloat.py; coretorch's own code hashing or printing a number takes nothing from it)."""
+        rec = _active[0]
+        if rec is not None and getattr(rec, "dyn", False) and \
+                not sys._getframe(2).f_code.co_filename.startswith(_PKG):
+            rec.sym_escape(how)
 
     def __pow__(self, other: Any, mod: Any = None):
         if mod is not None:

@@ -1,0 +1,78 @@
+"""Review 21f (compile): the soundness of this session's two compile features, reads at the return replay
+(coretorch/_compile/tailreads.py) and float arguments as inputs of the replay (coretorch/_compile/dynfloat.py).
+Compiled calls are compared with eager coretorch, bitwise."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import coretorch as torch
+
+_TABLE = {1.0: 3.0}
+
+
+def _math_branch(x, t):
+    return x * 2 if math.log(t) > 0 else x * 3
+
+
+def _min_of_sqrt(x, t):
+    return x * min(1.0, math.sqrt(t))
+
+
+def _isfinite(x, t):
+    return x * 2 if math.isfinite(t) else x
+
+
+def _dict_get(x, t):
+    return x * _TABLE.get(t, 2.0)
+
+
+def _set_membership(x, t):
+    return x * (3.0 if t in {1.0, 2.0} else 2.0)
+
+
+def _is_integer(x, t):
+    return x * (2 if t.is_integer() else 3)
+
+
+def _formatted(x, t):
+    return x * len(f"{t}")
+
+
+def _real_part(x, t):
+    return x * 2 if t.real > 1 else x
+
+
+_RAW_READS = [(_math_branch, (0.5, 0.6, 2.0)), (_min_of_sqrt, (1.0, 1.5, 0.25)), (_isfinite, (0.5, 0.6, math.inf)),
+              (_dict_get, (0.5, 0.6, 1.0)), (_set_membership, (0.5, 0.6, 1.0)), (_is_integer, (0.5, 0.6, 1.0)),
+              (_formatted, (0.5, 0.6, 0.125)), (_real_part, (0.5, 0.6, 2.0))]
+
+
+@pytest.mark.parametrize("fn,values", _RAW_READS, ids=[f.__name__ for f, _ in _RAW_READS])
+def test_float_argument_read_without_asking_the_sym(device, fn, values):
+    """A Sym is a float: C code (``math.log``, ``math.isfinite``), a dict or set lookup (its hash), formatting,
+    ``is_integer`` and ``.real`` read its number without any recorded method. Eager takes the other path at the third
+    value; before, the two captures (first two values) took the same one and were kept as a dynamic entry, whose
+    replay at the third value silently returned the first path's result. Now such a read refuses the Sym capture and
+    the function stays specialised (``t.real`` is now the Sym itself)."""
+    s = torch.compile(fn)
+    x = torch.ones(2, device=device)
+    for v in values + values:
+        assert s(x, v).tolist() == fn(x, v).tolist(), v
+    assert s._dyn is (fn is _real_part)  # (``t.real`` is the Sym itself: its comparison is a check)
+
+
+def test_divmod_of_a_float_argument_is_recorded(device):
+    """``divmod(t, 1.0)`` is float's ``//`` and ``%``: recorded as those, so the replay recomputes the quotient
+    (before: a plain number of the capture, 0.0 for 0.5 and 0.6 alike, replayed for 1.5 where eager gives 1.0)."""
+    def fn(x, t):
+        q, r = divmod(t, 1.0)
+        return x * q, r
+
+    s = torch.compile(fn)
+    x = torch.ones(2, device=device)
+    for v in (0.5, 0.6, 1.5, 2.75, -0.5):
+        (a, r), (b, r2) = s(x, v), fn(x, v)
+        assert a.tolist() == b.tolist() and r == r2 and type(r) is float
+    assert s._dyn
