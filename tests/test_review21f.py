@@ -76,3 +76,26 @@ def test_divmod_of_a_float_argument_is_recorded(device):
         (a, r), (b, r2) = s(x, v), fn(x, v)
         assert a.tolist() == b.tolist() and r == r2 and type(r) is float
     assert s._dyn
+
+
+def test_prologue_arithmetic_raising_runs_eagerly(device):
+    """``1 / t`` at ``t == 0.0`` raises ZeroDivisionError where eager computes it, after ``w.add_(1)``. The replay
+    computes a float argument's arithmetic in its prologue, before every side effect: before, it raised there and
+    ``w`` stayed unchanged. Now the prologue's exception runs the call eagerly, which raises after the write."""
+    w = torch.zeros(2, device=device)
+
+    def step(x, t):
+        w.add_(1)
+        return x * (1 / t)
+
+    s = torch.compile(step)
+    x = torch.ones(2, device=device)
+    for v in (0.5, 0.25, 0.125):
+        assert s(x, v).tolist() == [1 / v] * 2
+    assert s._dyn
+    for fn in (step, s):
+        w.zero_()
+        with pytest.raises(ZeroDivisionError):
+            fn(x, 0.0)
+        assert w.tolist() == [1.0, 1.0]
+    assert s(x, 2.0).tolist() == [0.5, 0.5] and w.tolist() == [2.0, 2.0]

@@ -81,6 +81,14 @@ def _source(lines: list[str]) -> str:
     return "\n".join(f"        {ln}" for ln in lines)
 
 
+def _guarded_prologue(pro: list[str]) -> list[str]:
+    """The prologue's lines, an exception of their float arithmetic (``1 / t`` at ``t == 0.0``) a mismatch: the eager
+    call then raises it where it happens, after the side effects before it (the prologue runs before all of them)."""
+    if not pro:
+        return pro
+    return ["try:", *[f"    {ln}" for ln in pro], "except (ArithmeticError, ValueError):", "    raise MISMATCH(False)"]
+
+
 def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
@@ -91,7 +99,7 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + rec.pro + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src),
+    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src),
                                            f"return {result_src}")  # (pro: a Sym argument's numbers, dynfloat.py)
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
