@@ -99,3 +99,18 @@ def test_prologue_arithmetic_raising_runs_eagerly(device):
             fn(x, 0.0)
         assert w.tolist() == [1.0, 1.0]
     assert s(x, 2.0).tolist() == [0.5, 0.5] and w.tolist() == [2.0, 2.0]
+
+
+def test_read_at_the_return_of_a_recursive_call():
+    """A compiled function calling itself: during the capture the inner call runs the function itself, whose read
+    is at its own return but whose caller multiplies the value. Eager returns numbers; before, the inner read gave
+    the capture's placeholder and ``* 2`` raised TypeError. Now only the outermost call's read is kept."""
+    @torch.compile
+    def f(x, n):
+        if n == 0:
+            return x.sum().item()
+        return f(x, n - 1) * 2
+
+    x = torch.ones(3)
+    for _ in range(3):
+        assert (f(x, 1), f(x, 0)) == (6.0, 3.0)

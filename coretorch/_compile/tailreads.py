@@ -54,7 +54,7 @@ def tail_read(table: Any, array: Any, how: str) -> Any:
 def at_return(frame: FrameType, code: CodeType | None, how: str) -> bool:
     """Whether the read ``how`` running in ``frame`` is followed by nothing but the return of the compiled function
     (``code``: its code object, whose frame the capture called), as the module docstring says."""
-    if code is None or frame.f_code is not code or code.co_flags & _NOT_PLAIN:
+    if code is None or frame.f_code is not code or code.co_flags & _NOT_PLAIN or _nested(frame, code):
         return False
     every = list(dis.get_instructions(code))
     ins = [i for i in every if i.opname not in _SKIP]
@@ -68,6 +68,17 @@ def at_return(frame: FrameType, code: CodeType | None, how: str) -> bool:
     stack = _below(ins, at - 2, frame) if r.opname in _LOADS else []  # (below another receiver: unknown)
     stack.append(("read",))
     return _pure_tail(ins, at + 1, frame, stack)
+
+
+def _nested(frame: FrameType, code: CodeType) -> bool:
+    """Whether ``frame`` runs inside another call of ``code``: a recursive call through the compiled function (which
+    runs its own function during a capture), whose caller goes on with the value."""
+    outer = frame.f_back
+    while outer is not None:
+        if outer.f_code is code:
+            return True
+        outer = outer.f_back
+    return False
 
 
 def _method(i: Any) -> bool:
