@@ -114,3 +114,32 @@ def test_read_at_the_return_of_a_recursive_call():
     x = torch.ones(3)
     for _ in range(3):
         assert (f(x, 1), f(x, 0)) == (6.0, 3.0)
+
+
+def test_attribute_set_on_a_tensor_after_a_read_at_the_return():
+    """``x.meta.note()`` or ``x.cb()`` after ``v = x.sum().item()``: attributes the user set on the tensor, whose
+    code runs at each eager call (a log grows, a count increases). Before, the check took any attribute or method of a
+    plain tensor for coretorch's own, kept the read in the replay, and the replay repeated neither the call's effect
+    nor its value (the count stayed 1). Now only the class's attributes and methods pass: a graph break."""
+    log: list = []
+
+    class Meta:
+        def note(self):
+            log.append(1)
+            return len(log)
+
+    def via_attribute(x):
+        v = x.sum().item()
+        return v, x.meta.note()
+
+    def via_method(x):
+        v = x.sum().item()
+        return v, x.cb()
+
+    x = torch.ones(3)
+    x.meta = Meta()
+    x.cb = lambda: log.append(2) or len(log)
+    for fn in (via_attribute, via_method):
+        s = torch.compile(fn)
+        log.clear()
+        assert [s(x) for _ in range(4)] == [(3.0, n) for n in (1, 2, 3, 4)] and len(log) == 4

@@ -7,7 +7,7 @@ Python; coretorch replays whole calls, so a read is kept in the replay only wher
 on the value: the check simulates the bytecode of the compiled function's own frame from the read to its return
 (one straight line, outside any ``try`` or ``with``) on tags of the stack's entries. Allowed are loads of locals,
 cells, globals and constants, stores into locals, calls of methods of the locals' plain tensors and of what those
-return (recorded as any op: a replay repeats them), further ``.item()``/``.tolist()`` reads, and building tuples,
+return (coretorch's methods and attributes, not ones set on a tensor: recorded as any op, a replay repeats them), further ``.item()``/``.tolist()`` reads, and building tuples,
 lists and dicts with constant or plain local keys. Nothing there runs user code or takes the value anywhere but into
 the result, so a replay that reads the array at the same point returns what the eager call returns. (``float(t)``,
 ``int(t)`` and ``bool(t)`` stay graph breaks: Python takes only a number from ``__float__``, so the capture could
@@ -116,6 +116,15 @@ def _tensor(tag: tuple) -> bool:
     return tag == ("result",) or tag[0] == "value" and type(tag[1]) is Tensor
 
 
+def _core(tag: tuple, name: str) -> bool:
+    """Whether ``name`` of the entry tagged ``tag`` is a plain tensor's attribute or method of coretorch's class, not
+    one set on the tensor by the user (``x.meta = Meta()``, ``x.cb = fn``: their code would run)."""
+    if not _tensor(tag) or not hasattr(Tensor, name):
+        return False
+    d = getattr(tag[1], "__dict__", None) if tag[0] == "value" else None
+    return not (d and name in d)
+
+
 def _plain_arg(tag: tuple) -> bool:
     return tag[0] == "const" or _tensor(tag) or tag[0] == "value" and type(tag[1]) in _PLAIN
 
@@ -152,11 +161,11 @@ def _pure_tail(ins: list, k: int, frame: FrameType, stack: list) -> bool:
             if op == "STORE_FAST_LOAD_FAST":
                 stack.append(load(names[-1]))
         elif _method(i):
-            if not _tensor(pop(1)[0]):
+            if not _core(pop(1)[0], arg):
                 return False
             stack.append(("read method",) if arg in READS else ("method",))
         elif op == "LOAD_ATTR":  # an attribute of a tensor (``out.shape``, ``w.grad``)
-            if not _tensor(pop(1)[0]):
+            if not _core(pop(1)[0], arg):
                 return False
             stack.append(("result",))
         elif op in _CALLS:
