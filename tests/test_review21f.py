@@ -143,3 +143,26 @@ def test_attribute_set_on_a_tensor_after_a_read_at_the_return():
         s = torch.compile(fn)
         log.clear()
         assert [s(x) for _ in range(4)] == [(3.0, n) for n in (1, 2, 3, 4)] and len(log) == 4
+
+
+def test_float_argument_left_in_user_state_by_its_capture():
+    """``log.append(t)`` in a step whose float argument is a Sym during its second capture leaves that Sym (named
+    ``A[1]``, the replay's argument) in the list. Another compiled function reading ``log[-1] + y`` recorded the old
+    number under that name in its own Sym capture, so its replay computed ``y + y`` (6.0 where eager gives 3.25). A
+    Sym now belongs to the recording that made it; another recording's is a plain number."""
+    log: list = []
+
+    def f(x, t):
+        log.append(t)
+        return x * t
+
+    def g(x, y):
+        return x * (log[-1] + y)
+
+    sf, sg = torch.compile(f), torch.compile(g)
+    x = torch.ones(2)
+    for v in (0.5, 0.25):
+        sf(x, v)
+    for y in (1.0, 2.0, 3.0, 4.0):
+        assert sg(x, y).tolist() == g(x, y).tolist() == [0.25 + y] * 2
+    assert sg._dyn

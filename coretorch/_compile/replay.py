@@ -99,8 +99,8 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src),
-                                           f"return {result_src}")  # (pro: a Sym argument's numbers, dynfloat.py)
+    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers, dynfloat.py)
+        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -299,7 +299,8 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         _made.watch(rec)
         call_args, call_kwargs = args, kwargs
         if dyn:  # the float arguments as Syms (dynfloat.py)
-            call_args, call_kwargs = _dynfloat.with_syms(args, kwargs, dyn, lambda v, name: Sym(v, name, False))
+            call_args, call_kwargs = _dynfloat.with_syms(args, kwargs, dyn,
+                                                         lambda v, name: Sym(v, name, False, rec.sym_token))
             rec.dyn = True
             _sym._active[0] = rec
         try:

@@ -7,11 +7,11 @@ Python; coretorch replays whole calls, so a read is kept in the replay only wher
 on the value: the check simulates the bytecode of the compiled function's own frame from the read to its return
 (one straight line, outside any ``try`` or ``with``) on tags of the stack's entries. Allowed are loads of locals,
 cells, globals and constants, stores into locals, calls of methods of the locals' plain tensors and of what those
-return (coretorch's methods and attributes, not ones set on a tensor: recorded as any op, a replay repeats them), further ``.item()``/``.tolist()`` reads, and building tuples,
-lists and dicts with constant or plain local keys. Nothing there runs user code or takes the value anywhere but into
-the result, so a replay that reads the array at the same point returns what the eager call returns. (``float(t)``,
-``int(t)`` and ``bool(t)`` stay graph breaks: Python takes only a number from ``__float__``, so the capture could
-not mark it.)
+return (coretorch's methods and attributes, not ones set on a tensor: recorded as any op, a replay repeats them),
+further ``.item()``/``.tolist()`` reads, and building tuples, lists and dicts with constant or plain local keys.
+Nothing there runs user code or takes the value anywhere but into the result, so a replay that reads the array at the
+same point returns what the eager call returns. (``float(t)``, ``int(t)`` and ``bool(t)`` stay graph breaks: Python
+takes only a number from ``__float__``, so the capture could not mark it.)
 
 During the capture the read returns a :class:`Placeholder`; the recorder records a read of the array at that point
 of the replay (``TAILREAD``) and encodes the placeholder in the result as its value. The capture's own result gets
