@@ -166,3 +166,22 @@ def test_float_argument_left_in_user_state_by_its_capture():
     for y in (1.0, 2.0, 3.0, 4.0):
         assert sg(x, y).tolist() == g(x, y).tolist() == [0.25 + y] * 2
     assert sg._dyn
+
+
+@pytest.mark.xfail(strict=True, reason="design: the Sym capture runs the step with a float subclass, whose type() "
+                   "is Sym; the capture call is the eager call, so a type check taking another path (or raising) cannot "
+                   "be undone. Needs the step's type checks seen before the capture (a trace) or a Sym type() returns "
+                   "float for")
+def test_type_check_of_a_float_argument():
+    """``type(s) in (int, float)`` is True in eager; during the second (Sym) capture it was False, so the capture
+    call took the tensor branch and raised AttributeError ('Sym' object has no attribute 'to'), at every new
+    value."""
+    def f(x, s):
+        if type(s) in (int, float):
+            return x * s
+        return x * s.to(x)
+
+    sf = torch.compile(f)
+    x = torch.ones(2)
+    for v in (0.5, 0.25, 0.125):
+        assert sf(x, v).tolist() == [v, v]
