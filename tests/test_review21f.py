@@ -77,6 +77,17 @@ def test_divmod_of_a_float_argument_is_recorded(device):
         assert a.tolist() == b.tolist() and r == r2 and type(r) is float
     assert s._dyn
 
+    def by(x, t):
+        return x * divmod(1.0, t)[0]
+
+    s = torch.compile(by)
+    for v in (0.5, 0.3, 0.0):  # (the Sym capture at 0.3; at 0.0 float's own error, as eager's)
+        if v:
+            assert s(x, v).tolist() == by(x, v).tolist()
+        else:
+            with pytest.raises(ZeroDivisionError, match="divmod"):
+                s(x, v)
+
 
 def test_prologue_arithmetic_raising_runs_eagerly(device):
     """``1 / t`` at ``t == 0.0`` raises ZeroDivisionError where eager computes it, after ``w.add_(1)``. The replay

@@ -120,10 +120,14 @@ class Sym(float):
         return float.__repr__(self)
 
     def __divmod__(self, other: Any):  # (float's own: the quotient and remainder of // and %, bitwise)
-        return (self // other, self % other) if isinstance(other, _NUMBERS) else NotImplemented
+        if not isinstance(other, _NUMBERS) or float.__divmod__(self, other) is NotImplemented:  # (its errors)
+            return NotImplemented
+        return self // other, self % other
 
     def __rdivmod__(self, other: Any):
-        return (other // self, other % self) if isinstance(other, _NUMBERS) else NotImplemented
+        if not isinstance(other, _NUMBERS) or float.__rdivmod__(self, other) is NotImplemented:
+            return NotImplemented
+        return other // self, other % self
 
     @property
     def real(self) -> "Sym":
