@@ -3,6 +3,8 @@
 Compiled calls are compared with eager coretorch, bitwise."""
 from __future__ import annotations
 
+import collections
+import dataclasses
 import math
 
 import pytest
@@ -220,3 +222,20 @@ def test_type_check_of_a_float_argument_in_a_helper():
     x = torch.ones(2)
     for v in (0.5, 0.25, 0.125):
         assert sf(x, v).tolist() == [v, v]
+
+
+def test_float_argument_returned_in_a_namedtuple_or_dataclass():
+    """``return NT(x * t, t * 2)``: eager returns a float in the field. The Sym capture's own call returned the
+    Sym (``type(r.t).__name__ == 'Sym'``): only plain tuples, lists and dicts of the result got floats back."""
+    NT = collections.namedtuple("NT", "out t")
+
+    @dataclasses.dataclass(frozen=True)
+    class DC:
+        out: object
+        t: float
+
+    for make in (NT, DC):
+        s = torch.compile(lambda x, t: make(x * t, t * 2))
+        for v in (0.5, 0.25, 0.125):
+            r = s(torch.ones(2), v)
+            assert type(r) is make and type(r.t) is float and r.t == v * 2 and r.out.tolist() == [v, v]

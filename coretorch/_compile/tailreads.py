@@ -19,6 +19,7 @@ the eager values in their place (the containers holding one were built by the re
 own)."""
 from __future__ import annotations
 
+import dataclasses
 import dis
 from types import CodeType, FrameType
 from typing import Any
@@ -202,17 +203,18 @@ def substitute(obj: Any, depth: int = 0) -> Any:
         return float.__float__(obj)
     if depth > 16:
         return obj
-    if type(obj) is tuple:
+    if isinstance(obj, tuple) and (type(obj) is tuple or hasattr(type(obj), "_fields")):  # (a namedtuple too)
         new = tuple(substitute(o, depth + 1) for o in obj)
-        return obj if all(a is b for a, b in zip(new, obj)) else new
+        return obj if all(a is b for a, b in zip(new, obj)) else new if type(obj) is tuple else type(obj)(*new)
     if type(obj) is list:
         for n, o in enumerate(obj):
             s = substitute(o, depth + 1)
             if s is not o:
                 obj[n] = s
-    elif type(obj) is dict:
-        for key, o in obj.items():
+    elif type(obj) is dict or dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        d = obj if type(obj) is dict else getattr(obj, "__dict__", {})  # (a dataclass's fields: frozen or not)
+        for key, o in d.items():
             s = substitute(o, depth + 1)
             if s is not o:
-                obj[key] = s
+                d[key] = s
     return obj
