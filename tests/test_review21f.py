@@ -239,3 +239,14 @@ def test_float_argument_returned_in_a_namedtuple_or_dataclass():
         for v in (0.5, 0.25, 0.125):
             r = s(torch.ones(2), v)
             assert type(r) is make and type(r.t) is float and r.t == v * 2 and r.out.tolist() == [v, v]
+
+
+def test_float_argument_to_a_fractional_power_turning_complex():
+    """``t ** 0.5`` of a negative ``t`` is complex in Python: eager returns ``x * abs(...)``. The Sym capture at
+    -0.36 made a Sym of the complex number and raised TypeError (float() argument must be ... not 'complex')."""
+    def g(x, t):
+        return x * abs(t ** 0.5)
+
+    s = torch.compile(g)
+    for v in (0.25, -0.36, 0.49, -0.04):
+        assert s(torch.ones(1), v).tolist() == g(torch.ones(1), v).tolist()

@@ -52,6 +52,9 @@ def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
         rec = _active[0]
         if value is NotImplemented or rec is None or not (ours(self, rec) or ours(other, rec)):
             return value
+        if type(value) is not float:  # (a negative number to a fractional power: complex, no Sym)
+            rec.sym_escape(f"{op} gave {type(value).__name__}")
+            return value
         a, b = _src(self, rec), _src(other, rec)
         src = f"({b} {op} {a})" if reverse else f"({a} {op} {b})"
         return rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
