@@ -250,3 +250,32 @@ def test_float_argument_to_a_fractional_power_turning_complex():
     s = torch.compile(g)
     for v in (0.25, -0.36, 0.49, -0.04):
         assert s(torch.ones(1), v).tolist() == g(torch.ones(1), v).tolist()
+
+
+def test_scheduler_stepped_in_a_step_with_a_float_argument(device):
+    """``sched.step()`` in the step: its segment line holds the bound method ``sched.step``, read again (a new
+    object) at each capture. The two captures' comparison took them for different constants, so a step with a
+    changing ``beta`` and a scheduler stayed specialised (a capture per value, no replay). Same bound method now
+    compares equal; results and parameters stay eager's bit for bit."""
+    def run(compiled):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 2, 0.5)
+
+        def step(x, beta):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean() * beta + beta ** 2
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss.detach()
+
+        s = torch.compile(step) if compiled else step
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1)).to(device)
+        out = [s(x, 0.5 + i / 10).tolist() for i in range(8)]
+        return out, [p.tolist() for p in m.parameters()], s
+
+    (e, pe, _), (c, pc, s) = run(False), run(True)
+    assert e == c and pe == pc
+    assert s._dyn and s.replays >= 4

@@ -131,6 +131,8 @@ def _same(a: Any, b: Any) -> bool:
         return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, types.MethodType):  # (a bound method read again per capture: ``sched.step``'s segment)
+        return a.__func__ is b.__func__ and a.__self__ is b.__self__
     if isinstance(a, functools.partial):
         return _same(a.func, b.func) and _same(a.args, b.args) and _same(a.keywords, b.keywords)
     if isinstance(a, types.FunctionType):  # (one made per capture: a closure over the same code and values)
