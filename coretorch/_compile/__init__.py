@@ -241,7 +241,8 @@ class CompiledFunction:
                 self._warned = True
                 return self._orig_fn(*args, **kwargs)
             pos = self._floats(args, kwargs, lv)
-            if pos and not self._dyn_failed and not config.specialize_float:
+            if pos and not self._dyn_failed and not config.specialize_float and \
+                    not _dynfloat.checks_type(self._orig_fn):
                 mk = _dynfloat.masked(k, lv, pos)
                 prev = next((e for e in self._cache.values() if e.mkey == mk and e.fp is not None
                              and e.replay is not None), None)

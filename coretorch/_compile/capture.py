@@ -176,6 +176,7 @@ class Recorder(ResultEncoding):
     def __init__(self, fullgraph: bool, symbolic: bool = False):
         self.fullgraph = fullgraph
         self.symbolic = symbolic  # an optimizer step recorded with Syms (see .optim): no segments, no float consts
+        self.sym_token = next(_sym.TOKENS)  # (its Syms': see symbolic.ours)
         self.pro: list[str] = []  # symbolic: the replay's prologue (loads, hyper-parameter lines, their checks)
         self.escape = ""  # symbolic: why a number of the step became a constant (the recording is not used)
         self._owners0: set[int] = set()
@@ -275,7 +276,7 @@ class Recorder(ResultEncoding):
     def encode(self, obj: Any) -> str:
         if isinstance(obj, self._array_types):
             return self.read(obj)
-        if isinstance(obj, Sym):
+        if _sym.ours(obj, self):
             return obj.name
         if isinstance(obj, (tuple, list)) and any(self._has_array(o) or isinstance(o, Sym) for o in obj):
             inner = ", ".join(self.encode(o) for o in obj)
@@ -536,7 +537,7 @@ class Recorder(ResultEncoding):
         """A new Sym computed by ``src``: a prologue line, or in place when it depends on a value read in the step."""
         name = f"s{self.segments}_{len(self.pro) + len(self.lines)}"
         (self.lines if dep else self.pro).append(f"{name} = {src}")
-        return Sym(value, name, dep)
+        return Sym(value, name, dep, self.sym_token)
 
     def sym_check(self, src: str, value: bool, dep: bool) -> None:
         """A branch on a Sym: the replay checks that it goes the same way (else the step runs eagerly)."""
@@ -562,7 +563,7 @@ class Recorder(ResultEncoding):
         v = self.read(t._data)
         name = f"s{self.segments}_{len(self.pro) + len(self.lines)}"
         self.lines.append(f"{name} = ITEM({self.const(t._be)}, {v})")
-        return Sym(value, name, True)
+        return Sym(value, name, True, self.sym_token)
 
     def _segment(self, method: Callable, args: tuple, kwargs: dict) -> None:
         if not self.active or self.breaks or get_ident() != self.thread:

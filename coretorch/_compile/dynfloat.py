@@ -76,6 +76,20 @@ def with_syms(args: tuple, kwargs: dict, pos: tuple, make: Any) -> tuple[tuple, 
     return tuple(a), kw
 
 
+def checks_type(fn: Any) -> bool:
+    """Whether ``fn``'s own code (its nested functions' too) names ``type`` or ``__class__``: a Sym is a float
+    subclass, so ``type(lam) in (int, float)`` would go another way in the Sym capture, which is the eager call (a
+    helper doing it is not seen: a known limit)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    todo = [code] if code is not None else []
+    while todo:
+        c = todo.pop()
+        if "type" in c.co_names or "__class__" in c.co_names:
+            return True
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return False
+
+
 def fingerprint(rec: Any, result_src: str) -> tuple:
     """What the comparison needs of a capture, taken before the replay is built (fusion and planning rewrite it)."""
     return list(rec.checks), [ln for ln in rec.lines if ln], list(rec.consts), result_src
@@ -117,6 +131,8 @@ def _same(a: Any, b: Any) -> bool:
         return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, types.MethodType):  # (a bound method read again per capture: ``sched.step``'s segment)
+        return a.__func__ is b.__func__ and a.__self__ is b.__self__
     if isinstance(a, functools.partial):
         return _same(a.func, b.func) and _same(a.args, b.args) and _same(a.keywords, b.keywords)
     if isinstance(a, types.FunctionType):  # (one made per capture: a closure over the same code and values)

@@ -230,7 +230,7 @@ class OptimizerReplay:
         name = f"h{len(rec.pro)}"
         rec.pro.append(f"{name} = {key}")
         rec.pro.append(f"if {name}.__class__ is not float: raise MISMATCH(False)")
-        return Sym(v, name)
+        return Sym(v, name, False, rec.sym_token)
 
 
 def _getter(obj: Any, attr: str):

@@ -3,6 +3,7 @@ calls on local variables (no dict lookups, no checks, no autograd), with the wri
 place."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import threading
@@ -13,7 +14,7 @@ import numpy as np
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, attrs as _attrs, early as _early, flags as _flags, guards as _guards, made as _made
-from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, tailreads as _tail
+from . import dynfloat as _dynfloat, rngundo as _rngundo, symbolic as _sym, symwatch as _symwatch, tailreads as _tail
 from .symbolic import Sym
 from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below, _state_key, _tensor_key
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
@@ -81,6 +82,14 @@ def _source(lines: list[str]) -> str:
     return "\n".join(f"        {ln}" for ln in lines)
 
 
+def _guarded_prologue(pro: list[str]) -> list[str]:
+    """The prologue's lines, an exception of their float arithmetic (``1 / t`` at ``t == 0.0``) a mismatch: the eager
+    call then raises it where it happens, after the side effects before it (the prologue runs before all of them)."""
+    if not pro:
+        return pro
+    return ["try:", *[f"    {ln}" for ln in pro], "except (ArithmeticError, ValueError):", "    raise MISMATCH(False)"]
+
+
 def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tuple[Callable, str]:
     """The replay function ``f(A)`` (``A`` the flattened tensor arguments) and its source; ``host_fusion``: the
     compile call's choice (None: the config's; see :mod:`.hostfuse`)."""
@@ -91,8 +100,8 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + rec.pro + pl.wrap(rec, _with_frees([ln for ln in rec.lines if ln], result_src),
-                                           f"return {result_src}")  # (pro: a Sym argument's numbers, dynfloat.py)
+    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers, dynfloat.py)
+        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -291,11 +300,13 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         _made.watch(rec)
         call_args, call_kwargs = args, kwargs
         if dyn:  # the float arguments as Syms (dynfloat.py)
-            call_args, call_kwargs = _dynfloat.with_syms(args, kwargs, dyn, lambda v, name: Sym(v, name, False))
+            call_args, call_kwargs = _dynfloat.with_syms(args, kwargs, dyn,
+                                                         lambda v, name: Sym(v, name, False, rec.sym_token))
             rec.dyn = True
             _sym._active[0] = rec
         try:
-            result = fn(*call_args, **call_kwargs)
+            with _symwatch.watching(rec) if dyn else contextlib.nullcontext():
+                result = fn(*call_args, **call_kwargs)
         finally:
             _unwatch(watched)
             _tail.appended_values(rec.tail_appends)  # (the list holds the read's value, as eager's)

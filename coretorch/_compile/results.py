@@ -30,6 +30,7 @@ class ResultEncoding:
     persistent: set
     arg_containers: frozenset  # ids of the argument containers (see argtree.py)
     arg_identity: bool  # set where the result returns one of them itself
+    sym_token: int  # its Syms' owner (symbolic.ours)
 
     def const(self, obj: Any) -> str:
         raise NotImplementedError
@@ -95,6 +96,8 @@ class ResultEncoding:
         """The result's source; ``made``: id -> [source, uses, index, source without the base, the base's entry]
         of the tensors it makes, each written
         ``NUL index NUL`` (no repr holds a NUL) and resolved by :func:`_tensors_made`."""
+        if type(obj) is Sym and obj.owner != self.sym_token:  # (another capture's, in the user's state: a number)
+            obj = float.__float__(obj)
         if type(obj) is _tail.Placeholder or type(obj) is Sym:  # a read at the return, a float argument's number
             return obj.name
         if isinstance(obj, Tensor):

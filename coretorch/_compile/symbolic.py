@@ -14,17 +14,31 @@ eager segment instead of replaying a stale number.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import os
+import sys
 from typing import Any, Callable
 
+TOKENS = itertools.count(1)  # the Recorders' sym_token
 _active: list = [None]  # the recorder of the optimizer step being recorded (None: Syms are plain floats)
 
 _NUMBERS = (int, float)
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ours(x: Any, rec: Any) -> bool:
+    """Whether ``x`` is a Sym of the recording ``rec`` (one of another capture, left in the user's state by the eager
+    side effects of its capture call, ``history.append(lam)``, is a plain number here: its name means another
+    replay's argument)."""
+    return isinstance(x, Sym) and x.owner == rec.sym_token
 
 
 def _src(x: Any, rec: Any) -> str:
     if isinstance(x, Sym):
-        return x.name
+        if ours(x, rec):
+            return x.name
+        x = _num(x)
     if type(x) is float and math.isfinite(x) or type(x) in (int, bool):
         return repr(x)
     return rec.const(x)
@@ -36,7 +50,10 @@ def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
             return NotImplemented
         value = fop(self, other)
         rec = _active[0]
-        if value is NotImplemented or rec is None:
+        if value is NotImplemented or rec is None or not (ours(self, rec) or ours(other, rec)):
+            return value
+        if type(value) is not float:  # (a negative number to a fractional power: complex, no Sym)
+            rec.sym_escape(f"{op} gave {type(value).__name__}")
             return value
         a, b = _src(self, rec), _src(other, rec)
         src = f"({b} {op} {a})" if reverse else f"({a} {op} {b})"
@@ -48,7 +65,8 @@ def _compare(op: str, fop: Callable) -> Callable:
     def method(self: "Sym", other: Any):
         value = fop(self, other)
         rec = _active[0]
-        if value is NotImplemented or rec is None or not isinstance(other, _NUMBERS):
+        if value is NotImplemented or rec is None or not isinstance(other, _NUMBERS) or \
+                not (ours(self, rec) or ours(other, rec)):
             return value
         rec.sym_check(f"({_src(self, rec)} {op} {_src(other, rec)})", value,
                       self.dep or getattr(other, "dep", False))
@@ -59,13 +77,14 @@ def _compare(op: str, fop: Callable) -> Callable:
 class Sym(float):
     """A float of a recorded optimizer step with its name in the replay source (see the module docstring)."""
 
-    __slots__ = ("name", "dep")
+    __slots__ = ("name", "dep", "owner")
     name: str
     dep: bool  # computed from a value read during the step (a step count): its line stays in place
+    owner: int  # the sym_token of the Recorder recording it (see ours)
 
-    def __new__(cls, value: float, name: str, dep: bool = False) -> "Sym":
+    def __new__(cls, value: float, name: str, dep: bool = False, owner: int = 0) -> "Sym":
         s = float.__new__(cls, value)
-        s.name, s.dep = name, dep
+        s.name, s.dep, s.owner = name, dep, owner
         return s
 
     __add__ = _binary("+", float.__add__, False)
@@ -86,7 +105,44 @@ class Sym(float):
     __le__ = _compare("<=", float.__le__)
     __gt__ = _compare(">", float.__gt__)
     __ge__ = _compare(">=", float.__ge__)
-    __hash__ = float.__hash__
+
+    def __hash__(self) -> int:  # (a dict or set lookup by the number: ``table.get(t)``, ``t in {1.0, 2.0}``)
+        self._dyn_read("hash()")
+        return float.__hash__(self)
+
+    def __format__(self, spec: str) -> str:
+        self._dyn_read("format()")
+        return float.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        self._dyn_read("repr()")
+        return float.__repr__(self)
+
+    def __str__(self) -> str:
+        self._dyn_read("str()")
+        return float.__repr__(self)
+
+    def __divmod__(self, other: Any):  # (float's own: the quotient and remainder of // and %, bitwise)
+        if not isinstance(other, _NUMBERS) or float.__divmod__(self, other) is NotImplemented:  # (its errors)
+            return NotImplemented
+        return self // other, self % other
+
+    def __rdivmod__(self, other: Any):
+        if not isinstance(other, _NUMBERS) or float.__rdivmod__(self, other) is NotImplemented:
+            return NotImplemented
+        return other // self, other % self
+
+    @property
+    def real(self) -> "Sym":
+        return self
+
+    def _dyn_read(self, how: str) -> None:
+        """A whole step's float argument read by ``how`` in the user's code: its uses are no longer recorded
+        (dynfloat.py; coretorch's own code hashing or printing a number takes nothing from it)."""
+        rec = _active[0]
+        if rec is not None and getattr(rec, "dyn", False) and ours(self, rec) and \
+                not sys._getframe(2).f_code.co_filename.startswith(_PKG):
+            rec.sym_escape(how)
 
     def __pow__(self, other: Any, mod: Any = None):
         if mod is not None:
@@ -100,7 +156,7 @@ class Sym(float):
 
     def _unary(self, fmt: str, value: float) -> Any:
         rec = _active[0]
-        return value if rec is None else rec.sym(value, fmt.format(self.name), self.dep)
+        return value if rec is None or not ours(self, rec) else rec.sym(value, fmt.format(self.name), self.dep)
 
     def __neg__(self):
         return self._unary("(-{})", -_num(self))
@@ -114,20 +170,20 @@ class Sym(float):
     def __bool__(self) -> bool:
         value = _num(self) != 0.0
         rec = _active[0]
-        if rec is not None:
+        if rec is not None and ours(self, rec):
             rec.sym_check(f"bool({self.name})", value, self.dep)
         return value
 
     def _escape(self, how: str) -> None:
         rec = _active[0]
-        if rec is not None:
+        if rec is not None and ours(self, rec):
             rec.sym_escape(how)
 
     def __float__(self) -> float:
         # a whole step's float argument made a plain number (``float(lam)``): its uses are no longer recorded
         # (dynfloat.py); an optimizer step's recording compares its kernels' floats instead (see Recorder.encode)
         rec = _active[0]
-        if rec is not None and getattr(rec, "dyn", False):
+        if rec is not None and getattr(rec, "dyn", False) and ours(self, rec):
             rec.sym_escape("float()")
         return _num(self)
 

@@ -7,10 +7,11 @@ Python; coretorch replays whole calls, so a read is kept in the replay only wher
 on the value: the check simulates the bytecode of the compiled function's own frame from the read to its return
 (one straight line, outside any ``try`` or ``with``) on tags of the stack's entries. Allowed are loads of locals,
 cells, globals and constants, stores into locals, calls of methods of the locals' plain tensors and of what those
-return (recorded as any op: a replay repeats them), further ``.item()``/``.tolist()`` reads, appending a read to a
-plain list held by a global or a closure cell (the replay appends its value to the list the name holds then: a
-:class:`ListRef`), and building tuples, lists and dicts with constant or plain local keys. Nothing there runs
-user code or takes the value anywhere but into the result (or that list), so a replay that reads the array at the
+return (coretorch's methods and attributes, not ones set on a tensor: recorded as any op, a replay repeats them),
+further ``.item()``/``.tolist()`` reads, appending a read to a plain list held by a global or a closure cell (the
+replay appends its value to the list the name holds then: a :class:`ListRef`), and building tuples, lists and dicts
+with constant or plain local keys. Nothing there runs user code or takes the value anywhere but into the result (or
+that list), so a replay that reads the array at the
 same point returns what the eager call returns. (``float(t)``, ``int(t)`` and ``bool(t)`` stay graph breaks: Python
 takes only a number from ``__float__``, so the capture could not mark it.)
 
@@ -20,6 +21,7 @@ the eager values in their place (the containers holding one were built by the re
 own)."""
 from __future__ import annotations
 
+import dataclasses
 import dis
 from types import CodeType, FrameType
 from typing import Any
@@ -75,7 +77,7 @@ def at_return(frame: FrameType, fn: Any, how: str) -> tuple[bool, ListRef | None
     ``fn`` (whose frame the capture called), as the module docstring says; and the list it is appended to, if it
     is (``hist.append(loss.item())``)."""
     code = getattr(fn, "__code__", None)
-    if code is None or frame.f_code is not code or code.co_flags & _NOT_PLAIN:
+    if code is None or frame.f_code is not code or code.co_flags & _NOT_PLAIN or _nested(frame, code):
         return False, None
     every = list(dis.get_instructions(code))
     ins = [i for i in every if i.opname not in _SKIP]
@@ -90,6 +92,17 @@ def at_return(frame: FrameType, fn: Any, how: str) -> tuple[bool, ListRef | None
     stack.append(("read", True))
     appended: list = []
     return _pure_tail(ins, at + 1, frame, stack, appended), (appended[0] if appended else None)
+
+
+def _nested(frame: FrameType, code: CodeType) -> bool:
+    """Whether ``frame`` runs inside another call of ``code``: a recursive call through the compiled function (which
+    runs its own function during a capture), whose caller goes on with the value."""
+    outer = frame.f_back
+    while outer is not None:
+        if outer.f_code is code:
+            return True
+        outer = outer.f_back
+    return False
 
 
 def _method(i: Any) -> bool:
@@ -147,6 +160,15 @@ def _tensor(tag: tuple) -> bool:
     return tag == ("result",) or tag[0] == "value" and type(tag[1]) is Tensor
 
 
+def _core(tag: tuple, name: str) -> bool:
+    """Whether ``name`` of the entry tagged ``tag`` is a plain tensor's attribute or method of coretorch's class, not
+    one set on the tensor by the user (``x.meta = Meta()``, ``x.cb = fn``: their code would run)."""
+    if not _tensor(tag) or not hasattr(Tensor, name):
+        return False
+    d = getattr(tag[1], "__dict__", None) if tag[0] == "value" else None
+    return not (d and name in d)
+
+
 def _plain_arg(tag: tuple) -> bool:
     return tag[0] == "const" or _tensor(tag) or tag[0] == "value" and type(tag[1]) in _PLAIN
 
@@ -188,11 +210,11 @@ def _pure_tail(ins: list, k: int, frame: FrameType, stack: list, appended: list)
                 return False
             stack.append(("append", None))
         elif _method(i):
-            if not _tensor(pop(1)[0]):
+            if not _core(pop(1)[0], arg):
                 return False
             stack.append(("read method",) if arg in READS else ("method",))
         elif op == "LOAD_ATTR":  # an attribute of a tensor (``out.shape``, ``w.grad``)
-            if not _tensor(pop(1)[0]):
+            if not _core(pop(1)[0], arg):
                 return False
             stack.append(("result",))
         elif op in _CALLS:
@@ -236,19 +258,20 @@ def substitute(obj: Any, depth: int = 0) -> Any:
         return float.__float__(obj)
     if depth > 16:
         return obj
-    if type(obj) is tuple:
+    if isinstance(obj, tuple) and (type(obj) is tuple or hasattr(type(obj), "_fields")):  # (a namedtuple too)
         new = tuple(substitute(o, depth + 1) for o in obj)
-        return obj if all(a is b for a, b in zip(new, obj)) else new
+        return obj if all(a is b for a, b in zip(new, obj)) else new if type(obj) is tuple else type(obj)(*new)
     if type(obj) is list:
         for n, o in enumerate(obj):
             s = substitute(o, depth + 1)
             if s is not o:
                 obj[n] = s
-    elif type(obj) is dict:
-        for key, o in obj.items():
+    elif type(obj) is dict or dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        d = obj if type(obj) is dict else getattr(obj, "__dict__", {})  # (a dataclass's fields: frozen or not)
+        for key, o in d.items():
             s = substitute(o, depth + 1)
             if s is not o:
-                obj[key] = s
+                d[key] = s
     return obj
 
 

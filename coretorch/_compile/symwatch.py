@@ -1,0 +1,58 @@
+"""C code reading a float argument's number behind the Sym's back during a whole step's Sym capture (dynfloat.py).
+
+A :class:`~.symbolic.Sym` is a ``float``: C functions read its number without calling any of its methods
+(``math.log(t)``, ``math.isfinite(t)``, ``struct.pack("d", t)``, ``float.is_integer(t)``). The two captures'
+comparison sees such a number only where it reaches a kernel as a constant; where the step discretises it
+(``if math.log(t) > 0:``, ``min(1.0, math.sqrt(t))``) both captures may take the same path by chance and a replay
+at another value would take it too. So while the Sym capture runs, a profile hook watches the C calls made from the
+user's frames: a function of :data:`RAW_MODULES`, a method of ``float`` (bound to a Sym or not) called from a frame
+holding a Sym (a local, or an entry of a local tuple or list) refuses the Sym capture (``rec.sym_escape``), and the
+function stays specialised. (``"%f" % t`` formats without any call the hook sees: a documented limit.)"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from types import FrameType
+from typing import Any, Iterator
+
+from .symbolic import Sym
+
+# (builtins such as min, max, sorted, sum, divmod, hash, format and round go through the Sym's own methods)
+RAW_MODULES = frozenset({"math", "cmath", "struct", "_struct", "array", "_decimal", "_statistics"})
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _holds_sym(frame: FrameType) -> bool:
+    for v in frame.f_locals.values():
+        if isinstance(v, Sym) or type(v) in (tuple, list) and any(isinstance(o, Sym) for o in v[:16]):
+            return True
+    return False
+
+
+def _raw(fn: Any) -> bool:
+    """Whether the C callable ``fn`` may read a float's number without asking it."""
+    if isinstance(getattr(fn, "__self__", None), Sym) or getattr(fn, "__objclass__", None) is float:
+        return True
+    return getattr(fn, "__module__", None) in RAW_MODULES
+
+
+@contextlib.contextmanager
+def watching(rec: Any) -> Iterator[None]:
+    """Watch the C calls of the user's frames while the Sym capture of ``rec`` runs (see the module docstring)."""
+    if sys.getprofile() is not None:  # (a profiler of the user's: the hook would replace it)
+        rec.sym_escape("a profiler is active, so C reads of the number could not be watched")
+        yield
+        return
+
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "c_call" and not rec.escape and not frame.f_code.co_filename.startswith(_PKG) and _raw(arg) \
+                and _holds_sym(frame):
+            rec.sym_escape(f"C function {getattr(arg, '__qualname__', arg)!s} read the number in "
+                           f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
