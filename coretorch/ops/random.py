@@ -21,6 +21,7 @@ from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import pointwise as _P, reduction as _R
+from ._random_args import check_randperm, check_uniform_bounds, continuous_only, cpp_name, int_arg, warn_float_range
 from ._util import broadcast_shapes, edge, shape_arg
 from .creation import _finish, _table, _to_out, get_default_device, set_default_device
 from .inplace import check_inplace, rebase
@@ -302,11 +303,12 @@ def _no_more(kw: dict, op: str) -> None:
 def _check_range(low: int, high: int, dt) -> None:
     """PyTorch's check of an integer dtype's range [from, to - 1] (floats hold any range, less exactly)."""
     if dt.is_floating_point:
+        warn_float_range(dt, low, high - 1)
         return
     lo, hi = (0, 1) if dt is _dt.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
     for v, name in ((low, "from"), (high - 1, "to - 1")):
         if not lo <= v <= hi:
-            raise RuntimeError(f"{name} is out of bounds for {dt._tname[:-6]}")
+            raise RuntimeError(f"{name} is out of bounds for {cpp_name(dt)}")
 
 
 def _int_data(table, generator, low: int, high: int, shape, dt, op: str):
@@ -326,7 +328,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    low, high = (v.item() if isinstance(v, Tensor) else v for v in (low, high))
+    low, high = int_arg(low, "randint", "low"), int_arg(high, "randint", "high")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
@@ -339,10 +341,11 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
-    n = int(n)
+    n = int_arg(n, "randperm", "n")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got{n}")
     dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
+    check_randperm(n, dt)
     table = _table(device if out is None or device else out.device)
     g = _gen(generator, table, "randperm")
     r = _make(_upload(table, g, g._kt.rng_randperm(g._state, n, dt.np)), dt, table)
@@ -376,6 +379,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     """randint_like(input, high) or randint_like(input, low, high)."""
     if high is None:
         low, high = 0, low
+    low, high = int_arg(low, "randint_like", "low"), int_arg(high, "randint_like", "high")
     dt, dev = _like(input, dtype, device, "randint_like")
     t = randint(low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev,
                 requires_grad=requires_grad)
@@ -441,8 +445,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: normal(float mean, float std) "
                             "needs a size")
-        if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if not std >= 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
         dt = _float_dtype(dtype or (out.dtype if out is not None else None), "normal", "normal_kernel_cpu")
         shape = _shape((size,) if not isinstance(size, (tuple, list)) else tuple(size), None, "normal")
         r = _sample(shape, dt, device if out is None or device else out.device, generator, "normal",
@@ -452,20 +456,22 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         raise TypeError("normal() received an invalid combination of arguments: size is only taken with float "
                         "mean and std")
     cls: type[_ZeroGrad]
-    if mt and st:
-        dt = _dt.promote_types(mean.dtype, std.dtype)
+    if mt and st:  # the result has mean's dtype (PyTorch: empty_like(mean)), or out's
+        dt = mean.dtype
         shape, table, cls = broadcast_shapes(tuple(mean.shape), tuple(std.shape), op="normal"), mean._be, \
             NormalBackward3
     else:
         ref = mean if mt else std
         dt, shape, table, cls = ref.dtype, tuple(ref.shape), ref._be, NormalBackward1 if mt else NormalBackward2
+    if out is not None:
+        dt = out.dtype
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{dt._tname[:-6]}'")
     if st:
-        if std.numel() and _host_flag(_R.any(_P.lt(std.detach(), 0))):
+        if std.numel() and _host_flag(_R.any(_P.logical_not(_P.ge(std.detach(), 0)))):  # NaN fails too
             raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    elif not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
     eps = _make(table.empty(shape, dt.np), dt, table)
     _fill_data(eps, generator, "normal", 0.0, 1.0, "normal")
     with no_grad():
@@ -482,6 +488,8 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples with probabilities ``input`` (or the float ``p``), of input's shape and dtype."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if isinstance(p, Tensor):
+        raise TypeError("bernoulli(): argument 'p' must be float, not Tensor (the probabilities are the input)")
     table = input._be
     r = _make(table.empty(tuple(input.shape), input.dtype.np), input.dtype, table)
     with no_grad():
@@ -616,8 +624,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
     a, b = kw.pop("from", a), kw.pop("to", b)
     _no_more(kw, "uniform_")
     _floats_only(x, "check_uniform_bounds")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    check_uniform_bounds(x.dtype, float(a), float(b))
     return _sample_inplace(x, "uniform_", lambda t: _fill_data(t, generator, "uniform", float(a), float(b),
                                                                "uniform_"))
 
@@ -625,17 +632,17 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of ``N(mean, std**2)``; returns ``self``."""
     _floats_only(x, "normal_kernel_cpu")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
     return _sample_inplace(x, "normal_", lambda t: _fill_data(t, generator, "normal", float(mean), float(std),
                                                               "normal_"))
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of the exponential law of rate ``lambd``; returns ``self``."""
-    _floats_only(x, "exponential_cpu")
+    continuous_only(x, "Exponential", "scalar")
     if not lambd > 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     return _sample_inplace(x, "exponential_", lambda t: _fill_data(t, generator, "exponential", float(lambd),
                                                                    0.0, "exponential_"))
 
@@ -646,7 +653,7 @@ def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
     if x.dtype is _dt.bool_:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     return _sample_inplace(x, "geometric_", lambda t: _fill_data(t, generator, "geometric", float(p), 0.0,
                                                                  "geometric_"))
 
@@ -655,18 +662,23 @@ def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=Non
     """Fill ``self`` with samples ``exp(N(mean, std))``; returns ``self``."""
     _floats_only(x, "log_normal_cpu")
     if not std > 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
     return _sample_inplace(x, "log_normal_", lambda t: _fill_data(t, generator, "log_normal", float(mean),
                                                                   float(std), "log_normal_"))
 
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of the Cauchy law ``median + sigma * tan(pi * (U - 1/2))``; returns ``self``."""
-    _floats_only(x, "cauchy_cpu")
+    continuous_only(x, "Cauchy", "cpp")
     if not sigma > 0:
-        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
     return _sample_inplace(x, "cauchy_", lambda t: _fill_data(t, generator, "cauchy", float(median),
                                                               float(sigma), "cauchy_"))
+
+
+def _num(v) -> str:
+    """A float argument as PyTorch's messages print it (C++'s ostream: 1, not 1.0)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _random_bounds(dt) -> tuple:
@@ -688,11 +700,16 @@ def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
         raise TypeError(f"random_() takes at most 2 arguments ({len(args)} given)")
     lo, hi = _random_bounds(x.dtype)
     if len(args) == 1:
-        hi = args[0]
+        hi = int_arg(args[0], "random_", "to")
     elif len(args) == 2:
-        lo = args[0]
-        hi = args[1] if args[1] is not None else hi
-    lo, hi = int(lo), int(hi)
+        lo = int_arg(args[0], "random_", "from")
+        if args[1] is not None:
+            hi = int_arg(args[1], "random_", "to")
+        elif x.dtype.is_floating_point and lo > hi - 1:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted "
+                               f"to dtype, but got from={lo} > to_inc={hi - 1}")
+        else:  # an integer dtype: PyTorch's "from is out of bounds" before the order check
+            _check_range(lo, hi, x.dtype)
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
 
@@ -724,6 +741,8 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
         pd = p.detach()
         if pd._be is not x._be:
             pd = pd.to(x.device)
+        if tuple(pd.shape) != tuple(x.shape):  # PyTorch expands p to self's shape (self is never broadcast)
+            pd = pd.expand(tuple(x.shape))
         if pd.numel():
             _check_probabilities(pd)
 

@@ -1,0 +1,184 @@
+"""Review 21c (eager): random sampling, generators, dropout and init against PyTorch 2.13's documented behaviour.
+
+Streams need not match PyTorch's bits; ranges, dtypes, shapes, argument checks and distributions must.  Each test
+says what PyTorch does and what coretorch did before the fix.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def _h(t):
+    return t.detach().cpu().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# integer arguments, ranges, randperm
+# ---------------------------------------------------------------------------------------------
+def test_randperm_refuses_an_n_its_dtype_cannot_hold(device):
+    """PyTorch raises when n - 1 overflows an integer dtype, n > 2049 in float16, n > 2**24 + 1 in float32, and
+    for bool; coretorch returned wrapped values (randperm(300, dtype=uint8) held duplicates: not a permutation)."""
+    with pytest.raises(RuntimeError, match="uint8_t without overflow"):
+        torch.randperm(257, dtype=torch.uint8, device=device)
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        torch.randperm(129, dtype=torch.int8, device=device)
+    with pytest.raises(RuntimeError, match="greater than 2049 for Half"):
+        torch.randperm(2050, dtype=torch.float16, device=device)
+    with pytest.raises(RuntimeError, match=r"greater than 2\^24\+1 for Float"):
+        torch.randperm((1 << 24) + 2, dtype=torch.float32, device=device)
+    with pytest.raises(NotImplementedError, match="'Bool'"):
+        torch.randperm(2, dtype=torch.bool, device=device)
+    for n, dt in ((256, torch.uint8), (128, torch.int8), (2049, torch.float16)):
+        assert sorted(_h(torch.randperm(n, dtype=dt, device=device)).tolist()) == list(range(n))
+
+
+def test_integer_arguments_are_parsed_as_pytorch(device):
+    """PyTorch's parser takes an int (or an integer tensor) for randint/random_/randint_like/randperm bounds: a
+    float or bool is a TypeError, a value beyond int64 a ValueError ("Overflow when unpacking long long");
+    coretorch truncated floats (randint(0, 3.7) drew from [0, 3)) and drew with a high of 2**63."""
+    e = torch.empty(3, dtype=torch.int64, device=device)
+    z = torch.zeros(3, device=device)
+    for bad in (lambda: torch.randint(0, 3.7, (3,), device=device), lambda: torch.randint(3.0, (3,), device=device),
+                lambda: torch.randint(True, (3,), device=device), lambda: e.random_(3.5), lambda: e.random_(0, 3.5),
+                lambda: torch.randint_like(z, 3.5), lambda: torch.randperm(3.0, device=device),
+                lambda: torch.randint(torch.tensor(3.0), (3,), device=device), lambda: e.random_(None)):
+        with pytest.raises(TypeError):
+            bad()
+    for bad in (lambda: torch.randint(0, 2 ** 63, (3,), device=device), lambda: e.random_(2 ** 63),
+                lambda: e.random_(-2 ** 63 - 1, 0), lambda: torch.randint_like(z, 2 ** 63)):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            bad()
+    assert _h(torch.randint(torch.tensor(3), (50,), device=device)).max() <= 2
+    assert _h(torch.randint(np.int64(3), (50,), device=device)).max() <= 2
+    full = _h(torch.empty(4000, dtype=torch.int64, device=device).random_(-2 ** 63, None))
+    assert full.min() < -2 ** 62 and full.max() > 2 ** 62  # the whole int64 range, as PyTorch's from-None form
+
+
+def test_range_errors_name_the_cpp_type(device):
+    """PyTorch's "out of bounds" errors print the C++ type ("signed char", "unsigned char", "bool"); coretorch
+    printed the legacy name ("Char", "Byte")."""
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for unsigned char"):
+        torch.randint(0, 257, (2,), dtype=torch.uint8, device=device)
+    with pytest.raises(RuntimeError, match="from is out of bounds for signed char"):
+        torch.zeros(2, dtype=torch.int8, device=device).random_(-200, None)
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for bool"):
+        torch.zeros(2, dtype=torch.bool, device=device).random_(0, 3)
+    with pytest.raises(RuntimeError, match="'from' casted to dtype to be less than or equal to 'to_inc'"):
+        torch.zeros(2, dtype=torch.float16, device=device).random_(3000, None)
+
+
+def test_random_into_a_float_dtype_warns_beyond_its_exact_integers(device):
+    """PyTorch warns (UserWarning) when random_/randint's bounds pass +-2**digits of a float dtype (float: 2**24,
+    half: 2**11, bfloat16: 2**8, double: 2**53); coretorch drew silently."""
+    for dt, digits in ((torch.float32, 24), (torch.float16, 11), (torch.bfloat16, 8), (torch.float64, 53)):
+        with pytest.warns(UserWarning, match=rf"to - 1 is out of bounds \[-\(2\^{digits}\), 2\^{digits}\]"):
+            torch.empty(3, dtype=dt, device=device).random_(0, 2 ** digits + 2)
+    with pytest.warns(UserWarning, match=r"from is out of bounds \[-\(2\^24\), 2\^24\]"):
+        torch.randint(-2 ** 25, 0, (3,), dtype=torch.float32, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.empty(3, dtype=torch.float16, device=device).random_()  # the default range is exact
+        torch.empty(3, dtype=torch.float32, device=device).random_(0, 2 ** 24 + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# in-place samplers' argument checks
+# ---------------------------------------------------------------------------------------------
+def test_continuous_laws_of_an_integer_tensor_raise_runtime_error(device):
+    """PyTorch: exponential_/cauchy_ of an integer or bool tensor raise RuntimeError ("... is a continuous
+    probability distribution"); coretorch raised NotImplementedError."""
+    for dt in (torch.int64, torch.uint8, torch.bool):
+        x = torch.zeros(3, dtype=dt, device=device)
+        with pytest.raises(RuntimeError, match="Exponential distribution is a continuous probability"):
+            x.exponential_()
+        with pytest.raises(RuntimeError, match="Cauchy distribution is a continuous probability"):
+            x.cauchy_()
+
+
+@pytest.mark.parametrize("dt, a, b, msg", [
+    (torch.float32, 0, math.inf, "to is out of bounds for float"),
+    (torch.float32, -math.inf, 0, "from is out of bounds for float"),
+    (torch.float32, math.nan, 1, "from is out of bounds for float"),
+    (torch.float32, 0, math.nan, "to is out of bounds for float"),
+    (torch.float16, -1e5, 0, r"from is out of bounds for c10::Half"),
+    (torch.float64, 0, math.inf, "to is out of bounds for double"),
+    (torch.float16, -6e4, 6e4, r"to-from <= std::numeric_limits<Half>::max\(\)"),
+    (torch.float32, -3e38, 3e38, r"to-from <= std::numeric_limits<Float>::max\(\)"),
+])
+def test_uniform_checks_its_bounds_as_pytorch(device, dt, a, b, msg):
+    """PyTorch's uniform_ checks both bounds lie in the dtype's finite range and that to - from does too;
+    coretorch filled max-float values, NaN or inf silently (uniform_(0, inf) gave 3.4e38 everywhere)."""
+    with pytest.raises(RuntimeError, match=msg):
+        torch.empty(3, dtype=dt, device=device).uniform_(a, b)
+    with pytest.raises(RuntimeError, match=msg):
+        torch.nn.init.uniform_(torch.empty(3, dtype=dt, device=device), a, b)
+
+
+def test_normal_refuses_a_nan_std(device):
+    """PyTorch: a NaN std fails "std >= 0" in every overload (normal_, the four normal forms, init.normal_);
+    coretorch returned NaN samples."""
+    z = torch.zeros(3, device=device)
+    for bad in (lambda: z.clone().normal_(0, math.nan), lambda: torch.normal(0., math.nan, (3,), device=device),
+                lambda: torch.normal(z, math.nan), lambda: torch.nn.init.normal_(z.clone(), 0, math.nan)):
+        with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std nan"):
+            bad()
+    s = torch.tensor([1., math.nan, 1.], device=device)
+    for bad in (lambda: torch.normal(z, s), lambda: torch.normal(0., s)):
+        with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+            bad()
+
+
+def test_normal_of_tensors_has_means_dtype_and_fills_any_float_out(device):
+    """PyTorch's normal(Tensor mean, Tensor std) is created like mean (float32 mean, float64 std: float32) and
+    writes into an out= of any float dtype (an integer out raises NotImplementedError); coretorch promoted to
+    float64 and refused a float64 or float16 out with a dtype RuntimeError."""
+    m32, s64 = torch.zeros(3, device=device), torch.ones(3, dtype=torch.float64, device=device)
+    assert torch.normal(m32, s64).dtype is torch.float32
+    assert torch.normal(m32.to(torch.float16), torch.ones(3, device=device)).dtype is torch.float16
+    for dt in (torch.float64, torch.float16):
+        o = torch.empty(3, dtype=dt, device=device)
+        assert torch.normal(m32, 1., out=o) is o and o.dtype is dt
+        assert torch.normal(m32, torch.ones(3, device=device), out=o) is o
+    o = torch.empty(3, device=device)
+    torch.normal(torch.zeros(3, dtype=torch.int64, device=device), torch.ones(3, device=device), out=o)
+    with pytest.raises(NotImplementedError, match="'Long'"):
+        torch.normal(m32, torch.ones(3, device=device), out=torch.empty(3, dtype=torch.int64, device=device))
+    with pytest.raises(NotImplementedError, match="'Long'"):
+        torch.normal(torch.zeros(3, dtype=torch.int64, device=device), torch.ones(3, device=device))
+
+
+def test_geometric_of_a_tiny_p_in_a_float_dtype(device):
+    """geometric_(p) has mean 1/p: PyTorch's float32 draws for p=1e-30 are about 1e30; coretorch's cpu draws
+    saturated at 2**63 (numpy's int64 geometric)."""
+    x = _h(torch.empty(4000, device=device).geometric_(1e-30)).astype(np.float64)
+    assert 0.5e30 < np.median(x) / math.log(2) < 2e30
+    y = _h(torch.empty(40000, dtype=torch.float64, device=device).geometric_(0.3))
+    assert y.min() == 1 and abs(y.mean() - 1 / 0.3) < 5 * math.sqrt(0.7 / 0.09 / 40000)
+
+
+def test_poisson_of_a_zero_dim_tensor_and_huge_rates(device):
+    """PyTorch samples a 0-d rate tensor; coretorch's cpu kernel crashed (AttributeError: numpy returned an int).
+    Rates beyond 2**63 made numpy raise "lam value too large"; they now sample the normal limit (inf stays inf)."""
+    r = torch.poisson(torch.tensor(3., device=device))
+    assert r.shape == () and r.dtype is torch.float32 and _h(r) >= 0
+    big = _h(torch.poisson(torch.tensor([1e19, 1e30, math.inf, 0.], dtype=torch.float64, device=device)))
+    assert abs(big[0] / 1e19 - 1) < 1e-6 and abs(big[1] / 1e30 - 1) < 1e-6 and big[2] == math.inf and big[3] == 0
+
+
+def test_bernoulli_probabilities_expand_to_self(device):
+    """PyTorch's bernoulli_(p) expands p to self's shape (a p of more dims or another size raises); the function
+    form takes a float p only (a tensor p is a TypeError); coretorch broadcast both ways and took a tensor p."""
+    x = torch.empty(2, 3, device=device).bernoulli_(torch.tensor([0., 1., 1.], device=device))
+    assert _h(x).tolist() == [[0., 1., 1.], [0., 1., 1.]]
+    with pytest.raises(RuntimeError):
+        torch.empty(3, device=device).bernoulli_(torch.tensor([[0., 1., 1.]], device=device))
+    with pytest.raises(RuntimeError):
+        torch.empty(3, device=device).bernoulli_(torch.tensor([0., 1.], device=device))
+    with pytest.raises(TypeError):
+        torch.bernoulli(torch.zeros(3, device=device), p=torch.ones(3, device=device))
