@@ -182,3 +182,29 @@ def test_bernoulli_probabilities_expand_to_self(device):
         torch.empty(3, device=device).bernoulli_(torch.tensor([0., 1.], device=device))
     with pytest.raises(TypeError):
         torch.bernoulli(torch.zeros(3, device=device), p=torch.ones(3, device=device))
+
+
+# ---------------------------------------------------------------------------------------------
+# multinomial, generators
+# ---------------------------------------------------------------------------------------------
+def test_multinomial_num_samples_is_an_int(device):
+    """PyTorch: multinomial's num_samples must be an int (1.5 is a TypeError); coretorch truncated it to 1."""
+    p = torch.ones(3, device=device)
+    with pytest.raises(TypeError):
+        torch.multinomial(p, 1.5)
+    with pytest.raises(TypeError):
+        p.multinomial(True)
+    assert torch.multinomial(p, np.int64(2)).shape == (2,)
+
+
+def test_generator_manual_seed_takes_an_int_only(device):
+    """PyTorch's Generator.manual_seed raises RuntimeError ("manual_seed expected a long, but got float") for a
+    float, str, bool or tensor seed, while torch.manual_seed converts with int(); coretorch's method converted
+    too (Generator().manual_seed(1.5) seeded 1)."""
+    g = torch.Generator(device=device)
+    for bad in (1.5, "3", True, torch.tensor(3)):
+        with pytest.raises(RuntimeError, match=f"manual_seed expected a long, but got {type(bad).__name__}"):
+            g.manual_seed(bad)
+    assert g.manual_seed(-1).initial_seed() == 2 ** 64 - 1
+    assert torch.manual_seed(2.7).initial_seed() == 2
+    assert torch.manual_seed(torch.tensor(5)).initial_seed() == 5

@@ -70,6 +70,8 @@ class Generator:
         Args:
             seed (int): the new seed; the same seed gives the same random numbers.
         """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # torch.manual_seed takes int(seed)
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         self._kt.rng_seed(self._state, _seed_value(seed))
         return self
 
@@ -527,7 +529,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{input.dtype._tname[:-6]}")
-    n = int(num_samples)
+    n = int_arg(num_samples, "multinomial", "num_samples")
     if n <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     cats = input.shape[-1]
