@@ -208,3 +208,21 @@ def test_generator_manual_seed_takes_an_int_only(device):
     assert g.manual_seed(-1).initial_seed() == 2 ** 64 - 1
     assert torch.manual_seed(2.7).initial_seed() == 2
     assert torch.manual_seed(torch.tensor(5)).initial_seed() == 5
+
+
+def test_in_place_samplers_name_pytorchs_overload_nodes(device):
+    """PyTorch names the node of each overload: random_(from, to) RandomBackward0, random_(to) RandomBackward1,
+    random_() RandomBackward2, bernoulli_(Tensor p) BernoulliBackward1, bernoulli_(float p) BernoulliBackward2;
+    coretorch named them all ...Backward0.  The gradient stays zero."""
+    p = torch.ones(4, device=device, requires_grad=True)
+    cases = ((lambda q: q.random_(2, 5), "RandomBackward0"), (lambda q: q.random_(2, None), "RandomBackward0"),
+             (lambda q: q.random_(5), "RandomBackward1"), (lambda q: q.random_(), "RandomBackward2"),
+             (lambda q: q.bernoulli_(torch.full((4,), 0.3, device=device)), "BernoulliBackward1"),
+             (lambda q: q.bernoulli_(0.3), "BernoulliBackward2"), (lambda q: q.uniform_(), "UniformBackward0"))
+    for f, name in cases:
+        q = p * 2
+        f(q)
+        assert q.grad_fn.name() == name
+        q.sum().backward()
+        assert _h(p.grad).tolist() == [0.0] * 4
+        p.grad = None

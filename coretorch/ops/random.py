@@ -591,17 +591,17 @@ class _InplaceZeroGrad(Node):
 _NODE_NAMES: dict = {}
 
 
-def _inplace_node(op: str):
-    cls = _NODE_NAMES.get(op)
+def _inplace_node(op: str, overload: int = 0):
+    cls = _NODE_NAMES.get((op, overload))
     if cls is None:  # PyTorch's names: UniformBackward0, NormalBackward0, ExponentialBackward0, ...
-        name = "".join(w.capitalize() for w in op.rstrip("_").split("_")) + "Backward0"
-        cls = _NODE_NAMES[op] = type(name, (_InplaceZeroGrad,), {"__slots__": ()})
+        name = "".join(w.capitalize() for w in op.rstrip("_").split("_")) + f"Backward{overload}"
+        cls = _NODE_NAMES[op, overload] = type(name, (_InplaceZeroGrad,), {"__slots__": ()})
     return cls
 
 
-def _sample_inplace(x: Tensor, op: str, draw) -> Tensor:
+def _sample_inplace(x: Tensor, op: str, draw, overload: int = 0) -> Tensor:
     """Run ``draw(target)`` (which overwrites the target tensor's elements) on x, recording a zero-gradient
-    node when x is part of a graph."""
+    node when x is part of a graph (``overload``: the number in PyTorch's node name, RandomBackward2, ...)."""
     recording = check_inplace(x, None, op)
     if not recording:
         draw(x)
@@ -609,7 +609,7 @@ def _sample_inplace(x: Tensor, op: str, draw) -> Tensor:
         return x
     fresh = _make(x._be.empty(tuple(x.shape), x.dtype.np), x.dtype, x._be)
     draw(fresh)
-    node = _inplace_node(op)()
+    node = _inplace_node(op, overload)()
     node.shape = tuple(x.shape)
     node.next_functions = (edge(x),)
     rebase(x, _make(fresh._data, x.dtype, x._be, node))
@@ -718,7 +718,8 @@ def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
     def draw(t):
         table = t._be
         t._be.assign_(t._data, _int_data(table, generator, lo, hi, tuple(t.shape), t.dtype, "random_"))
-    return _sample_inplace(x, "random_", draw)
+    # PyTorch's nodes: random_(from, to) RandomBackward0, random_(to) RandomBackward1, random_() RandomBackward2
+    return _sample_inplace(x, "random_", draw, 2 if not args else 1 if len(args) == 1 else 0)
 
 
 def _check_probabilities(pd: Tensor) -> None:
@@ -754,11 +755,12 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
             with no_grad():
                 hit = _P.lt(u, pd)
             t._be.assign_(t._data, t._be.cast(hit._data, t.dtype.np))
-        return _sample_inplace(x, "bernoulli_", draw)
+        return _sample_inplace(x, "bernoulli_", draw, 1)
     p = float(p)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    return _sample_inplace(x, "bernoulli_", lambda t: _fill_data(t, generator, "bernoulli", p, 0.0, "bernoulli_"))
+    return _sample_inplace(x, "bernoulli_", lambda t: _fill_data(t, generator, "bernoulli", p, 0.0, "bernoulli_"),
+                           2)
 
 
 def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:
