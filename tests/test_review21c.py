@@ -226,3 +226,13 @@ def test_in_place_samplers_name_pytorchs_overload_nodes(device):
         q.sum().backward()
         assert _h(p.grad).tolist() == [0.0] * 4
         p.grad = None
+
+
+def test_randint_like_needs_a_high(device):
+    """PyTorch: randint_like(x) without a bound is a TypeError; coretorch drew from [0, 0) and raised the
+    RuntimeError "random_ expects 'from' to be less than 'to'"."""
+    x = torch.zeros(3, device=device)
+    with pytest.raises(TypeError):
+        torch.randint_like(x)
+    assert _h(torch.randint_like(x, high=3)).max() <= 2
+    assert _h(torch.randint_like(x, low=1, high=3)).min() >= 1

@@ -376,11 +376,15 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, r
     return _memfmt.fresh(t, memory_format, input)
 
 
-def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
+def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None, pin_memory: bool = False) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high)."""
     if high is None:
+        if low is None:
+            raise TypeError("randint_like() missing required argument 'high'")
         low, high = 0, low
+    elif low is None:
+        low = 0
     low, high = int_arg(low, "randint_like", "low"), int_arg(high, "randint_like", "high")
     dt, dev = _like(input, dtype, device, "randint_like")
     t = randint(low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev,
