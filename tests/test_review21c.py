@@ -236,3 +236,24 @@ def test_randint_like_needs_a_high(device):
         torch.randint_like(x)
     assert _h(torch.randint_like(x, high=3)).max() <= 2
     assert _h(torch.randint_like(x, low=1, high=3)).min() >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# data utilities that take a generator
+# ---------------------------------------------------------------------------------------------
+def test_random_split_checks_its_fractions():
+    """PyTorch's random_split raises ValueError for a fraction outside [0, 1] (even when they sum to 1) and warns
+    for a split of length 0; coretorch split [-0.3, 1.3] into lengths 7 and 3 and said nothing of empty ones."""
+    from coretorch.utils.data import random_split
+    with pytest.raises(ValueError, match="Fraction at index 0 is not between 0 and 1"):
+        random_split(range(10), [-0.3, 1.3])
+    with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+        parts = random_split(range(3), [0.1, 0.1, 0.8], generator=torch.Generator().manual_seed(0))
+    assert [len(p) for p in parts] == [1, 0, 2]
+
+
+def test_random_sampler_replacement_is_a_bool():
+    """PyTorch's RandomSampler raises TypeError for a non-bool replacement (replacement=1); coretorch took it."""
+    from coretorch.utils.data import RandomSampler
+    with pytest.raises(TypeError, match="replacement should be a boolean value, but got replacement=1"):
+        RandomSampler(range(10), replacement=1)

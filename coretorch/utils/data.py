@@ -196,10 +196,17 @@ def random_split(dataset, lengths, generator=None) -> list:
     n = len(dataset)
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
         counts = [int(math.floor(n * frac)) for frac in lengths]
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
         lengths = counts
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = _rng(generator).permutation(n).tolist()
@@ -247,6 +254,8 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples="
                              f"{self.num_samples}")
