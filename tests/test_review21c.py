@@ -257,3 +257,28 @@ def test_random_sampler_replacement_is_a_bool():
     from coretorch.utils.data import RandomSampler
     with pytest.raises(TypeError, match="replacement should be a boolean value, but got replacement=1"):
         RandomSampler(range(10), replacement=1)
+
+
+def test_torch_rrelu_draws_from_its_generator(device):
+    """PyTorch's torch.rrelu/rrelu_(generator=g) draw the slopes from g (the same seed gives the same output);
+    coretorch ignored the keyword and drew from the default generator."""
+    x = -torch.ones(50, device=device)
+
+    def gen():
+        return torch.Generator(device=device).manual_seed(7)
+    a = torch.rrelu(x, training=True, generator=gen())
+    torch.rand(5, device=device)  # the default generator moves on
+    assert torch.equal(a, torch.rrelu(x, training=True, generator=gen()))
+    assert torch.equal(a, torch.rrelu_(x.clone(), training=True, generator=gen()))
+    assert -1 / 3 <= _h(a).min() and _h(a).max() <= -1 / 8
+
+
+def test_rrelu_checks_its_bounds_in_both_modes(device):
+    """PyTorch's rrelu raises "Lower bound should be less than or equal to the upper bound" for lower > upper,
+    training or not; coretorch raised uniform_'s message in training and computed a slope of their mean in
+    evaluation."""
+    x = -torch.ones(5, device=device)
+    for training in (True, False):
+        with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to the upper bound"):
+            torch.nn.functional.rrelu(x, 0.3, 0.1, training=training)
+    assert _h(torch.nn.functional.rrelu(x, 0.3, 0.3, training=True)).tolist() == pytest.approx([-0.3] * 5)

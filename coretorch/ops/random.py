@@ -100,9 +100,10 @@ class Generator:
         Args:
             new_state (Tensor): a uint8 tensor from ``Generator.get_state()``.
         """
-        if not isinstance(new_state, Tensor) or new_state.dtype is not _dt.uint8:
-            got = type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.type()
-            raise TypeError(f"expected a torch.ByteTensor, but got {got}")
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not _dt.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         self._kt.rng_set_state(self._state, new_state._host())
         return self
 
