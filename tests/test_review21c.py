@@ -282,3 +282,46 @@ def test_rrelu_checks_its_bounds_in_both_modes(device):
         with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to the upper bound"):
             torch.nn.functional.rrelu(x, 0.3, 0.1, training=training)
     assert _h(torch.nn.functional.rrelu(x, 0.3, 0.3, training=True)).tolist() == pytest.approx([-0.3] * 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.binomial
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n, p", [(7.0, 0.5), (30.0, 0.3), (25.0, 0.6), (1000.0, 0.3)])
+def test_binomial_samples_the_binomial_law(device, n, p):
+    """torch.binomial(count, prob) (PyTorch: inversion below count * min(p, 1 - p) = 10, BTRS above) was missing
+    (AttributeError).  Its draws follow Binomial(n, p): a chi-square test over the central values (seeded)."""
+    from scipy import stats
+    g = torch.Generator(device=device).manual_seed(11)
+    x = _h(torch.binomial(torch.full((20000,), n, device=device, dtype=torch.float64),
+                          torch.full((20000,), p, device=device, dtype=torch.float64), generator=g))
+    assert (x == np.floor(x)).all() and x.min() >= 0 and x.max() <= n
+    law = stats.binom(n, p)
+    lo, hi = int(law.ppf(0.001)), int(law.ppf(0.999))
+    probs = np.array([law.cdf(lo)] + [law.pmf(k) for k in range(lo + 1, hi)] + [law.sf(hi - 1)])
+    counts = np.bincount((np.clip(x, lo, hi) - lo).astype(int), minlength=hi - lo + 1)
+    assert stats.chisquare(counts, probs / probs.sum() * len(x)).pvalue > 1e-4
+
+
+def test_binomial_edges_and_arguments(device):
+    """PyTorch's binomial broadcasts count and prob, gives 0 for count <= 0 or prob <= 0, count for prob >= 1, NaN
+    for a NaN prob, keeps the dtype, repeats with a reseeded generator, and checks its arguments (ValueError for
+    an integer count, RuntimeError for mixed dtypes, TypeError for a float prob)."""
+    def t(*v, dt=torch.float32):
+        return torch.tensor(v, device=device, dtype=dt)
+    r = torch.binomial(torch.full((3, 2), 10.0, device=device), t(0.5, 0.2))
+    assert r.shape == (3, 2) and r.dtype is torch.float32
+    assert _h(torch.binomial(t(10., 20., -3., 2.5, 4.), t(1.5, -0.1, 0.5, 1.0, 0.0))).tolist() == [10, 0, 0, 2.5, 0]
+    assert math.isnan(_h(torch.binomial(t(10.), t(math.nan)))[0])
+    big = _h(torch.binomial(t(1e9, 1e6, dt=torch.float64), t(0.5, 0.999, dt=torch.float64)))
+    assert abs(big[0] - 5e8) < 6 * math.sqrt(2.5e8) and abs(big[1] - 999000) < 6 * math.sqrt(999)
+    g = [torch.Generator(device=device).manual_seed(3) for _ in range(2)]
+    assert torch.equal(*(torch.binomial(torch.full((50,), 40.0, device=device), torch.full((50,), 0.3, device=device),
+                                        generator=gi) for gi in g))
+    with pytest.raises(ValueError, match="floating-point dtypes for count"):
+        torch.binomial(torch.tensor([10, 20], device=device), t(0.5, 0.1))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        torch.binomial(t(10.), t(0.5, dt=torch.float64))
+    with pytest.raises(TypeError):
+        torch.binomial(t(10.), 0.5)
+    assert torch.binomial(torch.zeros(0, device=device), torch.zeros(0, device=device)).shape == (0,)
