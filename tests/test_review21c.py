@@ -325,3 +325,17 @@ def test_binomial_edges_and_arguments(device):
     with pytest.raises(TypeError):
         torch.binomial(t(10.), 0.5)
     assert torch.binomial(torch.zeros(0, device=device), torch.zeros(0, device=device)).shape == (0,)
+
+
+def test_random_keyword_forms(device):
+    """PyTorch's random_(from, to) takes to as a keyword after a positional from (random_(3, to=7) draws from
+    [3, 7)) and has no default for to (random_(from=2) is a TypeError); coretorch dropped the positional from
+    (drawing from [0, 7)) and drew random_(from=2) up to the dtype's maximum."""
+    x = torch.empty(2000, dtype=torch.int64, device=device)
+    assert sorted(set(_h(x.random_(3, to=7)).tolist())) == [3, 4, 5, 6]
+    assert sorted(set(_h(x.random_(to=3)).tolist())) == [0, 1, 2]
+    assert sorted(set(_h(x.random_(**{"from": 4, "to": 6})).tolist())) == [4, 5]
+    with pytest.raises(TypeError):
+        x.random_(**{"from": 2})
+    with pytest.raises(TypeError):
+        x.random_(1, 2, to=3)

@@ -700,8 +700,16 @@ def _random_bounds(dt) -> tuple:
 
 def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
     """random_() (every non-negative value the dtype holds exactly), random_(to), random_(from, to|None)."""
-    if "from" in kw or "to" in kw:
-        args = (kw.pop("from", 0), kw.pop("to", None))
+    if "from" in kw:  # random_(from, to): to has no default
+        if args:
+            raise TypeError("random_() got multiple values for argument 'from'")
+        if "to" not in kw:
+            raise TypeError("random_() missing required argument 'to'")
+        args = (kw.pop("from"), kw.pop("to"))
+    elif "to" in kw:  # random_(to=...) or random_(from, to=...)
+        if len(args) > 1:
+            raise TypeError("random_() got multiple values for argument 'to'")
+        args = (*args, kw.pop("to"))
     _no_more(kw, "random_")
     if len(args) > 2:
         raise TypeError(f"random_() takes at most 2 arguments ({len(args)} given)")
