@@ -339,3 +339,12 @@ def test_random_keyword_forms(device):
         x.random_(**{"from": 2})
     with pytest.raises(TypeError):
         x.random_(1, 2, to=3)
+
+
+def test_alpha_dropout_keeps_the_inputs_layout(device):
+    """PyTorch draws alpha_dropout's noise like the input (empty_like), so a transposed or channels-last input
+    gives a result of its layout (as dropout's); coretorch's result was row-major."""
+    x = torch.full((3, 4), 0.5, device=device).t()
+    assert torch.nn.functional.alpha_dropout(x, 0.5, True).stride() == x.stride()
+    y = torch.full((2, 3, 4, 5), 0.5, device=device).permute(0, 2, 3, 1)
+    assert torch.nn.functional.alpha_dropout(y, 0.3, True).stride() == y.stride()
