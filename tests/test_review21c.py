@@ -348,3 +348,15 @@ def test_alpha_dropout_keeps_the_inputs_layout(device):
     assert torch.nn.functional.alpha_dropout(x, 0.5, True).stride() == x.stride()
     y = torch.full((2, 3, 4, 5), 0.5, device=device).permute(0, 2, 3, 1)
     assert torch.nn.functional.alpha_dropout(y, 0.3, True).stride() == y.stride()
+
+
+def test_factories_refuse_requires_grad_of_an_integer_dtype_with_pytorchs_message(device):
+    """PyTorch's factories (randint, randperm, randint_like, zeros, ...) raise "Only Tensors of floating point and
+    complex dtype can require gradients" (capitalised); coretorch raised requires_grad's lower-case message."""
+    for f in (lambda: torch.randint(3, (3,), device=device, requires_grad=True),
+              lambda: torch.randperm(3, device=device, requires_grad=True),
+              lambda: torch.randint_like(torch.zeros(3, dtype=torch.int64, device=device), 3, requires_grad=True),
+              lambda: torch.zeros(3, dtype=torch.int64, device=device, requires_grad=True)):
+        with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require"):
+            f()
+    assert torch.randint(3, (3,), dtype=torch.float32, device=device, requires_grad=True).requires_grad
