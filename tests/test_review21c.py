@@ -360,3 +360,18 @@ def test_factories_refuse_requires_grad_of_an_integer_dtype_with_pytorchs_messag
         with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require"):
             f()
     assert torch.randint(3, (3,), dtype=torch.float32, device=device, requires_grad=True).requires_grad
+
+
+def test_rnn_checks_input_size_and_flags():
+    """(Outside the scope, found on the way.)  PyTorch's RNN/LSTM/GRU raise ValueError for input_size <= 0 and
+    TypeError for a non-int input_size or a non-bool bias/batch_first; coretorch built GRU(0, 2) and took
+    batch_first=1."""
+    for cls in (torch.nn.RNN, torch.nn.LSTM, torch.nn.GRU):
+        with pytest.raises(ValueError, match="input_size must be greater than zero"):
+            cls(0, 2)
+        with pytest.raises(TypeError, match="input_size should be of type int, got: float"):
+            cls(2.0, 2)
+        with pytest.raises(TypeError, match="batch_first should be of type bool, got: int"):
+            cls(2, 2, batch_first=1)
+        with pytest.raises(TypeError, match="bias should be of type bool, got: int"):
+            cls(2, 2, bias=1)
