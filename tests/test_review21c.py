@@ -79,8 +79,9 @@ def test_random_into_a_float_dtype_warns_beyond_its_exact_integers(device):
     for dt, digits in ((torch.float32, 24), (torch.float16, 11), (torch.bfloat16, 8), (torch.float64, 53)):
         with pytest.warns(UserWarning, match=rf"to - 1 is out of bounds \[-\(2\^{digits}\), 2\^{digits}\]"):
             torch.empty(3, dtype=dt, device=device).random_(0, 2 ** digits + 2)
-    with pytest.warns(UserWarning, match=r"from is out of bounds \[-\(2\^24\), 2\^24\]"):
+    with pytest.warns(UserWarning, match=r"from is out of bounds \[-\(2\^24\), 2\^24\]") as rec:
         torch.randint(-2 ** 25, 0, (3,), dtype=torch.float32, device=device)
+    assert rec[0].filename == __file__  # attributed to the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         torch.empty(3, dtype=torch.float16, device=device).random_()  # the default range is exact

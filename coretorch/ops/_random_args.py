@@ -4,7 +4,10 @@ dtype limits."""
 from __future__ import annotations
 
 import operator
+import os
+import sys
 import warnings
+from types import FrameType
 
 import numpy as np
 
@@ -68,7 +71,19 @@ def warn_float_range(dt, lo: int, hi_inc: int) -> None:
             warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
                           f"{cpp_name(dt)} can support discrete uniform distribution only within this range. This "
                           f"warning will become an error in version 1.7 release, please fix the code in advance",
-                          UserWarning, stacklevel=4)
+                          UserWarning, stacklevel=_user_level())
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the coretorch package
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first frame outside coretorch (the user's call), for the caller's warning."""
+    f: FrameType | None = sys._getframe(1)
+    level = 1
+    while f is not None and f.f_code.co_filename.startswith(_ROOT):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def check_randperm(n: int, dt) -> None:
