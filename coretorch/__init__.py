@@ -55,6 +55,7 @@ from .ops.copies import *  # noqa: F401,F403
 from .ops.histogram import *  # noqa: F401,F403
 from . import random  # noqa: F401  (torch.random: seeds, states, fork_rng; ops.random does not import it)
 from .ops._gamma import _sample_dirichlet, _standard_gamma, _standard_gamma_grad  # noqa: F401
+from .ops._binomial import binomial  # noqa: F401
 # the legacy API and the namespaces scripts touch on their first lines (torch.cuda, backends, compile, ...)
 from . import _tensor_legacy  # noqa: F401,E402  (binds Tensor.new, add_(Number, Tensor), volatile, cuda(), ...)
 from . import _tensor_names12  # noqa: F401,E402  (binds H, mH, sum_to_size, storage, dim_order, ...)

@@ -11,6 +11,7 @@ import builtins
 import math
 
 from .nn import functional as _F
+from .nn.functional._activation_param import rrelu_with_generator
 from .nn.functional._basic import _apply_mask, _check_p
 from .ops import pointwise as _P
 from .ops import reduction as _R
@@ -73,7 +74,7 @@ def selu_(input: Tensor) -> Tensor:
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: _bool = False,
            generator=None) -> Tensor:
     """In-place :func:`rrelu`."""
-    return _F.rrelu_(input, lower, upper, training)
+    return rrelu_with_generator(input, lower, upper, training, True, generator)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
@@ -335,7 +336,7 @@ def selu(input: Tensor) -> Tensor:
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: _bool = False,
           generator=None) -> Tensor:
     """``torch.rrelu``: randomised leaky ReLU (the mean slope ``(lower + upper) / 2`` when not training)."""
-    return _F.rrelu(input, lower, upper, training)
+    return rrelu_with_generator(input, lower, upper, training, False, generator)
 
 
 def threshold(input: Tensor, threshold: float, value: float) -> Tensor:

@@ -515,9 +515,9 @@ def test_randint_forms():
     with pytest.raises(TypeError):
         torch.randint(5)
     assert _h(torch.randint(0, 256, (500,), dtype=torch.uint8)).max() > 200
-    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for Byte"):
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for unsigned char"):
         torch.randint(0, 257, (2,), dtype=torch.uint8)
-    with pytest.raises(RuntimeError, match="from is out of bounds for Char"):
+    with pytest.raises(RuntimeError, match="from is out of bounds for signed char"):
         torch.zeros(2, dtype=torch.int8).random_(-129, 0)
 
 

@@ -94,6 +94,8 @@ def _writes_out(fn: _Factory) -> _Factory:
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
+        if not t.dtype.is_floating_point:  # (PyTorch's factories capitalise it, unlike requires_grad_())
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

@@ -21,6 +21,7 @@ from ..autograd.graph import Node
 from ..device import device as Device
 from ..tensor import Tensor, _make
 from . import pointwise as _P, reduction as _R
+from ._random_args import check_randperm, check_uniform_bounds, continuous_only, cpp_name, int_arg, warn_float_range
 from ._util import broadcast_shapes, edge, shape_arg
 from .creation import _finish, _table, _to_out, get_default_device, set_default_device
 from .inplace import check_inplace, rebase
@@ -69,6 +70,8 @@ class Generator:
         Args:
             seed (int): the new seed; the same seed gives the same random numbers.
         """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # torch.manual_seed takes int(seed)
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         self._kt.rng_seed(self._state, _seed_value(seed))
         return self
 
@@ -97,9 +100,10 @@ class Generator:
         Args:
             new_state (Tensor): a uint8 tensor from ``Generator.get_state()``.
         """
-        if not isinstance(new_state, Tensor) or new_state.dtype is not _dt.uint8:
-            got = type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.type()
-            raise TypeError(f"expected a torch.ByteTensor, but got {got}")
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not _dt.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         self._kt.rng_set_state(self._state, new_state._host())
         return self
 
@@ -302,11 +306,12 @@ def _no_more(kw: dict, op: str) -> None:
 def _check_range(low: int, high: int, dt) -> None:
     """PyTorch's check of an integer dtype's range [from, to - 1] (floats hold any range, less exactly)."""
     if dt.is_floating_point:
+        warn_float_range(dt, low, high - 1)
         return
     lo, hi = (0, 1) if dt is _dt.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
     for v, name in ((low, "from"), (high - 1, "to - 1")):
         if not lo <= v <= hi:
-            raise RuntimeError(f"{name} is out of bounds for {dt._tname[:-6]}")
+            raise RuntimeError(f"{name} is out of bounds for {cpp_name(dt)}")
 
 
 def _int_data(table, generator, low: int, high: int, shape, dt, op: str):
@@ -326,7 +331,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    low, high = (v.item() if isinstance(v, Tensor) else v for v in (low, high))
+    low, high = int_arg(low, "randint", "low"), int_arg(high, "randint", "high")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
@@ -339,10 +344,11 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 def randperm(n: int, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
-    n = int(n)
+    n = int_arg(n, "randperm", "n")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got{n}")
     dt = _dt.from_python_type(dtype) or (out.dtype if out is not None else _dt.int64)
+    check_randperm(n, dt)
     table = _table(device if out is None or device else out.device)
     g = _gen(generator, table, "randperm")
     r = _make(_upload(table, g, g._kt.rng_randperm(g._state, n, dt.np)), dt, table)
@@ -371,11 +377,16 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None, r
     return _memfmt.fresh(t, memory_format, input)
 
 
-def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
+def randint_like(input, low=None, high=None, *, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None, pin_memory: bool = False) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high)."""
     if high is None:
+        if low is None:
+            raise TypeError("randint_like() missing required argument 'high'")
         low, high = 0, low
+    elif low is None:
+        low = 0
+    low, high = int_arg(low, "randint_like", "low"), int_arg(high, "randint_like", "high")
     dt, dev = _like(input, dtype, device, "randint_like")
     t = randint(low, high, tuple(input.shape), generator=generator, dtype=dt, device=dev,
                 requires_grad=requires_grad)
@@ -441,8 +452,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: normal(float mean, float std) "
                             "needs a size")
-        if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        if not std >= 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
         dt = _float_dtype(dtype or (out.dtype if out is not None else None), "normal", "normal_kernel_cpu")
         shape = _shape((size,) if not isinstance(size, (tuple, list)) else tuple(size), None, "normal")
         r = _sample(shape, dt, device if out is None or device else out.device, generator, "normal",
@@ -452,20 +463,22 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         raise TypeError("normal() received an invalid combination of arguments: size is only taken with float "
                         "mean and std")
     cls: type[_ZeroGrad]
-    if mt and st:
-        dt = _dt.promote_types(mean.dtype, std.dtype)
+    if mt and st:  # the result has mean's dtype (PyTorch: empty_like(mean)), or out's
+        dt = mean.dtype
         shape, table, cls = broadcast_shapes(tuple(mean.shape), tuple(std.shape), op="normal"), mean._be, \
             NormalBackward3
     else:
         ref = mean if mt else std
         dt, shape, table, cls = ref.dtype, tuple(ref.shape), ref._be, NormalBackward1 if mt else NormalBackward2
+    if out is not None:
+        dt = out.dtype
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{dt._tname[:-6]}'")
     if st:
-        if std.numel() and _host_flag(_R.any(_P.lt(std.detach(), 0))):
+        if std.numel() and _host_flag(_R.any(_P.logical_not(_P.ge(std.detach(), 0)))):  # NaN fails too
             raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    elif not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
     eps = _make(table.empty(shape, dt.np), dt, table)
     _fill_data(eps, generator, "normal", 0.0, 1.0, "normal")
     with no_grad():
@@ -482,6 +495,8 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples with probabilities ``input`` (or the float ``p``), of input's shape and dtype."""
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if isinstance(p, Tensor):
+        raise TypeError("bernoulli(): argument 'p' must be float, not Tensor (the probabilities are the input)")
     table = input._be
     r = _make(table.empty(tuple(input.shape), input.dtype.np), input.dtype, table)
     with no_grad():
@@ -519,7 +534,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{input.dtype._tname[:-6]}")
-    n = int(num_samples)
+    n = int_arg(num_samples, "multinomial", "num_samples")
     if n <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     cats = input.shape[-1]
@@ -581,17 +596,17 @@ class _InplaceZeroGrad(Node):
 _NODE_NAMES: dict = {}
 
 
-def _inplace_node(op: str):
-    cls = _NODE_NAMES.get(op)
+def _inplace_node(op: str, overload: int = 0):
+    cls = _NODE_NAMES.get((op, overload))
     if cls is None:  # PyTorch's names: UniformBackward0, NormalBackward0, ExponentialBackward0, ...
-        name = "".join(w.capitalize() for w in op.rstrip("_").split("_")) + "Backward0"
-        cls = _NODE_NAMES[op] = type(name, (_InplaceZeroGrad,), {"__slots__": ()})
+        name = "".join(w.capitalize() for w in op.rstrip("_").split("_")) + f"Backward{overload}"
+        cls = _NODE_NAMES[op, overload] = type(name, (_InplaceZeroGrad,), {"__slots__": ()})
     return cls
 
 
-def _sample_inplace(x: Tensor, op: str, draw) -> Tensor:
+def _sample_inplace(x: Tensor, op: str, draw, overload: int = 0) -> Tensor:
     """Run ``draw(target)`` (which overwrites the target tensor's elements) on x, recording a zero-gradient
-    node when x is part of a graph."""
+    node when x is part of a graph (``overload``: the number in PyTorch's node name, RandomBackward2, ...)."""
     recording = check_inplace(x, None, op)
     if not recording:
         draw(x)
@@ -599,7 +614,7 @@ def _sample_inplace(x: Tensor, op: str, draw) -> Tensor:
         return x
     fresh = _make(x._be.empty(tuple(x.shape), x.dtype.np), x.dtype, x._be)
     draw(fresh)
-    node = _inplace_node(op)()
+    node = _inplace_node(op, overload)()
     node.shape = tuple(x.shape)
     node.next_functions = (edge(x),)
     rebase(x, _make(fresh._data, x.dtype, x._be, node))
@@ -616,8 +631,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
     a, b = kw.pop("from", a), kw.pop("to", b)
     _no_more(kw, "uniform_")
     _floats_only(x, "check_uniform_bounds")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    check_uniform_bounds(x.dtype, float(a), float(b))
     return _sample_inplace(x, "uniform_", lambda t: _fill_data(t, generator, "uniform", float(a), float(b),
                                                                "uniform_"))
 
@@ -625,17 +639,17 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None, **kw)
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of ``N(mean, std**2)``; returns ``self``."""
     _floats_only(x, "normal_kernel_cpu")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
     return _sample_inplace(x, "normal_", lambda t: _fill_data(t, generator, "normal", float(mean), float(std),
                                                               "normal_"))
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of the exponential law of rate ``lambd``; returns ``self``."""
-    _floats_only(x, "exponential_cpu")
+    continuous_only(x, "Exponential", "scalar")
     if not lambd > 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     return _sample_inplace(x, "exponential_", lambda t: _fill_data(t, generator, "exponential", float(lambd),
                                                                    0.0, "exponential_"))
 
@@ -646,7 +660,7 @@ def geometric_(x: Tensor, p: float, *, generator=None) -> Tensor:
     if x.dtype is _dt.bool_:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     return _sample_inplace(x, "geometric_", lambda t: _fill_data(t, generator, "geometric", float(p), 0.0,
                                                                  "geometric_"))
 
@@ -655,18 +669,23 @@ def log_normal_(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=Non
     """Fill ``self`` with samples ``exp(N(mean, std))``; returns ``self``."""
     _floats_only(x, "log_normal_cpu")
     if not std > 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
     return _sample_inplace(x, "log_normal_", lambda t: _fill_data(t, generator, "log_normal", float(mean),
                                                                   float(std), "log_normal_"))
 
 
 def cauchy_(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill ``self`` with samples of the Cauchy law ``median + sigma * tan(pi * (U - 1/2))``; returns ``self``."""
-    _floats_only(x, "cauchy_cpu")
+    continuous_only(x, "Cauchy", "cpp")
     if not sigma > 0:
-        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
     return _sample_inplace(x, "cauchy_", lambda t: _fill_data(t, generator, "cauchy", float(median),
                                                               float(sigma), "cauchy_"))
+
+
+def _num(v) -> str:
+    """A float argument as PyTorch's messages print it (C++'s ostream: 1, not 1.0)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _random_bounds(dt) -> tuple:
@@ -681,25 +700,39 @@ def _random_bounds(dt) -> tuple:
 
 def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
     """random_() (every non-negative value the dtype holds exactly), random_(to), random_(from, to|None)."""
-    if "from" in kw or "to" in kw:
-        args = (kw.pop("from", 0), kw.pop("to", None))
+    if "from" in kw:  # random_(from, to): to has no default
+        if args:
+            raise TypeError("random_() got multiple values for argument 'from'")
+        if "to" not in kw:
+            raise TypeError("random_() missing required argument 'to'")
+        args = (kw.pop("from"), kw.pop("to"))
+    elif "to" in kw:  # random_(to=...) or random_(from, to=...)
+        if len(args) > 1:
+            raise TypeError("random_() got multiple values for argument 'to'")
+        args = (*args, kw.pop("to"))
     _no_more(kw, "random_")
     if len(args) > 2:
         raise TypeError(f"random_() takes at most 2 arguments ({len(args)} given)")
     lo, hi = _random_bounds(x.dtype)
     if len(args) == 1:
-        hi = args[0]
+        hi = int_arg(args[0], "random_", "to")
     elif len(args) == 2:
-        lo = args[0]
-        hi = args[1] if args[1] is not None else hi
-    lo, hi = int(lo), int(hi)
+        lo = int_arg(args[0], "random_", "from")
+        if args[1] is not None:
+            hi = int_arg(args[1], "random_", "to")
+        elif x.dtype.is_floating_point and lo > hi - 1:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted "
+                               f"to dtype, but got from={lo} > to_inc={hi - 1}")
+        else:  # an integer dtype: PyTorch's "from is out of bounds" before the order check
+            _check_range(lo, hi, x.dtype)
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
 
     def draw(t):
         table = t._be
         t._be.assign_(t._data, _int_data(table, generator, lo, hi, tuple(t.shape), t.dtype, "random_"))
-    return _sample_inplace(x, "random_", draw)
+    # PyTorch's nodes: random_(from, to) RandomBackward0, random_(to) RandomBackward1, random_() RandomBackward2
+    return _sample_inplace(x, "random_", draw, 2 if not args else 1 if len(args) == 1 else 0)
 
 
 def _check_probabilities(pd: Tensor) -> None:
@@ -724,6 +757,8 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
         pd = p.detach()
         if pd._be is not x._be:
             pd = pd.to(x.device)
+        if tuple(pd.shape) != tuple(x.shape):  # PyTorch expands p to self's shape (self is never broadcast)
+            pd = pd.expand(tuple(x.shape))
         if pd.numel():
             _check_probabilities(pd)
 
@@ -733,11 +768,12 @@ def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
             with no_grad():
                 hit = _P.lt(u, pd)
             t._be.assign_(t._data, t._be.cast(hit._data, t.dtype.np))
-        return _sample_inplace(x, "bernoulli_", draw)
+        return _sample_inplace(x, "bernoulli_", draw, 1)
     p = float(p)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    return _sample_inplace(x, "bernoulli_", lambda t: _fill_data(t, generator, "bernoulli", p, 0.0, "bernoulli_"))
+    return _sample_inplace(x, "bernoulli_", lambda t: _fill_data(t, generator, "bernoulli", p, 0.0, "bernoulli_"),
+                           2)
 
 
 def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:

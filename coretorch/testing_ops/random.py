@@ -89,4 +89,14 @@ CASES: list[OpCase] = [
            raises=RuntimeError, grad=False),
     OpCase("log_normal_.bad_std", lambda x: x.clone().log_normal_(1.0, 0.0), None, (Arg(requires_grad=False),),
            raises=RuntimeError, grad=False),
+    # binomial: prob 1 gives the count, prob 0 or a count <= 0 gives 0 (prob broadcast over count's rows);
+    # its draws are not differentiable
+    OpCase("binomial.certain", lambda c, p: coretorch.binomial(c.abs().round(), (p > 0).to(c.dtype)),
+           lambda c, p: np.where(p > 0, np.round(np.abs(c)), 0.0), (Arg((3, 4), layout="t"), Arg((4,))),
+           dtypes=("float32", "float64"), grad=False, nondiff=True),
+    OpCase("binomial.nonpositive_count", lambda c: coretorch.binomial(-c.abs(), c * 0 + 0.5),
+           lambda c: np.zeros_like(c), (Arg((2, 5), layout="s"),), dtypes=("float32", "float64"), grad=False,
+           nondiff=True),
+    OpCase("binomial.int_count", lambda c: coretorch.binomial(c, c.float()), None,
+           (Arg((3,), dtype="int64", requires_grad=False),), raises=ValueError, grad=False),
 ]

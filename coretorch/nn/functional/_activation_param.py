@@ -64,9 +64,18 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """Leaky ReLU with a slope drawn from U(lower, upper) per negative element in training, (lower+upper)/2 in
     evaluation (PyTorch's randomized leaky ReLU)."""
+    return rrelu_with_generator(input, lower, upper, training, inplace, None)
+
+
+def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bool, inplace: bool,
+                         generator) -> Tensor:
+    """rrelu drawing its slopes from ``generator`` (``torch.rrelu``'s keyword; None: the default generator)."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     slope: Tensor | float
     if training:
-        slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
+        slope = empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper,
+                                                                                    generator=generator)
     else:
         slope = (lower + upper) / 2
     x = input.clone() if inplace and input.requires_grad and _gs.enabled else input

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ...autograd.grad_mode import no_grad
-from ...ops import creation as _C, pointwise as _P
+from ...ops import _memfmt, creation as _C, pointwise as _P
 from ...tensor import Tensor
 from ._basic import _check_p
 
@@ -30,7 +30,10 @@ def _alpha(input: Tensor, p: float, training: bool, inplace: bool, feature: bool
     noise_shape = shape[:2] + (1,) * (len(shape) - 2) if feature else shape
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
     with no_grad():
-        keep = _P.lt(_C.rand(*noise_shape, dtype=input.dtype, device=input.device), 1.0 - p).to(input.dtype)
+        noise = _C.rand(*noise_shape, dtype=input.dtype, device=input.device)
+        if not feature:  # in input's layout (PyTorch's empty_like noise), and so is the result
+            noise = _memfmt.fresh(noise, None, input)
+        keep = _P.lt(noise, 1.0 - p).to(input.dtype)
         b = _P.add(_P.mul(_P.sub(keep, 1.0), _ALPHA * a), _ALPHA * a * p)
         scale = _P.mul(keep, a)
     if inplace:

@@ -89,6 +89,13 @@ class RNNBase(RNNHelpers, Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and "
                           f"num_layers={num_layers}")
+        for flag, name in ((bias, "bias"), (batch_first, "batch_first")):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} should be of type bool, got: {type(flag).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         if not isinstance(hidden_size, int):
             raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
         if hidden_size <= 0:

@@ -70,6 +70,8 @@ def _samples(g: CPUGen, shape, dt: np.dtype, dist: str, a: float, b: float) -> n
     if dist == "exponential":
         return rng.standard_exponential(shape, dtype=fd) / fd.type(a)
     if dist == "geometric":
+        if _is_float(dt):  # by inversion in float64: numpy's int64 draws saturate for a tiny p
+            return np.maximum(np.ceil(np.log1p(-rng.random(shape)) / np.log1p(-a)), 1.0)
         return rng.geometric(a, shape)
     if dist == "log_normal":
         return np.exp(rng.standard_normal(shape, dtype=fd) * fd.type(b) + fd.type(a))
@@ -110,8 +112,19 @@ def rng_randint(g: CPUGen, low: int, high: int, shape, dt) -> np.ndarray:
     return g.rng.integers(low, high, size=shape, dtype=np.int64).astype(dt, copy=False)
 
 
+_LAM_MAX = 9.2e18  # numpy's poisson takes rates below about 2**63 (it raises beyond)
+
+
 def rng_poisson(g: CPUGen, rates: np.ndarray) -> np.ndarray:
-    return g.rng.poisson(rates.astype(np.float64)).astype(rates.dtype)
+    lam = np.asarray(rates, np.float64)
+    big = lam > _LAM_MAX
+    if not big.any():
+        return np.asarray(g.rng.poisson(lam)).astype(rates.dtype)
+    # rates beyond numpy's range (inf too): the normal limit lam + sqrt(lam) * N(0, 1), rounded
+    out = np.asarray(g.rng.poisson(np.where(big, 0.0, lam)), np.float64)
+    with np.errstate(invalid="ignore"):
+        approx = np.where(lam == np.inf, lam, np.rint(lam + np.sqrt(lam) * g.rng.standard_normal(lam.shape)))
+    return np.where(big, approx, out).astype(rates.dtype)
 
 
 def rng_multinomial(g: CPUGen, probs: np.ndarray, n: int, replacement: bool) -> np.ndarray:

@@ -152,6 +152,7 @@ __kernel void rng_poisson(__global {st}* o, __global const {st}* x, long xo, lon
  stream_t s; s.c = (uint4)((uint)g, 0, c2, c3); s.k = (uint2)(k0, k1); s.p = 4;
  RT lam = {lam}, res;
  if (!(lam >= 0)) res = (RT)NAN;
+ else if (isinf(lam)) res = lam;  /* PTRS's arithmetic would make NaN of it */
  else if (lam < 10) {{
   RT lim = exp(-lam), p = 1; long k = -1;
   do {{ ++k; uint w = next32(&s); p *= u_oo(w, next32(&s)); }} while (p > lim);

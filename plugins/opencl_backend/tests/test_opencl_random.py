@@ -30,7 +30,8 @@ def _transfers():
 def test_philox_known_answer():
     # Random123's kat_vectors: philox4x32-10, counter 0 and key 0 -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8; element 0
     # of the first call of seed 0 is that counter, and rng_int takes its 64 bits (words 0, 1) over the full range
-    t = torch.randint(-2 ** 63, 2 ** 63, (3,), device=D, generator=_gen(0))
+    # (random_(from, None): the full int64 range, as PyTorch; randint's high of 2**63 is PyTorch's ValueError)
+    t = torch.empty(3, dtype=torch.int64, device=D).random_(-2 ** 63, None, generator=_gen(0))
     assert (t[0].item() + 2 ** 63) % 2 ** 64 == 0x6627e8d5e169c58d
 
 
