@@ -88,3 +88,59 @@ def test_a_gradient_at_a_freed_gradients_address_is_stored_as_is(monkeypatch):
     assert i in ids
     del t
     assert i not in ids
+
+
+def _run_both(device, build, calls):
+    """``build(device)`` -> (step, modules, args_of(i)); runs ``calls`` calls eagerly and compiled (same seeds) and
+    returns (eager results, compiled results, eager params, compiled params, compiled step)."""
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        step, mods, args_of = build(device)
+        s = torch.compile(step) if compiled else step
+        out = []
+        for i in range(calls):
+            r = s(*args_of(i))
+            out.append([t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t
+                        for t in (r if isinstance(r, (tuple, list)) else (r,))])
+        runs.append((out, [p.detach().cpu().numpy() for m in mods for p in m.parameters()], s))
+    (oe, pe, _), (oc, pc, s) = runs
+    return oe, oc, pe, pc, s
+
+
+def _assert_same(device, oe, oc, pe, pc):
+    for a, b in zip(oe, oc):
+        for x, y in zip(a, b):
+            assert type(x) is type(y)
+            np.testing.assert_allclose(x, y, **_tol(device))
+    for a, b in zip(pe, pc):
+        np.testing.assert_allclose(a, b, **_tol(device))
+
+
+def test_gradient_clipping_thresholds_as_float_arguments(device):
+    """``clip_grad_norm_(params, max_norm)`` and ``clip_grad_value_(params, clip_value)`` with thresholds passed to the
+    step and changed every call: eager's results, and the floats become inputs of the replay (PyTorch's automatic
+    dynamic floats). Before, both called ``float()`` on the threshold, which took the number out of the recorded
+    arithmetic: the step stayed specialised and captured again at every call (no replay in 8 calls)."""
+    def build(device):
+        m = nn.Sequential(nn.Linear(5, 10), nn.ReLU(), nn.Linear(10, 3)).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(3)
+
+        def step(x, y, clip_value, max_norm):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y, label_smoothing=0.1)
+            loss.backward()
+            nn.utils.clip_grad_value_(m.parameters(), clip_value)
+            norm = nn.utils.clip_grad_norm_(m.parameters(), max_norm=max_norm)
+            opt.step()
+            return loss.detach(), norm
+
+        def args_of(i):
+            return (torch.randn(8, 5, generator=g).to(device) * 3, torch.randint(0, 3, (8,), generator=g).to(device),
+                    0.05 * (1 + i), 0.3 / (1 + i))
+        return step, [m], args_of
+
+    oe, oc, pe, pc, s = _run_both(device, build, 8)
+    _assert_same(device, oe, oc, pe, pc)
+    assert s._dyn and s.replays == 5
