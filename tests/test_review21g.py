@@ -5,6 +5,7 @@ within float32 rounding where opencl fuses)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import coretorch as torch
 import coretorch.nn as nn
@@ -90,9 +91,10 @@ def test_a_gradient_at_a_freed_gradients_address_is_stored_as_is(monkeypatch):
     assert i not in ids
 
 
-def _run_both(device, build, calls):
+def _run_both(device, build, calls, after_eager=None):
     """``build(device)`` -> (step, modules, args_of(i)); runs ``calls`` calls eagerly and compiled (same seeds) and
-    returns (eager results, compiled results, eager params, compiled params, compiled step)."""
+    returns (eager results, compiled results, eager params, compiled params, compiled step), and what
+    ``after_eager()`` returned after the eager run where given."""
     runs = []
     for compiled in (False, True):
         torch.manual_seed(0)
@@ -104,8 +106,10 @@ def _run_both(device, build, calls):
             out.append([t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t
                         for t in (r if isinstance(r, (tuple, list)) else (r,))])
         runs.append((out, [p.detach().cpu().numpy() for m in mods for p in m.parameters()], s))
+        if after_eager is not None and not compiled:
+            kept = after_eager()
     (oe, pe, _), (oc, pc, s) = runs
-    return oe, oc, pe, pc, s
+    return (oe, oc, pe, pc, s) if after_eager is None else (oe, oc, pe, pc, s, kept)
 
 
 def _assert_same(device, oe, oc, pe, pc):
@@ -142,5 +146,58 @@ def test_gradient_clipping_thresholds_as_float_arguments(device):
         return step, [m], args_of
 
     oe, oc, pe, pc, s = _run_both(device, build, 8)
+    _assert_same(device, oe, oc, pe, pc)
+    assert s._dyn and s.replays == 5
+
+
+D_LOSSES: list = []
+
+
+@pytest.mark.parametrize("old_style", [True, False])
+def test_gan_with_spectral_norm_appending_its_losses_and_a_float_argument(device, old_style):
+    """A GAN step (spectral_norm in D, hook-based or parametrization) with a label-smoothing target passed as a float
+    that changes every call and ``d_losses.append(d_loss.item())`` (a closure's list, and a global one): eager's
+    losses, lists and parameters, and the float becomes an input of the replay. Before, each capture's record of
+    the list appended to (a ListRef made per capture) was a constant the two captures' comparison took for a
+    different one: the step stayed specialised and captured again at every new value (1 replay in 8 calls)."""
+    sn = nn.utils.spectral_norm if old_style else nn.utils.parametrizations.spectral_norm
+
+    def build(device):
+        G = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 6)).to(device)
+        D = nn.Sequential(sn(nn.Linear(6, 16)), nn.LeakyReLU(0.2), sn(nn.Linear(16, 1))).to(device)
+        og = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
+        od = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
+        d_losses: list = []
+        D_LOSSES.clear()
+        lists.append((d_losses, D_LOSSES))
+        gen = torch.Generator().manual_seed(3)
+
+        def step(real, z, smooth):
+            od.zero_grad()
+            fake = G(z)
+            dr, df = D(real), D(fake.detach())
+            d_loss = F.binary_cross_entropy_with_logits(dr, torch.full_like(dr, smooth)) + \
+                F.binary_cross_entropy_with_logits(df, torch.zeros_like(df))
+            d_loss.backward()
+            od.step()
+            og.zero_grad()
+            g_loss = F.binary_cross_entropy_with_logits(D(fake), torch.ones_like(df))
+            g_loss.backward()
+            og.step()
+            d_losses.append(d_loss.item())
+            D_LOSSES.append(g_loss.item())
+            return g_loss.detach()
+
+        def args_of(i):
+            return (torch.randn(8, 6, generator=gen).to(device), torch.randn(8, 3, generator=gen).to(device),
+                    0.9 if i < 3 else 0.9 - 0.01 * i)
+        return step, [G, D], args_of
+
+    lists: list = []
+    d_eager = _run_both(device, build, 8, lambda: list(lists[0][1]))
+    oe, oc, pe, pc, s = d_eager[:5]
+    (de, _), (dc, gc) = lists
+    assert len(dc) == 8 and all(type(v) is float for v in dc) and len(gc) == 8
+    _assert_same(device, [[v] for v in de + d_eager[5]], [[v] for v in dc + gc], pe, pc)
     _assert_same(device, oe, oc, pe, pc)
     assert s._dyn and s.replays == 5
