@@ -201,3 +201,49 @@ def test_gan_with_spectral_norm_appending_its_losses_and_a_float_argument(device
     _assert_same(device, [[v] for v in de + d_eager[5]], [[v] for v in dc + gc], pe, pc)
     _assert_same(device, oe, oc, pe, pc)
     assert s._dyn and s.replays == 5
+
+
+class _DecayedStateLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn, self.out, self.h = nn.GRU(4, 6, batch_first=True), nn.Linear(6, 3), None
+
+    def forward(self, x, decay):
+        y, h = self.rnn(x, self.h)
+        self.h = (h * decay).detach()  # truncated BPTT, the carried state decayed
+        return self.out(y)
+
+
+def test_truncated_bptt_returning_its_float_argument(device):
+    """Truncated BPTT (``self.h = (h * decay).detach()``) with ``decay`` a float argument changing every call and
+    returned with the loss (``{"loss": loss.item(), "decay": decay, "twice": twice}``): eager's results, state and
+    parameters, and the float becomes an input of the replay. Before, the returned argument was ``A[2]`` in both
+    captures, which the two captures' comparison refused (it expected a constant of the specialised capture there):
+    the step stayed specialised and never replayed."""
+    def build(device):
+        m = _DecayedStateLM().to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        gen = torch.Generator().manual_seed(3)
+
+        def step(x, y, decay):
+            opt.zero_grad()
+            out = m(x, decay)
+            loss = F.cross_entropy(out.reshape(-1, 3), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            twice, h = 2 * decay, m.h
+            return {"loss": loss.item(), "decay": decay, "twice": twice}, h
+
+        def args_of(i):
+            return (torch.randn(2, 5, 4, generator=gen).to(device), torch.randint(0, 3, (2, 5), generator=gen).to(device),
+                    [0.3, 0.6, 0.45, 0.7, 0.8, 0.35, 0.2, 0.9][i])
+        return step, [m], args_of
+
+    oe, oc, pe, pc, s = _run_both(device, build, 8)
+    for (de, he), (dc, hc) in zip(oe, oc):
+        assert de.keys() == dc.keys() and type(dc["decay"]) is float and type(dc["twice"]) is float
+        assert (de["decay"], de["twice"]) == (dc["decay"], dc["twice"])
+        np.testing.assert_allclose(de["loss"], dc["loss"], **_tol(device))
+        np.testing.assert_allclose(he, hc, **_tol(device))
+    _assert_same(device, [], [], pe, pc)
+    assert s._dyn and s.replays == 5
