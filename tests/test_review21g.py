@@ -247,3 +247,40 @@ def test_truncated_bptt_returning_its_float_argument(device):
         np.testing.assert_allclose(he, hc, **_tol(device))
     _assert_same(device, [], [], pe, pc)
     assert s._dyn and s.replays == 5
+
+
+def test_float_argument_returned_in_a_namespace_or_dataclass(device):
+    """A step returning its float argument in a ``SimpleNamespace`` and a dataclass (a logging record): each call's
+    record holds this call's float (a plain ``float``) and tensors, and the float becomes an input of the replay.
+    Before, the two captures' copies of the record (the templates ``REOBJ`` rebuilds from, holding each capture's
+    values) compared unequal, so the step stayed specialised (no replay), and the capture call's namespace held the
+    capture's ``Sym`` in place of the float."""
+    import dataclasses
+    import types
+
+    @dataclasses.dataclass
+    class Record:
+        loss: torch.Tensor
+        lam: float
+        tag: str = "train"
+
+    torch.manual_seed(0)
+    w = torch.randn(3, device=device, requires_grad=True)
+
+    def step(x, lam):
+        w.grad = None
+        loss = (w * x * lam).sum()
+        loss.backward()
+        return types.SimpleNamespace(lam=lam, scaled=loss.detach() * lam), Record(loss.detach(), lam), w.grad
+
+    s = torch.compile(step)
+    x = torch.ones(3, device=device)
+    for i in range(1, 8):
+        lam = 0.1 * i
+        ns, rec, g = s(x, lam)
+        ens, erec, eg = step(x, lam)
+        assert type(ns.lam) is float and type(rec.lam) is float and ns.lam == rec.lam == lam and rec.tag == "train"
+        np.testing.assert_allclose(ns.scaled.cpu().numpy(), ens.scaled.cpu().numpy(), **_tol(device))
+        np.testing.assert_allclose(rec.loss.cpu().numpy(), erec.loss.cpu().numpy(), **_tol(device))
+        np.testing.assert_allclose(g.cpu().numpy(), eg.cpu().numpy(), **_tol(device))
+    assert s._dyn and s.replays == 4  # (the 2nd call captures again: w.grad is no longer None at its start)

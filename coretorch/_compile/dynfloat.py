@@ -109,8 +109,12 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
         ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
         if len(ta) != len(tb):
             return False
-        for x, y in zip(ta, tb):
+        for j, (x, y) in enumerate(zip(ta, tb)):
             if y in args and x == y:  # (the argument itself, in both: a result returning it)
+                continue
+            if j > 1 and tb[j - 2] == "REOBJ" and x[0] == "c" and y[0] == "c":  # a result object's template:
+                if not _same_template(k1[int(x[1:])], k2[int(y[1:])]):  # (its attributes are the REOBJ's dict)
+                    return False
                 continue
             if y in args or _SYM.fullmatch(y):  # the Sym's place: a float constant in the specialised capture
                 if not (x[0] == "c" and x[1:].isdigit() and type(k1[int(x[1:])]) is float):
@@ -121,6 +125,12 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
             elif x != y:
                 return False
     return True
+
+
+def _same_template(a: Any, b: Any) -> bool:
+    """Whether two captures' copies of a result object (a namespace, a dataclass: ``REOBJ(template, {...})``, the
+    dict giving every attribute of ``vars(obj)``) rebuild the same: the same type and attribute names."""
+    return type(a) is type(b) and type(getattr(a, "__dict__", None)) is dict and vars(a).keys() == vars(b).keys()
 
 
 def _same(a: Any, b: Any) -> bool:
