@@ -235,8 +235,9 @@ def test_truncated_bptt_returning_its_float_argument(device):
             return {"loss": loss.item(), "decay": decay, "twice": twice}, h
 
         def args_of(i):
-            return (torch.randn(2, 5, 4, generator=gen).to(device), torch.randint(0, 3, (2, 5), generator=gen).to(device),
-                    [0.3, 0.6, 0.45, 0.7, 0.8, 0.35, 0.2, 0.9][i])
+            decay = (0.3, 0.6, 0.45, 0.7, 0.8, 0.35, 0.2, 0.9)[i]
+            return (torch.randn(2, 5, 4, generator=gen).to(device),
+                    torch.randint(0, 3, (2, 5), generator=gen).to(device), decay)
         return step, [m], args_of
 
     oe, oc, pe, pc, s = _run_both(device, build, 8)

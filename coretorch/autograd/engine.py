@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import functools
 import itertools
 import weakref as _weakref
 import threading
@@ -322,7 +323,11 @@ class _Owned(dict):
     def add(self, g: Any) -> None:
         i = id(g)
         if i not in self:
-            self[i] = _weakref.ref(g, lambda _r, i=i, d=self: d.pop(i, None))
+            self[i] = _weakref.ref(g, functools.partial(_forget, self, i))
+
+
+def _forget(owned: _Owned, i: int, _ref: Any) -> None:
+    owned.pop(i, None)
 
 
 def _mark_shared(grads_in, owned: _Owned) -> None:
