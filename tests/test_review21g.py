@@ -285,3 +285,23 @@ def test_float_argument_returned_in_a_namespace_or_dataclass(device):
         np.testing.assert_allclose(rec.loss.cpu().numpy(), erec.loss.cpu().numpy(), **_tol(device))
         np.testing.assert_allclose(g.cpu().numpy(), eg.cpu().numpy(), **_tol(device))
     assert s._dyn and s.replays == 4  # (the 2nd call captures again: w.grad is no longer None at its start)
+
+
+def test_where_and_masked_fill_take_a_float_argument_as_an_input(device):
+    """``torch.where(mask, x, lam)`` and ``x.masked_fill(mask, lam)`` with ``lam`` a float argument changing every
+    call (a masked logit fill, a mixup-style blend): eager's values, and the float becomes an input of the replay.
+    Before, where's scalar operand went through ``float()``, which took the number out of the recorded arithmetic:
+    the function stayed specialised (no replay). A numpy float64 operand is still made a Python float (its own type
+    would promote the result to float64)."""
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(0)).to(device)
+
+    def f(x, lam):
+        return torch.where(x > 0, x, lam) * 2, x.masked_fill(x < 0, lam)
+
+    s = torch.compile(f)
+    for lam in (0.3, 0.7, 1.3, 2.1, 0.45, 1.7):
+        for a, b in zip(s(x, lam), f(x, lam)):
+            assert a.dtype == b.dtype == torch.float32
+            np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    assert s._dyn and s.replays == 4
+    assert torch.where(x > 0, x, np.float64(0.5)).dtype == torch.float32
