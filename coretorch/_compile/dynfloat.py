@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import BINARY, UNARY
+from .tailreads import ListRef
 
 # kernels that take a float only as a scalar operand of an elementwise expression (never a size or a layout)
 KERNELS = frozenset(UNARY) | frozenset(BINARY) | {"cast", "where", "clamp", "erf", "full", "iadd", "isub", "imul",
@@ -108,7 +109,13 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
         ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
         if len(ta) != len(tb):
             return False
-        for x, y in zip(ta, tb):
+        for j, (x, y) in enumerate(zip(ta, tb)):
+            if y in args and x == y:  # (the argument itself, in both: a result returning it)
+                continue
+            if j > 1 and tb[j - 2] == "REOBJ" and x[0] == "c" and y[0] == "c":  # a result object's template:
+                if not _same_template(k1[int(x[1:])], k2[int(y[1:])]):  # (its attributes are the REOBJ's dict)
+                    return False
+                continue
             if y in args or _SYM.fullmatch(y):  # the Sym's place: a float constant in the specialised capture
                 if not (x[0] == "c" and x[1:].isdigit() and type(k1[int(x[1:])]) is float):
                     return False
@@ -118,6 +125,12 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
             elif x != y:
                 return False
     return True
+
+
+def _same_template(a: Any, b: Any) -> bool:
+    """Whether two captures' copies of a result object (a namespace, a dataclass: ``REOBJ(template, {...})``, the
+    dict giving every attribute of ``vars(obj)``) rebuild the same: the same type and attribute names."""
+    return type(a) is type(b) and type(getattr(a, "__dict__", None)) is dict and vars(a).keys() == vars(b).keys()
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -141,6 +154,8 @@ def _same(a: Any, b: Any) -> bool:
             all(_same(x.cell_contents, y.cell_contents) for x, y in zip(ca, cb))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, ListRef):  # (made per capture: ``hist.append(loss.item())``'s list, by where it lives)
+        return a.ns is b.ns and a.name == b.name and a.cell is b.cell
     if isinstance(a, (int, str, bytes, bool, np.generic, np.dtype, type(None), slice, range)):
         try:
             return bool(a == b) or a != a and b != b

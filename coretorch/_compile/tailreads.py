@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import dis
+import types
 from types import CodeType, FrameType
 from typing import Any
 
@@ -266,7 +267,8 @@ def substitute(obj: Any, depth: int = 0) -> Any:
             s = substitute(o, depth + 1)
             if s is not o:
                 obj[n] = s
-    elif type(obj) is dict or dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    elif type(obj) is dict or type(obj) is types.SimpleNamespace or \
+            dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         d = obj if type(obj) is dict else getattr(obj, "__dict__", {})  # (a dataclass's fields: frozen or not)
         for key, o in d.items():
             s = substitute(o, depth + 1)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import functools
 import itertools
+import weakref as _weakref
 import threading
 
 from .._fpquiet import quiet as _fp_quiet
@@ -96,7 +98,8 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         deps = _toposort([node])
         buffers: dict = {node: {nr: g}}
         ready = [node] if node not in deps else []
-        owned: set = {id(g)}  # the caller's gradient tensors are never stored
+        owned = _Owned()  # the caller's gradient tensors are never stored
+        owned.add(g)
     else:
         deps = _toposort([r[0] for r in roots])
         buffers = {}
@@ -104,7 +107,9 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             buf = buffers.setdefault(node, {})
             buf[nr] = g if nr not in buf else buf[nr] + g
         ready = list(dict.fromkeys(r[0] for r in roots if deps.get(r[0], 0) == 0))
-        owned = set(id(g) for _, _, g in roots)
+        owned = _Owned()
+        for _, _, g in roots:
+            owned.add(g)
     # autograd.grad / backward(inputs=): as PyTorch, only the nodes that lead to an input run (nothing upstream of
     # the inputs: its launches, its hooks, its saved tensors, which may already be freed)
     live: set | None = None
@@ -140,7 +145,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     g = buf[0]
                     if g._vbase is not None or id(g) in owned:  # never store a view or a tensor held elsewhere
                         g = g.detach().clone() if not create_graph else g.clone()
-                    owned.add(id(g))
+                    owned.add(g)
                     node.apply(g)
                 continue
             if node._out_meta is None:  # one output: its gradient, straight to the formula
@@ -191,7 +196,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                             if v._grad is None and g._vbase is None and g.grad_fn is None and not g._rg \
                                     and g.dtype is v.dtype and g._data.shape == v._data.shape and g._be is v._be \
                                     and id(g) not in owned and g._data.strides == v._data.strides:
-                                owned.add(id(g))
+                                owned.add(g)
                                 v._grad = g  # what AccumulateGrad.apply does for a first, matching, owned gradient
                             else:
                                 _leaf_slow(node, grads_in, g, nxt, owned, create_graph)
@@ -224,6 +229,7 @@ def _run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     finally:
         state.enabled = prev
         _TASK.cur = prev_task
+        owned.clear()  # (its weak references' callbacks hold it)
     if terms is not None:
         assert capture is not None
         for e, idx in capture.items():
@@ -307,7 +313,24 @@ def _leading(roots, cap: set, sinks: bool) -> set:
     return {n for n, v in memo.items() if v}
 
 
-def _mark_shared(grads_in, owned: set) -> None:
+class _Owned(dict):
+    """The ids of the gradient tensors a backward must not store as a leaf's ``.grad`` (held elsewhere), each as
+    long as its tensor lives (a weak reference's callback drops it): by bare ids, a tensor made later at a freed
+    one's address was taken as held and copied, so whether a gradient was copied depended on addresses (a compiled
+    step's two captures then recorded different programs, and its float arguments stayed specialised)."""
+    __slots__ = ()
+
+    def add(self, g: Any) -> None:
+        i = id(g)
+        if i not in self:
+            self[i] = _weakref.ref(g, functools.partial(_forget, self, i))
+
+
+def _forget(owned: _Owned, i: int, _ref: Any) -> None:
+    owned.pop(i, None)
+
+
+def _mark_shared(grads_in, owned: _Owned) -> None:
     """A gradient object a node sends along more than one edge (add's backward passes its incoming gradient to both
     inputs) joins ``owned``: a leaf it reaches, directly or through pass-through nodes (clone), stores a copy, as
     PyTorch steals a gradient only when nothing else holds it. Stored as is, another thread's backward into the
@@ -316,18 +339,18 @@ def _mark_shared(grads_in, owned: set) -> None:
     if len(grads_in) == 2:
         a = grads_in[0]
         if a is grads_in[1] and a is not None:
-            owned.add(id(a))
+            owned.add(a)
         return
     for i in range(1, len(grads_in)):
         g = grads_in[i]
         if g is not None:
             for j in range(i):
                 if grads_in[j] is g:
-                    owned.add(id(g))
+                    owned.add(g)
                     break
 
 
-def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
+def _leaf_slow(node, grads_in, g, acc, owned: _Owned, create_graph: bool) -> None:
     """A leaf's gradient that cannot simply be stored: validated (shape, dtype), copied when it is a view or
     held elsewhere, then accumulated by the leaf's AccumulateGrad."""
     v = acc.variable
@@ -335,19 +358,19 @@ def _leaf_slow(node, grads_in, g, acc, owned: set, create_graph: bool) -> None:
         g = _validate_leaf_grad(node, grads_in, g, v)
     if g._vbase is not None or id(g) in owned:
         g = g.detach().clone() if not create_graph else g.clone()
-    owned.add(id(g))
+    owned.add(g)
     acc.apply(g)
 
 
-def _own_all(grads, owned: set) -> None:
+def _own_all(grads, owned: _Owned) -> None:
     """Gradients user code returned (a hook's, a custom Function's): they may be held elsewhere, so a leaf they
     reach stores a copy (PyTorch steals a gradient only when nothing else holds it)."""
     for g in grads:
         if g is not None:
-            owned.add(id(g))
+            owned.add(g)
 
 
-def _run_hooks(node, buf: dict, capture, results, owned: set, run: bool = True) -> dict:
+def _run_hooks(node, buf: dict, capture, results, owned: _Owned, run: bool = True) -> dict:
     """Tensor hooks (register_hook / retain_grad), captured inputs of autograd.grad, and node pre-hooks (where the
     node runs: ``run``)."""
     th = node._tensor_hooks
@@ -361,7 +384,7 @@ def _run_hooks(node, buf: dict, capture, results, owned: set, run: bool = True) 
                     if r is not None:
                         _check_hook_result(fn, buf[nr], r)
                         buf[nr] = r
-                        owned.add(id(r))
+                        owned.add(r)
     if capture is not None:
         for nr, g in buf.items():
             for i in capture.get((node, nr), ()):

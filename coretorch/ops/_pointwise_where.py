@@ -5,6 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
@@ -77,7 +79,7 @@ def where(condition, input=None, other=None):
         dt = _dt.result_type((input, other), _dt.default)
     # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind; an
     # integer result checks the value as fill_ does (PyTorch: where(c, int8_tensor, 200) raises)
-    conv = float if dt.is_floating_point else bool if dt is _bool else \
+    conv = _float if dt.is_floating_point else bool if dt is _bool else \
         (lambda v: _dt.fit_scalar(int(v), dt)) if xt or yt else int
     xs = input._data.shape if xt else ()
     ys = other._data.shape if yt else ()
@@ -232,3 +234,9 @@ def clamp_max(input, max):
 
 ClampMinBackward0: type = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
 ClampMaxBackward0: type = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})
+
+
+def _float(v):
+    """A Python float operand as is (a compiled step's float argument stays an input of the replay), any other
+    number (an int, a numpy scalar, whose own type would promote in the kernel) made a float."""
+    return v if isinstance(v, float) and not isinstance(v, np.generic) else float(v)

@@ -49,8 +49,10 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, forea
     grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
     if not grads:
         return
+    if not isinstance(max_norm, float):  # (a float as is: a compiled step's float argument stays an input)
+        max_norm = float(max_norm)
     with no_grad():
-        coef = clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
+        coef = clamp(max_norm / (total_norm + 1e-6), max=1.0)
         for g in grads:
             g.mul_(coef.to(device=g.device, dtype=g.dtype))
 
@@ -79,7 +81,8 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
-    clip_value = float(clip_value)
+    if not isinstance(clip_value, float):  # (a float as is, as clip_grads_with_norm_'s max_norm)
+        clip_value = float(clip_value)
     with no_grad():
         for p in _tensor_list(parameters):
             if p.grad is not None:
