@@ -1,0 +1,41 @@
+"""Review 21i (eager): optimizers and LR schedulers, a second pass against PyTorch 2.13 (tensor learning rates,
+hooks, state_dict round trips across dtypes and devices, named parameters, scheduler resumption and messages,
+swa_utils)."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import coretorch as torch
+
+
+def test_asgd_with_a_tensor_lr_warns_nothing(device):
+    """PyTorch's ASGD computes the new eta as ``torch.as_tensor(lr / (1 + lambd * lr * step) ** alpha)``: with a
+    tensor ``lr`` that is a tensor already and nothing is copy-constructed, so no warning. coretorch before: it
+    called ``tensor()`` on it and warned "To copy construct from a tensor, it is recommended to use ...".
+    The eta is the float64 value rounded once to the float32 state."""
+    w = torch.tensor([1.0, -2.0], dtype=torch.float64, device=device, requires_grad=True)
+    lr = torch.tensor(0.1, dtype=torch.float64)
+    opt = torch.optim.ASGD([w], lr=lr, lambd=0.3, alpha=0.5)
+    for _ in range(2):
+        w.grad = torch.tensor([0.5, 0.25], dtype=torch.float64, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            opt.step()
+    step = opt.state[w]["step"].item()
+    assert opt.state[w]["eta"].item() == torch.tensor(0.1 / (1 + 0.3 * 0.1 * step) ** 0.5,
+                                                      dtype=torch.float32).item()
+
+
+def test_resuming_a_scheduler_without_initial_lr_explains_why():
+    """PyTorch raises KeyError("param 'initial_lr' is not specified in param_groups[0] when resuming scheduler with
+    last_epoch >= 0.\\nThis typically happens when: ...") naming the two usual causes. coretorch before: "... when
+    resuming an optimizer", which pointed at the wrong object."""
+    opt = torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)
+    with pytest.raises(KeyError) as info:
+        torch.optim.lr_scheduler.StepLR(opt, 3, last_epoch=5)
+    msg = info.value.args[0]
+    assert msg.startswith("param 'initial_lr' is not specified in param_groups[0] when resuming scheduler with "
+                          "last_epoch >= 0.")
+    assert "haven't properly loaded the optimizer state" in msg and "last_epoch >= 0 for a fresh training" in msg
