@@ -252,7 +252,7 @@ class RMSprop(Optimizer):
                 _step(state)
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
-                square_avg = state["square_avg"].mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                square_avg = state["square_avg"].mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if group["centered"]:
                     grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)
                     avg = (square_avg - grad_avg * grad_avg).sqrt() + eps
@@ -262,7 +262,7 @@ class RMSprop(Optimizer):
                     buf = state["momentum_buffer"].mul_(momentum).add_(grad / avg)
                     p.add_(buf, alpha=-lr)
                 else:
-                    p.add_(grad / avg, alpha=-lr)
+                    p.addcdiv_(grad, avg, value=-lr)  # PyTorch's rounding: (-lr * grad) / avg
         return loss
 
 
@@ -316,7 +316,7 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].add_(grad * grad)
-                p.add_(grad / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
+                p.addcdiv_(grad, state["sum"].sqrt().add_(group["eps"]), value=-clr)  # PyTorch's rounding
         return loss
 
 
