@@ -392,7 +392,8 @@ class Adamax(Optimizer):
                 state["exp_avg"].lerp_(grad, 1 - beta1)
                 exp_inf = state["exp_inf"]
                 exp_inf.copy_(coretorch.maximum(exp_inf.mul_(beta2), grad.abs() + eps))
-                p.add_(state["exp_avg"] / exp_inf, alpha=-lr / (1 - beta1 ** step))
+                # PyTorch's rounding: clr = lr / bias_correction; p.addcdiv_(exp_avg, exp_inf, value=-clr)
+                p.addcdiv_(state["exp_avg"], exp_inf, value=-(lr / (1 - beta1 ** step)))
         return loss
 
 
@@ -440,10 +441,11 @@ class NAdam(Optimizer):
                 state["mu_product"] *= mu
                 mu_product = state["mu_product"].item()
                 state["exp_avg"].lerp_(grad, 1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-                denom = (state["exp_avg_sq"] / bias_correction2).sqrt() + eps
-                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
-                p.add_(state["exp_avg"] / denom, alpha=-lr * mu_next / (1.0 - mu_product * mu_next))
+                state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (state["exp_avg_sq"] / bias_correction2).sqrt().add_(eps)
+                # PyTorch's rounding: addcdiv_ scales the numerator, then divides
+                p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+                p.addcdiv_(state["exp_avg"], denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
         return loss
 
 
