@@ -5,8 +5,6 @@ import builtins
 import math
 from typing import TYPE_CHECKING
 
-import numpy as _np
-
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
@@ -96,11 +94,12 @@ def _lerp(input, end, weight):
     if not isinstance(weight, Tensor):
         if d.dtype is _dt.float64 or d.dtype is _dt.float32:
             # PyTorch's vectorised lerp: fmadd(w, end - self, self), or fmadd(w - 1, end - self, end) for
-            # |w| >= 0.5, w and w - 1 in the dtype: the fused add of the ``axpy_`` kernel (one rounding)
-            w = _np.float64(weight) if d.dtype is _dt.float64 else _np.float32(weight)
-            if builtins.abs(w) < 0.5:
-                return add(input, d, alpha=float(w))
-            return add(end, d, alpha=float(w - w.dtype.type(1)))
+            # |w| >= 0.5: the fused add of the ``axpy_`` kernel (one rounding; it rounds alpha to the dtype). Python
+            # arithmetic on the weight, which a compiled optimizer step records (float32 from the end: w - 1 is
+            # rounded once to float32 where PyTorch subtracts the float32 w, a rounding apart for some w)
+            if builtins.abs(weight) < 0.5:
+                return add(input, d, alpha=weight)
+            return add(end, d, alpha=weight - 1)
         if builtins.abs(weight) < 0.5:
             return add(input, mul(d, weight))
         return sub(end, mul(d, 1 - weight))

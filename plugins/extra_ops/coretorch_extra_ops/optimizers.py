@@ -186,14 +186,14 @@ class Adam(Optimizer):
                 grad = grad.add(p, alpha=wd)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
         if group["amsgrad"]:
             state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
             exp_avg_sq = state["max_exp_avg_sq"]
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
-        p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+        p.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))  # PyTorch's: -step_size, addcdiv's rounding
 
 
 class AdamW(Adam):
