@@ -3,8 +3,8 @@
 One Adam/AdamW update of a parameter and its state with numpy ufuncs writing into the state and one scratch array:
 the same float operations in the same order as coretorch-extra-ops' composite (``exp_avg.lerp_(grad, 1 - beta1)``,
 ``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)``, ...; lerp's and the weight decay's fused add
-through the composite's own ``axpy``), so the results are bitwise equal, without the tensor-op dispatch and temporaries of
-about thirteen tensor ops per parameter.
+through the composite's own ``axpy``), so the results are bitwise equal, without the tensor-op dispatch and
+temporaries of about thirteen tensor ops per parameter.
 """
 from __future__ import annotations
 
