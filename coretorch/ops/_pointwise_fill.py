@@ -92,6 +92,14 @@ def lerp(input, end, weight):
 def _lerp(input, end, weight):
     d = sub(end, input)
     if not isinstance(weight, Tensor):
+        if d.dtype is _dt.float64 or d.dtype is _dt.float32:
+            # PyTorch's vectorised lerp: fmadd(w, end - self, self), or fmadd(w - 1, end - self, end) for
+            # |w| >= 0.5: the fused add of the ``axpy_`` kernel (one rounding; it rounds alpha to the dtype). Python
+            # arithmetic on the weight, which a compiled optimizer step records (float32 from the end: w - 1 is
+            # rounded once to float32 where PyTorch subtracts the float32 w, a rounding apart for some w)
+            if builtins.abs(weight) < 0.5:
+                return add(input, d, alpha=weight)
+            return add(end, d, alpha=weight - 1)
         if builtins.abs(weight) < 0.5:
             return add(input, mul(d, weight))
         return sub(end, mul(d, 1 - weight))

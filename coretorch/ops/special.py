@@ -496,10 +496,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     if rd in _HALF_TYPES and tensor1.dtype is rd and tensor2.dtype is rd:  # see _HALF_TYPES
         r = addcmul(input.float(), tensor1.float(), tensor2.float(), value=value).to(rd)
         return _out(_named(r, _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
-    p = mul(tensor1, tensor2)
-    if value != 1 or type(value) is not int:
-        p = mul(p, value)
-    return _out(_named(add(input, p), _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
+    # PyTorch's kernel: self + value * tensor1 * tensor2, i.e. (value * tensor1) * tensor2 (its vectorised loop
+    # then rounds the product and the sum once, an fma, where the CPU has one: not reproduced here)
+    p = mul(tensor1, value) if value != 1 or type(value) is not int else tensor1
+    return _out(_named(add(input, mul(p, tensor2)), _AddcmulComposite), out, "addcmul", input, tensor1, tensor2)
 
 
 _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
@@ -517,10 +517,9 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=Non
     if rd in _HALF_TYPES and tensor1.dtype is rd and tensor2.dtype is rd:  # see _HALF_TYPES
         r = addcdiv(input.float(), tensor1.float(), tensor2.float(), value=value).to(rd)
         return _out(_named(r, AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
-    q = div(tensor1, tensor2)
-    if value != 1 or type(value) is not int:
-        q = mul(q, value)
-    return _out(_named(add(input, q), AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
+    # PyTorch's kernel: self + value * tensor1 / tensor2, i.e. (value * tensor1) / tensor2 (not value * (t1 / t2))
+    q = mul(tensor1, value) if value != 1 or type(value) is not int else tensor1
+    return _out(_named(add(input, div(q, tensor2)), AddcdivBackward0), out, "addcdiv", input, tensor1, tensor2)
 
 
 # ---------------------------------------------------------------------------------------------

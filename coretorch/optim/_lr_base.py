@@ -124,8 +124,10 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
-                                   "optimizer")
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                                   "scheduler with last_epoch >= 0.\nThis typically happens when:\n1. You're trying "
+                                   "to resume training from a checkpoint but haven't properly loaded the optimizer "
+                                   "state\n2. You're using last_epoch >= 0 for a fresh training run (not recommended)")
         self.base_lrs = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _check_verbose_deprecated_warning(verbose)

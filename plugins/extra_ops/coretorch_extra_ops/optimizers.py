@@ -186,14 +186,14 @@ class Adam(Optimizer):
                 grad = grad.add(p, alpha=wd)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = _dispatch_sqrt(1 - beta2 ** step)
         if group["amsgrad"]:
             state["max_exp_avg_sq"].copy_(coretorch.maximum(state["max_exp_avg_sq"], exp_avg_sq))
             exp_avg_sq = state["max_exp_avg_sq"]
         denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
-        p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+        p.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))  # PyTorch's: -step_size, addcdiv's rounding
 
 
 class AdamW(Adam):
@@ -252,7 +252,7 @@ class RMSprop(Optimizer):
                 _step(state)
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
-                square_avg = state["square_avg"].mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                square_avg = state["square_avg"].mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if group["centered"]:
                     grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)
                     avg = (square_avg - grad_avg * grad_avg).sqrt() + eps
@@ -262,7 +262,7 @@ class RMSprop(Optimizer):
                     buf = state["momentum_buffer"].mul_(momentum).add_(grad / avg)
                     p.add_(buf, alpha=-lr)
                 else:
-                    p.add_(grad / avg, alpha=-lr)
+                    p.addcdiv_(grad, avg, value=-lr)  # PyTorch's rounding: (-lr * grad) / avg
         return loss
 
 
@@ -316,7 +316,7 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].add_(grad * grad)
-                p.add_(grad / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
+                p.addcdiv_(grad, state["sum"].sqrt().add_(group["eps"]), value=-clr)  # PyTorch's rounding
         return loss
 
 
@@ -392,7 +392,8 @@ class Adamax(Optimizer):
                 state["exp_avg"].lerp_(grad, 1 - beta1)
                 exp_inf = state["exp_inf"]
                 exp_inf.copy_(coretorch.maximum(exp_inf.mul_(beta2), grad.abs() + eps))
-                p.add_(state["exp_avg"] / exp_inf, alpha=-lr / (1 - beta1 ** step))
+                # PyTorch's rounding: clr = lr / bias_correction; p.addcdiv_(exp_avg, exp_inf, value=-clr)
+                p.addcdiv_(state["exp_avg"], exp_inf, value=-(lr / (1 - beta1 ** step)))
         return loss
 
 
@@ -440,10 +441,11 @@ class NAdam(Optimizer):
                 state["mu_product"] *= mu
                 mu_product = state["mu_product"].item()
                 state["exp_avg"].lerp_(grad, 1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-                denom = (state["exp_avg_sq"] / bias_correction2).sqrt() + eps
-                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
-                p.add_(state["exp_avg"] / denom, alpha=-lr * mu_next / (1.0 - mu_product * mu_next))
+                state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (state["exp_avg_sq"] / bias_correction2).sqrt().add_(eps)
+                # PyTorch's rounding: addcdiv_ scales the numerator, then divides
+                p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+                p.addcdiv_(state["exp_avg"], denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
         return loss
 
 

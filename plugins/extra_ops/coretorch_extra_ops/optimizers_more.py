@@ -92,8 +92,8 @@ class ASGD(Optimizer):
                 else:
                     state["ax"].copy_(p)
                 # PyTorch's copy_(as_tensor(number)): the value rounded to the default dtype, also into a float64
-                # eta/mu (load_state_dict casts them to a float64 parameter's dtype)
-                state["eta"].copy_(coretorch.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                # eta/mu (load_state_dict casts them to a float64 parameter's dtype); a tensor lr keeps its dtype
+                state["eta"].copy_(coretorch.as_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
                 state["mu"].copy_(coretorch.tensor(1 / max(1, step - t0)))
         return loss
 

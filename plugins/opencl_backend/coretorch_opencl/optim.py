@@ -4,7 +4,7 @@
 One work-item per element reads the gradient, the parameter and its Adam state and writes them back: one launch per
 parameter instead of about thirteen elementwise kernels (AdamW on the GPT benchmark: ~30 launches per step instead of
 ~400).  Each operation is a statement of its own, as the composite's separate kernels round it, and the ``y + a * x``
-updates (the two ``add_`` and L2's ``g.add(p, alpha=wd)``) are written as the backend's axpy_ kernel writes them
+updates (lerp's and L2's ``g.add(p, alpha=wd)``) are written as the backend's axpy_ kernel writes them
 (one rounding), so the results are those of coretorch-extra-ops' composite step bit for bit.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import codegen as cg, optim_multi
+from .optim_multi import lerp_weight
 from .vecmath import vector_width
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -31,12 +32,13 @@ def _body(t: str, ld, st) -> str:
   else if (wd_mode == 2) gi = fma(pi, wdc, gi);           // L2: g.add(p, alpha=wd), rounded once
   {t} mi = {ld('m', 'mo')};
   {t} d = gi - mi;
-  {t} dw = d * w1;
-  if (lerp_back) mi = gi - dw; else mi = mi + dw;         // lerp from the nearer end, as coretorch's lerp
+  if (lerp_back) mi = (gi + w1 * d); else mi = (mi + w1 * d);  // lerp from the nearer end (w1: w - 1 backwards),
+                                                          // axpy_'s expression, as coretorch's lerp
   {t} vi = {ld('v', 'vo')};
   vi = vi * beta2;
-  {t} gg = gi * gi;
-  vi = (vi + w2 * gg);                                    // axpy_'s expression
+  {t} gg = w2 * gi;                                       // addcmul_(g, g, value=w2): (w2 * g) * g, then the sum
+  gg = gg * gi;
+  vi = vi + gg;
   {st('m', 'mo', 'mi')}
   {st('v', 'vo', 'vi')}
   if (ams) {{
@@ -48,8 +50,9 @@ def _body(t: str, ld, st) -> str:
   {t} den = sqrt(vi);
   den = den / bc2s;
   den = den + eps;
-  {t} q = mi / den;
-  pi = (pi + step_size * q);                              // axpy_'s expression
+  {t} q = step_size * mi;                                 // addcdiv_(m, den, value=step_size)
+  q = q / den;
+  pi = pi + q;
   {st('p', 'po', 'pi')}
 """
 
@@ -94,8 +97,7 @@ def kernels(k) -> dict:
         n = p.size
         if n == 0:
             return True
-        w1 = 1 - beta1
-        back = not abs(w1) < 0.5
+        w1, back = lerp_weight(dt, 1 - beta1)
         mx = max_exp_avg_sq if max_exp_avg_sq is not None else p
         wd_mode = 0 if weight_decay == 0 else 1 if decoupled else 2
         wdc = (1 - lr * weight_decay) if wd_mode == 1 else weight_decay
@@ -109,7 +111,7 @@ def kernels(k) -> dict:
         dev.launch(kern, items, [p.base_data, off(p), grad.base_data, off(grad), exp_avg.base_data, off(exp_avg),
                              exp_avg_sq.base_data, off(exp_avg_sq), mx.base_data, off(mx),
                              int(max_exp_avg_sq is not None), int(bool(maximize)), wd_mode, wdc, int(back),
-                             (1 - w1) if back else w1, beta2, 1 - beta2, math.sqrt(1 - beta2 ** step), eps,
+                             w1, beta2, 1 - beta2, math.sqrt(1 - beta2 ** step), eps,
                              -lr / (1 - beta1 ** step), n])
         return True
 

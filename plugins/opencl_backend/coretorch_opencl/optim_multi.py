@@ -115,6 +115,12 @@ class HostArray:
         self.base_data, self.offset, self.dtype, self.shape, self.size = buf, 0, a.dtype, a.shape, a.size
 
 
+def lerp_weight(dt, w: float) -> tuple:
+    """lerp's weight as coretorch's lerp (PyTorch's fmadd) uses it: ``(w, False)``, or ``(w - 1, True)`` (from the
+    end backwards) for |w| >= 0.5."""
+    return (w, False) if abs(w) < 0.5 else (w - 1, True)
+
+
 def kernels(k, adam_body) -> dict:
     """``fused_adam_`` and ``fused_sgd_`` of one device; ``k`` is the device's kernel set (backend._Kernels),
     ``adam_body`` optim.py's per-element Adam update (the one-tensor kernel's statements)."""
@@ -196,8 +202,7 @@ def kernels(k, adam_body) -> dict:
             return False
         roles = _ADAM_ROLES + (_AMS_ROLE if ams else ())
         dt = params[0].dtype
-        w1 = 1 - beta1
-        back = not abs(w1) < 0.5
+        w1, back = lerp_weight(dt, 1 - beta1)
         wd_mode = 0 if weight_decay == 0 else 1 if decoupled else 2
         wdc = (1 - lr * weight_decay) if wd_mode == 1 else weight_decay
         opts = "-cl-fp32-correctly-rounded-divide-sqrt" if dt == _F32 and dev.is_cpu else ""
@@ -211,7 +216,7 @@ def kernels(k, adam_body) -> dict:
         for i, s in enumerate(steps):
             by_step.setdefault(s, []).append(i)
         for step, idx in by_step.items():
-            values = [int(bool(maximize)), wd_mode, wdc, int(back), (1 - w1) if back else w1, beta2, 1 - beta2,
+            values = [int(bool(maximize)), wd_mode, wdc, int(back), w1, beta2, 1 - beta2,
                       math.sqrt(1 - beta2 ** step), eps, -lr / (1 - beta1 ** step)]
             launch("fused_adam", roles, _ADAM_SCALARS, body, int(ams), lists, idx, values, opts)
         return True
