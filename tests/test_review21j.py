@@ -18,3 +18,17 @@ def test_transform_to_positive_semidefinite_and_transforms_star_import():
     for name in ("CatTransform", "StackTransform", "CorrCholeskyTransform", "LowerCholeskyTransform",
                  "PositiveDefiniteTransform", "CumulativeDistributionTransform", "ExpTransform"):
         assert ns[name] is getattr(D, name)
+
+
+def test_geometric_and_multivariate_normal_argument_messages():
+    """PyTorch 2.13: ``Geometric(probs=0)`` raises ValueError "... to be positive but found invalid values:" listing
+    only the invalid entries, and a 1-D ``covariance_matrix`` is "covariance_matrix must be at least
+    two-dimensional" (only ``scale_tril`` says "scale_tril matrix"); coretorch named an Interval constraint with
+    "probs > 0" and printed every entry, and said "covariance_matrix matrix"."""
+    import pytest
+    with pytest.raises(ValueError, match=r"to be positive but found invalid values:\ntensor\(\[0\.\]"):
+        D.Geometric(torch.tensor([0.0, 0.5]))
+    for kw, want in [("covariance_matrix", "covariance_matrix must"), ("precision_matrix", "precision_matrix must"),
+                     ("scale_tril", "scale_tril matrix must")]:
+        with pytest.raises(ValueError, match=want):
+            D.MultivariateNormal(torch.zeros(2), **{kw: torch.ones(2)})
