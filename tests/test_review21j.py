@@ -32,3 +32,22 @@ def test_geometric_and_multivariate_normal_argument_messages():
                      ("scale_tril", "scale_tril matrix must")]:
         with pytest.raises(ValueError, match=want):
             D.MultivariateNormal(torch.zeros(2), **{kw: torch.ones(2)})
+
+
+def test_ambiguous_kl_warning_names_the_pair_to_register():
+    """With KL registered for (A, Normal) and (Normal, B) only, PyTorch 2.13 warns "Ambiguous
+    kl_divergence(A, B). Please register_kl(A, B)" (the most specific p of one match, q of the other) and uses
+    the (A, Normal) rule; coretorch's warning suggested register_kl(Normal, Normal)."""
+    import pytest
+
+    class A(D.Normal):
+        pass
+
+    class B(D.Normal):
+        pass
+
+    D.register_kl(A, D.Normal)(lambda p, q: torch.tensor(1.0))
+    D.register_kl(D.Normal, B)(lambda p, q: torch.tensor(2.0))
+    with pytest.warns(RuntimeWarning, match=r"Ambiguous kl_divergence\(A, B\)\. Please register_kl\(A, B\)"):
+        value = D.kl_divergence(A(torch.tensor(0.0), torch.tensor(1.0)), B(torch.tensor(0.0), torch.tensor(1.0)))
+    assert value.item() == 1.0
