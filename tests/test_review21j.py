@@ -51,3 +51,21 @@ def test_ambiguous_kl_warning_names_the_pair_to_register():
     with pytest.warns(RuntimeWarning, match=r"Ambiguous kl_divergence\(A, B\)\. Please register_kl\(A, B\)"):
         value = D.kl_divergence(A(torch.tensor(0.0), torch.tensor(1.0)), B(torch.tensor(0.0), torch.tensor(1.0)))
     assert value.item() == 1.0
+
+
+def test_distribution_parameters_are_the_given_tensors_so_optimizers_accept_them():
+    """PyTorch 2.13's ``broadcast_tensors`` returns a tensor that already has the broadcast shape itself (no
+    view), so ``Normal(loc, scale).loc is loc`` and ``torch.optim.Adam([d.loc, d.scale])`` works; coretorch
+    stored an expand view (a non-leaf), and the optimizer raised "can't optimize a non-leaf Tensor"."""
+    loc = torch.zeros(3, requires_grad=True)
+    scale = torch.nn.Parameter(torch.ones(3))
+    d = D.Normal(loc, scale)
+    assert d.loc is loc and d.scale is scale
+    assert D.Normal(loc, 1.0).loc is loc and D.Bernoulli(probs=torch.tensor([0.3, 0.7])).probs is not None
+    a, b = torch.broadcast_tensors(loc, torch.zeros(1))
+    assert a is loc and b is not loc and tuple(b.shape) == (3,)
+    opt = torch.optim.SGD([d.loc, d.scale], lr=0.1)
+    opt.zero_grad()
+    (-d.log_prob(torch.tensor([1.0, 2.0, 3.0])).sum()).backward()
+    opt.step()
+    assert loc.tolist() == [0.1, 0.2, 0.3] or max(abs(x - y) for x, y in zip(loc.tolist(), [0.1, 0.2, 0.3])) < 1e-6
