@@ -69,3 +69,13 @@ def test_distribution_parameters_are_the_given_tensors_so_optimizers_accept_them
     (-d.log_prob(torch.tensor([1.0, 2.0, 3.0])).sum()).backward()
     opt.step()
     assert loc.tolist() == [0.1, 0.2, 0.3] or max(abs(x - y) for x, y in zip(loc.tolist(), [0.1, 0.2, 0.3])) < 1e-6
+
+
+def test_dirichlet_and_beta_mode_with_every_concentration_below_one():
+    """PyTorch 2.13's Dirichlet.mode answers the first vertex (1, 0, ..., 0) when every concentration is below 1
+    (and Beta.mode, its first coordinate, 1); coretorch answered the vertex of the largest concentration, so
+    ``Dirichlet([0.3, 0.7]).mode`` was (0, 1) and ``Beta(0.3, 0.7).mode`` 0."""
+    t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
+    assert D.Dirichlet(t([[0.3, 0.7], [0.5, 0.5], [2.0, 3.0]])).mode.tolist() == [[1.0, 0.0], [1.0, 0.0],
+                                                                                  [1 / 3, 2 / 3]]
+    assert D.Beta(t([0.3, 0.7]), t([0.7, 0.3])).mode.tolist() == [1.0, 1.0]
