@@ -79,3 +79,13 @@ def test_dirichlet_and_beta_mode_with_every_concentration_below_one():
     assert D.Dirichlet(t([[0.3, 0.7], [0.5, 0.5], [2.0, 3.0]])).mode.tolist() == [[1.0, 0.0], [1.0, 0.0],
                                                                                   [1 / 3, 2 / 3]]
     assert D.Beta(t([0.3, 0.7]), t([0.7, 0.3])).mode.tolist() == [1.0, 1.0]
+
+
+def test_wishart_df_constraint_depends_on_the_matrix_size():
+    """PyTorch 2.13's ``Wishart.arg_constraints`` is a property whose ``df`` entry is ``greater_than(p - 1)`` for
+    p x p matrices (GreaterThan(lower_bound=2) for 3 x 3); coretorch's class dict said greater_than(0)."""
+    d = D.Wishart(torch.tensor(3.0), covariance_matrix=torch.eye(3))
+    assert repr(d.arg_constraints["df"]) == "GreaterThan(lower_bound=2)"
+    assert not bool(d.arg_constraints["df"].check(torch.tensor(1.5)))
+    assert repr(d.expand((2,)).arg_constraints["df"]) == "GreaterThan(lower_bound=2)"
+    assert isinstance(D.Wishart.__dict__["arg_constraints"], property)
