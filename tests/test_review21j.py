@@ -89,3 +89,12 @@ def test_wishart_df_constraint_depends_on_the_matrix_size():
     assert not bool(d.arg_constraints["df"].check(torch.tensor(1.5)))
     assert repr(d.expand((2,)).arg_constraints["df"]) == "GreaterThan(lower_bound=2)"
     assert isinstance(D.Wishart.__dict__["arg_constraints"], property)
+
+
+def test_bernoulli_log_prob_of_integer_values_names_the_parameter_dtype():
+    """``Bernoulli(float64 probs).log_prob(int64 tensor)`` fails in PyTorch 2.13 inside
+    binary_cross_entropy_with_logits with "result type Double can't be cast to the desired output type Long" (the
+    input's dtype); coretorch always said "Float"."""
+    import pytest
+    with pytest.raises(RuntimeError, match="result type Double can't be cast to the desired output type Long"):
+        D.Bernoulli(torch.tensor([0.3, 0.7], dtype=torch.float64)).log_prob(torch.tensor([1, 0]))
