@@ -281,7 +281,8 @@ class Geometric(_BinaryParameters, Distribution):
         super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
         if self._validate_args and probs is not None and not (self.probs > 0).all():
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
-                             f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but found invalid values:\n"
+                             f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but found "
+                             "invalid values:\n"
                              f"{self.probs.detach()[~(self.probs > 0)]}")
 
     def expand(self, batch_shape, _instance=None):
