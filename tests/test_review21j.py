@@ -98,3 +98,20 @@ def test_bernoulli_log_prob_of_integer_values_names_the_parameter_dtype():
     import pytest
     with pytest.raises(RuntimeError, match="result type Double can't be cast to the desired output type Long"):
         D.Bernoulli(torch.tensor([0.3, 0.7], dtype=torch.float64)).log_prob(torch.tensor([1, 0]))
+
+
+def test_binomial_sample_draws_through_torch_binomial(device):
+    """PyTorch 2.13's ``Binomial.sample`` is ``torch.binomial(total_count.expand(shape), probs.expand(shape))``:
+    same seed, same draws, and its cost does not grow with total_count; coretorch summed total_count Bernoulli
+    draws (a count of 1e9 took minutes)."""
+    n = torch.tensor([[0.0], [3.0], [1e9]], dtype=torch.float64, device=device)
+    p = torch.tensor([0.0, 0.3, 1.0], dtype=torch.float64, device=device)
+    d = D.Binomial(n, p)
+    torch.manual_seed(5)
+    a = d.sample((4,))
+    torch.manual_seed(5)
+    b = torch.binomial(n.expand(4, 3, 3), p.expand(4, 3, 3))
+    assert a.shape == (4, 3, 3) and torch.equal(a, b)
+    assert a[:, 0].eq(0).all() and a[:, :, 0].eq(0).all() and a[:, 2, 2].eq(1e9).all()
+    big = a[:, 2, 1]
+    assert bool(((big - 3e8).abs() < 6 * (1e9 * 0.21) ** 0.5).all())
