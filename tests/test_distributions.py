@@ -419,7 +419,7 @@ def test_dirichlet_against_scipy(device):
     np.testing.assert_allclose(s.mean(0), st.dirichlet(alpha).mean(), atol=0.01)
     np.testing.assert_allclose(s.var(0), st.dirichlet(alpha).var(), rtol=0.05)
     assert N(D.Dirichlet(T([2.0, 3.0, 5.0], device)).mode).tolist() == pytest.approx([1 / 7, 2 / 7, 4 / 7])
-    assert N(D.Dirichlet(T([0.5, 0.9, 0.2], device)).mode).tolist() == [0.0, 1.0, 0.0]  # a corner when all < 1
+    assert N(D.Dirichlet(T([0.5, 0.9, 0.2], device)).mode).tolist() == [1.0, 0.0, 0.0]  # all < 1: first corner
     samples = torch._sample_dirichlet(T(np.ones((5, 4)), device))
     assert samples.shape == (5, 4) and np.allclose(N(samples).sum(-1), 1)
 

@@ -49,6 +49,8 @@ from .transforms_matrix import (CatTransform, CorrCholeskyTransform,  # noqa: E4
 
 for _name in _transforms_matrix.__all__:  # PyTorch's programs import them from distributions.transforms too
     setattr(transforms, _name, getattr(_transforms_matrix, _name))
+    if _name not in transforms.__all__:  # and `from torch.distributions.transforms import *` brings them
+        transforms.__all__.append(_name)
 
 __all__ += ["OneHotCategoricalStraightThrough", "NegativeBinomial", "ContinuousBernoulli", "LowRankMultivariateNormal",
             "LowerCholeskyTransform", "PositiveDefiniteTransform", "StackTransform", "CumulativeDistributionTransform",

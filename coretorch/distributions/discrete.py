@@ -281,9 +281,9 @@ class Geometric(_BinaryParameters, Distribution):
         super().__init__(_binary_param(self, probs, logits), validate_args=validate_args)
         if self._validate_args and probs is not None and not (self.probs > 0).all():
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
-                             f"{tuple(self.probs.shape)}) of distribution {self!r} to satisfy the constraint "
-                             f"{constraints.interval(0.0, 1.0)!r} with probs > 0, but found invalid values:\n"
-                             f"{self.probs}")
+                             f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but found "
+                             "invalid values:\n"
+                             f"{self.probs.detach()[~(self.probs > 0)]}")
 
     def expand(self, batch_shape, _instance=None):
         return _expand_probs_logits(self, Geometric, batch_shape, _instance)
@@ -398,21 +398,10 @@ class Binomial(_BinaryParameters, Distribution):
         return self.total_count * self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=torch.Size()):
-        # the sum of total_count Bernoulli draws, trials past each element's own count masked out
+        # torch.binomial's exact samplers (inversion, BTRS): the cost does not grow with total_count (as PyTorch)
         shape = self._extended_shape(sample_shape)
         with torch.no_grad():
-            n_max = int(self.total_count.max().item()) if self.total_count.numel() else 0
-            probs = self.probs.expand(shape)
-            count = self.total_count.expand(shape)
-            out = torch.zeros(shape, dtype=probs.dtype, device=probs.device)
-            chunk = max(1, min(n_max, (1 << 22) // max(1, probs.numel())))
-            for start in range(0, n_max, chunk):
-                k = min(chunk, n_max - start)
-                trial = torch.arange(start, start + k, dtype=probs.dtype, device=probs.device)
-                trial = trial.view((k,) + (1,) * len(shape))
-                draws = torch.bernoulli(probs.unsqueeze(0).expand((k,) + tuple(shape)))
-                out += (draws * (trial < count.unsqueeze(0)).to(probs.dtype)).sum(0)
-            return out
+            return torch.binomial(self.total_count.to(self.probs.dtype).expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

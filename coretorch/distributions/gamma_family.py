@@ -132,7 +132,8 @@ class Dirichlet(ExponentialFamily):
         mode = (c - 1).clamp(min=0.0)
         mode = mode / mode.sum(-1, keepdim=True)
         mask = (c < 1).all(dim=-1, keepdim=True)
-        corner = F.one_hot(c.argmax(dim=-1), c.shape[-1]).to(mode.dtype)
+        # every concentration below 1: PyTorch 2.13 answers the first vertex (its argmax over the all-NaN ratio)
+        corner = F.one_hot(torch.zeros(c.shape[:-1], dtype=torch.int64, device=c.device), c.shape[-1]).to(mode.dtype)
         return torch.where(mask, corner, mode)
 
     @property

@@ -48,7 +48,7 @@ def _dispatch_kl(type_p: type, type_q: type):
     rev = sorted(matches, key=lambda m: (mro_q.index(m[1]), mro_p.index(m[0])))[0]
     if _KL_REGISTRY[best] is not _KL_REGISTRY[rev]:
         warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl("
-                      f"{rev[0].__name__}, {best[1].__name__})", RuntimeWarning, stacklevel=3)
+                      f"{best[0].__name__}, {rev[1].__name__})", RuntimeWarning, stacklevel=3)
     return _KL_REGISTRY[best]
 
 

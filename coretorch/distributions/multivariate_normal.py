@@ -49,7 +49,8 @@ class MultivariateNormal(LocCentered, Distribution):
         if matrix.dim() < 2:
             name = ("scale_tril" if scale_tril is not None else "covariance_matrix" if covariance_matrix is not None
                     else "precision_matrix")
-            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional leading batch "
+            name = "scale_tril matrix" if name == "scale_tril" else name  # PyTorch 2.13's wording
+            raise ValueError(f"{name} must be at least two-dimensional, with optional leading batch "
                              "dimensions")
         batch_shape = torch.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
         full = tuple(batch_shape) + (-1, -1)

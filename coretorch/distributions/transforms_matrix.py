@@ -258,6 +258,7 @@ class CumulativeDistributionTransform(Transform):
 
 transform_to.register(constraints.lower_cholesky, lambda c: LowerCholeskyTransform())
 transform_to.register(constraints.positive_definite, lambda c: PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite, lambda c: PositiveDefiniteTransform())
 transform_to.register(constraints.stack, lambda c: StackTransform([transform_to(x) for x in c.cseq], c.dim))
 biject_to.register(constraints.stack, lambda c: StackTransform([biject_to(x) for x in c.cseq], c.dim))
 transform_to.register(constraints.cat, lambda c: CatTransform([transform_to(x) for x in c.cseq], c.dim, c.lengths))

@@ -30,9 +30,13 @@ class Wishart(ExponentialFamily):
     """Wishart(df, covariance_matrix=None, precision_matrix=None, scale_tril=None): the law of the sum of ``df``
     outer products of N(0, covariance) vectors (``df`` real, greater than p - 1); exactly one of the three scale
     parameterisations is given."""
-    arg_constraints = {"covariance_matrix": constraints.positive_definite,
-                       "precision_matrix": constraints.positive_definite,
-                       "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(0)}
+    @property
+    def arg_constraints(self):  # type: ignore[override]
+        """As PyTorch: df's bound is the matrix size less one."""
+        return {"covariance_matrix": constraints.positive_definite,
+                "precision_matrix": constraints.positive_definite,
+                "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(self.event_shape[-1] - 1)}
+
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0

@@ -337,7 +337,8 @@ def broadcast_to(input: Tensor, shape) -> Tensor:
 
 
 def broadcast_tensors(*tensors):
-    """Broadcast the given tensors to their common shape; returns a tuple of (expanded, non-copied) views.
+    """Broadcast the given tensors to their common shape; returns a tuple of (expanded, non-copied) views (a
+    tensor already of that shape is returned itself, as PyTorch does).
 
     Example:
         >>> a, b = torch.broadcast_tensors(torch.zeros(3, 1), torch.zeros(4))
@@ -347,7 +348,7 @@ def broadcast_tensors(*tensors):
     shape = ()
     for t in tensors:
         shape = broadcast_shape(shape, tuple(t.shape), "broadcast_tensors")
-    return tuple(expand(t, shape) for t in tensors)
+    return tuple(t if tuple(t.shape) == shape else expand(t, shape) for t in tensors)
 
 
 class RepeatBackward0(Node):

@@ -255,7 +255,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     _floating_only("log_sigmoid_cpu", input)
     if isinstance(target, Tensor) and not target.dtype.is_floating_point:
-        raise RuntimeError(f"result type Float can't be cast to the desired output type {target.dtype._tname[:-6]}")
+        raise RuntimeError(f"result type {input.dtype._tname[:-6]} can't be cast to the desired output type "
+                           f"{target.dtype._tname[:-6]}")
     # log(1 + exp(-x)) = -logsigmoid(x): stable, with the exact gradient -sigmoid(-x) (also at x = 0)
     softplus_neg = _P.neg(logsigmoid(input))
     if pos_weight is not None:
