@@ -27,10 +27,13 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         x = _pad_constant(x, (0, 0, 0, 0, padding[0], padding[0]), 0.0)
     n, c, d, h, w = x.shape
     kd = ks[0]
+    padded = (d, h + 2 * padding[1], w + 2 * padding[2])
+    dilated = tuple(dl * (k - 1) + 1 for dl, k in zip(dilation, ks))
+    if any(p < k for p, k in zip(padded, dilated)):  # PyTorch's text: padded sizes, dilated kernel, all 3 dims
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, dilated))}). Kernel size can't be greater than actual "
+                           "input size")
     d_out = (d - dilation[0] * (kd - 1) - 1) // stride[0] + 1
-    if d_out <= 0:
-        raise RuntimeError(f"Calculated padded input size per channel: ({d} x {h} x {w}). Kernel size: "
-                           f"({' x '.join(map(str, ks))}). Kernel size can't be greater than actual input size")
     out = None
     for i in range(kd):  # one conv2d per depth tap, over every output depth at once
         start = i * dilation[0]
