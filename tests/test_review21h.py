@@ -22,3 +22,20 @@ def test_conv3d_kernel_larger_than_input_names_all_three_padded_sizes(device, pa
     with pytest.raises(RuntimeError, match=r"^Calculated padded input size per channel: " + sizes.replace(
             "(", r"\(").replace(")", r"\)") + r"\. Kernel size can't be greater than actual input size$"):
         F.conv3d(x, w, padding=padding, dilation=dilation)
+
+
+@pytest.mark.parametrize("op", ["conv3d", "conv3d_bias", "conv_transpose3d", "conv_transpose3d_bias",
+                                "adaptive_avg_pool1d", "adaptive_avg_pool3d"])
+def test_conv3d_and_adaptive_avg_pool_results_are_row_major(device, op):
+    """PyTorch's conv3d, conv_transpose3d and adaptive_avg_pool1d/3d return contiguous (row-major) results, so the
+    usual ``x.view(x.size(0), -1)`` after them works.  coretorch returned a permuted view (conv3d: (N, D, C, H, W)
+    memory order; the adaptive pools: the last axis moved back after a matmul), and ``.view`` raised."""
+    x = torch.randn(2, 4, 5, 6, 4, device=device)
+    b = torch.randn(6, device=device) if op.endswith("_bias") else None
+    y = {"conv3d": lambda: F.conv3d(x, torch.randn(6, 4, 2, 3, 2, device=device), b, padding=1),
+         "conv_transpose3d": lambda: F.conv_transpose3d(x, torch.randn(4, 6, 2, 3, 2, device=device), b, stride=2),
+         "adaptive_avg_pool1d": lambda: F.adaptive_avg_pool1d(x[:, :, 0, 0], 3),
+         "adaptive_avg_pool3d": lambda: F.adaptive_avg_pool3d(x, (3, 4, 3))}[op.removesuffix("_bias")]()
+    assert y.is_contiguous()
+    flat = y.view(y.size(0), -1)
+    np.testing.assert_array_equal(flat.cpu().numpy(), y.cpu().numpy().reshape(2, -1))

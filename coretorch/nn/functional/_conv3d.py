@@ -44,7 +44,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     assert out is not None  # kd >= 1
     o, ho, wo = out.shape[1:]
     out = _S.permute(out.reshape(n, d_out, o, ho, wo), (0, 2, 1, 3, 4))
-    out = _add_bias(out, bias, 3)
+    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
     return out if batched else _S.squeeze(out, 0)
 
 
@@ -109,5 +109,5 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
             key = (slice(None), slice(i * dd, i * dd + (d - 1) * sd + 1, sd))
             out[key] = _P.add(out[key], y[:, :, :, i])
     out = _S.permute(out[:, pd:pd + outs[0]], (0, 2, 1, 3, 4))
-    out = _add_bias(out, bias, 3)
+    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
     return out if batched else _S.squeeze(out, 0)
