@@ -39,3 +39,24 @@ def test_conv3d_and_adaptive_avg_pool_results_are_row_major(device, op):
     assert y.is_contiguous()
     flat = y.view(y.size(0), -1)
     np.testing.assert_array_equal(flat.cpu().numpy(), y.cpu().numpy().reshape(2, -1))
+
+
+def test_fractional_max_pool3d_takes_a_bare_ratio_and_checks_its_sizes_strictly(device):
+    """PyTorch's fractional_max_pool3d takes a bare float ``output_ratio`` as (r, r, r) (only the 2-d op takes
+    ``len()`` of it and raises TypeError) and ATen's 3-d size check is strict: output + pool - 1 must be less than
+    the input (the 2-d check allows equality).  coretorch raised TypeError for the bare ratio and accepted an output
+    of 4 from an input of 6 with a pool of 3."""
+    x = torch.randn(1, 2, 6, 7, 8, device=device)
+    assert F.fractional_max_pool3d(x, 2, output_ratio=0.5).shape == (1, 2, 3, 3, 4)
+    assert torch.nn.FractionalMaxPool3d(2, output_ratio=0.5)(x).shape == (1, 2, 3, 3, 4)
+    with pytest.raises(TypeError):
+        F.fractional_max_pool2d(x[0], 2, output_ratio=0.5)
+    cube = torch.randn(1, 2, 6, 6, 6, device=device)
+    for i, name in enumerate(["time", "height", "width"]):
+        size = [3, 3, 3]
+        size[i] = 4
+        with pytest.raises(RuntimeError, match=f"^fractional_max_pool3d_out\\(\\): pool {name} 3 too large relative "
+                                               f"to input {name} 6$"):
+            F.fractional_max_pool3d(cube, 3, output_size=size)
+    assert F.fractional_max_pool3d(cube, 3, output_size=3).shape == (1, 2, 3, 3, 3)
+    assert F.fractional_max_pool2d(cube[0, :, 0], 3, output_size=4).shape == (2, 4, 4)  # 2-d: equality allowed
