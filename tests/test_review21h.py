@@ -60,3 +60,68 @@ def test_fractional_max_pool3d_takes_a_bare_ratio_and_checks_its_sizes_strictly(
             F.fractional_max_pool3d(cube, 3, output_size=size)
     assert F.fractional_max_pool3d(cube, 3, output_size=3).shape == (1, 2, 3, 3, 3)
     assert F.fractional_max_pool2d(cube[0, :, 0], 3, output_size=4).shape == (2, 4, 4)  # 2-d: equality allowed
+
+
+_CONV_ERRORS = [
+    # (call, error type, PyTorch's message)
+    (lambda z: F.conv1d(z(1, 4, 2), z(2, 4, 3)), RuntimeError,
+     "Calculated padded input size per channel: (2). Kernel size: (3). Kernel size can't be greater than actual "
+     "input size"),
+    (lambda z: F.conv1d(z(1, 3, 5), z(2, 4, 3)), RuntimeError,
+     "Given groups=1, weight of size [2, 4, 3], expected input[1, 3, 5] to have 4 channels, but got 3 channels "
+     "instead"),
+    (lambda z: F.conv2d(z(3, 5, 5), z(2, 4, 3, 3)), RuntimeError,
+     "Given groups=1, weight of size [2, 4, 3, 3], expected input[1, 3, 5, 5] to have 4 channels, but got 3 "
+     "channels instead"),
+    (lambda z: F.conv3d(z(3, 5, 5, 5), z(2, 4, 3, 3, 3)), RuntimeError,
+     "Given groups=1, weight of size [2, 4, 3, 3, 3], expected input[1, 3, 5, 5, 5] to have 4 channels, but got 3 "
+     "channels instead"),
+    (lambda z: F.conv3d(z(1, 4, 5, 5, 5), z(3, 2, 3, 3, 3), groups=2), RuntimeError,
+     "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size "
+     "[[3, 2, 3, 3, 3]] instead"),
+    (lambda z: F.conv2d(z(1, 4, 5, 5), z(3, 2, 3, 3), groups=2), RuntimeError,
+     "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [[3, 2, 3, 3]] "
+     "instead"),
+    (lambda z: F.conv1d(z(1, 4, 5), z(2, 4, 3), dilation=0), RuntimeError,
+     "dilation should be greater than zero, but got [1, 0]"),
+    (lambda z: F.conv3d(z(1, 4, 5, 5, 5), z(2, 4, 3, 3, 3), dilation=0), RuntimeError,
+     "dilation should be greater than zero, but got [0, 0, 0]"),
+    (lambda z: F.conv_transpose2d(z(4, 5, 5), z(3, 2, 3, 3)), RuntimeError,
+     "Given transposed=1, weight of size [3, 2, 3, 3], expected input[1, 4, 5, 5] to have 3 channels, but got 4 "
+     "channels instead"),
+    (lambda z: F.conv_transpose1d(z(4, 5), z(3, 2, 3)), RuntimeError,
+     "Given transposed=1, weight of size [3, 2, 3], expected input[1, 4, 5] to have 3 channels, but got 4 "
+     "channels instead"),
+    (lambda z: F.conv_transpose1d(z(1, 4, 5), z(4, 2, 3), padding="same"), TypeError,
+     "conv_transpose1d(): argument 'padding' must be tuple of ints, not str"),
+    (lambda z: F.conv_transpose3d(z(1, 4, 3, 3, 3), z(4, 2, 3, 3, 3), padding="valid"), TypeError,
+     "conv_transpose3d(): argument 'padding' must be tuple of ints, not str"),
+    (lambda z: F.conv_transpose2d(z(1, 4, 5, 5), z(4, 2, 3, 3), dilation=0), RuntimeError,
+     "dilation should be greater than zero, but got dilation_height: 0, dilation_width: 0"),
+    (lambda z: F.conv_transpose1d(z(1, 4, 5), z(4, 2, 3), dilation=0), RuntimeError,
+     "dilation should be greater than zero, but got dilation_height: 1, dilation_width: 0"),
+    (lambda z: F.conv_transpose2d(z(1, 4, 5, 5), z(4, 2, 3, 3), stride=0), RuntimeError,
+     "non-positive stride is not supported"),
+    (lambda z: F.conv_transpose2d(z(1, 4, 5, 5), z(4, 2, 3, 3), padding=-1), RuntimeError,
+     "negative padding is not supported"),
+    (lambda z: F.conv_transpose1d(z(1, 4, 5), z(4, 2, 3), output_padding=-1), RuntimeError,
+     "negative output_padding is not supported"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_CONV_ERRORS)))
+def test_conv_argument_errors_are_pytorchs(device, case):
+    """PyTorch's conv checks word their messages for the op's own dims: conv1d names 1-d sizes and 3-d weights,
+    conv3d its 5-d weight, an unbatched input is named with its batch dim of 1, the groups message double-brackets
+    the weight size; the transposed convolutions reject a string padding (TypeError), a zero dilation or stride and a
+    negative padding or output_padding.  coretorch named conv2d's 4-d shapes (conv1d via conv2d, conv3d via its
+    per-tap conv2d), the unbatched shape, gave ValueError for padding='same' and stride=0 of a transposed
+    convolution, and ran conv_transpose1d/2d with dilation 0 (zeros) or a negative padding/output_padding."""
+    call, kind, msg = _CONV_ERRORS[case]
+
+    def z(*shape):
+        return torch.zeros(*shape, device=device)
+
+    with pytest.raises(kind) as info:
+        call(z)
+    assert str(info.value) == msg
