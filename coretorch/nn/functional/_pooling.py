@@ -207,6 +207,10 @@ def adaptive_avg_pool2d(input, output_size):
     _check_tensor("adaptive_avg_pool2d", "input", input)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    for i in (input.ndim - 2, input.ndim - 1):  # (an empty batch or channel dim is fine)
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {i} being empty")
     if not input.dtype.is_floating_point:  # (the averaging matrices of an integer dtype were zeros)
         raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
     h, w = input.shape[-2:]
