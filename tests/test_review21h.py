@@ -137,3 +137,16 @@ def test_adaptive_avg_pool2d_of_an_empty_spatial_dim_raises(device, shape, dim):
         F.adaptive_avg_pool2d(torch.zeros(*shape, device=device), 3)
     assert F.adaptive_avg_pool2d(torch.zeros(0, 2, 4, 5, device=device), 3).shape == (0, 2, 3, 3)
     assert F.adaptive_avg_pool2d(torch.zeros(1, 0, 4, 5, device=device), 3).shape == (1, 0, 3, 3)
+
+
+def test_one_hot_of_a_transposed_index_and_antialiased_interpolate_are_row_major(device):
+    """(Found on the way.)  PyTorch's one_hot and antialiased interpolate return contiguous results; coretorch's
+    one_hot of a transposed index tensor and interpolate(antialias=True) returned permuted views, so a following
+    ``.view`` raised."""
+    idx = torch.tensor([[0, 1, 2, 3], [4, 0, 1, 2], [3, 4, 0, 1]], device=device).t()
+    oh = F.one_hot(idx, 5)
+    assert oh.is_contiguous()
+    np.testing.assert_array_equal(oh.view(4, 15).cpu().numpy(), np.eye(5, dtype=np.int64)[idx.cpu().numpy()]
+                                  .reshape(4, 15))
+    y = F.interpolate(torch.randn(2, 3, 7, 6, device=device), size=(3, 4), mode="bilinear", antialias=True)
+    assert y.is_contiguous() and y.view(2, -1).shape == (2, 36)
