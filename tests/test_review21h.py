@@ -150,3 +150,18 @@ def test_one_hot_of_a_transposed_index_and_antialiased_interpolate_are_row_major
                                   .reshape(4, 15))
     y = F.interpolate(torch.randn(2, 3, 7, 6, device=device), size=(3, 4), mode="bilinear", antialias=True)
     assert y.is_contiguous() and y.view(2, -1).shape == (2, 36)
+
+
+@pytest.mark.parametrize("fn", [F.triplet_margin_loss, F.triplet_margin_with_distance_loss])
+def test_triplet_losses_check_the_margin_as_pytorch_2_13(device, fn):
+    """PyTorch 2.13's F.triplet_margin_loss and F.triplet_margin_with_distance_loss raise ValueError("margin must be
+    greater than 0, got ...") for a margin <= 0, after checking the reduction.  coretorch's triplet_margin_loss
+    computed a loss with a negative or zero margin, and triplet_margin_with_distance_loss worded the error as the
+    module constructor does."""
+    a, p, n = (torch.randn(2, 3, device=device) for _ in range(3))
+    for margin in (0, -1.0):
+        with pytest.raises(ValueError, match=rf"^margin must be greater than 0, got {margin}$"):
+            fn(a, p, n, margin=margin)
+    with pytest.raises(ValueError, match="^foo is not a valid value for reduction$"):
+        fn(a, p, n, margin=-1, reduction="foo")
+    assert fn(a, p, n, margin=0.5).shape == ()

@@ -36,6 +36,10 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     if _ac.on:  # autocast: a float32 op
         anchor, positive, negative = _ac_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:  # (PyTorch 2.13 checks it)
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
@@ -47,9 +51,10 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
     """triplet_margin_loss with any distance (pairwise_distance by default)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
-        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
-                         "instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_with_distance_loss")
     dist = distance_function if distance_function is not None else pairwise_distance
     d_ap = dist(anchor, positive)
