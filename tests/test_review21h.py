@@ -165,3 +165,17 @@ def test_triplet_losses_check_the_margin_as_pytorch_2_13(device, fn):
     with pytest.raises(ValueError, match="^foo is not a valid value for reduction$"):
         fn(a, p, n, margin=-1, reduction="foo")
     assert fn(a, p, n, margin=0.5).shape == ()
+
+
+def test_cross_entropy_with_probabilities_rejects_a_non_negative_ignore_index(device):
+    """PyTorch's cross_entropy with class-probability targets raises RuntimeError("ignore_index is not supported
+    for floating point target") for an ignore_index >= 0 (a negative one, the default -100 included, is accepted);
+    coretorch ignored the argument and returned a loss."""
+    x, p = torch.randn(3, 4, device=device), torch.rand(3, 4, device=device).softmax(1)
+    for ii in (0, 3, 100):
+        with pytest.raises(RuntimeError, match="^ignore_index is not supported for floating point target$"):
+            F.cross_entropy(x, p, ignore_index=ii)
+        with pytest.raises(RuntimeError, match="^ignore_index is not supported for floating point target$"):
+            torch.nn.CrossEntropyLoss(ignore_index=ii)(x, p)
+    for ii in (-100, -1):
+        assert F.cross_entropy(x, p, ignore_index=ii).shape == ()

@@ -629,6 +629,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 hint = (f" (a {target.dtype._tname[:-6].lower()} target is read as class probabilities of the "
                         "input's shape; class indices must be an int64 tensor: use target.long())")
             raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}{hint}")
+        if ignore_index >= 0:  # (ATen's test: a non-negative ignore_index with probability targets)
+            raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = _P.add(_P.mul(target, 1 - label_smoothing), label_smoothing / c)
         prod = _P.mul(logp, target)
