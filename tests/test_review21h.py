@@ -179,3 +179,19 @@ def test_cross_entropy_with_probabilities_rejects_a_non_negative_ignore_index(de
             torch.nn.CrossEntropyLoss(ignore_index=ii)(x, p)
     for ii in (-100, -1):
         assert F.cross_entropy(x, p, ignore_index=ii).shape == ()
+
+
+def test_nll_loss_of_an_unbatched_input_takes_a_one_element_target(device):
+    """PyTorch's nll_loss/cross_entropy of a 1-d (unbatched) input take a 1-d target of one element as the 0-d
+    target (a 0-d loss, also for reduction='none'), raise ValueError for a longer 1-d target and RuntimeError for a
+    2-d one.  coretorch raised ValueError("Expected input batch_size (1) to match target batch_size (1).")."""
+    x = torch.arange(4.0, device=device)
+    for red in ("mean", "sum", "none"):
+        out = F.nll_loss(x, torch.tensor([1], device=device), reduction=red)
+        assert out.shape == () and out.item() == -1.0
+        ce = F.cross_entropy(x, torch.tensor([1], device=device), reduction=red)
+        assert ce.shape == () and abs(ce.item() - (np.log(np.exp(np.arange(4.0)).sum()) - 1.0)) < 1e-5
+    with pytest.raises(ValueError, match="^For 1D input, 1D target must have size 1, but got target size: 2$"):
+        F.nll_loss(x, torch.tensor([1, 2], device=device))
+    with pytest.raises(RuntimeError, match="^0D or 1D target tensor expected, multi-target not supported$"):
+        F.nll_loss(x, torch.tensor([[1]], device=device))

@@ -528,9 +528,11 @@ def _check_nll_shapes(input, target):
     if target.dtype.is_floating_point or target.dtype is _dt.bool_:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
                            "must be int64: use target.long())")
-    if len(xs) == 1:
-        if ts:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({ts[0]}).")
+    if len(xs) == 1:  # an unbatched input: a 0-d target, or (as PyTorch) a 1-d target of one element
+        if len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if ts and ts[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {ts[0]}")
         return
     if not ts or xs[0] != ts[0]:
         raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
@@ -577,7 +579,7 @@ def _nll(input, target, weight, ignore_index, reduction: str):
         out.grad_fn.save(t, weight)  # (the node may hold the target's own buffer: its gradient went by the change)
         out.grad_fn.ignore = int(ignore_index)
     if reduction == "none":
-        out = out.reshape(tuple(target._data.shape))
+        out = out.reshape(tuple(target._data.shape) if len(xs) > 1 else ())
     return out
 
 
