@@ -131,8 +131,9 @@ def test_conv_argument_errors_are_pytorchs(device, case):
 def test_adaptive_avg_pool2d_of_an_empty_spatial_dim_raises(device, shape, dim):
     """PyTorch's adaptive_avg_pool2d raises for an empty height or width (an empty batch or channel dim is fine);
     coretorch returned zeros of the output size (averages over nothing)."""
+    sizes = ", ".join(map(str, shape))
     with pytest.raises(RuntimeError, match=rf"^adaptive_avg_pool2d\(\): Expected input to have non-zero size for "
-                                           rf"non-batch dimensions, but input has sizes \[{', '.join(map(str, shape))}\] "
+                                           rf"non-batch dimensions, but input has sizes \[{sizes}\] "
                                            rf"with dimension {dim} being empty$"):
         F.adaptive_avg_pool2d(torch.zeros(*shape, device=device), 3)
     assert F.adaptive_avg_pool2d(torch.zeros(0, 2, 4, 5, device=device), 3).shape == (0, 2, 3, 3)
