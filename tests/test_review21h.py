@@ -196,3 +196,36 @@ def test_nll_loss_of_an_unbatched_input_takes_a_one_element_target(device):
         F.nll_loss(x, torch.tensor([1, 2], device=device))
     with pytest.raises(RuntimeError, match="^0D or 1D target tensor expected, multi-target not supported$"):
         F.nll_loss(x, torch.tensor([[1]], device=device))
+
+
+_POOL_ERRORS = [
+    (lambda x2, x1: F.max_pool2d(x2, 0), "stride should not be zero"),
+    (lambda x2, x1: F.max_pool2d(x2, 2, stride=(1, 0)), "stride should not be zero"),
+    (lambda x2, x1: F.avg_pool2d(x2, 0), "stride should not be zero"),
+    (lambda x2, x1: F.max_pool2d(x2, 0, stride=1), "kernel size should be greater than zero, but got kH: 0 kW: 0"),
+    (lambda x2, x1: F.max_pool2d(x2, 2, stride=-1), "stride should be greater than zero, but got dH: -1 dW: -1"),
+    (lambda x2, x1: F.max_pool2d(x2, 2, dilation=(1, 0)),
+     "dilation should be greater than zero, but got dilationH: 1 dilationW: 0"),
+    (lambda x2, x1: F.max_pool2d(x2, 0, stride=1, padding=-1), "pad must be non-negative, but got pad: -1"),
+    (lambda x2, x1: F.avg_pool1d(x1, -1), "kernel size should be greater than zero, but got kH: 1 kW: -1"),
+    (lambda x2, x1: F.max_pool1d(x1, 3, padding=2),
+     "max_pool1d() padding should be at most half of kernel size, but got padding=2 and kernel_size=3"),
+    (lambda x2, x1: F.max_pool1d(x1, 2, stride=0), "max_pool1d() stride must be greater than zero, but got 0"),
+    (lambda x2, x1: F.max_pool1d(x1, 0), "max_pool1d() kernel_size must be greater than zero, but got 0"),
+    (lambda x2, x1: F.max_pool1d(x1, 2, dilation=0), "max_pool1d() dilation must be greater than zero, but got 0"),
+    (lambda x2, x1: F.max_pool1d(x1[..., :2], 3, padding=1, dilation=2),
+     "max_pool1d() Invalid computed output size: 0"),
+    (lambda x2, x1: F.max_pool1d(x1, 2, stride=0, return_indices=True), "stride should not be zero"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_POOL_ERRORS)))
+def test_pooling_argument_errors_are_pytorchs(device, case):
+    """PyTorch's max/avg_pool2d (and the 1-d pools run through them) check each dim's stride != 0 and padding
+    first, then the kernel, stride and dilation signs, each with its own message; max_pool1d without indices of an
+    input that needs no gradient has ATen's own 1-d messages.  coretorch raised one combined message ("max_pool2d:
+    kernel_size, stride and dilation must be greater than zero, but got ...") and max_pool1d named 2-d sizes."""
+    call, msg = _POOL_ERRORS[case]
+    with pytest.raises(RuntimeError) as info:
+        call(torch.randn(1, 2, 5, 5, device=device), torch.randn(1, 2, 5, device=device))
+    assert str(info.value) == msg
