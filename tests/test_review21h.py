@@ -229,3 +229,26 @@ def test_pooling_argument_errors_are_pytorchs(device, case):
     with pytest.raises(RuntimeError) as info:
         call(torch.randn(1, 2, 5, 5, device=device), torch.randn(1, 2, 5, device=device))
     assert str(info.value) == msg
+
+
+def test_legacy_elementwise_mean_reduction_is_mean_where_pytorch_takes_it(device):
+    """PyTorch's losses whose kernel takes _Reduction.get_enum (mse, l1, smooth_l1, huber, bce(_with_logits), kl_div,
+    soft/hinge/multi(label)_margin, margin_ranking, cosine_embedding, triplet, nll, cross_entropy, ctc) take the
+    legacy reduction='elementwise_mean' as 'mean' with a deprecation warning; poisson/gaussian nll and
+    multilabel_soft_margin reject it (the latter with "... is not valid").  coretorch raised ValueError for all."""
+    x, y = torch.rand(3, 4, device=device), torch.rand(3, 4, device=device)
+    t = torch.tensor([0, 1, 2], device=device)
+    calls = [lambda r: F.mse_loss(x, y, reduction=r), lambda r: F.huber_loss(x, y, reduction=r),
+             lambda r: F.cross_entropy(x, t, reduction=r), lambda r: F.multi_margin_loss(x, t, reduction=r),
+             lambda r: F.kl_div(x, y, reduction=r), lambda r: torch.nn.L1Loss(reduction=r)(x, y),
+             lambda r: F.ctc_loss(x.log_softmax(1)[:, None].expand(3, 2, 4), torch.tensor([[1], [2]], device=device),
+                                  [3, 3], [1, 1], reduction=r)]
+    for call in calls:
+        with pytest.warns(UserWarning, match=r"reduction='elementwise_mean' is deprecated\. Please use "
+                                             r"reduction='mean' instead\."):
+            got = call("elementwise_mean")
+        assert torch.equal(got, call("mean"))
+    with pytest.raises(ValueError, match="^elementwise_mean is not a valid value for reduction$"):
+        F.poisson_nll_loss(x, y, reduction="elementwise_mean")
+    with pytest.raises(ValueError, match="^elementwise_mean is not valid$"):
+        F.multilabel_soft_margin_loss(x, y, reduction="elementwise_mean")

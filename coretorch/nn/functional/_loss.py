@@ -25,9 +25,19 @@ from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
 # ---------------------------------------------------------------------------------------------
 # losses
 # ---------------------------------------------------------------------------------------------
-def _legacy_reduction(size_average, reduce, reduction, emit=True):
+def mean_alias(reduction, stacklevel: int = 3):
+    """PyTorch's _Reduction.get_enum: the legacy 'elementwise_mean' is 'mean', with its deprecation warning (the
+    losses whose ATen kernel takes the enum; poisson/gaussian nll and multilabel_soft_margin reject it)."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      UserWarning, stacklevel=stacklevel)
+        return "mean"
+    return reduction
+
+
+def _legacy_reduction(size_average, reduce, reduction, emit=True, alias=True):
     if size_average is None and reduce is None:
-        return reduction
+        return mean_alias(reduction, 4) if alias else reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     ret = "none" if not reduce else "mean" if size_average else "sum"
@@ -154,6 +164,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         weight (Tensor, optional): a weight broadcast to the element losses.
         reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
     """
+    reduction = mean_alias(reduction)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("huber_loss", input, target)
     _check_reduction(reduction)
@@ -317,7 +328,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("poisson_nll_loss", input, target)
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, alias=False)
     if log_input:
         loss = _P.sub(_P.exp(input), _P.mul(target, input))
     else:
