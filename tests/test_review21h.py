@@ -252,3 +252,10 @@ def test_legacy_elementwise_mean_reduction_is_mean_where_pytorch_takes_it(device
         F.poisson_nll_loss(x, y, reduction="elementwise_mean")
     with pytest.raises(ValueError, match="^elementwise_mean is not valid$"):
         F.multilabel_soft_margin_loss(x, y, reduction="elementwise_mean")
+
+
+def test_torch_conv_tbc_is_there(device):
+    """(Found on the way.)  PyTorch has ``torch.conv_tbc`` as well as ``F.conv_tbc``; coretorch only had the
+    latter (AttributeError on ``torch.conv_tbc``)."""
+    x, w, b = torch.randn(5, 2, 3, device=device), torch.randn(2, 3, 4, device=device), torch.randn(4, device=device)
+    assert torch.equal(torch.conv_tbc(x, w, b, 1), F.conv_tbc(x, w, b, 1))
