@@ -146,6 +146,7 @@ conv3d = _F.conv3d
 conv_transpose1d = _F.conv_transpose1d
 conv_transpose2d = _F.conv_transpose2d
 conv_transpose3d = _F.conv_transpose3d
+conv_tbc = _F.conv_tbc
 pixel_shuffle = _F.pixel_shuffle
 pixel_unshuffle = _F.pixel_unshuffle
 channel_shuffle = _F.channel_shuffle
@@ -453,7 +454,7 @@ __all__ = ["inf", "nan", "e", "pi", "newaxis", *_INPLACE, *_METHOD_FORMS, "fill"
            "threshold_",
            "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
            "alpha_dropout", "feature_alpha_dropout", "native_dropout", "conv1d", "conv2d", "conv3d",
-           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "pixel_shuffle",
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc", "convolution", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "cosine_similarity", "pairwise_distance",
            "bilinear", "prelu", "hardshrink", "rms_norm", "adaptive_avg_pool1d", "layer_norm", "group_norm",
            "batch_norm", "instance_norm", "native_layer_norm", "native_batch_norm", "native_group_norm",

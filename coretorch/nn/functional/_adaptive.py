@@ -125,7 +125,7 @@ def _adaptive_avg(input: Tensor, outs: tuple) -> Tensor:
         d = input.ndim - nsp + k
         a = _avg_matrix(input.shape[d], n_out, input)
         out = _S.movedim(_L.matmul(a, _S.movedim(out, d, -2)), -2, d)
-    return out
+    return _S.contiguous(out)  # PyTorch's result is row-major (``.view(n, -1)`` works)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:

@@ -179,6 +179,51 @@ def _check_conv(op, input, weight, bias, groups, nsp):
                            f"{list(bias.shape)} instead")
 
 
+def _check_channels(input, weight, groups: int, nsp: int, transposed: bool) -> None:
+    """PyTorch's input-channel and groups checks, naming the batched input shape (an unbatched input is reported
+    with its batch dim of 1, as ATen unsqueezes it first) and the op's own weight."""
+    shape = list(input.shape) if input.ndim == nsp + 2 else [1] + list(input.shape)
+    c, w = shape[1], list(weight.shape)
+    want = weight.shape[0] if transposed else weight.shape[1] * groups
+    if c != want:
+        raise RuntimeError(f"Given {'transposed=1' if transposed else f'groups={groups}'}, weight of size {w}, "
+                           f"expected input{shape} to have {want} channels, but got {c} channels instead")
+    if weight.shape[0] % groups:  # PyTorch's message prints the size in double brackets
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{w}] instead")
+
+
+def _check_kernel_fits(sizes, padding, dilation, ks) -> None:
+    """PyTorch's check that the dilated kernel fits the padded input, worded over every spatial dim."""
+    padded = [s + 2 * p for s, p in zip(sizes, padding)]
+    dilated = [d * (k - 1) + 1 for d, k in zip(dilation, ks)]
+    if any(p < k for p, k in zip(padded, dilated)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, dilated))}). Kernel size can't be greater than actual "
+                           "input size")
+
+
+def _transpose_args(op: str, nsp: int, stride, padding, output_padding, dilation):
+    """A transposed convolution's (stride, padding, output_padding, dilation) as nsp-tuples, with PyTorch's
+    checks (a string padding is a TypeError: 'same'/'valid' are for the forward convolutions only)."""
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    stride, padding = _ntuple(stride, nsp, "stride"), _ntuple(padding, nsp, "padding")
+    output_padding, dilation = _ntuple(output_padding, nsp, "output_padding"), _ntuple(dilation, nsp, "dilation")
+    if any(v <= 0 for v in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v < 0 for v in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(v < 0 for v in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(v <= 0 for v in dilation):
+        names = ("depth", "height", "width")[3 - max(nsp, 2):]  # 1-d: ATen runs it as 2-d (height 1)
+        dil = dilation if nsp > 1 else (1,) + dilation
+        raise RuntimeError("dilation should be greater than zero, but got " + ", ".join(
+            f"dilation_{n}: {v}" for n, v in zip(names, dil)))
+    return stride, padding, output_padding, dilation
+
+
 def _add_bias(out: Tensor, bias, nsp: int) -> Tensor:
     if bias is None:
         return out
@@ -220,7 +265,7 @@ def _resolve_conv_padding(x: Tensor, padding, stride: tuple, dilation: tuple, ks
     if any(p < 0 for p in padding):
         raise RuntimeError("negative padding is not supported")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     return x, padding
 
 
@@ -246,20 +291,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     stride, dilation = _ntuple(stride, 2, "stride"), _ntuple(dilation, 2, "dilation")
     kh, kw = weight.shape[2:]
     x, padding = _resolve_conv_padding(x, padding, stride, dilation, (kh, kw))
-    n, c, h, w = x.shape
-    o = weight.shape[0]
-    if c != weight.shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got {c} channels "
-                           "instead")
-    if o % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size {list(weight.shape)} instead")
-    ph, pw = h + 2 * padding[0], w + 2 * padding[1]
-    ekh, ekw = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
-    if ph < ekh or pw < ekw:
-        raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel size: ({ekh} x {ekw}). "
-                           "Kernel size can't be greater than actual input size")
+    _check_channels(input, weight, groups, 2, False)
+    _check_kernel_fits(x.shape[2:], padding, dilation, (kh, kw))
     out = _add_bias(_conv2d_raw(x, weight, stride, padding, dilation, groups), bias, 2)
     return out if batched else _S.squeeze(out, 0)
 
@@ -284,8 +317,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
     s, d = _ntuple(stride, 1, "stride")[0], _ntuple(dilation, 1, "dilation")[0]
+    _check_channels(input, weight, groups, 1, False)  # (worded for 1-d here: conv2d would name 4-d shapes)
     if not isinstance(padding, str):
-        padding = (0, _ntuple(padding, 1, "padding")[0])
+        p = _ntuple(padding, 1, "padding")[0]
+        if p >= 0 and d > 0:
+            _check_kernel_fits(x.shape[2:], (p,), (d,), weight.shape[2:])
+        padding = (0, p)
     out = conv2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, (1, s), padding, (1, d), groups)
     out = _add_bias(_S.squeeze(out, 2), bias, 1)
     return out if batched else _S.squeeze(out, 0)
@@ -300,16 +337,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     _check_conv("conv_transpose2d", input, weight, bias, groups, 2)
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
-    stride, padding = _ntuple(stride, 2, "stride"), _ntuple(padding, 2, "padding")
-    output_padding, dilation = _ntuple(output_padding, 2, "output_padding"), _ntuple(dilation, 2, "dilation")
+    stride, padding, output_padding, dilation = _transpose_args("conv_transpose2d", 2, stride, padding,
+                                                                output_padding, dilation)
     n, c, h, w = x.shape
     cin, cog, kh, kw = weight.shape
-    if c != cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
-                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
-    if cin % groups:  # PyTorch's message prints the size in double brackets
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size [{list(weight.shape)}] instead")
+    _check_channels(input, weight, groups, 2, True)
     for k in range(2):
         if output_padding[k] >= stride[k] and output_padding[k] >= dilation[k]:
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
@@ -336,6 +368,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     _check_conv("conv_transpose1d", input, weight, bias, groups, 1)
     batched = input.ndim == 3
     x = input if batched else _S.unsqueeze(input, 0)
+    _transpose_args("conv_transpose1d", 1, stride, padding, output_padding, dilation)
+    _check_channels(input, weight, groups, 1, True)  # (worded for 1-d here: conv_transpose2d names 4-d shapes)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
     out = conv_transpose2d(_S.unsqueeze(x, 2), _S.unsqueeze(weight, 2), None, one(stride),
                            (0, _ntuple(padding, 1)[0]), (0, _ntuple(output_padding, 1)[0]), groups, one(dilation))

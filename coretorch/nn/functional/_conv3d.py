@@ -7,7 +7,8 @@ from ...ops import creation as _C, pointwise as _P, shape as _S
 from ...tensor import Tensor
 from ...amp.autocast_mode import policy as _ac_policy
 from ._common import _ntuple
-from ._conv import _add_bias, _check_conv, _resolve_conv_padding, conv2d, conv_transpose2d
+from ._conv import (_add_bias, _check_channels, _check_conv, _check_kernel_fits, _resolve_conv_padding, _transpose_args,
+                    conv2d, conv_transpose2d)
 from ._padding import _pad_constant
 
 __all__ = ["conv3d", "conv_transpose3d"]
@@ -23,14 +24,13 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     stride, dilation = _ntuple(stride, 3, "stride"), _ntuple(dilation, 3, "dilation")
     ks = tuple(weight.shape[2:])
     x, padding = _resolve_conv_padding(x, padding, stride, dilation, ks)
+    _check_channels(input, weight, groups, 3, False)  # (before conv2d's per-tap calls name 4-d shapes)
     if padding[0]:
         x = _pad_constant(x, (0, 0, 0, 0, padding[0], padding[0]), 0.0)
     n, c, d, h, w = x.shape
     kd = ks[0]
+    _check_kernel_fits((d, h, w), (0,) + tuple(padding[1:]), dilation, ks)  # (depth padding already applied)
     d_out = (d - dilation[0] * (kd - 1) - 1) // stride[0] + 1
-    if d_out <= 0:
-        raise RuntimeError(f"Calculated padded input size per channel: ({d} x {h} x {w}). Kernel size: "
-                           f"({' x '.join(map(str, ks))}). Kernel size can't be greater than actual input size")
     out = None
     for i in range(kd):  # one conv2d per depth tap, over every output depth at once
         start = i * dilation[0]
@@ -41,20 +41,11 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     assert out is not None  # kd >= 1
     o, ho, wo = out.shape[1:]
     out = _S.permute(out.reshape(n, d_out, o, ho, wo), (0, 2, 1, 3, 4))
-    out = _add_bias(out, bias, 3)
+    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
     return out if batched else _S.squeeze(out, 0)
 
 
-def _check_transpose_args(stride, padding, output_padding, dilation) -> None:
-    if any(v <= 0 for v in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(v < 0 for v in padding):
-        raise RuntimeError("negative padding is not supported")
-    if any(v < 0 for v in output_padding):
-        raise RuntimeError("negative output_padding is not supported")
-    if any(v <= 0 for v in dilation):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_depth: {dilation[0]}, "
-                           f"dilation_height: {dilation[1]}, dilation_width: {dilation[2]}")
+def _check_output_padding(stride, output_padding, dilation) -> None:
     for k in range(3):
         if output_padding[k] >= stride[k] and output_padding[k] >= dilation[k]:
             raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
@@ -74,17 +65,12 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     _check_conv("conv_transpose3d", input, weight, bias, groups, 3)
     batched = input.ndim == 5
     x = input if batched else _S.unsqueeze(input, 0)
-    stride, padding = _ntuple(stride, 3, "stride"), _ntuple(padding, 3, "padding")
-    output_padding, dilation = _ntuple(output_padding, 3, "output_padding"), _ntuple(dilation, 3, "dilation")
+    stride, padding, output_padding, dilation = _transpose_args("conv_transpose3d", 3, stride, padding,
+                                                                output_padding, dilation)
     n, c, d, h, w = x.shape
     cin, cog, kd, kh, kw = weight.shape
-    if c != cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
-                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
-    if cin % groups:  # PyTorch's message prints the size in double brackets
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size [{list(weight.shape)}] instead")
-    _check_transpose_args(stride, padding, output_padding, dilation)
+    _check_channels(input, weight, groups, 3, True)
+    _check_output_padding(stride, output_padding, dilation)
     outs = [(sz - 1) * st - 2 * p + dl * (k - 1) + op + 1 for sz, st, p, dl, k, op in
             zip((d, h, w), stride, padding, dilation, (kd, kh, kw), output_padding)]
     if any(o <= 0 for o in outs):
@@ -106,5 +92,5 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
             key = (slice(None), slice(i * dd, i * dd + (d - 1) * sd + 1, sd))
             out[key] = _P.add(out[key], y[:, :, :, i])
     out = _S.permute(out[:, pd:pd + outs[0]], (0, 2, 1, 3, 4))
-    out = _add_bias(out, bias, 3)
+    out = _S.contiguous(_add_bias(out, bias, 3))  # PyTorch's result is row-major (``.view(n, -1)`` works)
     return out if batched else _S.squeeze(out, 0)

@@ -72,7 +72,8 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
         raise RuntimeError(f"{where}: Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
     spatial = tuple(input.shape[-nd:])
     if output_size is None:
-        if len(output_ratio) > nd:  # (PyTorch takes len() of the ratio: a bare float raises TypeError there too)
+        if nd == 2 and len(output_ratio) > nd:  # (PyTorch's 2-d op takes len() of the ratio: a bare float raises
+            # TypeError there too; its 3-d op takes a bare float as (r, r, r))
             raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
         ratio = _tuple(output_ratio, nd)
         output_size = [int(spatial[i] * ratio[i]) for i in range(nd)]
@@ -95,7 +96,7 @@ def _fractional(nd: int, input: Tensor, kernel_size, output_size, output_ratio, 
     if rs.shape[0] < B:
         raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
     for i in range(nd):
-        if outs[i] + ks[i] - 1 > spatial[i]:
+        if outs[i] + ks[i] - 1 > spatial[i] - (nd == 3):  # ATen's 3-d check is strict (output + pool - 1 < input)
             raise RuntimeError(f"{where}: pool {_DIMS[nd][i]} {ks[i]} too large relative to input {_DIMS[nd][i]} "
                                f"{spatial[i]}")
     # samples: ATen reads (2-d) [W, H] and (3-d) [T, H, W]

@@ -219,7 +219,7 @@ def _antialias(input: Tensor, out_sizes: tuple, scales: list, mode: str, align_c
         wt = _C.tensor(w.T, dtype=input.dtype, device=input.device)            # (n_in, n_out)
         moved = _S.movedim(out, d, -1)
         out = _S.movedim(_L.matmul(moved, wt), -1, d)
-    return out
+    return _S.contiguous(out)  # row-major, as PyTorch's (the height pass left a permuted view)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

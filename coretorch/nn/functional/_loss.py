@@ -25,9 +25,19 @@ from ._common import _check_tensor, _i64, _needs_graph, _no_grad, _record
 # ---------------------------------------------------------------------------------------------
 # losses
 # ---------------------------------------------------------------------------------------------
-def _legacy_reduction(size_average, reduce, reduction, emit=True):
+def mean_alias(reduction, stacklevel: int = 3):
+    """PyTorch's _Reduction.get_enum: the legacy 'elementwise_mean' is 'mean', with its deprecation warning (the
+    losses whose ATen kernel takes the enum; poisson/gaussian nll and multilabel_soft_margin reject it)."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      UserWarning, stacklevel=stacklevel)
+        return "mean"
+    return reduction
+
+
+def _legacy_reduction(size_average, reduce, reduction, emit=True, alias=True):
     if size_average is None and reduce is None:
-        return reduction
+        return mean_alias(reduction, 4) if alias else reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     ret = "none" if not reduce else "mean" if size_average else "sum"
@@ -154,6 +164,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         weight (Tensor, optional): a weight broadcast to the element losses.
         reduction (str): ``"none"``, ``"mean"`` (default) or ``"sum"``.
     """
+    reduction = mean_alias(reduction)
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("huber_loss", input, target)
     _check_reduction(reduction)
@@ -318,7 +329,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """
     if _ac.on:  # autocast: the op's dtype policy (one attribute check when off)
         input, target = _ac_cast("poisson_nll_loss", input, target)
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, alias=False)
     if log_input:
         loss = _P.sub(_P.exp(input), _P.mul(target, input))
     else:
@@ -529,9 +540,11 @@ def _check_nll_shapes(input, target):
     if target.dtype.is_floating_point or target.dtype is _dt.bool_:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
                            "must be int64: use target.long())")
-    if len(xs) == 1:
-        if ts:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({ts[0]}).")
+    if len(xs) == 1:  # an unbatched input: a 0-d target, or (as PyTorch) a 1-d target of one element
+        if len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if ts and ts[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {ts[0]}")
         return
     if not ts or xs[0] != ts[0]:
         raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
@@ -578,7 +591,7 @@ def _nll(input, target, weight, ignore_index, reduction: str):
         out.grad_fn.save(t, weight)  # (the node may hold the target's own buffer: its gradient went by the change)
         out.grad_fn.ignore = int(ignore_index)
     if reduction == "none":
-        out = out.reshape(tuple(target._data.shape))
+        out = out.reshape(tuple(target._data.shape) if len(xs) > 1 else ())
     return out
 
 
@@ -630,6 +643,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 hint = (f" (a {target.dtype._tname[:-6].lower()} target is read as class probabilities of the "
                         "input's shape; class indices must be an int64 tensor: use target.long())")
             raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}{hint}")
+        if ignore_index >= 0:  # (ATen's test: a non-negative ignore_index with probability targets)
+            raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = _P.add(_P.mul(target, 1 - label_smoothing), label_smoothing / c)
         prod = _P.mul(logp, target)

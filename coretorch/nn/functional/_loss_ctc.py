@@ -18,6 +18,7 @@ from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
+from ._loss import mean_alias
 
 __all__ = ["ctc_loss"]
 
@@ -63,6 +64,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     each loss by its target length (at least 1) and then averages over the batch."""
     _check_tensor("ctc_loss", "log_probs", log_probs)
     _check_tensor("ctc_loss", "targets", targets)
+    reduction = mean_alias(reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     unbatched = log_probs.ndim == 2

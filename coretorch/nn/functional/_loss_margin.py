@@ -8,15 +8,15 @@ from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...tensor import Tensor
 from ._activation import logsigmoid
-from ._loss import _legacy_reduction, _reduce as reduce_, pairwise_distance
+from ._loss import _legacy_reduction, _reduce as reduce_, mean_alias, pairwise_distance
 
 __all__ = ["triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss",
            "multilabel_margin_loss", "multilabel_soft_margin_loss"]
 
 
-def _reduction(size_average, reduce, reduction: str) -> str:
+def _reduction(size_average, reduce, reduction: str, alias: bool = True) -> str:
     return _legacy_reduction(size_average, reduce, reduction) if size_average is not None or reduce is not None \
-        else reduction
+        else mean_alias(reduction, 4) if alias else reduction
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -36,6 +36,10 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     if _ac.on:  # autocast: a float32 op
         anchor, positive, negative = _ac_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:  # (PyTorch 2.13 checks it)
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
@@ -47,9 +51,10 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean") -> Tensor:
     """triplet_margin_loss with any distance (pairwise_distance by default)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
-        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
-                         "instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     _check_triplet_dims(anchor, positive, negative, "triplet_margin_with_distance_loss")
     dist = distance_function if distance_function is not None else pairwise_distance
     d_ap = dist(anchor, positive)
@@ -121,9 +126,11 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction: str = "mean") -> Tensor:
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), averaged over the classes."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction, alias=False)
     loss = _P.neg(_P.add(_P.mul(target, logsigmoid(input)), _P.mul(_P.rsub(target, 1.0), logsigmoid(_P.neg(input)))))
     if weight is not None:
         loss = _P.mul(loss, weight)
     loss = _R.mean(loss, input.ndim - 1)
+    if reduction not in ("none", "mean", "sum"):  # (PyTorch's own check and wording here)
+        raise ValueError(f"{reduction} is not valid")
     return _reduce(loss, reduction)

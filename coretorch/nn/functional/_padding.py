@@ -171,7 +171,8 @@ def one_hot(tensor, num_classes=-1):
     elif hi >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     classes = _C.arange(num_classes, device=tensor.device)
-    return _P.eq(_S.unsqueeze(tensor, -1), classes).to(_i64)
+    return _S.contiguous(_P.eq(_S.unsqueeze(tensor, -1), classes).to(_i64))  # row-major, as PyTorch's (a
+    # transposed index tensor gave a permuted result and ``.view`` raised)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

@@ -42,15 +42,17 @@ def _pool_args(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else \
         _ntuple(stride, 2, "stride")
     p, d = _ntuple(padding, 2, "padding"), _ntuple(dilation, 2, "dilation")
-    if any(v <= 0 for v in k + s + d):
-        raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, but got "
-                           f"kernel_size={list(k)} stride={list(s)} dilation={list(d)}")
-    for i in range(2):
+    for i in range(2):  # ATen's order: each dim's output-shape checks (height, then width), then the shape check
+        if s[i] == 0:
+            raise RuntimeError("stride should not be zero")
         if p[i] < 0:
             raise RuntimeError(f"pad must be non-negative, but got pad: {p[i]}")
-        if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+        if p[i] > int((d[i] * (k[i] - 1) + 1) / 2):  # (C's truncating division)
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
                                f"kernel_size={k[i]} and dilation={d[i]}")
+    for name, (a, b), sfx in (("kernel size", k, "k"), ("stride", s, "d"), ("dilation", d, "dilation")):
+        if a <= 0 or b <= 0:
+            raise RuntimeError(f"{name} should be greater than zero, but got {sfx}H: {a} {sfx}W: {b}")
     h, w = input.shape[-2:]
     oh, ow = _pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
     if oh < 1 or ow < 1:
@@ -112,8 +114,32 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return (out, idx) if return_indices else out
 
 
+def _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode) -> None:
+    """ATen's own checks of max_pool1d without indices (an input that needs no gradient): 1-d messages."""
+    k, p, d = _ntuple(kernel_size, 1, "kernel_size")[0], _ntuple(padding, 1, "padding")[0], \
+        _ntuple(dilation, 1, "dilation")[0]
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else \
+        _ntuple(stride, 1, "stride")[0]
+    for name, v in (("kernel_size", k), ("stride", s)):
+        if v <= 0:
+            raise RuntimeError(f"max_pool1d() {name} must be greater than zero, but got {v}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    if input.ndim in (2, 3) and 0 not in tuple(input.shape)[-2:]:
+        out = _pool_out(input.shape[-1], k, s, p, d, ceil_mode)
+        if out < 1:
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """1-D max pooling (see :class:`coretorch.nn.MaxPool1d`); with ``return_indices`` also the argmax indices."""
+    if not return_indices and isinstance(input, Tensor) and not (input.requires_grad and _gs.enabled):
+        _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
     one = lambda v: (1, _ntuple(v, 1)[0])  # noqa: E731
     out, idx = max_pool2d_with_indices(_S.unsqueeze(input, -2), one(kernel_size),
                                        None if stride is None else one(stride), (0, _ntuple(padding, 1)[0]),
@@ -207,6 +233,10 @@ def adaptive_avg_pool2d(input, output_size):
     _check_tensor("adaptive_avg_pool2d", "input", input)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    for i in (input.ndim - 2, input.ndim - 1):  # (an empty batch or channel dim is fine)
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {i} being empty")
     if not input.dtype.is_floating_point:  # (the averaging matrices of an integer dtype were zeros)
         raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{input.dtype._tname[:-6]}'")
     h, w = input.shape[-2:]
