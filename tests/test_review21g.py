@@ -79,8 +79,9 @@ def test_a_gradient_at_a_freed_gradients_address_is_stored_as_is(monkeypatch):
         w = torch.randn(5, requires_grad=True)
         h = w * 2
         (h.exp() + h.sin() + h.cos() * h).sum().backward()
+        # (float32 values summed in another order: a few ulp apart, whatever the global generator's draws)
         np.testing.assert_allclose(w.grad.numpy(), (2 * (h.exp() + h.cos() + h.cos() - h.sin() * h)).detach().numpy(),
-                                   rtol=1e-6)
+                                   rtol=1e-5, atol=1e-6)
     assert not clones
     ids = engine._Owned()
     t = torch.ones(3)
