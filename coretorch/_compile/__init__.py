@@ -226,6 +226,7 @@ class CompiledFunction:
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
         dyn = False
+        pos: tuple | None = None  # (the float arguments: found once per call, and only on a miss)
         if entry is None and self._dyn:  # a capture serving any value of its float arguments (dynfloat.py)
             pos = self._floats(args, kwargs, lv)
             if pos:
@@ -240,7 +241,8 @@ class CompiledFunction:
                                     not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
                 self._warned = True
                 return self._orig_fn(*args, **kwargs)
-            pos = self._floats(args, kwargs, lv)
+            if pos is None:
+                pos = self._floats(args, kwargs, lv)
             if pos and not self._dyn_failed and not config.specialize_float and \
                     not _dynfloat.checks_type(self._orig_fn):
                 mk = _dynfloat.masked(k, lv, pos)

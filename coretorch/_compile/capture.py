@@ -122,11 +122,6 @@ def _pairwise() -> bool:
 _OVERLAP = os.path.join("ops", "_overlap.py")
 
 
-def _has_sym(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(a, Sym) or isinstance(a, (tuple, list)) and any(isinstance(x, Sym) for x in a)
-               for a in (*args, *kwargs.values()))
-
-
 def _internal(filename: str) -> bool:
     return filename.startswith(_PKG) or os.sep + "coretorch_" in filename
 
@@ -424,7 +419,8 @@ class Recorder(ResultEncoding):
 
     def launch(self, name: str, kernel: Callable, args: tuple, kwargs: dict) -> Any:
         if _sym._active[0] is self:  # kernels get plain floats (numpy reads a Sym as float64)
-            if self.dyn and name not in _dynfloat.KERNELS and self.active and _has_sym(args, kwargs):
+            if self.dyn and name not in _dynfloat.KERNELS and self.active and \
+                    any(map(_sym.has_sym, (*args, *kwargs.values()))):
                 self.sym_escape(f"kernel '{name}' took a float argument of the call (only elementwise kernels do)")
             out = kernel(*map(_sym.plain, args), **{k: _sym.plain(v) for k, v in kwargs.items()})
         else:

@@ -112,19 +112,25 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
         for j, (x, y) in enumerate(zip(ta, tb)):
             if y in args and x == y:  # (the argument itself, in both: a result returning it)
                 continue
-            if j > 1 and tb[j - 2] == "REOBJ" and x[0] == "c" and y[0] == "c":  # a result object's template:
-                if not _same_template(k1[int(x[1:])], k2[int(y[1:])]):  # (its attributes are the REOBJ's dict)
+            cx, cy = _const(x), _const(y)
+            if j > 1 and tb[j - 2] == "REOBJ" and cx is not None and cy is not None:  # a result object's template:
+                if not _same_template(k1[cx], k2[cy]):  # (its attributes are the REOBJ's dict)
                     return False
                 continue
             if y in args or _SYM.fullmatch(y):  # the Sym's place: a float constant in the specialised capture
-                if not (x[0] == "c" and x[1:].isdigit() and type(k1[int(x[1:])]) is float):
+                if cx is None or type(k1[cx]) is not float:
                     return False
-            elif x[0] == "c" and x[1:].isdigit() and y[0] == "c" and y[1:].isdigit():
-                if not _same(k1[int(x[1:])], k2[int(y[1:])]):
+            elif cx is not None and cy is not None:
+                if not _same(k1[cx], k2[cy]):
                     return False
             elif x != y:
                 return False
     return True
+
+
+def _const(token: str) -> int | None:
+    """The index of the constant a token ``cN`` names, else None."""
+    return int(token[1:]) if token[0] == "c" and token[1:].isdigit() else None
 
 
 def _same_template(a: Any, b: Any) -> bool:

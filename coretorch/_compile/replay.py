@@ -269,8 +269,6 @@ def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgr
         return _capture(rec, fn, args, kwargs, lv, st, host_fusion, root_key, dyn, fp)
     finally:
         rec.release()  # (held until the replay is built: see Recorder.remove)
-        if rec.dyn:
-            _sym._active[0] = None
 
 
 def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple,
@@ -334,8 +332,6 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
         entry = _Entry(None, "", rec.breaks, rec.launches)
         entry.retry = retried(rec)
         return result, entry
-    if rec.dyn:
-        _sym._active[0] = None
     finger = _dynfloat.fingerprint(rec, result_src) if fp or rec.dyn else None
     replay, src = build(rec, result_src, host_fusion)
     entry = _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
