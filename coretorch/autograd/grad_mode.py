@@ -26,6 +26,14 @@ def is_grad_enabled() -> bool:
     return state.enabled or state.inference and state.grad
 
 
+def _set_mode(mode: bool) -> tuple:
+    """Set the grad mode (recording stays off inside inference mode, as PyTorch's); the state it replaced."""
+    prev = state.enabled, state.grad
+    state.grad = mode
+    state.enabled = mode and not state.inference
+    return prev
+
+
 def _decorate(make_ctx, fn):
     """``fn`` run inside ``make_ctx()`` (a new context manager per call); a generator function's body runs in it at
     each resumption and the caller's mode comes back at each yield, as PyTorch's ``_DecoratorContextManager``."""
@@ -64,9 +72,7 @@ class _GradModeBase:
     _target = True
 
     def __enter__(self):
-        self._prev = state.enabled, state.grad
-        state.grad = self._target
-        state.enabled = self._target and not state.inference  # (inference mode records nothing, as PyTorch's)
+        self._prev = _set_mode(self._target)
 
     def __exit__(self, *exc):
         state.enabled, state.grad = self._prev
@@ -156,10 +162,8 @@ class set_grad_enabled(_GradModeBase):
             if not isinstance(mode, np.bool_):
                 raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
                                 f"{type(mode).__name__}")
-        self._prev = state.enabled, state.grad
         self._target = bool(mode)
-        state.grad = self._target
-        state.enabled = self._target and not state.inference
+        self._prev = _set_mode(self._target)
 
     def __enter__(self):
         pass
