@@ -109,12 +109,53 @@ def test_float_reaching_a_non_elementwise_kernel_stays_specialised(device):
 
 
 def test_branch_on_the_float(device):
-    """A comparison on the argument is a check of the replay's prologue; a call going the other way runs eagerly."""
+    """A comparison on the argument is a check of the replay's prologue. A call going the other way used to run
+    eagerly every time; as PyTorch (a graph for each outcome of its guards), that way is captured with Syms too and
+    kept once a second value takes it (the first Sym capture of a way is compared with the captures before it)."""
     def branched(m, x, y, t):
         loss = F.cross_entropy(m(x) / t, y)
         return loss * 2 if t > 1.0 else loss
 
-    _compare(device, _step_of(branched), [0.5, 0.6, 0.7, 1.5, 0.8, 2.0, 0.9])
+    s, _ = _compare(device, _step_of(branched), [0.5, 0.6, 0.7, 1.5, 0.8, 2.0, 0.9, 3.0, 0.4, 2.5, 0.3])
+    # (captures: 0.5 without .grad, 0.6, 0.7 as Syms, 1.5 as Syms (its own value: the program differs from the
+    # ones before), 2.0 as Syms (the program of 1.5's): the six calls after them replay)
+    assert s._dyn and s.replays == 6 and [len(a) for a in s._alts.values()] == [2]
+
+
+def test_each_way_of_a_branch_chain_replays(device):
+    """``if t < 0.3 ... elif t < 0.6 ... else`` and ``min(1.0, t * t)`` in the last: four ways, each a Sym capture of
+    its own (the number computed in each way is the replay's: ``t``, ``2 * t``, ``t * t``, a constant)."""
+    def chained(m, x, y, t):
+        loss = F.cross_entropy(m(x), y)
+        if t < 0.3:
+            return loss * t
+        if t < 0.6:
+            return loss * (2 * t)
+        return loss * min(1.0, t * t)
+
+    values = [0.9, 0.8, 0.7, 0.1, 0.2, 0.4, 0.5, 1.5, 0.25, 0.45, 0.65, 0.05, 0.55, 2.0]
+    s, _ = _compare(device, _step_of(chained), values)
+    # (1.5's way multiplies by the constant 1.0 where the captures before multiplied by a number of ``t``: a constant
+    # that differs is not trusted, so 2.0 captured that way again, matching 1.5's)
+    assert [len(a) for a in s._alts.values()] == [4] and s.replays == 7
+
+
+def test_ways_beyond_the_recompile_limit_run_eagerly(device):
+    """Every way of a branch is a capture counted against ``recompile_limit``; past it a call whose way no capture
+    took runs eagerly (with the one warning), the ways captured still replay."""
+    def bucketed(m, x, y, t):
+        loss = F.cross_entropy(m(x), y)
+        for edge in (0.2, 0.4, 0.6, 0.8):
+            if t < edge:
+                return loss * (t + edge)
+        return loss * t
+
+    values = [0.1, 0.15, 0.12, 0.3, 0.35, 0.5, 0.55, 0.7, 0.75, 0.9, 0.95, 0.13, 0.33, 0.93]
+    with config.patch(recompile_limit=6), pytest.warns(UserWarning, match="recompile_limit"):
+        s, _ = _compare(device, _step_of(bucketed), values)
+    # (captures: 0.1 without .grad, 0.15, then each way's first value; 0.35, 0.55, 0.75, 0.13 and 0.33 replay, the
+    # last way (0.9, 0.95, 0.93) runs eagerly)
+    assert len(s._cache) == 6 and s.replays == 5
 
 
 def test_float_made_into_a_tensor_stays_specialised(device):

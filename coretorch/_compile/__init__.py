@@ -72,6 +72,12 @@ __all__ = ["compile", "CompiledFunction", "CompiledFunctionBackward", "ExplainOu
            "Unsupported", "compile_in_place", "config", "explain", "is_compiling", "reset"]
 
 
+def _unsafe() -> RuntimeError:
+    return RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a scalar) "
+                        "differs in this call after persistent state was already written; the eager step would take "
+                        "another path. Call coretorch.compiler.reset() or compile with disable=True")
+
+
 class CompiledFunction:
     """What ``coretorch.compile(fn)`` returns: calls capture once per guard set, then replay."""
 
@@ -101,6 +107,7 @@ class CompiledFunction:
         self._bases = False  # whether the code reads ``_base`` or ``_is_view`` of a tensor (see _lookup)
         self._dyn = False  # a capture with float arguments as Syms serves any of their values (dynfloat.py)
         self._dyn_failed = False  # one escaped its Syms: the function stays specialised to its floats
+        self._alts: dict = {}  # masked key -> its Sym captures, one for each way its branches on the floats go
         self._recaptures = 0  # captures made again where a replay's specialisation check failed
         self._retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         self.replays = 0  # calls served by a replay (for tests and benchmarks)
@@ -116,6 +123,7 @@ class CompiledFunction:
         self._lens.clear()
         self._recaptures = self._retries = 0
         self._dyn = self._dyn_failed = False
+        self._alts.clear()
         self._delayed[0] = False
         self._arg_identity = False
 
@@ -225,13 +233,14 @@ class CompiledFunction:
             return self._orig_fn(*args, **kwargs)
         lv, st, k = self._lookup(args, kwargs)
         entry = self._cache.get(k)
-        dyn = False
         pos: tuple | None = None  # (the float arguments: found once per call, and only on a miss)
-        if entry is None and self._dyn:  # a capture serving any value of its float arguments (dynfloat.py)
+        if entry is None and self._dyn:  # captures serving any value of their float arguments (dynfloat.py)
             pos = self._floats(args, kwargs, lv)
             if pos:
-                entry = self._cache.get(_dynfloat.masked(k, lv, pos))
-                dyn = entry is not None
+                mk = _dynfloat.masked(k, lv, pos)
+                alts = self._alts.get(mk)
+                if alts is not None:
+                    return self._dyn_call(alts, k, mk, pos, args, kwargs, lv, st)
         if entry is None:
             if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
                 return self._orig_fn(*args, **kwargs)
@@ -246,10 +255,8 @@ class CompiledFunction:
             if pos and not self._dyn_failed and not config.specialize_float and \
                     not _dynfloat.checks_type(self._orig_fn):
                 mk = _dynfloat.masked(k, lv, pos)
-                prev = next((e for e in self._cache.values() if e.mkey == mk and e.fp is not None
-                             and e.replay is not None), None)
-                if prev is not None:  # only these floats changed since a capture: now as Syms
-                    return self._capture_dyn(k, mk, prev, pos, args, kwargs, lv, st)
+                if any(e.mkey == mk and e.fp is not None and e.replay is not None for e in self._cache.values()):
+                    return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)  # only these floats changed: Syms
             return self._capture_or_eager(k, args, kwargs, lv, st, pos)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
             return self._orig_fn(*args, **kwargs)
@@ -263,11 +270,8 @@ class CompiledFunction:
         # (out of the except block: the eager call's own exception, an IndexError, is not chained to the Mismatch,
         # whose traceback held the replay's arrays)
         if unsafe:
-            raise RuntimeError("coretorch.compile: a value the captured step read on the host (a check or a "
-                               "scalar) differs in this call after persistent state was already written; the "
-                               "eager step would take another path. Call coretorch.compiler.reset() or compile "
-                               "with disable=True")
-        if recapture and not dyn and self._recaptures < recompile_limit_of(self._recompile_limit) and \
+            raise _unsafe()
+        if recapture and self._recaptures < recompile_limit_of(self._recompile_limit) and \
                 _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
             result, captured = self._capture_or_eager(k, args, kwargs, lv, st, self._floats(args, kwargs, lv))
             self._recaptures += captured is not None  # (an argument aliased persistent state at the capture, no longer)
@@ -283,23 +287,62 @@ class CompiledFunction:
         appended = self._appended(args, kwargs)
         return _dynfloat.positions(args, kwargs, lambda a: len(_guards.leaves((a,), {}, appended)))
 
-    def _capture_dyn(self, k, mk, prev, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
-        """Capture with the float arguments at ``pos`` as Syms; kept under the masked key ``mk`` if it records
-        ``prev``'s program (dynfloat.same_program), else as a capture of these values only."""
+    def _dyn_call(self, alts: list, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
+        """A call served by the Sym captures ``alts`` of its masked key ``mk``: the first whose branches on the
+        float arguments go this call's way replays it; where none does, this call's way is captured (PyTorch
+        compiles a graph for each outcome of its guards), up to ``recompile_limit``."""
+        for entry in alts:
+            if entry.replay is None:
+                continue
+            try:
+                out = entry.replay(lv)
+            except Mismatch as e:
+                if e.branch:  # (raised by the prologue, before anything is written)
+                    continue
+                unsafe = e.unsafe
+            else:
+                self.replays += 1
+                return out
+            if unsafe:
+                raise _unsafe()
+            return self._orig_fn(*args, **kwargs)
+        limit = recompile_limit_of(self._recompile_limit)
+        if len(self._cache) >= limit:
+            _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph, not self._warned,
+                                k, self._cache, _logs.FUNCTION_PARTS)
+            self._warned = True
+            return self._orig_fn(*args, **kwargs)
+        if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+            return self._orig_fn(*args, **kwargs)
+        return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)
+
+    def _capture_dyn(self, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
+        """Capture with the float arguments at ``pos`` as Syms; it serves any of their values (kept among the
+        masked key ``mk``'s) if it records the program of an earlier capture of other values under ``mk``
+        (dynfloat.same_program), else only its own values (a branch on them may have gone another way: a later
+        capture of the same way can still match it)."""
+        cands = [e for e in self._cache.values() if e.mkey == mk and e.fp is not None and e.replay is not None]
         result, entry = self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)
-        if entry is None or entry.replay is None:
+        if entry is None or entry.replay is None or self._cache.get(k) is not entry:
             return result
-        if not entry.escape and _dynfloat.same_program(prev.fp, entry.fp, pos):
-            for key in [key for key, e in self._cache.items() if e.mkey == mk]:  # (the specialised ones it serves)
-                del self._cache[key]
-            entry.fp = None
-            self._cache[mk] = entry
+        if entry.escape:
+            self._dyn_failed = True
+            _logs.dynamic_refused(self._orig_fn, entry.escape)
+        elif any(_dynfloat.same_program(c.fp, entry.fp, pos) for c in cands):
+            del self._cache[k]
+            alts = self._alts.setdefault(mk, [])
+            if not entry.branches:  # (it serves every value: the specialised captures it matched are not needed)
+                for key in [key for key, e in self._cache.items() if e.mkey == mk and e.fp is not None
+                            and not any(e is a for a in alts)]:
+                    del self._cache[key]
+            self._cache[(mk, len(alts))] = entry
+            alts.append(entry)
             self._dyn = True
             _logs.dynamic_floats(self._orig_fn, pos)
         else:
-            self._dyn_failed = True
-            _logs.dynamic_refused(self._orig_fn, entry.escape or "a number of the capture changed with a float "
-                                  "argument outside the recorded arithmetic")
+            _logs.dynamic_refused(self._orig_fn, "a number of the capture changed with a float argument outside "
+                                  "the recorded arithmetic, or a branch on one went another way than in the "
+                                  "captures before: this capture serves its own values")
         return result
 
     def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple, pos: tuple = (),

@@ -539,8 +539,8 @@ class Recorder(ResultEncoding):
         """A branch on a Sym: the replay checks that it goes the same way (else the step runs eagerly)."""
         if dep:
             self.lines.append(f"if ({src}) is not {value!r}: raise MISMATCH({self.mutated})")
-        else:
-            self.pro.append(f"if ({src}) is not {value!r}: raise MISMATCH(False)")
+        else:  # (a float argument's: another capture may have taken the other way, see dynfloat.py)
+            self.pro.append(f"if ({src}) is not {value!r}: raise MISMATCH(False, False, {self.dyn})")
 
     def sym_escape(self, how: str) -> None:
         if not self.escape:

@@ -7,15 +7,19 @@ misses only because a top-level float argument changed, the next capture passes 
 :class:`~.symbolic.Sym` floats named ``A[i]`` (the replay's argument list): the Python arithmetic the step does on
 them is recorded into the replay's prologue (``s0_3 = (1 - A[2])``) and recomputed at each replay with the same
 float operations (bitwise eager's numbers), a comparison or truth test on one becomes a check of the prologue
-(another outcome runs the call eagerly), and elementwise kernels take them as scalar operands. The key then holds
-such an argument's type, not its value.
+(``MISMATCH(..., branch=True)``), and elementwise kernels take them as scalar operands. The key then holds such an
+argument's type, not its value. A call going another way at such a check is captured that way with Syms too: as
+PyTorch compiles a graph for each outcome of its guards, the masked key keeps one Sym capture for each way
+(``CompiledFunction._alts``, tried in turn, each counted against ``recompile_limit``).
 
 Soundness: ``float(lam)``, ``int(lam)``, ``round(lam)`` and their kin are refused where they happen (the Sym's
 methods say so). A float that C code took out of a Sym without asking it (``math.exp(lam)``) is a plain constant of
-the recording, which the replay would reuse. So the Sym capture is compared with the specialised capture it
-missed: line by line the two must be the same program, their constants equal, except where the Sym capture has a
-Sym. A constant that differs between the two captures came from the argument outside the recorded arithmetic: the
-Sym capture then serves only its own values, and the function stays specialised. A Sym reaching a kernel that is
+the recording, which the replay would reuse. So the Sym capture is compared with the captures of other values
+before it (under the same masked key; the first time, the specialised one it missed): line by line the two must be the same program, their constants equal, except where the Sym capture has a
+Sym. A constant that differs between the two captures came from the argument outside the recorded arithmetic (or
+from a branch that went another way: the two cannot be told apart): the Sym capture then serves only its own values
+and is compared with the next Sym capture (of other values: the same Sym in both passes). A capture whose Syms
+escaped keeps the function specialised. A Sym reaching a kernel that is
 not elementwise (a size, a dropout probability, a host read) is refused the same way, as is one in a fused
 group (the capture is not fused there)."""
 from __future__ import annotations
@@ -118,6 +122,8 @@ def same_program(plain: tuple, dyn: tuple, pos: tuple) -> bool:
                     return False
                 continue
             if y in args or _SYM.fullmatch(y):  # the Sym's place: a float constant in the specialised capture
+                if x == y:  # (or the same Sym in another Sym capture: of other values, taking other branches)
+                    continue
                 if cx is None or type(k1[cx]) is not float:
                     return False
             elif cx is not None and cy is not None:

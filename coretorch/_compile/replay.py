@@ -27,10 +27,11 @@ from .config import config
 class Mismatch(Exception):
     """A checked host read gave another value than at capture: the eager path would differ."""
 
-    def __init__(self, unsafe: bool, recapture: bool = False):
+    def __init__(self, unsafe: bool, recapture: bool = False, branch: bool = False):
         super().__init__(unsafe)
         self.unsafe = unsafe
         self.recapture = recapture  # a check of how the capture was specialised: capture this call again
+        self.branch = branch  # a branch on a float argument went another way (dynfloat.py: another capture's)
 
 
 def _changed(value: Any, expected: bytes) -> bool:
@@ -242,7 +243,7 @@ def _unwatch(watched: list) -> None:
 
 class _Entry:
     __slots__ = ("replay", "source", "breaks", "launches", "fused", "planned", "hosted", "arg_identity", "retry",
-                 "fp", "escape", "mkey")
+                 "fp", "escape", "mkey", "branches")
 
     def __init__(self, replay, source: str, breaks: list, launches: int, fused: int = 0,
                  planned: tuple = (0, 0), hosted: int = 0):
@@ -255,6 +256,7 @@ class _Entry:
         self.fp: tuple | None = None  # the capture's fingerprint, where it has float arguments (dynfloat.py)
         self.escape = ""  # why its Syms escaped (dynfloat.py)
         self.mkey: tuple | None = None  # its cache key with the float arguments masked (dynfloat.py)
+        self.branches = False  # its prologue checks a branch on a float argument (dynfloat.py)
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, lv: list, st: tuple, fullgraph: bool,
@@ -337,4 +339,5 @@ def _capture(rec: Recorder, fn: Callable, args: tuple, kwargs: dict, lv: list, s
     entry = _Entry(replay, src, [], rec.launches, rec.fused, rec.planned, rec.hosted)
     entry.arg_identity = rec.arg_identity
     entry.fp, entry.escape = finger, rec.escape
+    entry.branches = any(ln.endswith("MISMATCH(False, False, True)") for ln in rec.pro)
     return result, entry
