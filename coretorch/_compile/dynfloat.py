@@ -14,14 +14,14 @@ PyTorch compiles a graph for each outcome of its guards, the masked key keeps on
 
 Soundness: ``float(lam)``, ``int(lam)``, ``round(lam)`` and their kin are refused where they happen (the Sym's
 methods say so). A float that C code took out of a Sym without asking it (``math.exp(lam)``) is a plain constant of
-the recording, which the replay would reuse. So the Sym capture is compared with the captures of other values
-before it (under the same masked key; the first time, the specialised one it missed): line by line the two must be the same program, their constants equal, except where the Sym capture has a
-Sym. A constant that differs between the two captures came from the argument outside the recorded arithmetic (or
-from a branch that went another way: the two cannot be told apart): the Sym capture then serves only its own values
-and is compared with the next Sym capture (of other values: the same Sym in both passes). A capture whose Syms
-escaped keeps the function specialised. A Sym reaching a kernel that is
-not elementwise (a size, a dropout probability, a host read) is refused the same way, as is one in a fused
-group (the capture is not fused there)."""
+the recording, which the replay would reuse. So the Sym capture is compared with the captures of other values before
+it (under the same masked key; the first time, the specialised one it missed): line by line the two must be the same
+program, their constants equal, except where the Sym capture has a Sym. A constant that differs between the two
+captures came from the argument outside the recorded arithmetic (or from a branch that went another way: the two
+cannot be told apart): the Sym capture then serves only its own values and is compared with the next Sym capture (of
+other values: the same Sym in both passes). A capture whose Syms escaped keeps the function specialised. A Sym
+reaching a kernel that is not elementwise (a size, a dropout probability, a host read) is refused the same way, as
+is one in a fused group (the capture is not fused there)."""
 from __future__ import annotations
 
 import functools
