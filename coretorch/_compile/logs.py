@@ -107,9 +107,9 @@ def _leaf_detail(new: Any, old: Any) -> list[str]:
         hint = ""
         if new[0] is float and old[0] is float:  # (PyTorch makes a float input of the graph once it changes)
             hint = (" (a float argument becomes an input of the replay at its second value, unless the step turns "
-                    "it into a number outside Python arithmetic (math.exp, a size, a dropout probability, a branch "
-                    "two captures took differently) or it sits in a container: pass such a number as a 0-d tensor, "
-                    "torch.tensor(v, device=...), to make it an input of the replay)")
+                    "it into a number outside Python arithmetic (math.exp, a size, a dropout probability) or it "
+                    "sits in a container; each way a branch on it goes is a capture of its own: pass such a "
+                    "number as a 0-d tensor, torch.tensor(v, device=...), to make it an input of the replay)")
         return [f"value mismatch, expected {old[1]!r}, actual {new[1]!r}{hint}"]
     return ["changed"]
 
