@@ -255,7 +255,7 @@ class CompiledFunction:
             if pos and not self._dyn_failed and not config.specialize_float and \
                     not _dynfloat.checks_type(self._orig_fn):
                 mk = _dynfloat.masked(k, lv, pos)
-                if any(e.mkey == mk and e.fp is not None and e.replay is not None for e in self._cache.values()):
+                if any(e.mkey == mk and e.fp is not None and e.replay is not None for e in tuple(self._cache.values())):
                     return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)  # only these floats changed: Syms
             return self._capture_or_eager(k, args, kwargs, lv, st, pos)[0]
         if entry.replay is None:  # a graph break: this guard set runs eagerly
@@ -321,7 +321,7 @@ class CompiledFunction:
         masked key ``mk``'s) if it records the program of an earlier capture of other values under ``mk``
         (dynfloat.same_program), else only its own values (a branch on them may have gone another way: a later
         capture of the same way can still match it)."""
-        cands = [e for e in self._cache.values() if e.mkey == mk and e.fp is not None and e.replay is not None]
+        cands = [e for e in tuple(self._cache.values()) if e.mkey == mk and e.fp is not None and e.replay is not None]
         result, entry = self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)
         if entry is None or entry.replay is None or self._cache.get(k) is not entry:
             return result
@@ -329,12 +329,12 @@ class CompiledFunction:
             self._dyn_failed = True
             _logs.dynamic_refused(self._orig_fn, entry.escape)
         elif any(_dynfloat.same_program(c.fp, entry.fp, pos) for c in cands):
-            del self._cache[k]
+            self._cache.pop(k, None)
             alts = self._alts.setdefault(mk, [])
             if not entry.branches:  # (it serves every value: the specialised captures it matched are not needed)
-                for key in [key for key, e in self._cache.items() if e.mkey == mk and e.fp is not None
+                for key in [key for key, e in tuple(self._cache.items()) if e.mkey == mk and e.fp is not None
                             and not any(e is a for a in alts)]:
-                    del self._cache[key]
+                    self._cache.pop(key, None)
             self._cache[(mk, len(alts))] = entry
             alts.append(entry)
             self._dyn = True
