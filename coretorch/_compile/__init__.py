@@ -56,7 +56,7 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
-from . import dynfloat as _dynfloat, stance as _stance
+from . import dynfloat as _dynfloat, dynways as _dynways, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -288,61 +288,40 @@ class CompiledFunction:
         return _dynfloat.positions(args, kwargs, lambda a: len(_guards.leaves((a,), {}, appended)))
 
     def _dyn_call(self, alts: list, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
-        """A call served by the Sym captures ``alts`` of its masked key ``mk``: the first whose branches on the
-        float arguments go this call's way replays it; where none does, this call's way is captured (PyTorch
-        compiles a graph for each outcome of its guards), up to ``recompile_limit``."""
-        for entry in alts:
-            if entry.replay is None:
-                continue
-            try:
-                out = entry.replay(lv)
-            except Mismatch as e:
-                if e.branch:  # (raised by the prologue, before anything is written)
-                    continue
-                unsafe = e.unsafe
-            else:
+        """A call served by the Sym captures ``alts`` of its masked key ``mk`` (dynways.py): where none takes this
+        call's way, it is captured (PyTorch compiles a graph for each outcome of its guards), up to
+        ``recompile_limit``."""
+        try:
+            out = _dynways.serve(alts, lambda e: e.replay(lv))
+        except Mismatch as e:
+            unsafe = e.unsafe
+        else:
+            if not _dynways.no_way(out):
                 self.replays += 1
                 return out
-            if unsafe:
-                raise _unsafe()
+            limit = recompile_limit_of(self._recompile_limit)
+            if len(self._cache) >= limit:
+                _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph,
+                                    not self._warned, k, self._cache, _logs.FUNCTION_PARTS)
+                self._warned = True
+            elif _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
+                return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)
             return self._orig_fn(*args, **kwargs)
-        limit = recompile_limit_of(self._recompile_limit)
-        if len(self._cache) >= limit:
-            _logs.limit_reached(getattr(self._orig_fn, "__name__", "fn"), limit, self._fullgraph, not self._warned,
-                                k, self._cache, _logs.FUNCTION_PARTS)
-            self._warned = True
-            return self._orig_fn(*args, **kwargs)
-        if not _stance.on_capture(self._orig_fn, len(self._cache), self._delayed):
-            return self._orig_fn(*args, **kwargs)
-        return self._capture_dyn(k, mk, pos, args, kwargs, lv, st)
+        if unsafe:  # (out of the except block: eager's own exception is not chained to the Mismatch)
+            raise _unsafe()
+        return self._orig_fn(*args, **kwargs)
 
     def _capture_dyn(self, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
-        """Capture with the float arguments at ``pos`` as Syms; it serves any of their values (kept among the
-        masked key ``mk``'s) if it records the program of an earlier capture of other values under ``mk``
-        (dynfloat.same_program), else only its own values (a branch on them may have gone another way: a later
-        capture of the same way can still match it)."""
+        """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""
         cands = [e for e in tuple(self._cache.values()) if e.mkey == mk and e.fp is not None and e.replay is not None]
         result, entry = self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)
         if entry is None or entry.replay is None or self._cache.get(k) is not entry:
             return result
-        if entry.escape:
+        kept = _dynways.settle(self._orig_fn, self._cache, self._alts, k, mk, pos, cands, entry)
+        if kept is None:
             self._dyn_failed = True
-            _logs.dynamic_refused(self._orig_fn, entry.escape)
-        elif any(_dynfloat.same_program(c.fp, entry.fp, pos) for c in cands):
-            self._cache.pop(k, None)
-            alts = self._alts.setdefault(mk, [])
-            if not entry.branches:  # (it serves every value: the specialised captures it matched are not needed)
-                for key in [key for key, e in tuple(self._cache.items()) if e.mkey == mk and e.fp is not None
-                            and not any(e is a for a in alts)]:
-                    self._cache.pop(key, None)
-            self._cache[(mk, len(alts))] = entry
-            alts.append(entry)
+        elif kept:
             self._dyn = True
-            _logs.dynamic_floats(self._orig_fn, pos)
-        else:
-            _logs.dynamic_refused(self._orig_fn, "a number of the capture changed with a float argument outside "
-                                  "the recorded arithmetic, or a branch on one went another way than in the "
-                                  "captures before: this capture serves its own values")
         return result
 
     def _capture_or_eager(self, k, args: tuple, kwargs: dict, lv: list, st: tuple, pos: tuple = (),
