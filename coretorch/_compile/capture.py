@@ -209,6 +209,7 @@ class Recorder(ResultEncoding):
         self.tail: list[_tail.Placeholder] = []
         self.tail_appends: list[tuple] = []  # (ListRef, Placeholder): a read appended to a list (tailreads.py)
         self.dyn = False  # the call's float arguments are Syms (see dynfloat.py)
+        self.sym_values: dict[str, float] = {}  # the numbers of the Syms computed (name -> value)
         self._saved: list[tuple[Any, str, Any]] = []
         self._array_types: tuple = ()
         self.thread = get_ident()
@@ -533,6 +534,7 @@ class Recorder(ResultEncoding):
         """A new Sym computed by ``src``: a prologue line, or in place when it depends on a value read in the step."""
         name = f"s{self.segments}_{len(self.pro) + len(self.lines)}"
         (self.lines if dep else self.pro).append(f"{name} = {src}")
+        self.sym_values[name] = value  # (a module's backward takes it from the capture call's context: module.py)
         return Sym(value, name, dep, self.sym_token)
 
     def sym_check(self, src: str, value: bool, dep: bool) -> None:

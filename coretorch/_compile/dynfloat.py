@@ -10,7 +10,9 @@ float operations (bitwise eager's numbers), a comparison or truth test on one be
 (``MISMATCH(..., branch=True)``), and elementwise kernels take them as scalar operands. The key then holds such an
 argument's type, not its value. A call going another way at such a check is captured that way with Syms too: as
 PyTorch compiles a graph for each outcome of its guards, the masked key keeps one Sym capture for each way
-(``CompiledFunction._alts``, tried in turn, each counted against ``recompile_limit``).
+(``CompiledFunction._alts``, tried in turn, each counted against ``recompile_limit``; see dynways.py). A compiled
+module's forward does the same (``ModuleCapture``): its recorded backward has no ``A``, so the float arguments and
+the numbers computed from them that its kernels take travel in the forward's context (replay.backward_numbers).
 
 Soundness: ``float(lam)``, ``int(lam)``, ``round(lam)`` and their kin are refused where they happen (the Sym's
 methods say so). A float that C code took out of a Sym without asking it (``math.exp(lam)``) is a plain constant of
@@ -60,14 +62,15 @@ def positions(args: tuple, kwargs: dict, count: Any) -> tuple:
     return tuple(out)
 
 
-def masked(k: tuple, lv: list, pos: tuple) -> tuple:
-    """The cache key ``k`` with the leaf keys of the float arguments at ``pos`` made :data:`DYN`."""
-    g = k[2]
+def masked(k: tuple, lv: list, pos: tuple, at: int = 2) -> tuple:
+    """The cache key ``k`` with the leaf keys of the float arguments at ``pos`` made :data:`DYN` (``k[at]``: the
+    guards' key of the leaves; a compiled module's key holds it at 1)."""
+    g = k[at]
     lk = list(g[0])
     for i, _ in pos:
         if i < len(lk) and type(lv[i]) is float:
             lk[i] = DYN
-    return (k[0], k[1], (tuple(lk), *g[1:]), *k[3:])
+    return (*k[:at], (tuple(lk), *g[1:]), *k[at + 1:])
 
 
 def with_syms(args: tuple, kwargs: dict, pos: tuple, make: Any) -> tuple[tuple, dict]:

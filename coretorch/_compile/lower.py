@@ -34,7 +34,7 @@ OBSERVE = 2  # replays observed before lowering (two: a scalar that differs betw
 _CALL = re.compile(r"^(\s*)(?:((?:[ap]\d+, )*[ap]\d+,?) = )?(c\d+)\((.*)\)$")
 _VARS = re.compile(r"\b[ap]\d+\b")
 _CONSTS = re.compile(r"\bc\d+\b")
-_NUMBER_ARGS = re.compile(r"\bA\[|\bs\d+_\d+\b")  # a Python argument or a number computed from one
+_NUMBER_ARGS = re.compile(r"\bA\[|\bs\d+_\d+\b|\bsa\d+\b")  # a Python argument or a number computed from one
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), np.dtype, np.generic, type)
 # random kernels: a generator's state is read on the host (the observed scalars may repeat by chance)
 _NOT_LOWERED = frozenset(n for n in MUTATING if n.startswith(("rng", "rand", "uniform", "normal", "manual")))

@@ -9,6 +9,7 @@ as eager does, and the optimizer stays eager.  Buffers the forward updates (runn
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import warnings
@@ -25,10 +26,14 @@ from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
-from . import attrs as _attrs, stance as _stance
+from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, stance as _stance, symbolic as _sym
+from . import symwatch as _symwatch
+from .config import config as _compile_config
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
-from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried
+from .replay import _VAR, RETRIES, Mismatch, backward_numbers, build_parts, check_process_state, process_state, \
+    retried
+from .symbolic import Sym
 
 
 class CompiledFunctionBackward(Node):
@@ -98,7 +103,8 @@ class CompiledFunctionBackwardBackward(Node):
 class _ModEntry:
     __slots__ = ("forward", "backward", "breaks", "launches", "out_meta", "grad_meta", "counts", "zeros", "targets",
                  "single", "planned", "watch", "watch_outputs", "node_meta", "repeats", "views", "aliases",
-                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs", "attrs")
+                 "hidden", "grad_repeats", "grad_views", "grad_passed", "retry", "layouts", "out_nrs", "attrs",
+                 "fp", "escape", "mkey", "branches")
     forward: Any
     backward: Any
     breaks: Any
@@ -124,6 +130,10 @@ class _ModEntry:
     layouts: list  # per output: whether a gradient is laid out unlike the recorded one, a copy into that layout
     out_nrs: list  # per output: its place among the node's outputs (those that require grad), or None
     attrs: list  # (dict, name, version) of the module attributes the forward stores, outputs after the result's
+    fp: tuple | None  # the capture's fingerprint, where it has float arguments (dynfloat.py)
+    escape: str  # why its Syms escaped (dynfloat.py)
+    mkey: tuple | None  # its cache key with the float arguments masked (dynfloat.py)
+    branches: bool  # its prologue checks a branch on a float argument (dynfloat.py)
 
 
 def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) -> list:
@@ -169,6 +179,11 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
             j = -1 - k
         out.append((i, j, o._mo is not None, o._det))
     return out, hidden
+
+
+def _unsafe() -> RuntimeError:
+    return RuntimeError("coretorch.compile: a value the captured forward read on the host differs in this call "
+                        "after state was written (see CompiledFunction)")
 
 
 def _node(entry: _ModEntry, lv: list, ctx: Any) -> "CompiledFunctionBackward":
@@ -256,6 +271,9 @@ class ModuleCapture:
         self.recaptures = 0  # captures again of a cache entry whose replay found its specialisation changed
         self.retries = 0  # graph breaks not kept, as another thread may have caused them (see replay.RETRIES)
         self.own = False  # fn: an instance forward the capture replaced (see _fresh_capture)
+        self.dyn = False  # Sym captures serve any value of the forward's float arguments (dynfloat.py)
+        self.dyn_failed = False  # one escaped its Syms: the floats stay keyed by value
+        self.alts: dict = {}  # masked key -> its Sym captures, one for each way the branches go (dynways.py)
         live_modules.add(self)
 
     def __reduce__(self):  # pickle / deepcopy: a fresh capture of the copied module (the generated code stays here)
@@ -295,49 +313,113 @@ class ModuleCapture:
         if held:  # (argument objects' state: a config's attributes the forward reads, a set's entries)
             key += (tuple([_guards.contents(o, self.anames) for o in held if _guards._opened(o)]),)
         entry = self.cache.get(key)
+        pos: tuple | None = None  # (the float arguments: found only on a miss)
+        if entry is None and self.dyn:  # Sym captures serving any value of the float arguments (dynways.py)
+            pos = self._floats(args, kwargs, lv)
+            alts = self.alts.get(_dynfloat.masked(key, lv, pos, 1)) if pos else None
+            if alts is not None:
+                return self._dyn_call(alts, key, pos, args, kwargs, lv, st)
         if entry is None:
             if not _stance.on_capture(self.fn, len(self.cache), self.delayed):
                 return self.fn(*args, **kwargs)
-            limit = recompile_limit_of(self.recompile_limit)
-            if len(self.cache) >= limit:
-                _logs.limit_reached(type(self.module).__name__, limit, self.fullgraph, not self.warned, key,
-                                    self.cache, _logs.MODULE_PARTS)
-                self.warned = True
+            if self._at_limit(key):
                 return self.fn(*args, **kwargs)
-            return self._capture_or_eager(key, args, kwargs, lv, st)[0]
+            if pos is None:
+                pos = self._floats(args, kwargs, lv)
+            if pos and not self.dyn_failed and not _compile_config.specialize_float and not any(
+                    _dynfloat.checks_type(f) for f in self._forwards(st)):
+                mk = _dynfloat.masked(key, lv, pos, 1)
+                if any(e.mkey == mk and e.fp is not None and e.forward is not None for e in tuple(self.cache.values())):
+                    return self._capture_dyn(key, mk, pos, args, kwargs, lv, st)  # only these floats changed: Syms
+            return self._capture_or_eager(key, args, kwargs, lv, st, pos)[0]
         if entry.forward is None:
             return self.fn(*args, **kwargs)
         try:
-            outs, ctx = entry.forward(lv)
+            out = self._run(entry, lv)
         except Mismatch as e:
             unsafe, recapture = e.unsafe, e.recapture
         else:
-            unsafe = None
-        if unsafe is not None:  # (out of the except block: eager's own exception is not chained to the Mismatch)
-            if unsafe:
-                raise RuntimeError("coretorch.compile: a value the captured forward read on the host differs in "
-                                   "this call after state was written (see CompiledFunction)")
-            if recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
-                    _stance.on_capture(self.fn, len(self.cache), self.delayed):
-                # (a check of how the capture was specialised: a parameter's layout, see plan.py)
-                result, captured = self._capture_or_eager(key, args, kwargs, lv, st)
-                self.recaptures += captured
-                return result
-            return self.fn(*args, **kwargs)
+            return out
+        # (out of the except block: eager's own exception is not chained to the Mismatch)
+        if unsafe:
+            raise _unsafe()
+        if recapture and self.recaptures < recompile_limit_of(self.recompile_limit) and \
+                _stance.on_capture(self.fn, len(self.cache), self.delayed):
+            # (a check of how the capture was specialised: a parameter's layout, see plan.py)
+            result, captured = self._capture_or_eager(key, args, kwargs, lv, st, self._floats(args, kwargs, lv))
+            self.recaptures += captured
+            return result
+        return self.fn(*args, **kwargs)
+
+    def _run(self, entry: _ModEntry, lv: list) -> Any:
+        """A replay of ``entry``'s forward, its outputs on the node of its backward (raises Mismatch first)."""
+        outs, ctx = entry.forward(lv)
         self.replays += 1
         node = _node(entry, lv, ctx) if entry.backward is not None else None
         res = [_make(a, dt, tb, node, out_nr=k) if node is not None and k is not None else _make(a, dt, tb)
                for k, a, (dt, tb) in zip(entry.out_nrs, outs, entry.out_meta)]
         return _outputs(entry, lv, res, node, outs)
 
-    def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple) -> tuple[Any, bool]:
+    def _at_limit(self, key) -> bool:
+        """Whether ``recompile_limit`` captures were made (warned once, as PyTorch's)."""
+        limit = recompile_limit_of(self.recompile_limit)
+        if len(self.cache) < limit:
+            return False
+        _logs.limit_reached(type(self.module).__name__, limit, self.fullgraph, not self.warned, key, self.cache,
+                            _logs.MODULE_PARTS)
+        self.warned = True
+        return True
+
+    def _forwards(self, st: tuple) -> list:
+        """The forward functions the capture runs (this one's and its submodules' classes')."""
+        return [getattr(self.fn, "__func__", self.fn), *[getattr(type(m), "forward", None) for m in st[0]]]
+
+    def _floats(self, args: tuple, kwargs: dict, lv: list) -> tuple:
+        """The top-level float arguments and their places among the leaves (see dynfloat.positions)."""
+        if not any(type(a) is float for a in lv):
+            return ()
+        return _dynfloat.positions(args, kwargs, lambda a: len(_guards.leaves((a,), {})))
+
+    def _dyn_call(self, alts: list, key, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
+        """A call served by the Sym capture of its way (see CompiledFunction._dyn_call)."""
+        try:
+            out = _dynways.serve(alts, lambda e: self._run(e, lv))
+        except Mismatch as e:
+            unsafe = e.unsafe
+        else:
+            if not _dynways.no_way(out):
+                return out
+            if not self._at_limit(key) and _stance.on_capture(self.fn, len(self.cache), self.delayed):
+                return self._capture_dyn(key, _dynfloat.masked(key, lv, pos, 1), pos, args, kwargs, lv, st)
+            return self.fn(*args, **kwargs)
+        if unsafe:
+            raise _unsafe()
+        return self.fn(*args, **kwargs)
+
+    def _capture_dyn(self, key, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
+        """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""
+        cands = [e for e in tuple(self.cache.values()) if e.mkey == mk and e.fp is not None and e.forward is not None]
+        result, captured = self._capture_or_eager(key, args, kwargs, lv, st, pos, dyn=True)
+        entry = self.cache.get(key)
+        if not captured or entry is None or entry.forward is None:
+            return result
+        kept = _dynways.settle(self.fn, self.cache, self.alts, key, mk, pos, cands, entry)
+        if kept is None:
+            self.dyn_failed = True
+        elif kept:
+            self.dyn = True
+        return result
+
+    def _capture_or_eager(self, key, args: tuple, kwargs: dict, lv: list, st: tuple, pos: tuple = (),
+                          dyn: bool = False) -> tuple[Any, bool]:
         """(result, whether captured): this call captured into the cache under ``key``, or run eagerly while another
-        thread captures (see CompiledFunction._capture_or_eager)."""
+        thread captures (see CompiledFunction._capture_or_eager); ``pos``: its float arguments, as Syms with
+        ``dyn`` (dynfloat.py)."""
         fused, host_fusion = _stance.choice(self.fused, self.host_fusion)
         _logs.recompile(self.fn, key, self.cache, _logs.MODULE_PARTS, recompile_limit_of(self.recompile_limit))
         try:
             with _backends.capture_settings(fused):
-                result, entry = self._capture(args, kwargs, lv, st, host_fusion)
+                result, entry = self._capture(args, kwargs, lv, st, host_fusion, pos if dyn else (), bool(pos))
         except CaptureBusy:
             entry = None
         if entry is None:  # (out of the except block: an exception of the eager call is not chained to it)
@@ -345,16 +427,28 @@ class ModuleCapture:
         if entry.forward is None and entry.retry and self.retries < RETRIES:  # (see CompiledFunction)
             self.retries += 1
             return result, False
+        if pos:
+            entry.mkey = _dynfloat.masked(key, lv, pos, 1)
         self.cache[key] = entry
         if entry.forward is None:
             _logs.graph_break(self.fn, entry.breaks)
         return result, True
 
-    def _capture(self, args, kwargs, lv, st, host_fusion):
+    def _capture(self, args, kwargs, lv, st, host_fusion, dyn: tuple = (), fp: bool = False):
         rec = Recorder(self.fullgraph)
         rec.attr_outputs = []  # (the tensor attributes the forward stores: outputs, see attrs.py)
         try:
-            return self._recorded(rec, args, kwargs, lv, st, host_fusion)
+            with contextlib.ExitStack() as watch:
+                if dyn:  # the float arguments as Syms (dynfloat.py), watched through forward and backward
+                    args, kwargs = _dynfloat.with_syms(args, kwargs, dyn,
+                                                       lambda v, name: Sym(v, name, False, rec.sym_token))
+                    rec.dyn = True
+                    watch.enter_context(_symwatch.watching(rec))
+                result, entry = self._recorded(rec, args, kwargs, lv, st, host_fusion)
+            if not fp:  # (kept where the call has float arguments: see dynfloat.py)
+                entry.fp = None
+            entry.escape = rec.escape
+            return result, entry
         finally:
             rec.release()  # (held until the replay is built: see Recorder.remove)
 
@@ -366,11 +460,14 @@ class ModuleCapture:
         entry.forward = entry.backward = None
         entry.attrs = []
         entry.planned = (0, 0)
+        entry.fp, entry.escape, entry.mkey, entry.branches = None, "", None, False
         try:
             rec.track(lv, params, buffers, plain, _attrs.attributes(modules))
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
+            if rec.dyn:
+                _sym._active[0] = rec
             result = self.fn(*args, **kwargs)
             check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
@@ -440,6 +537,8 @@ class ModuleCapture:
         need = [o for o in outs if o.requires_grad]
         entry.node_meta = tuple((tuple(o._data.shape), o.dtype, o._be) for o in need) if len(need) > 1 else None
         # (the forward returns the arrays of the pieces' bases after its outputs)
+        entry.fp = _dynfloat.fingerprint(rec, f"{out_vars + hidden_vars} {bw_src}")
+        entry.branches = any(ln.endswith("MISMATCH(False, False, True)") for ln in rec.pro)
         entry.forward, entry.backward = build_parts(rec, split, out_vars + hidden_vars, bw_src, host_fusion)
         entry.planned = rec.planned
         if bw_src is not None:
@@ -457,7 +556,10 @@ class ModuleCapture:
         fw = [ln for ln in rec.lines[:split] if ln]
         defined = {v for ln in fw for v in _VAR.findall(ln)}
         used = {v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)}
-        node = _node(entry, lv, tuple(rec.keep[int(v[1:])] for v in sorted(used & defined)))  # build_parts' order
+        # (build_parts' order: the arrays, then the float arguments' numbers, plain floats, dynfloat.py)
+        numbers = [float.__float__(rec.sym_values[n] if n[0] == "s" else lv[int(n[2:-1])])
+                   for n in backward_numbers(rec, split)]
+        node = _node(entry, lv, (*[rec.keep[int(v[1:])] for v in sorted(used & defined)], *numbers))
         res = [_make(o._data, o.dtype, o._be) if k is None else _make(o._data, o.dtype, o._be, node, out_nr=k)
                for k, o in zip(entry.out_nrs, outs)]
         return _outputs(entry, lv, res, node, [*res, *hidden])

@@ -114,6 +114,19 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     return replay, src
 
 
+_ARG_NUMBER = re.compile(r"\bA\[(\d+)\](?![.\[])")  # a float argument of a module's Sym capture (dynfloat.py)
+_NUMBER = re.compile(r"\bA\[\d+\](?![.\[])|\bs\d+_\d+\b")
+
+
+def backward_numbers(rec: Recorder, split: int) -> list[str]:
+    """The float arguments (``A[2]``) and the numbers the prologue computes from them (``s0_7``) that a module's
+    recorded backward (the lines from ``split``) takes: the forward returns them in the context, in this order
+    (dynfloat.py; ``A[2]`` is ``sa2`` in the backward, which has no ``A``)."""
+    bw = [ln for ln in rec.lines[split:] if ln]
+    made = {ln.split(" = ", 1)[0] for ln in bw}  # (none made there: a module's backward reads no Sym)
+    return sorted({t for ln in bw for t in _NUMBER.findall(ln)} - made)
+
+
 def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | None,
                 host_fusion: bool | None = None) -> tuple[Callable, Any]:
     """A module's forward ``f(A) -> (output arrays, ctx)`` and backward ``b(ctx, G) -> gradient arrays`` (None
@@ -130,17 +143,20 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
             defined.update(_VAR.findall(ln))
     ctx = sorted({v for ln in rec.lines[split:] if ln for v in _VAR.findall(ln)} & defined) \
         if bw_src is not None else []
+    numbers = backward_numbers(rec, split) if bw_src is not None else []
     fw_plan = _plan_of(rec, 0, split, set(out_vars) | set(ctx))
     bw_plan = _plan_of(rec, split, None, set(_VAR.findall(bw_src))) if bw_src is not None else _plan.NONE
     fw = [ln for ln in rec.lines[:split] if ln]
-    bw = [ln for ln in rec.lines[split:] if ln]
+    bw = [_ARG_NUMBER.sub(r"sa\1", ln) for ln in rec.lines[split:] if ln]  # (A[2] -> sa2: carried in ctx)
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
-    ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
-    fw_lines = rec.checks + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}")
+    ctx_t = "(" + "".join(f"{v}, " for v in [*ctx, *numbers]) + ")"
+    fw_lines = rec.checks + _guarded_prologue(rec.pro) + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)),
+                                                                       f"return {outs}, {ctx_t}")
     src = f"    def _fw(A):\n{_source(fw_lines)}\n"
     bw_lines: list[str] = []
     if bw_src is not None:
-        bw_lines = ([f"{', '.join(ctx)}, = ctx"] if ctx else []) + \
+        names = [*ctx, *[_ARG_NUMBER.sub(r"sa\1", n) for n in numbers]]
+        bw_lines = ([f"{', '.join(names)}, = ctx"] if names else []) + \
             bw_plan.wrap(rec, _with_frees(bw, bw_src), f"return {bw_src}")
         src += f"    def _bw(ctx, G):\n{_source(bw_lines)}\n"
     else:
