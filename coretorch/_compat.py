@@ -52,7 +52,7 @@ def _module_compile(self, *args, **kwargs) -> None:
     """``Module.compile()``: in place, as PyTorch's; the module's calls are captured and replayed from now on."""
     from ._compile import compile_in_place
     from ._compile.backends import resolve
-    from ._compile.module import _uncompiled_forward
+    from ._compile.optimized import _uncompiled_forward
     resolve(kwargs.get("backend"), kwargs.get("mode"), kwargs.get("options"))
     if kwargs.get("disable", False):   # PyTorch: the compiled call is replaced by the plain one
         _uncompiled_forward(self)

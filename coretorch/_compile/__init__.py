@@ -60,8 +60,8 @@ from . import dynfloat as _dynfloat, dynways as _dynways, stance as _stance
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
-from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture, OptimizedModule, \
-    compile_in_place
+from .module import BASE_NAMES as _BASE_NAMES, CompiledFunctionBackward, ModuleCapture
+from .optimized import OptimizedModule, compile_in_place
 from .explain import ExplainOutput, explain
 from .held import method_names as _method_names
 from .optim import _replays as _optim_replays

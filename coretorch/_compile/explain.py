@@ -5,7 +5,8 @@ from typing import Callable
 
 from ..nn.modules.module import Module
 from . import guards
-from .module import ModuleCapture, OptimizedModule
+from .module import ModuleCapture
+from .optimized import OptimizedModule
 from .replay import capture
 
 
