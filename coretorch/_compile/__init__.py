@@ -313,11 +313,9 @@ class CompiledFunction:
 
     def _capture_dyn(self, k, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""
-        cands = [e for e in tuple(self._cache.values()) if e.mkey == mk and e.fp is not None and e.replay is not None]
-        result, entry = self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)
-        if entry is None or entry.replay is None or self._cache.get(k) is not entry:
-            return result
-        kept = _dynways.settle(self._orig_fn, self._cache, self._alts, k, mk, pos, cands, entry)
+        result, kept = _dynways.capture_way(
+            self._orig_fn, self._cache, self._alts, k, mk, pos, lambda e: e.replay is not None,
+            lambda: self._capture_or_eager(k, args, kwargs, lv, st, pos, dyn=True)[0])
         if kept is None:
             self._dyn_failed = True
         elif kept:

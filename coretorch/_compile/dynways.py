@@ -30,6 +30,19 @@ def no_way(result: Any) -> bool:
     return result is _NO_WAY
 
 
+def capture_way(fn: Any, cache: dict, alts: dict, k: Any, mk: Any, pos: tuple, live: Callable[[Any], bool],
+                capture: Callable[[], Any]) -> tuple[Any, bool | None]:
+    """``capture()`` (a Sym capture of this call into ``cache`` under ``k``; its result) and :func:`settle`'s verdict
+    on it (False where nothing was captured: another thread capturing, a graph break); ``live(entry)``: whether an
+    entry has a replay."""
+    cands = [e for e in tuple(cache.values()) if e.mkey == mk and e.fp is not None and live(e)]
+    result = capture()
+    entry = cache.get(k)
+    if entry is None or not live(entry):
+        return result, False
+    return result, settle(fn, cache, alts, k, mk, pos, cands, entry)
+
+
 def settle(fn: Any, cache: dict, alts: dict, k: Any, mk: Any, pos: tuple, cands: list, entry: Any) -> bool | None:
     """After the Sym capture ``entry``, stored under ``k`` in ``cache``: None where its Syms escaped (the callable
     stays specialised to its floats), True where it matches one of ``cands`` (the live captures of other values

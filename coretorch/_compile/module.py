@@ -396,12 +396,9 @@ class ModuleCapture:
 
     def _capture_dyn(self, key, mk, pos: tuple, args: tuple, kwargs: dict, lv: list, st: tuple) -> Any:
         """Capture with the float arguments at ``pos`` as Syms, kept by dynways.settle."""
-        cands = [e for e in tuple(self.cache.values()) if e.mkey == mk and e.fp is not None and e.forward is not None]
-        result, captured = self._capture_or_eager(key, args, kwargs, lv, st, pos, dyn=True)
-        entry = self.cache.get(key)
-        if not captured or entry is None or entry.forward is None:
-            return result
-        kept = _dynways.settle(self.fn, self.cache, self.alts, key, mk, pos, cands, entry)
+        result, kept = _dynways.capture_way(
+            self.fn, self.cache, self.alts, key, mk, pos, lambda e: e.forward is not None,
+            lambda: self._capture_or_eager(key, args, kwargs, lv, st, pos, dyn=True)[0])
         if kept is None:
             self.dyn_failed = True
         elif kept:
