@@ -70,19 +70,27 @@ def test_dtype_mismatch_says_how_to_convert():
 
 
 def test_cross_entropy_target_dtype():
+    """PyTorch 2.13's checks: a float target of another shape than the input's is class indices, checked for
+    its shape first, then its dtype (Long or Byte; Long only for spatial inputs); ours adds what to do."""
     logits = torch.randn(4, 10)
     labels = torch.tensor([1.0, 2.0, 3.0, 4.0])  # float class labels: the usual mistake
-    with pytest.raises(RuntimeError) as e:
+    hint = r"expected target dtype to be Long or Byte, but got Float \(class-index targets must be int64: use " \
+        r"target.long\(\)\)"
+    with pytest.raises(RuntimeError, match=hint):
         F.cross_entropy(logits, labels)
-    msg = str(e.value)
-    assert msg.startswith("Expected target size [4, 10], got [4]")
-    assert "class indices must be an int64 tensor: use target.long()" in msg
-    with pytest.raises(RuntimeError, match=r"expected scalar type Long but found Float \(class-index targets must "
-                                           r"be int64: use target.long\(\)\)"):
+    with pytest.raises(RuntimeError, match=hint):
         F.nll_loss(F.log_softmax(logits, 1), labels)
-    with pytest.raises(RuntimeError) as e:  # a genuinely wrong probability shape gets no dtype hint
-        F.cross_entropy(logits, torch.rand(3, 10))
-    assert "long()" not in str(e.value)
+    with pytest.raises(RuntimeError, match=r"^expected target dtype to be Long or Byte, but got Int$"):
+        F.cross_entropy(logits, labels.int())
+    with pytest.raises(RuntimeError, match=r"^expected target dtype to be Long or Byte, but got Bool$"):
+        F.nll_loss(logits, labels.bool())
+    assert F.cross_entropy(logits, labels.to(torch.uint8)).item() == F.cross_entropy(logits, labels.long()).item()
+    with pytest.raises(RuntimeError, match=r"^expected scalar type Long but found Byte$"):
+        F.cross_entropy(torch.randn(4, 10, 3), torch.zeros(4, 3, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(4\) to match target batch_size \(3\)"):
+        F.cross_entropy(logits, torch.rand(3, 10))  # a wrong probability shape: read as class indices
+    with pytest.raises(RuntimeError, match="0D or 1D target tensor expected, multi-target not supported"):
+        F.cross_entropy(logits, torch.rand(4, 9))
     assert F.cross_entropy(logits, labels.long()).ndim == 0  # the advice works
 
 
@@ -96,3 +104,34 @@ def test_unknown_optimizer_name_lists_the_available_ones():
     assert getattr(torch.optim, "NoSuchThing", None) is None and hasattr(torch.optim, "SGD")
     with pytest.raises(AttributeError, match="has no attribute 'lowercase_thing'$"):
         torch.optim.lowercase_thing
+
+
+def test_ctc_loss_lengths_must_be_integral():
+    """PyTorch raises for float or bool length tensors ("input_lengths must be integral") and for a list holding a
+    float; ours truncated 4.9 to 4. numpy and 0-d tensor integers in a list pass, as PyTorch's."""
+    import numpy as np
+    lp = torch.randn(5, 2, 4).log_softmax(2)
+    tg = torch.tensor([[1, 2], [1, 1]])
+    want = F.ctc_loss(lp, tg, [5, 5], [2, 2])
+    for il in ([np.int64(5), 5], [torch.tensor(5), 5], (5, 5), torch.tensor([5, 5], dtype=torch.int32)):
+        assert F.ctc_loss(lp, tg, il, [2, 2]).item() == want.item()
+    with pytest.raises(RuntimeError, match="^input_lengths must be integral$"):
+        F.ctc_loss(lp, tg, torch.tensor([4.9, 5.0]), torch.tensor([2, 2]))
+    with pytest.raises(RuntimeError, match="^target_lengths must be integral$"):
+        F.ctc_loss(lp, tg, torch.tensor([5, 5]), torch.tensor([True, True]))
+    for bad in ([5.0, 5], [True, 5]):
+        with pytest.raises(TypeError, match="ctc_loss\\(\\): argument 'input_lengths' must be tuple of ints"):
+            F.ctc_loss(lp, tg, bad, [2, 2])
+
+
+def test_iterable_dataset_is_abstract():
+    """PyTorch's IterableDataset is an ``Iterable`` without ``__iter__``: instantiating it raises TypeError (ours
+    made an object whose iteration raised later, in a DataLoader's worker)."""
+    with pytest.raises(TypeError, match="Can't instantiate abstract class IterableDataset"):
+        torch.utils.data.IterableDataset()
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    assert [b.tolist() for b in torch.utils.data.DataLoader(Stream(), batch_size=2)] == [[0, 1], [2]]

@@ -18,6 +18,7 @@ same result as stacking the samples, without a Python loop).
 from __future__ import annotations
 
 import bisect
+import collections.abc as _abc
 import itertools
 import math
 import os
@@ -52,11 +53,9 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """A dataset that is an iterable of samples (``__iter__``); batched in order, never shuffled."""
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset, _abc.Iterable):
+    """A dataset that is an iterable of samples (``__iter__``); batched in order, never shuffled. Abstract, as
+    PyTorch's (an ``Iterable``): a subclass defines ``__iter__``."""
 
     def __add__(self, other: "Dataset") -> "ChainDataset":  # type: ignore[override]  # (PyTorch's: a chain)
         return ChainDataset([self, other])

@@ -537,20 +537,25 @@ def _check_nll_shapes(input, target):
     xs, ts = input._data.shape, target._data.shape
     if not xs:
         raise ValueError(f"Expected 1 or more dimensions (got {len(xs)})")
-    if target.dtype.is_floating_point or target.dtype is _dt.bool_:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
-                           "must be int64: use target.long())")
     if len(xs) == 1:  # an unbatched input: a 0-d target, or (as PyTorch) a 1-d target of one element
         if len(ts) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if ts and ts[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {ts[0]}")
-        return
-    if not ts or xs[0] != ts[0]:
-        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
-                         f"({ts[0] if ts else 0}).")
-    if ts[1:] != xs[2:]:
-        raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
+    else:
+        if not ts or xs[0] != ts[0]:
+            raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                             f"({ts[0] if ts else 0}).")
+        if len(xs) == 2 and len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if ts[1:] != xs[2:]:
+            raise RuntimeError(f"Expected target size {[xs[0]] + list(xs[2:])}, got {list(ts)}")
+    dt = target.dtype
+    if dt is not _dt.int64 and dt is not _dt.uint8:  # (PyTorch's kernels: the shapes first, then the dtype)
+        hint = " (class-index targets must be int64: use target.long())" if dt.is_floating_point else ""
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dt._tname[:-6]}{hint}")
+    if dt is _dt.uint8 and len(xs) > 2:  # (the spatial kernel takes int64 only)
+        raise RuntimeError("expected scalar type Long but found Byte")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean") -> Tensor:
@@ -636,13 +641,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # (PyTorch: log_softmax passes an empty integer input through, nll_loss has no integer kernel)
         raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{input.dtype._tname[:-6]}'")
     logp = _softmax_impl("log_softmax", input, class_dim, None, True)
-    if target.dtype.is_floating_point:  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            hint = ""
-            if tuple(target.shape) == tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:]):
-                hint = (f" (a {target.dtype._tname[:-6].lower()} target is read as class probabilities of the "
-                        "input's shape; class indices must be an int64 tensor: use target.long())")
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}{hint}")
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):  # class probabilities
+        # (PyTorch's test: another shape is class indices, whose checks raise for a float target)
         if ignore_index >= 0:  # (ATen's test: a non-negative ignore_index with probability targets)
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:

@@ -25,10 +25,19 @@ __all__ = ["ctc_loss"]
 _NEG = -1e30  # log(0) stand-in: exp(_NEG - finite) is 0 and logsumexp stays finite, so gradients stay finite
 
 
+_OK = object()
+
+
 def _lengths(v, name: str) -> list:
     if isinstance(v, Tensor):
+        if v.dtype.is_floating_point or v.dtype is _dt.bool_:  # (PyTorch's check: float lengths were truncated)
+            raise RuntimeError(f"{name} must be integral")
         return [int(x) for x in v.reshape(-1).tolist()]
     if isinstance(v, (list, tuple)):
+        bad = next((x for x in v if isinstance(x, bool) or not hasattr(type(x), "__index__")), _OK)
+        if bad is not _OK:  # (numpy and 0-d tensor integers pass, as PyTorch's int lists take them)
+            raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints, but found element of type "
+                            f"{type(bad).__name__}")
         return [int(x) for x in v]
     raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not {type(v).__name__}")
 
