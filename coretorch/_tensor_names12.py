@@ -235,11 +235,6 @@ def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
 
 
 # ---- set_ ----------------------------------------------------------------------------------------------------
-_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-           "bool": "bool"}
-
-
 def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
     """Make this tensor view other memory: ``source``'s (a tensor: its sizes and strides, or ``size``/``stride``
     from ``storage_offset`` of its storage; a storage: ``size``/``stride`` from ``storage_offset``), or none
@@ -254,7 +249,7 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
         if not isinstance(t, Tensor):
             raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
         if t.dtype is not self.dtype:
-            src, dst = (_C_TYPE.get(str(d).rsplit(".", 1)[-1], str(d)) for d in (t.dtype, self.dtype))
+            src, dst = (_dt.cpp_name(d) for d in (t.dtype, self.dtype))
             raise RuntimeError(f"Could not set tensor of type {src} to a tensor of type {dst}")
         if t._be is not table:
             raise RuntimeError(f"Attempted to set the storage of a tensor on device \"{self.device}\" to a storage "

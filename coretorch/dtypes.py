@@ -228,6 +228,17 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 _LIMITS: dict = {}
 
 
+# the dtypes' names in PyTorch's C++ messages ("expected ... dtype float", "out of bounds for signed char")
+_CPP_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+              "int64": "long int", "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "float32": "float", "float64": "double"}
+
+
+def cpp_name(d: dtype) -> str:
+    """The C++ type name PyTorch's messages print for a dtype ("signed char", "c10::Half", "long int")."""
+    return _CPP_NAMES.get(d.name, d.name)
+
+
 def fit_scalar(value, d: dtype):
     """PyTorch's checked conversion of a Python number stored into a tensor of dtype ``d`` (fill_, full,
     ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow".  Returns the

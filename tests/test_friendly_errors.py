@@ -135,3 +135,29 @@ def test_iterable_dataset_is_abstract():
             return iter(range(3))
 
     assert [b.tolist() for b in torch.utils.data.DataLoader(Stream(), batch_size=2)] == [[0, 1], [2]]
+
+
+def test_uint8_mask_write_of_one_value_is_masked_fill(device):
+    """PyTorch writes ``x[mask] = v`` (and ``index_put_((mask,), v)``) of a one-element value through
+    ``masked_fill_``, which refuses a uint8 mask; ours wrote it. A longer value takes the deprecated uint8 indexing,
+    in both. masked_fill_'s message names the mask's C++ type, as PyTorch's."""
+    import warnings
+    m = torch.tensor([1, 0, 1], dtype=torch.uint8, device=device)
+    msg = r"^masked_fill_ only supports boolean masks, but got mask with dtype unsigned char$"
+    for v in (5.0, torch.tensor(5.0, device=device), torch.tensor([5.0], device=device)):
+        with pytest.raises(RuntimeError, match=msg):
+            torch.zeros(3, device=device)[m] = v
+    with pytest.raises(RuntimeError, match=msg):
+        torch.zeros(3, 2, device=device)[m, ...] = 1.0
+    with pytest.raises(RuntimeError, match=msg):
+        torch.zeros(3, device=device).index_put_((m,), torch.tensor(3.0, device=device))
+    with pytest.raises(RuntimeError, match=r"with dtype int$"):
+        torch.zeros(3, device=device).masked_fill_(m.int(), 1.0)
+    y = torch.zeros(3, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y[m] = torch.tensor([5.0, 6.0], device=device)
+        y.index_put_((m,), torch.tensor(1.0, device=device), accumulate=True)
+    assert y.tolist() == [6.0, 0.0, 7.0]
+    y[m.bool()] = 2.0
+    assert y.tolist() == [2.0, 0.0, 2.0]

@@ -501,5 +501,5 @@ def test_a_uint8_mask_warns_as_pytorch(device):
         assert x[m].tolist() == [0.0, 2.0]
     assert rec[0].filename == __file__
     with pytest.warns(UserWarning, match="uint8 is now deprecated"):
-        x[m] = 5.0
-    assert x.tolist() == [5.0, 1.0, 5.0]
+        x[m] = torch.tensor([5.0, 6.0], device=device)  # (a one-element value is masked_fill_: refused, 22)
+    assert x.tolist() == [5.0, 1.0, 6.0]

@@ -145,7 +145,7 @@ def masked_fill(input, mask, value):
     """A copy of ``input`` with ``value`` where the bool ``mask`` (broadcast to ``input``) is True."""
     if not isinstance(mask, Tensor) or mask.dtype is not _bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+                           f"{_dt.cpp_name(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__}")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "

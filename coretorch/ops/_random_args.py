@@ -12,20 +12,13 @@ from types import FrameType
 import numpy as np
 
 from .. import dtypes as _dt
+from ..dtypes import cpp_name
 from ..tensor import Tensor
 
 _I64 = 1 << 63
 
-_CPP = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int", "int64": "long int",
-        "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-        "float64": "double"}
 _SCALAR = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}
 _CTYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
-
-
-def cpp_name(dt) -> str:
-    """The C++ type name PyTorch's range errors print for a dtype ("signed char", "c10::Half", ...)."""
-    return _CPP.get(dt.name, dt.name)
 
 
 def int_arg(v, op: str, name: str) -> int:

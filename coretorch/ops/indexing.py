@@ -558,6 +558,7 @@ def _setitem(x: Tensor, key, value) -> None:
         if not key:
             return
         key = None
+    check_byte_mask_fill(x, key, value)
     checks: list = []
     nkey, advanced = normalize_key(x, key, checks=checks)
     vt = isinstance(value, Tensor)
@@ -637,6 +638,16 @@ def _single_mask(key, x: Tensor | None = None) -> bool:
     if isinstance(k, list):
         return bool(k) and _all_bools(k)
     return isinstance(k, Tensor) and k.dtype in (_bool, _dt.uint8) and k.ndim > 0 and (x is None or k._be is x._be)
+
+
+def check_byte_mask_fill(x: Tensor, key, value) -> None:
+    """PyTorch's ``x[mask] = v`` / ``index_put_`` with one mask and a one-element value is ``masked_fill_``, which
+    refuses a uint8 mask (a longer value takes the deprecated uint8 indexing, with its warning)."""
+    for k in key if key.__class__ is tuple else (key,):  # (cheap first: a uint8 tensor in the key)
+        if isinstance(k, Tensor) and k.dtype is _dt.uint8:
+            if (not isinstance(value, Tensor) or value.numel() == 1) and _single_mask(key, x):
+                raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+            return
 
 
 def _all_bools(k: list) -> bool:

@@ -56,14 +56,9 @@ def _check_addr_scalars(rt, beta, alpha) -> None:
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
 
 
-_CNAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-           "bool": "bool"}
-
-
 def _cname(t: Tensor) -> str:
     """A tensor's dtype as PyTorch's C++ messages name it (``float``, ``double``, ``long int``)."""
-    return _CNAMES.get(t.dtype.name, t.dtype.name)
+    return _dt.cpp_name(t.dtype)
 
 
 def _scaled_sum(input, beta, p: Tensor, alpha, op: str) -> Tensor:

@@ -584,7 +584,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor, *, _inplace: boo
             warnings.warn("masked_scatter_ received a mask with dtype torch.uint8, this behavior is now deprecated,"
                           "please use a mask with dtype torch.bool instead.", UserWarning, stacklevel=3)
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+                           f"{_dt.cpp_name(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{input.dtype} and {source.dtype}")
@@ -747,6 +747,8 @@ def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
 def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     """In-place ``input[indices] = values`` (``+=`` with ``accumulate``); ``torch.index_put_`` and the method."""
     self = input
+    if not accumulate and isinstance(indices, (tuple, list)):
+        _ix.check_byte_mask_fill(self, tuple(indices), values)
     if isinstance(values, Tensor) and values._be is self._be and isinstance(indices, (tuple, list)) and not (
             not accumulate and values.numel() == 1 and _ix._single_mask(tuple(indices))):
         # PyTorch refuses values sharing memory with self (masked_fill_'s one-element value excepted)
