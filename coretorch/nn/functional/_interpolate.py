@@ -14,6 +14,7 @@ from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64, _ntuple
+from ._interp_index import linear_positions, nearest_indices
 from ._interpolate_u8 import check_integer, resample_uint8
 from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
 
@@ -104,66 +105,75 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return _antialias(input, out_sizes, scales, mode, align_corners)
     if mode == "area":
         return adaptive_avg_pool2d(input, out_sizes) if nsp == 2 else _adaptive_avg_nd(input, out_sizes)
-    out = input
-    for k in range(nsp):
+    reduced = input.dtype in (_dt.float16, _dt.bfloat16) and mode != "nearest" and mode != "nearest-exact"
+    out = input.float() if reduced else input  # PyTorch's kernels compute half/bfloat16 in float32, round once
+    double = input.dtype is _dt.float64
+    for k in reversed(range(nsp)):  # the last dim first: PyTorch's kernels nest the first dim's sum outermost
         d = 2 + k
         n_in, n_out, sc = in_sizes[k], out_sizes[k], scales[k]
-        scale = (1.0 / sc) if sc is not None and sc > 0 else n_in / n_out
         if mode in ("nearest", "nearest-exact"):
-            off = 0.5 if mode == "nearest-exact" else 0.0
-            idx = [min(int(math.floor((i + off) * scale)), n_in - 1) for i in range(n_out)]
+            idx = nearest_indices(n_in, n_out, sc, mode == "nearest-exact", nsp, double)
             out = _I.index_select(out, d, _index_tensor(idx, input.device))
             continue
-        if align_corners:
-            src = [i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for i in range(n_out)]
-        else:  # (bicubic keeps negative source positions: its taps are clamped instead)
-            src = [scale * (i + 0.5) - 0.5 for i in range(n_out)]
-            if mode != "bicubic":
-                src = [max(v, 0.0) for v in src]
+        src = linear_positions(n_in, n_out, sc, align_corners, mode == "bicubic", double)
         if mode == "bicubic":
-            out = _cubic_pass(out, d, src, n_in, input.device)
+            out = _cubic_pass(out, d, src, n_in, input.dtype)
             continue
         if n_in == n_out:  # PyTorch's compute_source_index_and_lambda: equal sizes copy, whatever the scale
             i0 = i1 = list(range(n_out))
-            lam = [0.0] * n_out
+            lam1 = np.zeros(n_out, src.dtype)
         else:
-            i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
+            i0, lam1 = _guard(src, n_in)
             i1 = [min(i + 1, n_in - 1) for i in i0]
-            lam = [s - i for s, i in zip(src, i0)]
         wshape = [1] * out.ndim
         wshape[d] = n_out
-        lam_t = _C.tensor(lam, dtype=out.dtype, device=out.device).reshape(wshape)
+        w1 = _C.tensor(lam1, dtype=input.dtype, device=out.device).reshape(wshape)
+        w0 = _P.rsub(w1, 1.0).to(out.dtype)  # (1 - lambda1 in the input's dtype, as PyTorch's scalar_t weights)
+        w1 = w1.to(out.dtype)
         a = _I.index_select(out, d, _index_tensor(i0, input.device))
         b = _I.index_select(out, d, _index_tensor(i1, input.device))
-        out = _P.add(_P.mul(a, _P.rsub(lam_t, 1.0)), _P.mul(b, lam_t))
-    return out
+        out = _P.add(_P.mul(a, w0), _P.mul(b, w1))
+    return out.to(input.dtype) if reduced else out
+
+
+def _guard(src: np.ndarray, n_in: int) -> tuple:
+    """PyTorch's guard_index_and_lambda: index min(floorf(src), n_in - 1) (floorf rounds a double to float first),
+    weight of the next tap src - index clamped to [0, 1], in src's precision."""
+    i0 = np.minimum(np.floor(src.astype(np.float32)).astype(np.int64), n_in - 1)
+    lam = np.clip(src - i0.astype(src.dtype), 0, 1).astype(src.dtype)
+    return i0.tolist(), lam
 
 
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
-def _cubic_weights(t: float) -> tuple:
-    """The four taps' weights of Keys' cubic convolution at fractional position t (taps at -1, 0, 1, 2)."""
-    a = _CUBIC_A
+def _cubic_weights(t: np.ndarray) -> list:
+    """The four taps' weights of Keys' cubic convolution at fractional positions t (taps at -1, 0, 1, 2), in t's
+    precision with PyTorch's get_cubic_upsample_coefficients' operations."""
+    a = t.dtype.type(_CUBIC_A)
+    one = t.dtype.type(1)
 
     def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a + 2) * x - (a + 3)) * x * x + one
 
     def far(x):  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return far(t + 1), near(t), near(1 - t), far(2 - t)
+    x2 = one - t
+    return [far(t + one), near(t), near(x2), far(x2 + one)]
 
 
-def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
-    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output."""
-    base = [int(math.floor(v)) for v in src]
-    weights = [_cubic_weights(v - b) for v, b in zip(src, base)]
+def _cubic_pass(out: Tensor, d: int, src: np.ndarray, n_in: int, dtype) -> Tensor:
+    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output
+    (weights rounded to the input's ``dtype``, as PyTorch stores them, then computed in ``out``'s)."""
+    device = out.device
+    base, t = _guard(src, n_in)
+    weights = _cubic_weights(t)
     wshape = [1] * out.ndim
     wshape[d] = len(src)
     acc = None
     for j in range(4):
         idx = [min(max(b - 1 + j, 0), n_in - 1) for b in base]
-        w = _C.tensor([ws[j] for ws in weights], dtype=out.dtype, device=out.device).reshape(wshape)
+        w = _C.tensor(weights[j], dtype=dtype, device=device).reshape(wshape).to(out.dtype)
         term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
         acc = term if acc is None else _P.add(acc, term)
     assert acc is not None  # four taps

@@ -1,0 +1,95 @@
+"""Review 22f: spatial and lookup functions (interpolate/Upsample, grid_sample/affine_grid, pad, fold/unfold, pixel
+and channel shuffles, embedding, embedding_bag, one_hot), eager behaviour.  PyTorch's behaviour is the spec; each
+test says what PyTorch does and what coretorch did before the fix.  Expected values come from numpy or from facts
+PyTorch documents (its kernels' arithmetic)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+f32 = np.float32
+
+
+def _pick(n: int, idx) -> np.ndarray:
+    return np.arange(float(n))[list(idx)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nearest_2d_copies_an_equal_size_and_halves_a_doubled_one_whatever_the_scale_factor(device, dtype):
+    """PyTorch's 2-D nearest kernel (nearest_idx) copies when the output size equals the input size and takes
+    index i >> 1 when it is twice the input size, whatever scale_factor gave that size: 3 * 1.2 -> 3 reads [0, 1, 2]
+    and 3 * 2.05 -> 6 reads [0, 0, 1, 1, 2, 2].  coretorch used floor(i / scale_factor): [0, 0, 1] and
+    [0, 0, 0, 1, 1, 2]."""
+    x = torch.arange(3.0, dtype=dtype, device=device).reshape(1, 1, 1, 3)
+    y = F.interpolate(x, scale_factor=(1.0, 1.2), mode="nearest")
+    np.testing.assert_array_equal(y.cpu().numpy().ravel(), [0, 1, 2])
+    y = F.interpolate(x, scale_factor=(1.0, 2.05), mode="nearest")
+    np.testing.assert_array_equal(y.cpu().numpy().ravel(), [0, 0, 1, 1, 2, 2])
+    up = torch.nn.Upsample(scale_factor=(1.2, 2.05))(x.reshape(1, 1, 3, 1).expand(1, 1, 3, 3).contiguous())
+    np.testing.assert_array_equal(up.cpu().numpy()[0, 0, :, 0], [0, 1, 2])
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_nearest_source_index_is_computed_in_float32(device, nd, mode):
+    """PyTorch's nearest kernels take the source index floor(i * s) (nearest-exact: floor((i + 0.5) * s)) with
+    s = 1 / scale_factor rounded to float32 and a float32 result, so a position that is an integer in real
+    arithmetic lands where float32 puts it: 11 * 2.45 (nearest-exact) reads 10 at output 24 and 56 * 2.6 (nearest)
+    reads 15 at output 39 (for float32 inputs, every dimensionality).  coretorch computed in double: 9 and 14."""
+    for n, sf in ((11, 2.45), (56, 2.6), (16, 2.6), (49, 0.7)):
+        x = torch.arange(float(n), device=device).reshape((1, 1) + (1,) * (nd - 1) + (n,))
+        y = F.interpolate(x, scale_factor=(1.0,) * (nd - 1) + (sf,), mode=mode)
+        n_out = int(np.floor(n * sf))
+        s = f32(1.0 / sf)
+        if mode == "nearest":
+            idx = [min(int(np.floor(f32(i) * s)), n - 1) for i in range(n_out)]
+        else:
+            idx = [min(int(np.floor(f32((i + 0.5) * float(s)))), n - 1) for i in range(n_out)]
+        if nd == 2 and mode == "nearest" and n_out == 2 * n:
+            idx = [i >> 1 for i in range(n_out)]
+        np.testing.assert_array_equal(y.cpu().numpy().ravel(), _pick(n, idx))
+
+
+def _linear_f32(x: np.ndarray, n_out: int, sf: float) -> np.ndarray:
+    """PyTorch's float32 linear interpolation along the last axis (align_corners=False, a scale factor)."""
+    n = x.shape[-1]
+    s = f32(1.0 / sf)
+    src = np.maximum(s * (np.arange(n_out, dtype=f32) + f32(0.5)) - f32(0.5), f32(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    lam = np.clip(src - i0.astype(f32), 0, 1).astype(f32)
+    i1 = np.minimum(i0 + 1, n - 1)
+    return x[..., i0] * (f32(1) - lam) + x[..., i1] * lam
+
+
+def test_linear_interpolation_weights_are_computed_in_float32(device):
+    """PyTorch computes a float32 input's source positions in float32 (scale * (i + 0.5) - 0.5 with a float32
+    scale): on a 100-sample signal the positions near 100 carry float32's 8e-6 steps into the weights.  coretorch
+    computed them in double: results 3e-6 away from PyTorch's (about 50 float32 ulps)."""
+    rs = np.random.RandomState(0)
+    x = rs.randn(2, 3, 100).astype(f32)
+    for sf in (0.29, 2.9, 0.7):
+        y = F.interpolate(torch.tensor(x, device=device), scale_factor=sf, mode="linear")
+        exp = _linear_f32(x, int(np.floor(100 * sf)), sf)
+        np.testing.assert_allclose(y.cpu().numpy(), exp, rtol=0, atol=5e-7)
+
+
+def test_half_linear_interpolation_rounds_once_with_half_weights(device):
+    """PyTorch stores a float16 input's interpolation weights as float16 (lambda0 = 1 - lambda1 in float16),
+    accumulates in float32 and rounds the result once.  coretorch computed each product and sum in float16 (a
+    result up to 3 float16 ulps away)."""
+    rs = np.random.RandomState(1)
+    x = rs.randn(1, 2, 7).astype(np.float16)
+    y = F.interpolate(torch.tensor(x, device=device), scale_factor=1.7, mode="linear")
+    n_out = 11
+    s = f32(1.0 / 1.7)
+    src = np.maximum(s * (np.arange(n_out, dtype=f32) + f32(0.5)) - f32(0.5), f32(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), 6)
+    lam1 = np.clip(src - i0.astype(f32), 0, 1).astype(np.float16)
+    lam0 = (np.float16(1) - lam1).astype(np.float16)
+    xf = x.astype(f32)
+    exp = (xf[..., i0] * lam0.astype(f32) + xf[..., np.minimum(i0 + 1, 6)] * lam1.astype(f32)).astype(np.float16)
+    assert y.dtype == torch.float16
+    np.testing.assert_array_equal(y.cpu().numpy(), exp)
