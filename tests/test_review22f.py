@@ -93,3 +93,38 @@ def test_half_linear_interpolation_rounds_once_with_half_weights(device):
     exp = (xf[..., i0] * lam0.astype(f32) + xf[..., np.minimum(i0 + 1, 6)] * lam1.astype(f32)).astype(np.float16)
     assert y.dtype == torch.float16
     np.testing.assert_array_equal(y.cpu().numpy(), exp)
+
+
+def test_interpolate_argument_checks_follow_pytorchs_order_and_types(device):
+    """PyTorch's interpolate: a float size is a TypeError (no truncation to 3); recompute_scale_factor=True with a
+    size is a ValueError; bicubic on a 3-D/5-D input and any 6-D input reach the last-resort NotImplementedError
+    'Input Error: Only 3D, 4D and 5D ...'; a 1-D input with a scalar scale_factor too; an input with no channels is
+    'Non-empty 4D data tensor expected' (an empty batch is fine), 'area' of a 5-D one is adaptive_avg_pool3d's
+    error.  coretorch truncated the size, ignored recompute_scale_factor, interpolated the 6-D input (over 4
+    spatial dims), returned empty results and raised 'bicubic mode needs 4D input' / a ValueError about
+    scale_factor's length."""
+    x1, x2 = torch.zeros(1, 1, 4, device=device), torch.zeros(1, 1, 4, 4, device=device)
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        F.interpolate(x1, size=3.5)
+    with pytest.raises(TypeError, match=r"expected size to be one of int or Tuple\[int\]"):
+        F.interpolate(x1, size=(3.0,))
+    with pytest.raises(ValueError, match="recompute_scale_factor is not meaningful with an explicit size"):
+        F.interpolate(x1, size=(3,), recompute_scale_factor=True)
+    for x, mode in ((x1, "bicubic"), (torch.zeros(1, 1, 2, 2, 2, device=device), "bicubic"),
+                    (torch.zeros(1, 1, 1, 1, 1, 1, device=device), "nearest"), (torch.zeros(4, device=device),
+                                                                                 "nearest")):
+        with pytest.raises(NotImplementedError, match=rf"Only 3D, 4D and 5D input Tensors supported \(got "
+                                                      rf"{x.ndim}D\).*\(got {mode}\)"):
+            F.interpolate(x, scale_factor=2, mode=mode)
+    with pytest.raises(ValueError, match=r"scale_factor of shape \(2,\)\. Please provide input tensor"):
+        F.interpolate(x2, scale_factor=(2,))
+    for mode in ("nearest", "bilinear", "bicubic", "nearest-exact"):
+        with pytest.raises(RuntimeError, match=r"Non-empty 4D data tensor expected but got a tensor with sizes "
+                                               r"\[1, 0, 4, 4\]"):
+            F.interpolate(torch.zeros(1, 0, 4, 4, device=device), scale_factor=2, mode=mode)
+        assert F.interpolate(torch.zeros(0, 2, 4, 4, device=device), scale_factor=2, mode=mode).shape == (0, 2, 8, 8)
+    assert F.interpolate(torch.zeros(1, 0, 4, 4, device=device), scale_factor=2, mode="area").shape == (1, 0, 8, 8)
+    with pytest.raises(RuntimeError, match="adaptive_avg_pool3d"):
+        F.interpolate(torch.zeros(1, 0, 2, 2, 2, device=device), scale_factor=2, mode="area")
+    with pytest.raises(RuntimeError, match=r"but got input \(W: 4\) and output \(W: 0\)"):
+        F.interpolate(x1, scale_factor=0.1)

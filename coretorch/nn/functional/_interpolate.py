@@ -13,10 +13,11 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...tensor import Tensor
-from ._common import _check_tensor, _i64, _ntuple
+from ._common import _check_tensor, _i64
 from ._interp_index import linear_positions, nearest_indices
 from ._interpolate_u8 import check_integer, resample_uint8
-from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
+from ._adaptive import adaptive_avg_pool1d, adaptive_avg_pool3d
+from ._pooling import adaptive_avg_pool2d
 
 
 # ---------------------------------------------------------------------------------------------
@@ -24,6 +25,13 @@ from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
 # ---------------------------------------------------------------------------------------------
 def _index_tensor(values, device) -> Tensor:
     return _C.tensor(values, dtype=_i64, device=device)
+
+
+def _is_integer(v) -> bool:
+    """PyTorch's _is_integer: a Python or numpy integer, or an integer tensor."""
+    if isinstance(v, (int, np.integer)):
+        return True
+    return isinstance(v, Tensor) and not v.is_floating_point()
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -58,27 +66,37 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     in_sizes = tuple(input.shape[2:])
     if size is not None:
-        if isinstance(size, (tuple, list)) and len(size) != nsp:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {list(in_sizes)} and output size of {size}. Please "
-                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
-                             "...,oK) format.")
-        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
+        if isinstance(size, (tuple, list)):
+            if len(size) != nsp:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(in_sizes)} and output size of {size}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            if not all(_is_integer(v) for v in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(v) for v in size]}")
+            out_sizes = tuple(int(v) for v in size)
+        else:
+            if not _is_integer(size):  # (PyTorch's binding refuses a float size: no truncation)
+                raise TypeError(f"interpolate(): argument 'size' must be tuple of ints, but found element of type "
+                                f"{type(size).__name__} at pos 0")
+            out_sizes = (int(size),) * nsp
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         scales = [None] * nsp
     else:
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
-        if len(sf) != nsp:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * max(nsp, 0)
+        if isinstance(scale_factor, (tuple, list)) and len(sf) != nsp:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
-                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
+                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape "
+                             f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             "scale_factor in (s1, s2, ...,sK) format.")
         out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
-    if nsp < 1:  # PyTorch's last resort, after the size checks
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
-                                  f"area | nearest-exact (got {mode})")
     modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
              "lanczos": 2}
-    if mode not in modes:
+    if not 1 <= nsp <= 3 or mode not in modes or mode in ("bicubic", "lanczos") and nsp != 2:
+        # PyTorch's last resort, after the size checks (no kernel for these dimensionalities or modes)
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
                                   f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
                                   f"area | nearest-exact (got {mode})")
@@ -97,14 +115,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode != "area" and (min(out_sizes) <= 0 or min(in_sizes) <= 0):  # (area is adaptive pooling: 0 is fine)
         names = ("D", "H", "W")[3 - nsp:]
         fmt = lambda v: ", ".join(f"{n}: {x}" for n, x in zip(names, v))  # noqa: E731
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)}) "
-                           f"output ({fmt(out_sizes)})")
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)})"
+                           f"{' and' if nsp == 1 else ''} output ({fmt(out_sizes)})")
+    if mode != "area" and input.shape[1] == 0:  # (an empty batch of non-empty images is fine)
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
+                           f"{list(input.shape)}")
     if input.dtype is _dt.uint8 and mode in ("bilinear", "bicubic"):  # PyTorch's (and PIL's) fixed-point path
         return resample_uint8(input, out_sizes, scales, mode, align_corners, antialias, _aa_matrix)
     if antialias:
         return _antialias(input, out_sizes, scales, mode, align_corners)
     if mode == "area":
-        return adaptive_avg_pool2d(input, out_sizes) if nsp == 2 else _adaptive_avg_nd(input, out_sizes)
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nsp - 1](input, out_sizes)
     reduced = input.dtype in (_dt.float16, _dt.bfloat16) and mode != "nearest" and mode != "nearest-exact"
     out = input.float() if reduced else input  # PyTorch's kernels compute half/bfloat16 in float32, round once
     double = input.dtype is _dt.float64
