@@ -128,3 +128,31 @@ def test_interpolate_argument_checks_follow_pytorchs_order_and_types(device):
         F.interpolate(torch.zeros(1, 0, 2, 2, 2, device=device), scale_factor=2, mode="area")
     with pytest.raises(RuntimeError, match=r"but got input \(W: 4\) and output \(W: 0\)"):
         F.interpolate(x1, scale_factor=0.1)
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+@pytest.mark.parametrize("nd", [2, 3])
+def test_grid_sample_grid_gradient_is_zero_on_the_clipped_border(device, padding_mode, nd):
+    """PyTorch's clip_coordinates_set_grad passes the grid gradient only strictly inside [0, size - 1]: an identity
+    grid with align_corners=True samples the border pixels at exactly -1 and 1, where the gradient is 0 (border and
+    reflection).  coretorch's clamp passed the gradient at its bounds: the x gradient of the first column was 1.5
+    (the slope times (W - 1) / 2) instead of 0 with border padding."""
+    sizes = (3, 4) if nd == 2 else (2, 3, 4)
+    n = int(np.prod(sizes))
+    x = torch.arange(float(n), dtype=torch.float64, device=device).reshape((1, 1) + sizes)
+    eye = np.eye(nd, nd + 1)[None]
+    theta = torch.tensor(eye, dtype=torch.float64, device=device)
+    g = F.affine_grid(theta, (1, 1) + sizes, align_corners=True).requires_grad_()
+    y = F.grid_sample(x, g, padding_mode=padding_mode, align_corners=True)
+    np.testing.assert_allclose(y.detach().cpu().numpy().ravel(), np.arange(n), atol=1e-12)
+    (gg,) = torch.autograd.grad(y.sum(), g)
+    gg = gg.cpu().numpy()[0]
+    strides = np.cumprod((1,) + sizes[::-1])[:-1]       # value steps along x, y, z
+    for c in range(nd):
+        axis = nd - 1 - c                               # grid component c moves along spatial axis nd-1-c
+        size = sizes[axis]
+        exp = np.full(size, strides[c] * (size - 1) / 2)
+        exp[0] = exp[-1] = 0.0
+        shape = [1] * nd
+        shape[axis] = size
+        np.testing.assert_allclose(gg[..., c], np.broadcast_to(exp.reshape(shape), sizes), atol=1e-12)

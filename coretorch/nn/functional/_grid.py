@@ -117,7 +117,13 @@ def _pad_coords(coord: Tensor, size: int, padding_mode: str, align_corners: bool
 
 
 def _clip(coord: Tensor, size: int) -> Tensor:
+    """Clamp to [0, size - 1] with PyTorch's clip_coordinates_set_grad: the gradient passes only strictly inside
+    (a coordinate on the border, e.g. an identity grid's -1/1 with align_corners, gets none; clamp's gradient
+    passes at its bounds)."""
     c = _P.clamp(coord, 0, size - 1)
+    if coord.requires_grad:
+        inside = _P.logical_and(_P.gt(coord, 0), _P.lt(coord, size - 1))
+        c = _P.where(inside, coord, c.detach())
     return _P.where(_P.eq(c, c), c, 0.0)
 
 
@@ -255,9 +261,13 @@ def _bicubic(taps: _Taps, coords: list, sizes: tuple, padding_mode: str, align_c
     ys = [taps.axis(_pad_coords(_P.add(y0, j - 1.0), sizes[0], padding_mode, align_corners), 0) for j in range(4)]
     xs = [taps.axis(_pad_coords(_P.add(x0, i - 1.0), sizes[1], padding_mode, align_corners), 1) for i in range(4)]
     out = None
-    for j in range(4):
+    for j in range(4):  # PyTorch's order: each row interpolated along x, then the four rows along y
+        row = None
         for i in range(4):
-            term = taps.read([ys[j], xs[i]], _P.mul(wy[j], wx[i]))
-            out = term if out is None else _P.add(out, term)
+            term = taps.read([ys[j], xs[i]], wx[i])
+            row = term if row is None else _P.add(row, term)
+        assert row is not None
+        term = _P.mul(row, _S.unsqueeze(wy[j], 1))
+        out = term if out is None else _P.add(out, term)
     assert out is not None  # 16 taps
     return out
