@@ -156,3 +156,65 @@ def test_grid_sample_grid_gradient_is_zero_on_the_clipped_border(device, padding
         shape = [1] * nd
         shape[axis] = size
         np.testing.assert_allclose(gg[..., c], np.broadcast_to(exp.reshape(shape), sizes), atol=1e-12)
+
+
+def _reflect_or_clamp(i: int, n: int, mode: str) -> int:
+    if mode == "replicate":
+        return min(max(i, 0), n - 1)
+    return -i if i < 0 else (2 * (n - 1) - i if i >= n else i)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_reflect_and_replicate_pad_with_a_crop_read_the_uncropped_input(device, mode):
+    """PyTorch's reflection/replication kernels map output j of a dim to input j - left, reflected (or clamped) in
+    the input's own coordinates, so a negative pad on one side does not shrink what the other side's pad reads:
+    5 elements padded (-5, 1) give [x3] (reflect) / [x4] (replicate), a height of 4 padded (2, -2) keeps 4 rows
+    [x2, x1, x0, x1].  coretorch cropped first and padded the cropped tensor: an empty result, 3 rows, or an
+    expand error (replicate)."""
+    x = torch.arange(5.0, dtype=torch.float64, device=device).reshape(1, 1, 5).requires_grad_()
+    for lo, hi in ((-5, 1), (-6, 2), (3, -4), (-7, 3), (2, -1), (-1, 4)):
+        y = F.pad(x, (lo, hi), mode=mode)
+        exp = [_reflect_or_clamp(j - lo, 5, mode) for j in range(5 + lo + hi)]
+        np.testing.assert_array_equal(y.detach().cpu().numpy().ravel(), exp)
+        (g,) = torch.autograd.grad(y.sum(), x)
+        np.testing.assert_array_equal(g.cpu().numpy().ravel(), np.bincount(exp, minlength=5))
+    x2 = torch.arange(20.0, dtype=torch.float64, device=device).reshape(1, 1, 4, 5)
+    y2 = F.pad(x2, (1, -2, 2, -2), mode=mode)
+    rows = [_reflect_or_clamp(j - 2, 4, mode) for j in range(4)]
+    cols = [_reflect_or_clamp(j - 1, 5, mode) for j in range(4)]
+    np.testing.assert_array_equal(y2.cpu().numpy()[0, 0], np.arange(20.0).reshape(4, 5)[np.ix_(rows, cols)])
+
+
+def test_pad_size_errors_are_pytorchs(device):
+    """PyTorch: reflect/replicate outputs with no non-empty padded dim raise 'input (W: 5) is too small. Calculated
+    output W: -1' (a negative dim among non-empty ones: 'Trying to create tensor with negative dimension'); a
+    constant pad that crops more than the dim raises narrow()'s 'length must be non-negative'; circular's
+    'Negative padding value is resulting in an empty dimension'; the reflect pad check names the argument of the
+    dim (#4 for W, #6 for H); an unsupported non-constant padding size lists the supported combinations.
+    coretorch returned empty results for the crops, named argument #4 for every dim and said 'Only 2D, 3D, 4D, 5D
+    padding with non-constant padding are supported for now'."""
+    x1 = torch.ones(1, 2, 5, device=device)
+    for mode in ("reflect", "replicate"):
+        with pytest.raises(RuntimeError, match=r"^input \(W: 5\) is too small\. Calculated output W: -1$"):
+            F.pad(x1, (-3, -3), mode=mode)
+        sep = " " if mode == "replicate" else ""
+        with pytest.raises(RuntimeError, match=rf"^input \(H: 4, W: 5{sep}\) is too small\. Calculated output H: 0 "
+                                               r"W: 0$"):
+            F.pad(torch.ones(1, 2, 4, 5, device=device), (-5, 0, -4, 0), mode=mode)
+        with pytest.raises(RuntimeError, match=r"^input \(D: 3 H: 4, W: 5\) is too small\. Calculated output D: 0 "
+                                               r"H: 0 W: 0$"):
+            F.pad(torch.ones(1, 2, 3, 4, 5, device=device), (-5, 0, -4, 0, -3, 0), mode=mode)
+        with pytest.raises(RuntimeError, match=r"negative dimension -1: \[1, 2, 3, 4, -1\]"):
+            F.pad(torch.ones(1, 2, 3, 4, 5, device=device), (-6, 0, 0, 0, 0, 0), mode=mode)
+        with pytest.raises(NotImplementedError, match="^Padding size 2 is not supported for 4D input tensor.\n"
+                                                      "Supported combinations for non-constant padding:"):
+            F.pad(torch.ones(1, 2, 4, 5, device=device), (1, 2), mode=mode)
+    with pytest.raises(RuntimeError, match=r"^Argument #6: Padding size should be less than"):
+        F.pad(torch.ones(1, 2, 4, 5, device=device), (0, 0, 0, 4), mode="reflect")
+    with pytest.raises(RuntimeError, match=r"^Argument #4: Padding size should be less than"):
+        F.pad(torch.ones(1, 2, 4, 5, device=device), (5, 0, 0, 0), mode="reflect")
+    for p in ((-3, -3), (-7, 3), (2, -6)):
+        with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative"):
+            F.pad(x1, p)
+    with pytest.raises(RuntimeError, match="Negative padding value is resulting in an empty dimension"):
+        F.pad(x1, (-3, -3), mode="circular")
