@@ -218,3 +218,37 @@ def test_pad_size_errors_are_pytorchs(device):
             F.pad(x1, p)
     with pytest.raises(RuntimeError, match="Negative padding value is resulting in an empty dimension"):
         F.pad(x1, (-3, -3), mode="circular")
+
+
+def test_unfold_fold_and_channel_shuffle_argument_errors(device):
+    """PyTorch's im2col/col2im: a window argument of another length than 2 is a RuntimeError 'It is expected
+    kernel_size equals to 2, but got size 3' (a 1-tuple is not broadcast); unfold of a 5-D input or of one with an
+    empty channel/spatial dim is 'Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other
+    non-zero dimensions'; integer inputs are NotImplementedError ('"im2col_out_cpu" not implemented for 'Long''),
+    bool works; fold's divisibility message ends with a period; channel_shuffle of a 2-D input says 'expects input
+    with > 2 dims'.  coretorch raised ValueError/NotImplementedError, unfolded an empty channel dim and integer
+    inputs."""
+    x = torch.ones(1, 1, 3, 3, device=device)
+    with pytest.raises(RuntimeError, match="^It is expected kernel_size equals to 2, but got size 3$"):
+        F.unfold(x, (2, 2, 2))
+    with pytest.raises(RuntimeError, match="^It is expected padding equals to 2, but got size 1$"):
+        F.unfold(x, 2, padding=(1,))
+    with pytest.raises(RuntimeError, match="^It is expected output_size equals to 2, but got size 3$"):
+        F.fold(torch.ones(1, 4, 4, device=device), (3, 3, 3), 2)
+    for shape in ((1, 1, 3, 3, 3), (1, 0, 3, 3), (1, 1, 0, 3)):
+        with pytest.raises(RuntimeError, match=r"^Expected 3D or 4D \(batch mode\) tensor with possibly 0 batch size "
+                                               rf"and other non-zero dimensions for input, but got: \[{shape[0]}, "):
+            F.unfold(torch.ones(shape, device=device), 1)
+    assert F.unfold(torch.ones(0, 1, 3, 3, device=device), 2).shape == (0, 4, 4)
+    with pytest.raises(RuntimeError, match=r"^Expected 2D or 3D \(batch mode\) tensor .* but got: \[2, 0, 20\]$"):
+        F.fold(torch.ones(2, 0, 20, device=device), (5, 6), 2)
+    with pytest.raises(NotImplementedError, match="\"im2col_out_cpu\" not implemented for 'Long'"):
+        F.unfold(x.long(), 2)
+    with pytest.raises(NotImplementedError, match="\"col2im_out_cpu\" not implemented for 'Int'"):
+        F.fold(torch.ones(1, 4, 4, device=device, dtype=torch.int32), 3, 2)
+    assert F.unfold(x.bool(), 2).dtype == torch.bool
+    with pytest.raises(RuntimeError, match=r"input.size\(1\)=13 and kernel_size=\(2, 2\)\.$"):
+        F.fold(torch.ones(2, 13, 20, device=device), (5, 6), 2)
+    with pytest.raises(RuntimeError, match=r"^channel_shuffle expects input with > 2 dims, but got input with sizes "
+                                           r"\[2, 6\]$"):
+        F.channel_shuffle(torch.ones(2, 6, device=device), 2)

@@ -23,9 +23,16 @@ def _pair(v, name: str) -> tuple[int, int]:
     if isinstance(v, int):
         return (v, v)
     v = tuple(v)
-    if len(v) != 2:
-        raise ValueError(f"{name} must be an int or a tuple of two ints, got {v}")
+    if len(v) != 2:  # (no broadcast of a 1-tuple: PyTorch's im2col/col2im check)
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
     return v
+
+
+def _check_dtype(input: Tensor, op: str) -> None:
+    """PyTorch's im2col/col2im kernels take floating and bool tensors, not integers."""
+    dt = input.dtype
+    if not dt.is_floating_point and dt is not _dt.bool_:
+        raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for '{dt._tname[:-6]}'")
 
 
 def _check_window(k, d, p, s) -> None:
@@ -56,8 +63,14 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                           (padding, "padding"), (stride, "stride")))
     _check_window(k, d, p, s)
-    if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    nd = input.ndim
+    if nd < 3:  # (PyTorch reads the size of dim 2 first)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], "
+                         f"but got {max(nd, 1)})")
+    if nd > 4 or 0 in input.shape[nd - 3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    _check_dtype(input, "im2col")
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
@@ -80,7 +93,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     o, k, d, p, s = (_pair(v, n) for v, n in ((output_size, "output_size"), (kernel_size, "kernel_size"),
                                              (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
     _check_window(k, d, p, s)
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 3
@@ -89,13 +102,14 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     kk = k[0] * k[1]
     if ck % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
-                           f"got input.size(1)={ck} and kernel_size={k}")
+                           f"got input.size(1)={ck} and kernel_size={k}.")
     hp, wp = o[0] + 2 * p[0], o[1] + 2 * p[1]
     idx, oh, ow = _windows(hp, wp, k, d, s)
     if oh * ow != L:
         raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
                            f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
                            f"{oh} * {ow} = {oh * ow}, but got input.size(2)={L}.")
+    _check_dtype(input, "col2im")
     c = ck // kk
     flat_idx = _C.tensor(idx.reshape(-1), device=x.device)
     plane = _C.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
@@ -111,7 +125,7 @@ def _lp_inf(pool, input, norm_type, kernel_size, stride, ceil_mode):
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
     """(sum over each window of x^p)^(1/p)."""
-    kh, kw = _pair(kernel_size, "kernel_size")
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size  # (PyTorch's unpacking)
     if isinstance(norm_type, (int, float)) and np.isinf(norm_type):  # PyTorch: the max of |x| (or -max of -|x|)
         return _lp_inf(max_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
     out = avg_pool2d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)

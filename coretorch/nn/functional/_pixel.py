@@ -50,8 +50,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """(N, C, *) with C = g * k: channel j*k + i moves to i*g + j (ShuffleNet's shuffle)."""
     if input.ndim < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{input.ndim} dimension(s)")
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
     n, c = input.shape[0], input.shape[1]
