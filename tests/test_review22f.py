@@ -252,3 +252,65 @@ def test_unfold_fold_and_channel_shuffle_argument_errors(device):
     with pytest.raises(RuntimeError, match=r"^channel_shuffle expects input with > 2 dims, but got input with sizes "
                                            r"\[2, 6\]$"):
         F.channel_shuffle(torch.ones(2, 6, device=device), 2)
+
+
+def test_embedding_bag_max_follows_pytorchs_first_element_then_strictly_greater_rule_with_nan(device):
+    """PyTorch's max bag keeps the bag's first (non-padding) element and replaces it only by a strictly greater
+    one: a NaN wins only when it comes first (NaN > x is false), otherwise the maximum of the other elements.
+    Rows [1, nan], [2, 0], [nan, 5] give [2, nan]; coretorch's amax took NaN as the maximum, found no element equal
+    to it and returned the last element of the input (-inf) in both columns."""
+    w = torch.tensor([[1.0, np.nan], [2.0, 0.0], [np.nan, 5.0], [-np.inf, -np.inf], [np.nan, 3.0]],
+                     dtype=torch.float64, device=device, requires_grad=True)
+    out = F.embedding_bag(torch.tensor([0, 1, 2, 3, 3, 4, 3, 1], device=device), w,
+                          torch.tensor([0, 3, 5], device=device), mode="max")
+    exp = np.array([[2.0, np.nan], [-np.inf, -np.inf], [np.nan, 3.0]])
+    np.testing.assert_array_equal(out.detach().cpu().numpy(), exp)
+    (g,) = torch.autograd.grad(out, w, torch.ones_like(out))
+    gexp = np.zeros((5, 2))
+    gexp[1, 0] = gexp[0, 1] = 1            # bag 0: the 2 of row 1, the NaN of row 0 (first)
+    gexp[3, 0] = gexp[3, 1] = 1            # bag 1: row 3 (its first element, ties keep it)
+    gexp[4, 0] = gexp[4, 1] = 1            # bag 2: row 4's NaN first in column 0, its 3 the maximum of column 1
+    np.testing.assert_array_equal(g.cpu().numpy(), gexp)
+    # a padding element does not count as the bag's first
+    pad = F.embedding_bag(torch.tensor([[1, 0]], device=device), w.detach(), mode="max", padding_idx=1)
+    np.testing.assert_array_equal(pad.cpu().numpy(), [[1.0, np.nan]])
+
+
+def test_embedding_bag_skips_a_padding_row_holding_inf(device):
+    """PyTorch's embedding_bag leaves padding_idx entries out of the sum: a padding row holding inf does not reach
+    the result.  coretorch multiplied the padding rows by 0 (inf * 0 = NaN in the bag's result)."""
+    w = torch.tensor([[1.0, np.inf], [2.0, 0.0], [np.nan, 5.0]], dtype=torch.float64, device=device)
+    out = F.embedding_bag(torch.tensor([0, 1, 2, 1], device=device), w, torch.tensor([0, 2], device=device),
+                          mode="sum", padding_idx=0)
+    np.testing.assert_array_equal(out.cpu().numpy(), [[2.0, 0.0], [np.nan, 5.0]])
+    mean = F.embedding_bag(torch.tensor([[0, 1], [2, 1]], device=device), w, mode="mean", padding_idx=2)
+    np.testing.assert_array_equal(mean.cpu().numpy(), [[1.5, np.inf], [2.0, 0.0]])
+
+
+def test_embedding_argument_errors_are_pytorchs(device):
+    """PyTorch: embedding_bag's out-of-range index is a RuntimeError 'embedding_bag: Expected idx >= 0 && idx <
+    num_embeddings but found idx to be 9' (checked in host memory; coretorch raised embedding's IndexError); its
+    mode error says 'mode has to be one of sum, mean or max'; a sparse embedding gradient with scale_grad_by_freq
+    raises 'embedding_backward: scale_grad_by_freq not supported with sparse gradients' in backward (coretorch
+    computed it); one_hot of an empty tensor with num_classes <= 0 cannot infer the classes, a float num_classes is
+    a TypeError (coretorch returned empty results)."""
+    w = torch.randn(7, 3, dtype=torch.float64, device=device, requires_grad=True)
+    if device == "cpu":
+        for bad in (9, -1):
+            with pytest.raises(RuntimeError, match=rf"^embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
+                                                   rf"found idx to be {bad}$"):
+                F.embedding_bag(torch.tensor([0, bad, 3]), w, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="^mode has to be one of sum, mean or max$"):
+        F.embedding_bag(torch.tensor([0, 1], device=device), w, torch.tensor([0], device=device), mode="min")
+    for y in (F.embedding(torch.tensor([0, 2, 2], device=device), w, sparse=True, scale_grad_by_freq=True),
+              F.embedding_bag(torch.tensor([0, 2, 2], device=device), w, torch.tensor([0], device=device),
+                              sparse=True, scale_grad_by_freq=True)):
+        with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse gradients"):
+            y.sum().backward()
+    empty = torch.zeros(0, dtype=torch.int64, device=device)
+    for nc in (0, -1):
+        with pytest.raises(RuntimeError, match="Can not infer total number of classes from empty tensor"):
+            F.one_hot(empty, nc)
+    with pytest.raises(TypeError, match=r"one_hot\(\): argument 'num_classes' \(position 2\) must be int, not "
+                                        r"float"):
+        F.one_hot(torch.tensor([0, 1], device=device), 3.0)

@@ -190,8 +190,13 @@ def one_hot(tensor, num_classes=-1):
     _check_tensor("one_hot", "tensor", tensor)
     if tensor.dtype is not _i64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    try:
+        num_classes = operator.index(num_classes)
+    except TypeError:
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
+                        f"{type(num_classes).__name__}") from None
     if tensor.numel() == 0:
-        if num_classes == -1:
+        if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return _C.zeros(*tensor.shape, num_classes, dtype=_i64, device=tensor.device)
     if num_classes == -1:
