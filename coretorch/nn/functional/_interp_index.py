@@ -45,9 +45,10 @@ def nearest_indices(n_in: int, n_out: int, scale_factor, exact: bool, nsp: int, 
 
 def linear_positions(n_in: int, n_out: int, scale_factor, align_corners: bool, cubic: bool,
                      double: bool) -> np.ndarray:
-    """area_pixel_compute_source_index for each output position, in PyTorch's opmath precision (float64 for
-    float64 inputs, float32 otherwise): ``scale * i`` with align_corners, else ``scale * (i + 0.5) - 0.5`` clamped
-    at 0 for the linear modes (bicubic keeps negative positions)."""
+    """area_pixel_compute_source_index for each output position with PyTorch's arithmetic: the scale in opmath
+    precision (float64 for float64 inputs, float32 otherwise), ``scale * i`` with align_corners, else
+    ``scale * (i + 0.5) - 0.5`` (its 0.5 is a double literal: the product is taken in double and rounded to
+    opmath), clamped at 0 for the linear modes (bicubic keeps negative positions)."""
     t = np.float64 if double else np.float32
     if align_corners:
         scale = t(n_in - 1) / t(n_out - 1) if n_out > 1 else t(0)
@@ -55,8 +56,8 @@ def linear_positions(n_in: int, n_out: int, scale_factor, align_corners: bool, c
         scale = t(1.0 / scale_factor)
     else:
         scale = t(n_in) / t(n_out)
-    i = np.arange(n_out, dtype=t)
+    i = np.arange(n_out, dtype=np.float64)
     if align_corners:
-        return (scale * i).astype(t)
-    src = (scale * (i + t(0.5)) - t(0.5)).astype(t)
+        return (float(scale) * i).astype(t)
+    src = (float(scale) * (i + 0.5) - 0.5).astype(t)
     return src if cubic else np.maximum(src, t(0))
