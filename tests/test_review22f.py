@@ -315,3 +315,13 @@ def test_embedding_argument_errors_are_pytorchs(device):
     with pytest.raises(TypeError, match=r"one_hot\(\): argument 'num_classes' \(position 2\) must be int, not "
                                         r"float"):
         F.one_hot(torch.tensor([0, 1], device=device), 3.0)
+
+
+def test_area_interpolation_of_integers_names_the_pool_of_its_dimensionality(device):
+    """PyTorch's 'area' mode is adaptive average pooling: a 5-D integer input raises adaptive_avg_pool3d's
+    '"adaptive_avg_pool3d_cpu" not implemented for 'Long'' (3-D and 4-D ones the 2-D pool's); coretorch named
+    adaptive_avg_pool2d for every dimensionality."""
+    with pytest.raises(NotImplementedError, match="\"adaptive_avg_pool3d_cpu\" not implemented for 'Long'"):
+        F.interpolate(torch.ones(1, 1, 2, 2, 2, dtype=torch.int64, device=device), scale_factor=2, mode="area")
+    with pytest.raises(NotImplementedError, match="\"adaptive_avg_pool2d\" not implemented for 'Byte'"):
+        F.interpolate(torch.ones(1, 1, 2, dtype=torch.uint8, device=device), scale_factor=2, mode="area")
