@@ -325,3 +325,16 @@ def test_area_interpolation_of_integers_names_the_pool_of_its_dimensionality(dev
         F.interpolate(torch.ones(1, 1, 2, 2, 2, dtype=torch.int64, device=device), scale_factor=2, mode="area")
     with pytest.raises(NotImplementedError, match="\"adaptive_avg_pool2d\" not implemented for 'Byte'"):
         F.interpolate(torch.ones(1, 1, 2, dtype=torch.uint8, device=device), scale_factor=2, mode="area")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_precision_bilinear_is_the_float32_result_rounded_once(device, dtype):
+    """PyTorch's 2-D bilinear kernel computes float16/bfloat16 inputs in float32 (float32 weights) and rounds the
+    result once: it equals interpolating the input converted to float32 and rounding.  coretorch computed every
+    product and sum in the reduced dtype (results 1-2 ulps away in most elements)."""
+    x = torch.tensor(np.random.RandomState(1).randn(2, 3, 5, 7), device=device).to(dtype)
+    for ac in (False, True):
+        y = F.interpolate(x, scale_factor=1.7, mode="bilinear", align_corners=ac)
+        ref = F.interpolate(x.float(), scale_factor=1.7, mode="bilinear", align_corners=ac).to(dtype)
+        assert y.dtype == dtype
+        np.testing.assert_array_equal(y.float().cpu().numpy(), ref.float().cpu().numpy())

@@ -148,8 +148,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             i1 = [min(i + 1, n_in - 1) for i in i0]
         wshape = [1] * out.ndim
         wshape[d] = n_out
-        w1 = _C.tensor(lam1, dtype=input.dtype, device=out.device).reshape(wshape)
-        w0 = _P.rsub(w1, 1.0).to(out.dtype)  # (1 - lambda1 in the input's dtype, as PyTorch's scalar_t weights)
+        # weights in the input's dtype as PyTorch's scalar_t ones (1 - lambda1 in it too), but its 2-D bilinear
+        # kernel computes half/bfloat16 in float32 throughout
+        wdt = out.dtype if mode == "bilinear" else input.dtype
+        w1 = _C.tensor(lam1, dtype=wdt, device=out.device).reshape(wshape)
+        w0 = _P.rsub(w1, 1.0).to(out.dtype)
         w1 = w1.to(out.dtype)
         a = _I.index_select(out, d, _index_tensor(i0, input.device))
         b = _I.index_select(out, d, _index_tensor(i1, input.device))
