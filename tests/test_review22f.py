@@ -338,3 +338,17 @@ def test_reduced_precision_bilinear_is_the_float32_result_rounded_once(device, d
         ref = F.interpolate(x.float(), scale_factor=1.7, mode="bilinear", align_corners=ac).to(dtype)
         assert y.dtype == dtype
         np.testing.assert_array_equal(y.float().cpu().numpy(), ref.float().cpu().numpy())
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_that_only_crops_returns_a_new_tensor(device, mode):
+    """PyTorch's pad always returns a new tensor (constant_pad_nd clones a crop): writing to F.pad(x, (-1, -1))
+    leaves x unchanged.  coretorch's constant and circular modes returned a view of the input for pads that only
+    crop (and circular for zero pads), so the write changed x."""
+    x = torch.zeros(1, 2, 5, device=device)
+    y = F.pad(x, (-1, -1), mode=mode)
+    y[..., 0] = 5.0
+    z = F.pad(x, (0, 0, 0, 0) if mode == "constant" else (0, 0), mode=mode)
+    z[..., 1] = 7.0
+    np.testing.assert_array_equal(x.cpu().numpy(), np.zeros((1, 2, 5)))
+    assert y.is_contiguous() and y.shape == (1, 2, 3)

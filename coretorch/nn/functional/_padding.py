@@ -80,7 +80,7 @@ def pad(input, pad, mode="constant", value=None):
         input, = _ac_cast("pad_" + mode, input)
     if mode != "circular":
         return _pad_indexed(input, pad, mode)
-    out = input
+    out, fresh = input, False
     for k in range(n):
         d = input.ndim - 1 - k
         lo, hi = pad[2 * k], pad[2 * k + 1]
@@ -100,8 +100,9 @@ def pad(input, pad, mode="constant", value=None):
         parts.append(out)
         if hi:
             parts.append(_slice_dim(out, d, 0, hi))
-        out = _S.cat(parts, d) if len(parts) > 1 else out
-    return out
+        if len(parts) > 1:
+            out, fresh = _S.cat(parts, d), True
+    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
 
 
 def _pad_indexed(input: Tensor, pad: list, mode: str) -> Tensor:
@@ -149,7 +150,7 @@ def _pad_indexed(input: Tensor, pad: list, mode: str) -> Tensor:
 
 
 def _pad_constant(input: Tensor, pad, value) -> Tensor:
-    out = input
+    out, fresh = input, False
     nd = input.ndim
     for k in range(len(pad) // 2):
         d = nd - 1 - k
@@ -172,10 +173,8 @@ def _pad_constant(input: Tensor, pad, value) -> Tensor:
             shp[d] = hi
             parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
-            out = _S.cat(parts, d)
-    if out is input:
-        out = _S.clone(input)
-    return out
+            out, fresh = _S.cat(parts, d), True
+    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
 
 
 def one_hot(tensor, num_classes=-1):
