@@ -352,3 +352,15 @@ def test_pad_that_only_crops_returns_a_new_tensor(device, mode):
     z[..., 1] = 7.0
     np.testing.assert_array_equal(x.cpu().numpy(), np.zeros((1, 2, 5)))
     assert y.is_contiguous() and y.shape == (1, 2, 3)
+
+
+def test_pixel_and_channel_shuffles_return_new_tensors(device):
+    """PyTorch's pixel_shuffle, pixel_unshuffle and channel_shuffle copy into a new tensor: with a factor (groups)
+    of 1 or a 1x1 image, writing to the result leaves the input unchanged.  coretorch's reshape/permute gave a
+    view of the input there, so the write changed it."""
+    for fn, arg, shape in ((F.pixel_shuffle, 1, (2, 4, 3, 3)), (F.pixel_unshuffle, 1, (2, 4, 3, 3)),
+                           (F.channel_shuffle, 1, (2, 4, 3, 3)), (F.pixel_shuffle, 2, (2, 4, 1, 1))):
+        x = torch.zeros(shape, device=device)
+        y = fn(x, arg)
+        y.view(-1)[0] = 3.0
+        assert float(x.abs().sum()) == 0.0 and y.is_contiguous()
