@@ -6,8 +6,6 @@ side of an integer: these helpers repeat its float32 operations with numpy scala
 linear/cubic weights are PyTorch's, not those of double arithmetic."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 __all__ = ["nearest_indices", "linear_positions"]
@@ -34,13 +32,15 @@ def nearest_indices(n_in: int, n_out: int, scale_factor, exact: bool, nsp: int, 
         if n_out == 2 * n_in:
             return [i >> 1 for i in range(n_out)]
     off = 0.5 if exact else 0.0
+    i = np.arange(n_out, dtype=np.float64)
     if double and nsp != 2:
         s = 1.0 / scale_factor if scale_factor is not None and scale_factor > 0 else n_in / n_out
-        return [min(int(math.floor(_f32(s * (i + off)))), n_in - 1) for i in range(n_out)]
-    s32 = _scale_f32(n_in, n_out, scale_factor)
-    if exact:  # (dst_index + 0.5) * scale: a double product, rounded by floorf's float argument
-        return [min(int(math.floor(_f32((i + 0.5) * float(s32)))), n_in - 1) for i in range(n_out)]
-    return [min(int(math.floor(_f32(i) * s32)), n_in - 1) for i in range(n_out)]
+        pos = (s * (i + off)).astype(_f32)
+    else:
+        s32 = _scale_f32(n_in, n_out, scale_factor)
+        # nearest-exact: (dst_index + 0.5) * scale, a double product rounded by floorf's float argument
+        pos = ((i + 0.5) * float(s32)).astype(_f32) if exact else i.astype(_f32) * s32
+    return np.minimum(np.floor(pos).astype(np.int64), n_in - 1).tolist()
 
 
 def linear_positions(n_in: int, n_out: int, scale_factor, align_corners: bool, cubic: bool,
