@@ -364,3 +364,19 @@ def test_pixel_and_channel_shuffles_return_new_tensors(device):
         y = fn(x, arg)
         y.view(-1)[0] = 3.0
         assert float(x.abs().sum()) == 0.0 and y.is_contiguous()
+
+
+def test_grid_sample_dtype_errors_are_pytorchs(device):
+    """PyTorch's grid_sample of integer or bool tensors raises its kernels' NotImplementedError
+    ('"grid_sampler_2d_cpu_kernel_impl" not implemented for 'Long'', 3-D: '"grid_sampler3d_cpu"'), and an input and
+    grid of different dtypes 'expected scalar type Float but found Double'.  coretorch sampled integer tensors and
+    worded the dtype mismatch otherwise."""
+    with pytest.raises(NotImplementedError, match="\"grid_sampler_2d_cpu_kernel_impl\" not implemented for 'Long'"):
+        F.grid_sample(torch.ones(1, 1, 2, 2, dtype=torch.int64, device=device),
+                      torch.zeros(1, 1, 1, 2, dtype=torch.int64, device=device), align_corners=False)
+    with pytest.raises(NotImplementedError, match="\"grid_sampler3d_cpu\" not implemented for 'Bool'"):
+        F.grid_sample(torch.ones(1, 1, 2, 2, 2, dtype=torch.bool, device=device),
+                      torch.zeros(1, 1, 1, 1, 3, dtype=torch.bool, device=device), align_corners=False)
+    with pytest.raises(RuntimeError, match="^expected scalar type Float but found Double$"):
+        F.grid_sample(torch.ones(1, 1, 2, 2, device=device),
+                      torch.zeros(1, 1, 1, 2, dtype=torch.float64, device=device), align_corners=False)

@@ -189,9 +189,8 @@ def _check_grid_args(input: Tensor, grid: Tensor, mode: str) -> None:
     if input.device != grid.device:
         raise RuntimeError(f"grid_sampler(): expected input and grid to be on same device, but input is on "
                            f"{input.device} and grid is on {grid.device}")
-    if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
-                           f"{input.dtype} and grid has {grid.dtype}")
+    if input.dtype != grid.dtype:  # (PyTorch's message names the input's and the grid's scalar types)
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {grid.dtype._tname[:-6]}")
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
@@ -205,6 +204,9 @@ def _check_grid_args(input: Tensor, grid: Tensor, mode: str) -> None:
                                f"sizes {list(input.shape)} with dimension {k} being empty")
     if mode == "bicubic" and nsp != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:  # PyTorch's cpu kernels' dispatch error
+        name = "grid_sampler_2d_cpu_kernel_impl" if nsp == 2 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f"\"{name}\" not implemented for '{input.dtype._tname[:-6]}'")
 
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
