@@ -380,3 +380,15 @@ def test_grid_sample_dtype_errors_are_pytorchs(device):
     with pytest.raises(RuntimeError, match="^expected scalar type Float but found Double$"):
         F.grid_sample(torch.ones(1, 1, 2, 2, device=device),
                       torch.zeros(1, 1, 1, 2, dtype=torch.float64, device=device), align_corners=False)
+
+
+def test_output_size_of_a_numpy_float32_scale_factor(device):
+    """PyTorch takes floor(size * scale_factor) in double in its kernels (25 * float32(0.12) = 2.99999... -> 2),
+    but with recompute_scale_factor=True (and mode 'area', which forces it) its Python int(size * scale_factor) in
+    the factor's own type (a numpy float32 product: 3.0 -> 3).  coretorch multiplied in the factor's type for both
+    (3) and floored for both."""
+    x = torch.zeros(1, 1, 25, device=device)
+    sf = np.float32(0.12)
+    assert F.interpolate(x, scale_factor=sf).shape[-1] == 2
+    assert F.interpolate(x, scale_factor=sf, recompute_scale_factor=True).shape[-1] == 3
+    assert F.interpolate(x, scale_factor=sf, mode="area").shape[-1] == 3

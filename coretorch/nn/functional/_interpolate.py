@@ -91,7 +91,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape "
                              f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
                              "scale_factor in (s1, s2, ...,sK) format.")
-        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
+        if recompute_scale_factor or mode == "area":  # PyTorch's Python int(size * factor), in the factor's type
+            out_sizes = tuple(int(s * f) for s, f in zip(in_sizes, sf))
+        else:  # its kernels' floor(size * factor) in double
+            out_sizes = tuple(int(math.floor(s * float(f))) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
     modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
              "lanczos": 2}
