@@ -392,3 +392,14 @@ def test_output_size_of_a_numpy_float32_scale_factor(device):
     assert F.interpolate(x, scale_factor=sf).shape[-1] == 2
     assert F.interpolate(x, scale_factor=sf, recompute_scale_factor=True).shape[-1] == 3
     assert F.interpolate(x, scale_factor=sf, mode="area").shape[-1] == 3
+
+
+def test_affine_grid_batch_mismatch_is_pytorchs_bmm_error(device):
+    """PyTorch's affine_grid multiplies the base grid by the matrices with bmm: a size whose batch differs from
+    theta's raises 'Expected size for first two dimensions of batch2 tensor to be: [3, 3] but got: [2, 3].'.
+    coretorch's broadcast matmul then failed in a reshape ('shape ... is invalid for input of size ...')."""
+    with pytest.raises(RuntimeError, match=r"^Expected size for first two dimensions of batch2 tensor to be: "
+                                           r"\[3, 3\] but got: \[2, 3\]\.$"):
+        F.affine_grid(torch.zeros(2, 2, 3, device=device), (3, 1, 4, 5), align_corners=False)
+    with pytest.raises(RuntimeError, match=r"to be: \[1, 4\] but got: \[2, 4\]\.$"):
+        F.affine_grid(torch.zeros(2, 3, 4, device=device), (1, 1, 2, 2, 2), align_corners=False)

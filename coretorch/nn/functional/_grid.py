@@ -60,6 +60,9 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")
     spatial = size[2:]
+    if size[0] != theta.shape[0]:  # (PyTorch's bmm of the base grid with the matrices)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, "
+                           f"{len(spatial) + 1}] but got: [{theta.shape[0]}, {len(spatial) + 1}].")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
