@@ -193,7 +193,7 @@ def test_grid_errors_and_warnings():
         F.grid_sample(x, torch.zeros(1, 1, 1, 3), align_corners=False)
     with pytest.raises(RuntimeError, match="expected grid and input to have same batch size"):
         F.grid_sample(x, torch.zeros(2, 1, 1, 2), align_corners=False)
-    with pytest.raises(RuntimeError, match="same dtype"):
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
         F.grid_sample(x, g.double(), align_corners=False)
     with pytest.raises(ValueError, match="Expected theta to have floating point type"):
         F.affine_grid(torch.zeros(1, 2, 3, dtype=torch.int64), (1, 1, 2, 2), align_corners=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...ops import creation as _C
 from ...ops import linalg as _L
 from ...ops import shape as _S
@@ -118,7 +119,10 @@ def _avg_matrix(n_in: int, n_out: int, input: Tensor) -> Tensor:
 
 
 def _adaptive_avg(input: Tensor, outs: tuple) -> Tensor:
-    """Separable: A_d applied along each of the last len(outs) dims (negative dims: batched or not)."""
+    """Separable: A_d applied along each of the last len(outs) dims (negative dims: batched or not); half and
+    bfloat16 averaged in float32 and rounded once, as PyTorch's kernels accumulate."""
+    if input.dtype in (_dt.float16, _dt.bfloat16):
+        return _adaptive_avg(input.float(), outs).to(input.dtype)
     nsp = len(outs)
     out = input
     for k, n_out in enumerate(outs):

@@ -176,11 +176,12 @@ class EmbeddingBackward0(Node):
 
     def backward(self, g):
         (flat,) = self.saved()
+        if self.sparse and self.scale:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
         d = g.shape[-1]
         g2 = _S.reshape(g, (flat.shape[0], d))  # not (-1, d): ambiguous for embedding_dim 0
-        if self.padding_idx >= 0:
-            keep = _P.ne(flat, self.padding_idx).to(g.dtype)
-            g2 = _P.mul(g2, _S.unsqueeze(keep, 1))
+        if self.padding_idx >= 0:  # (a where: an inf/NaN gradient of a padding lookup leaves the row at 0)
+            g2 = _P.where(_S.unsqueeze(_P.ne(flat, self.padding_idx), 1), g2, 0.0)
         if self.scale:
             ones = _C.ones(flat.shape[0], dtype=g.dtype, device=g.device)
             counts = _I._index_add(_C.zeros(self.num, dtype=g.dtype, device=g.device), 0, flat, ones)

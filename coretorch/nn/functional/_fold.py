@@ -23,9 +23,16 @@ def _pair(v, name: str) -> tuple[int, int]:
     if isinstance(v, int):
         return (v, v)
     v = tuple(v)
-    if len(v) != 2:
-        raise ValueError(f"{name} must be an int or a tuple of two ints, got {v}")
+    if len(v) != 2:  # (no broadcast of a 1-tuple: PyTorch's im2col/col2im check)
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
     return v
+
+
+def _check_dtype(input: Tensor, op: str) -> None:
+    """PyTorch's im2col/col2im kernels take floating and bool tensors, not integers."""
+    dt = input.dtype
+    if not dt.is_floating_point and dt is not _dt.bool_:
+        raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for '{dt._tname[:-6]}'")
 
 
 def _check_window(k, d, p, s) -> None:
@@ -56,8 +63,14 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                           (padding, "padding"), (stride, "stride")))
     _check_window(k, d, p, s)
-    if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    nd = input.ndim
+    if nd < 3:  # (PyTorch reads the size of dim 2 first)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], "
+                         f"but got {max(nd, 1)})")
+    if nd > 4 or 0 in input.shape[nd - 3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    _check_dtype(input, "im2col")
     batched = input.ndim == 4
     x = input if batched else _S.unsqueeze(input, 0)
     n, c, h, w = x.shape
@@ -80,7 +93,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     o, k, d, p, s = (_pair(v, n) for v, n in ((output_size, "output_size"), (kernel_size, "kernel_size"),
                                              (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
     _check_window(k, d, p, s)
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or 0 in input.shape[input.ndim - 2:]:
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     batched = input.ndim == 3
@@ -89,13 +102,14 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     kk = k[0] * k[1]
     if ck % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
-                           f"got input.size(1)={ck} and kernel_size={k}")
+                           f"got input.size(1)={ck} and kernel_size={k}.")
     hp, wp = o[0] + 2 * p[0], o[1] + 2 * p[1]
     idx, oh, ow = _windows(hp, wp, k, d, s)
     if oh * ow != L:
         raise RuntimeError(f"Given output_size={o}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
                            f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
                            f"{oh} * {ow} = {oh * ow}, but got input.size(2)={L}.")
+    _check_dtype(input, "col2im")
     c = ck // kk
     flat_idx = _C.tensor(idx.reshape(-1), device=x.device)
     plane = _C.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
@@ -111,7 +125,7 @@ def _lp_inf(pool, input, norm_type, kernel_size, stride, ceil_mode):
 
 def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
     """(sum over each window of x^p)^(1/p)."""
-    kh, kw = _pair(kernel_size, "kernel_size")
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size  # (PyTorch's unpacking)
     if isinstance(norm_type, (int, float)) and np.isinf(norm_type):  # PyTorch: the max of |x| (or -max of -|x|)
         return _lp_inf(max_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
     out = avg_pool2d(_P.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
@@ -144,7 +158,7 @@ def _check_bag_args(input, weight, offsets, mode: str, scale_grad_by_freq: bool,
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+        raise ValueError("mode has to be one of sum, mean or max")
     if mode == "max" and scale_grad_by_freq:
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
@@ -156,7 +170,7 @@ def _check_bag_args(input, weight, offsets, mode: str, scale_grad_by_freq: bool,
     for name, t in (("indices", input), ("offsets", offsets)):
         if t is not None and t.dtype is not _dt.int64 and t.dtype is not _dt.int32:
             raise RuntimeError(f"Expected tensor for argument #{1 if name == 'indices' else 2} '{name}' to have "
-                               f"one of the following scalar types: Long, Int; but got {t.dtype} instead "
+                               f"one of the following scalar types: Long, Int; but got {t.type()} instead "
                                "(while checking arguments for embedding_bag)")
 
 
@@ -173,6 +187,26 @@ def _check_offsets(offsets, n: int) -> None:
     if any_outside(offsets[-1:], 0, n + 1):
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
                            f"{int(offsets[-1])}")
+
+
+def _bag_argmax(r: Tensor, bag: Tensor, idx: Tensor, keep, zeros: Tensor) -> tuple:
+    """PyTorch's max_indices of each bag and column: its kernel keeps the bag's first (non-padding) element and
+    replaces it by a strictly greater one, so a NaN never wins unless it comes first (then nothing replaces it),
+    and a tie goes to the first.  (first index (b, d) or None without rows, the maxima ignoring NaN)"""
+    t, d = r.shape
+    nan = _P.ne(r, r)
+    rn = _P.where(nan, float("-inf"), r)
+    best = zeros.scatter_reduce(0, idx, rn, "amax", include_self=False)
+    if not t:
+        return None, best
+    b = zeros.shape[0]
+    ar = _C.arange(t, device=r.device)
+    pos = _P.where(_P.eq(rn, _I.index_select(best, 0, bag)), _S.expand(_S.unsqueeze(ar, 1), (t, d)), t - 1)
+    first = _C.full((b, d), t - 1, dtype=_dt.int64, device=r.device).scatter_reduce(0, idx, pos, "amin")
+    valid = ar if keep is None else _P.where(keep, ar, t - 1)
+    start = _C.full((b,), t - 1, dtype=_dt.int64, device=r.device).scatter_reduce(0, bag, valid, "amin")
+    start = _S.expand(_S.unsqueeze(start, 1), (b, d))
+    return _P.where(_I.gather(nan, 0, start), start, first), best
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None,
@@ -197,7 +231,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
-                             f"fixed length sequences. However, found offsets of type {type(offsets).__name__}")
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
         b, m = input.shape
         bag = _S.expand(_S.unsqueeze(_C.arange(b, device=input.device), 1), (b, m)).reshape(-1)
         flat = input.reshape(-1)
@@ -221,12 +255,16 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
             bag = _P.clamp(bag, max=b - 1)
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    n = weight.shape[0]
+    if flat.shape[0] and flat._be.host_memory and any_outside(flat, 0, n):  # (the device checks at its next read)
+        bad = next(v for v in flat.tolist() if not 0 <= v < n)
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be {bad}")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)   # (T, D)
     keep = None
-    if padding_idx is not None:
+    if padding_idx is not None:  # (a where: a padding row holding inf/NaN is skipped, as PyTorch's kernels)
         pi = padding_idx if padding_idx >= 0 else weight.shape[0] + padding_idx
         keep = _P.ne(flat, pi)
-        rows = _P.mul(rows, _S.unsqueeze(keep.to(rows.dtype), 1))
+        rows = _P.where(_S.unsqueeze(keep, 1), rows, 0.0)
     if per_sample_weights is not None:
         rows = _P.mul(rows, _S.unsqueeze(per_sample_weights, 1))
     d = weight.shape[1]
@@ -235,16 +273,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         if keep is not None:
             rows = _P.where(_S.unsqueeze(keep, 1), rows, float("-inf"))
         idx = _S.expand(_S.unsqueeze(bag, 1), (bag.shape[0], d))
-        t = flat.shape[0]
         with _no_grad():
-            best = zeros.scatter_reduce(0, idx, rows.detach(), "amax", include_self=False)
-            if t:  # PyTorch's max_indices: the first element of the bag reaching the maximum (its only gradient)
-                pos = _S.expand(_S.unsqueeze(_C.arange(t, device=weight.device), 1), (t, d))
-                pos = _P.where(_P.eq(rows.detach(), _I.index_select(best, 0, bag)), pos, t - 1)
-                first = _C.full((b, d), t - 1, dtype=_dt.int64, device=weight.device)
-                first = first.scatter_reduce(0, idx, pos, "amin", include_self=True)
+            first, best = _bag_argmax(rows.detach(), bag, idx, keep, zeros)
         # no rows: zeros that still depend on weight (PyTorch's result requires grad; its gradient is zero)
-        out = _I.gather(rows, 0, first) if t else _P.add(best, _P.mul(_R.sum(rows), 0.0))
+        out = _I.gather(rows, 0, first) if first is not None else _P.add(best, _P.mul(_R.sum(rows), 0.0))
         counts = _I.index_add(_C.zeros(b, dtype=_dt.int64, device=weight.device), 0, bag,
                               (keep if keep is not None else _C.ones_like(flat, dtype=_dt.bool_)).to(_dt.int64))
         return _P.where(_S.unsqueeze(_P.gt(counts, 0), 1), out, 0.0)

@@ -60,6 +60,9 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")
     spatial = size[2:]
+    if size[0] != theta.shape[0]:  # (PyTorch's bmm of the base grid with the matrices)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, "
+                           f"{len(spatial) + 1}] but got: [{theta.shape[0]}, {len(spatial) + 1}].")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
@@ -117,7 +120,13 @@ def _pad_coords(coord: Tensor, size: int, padding_mode: str, align_corners: bool
 
 
 def _clip(coord: Tensor, size: int) -> Tensor:
+    """Clamp to [0, size - 1] with PyTorch's clip_coordinates_set_grad: the gradient passes only strictly inside
+    (a coordinate on the border, e.g. an identity grid's -1/1 with align_corners, gets none; clamp's gradient
+    passes at its bounds)."""
     c = _P.clamp(coord, 0, size - 1)
+    if coord.requires_grad:
+        inside = _P.logical_and(_P.gt(coord, 0), _P.lt(coord, size - 1))
+        c = _P.where(inside, coord, c.detach())
     return _P.where(_P.eq(c, c), c, 0.0)
 
 
@@ -183,9 +192,8 @@ def _check_grid_args(input: Tensor, grid: Tensor, mode: str) -> None:
     if input.device != grid.device:
         raise RuntimeError(f"grid_sampler(): expected input and grid to be on same device, but input is on "
                            f"{input.device} and grid is on {grid.device}")
-    if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
-                           f"{input.dtype} and grid has {grid.dtype}")
+    if input.dtype != grid.dtype:  # (PyTorch's message names the input's and the grid's scalar types)
+        raise RuntimeError(f"expected scalar type {input.dtype._tname[:-6]} but found {grid.dtype._tname[:-6]}")
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
@@ -199,6 +207,9 @@ def _check_grid_args(input: Tensor, grid: Tensor, mode: str) -> None:
                                f"sizes {list(input.shape)} with dimension {k} being empty")
     if mode == "bicubic" and nsp != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:  # PyTorch's cpu kernels' dispatch error
+        name = "grid_sampler_2d_cpu_kernel_impl" if nsp == 2 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f"\"{name}\" not implemented for '{input.dtype._tname[:-6]}'")
 
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
@@ -255,9 +266,13 @@ def _bicubic(taps: _Taps, coords: list, sizes: tuple, padding_mode: str, align_c
     ys = [taps.axis(_pad_coords(_P.add(y0, j - 1.0), sizes[0], padding_mode, align_corners), 0) for j in range(4)]
     xs = [taps.axis(_pad_coords(_P.add(x0, i - 1.0), sizes[1], padding_mode, align_corners), 1) for i in range(4)]
     out = None
-    for j in range(4):
+    for j in range(4):  # PyTorch's order: each row interpolated along x, then the four rows along y
+        row = None
         for i in range(4):
-            term = taps.read([ys[j], xs[i]], _P.mul(wy[j], wx[i]))
-            out = term if out is None else _P.add(out, term)
+            term = taps.read([ys[j], xs[i]], wx[i])
+            row = term if row is None else _P.add(row, term)
+        assert row is not None
+        term = _P.mul(row, _S.unsqueeze(wy[j], 1))
+        out = term if out is None else _P.add(out, term)
     assert out is not None  # 16 taps
     return out

@@ -13,9 +13,11 @@ from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
 from ...tensor import Tensor
-from ._common import _check_tensor, _i64, _ntuple
+from ._common import _check_tensor, _i64
+from ._interp_index import linear_positions, nearest_indices
 from ._interpolate_u8 import check_integer, resample_uint8
-from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
+from ._adaptive import adaptive_avg_pool1d, adaptive_avg_pool3d
+from ._pooling import adaptive_avg_pool2d
 
 
 # ---------------------------------------------------------------------------------------------
@@ -23,6 +25,13 @@ from ._pooling import _adaptive_avg_nd, adaptive_avg_pool2d
 # ---------------------------------------------------------------------------------------------
 def _index_tensor(values, device) -> Tensor:
     return _C.tensor(values, dtype=_i64, device=device)
+
+
+def _is_integer(v) -> bool:
+    """PyTorch's _is_integer: a Python or numpy integer, or an integer tensor."""
+    if isinstance(v, (int, np.integer)):
+        return True
+    return isinstance(v, Tensor) and not v.is_floating_point()
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -57,27 +66,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     in_sizes = tuple(input.shape[2:])
     if size is not None:
-        if isinstance(size, (tuple, list)) and len(size) != nsp:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {list(in_sizes)} and output size of {size}. Please "
-                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
-                             "...,oK) format.")
-        out_sizes = _ntuple(size, nsp, "size") if isinstance(size, (tuple, list)) else (int(size),) * nsp
+        if isinstance(size, (tuple, list)):
+            if len(size) != nsp:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(in_sizes)} and output size of {size}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            if not all(_is_integer(v) for v in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(v) for v in size]}")
+            out_sizes = tuple(int(v) for v in size)
+        else:
+            if not _is_integer(size):  # (PyTorch's binding refuses a float size: no truncation)
+                raise TypeError(f"interpolate(): argument 'size' must be tuple of ints, but found element of type "
+                                f"{type(size).__name__} at pos 0")
+            out_sizes = (int(size),) * nsp
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         scales = [None] * nsp
     else:
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nsp
-        if len(sf) != nsp:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * max(nsp, 0)
+        if isinstance(scale_factor, (tuple, list)) and len(sf) != nsp:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
-                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape {sf}.")
-        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, sf))
+                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape "
+                             f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             "scale_factor in (s1, s2, ...,sK) format.")
+        if recompute_scale_factor or mode == "area":  # PyTorch's Python int(size * factor), in the factor's type
+            out_sizes = tuple(int(s * f) for s, f in zip(in_sizes, sf))
+        else:  # its kernels' floor(size * factor) in double
+            out_sizes = tuple(int(math.floor(s * float(f))) for s, f in zip(in_sizes, sf))
         scales = [None] * nsp if recompute_scale_factor else [float(f) for f in sf]
-    if nsp < 1:  # PyTorch's last resort, after the size checks
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
-                                  f"area | nearest-exact (got {mode})")
     modes = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "area": 0,
              "lanczos": 2}
-    if mode not in modes:
+    if not 1 <= nsp <= 3 or mode not in modes or mode in ("bicubic", "lanczos") and nsp != 2:
+        # PyTorch's last resort, after the size checks (no kernel for these dimensionalities or modes)
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
                                   f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
                                   f"area | nearest-exact (got {mode})")
@@ -96,74 +118,89 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode != "area" and (min(out_sizes) <= 0 or min(in_sizes) <= 0):  # (area is adaptive pooling: 0 is fine)
         names = ("D", "H", "W")[3 - nsp:]
         fmt = lambda v: ", ".join(f"{n}: {x}" for n, x in zip(names, v))  # noqa: E731
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)}) "
-                           f"output ({fmt(out_sizes)})")
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(in_sizes)})"
+                           f"{' and' if nsp == 1 else ''} output ({fmt(out_sizes)})")
+    if mode != "area" and input.shape[1] == 0:  # (an empty batch of non-empty images is fine)
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
+                           f"{list(input.shape)}")
     if input.dtype is _dt.uint8 and mode in ("bilinear", "bicubic"):  # PyTorch's (and PIL's) fixed-point path
         return resample_uint8(input, out_sizes, scales, mode, align_corners, antialias, _aa_matrix)
     if antialias:
         return _antialias(input, out_sizes, scales, mode, align_corners)
     if mode == "area":
-        return adaptive_avg_pool2d(input, out_sizes) if nsp == 2 else _adaptive_avg_nd(input, out_sizes)
-    out = input
-    for k in range(nsp):
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nsp - 1](input, out_sizes)
+    reduced = input.dtype in (_dt.float16, _dt.bfloat16) and mode != "nearest" and mode != "nearest-exact"
+    out = input.float() if reduced else input  # PyTorch's kernels compute half/bfloat16 in float32, round once
+    double = input.dtype is _dt.float64
+    for k in reversed(range(nsp)):  # the last dim first: PyTorch's kernels nest the first dim's sum outermost
         d = 2 + k
         n_in, n_out, sc = in_sizes[k], out_sizes[k], scales[k]
-        scale = (1.0 / sc) if sc is not None and sc > 0 else n_in / n_out
         if mode in ("nearest", "nearest-exact"):
-            off = 0.5 if mode == "nearest-exact" else 0.0
-            idx = [min(int(math.floor((i + off) * scale)), n_in - 1) for i in range(n_out)]
+            idx = nearest_indices(n_in, n_out, sc, mode == "nearest-exact", nsp, double)
             out = _I.index_select(out, d, _index_tensor(idx, input.device))
             continue
-        if align_corners:
-            src = [i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0 for i in range(n_out)]
-        else:  # (bicubic keeps negative source positions: its taps are clamped instead)
-            src = [scale * (i + 0.5) - 0.5 for i in range(n_out)]
-            if mode != "bicubic":
-                src = [max(v, 0.0) for v in src]
+        src = linear_positions(n_in, n_out, sc, align_corners, mode == "bicubic", double)
         if mode == "bicubic":
-            out = _cubic_pass(out, d, src, n_in, input.device)
+            out = _cubic_pass(out, d, src, n_in, input.dtype)
             continue
         if n_in == n_out:  # PyTorch's compute_source_index_and_lambda: equal sizes copy, whatever the scale
             i0 = i1 = list(range(n_out))
-            lam = [0.0] * n_out
+            lam1 = np.zeros(n_out, src.dtype)
         else:
-            i0 = [min(int(math.floor(s)), n_in - 1) for s in src]
+            i0, lam1 = _guard(src, n_in)
             i1 = [min(i + 1, n_in - 1) for i in i0]
-            lam = [s - i for s, i in zip(src, i0)]
         wshape = [1] * out.ndim
         wshape[d] = n_out
-        lam_t = _C.tensor(lam, dtype=out.dtype, device=out.device).reshape(wshape)
+        # weights in the input's dtype as PyTorch's scalar_t ones (1 - lambda1 in it too), but its 2-D bilinear
+        # kernel computes half/bfloat16 in float32 throughout
+        wdt = out.dtype if mode == "bilinear" else input.dtype
+        w1 = _C.tensor(lam1, dtype=wdt, device=out.device).reshape(wshape)
+        w0 = _P.rsub(w1, 1.0).to(out.dtype)
+        w1 = w1.to(out.dtype)
         a = _I.index_select(out, d, _index_tensor(i0, input.device))
         b = _I.index_select(out, d, _index_tensor(i1, input.device))
-        out = _P.add(_P.mul(a, _P.rsub(lam_t, 1.0)), _P.mul(b, lam_t))
-    return out
+        out = _P.add(_P.mul(a, w0), _P.mul(b, w1))
+    return out.to(input.dtype) if reduced else out
+
+
+def _guard(src: np.ndarray, n_in: int) -> tuple:
+    """PyTorch's guard_index_and_lambda: index min(floorf(src), n_in - 1) (floorf rounds a double to float first),
+    weight of the next tap src - index clamped to [0, 1], in src's precision."""
+    i0 = np.minimum(np.floor(src.astype(np.float32)).astype(np.int64), n_in - 1)
+    lam = np.clip(src - i0.astype(src.dtype), 0, 1).astype(src.dtype)
+    return i0.tolist(), lam
 
 
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
-def _cubic_weights(t: float) -> tuple:
-    """The four taps' weights of Keys' cubic convolution at fractional position t (taps at -1, 0, 1, 2)."""
-    a = _CUBIC_A
+def _cubic_weights(t: np.ndarray) -> list:
+    """The four taps' weights of Keys' cubic convolution at fractional positions t (taps at -1, 0, 1, 2), in t's
+    precision with PyTorch's get_cubic_upsample_coefficients' operations."""
+    a = t.dtype.type(_CUBIC_A)
+    one = t.dtype.type(1)
 
     def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a + 2) * x - (a + 3)) * x * x + one
 
     def far(x):  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return far(t + 1), near(t), near(1 - t), far(2 - t)
+    x2 = one - t
+    return [far(t + one), near(t), near(x2), far(x2 + one)]
 
 
-def _cubic_pass(out: Tensor, d: int, src: list, n_in: int, device) -> Tensor:
-    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output."""
-    base = [int(math.floor(v)) for v in src]
-    weights = [_cubic_weights(v - b) for v, b in zip(src, base)]
+def _cubic_pass(out: Tensor, d: int, src: np.ndarray, n_in: int, dtype) -> Tensor:
+    """Bicubic interpolation along dim ``d``: four index_select taps (clamped at the borders) weighted per output
+    (weights rounded to the input's ``dtype``, as PyTorch stores them, then computed in ``out``'s)."""
+    device = out.device
+    base, t = _guard(src, n_in)
+    weights = _cubic_weights(t)
     wshape = [1] * out.ndim
     wshape[d] = len(src)
     acc = None
     for j in range(4):
         idx = [min(max(b - 1 + j, 0), n_in - 1) for b in base]
-        w = _C.tensor([ws[j] for ws in weights], dtype=out.dtype, device=out.device).reshape(wshape)
+        w = _C.tensor(weights[j], dtype=dtype, device=device).reshape(wshape).to(out.dtype)
         term = _P.mul(_I.index_select(out, d, _index_tensor(idx, device)), w)
         acc = term if acc is None else _P.add(acc, term)
     assert acc is not None  # four taps

@@ -32,7 +32,8 @@ def check_integer(input: Tensor, mode: str, antialias: bool) -> None:
             raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{name}'")
         return
     if mode == "area":
-        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{name}'")
+        pool = "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d"  # (the 1-D pool is the 2-D one)
+        raise NotImplementedError(f"\"{pool}\" not implemented for '{name}'")
     if mode in ("linear", "trilinear"):
         raise NotImplementedError(f"\"compute_indices_weights_linear\" not implemented for '{name}'")
     if dt is _dt.uint8:

@@ -6,6 +6,7 @@ import operator
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...ops import creation as _C
+from ...ops import indexing as _I
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
@@ -64,8 +65,11 @@ def pad(input, pad, mode="constant", value=None):
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if n > 3 or input.ndim not in (n + 1, n + 2):
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
-                                  f"(got a {input.ndim}-D input and {len(pad)} padding values for mode {mode})")
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+                                  "Supported combinations for non-constant padding:\n"
+                                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if mode != "circular" and 0 in input.shape[1 if input.ndim == n + 2 else 0:]:
         raise RuntimeError(f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with possibly 0 batch size and other "
                            f"non-zero dimensions for input, but got: {list(input.shape)}")
@@ -74,56 +78,90 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"\"{name}_pad{n}d\" not implemented for 'Bool'")
     if _ac.on and mode != "circular":  # autocast: the op's dtype policy (one attribute check when off)
         input, = _ac_cast("pad_" + mode, input)
-    out = input
+    if mode != "circular":
+        return _pad_indexed(input, pad, mode)
+    out, fresh = input, False
     for k in range(n):
         d = input.ndim - 1 - k
         lo, hi = pad[2 * k], pad[2 * k + 1]
         size = out.shape[d]
-        if mode == "reflect" and (lo >= size or hi >= size):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
-        if mode == "circular" and (lo > size or hi > size):
+        if lo > size or hi > size:
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        if size + lo + hi < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
         if lo < 0:
             out, lo = _slice_dim(out, d, -lo, None), 0
         if hi < 0:
             out, hi = _slice_dim(out, d, None, out.shape[d] + hi), 0
         size = out.shape[d]
         parts = []
-        if mode == "reflect":
-            if lo:
-                parts.append(_S.flip(_slice_dim(out, d, 1, lo + 1), (d,)))
-            parts.append(out)
-            if hi:
-                parts.append(_S.flip(_slice_dim(out, d, size - hi - 1, size - 1), (d,)))
-        elif mode == "replicate":
-            shp = list(out.shape)
-            if lo:
-                shp[d] = lo
-                parts.append(_S.expand(_slice_dim(out, d, 0, 1), tuple(shp)))
-            parts.append(out)
-            if hi:
-                shp[d] = hi
-                parts.append(_S.expand(_slice_dim(out, d, size - 1, size), tuple(shp)))
+        if lo:
+            parts.append(_slice_dim(out, d, size - lo, size))
+        parts.append(out)
+        if hi:
+            parts.append(_slice_dim(out, d, 0, hi))
+        if len(parts) > 1:
+            out, fresh = _S.cat(parts, d), True
+    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
+
+
+def _pad_indexed(input: Tensor, pad: list, mode: str) -> Tensor:
+    """Reflection and replication padding as PyTorch's kernels: output position j of a dim reads input position
+    j - left reflected about the first/last element (reflect) or clamped into the input (replicate), in the
+    input's own coordinates, so a negative pad crops and the other side's pad still reflects the uncropped input
+    ((-5, 1) of 5 elements reads element 3); one index_select per padded dim."""
+    n = len(pad) // 2
+    nd = input.ndim
+    ins = [input.shape[nd - 1 - k] for k in range(n)]
+    if mode == "reflect":
+        for k in range(n):
+            lo, hi = pad[2 * k], pad[2 * k + 1]
+            if lo >= ins[k] or hi >= ins[k]:
+                raise RuntimeError(f"Argument #{4 + 2 * k}: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({lo}, {hi}) at dimension {nd - 1 - k} of input "
+                                   f"{list(input.shape)}")
+    outs = [ins[k] + pad[2 * k] + pad[2 * k + 1] for k in range(n)]
+    if max(outs) < 1:  # PyTorch's kernels check that some output dim is non-empty (their messages verbatim)
+        w, ow = ins[0], outs[0]
+        if n == 1:
+            msg = f"input (W: {w}) is too small. Calculated output W: {ow}"
+        elif n == 2:
+            sep = " " if mode == "replicate" else ""
+            msg = f"input (H: {ins[1]}, W: {w}{sep}) is too small. Calculated output H: {outs[1]} W: {ow}"
         else:
-            if lo:
-                parts.append(_slice_dim(out, d, size - lo, size))
-            parts.append(out)
-            if hi:
-                parts.append(_slice_dim(out, d, 0, hi))
-        out = _S.cat(parts, d) if len(parts) > 1 else out
-    return out
+            msg = (f"input (D: {ins[2]} H: {ins[1]}, W: {w}) is too small. Calculated output D: {outs[2]} "
+                   f"H: {outs[1]} W: {ow}")
+        raise RuntimeError(msg)
+    if min(outs) < 0:
+        shape = list(input.shape[:nd - n]) + outs[::-1]
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(outs)}: {shape}")
+    out = input
+    for k in range(n):
+        d, size, lo = nd - 1 - k, ins[k], pad[2 * k]
+        if pad[2 * k] == 0 and pad[2 * k + 1] == 0:
+            continue
+        pos = [j - lo for j in range(outs[k])]
+        if mode == "reflect":
+            idx = [-i if i < 0 else (2 * (size - 1) - i if i >= size else i) for i in pos]
+        else:
+            idx = [min(max(i, 0), size - 1) for i in pos]
+        out = _I.index_select(out, d, _C.tensor(idx, dtype=_i64, device=input.device))
+    return _S.clone(out) if out is input else out
 
 
 def _pad_constant(input: Tensor, pad, value) -> Tensor:
-    out = input
+    out, fresh = input, False
     nd = input.ndim
     for k in range(len(pad) // 2):
         d = nd - 1 - k
         lo, hi = pad[2 * k], pad[2 * k + 1]
         if lo < 0:
+            if out.shape[d] + lo < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
             out, lo = _slice_dim(out, d, -lo, None), 0
         if hi < 0:
+            if out.shape[d] + hi < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
             out, hi = _slice_dim(out, d, None, out.shape[d] + hi), 0
         parts = []
         shp = list(out.shape)
@@ -135,10 +173,8 @@ def _pad_constant(input: Tensor, pad, value) -> Tensor:
             shp[d] = hi
             parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
-            out = _S.cat(parts, d)
-    if out is input:
-        out = _S.clone(input)
-    return out
+            out, fresh = _S.cat(parts, d), True
+    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -153,8 +189,13 @@ def one_hot(tensor, num_classes=-1):
     _check_tensor("one_hot", "tensor", tensor)
     if tensor.dtype is not _i64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    try:
+        num_classes = operator.index(num_classes)
+    except TypeError:
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
+                        f"{type(num_classes).__name__}") from None
     if tensor.numel() == 0:
-        if num_classes == -1:
+        if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return _C.zeros(*tensor.shape, num_classes, dtype=_i64, device=tensor.device)
     if num_classes == -1:

@@ -8,6 +8,13 @@ from ...tensor import Tensor
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 
 
+def _copy(x: Tensor) -> Tensor:
+    """One row-major copy, as PyTorch's kernels make (a reshape alone was a view of the input for a factor of 1 or
+    a 1x1 image: a write to the result changed the input)."""
+    y = _S.contiguous(x)
+    return _S.clone(y) if y is x else y
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r^2, H, W) -> (*, C, H*r, W*r)."""
     if input.ndim < 3:
@@ -23,7 +30,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     nb = len(batch)
     x = input.reshape(tuple(batch) + (c // (r * r), r, r, h, w))
     x = _S.permute(x, tuple(range(nb)) + (nb, nb + 3, nb + 1, nb + 4, nb + 2))
-    return x.reshape(tuple(batch) + (c // (r * r), h * r, w * r))
+    return _copy(x).reshape(tuple(batch) + (c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -44,14 +51,14 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     nb = len(batch)
     x = input.reshape(tuple(batch) + (c, h // r, r, w // r, r))
     x = _S.permute(x, tuple(range(nb)) + (nb, nb + 2, nb + 4, nb + 1, nb + 3))
-    return x.reshape(tuple(batch) + (c * r * r, h // r, w // r))
+    return _copy(x).reshape(tuple(batch) + (c * r * r, h // r, w // r))
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """(N, C, *) with C = g * k: channel j*k + i moves to i*g + j (ShuffleNet's shuffle)."""
     if input.ndim < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{input.ndim} dimension(s)")
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
     n, c = input.shape[0], input.shape[1]
@@ -59,7 +66,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     rest = tuple(input.shape[2:])
     x = input.reshape((n, groups, c // groups) + rest)
-    return _S.transpose(x, 1, 2).reshape((n, c) + rest)
+    return _copy(_S.transpose(x, 1, 2)).reshape((n, c) + rest)
 
 
 native_channel_shuffle = channel_shuffle

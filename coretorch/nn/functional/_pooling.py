@@ -257,15 +257,6 @@ def adaptive_avg_pool2d(input, output_size):
     return _L.matmul(_L.matmul(ah, input), _S.transpose(aw, 0, 1))
 
 
-def _adaptive_avg_nd(input, out_sizes):
-    out = input
-    for k, n_out in enumerate(out_sizes):
-        d = 2 + k
-        a = _adaptive_matrix(input.shape[d], n_out, input.dtype, input.device)
-        out = _S.movedim(_L.matmul(a, _S.movedim(out, d, -2)), -2, d)
-    return out
-
-
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
     """(values, indices) of 1-D max pooling, as ``torch.nn.functional``'s."""
