@@ -403,6 +403,11 @@ class ModuleCapture:
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
+            if need and _hooked_region(need, lv, targets):
+                # recording the backward (placeholder gradients) would call the hook, and a replay never calls it
+                rec.breaks.append("a gradient hook inside the forward's autograd graph (an intermediate tensor's "
+                                  "register_hook or retain_grad, a node hook, a submodule's backward hook): "
+                                  "the capture would call it with placeholder gradients, a replay not at all")
             bw_src = None
             if not rec.breaks and need:  # (under no_grad too: an enable_grad block of the forward made them)
                 try:
@@ -551,6 +556,26 @@ def _outside_leaves(outs: list, lv: list, targets: list) -> list:
         else:
             stack += [m for m, _ in n.next_functions]
     return found
+
+
+def _hooked_region(outs: list, lv: list, targets: list) -> bool:
+    """Whether a node of the outputs' graph between them and the targets (the region the capture records the
+    backward of) holds a hook: eager calls it at each backward with that call's gradients, with whatever it does
+    besides (``grads.append(g)``, a counter, a print); the recording would call it once with the placeholder
+    gradients, and a replay's backward never calls Python.  (The targets' own nodes never run while recording: their
+    hooks run at the user's backward, see _record_backward.)"""
+    stop = {id(_grad_edge(lv[t] if isinstance(t, int) else t)[0]) for t in targets}
+    seen: set = set()
+    stack = [o.grad_fn for o in outs]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen or id(n) in stop or isinstance(n, AccumulateGrad):
+            continue
+        seen.add(id(n))
+        if n._hooked and (n._pre_hooks or n._hooks or any((n._tensor_hooks or {}).values())):
+            return True
+        stack += [m for m, _ in n.next_functions]
+    return False
 
 
 _LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
