@@ -1,5 +1,9 @@
 """Review 22e (compile): compiled modules (``torch.compile(model)`` / ``model.compile()``) in real use, compared with
 the eager module call by call: the wrapper's API, inference loops, training with the eager optimizer."""
+import dataclasses
+from collections import OrderedDict
+from typing import Optional
+
 import numpy as np
 import pytest
 
@@ -73,3 +77,68 @@ def test_a_counting_gradient_hook_registered_in_forward(device):
             f(torch.randn(3, 4, device=device)).sum().backward()
         counts.append(n[0])
     assert counts == [3, 3]
+
+
+class _ModelOutput(OrderedDict):
+    """transformers' ModelOutput, reduced: a dataclass and an OrderedDict at once, each field both an item (when
+    not None) and an attribute."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __getitem__(self, k):
+        return dict(self.items())[k] if isinstance(k, str) else tuple(self.values())[k]
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+
+@dataclasses.dataclass
+class _LMOutput(_ModelOutput):
+    loss: Optional[torch.Tensor] = None
+    logits: Optional[torch.Tensor] = None
+
+
+class _TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.head = nn.Embedding(10, 8), nn.Linear(8, 10)
+
+    def forward(self, input_ids=None, labels=None):
+        logits = self.head(self.emb(input_ids))
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten()) if labels is not None else None
+        return _LMOutput(loss=loss, logits=logits)
+
+
+@pytest.mark.parametrize("form", ["module", "function"])
+def test_a_model_output_dict_dataclass_holds_this_calls_tensors(device, form):
+    """A result that is a dict subclass whose attributes hold the same tensors (transformers' ``ModelOutput``:
+    ``out.logits`` and ``out["logits"]``): eager's holds this call's tensors both ways.  Compiled before the fix: a
+    compiled module rebuilt the attributes only (``out["logits"]`` and ``out[1]`` stayed the capture call's logits
+    at every replay), a compiled function the items only (``out.logits``, ``out.loss`` stayed the capture's)."""
+    torch.manual_seed(0)
+    m = _TinyLM().to(device)
+    if form == "module":
+        f = torch.compile(m)
+    else:
+        f = torch.compile(lambda ids: _no_grad_call(m, ids))
+    for i in range(4):
+        ids = torch.randint(0, 10, (2, 5)).to(device)
+        with torch.no_grad():
+            e = m(input_ids=ids, labels=ids)
+        r = f(input_ids=ids, labels=ids) if form == "module" else f(ids)
+        assert type(r) is _LMOutput and list(r.keys()) == ["loss", "logits"]
+        for got in (r.logits, r["logits"], r[1]):
+            np.testing.assert_allclose(got.detach().cpu().numpy(), e.logits.cpu().numpy(), rtol=1e-6, atol=1e-6)
+        for got in (r.loss, r["loss"]):
+            np.testing.assert_allclose(got.detach().cpu().numpy(), e.loss.cpu().numpy(), rtol=1e-6, atol=1e-6)
+    assert (f._capture.replays if form == "module" else f.replays) >= 2
+
+
+def _no_grad_call(m, ids):
+    with torch.no_grad():
+        return m(input_ids=ids, labels=ids)

@@ -154,13 +154,14 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
     out: list = []
     hidden: list = []
     persistent = {v[0] for v in views}
+    distinct = list({id(o): o for o in outs}.values())  # (one tensor returned twice: one view)
     for i, o in enumerate(outs):
         b = o._vbase
         if b is None or i in persistent:
             continue
         j = next((k for k, p in enumerate(outs) if p is b), None)
         if j is None:
-            if o._mo is None and sum(p._vbase is b for p in outs) > 1:
+            if o._mo is None and sum(p._vbase is b for p in distinct) > 1:
                 return None
             k = next((k for k, h in enumerate(hidden) if h is b), None)
             if k is None:
