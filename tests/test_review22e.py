@@ -142,3 +142,29 @@ def test_a_model_output_dict_dataclass_holds_this_calls_tensors(device, form):
 def _no_grad_call(m, ids):
     with torch.no_grad():
         return m(input_ids=ids, labels=ids)
+
+
+@pytest.mark.parametrize("form", ["wrap", "in_place"])
+def test_an_in_place_op_on_a_compiled_modules_3d_linear_output(device, form):
+    """``y = model(x)`` with a 3-D ``x`` through ``nn.Linear`` (its result a view of the 2-D product), then
+    ``y[..., 0] = 0.0; y.mul_(2)`` before the backward (masking logits in place): eager records both ops and the
+    backward works.  Compiled before the fix, on the capture call and every replay: the output was made a view of a
+    base without autograd history, so the in-place op raised "a view of a leaf Variable that requires grad is being
+    used in an in-place operation".  Now it is a plain output, as PyTorch's compiled one (``_base`` None)."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 5)).to(device)
+        f = _compiled(m, form) if compiled else m
+        got = []
+        for i in range(3):
+            torch.manual_seed(10 + i)
+            m.zero_grad()
+            y = f(torch.randn(2, 3, 4, device=device))
+            y[:, :, 0] = 0.0
+            y.mul_(2)
+            y.pow(2).sum().backward()
+            got += [y.detach().cpu().numpy(), m[0].weight.grad.cpu().numpy(), m[2].bias.grad.cpu().numpy()]
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)

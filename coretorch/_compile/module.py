@@ -148,9 +148,9 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
 def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
     """([(i, j, piece)], hidden): output i is a view of output j (``(h, h[:, :3])``), or (j < 0) a piece of one
     split of the intermediate ``hidden[-1 - j]`` (``h.chunk(2)``: the replay gives the pieces a base over its array,
-    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  None: outputs are other
-    views of one intermediate, which a replay cannot rebuild (an in-place op on one would have to reach the others'
-    gradients through their base)."""
+    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  The only view of an
+    intermediate is no alias.  None: outputs are other views of one intermediate, which a replay cannot rebuild (an
+    in-place op on one would have to reach the others' gradients through their base)."""
     out: list = []
     hidden: list = []
     persistent = {v[0] for v in views}
@@ -161,8 +161,13 @@ def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
             continue
         j = next((k for k, p in enumerate(outs) if p is b), None)
         if j is None:
-            if o._mo is None and sum(p._vbase is b for p in distinct) > 1:
-                return None
+            if o._mo is None:
+                if sum(p._vbase is b for p in distinct) > 1:
+                    return None
+                # the only output over an intermediate (a 3-D ``nn.Linear``'s result, ``h.view(...)``): a plain
+                # output, as PyTorch's compiled one (``_base`` None; an in-place op on it recorded on the node's
+                # output: as a view of a base without autograd history, eager's ``y.mul_(2)`` raised)
+                continue
             k = next((k for k, h in enumerate(hidden) if h is b), None)
             if k is None:
                 hidden.append(b)
