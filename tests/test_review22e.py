@@ -168,3 +168,40 @@ def test_an_in_place_op_on_a_compiled_modules_3d_linear_output(device, form):
         res.append(got)
     for e, c in zip(*res):
         np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+class _Writer(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.lin, self.how = nn.Linear(4, 3), how
+
+    def forward(self, batch):
+        if self.how == "dict":
+            batch["pred"] = self.lin(batch["x"])
+            return batch["pred"].pow(2).mean()
+        batch.append(self.lin(batch[0]))
+        return batch[-1].pow(2).mean()
+
+
+@pytest.mark.parametrize("how", ["dict", "list"])
+def test_a_compiled_module_assigning_into_its_argument_container(device, how):
+    """A forward that stores into its argument (``batch["pred"] = self.head(batch["x"])``, ``outs.append(y)``): eager
+    leaves the prediction in the caller's dict or list at every call.  Compiled before the fix: the replays (a fresh
+    batch of the same structure each call) returned the loss but never repeated the store: ``batch["pred"]`` raised
+    KeyError, the list kept one entry.  Now such a forward is a graph break, as it is in a compiled function."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Writer(how).to(device)
+        f = torch.compile(m) if compiled else m
+        got = []
+        for i in range(4):
+            x = torch.randn(2, 4).to(device)
+            b = {"x": x} if how == "dict" else [x]
+            loss = f(b)
+            loss.backward()
+            got += [loss.detach().cpu().numpy(), (b["pred"] if how == "dict" else b[-1]).detach().cpu().numpy(),
+                    len(b), m.lin.weight.grad.cpu().numpy().copy()]
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)

@@ -377,7 +377,14 @@ class ModuleCapture:
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
+            entries = _argtree.snapshot(args, kwargs) if args or kwargs else None
+            objs = [(o, _guards.contents(o, self.anames)) for o in _argtree.held(args, kwargs) if _guards._opened(o)] \
+                if entries else ()
             result = self.fn(*args, **kwargs)
+            if entries and (_argtree.snapshot(args, kwargs) != entries or
+                            any(_guards.contents(o, self.anames) != c for o, c in objs)):
+                rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
+                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
             check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
