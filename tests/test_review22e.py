@@ -205,3 +205,64 @@ def test_a_compiled_module_assigning_into_its_argument_container(device, how):
         res.append(got)
     for e, c in zip(*res):
         np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+class _Tracker:
+    def __init__(self):
+        self.vals, self.count = [], 0
+
+    def update(self, v):
+        self.vals.append(v)
+        self.count += 1
+
+
+class _Normalizer:
+    def __init__(self, mean, std, clip=3.0):
+        self.mean, self.std, self.clip = mean, std, clip
+
+    def apply(self, x):
+        return ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
+
+
+class _Holder(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.norm = _Normalizer(torch.zeros(4, device=device), torch.full((4,), 2.0, device=device))
+        self.tracker = _Tracker()
+        self.trackers = [_Tracker()]
+
+    def forward(self, x, track):
+        y = self.lin(self.norm.apply(x))
+        if track == "attribute":
+            self.tracker.update(y.detach())
+        elif track == "list":
+            self.trackers[0].update(y.detach())
+        return y
+
+
+@pytest.mark.parametrize("track", ["attribute", "list", "none"])
+def test_state_of_a_plain_object_a_compiled_module_holds(device, track):
+    """A module holding a plain object whose methods the forward calls: a normalizer's ``apply`` reading its
+    ``clip``/``mean`` (changed between calls), a metrics tracker whose ``update`` appends and counts.  Eager reads
+    and writes that state at every call.  Compiled before the fix: the guards keyed only the attribute names the
+    module's own methods read, so a replay used the capture's ``clip`` and ``mean`` (other outputs) and never
+    repeated ``update`` (the tracker counted 1 call of 6).  Now the held objects' methods' reads are keyed (a change
+    captures again) and a write is a graph break."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _Holder(device).to(device)
+        f = torch.compile(m) if compiled else m
+        got = []
+        for i in range(6):
+            if i == 3:
+                m.norm.clip = 0.5
+            if i == 4:
+                m.norm.mean = torch.ones(4, device=device)
+            torch.manual_seed(10 + i)
+            got.append(f(torch.randn(2, 4, device=device) * 5, track).detach().cpu().numpy())
+        got.append(np.array([m.tracker.count, m.trackers[0].count]))
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)

@@ -21,7 +21,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import attrs as _attrs, dunders as _dunders, reuse as _reuse, weak as _weakref
+from . import attrs as _attrs, dunders as _dunders, heldmethods as _heldmethods, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
 from .slots import slot_names as _slot_names
@@ -734,12 +734,9 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
-    for m in modules:  # callable objects the modules hold (self.crit = Loss(eps)): what their __call__ reads
-        for v in list(vars(m).values()):
-            if not isinstance(v, (Module, Tensor, _FunctionType)) and _callable_object(v):
-                f = v.__class__.__call__
-                refs.extend(global_names(f, seen=seen))
-                names.update(attribute_names(f))
+    for f in _heldmethods.methods(modules, _user_class):  # what the objects the modules hold run (heldmethods.py)
+        refs.extend(global_names(f, seen=seen))
+        names.update(attribute_names(f))
     own = [c for c in done if c is not object and c.__module__ and not _internal(
         getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
     # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a

@@ -1,0 +1,58 @@
+"""The code a module's forward may run on the plain objects its modules hold: a loss object's ``__call__`` (``self.crit =
+Loss(eps)``) and the methods of user-class objects kept as attributes, in a list or dict attribute, or as an
+attribute of one of those (a metrics tracker's ``self.tracker.update(y)``, a config's helper).  The guards read the
+attribute names and globals of that code (see ``guards._class_globals``), so a forward that changes such an object's
+state (``self.vals.append(v)``, ``self.count += 1`` in ``update``) is seen as a write (a graph break: a replay would
+not repeat it), and one whose result depends on that state captures again when it changes."""
+from __future__ import annotations
+
+import sys
+from types import FunctionType
+from typing import Any, Callable
+
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor import Tensor
+
+_SMALL = 16  # the entries of a list, tuple or dict attribute looked into
+
+
+def methods(modules: list, user_class: Callable[[type], bool]) -> list:
+    """The functions of the held objects (``user_class``: whether a class is the user's, see guards._user_class):
+    a callable object's ``__call__``, every method and property getter of the other user objects' classes."""
+    out: list = []
+    done: set = set()
+    for m in modules:
+        for v in list(vars(m).values()):
+            for o in _objects(v):
+                c = o.__class__
+                if c in done or not user_class(c) or _stdlib(c):
+                    continue
+                done.add(c)
+                for k in c.__mro__[:-1]:
+                    for f in vars(k).values():
+                        f = f.fget if isinstance(f, property) else getattr(f, "__func__", f)
+                        if isinstance(f, FunctionType):
+                            out.append(f)
+    return out
+
+
+def _objects(v: Any, depth: int = 2) -> list:
+    """``v`` if it is a plain object of some class, and the plain objects it holds (attributes, list, tuple and dict
+    entries), ``depth`` levels down."""
+    if isinstance(v, (Module, Tensor, Optimizer, type, FunctionType)) or v is None or \
+            v.__class__ in (int, float, bool, str, bytes, complex):
+        return []
+    if isinstance(v, (list, tuple, dict)):
+        vals = list(v.values() if isinstance(v, dict) else v)[:_SMALL]
+        return [o for x in vals for o in _objects(x, depth - 1)] if depth else []
+    d = getattr(v, "__dict__", None)
+    if type(d) is not dict:
+        return []
+    inner = [o for x in list(d.values())[:_SMALL] for o in _objects(x, depth - 1)] if depth > 1 else []
+    return [v, *inner]
+
+
+def _stdlib(c: type) -> bool:
+    """A class of the standard library (a ``logging.Logger``, a ``random.Random``): its state is not the forward's."""
+    return c.__module__.partition(".")[0] in sys.stdlib_module_names
