@@ -266,3 +266,35 @@ def test_state_of_a_plain_object_a_compiled_module_holds(device, track):
         res.append(got)
     for e, c in zip(*res):
         np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+class _KeepsAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.o = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        p = (self.q(x) @ x.transpose(-1, -2)).softmax(-1)
+        self.attn = p  # kept for inspection, with its gradient
+        p.retain_grad()
+        return self.o(p @ x)
+
+
+def test_an_attention_map_kept_with_retain_grad(device):
+    """``self.attn = p; p.retain_grad()`` in the forward (an attention map inspected with its gradient after the
+    backward): eager's ``model.attn.grad`` is that call's gradient.  Compiled before the fix: the replays left
+    ``model.attn`` an output of the replayed node without the retain hook, so its ``.grad`` stayed None."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _KeepsAttention().to(device)
+        f = torch.compile(m) if compiled else m
+        got = []
+        for i in range(4):
+            torch.manual_seed(10 + i)
+            f(torch.randn(2, 3, 4, device=device)).pow(2).sum().backward()
+            assert m.attn.grad is not None, f"call {i}"
+            got += [m.attn.detach().cpu().numpy(), m.attn.grad.cpu().numpy()]
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
