@@ -734,7 +734,7 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
-    for f in _heldmethods.methods(modules, _user_class):  # what the objects the modules hold run (heldmethods.py)
+    for f in _heldmethods.methods(modules, _user_class, names):  # what held objects run (heldmethods.py)
         refs.extend(global_names(f, seen=seen))
         names.update(attribute_names(f))
     own = [c for c in done if c is not object and c.__module__ and not _internal(

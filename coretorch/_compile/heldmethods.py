@@ -17,9 +17,11 @@ from ..tensor import Tensor
 _SMALL = 16  # the entries of a list, tuple or dict attribute looked into
 
 
-def methods(modules: list, user_class: Callable[[type], bool]) -> list:
-    """The functions of the held objects (``user_class``: whether a class is the user's, see guards._user_class):
-    a callable object's ``__call__``, every method and property getter of the other user objects' classes."""
+def methods(modules: list, user_class: Callable[[type], bool], called: set) -> list:
+    """The functions of the held objects whose code the modules' code may call (``user_class``: whether a class is
+    the user's, see guards._user_class; ``called``: the attribute names the modules' methods read): a callable
+    object's ``__call__``, and every method and property getter of a user class one of whose methods is named there
+    (``self.tracker.update(y)``; an object the training loop updates but the forward never calls stays unread)."""
     out: list = []
     done: set = set()
     for m in modules:
@@ -29,11 +31,11 @@ def methods(modules: list, user_class: Callable[[type], bool]) -> list:
                 if c in done or not user_class(c) or _stdlib(c):
                     continue
                 done.add(c)
-                for k in c.__mro__[:-1]:
-                    for f in vars(k).values():
-                        f = f.fget if isinstance(f, property) else getattr(f, "__func__", f)
-                        if isinstance(f, FunctionType):
-                            out.append(f)
+                fns = {n: f.fget if isinstance(f, property) else getattr(f, "__func__", f)
+                       for k in reversed(c.__mro__[:-1]) for n, f in vars(k).items()}
+                fns = {n: f for n, f in fns.items() if isinstance(f, FunctionType)}
+                if "__call__" in fns or not called.isdisjoint(n for n in fns if not n.startswith("__")):
+                    out += fns.values()
     return out
 
 
