@@ -298,3 +298,35 @@ def test_an_attention_map_kept_with_retain_grad(device):
         res.append(got)
     for e, c in zip(*res):
         np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+class _RunningStats:
+    def __init__(self):
+        self.count, self.mean = 0, 0.0
+
+    def update(self, v):
+        self.count += 1
+        self.mean += (v - self.mean) / self.count
+
+
+class _WithStats(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.stats = _RunningStats()  # updated by the training loop, never by the forward
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def test_an_object_the_loop_updates_keeps_the_replay(device):
+    """The module holds a statistics object the training loop updates after each step (``model.stats.update(...)``),
+    which the forward never calls: the calls keep replaying (the held objects' methods are read only for classes the
+    forward calls a method of)."""
+    m = _WithStats().to(device)
+    f = torch.compile(m)
+    for _ in range(6):
+        loss = f(torch.randn(2, 4, device=device)).sum()
+        loss.backward()
+        m.stats.update(float(loss.detach()))
+    assert f._capture.replays == 5 and m.stats.count == 6
