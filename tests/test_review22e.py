@@ -330,3 +330,39 @@ def test_an_object_the_loop_updates_keeps_the_replay(device):
         loss.backward()
         m.stats.update(float(loss.detach()))
     assert f._capture.replays == 5 and m.stats.count == 6
+
+
+class _HooksItsInput(nn.Module):
+    def __init__(self, on):
+        super().__init__()
+        self.lin, self.on = nn.Linear(4, 3), on
+
+    def forward(self, x):
+        if self.on == "input":
+            x.register_hook(lambda g: g * 0.5)
+        else:
+            self.lin.weight.register_hook(lambda g: g * 0.5)
+        return self.lin(x).tanh()
+
+
+@pytest.mark.parametrize("on", ["input", "parameter"])
+def test_a_forward_registering_a_hook_on_its_input_or_a_parameter(device, on):
+    """``x.register_hook(lambda g: g * 0.5)`` on the input (a gradient scaling trick), or a hook on a parameter,
+    registered inside ``forward``: eager registers it at every call, so the input's gradient is halved each time (a
+    parameter's hooks pile up).  Compiled before the fix: a replay never registered it, so from the second call the
+    input's gradient (and the parameter's) was eager's without the hook.  Now such a forward is a graph break."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _HooksItsInput(on).to(device)
+        f = torch.compile(m) if compiled else m
+        got = []
+        for i in range(4):
+            torch.manual_seed(10 + i)
+            x = torch.randn(2, 4, device=device).requires_grad_()
+            m.zero_grad()
+            f(x).sum().backward()
+            got += [x.grad.cpu().numpy(), m.lin.weight.grad.cpu().numpy()]
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)

@@ -25,7 +25,7 @@ from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
-from . import attrs as _attrs, stance as _stance
+from . import attrs as _attrs, gradhooks as _gradhooks, stance as _stance
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
 from .replay import _VAR, RETRIES, Mismatch, build_parts, check_process_state, process_state, retried
@@ -377,6 +377,7 @@ class ModuleCapture:
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
+            hooks = _gradhooks.counts(lv, params)
             entries = _argtree.snapshot(args, kwargs) if args or kwargs else None
             objs = [(o, _guards.contents(o, self.anames)) for o in _argtree.held(args, kwargs) if _guards._opened(o)] \
                 if entries else ()
@@ -387,6 +388,9 @@ class ModuleCapture:
                                   "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
             check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
+            if _gradhooks.counts(lv, params) != hooks:
+                rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
+                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
@@ -416,7 +420,7 @@ class ModuleCapture:
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
-            if need and _hooked_region(need, lv, targets):
+            if need and _gradhooks.in_region(need, lv, targets):
                 # recording the backward (placeholder gradients) would call the hook, and a replay never calls it
                 rec.breaks.append("a gradient hook inside the forward's autograd graph (an intermediate tensor's "
                                   "register_hook or retain_grad, a node hook, a submodule's backward hook): "
@@ -569,26 +573,6 @@ def _outside_leaves(outs: list, lv: list, targets: list) -> list:
         else:
             stack += [m for m, _ in n.next_functions]
     return found
-
-
-def _hooked_region(outs: list, lv: list, targets: list) -> bool:
-    """Whether a node of the outputs' graph between them and the targets (the region the capture records the
-    backward of) holds a hook: eager calls it at each backward with that call's gradients, with whatever it does
-    besides (``grads.append(g)``, a counter, a print); the recording would call it once with the placeholder
-    gradients, and a replay's backward never calls Python.  (The targets' own nodes never run while recording: their
-    hooks run at the user's backward, see _record_backward.)"""
-    stop = {id(_grad_edge(lv[t] if isinstance(t, int) else t)[0]) for t in targets}
-    seen: set = set()
-    stack = [o.grad_fn for o in outs]
-    while stack:
-        n = stack.pop()
-        if n is None or id(n) in seen or id(n) in stop or isinstance(n, AccumulateGrad):
-            continue
-        seen.add(id(n))
-        if n._hooked and (n._pre_hooks or n._hooks or any((n._tensor_hooks or {}).values())):
-            return True
-        stack += [m for m, _ in n.next_functions]
-    return False
 
 
 _LOAD = re.compile(r"^(a\d+) = (.+)\._data$")
