@@ -366,3 +366,25 @@ def test_a_forward_registering_a_hook_on_its_input_or_a_parameter(device, on):
         res.append(got)
     for e, c in zip(*res):
         np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)
+
+
+class _SetsRequiresGrad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x.requires_grad_(True)
+        return self.lin(x).tanh()
+
+
+def test_a_forward_setting_requires_grad_on_its_input_keeps_the_replay(device):
+    """``x.requires_grad_(True)`` inside the forward (no hook): the replay sets it as eager does and gives ``x`` its
+    gradient, so the calls keep replaying (the hook check above compares hooks, not ``requires_grad``)."""
+    m = _SetsRequiresGrad().to(device)
+    f = torch.compile(m)
+    for i in range(4):
+        x = torch.randn(2, 4, device=device)
+        f(x).sum().backward()
+        assert x.requires_grad and x.grad is not None
+    assert f._capture.replays == 3

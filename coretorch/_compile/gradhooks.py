@@ -29,11 +29,12 @@ def in_region(outs: list, lv: list, targets: list) -> bool:
 
 
 def counts(lv: list, params: list) -> list:
-    """How many hooks the nodes of the inputs and parameters that require grad hold (their grad_fn, or their
-    gradient accumulator once made), and their post-accumulate hooks: compared before and after the forward."""
+    """How many hooks the nodes of the input tensors and the parameters hold (their grad_fn, or their gradient
+    accumulator once made), and their post-accumulate hooks: compared before and after the forward (an input the
+    forward sets ``requires_grad_()`` on keeps its count: the replay does that)."""
     out = []
     for t in (*lv, *params):
-        if isinstance(t, Tensor) and t._rg:
+        if isinstance(t, Tensor):
             n = t.grad_fn if t.grad_fn is not None else t._accum
             post = t.__dict__.get("_post_accumulate_grad_hooks")
             out.append((0 if n is None or not n._hooked else  # (a leaf's accumulator is made at its first use)
