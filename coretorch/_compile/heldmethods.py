@@ -48,7 +48,10 @@ def _objects(v: Any, depth: int = 2) -> list:
     if isinstance(v, (list, tuple, dict)):
         vals = list(v.values() if isinstance(v, dict) else v)[:_SMALL]
         return [o for x in vals for o in _objects(x, depth - 1)] if depth else []
-    d = getattr(v, "__dict__", None)
+    try:
+        d = getattr(v, "__dict__", None)
+    except Exception:  # noqa: BLE001 - a user class's __getattr__ (a slotted attribute dict raising KeyError)
+        return []
     if type(d) is not dict:
         return []
     inner = [o for x in list(d.values())[:_SMALL] for o in _objects(x, depth - 1)] if depth > 1 else []
