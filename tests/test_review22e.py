@@ -388,3 +388,45 @@ def test_a_forward_setting_requires_grad_on_its_input_keeps_the_replay(device):
         f(x).sum().backward()
         assert x.requires_grad and x.grad is not None
     assert f._capture.replays == 3
+
+
+class _PlainListOfLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 2)]  # a plain list: not registered
+        self.out = nn.Linear(2, 2)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.out(x)
+
+
+def test_modules_kept_in_a_plain_list_attribute(device):
+    """Layers kept in a plain Python list (``self.layers = [...]``, not an ``nn.ModuleList``): eager runs them, in
+    their own training mode, with their current parameters.  Compiled before the fix: the guards looked only at
+    the registered submodules, so after ``layers[1].eval()`` the replay still normalised with the batch statistics
+    (and updated the running ones), and after ``layers[0].weight = Parameter(...)`` it kept using the old weight."""
+    res = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = _PlainListOfLayers()
+        for layer in m.layers:
+            layer.to(device)
+        m.to(device)
+        f = torch.compile(m) if compiled else m
+        got = []
+        for i in range(6):
+            if i == 3:
+                m.layers[1].eval()
+            if i == 4:
+                m.layers[0].weight = nn.Parameter(m.layers[0].weight.detach() * 2)
+            torch.manual_seed(10 + i)
+            out = f(torch.randn(5, 4, device=device))
+            out.pow(2).sum().backward()
+            got += [out.detach().cpu().numpy(), m.layers[0].weight.grad.cpu().numpy(),
+                    m.layers[1].running_mean.cpu().numpy()]
+            m.layers[0].weight.grad = None
+        res.append(got)
+    for e, c in zip(*res):
+        np.testing.assert_allclose(c, e, rtol=0 if device == "cpu" else 1e-5, atol=0 if device == "cpu" else 1e-6)

@@ -586,10 +586,15 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
     opts: dict[int, Optimizer] = {}
     tensors: dict[int, Tensor] = {}
 
+    held: list = []  # (modules in a plain list or dict attribute: see heldmethods.module_containers)
+
     def add(o: Any, depth: int) -> None:
         if isinstance(o, Module):
-            for m in o.modules():
-                modules.setdefault(id(m), m)
+            for m in [m for m in o.modules() if modules.setdefault(id(m), m) is m and id(m) not in seen]:
+                seen.add(id(m))
+                held.extend(cs := _heldmethods.module_containers(m))
+                for x in [x for c in cs for x in _heldmethods.entries(c)]:
+                    add(x, 0)
         elif isinstance(o, Optimizer):
             opts.setdefault(id(o), o)
         elif isinstance(o, Tensor):
@@ -600,6 +605,7 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
         elif depth and isinstance(o, dict):
             for x in o.values():
                 add(x, depth - 1)
+    seen: set = set()
     for o in objs:
         add(o, 1)
     params: dict[int, Tensor] = {}
@@ -615,7 +621,9 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
             for p in g["params"]:
                 params.setdefault(id(p), p)
     plain = [t for t in tensors.values() if id(t) not in params]
-    return _Modules(modules.values()), list(params.values()), buffers, plain, list(opts.values())
+    found = _Modules(modules.values())
+    found.held = held
+    return found, list(params.values()), buffers, plain, list(opts.values())
 
 
 def structure(modules: list, opts: list | tuple = ()) -> tuple:
@@ -624,7 +632,8 @@ def structure(modules: list, opts: list | tuple = ()) -> tuple:
     ``register_buffer``) changes it, and the state is looked up again (the replay would update the old tensors)."""
     return (tuple([id(c) for m in modules for c in m._modules.values()]),
             tuple([id(p) for m in modules for p in m._parameters.values()] + [b for m in modules for b in m._buffers]),
-            tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]))
+            tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]),
+            tuple([id(x) for c in getattr(modules, "held", ()) for x in _heldmethods.entries(c)]))
 
 
 def _aliases(lv: list) -> tuple:
@@ -642,7 +651,8 @@ def _aliases(lv: list) -> tuple:
 
 
 class _Modules(list):  # state_of's modules, with what _module_numbers found (freed with it: no cache by id)
-    __slots__ = ("numbers",)
+    __slots__ = ("numbers", "held")
+    held: list  # (see state_of)
 
 
 _BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)

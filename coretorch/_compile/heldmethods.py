@@ -61,3 +61,15 @@ def _objects(v: Any, depth: int = 2) -> list:
 def _stdlib(c: type) -> bool:
     """A class of the standard library (a ``logging.Logger``, a ``random.Random``): its state is not the forward's."""
     return c.__module__.partition(".")[0] in sys.stdlib_module_names
+
+
+def module_containers(m: Module) -> list:
+    """The plain lists, tuples and dicts among ``m``'s attributes that hold modules (``self.layers = [nn.Linear(...),
+    ...]``: not registered, so not among ``m.modules()``, yet eager runs them): the guards take those modules too
+    (their training flags, parameters and buffers) and the containers' entries (one replaced: state looked up again)."""
+    return [v for v in vars(m).values() if v.__class__ in (list, tuple, dict) and v and
+            any(isinstance(x, Module) for x in entries(v))]
+
+
+def entries(c: Any) -> list:
+    return list(c.values()) if isinstance(c, dict) else list(c)
