@@ -161,6 +161,24 @@ def container_ids(args: tuple, kwargs: dict) -> frozenset:
     return frozenset(out)
 
 
+def snapshot(args: tuple, kwargs: dict) -> list:
+    """The argument containers' entries by identity (a dict's keys and values, a list's items, a record's
+    attributes), nested ones too: a forward that assigns one (``batch["pred"] = out``, ``hidden.append(h)``) changes
+    it, which a module capture's replay would not repeat."""
+    out: list = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, _CONTAINERS) or record(o):
+            d = o if isinstance(o, dict) else None if isinstance(o, _CONTAINERS) else vars(o)
+            vals = list(_entries(o))
+            out.append((id(o), tuple(d) if d is not None else len(vals), tuple([id(v) for v in vals])))
+            for v in vals:
+                walk(v)
+    for a in (*args, *kwargs.values()):
+        walk(a)
+    return out
+
+
 def held(args: tuple, kwargs: dict) -> list:
     """The argument objects whose state a key of leaves by identity misses (for a module capture, whose key has no
     roots): container subclasses (their own attributes, a ``__getitem__`` reading one) and the other objects that are

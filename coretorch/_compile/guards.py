@@ -21,7 +21,7 @@ from ..optim.optimizer import Optimizer
 from ..tensor import Tensor
 from ..nn.parameter import Parameter
 from .capture import _internal, _memory_of
-from . import attrs as _attrs, dunders as _dunders, reuse as _reuse, weak as _weakref
+from . import attrs as _attrs, dunders as _dunders, heldmethods as _heldmethods, reuse as _reuse, weak as _weakref
 from .dunders import code_names as _code_names, global_loads as _global_loads
 from .held import held as _held, helper_cells, helpers as _helpers, methods_named as _methods_named
 from .slots import slot_names as _slot_names
@@ -586,10 +586,15 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
     opts: dict[int, Optimizer] = {}
     tensors: dict[int, Tensor] = {}
 
+    held: list = []  # (modules in a plain list or dict attribute: see heldmethods.module_containers)
+
     def add(o: Any, depth: int) -> None:
         if isinstance(o, Module):
-            for m in o.modules():
-                modules.setdefault(id(m), m)
+            for m in [m for m in o.modules() if modules.setdefault(id(m), m) is m and id(m) not in seen]:
+                seen.add(id(m))
+                held.extend(cs := _heldmethods.module_containers(m))
+                for x in [x for c in cs for x in _heldmethods.entries(c)]:
+                    add(x, 0)
         elif isinstance(o, Optimizer):
             opts.setdefault(id(o), o)
         elif isinstance(o, Tensor):
@@ -600,6 +605,7 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
         elif depth and isinstance(o, dict):
             for x in o.values():
                 add(x, depth - 1)
+    seen: set = set()
     for o in objs:
         add(o, 1)
     params: dict[int, Tensor] = {}
@@ -615,7 +621,9 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
             for p in g["params"]:
                 params.setdefault(id(p), p)
     plain = [t for t in tensors.values() if id(t) not in params]
-    return _Modules(modules.values()), list(params.values()), buffers, plain, list(opts.values())
+    found = _Modules(modules.values())
+    found.held = held
+    return found, list(params.values()), buffers, plain, list(opts.values())
 
 
 def structure(modules: list, opts: list | tuple = ()) -> tuple:
@@ -624,7 +632,8 @@ def structure(modules: list, opts: list | tuple = ()) -> tuple:
     ``register_buffer``) changes it, and the state is looked up again (the replay would update the old tensors)."""
     return (tuple([id(c) for m in modules for c in m._modules.values()]),
             tuple([id(p) for m in modules for p in m._parameters.values()] + [b for m in modules for b in m._buffers]),
-            tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]))
+            tuple([id(p) for o in opts for g in o.param_groups for p in g["params"]]),
+            tuple([id(x) for c in getattr(modules, "held", ()) for x in _heldmethods.entries(c)]))
 
 
 def _aliases(lv: list) -> tuple:
@@ -642,7 +651,8 @@ def _aliases(lv: list) -> tuple:
 
 
 class _Modules(list):  # state_of's modules, with what _module_numbers found (freed with it: no cache by id)
-    __slots__ = ("numbers",)
+    __slots__ = ("numbers", "held")
+    held: list  # (see state_of)
 
 
 _BASE_ATTRS: set = set()  # the attributes every Module has (its parameter, buffer, module and hook dicts)
@@ -734,12 +744,9 @@ def _class_globals(modules: list) -> tuple[list, tuple]:
                 if isinstance(f, _FunctionType) and not _internal(f.__code__.co_filename):
                     refs.extend(global_names(f, seen=seen))
                     names.update(attribute_names(f))
-    for m in modules:  # callable objects the modules hold (self.crit = Loss(eps)): what their __call__ reads
-        for v in list(vars(m).values()):
-            if not isinstance(v, (Module, Tensor, _FunctionType)) and _callable_object(v):
-                f = v.__class__.__call__
-                refs.extend(global_names(f, seen=seen))
-                names.update(attribute_names(f))
+    for f in _heldmethods.methods(modules, _user_class, names):  # what held objects run (heldmethods.py)
+        refs.extend(global_names(f, seen=seen))
+        names.update(attribute_names(f))
     own = [c for c in done if c is not object and c.__module__ and not _internal(
         getattr(sys.modules.get(c.__module__), "__file__", None) or "")]
     # (the user classes' methods, in each of them: ``Net.forward = patched`` after the capture, on the class or a

@@ -24,8 +24,8 @@ from ..ops import _memfmt
 from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
-from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, stance as _stance, symbolic as _sym
-from . import symwatch as _symwatch
+from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, gradhooks as _gradhooks, stance as _stance
+from . import symbolic as _sym, symwatch as _symwatch
 from .config import config as _compile_config
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
@@ -156,20 +156,26 @@ def _views_of(outs: list, lv: list, params: list, buffers: list, plain: list) ->
 def _output_aliases(outs: list, views: list) -> tuple[list, list] | None:
     """([(i, j, piece)], hidden): output i is a view of output j (``(h, h[:, :3])``), or (j < 0) a piece of one
     split of the intermediate ``hidden[-1 - j]`` (``h.chunk(2)``: the replay gives the pieces a base over its array,
-    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  None: outputs are other
-    views of one intermediate, which a replay cannot rebuild (an in-place op on one would have to reach the others'
-    gradients through their base)."""
+    sharing its version counter); ``piece``: of a split (an in-place use raises as eager's).  The only view of an
+    intermediate is no alias.  None: outputs are other views of one intermediate, which a replay cannot rebuild (an
+    in-place op on one would have to reach the others' gradients through their base)."""
     out: list = []
     hidden: list = []
     persistent = {v[0] for v in views}
+    distinct = list({id(o): o for o in outs}.values())  # (one tensor returned twice: one view)
     for i, o in enumerate(outs):
         b = o._vbase
         if b is None or i in persistent:
             continue
         j = next((k for k, p in enumerate(outs) if p is b), None)
         if j is None:
-            if o._mo is None and sum(p._vbase is b for p in outs) > 1:
-                return None
+            if o._mo is None:
+                if sum(p._vbase is b for p in distinct) > 1:
+                    return None
+                # the only output over an intermediate (a 3-D ``nn.Linear``'s result, ``h.view(...)``): a plain
+                # output, as PyTorch's compiled one (``_base`` None; an in-place op on it recorded on the node's
+                # output: as a view of a base without autograd history, eager's ``y.mul_(2)`` raised)
+                continue
             k = next((k for k, h in enumerate(hidden) if h is b), None)
             if k is None:
                 hidden.append(b)
@@ -461,11 +467,22 @@ class ModuleCapture:
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
+            hooks = _gradhooks.counts(lv, params)
+            entries = _argtree.snapshot(args, kwargs) if args or kwargs else None
+            objs = [(o, _guards.contents(o, self.anames)) for o in _argtree.held(args, kwargs) if _guards._opened(o)] \
+                if entries else ()
             if rec.dyn:
                 _sym._active[0] = rec
             result = self.fn(*args, **kwargs)
+            if entries and (_argtree.snapshot(args, kwargs) != entries or
+                            any(_guards.contents(o, self.anames) != c for o, c in objs)):
+                rec.breaks.append("the forward assigns an entry or attribute of an argument (`batch[\"pred\"] = out`, "
+                                  "`hidden.append(h)`, `cfg.step = 3`), which a replay would not repeat")
             check_process_state(rec, process)
             _guards.check_module_writes(rec, modules, before)
+            if _gradhooks.counts(lv, params) != hooks:
+                rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
+                                  "(`x.register_hook(...)`, `x.retain_grad()`), which a replay would not register")
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
@@ -495,6 +512,11 @@ class ModuleCapture:
             targets = [i for i, a in enumerate(lv) if isinstance(a, Tensor) and a.requires_grad] + \
                 [p for p in params if p.requires_grad]
             targets += _outside_leaves(outs or (), lv, targets)
+            if need and _gradhooks.in_region(need, lv, targets):
+                # recording the backward (placeholder gradients) would call the hook, and a replay never calls it
+                rec.breaks.append("a gradient hook inside the forward's autograd graph (an intermediate tensor's "
+                                  "register_hook or retain_grad, a node hook, a submodule's backward hook): "
+                                  "the capture would call it with placeholder gradients, a replay not at all")
             bw_src = None
             if not rec.breaks and need:  # (under no_grad too: an enable_grad block of the forward made them)
                 try:

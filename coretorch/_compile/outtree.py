@@ -15,6 +15,7 @@ from .results import _has_tensor, _holds_tensor
 
 TENSOR = 0  # a leaf of the structure: the next output tensor
 OBJECT = "object"  # (OBJECT, a copy of the capture's object, its attribute names, their specs)
+DICT = "dict"  # (DICT, a copy of a dict subclass, its keys, their specs, its tensor attributes' names, their specs)
 INPUT = "input"  # (INPUT, i): the argument tensor lv[i] itself
 FLAT = 1  # a plain tuple of tensors (the common case: rebuilt as tuple(outputs))
 NONE = 2  # a None of the structure (a branch on an argument being None: the guards key the arguments)
@@ -54,6 +55,19 @@ def _spec(o: Any, flat: list, held: frozenset, inputs: dict) -> Any:
     if t is dict or t is OrderedDict:
         subs = [_spec(v, flat, held, inputs) for v in o.values()]
         return None if None in subs else (t, tuple(o), subs)
+    if isinstance(o, dict) and id(o) not in held:
+        # a dict subclass, its items and the attributes holding tensors (transformers' ModelOutput: an OrderedDict
+        # dataclass whose fields are both): a copy of the capture's with this call's items and attributes
+        subs = [_spec(v, flat, held, inputs) for v in o.values()]
+        names = [k for k, v in vars(o).items() if _has_tensor(v, 2)] if _holds_tensor(o) else []
+        subs2 = [_spec(getattr(o, k), flat, held, inputs) for k in names]
+        if None in subs or None in subs2:
+            return None
+        try:
+            template = copy.copy(o)
+        except Exception:  # noqa: BLE001 - any failure of a user class's copy protocol: not rebuilt
+            return None
+        return (DICT, template, tuple(o), subs, names, subs2)
     if _holds_tensor(o) and id(o) not in held:  # (its other attributes: the copy's, as a function's REOBJ)
         names = [k for k, v in vars(o).items() if _has_tensor(v, 2)]
         subs = [_spec(getattr(o, k), flat, held, inputs) for k in names]
@@ -86,6 +100,13 @@ def _build(spec: Any, it: Any, lv: list) -> Any:
     if spec[0] == OBJECT:
         out = copy.copy(spec[1])
         out.__dict__.update(zip(spec[2], [_build(s, it, lv) for s in spec[3]]))
+        return out
+    if spec[0] == DICT:
+        out = copy.copy(spec[1])
+        dict.clear(out)
+        dict.update(out, zip(spec[2], [_build(s, it, lv) for s in spec[3]]))
+        if spec[4]:
+            out.__dict__.update(zip(spec[4], [_build(s, it, lv) for s in spec[5]]))
         return out
     t, keys, subs = spec
     vals = [_build(s, it, lv) for s in subs]

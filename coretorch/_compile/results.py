@@ -137,8 +137,13 @@ class ResultEncoding:
             return self.const(obj)
         if isinstance(obj, dict):
             inner = ", ".join(f"{self.const(k)}: {self._encode_result(v, args, made)}" for k, v in obj.items())
-            # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict)
-            return "{" + inner + "}" if type(obj) is dict else f"REDICT({self._template(obj)}, {{{inner}}})"
+            # a subclass (OrderedDict) keeps its type (it was rebuilt as a plain dict), and its attributes that hold
+            # tensors get this call's too (transformers' ModelOutput: an OrderedDict dataclass, its fields both)
+            if type(obj) is dict:
+                return "{" + inner + "}"
+            attrs = ", ".join(f"{k!r}: {self._encode_result(v, args, made)}" for k, v in vars(obj).items()
+                              if _has_tensor(v, 2)) if _holds_tensor(obj) else ""
+            return f"REDICT({self._template(obj)}, {{{inner}}}{', {' + attrs + '}' if attrs else ''})"
         # (the templates are copies: the caller may change the capture call's own result)
         if isinstance(obj, (set, np.ndarray, bytearray)):  # mutable: a new one each call, as eager's
             return f"CP({self.const(obj.copy())})"
@@ -196,11 +201,14 @@ def _has_tensor(v: Any, depth: int) -> bool:
     return _holds_tensor(v, depth)
 
 
-def _rebuilt_dict(template: dict, items: dict) -> dict:
-    """A dict subclass of the result (see Recorder._encode_result): a copy of the capture's, with this call's items."""
+def _rebuilt_dict(template: dict, items: dict, attrs: dict | None = None) -> dict:
+    """A dict subclass of the result (see Recorder._encode_result): a copy of the capture's, with this call's items
+    (and attributes)."""
     out = copy.copy(template)
     dict.clear(out)
     dict.update(out, items)
+    if attrs:
+        out.__dict__.update(attrs)
     return out
 
 
