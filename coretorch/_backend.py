@@ -29,6 +29,7 @@ import os
 import threading
 import warnings
 
+from . import _rnglock
 from .device import device as Device
 
 # name -> one-line signature; the contract a backend implements.  Scalars are Python numbers.
@@ -345,7 +346,12 @@ class KernelTable:
         # info`; a backend lists them in ``host_kernels`` (the opencl linalg decompositions)
         self.host_names = frozenset(getattr(backend, "host_kernels", ())) & self.names
         for name in set(PRIMITIVES) | set(_extra_kernels):
-            setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
+            if name not in kernels:
+                setattr(self, name, _missing(name, self))
+            elif name in _rnglock.KERNELS:  # a generator's state: one thread's draws at a time (see _rnglock)
+                setattr(self, name, _rnglock.locked(kernels[name]))
+            else:
+                setattr(self, name, kernels[name])
 
     def has(self, name: str) -> bool:
         return name in self.names

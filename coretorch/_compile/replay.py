@@ -44,7 +44,7 @@ def _copy(a):
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
             "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root,
-            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "TAILREAD": _tail.tail_read,
+            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "RNGEND": _rngundo.end, "TAILREAD": _tail.tail_read,
             "APPEND": _tail.append}
 
 
@@ -100,8 +100,8 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers, dynfloat.py)
-        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
+    lines = _rngundo.window(rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers,
+        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}"))  # dynfloat.py)
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -135,7 +135,8 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     bw = [ln for ln in rec.lines[split:] if ln]
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
     ctx_t = "(" + "".join(f"{v}, " for v in ctx) + ")"
-    fw_lines = rec.checks + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}")
+    fw_lines = _rngundo.window(rec.checks + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)),
+                                                         f"return {outs}, {ctx_t}"))
     src = f"    def _fw(A):\n{_source(fw_lines)}\n"
     bw_lines: list[str] = []
     if bw_src is not None:

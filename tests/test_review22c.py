@@ -1,0 +1,74 @@
+"""Review 22c: threads, a second pass, eager and compiled. Many threads running backwards with hooks, optimizers,
+draws from the shared default generators, global settings changed while other threads run; compiled functions and
+modules called from several threads at once (captures, guard misses and replays of the same capture overlapping);
+DataLoader workers and torch.multiprocessing with tensors. PyTorch's default generator is one per device, shared
+by every thread: each draw is whole (its generator's mutex), so no two threads get the same numbers and no draw is
+lost. The compiled calls are compared with eager coretorch."""
+import threading
+
+import coretorch as torch
+from coretorch._compile import replay as _replay
+from coretorch.ops.random import default_for
+
+
+# ---- a replay that sets the generators back while another thread draws ----------------------------------------
+def _gamma(x):
+    return torch.distributions.Gamma(x, x).sample()
+
+
+def test_a_replay_setting_the_generators_back_keeps_another_threads_draw(device, monkeypatch):
+    """Eager: a Gamma sample and another thread's torch.rand draw from the shared default generator one after the
+    other (either order): the other thread's numbers are its own and the generator ends past both draws.  A
+    compiled Gamma sampler's replay checks its rejection rounds; where the check fails it sets the generators back to
+    their states at the replay's start and runs the call eagerly (coretorch/_compile/rngundo.py).  Before: another
+    thread drawing between the replay's start and that check had its draw undone: its numbers were drawn again by
+    the eager run (two threads with the same samples) and the generator ended as if it had never drawn.  Now the
+    replay holds the generators' lock over that window, so the other thread draws before or after it."""
+    torch.compiler.reset()
+    gen = default_for(device)
+    hits: list = []
+    drawn: list = []
+
+    def draw():
+        drawn.append(torch.rand(16, device=device).cpu())
+
+    back = _replay._GLOBALS["RNGBACK"]
+
+    def back_after_another_draw(saved):
+        if not hits:  # the first failed check: another thread draws now (it waits for the window to end, if it can)
+            hits.append(True)
+            t = threading.Thread(target=draw)
+            t.start()
+            t.join(timeout=0.3)
+            hits.append(t)
+        return back(saved)
+
+    monkeypatch.setitem(_replay._GLOBALS, "RNGBACK", back_after_another_draw)
+    x = torch.full((64,), 0.7, device=device)
+    f = torch.compile(_gamma)
+    torch.manual_seed(3)
+    f(x)  # the capture
+    start = out = None
+    for _ in range(40):  # replays until one's check fails (a different number of rejection rounds)
+        start = gen.get_state()
+        out = f(x).cpu()
+        if hits:
+            break
+    assert hits, "no replay set the generators back"
+    hits[1].join(timeout=10)
+    end = gen.get_state()
+    assert len(drawn) == 1
+
+    def in_order(a_first: bool):
+        gen.set_state(start)
+        if a_first:
+            a = _gamma(x).cpu()
+            b = torch.rand(16, device=device).cpu()
+        else:
+            b = torch.rand(16, device=device).cpu()
+            a = _gamma(x).cpu()
+        return a, b, gen.get_state()
+
+    orders = [in_order(True), in_order(False)]
+    assert any(torch.equal(a, out) and torch.equal(b, drawn[0]) and torch.equal(s, end) for a, b, s in orders)
+    torch.compiler.reset()
