@@ -72,3 +72,36 @@ def test_a_replay_setting_the_generators_back_keeps_another_threads_draw(device,
     orders = [in_order(True), in_order(False)]
     assert any(torch.equal(a, out) and torch.equal(b, drawn[0]) and torch.equal(s, end) for a, b, s in orders)
     torch.compiler.reset()
+
+
+# ---- a guard miss while another thread's capture lands in the cache --------------------------------------------
+def test_a_guard_miss_while_another_thread_adds_a_capture(device):
+    """Eager: any number of threads call the function.  A compiled function's guard miss whose float argument
+    changed looks through its captures for one to make that float an input of (dynfloat.py) while another thread's
+    capture may land in the same cache.  Before: the miss iterated the cache dict itself and raised
+    ``RuntimeError: dictionary changed size during iteration`` (seen with 12 threads calling one compiled
+    function with new shapes and floats).  Here another thread captures exactly while the miss looks."""
+    def f(x, s):
+        return x * s + 1
+
+    cf = torch.compile(f)
+    cf(torch.ones(2, device=device), 1.0)
+    fired: list = []
+
+    class _Entry:  # an entry whose reading lets another thread capture (a new shape) and waits for it
+        fp = replay = None
+
+        @property
+        def mkey(self):
+            if not fired:
+                fired.append(True)
+                t = threading.Thread(target=lambda: fired.append(cf(torch.ones(3, device=device), 1.0)))
+                t.start()
+                t.join(timeout=30)
+            return None
+
+    cf._cache[("another thread's entry",)] = _Entry()
+    out = cf(torch.ones(2, device=device), 2.0)
+    assert torch.equal(out, f(torch.ones(2, device=device), 2.0))
+    assert len(fired) == 2 and torch.equal(fired[1], torch.full((3,), 2.0, device=device))
+    torch.compiler.reset()

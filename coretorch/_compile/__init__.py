@@ -246,7 +246,7 @@ class CompiledFunction:
             if pos and not self._dyn_failed and not config.specialize_float and \
                     not _dynfloat.checks_type(self._orig_fn):
                 mk = _dynfloat.masked(k, lv, pos)
-                prev = next((e for e in self._cache.values() if e.mkey == mk and e.fp is not None
+                prev = next((e for e in list(self._cache.values()) if e.mkey == mk and e.fp is not None
                              and e.replay is not None), None)
                 if prev is not None:  # only these floats changed since a capture: now as Syms
                     return self._capture_dyn(k, mk, prev, pos, args, kwargs, lv, st)
@@ -290,8 +290,8 @@ class CompiledFunction:
         if entry is None or entry.replay is None:
             return result
         if not entry.escape and _dynfloat.same_program(prev.fp, entry.fp, pos):
-            for key in [key for key, e in self._cache.items() if e.mkey == mk]:  # (the specialised ones it serves)
-                del self._cache[key]
+            for key in [key for key, e in list(self._cache.items()) if e.mkey == mk]:  # (the specialised ones
+                self._cache.pop(key, None)  # it serves; the lists: another thread may add a capture meanwhile)
             entry.fp = None
             self._cache[mk] = entry
             self._dyn = True
@@ -335,7 +335,7 @@ class CompiledFunction:
 
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
+        live = [e for e in list(self._cache.values()) if e.replay is not None]
         return live[-1] if live else None
 
     @property
