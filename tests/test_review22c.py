@@ -4,7 +4,12 @@ modules called from several threads at once (captures, guard misses and replays 
 DataLoader workers and torch.multiprocessing with tensors. PyTorch's default generator is one per device, shared
 by every thread: each draw is whole (its generator's mutex), so no two threads get the same numbers and no draw is
 lost. The compiled calls are compared with eager coretorch."""
+import os
+import signal
 import threading
+import time
+
+import pytest
 
 import coretorch as torch
 from coretorch._compile import replay as _replay
@@ -105,3 +110,34 @@ def test_a_guard_miss_while_another_thread_adds_a_capture(device):
     assert torch.equal(out, f(torch.ones(2, device=device), 2.0))
     assert len(fired) == 2 and torch.equal(fired[1], torch.full((3,), 2.0, device=device))
     torch.compiler.reset()
+
+
+# ---- torch.multiprocessing: the first failure ends the others ----------------------------------------------
+def _fails_or_waits(rank: int, how: str) -> None:
+    if rank == 1:
+        if how == "raise":
+            raise ValueError("rank 1 failed")
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # (a rank waiting for the failed one: a collective, a queue)
+
+
+@pytest.mark.parametrize("how", ["raise", "signal"])
+def test_spawned_processes_end_at_the_first_failure(how):
+    """PyTorch: ProcessContext.join waits for any process to exit; the first failure terminates the others and
+    raises ProcessRaisedException with its traceback (ProcessExitedException "process 1 terminated with signal
+    SIGKILL", signal_name "SIGKILL", for a killed one). Before: join waited for each process in rank order, so a
+    rank waiting for the failed one kept spawn() blocked until it ended by itself (here 60 s), and a killed
+    process was reported as "terminated with exit code -9" without its signal's name."""
+    import coretorch.multiprocessing as mp
+    t0 = time.monotonic()
+    with pytest.raises(mp.ProcessException) as info:
+        mp.start_processes(_fails_or_waits, args=(how,), nprocs=2, start_method="fork")
+    assert time.monotonic() - t0 < 30
+    e = info.value
+    assert e.error_index == 1
+    if how == "raise":
+        assert isinstance(e, mp.ProcessRaisedException) and "ValueError: rank 1 failed" in str(e)
+    else:
+        assert isinstance(e, mp.ProcessExitedException)
+        assert str(e) == "process 1 terminated with signal SIGKILL"
+        assert (e.exit_code, e.signal_name) == (-signal.SIGKILL, "SIGKILL")

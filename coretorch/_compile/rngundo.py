@@ -72,6 +72,7 @@ class _Saved(list):
     """The states read at the replay's start, ``held``: whether this replay still holds the generators' lock."""
 
     __slots__ = ("held",)
+    held: bool
 
 
 def save(pairs: list) -> list:
