@@ -24,8 +24,17 @@ KERNELS = frozenset({"rng_fill_", "rng_randint", "rng_poisson", "rng_multinomial
                      "rng_set_state", "rng_get_state", "rand", "randn", "randint", "uniform_", "normal_"})
 
 
+_WRAPPED: dict = {}  # kernel -> its wrapper: a table refilled (a plugin's kernels) keeps its entries' identities
+
+
 def locked(fn: Callable) -> Callable:
-    """``fn`` run holding :data:`LOCK`."""
+    """``fn`` run holding :data:`LOCK` (one wrapper per kernel)."""
+    try:
+        w = _WRAPPED.get(fn)
+    except TypeError:  # (an unhashable callable)
+        w = None
+    if w is not None:
+        return w
     lock = LOCK
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
@@ -35,4 +44,8 @@ def locked(fn: Callable) -> Callable:
     kernel.__wrapped__ = fn  # type: ignore[attr-defined]
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     kernel.__qualname__ = getattr(fn, "__qualname__", kernel.__name__)
+    try:
+        _WRAPPED[fn] = kernel
+    except TypeError:
+        pass
     return kernel

@@ -141,3 +141,47 @@ def test_spawned_processes_end_at_the_first_failure(how):
         assert isinstance(e, mp.ProcessExitedException)
         assert str(e) == "process 1 terminated with signal SIGKILL"
         assert (e.exit_code, e.signal_name) == (-signal.SIGKILL, "SIGKILL")
+
+
+# ---- kernels registered by a plugin while a capture runs -------------------------------------------------------
+def test_kernels_registered_in_another_thread_during_a_capture(device):
+    """Eager: registering a plugin's kernels (here from another thread while a step runs) changes no result: the
+    step's in-place update of a weight happens at every call.  A capture records its call through patched
+    kernel-table entries; a plugin registering kernels refills every table.  Before: the refill put the plain
+    kernels back over the capture's recording ones, so the launches after it were not recorded and every replay
+    skipped the weight's update (w stayed at its first value, silently); and the capture's end set the old entries
+    back over the refill (a kernel the plugin had just registered for a primitive was lost).  Now such a capture is
+    a graph break tried again at a later call, and the tables are refilled after it."""
+    from coretorch import _backend
+    from coretorch._compile.capture import state
+    torch.compiler.reset()
+    done = threading.Event()
+
+    def register_during_the_capture():
+        deadline = time.monotonic() + 10
+        while state["recorder"] is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        _backend.register_kernels("review22c_op", {device: lambda a: a})
+        done.set()
+
+    def step(x, w):
+        y = x * 2
+        done.wait(10)
+        w.add_(y)
+        return y + 1
+
+    try:
+        t = threading.Thread(target=register_during_the_capture)
+        t.start()
+        cf = torch.compile(step)
+        w, w_eager = torch.zeros(3, device=device), torch.zeros(3, device=device)
+        for i in range(4):
+            x = torch.full((3,), float(i + 1), device=device)
+            assert torch.equal(cf(x, w), step(x, w_eager))
+            assert torch.equal(w, w_eager)
+        t.join(timeout=10)
+        assert cf.replays >= 1
+        assert "review22c_op" in _backend.get_table(torch.device(device)).names
+    finally:
+        _backend.unregister_kernels("review22c_op")
+        torch.compiler.reset()

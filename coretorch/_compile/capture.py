@@ -609,6 +609,7 @@ class Recorder(ResultEncoding):
         if not _CAPTURE_LOCK.acquire(blocking=False):
             raise CaptureBusy
         self._locked = True
+        self._tables_at = _backend.TABLES_CHANGED[0]
         try:
             self._patch()
         except BaseException:
@@ -655,12 +656,19 @@ class Recorder(ResultEncoding):
                        _optim.register_optimizer_step_post_hook(self.segment_end))
         state["recorder"] = self
 
+    def tables_changed(self) -> bool:
+        """Whether the kernel tables were refilled since the capture patched them (by another thread: a plugin
+        registering kernels), which put the plain kernels back over the recording ones."""
+        return _backend.TABLES_CHANGED[0] != self.__dict__.get("_tables_at", _backend.TABLES_CHANGED[0])
+
     def remove(self, release: bool = True) -> None:
         """Undo the patches; ``release=False`` keeps the lock until release() (after the replay's build, which reads
         the kernel tables another thread's capture would patch)."""
         for obj, name, orig in reversed(self._saved):
             setattr(obj, name, orig)
         self._saved.clear()
+        if self.tables_changed():
+            _backend._refresh_tables()  # refilled during the capture: the entries set back were the old ones
         for h in getattr(self, "_hooks", ()):
             h.remove()
         state["recorder"] = None

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _backend
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, attrs as _attrs, early as _early, flags as _flags, guards as _guards, made as _made
@@ -162,13 +163,14 @@ def process_state(objs: list | tuple = ()) -> tuple:
     roots and modules of the call) and the global modes and settings (:mod:`.modes`), before a capture runs the
     function (see :func:`check_process_state`)."""
     gens = hostrng.generators_of(list(objs))
-    return host_rng_state(), _modes(), threading.active_count(), gens, hostrng.generator_states(gens)
+    return (host_rng_state(), _modes(), threading.active_count(), gens, hostrng.generator_states(gens),
+            _backend.TABLES_CHANGED[0])
 
 
 def check_process_state(rec: Recorder, before: tuple) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
     repeat the number, and leave the mode as it finds it."""
-    rng, modes, threads, gens, states = before
+    rng, modes, threads, gens, states, tables = before
     # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
     # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
     # fullgraph=True raises no Unsupported for it
@@ -181,6 +183,10 @@ def check_process_state(rec: Recorder, before: tuple) -> None:
     if hostrng.generator_states(gens) != states:
         brk("the call drew from a host random generator it reaches (`rng = random.Random(0)`, "
             "`np.random.default_rng()`, `np.random.RandomState()`: `rng.random()`), which a replay would repeat")
+    if _backend.TABLES_CHANGED[0] != tables:  # (their entries were refilled over the capture's recording ones:
+        rec.breaks.append(  # whatever broke after it, a later call captures again: see retried)
+            "the kernel tables were refilled during the capture (a plugin registered kernels or a backend), so the "
+            "launches after it were not recorded")
     if _modes() != modes:
         brk("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, `set_default_dtype`, "
             "`use_deterministic_algorithms`...), which a replay would not repeat")
@@ -192,8 +198,9 @@ RETRIES = 3  # captures tried again per compiled callable where only another thr
 
 
 def retried(rec: Recorder) -> bool:
-    """Whether the only breaks of a capture are those check_process_state saw with other threads running."""
-    return rec.__dict__.get("retry") == len(rec.breaks)
+    """Whether the only breaks of a capture are those check_process_state saw with other threads running, or the
+    kernel tables were refilled during it (then any break may be that refill's)."""
+    return rec.__dict__.get("retry") == len(rec.breaks) or rec.tables_changed()
 
 
 def _watch_outer_graphs(rec: Recorder, tensors: list) -> list:
