@@ -185,3 +185,37 @@ def test_kernels_registered_in_another_thread_during_a_capture(device):
     finally:
         _backend.unregister_kernels("review22c_op")
         torch.compiler.reset()
+
+
+# ---- retain_grad accumulated by several threads ---------------------------------------------------------------
+def test_a_retained_gradient_adds_every_threads_backward(device, monkeypatch):
+    """PyTorch: a non-leaf's retained .grad accumulates every backward pass through it (autograd.grad's too), so
+    two threads' backward passes of one graph (retain_graph=True) leave twice the gradient, as two passes in turn
+    do.  Before: the retain_grad hook read .grad and stored the sum unlocked; two threads storing at once lost one
+    contribution (8 threads: 2-7 times the gradient instead of 8).  Here both threads reach the store together."""
+    from coretorch.tensor import Tensor
+    x = torch.arange(6.0, device=device, requires_grad=True)
+    h = x * 2
+    local = threading.local()
+    h.register_hook(lambda g: setattr(local, "armed", True))  # (runs before the retain_grad hook)
+    h.retain_grad()
+    y = (h * h).sum()
+    meet = threading.Barrier(2, timeout=0.5)
+    clone = Tensor.clone
+
+    def clone_together(self, *a, **kw):  # the retain_grad hook's first store: both threads there at once
+        if getattr(local, "armed", False):
+            local.armed = False
+            try:
+                meet.wait()
+            except threading.BrokenBarrierError:
+                pass  # (the other thread waits for this one's store: the lock)
+        return clone(self, *a, **kw)
+
+    monkeypatch.setattr(Tensor, "clone", clone_together)
+    ts = [threading.Thread(target=y.backward, kwargs={"retain_graph": True}) for _ in range(2)]
+    [t.start() for t in ts]
+    [t.join(timeout=30) for t in ts]
+    monkeypatch.undo()
+    assert torch.equal(h.grad, 2 * (2 * h.detach()))
+    assert torch.equal(x.grad, 2 * (8 * x.detach()))
