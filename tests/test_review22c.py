@@ -219,3 +219,62 @@ def test_a_retained_gradient_adds_every_threads_backward(device, monkeypatch):
     monkeypatch.undo()
     assert torch.equal(h.grad, 2 * (2 * h.detach()))
     assert torch.equal(x.grad, 2 * (8 * x.detach()))
+
+
+# ---- a compiled backward storing first gradients from two threads ---------------------------------------------
+def test_two_threads_replaying_a_backward_into_fresh_gradients_add_both(device, monkeypatch):
+    """Eager: two threads' loss.backward() into one model whose .grad are None leave the sum of both gradients
+    (the first stores, the second adds: AccumulateGrad under its lock).  A compiled step replays the capture whose
+    guards saw .grad None: it stores the new gradient.  Before: two threads past those guards at once both stored,
+    the second over the first (one thread's gradient lost, silently; 8 threads x 10 steps: a fraction of the sum).
+    Now a replay's first gradient is stored or added holding the accumulation lock."""
+    from coretorch._compile.config import config
+    monkeypatch.setattr(config, "lower", False)  # (the plain replay function: its MAKE is patched below)
+    torch.compiler.reset()
+    m = torch.nn.Linear(4, 3).to(device)
+    with torch.no_grad():  # (dyadic values: every sum exact)
+        m.weight.copy_(torch.arange(12.0).reshape(3, 4) / 8)
+        m.bias.copy_(torch.tensor([0.5, -0.25, 1.0]))
+
+    def step(x):
+        loss = (m(x) ** 2).sum()
+        loss.backward()
+        return loss.detach()
+
+    xs = [torch.arange(8.0, device=device).reshape(2, 4) / 4 + i for i in range(2)]
+    for x in xs:
+        step(x)
+    want = [p.grad.clone() for p in m.parameters()]
+    cf = torch.compile(step)
+    for _ in range(2):
+        m.zero_grad()
+        cf(xs[0])  # the capture, then a replay (.grad None)
+    m.zero_grad()
+    meet = threading.Barrier(2, timeout=2)
+    local = threading.local()
+    make = _replay._GLOBALS["MAKE"]
+
+    def make_together(*a, **kw):  # the first write-back (a .grad) of each thread: both past the guards
+        if not getattr(local, "met", True):
+            local.met = True
+            try:
+                meet.wait()
+            except threading.BrokenBarrierError:
+                pass
+        return make(*a, **kw)
+
+    def run(x):
+        local.met = False
+        cf(x)
+
+    replays = cf.replays
+    entry = next(e for e in cf._cache.values() if e.replay is not None)
+    monkeypatch.setitem(entry.replay.__globals__, "MAKE", make_together)  # (its own copy of _replay._GLOBALS)
+    ts = [threading.Thread(target=run, args=(x,)) for x in xs]
+    [t.start() for t in ts]
+    [t.join(timeout=30) for t in ts]
+    monkeypatch.undo()
+    assert cf.replays == replays + 2
+    for p, w in zip(m.parameters(), want):
+        assert torch.equal(p.grad, w)
+    torch.compiler.reset()

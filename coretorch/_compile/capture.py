@@ -400,7 +400,10 @@ class Recorder(ResultEncoding):
                     self.graph_break(f"a {type(t).__name__} with autograd state was stored at {p.expr}")
                     continue
                 v, dt = self._known(t._data, p.expr), self.const(t.dtype)
-                self.lines.append(f"{p.expr} = MAKE({v}, {dt}, {self.const(t._be)}{_versions.made(t)})")
+                made = f"MAKE({v}, {dt}, {self.const(t._be)}{_versions.made(t)})"
+                if t0 is None and p.expr.endswith("._grad"):  # a first gradient: another thread's backward may
+                    made = f"NEWGRAD({p.expr[:-6]}, {made})"  # store one meanwhile (see results._new_grad)
+                self.lines.append(f"{p.expr} = {made}")
         self.snapshot()
 
     def _known(self, arr: Any, where: str) -> str:
