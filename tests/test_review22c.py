@@ -278,3 +278,40 @@ def test_two_threads_replaying_a_backward_into_fresh_gradients_add_both(device, 
     for p, w in zip(m.parameters(), want):
         assert torch.equal(p.grad, w)
     torch.compiler.reset()
+
+
+# ---- a dict the step reads, changed by another thread while the guards read it --------------------------------
+def test_a_dict_the_step_reads_gets_an_entry_from_another_thread_during_the_guards(device):
+    """Eager: a step reading cfg["scale"] runs while a monitoring thread adds entries to cfg.  A compiled call keys
+    the dicts its function reads by their entries (guards.contents) at every call.  Before: that loop ran Python
+    code per entry (a number's comparison), so another thread adding an entry meanwhile raised
+    ``RuntimeError: dictionary changed size during iteration`` (1 call in ~2000 with a thread adding and removing
+    entries).  Here the other thread adds its entry exactly while the guards compare a number of the dict."""
+    added: list = []
+
+    class Scale(float):  # a number whose comparison lets another thread add an entry (once)
+        __slots__ = ()
+
+        def __ne__(self, other):
+            if added == [False]:
+                added[0] = True
+                t = threading.Thread(target=cfg.__setitem__, args=("seen_by_a_monitor", 1))
+                t.start()
+                t.join(timeout=10)
+            return float(self) != other
+
+        __hash__ = float.__hash__
+
+    cfg = {"scale": 2.0, "mode": Scale(3)}
+
+    def step(x):
+        return x * cfg["scale"] + float(cfg["mode"])
+
+    cf = torch.compile(step)
+    x = torch.ones(3, device=device)
+    cf(x)
+    cf(x)
+    added.append(False)  # the next call's guards
+    assert torch.equal(cf(x), step(x))
+    assert added == [True] and "seen_by_a_monitor" in cfg
+    torch.compiler.reset()
