@@ -28,7 +28,8 @@ def test_a_replay_setting_the_generators_back_keeps_another_threads_draw(device,
     their states at the replay's start and runs the call eagerly (coretorch/_compile/rngundo.py).  Before: another
     thread drawing between the replay's start and that check had its draw undone: its numbers were drawn again by
     the eager run (two threads with the same samples) and the generator ended as if it had never drawn.  Now the
-    replay holds the generators' lock over that window, so the other thread draws before or after it."""
+    replay holds the generators' lock over that window, so the other thread draws after it (here: before the
+    call's eager run)."""
     torch.compiler.reset()
     gen = default_for(device)
     hits: list = []
@@ -40,13 +41,16 @@ def test_a_replay_setting_the_generators_back_keeps_another_threads_draw(device,
     back = _replay._GLOBALS["RNGBACK"]
 
     def back_after_another_draw(saved):
-        if not hits:  # the first failed check: another thread draws now (it waits for the window to end, if it can)
-            hits.append(True)
-            t = threading.Thread(target=draw)
-            t.start()
-            t.join(timeout=0.3)
-            hits.append(t)
-        return back(saved)
+        if hits:
+            return back(saved)
+        # the first failed check: another thread draws now (before: at once; now: once the window ends, in back)
+        t = threading.Thread(target=draw)
+        t.start()
+        t.join(timeout=1)
+        mismatch = back(saved)
+        t.join(timeout=10)  # (its draw done before this call's eager run)
+        hits.append(t)
+        return mismatch
 
     monkeypatch.setitem(_replay._GLOBALS, "RNGBACK", back_after_another_draw)
     x = torch.full((64,), 0.7, device=device)
@@ -60,22 +64,12 @@ def test_a_replay_setting_the_generators_back_keeps_another_threads_draw(device,
         if hits:
             break
     assert hits, "no replay set the generators back"
-    hits[1].join(timeout=10)
     end = gen.get_state()
     assert len(drawn) == 1
-
-    def in_order(a_first: bool):
-        gen.set_state(start)
-        if a_first:
-            a = _gamma(x).cpu()
-            b = torch.rand(16, device=device).cpu()
-        else:
-            b = torch.rand(16, device=device).cpu()
-            a = _gamma(x).cpu()
-        return a, b, gen.get_state()
-
-    orders = [in_order(True), in_order(False)]
-    assert any(torch.equal(a, out) and torch.equal(b, drawn[0]) and torch.equal(s, end) for a, b, s in orders)
+    gen.set_state(start)  # eager: the other thread's draw, then this call's
+    b = torch.rand(16, device=device).cpu()
+    a = _gamma(x).cpu()
+    assert torch.equal(drawn[0], b) and torch.equal(out, a) and torch.equal(end, gen.get_state())
     torch.compiler.reset()
 
 
@@ -250,7 +244,7 @@ def test_two_threads_replaying_a_backward_into_fresh_gradients_add_both(device, 
         m.zero_grad()
         cf(xs[0])  # the capture, then a replay (.grad None)
     m.zero_grad()
-    meet = threading.Barrier(2, timeout=2)
+    meet = threading.Barrier(2, timeout=10)
     local = threading.local()
     make = _replay._GLOBALS["MAKE"]
 
