@@ -352,7 +352,11 @@ class Tensor(_TensorAPI):
             return
         if self._retains:
             return
-        self._retains = True
+        with _ACCUMULATE_LOCK:  # (two threads' first retain_grad at once: backward(inputs=[h]) in each: one hook,
+            if not self._retains:  # installed before either thread's backward runs)
+                self._install_retain_hook()
+
+    def _install_retain_hook(self) -> None:
         import weakref
         ref = weakref.ref(self)
 
@@ -365,6 +369,7 @@ class Tensor(_TensorAPI):
                     t.grad = g.clone() if t._grad is None else t._grad + g
         setattr(hook, "_retains_grad", True)  # (marks the hook retain_grad installed)
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
+        self._retains = True  # (after the hook: another thread that sees it set finds the hook there)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when the gradient of this tensor is computed; it may return a new grad."""

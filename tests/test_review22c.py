@@ -309,3 +309,31 @@ def test_a_dict_the_step_reads_gets_an_entry_from_another_thread_during_the_guar
     assert torch.equal(cf(x), step(x))
     assert added == [True] and "seen_by_a_monitor" in cfg
     torch.compiler.reset()
+
+
+def test_two_threads_first_backward_into_a_non_leaf_input_both_count(device, monkeypatch):
+    """PyTorch: y.backward(inputs=[h]) with h a non-leaf accumulates into h.grad (h retains its gradient from
+    then on); two threads doing it at once leave twice the gradient.  Before: retain_grad marked h as retaining
+    before its hook was installed, so the other thread's backward, seeing the mark, ran without the hook and its
+    gradient was lost (8 threads: 2-7 times the gradient).  Here the other thread's backward starts exactly while
+    the first thread installs the hook."""
+    from coretorch.autograd.graph import Node
+    x = torch.arange(4.0, device=device, requires_grad=True)
+    h = x * 3
+    y = (h * h).sum()
+    register = Node._register_tensor_hook
+    others: list = []
+
+    def register_while_another_thread_runs(self, out_nr, fn):
+        if getattr(fn, "_retains_grad", False) and not others:
+            t = threading.Thread(target=y.backward, kwargs={"inputs": [h], "retain_graph": True})
+            others.append(t)
+            t.start()
+            t.join(timeout=0.5)  # (before: it ran its backward now; now it waits for the hook)
+        return register(self, out_nr, fn)
+
+    monkeypatch.setattr(Node, "_register_tensor_hook", register_while_another_thread_runs)
+    y.backward(inputs=[h], retain_graph=True)
+    others[0].join(timeout=30)
+    monkeypatch.undo()
+    assert torch.equal(h.grad, 2 * (2 * h.detach())) and x.grad is None
