@@ -337,3 +337,31 @@ def test_two_threads_first_backward_into_a_non_leaf_input_both_count(device, mon
     others[0].join(timeout=30)
     monkeypatch.undo()
     assert torch.equal(h.grad, 2 * (2 * h.detach())) and x.grad is None
+
+
+# ---- manual_seed while another thread first uses a device's generator ----------------------------------------
+def test_manual_seed_while_another_thread_makes_a_default_generator(monkeypatch):
+    """PyTorch: torch.manual_seed seeds every default generator, whatever other threads do.  It loops over the
+    default generators made so far, seeding each (Python code).  Before: another thread making a device's default
+    generator then (its first draw there) raised ``RuntimeError: dictionary changed size during iteration`` in
+    manual_seed.  Here that happens while the cpu generator is seeded."""
+    from coretorch.device import device as Device
+    from coretorch.ops import random as rops
+    cpu = rops.default_for()
+    made: list = []
+    seed = type(cpu).manual_seed
+
+    def seed_while_another_thread_makes_one(self, s):
+        if not made:
+            made.append(True)  # (another device's default generator, as a thread's first draw there makes one)
+            t = threading.Thread(target=rops._defaults.__setitem__, args=(Device("cpu", 7), rops.Generator()))
+            t.start()
+            t.join(timeout=10)
+        return seed(self, s)
+
+    monkeypatch.setattr(type(cpu), "manual_seed", seed_while_another_thread_makes_one)
+    try:
+        assert torch.manual_seed(5) is cpu
+    finally:
+        rops._defaults.pop(Device("cpu", 7), None)
+    assert made and cpu.initial_seed() == 5
