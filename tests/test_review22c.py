@@ -365,3 +365,55 @@ def test_manual_seed_while_another_thread_makes_a_default_generator(monkeypatch)
     finally:
         rops._defaults.pop(Device("cpu", 7), None)
     assert made and cpu.initial_seed() == 5
+
+
+# ---- a process forked while another thread captures ----------------------------------------------------------
+def _child_after_a_fork_during_a_capture(q) -> None:
+    from coretorch import _backend
+    from coretorch._compile.capture import state
+    a = torch.ones(3)
+    for _ in range(10):
+        a = a + 1
+    f = torch.compile(lambda x: x * 2)
+    outs = [f(a) for _ in range(3)]
+    table = _backend.get_table(torch.device("cpu"))
+    q.put((state["recorder"] is None, getattr(table.add, "__name__", "") != "wrap", f.replays,
+           [o.tolist() for o in outs]))
+
+
+def test_a_process_forked_while_another_thread_captures():
+    """Eager: a process forked by one thread (a DataLoader's workers started by a data thread) while another
+    thread runs a step works as a fresh process.  Before: forked during a capture, the child kept the capture's
+    patches forever (its thread is not in the child): every kernel of the child went through the recorder, which
+    kept its last 4096 results alive, and the capture lock stayed taken, so no compiled call of the child ever
+    captured (it ran eagerly at every call)."""
+    import multiprocessing
+    from coretorch._compile.capture import state
+    torch.compiler.reset()
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    forked = threading.Event()
+    seen: list = []
+
+    def fork_during_the_capture():
+        deadline = time.monotonic() + 10
+        while state["recorder"] is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        p = ctx.Process(target=_child_after_a_fork_during_a_capture, args=(q,))
+        p.start()
+        seen.append(q.get(timeout=60))
+        p.join(timeout=60)
+        forked.set()
+
+    def step(x):
+        y = x * 2
+        forked.wait(60)
+        return y + 1
+
+    t = threading.Thread(target=fork_during_the_capture)
+    t.start()
+    cf = torch.compile(step)
+    assert torch.equal(cf(torch.ones(3)), torch.full((3,), 3.0))
+    t.join(timeout=60)
+    assert seen == [(True, True, 2, [[22.0] * 3] * 3)]
+    torch.compiler.reset()

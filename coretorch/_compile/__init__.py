@@ -56,7 +56,7 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
-from . import dynfloat as _dynfloat, stance as _stance
+from . import dynfloat as _dynfloat, forked as _forked, stance as _stance  # noqa: F401  (forked: a fork hook)
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
