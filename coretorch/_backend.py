@@ -29,6 +29,7 @@ import os
 import threading
 import warnings
 
+from . import _rnglock
 from .device import device as Device
 
 # name -> one-line signature; the contract a backend implements.  Scalars are Python numbers.
@@ -298,6 +299,9 @@ _backends: dict[str, Any] = {}      # device type -> backend object
 _tables: dict[Device, "KernelTable"] = {}
 _TABLES_LOCK = threading.Lock()  # get_table: a device's table is put in _tables once (check and insert together)
 _extra_kernels: dict[str, dict[str, object]] = {}  # op name -> {device type: kernel} from plugins
+# how many times the tables were refilled or dropped (a plugin's kernels, a backend registered): a compiled capture
+# whose patched table entries another thread's refill replaced meanwhile recorded only part of its call
+TABLES_CHANGED = [0]
 _warned_fallback: set = set()
 
 class _NoCudaError(RuntimeError, AssertionError):
@@ -330,7 +334,7 @@ class KernelTable:
         """Set the entries (and what depends on them): at construction, again when plugin kernels come or go."""
         backend, dev = self.backend, self.device
         kernels = dict(backend.kernels(dev.index or 0))
-        for name, per_device in _extra_kernels.items():
+        for name, per_device in list(_extra_kernels.items()):
             if dev.type in per_device:
                 kernels[name] = per_device[dev.type]
         self.names = frozenset(kernels)
@@ -345,7 +349,12 @@ class KernelTable:
         # info`; a backend lists them in ``host_kernels`` (the opencl linalg decompositions)
         self.host_names = frozenset(getattr(backend, "host_kernels", ())) & self.names
         for name in set(PRIMITIVES) | set(_extra_kernels):
-            setattr(self, name, kernels[name] if name in kernels else _missing(name, self))
+            if name not in kernels:
+                setattr(self, name, _missing(name, self))
+            elif name in _rnglock.KERNELS:  # a generator's state: one thread's draws at a time (see _rnglock)
+                setattr(self, name, _rnglock.locked(kernels[name]))
+            else:
+                setattr(self, name, kernels[name])
 
     def has(self, name: str) -> bool:
         return name in self.names
@@ -405,14 +414,16 @@ def register_backend(backend, distribution: str = "?") -> None:
         except AttributeError:
             pass
     _backends[name] = backend
-    for dev in [d for d in _tables if d.type == name]:
-        del _tables[dev]
+    TABLES_CHANGED[0] += 1
+    for dev in [d for d in list(_tables) if d.type == name]:
+        _tables.pop(dev, None)
 
 
 def unregister_backend(name: str) -> None:
     _backends.pop(name, None)
-    for dev in [d for d in _tables if d.type == name]:
-        del _tables[dev]
+    TABLES_CHANGED[0] += 1
+    for dev in [d for d in list(_tables) if d.type == name]:
+        _tables.pop(dev, None)
 
 
 def register_kernels(op: str, kernels: dict) -> None:
@@ -431,6 +442,7 @@ def _refresh_tables(gone: str | None = None) -> None:
     In place, not replaced: the tensors made before keep their device's one table, which the core compares by
     identity (a second table of the device made torch.cat of an older and a newer tensor raise 'found at least two
     devices, cpu and cpu')."""
+    TABLES_CHANGED[0] += 1
     for t in {id(t): t for t in list(_tables.values())}.values():
         t._fill()
         if gone is not None and gone not in PRIMITIVES:

@@ -8,7 +8,10 @@ training: every process updates the same parameters), any other tensor by value 
 from __future__ import annotations
 
 import multiprocessing as _mp
+import multiprocessing.connection as _connection
+import signal
 import sys
+import time
 import traceback
 from multiprocessing import *  # noqa: F401,F403
 
@@ -83,28 +86,55 @@ class ProcessContext:
     """
     def __init__(self, processes: list, error_queues: list) -> None:
         self.processes, self.error_queues = processes, error_queues
+        self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
     def pids(self) -> list:
         """The process ids of the started processes, in rank order."""
-        return [p.pid for p in self.processes]
+        return [int(p.pid) for p in self.processes]
 
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for every process; the first failure terminates the others and raises, as PyTorch."""
+    def _join_all(self, timeout: float) -> None:
+        end = time.monotonic() + timeout
         for p in self.processes:
-            p.join(timeout)
-        for i, p in enumerate(self.processes):
-            if p.exitcode not in (0, None):
-                for q in self.processes:
-                    if q.is_alive():
-                        q.terminate()
-                q = self.error_queues[i]
-                if not q.empty():
-                    tb = q.get()
-                    raise ProcessRaisedException(f"\n\n-- Process {i} terminated with the following error:\n{tb}",
-                                                 i, p.pid)
-                raise ProcessExitedException(f"process {i} terminated with exit code {p.exitcode}", i, p.pid,
-                                             p.exitcode)
-        return all(p.exitcode is not None for p in self.processes)
+            p.join(max(0.0, end - time.monotonic()))
+
+    def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for any process to fail or all to finish, as PyTorch: the first
+        failure ends the others (SIGTERM after ``grace_period``, SIGKILL if they outlive another) and raises;
+        returns whether every process has finished."""
+        if not self.sentinels:
+            return True
+        error = None
+        for sentinel in _connection.wait(list(self.sentinels), timeout=timeout):
+            i = self.sentinels.pop(sentinel)
+            self.processes[i].join()
+            if self.processes[i].exitcode != 0:
+                error = i
+                break
+        if error is None:
+            return not self.sentinels
+        if grace_period is not None:
+            self._join_all(grace_period)
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+        self._join_all(30 if grace_period is None else grace_period)
+        for p in self.processes:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        failed, q = self.processes[error], self.error_queues[error]
+        if not q.empty():
+            raise ProcessRaisedException(f"\n\n-- Process {error:d} terminated with the following error:\n{q.get()}",
+                                         error, failed.pid)
+        code = failed.exitcode
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"<Unknown signal {-code}>"
+            raise ProcessExitedException(f"process {error:d} terminated with signal {name}", error, failed.pid, code,
+                                         name)
+        raise ProcessExitedException(f"process {error:d} terminated with exit code {code:d}", error, failed.pid, code)
 
 
 def start_processes(fn, args: tuple = (), nprocs: int = 1, join: bool = True, daemon: bool = False,

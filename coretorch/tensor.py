@@ -11,7 +11,7 @@ from ._backend import get_table
 from ._warn_once import warn_once
 from .autograd.engine import VIEW_REFRESH as _VIEW_REFRESH, _grad_edge
 from .autograd.engine import run_backward as _run_backward
-from .autograd.graph import NEW_ACCUM_LOCK as _NEW_ACCUM_LOCK, AccumulateGrad
+from .autograd.graph import ACCUMULATE_LOCK as _ACCUMULATE_LOCK, NEW_ACCUM_LOCK as _NEW_ACCUM_LOCK, AccumulateGrad
 from .autograd.anomaly_mode import state as _anomaly
 from .autograd.grad_mode import state as _gs
 from .device import device as Device
@@ -352,17 +352,24 @@ class Tensor(_TensorAPI):
             return
         if self._retains:
             return
-        self._retains = True
+        with _ACCUMULATE_LOCK:  # (two threads' first retain_grad at once: backward(inputs=[h]) in each: one hook,
+            if not self._retains:  # installed before either thread's backward runs)
+                self._install_retain_hook()
+
+    def _install_retain_hook(self) -> None:
         import weakref
         ref = weakref.ref(self)
 
         def hook(g):
             t = ref()
             if t is not None:
-                # (a copy recorded by autograd under create_graph, as PyTorch's clone: y.grad then has a graph)
-                t.grad = g.clone() if t._grad is None else t._grad + g
+                # (a copy recorded by autograd under create_graph, as PyTorch's clone: y.grad then has a graph; the
+                # lock: several threads' backward passes through this tensor add up, none overwrites another's)
+                with _ACCUMULATE_LOCK:
+                    t.grad = g.clone() if t._grad is None else t._grad + g
         setattr(hook, "_retains_grad", True)  # (marks the hook retain_grad installed)
         self.grad_fn._register_tensor_hook(self._out_nr, hook)
+        self._retains = True  # (after the hook: another thread that sees it set finds the hook there)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when the gradient of this tensor is computed; it may return a new grad."""

@@ -56,7 +56,7 @@ from typing import Any, Callable
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, ownnumbers as _ownnumbers
-from . import dynfloat as _dynfloat, dynways as _dynways, stance as _stance
+from . import dynfloat as _dynfloat, dynways as _dynways, forked as _forked, stance as _stance  # noqa: F401  (forked: a fork hook)
 from .capture import CaptureBusy, state
 from .exc import FailOnRecompileLimitHit, InvalidBackend, RecompileError, TorchDynamoException, Unsupported
 from .config import config, live_functions as _live, live_modules as _live_modules, recompile_limit_of
@@ -355,7 +355,7 @@ class CompiledFunction:
 
     def _last(self):
         """The last capture's cache entry that has a replay (None before one)."""
-        live = [e for e in self._cache.values() if e.replay is not None]
+        live = [e for e in list(self._cache.values()) if e.replay is not None]
         return live[-1] if live else None
 
     @property

@@ -367,6 +367,7 @@ class Recorder(ResultEncoding):
     def write_back(self) -> None:
         """Source that leaves the persistent state as eager has left it since the last snapshot."""
         counters: set = set()
+        stored: dict[int, str] = {}  # id(tensor stored) -> its first path (a tensor reached by two paths: one store)
         for p in self.paths:
             t = p.get()
             t0, d0, v0, g0, r0 = self.snap[p.expr]
@@ -400,8 +401,15 @@ class Recorder(ResultEncoding):
                 if type(t) is not Tensor or t.grad_fn is not None or t._rg:
                     self.graph_break(f"a {type(t).__name__} with autograd state was stored at {p.expr}")
                     continue
+                if id(t) in stored:  # (f(w) with w in the closure too: eager stored one tensor, w's own .grad;
+                    self.lines.append(f"{p.expr} = {stored[id(t)]}")  # a second NEWGRAD would add it to itself)
+                    continue
                 v, dt = self._known(t._data, p.expr), self.const(t.dtype)
-                self.lines.append(f"{p.expr} = MAKE({v}, {dt}, {self.const(t._be)}{_versions.made(t)})")
+                made = f"MAKE({v}, {dt}, {self.const(t._be)}{_versions.made(t)})"
+                if t0 is None and p.expr.endswith("._grad"):  # a first gradient: another thread's backward may
+                    made = f"NEWGRAD({p.expr[:-6]}, {made})"  # store one meanwhile (see results._new_grad)
+                self.lines.append(f"{p.expr} = {made}")
+                stored[id(t)] = p.expr
         self.snapshot()
 
     def _known(self, arr: Any, where: str) -> str:
@@ -611,6 +619,7 @@ class Recorder(ResultEncoding):
         if not _CAPTURE_LOCK.acquire(blocking=False):
             raise CaptureBusy
         self._locked = True
+        self._tables_at = _backend.TABLES_CHANGED[0]
         try:
             self._patch()
         except BaseException:
@@ -657,12 +666,19 @@ class Recorder(ResultEncoding):
                        _optim.register_optimizer_step_post_hook(self.segment_end))
         state["recorder"] = self
 
+    def tables_changed(self) -> bool:
+        """Whether the kernel tables were refilled since the capture patched them (by another thread: a plugin
+        registering kernels), which put the plain kernels back over the recording ones."""
+        return _backend.TABLES_CHANGED[0] != self.__dict__.get("_tables_at", _backend.TABLES_CHANGED[0])
+
     def remove(self, release: bool = True) -> None:
         """Undo the patches; ``release=False`` keeps the lock until release() (after the replay's build, which reads
         the kernel tables another thread's capture would patch)."""
         for obj, name, orig in reversed(self._saved):
             setattr(obj, name, orig)
         self._saved.clear()
+        if self.tables_changed():
+            _backend._refresh_tables()  # refilled during the capture: the entries set back were the old ones
         for h in getattr(self, "_hooks", ()):
             h.remove()
         state["recorder"] = None

@@ -298,8 +298,9 @@ def contents(o: Any, names: tuple = (), lens: dict | None = None, depth: int = 2
     elif isinstance(o, dict):
         if len(o) > most:
             return long_key(o), long_key(o.values())
+        items = list(o.items())  # (at once: another thread may add an entry while the loop below runs Python code)
         own = (tuple([(k, (v if v.__class__ is not float or v and v == v else _sc(v)) if v.__class__ in scalars
-                      else _entry(v, names, depth)) for k, v in o.items()]), tuple(map(type, o.values())))
+                      else _entry(v, names, depth)) for k, v in items]), tuple([type(v) for _, v in items]))
     else:
         own = None
     if o.__class__ is list or o.__class__ is dict or isinstance(o, tuple):  # (a named tuple too)
@@ -603,7 +604,7 @@ def state_of(objs: list) -> tuple[list, list, list, list, list]:
             for x in o:
                 add(x, depth - 1)
         elif depth and isinstance(o, dict):
-            for x in o.values():
+            for x in list(o.values()):  # (a snapshot: another thread may add an entry meanwhile)
                 add(x, depth - 1)
     seen: set = set()
     for o in objs:

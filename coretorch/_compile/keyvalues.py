@@ -139,7 +139,7 @@ def mutable_key(o: Any) -> Any:
     the step's roots: changed in place between calls, a replay reused what the capture read (``len(s)``, ``b[0]``)."""
     if isinstance(o, bytearray):
         return bytes(o) if len(o) <= _NDARRAY_MAX else hashlib.blake2b(o, digest_size=16).digest()
-    return long_key(o) if len(o) > 1024 else tuple(map(_value, o))
+    return long_key(o) if len(o) > 1024 else tuple(map(_value, tuple(o)))  # (a snapshot: see guards.contents)
 
 
 LONG_MAX = 4096  # entries of a long container digested by long_key (larger ones: by their number alone)

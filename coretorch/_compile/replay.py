@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _backend
 from ..tensor import Tensor, _make
 from . import argtree, backends, fusion, hostfuse, hostrng, lower as _lower, plan as _plan
 from . import assigns as _assigns, attrs as _attrs, early as _early, flags as _flags, guards as _guards, made as _made
@@ -20,7 +21,7 @@ from .capture import Recorder, _find_hab_users, _memory_of, _orig_host_all_below
 from .roots_state import iter_position, iterators_of, persistent_of, scheduler_counts
 from .hostrng import host_rng_state
 from .modes import modes as _modes
-from .results import _rebuilt_dict, _rebuilt_object, _root, _view, _with_grad
+from .results import _new_grad, _rebuilt_dict, _rebuilt_object, _root, _view, _with_grad
 from .config import config
 
 
@@ -44,8 +45,8 @@ def _copy(a):
 
 _GLOBALS = {"MAKE": _make, "CHK": _changed, "HAB": _orig_host_all_below, "CP": _copy, "MISMATCH": Mismatch,
             "TKEY": _tensor_key, "SKEY": _state_key, "MEMOF": _memory_of, "VIEW": _view, "REDICT": _rebuilt_dict,
-            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "POSOF": fusion.position, "ROOT": _root,
-            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "TAILREAD": _tail.tail_read,
+            "REOBJ": _rebuilt_object, "GRAD": _with_grad, "NEWGRAD": _new_grad, "POSOF": fusion.position, "ROOT": _root,
+            "RNGSAVE": _rngundo.save, "RNGBACK": _rngundo.back, "RNGEND": _rngundo.end, "TAILREAD": _tail.tail_read,
             "APPEND": _tail.append}
 
 
@@ -101,8 +102,8 @@ def build(rec: Recorder, result_src: str, host_fusion: bool | None = None) -> tu
     if hostfuse.requested(host_fusion):
         rec.hosted = hostfuse.apply(rec)
     pl = _plan_of(rec, 0, None, set(_VAR.findall(result_src)))
-    lines = rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers, dynfloat.py)
-        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}")
+    lines = _rngundo.window(rec.checks + _guarded_prologue(rec.pro) + pl.wrap(  # (pro: a Sym argument's numbers,
+        rec, _with_frees([ln for ln in rec.lines if ln], result_src), f"return {result_src}"))  # dynfloat.py)
     names = [f"c{i}" for i in range(len(rec.consts))]
     head = f"def _build({', '.join(names)}):\n    def _replay(A):\n"
     src = f"{head}{_source(lines)}\n    return _replay\n"
@@ -150,8 +151,8 @@ def build_parts(rec: Recorder, split: int, out_vars: list[str], bw_src: str | No
     bw = [_ARG_NUMBER.sub(r"sa\1", ln) for ln in rec.lines[split:] if ln]  # (A[2] -> sa2: carried in ctx)
     outs = "(" + "".join(f"{v}, " for v in out_vars) + ")"
     ctx_t = "(" + "".join(f"{v}, " for v in [*ctx, *numbers]) + ")"
-    fw_lines = rec.checks + _guarded_prologue(rec.pro) + fw_plan.wrap(rec, _with_frees(fw, outs, set(ctx)),
-                                                                       f"return {outs}, {ctx_t}")
+    fw_lines = _rngundo.window(rec.checks + _guarded_prologue(rec.pro) + fw_plan.wrap(
+        rec, _with_frees(fw, outs, set(ctx)), f"return {outs}, {ctx_t}"))
     src = f"    def _fw(A):\n{_source(fw_lines)}\n"
     bw_lines: list[str] = []
     if bw_src is not None:
@@ -178,13 +179,14 @@ def process_state(objs: list | tuple = ()) -> tuple:
     roots and modules of the call) and the global modes and settings (:mod:`.modes`), before a capture runs the
     function (see :func:`check_process_state`)."""
     gens = hostrng.generators_of(list(objs))
-    return host_rng_state(), _modes(), threading.active_count(), gens, hostrng.generator_states(gens)
+    return (host_rng_state(), _modes(), threading.active_count(), gens, hostrng.generator_states(gens),
+            _backend.TABLES_CHANGED[0])
 
 
 def check_process_state(rec: Recorder, before: tuple) -> None:
     """A graph break where the captured call drew a host random number or changed a global mode: a replay would
     repeat the number, and leave the mode as it finds it."""
-    rng, modes, threads, gens, states = before
+    rng, modes, threads, gens, states, tables = before
     # with other threads running, another one may have drawn or changed it meanwhile (a data-producing thread's
     # random augmentation): the call runs eagerly and a later one captures again, a few times (see RETRIES), and
     # fullgraph=True raises no Unsupported for it
@@ -197,6 +199,10 @@ def check_process_state(rec: Recorder, before: tuple) -> None:
     if hostrng.generator_states(gens) != states:
         brk("the call drew from a host random generator it reaches (`rng = random.Random(0)`, "
             "`np.random.default_rng()`, `np.random.RandomState()`: `rng.random()`), which a replay would repeat")
+    if _backend.TABLES_CHANGED[0] != tables:  # (their entries were refilled over the capture's recording ones:
+        rec.breaks.append(  # whatever broke after it, a later call captures again: see retried)
+            "the kernel tables were refilled during the capture (a plugin registered kernels or a backend), so the "
+            "launches after it were not recorded")
     if _modes() != modes:
         brk("the call changed a global mode or setting (`torch.set_grad_enabled(False)`, `set_default_dtype`, "
             "`use_deterministic_algorithms`...), which a replay would not repeat")
@@ -208,8 +214,9 @@ RETRIES = 3  # captures tried again per compiled callable where only another thr
 
 
 def retried(rec: Recorder) -> bool:
-    """Whether the only breaks of a capture are those check_process_state saw with other threads running."""
-    return rec.__dict__.get("retry") == len(rec.breaks)
+    """Whether the only breaks of a capture are those check_process_state saw with other threads running, or the
+    kernel tables were refilled during it (then any break may be that refill's)."""
+    return rec.__dict__.get("retry") == len(rec.breaks) or rec.tables_changed()
 
 
 def _watch_outer_graphs(rec: Recorder, tensors: list) -> list:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import _FREED
+from ..autograd.graph import _FREED, ACCUMULATE_LOCK
 from ..nn.modules.module import Module
 from ..optim import optimizer as _optim
 from ..tensor import Tensor, _make
@@ -223,6 +223,24 @@ def _with_grad(t: Tensor, grad: Tensor) -> Tensor:
     """A replay's returned leaf with its ``.grad`` (see Recorder._made)."""
     t._grad = grad
     return t
+
+
+def _new_grad(owner: Tensor, grad: Tensor) -> Tensor:
+    """A replay's first gradient of ``owner`` (its guards saw ``.grad`` None): stored, or, where another thread's
+    backward stored one since, added into that one in place, as eager's AccumulateGrad does holding the same lock
+    (stored over it, that thread's gradient was lost); returns the gradient now held."""
+    with ACCUMULATE_LOCK:
+        old = owner._grad
+        if old is None:
+            owner._grad = grad
+            return grad
+        be = old._be
+        if be.has("iadd") and old.dtype is grad.dtype and old._data.shape == grad._data.shape:
+            be.iadd(old._data, grad._data)
+        else:
+            be.assign_(old._data, be.add(old._data, grad._data))
+        old._vc[0] += 1
+        return old
 
 
 def _root(t: Tensor) -> Tensor:

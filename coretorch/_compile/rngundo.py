@@ -2,16 +2,23 @@
 Gamma/Beta/Dirichlet draw's rejection rounds, ``bool(todo.any())`` after each round of ``randn``/``rand``; a check
 after a dropout) can still fall back to eager, as a check before any write does, once the generators it drew from are
 set back to their states at the replay's start.  Writes of anything else (an array the call did not make, an
-optimizer step) still make such a failed check raise (see ``Recorder._host_read``)."""
+optimizer step) still make such a failed check raise (see ``Recorder._host_read``).
+
+Threads: such a replay holds the generators' lock (``coretorch._rnglock``) from its first line to its last check
+that may set them back (and on any exception), so no other thread draws in between: set back, their draws were
+lost and their numbers handed to this call's eager run again."""
 from __future__ import annotations
 
 from typing import Any
+
+from .._rnglock import LOCK as _LOCK
 
 # kernels that advance or set a generator and write no array the call did not make (rng_fill_: its output, checked)
 _DRAWS = frozenset({"rng_fill_", "rng_randint", "rng_poisson", "rng_multinomial", "rng_randperm", "rng_seed",
                     "rng_set_state"})
 SAVE_LINE = "rngs = RNGSAVE({})"
 _BACK = "RNGBACK(rngs)"
+_END = "RNGEND(rngs)"
 
 
 def note(rec: Any, name: str, kernel: Any, args: tuple) -> bool:
@@ -61,14 +68,53 @@ def abort(rec: Any) -> str:
     return _BACK
 
 
+class _Saved(list):
+    """The states read at the replay's start, ``held``: whether this replay still holds the generators' lock."""
+
+    __slots__ = ("held",)
+    held: bool
+
+
 def save(pairs: list) -> list:
-    """(The replay's first line) the states of the generators ``pairs`` names."""
-    return [(t, g, t.rng_get_state(g)) for t, g in pairs]
+    """(The replay's first line) take the generators' lock, then the states of the generators ``pairs`` names."""
+    _LOCK.acquire()
+    saved = _Saved()
+    saved.held = True
+    try:
+        saved.extend((t, g, t.rng_get_state(g)) for t, g in pairs)
+    except BaseException:
+        end(saved)
+        raise
+    return saved
 
 
 def back(saved: list) -> Exception:
     """Set the generators back to ``saved`` and return the Mismatch that runs the call eagerly."""
     from .replay import Mismatch  # (replay imports this module)
-    for t, g, s in saved:
-        t.rng_set_state(g, s)
+    try:
+        for t, g, s in saved:
+            t.rng_set_state(g, s)
+    finally:
+        end(saved)
     return Mismatch(False)
+
+
+def end(saved: Any) -> None:
+    """(After the replay's last check that may set the generators back, and on leaving it) the lock let go."""
+    if getattr(saved, "held", False):
+        saved.held = False
+        _LOCK.release()
+
+
+def window(lines: list[str]) -> list[str]:
+    """A replay function's ``lines`` holding the generators' lock from its ``RNGSAVE`` line to its last check that
+    may set them back (released there, and by a ``finally`` around the rest on any exit)."""
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("rngs = RNGSAVE(")), None)
+    if start is None:
+        return lines
+    body = list(lines[start + 1:])
+    last = max((i for i, ln in enumerate(body) if ln.rstrip().endswith(_BACK)), default=None)
+    if last is not None:
+        ln = body[last]
+        body.insert(last + 1, ln[:len(ln) - len(ln.lstrip())] + _END)
+    return [*lines[:start + 1], "try:", *[f"    {ln}" for ln in body], "finally:", f"    {_END}"]

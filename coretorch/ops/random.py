@@ -175,7 +175,7 @@ def manual_seed(seed) -> Generator:
     s = _seed_value(seed)
     for be in backends().values():
         be.manual_seed(s)
-    for g in _defaults.values():
+    for g in list(_defaults.values()):  # (a snapshot: another thread's first use of a device adds one meanwhile)
         g.manual_seed(s)
     return default_for()
 
