@@ -14,6 +14,7 @@ from . import reduction as _R, shape as _S
 from .creation import ones
 from .indexing import narrow
 from .joining import _storage, as_strided
+from ._own import own
 from .pointwise import add, div, mul, sub
 from .statistics import cumprod
 
@@ -147,7 +148,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(view.shape)}")
     view.copy_(src)
-    return r
+    return own(r)  # (a view of the storage's copy nothing else holds: PyTorch's result is a tensor of its own)
 
 
 # ---- numeric helpers ------------------------------------------------------------------------------------------

@@ -372,6 +372,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
                            "of tensor")
     x = input._data
     shp = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
+    if any(r < 0 for r in reps):  # (PyTorch's error for the result's size; the backends raised ValueError/TypeError)
+        out_sizes = [s * r for s, r in zip(shp, reps)]
+        raise RuntimeError(f"Trying to create tensor with negative dimension {next(v for v in out_sizes if v < 0)}: "
+                           f"{out_sizes}")
     out = input._be.tile(input._be.view(x, shp) if x.shape != shp else x, reps)
     node = None
     if input._rg:
@@ -399,9 +403,16 @@ def flip(input: Tensor, dims) -> Tensor:
     if input._rg:
         node = FlipBackward0()
         node.dims = dims
-    return _wrap_copy(input, input._be.flip(input._data, dims) if dims and input.ndim else
-                      input._be.contiguous(input._data),
-                      node)
+    table, x = input._be, input._data
+    if not dims or not input.ndim:
+        return _wrap_copy(input, table.contiguous(x), node)
+    # laid out as the input (its stride order), as PyTorch's TensorIterator kernel: a channels-last or transposed
+    # input's flip was row-major (so rot90's transpose of it was not, and .view of it raised where PyTorch's works)
+    o = None if input.ndim < 2 or table.is_contiguous(x) else _memfmt.order(tuple(x.shape), tuple(table.strides(x)))
+    if o is None:
+        return _wrap_copy(input, table.flip(x, dims), node)
+    data = table.permute(table.flip(table.permute(x, o), tuple(o.index(d) for d in dims)), _memfmt.inverse(o))
+    return _wrap_copy(input, data, node)
 
 
 class CloneBackward0(Node):

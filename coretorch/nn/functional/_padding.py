@@ -10,6 +10,7 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...dtypes import bool_ as _bool
+from ...ops._own import fresh_like
 from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
@@ -112,11 +113,14 @@ def pad(input, pad, mode="constant", value=None):
             if hi:
                 parts.append(_slice_dim(out, d, 0, hi))
         out = _S.cat(parts, d) if len(parts) > 1 else out
-    return out
+    # a new tensor, as PyTorch's padding kernels allocate (pads of 0 or crops only gave the input or a view of it):
+    # row-major, channels-last for reflect/replicate of an input whose strides suggest it
+    return fresh_like(out, input, mode != "circular")
 
 
 def _pad_constant(input: Tensor, pad, value) -> Tensor:
     out = input
+    padded = False
     nd = input.ndim
     for k in range(len(pad) // 2):
         d = nd - 1 - k
@@ -136,9 +140,10 @@ def _pad_constant(input: Tensor, pad, value) -> Tensor:
             parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
             out = _S.cat(parts, d)
-    if out is input:
-        out = _S.clone(input)
-    return out
+            padded = True
+    if not padded:  # crops only: PyTorch's clone of the narrowed input (it was a view, written through to input)
+        return _S.clone(out)
+    return fresh_like(out, input)  # (PyTorch's empty of the input's suggested memory format, filled)
 
 
 def one_hot(tensor, num_classes=-1):

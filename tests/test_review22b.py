@@ -1,0 +1,175 @@
+"""Review 22b (eager): views and shape ops, a second pass, on every installed backend: which ops return views and
+which return tensors of their own (writes through, ``_base``, strides and layouts of the results), ``resize_``,
+``repeat``/``tile``/``repeat_interleave`` arguments.  PyTorch 2.13's behaviour is the spec; each test's docstring
+says what PyTorch does and what coretorch did before the fix."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+@pytest.mark.parametrize("mode,pad", [("constant", (-1, 0)), ("constant", (-1, -1, 0, -1)),
+                                      ("replicate", (-1, 0)), ("reflect", (0, 0)), ("circular", (0, 0)),
+                                      ("reflect", (-1, 0, 0, 0))])
+def test_pad_that_only_crops_gives_a_new_tensor(device, mode, pad):
+    """PyTorch's ``F.pad`` always returns a new tensor (``constant_pad_nd`` clones the narrowed input; the
+    reflection/replication/circular kernels allocate): writing into the result leaves the input as it was.
+    coretorch before: pads of 0 and negative pads (crops) gave the input itself or a view of it, so
+    ``F.pad(x, (-1, 0)).fill_(0)`` zeroed ``x``."""
+    x = torch.arange(1.0, 9.0, device=device).view(1, 2, 4)
+    y = F.pad(x, pad, mode=mode)
+    assert y is not x and y._base is None
+    y.fill_(0)
+    np.testing.assert_array_equal(_np(x), np.arange(1.0, 9.0).reshape(1, 2, 4))
+
+
+@pytest.mark.parametrize("op", ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle1", "channel_shuffle2"])
+def test_pixel_and_channel_shuffles_give_new_tensors(device, op):
+    """PyTorch's ``pixel_shuffle``/``pixel_unshuffle``/``channel_shuffle`` kernels allocate their results (in the
+    input's suggested memory format).  coretorch before: a factor of 1 (or a shuffle that moves nothing, 2 channels
+    in 2 groups) returned a view of the input, so a write into the result changed the input."""
+    x = torch.arange(1.0, 9.0, device=device).view(1, 2, 4, 1)
+    fn = {"pixel_shuffle": lambda a: F.pixel_shuffle(a, 1), "pixel_unshuffle": lambda a: F.pixel_unshuffle(a, 1),
+          "channel_shuffle1": lambda a: F.channel_shuffle(a, 1),
+          "channel_shuffle2": lambda a: F.channel_shuffle(a, 2)}[op]
+    y = fn(x)
+    assert y._base is None
+    y.fill_(0)
+    np.testing.assert_array_equal(_np(x), np.arange(1.0, 9.0).reshape(1, 2, 4, 1))
+
+
+def test_pixel_shuffle_of_a_leaf_can_be_changed_in_place(device):
+    """PyTorch: ``F.pixel_shuffle(w, 1)`` of a leaf that requires grad is a new non-leaf, ``relu_()`` on it is
+    recorded.  coretorch before: the result was a view of the leaf and the in-place op raised."""
+    w = torch.randn(1, 4, 2, 2, device=device, dtype=torch.float64, requires_grad=True)
+    y = F.pixel_shuffle(w, 1)
+    y.relu_()
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(w.grad), (_np(w) > 0).astype(np.float64))
+
+
+def test_shuffles_and_pads_take_the_inputs_suggested_memory_format(device):
+    """PyTorch's kernels allocate their outputs in the input's suggested memory format: ``pixel_shuffle`` of a
+    channels-last input is channels-last (strides ``(48, 1, 8, 1)`` for a ``(2, 1, 6, 8)`` result), a constant,
+    reflection or replication pad of one too, a circular pad row-major; of a permuted 3-d input row-major.
+    coretorch before: the pixel/channel shuffles of a channels-last input were row-major, pads too (or the input
+    itself)."""
+    x = torch.arange(96.0, device=device).view(2, 4, 3, 4).contiguous(memory_format=torch.channels_last)
+    assert F.pixel_shuffle(x, 2).stride() == (48, 1, 8, 1)
+    assert F.channel_shuffle(x, 2).stride() == (48, 1, 16, 4)
+    assert F.pad(x, (1, 1)).stride() == (72, 1, 24, 4)
+    assert F.pad(x, (0, 0, 0, 0), mode="reflect").stride() == (48, 1, 16, 4)
+    assert F.pad(x, (-1, -1, 1, 0), mode="replicate").stride() == (32, 1, 8, 4)
+    assert F.pad(x, (0, 0, 0, 0), mode="circular").stride() == (48, 12, 4, 1)
+    xt = torch.arange(24.0, device=device).view(2, 3, 4).permute(0, 2, 1)
+    assert F.pad(xt, (0, 0), mode="reflect").stride() == (12, 3, 1)
+    assert F.pad(xt, (-1, 0)).stride() == (8, 1, 4)  # (constant crops: a clone preserving the stride order)
+
+
+def test_roll_and_rot90_return_tensors_of_their_own(device):
+    """PyTorch: ``roll`` (without dims) and ``rot90`` return new tensors (``_base`` None; rot90 transposes its flip
+    in place), so ``detach_()`` works and a result made under ``no_grad`` can be changed in place in grad mode;
+    ``roll``'s grad_fn is ``RollBackward0``.  coretorch before: both were views of an internal temporary, so
+    ``detach_()`` raised "Can't detach views in-place" and ``y.mul_(w)`` raised the no_grad-view error."""
+    x = torch.arange(6.0, device=device).view(2, 3)
+    w = torch.tensor(2.0, device=device, requires_grad=True)
+    for f in (lambda a: a.roll(1), lambda a: a.rot90(), lambda a: a.rot90(3), lambda a: torch.kron(a, a),
+              lambda a: a.max(1)[0], lambda a: torch.combinations(a[0])):
+        assert f(x)._base is None
+        with torch.no_grad():
+            y = f(x)
+        ref = _np(y) * 2
+        y.mul_(w)
+        np.testing.assert_array_equal(_np(y), ref)
+        xg = x.clone().requires_grad_()
+        z = f(xg)
+        z.detach_()
+        assert z.grad_fn is None and not z.requires_grad
+    assert type(x.clone().requires_grad_().roll(1).grad_fn).__name__ == "RollBackward0"
+
+
+def test_flip_keeps_the_inputs_layout_and_rot90_follows(device):
+    """PyTorch's ``flip`` lays its result out as the input (TensorIterator): a channels-last input gives a
+    channels-last flip, a transposed one a transposed flip; ``rot90`` is that flip transposed (so ``x.t().rot90()``
+    is row-major and ``.view(-1)`` works) and ``rot90(x, 0)`` a row-major clone.  coretorch before: flips were
+    row-major, so ``x.t().rot90().view(-1)`` raised."""
+    x = torch.arange(96.0, device=device).view(2, 4, 3, 4).contiguous(memory_format=torch.channels_last)
+    assert x.flip(0).stride() == (48, 1, 16, 4)
+    assert x.rot90(1, (1, 2)).stride() == (48, 16, 1, 4)
+    assert x.rot90(0).stride() == (48, 12, 4, 1)
+    a = torch.arange(6.0, device=device).view(2, 3)
+    r = a.t().rot90()
+    assert r.is_contiguous()
+    np.testing.assert_array_equal(_np(r.view(-1)), np.rot90(np.arange(6.0).reshape(2, 3).T).reshape(-1))
+    xt = torch.arange(24.0, device=device).view(2, 3, 4).permute(2, 0, 1)
+    y = xt.flip(0, 2)
+    assert y.stride() == (1, 12, 4)
+    np.testing.assert_array_equal(_np(y), np.flip(np.arange(24.0).reshape(2, 3, 4).transpose(2, 0, 1), (0, 2)))
+
+
+def test_flip_gradient_of_a_permuted_input(device):
+    """The flip of a permuted input (now computed in its stride order) still has the flip's gradient."""
+    from coretorch.autograd import gradcheck
+    x = torch.randn(3, 4, 2, device=device, dtype=torch.float64).permute(2, 0, 1).requires_grad_()
+    assert gradcheck(lambda a: a.flip(0, 2) * torch.arange(24.0, device=device, dtype=torch.float64).view(2, 3, 4),
+                     (x,))
+
+
+def test_resize_reads_the_storage_in_order(device):
+    """PyTorch's ``resize_`` makes the tensor C-contiguous over its storage from its offset ("ignoring the current
+    strides"): a transposed copy resized to 6 elements reads them in storage order, a view stays a view of its
+    base (writes reach it) and may grow inside the base's storage, ``memory_format=`` restrides even at the same
+    size.  coretorch before: the elements were copied in logical order into a buffer of the tensor's own."""
+    x = torch.arange(6.0, device=device).view(2, 3).t().contiguous().t()   # storage [0, 3, 1, 4, 2, 5]
+    x.resize_(6)
+    np.testing.assert_array_equal(_np(x), [0, 3, 1, 4, 2, 5])
+    b = torch.arange(6.0, device=device).view(2, 3)
+    v = b.t()
+    v.resize_(6)
+    np.testing.assert_array_equal(_np(v), np.arange(6.0))
+    v[0] = -1.0
+    assert float(b[0, 0]) == -1.0
+    c = torch.arange(6.0, device=device)
+    w = c[:3]
+    w.resize_(5)
+    np.testing.assert_array_equal(_np(w), [0, 1, 2, 3, 4])
+    m = torch.arange(24.0, device=device).view(1, 2, 3, 4)
+    m.resize_(1, 2, 3, 4, memory_format=torch.channels_last)
+    assert m.stride() == (24, 1, 8, 2)
+    np.testing.assert_array_equal(_np(m).transpose(0, 2, 3, 1).reshape(-1), np.arange(24.0))
+    r = torch.arange(6.0, device=device).view(2, 3).t().contiguous().t()
+    r.resize_as_(torch.zeros(3, 2))
+    np.testing.assert_array_equal(_np(r).reshape(-1), [0, 3, 1, 4, 2, 5])
+
+
+def test_repeat_and_tile_with_a_negative_count_raise_runtime_error(device):
+    """PyTorch: ``x.repeat(-1, 1)`` of a (2, 3) tensor raises RuntimeError("Trying to create tensor with negative
+    dimension -2: [-2, 3]").  coretorch before: numpy's ValueError on cpu, a pyopencl TypeError on opencl."""
+    x = torch.arange(6.0, device=device).view(2, 3)
+    with pytest.raises(RuntimeError, match=r"negative dimension -2: \[-2, 3\]"):
+        x.repeat(-1, 1)
+    with pytest.raises(RuntimeError, match=r"negative dimension -3: \[-3\]"):
+        torch.arange(3.0, device=device).tile((-1,))
+
+
+def test_repeat_interleave_checks_output_size_and_a_0d_inputs_dim(device):
+    """PyTorch: ``repeat_interleave(2, output_size=7)`` of 4 elements raises RuntimeError ("Invalid output_size,
+    expected 8 but got 7"), and a ``dim`` on a 0-d input raises IndexError.  coretorch before: the int count's
+    ``output_size`` was ignored and the 0-d input was repeated."""
+    x = torch.arange(4.0, device=device)
+    with pytest.raises(RuntimeError, match="expected 8 but got 7"):
+        x.repeat_interleave(2, output_size=7)
+    assert x.repeat_interleave(2, output_size=8).shape == (8,)
+    s = torch.tensor(5.0, device=device)
+    with pytest.raises(IndexError):
+        s.repeat_interleave(3, dim=0)
+    with pytest.raises(IndexError):
+        s.repeat_interleave(torch.tensor(3, device=device), dim=0)
+    np.testing.assert_array_equal(_np(s.repeat_interleave(3)), [5.0, 5.0, 5.0])
