@@ -173,3 +173,67 @@ def test_repeat_interleave_checks_output_size_and_a_0d_inputs_dim(device):
     with pytest.raises(IndexError):
         s.repeat_interleave(torch.tensor(3, device=device), dim=0)
     np.testing.assert_array_equal(_np(s.repeat_interleave(3)), [5.0, 5.0, 5.0])
+
+
+def test_diff_of_order_0_is_a_copy(device):
+    """PyTorch: ``torch.diff(x, n=0)`` is a clone of ``x`` (its layout kept), so writing into it leaves ``x`` as
+    it was.  coretorch before: ``x`` itself was returned."""
+    x = torch.arange(24.0, device=device).view(2, 3, 4)
+    y = torch.diff(x, n=0)
+    assert y is not x and y._base is None
+    y.fill_(0)
+    np.testing.assert_array_equal(_np(x), np.arange(24.0).reshape(2, 3, 4))
+    assert torch.diff(x.transpose(0, 2), n=0).stride() == (1, 4, 12)
+
+
+def test_composites_ending_on_a_reshape_are_not_views(device):
+    """PyTorch's ``F.linear`` without a bias (matmul's ``_unsafe_view``), ``F.group_norm``, ``F.fold``,
+    ``F.affine_grid`` and ``Tensor.put`` return new tensors (``_base`` None), so ``detach_()`` on them works;
+    ``F.fold`` with padding is row-major.  coretorch before: views of the op's own temporary (``detach_()``
+    raised), and ``F.fold(..., padding=1)`` a strided view of the padded plane."""
+    x = torch.randn(1, 2, 3, 4, device=device, requires_grad=True)
+    eye = torch.eye(4, device=device)
+    outs = [F.linear(x, eye), F.group_norm(x, 1), F.fold(F.unfold(x, 1), (3, 4), 1),
+            x.put(torch.tensor([0], device=device), torch.tensor([5.0], device=device))]
+    outs.append(F.affine_grid(torch.eye(2, 3, device=device).unsqueeze(0).requires_grad_(), (1, 1, 2, 2),
+                              align_corners=False))
+    for y in outs:
+        assert y._base is None
+        y.detach_()
+        assert not y.requires_grad
+    f = F.fold(F.unfold(x, 3, padding=1), (3, 4), 3, padding=1)
+    assert f.is_contiguous() and f._base is None
+
+
+def test_as_strided_scatter_passes_the_gradient_to_src_of_an_input_without_grad(device):
+    """PyTorch: ``as_strided_scatter(a, src, ...)`` with ``a`` not requiring grad and ``src`` requiring it gives
+    a result that requires grad, src's gradient the upstream gradient at the scattered positions.  coretorch
+    before: the result was taken as a view of the storage copy before src was written into it, so it never
+    required grad (src's gradient was lost, silently in a larger graph)."""
+    a = torch.zeros(3, 4, dtype=torch.float64, device=device)
+    src = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, device=device, requires_grad=True)
+    y = torch.as_strided_scatter(a, src, (2, 2), (1, 2), 1)
+    assert y.requires_grad and y._base is None
+    np.testing.assert_array_equal(_np(y).reshape(-1)[[1, 3, 2, 4]], [1.0, 2.0, 3.0, 4.0])
+    g = torch.arange(12.0, dtype=torch.float64, device=device).view(3, 4)
+    (gs,) = torch.autograd.grad(y, src, g)
+    np.testing.assert_array_equal(_np(gs), [[1.0, 3.0], [2.0, 4.0]])
+
+
+@pytest.mark.xfail(strict=True, reason="a view taken before its base (which did not require grad) was changed in "
+                   "place by a value that requires grad keeps requires_grad=False: ops read the view's _rg flag "
+                   "directly and no registry of a base's views exists to update them (a per-view registry would "
+                   "cost every view creation); PyTorch regenerates the view's grad_fn")
+def test_a_view_taken_before_its_base_got_a_graph_requires_grad(device):
+    """PyTorch: ``buf = zeros(3, 3); t = buf.t(); buf[1] = w`` (``w`` requires grad) makes ``t`` require grad
+    (its grad_fn regenerated, ``AsStridedBackward0``), so ``(t * c).sum().backward()`` gives ``w.grad`` = column 1
+    of ``c``.  coretorch: ``t.requires_grad`` stays False (the backward raises, or in a larger graph w's
+    gradient through t is silently missing)."""
+    buf = torch.zeros(3, 3, dtype=torch.float64, device=device)
+    t = buf.t()
+    w = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, device=device, requires_grad=True)
+    buf[1] = w
+    c = torch.arange(9.0, dtype=torch.float64, device=device).view(3, 3)
+    assert t.requires_grad
+    (t * c).sum().backward()
+    np.testing.assert_array_equal(_np(w.grad), [1.0, 4.0, 7.0])

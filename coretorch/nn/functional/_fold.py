@@ -102,7 +102,9 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     plane = _C.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
     plane = _I.index_add(plane, 2, flat_idx, x.reshape(n, c, kk * L))
     out = plane.reshape(n, c, hp, wp)[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]
-    return out if batched else _S.squeeze(out, 0)
+    out = out if batched else _S.squeeze(out, 0)
+    # a row-major tensor of its own, as PyTorch's col2im (a view of the padded plane: strided, with a _base)
+    return own(out) if p == (0, 0) else _S.contiguous(out)
 
 
 def _lp_inf(pool, input, norm_type, kernel_size, stride, ceil_mode):
