@@ -68,6 +68,8 @@ def _size_args(size: tuple) -> tuple:
 
 def sum_to_size(self: Tensor, *size) -> Tensor:
     """``self`` summed to ``size`` (which must be expandable to ``self``'s shape): the reverse of ``expand``."""
+    if not size:  # (PyTorch's parser: the size is required, even for a 0-d tensor)
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     size = _size_args(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)

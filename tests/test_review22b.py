@@ -237,3 +237,20 @@ def test_a_view_taken_before_its_base_got_a_graph_requires_grad(device):
     assert t.requires_grad
     (t * c).sum().backward()
     np.testing.assert_array_equal(_np(w.grad), [1.0, 4.0, 7.0])
+
+
+def test_view_dtype_of_an_empty_tensor_checks_the_last_size(device):
+    """PyTorch: ``zeros(0, 3).view(torch.float64)`` of a float32 tensor raises RuntimeError ("self.size(-1) must be
+    divisible by 2 to view Float as Double ..."), though it has no element; ``zeros(3, 0)`` views fine.  coretorch
+    before: numpy's ValueError on cpu, a (0, 1) tensor on opencl."""
+    with pytest.raises(RuntimeError, match=r"self.size\(-1\) must be divisible by 2"):
+        torch.zeros(0, 3, device=device).view(torch.float64)
+    assert torch.zeros(3, 0, device=device).view(torch.float64).shape == (3, 0)
+    assert torch.zeros(0, 4, device=device).view(torch.float64).shape == (0, 2)
+
+
+def test_sum_to_size_requires_a_size():
+    """PyTorch: ``x.sum_to_size()`` raises TypeError (missing "size"), for a 0-d tensor too.  coretorch before: the
+    0-d tensor was returned."""
+    with pytest.raises(TypeError, match="size"):
+        torch.tensor(1.0).sum_to_size()
