@@ -38,7 +38,8 @@ def _H(self: Tensor) -> Tensor:
     if self.ndim == 0:
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
         return _S.transpose(self, 0, 0)
-    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor."
+                       + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""))
 
 
 def _mH(self: Tensor) -> Tensor:

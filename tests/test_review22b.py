@@ -254,3 +254,38 @@ def test_sum_to_size_requires_a_size():
     0-d tensor was returned."""
     with pytest.raises(TypeError, match="size"):
         torch.tensor(1.0).sum_to_size()
+
+
+def test_shape_errors_carry_pytorchs_messages(device):
+    """PyTorch's messages for shape errors (coretorch's before in brackets): a repeated dim names the wrapped dim
+    ("dim 2 appears multiple times in the list of dims" [``mean(): dim [-1, 2] ...``]), ``permute`` and ``movedim``
+    have their own ("permute(): duplicate dims are not allowed.", "movedim: repeated dim in `source` ([0, 0])",
+    the length check ["permute: number of dimensions ..."]), ``unflatten`` names the dim ("unflatten: Provided
+    sizes [5, -1] don't multiply up to the size of dim 1 (6) ..." [reshape's]), ``reshape`` of 0 elements with -1
+    says it is ambiguous, a negative size names its index, ``expand``'s new leading -1 names its dim,
+    ``tensor_split`` names the dtype as "Float"."""
+    x = torch.zeros(2, 3, 4, device=device)
+    cases = [(lambda: x.mean((-1, 2)), "^dim 2 appears multiple times in the list of dims$"),
+             (lambda: x.flip(0, 0), "^dim 0 appears multiple times"),
+             (lambda: x.permute(0, 0, 1), r"^permute\(\): duplicate dims are not allowed\.$"),
+             (lambda: x.movedim((0, 0), (1, 2)), r"^movedim: repeated dim in `source` \(\[0, 0\]\)$"),
+             (lambda: x.movedim((0, 1), (2, 2)), r"^movedim: repeated dim in `destination` \(\[2, 2\]\)$"),
+             (lambda: x.movedim((0, 1), (2,)), r"^movedim: Invalid source or destination dims: source \(\[0, 1\] "
+                                               r"dims\) should contain the same number of dims as destination"),
+             (lambda: x.view(2, 12).unflatten(1, (5, -1)), r"^unflatten: Provided sizes \[5, -1\] don't multiply up "
+                                                           r"to the size of dim 1 \(12\) in the input tensor$"),
+             (lambda: x.view(2, 12).unflatten(1, ()), "^unflatten: sizes must be non-empty$"),
+             (lambda: torch.zeros(0, device=device).reshape(-1, 0), r"^cannot reshape tensor of 0 elements into "
+                                                                     r"shape \[-1, 0\] because the unspecified"),
+             (lambda: x.view(-2, 12), r"^invalid shape dimension -2 at index 0 of shape \[-2, 12\]$"),
+             (lambda: torch.zeros(3, 1, device=device).expand(-1, 3, 4),
+              r"^The expanded size of the tensor \(-1\) isn't allowed in a leading, non-existing dimension 0$"),
+             (lambda: x.rot90(1, (0, -3)), "dim0 = 0 and dim1 = -3$"),
+             (lambda: x.tensor_split(torch.tensor([1.0]), 1), "but got Float$")]
+    for fn, msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            fn()
+    with pytest.raises(IndexError, match=r"^start out of range"):
+        x.narrow(1, 7, 0)
+    with pytest.raises(RuntimeError, match="For batches of matrices, consider using tensor.mH$"):
+        x.H

@@ -235,7 +235,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
     d0, d1 = norm_dim(dims[0], input.ndim, "rot90"), norm_dim(dims[1], input.ndim, "rot90")
     if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
     k %= 4
     # PyTorch's: a flip (the input's layout) transposed in place, a tensor of its own (it was a view of the flip);
     # k = 0 a row-major clone
@@ -469,7 +469,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
                                f"{ios.device}")
         if ios.dtype is not _i64:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                               f"{ios.dtype}")
+                               f"{ios.dtype._tname[:-6]}")
         if ios.ndim > 1:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                                f"one-dimensional tensor, but got a tensor with {ios.ndim} dims")

@@ -39,14 +39,17 @@ def infer_shape(shape: tuple, numel: int, op: str = "view") -> tuple:
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
+    for i, s in enumerate(shape):
         if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if neg:
         known = 1
         for s in shape:
             if s != -1:
                 known *= s
+        if known == 0 and numel == 0:  # (PyTorch's message: any size would do)
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -151,7 +154,19 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
                            "dimensions")
     sizes = tuple(sizes)
-    sizes = infer_shape(sizes, input.shape[d], "unflatten")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n, known = input.shape[d], 1
+    for s in sizes:
+        known *= s if s != -1 else 1
+    if -1 in sizes:
+        fits = n % known == 0 if known else n == 0
+    else:
+        fits = known == n
+    if not fits and sizes.count(-1) <= 1 and min(sizes) >= -1:  # (other bad sizes: infer_shape's messages)
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({n}) "
+                           "in the input tensor")
+    sizes = infer_shape(sizes, n, "unflatten")
     return view(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) \
         if input._be.view(input._data, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) is not None \
         else reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
@@ -216,7 +231,9 @@ def permute(input: Tensor, *dims, **kw) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
                            f"not equal to len(dims) = {len(dims)}".replace("(sparse_coo)", ""))
-    dims = norm_dims(dims, input.ndim, "permute")
+    dims = tuple(norm_dim(d, input.ndim, "permute") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     out = input._be.permute(input._data, dims)
     node = None
     if input._rg:
@@ -259,8 +276,15 @@ def t(input: Tensor) -> Tensor:
 
 def movedim(input: Tensor, source, destination) -> Tensor:
     """A view of ``input`` with the dimension(s) ``source`` moved to position(s) ``destination``."""
-    src = norm_dims(source, input.ndim, "movedim")
-    dst = norm_dims(destination, input.ndim, "movedim")
+    src, dst = (tuple(norm_dim(d, input.ndim, "movedim") for d in
+                      ((v,) if not hasattr(v, "__iter__") or getattr(v, "ndim", None) == 0 else v))
+                for v in (source, destination))
+    if len(src) != len(dst):  # (PyTorch's messages; permute's and norm_dims' were given)
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    for name, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
     if input.ndim == 0:  # dims 0 and -1 name the only position: a view of the tensor, as PyTorch
         return _wrap_view(input, input._data, _view_node(input, ()))
     order = [d for d in range(input.ndim) if d not in src]
@@ -299,8 +323,8 @@ def expand(input: Tensor, *sizes, **kw) -> Tensor:
     for i, s in enumerate(sizes):
         if i < lead:
             if s < 0:
-                raise RuntimeError(f"expand: the expanded size of the tensor ({s}) isn't allowed in a leading, "
-                                   "non-existing dimension")
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
             target.append(s)
         else:
             cur = shp[i - lead]
