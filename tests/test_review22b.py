@@ -289,3 +289,30 @@ def test_shape_errors_carry_pytorchs_messages(device):
         x.narrow(1, 7, 0)
     with pytest.raises(RuntimeError, match="For batches of matrices, consider using tensor.mH$"):
         x.H
+
+
+def test_unsafe_split_pieces_keep_their_storage_offsets(device):
+    """PyTorch: ``unsafe_split(arange(10), 3)`` gives pieces that share the input's storage (no ``_base``, a version
+    counter each) at storage offsets 0, 3, 6, 9.  coretorch before: the pieces' storage_offset() was 0 (they were
+    counted as storages of their own)."""
+    x = torch.arange(10.0, device=device)
+    pieces = torch.unsafe_split(x, 3)
+    assert [p.storage_offset() for p in pieces] == [0, 3, 6, 9]
+    assert all(p._base is None for p in pieces)
+    pieces[1][0] = 100.0
+    assert float(x[3]) == 100.0
+    xg = torch.arange(10.0, device=device, dtype=torch.float64, requires_grad=True) * 1
+    a, b = torch.unsafe_split(xg, 5)
+    a.mul_(2)  # (allowed: not a view to autograd)
+    assert type(a.grad_fn).__name__ == "MulBackward0"
+
+
+def test_split_takes_a_0d_size_and_tensor_split_its_overloads_keywords(device):
+    """PyTorch: ``torch.split(x, torch.tensor(4))`` splits into pieces of 4; ``tensor_split`` takes ``sections=``,
+    ``indices=`` and ``tensor_indices_or_sections=`` (its overloads' names).  coretorch before: TypeError
+    ("iteration over a 0-d tensor", "unexpected keyword argument 'sections'")."""
+    x = torch.arange(10.0, device=device)
+    assert [p.shape[0] for p in torch.split(x, torch.tensor(4))] == [4, 4, 2]
+    assert [p.shape[0] for p in x.tensor_split(sections=4)] == [3, 3, 2, 2]
+    assert [p.shape[0] for p in torch.tensor_split(x, indices=[1, 5])] == [1, 4, 5]
+    assert [p.shape[0] for p in x.tensor_split(tensor_indices_or_sections=torch.tensor([2]))] == [2, 8]

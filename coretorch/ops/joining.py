@@ -457,8 +457,15 @@ def row_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     return write_out("row_stack", out, _sh.cat([atleast_2d(t) for t in ts], 0), inputs=ts)
 
 
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
-    """Views splitting ``dim`` into n near-equal parts (an int) or at the given indices (a sequence)."""
+def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None) -> tuple:
+    """Views splitting ``dim`` into n near-equal parts (an int) or at the given indices (a sequence); PyTorch's
+    overloads' keywords ``sections=``, ``indices=``, ``tensor_indices_or_sections=`` name the same argument."""
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() received an invalid combination of arguments: pass one of "
+                        "indices_or_sections, sections, indices, tensor_indices_or_sections")
+    indices_or_sections = given[0]
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     d = norm_dim(dim, input.ndim, "tensor_split")

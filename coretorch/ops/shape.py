@@ -654,6 +654,9 @@ def _split_pieces(tensor: Tensor, split_size_or_sections, dim: int) -> tuple:
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if not isinstance(split_size_or_sections, int) and hasattr(split_size_or_sections, "__index__") and (
+            getattr(split_size_or_sections, "ndim", 0) == 0):  # (a 0-d integer tensor, a numpy int: one size)
+        split_size_or_sections = split_size_or_sections.__index__()
     if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:  # checked before the dim
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = norm_dim(dim, tensor.ndim, "split")
@@ -764,7 +767,11 @@ def _unsafe(pieces: tuple) -> tuple:
     node = pieces[0]._gf if pieces else None
     if node is not None:
         node.__class__ = _UNSAFE[node.__class__]
-    return tuple(_make(p._data, p.dtype, p._be, node, k) for k, p in enumerate(pieces))
+    out = tuple(_make(p._data, p.dtype, p._be, node, k) for k, p in enumerate(pieces))
+    for p, q in zip(pieces, out):  # the input's storage, for storage_offset/untyped_storage (as detach()'s)
+        if p._vbase is not None:
+            q._vbase, q._det = p._vbase, True
+    return out
 
 
 def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
