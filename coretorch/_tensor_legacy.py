@@ -12,7 +12,7 @@ import warnings
 from . import accelerator as _accelerator
 from .autograd import VOLATILE_WARNING
 from .device import device as Device
-from .ops import creation as _C, inplace as _IP, pointwise as _P, shape as _S
+from .ops import creation as _C, inplace as _IP, pointwise as _P
 from .tensor import Size, Tensor
 
 _NO = object()  # "argument not given" (None is a value some arguments take)
@@ -120,24 +120,9 @@ def new(self: Tensor, *args, device=None, dtype=None) -> Tensor:
 
 
 def resize_as_(self: Tensor, other: Tensor, memory_format=None) -> Tensor:
-    """Give ``self`` the shape of ``other``: elements are kept in storage order, new ones are zero (PyTorch
-    leaves them uninitialised)."""
-    if self._rg:
-        raise RuntimeError("cannot resize variables that require grad")
-    shape = tuple(other.shape)
-    if shape == tuple(self.shape):
-        return self
-    n, old = 1, self.numel()
-    for s in shape:
-        n *= s
-    flat = self.detach().reshape(-1)
-    if n <= old:
-        new_flat = flat[:n].clone()
-    else:
-        new_flat = _S.cat([flat, _C.zeros(n - old, dtype=self.dtype, device=self.device)])
-    self._data = new_flat.reshape(shape)._data
-    self._vc[0] += 1
-    return self
+    """``self.resize_(other.shape, memory_format=...)``: elements are kept in storage order (PyTorch's)."""
+    from .ops.joining import resize_
+    return resize_(self, tuple(other.shape), memory_format=memory_format)
 
 
 # ---- devices that do not exist here ------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ def _H(self: Tensor) -> Tensor:
     if self.ndim == 0:
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
         return _S.transpose(self, 0, 0)
-    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor."
+                       + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""))
 
 
 def _mH(self: Tensor) -> Tensor:
@@ -68,6 +69,8 @@ def _size_args(size: tuple) -> tuple:
 
 def sum_to_size(self: Tensor, *size) -> Tensor:
     """``self`` summed to ``size`` (which must be expandable to ``self``'s shape): the reverse of ``expand``."""
+    if not size:  # (PyTorch's parser: the size is required, even for a 0-d tensor)
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     size = _size_args(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)

@@ -11,6 +11,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
 from . import creation as _C, indexing as _I, pointwise as _P, shape as _S
+from ._own import own
 from ._linalg_host import LinAlgError  # (defined with the host kernels, which raise it too)
 from ._util import broadcast_shape, edge, return_type, sum_to
 from .linalg import matmul
@@ -184,7 +185,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         node.sa, node.sb = tuple(A.shape), tuple(Bm.shape)
         node.save(A, X)
     if vec:
-        X = _S.squeeze(X, -1)
+        X = own(_S.squeeze(X, -1))  # (not a view of the matrix solve's temporary: PyTorch's is new)
     return return_type("linalg_solve_ex", ("result", "info"))(X, infot)
 
 
@@ -656,7 +657,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         # (a vector B keeps its residuals' last dim of 1, as PyTorch)
         res = ((matmul(A, X.detach()) - Bm) ** 2).sum(-2) if m > n and full else empty
     if vec:
-        X = _S.squeeze(X, -1)
+        X = own(_S.squeeze(X, -1))
     return return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))(
         X, res, rank_t if driver != "gels" else _C.empty((0,), dtype=_dt.int64, device=A.device),
         _make(sv, A.dtype, table) if driver in ("gelsd", "gelss") else empty)

@@ -14,6 +14,7 @@ from ..tensor import Tensor
 from . import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S, triangular as _T
 from ._decomp_extra import solve_triangular
 from ._decomp_ops import LinAlgError
+from ._own import own
 from ._util import broadcast_shapes, return_type
 from .scatter import scatter
 
@@ -98,7 +99,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True):
 def _perm_matrix(perm: Tensor, m: int, dtype) -> Tensor:
     """P with A = P @ (rows of A in ``perm`` order): column i is e_{perm[i]}."""
     eye = _C.eye(m, dtype=dtype, device=perm.device)
-    return _S.transpose(_I.index_select(eye, 0, perm.reshape(-1)).reshape(tuple(perm.shape) + (m,)), -2, -1)
+    return own(_S.transpose(_I.index_select(eye, 0, perm.reshape(-1)).reshape(tuple(perm.shape) + (m,)), -2, -1))
 
 
 def _unpack(lu_: Tensor, m: int, n: int):

@@ -32,8 +32,9 @@ def norm_dims(dims, ndim: int, op: str = "") -> tuple:
                                                                   or getattr(dims, "ndim", None) == 0):
         return (norm_dim(dims, ndim, op),)  # (np.int64(0), a 0-d integer tensor)
     out = tuple([norm_dim(d, ndim, op) for d in dims])
-    if len(out) > 1 and len(set(out)) != len(out):
-        raise RuntimeError(f"{op}(): dim {list(dims)} appears multiple times in the list of dims")
+    if len(out) > 1 and len(set(out)) != len(out):  # PyTorch's message names the (wrapped) dim repeated
+        raise RuntimeError(f"dim {next(d for i, d in enumerate(out) if d in out[:i])} appears multiple times in "
+                           "the list of dims")
     return out
 
 

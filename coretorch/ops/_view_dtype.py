@@ -19,8 +19,10 @@ def view_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
         if input.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
         st = input.stride()
-        if not input.numel():
-            pass  # (no element to read: PyTorch's checks pass on its row-major strides)
+        if not input.numel():  # (no element to read: PyTorch's checks pass on its row-major strides, not its size's)
+            if old < new and input.shape[-1] % (new // old):
+                raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but got "
+                                   f"{input.shape[-1]}")
         elif old > new:
             if st[-1] != 1:
                 raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {st[-1]}")

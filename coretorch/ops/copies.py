@@ -14,6 +14,7 @@ from . import reduction as _R, shape as _S
 from .creation import ones
 from .indexing import narrow
 from .joining import _storage, as_strided
+from ._own import own
 from .pointwise import add, div, mul, sub
 from .statistics import cumprod
 
@@ -135,18 +136,21 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     address that storage as they would input's (a view or a transposed input included); positions outside input's
     own elements are written but not seen.  An input whose elements alias (expanded) is copied contiguous."""
     size, stride = tuple(size), tuple(stride)
+    r = None
     if any(t == 0 and s > 1 for s, t in zip(input.shape, input.stride())):
         r = input.clone().contiguous()
         view = r.as_strided(size, stride, storage_offset)
     else:
         off, n = _storage(input)
         buf = as_strided(input, (n,), (1,), 0).clone()   # the whole storage (differentiable)
-        r = as_strided(buf, tuple(input.shape), input.stride(), off)
         view = as_strided(buf, size, stride, off if storage_offset is None else storage_offset)
     if tuple(view.shape) != tuple(src.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(view.shape)}")
     view.copy_(src)
+    if r is None:  # taken after the write, from the buffer's new graph (taken before, it missed src's gradient when
+        # input did not require grad); a tensor of its own, as PyTorch's (not a view of the buffer)
+        r = own(as_strided(buf, tuple(input.shape), input.stride(), off))
     return r
 
 

@@ -700,7 +700,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = norm_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
     if start < -size or start > size:
-        raise IndexError(f"narrow(): start out of range (expected to be in range of [{-size}, {size}], but got "
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got "
                          f"{start})")
     if start < 0:
         start += size

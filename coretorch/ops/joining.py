@@ -21,6 +21,7 @@ from . import creation as _cr, indexing as _ix, pointwise as _pw, reduction as _
 from . import _memfmt, shape as _sh
 from ._util import data_read as _data_read, edge, norm_dim, shape_arg
 from ._out import write_out
+from ._own import own
 from .inplace import check_inplace
 from .scatter import _renamed
 
@@ -186,8 +187,14 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        flat = _sh.reshape(input, (-1,))
-        return _sh.reshape(roll(flat, shifts, 0), tuple(input.shape))
+        with no_grad():  # (a row-major tensor of its own, with one RollBackward0, as PyTorch's: not a view)
+            flat = own(_sh.reshape(roll(_sh.reshape(input, (-1,)), shifts, 0), tuple(input.shape)))
+        if input._rg and _gs.enabled:
+            node = RollBackward0()
+            node.shifts, node.dims = shifts, None
+            node.next_functions = (edge(input),)
+            return _make(flat._data, input.dtype, input._be, node)
+        return flat
     dims = (dims,) if _one(dims) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
@@ -228,16 +235,19 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
     d0, d1 = norm_dim(dims[0], input.ndim, "rot90"), norm_dim(dims[1], input.ndim, "rot90")
     if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
     k %= 4
+    # PyTorch's: a flip (the input's layout) transposed in place, a tensor of its own (it was a view of the flip);
+    # k = 0 a row-major clone
     if k == 1:
-        r = _sh.transpose(_sh.flip(input, (d1,)), d0, d1)
+        r = own(_sh.transpose(_sh.flip(input, (d1,)), d0, d1))
     elif k == 2:
         r = _sh.flip(input, (d0, d1))
     elif k == 3:
-        r = _sh.transpose(_sh.flip(input, (d0,)), d0, d1)
+        r = own(_sh.transpose(_sh.flip(input, (d0,)), d0, d1))
     else:
-        r = _sh.clone(input)
+        from .. import _compat  # (on use: _compat imports the ops)
+        r = _sh.clone(input, memory_format=_compat.contiguous_format)
     return _renamed(r, _ROT90)
 
 
@@ -272,9 +282,13 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         d = 0
     else:
         d = norm_dim(dim, input.ndim, "repeat_interleave")
+        if input.ndim == 0:  # PyTorch's: its kernels index dim (tensor repeats) or dim + 1 (an int) of the 0-d input
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions" if isinstance(repeats, Tensor)
+                             else "Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if input.ndim == 0:
         input = _sh.reshape(input, (1,))
     n = input.shape[d]
+    one_int = not isinstance(repeats, Tensor)
     if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1 and \
             repeats.dtype in (_i64, _dt.int32):
         _data_read("repeat_interleave() of a tensor gives a shape that depends on the data")
@@ -284,6 +298,9 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     if isinstance(repeats, int):
         if repeats < 0:
             raise RuntimeError("repeats can not be negative")
+        if output_size is not None and output_size != n * repeats:  # (it was ignored)
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {n * repeats} but got "
+                               f"{output_size}" if one_int else "allocated size does not match required size")
         shp = tuple(input.shape)
         x = _sh.unsqueeze(input, d + 1)
         x = _sh.expand(x, shp[:d + 1] + (repeats,) + shp[d + 1:])
@@ -440,8 +457,15 @@ def row_stack(tensors, *, out: Tensor | None = None) -> Tensor:
     return write_out("row_stack", out, _sh.cat([atleast_2d(t) for t in ts], 0), inputs=ts)
 
 
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
-    """Views splitting ``dim`` into n near-equal parts (an int) or at the given indices (a sequence)."""
+def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None) -> tuple:
+    """Views splitting ``dim`` into n near-equal parts (an int) or at the given indices (a sequence); PyTorch's
+    overloads' keywords ``sections=``, ``indices=``, ``tensor_indices_or_sections=`` name the same argument."""
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() received an invalid combination of arguments: pass one of "
+                        "indices_or_sections, sections, indices, tensor_indices_or_sections")
+    indices_or_sections = given[0]
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     d = norm_dim(dim, input.ndim, "tensor_split")
@@ -452,7 +476,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
                                f"{ios.device}")
         if ios.dtype is not _i64:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                               f"{ios.dtype}")
+                               f"{ios.dtype._tname[:-6]}")
         if ios.ndim > 1:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                                f"one-dimensional tensor, but got a tensor with {ios.ndim} dims")
@@ -567,29 +591,34 @@ def _inplace_node_class(cls: type) -> type:
 
 
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
-    """Give the tensor a new shape, C-contiguous over its storage; new elements are uninitialised."""
+    """Give the tensor a new shape, C-contiguous (or ``memory_format``'s layout) over its storage from its offset:
+    its elements are then read in storage order, ignoring its old strides (the same shape without a
+    ``memory_format`` leaves it as it is); elements past the end of the storage are new, uninitialised."""
     shape = shape_arg(sizes, "resize_")
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
     if self._rg and _gs.enabled:
         raise RuntimeError("cannot resize variables that require grad")
+    if memory_format is _memfmt._preserve():
+        raise RuntimeError("Unsupported memory format preserve")
+    r = _memfmt.check(memory_format, len(shape)) if memory_format is not None else 0
     table = self._be
     n = 1
     for s in shape:
         n *= s
-    if tuple(shape) == tuple(self.shape):
+    if tuple(shape) == tuple(self.shape) and memory_format is None:
         return self
+    strides = _memfmt.canonical_strides(tuple(shape), r) if r else _c_strides(shape)
     x = self._data
-    if n <= self.numel() and table.is_contiguous(x):
-        flat = table.view(x, (self.numel(),))
-        self._data = table.view(table.basic_index(flat, (slice(0, n),)), tuple(shape))
-    else:
+    off, size = _storage(self)
+    if n <= size - off:  # PyTorch's storage is large enough: the same memory, restrided (a view stays one)
+        self._data = table.as_strided(x, tuple(shape), strides, 0)
+    else:  # (a new buffer: PyTorch enlarges the storage in place, which a backend array cannot do)
         new = table.empty((n,), self.dtype.np)
-        keep = min(n, self.numel())
-        if keep:
-            src = table.view(table.contiguous(x), (self.numel(),))
-            table.assign_(table.basic_index(new, (slice(0, keep),)), table.basic_index(src, (slice(0, keep),)))
-        self._data = table.view(new, tuple(shape))
+        keep = max(min(n, size - off), 0)
+        if keep and self.numel():
+            table.assign_(table.basic_index(new, (slice(0, keep),)), table.as_strided(x, (keep,), (1,), 0))
+        self._data = table.as_strided(new, tuple(shape), strides, 0)
     self._vc[0] += 1
     return self
 

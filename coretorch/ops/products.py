@@ -23,6 +23,7 @@ from . import _einsum, creation as _creation, indexing as _indexing, inplace as 
 from . import pointwise as _pw, reduction as _reduction, shape as _shape
 from ._distance import cdist, dist
 from ._out import write_out
+from ._own import own
 from ._util import broadcast_shape, norm_dim, norm_dims
 from .scatter import _renamed
 
@@ -180,7 +181,7 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     sb = (1,) * (nd - other.ndim) + tuple(other.shape)
     ia = _shape.reshape(input, tuple(v for s in sa for v in (s, 1)))
     ib = _shape.reshape(other, tuple(v for s in sb for v in (1, s)))
-    r = _shape.reshape(_pw.mul(ia, ib), tuple(x * y for x, y in zip(sa, sb)))
+    r = own(_shape.reshape(_pw.mul(ia, ib), tuple(x * y for x, y in zip(sa, sb))))
     return _write_out(out, r, "kron", input, other)
 
 
@@ -440,7 +441,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         return _creation.empty((0,), dtype=input.dtype, device=input.device)
     idx = _combination_indices(input.shape[0], r, with_replacement)
     it = _creation.tensor(idx.reshape(-1), device=input.device)
-    return _shape.reshape(input.index_select(0, it), (idx.shape[0], r))
+    return own(_shape.reshape(input.index_select(0, it), (idx.shape[0], r)))
 
 
 # ---------------------------------------------------------------------------------------------

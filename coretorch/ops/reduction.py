@@ -9,6 +9,7 @@ from ..autograd.grad_mode import no_grad, state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make, _zeros_on
 from ._out import write_out
+from ._own import own
 from ._util import bind_late, check_grad_dtype, edge, norm_dim, return_type
 # the pieces shared with the var/std and norm families (a module below all three; the names stay importable here)
 from ._reduction_base import _ReduceNode, _axes, _bool, _expand_back, _f16, _f32, _f64, _i64, _recorded
@@ -350,7 +351,7 @@ def _max_min(op, arg_kernel, input, dim, keepdim, other):
     with _no_grad():
         vals = gather(input, d, ix) if input.ndim else input.clone()
         if not keepdim and input.ndim:
-            vals = squeeze(vals, d)
+            vals = own(squeeze(vals, d))  # (not a view of the gathered temporary: PyTorch's is new)
     if input._rg and _gs.enabled:
         node = MaxBackward0() if op == "max" else MinBackward0()
         node.shape, node.dim, node.keepdim = input.shape, d, keepdim or input.ndim == 0

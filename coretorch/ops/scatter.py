@@ -21,6 +21,7 @@ from ..tensor import Tensor, _make
 from . import creation as _cr, indexing as _ix, pointwise as _pw
 from ._util import broadcast_shape, broadcast_shapes, edge, host_all_below, norm_dim, sum_to
 from ._out import write_out
+from ._own import own
 from ._rangecheck import any_outside
 from ._overlap import assert_no_overlap
 from ._scatter_checks import check_index_copy as _check_index_copy
@@ -570,7 +571,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
         alert_not_deterministic("put_")
     flat = input.reshape(-1)
     r = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
-    return _renamed(r.reshape(tuple(input.shape)), _PUT)
+    return _renamed(own(r.reshape(tuple(input.shape))), _PUT)
 
 
 _PUT: dict = {"name": "PutBackward0"}

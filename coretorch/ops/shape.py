@@ -39,14 +39,17 @@ def infer_shape(shape: tuple, numel: int, op: str = "view") -> tuple:
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
+    for i, s in enumerate(shape):
         if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if neg:
         known = 1
         for s in shape:
             if s != -1:
                 known *= s
+        if known == 0 and numel == 0:  # (PyTorch's message: any size would do)
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -151,7 +154,19 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
                            "dimensions")
     sizes = tuple(sizes)
-    sizes = infer_shape(sizes, input.shape[d], "unflatten")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n, known = input.shape[d], 1
+    for s in sizes:
+        known *= s if s != -1 else 1
+    if -1 in sizes:
+        fits = n % known == 0 if known else n == 0
+    else:
+        fits = known == n
+    if not fits and sizes.count(-1) <= 1 and min(sizes) >= -1:  # (other bad sizes: infer_shape's messages)
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({n}) "
+                           "in the input tensor")
+    sizes = infer_shape(sizes, n, "unflatten")
     return view(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) \
         if input._be.view(input._data, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:])) is not None \
         else reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
@@ -216,7 +231,9 @@ def permute(input: Tensor, *dims, **kw) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
                            f"not equal to len(dims) = {len(dims)}".replace("(sparse_coo)", ""))
-    dims = norm_dims(dims, input.ndim, "permute")
+    dims = tuple(norm_dim(d, input.ndim, "permute") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     out = input._be.permute(input._data, dims)
     node = None
     if input._rg:
@@ -259,8 +276,15 @@ def t(input: Tensor) -> Tensor:
 
 def movedim(input: Tensor, source, destination) -> Tensor:
     """A view of ``input`` with the dimension(s) ``source`` moved to position(s) ``destination``."""
-    src = norm_dims(source, input.ndim, "movedim")
-    dst = norm_dims(destination, input.ndim, "movedim")
+    src, dst = (tuple(norm_dim(d, input.ndim, "movedim") for d in
+                      ((v,) if not hasattr(v, "__iter__") or getattr(v, "ndim", None) == 0 else v))
+                for v in (source, destination))
+    if len(src) != len(dst):  # (PyTorch's messages; permute's and norm_dims' were given)
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    for name, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
     if input.ndim == 0:  # dims 0 and -1 name the only position: a view of the tensor, as PyTorch
         return _wrap_view(input, input._data, _view_node(input, ()))
     order = [d for d in range(input.ndim) if d not in src]
@@ -299,8 +323,8 @@ def expand(input: Tensor, *sizes, **kw) -> Tensor:
     for i, s in enumerate(sizes):
         if i < lead:
             if s < 0:
-                raise RuntimeError(f"expand: the expanded size of the tensor ({s}) isn't allowed in a leading, "
-                                   "non-existing dimension")
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
             target.append(s)
         else:
             cur = shp[i - lead]
@@ -372,6 +396,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
                            "of tensor")
     x = input._data
     shp = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
+    if any(r < 0 for r in reps):  # (PyTorch's error for the result's size; the backends raised ValueError/TypeError)
+        out_sizes = [s * r for s, r in zip(shp, reps)]
+        raise RuntimeError(f"Trying to create tensor with negative dimension {next(v for v in out_sizes if v < 0)}: "
+                           f"{out_sizes}")
     out = input._be.tile(input._be.view(x, shp) if x.shape != shp else x, reps)
     node = None
     if input._rg:
@@ -399,9 +427,16 @@ def flip(input: Tensor, dims) -> Tensor:
     if input._rg:
         node = FlipBackward0()
         node.dims = dims
-    return _wrap_copy(input, input._be.flip(input._data, dims) if dims and input.ndim else
-                      input._be.contiguous(input._data),
-                      node)
+    table, x = input._be, input._data
+    if not dims or not input.ndim:
+        return _wrap_copy(input, table.contiguous(x), node)
+    # laid out as the input (its stride order), as PyTorch's TensorIterator kernel: a channels-last or transposed
+    # input's flip was row-major (so rot90's transpose of it was not, and .view of it raised where PyTorch's works)
+    o = None if input.ndim < 2 or table.is_contiguous(x) else _memfmt.order(tuple(x.shape), tuple(table.strides(x)))
+    if o is None:
+        return _wrap_copy(input, table.flip(x, dims), node)
+    data = table.permute(table.flip(table.permute(x, o), tuple(o.index(d) for d in dims)), _memfmt.inverse(o))
+    return _wrap_copy(input, data, node)
 
 
 class CloneBackward0(Node):
@@ -619,6 +654,9 @@ def _split_pieces(tensor: Tensor, split_size_or_sections, dim: int) -> tuple:
     from .indexing import narrow
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if not isinstance(split_size_or_sections, int) and hasattr(split_size_or_sections, "__index__") and (
+            getattr(split_size_or_sections, "ndim", 0) == 0):  # (a 0-d integer tensor, a numpy int: one size)
+        split_size_or_sections = split_size_or_sections.__index__()
     if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:  # checked before the dim
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
     d = norm_dim(dim, tensor.ndim, "split")
@@ -729,7 +767,11 @@ def _unsafe(pieces: tuple) -> tuple:
     node = pieces[0]._gf if pieces else None
     if node is not None:
         node.__class__ = _UNSAFE[node.__class__]
-    return tuple(_make(p._data, p.dtype, p._be, node, k) for k, p in enumerate(pieces))
+    out = tuple(_make(p._data, p.dtype, p._be, node, k) for k, p in enumerate(pieces))
+    for p, q in zip(pieces, out):  # the input's storage, for storage_offset/untyped_storage (as detach()'s)
+        if p._vbase is not None:
+            q._vbase, q._det = p._vbase, True
+    return out
 
 
 def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:

@@ -224,6 +224,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         a, b = narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)
         last = (a, b) if x is input else ()
         x = logical_xor(a, b) if x.dtype is _bool else a - b
+    if x is input and out is None:  # n = 0: PyTorch's clone (the input itself was returned: writes reached it)
+        x = clone(x)
     return _write_out("diff", out, x, *last)
 
 
@@ -429,5 +431,5 @@ from .comparison import isfinite as _isfinite  # noqa: E402
 from .pointwise import (ceil, clamp, clamp_min, eq, floor, ge, isnan, le, logical_and, logical_not,  # noqa: E402
                         logical_or, logical_xor, ne, round as round_, sqrt, where)
 from .reduction import amax, amin, cumsum, mean, sum as sum_  # noqa: E402
-from .shape import cat, expand, flip, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
+from .shape import cat, clone, expand, flip, movedim, reshape, squeeze, stack, transpose, unsqueeze  # noqa: E402
 from .sorting import sort  # noqa: E402

@@ -10,6 +10,7 @@ from ...autograd._node_names import named_node
 from ...autograd.grad_mode import no_grad, state as _gs
 from ...autograd.graph import Node
 from ...ops import _memfmt
+from ...ops._own import own
 from ...ops import creation as _C, indexing as _I, linalg as _L, pointwise as _P, reduction as _R, shape as _S
 from ...ops._util import device_mismatch, host_all_below
 from ...tensor import Tensor, _edge, _make
@@ -40,7 +41,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         lead = tuple(input.shape[:-1])
         out = _L.linear2d(_S.reshape(input, (-1, input.shape[-1])), weight, bias)
         out = _S.reshape(out, lead + (out.shape[1],))
-        return out if bias is not None else named_node(out, "UnsafeViewBackward0")  # (PyTorch's matmul's view)
+        # (with a bias PyTorch's result views its addmm's; without, its matmul's _unsafe_view gives a new tensor)
+        return out if bias is not None else own(named_node(out, "UnsafeViewBackward0"))
     if len(input._data.shape) == 1 and len(weight._data.shape) == 2 and bias is not None and bias.ndim == 1 and \
             input.dtype is weight.dtype is bias.dtype and input._be is weight._be is bias._be:
         # a vector: PyTorch's addmm of the (1, in) row viewed back (ViewBackward0)

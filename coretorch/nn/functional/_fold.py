@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...ops import creation as _C, indexing as _I, pointwise as _P, reduction as _R, shape as _S
+from ...ops._own import own
 from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._activation import relu, softmax
@@ -85,7 +86,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     flat_idx = _C.tensor(idx.reshape(-1), device=x.device)
     cols = _I.index_select(x.reshape(n, c, hp * wp), 2, flat_idx)       # (N, C, kh*kw*L)
     out = cols.reshape(n, c * k[0] * k[1], oh * ow)
-    return out if batched else _S.squeeze(out, 0)
+    return own(out if batched else _S.squeeze(out, 0))  # (not a view of cols: PyTorch's im2col result is new)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -115,7 +116,9 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     plane = _C.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
     plane = _I.index_add(plane, 2, flat_idx, x.reshape(n, c, kk * L))
     out = plane.reshape(n, c, hp, wp)[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]
-    return out if batched else _S.squeeze(out, 0)
+    out = out if batched else _S.squeeze(out, 0)
+    # a row-major tensor of its own, as PyTorch's col2im (a view of the padded plane: strided, with a _base)
+    return own(out) if p == (0, 0) else _S.contiguous(out)
 
 
 def _lp_inf(pool, input, norm_type, kernel_size, stride, ceil_mode):

@@ -16,6 +16,7 @@ from ...ops import indexing as _I
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
+from ...ops._own import own
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
 
@@ -80,7 +81,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     axes.append(_C.ones(spatial, dtype=theta.dtype, device=theta.device))
     base = _S.stack(axes, -1).reshape(1, -1, nsp + 1)
     grid = _L.matmul(base, _S.transpose(theta, 1, 2))      # (N, prod(spatial), nsp)
-    return grid.reshape((size[0],) + spatial + (nsp,))
+    return own(grid.reshape((size[0],) + spatial + (nsp,)))  # (PyTorch's grid is new, not a view of the product)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import no_grad
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
+from ...ops._own import own
 from ...tensor import Tensor
 from . import _fused
 from ._common import _check_tensor, _no_grad
@@ -254,7 +255,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
-    out = _P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), 2, keepdim=True), eps))).reshape(input.shape)
+    out = own(_P.mul(xc, _P.rsqrt(_P.add(_R.mean(_P.mul(xc, xc), 2, keepdim=True), eps))).reshape(input.shape))
     bshape = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = _P.mul(out, weight.reshape(bshape))

@@ -11,6 +11,7 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...dtypes import bool_ as _bool
+from ...ops._own import fresh_like
 from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
 from ._common import _check_tensor, _i64
@@ -80,7 +81,7 @@ def pad(input, pad, mode="constant", value=None):
         input, = _ac_cast("pad_" + mode, input)
     if mode != "circular":
         return _pad_indexed(input, pad, mode)
-    out, fresh = input, False
+    out = input
     for k in range(n):
         d = input.ndim - 1 - k
         lo, hi = pad[2 * k], pad[2 * k + 1]
@@ -101,8 +102,8 @@ def pad(input, pad, mode="constant", value=None):
         if hi:
             parts.append(_slice_dim(out, d, 0, hi))
         if len(parts) > 1:
-            out, fresh = _S.cat(parts, d), True
-    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
+            out = _S.cat(parts, d)
+    return fresh_like(out, input, False)  # (a crop alone is a new tensor too, not a view of the input; row-major)
 
 
 def _pad_indexed(input: Tensor, pad: list, mode: str) -> Tensor:
@@ -146,11 +147,13 @@ def _pad_indexed(input: Tensor, pad: list, mode: str) -> Tensor:
         else:
             idx = [min(max(i, 0), size - 1) for i in pos]
         out = _I.index_select(out, d, _C.tensor(idx, dtype=_i64, device=input.device))
-    return _S.clone(out) if out is input else out
+    # a new tensor, as PyTorch's padding kernels allocate: channels-last where the input's strides suggest it
+    return fresh_like(out, input)
 
 
 def _pad_constant(input: Tensor, pad, value) -> Tensor:
-    out, fresh = input, False
+    out = input
+    padded = False
     nd = input.ndim
     for k in range(len(pad) // 2):
         d = nd - 1 - k
@@ -173,8 +176,11 @@ def _pad_constant(input: Tensor, pad, value) -> Tensor:
             shp[d] = hi
             parts.append(_C.full(tuple(shp), value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
-            out, fresh = _S.cat(parts, d), True
-    return out if fresh else _S.clone(out)  # (a crop alone is a new tensor too, not a view of the input)
+            out = _S.cat(parts, d)
+            padded = True
+    if not padded:  # crops only: PyTorch's clone of the narrowed input (it was a view, written through to input)
+        return _S.clone(out)
+    return fresh_like(out, input)  # (PyTorch's empty of the input's suggested memory format, filled)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -1,18 +1,13 @@
 """nn.functional channel/space rearrangements: pixel_shuffle, pixel_unshuffle, channel_shuffle (views and one
-copy, so autograd comes from reshape and permute)."""
+copy, so autograd comes from reshape and permute; the result is a new tensor in the input's suggested memory
+format, as PyTorch's kernels allocate it, never a view of the input)."""
 from __future__ import annotations
 
 from ...ops import shape as _S
+from ...ops._own import fresh_like
 from ...tensor import Tensor
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
-
-
-def _copy(x: Tensor) -> Tensor:
-    """One row-major copy, as PyTorch's kernels make (a reshape alone was a view of the input for a factor of 1 or
-    a 1x1 image: a write to the result changed the input)."""
-    y = _S.contiguous(x)
-    return _S.clone(y) if y is x else y
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -30,7 +25,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     nb = len(batch)
     x = input.reshape(tuple(batch) + (c // (r * r), r, r, h, w))
     x = _S.permute(x, tuple(range(nb)) + (nb, nb + 3, nb + 1, nb + 4, nb + 2))
-    return _copy(x).reshape(tuple(batch) + (c // (r * r), h * r, w * r))
+    return fresh_like(x.reshape(tuple(batch) + (c // (r * r), h * r, w * r)), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -51,7 +46,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     nb = len(batch)
     x = input.reshape(tuple(batch) + (c, h // r, r, w // r, r))
     x = _S.permute(x, tuple(range(nb)) + (nb, nb + 2, nb + 4, nb + 1, nb + 3))
-    return _copy(x).reshape(tuple(batch) + (c * r * r, h // r, w // r))
+    return fresh_like(x.reshape(tuple(batch) + (c * r * r, h // r, w // r)), input)
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -66,7 +61,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     rest = tuple(input.shape[2:])
     x = input.reshape((n, groups, c // groups) + rest)
-    return _copy(_S.transpose(x, 1, 2)).reshape((n, c) + rest)
+    return fresh_like(_S.transpose(x, 1, 2).reshape((n, c) + rest), input)
 
 
 native_channel_shuffle = channel_shuffle

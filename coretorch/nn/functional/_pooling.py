@@ -12,6 +12,7 @@ from ...ops import indexing as _I
 from ...ops import linalg as _L
 from ...ops import pointwise as _P
 from ...ops import shape as _S
+from ...ops._own import own
 from ...tensor import Tensor, _make
 from ._common import _check_tensor, _i64, _needs_graph, _ntuple, _record
 from ._conv import _conv2d_raw
@@ -145,6 +146,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                                        None if stride is None else one(stride), (0, _ntuple(padding, 1)[0]),
                                        one(dilation), ceil_mode)
     out, idx = _S.squeeze(out, -2), _S.squeeze(idx, -2)
+    if not (input.requires_grad and _gs.enabled):  # PyTorch's kernel (without a graph) gives new tensors, its
+        out, idx = own(out), own(idx)  # graph path views of a 2-d pool's: as here
     return (out, idx) if return_indices else out
 
 
