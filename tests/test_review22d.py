@@ -1,0 +1,96 @@
+"""Review 22d (eager): normalisation layers (batch, group, instance, layer, RMS, local response norm, F.normalize) and
+activations, a second pass against PyTorch 2.13's documented behaviour, on every installed device.
+
+Each test's docstring says what PyTorch does and what coretorch did before the fix."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+import coretorch.nn.functional as F
+
+
+def _x(device, *shape, dtype=torch.float64, seed=0):
+    return torch.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=dtype, device=device)
+
+
+# ---- batch / group / instance norm ------------------------------------------------------------------
+def test_batch_norm_of_an_empty_batch_keeps_the_running_statistics(device):
+    """PyTorch's batch_norm of an empty batch in training returns an empty result and leaves the running mean and
+    variance as they were (num_batches_tracked still counts the call); coretorch averaged them with the NaN mean of
+    no values: both became NaN, and every later eval output with them."""
+    m = torch.nn.BatchNorm2d(3).double().to(device)
+    x = torch.zeros(0, 3, 2, 2, dtype=torch.float64, device=device, requires_grad=True)
+    m(x).sum().backward()
+    assert x.grad.shape == (0, 3, 2, 2)
+    np.testing.assert_array_equal(m.running_mean.cpu().numpy(), np.zeros(3))
+    np.testing.assert_array_equal(m.running_var.cpu().numpy(), np.ones(3))
+    assert int(m.num_batches_tracked) == 1
+
+
+def test_batch_and_instance_norm_need_both_running_statistics_or_neither(device):
+    """With batch statistics PyTorch raises ValueError('running_mean and running_var must either both be None or
+    neither be None') for one running statistic without the other; coretorch updated the one given and silently
+    dropped the other. In evaluation it names the missing one ('running_var must be defined in evaluation mode')."""
+    x = _x(device, 4, 3, 2)
+    rm = torch.zeros(3, dtype=torch.float64, device=device)
+    for a, b in ((rm, None), (None, rm)):
+        with pytest.raises(ValueError, match="both be None or neither"):
+            F.batch_norm(x, a, b, training=True)
+        with pytest.raises(ValueError, match="both be None or neither"):
+            F.instance_norm(x, a, b)
+    np.testing.assert_array_equal(rm.cpu().numpy(), np.zeros(3))
+    with pytest.raises(RuntimeError, match="^running_var must be defined in evaluation mode"):
+        F.batch_norm(x, rm, None, training=False)
+    with pytest.raises(RuntimeError, match="^running_mean must be defined in evaluation mode"):
+        F.batch_norm(x, None, None, training=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool])
+def test_normalisations_of_integer_inputs_raise_not_implemented(device, dtype):
+    """PyTorch raises NotImplementedError naming the kernel and the dtype ('"batch_norm" not implemented for
+    'Long'') for an integer or bool input of batch_norm (also a float32 module's), instance_norm, group_norm and
+    rms_norm; coretorch raised RuntimeError (mean()'s dtype error, or 'mixed dtype' for a float32 module)."""
+    x = torch.ones(4, 4, 2, dtype=dtype, device=device)
+    name = "Long" if dtype is torch.int64 else "Bool"
+    with pytest.raises(NotImplementedError, match=f'"batch_norm" not implemented for \'{name}\''):
+        F.batch_norm(x, None, None, training=True)
+    with pytest.raises(NotImplementedError, match=f'"batch_norm" not implemented for \'{name}\''):
+        torch.nn.BatchNorm1d(4).to(device)(x)
+    with pytest.raises(NotImplementedError, match=f'"batch_norm" not implemented for \'{name}\''):
+        F.instance_norm(x)
+    with pytest.raises(NotImplementedError, match=f'"GroupNormKernelImpl" not implemented for \'{name}\''):
+        F.group_norm(x, 2)
+    with pytest.raises(NotImplementedError, match=f'"rms_norm" not implemented for \'{name}\''):
+        F.rms_norm(x, (2,))
+
+
+def test_group_norm_checks_as_pytorch(device):
+    """PyTorch's group_norm raises ValueError('Expected more than 1 value per channel when training, got input size
+    [1, 2]') when each group holds one value (coretorch normalised it to 0), RuntimeError('Expected num groups to be
+    greater than 0, got -2') (coretorch: 'invalid shape dimension -2'), RuntimeError('Expected weight to be a vector
+    of size equal to the number of channels in input, ...') (coretorch: a reshape error), and GroupNorm(2, 3) says
+    'num_channels (3) must be divisible by num_groups (2)'."""
+    with pytest.raises(ValueError, match=r"more than 1 value per channel when training, got input size \[1, 2\]"):
+        F.group_norm(_x(device, 1, 2), 2)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.group_norm(_x(device, 1, 4, 1, 1), 4)
+    assert F.group_norm(_x(device, 1, 4, 1), 2).shape == (1, 4, 1)
+    with pytest.raises(RuntimeError, match="Expected num groups to be greater than 0, got -2"):
+        F.group_norm(_x(device, 2, 4, 3), -2)
+    with pytest.raises(RuntimeError, match=r"weight to be a vector of size equal to the number of channels in input, "
+                                           r"but got weight of shape \[3\] and input of shape \[2, 4, 3\]"):
+        F.group_norm(_x(device, 2, 4, 3), 2, torch.ones(3, dtype=torch.float64, device=device))
+    with pytest.raises(RuntimeError, match=r"Expected bias to be a vector"):
+        F.group_norm(_x(device, 2, 4, 3), 2, None, torch.ones(2, 2, dtype=torch.float64, device=device))
+    with pytest.raises(ValueError, match=r"num_channels \(3\) must be divisible by num_groups \(2\)"):
+        torch.nn.GroupNorm(2, 3)
+
+
+def test_local_response_norm_of_an_empty_input_returns_it(device):
+    """PyTorch's local_response_norm returns an empty input itself (an empty batch or no channels); coretorch's
+    pooling reshape raised RuntimeError."""
+    for shape in ((0, 4, 3), (2, 0, 3), (0, 4, 3, 2, 2)):
+        x = torch.zeros(shape, device=device)
+        assert F.local_response_norm(x, 2) is x
