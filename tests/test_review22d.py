@@ -94,3 +94,14 @@ def test_local_response_norm_of_an_empty_input_returns_it(device):
     for shape in ((0, 4, 3), (2, 0, 3), (0, 4, 3, 2, 2)):
         x = torch.zeros(shape, device=device)
         assert F.local_response_norm(x, 2) is x
+
+
+def test_normalize_writes_its_out_argument(device):
+    """PyTorch's F.normalize(input, out=o) divides into ``o`` (``torch.div(input, denom, out=out)``) and returns it;
+    coretorch ignored ``out``: it returned a new tensor and ``o`` kept its old values."""
+    x = _x(device, 3, 4)
+    o = torch.zeros(3, 4, dtype=torch.float64, device=device)
+    r = F.normalize(x, out=o)
+    assert r is o
+    a = x.cpu().numpy()
+    np.testing.assert_allclose(o.cpu().numpy(), a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-12)
