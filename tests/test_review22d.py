@@ -105,3 +105,66 @@ def test_normalize_writes_its_out_argument(device):
     assert r is o
     a = x.cpu().numpy()
     np.testing.assert_allclose(o.cpu().numpy(), a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-12)
+
+
+# ---- activations ------------------------------------------------------------------------------------
+_PIECEWISE_LINEAR = {
+    "relu": torch.nn.functional.relu, "relu_method": lambda x: x.relu(), "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+    "hardtanh": F.hardtanh, "relu6": F.relu6, "threshold": lambda x: F.threshold(x, 0.1, -2.0),
+    "hardshrink": F.hardshrink, "softshrink": F.softshrink, "rrelu_eval": lambda x: F.rrelu(x, training=False),
+    "leaky_relu_inplace": lambda x: F.leaky_relu(x * 1.0, 0.2, inplace=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PIECEWISE_LINEAR))
+def test_second_gradient_through_piecewise_linear_activations_is_zeros(device, name):
+    """PyTorch's threshold_backward, leaky_relu_backward, hardtanh_backward, ... are differentiable with respect to
+    the input (a zero derivative): the input gradient of a ReLU MLP taken with create_graph requires grad through the
+    input, and its own gradient with respect to the input (a Hessian-vector product) is zeros. coretorch's masked
+    gradient did not depend on the input: the second ``autograd.grad`` raised "The differentiated Tensor at index 0
+    appears to not have been used in the graph", and a pure ``grad(relu(x).sum(), x, create_graph=True)`` did not
+    require grad."""
+    act = _PIECEWISE_LINEAR[name]
+    gen = np.random.default_rng(1)
+    w1 = torch.tensor(gen.standard_normal((3, 6)), device=device, requires_grad=True)
+    w2 = torch.tensor(gen.standard_normal((6, 1)), device=device, requires_grad=True)
+    x = torch.tensor(gen.standard_normal((5, 3)) * 2, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(act(x @ w1) @ w2, x, torch.ones(5, 1, dtype=torch.float64, device=device),
+                               create_graph=True)
+    (hv,) = torch.autograd.grad(g.sum(), x, retain_graph=True)
+    np.testing.assert_array_equal(hv.cpu().numpy(), np.zeros((5, 3)))
+    gw = torch.autograd.grad(g.pow(2).sum(), w1)[0]  # (the weights' part of the second gradient still flows)
+    assert float(gw.abs().sum()) > 0
+    (g1,) = torch.autograd.grad(act(x).sum(), x, create_graph=True)
+    assert g1.requires_grad
+    (h1,) = torch.autograd.grad(g1.sum(), x)
+    np.testing.assert_array_equal(h1.cpu().numpy(), np.zeros((5, 3)))
+
+
+def test_relu_second_gradient_node_is_pytorchs():
+    """PyTorch: ``grad(relu(x).sum(), x, create_graph=True)`` has grad_fn ThresholdBackwardBackward0 (coretorch: none,
+    the gradient did not require grad)."""
+    x = torch.tensor([-1.0, 2.0], requires_grad=True)
+    (g,) = torch.autograd.grad(F.relu(x).sum(), x, create_graph=True)
+    assert type(g.grad_fn).__name__ == "ThresholdBackwardBackward0"
+
+
+def test_threshold_of_integers_keeps_the_dtype(device):
+    """PyTorch's threshold of an integer tensor computes in its dtype with the threshold and value truncated:
+    threshold(arange(-3, 4), 0.5, 2) is int64 [2, 2, 2, 2, 1, 2, 3]; coretorch gave float32 (and compared with 0.5)."""
+    x = torch.arange(-3, 4, device=device)
+    r = F.threshold(x, 0.5, 2)
+    assert r.dtype is torch.int64
+    assert r.cpu().tolist() == [2, 2, 2, 2, 1, 2, 3]
+    assert F.threshold(x, 1.0, -7.5).cpu().tolist() == [-7, -7, -7, -7, -7, 2, 3]
+    y = x.clone()
+    assert F.threshold_(y, 0.5, 2) is y and y.dtype is torch.int64 and y.cpu().tolist() == r.cpu().tolist()
+
+
+@pytest.mark.parametrize("fn", [F.hardshrink, F.softshrink, lambda x: F.rrelu(x), lambda x: F.prelu(
+    x, torch.ones(1, dtype=x.dtype, device=x.device))])
+def test_shrinks_rrelu_and_prelu_of_integers_raise_not_implemented(device, fn):
+    """PyTorch has no integer kernel of hardshrink, softshrink, rrelu (leaky_relu) or prelu: NotImplementedError
+    ('"hardshrink_cpu" not implemented for 'Long''); coretorch returned float32 results (prelu an int64 one)."""
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        fn(torch.tensor([-3, -1, 0, 2, 7], device=device))

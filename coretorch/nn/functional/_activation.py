@@ -15,6 +15,7 @@ from ...ops import inplace as _IP, pointwise as _P
 from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
+from ._activation_pwl import HardtanhBackward0, LeakyReluBackward0, ThresholdBackward0
 from ._common import _check_tensor, _needs_graph, _no_grad, _record
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +106,12 @@ def threshold(input, threshold, value, inplace=False):
         inplace (bool): modify ``input`` in place (default False).
     """
     x = _src(input, inplace)
-    out = _P.where(_P.le(x, threshold), value, x)  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:  # PyTorch: in the input's integer dtype,
+        thr, val = math.trunc(threshold), math.trunc(value)  # both truncated (it gave float32)
+        out = _P.where(_P.le(x, thr), val, x).to(input.dtype)
+    else:  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
+        out = _pointwise_node(ThresholdBackward0, x, lambda v: _P.where(_P.le(v, threshold), value, v),
+                              threshold=threshold)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -144,7 +150,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """
     _floating_only("leaky_relu", input)
     x = _src(input, inplace)
-    out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
+    out = _pointwise_node(LeakyReluBackward0, x, lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, negative_slope)),
+                          slope=negative_slope)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -291,15 +298,6 @@ class LogSigmoidBackward0(Node):
     def backward(self, g):
         (x,) = self.saved()
         return (_P.mul(g, _P.sigmoid(_P.neg(x))),)
-
-
-class HardtanhBackward0(Node):
-    """1 strictly inside (min_val, max_val), 0 elsewhere (the bounds and NaN too), as PyTorch's hardtanh_backward."""
-    __slots__ = ("lo", "hi")
-
-    def backward(self, g):
-        (x,) = self.saved()
-        return (_P.where(_P.logical_and(_P.gt(x, self.lo), _P.lt(x, self.hi)), g, 0.0),)
 
 
 class HardswishBackward0(Node):

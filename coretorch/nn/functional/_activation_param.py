@@ -8,6 +8,8 @@ from ...autograd.grad_mode import state as _gs
 from ...ops import pointwise as _P, shape as _S
 from ...ops.creation import empty
 from ...tensor import Tensor
+from ._activation import _floating_only, _pointwise_node
+from ._activation_pwl import HardshrinkBackward0, LeakyReluBackward0, SoftshrinkBackward0
 
 __all__ = ["prelu", "glu", "hardshrink", "softshrink", "rrelu", "rrelu_"]
 
@@ -18,6 +20,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x) with one weight or one per channel (dim 1; dim 0 of a 1-D input)."""
     if _ac.on:  # autocast: prelu is on PyTorch's lower-precision list
         input, weight = _ac_cast("prelu", input, weight)
+    _floating_only("prelu", input)
     n = weight.numel()
     if n != 1:
         channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
@@ -46,8 +49,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
+    _floating_only("hardshrink", input)
     # NaN stays NaN (with no gradient), as PyTorch's kernels
-    return _P.where(_P.gt(_P.abs(input), lambd), input, _P.where(_P.isnan(input), input.detach(), 0.0))
+    return _pointwise_node(HardshrinkBackward0, input, lambda v: _P.where(
+        _P.gt(_P.abs(v), lambd), v, _P.where(_P.isnan(v), v, 0.0)), lambd=lambd)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -56,8 +61,9 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         hi = _dt.finfo(input.dtype).max if input.dtype.is_floating_point else float("inf")
         tname = _C_TYPE.get(input.dtype.name, input.dtype.name)
         raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype {tname}, but found {lambd:g}")
-    shrunk = _P.sub(input, _P.mul(_P.sign(input), lambd))
-    return _P.where(_P.gt(_P.abs(input), lambd), shrunk, _P.where(_P.isnan(input), input.detach(), 0.0))
+    _floating_only("softshrink", input)
+    return _pointwise_node(SoftshrinkBackward0, input, lambda v: _P.where(
+        _P.gt(_P.abs(v), lambd), _P.sub(v, _P.mul(_P.sign(v), lambd)), _P.where(_P.isnan(v), v, 0.0)), lambd=lambd)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -78,8 +84,13 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
                                                                                     generator=generator)
     else:
         slope = (lower + upper) / 2
+    _floating_only("leaky_relu", input)
     x = input.clone() if inplace and input.requires_grad and _gs.enabled else input
-    out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
+    if isinstance(slope, float):  # evaluation: leaky_relu's node (its gradient linked to x, as PyTorch's)
+        out = _pointwise_node(LeakyReluBackward0, x, lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, slope)),
+                              slope=slope)
+    else:
+        out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
     return input.copy_(out) if inplace else out
 
 
