@@ -168,3 +168,26 @@ def test_shrinks_rrelu_and_prelu_of_integers_raise_not_implemented(device, fn):
     ('"hardshrink_cpu" not implemented for 'Long''); coretorch returned float32 results (prelu an int64 one)."""
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         fn(torch.tensor([-3, -1, 0, 2, 7], device=device))
+
+
+def test_prelu_checks_as_pytorch(device):
+    """PyTorch's prelu: a weight of another dtype raises RuntimeError('prelu: Type promoting not supported. Got Double
+    and Float') (coretorch promoted: a float32 PReLU of a float64 input gave float64), a 1-D input has one channel
+    (PReLU(3) of a (3,) input raises 'Mismatch of parameter numbers and input channel size. Found parameter numbers =
+    3 and channel size = 1.'; coretorch used dim 0 as the channels) and a 2-D weight raises 'prelu: Expected `weight`
+    to be a scalar or 1D tensor, but got: ndim = 2' (coretorch broadcast it); glu of integers raises
+    NotImplementedError (coretorch: a float32 result)."""
+    x = _x(device, 2, 3)
+    with pytest.raises(RuntimeError, match="prelu: Type promoting not supported. Got Double and Float"):
+        F.prelu(x, torch.ones(1, device=device))
+    with pytest.raises(RuntimeError, match="Found parameter numbers = 3 and channel size = 1."):
+        torch.nn.PReLU(3).double().to(device)(_x(device, 3))
+    with pytest.raises(RuntimeError, match="Expected `weight` to be a scalar or 1D tensor, but got: ndim = 2"):
+        F.prelu(x, torch.ones(3, 1, dtype=torch.float64, device=device))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.glu(torch.arange(4, device=device))
+    w = torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64, device=device)
+    np.testing.assert_allclose(F.prelu(x, w).cpu().numpy(), np.where(x.cpu().numpy() > 0, x.cpu().numpy(),
+                                                                    x.cpu().numpy() * np.array([0.1, -0.2, 0.3])))
+    one = F.prelu(_x(device, 3), torch.tensor([0.5], dtype=torch.float64, device=device))
+    assert one.shape == (3,)

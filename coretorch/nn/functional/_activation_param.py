@@ -16,17 +16,30 @@ __all__ = ["prelu", "glu", "hardshrink", "softshrink", "rrelu", "rrelu_"]
 _C_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
 
 
+def _ctype(dt) -> str:
+    """The C++ scalar type name PyTorch's messages use (Float, Double, Long, ...)."""
+    return _C_TYPE.get(dt.name) or dt._tname[:-6]
+
+
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """max(0, x) + weight * min(0, x) with one weight or one per channel (dim 1; dim 0 of a 1-D input)."""
+    """max(0, x) + weight * min(0, x) with one weight or one per channel (dim 1; a 1-D input has one channel)."""
     if _ac.on:  # autocast: prelu is on PyTorch's lower-precision list
         input, weight = _ac_cast("prelu", input, weight)
-    _floating_only("prelu", input)
+    if input.dtype is not weight.dtype:  # (it promoted: a float32 weight with a float64 input gave float64)
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_ctype(input.dtype)} and "
+                           f"{_ctype(weight.dtype)}")
     n = weight.numel()
     if n != 1:
-        channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim >= 2 else 1  # (PyTorch: a 1-D input has one channel)
         if n != channels:
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n}"
                                f" and channel size = {channels}.")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    _floating_only("prelu", input)
+    if n != 1:
         if input.ndim >= 2:
             weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
     elif weight.ndim:
@@ -38,6 +51,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     """a * sigmoid(b), with a and b the halves of ``input`` along ``dim``."""
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    _floating_only("glu", input)
     d = dim % input.ndim
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
