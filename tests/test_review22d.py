@@ -113,6 +113,8 @@ _PIECEWISE_LINEAR = {
     "hardtanh": F.hardtanh, "relu6": F.relu6, "threshold": lambda x: F.threshold(x, 0.1, -2.0),
     "hardshrink": F.hardshrink, "softshrink": F.softshrink, "rrelu_eval": lambda x: F.rrelu(x, training=False),
     "leaky_relu_inplace": lambda x: F.leaky_relu(x * 1.0, 0.2, inplace=True),
+    "prelu": lambda x: F.prelu(x, torch.tensor([0.25], dtype=x.dtype, device=x.device)),
+    "prelu_trained": lambda x: F.prelu(x, torch.tensor(-0.3, dtype=x.dtype, device=x.device, requires_grad=True)),
 }
 
 
@@ -191,3 +193,20 @@ def test_prelu_checks_as_pytorch(device):
                                                                     x.cpu().numpy() * np.array([0.1, -0.2, 0.3])))
     one = F.prelu(_x(device, 3), torch.tensor([0.5], dtype=torch.float64, device=device))
     assert one.shape == (3,)
+
+
+def test_prelu_gradients_and_second_gradients(device):
+    """A per-channel PReLU: the weight's gradient is the sum of ``x * g`` where ``x <= 0`` per channel, and the
+    second gradients (gradgradcheck) hold with respect to input and weight (prelu is one PreluKernelBackward0 node
+    since this review, its input gradient linked to the input)."""
+    x = _x(device, 2, 3, 4).requires_grad_()
+    w = torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(F.prelu, (x, w))
+    assert torch.autograd.gradgradcheck(F.prelu, (x, w))
+    w0 = torch.tensor(0.3, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradgradcheck(F.prelu, (x, w0))
+    g = _x(device, 2, 3, 4, seed=3)
+    F.prelu(x, w).backward(g)
+    a, b = x.detach().cpu().numpy(), g.cpu().numpy()
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.where(a > 0, 0, a * b).sum((0, 2)), rtol=1e-12)
+    assert type(torch.nn.PReLU(3).double().to(device)(x).grad_fn).__name__ == "PreluKernelBackward0"

@@ -9,7 +9,8 @@ from ...ops import pointwise as _P, shape as _S
 from ...ops.creation import empty
 from ...tensor import Tensor
 from ._activation import _floating_only, _pointwise_node
-from ._activation_pwl import HardshrinkBackward0, LeakyReluBackward0, SoftshrinkBackward0
+from ._activation_pwl import HardshrinkBackward0, LeakyReluBackward0, PreluKernelBackward0, SoftshrinkBackward0
+from ._common import _needs_graph, _no_grad, _record
 
 __all__ = ["prelu", "glu", "hardshrink", "softshrink", "rrelu", "rrelu_"]
 
@@ -39,12 +40,20 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     _floating_only("prelu", input)
+    w = weight
     if n != 1:
         if input.ndim >= 2:
-            weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+            w = weight.reshape((1, n) + (1,) * (input.ndim - 2))
     elif weight.ndim:
-        weight = weight.reshape(())
-    return _P.where(_P.gt(input, 0), input, _P.mul(weight, input))
+        w = weight.reshape(())
+    if not _needs_graph(input, weight):
+        return _P.where(_P.gt(input, 0), input, _P.mul(w, input))
+    with _no_grad():  # one node (PyTorch's PreluKernelBackward0), its input gradient linked to the input
+        out = _P.where(_P.gt(input, 0), input, _P.mul(w, input))
+    node = PreluKernelBackward0()
+    node.wshape = tuple(weight.shape)
+    node.save(input, w)
+    return _record(node, out._data, out.dtype, out._be, input, weight)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...autograd._zero import keep_graph
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
-from ...ops import pointwise as _P
+from ...ops import pointwise as _P, reduction as _R
 from ...tensor import Tensor
 
 
@@ -67,3 +67,23 @@ class HardtanhBackward0(Node):
     def backward(self, g):
         (x,) = self.saved()
         return (linked(_P.where(_P.logical_and(_P.gt(x, self.lo), _P.lt(x, self.hi)), g, 0.0), x, self),)
+
+
+class PreluKernelBackward0(Node):
+    """PyTorch's _prelu_kernel_backward: the incoming gradient where ``x > 0``, times the weight elsewhere, for the
+    input (linked to it); ``x * g`` where ``x <= 0``, summed to the weight's shape, for the weight.  ``wshape``: the
+    weight's own shape (the saved weight is the one broadcast against ``x``)."""
+    __slots__ = ("wshape",)
+
+    def backward(self, g):
+        x, w = self.saved()
+        pos = _P.gt(x, 0)
+        gx = linked(_P.where(pos, g, _P.mul(g, w)), x, self) if self.next_functions[0][0] is not None else None
+        gw = None
+        if self.next_functions[1][0] is not None:
+            gw = _P.where(pos, 0.0, _P.mul(x, g))
+            dims = [d for d in range(gw.ndim) if d >= w.ndim or w.shape[d] == 1]
+            if dims:
+                gw = _R.sum(gw, dims)
+            gw = gw.reshape(self.wshape)
+        return gx, gw
