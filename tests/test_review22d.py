@@ -210,3 +210,22 @@ def test_prelu_gradients_and_second_gradients(device):
     a, b = x.detach().cpu().numpy(), g.cpu().numpy()
     np.testing.assert_allclose(w.grad.cpu().numpy(), np.where(a > 0, 0, a * b).sum((0, 2)), rtol=1e-12)
     assert type(torch.nn.PReLU(3).double().to(device)(x).grad_fn).__name__ == "PreluKernelBackward0"
+
+
+def test_functional_batch_norm_checks_eps(device):
+    """PyTorch's F.batch_norm (so every BatchNorm module) raises ValueError('batch_norm eps must be positive during
+    training, but got 0.0') for eps <= 0 in training and 'must be non-negative' for eps < 0 in evaluation (after
+    its one-value-per-channel check); ``torch.batch_norm`` does not check. coretorch divided by sqrt(0): a constant
+    channel normalised to NaN."""
+    x = torch.ones(2, 3, device=device)
+    with pytest.raises(ValueError, match=r"batch_norm eps must be positive during training, but got 0.0"):
+        F.batch_norm(x, None, None, training=True, eps=0.0)
+    with pytest.raises(ValueError, match="batch_norm eps must be positive during training"):
+        torch.nn.BatchNorm1d(3, eps=0).to(device)(x)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(x[:1], None, None, training=True, eps=0.0)
+    rm, rv = torch.zeros(3, device=device), torch.ones(3, device=device)
+    with pytest.raises(ValueError, match=r"batch_norm eps must be non-negative, but got -1.0"):
+        F.batch_norm(x, rm, rv, training=False, eps=-1.0)
+    assert F.batch_norm(x, rm, rv, training=False, eps=0.0).cpu().tolist() == [[1.0] * 3] * 2
+    assert torch.batch_norm(x, None, None, None, None, True, 0.1, 0.0, False).shape == (2, 3)

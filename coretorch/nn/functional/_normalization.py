@@ -91,9 +91,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         momentum (float): the running-average factor.
         eps (float): added to the variance.
     """
+    if (eps <= 0.0 and training) or eps < 0.0:  # (PyTorch's F.batch_norm checks; torch.batch_norm does not)
+        if training and isinstance(input, Tensor) and input.ndim >= 2:
+            _verify_batch_size(tuple(input.shape))
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}" if training else
+                         f"batch_norm eps must be non-negative, but got {eps}")
+    return batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def batch_norm_any_eps(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                       eps=1e-5):
+    """batch_norm without F.batch_norm's check of ``eps`` (``torch.batch_norm``, PyTorch's ATen op, has none)."""
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
-            return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+            return batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
     _check_floating("batch_norm", input)
     _check_mixed_dtypes(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
