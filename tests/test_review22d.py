@@ -229,3 +229,16 @@ def test_functional_batch_norm_checks_eps(device):
         F.batch_norm(x, rm, rv, training=False, eps=-1.0)
     assert F.batch_norm(x, rm, rv, training=False, eps=0.0).cpu().tolist() == [[1.0] * 3] * 2
     assert torch.batch_norm(x, None, None, None, None, True, 0.1, 0.0, False).shape == (2, 3)
+
+
+def test_in_place_activation_node_names(device):
+    """PyTorch names the nodes of the in-place forms ``LeakyReluBackward1``, ``ThresholdBackward1`` and
+    ``RreluWithNoiseBackward1``; coretorch gave the out-of-place names (rrelu_: ``CopyBackwards``)."""
+    x = _x(device, 5).requires_grad_()
+    assert type(F.leaky_relu(x * 1, inplace=True).grad_fn).__name__ == "LeakyReluBackward1"
+    assert type(F.threshold(x * 1, 0.1, 2.0, inplace=True).grad_fn).__name__ == "ThresholdBackward1"
+    y = x * 1
+    assert F.rrelu(y, inplace=True) is y and type(y.grad_fn).__name__ == "RreluWithNoiseBackward1"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(x.detach().cpu().numpy() > 0, 1.0, (1 / 8 + 1 / 3) / 2))
+    assert type(F.leaky_relu(x).grad_fn).__name__ == "LeakyReluBackward0"

@@ -15,7 +15,8 @@ from ...ops import inplace as _IP, pointwise as _P
 from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
-from ._activation_pwl import HardtanhBackward0, LeakyReluBackward0, ThresholdBackward0
+from ._activation_pwl import (HardtanhBackward0, LeakyReluBackward0, LeakyReluBackward1, ThresholdBackward0,
+                              ThresholdBackward1)
 from ._common import _check_tensor, _needs_graph, _no_grad, _record
 
 # ---------------------------------------------------------------------------------------------
@@ -110,8 +111,8 @@ def threshold(input, threshold, value, inplace=False):
         thr, val = math.trunc(threshold), math.trunc(value)  # both truncated (it gave float32)
         out = _P.where(_P.le(x, thr), val, x).to(input.dtype)
     else:  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
-        out = _pointwise_node(ThresholdBackward0, x, lambda v: _P.where(_P.le(v, threshold), value, v),
-                              threshold=threshold)
+        out = _pointwise_node(ThresholdBackward1 if inplace else ThresholdBackward0, x,
+                              lambda v: _P.where(_P.le(v, threshold), value, v), threshold=threshold)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -150,8 +151,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """
     _floating_only("leaky_relu", input)
     x = _src(input, inplace)
-    out = _pointwise_node(LeakyReluBackward0, x, lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, negative_slope)),
-                          slope=negative_slope)
+    out = _pointwise_node(LeakyReluBackward1 if inplace else LeakyReluBackward0, x,
+                          lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, negative_slope)), slope=negative_slope)
     return _inplace_result(input, out) if inplace else out
 
 

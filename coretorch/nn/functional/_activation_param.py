@@ -8,7 +8,8 @@ from ...autograd.grad_mode import state as _gs
 from ...ops import pointwise as _P, shape as _S
 from ...ops.creation import empty
 from ...tensor import Tensor
-from ._activation import _floating_only, _pointwise_node
+from ...autograd._node_names import named_node
+from ._activation import _floating_only, _inplace_result, _pointwise_node
 from ._activation_pwl import HardshrinkBackward0, LeakyReluBackward0, PreluKernelBackward0, SoftshrinkBackward0
 from ._common import _needs_graph, _no_grad, _record
 
@@ -114,7 +115,9 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
                               slope=slope)
     else:
         out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
-    return input.copy_(out) if inplace else out
+    if not inplace:
+        return out
+    return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1"))  # (PyTorch's node of rrelu_)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:

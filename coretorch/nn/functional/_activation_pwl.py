@@ -87,3 +87,13 @@ class PreluKernelBackward0(Node):
                 gw = _R.sum(gw, dims)
             gw = gw.reshape(self.wshape)
         return gx, gw
+
+
+class ThresholdBackward1(ThresholdBackward0):
+    """The in-place threshold's node (PyTorch's name for ``threshold_``)."""
+    __slots__ = ()
+
+
+class LeakyReluBackward1(LeakyReluBackward0):
+    """The in-place leaky_relu's node (PyTorch's name for ``leaky_relu_``)."""
+    __slots__ = ()
