@@ -161,6 +161,8 @@ def test_threshold_of_integers_keeps_the_dtype(device):
     assert F.threshold(x, 1.0, -7.5).cpu().tolist() == [-7, -7, -7, -7, -7, 2, 3]
     y = x.clone()
     assert F.threshold_(y, 0.5, 2) is y and y.dtype is torch.int64 and y.cpu().tolist() == r.cpu().tolist()
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        F.threshold(torch.tensor([True, False], device=device), 0.5, 1)
 
 
 @pytest.mark.parametrize("fn", [F.hardshrink, F.softshrink, lambda x: F.rrelu(x), lambda x: F.prelu(

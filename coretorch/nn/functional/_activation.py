@@ -106,6 +106,8 @@ def threshold(input, threshold, value, inplace=False):
         value (float): the replacement.
         inplace (bool): modify ``input`` in place (default False).
     """
+    if isinstance(input, Tensor) and input.dtype is _dt.bool_:
+        raise NotImplementedError("\"threshold\" not implemented for 'Bool'")
     x = _src(input, inplace)
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:  # PyTorch: in the input's integer dtype,
         thr, val = math.trunc(threshold), math.trunc(value)  # both truncated (it gave float32)
