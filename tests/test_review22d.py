@@ -244,3 +244,21 @@ def test_in_place_activation_node_names(device):
     y.sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(x.detach().cpu().numpy() > 0, 1.0, (1 / 8 + 1 / 3) / 2))
     assert type(F.leaky_relu(x).grad_fn).__name__ == "LeakyReluBackward0"
+
+
+@pytest.mark.parametrize("name", ["elu", "selu", "celu"])
+def test_elu_family_gradients_far_left_and_second_derivative_at_zero(device, name):
+    """PyTorch's elu_backward is ``g * alpha * scale * input_scale * exp(x * input_scale)`` for x <= 0, exact far
+    to the left; coretorch differentiated ``alpha * expm1(x)`` through expm1's backward (``expm1(x) + 1``): at
+    x = -30 the float64 gradient was off by 1.7e-4 relative (and at -20 by 2e-8). PyTorch's elu_double_backward
+    masks ``x < 0``: the second derivative at x = +-0 is 0 (coretorch: alpha * scale * input_scale**2)."""
+    fn, c, s = {"elu": (lambda t: F.elu(t, 0.7), 0.7, 1.0),
+                "selu": (F.selu, 1.6732632423543772848170429916717 * 1.0507009873554804934193349852946, 1.0),
+                "celu": (lambda t: F.celu(t, 2.0), 1.0, 0.5)}[name]
+    x = torch.tensor([-30.0, -20.0, -0.0, 0.0, -1.0], dtype=torch.float64, device=device, requires_grad=True)
+    (g,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    xs = np.array([-30.0, -20.0, -0.0, 0.0, -1.0])
+    np.testing.assert_allclose(g.detach().cpu().numpy(), c * np.exp(xs * s), rtol=1e-14)
+    np.testing.assert_allclose(gg.cpu().numpy(), np.where(xs < 0, c * s * np.exp(xs * s), 0.0), rtol=1e-14)
+    assert torch.autograd.gradgradcheck(fn, (_x(device, 6).requires_grad_(),))
