@@ -235,7 +235,9 @@ def test_functional_batch_norm_checks_eps(device):
 
 def test_in_place_activation_node_names(device):
     """PyTorch names the nodes of the in-place forms ``LeakyReluBackward1``, ``ThresholdBackward1`` and
-    ``RreluWithNoiseBackward1``; coretorch gave the out-of-place names (rrelu_: ``CopyBackwards``)."""
+    ``RreluWithNoiseBackward1``, of silu_/mish_ ``SiluBackward0``/``MishBackward0`` and of ``torch.rrelu``
+    ``RreluWithNoiseBackward0``; coretorch gave the out-of-place names (rrelu_: ``CopyBackwards``, silu_: the
+    composite's ``MulBackward0``)."""
     x = _x(device, 5).requires_grad_()
     assert type(F.leaky_relu(x * 1, inplace=True).grad_fn).__name__ == "LeakyReluBackward1"
     assert type(F.threshold(x * 1, 0.1, 2.0, inplace=True).grad_fn).__name__ == "ThresholdBackward1"
@@ -244,6 +246,9 @@ def test_in_place_activation_node_names(device):
     y.sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(x.detach().cpu().numpy() > 0, 1.0, (1 / 8 + 1 / 3) / 2))
     assert type(F.leaky_relu(x).grad_fn).__name__ == "LeakyReluBackward0"
+    assert type(torch.rrelu(x).grad_fn).__name__ == "RreluWithNoiseBackward0"  # (coretorch: LeakyReluBackward0)
+    assert type(F.silu(x * 1, inplace=True).grad_fn).__name__ == "SiluBackward0"  # (coretorch: MulBackward0)
+    assert type(F.mish(x * 1, inplace=True).grad_fn).__name__ == "MishBackward0"
 
 
 @pytest.mark.parametrize("name", ["elu", "selu", "celu"])

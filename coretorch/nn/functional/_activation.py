@@ -9,6 +9,7 @@ from ...amp.autocast_mode import below as _ac_below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import policy as _ac_policy
 from ...amp.autocast_mode import state as _ac
+from ...autograd._node_names import named_node
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import inplace as _IP, pointwise as _P
@@ -298,7 +299,7 @@ def silu(input, inplace=False) -> Tensor:
     x = _src(input, inplace)
     # float16/bfloat16 in float32, rounded once (PyTorch's opmath: in half, sigmoid(-20) underflowed to 0)
     out = silu(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.sigmoid(x))
-    return _inplace_result(input, out) if inplace else out
+    return _inplace_result(input, named_node(out, "SiluBackward0")) if inplace else out  # (PyTorch's silu_ node)
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are
@@ -312,7 +313,7 @@ def mish(input, inplace=False):
     _floating_only("mish", input)
     x = _src(input, inplace)
     out = mish(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.tanh(softplus(x)))  # (as silu)
-    return _inplace_result(input, out) if inplace else out
+    return _inplace_result(input, named_node(out, "MishBackward0")) if inplace else out  # (PyTorch's mish_ node)
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are

@@ -116,7 +116,7 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
     else:
         out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
     if not inplace:
-        return out
+        return named_node(out, "RreluWithNoiseBackward0")  # (torch.rrelu's too, not only F.rrelu's)
     return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1"))  # (PyTorch's node of rrelu_)
 
 
