@@ -267,3 +267,12 @@ def test_elu_family_gradients_far_left_and_second_derivative_at_zero(device, nam
     np.testing.assert_allclose(g.detach().cpu().numpy(), c * np.exp(xs * s), rtol=1e-14)
     np.testing.assert_allclose(gg.cpu().numpy(), np.where(xs < 0, c * s * np.exp(xs * s), 0.0), rtol=1e-14)
     assert torch.autograd.gradgradcheck(fn, (_x(device, 6).requires_grad_(),))
+
+
+def test_celu_of_alpha_zero_raises_pytorchs_error(device):
+    """PyTorch's celu with alpha=0 raises RuntimeError('ZeroDivisionError: alpha cannot be 0 for CELU'); coretorch
+    raised Python's ZeroDivisionError('float division by zero')."""
+    with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
+        F.celu(_x(device, 3), 0.0)
+    with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
+        torch.nn.CELU(0.0)(_x(device, 3))

@@ -238,6 +238,8 @@ def celu(input, alpha=1.0, inplace=False):
         alpha (float): default 1.
         inplace (bool): modify ``input`` in place (default False).
     """
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, "celu")
 
 
