@@ -276,3 +276,35 @@ def test_celu_of_alpha_zero_raises_pytorchs_error(device):
         F.celu(_x(device, 3), 0.0)
     with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
         torch.nn.CELU(0.0)(_x(device, 3))
+
+
+def _layouts(device):
+    x4 = _x(device, 2, 3, 4, 5)
+    return {"channels_last": (x4.contiguous(memory_format=torch.channels_last), "cl"),
+            "permuted": (x4.permute(0, 1, 3, 2), "row"), "sliced": (_x(device, 2, 3, 4, 10)[..., ::2], "row"),
+            "transposed_3d": (_x(device, 2, 5, 3).transpose(1, 2), "row"),
+            "channels_last_3d": (_x(device, 2, 3, 2, 2, 2).contiguous(memory_format=torch.channels_last_3d), "cl")}
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "permuted", "sliced", "transposed_3d", "channels_last_3d"])
+def test_normalisation_results_are_laid_out_as_pytorchs(device, layout):
+    """PyTorch's batch, group and RMS norm write their result in ``input.suggest_memory_format()`` (channels-last
+    for a channels-last input, row-major otherwise) and instance norm always row-major. coretorch's batch and instance
+    norm kept a permuted input's layout (``y.view(n, -1)`` raised where PyTorch's works) and its group and RMS norm
+    gave a channels-last input a row-major result."""
+    x, want = _layouts(device)[layout]
+    c = x.shape[1]
+    fmt = torch.channels_last if x.ndim == 4 else torch.channels_last_3d
+    rm, rv = torch.zeros(c, dtype=torch.float64, device=device), torch.ones(c, dtype=torch.float64, device=device)
+    outs = {"batch_norm": F.batch_norm(x, None, None, training=True), "batch_norm_eval": F.batch_norm(x, rm, rv),
+            "group_norm": F.group_norm(x, 1), "rms_norm": F.rms_norm(x, (x.shape[-1],))}
+    for name, y in outs.items():
+        assert y.is_contiguous(memory_format=fmt) if want == "cl" else y.is_contiguous(), name
+        np.testing.assert_allclose(y.detach().cpu().numpy(), {
+            "batch_norm": lambda: F.batch_norm(x.contiguous(), None, None, training=True),
+            "batch_norm_eval": lambda: F.batch_norm(x.contiguous(), rm, rv),
+            "group_norm": lambda: F.group_norm(x.contiguous(), 1),
+            "rms_norm": lambda: F.rms_norm(x.contiguous(), (x.shape[-1],))}[name]().cpu().numpy(), rtol=1e-12)
+    y = F.instance_norm(x)
+    assert y.is_contiguous()
+    assert y.view(x.shape[0], -1).shape == (x.shape[0], x[0].numel())

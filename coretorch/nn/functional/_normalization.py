@@ -8,6 +8,8 @@ from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import no_grad
+from ..._compat import channels_last, channels_last_3d
+from ...ops import _memfmt
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...tensor import Tensor
@@ -54,6 +56,16 @@ def _check_mixed_dtypes(input, *params) -> None:
         raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
     if dt not in _REDUCED:
         raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
+
+
+def _suggested_layout(out: Tensor, input: Tensor) -> Tensor:
+    """``out`` in ``input.suggest_memory_format()``, as PyTorch's batch, group and RMS norm write their result:
+    channels-last for a channels-last 4-D/5-D input, row-major otherwise (a permuted or sliced input gave a result
+    in its own layout, or a channels-last one a row-major result: a ``.view`` PyTorch allows raised)."""
+    if input.ndim in (4, 5) and _memfmt.strides_like_channels_last(tuple(input.shape), input.stride()):
+        fmt = channels_last if input.ndim == 4 else channels_last_3d
+        return out if out.is_contiguous(memory_format=fmt) else out.contiguous(memory_format=fmt)
+    return out if out.is_contiguous() else out.contiguous()
 
 
 def _check_floating(kernel: str, input: Tensor) -> None:
@@ -109,9 +121,11 @@ def batch_norm_any_eps(input, running_mean, running_var, weight=None, bias=None,
     _check_floating("batch_norm", input)
     _check_mixed_dtypes(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
-        return _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
-                           eps).to(input.dtype)
-    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+        out = _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
+                          eps).to(input.dtype)
+    else:
+        out = _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _suggested_layout(out, input)
 
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
@@ -164,6 +178,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _both_or_neither(running_mean, running_var)
     _check_floating("batch_norm", input)  # (PyTorch's instance_norm runs its batch_norm)
     _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks; running statistics may differ)
+    if not input.is_contiguous():  # PyTorch normalises a row-major (1, N * C, *) view: its result is row-major
+        input = input.contiguous()
     if input.dtype in _REDUCED:
         return instance_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), use_input_stats,
                              momentum, eps).to(input.dtype)
@@ -264,7 +280,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         out = _P.mul(out, weight)
         if out.dtype != dt:
             out = out.to(dt)
-    return out
+    return _suggested_layout(out, input)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -288,7 +304,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _check_floating("GroupNormKernelImpl", input)
     _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
-        return group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype)
+        return _suggested_layout(group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype),
+                                 input)
     x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
@@ -298,7 +315,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         out = _P.mul(out, weight.reshape(bshape))
     if bias is not None:
         out = _P.add(out, bias.reshape(bshape))
-    return out
+    return _suggested_layout(out, input)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
