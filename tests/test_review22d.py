@@ -308,3 +308,14 @@ def test_normalisation_results_are_laid_out_as_pytorchs(device, layout):
     y = F.instance_norm(x)
     assert y.is_contiguous()
     assert y.view(x.shape[0], -1).shape == (x.shape[0], x[0].numel())
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "permuted"])
+def test_logsigmoid_and_rrelu_results_are_row_major(device, layout):
+    """PyTorch's log_sigmoid_forward and rrelu_with_noise write a row-major result whatever the input's layout;
+    coretorch's followed a channels-last or permuted input (``y.view(-1)`` raised where PyTorch's works)."""
+    x = _layouts(device)[layout][0].requires_grad_()
+    for y in (F.logsigmoid(x), F.rrelu(x), F.rrelu(x, training=True)):
+        assert y.is_contiguous() and y.view(-1).shape == (x.numel(),)
+    np.testing.assert_allclose(F.logsigmoid(x).detach().cpu().numpy(),
+                               -np.logaddexp(0, -x.detach().cpu().numpy()), rtol=1e-12)

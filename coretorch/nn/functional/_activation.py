@@ -326,9 +326,10 @@ def logsigmoid(input):
         input (Tensor): any shape.
     """
     _floating_only("log_sigmoid_forward", input)
-    # min(x, 0) - log1p(exp(-|x|)): no overflow on either side
-    return _pointwise_node(LogSigmoidBackward0, input,
-                           lambda x: _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))))
+    # min(x, 0) - log1p(exp(-|x|)): no overflow on either side; row-major, as PyTorch's log_sigmoid_forward (a
+    # channels-last or permuted input gave a result in its layout: a .view PyTorch allows raised)
+    return _pointwise_node(LogSigmoidBackward0, input, lambda x: _P.sub(
+        _P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))).contiguous())
 
 
 class LogSigmoidBackward0(Node):

@@ -115,8 +115,8 @@ def rrelu_with_generator(input: Tensor, lower: float, upper: float, training: bo
                               slope=slope)
     else:
         out = _P.where(_P.gt(x, 0), x, _P.mul(x, slope))  # (the slope's gradient at 0, as PyTorch)
-    if not inplace:
-        return named_node(out, "RreluWithNoiseBackward0")  # (torch.rrelu's too, not only F.rrelu's)
+    if not inplace:  # row-major, as PyTorch's rrelu_with_noise (a permuted input's layout: a .view raised)
+        return named_node(out if out.is_contiguous() else out.contiguous(), "RreluWithNoiseBackward0")
     return _inplace_result(input, named_node(out, "RreluWithNoiseBackward1"))  # (PyTorch's node of rrelu_)
 
 
