@@ -319,3 +319,19 @@ def test_logsigmoid_and_rrelu_results_are_row_major(device, layout):
         assert y.is_contiguous() and y.view(-1).shape == (x.numel(),)
     np.testing.assert_allclose(F.logsigmoid(x).detach().cpu().numpy(),
                                -np.logaddexp(0, -x.detach().cpu().numpy()), rtol=1e-12)
+
+
+def test_softplus_second_derivative_at_the_threshold_is_zero(device):
+    """PyTorch's softplus_backward is sigmoid(beta * x) up to ``beta * x == threshold`` and its double backward masks
+    ``beta * x < threshold``: at the threshold the gradient is sigmoid's and its derivative 0. coretorch
+    differentiated log1p(exp(z)) twice: sigmoid' at the threshold (2.06e-9 for the default threshold 20 at x = 20;
+    0.0066 for beta=2, threshold=5 at x = 2.5)."""
+    for beta, thr, xv in ((1.0, 20.0, 20.0), (2.0, 5.0, 2.5)):
+        x = torch.tensor([xv, xv - 1.0], dtype=torch.float64, device=device, requires_grad=True)
+        (g,) = torch.autograd.grad(F.softplus(x, beta, thr).sum(), x, create_graph=True)
+        (gg,) = torch.autograd.grad(g.sum(), x)
+        sig = 1 / (1 + np.exp(-beta * np.array([xv, xv - 1.0])))
+        np.testing.assert_allclose(g.detach().cpu().numpy(), sig, rtol=1e-14)
+        assert float(gg[0]) == 0.0
+        np.testing.assert_allclose(float(gg[1]), beta * sig[1] * (1 - sig[1]), rtol=1e-9)
+    assert torch.autograd.gradgradcheck(lambda t: F.softplus(t, 2.0, 3.0), (_x(device, 8).requires_grad_(),))

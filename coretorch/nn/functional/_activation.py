@@ -391,13 +391,30 @@ def softplus(input, beta=1.0, threshold=20.0):
     if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:
         # in float32, rounded once (PyTorch's op math): exp(12) overflows float16 but softplus(12) is 12
         return softplus(input.to(_dt.float32), beta, threshold).to(input.dtype)
-    z = _P.mul(input, beta) if beta != 1 else input
-    # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp, and a NaN input
-    # reaches exp, so its gradient is NaN as PyTorch's
-    soft = _P.log1p(_P.exp(_P.where(_P.gt(z, threshold), 0.0, z)))
-    if beta != 1:
-        soft = _P.div(soft, beta)
-    return _P.where(_P.gt(z, threshold), input, soft)
+
+    def forward(x):
+        z = _P.mul(x, beta) if beta != 1 else x
+        # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp
+        soft = _P.log1p(_P.exp(_P.where(_P.gt(z, threshold), 0.0, z)))
+        if beta != 1:
+            soft = _P.div(soft, beta)
+        return _P.where(_P.gt(z, threshold), x, soft)
+
+    return _pointwise_node(SoftplusBackward0, input, forward, beta=beta, threshold=threshold)
+
+
+class SoftplusBackward0(Node):
+    """PyTorch's softplus_backward: ``g`` where ``beta * x > threshold``, ``g * sigmoid(beta * x)`` elsewhere (NaN
+    at NaN), in tensor ops.  The sigmoid is of a constant from the threshold on: its own derivative there is 0, as
+    PyTorch's softplus_double_backward masks ``beta * x < threshold`` (differentiated through the composite's
+    log1p(exp(z)), the second derivative at ``beta * x == threshold`` was sigmoid's)."""
+    __slots__ = ("beta", "threshold")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        z = _P.mul(x, self.beta) if self.beta != 1 else x
+        s = _P.sigmoid(_P.where(_P.ge(z, self.threshold), self.threshold, z))
+        return (_P.where(_P.gt(z, self.threshold), g, _P.mul(g, s)),)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
