@@ -13,6 +13,7 @@ import math
 from .nn import functional as _F
 from .nn.functional._activation_param import rrelu_with_generator
 from .nn.functional._basic import _apply_mask, _check_p
+from .nn.functional._normalization import batch_norm_any_eps as _batch_norm_any_eps
 from .ops import pointwise as _P
 from .ops import reduction as _R
 from .ops import shape as _S
@@ -189,8 +190,8 @@ def group_norm(input: Tensor, num_groups: _int, weight: Tensor | None = None, bi
 def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
                running_var: Tensor | None, training: _bool, momentum: float, eps: float,
                cudnn_enabled: _bool) -> Tensor:
-    """``torch.batch_norm`` in ATen's order (weight and bias before the running statistics)."""
-    return _F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    """``torch.batch_norm`` in ATen's order (weight and bias before the running statistics; any ``eps``)."""
+    return _batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, running_mean: Tensor | None,
@@ -215,7 +216,7 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
                       eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(output, save_mean, save_invstd)``: batch norm and, in training, the batch's per-channel mean and
     ``1 / sqrt(var + eps)`` (empty tensors in evaluation, as PyTorch)."""
-    out = _F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    out = _batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if not training:
         none = empty((0,), dtype=input.dtype, device=input.device)
         return out, none, none.clone()

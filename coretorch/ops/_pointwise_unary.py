@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..amp.autocast_mode import fp32_unary as _ac_unary, state as _ac
+from ..autograd._zero import keep_graph as _keep_graph
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
@@ -110,11 +111,14 @@ tanh = _make_unary("tanh", lambda n, g: (mul(g, _rsub1(mul(_x(n), _x(n)))),), Tr
 sigmoid = _make_unary("sigmoid", lambda n, g: (mul(g, mul(_x(n), _rsub1(_x(n)))),), True, "out")
 def _relu_bw(n, g):
     out = _x(n)
-    if not (g._rg and _gs.enabled) and g.dtype is out.dtype:  # plain backward: two kernels, no op layer
+    if not _gs.enabled and g.dtype is out.dtype:  # plain backward: two kernels, no op layer
         table = g._be
         return (_make(table.where(table.ne(out._data, 0), g._data, 0.0), g.dtype, table),)
-    # relu's output is 0, positive or NaN: `out != 0` is PyTorch's `not (out <= 0)`, so a NaN passes the gradient
-    return (where(ne(out, 0), g, 0.0),)
+    # relu's output is 0, positive or NaN: `out != 0` is PyTorch's `not (out <= 0)`, so a NaN passes the gradient;
+    # recorded also against the output (a zero derivative: PyTorch's ThresholdBackwardBackward0, so a second gradient
+    # with respect to the input is zeros, not "not used in the graph")
+    return (_keep_graph(where(ne(out, 0), g, 0.0), (out,), "ThresholdBackwardBackward0") if _gs.enabled
+            else where(ne(out, 0), g, 0.0),)
 
 
 relu = _make_unary("relu", _relu_bw, False, "out")

@@ -9,12 +9,15 @@ from ...amp.autocast_mode import below as _ac_below
 from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import policy as _ac_policy
 from ...amp.autocast_mode import state as _ac
+from ...autograd._node_names import named_node
 from ...autograd.grad_mode import state as _gs
 from ...autograd.graph import Node
 from ...ops import inplace as _IP, pointwise as _P
 from ...ops import reduction as _R
 from ...ops._util import norm_dim as _norm_dim
 from ...tensor import Tensor, _make
+from ._activation_pwl import (HardtanhBackward0, LeakyReluBackward0, LeakyReluBackward1, ThresholdBackward0,
+                              ThresholdBackward1)
 from ._common import _check_tensor, _needs_graph, _no_grad, _record
 
 # ---------------------------------------------------------------------------------------------
@@ -104,8 +107,15 @@ def threshold(input, threshold, value, inplace=False):
         value (float): the replacement.
         inplace (bool): modify ``input`` in place (default False).
     """
+    if isinstance(input, Tensor) and input.dtype is _dt.bool_:
+        raise NotImplementedError("\"threshold\" not implemented for 'Bool'")
     x = _src(input, inplace)
-    out = _P.where(_P.le(x, threshold), value, x)  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:  # PyTorch: in the input's integer dtype,
+        thr, val = math.trunc(threshold), math.trunc(value)  # both truncated (it gave float32)
+        out = _P.where(_P.le(x, thr), val, x).to(input.dtype)
+    else:  # (a NaN input stays NaN, its gradient 1: PyTorch's test)
+        out = _pointwise_node(ThresholdBackward1 if inplace else ThresholdBackward0, x,
+                              lambda v: _P.where(_P.le(v, threshold), value, v), threshold=threshold)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -144,7 +154,55 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """
     _floating_only("leaky_relu", input)
     x = _src(input, inplace)
-    out = _P.where(_P.gt(x, 0), x, _P.mul(x, negative_slope))
+    out = _pointwise_node(LeakyReluBackward1 if inplace else LeakyReluBackward0, x,
+                          lambda v: _P.where(_P.gt(v, 0), v, _P.mul(v, negative_slope)), slope=negative_slope)
+    return _inplace_result(input, out) if inplace else out
+
+
+class EluBackward0(Node):
+    """PyTorch's elu_backward (elu, selu and celu: ``scale * (x if x > 0 else alpha * expm1(x * input_scale))``):
+    ``g * scale`` where ``x > 0``, ``g * alpha * scale * input_scale * exp(x * input_scale)`` elsewhere, in tensor
+    ops.  The exponential is of ``x`` where ``x < 0`` (0 elsewhere): the gradient at 0 is the negative side's, its
+    own derivative there 0 (PyTorch's elu_double_backward masks ``x < 0``); a NaN input gives NaN.  (Differentiated
+    through ``expm1``, the gradient was ``expm1(x) + 1``: at x = -30 off by 1.7e-4 relative in float64.)"""
+    __slots__ = ("negcoef", "poscoef", "iscale")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        z = _P.where(_P.ge(x, 0), 0.0, x)
+        if self.iscale != 1:
+            z = _P.mul(z, self.iscale)
+        neg = _P.mul(g, _P.mul(_P.exp(z), self.negcoef * self.iscale))
+        return (_P.where(_P.gt(x, 0), _P.mul(g, self.poscoef) if self.poscoef != 1 else g, neg),)
+
+
+class EluBackward1(EluBackward0):
+    __slots__ = ()
+
+
+class CeluBackward0(EluBackward0):
+    __slots__ = ()
+
+
+class CeluBackward1(EluBackward0):
+    __slots__ = ()
+
+
+def _elu(input, alpha: float, scale: float, iscale: float, inplace: bool, name: str) -> Tensor:
+    """elu/selu/celu: ``scale * (x if x > 0 else alpha * expm1(x * iscale))`` as one node."""
+    _floating_only(name, input)
+    x = _src(input, inplace)
+
+    def forward(v):
+        # expm1 of x where x <= 0 (0 elsewhere): the unused branch never overflows
+        z = _P.where(_P.gt(v, 0), 0.0, v)
+        neg = _P.mul(_P.expm1(_P.div(z, alpha) if name == "celu" else z), alpha)
+        out = _P.where(_P.gt(v, 0), v, neg)
+        return _P.mul(out, scale) if scale != 1 else out
+
+    cls = (CeluBackward1 if inplace else CeluBackward0) if name == "celu" else \
+        (EluBackward1 if inplace else EluBackward0)
+    out = _pointwise_node(cls, x, forward, negcoef=alpha * scale, poscoef=scale, iscale=iscale)
     return _inplace_result(input, out) if inplace else out
 
 
@@ -157,13 +215,7 @@ def elu(input, alpha=1.0, inplace=False):
         alpha (float): default 1.
         inplace (bool): modify ``input`` in place (default False).
     """
-    _floating_only("elu", input)
-    x = _src(input, inplace)
-    # expm1 of x where x <= 0 (0 elsewhere): the unused branch never overflows (no inf * 0 in the backward), and
-    # a NaN input reaches expm1, so its gradient is NaN as PyTorch's
-    neg = _P.mul(_P.expm1(_P.where(_P.gt(x, 0), 0.0, x)), alpha)
-    out = _P.where(_P.gt(x, 0), x, neg)
-    return _inplace_result(input, out) if inplace else out
+    return _elu(input, alpha, 1.0, 1.0, inplace, "elu")
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are
@@ -174,10 +226,7 @@ def selu(input, inplace=False):
         input (Tensor): any shape.
         inplace (bool): modify ``input`` in place (default False).
     """
-    _floating_only("selu", input)
-    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    out = _P.mul(elu(_src(input, inplace), alpha), scale)
-    return _inplace_result(input, out) if inplace else out
+    return _elu(input, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0, inplace, "selu")
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are
@@ -189,11 +238,9 @@ def celu(input, alpha=1.0, inplace=False):
         alpha (float): default 1.
         inplace (bool): modify ``input`` in place (default False).
     """
-    _floating_only("celu", input)
-    x = _src(input, inplace)
-    neg = _P.mul(_P.expm1(_P.div(_P.where(_P.gt(x, 0), 0.0, x), alpha)), alpha)
-    out = _P.where(_P.gt(x, 0), x, neg)
-    return _inplace_result(input, out) if inplace else out
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(input, alpha, 1.0, 1.0 / alpha, inplace, "celu")
 
 
 class GeluBackward0(Node):
@@ -254,7 +301,7 @@ def silu(input, inplace=False) -> Tensor:
     x = _src(input, inplace)
     # float16/bfloat16 in float32, rounded once (PyTorch's opmath: in half, sigmoid(-20) underflowed to 0)
     out = silu(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.sigmoid(x))
-    return _inplace_result(input, out) if inplace else out
+    return _inplace_result(input, named_node(out, "SiluBackward0")) if inplace else out  # (PyTorch's silu_ node)
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are
@@ -268,7 +315,7 @@ def mish(input, inplace=False):
     _floating_only("mish", input)
     x = _src(input, inplace)
     out = mish(x.float()).to(x.dtype) if x.dtype in _HALF else _P.mul(x, _P.tanh(softplus(x)))  # (as silu)
-    return _inplace_result(input, out) if inplace else out
+    return _inplace_result(input, named_node(out, "MishBackward0")) if inplace else out  # (PyTorch's mish_ node)
 
 
 @_ac_below  # autocast: on no list, its inner ops as they are
@@ -279,9 +326,10 @@ def logsigmoid(input):
         input (Tensor): any shape.
     """
     _floating_only("log_sigmoid_forward", input)
-    # min(x, 0) - log1p(exp(-|x|)): no overflow on either side
-    return _pointwise_node(LogSigmoidBackward0, input,
-                           lambda x: _P.sub(_P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))))
+    # min(x, 0) - log1p(exp(-|x|)): no overflow on either side; row-major, as PyTorch's log_sigmoid_forward (a
+    # channels-last or permuted input gave a result in its layout: a .view PyTorch allows raised)
+    return _pointwise_node(LogSigmoidBackward0, input, lambda x: _P.sub(
+        _P.where(_P.lt(x, 0), x, 0.0), _P.log1p(_P.exp(_P.neg(_P.abs(x))))).contiguous())
 
 
 class LogSigmoidBackward0(Node):
@@ -291,15 +339,6 @@ class LogSigmoidBackward0(Node):
     def backward(self, g):
         (x,) = self.saved()
         return (_P.mul(g, _P.sigmoid(_P.neg(x))),)
-
-
-class HardtanhBackward0(Node):
-    """1 strictly inside (min_val, max_val), 0 elsewhere (the bounds and NaN too), as PyTorch's hardtanh_backward."""
-    __slots__ = ("lo", "hi")
-
-    def backward(self, g):
-        (x,) = self.saved()
-        return (_P.where(_P.logical_and(_P.gt(x, self.lo), _P.lt(x, self.hi)), g, 0.0),)
 
 
 class HardswishBackward0(Node):
@@ -352,13 +391,30 @@ def softplus(input, beta=1.0, threshold=20.0):
     if input.dtype is _dt.float16 or input.dtype is _dt.bfloat16:
         # in float32, rounded once (PyTorch's op math): exp(12) overflows float16 but softplus(12) is 12
         return softplus(input.to(_dt.float32), beta, threshold).to(input.dtype)
-    z = _P.mul(input, beta) if beta != 1 else input
-    # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp, and a NaN input
-    # reaches exp, so its gradient is NaN as PyTorch's
-    soft = _P.log1p(_P.exp(_P.where(_P.gt(z, threshold), 0.0, z)))
-    if beta != 1:
-        soft = _P.div(soft, beta)
-    return _P.where(_P.gt(z, threshold), input, soft)
+
+    def forward(x):
+        z = _P.mul(x, beta) if beta != 1 else x
+        # log1p(exp(z)) where z <= threshold (0 elsewhere): the linear branch never overflows exp
+        soft = _P.log1p(_P.exp(_P.where(_P.gt(z, threshold), 0.0, z)))
+        if beta != 1:
+            soft = _P.div(soft, beta)
+        return _P.where(_P.gt(z, threshold), x, soft)
+
+    return _pointwise_node(SoftplusBackward0, input, forward, beta=beta, threshold=threshold)
+
+
+class SoftplusBackward0(Node):
+    """PyTorch's softplus_backward: ``g`` where ``beta * x > threshold``, ``g * sigmoid(beta * x)`` elsewhere (NaN
+    at NaN), in tensor ops.  The sigmoid is of a constant from the threshold on: its own derivative there is 0, as
+    PyTorch's softplus_double_backward masks ``beta * x < threshold`` (differentiated through the composite's
+    log1p(exp(z)), the second derivative at ``beta * x == threshold`` was sigmoid's)."""
+    __slots__ = ("beta", "threshold")
+
+    def backward(self, g):
+        (x,) = self.saved()
+        z = _P.mul(x, self.beta) if self.beta != 1 else x
+        s = _P.sigmoid(_P.where(_P.ge(z, self.threshold), self.threshold, z))
+        return (_P.where(_P.gt(z, self.threshold), g, _P.mul(g, s)),)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):

@@ -8,6 +8,8 @@ from ...amp.autocast_mode import cast_inputs as _ac_cast
 from ...amp.autocast_mode import state as _ac
 from ...amp.autocast_mode import suspended as _ac_off
 from ...autograd.grad_mode import no_grad
+from ..._compat import channels_last, channels_last_3d
+from ...ops import _memfmt
 from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops._own import own
@@ -34,13 +36,13 @@ def _f32(t):
 # Running statistics stay the caller's tensors (updated in place in their own dtype).
 
 
-def _verify_batch_size(shape) -> None:
+def _verify_batch_size(shape, size_name: bool = True) -> None:
     size_prods = shape[0]
     for s in shape[2:]:
         size_prods *= s
     if size_prods == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"coretorch.Size({list(shape)})")
+        size = f"coretorch.Size({list(shape)})" if size_name else str(list(shape))
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
 
 
 def _check_mixed_dtypes(input, *params) -> None:
@@ -55,6 +57,30 @@ def _check_mixed_dtypes(input, *params) -> None:
         raise RuntimeError(f"mixed dtype ({where}): expect parameter to have scalar type of Float")
     if dt not in _REDUCED:
         raise RuntimeError(f"mixed dtype ({where}): all inputs must share same datatype.")
+
+
+def _suggested_layout(out: Tensor, input: Tensor) -> Tensor:
+    """``out`` in ``input.suggest_memory_format()``, as PyTorch's batch, group and RMS norm write their result:
+    channels-last for a channels-last 4-D/5-D input, row-major otherwise (a permuted or sliced input gave a result
+    in its own layout, or a channels-last one a row-major result: a ``.view`` PyTorch allows raised)."""
+    if input.ndim in (4, 5) and _memfmt.strides_like_channels_last(tuple(input.shape), input.stride()):
+        fmt = channels_last if input.ndim == 4 else channels_last_3d
+        return out if out.is_contiguous(memory_format=fmt) else out.contiguous(memory_format=fmt)
+    return out if out.is_contiguous() else out.contiguous()
+
+
+def _check_floating(kernel: str, input: Tensor) -> None:
+    """PyTorch's NotImplementedError for an integer or bool input of a normalisation kernel (before its mixed-dtype
+    check: an int64 input of a float32 module named neither the kernel nor the dtype)."""
+    if not input.dtype.is_floating_point and not input.dtype.is_complex:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype._tname[:-6]}'")
+
+
+def _both_or_neither(running_mean, running_var) -> None:
+    """PyTorch's ValueError for a running mean without a running variance (or the reverse) when the batch
+    statistics are used: it updated the one it had and silently dropped the other."""
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
 
 
 def _scale_shift(xc: Tensor, var: Tensor, eps: float, weight, bias, bshape: tuple) -> Tensor:
@@ -78,15 +104,29 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         momentum (float): the running-average factor.
         eps (float): added to the variance.
     """
+    if (eps <= 0.0 and training) or eps < 0.0:  # (PyTorch's F.batch_norm checks; torch.batch_norm does not)
+        if training and isinstance(input, Tensor) and input.ndim >= 2:
+            _verify_batch_size(tuple(input.shape))
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}" if training else
+                         f"batch_norm eps must be non-negative, but got {eps}")
+    return batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def batch_norm_any_eps(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                       eps=1e-5):
+    """batch_norm without F.batch_norm's check of ``eps`` (``torch.batch_norm``, PyTorch's ATen op, has none)."""
     if _ac.on and (off := _ac_off(input)) is not None:  # autocast: on no list, its inner ops as they are
         with off:
-            return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+            return batch_norm_any_eps(input, running_mean, running_var, weight, bias, training, momentum, eps)
     _check_tensor("batch_norm", "input", input)
+    _check_floating("batch_norm", input)
     _check_mixed_dtypes(input, weight, bias, running_mean, running_var)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
-        return _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
-                           eps).to(input.dtype)
-    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+        out = _batch_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), training, momentum,
+                          eps).to(input.dtype)
+    else:
+        out = _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _suggested_layout(out, input)
 
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
@@ -102,22 +142,22 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     if training:
+        _both_or_neither(running_mean, running_var)
         _verify_batch_size(tuple(input.shape))
         mean = _R.mean(input, axes, keepdim=True)
         xc = _P.sub(input, mean)
         var = _R.mean(_P.mul(xc, xc), axes, keepdim=True)
-        if running_mean is not None or running_var is not None:
+        if running_mean is not None and input.numel():  # (an empty batch leaves them as they are, as PyTorch)
             n = input.numel() // c
             with _no_grad():
-                if running_mean is not None:
-                    running_mean.copy_(_P.add(_P.mul(running_mean, 1 - momentum),
-                                              _P.mul(mean.reshape(c).to(running_mean.dtype), momentum)))
-                if running_var is not None:
-                    unbiased = _P.mul(var.reshape(c), n / max(n - 1, 1)).to(running_var.dtype)
-                    running_var.copy_(_P.add(_P.mul(running_var, 1 - momentum), _P.mul(unbiased, momentum)))
+                running_mean.copy_(_P.add(_P.mul(running_mean, 1 - momentum),
+                                          _P.mul(mean.reshape(c).to(running_mean.dtype), momentum)))
+                unbiased = _P.mul(var.reshape(c), n / max(n - 1, 1)).to(running_var.dtype)
+                running_var.copy_(_P.add(_P.mul(running_var, 1 - momentum), _P.mul(unbiased, momentum)))
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+            if t is None:
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
         mean = running_mean.reshape(bshape)
         xc = _P.sub(input, mean)
         var = running_var.reshape(bshape)
@@ -135,7 +175,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and (input.ndim < 2 or math.prod(input.shape[2:]) == 1):  # (1-D: PyTorch's same error)
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"coretorch.Size({list(input.shape)})")
+    if use_input_stats:
+        _both_or_neither(running_mean, running_var)
+    _check_floating("batch_norm", input)  # (PyTorch's instance_norm runs its batch_norm)
     _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks; running statistics may differ)
+    if not input.is_contiguous():  # PyTorch normalises a row-major (1, N * C, *) view: its result is row-major
+        input = input.contiguous()
     if input.dtype in _REDUCED:
         return instance_norm(input.float(), running_mean, running_var, _f32(weight), _f32(bias), use_input_stats,
                              momentum, eps).to(input.dtype)
@@ -216,6 +261,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     defaults to the machine epsilon of that computing dtype), the result in the input's dtype.
     """
     _check_tensor("rms_norm", "input", input)
+    _check_floating("rms_norm", input)
     ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
     k = len(ns)
     if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
@@ -235,7 +281,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         out = _P.mul(out, weight)
         if out.dtype != dt:
             out = out.to(dt)
-    return out
+    return _suggested_layout(out, input)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -246,12 +292,21 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[:2]
+    _verify_batch_size((n * c // num_groups, num_groups) + tuple(input.shape[2:]), False)  # (one value per group)
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    _check_floating("GroupNormKernelImpl", input)
     _check_mixed_dtypes(input, weight, bias)  # (PyTorch's mixed-dtype checks)
     if input.dtype in _REDUCED:
-        return group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype)
+        return _suggested_layout(group_norm(input.float(), num_groups, _f32(weight), _f32(bias), eps).to(input.dtype),
+                                 input)
     x = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)  # (n may be 0)
     mean = _R.mean(x, 2, keepdim=True)
     xc = _P.sub(x, mean)
@@ -261,7 +316,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         out = _P.mul(out, weight.reshape(bshape))
     if bias is not None:
         out = _P.add(out, bias.reshape(bshape))
-    return out
+    return _suggested_layout(out, input)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -271,6 +326,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     _check_tensor("local_response_norm", "input", input)
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:  # (PyTorch returns the empty input itself)
+        return input
     sq = _P.mul(input, input).unsqueeze(1)
     div = _pad_constant(sq, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2), 0.0)
     div = avg_pool2d(div.reshape(input.shape[0], 1, div.shape[2], -1), (size, 1), stride=1)

@@ -11,6 +11,7 @@ from ...ops import pointwise as _P
 from ...ops import reduction as _R
 from ...ops import shape as _S
 from ...dtypes import bool_ as _bool
+from ...ops._out import write_out
 from ...ops._own import fresh_like
 from ...ops._rangecheck import any_outside
 from ...tensor import Tensor
@@ -230,6 +231,9 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
         p (float): the norm degree (default 2).
         dim (int): the dimension (default 1).
         eps (float): avoids division by zero.
+        out (Tensor, optional): written with the result and returned (PyTorch's ``torch.div(..., out=out)``).
     """
     denom = _S.expand_as(_P.clamp(_R.norm(input, p, dim, keepdim=True), min=eps), input)
+    if out is not None:  # (it was ignored: ``out`` kept its old values)
+        return write_out("div", out, _P.div(input, denom), inputs=(input, denom))
     return _P.div(input, denom)
