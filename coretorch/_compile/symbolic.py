@@ -207,8 +207,13 @@ class Sym(float):
         self._escape("math.ceil()")
         return math.ceil(_num(self))
 
-    def item(self) -> "Sym":  # the op layer turns number-like objects into numbers with .item(): stay symbolic
-        return self
+    def item(self) -> Any:
+        """The op layer turns number-like objects into numbers with ``.item()``: symbolic in the recording that made
+        it; elsewhere the plain number (numpy takes a float subclass as a float64 operand, not as a Python float:
+        ``float32 * Sym`` would round once in float64, where eager's ``float32 * float`` computes in float32; a Sym
+        left in an autograd node or in user state by a capture that ran eagerly)."""
+        rec = _active[0]
+        return self if rec is not None and self.owner == rec.sym_token else _num(self)
 
     def sqrt(self) -> Any:
         """``math.sqrt`` of the number (what :func:`coretorch.optim.optimizer._dispatch_sqrt` calls)."""

@@ -1,0 +1,59 @@
+"""Review 22g (compile): each way of a branch on a float argument replays (dynways.py), and a compiled module's float
+arguments (module.py's ModuleCapture): compiled calls compared with eager coretorch, bitwise on cpu, on every
+installed device."""
+from __future__ import annotations
+
+import numpy as np
+
+import coretorch as torch
+
+
+class _BreaksOneWay(torch.nn.Module):
+    """A forward whose ``t > 0.5`` way reads a data-dependent shape (a graph break in that way only)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 4)
+
+    def forward(self, x, t):
+        y = self.l(x) * t
+        if t > 0.5:
+            y = y + torch.nonzero(y > 0).shape[0]
+        return y
+
+
+def test_graph_break_in_a_way_of_a_float_argument(device):
+    """Eager: ``y = l(x) * t`` in float32, the gradient ``g * t`` in float32. Before, the Sym capture of the ``t >
+    0.5`` way broke (``nonzero``) and returned its call's eager result, whose autograd node held the Sym ``t``: the
+    user's backward ran ``mul(g, Sym)`` outside the capture, and numpy took the float subclass as a float64 operand
+    (one rounding in float64, not float32's), so the input's gradient differed from eager's in the last bits
+    (two threads calling the step hit it too: a capture broken by the other thread's kernels)."""
+    torch.manual_seed(0)
+    m = _BreaksOneWay().to(device)
+    cm = torch.compile(m)
+    x = torch.randn(3, 4).to(device)
+    for t in (0.1, 0.2, 0.3, 0.7, 0.8, 0.2550690257394217, 0.9, 0.6123):
+        got = []
+        for mod in (cm, m):
+            xx = x.clone().requires_grad_()
+            out = mod(xx, t)
+            out.sum().backward()
+            got.append((out.detach().cpu().numpy(), xx.grad.cpu().numpy()))
+        (oc, gc), (oe, ge) = got
+        np.testing.assert_array_equal(oc, oe)
+        np.testing.assert_array_equal(gc, ge)
+    assert cm.__dict__["_capture"].dyn
+
+
+def test_a_sym_outside_its_recording_is_its_plain_number():
+    """The op layer takes a number-like object's ``.item()``: a Sym outside the recording that made it (left in an
+    autograd node or in user state by its capture) is its plain number, so ``float32 * it`` computes in float32 as
+    eager's Python float (before: float64, then rounded)."""
+    from coretorch._compile.symbolic import Sym
+
+    v = 0.2550690257394217
+    x = torch.tensor([0.1, 0.7, -1.3, 2.9])
+    s = Sym(v, "A[1]")
+    assert type(s.item()) is float
+    for op in (lambda t: x * t, lambda t: t / x, lambda t: x - t, lambda t: x.abs() ** t, lambda t: x // t):
+        assert op(s).numpy().tobytes() == op(v).numpy().tobytes()
