@@ -3,7 +3,11 @@ arguments (module.py's ModuleCapture): compiled calls compared with eager coreto
 installed device."""
 from __future__ import annotations
 
+import math
+import types
+
 import numpy as np
+import pytest
 
 import coretorch as torch
 
@@ -57,3 +61,28 @@ def test_a_sym_outside_its_recording_is_its_plain_number():
     assert type(s.item()) is float
     for op in (lambda t: x * t, lambda t: t / x, lambda t: x - t, lambda t: x.abs() ** t, lambda t: x // t):
         assert op(s).numpy().tobytes() == op(v).numpy().tobytes()
+
+
+class _Hparams:
+    def __init__(self, t):
+        self.t = t
+
+
+def _factor(cfg):
+    return 2.0 if math.log(cfg.t) > 0 else 3.0
+
+
+@pytest.mark.parametrize("make", [types.SimpleNamespace, _Hparams], ids=["namespace", "object"])
+def test_float_argument_read_by_c_code_through_an_object(device, make):
+    """``math.log(cfg.t)`` in a helper, ``cfg`` holding the float argument: eager gives ``x * 2.0`` for ``t > 1``.
+    The helper's frame held no Sym as a local, so the watch (symwatch.py) did not see ``math.log`` read the number:
+    the Sym capture at 0.7 recorded the ``3.0`` way with no check, matched the captures at 0.5 and 0.6, and the
+    replay at 2.0 and 3.0 returned ``x * 3.0``. A Sym reachable from the frame's objects is seen now (the function
+    stays specialised to its values)."""
+    def f(x, t):
+        return x * _factor(make(t=t) if make is types.SimpleNamespace else make(t))
+
+    s = torch.compile(f)
+    x = torch.ones(2).to(device)
+    for v in (0.5, 0.6, 0.7, 2.0, 3.0, 0.8):
+        assert s(x, v).tolist() == f(x, v).tolist()

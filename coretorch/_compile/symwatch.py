@@ -6,14 +6,15 @@ comparison sees such a number only where it reaches a kernel as a constant; wher
 (``if math.log(t) > 0:``, ``min(1.0, math.sqrt(t))``) both captures may take the same path by chance and a replay
 at another value would take it too. So while the Sym capture runs, a profile hook watches the C calls made from the
 user's frames: a function of :data:`RAW_MODULES`, a method of ``float`` (bound to a Sym or not) called from a frame
-holding a Sym (a local, or an entry of a local tuple or list) refuses the Sym capture (``rec.sym_escape``), and the
+holding a Sym (a local, an entry of a local tuple, list or dict, an attribute of a local object, two levels down:
+a helper's ``math.log(cfg.t)``) refuses the Sym capture (``rec.sym_escape``), and the
 function stays specialised. (``"%f" % t`` formats without any call the hook sees: a documented limit.)"""
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-from types import FrameType
+from types import FrameType, FunctionType
 from typing import Any, Iterator
 
 from .symbolic import Sym
@@ -23,10 +24,32 @@ RAW_MODULES = frozenset({"math", "cmath", "struct", "_struct", "array", "_decima
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_DEPTH = 2  # how far into the frame's locals a Sym is looked for (an object's attributes, their entries)
+_BUDGET = 512  # objects looked at per C call, at most
+
+
 def _holds_sym(frame: FrameType) -> bool:
-    for v in frame.f_locals.values():
-        if isinstance(v, Sym) or type(v) in (tuple, list) and any(isinstance(o, Sym) for o in v[:16]):
+    """Whether a Sym is reachable from the frame's locals: one itself, or an entry of a tuple, list or dict, or an
+    attribute of an object (a helper's ``math.log(cfg.t)`` of ``cfg = SimpleNamespace(t=t)``), two levels down."""
+    todo = [(v, 0) for v in frame.f_locals.values()]
+    seen: set = set()
+    budget = _BUDGET
+    while todo and budget:
+        v, d = todo.pop()
+        budget -= 1
+        if isinstance(v, Sym):
             return True
+        if d >= _DEPTH or id(v) in seen or isinstance(v, (str, bytes, int, float, type, FunctionType)):
+            continue
+        seen.add(id(v))
+        if type(v) in (tuple, list):
+            todo.extend((o, d + 1) for o in v[:16])
+        elif type(v) is dict:
+            todo.extend((o, d + 1) for o in list(v.values())[:64])
+        else:
+            attrs = getattr(v, "__dict__", None)
+            if type(attrs) is dict:
+                todo.extend((o, d + 1) for o in list(attrs.values())[:64])
     return False
 
 
