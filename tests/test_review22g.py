@@ -86,3 +86,35 @@ def test_float_argument_read_by_c_code_through_an_object(device, make):
     x = torch.ones(2).to(device)
     for v in (0.5, 0.6, 0.7, 2.0, 3.0, 0.8):
         assert s(x, v).tolist() == f(x, v).tolist()
+
+
+class _HooksItsInput(torch.nn.Module):
+    """A forward scaling its input's gradient by its float argument with a hook it registers (gradient reversal)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 4)
+
+    def forward(self, x, t):
+        if x.requires_grad:
+            x.register_hook(lambda g: g * -t)
+        return torch.tanh(self.l(x))
+
+
+def test_forward_registering_a_hook_on_its_input(device):
+    """Eager: each call registers the hook on that call's ``x``, so ``x.grad`` is ``-t`` times the gradient. The
+    replay registered none: from the third call (the first replay) ``x.grad`` lacked the hook's ``* -t``. Such a
+    forward is a graph break now (it runs eagerly)."""
+    torch.manual_seed(0)
+    m = _HooksItsInput().to(device)
+    cm = torch.compile(m)
+    x0 = torch.randn(3, 4).to(device)
+    for t in (0.5, 0.5, 0.5, 0.7, 0.9, 1.5):
+        got = []
+        for mod in (cm, m):
+            x = x0.clone().requires_grad_()
+            out = mod(x, t)
+            out.sum().backward()
+            got.append((out.detach().cpu().numpy(), x.grad.cpu().numpy()))
+        np.testing.assert_array_equal(got[0][0], got[1][0])
+        np.testing.assert_array_equal(got[0][1], got[1][1])

@@ -62,3 +62,18 @@ def _hook_fns(tensors: list) -> list:
         fns.extend((d.get("_post_accumulate_grad_hooks") or {}).values())
     return fns
 
+
+
+def hook_counts(tensors: list) -> tuple:
+    """How many gradient hooks each tensor of ``tensors`` has (``x.register_hook``, ``retain_grad``, a post accumulate
+    grad hook): a compiled module's forward registering one on an input or a parameter is a graph break, as its
+    replay would not register it (the input's gradient without the hook's change)."""
+    out = []
+    for t in tensors:
+        node = t.grad_fn if t.grad_fn is not None else t._accum
+        n = len(getattr(t, "_post_accumulate_grad_hooks", None) or ()) + bool(t._retains)
+        if node is not None and node._hooked:
+            n += sum(map(len, (node._tensor_hooks or {}).values())) + len(node._pre_hooks or ()) + \
+                len(node._hooks or ())
+        out.append(n)
+    return tuple(out)

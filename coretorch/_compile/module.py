@@ -25,7 +25,7 @@ from ..ops._util import edge
 from ..tensor import Tensor, _make
 from . import argtree as _argtree, backends as _backends, guards as _guards, logs as _logs, outtree as _outtree
 from . import attrs as _attrs, dynfloat as _dynfloat, dynways as _dynways, stance as _stance, symbolic as _sym
-from . import symwatch as _symwatch
+from . import assigns as _assigns, symwatch as _symwatch
 from .config import config as _compile_config
 from .capture import CaptureBusy, Recorder, _find_hab_users, _memory_of, state
 from .config import live_modules, recompile_limit_of
@@ -464,6 +464,8 @@ class ModuleCapture:
             before = _guards.module_numbers(modules)
             process = process_state([*modules, *args, *kwargs.values()])  # (a module's ``self.rng``)
             nodes = [(a, a._gf) for a in lv if isinstance(a, Tensor) and a._gf is not None]
+            grads = [t for t in (*lv, *params) if isinstance(t, Tensor) and t.requires_grad]
+            hooks = _assigns.hook_counts(grads)
             if rec.dyn:
                 _sym._active[0] = rec
             result = self.fn(*args, **kwargs)
@@ -471,6 +473,9 @@ class ModuleCapture:
             _guards.check_module_writes(rec, modules, before)
             if any(a._gf is not g for a, g in nodes):  # (a replay would leave the input's grad_fn as it was)
                 rec.breaks.append("the forward modifies an input that requires grad in place")
+            if _assigns.hook_counts(grads) != hooks:
+                rec.breaks.append("the forward registers a gradient hook on an input or a parameter "
+                                  "(x.register_hook, retain_grad), which a replay would not register")
             outs, single = _outtree.flatten(result, frozenset(map(id, (*args, *kwargs.values(), *[
                 v for m in modules for v in vars(m).values()]))),  # (objects eager returns themselves)
                 {id(a): i for i, a in enumerate(lv) if isinstance(a, Tensor)})  # (an input: itself)
