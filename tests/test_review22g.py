@@ -4,6 +4,7 @@ installed device."""
 from __future__ import annotations
 
 import math
+import pickle
 import types
 
 import numpy as np
@@ -118,3 +119,18 @@ def test_forward_registering_a_hook_on_its_input(device):
             got.append((out.detach().cpu().numpy(), x.grad.cpu().numpy()))
         np.testing.assert_array_equal(got[0][0], got[1][0])
         np.testing.assert_array_equal(got[0][1], got[1][1])
+
+
+def test_float_argument_through_a_pickle_round_trip(device):
+    """``pickle.loads(pickle.dumps(t))`` is ``t``'s number: eager gives ``x * 2.0`` for ``t > 0.75``. The Sym pickled
+    as a plain float (its ``__reduce__``) without telling its capture, so the comparison on the copy was not
+    recorded: the Sym capture at 0.7 matched the captures at 0.5 and 0.6 and the replays at 0.8 and 2.0 returned
+    ``x * 3.0``. Pickling a Sym in its capture now keeps the function specialised."""
+    def f(x, t):
+        u = pickle.loads(pickle.dumps(t))
+        return x * (2.0 if u > 0.75 else 3.0)
+
+    s = torch.compile(f)
+    x = torch.ones(2).to(device)
+    for v in (0.5, 0.6, 0.7, 0.8, 2.0, 0.65):
+        assert s(x, v).tolist() == f(x, v).tolist()

@@ -220,6 +220,7 @@ class Sym(float):
         return self._unary("SQRT({})", math.sqrt(_num(self)))
 
     def __reduce__(self):  # a Sym stored by a step and pickled later is its number
+        self._dyn_read("pickle or copy")  # (in its capture: ``pickle.loads(pickle.dumps(t))`` is a plain number)
         return (float, (_num(self),))
 
 
