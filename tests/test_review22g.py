@@ -134,3 +134,37 @@ def test_float_argument_through_a_pickle_round_trip(device):
     x = torch.ones(2).to(device)
     for v in (0.5, 0.6, 0.7, 0.8, 2.0, 0.65):
         assert s(x, v).tolist() == f(x, v).tolist()
+
+
+@pytest.mark.filterwarnings("ignore:.*recompile_limit")
+@pytest.mark.parametrize("form", ["pow", "rpow"])
+def test_power_with_a_float_argument(device, form):
+    """``x ** t``: eager (as PyTorch's scalar-exponent kernel) takes sqrt / rsqrt at ``t = +-0.5`` and multiplies at
+    3 and -2. The op tested the exponent's class (``float``), so the Sym capture and its replays took numpy's pow at
+    those values (the last bit differs; ``(-inf) ** 0.5`` inf where eager gives nan). ``t ** x``: eager's gradient
+    multiplies by ``log(t)`` in double (PyTorch's); the Sym base went the tensor ** tensor way, its log in float32.
+    A float subclass is a Python float to the op now, its comparisons checked by the replay."""
+    torch.manual_seed(0)
+    w = torch.randn(4, 5).to(device)
+
+    def run(compiled):
+        wr = w.clone().requires_grad_()
+
+        def step(x, t):
+            out = (x @ wr) ** t if form == "pow" else t ** (x @ wr)
+            out.nan_to_num().sum().backward()
+            return out.detach()
+
+        s = torch.compile(step) if compiled else step
+        g = torch.Generator().manual_seed(1)
+        res = []
+        for t in (0.3, 0.7, 0.5, 3.0, -2.0, -0.5, 0.9, 0.5, 2.0, 3.0, 1.5):
+            x = torch.randn(3, 4, generator=g).to(device)
+            x[0, 0] = -math.inf
+            res.append((s(x, t).cpu().numpy(), wr.grad.cpu().numpy()))
+            wr.grad = None
+        return res
+
+    for (oe, ge), (oc, gc) in zip(run(False), run(True)):
+        np.testing.assert_array_equal(oc, oe)
+        np.testing.assert_array_equal(gc, ge)
