@@ -602,7 +602,8 @@ def _opmath_divisor(input, other):
     half first); None for any other operands."""
     if not isinstance(input, Tensor) or input.dtype not in _REDUCED:
         return None
-    if other.__class__ is float or other.__class__ is int:
+    if other.__class__ is float or other.__class__ is int or isinstance(other, float) and \
+            not isinstance(other, np.generic):  # (a float subclass: a compiled step's float argument while captured)
         return other
     if isinstance(other, Tensor) and other._data.ndim == 0 and input._data.ndim and other.dtype is not input.dtype \
             and other.dtype is not _bool and other._be.type == "cpu" and not other._rg:
