@@ -183,3 +183,30 @@ def test_half_floor_divided_by_a_float_argument(device):
     for t in (0.3, 0.7, 1.3, 2.5, -0.4, 0.9, 0.001):
         e, c = f(x, t), s(x, t)
         assert c.dtype == e.dtype and c.cpu().numpy().tobytes() == e.cpu().numpy().tobytes()
+
+
+def test_reset_forgets_a_compiled_modules_float_captures(device):
+    """``torch._dynamo.reset()`` forgets every capture: the next call of a compiled module traces its forward again
+    (its Python side effects run, as at any capture). The module's Sym captures of each way (``alts``) were kept, so
+    after a reset its calls with new float values still replayed them, and a module kept specialised (``math.exp``)
+    stayed so."""
+    calls = []
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(2, 2)
+
+        def forward(self, x, t):
+            calls.append(1)
+            return self.l(x) * t if t < 1 else self.l(x) / t
+
+    m = M().to(device)
+    cm = torch.compile(m)
+    x = torch.ones(3, 2).to(device)
+    for t in (0.1, 0.2, 0.3, 0.4):
+        cm(x, t)
+    assert len(calls) == 2 and cm.__dict__["_capture"].dyn
+    torch._dynamo.reset()
+    assert torch.equal(cm(x, 0.5), m(x, 0.5))
+    assert len(calls) == 4  # (the compiled call captured again, then the eager one)
