@@ -210,3 +210,24 @@ def test_reset_forgets_a_compiled_modules_float_captures(device):
     torch._dynamo.reset()
     assert torch.equal(cm(x, 0.5), m(x, 0.5))
     assert len(calls) == 4  # (the compiled call captured again, then the eager one)
+
+
+def test_fractional_power_of_a_float_argument_turning_complex_at_a_replay(device):
+    """``x * (t ** 1.5)``: at ``t < 0`` Python's power is complex and eager's ``x * complex`` raises TypeError. The
+    Sym capture (at positive values) recorded ``s = (A[1] ** 1.5)``; the replay at -0.25 computed the complex number
+    and handed it to the kernel: a float32 tensor holding complex values. The replay now checks that the power is a
+    float, else the call runs eagerly."""
+    def g(x, t):
+        return x * (t ** 1.5)
+
+    s = torch.compile(g)
+    x = torch.ones(2).to(device)
+    for v in (0.25, 0.36, 0.49, -0.25, 0.64):
+        try:
+            expected = g(x, v).tolist()
+        except TypeError:
+            with pytest.raises(TypeError):
+                s(x, v)
+        else:
+            assert s(x, v).tolist() == expected
+    assert s._dyn and s.replays == 2

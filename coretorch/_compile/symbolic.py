@@ -57,7 +57,10 @@ def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
             return value
         a, b = _src(self, rec), _src(other, rec)
         src = f"({b} {op} {a})" if reverse else f"({a} {op} {b})"
-        return rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
+        out = rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
+        if op == "**" and not out.dep:  # (a replay's negative base to a fractional power: complex, eager's call)
+            rec.pro.append(f"if {out.name}.__class__ is not float: raise MISMATCH(False)")
+        return out
     return method
 
 
