@@ -231,3 +231,23 @@ def test_fractional_power_of_a_float_argument_turning_complex_at_a_replay(device
         else:
             assert s(x, v).tolist() == expected
     assert s._dyn and s.replays == 2
+
+
+@pytest.mark.parametrize("form", ["sym_left", "numpy_left", "ufunc", "array"])
+def test_numpy_arithmetic_with_a_float_argument(device, form):
+    """numpy takes a Python float as a weak scalar (``0.6 * np.float32(0.75)`` is a float32) but a float subclass as
+    a float64: during the Sym capture (the second value) ``t * np.float32(0.75)``, ``np.float32(0.75) * t``,
+    ``np.multiply(w, t)`` and ``w * t`` of a float32 array computed in float64, so that call's result differed from
+    eager's in the last bits. numpy's arithmetic with a Sym is now numpy's with its number (and keeps the function
+    specialised: the number left the recorded arithmetic)."""
+    w = np.linspace(0.1, 0.9, 4, dtype=np.float32)
+    scale = {"sym_left": lambda t: t * np.float32(0.75), "numpy_left": lambda t: np.float32(0.75) * t,
+             "ufunc": lambda t: np.multiply(w, t), "array": lambda t: w * t}[form]
+
+    def f(x, t):
+        return x * torch.as_tensor(np.asarray(scale(t), dtype=np.float32)).to(x.device)
+
+    s = torch.compile(f)
+    x = torch.linspace(-1, 1, 4).to(device)
+    for v in (0.5, 0.6, 0.7, 0.8):
+        assert s(x, v).cpu().numpy().tobytes() == f(x, v).cpu().numpy().tobytes()
