@@ -19,7 +19,7 @@ import math
 import os
 import operator
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -154,7 +154,7 @@ class Sym(float):
     def __divmod__(self, other: Any):  # (float's own: the quotient and remainder of // and %, bitwise)
         if isinstance(other, _NP):  # (numpy's, with the plain number, as _binary's)
             self._escape(f"divmod with a numpy {type(other).__name__}")
-            return divmod(_num(self), other)
+            return divmod(_num(self), cast(Any, other))
         if not isinstance(other, _NUMBERS) or float.__divmod__(self, other) is NotImplemented:  # (its errors)
             return NotImplemented
         return self // other, self % other
@@ -162,7 +162,7 @@ class Sym(float):
     def __rdivmod__(self, other: Any):
         if isinstance(other, _NP):
             self._escape(f"divmod with a numpy {type(other).__name__}")
-            return divmod(other, _num(self))
+            return divmod(cast(Any, other), _num(self))
         if not isinstance(other, _NUMBERS) or float.__rdivmod__(self, other) is NotImplemented:
             return NotImplemented
         return other // self, other % self
