@@ -251,3 +251,31 @@ def test_numpy_arithmetic_with_a_float_argument(device, form):
     x = torch.linspace(-1, 1, 4).to(device)
     for v in (0.5, 0.6, 0.7, 0.8):
         assert s(x, v).cpu().numpy().tobytes() == f(x, v).cpu().numpy().tobytes()
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self, d=8, h=2):
+        super().__init__()
+        self.qkv, self.o, self.h = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d), h
+
+    def forward(self, x, temperature):
+        b, n, c = x.shape
+        q, k, v = (z.view(b, n, self.h, c // self.h).transpose(1, 2) for z in self.qkv(x).split(c, 2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1))) / temperature
+        return self.o((att.softmax(-1) @ v).transpose(1, 2).reshape(b, n, c))
+
+
+def test_math_function_of_a_size_beside_a_float_argument_replays(device):
+    """``1 / math.sqrt(head_dim)`` in a forward taking a temperature: the watch refused the Sym capture for any
+    ``math`` call from a frame holding a Sym (it cannot see a C call's arguments), so every temperature was a
+    capture of its own until recompile_limit, then eager. ``math``'s functions called through the module are checked
+    by their arguments now: the forward replays at any temperature, bitwise eager's; ``math.sqrt(t)`` still
+    refuses (test_module_float_taken_out_of_arithmetic_stays_specialised)."""
+    torch.manual_seed(0)
+    m = _Attention().to(device)
+    cm = torch.compile(m)
+    x = torch.randn(2, 5, 8).to(device)
+    for t in (0.5, 0.7, 0.9, 1.1, 1.3, 0.6, 2.0):
+        assert torch.equal(cm(x, t), m(x, t))
+    cap = cm.__dict__["_capture"]
+    assert cap.dyn and cap.replays == 5
