@@ -451,6 +451,9 @@ def reset() -> None:
         cf._reset()
     for mc in list(_live_modules):
         mc.cache.clear()
+        mc.alts.clear()  # (the Sym captures of each way: served before the cache, dynways.py)
+        mc.dyn = mc.dyn_failed = False
+        mc.recaptures = 0
         mc.st = None
         mc.delayed[0] = False
         mc.warned = False

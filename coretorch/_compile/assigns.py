@@ -61,4 +61,3 @@ def _hook_fns(tensors: list) -> list:
                 fns.extend(h.values())
         fns.extend((d.get("_post_accumulate_grad_hooks") or {}).values())
     return fns
-

@@ -17,13 +17,20 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import operator
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, cast
+
+import numpy as np
 
 TOKENS = itertools.count(1)  # the Recorders' sym_token
 _active: list = [None]  # the recorder of the optimizer step being recorded (None: Syms are plain floats)
 
 _NUMBERS = (int, float)
+_NP = (np.generic, np.ndarray)  # numpy's numbers and arrays: their arithmetic with a Sym is numpy's with its number
+_PYOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+          "%": operator.mod, "**": operator.pow, "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+          "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -45,9 +52,16 @@ def _src(x: Any, rec: Any) -> str:
 
 
 def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
+    pyop = _PYOPS[op]
+
     def method(self: "Sym", other: Any):
         if not isinstance(other, _NUMBERS):
-            return NotImplemented
+            if not isinstance(other, _NP):
+                return NotImplemented
+            # a numpy scalar or array (``t * np.float32(0.5)``): numpy's arithmetic with the plain number, as eager's
+            # (numpy takes a float subclass as a float64, not as a Python float); no longer recorded
+            self._escape(f"arithmetic with a numpy {type(other).__name__}")
+            return pyop(other, _num(self)) if reverse else pyop(_num(self), other)
         value = fop(self, other)
         rec = _active[0]
         if value is NotImplemented or rec is None or not (ours(self, rec) or ours(other, rec)):
@@ -57,12 +71,20 @@ def _binary(op: str, fop: Callable, reverse: bool) -> Callable:
             return value
         a, b = _src(self, rec), _src(other, rec)
         src = f"({b} {op} {a})" if reverse else f"({a} {op} {b})"
-        return rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
+        out = rec.sym(float(value), src, self.dep or getattr(other, "dep", False))
+        if op == "**" and not out.dep:  # (a replay's negative base to a fractional power: complex, eager's call)
+            rec.pro.append(f"if {out.name}.__class__ is not float: raise MISMATCH(False)")
+        return out
     return method
 
 
 def _compare(op: str, fop: Callable) -> Callable:
+    pyop = _PYOPS[op]
+
     def method(self: "Sym", other: Any):
+        if isinstance(other, _NP):  # (numpy's comparison with the plain number, as _binary's)
+            self._escape(f"a comparison with a numpy {type(other).__name__}")
+            return pyop(_num(self), other)
         value = fop(self, other)
         rec = _active[0]
         if value is NotImplemented or rec is None or not isinstance(other, _NUMBERS) or \
@@ -106,6 +128,13 @@ class Sym(float):
     __gt__ = _compare(">", float.__gt__)
     __ge__ = _compare(">=", float.__ge__)
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's functions and its scalars' and arrays' arithmetic with a Sym (``np.float32(0.5) * t``,
+        ``np.add(a, t)``): computed with the plain numbers, as eager's (numpy takes a float subclass as a float64,
+        not as a Python float), and no longer recorded."""
+        self._escape(f"numpy's {getattr(ufunc, '__name__', ufunc)}")
+        return getattr(ufunc, method)(*map(plain, inputs), **{k: plain(v) for k, v in kwargs.items()})
+
     def __hash__(self) -> int:  # (a dict or set lookup by the number: ``table.get(t)``, ``t in {1.0, 2.0}``)
         self._dyn_read("hash()")
         return float.__hash__(self)
@@ -123,11 +152,17 @@ class Sym(float):
         return float.__repr__(self)
 
     def __divmod__(self, other: Any):  # (float's own: the quotient and remainder of // and %, bitwise)
+        if isinstance(other, _NP):  # (numpy's, with the plain number, as _binary's)
+            self._escape(f"divmod with a numpy {type(other).__name__}")
+            return divmod(_num(self), cast(Any, other))
         if not isinstance(other, _NUMBERS) or float.__divmod__(self, other) is NotImplemented:  # (its errors)
             return NotImplemented
         return self // other, self % other
 
     def __rdivmod__(self, other: Any):
+        if isinstance(other, _NP):
+            self._escape(f"divmod with a numpy {type(other).__name__}")
+            return divmod(cast(Any, other), _num(self))
         if not isinstance(other, _NUMBERS) or float.__rdivmod__(self, other) is NotImplemented:
             return NotImplemented
         return other // self, other % self
@@ -207,14 +242,20 @@ class Sym(float):
         self._escape("math.ceil()")
         return math.ceil(_num(self))
 
-    def item(self) -> "Sym":  # the op layer turns number-like objects into numbers with .item(): stay symbolic
-        return self
+    def item(self) -> Any:
+        """The op layer turns number-like objects into numbers with ``.item()``: symbolic in the recording that made
+        it; elsewhere the plain number (numpy takes a float subclass as a float64 operand, not as a Python float:
+        ``float32 * Sym`` would round once in float64, where eager's ``float32 * float`` computes in float32; a Sym
+        left in an autograd node or in user state by a capture that ran eagerly)."""
+        rec = _active[0]
+        return self if rec is not None and self.owner == rec.sym_token else _num(self)
 
     def sqrt(self) -> Any:
         """``math.sqrt`` of the number (what :func:`coretorch.optim.optimizer._dispatch_sqrt` calls)."""
         return self._unary("SQRT({})", math.sqrt(_num(self)))
 
     def __reduce__(self):  # a Sym stored by a step and pickled later is its number
+        self._dyn_read("pickle or copy")  # (in its capture: ``pickle.loads(pickle.dumps(t))`` is a plain number)
         return (float, (_num(self),))
 
 

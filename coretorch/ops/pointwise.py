@@ -289,17 +289,19 @@ def _make_binary(name: str, node_cls, kind: str):
         elif name == "sub" and dt is _bool:
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                "Use the `^` or `logical_xor()` operator instead.")
-        elif name == "pow" and not bt and b0.__class__ is float and (b0 == 0.5 or b0 == -0.5) \
-                and (dt is _dt.float32 or dt is _dt.float64):
+        elif name == "pow" and not bt and isinstance(b, float) and (dt is _dt.float32 or dt is _dt.float64) \
+                and (b == 0.5 or b == -0.5):
+            # (``b``: the number _operands took, a numpy scalar's ``.item()``; a float subclass too, a compiled
+            # step's float argument while captured, whose comparisons the replay checks)
             # PyTorch's scalar-exponent kernel takes sqrt / rsqrt for +-0.5: (-inf) ** 0.5 is nan (C's pow: inf);
             # its float16/bfloat16 kernels keep pow
-            out = table.sqrt(xa) if b0 == 0.5 else table.rsqrt(xa)
-        elif name == "pow" and not bt and (b0 == 3 or b0 == -2) and b0.__class__ in (float, int) \
-                and (dt is _dt.float32 or dt is _dt.float64):
+            out = table.sqrt(xa) if b == 0.5 else table.rsqrt(xa)
+        elif name == "pow" and not bt and isinstance(b, (float, int)) and b.__class__ is not bool \
+                and (dt is _dt.float32 or dt is _dt.float64) and (b == 3 or b == -2):
             # PyTorch's scalar-exponent kernels (CPU's and CUDA's) multiply for 3 and -2: x * x * x and 1 / (x * x),
             # not pow (numpy's pow differs from them in the last bit for about a third of float32 inputs)
             sq = table.mul(xa, xa)
-            out = table.mul(sq, xa) if b0 == 3 else table.reciprocal(sq)
+            out = table.mul(sq, xa) if b == 3 else table.reciprocal(sq)
         elif name == "pow" and not bt and dt in _REDUCED:
             _dt.fit_scalar(b0, dt)  # PyTorch: half ** 70000. raises (the exponent is converted to half, checked)
         elif name == "pow" and not dt.is_floating_point:
@@ -323,7 +325,9 @@ def _make_binary(name: str, node_cls, kind: str):
         if out is None:
             out = getattr(table, name)(xa, xb)
         if node_cls is not None and _gs.enabled and (a._rg or (bt and b._rg)):
-            if node_cls is PowBackward0 and a0.__class__ in _SCALARS:
+            if node_cls is PowBackward0 and (a0.__class__ in _SCALARS or isinstance(a0, float)
+                                             and not isinstance(a0, np.generic)):
+                # (a float subclass too, as PyTorch: a compiled step's float argument is one while captured)
                 return _record_rpow(a0, b, out, dt, table)
             node = node_cls() if not bt or node_cls is not PowBackward0 else PowBackward1()
             node.need = (a._rg, bt and b._rg)
@@ -598,7 +602,8 @@ def _opmath_divisor(input, other):
     half first); None for any other operands."""
     if not isinstance(input, Tensor) or input.dtype not in _REDUCED:
         return None
-    if other.__class__ is float or other.__class__ is int:
+    if other.__class__ is float or other.__class__ is int or isinstance(other, float) and \
+            not isinstance(other, np.generic):  # (a float subclass: a compiled step's float argument while captured)
         return other
     if isinstance(other, Tensor) and other._data.ndim == 0 and input._data.ndim and other.dtype is not input.dtype \
             and other.dtype is not _bool and other._be.type == "cpu" and not other._rg:
