@@ -211,7 +211,7 @@ def result_type(operands, default_float: dtype) -> dtype:
             else:
                 dim = o.dtype if dim is None else _PROMO[(dim, o.dtype)]
         elif isinstance(o, (np.floating, np.integer, np.bool_)):
-            return result_type([x.item() if isinstance(x, np.generic) else x for x in operands], default_float)
+            return result_type([py_scalar(x) for x in operands], default_float)
         elif isinstance(o, float):  # a float subclass (coretorch.compile's symbolic numbers): a Python float
             wrapped = default_float if wrapped is None else _PROMO[(wrapped, default_float)]
         else:
@@ -228,10 +228,23 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 _LIMITS: dict = {}
 
 
+def py_scalar(value):
+    """A numpy number as the Python number PyTorch's argument parser makes of it (its ``Scalar``): a numpy
+    integer an int, a numpy float a float, and a numpy bool a float too (PyTorch unpacks every non-``bool``,
+    non-``int`` number as a double: ``torch.tensor([True]) + np.bool_(True)`` is ``tensor([2.])``); anything
+    else as it is."""
+    if isinstance(value, np.generic):
+        return int(value) if isinstance(value, np.integer) else float(value)
+    return value
+
+
 def fit_scalar(value, d: dtype):
     """PyTorch's checked conversion of a Python number stored into a tensor of dtype ``d`` (fill_, full,
     ``x[i] = v``): RuntimeError "value cannot be converted to type int8_t without overflow".  Returns the
-    value to store (a negative int stored into uint8 wraps, as in c10's ``overflows``)."""
+    value to store (a negative int stored into uint8 wraps, as in c10's ``overflows``; a numpy number as a
+    Python number, see ``py_scalar``)."""
+    if isinstance(value, np.generic):
+        value = py_scalar(value)
     if d is bool_ or isinstance(value, bool):
         return value
     lim = _LIMITS.get(d)

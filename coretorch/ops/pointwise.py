@@ -87,7 +87,9 @@ def _operands(op: str, a, b):
             if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
                 b = np.ascontiguousarray(b)
             return _operands(op, a, _creation.as_tensor(b, device=a.device))
-        if hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
+        if isinstance(b, np.generic):  # (a numpy number: the Python number PyTorch's parser makes of it)
+            b = _dt.py_scalar(b)
+        elif hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
             b = b.item() if hasattr(b, "item") else float(b)
         else:
             raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and '{type(b).__name__}'")
@@ -145,6 +147,8 @@ def _numbers_first(op: str, a, b) -> Tensor:
 
 
 def _operands_scalar_first(op, s, b: Tensor):
+    if isinstance(s, np.generic):  # (np.int8(-2) - u8: wraps as the Python int -2 does)
+        s = _dt.py_scalar(s)
     dt = _dt.result_type((s, b), _dt.default)
     if type(s) is int and dt.category == 1:  # PyTorch wraps the Python int to the integer type (300 - u8)
         lo, hi = _INT_RANGE[dt]
@@ -245,6 +249,10 @@ def _make_binary(name: str, node_cls, kind: str):
                 return _make(out, dt, table)
         if _ac.on:  # autocast: pow is on the float32 list of GPU-like devices (one attribute check when off)
             a, b = _ac_cast(name, a, b)
+        if isinstance(b, np.generic):  # a numpy number: the Python number PyTorch's parser makes of it
+            b = _dt.py_scalar(b)  # (u8 - np.int8(2) wraps, int8 ** np.uint8(200) raises, as the Python ints)
+        elif isinstance(a, np.generic):
+            a = _dt.py_scalar(a)
         a0, b0 = a, b  # as given: _operands wraps a Python int to the tensor's integer range (uint8 ** -1: 255)
         if kind == "div" and not isinstance(a, Tensor) and isinstance(b, Tensor) and type(a) in _SCALARS \
                 and not b.dtype.is_floating_point:
@@ -587,6 +595,7 @@ def floor_divide(input, other):
 
     Keeps integer dtypes; a zero integer divisor raises ``RuntimeError``.
     """
+    other = _dt.py_scalar(other)  # (half // np.float32(0.1): the divisor in float32, as a Python float's)
     s = _opmath_divisor(input, other)
     r = _floor_divide(input, other) if s is None else _floor_divide(input.detach().to(_dt.float32), s).to(input.dtype)
     return _not_implemented_graph(r, (input, other), "floor_divide")

@@ -1,0 +1,135 @@
+"""Review 22a (eager): tensor creation, conversion and type promotion, numpy scalars and 0-d arrays as operands.
+
+PyTorch's argument parser takes a numpy number where a Python number goes as that Python number (a numpy integer an
+int, a numpy float a float, a numpy bool a float too): the tests check coretorch against the same call with the
+Python number, or against numpy.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import coretorch as torch
+
+
+def _np(t):
+    return t.cpu().numpy(force=True)
+
+
+def _same(a, b) -> None:
+    assert a.dtype == b.dtype
+    assert _np(a).dtype == _np(b).dtype
+    np.testing.assert_array_equal(_np(a), _np(b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("bound", [np.float64(0.1), np.float32(0.1), np.float16(0.1), np.int64(1)])
+def test_clamp_with_a_numpy_bound_keeps_the_storage_dtype(device, dtype, bound):
+    """PyTorch: clamp(half, min=np.float64(0.1)) is a half tensor as with min=0.1.  Before, the numpy bound went to
+    the kernel as a numpy number: numpy's promotion made float64 (float32) storage under a float16 dtype, and the
+    range check of the bound warned 'overflow encountered in cast'."""
+    x = torch.tensor([-1.5, 0.05, 3.25, 7.0], dtype=dtype, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for r, ref in ((torch.clamp(x, min=bound), torch.clamp(x, min=bound.item())),
+                       (x.clamp(max=bound), x.clamp(max=bound.item())),
+                       (torch.clamp(x, bound, 2 * bound), torch.clamp(x, bound.item(), 2 * bound.item()))):
+            _same(r, ref)
+            assert _np(r).dtype == _np(x).dtype
+
+
+@pytest.mark.parametrize("tdt, s", [(torch.uint8, np.int8(-2)), (torch.int8, np.uint8(200)),
+                                    (torch.int8, np.int64(300))])
+def test_numpy_integers_before_a_tensor_wrap_as_python_ints(device, tdt, s):
+    """PyTorch: np.int8(-2) - uint8_tensor wraps -2 into uint8 as the Python int -2 does (253, 154, 247 for 1, 100,
+    7); before, reflected ops and full_like/alpha/value raised 'value cannot be converted to type uint8_t without
+    overflow'."""
+    a = torch.tensor([1, 100, 7], dtype=tdt, device=device)
+    for f in (lambda v: v - a, lambda v: v * a, lambda v: v // a, lambda v: v % a, lambda v: v ** a,
+              lambda v: torch.full_like(a, v), lambda v: torch.add(a, a, alpha=v),
+              lambda v: torch.addcmul(a, a, a, value=v)):
+        try:
+            ref = f(int(s))
+        except RuntimeError as e:  # (full_like(int8, 200) raises for the Python int too)
+            with pytest.raises(RuntimeError, match=str(e)):
+                f(s)
+        else:
+            _same(f(s), ref)
+    if tdt is torch.uint8:
+        assert (s - a).tolist() == [253, 154, 247]
+
+
+def test_numpy_alpha_and_other_are_python_numbers(device):
+    """PyTorch: alpha=np.float32(0.1) with integer tensors raises as alpha=0.1 does; sub(int16, np.uint8(200),
+    alpha=np.uint8(200)) is -3 - 40000 wrapped to int16 (25533).  Before, a numpy float32 alpha was not seen as a
+    float (a float32 result), and np.uint8(200) * np.uint8(200) wrapped in uint8 (-3 - 64 = -67, silently)."""
+    i = torch.tensor([1, 2], dtype=torch.int32, device=device)
+    for alpha in (np.float32(0.5), np.float16(2.5)):
+        with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+            torch.add(i, i, alpha=alpha)
+        with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+            i.sub(1, alpha=alpha)
+    a = torch.tensor([-3, 1000, 7], dtype=torch.int16, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = torch.sub(a, np.uint8(200), alpha=np.uint8(200))
+    assert r.dtype == torch.int16
+    assert r.tolist() == [int(np.int16(np.int64(v - 40000))) for v in (-3, 1000, 7)] == [25533, 26536, 25543]
+    f = torch.tensor([1.0, 2.0], device=device)
+    _same(torch.add(f, f, alpha=np.float32(0.1)), torch.add(f, f, alpha=float(np.float32(0.1))))
+
+
+def test_numpy_integer_exponent_out_of_range_raises(device):
+    """PyTorch: int8_tensor ** np.uint8(200) raises as ** 200 does ('value cannot be converted to type int8_t
+    without overflow'); before, the numpy exponent was computed (zeros)."""
+    a = torch.tensor([-3, 100, 7], dtype=torch.int8, device=device)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        a ** 200
+    with pytest.raises(RuntimeError, match="without overflow"):
+        a ** np.uint8(200)
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        a ** np.int64(-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_floor_divide_by_a_numpy_float_takes_it_in_float32(device, dtype):
+    """PyTorch: half([-1.5, 7]) // np.float32(0.1) is [-15, 69], the divisor taken in float32 as a Python float
+    is; before, the numpy float was rounded to half first (0.09998: [-16, 70])."""
+    if device != "cpu":
+        pytest.skip("the device's 0-d/scalar opmath is its own (opencl rounds the divisor to half, as CUDA)")
+    x = torch.tensor([-1.5, 3.25, 7.0], dtype=dtype, device=device)
+    for s in (np.float32(0.1), np.float64(0.1)):
+        _same(x // s, x // float(s))
+        _same(torch.floor_divide(x, s), torch.floor_divide(x, float(s)))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int64, torch.float16, torch.float32])
+def test_a_numpy_bool_is_a_float_number(device, dtype):
+    """PyTorch's parser unpacks a numpy bool (not a Python bool) as a double: tensor([True, False]) + np.bool_(True)
+    is tensor([2., 1.]), int64 * np.bool_(True) is float32 (as coretorch's torch.full with a numpy bool already
+    was); before, it was a Python bool here (a bool / int64 result)."""
+    x = torch.tensor([1, 0, 1], dtype=dtype, device=device)
+    nb = np.bool_(True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(x + nb, x + 1.0)
+        _same(nb + x, 1.0 + x)
+        _same(x * nb, x * 1.0)
+        _same(torch.where(x > 0, x, nb), torch.where(x > 0, x, 1.0))
+    assert (torch.tensor([True, False], device=device) + nb).tolist() == [2.0, 1.0]
+
+
+def test_numpy_float16_scalars_do_not_warn(device):
+    """PyTorch: np.float16(2.5) - u8, lerp/masked_fill/full_like with np.float16 or np.float32 numbers give no
+    numpy warning; before, the range check compared the numpy number with float32's limits in numpy's float16
+    ('RuntimeWarning: overflow encountered in cast')."""
+    u = torch.tensor([1, 200, 7], dtype=torch.uint8, device=device)
+    f = torch.tensor([-1.5, 3.25, 0.1], dtype=torch.float64, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(np.float16(2.5) - u, 2.5 - u)
+        _same(torch.lerp(f, f, np.float32(0.1)), torch.lerp(f, f, float(np.float32(0.1))))
+        _same(f.masked_fill(f > 0, np.float32(0.1)), f.masked_fill(f > 0, float(np.float32(0.1))))
+        _same(torch.full_like(f, np.float16(2.5)), torch.full_like(f, 2.5))
