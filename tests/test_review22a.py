@@ -133,3 +133,31 @@ def test_numpy_float16_scalars_do_not_warn(device):
         _same(torch.lerp(f, f, np.float32(0.1)), torch.lerp(f, f, float(np.float32(0.1))))
         _same(f.masked_fill(f > 0, np.float32(0.1)), f.masked_fill(f > 0, float(np.float32(0.1))))
         _same(torch.full_like(f, np.float16(2.5)), torch.full_like(f, 2.5))
+
+
+def test_asarray_of_a_tensor_takes_requires_grad_as_pytorch(device):
+    """PyTorch 2.13: asarray(x, requires_grad=False) sets the flag on x itself (a leaf; no copy) and detaches a
+    result in a graph (a non-leaf x, or a conversion); unspecified, it is x's own, with a UserWarning where the
+    result is x, a leaf that requires grad.  Before, requires_grad=False was ignored (the result still required
+    grad, and gradients flowed through it) and no warning was given."""
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    with pytest.warns(UserWarning, match="unspecified requires_grad now defaults to obj.requires_grad"):
+        assert torch.asarray(x) is x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        u = torch.asarray(x, requires_grad=False)
+    assert u is x and not x.requires_grad
+    x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = x * 2
+    u = torch.asarray(y, requires_grad=False)
+    assert u is not y and not u.requires_grad and u.is_leaf and y.requires_grad
+    u = torch.asarray(x, dtype=torch.float64, requires_grad=False)
+    assert not u.requires_grad and u.is_leaf and x.requires_grad
+    assert torch.asarray(y) is y and torch.asarray(y, requires_grad=True) is y
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.asarray(x, copy=False) is x  # (no warning: copy given)
+        c = torch.asarray(x, copy=True)
+    assert c.requires_grad and c.grad_fn is not None
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype"):
+        torch.asarray([1], requires_grad=True, device=device)

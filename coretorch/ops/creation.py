@@ -318,7 +318,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
     """``as_tensor`` with PyTorch's ``copy``: True always copies, False never does (ValueError where it must),
-    None copies only where needed; ``requires_grad`` set on the result (False unless given)."""
+    None copies only where needed; ``requires_grad`` set on the result (unless given: False, or a tensor
+    ``obj``'s own, see ``_asarray_requires_grad``)."""
     dtype = _dt.from_python_type(dtype)
     if _is_buffer(obj):  # (bytes, bytearray, array.array, memoryview: its bytes read as dtype, as PyTorch's)
         from .misc import frombuffer  # (misc imports this module)
@@ -329,7 +330,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             r = r.to(device)
         elif copy:
             r = r.clone()
-        return r.requires_grad_(True) if requires_grad else r
+        return _finish(r, bool(requires_grad))
     if copy is False:
         if isinstance(obj, Tensor):
             if dtype is not None and dtype is not obj.dtype:
@@ -349,7 +350,28 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
             r = tensor(obj, dtype=dtype, device=device)
     else:
         r = as_tensor(obj, dtype=dtype, device=device)
-    return r.requires_grad_(True) if requires_grad else r
+    if isinstance(obj, Tensor):
+        return _asarray_requires_grad(obj, r, copy, requires_grad)
+    return _finish(r, bool(requires_grad))
+
+
+_ASARRAY_RG = ("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of False. Pass "
+               "requires_grad=False explicitly to get the old behavior and silence this warning.")
+
+
+def _asarray_requires_grad(obj: Tensor, r: Tensor, copy, requires_grad) -> Tensor:
+    """PyTorch's asarray of a tensor: unspecified, ``requires_grad`` is ``obj``'s (a warning where the result is
+    ``obj`` itself, a leaf that requires grad); given, it is set on the result, and a result in a graph
+    (a copy or conversion, or a non-leaf ``obj``) asked for False is detached (``obj`` itself, a leaf, has its
+    flag set, as PyTorch's ``set_requires_grad`` does)."""
+    if requires_grad is None:
+        if copy is None and r is obj and obj._rg and obj.grad_fn is None:
+            import warnings
+            warnings.warn(_ASARRAY_RG, UserWarning, stacklevel=3)
+        return r
+    if not requires_grad and r.grad_fn is not None:
+        return r.detach()
+    return r.requires_grad_(bool(requires_grad))
 
 
 def _is_buffer(obj) -> bool:
