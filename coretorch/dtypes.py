@@ -163,7 +163,7 @@ _PROMO = {(a, b): _promote_pair(a, b) for a in all_dtypes for b in all_dtypes}
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both ``type1`` and ``type2`` convert to without losing category."""
     try:
-        return _PROMO[(type1, type2)]
+        return _PROMO[(from_python_type(type1), from_python_type(type2))]  # (float: float64, as PyTorch's)
     except (KeyError, TypeError):
         bad = type1 if not isinstance(type1, dtype) else type2
         raise TypeError(f"promote_types(): argument must be torch.dtype, not {type(bad).__name__}") from None
@@ -172,6 +172,7 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def can_cast(from_: dtype, to: dtype) -> bool:
     """torch.can_cast: PyTorch's casting rule for in-place ops.  float -> integer and anything but bool -> bool are
     not allowed (bool is a category of its own); everything else, down and up a category, is."""
+    from_, to = from_python_type(from_), from_python_type(to)  # (int: int64, as PyTorch's)
     if not isinstance(from_, dtype) or not isinstance(to, dtype):
         bad = from_ if not isinstance(from_, dtype) else to
         raise TypeError(f"can_cast(): argument must be torch.dtype, not {type(bad).__name__}")

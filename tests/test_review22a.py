@@ -161,3 +161,16 @@ def test_asarray_of_a_tensor_takes_requires_grad_as_pytorch(device):
     assert c.requires_grad and c.grad_fn is not None
     with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype"):
         torch.asarray([1], requires_grad=True, device=device)
+
+
+def test_promote_types_and_can_cast_take_python_types():
+    """PyTorch's dtype arguments take the Python types float, int and bool (float64, int64, bool):
+    promote_types(float32, float) is float64, can_cast(float32, int) is False.  Before: TypeError."""
+    assert torch.promote_types(torch.float32, float) is torch.float64
+    assert torch.promote_types(int, torch.int8) is torch.int64
+    assert torch.promote_types(bool, bool) is torch.bool
+    assert torch.can_cast(torch.float32, int) is False
+    assert torch.can_cast(float, torch.int32) is False
+    assert torch.can_cast(int, torch.float16) is True
+    with pytest.raises(TypeError):
+        torch.promote_types(torch.float32, 1)
