@@ -174,3 +174,51 @@ def test_promote_types_and_can_cast_take_python_types():
     assert torch.can_cast(int, torch.float16) is True
     with pytest.raises(TypeError):
         torch.promote_types(torch.float32, 1)
+
+
+_NP_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
+           "%": np.remainder, "**": np.power}
+
+
+@pytest.mark.parametrize("tdt, arr", [
+    (torch.float32, np.array(2.0)), (torch.float32, np.array([2.0, 4.0])), (torch.int64, np.array([2, 3])),
+    (torch.int32, np.array([2.5, 2.0], dtype=np.float32)), (torch.int8, np.array(2)),
+    (torch.float16, np.array(2.0, dtype=np.float32)), (torch.int16, np.array([3, 2], dtype=np.uint8)),
+    (torch.float16, np.array([3, 2], dtype=np.int64))])
+def test_a_numpy_array_operand_gives_numpys_result(device, tdt, arr):
+    """PyTorch's Tensor operators leave an ndarray operand (0-d too) to numpy, which computes on the tensor's
+    values and returns a tensor: float32 tensor + np.array(2.0) is float64, int64 / int64 array float64, int32 *
+    float32 array float64, int8 + np.array(2) int64.  Before, a 0-d array was a Python number (float32, int8) and
+    a dimensioned one went by PyTorch's tensor promotion (float32)."""
+    t = torch.tensor([3, 5], dtype=tdt, device=device)
+    host = _np(t)
+    for op, f in _NP_OPS.items():
+        r = eval(f"t {op} arr")
+        with np.errstate(all="ignore"):
+            ref = f(host, arr)
+        assert isinstance(r, torch.Tensor) and r.device == t.device
+        assert _np(r).dtype == ref.dtype, op
+        np.testing.assert_allclose(_np(r), ref, rtol=1e-6 if ref.dtype.itemsize > 2 else 1e-3)
+    assert (t & np.array(6)).dtype == torch.int64 if not tdt.is_floating_point else True
+
+
+def test_comparisons_take_a_0d_array_as_a_number(device):
+    """PyTorch: float32_tensor == np.array(0.1) compares in float32 (the 0-d array is a number there): [.., True];
+    the arithmetic operators alone go by numpy's dtypes."""
+    t = torch.tensor([-1.5, 3.25, 0.1], device=device)
+    assert (t == np.array(0.1)).tolist() == [False, False, True]
+    assert (t < np.array(0.2)).dtype == torch.bool
+
+
+def test_setitem_of_a_numpy_integer_checks_the_range(device):
+    """PyTorch: x[0] = np.int64(300) on an int8 tensor raises as x[0] = 300 does ('value cannot be converted to
+    type int8_t without overflow'); before, the numpy number was stored wrapped (44)."""
+    x = torch.tensor([1, 2], dtype=torch.int8, device=device)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        x[0] = 300
+    with pytest.raises(RuntimeError, match="without overflow"):
+        x[0] = np.int64(300)
+    x[1] = np.int16(-7)
+    u = torch.tensor([1, 2], dtype=torch.uint8, device=device)
+    u[0] = np.int8(-1)  # (a negative number into uint8 wraps, as the Python int -1 does)
+    assert x.tolist() == [1, -7] and u.tolist() == [255, 2]

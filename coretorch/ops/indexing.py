@@ -563,6 +563,8 @@ def _setitem(x: Tensor, key, value) -> None:
     vt = isinstance(value, Tensor)
     if vt and value._be is not x._be:
         value = _value_to(x, key, value, advanced)
+    if isinstance(value, np.generic):  # (x[0] = np.int64(300) for int8 raises as 300 does, as PyTorch)
+        value = _dt.py_scalar(value)
     if not vt and not isinstance(value, (int, float, bool)):
         value, vt = _creation.tensor(value, dtype=x.dtype, device=x.device), True
     if not vt and x.dtype is not _dt.float16 and x.dtype is not _dt.bfloat16:

@@ -83,10 +83,8 @@ def _operands(op: str, a, b):
                     xb = table.expand(xb, shape)
         return a, b, xa, xb, dt, table
     if type(b) not in _SCALARS:
-        if b.__class__ is np.ndarray and b.ndim and isinstance(a, Tensor):  # (t + array: a tensor, as PyTorch's)
-            if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
-                b = np.ascontiguousarray(b)
-            return _operands(op, a, _creation.as_tensor(b, device=a.device))
+        if b.__class__ is np.ndarray and isinstance(a, Tensor) and (b.ndim or op in _NUMPY_DTYPE_OPS):
+            return _operands(op, *_ndarray_operands(op, a, b))  # (t + array: a tensor, as PyTorch's)
         if isinstance(b, np.generic):  # (a numpy number: the Python number PyTorch's parser makes of it)
             b = _dt.py_scalar(b)
         elif hasattr(b, "__index__") or hasattr(b, "__float__") and not hasattr(b, "__len__"):
@@ -108,6 +106,35 @@ def _operands(op: str, a, b):
         if b < lo or b > hi:  # PyTorch wraps an out-of-range Python int to the tensor's integer type
             b = (b - lo) % (hi - lo + 1) + lo
     return a, b, xa, b, dt, table
+
+
+#: the ops whose Tensor operator leaves an array operand to numpy in PyTorch (its comparisons take a 0-d array as
+#: a number, and the dimensioned ones by PyTorch's promotion, here)
+_NUMPY_DTYPE_OPS = frozenset(("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow",
+                              "bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def _ndarray_operands(op: str, a: Tensor, b: np.ndarray) -> tuple[Tensor, Tensor]:
+    """``tensor <op> array`` (0-d arrays too, for the arithmetic ops): PyTorch's Tensor operators leave an array
+    operand to numpy, which computes on the tensor's values and hands back a tensor: the result has numpy's dtype
+    (float32 tensor + 0-d float64 array: float64; int32 * float32 array: float64; int / int array: float64).
+    Both operands in that dtype (bfloat16, which numpy does not know, keeps PyTorch's promotion)."""
+    if any(s < 0 or s % b.itemsize for s in b.strides):  # (PyTorch takes any array here: a copy)
+        b = np.ascontiguousarray(b)
+    if op in _NUMPY_DTYPE_OPS and a.dtype is not _dt.bfloat16 and b.dtype.kind in "biuf":
+        nd = np.result_type(a.dtype.np, b.dtype)
+        if op in ("div", "true_divide") and nd.kind in "biu":  # (numpy's true_divide of integers: float64)
+            nd = np.dtype(np.float64)
+        try:
+            dt = _dt.from_numpy_dtype(nd)
+        except TypeError:  # (int64 with uint64: numpy's float64 has no such array here; PyTorch's promotion)
+            dt = None
+        if dt is not None:
+            if b.dtype != nd:
+                b = b.astype(nd)
+            if a.dtype is not dt:
+                a = a.to(dt)
+    return a, _creation.as_tensor(b, device=a.device)
 
 
 _INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max)) for d in _dt.all_dtypes
