@@ -222,3 +222,67 @@ def test_setitem_of_a_numpy_integer_checks_the_range(device):
     u = torch.tensor([1, 2], dtype=torch.uint8, device=device)
     u[0] = np.int8(-1)  # (a negative number into uint8 wraps, as the Python int -1 does)
     assert x.tolist() == [1, -7] and u.tolist() == [255, 2]
+
+
+def test_tensors_in_a_sequence_are_numbers(device):
+    """PyTorch reads a tensor inside a sequence as the number it holds: tensor([tensor([1.5]), tensor([[2.5]])]) is
+    tensor([1.5, 2.5]) (shape (2,)), its dtype kept (int8 elements: int8); a tensor of several elements raises
+    (TypeError for integers, ValueError for floats).  Before, one-element tensors of any shape were stacked
+    (shape (2, 1)), silently, and several-element ones too."""
+    a, b = torch.tensor([1.5], device=device), torch.tensor([[2.5]], device=device)
+    r = torch.tensor([a, b], device=device)
+    assert r.shape == (2,) and r.tolist() == [1.5, 2.5] and r.dtype == torch.float32
+    assert torch.tensor([a.double(), 1], device=device).dtype == torch.float64
+    assert torch.tensor([torch.tensor([3], dtype=torch.int8)]).dtype == torch.int8
+    assert torch.tensor([[a]]).shape == (1, 1)
+    with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+        torch.tensor([torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])])
+    with pytest.raises(TypeError, match="only integer tensors of a single element can be converted to an index"):
+        torch.tensor([torch.tensor([1, 2]), 3])
+
+
+def test_numpy_numbers_with_an_integer_dtype_are_checked():
+    """PyTorch converts a numpy number given with a dtype as a number (checked): tensor(np.int64(300),
+    dtype=uint8) raises 'value cannot be converted to type uint8 without overflow' (np.float64(1e10) to int32,
+    np.float64(-0.5) to uint8 too); a negative integer into uint8 wraps; a numpy array is cast.  Before: 44,
+    -2147483648, 0, silently."""
+    for v, d in ((np.int64(300), torch.uint8), (np.uint8(200), torch.int8), (np.float64(1e10), torch.int32),
+                 (np.float64(-0.5), torch.uint8), (np.float64(np.nan), torch.int64), (np.int64(-256), torch.uint8)):
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {str(d).split('.')[-1]} "
+                                               "without overflow"):
+            torch.tensor(v, dtype=d)
+    assert torch.tensor(np.int64(-255), dtype=torch.uint8).item() == 1
+    assert torch.tensor(np.float64(2.7), dtype=torch.int8).item() == 2
+    assert torch.tensor(np.array(300), dtype=torch.uint8).item() == 44  # (an array: a cast)
+
+
+def test_python_ints_beyond_int64_in_a_sequence():
+    """PyTorch: tensor([1, 2 ** 63]) raises ValueError('Overflow when unpacking long long') (numpy would make it
+    float64: before, a float32 tensor); tensor([1.5, 2 ** 70]) is a float tensor (before: RuntimeError 'Could not
+    infer dtype of list'), with dtype=int64 the ValueError."""
+    for data in ([1, 2 ** 63], [[1], [2 ** 63]], [True, 2 ** 63]):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            torch.tensor(data)
+    r = torch.tensor([1.5, 2 ** 70])
+    assert r.dtype == torch.float32 and r.tolist() == [1.5, float(np.float32(2.0 ** 70))]
+    assert torch.tensor([[1.5], [2 ** 70]], dtype=torch.float64).tolist() == [[1.5], [2.0 ** 70]]
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        torch.tensor([1.5, 2 ** 70], dtype=torch.int64)
+    assert torch.tensor([1, 2 ** 63], dtype=torch.float32).tolist() == [1.0, 2.0 ** 63]
+
+
+def test_malformed_sequences_raise_pytorchs_error_types():
+    """PyTorch: a number where a sequence is expected (or the reverse) is a TypeError; a str first a ValueError
+    ("too many dimensions 'str'"), a str after a number a TypeError ("new(): invalid data type 'str'").  Before:
+    ValueError, RuntimeError('Could not infer dtype of list')."""
+    for data in ([[1, 2], 3], [1, [2, 3]], [[1, 2], "ab"]):
+        with pytest.raises(TypeError):
+            torch.tensor(data)
+    with pytest.raises(ValueError, match="too many dimensions 'str'"):
+        torch.tensor(["a", "b"])
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+        torch.tensor([1, "a"])
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'bytes'"):
+        torch.tensor([b"a"])
+    with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1 \\(got 1\\)"):
+        torch.tensor([[1, 2], [3]])

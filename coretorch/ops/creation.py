@@ -123,10 +123,16 @@ def _infer_np(data):
     try:
         arr = np.array(data)
     except ValueError as e:
-        raise ValueError(_ragged_message(data) or f"tensor(): could not build a tensor from {e}") from None
+        msg = _ragged_message(data)
+        if msg is not None and msg.startswith("tensor(): mixed"):  # (PyTorch: a TypeError, 'not a sequence')
+            raise TypeError(msg) from None
+        raise ValueError(msg or f"tensor(): could not build a tensor from {e}") from None
     k = arr.dtype.kind
     if k == "f":
         dt = _dt.default
+        if typed is None and arr.size and bool((np.abs(arr) >= 2.0 ** 63).any()) \
+                and not any(type(v) is float for v in np.array(data, dtype=object).reshape(-1)):
+            raise _Unpack("Overflow when unpacking long long")  # ([1, 2 ** 63]: numpy made ints beyond int64 floats)
     elif k in "iu":
         dt = _dt.int64
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
@@ -134,12 +140,22 @@ def _infer_np(data):
     elif k == "b":
         dt = _dt.bool_
     else:
-        if k == "O" and arr.size and all(type(v) is int for v in arr.reshape(-1)):
+        if k == "O" and arr.size and all(type(v) is int or type(v) is bool for v in arr.reshape(-1)):
             raise _Unpack("Overflow when unpacking long long")  # ints beyond int64
+        if k == "O" and arr.size and all(type(v) in (int, float, bool) for v in arr.reshape(-1)):
+            return arr.astype(np.float64), _dt.default  # ([1.5, 2 ** 70]: floats, the int too, as PyTorch's)
         bad = data
-        if k == "O" and arr.ndim:  # the first element that is no number names itself, as in PyTorch
-            bad = next((v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool, np.generic))), data)
+        if k in "OUS" and arr.ndim:  # the first element that is no number names itself, as in PyTorch
+            flat = arr.reshape(-1) if k == "O" else np.array(data, dtype=object).reshape(-1)
+            bad = next((v for v in flat if not isinstance(v, (int, float, bool, np.generic))), data)
         if isinstance(bad, (str, bytes)):
+            if bad is not data:  # (PyTorch: a str first is a dimension too many, a str after a number no number)
+                first = data
+                while isinstance(first, (list, tuple)) and first:
+                    first = first[0]
+                if isinstance(first, str):
+                    raise ValueError(f"too many dimensions '{type(bad).__name__}'")
+                raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
             raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
         raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
     return arr, typed or dt
@@ -208,6 +224,8 @@ def _mixed_fit(data, arr: np.ndarray, dt) -> np.ndarray:
     for v in flat:
         if isinstance(v, (bool, int, np.integer)):
             v = int(v)
+            if not -2 ** 63 <= v < 2 ** 63:  # (PyTorch unpacks each int as an int64 first)
+                raise ValueError("Overflow when unpacking long long")
             if lo == 0 and -hi <= v < 0:
                 v += hi + 1  # c10 lets a negative integer wrap into an unsigned type
             ok = lo <= v <= hi
@@ -240,13 +258,17 @@ def _ragged_message(data, dim: int = 0):
 
 
 def _flatten_tensors(seq):
+    """A nested sequence with its tensors as the numbers they hold: PyTorch reads a tensor in a sequence as a
+    number (its one element, whatever its shape: ``tensor([tensor([1.5])])`` is ``tensor([1.5])``); a tensor of
+    several elements raises as its ``__index__`` (integers, bool) or ``__float__`` does."""
     out = []
     for x in seq:
         if isinstance(x, Tensor):
-            if x.ndim == 0:
-                out.append(x.item())
-            else:
-                out.append(x._host())
+            if x.numel() != 1:
+                if x.dtype.is_floating_point:
+                    raise ValueError("only one element tensors can be converted to Python scalars")
+                raise TypeError("only integer tensors of a single element can be converted to an index")
+            out.append(x.item())
         elif isinstance(x, (list, tuple)):
             out.append(_flatten_tensors(x))
         else:
@@ -273,9 +295,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             raise ValueError(str(e)) from None
         arr, dt = np.array(_flatten_tensors(data) if isinstance(data, (list, tuple)) else data, dtype=np.float64), \
             dtype  # (tensor([2 ** 64], dtype=float32) is 1.8447e+19)
-    if dtype is not None and dtype is not dt and not isinstance(data, (np.ndarray, np.generic)):
+    if dtype is not None and dtype is not dt and not isinstance(data, np.ndarray):
         try:
-            _check_fits(arr, dtype)  # Python numbers are converted one by one, checked (an ndarray is cast)
+            # Python and numpy numbers are converted one by one, checked (an ndarray is cast): tensor(np.int64(300),
+            # dtype=uint8) raises as tensor([300.], dtype=uint8) does
+            _check_fits(arr, dtype)
         except RuntimeError:
             arr = _mixed_fit(data, arr, dtype)
     dt = dtype or dt
