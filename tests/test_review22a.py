@@ -119,6 +119,7 @@ def test_a_numpy_bool_is_a_float_number(device, dtype):
         _same(x * nb, x * 1.0)
         _same(torch.where(x > 0, x, nb), torch.where(x > 0, x, 1.0))
     assert (torch.tensor([True, False], device=device) + nb).tolist() == [2.0, 1.0]
+    assert torch.arange(nb, device=device).dtype == torch.float32  # (arange(True) is int64: a Python bool)
 
 
 def test_numpy_float16_scalars_do_not_warn(device):
@@ -286,3 +287,17 @@ def test_malformed_sequences_raise_pytorchs_error_types():
         torch.tensor([b"a"])
     with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1 \\(got 1\\)"):
         torch.tensor([[1, 2], [3]])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_nan_to_num_casts_replacements_beyond_the_dtype(device, dtype):
+    """PyTorch casts nan/posinf/neginf to the tensor's dtype: nan_to_num(half, posinf=1e6) leaves inf (1e6 is inf
+    in half), float32 with nan=1e300 gives inf.  Before: RuntimeError 'value cannot be converted to type
+    c10::Half without overflow' (its clamp's check of the bounds)."""
+    x = torch.tensor([1.0, float("inf"), -float("inf"), float("nan")], dtype=dtype, device=device)
+    r = torch.nan_to_num(x, nan=1e300, posinf=1e39, neginf=-1e39)
+    assert r.dtype == dtype
+    assert r.tolist() == [1.0, float("inf"), -float("inf"), float("inf")]
+    big = float(torch.finfo(dtype).max)
+    r = torch.nan_to_num(x, posinf=1e6).tolist()
+    assert r[1] == torch.tensor(1e6, dtype=dtype).item() and r[2] == -big

@@ -622,7 +622,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
 def range_args(op: str, start, end, step) -> tuple:
     """arange's / range's bounds as Python numbers (a numpy number as the one it holds: np.float32(1.5) is no float,
     and its arange is float32), with PyTorch's checks: finite bounds, a nonzero step of the bounds' sign."""
-    start, end, step = (v.item() if isinstance(v, (Tensor, np.generic)) else v for v in (start, end, step))
+    # (a numpy number as PyTorch's parser takes it: np.bool_(True) is 1.0, a float bound)
+    start, end, step = (v.item() if isinstance(v, Tensor) else _dt.py_scalar(v) for v in (start, end, step))
     if not (math.isfinite(start) and math.isfinite(end)):
         raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
     if step == 0 or step != step:  # (NaN: PyTorch's message too)

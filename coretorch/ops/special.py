@@ -345,8 +345,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     if not input.dtype.is_floating_point:
         return _out(input.clone(), out, "nan_to_num", input)
     fi = np.finfo(input.dtype.np)
-    hi = float(fi.max) if posinf is None else float(posinf)
-    lo = float(fi.min) if neginf is None else float(neginf)
+    with np.errstate(over="ignore"):  # (PyTorch casts each replacement to the dtype: half posinf=1e6 is inf)
+        hi, lo, nan = (float(np.array(float(v), dtype=np.float64).astype(input.dtype.np))
+                       for v in (fi.max if posinf is None else posinf, fi.min if neginf is None else neginf, nan))
     with no_grad():  # (one node below, PyTorch's formula)
         if lo <= -float(fi.max) and hi >= float(fi.max):  # every finite value lies in [lo, hi]: one clamp
             r = clamp(input, lo, hi)
