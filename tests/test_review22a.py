@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import coretorch as torch
+from coretorch import _warn_once
 
 
 def _np(t):
@@ -138,12 +139,19 @@ def test_numpy_float16_scalars_do_not_warn(device):
 
 def test_asarray_of_a_tensor_takes_requires_grad_as_pytorch(device):
     """PyTorch 2.13: asarray(x, requires_grad=False) sets the flag on x itself (a leaf; no copy) and detaches a
-    result in a graph (a non-leaf x, or a conversion); unspecified, it is x's own, with a UserWarning where the
-    result is x, a leaf that requires grad.  Before, requires_grad=False was ignored (the result still required
+    result in a graph (a non-leaf x, or a conversion); unspecified, it is x's own, with a UserWarning (once per
+    process) where x requires grad.  Before, requires_grad=False was ignored (the result still required
     grad, and gradients flowed through it) and no warning was given."""
     x = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+    _warn_once.GIVEN.discard("asarray.requires_grad")
     with pytest.warns(UserWarning, match="unspecified requires_grad now defaults to obj.requires_grad"):
         assert torch.asarray(x) is x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.asarray(x)  # (once per process, as PyTorch's TORCH_WARN_ONCE)
+    _warn_once.GIVEN.discard("asarray.requires_grad")
+    with pytest.warns(UserWarning, match="unspecified requires_grad now defaults to obj.requires_grad"):
+        torch.asarray(x, dtype=torch.float64)  # (a conversion too)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         u = torch.asarray(x, requires_grad=False)
@@ -155,10 +163,8 @@ def test_asarray_of_a_tensor_takes_requires_grad_as_pytorch(device):
     u = torch.asarray(x, dtype=torch.float64, requires_grad=False)
     assert not u.requires_grad and u.is_leaf and x.requires_grad
     assert torch.asarray(y) is y and torch.asarray(y, requires_grad=True) is y
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert torch.asarray(x, copy=False) is x  # (no warning: copy given)
-        c = torch.asarray(x, copy=True)
+    assert torch.asarray(x, copy=False) is x
+    c = torch.asarray(x, copy=True)
     assert c.requires_grad and c.grad_fn is not None
     with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype"):
         torch.asarray([1], requires_grad=True, device=device)

@@ -384,14 +384,13 @@ _ASARRAY_RG = ("torch.asarray: unspecified requires_grad now defaults to obj.req
 
 
 def _asarray_requires_grad(obj: Tensor, r: Tensor, copy, requires_grad) -> Tensor:
-    """PyTorch's asarray of a tensor: unspecified, ``requires_grad`` is ``obj``'s (a warning where the result is
-    ``obj`` itself, a leaf that requires grad); given, it is set on the result, and a result in a graph
-    (a copy or conversion, or a non-leaf ``obj``) asked for False is detached (``obj`` itself, a leaf, has its
-    flag set, as PyTorch's ``set_requires_grad`` does)."""
+    """PyTorch's asarray of a tensor: unspecified, ``requires_grad`` is ``obj``'s (where that is True, with
+    PyTorch's warning, once per process); given, it is set on the result, and a result in a graph (a copy or
+    conversion, or a non-leaf ``obj``) asked for False is detached (``obj`` itself, a leaf, has its flag set, as
+    PyTorch's ``set_requires_grad`` does)."""
     if requires_grad is None:
-        if copy is None and r is obj and obj._rg and obj.grad_fn is None:
-            import warnings
-            warnings.warn(_ASARRAY_RG, UserWarning, stacklevel=3)
+        if obj._rg:
+            warn_once("asarray.requires_grad", _ASARRAY_RG, stacklevel=3)
         return r
     if not requires_grad and r.grad_fn is not None:
         return r.detach()
