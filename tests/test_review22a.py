@@ -307,3 +307,19 @@ def test_nan_to_num_casts_replacements_beyond_the_dtype(device, dtype):
     big = float(torch.finfo(dtype).max)
     r = torch.nan_to_num(x, posinf=1e6).tolist()
     assert r[1] == torch.tensor(1e6, dtype=dtype).item() and r[2] == -big
+
+
+def test_ldexp_of_an_integer_input_is_a_float32_product(device):
+    """PyTorch: ldexp of an integer (or bool) input is input * 2.0 ** other in float32, its exponent not wrapped
+    to int32 (ldexp(int64 [-3, 2**40, 7], itself) is [-0.375, inf, 896]; bool ** bool works: [2, 0, 2]).  Before:
+    the exponent 2**40 wrapped to 0 (2**40, silently), and a bool exponent raised."""
+    i = torch.tensor([-3, 2 ** 40, 7], device=device)
+    r = torch.ldexp(i, i)
+    assert r.dtype == torch.float32 and r.tolist() == [-0.375, float("inf"), 896.0]
+    b = torch.tensor([True, False, True], device=device)
+    assert torch.ldexp(b, b).tolist() == [2.0, 0.0, 2.0]
+    assert torch.ldexp(i, b).tolist() == [-6.0, 2.0 ** 40, 14.0]
+    x = torch.tensor([1.5, 2.0, 3.0], device=device)  # (a float input: C's ldexp, the exponent as int32)
+    assert torch.ldexp(x, torch.tensor([2 ** 32, 2 ** 32 + 1, 1], device=device)).tolist() == [1.5, 4.0, 6.0]
+    with pytest.raises(NotImplementedError):
+        torch.ldexp(x, b)

@@ -382,10 +382,12 @@ def ldexp(input: Tensor, other, *, out=None) -> Tensor:
     _check("ldexp", input)
     if not isinstance(other, Tensor):
         raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-    if other.dtype is _bool:
+    if other.dtype is _bool and input.dtype.is_floating_point:
         raise NotImplementedError("ldexp: a bool exponent is not supported (PyTorch: \"ldexp_cpu_exp\" not "
                                   "implemented for 'Bool'); pass an integer or float tensor")
-    if other.dtype.is_floating_point:
+    if other.dtype.is_floating_point or not input.dtype.is_floating_point:
+        # (an integer or bool input: PyTorch's input * 2.0 ** other in float32, the exponent not wrapped to int32:
+        # ldexp(int64 2**40, 2**40) is inf)
         return _out(_named(mul(input, _pow(2.0, other)), _LdexpFloat), out, "ldexp", input, other)
     a, b = (input, other) if input._be is other._be else align_devices("ldexp", input, other)
     rt = a.dtype if a.dtype.is_floating_point else _dt.default  # (an integer exponent never promotes a float)
