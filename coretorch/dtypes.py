@@ -259,6 +259,8 @@ def fit_scalar(value, d: dtype):
         lim = _LIMITS[d] = lim
     lo, hi = lim
     if lo <= value <= hi:
+        if d.itemsize == 2 and d.category == _FLOAT and value.__class__ is float:
+            return float(np.float32(value))  # (a double into half/bfloat16 through float, as c10 converts it)
         return value
     if d.category == _FLOAT:
         if value != value or value in (float("inf"), float("-inf")):

@@ -323,3 +323,21 @@ def test_ldexp_of_an_integer_input_is_a_float32_product(device):
     assert torch.ldexp(x, torch.tensor([2 ** 32, 2 ** 32 + 1, 1], device=device)).tolist() == [1.5, 4.0, 6.0]
     with pytest.raises(NotImplementedError):
         torch.ldexp(x, b)
+
+
+@pytest.mark.parametrize("dtype, tie", [(torch.float16, 1 + 2 ** -11 + 2 ** -40),
+                                        (torch.bfloat16, 1 + 2 ** -8 + 2 ** -40)])
+def test_a_python_float_into_half_goes_through_float32(device, dtype, tie):
+    """c10 converts a double to half/bfloat16 through float: 1 + 2**-11 + 2**-40 is a tie once in float32 and
+    rounds to even (1.0) in half, as PyTorch's full, fill_, x[i] = v, masked_fill, where, clamp and half + v give.
+    Before, numpy rounded the double to half at once (1.000977, the next half up)."""
+    want = float(np.float32(tie).astype(torch.zeros(1, dtype=dtype).numpy(force=True).dtype))
+    assert want == 1.0
+    z = torch.zeros(2, dtype=dtype, device=device)
+    t = z.clone()
+    t.fill_(tie)
+    u = z.clone()
+    u[0] = tie
+    for r in (torch.full((2,), tie, dtype=dtype, device=device), t, u[:1], z.masked_fill(z == 0, tie),
+              torch.where(z == 0, tie, z), z.clamp(min=tie), z + tie, tie + z, torch.tensor([tie], dtype=dtype)):
+        assert r.dtype == dtype and r.tolist()[0] == want, r

@@ -79,7 +79,7 @@ def where(condition, input=None, other=None):
         dt = _dt.result_type((input, other), _dt.default)
     # Python scalars go to the kernel as scalars (no broadcast buffer), converted to the result's kind; an
     # integer result checks the value as fill_ does (PyTorch: where(c, int8_tensor, 200) raises)
-    conv = _float if dt.is_floating_point else bool if dt is _bool else \
+    conv = (_float if dt.itemsize > 2 else _float32) if dt.is_floating_point else bool if dt is _bool else \
         (lambda v: _dt.fit_scalar(int(v), dt)) if xt or yt else int
     xs = input._data.shape if xt else ()
     ys = other._data.shape if yt else ()
@@ -234,6 +234,15 @@ def clamp_max(input, max):
 
 ClampMinBackward0: type = type("ClampMinBackward0", (ClampBackward1,), {"__slots__": ()})
 ClampMaxBackward0: type = type("ClampMaxBackward0", (ClampBackward1,), {"__slots__": ()})
+
+
+def _float32(v) -> float:
+    """A scalar beside a half/bfloat16 result: a Python float through float32, as c10 converts a double to half."""
+    v = _float(v)
+    if v.__class__ is not float:  # (a compiled step's float argument: as it is)
+        return v
+    with np.errstate(over="ignore"):
+        return float(np.float32(v))
 
 
 def _float(v):

@@ -570,6 +570,9 @@ def _setitem(x: Tensor, key, value) -> None:
     if not vt and x.dtype is not _dt.float16 and x.dtype is not _dt.bfloat16:
         # (PyTorch stores a Python number into float16/bfloat16 unchecked: out of range it is inf, as a cast)
         value = _dt.fit_scalar(value, x.dtype)
+    elif not vt and value.__class__ is float:
+        with np.errstate(over="ignore"):  # (through float32, as c10 converts a double to half)
+            value = float(np.float32(value))
     # PyTorch: basic indexing copies (casting any dtype); advanced indexing is index_put_, which needs equal
     # dtypes unless it dispatches to masked_fill_ (one bool mask and a one-element value; PyTorch on CUDA wants
     # that value on the CPU, coretorch also takes one on the destination's device, as PyTorch's CPU does)

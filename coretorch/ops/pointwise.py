@@ -205,9 +205,10 @@ def _scalar_opmath(table) -> bool:
 
 
 def _round_to(v, dt) -> float:
-    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently)."""
+    """The Python number ``v`` rounded to the float dtype ``dt`` (out of range: inf, silently), through float32 as
+    c10 converts a double to half/bfloat16 (1 + 2**-11 + 2**-40 is 1.0 in half: a tie once in float32)."""
     with np.errstate(over="ignore"):
-        return float(dt.np.type(v))
+        return float(dt.np.type(np.float32(v) if v.__class__ is float else v))
 
 
 def _to_default(t: Tensor) -> Tensor:
@@ -300,9 +301,11 @@ def _make_binary(name: str, node_cls, kind: str):
         a, b, xa, xb, dt, table = _operands(name, a, b)
         bt = isinstance(b, Tensor)
         out = None
-        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool and _scalar_opmath(table):
+        if not bt and not opmath and dt in _REDUCED and xb.__class__ is not bool \
+                and (xb.__class__ is float or _scalar_opmath(table)):
             # PyTorch rounds the scalar to float16/bfloat16 for every op but mul/div (half(1) + 2049.0 is 2048,
-            # half(65504) == 65505.0 is True), as the cpu kernels do; this device's kernels would take it in float
+            # half(65504) == 65505.0 is True), as the cpu kernels do (opencl's would take it in float; numpy would
+            # round a double to half at once, not through float32 as c10 does)
             xb = _round_to(xb, dt)
         if opmath and not bt and dt in _REDUCED and not _scalar_opmath(table):
             # PyTorch computes float16/bfloat16 with a Python number in float32 (the op math type) and rounds once:
