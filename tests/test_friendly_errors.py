@@ -77,8 +77,8 @@ def test_cross_entropy_target_dtype():
     msg = str(e.value)
     assert msg.startswith("Expected target size [4, 10], got [4]")
     assert "class indices must be an int64 tensor: use target.long()" in msg
-    with pytest.raises(RuntimeError, match=r"expected scalar type Long but found Float \(class-index targets must "
-                                           r"be int64: use target.long\(\)\)"):
+    with pytest.raises(RuntimeError, match=r"expected target dtype to be Long or Byte, but got Float \(class-index "
+                                           r"targets must be int64: use target.long\(\)\)"):
         F.nll_loss(F.log_softmax(logits, 1), labels)
     with pytest.raises(RuntimeError) as e:  # a genuinely wrong probability shape gets no dtype hint
         F.cross_entropy(logits, torch.rand(3, 10))

@@ -341,3 +341,26 @@ def test_a_python_float_into_half_goes_through_float32(device, dtype, tie):
     for r in (torch.full((2,), tie, dtype=dtype, device=device), t, u[:1], z.masked_fill(z == 0, tie),
               torch.where(z == 0, tie, z), z.clamp(min=tie), z + tie, tie + z, torch.tensor([tie], dtype=dtype)):
         assert r.dtype == dtype and r.tolist()[0] == want, r
+
+
+def test_linear_bias_and_class_target_dtypes_are_checked(device):
+    """PyTorch: F.linear with a bias of another dtype raises ('self and mat2 must have the same dtype, but got Double
+    and Float'), it is not promoted; nll_loss/cross_entropy targets must be int64 or uint8 ('expected target dtype
+    to be Long or Byte, but got Int').  Before: a float64 result, and int32/int16/int8 targets accepted."""
+    F = torch.nn.functional
+    x, w = torch.ones(2, 2, device=device), torch.ones(1, 2, device=device)
+    for inp in (x, x[0], torch.ones(2, 3, 2, device=device)):
+        with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype, but got Double and Float"):
+            F.linear(inp, w, torch.ones(1, dtype=torch.float64, device=device))
+    assert F.linear(x, w, torch.ones(1, device=device)).tolist() == [[3.0], [3.0]]
+    logits = torch.tensor([[1.0, 2.0]], device=device)
+    for d, name in ((torch.int32, "Int"), (torch.int16, "Short"), (torch.int8, "Char"), (torch.bool, "Bool"),
+                    (torch.float32, "Float")):
+        t = torch.tensor([1], dtype=d, device=device)
+        with pytest.raises(RuntimeError, match=f"expected target dtype to be Long or Byte, but got {name}"):
+            F.nll_loss(logits, t)
+        if d is not torch.float32:  # (a float target of the input's shape is probabilities)
+            with pytest.raises(RuntimeError, match=f"expected target dtype to be Long or Byte, but got {name}"):
+                F.cross_entropy(logits, t)
+    for d in (torch.int64, torch.uint8):
+        assert F.cross_entropy(logits, torch.tensor([1], dtype=d, device=device)).shape == ()

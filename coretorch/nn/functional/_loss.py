@@ -537,9 +537,9 @@ def _check_nll_shapes(input, target):
     xs, ts = input._data.shape, target._data.shape
     if not xs:
         raise ValueError(f"Expected 1 or more dimensions (got {len(xs)})")
-    if target.dtype.is_floating_point or target.dtype is _dt.bool_:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tname[:-6]} (class-index targets "
-                           "must be int64: use target.long())")
+    if target.dtype is not _dt.int64 and target.dtype is not _dt.uint8:  # (PyTorch 2.13: int32 targets raise too)
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._tname[:-6]} "
+                           "(class-index targets must be int64: use target.long())")
     if len(xs) == 1:  # an unbatched input: a 0-d target, or (as PyTorch) a 1-d target of one element
         if len(ts) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
