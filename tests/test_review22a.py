@@ -364,3 +364,19 @@ def test_linear_bias_and_class_target_dtypes_are_checked(device):
                 F.cross_entropy(logits, t)
     for d in (torch.int64, torch.uint8):
         assert F.cross_entropy(logits, torch.tensor([1], dtype=d, device=device)).shape == ()
+
+
+def test_np_array_of_a_tensor_is_a_copy():
+    """numpy 2's np.array(t) asks __array__ for a copy: PyTorch's array is a copy (writing to it leaves t as it
+    was), np.asarray(t) shares t's memory.  Before, np.array(t) shared it too (a write changed t, silently)."""
+    t = torch.arange(4.0)
+    a = np.array(t)
+    a[0] = 9.0
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    b = np.asarray(t)
+    b[1] = 7.0
+    assert t.tolist() == [0.0, 7.0, 2.0, 3.0]
+    c = np.array(t, dtype=np.float64)
+    c[2] = 5.0
+    assert t[2].item() == 2.0 and c.dtype == np.float64
+    assert np.array(t, dtype=np.float32, copy=True) is not np.asarray(t)
