@@ -380,3 +380,13 @@ def test_np_array_of_a_tensor_is_a_copy():
     c[2] = 5.0
     assert t[2].item() == 2.0 and c.dtype == np.float64
     assert np.array(t, dtype=np.float32, copy=True) is not np.asarray(t)
+
+
+def test_bfloat16_tensor_legacy_constructor():
+    """PyTorch has torch.BFloat16Tensor beside HalfTensor: the legacy constructor and isinstance type of bfloat16
+    tensors (t.type() names it).  Before: AttributeError."""
+    t = torch.BFloat16Tensor([1.00390625, 2])
+    assert t.dtype == torch.bfloat16 and t.tolist() == [1.0, 2.0]
+    assert isinstance(t, torch.BFloat16Tensor) and not isinstance(torch.ones(1), torch.BFloat16Tensor)
+    assert t.type() == "torch.BFloat16Tensor" and torch.ones(1).type(torch.BFloat16Tensor).dtype == torch.bfloat16
+    assert torch.BFloat16Tensor(2, 3).shape == (2, 3)
