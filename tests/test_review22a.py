@@ -390,3 +390,19 @@ def test_bfloat16_tensor_legacy_constructor():
     assert isinstance(t, torch.BFloat16Tensor) and not isinstance(torch.ones(1), torch.BFloat16Tensor)
     assert t.type() == "torch.BFloat16Tensor" and torch.ones(1).type(torch.BFloat16Tensor).dtype == torch.bfloat16
     assert torch.BFloat16Tensor(2, 3).shape == (2, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.int32, torch.uint8])
+def test_clamp_with_numpy_bounds_keeps_its_dtype(device, dtype):
+    """PyTorch: clamp(int32, min=np.float64(2.5)) is a float32 tensor (the bound a Python float); a float tensor
+    clamped by 0-d arrays keeps its dtype.  Before, numpy's clip promoted the storage to float64 under a float32
+    (float16) dtype: a tensor whose values were not of its dtype."""
+    t = torch.arange(6, device=device).to(dtype)
+    for lo, hi in ((np.float64(2.5), None), (np.array(2.0), np.array(4.0)), (np.int64(2), np.float32(4.5)),
+                   (np.array(2), None)):
+        r = torch.clamp(t, min=lo, max=hi)
+        ref = torch.clamp(t, min=torch.as_tensor(lo, device=device) if isinstance(lo, np.ndarray) else lo.item(),
+                          max=None if hi is None else
+                          torch.as_tensor(hi, device=device) if isinstance(hi, np.ndarray) else hi.item())
+        _same(r, ref)
+        assert _np(r).dtype == _np(torch.empty(0, dtype=r.dtype)).dtype

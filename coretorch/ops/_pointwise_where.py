@@ -11,6 +11,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import state as _gs
 from ..autograd.graph import Node
 from ..tensor import Tensor, _make
+from . import creation as _creation
 from ._util import align_devices, broadcast_shape, edge, sum_to
 
 if TYPE_CHECKING:
@@ -122,6 +123,9 @@ class ClampBackward1(Node):
         return (where(m, g, 0.0),)
 
 
+_NUMPY = (np.generic, np.ndarray)
+
+
 def clamp(input, min=None, max=None):
     """Clamp every element into ``[min, max]``: ``min(max(input, min), max)``.
 
@@ -134,6 +138,11 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, _NUMPY) or isinstance(max, _NUMPY):  # (their own kind would promote in numpy's clip)
+        # a numpy number as PyTorch's parser takes it (int32 tensor, min=np.float64(2.5): float32), an array as a
+        # tensor bound (PyTorch refuses arrays: its TypeError)
+        min, max = (_creation.as_tensor(v, device=input.device) if isinstance(v, np.ndarray) else
+                    _dt.py_scalar(v) for v in (min, max))
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
     table = input._be
