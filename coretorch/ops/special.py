@@ -326,6 +326,8 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
             return logit(input, eps, out=out)
     _check("logit", input)
     x = _float(input)
+    if isinstance(eps, np.generic):  # (a numpy eps as PyTorch's double: 1 - np.uint8(2) would wrap in numpy)
+        eps = float(eps)
     with no_grad():
         xc = x if eps is None else clamp(x, eps, 1 - eps)
         r = log(div(xc, sub(1, xc)))
